@@ -1,0 +1,209 @@
+"""Typed construction of kernel-model operations: broadcasting, promotion and implicit casts.
+
+Frontends call these helpers instead of creating `Op`s by hand, so every frontend makes the same
+implicit conversions explicit in the same way (as Tile IR does: reshape + broadcast, then casts).
+Dtypes may be generic (`DVar`); promotion is decided over every configuration in use and must come
+out the same for all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tileport.diagnostics import Diagnostic, NeedsSpecialization
+from tileport.model import types as T
+from tileport.model.ir import Atom, Block, CDim, Let, Lit, Loc, Op, Ref, Stmt, sym_names
+from tileport.model.types import DType, DVar, Dim, ScalarT, TileT
+
+
+@dataclass
+class DTypeSpace:
+    """Concrete values of each generic dtype, one per configuration in use."""
+
+    vectors: dict[DVar, tuple[str, ...]] = field(default_factory=dict)
+
+    def values(self, dt: DType) -> tuple[str, ...] | str:
+        return self.vectors[dt] if isinstance(dt, DVar) else dt
+
+    def lift(self, fn: Callable[..., str | None], *dts: DType, what: str, loc: Loc) -> DType:
+        """Apply a dtype function across configurations; the result must be uniform."""
+        vecs = [d for d in dts if isinstance(d, DVar)]
+        if not vecs:
+            out = fn(*dts)
+            if out is None:
+                raise Diagnostic(f"{what}: no implicit conversion between {', '.join(map(str, dts))}", loc,
+                                 "dtype", "insert an explicit ct.astype")
+            return out
+        n = len(self.vectors[vecs[0]])
+        results = []
+        for i in range(n):
+            concrete = [self.vectors[d][i] if isinstance(d, DVar) else d for d in dts]
+            r = fn(*concrete)
+            if r is None:
+                raise Diagnostic(f"{what}: no implicit conversion between {', '.join(concrete)}", loc,
+                                 "dtype", "insert an explicit ct.astype")
+            results.append(r)
+        res = tuple(results)
+        if len(set(res)) == 1:
+            return res[0]
+        for d in vecs:
+            if self.vectors[d] == res:
+                return d
+        raise Diagnostic(f"{what}: the result dtype depends on the element types in a way a single "
+                         f"generic kernel cannot express ({', '.join(res)})", loc, "dtype",
+                         "cast explicitly with ct.astype, or translate each dtype configuration separately")
+
+
+# Rust keywords and names the emitted kernels use for their own purposes.
+RESERVED = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
+            "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
+            "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
+            "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
+            "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "E", "Tile",
+            "Tensor", "Partition", "PartitionMut", "Shape"}
+
+
+def same_dim(a: Dim, b: Dim) -> bool:
+    return a == b
+
+
+class Builder:
+    """Emits typed operations into the current block."""
+
+    def __init__(self, file: str, dspace: DTypeSpace, const_values: list[dict[str, Any]]):
+        self.file = file
+        self.dspace = dspace
+        self.const_values = const_values  # one dict per configuration in use
+        self.blocks: list[Block] = []
+        self.scope_names: list[set[str]] = []  # Rust names bound in each open block
+        self.temps: set[str] = set()  # names of values not (yet) bound to a source variable
+
+    # ---- blocks and names
+    def push(self) -> Block:
+        b = Block()
+        self.blocks.append(b)
+        self.scope_names.append(set())
+        return b
+
+    def pop(self) -> Block:
+        self.scope_names.pop()
+        return self.blocks.pop()
+
+    def emit(self, stmt: Stmt) -> None:
+        self.blocks[-1].stmts.append(stmt)
+
+    def visible(self, name: str) -> bool:
+        return any(name in s for s in self.scope_names)
+
+    def fresh(self, hint: str) -> str:
+        """A Rust name not visible in any open block (so nothing outer is shadowed by accident)."""
+        base = hint if hint.isidentifier() and not hint.startswith("__") else "t"
+        name, k = base, 0
+        while self.visible(name) or name in RESERVED:
+            k += 1
+            name = f"{base}_{k}"
+        self.scope_names[-1].add(name)
+        return name
+
+    def value(self, kind: str, args: tuple[Atom, ...], ty, loc: Loc, hint: str = "t", **attrs) -> Ref:
+        """Emit `let <fresh> = kind(args)` and return a reference to it."""
+        op = Op(kind, args, ty, loc, tuple(sorted(attrs.items())))
+        name = self.fresh(hint)
+        self.temps.add(name)
+        self.emit(Let(name, op))
+        return Ref(name, ty)
+
+    def effect(self, kind: str, args: tuple[Atom, ...], loc: Loc, **attrs) -> None:
+        from tileport.model.ir import Do
+        self.emit(Do(Op(kind, args, None, loc, tuple(sorted(attrs.items())))))
+
+    # ---- dtypes
+    def promote(self, a: DType, b: DType, loc: Loc, what: str = "arithmetic") -> DType:
+        return self.dspace.lift(T.promote, a, b, what=what, loc=loc)
+
+    def require(self, dt: DType, pred: Callable[[str], bool], what: str, loc: Loc) -> None:
+        vals = self.dspace.values(dt)
+        for v in (vals if isinstance(vals, tuple) else (vals,)):
+            if not pred(v):
+                raise Diagnostic(f"{what} (got {v})", loc, "dtype")
+
+    def is_float(self, dt: DType) -> bool:
+        vals = self.dspace.values(dt)
+        return all(T.is_float(v) for v in (vals if isinstance(vals, tuple) else (vals,)))
+
+    def cast(self, x: Ref, dtype: DType, loc: Loc, rounding: str | None = None) -> Ref:
+        ty = x.ty
+        if ty.dtype == dtype and rounding is None:
+            return x
+        new_ty = TileT(dtype, ty.shape) if isinstance(ty, TileT) else ScalarT(dtype)
+        return self.value("astype", (x,), new_ty, loc, hint=f"{x.name}_{_dt_name(dtype)}",
+                          dtype=dtype, rounding=rounding)
+
+    # ---- shapes
+    def check_dims_equal(self, a: Dim, b: Dim, loc: Loc, what: str) -> None:
+        if same_dim(a, b):
+            return
+        syms = sym_names(a) | sym_names(b) if not (isinstance(a, int) and isinstance(b, int)) else set()
+        if syms and self.const_values and all(
+                T.eval_dim(a, c) == T.eval_dim(b, c) for c in self.const_values if syms <= c.keys()):
+            raise NeedsSpecialization(frozenset(syms), f"{what}: {a} and {b} are equal only for the "
+                                                       "constant values in use", loc)
+        raise Diagnostic(f"{what}: shape mismatch, {a} vs {b}", loc, "shape")
+
+    def broadcast_shape(self, a: T.Shape, b: T.Shape, loc: Loc) -> T.Shape:
+        n = max(len(a), len(b))
+        a = (1,) * (n - len(a)) + tuple(a)
+        b = (1,) * (n - len(b)) + tuple(b)
+        out = []
+        for da, db in zip(a, b):
+            if da == 1:
+                out.append(db)
+            elif db == 1 or same_dim(da, db):
+                out.append(da)
+            else:
+                self.check_dims_equal(da, db, loc, "broadcast")
+        return tuple(out)
+
+    def to_tile(self, x: Atom, dtype: DType, shape: T.Shape, loc: Loc) -> Ref:
+        """Make `x` a tile of exactly `dtype` and `shape` (splat, cast, reshape, broadcast)."""
+        if isinstance(x, (Lit, CDim)):
+            return self.value("full", (x,), TileT(dtype, shape), loc, hint="c", dtype=dtype, shape=shape)
+        if isinstance(x.ty, ScalarT):
+            s = self.cast(x, dtype, loc)
+            return self.value("splat", (s,), TileT(dtype, shape), loc, hint=f"{x.name}_tile", shape=shape)
+        t = self.cast(x, dtype, loc)
+        src = t.ty.shape
+        if tuple(src) == tuple(shape):
+            return t
+        if len(src) < len(shape):
+            padded = (1,) * (len(shape) - len(src)) + tuple(src)
+            t = self.value("reshape", (t,), TileT(dtype, padded), loc, hint=f"{x.name}_r", shape=padded)
+            src = padded
+        if tuple(src) != tuple(shape):
+            for ds, dd in zip(src, shape):
+                if ds != 1 and not same_dim(ds, dd):
+                    self.check_dims_equal(ds, dd, loc, "broadcast")
+            t = self.value("broadcast", (t,), TileT(dtype, tuple(shape)), loc, hint=f"{x.name}_b", shape=tuple(shape))
+        return t
+
+
+def _dt_name(dt: DType) -> str:
+    return dt.name.lower() if isinstance(dt, DVar) else dt
+
+
+def lit_dtype(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "i32"
+    return "f32"
+
+
+def weak_result_dtype(b: Builder, tile_dt: DType, lit: Any, loc: Loc) -> DType:
+    """A Python literal adopts the other operand's dtype unless its category is higher."""
+    if isinstance(lit, bool):
+        return tile_dt
+    if isinstance(lit, float) and not b.is_float(tile_dt):
+        return "f32"
+    return tile_dt

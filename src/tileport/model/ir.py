@@ -1,0 +1,206 @@
+"""The kernel model: a structured, fully typed program shared by every frontend and emitter.
+
+A kernel body is a list of statements over named variables. Every operation's operands are atoms
+(variable references, literals or compile-time dimensions) so nesting lives only in control flow;
+every operation carries its result type and its source location. Broadcasts and implicit casts are
+explicit operations, as they are in Tile IR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from tileport.model.types import ArrayT, ConstT, DType, DVar, Dim, ScalarT, Sym, TileT, Type
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+# ---------------------------------------------------------------- atoms
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+    ty: Type
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal scalar; `ty` is the scalar type it was given where it is used."""
+
+    value: Union[int, float, bool]
+    ty: ScalarT
+
+
+@dataclass(frozen=True)
+class CDim:
+    """A compile-time integer (literal or expression over constant parameters), used as a scalar."""
+
+    dim: Dim
+
+    @property
+    def ty(self) -> Type:
+        return ScalarT("i32")
+
+
+Atom = Union[Ref, Lit, CDim]
+
+
+# ---------------------------------------------------------------- operations and statements
+
+@dataclass(frozen=True)
+class Op:
+    """One operation. `kind` names it (see tileport.lowering for the catalogue)."""
+
+    kind: str
+    args: tuple[Atom, ...]
+    ty: Type | None
+    loc: Loc
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass
+class Let:
+    """Bind (or, when `update` is set, reassign an outer variable) `name` to the result of `op`."""
+
+    name: str
+    op: Op
+    update: bool = False
+
+
+@dataclass
+class Do:
+    """An operation run for its effect (stores, scatters)."""
+
+    op: Op
+
+
+@dataclass
+class For:
+    index: str
+    start: Atom
+    stop: Atom
+    step: Atom
+    body: "Block"
+    loc: Loc
+    carried: tuple[str, ...] = ()  # outer variables the body reassigns
+
+
+@dataclass
+class If:
+    cond: Atom
+    then: "Block"
+    orelse: "Block"
+    loc: Loc
+    assigned: tuple[str, ...] = ()  # outer variables either branch reassigns
+
+
+@dataclass
+class Return:
+    loc: Loc
+
+
+@dataclass
+class Break:
+    loc: Loc
+
+
+@dataclass
+class Continue:
+    loc: Loc
+
+
+Stmt = Union[Let, Do, For, If, Return, Break, Continue]
+
+
+@dataclass
+class Block:
+    stmts: list[Stmt] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- kernels
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    ty: Union[ArrayT, ScalarT, ConstT]
+    const_type: str | None = None  # "int" | "bool" | "float" for ct.Constant parameters
+
+    @property
+    def is_array(self) -> bool:
+        return isinstance(self.ty, ArrayT)
+
+    @property
+    def is_const(self) -> bool:
+        return self.const_type is not None
+
+
+@dataclass
+class Kernel:
+    name: str
+    params: list[Param]
+    body: Block
+    loc: Loc
+    hints: dict[str, int] = field(default_factory=dict)  # occupancy, num_ctas (entry hints)
+    dtype_vars: dict[DVar, tuple[str, ...]] = field(default_factory=dict)  # generic -> dtypes in use
+    doc: str = ""
+
+    def param(self, name: str) -> Param:
+        return next(p for p in self.params if p.name == name)
+
+    @property
+    def const_params(self) -> list[Param]:
+        return [p for p in self.params if p.is_const]
+
+    @property
+    def array_params(self) -> list[Param]:
+        return [p for p in self.params if p.is_array]
+
+
+@dataclass
+class KernelModule:
+    """Every kernel of one source file."""
+
+    source: str  # path as given
+    name: str  # module name (file stem)
+    kernels: list[Kernel]
+
+
+def sym_names(d: Dim) -> set[str]:
+    if isinstance(d, Sym):
+        return {d.name}
+    if isinstance(d, int):
+        return set()
+    return sym_names(d.lhs) | sym_names(d.rhs)
+
+
+def walk(block: Block):
+    """Every statement of a block, depth first."""
+    for s in block.stmts:
+        yield s
+        if isinstance(s, For):
+            yield from walk(s.body)
+        elif isinstance(s, If):
+            yield from walk(s.then)
+            yield from walk(s.orelse)
+
+
+__all__ = [
+    "Loc", "Ref", "Lit", "CDim", "Atom", "Op", "Let", "Do", "For", "If", "Return", "Break", "Continue",
+    "Stmt", "Block", "Param", "Kernel", "KernelModule", "sym_names", "walk",
+    "ArrayT", "ConstT", "ScalarT", "TileT", "DType", "DVar",
+]

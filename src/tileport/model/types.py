@@ -1,0 +1,181 @@
+"""Types of the kernel model: element dtypes, symbolic dimensions, tiles, scalars and arrays.
+
+Element dtypes of array parameters are usually not fixed by a kernel's source: cuTile Python
+specializes them at launch. The model keeps them as `DVar`s (one per dtype-polymorphic parameter
+group) whose concrete values come from the configurations in use. Tile dimensions are `Dim`s:
+integers or expressions over `ct.Constant[int]` parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+# Canonical element dtype names (Rust spelling where one exists).
+FLOATS = ("f16", "bf16", "f32", "f64", "tf32")
+INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+DTYPES = ("bool", *INTS, *FLOATS, "f8e4m3fn", "f8e5m2")
+
+# cuTile Python dtype attribute names -> model names.
+CT_DTYPES = {
+    "bool_": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "tfloat32": "tf32",
+    "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2",
+}
+# torch dtype names (as used in specs) -> model names.
+TORCH_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
+                "int32": "i32", "int64": "i64", "int8": "i8", "int16": "i16", "uint8": "u8", "bool": "bool"}
+
+
+def is_float(dt: str) -> bool:
+    return dt in FLOATS or dt.startswith("f8")
+
+
+def is_int(dt: str) -> bool:
+    return dt in INTS
+
+
+_RANK = {"bool": 0, "i8": 1, "i16": 2, "i32": 3, "i64": 4, "u8": 1, "u16": 2, "u32": 3, "u64": 4}
+_FLOAT_RANK = {"f16": 1, "bf16": 1, "f32": 2, "f64": 3}
+
+
+def promote(a: str, b: str) -> str | None:
+    """cuTile Python's implicit dtype promotion (None where it refuses to promote)."""
+    if a == b:
+        return a
+    if "tf32" in (a, b) or a.startswith("f8") or b.startswith("f8"):
+        return None
+    if is_float(a) and is_float(b):
+        if {a, b} == {"f16", "bf16"}:
+            return None
+        return a if _FLOAT_RANK[a] > _FLOAT_RANK[b] else b
+    if is_float(a) or is_float(b):
+        return a if is_float(a) else b
+    signed_a, signed_b = not a.startswith("u"), not b.startswith("u")
+    if "bool" in (a, b):
+        return b if a == "bool" else a
+    if signed_a != signed_b:
+        return None
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+@dataclass(frozen=True)
+class DVar:
+    """A dtype-polymorphic element type (a Rust generic type parameter)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+DType = Union[str, DVar]
+
+
+# ---------------------------------------------------------------- symbolic dimensions
+
+@dataclass(frozen=True)
+class Sym:
+    """A `ct.Constant[int]` parameter used as a compile-time value."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class DimOp:
+    """Compile-time arithmetic over constants, e.g. `TILE // 2`."""
+
+    op: str  # + - * // %
+    lhs: "Dim"
+    rhs: "Dim"
+
+    def __str__(self) -> str:
+        return f"({self.lhs} {self.op} {self.rhs})"
+
+
+Dim = Union[int, Sym, DimOp]
+
+_DIM_OPS = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+}
+
+
+def dim_op(op: str, a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return _DIM_OPS[op](a, b)
+    return DimOp(op, a, b)
+
+
+def eval_dim(d: Dim, consts: dict[str, int]) -> int:
+    if isinstance(d, int):
+        return d
+    if isinstance(d, Sym):
+        return int(consts[d.name])
+    return _DIM_OPS[d.op](eval_dim(d.lhs, consts), eval_dim(d.rhs, consts))
+
+
+def is_simple_dim(d: Dim) -> bool:
+    """Dims Rust accepts in a type position: literals and bare const generics."""
+    return isinstance(d, (int, Sym))
+
+
+Shape = tuple[Dim, ...]
+
+
+def shape_str(shape: Shape) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+# ---------------------------------------------------------------- value types
+
+@dataclass(frozen=True)
+class TileT:
+    dtype: DType
+    shape: Shape
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        return f"Tile[{self.dtype}, {shape_str(self.shape)}]"
+
+
+@dataclass(frozen=True)
+class ScalarT:
+    """A runtime scalar (a kernel scalar parameter, a block id, a loop index...)."""
+
+    dtype: DType
+
+    def __str__(self) -> str:
+        return f"Scalar[{self.dtype}]"
+
+
+@dataclass(frozen=True)
+class ArrayT:
+    dtype: DType
+    rank: int
+
+    def __str__(self) -> str:
+        return f"Array[{self.dtype}, rank {self.rank}]"
+
+
+@dataclass(frozen=True)
+class ConstT:
+    """A compile-time Python value: int (possibly symbolic), float, bool, str or a dtype."""
+
+    kind: str  # "int" | "float" | "bool" | "str" | "dtype" | "enum" | "none" | "tuple"
+
+    def __str__(self) -> str:
+        return f"Const[{self.kind}]"
+
+
+Type = Union[TileT, ScalarT, ArrayT, ConstT]

@@ -1,0 +1,49 @@
+"""Matrix multiplication c[M, N] = a[M, K] @ b[K, N] (row-major a, b, c).
+
+Inputs f16 / bf16 (f32 accumulation) or f32, which is multiplied as TF32 (`USE_TF32`: both operand
+tiles are rounded to tfloat32 before the MMA, the accumulator stays f32). Output in the input dtype.
+
+- One tile block computes one (TILE_M, TILE_N) output tile with a K loop of `ct.mma` over
+  (TILE_M, TILE_K) x (TILE_K, TILE_N) view loads; the accumulator lives in registers.
+- Ragged M / N / K: operand loads are zero padded (padded K columns add 0 to the dot products) and
+  the output store drops out-of-bounds rows / columns.
+- The 1-D block id is swizzled in groups of GROUP_M block-rows (`group_m_swizzle`): consecutive
+  blocks sweep GROUP_M rows of A against one column panel of B, so the panels they share stay in L2.
+- `num_ctas=2`: a tile block runs on a 2-CTA cluster (CGA), so operand tiles are loaded once per
+  cluster and multicast; `occupancy=1`: one such block per SM, the tile and its pipeline stages take
+  most of the register file and shared memory. The plan uses 128 x 256 x 64 tiles for 16-bit inputs
+  (128 x 256 x 32 for TF32, the same operand bytes per stage).
+"""
+
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+ConstBool = ct.Constant[bool]
+
+
+def group_m_swizzle(bid, num_bm, num_bn, GROUP_M):
+    """Maps a linear block id to (block row, block column), GROUP_M block-rows at a time."""
+    blocks_per_group = GROUP_M * num_bn
+    group = bid // blocks_per_group
+    first_bm = group * GROUP_M
+    group_rows = min(num_bm - first_bm, GROUP_M)
+    local = bid % blocks_per_group
+    return first_bm + local % group_rows, local // group_rows
+
+
+@ct.kernel(num_ctas=2, occupancy=1)
+def matmul_kernel(a, b, c, TILE_M: ConstInt, TILE_N: ConstInt, TILE_K: ConstInt,
+                  GROUP_M: ConstInt, USE_TF32: ConstBool):
+    num_bm = ct.cdiv(a.shape[0], TILE_M)
+    num_bn = ct.cdiv(b.shape[1], TILE_N)
+    bm, bn = group_m_swizzle(ct.bid(0), num_bm, num_bn, GROUP_M)
+    num_k = ct.num_tiles(a, 1, shape=(TILE_M, TILE_K))
+    acc = ct.zeros((TILE_M, TILE_N), dtype=ct.float32)
+    for k in range(num_k):
+        ta = ct.load(a, index=(bm, k), shape=(TILE_M, TILE_K), padding_mode=ct.PaddingMode.ZERO)
+        tb = ct.load(b, index=(k, bn), shape=(TILE_K, TILE_N), padding_mode=ct.PaddingMode.ZERO)
+        if USE_TF32:
+            ta = ct.astype(ta, ct.tfloat32)
+            tb = ct.astype(tb, ct.tfloat32)
+        acc = ct.mma(ta, tb, acc)
+    ct.store(c, index=(bm, bn), tile=ct.astype(acc, c.dtype))

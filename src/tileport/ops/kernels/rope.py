@@ -1,0 +1,34 @@
+"""Rotary position embedding (rotate-half / GPT-NeoX convention), out of place.
+
+Layout: x, y [batch, seq, heads, head_dim] contiguous; cos, sin [seq, head_dim / 2] f32 tables
+(angle = position * inv_freq[i], position = sequence index). With x1 = x[..., :D/2] and
+x2 = x[..., D/2:]:  y1 = x1 * cos - x2 * sin,  y2 = x2 * cos + x1 * sin.
+
+The kernel receives x and y as the free [B, S, H, 2, D/2] views of the contiguous tensors (the plan
+makes them), so each half is one view load of a (1, BLOCK_S, BLOCK_H, 1, HALF_TILE) tile at index
+0 / 1 of the split axis; HALF_TILE = next power of two >= D/2, zero padded, so head sizes that are
+not powers of two (e.g. 80, 96) work. The cos/sin block (BLOCK_S, HALF_TILE) is loaded once and
+broadcast over heads. Grid: (seq blocks, head blocks, batch). Math in f32.
+"""
+
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+
+
+@ct.kernel
+def rope_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    sb = ct.bid(0)
+    hb = ct.bid(1)
+    batch = ct.bid(2)
+    tile_shape = (1, BLOCK_S, BLOCK_H, 1, HALF_TILE)
+    c = ct.load(cos, index=(sb, 0), shape=(BLOCK_S, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
+    s = ct.load(sin, index=(sb, 0), shape=(BLOCK_S, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
+    c = ct.reshape(ct.astype(c, ct.float32), (1, BLOCK_S, 1, 1, HALF_TILE))
+    s = ct.reshape(ct.astype(s, ct.float32), (1, BLOCK_S, 1, 1, HALF_TILE))
+    x1 = ct.load(x, index=(batch, sb, hb, 0, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
+    x2 = ct.load(x, index=(batch, sb, hb, 1, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
+    x1 = ct.astype(x1, ct.float32)
+    x2 = ct.astype(x2, ct.float32)
+    ct.store(y, index=(batch, sb, hb, 0, 0), tile=ct.astype(x1 * c - x2 * s, y.dtype))
+    ct.store(y, index=(batch, sb, hb, 1, 0), tile=ct.astype(x2 * c + x1 * s, y.dtype))

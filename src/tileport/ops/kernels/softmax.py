@@ -1,0 +1,81 @@
+"""Row softmax over the last axis of a 2-D array, y = softmax(x, dim=-1), in three variants.
+
+All three compute in f32 (inputs f32 / f16 / bf16), subtract the row max before the exponential,
+use the approximate exp and an approximate, flush-to-zero divide, and cast back to the output dtype.
+They are persistent: the plan launches about NUM_SMS * occupancy tile blocks and each walks the rows
+with a grid-stride loop, so the whole row set is covered by one resident wave.
+
+(a) softmax_tma_kernel: one row = one (1, TILE) view load (TILE = next power of two >= n_cols);
+    the view pads the tail with -inf, which exp() turns into 0, so no mask is needed.
+(b) softmax_gather_kernel: the same row as an element gather/scatter: column offsets come from
+    ct.arange, the column bound is an explicit mask (bounds checks off, the row index is always in
+    range), masked lanes read -inf.
+(c) softmax_online_kernel: rows too long for one tile. Pass 1 walks the row in CHUNK-wide tiles,
+    keeping a running max and a running sum rescaled by exp(old_max - new_max); pass 2 re-reads the
+    row (mostly from L2) and writes exp(x - max) / sum.
+"""
+
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+
+
+@ct.kernel(occupancy=2)
+def softmax_tma_kernel(x, y, TILE: ConstInt):
+    bid = ct.bid(0)
+    num_blocks = ct.num_blocks(0)
+    n_rows = x.shape[0]
+    for row in range(bid, n_rows, num_blocks):
+        t = ct.load(x, index=(row, 0), shape=(1, TILE), padding_mode=ct.PaddingMode.NEG_INF)
+        t = ct.astype(t, ct.float32)
+        row_max = ct.max(t, 1, keepdims=True)
+        num = ct.exp(t - row_max, rounding_mode=ct.RoundingMode.APPROX)
+        den = ct.sum(num, 1, keepdims=True)
+        out = ct.truediv(num, den, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+        ct.store(y, index=(row, 0), tile=ct.astype(out, y.dtype))
+
+
+@ct.kernel(occupancy=4)
+def softmax_gather_kernel(x, y, TILE: ConstInt):
+    bid = ct.bid(0)
+    num_blocks = ct.num_blocks(0)
+    n_rows = x.shape[0]
+    cols = ct.arange(TILE, dtype=ct.int32)
+    in_row = cols < x.shape[1]
+    for row in range(bid, n_rows, num_blocks):
+        t = ct.gather(x, (row, cols), mask=in_row, padding_value=float("-inf"), check_bounds=False)
+        t = ct.astype(t, ct.float32)
+        row_max = ct.max(t, 0, keepdims=True)
+        num = ct.exp(t - row_max, rounding_mode=ct.RoundingMode.APPROX)
+        den = ct.sum(num, 0, keepdims=True)
+        out = ct.truediv(num, den, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+        ct.scatter(y, (row, cols), ct.astype(out, y.dtype), mask=in_row, check_bounds=False)
+
+
+@ct.kernel(occupancy=2)
+def softmax_online_kernel(x, y, CHUNK: ConstInt):
+    bid = ct.bid(0)
+    num_blocks = ct.num_blocks(0)
+    n_rows = x.shape[0]
+    n_chunks = ct.num_tiles(x, 1, shape=(1, CHUNK))
+    for row in range(bid, n_rows, num_blocks):
+        # Pass 1: running max / sum. Chunk 0 initializes them (it always holds a real column).
+        t = ct.load(x, index=(row, 0), shape=(1, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+        t = ct.astype(t, ct.float32)
+        run_max = ct.max(t, 1, keepdims=True)
+        run_sum = ct.sum(ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
+        for c in range(1, n_chunks):
+            t = ct.load(x, index=(row, c), shape=(1, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+            t = ct.astype(t, ct.float32)
+            new_max = ct.maximum(run_max, ct.max(t, 1, keepdims=True))
+            scale = ct.exp(run_max - new_max, rounding_mode=ct.RoundingMode.APPROX)
+            part = ct.sum(ct.exp(t - new_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
+            run_sum = run_sum * scale + part
+            run_max = new_max
+        inv_sum = ct.truediv(1.0, run_sum, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+        # Pass 2: normalize and write.
+        for c in range(n_chunks):
+            t = ct.load(x, index=(row, c), shape=(1, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+            t = ct.astype(t, ct.float32)
+            out = ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX) * inv_sum
+            ct.store(y, index=(row, c), tile=ct.astype(out, y.dtype))

@@ -1,0 +1,92 @@
+"""Operator specifications: what an operator is, independent of the backend that runs it.
+
+An `OpSpec` ties together the cuTile Python kernel file, the host-side launch plan (shared by the
+`cutile` and `cutile-rs` backends), the PyTorch reference, test and benchmark shapes, tolerances and
+the signatures used to capture Tile IR on CPU. Nothing here imports torch or cuda.tile at module
+import time, so specs load on CPU-only machines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+KERNELS_DIR = Path(__file__).parent / "kernels"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch: the kernel's name, its grid and every argument by parameter name.
+
+    `args` maps each kernel parameter (arrays, runtime scalars and `ct.Constant` values) to its value.
+    """
+
+    kernel: str
+    grid: tuple[int, int, int]
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A concrete signature for Tile IR capture on CPU (no tensors needed).
+
+    `arrays` maps array parameters to (dtype name, rank), e.g. {"x": ("float16", 2)}; `scalars` maps
+    runtime scalar parameters to a dtype name ("int32", "float32"); `constants` gives every
+    `ct.Constant` parameter its value. Arrays are captured contiguous (last stride 1) and 16-byte
+    aligned on both sides.
+    """
+
+    kernel: str
+    arrays: Mapping[str, tuple[str, int]]
+    scalars: Mapping[str, str] = field(default_factory=dict)
+    constants: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        dts = sorted({dt for dt, _ in self.arrays.values()})
+        consts = ",".join(f"{k}={v}" for k, v in sorted(self.constants.items()))
+        return f"{self.kernel}[{'/'.join(dts)}]({consts})"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """An operator of the library.
+
+    - `kernel_file`: file name under ops/kernels/ holding the cuTile Python kernels.
+    - `kernels`: the `@ct.kernel` functions this op launches.
+    - `dtypes`: torch dtype names the op supports ("float32", "float16", "bfloat16").
+    - `make_inputs(shape, dtype, device, seed)`: the op's positional inputs (torch tensors/scalars).
+    - `reference(*inputs)`: the PyTorch result (a tensor or a tuple of tensors).
+    - `allocate(*inputs)`: empty output tensor(s) for the op.
+    - `plan(*inputs, outs)`: the launches (same for both tile backends); `outs` is what `allocate` gave.
+    - `shapes`: correctness shapes (include ragged / non-power-of-two ones); `bench_shapes`: benchmark
+      shapes; `tolerances`: per dtype; `captures`: signatures for CPU Tile IR capture.
+    - `flops(shape)` / `bytes(shape, dtype)`: work per call, for TFLOP/s and GB/s.
+    """
+
+    name: str
+    kernel_file: str
+    kernels: Sequence[str]
+    dtypes: Sequence[str]
+    make_inputs: Callable[..., tuple]
+    reference: Callable[..., Any]
+    allocate: Callable[..., Any]
+    plan: Callable[..., Sequence[Launch]]
+    shapes: Sequence[tuple[int, ...]]
+    bench_shapes: Sequence[tuple[int, ...]]
+    tolerances: Mapping[str, Tolerance]
+    captures: Sequence[Capture]
+    bytes: Callable[[tuple[int, ...], str], int] | None = None
+    flops: Callable[[tuple[int, ...]], int] | None = None
+    kind: str = "memory"  # "memory" or "compute": which roofline the benchmark reports against
+
+    @property
+    def kernel_path(self) -> Path:
+        return KERNELS_DIR / self.kernel_file

@@ -1,0 +1,71 @@
+"""layer_norm: forward with weight and bias over [M, N] rows, plus mean / rstd ([M] f32) outputs."""
+
+from __future__ import annotations
+
+from ..spec import Launch, OpSpec
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, generator, next_pow2, num_sms,
+                      per_dtype_captures, randn, torch)
+
+OCCUPANCY = {"layer_norm_fwd_kernel": 2}  # must match the @ct.kernel decorator
+MAX_TILE = 16384
+EPS = 1e-5
+
+
+def make_inputs(shape, dtype, device, seed=0):
+    m, n = shape
+    g = generator(device, seed)
+    x = randn((m, n), dtype, device, g, scale=2.0, shift=0.5)  # non-zero mean
+    w = randn((n,), dtype, device, g, scale=0.5, shift=1.0)
+    b = randn((n,), dtype, device, g, scale=0.1)
+    return x, w, b
+
+
+def reference(x, w, b):
+    xf = x.float()
+    mean = xf.mean(dim=-1)
+    var = xf.var(dim=-1, unbiased=False)
+    rstd = torch().rsqrt(var + EPS)
+    y = (xf - mean[:, None]) * rstd[:, None] * w.float() + b.float()
+    return y.to(x.dtype), mean, rstd
+
+
+def allocate(x, w, b):
+    t = torch()
+    m = x.shape[0]
+    return (t.empty_like(x), t.empty((m,), dtype=t.float32, device=x.device),
+            t.empty((m,), dtype=t.float32, device=x.device))
+
+
+def plan(x, w, b, outs):
+    if x.dim() != 2 or x.stride(1) != 1 or w.shape != (x.shape[1],) or b.shape != w.shape:
+        raise ValueError("layer_norm takes x [M, N] (unit last stride), w [N] and b [N]")
+    tile = next_pow2(x.shape[1])
+    if tile > MAX_TILE:
+        raise ValueError(f"layer_norm: rows longer than {MAX_TILE} are not supported")
+    y, mean, rstd = outs
+    k = "layer_norm_fwd_kernel"
+    grid = (max(1, min(x.shape[0], num_sms(x.device) * OCCUPANCY[k])), 1, 1)
+    return [Launch(k, grid, {"x": x, "w": w, "b": b, "y": y, "mean": mean, "rstd": rstd,
+                             "eps": EPS, "TILE": tile})]
+
+
+SPEC = OpSpec(
+    name="layer_norm",
+    kernel_file="layer_norm.py",
+    kernels=["layer_norm_fwd_kernel"],
+    dtypes=list(FLOAT_DTYPES),
+    make_inputs=make_inputs,
+    reference=reference,
+    allocate=allocate,
+    plan=plan,
+    shapes=[(1, 1), (3, 17), (37, 1000), (1000, 5120), (2, 16384), (8192, 4096)],
+    bench_shapes=[(8192, 4096), (4096, 8192), (16384, 2048)],
+    tolerances=TOL_POINTWISE,
+    captures=per_dtype_captures("layer_norm_fwd_kernel", {"x": 2, "w": 1, "b": 1, "y": 2},
+                                lambda dt: {"TILE": 4096},
+                                fixed_arrays={"mean": ("float32", 1), "rstd": ("float32", 1)},
+                                scalars={"eps": "float32"}),
+    bytes=lambda shape, dt: ((2 * shape[0] * shape[1] + 2 * shape[1]) * ELEMENT_SIZE[dt]
+                             + 8 * shape[0]),
+    flops=lambda shape: 7 * shape[0] * shape[1],
+)

@@ -1,0 +1,63 @@
+"""matmul: c[M, N] = a[M, K] @ b[K, N]; f16 / bf16 with f32 accumulation, f32 through TF32."""
+
+from __future__ import annotations
+
+from ..spec import Launch, OpSpec
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_MATMUL, cdiv, dtype_name, generator,
+                      per_dtype_captures, randn, torch)
+
+GROUP_M = 8
+# (TILE_M, TILE_N, TILE_K) per input dtype on sm_90: a 128 x 256 f32 accumulator per tile block,
+# 48 KiB of operands per K step (TF32 halves TILE_K to keep the bytes per stage).
+TILES = {"float16": (128, 256, 64), "bfloat16": (128, 256, 64), "float32": (128, 256, 32)}
+
+
+def make_inputs(shape, dtype, device, seed=0):
+    m, n, k = shape
+    g = generator(device, seed)
+    s = float(k) ** -0.25  # so that the outputs are O(1)
+    return randn((m, k), dtype, device, g, scale=s), randn((k, n), dtype, device, g, scale=s)
+
+
+def reference(a, b):
+    return (a.float() @ b.float()).to(a.dtype)
+
+
+def allocate(a, b):
+    return torch().empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+
+
+def constants(dtype: str) -> dict:
+    tm, tn, tk = TILES[dtype]
+    return {"TILE_M": tm, "TILE_N": tn, "TILE_K": tk, "GROUP_M": GROUP_M,
+            "USE_TF32": dtype == "float32"}
+
+
+def plan(a, b, outs):
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype:
+        raise ValueError("matmul takes a [M, K] and b [K, N] of one dtype")
+    m, n = a.shape[0], b.shape[1]
+    consts = constants(dtype_name(a))
+    grid = (cdiv(m, consts["TILE_M"]) * cdiv(n, consts["TILE_N"]), 1, 1)
+    return [Launch("matmul_kernel", grid, {"a": a, "b": b, "c": outs, **consts})]
+
+
+SPEC = OpSpec(
+    name="matmul",
+    kernel_file="matmul.py",
+    kernels=["matmul_kernel"],
+    dtypes=list(FLOAT_DTYPES),
+    make_inputs=make_inputs,
+    reference=reference,
+    allocate=allocate,
+    plan=plan,
+    shapes=[(1, 1, 1), (17, 33, 65), (129, 255, 100), (1000, 1000, 1000), (512, 768, 4096),
+            (4096, 4096, 4096)],
+    bench_shapes=[(4096, 4096, 4096), (8192, 8192, 8192)],
+    tolerances=TOL_MATMUL,
+    captures=per_dtype_captures("matmul_kernel", {"a": 2, "b": 2, "c": 2}, constants),
+    bytes=lambda shape, dt: (shape[0] * shape[2] + shape[2] * shape[1]
+                             + shape[0] * shape[1]) * ELEMENT_SIZE[dt],
+    flops=lambda shape: 2 * shape[0] * shape[1] * shape[2],
+    kind="compute",
+)

@@ -1,0 +1,88 @@
+"""rope: rotary embedding (rotate-half) of x [batch, seq, heads, head_dim] with cos/sin [seq, D/2] f32.
+
+Tables: cos[s, i] = cos(s * base^(-2i/D)), sin likewise (positions = sequence index). The plan passes
+the free [B, S, H, 2, D/2] views of x and y to the kernel.
+"""
+
+from __future__ import annotations
+
+from ..spec import Launch, OpSpec
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, generator, next_pow2, numel,
+                      per_dtype_captures, randn, torch)
+
+BASE = 10000.0
+# target elements per half-tile (x1 or x2) of one block
+HALF_TILE_ELEMS = 4096
+
+
+def tiles(s: int, h: int, half: int) -> tuple[int, int, int]:
+    half_tile = next_pow2(half)
+    block_h = min(next_pow2(h), max(1, HALF_TILE_ELEMS // half_tile))
+    block_s = max(1, min(next_pow2(s), HALF_TILE_ELEMS // (half_tile * block_h)))
+    return block_s, block_h, half_tile
+
+
+def rope_tables(seq: int, head_dim: int, device):
+    t = torch()
+    inv_freq = BASE ** (-t.arange(0, head_dim, 2, dtype=t.float64, device=device) / head_dim)
+    ang = t.arange(seq, dtype=t.float64, device=device)[:, None] * inv_freq[None, :]
+    return t.cos(ang).float().contiguous(), t.sin(ang).float().contiguous()
+
+
+def make_inputs(shape, dtype, device, seed=0):
+    b, s, h, d = shape
+    if d % 2:
+        raise ValueError("rope needs an even head_dim")
+    x = randn(shape, dtype, device, generator(device, seed))
+    cos, sin = rope_tables(s, d, device)
+    return x, cos, sin
+
+
+def reference(x, cos, sin):
+    xf = x.float()
+    half = x.shape[-1] // 2
+    x1, x2 = xf[..., :half], xf[..., half:]
+    c = cos[None, :, None, :]
+    s = sin[None, :, None, :]
+    return torch().cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).to(x.dtype)
+
+
+def allocate(x, cos, sin):
+    return torch().empty_like(x)
+
+
+def plan(x, cos, sin, outs):
+    b, s, h, d = x.shape
+    half = d // 2
+    if d % 2 or not x.is_contiguous() or cos.shape != (s, half) or sin.shape != (s, half):
+        raise ValueError("rope takes contiguous x [B, S, H, D] (D even) and cos/sin [S, D/2]")
+    block_s, block_h, half_tile = tiles(s, h, half)
+    grid = (cdiv(s, block_s), cdiv(h, block_h), b)
+    return [Launch("rope_kernel", grid, {
+        "x": x.view(b, s, h, 2, half), "cos": cos, "sin": sin, "y": outs.view(b, s, h, 2, half),
+        "BLOCK_S": block_s, "BLOCK_H": block_h, "HALF_TILE": half_tile})]
+
+
+def _constants(dt):
+    bs, bh, ht = tiles(4096, 32, 64)
+    return {"BLOCK_S": bs, "BLOCK_H": bh, "HALF_TILE": ht}
+
+
+SPEC = OpSpec(
+    name="rope",
+    kernel_file="rope.py",
+    kernels=["rope_kernel"],
+    dtypes=list(FLOAT_DTYPES),
+    make_inputs=make_inputs,
+    reference=reference,
+    allocate=allocate,
+    plan=plan,
+    shapes=[(1, 1, 1, 2), (2, 7, 3, 80), (1, 129, 8, 128), (3, 33, 5, 96), (4, 1024, 32, 128)],
+    bench_shapes=[(4, 4096, 32, 128), (1, 16384, 8, 128)],
+    tolerances=TOL_POINTWISE,
+    captures=per_dtype_captures("rope_kernel", {"x": 5, "y": 5}, _constants,
+                                fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)}),
+    bytes=lambda shape, dt: (2 * numel(shape) * ELEMENT_SIZE[dt]
+                             + 2 * shape[1] * (shape[3] // 2) * 4),
+    flops=lambda shape: 3 * numel(shape),
+)
