@@ -329,7 +329,8 @@ class KernelLowerer:
         hints = self.kernel_hints()
         params = [p for p in self.params if not (p.is_const and p.name in self.cfg.pinned)]
         doc = ast.get_docstring(fn) or ""
-        return Kernel(fn.name, params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc)
+        return Kernel(fn.name, params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
+                      module_name=Path(self.path).stem, base_name=fn.name, pinned=dict(self.cfg.pinned))
 
     def kernel_hints(self) -> dict[str, Any]:
         hints: dict[str, Any] = {}
@@ -763,8 +764,6 @@ def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel
                 suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items())
                                   if key not in cfg.pinned)
                 k.name = f"{k.name}_{suffix}" if suffix else k.name
-                k.hints.setdefault("specialized", {}).update(v) if isinstance(k.hints.get("specialized"), dict) \
-                    else k.hints.__setitem__("specialized", dict(v))
                 out.append(k)
         return out
 

@@ -236,13 +236,8 @@ def _shape(lw, v: Value, node, what: str) -> tuple:
     if not isinstance(v, tuple) or not all(isinstance(d, CV) and d.is_dim for d in v):
         raise lw.fail(node, f"{what}: tile shapes must be tuples of compile-time integers", "tile shape",
                       "use literals or ct.Constant[int] parameters")
-    shape = tuple(d.value for d in v)
-    complex_dims = [d for d in shape if not T.is_simple_dim(d)]
-    if complex_dims:
-        names = frozenset().union(*(sym_names(d) for d in complex_dims))
-        raise NeedsSpecialization(names, f"constant arithmetic in a tile shape ({T.shape_str(shape)})",
-                                  lw.loc(node))
-    return shape
+    # Constant arithmetic (TM * TN) is allowed: the emitter gives it a derived const generic.
+    return tuple(d.value for d in v)
 
 
 def _index(lw, v: Value, rank: int, node, fn: str) -> tuple[Atom, ...]:
@@ -378,13 +373,13 @@ def ct_gather(lw, args, kwargs, node):
     mask = None if mask is None or (isinstance(mask, CV) and mask.value is None) else mask
     shape = _common_shape(lw, idx + ([mask] if mask is not None else []), node)
     loc = lw.loc(node)
-    idx_tiles = tuple(lw.b.to_tile(i, i.ty.dtype if isinstance(i, Ref) else "i32", shape, loc) for i in idx)
     pad = _opt_const(lw, b.get("padding_value", CV(0)), node, "padding_value", (int, float))
-    args_ = (arr, *idx_tiles)
+    # Indices stay in their own shapes: cuTile widens each to u64 before broadcasting it.
+    args_ = (arr, *idx)
     if mask is not None:
         args_ += (lw.b.to_tile(mask, "bool", shape, loc),)
     return lw.b.value("gather", args_, TileT(arr.ty.dtype, shape), loc, hint=f"{arr.name}_tile",
-                      padding_value=pad, has_mask=mask is not None,
+                      padding_value=pad, has_mask=mask is not None, shape=shape,
                       check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                       latency=_opt_const(lw, b.get("latency"), node, "latency"))
 
@@ -405,11 +400,10 @@ def ct_scatter(lw, args, kwargs, node):
         value = lw.b.to_tile(value, arr.ty.dtype, shape, loc)
     else:
         value = lw.b.to_tile(lw.scalar_atom(value, node), arr.ty.dtype, shape, loc)
-    idx_tiles = tuple(lw.b.to_tile(i, i.ty.dtype if isinstance(i, Ref) else "i32", shape, loc) for i in idx)
-    args_ = (arr, value, *idx_tiles)
+    args_ = (arr, value, *idx)
     if mask is not None:
         args_ += (lw.b.to_tile(mask, "bool", shape, loc),)
-    lw.b.effect("scatter", args_, loc, has_mask=mask is not None,
+    lw.b.effect("scatter", args_, loc, has_mask=mask is not None, shape=shape,
                 check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                 latency=_opt_const(lw, b.get("latency"), node, "latency"))
     return CV(None)
@@ -466,8 +460,12 @@ def _fill(lw, shape_v, value, dtype_v, node) -> Ref:
     if isinstance(atom, CDim) and not isinstance(atom.dim, int):
         raise lw.fail(node, "a fill value computed from constants is not supported", "ct.full")
     if isinstance(atom, CDim):
-        atom = Lit(float(atom.dim) if lw.b.is_float(dtype) else atom.dim, ScalarT(dtype))
-    return lw.b.to_tile(atom, dtype, shape, lw.loc(node))
+        atom = Lit(atom.dim, ScalarT(dtype))
+    if isinstance(atom, Ref):
+        return lw.b.to_tile(atom, dtype, shape, lw.loc(node))
+    value = float(atom.value) if lw.b.is_float(dtype) and not isinstance(atom.value, bool) else atom.value
+    return lw.b.value("full", (Lit(value, ScalarT(dtype)),), TileT(dtype, shape), lw.loc(node), hint="c",
+                      dtype=dtype, shape=shape)
 
 
 def ct_astype(lw, args, kwargs, node):

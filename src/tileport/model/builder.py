@@ -167,8 +167,14 @@ class Builder:
 
     def to_tile(self, x: Atom, dtype: DType, shape: T.Shape, loc: Loc) -> Ref:
         """Make `x` a tile of exactly `dtype` and `shape` (splat, cast, reshape, broadcast)."""
+        if isinstance(x, Lit) and isinstance(x.value, float):
+            # cuTile Python materializes a float literal as a 0-d constant, reshaped and broadcast.
+            lit = Lit(x.value, ScalarT(dtype))
+            return self.value("splat", (lit,), TileT(dtype, shape), loc, hint="c", shape=shape)
         if isinstance(x, (Lit, CDim)):
-            return self.value("full", (x,), TileT(dtype, shape), loc, hint="c", dtype=dtype, shape=shape)
+            # ... and an integer or bool literal as a splat constant.
+            lit = Lit(x.value, ScalarT(dtype)) if isinstance(x, Lit) else x
+            return self.value("full", (lit,), TileT(dtype, shape), loc, hint="c", dtype=dtype, shape=shape)
         if isinstance(x.ty, ScalarT):
             s = self.cast(x, dtype, loc)
             return self.value("splat", (s,), TileT(dtype, shape), loc, hint=f"{x.name}_tile", shape=shape)

@@ -158,6 +158,9 @@ class Kernel:
     hints: dict[str, int] = field(default_factory=dict)  # occupancy, num_ctas (entry hints)
     dtype_vars: dict[DVar, tuple[str, ...]] = field(default_factory=dict)  # generic -> dtypes in use
     doc: str = ""
+    module_name: str = ""  # the source file's module (file stem)
+    base_name: str = ""  # the source kernel's name (differs from `name` for specialized entries)
+    pinned: dict[str, Any] = field(default_factory=dict)  # constants fixed by literal specialization
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)

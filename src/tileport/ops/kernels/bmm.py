@@ -22,7 +22,7 @@ def group_m_swizzle(bid, num_bm, num_bn, GROUP_M):
     return first_bm + local % group_rows, local // group_rows
 
 
-@ct.kernel(num_ctas=2, occupancy=1)
+@ct.kernel(num_ctas=1, occupancy=1)
 def bmm_kernel(a, b, c, TILE_M: ConstInt, TILE_N: ConstInt, TILE_K: ConstInt,
                GROUP_M: ConstInt, USE_TF32: ConstBool):
     batch = ct.bid(1)

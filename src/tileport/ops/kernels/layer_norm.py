@@ -2,9 +2,10 @@
 
 y = (x - mean) * rstd * w + b,  rstd = 1 / sqrt(var + eps)  (biased variance, as torch).
 x, y: [M, N]; w, b: [N]; mean, rstd: [M] f32 outputs; eps: runtime f32 scalar.
-Math in f32. The variance is computed from the centered row held in registers (two reductions, no
-E[x^2] - E[x]^2 cancellation); the padded lanes are masked out of it. Persistent grid-stride row
-loop; w and b are loaded once per block.
+Math in f32. The variance is computed from the centered rows held in registers (two reductions, no
+E[x^2] - E[x]^2 cancellation); the padded lanes are masked out of it. Persistent grid-stride loop
+over row blocks of one (BLOCK_M, TILE) view load each (BLOCK_M > 1 only for short rows); w and b are
+loaded once per block; mean / rstd of a row block are stored as one (BLOCK_M,) tile each.
 """
 
 import cuda.tile as ct
@@ -13,23 +14,23 @@ ConstInt = ct.Constant[int]
 
 
 @ct.kernel(occupancy=2)
-def layer_norm_fwd_kernel(x, w, b, y, mean, rstd, eps, TILE: ConstInt):
+def layer_norm_fwd_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: ConstInt):
     bid = ct.bid(0)
     num_blocks = ct.num_blocks(0)
-    n_rows = x.shape[0]
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, TILE))
     n_cols = x.shape[1]
     in_row = ct.arange(TILE, dtype=ct.int32) < n_cols
     wt = ct.astype(ct.load(w, index=(0,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO),
                    ct.float32)
     bt = ct.astype(ct.load(b, index=(0,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO),
                    ct.float32)
-    for row in range(bid, n_rows, num_blocks):
-        t = ct.load(x, index=(row, 0), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
+    for rb in range(bid, n_row_blocks, num_blocks):
+        t = ct.load(x, index=(rb, 0), shape=(BLOCK_M, TILE), padding_mode=ct.PaddingMode.ZERO)
         t = ct.astype(t, ct.float32)
         mu = ct.sum(t, 1, keepdims=True) / n_cols
         centered = ct.where(in_row, t - mu, 0.0)
         var = ct.sum(centered * centered, 1, keepdims=True) / n_cols
         inv_std = ct.rsqrt(var + eps)
-        ct.store(y, index=(row, 0), tile=ct.astype(centered * inv_std * wt + bt, y.dtype))
-        ct.store(mean, index=(row,), tile=ct.reshape(mu, (1,)))
-        ct.store(rstd, index=(row,), tile=ct.reshape(inv_std, (1,)))
+        ct.store(y, index=(rb, 0), tile=ct.astype(centered * inv_std * wt + bt, y.dtype))
+        ct.store(mean, index=(rb,), tile=ct.reshape(mu, (BLOCK_M,)))
+        ct.store(rstd, index=(rb,), tile=ct.reshape(inv_std, (BLOCK_M,)))

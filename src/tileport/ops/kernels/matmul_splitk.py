@@ -26,7 +26,7 @@ def group_m_swizzle(bid, num_bm, num_bn, GROUP_M):
     return first_bm + local % group_rows, local // group_rows
 
 
-@ct.kernel(num_ctas=2, occupancy=1)
+@ct.kernel(num_ctas=1, occupancy=1)
 def matmul_splitk_kernel(a, b, ws, k_tiles_per_split, TILE_M: ConstInt, TILE_N: ConstInt,
                          TILE_K: ConstInt, GROUP_M: ConstInt, USE_TF32: ConstBool):
     split = ct.bid(1)

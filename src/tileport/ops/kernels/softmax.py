@@ -2,11 +2,17 @@
 
 All three compute in f32 (inputs f32 / f16 / bf16), subtract the row max before the exponential,
 use the approximate exp and an approximate, flush-to-zero divide, and cast back to the output dtype.
-They are persistent: the plan launches about NUM_SMS * occupancy tile blocks and each walks the rows
-with a grid-stride loop, so the whole row set is covered by one resident wave.
+Each walks the rows with a grid-stride loop; (a) and (c) are launched persistent (about
+NUM_SMS * occupancy tile blocks, one resident wave), (b) with one block per row (the plan's choice:
+measured faster for the pointer path).
 
-(a) softmax_tma_kernel: one row = one (1, TILE) view load (TILE = next power of two >= n_cols);
-    the view pads the tail with -inf, which exp() turns into 0, so no mask is needed.
+(a) softmax_tma_kernel / softmax_tma_wide_kernel: BLOCK_M rows = one (BLOCK_M, TILE) view load
+    (TILE = next power of two >= n_cols; the plan takes BLOCK_M = 1 for long rows and more rows for
+    short ones, so that one load moves enough bytes); the view pads the column tail with -inf, which
+    exp() turns into 0, so no mask is needed (rows past the end are padded too and their stores are
+    dropped). The two entries share one body and differ in the occupancy hint: 4 resident blocks
+    per SM for tiles up to 8192 f32 values, 2 for wider ones (a 16384-wide f32 row tile needs half
+    of the register file per block; with occupancy 4 it spills, measured 1.65x slower on H200).
 (b) softmax_gather_kernel: the same row as an element gather/scatter: column offsets come from
     ct.arange, the column bound is an explicit mask (bounds checks off, the row index is always in
     range), masked lanes read -inf.
@@ -20,19 +26,29 @@ import cuda.tile as ct
 ConstInt = ct.Constant[int]
 
 
-@ct.kernel(occupancy=2)
-def softmax_tma_kernel(x, y, TILE: ConstInt):
+def softmax_row_blocks_tma(x, y, BLOCK_M, TILE):
+    """Persistent grid-stride loop over (BLOCK_M, TILE) row blocks (shared by both TMA kernels)."""
     bid = ct.bid(0)
     num_blocks = ct.num_blocks(0)
-    n_rows = x.shape[0]
-    for row in range(bid, n_rows, num_blocks):
-        t = ct.load(x, index=(row, 0), shape=(1, TILE), padding_mode=ct.PaddingMode.NEG_INF)
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, TILE))
+    for rb in range(bid, n_row_blocks, num_blocks):
+        t = ct.load(x, index=(rb, 0), shape=(BLOCK_M, TILE), padding_mode=ct.PaddingMode.NEG_INF)
         t = ct.astype(t, ct.float32)
         row_max = ct.max(t, 1, keepdims=True)
         num = ct.exp(t - row_max, rounding_mode=ct.RoundingMode.APPROX)
         den = ct.sum(num, 1, keepdims=True)
         out = ct.truediv(num, den, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
-        ct.store(y, index=(row, 0), tile=ct.astype(out, y.dtype))
+        ct.store(y, index=(rb, 0), tile=ct.astype(out, y.dtype))
+
+
+@ct.kernel(occupancy=4)
+def softmax_tma_kernel(x, y, BLOCK_M: ConstInt, TILE: ConstInt):
+    softmax_row_blocks_tma(x, y, BLOCK_M, TILE)
+
+
+@ct.kernel(occupancy=2)
+def softmax_tma_wide_kernel(x, y, BLOCK_M: ConstInt, TILE: ConstInt):
+    softmax_row_blocks_tma(x, y, BLOCK_M, TILE)
 
 
 @ct.kernel(occupancy=4)
@@ -52,7 +68,7 @@ def softmax_gather_kernel(x, y, TILE: ConstInt):
         ct.scatter(y, (row, cols), ct.astype(out, y.dtype), mask=in_row, check_bounds=False)
 
 
-@ct.kernel(occupancy=2)
+@ct.kernel(occupancy=4)
 def softmax_online_kernel(x, y, CHUNK: ConstInt):
     bid = ct.bid(0)
     num_blocks = ct.num_blocks(0)

@@ -76,7 +76,11 @@ def num_sms(device: Any) -> int:
 
 
 def generator(device: Any, seed: int) -> Any:
-    g = torch().Generator(device=torch().device(device))
+    """A seeded generator on `device` (None on the `meta` device, used to check plans on CPU)."""
+    dev = torch().device(device)
+    if dev.type == "meta":
+        return None
+    g = torch().Generator(device=dev)
     g.manual_seed(int(seed))
     return g
 
@@ -87,9 +91,9 @@ def randn(shape: Iterable[int], dtype: str, device: Any, gen: Any, scale: float 
     t = torch().randn(tuple(shape), generator=gen, device=torch().device(device),
                       dtype=torch().float32)
     if scale != 1.0:
-        t.mul_(scale)
+        t = t.mul_(scale)
     if shift != 0.0:
-        t.add_(shift)
+        t = t.add_(shift)
     return t.to(torch_dtype(dtype))
 
 
@@ -112,13 +116,15 @@ def per_dtype_captures(kernel: str, arrays: dict[str, int], constants_for: Any,
     return out
 
 
-# Largest 1-D tile of the flattened element-wise kernels: 16 KiB of input per operand and block.
-FLAT_TILE_BYTES = 16384
+# 1-D tile of the flattened element-wise kernels. Measured on H200 (CUPTI, L2 flushed): 1024 is the
+# best or within 1 % of the best for every dtype (bf16 gelu 8192^2: 3692 GB/s at 1024, 2722 at 4096,
+# 1949 at 8192; f32 vector_add 2^27: 4359 at 1024, 4372 at 2048, 2816 at 8192).
+FLAT_TILE = 1024
 
 
 def flat_tile(n: int, dtype: str) -> int:
-    """TILE for the flattened element-wise kernels: 16 KiB per operand, or the whole (padded) array."""
-    return min(next_pow2(n), FLAT_TILE_BYTES // ELEMENT_SIZE[dtype])
+    """TILE for the flattened element-wise kernels (the whole padded array when it is smaller)."""
+    return min(next_pow2(n), FLAT_TILE)
 
 
 def flat(t: Any) -> Any:
@@ -126,3 +132,20 @@ def flat(t: Any) -> Any:
     if not t.is_contiguous():
         raise ValueError("tileport element-wise ops take contiguous tensors")
     return t.view(-1)
+
+
+# Row kernels (softmax / rms_norm / layer_norm) load BLOCK_M rows per tile when rows are short, so
+# that one view load moves about ROW_TILE_BYTES.
+ROW_TILE_BYTES = 16384
+
+
+def rows_per_block(n_rows: int, tile: int, dtype: str, target_bytes: int = ROW_TILE_BYTES) -> int:
+    """BLOCK_M (a power of two) for (BLOCK_M, TILE) row tiles of `dtype` elements."""
+    bm = max(1, target_bytes // (tile * ELEMENT_SIZE[dtype]))
+    bm = 1 << (bm.bit_length() - 1)  # round down to a power of two
+    return min(bm, next_pow2(n_rows))
+
+
+def persistent_grid(n_blocks: int, device: Any, occupancy: int) -> tuple[int, int, int]:
+    """Grid of a persistent kernel: one resident wave (NUM_SMS * occupancy), at most n_blocks."""
+    return (max(1, min(int(n_blocks), num_sms(device) * int(occupancy))), 1, 1)

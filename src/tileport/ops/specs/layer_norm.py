@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, generator, next_pow2, num_sms,
-                      per_dtype_captures, randn, torch)
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, dtype_name, generator,
+                      next_pow2, per_dtype_captures, persistent_grid, randn, rows_per_block,
+                      torch)
 
 OCCUPANCY = {"layer_norm_fwd_kernel": 2}  # must match the @ct.kernel decorator
 MAX_TILE = 16384
@@ -44,9 +45,11 @@ def plan(x, w, b, outs):
         raise ValueError(f"layer_norm: rows longer than {MAX_TILE} are not supported")
     y, mean, rstd = outs
     k = "layer_norm_fwd_kernel"
-    grid = (max(1, min(x.shape[0], num_sms(x.device) * OCCUPANCY[k])), 1, 1)
+    block_m = rows_per_block(x.shape[0], tile, dtype_name(x))
+    grid = persistent_grid(cdiv(x.shape[0], block_m), x.device, OCCUPANCY[k])
     return [Launch(k, grid, {"x": x, "w": w, "b": b, "y": y, "mean": mean, "rstd": rstd,
-                             "eps": EPS, "TILE": tile})]
+                             "eps": EPS,
+                             "BLOCK_M": block_m, "TILE": tile})]
 
 
 SPEC = OpSpec(
@@ -62,7 +65,8 @@ SPEC = OpSpec(
     bench_shapes=[(8192, 4096), (4096, 8192), (16384, 2048)],
     tolerances=TOL_POINTWISE,
     captures=per_dtype_captures("layer_norm_fwd_kernel", {"x": 2, "w": 1, "b": 1, "y": 2},
-                                lambda dt: {"TILE": 4096},
+                                lambda dt: {"BLOCK_M": rows_per_block(8192, 4096, dt),
+                                            "TILE": 4096},
                                 fixed_arrays={"mean": ("float32", 1), "rstd": ("float32", 1)},
                                 scalars={"eps": "float32"}),
     bytes=lambda shape, dt: ((2 * shape[0] * shape[1] + 2 * shape[1]) * ELEMENT_SIZE[dt]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, generator, next_pow2, num_sms,
-                      per_dtype_captures, randn, torch)
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, dtype_name, generator,
+                      next_pow2, per_dtype_captures, persistent_grid, randn, rows_per_block,
+                      torch)
 
 OCCUPANCY = {"rms_norm_kernel": 2}  # must match the @ct.kernel decorator
 MAX_TILE = 16384  # longest row (as a power-of-two tile) held in one tile
@@ -36,8 +37,10 @@ def plan(x, w, outs):
     if tile > MAX_TILE:
         raise ValueError(f"rms_norm: rows longer than {MAX_TILE} are not supported")
     k = "rms_norm_kernel"
-    grid = (max(1, min(x.shape[0], num_sms(x.device) * OCCUPANCY[k])), 1, 1)
-    return [Launch(k, grid, {"x": x, "w": w, "y": outs, "eps": EPS, "TILE": tile})]
+    block_m = rows_per_block(x.shape[0], tile, dtype_name(x))
+    grid = persistent_grid(cdiv(x.shape[0], block_m), x.device, OCCUPANCY[k])
+    return [Launch(k, grid, {"x": x, "w": w, "y": outs, "eps": EPS,
+                             "BLOCK_M": block_m, "TILE": tile})]
 
 
 SPEC = OpSpec(
@@ -53,7 +56,9 @@ SPEC = OpSpec(
     bench_shapes=[(8192, 4096), (4096, 8192), (16384, 2048)],
     tolerances=TOL_POINTWISE,
     captures=per_dtype_captures("rms_norm_kernel", {"x": 2, "w": 1, "y": 2},
-                                lambda dt: {"TILE": 4096}, scalars={"eps": "float32"}),
+                                lambda dt: {"BLOCK_M": rows_per_block(8192, 4096, dt),
+                                            "TILE": 4096},
+                                scalars={"eps": "float32"}),
     bytes=lambda shape, dt: (2 * shape[0] * shape[1] + shape[1]) * ELEMENT_SIZE[dt],
     flops=lambda shape: 4 * shape[0] * shape[1],
 )

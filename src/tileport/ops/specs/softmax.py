@@ -1,26 +1,33 @@
 """softmax over the last axis of [M, N]: three specs over the kernels of kernels/softmax.py.
 
 - `softmax` (the operator): rows that fit one tile (next_pow2(N) <= MAX_TMA_TILE) use the
-  persistent TMA-view kernel (a); longer rows use the chunked online kernel (c).
+  persistent TMA-view kernel (a) (the occupancy-4 entry up to 8192 columns, the occupancy-2 entry
+  up to 16384), BLOCK_M rows per tile for short rows (ROW_TILE_BYTES per load); longer rows use the
+  chunked online kernel (c).
 - `softmax_gather` (specs/softmax_gather.py) pins variant (b) (gather/scatter rows) and
   `softmax_online` (specs/softmax_online.py) pins variant (c) for every shape, so each kernel is
   tested and benchmarked on its own.
-The persistent grid is min(M, NUM_SMS * occupancy), occupancy as in the kernel decorators.
+The persistent grid is min(row blocks, NUM_SMS * occupancy), occupancy as in the kernel decorators;
+the gather variant gets one block per row.
 """
 
 from __future__ import annotations
 
 from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_SOFTMAX, generator, next_pow2, num_sms,
-                      per_dtype_captures, randn, torch)
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_SOFTMAX, cdiv, dtype_name, generator,
+                      next_pow2, per_dtype_captures, persistent_grid, randn, rows_per_block, torch)
 
 # Occupancy hints of the kernels (must match the @ct.kernel decorators; a CPU test checks it).
-OCCUPANCY = {"softmax_tma_kernel": 2, "softmax_gather_kernel": 4, "softmax_online_kernel": 2}
-# Longest row (as a power-of-two tile) the single-tile kernels take: 16384 f32 = 64 KiB per row tile.
+OCCUPANCY = {"softmax_tma_kernel": 4, "softmax_tma_wide_kernel": 2, "softmax_gather_kernel": 4,
+             "softmax_online_kernel": 4}
+# Row tiles up to MAX_NARROW_TILE columns use softmax_tma_kernel (occupancy 4), up to MAX_TMA_TILE
+# softmax_tma_wide_kernel (occupancy 2); longer rows the online kernel.
+MAX_NARROW_TILE = 8192
 MAX_TMA_TILE = 16384
 MAX_GATHER_TILE = 16384
-# Column chunk of the online kernel.
-ONLINE_CHUNK = 4096
+# Column chunk of the online kernel per dtype (H200: f16 1024x16384 2351 GB/s at 4096 vs 2076 at
+# 8192; f32 256x131072 2477 GB/s at 8192 vs 2164 at 4096).
+ONLINE_CHUNK = {"float32": 8192, "float16": 4096, "bfloat16": 4096}
 
 
 def make_inputs(shape, dtype, device, seed=0):
@@ -36,12 +43,17 @@ def allocate(x):
     return torch().empty_like(x)
 
 
-def _grid(kernel: str, x) -> tuple[int, int, int]:
-    return (max(1, min(x.shape[0], num_sms(x.device) * OCCUPANCY[kernel])), 1, 1)
+def _grid(kernel: str, x, n_blocks: int | None = None) -> tuple[int, int, int]:
+    return persistent_grid(x.shape[0] if n_blocks is None else n_blocks, x.device, OCCUPANCY[kernel])
 
 
-def online_chunk(n_cols: int) -> int:
-    return min(next_pow2(n_cols), ONLINE_CHUNK)
+def tma_constants(n_rows: int, n_cols: int, dtype: str) -> dict:
+    tile = next_pow2(n_cols)
+    return {"BLOCK_M": rows_per_block(n_rows, tile, dtype), "TILE": tile}
+
+
+def online_chunk(n_cols: int, dtype: str) -> int:
+    return min(next_pow2(n_cols), ONLINE_CHUNK[dtype])
 
 
 def _check(x):
@@ -53,10 +65,13 @@ def plan_softmax(x, outs):
     _check(x)
     tile = next_pow2(x.shape[1])
     if tile <= MAX_TMA_TILE:
-        k = "softmax_tma_kernel"
-        return [Launch(k, _grid(k, x), {"x": x, "y": outs, "TILE": tile})]
+        k = "softmax_tma_kernel" if tile <= MAX_NARROW_TILE else "softmax_tma_wide_kernel"
+        consts = tma_constants(x.shape[0], x.shape[1], dtype_name(x))
+        n_blocks = cdiv(x.shape[0], consts["BLOCK_M"])
+        return [Launch(k, _grid(k, x, n_blocks), {"x": x, "y": outs, **consts})]
     k = "softmax_online_kernel"
-    return [Launch(k, _grid(k, x), {"x": x, "y": outs, "CHUNK": online_chunk(x.shape[1])})]
+    chunk = online_chunk(x.shape[1], dtype_name(x))
+    return [Launch(k, _grid(k, x), {"x": x, "y": outs, "CHUNK": chunk})]
 
 
 def plan_gather(x, outs):
@@ -64,14 +79,17 @@ def plan_gather(x, outs):
     tile = next_pow2(x.shape[1])
     if tile > MAX_GATHER_TILE:
         raise ValueError(f"softmax_gather: rows longer than {MAX_GATHER_TILE} need softmax_online")
+    # One block per row: for the pointer path a full grid beat the persistent one on H200
+    # (f16 4096x4096: 3561 vs 2770 GB/s; 8192x1000: 1939 vs 1253 GB/s).
     k = "softmax_gather_kernel"
-    return [Launch(k, _grid(k, x), {"x": x, "y": outs, "TILE": tile})]
+    return [Launch(k, (max(1, x.shape[0]), 1, 1), {"x": x, "y": outs, "TILE": tile})]
 
 
 def plan_online(x, outs):
     _check(x)
     k = "softmax_online_kernel"
-    return [Launch(k, _grid(k, x), {"x": x, "y": outs, "CHUNK": online_chunk(x.shape[1])})]
+    chunk = online_chunk(x.shape[1], dtype_name(x))
+    return [Launch(k, _grid(k, x), {"x": x, "y": outs, "CHUNK": chunk})]
 
 
 def softmax_bytes(shape, dt):
@@ -91,7 +109,7 @@ SHAPES_LONG = [(16, 100_003), (4, 262_144)]
 SPEC = OpSpec(
     name="softmax",
     kernel_file="softmax.py",
-    kernels=["softmax_tma_kernel", "softmax_online_kernel"],
+    kernels=["softmax_tma_kernel", "softmax_tma_wide_kernel", "softmax_online_kernel"],
     dtypes=list(FLOAT_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
@@ -100,9 +118,12 @@ SPEC = OpSpec(
     shapes=SHAPES_SINGLE_TILE + SHAPES_LONG,
     bench_shapes=BENCH,
     tolerances=TOL_SOFTMAX,
-    captures=(per_dtype_captures("softmax_tma_kernel", IO_RANKS, lambda dt: {"TILE": 4096})
+    captures=(per_dtype_captures("softmax_tma_kernel", IO_RANKS,
+                                 lambda dt: tma_constants(4096, 4096, dt))
+              + per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
+                                   lambda dt: tma_constants(1024, 16384, dt))
               + per_dtype_captures("softmax_online_kernel", IO_RANKS,
-                                   lambda dt: {"CHUNK": ONLINE_CHUNK})),
+                                   lambda dt: {"CHUNK": ONLINE_CHUNK[dt]})),
     bytes=softmax_bytes,
     flops=softmax_flops,
 )

@@ -20,7 +20,7 @@ SPEC = OpSpec(
     bench_shapes=[(4096, 4096), (1024, 16384), (256, 131_072)],
     tolerances=TOL_SOFTMAX,
     captures=per_dtype_captures("softmax_online_kernel", IO_RANKS,
-                                lambda dt: {"CHUNK": ONLINE_CHUNK}),
+                                lambda dt: {"CHUNK": ONLINE_CHUNK[dt]}),
     bytes=softmax_bytes,
     flops=softmax_flops,
 )

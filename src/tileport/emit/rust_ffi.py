@@ -1,0 +1,213 @@
+"""C-ABI launchers: one `extern "C"` symbol per kernel, with dtype dispatch and argument checks.
+
+A launcher checks every descriptor before the device is touched (null, rank, dtype, layout, tile
+constants, grid), borrows the caller's memory and stream without copying, selects the entry that
+was specialized for the constant values given (if any), and enqueues the kernel asynchronously.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tileport import lowering as L
+from tileport.diagnostics import Diagnostic
+from tileport.emit.rust_kernel import derived_dims, derived_name
+from tileport.model.ir import Do, Kernel, Let, walk
+from tileport.model.types import DVar, Sym
+
+GRID_ARGS = ("grid_x: u32", "grid_y: u32", "grid_z: u32", "device_id: i32", "stream: u64")
+
+
+@dataclass
+class KernelGroup:
+    """One C symbol: a kernel and its literal-specialized variants (same parameters)."""
+
+    symbol: str
+    base: str  # source kernel name
+    module: str
+    variants: list[Kernel]
+
+    @property
+    def first(self) -> Kernel:
+        return self.variants[0]
+
+    @property
+    def pinned_names(self) -> list[str]:
+        return sorted({k for v in self.variants for k in v.pinned})
+
+
+def written_arrays(kernel: Kernel) -> set[str]:
+    return {st.op.args[0].name for st in walk(kernel.body) if isinstance(st, Do) and st.op.kind in ("store", "scatter")}
+
+
+def tile_dim_consts(kernel: Kernel) -> list[str]:
+    """Constant parameters used as tile dimensions (must be powers of two)."""
+    found: dict[str, None] = {}
+
+    def visit(shape) -> None:
+        for d in shape or ():
+            if isinstance(d, Sym):
+                found.setdefault(d.name, None)
+    for st in walk(kernel.body):
+        if isinstance(st, (Let, Do)):
+            visit(getattr(st.op.ty, "shape", None))
+            visit(st.op.attr("shape"))
+    return [n for n in found]
+
+
+def const_param_rs(kind: str | None) -> str:
+    return {"bool": "bool", "float": "f64"}.get(kind or "int", "i32")
+
+
+def rust_expr(d, names) -> str:
+    """A derived constant computed on the host from the launcher's arguments."""
+    if isinstance(d, int):
+        return f"{d}i32"
+    if isinstance(d, Sym):
+        return names[d.name]
+    if d.op == "//":
+        return f"{rust_expr(d.lhs, names)}.div_euclid({rust_expr(d.rhs, names)})"
+    if d.op == "%":
+        return f"{rust_expr(d.lhs, names)}.rem_euclid({rust_expr(d.rhs, names)})"
+    return f"({rust_expr(d.lhs, names)} {d.op} {rust_expr(d.rhs, names)})"
+
+
+def _check_same_signature(group: KernelGroup) -> None:
+    first = group.first
+    for v in group.variants[1:]:
+        if [(p.name, p.ty) for p in v.params] != [(p.name, p.ty) for p in first.params] or \
+                v.dtype_vars != first.dtype_vars:
+            raise Diagnostic(f"specialized entries of `{group.base}` differ in their parameters", v.loc,
+                             "specialization", kernel=group.base)
+
+
+def emit_launcher(group: KernelGroup) -> str:
+    _check_same_signature(group)
+    k = group.first
+    arg_names = {p.name: p.name.lower() for p in k.params}
+    for name in group.pinned_names:
+        arg_names[name] = name.lower()
+    c_params = []
+    for p in k.params:
+        if p.is_array:
+            c_params.append(f"{arg_names[p.name]}: *const TensorDesc")
+        elif p.is_const:
+            c_params.append(f"{arg_names[p.name]}: {const_param_rs(p.const_type)}")
+        else:
+            c_params.append(f"{arg_names[p.name]}: {L.RUST_DTYPE[p.ty.dtype]}")
+    # Constants fixed by specialization are still arguments: they select the entry.
+    pinned_kinds = {name: _pinned_kind(group, name) for name in group.pinned_names}
+    c_params[len(c_params):] = [f"{arg_names[n]}: {const_param_rs(kind)}" for n, kind in pinned_kinds.items()]
+    c_params += list(GRID_ARGS)
+
+    body = [f'guard("{group.base}", || {{']
+    arrays = [p for p in k.params if p.is_array]
+    for p in arrays:
+        body.append(f'    let {arg_names[p.name]} = check_desc("{p.name}", {arg_names[p.name]}, {p.ty.rank})?;')
+    for name in sorted(written_arrays(k)):
+        body.append(f'    require_disjoint("{name}", {arg_names[name]})?;')
+    dvars = list(k.dtype_vars)
+    for dv in dvars:
+        members = [p for p in arrays if p.ty.dtype == dv]
+        allowed = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in dict.fromkeys(k.dtype_vars[dv]))
+        listed = ", ".join(f'("{p.name}", {arg_names[p.name]})' for p in members)
+        body.append(f"    let {dv.name.lower()}_code = common_dtype(&[{listed}], &[{allowed}])?;")
+    for p in arrays:
+        if not isinstance(p.ty.dtype, DVar):
+            body.append(f'    require_dtype("{p.name}", {arg_names[p.name]}, dtype::{L.DTYPE_CONST[p.ty.dtype]})?;')
+    for name in tile_dim_consts(k):
+        body.append(f'    check_tile_dim("{name}", {arg_names[name]})?;')
+    derived = derived_dims(k)
+    for d in derived:
+        body.append(f"    let {derived_name(d).lower()} = {rust_expr(d, arg_names)};")
+        body.append(f'    check_tile_dim("{derived_name(d)}", {derived_name(d).lower()})?;')
+    body.append("    let grid = (grid_x, grid_y, grid_z);")
+    body.append("    check_grid(grid)?;")
+    body.append("    let target = LaunchTarget::new(device_id, stream)?;")
+    body += ["    " + line for line in _dispatch(group, arg_names, dvars)]
+    body.append("})")
+    doc = [f"/// Enqueue `{k.module_name}::{group.base}` on `stream` (no host synchronization).",
+           f"/// Arguments follow the kernel's parameters ({', '.join(p.name for p in k.params)}), then the grid,",
+           "/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from",
+           "/// `tileport_last_error`."]
+    sig = f"pub unsafe extern \"C\" fn {group.symbol}({', '.join(c_params)}) -> i32 {{"
+    return "\n".join(doc + ["#[unsafe(no_mangle)]", sig] + ["    " + b for b in body] + ["}"])
+
+
+def _pinned_kind(group: KernelGroup, name: str) -> str:
+    values = {type(v.pinned[name]) for v in group.variants if name in v.pinned}
+    return "bool" if values == {bool} else "float" if float in values else "int"
+
+
+def _dispatch(group: KernelGroup, arg_names, dvars) -> list[str]:
+    """Choose the entry (pinned constants) and the element types, then launch."""
+    lines = []
+    k = group.first
+    combos = list(dict.fromkeys(zip(*(k.dtype_vars[dv] for dv in dvars)))) if dvars else [()]
+    codes = ", ".join(f"{dv.name.lower()}_code" for dv in dvars)
+    for variant in group.variants:
+        cond = " && ".join(_pinned_test(arg_names[n], v) for n, v in sorted(variant.pinned.items()))
+        launch = _launch_match(variant, arg_names, dvars, combos, codes)
+        if cond:
+            lines.append(f"if {cond} {{")
+            lines.append("    return {")
+            lines += ["        " + x for x in launch]
+            lines.append("    };")
+            lines.append("}")
+        else:
+            lines += launch
+    if group.pinned_names:
+        shown = ", ".join(f"{n}={{{arg_names[n]}}}" for n in group.pinned_names)
+        lines.append(f'Err(Error::new(Code::InvalidArgument, format!("no entry of `{group.base}` is specialized for '
+                     f'{shown}")))')
+    return lines
+
+
+def _pinned_test(arg: str, value) -> str:
+    if isinstance(value, bool):
+        return arg if value else f"!{arg}"
+    if isinstance(value, float):
+        return f"{arg} == {value!r}"
+    return f"{arg} == {value}"
+
+
+def _launch_match(variant: Kernel, arg_names, dvars, combos, codes) -> list[str]:
+    launch = _launch_call(variant, arg_names, dvars)
+    if not dvars:
+        return launch
+    out = [f"match ({codes},) {{" if len(dvars) == 1 else f"match ({codes}) {{"]
+    for combo in combos:
+        pat = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in combo)
+        pat = f"({pat},)" if len(dvars) == 1 else f"({pat})"
+        aliases = " ".join(f"type {dv.name} = {L.RUST_DTYPE[d]};" for dv, d in zip(dvars, combo))
+        names = ", ".join(f'"{d}"' for d in combo)
+        out.append(f"    {pat} => {{")
+        out.append(f"        {aliases}")
+        out.append(f"        let dtype_names: [&str; {len(dvars)}] = [{names}];")
+        out += ["        " + x for x in launch]
+        out.append("    }")
+    out.append('    _ => Err(Error::new(Code::DType, "unsupported dtype combination".to_string())),')
+    out.append("}")
+    return out
+
+
+def _launch_call(variant: Kernel, arg_names, dvars) -> list[str]:
+    args = []
+    lines = []
+    for p in variant.params:
+        a = arg_names[p.name]
+        if p.is_array:
+            dt = p.ty.dtype.name if isinstance(p.ty.dtype, DVar) else L.RUST_DTYPE[p.ty.dtype]
+            lines.append(f"let {a}_t = target.tensor::<{dt}>({a});")
+            args.append(f"&{a}_t")
+        elif not p.is_const:
+            args.append(a)
+    generics = [f"dtype_names[{i}].to_string()" for i in range(len(dvars))]
+    generics += [f"{arg_names[p.name]}.to_string()" for p in variant.const_params]
+    generics += [f"{derived_name(d).lower()}.to_string()" for d in derived_dims(variant)]
+    call = f"{variant.module_name}::{variant.name}({', '.join(args)})"
+    lines.append(f"let op = unsafe {{ {call} }}")
+    lines.append(f"    .generics(vec![{', '.join(generics)}])")
+    lines.append("    .grid(grid);")
+    lines.append(f'unsafe {{ op.async_on(&target.stream) }}.map(drop).map_err(|e| launch_error("{variant.name}", e))')
+    return lines

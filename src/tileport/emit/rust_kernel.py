@@ -1,0 +1,625 @@
+"""Kernel model -> cutile-rs device code (one `#[cutile::entry]` function per kernel).
+
+Faithful translation: every model operation becomes one typed `let`, spelled from the lowering
+table, so the generated Tile IR matches cuTile Python's op for op. Views are created once, at the
+top of the kernel, as cuTile Python hoists them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tileport import lowering as L
+from tileport.diagnostics import Diagnostic
+from tileport.model import types as T
+from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref,
+                               Return, walk)
+from tileport.model.types import ArrayT, DVar, Dim, DimOp, ScalarT, Sym, TileT
+from tileport.passes.uses import bindings_needing_mut
+
+INDENT = "    "
+
+
+# ---------------------------------------------------------------- names and types
+
+def derived_name(d: DimOp) -> str:
+    """A readable const-generic name for constant arithmetic used in a type position."""
+    ops = {"+": "PLUS", "-": "MINUS", "*": "X", "//": "DIV", "%": "MOD"}
+
+    def part(x: Dim) -> str:
+        if isinstance(x, DimOp):
+            return f"{part(x.lhs)}_{ops[x.op]}_{part(x.rhs)}"
+        return str(x)
+    return part(d)
+
+
+def derived_dims(kernel: Kernel) -> list[DimOp]:
+    """Every constant expression that appears in a type position, in first-use order."""
+    found: dict[DimOp, None] = {}
+
+    def add_shape(shape) -> None:
+        for d in shape or ():
+            if isinstance(d, DimOp):
+                found.setdefault(d, None)
+    for st in walk(kernel.body):
+        if isinstance(st, (Let, Do)):
+            if isinstance(st.op.ty, TileT):
+                add_shape(st.op.ty.shape)
+            add_shape(st.op.attr("shape"))
+    return list(found)
+
+
+def dim_rs(d: Dim) -> str:
+    if isinstance(d, DimOp):
+        return derived_name(d)
+    return str(d)
+
+
+def shape_rs(shape) -> str:
+    return ", ".join(dim_rs(d) for d in shape)
+
+
+def dtype_rs(dt) -> str:
+    return dt.name if isinstance(dt, DVar) else L.RUST_DTYPE[dt]
+
+
+def tile_rs(ty: TileT) -> str:
+    return f"Tile<{dtype_rs(ty.dtype)}, {{ [{shape_rs(ty.shape)}] }}>"
+
+
+def type_rs(ty) -> str:
+    if isinstance(ty, TileT):
+        return tile_rs(ty)
+    if isinstance(ty, ScalarT):
+        return dtype_rs(ty.dtype)
+    if isinstance(ty, ArrayT):
+        dims = ", ".join(["-1"] * ty.rank)
+        return f"&Tensor<{dtype_rs(ty.dtype)}, {{ [{dims}] }}>"
+    raise TypeError(ty)
+
+
+def float_lit(v: float, suffix: str) -> str:
+    if math.isinf(v):
+        return f"{suffix}::{'INFINITY' if v > 0 else 'NEG_INFINITY'}"
+    if math.isnan(v):
+        return f"{suffix}::NAN"
+    text = repr(float(v))
+    if "e" in text or "E" in text:
+        mantissa, exp = text.lower().split("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        text = f"{mantissa}e{int(exp)}"
+    return f"{text}{suffix}"
+
+
+def lit_rs(value, dt: str) -> str:
+    if dt == "bool":
+        return "true" if value else "false"
+    if dt in ("f32", "f64"):
+        return float_lit(float(value), dt)
+    return f"{int(value)}{dt}"
+
+
+def const_expr_rs(d: Dim) -> str:
+    """A compile-time integer in value position (i32)."""
+    if isinstance(d, int):
+        return f"{d}i32"
+    if isinstance(d, Sym):
+        return d.name
+    ops = {"+": "+", "-": "-", "*": "*", "//": "/", "%": "%"}
+    return f"({const_expr_rs(d.lhs)} {ops[d.op]} {const_expr_rs(d.rhs)})"
+
+
+# ---------------------------------------------------------------- the emitter
+
+@dataclass
+class ViewKey:
+    array: str
+    shape: tuple
+    padding: str
+    order: tuple | None
+    mutable: bool
+
+    def key(self):
+        return (self.array, self.shape, self.padding, self.order, self.mutable)
+
+
+@dataclass
+class KernelEmitter:
+    kernel: Kernel
+    shims: set[str] = field(default_factory=set)
+
+    def __post_init__(self):
+        self.lines: list[str] = []
+        self.views: dict[tuple, str] = {}
+        self.view_decls: list[str] = []
+        self.needs_mut = bindings_needing_mut(self.kernel)
+        self.taken = {p.name for p in self.kernel.params} | {st.name for st in walk(self.kernel.body)
+                                                             if isinstance(st, Let)}
+        self.arrays = {p.name: p.ty for p in self.kernel.params if p.is_array}
+
+    # ---- helpers
+    def fail(self, op: Op, message: str) -> Diagnostic:
+        return Diagnostic(message, op.loc, op.kind, kernel=self.kernel.name)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def kind(self, dt) -> str:
+        """'f' float, 'i' signed int, 'u' unsigned, 'b' bool (a generic takes its values' kind)."""
+        values = self.kernel.dtype_vars.get(dt, ()) if isinstance(dt, DVar) else (dt,)
+        kinds = {"b" if v == "bool" else "f" if T.is_float(v) else "u" if v.startswith("u") else "i"
+                 for v in values}
+        if len(kinds) != 1:
+            raise Diagnostic(f"generic {dt} mixes dtype kinds {sorted(kinds)}", self.kernel.loc, "dtype",
+                             kernel=self.kernel.name)
+        return kinds.pop()
+
+    def atom(self, a: Atom) -> str:
+        if isinstance(a, Ref):
+            return a.name
+        if isinstance(a, CDim):
+            return const_expr_rs(a.dim)
+        dt = a.ty.dtype
+        if isinstance(dt, DVar) or dt not in L.RUST_DTYPE:
+            raise Diagnostic(f"literal {a.value!r} needs a concrete scalar type", self.kernel.loc, "literal",
+                             kernel=self.kernel.name)
+        return lit_rs(a.value, dt)
+
+    def index(self, atoms) -> str:
+        return ", ".join(self.atom(a) for a in atoms)
+
+    def view(self, array: str, shape, padding: str, order, mutable: bool) -> str:
+        key = (array, tuple(shape), padding, order, mutable)
+        if key in self.views:
+            return self.views[key]
+        dt = self.arrays[array].dtype
+        name = self.fresh(f"{array}_out" if mutable else f"{array}_view")
+        ty = f"{'PartitionMut' if mutable else 'Partition'}<{dtype_rs(dt)}, {{ [{shape_rs(shape)}] }}>"
+        if mutable:
+            expr = L.STORE_VIEW.format(array=array, shape=shape_rs(shape))
+            self.view_decls.append(f"let mut {name}: {ty} = {expr};")
+        else:
+            dim_map = f"const_array![{', '.join(map(str, order))}]" if order else "dim_map::Identity"
+            expr = L.LOAD_VIEW.format(array=array, shape=shape_rs(shape), padding=L.PADDING[padding],
+                                      dim_map=dim_map)
+            self.view_decls.append(f"let {name}: {ty} = {expr};")
+        self.views[key] = name
+        return name
+
+    # ---- entry
+    def emit(self) -> str:
+        k = self.kernel
+        body = self.block(k.body, 2)
+        generics = [f"{v.name}: ElementType" for v in k.dtype_vars]
+        for p in k.const_params:
+            generics.append(f"const {p.name}: {'bool' if p.const_type == 'bool' else 'i32'}")
+        generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
+        params = [f"{p.name}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
+        attrs = self.entry_attrs()
+        out = []
+        if k.doc:
+            out += [f"{INDENT}/// {line}".rstrip() for line in k.doc.splitlines()]
+        out.append(f"{INDENT}/// Translated from `{k.loc.file}:{k.loc.line}`.")
+        out.append(f"{INDENT}#[cutile::entry({attrs})]")
+        gen = f"<{', '.join(generics)}>" if generics else ""
+        out.append(f"{INDENT}pub unsafe fn {k.name}{gen}({', '.join(params)}) {{")
+        out += [INDENT * 2 + d for d in self.view_decls]
+        out += body
+        out.append(f"{INDENT}}}")
+        return "\n".join(out)
+
+    def entry_attrs(self) -> str:
+        hints = {L.ENTRY_HINT_KEYS[k]: v for k, v in self.kernel.hints.items() if k in L.ENTRY_HINT_KEYS}
+        if not hints:
+            return ""
+        if not all(isinstance(v, int) for v in hints.values()):
+            raise Diagnostic("kernel hints must be integer literals", self.kernel.loc, "ct.kernel",
+                             kernel=self.kernel.name)
+        inner = ", ".join(f"{key} = {hints[key]}" for key in sorted(hints))
+        return f"optimization_hints = (default = ({inner},),)"
+
+    # ---- statements
+    def block(self, block: Block, depth: int) -> list[str]:
+        lines: list[str] = []
+        pad = INDENT * depth
+        for st in block.stmts:
+            if isinstance(st, Let):
+                lines += [pad + line for line in self.let(st)]
+            elif isinstance(st, Do):
+                lines += [pad + line for line in self.effect(st.op)]
+            elif isinstance(st, For):
+                lines.append(pad + self.for_header(st))
+                lines += self.block(st.body, depth + 1)
+                lines.append(pad + "}")
+            elif isinstance(st, If):
+                lines.append(f"{pad}if {self.atom(st.cond)} {{")
+                lines += self.block(st.then, depth + 1)
+                if st.orelse.stmts:
+                    lines.append(f"{pad}}} else {{")
+                    lines += self.block(st.orelse, depth + 1)
+                lines.append(pad + "}")
+            elif isinstance(st, Return):
+                lines.append(pad + "return;")
+            elif isinstance(st, Break):
+                lines.append(pad + "break;")
+            elif isinstance(st, Continue):
+                lines.append(pad + "continue;")
+        return lines
+
+    def for_header(self, st: For) -> str:
+        start, stop = self.atom(st.start), self.atom(st.stop)
+        if isinstance(st.step, CDim) and st.step.dim == 1:
+            return f"for {st.index} in {start}..{stop} {{"
+        step = self.atom(st.step)
+        return f"for {st.index} in ({start}..{stop}).step_by({step} as usize) {{"
+
+    def let(self, st: Let) -> list[str]:
+        pre, expr = self.expr(st.op, st.name)
+        if expr is None:  # the handler bound the name itself (destructuring)
+            if st.update or id(st) in self.needs_mut:
+                raise self.fail(st.op, f"`{st.op.kind}` results cannot be reassigned in loops or branches yet")
+            return pre
+        if st.update:
+            return pre + [f"{st.name} = {expr};"]
+        mut = "mut " if id(st) in self.needs_mut else ""
+        return pre + [f"let {mut}{st.name}: {type_rs(st.op.ty)} = {expr};"]
+
+    # ---- operations with a value
+    def expr(self, op: Op, name: str) -> tuple[list[str], str]:
+        handler = getattr(self, f"op_{op.kind}", None)
+        if handler is None:
+            raise self.fail(op, f"no cutile-rs lowering for operation `{op.kind}`")
+        out = handler(op, name)
+        return out if isinstance(out, tuple) else ([], out)
+
+    def op_bid(self, op: Op, name: str) -> str:
+        return L.GRID["bid"].format(axis=op.attr("axis"))
+
+    def op_num_blocks(self, op: Op, name: str) -> str:
+        return L.GRID["num_blocks"].format(axis=op.attr("axis"))
+
+    def op_array_dim(self, op: Op, name: str) -> str:
+        return L.ARRAY_DIM.format(array=op.args[0].name, axis=op.attr("axis"))
+
+    def op_scalar(self, op: Op, name: str) -> str:
+        return self.atom(op.args[0])
+
+    def op_copy(self, op: Op, name: str) -> str:
+        return self.atom(op.args[0])
+
+    def op_load(self, op: Op, name: str) -> str:
+        arr, *index = op.args
+        shape = op.attr("shape")
+        view = self.view(arr.name, shape, op.attr("padding"), op.attr("order"), False)
+        latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
+        tma = L.TMA[op.attr("allow_tma")]
+        if op.attr("check_bounds") is False:
+            raise self.fail(op, "ct.load(check_bounds=False) is not supported by the translator yet")
+        return L.LOAD.format(view=view, index=self.index(index), latency=latency, tma=tma)
+
+    def op_num_tiles(self, op: Op, name: str) -> str:
+        view = self.view(op.args[0].name, op.attr("shape"), "undetermined", op.attr("order"), False)
+        return L.NUM_TILES.format(view=view, axis=op.attr("axis"))
+
+    def op_arange(self, op: Op, name: str) -> str:
+        return L.IOTA.format(n=dim_rs(op.attr("size")))
+
+    def constant(self, value, dt, shape) -> str:
+        """A splat constant of `dt`."""
+        if isinstance(dt, DVar) or dt in ("f16", "bf16", "tf32"):
+            if self.kind(dt) != "f":
+                raise Diagnostic(f"literal of generic integer type {dt}", self.kernel.loc, "literal",
+                                 kernel=self.kernel.name)
+            self.shims.add("constant_lit")
+            return L.SPLAT_CONSTANT_LIT.format(value=float_lit(float(value), "f32"), shape=shape_rs(shape))
+        return L.SPLAT_CONSTANT.format(value=lit_rs(value, dt), shape=shape_rs(shape))
+
+    def op_full(self, op: Op, name: str) -> str:
+        (value,) = op.args
+        if isinstance(value, CDim):
+            if not isinstance(value.dim, int):
+                raise self.fail(op, "a tile filled with a constant parameter's value is not supported yet")
+            value = Lit(value.dim, ScalarT(op.ty.dtype))
+        return self.constant(value.value, op.ty.dtype, op.ty.shape)
+
+    def op_splat(self, op: Op, name: str):
+        (x,) = op.args
+        shape = op.ty.shape
+        dt = op.ty.dtype
+        if isinstance(x, Ref):
+            return L.SCALAR_BROADCAST.format(scalar=x.name, shape=shape_rs(shape))
+        if dt == "f32" or dt == "f64":
+            return L.SCALAR_BROADCAST.format(scalar=lit_rs(x.value, dt), shape=shape_rs(shape))
+        # f16/bf16/generic float literal: 0-d constant, reshape to rank, broadcast (as cuTile).
+        scalar = self.fresh(f"{name}_0d")
+        pre = [f"let {scalar}: {tile_rs(TileT(dt, ()))} = {self.constant(x.value, dt, ())};"]
+        if not shape:
+            return pre, scalar
+        ones = (1,) * len(shape)
+        reshaped = self.fresh(f"{name}_1")
+        pre.append(f"let {reshaped}: {tile_rs(TileT(dt, ones))} = "
+                   f"{L.RESHAPE.format(x=scalar, shape=shape_rs(ones))};")
+        return pre, L.BROADCAST.format(x=reshaped, shape=shape_rs(shape))
+
+    def op_astype(self, op: Op, name: str) -> str:
+        (x,) = op.args
+        src, dst = x.ty.dtype, op.ty.dtype
+        if op.attr("rounding") not in (None, "nearest_even"):
+            raise self.fail(op, f"ct.astype with rounding_mode={op.attr('rounding')} is not supported yet")
+        if isinstance(op.ty, ScalarT):
+            return L.CAST_SCALAR.format(x=x.name)
+        ks, kd = self.kind(src), self.kind(dst)
+        if ks == "b" or kd == "b":
+            raise self.fail(op, "casts from or to bool are not supported yet")
+        ks, kd = ("i" if k == "u" else k for k in (ks, kd))
+        if ks == kd == "i":
+            widen = _bits(src) < _bits(dst)
+            if widen:
+                return L.CAST[("i", "i+")].format(x=x.name)
+            self.shims.add("trunci_fixed")
+            return L.CAST[("i", "i-")].format(x=x.name)
+        return L.CAST[(ks, kd)].format(x=x.name)
+
+    def op_binary(self, op: Op, name: str):
+        a, b = op.args
+        kind = op.attr("op")
+        if isinstance(op.ty, ScalarT):
+            return self.scalar_binary(op, kind, a, b)
+        k = self.kind(op.ty.dtype)
+        fa, fb = self.atom(a), self.atom(b)
+        if k == "f":
+            rounding, ftz = op.attr("rounding"), op.attr("ftz")
+            if kind in L.FLOAT_OPERATOR and rounding in (None, "nearest_even") and not ftz:
+                return f"{fa} {L.FLOAT_OPERATOR[kind]} {fb}"
+            if kind == "div" and rounding == "full":
+                self.shims.add("divf_full")
+                return L.DIVF_FULL.format(a=fa, b=fb, ftz=L.FTZ[ftz])
+            if kind in L.FLOAT_MODED:
+                return f"{L.FLOAT_MODED[kind]}({fa}, {fb}, {L.ROUNDING[rounding]}, {L.FTZ[ftz]})"
+            if kind in L.FLOAT_FN:
+                return L.FLOAT_FN[kind].format(a=fa, b=fb, nan=L.NAN[op.attr("nan")], ftz=L.FTZ[ftz])
+        elif k == "b":
+            if kind in L.BOOL_FN:
+                return L.BOOL_FN[kind].format(a=fa, b=fb)
+        else:
+            if kind in L.INT_OPERATOR:
+                return f"{fa} {L.INT_OPERATOR[kind]} {fb}"
+            if kind in L.INT_FN:
+                return L.INT_FN[kind].format(a=fa, b=fb)
+        raise self.fail(op, f"operator `{kind}` on {op.ty} is not supported yet")
+
+    def scalar_binary(self, op: Op, kind: str, a: Atom, b: Atom) -> str:
+        fa, fb = self.atom(a), self.atom(b)
+        dt = op.ty.dtype
+        if kind in L.SCALAR_FN and (kind in ("min", "max", "cdiv") or dt == "i32"):
+            if kind in ("floordiv", "mod"):
+                self.shims.add(f"py_{kind}")
+            return L.SCALAR_FN[kind].format(a=fa, b=fb)
+        if kind in L.SCALAR_OPERATOR and not (kind == "div" and self.kind(dt) != "f"):
+            return f"{fa} {L.SCALAR_OPERATOR[kind]} {fb}"
+        raise self.fail(op, f"scalar operator `{kind}` on {dt} is not supported yet")
+
+    def op_fma(self, op: Op, name: str) -> str:
+        a, b, c = (self.atom(x) for x in op.args)
+        return L.FMA.format(a=a, b=b, c=c, rounding=L.ROUNDING[op.attr("rounding")], ftz=L.FTZ[op.attr("ftz")])
+
+    def op_compare(self, op: Op, name: str) -> str:
+        a, b = op.args
+        cmp = op.attr("op")
+        if isinstance(op.ty, ScalarT):
+            return f"{self.atom(a)} {L.COMPARE_SCALAR[cmp]} {self.atom(b)}"
+        return f"{L.COMPARE_TILE[cmp]}({self.atom(a)}, {self.atom(b)})"
+
+    def op_select(self, op: Op, name: str) -> str:
+        c, a, b = (self.atom(x) for x in op.args)
+        return L.SELECT.format(c=c, a=a, b=b)
+
+    def op_unary(self, op: Op, name: str) -> str:
+        (x,) = op.args
+        fn = op.attr("fn")
+        if isinstance(op.ty, ScalarT):
+            if fn == "negative":
+                return f"-{self.atom(x)}"
+            raise self.fail(op, f"`{fn}` on a scalar is not supported yet")
+        rounding, ftz = op.attr("rounding"), op.attr("ftz")
+        if fn in ("abs", "negative"):
+            key = f"{fn}:{'f' if self.kind(op.ty.dtype) == 'f' else 'i'}"
+        elif fn in ("exp", "tanh") and rounding == "approx":
+            key = f"{fn}:approx"
+        else:
+            key = fn
+            if fn in ("exp", "tanh") and rounding not in (None, "full"):
+                raise self.fail(op, f"ct.{fn} with rounding_mode={rounding} is not supported yet")
+        if key not in L.UNARY:
+            raise self.fail(op, f"`{fn}` is not supported yet")
+        if fn not in ("sqrt",) and rounding not in (None, "full", "approx"):
+            raise self.fail(op, f"ct.{fn} with rounding_mode={rounding} is not supported yet")
+        return L.UNARY[key].format(x=x.name, rounding=L.ROUNDING[rounding], ftz=L.FTZ[ftz])
+
+    def op_reduce(self, op: Op, name: str) -> str:
+        if op.attr("rounding") or op.attr("ftz") or op.attr("nan"):
+            raise self.fail(op, "reductions with rounding_mode/flush_to_zero/propagate_nan are not supported yet")
+        return L.REDUCE[op.attr("fn")].format(x=op.args[0].name, axis=op.attr("axis"))
+
+    def op_reshape(self, op: Op, name: str) -> str:
+        return L.RESHAPE.format(x=op.args[0].name, shape=shape_rs(op.ty.shape))
+
+    def op_broadcast(self, op: Op, name: str) -> str:
+        return L.BROADCAST.format(x=op.args[0].name, shape=shape_rs(op.ty.shape))
+
+    def op_permute(self, op: Op, name: str) -> str:
+        axes = op.attr("axes")
+        if axes == (1, 0):
+            return L.TRANSPOSE.format(x=op.args[0].name)
+        return L.PERMUTE.format(x=op.args[0].name, axes=", ".join(map(str, axes)))
+
+    def op_mma(self, op: Op, name: str) -> str:
+        a, b, acc = (x.name for x in op.args)
+        template = L.MMA_FLOAT if self.kind(op.args[0].ty.dtype) == "f" else L.MMA_INT
+        return template.format(a=a, b=b, acc=acc)
+
+    def op_gather(self, op: Op, name: str):
+        arr, *rest = op.args
+        rank = self.arrays[arr.name].rank
+        indices, mask = rest[:rank], (rest[rank] if op.attr("has_mask") else None)
+        pre, ptrs, bounds = self.pointer_tile(arr, indices, op.ty.shape, op.attr("check_bounds") is not False,
+                                              name)
+        mask_name = self.combine_masks(bounds, mask, op.ty.shape, name, pre)
+        pad = self.pad_tile(op.attr("padding_value"), op.ty.dtype, op.ty.shape, name, pre)
+        self.shims.add("load_ptr_tko_tpad")
+        load = L.GATHER.format(ptrs=ptrs, mask=f"Some({mask_name})" if mask_name else "None", pad=pad,
+                               latency=op.attr("latency") or 0)
+        # The token result is not used: cuTile Python does not order gathers either.
+        pre.append(f"let ({name}, _): ({tile_rs(op.ty)}, Token) = {load};")
+        return pre, None
+
+    def pad_tile(self, value, dt, shape, name: str, pre: list[str]) -> str:
+        """cuTile passes the padding as a tile: a splat for integers, 0-d + broadcast for floats."""
+        pad = self.fresh(f"{name}_pad")
+        if self.kind(dt) != "f":
+            pre.append(f"let {pad}: {tile_rs(TileT(dt, shape))} = {self.constant(int(value), dt, shape)};")
+            return pad
+        scalar = self.fresh(f"{name}_pad_0d")
+        pre.append(f"let {scalar}: {tile_rs(TileT(dt, ()))} = {self.constant(float(value), dt, ())};")
+        ones = (1,) * len(shape)
+        reshaped = self.fresh(f"{name}_pad_1")
+        pre.append(f"let {reshaped}: {tile_rs(TileT(dt, ones))} = {L.RESHAPE.format(x=scalar, shape=shape_rs(ones))};")
+        pre.append(f"let {pad}: {tile_rs(TileT(dt, shape))} = {L.BROADCAST.format(x=reshaped, shape=shape_rs(shape))};")
+        return pad
+
+    def combine_masks(self, bounds: str | None, user: Ref | None, shape, name: str, pre: list[str]) -> str | None:
+        if bounds and user is not None:
+            m = self.fresh(f"{name}_mask")
+            pre.append(f"let {m}: {tile_rs(TileT('bool', shape))} = andi({bounds}, {user.name});")
+            return m
+        return bounds or (user.name if user is not None else None)
+
+    def pointer_tile(self, arr: Ref, indices, shape, check_bounds: bool, name: str):
+        """Element pointers and the bounds mask for a gather/scatter, expanded exactly as cuTile does:
+        per dimension widen to u64, broadcast, compare with the extent, multiply by the stride."""
+        pre: list[str] = []
+        dt = self.arrays[arr.name].dtype
+        rank = len(shape)
+        ones = (1,) * rank
+        u64 = lambda s: tile_rs(TileT("u64", s))  # noqa: E731
+        offset, mask = None, None
+        for d, idx in enumerate(indices):
+            src_shape = idx.ty.shape if isinstance(idx, Ref) and isinstance(idx.ty, TileT) else ()
+            if isinstance(idx, Ref) and isinstance(idx.ty, TileT):
+                if idx.ty.dtype != "i32":
+                    raise Diagnostic(f"gather/scatter indices of dtype {idx.ty.dtype} are not supported yet",
+                                     self.kernel.loc, "ct.gather", kernel=self.kernel.name)
+                src = idx.name
+            else:
+                src = self.fresh(f"{name}_i{d}_0d")
+                pre.append(f"let {src}: {tile_rs(TileT('i32', ()))} = scalar_to_tile({self.atom(idx)});")
+            wide = self.fresh(f"{name}_i{d}")
+            pre.append(f"let {wide}: {u64(src_shape)} = exti({src});")
+            wide = self.broadcast_to(wide, "u64", src_shape, shape, pre)
+            if check_bounds:
+                extent = self.scalar_u64_tile(f"{arr.name}.shape()[{d}]", shape, f"{name}_n{d}", pre)
+                in_bounds = self.fresh(f"{name}_in{d}")
+                pre.append(f"let {in_bounds}: {tile_rs(TileT('bool', shape))} = "
+                           f"cmpi({wide}, {extent}, predicate::LessThan);")
+                if mask is None:
+                    mask = in_bounds
+                else:
+                    m = self.fresh(f"{name}_in")
+                    pre.append(f"let {m}: {tile_rs(TileT('bool', shape))} = andi({mask}, {in_bounds});")
+                    mask = m
+            if d == rank - 1:
+                stride = self.fresh(f"{name}_one")
+                pre.append(f"let {stride}: {u64(shape)} = constant(1u64, shape![{shape_rs(shape)}]);")
+            else:
+                self.shims.add("tensor_strides")
+                strides = self.fresh(f"{arr.name}_strides")
+                pre.append(f"let {strides}: Shape<{{ [{', '.join(['-1'] * rank)}] }}> = "
+                           f"{L.TENSOR_STRIDES.format(array=arr.name)};")
+                stride = self.scalar_u64_tile(f"{strides}[{d}]", shape, f"{name}_s{d}", pre)
+            term = self.fresh(f"{name}_off{d}")
+            pre.append(f"let {term}: {u64(shape)} = {wide} * {stride};")
+            if offset is None:
+                offset = term
+            else:
+                total = self.fresh(f"{name}_off")
+                pre.append(f"let {total}: {u64(shape)} = {offset} + {term};")
+                offset = total
+        ptr_ty = lambda s: f"PointerTile<*mut {dtype_rs(dt)}, {{ [{shape_rs(s)}] }}>"  # noqa: E731
+        base = self.fresh(f"{name}_base")
+        pre.append(f"let {base}: {ptr_ty(())} = {L.PTR_BASE.format(array=arr.name)};")
+        base1 = self.fresh(f"{name}_base_1")
+        pre.append(f"let {base1}: {ptr_ty(ones)} = {base}.reshape(shape![{shape_rs(ones)}]);")
+        baseb = self.fresh(f"{name}_base_b")
+        pre.append(f"let {baseb}: {ptr_ty(shape)} = {base1}.broadcast(shape![{shape_rs(shape)}]);")
+        ptrs = self.fresh(f"{name}_ptrs")
+        pre.append(f"let {ptrs}: {ptr_ty(shape)} = {L.PTR_OFFSET.format(ptr=baseb, offset=offset)};")
+        return pre, ptrs, mask
+
+    def scalar_u64_tile(self, scalar_expr: str, shape, base: str, pre: list[str]) -> str:
+        """An i32 scalar widened to u64 and broadcast to `shape` (0-d tile -> exti -> reshape -> broadcast)."""
+        s = self.fresh(base)
+        pre.append(f"let {s}: i32 = {scalar_expr};")
+        t = self.fresh(f"{base}_0d")
+        pre.append(f"let {t}: {tile_rs(TileT('i32', ()))} = scalar_to_tile({s});")
+        w = self.fresh(f"{base}_64")
+        pre.append(f"let {w}: {tile_rs(TileT('u64', ()))} = exti({t});")
+        return self.broadcast_to(w, "u64", (), shape, pre)
+
+    def broadcast_to(self, x: str, dt: str, src, shape, pre: list[str]) -> str:
+        src, shape = tuple(src), tuple(shape)
+        if src == shape:
+            return x
+        if len(src) < len(shape):
+            padded = (1,) * (len(shape) - len(src)) + src
+            r = self.fresh(f"{x}_r")
+            pre.append(f"let {r}: {tile_rs(TileT(dt, padded))} = {L.RESHAPE.format(x=x, shape=shape_rs(padded))};")
+            x, src = r, padded
+        if src != shape:
+            b = self.fresh(f"{x}_b")
+            pre.append(f"let {b}: {tile_rs(TileT(dt, shape))} = {L.BROADCAST.format(x=x, shape=shape_rs(shape))};")
+            x = b
+        return x
+
+    # ---- operations run for their effect
+    def effect(self, op: Op) -> list[str]:
+        if op.kind == "store":
+            arr, tile, *index = op.args
+            if op.attr("order"):
+                raise self.fail(op, "ct.store with order= is not supported by the translator yet")
+            if op.attr("check_bounds") is False:
+                raise self.fail(op, "ct.store(check_bounds=False) is not supported by the translator yet")
+            view = self.view(arr.name, tile.ty.shape, "undetermined", None, True)
+            latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
+            return [L.STORE.format(view=view, tile=tile.name, index=self.index(index), latency=latency,
+                                   tma=L.TMA[op.attr("allow_tma")]) + ";"]
+        if op.kind == "scatter":
+            arr, value, *rest = op.args
+            rank = self.arrays[arr.name].rank
+            indices, mask = rest[:rank], (rest[rank] if op.attr("has_mask") else None)
+            name = self.fresh(f"{arr.name}_scatter")
+            pre, ptrs, bounds = self.pointer_tile(arr, indices, value.ty.shape,
+                                                  op.attr("check_bounds") is not False, name)
+            mask_name = self.combine_masks(bounds, mask, value.ty.shape, name, pre)
+            store = L.SCATTER.format(ptrs=ptrs, value=value.name,
+                                     mask=f"Some({mask_name})" if mask_name else "None",
+                                     latency=op.attr("latency") or 0)
+            return pre + [f"{store};"]
+        raise self.fail(op, f"no cutile-rs lowering for `{op.kind}`")
+
+
+def _bits(dt: str) -> int:
+    return {"i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 64, "u64": 64}[dt]
+
+
+def emit_kernel(kernel: Kernel) -> tuple[str, set[str]]:
+    """Rust source of one entry and the shims it needs."""
+    em = KernelEmitter(kernel)
+    text = em.emit()
+    return text, em.shims

@@ -1,0 +1,233 @@
+"""The lowering table: kernel-model operations -> cutile-rs 0.5.0 spellings, in one place.
+
+Each entry was checked by compiling both sides and comparing Tile IR (docs/cutile-rs-lowering.md).
+The emitter looks things up here and never spells a cutile-rs operation itself. `{x}`-style fields
+are operand names; modes are rendered with the mode tables below.
+"""
+
+from __future__ import annotations
+
+# ---- element types
+RUST_DTYPE = {
+    "f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64", "tf32": "tf32",
+    "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
+    "u8": "u8", "u16": "u16", "u32": "u32", "u64": "u64", "bool": "bool",
+}
+# Dtype codes of the C ABI descriptor (support.rs `dtype` module).
+DTYPE_CODE = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "i16": 6, "i8": 7, "u8": 8, "bool": 9}
+# Rust constant names for those codes.
+DTYPE_CONST = {"f32": "F32", "f16": "F16", "bf16": "BF16", "f64": "F64", "i32": "I32", "i64": "I64",
+               "i16": "I16", "i8": "I8", "u8": "U8", "bool": "BOOL"}
+# Types that need `use cutile::half::...` on the host side.
+HALF_TYPES = ("f16", "bf16")
+
+# ---- modes
+ROUNDING = {
+    None: "rounding::NearestEven", "nearest_even": "rounding::NearestEven", "zero": "rounding::Zero",
+    "negative_inf": "rounding::NegativeInf", "positive_inf": "rounding::PositiveInf",
+    "approx": "rounding::Approx", "full": "rounding::Full",
+}
+FTZ = {None: "ftz::Disabled", False: "ftz::Disabled", True: "ftz::Enabled"}
+NAN = {None: "nan::Disabled", False: "nan::Disabled", True: "nan::Enabled"}
+PADDING = {
+    "undetermined": "padding::None", "zero": "padding::Zero", "neg_zero": "padding::NegZero",
+    "nan": "padding::Nan", "pos_inf": "padding::PosInf", "neg_inf": "padding::NegInf",
+}
+TMA = {None: "tma::Enabled", True: "tma::Enabled", False: "tma::Disabled"}
+
+# ---- grid
+GRID = {"bid": "get_tile_block_id().{axis}", "num_blocks": "get_num_tile_blocks().{axis}"}
+
+# ---- views
+LOAD_VIEW = ("unsafe {{ make_partition_view({array}, shape![{shape}], {padding}, {dim_map}, {array}.token()) }}")
+STORE_VIEW = "unsafe {{ {array}.partition_full_mut(shape![{shape}]) }}"
+LOAD = "load_view_tko(&{view}, [{index}], ordering::Weak, scope::TileBlock, {latency}, {tma})"
+LOAD_INBOUNDS = ("unsafe {{ load_view_raw(&{view}, [{index}], None, ordering::Weak, scope::TileBlock, {tma}, "
+                 "{latency}, [{inbounds}], shape![{shape}]) }}")
+STORE = "unsafe {{ store_view_tko_mut(&mut {view}, {tile}, [{index}], ordering::Weak, scope::TileBlock, {latency}, {tma}) }}"
+NUM_TILES = "num_tiles(&{view}, {axis}i32)"
+ARRAY_DIM = "{array}.shape()[{axis}]"
+
+# ---- creation
+IOTA = "iota(shape![{n}])"
+SPLAT_CONSTANT = "constant({value}, shape![{shape}])"        # a splat constant (ct.full, int literals)
+SPLAT_CONSTANT_LIT = "constant_lit({value}, shape![{shape}])"  # same, for f16/bf16/generic element types
+SCALAR_BROADCAST = "{scalar}.broadcast(shape![{shape}])"     # 0-d -> reshape -> broadcast, as cuTile
+
+# ---- casts: (from-kind, to-kind) -> spelling; kinds are "f", "i" (signed int), "b" (bool)
+CAST = {
+    ("f", "f"): "convert_tile({x})",
+    ("i", "f"): "convert_tile({x})",
+    ("f", "i"): "convert_tile({x})",
+    ("i", "i+"): "exti({x})",                       # widening
+    ("i", "i-"): "trunci_fixed({x}, overflow::None)",  # narrowing (shim)
+}
+CAST_SCALAR = "convert_scalar({x})"
+
+# ---- elementwise arithmetic on tiles
+FLOAT_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+FLOAT_MODED = {"add": "addf", "sub": "subf", "mul": "mulf", "div": "divf"}
+DIVF_FULL = "divf_full({a}, {b}, rounding::Full, {ftz})"  # shim: the built-in divf lacks rounding<full>
+INT_OPERATOR = {"add": "+", "sub": "-", "mul": "*"}
+INT_FN = {
+    "floordiv": "divi({a}, {b}, rounding::NegativeInf)",
+    "cdiv": "divi({a}, {b}, rounding::PositiveInf)",
+    "and": "andi({a}, {b})", "or": "ori({a}, {b})", "xor": "xori({a}, {b})",
+    "max": "maxi({a}, {b})", "min": "mini({a}, {b})",
+}
+FLOAT_FN = {
+    "max": "maxf({a}, {b}, {nan}, {ftz})",
+    "min": "minf({a}, {b}, {nan}, {ftz})",
+    "pow": "pow({a}, {b})",
+}
+BOOL_FN = {"and": "andi({a}, {b})", "or": "ori({a}, {b})", "xor": "xori({a}, {b})"}
+FMA = "fma({a}, {b}, {c}, {rounding}, {ftz})"
+
+# ---- scalar arithmetic (i32/f32 values, not tiles)
+SCALAR_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^"}
+SCALAR_FN = {
+    "floordiv": "py_floordiv({a}, {b})",  # module helper: divi rounding<negative_inf>
+    "mod": "py_mod({a}, {b})",            # module helper: remi + sign fix-up
+    "cdiv": "ceil_div({a}, {b})",
+    "min": "min({a}, {b})",
+    "max": "max({a}, {b})",
+}
+COMPARE_SCALAR = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
+COMPARE_TILE = {"<": "lt_tile", "<=": "le_tile", ">": "gt_tile", ">=": "ge_tile", "==": "eq_tile",
+                "!=": "ne_tile"}
+SELECT = "select({c}, {a}, {b})"
+
+# ---- unary math: fn -> (default spelling, spelling with modes)
+UNARY = {
+    "exp": "exp({x})",
+    "exp:approx": "unsafe {{ exp_with_rounding({x}, rounding::Approx) }}",
+    "exp2": "exp2({x}, {ftz})",
+    "log": "log({x})",
+    "log2": "log2({x})",
+    "sqrt": "sqrt({x}, {rounding}, {ftz})",
+    "rsqrt": "rsqrt({x}, {ftz})",
+    "tanh": "tanh({x})",
+    "tanh:approx": "unsafe {{ tanh_with_rounding({x}, rounding::Approx) }}",
+    "sin": "sin({x})", "cos": "cos({x})", "tan": "tan({x})", "sinh": "sinh({x})", "cosh": "cosh({x})",
+    "floor": "floor({x})", "ceil": "ceil({x})",
+    "abs:f": "absf({x})", "abs:i": "absi({x})",
+    "negative:f": "negf({x})", "negative:i": "negi({x}, overflow::None)",
+}
+
+# ---- reductions and shapes
+REDUCE = {"sum": "reduce_sum({x}, {axis}i32)", "max": "reduce_max({x}, {axis}i32)",
+          "min": "reduce_min({x}, {axis}i32)", "prod": "reduce_prod({x}, {axis}i32)"}
+RESHAPE = "{x}.reshape(shape![{shape}])"
+BROADCAST = "{x}.broadcast(shape![{shape}])"
+TRANSPOSE = "{x}.transpose()"
+PERMUTE = "permute({x}, const_array![{axes}])"
+MMA_FLOAT = "mmaf({a}, {b}, {acc})"
+MMA_INT = "mmai({a}, {b}, {acc}, signedness::Signed, signedness::Signed)"
+
+# ---- pointer path (ct.gather / ct.scatter), expanded per call as cuTile does
+PTR_BASE = "pointer_to_tile(cast_mut({array}.as_ptr()))"
+PTR_OFFSET = "{ptr}.offset_tile({offset})"
+GATHER = ("unsafe {{ load_ptr_tko_tpad({ptrs}, ordering::Weak, None::<scope::TileBlock>, {mask}, Some({pad}), None, "
+          "Latency::<{latency}>) }}")
+SCATTER = ("unsafe {{ store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, {mask}, None, "
+           "Latency::<{latency}>) }}")
+TENSOR_STRIDES = "tensor_strides({array})"
+
+# ---- entry attributes
+ENTRY_HINT_KEYS = {"num_ctas": "num_cta_in_cga", "occupancy": "occupancy"}
+
+# ---- user-declared op bindings ("shims") for gaps in cutile 0.5.0; emitted only when used.
+SHIMS = {
+    "divf_full": """\
+    /// `divf` with `rounding<full>` (cutile 0.5.0's `divf` has no `Full` spelling).
+    #[cuda_tile::op(name = "cuda_tile.divf", since = "V13_2", params = ["lhs", "rhs"], static_params = ["rounding={NearestEven: rounding_mode=#cuda_tile.rounding<nearest_even>, Approx: rounding_mode=#cuda_tile.rounding<approx>, Full: rounding_mode=#cuda_tile.rounding<full>}", "ftz={Enabled: flush_to_zero=unit}"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn divf_full<E: ElementType, const S: [i32; N], R: rounding::Mode, F: ftz::Mode>(
+        lhs: Tile<E, S>,
+        rhs: Tile<E, S>,
+        rounding: R,
+        ftz: F,
+    ) -> Tile<E, S> {
+        unreachable!()
+    }
+""",
+    "trunci_fixed": """\
+    /// `trunci` that writes its `overflow` attribute (cutile 0.5.0 omits it for `overflow::None`).
+    #[cuda_tile::op(name = "cuda_tile.trunci", since = "V13_2", params = ["from"], static_params = ["overflow={None: overflow=#cuda_tile.overflow<none>, NoSignedWrap: overflow=#cuda_tile.overflow<no_signed_wrap>, NoUnsignedWrap: overflow=#cuda_tile.overflow<no_unsigned_wrap>, NoWrap: overflow=#cuda_tile.overflow<no_wrap>}"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn trunci_fixed<EIn: ElementType, EOut: ElementType, const S: [i32; N], O: overflow::Mode>(
+        from: Tile<EIn, S>,
+        overflow: O,
+    ) -> Tile<EOut, S> {
+        unreachable!()
+    }
+""",
+    "load_ptr_tko_tpad": """\
+    /// `load_ptr_tko` whose padding operand is a whole tile, as cuTile Python passes it (the built-in
+    /// takes a scalar and cannot broadcast it at rank >= 2).
+    #[cuda_tile::op(name = "cuda_tile.load_ptr_tko", since = "V13_2", params = ["source"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub unsafe fn load_ptr_tko_tpad<
+        E: ElementType,
+        P: PointerTo<E>,
+        const S: [i32; N],
+        O: ordering::LoadMode,
+        Sc: scope::Mode,
+        const CYCLES: i32,
+    >(
+        source: PointerTile<P, S>,
+        memory_ordering: O,
+        memory_scope: Option<Sc>,
+        mask: Option<Tile<bool, S>>,
+        padding_value: Option<Tile<E, S>>,
+        token: Option<Token>,
+        latency: Latency<CYCLES>,
+    ) -> (Tile<E, S>, Token) {
+        unreachable!()
+    }
+""",
+    "tensor_strides": """\
+    /// The dynamic strides of a tensor parameter (kernel-side tensors have no stride accessor).
+    #[cuda_tile::variadic_op(N = 6)]
+    #[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "strides")]
+    pub fn tensor_strides<'s, E: ElementType, const S: [i32; N]>(tensor: &Tensor<E, S>) -> Shape<'s, S> {
+        unreachable!()
+    }
+""",
+    "constant_lit": """\
+    /// A constant written as an f32 literal but typed by its result (f16/bf16/generic element types).
+    #[cuda_tile::op(name = "cuda_tile.constant", since = "V13_2", params = [], attribute_params = ["value:dense"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn constant_lit<E: ElementType, const S: [i32; N]>(value: f32, shape: Shape<S>) -> Tile<E, S> {
+        unreachable!()
+    }
+""",
+    "py_floordiv": """\
+    /// Python `//` on i32 scalars: `divi rounding<negative_inf>`, as cuTile Python emits it.
+    fn py_floordiv(a: i32, b: i32) -> i32 {
+        let at: Tile<i32, { [] }> = scalar_to_tile(a);
+        let bt: Tile<i32, { [] }> = scalar_to_tile(b);
+        let q: Tile<i32, { [] }> = divi(at, bt, rounding::NegativeInf);
+        let r: i32 = tile_to_scalar(q);
+        r
+    }
+""",
+    "py_mod": """\
+    /// Python `%` on i32 scalars: `remi` with the sign fix-up, as cuTile Python emits it.
+    fn py_mod(a: i32, b: i32) -> i32 {
+        let at: Tile<i32, { [] }> = scalar_to_tile(a);
+        let bt: Tile<i32, { [] }> = scalar_to_tile(b);
+        let zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let rem: Tile<i32, { [] }> = remi(at, bt);
+        let rem_neg: Tile<bool, { [] }> = lt_tile(rem, zero);
+        let div_neg: Tile<bool, { [] }> = lt_tile(bt, zero);
+        let signs_differ: Tile<bool, { [] }> = xori(rem_neg, div_neg);
+        let nonzero: Tile<bool, { [] }> = ne_tile(rem, zero);
+        let fix: Tile<bool, { [] }> = andi(signs_differ, nonzero);
+        let adjusted: Tile<i32, { [] }> = rem + bt;
+        let res: Tile<i32, { [] }> = select(fix, adjusted, rem);
+        let r: i32 = tile_to_scalar(res);
+        r
+    }
+""",
+}

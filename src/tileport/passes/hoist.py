@@ -1,0 +1,78 @@
+"""Move loop-invariant pure operations in front of their loop, as cuTile Python does.
+
+cuTile Python hoists loop invariants (constants, broadcasts, casts of values defined outside the
+loop); the ports must compute the same operations in the same places, or per-iteration op counts
+differ in the IR diff.
+"""
+
+from __future__ import annotations
+
+from tileport.model.ir import Block, For, If, Kernel, Let, Ref
+from tileport.passes.uses import atoms_of
+
+# Operations without memory effects; everything else stays where the source put it.
+PURE = {"full", "splat", "broadcast", "reshape", "astype", "binary", "compare", "unary", "select", "arange",
+        "permute", "array_dim", "scalar", "copy", "fma", "reduce", "mma", "num_tiles"}
+
+
+def hoist_invariants(kernel: Kernel) -> int:
+    moved = 0
+
+    def visit(block: Block) -> None:
+        nonlocal moved
+        out = []
+        for st in block.stmts:
+            if isinstance(st, For):
+                visit(st.body)
+                hoisted = _hoist_from(st)
+                moved += len(hoisted)
+                out.extend(hoisted)
+            elif isinstance(st, If):
+                visit(st.then)
+                visit(st.orelse)
+            out.append(st)
+        block.stmts[:] = out
+
+    visit(kernel.body)
+    return moved
+
+
+def _hoist_from(loop: For) -> list[Let]:
+    """Invariant lets of the loop body (top level), in order; removed from the body."""
+    variant = {loop.index, *loop.carried}
+    lets = list(_all_lets(loop.body))
+    updated = {st.name for st in lets if st.update}
+    # A name bound twice in the body (shadowing) stays put: hoisting one binding would reorder them.
+    rebound = {name for name in {st.name for st in lets} if sum(st.name == name for st in lets) > 1}
+    hoisted, kept = [], []
+    for st in loop.body.stmts:
+        if (isinstance(st, Let) and not st.update and st.op.kind in PURE and st.name not in updated
+                and st.name not in rebound
+                and not any(isinstance(a, Ref) and a.name in variant for a in atoms_of(st))):
+            hoisted.append(st)
+            continue
+        kept.append(st)
+        for inner in _defined_names(st):
+            variant.add(inner)
+    loop.body.stmts[:] = kept
+    return hoisted
+
+
+def _all_lets(block: Block):
+    for st in block.stmts:
+        if isinstance(st, Let):
+            yield st
+        elif isinstance(st, For):
+            yield from _all_lets(st.body)
+        elif isinstance(st, If):
+            yield from _all_lets(st.then)
+            yield from _all_lets(st.orelse)
+
+
+def _defined_names(st) -> set[str]:
+    if isinstance(st, Let):
+        return {st.name}
+    if isinstance(st, (For, If)):
+        return {s.name for s in _all_lets(st.body if isinstance(st, For) else st.then)} | (
+            {s.name for s in _all_lets(st.orelse)} if isinstance(st, If) else set())
+    return set()

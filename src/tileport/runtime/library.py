@@ -1,0 +1,196 @@
+"""Load the generated cdylib, build it when its sources changed, and call its entries from Python.
+
+The manifest (`kernels.json`, written next to the crate by the translator) describes every C symbol,
+so calls are checked and marshalled without hand-written glue: arrays become zero-copy descriptors,
+the current stream is passed, and return codes become typed exceptions.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from tileport import toolchain
+from tileport.runtime.abi import ABI_VERSION, TensorDesc, TileportError, WrongDeviceError, raise_for
+from tileport.runtime.tensors import describe
+
+REPO_CRATE = Path(__file__).resolve().parents[3] / "rust"
+SCALAR_CTYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double,
+                 "bool": ctypes.c_bool, "u32": ctypes.c_uint32}
+CONST_CTYPES = {"int": ctypes.c_int32, "bool": ctypes.c_bool, "float": ctypes.c_double}
+
+
+class BuildError(TileportError):
+    """cargo could not build the generated crate."""
+
+
+def cargo_target_dir() -> Path:
+    return Path(os.environ.get("TILEPORT_CARGO_TARGET_DIR")
+                or os.environ.get("CARGO_TARGET_DIR")
+                or Path.home() / ".cache" / "tileport" / "target")
+
+
+def build(crate_dir: Path = REPO_CRATE, profile: str = "release", quiet: bool = True) -> Path:
+    """cargo build the crate (incremental: up-to-date sources cost a no-op) and return the .so path."""
+    crate_dir = Path(crate_dir)
+    manifest = json.loads((crate_dir / "kernels.json").read_text())
+    cmd = ["cargo", "build", "--manifest-path", str(crate_dir / "Cargo.toml"), "--lib"]
+    if profile == "release":
+        cmd.append("--release")
+    env = toolchain.env()
+    env["CARGO_TARGET_DIR"] = str(cargo_target_dir())
+    proc = subprocess.run(cmd, env=env, capture_output=quiet, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"cargo build failed for {crate_dir}:\n{proc.stderr if quiet else ''}")
+    return cargo_target_dir() / ("release" if profile == "release" else "debug") / f"lib{manifest['crate']}.so"
+
+
+@dataclass
+class Param:
+    name: str
+    kind: str  # array | scalar | const
+    dtype: str = ""
+    rank: int = 0
+    type: str = ""
+
+
+class Entry:
+    """One C symbol; call with the kernel's arguments by name or position, plus `grid=`."""
+
+    def __init__(self, lib: "KernelLibrary", spec: dict):
+        self.lib, self.spec = lib, spec
+        self.symbol = spec["symbol"]
+        self.params = [Param(p["name"], p["kind"], p.get("dtype", ""), p.get("rank", 0), p.get("type", ""))
+                       for p in spec["params"]]
+        fn = getattr(lib.dll, self.symbol)
+        argtypes = []
+        for p in self.params:
+            if p.kind == "array":
+                argtypes.append(ctypes.POINTER(TensorDesc))
+            elif p.kind == "scalar":
+                argtypes.append(SCALAR_CTYPES[p.dtype])
+            else:
+                argtypes.append(CONST_CTYPES[p.type])
+        fn.argtypes = argtypes + [ctypes.c_uint32] * 3 + [ctypes.c_int32, ctypes.c_uint64]
+        fn.restype = ctypes.c_int32
+        self.fn = fn
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        names = [p.name for p in self.params]
+        if len(args) > len(names):
+            raise TypeError(f"{self.spec['kernel']}() takes {len(names)} arguments, got {len(args)}")
+        bound = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"{self.spec['kernel']}() has no parameter `{k}`")
+            bound[k] = v
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise TypeError(f"{self.spec['kernel']}() is missing {', '.join(missing)}")
+        return bound
+
+    def __call__(self, *args, grid: Sequence[int], stream: int | None = None, **kwargs) -> None:
+        bound = self.bind(args, kwargs)
+        c_args, keep, devices = [], [], set()
+        for p in self.params:
+            value = bound[p.name]
+            if p.kind == "array":
+                if value is None:
+                    c_args.append(None)  # a null descriptor: the launcher reports it
+                    continue
+                d = describe(value, p.name)
+                keep.append(d)
+                if d.device is not None:
+                    devices.add(d.device)
+                c_args.append(ctypes.byref(d.desc))
+            else:
+                c_args.append(value)
+        if len(devices) > 1:
+            raise WrongDeviceError(f"{self.spec['kernel']}: arrays are on different devices {sorted(devices)}")
+        device = devices.pop() if devices else _current_device()
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+        if stream is None:
+            stream = _current_stream(device)
+        rc = self.fn(*c_args, *grid, device, stream)
+        raise_for(rc, self.lib.last_error())
+
+
+def _current_device() -> int:
+    try:
+        import torch
+        return torch.cuda.current_device()
+    except (ImportError, RuntimeError, AssertionError):
+        return 0
+
+
+def _current_stream(device: int) -> int:
+    try:
+        import torch
+        return torch.cuda.current_stream(device).cuda_stream
+    except (ImportError, RuntimeError, AssertionError):
+        return 0  # the legacy default stream
+
+
+class KernelLibrary:
+    """The generated cdylib plus its manifest."""
+
+    def __init__(self, so_path: Path, manifest_path: Path):
+        self.path = Path(so_path)
+        self.manifest = json.loads(Path(manifest_path).read_text())
+        self.dll = ctypes.CDLL(str(self.path))
+        self.dll.tileport_last_error.restype = ctypes.c_char_p
+        self.dll.tileport_abi_version.restype = ctypes.c_int32
+        if self.dll.tileport_abi_version() != ABI_VERSION or self.manifest["abi_version"] != ABI_VERSION:
+            raise TileportError(f"{self.path} uses ABI {self.dll.tileport_abi_version()}, expected {ABI_VERSION}")
+        self.entries = {e["kernel"]: Entry(self, e) for e in self.manifest["entries"]}
+
+    def last_error(self) -> str:
+        msg = self.dll.tileport_last_error()
+        return msg.decode(errors="replace") if msg else ""
+
+    def __getitem__(self, kernel: str) -> Entry:
+        try:
+            return self.entries[kernel]
+        except KeyError:
+            raise KeyError(f"no kernel `{kernel}` in {self.path.name}") from None
+
+    def ir(self, entry: str, generics: Sequence[str], target: str = "sm_90") -> tuple[str, bytes]:
+        """Tile IR of one entry, compiled on the CPU by the cutile compiler inside the library."""
+        fn = self.dll.tileport_ir
+        fn.restype = ctypes.c_int32
+        text_p, text_n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
+        bc_p, bc_n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
+        rc = fn(entry.encode(), ",".join(generics).encode(), target.encode(), ctypes.byref(text_p),
+                ctypes.byref(text_n), ctypes.byref(bc_p), ctypes.byref(bc_n))
+        raise_for(rc, self.last_error())
+        try:
+            text = ctypes.string_at(text_p, text_n.value).decode()
+            bytecode = ctypes.string_at(bc_p, bc_n.value)
+        finally:
+            self.dll.tileport_free(text_p, text_n)
+            self.dll.tileport_free(bc_p, bc_n)
+        return text, bytecode
+
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, KernelLibrary] = {}
+
+
+def load(crate_dir: Path = REPO_CRATE, so_path: Path | None = None, profile: str = "release") -> KernelLibrary:
+    """The library for `crate_dir`: `so_path` or $TILEPORT_LIB if given, else built with cargo on first use.
+
+    A process loads one build per path; rebuilding while loaded needs a new process.
+    """
+    with _LOCK:
+        path = so_path or (Path(os.environ["TILEPORT_LIB"]) if os.environ.get("TILEPORT_LIB") else None)
+        path = Path(path) if path else build(crate_dir, profile)
+        key = str(path)
+        if key not in _LOADED:
+            _LOADED[key] = KernelLibrary(path, Path(crate_dir) / "kernels.json")
+        return _LOADED[key]

@@ -1,0 +1,120 @@
+"""The structural diff of a reference module against a generated one.
+
+Pipeline: canonicalize both modules, apply the SEMANTIC_EQUIV rewrites, pair the kernel entries,
+match ops by dataflow (match.py), compare pairs and classify leftovers per category (compare.py,
+entry.py), then merge identical findings and add a MATCH line per category with nothing to report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from . import canon, equiv
+from . import ops as K
+from .compare import Findings, PairComparer, classify_unpaired
+from .entry import compare_assumptions, compare_entry_hints, compare_signature
+from .match import FunctionIndex, Matching, match
+from .model import Function, Module, walk
+from .report import DiffReport, Finding
+from .rules import Status
+
+# Categories that get a MATCH line when compared and clean, with the op kinds they cover.
+_SUMMARY_KINDS = {
+    "memory_family": ("memory",), "memory_count": ("memory",), "memory_hints": ("memory",),
+    "partition_view": ("view",), "reduction": ("reduction",), "mma": ("mma",),
+    "math": ("arith", "special"), "cast": ("cast",), "loop": ("control",),
+}
+
+
+def prepare(module: Module, target: str) -> Module:
+    """Canonical form with the SEMANTIC_EQUIV rewrites applied (what the matcher works on)."""
+    out = canon.canonicalize(module, target=target)
+    for f in out.functions:
+        if equiv.rewrite(f):
+            canon.simplify(f)
+    return out
+
+
+def _pair_functions(ref: list[Function], gen: list[Function]) -> tuple[list[tuple[Function, Function]],
+                                                                       list[Function], list[Function]]:
+    gen_left = list(gen)
+    pairs, ref_left = [], []
+    for f in ref:
+        same = next((g for g in gen_left if g.name == f.name), None)
+        if same is not None:
+            pairs.append((f, same))
+            gen_left.remove(same)
+        else:
+            ref_left.append(f)
+    # Entry symbols differ between frontends (cuTile Python mangles the signature): pair the rest
+    # in order.
+    n = min(len(ref_left), len(gen_left))
+    pairs += list(zip(ref_left[:n], gen_left[:n]))
+    return pairs, ref_left[n:], gen_left[n:]
+
+
+def _merge(findings: list[Finding]) -> list[Finding]:
+    merged: dict[tuple, Finding] = {}
+    for f in findings:
+        key = (f.category, f.rule, f.status, f.message)
+        if key in merged:
+            merged[key].count += 1
+        else:
+            merged[key] = f
+    return list(merged.values())
+
+
+def _summaries(matchings: list[Matching], findings: list[Finding], out: Findings) -> None:
+    reported = {f.category for f in findings}
+    compared: Counter = Counter()
+    for m in matchings:
+        for r, _ in m.pairs:
+            compared[K.kind(r)] += 1
+    for category, kinds in _SUMMARY_KINDS.items():
+        n = sum(compared[k] for k in kinds)
+        if n and category not in reported:
+            out.add_match(category, f"{n} op pair(s) compared, no difference")
+    if matchings:
+        for category in ("entry_hints", "signature", "assume", "tile_shape", "dtype"):
+            if category not in reported:
+                out.add_match(category, "no difference")
+
+
+def diff(reference: Module, generated: Module, *, target: str = "sm_90") -> DiffReport:
+    """Compare a generated module against the reference one; see docs/tileir.md."""
+    start = time.perf_counter()
+    ref, gen = prepare(reference, target), prepare(generated, target)
+    out = Findings()
+    pairs, ref_only, gen_only = _pair_functions(ref.entries, gen.entries)
+    matchings: list[Matching] = []
+    for rf, gf in pairs:
+        m = match(FunctionIndex.build(rf), FunctionIndex.build(gf))
+        matchings.append(m)
+        comparer = PairComparer(m, out)
+        for r, g in m.pairs:
+            comparer.compare(r, g)
+        for r, g in m.weak_pairs:
+            comparer.frontier(r, g)
+        classify_unpaired(m, out)
+        compare_assumptions(m, out)
+        compare_entry_hints(m, out)
+        compare_signature(m, out)
+    for f in ref_only:
+        out.add("function", "missing", Status.MISSING, f"entry @{f.name} only in ref")
+    for f in gen_only:
+        out.add("function", "extra", Status.EXTRA, f"entry @{f.name} only in gen")
+    findings = _merge(out.items)
+    summary = Findings()
+    _summaries(matchings, findings, summary)
+    stats = {
+        "ref_ops": sum(1 for f in ref.functions for _ in walk(f)),
+        "gen_ops": sum(1 for f in gen.functions for _ in walk(f)),
+        "paired_ops": sum(len(m.pairs) for m in matchings),
+        "unpaired_ref_ops": sum(len(m.ref_only) for m in matchings),
+        "unpaired_gen_ops": sum(len(m.gen_only) for m in matchings),
+        "seconds": round(time.perf_counter() - start, 4),
+    }
+    label = lambda mod: ", ".join(f.name for f in mod.entries) or "(no entry)"
+    return DiffReport(label(reference), label(generated), target, findings + summary.items, stats)
+

@@ -1,0 +1,141 @@
+"""What the diff needs to know about op kinds (names are those the reader gives ops)."""
+
+from __future__ import annotations
+
+from .model import Block, Op, Value
+from .types import is_pointer_tile
+
+# Ops that only restate their first operand's value (for matching they are looked through).
+TRANSPARENT = frozenset({"assume", "reshape", "broadcast"})
+TERMINATORS = frozenset({"yield", "continue", "break", "return"})
+VIEW_OPS = frozenset({"make_tensor_view", "make_partition_view", "make_gather_scatter_view",
+                      "make_strided_view"})
+MMA_OPS = frozenset({"mmaf", "mmai", "mmaf_scaled"})
+REDUCTIONS = frozenset({"reduce", "scan"})
+LOOPS = frozenset({"for", "loop"})
+CASTS = frozenset({"ftof", "ftoi", "itof", "exti", "trunci", "bitcast", "int_to_ptr", "ptr_to_int",
+                   "ptr_to_ptr"})
+NUMERIC_CASTS = frozenset({"ftof", "ftoi", "itof", "exti", "trunci"})
+SPECIAL_MATH = frozenset({"exp", "exp2", "log", "log2", "rsqrt", "sqrt", "fma", "tanh", "sin", "cos",
+                          "tan", "sinh", "cosh", "atan2", "fpowf", "fpowi", "floor", "ceil"})
+COMMUTATIVE = frozenset({"addf", "mulf", "addi", "muli", "maxf", "minf", "maxi", "mini", "andi", "ori",
+                         "xori", "mulhii"})
+# Operand roles of memory ops that say *where* (not *what*) is accessed.
+ADDRESS_ROLES = frozenset({"view", "index", "source", "destination", "pointers", "mask", "paddingValue"})
+LOOP_BOUND_ROLES = frozenset({"lowerBound", "upperBound", "step"})
+
+
+def is_memory(op: Op) -> bool:
+    return op.name.endswith("_tko") and op.name.startswith(("load", "store", "atomic", "multimem"))
+
+
+def direction(op: Op) -> str:
+    """load / store / atomic for a memory op."""
+    if op.name.startswith("atomic"):
+        return "atomic"
+    if op.name.startswith("load") or op.name.startswith("multimem_load"):
+        return "load"
+    return "store"
+
+
+def family(op: Op) -> str:
+    """view (tile-space access through a view: TMA-capable) or ptr (gather/scatter through pointers)."""
+    return "view" if "_view_" in op.name else "ptr"
+
+
+def kind(op: Op) -> str:
+    """The diff category family of an op."""
+    name = op.name
+    if is_memory(op):
+        return "memory"
+    if name in VIEW_OPS:
+        return "view"
+    if name in MMA_OPS:
+        return "mma"
+    if name in REDUCTIONS:
+        return "reduction"
+    if name in LOOPS or name == "if":
+        return "control"
+    if name in CASTS:
+        return "cast"
+    if name in SPECIAL_MATH:
+        return "special"
+    if name in TRANSPARENT:
+        return "plumbing"
+    if name.endswith("_tko") or name in ("assert", "alloca", "global", "get_global", "preview$call"):
+        return "other"
+    return "arith"
+
+
+def root(v: Value) -> Value:
+    """`v` with transparent ops (assume, reshape, broadcast) looked through."""
+    while v.op is not None and v.op.name in TRANSPARENT:
+        v = v.op.operands[0]
+    return v
+
+
+def is_function_arg(v: Value) -> bool:
+    return isinstance(v.owner, Block) and v.owner.parent is None
+
+
+def loop_init(v: Value) -> Value | None:
+    """For a loop-carried block argument of `for`/`loop`, its initial value."""
+    if not isinstance(v.owner, Block) or v.owner.parent is None:
+        return None
+    op = v.owner.parent
+    inits = op.operands_with("initValues")
+    i = v.index - 1 if op.name == "for" else v.index
+    if op.name in LOOPS and 0 <= i < len(inits):
+        return inits[i]
+    return None
+
+
+def base_pointer(v: Value) -> Value | None:
+    """The pointer kernel parameter an address (view or pointer tile) is derived from."""
+    for _ in range(64):
+        if is_function_arg(v):
+            return v if is_pointer_tile(v.type) else None
+        op = v.op
+        if op is None:
+            init = loop_init(v)
+            if init is None:
+                return None
+            v = init
+        elif op.name in VIEW_OPS:
+            v = op.operand("base") if op.name == "make_tensor_view" else op.operands[0]
+        elif op.name in TRANSPARENT or op.name == "ptr_to_ptr":
+            v = op.operands[0]
+        elif op.name == "offset":
+            v = op.operands[0]
+        else:
+            return None
+    return None
+
+
+def address_operand(op: Op) -> Value | None:
+    """The operand of a memory op that names the accessed memory (view or pointer tile)."""
+    for role in ("view", "source", "destination", "pointers"):
+        v = op.operand(role)
+        if v is not None:
+            return v
+    return None
+
+
+def loop_result_source(op: Op, index: int) -> Value | None:
+    """The value a `for` result comes from: operand `index` of the body's `continue`."""
+    if op.name != "for" or not op.regions or not op.regions[0].blocks:
+        return None
+    ops = op.regions[0].blocks[0].ops
+    if ops and ops[-1].name == "continue" and index < len(ops[-1].operands):
+        return ops[-1].operands[index]
+    return None
+
+
+def region_yield(op: Op, region: int, index: int) -> Value | None:
+    """Operand `index` of the `yield` ending region `region` of an `if`."""
+    if region >= len(op.regions) or not op.regions[region].blocks:
+        return None
+    ops = op.regions[region].blocks[0].ops
+    if ops and ops[-1].name == "yield" and index < len(ops[-1].operands):
+        return ops[-1].operands[index]
+    return None

@@ -1,0 +1,495 @@
+"""Pure-Python Tile IR bytecode reader (versions 13.1 to 13.5).
+
+Layout facts (cuda-tile `BytecodeReader.cpp` / cuTile Python `writer.py`, see
+docs/tileir.md): an 8-byte magic, version bytes, then sections `id|0x80?, varint length,
+[varint alignment, 0xCB padding], payload` until id 0. Tables (strings, types, constants, debug
+attributes) are `varint count, padding, fixed-width offsets, data`. Op bodies follow the per-op
+schemas of `schemas.py`.
+
+Value numbering follows the writer: function parameters are 0..n-1, each op's results take the next
+ids; a region's block arguments and inner values are numbered from the counter as it was before the
+op, the counter is reset after the region, and the op's own results come after that.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..attrs import (Bounded, Dense, DictAttr, DivBy, Hints, PreviewArg, SameElements, TypedFloat,
+                     TypedInt)
+from ..model import Block, Function, Global, Module, Op, Region, Value
+from ..types import (FunctionType, GatherScatterViewType, PartitionViewType, PointerType,
+                     ScalarType, StridedViewType, TensorViewType, TileType, TokenType, Type)
+from .schemas import ALL_FALSE, OpSchema, Schemas, Step, load_schemas
+from .stream import BytecodeError, Cursor
+
+MAGIC = b"\x7fTileIR\x00"
+SUPPORTED = ((13, 1), (13, 2), (13, 3), (13, 4), (13, 5))
+
+_SEC_END, _SEC_STRING, _SEC_FUNC, _SEC_DEBUG, _SEC_CONST, _SEC_TYPE, _SEC_GLOBAL, _SEC_PRODUCER = range(8)
+
+_SIMPLE_TYPES = {0x00: "i1", 0x01: "i8", 0x02: "i16", 0x03: "i32", 0x04: "i64", 0x05: "f16",
+                 0x06: "bf16", 0x07: "f32", 0x08: "tf32", 0x09: "f64", 0x0A: "f8E4M3FN",
+                 0x0B: "f8E5M2", 0x12: "f8E8M0FNU", 0x13: "f4E2M1FN", 0x16: "i4", 130: "f8E5M3FNU"}
+_TOKEN_TAG, _PTR, _TILE, _TVIEW, _PVIEW, _FUNC, _GSVIEW, _SVIEW = 0x11, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x14, 0x15
+_PADDING = {0: "zero", 1: "neg_zero", 2: "nan", 3: "pos_inf", 4: "neg_inf"}
+
+_V13_3, _V13_4, _V13_5 = 130300, 130400, 130500
+
+
+class _Tables:
+    """String, type and constant tables plus the decoding context shared by all functions."""
+
+    def __init__(self, version: int, sections: dict[int, bytes]):
+        self.version = version
+        self.strings = [s.decode("utf-8", "replace") for s in
+                        _table(sections.get(_SEC_STRING, b""), 4, "string table")]
+        self._type_items = _table(sections.get(_SEC_TYPE, b""), 4, "type table")
+        self._types: dict[int, Type] = {}
+        self.constants = [_constant_item(c) for c in
+                          _table(sections.get(_SEC_CONST, b""), 8, "constant table")]
+
+    def string(self, sid: int) -> str:
+        if sid >= len(self.strings):
+            raise BytecodeError(f"string id {sid} out of range ({len(self.strings)} strings)")
+        return self.strings[sid]
+
+    def constant(self, cid: int) -> bytes:
+        if cid >= len(self.constants):
+            raise BytecodeError(f"constant id {cid} out of range ({len(self.constants)} constants)")
+        return self.constants[cid]
+
+    def type(self, tid: int) -> Type:
+        t = self._types.get(tid)
+        if t is None:
+            if tid >= len(self._type_items):
+                raise BytecodeError(f"type id {tid} out of range ({len(self._type_items)} types)")
+            t = self._decode_type(Cursor(self._type_items[tid], f"type #{tid}"))
+            self._types[tid] = t
+        return t
+
+    def _scalar(self, tid: int) -> ScalarType:
+        t = self.type(tid)
+        if not isinstance(t, ScalarType):
+            raise BytecodeError(f"type #{tid} is {t}, expected a scalar type")
+        return t
+
+    def _tensor_view(self, tid: int) -> TensorViewType:
+        t = self.type(tid)
+        if not isinstance(t, TensorViewType):
+            raise BytecodeError(f"type #{tid} is {t}, expected a tensor_view")
+        return t
+
+    def _decode_type(self, c: Cursor) -> Type:
+        tag = c.varint()
+        v = self.version
+        if tag in _SIMPLE_TYPES:
+            return ScalarType(_SIMPLE_TYPES[tag])
+        if tag == _TOKEN_TAG:
+            return TokenType()
+        if tag == _PTR:
+            flags = c.varint() if v >= _V13_4 else 0
+            pointee = self._scalar(c.varint())
+            return PointerType(pointee, c.byte() if flags & 1 else None)
+        if tag == _TILE:
+            elem = self.type(c.varint())
+            if not isinstance(elem, (ScalarType, PointerType)):
+                raise c.fail(f"tile element {elem} is not a scalar or pointer")
+            return TileType(tuple(c.int_list(8)), elem)  # type: ignore[arg-type]
+        if tag == _TVIEW:
+            flags = c.varint() if v >= _V13_4 else 0
+            elem = self._scalar(c.varint())
+            shape, strides = c.int_list(8), c.int_list(8)
+            return TensorViewType(elem, shape, strides, c.byte() if flags & 1 else None)
+        if tag == _PVIEW:
+            if v >= _V13_3:
+                flags = c.varint()
+                tile, tv, dim_map = c.int_list(4), self._tensor_view(c.varint()), c.int_list(4)
+                padding = _PADDING[c.byte()] if flags & 1 else None
+            else:
+                tile, tv, dim_map = c.int_list(4), self._tensor_view(c.varint()), c.int_list(4)
+                padding = _PADDING[c.byte()] if c.varint() else None
+            return PartitionViewType(tile, tv, dim_map, padding)  # type: ignore[arg-type]
+        if tag == _FUNC:
+            params = tuple(self.type(c.varint()) for _ in range(c.varint()))
+            results = tuple(self.type(c.varint()) for _ in range(c.varint()))
+            return FunctionType(params, results)
+        if tag == _GSVIEW:
+            flags = c.varint()
+            tile, tv, sparse = c.int_list(4), self._tensor_view(c.varint()), c.varint()
+            return GatherScatterViewType(tile, tv, sparse,  # type: ignore[arg-type]
+                                         _PADDING[c.byte()] if flags & 1 else None)
+        if tag == _SVIEW:
+            flags = c.varint()
+            tile, trav = c.int_list(4), c.int_list(4)
+            tv, dim_map = self._tensor_view(c.varint()), c.int_list(4)
+            return StridedViewType(tile, trav, tv, dim_map,  # type: ignore[arg-type]
+                                   _PADDING[c.byte()] if flags & 1 else None)
+        raise c.fail(f"unknown type tag {tag:#x}")
+
+    # -- attributes ------------------------------------------------------------------------------
+
+    def tagged(self, c: Cursor) -> Any:
+        tag = c.varint()
+        if tag == 0x01:  # Integer: type id + value masked to the type's width
+            t = self._scalar(c.varint())
+            raw = c.varint() & ((1 << t.bits) - 1)
+            signed = raw - (1 << t.bits) if t.bits > 1 and raw >> (t.bits - 1) else raw
+            return TypedInt(t, signed)
+        if tag == 0x02:  # Float: type id + bits (a byte up to 8 bits, else a signed varint)
+            t = self._scalar(c.varint())
+            bits = c.byte() if t.bits <= 8 else c.signed_varint()
+            return TypedFloat(t, bits & ((1 << t.bits) - 1))
+        if tag == 0x03:
+            return bool(c.byte())
+        if tag == 0x04:
+            return self.type(c.varint())
+        if tag == 0x05:
+            return self.string(c.varint())
+        if tag == 0x06:
+            return tuple(self.tagged(c) for _ in range(c.varint()))
+        if tag == 0x07:  # DenseElements: type id + constant id
+            t = self.type(c.varint())
+            return Dense(t, self.constant(c.varint()))
+        if tag == 0x08:
+            divisor, flags = c.varint(), c.byte()
+            every = c.signed_varint() if flags & 1 else None
+            along = c.signed_varint() if flags & 2 else None
+            return DivBy(divisor, every, along)
+        if tag == 0x09:
+            return SameElements(tuple(v for v in c.int_list(8) if v is not None))
+        if tag == 0x0A:
+            return self.dictionary(c)
+        if tag == 0x0B:
+            return self.hints(c)
+        if tag == 0x0C:
+            flags = c.byte()
+            lb = c.signed_varint() if flags & 1 else None
+            ub = c.signed_varint() if flags & 2 else None
+            return Bounded(lb, ub)
+        if tag == 0xD1:  # public-preview symbolic integer
+            return PreviewArg(tag, c.signed_varint())
+        if tag == 0xDB:  # public-preview datatype
+            return PreviewArg(tag, self.type(c.varint()))
+        if tag == 0xE4:  # public-preview string
+            return PreviewArg(tag, self.string(c.varint()))
+        raise c.fail(f"unknown attribute tag {tag:#x}")
+
+    def dictionary(self, c: Cursor) -> DictAttr:
+        return DictAttr(tuple((self.string(c.varint()), self.tagged(c)) for _ in range(c.varint())))
+
+    def hints(self, c: Cursor) -> Hints:
+        """An untagged dictionary: architecture key -> tagged Dictionary of hints."""
+        items = []
+        for _ in range(c.varint()):
+            arch = self.string(c.varint())
+            d = self.tagged(c)
+            if not isinstance(d, DictAttr):
+                raise c.fail(f"optimization hints for {arch!r} are not a dictionary")
+            items.append((arch, d))
+        return Hints(tuple(items))
+
+
+def _table(payload: bytes, width: int, what: str) -> list[bytes]:
+    if not payload:
+        return []
+    c = Cursor(payload, what)
+    n = c.varint()
+    c.align(width)
+    offsets = [c.uint(width) for _ in range(n)]
+    data = payload[c.pos:]
+    ends = offsets[1:] + [len(data)]
+    if any(o > e for o, e in zip(offsets, ends)) or (offsets and ends[-1] > len(data)):
+        raise BytecodeError(f"{what}: offsets out of order or out of range")
+    return [data[o:e] for o, e in zip(offsets, ends)]
+
+
+def _constant_item(item: bytes) -> bytes:
+    c = Cursor(item, "constant")
+    return c.take(c.varint())
+
+
+def _sections(data: bytes) -> tuple[tuple[int, int, int], dict[int, bytes]]:
+    c = Cursor(data, "header")
+    if c.take(8) != MAGIC:
+        raise BytecodeError("not Tile IR bytecode (bad magic)")
+    major, minor, tag = c.byte(), c.byte(), c.uint(2)
+    if (major, minor) not in SUPPORTED:
+        raise BytecodeError(f"unsupported bytecode version {major}.{minor} "
+                            f"(this reader reads 13.1 to 13.5)")
+    sections: dict[int, bytes] = {}
+    c.what = "section header"
+    while True:
+        head = c.byte()
+        sid = head & 0x7F
+        if sid == _SEC_END:
+            break
+        length = c.varint()
+        if head & 0x80:
+            c.align(c.varint())
+        if sid in sections:
+            raise c.fail(f"duplicate section {sid}")
+        sections[sid] = c.take(length)
+    return (major, minor, tag), sections
+
+
+class _DebugInfo:
+    """Per-function lists of debug-attribute ids (one per op, after the function's own) and the
+    attribute table. Only locations are decoded: the diff never compares debug info, it only uses
+    it to point findings at source lines."""
+
+    def __init__(self, payload: bytes, tables: _Tables):
+        self.tables = tables
+        self.per_function: list[list[int]] = []
+        self.attrs: list[bytes] = []
+        if not payload:
+            return
+        c = Cursor(payload, "debug section")
+        nfuncs = c.varint()
+        c.align(4)
+        offsets = [c.uint(4) for _ in range(nfuncs)]
+        total = c.varint()
+        c.align(8)
+        ids = [c.uint(8) for _ in range(total)]
+        ends = offsets[1:] + [total]
+        self.per_function = [ids[o:e] for o, e in zip(offsets, ends)]
+        self.attrs = _table(payload[c.pos:], 4, "debug attribute table")
+
+    def location(self, attr_id: int, depth: int = 0) -> str | None:
+        if attr_id == 0 or attr_id > len(self.attrs) or depth > 8:
+            return None
+        c = Cursor(self.attrs[attr_id - 1], "debug attribute")
+        tag = c.byte()
+        if tag == 4:  # DILoc: scope, filename, line, column
+            c.varint()
+            filename = os.path.basename(self.tables.string(c.varint()))
+            line, col = c.varint(), c.varint()
+            return f"{filename}:{line}:{col}"
+        if tag == 6:  # CallSite: callee, caller -> the innermost (callee) location
+            return self.location(c.varint(), depth + 1)
+        return None
+
+
+class _FunctionReader:
+    def __init__(self, tables: _Tables, schemas: Schemas, locs: list[int], debug: _DebugInfo):
+        self.t = tables
+        self.schemas = schemas
+        self.values: list[Value] = []
+        self.locs = locs          # debug attr id per op, in pre-order
+        self.debug = debug
+        self.op_index = 0
+
+    def block(self, c: Cursor, block: Block, num_ops: int | None) -> None:
+        """Read ops into `block`: `num_ops` of them, or until the cursor ends (a function body)."""
+        while (not c.at_end) if num_ops is None else len(block.ops) < num_ops:
+            block.ops.append(self.op(c, block))
+
+    def op(self, c: Cursor, parent: Block) -> Op:
+        opcode = c.varint()
+        schema = self.schemas.by_opcode.get(opcode)
+        if schema is None:
+            raise c.fail(f"unknown opcode {opcode}")
+        op = Op(schema.name, parent=parent)
+        loc_index = self.op_index
+        self.op_index += 1
+        if loc_index < len(self.locs):
+            op.loc = self.debug.location(self.locs[loc_index])
+        has_regions = self._fields(c, schema, op)
+        if has_regions:
+            mark = len(self.values)
+            for _ in range(c.varint()):
+                region = Region()
+                for _ in range(c.varint()):
+                    block = Block(parent=op)
+                    for _ in range(c.varint()):
+                        self.values.append(block.add_arg(self.t.type(c.varint())))
+                    self.block(c, block, c.varint())
+                    region.blocks.append(block)
+                    del self.values[mark:]
+                op.regions.append(region)
+        self.values.extend(op.results)
+        return op
+
+    def _operand(self, c: Cursor) -> Value:
+        vid = c.varint()
+        if vid >= len(self.values):
+            raise c.fail(f"operand %{vid} is not defined ({len(self.values)} values in scope)")
+        return self.values[vid]
+
+    def _fields(self, c: Cursor, schema: OpSchema, op: Op) -> bool:
+        version = self.t.version
+        present: dict[str, bool] = {}
+        count_left: int | None = None
+        has_regions = False
+        all_false: list[str] = []
+        steps = schema.steps
+        for i, step in enumerate(steps):
+            if step.since is not None and version < step.since:
+                if step.default == ALL_FALSE:
+                    all_false.append(step.name)
+                elif step.default is not None:
+                    op.attributes[step.name] = step.default
+                continue
+            if step.cond is not None and not present.get(step.cond, False):
+                continue
+            kind = step.kind
+            if kind == "result":
+                op.add_result(self.t.type(c.varint()))
+            elif kind == "results":
+                for _ in range(c.varint()):
+                    op.add_result(self.t.type(c.varint()))
+            elif kind == "flags":
+                mask = c.varint()
+                for b in step.bits:
+                    on = bool(mask >> b.bit & 1)
+                    if b.presence:
+                        present[b.param] = on
+                    else:
+                        op.attributes[b.param] = on
+            elif kind == "attr":
+                op.attributes[step.name] = self._attr(c, step)
+            elif kind == "count":
+                count_left = c.varint()
+            elif kind == "operand":
+                count_left = self._operands(c, step, op, present, count_left, steps[i + 1:])
+            elif kind == "regions":
+                has_regions = True
+        for name in all_false:
+            op.attributes[name] = (False,) * len(op.operands_with("index"))
+        # Bool attributes folded into a flags word that this version does not write are false.
+        for step in steps:
+            if step.kind == "flags":
+                for b in step.bits:
+                    if not b.presence:
+                        op.attributes.setdefault(b.param, False)
+        return has_regions
+
+    def _operands(self, c: Cursor, step: Step, op: Op, present: dict[str, bool],
+                  count_left: int | None, rest: tuple[Step, ...]) -> int | None:
+        form = step.form
+        if form == "sized":
+            for _ in range(c.varint()):
+                self._add_operand(op, step.name, c)
+            return count_left
+        if count_left is None:
+            # No count word: `one` operands are always there, optional ones follow their flag.
+            if form == "one" or (form == "optional" and present.get(step.name, False)):
+                self._add_operand(op, step.name, c)
+            elif form == "unsized":
+                raise c.fail(f"{op.name}: variadic operand {step.name} without a count")
+            return None
+        if form == "one":
+            take = 1
+        elif form == "optional":
+            take = 1 if count_left > 0 else 0
+            present[step.name] = bool(take)
+        else:  # unsized: whatever the later fixed operands of this count group leave
+            later_fixed = 0
+            for s in rest:
+                if s.kind != "operand" or s.form == "sized":
+                    break
+                later_fixed += s.form == "one"
+            take = count_left - later_fixed
+        if take < 0 or take > count_left:
+            raise c.fail(f"{op.name}: operand count {count_left} too small")
+        for _ in range(take):
+            self._add_operand(op, step.name, c)
+        return count_left - take
+
+    def _add_operand(self, op: Op, role: str, c: Cursor) -> None:
+        op.operands.append(self._operand(c))
+        op.operand_roles.append(role)
+
+    def _attr(self, c: Cursor, step: Step) -> Any:
+        form = step.form
+        if form == "enum":
+            b = c.byte()
+            members = self.schemas.enums.get(step.enum or "", {})
+            if b not in members:
+                raise c.fail(f"value {b} is not a member of {step.enum}")
+            return members[b]
+        if form == "int":
+            return c.varint()
+        if form == "bool":
+            return bool(c.byte())
+        if form == "str":
+            return self.t.string(c.varint())
+        if form == "typeid":
+            return self.t.type(c.varint())
+        if form == "array":
+            return tuple(self.t.tagged(c) for _ in range(c.varint()))
+        if form == "tagged":
+            return self.t.tagged(c)
+        if form == "dense":
+            return Dense(None, self.t.constant(c.varint()))
+        if form == "i32s":
+            return tuple(c.int_list(4))
+        if form == "bools":
+            return tuple(bool(v) for v in c.int_list(1))
+        if form == "hints":
+            return self.t.hints(c)
+        raise c.fail(f"unknown attribute form {form}")
+
+
+def _read_functions(payload: bytes, tables: _Tables, schemas: Schemas,
+                    debug: _DebugInfo) -> list[Function]:
+    c = Cursor(payload, "function section")
+    out = []
+    for _ in range(c.varint()):
+        name = tables.string(c.varint())
+        ftype = tables.type(c.varint())
+        if not isinstance(ftype, FunctionType):
+            raise c.fail(f"function {name}: signature {ftype} is not a function type")
+        flags = c.byte()
+        is_entry = bool(flags & 0x02)
+        debug_index = c.varint()
+        hints = None
+        if is_entry and (flags & 0x04 or tables.version >= _V13_5):
+            h = tables.tagged(c)
+            if not isinstance(h, Hints):
+                raise c.fail(f"function {name}: optimization hints expected")
+            hints = h
+        if tables.version >= _V13_5:
+            tables.tagged(c)  # argument attributes (13.5): an array, unused by the diff
+        body_len = c.varint()
+        locs = debug.per_function[debug_index - 1] if 0 < debug_index <= len(debug.per_function) else []
+        reader = _FunctionReader(tables, schemas, locs[1:], debug)
+        body = Block()
+        for t in ftype.params:
+            reader.values.append(body.add_arg(t))
+        reader.block(c.sub(body_len, f"body of {name}"), body, None)
+        loc = debug.location(locs[0]) if locs else None
+        out.append(Function(name, ftype, body, is_entry, hints, bool(flags & 0x01), loc))
+    return out
+
+
+def _read_globals(payload: bytes, tables: _Tables) -> list[Global]:
+    c = Cursor(payload, "global section")
+    out = []
+    for _ in range(c.varint()):
+        name, gtype = tables.string(c.varint()), tables.type(c.varint())
+        data, alignment = tables.constant(c.varint()), c.varint()
+        visibility, constant = "public", False
+        if tables.version >= _V13_3:
+            visibility = "private" if c.byte() else "public"
+            constant = bool(c.varint())
+        out.append(Global(name, gtype, data, alignment, constant, visibility))
+    return out
+
+
+def read_bytecode(data: bytes) -> Module:
+    """Decode Tile IR bytecode into a Module."""
+    (major, minor, tag), sections = _sections(data)
+    version = major * 10000 + minor * 100
+    tables = _Tables(version, sections)
+    debug = _DebugInfo(sections.get(_SEC_DEBUG, b""), tables)
+    schemas = load_schemas()
+    module = Module(f"{major}.{minor}", preview=bool(tag & 1))
+    if _SEC_GLOBAL in sections:
+        module.globals = _read_globals(sections[_SEC_GLOBAL], tables)
+    if _SEC_FUNC in sections:
+        module.functions = _read_functions(sections[_SEC_FUNC], tables, schemas, debug)
+    if _SEC_PRODUCER in sections:
+        module.producer = tables.string(Cursor(sections[_SEC_PRODUCER], "producer").varint())
+    return module

@@ -1,0 +1,103 @@
+"""The translator's driver: cuTile Python files -> model -> passes -> the generated crate.
+
+Each kernel translates on its own: a kernel with a diagnostic is left out (and reported), the others
+are still emitted. Nothing is written outside the output directory, and nothing half-written stays.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from tileport.diagnostics import Diagnostic
+from tileport.emit.crate import ModuleSource, render_crate, write_crate
+from tileport.frontends.cutile import KernelConfig, translate_file
+from tileport.model.ir import Do, Kernel, Let, walk
+from tileport.passes.fma import fuse_fma
+from tileport.passes.hoist import hoist_invariants
+
+
+@dataclass
+class KernelResult:
+    file: str
+    kernel: str
+    entries: list[str] = field(default_factory=list)
+    diagnostic: Diagnostic | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.diagnostic is None
+
+
+@dataclass
+class TranslateReport:
+    results: list[KernelResult]
+    files: dict[str, str]  # generated files (relative path -> text), empty if nothing translated
+    written: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+
+def check_supported(kernel: Kernel) -> None:
+    """Constructs the emitter cannot reproduce faithfully yet are refused here, with their location."""
+    loaded = {st.op.args[0].name: st.op for st in walk(kernel.body)
+              if isinstance(st, Let) and st.op.kind in ("load", "gather")}
+    for st in walk(kernel.body):
+        if isinstance(st, Do) and st.op.args[0].name in loaded:
+            raise Diagnostic(f"array `{st.op.args[0].name}` is both read and written; in-place kernels need "
+                             "memory-token ordering the translator does not emit yet", st.op.loc,
+                             "in-place update", "write results to a separate output array", kernel=kernel.name)
+
+
+def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
+          only: Sequence[str] | None = None) -> tuple[list[Kernel], list[KernelResult]]:
+    """Frontend + passes for one file; timings are per source kernel."""
+    results: dict[str, KernelResult] = {}
+    kernels: list[Kernel] = []
+    t0 = time.perf_counter()
+    tr = translate_file(path, configs, only)
+    for d in tr.diagnostics:
+        results[d.kernel or "<file>"] = KernelResult(path, d.kernel or "<file>", diagnostic=d)
+    for k in tr.module.kernels:
+        base = k.base_name or k.name
+        try:
+            fuse_fma(k)
+            hoist_invariants(k)
+            check_supported(k)
+        except Diagnostic as d:
+            results[base] = KernelResult(path, base, diagnostic=d)
+            continue
+        if base in results and not results[base].ok:
+            continue
+        results.setdefault(base, KernelResult(path, base)).entries.append(k.name)
+        kernels.append(k)
+    kernels = [k for k in kernels if results[k.base_name or k.name].ok]
+    per_kernel = (time.perf_counter() - t0) / max(1, len(results))
+    for r in results.values():
+        r.seconds = per_kernel
+    return kernels, list(results.values())
+
+
+def translate(paths: Sequence[str], out_dir: str | Path | None,
+              configs: Mapping[str, Mapping[str, KernelConfig]] | None = None,
+              crate: str = "tileport_kernels", record_path=None) -> TranslateReport:
+    """Translate every kernel of `paths`; write the crate to `out_dir` (None: render only).
+
+    `configs` maps a file path to per-kernel configurations. `record_path(path)` gives the source
+    path recorded in generated files (default: as given).
+    """
+    mods, results = [], []
+    for path in paths:
+        kernels, res = lower(str(path), (configs or {}).get(str(path)))
+        results += res
+        if kernels:
+            source = record_path(path) if record_path else str(path)
+            mods.append(ModuleSource(Path(path).stem, source, kernels))
+    files = render_crate(mods, crate) if mods else {}
+    written = write_crate(files, Path(out_dir)) if (out_dir is not None and files) else []
+    return TranslateReport(results, files, written)
