@@ -121,6 +121,7 @@ RESHAPE = "{x}.reshape(shape![{shape}])"
 BROADCAST = "{x}.broadcast(shape![{shape}])"
 TRANSPOSE = "{x}.transpose()"
 PERMUTE = "permute({x}, const_array![{axes}])"
+EXTRACT = "extract({x}, [{index}])"
 MMA_FLOAT = "mmaf({a}, {b}, {acc})"
 MMA_INT = "mmai({a}, {b}, {acc}, signedness::Signed, signedness::Signed)"
 
@@ -134,7 +135,8 @@ SCATTER = ("unsafe {{ store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scop
 TENSOR_STRIDES = "tensor_strides({array})"
 
 # ---- entry attributes
-ENTRY_HINT_KEYS = {"num_ctas": "num_cta_in_cga", "occupancy": "occupancy"}
+ENTRY_HINT_KEYS = {"num_ctas": "num_cta_in_cga", "occupancy": "occupancy",
+                   "num_worker_warps": "num_worker_warps_per_cta"}
 
 # ---- user-declared op bindings ("shims") for gaps in cutile 0.5.0; emitted only when used.
 SHIMS = {

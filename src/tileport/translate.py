@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic
-from tileport.emit.crate import ModuleSource, render_crate, write_crate
+from tileport.emit.crate import ModuleSource, emittable, render_crate, write_crate
 from tileport.frontends.cutile import KernelConfig, translate_file
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.passes.fma import fuse_fma
@@ -98,6 +98,10 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
         if kernels:
             source = record_path(path) if record_path else str(path)
             mods.append(ModuleSource(Path(path).stem, source, kernels))
+    mods, failures = emittable(mods)
+    for d in failures:
+        r = next(r for r in results if r.kernel == d.kernel)
+        r.diagnostic, r.entries = d, []
     files = render_crate(mods, crate) if mods else {}
     written = write_crate(files, Path(out_dir)) if (out_dir is not None and files) else []
     return TranslateReport(results, files, written)

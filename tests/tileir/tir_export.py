@@ -17,11 +17,12 @@ def _param(p: Any) -> Any:
     if isinstance(p, tuple) and p[0] == "scalar":
         return ScalarConstraint(getattr(ct, p[1]))
     if isinstance(p, tuple):
-        dtype, ndim = p
+        dtype, ndim = p[:2]
         return ArrayConstraint(getattr(ct, dtype), ndim, index_dtype=ct.int32,
                                stride_lower_bound_incl=0, alias_groups=(),
                                may_alias_internally=False,
                                stride_constant=(None,) * (ndim - 1) + (1,),
+                               shape_constant=p[2] if len(p) > 2 else None,
                                base_addr_divisible_by=16)
     return p
 

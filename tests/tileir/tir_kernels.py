@@ -1,7 +1,8 @@
 """Small cuTile Python kernels the Tile IR toolkit tests export to bytecode on the fly.
 
 `CASES` lists, per program name, the kernel and its parameters for an explicit KernelSignature
-(arrays as `("dtype", ndim)`, runtime scalars as `("scalar", "dtype")`, constants as values).
+(arrays as `("dtype", ndim)` or `("dtype", ndim, shape_constant)`, runtime scalars as
+`("scalar", "dtype")`, constants as values).
 Pairs named `*_a` / `*_b` spell the same computation two ways (SEMANTIC_EQUIV tests).
 """
 
@@ -155,6 +156,37 @@ def unrolled(x, y, TILE: ConstInt, STEPS: ConstInt):
     ct.store(y, index=(bid,), tile=ct.astype(acc, y.dtype))
 
 
+# cuTile Python twins of the cutile-rs book kernels compiled in data/cutile_rs (same parameter
+# order and tiles), the reference side of the real generated samples in data/pairs.json.
+@ct.kernel
+def rs_add(z, x, y, S: ConstInt):
+    bid = ct.bid(0)
+    tx = ct.load(x, index=(bid,), shape=(S,))
+    ty = ct.load(y, index=(bid,), shape=(S,))
+    ct.store(z, index=(bid,), tile=tx + ty)
+
+
+@ct.kernel
+def rs_softmax(x, y, BM: ConstInt, BN: ConstInt):
+    t = ct.load(x, index=(ct.bid(0), ct.bid(1)), shape=(BM, BN))
+    m = ct.max(t, 1, keepdims=True)
+    num = ct.exp(t - m)
+    den = ct.sum(num, 1, keepdims=True)
+    ct.store(y, index=(ct.bid(0), ct.bid(1)), tile=num / den)
+
+
+@ct.kernel
+def rs_gemm(z, x, y, BM: ConstInt, BN: ConstInt, BK: ConstInt, K: ConstInt):
+    bm = ct.bid(0)
+    bn = ct.bid(1)
+    acc = ct.load(z, index=(bm, bn), shape=(BM, BN))
+    for i in range(K // BK):
+        tx = ct.load(x, index=(bm, i), shape=(BM, BK))
+        ty = ct.load(y, index=(i, bn), shape=(BK, BN))
+        acc = ct.mma(tx, ty, acc)
+    ct.store(z, index=(bm, bn), tile=acc)
+
+
 F32_1D = ("float32", 1)
 CASES = {
     "vec_add": (vec_add, [F32_1D, F32_1D, F32_1D, 1024]),
@@ -170,4 +202,9 @@ CASES = {
     "min_b": (min_b, [("int32", 1), ("int32", 1), ("scalar", "int32"), 256]),
     "tiles_a": (tiles_a, [("float16", 2), ("float32", 2), 64, 64]),
     "tiles_b": (tiles_b, [("float16", 2), ("float32", 2), 64, 64]),
+    "rs_add": (rs_add, [F32_1D, F32_1D, F32_1D, 1024]),
+    "rs_softmax": (rs_softmax, [("float32", 2), ("float32", 2), 1, 1024]),
+    # cutile-rs types x as [-1, K] and y as [K, -1]: the same static dims here.
+    "rs_gemm": (rs_gemm, [("float16", 2), ("float16", 2, (None, 4096)), ("float16", 2, (4096, None)),
+                          128, 128, 64, 4096]),
 }

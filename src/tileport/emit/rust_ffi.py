@@ -72,11 +72,17 @@ def rust_expr(d, names) -> str:
     return f"({rust_expr(d.lhs, names)} {d.op} {rust_expr(d.rhs, names)})"
 
 
+def _strip_parens(expr: str) -> str:
+    return expr[1:-1] if expr.startswith("(") and expr.endswith(")") else expr
+
+
 def _check_same_signature(group: KernelGroup) -> None:
+    """Specialized entries may differ in element types, not in parameter names, kinds or ranks."""
+    def shape(k: Kernel):
+        return [(p.name, p.is_array, p.is_const, getattr(p.ty, "rank", None)) for p in k.params]
     first = group.first
     for v in group.variants[1:]:
-        if [(p.name, p.ty) for p in v.params] != [(p.name, p.ty) for p in first.params] or \
-                v.dtype_vars != first.dtype_vars:
+        if shape(v) != shape(first):
             raise Diagnostic(f"specialized entries of `{group.base}` differ in their parameters", v.loc,
                              "specialization", kernel=group.base)
 
@@ -96,35 +102,30 @@ def emit_launcher(group: KernelGroup) -> str:
         else:
             c_params.append(f"{arg_names[p.name]}: {L.RUST_DTYPE[p.ty.dtype]}")
     # Constants fixed by specialization are still arguments: they select the entry.
-    pinned_kinds = {name: _pinned_kind(group, name) for name in group.pinned_names}
-    c_params[len(c_params):] = [f"{arg_names[n]}: {const_param_rs(kind)}" for n, kind in pinned_kinds.items()]
+    c_params += [f"{arg_names[n]}: {const_param_rs(_pinned_kind(group, n))}" for n in group.pinned_names]
     c_params += list(GRID_ARGS)
 
     body = [f'guard("{group.base}", || {{']
-    arrays = [p for p in k.params if p.is_array]
-    for p in arrays:
+    for p in k.array_params:
         body.append(f'    let {arg_names[p.name]} = check_desc("{p.name}", {arg_names[p.name]}, {p.ty.rank})?;')
-    for name in sorted(written_arrays(k)):
+    for name in sorted(set().union(*(written_arrays(v) for v in group.variants))):
         body.append(f'    require_disjoint("{name}", {arg_names[name]})?;')
-    dvars = list(k.dtype_vars)
-    for dv in dvars:
-        members = [p for p in arrays if p.ty.dtype == dv]
-        allowed = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in dict.fromkeys(k.dtype_vars[dv]))
-        listed = ", ".join(f'("{p.name}", {arg_names[p.name]})' for p in members)
-        body.append(f"    let {dv.name.lower()}_code = common_dtype(&[{listed}], &[{allowed}])?;")
-    for p in arrays:
-        if not isinstance(p.ty.dtype, DVar):
-            body.append(f'    require_dtype("{p.name}", {arg_names[p.name]}, dtype::{L.DTYPE_CONST[p.ty.dtype]})?;')
-    for name in tile_dim_consts(k):
-        body.append(f'    check_tile_dim("{name}", {arg_names[name]})?;')
-    derived = derived_dims(k)
-    for d in derived:
-        body.append(f"    let {derived_name(d).lower()} = {rust_expr(d, arg_names)};")
-        body.append(f'    check_tile_dim("{derived_name(d)}", {derived_name(d).lower()})?;')
     body.append("    let grid = (grid_x, grid_y, grid_z);")
     body.append("    check_grid(grid)?;")
-    body.append("    let target = LaunchTarget::new(device_id, stream)?;")
-    body += ["    " + line for line in _dispatch(group, arg_names, dvars)]
+    for variant in group.variants:
+        cond = " && ".join(_pinned_test(arg_names[n], v) for n, v in sorted(variant.pinned.items()))
+        launch = _variant_body(variant, arg_names)
+        if cond:
+            body.append(f"    if {cond} {{")
+            body += ["        " + x for x in launch[:-1]]
+            body.append(f"        return {launch[-1].lstrip()};")
+            body.append("    }")
+        else:
+            body += ["    " + x for x in launch]
+    if group.pinned_names:
+        shown = ", ".join(f"{n}={{{arg_names[n]}}}" for n in group.pinned_names)
+        body.append(f'    Err(Error::new(Code::InvalidArgument, format!("no entry of `{group.base}` is '
+                    f'specialized for {shown}")))')
     body.append("})")
     doc = [f"/// Enqueue `{k.module_name}::{group.base}` on `stream` (no host synchronization).",
            f"/// Arguments follow the kernel's parameters ({', '.join(p.name for p in k.params)}), then the grid,",
@@ -134,33 +135,33 @@ def emit_launcher(group: KernelGroup) -> str:
     return "\n".join(doc + ["#[unsafe(no_mangle)]", sig] + ["    " + b for b in body] + ["}"])
 
 
+def _variant_body(k: Kernel, arg_names) -> list[str]:
+    """Checks that depend on the entry (dtypes, tile constants), then the launch; the last line is
+    the launch's `Result` expression (possibly a multi-line `match`)."""
+    lines = []
+    dvars = list(k.dtype_vars)
+    for dv in dvars:
+        members = [p for p in k.array_params if p.ty.dtype == dv]
+        allowed = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in dict.fromkeys(k.dtype_vars[dv]))
+        listed = ", ".join(f'("{p.name}", {arg_names[p.name]})' for p in members)
+        lines.append(f"let {dv.name.lower()}_code = common_dtype(&[{listed}], &[{allowed}])?;")
+    for p in k.array_params:
+        if not isinstance(p.ty.dtype, DVar):
+            lines.append(f'require_dtype("{p.name}", {arg_names[p.name]}, dtype::{L.DTYPE_CONST[p.ty.dtype]})?;')
+    for name in tile_dim_consts(k):
+        lines.append(f'check_tile_dim("{name}", {arg_names[name]})?;')
+    for d in derived_dims(k):
+        lines.append(f"let {derived_name(d).lower()} = {_strip_parens(rust_expr(d, arg_names))};")
+        lines.append(f'check_tile_dim("{derived_name(d)}", {derived_name(d).lower()})?;')
+    lines.append("let target = LaunchTarget::new(device_id, stream)?;")
+    launch = _launch_match(k, arg_names, dvars)
+    # Fold the (possibly multi-line) final expression into one list entry per line, last = expression.
+    return lines + ["\n".join(launch)]
+
+
 def _pinned_kind(group: KernelGroup, name: str) -> str:
     values = {type(v.pinned[name]) for v in group.variants if name in v.pinned}
     return "bool" if values == {bool} else "float" if float in values else "int"
-
-
-def _dispatch(group: KernelGroup, arg_names, dvars) -> list[str]:
-    """Choose the entry (pinned constants) and the element types, then launch."""
-    lines = []
-    k = group.first
-    combos = list(dict.fromkeys(zip(*(k.dtype_vars[dv] for dv in dvars)))) if dvars else [()]
-    codes = ", ".join(f"{dv.name.lower()}_code" for dv in dvars)
-    for variant in group.variants:
-        cond = " && ".join(_pinned_test(arg_names[n], v) for n, v in sorted(variant.pinned.items()))
-        launch = _launch_match(variant, arg_names, dvars, combos, codes)
-        if cond:
-            lines.append(f"if {cond} {{")
-            lines.append("    return {")
-            lines += ["        " + x for x in launch]
-            lines.append("    };")
-            lines.append("}")
-        else:
-            lines += launch
-    if group.pinned_names:
-        shown = ", ".join(f"{n}={{{arg_names[n]}}}" for n in group.pinned_names)
-        lines.append(f'Err(Error::new(Code::InvalidArgument, format!("no entry of `{group.base}` is specialized for '
-                     f'{shown}")))')
-    return lines
 
 
 def _pinned_test(arg: str, value) -> str:
@@ -171,10 +172,12 @@ def _pinned_test(arg: str, value) -> str:
     return f"{arg} == {value}"
 
 
-def _launch_match(variant: Kernel, arg_names, dvars, combos, codes) -> list[str]:
+def _launch_match(variant: Kernel, arg_names, dvars) -> list[str]:
     launch = _launch_call(variant, arg_names, dvars)
     if not dvars:
-        return launch
+        return ["{", *["    " + x for x in launch], "}"]
+    combos = list(dict.fromkeys(zip(*(variant.dtype_vars[dv] for dv in dvars))))
+    codes = ", ".join(f"{dv.name.lower()}_code" for dv in dvars)
     out = [f"match ({codes},) {{" if len(dvars) == 1 else f"match ({codes}) {{"]
     for combo in combos:
         pat = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in combo)

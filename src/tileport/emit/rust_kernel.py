@@ -29,9 +29,13 @@ def derived_name(d: DimOp) -> str:
 
     def part(x: Dim) -> str:
         if isinstance(x, DimOp):
-            return f"{part(x.lhs)}_{ops[x.op]}_{part(x.rhs)}"
+            lhs, rhs = x.lhs, x.rhs
+            if x.op in ("*", "+") and isinstance(lhs, int):
+                lhs, rhs = rhs, lhs  # `2 * BLOCK` reads as BLOCK_X_2
+            return f"{part(lhs)}_{ops[x.op]}_{part(rhs)}"
         return str(x)
-    return part(d)
+    name = part(d)
+    return name if not name[0].isdigit() else f"C{name}"
 
 
 def derived_dims(kernel: Kernel) -> list[DimOp]:
@@ -114,18 +118,6 @@ def const_expr_rs(d: Dim) -> str:
 # ---------------------------------------------------------------- the emitter
 
 @dataclass
-class ViewKey:
-    array: str
-    shape: tuple
-    padding: str
-    order: tuple | None
-    mutable: bool
-
-    def key(self):
-        return (self.array, self.shape, self.padding, self.order, self.mutable)
-
-
-@dataclass
 class KernelEmitter:
     kernel: Kernel
     shims: set[str] = field(default_factory=set)
@@ -175,8 +167,9 @@ class KernelEmitter:
     def index(self, atoms) -> str:
         return ", ".join(self.atom(a) for a in atoms)
 
-    def view(self, array: str, shape, padding: str, order, mutable: bool) -> str:
-        key = (array, tuple(shape), padding, order, mutable)
+    def view(self, site: Op, array: str, shape, padding: str, order, mutable: bool) -> str:
+        """The partition view of one load/store/num_tiles site (cuTile Python makes one per site)."""
+        key = id(site)
         if key in self.views:
             return self.views[key]
         dt = self.arrays[array].dtype
@@ -297,7 +290,7 @@ class KernelEmitter:
     def op_load(self, op: Op, name: str) -> str:
         arr, *index = op.args
         shape = op.attr("shape")
-        view = self.view(arr.name, shape, op.attr("padding"), op.attr("order"), False)
+        view = self.view(op, arr.name, shape, op.attr("padding"), op.attr("order"), False)
         latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
         tma = L.TMA[op.attr("allow_tma")]
         if op.attr("check_bounds") is False:
@@ -305,7 +298,7 @@ class KernelEmitter:
         return L.LOAD.format(view=view, index=self.index(index), latency=latency, tma=tma)
 
     def op_num_tiles(self, op: Op, name: str) -> str:
-        view = self.view(op.args[0].name, op.attr("shape"), "undetermined", op.attr("order"), False)
+        view = self.view(op, op.args[0].name, op.attr("shape"), "undetermined", op.attr("order"), False)
         return L.NUM_TILES.format(view=view, axis=op.attr("axis"))
 
     def op_arange(self, op: Op, name: str) -> str:
@@ -336,7 +329,9 @@ class KernelEmitter:
         if isinstance(x, Ref):
             return L.SCALAR_BROADCAST.format(scalar=x.name, shape=shape_rs(shape))
         if dt == "f32" or dt == "f64":
-            return L.SCALAR_BROADCAST.format(scalar=lit_rs(x.value, dt), shape=shape_rs(shape))
+            value = lit_rs(x.value, dt)
+            value = f"({value})" if value.startswith("-") else value  # `-1.0f32.broadcast()` negates the tile
+            return L.SCALAR_BROADCAST.format(scalar=value, shape=shape_rs(shape))
         # f16/bf16/generic float literal: 0-d constant, reshape to rank, broadcast (as cuTile).
         scalar = self.fresh(f"{name}_0d")
         pre = [f"let {scalar}: {tile_rs(TileT(dt, ()))} = {self.constant(x.value, dt, ())};"]
@@ -460,6 +455,15 @@ class KernelEmitter:
             return L.TRANSPOSE.format(x=op.args[0].name)
         return L.PERMUTE.format(x=op.args[0].name, axes=", ".join(map(str, axes)))
 
+    def op_extract(self, op: Op, name: str):
+        x, *index = op.args
+        pre, names = [], []
+        for i, atom in enumerate(index):
+            idx = self.fresh(f"{name}_i{i}")
+            pre.append(f"let {idx}: {tile_rs(TileT('i32', ()))} = scalar_to_tile({self.atom(atom)});")
+            names.append(idx)
+        return pre, L.EXTRACT.format(x=x.name, index=", ".join(names))
+
     def op_mma(self, op: Op, name: str) -> str:
         a, b, acc = (x.name for x in op.args)
         template = L.MMA_FLOAT if self.kind(op.args[0].ty.dtype) == "f" else L.MMA_INT
@@ -506,6 +510,7 @@ class KernelEmitter:
         per dimension widen to u64, broadcast, compare with the extent, multiply by the stride."""
         pre: list[str] = []
         dt = self.arrays[arr.name].dtype
+        array_rank = self.arrays[arr.name].rank
         rank = len(shape)
         ones = (1,) * rank
         u64 = lambda s: tile_rs(TileT("u64", s))  # noqa: E731
@@ -534,13 +539,13 @@ class KernelEmitter:
                     m = self.fresh(f"{name}_in")
                     pre.append(f"let {m}: {tile_rs(TileT('bool', shape))} = andi({mask}, {in_bounds});")
                     mask = m
-            if d == rank - 1:
+            if d == array_rank - 1:
                 stride = self.fresh(f"{name}_one")
                 pre.append(f"let {stride}: {u64(shape)} = constant(1u64, shape![{shape_rs(shape)}]);")
             else:
                 self.shims.add("tensor_strides")
                 strides = self.fresh(f"{arr.name}_strides")
-                pre.append(f"let {strides}: Shape<{{ [{', '.join(['-1'] * rank)}] }}> = "
+                pre.append(f"let {strides}: Shape<{{ [{', '.join(['-1'] * array_rank)}] }}> = "
                            f"{L.TENSOR_STRIDES.format(array=arr.name)};")
                 stride = self.scalar_u64_tile(f"{strides}[{d}]", shape, f"{name}_s{d}", pre)
             term = self.fresh(f"{name}_off{d}")
@@ -595,7 +600,7 @@ class KernelEmitter:
                 raise self.fail(op, "ct.store with order= is not supported by the translator yet")
             if op.attr("check_bounds") is False:
                 raise self.fail(op, "ct.store(check_bounds=False) is not supported by the translator yet")
-            view = self.view(arr.name, tile.ty.shape, "undetermined", None, True)
+            view = self.view(op, arr.name, tile.ty.shape, "undetermined", None, True)
             latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
             return [L.STORE.format(view=view, tile=tile.name, index=self.index(index), latency=latency,
                                    tma=L.TMA[op.attr("allow_tma")]) + ";"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
+from tileport.frontends.liveness import Frames, assigned, exposed_read
 from tileport.model import types as T
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype, weak_result_dtype
 from tileport.model.ir import (Atom, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc, Param,
@@ -205,18 +206,7 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
     path = sm.path
     if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
         raise Diagnostic("kernels take plain positional parameters only", loc_of(path, fn), "signature")
-    arrays: dict[str, int | None] = {}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call):
-            name = _ct_call_name(sm, node.func)
-            if name in ARRAY_USES and node.args and isinstance(node.args[0], ast.Name):
-                arr = node.args[0].id
-                arrays.setdefault(arr, None)
-                if arrays[arr] is None:
-                    arrays[arr] = _rank_from_call(name, node)
-        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-              and node.attr in ("shape", "strides", "ndim", "dtype")):
-            arrays.setdefault(node.value.id, None)
+    arrays = array_uses(sm, fn, set())
     first = cfg.configs[0] if cfg.configs else {}
     params = []
     for a in fn.args.args:
@@ -235,6 +225,33 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
             default = "f32" if ann == "float" else "i32"
             params.append(Param(a.arg, ScalarT(first.get(a.arg, default))))
     return params
+
+
+def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str]) -> dict[str, int | None]:
+    """Names `fn` uses as arrays (with the rank a load/store index shows), through helper calls too."""
+    arrays: dict[str, int | None] = {}
+
+    def note(name: str, rank: int | None) -> None:
+        if arrays.get(name) is None:
+            arrays[name] = rank
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            name = _ct_call_name(sm, node.func)
+            if name in ARRAY_USES and node.args and isinstance(node.args[0], ast.Name):
+                note(node.args[0].id, _rank_from_call(name, node))
+            elif (isinstance(node.func, ast.Name) and node.func.id in sm.helpers
+                  and node.func.id not in active):
+                helper = sm.helpers[node.func.id]
+                inner = array_uses(sm, helper, active | {fn.name})
+                params = [a.arg for a in helper.args.args]
+                bound = dict(zip(params, node.args)) | {k.arg: k.value for k in node.keywords if k.arg}
+                for pname, arg in bound.items():
+                    if pname in inner and isinstance(arg, ast.Name):
+                        note(arg.id, inner[pname])
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.attr in ("shape", "strides", "ndim", "dtype")):
+            note(node.value.id, None)
+    return arrays
 
 
 def _ct_call_name(sm: ScannedModule, func: ast.AST) -> str | None:
@@ -281,9 +298,10 @@ def dtype_space(params: list[Param], cfg: KernelConfig) -> tuple[DTypeSpace, dic
 # ---------------------------------------------------------------- the kernel visitor
 
 class _Scope:
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, locals_: set[str] | None = None):
         self.kind = kind  # "fn" | "loop" | "if"
         self.vars: dict[str, Value] = {}
+        self.locals = locals_ or set()  # outer names this block rebinds without carrying them out
 
 
 class KernelLowerer:
@@ -299,6 +317,7 @@ class KernelLowerer:
         const_values = [{p.name: c[p.name] for p in self.params if p.is_const and p.name in c} for c in configs]
         self.b = Builder(self.path, space, const_values)
         self.scopes: list[_Scope] = []
+        self.frames = Frames()
         self.inline_depth = 0
 
     def loc(self, node: ast.AST) -> Loc:
@@ -324,7 +343,7 @@ class KernelLowerer:
             else:
                 self.scopes[-1].vars[p.name] = Ref(p.name, p.ty)
                 self.b.scope_names[-1].add(p.name)
-        self.block(fn.body)
+        self.block(fn.body, fn)
         self.b.pop()
         hints = self.kernel_hints()
         params = [p for p in self.params if not (p.is_const and p.name in self.cfg.pinned)]
@@ -337,7 +356,7 @@ class KernelLowerer:
         for d in self.fn.decorator_list:
             if isinstance(d, ast.Call) and _is_ct_attr(self.sm, d, "kernel"):
                 for kw in d.keywords:
-                    if kw.arg not in ("occupancy", "num_ctas", "opt_level"):
+                    if kw.arg not in ("occupancy", "num_ctas", "num_worker_warps", "opt_level"):
                         raise self.fail(kw, f"kernel option `{kw.arg}` is not supported", "ct.kernel")
                     v = self.compile_time(kw.value, f"kernel option `{kw.arg}`")
                     hints[kw.arg] = v
@@ -373,6 +392,8 @@ class KernelLowerer:
     def assign(self, name: str, value: Value, node: ast.AST) -> None:
         owner = self._owner(name)
         cur = len(self.scopes) - 1
+        if owner is not None and any(name in self.scopes[j].locals for j in range(owner + 1, cur + 1)):
+            owner = None  # a block-local rebinding, not an update of the outer variable
         if not isinstance(value, Ref):
             if owner is not None and owner != cur and isinstance(self.scopes[owner].vars[name], Ref):
                 raise self.fail(node, f"`{name}` is a runtime value outside this block and cannot become a "
@@ -419,13 +440,25 @@ class KernelLowerer:
         return Op("copy", (value,), value.ty, Loc(self.path, 0, 0))
 
     # ---- statements
-    def block(self, stmts: Sequence[ast.stmt]) -> None:
-        for s in stmts:
-            handler = getattr(self, f"stmt_{type(s).__name__}", None)
-            if handler is None:
-                raise self.fail(s, f"`{type(s).__name__}` statements are not supported in kernels",
-                                type(s).__name__)
-            handler(s)
+    def block(self, stmts: Sequence[ast.stmt], owner: ast.AST) -> None:
+        frame = [stmts, 0, owner]
+        self.frames.stack.append(frame)
+        try:
+            for i, s in enumerate(stmts):
+                frame[1] = i
+                handler = getattr(self, f"stmt_{type(s).__name__}", None)
+                if handler is None:
+                    raise self.fail(s, f"`{type(s).__name__}` statements are not supported in kernels",
+                                    type(s).__name__)
+                handler(s)
+        finally:
+            self.frames.stack.pop()
+
+    def block_locals(self, stmts: Sequence[ast.stmt], loop: bool) -> set[str]:
+        """Outer names `stmts` assigns that do not flow out of the block (see liveness.py)."""
+        return {n for n in assigned(stmts)
+                if self._owner(n) is not None and not self.frames.live_after(n)
+                and not (loop and exposed_read(stmts, n))}
 
     def stmt_Expr(self, s: ast.Expr) -> None:
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
@@ -493,20 +526,21 @@ class KernelLowerer:
             (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else CDim(1))
         if isinstance(step, CDim) and isinstance(step.dim, int) and step.dim <= 0:
             raise self.fail(it, "range() step must be positive", "for")
-        self.materialize_carried(s.body, s)
-        self.scopes.append(_Scope("loop"))
+        locals_ = self.block_locals(s.body, loop=True)
+        self.materialize_carried(s.body, s, locals_)
+        self.scopes.append(_Scope("loop", locals_))
         body = self.b.push()
         index = self.b.fresh(s.target.id)
         self.scopes[-1].vars[s.target.id] = Ref(index, ScalarT("i32"))
-        self.block(s.body)
+        self.block(s.body, s)
         self.b.pop()
         self.scopes.pop()
         carried = tuple(sorted({st.name for st in body.stmts if isinstance(st, Let) and st.update}))
         self.b.emit(For(index, start, stop, step, body, self.loc(s), carried))
 
-    def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST) -> None:
-        """Compile-time values that a loop body reassigns become runtime variables first."""
-        for name in sorted(_assigned_names(body)):
+    def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST, locals_: set[str]) -> None:
+        """Compile-time values that a loop body reassigns (and carries) become runtime variables first."""
+        for name in sorted(assigned(body) - locals_):
             owner = self._owner(name)
             if owner is None:
                 continue
@@ -523,7 +557,7 @@ class KernelLowerer:
     def stmt_If(self, s: ast.If) -> None:
         cond = self.expr(s.test)
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, T.DimOp)):
-            self.block(s.body if cond.value else s.orelse)  # folded, as cuTile Python folds it
+            self.block(s.body if cond.value else s.orelse, s)  # folded, as cuTile Python folds it
             return
         if isinstance(cond, CV):
             raise NeedsSpecialization(frozenset(_syms(cond.value)), "a branch on a constant", self.loc(s))
@@ -534,9 +568,9 @@ class KernelLowerer:
                                 self.loc(s.test), hint="cond", op="!=")
         branches = []
         for stmts in (s.body, s.orelse):
-            self.scopes.append(_Scope("if"))
+            self.scopes.append(_Scope("if", self.block_locals(stmts, loop=False)))
             blk = self.b.push()
-            self.block(stmts)
+            self.block(stmts, s)
             self.b.pop()
             self.scopes.pop()
             branches.append(blk)
@@ -670,7 +704,7 @@ class KernelLowerer:
         self.scopes.append(scope)
         self.inline_depth += 1
         try:
-            self.block(body[:-1] if ret else body)
+            self.block(body[:-1] if ret else body, fn)
             result = self.expr(ret.value) if ret and ret.value is not None else CV(None)
         finally:
             self.inline_depth -= 1
@@ -695,17 +729,6 @@ class KernelLowerer:
         if isinstance(v, CV) and isinstance(v.value, (float, bool)):
             return Lit(v.value, ScalarT(lit_dtype(v.value)))
         raise self.fail(node, f"expected a scalar, got {_describe(v)}", "scalar")
-
-
-def _assigned_names(stmts: Sequence[ast.stmt]) -> set[str]:
-    out: set[str] = set()
-    for st in stmts:
-        for n in ast.walk(st):
-            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                for t in targets:
-                    out.update(x.id for x in ast.walk(t) if isinstance(x, ast.Name))
-    return out
 
 
 def _syms(d: Any) -> set[str]:
@@ -793,6 +816,10 @@ def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
             diags.append(d)
         except RecursionError:
             diags.append(Diagnostic("kernel nests too deeply", loc_of(path, sm.kernels[name]), "recursion",
+                                    kernel=name))
+        except Exception as e:  # noqa: BLE001 - a translator bug must not hide the other kernels
+            diags.append(Diagnostic(f"internal translator error: {type(e).__name__}: {e}",
+                                    loc_of(path, sm.kernels[name]), "internal", "please report this kernel",
                                     kernel=name))
     if not sm.kernels:
         diags.append(Diagnostic("no `@ct.kernel` functions found", Loc(path, 1, 1), "kernel",

@@ -730,6 +730,20 @@ def ct_broadcast_to(lw, args, kwargs, node):
     return lw.b.to_tile(x, x.ty.dtype, _shape(lw, b["shape"], node, "ct.broadcast_to"), lw.loc(node))
 
 
+def ct_extract(lw, args, kwargs, node):
+    b = _kw(lw, args, kwargs, ("x", "index", "shape"), node, "extract", 3)
+    x = _tile(lw, b["x"], node, "ct.extract")
+    shape = _shape(lw, b["shape"], node, "ct.extract")
+    index = _index(lw, b["index"], x.ty.rank, node, "extract")
+    if len(shape) != x.ty.rank:
+        raise lw.fail(node, "ct.extract: the subtile shape must have the tile's rank", "ct.extract")
+    for full, sub in zip(x.ty.shape, shape):
+        if isinstance(full, int) and isinstance(sub, int) and full % sub:
+            raise lw.fail(node, f"ct.extract: {sub} does not divide {full}", "ct.extract")
+    return lw.b.value("extract", (x, *index), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_part",
+                      shape=shape)
+
+
 MMA_ACC = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "tf32": ("f32",), "f64": ("f64",),
            "f8e4m3fn": ("f16", "f32"), "f8e5m2": ("f16", "f32"), "i8": ("i32",), "u8": ("i32",)}
 

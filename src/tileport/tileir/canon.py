@@ -23,6 +23,7 @@ from typing import Any
 from . import equiv
 from .attrs import Bounded, DivBy, Hints, LOAD_STORE_HINT_DEFAULTS
 from .model import Block, Function, Module, Op, Value, blocks, clone_module, redirect
+from .ops import is_transparent
 from .types import is_token
 
 # Ops with effects beyond their results: never merged or removed. Everything ending in `_tko`
@@ -75,8 +76,8 @@ def _predicate_order(p: Any) -> tuple[int, str]:
 
 
 def assume_root(v: Value) -> Value:
-    while v.op is not None and v.op.name == "assume":
-        v = v.op.operands[0]
+    while is_transparent(v.op) and v.op.name == "assume":  # type: ignore[union-attr]
+        v = v.op.operands[0]  # type: ignore[union-attr]
     return v
 
 
@@ -85,7 +86,7 @@ def _normalize_assumes(function: Function) -> None:
     for block in list(blocks(function)):
         groups: dict[Value, list[Op]] = {}
         for op in block.ops:
-            if op.name == "assume":
+            if op.name == "assume" and is_transparent(op):
                 groups.setdefault(assume_root(op.operands[0]), []).append(op)
         if not groups:
             continue
@@ -105,7 +106,7 @@ def _normalize_assumes(function: Function) -> None:
         for op in block.ops:
             if op in chains:
                 out.extend(chains[op])
-            elif op.name != "assume":
+            elif not (op.name == "assume" and is_transparent(op)):
                 out.append(op)
         block.ops = out
     redirect(function, replacement)

@@ -32,18 +32,25 @@ def compare_signature(m: Matching, out: Findings) -> None:
                     f"tensor parameter #{i}: element type {ea} in ref, {eb} in gen")
     rs = {m.ref.arg_role[a]: a for a in rf.args if a not in m.ref.pointer_ordinal}
     gs = {m.gen.arg_role[a]: a for a in gf.args if a not in m.gen.pointer_ordinal}
+    only: dict[tuple, tuple[list[str], list[str]]] = {}
     for role in sorted(set(rs) | set(gs), key=str):
         a, b = rs.get(role), gs.get(role)
         if a is not None and b is not None:
             if a.type != b.type:
                 out.add("signature", "scalar_type", Status.DIFFERS,
                         f"scalar parameter {describe_role(role)}: {a.type} in ref, {b.type} in gen")
-        elif a is not None and a not in out.covered_args:
-            out.add("signature", "scalar_args", Status.MISSING,
-                    f"runtime scalar parameter {a.name} {describe_role(role)}: {a.type} only in ref")
-        elif b is not None and b not in out.covered_args:
-            out.add("signature", "scalar_args", Status.EXTRA,
-                    f"runtime scalar parameter {b.name} {describe_role(role)}: {b.type} only in gen")
+            continue
+        v = a if a is not None else b
+        if v in out.covered_args:
+            continue  # reported as a constant <-> argument difference
+        rule_name = "scalar_args" if role[0] == "scalar" else "shape_args"
+        group = only.setdefault((rule_name, role[1]), ([], []))
+        group[0 if a is not None else 1].append(f"{v.name} {describe_role(role)}")
+    for (rule_name, tensor), (in_ref, in_gen) in only.items():
+        where = "before the first tensor" if tensor is None else f"of/after tensor #{tensor}"
+        out.add("signature", rule_name, Status.DIFFERS,
+                f"parameters {where} only in ref: {', '.join(in_ref) or 'none'}; "
+                f"only in gen: {', '.join(in_gen) or 'none'}")
 
 
 def _pointee(v: Value) -> Any:

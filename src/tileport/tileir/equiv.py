@@ -90,9 +90,10 @@ def _ceil_div(a: Value, b: Value, signedness: str, result: TileType, rule: str,
 
 
 def _int_constant(value: int, t: TileType, loc: str | None) -> Op:
-    size = max(1, t.elem.bits // 8) if isinstance(t.elem, ScalarType) else 8
-    op = Op("constant", attributes={"value": Dense(None, value.to_bytes(size, "little", signed=True))},
-            loc=loc)
+    assert isinstance(t.elem, ScalarType)
+    bits = t.elem.bits
+    data = (value & ((1 << bits) - 1)).to_bytes(max(1, bits // 8), "little")
+    op = Op("constant", attributes={"value": Dense(None, data)}, loc=loc)
     op.add_result(t)
     return op
 
@@ -101,7 +102,8 @@ def _int_constant(value: int, t: TileType, loc: str | None) -> Op:
 
 def _rewrite_ceil_div(op: Op) -> tuple[list[Op], list[Value]] | None:
     """divi(a + b - 1, b) rounding toward zero or -inf  ->  divi(a, b) rounding<positive_inf>."""
-    if op.name != "divi" or op.attributes.get("rounding") not in ("zero", "negative_inf"):
+    if op.name != "divi" or op.attributes.get("rounding") not in ("zero", "negative_inf") \
+            or len(op.operands) != 2:
         return None
     x, b = op.operands
     terms, offset = _linear(x)
@@ -127,11 +129,12 @@ _GREATER = {"less_than": False, "less_than_or_equal": False, "greater_than": Tru
 
 def _rewrite_select_minmax(op: Op) -> tuple[list[Op], list[Value]] | None:
     """select(cmpi(a, b, <), a, b) -> mini(a, b); with > (or swapped arms) -> maxi, etc."""
-    if op.name != "select":
+    if op.name != "select" or len(op.operands) != 3:
         return None
     cond, t, f = op.operands
     cmp = cond.op
-    if cmp is None or cmp.name != "cmpi" or cmp.attributes.get("comparison_predicate") not in _GREATER:
+    if cmp is None or cmp.name != "cmpi" or len(cmp.operands) != 2 \
+            or cmp.attributes.get("comparison_predicate") not in _GREATER:
         return None
     a, b = cmp.operands
     greater = _GREATER[cmp.attributes["comparison_predicate"]]
@@ -161,12 +164,16 @@ def _rewrite_index_space_shape(op: Op) -> tuple[list[Op], list[Value]] | None:
     tv_op = tv.op
     if tv_op is None or tv_op.name != "make_tensor_view" or not isinstance(tv.type, TensorViewType):
         return None
-    dynamic = iter(tv_op.operands_with("dynamicShape"))
-    dims: list[Value | int] = [next(dynamic) if d is None else d for d in tv.type.shape]
+    dynamic = tv_op.operands_with("dynamicShape")
+    if len(dynamic) != tv.type.shape.count(None) or len(op.results) != len(pv.type.tile) \
+            or sorted(pv.type.dim_map) != list(range(len(tv.type.shape))):
+        return None  # not well-formed IR: leave it to the comparison
+    rest = iter(dynamic)
+    dims: list[Value | int] = [next(rest) if d is None else d for d in tv.type.shape]
     new_ops: list[Op] = []
     values: list[Value] = []
     for i, res in enumerate(op.results):
-        if not isinstance(res.type, TileType):
+        if not isinstance(res.type, TileType) or not isinstance(res.type.elem, ScalarType):
             return None
         dim = dims[pv.type.dim_map[i]]
         tile = _int_constant(pv.type.tile[i], res.type, op.loc)

@@ -11,10 +11,12 @@ Every value gets two *keys*, built bottom-up from the ops that compute it and in
   initial value). So one local defect does not change the keys of everything downstream.
 
 Ops are then paired in passes, each over the ops still unpaired: equal strict keys, equal loose
-keys, and finally, for op kinds whose presence matters (memory ops, MMA, reductions, loops, casts,
-special math), the same kind and accessed tensor. Within a group, ops pair in program order.
-Transparent ops (assume, reshape, broadcast), constants and terminators are never paired: they
-are looked through or compared as leaves.
+keys, then, for op kinds whose presence matters (memory ops, views, MMA, reductions, loops, casts,
+special math), the same kind and accessed tensor, and memory ops of the same direction. Within a
+group, ops pair in program order. What is left pairs by name as *weak pairs*, which are not
+compared but locate a structural difference at its frontier. Transparent ops (assume, reshape,
+broadcast), constants and terminators are never paired: they are looked through or compared as
+leaves.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from typing import Any
 
 from . import ops as K
 from .attrs import TypedFloat, TypedInt, constant_value, float_from_bits
-from .model import Block, Function, Op, Value
+from .model import Block, Function, Op, Value, walk_block
 from .printer import op_line
 from .report import Location
-from .types import is_pointer_tile
+from .types import TensorViewType, is_pointer_tile
 
 LEAF = ("leaf",)
 
@@ -55,7 +57,6 @@ class FunctionIndex:
     function: Function
     order: dict[Op, int] = field(default_factory=dict)          # pre-order position
     candidates: list[Op] = field(default_factory=list)          # ops that take part in pairing
-    combiner: set[Op] = field(default_factory=set)              # ops inside reduce/scan regions
     pointer_ordinal: dict[Value, int] = field(default_factory=dict)
     arg_role: dict[Value, tuple] = field(default_factory=dict)
     loop_of: dict[Op, Op | None] = field(default_factory=dict)  # innermost enclosing for/loop
@@ -79,25 +80,42 @@ class FunctionIndex:
         return fx
 
     def _roles(self) -> None:
-        # Scalars are named by position after the pointer they follow (the calling convention
-        # passes each array as pointer, shapes, strides), so an extra argument shifts only its group.
-        ptr, j = None, 0
+        """Name each parameter by what it is, so programs with different calling conventions
+        compare: pointers by ordinal (tensor #k); scalars that a make_tensor_view uses as the
+        dynamic shape or stride of dimension d of tensor #k as ("shape"|"stride", k, d); other
+        scalars by position among the remaining scalars after the pointer they follow."""
         for a in self.function.args:
             if is_pointer_tile(a.type):
-                ptr, j = len(self.pointer_ordinal), 0
-                self.pointer_ordinal[a] = ptr
-                self.arg_role[a] = ("ptr", ptr)
-            else:
-                self.arg_role[a] = ("lead", j) if ptr is None else ("after_ptr", ptr, j)
+                self.pointer_ordinal[a] = len(self.pointer_ordinal)
+                self.arg_role[a] = ("ptr", self.pointer_ordinal[a])
+        for op in walk_block(self.function.body):
+            if op.name != "make_tensor_view" or not isinstance(op.results[0].type, TensorViewType):
+                continue
+            base = K.base_pointer(op.operand("base"))  # type: ignore[arg-type]
+            if base not in self.pointer_ordinal:
+                continue
+            tv = op.results[0].type
+            for kind, dims, values in (("shape", tv.shape, op.operands_with("dynamicShape")),
+                                       ("stride", tv.strides, op.operands_with("dynamicStrides"))):
+                dynamic_dims = [d for d, extent in enumerate(dims) if extent is None]
+                for d, v in zip(dynamic_dims, values):
+                    v = K.root(v)
+                    if K.is_function_arg(v):
+                        self.arg_role.setdefault(v, (kind, self.pointer_ordinal[base], d))
+        ptr, j = None, 0
+        for a in self.function.args:
+            if a in self.pointer_ordinal:
+                ptr, j = self.pointer_ordinal[a], 0
+            elif a not in self.arg_role:
+                self.arg_role[a] = ("scalar", ptr, j)
                 j += 1
 
     def _walk(self, block: Block, loop: Op | None, in_combiner: bool) -> None:
         for op in block.ops:
             self.order[op] = len(self.order)
             self.loop_of[op] = loop
-            if in_combiner:
-                self.combiner.add(op)
-            elif op.name not in K.TRANSPARENT and op.name != "constant" \
+            # Ops of reduce/scan bodies are compared as the combiner of their reduction.
+            if not in_combiner and not K.is_transparent(op) and op.name != "constant" \
                     and op.name not in K.TERMINATORS:
                 self.candidates.append(op)
             inner_loop = op if op.name in K.LOOPS else loop
@@ -133,9 +151,10 @@ def describe_role(role: tuple) -> str:
     """Readable text of a parameter role (see FunctionIndex._roles)."""
     if role[0] == "ptr":
         return f"(tensor #{role[1]})"
-    if role[0] == "after_ptr":
-        return f"(scalar #{role[2]} after tensor #{role[1]})"
-    return f"(leading scalar #{role[1]})"
+    if role[0] in ("shape", "stride"):
+        return f"({role[0]} {role[2]} of tensor #{role[1]})"
+    where = "before the first tensor" if role[1] is None else f"after tensor #{role[1]}"
+    return f"(scalar #{role[2]} {where})"
 
 
 class Keys:
@@ -180,8 +199,8 @@ class Keys:
         operand of a numeric cast and what a loop-carried value stands for (a `for` result: the
         continued value; an iteration argument: its initial value)."""
         op = v.op
-        if op is not None and op.name in K.TRANSPARENT:
-            return op.operands[0]
+        if K.is_transparent(op):
+            return op.operands[0]  # type: ignore[union-attr]
         if self.strict:
             return None
         if op is not None and op.name in K.NUMERIC_CASTS:
@@ -285,6 +304,9 @@ def _pass3_key(fx: FunctionIndex, op: Op) -> tuple | None:
     k = K.kind(op)
     if k == "memory":
         return ("memory", K.direction(op), fx.tensor_of.get(op))
+    if k == "view":
+        base = K.base_pointer(op.results[0])
+        return (op.name, fx.pointer_ordinal.get(base)) if base is not None else None
     if k in ("mma", "reduction", "control", "cast", "special"):
         return (k if k == "mma" else op.name,)
     return None
@@ -294,8 +316,6 @@ def _pass3_key(fx: FunctionIndex, op: Op) -> tuple | None:
 class Matching:
     ref: FunctionIndex
     gen: FunctionIndex
-    ref_keys: Keys
-    gen_keys: Keys
     ref_loose: Keys
     gen_loose: Keys
     pairs: list[tuple[Op, Op]]
@@ -355,7 +375,7 @@ def match(ref: FunctionIndex, gen: FunctionIndex) -> Matching:
         partner[r] = g
         partner[g] = r
     pairs.sort(key=lambda p: ref.order[p[0]])
-    return Matching(ref, gen, rs, gs, rl, gl, pairs, partner, strict_equal, ref_only, gen_only, weak)
+    return Matching(ref, gen, rl, gl, pairs, partner, strict_equal, ref_only, gen_only, weak)
 
 
 def producer(keys: Keys, v: Value) -> Op | None:

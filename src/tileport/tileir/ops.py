@@ -25,6 +25,12 @@ ADDRESS_ROLES = frozenset({"view", "index", "source", "destination", "pointers",
 LOOP_BOUND_ROLES = frozenset({"lowerBound", "upperBound", "step"})
 
 
+def is_transparent(op: Op | None) -> bool:
+    """An op that restates its (single) operand: looked through by matching and comparison."""
+    return op is not None and op.name in TRANSPARENT and len(op.operands) >= 1 \
+        and len(op.results) == 1
+
+
 def is_memory(op: Op) -> bool:
     return op.name.endswith("_tko") and op.name.startswith(("load", "store", "atomic", "multimem"))
 
@@ -60,7 +66,7 @@ def kind(op: Op) -> str:
         return "cast"
     if name in SPECIAL_MATH:
         return "special"
-    if name in TRANSPARENT:
+    if is_transparent(op):
         return "plumbing"
     if name.endswith("_tko") or name in ("assert", "alloca", "global", "get_global", "preview$call"):
         return "other"
@@ -69,8 +75,8 @@ def kind(op: Op) -> str:
 
 def root(v: Value) -> Value:
     """`v` with transparent ops (assume, reshape, broadcast) looked through."""
-    while v.op is not None and v.op.name in TRANSPARENT:
-        v = v.op.operands[0]
+    while is_transparent(v.op):
+        v = v.op.operands[0]  # type: ignore[union-attr]
     return v
 
 
@@ -103,9 +109,7 @@ def base_pointer(v: Value) -> Value | None:
             v = init
         elif op.name in VIEW_OPS:
             v = op.operand("base") if op.name == "make_tensor_view" else op.operands[0]
-        elif op.name in TRANSPARENT or op.name == "ptr_to_ptr":
-            v = op.operands[0]
-        elif op.name == "offset":
+        elif (is_transparent(op) or op.name in ("ptr_to_ptr", "offset")) and op.operands:
             v = op.operands[0]
         else:
             return None

@@ -1,6 +1,7 @@
 """Batched matrix multiplication c[B, M, N] = a[B, M, K] @ b[B, K, N] (row-major, contiguous).
 
-Same tile program as matmul.py, one batch per grid row: axis 0 = the GROUP_M-swizzled output tile
+Same tile program and hints as matmul.py (256 x 256 tile blocks on 2-CTA clusters, 8 worker
+warps), one batch per grid row: axis 0 = the GROUP_M-swizzled output tile
 of the batch, axis 1 = the batch index. Operand tiles are (1, TILE_M, TILE_K) / (1, TILE_K, TILE_N)
 view loads reshaped to 2-D for the MMA; f16 / bf16 with f32 accumulation, f32 via TF32; zero padding
 for ragged M / N / K.
@@ -22,7 +23,7 @@ def group_m_swizzle(bid, num_bm, num_bn, GROUP_M):
     return first_bm + local % group_rows, local // group_rows
 
 
-@ct.kernel(num_ctas=1, occupancy=1)
+@ct.kernel(num_ctas=2, occupancy=1, num_worker_warps=8)
 def bmm_kernel(a, b, c, TILE_M: ConstInt, TILE_N: ConstInt, TILE_K: ConstInt,
                GROUP_M: ConstInt, USE_TF32: ConstBool):
     batch = ct.bid(1)

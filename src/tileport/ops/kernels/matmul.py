@@ -9,13 +9,14 @@ tiles are rounded to tfloat32 before the MMA, the accumulator stays f32). Output
   the output store drops out-of-bounds rows / columns.
 - The 1-D block id is swizzled in groups of GROUP_M block-rows (`group_m_swizzle`): consecutive
   blocks sweep GROUP_M rows of A against one column panel of B, so the panels they share stay in L2.
-- Hints `num_ctas=1, occupancy=1`: one CTA per tile block (no cluster), one block per SM; the
-  accumulator and the operand pipeline stages take most of the register file and shared memory.
-  The plan uses 128 x 128 x 64 tiles for 16-bit inputs and 128 x 128 x 32 for TF32 (the same operand
-  bytes per K step). Measured on H200 (bf16 8192^3, CUPTI): 128x128x64 / 1 CTA 747 TFLOP/s,
-  128x256x64 / 2-CTA cluster 702, 256x128x64 / 2-CTA 701, 128x128x64 / 2-CTA 545, and
-  128x256x64 / 1 CTA spills (46). TF32 4096^3: 128x128x32 / 1 CTA 256 TFLOP/s vs 165 for
-  128x256x32 / 2-CTA.
+- Hints `num_ctas=2, occupancy=1, num_worker_warps=8`: a tile block runs on a 2-CTA cluster, so
+  each CTA owns half of the 256 x 256 output tile (128 x 256, the classic Hopper GEMM tile), with
+  two warp groups (8 worker warps) sharing its 128 x 256 f32 accumulator; one block per SM. The plan
+  uses 256 x 256 x 64 tile blocks for 16-bit inputs and 256 x 256 x 32 for TF32 (same operand bytes
+  per K step). Measured on H200 (CUPTI, L2 flushed, TFLOP/s), this configuration vs the next best:
+  bf16 8192^3 750-771 (128x256x64 / 1 CTA / 8 warps 741-764, 128x128x64 / 1 CTA 729-753),
+  bf16 4096^3 731, f16 8192^3 717, bmm bf16 4x4096^3 729; without 8 worker warps, 128 x 256 per
+  CTA spills (46 TFLOP/s). TF32 4096^3: 273 (128x128x32 / 1 CTA: 257).
 """
 
 import cuda.tile as ct
@@ -34,7 +35,7 @@ def group_m_swizzle(bid, num_bm, num_bn, GROUP_M):
     return first_bm + local % group_rows, local // group_rows
 
 
-@ct.kernel(num_ctas=1, occupancy=1)
+@ct.kernel(num_ctas=2, occupancy=1, num_worker_warps=8)
 def matmul_kernel(a, b, c, TILE_M: ConstInt, TILE_N: ConstInt, TILE_K: ConstInt,
                   GROUP_M: ConstInt, USE_TF32: ConstBool):
     num_bm = ct.cdiv(a.shape[0], TILE_M)

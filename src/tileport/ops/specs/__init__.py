@@ -17,6 +17,7 @@ SPEC_MODULES = (
     "swiglu",
     "geglu",
     "softmax",
+    "softmax_tma",
     "softmax_gather",
     "softmax_online",
     "rms_norm",

@@ -7,10 +7,11 @@ from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_MATMUL, cdiv, dtype_name, 
                       per_dtype_captures, randn, torch)
 
 GROUP_M = 8
-# (TILE_M, TILE_N, TILE_K) per input dtype on sm_90 (kernel hints num_ctas=1, occupancy=1): a
-# 128 x 128 f32 accumulator per tile block, 32 KiB of operands per K step (TF32 halves TILE_K to keep
-# the bytes per stage). Chosen by measurement on H200, see kernels/matmul.py and docs/corpus.md.
-TILES = {"float16": (128, 128, 64), "bfloat16": (128, 128, 64), "float32": (128, 128, 32)}
+# (TILE_M, TILE_N, TILE_K) per input dtype on sm_90, for the kernel hints num_ctas=2,
+# num_worker_warps=8: a 256 x 256 tile block = 128 x 256 per CTA of the 2-CTA cluster, 64 KiB of
+# operands per K step and block (TF32 halves TILE_K to keep the bytes per stage). Chosen by
+# measurement on H200, see kernels/matmul.py and docs/corpus.md.
+TILES = {"float16": (256, 256, 64), "bfloat16": (256, 256, 64), "float32": (256, 256, 32)}
 
 
 def make_inputs(shape, dtype, device, seed=0):

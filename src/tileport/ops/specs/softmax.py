@@ -1,13 +1,16 @@
-"""softmax over the last axis of [M, N]: three specs over the kernels of kernels/softmax.py.
+"""softmax over the last axis of [M, N]: four specs over the kernels of kernels/softmax.py.
 
-- `softmax` (the operator): rows that fit one tile (next_pow2(N) <= MAX_TMA_TILE) use the
-  persistent TMA-view kernel (a) (the occupancy-4 entry up to 8192 columns, the occupancy-2 entry
-  up to 16384), BLOCK_M rows per tile for short rows (ROW_TILE_BYTES per load); longer rows use the
-  chunked online kernel (c).
-- `softmax_gather` (specs/softmax_gather.py) pins variant (b) (gather/scatter rows) and
-  `softmax_online` (specs/softmax_online.py) pins variant (c) for every shape, so each kernel is
-  tested and benchmarked on its own.
-The persistent grid is min(row blocks, NUM_SMS * occupancy), occupancy as in the kernel decorators;
+- `softmax` (the operator) takes, per row width, the variant measured fastest on H200 (CUPTI, L2
+  flushed, GB/s, see docs/corpus.md):
+    next_pow2(N) <= 8192   -> (b) gather rows, one block per row (f16 4096^2: 3641 vs 2919 for (a);
+                              bf16 8192x1000: 2265 vs 828; f32 4096^2: 3938 vs 3580)
+    next_pow2(N) <= 16384  -> (a) TMA rows, occupancy-2 entry (f32 1024x16384: 3207 vs 2938 for (b))
+    longer rows            -> (c) chunked online softmax
+- `softmax_tma` (specs/softmax_tma.py) pins variant (a) (the occupancy-4 entry up to 8192 columns,
+  the occupancy-2 entry up to 16384; BLOCK_M rows per tile for short rows, ROW_TILE_BYTES per load),
+  `softmax_gather` (specs/softmax_gather.py) pins (b) and `softmax_online` (specs/softmax_online.py)
+  pins (c), so each kernel is tested and benchmarked on its own.
+Persistent grids are min(row blocks, NUM_SMS * occupancy), occupancy as in the kernel decorators;
 the gather variant gets one block per row.
 """
 
@@ -62,6 +65,18 @@ def _check(x):
 
 
 def plan_softmax(x, outs):
+    """The operator: the fastest measured variant for the row width."""
+    _check(x)
+    tile = next_pow2(x.shape[1])
+    if tile <= MAX_NARROW_TILE:
+        return plan_gather(x, outs)
+    if tile <= MAX_TMA_TILE:
+        return plan_tma(x, outs)
+    return plan_online(x, outs)
+
+
+def plan_tma(x, outs):
+    """Variant (a); rows longer than MAX_TMA_TILE go to the online kernel."""
     _check(x)
     tile = next_pow2(x.shape[1])
     if tile <= MAX_TMA_TILE:
@@ -102,14 +117,14 @@ def softmax_flops(shape):
 
 IO_RANKS = {"x": 2, "y": 2}
 BENCH = [(4096, 4096), (8192, 1000), (1024, 16384)]
-SHAPES_SINGLE_TILE = [(1, 1), (3, 7), (256, 1009), (1823, 781), (4096, 4096), (8192, 1000),
-                      (1024, 16384)]
+SHAPES_SINGLE_TILE = [(1, 1), (3, 7), (256, 1009), (1823, 781), (300, 5000), (4096, 4096),
+                      (8192, 1000), (1024, 16384)]
 SHAPES_LONG = [(16, 100_003), (4, 262_144)]
 
 SPEC = OpSpec(
     name="softmax",
     kernel_file="softmax.py",
-    kernels=["softmax_tma_kernel", "softmax_tma_wide_kernel", "softmax_online_kernel"],
+    kernels=["softmax_gather_kernel", "softmax_tma_wide_kernel", "softmax_online_kernel"],
     dtypes=list(FLOAT_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
@@ -118,8 +133,7 @@ SPEC = OpSpec(
     shapes=SHAPES_SINGLE_TILE + SHAPES_LONG,
     bench_shapes=BENCH,
     tolerances=TOL_SOFTMAX,
-    captures=(per_dtype_captures("softmax_tma_kernel", IO_RANKS,
-                                 lambda dt: tma_constants(4096, 4096, dt))
+    captures=(per_dtype_captures("softmax_gather_kernel", IO_RANKS, lambda dt: {"TILE": 4096})
               + per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
                                    lambda dt: tma_constants(1024, 16384, dt))
               + per_dtype_captures("softmax_online_kernel", IO_RANKS,

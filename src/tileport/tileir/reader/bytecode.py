@@ -35,6 +35,13 @@ _SIMPLE_TYPES = {0x00: "i1", 0x01: "i8", 0x02: "i16", 0x03: "i32", 0x04: "i64", 
 _TOKEN_TAG, _PTR, _TILE, _TVIEW, _PVIEW, _FUNC, _GSVIEW, _SVIEW = 0x11, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x14, 0x15
 _PADDING = {0: "zero", 1: "neg_zero", 2: "nan", 3: "pos_inf", 4: "neg_inf"}
 
+
+def _padding(c: Cursor) -> str:
+    b = c.byte()
+    if b not in _PADDING:
+        raise c.fail(f"unknown padding value {b}")
+    return _PADDING[b]
+
 _V13_3, _V13_4, _V13_5 = 130300, 130400, 130500
 
 
@@ -47,6 +54,7 @@ class _Tables:
                         _table(sections.get(_SEC_STRING, b""), 4, "string table")]
         self._type_items = _table(sections.get(_SEC_TYPE, b""), 4, "type table")
         self._types: dict[int, Type] = {}
+        self._decoding: set[int] = set()  # type ids being decoded (a type may not contain itself)
         self.constants = [_constant_item(c) for c in
                           _table(sections.get(_SEC_CONST, b""), 8, "constant table")]
 
@@ -65,7 +73,11 @@ class _Tables:
         if t is None:
             if tid >= len(self._type_items):
                 raise BytecodeError(f"type id {tid} out of range ({len(self._type_items)} types)")
+            if tid in self._decoding:
+                raise BytecodeError(f"type #{tid} contains itself")
+            self._decoding.add(tid)
             t = self._decode_type(Cursor(self._type_items[tid], f"type #{tid}"))
+            self._decoding.discard(tid)
             self._types[tid] = t
         return t
 
@@ -106,10 +118,10 @@ class _Tables:
             if v >= _V13_3:
                 flags = c.varint()
                 tile, tv, dim_map = c.int_list(4), self._tensor_view(c.varint()), c.int_list(4)
-                padding = _PADDING[c.byte()] if flags & 1 else None
+                padding = _padding(c) if flags & 1 else None
             else:
                 tile, tv, dim_map = c.int_list(4), self._tensor_view(c.varint()), c.int_list(4)
-                padding = _PADDING[c.byte()] if c.varint() else None
+                padding = _padding(c) if c.varint() else None
             return PartitionViewType(tile, tv, dim_map, padding)  # type: ignore[arg-type]
         if tag == _FUNC:
             params = tuple(self.type(c.varint()) for _ in range(c.varint()))
@@ -119,13 +131,13 @@ class _Tables:
             flags = c.varint()
             tile, tv, sparse = c.int_list(4), self._tensor_view(c.varint()), c.varint()
             return GatherScatterViewType(tile, tv, sparse,  # type: ignore[arg-type]
-                                         _PADDING[c.byte()] if flags & 1 else None)
+                                         _padding(c) if flags & 1 else None)
         if tag == _SVIEW:
             flags = c.varint()
             tile, trav = c.int_list(4), c.int_list(4)
             tv, dim_map = self._tensor_view(c.varint()), c.int_list(4)
             return StridedViewType(tile, trav, tv, dim_map,  # type: ignore[arg-type]
-                                   _PADDING[c.byte()] if flags & 1 else None)
+                                   _padding(c) if flags & 1 else None)
         raise c.fail(f"unknown type tag {tag:#x}")
 
     # -- attributes ------------------------------------------------------------------------------
@@ -200,7 +212,7 @@ def _table(payload: bytes, width: int, what: str) -> list[bytes]:
     offsets = [c.uint(width) for _ in range(n)]
     data = payload[c.pos:]
     ends = offsets[1:] + [len(data)]
-    if any(o > e for o, e in zip(offsets, ends)) or (offsets and ends[-1] > len(data)):
+    if any(o > e for o, e in zip(offsets, ends)):
         raise BytecodeError(f"{what}: offsets out of order or out of range")
     return [data[o:e] for o, e in zip(offsets, ends)]
 
@@ -480,6 +492,13 @@ def _read_globals(payload: bytes, tables: _Tables) -> list[Global]:
 
 def read_bytecode(data: bytes) -> Module:
     """Decode Tile IR bytecode into a Module."""
+    try:
+        return _read(data)
+    except RecursionError:
+        raise BytecodeError("attributes or regions nested too deeply") from None
+
+
+def _read(data: bytes) -> Module:
     (major, minor, tag), sections = _sections(data)
     version = major * 10000 + minor * 100
     tables = _Tables(version, sections)

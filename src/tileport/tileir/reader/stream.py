@@ -69,6 +69,8 @@ class Cursor:
 
     def align(self, alignment: int, base: int = 0) -> None:
         """Skip padding up to the next multiple of `alignment` counted from `base`."""
+        if alignment <= 0:
+            raise self.fail(f"bad alignment {alignment}")
         pad = -(self.pos - base) % alignment
         self.take(pad)
 

@@ -1,0 +1,463 @@
+//! Runtime support shared by every generated launcher: the tensor descriptor that crosses the C ABI,
+//! error codes and messages, panic containment, CUDA context/stream borrowing and the CPU-only
+//! Tile IR export. Copied verbatim into the generated crate by tileport.
+
+use core::ffi::{c_char, c_void};
+use std::cell::RefCell;
+use std::ffi::{CStr, CString};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cutile::cuda_core::{Context, Stream};
+use cutile::tensor::Tensor;
+
+/// Largest array rank a descriptor carries (cutile-rs kernels support up to rank 6).
+pub const MAX_DIMS: usize = 6;
+
+/// A tensor crossing the C ABI: device pointer, rank, extents and strides (in elements), dtype code.
+#[repr(C)]
+pub struct TensorDesc {
+    pub ptr: u64,
+    pub ndim: i32,
+    pub shape: [i64; MAX_DIMS],
+    pub strides: [i64; MAX_DIMS],
+    pub dtype: i32,
+}
+
+/// Element dtype codes (kept in sync with tileport.runtime.abi.DTYPE_CODES).
+pub mod dtype {
+    pub const F32: i32 = 0;
+    pub const F16: i32 = 1;
+    pub const BF16: i32 = 2;
+    pub const F64: i32 = 3;
+    pub const I32: i32 = 4;
+    pub const I64: i32 = 5;
+    pub const I16: i32 = 6;
+    pub const I8: i32 = 7;
+    pub const U8: i32 = 8;
+    pub const BOOL: i32 = 9;
+
+    pub fn name(code: i32) -> &'static str {
+        match code {
+            F32 => "f32",
+            F16 => "f16",
+            BF16 => "bf16",
+            F64 => "f64",
+            I32 => "i32",
+            I64 => "i64",
+            I16 => "i16",
+            I8 => "i8",
+            U8 => "u8",
+            BOOL => "bool",
+            _ => "unknown",
+        }
+    }
+}
+
+/// Return codes (kept in sync with tileport.runtime.abi.RC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Code {
+    NullPointer = -1,
+    DType = -2,
+    Rank = -3,
+    Shape = -4,
+    Device = -5,
+    InvalidArgument = -6,
+    Launch = -7,
+    Panic = -8,
+    Layout = -9,
+}
+
+/// An error carried back across the C ABI as a return code plus a message.
+#[derive(Debug)]
+pub struct Error {
+    pub code: Code,
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(message: &str) {
+    let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|slot| *slot.borrow_mut() = text);
+}
+
+/// The message of the last failed call on this thread (valid until the next failure).
+#[unsafe(no_mangle)]
+pub extern "C" fn tileport_last_error() -> *const c_char {
+    LAST_ERROR.with(|slot| slot.borrow().as_ptr())
+}
+
+/// ABI revision of the descriptor and return codes; the Python binding checks it at load.
+#[unsafe(no_mangle)]
+pub extern "C" fn tileport_abi_version() -> i32 {
+    1
+}
+
+/// Run `body`, turning errors into return codes and panics into `Code::Panic`: nothing unwinds
+/// across the C boundary.
+pub fn guard(what: &str, body: impl FnOnce() -> Result<()>) -> i32 {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            set_last_error(&format!("{what}: {}", e.message));
+            e.code as i32
+        }
+        Err(payload) => {
+            let text = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".to_string());
+            set_last_error(&format!("{what}: internal panic: {text}"));
+            Code::Panic as i32
+        }
+    }
+}
+
+/// Check a descriptor before anything touches the device: not null, the expected rank, extents and
+/// strides that fit the i32 indexing cutile kernels use.
+pub fn check_desc<'a>(name: &str, desc: *const TensorDesc, rank: usize) -> Result<&'a TensorDesc> {
+    let d = unsafe { desc.as_ref() }.ok_or_else(|| {
+        Error::new(
+            Code::NullPointer,
+            format!("tensor `{name}` is a null descriptor"),
+        )
+    })?;
+    if d.ndim != rank as i32 {
+        return Err(Error::new(
+            Code::Rank,
+            format!(
+                "tensor `{name}` has rank {}, the kernel needs rank {rank}",
+                d.ndim
+            ),
+        ));
+    }
+    if d.ptr == 0 {
+        return Err(Error::new(
+            Code::NullPointer,
+            format!("tensor `{name}` has a null data pointer"),
+        ));
+    }
+    for i in 0..rank {
+        if d.shape[i] < 0 || d.shape[i] > i32::MAX as i64 {
+            return Err(Error::new(
+                Code::Shape,
+                format!(
+                    "tensor `{name}` extent {} of dim {i} is outside 0..=i32::MAX",
+                    d.shape[i]
+                ),
+            ));
+        }
+        if d.strides[i].abs() > i32::MAX as i64 {
+            return Err(Error::new(
+                Code::Layout,
+                format!(
+                    "tensor `{name}` stride {} of dim {i} does not fit in i32",
+                    d.strides[i]
+                ),
+            ));
+        }
+    }
+    Ok(d)
+}
+
+/// The dtype code shared by every array of one generic element type, checked against `allowed`.
+pub fn common_dtype(arrays: &[(&str, &TensorDesc)], allowed: &[i32]) -> Result<i32> {
+    let (first, head) = arrays[0];
+    for (name, d) in &arrays[1..] {
+        if d.dtype != head.dtype {
+            return Err(Error::new(
+                Code::DType,
+                format!(
+                    "tensor `{name}` is {} but `{first}` is {}; they must match",
+                    dtype::name(d.dtype),
+                    dtype::name(head.dtype)
+                ),
+            ));
+        }
+    }
+    if !allowed.contains(&head.dtype) {
+        let names: Vec<&str> = allowed.iter().map(|c| dtype::name(*c)).collect();
+        return Err(Error::new(
+            Code::DType,
+            format!(
+                "dtype {} is not supported (supported: {})",
+                dtype::name(head.dtype),
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(head.dtype)
+}
+
+/// Check that an array of fixed element type has exactly that dtype.
+pub fn require_dtype(name: &str, d: &TensorDesc, code: i32) -> Result<()> {
+    if d.dtype != code {
+        return Err(Error::new(
+            Code::DType,
+            format!(
+                "tensor `{name}` must be {}, got {}",
+                dtype::name(code),
+                dtype::name(d.dtype)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Outputs are written by many blocks at once: their elements must not overlap.
+pub fn require_disjoint(name: &str, d: &TensorDesc) -> Result<()> {
+    let n = d.ndim as usize;
+    let mut dims: Vec<(i64, i64)> = (0..n)
+        .filter(|&i| d.shape[i] > 1)
+        .map(|i| (d.strides[i], d.shape[i]))
+        .collect();
+    dims.sort();
+    let mut span = 1i64;
+    for (stride, extent) in dims {
+        if stride < span {
+            return Err(Error::new(
+                Code::Layout,
+                format!(
+                    "output tensor `{name}` has overlapping elements (strides {:?})",
+                    &d.strides[..n]
+                ),
+            ));
+        }
+        span = stride.saturating_mul(extent);
+    }
+    Ok(())
+}
+
+/// A tile-shape constant: positive and a power of two, as Tile IR requires.
+pub fn check_tile_dim(name: &str, value: i32) -> Result<()> {
+    if value <= 0 || value & (value - 1) != 0 {
+        return Err(Error::new(
+            Code::InvalidArgument,
+            format!("`{name}` = {value} must be a positive power of two"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn check_grid(grid: (u32, u32, u32)) -> Result<()> {
+    if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+        return Err(Error::new(
+            Code::InvalidArgument,
+            format!("grid {grid:?} has an empty dimension"),
+        ));
+    }
+    Ok(())
+}
+
+/// The device's primary context (the one the CUDA runtime and PyTorch use), retained once per
+/// ordinal and bound to the calling thread.
+fn primary_context(device_id: i32) -> Result<Arc<Context>> {
+    static CONTEXTS: OnceLock<Mutex<Vec<Option<Arc<Context>>>>> = OnceLock::new();
+    let ordinal = usize::try_from(device_id)
+        .map_err(|_| Error::new(Code::Device, format!("invalid device id {device_id}")))?;
+    let mut contexts = CONTEXTS
+        .get_or_init(|| Mutex::new(Vec::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if contexts.len() <= ordinal {
+        contexts.resize(ordinal + 1, None);
+    }
+    if contexts[ordinal].is_none() {
+        let ctx = Context::new(ordinal).map_err(|e| {
+            Error::new(
+                Code::Device,
+                format!("cannot open CUDA device {device_id}: {e}"),
+            )
+        })?;
+        contexts[ordinal] = Some(ctx);
+    }
+    let ctx = contexts[ordinal].clone().expect("context was just created");
+    ctx.bind_to_thread()
+        .map_err(|e| Error::new(Code::Device, format!("cannot bind device {device_id}: {e}")))?;
+    Ok(ctx)
+}
+
+/// Where a launch runs: the caller's device and stream, both borrowed (never destroyed here).
+pub struct LaunchTarget {
+    pub context: Arc<Context>,
+    pub stream: Arc<Stream>,
+}
+
+impl LaunchTarget {
+    pub fn new(device_id: i32, stream: u64) -> Result<Self> {
+        let context = primary_context(device_id)?;
+        let stream = unsafe { Stream::borrow_raw(stream as *mut c_void, &context) };
+        Ok(Self { context, stream })
+    }
+
+    /// A non-owning view of caller memory: no copy, no allocation, never freed by cutile.
+    pub fn tensor<E: cutile::cuda_core::DType>(&self, d: &TensorDesc) -> Tensor<E> {
+        let n = d.ndim as usize;
+        let shape: Vec<i32> = d.shape[..n].iter().map(|&v| v as i32).collect();
+        let strides: Vec<i32> = d.strides[..n].iter().map(|&v| v as i32).collect();
+        unsafe { Tensor::<E>::borrow_raw_parts(d.ptr, self.context.clone(), shape, strides) }
+    }
+}
+
+pub fn launch_error(kernel: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(Code::Launch, format!("launching `{kernel}` failed: {e}"))
+}
+
+// ---------------------------------------------------------------- CPU-only Tile IR export
+
+/// What the IR export needs to know about an entry: its module and array parameters (name, rank).
+pub struct EntryInfo {
+    pub module_ast: fn() -> cutile::cutile_compiler::ast::Module,
+    pub module: &'static str,
+    pub function: &'static str,
+    pub arrays: &'static [(&'static str, usize)],
+}
+
+fn leak(bytes: Vec<u8>) -> (*mut u8, usize) {
+    let boxed = bytes.into_boxed_slice();
+    let len = boxed.len();
+    (Box::into_raw(boxed) as *mut u8, len)
+}
+
+fn compile_ir(info: &EntryInfo, generics: Vec<String>, target: &str) -> Result<(Vec<u8>, Vec<u8>)> {
+    use cutile::compile_api::KernelCompiler;
+    use cutile::cutile_compiler::specialization::{DivHint, SpecializationBits};
+    // The capture signature: last dimension stride one, 16-byte aligned base, nothing else known.
+    let strides: Vec<(&str, Vec<i32>)> = info
+        .arrays
+        .iter()
+        .map(|(name, rank)| {
+            (
+                *name,
+                (0..*rank)
+                    .map(|i| if i + 1 == *rank { 1 } else { -1 })
+                    .collect(),
+            )
+        })
+        .collect();
+    let stride_refs: Vec<(&str, &[i32])> =
+        strides.iter().map(|(n, s)| (*n, s.as_slice())).collect();
+    let specs: Vec<(&str, SpecializationBits)> = info
+        .arrays
+        .iter()
+        .map(|(name, rank)| {
+            let bits = SpecializationBits {
+                shape_div: vec![DivHint::default(); *rank],
+                stride_div: vec![DivHint::default(); *rank],
+                stride_one: (0..*rank).map(|i| i + 1 == *rank).collect(),
+                base_ptr_div: DivHint {
+                    divisor: 16,
+                    max: 16,
+                },
+                elements_disjoint: true,
+            };
+            (*name, bits)
+        })
+        .collect();
+    let artifacts = KernelCompiler::new(info.module_ast, info.module, info.function)
+        .generics(generics)
+        .strides(&stride_refs)
+        .spec_args(&specs)
+        .target(target)
+        .bytecode_version(cutile_ir::bytecode::BytecodeVersion::V13_4)
+        .compile()
+        .map_err(|e| Error::new(Code::Launch, format!("{e}")))?;
+    let bytecode = artifacts
+        .bytecode()
+        .map_err(|e| Error::new(Code::Launch, format!("{e}")))?;
+    Ok((artifacts.ir_text().into_bytes(), bytecode))
+}
+
+/// Compile one entry to Tile IR on the CPU (no GPU, no driver): `generics` is the comma-separated
+/// generic argument list in declaration order. Buffers are freed with `tileport_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_ir(
+    entry: *const c_char,
+    generics: *const c_char,
+    target: *const c_char,
+    out_text: *mut *mut u8,
+    out_text_len: *mut usize,
+    out_bytecode: *mut *mut u8,
+    out_bytecode_len: *mut usize,
+) -> i32 {
+    if entry.is_null()
+        || generics.is_null()
+        || target.is_null()
+        || out_text.is_null()
+        || out_bytecode.is_null()
+    {
+        set_last_error("tileport_ir: null argument");
+        return Code::NullPointer as i32;
+    }
+    let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    let (entry, generics, target) = (text(entry), text(generics), text(target));
+    // The compiler recurses deeply: run it on a thread with a large stack, and carry the
+    // thread-local error message back.
+    let worker = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let mut result = None;
+            let rc = guard("tileport_ir", || {
+                let info = crate::entry_info(&entry).ok_or_else(|| {
+                    Error::new(Code::InvalidArgument, format!("unknown entry `{entry}`"))
+                })?;
+                let list = generics
+                    .split(',')
+                    .filter(|g| !g.is_empty())
+                    .map(|g| g.trim().to_string())
+                    .collect();
+                result = Some(compile_ir(&info, list, &target)?);
+                Ok(())
+            });
+            (
+                rc,
+                LAST_ERROR.with(|slot| slot.borrow().to_string_lossy().into_owned()),
+                result,
+            )
+        });
+    match worker.map(|handle| handle.join()) {
+        Ok(Ok((0, _, Some((ir, bytecode))))) => {
+            let (tp, tl) = leak(ir);
+            let (bp, bl) = leak(bytecode);
+            unsafe {
+                *out_text = tp;
+                *out_text_len = tl;
+                *out_bytecode = bp;
+                *out_bytecode_len = bl;
+            }
+            0
+        }
+        Ok(Ok((rc, message, _))) => {
+            set_last_error(&message);
+            rc
+        }
+        _ => {
+            set_last_error("tileport_ir: compiler thread failed");
+            Code::Panic as i32
+        }
+    }
+}
+
+/// Free a buffer returned by `tileport_ir`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_free(ptr: *mut u8, len: usize) {
+    if !ptr.is_null() {
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+    }
+}

@@ -1,0 +1,192 @@
+"""Tile IR capture on the CPU, both sides, plus cubins.
+
+- Reference: the cuTile Python kernel exported with `cuda.tile.compilation.export_kernel` for an
+  explicit signature (bytecode 13.4, no GPU). The kernel file is not imported as a module: only its
+  `cuda.tile`/`math` imports, module constants and function definitions are executed, so no other
+  top-level user code runs.
+- Generated: the same kernel's cutile-rs port compiled by the cutile compiler inside the generated
+  cdylib (`tileport_ir`), for the same signature.
+- Both: text with `tileirdisasm`, cubins with `tileiras` for several architectures; a compile
+  failure is a recorded result, not an exception.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileport import toolchain
+from tileport.ops.spec import Capture
+from tileport.runtime.library import KernelLibrary
+
+BYTECODE_VERSION = "13.4"
+ARCHS = ("sm_80", "sm_90", "sm_100")
+SAFE_IMPORTS = {"cuda", "cuda.tile", "math", "typing", "__future__"}
+
+_MODULES: dict[str, dict] = {}
+
+
+class CaptureError(RuntimeError):
+    pass
+
+
+def kernel_namespace(path: str | Path) -> dict:
+    """Execute only a kernel file's definitions (imports of cuda.tile/math, constants, functions)."""
+    key = str(Path(path).resolve())
+    if key in _MODULES:
+        return _MODULES[key]
+    tree = ast.parse(Path(path).read_text(), filename=str(path))
+    kept = []
+    for node in tree.body:
+        if isinstance(node, ast.Import) and all(a.name in SAFE_IMPORTS for a in node.names):
+            kept.append(node)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "") in SAFE_IMPORTS:
+            kept.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.Assign, ast.AnnAssign)):
+            kept.append(node)
+    module = ast.Module(body=kept, type_ignores=[])
+    namespace: dict[str, Any] = {"__name__": f"tileport_kernels_{Path(path).stem}", "__file__": key}
+    try:
+        exec(compile(module, key, "exec"), namespace)  # definitions only; see module docstring
+    except Exception as e:  # noqa: BLE001 - any failure of the user's definitions is reported as such
+        raise CaptureError(f"{path}: its kernel definitions failed to evaluate: {e}") from e
+    _MODULES[key] = namespace
+    return namespace
+
+
+def reference_bytecode(path: str | Path, capture: Capture) -> bytes:
+    """Tile IR bytecode of the cuTile Python kernel for the capture's signature (CPU only)."""
+    from cuda.tile.compilation import export_kernel
+
+    from tileport.ops.capture_ref import build_signature
+
+    kernel = kernel_namespace(path).get(capture.kernel)
+    if kernel is None:
+        raise CaptureError(f"{path} has no kernel `{capture.kernel}`")
+    buf = io.BytesIO()
+    try:
+        export_kernel(kernel, [build_signature(kernel, capture)], buf, output_format="tileir_bytecode",
+                      bytecode_version=BYTECODE_VERSION)
+    except Exception as e:  # noqa: BLE001 - cuTile's own diagnostics are passed on
+        raise CaptureError(f"cuTile Python could not compile {capture.label}: {e}") from e
+    return buf.getvalue()
+
+
+def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
+    """The variant of a manifest entry that serves `capture`, and its generic argument list."""
+    from tileport.model.types import TORCH_DTYPES
+
+    consts = dict(capture.constants)
+    for variant in entry["variants"]:
+        if all(consts.get(k) == v for k, v in variant["pinned"].items()):
+            dvars = {}
+            for name, (dt, _rank) in capture.arrays.items():
+                generic = variant["array_dtypes"].get(name)
+                if generic in variant["dtype_vars"]:
+                    dvars[generic] = TORCH_DTYPES.get(dt, dt)
+            values = {**dvars, **consts}
+            for name, expr in variant["derived"].items():
+                values[name] = _eval_dim(expr, consts)
+            try:
+                return variant["entry"], [_generic_text(values[g]) for g in variant["generics"]]
+            except KeyError as e:
+                raise CaptureError(f"{capture.label}: no value for generic {e}") from None
+    raise CaptureError(f"{capture.label}: no specialized entry of `{entry['kernel']}` matches")
+
+
+def _generic_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _eval_dim(expr: str, consts: dict) -> int:
+    ops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__,
+           ast.Mod: int.__mod__}
+
+    def ev(n):
+        if isinstance(n, ast.Constant):
+            return int(n.value)
+        if isinstance(n, ast.Name):
+            return int(consts[n.id])
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            return ops[type(n.op)](ev(n.left), ev(n.right))
+        raise CaptureError(f"cannot evaluate derived constant {expr!r}")
+    return ev(ast.parse(expr, mode="eval").body)
+
+
+def generated_bytecode(lib: KernelLibrary, capture: Capture, target: str = "sm_90") -> tuple[str, bytes]:
+    """Tile IR of the cutile-rs port for the same signature, compiled on the CPU."""
+    entry = next((e for e in lib.manifest["entries"] if e["kernel"] == capture.kernel), None)
+    if entry is None:
+        raise CaptureError(f"the generated library has no kernel `{capture.kernel}`")
+    name, generics = generic_arguments(entry, capture)
+    return lib.ir(name, generics, target)
+
+
+def disassemble(bytecode: bytes) -> str:
+    tool = toolchain.tileirdisasm()
+    if tool is None:
+        raise CaptureError("tileirdisasm not found (run: bash scripts/setup.sh)")
+    with tempfile.NamedTemporaryFile(suffix=".tileirbc") as f:
+        f.write(bytecode)
+        f.flush()
+        proc = subprocess.run([str(tool), f.name], capture_output=True, text=True, env=toolchain.env())
+    if proc.returncode != 0:
+        raise CaptureError(f"tileirdisasm failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+@dataclass
+class CubinResult:
+    arch: str
+    ok: bool
+    size: int = 0
+    sha256: str = ""
+    error: str = ""
+
+
+def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None) -> CubinResult:
+    """tileiras on the CPU; failures come back as a result with tileiras' message."""
+    tool = toolchain.tileiras()
+    if tool is None:
+        return CubinResult(arch, False, error="tileiras not found (run: bash scripts/setup.sh)")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "k.tileirbc", Path(tmp) / "k.cubin"
+        src.write_bytes(bytecode)
+        proc = subprocess.run([str(tool), "--gpu-name", arch, "-O3", "-o", str(dst), str(src)],
+                              capture_output=True, text=True, env=toolchain.env(), timeout=600)
+        if proc.returncode != 0 or not dst.exists():
+            return CubinResult(arch, False, error=(proc.stderr or proc.stdout).strip()[-2000:]
+                               or f"tileiras exited with {proc.returncode}")
+        data = dst.read_bytes()
+        if out is not None:
+            out.write_bytes(data)
+        return CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest())
+
+
+@dataclass
+class SideCapture:
+    bytecode: bytes
+    text: str
+    cubins: list[CubinResult] = field(default_factory=list)
+
+
+def capture_side(bytecode: bytes, out_dir: Path | None, stem: str, archs=ARCHS) -> SideCapture:
+    text = disassemble(bytecode)
+    cubins = [compile_cubin(bytecode, a, out_dir / f"{stem}.{a}.cubin" if out_dir else None) for a in archs]
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"{stem}.tileirbc").write_bytes(bytecode)
+        (out_dir / f"{stem}.tileir").write_text(text)
+    return SideCapture(bytecode, text, cubins)
+
+
+def cubin_summary(side: SideCapture) -> list[dict]:
+    return [asdict(c) for c in side.cubins]
