@@ -149,6 +149,8 @@ class KernelLibrary:
         if self.dll.tileport_abi_version() != ABI_VERSION or self.manifest["abi_version"] != ABI_VERSION:
             raise TileportError(f"{self.path} uses ABI {self.dll.tileport_abi_version()}, expected {ABI_VERSION}")
         self.entries = {e["kernel"]: Entry(self, e) for e in self.manifest["entries"]}
+        if os.environ.get("TILEPORT_JIT_CACHE", "1") != "0":
+            raise_for(self.dll.tileport_enable_jit_cache(), self.last_error())
 
     def last_error(self) -> str:
         msg = self.dll.tileport_last_error()

@@ -9,7 +9,7 @@ from .canon import assume_root
 from .compare import Findings
 from .match import FunctionIndex, Matching, describe_role
 from .model import Op, Value, walk
-from .ops import is_function_arg
+from .ops import is_function_arg, is_transparent
 from .rules import Status
 from .types import PointerType, TileType, is_pointer_tile
 
@@ -81,7 +81,7 @@ def _assumptions(fx: FunctionIndex) -> dict[Any, tuple[Value, set, Op]]:
     """Assumed predicates per assumed value: parameters by role, op results by (op, index)."""
     out: dict[Any, tuple[Value, set, Op]] = {}
     for op in walk(fx.function):
-        if op.name != "assume":
+        if op.name != "assume" or not is_transparent(op):
             continue
         v = assume_root(op.operands[0])
         key: Any = ("arg", fx.arg_role[v]) if is_function_arg(v) else ("op", v.op, v.index)

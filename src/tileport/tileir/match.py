@@ -91,7 +91,8 @@ class FunctionIndex:
         for op in walk_block(self.function.body):
             if op.name != "make_tensor_view" or not isinstance(op.results[0].type, TensorViewType):
                 continue
-            base = K.base_pointer(op.operand("base"))  # type: ignore[arg-type]
+            base_operand = op.operand("base")
+            base = K.base_pointer(base_operand) if base_operand is not None else None
             if base not in self.pointer_ordinal:
                 continue
             tv = op.results[0].type

@@ -108,7 +108,11 @@ def base_pointer(v: Value) -> Value | None:
                 return None
             v = init
         elif op.name in VIEW_OPS:
-            v = op.operand("base") if op.name == "make_tensor_view" else op.operands[0]
+            nxt = op.operand("base") if op.name == "make_tensor_view" else \
+                (op.operands[0] if op.operands else None)
+            if nxt is None:
+                return None
+            v = nxt
         elif (is_transparent(op) or op.name in ("ptr_to_ptr", "offset")) and op.operands:
             v = op.operands[0]
         else:

@@ -105,6 +105,15 @@ pub extern "C" fn tileport_abi_version() -> i32 {
     1
 }
 
+/// Turn on cutile's on-disk cubin cache (`~/.cache/cutile/kernels`), so later processes reuse compiled
+/// kernels instead of running the JIT again (cuTile Python caches the same way by default).
+#[unsafe(no_mangle)]
+pub extern "C" fn tileport_enable_jit_cache() -> i32 {
+    guard("tileport_enable_jit_cache", || {
+        cutile::jit_cache::enable_default().map_err(|e| Error::new(Code::Device, format!("cubin cache: {e}")))
+    })
+}
+
 /// Run `body`, turning errors into return codes and panics into `Code::Panic`: nothing unwinds
 /// across the C boundary.
 pub fn guard(what: &str, body: impl FnOnce() -> Result<()>) -> i32 {

@@ -43,6 +43,8 @@ def _padding(c: Cursor) -> str:
     return _PADDING[b]
 
 _V13_3, _V13_4, _V13_5 = 130300, 130400, 130500
+# Operand roles that may hold tokens: token inputs, and the variadic values of control flow.
+_TOKEN_ROLES = frozenset({"token", "tokens", "initValues", "operands", "args"})
 
 
 class _Tables:
@@ -410,7 +412,12 @@ class _FunctionReader:
         return count_left - take
 
     def _add_operand(self, op: Op, role: str, c: Cursor) -> None:
-        op.operands.append(self._operand(c))
+        v = self._operand(c)
+        # Tokens only order memory effects; canonicalization drops them, which is sound only
+        # where an operand slot can hold a token.
+        if isinstance(v.type, TokenType) and role not in _TOKEN_ROLES:
+            raise c.fail(f"{op.name}: a token used as operand '{role}'")
+        op.operands.append(v)
         op.operand_roles.append(role)
 
     def _attr(self, c: Cursor, step: Step) -> Any:

@@ -1,0 +1,116 @@
+"""Differential correctness on the GPU: every op x backend x dtype x shape against PyTorch.
+
+Each record says what ran, the largest error, the tolerance it was held to, and why it failed (an
+exception is a failure with its message, never a skip). Ops can run in separate processes (`jobs`)
+so the JIT compilations of different ops overlap; kernels compiled once are cached on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Iterable
+
+from tileport.ops.spec import OpSpec
+
+TILE_BACKENDS = ("cutile", "cutile-rs")
+
+
+def _tensors(x: Any) -> tuple:
+    return x if isinstance(x, tuple) else (x,)
+
+
+def compare(got: Any, ref: Any, rtol: float, atol: float) -> tuple[bool, float, float, str]:
+    """(ok, max abs error, max error relative to the tolerance, message)."""
+    import torch
+    worst_abs, worst_ratio, msg = 0.0, 0.0, ""
+    gots, refs = _tensors(got), _tensors(ref)
+    if len(gots) != len(refs):
+        return False, math.inf, math.inf, f"{len(gots)} outputs, reference has {len(refs)}"
+    for i, (g, r) in enumerate(zip(gots, refs)):
+        if g.shape != r.shape or g.dtype != r.dtype:
+            return False, math.inf, math.inf, f"output {i}: {tuple(g.shape)} {g.dtype} vs {tuple(r.shape)} {r.dtype}"
+        gf, rf = g.float(), r.float()
+        if torch.isnan(gf).ne(torch.isnan(rf)).any():
+            return False, math.inf, math.inf, f"output {i}: NaN where the reference has none (or vice versa)"
+        finite = ~torch.isnan(rf)
+        err = (gf - rf).abs()[finite]
+        if err.numel():
+            allowed = atol + rtol * rf.abs()[finite]
+            worst_abs = max(worst_abs, float(err.max()))
+            worst_ratio = max(worst_ratio, float((err / allowed).max()))
+    ok = worst_ratio <= 1.0
+    if not ok:
+        msg = f"max |error| {worst_abs:.3g} exceeds atol {atol} + rtol {rtol} * |ref| (x{worst_ratio:.2f})"
+    return ok, worst_abs, worst_ratio, msg
+
+
+def check_case(spec: OpSpec, backend: str, dtype: str, shape: tuple, seed: int = 0) -> dict:
+    import torch
+
+    from tileport.ops.api import call
+    rec = {"op": spec.name, "backend": backend, "dtype": dtype, "shape": list(shape)}
+    tol = spec.tolerances[dtype]
+    rec.update(rtol=tol.rtol, atol=tol.atol)
+    t0 = time.perf_counter()
+    try:
+        inputs = spec.make_inputs(shape, dtype, "cuda", seed)
+        ref = spec.reference(*inputs)
+        got = call(spec, *inputs, backend=backend)
+        torch.cuda.synchronize()
+        ok, max_abs, ratio, msg = compare(got, ref, tol.rtol, tol.atol)
+        rec.update(ok=ok, max_abs_err=max_abs, err_over_tol=ratio, error=msg)
+    except Exception as e:  # noqa: BLE001 - a crash of one case is that case's failure
+        rec.update(ok=False, max_abs_err=None, err_over_tol=None, error=f"{type(e).__name__}: {e}"[:2000])
+    rec["seconds"] = round(time.perf_counter() - t0, 3)
+    return rec
+
+
+def check_op(spec: OpSpec, backends: Iterable[str] = TILE_BACKENDS, dtypes: Iterable[str] | None = None,
+             shapes: Iterable[tuple] | None = None) -> list[dict]:
+    out = []
+    for dtype in dtypes or spec.dtypes:
+        for shape in shapes or spec.shapes:
+            for backend in backends:
+                out.append(check_case(spec, backend, dtype, tuple(shape)))
+    return out
+
+
+def run_parallel(ops: list[str], jobs: int, out_dir: Path, backends: Iterable[str] = TILE_BACKENDS) -> list[dict]:
+    """One process per op (at most `jobs` at a time); returns every record."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def one(op: str) -> list[dict]:
+        path = out_dir / f"check-{op}.json"
+        cmd = [sys.executable, "-m", "tileport.gpu.check", op, "--json", str(path), "--backends", *backends]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not path.exists():
+            return [{"op": op, "backend": "*", "dtype": "*", "shape": [], "ok": False,
+                     "error": f"checker process failed: {proc.stderr[-2000:]}"}]
+        return json.loads(path.read_text())
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(one, ops))
+    return [r for rs in results for r in rs]
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from tileport.ops.specs import get_spec
+    ap = argparse.ArgumentParser(description="GPU correctness of one operator")
+    ap.add_argument("op")
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--backends", nargs="+", default=list(TILE_BACKENDS))
+    args = ap.parse_args(argv)
+    records = check_op(get_spec(args.op), args.backends)
+    Path(args.json).write_text(json.dumps(records, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""GPU kernel time from profiler events, with the L2 cache flushed before every repetition.
+
+Each repetition runs `flush()` (a write of a buffer larger than L2) and then the function under test;
+the profiler (CUPTI through torch.profiler) records every kernel, and a repetition's time is the sum
+of the device durations of its kernels, so host launch cost and gaps never count. Warm-up and the
+number of repetitions follow a time budget; results are medians with their spread.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+L2_FLUSH_BYTES = 256 << 20
+
+
+@dataclass
+class Timing:
+    median_us: float
+    p10_us: float
+    p90_us: float
+    min_us: float
+    reps: int
+    kernels_per_rep: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class TimingError(RuntimeError):
+    pass
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def make_flush(device) -> Callable[[], None]:
+    buf = _torch().empty(L2_FLUSH_BYTES, dtype=_torch().int8, device=device)
+    return buf.zero_
+
+
+def _cuda_kernels(prof) -> list[tuple[str, int, int]]:
+    """(name, start ns, duration ns) of every GPU activity the profiler saw, in start order."""
+    torch = _torch()
+    events = []
+    for e in prof.profiler.kineto_results.events():
+        if e.device_type() == torch.autograd.DeviceType.CUDA:
+            events.append((e.name(), e.start_ns(), e.duration_ns()))
+    return sorted(events, key=lambda x: x[1])
+
+
+def _profile(fn: Callable[[], None], reps: int, flush: Callable[[], None] | None) -> list[list[tuple]]:
+    torch = _torch()
+    activities = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(reps):
+            if flush is not None:
+                flush()
+            fn()
+        torch.cuda.synchronize()
+    return _cuda_kernels(prof)
+
+
+_FLUSH_NAMES: dict = {}
+
+
+def flush_kernel_name(flush: Callable[[], None]) -> str:
+    key = id(flush)
+    if key not in _FLUSH_NAMES:
+        events = _profile(lambda: None, 1, flush)
+        if len(events) != 1:
+            raise TimingError(f"the L2 flush should be one kernel, the profiler saw {len(events)}")
+        _FLUSH_NAMES[key] = events[0][0]
+    return _FLUSH_NAMES[key]
+
+
+def gpu_time(fn: Callable[[], None], flush: Callable[[], None], *, budget_s: float = 0.3,
+             min_reps: int = 10, max_reps: int = 500, warmup_s: float = 0.05) -> Timing:
+    """Median GPU time of `fn` (all its kernels) over repetitions, each after an L2 flush."""
+    torch = _torch()
+    flush_name = flush_kernel_name(flush)
+    fn()  # first call: JIT compilation, allocations
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    n = 0
+    while time.perf_counter() - t0 < warmup_s or n < 3:
+        flush()
+        fn()
+        torch.cuda.synchronize()
+        n += 1
+    per_call = (time.perf_counter() - t0) / n
+    reps = int(min(max_reps, max(min_reps, budget_s / max(per_call, 1e-6))))
+    events = _profile(fn, reps, flush)
+    groups: list[list[int]] = []
+    for name, _start, dur in events:
+        if name == flush_name:
+            groups.append([])
+        elif groups:
+            groups[-1].append(dur)
+    if len(groups) != reps or any(not g for g in groups):
+        raise TimingError(f"expected {reps} repetitions with kernels, the profiler saw {len(groups)} "
+                          f"(empty: {sum(1 for g in groups if not g)})")
+    kernels = {len(g) for g in groups}
+    times = sorted(sum(g) / 1e3 for g in groups)
+    q = statistics.quantiles(times, n=10) if len(times) >= 10 else [times[0]] * 9
+    return Timing(statistics.median(times), q[0], q[-1], times[0], reps, max(kernels))
+
+
+def host_overhead_us(fn: Callable[[], None], calls: int = 2000) -> float:
+    """Host time per call of an asynchronous launch (the GPU work is tiny and overlaps)."""
+    torch = _torch()
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6

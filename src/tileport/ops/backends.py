@@ -1,0 +1,84 @@
+"""Backends of the operator library: `torch` (reference), `cutile` (our cuTile Python kernels) and
+`cutile-rs` (the generated cdylib). A backend that cannot run a call raises `BackendUnavailable`
+with the reason; nothing ever falls back to another backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+from typing import Any, Sequence
+
+from tileport.ops.spec import Launch, OpSpec
+from tileport.runtime.abi import TileportError
+
+BACKENDS = ("torch", "cutile", "cutile-rs")
+
+
+class BackendUnavailable(TileportError):
+    """The chosen backend cannot run this call here (no GPU, no toolchain, unsupported dtype...)."""
+
+
+def _cuda_available() -> str | None:
+    if importlib.util.find_spec("torch") is None:
+        return "PyTorch is not installed"
+    import torch
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible to PyTorch"
+    return None
+
+
+@functools.cache
+def unavailable_reason(backend: str) -> str | None:
+    """None if `backend` can run on this machine, else why not."""
+    if backend not in BACKENDS:
+        return f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})"
+    if importlib.util.find_spec("torch") is None:
+        return "PyTorch is not installed"
+    if backend == "torch":
+        return None
+    reason = _cuda_available()
+    if reason:
+        return reason
+    if backend == "cutile":
+        if importlib.util.find_spec("cuda.tile") is None:
+            return "cuTile Python (cuda-tile) is not installed"
+        return None
+    if not os.environ.get("TILEPORT_LIB") and shutil.which("cargo") is None:
+        return "no prebuilt library ($TILEPORT_LIB) and no cargo to build rust/"
+    return None
+
+
+def available_backends() -> list[str]:
+    return [b for b in BACKENDS if unavailable_reason(b) is None]
+
+
+def require(backend: str) -> None:
+    reason = unavailable_reason(backend)
+    if reason:
+        raise BackendUnavailable(f"backend {backend!r} is unavailable: {reason}")
+
+
+def run_plan_rust(launches: Sequence[Launch], stream: Any) -> None:
+    """Execute a launch plan through the generated C ABI, on `stream` (no host synchronization)."""
+    from tileport.runtime.library import load
+
+    lib = load()
+    handle = stream.cuda_stream if hasattr(stream, "cuda_stream") else int(stream)
+    for launch in launches:
+        lib[launch.kernel](grid=launch.grid, stream=handle, **launch.args)
+
+
+def run_plan(backend: str, spec: OpSpec, launches: Sequence[Launch], stream: Any) -> None:
+    if backend == "cutile":
+        from tileport.ops.backends_cutile import run_plan_cutile
+        run_plan_cutile(spec, launches, stream)
+    elif backend == "cutile-rs":
+        unknown = [launch.kernel for launch in launches if launch.kernel not in spec.kernels]
+        if unknown:
+            raise BackendUnavailable(f"{spec.name}: plan launches kernels outside the op: {unknown}")
+        run_plan_rust(launches, stream)
+    else:
+        raise ValueError(f"backend {backend!r} does not run launch plans")

@@ -1,0 +1,38 @@
+"""Shared fixtures: GPU detection (gpu-marked tests skip with the reason) and the built cdylib."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def gpu_unavailable_reason() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "no GPU: PyTorch is not installed on this machine"
+    if not torch.cuda.is_available():
+        return "no GPU: torch.cuda.is_available() is False on this machine"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = gpu_unavailable_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def library():
+    """The generated crate's cdylib: $TILEPORT_LIB if set, else built with cargo (dev profile)."""
+    from tileport.runtime.library import load
+    profile = os.environ.get("TILEPORT_PROFILE", "dev")
+    return load(REPO / "rust", profile=profile)
