@@ -180,9 +180,10 @@ class SideCapture:
 
 def capture_side(bytecode: bytes, out_dir: Path | None, stem: str, archs=ARCHS) -> SideCapture:
     text = disassemble(bytecode)
-    cubins = [compile_cubin(bytecode, a, out_dir / f"{stem}.{a}.cubin" if out_dir else None) for a in archs]
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
+    cubins = [compile_cubin(bytecode, a, out_dir / f"{stem}.{a}.cubin" if out_dir else None) for a in archs]
+    if out_dir is not None:
         (out_dir / f"{stem}.tileirbc").write_bytes(bytecode)
         (out_dir / f"{stem}.tileir").write_text(text)
     return SideCapture(bytecode, text, cubins)

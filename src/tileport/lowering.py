@@ -132,7 +132,6 @@ GATHER = ("unsafe {{ load_ptr_tko_tpad({ptrs}, ordering::Weak, None::<scope::Til
           "Latency::<{latency}>) }}")
 SCATTER = ("unsafe {{ store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, {mask}, None, "
            "Latency::<{latency}>) }}")
-TENSOR_STRIDES = "tensor_strides({array})"
 
 # ---- entry attributes
 ENTRY_HINT_KEYS = {"num_ctas": "num_cta_in_cga", "occupancy": "occupancy",
@@ -185,14 +184,6 @@ SHIMS = {
         token: Option<Token>,
         latency: Latency<CYCLES>,
     ) -> (Tile<E, S>, Token) {
-        unreachable!()
-    }
-""",
-    "tensor_strides": """\
-    /// The dynamic strides of a tensor parameter (kernel-side tensors have no stride accessor).
-    #[cuda_tile::variadic_op(N = 6)]
-    #[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "strides")]
-    pub fn tensor_strides<'s, E: ElementType, const S: [i32; N]>(tensor: &Tensor<E, S>) -> Shape<'s, S> {
         unreachable!()
     }
 """,

@@ -116,3 +116,33 @@ def test_values_are_renamed_by_definition_order():
         names += [r.name for r in op.results]
         names += [a.name for region in op.regions for b in region.blocks for a in b.args]
     assert names == [f"%{i}" for i in range(len(names))]
+
+
+VEC_ADD = """\
+// Tile IR bytecode 13.4
+entry @vec_add_Kt2_A1f32_1t1_p16_A1f32_1t1_p16_A1f32_1t1_p16_I1024(%arg0: tile<ptr<f32>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<ptr<f32>>, %arg4: tile<i32>, %arg5: tile<i32>, %arg6: tile<ptr<f32>>, %arg7: tile<i32>, %arg8: tile<i32>) optimization_hints=<sm_90 = {}> {
+  %0 = assume %arg0 {predicate = div_by<16>} : tile<ptr<f32>>
+  %1 = assume %arg3 {predicate = div_by<16>} : tile<ptr<f32>>
+  %2 = assume %arg6 {predicate = div_by<16>} : tile<ptr<f32>>
+  %3 = assume %arg1 {predicate = bounded<0, ?>} : tile<i32>
+  %4 = make_tensor_view base %0, dynamicShape %3 : tensor_view<?xf32, strides=[1]>
+  %5 = assume %arg4 {predicate = bounded<0, ?>} : tile<i32>
+  %6 = make_tensor_view base %1, dynamicShape %5 : tensor_view<?xf32, strides=[1]>
+  %7 = assume %arg7 {predicate = bounded<0, ?>} : tile<i32>
+  %8 = make_tensor_view base %2, dynamicShape %7 : tensor_view<?xf32, strides=[1]>
+  %9, %10, %11 = get_tile_block_id : tile<i32>, tile<i32>, tile<i32>
+  %12 = make_partition_view %4 : partition_view<tile=(1024), tensor_view<?xf32, strides=[1]>>
+  %13 = load_view_tko view %12, index %9 {inbounds = [false], memory_ordering_semantics = weak} : tile<1024xf32>
+  %14 = make_partition_view %6 : partition_view<tile=(1024), tensor_view<?xf32, strides=[1]>>
+  %15 = load_view_tko view %14, index %9 {inbounds = [false], memory_ordering_semantics = weak} : tile<1024xf32>
+  %16 = addf %13, %15 {flush_to_zero = false, rounding_mode = nearest_even} : tile<1024xf32>
+  %17 = make_partition_view %8 : partition_view<tile=(1024), tensor_view<?xf32, strides=[1]>>
+  store_view_tko tile %16, view %17, index %9 {inbounds = [false], memory_ordering_semantics = weak}
+  return
+}
+"""
+
+
+def test_canonical_text_golden():
+    """The canonical rendering is stable (reports and golden files depend on it)."""
+    assert to_text(canonicalize(_module("vec_add"))) == VEC_ADD

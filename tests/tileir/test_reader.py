@@ -10,7 +10,7 @@ import pytest
 import tir_export
 import tir_kernels
 import tir_oracle
-from tileport.tileir import BytecodeError, canonicalize, read_module, to_text
+from tileport.tileir import BytecodeError, canonicalize, diff, read_module, to_text
 from tileport.tileir.model import walk
 from tileport.tileir.reader.schemas import encodings_source, load_schemas, mnemonic
 from tileport.tileir.types import PartitionViewType, TensorViewType, TileType
@@ -146,16 +146,37 @@ def test_every_op_of_the_test_kernels_reads():
 
 
 def test_corrupted_bytecode_raises_bytecode_error_only():
-    """Random byte changes either still read or raise BytecodeError, never anything else."""
+    """Random byte changes either raise BytecodeError or read to a program the diff handles."""
     import random
     rng = random.Random(0)
     for case in ("misc", "matmul", "gather_scatter"):
         data = tir_export.case(case)
-        for _ in range(1500):
+        ref = read_module(data)
+        for i in range(600):
             b = bytearray(data)
             for _ in range(rng.randint(1, 3)):
                 b[rng.randrange(12, len(b))] = rng.randrange(256)
             try:
-                read_module(bytes(b))
+                module = read_module(bytes(b))
             except BytecodeError:
-                pass
+                continue
+            if i % 4 == 0:
+                diff(ref, module)
+
+
+@needs_disasm
+def test_module_with_several_entries(tmp_path):
+    """One export with two signatures: two entries, each with its own debug locations."""
+    import io
+    from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
+    sigs = [KernelSignature([tir_export._param(p) for p in params], CallingConvention.cutile_python_v2())
+            for params in ([("float32", 1)] * 3 + [1024], [("float16", 1)] * 3 + [512])]
+    buf = io.BytesIO()
+    export_kernel(tir_kernels.vec_add, sigs, buf, output_format="tileir_bytecode", bytecode_version="13.4")
+    path = tmp_path / "two.tileirbc"
+    path.write_bytes(buf.getvalue())
+    module = read_module(path)
+    assert len(module.entries) == 2
+    assert tir_oracle.reader_sequence(module) == tir_oracle.parse(tir_oracle.disassemble(path))
+    assert all(op.loc for f in module.entries for op in walk(f) if op.name == "load_view_tko")
+    assert diff(module, module).verdict == "PASS"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
-from tileport.emit.rust_kernel import derived_dims, derived_name
+from tileport.emit.rust_kernel import derived_dims, derived_name, stride_params
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.model.types import DVar, Sym
 
@@ -205,6 +205,7 @@ def _launch_call(variant: Kernel, arg_names, dvars) -> list[str]:
             args.append(f"&{a}_t")
         elif not p.is_const:
             args.append(a)
+    args += [f"{arg_names[a]}.strides[{d}] as i32" for a, d in stride_params(variant)]
     generics = [f"dtype_names[{i}].to_string()" for i in range(len(dvars))]
     generics += [f"{arg_names[p.name]}.to_string()" for p in variant.const_params]
     generics += [f"{derived_name(d).lower()}.to_string()" for d in derived_dims(variant)]

@@ -54,6 +54,26 @@ def derived_dims(kernel: Kernel) -> list[DimOp]:
     return list(found)
 
 
+def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
+    """(array, dim) of every non-last stride a gather/scatter needs, in first-use order.
+
+    cutile 0.5.0 kernels cannot read a stride the JIT specialized to a constant (a column array's
+    row stride is 1), so the launcher passes these strides as extra i32 arguments.
+    """
+    ranks = {p.name: p.ty.rank for p in kernel.params if p.is_array}
+    found: dict[tuple[str, int], None] = {}
+    for st in walk(kernel.body):
+        if isinstance(st, (Let, Do)) and st.op.kind in ("gather", "scatter"):
+            arr = st.op.args[0].name
+            for d in range(ranks[arr] - 1):
+                found.setdefault((arr, d), None)
+    return list(found)
+
+
+def stride_param_name(array: str, dim: int) -> str:
+    return f"{array}_stride{dim}"
+
+
 def dim_rs(d: Dim) -> str:
     if isinstance(d, DimOp):
         return derived_name(d)
@@ -195,6 +215,7 @@ class KernelEmitter:
             generics.append(f"const {p.name}: {'bool' if p.const_type == 'bool' else 'i32'}")
         generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
         params = [f"{p.name}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
+        params += [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
         attrs = self.entry_attrs()
         out = []
         if k.doc:
@@ -543,11 +564,7 @@ class KernelEmitter:
                 stride = self.fresh(f"{name}_one")
                 pre.append(f"let {stride}: {u64(shape)} = constant(1u64, shape![{shape_rs(shape)}]);")
             else:
-                self.shims.add("tensor_strides")
-                strides = self.fresh(f"{arr.name}_strides")
-                pre.append(f"let {strides}: Shape<{{ [{', '.join(['-1'] * array_rank)}] }}> = "
-                           f"{L.TENSOR_STRIDES.format(array=arr.name)};")
-                stride = self.scalar_u64_tile(f"{strides}[{d}]", shape, f"{name}_s{d}", pre)
+                stride = self.scalar_u64_tile(stride_param_name(arr.name, d), shape, f"{name}_s{d}", pre)
             term = self.fresh(f"{name}_off{d}")
             pre.append(f"let {term}: {u64(shape)} = {wide} * {stride};")
             if offset is None:

@@ -61,8 +61,8 @@ def _normalize_hint_attrs(function: Function, target: str) -> None:
         function.hints = equiv.select_hints(function.hints, target, {})
     for block in blocks(function):
         for op in block.ops:
-            h = op.attributes.get("optimization_hints")
-            if isinstance(h, Hints) or "optimization_hints" in op.attributes:
+            if "optimization_hints" in op.attributes:
+                h = op.attributes["optimization_hints"]
                 selected = equiv.select_hints(h if isinstance(h, Hints) else None, target,
                                               LOAD_STORE_HINT_DEFAULTS)
                 if selected.by_arch[0][1].items:

@@ -139,9 +139,9 @@ class FunctionIndex:
             return user in self.address_only
 
         for op in sorted(self.order, key=self.order.__getitem__, reverse=True):
-            if op.results and all(
-                    uses and all(address_use(u, p) for u, p in uses)
-                    for uses in (self.users.get(r, []) for r in op.results)):
+            uses = [u for r in op.results for u in self.users.get(r, [])]
+            # Unused results (the y/z of get_tile_block_id) do not count against it.
+            if uses and all(address_use(u, p) for u, p in uses):
                 self.address_only.add(op)
 
     def location(self, op: Op) -> Location:

@@ -253,11 +253,15 @@ def _enums(tree: ast.Module) -> dict[str, dict[int, str]]:
 
 
 def encodings_source() -> Path:
-    spec = importlib.util.find_spec("cuda.tile._bytecode.encodings")
-    if spec is None or spec.origin is None:
-        raise SchemaError("cuda-tile is not installed: the bytecode reader needs "
-                          "cuda/tile/_bytecode/encodings.py (pip install cuda-tile==1.7.0)")
-    return Path(spec.origin)
+    """cuda/tile/_bytecode/encodings.py of the installed cuda-tile, found without importing
+    cuda.tile (which would load its C extension)."""
+    spec = importlib.util.find_spec("cuda")
+    for root in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(root) / "tile" / "_bytecode" / "encodings.py"
+        if path.is_file():
+            return path
+    raise SchemaError("cuda-tile is not installed: the bytecode reader needs "
+                      "cuda/tile/_bytecode/encodings.py (pip install cuda-tile==1.7.0)")
 
 
 @lru_cache(maxsize=1)
