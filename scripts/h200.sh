@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 (through the device tool, after `bash scripts/device-bundle.sh`):
-#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [pytest]
-# Results go to $OUT (check/*.json, bench.json, logs). Each step has its own time limit so a slow
-# step cannot eat the whole call; partial results are written as they come.
+#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [pytest]
+# Work happens under /tmp/tileport-out; the few files worth keeping are copied to $OUT at the end
+# (the device tool returns at most 8). Each step has its own time limit, and partial results are
+# written as they come, so a slow step cannot lose the others.
 set -u
-steps=${*:-check bench}
+steps=${*:-check bench dump}
 export TILEPORT_LIB="$TILEPORT_DEVICE_EXTRA/libtileport_kernels.so"
 export TILEPORT_COMMIT="$(cat .device/COMMIT 2>/dev/null || echo unknown)"
-export OUT=${OUT:-/tmp/tileport-out}
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+work=/tmp/tileport-out
+mkdir -p "$work"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$work/gpu.txt"
 for step in $steps; do
   case $step in
-    check)  timeout "${CHECK_TIMEOUT:-300}" python3 -m tileport.cli gpu-check -j "${JOBS:-12}" --out "$OUT/check" \
-              > "$OUT/check.log" 2>&1; echo "check rc=$?"; tail -n 45 "$OUT/check.log" ;;
-    bench)  timeout "${BENCH_TIMEOUT:-280}" python3 -m tileport.cli bench ${BENCH_OPS:-} --out "$OUT/bench.json" \
-              --budget "${BUDGET:-0.25}" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; tail -n 8 "$OUT/bench.log" ;;
+    check)  timeout "${CHECK_TIMEOUT:-300}" python3 -m tileport.cli gpu-check ${CHECK_OPS:-} -j "${JOBS:-12}" \
+              --out "$work/check" > "$work/check.log" 2>&1; echo "check rc=$?"; tail -n 30 "$work/check.log"
+            cp "$work/check/check.json" "$work/check.json" 2>/dev/null ;;
+    bench)  timeout "${BENCH_TIMEOUT:-280}" python3 -m tileport.cli bench ${BENCH_OPS:-} --out "$work/bench.json" \
+              --budget "${BUDGET:-0.25}" > "$work/bench.log" 2>&1; echo "bench rc=$?"; tail -n 8 "$work/bench.log" ;;
+    dump)   timeout "${DUMP_TIMEOUT:-120}" python3 -m tileport.gpu.dump "$work/bench.json" "$work/ir-dumps" 1.02 \
+              > "$work/dump.log" 2>&1; echo "dump rc=$?"; tail -n 5 "$work/dump.log" ;;
     pytest) timeout "${PYTEST_TIMEOUT:-300}" python3 -m pytest -q -m gpu -p no:cacheprovider tests \
-              > "$OUT/pytest-gpu.log" 2>&1; echo "pytest rc=$?"; tail -n 15 "$OUT/pytest-gpu.log" ;;
+              > "$work/pytest-gpu.log" 2>&1; echo "pytest rc=$?"; tail -n 15 "$work/pytest-gpu.log" ;;
   esac
 done
+if [ -n "${OUT:-}" ]; then
+  for f in gpu.txt check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log pytest-gpu.log; do
+    [ -f "$work/$f" ] && cp "$work/$f" "$OUT/"
+  done
+fi

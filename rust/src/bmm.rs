@@ -46,60 +46,67 @@ pub mod bmm {
         };
         let mut c_out: PartitionMut<f32, { [1, TILE_M, TILE_N] }> =
             unsafe { c.partition_full_mut(shape![1, TILE_M, TILE_N]) };
-        let batch: i32 = get_tile_block_id().1;
         let a_dim1: i32 = a.shape()[1];
         let num_bm: i32 = ceil_div(a_dim1, TILE_M);
         let b_dim2: i32 = b.shape()[2];
         let num_bn: i32 = ceil_div(b_dim2, TILE_N);
-        let bid: i32 = get_tile_block_id().0;
-        let blocks_per_group: i32 = GROUP_M * num_bn;
-        let group: i32 = py_floordiv(bid, blocks_per_group);
-        let first_bm: i32 = group * GROUP_M;
-        let diff: i32 = num_bm - first_bm;
-        let group_rows: i32 = min(diff, GROUP_M);
-        let local: i32 = py_mod(bid, blocks_per_group);
-        let rem: i32 = py_mod(local, group_rows);
-        let sum: i32 = first_bm + rem;
-        let quot: i32 = py_floordiv(local, group_rows);
-        let bm: i32 = sum;
-        let bn: i32 = quot;
+        let tiles_per_batch: i32 = num_bm * num_bn;
         let num_k: i32 = num_tiles(&a_view, 2i32);
-        let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
-        for k in 0i32..num_k {
-            let ta: Tile<f32, { [1, TILE_M, TILE_K] }> = load_view_tko(
-                &a_view_1,
-                [batch, bm, k],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let tb: Tile<f32, { [1, TILE_K, TILE_N] }> = load_view_tko(
-                &b_view,
-                [batch, k, bn],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let ta: Tile<f32, { [TILE_M, TILE_K] }> = ta.reshape(shape![TILE_M, TILE_K]);
-            let tb: Tile<f32, { [TILE_K, TILE_N] }> = tb.reshape(shape![TILE_K, TILE_N]);
-            let ta: Tile<tf32, { [TILE_M, TILE_K] }> = convert_tile(ta);
-            let tb: Tile<tf32, { [TILE_K, TILE_N] }> = convert_tile(tb);
-            acc = mmaf(ta, tb, acc);
+        let bid: i32 = get_tile_block_id().0;
+        let a_dim0: i32 = a.shape()[0];
+        let prod: i32 = tiles_per_batch * a_dim0;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let blocks_per_group: i32 = GROUP_M * num_bn;
+        for tile in (bid..prod).step_by(num_blocks as usize) {
+            let batch: i32 = py_floordiv(tile, tiles_per_batch);
+            let rem: i32 = py_mod(tile, tiles_per_batch);
+            let group: i32 = py_floordiv(rem, blocks_per_group);
+            let first_bm: i32 = group * GROUP_M;
+            let diff: i32 = num_bm - first_bm;
+            let group_rows: i32 = min(diff, GROUP_M);
+            let local: i32 = py_mod(rem, blocks_per_group);
+            let rem_1: i32 = py_mod(local, group_rows);
+            let sum: i32 = first_bm + rem_1;
+            let quot: i32 = py_floordiv(local, group_rows);
+            let bm: i32 = sum;
+            let bn: i32 = quot;
+            let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
+            for k in 0i32..num_k {
+                let ta: Tile<f32, { [1, TILE_M, TILE_K] }> = load_view_tko(
+                    &a_view_1,
+                    [batch, bm, k],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                let tb: Tile<f32, { [1, TILE_K, TILE_N] }> = load_view_tko(
+                    &b_view,
+                    [batch, k, bn],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                let ta: Tile<f32, { [TILE_M, TILE_K] }> = ta.reshape(shape![TILE_M, TILE_K]);
+                let tb: Tile<f32, { [TILE_K, TILE_N] }> = tb.reshape(shape![TILE_K, TILE_N]);
+                let ta: Tile<tf32, { [TILE_M, TILE_K] }> = convert_tile(ta);
+                let tb: Tile<tf32, { [TILE_K, TILE_N] }> = convert_tile(tb);
+                acc = mmaf(ta, tb, acc);
+            }
+            let out: Tile<f32, { [1, TILE_M, TILE_N] }> = acc.reshape(shape![1, TILE_M, TILE_N]);
+            unsafe {
+                store_view_tko_mut(
+                    &mut c_out,
+                    out,
+                    [batch, bm, bn],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                )
+            };
         }
-        let out: Tile<f32, { [1, TILE_M, TILE_N] }> = acc.reshape(shape![1, TILE_M, TILE_N]);
-        unsafe {
-            store_view_tko_mut(
-                &mut c_out,
-                out,
-                [batch, bm, bn],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            )
-        };
     }
 
     /// Translated from `/work/main/src/tileport/ops/kernels/bmm.py:27`.
@@ -144,59 +151,66 @@ pub mod bmm {
         };
         let mut c_out: PartitionMut<E, { [1, TILE_M, TILE_N] }> =
             unsafe { c.partition_full_mut(shape![1, TILE_M, TILE_N]) };
-        let batch: i32 = get_tile_block_id().1;
         let a_dim1: i32 = a.shape()[1];
         let num_bm: i32 = ceil_div(a_dim1, TILE_M);
         let b_dim2: i32 = b.shape()[2];
         let num_bn: i32 = ceil_div(b_dim2, TILE_N);
-        let bid: i32 = get_tile_block_id().0;
-        let blocks_per_group: i32 = GROUP_M * num_bn;
-        let group: i32 = py_floordiv(bid, blocks_per_group);
-        let first_bm: i32 = group * GROUP_M;
-        let diff: i32 = num_bm - first_bm;
-        let group_rows: i32 = min(diff, GROUP_M);
-        let local: i32 = py_mod(bid, blocks_per_group);
-        let rem: i32 = py_mod(local, group_rows);
-        let sum: i32 = first_bm + rem;
-        let quot: i32 = py_floordiv(local, group_rows);
-        let bm: i32 = sum;
-        let bn: i32 = quot;
+        let tiles_per_batch: i32 = num_bm * num_bn;
         let num_k: i32 = num_tiles(&a_view, 2i32);
-        let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
-        for k in 0i32..num_k {
-            let ta: Tile<E, { [1, TILE_M, TILE_K] }> = load_view_tko(
-                &a_view_1,
-                [batch, bm, k],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let tb: Tile<E, { [1, TILE_K, TILE_N] }> = load_view_tko(
-                &b_view,
-                [batch, k, bn],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let ta: Tile<E, { [TILE_M, TILE_K] }> = ta.reshape(shape![TILE_M, TILE_K]);
-            let tb: Tile<E, { [TILE_K, TILE_N] }> = tb.reshape(shape![TILE_K, TILE_N]);
-            acc = mmaf(ta, tb, acc);
+        let bid: i32 = get_tile_block_id().0;
+        let a_dim0: i32 = a.shape()[0];
+        let prod: i32 = tiles_per_batch * a_dim0;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let blocks_per_group: i32 = GROUP_M * num_bn;
+        for tile in (bid..prod).step_by(num_blocks as usize) {
+            let batch: i32 = py_floordiv(tile, tiles_per_batch);
+            let rem: i32 = py_mod(tile, tiles_per_batch);
+            let group: i32 = py_floordiv(rem, blocks_per_group);
+            let first_bm: i32 = group * GROUP_M;
+            let diff: i32 = num_bm - first_bm;
+            let group_rows: i32 = min(diff, GROUP_M);
+            let local: i32 = py_mod(rem, blocks_per_group);
+            let rem_1: i32 = py_mod(local, group_rows);
+            let sum: i32 = first_bm + rem_1;
+            let quot: i32 = py_floordiv(local, group_rows);
+            let bm: i32 = sum;
+            let bn: i32 = quot;
+            let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
+            for k in 0i32..num_k {
+                let ta: Tile<E, { [1, TILE_M, TILE_K] }> = load_view_tko(
+                    &a_view_1,
+                    [batch, bm, k],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                let tb: Tile<E, { [1, TILE_K, TILE_N] }> = load_view_tko(
+                    &b_view,
+                    [batch, k, bn],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                let ta: Tile<E, { [TILE_M, TILE_K] }> = ta.reshape(shape![TILE_M, TILE_K]);
+                let tb: Tile<E, { [TILE_K, TILE_N] }> = tb.reshape(shape![TILE_K, TILE_N]);
+                acc = mmaf(ta, tb, acc);
+            }
+            let acc_e: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(acc);
+            let out: Tile<E, { [1, TILE_M, TILE_N] }> = acc_e.reshape(shape![1, TILE_M, TILE_N]);
+            unsafe {
+                store_view_tko_mut(
+                    &mut c_out,
+                    out,
+                    [batch, bm, bn],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                )
+            };
         }
-        let acc_e: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(acc);
-        let out: Tile<E, { [1, TILE_M, TILE_N] }> = acc_e.reshape(shape![1, TILE_M, TILE_N]);
-        unsafe {
-            store_view_tko_mut(
-                &mut c_out,
-                out,
-                [batch, bm, bn],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            )
-        };
     }
 
     // ---- op bindings for gaps in cutile 0.5.0 (see tileport/lowering.py)

@@ -5,7 +5,7 @@
 pub mod matmul {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/matmul.py:39`.
+    /// Translated from `/work/main/src/tileport/ops/kernels/matmul.py:42`.
     #[cutile::entry(optimization_hints = (default = (num_cta_in_cga = 2, num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn matmul_kernel_use_tf321<
         const TILE_M: i32,
@@ -50,55 +50,59 @@ pub mod matmul {
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1: i32 = b.shape()[1];
         let num_bn: i32 = ceil_div(b_dim1, TILE_N);
-        let bid: i32 = get_tile_block_id().0;
-        let blocks_per_group: i32 = GROUP_M * num_bn;
-        let group: i32 = py_floordiv(bid, blocks_per_group);
-        let first_bm: i32 = group * GROUP_M;
-        let diff: i32 = num_bm - first_bm;
-        let group_rows: i32 = min(diff, GROUP_M);
-        let local: i32 = py_mod(bid, blocks_per_group);
-        let rem: i32 = py_mod(local, group_rows);
-        let sum: i32 = first_bm + rem;
-        let quot: i32 = py_floordiv(local, group_rows);
-        let bm: i32 = sum;
-        let bn: i32 = quot;
         let num_k: i32 = num_tiles(&a_view, 1i32);
-        let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
-        for k in 0i32..num_k {
-            let ta: Tile<f32, { [TILE_M, TILE_K] }> = load_view_tko(
-                &a_view_1,
-                [bm, k],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let tb: Tile<f32, { [TILE_K, TILE_N] }> = load_view_tko(
-                &b_view,
-                [k, bn],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let ta: Tile<tf32, { [TILE_M, TILE_K] }> = convert_tile(ta);
-            let tb: Tile<tf32, { [TILE_K, TILE_N] }> = convert_tile(tb);
-            acc = mmaf(ta, tb, acc);
+        let bid: i32 = get_tile_block_id().0;
+        let prod: i32 = num_bm * num_bn;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let blocks_per_group: i32 = GROUP_M * num_bn;
+        for tile in (bid..prod).step_by(num_blocks as usize) {
+            let group: i32 = py_floordiv(tile, blocks_per_group);
+            let first_bm: i32 = group * GROUP_M;
+            let diff: i32 = num_bm - first_bm;
+            let group_rows: i32 = min(diff, GROUP_M);
+            let local: i32 = py_mod(tile, blocks_per_group);
+            let rem: i32 = py_mod(local, group_rows);
+            let sum: i32 = first_bm + rem;
+            let quot: i32 = py_floordiv(local, group_rows);
+            let bm: i32 = sum;
+            let bn: i32 = quot;
+            let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
+            for k in 0i32..num_k {
+                let ta: Tile<f32, { [TILE_M, TILE_K] }> = load_view_tko(
+                    &a_view_1,
+                    [bm, k],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                let tb: Tile<f32, { [TILE_K, TILE_N] }> = load_view_tko(
+                    &b_view,
+                    [k, bn],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                let ta: Tile<tf32, { [TILE_M, TILE_K] }> = convert_tile(ta);
+                let tb: Tile<tf32, { [TILE_K, TILE_N] }> = convert_tile(tb);
+                acc = mmaf(ta, tb, acc);
+            }
+            unsafe {
+                store_view_tko_mut(
+                    &mut c_out,
+                    acc,
+                    [bm, bn],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                )
+            };
         }
-        unsafe {
-            store_view_tko_mut(
-                &mut c_out,
-                acc,
-                [bm, bn],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            )
-        };
     }
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/matmul.py:39`.
+    /// Translated from `/work/main/src/tileport/ops/kernels/matmul.py:42`.
     #[cutile::entry(optimization_hints = (default = (num_cta_in_cga = 2, num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn matmul_kernel_use_tf320<
         E: ElementType,
@@ -144,51 +148,55 @@ pub mod matmul {
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1: i32 = b.shape()[1];
         let num_bn: i32 = ceil_div(b_dim1, TILE_N);
-        let bid: i32 = get_tile_block_id().0;
-        let blocks_per_group: i32 = GROUP_M * num_bn;
-        let group: i32 = py_floordiv(bid, blocks_per_group);
-        let first_bm: i32 = group * GROUP_M;
-        let diff: i32 = num_bm - first_bm;
-        let group_rows: i32 = min(diff, GROUP_M);
-        let local: i32 = py_mod(bid, blocks_per_group);
-        let rem: i32 = py_mod(local, group_rows);
-        let sum: i32 = first_bm + rem;
-        let quot: i32 = py_floordiv(local, group_rows);
-        let bm: i32 = sum;
-        let bn: i32 = quot;
         let num_k: i32 = num_tiles(&a_view, 1i32);
-        let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
-        for k in 0i32..num_k {
-            let ta: Tile<E, { [TILE_M, TILE_K] }> = load_view_tko(
-                &a_view_1,
-                [bm, k],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let tb: Tile<E, { [TILE_K, TILE_N] }> = load_view_tko(
-                &b_view,
-                [k, bn],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            acc = mmaf(ta, tb, acc);
+        let bid: i32 = get_tile_block_id().0;
+        let prod: i32 = num_bm * num_bn;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let blocks_per_group: i32 = GROUP_M * num_bn;
+        for tile in (bid..prod).step_by(num_blocks as usize) {
+            let group: i32 = py_floordiv(tile, blocks_per_group);
+            let first_bm: i32 = group * GROUP_M;
+            let diff: i32 = num_bm - first_bm;
+            let group_rows: i32 = min(diff, GROUP_M);
+            let local: i32 = py_mod(tile, blocks_per_group);
+            let rem: i32 = py_mod(local, group_rows);
+            let sum: i32 = first_bm + rem;
+            let quot: i32 = py_floordiv(local, group_rows);
+            let bm: i32 = sum;
+            let bn: i32 = quot;
+            let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
+            for k in 0i32..num_k {
+                let ta: Tile<E, { [TILE_M, TILE_K] }> = load_view_tko(
+                    &a_view_1,
+                    [bm, k],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                let tb: Tile<E, { [TILE_K, TILE_N] }> = load_view_tko(
+                    &b_view,
+                    [k, bn],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                acc = mmaf(ta, tb, acc);
+            }
+            let acc_e: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(acc);
+            unsafe {
+                store_view_tko_mut(
+                    &mut c_out,
+                    acc_e,
+                    [bm, bn],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                )
+            };
         }
-        let acc_e: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(acc);
-        unsafe {
-            store_view_tko_mut(
-                &mut c_out,
-                acc_e,
-                [bm, bn],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            )
-        };
     }
 
     // ---- op bindings for gaps in cutile 0.5.0 (see tileport/lowering.py)

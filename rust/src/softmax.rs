@@ -142,6 +142,8 @@ pub mod softmax {
     pub unsafe fn softmax_gather_kernel<E: ElementType, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
         y: &Tensor<E, { [-1, -1] }>,
+        x_stride0: i32,
+        y_stride0: i32,
     ) {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
@@ -155,8 +157,7 @@ pub mod softmax {
             let t_i0: Tile<u64, { [] }> = exti(t_i0_0d);
             let t_i0_r: Tile<u64, { [1] }> = t_i0.reshape(shape![1]);
             let t_i0_r_b: Tile<u64, { [TILE] }> = t_i0_r.broadcast(shape![TILE]);
-            let x_strides: Shape<{ [-1, -1] }> = tensor_strides(x);
-            let t_s0: i32 = x_strides[0];
+            let t_s0: i32 = x_stride0;
             let t_s0_0d: Tile<i32, { [] }> = scalar_to_tile(t_s0);
             let t_s0_64: Tile<u64, { [] }> = exti(t_s0_0d);
             let t_s0_64_r: Tile<u64, { [1] }> = t_s0_64.reshape(shape![1]);
@@ -199,8 +200,7 @@ pub mod softmax {
             let y_scatter_i0: Tile<u64, { [] }> = exti(y_scatter_i0_0d);
             let y_scatter_i0_r: Tile<u64, { [1] }> = y_scatter_i0.reshape(shape![1]);
             let y_scatter_i0_r_b: Tile<u64, { [TILE] }> = y_scatter_i0_r.broadcast(shape![TILE]);
-            let y_strides: Shape<{ [-1, -1] }> = tensor_strides(y);
-            let y_scatter_s0: i32 = y_strides[0];
+            let y_scatter_s0: i32 = y_stride0;
             let y_scatter_s0_0d: Tile<i32, { [] }> = scalar_to_tile(y_scatter_s0);
             let y_scatter_s0_64: Tile<u64, { [] }> = exti(y_scatter_s0_0d);
             let y_scatter_s0_64_r: Tile<u64, { [1] }> = y_scatter_s0_64.reshape(shape![1]);
@@ -388,15 +388,6 @@ pub mod softmax {
         token: Option<Token>,
         latency: Latency<CYCLES>,
     ) -> (Tile<E, S>, Token) {
-        unreachable!()
-    }
-
-    /// The dynamic strides of a tensor parameter (kernel-side tensors have no stride accessor).
-    #[cuda_tile::variadic_op(N = 6)]
-    #[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "strides")]
-    pub fn tensor_strides<'s, E: ElementType, const S: [i32; N]>(
-        tensor: &Tensor<E, S>,
-    ) -> Shape<'s, S> {
         unreachable!()
     }
 }
@@ -612,9 +603,16 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 let dtype_names: [&str; 1] = ["f32"];
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { softmax::softmax_gather_kernel(&x_t, &y_t) }
-                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
-                    .grid(grid);
+                let op = unsafe {
+                    softmax::softmax_gather_kernel(
+                        &x_t,
+                        &y_t,
+                        x.strides[0] as i32,
+                        y.strides[0] as i32,
+                    )
+                }
+                .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map(drop)
                     .map_err(|e| launch_error("softmax_gather_kernel", e))
@@ -624,9 +622,16 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 let dtype_names: [&str; 1] = ["f16"];
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { softmax::softmax_gather_kernel(&x_t, &y_t) }
-                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
-                    .grid(grid);
+                let op = unsafe {
+                    softmax::softmax_gather_kernel(
+                        &x_t,
+                        &y_t,
+                        x.strides[0] as i32,
+                        y.strides[0] as i32,
+                    )
+                }
+                .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map(drop)
                     .map_err(|e| launch_error("softmax_gather_kernel", e))
@@ -636,9 +641,16 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 let dtype_names: [&str; 1] = ["bf16"];
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { softmax::softmax_gather_kernel(&x_t, &y_t) }
-                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
-                    .grid(grid);
+                let op = unsafe {
+                    softmax::softmax_gather_kernel(
+                        &x_t,
+                        &y_t,
+                        x.strides[0] as i32,
+                        y.strides[0] as i32,
+                    )
+                }
+                .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map(drop)
                     .map_err(|e| launch_error("softmax_gather_kernel", e))

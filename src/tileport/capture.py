@@ -121,13 +121,27 @@ def _eval_dim(expr: str, consts: dict) -> int:
     return ev(ast.parse(expr, mode="eval").body)
 
 
-def generated_bytecode(lib: KernelLibrary, capture: Capture, target: str = "sm_90") -> tuple[str, bytes]:
-    """Tile IR of the cutile-rs port for the same signature, compiled on the CPU."""
+def _entry(lib: KernelLibrary, capture: Capture) -> dict:
     entry = next((e for e in lib.manifest["entries"] if e["kernel"] == capture.kernel), None)
     if entry is None:
         raise CaptureError(f"the generated library has no kernel `{capture.kernel}`")
-    name, generics = generic_arguments(entry, capture)
+    return entry
+
+
+def generated_bytecode(lib: KernelLibrary, capture: Capture, target: str = "sm_90") -> tuple[str, bytes]:
+    """Tile IR of the cutile-rs port for the same signature, compiled on the CPU."""
+    name, generics = generic_arguments(_entry(lib, capture), capture)
     return lib.ir(name, generics, target)
+
+
+def generated_arg_roles(lib: KernelLibrary, capture: Capture) -> dict[int, tuple]:
+    """What the generated entry's trailing launcher-filled arguments are (for the IR diff)."""
+    entry = _entry(lib, capture)
+    name, _ = generic_arguments(entry, capture)
+    variant = next(v for v in entry["variants"] if v["entry"] == name)
+    arrays = [p["name"] for p in entry["params"] if p["kind"] == "array"]
+    strides = variant["stride_args"]
+    return {i - len(strides): ("stride", arrays.index(a), d) for i, (a, d) in enumerate(strides)}
 
 
 def disassemble(bytecode: bytes) -> str:

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tileport.capture import (ARCHS, CaptureError, capture_side, generated_bytecode, reference_bytecode)
+from tileport.capture import (ARCHS, CaptureError, capture_side, generated_arg_roles, generated_bytecode,
+                              reference_bytecode)
 from tileport.ops.spec import Capture
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import KernelLibrary
@@ -56,7 +57,8 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
         gen = capture_side(gen_bc, d, "generated", archs)
         res.cubins_ref = {c.arch: c.ok for c in ref.cubins}
         res.cubins_gen = {c.arch: c.ok for c in gen.cubins}
-        report = diff(read_module(ref_bc), read_module(gen_bc))
+        report = diff(read_module(ref_bc), read_module(gen_bc),
+                      generated_arg_roles=generated_arg_roles(lib, capture))
         res.verdict = report.verdict
         for f in report.findings:
             sev = f.severity.lower()

@@ -16,7 +16,7 @@ from tileport import __version__
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.emit.rust_ffi import KernelGroup, emit_launcher, tile_dim_consts, written_arrays
-from tileport.emit.rust_kernel import derived_dims, derived_name, emit_kernel
+from tileport.emit.rust_kernel import derived_dims, derived_name, emit_kernel, stride_params
 from tileport.model.ir import Kernel
 from tileport.model.types import Sym
 
@@ -150,6 +150,7 @@ def manifest_entry(group: KernelGroup, source: str) -> dict:
             "pinned": dict(sorted(v.pinned.items())),
             "array_dtypes": {p.name: str(p.ty.dtype) for p in v.array_params},
             "dtype_vars": {dv.name: list(vals) for dv, vals in v.dtype_vars.items()},
+            "stride_args": [[a, d] for a, d in stride_params(v)],
             "generics": [dv.name for dv in v.dtype_vars] + [p.name for p in v.const_params]
             + [derived_name(d) for d in derived_dims(v)],
             "derived": {derived_name(d): dim_expr(d) for d in derived_dims(v)},

@@ -81,15 +81,20 @@ def _summaries(matchings: list[Matching], findings: list[Finding], out: Findings
                 out.add_match(category, "no difference")
 
 
-def diff(reference: Module, generated: Module, *, target: str = "sm_90") -> DiffReport:
-    """Compare a generated module against the reference one; see docs/tileir.md."""
+def diff(reference: Module, generated: Module, *, target: str = "sm_90",
+         generated_arg_roles: dict[int, tuple] | None = None) -> DiffReport:
+    """Compare a generated module against the reference one; see docs/tileir.md.
+
+    `generated_arg_roles` declares what extra scalar parameters of the generated entry stand for
+    (index -> ("stride", tensor ordinal, dim) ...), as the generator's launcher fills them.
+    """
     start = time.perf_counter()
     ref, gen = prepare(reference, target), prepare(generated, target)
     out = Findings()
     pairs, ref_only, gen_only = _pair_functions(ref.entries, gen.entries)
     matchings: list[Matching] = []
     for rf, gf in pairs:
-        m = match(FunctionIndex.build(rf), FunctionIndex.build(gf))
+        m = match(FunctionIndex.build(rf), FunctionIndex.build(gf, generated_arg_roles))
         matchings.append(m)
         comparer = PairComparer(m, out)
         for r, g in m.pairs:

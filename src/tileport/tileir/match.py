@@ -65,9 +65,13 @@ class FunctionIndex:
     address_only: set[Op] = field(default_factory=set)
 
     @classmethod
-    def build(cls, function: Function) -> "FunctionIndex":
+    def build(cls, function: Function, declared_roles: dict[int, tuple] | None = None) -> "FunctionIndex":
+        """`declared_roles` names parameters the producer declares (index -> role, negative indices
+        count from the end), e.g. a stride the launcher passes as an explicit scalar argument."""
         fx = cls(function)
         fx._roles()
+        for index, role in (declared_roles or {}).items():
+            fx.arg_role[function.args[index]] = role
         fx._walk(function.body, None, False)
         for op in fx.order:
             for i, v in enumerate(op.operands):

@@ -3,12 +3,15 @@
 Inputs f16 / bf16 (f32 accumulation) or f32, which is multiplied as TF32 (`USE_TF32`: both operand
 tiles are rounded to tfloat32 before the MMA, the accumulator stays f32). Output in the input dtype.
 
-- One tile block computes one (TILE_M, TILE_N) output tile with a K loop of `ct.mma` over
-  (TILE_M, TILE_K) x (TILE_K, TILE_N) view loads; the accumulator lives in registers.
+- Persistent: the plan launches one resident wave (NUM_SMS / 2 tile blocks, each a 2-CTA cluster)
+  and each block walks the output tiles with a grid-stride loop. Per output tile: a K loop of
+  `ct.mma` over (TILE_M, TILE_K) x (TILE_K, TILE_N) view loads, f32 accumulator in registers, one
+  store. (H200, bf16: 4096^3 745 vs 640 TFLOP/s for one block per tile, 8192^3 808 vs 770.)
 - Ragged M / N / K: operand loads are zero padded (padded K columns add 0 to the dot products) and
   the output store drops out-of-bounds rows / columns.
-- The 1-D block id is swizzled in groups of GROUP_M block-rows (`group_m_swizzle`): consecutive
-  blocks sweep GROUP_M rows of A against one column panel of B, so the panels they share stay in L2.
+- The linear tile index is swizzled in groups of GROUP_M tile-rows (`group_m_swizzle`): tiles
+  processed at the same time sweep GROUP_M rows of A against one column panel of B, so the panels
+  they share stay in L2.
 - Hints `num_ctas=2, occupancy=1, num_worker_warps=8`: a tile block runs on a 2-CTA cluster, so
   each CTA owns half of the 256 x 256 output tile (128 x 256, the classic Hopper GEMM tile), with
   two warp groups (8 worker warps) sharing its 128 x 256 f32 accumulator; one block per SM. The plan
@@ -40,14 +43,17 @@ def matmul_kernel(a, b, c, TILE_M: ConstInt, TILE_N: ConstInt, TILE_K: ConstInt,
                   GROUP_M: ConstInt, USE_TF32: ConstBool):
     num_bm = ct.cdiv(a.shape[0], TILE_M)
     num_bn = ct.cdiv(b.shape[1], TILE_N)
-    bm, bn = group_m_swizzle(ct.bid(0), num_bm, num_bn, GROUP_M)
     num_k = ct.num_tiles(a, 1, shape=(TILE_M, TILE_K))
-    acc = ct.zeros((TILE_M, TILE_N), dtype=ct.float32)
-    for k in range(num_k):
-        ta = ct.load(a, index=(bm, k), shape=(TILE_M, TILE_K), padding_mode=ct.PaddingMode.ZERO)
-        tb = ct.load(b, index=(k, bn), shape=(TILE_K, TILE_N), padding_mode=ct.PaddingMode.ZERO)
-        if USE_TF32:
-            ta = ct.astype(ta, ct.tfloat32)
-            tb = ct.astype(tb, ct.tfloat32)
-        acc = ct.mma(ta, tb, acc)
-    ct.store(c, index=(bm, bn), tile=ct.astype(acc, c.dtype))
+    for tile in range(ct.bid(0), num_bm * num_bn, ct.num_blocks(0)):
+        bm, bn = group_m_swizzle(tile, num_bm, num_bn, GROUP_M)
+        acc = ct.zeros((TILE_M, TILE_N), dtype=ct.float32)
+        for k in range(num_k):
+            ta = ct.load(a, index=(bm, k), shape=(TILE_M, TILE_K),
+                         padding_mode=ct.PaddingMode.ZERO)
+            tb = ct.load(b, index=(k, bn), shape=(TILE_K, TILE_N),
+                         padding_mode=ct.PaddingMode.ZERO)
+            if USE_TF32:
+                ta = ct.astype(ta, ct.tfloat32)
+                tb = ct.astype(tb, ct.tfloat32)
+            acc = ct.mma(ta, tb, acc)
+        ct.store(c, index=(bm, bn), tile=ct.astype(acc, c.dtype))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..spec import Launch, OpSpec
 from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_MATMUL, cdiv, dtype_name, generator,
                       per_dtype_captures, randn, torch)
-from .matmul import constants
+from .matmul import constants, persistent_mma_grid
 
 # shape = (B, M, N, K)
 
@@ -32,7 +32,7 @@ def plan(a, b, outs):
         raise ValueError("bmm takes a [B, M, K] and b [B, K, N] of one dtype")
     bt, m, n = a.shape[0], a.shape[1], b.shape[2]
     consts = constants(dtype_name(a))
-    grid = (cdiv(m, consts["TILE_M"]) * cdiv(n, consts["TILE_N"]), bt, 1)
+    grid = persistent_mma_grid(cdiv(m, consts["TILE_M"]) * cdiv(n, consts["TILE_N"]) * bt, a.device)
     return [Launch("bmm_kernel", grid, {"a": a, "b": b, "c": outs, **consts})]
 
 

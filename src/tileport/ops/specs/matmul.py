@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_MATMUL, cdiv, dtype_name, generator,
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_MATMUL, cdiv, dtype_name, generator, num_sms,
                       per_dtype_captures, randn, torch)
 
 GROUP_M = 8
+# CTAs per tile block (the kernels' num_ctas hint; a CPU test checks it). The persistent grid is one
+# resident wave: NUM_SMS / NUM_CTAS blocks (occupancy 1), at most one per output tile.
+NUM_CTAS = 2
 # (TILE_M, TILE_N, TILE_K) per input dtype on sm_90, for the kernel hints num_ctas=2,
 # num_worker_warps=8: a 256 x 256 tile block = 128 x 256 per CTA of the 2-CTA cluster, 64 KiB of
 # operands per K step and block (TF32 halves TILE_K to keep the bytes per stage). Chosen by
@@ -35,12 +38,16 @@ def constants(dtype: str) -> dict:
             "USE_TF32": dtype == "float32"}
 
 
+def persistent_mma_grid(n_tiles: int, device) -> tuple[int, int, int]:
+    return (max(1, min(n_tiles, num_sms(device) // NUM_CTAS)), 1, 1)
+
+
 def plan(a, b, outs):
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype:
         raise ValueError("matmul takes a [M, K] and b [K, N] of one dtype")
     m, n = a.shape[0], b.shape[1]
     consts = constants(dtype_name(a))
-    grid = (cdiv(m, consts["TILE_M"]) * cdiv(n, consts["TILE_N"]), 1, 1)
+    grid = persistent_mma_grid(cdiv(m, consts["TILE_M"]) * cdiv(n, consts["TILE_N"]), a.device)
     return [Launch("matmul_kernel", grid, {"a": a, "b": b, "c": outs, **consts})]
 
 
