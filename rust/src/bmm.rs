@@ -44,8 +44,16 @@ pub mod bmm {
                 b.token(),
             )
         };
-        let mut c_out: PartitionMut<f32, { [1, TILE_M, TILE_N] }> =
-            unsafe { c.partition_full_mut(shape![1, TILE_M, TILE_N]) };
+        let c_view: Partition<f32, { [1, TILE_M, TILE_N] }> = unsafe {
+            make_partition_view(
+                c,
+                shape![1, TILE_M, TILE_N],
+                padding::None,
+                dim_map::Identity,
+                c.token(),
+            )
+        };
+        let c_token: Token = c.token();
         let a_dim1: i32 = a.shape()[1];
         let num_bm: i32 = ceil_div(a_dim1, TILE_M);
         let b_dim2: i32 = b.shape()[2];
@@ -57,6 +65,7 @@ pub mod bmm {
         let prod: i32 = tiles_per_batch * a_dim0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let blocks_per_group: i32 = GROUP_M * num_bn;
+        let mut c_last_op: Token = c_token;
         for tile in (bid..prod).step_by(num_blocks as usize) {
             let batch: i32 = py_floordiv(tile, tiles_per_batch);
             let rem: i32 = py_mod(tile, tiles_per_batch);
@@ -95,17 +104,20 @@ pub mod bmm {
                 acc = mmaf(ta, tb, acc);
             }
             let out: Tile<f32, { [1, TILE_M, TILE_N] }> = acc.reshape(shape![1, TILE_M, TILE_N]);
-            unsafe {
-                store_view_tko_mut(
-                    &mut c_out,
+            let c_tok: Token = unsafe {
+                store_view_raw(
+                    &c_view,
                     out,
                     [batch, bm, bn],
+                    Some(c_last_op),
                     ordering::Weak,
                     scope::TileBlock,
-                    None,
                     tma::Enabled,
+                    None,
+                    [false, false, false],
                 )
             };
+            c_last_op = c_tok;
         }
     }
 
@@ -149,8 +161,16 @@ pub mod bmm {
                 b.token(),
             )
         };
-        let mut c_out: PartitionMut<E, { [1, TILE_M, TILE_N] }> =
-            unsafe { c.partition_full_mut(shape![1, TILE_M, TILE_N]) };
+        let c_view: Partition<E, { [1, TILE_M, TILE_N] }> = unsafe {
+            make_partition_view(
+                c,
+                shape![1, TILE_M, TILE_N],
+                padding::None,
+                dim_map::Identity,
+                c.token(),
+            )
+        };
+        let c_token: Token = c.token();
         let a_dim1: i32 = a.shape()[1];
         let num_bm: i32 = ceil_div(a_dim1, TILE_M);
         let b_dim2: i32 = b.shape()[2];
@@ -162,6 +182,7 @@ pub mod bmm {
         let prod: i32 = tiles_per_batch * a_dim0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let blocks_per_group: i32 = GROUP_M * num_bn;
+        let mut c_last_op: Token = c_token;
         for tile in (bid..prod).step_by(num_blocks as usize) {
             let batch: i32 = py_floordiv(tile, tiles_per_batch);
             let rem: i32 = py_mod(tile, tiles_per_batch);
@@ -199,17 +220,20 @@ pub mod bmm {
             }
             let acc_e: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(acc);
             let out: Tile<E, { [1, TILE_M, TILE_N] }> = acc_e.reshape(shape![1, TILE_M, TILE_N]);
-            unsafe {
-                store_view_tko_mut(
-                    &mut c_out,
+            let c_tok: Token = unsafe {
+                store_view_raw(
+                    &c_view,
                     out,
                     [batch, bm, bn],
+                    Some(c_last_op),
                     ordering::Weak,
                     scope::TileBlock,
-                    None,
                     tma::Enabled,
+                    None,
+                    [false, false, false],
                 )
             };
+            c_last_op = c_tok;
         }
     }
 

@@ -52,7 +52,7 @@ pub mod layer_norm {
         let n_cols: i32 = x.shape()[1];
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
-        let in_row: Tile<bool, { [TILE] }> = lt_tile(offsets, n_cols_tile);
+        let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
         let w_tile: Tile<E, { [TILE] }> = load_view_tko(
             &w_view,
             [0i32],

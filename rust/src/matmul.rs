@@ -44,8 +44,16 @@ pub mod matmul {
                 b.token(),
             )
         };
-        let mut c_out: PartitionMut<f32, { [TILE_M, TILE_N] }> =
-            unsafe { c.partition_full_mut(shape![TILE_M, TILE_N]) };
+        let c_view: Partition<f32, { [TILE_M, TILE_N] }> = unsafe {
+            make_partition_view(
+                c,
+                shape![TILE_M, TILE_N],
+                padding::None,
+                dim_map::Identity,
+                c.token(),
+            )
+        };
+        let c_token: Token = c.token();
         let a_dim0: i32 = a.shape()[0];
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1: i32 = b.shape()[1];
@@ -55,6 +63,7 @@ pub mod matmul {
         let prod: i32 = num_bm * num_bn;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let blocks_per_group: i32 = GROUP_M * num_bn;
+        let mut c_last_op: Token = c_token;
         for tile in (bid..prod).step_by(num_blocks as usize) {
             let group: i32 = py_floordiv(tile, blocks_per_group);
             let first_bm: i32 = group * GROUP_M;
@@ -88,17 +97,20 @@ pub mod matmul {
                 let tb: Tile<tf32, { [TILE_K, TILE_N] }> = convert_tile(tb);
                 acc = mmaf(ta, tb, acc);
             }
-            unsafe {
-                store_view_tko_mut(
-                    &mut c_out,
+            let c_tok: Token = unsafe {
+                store_view_raw(
+                    &c_view,
                     acc,
                     [bm, bn],
+                    Some(c_last_op),
                     ordering::Weak,
                     scope::TileBlock,
-                    None,
                     tma::Enabled,
+                    None,
+                    [false, false],
                 )
             };
+            c_last_op = c_tok;
         }
     }
 
@@ -142,8 +154,16 @@ pub mod matmul {
                 b.token(),
             )
         };
-        let mut c_out: PartitionMut<E, { [TILE_M, TILE_N] }> =
-            unsafe { c.partition_full_mut(shape![TILE_M, TILE_N]) };
+        let c_view: Partition<E, { [TILE_M, TILE_N] }> = unsafe {
+            make_partition_view(
+                c,
+                shape![TILE_M, TILE_N],
+                padding::None,
+                dim_map::Identity,
+                c.token(),
+            )
+        };
+        let c_token: Token = c.token();
         let a_dim0: i32 = a.shape()[0];
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1: i32 = b.shape()[1];
@@ -153,6 +173,7 @@ pub mod matmul {
         let prod: i32 = num_bm * num_bn;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let blocks_per_group: i32 = GROUP_M * num_bn;
+        let mut c_last_op: Token = c_token;
         for tile in (bid..prod).step_by(num_blocks as usize) {
             let group: i32 = py_floordiv(tile, blocks_per_group);
             let first_bm: i32 = group * GROUP_M;
@@ -185,17 +206,20 @@ pub mod matmul {
                 acc = mmaf(ta, tb, acc);
             }
             let acc_e: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(acc);
-            unsafe {
-                store_view_tko_mut(
-                    &mut c_out,
+            let c_tok: Token = unsafe {
+                store_view_raw(
+                    &c_view,
                     acc_e,
                     [bm, bn],
+                    Some(c_last_op),
                     ordering::Weak,
                     scope::TileBlock,
-                    None,
                     tma::Enabled,
+                    None,
+                    [false, false],
                 )
             };
+            c_last_op = c_tok;
         }
     }
 

@@ -54,10 +54,25 @@ pub mod rope {
                 x.token(),
             )
         };
-        let mut y_out: PartitionMut<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            unsafe { y.partition_full_mut(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]) };
-        let mut y_out_1: PartitionMut<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            unsafe { y.partition_full_mut(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]) };
+        let y_view: Partition<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = unsafe {
+            make_partition_view(
+                y,
+                shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE],
+                padding::None,
+                dim_map::Identity,
+                y.token(),
+            )
+        };
+        let y_view_1: Partition<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = unsafe {
+            make_partition_view(
+                y,
+                shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE],
+                padding::None,
+                dim_map::Identity,
+                y.token(),
+            )
+        };
+        let y_token: Token = y.token();
         let sb: i32 = get_tile_block_id().0;
         let hb: i32 = get_tile_block_id().1;
         let batch: i32 = get_tile_block_id().2;
@@ -108,15 +123,17 @@ pub mod rope {
         let diff: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
             fma(x1, c_b, prod_1_neg, rounding::NearestEven, ftz::Disabled);
         let diff_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(diff);
-        unsafe {
-            store_view_tko_mut(
-                &mut y_out,
+        let y_tok: Token = unsafe {
+            store_view_raw(
+                &y_view,
                 diff_e,
                 [batch, sb, hb, 0i32, 0i32],
+                Some(y_token),
                 ordering::Weak,
                 scope::TileBlock,
-                None,
                 tma::Enabled,
+                None,
+                [false, false, false, false, false],
             )
         };
         let c_b_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
@@ -128,14 +145,16 @@ pub mod rope {
             fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
         let sum_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(sum);
         unsafe {
-            store_view_tko_mut(
-                &mut y_out_1,
+            store_view_raw(
+                &y_view_1,
                 sum_e,
                 [batch, sb, hb, 1i32, 0i32],
+                Some(y_tok),
                 ordering::Weak,
                 scope::TileBlock,
-                None,
                 tma::Enabled,
+                None,
+                [false, false, false, false, false],
             )
         };
     }

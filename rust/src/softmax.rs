@@ -145,35 +145,51 @@ pub mod softmax {
         x_stride0: i32,
         y_stride0: i32,
     ) {
+        let x_token: Token = x.token();
+        let y_token: Token = y.token();
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_rows: i32 = x.shape()[0];
         let cols: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let x_dim1: i32 = x.shape()[1];
         let x_dim1_tile: Tile<i32, { [TILE] }> = x_dim1.broadcast(shape![TILE]);
-        let in_row: Tile<bool, { [TILE] }> = lt_tile(cols, x_dim1_tile);
+        let in_row: Tile<bool, { [TILE] }> = cmpi(cols, x_dim1_tile, predicate::LessThan);
+        let t_s0: i32 = x_stride0;
+        let t_s0_0d: Tile<i32, { [] }> = scalar_to_tile(t_s0);
+        let t_s0_u64: Tile<u64, { [] }> = exti(t_s0_0d);
+        let t_s0_u64_r: Tile<u64, { [1] }> = t_s0_u64.reshape(shape![1]);
+        let t_s0_u64_r_b: Tile<u64, { [TILE] }> = t_s0_u64_r.broadcast(shape![TILE]);
+        let t_i1_u64: Tile<u64, { [TILE] }> = exti(cols);
+        let t_one: Tile<u64, { [TILE] }> = constant(1u64, shape![TILE]);
+        let t_off1: Tile<u64, { [TILE] }> = t_i1_u64 * t_one;
+        let t_base: PointerTile<*mut E, { [] }> = pointer_to_tile(cast_mut(x.as_ptr()));
+        let t_base_r: PointerTile<*mut E, { [1] }> = t_base.reshape(shape![1]);
+        let t_base_r_b: PointerTile<*mut E, { [TILE] }> = t_base_r.broadcast(shape![TILE]);
+        let t_pad_0d: Tile<E, { [] }> = constant_lit(f32::NEG_INFINITY, shape![]);
+        let t_pad_1: Tile<E, { [1] }> = t_pad_0d.reshape(shape![1]);
+        let t_pad: Tile<E, { [TILE] }> = t_pad_1.broadcast(shape![TILE]);
+        let y_scatter_s0: i32 = y_stride0;
+        let y_scatter_s0_0d: Tile<i32, { [] }> = scalar_to_tile(y_scatter_s0);
+        let y_scatter_s0_u64: Tile<u64, { [] }> = exti(y_scatter_s0_0d);
+        let y_scatter_s0_u64_r: Tile<u64, { [1] }> = y_scatter_s0_u64.reshape(shape![1]);
+        let y_scatter_s0_u64_r_b: Tile<u64, { [TILE] }> =
+            y_scatter_s0_u64_r.broadcast(shape![TILE]);
+        let y_scatter_i1_u64: Tile<u64, { [TILE] }> = exti(cols);
+        let y_scatter_one: Tile<u64, { [TILE] }> = constant(1u64, shape![TILE]);
+        let y_scatter_off1: Tile<u64, { [TILE] }> = y_scatter_i1_u64 * y_scatter_one;
+        let y_scatter_base: PointerTile<*mut E, { [] }> = pointer_to_tile(cast_mut(y.as_ptr()));
+        let y_scatter_base_r: PointerTile<*mut E, { [1] }> = y_scatter_base.reshape(shape![1]);
+        let y_scatter_base_r_b: PointerTile<*mut E, { [TILE] }> =
+            y_scatter_base_r.broadcast(shape![TILE]);
+        let mut y_last_op: Token = y_token;
         for row in (bid..n_rows).step_by(num_blocks as usize) {
             let t_i0_0d: Tile<i32, { [] }> = scalar_to_tile(row);
-            let t_i0: Tile<u64, { [] }> = exti(t_i0_0d);
-            let t_i0_r: Tile<u64, { [1] }> = t_i0.reshape(shape![1]);
-            let t_i0_r_b: Tile<u64, { [TILE] }> = t_i0_r.broadcast(shape![TILE]);
-            let t_s0: i32 = x_stride0;
-            let t_s0_0d: Tile<i32, { [] }> = scalar_to_tile(t_s0);
-            let t_s0_64: Tile<u64, { [] }> = exti(t_s0_0d);
-            let t_s0_64_r: Tile<u64, { [1] }> = t_s0_64.reshape(shape![1]);
-            let t_s0_64_r_b: Tile<u64, { [TILE] }> = t_s0_64_r.broadcast(shape![TILE]);
-            let t_off0: Tile<u64, { [TILE] }> = t_i0_r_b * t_s0_64_r_b;
-            let t_i1: Tile<u64, { [TILE] }> = exti(cols);
-            let t_one: Tile<u64, { [TILE] }> = constant(1u64, shape![TILE]);
-            let t_off1: Tile<u64, { [TILE] }> = t_i1 * t_one;
+            let t_i0_u64: Tile<u64, { [] }> = exti(t_i0_0d);
+            let t_i0_u64_r: Tile<u64, { [1] }> = t_i0_u64.reshape(shape![1]);
+            let t_i0_u64_r_b: Tile<u64, { [TILE] }> = t_i0_u64_r.broadcast(shape![TILE]);
+            let t_off0: Tile<u64, { [TILE] }> = t_i0_u64_r_b * t_s0_u64_r_b;
             let t_off: Tile<u64, { [TILE] }> = t_off0 + t_off1;
-            let t_base: PointerTile<*mut E, { [] }> = pointer_to_tile(cast_mut(x.as_ptr()));
-            let t_base_1: PointerTile<*mut E, { [1] }> = t_base.reshape(shape![1]);
-            let t_base_b: PointerTile<*mut E, { [TILE] }> = t_base_1.broadcast(shape![TILE]);
-            let t_ptrs: PointerTile<*mut E, { [TILE] }> = t_base_b.offset_tile(t_off);
-            let t_pad_0d: Tile<E, { [] }> = constant_lit(f32::NEG_INFINITY, shape![]);
-            let t_pad_1: Tile<E, { [1] }> = t_pad_0d.reshape(shape![1]);
-            let t_pad: Tile<E, { [TILE] }> = t_pad_1.broadcast(shape![TILE]);
+            let t_ptrs: PointerTile<*mut E, { [TILE] }> = t_base_r_b.offset_tile(t_off);
             let (t, _): (Tile<E, { [TILE] }>, Token) = unsafe {
                 load_ptr_tko_tpad(
                     t_ptrs,
@@ -181,7 +197,7 @@ pub mod softmax {
                     None::<scope::TileBlock>,
                     Some(in_row),
                     Some(t_pad),
-                    None,
+                    Some(x_token),
                     Latency::<0>,
                 )
             };
@@ -197,37 +213,26 @@ pub mod softmax {
             let out: Tile<f32, { [TILE] }> = divf(num, den_b, rounding::Approx, ftz::Enabled);
             let out_e: Tile<E, { [TILE] }> = convert_tile(out);
             let y_scatter_i0_0d: Tile<i32, { [] }> = scalar_to_tile(row);
-            let y_scatter_i0: Tile<u64, { [] }> = exti(y_scatter_i0_0d);
-            let y_scatter_i0_r: Tile<u64, { [1] }> = y_scatter_i0.reshape(shape![1]);
-            let y_scatter_i0_r_b: Tile<u64, { [TILE] }> = y_scatter_i0_r.broadcast(shape![TILE]);
-            let y_scatter_s0: i32 = y_stride0;
-            let y_scatter_s0_0d: Tile<i32, { [] }> = scalar_to_tile(y_scatter_s0);
-            let y_scatter_s0_64: Tile<u64, { [] }> = exti(y_scatter_s0_0d);
-            let y_scatter_s0_64_r: Tile<u64, { [1] }> = y_scatter_s0_64.reshape(shape![1]);
-            let y_scatter_s0_64_r_b: Tile<u64, { [TILE] }> =
-                y_scatter_s0_64_r.broadcast(shape![TILE]);
-            let y_scatter_off0: Tile<u64, { [TILE] }> = y_scatter_i0_r_b * y_scatter_s0_64_r_b;
-            let y_scatter_i1: Tile<u64, { [TILE] }> = exti(cols);
-            let y_scatter_one: Tile<u64, { [TILE] }> = constant(1u64, shape![TILE]);
-            let y_scatter_off1: Tile<u64, { [TILE] }> = y_scatter_i1 * y_scatter_one;
+            let y_scatter_i0_u64: Tile<u64, { [] }> = exti(y_scatter_i0_0d);
+            let y_scatter_i0_u64_r: Tile<u64, { [1] }> = y_scatter_i0_u64.reshape(shape![1]);
+            let y_scatter_i0_u64_r_b: Tile<u64, { [TILE] }> =
+                y_scatter_i0_u64_r.broadcast(shape![TILE]);
+            let y_scatter_off0: Tile<u64, { [TILE] }> = y_scatter_i0_u64_r_b * y_scatter_s0_u64_r_b;
             let y_scatter_off: Tile<u64, { [TILE] }> = y_scatter_off0 + y_scatter_off1;
-            let y_scatter_base: PointerTile<*mut E, { [] }> = pointer_to_tile(cast_mut(y.as_ptr()));
-            let y_scatter_base_1: PointerTile<*mut E, { [1] }> = y_scatter_base.reshape(shape![1]);
-            let y_scatter_base_b: PointerTile<*mut E, { [TILE] }> =
-                y_scatter_base_1.broadcast(shape![TILE]);
             let y_scatter_ptrs: PointerTile<*mut E, { [TILE] }> =
-                y_scatter_base_b.offset_tile(y_scatter_off);
-            unsafe {
+                y_scatter_base_r_b.offset_tile(y_scatter_off);
+            let y_tok: Token = unsafe {
                 store_ptr_tko(
                     y_scatter_ptrs,
                     out_e,
                     ordering::Weak,
                     None::<scope::TileBlock>,
                     Some(in_row),
-                    None,
+                    Some(y_last_op),
                     Latency::<0>,
                 )
             };
+            y_last_op = y_tok;
         }
     }
 
@@ -273,13 +278,22 @@ pub mod softmax {
                 x.token(),
             )
         };
-        let mut y_out: PartitionMut<E, { [1, CHUNK] }> =
-            unsafe { y.partition_full_mut(shape![1, CHUNK]) };
+        let y_view: Partition<E, { [1, CHUNK] }> = unsafe {
+            make_partition_view(
+                y,
+                shape![1, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                y.token(),
+            )
+        };
+        let y_token: Token = y.token();
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_rows: i32 = x.shape()[0];
         let n_chunks: i32 = num_tiles(&x_view, 1i32);
         let c: Tile<f32, { [1, 1] }> = 1.0f32.broadcast(shape![1, 1]);
+        let mut y_last_op: Token = y_token;
         for row in (bid..n_rows).step_by(num_blocks as usize) {
             let t: Tile<E, { [1, CHUNK] }> = load_view_tko(
                 &x_view_1,
@@ -327,6 +341,7 @@ pub mod softmax {
             let inv_sum: Tile<f32, { [1, 1] }> = divf(c, run_sum, rounding::Approx, ftz::Enabled);
             let run_max_b_1: Tile<f32, { [1, CHUNK] }> = run_max.broadcast(shape![1, CHUNK]);
             let inv_sum_b: Tile<f32, { [1, CHUNK] }> = inv_sum.broadcast(shape![1, CHUNK]);
+            let mut y_last_op_1: Token = y_last_op;
             for c_1 in 0i32..n_chunks {
                 let t_1: Tile<E, { [1, CHUNK] }> = load_view_tko(
                     &x_view_3,
@@ -342,18 +357,23 @@ pub mod softmax {
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
                 let out: Tile<f32, { [1, CHUNK] }> = exp_1 * inv_sum_b;
                 let out_e: Tile<E, { [1, CHUNK] }> = convert_tile(out);
-                unsafe {
-                    store_view_tko_mut(
-                        &mut y_out,
+                let y_tok: Token = unsafe {
+                    store_view_raw(
+                        &y_view,
                         out_e,
                         [row, c_1],
+                        Some(y_last_op),
                         ordering::Weak,
                         scope::TileBlock,
-                        None,
                         tma::Enabled,
+                        None,
+                        [false, false],
                     )
                 };
+                let joined_tok: Token = join_tokens(&[y_last_op_1, y_tok]);
+                y_last_op_1 = joined_tok;
             }
+            y_last_op = y_last_op_1;
         }
     }
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import re
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -164,6 +165,27 @@ class CubinResult:
     size: int = 0
     sha256: str = ""
     error: str = ""
+    registers: int | None = None  # per thread, from cuobjdump -res-usage
+    instructions: int | None = None  # SASS instruction count
+    sass_sha256: str = ""  # of the SASS text without addresses, symbol names and encodings
+
+
+def sass_summary(cubin: Path) -> tuple[int | None, int | None, str]:
+    """Registers, instruction count and a hash of the machine code (addresses and names removed).
+
+    Two cubins with the same summary run the same instructions: the strongest CPU-side evidence
+    that a port performs like its reference. Needs cuobjdump (PyPI nvidia-cuda-cuobjdump).
+    """
+    tool = toolchain.cuobjdump()
+    if tool is None:
+        return None, None, ""
+    usage = subprocess.run([str(tool), "-res-usage", str(cubin)], capture_output=True, text=True).stdout
+    regs = re.search(r"REG:(\d+)", usage)
+    sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True).stdout
+    body = [re.sub(r"/\*[0-9a-f]+\*/|\s+", " ", line.split(";")[0]).strip()
+            for line in sass.splitlines() if re.search(r"/\*[0-9a-f]+\*/", line)]
+    body = [re.sub(r"\S*(_entry|_Kt\w*)\S*", "<kernel>", b) for b in body]
+    return (int(regs.group(1)) if regs else None, len(body), hashlib.sha256("\n".join(body).encode()).hexdigest())
 
 
 def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None) -> CubinResult:
@@ -182,7 +204,9 @@ def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None) -> CubinR
         data = dst.read_bytes()
         if out is not None:
             out.write_bytes(data)
-        return CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest())
+        regs, count, sass = sass_summary(dst)
+        return CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest(), registers=regs,
+                           instructions=count, sass_sha256=sass)
 
 
 @dataclass

@@ -155,18 +155,21 @@ def verify(
         task = progress.add_task("verifying captures", total=len(items))
         results = verify_all(lib, items, out, jobs, lambda r: progress.advance(task))
     table = Table(title="Tile IR: cuTile Python vs cutile-rs port")
-    for col in ("capture", "verdict", "crit", "warn", "info", "cubins gen", "note"):
+    for col in ("capture", "verdict", "crit", "warn", "info", "cubins gen", "same SASS", "note"):
         table.add_column(col)
     for r in results:
         color = {"PASS": "green", "PASS_WITH_NOTES": "yellow"}.get(r.verdict, "red")
         cubins = " ".join(a for a, ok in r.cubins_gen.items() if ok)
+        same = " ".join(a for a, ok in r.sass_same.items() if ok) or "-"
         note = r.error or (r.findings[0] if r.findings else "")
         table.add_row(r.capture, f"[{color}]{r.verdict}[/]", str(r.critical), str(r.warn), str(r.info), cubins,
-                      note[:90])
+                      same, note[:80])
     console.print(table)
     summary = write_summary(results, out)
     bad = [r for r in results if r.verdict not in ("PASS", "PASS_WITH_NOTES") or r.error]
-    console.print(f"{len(results) - len(bad)}/{len(results)} captures clean; summary: {summary}")
+    same = sum(1 for r in results if r.sass_same and all(r.sass_same.values()))
+    console.print(f"{len(results) - len(bad)}/{len(results)} captures clean; {same}/{len(results)} with "
+                  f"identical machine code on every architecture; summary: {summary}")
     raise typer.Exit(1 if bad else 0)
 
 

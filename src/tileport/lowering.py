@@ -42,9 +42,12 @@ GRID = {"bid": "get_tile_block_id().{axis}", "num_blocks": "get_num_tile_blocks(
 LOAD_VIEW = ("unsafe {{ make_partition_view({array}, shape![{shape}], {padding}, {dim_map}, {array}.token()) }}")
 STORE_VIEW = "unsafe {{ {array}.partition_full_mut(shape![{shape}]) }}"
 LOAD = "load_view_tko(&{view}, [{index}], ordering::Weak, scope::TileBlock, {latency}, {tma})"
-LOAD_INBOUNDS = ("unsafe {{ load_view_raw(&{view}, [{index}], None, ordering::Weak, scope::TileBlock, {tma}, "
-                 "{latency}, [{inbounds}], shape![{shape}]) }}")
 STORE = "unsafe {{ store_view_tko_mut(&mut {view}, {tile}, [{index}], ordering::Weak, scope::TileBlock, {latency}, {tma}) }}"
+# With an explicit input token (cuTile's memory ordering): the raw view ops.
+LOAD_RAW = ("unsafe {{ load_view_raw(&{view}, [{index}], {token}, ordering::Weak, scope::TileBlock, {tma}, "
+            "{latency}, [{inbounds}], shape![{shape}]) }}")
+STORE_RAW = ("unsafe {{ store_view_raw(&{view}, {tile}, [{index}], Some({token}), ordering::Weak, scope::TileBlock, "
+             "{tma}, {latency}, [{inbounds}]) }}")
 NUM_TILES = "num_tiles(&{view}, {axis}i32)"
 ARRAY_DIM = "{array}.shape()[{axis}]"
 
@@ -93,6 +96,9 @@ SCALAR_FN = {
     "max": "max({a}, {b})",
 }
 COMPARE_SCALAR = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
+COMPARE_INT = "cmpi({a}, {b}, {predicate})"  # signedness follows the element type
+PREDICATE = {"<": "predicate::LessThan", "<=": "predicate::LessThanOrEqual", ">": "predicate::GreaterThan",
+             ">=": "predicate::GreaterThanOrEqual", "==": "predicate::Equal", "!=": "predicate::NotEqual"}
 COMPARE_TILE = {"<": "lt_tile", "<=": "le_tile", ">": "gt_tile", ">=": "ge_tile", "==": "eq_tile",
                 "!=": "ne_tile"}
 SELECT = "select({c}, {a}, {b})"
@@ -128,9 +134,9 @@ MMA_INT = "mmai({a}, {b}, {acc}, signedness::Signed, signedness::Signed)"
 # ---- pointer path (ct.gather / ct.scatter), expanded per call as cuTile does
 PTR_BASE = "pointer_to_tile(cast_mut({array}.as_ptr()))"
 PTR_OFFSET = "{ptr}.offset_tile({offset})"
-GATHER = ("unsafe {{ load_ptr_tko_tpad({ptrs}, ordering::Weak, None::<scope::TileBlock>, {mask}, Some({pad}), None, "
+GATHER = ("unsafe {{ load_ptr_tko_tpad({ptrs}, ordering::Weak, None::<scope::TileBlock>, {mask}, Some({pad}), {token}, "
           "Latency::<{latency}>) }}")
-SCATTER = ("unsafe {{ store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, {mask}, None, "
+SCATTER = ("unsafe {{ store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, {mask}, {token}, "
            "Latency::<{latency}>) }}")
 
 # ---- entry attributes

@@ -70,6 +70,10 @@ def tileirdisasm() -> Path | None:
     return _bin("tileirdisasm")
 
 
+def cuobjdump() -> Path | None:
+    return _bin("cuobjdump")
+
+
 def env(base: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for tileiras (matching ptxas first on PATH, no stray CUDA_HOME) and cargo builds."""
     e = dict(os.environ if base is None else base)
@@ -197,6 +201,14 @@ def _check_cutile_crate() -> Component:
                      "cargo fetch --manifest-path rust/Cargo.toml  (or: " + SETUP_COMMAND + ")")
 
 
+def _check_cuobjdump() -> Component:
+    path = cuobjdump()
+    version = _version_of(path) if path else ""
+    return Component("cuobjdump (SASS comparison of cubins)", bool(path), version, str(path or ""),
+                     f"pip install 'nvidia-cuda-cuobjdump=={TILEIRAS_RELEASE}.92'  (or: {SETUP_COMMAND})",
+                     required=False)
+
+
 def _check_gpu() -> Component:
     smi = shutil.which("nvidia-smi")
     proc = _run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"]) if smi else None
@@ -222,6 +234,7 @@ def check_all() -> list[Component]:
         _check_libclang(),
         *_check_rust(),
         _check_cutile_crate(),
+        _check_cuobjdump(),
         _check_gpu(),
         _check_torch(),
     ]

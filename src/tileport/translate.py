@@ -17,6 +17,8 @@ from tileport.frontends.cutile import KernelConfig, translate_file
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.passes.fma import fuse_fma
 from tileport.passes.hoist import hoist_invariants
+from tileport.passes.pointers import lower_pointers
+from tileport.passes.tokens import order_memory
 
 
 @dataclass
@@ -66,9 +68,11 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
     for k in tr.module.kernels:
         base = k.base_name or k.name
         try:
+            check_supported(k)
+            lower_pointers(k)
             fuse_fma(k)
             hoist_invariants(k)
-            check_supported(k)
+            order_memory(k)
         except Diagnostic as d:
             results[base] = KernelResult(path, base, diagnostic=d)
             continue

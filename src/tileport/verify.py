@@ -35,6 +35,8 @@ class CaptureResult:
     findings: list[str] = field(default_factory=list)  # CRITICAL and WARN one-liners
     cubins_ref: dict[str, bool] = field(default_factory=dict)
     cubins_gen: dict[str, bool] = field(default_factory=dict)
+    sass_same: dict[str, bool] = field(default_factory=dict)  # arch -> identical machine code
+    sass: dict[str, dict] = field(default_factory=dict)  # arch -> registers/instructions, both sides
     error: str = ""
     seconds: float = 0.0
     artifacts: str = ""
@@ -57,6 +59,11 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
         gen = capture_side(gen_bc, d, "generated", archs)
         res.cubins_ref = {c.arch: c.ok for c in ref.cubins}
         res.cubins_gen = {c.arch: c.ok for c in gen.cubins}
+        for rc, gc in zip(ref.cubins, gen.cubins):
+            if rc.ok and gc.ok and rc.sass_sha256 and gc.sass_sha256:
+                res.sass_same[rc.arch] = rc.sass_sha256 == gc.sass_sha256
+                res.sass[rc.arch] = {"registers": [rc.registers, gc.registers],
+                                     "instructions": [rc.instructions, gc.instructions]}
         report = diff(read_module(ref_bc), read_module(gen_bc),
                       generated_arg_roles=generated_arg_roles(lib, capture))
         res.verdict = report.verdict

@@ -37,7 +37,13 @@ class KernelGroup:
 
 
 def written_arrays(kernel: Kernel) -> set[str]:
-    return {st.op.args[0].name for st in walk(kernel.body) if isinstance(st, Do) and st.op.kind in ("store", "scatter")}
+    out = set()
+    for st in walk(kernel.body):
+        if isinstance(st, (Let, Do)) and st.op.kind == "store":
+            out.add(st.op.args[0].name)
+        elif isinstance(st, (Let, Do)) and st.op.kind in ("store_ptr", "scatter"):
+            out.add(st.op.attr("array") or st.op.args[0].name)
+    return out
 
 
 def tile_dim_consts(kernel: Kernel) -> list[str]:

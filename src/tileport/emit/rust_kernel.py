@@ -15,7 +15,7 @@ from tileport.diagnostics import Diagnostic
 from tileport.model import types as T
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref,
                                Return, walk)
-from tileport.model.types import ArrayT, DVar, Dim, DimOp, ScalarT, Sym, TileT
+from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
 from tileport.passes.uses import bindings_needing_mut
 
 INDENT = "    "
@@ -60,14 +60,11 @@ def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
     cutile 0.5.0 kernels cannot read a stride the JIT specialized to a constant (a column array's
     row stride is 1), so the launcher passes these strides as extra i32 arguments.
     """
-    ranks = {p.name: p.ty.rank for p in kernel.params if p.is_array}
     found: dict[tuple[str, int], None] = {}
     for st in walk(kernel.body):
-        if isinstance(st, (Let, Do)) and st.op.kind in ("gather", "scatter"):
-            arr = st.op.args[0].name
-            for d in range(ranks[arr] - 1):
-                found.setdefault((arr, d), None)
-    return list(found)
+        if isinstance(st, Let) and st.op.kind == "array_stride":
+            found.setdefault((st.op.args[0].name, st.op.attr("axis")), None)
+    return sorted(found)
 
 
 def stride_param_name(array: str, dim: int) -> str:
@@ -100,6 +97,10 @@ def type_rs(ty) -> str:
     if isinstance(ty, ArrayT):
         dims = ", ".join(["-1"] * ty.rank)
         return f"&Tensor<{dtype_rs(ty.dtype)}, {{ [{dims}] }}>"
+    if isinstance(ty, PtrT):
+        return f"PointerTile<*mut {dtype_rs(ty.dtype)}, {{ [{shape_rs(ty.shape)}] }}>"
+    if isinstance(ty, TokenT):
+        return "Token"
     raise TypeError(ty)
 
 
@@ -308,7 +309,7 @@ class KernelEmitter:
     def op_copy(self, op: Op, name: str) -> str:
         return self.atom(op.args[0])
 
-    def op_load(self, op: Op, name: str) -> str:
+    def op_load(self, op: Op, name: str):
         arr, *index = op.args
         shape = op.attr("shape")
         view = self.view(op, arr.name, shape, op.attr("padding"), op.attr("order"), False)
@@ -316,7 +317,12 @@ class KernelEmitter:
         tma = L.TMA[op.attr("allow_tma")]
         if op.attr("check_bounds") is False:
             raise self.fail(op, "ct.load(check_bounds=False) is not supported by the translator yet")
-        return L.LOAD.format(view=view, index=self.index(index), latency=latency, tma=tma)
+        token, result = op.attr("token"), op.attr("result_token")
+        if token is None and result is None:
+            return L.LOAD.format(view=view, index=self.index(index), latency=latency, tma=tma)
+        expr = L.LOAD_RAW.format(view=view, index=self.index(index), token=_some(token), latency=latency, tma=tma,
+                                 inbounds=", ".join(["false"] * len(index)), shape=shape_rs(shape))
+        return [f"let ({name}, {result or '_'}): ({type_rs(op.ty)}, Token) = {expr};"], None
 
     def op_num_tiles(self, op: Op, name: str) -> str:
         view = self.view(op, op.args[0].name, op.attr("shape"), "undetermined", op.attr("order"), False)
@@ -431,6 +437,8 @@ class KernelEmitter:
         cmp = op.attr("op")
         if isinstance(op.ty, ScalarT):
             return f"{self.atom(a)} {L.COMPARE_SCALAR[cmp]} {self.atom(b)}"
+        if self.kind(a.ty.dtype) != "f":
+            return L.COMPARE_INT.format(a=self.atom(a), b=self.atom(b), predicate=L.PREDICATE[cmp])
         return f"{L.COMPARE_TILE[cmp]}({self.atom(a)}, {self.atom(b)})"
 
     def op_select(self, op: Op, name: str) -> str:
@@ -490,150 +498,70 @@ class KernelEmitter:
         template = L.MMA_FLOAT if self.kind(op.args[0].ty.dtype) == "f" else L.MMA_INT
         return template.format(a=a, b=b, acc=acc)
 
-    def op_gather(self, op: Op, name: str):
-        arr, *rest = op.args
-        rank = self.arrays[arr.name].rank
-        indices, mask = rest[:rank], (rest[rank] if op.attr("has_mask") else None)
-        pre, ptrs, bounds = self.pointer_tile(arr, indices, op.ty.shape, op.attr("check_bounds") is not False,
-                                              name)
-        mask_name = self.combine_masks(bounds, mask, op.ty.shape, name, pre)
-        pad = self.pad_tile(op.attr("padding_value"), op.ty.dtype, op.ty.shape, name, pre)
-        self.shims.add("load_ptr_tko_tpad")
-        load = L.GATHER.format(ptrs=ptrs, mask=f"Some({mask_name})" if mask_name else "None", pad=pad,
-                               latency=op.attr("latency") or 0)
-        # The token result is not used: cuTile Python does not order gathers either.
-        pre.append(f"let ({name}, _): ({tile_rs(op.ty)}, Token) = {load};")
-        return pre, None
+    # ---- memory operations (with the tokens the token pass assigned)
+    def view_store_args(self, op: Op):
+        arr, tile, *index = op.args
+        if op.attr("order"):
+            raise self.fail(op, "ct.store with order= is not supported by the translator yet")
+        if op.attr("check_bounds") is False:
+            raise self.fail(op, "ct.store(check_bounds=False) is not supported by the translator yet")
+        latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
+        return arr, tile, index, latency, L.TMA[op.attr("allow_tma")]
 
-    def pad_tile(self, value, dt, shape, name: str, pre: list[str]) -> str:
-        """cuTile passes the padding as a tile: a splat for integers, 0-d + broadcast for floats."""
-        pad = self.fresh(f"{name}_pad")
-        if self.kind(dt) != "f":
-            pre.append(f"let {pad}: {tile_rs(TileT(dt, shape))} = {self.constant(int(value), dt, shape)};")
-            return pad
-        scalar = self.fresh(f"{name}_pad_0d")
-        pre.append(f"let {scalar}: {tile_rs(TileT(dt, ()))} = {self.constant(float(value), dt, ())};")
-        ones = (1,) * len(shape)
-        reshaped = self.fresh(f"{name}_pad_1")
-        pre.append(f"let {reshaped}: {tile_rs(TileT(dt, ones))} = {L.RESHAPE.format(x=scalar, shape=shape_rs(ones))};")
-        pre.append(f"let {pad}: {tile_rs(TileT(dt, shape))} = {L.BROADCAST.format(x=reshaped, shape=shape_rs(shape))};")
-        return pad
+    def store(self, op: Op) -> str:
+        arr, tile, index, latency, tma = self.view_store_args(op)
+        token = op.attr("token")
+        if token is None:  # the view's own (entry) token, result unused: the safe-looking mutable view
+            view = self.view(op, arr.name, tile.ty.shape, "undetermined", None, True)
+            return L.STORE.format(view=view, tile=tile.name, index=self.index(index), latency=latency, tma=tma)
+        view = self.view(op, arr.name, tile.ty.shape, "undetermined", None, False)
+        return L.STORE_RAW.format(view=view, tile=tile.name, index=self.index(index), token=token,
+                                  latency=latency, tma=tma, inbounds=", ".join(["false"] * len(index)))
 
-    def combine_masks(self, bounds: str | None, user: Ref | None, shape, name: str, pre: list[str]) -> str | None:
-        if bounds and user is not None:
-            m = self.fresh(f"{name}_mask")
-            pre.append(f"let {m}: {tile_rs(TileT('bool', shape))} = andi({bounds}, {user.name});")
-            return m
-        return bounds or (user.name if user is not None else None)
-
-    def pointer_tile(self, arr: Ref, indices, shape, check_bounds: bool, name: str):
-        """Element pointers and the bounds mask for a gather/scatter, expanded exactly as cuTile does:
-        per dimension widen to u64, broadcast, compare with the extent, multiply by the stride."""
-        pre: list[str] = []
-        dt = self.arrays[arr.name].dtype
-        array_rank = self.arrays[arr.name].rank
-        rank = len(shape)
-        ones = (1,) * rank
-        u64 = lambda s: tile_rs(TileT("u64", s))  # noqa: E731
-        offset, mask = None, None
-        for d, idx in enumerate(indices):
-            src_shape = idx.ty.shape if isinstance(idx, Ref) and isinstance(idx.ty, TileT) else ()
-            if isinstance(idx, Ref) and isinstance(idx.ty, TileT):
-                if idx.ty.dtype != "i32":
-                    raise Diagnostic(f"gather/scatter indices of dtype {idx.ty.dtype} are not supported yet",
-                                     self.kernel.loc, "ct.gather", kernel=self.kernel.name)
-                src = idx.name
-            else:
-                src = self.fresh(f"{name}_i{d}_0d")
-                pre.append(f"let {src}: {tile_rs(TileT('i32', ()))} = scalar_to_tile({self.atom(idx)});")
-            wide = self.fresh(f"{name}_i{d}")
-            pre.append(f"let {wide}: {u64(src_shape)} = exti({src});")
-            wide = self.broadcast_to(wide, "u64", src_shape, shape, pre)
-            if check_bounds:
-                extent = self.scalar_u64_tile(f"{arr.name}.shape()[{d}]", shape, f"{name}_n{d}", pre)
-                in_bounds = self.fresh(f"{name}_in{d}")
-                pre.append(f"let {in_bounds}: {tile_rs(TileT('bool', shape))} = "
-                           f"cmpi({wide}, {extent}, predicate::LessThan);")
-                if mask is None:
-                    mask = in_bounds
-                else:
-                    m = self.fresh(f"{name}_in")
-                    pre.append(f"let {m}: {tile_rs(TileT('bool', shape))} = andi({mask}, {in_bounds});")
-                    mask = m
-            if d == array_rank - 1:
-                stride = self.fresh(f"{name}_one")
-                pre.append(f"let {stride}: {u64(shape)} = constant(1u64, shape![{shape_rs(shape)}]);")
-            else:
-                stride = self.scalar_u64_tile(stride_param_name(arr.name, d), shape, f"{name}_s{d}", pre)
-            term = self.fresh(f"{name}_off{d}")
-            pre.append(f"let {term}: {u64(shape)} = {wide} * {stride};")
-            if offset is None:
-                offset = term
-            else:
-                total = self.fresh(f"{name}_off")
-                pre.append(f"let {total}: {u64(shape)} = {offset} + {term};")
-                offset = total
-        ptr_ty = lambda s: f"PointerTile<*mut {dtype_rs(dt)}, {{ [{shape_rs(s)}] }}>"  # noqa: E731
-        base = self.fresh(f"{name}_base")
-        pre.append(f"let {base}: {ptr_ty(())} = {L.PTR_BASE.format(array=arr.name)};")
-        base1 = self.fresh(f"{name}_base_1")
-        pre.append(f"let {base1}: {ptr_ty(ones)} = {base}.reshape(shape![{shape_rs(ones)}]);")
-        baseb = self.fresh(f"{name}_base_b")
-        pre.append(f"let {baseb}: {ptr_ty(shape)} = {base1}.broadcast(shape![{shape_rs(shape)}]);")
-        ptrs = self.fresh(f"{name}_ptrs")
-        pre.append(f"let {ptrs}: {ptr_ty(shape)} = {L.PTR_OFFSET.format(ptr=baseb, offset=offset)};")
-        return pre, ptrs, mask
-
-    def scalar_u64_tile(self, scalar_expr: str, shape, base: str, pre: list[str]) -> str:
-        """An i32 scalar widened to u64 and broadcast to `shape` (0-d tile -> exti -> reshape -> broadcast)."""
-        s = self.fresh(base)
-        pre.append(f"let {s}: i32 = {scalar_expr};")
-        t = self.fresh(f"{base}_0d")
-        pre.append(f"let {t}: {tile_rs(TileT('i32', ()))} = scalar_to_tile({s});")
-        w = self.fresh(f"{base}_64")
-        pre.append(f"let {w}: {tile_rs(TileT('u64', ()))} = exti({t});")
-        return self.broadcast_to(w, "u64", (), shape, pre)
-
-    def broadcast_to(self, x: str, dt: str, src, shape, pre: list[str]) -> str:
-        src, shape = tuple(src), tuple(shape)
-        if src == shape:
-            return x
-        if len(src) < len(shape):
-            padded = (1,) * (len(shape) - len(src)) + src
-            r = self.fresh(f"{x}_r")
-            pre.append(f"let {r}: {tile_rs(TileT(dt, padded))} = {L.RESHAPE.format(x=x, shape=shape_rs(padded))};")
-            x, src = r, padded
-        if src != shape:
-            b = self.fresh(f"{x}_b")
-            pre.append(f"let {b}: {tile_rs(TileT(dt, shape))} = {L.BROADCAST.format(x=x, shape=shape_rs(shape))};")
-            x = b
-        return x
-
-    # ---- operations run for their effect
     def effect(self, op: Op) -> list[str]:
         if op.kind == "store":
-            arr, tile, *index = op.args
-            if op.attr("order"):
-                raise self.fail(op, "ct.store with order= is not supported by the translator yet")
-            if op.attr("check_bounds") is False:
-                raise self.fail(op, "ct.store(check_bounds=False) is not supported by the translator yet")
-            view = self.view(op, arr.name, tile.ty.shape, "undetermined", None, True)
-            latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
-            return [L.STORE.format(view=view, tile=tile.name, index=self.index(index), latency=latency,
-                                   tma=L.TMA[op.attr("allow_tma")]) + ";"]
-        if op.kind == "scatter":
-            arr, value, *rest = op.args
-            rank = self.arrays[arr.name].rank
-            indices, mask = rest[:rank], (rest[rank] if op.attr("has_mask") else None)
-            name = self.fresh(f"{arr.name}_scatter")
-            pre, ptrs, bounds = self.pointer_tile(arr, indices, value.ty.shape,
-                                                  op.attr("check_bounds") is not False, name)
-            mask_name = self.combine_masks(bounds, mask, value.ty.shape, name, pre)
-            store = L.SCATTER.format(ptrs=ptrs, value=value.name,
-                                     mask=f"Some({mask_name})" if mask_name else "None",
-                                     latency=op.attr("latency") or 0)
-            return pre + [f"{store};"]
-        raise self.fail(op, f"no cutile-rs lowering for `{op.kind}`")
+            expr = self.store(op)
+        elif op.kind == "store_ptr":
+            expr = self.store_ptr(op)
+        else:
+            raise self.fail(op, f"no cutile-rs lowering for `{op.kind}`")
+        result = op.attr("result_token")
+        return [f"let {result}: Token = {expr};" if result else f"{expr};"]
+
+    def store_ptr(self, op: Op) -> str:
+        ptrs, value, *mask = op.args
+        return L.SCATTER.format(ptrs=ptrs.name, value=value.name, mask=f"Some({mask[0].name})" if mask else "None",
+                                token=_some(op.attr("token")), latency=op.attr("latency") or 0)
+
+    def op_load_ptr(self, op: Op, name: str):
+        ptrs, pad, *mask = op.args
+        self.shims.add("load_ptr_tko_tpad")
+        expr = L.GATHER.format(ptrs=ptrs.name, mask=f"Some({mask[0].name})" if mask else "None", pad=pad.name,
+                               token=_some(op.attr("token")), latency=op.attr("latency") or 0)
+        token = op.attr("result_token") or "_"
+        return [f"let ({name}, {token}): ({type_rs(op.ty)}, Token) = {expr};"], None
+
+    def op_entry_token(self, op: Op, name: str) -> str:
+        return f"{op.args[0].name}.token()"
+
+    def op_join_tokens(self, op: Op, name: str) -> str:
+        return f"join_tokens(&[{', '.join(a.name for a in op.args)}])"
+
+    def op_tile0(self, op: Op, name: str) -> str:
+        return f"scalar_to_tile({self.atom(op.args[0])})"
+
+    def op_ptr_base(self, op: Op, name: str) -> str:
+        return L.PTR_BASE.format(array=op.args[0].name)
+
+    def op_ptr_offset(self, op: Op, name: str) -> str:
+        return L.PTR_OFFSET.format(ptr=op.args[0].name, offset=op.args[1].name)
+
+    def op_array_stride(self, op: Op, name: str) -> str:
+        return stride_param_name(op.args[0].name, op.attr("axis"))
+
+
+def _some(token: str | None) -> str:
+    return f"Some({token})" if token else "None"
 
 
 def _bits(dt: str) -> int:

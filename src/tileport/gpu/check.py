@@ -50,23 +50,48 @@ def compare(got: Any, ref: Any, rtol: float, atol: float) -> tuple[bool, float, 
     return ok, worst_abs, worst_ratio, msg
 
 
-def check_case(spec: OpSpec, backend: str, dtype: str, shape: tuple, seed: int = 0) -> dict:
+def run_case(spec: OpSpec, backend: str, dtype: str, shape: tuple, seed: int = 0, device: str = "cuda") -> dict:
+    """One differential case through the public API (`call` with `out=`), raising on any error.
+
+    The outputs are allocated here and poisoned with NaN before the call, so an element the kernel
+    does not write fails the comparison; the inputs must come back unmodified, and the op must return
+    the `out=` tensors themselves. Returns the record (ok, max_abs_err, err_over_tol, error)."""
     import torch
 
     from tileport.ops.api import call
-    rec = {"op": spec.name, "backend": backend, "dtype": dtype, "shape": list(shape)}
+    rec: dict[str, Any] = {"op": spec.name, "backend": backend, "dtype": dtype, "shape": list(shape)}
     tol = spec.tolerances[dtype]
     rec.update(rtol=tol.rtol, atol=tol.atol)
+    inputs = spec.make_inputs(shape, dtype, device, seed)
+    before = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+    ref = spec.reference(*inputs)
+    outs = spec.allocate(*inputs)
+    for o in _tensors(outs):
+        o.fill_(float("nan"))
+    got = call(spec, *inputs, out=outs, backend=backend)
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+    ok, max_abs, ratio, msg = compare(got, ref, tol.rtol, tol.atol)
+    if ok and any(g is not o for g, o in zip(_tensors(got), _tensors(outs))):
+        ok, msg = False, "the op did not return the out= tensors"
+    changed = [i for i, (b, a) in enumerate(zip(before, inputs))
+               if isinstance(b, torch.Tensor) and not torch.equal(b, a)]
+    if ok and changed:
+        ok, msg = False, f"input(s) {changed} were modified"
+    rec.update(ok=ok, max_abs_err=max_abs, err_over_tol=ratio, error=msg)
+    return rec
+
+
+def check_case(spec: OpSpec, backend: str, dtype: str, shape: tuple, seed: int = 0) -> dict:
+    """`run_case`, with an exception recorded as the case's failure (never a skip)."""
     t0 = time.perf_counter()
     try:
-        inputs = spec.make_inputs(shape, dtype, "cuda", seed)
-        ref = spec.reference(*inputs)
-        got = call(spec, *inputs, backend=backend)
-        torch.cuda.synchronize()
-        ok, max_abs, ratio, msg = compare(got, ref, tol.rtol, tol.atol)
-        rec.update(ok=ok, max_abs_err=max_abs, err_over_tol=ratio, error=msg)
+        rec = run_case(spec, backend, dtype, shape, seed)
     except Exception as e:  # noqa: BLE001 - a crash of one case is that case's failure
-        rec.update(ok=False, max_abs_err=None, err_over_tol=None, error=f"{type(e).__name__}: {e}"[:2000])
+        tol = spec.tolerances.get(dtype)
+        rec = {"op": spec.name, "backend": backend, "dtype": dtype, "shape": list(shape),
+               "rtol": tol.rtol if tol else None, "atol": tol.atol if tol else None,
+               "ok": False, "max_abs_err": None, "err_over_tol": None, "error": f"{type(e).__name__}: {e}"[:2000]}
     rec["seconds"] = round(time.perf_counter() - t0, 3)
     return rec
 

@@ -178,4 +178,23 @@ class ConstT:
         return f"Const[{self.kind}]"
 
 
-Type = Union[TileT, ScalarT, ArrayT, ConstT]
+@dataclass(frozen=True)
+class PtrT:
+    """A tile of pointers to elements of `dtype` (the pointer path of gather/scatter)."""
+
+    dtype: DType
+    shape: Shape
+
+    def __str__(self) -> str:
+        return f"PtrTile[{self.dtype}, {shape_str(self.shape)}]"
+
+
+@dataclass(frozen=True)
+class TokenT:
+    """A memory-ordering token."""
+
+    def __str__(self) -> str:
+        return "Token"
+
+
+Type = Union[TileT, ScalarT, ArrayT, ConstT, PtrT, TokenT]

@@ -46,12 +46,28 @@ def unavailable_reason(backend: str) -> str | None:
         if importlib.util.find_spec("cuda.tile") is None:
             return "cuTile Python (cuda-tile) is not installed"
         return None
-    if not os.environ.get("TILEPORT_LIB") and shutil.which("cargo") is None:
-        return "no prebuilt library ($TILEPORT_LIB) and no cargo to build rust/"
+    return rust_library_reason()
+
+
+def rust_library_reason() -> str | None:
+    """None if the generated cdylib can be loaded (prebuilt, or built with cargo on first use)."""
+    from tileport.runtime.library import REPO_CRATE
+
+    prebuilt = os.environ.get("TILEPORT_LIB")
+    if not (REPO_CRATE / "kernels.json").is_file():
+        return (f"the generated crate ({REPO_CRATE}) and its kernels.json manifest are not there "
+                "(tileport installed without its repository)")
+    if prebuilt:
+        if not os.path.isfile(prebuilt):
+            return f"$TILEPORT_LIB is {prebuilt}, which is not a file"
+        return None
+    if shutil.which("cargo") is None:
+        return "no prebuilt library ($TILEPORT_LIB is unset) and no cargo to build rust/ on first use"
     return None
 
 
 def available_backends() -> list[str]:
+    """The backends that can run here (see `unavailable_reason(name)` for why one cannot)."""
     return [b for b in BACKENDS if unavailable_reason(b) is None]
 
 
@@ -65,7 +81,11 @@ def run_plan_rust(launches: Sequence[Launch], stream: Any) -> None:
     """Execute a launch plan through the generated C ABI, on `stream` (no host synchronization)."""
     from tileport.runtime.library import load
 
-    lib = load()
+    try:
+        lib = load()  # built with cargo on first use unless $TILEPORT_LIB names a prebuilt one
+    except (TileportError, OSError) as e:
+        raise BackendUnavailable(f"backend 'cutile-rs' is unavailable: the generated library could not be "
+                                 f"loaded: {e}") from e
     handle = stream.cuda_stream if hasattr(stream, "cuda_stream") else int(stream)
     for launch in launches:
         lib[launch.kernel](grid=launch.grid, stream=handle, **launch.args)

@@ -1,0 +1,106 @@
+"""PyTorch integration: every operator of the library as a `torch.library` custom op.
+
+Importing this module (or touching `tileport.ops.torch`) registers, once per process, one custom
+op per spec, `torch.ops.tileport.<op>`, and binds it here as `tileport.ops.torch.<op>`:
+
+    import tileport.ops
+    y = tileport.ops.torch.softmax(x)               # == torch.ops.tileport.softmax(x)
+    y, mean, rstd = torch.ops.tileport.layer_norm(x, w, b)
+    f = torch.compile(lambda x: tileport.ops.torch.gelu(x) * 2, fullgraph=True)
+
+- Schemas are derived from the specs, never written by hand: the positional inputs (names from the
+  spec's PyTorch reference, Tensor / float / SymInt / bool from `make_inputs` on the meta device) and
+  the outputs (`allocate`: one Tensor, or a tuple such as layer_norm's (y, mean, rstd)).
+- The real kernel dispatches through `tileport.ops.api.call` on the backend current *when the op
+  runs* (`set_backend` / `use_backend`), so one compiled graph runs on any backend, with the same
+  no-fallback rule: a backend that cannot run the call raises `BackendUnavailable`.
+- The fake (meta) kernel is the spec's `allocate`, run on the fake / meta inputs, so
+  `torch.compile(fullgraph=True)`, `torch.export` and meta tensors see the exact output shapes,
+  dtypes and devices, including symbolic shapes.
+- The ops are functional (`mutates_args=()`, fresh outputs; use `tileport.ops.<op>(..., out=)` to
+  write into given tensors) and forward only (no autograd formula is registered: backward raises).
+
+Importing `tileport` or `tileport.ops` never imports torch; this module needs it.
+"""
+
+from __future__ import annotations
+
+try:
+    import torch
+except ImportError as e:  # pragma: no cover - exercised by the CPU tests without torch
+    raise ImportError("tileport.ops.torch (tileport.ops.torch_ops) registers the operators with torch.library "
+                      "and needs PyTorch: pip install torch") from e
+
+from typing import Any
+
+from tileport.ops import api
+from tileport.ops.spec import OpSpec
+
+NAMESPACE = "tileport"
+SCHEMA_TYPES = {"tensor": "Tensor", "float": "float", "int": "SymInt", "bool": "bool"}
+_RESERVED_ARG_NAMES = {"self", "out"}  # special in the schema language
+
+_opdefs: dict[str, Any] = {}  # op name -> torch.library CustomOpDef (kept alive here)
+
+
+def schema_of(spec: OpSpec | str) -> str:
+    """The op's schema, e.g. "(Tensor x, Tensor w, Tensor b) -> (Tensor, Tensor, Tensor)"."""
+    sig = api.signature(spec)
+    args = ", ".join(f"{SCHEMA_TYPES[i.kind]} {i.name + '_' if i.name in _RESERVED_ARG_NAMES else i.name}"
+                     for i in sig.inputs)
+    ret = f"({', '.join(['Tensor'] * sig.n_outputs)})" if sig.multi_output else "Tensor"
+    return f"({args}) -> {ret}"
+
+
+def _fresh(result: Any, inputs: tuple) -> Any:
+    """A custom op's outputs may not alias its inputs: clone any output that does (a reference that
+    returns a view), so every backend honours the schema."""
+    ptrs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+    outs = result if isinstance(result, tuple) else (result,)
+    fixed = tuple(o.clone() if o.untyped_storage().data_ptr() in ptrs else o for o in outs)
+    return fixed if isinstance(result, tuple) else fixed[0]
+
+
+def _kernels(spec: OpSpec):
+    def impl(*args: Any) -> Any:
+        return _fresh(api.call(spec, *args), args)
+
+    def fake(*args: Any) -> Any:
+        return spec.allocate(*args)
+
+    impl.__name__ = fake.__name__ = spec.name
+    return impl, fake
+
+
+def _existing(name: str) -> Any | None:
+    try:
+        return getattr(getattr(torch.ops, NAMESPACE), name)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def register_all() -> dict[str, Any]:
+    """Register every operator (idempotent) and bind each here; returns op name -> OpOverloadPacket."""
+    bound = {}
+    for name, spec in api.specs().items():
+        if name in globals() and name not in _opdefs and _existing(name) is None:
+            raise RuntimeError(f"operator name {name!r} collides with tileport.ops.torch_ops.{name}")
+        if name not in _opdefs and _existing(name) is None:
+            impl, fake = _kernels(spec)
+            opdef = torch.library.custom_op(f"{NAMESPACE}::{name}", impl, mutates_args=(), schema=schema_of(spec))
+            opdef.register_fake(fake)
+            _opdefs[name] = opdef
+        bound[name] = _existing(name)
+        globals()[name] = bound[name]
+    return bound
+
+
+def __getattr__(name: str):
+    raise AttributeError(f"tileport.ops.torch has no operator {name!r} (have: {', '.join(api.op_names())})")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(api.op_names()))
+
+
+OPS = register_all()

@@ -1,0 +1,161 @@
+"""Lower `gather`/`scatter` to pointer-path operations, exactly as cuTile Python expands them.
+
+For each index dimension: widen to u64, broadcast to the common shape, optionally compare with
+the array extent (bounds mask), multiply by the stride (the last dimension's stride is the constant
+1 of the capture signature), and sum; offset the broadcast base pointer; combine the bounds mask
+with the user's mask; pass the padding as a tile. Running this before loop-invariant hoisting lets
+the address arithmetic that does not depend on the loop move out of it, as cuTile does.
+"""
+
+from __future__ import annotations
+
+from tileport.model.ir import Atom, Block, Do, For, If, Kernel, Let, Lit, Op, Ref
+from tileport.model.types import DVar, PtrT, ScalarT, TileT, TokenT, is_float
+
+U64 = "u64"
+
+
+class _Emitter:
+    def __init__(self, kernel: Kernel, taken: set[str]):
+        self.kernel = kernel
+        self.taken = taken
+        self.out: list = []
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def let(self, hint: str, kind: str, args: tuple, ty, loc, **attrs) -> Ref:
+        name = self.fresh(hint)
+        self.out.append(Let(name, Op(kind, args, ty, loc, tuple(sorted(attrs.items())))))
+        return Ref(name, ty)
+
+    def broadcast_to(self, x: Ref, shape: tuple, loc) -> Ref:
+        """reshape to the rank (leading 1s), then broadcast, skipping no-op steps."""
+        src = x.ty.shape
+        make = (lambda s: PtrT(x.ty.dtype, s)) if isinstance(x.ty, PtrT) else (lambda s: TileT(x.ty.dtype, s))
+        if tuple(src) == tuple(shape):
+            return x
+        if len(src) < len(shape):
+            padded = (1,) * (len(shape) - len(src)) + tuple(src)
+            x = self.let(f"{x.name}_r", "reshape", (x,), make(padded), loc, shape=padded)
+            src = padded
+        if tuple(src) != tuple(shape):
+            x = self.let(f"{x.name}_b", "broadcast", (x,), make(tuple(shape)), loc, shape=tuple(shape))
+        return x
+
+    def widen(self, atom: Atom, name: str, loc) -> Ref:
+        """An index (tile or scalar) as u64 in its own shape."""
+        if isinstance(atom, Ref) and isinstance(atom.ty, TileT):
+            src = atom
+        else:
+            src = self.let(f"{name}_0d", "tile0", (atom,), TileT("i32", ()), loc)
+        return self.let(f"{name}_u64", "astype", (src,), TileT(U64, src.ty.shape), loc, dtype=U64, rounding=None)
+
+    def scalar_u64(self, atom: Atom, shape: tuple, name: str, loc) -> Ref:
+        return self.broadcast_to(self.widen(atom, name, loc), shape, loc)
+
+    def pointers(self, arr: Ref, indices, shape: tuple, check_bounds: bool, base: str, loc):
+        rank = arr.ty.rank
+        offset, mask = None, None
+        for d, idx in enumerate(indices):
+            wide = self.broadcast_to(self.widen(idx, f"{base}_i{d}", loc), shape, loc)
+            if check_bounds:
+                extent = self.let(f"{base}_n{d}", "array_dim", (arr,), ScalarT("i32"), loc, axis=d)
+                extent = self.scalar_u64(extent, shape, f"{base}_n{d}", loc)
+                inb = self.let(f"{base}_in{d}", "compare", (wide, extent), TileT("bool", shape), loc, op="<")
+                mask = inb if mask is None else self.let(f"{base}_in", "binary", (mask, inb), TileT("bool", shape),
+                                                         loc, op="and", rounding=None, ftz=None, nan=None)
+            if d == rank - 1:
+                stride = self.let(f"{base}_one", "full", (Lit(1, ScalarT(U64)),), TileT(U64, shape), loc,
+                                  dtype=U64, shape=shape)
+            else:
+                s = self.let(f"{base}_s{d}", "array_stride", (arr,), ScalarT("i32"), loc, axis=d)
+                stride = self.scalar_u64(s, shape, f"{base}_s{d}", loc)
+            term = self.let(f"{base}_off{d}", "binary", (wide, stride), TileT(U64, shape), loc, op="mul",
+                            rounding=None, ftz=None, nan=None)
+            offset = term if offset is None else self.let(f"{base}_off", "binary", (offset, term),
+                                                          TileT(U64, shape), loc, op="add", rounding=None,
+                                                          ftz=None, nan=None)
+        ptr = self.let(f"{base}_base", "ptr_base", (arr,), PtrT(arr.ty.dtype, ()), loc)
+        ptr = self.broadcast_to(ptr, shape, loc)
+        ptrs = self.let(f"{base}_ptrs", "ptr_offset", (ptr, offset), PtrT(arr.ty.dtype, shape), loc)
+        return ptrs, mask
+
+    def with_user_mask(self, bounds, user, shape, base, loc):
+        if bounds is not None and user is not None:
+            return self.let(f"{base}_mask", "binary", (bounds, user), TileT("bool", shape), loc, op="and",
+                            rounding=None, ftz=None, nan=None)
+        return bounds if bounds is not None else user
+
+    def pad(self, value, dtype, shape, base, loc) -> Ref:
+        float_kind = all(is_float(v) for v in self.kernel.dtype_vars.get(dtype, ())) if isinstance(dtype, DVar) \
+            else is_float(dtype)
+        if float_kind:
+            return self.let(f"{base}_pad", "splat", (Lit(float(value), ScalarT(dtype)),), TileT(dtype, shape), loc,
+                            shape=shape)
+        return self.let(f"{base}_pad", "full", (Lit(int(value), ScalarT(dtype)),), TileT(dtype, shape), loc,
+                        dtype=dtype, shape=shape)
+
+
+def lower_pointers(kernel: Kernel) -> int:
+    """Rewrite every gather/scatter of the kernel in place; returns how many were lowered."""
+    from tileport.model.ir import walk
+    taken = {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
+    count = 0
+
+    def visit(block: Block) -> None:
+        nonlocal count
+        out = []
+        for st in block.stmts:
+            op = st.op if isinstance(st, (Let, Do)) else None
+            if op is not None and op.kind in ("gather", "scatter"):
+                em = _Emitter(kernel, taken)
+                _lower(em, st, op)
+                out += em.out
+                count += 1
+                continue
+            if isinstance(st, For):
+                visit(st.body)
+            elif isinstance(st, If):
+                visit(st.then)
+                visit(st.orelse)
+            out.append(st)
+        block.stmts[:] = out
+
+    visit(kernel.body)
+    return count
+
+
+def _lower(em: _Emitter, st, op: Op) -> None:
+    loc = op.loc
+    check = op.attr("check_bounds") is not False
+    if op.kind == "gather":
+        arr, *rest = op.args
+        rank = arr.ty.rank
+        indices, user = rest[:rank], (rest[rank] if op.attr("has_mask") else None)
+        shape = op.ty.shape
+        base = st.name
+        ptrs, bounds = em.pointers(arr, indices, shape, check, base, loc)
+        mask = em.with_user_mask(bounds, user, shape, base, loc)
+        pad = em.pad(op.attr("padding_value"), op.ty.dtype, shape, base, loc)
+        args = (ptrs, pad) + ((mask,) if mask is not None else ())
+        em.out.append(Let(st.name, Op("load_ptr", args, op.ty, loc,
+                                      (("array", arr.name), ("has_mask", mask is not None),
+                                       ("latency", op.attr("latency"))))))
+    else:
+        arr, value, *rest = op.args
+        rank = arr.ty.rank
+        indices, user = rest[:rank], (rest[rank] if op.attr("has_mask") else None)
+        shape = value.ty.shape
+        base = em.fresh(f"{arr.name}_scatter")
+        ptrs, bounds = em.pointers(arr, indices, shape, check, base, loc)
+        mask = em.with_user_mask(bounds, user, shape, base, loc)
+        args = (ptrs, value) + ((mask,) if mask is not None else ())
+        em.out.append(Do(Op("store_ptr", args, TokenT(), loc,
+                            (("array", arr.name), ("has_mask", mask is not None), ("latency", op.attr("latency"))))))
+

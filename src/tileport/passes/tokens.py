@@ -1,0 +1,350 @@
+"""Memory-token ordering, as cuTile Python's token-order pass assigns it.
+
+Tile IR orders memory operations with tokens. cuTile Python threads, per array, a "last operation"
+and a "last store" token: a load waits for the array's last store and joins into its last operation;
+a store waits for the array's last operation and becomes both; loops carry the tokens of the arrays
+their bodies touch (a store whose index is the loop variable, alone on its array in an innermost
+loop, waits only for the tokens before the loop and is joined into the carried one); branches yield
+them. cutile-rs orders nothing by itself, and the ordering changes what tileiras generates, so the
+translator reproduces the same token graph. Token values nobody consumes are dropped, as cuTile's
+dead-code elimination drops them. Arrays are assumed not to alias each other (as in the capture).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tileport.model.ir import Block, Break, Continue, Do, For, If, Kernel, Let, Op, Ref, walk
+from tileport.model.types import TokenT
+
+LOADS = ("load", "load_ptr")
+STORES = ("store", "store_ptr")
+LAST_OP, LAST_STORE = "op", "store"
+
+
+# ---------------------------------------------------------------- the token graph
+
+class Node:
+    """A token value."""
+
+
+@dataclass(eq=False)
+class Root(Node):
+    array: str
+
+
+@dataclass(eq=False)
+class Result(Node):
+    stmt: object  # the Let/Do of the memory operation
+
+
+@dataclass(eq=False)
+class Join(Node):
+    parts: list
+
+
+@dataclass(eq=False)
+class Carry(Node):
+    """A loop-carried token: `init` on entry, `updates` at the end of each iteration."""
+
+    array: str
+    role: str
+    init: Node = None
+    updates: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Phi(Node):
+    """A token yielded by both branches of an `if`."""
+
+    array: str
+    role: str
+    before: Node = None
+    branches: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Marker:
+    """A place in a statement list where a token statement may be materialized."""
+
+    kind: str  # join | carry_init | carry_update | phi_init | phi_update
+    node: Node
+    value: Node = None  # for updates: the value assigned
+
+
+def _array_of(op: Op) -> str:
+    return op.attr("array") if op.kind in ("load_ptr", "store_ptr") else op.args[0].name
+
+
+def _effects(block: Block) -> dict[str, str]:
+    """Arrays a block (with nested blocks) reads or writes: name -> 'load' | 'store'."""
+    out: dict[str, str] = {}
+    for st in walk(block):
+        if isinstance(st, (Let, Do)) and (st.op.kind in LOADS or st.op.kind in STORES):
+            a = _array_of(st.op)
+            if st.op.kind in STORES:
+                out[a] = "store"
+            else:
+                out.setdefault(a, "load")
+    return out
+
+
+# ---------------------------------------------------------------- phase 1: assign tokens
+
+class _Assign:
+    def __init__(self):
+        self.inputs: dict[int, Node] = {}  # id(stmt) -> input token node
+
+    def block(self, block: Block, tmap: dict, loop: tuple | None) -> list:
+        out = []
+        for st in block.stmts:
+            op = st.op if isinstance(st, (Let, Do)) else None
+            if op is not None and op.kind in LOADS:
+                a = _array_of(op)
+                self.inputs[id(st)] = tmap.get((a, LAST_STORE), Root(a))
+                out.append(st)
+                join = Join([tmap.get((a, LAST_OP), Root(a)), Result(st)])
+                out.append(Marker("join", join))
+                tmap[(a, LAST_OP)] = join
+            elif op is not None and op.kind in STORES:
+                a = _array_of(op)
+                if loop is not None and id(st) in loop[1]:  # a parallel store of the innermost loop
+                    self.inputs[id(st)] = loop[2].get((a, LAST_OP), Root(a))
+                    out.append(st)
+                    join = Join([tmap.get((a, LAST_OP), Root(a)), Result(st)])
+                    out.append(Marker("join", join))
+                    tmap[(a, LAST_OP)] = tmap[(a, LAST_STORE)] = join
+                else:
+                    self.inputs[id(st)] = tmap.get((a, LAST_OP), Root(a))
+                    out.append(st)
+                    tmap[(a, LAST_OP)] = tmap[(a, LAST_STORE)] = Result(st)
+            elif isinstance(st, For):
+                out += self.loop(st, tmap)
+            elif isinstance(st, If):
+                out += self.branch(st, tmap)
+            elif isinstance(st, (Continue, Break)) and loop is not None:
+                out += self.exit_updates(loop[0], tmap)
+                out.append(st)
+            else:
+                out.append(st)
+        block.stmts[:] = out
+        return []
+
+    def carried_keys(self, body: Block) -> list[tuple[str, str]]:
+        keys = []
+        for a, effect in _effects(body).items():
+            keys.append((a, LAST_OP))
+            if effect == "store":
+                keys.append((a, LAST_STORE))
+        return keys
+
+    def loop(self, st: For, tmap: dict) -> list:
+        carries = {}
+        pre = []
+        for key in self.carried_keys(st.body):
+            c = Carry(key[0], key[1], init=tmap.get(key, Root(key[0])))
+            carries[key] = c
+            pre.append(Marker("carry_init", c))
+        body_map = dict(tmap)
+        body_map.update(carries)
+        parallel = _parallel_stores(st)
+        self.block(st.body, body_map, (carries, parallel, dict(tmap)))
+        st.body.stmts += self.exit_updates(carries, body_map)
+        tmap.update(carries)
+        return pre + [st]
+
+    def exit_updates(self, carries: dict, tmap: dict) -> list:
+        out = []
+        for key, c in carries.items():
+            value = tmap.get(key, c)
+            if value is not c:
+                c.updates.append(value)
+                out.append(Marker("carry_update", c, value))
+        return out
+
+    def branch(self, st: If, tmap: dict) -> list:
+        effects = _effects(st.then) | _effects(st.orelse)
+        keys = []
+        for a, effect in effects.items():
+            keys.append((a, LAST_OP))
+            if effect == "store":
+                keys.append((a, LAST_STORE))
+        phis = {key: Phi(key[0], key[1], before=tmap.get(key, Root(key[0]))) for key in keys}
+        for blk in (st.then, st.orelse):
+            m = dict(tmap)
+            self.block(blk, m, None)
+            for key, phi in phis.items():
+                value = m.get(key, phi.before)
+                phi.branches.append(value)
+                if value is not phi.before:
+                    blk.stmts.append(Marker("phi_update", phi, value))
+        tmap.update(phis)
+        return [Marker("phi_init", phi) for phi in phis.values()] + [st]
+
+
+def _parallel_stores(loop: For) -> set[int]:
+    """Stores cuTile lets run unordered across the iterations of `loop` (see module docstring)."""
+    direct: dict[str, list] = {}
+    for st in loop.body.stmts:
+        if isinstance(st, (Let, Do)) and (st.op.kind in LOADS or st.op.kind in STORES):
+            direct.setdefault(_array_of(st.op), []).append(st)
+    nested: dict[str, str] = {}
+    for st in loop.body.stmts:
+        if isinstance(st, For):
+            nested |= _effects(st.body)
+        elif isinstance(st, If):
+            nested |= _effects(st.then) | _effects(st.orelse)
+    out = set()
+    for a, ops in direct.items():
+        if len(ops) != 1 or ops[0].op.kind != "store" or a in nested:
+            continue
+        index = ops[0].op.args[2:]
+        if any(isinstance(i, Ref) and i.name == loop.index for i in index):
+            out.add(id(ops[0]))
+    return out
+
+
+# ---------------------------------------------------------------- phase 2: what is needed
+
+def _needed(inputs: dict[int, Node]) -> set[int]:
+    need: set[int] = set()
+    stack = list(inputs.values())
+    while stack:
+        n = stack.pop()
+        if id(n) in need:
+            continue
+        need.add(id(n))
+        if isinstance(n, Join):
+            stack += n.parts
+        elif isinstance(n, Carry):
+            stack += [n.init] + n.updates
+        elif isinstance(n, Phi):
+            stack += [n.before] + n.branches
+    return need
+
+
+# ---------------------------------------------------------------- phase 3: materialize
+
+class _Materialize:
+    def __init__(self, kernel: Kernel, inputs: dict[int, Node], need: set[int]):
+        self.kernel = kernel
+        self.inputs = inputs
+        self.need = need
+        self.names: dict[int, str] = {}
+        self.taken = {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
+        self.roots: dict[str, str] = {}
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def name(self, n: Node) -> str:
+        if isinstance(n, Root):
+            if n.array not in self.roots:
+                self.roots[n.array] = self.fresh(f"{n.array}_token")
+            return self.roots[n.array]
+        if id(n) not in self.names:
+            if isinstance(n, Result):
+                base = f"{_array_of(n.stmt.op)}_tok"
+            elif isinstance(n, Join):
+                base = "joined_tok"
+            else:
+                base = f"{n.array}_last_{n.role}"
+            self.names[id(n)] = self.fresh(base)
+        return self.names[id(n)]
+
+    def ref(self, n: Node) -> Ref:
+        return Ref(self.name(n), TokenT())
+
+    def block(self, block: Block) -> None:
+        out = []
+        for st in block.stmts:
+            if isinstance(st, Marker):
+                out += self.marker(st)
+                continue
+            if isinstance(st, (Let, Do)) and id(st) in self.inputs:
+                out.append(self.memory_op(st))
+                continue
+            if isinstance(st, For):
+                carries = [c for c in self._carries(st) if id(c) in self.need]
+                self.block(st.body)
+                st.carried = tuple(sorted(set(st.carried) | {self.name(c) for c in carries}))
+            elif isinstance(st, If):
+                self.block(st.then)
+                self.block(st.orelse)
+            out.append(st)
+        block.stmts[:] = out
+
+    def _carries(self, loop: For) -> list:
+        return [m.node for m in self._markers_in(loop.body) if m.kind == "carry_update"]
+
+    def _markers_in(self, block: Block):
+        return [st for st in block.stmts if isinstance(st, Marker)]
+
+    def marker(self, m: Marker) -> list:
+        if id(m.node) not in self.need:
+            return []
+        loc = self.kernel.loc
+        if m.kind == "join":
+            parts = [self.ref(p) for p in m.node.parts]
+            return [Let(self.name(m.node), Op("join_tokens", tuple(parts), TokenT(), loc))]
+        if m.kind in ("carry_init", "phi_init"):
+            init = m.node.init if m.kind == "carry_init" else m.node.before
+            return [Let(self.name(m.node), Op("copy", (self.ref(init),), TokenT(), loc))]
+        return [Let(self.name(m.node), Op("copy", (self.ref(m.value),), TokenT(), loc), update=True)]
+
+    def memory_op(self, st) -> Let | Do:
+        op = st.op
+        node = self.inputs[id(st)]
+        result = next((n for n in self._results.get(id(st), ()) if id(n) in self.need), None)
+        # A view op on the array's entry token whose result nobody needs keeps the implicit token
+        # of its view; everything else names its input token explicitly.
+        implicit = isinstance(node, Root) and op.kind in ("load", "store") and result is None
+        attrs = dict(op.attrs)
+        attrs["token"] = None if implicit else self.name(node)
+        attrs["result_token"] = self.name(result) if result is not None else None
+        new = Op(op.kind, op.args, op.ty, op.loc, tuple(sorted(attrs.items())))
+        if isinstance(st, Let):
+            return Let(st.name, new, st.update)
+        return Do(new)
+
+    def run(self, results: dict[int, list]) -> None:
+        self._results = results
+        self.block(self.kernel.body)
+        roots = [Let(name, Op("entry_token", (Ref(a, self.kernel.param(a).ty),), TokenT(), self.kernel.loc))
+                 for a, name in sorted(self.roots.items())]
+        self.kernel.body.stmts[:0] = roots
+
+
+def order_memory(kernel: Kernel) -> None:
+    """Give every memory operation of the kernel its cuTile input token (in place)."""
+    assign = _Assign()
+    assign.block(kernel.body, {}, None)
+    need = _needed(assign.inputs)
+    # Results of memory ops that some needed node reads (they must be bound by the emitter).
+    results: dict[int, list] = {}
+    for n in _all_nodes(assign.inputs):
+        if isinstance(n, Result) and id(n) in need:
+            results.setdefault(id(n.stmt), []).append(n)
+    _Materialize(kernel, assign.inputs, need).run(results)
+
+
+def _all_nodes(inputs: dict[int, Node]) -> list[Node]:
+    seen, out, stack = set(), [], list(inputs.values())
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        out.append(n)
+        if isinstance(n, Join):
+            stack += n.parts
+        elif isinstance(n, Carry):
+            stack += [n.init] + n.updates
+        elif isinstance(n, Phi):
+            stack += [n.before] + n.branches
+    return out
