@@ -63,19 +63,52 @@ pub mod matmul {
         let prod: i32 = num_bm * num_bn;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let blocks_per_group: i32 = GROUP_M * num_bn;
+        let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(blocks_per_group);
+        let local_rhs_t: Tile<i32, { [] }> = scalar_to_tile(blocks_per_group);
+        let local_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let local_div_neg: Tile<bool, { [] }> = cmpi(local_rhs_t, local_zero, predicate::LessThan);
+        let rem_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let acc_init: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
         let mut c_last_op: Token = c_token;
         for tile in (bid..prod).step_by(num_blocks as usize) {
-            let group: i32 = py_floordiv(tile, blocks_per_group);
+            let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(tile);
+            let group_floordiv: Tile<i32, { [] }> =
+                divi(group_lhs_t, group_rhs_t, rounding::NegativeInf);
+            let group: i32 = tile_to_scalar(group_floordiv);
             let first_bm: i32 = group * GROUP_M;
             let diff: i32 = num_bm - first_bm;
             let group_rows: i32 = min(diff, GROUP_M);
-            let local: i32 = py_mod(tile, blocks_per_group);
-            let rem: i32 = py_mod(local, group_rows);
+            let local_lhs_t: Tile<i32, { [] }> = scalar_to_tile(tile);
+            let local_rem: Tile<i32, { [] }> = remi(local_lhs_t, local_rhs_t);
+            let local_rem_neg: Tile<bool, { [] }> =
+                cmpi(local_rem, local_zero, predicate::LessThan);
+            let local_xor: Tile<bool, { [] }> = xori(local_rem_neg, local_div_neg);
+            let local_nonzero: Tile<bool, { [] }> =
+                cmpi(local_rem, local_zero, predicate::NotEqual);
+            let local_and: Tile<bool, { [] }> = andi(local_xor, local_nonzero);
+            let local_add: Tile<i32, { [] }> = local_rem + local_rhs_t;
+            let local_sel: Tile<i32, { [] }> = select(local_and, local_add, local_rem);
+            let local: i32 = tile_to_scalar(local_sel);
+            let rem_lhs_t: Tile<i32, { [] }> = scalar_to_tile(local);
+            let rem_rhs_t: Tile<i32, { [] }> = scalar_to_tile(group_rows);
+            let rem_rem: Tile<i32, { [] }> = remi(rem_lhs_t, rem_rhs_t);
+            let rem_rem_neg: Tile<bool, { [] }> = cmpi(rem_rem, rem_zero, predicate::LessThan);
+            let rem_div_neg: Tile<bool, { [] }> = cmpi(rem_rhs_t, rem_zero, predicate::LessThan);
+            let rem_xor: Tile<bool, { [] }> = xori(rem_rem_neg, rem_div_neg);
+            let rem_nonzero: Tile<bool, { [] }> = cmpi(rem_rem, rem_zero, predicate::NotEqual);
+            let rem_and: Tile<bool, { [] }> = andi(rem_xor, rem_nonzero);
+            let rem_add: Tile<i32, { [] }> = rem_rem + rem_rhs_t;
+            let rem_sel: Tile<i32, { [] }> = select(rem_and, rem_add, rem_rem);
+            let rem: i32 = tile_to_scalar(rem_sel);
             let sum: i32 = first_bm + rem;
-            let quot: i32 = py_floordiv(local, group_rows);
+            let quot_lhs_t: Tile<i32, { [] }> = scalar_to_tile(local);
+            let quot_rhs_t: Tile<i32, { [] }> = scalar_to_tile(group_rows);
+            let quot_floordiv: Tile<i32, { [] }> =
+                divi(quot_lhs_t, quot_rhs_t, rounding::NegativeInf);
+            let quot: i32 = tile_to_scalar(quot_floordiv);
             let bm: i32 = sum;
             let bn: i32 = quot;
-            let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
+            let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = acc_init;
             for k in 0i32..num_k {
                 let ta: Tile<f32, { [TILE_M, TILE_K] }> = load_view_tko(
                     &a_view_1,
@@ -173,19 +206,52 @@ pub mod matmul {
         let prod: i32 = num_bm * num_bn;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let blocks_per_group: i32 = GROUP_M * num_bn;
+        let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(blocks_per_group);
+        let local_rhs_t: Tile<i32, { [] }> = scalar_to_tile(blocks_per_group);
+        let local_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let local_div_neg: Tile<bool, { [] }> = cmpi(local_rhs_t, local_zero, predicate::LessThan);
+        let rem_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let acc_init: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
         let mut c_last_op: Token = c_token;
         for tile in (bid..prod).step_by(num_blocks as usize) {
-            let group: i32 = py_floordiv(tile, blocks_per_group);
+            let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(tile);
+            let group_floordiv: Tile<i32, { [] }> =
+                divi(group_lhs_t, group_rhs_t, rounding::NegativeInf);
+            let group: i32 = tile_to_scalar(group_floordiv);
             let first_bm: i32 = group * GROUP_M;
             let diff: i32 = num_bm - first_bm;
             let group_rows: i32 = min(diff, GROUP_M);
-            let local: i32 = py_mod(tile, blocks_per_group);
-            let rem: i32 = py_mod(local, group_rows);
+            let local_lhs_t: Tile<i32, { [] }> = scalar_to_tile(tile);
+            let local_rem: Tile<i32, { [] }> = remi(local_lhs_t, local_rhs_t);
+            let local_rem_neg: Tile<bool, { [] }> =
+                cmpi(local_rem, local_zero, predicate::LessThan);
+            let local_xor: Tile<bool, { [] }> = xori(local_rem_neg, local_div_neg);
+            let local_nonzero: Tile<bool, { [] }> =
+                cmpi(local_rem, local_zero, predicate::NotEqual);
+            let local_and: Tile<bool, { [] }> = andi(local_xor, local_nonzero);
+            let local_add: Tile<i32, { [] }> = local_rem + local_rhs_t;
+            let local_sel: Tile<i32, { [] }> = select(local_and, local_add, local_rem);
+            let local: i32 = tile_to_scalar(local_sel);
+            let rem_lhs_t: Tile<i32, { [] }> = scalar_to_tile(local);
+            let rem_rhs_t: Tile<i32, { [] }> = scalar_to_tile(group_rows);
+            let rem_rem: Tile<i32, { [] }> = remi(rem_lhs_t, rem_rhs_t);
+            let rem_rem_neg: Tile<bool, { [] }> = cmpi(rem_rem, rem_zero, predicate::LessThan);
+            let rem_div_neg: Tile<bool, { [] }> = cmpi(rem_rhs_t, rem_zero, predicate::LessThan);
+            let rem_xor: Tile<bool, { [] }> = xori(rem_rem_neg, rem_div_neg);
+            let rem_nonzero: Tile<bool, { [] }> = cmpi(rem_rem, rem_zero, predicate::NotEqual);
+            let rem_and: Tile<bool, { [] }> = andi(rem_xor, rem_nonzero);
+            let rem_add: Tile<i32, { [] }> = rem_rem + rem_rhs_t;
+            let rem_sel: Tile<i32, { [] }> = select(rem_and, rem_add, rem_rem);
+            let rem: i32 = tile_to_scalar(rem_sel);
             let sum: i32 = first_bm + rem;
-            let quot: i32 = py_floordiv(local, group_rows);
+            let quot_lhs_t: Tile<i32, { [] }> = scalar_to_tile(local);
+            let quot_rhs_t: Tile<i32, { [] }> = scalar_to_tile(group_rows);
+            let quot_floordiv: Tile<i32, { [] }> =
+                divi(quot_lhs_t, quot_rhs_t, rounding::NegativeInf);
+            let quot: i32 = tile_to_scalar(quot_floordiv);
             let bm: i32 = sum;
             let bn: i32 = quot;
-            let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
+            let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = acc_init;
             for k in 0i32..num_k {
                 let ta: Tile<E, { [TILE_M, TILE_K] }> = load_view_tko(
                     &a_view_1,
@@ -221,33 +287,6 @@ pub mod matmul {
             };
             c_last_op = c_tok;
         }
-    }
-
-    // ---- op bindings for gaps in cutile 0.5.0 (see tileport/lowering.py)
-    /// Python `//` on i32 scalars: `divi rounding<negative_inf>`, as cuTile Python emits it.
-    fn py_floordiv(a: i32, b: i32) -> i32 {
-        let at: Tile<i32, { [] }> = scalar_to_tile(a);
-        let bt: Tile<i32, { [] }> = scalar_to_tile(b);
-        let q: Tile<i32, { [] }> = divi(at, bt, rounding::NegativeInf);
-        let r: i32 = tile_to_scalar(q);
-        r
-    }
-
-    /// Python `%` on i32 scalars: `remi` with the sign fix-up, as cuTile Python emits it.
-    fn py_mod(a: i32, b: i32) -> i32 {
-        let at: Tile<i32, { [] }> = scalar_to_tile(a);
-        let bt: Tile<i32, { [] }> = scalar_to_tile(b);
-        let zero: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let rem: Tile<i32, { [] }> = remi(at, bt);
-        let rem_neg: Tile<bool, { [] }> = lt_tile(rem, zero);
-        let div_neg: Tile<bool, { [] }> = lt_tile(bt, zero);
-        let signs_differ: Tile<bool, { [] }> = xori(rem_neg, div_neg);
-        let nonzero: Tile<bool, { [] }> = ne_tile(rem, zero);
-        let fix: Tile<bool, { [] }> = andi(signs_differ, nonzero);
-        let adjusted: Tile<i32, { [] }> = rem + bt;
-        let res: Tile<i32, { [] }> = select(fix, adjusted, rem);
-        let r: i32 = tile_to_scalar(res);
-        r
     }
 }
 

@@ -74,6 +74,7 @@ DIVF_FULL = "divf_full({a}, {b}, rounding::Full, {ftz})"  # shim: the built-in d
 INT_OPERATOR = {"add": "+", "sub": "-", "mul": "*"}
 INT_FN = {
     "floordiv": "divi({a}, {b}, rounding::NegativeInf)",
+    "rem": "remi({a}, {b})",
     "cdiv": "divi({a}, {b}, rounding::PositiveInf)",
     "and": "andi({a}, {b})", "or": "ori({a}, {b})", "xor": "xori({a}, {b})",
     "max": "maxi({a}, {b})", "min": "mini({a}, {b})",
@@ -89,8 +90,6 @@ FMA = "fma({a}, {b}, {c}, {rounding}, {ftz})"
 # ---- scalar arithmetic (i32/f32 values, not tiles)
 SCALAR_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^"}
 SCALAR_FN = {
-    "floordiv": "py_floordiv({a}, {b})",  # module helper: divi rounding<negative_inf>
-    "mod": "py_mod({a}, {b})",            # module helper: remi + sign fix-up
     "cdiv": "ceil_div({a}, {b})",
     "min": "min({a}, {b})",
     "max": "max({a}, {b})",
@@ -199,34 +198,6 @@ SHIMS = {
     #[cuda_tile::variadic_op(N = 6)]
     pub fn constant_lit<E: ElementType, const S: [i32; N]>(value: f32, shape: Shape<S>) -> Tile<E, S> {
         unreachable!()
-    }
-""",
-    "py_floordiv": """\
-    /// Python `//` on i32 scalars: `divi rounding<negative_inf>`, as cuTile Python emits it.
-    fn py_floordiv(a: i32, b: i32) -> i32 {
-        let at: Tile<i32, { [] }> = scalar_to_tile(a);
-        let bt: Tile<i32, { [] }> = scalar_to_tile(b);
-        let q: Tile<i32, { [] }> = divi(at, bt, rounding::NegativeInf);
-        let r: i32 = tile_to_scalar(q);
-        r
-    }
-""",
-    "py_mod": """\
-    /// Python `%` on i32 scalars: `remi` with the sign fix-up, as cuTile Python emits it.
-    fn py_mod(a: i32, b: i32) -> i32 {
-        let at: Tile<i32, { [] }> = scalar_to_tile(a);
-        let bt: Tile<i32, { [] }> = scalar_to_tile(b);
-        let zero: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let rem: Tile<i32, { [] }> = remi(at, bt);
-        let rem_neg: Tile<bool, { [] }> = lt_tile(rem, zero);
-        let div_neg: Tile<bool, { [] }> = lt_tile(bt, zero);
-        let signs_differ: Tile<bool, { [] }> = xori(rem_neg, div_neg);
-        let nonzero: Tile<bool, { [] }> = ne_tile(rem, zero);
-        let fix: Tile<bool, { [] }> = andi(signs_differ, nonzero);
-        let adjusted: Tile<i32, { [] }> = rem + bt;
-        let res: Tile<i32, { [] }> = select(fix, adjusted, rem);
-        let r: i32 = tile_to_scalar(res);
-        r
     }
 """,
 }

@@ -103,7 +103,8 @@ def load_investigations(path: Path) -> dict:
     except json.JSONDecodeError as e:
         raise ReportError(f"{path}: not JSON: {e}") from None
     import jsonschema
-    errors = sorted(jsonschema.Draft202012Validator(INVESTIGATIONS_SCHEMA).iter_errors(data), key=lambda e: list(e.path))
+    validator = jsonschema.Draft202012Validator(INVESTIGATIONS_SCHEMA)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.path))
     if errors:
         msgs = "; ".join(f"{'/'.join(map(str, e.path)) or '(top)'}: {e.message}" for e in errors[:5])
         raise ReportError(f"{path}: invalid investigations file: {msgs}")
@@ -140,16 +141,18 @@ def _blocks(result: dict, investigations: dict, charts: dict[str, str],
     B: list[tuple] = [("h", 1, "tileport parity benchmark")]
 
     env_items = [f"GPU: {env.get('gpu')} ({env.get('nvidia_smi')}); torch {env.get('torch')}, "
-                 f"cuda-tile {env.get('cuda_tile')}, tileiras {env.get('tileiras')}",
-                 f"commit `{env.get('commit')}`, {env.get('date')}; command: `{env.get('command')}`"]
+                 f"cuda-tile {env.get('cuda_tile')}, tileiras {env.get('tileiras')}"]
     runs = result.get("runs") or {}
     if runs:
         for name, run in runs.items():
             e, c = run.get("environment", {}), run.get("ceilings", {})
-            env_items.append(f"{name}: commit `{str(e.get('commit', ''))[:10]}`, {e.get('date')}: device copy "
-                             f"{_fmt(c.get('copy_gbps'), '.0f')} GB/s, cuBLAS bf16 {_fmt(c.get('cublas_bf16_tflops'), '.0f')}"
+            env_items.append(f"{name}: commit `{str(e.get('commit', ''))[:10]}`, {e.get('date')}, "
+                             f"`{_command(e.get('command', ''))}`: device copy "
+                             f"{_fmt(c.get('copy_gbps'), '.0f')} GB/s, "
+                             f"cuBLAS bf16 {_fmt(c.get('cublas_bf16_tflops'), '.0f')}"
                              f" TFLOP/s{' (partial run)' if run.get('partial') else ''}")
     else:
+        env_items.append(f"commit `{env.get('commit')}`, {env.get('date')}; command: `{env.get('command')}`")
         env_items.append(f"measured ceilings: device copy {ceil['copy_gbps']:.0f} GB/s (1 GiB read + 1 GiB write); "
                          f"cuBLAS bf16 8192^3 {ceil['cublas_bf16_tflops']:.0f} TFLOP/s "
                          f"(datasheet {ceil['bf16_datasheet_tflops']:.0f})")
@@ -216,9 +219,10 @@ def _blocks(result: dict, investigations: dict, charts: dict[str, str],
                 tf = r.get("tflops") or {}
                 cub = r.get("pct_cublas_bf16") or {}
                 ds = r.get("pct_bf16_datasheet") or {}
-                rows.append([op, r["dtype"], _shape(r), _fmt(tf.get("cutile-rs"), ".0f"), _fmt(cub.get("cutile-rs"), ".1f"),
-                             _fmt(ds.get("cutile-rs"), ".1f"), _fmt(tf.get("cutile"), ".0f"), _fmt(cub.get("cutile"), ".1f"),
-                             _fmt(ds.get("cutile"), ".1f")])
+                rows.append([op, r["dtype"], _shape(r),
+                             _fmt(tf.get("cutile-rs"), ".0f"), _fmt(cub.get("cutile-rs"), ".1f"),
+                             _fmt(ds.get("cutile-rs"), ".1f"),
+                             _fmt(tf.get("cutile"), ".0f"), _fmt(cub.get("cutile"), ".1f"), _fmt(ds.get("cutile"), ".1f")])
         B.append(("table", ["op", "dtype", "shape", "cutile-rs TFLOP/s", "% cuBLAS bf16 (rs)", "% datasheet (rs)",
                             "cuTile TFLOP/s", "% cuBLAS bf16 (cuTile)", "% datasheet (cuTile)"], rows))
 
@@ -304,6 +308,12 @@ def _blocks(result: dict, investigations: dict, charts: dict[str, str],
     B.append(("p", "On the GPU machine: `tileport bench --out bench.json` (all ops; `tileport bench OP... --budget S` "
                    "for some), then `tileport report bench.json -o DIR` anywhere with matplotlib. See docs/ops.md."))
     return B
+
+
+def _command(command: str) -> str:
+    """`tileport bench ...` for a recorded command line (the interpreter's path to cli.py dropped)."""
+    m = re.search(r"(?:^|[/\s])(?:cli\.py|tileport)\s+(bench\b.*)$", command)
+    return f"tileport {m.group(1)}" if m else command
 
 
 def _first_sentence(text: str, limit: int = 90) -> str:

@@ -17,6 +17,7 @@ from tileport.frontends.cutile import KernelConfig, translate_file
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.passes.fma import fuse_fma
 from tileport.passes.hoist import hoist_invariants
+from tileport.passes.intdiv import expand_int_division
 from tileport.passes.pointers import lower_pointers
 from tileport.passes.tokens import order_memory
 
@@ -70,6 +71,7 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
         try:
             check_supported(k)
             lower_pointers(k)
+            expand_int_division(k)
             fuse_fma(k)
             hoist_invariants(k)
             order_memory(k)

@@ -420,9 +420,7 @@ class KernelEmitter:
     def scalar_binary(self, op: Op, kind: str, a: Atom, b: Atom) -> str:
         fa, fb = self.atom(a), self.atom(b)
         dt = op.ty.dtype
-        if kind in L.SCALAR_FN and (kind in ("min", "max", "cdiv") or dt == "i32"):
-            if kind in ("floordiv", "mod"):
-                self.shims.add(f"py_{kind}")
+        if kind in L.SCALAR_FN:
             return L.SCALAR_FN[kind].format(a=fa, b=fb)
         if kind in L.SCALAR_OPERATOR and not (kind == "div" and self.kind(dt) != "f"):
             return f"{fa} {L.SCALAR_OPERATOR[kind]} {fb}"
@@ -546,6 +544,9 @@ class KernelEmitter:
 
     def op_join_tokens(self, op: Op, name: str) -> str:
         return f"join_tokens(&[{', '.join(a.name for a in op.args)}])"
+
+    def op_scalar_of(self, op: Op, name: str) -> str:
+        return f"tile_to_scalar({op.args[0].name})"
 
     def op_tile0(self, op: Op, name: str) -> str:
         return f"scalar_to_tile({self.atom(op.args[0])})"

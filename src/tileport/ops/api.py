@@ -221,9 +221,9 @@ def _check_out(spec: OpSpec, inputs: tuple, out: Any) -> Any:
     got = tuple(_as_torch(o) for o in out) if isinstance(out, (tuple, list)) else (_as_torch(out),)
     exp = _expected_outputs(spec, inputs)
     devices = {t.device for t in inputs if isinstance(t, torch.Tensor)}
-    want = ", ".join(f"{s} {d}" for s, d in exp)
     if len(got) != len(exp) or any(not isinstance(g, torch.Tensor) or tuple(g.shape) != s or g.dtype != d
                                    for g, (s, d) in zip(got, exp)):
+        want = ", ".join(f"{s} {d}" for s, d in exp)
         have = ", ".join(f"{tuple(g.shape)} {g.dtype}" if isinstance(g, torch.Tensor) else type(g).__name__
                          for g in got)
         raise ValueError(f"{spec.name}: out= must be {want}; got {have}")

@@ -7,17 +7,18 @@ differ in the IR diff.
 
 from __future__ import annotations
 
-from tileport.model.ir import Block, For, If, Kernel, Let, Ref
+from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref
 from tileport.passes.uses import atoms_of
 
 # Operations without memory effects; everything else stays where the source put it.
 PURE = {"full", "splat", "broadcast", "reshape", "astype", "binary", "compare", "unary", "select", "arange",
         "permute", "array_dim", "array_stride", "scalar", "copy", "fma", "reduce", "mma", "num_tiles", "tile0",
-        "ptr_base", "ptr_offset", "extract"}
+        "ptr_base", "ptr_offset", "extract", "scalar_of"}
 
 
 def hoist_invariants(kernel: Kernel) -> int:
     moved = 0
+    taken = {st.name for st in _all_lets(kernel.body)} | {p.name for p in kernel.params}
 
     def visit(block: Block) -> None:
         nonlocal moved
@@ -25,7 +26,7 @@ def hoist_invariants(kernel: Kernel) -> int:
         for st in block.stmts:
             if isinstance(st, For):
                 visit(st.body)
-                hoisted = _hoist_from(st)
+                hoisted = _hoist_from(st, taken)
                 moved += len(hoisted)
                 out.extend(hoisted)
             elif isinstance(st, If):
@@ -38,25 +39,41 @@ def hoist_invariants(kernel: Kernel) -> int:
     return moved
 
 
-def _hoist_from(loop: For) -> list[Let]:
+def _hoist_from(loop: For, taken: set[str]) -> list[Let]:
     """Invariant lets of the loop body (top level), in order; removed from the body."""
     variant = {loop.index, *loop.carried}
     lets = list(_all_lets(loop.body))
     updated = {st.name for st in lets if st.update}
     # A name bound twice in the body (shadowing) stays put: hoisting one binding would reorder them.
-    rebound = {name for name in {st.name for st in lets} if sum(st.name == name for st in lets) > 1}
+    bindings = [st.name for st in lets if not st.update]
+    rebound = {name for name in bindings if bindings.count(name) > 1}
     hoisted, kept = [], []
     for st in loop.body.stmts:
-        if (isinstance(st, Let) and not st.update and st.op.kind in PURE and st.name not in updated
-                and st.name not in rebound
+        if (isinstance(st, Let) and not st.update and st.op.kind in PURE and st.name not in rebound
                 and not any(isinstance(a, Ref) and a.name in variant for a in atoms_of(st))):
-            hoisted.append(st)
-            continue
+            if st.name not in updated:
+                hoisted.append(st)
+                continue
+            if st.op.kind != "copy":
+                # The initial value of a variable the body then updates (an accumulator): compute it
+                # once before the loop, and start each iteration from a copy of it.
+                temp = _fresh(f"{st.name}_init", taken)
+                hoisted.append(Let(temp, st.op))
+                st = Let(st.name, Op("copy", (Ref(temp, st.op.ty),), st.op.ty, st.op.loc))
         kept.append(st)
         for inner in _defined_names(st):
             variant.add(inner)
     loop.body.stmts[:] = kept
     return hoisted
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
 
 
 def _all_lets(block: Block):

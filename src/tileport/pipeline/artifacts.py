@@ -1,0 +1,70 @@
+"""Helpers shared by the stages: writing artifacts, reading them back, and the checks validators share."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .verdicts import Verdict, check_file
+
+
+def fresh_dir(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    return path
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_")[:150]
+
+
+def ir_errors(path: Path, kernel: str) -> list[str]:
+    """validate_ir.sh: a non-empty Tile IR text with an entry whose symbol contains the kernel name."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return [f"{path.name}: missing or empty"]
+    text = path.read_text(errors="replace")
+    errors = []
+    if not re.search(rf"entry @[A-Za-z0-9_]*{re.escape(kernel)}[A-Za-z0-9_]*", text):
+        errors.append(f"{path.name}: no `entry @...{kernel}...`")
+    for marker in ("Tile[PointerTy", "typed_const", "assume_bounded(x="):
+        if marker in text:
+            errors.append(f"{path.name}: Python-level IR marker `{marker}` (not Tile IR)")
+    return errors
+
+
+def stage_verdict(stage_dir: Path) -> tuple[Verdict | None, list[str]]:
+    """The stage's verdict.json, or the reasons it is unusable (missing, not JSON, not schema-valid)."""
+    errors = check_file(stage_dir / "verdict.json")
+    if errors:
+        return None, errors
+    return Verdict.load(stage_dir / "verdict.json"), []
+
+
+def artifact_errors(kernel_dir: Path, verdict: Verdict) -> list[str]:
+    """Every artifact the verdict names exists."""
+    return [f"artifact `{name}` ({rel}) is missing" for name, rel in verdict.artifacts.items()
+            if not (kernel_dir / rel).exists()]
+
+
+def first_line_verdict(path: Path, allowed: tuple[str, ...]) -> list[str]:
+    """Report files start with `VERDICT: X` (TileGym's convention, kept for human reports)."""
+    if not path.is_file():
+        return [f"{path.name}: missing"]
+    first = path.read_text().splitlines()[:1]
+    if not first or not re.fullmatch(rf"VERDICT: ({'|'.join(allowed)})", first[0].strip()):
+        return [f"{path.name}: line 1 must be `VERDICT: <{'|'.join(allowed)}>`, got {first[:1]}"]
+    return []

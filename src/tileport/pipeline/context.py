@@ -1,0 +1,260 @@
+"""What a pipeline run works on: targets (one kernel of one file), options, the shared session
+(builds, caches, GPU evidence) and the per-kernel context a stage receives.
+
+Layout of a run under `--out`:
+
+    <out>/<kernel>/A/            analysis.json, reference/<config>.tileirbc|.tileir, verdict.json
+    <out>/<kernel>/B/, B2/       kernel.rs, translation.json, build.log, generated/, irdiff/, cubins/, verdict.json
+    <out>/<kernel>/C/            diff_report.md, diagnosis.json, verdict.json
+    <out>/<kernel>/D/, D2/       ffi.rs, host_checks.json, correctness.json|.md, verdict.json
+    <out>/<kernel>/E/, E2/       performance.json|.md, verdict.json
+    <out>/<kernel>/F/            perf_investigation.md, verdict.json
+    <out>/<kernel>/run.json      the route taken, the terminal state; final.json: the final gate
+    <out>/_crates/               crates built for this run (when rust/ cannot serve)
+    <out>/summary.json, report.html, report.md
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from tileport.corpus import REPO
+from tileport.frontends.cutile import KernelConfig
+from tileport.ops.spec import KERNELS_DIR, Capture, OpSpec
+
+from .verdicts import Stage, Verdict
+
+PIPELINE_DIR = Path(__file__).parent
+TRANSLATOR_PARTS = ("frontends", "emit", "passes", "model", "lowering.py", "translate.py", "diagnostics.py",
+                    "corpus.py")
+
+
+def sha256(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, bytes):
+            h.update(p)
+        elif isinstance(p, Path):
+            h.update(p.read_bytes() if p.is_file() else b"<missing>")
+        else:
+            h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def _tree_hash(paths: list[Path]) -> str:
+    files = sorted(f for p in paths for f in ([p] if p.is_file() else p.rglob("*"))
+                   if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".rs", ".json", ".toml"))
+    return sha256(*[(str(f.relative_to(REPO / "src" / "tileport")), f.read_bytes()) for f in files])
+
+
+@lru_cache(maxsize=1)
+def translator_fingerprint() -> str:
+    """Hash of the translator's code: B re-runs when the translator changed."""
+    root = REPO / "src" / "tileport"
+    return _tree_hash([root / p for p in TRANSLATOR_PARTS])
+
+
+@lru_cache(maxsize=1)
+def pipeline_fingerprint() -> str:
+    """Hash of the pipeline's own code: every stage re-runs when it changed."""
+    return _tree_hash([PIPELINE_DIR])
+
+
+# ------------------------------------------------------------------------------------ targets
+
+@dataclass
+class Target:
+    """One kernel of one file, and what the library knows about it."""
+
+    key: str                       # directory name under --out
+    kernel: str
+    path: Path                     # the cuTile Python file (absolute)
+    configs: dict[str, KernelConfig]  # kernel -> translator configuration, for every kernel of the file
+    captures: list[Capture]        # the configurations whose IR is captured (may be empty: A decides)
+    config_source: str             # "spec:<ops>" | "config:<file>" | "default"
+    ops: list[str] = field(default_factory=list)  # library ops that launch this kernel
+    primary_op: str | None = None  # the op whose benchmark grades the kernel (fewest kernels)
+    library: bool = False          # the file is the library's kernel file (GPU harness runs its port)
+    record_path: Callable[[str], str] | None = None  # source path as recorded in generated code
+    config_entries: list[dict] | None = None  # --config configurations of this kernel (outside the library)
+
+    @property
+    def source_text(self) -> str:
+        return self.path.read_text()
+
+
+def primary_op(kernel: str, specs: dict[str, OpSpec], ops: list[str]) -> str | None:
+    if not ops:
+        return None
+
+    def prefix(a: str, b: str) -> int:
+        n = 0
+        for x, y in zip(a, b):
+            if x != y:
+                break
+            n += 1
+        return n
+    return min(ops, key=lambda op: (len(specs[op].kernels), -prefix(op, kernel), op))
+
+
+# ------------------------------------------------------------------------------------ options
+
+@dataclass
+class Options:
+    out: Path
+    jobs: int = 1
+    resume: bool = False
+    agent_cmd: str | None = None
+    agent_timeout: float = 900.0
+    gpu_results: list[Path] = field(default_factory=list)
+    residual: bool = False         # run F after an unresolved E INVESTIGATE
+    profile: str = "dev"           # cargo profile of the libraries built for IR capture
+    archs: tuple[str, ...] = ("sm_80", "sm_90", "sm_100")
+    native_gpu: bool | None = None  # None: detect (torch + a CUDA device)
+    until: Stage | None = None     # stop after this stage (resume later)
+    cache_dir: Path | None = None
+
+    def cache(self) -> Path:
+        return Path(self.cache_dir or os.environ.get("TILEPORT_CACHE_DIR")
+                    or Path.home() / ".cache" / "tileport" / "pipeline")
+
+
+# ------------------------------------------------------------------------------------ contexts
+
+class Session:
+    """State shared by every kernel of a run: builds, capture caches, GPU evidence, locks."""
+
+    def __init__(self, options: Options, targets: list[Target]):
+        from .builds import BuildManager
+        from .evidence import EvidenceStore
+        self.options = options
+        self.targets = targets
+        self.builds = BuildManager(self)
+        self.evidence = EvidenceStore.load(options.gpu_results)
+        self.lock = threading.Lock()
+        self.export_lock = threading.Lock()  # cuTile Python's export is not known to be thread-safe
+        self._gpu: tuple[bool, str] | None = None
+        self._toolchain: dict[str, object] | None = None
+        self._native_ops: set[str] = set()
+        self._native_paths: list[Path] = []
+
+    def native_evidence(self, ctx: "KernelContext", ops: list[str], build: dict):
+        """Record GPU evidence here (torch + a CUDA device) for `ops`, once per run; None if impossible.
+
+        The GPU harness runs the library crate rust/, so only a library kernel whose B used that very
+        crate can be checked natively."""
+        ok, _ = self.gpu()
+        if not ok or not ctx.target.library or not build.get("shared_repo_crate"):
+            return None
+        from .evidence import EvidenceStore, record
+        with self.lock:
+            todo = [op for op in ops if op not in self._native_ops]
+            if todo:
+                path = record(todo, self.options.out / "_gpu" / sha256(todo)[:12], jobs=max(1, self.options.jobs))
+                self._native_paths.append(path)
+                self._native_ops.update(todo)
+            return EvidenceStore.load(self._native_paths)
+
+    def toolchain(self) -> dict[str, object]:
+        """name -> toolchain Component (tileport doctor's checks), computed once per run."""
+        with self.lock:
+            if self._toolchain is None:
+                from tileport import toolchain
+                self._toolchain = {c.name: c for c in toolchain.check_all()}
+            return self._toolchain
+
+    def missing_tools(self, prefixes: tuple[str, ...]) -> list[str]:
+        """Required components whose name starts with one of `prefixes` and that are missing."""
+        return [f"{c.name} ({c.fix})" for name, c in self.toolchain().items()
+                if c.required and not c.ok and name.startswith(prefixes)]
+
+    def gpu(self) -> tuple[bool, str]:
+        """(a GPU can run D/E here, why not)."""
+        if self._gpu is None:
+            if self.options.native_gpu is False:
+                self._gpu = (False, "GPU stages disabled for this run")
+            else:
+                self._gpu = _detect_gpu()
+        return self._gpu
+
+
+def _detect_gpu() -> tuple[bool, str]:
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
+        return False, "no GPU: PyTorch is not installed on this machine"
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return False, "no GPU: torch.cuda.is_available() is False on this machine"
+    except Exception as e:  # noqa: BLE001 - a broken torch install is an environment fact
+        return False, f"no GPU: torch failed to initialize CUDA ({e})"
+    return True, ""
+
+
+@dataclass
+class KernelContext:
+    """What a stage's `run(ctx)` / `validate(ctx)` receive."""
+
+    session: Session
+    target: Target
+    stage: Stage = Stage.A
+    attempt: int = 1
+    verdicts: dict[tuple[str, int], Verdict] = field(default_factory=dict)  # (stage, attempt) -> verdict
+    repair_errors: list[str] = field(default_factory=list)  # set on a validator-repair run
+    inputs_hash: str = ""
+    history: list[tuple[str, int]] = field(default_factory=list)  # (stage, attempt) in the order they ran
+
+    def previous(self, *stages: str) -> Verdict | None:
+        """The most recent verdict, among `stages`, before the current stage run."""
+        for s, a in reversed(self.history):
+            if s in stages and (s, a) != (str(self.stage), self.attempt):
+                return self.verdicts.get((s, a))
+        return None
+
+    @property
+    def options(self) -> Options:
+        return self.session.options
+
+    @property
+    def kernel(self) -> str:
+        return self.target.kernel
+
+    @property
+    def kernel_dir(self) -> Path:
+        return self.options.out / self.target.key
+
+    def stage_dir(self, stage: Stage | str, attempt: int = 1) -> Path:
+        return self.kernel_dir / (f"{stage}" if attempt == 1 else f"{stage}{attempt}")
+
+    @property
+    def dir(self) -> Path:
+        return self.stage_dir(self.stage, self.attempt)
+
+    def latest(self, stage: Stage | str) -> Verdict | None:
+        """The latest verdict of `stage` in this run (None if it has not run)."""
+        found = [(a, v) for (s, a), v in self.verdicts.items() if s == str(stage)]
+        return max(found, key=lambda x: x[0])[1] if found else None
+
+    def latest_dir(self, stage: Stage | str) -> Path | None:
+        v = self.latest(stage)
+        return self.stage_dir(stage, v.attempt) if v else None
+
+    def rel(self, path: Path) -> str:
+        """A path relative to the kernel directory (how verdicts name artifacts)."""
+        return os.path.relpath(path, self.kernel_dir)
+
+    def verdict(self, verdict: str, reason: str = "", **kw) -> Verdict:
+        return Verdict(kernel=self.kernel, stage=str(self.stage), verdict=verdict, attempt=self.attempt,
+                       reason=reason, **kw)
+
+
+__all__ = ["Target", "Options", "Session", "KernelContext", "sha256", "translator_fingerprint",
+           "pipeline_fingerprint", "primary_op", "KERNELS_DIR", "REPO"]

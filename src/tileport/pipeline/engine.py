@@ -1,0 +1,196 @@
+"""The state machine of one kernel: run a stage, validate its artifacts (one same-stage repair when the
+validator rejects them), route on its verdict, until a terminal state; then the final gate.
+
+Resumability: each stage's inputs (the pipeline's and translator's code, the source file and its
+configurations, the verdicts it builds on, the GPU evidence, the agent command...) are hashed into
+`inputs_hash` of its verdict. With `resume`, a stage whose verdict on disk has the same hash and
+whose validator accepts its artifacts is not run again; since a re-run stage changes its verdict,
+everything downstream of a change re-runs, and nothing else does.
+
+Env close-out: when D ends BLOCKED with class env (no GPU, stale evidence), E is evaluated once for
+the record (it cannot change the terminal state), so the report shows what D and E each lack.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import stage_a, stage_b, stage_c, stage_d, stage_e, stage_f
+from .artifacts import stage_verdict, write_json
+from .context import KernelContext, Session, Target, pipeline_fingerprint, sha256, translator_fingerprint
+from .final import gate
+from .routing import RunState, Step, Terminal, next_step
+from .stage_b import planted
+from .verdicts import REJECTED, Stage, Verdict
+
+STAGES = {Stage.A: stage_a, Stage.B: stage_b, Stage.C: stage_c, Stage.D: stage_d, Stage.E: stage_e, Stage.F: stage_f}
+
+Progress = Callable[[str, str], None]  # (kernel key, message)
+
+
+@dataclass
+class Outcome:
+    key: str
+    kernel: str
+    terminal: str
+    route: list[dict] = field(default_factory=list)
+    final: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    why: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.final.get("best_attainable"))
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "kernel": self.kernel, "terminal": self.terminal, "why": self.why,
+                "route": self.route, "final": self.final, "seconds": round(self.seconds, 2), "ok": self.ok}
+
+
+def _sig(v: Verdict | None) -> str:
+    if v is None:
+        return "-"
+    return sha256(v.verdict, v.fail_class, v.owner, v.inputs_hash, v.details)
+
+
+def inputs_hash(ctx: KernelContext) -> str:
+    t, s, o = ctx.target, ctx.stage, ctx.options
+    parts: list = [pipeline_fingerprint(), str(s), ctx.attempt, t.kernel, str(t.path), t.source_text, t.config_source,
+                   repr(sorted((k, repr(v)) for k, v in t.configs.items())), repr(t.captures), t.config_entries,
+                   t.ops, t.primary_op]
+    if s == Stage.A:
+        from .builds import _cuda_tile_version
+        parts += [_cuda_tile_version()]
+    elif s == Stage.B:
+        parts += [_sig(ctx.latest("A")), translator_fingerprint(), o.archs, o.profile,
+                  _code_hash(("tileir", "capture.py", "runtime"))]
+        if ctx.attempt == 1:
+            parts.append(planted(t.kernel))
+        else:
+            prev = ctx.stage_dir(Stage.B, 1) / "kernel.rs"
+            parts += [o.agent_cmd, _sig(ctx.latest("C")), prev.read_text() if prev.is_file() else None]
+    elif s == Stage.C:
+        parts += [_sig(ctx.latest("B")), _sig(ctx.previous("D", "E"))]
+    elif s in (Stage.D, Stage.E):
+        parts += [_sig(ctx.latest("B")), ctx.session.evidence.content_hash, ctx.session.gpu()]
+        if s == Stage.E:
+            parts.append(_sig(ctx.latest("D")))
+        if ctx.attempt > 1:
+            parts += [o.agent_cmd, _sig(ctx.previous("C", "D"))]
+    elif s == Stage.F:
+        parts += [_sig(ctx.latest("E")), _sig(ctx.latest("C")), _sig(ctx.latest("B"))]
+    return sha256(*parts)
+
+
+def _code_hash(parts: tuple[str, ...]) -> str:
+    from .context import REPO, _tree_hash
+    return _tree_hash([REPO / "src" / "tileport" / p for p in parts])
+
+
+def _run_safely(module, ctx: KernelContext) -> Verdict:
+    try:
+        return module.run(ctx)
+    except Exception as e:  # noqa: BLE001 - a stage crash is that stage's verdict, with the traceback
+        ctx.dir.mkdir(parents=True, exist_ok=True)
+        (ctx.dir / "crash.log").write_text(traceback.format_exc())
+        verdict = {"A": "BLOCKED", "B": "BLOCKED", "C": "BLOCKED", "D": "BLOCKED", "E": "BLOCKED", "F": "BLOCKED"}
+        return ctx.verdict(verdict[str(ctx.stage)], f"internal error in stage {ctx.stage}: {type(e).__name__}: {e} "
+                           f"(traceback in {ctx.rel(ctx.dir / 'crash.log')})",
+                           fail_class="host" if ctx.stage == Stage.D else None)
+
+
+def execute(ctx: KernelContext, stage: Stage, attempt: int, progress: Progress | None = None) -> tuple[Verdict, bool]:
+    """Run one stage (or reuse it); returns (verdict, reused)."""
+    module = STAGES[stage]
+    ctx.stage, ctx.attempt, ctx.repair_errors = stage, attempt, []
+    ctx.history.append((str(stage), attempt))
+    h = inputs_hash(ctx)
+    ctx.inputs_hash = h
+    label = f"{stage}{'' if attempt == 1 else f'({attempt})'}"
+    if ctx.options.resume:
+        old, errors = stage_verdict(ctx.dir)
+        if old is not None and old.inputs_hash == h and not module.validate(ctx):
+            if progress:
+                progress(ctx.target.key, f"{label} unchanged: {old.verdict}")
+            return old, True
+    if progress:
+        progress(ctx.target.key, f"{label} running")
+    t0 = time.perf_counter()
+    v = _finish(_run_safely(module, ctx), h, t0, ctx)
+    errors = module.validate(ctx)
+    if errors:  # one same-stage repair, then the validator decides
+        if progress:
+            progress(ctx.target.key, f"{label} validator rejected its artifacts; repairing once")
+        ctx.repair_errors = errors
+        v = _finish(_run_safely(module, ctx), h, t0, ctx)
+        errors2 = module.validate(ctx)
+        if errors2:
+            verdict, cls = REJECTED[stage]
+            v = ctx.verdict(verdict, f"the validator rejected the stage's artifacts twice: {errors2[0]}",
+                            fail_class=cls, artifacts=v.artifacts, agent=v.agent,
+                            details={"rejected_verdict": v.verdict, "rejected_reason": v.reason})
+            v.validator = {"ok": False, "errors": errors2, "repaired": True}
+        else:
+            v.validator = {"ok": True, "errors": errors, "repaired": True}
+        _finish(v, h, t0, ctx)
+    return v, False
+
+
+def _finish(v: Verdict, h: str, t0: float, ctx: KernelContext) -> Verdict:
+    v.inputs_hash = h
+    v.seconds = round(time.perf_counter() - t0, 3)
+    v.write(ctx.dir / "verdict.json")
+    return v
+
+
+def run_kernel(session: Session, target: Target, progress: Progress | None = None) -> Outcome:
+    t0 = time.perf_counter()
+    ctx = KernelContext(session, target)
+    ctx.kernel_dir.mkdir(parents=True, exist_ok=True)
+    if not session.options.resume:
+        for old in ctx.kernel_dir.glob("*/verdict.json"):
+            old.unlink()  # a fresh run: nothing from an earlier run counts
+    state = RunState(residual=session.options.residual)
+    step = Step(stage=Stage.A, attempt=1)
+    route: list[dict] = []
+    last: tuple[Stage, Verdict] | None = None
+    while not step.is_terminal:
+        stage, attempt = step.stage, step.attempt
+        v, reused = execute(ctx, stage, attempt, progress)
+        ctx.verdicts[(str(stage), attempt)] = v
+        state.record(stage, v.verdict)
+        route.append({"stage": str(stage), "attempt": attempt, "verdict": v.verdict, "fail_class": v.fail_class,
+                      "owner": v.owner, "reason": v.reason, "reused": reused, "seconds": v.seconds,
+                      "validator": v.validator})
+        last = (stage, v)
+        step = next_step(state, stage, attempt, v.verdict, v.fail_class, v.owner)
+        if session.options.until is not None and stage == session.options.until and not step.is_terminal:
+            step = Step(terminal=None, why=f"stopped after {stage} (--until)")
+            break
+    terminal = str(step.terminal) if step.terminal else "PAUSED"
+    if step.terminal == Terminal.BLOCKED_ENV and last and last[0] == Stage.D and ctx.latest("E") is None:
+        v, reused = execute(ctx, Stage.E, 1, progress)  # env close-out: for the record
+        ctx.verdicts[("E", 1)] = v
+        route.append({"stage": "E", "attempt": 1, "verdict": v.verdict, "fail_class": v.fail_class, "owner": None,
+                      "reason": v.reason, "reused": reused, "seconds": v.seconds, "validator": v.validator,
+                      "close_out": True})
+    final = gate(ctx, terminal)
+    write_json(ctx.kernel_dir / "final.json", final)
+    out = Outcome(target.key, target.kernel, terminal, route, final, time.perf_counter() - t0, step.why)
+    write_json(ctx.kernel_dir / "run.json", {**out.to_dict(), "source": str(target.path), "ops": target.ops,
+                                             "primary_op": target.primary_op, "config_source": target.config_source})
+    if progress:
+        progress(target.key, f"{terminal}")
+    return out
+
+
+def load_outcome(path) -> Outcome | None:
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return Outcome(d["key"], d["kernel"], d["terminal"], d["route"], d["final"], d["seconds"], d.get("why", ""))

@@ -1,0 +1,226 @@
+"""Stage D, host/FFI + correctness.
+
+Host side (on any machine): the launcher of the port (`D/ffi.rs`, the C-ABI part of B's kernel.rs)
+declares `extern "C" fn tileport_<kernel>` with `*const TensorDesc` arrays and `#[unsafe(no_mangle)]`;
+the built library exports that symbol with the runtime's ABI version, and its manifest entry lists
+the kernel's parameters in order. A failure there is FAIL class host.
+
+Correctness (needs a GPU with PyTorch): every cutile-rs case of every operator that launches the
+kernel (shapes incl. ragged ones, every dtype) against PyTorch, with the op spec's tolerances
+(`tileport.gpu.check`). On a machine without a GPU the stage grades evidence recorded on a GPU
+machine (`--gpu-results`, see evidence.py) when it is fresh for this build; otherwise it ends
+BLOCKED with class env and says why (no GPU; which evidence exists and why it is stale).
+FAIL classes: host (FFI/launcher/binding/plan errors) or kernel (numeric mismatch, device faults).
+
+Repair D(2) with `--agent-cmd`: the agent may edit `D2/ffi.rs`; the kernel is rebuilt from B's
+device code plus that launcher.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import agent
+from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
+from .builds import CrateBuild, _load, read_crate
+from .context import KernelContext
+from .evidence import grade_correctness
+from .stage_b import DEVICE_END
+from .verdicts import Verdict
+
+
+def split_module(text: str) -> tuple[str, str]:
+    cut = text.find(DEVICE_END)
+    return (text[:cut], text[cut:]) if cut >= 0 else (text, "")
+
+
+def host_checks(ctx: KernelContext, ffi: str, build: dict, analysis: dict, translation: dict) -> list[dict]:
+    checks = []
+
+    def check(name: str, ok: bool, detail: str = "") -> None:
+        checks.append({"check": name, "ok": bool(ok), "detail": detail})
+    entry = (translation.get("manifest_entry") or [{}])[0]
+    symbol = entry.get("symbol", f"tileport_{ctx.kernel}")
+    check("ffi.rs declares the C symbol", re.search(rf'extern\s+"C"\s+fn\s+{re.escape(symbol)}\s*\(', ffi) is not None,
+          symbol)
+    check("arrays cross as *const TensorDesc", "*const TensorDesc" in ffi or not any(
+        p["kind"] == "array" for p in analysis["params"]))
+    check("#[unsafe(no_mangle)]", "#[unsafe(no_mangle)]" in ffi)
+    check("no raw-memory escapes (from_raw_parts / mem::forget / transmute)",
+          not re.search(r"from_raw_parts|mem::forget|transmute", ffi))
+    names = [p["name"] for p in entry.get("params", [])]
+    want = [p["name"] for p in analysis["params"]]
+    check("manifest parameters = kernel parameters (in order)", names == want, f"manifest {names} vs kernel {want}")
+    so = build.get("library")
+    if not so:
+        check("library built", False, "stage B recorded no library")
+        return checks
+    try:
+        lib = _load(Path(so), Path(build["crate"]) / "kernels.json")
+        check("library loads with the runtime's ABI version", True, so)
+        check("library exports the symbol", hasattr(lib.dll, symbol), symbol)
+    except Exception as e:  # noqa: BLE001 - a library that does not load is a host failure with its message
+        check("library loads with the runtime's ABI version", False, f"{type(e).__name__}: {e}")
+    return checks
+
+
+def run(ctx: KernelContext) -> Verdict:
+    t = ctx.target
+    d = fresh_dir(ctx.dir)
+    b = ctx.latest("B")
+    bdir = ctx.latest_dir("B")
+    analysis = read_json(ctx.stage_dir("A") / "analysis.json")
+    translation = read_json(bdir / "translation.json")
+    kernel_text = (bdir / "kernel.rs").read_text()
+    device, ffi = split_module(kernel_text)
+    ffi_path = d / "ffi.rs"
+    ffi_path.write_text(ffi)
+    build = dict(b.details["library"])
+    fingerprints = (b.details.get("fingerprints") or {}, b.details.get("components") or {})
+    agent_record = None
+    if ctx.attempt > 1 and ctx.options.agent_cmd:
+        agent_record = agent.invoke(ctx, _prompt(ctx, ffi_path, bdir), [ffi_path])
+        new_ffi = ffi_path.read_text() if ffi_path.is_file() else ""
+        if new_ffi != ffi:
+            ffi = new_ffi
+            rebuilt = _rebuild(ctx, bdir, device + ffi)
+            (d / "build.log").write_text(rebuilt.log)
+            if not rebuilt.ok:
+                return ctx.verdict("FAIL", f"the repaired launcher does not build: {rebuilt.error[:1000]}",
+                                   fail_class="host", agent=agent_record,
+                                   artifacts={"ffi.rs": ctx.rel(ffi_path), "build_log": ctx.rel(d / "build.log")})
+            build = rebuilt.describe()
+            from .evidence import fingerprint, worktree_reader
+            read = worktree_reader(rebuilt.crate_dir)
+            fps = {op: fingerprint(op, read) for op in t.ops}
+            fingerprints = ({op: v[0] for op, v in fps.items()}, {op: v[1] for op, v in fps.items()})
+    checks = host_checks(ctx, ffi, build, analysis, translation)
+    write_json(d / "host_checks.json", checks)
+    arts = {"ffi.rs": ctx.rel(ffi_path), "host_checks": ctx.rel(d / "host_checks.json"),
+            "correctness": ctx.rel(d / "correctness.json"), "correctness_report": ctx.rel(d / "correctness.md")}
+    details: dict = {"host_checks_ok": all(c["ok"] for c in checks), "library": build,
+                     "fingerprints": fingerprints[0], "ops": list(t.ops)}
+
+    def finish(verdict: str, reason: str, fail_class: str | None, grade: dict | None, evidence: dict) -> Verdict:
+        write_json(d / "correctness.json", {"verdict": verdict, "fail_class": fail_class, "reason": reason,
+                                            "grade": grade, "evidence": evidence, "host_checks": checks})
+        _report(d / "correctness.md", verdict, fail_class, reason, checks, grade, evidence)
+        return ctx.verdict(verdict, reason, fail_class=fail_class, agent=agent_record, artifacts=arts,
+                           details={**details, "grade": grade, "evidence": evidence})
+
+    bad = [c for c in checks if not c["ok"]]
+    if bad:
+        return finish("FAIL", "host/FFI check failed: " + "; ".join(f"{c['check']} ({c['detail']})" for c in bad),
+                      "host", None, {})
+    if not t.ops:
+        return finish("BLOCKED", "no operator spec launches this kernel: GPU correctness needs one (inputs, PyTorch "
+                      "reference, launch plan); kernels outside the operator library stop here", "env", None, {})
+    store = ctx.session.evidence
+    assessments = {op: store.assess(op, "check", (fingerprints[0].get(op), fingerprints[1].get(op, {})))
+                   for op in t.ops}
+    if not all(a.status == "fresh" for a in assessments.values()):
+        native = ctx.session.native_evidence(ctx, t.ops, build)
+        if native:
+            assessments = {op: native.assess(op, "check", (fingerprints[0].get(op), fingerprints[1].get(op, {})))
+                           for op in t.ops}
+    evidence = {op: a.describe() for op, a in assessments.items()}
+    if all(a.status == "fresh" for a in assessments.values()):
+        records = [r for a in assessments.values() for r in a.records]
+        grade = grade_correctness(records)
+        return finish(grade["verdict"], grade["reason"], grade["fail_class"], grade, evidence)
+    gpu_ok, gpu_why = ctx.session.gpu()
+    parts = []
+    stale_grade = None
+    for op, a in assessments.items():
+        if a.status == "stale":
+            g = grade_correctness(a.records)
+            stale_grade = stale_grade or g
+            parts.append(f"`{op}`: stale evidence ({a.reason}; it says: {g['reason']})")
+        elif a.status == "none":
+            parts.append(f"`{op}`: no recorded GPU results")
+    if stale_grade is not None:
+        evidence["stale_grade"] = {op: grade_correctness(a.records)["reason"] for op, a in assessments.items()
+                                   if a.status == "stale"}
+    why = gpu_why if not gpu_ok else "the GPU harness cannot run this build"
+    return finish("BLOCKED", f"{why}; fresh GPU evidence is needed ({'; '.join(parts)}); record it on a GPU machine "
+                  "(docs/pipeline.md, 'GPU evidence') and pass --gpu-results", "env", None, evidence)
+
+
+def _rebuild(ctx: KernelContext, bdir, text: str) -> CrateBuild:
+    """The kernel with a repaired launcher, as a private crate."""
+    crate = bdir / "crate"
+    if (crate / "kernels.json").is_file():
+        files = read_crate(crate)
+    else:  # B used the batch crate: start from B's own rendering
+        from tileport.emit.crate import ModuleSource, render_crate
+        from tileport.translate import lower
+        t = ctx.target
+        kernels, _ = lower(str(t.path), t.configs, only=[t.kernel])
+        files = render_crate([ModuleSource(t.path.stem, t.record_path(str(t.path)) if t.record_path else str(t.path),
+                                           kernels)], "tileport_port")
+    files[f"src/{ctx.target.path.stem}.rs"] = text
+    return ctx.session.builds.private(files, ctx.dir / "crate")
+
+
+def _prompt(ctx: KernelContext, ffi_path, bdir) -> str:
+    failing = [p / "verdict.json" for p in (ctx.latest_dir("C"), ctx.stage_dir("D", 1)) if p and (p / "verdict.json").is_file()]
+    return agent.render_prompt(
+        ctx, task="repair the host side of the port: the C-ABI launcher in ffi.rs (descriptor checks, dtype dispatch, "
+                  "generics, grid, device/stream handling); keep the symbol name and the parameter order",
+        editable=[ffi_path], failing=failing,
+        artifacts={"kernel.rs (B)": bdir / "kernel.rs", "translation (B)": bdir / "translation.json",
+                   "previous correctness (D(1))": ctx.stage_dir("D", 1) / "correctness.md"},
+        findings=[], checks=["the kernel (B's device code + your ffi.rs) builds", "ffi.rs declares the C symbol with "
+                             "*const TensorDesc arrays and #[unsafe(no_mangle)]", "the library exports the symbol",
+                             "GPU correctness (fresh evidence) passes on every case"])
+
+
+def _report(path, verdict, fail_class, reason, checks, grade, evidence) -> None:
+    lines = [f"VERDICT: {verdict}", "", f"fail_class: {fail_class or '-'}", f"reason: {reason}", "",
+             "## Host / FFI checks", "", "| Test | result | detail |", "|---|---|---|"]
+    lines += [f"| {c['check']} | {'PASS' if c['ok'] else 'FAIL'} | {c['detail']} |" for c in checks]
+    lines += ["", "## GPU correctness evidence", ""]
+    for op, e in evidence.items():
+        if isinstance(e, dict) and "status" in e:
+            lines.append(f"- `{op}`: {e['status']}: {e['reason']}")
+    if grade:
+        lines += ["", f"cases: {grade.get('cases')}, passed: {grade.get('passed')}, failed: {grade.get('failed')}"]
+        for f in grade.get("failures", [])[:20]:
+            lines.append(f"- FAILED {f['op']} {f['dtype']} {f['shape']} ({f['class']}): {f['error'][:200]}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def validate(ctx: KernelContext) -> list[str]:
+    """validate_agent_d of TileGym, as code."""
+    verdict, errors = stage_verdict(ctx.dir)
+    if verdict is None:
+        return errors
+    d = ctx.dir
+    errors += first_line_verdict(d / "correctness.md", ("ALL_PASS", "FAIL", "BLOCKED"))
+    if not errors:
+        first = (d / "correctness.md").read_text().splitlines()[0].split(": ", 1)[1]
+        if first != verdict.verdict:
+            errors.append(f"correctness.md says {first}, verdict.json {verdict.verdict}")
+    ffi = d / "ffi.rs"
+    if not ffi.is_file():
+        errors.append("ffi.rs: missing")
+    if not (d / "host_checks.json").is_file():
+        errors.append("host_checks.json: missing")
+    elif verdict.verdict == "ALL_PASS" and not all(c["ok"] for c in read_json(d / "host_checks.json")):
+        errors.append("ALL_PASS with a failed host check")
+    if not (d / "correctness.json").is_file():
+        errors.append("correctness.json: missing")
+    elif verdict.verdict == "ALL_PASS":
+        data = read_json(d / "correctness.json")
+        ev = data.get("evidence") or {}
+        if not ev or any(isinstance(e, dict) and e.get("status") not in ("fresh", None) for k, e in ev.items()
+                         if k != "stale_grade"):
+            errors.append("ALL_PASS without fresh GPU evidence for every op")
+        g = data.get("grade") or {}
+        if not g.get("cases") or g.get("failed"):
+            errors.append("ALL_PASS without passing cases")
+    return errors
+
+
+__all__ = ["run", "validate", "split_module"]

@@ -1,0 +1,187 @@
+"""Which kernels a `tileport port` run works on, and what the operator library knows about them."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tileport.frontends.cutile import KernelConfig, scan_module
+from tileport.model.types import TORCH_DTYPES
+from tileport.ops.spec import KERNELS_DIR, Capture
+
+from .context import Target, primary_op
+
+
+class TargetError(ValueError):
+    """The command line names nothing that can be ported (no file, no such kernel, no such op)."""
+
+
+@lru_cache(maxsize=1)
+def _library() -> tuple[dict, dict, dict]:
+    from tileport.corpus import captures_by_kernel, kernel_configs
+    from tileport.ops.specs import all_specs
+    specs = all_specs()
+    return specs, kernel_configs(specs), captures_by_kernel(specs)
+
+
+def library_files() -> dict[Path, str]:
+    """Resolved kernel file -> the path string the corpus translation uses for it."""
+    specs, _, _ = _library()
+    return {s.kernel_path.resolve(): str(s.kernel_path) for s in specs.values()}
+
+
+def _library_target(path_str: str, kernel: str) -> Target:
+    from tileport.corpus import repo_relative
+    specs, configs, captures = _library()
+    ops = sorted(op for op, s in specs.items() if kernel in s.kernels)
+    caps = list(captures[kernel][1]) if kernel in captures else []
+    return Target(kernel, kernel, Path(path_str), dict(configs.get(path_str, {})), caps,
+                  f"spec:{','.join(ops)}" if ops else "default", ops, primary_op(kernel, specs, ops),
+                  library=True, record_path=repo_relative)
+
+
+def load_config_file(path: Path) -> dict[str, dict[str, Any]]:
+    """--config FILE.json: {"kernels": {name: {"configs": [...], "ranks": {...}}}} or {name: [configs]}.
+
+    A configuration maps array parameters to an element dtype ("float16" / "f16"...), runtime scalars
+    to a dtype, and ct.Constant parameters to their value."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise TargetError(f"--config {path}: {e}") from None
+    kernels = data.get("kernels", data) if isinstance(data, dict) else None
+    if not isinstance(kernels, dict):
+        raise TargetError(f"--config {path}: expected an object of kernels")
+    out = {}
+    for name, spec in kernels.items():
+        if isinstance(spec, list):
+            spec = {"configs": spec}
+        if not isinstance(spec, dict) or not isinstance(spec.get("configs", []), list):
+            raise TargetError(f"--config {path}: kernel `{name}` needs a list of configurations")
+        out[name] = {"configs": [dict(c) for c in spec.get("configs", [])], "ranks": dict(spec.get("ranks", {}))}
+    return out
+
+
+def _short(v: Any) -> Any:
+    return TORCH_DTYPES.get(v, v) if isinstance(v, str) else v
+
+
+def file_targets(path: Path, kernel: str | None = None, config_file: Path | None = None,
+                 ops_filter: list[str] | None = None) -> list[Target]:
+    """The kernels of one cuTile Python file (one kernel if `kernel` is given)."""
+    path = Path(path)
+    if not path.is_file():
+        raise TargetError(f"no such file: {path}")
+    lib = library_files().get(path.resolve())
+    try:
+        kernels = list(scan_module(str(path)).kernels)
+    except Exception as e:  # noqa: BLE001 - a syntax error is reported by stage A with its location
+        kernels = [kernel] if kernel else []
+        if not kernels:
+            raise TargetError(f"{path}: {e}") from None
+    if kernel:
+        if kernel not in kernels:
+            raise TargetError(f"{path} has no @ct.kernel `{kernel}` (kernels: {', '.join(kernels) or 'none'})")
+        kernels = [kernel]
+    if lib is not None and config_file is None:
+        out = [_library_target(lib, k) for k in kernels]
+        if ops_filter:
+            out = [t for t in out if set(t.ops) & set(ops_filter)]
+        return out
+    cfg = load_config_file(config_file) if config_file else {}
+    configs = {k: KernelConfig(tuple({n: _short(v) for n, v in c.items()} for c in cfg[k]["configs"]),
+                               cfg[k]["ranks"]) for k in cfg}
+    out = []
+    for k in kernels:
+        out.append(Target(k, k, path.resolve(), configs, [], f"config:{config_file}" if k in cfg else "default",
+                          config_entries=cfg.get(k, {}).get("configs")))
+    return out
+
+
+def op_targets(op: str) -> list[Target]:
+    from tileport.ops.specs import get_spec
+    try:
+        spec = get_spec(op)
+    except KeyError as e:
+        raise TargetError(str(e.args[0])) from None
+    targets = file_targets(spec.kernel_path, ops_filter=[op])
+    order = {k: i for i, k in enumerate(spec.kernels)}
+    targets = [t for t in targets if t.kernel in order]
+    for t in targets:
+        if op in t.ops and t.primary_op != op and len(t.ops) > 1:
+            t.primary_op = op  # --op: grade the kernel with this op's benchmark
+    return sorted(targets, key=lambda t: order[t.kernel])
+
+
+def corpus_targets(directory: Path, config_file: Path | None = None) -> list[Target]:
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise TargetError(f"--corpus {directory}: not a directory")
+    out: list[Target] = []
+    for f in sorted(directory.glob("*.py")):
+        if f.name == "__init__.py":
+            continue
+        try:
+            out += file_targets(f, config_file=config_file)
+        except TargetError:
+            continue
+    return out
+
+
+def dedupe_keys(targets: list[Target]) -> list[Target]:
+    """Unique directory names: kernels with the same name in different files get the file stem."""
+    seen: dict[str, int] = {}
+    for t in targets:
+        seen[t.kernel] = seen.get(t.kernel, 0) + 1
+    keys: set[str] = set()
+    out = []
+    for t in targets:
+        key = t.kernel if seen[t.kernel] == 1 else f"{t.path.stem}.{t.kernel}"
+        if key in keys:
+            continue  # the same kernel named twice on the command line
+        keys.add(key)
+        t.key = key
+        out.append(t)
+    return out
+
+
+def parse_spec(arg: str) -> tuple[Path, str | None]:
+    """FILE[::kernel]"""
+    if "::" in arg:
+        f, k = arg.rsplit("::", 1)
+        return Path(f), k or None
+    return Path(arg), None
+
+
+def default_captures(params: list[dict], kernel: str, entries: list[dict] | None) -> tuple[list[Capture], str]:
+    """Captures for a kernel outside the library: from --config entries, else one per float dtype.
+
+    `params` are stage A's parameter records ({name, kind, rank, dtype}). Returns (captures, problem);
+    `problem` is non-empty when no capture can be formed."""
+    arrays = {p["name"]: p["rank"] for p in params if p["kind"] == "array"}
+    scalars = {p["name"]: p["dtype"] for p in params if p["kind"] == "scalar"}
+    consts = [p["name"] for p in params if p["kind"] == "const"]
+    long = {v: k for k, v in TORCH_DTYPES.items()}
+    caps = []
+    if entries:
+        for e in entries:
+            missing = [n for n in list(arrays) + consts if n not in e]
+            if missing:
+                return [], f"configuration {e} gives no value for {', '.join(missing)}"
+            caps.append(Capture(kernel, {n: (long.get(e[n], e[n]), r) for n, r in arrays.items()},
+                                {n: long.get(e.get(n, dt), e.get(n, dt)) for n, dt in scalars.items()},
+                                {n: e[n] for n in consts}))
+        return caps, ""
+    if consts:
+        return [], (f"ct.Constant parameter(s) {', '.join(consts)} need values for the reference IR: give them "
+                    "with --config FILE.json ({\"" + kernel + "\": [{\"PARAM\": value, \"array\": \"float16\"}]})")
+    for dt in ("float32", "float16", "bfloat16"):
+        caps.append(Capture(kernel, {n: (dt, r) for n, r in arrays.items()},
+                            {n: long.get(d, d) for n, d in scalars.items()}, {}))
+    return caps, ""
+
+
+__all__ = ["TargetError", "file_targets", "op_targets", "corpus_targets", "dedupe_keys", "parse_spec",
+           "default_captures", "library_files", "load_config_file", "KERNELS_DIR"]
