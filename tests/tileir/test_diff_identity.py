@@ -51,8 +51,13 @@ def test_other_bytecode_versions(case, version, gpu, target):
     assert all(f.severity == Severity.INFO for f in report.findings)
 
 
-def test_token_plumbing_is_ignored():
-    """The same program with its memory ops ordered by fresh tokens instead of token chains."""
+def test_dropped_token_chains_are_a_warning():
+    """The same program with its memory ops ordered by fresh tokens instead of token chains: the
+    results are the same for non-aliasing arrays, but tileiras schedules differently (measured on
+    H200: rope 1.11x, online softmax 1.37x slower without cuTile's chains), so it is a WARN."""
     ref = _read("misc")
     gen = mu.fresh_tokens(ref)
-    _assert_clean(diff(ref, gen))
+    report = diff(ref, gen)
+    assert report.verdict == "PASS_WITH_NOTES"
+    kinds = {(f.severity.value, f.category) for f in report.findings if f.severity.value != "INFO"}
+    assert kinds == {("WARN", "memory_order")}

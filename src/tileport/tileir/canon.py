@@ -22,8 +22,8 @@ from typing import Any
 
 from . import equiv
 from .attrs import Bounded, DivBy, Hints, LOAD_STORE_HINT_DEFAULTS
-from .model import Block, Function, Module, Op, Value, blocks, clone_module, redirect
-from .ops import is_transparent
+from .model import Block, Function, Module, Op, Value, blocks, clone_module, redirect, walk, walk_block
+from .ops import is_memory, is_transparent
 from .types import is_token
 
 # Ops with effects beyond their results: never merged or removed. Everything ending in `_tko`
@@ -38,7 +38,55 @@ def is_effectful(op: Op) -> bool:
     return op.name in _EFFECTFUL or op.name.endswith("_tko")
 
 
+def record_memory_order(function: Function) -> None:
+    """Before tokens are stripped: note, per memory op, the memory ops its token makes it wait for
+    (through join_tokens, loop-carried and branch-yielded tokens), in `function.memory_order`."""
+    order = {}
+    for op in walk(function):
+        if is_memory(op):
+            token = op.operand("token")
+            order[id(op)] = _token_sources(token) if token is not None else []
+    function.memory_order = order
+
+
+def _token_sources(value) -> list:
+    found, seen, stack = [], set(), [value]
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        owner = v.owner
+        if isinstance(owner, Block):  # a loop-carried token: its initial value and every continued one
+            loop = owner.parent
+            if loop is None or loop.name not in ("for", "loop"):
+                continue
+            k = v.index - (1 if loop.name == "for" else 0)
+            inits = loop.operands_with("initValues")
+            if 0 <= k < len(inits):
+                stack.append(inits[k])
+            stack += _continued(loop, k)
+        elif owner is None:
+            continue
+        elif is_memory(owner):
+            found.append(owner)
+        elif owner.name == "join_tokens":
+            stack += owner.operands
+        elif owner.name in ("for", "loop"):
+            stack += _continued(owner, v.index)
+        elif owner.name == "if":
+            stack += [t.operands[v.index] for r in owner.regions for b in r.blocks for t in b.ops[-1:]
+                      if t.name == "yield" and v.index < len(t.operands)]
+    return found
+
+
+def _continued(loop, k: int) -> list:
+    return [op.operands[k] for r in loop.regions for b in r.blocks for op in walk_block(b)
+            if op.name in ("continue", "break") and op.parent is b and k < len(op.operands)]
+
+
 def strip_tokens(function: Function) -> None:
+    record_memory_order(function)
     for block in blocks(function):
         block.args = [a for a in block.args if not is_token(a.type)]
         for i, a in enumerate(block.args):

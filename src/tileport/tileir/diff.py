@@ -81,6 +81,26 @@ def _summaries(matchings: list[Matching], findings: list[Finding], out: Findings
                 out.add_match(category, "no difference")
 
 
+def compare_memory_order(m: Matching, rf: Function, gf: Function, out: Findings) -> None:
+    """Each paired load/store must wait for the same (paired) memory operations on both sides."""
+    gen_of = {id(r): g for r, g in m.pairs}
+    differing = 0
+    for r, g in m.pairs:
+        if id(r) not in rf.memory_order or id(g) not in gf.memory_order:
+            continue
+        want = {id(gen_of[id(x)]) for x in rf.memory_order[id(r)] if id(x) in gen_of}
+        unpaired = [x for x in rf.memory_order[id(r)] if id(x) not in gen_of]
+        have = {id(x) for x in gf.memory_order[id(g)]}
+        if want != have and not unpaired:
+            differing += 1
+            out.add("memory_order", "waits_differ", Status.DIFFERS,
+                    f"{r.name}: ordered after {len(rf.memory_order[id(r)])} memory op(s) in ref, "
+                    f"{len(gf.memory_order[id(g)])} in gen (different token dependencies)",
+                    m.ref.location(r), m.gen.location(g))
+    if not differing:
+        out.add_match("memory_order", "token dependencies of paired loads/stores agree")
+
+
 def diff(reference: Module, generated: Module, *, target: str = "sm_90",
          generated_arg_roles: dict[int, tuple] | None = None) -> DiffReport:
     """Compare a generated module against the reference one; see docs/tileir.md.
@@ -101,6 +121,7 @@ def diff(reference: Module, generated: Module, *, target: str = "sm_90",
             comparer.compare(r, g)
         for r, g in m.weak_pairs:
             comparer.frontier(r, g)
+        compare_memory_order(m, rf, gf, out)
         classify_unpaired(m, out)
         compare_assumptions(m, out)
         compare_entry_hints(m, out)

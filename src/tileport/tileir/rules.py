@@ -51,6 +51,8 @@ _TABLE: tuple[Rule, ...] = (
     Rule("memory_count", "extra", C, K, "Remove the load/store the reference does not perform."),
     Rule("memory_hints", "allow_tma", C, K, "Set allow_tma on this load/store like the reference."),
     Rule("memory_hints", "latency", W, K, "Pass the reference's latency hint to this load/store."),
+    Rule("memory_order", "waits_differ", W, K,
+         "Thread memory tokens as the reference does: this load/store is ordered after other operations."),
     Rule("memory_hints", "other_hint", W, K, "Align this load/store's optimization hints with the reference."),
     Rule("memory_semantics", "ordering", C, K, "Use the reference's memory ordering and scope."),
     Rule("memory_semantics", "inbounds", C, K, "Match the reference's bounds checking (inbounds)."),
