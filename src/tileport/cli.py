@@ -243,5 +243,60 @@ def report(
         console.print(f"wrote {p}")
 
 
+def port(
+    target: Annotated[Optional[list[str]], typer.Argument(help="FILE.py or FILE.py::kernel (several allowed).")] = None,
+    op: Annotated[Optional[str], typer.Option("--op", help="A library operator: port its kernels.")] = None,
+    corpus: Annotated[Optional[Path], typer.Option("--corpus", help="Port every kernel of every .py file in DIR "
+                                                   "(the reference corpus: src/tileport/ops/kernels).")] = None,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Kernels in parallel.")] = 1,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Artifacts, verdicts and reports.")] = Path("out/port"),
+    agent_cmd: Annotated[Optional[str], typer.Option("--agent-cmd", help="External agent for the repair stages "
+                                                     "B(2)/D(2): run as `CMD <prompt.md>` (docs/pipeline.md).")] = None,
+    agent_timeout: Annotated[float, typer.Option(help="Seconds before the agent is killed.")] = 900.0,
+    gpu_results: Annotated[Optional[list[Path]], typer.Option("--gpu-results", help="GPU evidence recorded on a GPU "
+                                                              "machine (files or directories) for D and E.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Skip stages whose inputs did not change.")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constants) of "
+                                                   "kernels outside the library, JSON.")] = None,
+    residual: Annotated[bool, typer.Option("--residual", help="Run F (residual performance) after an "
+                                           "unresolved E INVESTIGATE.")] = False,
+    until: Annotated[Optional[str], typer.Option("--until", help="Stop after this stage (A-F); resume later.")] = None,
+    no_gpu: Annotated[bool, typer.Option("--no-gpu", help="Never run D/E natively, even with a GPU.")] = False,
+    profile: Annotated[str, typer.Option(help="Cargo profile of the libraries built for IR capture.")] = "dev",
+) -> None:
+    """Port kernels through the bounded pipeline A-F with verdicts, routing, caps and reports.
+
+    Exit code 0 when every kernel reached the best terminal state attainable here (DONE, or
+    BLOCKED(env) at D/E with only GPU evidence missing), 1 otherwise, 2 for usage errors."""
+    from tileport.pipeline import Options, TargetError, resolve_targets
+    from tileport.pipeline.batch import run_batch, summary_table
+    from tileport.pipeline.verdicts import Stage
+    try:
+        targets = resolve_targets(target, op, corpus, config)
+        stop = Stage(until.upper()) if until else None
+    except (TargetError, ValueError) as e:
+        console.print(f"[red]{e}[/]")
+        raise typer.Exit(2) from None
+    options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
+                      gpu_results=list(gpu_results or []), residual=residual, profile=profile,
+                      native_gpu=False if no_gpu else None, until=stop)
+    t0 = time.perf_counter()
+    outcomes, session = run_batch(targets, options, console)
+    console.print(summary_table(outcomes, out))
+    gpu_ok, gpu_why = session.gpu()
+    if not gpu_ok:
+        console.print(f"[yellow]GPU stages D/E: {gpu_why}.[/] They end BLOCKED(env) unless --gpu-results holds "
+                      "fresh evidence (docs/pipeline.md, 'GPU evidence').")
+    for err in session.evidence.errors:
+        console.print(f"[yellow]--gpu-results: {err}[/]")
+    best = sum(1 for o in outcomes if o.ok)
+    console.print(f"{best}/{len(outcomes)} kernel(s) reached the best state attainable here in "
+                  f"{time.perf_counter() - t0:.1f} s; report: {out / 'report.html'}")
+    raise typer.Exit(0 if best == len(outcomes) else 1)
+
+
+app.command("port")(port)
+
+
 if __name__ == "__main__":
     app()

@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 from tileport.diagnostics import Diagnostic
 from tileport.emit.crate import ModuleSource, emittable, render_crate, write_crate
 from tileport.frontends.cutile import KernelConfig, translate_file
-from tileport.model.ir import Do, Kernel, Let, walk
+from tileport.model.ir import Kernel
 from tileport.passes.fma import fuse_fma
 from tileport.passes.hoist import hoist_invariants
 from tileport.passes.intdiv import expand_int_division
@@ -46,17 +46,6 @@ class TranslateReport:
         return all(r.ok for r in self.results)
 
 
-def check_supported(kernel: Kernel) -> None:
-    """Constructs the emitter cannot reproduce faithfully yet are refused here, with their location."""
-    loaded = {st.op.args[0].name: st.op for st in walk(kernel.body)
-              if isinstance(st, Let) and st.op.kind in ("load", "gather")}
-    for st in walk(kernel.body):
-        if isinstance(st, Do) and st.op.args[0].name in loaded:
-            raise Diagnostic(f"array `{st.op.args[0].name}` is both read and written; in-place kernels need "
-                             "memory-token ordering the translator does not emit yet", st.op.loc,
-                             "in-place update", "write results to a separate output array", kernel=kernel.name)
-
-
 def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
           only: Sequence[str] | None = None) -> tuple[list[Kernel], list[KernelResult]]:
     """Frontend + passes for one file; timings are per source kernel."""
@@ -69,7 +58,6 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
     for k in tr.module.kernels:
         base = k.base_name or k.name
         try:
-            check_supported(k)
             lower_pointers(k)
             expand_int_division(k)
             fuse_fma(k)

@@ -20,7 +20,7 @@ from tileport.model import types as T
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype, weak_result_dtype
 from tileport.model.ir import (Atom, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc, Param,
                                Ref, Return)
-from tileport.model.types import ArrayT, ConstT, DVar, Dim, ScalarT, Sym, TileT
+from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
 
 CT_MODULE = "cuda.tile"
 ARRAY_USES = {"load", "store", "gather", "scatter", "num_tiles", "atomic_add", "atomic_max", "atomic_min",

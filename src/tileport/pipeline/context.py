@@ -4,13 +4,14 @@
 Layout of a run under `--out`:
 
     <out>/<kernel>/A/            analysis.json, reference/<config>.tileirbc|.tileir, verdict.json
-    <out>/<kernel>/B/, B2/       kernel.rs, translation.json, build.log, generated/, irdiff/, cubins/, verdict.json
+    <out>/<kernel>/B/, B2/       kernel.rs, translation.json, build.log, generated/, irdiff/, cubins/,
+                                 findings.json, verdict.json (crates themselves: see builds.py)
     <out>/<kernel>/C/            diff_report.md, diagnosis.json, verdict.json
     <out>/<kernel>/D/, D2/       ffi.rs, host_checks.json, correctness.json|.md, verdict.json
     <out>/<kernel>/E/, E2/       performance.json|.md, verdict.json
     <out>/<kernel>/F/            perf_investigation.md, verdict.json
     <out>/<kernel>/run.json      the route taken, the terminal state; final.json: the final gate
-    <out>/_crates/               crates built for this run (when rust/ cannot serve)
+    <out>/_gpu/                  GPU evidence recorded by this run (only on a machine with a GPU)
     <out>/summary.json, report.html, report.md
 """
 

@@ -196,7 +196,7 @@ class EvidenceStore:
         for p in paths or []:
             p = Path(p)
             if p.is_dir():
-                files += sorted(f for f in p.rglob("*.json") if f.is_file())
+                files += sorted(f for f in p.rglob("*.json") if f.is_file() and not f.name.endswith(".raw.json"))
             elif p.is_file():
                 files.append(p)
             else:
@@ -414,8 +414,12 @@ def current_commit() -> tuple[str | None, bool | None]:
 
 def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25, bench: bool = True,
            check: bool = True) -> Path:
-    """Run the GPU correctness check and parity benchmark of `ops` here; write gpu-evidence.json."""
+    """Run the GPU correctness check and/or parity benchmark of `ops` here and write
+    `gpu-evidence.json` (`gpu-evidence-check.json` / `-bench.json` when only one part runs) into
+    `out_dir`, plus the benchmark's raw output `bench.raw.json` (written as it goes, for inspection
+    when a time limit cuts the run short; *.raw.json files are not read as evidence)."""
     import hashlib
+    import tempfile
 
     _device_defaults()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -433,14 +437,16 @@ def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25,
                        if lib and Path(lib).is_file() else None,
                        "command": " ".join(sys.argv), "synthetic": False},
         "check": [], "bench": None}
-    path = out_dir / "gpu-evidence.json"
+    suffix = "" if (check and bench) else "-check" if check else "-bench"
+    path = out_dir / f"gpu-evidence{suffix}.json"
     if check:
         from tileport.gpu.check import run_parallel
-        doc["check"] = run_parallel(ops, jobs, out_dir / "check")
+        with tempfile.TemporaryDirectory(prefix="tileport-check-") as tmp:  # per-op files stay out of out_dir
+            doc["check"] = run_parallel(ops, jobs, Path(tmp))
         path.write_text(json.dumps(doc, indent=1))
     if bench:
         from tileport.gpu.bench import run
-        doc["bench"] = run(ops, out_dir / "bench.json", budget_s=budget_s)
+        doc["bench"] = run(ops, out_dir / "bench.raw.json", budget_s=budget_s)
         doc["provenance"]["gpu"] = doc["bench"]["environment"].get("gpu", "")
     path.write_text(json.dumps(doc, indent=1))
     return path

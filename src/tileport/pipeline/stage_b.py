@@ -174,7 +174,7 @@ def run(ctx: KernelContext) -> Verdict:
             build = batch
     if build is None:
         files[rel] = text
-        build = ctx.session.builds.private(files, d / "crate")
+        build = ctx.session.builds.private(files)
     (d / "build.log").write_text(build.log or f"(batch crate {build.crate_dir} built earlier in this run)\n")
     details["library"] = build.describe()
     arts = {"build_log": ctx.rel(d / "build.log")}

@@ -149,10 +149,12 @@ def run(ctx: KernelContext) -> Verdict:
 
 def _rebuild(ctx: KernelContext, bdir, text: str) -> CrateBuild:
     """The kernel with a repaired launcher, as a private crate."""
-    crate = bdir / "crate"
-    if (crate / "kernels.json").is_file():
-        files = read_crate(crate)
-    else:  # B used the batch crate: start from B's own rendering
+    lib = ctx.latest("B").details["library"]
+    crate = Path(lib["crate"])
+    if not lib.get("shared_repo_crate") and (crate / "kernels.json").is_file() and len(
+            read_json(crate / "kernels.json")["entries"]) == 1:
+        files = read_crate(crate)  # B's private crate
+    else:  # B used a batch crate: start from B's own rendering of this kernel alone
         from tileport.emit.crate import ModuleSource, render_crate
         from tileport.translate import lower
         t = ctx.target
@@ -160,7 +162,7 @@ def _rebuild(ctx: KernelContext, bdir, text: str) -> CrateBuild:
         files = render_crate([ModuleSource(t.path.stem, t.record_path(str(t.path)) if t.record_path else str(t.path),
                                            kernels)], "tileport_port")
     files[f"src/{ctx.target.path.stem}.rs"] = text
-    return ctx.session.builds.private(files, ctx.dir / "crate")
+    return ctx.session.builds.private(files)
 
 
 def _prompt(ctx: KernelContext, ffi_path, bdir) -> str:

@@ -75,6 +75,9 @@ def file_targets(path: Path, kernel: str | None = None, config_file: Path | None
     if not path.is_file():
         raise TargetError(f"no such file: {path}")
     lib = library_files().get(path.resolve())
+    if ops_filter and lib is None:
+        raise TargetError(f"--op applies to the operator library's kernel files; {path} is not one "
+                          "(describe its configurations with --config FILE.json)")
     try:
         kernels = list(scan_module(str(path)).kernels)
     except Exception as e:  # noqa: BLE001 - a syntax error is reported by stage A with its location

@@ -8,8 +8,7 @@ recomputed so that no split is empty. The workspace [S, M, N] f32 is allocated b
 from __future__ import annotations
 
 from ..spec import Capture, Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_MATMUL, cdiv, dtype_name, generator, num_sms,
-                      randn, torch)
+from ._common import ELEMENT_SIZE, FLOAT_DTYPES, TOL_MATMUL, cdiv, dtype_name, num_sms, torch
 from .matmul import GROUP_M
 from .matmul import allocate, make_inputs, reference  # noqa: F401  (same operator contract)
 

@@ -1,0 +1,125 @@
+"""Run the pipeline over many kernels: a thread pool (`-j N`), rich progress bars, a summary table,
+`summary.json` and the HTML/markdown report. Threads suffice: the heavy work (cargo, tileiras,
+tileirdisasm) runs in subprocesses and the library's IR export releases the GIL.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .artifacts import write_json
+from .context import Options, Session, Target
+from .engine import Outcome, run_kernel
+
+TERMINAL_STYLE = {"DONE": "bold green", "BLOCKED_ENV": "yellow", "COMPLETE": "cyan", "STOPPED": "red",
+                  "PAUSED": "dim", "ERROR": "bold red"}
+VERDICT_STYLE = {"PASS": "green", "COMPILED": "green", "ALL_PASS": "green", "DONE": "green", "ALIGNED": "green",
+                 "PASS_WITH_NOTES": "yellow", "INVESTIGATE": "yellow", "BLOCKED": "yellow", "FIXABLE": "yellow",
+                 "FAIL": "red", "FAIL_FIXABLE": "red", "FAIL_COMPILE": "red", "FAIL_COMPILER_BUG": "red"}
+
+
+def run_batch(targets: list[Target], options: Options, console: Console | None = None,
+              progress: bool = True) -> tuple[list[Outcome], Session]:
+    console = console or Console()
+    options.out.mkdir(parents=True, exist_ok=True)
+    session = Session(options, targets)
+    t0 = time.perf_counter()
+    outcomes: dict[str, Outcome] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=not progress, transient=False) as bars:
+        overall = bars.add_task(f"porting {len(targets)} kernel(s), {options.jobs} at a time", total=len(targets))
+        tasks = {t.key: bars.add_task(f"  {t.key}", total=6, visible=False) for t in targets}
+        stages_seen: dict[str, int] = {}
+
+        def report(key: str, message: str) -> None:
+            if key not in tasks:
+                return
+            if message.endswith("running") or "unchanged" in message:
+                stages_seen[key] = stages_seen.get(key, 0) + 1
+            bars.update(tasks[key], description=f"  {key}: {message}", completed=min(6, stages_seen.get(key, 0)),
+                        visible=True)
+
+        def one(t: Target) -> Outcome:
+            try:
+                return run_kernel(session, t, report)
+            except Exception as e:  # noqa: BLE001 - one kernel's crash must not stop the batch
+                (options.out / t.key).mkdir(parents=True, exist_ok=True)
+                (options.out / t.key / "crash.log").write_text(traceback.format_exc())
+                return Outcome(t.key, t.kernel, "ERROR", [], {"missing": [f"pipeline error: {e}"],
+                                                              "best_attainable": False, "checks": []},
+                               why=f"{type(e).__name__}: {e}")
+
+        with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+            futures = {pool.submit(one, t): t for t in targets}
+            for fut in as_completed(futures):
+                t = futures[fut]
+                out = fut.result()
+                outcomes[t.key] = out
+                bars.update(tasks[t.key], visible=False)
+                bars.advance(overall)
+                if progress:
+                    style = TERMINAL_STYLE.get(out.terminal, "")
+                    bars.console.print(f"  [{style}]{out.terminal:<11}[/] {t.key}  "
+                                       f"{' → '.join(_step(r) for r in out.route)}")
+    ordered = [outcomes[t.key] for t in targets]
+    seconds = time.perf_counter() - t0
+    write_summary(ordered, session, seconds)
+    from .report import write_report
+    write_report(options.out, ordered, session, seconds)
+    return ordered, session
+
+
+def _step(r: dict) -> str:
+    label = r["stage"] + ("" if r["attempt"] == 1 else f"({r['attempt']})")
+    extra = f"/{r['fail_class']}" if r.get("fail_class") else (f"/{r['owner']}" if r.get("owner") else "")
+    return f"{label} {r['verdict']}{extra}" + (" (close-out)" if r.get("close_out") else "")
+
+
+def write_summary(outcomes: list[Outcome], session: Session, seconds: float) -> Path:
+    o = session.options
+    gpu_ok, gpu_why = session.gpu()
+    doc = {
+        "command": " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": round(seconds, 1),
+        "options": {k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v)
+                    for k, v in asdict(o).items()},
+        "gpu": {"available": gpu_ok, "reason": gpu_why},
+        "evidence": {"files": session.evidence.files, "errors": session.evidence.errors},
+        "counts": _counts(outcomes),
+        "kernels": [x.to_dict() for x in outcomes],
+    }
+    return write_json(o.out / "summary.json", doc)
+
+
+def _counts(outcomes: list[Outcome]) -> dict:
+    out: dict[str, int] = {}
+    for x in outcomes:
+        out[x.terminal] = out.get(x.terminal, 0) + 1
+    out["best_attainable"] = sum(1 for x in outcomes if x.ok)
+    out["total"] = len(outcomes)
+    return out
+
+
+def summary_table(outcomes: list[Outcome], out_dir: Path) -> Table:
+    from .report import kernel_facts
+    table = Table(title=f"tileport port: {len(outcomes)} kernel(s)", show_lines=False)
+    for col in ("kernel", "route", "terminal", "IR diff", "correctness (D)", "parity (E)", "final gate"):
+        table.add_column(col, overflow="fold")
+    for x in outcomes:
+        f = kernel_facts(out_dir / x.key)
+        gate = "[green]passed[/]" if x.final.get("passed") else (
+            "[yellow]GPU evidence missing[/]" if x.ok else f"[red]{len(x.final.get('missing', []))} missing[/]")
+        table.add_row(x.key, " → ".join(_step(r).replace(" (close-out)", "*") for r in x.route),
+                      f"[{TERMINAL_STYLE.get(x.terminal, '')}]{x.terminal}[/]", f["ir_text"], f["d_text"],
+                      f["e_text"], gate)
+    return table
