@@ -5,7 +5,7 @@
 pub mod bmm {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/bmm.py:27`.
+    /// Translated from `src/tileport/ops/kernels/bmm.py:27`.
     #[cutile::entry(optimization_hints = (default = (num_cta_in_cga = 2, num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn bmm_kernel_use_tf321<
         const TILE_M: i32,
@@ -172,7 +172,7 @@ pub mod bmm {
         }
     }
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/bmm.py:27`.
+    /// Translated from `src/tileport/ops/kernels/bmm.py:27`.
     #[cutile::entry(optimization_hints = (default = (num_cta_in_cga = 2, num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn bmm_kernel_use_tf320<
         E: ElementType,
@@ -347,7 +347,7 @@ use cutile::half::{bf16, f16};
 use cutile::tile_kernel::TileKernel;
 
 /// Enqueue `bmm::bmm_kernel` on `stream` (no host synchronization).
-/// Arguments follow the kernel's parameters (a, b, c, TILE_M, TILE_N, TILE_K, GROUP_M), then the grid,
+/// Arguments follow the kernel's parameters (a, b, c, TILE_M, TILE_N, TILE_K, GROUP_M, USE_TF32), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
 /// `tileport_last_error`.
 #[unsafe(no_mangle)]

@@ -5,7 +5,7 @@
 pub mod geglu {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/geglu.py:22`.
+    /// Translated from `src/tileport/ops/kernels/geglu.py:22`.
     #[cutile::entry()]
     pub unsafe fn geglu_kernel<E: ElementType, const TILE: i32>(
         a: &Tensor<E, { [-1] }>,
@@ -45,9 +45,9 @@ pub mod geglu {
         let c_2: Tile<f32, { [TILE] }> = 1.0f32.broadcast(shape![TILE]);
         let sum: Tile<f32, { [TILE] }> = fma(prod_1, ta, c_2, rounding::NearestEven, ftz::Disabled);
         let neg_two_u: Tile<f32, { [TILE] }> = prod * sum;
-        let exp: Tile<f32, { [TILE] }> = unsafe { exp_with_rounding(neg_two_u, rounding::Approx) };
+        let exp_: Tile<f32, { [TILE] }> = unsafe { exp_with_rounding(neg_two_u, rounding::Approx) };
         let c_3: Tile<f32, { [TILE] }> = 1.0f32.broadcast(shape![TILE]);
-        let denom: Tile<f32, { [TILE] }> = c_3 + exp;
+        let denom: Tile<f32, { [TILE] }> = c_3 + exp_;
         let quot: Tile<f32, { [TILE] }> = divf(ta, denom, rounding::Approx, ftz::Enabled);
         let prod_3: Tile<f32, { [TILE] }> = quot * tb;
         let prod_3_e: Tile<E, { [TILE] }> = convert_tile(prod_3);

@@ -5,7 +5,7 @@
 pub mod layer_norm {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/layer_norm.py:17`.
+    /// Translated from `src/tileport/ops/kernels/layer_norm.py:17`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn layer_norm_fwd_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,

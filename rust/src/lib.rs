@@ -104,7 +104,7 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module_ast: rope::rope::__module_ast_self,
             module: "rope",
             function: "rope_kernel",
-            arrays: &[("x", 5), ("cos", 2), ("sin", 2), ("y", 5)],
+            arrays: &[("x", 5), ("cos_", 2), ("sin_", 2), ("y", 5)],
         },
         "silu_and_mul_kernel" => EntryInfo {
             module_ast: silu_and_mul::silu_and_mul::__module_ast_self,

@@ -5,7 +5,7 @@
 pub mod matmul {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/matmul.py:42`.
+    /// Translated from `src/tileport/ops/kernels/matmul.py:42`.
     #[cutile::entry(optimization_hints = (default = (num_cta_in_cga = 2, num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn matmul_kernel_use_tf321<
         const TILE_M: i32,
@@ -147,7 +147,7 @@ pub mod matmul {
         }
     }
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/matmul.py:42`.
+    /// Translated from `src/tileport/ops/kernels/matmul.py:42`.
     #[cutile::entry(optimization_hints = (default = (num_cta_in_cga = 2, num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn matmul_kernel_use_tf320<
         E: ElementType,
@@ -297,7 +297,7 @@ use cutile::half::{bf16, f16};
 use cutile::tile_kernel::TileKernel;
 
 /// Enqueue `matmul::matmul_kernel` on `stream` (no host synchronization).
-/// Arguments follow the kernel's parameters (a, b, c, TILE_M, TILE_N, TILE_K, GROUP_M), then the grid,
+/// Arguments follow the kernel's parameters (a, b, c, TILE_M, TILE_N, TILE_K, GROUP_M, USE_TF32), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
 /// `tileport_last_error`.
 #[unsafe(no_mangle)]

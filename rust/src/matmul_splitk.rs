@@ -5,7 +5,7 @@
 pub mod matmul_splitk {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/matmul_splitk.py:33`.
+    /// Translated from `src/tileport/ops/kernels/matmul_splitk.py:33`.
     #[cutile::entry(optimization_hints = (default = (num_cta_in_cga = 1, occupancy = 1,),))]
     pub unsafe fn matmul_splitk_kernel_use_tf321<
         const TILE_M: i32,
@@ -133,7 +133,7 @@ pub mod matmul_splitk {
         };
     }
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/matmul_splitk.py:33`.
+    /// Translated from `src/tileport/ops/kernels/matmul_splitk.py:33`.
     #[cutile::entry(optimization_hints = (default = (num_cta_in_cga = 1, occupancy = 1,),))]
     pub unsafe fn matmul_splitk_kernel_use_tf320<
         E: ElementType,
@@ -260,7 +260,7 @@ pub mod matmul_splitk {
         };
     }
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/matmul_splitk.py:54`.
+    /// Translated from `src/tileport/ops/kernels/matmul_splitk.py:54`.
     #[cutile::entry()]
     pub unsafe fn splitk_reduce_kernel<E: ElementType, const TILE_M: i32, const TILE_N: i32>(
         ws: &Tensor<f32, { [-1, -1, -1] }>,
@@ -332,7 +332,7 @@ use cutile::half::{bf16, f16};
 use cutile::tile_kernel::TileKernel;
 
 /// Enqueue `matmul_splitk::matmul_splitk_kernel` on `stream` (no host synchronization).
-/// Arguments follow the kernel's parameters (a, b, ws, k_tiles_per_split, TILE_M, TILE_N, TILE_K, GROUP_M), then the grid,
+/// Arguments follow the kernel's parameters (a, b, ws, k_tiles_per_split, TILE_M, TILE_N, TILE_K, GROUP_M, USE_TF32), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
 /// `tileport_last_error`.
 #[unsafe(no_mangle)]

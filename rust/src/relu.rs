@@ -5,7 +5,7 @@
 pub mod relu {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/relu.py:12`.
+    /// Translated from `src/tileport/ops/kernels/relu.py:12`.
     #[cutile::entry()]
     pub unsafe fn relu_kernel<E: ElementType, const TILE: i32>(
         x: &Tensor<E, { [-1] }>,

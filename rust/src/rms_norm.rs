@@ -5,7 +5,7 @@
 pub mod rms_norm {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/rms_norm.py:16`.
+    /// Translated from `src/tileport/ops/kernels/rms_norm.py:16`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn rms_norm_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,

@@ -5,7 +5,7 @@
 pub mod rope {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/rope.py:20`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:20`.
     #[cutile::entry()]
     pub unsafe fn rope_kernel<
         E: ElementType,
@@ -14,26 +14,26 @@ pub mod rope {
         const HALF_TILE: i32,
     >(
         x: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
-        cos: &Tensor<f32, { [-1, -1] }>,
-        sin: &Tensor<f32, { [-1, -1] }>,
+        cos_: &Tensor<f32, { [-1, -1] }>,
+        sin_: &Tensor<f32, { [-1, -1] }>,
         y: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
     ) {
-        let cos_view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
+        let cos__view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
             make_partition_view(
-                cos,
+                cos_,
                 shape![BLOCK_S, HALF_TILE],
                 padding::Zero,
                 dim_map::Identity,
-                cos.token(),
+                cos_.token(),
             )
         };
-        let sin_view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
+        let sin__view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
             make_partition_view(
-                sin,
+                sin_,
                 shape![BLOCK_S, HALF_TILE],
                 padding::Zero,
                 dim_map::Identity,
-                sin.token(),
+                sin_.token(),
             )
         };
         let x_view: Partition<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = unsafe {
@@ -77,7 +77,7 @@ pub mod rope {
         let hb: i32 = get_tile_block_id().1;
         let batch: i32 = get_tile_block_id().2;
         let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-            &cos_view,
+            &cos__view,
             [sb, 0i32],
             ordering::Weak,
             scope::TileBlock,
@@ -85,7 +85,7 @@ pub mod rope {
             tma::Enabled,
         );
         let s: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-            &sin_view,
+            &sin__view,
             [sb, 0i32],
             ordering::Weak,
             scope::TileBlock,
@@ -173,8 +173,8 @@ use cutile::tile_kernel::TileKernel;
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tileport_rope_kernel(
     x: *const TensorDesc,
-    cos: *const TensorDesc,
-    sin: *const TensorDesc,
+    cos_: *const TensorDesc,
+    sin_: *const TensorDesc,
     y: *const TensorDesc,
     block_s: i32,
     block_h: i32,
@@ -187,8 +187,8 @@ pub unsafe extern "C" fn tileport_rope_kernel(
 ) -> i32 {
     guard("rope_kernel", || {
         let x = check_desc("x", x, 5)?;
-        let cos = check_desc("cos", cos, 2)?;
-        let sin = check_desc("sin", sin, 2)?;
+        let cos_ = check_desc("cos", cos_, 2)?;
+        let sin_ = check_desc("sin", sin_, 2)?;
         let y = check_desc("y", y, 5)?;
         require_disjoint("y", y)?;
         let grid = (grid_x, grid_y, grid_z);
@@ -197,8 +197,8 @@ pub unsafe extern "C" fn tileport_rope_kernel(
             &[("x", x), ("y", y)],
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
-        require_dtype("cos", cos, dtype::F32)?;
-        require_dtype("sin", sin, dtype::F32)?;
+        require_dtype("cos", cos_, dtype::F32)?;
+        require_dtype("sin", sin_, dtype::F32)?;
         check_tile_dim("BLOCK_S", block_s)?;
         check_tile_dim("HALF_TILE", half_tile)?;
         check_tile_dim("BLOCK_H", block_h)?;
@@ -208,10 +208,10 @@ pub unsafe extern "C" fn tileport_rope_kernel(
                 type E = f32;
                 let dtype_names: [&str; 1] = ["f32"];
                 let x_t = target.tensor::<E>(x);
-                let cos_t = target.tensor::<f32>(cos);
-                let sin_t = target.tensor::<f32>(sin);
+                let cos__t = target.tensor::<f32>(cos_);
+                let sin__t = target.tensor::<f32>(sin_);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
+                let op = unsafe { rope::rope_kernel(&x_t, &cos__t, &sin__t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
@@ -227,10 +227,10 @@ pub unsafe extern "C" fn tileport_rope_kernel(
                 type E = f16;
                 let dtype_names: [&str; 1] = ["f16"];
                 let x_t = target.tensor::<E>(x);
-                let cos_t = target.tensor::<f32>(cos);
-                let sin_t = target.tensor::<f32>(sin);
+                let cos__t = target.tensor::<f32>(cos_);
+                let sin__t = target.tensor::<f32>(sin_);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
+                let op = unsafe { rope::rope_kernel(&x_t, &cos__t, &sin__t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
@@ -246,10 +246,10 @@ pub unsafe extern "C" fn tileport_rope_kernel(
                 type E = bf16;
                 let dtype_names: [&str; 1] = ["bf16"];
                 let x_t = target.tensor::<E>(x);
-                let cos_t = target.tensor::<f32>(cos);
-                let sin_t = target.tensor::<f32>(sin);
+                let cos__t = target.tensor::<f32>(cos_);
+                let sin__t = target.tensor::<f32>(sin_);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
+                let op = unsafe { rope::rope_kernel(&x_t, &cos__t, &sin__t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),

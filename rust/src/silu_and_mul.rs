@@ -5,7 +5,7 @@
 pub mod silu_and_mul {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/silu_and_mul.py:25`.
+    /// Translated from `src/tileport/ops/kernels/silu_and_mul.py:25`.
     #[cutile::entry()]
     pub unsafe fn silu_and_mul_kernel<
         E: ElementType,
@@ -51,10 +51,10 @@ pub mod silu_and_mul {
         let up_r: Tile<E, { [BLOCK_M, BLOCK_N] }> = up.reshape(shape![BLOCK_M, BLOCK_N]);
         let up: Tile<f32, { [BLOCK_M, BLOCK_N] }> = convert_tile(up_r);
         let negative: Tile<f32, { [BLOCK_M, BLOCK_N] }> = negf(gate);
-        let exp: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
+        let exp_: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             unsafe { exp_with_rounding(negative, rounding::Approx) };
         let c: Tile<f32, { [BLOCK_M, BLOCK_N] }> = 1.0f32.broadcast(shape![BLOCK_M, BLOCK_N]);
-        let denom: Tile<f32, { [BLOCK_M, BLOCK_N] }> = c + exp;
+        let denom: Tile<f32, { [BLOCK_M, BLOCK_N] }> = c + exp_;
         let quot: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             divf(gate, denom, rounding::Approx, ftz::Enabled);
         let prod: Tile<f32, { [BLOCK_M, BLOCK_N] }> = quot * up;

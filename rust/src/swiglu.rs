@@ -5,7 +5,7 @@
 pub mod swiglu {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/swiglu.py:18`.
+    /// Translated from `src/tileport/ops/kernels/swiglu.py:18`.
     #[cutile::entry()]
     pub unsafe fn swiglu_kernel<E: ElementType, const TILE: i32>(
         a: &Tensor<E, { [-1] }>,
@@ -39,9 +39,9 @@ pub mod swiglu {
         );
         let tb: Tile<f32, { [TILE] }> = convert_tile(b_tile);
         let negative: Tile<f32, { [TILE] }> = negf(ta);
-        let exp: Tile<f32, { [TILE] }> = unsafe { exp_with_rounding(negative, rounding::Approx) };
+        let exp_: Tile<f32, { [TILE] }> = unsafe { exp_with_rounding(negative, rounding::Approx) };
         let c: Tile<f32, { [TILE] }> = 1.0f32.broadcast(shape![TILE]);
-        let denom: Tile<f32, { [TILE] }> = c + exp;
+        let denom: Tile<f32, { [TILE] }> = c + exp_;
         let quot: Tile<f32, { [TILE] }> = divf(ta, denom, rounding::Approx, ftz::Enabled);
         let prod: Tile<f32, { [TILE] }> = quot * tb;
         let prod_e: Tile<E, { [TILE] }> = convert_tile(prod);

@@ -5,7 +5,7 @@
 pub mod vector_add {
     use cutile::core::*;
 
-    /// Translated from `/work/main/src/tileport/ops/kernels/vector_add.py:15`.
+    /// Translated from `src/tileport/ops/kernels/vector_add.py:15`.
     #[cutile::entry()]
     pub unsafe fn vector_add_kernel<E: ElementType, const TILE: i32>(
         a: &Tensor<E, { [-1] }>,

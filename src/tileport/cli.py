@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -55,7 +56,7 @@ def _print_translation(report) -> None:
         if r.ok:
             table.add_row(Path(r.file).name, r.kernel, "[green]ok[/]", ", ".join(r.entries))
         else:
-            table.add_row(Path(r.file).name, r.kernel, "[red]failed[/]", str(r.diagnostic))
+            table.add_row(Path(r.file).name, r.kernel, "[red]failed[/]", escape(str(r.diagnostic)))
     console.print(table)
 
 
@@ -162,8 +163,8 @@ def verify(
         cubins = " ".join(a for a, ok in r.cubins_gen.items() if ok)
         same = " ".join(a for a, ok in r.sass_same.items() if ok) or "-"
         note = r.error or (r.findings[0] if r.findings else "")
-        table.add_row(r.capture, f"[{color}]{r.verdict}[/]", str(r.critical), str(r.warn), str(r.info), cubins,
-                      same, note[:80])
+        table.add_row(escape(r.capture), f"[{color}]{r.verdict}[/]", str(r.critical), str(r.warn), str(r.info),
+                      cubins, same, escape(note[:80]))
     console.print(table)
     summary = write_summary(results, out)
     bad = [r for r in results if r.verdict not in ("PASS", "PASS_WITH_NOTES") or r.error]
@@ -209,7 +210,7 @@ def gpu_check(
         table.add_row(op, be, str(len(rs)), f"[red]{len(bad)}[/]" if bad else "0", f"{worst:.2f}")
     console.print(table)
     for r in failed[:20]:
-        console.print(f"[red]FAIL[/] {r['op']} {r['backend']} {r['dtype']} {r['shape']}: {r.get('error')}")
+        console.print(f"[red]FAIL[/] {r['op']} {r['backend']} {r['dtype']} {r['shape']}: {escape(str(r.get('error')))}")
     console.print(f"{len(records) - len(failed)}/{len(records)} cases passed; records: {path}")
     raise typer.Exit(1 if failed else 0)
 
@@ -271,11 +272,12 @@ def port(
     from tileport.pipeline import Options, TargetError, resolve_targets
     from tileport.pipeline.batch import run_batch, summary_table
     from tileport.pipeline.verdicts import Stage
+    from rich.markup import escape as esc
     try:
         targets = resolve_targets(target, op, corpus, config)
         stop = Stage(until.upper()) if until else None
     except (TargetError, ValueError) as e:
-        console.print(f"[red]{e}[/]")
+        console.print(f"[red]{esc(str(e))}[/]")
         raise typer.Exit(2) from None
     options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
                       gpu_results=list(gpu_results or []), residual=residual, profile=profile,
@@ -285,10 +287,10 @@ def port(
     console.print(summary_table(outcomes, out))
     gpu_ok, gpu_why = session.gpu()
     if not gpu_ok:
-        console.print(f"[yellow]GPU stages D/E: {gpu_why}.[/] They end BLOCKED(env) unless --gpu-results holds "
-                      "fresh evidence (docs/pipeline.md, 'GPU evidence').")
+        console.print(f"[yellow]GPU stages D/E: {esc(gpu_why)}.[/] They end BLOCKED(env) unless --gpu-results "
+                      "holds fresh evidence (docs/pipeline.md, 'GPU evidence').")
     for err in session.evidence.errors:
-        console.print(f"[yellow]--gpu-results: {err}[/]")
+        console.print(f"[yellow]--gpu-results: {esc(err)}[/]")
     best = sum(1 for o in outcomes if o.ok)
     console.print(f"{best}/{len(outcomes)} kernel(s) reached the best state attainable here in "
                   f"{time.perf_counter() - t0:.1f} s; report: {out / 'report.html'}")

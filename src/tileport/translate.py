@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic
+from tileport.emit.names import rust_ident
 from tileport.emit.crate import ModuleSource, emittable, render_crate, write_crate
 from tileport.frontends.cutile import KernelConfig, translate_file
 from tileport.model.ir import Kernel
@@ -91,11 +92,18 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
         results += res
         if kernels:
             source = record_path(path) if record_path else str(path)
-            mods.append(ModuleSource(Path(path).stem, source, kernels))
+            mods.append(ModuleSource(rust_ident(Path(path).stem), source, kernels))
     mods, failures = emittable(mods)
     for d in failures:
         r = next(r for r in results if r.kernel == d.kernel)
         r.diagnostic, r.entries = d, []
     files = render_crate(mods, crate) if mods else {}
-    written = write_crate(files, Path(out_dir)) if (out_dir is not None and files) else []
+    try:
+        written = write_crate(files, Path(out_dir)) if (out_dir is not None and files) else []
+    except RuntimeError as e:  # rustfmt rejected the output: a translator bug, reported, never half-written
+        for r in results:
+            if r.ok:
+                r.diagnostic = Diagnostic(f"internal translator error: {e}", None, "internal", "please report",
+                                          kernel=r.kernel)
+        return TranslateReport(results, {}, [])
     return TranslateReport(results, files, written)

@@ -15,7 +15,7 @@ from pathlib import Path
 from tileport import __version__
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
-from tileport.emit.rust_ffi import KernelGroup, emit_launcher, tile_dim_consts, written_arrays
+from tileport.emit.rust_ffi import KernelGroup, emit_launcher, signature, tile_dim_consts, written_arrays
 from tileport.emit.rust_kernel import derived_dims, derived_name, emit_kernel, stride_params
 from tileport.model.ir import Kernel
 from tileport.model.types import Sym
@@ -62,11 +62,11 @@ debug = 0
 '''
 
 
-def emit_group(group: KernelGroup) -> tuple[list[str], str, set[str]]:
+def emit_group(group: KernelGroup, source: str = "") -> tuple[list[str], str, set[str]]:
     """Device entries, launcher and shims of one C symbol; raises Diagnostic if it cannot be emitted."""
     entries, shims = [], set()
     for k in group.variants:
-        text, used = emit_kernel(k)
+        text, used = emit_kernel(k, source)
         entries.append(text)
         shims |= used
     return entries, emit_launcher(group), shims
@@ -75,7 +75,7 @@ def emit_group(group: KernelGroup) -> tuple[list[str], str, set[str]]:
 def module_rs(mod: ModuleSource, groups: list[KernelGroup]) -> str:
     entries, launchers, shims = [], [], set()
     for g in groups:
-        e, launcher, used = emit_group(g)
+        e, launcher, used = emit_group(g, mod.source)
         entries += e
         launchers.append(launcher)
         shims |= used
@@ -112,7 +112,7 @@ def lib_rs(mods: list[ModuleSource]) -> str:
               "pub fn entry_info(entry: &str) -> Option<EntryInfo> {", "    let info = match entry {"]
     for m in mods:
         for k in m.kernels:
-            arrays = ", ".join(f'("{p.name}", {p.ty.rank})' for p in k.array_params)
+            arrays = ", ".join(f'("{p.rust}", {p.ty.rank})' for p in k.array_params)
             lines.append(f'        "{k.name}" => EntryInfo {{ module_ast: {m.name}::{m.name}::__module_ast_self, '
                          f'module: "{m.name}", function: "{k.name}", arrays: &[{arrays}] }},')
     lines += ["        _ => return None,", "    };", "    Some(info)", "}", ""]
@@ -127,17 +127,19 @@ def dim_expr(d) -> str:
 
 def manifest_entry(group: KernelGroup, source: str) -> dict:
     k = group.first
+    by_name = {p.name: p for p in k.params}
+    written = set().union(*(written_arrays(v) for v in group.variants))
     params = []
-    for p in k.params:
-        if p.is_array:
-            params.append({"name": p.name, "kind": "array", "rank": p.ty.rank,
-                           "written": p.name in written_arrays(k)})
+    for name, kind, _ in signature(group):
+        p = by_name.get(name)
+        if p is None:
+            params.append({"name": name, "kind": "const", "type": _kind(group, name), "selects_entry": True})
+        elif p.is_array:
+            params.append({"name": name, "kind": "array", "rank": p.ty.rank, "written": p.rust in written})
         elif p.is_const:
-            params.append({"name": p.name, "kind": "const", "type": p.const_type})
+            params.append({"name": name, "kind": "const", "type": p.const_type})
         else:
-            params.append({"name": p.name, "kind": "scalar", "dtype": p.ty.dtype})
-    params += [{"name": n, "kind": "const", "type": _kind(group, n), "selects_entry": True}
-               for n in group.pinned_names]
+            params.append({"name": name, "kind": "scalar", "dtype": p.ty.dtype})
     return {
         "symbol": group.symbol,
         "kernel": group.base,
@@ -195,9 +197,9 @@ def emittable(mods: list[ModuleSource]) -> tuple[list[ModuleSource], list[Diagno
         bad = set()
         for g in group_kernels([m])[m.name]:
             try:
-                emit_group(g)
+                emit_group(g, m.source)
             except Diagnostic as d:
-                d.kernel = d.kernel or g.base
+                d.kernel = g.base  # reported under the source kernel, whichever entry failed
                 failures.append(d)
                 bad.add(g.base)
         kernels = [k for k in m.kernels if (k.base_name or k.name) not in bad]

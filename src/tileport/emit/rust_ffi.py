@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
+from tileport.emit.names import fresh_name
 from tileport.emit.rust_kernel import derived_dims, derived_name, stride_params
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.model.types import DVar, Sym
@@ -93,23 +94,48 @@ def _check_same_signature(group: KernelGroup) -> None:
                              "specialization", kernel=group.base)
 
 
+# Locals of every launcher; C parameter names must not collide with them.
+LAUNCHER_LOCALS = {"grid", "grid_x", "grid_y", "grid_z", "device_id", "stream", "target", "op", "dtype_names"}
+
+
+def signature(group: KernelGroup) -> list[tuple[str, str, str]]:
+    """(name, kind, type) of every C argument before the grid, in the source kernel's order;
+    constants fixed by specialization stay arguments (they select the entry)."""
+    k = group.first
+    params = {p.name: p for p in k.params}
+    out = []
+    for name in k.signature or [p.name for p in k.params]:
+        p = params.get(name)
+        if p is None:
+            out.append((name, "const", const_param_rs(_pinned_kind(group, name))))
+        elif p.is_array:
+            out.append((name, "array", "*const TensorDesc"))
+        elif p.is_const:
+            out.append((name, "const", const_param_rs(p.const_type)))
+        else:
+            out.append((name, "scalar", L.RUST_DTYPE[p.ty.dtype]))
+    return out
+
+
+def launcher_names(group: KernelGroup) -> dict[str, str]:
+    """C argument names, by source and by Rust parameter name, plus `<name>#tensor` temporaries."""
+    taken = set(LAUNCHER_LOCALS) | {f"{dv.name.lower()}_code" for v in group.variants for dv in v.dtype_vars}
+    names: dict[str, str] = {}
+    for name, kind, _ in signature(group):
+        names[name] = fresh_name(name.lower() if kind == "const" else name, taken)
+    for v in group.variants:
+        for p in v.params:
+            names[p.rust] = names[p.name]
+    for p in group.first.array_params:
+        names[f"{p.name}#tensor"] = fresh_name(f"{names[p.name]}_t", taken)
+    return names
+
+
 def emit_launcher(group: KernelGroup) -> str:
     _check_same_signature(group)
     k = group.first
-    arg_names = {p.name: p.name.lower() for p in k.params}
-    for name in group.pinned_names:
-        arg_names[name] = name.lower()
-    c_params = []
-    for p in k.params:
-        if p.is_array:
-            c_params.append(f"{arg_names[p.name]}: *const TensorDesc")
-        elif p.is_const:
-            c_params.append(f"{arg_names[p.name]}: {const_param_rs(p.const_type)}")
-        else:
-            c_params.append(f"{arg_names[p.name]}: {L.RUST_DTYPE[p.ty.dtype]}")
-    # Constants fixed by specialization are still arguments: they select the entry.
-    c_params += [f"{arg_names[n]}: {const_param_rs(_pinned_kind(group, n))}" for n in group.pinned_names]
-    c_params += list(GRID_ARGS)
+    arg_names = launcher_names(group)
+    c_params = [f"{arg_names[name]}: {ty}" for name, _kind, ty in signature(group)] + list(GRID_ARGS)
 
     body = [f'guard("{group.base}", || {{']
     for p in k.array_params:
@@ -134,7 +160,7 @@ def emit_launcher(group: KernelGroup) -> str:
                     f'specialized for {shown}")))')
     body.append("})")
     doc = [f"/// Enqueue `{k.module_name}::{group.base}` on `stream` (no host synchronization).",
-           f"/// Arguments follow the kernel's parameters ({', '.join(p.name for p in k.params)}), then the grid,",
+           f"/// Arguments follow the kernel's parameters ({', '.join(n for n, _, _ in signature(group))}), then the grid,",
            "/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from",
            "/// `tileport_last_error`."]
     sig = f"pub unsafe extern \"C\" fn {group.symbol}({', '.join(c_params)}) -> i32 {{"
@@ -207,8 +233,9 @@ def _launch_call(variant: Kernel, arg_names, dvars) -> list[str]:
         a = arg_names[p.name]
         if p.is_array:
             dt = p.ty.dtype.name if isinstance(p.ty.dtype, DVar) else L.RUST_DTYPE[p.ty.dtype]
-            lines.append(f"let {a}_t = target.tensor::<{dt}>({a});")
-            args.append(f"&{a}_t")
+            tensor = arg_names[f"{p.name}#tensor"]
+            lines.append(f"let {tensor} = target.tensor::<{dt}>({a});")
+            args.append(f"&{tensor}")
         elif not p.is_const:
             args.append(a)
     args += [f"{arg_names[a]}.strides[{d}] as i32" for a, d in stride_params(variant)]

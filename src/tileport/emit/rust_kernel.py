@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.model import types as T
+from tileport.emit.names import fresh_name
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref,
                                Return, walk)
 from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
@@ -141,6 +142,7 @@ def const_expr_rs(d: Dim) -> str:
 @dataclass
 class KernelEmitter:
     kernel: Kernel
+    source: str = ""  # the source path as recorded in generated files
     shims: set[str] = field(default_factory=set)
 
     def __post_init__(self):
@@ -148,21 +150,16 @@ class KernelEmitter:
         self.views: dict[tuple, str] = {}
         self.view_decls: list[str] = []
         self.needs_mut = bindings_needing_mut(self.kernel)
-        self.taken = {p.name for p in self.kernel.params} | {st.name for st in walk(self.kernel.body)
+        self.taken = {p.rust for p in self.kernel.params} | {st.name for st in walk(self.kernel.body)
                                                              if isinstance(st, Let)}
-        self.arrays = {p.name: p.ty for p in self.kernel.params if p.is_array}
+        self.arrays = {p.rust: p.ty for p in self.kernel.params if p.is_array}
 
     # ---- helpers
     def fail(self, op: Op, message: str) -> Diagnostic:
         return Diagnostic(message, op.loc, op.kind, kernel=self.kernel.name)
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
     def kind(self, dt) -> str:
         """'f' float, 'i' signed int, 'u' unsigned, 'b' bool (a generic takes its values' kind)."""
@@ -215,13 +212,13 @@ class KernelEmitter:
         for p in k.const_params:
             generics.append(f"const {p.name}: {'bool' if p.const_type == 'bool' else 'i32'}")
         generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
-        params = [f"{p.name}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
+        params = [f"{p.rust}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
         params += [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
         attrs = self.entry_attrs()
         out = []
         if k.doc:
             out += [f"{INDENT}/// {line}".rstrip() for line in k.doc.splitlines()]
-        out.append(f"{INDENT}/// Translated from `{k.loc.file}:{k.loc.line}`.")
+        out.append(f"{INDENT}/// Translated from `{self.source or k.loc.file}:{k.loc.line}`.")
         out.append(f"{INDENT}#[cutile::entry({attrs})]")
         gen = f"<{', '.join(generics)}>" if generics else ""
         out.append(f"{INDENT}pub unsafe fn {k.name}{gen}({', '.join(params)}) {{")
@@ -569,8 +566,8 @@ def _bits(dt: str) -> int:
     return {"i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 64, "u64": 64}[dt]
 
 
-def emit_kernel(kernel: Kernel) -> tuple[str, set[str]]:
-    """Rust source of one entry and the shims it needs."""
-    em = KernelEmitter(kernel)
+def emit_kernel(kernel: Kernel, source: str = "") -> tuple[str, set[str]]:
+    """Rust source of one entry and the shims it needs (`source`: the path recorded in comments)."""
+    em = KernelEmitter(kernel, source)
     text = em.emit()
     return text, em.shims

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
+from tileport.emit.names import rust_ident
 from tileport.frontends.liveness import Frames, assigned, exposed_read
 from tileport.model import types as T
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype, weak_result_dtype
 from tileport.model.ir import (Atom, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc, Param,
-                               Ref, Return)
+                               Ref, Return, walk)
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
 
 CT_MODULE = "cuda.tile"
@@ -175,7 +176,8 @@ def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
 _MATH = {"sqrt": math.sqrt, "log": math.log, "log2": math.log2, "exp": math.exp, "tanh": math.tanh,
          "pi": math.pi, "e": math.e, "inf": math.inf}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.Div: "/",
-           ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+           ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+           ast.MatMult: "@"}
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "**": lambda a, b: a ** b, "&": lambda a, b: a & b,
        "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b}
@@ -313,6 +315,7 @@ class KernelLowerer:
         params = classify_params(sm, fn, cfg)
         space, array_dtypes = dtype_space(params, cfg)
         self.params = [Param(p.name, ArrayT(array_dtypes[p.name], p.ty.rank)) if p.is_array else p for p in params]
+        self.params = [_rust_named(p, self.loc(fn)) for p in self.params]
         configs = list(cfg.configs)
         const_values = [{p.name: c[p.name] for p in self.params if p.is_const and p.name in c} for c in configs]
         self.b = Builder(self.path, space, const_values)
@@ -341,15 +344,16 @@ class KernelLowerer:
                     raise NeedsSpecialization(frozenset({p.name}), f"`ct.Constant[{p.const_type}]` parameters "
                                               "have no const-generic form in Rust", self.loc(fn))
             else:
-                self.scopes[-1].vars[p.name] = Ref(p.name, p.ty)
-                self.b.scope_names[-1].add(p.name)
+                self.scopes[-1].vars[p.name] = Ref(p.rust, p.ty)
+                self.b.scope_names[-1].add(p.rust)
         self.block(fn.body, fn)
         self.b.pop()
         hints = self.kernel_hints()
         params = [p for p in self.params if not (p.is_const and p.name in self.cfg.pinned)]
         doc = ast.get_docstring(fn) or ""
-        return Kernel(fn.name, params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
-                      module_name=Path(self.path).stem, base_name=fn.name, pinned=dict(self.cfg.pinned))
+        return Kernel(rust_ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
+                      module_name=rust_ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
+                      signature=tuple(p.name for p in self.params))
 
     def kernel_hints(self) -> dict[str, Any]:
         hints: dict[str, Any] = {}
@@ -535,7 +539,8 @@ class KernelLowerer:
         self.block(s.body, s)
         self.b.pop()
         self.scopes.pop()
-        carried = tuple(sorted({st.name for st in body.stmts if isinstance(st, Let) and st.update}))
+        carried = tuple(sorted({st.name for st in walk(body) if isinstance(st, Let) and st.update
+                                and st.name in self.b.scope_names_outside()}))
         self.b.emit(For(index, start, stop, step, body, self.loc(s), carried))
 
     def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST, locals_: set[str]) -> None:
@@ -574,7 +579,8 @@ class KernelLowerer:
             self.b.pop()
             self.scopes.pop()
             branches.append(blk)
-        assigned = tuple(sorted({st.name for blk in branches for st in blk.stmts if isinstance(st, Let) and st.update}))
+        assigned = tuple(sorted({st.name for blk in branches for st in walk(blk) if isinstance(st, Let) and st.update
+                                 and st.name in self.b.scope_names_outside()}))
         self.b.emit(If(cond, branches[0], branches[1], self.loc(s), assigned))
 
     # ---- expressions
@@ -731,6 +737,17 @@ class KernelLowerer:
         raise self.fail(node, f"expected a scalar, got {_describe(v)}", "scalar")
 
 
+def _rust_named(p: Param, loc: Loc) -> Param:
+    """Give a parameter whose name is a Rust keyword or DSL name a safe Rust identifier."""
+    ident = rust_ident(p.name)
+    if ident == p.name:
+        return p
+    if p.is_const:
+        raise Diagnostic(f"constant parameter `{p.name}` cannot be a Rust const generic name", loc, "signature",
+                         "rename the ct.Constant parameter")
+    return Param(p.name, p.ty, p.const_type, ident)
+
+
 def _syms(d: Any) -> set[str]:
     from tileport.model.ir import sym_names
     return sym_names(d) if isinstance(d, (Sym, T.DimOp)) else set()
@@ -800,7 +817,10 @@ def _suffix(v: Any) -> str:
 def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
                    only: Sequence[str] | None = None) -> Translation:
     """Parse `path` and lower every kernel (or those in `only`); diagnostics are per kernel."""
-    sm = scan_module(path)
+    try:
+        sm = scan_module(path)
+    except Diagnostic as d:  # a syntax error: nothing of the file can be translated
+        return Translation(KernelModule(path, Path(path).stem, []), [d])
     kernels, diags = [], []
     names = list(only) if only else list(sm.kernels)
     for name in names:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
+from tileport.emit.names import rust_ident
 from tileport.model import types as T
 from tileport.model.ir import Atom, Block, CDim, Let, Lit, Loc, Op, Ref, Stmt, sym_names
 from tileport.model.types import DType, DVar, Dim, ScalarT, TileT
@@ -55,15 +56,6 @@ class DTypeSpace:
                          "cast explicitly with ct.astype, or translate each dtype configuration separately")
 
 
-# Rust keywords and names the emitted kernels use for their own purposes.
-RESERVED = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
-            "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
-            "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
-            "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
-            "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "E", "Tile",
-            "Tensor", "Partition", "PartitionMut", "Shape"}
-
-
 def same_dim(a: Dim, b: Dim) -> bool:
     return a == b
 
@@ -93,14 +85,18 @@ class Builder:
     def emit(self, stmt: Stmt) -> None:
         self.blocks[-1].stmts.append(stmt)
 
+    def scope_names_outside(self) -> set[str]:
+        """Rust names bound in the enclosing blocks (the block being built excluded)."""
+        return set().union(*self.scope_names) if self.scope_names else set()
+
     def visible(self, name: str) -> bool:
         return any(name in s for s in self.scope_names)
 
     def fresh(self, hint: str) -> str:
         """A Rust name not visible in any open block (so nothing outer is shadowed by accident)."""
-        base = hint if hint.isidentifier() and not hint.startswith("__") else "t"
+        base = rust_ident(hint if hint.isidentifier() and not hint.startswith("__") else "t")
         name, k = base, 0
-        while self.visible(name) or name in RESERVED:
+        while self.visible(name):
             k += 1
             name = f"{base}_{k}"
         self.scope_names[-1].add(name)

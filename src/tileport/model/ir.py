@@ -136,9 +136,14 @@ class Block:
 
 @dataclass(frozen=True)
 class Param:
-    name: str
+    name: str  # as in the source (the C ABI and Python API use it)
     ty: Union[ArrayT, ScalarT, ConstT]
     const_type: str | None = None  # "int" | "bool" | "float" for ct.Constant parameters
+    rust_name: str = ""  # the identifier in generated Rust, when `name` is not a safe one
+
+    @property
+    def rust(self) -> str:
+        return self.rust_name or self.name
 
     @property
     def is_array(self) -> bool:
@@ -161,6 +166,7 @@ class Kernel:
     module_name: str = ""  # the source file's module (file stem)
     base_name: str = ""  # the source kernel's name (differs from `name` for specialized entries)
     pinned: dict[str, Any] = field(default_factory=dict)  # constants fixed by literal specialization
+    signature: tuple[str, ...] = ()  # every source parameter, in order (pinned constants included)
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)

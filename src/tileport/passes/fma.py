@@ -8,6 +8,7 @@ ports differ in fma counts (a CRITICAL IR-diff finding).
 
 from __future__ import annotations
 
+from tileport.emit.names import fresh_name
 from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, walk
 from tileport.model.types import TileT, DVar
 from tileport.passes.uses import use_counts
@@ -87,10 +88,6 @@ def _try_fuse(op: Op, st: Let, defs, out: list, fusable_mul, taken: set[str]) ->
 
 
 def _negate(atom: Ref, op: Op, out: list, taken: set[str]) -> Ref:
-    name, k = f"{atom.name}_neg", 0
-    while name in taken:
-        k += 1
-        name = f"{atom.name}_neg_{k}"
-    taken.add(name)
+    name = fresh_name(f"{atom.name}_neg", taken)
     out.append(Let(name, Op("unary", (atom,), atom.ty, op.loc, (("fn", "negative"),))))
     return Ref(name, atom.ty)

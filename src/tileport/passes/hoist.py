@@ -7,6 +7,7 @@ differ in the IR diff.
 
 from __future__ import annotations
 
+from tileport.emit.names import fresh_name
 from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref
 from tileport.passes.uses import atoms_of
 
@@ -41,9 +42,10 @@ def hoist_invariants(kernel: Kernel) -> int:
 
 def _hoist_from(loop: For, taken: set[str]) -> list[Let]:
     """Invariant lets of the loop body (top level), in order; removed from the body."""
-    variant = {loop.index, *loop.carried}
     lets = list(_all_lets(loop.body))
     updated = {st.name for st in lets if st.update}
+    # Every variable the body reassigns, at any depth, changes across iterations.
+    variant = {loop.index, *loop.carried, *updated}
     # A name bound twice in the body (shadowing) stays put: hoisting one binding would reorder them.
     bindings = [st.name for st in lets if not st.update]
     rebound = {name for name in bindings if bindings.count(name) > 1}
@@ -57,7 +59,7 @@ def _hoist_from(loop: For, taken: set[str]) -> list[Let]:
             if st.op.kind != "copy":
                 # The initial value of a variable the body then updates (an accumulator): compute it
                 # once before the loop, and start each iteration from a copy of it.
-                temp = _fresh(f"{st.name}_init", taken)
+                temp = fresh_name(f"{st.name}_init", taken)
                 hoisted.append(Let(temp, st.op))
                 st = Let(st.name, Op("copy", (Ref(temp, st.op.ty),), st.op.ty, st.op.loc))
         kept.append(st)
@@ -66,14 +68,6 @@ def _hoist_from(loop: For, taken: set[str]) -> list[Let]:
     loop.body.stmts[:] = kept
     return hoisted
 
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    taken.add(name)
-    return name
 
 
 def _all_lets(block: Block):

@@ -7,6 +7,7 @@ such as the sign test of a loop-invariant divisor, be hoisted as cuTile hoists t
 
 from __future__ import annotations
 
+from tileport.emit.names import fresh_name
 from tileport.model.ir import Block, For, If, Kernel, Let, Lit, Op, Ref, walk
 from tileport.model.types import ScalarT, TileT
 
@@ -19,12 +20,7 @@ def expand_int_division(kernel: Kernel) -> int:
     count = 0
 
     def fresh(base: str) -> str:
-        name, k = base, 0
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
-        taken.add(name)
-        return name
+        return fresh_name(base, taken)
 
     def visit(block: Block) -> None:
         nonlocal count

@@ -9,6 +9,7 @@ the address arithmetic that does not depend on the loop move out of it, as cuTil
 
 from __future__ import annotations
 
+from tileport.emit.names import fresh_name
 from tileport.model.ir import Atom, Block, Do, For, If, Kernel, Let, Lit, Op, Ref
 from tileport.model.types import DVar, PtrT, ScalarT, TileT, TokenT, is_float
 
@@ -22,12 +23,7 @@ class _Emitter:
         self.out: list = []
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
     def let(self, hint: str, kind: str, args: tuple, ty, loc, **attrs) -> Ref:
         name = self.fresh(hint)

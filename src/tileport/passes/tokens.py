@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tileport.emit.names import fresh_name
 from tileport.model.ir import Block, Break, Continue, Do, For, If, Kernel, Let, Op, Ref, walk
 from tileport.model.types import TokenT
 
@@ -235,12 +236,7 @@ class _Materialize:
         self.roots: dict[str, str] = {}
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
     def name(self, n: Node) -> str:
         if isinstance(n, Root):

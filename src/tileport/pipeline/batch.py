@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -37,7 +38,7 @@ def run_batch(targets: list[Target], options: Options, console: Console | None =
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=not progress, transient=False) as bars:
         overall = bars.add_task(f"porting {len(targets)} kernel(s), {options.jobs} at a time", total=len(targets))
-        tasks = {t.key: bars.add_task(f"  {t.key}", total=6, visible=False) for t in targets}
+        tasks = {t.key: bars.add_task(escape(f"  {t.key}"), total=6, visible=False) for t in targets}
         stages_seen: dict[str, int] = {}
 
         def report(key: str, message: str) -> None:
@@ -45,7 +46,7 @@ def run_batch(targets: list[Target], options: Options, console: Console | None =
                 return
             if message.endswith("running") or "unchanged" in message:
                 stages_seen[key] = stages_seen.get(key, 0) + 1
-            bars.update(tasks[key], description=f"  {key}: {message}", completed=min(6, stages_seen.get(key, 0)),
+            bars.update(tasks[key], description=escape(f"  {key}: {message}"), completed=min(6, stages_seen.get(key, 0)),
                         visible=True)
 
         def one(t: Target) -> Outcome:
@@ -68,8 +69,8 @@ def run_batch(targets: list[Target], options: Options, console: Console | None =
                 bars.advance(overall)
                 if progress:
                     style = TERMINAL_STYLE.get(out.terminal, "")
-                    bars.console.print(f"  [{style}]{out.terminal:<11}[/] {t.key}  "
-                                       f"{' → '.join(_step(r) for r in out.route)}")
+                    bars.console.print(f"  [{style}]{out.terminal:<11}[/] "
+                                       + escape(f"{t.key}  {' → '.join(_step(r) for r in out.route)}"))
     ordered = [outcomes[t.key] for t in targets]
     seconds = time.perf_counter() - t0
     write_summary(ordered, session, seconds)
@@ -119,7 +120,7 @@ def summary_table(outcomes: list[Outcome], out_dir: Path) -> Table:
         f = kernel_facts(out_dir / x.key)
         gate = "[green]passed[/]" if x.final.get("passed") else (
             "[yellow]GPU evidence missing[/]" if x.ok else f"[red]{len(x.final.get('missing', []))} missing[/]")
-        table.add_row(x.key, " → ".join(_step(r).replace(" (close-out)", "*") for r in x.route),
-                      f"[{TERMINAL_STYLE.get(x.terminal, '')}]{x.terminal}[/]", f["ir_text"], f["d_text"],
-                      f["e_text"], gate)
+        table.add_row(escape(x.key), escape(" → ".join(_step(r).replace(" (close-out)", "*") for r in x.route)),
+                      f"[{TERMINAL_STYLE.get(x.terminal, '')}]{x.terminal}[/]", escape(f["ir_text"]),
+                      escape(f["d_text"]), escape(f["e_text"]), gate)
     return table

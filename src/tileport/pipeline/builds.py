@@ -66,7 +66,7 @@ class CrateBuild:
     def describe(self) -> dict:
         return {"crate": str(self.crate_dir), "name": self.name, "shared_repo_crate": self.shared,
                 "content_hash": self.content_hash, "library": str(self.so) if self.so else None,
-                "build_seconds": round(self.seconds, 1), "error": self.error[-4000:] if self.error else ""}
+                "error": self.error[-4000:] if self.error else ""}
 
 
 _LIB_LOCK = threading.Lock()
@@ -77,7 +77,19 @@ def _load(so: Path, manifest: Path) -> KernelLibrary:
     with _LIB_LOCK:
         key = f"{so}|{manifest}"
         if key not in _LIBS:
-            _LIBS[key] = KernelLibrary(so, manifest)
+            try:
+                _LIBS[key] = KernelLibrary(so, manifest)
+            except AttributeError as e:
+                # A launcher symbol of the manifest is missing (a host-side defect, stage D reports it);
+                # the CPU Tile IR export (`tileport_ir`) does not need the launchers, so B can go on.
+                import ctypes
+                lib = KernelLibrary.__new__(KernelLibrary)
+                lib.path, lib.manifest = Path(so), json.loads(Path(manifest).read_text())
+                lib.dll = ctypes.CDLL(str(so))
+                lib.dll.tileport_last_error.restype = ctypes.c_char_p
+                lib.entries = {}
+                lib.load_error = str(e)  # type: ignore[attr-defined]
+                _LIBS[key] = lib
         return _LIBS[key]
 
 
@@ -158,7 +170,10 @@ class BuildManager:
         kind = "corpus" if target.library else "files"
         with self._lock:
             if kind not in self._batches:
-                self._batches[kind] = self._make_batch(kind)
+                try:
+                    self._batches[kind] = self._make_batch(kind)
+                except Exception as e:  # noqa: BLE001 - every kernel then builds on its own, and shows its error
+                    self._batches[kind] = CrateBuild(Path("."), "", "", set(), error=f"batch crate: {type(e).__name__}: {e}")
             return self._batches[kind]
 
     def crate_dir(self, name: str) -> Path:

@@ -152,8 +152,9 @@ def run_kernel(session: Session, target: Target, progress: Progress | None = Non
     ctx = KernelContext(session, target)
     ctx.kernel_dir.mkdir(parents=True, exist_ok=True)
     if not session.options.resume:
-        for old in ctx.kernel_dir.glob("*/verdict.json"):
-            old.unlink()  # a fresh run: nothing from an earlier run counts
+        import shutil
+        shutil.rmtree(ctx.kernel_dir)  # a fresh run: nothing from an earlier run counts
+        ctx.kernel_dir.mkdir(parents=True)
     state = RunState(residual=session.options.residual)
     step = Step(stage=Stage.A, attempt=1)
     route: list[dict] = []
@@ -178,6 +179,11 @@ def run_kernel(session: Session, target: Target, progress: Progress | None = Non
         route.append({"stage": "E", "attempt": 1, "verdict": v.verdict, "fail_class": v.fail_class, "owner": None,
                       "reason": v.reason, "reused": reused, "seconds": v.seconds, "validator": v.validator,
                       "close_out": True})
+    ran = {str(s) + ("" if a == 1 else str(a)) for s, a in ctx.verdicts}
+    for sdir in ctx.kernel_dir.iterdir():  # stage directories of an earlier, different route
+        if sdir.is_dir() and sdir.name not in ran and sdir.name.rstrip("2") in {str(x) for x in Stage}:
+            import shutil
+            shutil.rmtree(sdir)
     final = gate(ctx, terminal)
     write_json(ctx.kernel_dir / "final.json", final)
     out = Outcome(target.key, target.kernel, terminal, route, final, time.perf_counter() - t0, step.why)

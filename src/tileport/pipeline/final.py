@@ -3,7 +3,8 @@ finished port must have, each listed as present or missing, written to `<out>/<k
 
 A kernel *passes* the gate when nothing is missing. Checks marked `gpu` need a GPU (correctness,
 parity); when only those are missing and their stages ended BLOCKED with class env, the kernel has
-reached the best state attainable on this machine (`best_attainable`).
+reached the best state attainable on this machine (`best_attainable`). A run stopped by `--until`
+(PAUSED) counts as such while every verdict so far lets it proceed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from .artifacts import read_json
 from .context import KernelContext
 from .verdicts import check_file
+
+PROCEEDING = {"PASS", "COMPILED", "ALL_PASS", "DONE", "PASS_WITH_NOTES", "ALIGNED"}
 
 
 def gate(ctx: KernelContext, terminal: str) -> dict:
@@ -79,6 +82,8 @@ def gate(ctx: KernelContext, terminal: str) -> dict:
     failing = [x for x in checks if not x["ok"]]
     best = (terminal == "DONE" and not failing) or (
         terminal == "BLOCKED_ENV" and bool(failing) and all(x["gpu"] and x["env_blocked"] for x in failing))
+    if terminal == "PAUSED":  # --until: fine so far when every verdict so far lets the run go on
+        best = bool(ctx.verdicts) and all(v.verdict in PROCEEDING for v in ctx.verdicts.values())
     return {"kernel": ctx.kernel, "terminal": terminal, "passed": not failing,
             "missing": [f"{x['check']}" + (f": {x['detail']}" if x["detail"] else "") for x in failing],
             "best_attainable": best, "checks": checks}

@@ -123,10 +123,11 @@ def parity_chart(out_dir: Path, rows: list[tuple[str, dict]]) -> tuple[Path | No
     return path, ""
 
 
-def _links(out_dir: Path, key: str) -> list[tuple[str, str]]:
+def _links(out_dir: Path, key: str, route: list[dict]) -> list[tuple[str, str]]:
     kdir = out_dir / key
     links = []
-    for sdir in sorted(p for p in kdir.iterdir() if p.is_dir()) if kdir.is_dir() else []:
+    ran = {r["stage"] + ("" if r["attempt"] == 1 else str(r["attempt"])) for r in route}
+    for sdir in sorted(p for p in kdir.iterdir() if p.is_dir() and p.name in ran) if kdir.is_dir() else []:
         stage = sdir.name.rstrip("0123456789")
         for name in STAGE_FILES.get(stage, []):
             p = sdir / name
@@ -227,7 +228,7 @@ def _html(rows, head, chart, chart_note, out_dir) -> str:
         gate = ("<span class='ok'>passed</span>" if x.final.get("passed") else
                 f"<details><summary class='{'warn' if x.ok else 'bad'}'>{len(missing)} missing</summary><ul>"
                 + "".join(f"<li>{e(m)}</li>" for m in missing) + "</ul></details>")
-        links = " ".join(f"<a href='{e(href)}'>{e(label)}</a>" for label, href in _links(out_dir, x.key))
+        links = " ".join(f"<a href='{e(href)}'>{e(label)}</a>" for label, href in _links(out_dir, x.key, x.route))
         parts.append(f"<tr><td><b>{e(x.key)}</b></td><td>{badges}</td><td class='{tcls}'>{e(x.terminal)}</td>"
                      f"<td class='{'ok' if f.get('ir_clean') else 'bad'}'>{e(f['ir_text'])}</td>"
                      f"<td>{e(f['d_text'])}</td><td>{e(f['e_text'])}</td><td>{gate}</td>"

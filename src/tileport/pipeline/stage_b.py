@@ -24,7 +24,8 @@ Verdicts:
 Test-only switch (documented in docs/pipeline.md): TILEPORT_PIPELINE_PLANT="<kernel>:<defect>[,...]"
 post-processes the translator's output of that kernel in B's first attempt only, modelling a
 translator defect that the repair attempt removes. Defects: `ftz` (ftz::Enabled -> ftz::Disabled),
-`tma` (tma::Enabled -> tma::Disabled), `compile` (code rustc rejects).
+`tma` (tma::Enabled -> tma::Disabled), `ffi` (the launcher's C symbol renamed: a host defect),
+`compile` (code rustc rejects).
 """
 
 from __future__ import annotations
@@ -69,9 +70,12 @@ def plant(text: str, defect: str) -> tuple[str, str]:
         old, new = {"ftz": ("ftz::Enabled", "ftz::Disabled"), "tma": ("tma::Enabled", "tma::Disabled")}[defect]
         n = device.count(old)
         return device.replace(old, new) + host, f"{n} x `{old}` -> `{new}`" if n else f"no `{old}` to change"
+    if defect == "ffi":  # a launcher defect: the C symbol is exported under another name
+        new_host, n = re.subn(r'(extern "C" fn tileport_\w+)\(', r"\1_planted(", host, count=1)
+        return device + new_host, f"{n} C symbol(s) renamed with suffix `_planted`"
     if defect == "compile":
         return text + '\n#[allow(dead_code)]\nfn planted_defect() -> i32 {\n    "not an i32"\n}\n', "type error appended"
-    raise ValueError(f"unknown planted defect {defect!r} (ftz, tma, compile)")
+    raise ValueError(f"unknown planted defect {defect!r} (ftz, tma, ffi, compile)")
 
 
 # ------------------------------------------------------------------------------------ findings

@@ -41,6 +41,10 @@ def host_checks(ctx: KernelContext, ffi: str, build: dict, analysis: dict, trans
     def check(name: str, ok: bool, detail: str = "") -> None:
         checks.append({"check": name, "ok": bool(ok), "detail": detail})
     entry = (translation.get("manifest_entry") or [{}])[0]
+    crate_manifest = Path(build.get("crate", "")) / "kernels.json"
+    if crate_manifest.is_file():  # the entry of the library actually built (its symbol may carry a module prefix)
+        entry = next((e for e in read_json(crate_manifest)["entries"]
+                      if e["kernel"] == ctx.kernel and e["module"] == ctx.target.path.stem), entry)
     symbol = entry.get("symbol", f"tileport_{ctx.kernel}")
     check("ffi.rs declares the C symbol", re.search(rf'extern\s+"C"\s+fn\s+{re.escape(symbol)}\s*\(', ffi) is not None,
           symbol)
@@ -57,8 +61,14 @@ def host_checks(ctx: KernelContext, ffi: str, build: dict, analysis: dict, trans
         check("library built", False, "stage B recorded no library")
         return checks
     try:
+        import ctypes
+
+        from tileport.runtime.abi import ABI_VERSION
         lib = _load(Path(so), Path(build["crate"]) / "kernels.json")
-        check("library loads with the runtime's ABI version", True, so)
+        fn = lib.dll.tileport_abi_version
+        fn.restype = ctypes.c_int32
+        check("library loads with the runtime's ABI version", fn() == ABI_VERSION == lib.manifest.get("abi_version"),
+              f"{so}: ABI {fn()}, manifest {lib.manifest.get('abi_version')}, runtime {ABI_VERSION}")
         check("library exports the symbol", hasattr(lib.dll, symbol), symbol)
     except Exception as e:  # noqa: BLE001 - a library that does not load is a host failure with its message
         check("library loads with the runtime's ABI version", False, f"{type(e).__name__}: {e}")

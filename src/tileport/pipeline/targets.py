@@ -129,7 +129,8 @@ def corpus_targets(directory: Path, config_file: Path | None = None) -> list[Tar
         try:
             out += file_targets(f, config_file=config_file)
         except TargetError:
-            continue
+            # the file does not parse: stage A reports the syntax error with its location
+            out.append(Target(f"{f.stem}.file", "<file>", f.resolve(), {}, [], "default"))
     return out
 
 
@@ -141,7 +142,10 @@ def dedupe_keys(targets: list[Target]) -> list[Target]:
     keys: set[str] = set()
     out = []
     for t in targets:
-        key = t.kernel if seen[t.kernel] == 1 else f"{t.path.stem}.{t.kernel}"
+        if t.kernel == "<file>":
+            key = f"{t.path.stem}.file"  # a file that does not parse
+        else:
+            key = t.kernel if seen[t.kernel] == 1 else f"{t.path.stem}.{t.kernel}"
         if key in keys:
             continue  # the same kernel named twice on the command line
         keys.add(key)

@@ -54,7 +54,7 @@ pub mod dtype {
     }
 }
 
-/// Return codes (kept in sync with tileport.runtime.abi.RC).
+/// Return codes (kept in sync with tileport.runtime.abi.ERRORS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
 pub enum Code {

@@ -1,0 +1,67 @@
+"""Rust identifiers: what generated code may not bind, and how source names are made safe.
+
+A generated `let` must not shadow a DSL function the kernel calls later (`let exp = exp(x)` breaks
+the next `exp(...)`), and source names that are Rust keywords (`type`, `move`) or not identifiers
+(`my-kernels`) must be renamed consistently.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+RUST_KEYWORDS = {
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl",
+    "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static",
+    "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn",
+    "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual",
+    "yield", "try", "gen", "union",
+}
+# Types and items the generated modules name.
+DSL_TYPES = {"E", "Tile", "Tensor", "Partition", "PartitionMut", "PointerTile", "Shape", "Token", "Latency",
+             "ElementType", "Some", "None", "Ok", "Err", "f16", "bf16", "tf32"}
+
+
+# Functions the emitter spells itself (outside the lowering table).
+EMITTER_FUNCTIONS = {"join_tokens", "scalar_to_tile", "tile_to_scalar"}
+
+
+@functools.cache
+def dsl_functions() -> frozenset[str]:
+    """Every function the lowering table, shims and emitter call."""
+    from tileport import lowering
+    names: set[str] = set(EMITTER_FUNCTIONS)
+    for value in vars(lowering).values():
+        texts = value.values() if isinstance(value, dict) else [value]
+        for text in texts:
+            if not isinstance(text, str):
+                continue
+            if text.isidentifier():
+                names.add(text)  # table entries that are bare function names (lt_tile, addf, ...)
+            names |= set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", text))
+    return frozenset(names)
+
+
+def reserved() -> frozenset[str]:
+    return frozenset(RUST_KEYWORDS | DSL_TYPES | dsl_functions())
+
+
+def rust_ident(name: str) -> str:
+    """`name` as a Rust identifier that shadows nothing the generated code uses."""
+    ident = re.sub(r"\W", "_", name)
+    if not ident or ident[0].isdigit():
+        ident = f"k_{ident}"
+    if ident in reserved():
+        ident = f"{ident}_"
+    return ident
+
+
+def fresh_name(base: str, taken: set[str]) -> str:
+    """A safe identifier from `base` not in `taken` (which it then joins)."""
+    base = rust_ident(base)
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
