@@ -208,10 +208,10 @@ pub unsafe extern "C" fn tileport_rope_kernel(
                 type E = f32;
                 let dtype_names: [&str; 1] = ["f32"];
                 let x_t = target.tensor::<E>(x);
-                let cos__t = target.tensor::<f32>(cos_);
-                let sin__t = target.tensor::<f32>(sin_);
+                let cos_t = target.tensor::<f32>(cos_);
+                let sin_t = target.tensor::<f32>(sin_);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_kernel(&x_t, &cos__t, &sin__t, &y_t) }
+                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
@@ -227,10 +227,10 @@ pub unsafe extern "C" fn tileport_rope_kernel(
                 type E = f16;
                 let dtype_names: [&str; 1] = ["f16"];
                 let x_t = target.tensor::<E>(x);
-                let cos__t = target.tensor::<f32>(cos_);
-                let sin__t = target.tensor::<f32>(sin_);
+                let cos_t = target.tensor::<f32>(cos_);
+                let sin_t = target.tensor::<f32>(sin_);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_kernel(&x_t, &cos__t, &sin__t, &y_t) }
+                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
@@ -246,10 +246,10 @@ pub unsafe extern "C" fn tileport_rope_kernel(
                 type E = bf16;
                 let dtype_names: [&str; 1] = ["bf16"];
                 let x_t = target.tensor::<E>(x);
-                let cos__t = target.tensor::<f32>(cos_);
-                let sin__t = target.tensor::<f32>(sin_);
+                let cos_t = target.tensor::<f32>(cos_);
+                let sin_t = target.tensor::<f32>(sin_);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_kernel(&x_t, &cos__t, &sin__t, &y_t) }
+                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
