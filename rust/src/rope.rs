@@ -18,7 +18,7 @@ pub mod rope {
         sin_: &Tensor<f32, { [-1, -1] }>,
         y: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
     ) {
-        let cos__view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
+        let cos_view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
             make_partition_view(
                 cos_,
                 shape![BLOCK_S, HALF_TILE],
@@ -27,7 +27,7 @@ pub mod rope {
                 cos_.token(),
             )
         };
-        let sin__view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
+        let sin_view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
             make_partition_view(
                 sin_,
                 shape![BLOCK_S, HALF_TILE],
@@ -77,7 +77,7 @@ pub mod rope {
         let hb: i32 = get_tile_block_id().1;
         let batch: i32 = get_tile_block_id().2;
         let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-            &cos__view,
+            &cos_view,
             [sb, 0i32],
             ordering::Weak,
             scope::TileBlock,
@@ -85,7 +85,7 @@ pub mod rope {
             tma::Enabled,
         );
         let s: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-            &sin__view,
+            &sin_view,
             [sb, 0i32],
             ordering::Weak,
             scope::TileBlock,

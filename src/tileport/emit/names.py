@@ -58,7 +58,7 @@ def rust_ident(name: str) -> str:
 
 def fresh_name(base: str, taken: set[str]) -> str:
     """A safe identifier from `base` not in `taken` (which it then joins)."""
-    base = rust_ident(base)
+    base = rust_ident(re.sub(r"(?<=[^_])__+", "_", base))  # `cos_` + `_view`: snake case, not `cos__view`
     name, k = base, 0
     while name in taken:
         k += 1

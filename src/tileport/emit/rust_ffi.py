@@ -127,7 +127,7 @@ def launcher_names(group: KernelGroup) -> dict[str, str]:
         for p in v.params:
             names[p.rust] = names[p.name]
     for p in group.first.array_params:
-        names[f"{p.name}#tensor"] = fresh_name(f"{names[p.name].rstrip('_')}_t", taken)
+        names[f"{p.name}#tensor"] = fresh_name(f"{names[p.name]}_t", taken)
     return names
 
 
