@@ -310,8 +310,8 @@ pub mod softmax {
             let diff: Tile<f32, { [1, CHUNK] }> = t - run_max_b;
             let exp_: Tile<f32, { [1, CHUNK] }> =
                 unsafe { exp_with_rounding(diff, rounding::Approx) };
-            let exp__sum: Tile<f32, { [1] }> = reduce_sum(exp_, 1i32);
-            let mut run_sum: Tile<f32, { [1, 1] }> = exp__sum.reshape(shape![1, 1]);
+            let exp_sum: Tile<f32, { [1] }> = reduce_sum(exp_, 1i32);
+            let mut run_sum: Tile<f32, { [1, 1] }> = exp_sum.reshape(shape![1, 1]);
             for c in 1i32..n_chunks {
                 let t_1: Tile<E, { [1, CHUNK] }> = load_view_tko(
                     &x_view_2,
@@ -331,10 +331,10 @@ pub mod softmax {
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
                 let new_max_b: Tile<f32, { [1, CHUNK] }> = new_max.broadcast(shape![1, CHUNK]);
                 let diff_2: Tile<f32, { [1, CHUNK] }> = t_2 - new_max_b;
-                let exp__1: Tile<f32, { [1, CHUNK] }> =
+                let exp_1: Tile<f32, { [1, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_2, rounding::Approx) };
-                let exp__1_sum: Tile<f32, { [1] }> = reduce_sum(exp__1, 1i32);
-                let part: Tile<f32, { [1, 1] }> = exp__1_sum.reshape(shape![1, 1]);
+                let exp_1_sum: Tile<f32, { [1] }> = reduce_sum(exp_1, 1i32);
+                let part: Tile<f32, { [1, 1] }> = exp_1_sum.reshape(shape![1, 1]);
                 run_sum = fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
                 run_max = new_max;
             }
@@ -353,9 +353,9 @@ pub mod softmax {
                 );
                 let t_2: Tile<f32, { [1, CHUNK] }> = convert_tile(t_1);
                 let diff_1: Tile<f32, { [1, CHUNK] }> = t_2 - run_max_b_1;
-                let exp__1: Tile<f32, { [1, CHUNK] }> =
+                let exp_1: Tile<f32, { [1, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
-                let out: Tile<f32, { [1, CHUNK] }> = exp__1 * inv_sum_b;
+                let out: Tile<f32, { [1, CHUNK] }> = exp_1 * inv_sum_b;
                 let out_e: Tile<E, { [1, CHUNK] }> = convert_tile(out);
                 let y_tok: Token = unsafe {
                     store_view_raw(

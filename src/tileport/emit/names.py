@@ -56,12 +56,19 @@ def rust_ident(name: str) -> str:
     return ident
 
 
+def candidates(base: str):
+    """`base` made safe, then `base_1`, `base_2`, ... in snake case (`cos_` + `_view` is `cos_view`)."""
+    base = rust_ident(re.sub(r"(?<=[^_])__+", "_", base))
+    yield base
+    stem = base.rstrip("_") or base
+    k = 1
+    while True:
+        yield f"{stem}_{k}"
+        k += 1
+
+
 def fresh_name(base: str, taken: set[str]) -> str:
     """A safe identifier from `base` not in `taken` (which it then joins)."""
-    base = rust_ident(re.sub(r"(?<=[^_])__+", "_", base))  # `cos_` + `_view`: snake case, not `cos__view`
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
+    name = next(c for c in candidates(base) if c not in taken and c not in reserved())
     taken.add(name)
     return name

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
-from tileport.emit.names import rust_ident
+from tileport.emit.names import candidates, reserved
 from tileport.model import types as T
 from tileport.model.ir import Atom, Block, CDim, Let, Lit, Loc, Op, Ref, Stmt, sym_names
 from tileport.model.types import DType, DVar, Dim, ScalarT, TileT
@@ -94,11 +94,8 @@ class Builder:
 
     def fresh(self, hint: str) -> str:
         """A Rust name not visible in any open block (so nothing outer is shadowed by accident)."""
-        base = rust_ident(hint if hint.isidentifier() and not hint.startswith("__") else "t")
-        name, k = base, 0
-        while self.visible(name):
-            k += 1
-            name = f"{base}_{k}"
+        base = hint if hint.isidentifier() and not hint.startswith("__") else "t"
+        name = next(c for c in candidates(base) if not self.visible(c) and c not in reserved())
         self.scope_names[-1].add(name)
         return name
 
