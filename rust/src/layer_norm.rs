@@ -198,73 +198,34 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("TILE", tile)?;
         let target = LaunchTarget::new(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let x_t = target.tensor::<E>(x);
+                let w_t = target.tensor::<E>(w);
+                let b_t = target.tensor::<E>(b);
+                let y_t = target.tensor::<E>(y);
+                let mean_t = target.tensor::<f32>(mean);
+                let rstd_t = target.tensor::<f32>(rstd);
+                let op = unsafe {
+                    layer_norm::layer_norm_fwd_kernel(&x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps)
+                }
+                .generics(vec![
+                    dtype_names[0].to_string(),
+                    block_m.to_string(),
+                    tile.to_string(),
+                ])
+                .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map(drop)
+                    .map_err(|e| launch_error("layer_norm_fwd_kernel", e))
+            }};
+        }
         match (e_code,) {
-            (dtype::F32,) => {
-                type E = f32;
-                let dtype_names: [&str; 1] = ["f32"];
-                let x_t = target.tensor::<E>(x);
-                let w_t = target.tensor::<E>(w);
-                let b_t = target.tensor::<E>(b);
-                let y_t = target.tensor::<E>(y);
-                let mean_t = target.tensor::<f32>(mean);
-                let rstd_t = target.tensor::<f32>(rstd);
-                let op = unsafe {
-                    layer_norm::layer_norm_fwd_kernel(&x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps)
-                }
-                .generics(vec![
-                    dtype_names[0].to_string(),
-                    block_m.to_string(),
-                    tile.to_string(),
-                ])
-                .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("layer_norm_fwd_kernel", e))
-            }
-            (dtype::F16,) => {
-                type E = f16;
-                let dtype_names: [&str; 1] = ["f16"];
-                let x_t = target.tensor::<E>(x);
-                let w_t = target.tensor::<E>(w);
-                let b_t = target.tensor::<E>(b);
-                let y_t = target.tensor::<E>(y);
-                let mean_t = target.tensor::<f32>(mean);
-                let rstd_t = target.tensor::<f32>(rstd);
-                let op = unsafe {
-                    layer_norm::layer_norm_fwd_kernel(&x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps)
-                }
-                .generics(vec![
-                    dtype_names[0].to_string(),
-                    block_m.to_string(),
-                    tile.to_string(),
-                ])
-                .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("layer_norm_fwd_kernel", e))
-            }
-            (dtype::BF16,) => {
-                type E = bf16;
-                let dtype_names: [&str; 1] = ["bf16"];
-                let x_t = target.tensor::<E>(x);
-                let w_t = target.tensor::<E>(w);
-                let b_t = target.tensor::<E>(b);
-                let y_t = target.tensor::<E>(y);
-                let mean_t = target.tensor::<f32>(mean);
-                let rstd_t = target.tensor::<f32>(rstd);
-                let op = unsafe {
-                    layer_norm::layer_norm_fwd_kernel(&x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps)
-                }
-                .generics(vec![
-                    dtype_names[0].to_string(),
-                    block_m.to_string(),
-                    tile.to_string(),
-                ])
-                .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("layer_norm_fwd_kernel", e))
-            }
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
             _ => Err(Error::new(
                 Code::DType,
                 "unsupported dtype combination".to_string(),

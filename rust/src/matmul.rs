@@ -332,20 +332,22 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
             check_tile_dim("TILE_N", tile_n)?;
             let target = LaunchTarget::new(device_id, stream)?;
             return {
-                let a_t = target.tensor::<f32>(a);
-                let b_t = target.tensor::<f32>(b);
-                let c_t = target.tensor::<f32>(c);
-                let op = unsafe { matmul::matmul_kernel_use_tf321(&a_t, &b_t, &c_t) }
-                    .generics(vec![
-                        tile_m.to_string(),
-                        tile_n.to_string(),
-                        tile_k.to_string(),
-                        group_m.to_string(),
-                    ])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("matmul_kernel_use_tf321", e))
+                {
+                    let a_t = target.tensor::<f32>(a);
+                    let b_t = target.tensor::<f32>(b);
+                    let c_t = target.tensor::<f32>(c);
+                    let op = unsafe { matmul::matmul_kernel_use_tf321(&a_t, &b_t, &c_t) }
+                        .generics(vec![
+                            tile_m.to_string(),
+                            tile_n.to_string(),
+                            tile_k.to_string(),
+                            group_m.to_string(),
+                        ])
+                        .grid(grid);
+                    unsafe { op.async_on(&target.stream) }
+                        .map(drop)
+                        .map_err(|e| launch_error("matmul_kernel_use_tf321", e))
+                }
             };
         }
         if !use_tf32 {
@@ -354,49 +356,36 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
             check_tile_dim("TILE_K", tile_k)?;
             check_tile_dim("TILE_N", tile_n)?;
             let target = LaunchTarget::new(device_id, stream)?;
-            return match (e_code,) {
-                (dtype::F16,) => {
-                    type E = f16;
-                    let dtype_names: [&str; 1] = ["f16"];
-                    let a_t = target.tensor::<E>(a);
-                    let b_t = target.tensor::<E>(b);
-                    let c_t = target.tensor::<E>(c);
-                    let op = unsafe { matmul::matmul_kernel_use_tf320(&a_t, &b_t, &c_t) }
-                        .generics(vec![
-                            dtype_names[0].to_string(),
-                            tile_m.to_string(),
-                            tile_n.to_string(),
-                            tile_k.to_string(),
-                            group_m.to_string(),
-                        ])
-                        .grid(grid);
-                    unsafe { op.async_on(&target.stream) }
-                        .map(drop)
-                        .map_err(|e| launch_error("matmul_kernel_use_tf320", e))
+            return {
+                macro_rules! launch {
+                    ($E:ty, $names:expr) => {{
+                        type E = $E;
+                        let dtype_names: [&str; 1] = $names;
+                        let a_t = target.tensor::<E>(a);
+                        let b_t = target.tensor::<E>(b);
+                        let c_t = target.tensor::<E>(c);
+                        let op = unsafe { matmul::matmul_kernel_use_tf320(&a_t, &b_t, &c_t) }
+                            .generics(vec![
+                                dtype_names[0].to_string(),
+                                tile_m.to_string(),
+                                tile_n.to_string(),
+                                tile_k.to_string(),
+                                group_m.to_string(),
+                            ])
+                            .grid(grid);
+                        unsafe { op.async_on(&target.stream) }
+                            .map(drop)
+                            .map_err(|e| launch_error("matmul_kernel_use_tf320", e))
+                    }};
                 }
-                (dtype::BF16,) => {
-                    type E = bf16;
-                    let dtype_names: [&str; 1] = ["bf16"];
-                    let a_t = target.tensor::<E>(a);
-                    let b_t = target.tensor::<E>(b);
-                    let c_t = target.tensor::<E>(c);
-                    let op = unsafe { matmul::matmul_kernel_use_tf320(&a_t, &b_t, &c_t) }
-                        .generics(vec![
-                            dtype_names[0].to_string(),
-                            tile_m.to_string(),
-                            tile_n.to_string(),
-                            tile_k.to_string(),
-                            group_m.to_string(),
-                        ])
-                        .grid(grid);
-                    unsafe { op.async_on(&target.stream) }
-                        .map(drop)
-                        .map_err(|e| launch_error("matmul_kernel_use_tf320", e))
+                match (e_code,) {
+                    (dtype::F16,) => launch!(f16, ["f16"]),
+                    (dtype::BF16,) => launch!(bf16, ["bf16"]),
+                    _ => Err(Error::new(
+                        Code::DType,
+                        "unsupported dtype combination".to_string(),
+                    )),
                 }
-                _ => Err(Error::new(
-                    Code::DType,
-                    "unsupported dtype combination".to_string(),
-                )),
             };
         }
         Err(Error::new(

@@ -203,64 +203,31 @@ pub unsafe extern "C" fn tileport_rope_kernel(
         check_tile_dim("HALF_TILE", half_tile)?;
         check_tile_dim("BLOCK_H", block_h)?;
         let target = LaunchTarget::new(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let x_t = target.tensor::<E>(x);
+                let cos_t = target.tensor::<f32>(cos_);
+                let sin_t = target.tensor::<f32>(sin_);
+                let y_t = target.tensor::<E>(y);
+                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_s.to_string(),
+                        block_h.to_string(),
+                        half_tile.to_string(),
+                    ])
+                    .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map(drop)
+                    .map_err(|e| launch_error("rope_kernel", e))
+            }};
+        }
         match (e_code,) {
-            (dtype::F32,) => {
-                type E = f32;
-                let dtype_names: [&str; 1] = ["f32"];
-                let x_t = target.tensor::<E>(x);
-                let cos_t = target.tensor::<f32>(cos_);
-                let sin_t = target.tensor::<f32>(sin_);
-                let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
-                    .generics(vec![
-                        dtype_names[0].to_string(),
-                        block_s.to_string(),
-                        block_h.to_string(),
-                        half_tile.to_string(),
-                    ])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("rope_kernel", e))
-            }
-            (dtype::F16,) => {
-                type E = f16;
-                let dtype_names: [&str; 1] = ["f16"];
-                let x_t = target.tensor::<E>(x);
-                let cos_t = target.tensor::<f32>(cos_);
-                let sin_t = target.tensor::<f32>(sin_);
-                let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
-                    .generics(vec![
-                        dtype_names[0].to_string(),
-                        block_s.to_string(),
-                        block_h.to_string(),
-                        half_tile.to_string(),
-                    ])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("rope_kernel", e))
-            }
-            (dtype::BF16,) => {
-                type E = bf16;
-                let dtype_names: [&str; 1] = ["bf16"];
-                let x_t = target.tensor::<E>(x);
-                let cos_t = target.tensor::<f32>(cos_);
-                let sin_t = target.tensor::<f32>(sin_);
-                let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
-                    .generics(vec![
-                        dtype_names[0].to_string(),
-                        block_s.to_string(),
-                        block_h.to_string(),
-                        half_tile.to_string(),
-                    ])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("rope_kernel", e))
-            }
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
             _ => Err(Error::new(
                 Code::DType,
                 "unsupported dtype combination".to_string(),

@@ -110,58 +110,29 @@ pub unsafe extern "C" fn tileport_silu_and_mul_kernel(
         let block_m_x_2 = 2i32 * block_m;
         check_tile_dim("BLOCK_M_X_2", block_m_x_2)?;
         let target = LaunchTarget::new(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let x_t = target.tensor::<E>(x);
+                let y_t = target.tensor::<E>(y);
+                let op = unsafe { silu_and_mul::silu_and_mul_kernel(&x_t, &y_t) }
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        block_n.to_string(),
+                        block_m_x_2.to_string(),
+                    ])
+                    .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map(drop)
+                    .map_err(|e| launch_error("silu_and_mul_kernel", e))
+            }};
+        }
         match (e_code,) {
-            (dtype::F32,) => {
-                type E = f32;
-                let dtype_names: [&str; 1] = ["f32"];
-                let x_t = target.tensor::<E>(x);
-                let y_t = target.tensor::<E>(y);
-                let op = unsafe { silu_and_mul::silu_and_mul_kernel(&x_t, &y_t) }
-                    .generics(vec![
-                        dtype_names[0].to_string(),
-                        block_m.to_string(),
-                        block_n.to_string(),
-                        block_m_x_2.to_string(),
-                    ])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("silu_and_mul_kernel", e))
-            }
-            (dtype::F16,) => {
-                type E = f16;
-                let dtype_names: [&str; 1] = ["f16"];
-                let x_t = target.tensor::<E>(x);
-                let y_t = target.tensor::<E>(y);
-                let op = unsafe { silu_and_mul::silu_and_mul_kernel(&x_t, &y_t) }
-                    .generics(vec![
-                        dtype_names[0].to_string(),
-                        block_m.to_string(),
-                        block_n.to_string(),
-                        block_m_x_2.to_string(),
-                    ])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("silu_and_mul_kernel", e))
-            }
-            (dtype::BF16,) => {
-                type E = bf16;
-                let dtype_names: [&str; 1] = ["bf16"];
-                let x_t = target.tensor::<E>(x);
-                let y_t = target.tensor::<E>(y);
-                let op = unsafe { silu_and_mul::silu_and_mul_kernel(&x_t, &y_t) }
-                    .generics(vec![
-                        dtype_names[0].to_string(),
-                        block_m.to_string(),
-                        block_n.to_string(),
-                        block_m_x_2.to_string(),
-                    ])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("silu_and_mul_kernel", e))
-            }
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
             _ => Err(Error::new(
                 Code::DType,
                 "unsupported dtype combination".to_string(),

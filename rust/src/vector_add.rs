@@ -86,46 +86,25 @@ pub unsafe extern "C" fn tileport_vector_add_kernel(
         )?;
         check_tile_dim("TILE", tile)?;
         let target = LaunchTarget::new(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let a_t = target.tensor::<E>(a);
+                let b_t = target.tensor::<E>(b);
+                let c_t = target.tensor::<E>(c);
+                let op = unsafe { vector_add::vector_add_kernel(&a_t, &b_t, &c_t) }
+                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                    .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map(drop)
+                    .map_err(|e| launch_error("vector_add_kernel", e))
+            }};
+        }
         match (e_code,) {
-            (dtype::F32,) => {
-                type E = f32;
-                let dtype_names: [&str; 1] = ["f32"];
-                let a_t = target.tensor::<E>(a);
-                let b_t = target.tensor::<E>(b);
-                let c_t = target.tensor::<E>(c);
-                let op = unsafe { vector_add::vector_add_kernel(&a_t, &b_t, &c_t) }
-                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("vector_add_kernel", e))
-            }
-            (dtype::F16,) => {
-                type E = f16;
-                let dtype_names: [&str; 1] = ["f16"];
-                let a_t = target.tensor::<E>(a);
-                let b_t = target.tensor::<E>(b);
-                let c_t = target.tensor::<E>(c);
-                let op = unsafe { vector_add::vector_add_kernel(&a_t, &b_t, &c_t) }
-                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("vector_add_kernel", e))
-            }
-            (dtype::BF16,) => {
-                type E = bf16;
-                let dtype_names: [&str; 1] = ["bf16"];
-                let a_t = target.tensor::<E>(a);
-                let b_t = target.tensor::<E>(b);
-                let c_t = target.tensor::<E>(c);
-                let op = unsafe { vector_add::vector_add_kernel(&a_t, &b_t, &c_t) }
-                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
-                    .grid(grid);
-                unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("vector_add_kernel", e))
-            }
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
             _ => Err(Error::new(
                 Code::DType,
                 "unsupported dtype combination".to_string(),

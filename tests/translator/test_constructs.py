@@ -742,8 +742,9 @@ def test_dtype_generic_dispatches_exactly_the_configured_dtypes(tmp_path, dtypes
     allowed = ", ".join(f"dtype::{consts[d]}" for d in expected)
     assert_lines(launcher, f'let e_code = common_dtype(&[("x", x), ("y", y)], &[{allowed}])?;')
     arms = [line for line in lines(launcher) if line.startswith("(dtype::")]
-    assert arms == [f"(dtype::{consts[d]},) => {{" for d in expected]
-    assert_lines(launcher, *(f"type E = {d};" for d in expected))
+    assert arms == [f'(dtype::{consts[d]},) => launch!({d}, ["{d}"]),' for d in expected]
+    assert "macro_rules! launch { ($E:ty, $names:expr) => {{" in launcher
+    assert_lines(launcher, "type E = $E;")
 
 
 def test_two_dtype_groups_dispatch_over_used_combinations(tmp_path):
@@ -755,8 +756,10 @@ def test_two_dtype_groups_dispatch_over_used_combinations(tmp_path):
     assert "pub unsafe fn cast<E: ElementType, E2: ElementType, const TILE: i32>(" in mod
     launcher = launcher_text(mod, "tileport_cast")
     arms = [line for line in lines(launcher) if line.startswith("(dtype::")]
-    assert arms == ["(dtype::F32, dtype::F16) => {", "(dtype::F16, dtype::F32) => {",
-                    "(dtype::BF16, dtype::F32) => {"]
+    assert arms == ['(dtype::F32, dtype::F16) => launch!(f32, f16, ["f32", "f16"]),',
+                    '(dtype::F16, dtype::F32) => launch!(f16, f32, ["f16", "f32"]),',
+                    '(dtype::BF16, dtype::F32) => launch!(bf16, f32, ["bf16", "f32"]),']
+    assert_lines(launcher, "type E = $E; type E2 = $E2;")
     assert_lines(launcher, 'let e2_code = common_dtype(&[("y", y)], &[dtype::F16, dtype::F32])?;',
                  '_ => Err(Error::new(Code::DType, "unsupported dtype combination".to_string())),')
 

@@ -150,7 +150,9 @@ def emit_launcher(group: KernelGroup) -> str:
         if cond:
             body.append(f"    if {cond} {{")
             body += ["        " + x for x in launch[:-1]]
-            body.append(f"        return {launch[-1].lstrip()};")
+            body.append("        return {")
+            body += ["            " + line for line in launch[-1].splitlines()]
+            body.append("        };")
             body.append("    }")
         else:
             body += ["    " + x for x in launch]
@@ -205,22 +207,24 @@ def _pinned_test(arg: str, value) -> str:
 
 
 def _launch_match(variant: Kernel, arg_names, dvars) -> list[str]:
+    """The launch, once per dtype combination in use: a local macro instantiated per match arm."""
     launch = _launch_call(variant, arg_names, dvars)
     if not dvars:
         return ["{", *["    " + x for x in launch], "}"]
     combos = list(dict.fromkeys(zip(*(variant.dtype_vars[dv] for dv in dvars))))
     codes = ", ".join(f"{dv.name.lower()}_code" for dv in dvars)
-    out = [f"match ({codes},) {{" if len(dvars) == 1 else f"match ({codes}) {{"]
+    metas = ", ".join(f"${dv.name}:ty" for dv in dvars)
+    aliases = " ".join(f"type {dv.name} = ${dv.name};" for dv in dvars)
+    out = [f"macro_rules! launch {{ ({metas}, $names:expr) => {{{{", f"    {aliases}",
+           f"    let dtype_names: [&str; {len(dvars)}] = $names;"]
+    out += ["    " + x for x in launch]
+    out += ["}}; }", f"match ({codes},) {{" if len(dvars) == 1 else f"match ({codes}) {{"]
     for combo in combos:
         pat = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in combo)
         pat = f"({pat},)" if len(dvars) == 1 else f"({pat})"
-        aliases = " ".join(f"type {dv.name} = {L.RUST_DTYPE[d]};" for dv, d in zip(dvars, combo))
+        types = ", ".join(L.RUST_DTYPE[d] for d in combo)
         names = ", ".join(f'"{d}"' for d in combo)
-        out.append(f"    {pat} => {{")
-        out.append(f"        {aliases}")
-        out.append(f"        let dtype_names: [&str; {len(dvars)}] = [{names}];")
-        out += ["        " + x for x in launch]
-        out.append("    }")
+        out.append(f"    {pat} => launch!({types}, [{names}]),")
     out.append('    _ => Err(Error::new(Code::DType, "unsupported dtype combination".to_string())),')
     out.append("}")
     return out

@@ -8,8 +8,9 @@ such as the sign test of a loop-invariant divisor, be hoisted as cuTile hoists t
 from __future__ import annotations
 
 from tileport.emit.names import fresh_name
-from tileport.model.ir import Block, For, If, Kernel, Let, Lit, Op, Ref, walk
+from tileport.model.ir import Kernel, Let, Lit, Op, Ref, walk
 from tileport.model.types import ScalarT, TileT
+from tileport.passes.uses import expand_statements
 
 I32_0D = TileT("i32", ())
 BOOL_0D = TileT("bool", ())
@@ -17,30 +18,14 @@ BOOL_0D = TileT("bool", ())
 
 def expand_int_division(kernel: Kernel) -> int:
     taken = {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
-    count = 0
 
-    def fresh(base: str) -> str:
-        return fresh_name(base, taken)
+    def expand(st):
+        if (isinstance(st, Let) and st.op.kind == "binary" and st.op.attr("op") in ("floordiv", "mod")
+                and isinstance(st.op.ty, ScalarT) and st.op.ty.dtype == "i32"):
+            return _expand(st, lambda base: fresh_name(base, taken))
+        return None
 
-    def visit(block: Block) -> None:
-        nonlocal count
-        out = []
-        for st in block.stmts:
-            if (isinstance(st, Let) and st.op.kind == "binary" and st.op.attr("op") in ("floordiv", "mod")
-                    and isinstance(st.op.ty, ScalarT) and st.op.ty.dtype == "i32"):
-                out += _expand(st, fresh)
-                count += 1
-                continue
-            if isinstance(st, For):
-                visit(st.body)
-            elif isinstance(st, If):
-                visit(st.then)
-                visit(st.orelse)
-            out.append(st)
-        block.stmts[:] = out
-
-    visit(kernel.body)
-    return count
+    return expand_statements(kernel.body, expand)
 
 
 def _expand(st: Let, fresh) -> list[Let]:

@@ -10,8 +10,9 @@ the address arithmetic that does not depend on the loop move out of it, as cuTil
 from __future__ import annotations
 
 from tileport.emit.names import fresh_name
-from tileport.model.ir import Atom, Block, Do, For, If, Kernel, Let, Lit, Op, Ref
+from tileport.model.ir import Atom, Do, Kernel, Let, Lit, Op, Ref
 from tileport.model.types import DVar, PtrT, ScalarT, TileT, TokenT, is_float
+from tileport.passes.uses import expand_statements
 
 U64 = "u64"
 
@@ -102,29 +103,15 @@ def lower_pointers(kernel: Kernel) -> int:
     """Rewrite every gather/scatter of the kernel in place; returns how many were lowered."""
     from tileport.model.ir import walk
     taken = {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
-    count = 0
 
-    def visit(block: Block) -> None:
-        nonlocal count
-        out = []
-        for st in block.stmts:
-            op = st.op if isinstance(st, (Let, Do)) else None
-            if op is not None and op.kind in ("gather", "scatter"):
-                em = _Emitter(kernel, taken)
-                _lower(em, st, op)
-                out += em.out
-                count += 1
-                continue
-            if isinstance(st, For):
-                visit(st.body)
-            elif isinstance(st, If):
-                visit(st.then)
-                visit(st.orelse)
-            out.append(st)
-        block.stmts[:] = out
+    def expand(st):
+        if not (isinstance(st, (Let, Do)) and st.op.kind in ("gather", "scatter")):
+            return None
+        em = _Emitter(kernel, taken)
+        _lower(em, st, st.op)
+        return em.out
 
-    visit(kernel.body)
-    return count
+    return expand_statements(kernel.body, expand)
 
 
 def _lower(em: _Emitter, st, op: Op) -> None:

@@ -66,3 +66,23 @@ def bindings_needing_mut(kernel: Kernel) -> set[int]:
 
     walk(kernel.body, {})
     return out
+
+
+def expand_statements(block: Block, expand) -> int:
+    """Replace, in `block` and every nested block, each statement `expand(st)` maps to a list of
+    statements (None keeps it); returns how many were replaced."""
+    count = 0
+    out = []
+    for st in block.stmts:
+        replacement = expand(st)
+        if replacement is not None:
+            out += replacement
+            count += 1
+            continue
+        if isinstance(st, For):
+            count += expand_statements(st.body, expand)
+        elif isinstance(st, If):
+            count += expand_statements(st.then, expand) + expand_statements(st.orelse, expand)
+        out.append(st)
+    block.stmts[:] = out
+    return count
