@@ -128,7 +128,10 @@ def flat_tile(n: int, dtype: str) -> int:
 
 
 def flat(t: Any) -> Any:
-    """The 1-D view of a contiguous tensor (no copy)."""
+    """The 1-D view of a tensor (no copy): a 1-D tensor as it is (the kernels take strided arrays),
+    a contiguous one of any rank flattened."""
+    if len(t.shape) == 1:
+        return t
     if not t.is_contiguous():
         raise ValueError("tileport element-wise ops take contiguous tensors")
     return t.view(-1)
