@@ -10,7 +10,7 @@ the address arithmetic that does not depend on the loop move out of it, as cuTil
 from __future__ import annotations
 
 from tileport.emit.names import fresh_name
-from tileport.model.ir import Atom, Do, Kernel, Let, Lit, Op, Ref
+from tileport.model.ir import Atom, Do, Kernel, Let, Lit, Op, Ref, walk
 from tileport.model.types import DVar, PtrT, ScalarT, TileT, TokenT, is_float
 from tileport.passes.uses import expand_statements
 
@@ -101,7 +101,6 @@ class _Emitter:
 
 def lower_pointers(kernel: Kernel) -> int:
     """Rewrite every gather/scatter of the kernel in place; returns how many were lowered."""
-    from tileport.model.ir import walk
     taken = {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
 
     def expand(st):
