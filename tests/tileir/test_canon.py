@@ -108,6 +108,21 @@ def test_assume_chains_are_normalized():
     assert ca.count("div_by<4>") == 1 and ca.index("div_by<4>") < ca.index("bounded<0, ?>")
 
 
+def test_memory_order_follows_continue_nested_in_if():
+    """A `continue` inside an `if` still carries tokens to the loop's next iteration: the store to
+    y in the `if` waits for the previous iteration's store to y."""
+    bc = tir_export.export(tir_kernels.continue_in_if, [("float32", 1), ("float32", 1),
+                                                         ("scalar", "int32"), 128])
+    f = canonicalize(read_module(bc)).entries[0]
+    stores = [op for op in walk(f) if op.name == "store_view_tko"]
+    nested = next(op for op in stores if op.parent.parent.name == "if")
+    last = next(op for op in stores if op is not nested)
+    loads = [op for op in walk(f) if op.name == "load_view_tko"]
+    assert f.memory_order[nested] == [nested]
+    assert set(f.memory_order[last]) == {loads[0], last}
+    assert f.memory_order[loads[0]] == [last]
+
+
 def test_values_are_renamed_by_definition_order():
     f = canonicalize(tir_mutations.rename_values(_module("softmax"))).entries[0]
     assert [a.name for a in f.args] == [f"%arg{i}" for i in range(len(f.args))]

@@ -187,6 +187,19 @@ def rs_gemm(z, x, y, BM: ConstInt, BN: ConstInt, BK: ConstInt, K: ConstInt):
     ct.store(z, index=(bm, bn), tile=acc)
 
 
+@ct.kernel
+def continue_in_if(x, y, n, TILE: ConstInt):
+    """A store inside an `if` that ends the loop iteration: its `continue` (nested in the `if`)
+    carries y's token to the next iteration. Not in CASES; test_canon uses it."""
+    bid = ct.bid(0)
+    for i in range(n):
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        if i == bid:
+            ct.store(y, index=(i,), tile=t)
+            continue
+        ct.store(x, index=(i,), tile=t + 1)
+
+
 F32_1D = ("float32", 1)
 CASES = {
     "vec_add": (vec_add, [F32_1D, F32_1D, F32_1D, 1024]),

@@ -120,6 +120,11 @@ class Hints:
     by_arch: tuple[tuple[str, DictAttr], ...]
     selected_from: str | None = None
 
+    @property
+    def selected(self) -> DictAttr:
+        """The hints that apply: after canonicalization, the only entry (keyed by the target)."""
+        return self.by_arch[0][1]
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Hints) and self.by_arch == other.by_arch
 

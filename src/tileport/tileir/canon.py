@@ -22,8 +22,8 @@ from typing import Any
 
 from . import equiv
 from .attrs import Bounded, DivBy, Hints, LOAD_STORE_HINT_DEFAULTS
-from .model import Block, Function, Module, Op, Value, blocks, clone_module, redirect, walk, walk_block
-from .ops import is_memory, is_transparent
+from .model import Block, Function, Module, Op, Value, blocks, clone_module, redirect, walk
+from .ops import LOOPS, carried_index, is_memory, is_transparent, loop_init, loop_jumps, region_yield
 from .types import is_token
 
 # Ops with effects beyond their results: never merged or removed. Everything ending in `_tko`
@@ -45,7 +45,7 @@ def record_memory_order(function: Function) -> None:
     for op in walk(function):
         if is_memory(op):
             token = op.operand("token")
-            order[id(op)] = _token_sources(token) if token is not None else []
+            order[op] = _token_sources(token) if token is not None else []
     function.memory_order = order
 
 
@@ -58,31 +58,31 @@ def _token_sources(value) -> list:
         seen.add(id(v))
         owner = v.owner
         if isinstance(owner, Block):  # a loop-carried token: its initial value and every continued one
-            loop = owner.parent
-            if loop is None or loop.name not in ("for", "loop"):
+            k = carried_index(v)
+            if k is None:
                 continue
-            k = v.index - (1 if loop.name == "for" else 0)
-            inits = loop.operands_with("initValues")
-            if 0 <= k < len(inits):
-                stack.append(inits[k])
-            stack += _continued(loop, k)
+            init = loop_init(v)
+            if init is not None:
+                stack.append(init)
+            stack += _continued(owner.parent, k)
         elif owner is None:
             continue
         elif is_memory(owner):
             found.append(owner)
         elif owner.name == "join_tokens":
             stack += owner.operands
-        elif owner.name in ("for", "loop"):
+        elif owner.name in LOOPS:
             stack += _continued(owner, v.index)
         elif owner.name == "if":
-            stack += [t.operands[v.index] for r in owner.regions for b in r.blocks for t in b.ops[-1:]
-                      if t.name == "yield" and v.index < len(t.operands)]
+            yielded = (region_yield(owner, i, v.index) for i in range(len(owner.regions)))
+            stack += [y for y in yielded if y is not None]
     return found
 
 
-def _continued(loop, k: int) -> list:
-    return [op.operands[k] for r in loop.regions for b in r.blocks for op in walk_block(b)
-            if op.name in ("continue", "break") and op.parent is b and k < len(op.operands)]
+def _continued(loop: Op, k: int) -> list:
+    """Operand `k` of every `continue` / `break` of `loop`, also those nested in an `if`."""
+    return [op.operands[k] for r in loop.regions for b in r.blocks for op in loop_jumps(b)
+            if k < len(op.operands)]
 
 
 def strip_tokens(function: Function) -> None:
@@ -111,10 +111,10 @@ def _normalize_hint_attrs(function: Function, target: str) -> None:
         for op in block.ops:
             if "optimization_hints" in op.attributes:
                 h = op.attributes["optimization_hints"]
-                selected = equiv.select_hints(h if isinstance(h, Hints) else None, target,
-                                              LOAD_STORE_HINT_DEFAULTS)
-                if selected.by_arch[0][1].items:
-                    op.attributes["optimization_hints"] = selected
+                chosen = equiv.select_hints(h if isinstance(h, Hints) else None, target,
+                                            LOAD_STORE_HINT_DEFAULTS)
+                if chosen.selected.items:
+                    op.attributes["optimization_hints"] = chosen
                 else:
                     del op.attributes["optimization_hints"]
 

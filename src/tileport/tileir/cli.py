@@ -9,8 +9,9 @@ with that code:
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -46,12 +47,8 @@ def irdiff(
     return report.exit_code
 
 
-def irdiff_command(
-    a: Annotated[Path, typer.Argument(help="Reference Tile IR bytecode (.tileirbc / .bc).")],
-    b: Annotated[Path, typer.Argument(help="Generated Tile IR bytecode (.tileirbc / .bc).")],
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the report as JSON.")] = None,
-    md_out: Annotated[Optional[Path], typer.Option("--md", help="Write the report as markdown.")] = None,
-    target: Annotated[str, typer.Option(help="GPU target whose optimization hints apply.")] = "sm_90",
-) -> None:
+# Same parameters as `irdiff` (typer reads them through `__wrapped__` and the copied annotations).
+@functools.wraps(irdiff, assigned=("__annotations__",))
+def irdiff_command(*args: Any, **kwargs: Any) -> None:
     """Structurally diff reference Tile IR A against generated Tile IR B (exit 0 PASS, 2 notes, 1 FAIL)."""
-    raise typer.Exit(irdiff(a, b, json_out, md_out, target))
+    raise typer.Exit(irdiff(*args, **kwargs))

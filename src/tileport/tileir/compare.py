@@ -13,7 +13,8 @@ from collections import Counter
 from typing import Any
 
 from . import ops as K
-from .attrs import Hints, LOAD_STORE_HINT_DEFAULTS, TypedFloat, TypedInt, render, render_constant
+from .attrs import LOAD_STORE_HINT_DEFAULTS, TypedFloat, TypedInt, render, render_constant
+from .equiv import hint_key_differs
 from .match import (Matching, combiner_ops, combiner_signature, const_key, describe_role, producer,
                     scalar_key)
 from .model import Op, Value
@@ -137,8 +138,7 @@ class PairComparer:
 
     def _hint_key_note(self, r: Op, g: Op) -> None:
         hr, hg = r.hints, g.hints
-        if isinstance(hr, Hints) and isinstance(hg, Hints) and hr == hg \
-                and hr.selected_from != hg.selected_from:
+        if hint_key_differs(hr, hg):
             self.add("memory_hints", "semantic_equiv",
                      f"{r.name}: hints under '{hr.selected_from}' vs '{hg.selected_from}'", r, g,
                      Status.SEMANTIC_EQUIV)
@@ -179,8 +179,8 @@ class PairComparer:
         if K.family(r) == "ptr" and (r.operand("mask") is None) != (g.operand("mask") is None):
             masked = lambda op: "masked" if op.operand("mask") is not None else "unmasked"
             self.add("memory_semantics", "mask", f"{r.name}: {masked(r)} in ref, {masked(g)} in gen", r, g)
-        hr = r.hints.by_arch[0][1] if r.hints else None
-        hg = g.hints.by_arch[0][1] if g.hints else None
+        hr = r.hints.selected if r.hints else None
+        hg = g.hints.selected if g.hints else None
         keys = sorted({k for k, _ in (hr.items if hr else ())} | {k for k, _ in (hg.items if hg else ())})
         for key in keys:
             default = LOAD_STORE_HINT_DEFAULTS.get(key)

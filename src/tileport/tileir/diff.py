@@ -81,21 +81,23 @@ def _summaries(matchings: list[Matching], findings: list[Finding], out: Findings
                 out.add_match(category, "no difference")
 
 
-def compare_memory_order(m: Matching, rf: Function, gf: Function, out: Findings) -> None:
-    """Each paired load/store must wait for the same (paired) memory operations on both sides."""
-    gen_of = {id(r): g for r, g in m.pairs}
+def compare_memory_order(m: Matching, out: Findings) -> None:
+    """Each paired load/store must wait for the same (paired) memory operations on both sides.
+
+    Memory ops are never weak pairs (the last strong pass pairs them by direction, and a name
+    implies the direction), so `m.partner` pairs them as `m.pairs` does.
+    """
+    ref_order, gen_order = m.ref.function.memory_order, m.gen.function.memory_order
     differing = 0
     for r, g in m.pairs:
-        if id(r) not in rf.memory_order or id(g) not in gf.memory_order:
+        waits_r, waits_g = ref_order.get(r), gen_order.get(g)
+        if waits_r is None or waits_g is None:
             continue
-        want = {id(gen_of[id(x)]) for x in rf.memory_order[id(r)] if id(x) in gen_of}
-        unpaired = [x for x in rf.memory_order[id(r)] if id(x) not in gen_of]
-        have = {id(x) for x in gf.memory_order[id(g)]}
-        if want != have and not unpaired:
+        if all(x in m.partner for x in waits_r) and {m.partner[x] for x in waits_r} != set(waits_g):
             differing += 1
             out.add("memory_order", "waits_differ", Status.DIFFERS,
-                    f"{r.name}: ordered after {len(rf.memory_order[id(r)])} memory op(s) in ref, "
-                    f"{len(gf.memory_order[id(g)])} in gen (different token dependencies)",
+                    f"{r.name}: ordered after {len(waits_r)} memory op(s) in ref, "
+                    f"{len(waits_g)} in gen (different token dependencies)",
                     m.ref.location(r), m.gen.location(g))
     if not differing:
         out.add_match("memory_order", "token dependencies of paired loads/stores agree")
@@ -121,7 +123,7 @@ def diff(reference: Module, generated: Module, *, target: str = "sm_90",
             comparer.compare(r, g)
         for r, g in m.weak_pairs:
             comparer.frontier(r, g)
-        compare_memory_order(m, rf, gf, out)
+        compare_memory_order(m, out)
         classify_unpaired(m, out)
         compare_assumptions(m, out)
         compare_entry_hints(m, out)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .attrs import Bounded, DivBy, Hints, render
+from .attrs import Bounded, DivBy, Hints
 from .canon import assume_root
-from .compare import Findings
+from .compare import Findings, _opt
+from .equiv import hint_key_differs
 from .match import FunctionIndex, Matching, describe_role
 from .model import Op, Value, walk
 from .ops import is_function_arg, is_transparent
@@ -60,21 +61,16 @@ def _pointee(v: Value) -> Any:
 
 def compare_entry_hints(m: Matching, out: Findings) -> None:
     hr, hg = m.ref.function.hints, m.gen.function.hints
-    dr = dict(hr.by_arch[0][1].items) if isinstance(hr, Hints) else {}
-    dg = dict(hg.by_arch[0][1].items) if isinstance(hg, Hints) else {}
+    dr = dict(hr.selected.items) if isinstance(hr, Hints) else {}
+    dg = dict(hg.selected.items) if isinstance(hg, Hints) else {}
     for key in sorted(set(dr) | set(dg)):
         a, b = dr.get(key), dg.get(key)
         if a != b:
             out.add("entry_hints", "perf_hint" if key in _PERF_HINTS else "other_hint", Status.DIFFERS,
                     f"entry hint {key} = {_opt(a)} in ref, {_opt(b)} in gen")
-    if dr and dr == dg and isinstance(hr, Hints) and isinstance(hg, Hints) \
-            and hr.selected_from != hg.selected_from:
+    if hint_key_differs(hr, hg):
         out.add("entry_hints", "semantic_equiv", Status.SEMANTIC_EQUIV,
                 f"entry hints under '{hr.selected_from}' in ref, '{hg.selected_from}' in gen")
-
-
-def _opt(v: Any) -> str:
-    return "absent" if v is None else render(v)
 
 
 def _assumptions(fx: FunctionIndex) -> dict[Any, tuple[Value, set, Op]]:
@@ -106,8 +102,6 @@ def compare_assumptions(m: Matching, out: Findings) -> None:
             key = ("op", partner, key[2])
         translated[key] = entry
     for key in sorted(set(ref) | set(translated), key=str):
-        if key[0] == "op" and key not in ref and key[1] not in m.partner:
-            continue
         r, g = ref.get(key), translated.get(key)
         value = (r or g)[0]  # type: ignore[index]
         pr, pg = (r[1] if r else set()), (g[1] if g else set())

@@ -47,6 +47,13 @@ def select_hints(hints: Hints | None, target: str, defaults: dict[str, Any]) -> 
     return Hints(((target, DictAttr(tuple(sorted(items)))),), selected_from=key)
 
 
+def hint_key_differs(a: Hints | None, b: Hints | None) -> bool:
+    """Rule `hint_key` made two selected hints equal: the same non-empty hints, taken from
+    different keys."""
+    return isinstance(a, Hints) and isinstance(b, Hints) and bool(a.selected.items) and a == b \
+        and a.selected_from != b.selected_from
+
+
 # -- helpers --------------------------------------------------------------------------------------
 
 # A rewrite gets an op and returns (new ops replacing it, one replacement value per result), or None.

@@ -86,8 +86,8 @@ class Function:
     hints: Hints | None = None
     private: bool = False
     loc: str | None = None
-    # id(memory op) -> memory ops its token orders it after (recorded before tokens are stripped)
-    memory_order: dict = field(default_factory=dict, repr=False, compare=False)
+    # memory op -> memory ops its token orders it after (recorded before tokens are stripped)
+    memory_order: dict[Op, list[Op]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def args(self) -> list[Value]:

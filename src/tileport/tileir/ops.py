@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from .model import Block, Op, Value
 from .types import is_pointer_tile
 
@@ -84,16 +86,35 @@ def is_function_arg(v: Value) -> bool:
     return isinstance(v.owner, Block) and v.owner.parent is None
 
 
+def carried_index(v: Value) -> int | None:
+    """For a loop-carried block argument of `for`/`loop`, its position among the loop-carried values
+    (the loop's initValues, its `continue` operands and its results)."""
+    owner = v.owner
+    if not isinstance(owner, Block) or owner.parent is None or owner.parent.name not in LOOPS:
+        return None
+    i = v.index - 1 if owner.parent.name == "for" else v.index  # a `for` body starts with the counter
+    return i if i >= 0 else None
+
+
 def loop_init(v: Value) -> Value | None:
     """For a loop-carried block argument of `for`/`loop`, its initial value."""
-    if not isinstance(v.owner, Block) or v.owner.parent is None:
+    i = carried_index(v)
+    if i is None:
         return None
-    op = v.owner.parent
-    inits = op.operands_with("initValues")
-    i = v.index - 1 if op.name == "for" else v.index
-    if op.name in LOOPS and 0 <= i < len(inits):
-        return inits[i]
-    return None
+    inits = v.owner.parent.operands_with("initValues")  # type: ignore[union-attr]
+    return inits[i] if i < len(inits) else None
+
+
+def loop_jumps(block: Block) -> Iterator[Op]:
+    """The `continue` / `break` ops of the loop whose body is `block`: those nested in an `if`
+    count, those of an inner loop do not."""
+    for op in block.ops:
+        if op.name in ("continue", "break"):
+            yield op
+        elif op.name not in LOOPS:
+            for region in op.regions:
+                for b in region.blocks:
+                    yield from loop_jumps(b)
 
 
 def base_pointer(v: Value) -> Value | None:

@@ -117,13 +117,11 @@ class _Tables:
             shape, strides = c.int_list(8), c.int_list(8)
             return TensorViewType(elem, shape, strides, c.byte() if flags & 1 else None)
         if tag == _PVIEW:
-            if v >= _V13_3:
-                flags = c.varint()
-                tile, tv, dim_map = c.int_list(4), self._tensor_view(c.varint()), c.int_list(4)
-                padding = _padding(c) if flags & 1 else None
-            else:
-                tile, tv, dim_map = c.int_list(4), self._tensor_view(c.varint()), c.int_list(4)
-                padding = _padding(c) if c.varint() else None
+            flags = c.varint() if v >= _V13_3 else None
+            tile, tv, dim_map = c.int_list(4), self._tensor_view(c.varint()), c.int_list(4)
+            # Before 13.3 a has-padding flag follows the dim map instead of leading flags.
+            has_padding = flags & 1 if flags is not None else c.varint()
+            padding = _padding(c) if has_padding else None
             return PartitionViewType(tile, tv, dim_map, padding)  # type: ignore[arg-type]
         if tag == _FUNC:
             params = tuple(self.type(c.varint()) for _ in range(c.varint()))
