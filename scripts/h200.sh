@@ -18,7 +18,7 @@ for step in $steps; do
             cp "$work/check/check.json" "$work/check.json" 2>/dev/null ;;
     bench)  timeout "${BENCH_TIMEOUT:-280}" python3 -m tileport.cli bench ${BENCH_OPS:-} --out "$work/bench.json" \
               --budget "${BUDGET:-0.25}" > "$work/bench.log" 2>&1; echo "bench rc=$?"; tail -n 8 "$work/bench.log" ;;
-    dump)   timeout "${DUMP_TIMEOUT:-120}" python3 -m tileport.gpu.dump "$work/bench.json" "$work/ir-dumps" 1.02 \
+    dump)   timeout "${DUMP_TIMEOUT:-120}" python3 -m tileport.gpu.dump "$work/bench.json" "$work/ir-dumps" \
               > "$work/dump.log" 2>&1; echo "dump rc=$?"; tail -n 5 "$work/dump.log" ;;
     pytest) timeout "${PYTEST_TIMEOUT:-300}" python3 -m pytest -q -m gpu -p no:cacheprovider tests \
               > "$work/pytest-gpu.log" 2>&1; echo "pytest rc=$?"; tail -n 15 "$work/pytest-gpu.log" ;;

@@ -26,9 +26,9 @@ import math
 import re
 from pathlib import Path
 from tileport.gpu.bench import PARITY_BAR, summarize
+from tileport.ops.specs._common import FLOAT_DTYPES
 
 COPY_BW_BAR = 85.0  # % of measured copy bandwidth memory-bound ops should reach at large sizes
-DTYPES = ("float32", "float16", "bfloat16")
 SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
 INVESTIGATIONS_SCHEMA = {
@@ -90,7 +90,7 @@ def _largest(records: list[dict]) -> list[dict]:
     size = max(math.prod(r["shape"]) for r in records)
     shape = next(r["shape"] for r in records if math.prod(r["shape"]) == size)  # ties: the first benchmarked
     rows = [r for r in records if r["shape"] == shape]
-    return sorted(rows, key=lambda r: DTYPES.index(r["dtype"]) if r["dtype"] in DTYPES else 99)
+    return sorted(rows, key=lambda r: FLOAT_DTYPES.index(r["dtype"]) if r["dtype"] in FLOAT_DTYPES else 99)
 
 
 def load_investigations(path: Path) -> dict:
@@ -460,19 +460,6 @@ def chart_ops(result: dict, path: Path) -> Path:
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
-
-
-# Kept for callers of the previous API.
-def chart(result: dict, path: Path) -> Path:
-    return chart_cases(result, path)
-
-
-def markdown(result: dict, investigations: dict | None = None, charts: dict[str, str] | None = None) -> str:
-    return to_markdown(_blocks(result, investigations or {}, charts or {}))
-
-
-def html_page(result: dict, investigations: dict | None = None, charts: dict[str, str] | None = None) -> str:
-    return to_html(_blocks(result, investigations or {}, charts or {}))
 
 
 def write_bench_report(results_json: Path, out_dir: Path, investigations: Path | None = None) -> list[Path]:

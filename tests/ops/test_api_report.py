@@ -32,6 +32,14 @@ def test_summary_flags_ops_by_worst_case_and_by_geomean():
         assert s["geomean_ratio"] <= s["max_ratio"]
 
 
+def test_geomean_skips_missing_non_positive_and_non_finite_values():
+    from tileport.gpu.bench import geomean
+
+    assert geomean([2.0, 8.0, None, 0.0, -1.0, float("inf"), float("nan")]) == pytest.approx(4.0)
+    assert geomean([float("inf"), float("nan"), 0.0]) is None
+    assert geomean([]) is None
+
+
 def test_report_sections_without_investigations(results, tmp_path):
     paths = report.write_bench_report(results, tmp_path / "out")
     assert {"bench.md", "bench.html"} <= {p.name for p in paths}

@@ -319,20 +319,32 @@ def test_disassembly_has_expected_op_families(spec, cap, tmp_path):
 def test_positional_args_follow_kernel_parameter_order():
     pytest.importorskip("cuda.tile", reason="cuda-tile is not installed")
     from tileport.ops.backends_cutile import PlanError, positional_args
+    from tileport.ops.capture_ref import kernel_parameters, reference_kernel
+
+    spec = SPECS["layer_norm"]
+    order = kernel_parameters(reference_kernel(spec, "layer_norm_fwd_kernel"))
+    params = kernel_params(spec.kernel_file, "layer_norm_fwd_kernel")
+    args = {p: f"<{p}>" for p in reversed(params)}
+    assert positional_args(order, Launch("layer_norm_fwd_kernel", (1, 1, 1), args)) == tuple(
+        f"<{p}>" for p in params)
+    with pytest.raises(PlanError, match="missing arguments \\['eps'\\]"):
+        positional_args(order, Launch("layer_norm_fwd_kernel", (1, 1, 1),
+                                       {p: 0 for p in params if p != "eps"}))
+    with pytest.raises(PlanError, match="unknown arguments \\['bogus'\\]"):
+        positional_args(order, Launch("layer_norm_fwd_kernel", (1, 1, 1),
+                                       dict(args, bogus=1)))
+
+
+def test_cutile_backend_caches_each_kernel_with_its_parameter_order():
+    pytest.importorskip("cuda.tile", reason="cuda-tile is not installed")
+    from tileport.ops.backends_cutile import _kernel
     from tileport.ops.capture_ref import reference_kernel
 
     spec = SPECS["layer_norm"]
-    kernel = reference_kernel(spec, "layer_norm_fwd_kernel")
-    params = kernel_params(spec.kernel_file, "layer_norm_fwd_kernel")
-    args = {p: f"<{p}>" for p in reversed(params)}
-    assert positional_args(kernel, Launch("layer_norm_fwd_kernel", (1, 1, 1), args)) == tuple(
-        f"<{p}>" for p in params)
-    with pytest.raises(PlanError, match="missing arguments \\['eps'\\]"):
-        positional_args(kernel, Launch("layer_norm_fwd_kernel", (1, 1, 1),
-                                       {p: 0 for p in params if p != "eps"}))
-    with pytest.raises(PlanError, match="unknown arguments \\['bogus'\\]"):
-        positional_args(kernel, Launch("layer_norm_fwd_kernel", (1, 1, 1),
-                                       dict(args, bogus=1)))
+    kernel, params = _kernel(spec.kernel_path, "layer_norm_fwd_kernel")
+    assert kernel is reference_kernel(spec, "layer_norm_fwd_kernel")
+    assert params == tuple(kernel_params(spec.kernel_file, "layer_norm_fwd_kernel"))
+    assert _kernel(spec.kernel_path, "layer_norm_fwd_kernel") is _kernel(spec.kernel_path, "layer_norm_fwd_kernel")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tileport.gpu.timing import gpu_time, host_overhead_us, make_flush
+from tileport.ops.backends import BACKENDS
 from tileport.ops.spec import OpSpec
 
-BACKENDS = ("torch", "cutile", "cutile-rs")
 H200_BF16_DATASHEET_TFLOPS = 989.0  # dense bf16, vendor datasheet (for reference next to the measured rate)
 
 
@@ -43,21 +43,13 @@ def environment() -> dict:
         "nvidia_smi": smi,
         "torch": torch.__version__,
         "cuda_runtime": torch.version.cuda,
-        "cuda_tile": _version("cuda-tile"),
+        "cuda_tile": toolchain._pkg_version("cuda-tile"),
         "tileiras": _cmd([str(ti), "--version"]).splitlines()[-1] if ti else "",
         "python": platform.python_version(),
         "commit": os.environ.get("TILEPORT_COMMIT") or _cmd(["git", "rev-parse", "HEAD"]),
         "command": " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-
-
-def _version(dist: str) -> str:
-    import importlib.metadata
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return ""
 
 
 def ceilings(flush) -> dict:
@@ -141,8 +133,9 @@ def launch_overhead() -> dict:
 PARITY_BAR = 1.02  # t(cutile-rs) / t(cuTile Python) above this needs an investigation (report)
 
 
-def geomean(values: list[float]) -> float | None:
-    vals = [v for v in values if v and v > 0]
+def geomean(values: Iterable[float]) -> float | None:
+    """Geometric mean of the positive finite values (None when there are none)."""
+    vals = [v for v in values if v and v > 0 and math.isfinite(v)]
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 

@@ -18,6 +18,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+from tileport.gpu.bench import PARITY_BAR
+
 WRAPPER = """#!/usr/bin/env bash
 for a in "$@"; do last="$a"; done
 cp "$last" "$TILEPORT_DUMP_DIR/cutile-rs-$(date +%s%N).tileirbc" 2>/dev/null
@@ -57,7 +59,7 @@ def dump_case(op: str, dtype: str, shape: list[int], out_dir: Path) -> dict:
     return result
 
 
-def dump_gaps(bench_json: Path, out_dir: Path, threshold: float = 1.02) -> Path:
+def dump_gaps(bench_json: Path, out_dir: Path, threshold: float = PARITY_BAR) -> Path:
     """Dump every benchmark case whose t(cutile-rs)/t(cuTile Python) exceeds `threshold`; one tarball."""
     bench = json.loads(bench_json.read_text())
     index = []
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         run_case(op, dtype, [int(s) for s in shape.split(",")], backend)
         return 0
     bench_json, out_dir = Path(argv[0]), Path(argv[1])
-    print(dump_gaps(bench_json, out_dir, float(argv[2]) if len(argv) > 2 else 1.02))
+    print(dump_gaps(bench_json, out_dir, float(argv[2]) if len(argv) > 2 else PARITY_BAR))
     return 0
 
 

@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 from tileport.ops.backends import BACKENDS, BackendUnavailable, require, run_plan
 from tileport.ops.spec import OpSpec
+from tileport.ops.specs._common import dtype_name
 
 DEFAULT_BACKEND = "cutile-rs"
 BACKEND_ENV = "TILEPORT_BACKEND"
@@ -131,7 +132,7 @@ def _derive_signature(spec: OpSpec) -> Signature:
     inputs = []
     for i, (n, v) in enumerate(zip(names, first)):
         if isinstance(v, torch.Tensor):
-            got = {dt: str(ins[i].dtype).removeprefix("torch.") for dt, ins in per_dtype.items()}
+            got = {dt: dtype_name(ins[i]) for dt, ins in per_dtype.items()}
             if all(g == dt for dt, g in got.items()):
                 inputs.append(Input(n, "tensor", None))
             elif len(set(got.values())) == 1:
@@ -164,10 +165,6 @@ def signature(spec: OpSpec | str) -> Signature:
     return sig
 
 
-def _dtype_name(t: Any) -> str:
-    return str(t.dtype).removeprefix("torch.")
-
-
 def _check_inputs(spec: OpSpec, inputs: tuple) -> None:
     import torch
 
@@ -181,7 +178,7 @@ def _check_inputs(spec: OpSpec, inputs: tuple) -> None:
             if not isinstance(x, torch.Tensor):
                 raise TypeError(f"{spec.name}: input `{s.name}` must be a tensor or a DLPack array, "
                                 f"got {type(x).__name__}")
-            got = _dtype_name(x)
+            got = dtype_name(x)
             if s.dtype is not None:
                 if got != s.dtype:
                     raise TypeError(f"{spec.name}: input `{s.name}` must be {s.dtype}, got {got}")

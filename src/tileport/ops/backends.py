@@ -92,13 +92,14 @@ def run_plan_rust(launches: Sequence[Launch], stream: Any) -> None:
 
 
 def run_plan(backend: str, spec: OpSpec, launches: Sequence[Launch], stream: Any) -> None:
+    if backend not in ("cutile", "cutile-rs"):
+        raise ValueError(f"backend {backend!r} does not run launch plans")
+    unknown = [launch.kernel for launch in launches if launch.kernel not in spec.kernels]
+    if unknown:
+        from tileport.ops.backends_cutile import PlanError
+        raise PlanError(f"{spec.name}: plan launches kernels outside the op: {unknown} (its kernels: {spec.kernels})")
     if backend == "cutile":
         from tileport.ops.backends_cutile import run_plan_cutile
         run_plan_cutile(spec, launches, stream)
-    elif backend == "cutile-rs":
-        unknown = [launch.kernel for launch in launches if launch.kernel not in spec.kernels]
-        if unknown:
-            raise BackendUnavailable(f"{spec.name}: plan launches kernels outside the op: {unknown}")
-        run_plan_rust(launches, stream)
     else:
-        raise ValueError(f"backend {backend!r} does not run launch plans")
+        run_plan_rust(launches, stream)

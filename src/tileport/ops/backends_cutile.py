@@ -7,6 +7,8 @@ module turns that into positional arguments in the kernel's parameter order and 
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any, Sequence
 
 from .capture_ref import kernel_parameters, load_kernel_module
@@ -17,15 +19,21 @@ class PlanError(ValueError):
     """A launch plan that does not fit its kernel (unknown kernel, missing or extra arguments)."""
 
 
-def positional_args(kernel: Any, launch: Launch) -> tuple:
-    """The launch's arguments in the kernel's parameter order (every parameter exactly once)."""
-    params = kernel_parameters(kernel)
+def positional_args(params: Sequence[str], launch: Launch) -> tuple:
+    """The launch's arguments in the order of the kernel's parameters `params` (every one exactly once)."""
     missing = [p for p in params if p not in launch.args]
     extra = [a for a in launch.args if a not in params]
     if missing or extra:
         raise PlanError(f"launch of {launch.kernel}: missing arguments {missing}, "
-                        f"unknown arguments {extra} (parameters: {params})")
+                        f"unknown arguments {extra} (parameters: {list(params)})")
     return tuple(launch.args[p] for p in params)
+
+
+@functools.cache
+def _kernel(path: Path, name: str) -> tuple[Any, tuple[str, ...]]:
+    """The `@ct.kernel` `name` of the kernel file at `path`, and its parameter names in order."""
+    kernel = getattr(load_kernel_module(path), name)
+    return kernel, tuple(kernel_parameters(kernel))
 
 
 def _grid(launch: Launch) -> tuple[int, int, int]:
@@ -36,12 +44,12 @@ def _grid(launch: Launch) -> tuple[int, int, int]:
 
 
 def run_plan_cutile(spec: OpSpec, launches: Sequence[Launch], stream: Any) -> None:
-    """Launch every kernel of the plan, in order, on `stream` (e.g. torch.cuda.current_stream())."""
+    """Launch every kernel of the plan, in order, on `stream` (e.g. torch.cuda.current_stream()).
+
+    Only reached through `backends.run_plan`, which has checked that the plan launches the op's own
+    kernels."""
     import cuda.tile as ct
 
-    mod = load_kernel_module(spec.kernel_path)
     for launch in launches:
-        if launch.kernel not in spec.kernels:
-            raise PlanError(f"{spec.name}: plan launches {launch.kernel!r}, not one of {spec.kernels}")
-        kernel = getattr(mod, launch.kernel)
-        ct.launch(stream, _grid(launch), kernel, positional_args(kernel, launch))
+        kernel, params = _kernel(spec.kernel_path, launch.kernel)
+        ct.launch(stream, _grid(launch), kernel, positional_args(params, launch))

@@ -111,13 +111,16 @@ def reference_kernel(spec_or_path: OpSpec | str | Path, kernel_name: str) -> Any
         raise AttributeError(f"{_kernel_path(spec_or_path)} has no kernel {kernel_name!r}") from e
 
 
-def reference_bytecode(spec_or_path: OpSpec | str | Path, capture: Capture) -> bytes:
-    """Tile IR bytecode (version 13.4, architecture-independent) of one capture of a reference kernel."""
+def export_bytecode(kernel: Any, capture: Capture) -> bytes:
+    """Tile IR bytecode (version 13.4, architecture-independent) of a `@ct.kernel` for one capture."""
     from cuda.tile.compilation import export_kernel
 
-    kernel = reference_kernel(spec_or_path, capture.kernel)
-    sig = build_signature(kernel, capture)
     buf = io.BytesIO()
-    export_kernel(kernel, [sig], buf, output_format="tileir_bytecode",
+    export_kernel(kernel, [build_signature(kernel, capture)], buf, output_format="tileir_bytecode",
                   bytecode_version=BYTECODE_VERSION)
     return buf.getvalue()
+
+
+def reference_bytecode(spec_or_path: OpSpec | str | Path, capture: Capture) -> bytes:
+    """Tile IR bytecode of one capture of a reference kernel."""
+    return export_bytecode(reference_kernel(spec_or_path, capture.kernel), capture)

@@ -102,13 +102,13 @@ def numel(shape: Iterable[int]) -> int:
 
 
 def per_dtype_captures(kernel: str, arrays: dict[str, int], constants_for: Any,
-                       dtypes: Iterable[str] = FLOAT_DTYPES, fixed_arrays: dict | None = None,
+                       fixed_arrays: dict | None = None,
                        scalars: dict[str, str] | None = None) -> list[Capture]:
-    """One capture per dtype: `arrays` maps array parameters to their rank (they take the dtype),
-    `fixed_arrays` maps parameters to a fixed (dtype, rank), `constants_for(dtype)` gives the
-    constants."""
+    """One capture per dtype of FLOAT_DTYPES: `arrays` maps array parameters to their rank (they take
+    the dtype), `fixed_arrays` maps parameters to a fixed (dtype, rank), `constants_for(dtype)` gives
+    the constants."""
     out = []
-    for dt in dtypes:
+    for dt in FLOAT_DTYPES:
         arr = {name: (dt, rank) for name, rank in arrays.items()}
         arr.update(fixed_arrays or {})
         out.append(Capture(kernel=kernel, arrays=arr, scalars=dict(scalars or {}),
@@ -122,7 +122,7 @@ def per_dtype_captures(kernel: str, arrays: dict[str, int], constants_for: Any,
 FLAT_TILE = 1024
 
 
-def flat_tile(n: int, dtype: str) -> int:
+def flat_tile(n: int) -> int:
     """TILE for the flattened element-wise kernels (the whole padded array when it is smaller)."""
     return min(next_pow2(n), FLAT_TILE)
 
@@ -152,3 +152,19 @@ def rows_per_block(n_rows: int, tile: int, dtype: str, target_bytes: int = ROW_T
 def persistent_grid(n_blocks: int, device: Any, occupancy: int) -> tuple[int, int, int]:
     """Grid of a persistent kernel: one resident wave (NUM_SMS * occupancy), at most n_blocks."""
     return (max(1, min(int(n_blocks), num_sms(device) * int(occupancy))), 1, 1)
+
+
+# Test and benchmark shapes [M, N] of the normalizations (rms_norm, layer_norm).
+NORM_SHAPES = [(1, 1), (3, 17), (37, 1000), (1000, 5120), (2, 16384), (8192, 4096)]
+NORM_BENCH = [(8192, 4096), (4096, 8192), (16384, 2048)]
+
+
+def row_geometry(op: str, x: Any, max_tile: int, occupancy: int,
+                 target_bytes: int = ROW_TILE_BYTES) -> tuple[int, int, tuple[int, int, int]]:
+    """(TILE, BLOCK_M, grid) of a persistent row kernel over x [M, N] (checked 2-D with unit last
+    stride by the caller): one power-of-two tile per row, at most `max_tile` columns."""
+    tile = next_pow2(x.shape[1])
+    if tile > max_tile:
+        raise ValueError(f"{op}: rows longer than {max_tile} are not supported")
+    block_m = rows_per_block(x.shape[0], tile, dtype_name(x), target_bytes)
+    return tile, block_m, persistent_grid(cdiv(x.shape[0], block_m), x.device, occupancy)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, dtype_name, flat, flat_tile,
-                      generator, numel, per_dtype_captures, randn, torch)
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, flat, flat_tile, generator,
+                      numel, per_dtype_captures, randn, torch)
 
 MATRIX_SHAPES = [(1, 1), (7, 33), (1000, 1000), (4096, 4097), (8192, 8192)]
 
@@ -35,7 +35,7 @@ def elementwise_spec(*, name: str, kernel: str, inputs: dict[str, float], output
                 raise ValueError(f"{name}: {param} {tuple(t.shape)} differs from "
                                  f"{next(iter(inputs))} {tuple(first.shape)}")
         n = first.numel()
-        tile = flat_tile(n, dtype_name(first))
+        tile = flat_tile(n)
         arrays = {param: flat(t) for param, t in zip(inputs, tensors)}
         return [Launch(kernel, (cdiv(n, tile), 1, 1), {**arrays, output: flat(outs), "TILE": tile})]
 
@@ -53,7 +53,7 @@ def elementwise_spec(*, name: str, kernel: str, inputs: dict[str, float], output
         bench_shapes=list(bench_shapes),
         tolerances=TOL_POINTWISE,
         captures=per_dtype_captures(kernel, {param: 1 for param in [*inputs, output]},
-                                    lambda dt: {"TILE": flat_tile(capture_numel, dt)}),
+                                    lambda dt: {"TILE": flat_tile(capture_numel)}),
         bytes=lambda shape, dt: n_arrays * numel(shape) * ELEMENT_SIZE[dt],
         flops=lambda shape: flops_per_element * numel(shape),
     )

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, dtype_name, generator,
-                      next_pow2, per_dtype_captures, persistent_grid, randn, rows_per_block,
-                      torch)
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, NORM_BENCH, NORM_SHAPES, TOL_POINTWISE, generator,
+                      per_dtype_captures, randn, row_geometry, rows_per_block, torch)
 
 OCCUPANCY = {"layer_norm_fwd_kernel": 2}  # must match the @ct.kernel decorator
 MAX_TILE = 16384
@@ -43,13 +42,9 @@ def allocate(x, w, b):
 def plan(x, w, b, outs):
     if x.dim() != 2 or x.stride(1) != 1 or w.shape != (x.shape[1],) or b.shape != w.shape:
         raise ValueError("layer_norm takes x [M, N] (unit last stride), w [N] and b [N]")
-    tile = next_pow2(x.shape[1])
-    if tile > MAX_TILE:
-        raise ValueError(f"layer_norm: rows longer than {MAX_TILE} are not supported")
-    y, mean, rstd = outs
     k = "layer_norm_fwd_kernel"
-    block_m = rows_per_block(x.shape[0], tile, dtype_name(x), ROW_BYTES)
-    grid = persistent_grid(cdiv(x.shape[0], block_m), x.device, OCCUPANCY[k])
+    tile, block_m, grid = row_geometry("layer_norm", x, MAX_TILE, OCCUPANCY[k], ROW_BYTES)
+    y, mean, rstd = outs
     return [Launch(k, grid, {"x": x, "w": w, "b": b, "y": y, "mean": mean, "rstd": rstd,
                              "eps": EPS,
                              "BLOCK_M": block_m, "TILE": tile})]
@@ -64,8 +59,8 @@ SPEC = OpSpec(
     reference=reference,
     allocate=allocate,
     plan=plan,
-    shapes=[(1, 1), (3, 17), (37, 1000), (1000, 5120), (2, 16384), (8192, 4096)],
-    bench_shapes=[(8192, 4096), (4096, 8192), (16384, 2048)],
+    shapes=NORM_SHAPES,
+    bench_shapes=NORM_BENCH,
     tolerances=TOL_POINTWISE,
     captures=per_dtype_captures("layer_norm_fwd_kernel", {"x": 2, "w": 1, "b": 1, "y": 2},
                                 lambda dt: {"BLOCK_M": rows_per_block(8192, 4096, dt, ROW_BYTES),

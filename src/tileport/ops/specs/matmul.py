@@ -32,14 +32,22 @@ def allocate(a, b):
     return torch().empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
 
 
-def constants(dtype: str) -> dict:
-    tm, tn, tk = TILES[dtype]
+def constants(dtype: str, tiles: dict = TILES) -> dict:
+    tm, tn, tk = tiles[dtype]
     return {"TILE_M": tm, "TILE_N": tn, "TILE_K": tk, "GROUP_M": GROUP_M,
             "USE_TF32": dtype == "float32"}
 
 
 def persistent_mma_grid(n_tiles: int, device) -> tuple[int, int, int]:
     return (max(1, min(n_tiles, num_sms(device) // NUM_CTAS)), 1, 1)
+
+
+def matmul_bytes(shape, dt):
+    return (shape[0] * shape[2] + shape[2] * shape[1] + shape[0] * shape[1]) * ELEMENT_SIZE[dt]
+
+
+def matmul_flops(shape):
+    return 2 * shape[0] * shape[1] * shape[2]
 
 
 def plan(a, b, outs):
@@ -65,8 +73,7 @@ SPEC = OpSpec(
     bench_shapes=[(4096, 4096, 4096), (8192, 8192, 8192)],
     tolerances=TOL_MATMUL,
     captures=per_dtype_captures("matmul_kernel", {"a": 2, "b": 2, "c": 2}, constants),
-    bytes=lambda shape, dt: (shape[0] * shape[2] + shape[2] * shape[1]
-                             + shape[0] * shape[1]) * ELEMENT_SIZE[dt],
-    flops=lambda shape: 2 * shape[0] * shape[1] * shape[2],
+    bytes=matmul_bytes,
+    flops=matmul_flops,
     kind="compute",
 )

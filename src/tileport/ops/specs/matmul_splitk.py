@@ -8,9 +8,9 @@ recomputed so that no split is empty. The workspace [S, M, N] f32 is allocated b
 from __future__ import annotations
 
 from ..spec import Capture, Launch, OpSpec
-from ._common import ELEMENT_SIZE, FLOAT_DTYPES, TOL_MATMUL, cdiv, dtype_name, num_sms, torch
-from .matmul import GROUP_M
-from .matmul import allocate, make_inputs, reference  # noqa: F401  (same operator contract)
+from . import matmul
+from ._common import FLOAT_DTYPES, TOL_MATMUL, cdiv, dtype_name, num_sms, torch
+from .matmul import allocate, make_inputs, matmul_bytes, matmul_flops, reference  # same operator contract
 
 TILES = {"float16": (128, 128, 64), "bfloat16": (128, 128, 64), "float32": (128, 128, 32)}
 REDUCE_TILE = (64, 128)
@@ -18,9 +18,7 @@ MIN_K_TILES_PER_SPLIT = 4
 
 
 def constants(dtype: str) -> dict:
-    tm, tn, tk = TILES[dtype]
-    return {"TILE_M": tm, "TILE_N": tn, "TILE_K": tk, "GROUP_M": GROUP_M,
-            "USE_TF32": dtype == "float32"}
+    return matmul.constants(dtype, TILES)
 
 
 def split_plan(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[int, int]:
@@ -76,8 +74,7 @@ SPEC = OpSpec(
     bench_shapes=[(1024, 1024, 16384), (512, 2048, 32768)],
     tolerances=TOL_MATMUL,
     captures=_captures(),
-    bytes=lambda shape, dt: (shape[0] * shape[2] + shape[2] * shape[1]
-                             + shape[0] * shape[1]) * ELEMENT_SIZE[dt],
-    flops=lambda shape: 2 * shape[0] * shape[1] * shape[2],
+    bytes=matmul_bytes,
+    flops=matmul_flops,
     kind="compute",
 )

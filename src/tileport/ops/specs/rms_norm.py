@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, dtype_name, generator,
-                      next_pow2, per_dtype_captures, persistent_grid, randn, rows_per_block,
-                      torch)
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, NORM_BENCH, NORM_SHAPES, TOL_POINTWISE, generator,
+                      per_dtype_captures, randn, row_geometry, rows_per_block, torch)
 
 OCCUPANCY = {"rms_norm_kernel": 2}  # must match the @ct.kernel decorator
 MAX_TILE = 16384  # longest row (as a power-of-two tile) held in one tile
@@ -33,12 +32,8 @@ def allocate(x, w):
 def plan(x, w, outs):
     if x.dim() != 2 or x.stride(1) != 1 or w.shape != (x.shape[1],):
         raise ValueError("rms_norm takes x [M, N] (unit last stride) and w [N]")
-    tile = next_pow2(x.shape[1])
-    if tile > MAX_TILE:
-        raise ValueError(f"rms_norm: rows longer than {MAX_TILE} are not supported")
     k = "rms_norm_kernel"
-    block_m = rows_per_block(x.shape[0], tile, dtype_name(x))
-    grid = persistent_grid(cdiv(x.shape[0], block_m), x.device, OCCUPANCY[k])
+    tile, block_m, grid = row_geometry("rms_norm", x, MAX_TILE, OCCUPANCY[k])
     return [Launch(k, grid, {"x": x, "w": w, "y": outs, "eps": EPS,
                              "BLOCK_M": block_m, "TILE": tile})]
 
@@ -52,8 +47,8 @@ SPEC = OpSpec(
     reference=reference,
     allocate=allocate,
     plan=plan,
-    shapes=[(1, 1), (3, 17), (37, 1000), (1000, 5120), (2, 16384), (8192, 4096)],
-    bench_shapes=[(8192, 4096), (4096, 8192), (16384, 2048)],
+    shapes=NORM_SHAPES,
+    bench_shapes=NORM_BENCH,
     tolerances=TOL_POINTWISE,
     captures=per_dtype_captures("rms_norm_kernel", {"x": 2, "w": 1, "y": 2},
                                 lambda dt: {"BLOCK_M": rows_per_block(8192, 4096, dt),

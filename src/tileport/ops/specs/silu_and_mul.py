@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, dtype_name, generator,
-                      next_pow2, per_dtype_captures, randn, torch)
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, generator, next_pow2,
+                      per_dtype_captures, randn, torch)
 
 # (BLOCK_M, BLOCK_N): one output row of up to 1024 columns per block, i.e. one (2, 1024) load of
 # gate + up. Measured on H200 (bf16 8192 x 2*8192): 1x1024 4204 GB/s, 1x2048 4240, 2x1024 4236,
@@ -13,7 +13,7 @@ MAX_BLOCK_N = 1024
 TILE_ELEMS = 1024
 
 
-def tiles(m: int, n: int, dtype: str) -> tuple[int, int]:
+def tiles(m: int, n: int) -> tuple[int, int]:
     block_n = min(next_pow2(n), MAX_BLOCK_N)
     block_m = max(1, min(next_pow2(m), TILE_ELEMS // block_n))
     return block_m, block_n
@@ -39,13 +39,13 @@ def plan(x, outs):
     if n2 % 2 or not x.is_contiguous():
         raise ValueError("silu_and_mul takes a contiguous [M, 2N] tensor")
     n = n2 // 2
-    block_m, block_n = tiles(m, n, dtype_name(x))
+    block_m, block_n = tiles(m, n)
     return [Launch("silu_and_mul_kernel", (cdiv(n, block_n), cdiv(m, block_m), 1),
                    {"x": x.view(2 * m, n), "y": outs, "BLOCK_M": block_m, "BLOCK_N": block_n})]
 
 
 def _constants(dt):
-    bm, bn = tiles(8192, 8192, dt)
+    bm, bn = tiles(8192, 8192)
     return {"BLOCK_M": bm, "BLOCK_N": bn}
 
 

@@ -84,9 +84,7 @@ def plan_tma(x, outs):
         consts = tma_constants(x.shape[0], x.shape[1], dtype_name(x))
         n_blocks = cdiv(x.shape[0], consts["BLOCK_M"])
         return [Launch(k, _grid(k, x, n_blocks), {"x": x, "y": outs, **consts})]
-    k = "softmax_online_kernel"
-    chunk = online_chunk(x.shape[1], dtype_name(x))
-    return [Launch(k, _grid(k, x), {"x": x, "y": outs, "CHUNK": chunk})]
+    return plan_online(x, outs)
 
 
 def plan_gather(x, outs):
@@ -120,6 +118,12 @@ BENCH = [(4096, 4096), (8192, 1000), (1024, 16384)]
 SHAPES_SINGLE_TILE = [(1, 1), (3, 7), (256, 1009), (1823, 781), (300, 5000), (4096, 4096),
                       (8192, 1000), (1024, 16384)]
 SHAPES_LONG = [(16, 100_003), (4, 262_144)]
+# Captures per kernel, shared with the variant specs.
+GATHER_CAPTURES = per_dtype_captures("softmax_gather_kernel", IO_RANKS, lambda dt: {"TILE": 4096})
+TMA_WIDE_CAPTURES = per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
+                                       lambda dt: tma_constants(1024, 16384, dt))
+ONLINE_CAPTURES = per_dtype_captures("softmax_online_kernel", IO_RANKS,
+                                     lambda dt: {"CHUNK": ONLINE_CHUNK[dt]})
 
 SPEC = OpSpec(
     name="softmax",
@@ -133,11 +137,7 @@ SPEC = OpSpec(
     shapes=SHAPES_SINGLE_TILE + SHAPES_LONG,
     bench_shapes=BENCH,
     tolerances=TOL_SOFTMAX,
-    captures=(per_dtype_captures("softmax_gather_kernel", IO_RANKS, lambda dt: {"TILE": 4096})
-              + per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
-                                   lambda dt: tma_constants(1024, 16384, dt))
-              + per_dtype_captures("softmax_online_kernel", IO_RANKS,
-                                   lambda dt: {"CHUNK": ONLINE_CHUNK[dt]})),
+    captures=GATHER_CAPTURES + TMA_WIDE_CAPTURES + ONLINE_CAPTURES,
     bytes=softmax_bytes,
     flops=softmax_flops,
 )
