@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
 import re
 import subprocess
 import tempfile
@@ -23,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from tileport import toolchain
+from tileport.model.types import dim_op
+from tileport.ops.capture_ref import export_bytecode
 from tileport.ops.spec import Capture
 from tileport.runtime.library import KernelLibrary
 
-BYTECODE_VERSION = "13.4"
 ARCHS = ("sm_80", "sm_90", "sm_100")
 SAFE_IMPORTS = {"cuda", "cuda.tile", "math", "typing", "__future__"}
 
@@ -63,20 +63,13 @@ def kernel_namespace(path: str | Path) -> dict:
 
 def reference_bytecode(path: str | Path, capture: Capture) -> bytes:
     """Tile IR bytecode of the cuTile Python kernel for the capture's signature (CPU only)."""
-    from cuda.tile.compilation import export_kernel
-
-    from tileport.ops.capture_ref import build_signature
-
     kernel = kernel_namespace(path).get(capture.kernel)
     if kernel is None:
         raise CaptureError(f"{path} has no kernel `{capture.kernel}`")
-    buf = io.BytesIO()
     try:
-        export_kernel(kernel, [build_signature(kernel, capture)], buf, output_format="tileir_bytecode",
-                      bytecode_version=BYTECODE_VERSION)
+        return export_bytecode(kernel, capture)
     except Exception as e:  # noqa: BLE001 - cuTile's own diagnostics are passed on
         raise CaptureError(f"cuTile Python could not compile {capture.label}: {e}") from e
-    return buf.getvalue()
 
 
 def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
@@ -108,8 +101,8 @@ def _generic_text(v: Any) -> str:
 
 
 def _eval_dim(expr: str, consts: dict) -> int:
-    ops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__,
-           ast.Mod: int.__mod__}
+    """A manifest's derived constant (a `Dim` as text, e.g. `(BLOCK // 2)`) for the given constants."""
+    ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
 
     def ev(n):
         if isinstance(n, ast.Constant):
@@ -117,7 +110,7 @@ def _eval_dim(expr: str, consts: dict) -> int:
         if isinstance(n, ast.Name):
             return int(consts[n.id])
         if isinstance(n, ast.BinOp) and type(n.op) in ops:
-            return ops[type(n.op)](ev(n.left), ev(n.right))
+            return dim_op(ops[type(n.op)], ev(n.left), ev(n.right))  # integers: the model's arithmetic
         raise CaptureError(f"cannot evaluate derived constant {expr!r}")
     return ev(ast.parse(expr, mode="eval").body)
 
@@ -188,8 +181,10 @@ def sass_summary(cubin: Path) -> tuple[int | None, int | None, str]:
     return (int(regs.group(1)) if regs else None, len(body), hashlib.sha256("\n".join(body).encode()).hexdigest())
 
 
-def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None) -> CubinResult:
-    """tileiras on the CPU; failures come back as a result with tileiras' message."""
+def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None, sass: bool = True) -> CubinResult:
+    """tileiras on the CPU; failures come back as a result with tileiras' message.
+
+    `sass`: also summarize the machine code (`sass_summary`, two cuobjdump runs)."""
     tool = toolchain.tileiras()
     if tool is None:
         return CubinResult(arch, False, error="tileiras not found (run: bash scripts/setup.sh)")
@@ -204,9 +199,9 @@ def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None) -> CubinR
         data = dst.read_bytes()
         if out is not None:
             out.write_bytes(data)
-        regs, count, sass = sass_summary(dst)
+        regs, count, sass_sha = sass_summary(dst) if sass else (None, None, "")
         return CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest(), registers=regs,
-                           instructions=count, sass_sha256=sass)
+                           instructions=count, sass_sha256=sass_sha)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tileport import toolchain
+from tileport.tileir.cli import irdiff_command  # typer needs its signature now (imports the Tile IR toolkit)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Port cuTile Python kernels to cuTile Rust, and prove each port.")
@@ -94,19 +95,12 @@ def translate(
 
 
 def _check_drift(crate_dir: Path) -> int:
-    import tempfile
-
     from tileport.corpus import translate_corpus
-    from tileport.emit.crate import rustfmt
+    from tileport.emit.crate import format_crate
     report = translate_corpus(None)
-    with tempfile.TemporaryDirectory() as tmp:
-        for rel, text in report.files.items():
-            p = Path(tmp) / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text)
-        rustfmt([Path(tmp) / rel for rel in report.files if rel.endswith(".rs")])
-        drift = [rel for rel in report.files
-                 if not (crate_dir / rel).is_file() or (crate_dir / rel).read_text() != (Path(tmp) / rel).read_text()]
+    files = format_crate(report.files)
+    drift = [rel for rel, text in files.items()
+             if not (crate_dir / rel).is_file() or (crate_dir / rel).read_text() != text]
     extra = sorted(str(p.relative_to(crate_dir)) for p in (crate_dir / "src").glob("*.rs")
                    if str(p.relative_to(crate_dir)) not in report.files)
     if drift or extra:
@@ -174,13 +168,8 @@ def verify(
     raise typer.Exit(1 if bad else 0)
 
 
-def _irdiff():
-    from tileport.tileir.cli import irdiff_command
-    return irdiff_command
-
-
 app.command("irdiff", help="Structurally diff reference Tile IR A against generated Tile IR B "
-            "(exit 0 PASS, 2 PASS_WITH_NOTES, 1 FAIL).")(_irdiff())
+            "(exit 0 PASS, 2 PASS_WITH_NOTES, 1 FAIL).")(irdiff_command)
 
 
 @app.command("gpu-check")

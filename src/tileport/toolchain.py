@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import importlib.metadata
 import importlib.util
 import os
 import re
@@ -118,6 +117,7 @@ def cuda_header_version(root: Path | None) -> int:
 
 
 def _pkg_version(dist: str) -> str:
+    import importlib.metadata  # only `tileport doctor` needs it (keeps `import tileport.toolchain` light)
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -138,14 +138,6 @@ def _check_binary(name: str, finder, dist: str) -> Component:
     ok = bool(path) and version.startswith(TILEIRAS_RELEASE)
     return Component(name, ok, version, str(path or ""),
                      f"pip install '{dist}=={TILEIRAS_RELEASE}.92'  (or: {SETUP_COMMAND})")
-
-
-def _check_ptxas() -> Component:
-    path = _bin("ptxas")
-    version = _version_of(path) if path else ""
-    return Component("ptxas (same release as tileiras)", bool(path) and version.startswith(TILEIRAS_RELEASE),
-                     version, str(path or ""),
-                     f"pip install 'nvidia-cuda-nvcc=={TILEIRAS_RELEASE}.92'  (or: {SETUP_COMMAND})")
 
 
 def _check_libnvvm() -> Component:
@@ -228,7 +220,7 @@ def check_all() -> list[Component]:
         _check_cuda_tile(),
         _check_binary("tileiras", tileiras, "nvidia-cuda-tileiras"),
         _check_binary("tileirdisasm", tileirdisasm, "nvidia-cuda-tileiras"),
-        _check_ptxas(),
+        _check_binary("ptxas (same release as tileiras)", lambda: _bin("ptxas"), "nvidia-cuda-nvcc"),
         _check_libnvvm(),
         *_check_headers(),
         _check_libclang(),

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic
 from tileport.emit.names import rust_ident
-from tileport.emit.crate import ModuleSource, emittable, render_crate, write_crate
+from tileport.emit.crate import ModuleSource, render_crate, write_crate
 from tileport.frontends.cutile import KernelConfig, translate_file
 from tileport.model.ir import Kernel
 from tileport.passes.fma import fuse_fma
@@ -86,18 +86,19 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
     `configs` maps a file path to per-kernel configurations. `record_path(path)` gives the source
     path recorded in generated files (default: as given).
     """
-    mods, results = [], []
+    mods, results, results_of_module = [], [], {}
     for path in paths:
         kernels, res = lower(str(path), (configs or {}).get(str(path)))
         results += res
         if kernels:
             source = record_path(path) if record_path else str(path)
             mods.append(ModuleSource(rust_ident(Path(path).stem), source, kernels))
-    mods, failures = emittable(mods)
-    for d in failures:
-        r = next(r for r in results if r.kernel == d.kernel)
+            results_of_module[mods[-1].name] = res
+    failures: list = []
+    files = render_crate(mods, crate, failures) if mods else {}
+    for module, d in failures:  # matched within its file: other files may have kernels of the same name
+        r = next(r for r in results_of_module[module] if r.kernel == d.kernel)
         r.diagnostic, r.entries = d, []
-    files = render_crate(mods, crate) if mods else {}
     try:
         written = write_crate(files, Path(out_dir)) if (out_dir is not None and files) else []
     except RuntimeError as e:  # rustfmt rejected the output: a translator bug, reported, never half-written

@@ -67,11 +67,10 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
         report = diff(read_module(ref_bc), read_module(gen_bc),
                       generated_arg_roles=generated_arg_roles(lib, capture))
         res.verdict = report.verdict
-        for f in report.findings:
-            sev = f.severity.lower()
-            setattr(res, sev, getattr(res, sev) + 1)
-            if f.severity in ("CRITICAL", "WARN"):
-                res.findings.append(f"{f.severity} {f.category}: {f.message}")
+        counts = report.counts()  # findings that are not MATCH lines
+        res.critical, res.warn, res.info = counts["CRITICAL"], counts["WARN"], counts["INFO"]
+        res.findings = [f"{f.severity} {f.category}: {f.message}" for f in report.findings
+                        if f.severity in ("CRITICAL", "WARN")]
         if d is not None:
             (d / "irdiff.json").write_text(report.to_json() + "\n")
             (d / "irdiff.md").write_text(report.to_markdown())

@@ -74,3 +74,16 @@ def test_roundtrip_and_write_refuses_invalid(tmp_path):
         Verdict(kernel="k", stage="D", verdict="DONE").write(tmp_path / "bad.json")
     (tmp_path / "junk.json").write_text("{not json")
     assert check_file(tmp_path / "junk.json") and check_file(tmp_path / "missing.json")
+
+
+def test_e_validator_checks_line_1_of_the_report_against_the_verdict(tmp_path):
+    """performance.md's `VERDICT: X` line must be verdict.json's verdict (as for C, D and F's reports)."""
+    from tileport.pipeline import stage_e
+    from tileport.pipeline.context import KernelContext, Options, Session, Target
+    session = Session(Options(out=tmp_path, cache_dir=tmp_path / "cache"), [])
+    ctx = KernelContext(session, Target("k", "k", tmp_path / "k.py", {}, [], "default"), stage=Stage.E)
+    ctx.verdict("BLOCKED", "no GPU", fail_class="env").write(ctx.dir / "verdict.json")
+    (ctx.dir / "performance.md").write_text("VERDICT: BLOCKED\n\nreason: no GPU\n")
+    assert stage_e.validate(ctx) == []
+    (ctx.dir / "performance.md").write_text("VERDICT: INVESTIGATE\n\nreason: no GPU\n")
+    assert stage_e.validate(ctx) == ["performance.md says INVESTIGATE, verdict.json BLOCKED"]

@@ -342,6 +342,22 @@ def test_no_panic_crosses_the_boundary(library):
     assert out["after"] is True  # the library still works after the panic
 
 
+def test_missing_launcher_symbol_fails_only_when_called(library, tmp_path):
+    """A manifest entry whose launcher the library lacks (a host-side defect) does not stop the library
+    from loading (the CPU Tile IR export needs no launcher); calling that entry is a typed error."""
+    from tileport.runtime.library import KernelLibrary, MissingSymbolError
+    manifest = json.loads(json.dumps(library.manifest))
+    ghost = next(e for e in manifest["entries"] if e["kernel"] == "vector_add_kernel")
+    manifest["entries"].append({**ghost, "kernel": "ghost_kernel", "symbol": "tileport_no_such_launcher"})
+    (tmp_path / "kernels.json").write_text(json.dumps(manifest))
+    lib = KernelLibrary(library.path, tmp_path / "kernels.json")
+    with pytest.raises(MissingSymbolError, match="does not export `tileport_no_such_launcher`"):
+        lib["ghost_kernel"](f32(N), f32(N), f32(N), 256, grid=(4,))
+    assert len(lib.ir("vector_add_kernel", ["f32", "256"])[1]) > 0
+    with pytest.raises(InvalidArgumentError, match="has an empty dimension"):  # the other entries work
+        lib["vector_add_kernel"](f32(N), f32(N), f32(N), 256, grid=(0,))
+
+
 def test_ir_export_unknown_entry(library):
     with pytest.raises(InvalidArgumentError, match="unknown entry `no_such_entry`"):
         library.ir("no_such_entry", ["f32"])

@@ -407,6 +407,29 @@ def test_math_functions_with_rounding_and_ftz(tmp_path):
     assert has_line("\n".join(sig[:7]), "let sig: Tile<f32, { [TILE] }> = {_} / {_};")
 
 
+def test_names_imported_from_cuda_tile_are_the_ct_attributes(tmp_path):
+    """`from cuda.tile import X` binds what `ct.X` is: a function, a dtype or an enum namespace."""
+    body = """
+        {imports}
+
+        @ct.kernel
+        def imported(x, y, TILE: ConstInt):
+            i = {p}bid(0)
+            t = {p}load(x, index=(i,), shape=(TILE,), padding_mode={p}PaddingMode.ZERO)
+            f = {p}exp(t.astype({p}float32))
+            ct.store(y, index=(i,), tile={p}full((TILE,), 1.0, {p}float32) + f)
+    """
+    entries = []
+    for sub, imports, prefix in (("plain", "", "ct."),
+                                 ("imported", "from cuda.tile import PaddingMode, bid, exp, float32, full, load", "")):
+        (tmp_path / sub).mkdir()
+        _, mod = translate_ok(tmp_path / sub, body.format(imports=imports, p=prefix),
+                              {"imported": [{"x": "f16", "y": "f32"}]})
+        entries.append(entry_text(mod, "imported"))
+    assert entries[0] == entries[1]
+    assert "padding::Zero" in entries[1] and "convert_tile(t)" in entries[1]
+
+
 # ---------------------------------------------------------------- casts
 
 
@@ -680,6 +703,19 @@ def test_if_on_constant_parameter_specializes(tmp_path):
                  "padding::None, dim_map::Identity, x.token()) };")
     launcher = launcher_text(mod, "tileport_by_tile")
     assert_lines(launcher, "if tile == 128 {", "if tile == 32 {")
+
+
+@pytest.mark.parametrize("expr", ["min(TILE, 2.5)", "max(2.5, TILE)"])
+def test_min_max_of_a_constant_parameter_and_a_float_specializes(tmp_path, expr):
+    report, mod = translate_ok(tmp_path, f"""
+        @ct.kernel
+        def scaled(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(4,))
+            ct.store(y, index=(ct.bid(0),), tile=t * {expr})
+    """, {"scaled": [{"x": "f32", "y": "f32", "TILE": 2}, {"x": "f32", "y": "f32", "TILE": 4}]})
+    assert [r.entries for r in report.results] == [["scaled_tile2", "scaled_tile4"]]
+    small, large = ("2.0f32", "2.5f32") if expr.startswith("min") else ("2.5f32", "4.0f32")
+    assert small in entry_text(mod, "scaled_tile2") and large in entry_text(mod, "scaled_tile4")
 
 
 # ---------------------------------------------------------------- entry hints

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from tp_helpers import HEADER, launcher_text, lines, module_text, run, write_kernels
+from tp_helpers import HEADER, kernel_configs, launcher_text, lines, module_text, run, write_kernels
 from typer.testing import CliRunner
 
 from tileport import cli
 from tileport.diagnostics import Diagnostic
+from tileport.translate import translate
 
 GOOD = """
 
@@ -142,6 +143,27 @@ CASES = [
             assert TILE > 0
             ct.store(y, index=(0,), tile=t)
     """, "Assert", "assert TILE", "assert", "`Assert` statements are not supported in kernels"),
+    Case("min_of_constant_without_values", """
+        @ct.kernel
+        def bad_kernel(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(0,), shape=(4,))
+            ct.store(y, index=(0,), tile=t * min(TILE, 2.5))
+    """, "specialization", "min(TILE, 2.5)", "min(", "min of constants; constant(s) TILE must be specialized",
+         hint="give the constant values in use"),
+    Case("max_of_constant_without_values", """
+        @ct.kernel
+        def bad_kernel(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(0,), shape=(4,))
+            ct.store(y, index=(0,), tile=t * max(2.5, TILE))
+    """, "specialization", "max(2.5, TILE)", "max(", "max of constants; constant(s) TILE must be specialized",
+         hint="give the constant values in use"),
+    Case("int_literal_on_generic_scalar", """
+        @ct.kernel
+        def bad_kernel(x, y, n: int, TILE: ConstInt):
+            s = ct.astype(n, x.dtype) + 1
+            t = ct.load(x, index=(0,), shape=(TILE,))
+            ct.store(y, index=(0,), tile=t * s)
+    """, "literal", "def bad_kernel", "def", "literal 1.0 needs a concrete scalar type"),
     Case("unknown_kernel_option", """
         @ct.kernel(occupancy=2, frobs=3)
         def bad_kernel(x, y, TILE: ConstInt):
@@ -299,6 +321,30 @@ def test_emit_failure_in_specialized_entry_is_a_diagnostic(tmp_path):
     assert d is not None and "check_bounds=False" in d.message
     assert (d.loc.line, d.loc.col) == (10, 13)
     assert by_kernel["good_kernel"].ok
+
+
+def test_emit_failure_is_reported_for_its_own_file(tmp_path):
+    """Two files with a kernel of the same name: the emit failure of one does not land on the other."""
+    good, bad = tmp_path / "first" / "kern_a.py", tmp_path / "second" / "kern_b.py"
+    for path, check in ((good, ""), (bad, ", check_bounds=False")):
+        path.parent.mkdir()
+        path.write_text(HEADER + textwrap.dedent(f"""
+            @ct.kernel
+            def same_name(x, y, TILE: ConstInt, FAST: ConstBool):
+                i = ct.bid(0)
+                if FAST:
+                    t = ct.load(x, index=(i,), shape=(TILE,){check})
+                else:
+                    t = ct.load(x, index=(i,), shape=(TILE,))
+                ct.store(y, index=(i,), tile=t)
+        """))
+    cfg = [{"x": "f32", "y": "f32", "FAST": True}, {"x": "f32", "y": "f32", "FAST": False}]
+    report = translate([str(good), str(bad)], None, {str(p): kernel_configs({"same_name": cfg}) for p in (good, bad)})
+    by_file = {r.file: r for r in report.results}
+    assert by_file[str(good)].ok and by_file[str(good)].entries == ["same_name_fast1", "same_name_fast0"]
+    d = by_file[str(bad)].diagnostic
+    assert d is not None and "check_bounds=False" in d.message and by_file[str(bad)].entries == []
+    assert "src/kern_a.rs" in report.files and "src/kern_b.rs" not in report.files
 
 
 @pytest.mark.parametrize("file_name,kernel,params", [

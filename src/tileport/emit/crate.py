@@ -15,14 +15,15 @@ from pathlib import Path
 from tileport import __version__
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
-from tileport.emit.rust_ffi import KernelGroup, emit_launcher, signature, tile_dim_consts, written_arrays
+from tileport.emit.rust_ffi import (KernelGroup, emit_launcher, pinned_kind, signature, tile_dim_consts,
+                                   written_arrays)
 from tileport.emit.rust_kernel import derived_dims, derived_name, emit_kernel, stride_params
 from tileport.model.ir import Kernel
-from tileport.model.types import Sym
+from tileport.runtime.abi import ABI_VERSION
+from tileport.toolchain import CUTILE_CRATE_VERSION
 
 SUPPORT_RS = Path(__file__).parent / "templates" / "support.rs"
-CUTILE_PIN = "=0.5.0"  # generated code relies on cutile 0.5.0's DSL and op attributes (see lowering.py)
-ABI_VERSION = 1
+CUTILE_PIN = f"={CUTILE_CRATE_VERSION}"  # generated code relies on this cutile's DSL and op attributes (lowering.py)
 
 
 @dataclass
@@ -72,10 +73,10 @@ def emit_group(group: KernelGroup, source: str = "") -> tuple[list[str], str, se
     return entries, emit_launcher(group), shims
 
 
-def module_rs(mod: ModuleSource, groups: list[KernelGroup]) -> str:
+def module_rs(mod: ModuleSource, groups: list[KernelGroup], emitted: list[tuple[list[str], str, set[str]]]) -> str:
+    """The module file of `mod` from the `emit_group` output of each of its groups."""
     entries, launchers, shims = [], [], set()
-    for g in groups:
-        e, launcher, used = emit_group(g, mod.source)
+    for e, launcher, used in emitted:
         entries += e
         launchers.append(launcher)
         shims |= used
@@ -119,12 +120,6 @@ def lib_rs(mods: list[ModuleSource]) -> str:
     return "\n".join(lines)
 
 
-def dim_expr(d) -> str:
-    if isinstance(d, (int, Sym)):
-        return str(d)
-    return f"({dim_expr(d.lhs)} {d.op} {dim_expr(d.rhs)})"
-
-
 def manifest_entry(group: KernelGroup, source: str) -> dict:
     k = group.first
     by_name = {p.name: p for p in k.params}
@@ -132,14 +127,16 @@ def manifest_entry(group: KernelGroup, source: str) -> dict:
     params = []
     for name, kind, _ in signature(group):
         p = by_name.get(name)
-        if p is None:
-            params.append({"name": name, "kind": "const", "type": _kind(group, name), "selects_entry": True})
-        elif p.is_array:
-            params.append({"name": name, "kind": "array", "rank": p.ty.rank, "written": p.rust in written})
-        elif p.is_const:
-            params.append({"name": name, "kind": "const", "type": p.const_type})
+        param = {"name": name, "kind": kind}
+        if p is None:  # a constant only specialization fixes
+            param.update(type=pinned_kind(group, name), selects_entry=True)
+        elif kind == "array":
+            param.update(rank=p.ty.rank, written=p.rust in written)
+        elif kind == "const":
+            param.update(type=p.const_type)
         else:
-            params.append({"name": name, "kind": "scalar", "dtype": p.ty.dtype})
+            param.update(dtype=p.ty.dtype)
+        params.append(param)
     return {
         "symbol": group.symbol,
         "kernel": group.base,
@@ -155,14 +152,9 @@ def manifest_entry(group: KernelGroup, source: str) -> dict:
             "stride_args": [[a, d] for a, d in stride_params(v)],
             "generics": [dv.name for dv in v.dtype_vars] + [p.name for p in v.const_params]
             + [derived_name(d) for d in derived_dims(v)],
-            "derived": {derived_name(d): dim_expr(d) for d in derived_dims(v)},
+            "derived": {derived_name(d): str(d) for d in derived_dims(v)},
         } for v in group.variants],
     }
-
-
-def _kind(group: KernelGroup, name: str) -> str:
-    vals = {type(v.pinned[name]).__name__ for v in group.variants if name in v.pinned}
-    return "bool" if vals == {"bool"} else "float" if "float" in vals else "int"
 
 
 def group_kernels(mods: list[ModuleSource]) -> dict[str, list[KernelGroup]]:
@@ -190,37 +182,74 @@ def rustfmt(paths: list[Path]) -> None:
         raise RuntimeError(f"rustfmt rejected the generated code:\n{proc.stderr}")
 
 
-def emittable(mods: list[ModuleSource]) -> tuple[list[ModuleSource], list[Diagnostic]]:
-    """Drop the kernels whose entries or launcher cannot be emitted, with their diagnostics."""
-    failures, kept = [], []
+def _emit_modules(mods: list[ModuleSource], failures: list[tuple[str, Diagnostic]] | None
+                  ) -> tuple[list[ModuleSource], dict[tuple[str, str], tuple[str, tuple]]]:
+    """Emit every source kernel once: the modules without the kernels that cannot be emitted (their
+    (module, diagnostic) go to `failures`; raised when it is None), and each kept group's symbol and
+    `emit_group` output by (module, kernel)."""
+    kept, emitted = [], {}
     for m in mods:
         bad = set()
         for g in group_kernels([m])[m.name]:
             try:
-                emit_group(g, m.source)
+                emitted[(m.name, g.base)] = (g.symbol, emit_group(g, m.source))
             except Diagnostic as d:
+                if failures is None:
+                    raise
                 d.kernel = g.base  # reported under the source kernel, whichever entry failed
-                failures.append(d)
+                failures.append((m.name, d))
                 bad.add(g.base)
-        kernels = [k for k in m.kernels if (k.base_name or k.name) not in bad]
-        if kernels:
+        if failures is None:
+            kept.append(m)
+        elif kernels := [k for k in m.kernels if (k.base_name or k.name) not in bad]:
             kept.append(ModuleSource(m.name, m.source, kernels))
-    return kept, failures
+    return kept, emitted
 
 
-def render_crate(mods: list[ModuleSource], crate: str = "tileport_kernels") -> dict[str, str]:
-    """Every file of the crate, by relative path (not formatted)."""
+def render_crate(mods: list[ModuleSource], crate: str = "tileport_kernels",
+                 failures: list[tuple[str, Diagnostic]] | None = None) -> dict[str, str]:
+    """Every file of the crate, by relative path (not formatted).
+
+    A kernel that cannot be emitted raises its Diagnostic; given a `failures` list, it is left out
+    of the crate and (its module's name, its diagnostic) appended there instead ({} when no kernel
+    is left).
+    """
+    mods, emitted = _emit_modules(mods, failures)
+    if failures is not None and not mods:
+        return {}
     mods = sorted(mods, key=lambda m: m.name)
     groups = group_kernels(mods)
     files = {"Cargo.toml": cargo_toml(crate), "src/support.rs": SUPPORT_RS.read_text(), "src/lib.rs": lib_rs(mods)}
     entries = []
     for m in mods:
-        files[f"src/{m.name}.rs"] = module_rs(m, groups[m.name])
+        parts = []
+        for g in groups[m.name]:
+            symbol, (device, launcher, shims) = emitted[(m.name, g.base)]
+            if g.symbol != symbol:  # the kernel's name is taken by another module: a prefixed symbol
+                launcher = emit_launcher(g)
+            parts.append((device, launcher, shims))
+        files[f"src/{m.name}.rs"] = module_rs(m, groups[m.name], parts)
         entries += [manifest_entry(g, m.source) for g in groups[m.name]]
     manifest = {"generator": f"tileport {__version__}", "abi_version": ABI_VERSION, "crate": crate,
                 "cutile": CUTILE_PIN[1:], "entries": entries}
     files["kernels.json"] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
     return files
+
+
+def _write_formatted(files: dict[str, str], root: Path) -> None:
+    """Write the files under `root` and format the Rust ones with rustfmt (RuntimeError if it refuses)."""
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    rustfmt([root / rel for rel in files if rel.endswith(".rs")])
+
+
+def format_crate(files: dict[str, str]) -> dict[str, str]:
+    """The files as `write_crate` writes them (the Rust ones formatted), without writing a crate."""
+    with tempfile.TemporaryDirectory(prefix="tileport-fmt-") as tmp:
+        _write_formatted(files, Path(tmp))
+        return {rel: (Path(tmp) / rel).read_text() for rel in files}
 
 
 def write_crate(files: dict[str, str], out_dir: Path) -> list[Path]:
@@ -232,11 +261,7 @@ def write_crate(files: dict[str, str], out_dir: Path) -> list[Path]:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_dir.name}-") as tmp:
         tmp_dir = Path(tmp)
-        for rel, text in files.items():
-            p = tmp_dir / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text)
-        rustfmt([tmp_dir / rel for rel in files if rel.endswith(".rs")])
+        _write_formatted(files, tmp_dir)
         old_src = out_dir / "src"
         if old_src.is_dir():
             shutil.rmtree(old_src)
@@ -247,4 +272,3 @@ def write_crate(files: dict[str, str], out_dir: Path) -> list[Path]:
             shutil.move(str(tmp_dir / rel), dst)
             written.append(dst)
     return written
-

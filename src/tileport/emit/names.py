@@ -42,7 +42,9 @@ def dsl_functions() -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.cache
 def reserved() -> frozenset[str]:
+    """Names generated code never binds (built once: the lowering table is imported lazily)."""
     return frozenset(RUST_KEYWORDS | DSL_TYPES | dsl_functions())
 
 

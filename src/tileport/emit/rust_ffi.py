@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.emit.names import fresh_name
-from tileport.emit.rust_kernel import derived_dims, derived_name, stride_params
+from tileport.emit.rust_kernel import derived_dims, derived_name, stride_params, type_dims
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.model.types import DVar, Sym
 
@@ -49,25 +49,16 @@ def written_arrays(kernel: Kernel) -> set[str]:
 
 def tile_dim_consts(kernel: Kernel) -> list[str]:
     """Constant parameters used as tile dimensions (must be powers of two)."""
-    found: dict[str, None] = {}
-
-    def visit(shape) -> None:
-        for d in shape or ():
-            if isinstance(d, Sym):
-                found.setdefault(d.name, None)
-    for st in walk(kernel.body):
-        if isinstance(st, (Let, Do)):
-            visit(getattr(st.op.ty, "shape", None))
-            visit(st.op.attr("shape"))
-    return [n for n in found]
+    return [d.name for d in type_dims(kernel) if isinstance(d, Sym)]
 
 
 def const_param_rs(kind: str | None) -> str:
     return {"bool": "bool", "float": "f64"}.get(kind or "int", "i32")
 
 
-def rust_expr(d, names) -> str:
-    """A derived constant computed on the host from the launcher's arguments."""
+def rust_expr(d, names, top: bool = False) -> str:
+    """A derived constant computed on the host from the launcher's arguments; `top`: the whole
+    expression (no parentheses around it), else an operand."""
     if isinstance(d, int):
         return f"{d}i32"
     if isinstance(d, Sym):
@@ -76,11 +67,8 @@ def rust_expr(d, names) -> str:
         return f"{rust_expr(d.lhs, names)}.div_euclid({rust_expr(d.rhs, names)})"
     if d.op == "%":
         return f"{rust_expr(d.lhs, names)}.rem_euclid({rust_expr(d.rhs, names)})"
-    return f"({rust_expr(d.lhs, names)} {d.op} {rust_expr(d.rhs, names)})"
-
-
-def _strip_parens(expr: str) -> str:
-    return expr[1:-1] if expr.startswith("(") and expr.endswith(")") else expr
+    expr = f"{rust_expr(d.lhs, names)} {d.op} {rust_expr(d.rhs, names)}"
+    return expr if top else f"({expr})"
 
 
 def _check_same_signature(group: KernelGroup) -> None:
@@ -107,7 +95,7 @@ def signature(group: KernelGroup) -> list[tuple[str, str, str]]:
     for name in k.signature or [p.name for p in k.params]:
         p = params.get(name)
         if p is None:
-            out.append((name, "const", const_param_rs(_pinned_kind(group, name))))
+            out.append((name, "const", const_param_rs(pinned_kind(group, name))))
         elif p.is_array:
             out.append((name, "array", "*const TensorDesc"))
         elif p.is_const:
@@ -185,7 +173,7 @@ def _variant_body(k: Kernel, arg_names) -> list[str]:
     for name in tile_dim_consts(k):
         lines.append(f'check_tile_dim("{name}", {arg_names[name]})?;')
     for d in derived_dims(k):
-        lines.append(f"let {derived_name(d).lower()} = {_strip_parens(rust_expr(d, arg_names))};")
+        lines.append(f"let {derived_name(d).lower()} = {rust_expr(d, arg_names, top=True)};")
         lines.append(f'check_tile_dim("{derived_name(d)}", {derived_name(d).lower()})?;')
     lines.append("let target = LaunchTarget::new(device_id, stream)?;")
     launch = _launch_match(k, arg_names, dvars)
@@ -193,7 +181,7 @@ def _variant_body(k: Kernel, arg_names) -> list[str]:
     return lines + ["\n".join(launch)]
 
 
-def _pinned_kind(group: KernelGroup, name: str) -> str:
+def pinned_kind(group: KernelGroup, name: str) -> str:
     values = {type(v.pinned[name]) for v in group.variants if name in v.pinned}
     return "bool" if values == {bool} else "float" if float in values else "int"
 

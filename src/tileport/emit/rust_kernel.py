@@ -39,20 +39,25 @@ def derived_name(d: DimOp) -> str:
     return name if not name[0].isdigit() else f"C{name}"
 
 
-def derived_dims(kernel: Kernel) -> list[DimOp]:
-    """Every constant expression that appears in a type position, in first-use order."""
-    found: dict[DimOp, None] = {}
+def type_dims(kernel: Kernel) -> list[Dim]:
+    """Every dimension in a type position (tile and pointer-tile shapes, `shape=` attributes), in
+    first-use order."""
+    found: dict[Dim, None] = {}
 
     def add_shape(shape) -> None:
         for d in shape or ():
-            if isinstance(d, DimOp):
-                found.setdefault(d, None)
+            found.setdefault(d, None)
     for st in walk(kernel.body):
         if isinstance(st, (Let, Do)):
-            if isinstance(st.op.ty, TileT):
+            if isinstance(st.op.ty, (TileT, PtrT)):
                 add_shape(st.op.ty.shape)
             add_shape(st.op.attr("shape"))
     return list(found)
+
+
+def derived_dims(kernel: Kernel) -> list[DimOp]:
+    """Every constant expression that appears in a type position, in first-use order."""
+    return [d for d in type_dims(kernel) if isinstance(d, DimOp)]
 
 
 def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
@@ -147,7 +152,6 @@ class KernelEmitter:
 
     def __post_init__(self):
         self.lines: list[str] = []
-        self.views: dict[tuple, str] = {}
         self.view_decls: list[str] = []
         self.needs_mut = bindings_needing_mut(self.kernel)
         self.taken = {p.rust for p in self.kernel.params} | {st.name for st in walk(self.kernel.body)
@@ -163,7 +167,7 @@ class KernelEmitter:
 
     def kind(self, dt) -> str:
         """'f' float, 'i' signed int, 'u' unsigned, 'b' bool (a generic takes its values' kind)."""
-        values = self.kernel.dtype_vars.get(dt, ()) if isinstance(dt, DVar) else (dt,)
+        values = T.concrete_dtypes(dt, self.kernel.dtype_vars)
         kinds = {"b" if v == "bool" else "f" if T.is_float(v) else "u" if v.startswith("u") else "i"
                  for v in values}
         if len(kinds) != 1:
@@ -185,11 +189,8 @@ class KernelEmitter:
     def index(self, atoms) -> str:
         return ", ".join(self.atom(a) for a in atoms)
 
-    def view(self, site: Op, array: str, shape, padding: str, order, mutable: bool) -> str:
+    def view(self, array: str, shape, padding: str, order, mutable: bool) -> str:
         """The partition view of one load/store/num_tiles site (cuTile Python makes one per site)."""
-        key = id(site)
-        if key in self.views:
-            return self.views[key]
         dt = self.arrays[array].dtype
         name = self.fresh(f"{array}_out" if mutable else f"{array}_view")
         ty = f"{'PartitionMut' if mutable else 'Partition'}<{dtype_rs(dt)}, {{ [{shape_rs(shape)}] }}>"
@@ -201,7 +202,6 @@ class KernelEmitter:
             expr = L.LOAD_VIEW.format(array=array, shape=shape_rs(shape), padding=L.PADDING[padding],
                                       dim_map=dim_map)
             self.view_decls.append(f"let {name}: {ty} = {expr};")
-        self.views[key] = name
         return name
 
     # ---- entry
@@ -309,7 +309,7 @@ class KernelEmitter:
     def op_load(self, op: Op, name: str):
         arr, *index = op.args
         shape = op.attr("shape")
-        view = self.view(op, arr.name, shape, op.attr("padding"), op.attr("order"), False)
+        view = self.view(arr.name, shape, op.attr("padding"), op.attr("order"), False)
         latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
         tma = L.TMA[op.attr("allow_tma")]
         if op.attr("check_bounds") is False:
@@ -322,7 +322,7 @@ class KernelEmitter:
         return [f"let ({name}, {result or '_'}): ({type_rs(op.ty)}, Token) = {expr};"], None
 
     def op_num_tiles(self, op: Op, name: str) -> str:
-        view = self.view(op, op.args[0].name, op.attr("shape"), "undetermined", op.attr("order"), False)
+        view = self.view(op.args[0].name, op.attr("shape"), "undetermined", op.attr("order"), False)
         return L.NUM_TILES.format(view=view, axis=op.attr("axis"))
 
     def op_arange(self, op: Op, name: str) -> str:
@@ -507,9 +507,9 @@ class KernelEmitter:
         arr, tile, index, latency, tma = self.view_store_args(op)
         token = op.attr("token")
         if token is None:  # the view's own (entry) token, result unused: the safe-looking mutable view
-            view = self.view(op, arr.name, tile.ty.shape, "undetermined", None, True)
+            view = self.view(arr.name, tile.ty.shape, "undetermined", None, True)
             return L.STORE.format(view=view, tile=tile.name, index=self.index(index), latency=latency, tma=tma)
-        view = self.view(op, arr.name, tile.ty.shape, "undetermined", None, False)
+        view = self.view(arr.name, tile.ty.shape, "undetermined", None, False)
         return L.STORE_RAW.format(view=view, tile=tile.name, index=self.index(index), token=token,
                                   latency=latency, tma=tma, inbounds=", ".join(["false"] * len(index)))
 

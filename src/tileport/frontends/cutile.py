@@ -18,9 +18,9 @@ from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.emit.names import rust_ident
 from tileport.frontends.liveness import Frames, assigned, exposed_read
 from tileport.model import types as T
-from tileport.model.builder import Builder, DTypeSpace, lit_dtype, weak_result_dtype
-from tileport.model.ir import (Atom, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc, Param,
-                               Ref, Return, walk)
+from tileport.model.builder import Builder, DTypeSpace, lit_dtype
+from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc,
+                               Param, Ref, Return, sym_names, walk)
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
 
 CT_MODULE = "cuda.tile"
@@ -379,8 +379,8 @@ class KernelLowerer:
             return ModuleRef("ct")
         if name in self.sm.math_names:
             return ModuleRef("math")
-        if name in self.sm.ct_imports:
-            return ("ct_import", self.sm.ct_imports[name])
+        if name in self.sm.ct_imports:  # `from cuda.tile import X`: what `ct.X` is
+            return self.calls.attribute(self, ModuleRef("ct"), self.sm.ct_imports[name], node)
         if name in ("range", "min", "max", "len", "int", "float", "bool", "abs"):
             return ("builtin", name)
         raise self.fail(node, f"undefined name `{name}`", "name")
@@ -539,9 +539,7 @@ class KernelLowerer:
         self.block(s.body, s)
         self.b.pop()
         self.scopes.pop()
-        carried = tuple(sorted({st.name for st in walk(body) if isinstance(st, Let) and st.update
-                                and st.name in self.b.scope_names_outside()}))
-        self.b.emit(For(index, start, stop, step, body, self.loc(s), carried))
+        self.b.emit(For(index, start, stop, step, body, self.loc(s), self.outer_updates(body)))
 
     def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST, locals_: set[str]) -> None:
         """Compile-time values that a loop body reassigns (and carries) become runtime variables first."""
@@ -565,7 +563,7 @@ class KernelLowerer:
             self.block(s.body if cond.value else s.orelse, s)  # folded, as cuTile Python folds it
             return
         if isinstance(cond, CV):
-            raise NeedsSpecialization(frozenset(_syms(cond.value)), "a branch on a constant", self.loc(s))
+            raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a branch on a constant", self.loc(s))
         if not (isinstance(cond, Ref) and isinstance(cond.ty, ScalarT)):
             raise self.fail(s.test, "an `if` condition must be a scalar", "if")
         if cond.ty.dtype != "bool":
@@ -579,9 +577,13 @@ class KernelLowerer:
             self.b.pop()
             self.scopes.pop()
             branches.append(blk)
-        assigned = tuple(sorted({st.name for blk in branches for st in walk(blk) if isinstance(st, Let) and st.update
-                                 and st.name in self.b.scope_names_outside()}))
-        self.b.emit(If(cond, branches[0], branches[1], self.loc(s), assigned))
+        self.b.emit(If(cond, branches[0], branches[1], self.loc(s), self.outer_updates(*branches)))
+
+    def outer_updates(self, *blocks: Block) -> tuple[str, ...]:
+        """Variables of the enclosing blocks that `blocks` (just closed) reassign, sorted."""
+        outside = self.b.scope_names_outside()
+        return tuple(sorted({st.name for blk in blocks for st in walk(blk)
+                             if isinstance(st, Let) and st.update and st.name in outside}))
 
     # ---- expressions
     def expr(self, node: ast.expr) -> Value:
@@ -642,7 +644,7 @@ class KernelLowerer:
         if isinstance(node.op, ast.Not):
             if isinstance(v, CV):
                 if isinstance(v.value, (Sym, T.DimOp)):
-                    raise NeedsSpecialization(frozenset(_syms(v.value)), "`not` on a constant", self.loc(node))
+                    raise NeedsSpecialization(frozenset(sym_names(v.value)), "`not` on a constant", self.loc(node))
                 return CV(not v.value)
             return self.calls.logical_not(self, v, node)
         raise self.fail(node, f"operator {type(node.op).__name__} is not supported", "operator")
@@ -748,11 +750,6 @@ def _rust_named(p: Param, loc: Loc) -> Param:
     return Param(p.name, p.ty, p.const_type, ident)
 
 
-def _syms(d: Any) -> set[str]:
-    from tileport.model.ir import sym_names
-    return sym_names(d) if isinstance(d, (Sym, T.DimOp)) else set()
-
-
 def _describe(v: Value) -> str:
     if isinstance(v, Ref):
         return str(v.ty)
@@ -848,4 +845,4 @@ def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
 
 
 __all__ = ["KernelConfig", "Translation", "translate_file", "scan_module", "CV", "DTypeVal", "EnumVal",
-           "ModuleRef", "Helper", "KernelLowerer", "weak_result_dtype"]
+           "ModuleRef", "Helper", "KernelLowerer"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tileport.diagnostics import NeedsSpecialization
-from tileport.frontends.cutile import CV, DTypeVal, EnumVal, ModuleRef, Value
+from tileport.frontends.cutile import _MATH, _PY, CV, DTypeVal, EnumVal, ModuleRef, Value
 from tileport.model import types as T
 from tileport.model.builder import lit_dtype, weak_result_dtype
 from tileport.model.ir import Atom, CDim, Lit, Ref, sym_names
@@ -65,7 +65,6 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
             return EnumNS(attr)
         return CtFn(attr)
     if isinstance(base, ModuleRef) and base.name == "math":
-        from tileport.frontends.cutile import _MATH
         if attr in _MATH and not callable(_MATH[attr]):
             return CV(_MATH[attr])
         raise lw.fail(node, f"math.{attr} is not supported in kernels", "math")
@@ -150,8 +149,6 @@ def materialize(lw, v: Value, node) -> Value:
 
 def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
     args = [materialize(lw, a, node) for a in args]
-    if isinstance(callee, tuple) and callee[0] == "ct_import":
-        callee = CtFn(callee[1])
     if isinstance(callee, CtFn):
         handler = globals().get(f"ct_{callee.name}")
         if callee.name in UNARY_MATH:
@@ -459,12 +456,9 @@ def _fill(lw, shape_v, value, dtype_v, node) -> Ref:
     atom = lw.scalar_atom(value, node)
     if isinstance(atom, CDim) and not isinstance(atom.dim, int):
         raise lw.fail(node, "a fill value computed from constants is not supported", "ct.full")
-    if isinstance(atom, CDim):
-        atom = Lit(atom.dim, ScalarT(dtype))
     if isinstance(atom, Ref):
         return lw.b.to_tile(atom, dtype, shape, lw.loc(node))
-    value = float(atom.value) if lw.b.is_float(dtype) and not isinstance(atom.value, bool) else atom.value
-    return lw.b.value("full", (Lit(value, ScalarT(dtype)),), TileT(dtype, shape), lw.loc(node), hint="c",
+    return lw.b.value("full", (_lit(lw, value, dtype, node),), TileT(dtype, shape), lw.loc(node), hint="c",
                       dtype=dtype, shape=shape)
 
 
@@ -524,10 +518,7 @@ def ct_where(lw, args, kwargs, node):
 def where(lw, cond, x, y, node) -> Ref:
     loc = lw.loc(node)
     dtype = _operand_dtype(lw, x, y, node, "ct.where")
-    shapes = [v.ty.shape for v in (cond, x, y) if isinstance(v, Ref) and isinstance(v.ty, TileT)]
-    shape: tuple = ()
-    for s in shapes:
-        shape = lw.b.broadcast_shape(shape, s, loc)
+    shape = _common_shape(lw, (cond, x, y), node)
     c = lw.b.to_tile(lw.scalar_atom(cond, node) if not isinstance(cond, Ref) else cond, "bool", shape, loc)
     xs = lw.b.to_tile(x if isinstance(x, Ref) else _lit(lw, x, dtype, node), dtype, shape, loc)
     ys = lw.b.to_tile(y if isinstance(y, Ref) else _lit(lw, y, dtype, node), dtype, shape, loc)
@@ -556,7 +547,7 @@ def _operand_dtype(lw, a, b, node, what) -> T.DType:
         return strong
     if not isinstance(weak, CV):
         raise lw.fail(node, f"{what}: unsupported operand", what)
-    return weak_result_dtype(lw.b, strong, weak.value, loc)
+    return weak_result_dtype(lw.b, strong, weak.value)
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -572,14 +563,10 @@ def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_z
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
     if op == "/" and not lw.b.is_float(dtype):
         dtype = "f32"
-    is_tile = any(isinstance(v, Ref) and isinstance(v.ty, TileT) for v in (a, b))
-    attrs = dict(op=_OP_NAMES[op], rounding=rounding_mode, ftz=flush_to_zero, nan=propagate_nan)
-    if not is_tile:
-        x, y = (_scalar_operand(lw, v, dtype, node) for v in (a, b))
-        return lw.b.value("binary", (x, y), ScalarT(dtype), loc, hint=_HINTS.get(op, "v"), **attrs)
-    shape = lw.b.broadcast_shape(_shape_of(a), _shape_of(b), loc)
-    x, y = (lw.b.to_tile(v if isinstance(v, Ref) else _lit(lw, v, dtype, node), dtype, shape, loc) for v in (a, b))
-    return lw.b.value("binary", (x, y), TileT(dtype, shape), loc, hint=_HINTS.get(op, "v"), **attrs)
+    x, y, shape = _operands(lw, a, b, dtype, node)
+    ty = ScalarT(dtype) if shape is None else TileT(dtype, shape)
+    return lw.b.value("binary", (x, y), ty, loc, hint=_HINTS.get(op, "v"), op=_OP_NAMES[op], rounding=rounding_mode,
+                      ftz=flush_to_zero, nan=propagate_nan)
 
 
 _OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",
@@ -593,35 +580,42 @@ def _shape_of(v) -> tuple:
     return v.ty.shape if isinstance(v, Ref) and isinstance(v.ty, TileT) else ()
 
 
+def _operands(lw, a: Value, b: Value, dtype: T.DType, node) -> tuple[Atom, Atom, T.Shape | None]:
+    """Both operands in `dtype`: scalars (shape None), or tiles broadcast to their common shape."""
+    if not any(isinstance(v, Ref) and isinstance(v.ty, TileT) for v in (a, b)):
+        return _scalar_operand(lw, a, dtype, node), _scalar_operand(lw, b, dtype, node), None
+    loc = lw.loc(node)
+    shape = lw.b.broadcast_shape(_shape_of(a), _shape_of(b), loc)
+    x, y = (lw.b.to_tile(v if isinstance(v, Ref) else _lit(lw, v, dtype, node), dtype, shape, loc) for v in (a, b))
+    return x, y, shape
+
+
 def _scalar_operand(lw, v, dtype, node) -> Atom:
     if isinstance(v, Ref):
         if isinstance(v.ty, TileT):
             raise lw.fail(node, "unexpected tile operand", "scalar")
         return lw.b.cast(v, dtype, lw.loc(node))
     atom = lw.scalar_atom(v, node)
-    if isinstance(atom, CDim) and dtype != "i32":
-        if not isinstance(atom.dim, int):
-            return lw.b.cast(lw.b.value("scalar", (atom,), ScalarT("i32"), lw.loc(node), hint="c"), dtype, lw.loc(node))
-        return Lit(float(atom.dim) if T.is_float(dtype) else atom.dim, ScalarT(dtype))
-    if isinstance(atom, Lit):
-        return _lit(lw, CV(atom.value), dtype, node)
-    return atom
+    if isinstance(atom, CDim) and dtype == "i32":
+        return atom
+    if isinstance(atom, CDim) and not isinstance(atom.dim, int):
+        return lw.b.cast(lw.b.value("scalar", (atom,), ScalarT("i32"), lw.loc(node), hint="c"), dtype, lw.loc(node))
+    return _lit(lw, v, dtype, node)
 
 
 def _fold(lw, op: str, a: CV, b: CV, node) -> CV:
-    from tileport.frontends.cutile import _PY
     if a.is_dim and b.is_dim and op in T._DIM_OPS:
         return CV(T.dim_op(op, a.value, b.value))
     if op in ("min", "max"):
         if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
-            raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value) if a.is_dim else set()),
-                                      f"{op} of constants", lw.loc(node))
+            raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)), f"{op} of constants",
+                                      lw.loc(node))
         return CV(min(a.value, b.value) if op == "min" else max(a.value, b.value))
     if op == "cdiv":
         return _fold(lw, "//", _fold(lw, "+", a, _fold(lw, "-", b, CV(1), node), node), b, node)
     if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
-        syms = (sym_names(a.value) if a.is_dim else set()) | (sym_names(b.value) if b.is_dim else set())
-        raise NeedsSpecialization(frozenset(syms), f"`{op}` on constants", lw.loc(node))
+        raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)), f"`{op}` on constants",
+                                  lw.loc(node))
     try:
         return CV(_PY[op](a.value, b.value))
     except (ZeroDivisionError, TypeError) as e:
@@ -632,19 +626,15 @@ def compare(lw, op: str, a: Value, b: Value, node) -> Value:
     a, b = materialize(lw, a, node), materialize(lw, b, node)
     if isinstance(a, CV) and isinstance(b, CV):
         if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
-            syms = (sym_names(a.value) if a.is_dim else set()) | (sym_names(b.value) if b.is_dim else set())
-            raise NeedsSpecialization(frozenset(syms), "a comparison of constants", lw.loc(node))
+            raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)),
+                                      "a comparison of constants", lw.loc(node))
         import operator as pyop
         fn = {"<": pyop.lt, "<=": pyop.le, ">": pyop.gt, ">=": pyop.ge, "==": pyop.eq, "!=": pyop.ne}[op]
         return CV(fn(a.value, b.value))
     loc = lw.loc(node)
-    dtype = _operand_dtype(lw, a, b, node, f"comparison {op}")
-    is_tile = any(isinstance(v, Ref) and isinstance(v.ty, TileT) for v in (a, b))
-    if not is_tile:
-        x, y = (_scalar_operand(lw, v, dtype, node) for v in (a, b))
+    x, y, shape = _operands(lw, a, b, _operand_dtype(lw, a, b, node, f"comparison {op}"), node)
+    if shape is None:
         return lw.b.value("compare", (x, y), ScalarT("bool"), loc, hint="cond", op=op)
-    shape = lw.b.broadcast_shape(_shape_of(a), _shape_of(b), loc)
-    x, y = (lw.b.to_tile(v if isinstance(v, Ref) else _lit(lw, v, dtype, node), dtype, shape, loc) for v in (a, b))
     return lw.b.value("compare", (x, y), TileT("bool", shape), loc, hint="mask", op=op)
 
 

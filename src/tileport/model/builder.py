@@ -24,8 +24,8 @@ class DTypeSpace:
 
     vectors: dict[DVar, tuple[str, ...]] = field(default_factory=dict)
 
-    def values(self, dt: DType) -> tuple[str, ...] | str:
-        return self.vectors[dt] if isinstance(dt, DVar) else dt
+    def values(self, dt: DType) -> tuple[str, ...]:
+        return T.concrete_dtypes(dt, self.vectors)
 
     def lift(self, fn: Callable[..., str | None], *dts: DType, what: str, loc: Loc) -> DType:
         """Apply a dtype function across configurations; the result must be uniform."""
@@ -116,14 +116,12 @@ class Builder:
         return self.dspace.lift(T.promote, a, b, what=what, loc=loc)
 
     def require(self, dt: DType, pred: Callable[[str], bool], what: str, loc: Loc) -> None:
-        vals = self.dspace.values(dt)
-        for v in (vals if isinstance(vals, tuple) else (vals,)):
+        for v in self.dspace.values(dt):
             if not pred(v):
                 raise Diagnostic(f"{what} (got {v})", loc, "dtype")
 
     def is_float(self, dt: DType) -> bool:
-        vals = self.dspace.values(dt)
-        return all(T.is_float(v) for v in (vals if isinstance(vals, tuple) else (vals,)))
+        return all(T.is_float(v) for v in self.dspace.values(dt))
 
     def cast(self, x: Ref, dtype: DType, loc: Loc, rounding: str | None = None) -> Ref:
         ty = x.ty
@@ -137,7 +135,7 @@ class Builder:
     def check_dims_equal(self, a: Dim, b: Dim, loc: Loc, what: str) -> None:
         if same_dim(a, b):
             return
-        syms = sym_names(a) | sym_names(b) if not (isinstance(a, int) and isinstance(b, int)) else set()
+        syms = sym_names(a) | sym_names(b)
         if syms and self.const_values and all(
                 T.eval_dim(a, c) == T.eval_dim(b, c) for c in self.const_values if syms <= c.keys()):
             raise NeedsSpecialization(frozenset(syms), f"{what}: {a} and {b} are equal only for the "
@@ -199,7 +197,7 @@ def lit_dtype(v: Any) -> str:
     return "f32"
 
 
-def weak_result_dtype(b: Builder, tile_dt: DType, lit: Any, loc: Loc) -> DType:
+def weak_result_dtype(b: Builder, tile_dt: DType, lit: Any) -> DType:
     """A Python literal adopts the other operand's dtype unless its category is higher."""
     if isinstance(lit, bool):
         return tile_dt

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from tileport.model.types import ArrayT, ConstT, DType, DVar, Dim, ScalarT, Sym, TileT, Type
+from tileport.model.types import ArrayT, ConstT, Dim, DimOp, DType, DVar, ScalarT, Sym, TileT, Type
 
 
 @dataclass(frozen=True)
@@ -189,12 +189,13 @@ class KernelModule:
     kernels: list[Kernel]
 
 
-def sym_names(d: Dim) -> set[str]:
+def sym_names(d: Any) -> set[str]:
+    """Constant parameters a dimension refers to (none for literals and non-dimension values)."""
     if isinstance(d, Sym):
         return {d.name}
-    if isinstance(d, int):
-        return set()
-    return sym_names(d.lhs) | sym_names(d.rhs)
+    if isinstance(d, DimOp):
+        return sym_names(d.lhs) | sym_names(d.rhs)
+    return set()
 
 
 def walk(block: Block):

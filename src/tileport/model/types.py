@@ -9,7 +9,7 @@ integers or expressions over `ct.Constant[int]` parameters.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Mapping, Union
 
 # Canonical element dtype names (Rust spelling where one exists).
 FLOATS = ("f16", "bf16", "f32", "f64", "tf32")
@@ -73,6 +73,11 @@ class DVar:
 DType = Union[str, DVar]
 
 
+def concrete_dtypes(dt: DType, vectors: Mapping[DVar, tuple[str, ...]]) -> tuple[str, ...]:
+    """The dtypes `dt` stands for in the configurations in use (`vectors`: generic -> its dtypes)."""
+    return tuple(vectors.get(dt, ())) if isinstance(dt, DVar) else (dt,)
+
+
 # ---------------------------------------------------------------- symbolic dimensions
 
 @dataclass(frozen=True)
@@ -120,11 +125,6 @@ def eval_dim(d: Dim, consts: dict[str, int]) -> int:
     if isinstance(d, Sym):
         return int(consts[d.name])
     return _DIM_OPS[d.op](eval_dim(d.lhs, consts), eval_dim(d.rhs, consts))
-
-
-def is_simple_dim(d: Dim) -> bool:
-    """Dims Rust accepts in a type position: literals and bare const generics."""
-    return isinstance(d, (int, Sym))
 
 
 Shape = tuple[Dim, ...]

@@ -9,23 +9,21 @@ ports differ in fma counts (a CRITICAL IR-diff finding).
 from __future__ import annotations
 
 from tileport.emit.names import fresh_name
-from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, walk
-from tileport.model.types import TileT, DVar
-from tileport.passes.uses import use_counts
+from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref
+from tileport.model.types import TileT, concrete_dtypes
+from tileport.passes.uses import taken_names, use_counts
 
 FLOATS = ("f16", "bf16", "f32", "f64")
 
 
 def _is_float(kernel: Kernel, dt) -> bool:
-    if isinstance(dt, DVar):
-        return all(v in FLOATS for v in kernel.dtype_vars.get(dt, ()))
-    return dt in FLOATS
+    return all(v in FLOATS for v in concrete_dtypes(dt, kernel.dtype_vars))
 
 
 def fuse_fma(kernel: Kernel) -> int:
     """Rewrite in place; returns the number of fused pairs."""
     counts = use_counts(kernel)
-    taken = {st.name for st in walk(kernel.body) if isinstance(st, Let)}
+    taken = taken_names(kernel)
     fused = 0
 
     def fusable_mul(block_defs: dict[str, Let], atom, add: Op) -> Let | None:

@@ -8,8 +8,8 @@ differ in the IR diff.
 from __future__ import annotations
 
 from tileport.emit.names import fresh_name
-from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref
-from tileport.passes.uses import atoms_of
+from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, walk
+from tileport.passes.uses import atoms_of, taken_names
 
 # Operations without memory effects; everything else stays where the source put it.
 PURE = {"full", "splat", "broadcast", "reshape", "astype", "binary", "compare", "unary", "select", "arange",
@@ -19,7 +19,7 @@ PURE = {"full", "splat", "broadcast", "reshape", "astype", "binary", "compare", 
 
 def hoist_invariants(kernel: Kernel) -> int:
     moved = 0
-    taken = {st.name for st in _all_lets(kernel.body)} | {p.name for p in kernel.params}
+    taken = taken_names(kernel)
 
     def visit(block: Block) -> None:
         nonlocal moved
@@ -42,7 +42,7 @@ def hoist_invariants(kernel: Kernel) -> int:
 
 def _hoist_from(loop: For, taken: set[str]) -> list[Let]:
     """Invariant lets of the loop body (top level), in order; removed from the body."""
-    lets = list(_all_lets(loop.body))
+    lets = [st for st in walk(loop.body) if isinstance(st, Let)]
     updated = {st.name for st in lets if st.update}
     # Every variable the body reassigns, at any depth, changes across iterations.
     variant = {loop.index, *loop.carried, *updated}
@@ -69,22 +69,6 @@ def _hoist_from(loop: For, taken: set[str]) -> list[Let]:
     return hoisted
 
 
-
-def _all_lets(block: Block):
-    for st in block.stmts:
-        if isinstance(st, Let):
-            yield st
-        elif isinstance(st, For):
-            yield from _all_lets(st.body)
-        elif isinstance(st, If):
-            yield from _all_lets(st.then)
-            yield from _all_lets(st.orelse)
-
-
 def _defined_names(st) -> set[str]:
-    if isinstance(st, Let):
-        return {st.name}
-    if isinstance(st, (For, If)):
-        return {s.name for s in _all_lets(st.body if isinstance(st, For) else st.then)} | (
-            {s.name for s in _all_lets(st.orelse)} if isinstance(st, If) else set())
-    return set()
+    """Names `st` binds or reassigns, nested blocks included."""
+    return {s.name for s in walk(Block([st])) if isinstance(s, Let)}

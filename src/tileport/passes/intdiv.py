@@ -8,16 +8,16 @@ such as the sign test of a loop-invariant divisor, be hoisted as cuTile hoists t
 from __future__ import annotations
 
 from tileport.emit.names import fresh_name
-from tileport.model.ir import Kernel, Let, Lit, Op, Ref, walk
+from tileport.model.ir import Kernel, Let, Lit, Op, Ref
 from tileport.model.types import ScalarT, TileT
-from tileport.passes.uses import expand_statements
+from tileport.passes.uses import expand_statements, taken_names
 
 I32_0D = TileT("i32", ())
 BOOL_0D = TileT("bool", ())
 
 
 def expand_int_division(kernel: Kernel) -> int:
-    taken = {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
+    taken = taken_names(kernel)
 
     def expand(st):
         if (isinstance(st, Let) and st.op.kind == "binary" and st.op.attr("op") in ("floordiv", "mod")

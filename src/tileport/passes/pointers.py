@@ -10,9 +10,9 @@ the address arithmetic that does not depend on the loop move out of it, as cuTil
 from __future__ import annotations
 
 from tileport.emit.names import fresh_name
-from tileport.model.ir import Atom, Do, Kernel, Let, Lit, Op, Ref, walk
-from tileport.model.types import DVar, PtrT, ScalarT, TileT, TokenT, is_float
-from tileport.passes.uses import expand_statements
+from tileport.model.ir import Atom, Do, Kernel, Let, Lit, Op, Ref
+from tileport.model.types import PtrT, ScalarT, TileT, TokenT, concrete_dtypes, is_float
+from tileport.passes.uses import expand_statements, taken_names
 
 U64 = "u64"
 
@@ -90,9 +90,7 @@ class _Emitter:
         return bounds if bounds is not None else user
 
     def pad(self, value, dtype, shape, base, loc) -> Ref:
-        float_kind = all(is_float(v) for v in self.kernel.dtype_vars.get(dtype, ())) if isinstance(dtype, DVar) \
-            else is_float(dtype)
-        if float_kind:
+        if all(is_float(v) for v in concrete_dtypes(dtype, self.kernel.dtype_vars)):
             return self.let(f"{base}_pad", "splat", (Lit(float(value), ScalarT(dtype)),), TileT(dtype, shape), loc,
                             shape=shape)
         return self.let(f"{base}_pad", "full", (Lit(int(value), ScalarT(dtype)),), TileT(dtype, shape), loc,
@@ -101,7 +99,7 @@ class _Emitter:
 
 def lower_pointers(kernel: Kernel) -> int:
     """Rewrite every gather/scatter of the kernel in place; returns how many were lowered."""
-    taken = {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
+    taken = taken_names(kernel)
 
     def expand(st):
         if not (isinstance(st, (Let, Do)) and st.op.kind in ("gather", "scatter")):

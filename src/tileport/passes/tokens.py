@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from tileport.emit.names import fresh_name
 from tileport.model.ir import Block, Break, Continue, Do, For, If, Kernel, Let, Op, Ref, walk
 from tileport.model.types import TokenT
+from tileport.passes.uses import taken_names
 
 LOADS = ("load", "load_ptr")
 STORES = ("store", "store_ptr")
@@ -77,6 +78,16 @@ def _array_of(op: Op) -> str:
     return op.attr("array") if op.kind in ("load_ptr", "store_ptr") else op.args[0].name
 
 
+def _token_keys(effects: dict[str, str]) -> list[tuple[str, str]]:
+    """The (array, role) tokens that blocks with these effects advance: last op, and last store if stored."""
+    keys = []
+    for a, effect in effects.items():
+        keys.append((a, LAST_OP))
+        if effect == "store":
+            keys.append((a, LAST_STORE))
+    return keys
+
+
 def _effects(block: Block) -> dict[str, str]:
     """Arrays a block (with nested blocks) reads or writes: name -> 'load' | 'store'."""
     out: dict[str, str] = {}
@@ -96,7 +107,7 @@ class _Assign:
     def __init__(self):
         self.inputs: dict[int, Node] = {}  # id(stmt) -> input token node
 
-    def block(self, block: Block, tmap: dict, loop: tuple | None) -> list:
+    def block(self, block: Block, tmap: dict, loop: tuple | None) -> None:
         out = []
         for st in block.stmts:
             op = st.op if isinstance(st, (Let, Do)) else None
@@ -129,20 +140,11 @@ class _Assign:
             else:
                 out.append(st)
         block.stmts[:] = out
-        return []
-
-    def carried_keys(self, body: Block) -> list[tuple[str, str]]:
-        keys = []
-        for a, effect in _effects(body).items():
-            keys.append((a, LAST_OP))
-            if effect == "store":
-                keys.append((a, LAST_STORE))
-        return keys
 
     def loop(self, st: For, tmap: dict) -> list:
         carries = {}
         pre = []
-        for key in self.carried_keys(st.body):
+        for key in _token_keys(_effects(st.body)):
             c = Carry(key[0], key[1], init=tmap.get(key, Root(key[0])))
             carries[key] = c
             pre.append(Marker("carry_init", c))
@@ -164,12 +166,7 @@ class _Assign:
         return out
 
     def branch(self, st: If, tmap: dict) -> list:
-        effects = _effects(st.then) | _effects(st.orelse)
-        keys = []
-        for a, effect in effects.items():
-            keys.append((a, LAST_OP))
-            if effect == "store":
-                keys.append((a, LAST_STORE))
+        keys = _token_keys(_effects(st.then) | _effects(st.orelse))
         phis = {key: Phi(key[0], key[1], before=tmap.get(key, Root(key[0]))) for key in keys}
         for blk in (st.then, st.orelse):
             m = dict(tmap)
@@ -207,21 +204,22 @@ def _parallel_stores(loop: For) -> set[int]:
 
 # ---------------------------------------------------------------- phase 2: what is needed
 
-def _needed(inputs: dict[int, Node]) -> set[int]:
-    need: set[int] = set()
-    stack = list(inputs.values())
+def _needed(inputs: dict[int, Node]) -> list[Node]:
+    """Every token node some memory operation's input depends on."""
+    seen, out, stack = set(), [], list(inputs.values())
     while stack:
         n = stack.pop()
-        if id(n) in need:
+        if id(n) in seen:
             continue
-        need.add(id(n))
+        seen.add(id(n))
+        out.append(n)
         if isinstance(n, Join):
             stack += n.parts
         elif isinstance(n, Carry):
             stack += [n.init] + n.updates
         elif isinstance(n, Phi):
             stack += [n.before] + n.branches
-    return need
+    return out
 
 
 # ---------------------------------------------------------------- phase 3: materialize
@@ -232,7 +230,7 @@ class _Materialize:
         self.inputs = inputs
         self.need = need
         self.names: dict[int, str] = {}
-        self.taken = {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
+        self.taken = taken_names(kernel)
         self.roots: dict[str, str] = {}
 
     def fresh(self, base: str) -> str:
@@ -296,7 +294,7 @@ class _Materialize:
     def memory_op(self, st) -> Let | Do:
         op = st.op
         node = self.inputs[id(st)]
-        result = next((n for n in self._results.get(id(st), ()) if id(n) in self.need), None)
+        result = next(iter(self._results.get(id(st), ())), None)
         # A view op on the array's entry token whose result nobody needs keeps the implicit token
         # of its view; everything else names its input token explicitly.
         implicit = isinstance(node, Root) and op.kind in ("load", "store") and result is None
@@ -320,27 +318,11 @@ def order_memory(kernel: Kernel) -> None:
     """Give every memory operation of the kernel its cuTile input token (in place)."""
     assign = _Assign()
     assign.block(kernel.body, {}, None)
-    need = _needed(assign.inputs)
+    needed = _needed(assign.inputs)
     # Results of memory ops that some needed node reads (they must be bound by the emitter).
     results: dict[int, list] = {}
-    for n in _all_nodes(assign.inputs):
-        if isinstance(n, Result) and id(n) in need:
+    for n in needed:
+        if isinstance(n, Result):
             results.setdefault(id(n.stmt), []).append(n)
-    _Materialize(kernel, assign.inputs, need).run(results)
+    _Materialize(kernel, assign.inputs, {id(n) for n in needed}).run(results)
 
-
-def _all_nodes(inputs: dict[int, Node]) -> list[Node]:
-    seen, out, stack = set(), [], list(inputs.values())
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        out.append(n)
-        if isinstance(n, Join):
-            stack += n.parts
-        elif isinstance(n, Carry):
-            stack += [n.init] + n.updates
-        elif isinstance(n, Phi):
-            stack += [n.before] + n.branches
-    return out

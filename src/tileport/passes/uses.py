@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tileport.model.ir import Atom, Block, Do, For, If, Kernel, Let, Ref
+from tileport.model.ir import Atom, Block, Do, For, If, Kernel, Let, Ref, walk
 
 
 def atoms_of(stmt) -> list[Atom]:
@@ -15,6 +15,11 @@ def atoms_of(stmt) -> list[Atom]:
     if isinstance(stmt, If):
         return [stmt.cond]
     return []
+
+
+def taken_names(kernel: Kernel) -> set[str]:
+    """Names a pass must not give a new binding: every `let` of the kernel and every parameter."""
+    return {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
 
 
 def use_counts(kernel: Kernel) -> Counter:

@@ -19,15 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from .context import KernelContext
-
-DEFAULT_TIMEOUT = 900.0
-
 
 def _hashes(files: list[Path]) -> dict[str, str | None]:
     return {str(f): hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None for f in files}
@@ -89,7 +87,7 @@ def invoke(ctx: KernelContext, prompt_text: str, editable: list[Path]) -> dict[s
     t0 = time.perf_counter()
     exit_code: int | None
     try:
-        proc = subprocess.run(f"{cmd} {_quote(str(prompt))}", shell=True, cwd=ctx.dir, env=env, capture_output=True,
+        proc = subprocess.run(f"{cmd} {shlex.quote(str(prompt))}", shell=True, cwd=ctx.dir, env=env, capture_output=True,
                               text=True, timeout=ctx.options.agent_timeout)
         exit_code, out = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as e:
@@ -103,8 +101,3 @@ def invoke(ctx: KernelContext, prompt_text: str, editable: list[Path]) -> dict[s
     changed = [ctx.rel(Path(p)) for p in editable if before[str(p)] != after[str(p)]]
     return {"command": cmd, "prompt": ctx.rel(prompt), "exit_code": exit_code, "seconds": round(seconds, 2),
             "changed": changed, "log": ctx.rel(log)}
-
-
-def _quote(s: str) -> str:
-    import shlex
-    return shlex.quote(s)

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .verdicts import Verdict, check_file
+from .verdicts import Verdict, load_checked
 
 
 def fresh_dir(path: Path) -> Path:
@@ -46,12 +46,10 @@ def ir_errors(path: Path, kernel: str) -> list[str]:
     return errors
 
 
-def stage_verdict(stage_dir: Path) -> tuple[Verdict | None, list[str]]:
-    """The stage's verdict.json, or the reasons it is unusable (missing, not JSON, not schema-valid)."""
-    errors = check_file(stage_dir / "verdict.json")
-    if errors:
-        return None, errors
-    return Verdict.load(stage_dir / "verdict.json"), []
+def stage_verdict(stage_dir: Path, loaded: Verdict | None = None) -> tuple[Verdict | None, list[str]]:
+    """The stage's verdict.json, or the reasons it is unusable (missing, not JSON, not schema-valid).
+    `loaded`: the verdict the caller already read this way (not read again)."""
+    return (loaded, []) if loaded is not None else load_checked(stage_dir / "verdict.json")
 
 
 def artifact_errors(kernel_dir: Path, verdict: Verdict) -> list[str]:
@@ -60,11 +58,15 @@ def artifact_errors(kernel_dir: Path, verdict: Verdict) -> list[str]:
             if not (kernel_dir / rel).exists()]
 
 
-def first_line_verdict(path: Path, allowed: tuple[str, ...]) -> list[str]:
-    """Report files start with `VERDICT: X` (TileGym's convention, kept for human reports)."""
+def first_line_verdict(path: Path, allowed: tuple[str, ...], expected: str) -> list[str]:
+    """Report files start with `VERDICT: X` (TileGym's convention, kept for human reports), X being
+    one of `allowed` and the `expected` verdict of verdict.json."""
     if not path.is_file():
         return [f"{path.name}: missing"]
     first = path.read_text().splitlines()[:1]
     if not first or not re.fullmatch(rf"VERDICT: ({'|'.join(allowed)})", first[0].strip()):
         return [f"{path.name}: line 1 must be `VERDICT: <{'|'.join(allowed)}>`, got {first[:1]}"]
+    said = first[0].split(": ", 1)[1]
+    if said != expected:
+        return [f"{path.name} says {said}, verdict.json {expected}"]
     return []

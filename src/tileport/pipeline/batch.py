@@ -19,13 +19,10 @@ from rich.table import Table
 
 from .artifacts import write_json
 from .context import Options, Session, Target
-from .engine import Outcome, run_kernel
+from .engine import Outcome, route_label, run_kernel
 
 TERMINAL_STYLE = {"DONE": "bold green", "BLOCKED_ENV": "yellow", "COMPLETE": "cyan", "STOPPED": "red",
                   "PAUSED": "dim", "ERROR": "bold red"}
-VERDICT_STYLE = {"PASS": "green", "COMPILED": "green", "ALL_PASS": "green", "DONE": "green", "ALIGNED": "green",
-                 "PASS_WITH_NOTES": "yellow", "INVESTIGATE": "yellow", "BLOCKED": "yellow", "FIXABLE": "yellow",
-                 "FAIL": "red", "FAIL_FIXABLE": "red", "FAIL_COMPILE": "red", "FAIL_COMPILER_BUG": "red"}
 
 
 def run_batch(targets: list[Target], options: Options, console: Console | None = None,
@@ -69,20 +66,14 @@ def run_batch(targets: list[Target], options: Options, console: Console | None =
                 bars.advance(overall)
                 if progress:
                     style = TERMINAL_STYLE.get(out.terminal, "")
-                    bars.console.print(f"  [{style}]{out.terminal:<11}[/] "
-                                       + escape(f"{t.key}  {' → '.join(_step(r) for r in out.route)}"))
+                    steps = " → ".join(route_label(r, " (close-out)") for r in out.route)
+                    bars.console.print(f"  [{style}]{out.terminal:<11}[/] " + escape(f"{t.key}  {steps}"))
     ordered = [outcomes[t.key] for t in targets]
     seconds = time.perf_counter() - t0
     write_summary(ordered, session, seconds)
     from .report import write_report
     write_report(options.out, ordered, session, seconds)
     return ordered, session
-
-
-def _step(r: dict) -> str:
-    label = r["stage"] + ("" if r["attempt"] == 1 else f"({r['attempt']})")
-    extra = f"/{r['fail_class']}" if r.get("fail_class") else (f"/{r['owner']}" if r.get("owner") else "")
-    return f"{label} {r['verdict']}{extra}" + (" (close-out)" if r.get("close_out") else "")
 
 
 def write_summary(outcomes: list[Outcome], session: Session, seconds: float) -> Path:
@@ -112,15 +103,15 @@ def _counts(outcomes: list[Outcome]) -> dict:
 
 
 def summary_table(outcomes: list[Outcome], out_dir: Path) -> Table:
-    from .report import kernel_facts
+    from .report import facts_of
     table = Table(title=f"tileport port: {len(outcomes)} kernel(s)", show_lines=False)
     for col in ("kernel", "route", "terminal", "IR diff", "correctness (D)", "parity (E)", "final gate"):
         table.add_column(col, overflow="fold")
     for x in outcomes:
-        f = kernel_facts(out_dir / x.key)
+        f = facts_of(x, out_dir)
         gate = "[green]passed[/]" if x.final.get("passed") else (
             "[yellow]GPU evidence missing[/]" if x.ok else f"[red]{len(x.final.get('missing', []))} missing[/]")
-        table.add_row(escape(x.key), escape(" → ".join(_step(r).replace(" (close-out)", "*") for r in x.route)),
+        table.add_row(escape(x.key), escape(" → ".join(route_label(r) for r in x.route)),
                       f"[{TERMINAL_STYLE.get(x.terminal, '')}]{x.terminal}[/]", escape(f["ir_text"]),
                       escape(f["d_text"]), escape(f["e_text"]), gate)
     return table

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,7 +26,8 @@ from typing import TYPE_CHECKING
 
 from tileport import toolchain
 from tileport.corpus import REPO
-from tileport.runtime.library import REPO_CRATE, KernelLibrary, cargo_target_dir
+from tileport.runtime.abi import TileportError
+from tileport.runtime.library import REPO_CRATE, KernelLibrary, cargo_build, load
 
 from .context import sha256
 
@@ -59,38 +59,17 @@ class CrateBuild:
         return self.so is not None and not self.error
 
     def library(self) -> KernelLibrary:
+        """The built library (loaded once per process; a launcher it lacks fails only when called)."""
         if self._lib is None:
-            self._lib = _load(self.so, self.crate_dir / "kernels.json")
+            if self.so is None:
+                raise TileportError(f"{self.crate_dir} has no library: {self.error}")
+            self._lib = load(self.crate_dir, self.so)
         return self._lib
 
     def describe(self) -> dict:
         return {"crate": str(self.crate_dir), "name": self.name, "shared_repo_crate": self.shared,
                 "content_hash": self.content_hash, "library": str(self.so) if self.so else None,
                 "error": self.error[-4000:] if self.error else ""}
-
-
-_LIB_LOCK = threading.Lock()
-_LIBS: dict[str, KernelLibrary] = {}
-
-
-def _load(so: Path, manifest: Path) -> KernelLibrary:
-    with _LIB_LOCK:
-        key = f"{so}|{manifest}"
-        if key not in _LIBS:
-            try:
-                _LIBS[key] = KernelLibrary(so, manifest)
-            except AttributeError as e:
-                # A launcher symbol of the manifest is missing (a host-side defect, stage D reports it);
-                # the CPU Tile IR export (`tileport_ir`) does not need the launchers, so B can go on.
-                import ctypes
-                lib = KernelLibrary.__new__(KernelLibrary)
-                lib.path, lib.manifest = Path(so), json.loads(Path(manifest).read_text())
-                lib.dll = ctypes.CDLL(str(so))
-                lib.dll.tileport_last_error.restype = ctypes.c_char_p
-                lib.entries = {}
-                lib.load_error = str(e)  # type: ignore[attr-defined]
-                _LIBS[key] = lib
-        return _LIBS[key]
 
 
 def crate_hash(files: dict[str, str]) -> str:
@@ -137,24 +116,6 @@ def write_files(files: dict[str, str], crate_dir: Path) -> None:
         shutil.copyfile(lock, crate_dir / "Cargo.lock")
 
 
-def cargo_build(crate_dir: Path, name: str, profile: str) -> tuple[Path | None, str, str]:
-    """(library path or None, full log, error) of `cargo build` on a crate."""
-    cmd = ["cargo", "build", "--manifest-path", str(crate_dir / "Cargo.toml"), "--lib"]
-    if profile == "release":
-        cmd.append("--release")
-    if shutil.which("cargo") is None:
-        return None, "", "cargo is not installed (run: bash scripts/setup.sh)"
-    env = toolchain.env()
-    env["CARGO_TARGET_DIR"] = str(cargo_target_dir())
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    log = f"$ {' '.join(cmd)}\n(CARGO_TARGET_DIR={env['CARGO_TARGET_DIR']})\n{proc.stdout}{proc.stderr}\nexit={proc.returncode}\n"
-    if proc.returncode != 0:
-        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error")]
-        return None, log, "cargo build failed: " + ("; ".join(errors[:5]) or f"exit {proc.returncode}")
-    so = cargo_target_dir() / ("release" if profile == "release" else "debug") / f"lib{name}.so"
-    return so, log, ""
-
-
 class BuildManager:
     """Batch crates (built once per run, on first use) and private crates."""
 
@@ -181,9 +142,7 @@ class BuildManager:
         return self.cache.root / "crates" / name
 
     def _make_batch(self, kind: str) -> CrateBuild:
-        import tempfile
-
-        from tileport.emit.crate import write_crate
+        from tileport.emit.crate import format_crate
         from tileport.translate import translate
         t0 = time.perf_counter()
         if kind == "corpus":
@@ -199,10 +158,7 @@ class BuildManager:
         kernels = {r.kernel for r in report.results if r.ok}
         if not report.files:
             return CrateBuild(Path("."), "", "", kernels, error="no kernel of the batch translated")
-        self.cache.root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=self.cache.root, prefix=".render-") as tmp:
-            write_crate(report.files, Path(tmp) / "crate")  # formatted, as `tileport translate` writes it
-            files = read_crate(Path(tmp) / "crate")
+        files = format_crate(report.files)  # as `tileport translate` writes it
         if kind == "corpus" and _same_crate(files, REPO_CRATE):
             build = CrateBuild(REPO_CRATE, json.loads(files["kernels.json"])["crate"], crate_hash(files), kernels,
                                shared=True)
@@ -236,7 +192,7 @@ class BuildManager:
         return build
 
     def _build(self, build: CrateBuild) -> None:
-        so, log, error = cargo_build(build.crate_dir, build.name, self.session.options.profile)
+        so, log, error = cargo_build(build.crate_dir, self.session.options.profile)
         build.log, build.error = log, error
         if so is not None and not so.is_file():
             build.error = f"cargo succeeded but {so} is missing"
@@ -246,22 +202,15 @@ class BuildManager:
 
 def _ensure(files: dict[str, str], crate_dir: Path) -> None:
     """Write the crate unless it is already there with this content (keeps cargo's state valid)."""
-    try:
-        if read_crate(crate_dir) == files:
-            return
-    except OSError:
-        pass
-    write_files(files, crate_dir)
+    if not _same_crate(files, crate_dir):
+        write_files(files, crate_dir)
 
 
 def _same_crate(files: dict[str, str], crate_dir: Path) -> bool:
-    if not (crate_dir / "kernels.json").is_file():
-        return False
     try:
-        theirs = read_crate(crate_dir)
+        return read_crate(crate_dir) == files
     except OSError:
         return False
-    return theirs == files
 
 
 # ------------------------------------------------------------------------------------ captures
@@ -314,8 +263,8 @@ def capture_repr(capture: "Capture") -> dict:
 
 
 def reference_bytecode(session: "Session", path: Path, source: str, capture: "Capture") -> bytes:
-    from tileport.capture import BYTECODE_VERSION
     from tileport.capture import reference_bytecode as export
+    from tileport.ops.capture_ref import BYTECODE_VERSION
     cache = session.builds.cache
     key = sha256("ref", source, capture_repr(capture), _cuda_tile_version(), BYTECODE_VERSION)
     data = cache.get("ref", key, "tileirbc")
@@ -365,7 +314,7 @@ def cubin(session: "Session", bytecode: bytes, arch: str, out: Path | None) -> d
     if meta is None:
         dst = cache.path("cubin", key, "cubin")
         dst.parent.mkdir(parents=True, exist_ok=True)
-        r = compile_cubin(bytecode, arch, dst)
+        r = compile_cubin(bytecode, arch, dst, sass=False)
         res = {"arch": arch, "ok": r.ok, "size": r.size, "sha256": r.sha256, "error": r.error}
         data = dst.read_bytes() if r.ok and dst.is_file() else None
         cache.put("cubin", key, "json", json.dumps(res).encode())

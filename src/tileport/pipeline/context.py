@@ -4,8 +4,8 @@
 Layout of a run under `--out`:
 
     <out>/<kernel>/A/            analysis.json, reference/<config>.tileirbc|.tileir, verdict.json
-    <out>/<kernel>/B/, B2/       kernel.rs, translation.json, build.log, generated/, irdiff/, cubins/,
-                                 findings.json, verdict.json (crates themselves: see builds.py)
+    <out>/<kernel>/B/, B2/       kernel.rs, translation.json, translation/, build.log, generated/, irdiff/,
+                                 cubins/, findings.json, verdict.json (crates themselves: see builds.py)
     <out>/<kernel>/C/            diff_report.md, diagnosis.json, verdict.json
     <out>/<kernel>/D/, D2/       ffi.rs, host_checks.json, correctness.json|.md, verdict.json
     <out>/<kernel>/E/, E2/       performance.json|.md, verdict.json
@@ -146,6 +146,7 @@ class Session:
         self._toolchain: dict[str, object] | None = None
         self._native_ops: set[str] = set()
         self._native_paths: list[Path] = []
+        self._native = None  # EvidenceStore of _native_paths, reloaded when a recording adds one
 
     def native_evidence(self, ctx: "KernelContext", ops: list[str], build: dict):
         """Record GPU evidence here (torch + a CUDA device) for `ops`, once per run; None if impossible.
@@ -162,7 +163,19 @@ class Session:
                 path = record(todo, self.options.out / "_gpu" / sha256(todo)[:12], jobs=max(1, self.options.jobs))
                 self._native_paths.append(path)
                 self._native_ops.update(todo)
-            return EvidenceStore.load(self._native_paths)
+                self._native = EvidenceStore.load(self._native_paths)
+            return self._native
+
+    def assess(self, ctx: "KernelContext", kind: str, current: dict[str, tuple], build: dict) -> dict:
+        """{op: Assessment} of the `kind` evidence (check / bench) for each op of `current` ({op:
+        (fingerprint, components) of the build}): the --gpu-results evidence, or, unless it is fresh
+        for every op, evidence recorded here (`native_evidence`) when that is possible."""
+        found = {op: self.evidence.assess(op, kind, fp) for op, fp in current.items()}
+        if not all(a.status == "fresh" for a in found.values()):
+            native = self.native_evidence(ctx, list(current), build)
+            if native:
+                found = {op: native.assess(op, kind, fp) for op, fp in current.items()}
+        return found
 
     def toolchain(self) -> dict[str, object]:
         """name -> toolchain Component (tileport doctor's checks), computed once per run."""

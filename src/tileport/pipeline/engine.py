@@ -13,10 +13,10 @@ the record (it cannot change the terminal state), so the report shows what D and
 
 from __future__ import annotations
 
-import json
 import time
 import traceback
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 from . import stage_a, stage_b, stage_c, stage_d, stage_e, stage_f
@@ -41,6 +41,7 @@ class Outcome:
     final: dict = field(default_factory=dict)
     seconds: float = 0.0
     why: str = ""
+    facts: dict = field(default_factory=dict, repr=False)  # report.facts_of: read back once, for the reports
 
     @property
     def ok(self) -> bool:
@@ -49,6 +50,22 @@ class Outcome:
     def to_dict(self) -> dict:
         return {"key": self.key, "kernel": self.kernel, "terminal": self.terminal, "why": self.why,
                 "route": self.route, "final": self.final, "seconds": round(self.seconds, 2), "ok": self.ok}
+
+
+def route_entry(stage: Stage, attempt: int, v: Verdict, reused: bool, close_out: bool = False) -> dict:
+    """One step of a kernel's route (run.json, summary.json, the reports)."""
+    entry = {"stage": str(stage), "attempt": attempt, "verdict": v.verdict, "fail_class": v.fail_class,
+             "owner": v.owner, "reason": v.reason, "reused": reused, "seconds": v.seconds, "validator": v.validator}
+    if close_out:
+        entry["close_out"] = True
+    return entry
+
+
+def route_label(r: dict, close_out: str = "*") -> str:
+    """A route step as the console and the reports show it: `D(2) FAIL/host`, `E BLOCKED/env*`."""
+    extra = f"/{r['fail_class']}" if r.get("fail_class") else f"/{r['owner']}" if r.get("owner") else ""
+    return (r["stage"] + ("" if r["attempt"] == 1 else f"({r['attempt']})") + f" {r['verdict']}{extra}"
+            + (close_out if r.get("close_out") else ""))
 
 
 def _sig(v: Verdict | None) -> str:
@@ -86,6 +103,7 @@ def inputs_hash(ctx: KernelContext) -> str:
     return sha256(*parts)
 
 
+@lru_cache(maxsize=None)
 def _code_hash(parts: tuple[str, ...]) -> str:
     from .context import REPO, _tree_hash
     return _tree_hash([REPO / "src" / "tileport" / p for p in parts])
@@ -97,8 +115,7 @@ def _run_safely(module, ctx: KernelContext) -> Verdict:
     except Exception as e:  # noqa: BLE001 - a stage crash is that stage's verdict, with the traceback
         ctx.dir.mkdir(parents=True, exist_ok=True)
         (ctx.dir / "crash.log").write_text(traceback.format_exc())
-        verdict = {"A": "BLOCKED", "B": "BLOCKED", "C": "BLOCKED", "D": "BLOCKED", "E": "BLOCKED", "F": "BLOCKED"}
-        return ctx.verdict(verdict[str(ctx.stage)], f"internal error in stage {ctx.stage}: {type(e).__name__}: {e} "
+        return ctx.verdict("BLOCKED", f"internal error in stage {ctx.stage}: {type(e).__name__}: {e} "
                            f"(traceback in {ctx.rel(ctx.dir / 'crash.log')})",
                            fail_class="host" if ctx.stage == Stage.D else None)
 
@@ -112,8 +129,8 @@ def execute(ctx: KernelContext, stage: Stage, attempt: int, progress: Progress |
     ctx.inputs_hash = h
     label = f"{stage}{'' if attempt == 1 else f'({attempt})'}"
     if ctx.options.resume:
-        old, errors = stage_verdict(ctx.dir)
-        if old is not None and old.inputs_hash == h and not module.validate(ctx):
+        old, _ = stage_verdict(ctx.dir)
+        if old is not None and old.inputs_hash == h and not module.validate(ctx, old):
             if progress:
                 progress(ctx.target.key, f"{label} unchanged: {old.verdict}")
             return old, True
@@ -164,9 +181,7 @@ def run_kernel(session: Session, target: Target, progress: Progress | None = Non
         v, reused = execute(ctx, stage, attempt, progress)
         ctx.verdicts[(str(stage), attempt)] = v
         state.record(stage, v.verdict)
-        route.append({"stage": str(stage), "attempt": attempt, "verdict": v.verdict, "fail_class": v.fail_class,
-                      "owner": v.owner, "reason": v.reason, "reused": reused, "seconds": v.seconds,
-                      "validator": v.validator})
+        route.append(route_entry(stage, attempt, v, reused))
         last = (stage, v)
         step = next_step(state, stage, attempt, v.verdict, v.fail_class, v.owner)
         if session.options.until is not None and stage == session.options.until and not step.is_terminal:
@@ -176,9 +191,7 @@ def run_kernel(session: Session, target: Target, progress: Progress | None = Non
     if step.terminal == Terminal.BLOCKED_ENV and last and last[0] == Stage.D and ctx.latest("E") is None:
         v, reused = execute(ctx, Stage.E, 1, progress)  # env close-out: for the record
         ctx.verdicts[("E", 1)] = v
-        route.append({"stage": "E", "attempt": 1, "verdict": v.verdict, "fail_class": v.fail_class, "owner": None,
-                      "reason": v.reason, "reused": reused, "seconds": v.seconds, "validator": v.validator,
-                      "close_out": True})
+        route.append(route_entry(Stage.E, 1, v, reused, close_out=True))
     ran = {str(s) + ("" if a == 1 else str(a)) for s, a in ctx.verdicts}
     for sdir in ctx.kernel_dir.iterdir():  # stage directories of an earlier, different route
         if sdir.is_dir() and sdir.name not in ran and sdir.name.rstrip("2") in {str(x) for x in Stage}:
@@ -192,11 +205,3 @@ def run_kernel(session: Session, target: Target, progress: Progress | None = Non
     if progress:
         progress(target.key, f"{terminal}")
     return out
-
-
-def load_outcome(path) -> Outcome | None:
-    try:
-        d = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return Outcome(d["key"], d["kernel"], d["terminal"], d["route"], d["final"], d["seconds"], d.get("why", ""))

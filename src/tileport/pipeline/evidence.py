@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import os
 import re
 import subprocess
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from tileport.corpus import REPO
+from tileport.gpu.bench import geomean
 
 from .context import sha256
 
@@ -136,6 +136,14 @@ def fingerprint(op: str, read: Reader) -> tuple[str, dict[str, str | None]]:
     return sha256(op, comps)[:24], comps
 
 
+def fingerprints(ops: Iterable[str], read: Reader) -> tuple[dict[str, str], dict[str, dict[str, str | None]]]:
+    """({op: fingerprint}, {op: components}) of `ops` for the files `read` returns."""
+    fps, comps = {}, {}
+    for op in ops:
+        fps[op], comps[op] = fingerprint(op, read)
+    return fps, comps
+
+
 # ------------------------------------------------------------------------------------ the store
 
 @dataclass
@@ -172,6 +180,12 @@ class Assessment:
                 "records": len(self.records)}
 
 
+def evidence_lines(evidence: dict) -> list[str]:
+    """Markdown lines of a stage's `evidence` ({op: Assessment.describe()}, other keys skipped)."""
+    return [f"- `{op}`: {e['status']}: {e['reason']}" for op, e in evidence.items()
+            if isinstance(e, dict) and "status" in e]
+
+
 def _is_check(r: Any) -> bool:
     return isinstance(r, dict) and "op" in r and "backend" in r and "ok" in r
 
@@ -204,14 +218,15 @@ class EvidenceStore:
         blobs = []
         for f in files:
             try:
-                data = json.loads(f.read_text())
+                raw = f.read_bytes()
+                data = json.loads(raw)
             except (OSError, json.JSONDecodeError) as e:
                 store.errors.append(f"{f}: not JSON ({e})")
                 continue
             n = store.add(data, str(f), f)
             if n:
                 store.files.append(str(f))
-                blobs.append((str(f), f.read_bytes()))
+                blobs.append((str(f), raw))
         store.content_hash = sha256("evidence", blobs, store.errors)
         return store
 
@@ -309,8 +324,6 @@ KERNEL_ERRORS = re.compile(r"max \|error\||NaN where|outputs, reference has|part
 def classify_failure(record: dict) -> str:
     """host or kernel, like TileGym's agent D: the launcher/binding/plan vs the device program."""
     err = str(record.get("error") or "")
-    if "Specified launch grid does not match inferred tensor partition grid" in err:
-        return "kernel"
     if KERNEL_ERRORS.search(err):
         return "kernel"
     if HOST_ERRORS.search(err):
@@ -342,11 +355,6 @@ def grade_correctness(records: list[dict]) -> dict:
     return {**out, "verdict": "FAIL", "fail_class": cls,
             "reason": f"{len(failed)}/{len(rs)} cutile-rs cases failed ({cls}); first: {first['op']} "
                       f"{first['dtype']} {first['shape']}: {first['error'][:200]}"}
-
-
-def geomean(values: Iterable[float]) -> float | None:
-    vals = [v for v in values if v and v > 0 and math.isfinite(v)]
-    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
 def grade_performance(records: list[dict], threshold: float = THRESHOLD) -> dict:
@@ -424,10 +432,7 @@ def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25,
     _device_defaults()
     out_dir.mkdir(parents=True, exist_ok=True)
     commit, dirty = current_commit()
-    fps, comps = {}, {}
-    read = worktree_reader()
-    for op in ops:
-        fps[op], comps[op] = fingerprint(op, read)
+    fps, comps = fingerprints(ops, worktree_reader())
     lib = os.environ.get("TILEPORT_LIB")
     doc: dict[str, Any] = {
         "kind": EVIDENCE_KIND,

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .artifacts import read_json
+from .engine import route_label
+from .evidence import THRESHOLD
 
 STAGE_FILES = {"A": ["analysis.json"], "B": ["kernel.rs", "build.log", "findings.json", "irdiff"],
                "C": ["diff_report.md", "diagnosis.json"], "D": ["correctness.md", "ffi.rs", "host_checks.json"],
@@ -91,6 +92,13 @@ def kernel_facts(kdir: Path) -> dict[str, Any]:
     return facts
 
 
+def facts_of(outcome, out_dir: Path) -> dict[str, Any]:
+    """`kernel_facts` of an outcome's kernel, read once and kept on the outcome (both reports use them)."""
+    if not outcome.facts:
+        outcome.facts = kernel_facts(out_dir / outcome.key)
+    return outcome.facts
+
+
 def parity_chart(out_dir: Path, rows: list[tuple[str, dict]]) -> tuple[Path | None, str]:
     """parity.png: geomean t(cutile-rs)/t(faster reference) per kernel; stale evidence hatched."""
     data = [(k, p) for k, p in rows if p]
@@ -105,10 +113,10 @@ def parity_chart(out_dir: Path, rows: list[tuple[str, dict]]) -> tuple[Path | No
     fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(data) + 2), 4.5))
     xs = range(len(data))
     for i, (k, p) in enumerate(data):
-        ax.bar(i, p["ratio"], color="#4c9a2a" if p["fresh"] and p["ratio"] <= 1.05 else
+        ax.bar(i, p["ratio"], color="#4c9a2a" if p["fresh"] and p["ratio"] <= THRESHOLD else
                "#d9822b" if p["fresh"] else "#bbbbbb", hatch=None if p["fresh"] else "//", edgecolor="#555555")
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.axhline(1.05, color="#c23030", linewidth=0.8, linestyle="--", label="DONE threshold 1.05")
+    ax.axhline(THRESHOLD, color="#c23030", linewidth=0.8, linestyle="--", label=f"DONE threshold {THRESHOLD}")
     ax.set_xticks(list(xs))
     ax.set_xticklabels([k for k, _ in data], rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("geomean t(cutile-rs) / t(faster reference)")
@@ -140,11 +148,7 @@ def _links(out_dir: Path, key: str, route: list[dict]) -> list[tuple[str, str]]:
 
 
 def write_report(out_dir: Path, outcomes, session, seconds: float) -> list[Path]:
-    rows = []
-    for x in outcomes:
-        kdir = out_dir / x.key
-        facts = kernel_facts(kdir) if kdir.is_dir() else {"ir_text": "-", "d_text": "-", "e_text": "-", "parity": None}
-        rows.append((x, facts))
+    rows = [(x, facts_of(x, out_dir)) for x in outcomes]
     chart, chart_note = parity_chart(out_dir, [(x.key, f["parity"]) for x, f in rows])
     gpu_ok, gpu_why = session.gpu()
     ev = session.evidence
@@ -159,12 +163,6 @@ def write_report(out_dir: Path, outcomes, session, seconds: float) -> list[Path]
     return [out_dir / "report.html", out_dir / "report.md"] + ([chart] if chart else [])
 
 
-def _route(x) -> str:
-    return " → ".join(r["stage"] + ("" if r["attempt"] == 1 else f"({r['attempt']})") + f" {r['verdict']}"
-                      + (f"/{r['fail_class']}" if r.get("fail_class") else f"/{r['owner']}" if r.get("owner") else "")
-                      + ("*" if r.get("close_out") else "") for r in x.route)
-
-
 def _markdown(rows, head, chart, chart_note, out_dir) -> str:
     n_best = sum(1 for x, _ in rows if x.ok)
     lines = ["# tileport port report", "",
@@ -177,7 +175,8 @@ def _markdown(rows, head, chart, chart_note, out_dir) -> str:
              "|---|---|---|---|---|---|---|"]
     for x, f in rows:
         gate = "passed" if x.final.get("passed") else "; ".join(m.split(":")[0] for m in x.final.get("missing", []))
-        lines.append(f"| {x.key} | {_route(x)} | {x.terminal} | {f['ir_text']} | {_md(f['d_text'])} | "
+        steps = " → ".join(route_label(r) for r in x.route)
+        lines.append(f"| {x.key} | {steps} | {x.terminal} | {f['ir_text']} | {_md(f['d_text'])} | "
                      f"{_md(f['e_text'])} | {_md(gate)} |")
     lines += ["", "## Parity", ""]
     lines.append(f"![parity]({chart.name})" if chart else f"_{chart_note}_")
@@ -220,9 +219,7 @@ def _html(rows, head, chart, chart_note, out_dir) -> str:
              "<th>parity (E)</th><th>final gate</th><th>artifacts</th></tr>"]
     for x, f in rows:
         badges = "".join(f"<span class='b {e(r['verdict'])}' title='{e(r['reason'][:400])}'>"
-                         f"{e(r['stage'])}{'' if r['attempt'] == 1 else '(' + str(r['attempt']) + ')'} {e(r['verdict'])}"
-                         f"{('/' + e(r['fail_class'])) if r.get('fail_class') else ('/' + e(r['owner'])) if r.get('owner') else ''}"
-                         f"{'*' if r.get('close_out') else ''}</span>" for r in x.route)
+                         f"{e(route_label(r))}</span>" for r in x.route)
         tcls = "ok" if x.terminal == "DONE" else "warn" if x.ok else "bad"
         missing = x.final.get("missing", [])
         gate = ("<span class='ok'>passed</span>" if x.final.get("passed") else
@@ -243,11 +240,3 @@ def _html(rows, head, chart, chart_note, out_dir) -> str:
             + "</ul>")
     parts.append("</body></html>")
     return "\n".join(parts)
-
-
-def load_report_inputs(out_dir: Path):
-    """Outcomes of a finished run, read back from <out>/summary.json (for re-rendering)."""
-    from .engine import Outcome
-    doc = read_json(out_dir / "summary.json")
-    return [Outcome(k["key"], k["kernel"], k["terminal"], k["route"], k["final"], k["seconds"], k.get("why", ""))
-            for k in doc["kernels"]]

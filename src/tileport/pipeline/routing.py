@@ -28,7 +28,6 @@ from enum import StrEnum
 from .verdicts import VERDICTS, Stage
 
 CAPS: dict[Stage, int] = {Stage.A: 1, Stage.B: 2, Stage.C: 1, Stage.D: 2, Stage.E: 2, Stage.F: 1}
-VALIDATOR_REPAIRS = 1  # same-stage repairs per stage letter when a validator rejects the artifacts
 
 
 class Terminal(StrEnum):
@@ -62,17 +61,13 @@ class RunState:
     """What the router needs to know about the run so far."""
 
     runs: Counter = field(default_factory=Counter)  # Stage -> semantic runs so far
-    history: list[tuple[str, int, str]] = field(default_factory=list)  # (stage, attempt, verdict)
     residual: bool = False  # F enabled
     last_e: str | None = None  # verdict of the latest E, if any
 
-    def record(self, stage: Stage, verdict: str) -> int:
+    def record(self, stage: Stage, verdict: str) -> None:
         self.runs[stage] += 1
-        attempt = self.runs[stage]
-        self.history.append((str(stage), attempt, verdict))
         if stage == Stage.E:
             self.last_e = verdict
-        return attempt
 
     def ran(self, stage: Stage) -> bool:
         return self.runs[stage] > 0
@@ -197,4 +192,4 @@ def _guard_text(guard: str | None) -> str:
             "residual_after_investigate": "run complete"}.get(guard or "", "guard")
 
 
-__all__ = ["CAPS", "VALIDATOR_REPAIRS", "Terminal", "Step", "RunState", "Route", "TABLE", "match", "next_step"]
+__all__ = ["CAPS", "Terminal", "Step", "RunState", "Route", "TABLE", "match", "next_step"]

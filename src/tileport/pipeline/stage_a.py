@@ -198,10 +198,10 @@ def _decorator_hints(fn: ast.FunctionDef) -> dict:
     return out
 
 
-def validate(ctx: KernelContext) -> list[str]:
+def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:
     """validate_analysis + validate_ir of TileGym, as code."""
     import jsonschema
-    verdict, errors = stage_verdict(ctx.dir)
+    verdict, errors = stage_verdict(ctx.dir, verdict)
     if verdict is None or verdict.verdict != "PASS":
         return errors
     errors += artifact_errors(ctx.kernel_dir, verdict)

@@ -2,9 +2,11 @@
 
 Writes under `B/` (`B2/` for the repair attempt):
 - `kernel.rs`: the cutile-rs module the translator generates for this kernel alone (device entries
-  and C-ABI launcher); `translation.json`: entries and the manifest entry;
+  and C-ABI launcher); `translation.json`: entries and the manifest entry; `translation/`: the crate
+  the translator renders for this kernel alone (formatted);
 - `build.log`: the cargo build of the crate that serves the kernel (the run's batch crate when
-  `kernel.rs` is the translator's output, else a private crate `crate/` holding only this kernel);
+  `kernel.rs` is the translator's output, else a private crate: `translation/` with `kernel.rs` as
+  its module);
 - `generated/<config>.tileir|.tileirbc`: the generated Tile IR of every configuration of stage A;
 - `irdiff/<config>.json|.md`: the structural diff against A's reference IR (tileport.tileir.diff);
 - `cubins/<variant>.<arch>.cubin`: tileiras output for one configuration of every variant.
@@ -31,9 +33,9 @@ translator defect that the repair attempt removes. Defects: `ftz` (ftz::Enabled 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 from tileport.diagnostics import Diagnostic
@@ -62,10 +64,15 @@ def planted(kernel: str) -> str | None:
     return None
 
 
+def split_module(text: str) -> tuple[str, str]:
+    """(device part, host part: the C-ABI launcher) of a generated module."""
+    cut = text.find(DEVICE_END)
+    return (text[:cut], text[cut:]) if cut >= 0 else (text, "")
+
+
 def plant(text: str, defect: str) -> tuple[str, str]:
     """(new text, what changed). Only the device part of the module is touched."""
-    cut = text.find(DEVICE_END)
-    device, host = (text[:cut], text[cut:]) if cut >= 0 else (text, "")
+    device, host = split_module(text)
     if defect in ("ftz", "tma"):
         old, new = {"ftz": ("ftz::Enabled", "ftz::Disabled"), "tma": ("tma::Enabled", "tma::Disabled")}[defect]
         n = device.count(old)
@@ -110,7 +117,7 @@ def _diag_verdict(ctx: KernelContext, d: Diagnostic, what: str) -> Verdict:
 # ------------------------------------------------------------------------------------ the stage
 
 def run(ctx: KernelContext) -> Verdict:
-    from tileport.emit.crate import ModuleSource, emittable, render_crate, write_crate
+    from tileport.emit.crate import ModuleSource, render_crate, write_crate
     from tileport.translate import lower
 
     t = ctx.target
@@ -126,18 +133,17 @@ def run(ctx: KernelContext) -> Verdict:
     if bad is not None:
         return _diag_verdict(ctx, bad.diagnostic, "the translator cannot translate this kernel")
     source = t.record_path(str(t.path)) if t.record_path else str(t.path)
-    mods, failures = emittable([ModuleSource(t.path.stem, source, kernels)])
+    failures: list = []
+    files = render_crate([ModuleSource(t.path.stem, source, kernels)], "tileport_port", failures)
     if failures:
-        return _diag_verdict(ctx, failures[0], "the emitter cannot generate this kernel")
-    files = render_crate(mods, "tileport_port")
+        return _diag_verdict(ctx, failures[0][1], "the emitter cannot generate this kernel")
     rel = f"src/{t.path.stem}.rs"
-    pristine_dir = d / "translation"
+    pristine_dir = d / "translation"  # kept: D(2) rebuilds a repaired launcher from it
     write_crate(files, pristine_dir)  # formatted by rustfmt, as `tileport translate` writes it
-    pristine = (pristine_dir / rel).read_text()
     files = builds.read_crate(pristine_dir)
-    shutil.rmtree(pristine_dir)
+    pristine = files[rel]
     entries = [k.name for k in kernels]
-    manifest = read_json_text(files["kernels.json"])
+    manifest = json.loads(files["kernels.json"])
     write_json(d / "translation.json", {"kernel": t.kernel, "entries": entries, "module": t.path.stem,
                                         "translator_fingerprint": translator_fingerprint(),
                                         "manifest_entry": manifest["entries"]})
@@ -232,11 +238,8 @@ def run(ctx: KernelContext) -> Verdict:
     critical = [f for f in all_findings if f["severity"] == "CRITICAL"]
     structural = [f for f in critical if f["category"] in STRUCTURAL]
     pending = [f for f in critical if f["category"] not in STRUCTURAL]
-    from .evidence import fingerprint, worktree_reader
-    read = worktree_reader(build.crate_dir)
-    fps, comps = {}, {}
-    for op in t.ops:
-        fps[op], comps[op] = fingerprint(op, read)
+    from .evidence import fingerprints, worktree_reader
+    fps, comps = fingerprints(t.ops, worktree_reader(build.crate_dir))
     write_json(d / "findings.json", all_findings)
     arts["findings"] = ctx.rel(d / "findings.json")
     grade = {"variants": variants, "ir_diff": ir_diff, "diff_clean": not critical,
@@ -256,11 +259,6 @@ def run(ctx: KernelContext) -> Verdict:
     return verdict("COMPILED", f"builds; IR of {n_conf} configuration(s) captured and diffed "
                    f"({grade['counts']['CRITICAL']} CRITICAL, {grade['counts']['WARN']} WARN); cubins for "
                    f"{', '.join(ctx.options.archs)}{note}", artifacts=arts, details=grade)
-
-
-def read_json_text(text: str) -> dict:
-    import json
-    return json.loads(text)
 
 
 def _prompt(ctx: KernelContext, kernel_rs: Path) -> str:
@@ -284,11 +282,11 @@ def _prompt(ctx: KernelContext, kernel_rs: Path) -> str:
                 "the IR diff has no structural CRITICAL finding (layout gate); stage C re-diagnoses the rest"])
 
 
-def validate(ctx: KernelContext) -> list[str]:
+def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:
     """validate_agent_b of TileGym, as code (plus the IR and diff checks)."""
     from tileport.tileir.report import SCHEMA_PATH
     import jsonschema
-    verdict, errors = stage_verdict(ctx.dir)
+    verdict, errors = stage_verdict(ctx.dir, verdict)
     if verdict is None:
         return errors
     errors += artifact_errors(ctx.kernel_dir, verdict)
@@ -303,6 +301,8 @@ def validate(ctx: KernelContext) -> list[str]:
         return errors + ["kernel.rs: missing or empty"]
     if not (d / "translation.json").is_file():
         return errors + ["translation.json: missing"]
+    if not (d / "translation" / "kernels.json").is_file():
+        errors.append("translation/: missing (the crate a repaired launcher is rebuilt from)")
     for entry in read_json(d / "translation.json")["entries"]:
         if not re.search(rf"\bfn\s+{re.escape(entry)}\b", text):
             errors.append(f"kernel.rs: entry `{entry}` is not defined")

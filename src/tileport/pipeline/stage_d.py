@@ -21,18 +21,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tileport.runtime.library import load
+
 from . import agent
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
-from .builds import CrateBuild, _load, read_crate
+from .builds import CrateBuild, read_crate
 from .context import KernelContext
-from .evidence import grade_correctness
-from .stage_b import DEVICE_END
+from .evidence import evidence_lines, fingerprints, grade_correctness, worktree_reader
+from .stage_b import split_module
 from .verdicts import Verdict
-
-
-def split_module(text: str) -> tuple[str, str]:
-    cut = text.find(DEVICE_END)
-    return (text[:cut], text[cut:]) if cut >= 0 else (text, "")
 
 
 def host_checks(ctx: KernelContext, ffi: str, build: dict, analysis: dict, translation: dict) -> list[dict]:
@@ -64,7 +61,7 @@ def host_checks(ctx: KernelContext, ffi: str, build: dict, analysis: dict, trans
         import ctypes
 
         from tileport.runtime.abi import ABI_VERSION
-        lib = _load(Path(so), Path(build["crate"]) / "kernels.json")
+        lib = load(Path(build["crate"]), Path(so))
         fn = lib.dll.tileport_abi_version
         fn.restype = ctypes.c_int32
         check("library loads with the runtime's ABI version", fn() == ABI_VERSION == lib.manifest.get("abi_version"),
@@ -87,7 +84,7 @@ def run(ctx: KernelContext) -> Verdict:
     ffi_path = d / "ffi.rs"
     ffi_path.write_text(ffi)
     build = dict(b.details["library"])
-    fingerprints = (b.details.get("fingerprints") or {}, b.details.get("components") or {})
+    fps, comps = b.details.get("fingerprints") or {}, b.details.get("components") or {}
     agent_record = None
     if ctx.attempt > 1 and ctx.options.agent_cmd:
         agent_record = agent.invoke(ctx, _prompt(ctx, ffi_path, bdir), [ffi_path])
@@ -101,16 +98,13 @@ def run(ctx: KernelContext) -> Verdict:
                                    fail_class="host", agent=agent_record,
                                    artifacts={"ffi.rs": ctx.rel(ffi_path), "build_log": ctx.rel(d / "build.log")})
             build = rebuilt.describe()
-            from .evidence import fingerprint, worktree_reader
-            read = worktree_reader(rebuilt.crate_dir)
-            fps = {op: fingerprint(op, read) for op in t.ops}
-            fingerprints = ({op: v[0] for op, v in fps.items()}, {op: v[1] for op, v in fps.items()})
+            fps, comps = fingerprints(t.ops, worktree_reader(rebuilt.crate_dir))
     checks = host_checks(ctx, ffi, build, analysis, translation)
     write_json(d / "host_checks.json", checks)
     arts = {"ffi.rs": ctx.rel(ffi_path), "host_checks": ctx.rel(d / "host_checks.json"),
             "correctness": ctx.rel(d / "correctness.json"), "correctness_report": ctx.rel(d / "correctness.md")}
     details: dict = {"host_checks_ok": all(c["ok"] for c in checks), "library": build,
-                     "fingerprints": fingerprints[0], "ops": list(t.ops)}
+                     "fingerprints": fps, "ops": list(t.ops)}
 
     def finish(verdict: str, reason: str, fail_class: str | None, grade: dict | None, evidence: dict) -> Verdict:
         write_json(d / "correctness.json", {"verdict": verdict, "fail_class": fail_class, "reason": reason,
@@ -126,14 +120,7 @@ def run(ctx: KernelContext) -> Verdict:
     if not t.ops:
         return finish("BLOCKED", "no operator spec launches this kernel: GPU correctness needs one (inputs, PyTorch "
                       "reference, launch plan); kernels outside the operator library stop here", "env", None, {})
-    store = ctx.session.evidence
-    assessments = {op: store.assess(op, "check", (fingerprints[0].get(op), fingerprints[1].get(op, {})))
-                   for op in t.ops}
-    if not all(a.status == "fresh" for a in assessments.values()):
-        native = ctx.session.native_evidence(ctx, t.ops, build)
-        if native:
-            assessments = {op: native.assess(op, "check", (fingerprints[0].get(op), fingerprints[1].get(op, {})))
-                           for op in t.ops}
+    assessments = ctx.session.assess(ctx, "check", {op: (fps.get(op), comps.get(op, {})) for op in t.ops}, build)
     evidence = {op: a.describe() for op, a in assessments.items()}
     if all(a.status == "fresh" for a in assessments.values()):
         records = [r for a in assessments.values() for r in a.records]
@@ -141,36 +128,24 @@ def run(ctx: KernelContext) -> Verdict:
         return finish(grade["verdict"], grade["reason"], grade["fail_class"], grade, evidence)
     gpu_ok, gpu_why = ctx.session.gpu()
     parts = []
-    stale_grade = None
+    stale_grade = {}  # op -> what its stale evidence says
     for op, a in assessments.items():
         if a.status == "stale":
-            g = grade_correctness(a.records)
-            stale_grade = stale_grade or g
-            parts.append(f"`{op}`: stale evidence ({a.reason}; it says: {g['reason']})")
+            stale_grade[op] = grade_correctness(a.records)["reason"]
+            parts.append(f"`{op}`: stale evidence ({a.reason}; it says: {stale_grade[op]})")
         elif a.status == "none":
             parts.append(f"`{op}`: no recorded GPU results")
-    if stale_grade is not None:
-        evidence["stale_grade"] = {op: grade_correctness(a.records)["reason"] for op, a in assessments.items()
-                                   if a.status == "stale"}
+    if stale_grade:
+        evidence["stale_grade"] = stale_grade
     why = gpu_why if not gpu_ok else "the GPU harness cannot run this build"
     return finish("BLOCKED", f"{why}; fresh GPU evidence is needed ({'; '.join(parts)}); record it on a GPU machine "
                   "(docs/pipeline.md, 'GPU evidence') and pass --gpu-results", "env", None, evidence)
 
 
-def _rebuild(ctx: KernelContext, bdir, text: str) -> CrateBuild:
-    """The kernel with a repaired launcher, as a private crate."""
-    lib = ctx.latest("B").details["library"]
-    crate = Path(lib["crate"])
-    if not lib.get("shared_repo_crate") and (crate / "kernels.json").is_file() and len(
-            read_json(crate / "kernels.json")["entries"]) == 1:
-        files = read_crate(crate)  # B's private crate
-    else:  # B used a batch crate: start from B's own rendering of this kernel alone
-        from tileport.emit.crate import ModuleSource, render_crate
-        from tileport.translate import lower
-        t = ctx.target
-        kernels, _ = lower(str(t.path), t.configs, only=[t.kernel])
-        files = render_crate([ModuleSource(t.path.stem, t.record_path(str(t.path)) if t.record_path else str(t.path),
-                                           kernels)], "tileport_port")
+def _rebuild(ctx: KernelContext, bdir: Path, text: str) -> CrateBuild:
+    """The kernel with a repaired launcher, as a private crate: B's rendering of this kernel alone
+    (`translation/`) with `text` as its module."""
+    files = read_crate(bdir / "translation")
     files[f"src/{ctx.target.path.stem}.rs"] = text
     return ctx.session.builds.private(files)
 
@@ -192,10 +167,7 @@ def _report(path, verdict, fail_class, reason, checks, grade, evidence) -> None:
     lines = [f"VERDICT: {verdict}", "", f"fail_class: {fail_class or '-'}", f"reason: {reason}", "",
              "## Host / FFI checks", "", "| Test | result | detail |", "|---|---|---|"]
     lines += [f"| {c['check']} | {'PASS' if c['ok'] else 'FAIL'} | {c['detail']} |" for c in checks]
-    lines += ["", "## GPU correctness evidence", ""]
-    for op, e in evidence.items():
-        if isinstance(e, dict) and "status" in e:
-            lines.append(f"- `{op}`: {e['status']}: {e['reason']}")
+    lines += ["", "## GPU correctness evidence", ""] + evidence_lines(evidence)
     if grade:
         lines += ["", f"cases: {grade.get('cases')}, passed: {grade.get('passed')}, failed: {grade.get('failed')}"]
         for f in grade.get("failures", [])[:20]:
@@ -203,17 +175,13 @@ def _report(path, verdict, fail_class, reason, checks, grade, evidence) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def validate(ctx: KernelContext) -> list[str]:
+def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:
     """validate_agent_d of TileGym, as code."""
-    verdict, errors = stage_verdict(ctx.dir)
+    verdict, errors = stage_verdict(ctx.dir, verdict)
     if verdict is None:
         return errors
     d = ctx.dir
-    errors += first_line_verdict(d / "correctness.md", ("ALL_PASS", "FAIL", "BLOCKED"))
-    if not errors:
-        first = (d / "correctness.md").read_text().splitlines()[0].split(": ", 1)[1]
-        if first != verdict.verdict:
-            errors.append(f"correctness.md says {first}, verdict.json {verdict.verdict}")
+    errors += first_line_verdict(d / "correctness.md", ("ALL_PASS", "FAIL", "BLOCKED"), verdict.verdict)
     ffi = d / "ffi.rs"
     if not ffi.is_file():
         errors.append("ffi.rs: missing")
@@ -235,4 +203,4 @@ def validate(ctx: KernelContext) -> list[str]:
     return errors
 
 
-__all__ = ["run", "validate", "split_module"]
+__all__ = ["run", "validate"]

@@ -12,6 +12,8 @@ Inputs: E's per-case ratios and B's IR-diff findings. Writes `F/perf_investigati
 
 from __future__ import annotations
 
+from tileport.gpu.bench import PARITY_BAR
+
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .context import KernelContext
 from .stage_c import PERF_CATEGORIES
@@ -26,7 +28,7 @@ def run(ctx: KernelContext) -> Verdict:
     cases = (e.details.get("cases") if e else None) or []
     findings = read_json(bdir / "findings.json") if bdir and (bdir / "findings.json").is_file() else []
     perf = [f for f in findings if f["category"] in PERF_CATEGORIES and f["severity"] in ("CRITICAL", "WARN")]
-    slow = sorted((c for c in cases if c["ratio"] > 1.02), key=lambda c: -c["ratio"])
+    slow = sorted((c for c in cases if c["ratio"] > PARITY_BAR), key=lambda c: -c["ratio"])
     if not cases:
         verdict, reason = "BLOCKED", "no graded benchmark to investigate"
     elif perf:
@@ -35,10 +37,10 @@ def run(ctx: KernelContext) -> Verdict:
                   + ", ".join(sorted({f"{f['category']}/{f['rule']}" for f in perf})))
     else:
         verdict = "ALIGNED"
-        reason = (f"the device IR is aligned on every performance-relevant category; {len(slow)} case(s) above 1.02 "
-                  "are outside the device program (launch path, JIT options, reference side)")
+        reason = (f"the device IR is aligned on every performance-relevant category; {len(slow)} case(s) above "
+                  f"{PARITY_BAR} are outside the device program (launch path, JIT options, reference side)")
     write_json(d / "investigation.json", {"verdict": verdict, "reason": reason, "slow_cases": slow, "findings": perf})
-    lines = [f"VERDICT: {verdict}", "", f"reason: {reason}", "", "## Slow cases (ratio > 1.02)", ""]
+    lines = [f"VERDICT: {verdict}", "", f"reason: {reason}", "", f"## Slow cases (ratio > {PARITY_BAR})", ""]
     lines += [f"- {c['dtype']} {c['shape']}: {c['ratio']:.3f}" for c in slow] or ["- none"]
     lines += ["", "## Performance-relevant IR differences", ""]
     lines += [f"- {f['severity']} {f['category']}/{f['rule']}: {f['message']} -> {f['action']}" for f in perf] or ["- none"]
@@ -46,15 +48,11 @@ def run(ctx: KernelContext) -> Verdict:
     return ctx.verdict(verdict, reason, artifacts=arts, details={"slow_cases": len(slow), "perf_findings": len(perf)})
 
 
-def validate(ctx: KernelContext) -> list[str]:
-    verdict, errors = stage_verdict(ctx.dir)
+def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:
+    verdict, errors = stage_verdict(ctx.dir, verdict)
     if verdict is None:
         return errors
-    errors += first_line_verdict(ctx.dir / "perf_investigation.md", ("FIXABLE", "ALIGNED", "BLOCKED"))
-    if not errors:
-        first = (ctx.dir / "perf_investigation.md").read_text().splitlines()[0].split(": ", 1)[1]
-        if first != verdict.verdict:
-            errors.append(f"perf_investigation.md says {first}, verdict.json {verdict.verdict}")
+    errors += first_line_verdict(ctx.dir / "perf_investigation.md", ("FIXABLE", "ALIGNED", "BLOCKED"), verdict.verdict)
     if not (ctx.dir / "investigation.json").is_file():
         errors.append("investigation.json: missing")
     return errors

@@ -30,10 +30,6 @@ class Stage(StrEnum):
     F = "F"  # residual performance (optional)
 
 
-STAGE_TITLES = {Stage.A: "analyze", Stage.B: "device kernel", Stage.C: "diagnose",
-                Stage.D: "host/FFI + correctness", Stage.E: "benchmark", Stage.F: "residual performance"}
-
-
 class AVerdict(StrEnum):
     PASS = "PASS"
     FAIL_FIXABLE = "FAIL_FIXABLE"
@@ -83,13 +79,6 @@ class FailClass(StrEnum):
     HOST = "host"      # launcher, C ABI, binding, launch plan: D repairs it
     KERNEL = "kernel"  # the device program: C diagnoses, B repairs
     ENV = "env"        # the environment cannot run the stage (no GPU, no toolchain, stale evidence)
-
-
-class Owner(StrEnum):
-    """Owner of a C FAIL_FIXABLE: which stage repairs it."""
-
-    KERNEL = "kernel"
-    HOST = "host"
 
 
 # What a stage's verdict becomes when its validator rejects its own artifacts (after the one
@@ -168,13 +157,20 @@ def schema_errors(doc: Any) -> list[str]:
             for e in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
 
 
-def check_file(path: Path) -> list[str]:
-    """Schema errors of a verdict file (a missing or unparsable file is an error too)."""
+def load_checked(path: Path) -> tuple[Verdict | None, list[str]]:
+    """A verdict file read once: (the verdict, []) or (None, its schema errors; a missing or
+    unparsable file is an error too)."""
     path = Path(path)
     if not path.is_file():
-        return [f"{path.name}: missing"]
+        return None, [f"{path.name}: missing"]
     try:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        return [f"{path.name}: not JSON ({e})"]
-    return [f"{path.name}: {e}" for e in schema_errors(doc)]
+        return None, [f"{path.name}: not JSON ({e})"]
+    errors = [f"{path.name}: {e}" for e in schema_errors(doc)]
+    return (None, errors) if errors else (Verdict.from_dict(doc), [])
+
+
+def check_file(path: Path) -> list[str]:
+    """Schema errors of a verdict file (a missing or unparsable file is an error too)."""
+    return load_checked(path)[1]

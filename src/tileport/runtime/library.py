@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -30,25 +31,42 @@ class BuildError(TileportError):
     """cargo could not build the generated crate."""
 
 
+class MissingSymbolError(TileportError):
+    """The library does not export a launcher its manifest lists (a defect of the crate's host code)."""
+
+
 def cargo_target_dir() -> Path:
     return Path(os.environ.get("TILEPORT_CARGO_TARGET_DIR")
                 or os.environ.get("CARGO_TARGET_DIR")
                 or Path.home() / ".cache" / "tileport" / "target")
 
 
-def build(crate_dir: Path = REPO_CRATE, profile: str = "release", quiet: bool = True) -> Path:
-    """cargo build the crate (incremental: up-to-date sources cost a no-op) and return the .so path."""
+def cargo_build(crate_dir: Path, profile: str = "release") -> tuple[Path | None, str, str]:
+    """(library path or None, full log, error) of `cargo build --lib` on a crate (incremental:
+    up-to-date sources cost a no-op)."""
     crate_dir = Path(crate_dir)
-    manifest = json.loads((crate_dir / "kernels.json").read_text())
     cmd = ["cargo", "build", "--manifest-path", str(crate_dir / "Cargo.toml"), "--lib"]
     if profile == "release":
         cmd.append("--release")
+    if shutil.which("cargo") is None:
+        return None, "", "cargo is not installed (run: bash scripts/setup.sh)"
     env = toolchain.env()
     env["CARGO_TARGET_DIR"] = str(cargo_target_dir())
-    proc = subprocess.run(cmd, env=env, capture_output=quiet, text=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    log = f"$ {' '.join(cmd)}\n(CARGO_TARGET_DIR={env['CARGO_TARGET_DIR']})\n{proc.stdout}{proc.stderr}\nexit={proc.returncode}\n"
     if proc.returncode != 0:
-        raise BuildError(f"cargo build failed for {crate_dir}:\n{proc.stderr if quiet else ''}")
-    return cargo_target_dir() / ("release" if profile == "release" else "debug") / f"lib{manifest['crate']}.so"
+        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error")]
+        return None, log, "cargo build failed: " + ("; ".join(errors[:5]) or f"exit {proc.returncode}")
+    name = json.loads((crate_dir / "kernels.json").read_text())["crate"]
+    return cargo_target_dir() / ("release" if profile == "release" else "debug") / f"lib{name}.so", log, ""
+
+
+def build(crate_dir: Path = REPO_CRATE, profile: str = "release") -> Path:
+    """cargo build the crate and return the .so path; BuildError with cargo's output if it fails."""
+    so, log, error = cargo_build(crate_dir, profile)
+    if so is None:
+        raise BuildError(f"{error} ({crate_dir})" + (f":\n{log}" if log else ""))
+    return so
 
 
 @dataclass
@@ -68,21 +86,23 @@ class Entry:
         self.symbol = spec["symbol"]
         self.params = [Param(p["name"], p["kind"], p.get("dtype", ""), p.get("rank", 0), p.get("type", ""))
                        for p in spec["params"]]
-        fn = getattr(lib.dll, self.symbol)
-        argtypes = []
-        for p in self.params:
-            if p.kind == "array":
-                argtypes.append(ctypes.POINTER(TensorDesc))
-            elif p.kind == "scalar":
-                argtypes.append(SCALAR_CTYPES[p.dtype])
-            else:
-                argtypes.append(CONST_CTYPES[p.type])
-        fn.argtypes = argtypes + [ctypes.c_uint32] * 3 + [ctypes.c_int32, ctypes.c_uint64]
-        fn.restype = ctypes.c_int32
+        self.names = [p.name for p in self.params]
+        fn = getattr(lib.dll, self.symbol, None)  # missing: MissingSymbolError when called
+        if fn is not None:
+            argtypes = []
+            for p in self.params:
+                if p.kind == "array":
+                    argtypes.append(ctypes.POINTER(TensorDesc))
+                elif p.kind == "scalar":
+                    argtypes.append(SCALAR_CTYPES[p.dtype])
+                else:
+                    argtypes.append(CONST_CTYPES[p.type])
+            fn.argtypes = argtypes + [ctypes.c_uint32] * 3 + [ctypes.c_int32, ctypes.c_uint64]
+            fn.restype = ctypes.c_int32
         self.fn = fn
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-        names = [p.name for p in self.params]
+        names = self.names
         if len(args) > len(names):
             raise TypeError(f"{self.spec['kernel']}() takes {len(names)} arguments, got {len(args)}")
         bound = dict(zip(names, args))
@@ -96,6 +116,9 @@ class Entry:
         return bound
 
     def __call__(self, *args, grid: Sequence[int], stream: int | None = None, **kwargs) -> None:
+        if self.fn is None:
+            raise MissingSymbolError(f"{self.lib.path.name} does not export `{self.symbol}` "
+                                     f"(kernel `{self.spec['kernel']}`)")
         bound = self.bind(args, kwargs)
         c_args, keep, devices = [], [], set()
         for p in self.params:
@@ -118,7 +141,8 @@ class Entry:
         if stream is None:
             stream = _current_stream(device)
         rc = self.fn(*c_args, *grid, device, stream)
-        raise_for(rc, self.lib.last_error())
+        if rc:
+            raise_for(rc, self.lib.last_error())
 
 
 def _current_device() -> int:
@@ -150,7 +174,9 @@ class KernelLibrary:
             raise TileportError(f"{self.path} uses ABI {self.dll.tileport_abi_version()}, expected {ABI_VERSION}")
         self.entries = {e["kernel"]: Entry(self, e) for e in self.manifest["entries"]}
         if os.environ.get("TILEPORT_JIT_CACHE", "1") != "0":
-            raise_for(self.dll.tileport_enable_jit_cache(), self.last_error())
+            rc = self.dll.tileport_enable_jit_cache()
+            if rc:
+                raise_for(rc, self.last_error())
 
     def last_error(self) -> str:
         msg = self.dll.tileport_last_error()
@@ -170,7 +196,8 @@ class KernelLibrary:
         bc_p, bc_n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
         rc = fn(entry.encode(), ",".join(generics).encode(), target.encode(), ctypes.byref(text_p),
                 ctypes.byref(text_n), ctypes.byref(bc_p), ctypes.byref(bc_n))
-        raise_for(rc, self.last_error())
+        if rc:
+            raise_for(rc, self.last_error())
         try:
             text = ctypes.string_at(text_p, text_n.value).decode()
             bytecode = ctypes.string_at(bc_p, bc_n.value)
@@ -181,18 +208,21 @@ class KernelLibrary:
 
 
 _LOCK = threading.Lock()
-_LOADED: dict[str, KernelLibrary] = {}
+_LOADED: dict[tuple[str, str, str], KernelLibrary] = {}
 
 
 def load(crate_dir: Path = REPO_CRATE, so_path: Path | None = None, profile: str = "release") -> KernelLibrary:
     """The library for `crate_dir`: `so_path` or $TILEPORT_LIB if given, else built with cargo on first use.
 
-    A process loads one build per path; rebuilding while loaded needs a new process.
+    A process loads one build per crate and profile (or library file): later calls return it without
+    running cargo; rebuilding while loaded needs a new process (`build()` builds without loading).
     """
+    path = so_path or os.environ.get("TILEPORT_LIB") or None
     with _LOCK:
-        path = so_path or (Path(os.environ["TILEPORT_LIB"]) if os.environ.get("TILEPORT_LIB") else None)
-        path = Path(path) if path else build(crate_dir, profile)
-        key = str(path)
-        if key not in _LOADED:
-            _LOADED[key] = KernelLibrary(path, Path(crate_dir) / "kernels.json")
-        return _LOADED[key]
+        crate = os.fspath(crate_dir)  # as given: another spelling of the directory only costs a no-op build
+        key = (crate, "file", str(path)) if path else (crate, "cargo", profile)
+        lib = _LOADED.get(key)
+        if lib is None:
+            so = Path(path) if path else build(crate_dir, profile)
+            lib = _LOADED[key] = KernelLibrary(so, Path(crate_dir) / "kernels.json")
+        return lib

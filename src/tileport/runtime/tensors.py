@@ -11,11 +11,10 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
+from tileport.model import types
 from tileport.runtime.abi import DTYPE_CODES, MAX_DIMS, DTypeError, RankError, TensorDesc, WrongDeviceError
 
-TORCH_DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float64": "f64",
-                "torch.int32": "i32", "torch.int64": "i64", "torch.int16": "i16", "torch.int8": "i8",
-                "torch.uint8": "u8", "torch.bool": "bool"}
+TORCH_DTYPES = {f"torch.{name}": dt for name, dt in types.TORCH_DTYPES.items()}  # by str(tensor.dtype)
 TYPESTR = {"f4": "f32", "f2": "f16", "f8": "f64", "i4": "i32", "i8": "i64", "i2": "i16", "i1": "i8", "u1": "u8",
            "b1": "bool"}
 DLPACK_CODES = {(2, 32): "f32", (2, 16): "f16", (2, 64): "f64", (4, 16): "bf16", (0, 32): "i32", (0, 64): "i64",
