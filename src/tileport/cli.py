@@ -289,5 +289,26 @@ def port(
 app.command("port")(port)
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def record(
+    command: Annotated[list[str], typer.Argument(help="The program to run, after `--` (e.g. -- python3 app.py).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Launch spec to write (JSON).")] = Path("launches.json"),
+    append: Annotated[bool, typer.Option("--append", help="Add to an existing spec instead of replacing it.")] = False,
+) -> None:
+    """Run YOUR program (on a GPU machine) and record every kernel launch into a launch spec for
+    `tileport port --launches` (docs/pipeline.md, 'Launch specs'). Exits with the program's code."""
+    from tileport.launches import LaunchSpecError
+    from tileport.record import run as run_recorded
+    try:
+        rc, records = run_recorded(list(command), out, append)
+    except LaunchSpecError as e:
+        console.print(f"[red]{escape(str(e))}[/]")
+        raise typer.Exit(1) from None
+    for r in records:
+        console.print(f"  {escape(r.label)}  x{r.count}", highlight=False)
+    console.print(f"{len(records)} distinct launch(es) of {len({r.kernel for r in records})} kernel(s) in {out}")
+    raise typer.Exit(rc)
+
+
 if __name__ == "__main__":
     app()

@@ -1,0 +1,605 @@
+"""Launch specs: the concrete launches of a kernel (grid, argument dtypes / shapes / strides, scalar and
+constant values), recorded from the user's own program (`tileport record`) or inferred from the kernel
+file's own host code, and used for reference IR, GPU differential tests and benchmarks.
+
+A spec file is JSON (the schema is `SPEC_SCHEMA`, documented in docs/pipeline.md, "Launch specs"):
+
+    {"format": "tileport-launches", "version": 1,
+     "launches": [{"framework": "cutile", "kernel": "scale", "qualname": "scale", "file": "/abs/k.py",
+                   "grid": [4, 1, 1], "origin": "recorded", "where": "", "count": 3,
+                   "args": [{"name": "x", "kind": "array", "dtype": "float16", "shape": [1024],
+                             "strides": [1], "range": null},
+                            {"name": "alpha", "kind": "scalar", "dtype": "float32", "value": 2.0},
+                            {"name": "TILE", "kind": "const", "value": 256}]}]}
+
+`kind` is array | scalar | const | other (a value tileport cannot replay, e.g. a tuple of arrays);
+`range` is [min, max] of an integer array's values when recorded (inputs are drawn in it); `where`
+is the file:line:col of an inferred launch site. Identical launches are one record with a `count`.
+
+Inference (`infer_launches`) reads the file with `ast` only: it finds `ct.launch(stream, grid, kernel,
+(args...))` call sites and derives what it can from literals, module constants, assignments in the
+enclosing function before the call, parameter defaults and annotations, and array constructors
+(`torch.empty/zeros/ones/randn/rand/full/randint/empty_like...` with `dtype=`). Whatever it cannot
+derive is a located `missing` entry; a launch site with something missing yields no record.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+FORMAT = "tileport-launches"
+VERSION = 1
+KINDS = ("array", "scalar", "const", "other")
+FRAMEWORKS = ("cutile",)  # launch hooks exist for these (tileport.record); triton is planned
+
+SPEC_SCHEMA = {
+    "type": "object",
+    "required": ["format", "version", "launches"],
+    "properties": {
+        "format": {"const": FORMAT},
+        "version": {"const": VERSION},
+        "launches": {"type": "array", "items": {
+            "type": "object",
+            "required": ["framework", "kernel", "file", "grid", "args"],
+            "properties": {
+                "framework": {"type": "string"},
+                "kernel": {"type": "string", "minLength": 1},
+                "qualname": {"type": "string"},
+                "file": {"type": "string"},
+                "grid": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "integer", "minimum": 1}},
+                "origin": {"enum": ["recorded", "inferred", "config"]},
+                "where": {"type": "string"},
+                "count": {"type": "integer", "minimum": 1},
+                "args": {"type": "array", "items": {
+                    "type": "object", "required": ["name", "kind"],
+                    "properties": {
+                        "name": {"type": "string"}, "kind": {"enum": list(KINDS)}, "dtype": {"type": "string"},
+                        "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                        "strides": {"type": "array", "items": {"type": "integer"}},
+                        "range": {"type": ["array", "null"]}, "type": {"type": "string"}},
+                    "allOf": [
+                        {"if": {"properties": {"kind": {"const": "array"}}},
+                         "then": {"required": ["dtype", "shape", "strides"]}},
+                        {"if": {"properties": {"kind": {"const": "scalar"}}}, "then": {"required": ["dtype", "value"]}},
+                        {"if": {"properties": {"kind": {"const": "const"}}}, "then": {"required": ["value"]}}]}}}}},
+    },
+}
+
+# dtype spellings a spec may use -> the canonical (torch-style) name
+DTYPE_NAMES = {
+    "float16": "float16", "f16": "float16", "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float32": "float32", "f32": "float32", "float": "float32", "float64": "float64", "f64": "float64",
+    "double": "float64", "int8": "int8", "i8": "int8", "int16": "int16", "i16": "int16", "int32": "int32",
+    "i32": "int32", "int": "int32", "int64": "int64", "i64": "int64", "long": "int64", "uint8": "uint8", "u8": "uint8",
+    "bool": "bool", "bool_": "bool", "tfloat32": "tfloat32", "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+}
+
+
+class LaunchSpecError(ValueError):
+    """A spec file that cannot be read or does not follow the schema (says where)."""
+
+
+@dataclass
+class LaunchArg:
+    name: str
+    kind: str                      # array | scalar | const | other
+    dtype: str = ""
+    shape: list[int] | None = None
+    strides: list[int] | None = None
+    range: list | None = None      # [min, max] of an integer array's values, when known
+    value: Any = None
+    type: str = ""                 # for `other`: what the value was
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "kind": self.kind}
+        if self.kind == "array":
+            d.update(dtype=self.dtype, shape=list(self.shape or []), strides=list(self.strides or []), range=self.range)
+        elif self.kind == "scalar":
+            d.update(dtype=self.dtype, value=self.value)
+        elif self.kind == "const":
+            d["value"] = self.value
+        else:
+            d["type"] = self.type
+        return d
+
+
+@dataclass
+class LaunchRecord:
+    framework: str
+    kernel: str
+    file: str
+    grid: tuple[int, int, int]
+    args: list[LaunchArg]
+    qualname: str = ""
+    origin: str = "recorded"
+    where: str = ""
+    count: int = 1
+
+    def key(self) -> str:
+        """Identity of the launch (what runs), independent of how often and where it was seen."""
+        return json.dumps([self.framework, self.file, self.qualname or self.kernel, list(self.grid),
+                           [a.to_dict() for a in self.args]], sort_keys=True, default=str)
+
+    def to_dict(self) -> dict:
+        return {"framework": self.framework, "kernel": self.kernel, "qualname": self.qualname or self.kernel,
+                "file": self.file, "grid": list(self.grid), "origin": self.origin, "where": self.where,
+                "count": self.count, "args": [a.to_dict() for a in self.args]}
+
+    @property
+    def label(self) -> str:
+        arrays = ",".join(f"{a.name}:{a.dtype}{list(a.shape or [])}" for a in self.args if a.kind == "array")
+        consts = ",".join(f"{a.name}={a.value}" for a in self.args if a.kind == "const")
+        return f"{self.kernel} grid={list(self.grid)} {arrays}" + (f" {consts}" if consts else "")
+
+
+def canonical_dtype(name: str) -> str:
+    name = str(name).removeprefix("torch.").removeprefix("np.").removeprefix("numpy.").removeprefix("ct.")
+    if name not in DTYPE_NAMES:
+        raise LaunchSpecError(f"unknown dtype {name!r}")
+    return DTYPE_NAMES[name]
+
+
+def grid3(grid: Iterable[int]) -> tuple[int, int, int]:
+    g = [int(x) for x in grid]
+    if not 1 <= len(g) <= 3 or any(x < 1 for x in g):
+        raise LaunchSpecError(f"bad grid {g}: 1 to 3 positive extents")
+    return tuple(g + [1] * (3 - len(g)))  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------------------------ reading / writing
+
+def record_from_dict(d: dict) -> LaunchRecord:
+    args = []
+    for a in d["args"]:
+        kind = a["kind"]
+        args.append(LaunchArg(a["name"], kind, canonical_dtype(a["dtype"]) if a.get("dtype") else "",
+                              [int(x) for x in a["shape"]] if kind == "array" else None,
+                              [int(x) for x in a["strides"]] if kind == "array" else None,
+                              a.get("range"), a.get("value"), a.get("type", "")))
+    return LaunchRecord(d.get("framework", "cutile"), d["kernel"], d["file"], grid3(d["grid"]), args,
+                        d.get("qualname", d["kernel"]), d.get("origin", "recorded"), d.get("where", ""),
+                        int(d.get("count", 1)))
+
+
+def parse_spec(data: Any, source: str = "<spec>") -> list[LaunchRecord]:
+    import jsonschema
+    try:
+        jsonschema.validate(data, SPEC_SCHEMA)
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "top level"
+        raise LaunchSpecError(f"{source}: at {where}: {e.message}") from None
+    out = []
+    for i, d in enumerate(data["launches"]):
+        try:
+            rec = record_from_dict(d)
+        except LaunchSpecError as e:
+            raise LaunchSpecError(f"{source}: launches/{i}: {e}") from None
+        for a in rec.args:
+            if a.kind == "array" and len(a.shape or []) != len(a.strides or []):
+                raise LaunchSpecError(f"{source}: launches/{i}: array `{a.name}` has {len(a.shape or [])} extents "
+                                      f"and {len(a.strides or [])} strides")
+        out.append(rec)
+    return out
+
+
+def load_spec(path: str | Path) -> list[LaunchRecord]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise LaunchSpecError(f"launch spec {path}: {e}") from None
+    return parse_spec(data, str(path))
+
+
+def merge(records: Iterable[LaunchRecord]) -> list[LaunchRecord]:
+    """Identical launches become one record whose count is the sum (first-seen order kept)."""
+    out: dict[str, LaunchRecord] = {}
+    for r in records:
+        k = r.key()
+        if k in out:
+            out[k].count += r.count
+        else:
+            out[k] = LaunchRecord(**{**r.__dict__, "args": list(r.args)})
+    return list(out.values())
+
+
+def spec_document(records: Iterable[LaunchRecord]) -> dict:
+    return {"format": FORMAT, "version": VERSION, "launches": [r.to_dict() for r in records]}
+
+
+def write_spec(path: str | Path, records: Iterable[LaunchRecord]) -> None:
+    """Atomic write (a temporary file in the same directory, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(spec_document(records), f, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+def records_hash(records: Iterable[LaunchRecord]) -> str:
+    """Hash of what the launches run (not counts, origins or file locations)."""
+    keys = sorted(json.dumps([r.kernel, list(r.grid), [a.to_dict() for a in r.args]], sort_keys=True, default=str)
+                  for r in records)
+    return hashlib.sha256("\n".join(keys).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------ use by the pipeline
+
+def for_kernel(records: Iterable[LaunchRecord], path: Path, kernel: str) -> list[LaunchRecord]:
+    """The records of `kernel` of the file `path` (matched by kernel name and file name: a spec
+    recorded on another machine names the file by that machine's path)."""
+    name = Path(path).name
+    return [r for r in records if r.kernel == kernel and Path(r.file).name == name]
+
+
+def fit_problems(record: LaunchRecord, params: list[dict]) -> list[str]:
+    """Why `record` does not fit the kernel's parameters (stage A's records {name, kind, rank})."""
+    problems = []
+    names = [p["name"] for p in params]
+    got = [a.name for a in record.args]
+    if got != names:
+        return [f"{record.label}: arguments {got} vs kernel parameters {names}"]
+    for p, a in zip(params, record.args):
+        if a.kind == "other":
+            problems.append(f"`{a.name}`: a {a.type or 'value'} cannot be replayed (only arrays, scalars, constants)")
+        elif p["kind"] != a.kind:
+            problems.append(f"`{a.name}`: the kernel takes a {p['kind']}, the launch passes a {a.kind}")
+        elif a.kind == "array" and p.get("rank") is not None and p["rank"] != len(a.shape or []):
+            problems.append(f"`{a.name}`: rank {len(a.shape or [])} vs the kernel's rank {p['rank']}")
+    return problems
+
+
+def captures(records: Iterable[LaunchRecord]):
+    """The distinct signatures (dtypes, ranks, scalar dtypes, constant values) of the records, as
+    `Capture`s for the reference IR (one per specialization, first-seen order)."""
+    from tileport.ops.spec import Capture
+    out: dict[str, Capture] = {}
+    for r in records:
+        arrays = {a.name: (a.dtype, len(a.shape or [])) for a in r.args if a.kind == "array"}
+        scalars = {a.name: a.dtype for a in r.args if a.kind == "scalar"}
+        consts = {a.name: a.value for a in r.args if a.kind == "const"}
+        c = Capture(r.kernel, arrays, scalars, consts)
+        out.setdefault(json.dumps([sorted(arrays.items()), sorted(scalars.items()), sorted(consts.items())],
+                                  default=str), c)
+    return list(out.values())
+
+
+# ------------------------------------------------------------------------------------ inference
+
+@dataclass
+class Missing:
+    """Something an inferred launch needs that the host code does not determine."""
+
+    what: str
+    file: str
+    line: int
+    col: int
+    hint: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}: {self.what}" + (f" (hint: {self.hint})" if self.hint else "")
+
+
+@dataclass
+class Inference:
+    records: list[LaunchRecord] = field(default_factory=list)
+    missing: list[Missing] = field(default_factory=list)
+    sites: int = 0
+
+    def to_dict(self) -> dict:
+        return {"sites": self.sites, "records": [r.to_dict() for r in self.records],
+                "missing": [asdict(m) for m in self.missing]}
+
+
+class _Unknown(Exception):
+    def __init__(self, node: ast.AST, what: str):
+        super().__init__(what)
+        self.node, self.what = node, what
+
+
+@dataclass
+class _Array:
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def strides(self) -> list[int]:
+        out, acc = [], 1
+        for n in reversed(self.shape):
+            out.append(acc)
+            acc *= max(n, 1)
+        return out[::-1]
+
+
+ARRAY_MAKERS = {"empty", "zeros", "ones", "randn", "rand", "full", "randint", "empty_strided", "arange"}
+LIKE_MAKERS = {"empty_like", "zeros_like", "ones_like", "randn_like", "rand_like", "full_like"}
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a ** b,
+           ast.Div: lambda a, b: a / b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b}
+_FUNCS = {"cdiv": lambda a, b: -(-a // b), "ceil": math.ceil, "min": min, "max": max, "int": int, "float": float,
+          "next_power_of_2": lambda n: 1 << max(int(n) - 1, 0).bit_length(), "abs": abs}
+
+
+class _Evaluator:
+    """Evaluates host-code expressions over statically known values; raises _Unknown otherwise."""
+
+    def __init__(self, env: dict[str, Any]):
+        self.env = env
+
+    def __call__(self, node: ast.AST) -> Any:
+        m = getattr(self, f"_{type(node).__name__}", None)
+        if m is None:
+            raise _Unknown(node, f"`{ast.unparse(node)}` is not a value tileport can derive statically")
+        return m(node)
+
+    def _Constant(self, n):
+        return n.value
+
+    def _Name(self, n):
+        if n.id not in self.env:
+            raise _Unknown(n, f"the value of `{n.id}` is not known statically")
+        v = self.env[n.id]
+        if isinstance(v, _Unknown):
+            raise v
+        return v
+
+    def _Tuple(self, n):
+        return tuple(self(e) for e in n.elts)
+
+    _List = _Tuple
+
+    def _UnaryOp(self, n):
+        v = self(n.operand)
+        if isinstance(n.op, ast.USub):
+            return -v
+        if isinstance(n.op, ast.UAdd):
+            return v
+        if isinstance(n.op, ast.Not):
+            return not v
+        raise _Unknown(n, f"operator in `{ast.unparse(n)}`")
+
+    def _BinOp(self, n):
+        f = _BINOPS.get(type(n.op))
+        if f is None:
+            raise _Unknown(n, f"operator in `{ast.unparse(n)}`")
+        return f(self(n.left), self(n.right))
+
+    def _Subscript(self, n):
+        base = self(n.value)
+        idx = self(n.slice)
+        if isinstance(base, _Array):
+            raise _Unknown(n, f"`{ast.unparse(n)}` indexes an array")
+        return base[idx]
+
+    def _Attribute(self, n):
+        dotted = ast.unparse(n)
+        head, _, attr = dotted.rpartition(".")
+        if head.split(".")[0] in ("torch", "np", "numpy", "ct", "cuda") and attr in DTYPE_NAMES:
+            return ("dtype", DTYPE_NAMES[attr])
+        base = self(n.value)
+        if isinstance(base, _Array):
+            if n.attr == "shape":
+                return base.shape
+            if n.attr == "dtype":
+                return ("dtype", base.dtype)
+        raise _Unknown(n, f"`{dotted}` is not known statically")
+
+    def _Call(self, n):
+        name = n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else ""
+        if name in _FUNCS:
+            return _FUNCS[name](*[self(a) for a in n.args])
+        if name in ARRAY_MAKERS | LIKE_MAKERS:
+            return self._array(n, name)
+        if name in ("size", "numel") and isinstance(n.func, ast.Attribute):
+            base = self(n.func.value)
+            if isinstance(base, _Array):
+                return base.shape[self(n.args[0])] if n.args else math.prod(base.shape)
+        raise _Unknown(n, f"the call `{ast.unparse(n)}` is not evaluated statically")
+
+    def _array(self, n: ast.Call, name: str) -> _Array:
+        kw = {k.arg: k.value for k in n.keywords if k.arg}
+        dtype = None
+        if "dtype" in kw:
+            d = self(kw["dtype"])
+            dtype = d[1] if isinstance(d, tuple) and d and d[0] == "dtype" else None
+            if dtype is None:
+                raise _Unknown(kw["dtype"], f"dtype `{ast.unparse(kw['dtype'])}` is not known statically")
+        if name in LIKE_MAKERS:
+            base = self(n.args[0])
+            if not isinstance(base, _Array):
+                raise _Unknown(n.args[0], f"`{ast.unparse(n.args[0])}` is not a known array")
+            return _Array(dtype or base.dtype, base.shape)
+        if name == "randint":  # randint(low, high, size) / randint(high, size)
+            size = self(kw["size"]) if "size" in kw else self(n.args[-1])
+            return _Array(dtype or "int64", tuple(int(x) for x in (size if isinstance(size, tuple) else (size,))))
+        if name == "arange":
+            vals = [self(a) for a in n.args]
+            return _Array(dtype or ("int64" if all(isinstance(v, int) for v in vals) else "float32"),
+                          (len(range(*[int(v) for v in vals])),))
+        shape_args = n.args[:1] if name in ("full", "empty_strided") else n.args
+        if "size" in kw:
+            shape_args = [kw["size"]]
+        dims: list[int] = []
+        for a in shape_args:
+            v = self(a)
+            dims += list(v) if isinstance(v, tuple) else [v]
+        if dtype is None:
+            raise _Unknown(n, f"`{ast.unparse(n)}` gives no dtype= (the default dtype depends on the framework)")
+        return _Array(dtype, tuple(int(x) for x in dims))
+
+
+def _module_env(tree: ast.Module) -> dict[str, Any]:
+    env: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                env[node.targets[0].id] = _Evaluator(env)(node.value)
+            except _Unknown as e:
+                env[node.targets[0].id] = e
+    return env
+
+
+def _enclosing_functions(tree: ast.Module) -> dict[ast.Call, ast.FunctionDef | None]:
+    out: dict[ast.Call, ast.FunctionDef | None] = {}
+
+    def walk(node, fn):
+        for child in ast.iter_child_nodes(node):
+            f = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else fn
+            if isinstance(child, ast.Call):
+                out[child] = fn
+            walk(child, f)
+    walk(tree, None)
+    return out
+
+
+def _is_launch(call: ast.Call) -> bool:
+    f = call.func
+    return (isinstance(f, ast.Attribute) and f.attr == "launch" and ast.unparse(f.value) in ("ct", "cuda.tile")) or (
+        isinstance(f, ast.Name) and f.id == "launch")
+
+
+def _function_env(fn: ast.FunctionDef | None, module_env: dict, before: ast.AST) -> dict[str, Any]:
+    """Module values, then the function's parameter defaults, then its simple assignments before the call
+    (a name assigned more than once, or inside a loop / branch, is not known)."""
+    env = dict(module_env)
+    if fn is None:
+        return env
+    args = fn.args.posonlyargs + fn.args.args
+    defaults = dict(zip([a.arg for a in args[len(args) - len(fn.args.defaults):]], fn.args.defaults))
+    defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
+    for a in args + fn.args.kwonlyargs:
+        if a.arg in defaults:
+            try:
+                env[a.arg] = _Evaluator(env)(defaults[a.arg])
+            except _Unknown as e:
+                env[a.arg] = e
+        else:
+            env[a.arg] = _Unknown(a, f"parameter `{a.arg}` of `{fn.name}` has no default")
+    counts: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    known: set[str] = set()
+    for stmt in fn.body:  # straight-line statements of the function body before the call
+        if stmt.end_lineno >= before.lineno:
+            break
+        targets = (stmt.targets if isinstance(stmt, ast.Assign)
+                   else [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value else [])
+        for t in targets:
+            names = [t] if isinstance(t, ast.Name) else list(t.elts) if isinstance(t, ast.Tuple) else []
+            try:
+                value = _Evaluator(env)(stmt.value)
+                values = [value] if isinstance(t, ast.Name) else list(value)
+            except (_Unknown, TypeError) as e:
+                values = [e if isinstance(e, _Unknown) else _Unknown(stmt, str(e))] * len(names)
+            for n, v in zip(names, values):
+                if isinstance(n, ast.Name):
+                    once = counts.get(n.id, 0) == 1
+                    env[n.id] = v if once else _Unknown(n, f"`{n.id}` is assigned more than once")
+                    known.add(n.id)
+    for name in counts:  # assigned only in control flow or after the call: not known here
+        if name not in known:
+            env[name] = _Unknown(fn, f"`{name}` is assigned in control flow (or after the launch)")
+    return env
+
+
+def _kernel_params(tree: ast.Module) -> dict[str, list[tuple[str, bool]]]:
+    """kernel name -> [(parameter, is ct.Constant)] of every @ct.kernel function."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any("kernel" in ast.unparse(d) for d in node.decorator_list):
+            out[node.name] = [(a.arg, a.annotation is not None and "Constant" in ast.unparse(a.annotation))
+                              for a in node.args.args]
+    return out
+
+
+def infer_launches(path: str | Path, source: str | None = None) -> Inference:
+    """Launch records derived from the `ct.launch(...)` call sites of the file's own host code."""
+    path = Path(path)
+    text = path.read_text() if source is None else source
+    result = Inference()
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError:
+        return result  # stage A reports the syntax error with its location
+    kernels = _kernel_params(tree)
+    module_env = _module_env(tree)
+    for call, fn in _enclosing_functions(tree).items():
+        if not _is_launch(call):
+            continue
+        result.sites += 1
+        rec, missing = _infer_site(path, call, fn, kernels, module_env)
+        result.missing += missing
+        if rec is not None:
+            result.records.append(rec)
+    result.records = merge(result.records)
+    return result
+
+
+def _infer_site(path, call, fn, kernels, module_env) -> tuple[LaunchRecord | None, list[Missing]]:
+    def miss(node, what, hint=""):
+        return Missing(what, str(path), getattr(node, "lineno", call.lineno), getattr(node, "col_offset", 0) + 1, hint)
+    if len(call.args) != 4:
+        return None, [miss(call, "ct.launch takes (stream, grid, kernel, args)")]
+    _, grid_node, kernel_node, args_node = call.args
+    kname = ast.unparse(kernel_node).split(".")[-1]
+    if kname not in kernels:
+        return None, [miss(kernel_node, f"`{ast.unparse(kernel_node)}` is not a @ct.kernel of this file")]
+    params = kernels[kname]
+    env = _function_env(fn, module_env, call)
+    ev = _Evaluator(env)
+    missing: list[Missing] = []
+    grid = None
+    try:
+        g = ev(grid_node)
+        grid = grid3(g if isinstance(g, tuple) else (g,))
+    except _Unknown as e:
+        missing.append(miss(e.node, f"grid: {e.what}", "give the launch in a spec (tileport record)"))
+    except (LaunchSpecError, TypeError) as e:
+        missing.append(miss(grid_node, f"grid: {e}"))
+    if not isinstance(args_node, (ast.Tuple, ast.List)):
+        return None, missing + [miss(args_node, "the kernel arguments are not a literal tuple")]
+    if len(args_node.elts) != len(params):
+        return None, missing + [miss(args_node, f"{len(args_node.elts)} arguments for {len(params)} parameters "
+                                                 f"of `{kname}`")]
+    args = []
+    for (pname, is_const), node in zip(params, args_node.elts):
+        try:
+            v = ev(node)
+        except _Unknown as e:
+            missing.append(miss(e.node, f"argument `{pname}` of `{kname}`: {e.what}",
+                                "use a literal or a default, or record the launch (tileport record)"))
+            continue
+        args.append(_arg(pname, is_const, v))
+    if missing:
+        return None, missing
+    return LaunchRecord("cutile", kname, str(Path(path).resolve()), grid, args, kname, "inferred",
+                        f"{path}:{call.lineno}:{call.col_offset + 1}"), []
+
+
+def _arg(name: str, is_const: bool, v: Any) -> LaunchArg:
+    if isinstance(v, _Array):
+        return LaunchArg(name, "array", v.dtype, list(v.shape), v.strides)
+    if is_const:
+        return LaunchArg(name, "const", value=v)
+    if isinstance(v, bool):
+        return LaunchArg(name, "scalar", "bool", value=v)
+    if isinstance(v, int):
+        return LaunchArg(name, "scalar", "int32", value=v)
+    if isinstance(v, float):
+        return LaunchArg(name, "scalar", "float32", value=v)
+    return LaunchArg(name, "other", type=type(v).__name__)
+
+
+__all__ = ["LaunchArg", "LaunchRecord", "LaunchSpecError", "Inference", "Missing", "SPEC_SCHEMA", "load_spec",
+           "parse_spec", "write_spec", "merge", "for_kernel", "fit_problems", "captures", "infer_launches",
+           "records_hash", "canonical_dtype", "spec_document"]

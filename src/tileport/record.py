@@ -1,0 +1,273 @@
+"""`tileport record -- <command>`: run the user's own program (or tests) and record every kernel launch
+into a launch spec (tileport.launches; schema in docs/pipeline.md, "Launch specs").
+
+This is the one tileport command that executes user code, because the user asks it to run their
+program. It starts the command with a bootstrap directory first on PYTHONPATH whose `sitecustomize`
+calls `install_hooks()` in every Python process the command starts. The hooks are a registry keyed by
+framework (`HOOKS`): each names the module whose import triggers it and a function that wraps that
+framework's launch entry point. Today: `cutile` wraps `cuda.tile.launch`; a Triton hook (wrapping
+`JITFunction.run`) fits the same registry.
+
+Each wrapped launch describes its kernel (name, qualname, source file), grid and arguments (arrays:
+dtype, shape, strides in elements, value range of integer arrays; scalars: dtype and value;
+`ct.Constant` parameters: value) before calling the real launch, which is never altered: a failure to
+describe or to write is reported once on stderr and the program runs on. A new launch is merged into
+the spec at once (under a file lock, written atomically, so several processes can record into one
+spec); repeats are counted and added when the process exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from tileport.launches import LaunchArg, LaunchRecord, grid3, load_spec, merge, record_from_dict, write_spec
+
+SPEC_ENV = "TILEPORT_RECORD_SPEC"
+BOOT_DIR = Path(__file__).parent / "record_boot"
+
+
+# ------------------------------------------------------------------------------------ the recorder
+
+class Recorder:
+    """Launch records of this process, merged into the spec file named by $TILEPORT_RECORD_SPEC."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.seen: dict[str, LaunchRecord] = {}
+        self.repeats: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.warned = False
+
+    def add(self, record: LaunchRecord) -> None:
+        key = record.key()
+        with self.lock:
+            if key in self.seen:
+                self.repeats[key] = self.repeats.get(key, 0) + 1
+                return
+            self.seen[key] = record
+        self.flush([record])
+
+    def flush_repeats(self) -> None:
+        with self.lock:
+            todo = [LaunchRecord(**{**self.seen[k].__dict__, "count": n}) for k, n in self.repeats.items() if n]
+            self.repeats.clear()
+        if todo:
+            self.flush(todo)
+
+    def flush(self, records: list[LaunchRecord]) -> None:
+        try:
+            merge_into(self.path, records)
+        except Exception as e:  # noqa: BLE001 - recording must never break the user's program
+            self.warn(f"could not write {self.path}: {type(e).__name__}: {e}")
+
+    def warn(self, message: str) -> None:
+        if not self.warned:
+            self.warned = True
+            print(f"tileport record: {message}", file=sys.stderr)
+
+
+def merge_into(path: Path, records: list[LaunchRecord]) -> None:
+    """Merge records into the spec at `path` (created if absent), under an exclusive file lock."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        old: list[LaunchRecord] = []
+        if path.is_file() and path.stat().st_size:
+            old = [record_from_dict(d) for d in json.loads(path.read_text())["launches"]]
+        write_spec(path, merge(old + records))
+
+
+_RECORDER: Recorder | None = None
+
+
+def recorder() -> Recorder | None:
+    global _RECORDER
+    if _RECORDER is None and os.environ.get(SPEC_ENV):
+        _RECORDER = Recorder(Path(os.environ[SPEC_ENV]))
+        atexit.register(_RECORDER.flush_repeats)
+    return _RECORDER
+
+
+# ------------------------------------------------------------------------------------ describing values
+
+def dtype_name(dtype: Any) -> str:
+    """torch.float16 / numpy dtype('float16') / ct.float16 -> 'float16'."""
+    name = getattr(dtype, "name", None) or str(dtype)
+    return str(name).rsplit(".", 1)[-1]
+
+
+def describe_value(name: str, value: Any, is_const: bool) -> LaunchArg:
+    """One launch argument as a spec entry (arrays by dtype / shape / strides, never by content)."""
+    if is_const:
+        return LaunchArg(name, "const", value=value if isinstance(value, (bool, int, float, str)) else repr(value))
+    if isinstance(value, bool):
+        return LaunchArg(name, "scalar", "bool", value=value)
+    if isinstance(value, int):
+        return LaunchArg(name, "scalar", "int32" if -2**31 <= value < 2**31 else "int64", value=value)
+    if isinstance(value, float):
+        return LaunchArg(name, "scalar", "float32", value=value)
+    shape = getattr(value, "shape", None)
+    if shape is not None and hasattr(value, "dtype"):
+        dt = dtype_name(value.dtype)
+        if len(tuple(shape)) == 0 and not hasattr(value, "__cuda_array_interface__") and not hasattr(value, "data_ptr"):
+            return LaunchArg(name, "scalar", dt, value=value.item())  # a numpy scalar
+        return LaunchArg(name, "array", dt, [int(n) for n in shape], _strides(value), _range(value, dt))
+    return LaunchArg(name, "other", type=type(value).__name__)
+
+
+def _strides(value: Any) -> list[int]:
+    if callable(getattr(value, "stride", None)):  # torch: elements
+        return [int(s) for s in value.stride()]
+    strides = getattr(value, "strides", None)  # numpy / cupy: bytes
+    if strides is None:
+        cai = getattr(value, "__cuda_array_interface__", {}) or {}
+        strides = cai.get("strides")
+    itemsize = getattr(getattr(value, "dtype", None), "itemsize", None) or getattr(value, "itemsize", 1)
+    if strides is None:  # C-contiguous
+        out, acc = [], 1
+        for n in reversed(tuple(value.shape)):
+            out.append(acc)
+            acc *= max(int(n), 1)
+        return out[::-1]
+    return [int(s) // int(itemsize) for s in strides]
+
+
+def _range(value: Any, dt: str) -> list | None:
+    """[min, max] of an integer array (the differential test draws its inputs in it)."""
+    if not dt.startswith(("int", "uint")) or not all(int(n) for n in value.shape):
+        return None
+    try:
+        return [int(value.min()), int(value.max())]
+    except Exception:  # noqa: BLE001 - an array type without min/max: the range stays unknown
+        return None
+
+
+# ------------------------------------------------------------------------------------ framework hooks
+
+@dataclass(frozen=True)
+class Hook:
+    framework: str
+    module: str                       # importing this module installs the hook
+    install: Callable[[Any], None]    # wraps the framework's launch entry point in that module
+
+
+def _is_constant(annotation: Any) -> bool:
+    return any(type(m).__name__ == "ConstantAnnotation" for m in getattr(annotation, "__metadata__", ()))
+
+
+def describe_cutile_launch(grid: Any, kernel: Any, args: Any) -> LaunchRecord:
+    import inspect
+    fn = getattr(kernel, "_pyfunc", None) or kernel._annotated_function.pyfunc
+    params = list(inspect.signature(fn).parameters.values())
+    values = list(args)
+    if len(values) != len(params):
+        raise ValueError(f"{fn.__name__}: {len(values)} arguments for {len(params)} parameters")
+    described = [describe_value(p.name, v, _is_constant(p.annotation)) for p, v in zip(params, values)]
+    g = grid if isinstance(grid, (tuple, list)) else (grid,)
+    return LaunchRecord("cutile", fn.__name__, os.path.abspath(fn.__code__.co_filename), grid3(g), described,
+                        fn.__qualname__, "recorded")
+
+
+def _install_cutile(module: Any) -> None:
+    original = module.launch
+    if getattr(original, "__tileport_recording__", False):
+        return
+
+    def launch(stream, grid, kernel, kernel_args, /, *args, **kwargs):
+        rec = recorder()
+        if rec is not None:
+            try:
+                rec.add(describe_cutile_launch(grid, kernel, kernel_args))
+            except Exception as e:  # noqa: BLE001 - never break the user's launch
+                rec.warn(f"could not describe a launch: {type(e).__name__}: {e}")
+        return original(stream, grid, kernel, kernel_args, *args, **kwargs)
+    launch.__tileport_recording__ = True
+    launch.__wrapped__ = original
+    module.launch = launch
+
+
+HOOKS: dict[str, Hook] = {"cutile": Hook("cutile", "cuda.tile", _install_cutile)}
+
+
+class _PostImportFinder:
+    """Installs a hook right after its module is imported (before the importer sees the module)."""
+
+    def __init__(self):
+        self.busy: set[str] = set()
+        self.by_module = {h.module: h for h in HOOKS.values()}
+
+    def find_spec(self, fullname, path=None, target=None):
+        hook = self.by_module.get(fullname)
+        if hook is None or fullname in self.busy:
+            return None
+        self.busy.add(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.busy.discard(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _HookedLoader(spec.loader, hook)
+        return spec
+
+
+class _HookedLoader:
+    def __init__(self, loader, hook: Hook):
+        self.loader, self.hook = loader, hook
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        self.hook.install(module)
+
+
+def install_hooks() -> None:
+    """Hook every framework of the registry: now if its module is loaded, else when it is imported."""
+    if recorder() is None:
+        return
+    for hook in HOOKS.values():
+        if hook.module in sys.modules:
+            hook.install(sys.modules[hook.module])
+    if not any(isinstance(f, _PostImportFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PostImportFinder())
+
+
+# ------------------------------------------------------------------------------------ the command
+
+def child_env(spec: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    src = str(Path(__file__).resolve().parents[1])  # the directory holding the tileport package
+    env["PYTHONPATH"] = os.pathsep.join([str(BOOT_DIR), src] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env[SPEC_ENV] = str(spec.resolve())
+    return env
+
+
+def run(command: list[str], out: Path, append: bool = False) -> tuple[int, list[LaunchRecord]]:
+    """Run `command` with the launch hooks; returns (its exit code, the spec's records)."""
+    out = Path(out)
+    if not append and out.exists():
+        out.unlink()  # the spec describes this run only
+    try:
+        rc = subprocess.run(command, env=child_env(out)).returncode
+    except OSError as e:
+        print(f"tileport record: cannot run {command[0]!r}: {e}", file=sys.stderr)
+        return 127, []
+    lock = out.with_name(out.name + ".lock")
+    if lock.exists():
+        lock.unlink()
+    return rc, load_spec(out) if out.is_file() else []
+
+
+__all__ = ["HOOKS", "Hook", "Recorder", "install_hooks", "run", "describe_value", "describe_cutile_launch",
+           "merge_into", "child_env", "SPEC_ENV", "BOOT_DIR"]

@@ -1,0 +1,131 @@
+"""`tileport record`: the bootstrap wraps `cuda.tile.launch` in the child process and writes the spec.
+
+Runs on the CPU with a stand-in `cuda.tile` package (a `launch` that only counts calls, and a
+`Constant` annotation shaped like cuTile's) and numpy arrays, so the hook, the description of every
+argument kind, de-duplication, counts, several processes writing one spec and the chained
+sitecustomize are checked without a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tileport import record
+from tileport.launches import load_spec
+
+FAKE_TILE = '''
+import typing
+class ConstantAnnotation:
+    pass
+class _Constant:
+    def __getitem__(self, t):
+        return typing.Annotated[t, ConstantAnnotation()]
+Constant = _Constant()
+CALLS = []
+def launch(stream, grid, kernel, kernel_args, /):
+    CALLS.append((grid, kernel_args))
+class kernel:
+    def __init__(self, fn):
+        self._pyfunc = fn
+'''
+
+PROGRAM = '''
+import sys
+import numpy as np
+import cuda.tile as ct
+from cuda.tile import launch as bare_launch
+
+@ct.kernel
+def scale(x, y, alpha: float, n, TILE: ct.Constant[int]):
+    pass
+
+x = np.zeros((8, 6), dtype=np.float16)[:, ::2]
+idx = np.arange(3, 40, dtype=np.int32)
+for _ in range(3):
+    ct.launch(None, (4,), scale, (x, idx, 0.5, 7, 128))
+bare_launch(None, (2, 2, 1), scale, (x, idx, 1.5, 7, 64))
+assert len(ct.CALLS) == 4, ct.CALLS  # the real launch still ran every time
+print("program ran", sys.argv[1:])
+'''
+
+
+@pytest.fixture
+def fake_env(tmp_path, monkeypatch):
+    pkg = tmp_path / "site" / "cuda" / "tile"
+    pkg.mkdir(parents=True)
+    (tmp_path / "site" / "cuda" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text(FAKE_TILE)
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        "import os\nopen(os.environ['CHAIN_MARK'], 'w').write('chained')\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    src = Path(record.__file__).resolve().parents[1]  # this tileport, for the test's own child processes
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path / 'site'}{os.pathsep}{src}")
+    monkeypatch.setenv("CHAIN_MARK", str(tmp_path / "chained.txt"))
+    return tmp_path, prog
+
+
+def test_record_describes_every_launch_once_with_counts(fake_env):
+    tmp, prog = fake_env
+    spec = tmp / "out" / "launches.json"
+    rc, records = record.run([sys.executable, str(prog), "a"], spec)
+    assert rc == 0
+    assert len(records) == 2  # three identical launches are one record
+    first, second = records
+    assert first.count == 3 and second.count == 1
+    assert first.kernel == "scale" and first.file == str(prog) and first.grid == (4, 1, 1)
+    assert second.grid == (2, 2, 1)
+    args = {a.name: a for a in first.args}
+    assert (args["x"].kind, args["x"].dtype, args["x"].shape, args["x"].strides) == ("array", "float16", [8, 3], [6, 2])
+    assert (args["y"].dtype, args["y"].shape, args["y"].range) == ("int32", [37], [3, 39])
+    assert (args["alpha"].kind, args["alpha"].dtype, args["alpha"].value) == ("scalar", "float32", 0.5)
+    assert (args["n"].kind, args["n"].dtype, args["n"].value) == ("scalar", "int32", 7)
+    assert (args["TILE"].kind, args["TILE"].value) == ("const", 128)
+    assert {a.name: a.value for a in second.args if a.kind == "const"} == {"TILE": 64}
+    assert (tmp / "chained.txt").read_text() == "chained"  # the environment's own sitecustomize still ran
+    assert not (spec.parent / "launches.json.lock").exists()
+    assert json.loads(spec.read_text())["format"] == "tileport-launches"
+
+
+def test_record_merges_processes_and_append(fake_env):
+    tmp, prog = fake_env
+    spec = tmp / "launches.json"
+    script = f"import subprocess, sys\nfor _ in range(2): subprocess.run([sys.executable, {str(prog)!r}], check=True)\n"
+    rc, records = record.run([sys.executable, "-c", script], spec)
+    assert rc == 0 and [r.count for r in records] == [6, 2]  # two child processes, one spec
+    rc, records = record.run([sys.executable, str(prog)], spec, append=True)
+    assert [r.count for r in records] == [9, 3]
+    rc, records = record.run([sys.executable, str(prog)], spec)  # without --append: this run only
+    assert [r.count for r in records] == [3, 1]
+
+
+def test_record_keeps_failing_exit_code_and_what_ran(fake_env):
+    tmp, prog = fake_env
+    prog.write_text(PROGRAM + "\nraise SystemExit(3)\n")
+    rc, records = record.run([sys.executable, str(prog)], tmp / "s.json")
+    assert rc == 3 and len(records) == 2
+
+
+def test_no_hook_without_the_spec_variable(fake_env):
+    tmp, prog = fake_env
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import tileport.record as r, cuda.tile as ct
+        r.install_hooks()
+        print(getattr(ct.launch, '__tileport_recording__', False))""")], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_cli_record(fake_env):
+    tmp, prog = fake_env
+    spec = tmp / "cli.json"
+    proc = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(spec), "--",
+                           sys.executable, str(prog), "--flag"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "program ran ['--flag']" in proc.stdout and "2 distinct launch(es)" in proc.stdout
+    assert len(load_spec(spec)) == 2
