@@ -284,6 +284,7 @@ class Missing:
     line: int
     col: int
     hint: str = ""
+    kernel: str = ""
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}: {self.what}" + (f" (hint: {self.hint})" if self.hint else "")
@@ -514,12 +515,13 @@ def _function_env(fn: ast.FunctionDef | None, module_env: dict, before: ast.AST)
 
 def _kernel_params(tree: ast.Module) -> dict[str, list[tuple[str, bool]]]:
     """kernel name -> [(parameter, is ct.Constant)] of every @ct.kernel function."""
-    out = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any("kernel" in ast.unparse(d) for d in node.decorator_list):
-            out[node.name] = [(a.arg, a.annotation is not None and "Constant" in ast.unparse(a.annotation))
-                              for a in node.args.args]
-    return out
+    aliases = {t.id for node in tree.body if isinstance(node, ast.Assign) and "Constant" in ast.unparse(node.value)
+               for t in node.targets if isinstance(t, ast.Name)}  # ConstInt = ct.Constant[int]
+
+    def is_const(annotation: ast.expr | None) -> bool:
+        return annotation is not None and ("Constant" in ast.unparse(annotation) or ast.unparse(annotation) in aliases)
+    return {node.name: [(a.arg, is_const(a.annotation)) for a in node.args.args] for node in tree.body
+            if isinstance(node, ast.FunctionDef) and any("kernel" in ast.unparse(d) for d in node.decorator_list)}
 
 
 def infer_launches(path: str | Path, source: str | None = None) -> Inference:
@@ -546,12 +548,14 @@ def infer_launches(path: str | Path, source: str | None = None) -> Inference:
 
 
 def _infer_site(path, call, fn, kernels, module_env) -> tuple[LaunchRecord | None, list[Missing]]:
+    kname = ast.unparse(call.args[2]).split(".")[-1] if len(call.args) > 2 else ""
+
     def miss(node, what, hint=""):
-        return Missing(what, str(path), getattr(node, "lineno", call.lineno), getattr(node, "col_offset", 0) + 1, hint)
+        return Missing(what, str(path), getattr(node, "lineno", call.lineno), getattr(node, "col_offset", 0) + 1, hint,
+                       kname)
     if len(call.args) != 4:
         return None, [miss(call, "ct.launch takes (stream, grid, kernel, args)")]
     _, grid_node, kernel_node, args_node = call.args
-    kname = ast.unparse(kernel_node).split(".")[-1]
     if kname not in kernels:
         return None, [miss(kernel_node, f"`{ast.unparse(kernel_node)}` is not a @ct.kernel of this file")]
     params = kernels[kname]

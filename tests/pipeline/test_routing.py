@@ -35,6 +35,8 @@ def oracle(stage: Stage, attempt: int, verdict: str, fail_class, owner, st: RunS
     if stage == S.D:
         if verdict == "ALL_PASS":
             return go(S.E)
+        if verdict == "FAIL_FIXABLE":  # no launches: only the user can supply them
+            return T.STOPPED
         if fail_class == "env":  # FAIL with class env
             return T.BLOCKED_ENV
         if attempt >= 2:

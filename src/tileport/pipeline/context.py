@@ -86,6 +86,9 @@ class Target:
     library: bool = False          # the file is the library's kernel file (GPU harness runs its port)
     record_path: Callable[[str], str] | None = None  # source path as recorded in generated code
     config_entries: list[dict] | None = None  # --config configurations of this kernel (outside the library)
+    launches: list = field(default_factory=list)  # LaunchRecords of this kernel (tileport.launches), for D/E
+    launch_source: str = ""        # "spec:<file>" | "inferred" | "" (none)
+    launch_missing: list = field(default_factory=list)  # what launch inference could not derive (Missing)
 
     @property
     def source_text(self) -> str:

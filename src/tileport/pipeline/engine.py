@@ -78,7 +78,7 @@ def inputs_hash(ctx: KernelContext) -> str:
     t, s, o = ctx.target, ctx.stage, ctx.options
     parts: list = [pipeline_fingerprint(), str(s), ctx.attempt, t.kernel, str(t.path), t.source_text, t.config_source,
                    repr(sorted((k, repr(v)) for k, v in t.configs.items())), repr(t.captures), t.config_entries,
-                   t.ops, t.primary_op]
+                   t.ops, t.primary_op, t.launch_source, [r.key() for r in t.launches]]
     if s == Stage.A:
         from .builds import _cuda_tile_version
         parts += [_cuda_tile_version()]

@@ -6,6 +6,7 @@ TileGym pipeline it mirrors (../shared/reference/porting-protocol-tilegym.md §2
     A      PASS -> B | FAIL_FIXABLE, BLOCKED -> STOP
     B      COMPILED -> D | FAIL_COMPILE, FAIL_FIXABLE, BLOCKED -> STOP
     D(1)   ALL_PASS -> E | FAIL/BLOCKED class host -> D(2) | class kernel (or none) -> C
+    D      FAIL_FIXABLE (no launches to test on: the user must record or write them) -> STOP
     D(2)   ALL_PASS -> E | FAIL, BLOCKED -> COMPLETE
     E      DONE -> DONE (terminal) | E(1) INVESTIGATE/BLOCKED -> C once (if C has not run and B was
            not respawned) | E(2) any -> COMPLETE
@@ -110,6 +111,7 @@ TABLE: tuple[Route, ...] = (
     Route(S.B, None, "FAIL_FIXABLE", None, T.STOPPED, note="the kernel did not translate / failed the layout gate"),
     Route(S.B, None, "BLOCKED", None, T.STOPPED, note="translation blocked"),
     Route(S.D, None, "ALL_PASS", None, S.E),
+    Route(S.D, None, "FAIL_FIXABLE", None, T.STOPPED, note="no launches to test the port on (record them)"),
     Route(S.D, 1, "FAIL", "host", S.D, guard="cap"),
     Route(S.D, 1, "BLOCKED", "host", S.D, guard="cap"),
     Route(S.D, 1, "FAIL", "kernel", S.C, guard="c_not_run"),

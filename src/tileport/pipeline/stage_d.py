@@ -27,7 +27,9 @@ from . import agent
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .builds import CrateBuild, read_crate
 from .context import KernelContext
-from .evidence import evidence_lines, fingerprints, grade_correctness, worktree_reader
+from tileport.gpu.launch_check import evidence_key, launch_components, launch_fingerprint, plan_launches
+
+from .evidence import EvidenceStore, evidence_lines, fingerprints, grade_correctness, worktree_reader
 from .stage_b import split_module
 from .verdicts import Verdict
 
@@ -106,20 +108,20 @@ def run(ctx: KernelContext) -> Verdict:
     details: dict = {"host_checks_ok": all(c["ok"] for c in checks), "library": build,
                      "fingerprints": fps, "ops": list(t.ops)}
 
-    def finish(verdict: str, reason: str, fail_class: str | None, grade: dict | None, evidence: dict) -> Verdict:
+    def finish(verdict: str, reason: str, fail_class: str | None, grade: dict | None, evidence: dict,
+               diagnostics: list[dict] | None = None) -> Verdict:
         write_json(d / "correctness.json", {"verdict": verdict, "fail_class": fail_class, "reason": reason,
                                             "grade": grade, "evidence": evidence, "host_checks": checks})
         _report(d / "correctness.md", verdict, fail_class, reason, checks, grade, evidence)
         return ctx.verdict(verdict, reason, fail_class=fail_class, agent=agent_record, artifacts=arts,
-                           details={**details, "grade": grade, "evidence": evidence})
+                           diagnostics=diagnostics or [], details={**details, "grade": grade, "evidence": evidence})
 
     bad = [c for c in checks if not c["ok"]]
     if bad:
         return finish("FAIL", "host/FFI check failed: " + "; ".join(f"{c['check']} ({c['detail']})" for c in bad),
                       "host", None, {})
     if not t.ops:
-        return finish("BLOCKED", "no operator spec launches this kernel: GPU correctness needs one (inputs, PyTorch "
-                      "reference, launch plan); kernels outside the operator library stop here", "env", None, {})
+        return _check_launches(ctx, d, build, finish)
     assessments = ctx.session.assess(ctx, "check", {op: (fps.get(op), comps.get(op, {})) for op in t.ops}, build)
     evidence = {op: a.describe() for op, a in assessments.items()}
     if all(a.status == "fresh" for a in assessments.values()):
@@ -140,6 +142,88 @@ def run(ctx: KernelContext) -> Verdict:
     why = gpu_why if not gpu_ok else "the GPU harness cannot run this build"
     return finish("BLOCKED", f"{why}; fresh GPU evidence is needed ({'; '.join(parts)}); record it on a GPU machine "
                   "(docs/pipeline.md, 'GPU evidence') and pass --gpu-results", "env", None, evidence)
+
+
+NO_LAUNCHES_HINT = ("record them from your own program on a GPU machine (`tileport record --out launches.json -- "
+                    "python3 your_program.py`) and pass `--launches launches.json`, or write the launches by hand in "
+                    "a spec (docs/pipeline.md, 'Launch specs')")
+
+
+def launch_identity(ctx: KernelContext, build: dict) -> tuple[str, str, dict]:
+    """(evidence key, fingerprint, components) of this kernel's launches on the port B built."""
+    t = ctx.target
+    key = evidence_key(t.path, t.kernel)
+    comps = launch_components(t.source_text, Path(build.get("crate", "")), t.path.stem, t.kernel, t.launches)
+    return key, launch_fingerprint(comps), comps
+
+
+def _entry_params(ctx: KernelContext, build: dict) -> list[dict]:
+    manifest = Path(build.get("crate", "")) / "kernels.json"
+    entries = read_json(manifest)["entries"] if manifest.is_file() else []
+    entry = next((e for e in entries if e["kernel"] == ctx.kernel and e["module"] == ctx.target.path.stem), None)
+    return entry["params"] if entry else []
+
+
+def _check_launches(ctx: KernelContext, d: Path, build: dict, finish) -> Verdict:
+    """Correctness of a kernel outside the operator library: the port against its source cuTile kernel
+    on the kernel's launches (tileport.gpu.launch_check), natively on a GPU or from recorded evidence."""
+    t = ctx.target
+    if not t.launches:
+        missing = [str(m) for m in t.launch_missing]
+        where = (f"; launch inference: {'; '.join(missing[:6])}" if missing
+                 else "; its file has no ct.launch call site that launches it")
+        diagnostics = [{"message": m.what, "construct": "ct.launch", "hint": m.hint, "kernel": t.kernel,
+                        "file": m.file, "line": m.line, "col": m.col} for m in t.launch_missing]
+        return finish("FAIL_FIXABLE", f"no launches of `{t.kernel}` to test the port on: {NO_LAUNCHES_HINT}{where}",
+                      None, None, {"launch_source": "none"}, diagnostics)
+    key, fp, comps = launch_identity(ctx, build)
+    plans, problems = plan_launches(key, t.launches, _entry_params(ctx, build))
+    evidence: dict = {"launch_source": t.launch_source, "launches": len(t.launches), "fingerprint": fp}
+    if problems:
+        return finish("FAIL_FIXABLE", "the launches do not fit the kernel: " + "; ".join(problems[:5]), None, None,
+                      evidence)
+    found = ctx.session.evidence.assess(key, "check", (fp, comps))
+    if found.status != "fresh":
+        gpu_ok, gpu_why = ctx.session.gpu()
+        if gpu_ok and build.get("library"):
+            path = native_launch_evidence(ctx, d, build, key, fp, comps, plans)
+            evidence["native"] = ctx.rel(path)
+            found = EvidenceStore.load([path]).assess(key, "check", (fp, comps))
+        else:
+            evidence[key] = found.describe()
+            stale = f" (it says: {grade_correctness(found.records)['reason']})" if found.status == "stale" else ""
+            return finish("BLOCKED", f"{gpu_why or 'the library was not built'}; fresh GPU evidence of the "
+                          f"{len(plans)} launch(es) is needed: {found.reason}{stale}; record it on a GPU machine "
+                          "(`python -m tileport.gpu.launch_check record`, docs/pipeline.md 'Launch specs') and pass "
+                          "--gpu-results", "env", None, evidence)
+    evidence[key] = found.describe()
+    grade = grade_correctness(found.records)
+    return finish(grade["verdict"], f"launches ({t.launch_source}): {grade['reason']}", grade["fail_class"], grade,
+                  evidence)
+
+
+def native_launch_evidence(ctx: KernelContext, d: Path, build: dict, key: str, fp: str, comps: dict,
+                           plans: list) -> Path:
+    """Run the differential test and the parity timing here (a GPU is present) and write them as
+    evidence next to D's artifacts, for D and E."""
+    import time as _time
+
+    from tileport.capture import kernel_namespace
+    from tileport.gpu.launch_check import TorchDevice, check_launch, time_launch
+
+    from .evidence import EVIDENCE_KIND, current_commit
+    device = TorchDevice({ctx.kernel: kernel_namespace(ctx.target.path)[ctx.kernel]},
+                         load(Path(build["crate"]), Path(build["library"])))
+    check = [check_launch(p, device, seed=i) for i, p in enumerate(plans)]
+    bench = [time_launch(p, device, seed=i) for i, p in enumerate(plans)]
+    commit, dirty = current_commit()
+    doc = {"kind": EVIDENCE_KIND, "provenance": {
+        "commit": commit, "dirty": dirty, "fingerprints": {key: fp}, "components": {key: comps},
+        "date": _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime()), "synthetic": False,
+        "note": "recorded by tileport port (stage D) on this machine"}, "check": check, "bench": {"records": bench}}
+    path = d / "gpu-evidence-launches.json"
+    write_json(path, doc)
+    return path
 
 
 def _rebuild(ctx: KernelContext, bdir: Path, text: str) -> CrateBuild:
@@ -181,7 +265,8 @@ def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:
     if verdict is None:
         return errors
     d = ctx.dir
-    errors += first_line_verdict(d / "correctness.md", ("ALL_PASS", "FAIL", "BLOCKED"), verdict.verdict)
+    errors += first_line_verdict(d / "correctness.md", ("ALL_PASS", "FAIL", "FAIL_FIXABLE", "BLOCKED"),
+                                 verdict.verdict)
     ffi = d / "ffi.rs"
     if not ffi.is_file():
         errors.append("ffi.rs: missing")

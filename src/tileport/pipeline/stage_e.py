@@ -17,7 +17,7 @@ import re
 
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .context import KernelContext
-from .evidence import THRESHOLD, evidence_lines, grade_performance
+from .evidence import THRESHOLD, EvidenceStore, evidence_lines, grade_performance
 from .verdicts import Verdict
 
 
@@ -49,7 +49,7 @@ def run(ctx: KernelContext) -> Verdict:
 
     op = t.primary_op
     if op is None:
-        return finish("BLOCKED", "no operator spec launches this kernel: the parity benchmark needs one", "env", None, {})
+        return _time_launches(ctx, finish)
     dv = ctx.latest("D")
     a = ctx.session.assess(ctx, "bench", {op: _fps(ctx, op)}, (dv.details.get("library") if dv else None) or {})[op]
     evidence = {op: a.describe()}
@@ -66,6 +66,30 @@ def run(ctx: KernelContext) -> Verdict:
                       "env", None, evidence)
     return finish("BLOCKED", f"{why}; no recorded benchmark of `{op}` (record one on a GPU machine and pass "
                   "--gpu-results; docs/pipeline.md)", "env", None, evidence)
+
+
+def _time_launches(ctx: KernelContext, finish) -> Verdict:
+    """Parity of a kernel outside the operator library on its launches: t(port) / t(source cuTile
+    kernel), from the evidence D graded (recorded with --gpu-results, or measured by D here)."""
+    from tileport.pipeline.stage_d import launch_identity
+    t = ctx.target
+    dv = ctx.latest("D")
+    if not t.launches or dv is None:
+        return finish("BLOCKED", "no launches of this kernel to time (D: record them with `tileport record`)", None,
+                      None, {})
+    key, fp, comps = launch_identity(ctx, dv.details.get("library") or {})
+    found = ctx.session.evidence.assess(key, "bench", (fp, comps))
+    native = (dv.details.get("evidence") or {}).get("native")
+    if found.status != "fresh" and native:
+        found = EvidenceStore.load([ctx.kernel_dir / native]).assess(key, "bench", (fp, comps))
+    evidence = {key: found.describe()}
+    if found.status == "fresh":
+        g = grade_performance(found.records)
+        return finish(g["verdict"], f"launches ({t.launch_source}): {g['reason']}", g.get("fail_class"), g, evidence)
+    gpu_ok, gpu_why = ctx.session.gpu()
+    return finish("BLOCKED", f"{gpu_why or 'the GPU harness did not time this build'}; no fresh timing of the "
+                  f"{len(t.launches)} launch(es): {found.reason} (record it on a GPU machine: docs/pipeline.md, "
+                  "'Launch specs')", "env", None, evidence)
 
 
 def _report(path, verdict, reason, op, grade, evidence) -> None:

@@ -68,9 +68,47 @@ def _short(v: Any) -> Any:
     return TORCH_DTYPES.get(v, v) if isinstance(v, str) else v
 
 
+def load_launches(path: Path | None) -> list:
+    """--launches SPEC: the launch records of a spec file (tileport record), or a usage error."""
+    if path is None:
+        return []
+    from tileport.launches import LaunchSpecError, load_spec
+    try:
+        return load_spec(path)
+    except LaunchSpecError as e:
+        raise TargetError(f"--launches: {e}") from None
+
+
+def _config_entry(capture: Capture) -> dict:
+    """A translator configuration (short dtype names, constant values) of one capture."""
+    entry = {n: TORCH_DTYPES.get(dt, dt) for n, (dt, _r) in capture.arrays.items()}
+    entry.update({n: TORCH_DTYPES.get(dt, dt) for n, dt in capture.scalars.items()})
+    entry.update(capture.constants)
+    return entry
+
+
+def kernel_launches(path: Path, kernels: list[str], spec_records: list, spec_path: Path | None) -> dict:
+    """kernel -> (launch records, source, what inference could not derive): the spec's launches of
+    the kernel, else the ones its file's host code fixes (static inference, nothing runs)."""
+    from tileport.launches import for_kernel, infer_launches
+    inference = infer_launches(path)
+    out = {}
+    for k in kernels:
+        recs, source = for_kernel(spec_records, path, k), f"spec:{spec_path}"
+        if not recs:
+            recs, source = for_kernel(inference.records, path, k), "inferred"
+        out[k] = (recs, source if recs else "", [m for m in inference.missing if m.kernel in (k, "")])
+    return out
+
+
 def file_targets(path: Path, kernel: str | None = None, config_file: Path | None = None,
-                 ops_filter: list[str] | None = None) -> list[Target]:
-    """The kernels of one cuTile Python file (one kernel if `kernel` is given)."""
+                 ops_filter: list[str] | None = None, launches: Path | None = None,
+                 spec_records: list | None = None) -> list[Target]:
+    """The kernels of one cuTile Python file (one kernel if `kernel` is given).
+
+    Outside the operator library, each kernel's launches come from the launch spec (`launches`,
+    already read as `spec_records` when given), else from its file's host code; its configurations
+    (reference IR, translation) come from those launches, else from --config, else defaults."""
     path = Path(path)
     if not path.is_file():
         raise TargetError(f"no such file: {path}")
@@ -96,11 +134,30 @@ def file_targets(path: Path, kernel: str | None = None, config_file: Path | None
     cfg = load_config_file(config_file) if config_file else {}
     configs = {k: KernelConfig(tuple({n: _short(v) for n, v in c.items()} for c in cfg[k]["configs"]),
                                cfg[k]["ranks"]) for k in cfg}
+    from tileport.launches import captures as launch_captures
+    records = spec_records if spec_records is not None else load_launches(launches)
+    found = kernel_launches(path, list(scan_kernels(path)) or kernels, records, launches)
+    caps = {}
+    for k, (recs, _src, _missing) in found.items():
+        if recs:  # the launches give the configurations of the kernel (before --config)
+            caps[k] = launch_captures(recs)
+            configs[k] = KernelConfig(tuple(_config_entry(c) for c in caps[k]),
+                                      {n: r for c in caps[k] for n, (_dt, r) in c.arrays.items()})
     out = []
     for k in kernels:
-        out.append(Target(k, k, path.resolve(), configs, [], f"config:{config_file}" if k in cfg else "default",
-                          config_entries=cfg.get(k, {}).get("configs")))
+        recs, src, missing = found.get(k, ([], "", []))
+        source = f"launches:{src}" if k in caps else f"config:{config_file}" if k in cfg else "default"
+        out.append(Target(k, k, path.resolve(), configs, caps.get(k, []), source,
+                          config_entries=None if k in caps else cfg.get(k, {}).get("configs"),
+                          launches=recs, launch_source=src, launch_missing=missing))
     return out
+
+
+def scan_kernels(path: Path) -> list[str]:
+    try:
+        return list(scan_module(str(path)).kernels)
+    except Exception:  # noqa: BLE001 - a file that does not parse: stage A reports it
+        return []
 
 
 def op_targets(op: str) -> list[Target]:
@@ -118,16 +175,17 @@ def op_targets(op: str) -> list[Target]:
     return sorted(targets, key=lambda t: order[t.kernel])
 
 
-def corpus_targets(directory: Path, config_file: Path | None = None) -> list[Target]:
+def corpus_targets(directory: Path, config_file: Path | None = None, launches: Path | None = None) -> list[Target]:
     directory = Path(directory)
     if not directory.is_dir():
         raise TargetError(f"--corpus {directory}: not a directory")
+    records = load_launches(launches)
     out: list[Target] = []
     for f in sorted(directory.glob("*.py")):
         if f.name == "__init__.py":
             continue
         try:
-            out += file_targets(f, config_file=config_file)
+            out += file_targets(f, config_file=config_file, spec_records=records)
         except TargetError:
             # the file does not parse: stage A reports the syntax error with its location
             out.append(Target(f"{f.stem}.file", "<file>", f.resolve(), {}, [], "default"))
@@ -191,4 +249,4 @@ def default_captures(params: list[dict], kernel: str, entries: list[dict] | None
 
 
 __all__ = ["TargetError", "file_targets", "op_targets", "corpus_targets", "dedupe_keys", "parse_spec",
-           "default_captures", "library_files", "load_config_file", "KERNELS_DIR"]
+           "default_captures", "library_files", "load_config_file", "load_launches", "kernel_launches", "KERNELS_DIR"]

@@ -54,6 +54,7 @@ class CVerdict(StrEnum):
 class DVerdict(StrEnum):
     ALL_PASS = "ALL_PASS"
     FAIL = "FAIL"
+    FAIL_FIXABLE = "FAIL_FIXABLE"  # nothing to test on: the kernel has no launches (record them, or give a spec)
     BLOCKED = "BLOCKED"
 
 
