@@ -253,6 +253,8 @@ def port(
     until: Annotated[Optional[str], typer.Option("--until", help="Stop after this stage (A-F); resume later.")] = None,
     no_gpu: Annotated[bool, typer.Option("--no-gpu", help="Never run D/E natively, even with a GPU.")] = False,
     profile: Annotated[str, typer.Option(help="Cargo profile of the libraries built for IR capture.")] = "dev",
+    launches: Annotated[Optional[Path], typer.Option("--launches", help="Launch spec (from `tileport record`) of "
+                                                     "kernels outside the library: configurations, D and E.")] = None,
 ) -> None:
     """Port kernels through the bounded pipeline A-F with verdicts, routing, caps and reports.
 
@@ -263,7 +265,7 @@ def port(
     from tileport.pipeline.verdicts import Stage
     from rich.markup import escape as esc
     try:
-        targets = resolve_targets(target, op, corpus, config)
+        targets = resolve_targets(target, op, corpus, config, launches)
         stop = Stage(until.upper()) if until else None
     except (TargetError, ValueError) as e:
         console.print(f"[red]{esc(str(e))}[/]")

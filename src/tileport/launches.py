@@ -349,8 +349,8 @@ class _Evaluator:
         if n.id not in self.env:
             raise _Unknown(n, f"the value of `{n.id}` is not known statically")
         v = self.env[n.id]
-        if isinstance(v, _Unknown):
-            raise v
+        if isinstance(v, _Unknown):  # located where the launch uses it, unless its definition says more
+            raise _Unknown(n, v.what) if isinstance(v.node, (ast.FunctionDef, ast.arg)) else v
         return v
 
     def _Tuple(self, n):

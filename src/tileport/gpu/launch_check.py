@@ -178,6 +178,7 @@ class Device(Protocol):
     def run_port(self, plan: LaunchPlan, values: list) -> None: ...
     def sync(self) -> None: ...
     def time_us(self, fn: Callable[[], None]) -> float: ...
+    def name(self) -> str: ...
 
 
 def _inputs(plan: LaunchPlan, device: Device, seed: int) -> dict[str, Any]:
@@ -281,6 +282,9 @@ class TorchDevice:
     def sync(self) -> None:
         self.torch.cuda.synchronize()
 
+    def name(self) -> str:
+        return self.torch.cuda.get_device_name(0)
+
     def time_us(self, fn) -> float:
         from tileport.gpu.timing import gpu_time
         return gpu_time(fn, self.flush, budget_s=self.budget).median_us
@@ -360,12 +364,11 @@ def record_evidence(files: list[str], spec: Path | None, crate_dir: Path, so: Pa
     """Run the differential test (and the parity timing) of every kernel of `files` here, on the GPU,
     and write `out_dir/gpu-evidence-launches.json`."""
     from tileport.capture import kernel_namespace
-    from tileport.pipeline.evidence import EVIDENCE_KIND, current_commit
     from tileport.runtime.library import load
     crate_dir = Path(crate_dir)
     manifest = json.loads((crate_dir / "kernels.json").read_text())
     spec_records = load_spec(spec) if spec else []
-    lib = load(crate_dir, so)
+    device = TorchDevice({}, load(crate_dir, so), budget_s)
     fps, comps, check, timed, problems = {}, {}, [], [], {}
     for k in kernels_of(files, spec_records, manifest):
         comps[k.key] = launch_components(k.path.read_text(), crate_dir, k.path.stem, k.kernel, k.records)
@@ -375,22 +378,33 @@ def record_evidence(files: list[str], spec: Path | None, crate_dir: Path, so: Pa
             problems[k.key] = bad or ["no launches"]
         if not plans:
             continue
-        device = TorchDevice({k.kernel: kernel_namespace(k.path)[k.kernel]}, lib, budget_s)
+        device.source[k.kernel] = kernel_namespace(k.path)[k.kernel]
         for i, p in enumerate(plans):
             check.append(check_launch(p, device, seed=i))
             if bench:
                 timed.append(time_launch(p, device, seed=i))
+    doc = evidence_document(fps, comps, check, timed if bench else None, gpu=device.name(),
+                            library=str(so or os.environ.get("TILEPORT_LIB") or ""), problems=problems)
+    return write_evidence(out_dir / "gpu-evidence-launches.json", doc)
+
+
+def evidence_document(fps: dict, comps: dict, check: list[dict], bench: list[dict] | None, *, gpu: str = "",
+                      library: str = "", problems: dict | None = None, synthetic: bool = False,
+                      note: str = "launch differential test: port vs source cuTile kernel") -> dict:
+    """GPU evidence (the format `tileport port --gpu-results` reads) of launch checks and timings."""
+    from tileport.pipeline.evidence import EVIDENCE_KIND, current_commit
     commit, dirty = current_commit()
-    import torch
-    doc = {"kind": EVIDENCE_KIND,
-           "provenance": {"commit": commit, "dirty": dirty, "fingerprints": fps, "components": comps,
-                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": torch.cuda.get_device_name(0),
-                          "library": str(so) if so else None, "command": " ".join(sys.argv), "synthetic": False,
-                          "note": "launch differential test: port vs source cuTile kernel"},
-           "check": check, "bench": {"records": timed} if bench else None, "problems": problems}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "gpu-evidence-launches.json"
-    tmp = path.with_suffix(".tmp")
+    return {"kind": EVIDENCE_KIND,
+            "provenance": {"commit": commit, "dirty": dirty, "fingerprints": fps, "components": comps,
+                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": gpu,
+                           "library": library, "command": " ".join(sys.argv), "synthetic": synthetic, "note": note},
+            "check": check, "bench": {"records": bench} if bench is not None else None, "problems": problems or {}}
+
+
+def write_evidence(path: Path, doc: dict) -> Path:
+    """Atomic write of an evidence document."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(doc, indent=1, default=str))
     os.replace(tmp, path)
     return path

@@ -21,13 +21,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tileport.gpu.launch_check import evidence_key, launch_components, launch_fingerprint, plan_launches
 from tileport.runtime.library import load
 
 from . import agent
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .builds import CrateBuild, read_crate
 from .context import KernelContext
-from tileport.gpu.launch_check import evidence_key, launch_components, launch_fingerprint, plan_launches
 
 from .evidence import EvidenceStore, evidence_lines, fingerprints, grade_correctness, worktree_reader
 from .stage_b import split_module
@@ -206,24 +206,15 @@ def native_launch_evidence(ctx: KernelContext, d: Path, build: dict, key: str, f
                            plans: list) -> Path:
     """Run the differential test and the parity timing here (a GPU is present) and write them as
     evidence next to D's artifacts, for D and E."""
-    import time as _time
-
     from tileport.capture import kernel_namespace
-    from tileport.gpu.launch_check import TorchDevice, check_launch, time_launch
-
-    from .evidence import EVIDENCE_KIND, current_commit
+    from tileport.gpu.launch_check import TorchDevice, check_launch, evidence_document, time_launch, write_evidence
     device = TorchDevice({ctx.kernel: kernel_namespace(ctx.target.path)[ctx.kernel]},
                          load(Path(build["crate"]), Path(build["library"])))
     check = [check_launch(p, device, seed=i) for i, p in enumerate(plans)]
     bench = [time_launch(p, device, seed=i) for i, p in enumerate(plans)]
-    commit, dirty = current_commit()
-    doc = {"kind": EVIDENCE_KIND, "provenance": {
-        "commit": commit, "dirty": dirty, "fingerprints": {key: fp}, "components": {key: comps},
-        "date": _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime()), "synthetic": False,
-        "note": "recorded by tileport port (stage D) on this machine"}, "check": check, "bench": {"records": bench}}
-    path = d / "gpu-evidence-launches.json"
-    write_json(path, doc)
-    return path
+    doc = evidence_document({key: fp}, {key: comps}, check, bench, gpu=device.name(),
+                            library=build["library"], note="recorded by tileport port (stage D) on this machine")
+    return write_evidence(d / "gpu-evidence-launches.json", doc)
 
 
 def _rebuild(ctx: KernelContext, bdir: Path, text: str) -> CrateBuild:

@@ -240,8 +240,10 @@ def default_captures(params: list[dict], kernel: str, entries: list[dict] | None
                                 {n: e[n] for n in consts}))
         return caps, ""
     if consts:
-        return [], (f"ct.Constant parameter(s) {', '.join(consts)} need values for the reference IR: give them "
-                    "with --config FILE.json ({\"" + kernel + "\": [{\"PARAM\": value, \"array\": \"float16\"}]})")
+        return [], (f"ct.Constant parameter(s) {', '.join(consts)} need values for the reference IR: record the "
+                    "kernel's launches (`tileport record --out launches.json -- <your program>`, then --launches "
+                    "launches.json), or give them with --config FILE.json ({\"" + kernel
+                    + "\": [{\"PARAM\": value, \"array\": \"float16\"}]})")
     for dt in ("float32", "float16", "bfloat16"):
         caps.append(Capture(kernel, {n: (dt, r) for n, r in arrays.items()},
                             {n: long.get(d, d) for n, d in scalars.items()}, {}))

@@ -1,0 +1,157 @@
+"""Launch specs (schema, merge, atomic write) and launch inference from a kernel file's host code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tileport.launches import (LaunchSpecError, captures, fit_problems, for_kernel, infer_launches, load_spec,
+                               merge, records_hash, write_spec)
+
+from conftest import DATA
+
+
+def spec(*launches) -> dict:
+    return {"format": "tileport-launches", "version": 1, "launches": list(launches)}
+
+
+SCALE = {"framework": "cutile", "kernel": "scale_kernel", "file": "/elsewhere/rp_scale.py", "grid": [4],
+         "args": [{"name": "x", "kind": "array", "dtype": "torch.float16", "shape": [1000], "strides": [1]},
+                  {"name": "y", "kind": "array", "dtype": "f16", "shape": [1000], "strides": [1]},
+                  {"name": "alpha", "kind": "scalar", "dtype": "float32", "value": 0.5},
+                  {"name": "TILE", "kind": "const", "value": 256}]}
+PARAMS = [{"name": "x", "kind": "array", "rank": 1}, {"name": "y", "kind": "array", "rank": 1},
+          {"name": "alpha", "kind": "scalar"}, {"name": "TILE", "kind": "const"}]
+
+
+def test_spec_round_trip_merge_and_captures(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(spec(SCALE, SCALE, {**SCALE, "grid": [8, 1, 1]})))
+    recs = load_spec(p)
+    assert [r.grid for r in recs] == [(4, 1, 1), (4, 1, 1), (8, 1, 1)]
+    assert recs[0].args[0].dtype == "float16" and recs[0].args[1].dtype == "float16"  # spellings normalized
+    merged = merge(recs)
+    assert [m.count for m in merged] == [2, 1]
+    out = tmp_path / "sub" / "o.json"
+    write_spec(out, merged)
+    again = load_spec(out)
+    assert [r.key() for r in again] == [r.key() for r in merged] and [r.count for r in again] == [2, 1]
+    assert not list(out.parent.glob(".o.json.*"))  # the temporary file of the atomic write is gone
+    caps = captures(merged)  # both launches are one specialization
+    assert len(caps) == 1 and caps[0].arrays == {"x": ("float16", 1), "y": ("float16", 1)}
+    assert caps[0].scalars == {"alpha": "float32"} and caps[0].constants == {"TILE": 256}
+    assert records_hash(merged) == records_hash(list(reversed(again)))
+    assert records_hash(merged) != records_hash(merged[:1])
+
+
+def test_records_match_the_kernel_by_name_and_file_name():
+    recs = merge([r for r in load_spec_dict(spec(SCALE))])
+    assert for_kernel(recs, DATA / "rp_scale.py", "scale_kernel") == recs
+    assert for_kernel(recs, DATA / "rp_take.py", "scale_kernel") == []
+    assert for_kernel(recs, DATA / "rp_scale.py", "other") == []
+
+
+def load_spec_dict(data):
+    from tileport.launches import parse_spec
+    return parse_spec(data)
+
+
+@pytest.mark.parametrize("bad,where", [
+    ({"format": "x", "version": 1, "launches": []}, "format"),
+    (spec({**SCALE, "grid": [0]}), "launches/0/grid/0"),
+    (spec({**SCALE, "args": [{"name": "x", "kind": "array", "dtype": "float16"}]}), "launches/0/args/0"),
+    (spec({**SCALE, "args": [{"name": "x", "kind": "array", "dtype": "float99", "shape": [1], "strides": [1]}]}),
+     "launches/0"),
+    (spec({**SCALE, "args": [{"name": "x", "kind": "array", "dtype": "float16", "shape": [1, 2], "strides": [1]}]}),
+     "launches/0"),
+])
+def test_bad_specs_say_where(tmp_path, bad, where):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(bad))
+    with pytest.raises(LaunchSpecError, match=f"{p}: (at )?{where}"):
+        load_spec(p)
+
+
+def test_unreadable_spec(tmp_path):
+    (tmp_path / "x.json").write_text("{not json")
+    with pytest.raises(LaunchSpecError, match="x.json"):
+        load_spec(tmp_path / "x.json")
+
+
+def test_fit_problems():
+    rec = load_spec_dict(spec(SCALE))[0]
+    assert fit_problems(rec, PARAMS) == []
+    assert "arguments" in fit_problems(rec, PARAMS[:3])[0]
+    wrong = [dict(PARAMS[0], rank=2)] + PARAMS[1:]
+    assert fit_problems(rec, wrong) == ["`x`: rank 1 vs the kernel's rank 2"]
+    kinds = PARAMS[:2] + [{"name": "alpha", "kind": "const"}, PARAMS[3]]
+    assert "takes a const" in fit_problems(rec, kinds)[0]
+
+
+def test_inference_derives_the_launch_the_host_code_fixes():
+    inf = infer_launches(DATA / "rp_scale.py")
+    assert inf.sites == 2 and len(inf.records) == 1
+    r = inf.records[0]
+    assert (r.kernel, r.grid, r.origin) == ("scale_kernel", (16, 1, 1), "inferred")
+    assert r.where.endswith("rp_scale.py:28:5")
+    assert [(a.name, a.kind, a.dtype, a.shape, a.strides, a.value) for a in r.args] == [
+        ("x", "array", "float32", [4096], [1], None), ("y", "array", "float32", [4096], [1], None),
+        ("alpha", "scalar", "float32", None, None, 2.0), ("TILE", "const", "", None, None, 256)]
+    # the other call site takes its arrays from its caller: located, with a hint, no record
+    assert {(m.line, m.kernel) for m in inf.missing} == {(21, "scale_kernel"), (22, "scale_kernel")}
+    assert any("parameter `x` of `scale` has no default" in m.what and m.hint for m in inf.missing)
+
+
+def test_inference_reports_what_it_cannot_derive(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text('''import cuda.tile as ct
+import torch
+import numpy as np
+ConstInt = ct.Constant[int]
+B = 64
+
+
+@ct.kernel
+def k(a, b, n, TILE: ConstInt):
+    pass
+
+
+def run(m=100, dtype=torch.bfloat16):
+    a = torch.zeros((m, 8), dtype=dtype)
+    b = torch.empty_strided((m,), (1,), dtype=np.int32)
+    ct.launch(None, (ct.cdiv(m, B), 2), k, (a, b, m * 2, B))
+    for i in range(3):
+        ct.launch(None, (i, 1, 1), k, (a, b, i, B))
+    c = torch.randn(m)
+    ct.launch(None, (1,), k, (c, b, 1, B))
+    ct.launch(None, (1,), k, (a, b))
+''')
+    inf = infer_launches(src)
+    assert inf.sites == 4 and len(inf.records) == 1
+    r = inf.records[0]
+    assert r.grid == (2, 2, 1)
+    args = {a.name: a for a in r.args}
+    assert (args["a"].dtype, args["a"].shape, args["a"].strides) == ("bfloat16", [100, 8], [8, 1])
+    assert (args["b"].dtype, args["b"].shape) == ("int32", [100])
+    assert (args["n"].kind, args["n"].dtype, args["n"].value) == ("scalar", "int32", 200)
+    assert (args["TILE"].kind, args["TILE"].value) == ("const", 64)  # through the ConstInt alias
+    lines = {m.line: m.what for m in inf.missing}
+    assert "control flow" in lines[18]                     # `i` is a loop variable
+    assert "gives no dtype=" in lines[19]                  # torch.randn(m): the framework's default dtype
+    assert "2 arguments for 4 parameters" in lines[21]
+
+
+def test_inference_never_runs_the_file(tmp_path):
+    marker = tmp_path / "ran"
+    src = tmp_path / "k.py"
+    src.write_text(f"open({str(marker)!r}, 'w').write('x')\nimport cuda.tile as ct\n"
+                   f"@ct.kernel\ndef k(a):\n    pass\nct.launch(None, (1,), k, (open({str(marker)!r}),))\n")
+    inf = infer_launches(src)
+    assert not marker.exists() and inf.sites == 1 and not inf.records and inf.missing
+
+
+def test_syntax_error_gives_no_launches(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text("def (:\n")
+    assert infer_launches(src).sites == 0
