@@ -18,8 +18,8 @@ def main() -> None:
     for _ in range(3):
         rp_scale.scale(x, torch.empty_like(x), 0.5)
     rp_scale.scale(torch.randn(8192, device="cuda"), torch.empty(8192, device="cuda"), 3.0, tile=512)
-    m = torch.randn(300, 37, device="cuda").t()  # 37 x 300, row stride 1, column stride 37
-    rp_rowsum.row_sum(m.contiguous())
+    m = torch.randn(300, 37, device="cuda").t()  # 37 x 300, strides (1, 37): a transposed view
+    rp_rowsum.row_sum(m)
     rp_rowsum.row_sum(torch.randn(64, 1000, device="cuda"))
     src = torch.randn(5000, device="cuda")
     rp_take.take(src, torch.randint(0, 5000, (777,), device="cuda", dtype=torch.int32))
