@@ -30,9 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from tileport.launches import LaunchArg, LaunchRecord, grid3, load_spec, merge, record_from_dict, write_spec
+from tileport.launches import (DTYPE_NAMES, LaunchArg, LaunchRecord, grid3, load_spec, merge, record_from_dict,
+                               write_spec)
 
 SPEC_ENV = "TILEPORT_RECORD_SPEC"
+HOME_ENV = "TILEPORT_RECORD_HOME"
 BOOT_DIR = Path(__file__).parent / "record_boot"
 
 
@@ -119,6 +121,9 @@ def describe_value(name: str, value: Any, is_const: bool) -> LaunchArg:
     shape = getattr(value, "shape", None)
     if shape is not None and hasattr(value, "dtype"):
         dt = dtype_name(value.dtype)
+        if dt not in DTYPE_NAMES:
+            return LaunchArg(name, "other", type=f"{type(value).__name__} of {dt}")
+        dt = DTYPE_NAMES[dt]
         if len(tuple(shape)) == 0 and not hasattr(value, "__cuda_array_interface__") and not hasattr(value, "data_ptr"):
             return LaunchArg(name, "scalar", dt, value=value.item())  # a numpy scalar
         return LaunchArg(name, "array", dt, [int(n) for n in shape], _strides(value), _range(value, dt))
@@ -246,9 +251,11 @@ def install_hooks() -> None:
 # ------------------------------------------------------------------------------------ the command
 
 def child_env(spec: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The command's environment: the bootstrap first on PYTHONPATH (nothing else is added to it),
+    where this tileport lives, and the spec to write."""
     env = dict(os.environ if base is None else base)
-    src = str(Path(__file__).resolve().parents[1])  # the directory holding the tileport package
-    env["PYTHONPATH"] = os.pathsep.join([str(BOOT_DIR), src] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join([str(BOOT_DIR)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env[HOME_ENV] = str(Path(__file__).resolve().parents[1])  # the directory holding the tileport package
     env[SPEC_ENV] = str(spec.resolve())
     return env
 

@@ -50,9 +50,16 @@ idx = np.arange(3, 40, dtype=np.int32)
 for _ in range(3):
     ct.launch(None, (4,), scale, (x, idx, 0.5, 7, 128))
 bare_launch(None, (2, 2, 1), scale, (x, idx, 1.5, 7, 64))
-assert len(ct.CALLS) == 4, ct.CALLS  # the real launch still ran every time
+ct.launch(None, (1,), scale, (x,))  # cannot be described (too few arguments): warned, still launched
+assert len(ct.CALLS) == 5, ct.CALLS  # the real launch ran every time
+import os
+home = os.environ["TILEPORT_RECORD_HOME"]  # the program's module search path is its own:
+assert sys.path.count(home) == os.environ["PYTHONPATH"].split(os.pathsep).count(home)
 print("program ran", sys.argv[1:])
 '''
+
+
+SRC = Path(record.__file__).resolve().parents[1]  # this tileport (the test runs `python -m tileport.cli`)
 
 
 @pytest.fixture
@@ -65,8 +72,7 @@ def fake_env(tmp_path, monkeypatch):
         "import os\nopen(os.environ['CHAIN_MARK'], 'w').write('chained')\n")
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)
-    src = Path(record.__file__).resolve().parents[1]  # this tileport, for the test's own child processes
-    monkeypatch.setenv("PYTHONPATH", f"{tmp_path / 'site'}{os.pathsep}{src}")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
     monkeypatch.setenv("CHAIN_MARK", str(tmp_path / "chained.txt"))
     return tmp_path, prog
 
@@ -112,8 +118,9 @@ def test_record_keeps_failing_exit_code_and_what_ran(fake_env):
     assert rc == 3 and len(records) == 2
 
 
-def test_no_hook_without_the_spec_variable(fake_env):
+def test_no_hook_without_the_spec_variable(fake_env, monkeypatch):
     tmp, prog = fake_env
+    monkeypatch.setenv("PYTHONPATH", f"{tmp / 'site'}{os.pathsep}{SRC}")
     out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
         import tileport.record as r, cuda.tile as ct
         r.install_hooks()
@@ -121,11 +128,31 @@ def test_no_hook_without_the_spec_variable(fake_env):
     assert out.stdout.strip() == "False", out.stderr
 
 
-def test_cli_record(fake_env):
+def test_cli_record(fake_env, monkeypatch):
     tmp, prog = fake_env
+    monkeypatch.setenv("PYTHONPATH", f"{tmp / 'site'}{os.pathsep}{SRC}")
     spec = tmp / "cli.json"
     proc = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(spec), "--",
                            sys.executable, str(prog), "--flag"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "program ran ['--flag']" in proc.stdout and "2 distinct launch(es)" in proc.stdout
     assert len(load_spec(spec)) == 2
+
+
+def test_record_warns_once_when_a_launch_cannot_be_described(fake_env):
+    tmp, prog = fake_env
+    proc = subprocess.run([sys.executable, str(prog)], env=record.child_env(tmp / "w.json"), capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("tileport record: could not describe a launch: ValueError: scale: 1 arguments for 5") == 1
+
+
+def test_values_tileport_cannot_replay_are_other():
+    import numpy as np
+    assert record.describe_value("z", np.zeros(3, dtype=np.complex64), False).to_dict() == {
+        "name": "z", "kind": "other", "type": "ndarray of complex64"}
+    assert record.describe_value("t", (1, 2), False).kind == "other"
+    assert record.describe_value("s", np.float16(2.0), False).to_dict() == {
+        "name": "s", "kind": "scalar", "dtype": "float16", "value": 2.0}
+    assert record.describe_value("b", True, False).dtype == "bool"
+    assert record.describe_value("big", 2**40, False).dtype == "int64"
