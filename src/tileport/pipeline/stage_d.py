@@ -7,7 +7,10 @@ the kernel's parameters in order. A failure there is FAIL class host.
 
 Correctness (needs a GPU with PyTorch): every cutile-rs case of every operator that launches the
 kernel (shapes incl. ragged ones, every dtype) against PyTorch, with the op spec's tolerances
-(`tileport.gpu.check`). On a machine without a GPU the stage grades evidence recorded on a GPU
+(`tileport.gpu.check`). A kernel outside the operator library is tested against its SOURCE cuTile
+kernel on its launches (the launch spec's, else the ones its host code fixes): random inputs shaped
+and strided as launched, every array compared (`tileport.gpu.launch_check`); without launches the
+stage is FAIL_FIXABLE (nothing to test on; the hint says how to record them), not an environment block. On a machine without a GPU the stage grades evidence recorded on a GPU
 machine (`--gpu-results`, see evidence.py) when it is fresh for this build; otherwise it ends
 BLOCKED with class env and says why (no GPU; which evidence exists and why it is stale).
 FAIL classes: host (FFI/launcher/binding/plan errors) or kernel (numeric mismatch, device faults).
@@ -242,6 +245,9 @@ def _report(path, verdict, fail_class, reason, checks, grade, evidence) -> None:
     lines = [f"VERDICT: {verdict}", "", f"fail_class: {fail_class or '-'}", f"reason: {reason}", "",
              "## Host / FFI checks", "", "| Test | result | detail |", "|---|---|---|"]
     lines += [f"| {c['check']} | {'PASS' if c['ok'] else 'FAIL'} | {c['detail']} |" for c in checks]
+    if evidence.get("launch_source"):
+        lines += ["", "## Launches", "", f"source: {evidence['launch_source']}, launches: {evidence.get('launches', 0)}"
+                  + (f", fingerprint: {evidence['fingerprint']}" if evidence.get("fingerprint") else "")]
     lines += ["", "## GPU correctness evidence", ""] + evidence_lines(evidence)
     if grade:
         lines += ["", f"cases: {grade.get('cases')}, passed: {grade.get('passed')}, failed: {grade.get('failed')}"]

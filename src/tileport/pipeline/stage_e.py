@@ -1,4 +1,5 @@
-"""Stage E, benchmark: geomean t(cutile-rs) / t(faster reference) over the op's benchmark cases.
+"""Stage E, benchmark: geomean t(cutile-rs) / t(faster reference) over the op's benchmark cases, or,
+for a kernel outside the operator library, t(port) / t(source cuTile kernel) over its launches.
 
 The kernel is graded with the benchmark of its primary op (the op with the fewest kernels that
 launches it, or `--op`): every dtype and benchmark shape, cutile-rs vs cuTile Python vs PyTorch side
@@ -14,6 +15,8 @@ reporting what stale evidence says. Writes `E/performance.json` and `E/performan
 from __future__ import annotations
 
 import re
+
+from tileport.gpu.launch_check import evidence_key
 
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .context import KernelContext
@@ -33,12 +36,13 @@ def run(ctx: KernelContext) -> Verdict:
     t = ctx.target
     d = fresh_dir(ctx.dir)
     arts = {"performance": ctx.rel(d / "performance.json"), "performance_report": ctx.rel(d / "performance.md")}
+    graded_by = t.primary_op or (evidence_key(t.path, t.kernel) if t.launches else None)  # op, or the launches
 
     def finish(verdict: str, reason: str, fail_class: str | None, grade: dict | None, evidence: dict) -> Verdict:
-        write_json(d / "performance.json", {"verdict": verdict, "reason": reason, "op": t.primary_op,
+        write_json(d / "performance.json", {"verdict": verdict, "reason": reason, "op": graded_by,
                                             "grade": grade, "evidence": evidence})
-        _report(d / "performance.md", verdict, reason, t.primary_op, grade, evidence)
-        details = {"op": t.primary_op, "evidence": evidence, "threshold": THRESHOLD}
+        _report(d / "performance.md", verdict, reason, graded_by, grade, evidence)
+        details = {"op": graded_by, "evidence": evidence, "threshold": THRESHOLD}
         if grade and "geomean_ratio" in grade:
             details.update({k: grade[k] for k in ("geomean_ratio", "reference_backend", "geomean_ratio_vs_cutile",
                                                   "worst_case_ratio", "reference_geomean_us")})
