@@ -14,7 +14,8 @@ A spec file is JSON (the schema is `SPEC_SCHEMA`, documented in docs/pipeline.md
 
 `kind` is array | scalar | const | other (a value tileport cannot replay, e.g. a tuple of arrays);
 `range` is [min, max] of an integer array's values when recorded (inputs are drawn in it); `where`
-is the file:line:col of an inferred launch site. Identical launches are one record with a `count`.
+is the file:line:col of an inferred launch site. Identical launches are one record with a `count`
+(launches that differ only in the values of their integer arrays are identical: their ranges merge).
 
 Inference (`infer_launches`) reads the file with `ast` only: it finds `ct.launch(stream, grid, kernel,
 (args...))` call sites and derives what it can from literals, module constants, assignments in the
@@ -125,9 +126,11 @@ class LaunchRecord:
     count: int = 1
 
     def key(self) -> str:
-        """Identity of the launch (what runs), independent of how often and where it was seen."""
+        """Identity of the launch (what runs), independent of how often and where it was seen and of
+        the values in its integer arrays (their ranges merge)."""
         return json.dumps([self.framework, self.file, self.qualname or self.kernel, list(self.grid),
-                           [a.to_dict() for a in self.args]], sort_keys=True, default=str)
+                           [{k: v for k, v in a.to_dict().items() if k != "range"} for a in self.args]],
+                          sort_keys=True, default=str)
 
     def to_dict(self) -> dict:
         return {"framework": self.framework, "kernel": self.kernel, "qualname": self.qualname or self.kernel,
@@ -204,11 +207,20 @@ def merge(records: Iterable[LaunchRecord]) -> list[LaunchRecord]:
     out: dict[str, LaunchRecord] = {}
     for r in records:
         k = r.key()
-        if k in out:
-            out[k].count += r.count
-        else:
-            out[k] = LaunchRecord(**{**r.__dict__, "args": list(r.args)})
+        if k not in out:
+            out[k] = LaunchRecord(**{**r.__dict__, "args": [LaunchArg(**a.__dict__) for a in r.args]})
+            continue
+        out[k].count += r.count
+        for mine, theirs in zip(out[k].args, r.args):
+            mine.range = _union(mine.range, theirs.range)
     return list(out.values())
+
+
+def _union(a: list | None, b: list | None) -> list | None:
+    """The value range covering both (an unknown range stays unknown)."""
+    if a is None or b is None:
+        return None
+    return [min(a[0], b[0]), max(a[1], b[1])]
 
 
 def spec_document(records: Iterable[LaunchRecord]) -> dict:

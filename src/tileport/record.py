@@ -45,8 +45,8 @@ class Recorder:
 
     def __init__(self, path: Path):
         self.path = path
-        self.seen: dict[str, LaunchRecord] = {}
-        self.repeats: dict[str, int] = {}
+        self.seen: set[str] = set()
+        self.repeats: dict[str, LaunchRecord] = {}  # launches seen again: counts and value ranges, added at exit
         self.lock = threading.Lock()
         self.warned = False
 
@@ -54,14 +54,15 @@ class Recorder:
         key = record.key()
         with self.lock:
             if key in self.seen:
-                self.repeats[key] = self.repeats.get(key, 0) + 1
+                before = self.repeats.get(key)
+                self.repeats[key] = merge([before, record])[0] if before else record
                 return
-            self.seen[key] = record
+            self.seen.add(key)
         self.flush([record])
 
     def flush_repeats(self) -> None:
         with self.lock:
-            todo = [LaunchRecord(**{**self.seen[k].__dict__, "count": n}) for k, n in self.repeats.items() if n]
+            todo = list(self.repeats.values())
             self.repeats.clear()
         if todo:
             self.flush(todo)

@@ -155,3 +155,14 @@ def test_syntax_error_gives_no_launches(tmp_path):
     src = tmp_path / "k.py"
     src.write_text("def (:\n")
     assert infer_launches(src).sites == 0
+
+
+def test_launches_differing_only_in_index_values_merge_their_ranges():
+    def with_range(r):
+        return {**SCALE, "args": SCALE["args"][:1] + [{"name": "y", "kind": "array", "dtype": "int32",
+                                                       "shape": [1000], "strides": [1], "range": r}] + SCALE["args"][2:]}
+    recs = load_spec_dict(spec(with_range([3, 9]), with_range([0, 5]), with_range([4, 12])))
+    merged = merge(recs)
+    assert len(merged) == 1 and merged[0].count == 3 and merged[0].args[1].range == [0, 12]
+    assert recs[0].args[1].range == [3, 9]  # the inputs of merge are not modified
+    assert merge(recs + load_spec_dict(spec(with_range(None))))[0].args[1].range is None

@@ -47,8 +47,8 @@ def scale(x, y, alpha: float, n, TILE: ct.Constant[int]):
 
 x = np.zeros((8, 6), dtype=np.float16)[:, ::2]
 idx = np.arange(3, 40, dtype=np.int32)
-for _ in range(3):
-    ct.launch(None, (4,), scale, (x, idx, 0.5, 7, 128))
+for i in range(3):
+    ct.launch(None, (4,), scale, (x, idx + i, 0.5, 7, 128))  # other index values: the same launch
 bare_launch(None, (2, 2, 1), scale, (x, idx, 1.5, 7, 64))
 ct.launch(None, (1,), scale, (x,))  # cannot be described (too few arguments): warned, still launched
 assert len(ct.CALLS) == 5, ct.CALLS  # the real launch ran every time
@@ -89,7 +89,7 @@ def test_record_describes_every_launch_once_with_counts(fake_env):
     assert second.grid == (2, 2, 1)
     args = {a.name: a for a in first.args}
     assert (args["x"].kind, args["x"].dtype, args["x"].shape, args["x"].strides) == ("array", "float16", [8, 3], [6, 2])
-    assert (args["y"].dtype, args["y"].shape, args["y"].range) == ("int32", [37], [3, 39])
+    assert (args["y"].dtype, args["y"].shape, args["y"].range) == ("int32", [37], [3, 41])  # ranges merged
     assert (args["alpha"].kind, args["alpha"].dtype, args["alpha"].value) == ("scalar", "float32", 0.5)
     assert (args["n"].kind, args["n"].dtype, args["n"].value) == ("scalar", "int32", 7)
     assert (args["TILE"].kind, args["TILE"].value) == ("const", 128)
