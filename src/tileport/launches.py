@@ -352,7 +352,10 @@ class _Evaluator:
         m = getattr(self, f"_{type(node).__name__}", None)
         if m is None:
             raise _Unknown(node, f"`{ast.unparse(node)}` is not a value tileport can derive statically")
-        return m(node)
+        try:
+            return m(node)
+        except (TypeError, ValueError, ArithmeticError, IndexError, KeyError) as e:
+            raise _Unknown(node, f"`{ast.unparse(node)}` cannot be evaluated: {type(e).__name__}: {e}") from None
 
     def _Constant(self, n):
         return n.value
@@ -384,7 +387,12 @@ class _Evaluator:
         f = _BINOPS.get(type(n.op))
         if f is None:
             raise _Unknown(n, f"operator in `{ast.unparse(n)}`")
-        return f(self(n.left), self(n.right))
+        a, b = self(n.left), self(n.right)
+        if not all(isinstance(x, (int, float)) for x in (a, b)):
+            raise _Unknown(n, f"`{ast.unparse(n)}` is arithmetic on values that are not numbers")
+        if isinstance(n.op, (ast.Pow, ast.LShift)) and not (abs(b) <= 128 and abs(a) < 2**64):
+            raise _Unknown(n, f"`{ast.unparse(n)}` is too large to be a launch value")
+        return f(a, b)
 
     def _Subscript(self, n):
         base = self(n.value)

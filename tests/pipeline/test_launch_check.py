@@ -46,6 +46,8 @@ def test_plan_shapes_strides_storage_and_ranges():
 def test_plan_problems():
     _, problems = plan_launches("k", [record(x_strides=(-1, 37))], PARAMS)
     assert any("negative strides" in p for p in problems)
+    _, problems = plan_launches("k", [record(x_strides=(1, 2**40))], PARAMS)
+    assert any("GiB exceeds" in p for p in problems)
     _, problems = plan_launches("k", [record()], PARAMS[:4])
     assert any("arguments" in p for p in problems)
     assert storage_elements((0, 5), (5, 1)) == 0 and storage_elements((2, 3), (0, 1)) == 3  # broadcast dim

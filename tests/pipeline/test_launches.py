@@ -166,3 +166,26 @@ def test_launches_differing_only_in_index_values_merge_their_ranges():
     assert len(merged) == 1 and merged[0].count == 3 and merged[0].args[1].range == [0, 12]
     assert recs[0].args[1].range == [3, 9]  # the inputs of merge are not modified
     assert merge(recs + load_spec_dict(spec(with_range(None))))[0].args[1].range is None
+
+
+def test_hostile_host_code_is_a_located_diagnostic_not_a_crash_or_a_hang(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text("""import cuda.tile as ct
+
+
+@ct.kernel
+def k(n):
+    pass
+
+
+def run():
+    ct.launch(None, (1 // 0,), k, (1,))
+    ct.launch(None, (1,), k, (2 ** 10 ** 10,))
+    ct.launch(None, (1,), k, ("ab" * 10 ** 12,))
+    ct.launch(None, (1,), k, ((1, 2)[7],))
+""")
+    inf = infer_launches(src)
+    assert inf.sites == 4 and not inf.records
+    assert [m.line for m in inf.missing] == [10, 11, 12, 13]
+    assert "ZeroDivisionError" in inf.missing[0].what and "too large" in inf.missing[1].what
+    assert "not numbers" in inf.missing[2].what and "IndexError" in inf.missing[3].what

@@ -48,6 +48,8 @@ EXACT = ("int8", "int16", "int32", "int64", "uint8", "bool")
 DEFAULT_INT_RANGE = (0, 127)
 INT_LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
               "int64": (-2**63, 2**63 - 1)}
+ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2}
+MAX_ARRAY_BYTES = 16 << 30  # one replayed array (it exists three times: inputs, source copy, port copy)
 HARNESS_FILES = ("gpu/launch_check.py", "runtime/library.py", "runtime/abi.py", "runtime/tensors.py", "capture.py")
 PKG = Path(__file__).resolve().parents[1]
 
@@ -103,6 +105,10 @@ def plan_launches(key: str, records: list[LaunchRecord], params: list[dict]) -> 
                     bad.append(f"`{a.name}`: negative strides are not replayed")
                 if a.dtype not in TOLERANCES and a.dtype not in EXACT:
                     bad.append(f"`{a.name}`: no comparison rule for dtype {a.dtype}")
+                size = storage_elements(a.shape or (), a.strides or ()) * ITEMSIZE.get(a.dtype, 8)
+                if size > MAX_ARRAY_BYTES:
+                    bad.append(f"`{a.name}`: {size / 2**30:.1f} GiB exceeds the {MAX_ARRAY_BYTES >> 30} GiB a replayed "
+                               "array may take")
                 low, high = _int_range(a.dtype, a.range)
                 args.append(ArgPlan(a.name, "array", a.dtype, tuple(a.shape or ()), tuple(a.strides or ()),
                                     storage_elements(a.shape or (), a.strides or ()), low, high))
