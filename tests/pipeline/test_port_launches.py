@@ -175,3 +175,4 @@ def test_no_launches_is_fail_fixable_with_the_hint(tmp_path, pipeline):
     assert d["fail_class"] is None and "tileport record" in d["reason"] and "--launches" in d["reason"]
     diag = d["diagnostics"][0]
     assert (diag["line"], diag["construct"]) == (11, "ct.launch") and "parameter `x` of `run`" in diag["message"]
+    assert "FAIL_FIXABLE (-)" in (tmp_path / "out" / "report.md").read_text()

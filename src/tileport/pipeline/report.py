@@ -66,7 +66,7 @@ def kernel_facts(kdir: Path) -> dict[str, Any]:
         ev = d["details"].get("evidence") or {}
         stale = ev.get("stale_grade") or {}
         extra = "; stale evidence: " + "; ".join(f"{op}: {r}" for op, r in stale.items()) if stale else ""
-        facts["d_text"] = f"BLOCKED ({d.get('fail_class')}){extra}"
+        facts["d_text"] = f"{d['verdict']} ({d.get('fail_class') or '-'}){extra}"  # BLOCKED, FAIL_FIXABLE
     _, e = _latest(vs, "E")
     facts["parity"] = None
     if e is None:
