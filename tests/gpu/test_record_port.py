@@ -50,16 +50,15 @@ def _summary(**kw) -> None:
     path.write_text(json.dumps(data, indent=1, default=str))
 
 
-def _recorded() -> Path:
+@pytest.fixture(scope="module")
+def recorded() -> Path:
+    """`tileport record` of the driver, once per session, into a fresh spec."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
     spec = RESULTS / "launches.json"
-    if not spec.is_file():
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(spec), "--",
-                               sys.executable, str(DATA / "rp_driver.py")], capture_output=True, text=True,
-                              timeout=600)
-        _summary(record={"rc": proc.returncode, "stdout": proc.stdout[-4000:], "stderr": proc.stderr[-4000:]})
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "driver done" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(spec), "--",
+                           sys.executable, str(DATA / "rp_driver.py")], capture_output=True, text=True, timeout=600)
+    _summary(record={"rc": proc.returncode, "stdout": proc.stdout[-4000:], "stderr": proc.stderr[-4000:]})
+    assert proc.returncode == 0 and "driver done" in proc.stdout, proc.stdout + proc.stderr
     return spec
 
 
@@ -72,8 +71,8 @@ def _comparable(records) -> list:
     return out
 
 
-def test_record_captures_every_launch_of_the_driver():
-    records = load_spec(_recorded())
+def test_record_captures_every_launch_of_the_driver(recorded):
+    records = load_spec(recorded)
     expected = load_spec(DATA / "rp_launches.json")
     _summary(recorded=[r.label for r in records])
     assert _comparable(records) == _comparable(expected)
@@ -82,9 +81,9 @@ def test_record_captures_every_launch_of_the_driver():
     assert 0 <= lo <= hi <= 4999
 
 
-def test_ports_match_their_source_kernels_and_are_timed():
+def test_ports_match_their_source_kernels_and_are_timed(recorded):
     crate, lib = _bundle()
-    spec = _recorded()
+    spec = recorded
     proc = subprocess.run([sys.executable, "-m", "tileport.gpu.launch_check", "record", "--spec", str(spec),
                            "--crate", str(crate), "--lib", str(lib), "--out", str(RESULTS), *FILES],
                           capture_output=True, text=True, timeout=900)
@@ -104,8 +103,8 @@ def test_ports_match_their_source_kernels_and_are_timed():
 
 @pytest.mark.skipif(shutil.which("cargo") is None, reason="tileport port needs cargo for stage B (not on the H200: "
                     "grade there with `scripts/record-port-bundle.sh grade DIR` instead)")
-def test_port_with_recorded_launches_reaches_done():
-    spec = _recorded()
+def test_port_with_recorded_launches_reaches_done(recorded):
+    spec = recorded
     out = RESULTS / "port"
     proc = subprocess.run([sys.executable, "-m", "tileport.cli", "port", *FILES, "--launches", str(spec),
                            "--out", str(out)], capture_output=True, text=True, timeout=1800)
