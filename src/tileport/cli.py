@@ -309,6 +309,10 @@ def record(
     for r in records:
         console.print(f"  {escape(r.label)}  x{r.count}", highlight=False)
     console.print(f"{len(records)} distinct launch(es) of {len({r.kernel for r in records})} kernel(s) in {out}")
+    if not records:
+        console.print("[red]no launch was recorded[/]: the command launched no cuTile kernel from a Python process "
+                      f"it started (its exit code: {rc})")
+        raise typer.Exit(rc or 1)
     raise typer.Exit(rc)
 
 

@@ -156,3 +156,11 @@ def test_values_tileport_cannot_replay_are_other():
         "name": "s", "kind": "scalar", "dtype": "float16", "value": 2.0}
     assert record.describe_value("b", True, False).dtype == "bool"
     assert record.describe_value("big", 2**40, False).dtype == "int64"
+
+
+def test_cli_record_fails_when_nothing_was_recorded(fake_env, monkeypatch):
+    tmp, _ = fake_env
+    monkeypatch.setenv("PYTHONPATH", f"{tmp / 'site'}{os.pathsep}{SRC}")
+    proc = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(tmp / "none.json"), "--",
+                           sys.executable, "-c", "print('no kernels here')"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "no launch was recorded" in proc.stdout
