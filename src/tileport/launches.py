@@ -19,9 +19,10 @@ is the file:line:col of an inferred launch site. Identical launches are one reco
 
 Inference (`infer_launches`) reads the file with `ast` only: it finds `ct.launch(stream, grid, kernel,
 (args...))` call sites and derives what it can from literals, module constants, assignments in the
-enclosing function before the call, parameter defaults and annotations, and array constructors
-(`torch.empty/zeros/ones/randn/rand/full/randint/empty_like...` with `dtype=`). Whatever it cannot
-derive is a located `missing` entry; a launch site with something missing yields no record.
+enclosing function (or top-level `if __name__ == "__main__":` block) before the call, the values the
+file's own callers of that function pass (one level up), else parameter defaults, and array
+constructors (`torch.empty/zeros/ones/randn/rand/full/randint/empty_like...` with `dtype=`). Whatever
+it cannot derive is a located `missing` entry; a launch site with something missing yields no record.
 """
 
 from __future__ import annotations
@@ -488,29 +489,36 @@ def _is_launch(call: ast.Call) -> bool:
         isinstance(f, ast.Name) and f.id == "launch")
 
 
-def _function_env(fn: ast.FunctionDef | None, module_env: dict, before: ast.AST) -> dict[str, Any]:
-    """Module values, then the function's parameter defaults, then its simple assignments before the call
-    (a name assigned more than once, or inside a loop / branch, is not known)."""
+def _param_env(fn: ast.FunctionDef, module_env: dict, bound: dict[str, Any] | None) -> dict[str, Any]:
+    """Module values, then the function's parameters: the values a caller binds, else their defaults."""
     env = dict(module_env)
-    if fn is None:
-        return env
     args = fn.args.posonlyargs + fn.args.args
     defaults = dict(zip([a.arg for a in args[len(args) - len(fn.args.defaults):]], fn.args.defaults))
     defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
     for a in args + fn.args.kwonlyargs:
-        if a.arg in defaults:
+        if bound is not None and a.arg in bound:
+            env[a.arg] = bound[a.arg]
+        elif a.arg in defaults:
             try:
                 env[a.arg] = _Evaluator(env)(defaults[a.arg])
             except _Unknown as e:
                 env[a.arg] = e
         else:
-            env[a.arg] = _Unknown(a, f"parameter `{a.arg}` of `{fn.name}` has no default")
+            env[a.arg] = _Unknown(a, f"parameter `{a.arg}` of `{fn.name}` has no default"
+                                     + (" and its caller does not pass it" if bound is not None else ""))
+    return env
+
+
+def _scope_env(body: list[ast.stmt], scope: ast.AST, env: dict[str, Any], before: ast.AST) -> dict[str, Any]:
+    """`env` updated by the straight-line assignments of `body` before `before`; a name assigned more
+    than once, or inside a loop / branch, or after `before`, is not known."""
+    env = dict(env)
     counts: dict[str, int] = {}
-    for node in ast.walk(fn):
+    for node in ast.walk(scope):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             counts[node.id] = counts.get(node.id, 0) + 1
     known: set[str] = set()
-    for stmt in fn.body:  # straight-line statements of the function body before the call
+    for stmt in body:
         if stmt.end_lineno >= before.lineno:
             break
         targets = (stmt.targets if isinstance(stmt, ast.Assign)
@@ -527,10 +535,42 @@ def _function_env(fn: ast.FunctionDef | None, module_env: dict, before: ast.AST)
                     once = counts.get(n.id, 0) == 1
                     env[n.id] = v if once else _Unknown(n, f"`{n.id}` is assigned more than once")
                     known.add(n.id)
-    for name in counts:  # assigned only in control flow or after the call: not known here
+    for name in counts:
         if name not in known:
-            env[name] = _Unknown(fn, f"`{name}` is assigned in control flow (or after the launch)")
+            env[name] = _Unknown(scope, f"`{name}` is assigned in control flow (or after the launch)")
     return env
+
+
+def _env_at(tree: ast.Module, fn: ast.FunctionDef | None, module_env: dict, call: ast.Call,
+            bound: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What is known where `call` runs: in a function (its parameters bound by a caller or defaulted),
+    or at module level (inside a top-level block such as `if __name__ == "__main__":`)."""
+    if fn is not None:
+        return _scope_env(fn.body, fn, _param_env(fn, module_env, bound), call)
+    block = next((st for st in tree.body if st.lineno <= call.lineno <= st.end_lineno), None)
+    if isinstance(block, (ast.If, ast.With)):
+        return _scope_env(block.body, block, module_env, call)
+    return module_env
+
+
+def _bindings(tree: ast.Module, fn: ast.FunctionDef, calls: dict, module_env: dict) -> list[dict[str, Any]]:
+    """The parameter values of `fn` at each place of the file that calls it by name (one level up)."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    out = []
+    for call, caller in calls.items():
+        if not (isinstance(call.func, ast.Name) and call.func.id == fn.name) or caller is fn:
+            continue
+        env = _env_at(tree, caller, module_env, call)
+        ev = _Evaluator(env)
+        bound: dict[str, Any] = {}
+        pairs = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        for name, node in pairs:
+            try:
+                bound[name] = ev(node)
+            except _Unknown as e:
+                bound[name] = e
+        out.append(bound)
+    return out
 
 
 def _kernel_params(tree: ast.Module) -> dict[str, list[tuple[str, bool]]]:
@@ -555,19 +595,29 @@ def infer_launches(path: str | Path, source: str | None = None) -> Inference:
         return result  # stage A reports the syntax error with its location
     kernels = _kernel_params(tree)
     module_env = _module_env(tree)
-    for call, fn in _enclosing_functions(tree).items():
+    calls = _enclosing_functions(tree)
+    for call, fn in calls.items():
         if not _is_launch(call):
             continue
         result.sites += 1
-        rec, missing = _infer_site(path, call, fn, kernels, module_env)
-        result.missing += missing
-        if rec is not None:
-            result.records.append(rec)
+        envs = [_env_at(tree, fn, module_env, call)]
+        if fn is not None:  # the values its callers in this file pass
+            envs += [_env_at(tree, fn, module_env, call, bound) for bound in _bindings(tree, fn, calls, module_env)]
+        found, first_missing = [], None
+        for env in envs:
+            rec, missing = _infer_site(path, call, kernels, env)
+            if rec is not None:
+                found.append(rec)
+            elif first_missing is None:
+                first_missing = missing
+        result.records += found
+        if not found:
+            result.missing += first_missing or []
     result.records = merge(result.records)
     return result
 
 
-def _infer_site(path, call, fn, kernels, module_env) -> tuple[LaunchRecord | None, list[Missing]]:
+def _infer_site(path, call, kernels, env) -> tuple[LaunchRecord | None, list[Missing]]:
     kname = ast.unparse(call.args[2]).split(".")[-1] if len(call.args) > 2 else ""
 
     def miss(node, what, hint=""):
@@ -579,7 +629,6 @@ def _infer_site(path, call, fn, kernels, module_env) -> tuple[LaunchRecord | Non
     if kname not in kernels:
         return None, [miss(kernel_node, f"`{ast.unparse(kernel_node)}` is not a @ct.kernel of this file")]
     params = kernels[kname]
-    env = _function_env(fn, module_env, call)
     ev = _Evaluator(env)
     missing: list[Missing] = []
     grid = None

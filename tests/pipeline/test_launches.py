@@ -189,3 +189,40 @@ def run():
     assert [m.line for m in inf.missing] == [10, 11, 12, 13]
     assert "ZeroDivisionError" in inf.missing[0].what and "too large" in inf.missing[1].what
     assert "not numbers" in inf.missing[2].what and "IndexError" in inf.missing[3].what
+
+
+def test_inference_follows_the_file_s_own_callers_and_main_block(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text('''import cuda.tile as ct
+import torch
+TILE = 128
+
+
+@ct.kernel
+def k(x, y, TILE: ct.Constant[int]):
+    pass
+
+
+def launch_k(x, y, tile=TILE):
+    ct.launch(torch.cuda.current_stream(), (ct.cdiv(x.shape[0], tile),), k, (x, y, tile))
+
+
+def bench():
+    a = torch.randn(1000, dtype=torch.float16, device="cuda")
+    launch_k(a, torch.empty_like(a))
+
+
+if __name__ == "__main__":
+    n = 4096
+    x = torch.zeros(n, dtype=torch.float32)
+    launch_k(x, x, tile=256)
+    ct.launch(None, (n // TILE,), k, (x, x, TILE))
+    for i in range(2):
+        launch_k(x, x, tile=i)
+''')
+    inf = infer_launches(src)
+    got = sorted((r.grid[0], r.args[0].dtype, r.args[0].shape[0], r.args[2].value) for r in inf.records)
+    assert got == [(8, "float16", 1000, 128), (16, "float32", 4096, 256), (32, "float32", 4096, 128)]
+    assert inf.sites == 2 and inf.missing == []  # the loop's call binds nothing derivable: other calls did
+    where = {r.where.rsplit(":", 2)[-2] for r in inf.records}
+    assert where == {"12", "24"}  # every record names its ct.launch call site
