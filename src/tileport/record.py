@@ -171,6 +171,15 @@ def _is_constant(annotation: Any) -> bool:
     return any(type(m).__name__ == "ConstantAnnotation" for m in getattr(annotation, "__metadata__", ()))
 
 
+def _constant_flags(kernel: Any, params: list) -> list[bool]:
+    """Which parameters are `ct.Constant`: cuTile's own reading of the annotations (it resolves
+    aliases and string annotations), else the annotation objects."""
+    nodes = getattr(getattr(kernel, "_annotated_function", None), "parameter_annotations", None)
+    if nodes is not None and len(nodes) == len(params) and all(hasattr(n, "constant") for n in nodes):
+        return [bool(n.constant) for n in nodes]
+    return [_is_constant(p.annotation) for p in params]
+
+
 def describe_cutile_launch(grid: Any, kernel: Any, args: Any) -> LaunchRecord:
     import inspect
     fn = getattr(kernel, "_pyfunc", None) or kernel._annotated_function.pyfunc
@@ -178,7 +187,8 @@ def describe_cutile_launch(grid: Any, kernel: Any, args: Any) -> LaunchRecord:
     values = list(args)
     if len(values) != len(params):
         raise ValueError(f"{fn.__name__}: {len(values)} arguments for {len(params)} parameters")
-    described = [describe_value(p.name, v, _is_constant(p.annotation)) for p, v in zip(params, values)]
+    consts = _constant_flags(kernel, params)
+    described = [describe_value(p.name, v, c) for p, v, c in zip(params, values, consts)]
     g = grid if isinstance(grid, (tuple, list)) else (grid,)
     return LaunchRecord("cutile", fn.__name__, os.path.abspath(fn.__code__.co_filename), grid3(g), described,
                         fn.__qualname__, "recorded")
@@ -236,6 +246,9 @@ class _HookedLoader:
     def exec_module(self, module):
         self.loader.exec_module(module)
         self.hook.install(module)
+
+    def __getattr__(self, name):  # everything else (resource readers, get_code...) is the real loader's
+        return getattr(self.loader, name)
 
 
 def install_hooks() -> None:

@@ -164,3 +164,23 @@ def test_cli_record_fails_when_nothing_was_recorded(fake_env, monkeypatch):
     proc = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(tmp / "none.json"), "--",
                            sys.executable, "-c", "print('no kernels here')"], capture_output=True, text=True)
     assert proc.returncode == 1 and "no launch was recorded" in proc.stdout
+
+
+def test_record_hooks_the_real_cuda_tile(tmp_path):
+    """The installed cuTile Python: the import hook wraps its launch, and constants are read the way
+    cuTile reads them (string annotations, aliases). Without a GPU the launch itself then fails; the
+    record is taken before it."""
+    pytest.importorskip("cuda.tile")
+    (tmp_path / "kmod.py").write_text(
+        "from __future__ import annotations\nimport cuda.tile as ct\nConstInt = ct.Constant[int]\n\n\n@ct.kernel\n"
+        "def copy(x, y, alpha: float, TILE: ConstInt, FLAG: ct.Constant[bool]):\n"
+        "    ct.store(y, index=(ct.bid(0),), tile=ct.load(x, index=(ct.bid(0),), shape=(TILE,)))\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text("import sys\nsys.path.insert(0, sys.argv[1])\nimport numpy as np\nimport cuda.tile as ct\n"
+                    "import kmod\nx = np.zeros(256, dtype=np.float32)\ntry:\n"
+                    "    ct.launch(None, (1,), kmod.copy, (x, x, 1.5, 256, True))\nexcept Exception:\n    pass\n")
+    rc, records = record.run([sys.executable, str(prog), str(tmp_path)], tmp_path / "s.json")
+    assert rc == 0 and len(records) == 1
+    assert [(a.name, a.kind, a.value) for a in records[0].args][2:] == [
+        ("alpha", "scalar", 1.5), ("TILE", "const", 256), ("FLAG", "const", True)]
+    assert records[0].file == str(tmp_path / "kmod.py")
