@@ -281,6 +281,7 @@ def run(command: list[str], out: Path, append: bool = False) -> tuple[int, list[
         out.unlink()  # the spec describes this run only
     try:
         rc = subprocess.run(command, env=child_env(out)).returncode
+        rc = 128 - rc if rc < 0 else rc  # killed by a signal: the shell's convention
     except OSError as e:
         print(f"tileport record: cannot run {command[0]!r}: {e}", file=sys.stderr)
         return 127, []

@@ -10,7 +10,8 @@ kernel (shapes incl. ragged ones, every dtype) against PyTorch, with the op spec
 (`tileport.gpu.check`). A kernel outside the operator library is tested against its SOURCE cuTile
 kernel on its launches (the launch spec's, else the ones its host code fixes): random inputs shaped
 and strided as launched, every array compared (`tileport.gpu.launch_check`); without launches the
-stage is FAIL_FIXABLE (nothing to test on; the hint says how to record them), not an environment block. On a machine without a GPU the stage grades evidence recorded on a GPU
+stage is FAIL_FIXABLE (nothing to test on; the hint says how to record them), not an environment
+block. On a machine without a GPU the stage grades evidence recorded on a GPU
 machine (`--gpu-results`, see evidence.py) when it is fresh for this build; otherwise it ends
 BLOCKED with class env and says why (no GPU; which evidence exists and why it is stale).
 FAIL classes: host (FFI/launcher/binding/plan errors) or kernel (numeric mismatch, device faults).
@@ -31,7 +32,6 @@ from . import agent
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .builds import CrateBuild, read_crate
 from .context import KernelContext
-
 from .evidence import EvidenceStore, evidence_lines, fingerprints, grade_correctness, worktree_reader
 from .stage_b import split_module
 from .verdicts import Verdict

@@ -21,6 +21,7 @@ from tileport.gpu.launch_check import evidence_key
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .context import KernelContext
 from .evidence import THRESHOLD, EvidenceStore, evidence_lines, grade_performance
+from .stage_d import launch_identity
 from .verdicts import Verdict
 
 
@@ -75,7 +76,6 @@ def run(ctx: KernelContext) -> Verdict:
 def _time_launches(ctx: KernelContext, finish) -> Verdict:
     """Parity of a kernel outside the operator library on its launches: t(port) / t(source cuTile
     kernel), from the evidence D graded (recorded with --gpu-results, or measured by D here)."""
-    from tileport.pipeline.stage_d import launch_identity
     t = ctx.target
     dv = ctx.latest("D")
     if not t.launches or dv is None:
