@@ -226,3 +226,27 @@ if __name__ == "__main__":
     assert inf.sites == 2 and inf.missing == []  # the loop's call binds nothing derivable: other calls did
     where = {r.where.rsplit(":", 2)[-2] for r in inf.records}
     assert where == {"12", "24"}  # every record names its ct.launch call site
+
+
+def test_port_targets_take_launches_before_config_and_inference(tmp_path):
+    from tileport.pipeline import TargetError, resolve_targets
+    sp = tmp_path / "s.json"
+    sp.write_text(json.dumps(spec(SCALE)))
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"scale_kernel": [{"x": "float32", "y": "float32", "TILE": 64}],
+                               "take_kernel": [{"src": "float32", "idx": "int32", "out": "float32", "TILE": 32}]}))
+    files = [str(DATA / "rp_scale.py"), str(DATA / "rp_take.py")]
+    t = {x.kernel: x for x in resolve_targets(files, config=cfg, launches=sp)}
+    scale, take = t["scale_kernel"], t["take_kernel"]
+    assert scale.config_source == f"launches:spec:{sp}" and scale.launch_source == f"spec:{sp}"
+    assert [c.constants for c in scale.captures] == [{"TILE": 256}] and len(scale.launches) == 1
+    assert scale.configs["scale_kernel"].configs == ({"x": "f16", "y": "f16", "alpha": "f32", "TILE": 256},)
+    assert take.config_source == f"config:{cfg}" and take.launches == [] and take.launch_missing
+    assert take.config_entries == [{"src": "float32", "idx": "int32", "out": "float32", "TILE": 32}]
+    inferred = resolve_targets([str(DATA / "rp_scale.py")])[0]  # no spec: the host code's launch
+    assert inferred.launch_source == "inferred" and inferred.config_source == "launches:inferred"
+    assert inferred.launches[0].grid == (16, 1, 1)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(spec({**SCALE, "grid": []})))
+    with pytest.raises(TargetError, match=r"--launches: .*bad.json: at launches/0/grid"):
+        resolve_targets(files, launches=bad)
