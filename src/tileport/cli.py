@@ -313,6 +313,8 @@ def record(
         console.print("[red]no launch was recorded[/]: the command launched no cuTile kernel from a Python process "
                       f"it started (its exit code: {rc})")
         raise typer.Exit(rc or 1)
+    files = " ".join(sorted({r.file for r in records}))
+    console.print(f"next: tileport port {escape(files)} --launches {escape(str(out))}", highlight=False)
     raise typer.Exit(rc)
 
 
