@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
+from tileport.launches import records_hash
+
 from . import stage_a, stage_b, stage_c, stage_d, stage_e, stage_f
 from .artifacts import stage_verdict, write_json
 from .context import KernelContext, Session, Target, pipeline_fingerprint, sha256, translator_fingerprint
@@ -78,7 +80,7 @@ def inputs_hash(ctx: KernelContext) -> str:
     t, s, o = ctx.target, ctx.stage, ctx.options
     parts: list = [pipeline_fingerprint(), str(s), ctx.attempt, t.kernel, str(t.path), t.source_text, t.config_source,
                    repr(sorted((k, repr(v)) for k, v in t.configs.items())), repr(t.captures), t.config_entries,
-                   t.ops, t.primary_op, t.launch_source, [r.key() for r in t.launches]]
+                   t.ops, t.primary_op, t.launch_source, records_hash(t.launches)]
     if s == Stage.A:
         from .builds import _cuda_tile_version
         parts += [_cuda_tile_version()]
