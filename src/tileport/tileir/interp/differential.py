@@ -1,0 +1,145 @@
+"""Differential runs: the reference and the port executed on the same inputs, outputs compared.
+
+    report = differential(ref_bytecode, gen_bytecode, problem, port_extra_args=roles)
+    report.verdict      # AGREE | DIFFER | ERROR
+    report.differs      # True when the port computes something else (or faults) and the reference ran
+
+DIFFER: an output differs beyond the tolerance (exactly, for problems marked exact), or the port
+faults (an unmasked out-of-bounds access, a division by zero, a failed assert) where the reference
+ran. ERROR: the reference itself could not run, or either side uses an op outside the interpreter's
+subset (UnsupportedOp): nothing is concluded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model import Module
+from ..reader import read_module
+from .corpus import Problem
+from .errors import InterpError, UnsupportedOp
+from .executor import run_kernel
+
+
+@dataclass
+class Comparison:
+    """One output of one side against another (or against the NumPy reference)."""
+    output: str
+    agree: bool
+    mismatches: int
+    total: int
+    max_abs_diff: float
+    first_mismatch: list | None = None   # [index, expected, got]
+
+
+@dataclass
+class Side:
+    seconds: float = 0.0
+    error: str = ""
+    error_type: str = ""
+
+
+@dataclass
+class DifferentialReport:
+    kernel: str
+    verdict: str = "ERROR"
+    reference: Side = field(default_factory=Side)
+    port: Side = field(default_factory=Side)
+    outputs: list[Comparison] = field(default_factory=list)     # port vs reference
+    numpy: list[Comparison] = field(default_factory=list)       # reference vs NumPy, if given
+    port_numpy: list[Comparison] = field(default_factory=list)  # port vs NumPy, if given
+
+    @property
+    def differs(self) -> bool:
+        return self.verdict == "DIFFER"
+
+    def summary(self) -> str:
+        if self.verdict == "ERROR":
+            return f"{self.kernel}: ERROR {self.reference.error or self.port.error}"
+        if self.port.error:
+            return f"{self.kernel}: DIFFER (port faults: {self.port.error})"
+        bad = [c for c in self.outputs if not c.agree]
+        detail = "; ".join(f"{c.output}: {c.mismatches}/{c.total} differ, first {c.first_mismatch}"
+                           for c in bad)
+        return f"{self.kernel}: {self.verdict}" + (f" ({detail})" if detail else "")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, default=_jsonable)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(type(value).__name__)
+
+
+def compare(name: str, expected: np.ndarray, got: np.ndarray, *, exact: bool, rtol: float,
+            atol: float) -> Comparison:
+    """Elementwise: NaN only where NaN is expected; exact means the same value and sign."""
+    e = np.asarray(expected, np.float64)
+    g = np.asarray(got, np.float64)
+    if e.shape != g.shape:
+        return Comparison(name, False, e.size, e.size, float("inf"), [list(e.shape), list(g.shape)])
+    nan_e, nan_g = np.isnan(e), np.isnan(g)
+    with np.errstate(invalid="ignore"):
+        if exact:
+            close = (e == g) & (np.signbit(e) == np.signbit(g))
+        else:
+            close = np.isclose(g, e, rtol=rtol, atol=atol) | (e == g)  # e == g: equal infinities
+    bad = ~np.where(nan_e | nan_g, nan_e & nan_g, close)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(e - g)
+    finite = diff[np.isfinite(diff)]
+    first = None
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        first = [list(index), float(e[index]), float(g[index])]
+    return Comparison(name, not bad.any(), int(bad.sum()), int(e.size),
+                      float(finite.max()) if finite.size else 0.0, first)
+
+
+def _run(module: Module, problem: Problem, extra_args, side: Side) -> dict[str, np.ndarray] | None:
+    t0 = time.perf_counter()
+    try:
+        return run_kernel(module, problem.args, problem.grid, extra_args)
+    except InterpError as e:
+        side.error, side.error_type = str(e), type(e).__name__
+        return None
+    finally:
+        side.seconds = round(time.perf_counter() - t0, 3)
+
+
+def _against(expected: dict, got: dict, problem: Problem, exact: bool) -> list[Comparison]:
+    return [compare(name, expected[name], got[name], exact=exact, rtol=problem.rtol, atol=problem.atol)
+            for name in problem.outputs if name in expected]
+
+
+def run_pair(reference: Module, port: Module, problem: Problem,
+             port_extra_args: dict[int, tuple] | None = None) -> DifferentialReport:
+    """Both modules (model objects) on the problem's inputs; see the module docstring."""
+    report = DifferentialReport(problem.kernel)
+    ref_out = _run(reference, problem, None, report.reference)
+    port_out = _run(port, problem, port_extra_args, report.port)
+    if ref_out is None or report.port.error_type == UnsupportedOp.__name__:
+        return report  # ERROR: nothing to compare against
+    if problem.reference:
+        report.numpy = _against(problem.reference, ref_out, problem, exact=False)
+    if port_out is None:
+        report.verdict = "DIFFER"
+        return report
+    if problem.reference:
+        report.port_numpy = _against(problem.reference, port_out, problem, exact=False)
+    report.outputs = _against(ref_out, port_out, problem, problem.exact)
+    report.verdict = "AGREE" if all(c.agree for c in report.outputs) else "DIFFER"
+    return report
+
+
+def differential(ref_bytecode: bytes, gen_bytecode: bytes, problem: Problem,
+                 port_extra_args: dict[int, tuple] | None = None) -> DifferentialReport:
+    """`run_pair` on Tile IR bytecode (cuTile Python's export and the port's)."""
+    return run_pair(read_module(ref_bytecode), read_module(gen_bytecode), problem, port_extra_args)
