@@ -566,16 +566,21 @@ def _combine(ctx, op: Op, lhs: list, rhs: list) -> list:
 
 
 def _reduce(ctx, op: Op, args: list) -> list:
-    """Pairwise tree over the reduced dimension (adjacent pairs, so operand order is kept)."""
+    """Pairwise tree over the reduced dimension (adjacent pairs, so operand order is kept), started
+    from the identities like the hardware's accumulators: a wrong identity shows in the result."""
     dim = _attr(op, "dim")
     identities = _attr(op, "identities")
     xs = [np.moveaxis(a, dim, 0) for a in args]
     while xs[0].shape[0] > 1:
         if xs[0].shape[0] % 2:
-            xs = [np.concatenate([x, np.broadcast_to(_identity_value(i, x), (1, *x.shape[1:]))])
-                  for x, i in zip(xs, identities)]
+            xs = [np.concatenate([x, _identity_rows(i, x, 1)]) for x, i in zip(xs, identities)]
         xs = _combine(ctx, op, [x[0::2] for x in xs], [x[1::2] for x in xs])
+    xs = _combine(ctx, op, [_identity_rows(i, x, 1) for x, i in zip(xs, identities)], xs)
     return [x[0].astype(storage(_elem(op, k))) for k, x in enumerate(xs)]
+
+
+def _identity_rows(ident, like: np.ndarray, rows: int) -> np.ndarray:
+    return np.broadcast_to(_identity_value(ident, like), (rows, *like.shape[1:]))
 
 
 def _scan(ctx, op: Op, args: list) -> list:
@@ -587,8 +592,8 @@ def _scan(ctx, op: Op, args: list) -> list:
         xs = [x[::-1] for x in xs]
     n, shift = xs[0].shape[0], 1
     while shift < n:
-        earlier = [np.concatenate([np.broadcast_to(_identity_value(i, x), (shift, *x.shape[1:])),
-                                   x[:-shift]]) for x, i in zip(xs, identities)]
+        earlier = [np.concatenate([_identity_rows(i, x, shift), x[:-shift]])
+                   for x, i in zip(xs, identities)]
         xs = _combine(ctx, op, earlier, xs)
         shift *= 2
     if reverse:
