@@ -4,6 +4,11 @@
     report.verdict      # AGREE | DIFFER | ERROR
     report.differs      # True when the port computes something else (or faults) and the reference ran
 
+Both sides run in this interpreter with the same rounding, so the port is held to one unit in the
+last place of each output's dtype (`PORT_TOLERANCE`: room for a reassociated f32 expression, not for
+a narrower accumulator); the NumPy reference (and a GPU run) to the op spec's tolerance
+(`problem.rtol`, `problem.atol`).
+
 DIFFER: an output differs beyond the tolerance (exactly, for problems marked exact), or the port
 faults (an unmasked out-of-bounds access, a division by zero, a failed assert) where the reference
 ran. ERROR: the reference itself could not run, or either side uses an op outside the interpreter's
@@ -24,6 +29,11 @@ from ..reader import read_module
 from .corpus import Problem
 from .errors import InterpError, UnsupportedOp
 from .executor import run_kernel
+
+
+# (rtol, atol) of port vs reference per output dtype; integer outputs compare exactly.
+PORT_TOLERANCE = {"f32": (1e-5, 1e-6), "f64": (1e-12, 1e-15), "f16": (2 ** -10, 1e-6),
+                  "bf16": (2 ** -7, 1e-6)}
 
 
 @dataclass
@@ -114,9 +124,20 @@ def _run(module: Module, problem: Problem, extra_args, side: Side) -> dict[str, 
         side.seconds = round(time.perf_counter() - t0, 3)
 
 
-def _against(expected: dict, got: dict, problem: Problem, exact: bool) -> list[Comparison]:
-    return [compare(name, expected[name], got[name], exact=exact, rtol=problem.rtol, atol=problem.atol)
+def _against_numpy(expected: dict, got: dict, problem: Problem) -> list[Comparison]:
+    return [compare(name, expected[name], got[name], exact=False, rtol=problem.rtol, atol=problem.atol)
             for name in problem.outputs if name in expected]
+
+
+def _port_against_reference(ref_out: dict, port_out: dict, problem: Problem) -> list[Comparison]:
+    elems = {name: arg.elem for name, arg in problem.args}
+    out = []
+    for name in problem.outputs:
+        tol = PORT_TOLERANCE.get(elems[name])
+        exact = problem.exact or tol is None
+        rtol, atol = tol or (0.0, 0.0)
+        out.append(compare(name, ref_out[name], port_out[name], exact=exact, rtol=rtol, atol=atol))
+    return out
 
 
 def run_pair(reference: Module, port: Module, problem: Problem,
@@ -128,13 +149,13 @@ def run_pair(reference: Module, port: Module, problem: Problem,
     if ref_out is None or report.port.error_type == UnsupportedOp.__name__:
         return report  # ERROR: nothing to compare against
     if problem.reference:
-        report.numpy = _against(problem.reference, ref_out, problem, exact=False)
+        report.numpy = _against_numpy(problem.reference, ref_out, problem)
     if port_out is None:
         report.verdict = "DIFFER"
         return report
     if problem.reference:
-        report.port_numpy = _against(problem.reference, port_out, problem, exact=False)
-    report.outputs = _against(ref_out, port_out, problem, problem.exact)
+        report.port_numpy = _against_numpy(problem.reference, port_out, problem)
+    report.outputs = _port_against_reference(ref_out, port_out, problem)
     report.verdict = "AGREE" if all(c.agree for c in report.outputs) else "DIFFER"
     return report
 

@@ -487,10 +487,15 @@ def _atomic_rmw(ctx, op: Op, args: list) -> list:
 
 # -- matrix multiply ----------------------------------------------------------------------------
 
+def _matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    # einsum's own loops, not BLAS: deterministic, and no thread pool contending for busy cores
+    return np.einsum("...mk,...kn->...mn", lhs, rhs, optimize=False)
+
+
 def _mmaf(ctx, op: Op, args: list) -> list:
     lhs, rhs, acc = args
     wide = np.float64 if acc.dtype == np.float64 else np.float32
-    product = np.matmul(lhs.astype(wide), rhs.astype(wide))
+    product = _matmul(lhs.astype(wide), rhs.astype(wide))
     return [to_elem(product + acc.astype(wide), _elem(op))]
 
 
@@ -499,7 +504,7 @@ def _mmai(ctx, op: Op, args: list) -> list:
     a = _signed(lhs, op, "signedness_lhs").astype(np.int64)
     b = _signed(rhs, op, "signedness_rhs").astype(np.int64)
     with np.errstate(all="ignore"):
-        return [(np.matmul(a, b) + acc).astype(storage(_elem(op)))]
+        return [(_matmul(a, b) + acc).astype(storage(_elem(op)))]
 
 
 # -- regions: control flow, reductions, scans ---------------------------------------------------
