@@ -118,3 +118,15 @@ def test_planted_defect_in_the_port_differs(kernel_file, label, mutation, librar
     mutated = outputs_differ(reference, mutation(port), cap, kernel_file, port_extra_args=roles,
                              tolerance=(tol.rtol, tol.atol))
     assert mutated.differs, mutated.summary()
+
+
+@pytest.mark.cargo
+def test_cli_writes_reports_and_exit_status(tmp_path, library):
+    import json
+
+    from tileport.tileir.interp.__main__ import main
+    out = tmp_path / "interp.json"
+    assert main(["--kernel", "vector_add_kernel[float16]", "--json", str(out)]) == 0
+    reports = json.loads(out.read_text())["reports"]
+    assert [r["verdict"] for r in reports] == ["AGREE"]
+    assert main(["--kernel", "no such kernel"]) == 2

@@ -228,3 +228,17 @@ def test_wrong_argument_count_is_an_argument_error():
     m = _module(k_add, [("float32", 1)] * 3 + [16])
     with pytest.raises(ArgumentError, match="takes 9 parameters"):
         run_kernel(m, [("a", Array(np.zeros(16, np.float32), "f32"))], (1,))
+
+
+@pytest.mark.parametrize("rounding,quotients", [("zero", [-3, -3, 2, -2, -1]),
+                                                ("negative_inf", [-4, -4, 2, -3, -1]),
+                                                ("positive_inf", [-3, -3, 3, -2, -1])])
+def test_divi_rounding_and_division_by_zero(rounding, quotients):
+    from tileport.tileir.interp.optable import OPS
+    from tileport.tileir.model import Op
+    from tileport.tileir.types import ScalarType, TileType
+    op = Op("divi", attributes={"rounding": rounding, "signedness": "signed"})
+    op.add_result(TileType((5,), ScalarType("i32")))
+    a, b = np.array([-7, 7, 5, -5, 4], np.int32), np.array([2, -2, 2, 2, 0], np.int32)
+    (q,) = OPS["divi"](None, op, [a, b])
+    assert q.tolist() == quotients  # the last lane divides by zero: all bits set

@@ -96,32 +96,33 @@ def _int(fn) -> Impl:
     return impl
 
 
-def _check_divisor(rhs: np.ndarray) -> None:
-    if np.any(rhs == 0):
-        raise InterpError("integer division by zero")
+def _by_zero(b: np.ndarray, result: np.ndarray) -> np.ndarray:
+    """Lanes dividing by zero (undefined in Tile IR, often in lanes masked later) get all bits set,
+    what the hardware's unsigned divide gives; both sides of a comparison get the same value."""
+    return np.where(b == 0, np.array(-1).astype(result.dtype), result)
 
 
 def _divi(op: Op, lhs, rhs):
     a, b = _signed(lhs, op), _signed(rhs, op)
-    _check_divisor(b)
-    floor = np.floor_divide(a, b)
+    safe = np.where(b == 0, np.array(1, b.dtype), b)
+    floor = np.floor_divide(a, safe)
     mode = _attr(op, "rounding", "zero")
+    inexact = np.remainder(a, safe) != 0
     if mode == "negative_inf":
-        return floor
-    inexact = np.remainder(a, b) != 0
-    if mode == "positive_inf":
-        return floor + inexact
-    if mode == "zero":
-        if a.dtype.kind == "u":
-            return floor
-        return floor + (inexact & ((a < 0) != (b < 0)))
-    raise UnsupportedOp(f"divi rounding {mode}")
+        q = floor
+    elif mode == "positive_inf":
+        q = floor + inexact
+    elif mode == "zero":
+        q = floor if a.dtype.kind == "u" else floor + (inexact & ((a < 0) != (safe < 0)))
+    else:
+        raise UnsupportedOp(f"divi rounding {mode}")
+    return _by_zero(b, np.asarray(q, a.dtype))
 
 
 def _remi(op: Op, lhs, rhs):
     a, b = _signed(lhs, op), _signed(rhs, op)
-    _check_divisor(b)
-    return np.fmod(a, b)  # sign of the dividend (C semantics)
+    safe = np.where(b == 0, np.array(1, b.dtype), b)
+    return _by_zero(b, np.asarray(np.fmod(a, safe), a.dtype))  # sign of the dividend (C semantics)
 
 
 def _shri(op: Op, lhs, rhs):
@@ -243,7 +244,10 @@ def _ftoi(ctx, op: Op, args: list) -> list:
 
 
 def _itof(ctx, op: Op, args: list) -> list:
-    return [to_elem(_signed(args[0], op).astype(np.float64), _elem(op))]
+    x = args[0]
+    if x.dtype == np.bool_ and _attr(op, "signedness") == "signed":
+        return [to_elem(-x.astype(np.float64), _elem(op))]  # a signed i1 true is -1
+    return [to_elem(_signed(x, op).astype(np.float64), _elem(op))]
 
 
 def _exti(ctx, op: Op, args: list) -> list:
