@@ -102,6 +102,17 @@ def k_mma(a, b, c, T: ConstInt):
     ct.store(c, index=(0, 0), tile=acc)
 
 
+@ct.kernel
+def k_atomic_where(x, idx, hist, y, flag, TILE: ConstInt):
+    t = ct.load(x, index=(0,), shape=(TILE,))
+    ct.atomic_add(hist, ct.load(idx, index=(0,), shape=(TILE,)), ct.full((TILE,), 1, dtype=ct.int32))
+    if flag > 0:
+        r = ct.where(t > 0.5, t, -t)
+    else:
+        r = ct.where(t != t, t, 2.0 * t)
+    ct.store(y, index=(0,), tile=r)
+
+
 def _module(kernel, params):
     return read_module(tir_export.export(kernel, params))
 
@@ -242,3 +253,18 @@ def test_divi_rounding_and_division_by_zero(rounding, quotients):
     a, b = np.array([-7, 7, 5, -5, 4], np.int32), np.array([2, -2, 2, 2, 0], np.int32)
     (q,) = OPS["divi"](None, op, [a, b])
     assert q.tolist() == quotients  # the last lane divides by zero: all bits set
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_atomics_with_repeated_indices_float_compare_and_if_values(flag):
+    m = _module(k_atomic_where, [("float32", 1), ("int32", 1), ("int32", 1), ("float32", 1),
+                                 ("scalar", "int32"), 8])
+    x = np.array([0.1, 0.7, np.nan, -2.0, 0.5, 3.0, -0.0, 1.0], np.float32)
+    idx = np.array([0, 1, 1, 3, 1, 0, 2, 3], np.int32)
+    out = run_kernel(m, [("x", Array(x, "f32")), ("idx", Array(idx, "i32")),
+                         ("hist", Array(np.zeros(4, np.int32), "i32")),
+                         ("y", Array(np.zeros(8, np.float32), "f32")), ("flag", Scalar(flag, "i32"))],
+                     (1,))
+    assert out["hist"].tolist() == [2, 3, 1, 2]
+    expected = np.where(x > 0.5, x, -x) if flag else np.where(x != x, x, 2 * x)
+    np.testing.assert_array_equal(out["y"], expected)  # NaN > 0.5 is false; NaN != NaN is true
