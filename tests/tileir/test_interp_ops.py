@@ -92,7 +92,8 @@ def k_integers(a, out, TILE: ConstInt):
 
 @ct.kernel
 def k_add(a, b, c, TILE: ConstInt):
-    ct.store(c, index=(0,), tile=ct.load(a, index=(0,), shape=(TILE,)) + ct.load(b, index=(0,), shape=(TILE,)))
+    ta = ct.load(a, index=(0,), shape=(TILE,))
+    ct.store(c, index=(0,), tile=ta + ct.load(b, index=(0,), shape=(TILE,)))
 
 
 @ct.kernel

@@ -18,7 +18,8 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m tileport.tileir.interp", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m tileport.tileir.interp",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--kernel", default="", help="only captures whose label contains this")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     parser.add_argument("--json", type=Path, help="write every report here")

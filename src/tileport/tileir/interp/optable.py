@@ -19,9 +19,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..attrs import Dense, TypedFloat, TypedInt, float_from_bits
+from ..attrs import Dense, TypedFloat, TypedInt
 from ..model import Op
-from ..types import PartitionViewType, PointerType, ScalarType, TensorViewType, TileType
+from ..types import PartitionViewType, PointerType, TensorViewType, TileType
 from .errors import InterpError, UnsupportedOp
 from .values import (TOKEN, UNSIGNED, PartitionView, TensorView, elem_bytes, flush_subnormals,
                      padding_value, storage, to_elem)
@@ -557,13 +557,15 @@ def _if(ctx, op: Op, args: list) -> list:
     if taken >= len(op.regions) or not op.regions[taken].blocks:
         return []
     jump = ctx.run_block(op.regions[taken].blocks[0], [])
-    return jump.values if jump.kind == "yield" else jump  # continue/break/return propagate
+    if jump.kind in ("yield", "end"):  # "end": a region without results may omit its yield
+        return jump.values
+    return jump  # continue / break / return leave the enclosing block too
 
 
 def _identity_value(ident, like: np.ndarray):
     value = ident.value if isinstance(ident, (TypedFloat, TypedInt)) else ident
-    if isinstance(ident, TypedFloat) and value is None:
-        value = float_from_bits(ident.type, ident.bits)
+    if value is None:
+        raise UnsupportedOp(f"reduction identity {ident}")
     return np.asarray(value).astype(like.dtype)
 
 
