@@ -1,6 +1,7 @@
 """Every corpus kernel run by the Tile IR interpreter on small inputs, reference and port.
 
-- the reference (cuTile Python's export) against a NumPy reference, where the problem has one;
+- the reference (cuTile Python's export) against a NumPy reference, and its canonicalized form
+  (tokens stripped) against itself;
 - (cargo) the port (the cutile-rs cdylib's IR export) against the reference: AGREE, within the
   op spec's dtype tolerance (exactly for copy-like kernels); and the comparison can fail: planted
   defects in the port's IR (a removed loop, swapped operands, another padding value, an f16
@@ -17,7 +18,7 @@ import tir_mutations
 from tileport.capture import generated_arg_roles, generated_bytecode
 from tileport.ops.capture_ref import reference_bytecode
 from tileport.ops.specs import all_specs
-from tileport.tileir import read_module
+from tileport.tileir import canonicalize, read_module
 from tileport.tileir.interp import differential, outputs_differ, problem, run_pair
 from tileport.tileir.model import clone_module, walk
 
@@ -67,6 +68,9 @@ def test_reference_matches_numpy(spec, cap):
     bad = [c for c in report.numpy if not c.agree]
     assert not bad, bad
     assert report.reference.seconds < SECONDS_PER_CAPTURE
+    # canonicalized (tokens stripped, CSE, DCE): the same program, the same outputs
+    canonical = run_pair(module, canonicalize(module), prob)
+    assert canonical.verdict == "AGREE", canonical.summary()
 
 
 @pytest.mark.cargo

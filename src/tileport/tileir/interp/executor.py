@@ -60,8 +60,7 @@ class Executor:
 
     def run_block(self, block: Block, params: Sequence[Any]) -> Jump:
         env = self.env
-        for arg, value in zip(block.args, params, strict=True):
-            env[arg] = value
+        _assign(env, block.args, params, block.parent, self)
         for op in block.ops:
             if op.name in TERMINATORS:
                 return Jump(op.name, [env[v] for v in op.operands])
@@ -79,8 +78,7 @@ class Executor:
                 raise InterpError(f"{type(e).__name__}: {e}", op, self.where(op)) from e
             if isinstance(results, Jump):
                 return results  # a continue/break/return inside an if
-            for value, result in zip(results, op.results, strict=True):
-                env[result] = value
+            _assign(env, op.results, results, op, self)
         return Jump("end", [])
 
     def run(self, params: list[Any]) -> None:
@@ -89,6 +87,21 @@ class Executor:
             self.block_id = (x, y, z)
             self.env = {}
             self.run_block(self.function.body, params)
+
+
+def _assign(env: dict, targets: list[Value], values: Sequence[Any], op: Op | None,
+            executor: Executor) -> None:
+    """Bind values to results or block arguments. A module canonicalized without tokens
+    (`canonicalize(..., ignore_tokens=True)`) has no token results or arguments: tokens are
+    then left out of `values`."""
+    if len(values) != len(targets):
+        values = [v for v in values if v is not TOKEN]
+    if len(values) != len(targets):
+        name = op.name if op is not None else "function body"
+        raise InterpError(f"{len(values)} values for {len(targets)} results or block arguments of "
+                          f"`{name}`", op, executor.where(op) if op is not None else None)
+    for target, value in zip(targets, values):
+        env[target] = value
 
 
 def _walk_ops(block: Block):
