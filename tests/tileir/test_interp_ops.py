@@ -269,3 +269,11 @@ def test_atomics_with_repeated_indices_float_compare_and_if_values(flag):
     assert out["hist"].tolist() == [2, 3, 1, 2]
     expected = np.where(x > 0.5, x, -x) if flag else np.where(x != x, x, 2 * x)
     np.testing.assert_array_equal(out["y"], expected)  # NaN > 0.5 is false; NaN != NaN is true
+
+
+def test_a_runaway_loop_stops_at_the_op_budget():
+    from tileport.tileir.interp import InterpError
+    m = _module(k_control, [("int32", 1), ("scalar", "int32")])
+    args = [("y", Array(np.zeros(1, np.int32), "i32")), ("n", Scalar(2 ** 31 - 1, "i32"))]
+    with pytest.raises(InterpError, match="op budget"):
+        run_kernel(m, args, (1,), max_ops=20_000)

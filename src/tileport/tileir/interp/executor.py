@@ -46,12 +46,19 @@ class Scalar:
 Argument = Array | Scalar
 
 
+# Ops executed per run, all blocks together (the corpus needs at most a few thousand): a port whose
+# loop runs away stops here with an error instead of hanging.
+MAX_OPS = 1_000_000
+
+
 class Executor:
-    def __init__(self, function: Function, memory: Memory, grid: tuple[int, int, int]):
+    def __init__(self, function: Function, memory: Memory, grid: tuple[int, int, int],
+                 max_ops: int = MAX_OPS):
         self.function = function
         self.memory = memory
         self.grid = grid
         self.block_id = (0, 0, 0)
+        self.ops_left = max_ops
         self.env: dict[Value, Any] = {}
         self._index = {op: i for i, op in enumerate(_walk_ops(function.body))}
 
@@ -62,6 +69,10 @@ class Executor:
         env = self.env
         _assign(env, block.args, params, block.parent, self)
         for op in block.ops:
+            self.ops_left -= 1
+            if self.ops_left < 0:
+                raise InterpError("the op budget of the run is spent (a runaway loop?)", op,
+                                  self.where(op))
             if op.name in TERMINATORS:
                 return Jump(op.name, [env[v] for v in op.operands])
             impl = OPS.get(op.name)
@@ -164,7 +175,8 @@ def bind(function: Function, memory: Memory, args: Sequence[tuple[str, Argument]
 
 
 def run_kernel(module: Module, args: Sequence[tuple[str, Argument]], grid: Sequence[int],
-               extra_args: dict[int, tuple] | None = None) -> dict[str, np.ndarray]:
+               extra_args: dict[int, tuple] | None = None,
+               max_ops: int = MAX_OPS) -> dict[str, np.ndarray]:
     """Run the module's entry over `grid` (blocks in order, x fastest) on copies of the arrays.
 
     Returns every array argument after the run, by name, in its original shape, as stored
@@ -173,6 +185,6 @@ def run_kernel(module: Module, args: Sequence[tuple[str, Argument]], grid: Seque
     memory = Memory()
     params = bind(function, memory, args, extra_args)
     grid3 = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    Executor(function, memory, grid3).run(params)
+    Executor(function, memory, grid3, max_ops).run(params)
     return {name: memory.buffer(name).data.reshape(np.shape(arg.data))
             for name, arg in args if isinstance(arg, Array)}
