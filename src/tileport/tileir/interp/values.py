@@ -6,7 +6,7 @@
   integer type (ops that are unsigned reinterpret the bits); pointers as int64 byte addresses.
 - A token is `TOKEN` (memory ordering is sequential here, so tokens carry nothing).
 - Views are small frozen records of addresses, shapes and strides in elements.
-- `Memory` holds the argument arrays at distinct, 256-byte aligned base addresses; an address is
+- `Memory` holds the argument arrays at distinct base addresses 2^36 bytes apart; an address is
   resolved to (array, element index) on every access, so an unmasked access outside every array
   is a `MemoryFault`, not a silent read.
 """
@@ -132,15 +132,21 @@ class Buffer:
         return self.base + self.data.size * elem_bytes(self.elem)
 
 
+# Array k starts at (k + 1) * ARRAY_SPACING: an index that runs off an array by less than that
+# lands in no array (a MemoryFault), never silently in the next one.
+ARRAY_SPACING = 1 << 36
+
+
 @dataclass
 class Memory:
     """The arrays a kernel can reach, each at its own base address."""
     buffers: list[Buffer] = field(default_factory=list)
-    next_base: int = 1 << 32
 
     def add(self, name: str, elem: ScalarType, flat: np.ndarray) -> Buffer:
-        buf = Buffer(name, self.next_base, elem, to_elem(np.asarray(flat).reshape(-1), elem))
-        self.next_base = (buf.end + (1 << 20) + 255) // 256 * 256
+        base = (len(self.buffers) + 1) * ARRAY_SPACING
+        buf = Buffer(name, base, elem, to_elem(np.asarray(flat).reshape(-1), elem))
+        if buf.end - buf.base >= ARRAY_SPACING:
+            raise MemoryFault(f"array `{name}` is too large for the interpreter")
         self.buffers.append(buf)
         return buf
 
