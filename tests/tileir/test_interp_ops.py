@@ -114,6 +114,21 @@ def k_atomic_where(x, idx, hist, y, flag, TILE: ConstInt):
     ct.store(y, index=(0,), tile=r)
 
 
+@ct.kernel
+def k_math(x, lock, out, TILE: ConstInt):
+    t = ct.load(x, index=(0, 0), shape=(4, TILE))
+    ct.store(out, index=(0, 0), tile=ct.reshape(ct.astype(ct.argmax(t, axis=1), ct.float32), (1, 4)))
+    ct.store(out, index=(1, 0), tile=ct.reshape(ct.min(t, axis=1), (1, 4)))
+    ct.store(out, index=(2, 0), tile=ct.reshape(ct.prod(ct.abs(t) + 1.0, axis=1), (1, 4)))
+    root = ct.sqrt(ct.abs(ct.extract(t, index=(0, 0), shape=(1, 4))))
+    ct.store(out, index=(3, 0), tile=ct.exp2(ct.floor(root)))
+    bits = ct.bitcast(ct.extract(t, index=(1, 0), shape=(1, 4)), ct.int32)
+    ct.store(out, index=(4, 0), tile=ct.astype(bits & 1, ct.float32))
+    old = ct.atomic_cas(lock, ct.arange(4, dtype=ct.int32), ct.full((4,), 0, dtype=ct.int32),
+                        ct.full((4,), 5, dtype=ct.int32))
+    ct.store(out, index=(5, 0), tile=ct.reshape(ct.astype(old, ct.float32), (1, 4)))
+
+
 def _module(kernel, params):
     return read_module(tir_export.export(kernel, params))
 
@@ -277,3 +292,20 @@ def test_a_runaway_loop_stops_at_the_op_budget():
     args = [("y", Array(np.zeros(1, np.int32), "i32")), ("n", Scalar(2 ** 31 - 1, "i32"))]
     with pytest.raises(InterpError, match="op budget"):
         run_kernel(m, args, (1,), max_ops=20_000)
+
+
+def test_argmax_min_prod_sqrt_exp2_bitcast_and_compare_and_swap():
+    m = _module(k_math, [("float32", 2), ("int32", 1), ("float32", 2), 4])
+    x = np.array([[1.5, -3.0, 2.25, 2.25], [0.1, 9.0, -1.0, 4.0], [-2.0, -2.0, -5.0, -0.5],
+                  [7.0, 1.0, 7.5, 0.0]], np.float32)
+    lock = np.array([0, 3, 0, 1], np.int32)
+    out = run_kernel(m, [("x", Array(x, "f32")), ("lock", Array(lock, "i32")),
+                         ("out", Array(np.zeros((6, 4), np.float32), "f32"))], (1,))
+    assert out["lock"].tolist() == [5, 3, 5, 1]                 # swapped where it held 0
+    o = out["out"]
+    assert o[0].tolist() == np.argmax(x, axis=1).tolist()       # first of equal maxima
+    assert o[1].tolist() == x.min(axis=1).tolist()
+    np.testing.assert_allclose(o[2], np.prod(np.abs(x) + 1, axis=1), rtol=1e-6)
+    assert o[3].tolist() == np.exp2(np.floor(np.sqrt(np.abs(x[0])))).tolist()
+    assert o[4].tolist() == (x[1].view(np.int32) & 1).astype(np.float32).tolist()
+    assert o[5].tolist() == lock.astype(np.float32).tolist()    # the values before the swap

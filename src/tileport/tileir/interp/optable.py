@@ -471,22 +471,37 @@ _RMW = {"add": np.add, "addf": np.add, "and": np.bitwise_and, "or": np.bitwise_o
         "xor": np.bitwise_xor, "max": np.maximum, "min": np.minimum, "xchg": lambda old, new: new}
 
 
-def _atomic_rmw(ctx, op: Op, args: list) -> list:
-    """Blocks run one after another, so an atomic is a load, the update and a store, lane by lane."""
-    mode = _attr(op, "mode")
-    if mode not in _RMW:
-        raise UnsupportedOp(f"atomic_rmw mode {mode}")
+def _atomic(ctx, op: Op, args: list, update: Callable) -> list:
+    """Blocks run one after another, so an atomic is a load, the update and a store, lane by lane
+    (lanes hitting the same address see each other's update). `update(old, lane)` gives the new
+    value, or None to leave memory as it is. Returns the old values."""
     pointers = _arg(op, args, "pointers")
     elem = _operand_elem(op, 0).pointee
     mask = _lane_mask(op, args, pointers.shape)
-    value = np.broadcast_to(_arg(op, args, "arg"), pointers.shape)
     old = np.zeros(pointers.shape, storage(elem))
-    for lane in zip(*np.nonzero(mask)):  # lanes hitting the same address see each other's update
-        one = np.ones((1,), bool)
+    one = np.ones((1,), bool)
+    for lane in zip(*np.nonzero(mask)):
         at = pointers[lane].reshape(1)
         old[lane] = ctx.memory.load(at, one, elem, 0)[0]
-        ctx.memory.store(at, to_elem(_RMW[mode](old[lane], value[lane]), elem).reshape(1), one, elem)
+        new = update(old[lane], lane)
+        if new is not None:
+            ctx.memory.store(at, to_elem(new, elem).reshape(1), one, elem)
     return [old, TOKEN]
+
+
+def _atomic_rmw(ctx, op: Op, args: list) -> list:
+    mode = _attr(op, "mode")
+    if mode not in _RMW:
+        raise UnsupportedOp(f"atomic_rmw mode {mode}")
+    value = np.broadcast_to(_arg(op, args, "arg"), _arg(op, args, "pointers").shape)
+    return _atomic(ctx, op, args, lambda old, lane: _RMW[mode](old, value[lane]))
+
+
+def _atomic_cas(ctx, op: Op, args: list) -> list:
+    shape = _arg(op, args, "pointers").shape
+    cmp = np.broadcast_to(_arg(op, args, "cmp"), shape)
+    val = np.broadcast_to(_arg(op, args, "val"), shape)
+    return _atomic(ctx, op, args, lambda old, lane: val[lane] if old == cmp[lane] else None)
 
 
 # -- matrix multiply ----------------------------------------------------------------------------
@@ -656,6 +671,7 @@ OPS: dict[str, Impl] = {
     "load_ptr_tko": _load_ptr,
     "store_ptr_tko": _store_ptr,
     "atomic_rmw_tko": _atomic_rmw,
+    "atomic_cas_tko": _atomic_cas,
     "mmaf": _mmaf,
     "mmai": _mmai,
     "for": _for,
