@@ -6,9 +6,10 @@ same grid, outputs poisoned with NaN) runs
 - in the interpreter, on the Tile IR of the same side (cuTile Python's export for `cutile`, the
   library's IR export for `cutile-rs`);
 each GPU output must match the interpreter's within the op spec's dtype tolerance (NaN exactly where
-the interpreter has NaN: elements never written). One JSON record per (capture, backend) goes to
-$TILEPORT_RESULTS_DIR/interp_agreement.json (default: the current directory), rewritten atomically
-after every case so a partial run keeps its results.
+the interpreter has NaN: elements never written). One JSON record per capture goes to
+$TILEPORT_RESULTS_DIR/interp_agreement-<backend>.json (default: the current directory), rewritten
+atomically after every case so a partial run keeps its results; the backends can run as two
+invocations (`-k "not cutile-rs"`, `-k cutile-rs`) without overwriting each other.
 
     TILEPORT_LIB=<path to libtileport_kernels.so> TILEPORT_RESULTS_DIR=out \
         python3 -m pytest -q -m gpu tests/gpu/test_interp_agreement.py
@@ -50,16 +51,18 @@ def _captures():
 CASES = [(spec, cap, backend) for spec, cap in _captures() for backend in BACKENDS]
 
 
-def _results_path() -> Path:
-    return Path(os.environ.get("TILEPORT_RESULTS_DIR", ".")) / "interp_agreement.json"
+def _results_path(backend: str) -> Path:
+    return Path(os.environ.get("TILEPORT_RESULTS_DIR", ".")) / f"interp_agreement-{backend}.json"
 
 
 def _record(entry: dict) -> None:
     RESULTS.append(entry)
-    path = _results_path()
+    mine = [r for r in RESULTS if r["backend"] == entry["backend"]]
+    path = _results_path(entry["backend"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    agree = sum(r["agree"] for r in RESULTS)
-    body = json.dumps({"cases": len(RESULTS), "agree": agree, "results": RESULTS}, indent=1)
+    agree = sum(r["agree"] for r in mine)
+    body = json.dumps({"backend": entry["backend"], "commit": os.environ.get("TILEPORT_COMMIT", ""),
+                       "cases": len(mine), "agree": agree, "results": mine}, indent=1)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
         f.write(body + "\n")
     os.replace(f.name, path)
