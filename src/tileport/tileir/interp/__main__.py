@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             prob = problem(cap, spec.kernel_file, args.seed, (tol.rtol, tol.atol))
             report = differential(reference_bytecode(spec, cap), generated_bytecode(lib, cap)[1], prob,
                                   generated_arg_roles(lib, cap))
-            print(f"{cap.label}: {report.summary()}", flush=True)
+            print(report.summary(cap.label), flush=True)
             reports.append({"capture": cap.label, **asdict(report)})
     if not reports:
         print(f"no capture matches {args.kernel!r}", file=sys.stderr)

@@ -41,9 +41,6 @@ class Problem:
     atol: float = 1e-6
     reference: dict[str, np.ndarray] = field(default_factory=dict)  # NumPy results, float64
 
-    def array(self, name: str) -> np.ndarray:
-        return next(a.data for n, a in self.args if n == name)
-
 
 def kernel_parameters(kernel_file: Path, kernel: str) -> list[str]:
     """Parameter names of a kernel, read from its file with `ast` (the file is not executed)."""
@@ -80,11 +77,11 @@ class _Builder:
         self.arrays[name] = Array(to_elem(np.full(shape, np.nan), ScalarType(elem)), elem)
 
 
-def _elementwise(inputs: tuple[str, ...], output: str, fn: Callable) -> Callable:
+def _elementwise(inputs: dict[str, float], output: str, fn: Callable) -> Callable:
+    """`inputs`: parameter -> scale of its random data (as in the op spec)."""
     def build(b: _Builder, c: dict) -> tuple:
         n = 2 * c["TILE"] + 452  # three blocks, the last one ragged
-        xs = [b.input(name, (n,), 3.0 if i == 0 and len(inputs) > 1 else 1.0)
-              for i, name in enumerate(inputs)]
+        xs = [b.input(name, (n,), scale) for name, scale in inputs.items()]
         b.output(output, (n,))
         return (_cdiv(n, c["TILE"]), 1, 1), [output], {output: fn(*xs)}
     return build
@@ -188,11 +185,11 @@ def _splitk_reduce(b: _Builder, c: dict) -> tuple:
 
 
 PROBLEMS: dict[str, Callable] = {
-    "vector_add_kernel": _elementwise(("a", "b"), "c", lambda a, b: a + b),
-    "relu_kernel": _elementwise(("x",), "y", lambda x: np.maximum(x, 0)),
-    "gelu_tanh_kernel": _elementwise(("x",), "y", _gelu),
-    "swiglu_kernel": _elementwise(("a", "b"), "y", lambda a, b: _silu(a) * b),
-    "geglu_kernel": _elementwise(("a", "b"), "y", lambda a, b: _gelu(a) * b),
+    "vector_add_kernel": _elementwise({"a": 1.0, "b": 1.0}, "c", lambda a, b: a + b),
+    "relu_kernel": _elementwise({"x": 1.0}, "y", lambda x: np.maximum(x, 0)),
+    "gelu_tanh_kernel": _elementwise({"x": 3.0}, "y", _gelu),
+    "swiglu_kernel": _elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _silu(a) * b),
+    "geglu_kernel": _elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _gelu(a) * b),
     "silu_and_mul_kernel": _silu_and_mul,
     "softmax_gather_kernel": _softmax_problem(lambda c: 1000),
     "softmax_tma_kernel": _softmax_problem(lambda c: 1000),

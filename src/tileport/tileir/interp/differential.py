@@ -68,15 +68,17 @@ class DifferentialReport:
     def differs(self) -> bool:
         return self.verdict == "DIFFER"
 
-    def summary(self) -> str:
+    def summary(self, label: str | None = None) -> str:
+        """One line: `label` (default: the kernel name), the verdict and why."""
+        head = label or self.kernel
         if self.verdict == "ERROR":
-            return f"{self.kernel}: ERROR {self.reference.error or self.port.error}"
+            return f"{head}: ERROR {self.reference.error or self.port.error}"
         if self.port.error:
-            return f"{self.kernel}: DIFFER (port faults: {self.port.error})"
+            return f"{head}: DIFFER (port faults: {self.port.error})"
         bad = [c for c in self.outputs if not c.agree]
         detail = "; ".join(f"{c.output}: {c.mismatches}/{c.total} differ, first {c.first_mismatch}"
                            for c in bad)
-        return f"{self.kernel}: {self.verdict}" + (f" ({detail})" if detail else "")
+        return f"{head}: {self.verdict}" + (f" ({detail})" if detail else "")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, default=_jsonable)
