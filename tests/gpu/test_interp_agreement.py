@@ -31,6 +31,7 @@ from tileport.ops.capture_ref import reference_bytecode, reference_kernel
 from tileport.ops.specs import all_specs
 from tileport.tileir import read_module
 from tileport.tileir.interp import compare, problem, run_kernel
+from tileport.tileir.interp.corpus import variants
 
 pytestmark = pytest.mark.gpu
 
@@ -48,7 +49,8 @@ def _captures():
     return out
 
 
-CASES = [(spec, cap, backend) for spec, cap in _captures() for backend in BACKENDS]
+CASES = [(spec, cap, backend, v) for spec, cap in _captures() for backend in BACKENDS
+         for v in range(variants(cap))]
 
 
 def _results_path(backend: str) -> Path:
@@ -124,13 +126,14 @@ def _interpreted(backend: str, spec, cap, prob) -> dict:
     return run_kernel(read_module(gen), prob.args, prob.grid, generated_arg_roles(lib, cap))
 
 
-@pytest.mark.parametrize("spec,cap,backend", CASES,
-                         ids=[f"{s.kernel_file[:-3]}:{c.label}-{b}" for s, c, b in CASES])
-def test_interpreter_agrees_with_gpu(spec, cap, backend):
+@pytest.mark.parametrize("spec,cap,backend,variant", CASES,
+                         ids=[f"{s.kernel_file[:-3]}:{c.label}#{v}-{b}" for s, c, b, v in CASES])
+def test_interpreter_agrees_with_gpu(spec, cap, backend, variant):
     _require(backend)
     tol = spec.tolerances[next(iter(cap.arrays.values()))[0]]
-    prob = problem(cap, spec.kernel_file, tolerance=(tol.rtol, tol.atol))
-    entry = {"kernel": cap.kernel, "capture": cap.label, "backend": backend, "grid": list(prob.grid),
+    prob = problem(cap, spec.kernel_file, tolerance=(tol.rtol, tol.atol), variant=variant)
+    entry = {"kernel": cap.kernel, "capture": cap.label, "variant": variant, "backend": backend,
+             "grid": list(prob.grid),
              "rtol": tol.rtol, "atol": tol.atol, "agree": False, "outputs": [], "error": ""}
     t0 = time.perf_counter()
     try:

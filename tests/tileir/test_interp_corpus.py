@@ -19,7 +19,7 @@ from tileport.capture import generated_arg_roles, generated_bytecode
 from tileport.ops.capture_ref import reference_bytecode
 from tileport.ops.specs import all_specs
 from tileport.tileir import canonicalize, read_module
-from tileport.tileir.interp import differential, outputs_differ, problem, run_pair
+from tileport.tileir.interp import differential, outputs_differ, problems, run_pair
 from tileport.tileir.model import clone_module, walk
 
 SECONDS_PER_CAPTURE = 5.0  # interpreter time of both sides; the corpus takes ~0.1 s on average
@@ -47,9 +47,9 @@ def _reference(spec, cap) -> bytes:
     return _REFERENCE[key]
 
 
-def _problem(spec, cap):
+def _problems(spec, cap):
     tol = spec.tolerances[next(iter(cap.arrays.values()))[0]]
-    return problem(cap, spec.kernel_file, tolerance=(tol.rtol, tol.atol))
+    return problems(cap, spec.kernel_file, tolerance=(tol.rtol, tol.atol))
 
 
 def test_every_corpus_kernel_has_a_problem():
@@ -60,29 +60,30 @@ def test_every_corpus_kernel_has_a_problem():
 
 @pytest.mark.parametrize("spec,cap", CAPTURES)
 def test_reference_matches_numpy(spec, cap):
-    prob = _problem(spec, cap)
     module = read_module(_reference(spec, cap))
-    report = run_pair(module, module, prob)
-    assert report.verdict == "AGREE", report.summary()
-    assert report.numpy, f"{cap.label}: no NumPy reference to compare with"
-    bad = [c for c in report.numpy if not c.agree]
-    assert not bad, bad
-    assert report.reference.seconds < SECONDS_PER_CAPTURE
-    # canonicalized (tokens stripped, CSE, DCE): the same program, the same outputs
-    canonical = run_pair(module, canonicalize(module), prob)
-    assert canonical.verdict == "AGREE", canonical.summary()
+    for prob in _problems(spec, cap):
+        report = run_pair(module, module, prob)
+        assert report.verdict == "AGREE", report.summary()
+        assert report.numpy, f"{cap.label}: no NumPy reference to compare with"
+        bad = [c for c in report.numpy if not c.agree]
+        assert not bad, bad
+        assert report.reference.seconds < SECONDS_PER_CAPTURE
+        # canonicalized (tokens stripped, CSE, DCE): the same program, the same outputs
+        canonical = run_pair(module, canonicalize(module), prob)
+        assert canonical.verdict == "AGREE", canonical.summary()
 
 
 @pytest.mark.cargo
 @pytest.mark.parametrize("spec,cap", CAPTURES)
 def test_port_agrees_with_reference(spec, cap, library):
     _, gen = generated_bytecode(library, cap)
-    t0 = time.perf_counter()
-    report = differential(_reference(spec, cap), gen, _problem(spec, cap),
-                          port_extra_args=generated_arg_roles(library, cap))
-    assert report.verdict == "AGREE", report.summary()
-    assert all(c.agree for c in report.port_numpy), report.port_numpy
-    assert time.perf_counter() - t0 < 2 * SECONDS_PER_CAPTURE
+    for prob in _problems(spec, cap):
+        t0 = time.perf_counter()
+        report = differential(_reference(spec, cap), gen, prob,
+                              port_extra_args=generated_arg_roles(library, cap))
+        assert report.verdict == "AGREE", report.summary()
+        assert all(c.agree for c in report.port_numpy), report.port_numpy
+        assert time.perf_counter() - t0 < 2 * SECONDS_PER_CAPTURE
 
 
 def _swap_first_subf(m):

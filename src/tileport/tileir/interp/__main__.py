@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     from tileport.ops.specs import all_specs
     from tileport.runtime.library import load
 
-    from .corpus import problem
+    from .corpus import problems
     from .differential import differential
 
     lib = load()
@@ -41,18 +41,21 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             seen.add((spec.kernel_file, cap.label))
             tol = spec.tolerances[next(iter(cap.arrays.values()))[0]]
-            prob = problem(cap, spec.kernel_file, args.seed, (tol.rtol, tol.atol))
-            report = differential(reference_bytecode(spec, cap), generated_bytecode(lib, cap)[1], prob,
-                                  generated_arg_roles(lib, cap))
-            print(report.summary(cap.label), flush=True)
-            reports.append({"capture": cap.label, **asdict(report)})
+            ref, gen = reference_bytecode(spec, cap), generated_bytecode(lib, cap)[1]
+            roles = generated_arg_roles(lib, cap)
+            for variant, prob in enumerate(problems(cap, spec.kernel_file, args.seed,
+                                                    (tol.rtol, tol.atol))):
+                report = differential(ref, gen, prob, roles)
+                print(report.summary(f"{cap.label} #{variant}"), flush=True)
+                reports.append({"capture": cap.label, "variant": variant, "grid": list(prob.grid),
+                                **asdict(report)})
     if not reports:
         print(f"no capture matches {args.kernel!r}", file=sys.stderr)
         return 2
     if args.json:
         _write_atomic(args.json, json.dumps({"reports": reports}, indent=1) + "\n")
     verdicts = {r["verdict"] for r in reports}
-    print(f"{len(reports)} captures: " + ", ".join(f"{sum(r['verdict'] == v for r in reports)} {v}"
+    print(f"{len(reports)} problems: " + ", ".join(f"{sum(r['verdict'] == v for r in reports)} {v}"
                                                    for v in sorted(verdicts)))
     return 2 if "ERROR" in verdicts else 1 if "DIFFER" in verdicts else 0
 

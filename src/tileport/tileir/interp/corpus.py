@@ -117,25 +117,27 @@ def _silu_and_mul(b: _Builder, c: dict) -> tuple:
         {"y": _silu(x[0::2]) * x[1::2]}
 
 
-def _rms_norm(b: _Builder, c: dict) -> tuple:
-    m, n = 5, 1000
-    x, w = b.input("x", (m, n)), b.input("w", (n,))
-    b.output("y", (m, n))
-    b.arrays["eps"] = Scalar(1e-6, "f32")
-    y = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w
-    return (2, 1, 1), ["y"], {"y": y}
+def _rms_norm(m: int, n: int) -> Callable:
+    def build(b: _Builder, c: dict) -> tuple:
+        x, w = b.input("x", (m, n)), b.input("w", (n,))
+        b.output("y", (m, n))
+        b.arrays["eps"] = Scalar(1e-6, "f32")
+        y = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w
+        return (2, 1, 1), ["y"], {"y": y}
+    return build
 
 
-def _layer_norm(b: _Builder, c: dict) -> tuple:
-    m, n = 5, 1000
-    x, w, bias = b.input("x", (m, n)), b.input("w", (n,)), b.input("b", (n,))
-    for name, shape in (("y", (m, n)), ("mean", (m,)), ("rstd", (m,))):
-        b.output(name, shape)
-    b.arrays["eps"] = Scalar(1e-5, "f32")
-    mean = x.mean(axis=1)
-    rstd = 1 / np.sqrt(x.var(axis=1) + 1e-5)
-    y = (x - mean[:, None]) * rstd[:, None] * w + bias
-    return (2, 1, 1), ["y", "mean", "rstd"], {"y": y, "mean": mean, "rstd": rstd}
+def _layer_norm(m: int, n: int) -> Callable:
+    def build(b: _Builder, c: dict) -> tuple:
+        x, w, bias = b.input("x", (m, n)), b.input("w", (n,)), b.input("b", (n,))
+        for name, shape in (("y", (m, n)), ("mean", (m,)), ("rstd", (m,))):
+            b.output(name, shape)
+        b.arrays["eps"] = Scalar(1e-5, "f32")
+        mean = x.mean(axis=1)
+        rstd = 1 / np.sqrt(x.var(axis=1) + 1e-5)
+        y = (x - mean[:, None]) * rstd[:, None] * w + bias
+        return (2, 1, 1), ["y", "mean", "rstd"], {"y": y, "mean": mean, "rstd": rstd}
+    return build
 
 
 def _rope(b: _Builder, c: dict) -> tuple:
@@ -184,35 +186,36 @@ def _splitk_reduce(b: _Builder, c: dict) -> tuple:
     return (_cdiv(m, c["TILE_M"]), _cdiv(n, c["TILE_N"]), 1), ["c"], {"c": ws.sum(axis=0)}
 
 
-PROBLEMS: dict[str, Callable] = {
-    "vector_add_kernel": _elementwise({"a": 1.0, "b": 1.0}, "c", lambda a, b: a + b),
-    "relu_kernel": _elementwise({"x": 1.0}, "y", lambda x: np.maximum(x, 0)),
-    "gelu_tanh_kernel": _elementwise({"x": 3.0}, "y", _gelu),
-    "swiglu_kernel": _elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _silu(a) * b),
-    "geglu_kernel": _elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _gelu(a) * b),
-    "silu_and_mul_kernel": _silu_and_mul,
-    "softmax_gather_kernel": _softmax_problem(lambda c: 1000),
-    "softmax_tma_kernel": _softmax_problem(lambda c: 1000),
-    "softmax_tma_wide_kernel": _softmax_problem(lambda c: 1000),
-    "softmax_online_kernel": _softmax_problem(lambda c: c["CHUNK"] + 904),
-    "rms_norm_kernel": _rms_norm,
-    "layer_norm_fwd_kernel": _layer_norm,
-    "rope_kernel": _rope,
-    "matmul_kernel": _matmul,
-    "bmm_kernel": _bmm,
-    "matmul_splitk_kernel": _matmul_splitk,
-    "splitk_reduce_kernel": _splitk_reduce,
+# Per kernel, one or more problems (variants): the first is the default; further ones cover what
+# the first cannot (a row shorter than one chunk, a persistent block without work).
+PROBLEMS: dict[str, tuple[Callable, ...]] = {
+    "vector_add_kernel": (_elementwise({"a": 1.0, "b": 1.0}, "c", lambda a, b: a + b),),
+    "relu_kernel": (_elementwise({"x": 1.0}, "y", lambda x: np.maximum(x, 0)),),
+    "gelu_tanh_kernel": (_elementwise({"x": 3.0}, "y", _gelu),),
+    "swiglu_kernel": (_elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _silu(a) * b),),
+    "geglu_kernel": (_elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _gelu(a) * b),),
+    "silu_and_mul_kernel": (_silu_and_mul,),
+    "softmax_gather_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_tma_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_tma_wide_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_online_kernel": (_softmax_problem(lambda c: c["CHUNK"] + 904),
+                              _softmax_problem(lambda c: 1000)),
+    "rms_norm_kernel": (_rms_norm(5, 1000), _rms_norm(1, 37)),
+    "layer_norm_fwd_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
+    "rope_kernel": (_rope,),
+    "matmul_kernel": (_matmul,),
+    "bmm_kernel": (_bmm,),
+    "matmul_splitk_kernel": (_matmul_splitk,),
+    "splitk_reduce_kernel": (_splitk_reduce,),
 }
 
 
 def problem(capture: Capture, kernel_file: str | Path, seed: int = 0,
-            tolerance: tuple[float, float] = (1e-5, 1e-6)) -> Problem:
-    """The small problem of a corpus capture (`kernel_file`: name under ops/kernels or a path);
-    `tolerance` (rtol, atol) is the one of the capture's dtype (the op spec's `tolerances`)."""
-    build = PROBLEMS.get(capture.kernel)
-    if build is None:
-        raise LookupError(f"no interpreter problem for kernel `{capture.kernel}` "
-                          f"(add one to tileport.tileir.interp.corpus.PROBLEMS)")
+            tolerance: tuple[float, float] = (1e-5, 1e-6), variant: int = 0) -> Problem:
+    """A small problem of a corpus capture (`kernel_file`: name under ops/kernels or a path);
+    `tolerance` (rtol, atol) is the one of the capture's dtype (the op spec's `tolerances`);
+    `variant` picks one of the kernel's problems (`variants(capture)` of them)."""
+    build = _builders(capture)[variant]
     path = Path(kernel_file)
     path = path if path.is_absolute() else KERNELS_DIR / path
     b = _Builder(capture, seed)
@@ -223,3 +226,21 @@ def problem(capture: Capture, kernel_file: str | Path, seed: int = 0,
         raise LookupError(f"{capture.label}: the problem gives no value for {missing}")
     return Problem(capture.kernel, [(p, b.arrays[p]) for p in params], grid, outputs,
                    capture.kernel in EXACT, tolerance[0], tolerance[1], reference)
+
+
+def variants(capture: Capture) -> int:
+    return len(_builders(capture))
+
+
+def problems(capture: Capture, kernel_file: str | Path, seed: int = 0,
+             tolerance: tuple[float, float] = (1e-5, 1e-6)) -> list[Problem]:
+    """Every problem of a capture."""
+    return [problem(capture, kernel_file, seed, tolerance, v) for v in range(variants(capture))]
+
+
+def _builders(capture: Capture) -> tuple[Callable, ...]:
+    builders = PROBLEMS.get(capture.kernel)
+    if builders is None:
+        raise LookupError(f"no interpreter problem for kernel `{capture.kernel}` "
+                          f"(add one to tileport.tileir.interp.corpus.PROBLEMS)")
+    return builders
