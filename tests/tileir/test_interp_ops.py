@@ -129,6 +129,11 @@ def k_math(x, lock, out, TILE: ConstInt):
     ct.store(out, index=(5, 0), tile=ct.reshape(ct.astype(old, ct.float32), (1, 4)))
 
 
+@ct.kernel
+def k_order(x, y, TM: ConstInt, TN: ConstInt):
+    ct.store(y, index=(0, 0), tile=ct.load(x, index=(1, 0), shape=(TM, TN), order="F"))
+
+
 def _module(kernel, params):
     return read_module(tir_export.export(kernel, params))
 
@@ -309,3 +314,12 @@ def test_argmax_min_prod_sqrt_exp2_bitcast_and_compare_and_swap():
     assert o[3].tolist() == np.exp2(np.floor(np.sqrt(np.abs(x[0])))).tolist()
     assert o[4].tolist() == (x[1].view(np.int32) & 1).astype(np.float32).tolist()
     assert o[5].tolist() == lock.astype(np.float32).tolist()    # the values before the swap
+
+
+def test_partition_view_dim_map():
+    """order="F": tile dimension i walks array dimension dim_map[i] (ct.load's documented formula)."""
+    m = _module(k_order, [("float32", 2), ("float32", 2), 2, 4])
+    x = np.arange(35, dtype=np.float32).reshape(5, 7)
+    out = run_kernel(m, [("x", Array(x, "f32")), ("y", Array(np.zeros((2, 4), np.float32), "f32"))],
+                     (1,))["y"]
+    np.testing.assert_array_equal(out, x[0:4, 2:4].T)  # t[y, x] = array[0 * 4 + x, 1 * 2 + y]
