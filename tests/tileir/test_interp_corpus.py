@@ -135,3 +135,11 @@ def test_cli_writes_reports_and_exit_status(tmp_path, library):
     reports = json.loads(out.read_text())["reports"]
     assert [r["verdict"] for r in reports] == ["AGREE"]
     assert main(["--kernel", "no such kernel"]) == 2
+
+
+def test_reports_note_the_approximations_taken():
+    spec, cap = _capture("softmax.py", "softmax_gather_kernel[float32]")
+    module = read_module(_reference(spec, cap))
+    report = run_pair(module, module, _problems(spec, cap)[0])
+    assert "reference: exp rounding_mode=approx (computed exactly) x1" in report.notes
+    assert "port: divf flush_to_zero (applied) x1" in report.notes

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..model import Module
+from ..model import Module, walk
 from ..reader import read_module
 from .corpus import Problem
 from .errors import InterpError, UnsupportedOp
@@ -60,6 +61,7 @@ class DifferentialReport:
     verdict: str = "ERROR"
     reference: Side = field(default_factory=Side)
     port: Side = field(default_factory=Side)
+    notes: list[str] = field(default_factory=list)              # approximations taken, per side
     outputs: list[Comparison] = field(default_factory=list)     # port vs reference
     numpy: list[Comparison] = field(default_factory=list)       # reference vs NumPy, if given
     port_numpy: list[Comparison] = field(default_factory=list)  # port vs NumPy, if given
@@ -115,6 +117,21 @@ def compare(name: str, expected: np.ndarray, got: np.ndarray, *, exact: bool, rt
                       float(finite.max()) if finite.size else 0.0, first)
 
 
+def _approximations(op) -> list[str]:
+    found = []
+    if op.attributes.get("rounding_mode") == "approx":
+        found.append(f"{op.name} rounding_mode=approx (computed exactly)")
+    if op.attributes.get("flush_to_zero"):
+        found.append(f"{op.name} flush_to_zero (applied)")
+    return found
+
+
+def approximation_notes(module: Module, side: str) -> list[str]:
+    """Where the interpreter's arithmetic may differ from the hardware's by a few ulp."""
+    counts = Counter(note for f in module.entries for op in walk(f) for note in _approximations(op))
+    return [f"{side}: {note} x{n}" for note, n in sorted(counts.items())]
+
+
 def _run(module: Module, problem: Problem, extra_args, side: Side) -> dict[str, np.ndarray] | None:
     t0 = time.perf_counter()
     try:
@@ -146,6 +163,7 @@ def run_pair(reference: Module, port: Module, problem: Problem,
              port_extra_args: dict[int, tuple] | None = None) -> DifferentialReport:
     """Both modules (model objects) on the problem's inputs; see the module docstring."""
     report = DifferentialReport(problem.kernel)
+    report.notes = approximation_notes(reference, "reference") + approximation_notes(port, "port")
     ref_out = _run(reference, problem, None, report.reference)
     port_out = _run(port, problem, port_extra_args, report.port)
     if ref_out is None or report.port.error_type == UnsupportedOp.__name__:
