@@ -265,11 +265,15 @@ def _trunci(ctx, op: Op, args: list) -> list:
         return [np.asarray(args[0].astype(UNSIGNED.get(dt, dt)).astype(dt))]
 
 
+# The unsigned integer type of each storage type's bits.
+_BITS = {**UNSIGNED, np.dtype(np.float16): np.uint16, np.dtype(np.float32): np.uint32,
+         np.dtype(np.float64): np.uint64}
+
+
 def _bits(x: np.ndarray, elem) -> np.ndarray:
-    if elem.name == "bf16":
+    if elem.name == "bf16":  # held as float32: its bits are the upper half
         return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    return x.view(UNSIGNED.get(x.dtype, {np.dtype(np.float16): np.uint16, np.dtype(np.float32): np.uint32,
-                                         np.dtype(np.float64): np.uint64}.get(x.dtype, x.dtype)))
+    return x.view(_BITS.get(x.dtype, x.dtype))
 
 
 def _bitcast(ctx, op: Op, args: list) -> list:
