@@ -25,7 +25,7 @@ from .values import TOKEN, Memory, storage
 @dataclass
 class Jump:
     """How a block ended: its terminator's name and operand values."""
-    kind: str            # yield | continue | break | return
+    kind: str            # yield | continue | break | return | end (the block had no terminator)
     values: list
 
 
