@@ -1,0 +1,246 @@
+"""Small problems for the corpus kernels: the arguments, grid and outputs of one run per capture.
+
+A capture fixes the kernel's dtypes and constants (its tile sizes); the problem picks small array
+shapes around them (a few tile blocks, a ragged edge in every tiled dimension) so that the
+interpreter runs each kernel in a fraction of a second. Float inputs are standard normal draws
+rounded to the array's dtype; outputs start as NaN, so an element a kernel never writes is visible.
+Where the math is short, a NumPy reference (computed in float64) comes with the problem.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from tileport.ops.spec import KERNELS_DIR, Capture
+
+from ..types import ScalarType
+from .executor import Argument, Array, Scalar
+from .values import to_elem
+
+DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
+          "float64": "f64"}
+# Kernels whose outputs are a copy or one correctly rounded op of their inputs: compared exactly.
+EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel"})
+
+
+@dataclass
+class Problem:
+    """One run of a kernel: arguments in the kernel's parameter order, the grid, the outputs."""
+    kernel: str
+    args: list[tuple[str, Argument]]
+    grid: tuple[int, int, int]
+    outputs: list[str]
+    exact: bool = False
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    reference: dict[str, np.ndarray] = field(default_factory=dict)  # NumPy results, float64
+
+
+def kernel_parameters(kernel_file: Path, kernel: str) -> list[str]:
+    """Parameter names of a kernel, read from its file with `ast` (the file is not executed)."""
+    tree = ast.parse(kernel_file.read_text(), str(kernel_file))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == kernel:
+            return [a.arg for a in node.args.args]
+    raise LookupError(f"{kernel_file} has no function {kernel}")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class _Builder:
+    """Arrays for one capture: inputs drawn from `rng`, outputs filled with NaN."""
+
+    def __init__(self, capture: Capture, seed: int):
+        self.capture = capture
+        self.rng = np.random.default_rng(seed)
+        self.arrays: dict[str, Array] = {}
+
+    def elem(self, name: str) -> str:
+        return DTYPES[self.capture.arrays[name][0]]
+
+    def input(self, name: str, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
+        elem = self.elem(name)
+        data = to_elem(self.rng.standard_normal(shape) * scale, ScalarType(elem))
+        self.arrays[name] = Array(data, elem)
+        return data.astype(np.float64)
+
+    def output(self, name: str, shape: tuple[int, ...]) -> None:
+        elem = self.elem(name)
+        self.arrays[name] = Array(to_elem(np.full(shape, np.nan), ScalarType(elem)), elem)
+
+
+def _elementwise(inputs: dict[str, float], output: str, fn: Callable) -> Callable:
+    """`inputs`: parameter -> scale of its random data (as in the op spec)."""
+    def build(b: _Builder, c: dict) -> tuple:
+        n = 2 * c["TILE"] + 452  # three blocks, the last one ragged
+        xs = [b.input(name, (n,), scale) for name, scale in inputs.items()]
+        b.output(output, (n,))
+        return (_cdiv(n, c["TILE"]), 1, 1), [output], {output: fn(*xs)}
+    return build
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _softmax_problem(cols: Callable[[dict], int]) -> Callable:
+    def build(b: _Builder, c: dict) -> tuple:
+        m, n = 5, cols(c)
+        x = b.input("x", (m, n), 4.0)
+        b.output("y", (m, n))
+        return (2, 1, 1), ["y"], {"y": _softmax(x)}
+    return build
+
+
+def _silu_and_mul(b: _Builder, c: dict) -> tuple:
+    m, n = 3, c["BLOCK_N"] + 476
+    x = b.input("x", (2 * m, n))  # the free [2M, N] view of the [M, 2N] input
+    b.output("y", (m, n))
+    return (_cdiv(n, c["BLOCK_N"]), _cdiv(m, c["BLOCK_M"]), 1), ["y"], \
+        {"y": _silu(x[0::2]) * x[1::2]}
+
+
+def _rms_norm(m: int, n: int) -> Callable:
+    def build(b: _Builder, c: dict) -> tuple:
+        x, w = b.input("x", (m, n)), b.input("w", (n,))
+        b.output("y", (m, n))
+        b.arrays["eps"] = Scalar(1e-6, "f32")
+        y = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w
+        return (2, 1, 1), ["y"], {"y": y}
+    return build
+
+
+def _layer_norm(m: int, n: int) -> Callable:
+    def build(b: _Builder, c: dict) -> tuple:
+        x, w, bias = b.input("x", (m, n)), b.input("w", (n,)), b.input("b", (n,))
+        for name, shape in (("y", (m, n)), ("mean", (m,)), ("rstd", (m,))):
+            b.output(name, shape)
+        b.arrays["eps"] = Scalar(1e-5, "f32")
+        mean = x.mean(axis=1)
+        rstd = 1 / np.sqrt(x.var(axis=1) + 1e-5)
+        y = (x - mean[:, None]) * rstd[:, None] * w + bias
+        return (2, 1, 1), ["y", "mean", "rstd"], {"y": y, "mean": mean, "rstd": rstd}
+    return build
+
+
+def _rope(b: _Builder, c: dict) -> tuple:
+    batch, seq, heads, half = 2, 3, c["BLOCK_H"] + 8, c["HALF_TILE"] - 16
+    x = b.input("x", (batch, seq, heads, 2, half))
+    cos, sin = b.input("cos", (seq, half)), b.input("sin", (seq, half))
+    b.output("y", x.shape)
+    cc, ss = cos[None, :, None, :], sin[None, :, None, :]
+    x1, x2 = x[:, :, :, 0], x[:, :, :, 1]
+    y = np.stack([x1 * cc - x2 * ss, x2 * cc + x1 * ss], axis=3)
+    grid = (_cdiv(seq, c["BLOCK_S"]), _cdiv(heads, c["BLOCK_H"]), batch)
+    return grid, ["y"], {"y": y}
+
+
+def _matmul(b: _Builder, c: dict) -> tuple:
+    m, n, k = c["TILE_M"] + 44, c["TILE_N"] + 4, c["TILE_K"] + 36
+    a, bb = b.input("a", (m, k), 0.3), b.input("b", (k, n), 0.3)
+    b.output("c", (m, n))
+    return (3, 1, 1), ["c"], {"c": a @ bb}
+
+
+def _bmm(b: _Builder, c: dict) -> tuple:
+    batch, m, n, k = 2, c["TILE_M"] + 4, 100, c["TILE_K"] + 6
+    a, bb = b.input("a", (batch, m, k), 0.3), b.input("b", (batch, k, n), 0.3)
+    b.output("c", (batch, m, n))
+    return (3, 1, 1), ["c"], {"c": a @ bb}
+
+
+def _matmul_splitk(b: _Builder, c: dict) -> tuple:
+    m, n, k_tiles, per_split = c["TILE_M"] + 72, c["TILE_N"] + 22, 5, 2
+    k = k_tiles * c["TILE_K"] - 20
+    splits = _cdiv(k_tiles, per_split)
+    a, bb = b.input("a", (m, k), 0.3), b.input("b", (k, n), 0.3)
+    b.output("ws", (splits, m, n))
+    b.arrays["k_tiles_per_split"] = Scalar(per_split, "i32")
+    tiles = _cdiv(m, c["TILE_M"]) * _cdiv(n, c["TILE_N"])
+    parts = [a[:, s * per_split * c["TILE_K"]:(s + 1) * per_split * c["TILE_K"]]
+             @ bb[s * per_split * c["TILE_K"]:(s + 1) * per_split * c["TILE_K"]] for s in range(splits)]
+    return (tiles, splits, 1), ["ws"], {"ws": np.stack(parts)}
+
+
+def _splitk_reduce(b: _Builder, c: dict) -> tuple:
+    splits, m, n = 3, c["TILE_M"] + 36, c["TILE_N"] + 22
+    ws = b.input("ws", (splits, m, n))
+    b.output("c", (m, n))
+    return (_cdiv(m, c["TILE_M"]), _cdiv(n, c["TILE_N"]), 1), ["c"], {"c": ws.sum(axis=0)}
+
+
+# Per kernel, one or more problems (variants): the first is the default; further ones cover what
+# the first cannot (a row shorter than one chunk, a persistent block without work).
+PROBLEMS: dict[str, tuple[Callable, ...]] = {
+    "vector_add_kernel": (_elementwise({"a": 1.0, "b": 1.0}, "c", lambda a, b: a + b),),
+    "relu_kernel": (_elementwise({"x": 1.0}, "y", lambda x: np.maximum(x, 0)),),
+    "gelu_tanh_kernel": (_elementwise({"x": 3.0}, "y", _gelu),),
+    "swiglu_kernel": (_elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _silu(a) * b),),
+    "geglu_kernel": (_elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _gelu(a) * b),),
+    "silu_and_mul_kernel": (_silu_and_mul,),
+    "softmax_gather_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_tma_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_tma_wide_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_online_kernel": (_softmax_problem(lambda c: c["CHUNK"] + 904),
+                              _softmax_problem(lambda c: 1000)),
+    "rms_norm_kernel": (_rms_norm(5, 1000), _rms_norm(1, 37)),
+    "layer_norm_fwd_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
+    "rope_kernel": (_rope,),
+    "matmul_kernel": (_matmul,),
+    "bmm_kernel": (_bmm,),
+    "matmul_splitk_kernel": (_matmul_splitk,),
+    "splitk_reduce_kernel": (_splitk_reduce,),
+}
+
+
+def problem(capture: Capture, kernel_file: str | Path, seed: int = 0,
+            tolerance: tuple[float, float] = (1e-5, 1e-6), variant: int = 0) -> Problem:
+    """A small problem of a corpus capture (`kernel_file`: name under ops/kernels or a path);
+    `tolerance` (rtol, atol) is the one of the capture's dtype (the op spec's `tolerances`);
+    `variant` picks one of the kernel's problems (`variants(capture)` of them)."""
+    build = _builders(capture)[variant]
+    path = Path(kernel_file)
+    path = path if path.is_absolute() else KERNELS_DIR / path
+    b = _Builder(capture, seed)
+    grid, outputs, reference = build(b, dict(capture.constants))
+    params = [p for p in kernel_parameters(path, capture.kernel) if p not in capture.constants]
+    missing = [p for p in params if p not in b.arrays]
+    if missing:
+        raise LookupError(f"{capture.label}: the problem gives no value for {missing}")
+    return Problem(capture.kernel, [(p, b.arrays[p]) for p in params], grid, outputs,
+                   capture.kernel in EXACT, tolerance[0], tolerance[1], reference)
+
+
+def variants(capture: Capture) -> int:
+    return len(_builders(capture))
+
+
+def problems(capture: Capture, kernel_file: str | Path, seed: int = 0,
+             tolerance: tuple[float, float] = (1e-5, 1e-6)) -> list[Problem]:
+    """Every problem of a capture."""
+    return [problem(capture, kernel_file, seed, tolerance, v) for v in range(variants(capture))]
+
+
+def _builders(capture: Capture) -> tuple[Callable, ...]:
+    builders = PROBLEMS.get(capture.kernel)
+    if builders is None:
+        raise LookupError(f"no interpreter problem for kernel `{capture.kernel}` "
+                          f"(add one to tileport.tileir.interp.corpus.PROBLEMS)")
+    return builders
