@@ -286,7 +286,17 @@ def _describe(e: BaseException) -> str:
 
 # -- the long run: workers with a watchdog ----------------------------------------------------------
 
-def _worker(conn, mem_bytes: int) -> None:
+def disasm_refuses(data: bytes, disasm: str) -> bool:
+    """True if tileirdisasm refuses the bytes (it also verifies op semantics the reader leaves to
+    the diff, so this counts the reader's remaining leniency; it is no defect by itself)."""
+    with tempfile.NamedTemporaryFile(suffix=".tileirbc") as f:
+        f.write(data)
+        f.flush()
+        proc = subprocess.run([disasm, f.name], capture_output=True, timeout=60)
+    return proc.returncode != 0
+
+
+def _worker(conn, mem_bytes: int, disasm: str | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
     sys.setrecursionlimit(10_000)
     from tileport.tileir import read_module
@@ -302,6 +312,8 @@ def _worker(conn, mem_bytes: int) -> None:
         start = time.perf_counter()
         rec = check(data, originals[seed_name])
         rec["seconds"] = time.perf_counter() - start
+        if disasm and rec["outcome"] == "ok" and data[8:10] <= bytes([13, 4]):  # tileirdisasm reads <= 13.4
+            rec["disasm_refuses"] = disasm_refuses(data, disasm)
         rec["max_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         conn.send(rec)
 
@@ -309,15 +321,15 @@ def _worker(conn, mem_bytes: int) -> None:
 class _Pool:
     """One worker process; restarted after a hang or a crash."""
 
-    def __init__(self, seed_list, mem_bytes: int):
-        self.seed_list, self.mem_bytes = seed_list, mem_bytes
+    def __init__(self, seed_list, mem_bytes: int, disasm: str | None):
+        self.seed_list, self.mem_bytes, self.disasm = seed_list, mem_bytes, disasm
         self.proc = None
         self._start()
 
     def _start(self) -> None:
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, self.mem_bytes), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(child, self.mem_bytes, self.disasm), daemon=True)
         self.proc.start()
         self.conn.send(self.seed_list)
 
@@ -349,22 +361,25 @@ class _Pool:
 
 
 def _commit() -> str:
+    """HEAD, with "+dirty" when tracked files differ from it (the figures then are not of HEAD)."""
     try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--", "src", "scripts"]).returncode
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return head + ("+dirty" if dirty else "")
 
 
-def run(n: int, seed: int, hang_s: float, mem_mib: int, keep: Path | None) -> dict:
+def run(n: int, seed: int, hang_s: float, mem_mib: int, keep: Path | None, disasm: str | None = None) -> dict:
     seed_list = seeds()
     rng = random.Random(seed)
-    pool = _Pool(seed_list, mem_mib << 20)
+    pool = _Pool(seed_list, mem_mib << 20, disasm)
     counts = {"ok": 0, "typed_error": 0, "traceback": 0, "hang": 0, "crash": 0}
     by_mutator: dict[str, dict[str, int]] = {}
     verdicts: dict[str, int] = {}
     defects: list[dict] = []
-    n_warnings = offsets_unknown = 0
+    n_warnings = offsets_unknown = disasm_refused = 0
     max_rss = 0
     slowest = 0.0
     start = time.perf_counter()
@@ -379,6 +394,7 @@ def run(n: int, seed: int, hang_s: float, mem_mib: int, keep: Path | None) -> di
                 by_mutator[m][outcome] += 1
             n_warnings += len(rec.get("warnings", []))
             offsets_unknown += outcome == "typed_error" and not rec.get("offset_known")
+            disasm_refused += bool(rec.get("disasm_refuses"))
             if "verdict" in rec:
                 verdicts[rec["verdict"]] = verdicts.get(rec["verdict"], 0) + 1
             max_rss = max(max_rss, rec.get("max_rss_kib", 0))
@@ -416,6 +432,7 @@ def run(n: int, seed: int, hang_s: float, mem_mib: int, keep: Path | None) -> di
         "slowest_case_s": round(slowest, 3),
         "seconds": round(time.perf_counter() - start, 1),
         "verdicts_of_read_files": verdicts,
+        "read_but_refused_by_tileirdisasm": disasm_refused if disasm else None,
         "by_mutator": by_mutator,
         "defects": defects[:50],
     }
@@ -441,10 +458,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hang", type=float, default=10.0, help="seconds after which a case is a hang")
     p.add_argument("--mem-mib", type=int, default=2048, help="address-space cap of a worker (MiB)")
     p.add_argument("--keep", type=Path, default=None, help="folder for the files that found a defect")
+    p.add_argument("--disasm", action="store_true",
+                   help="also count files the reader accepts but tileirdisasm refuses (needs tileirdisasm)")
     args = p.parse_args(argv)
     if args.n <= 0:
         p.error("--n must be positive")
-    figures = run(args.n, args.seed, args.hang, args.mem_mib, args.keep)
+    disasm = None
+    if args.disasm:
+        from tileport import toolchain
+        found = toolchain.tileirdisasm()
+        if found is None:
+            p.error("--disasm: tileirdisasm is not installed")
+        disasm = str(found)
+    figures = run(args.n, args.seed, args.hang, args.mem_mib, args.keep, disasm)
     write_atomic(args.out, json.dumps(figures, indent=2) + "\n")
     bad = figures["tracebacks"] + figures["hangs"] + figures["crashes"]
     print(f"{figures['files']} files: {figures['typed_errors']} typed errors, {figures['read_and_diffed']} read "

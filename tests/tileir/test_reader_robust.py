@@ -208,3 +208,60 @@ def test_directory_and_oversized_input(tmp_path, monkeypatch):
     big.write_bytes(b"\x7fTileIR\x00" + bytes(100))
     with pytest.raises(BytecodeError, match="larger than 64 bytes"):
         read_module(big)
+
+
+# -- types tileirdisasm refuses are refused, not read into a model the diff would trust -----------
+
+def _type_items(data: bytes):
+    from tileport.tileir.reader.bytecode import _SEC_TYPE, _sections as sections, _table
+    _, secs = sections(data)
+    return _table(secs[_SEC_TYPE], 4, "type table")
+
+
+def _patch_type(data: bytes, tag: int, old: bytes, new: bytes) -> bytes:
+    """Replace `old` by `new` inside the first type item with this tag that contains it."""
+    for base, item in _type_items(data):
+        if item[0] == tag and old in item:
+            i = base + item.index(old)
+            return data[:i] + new + data[i + len(old):]
+    raise LookupError(f"no type with tag {tag:#x} holds {old.hex()}")
+
+
+def test_tile_dims_must_be_powers_of_two(softmax_bc):
+    bad = _patch_type(softmax_bc, 0x0D, (1024).to_bytes(8, "little"), (1000).to_bytes(8, "little"))
+    with pytest.raises(BytecodeError, match=r"tile shape \[1, 1000\]: dimensions must be positive powers of two"):
+        read_module(bad)
+    negative = _patch_type(softmax_bc, 0x0D, (1024).to_bytes(8, "little"), (-1024).to_bytes(8, "little", signed=True))
+    with pytest.raises(BytecodeError, match="positive powers of two"):
+        read_module(negative)
+
+
+def test_dim_map_must_name_a_dimension_of_the_view(softmax_bc):
+    # partition_view: tile (1, 1024) as i32s, then the tensor_view id, then dim_map [0, 1].
+    bad = _patch_type(softmax_bc, 0x0F, b"\x02\x00\x00\x00\x00\x01\x00\x00\x00",
+                      b"\x02\x00\x00\x00\x00\x07\x00\x00\x00")
+    with pytest.raises(BytecodeError, match=r"dim_map \[0, 7\] names a dimension outside the 2"):
+        read_module(bad)
+
+
+def test_tensor_view_strides_must_be_positive(softmax_bc):
+    one, zero = (1).to_bytes(8, "little"), (0).to_bytes(8, "little")
+    bad = _patch_type(softmax_bc, 0x0E, one, zero)
+    with pytest.raises(BytecodeError, match="must be dynamic or strictly positive"):
+        read_module(bad)
+
+
+def test_integer_attribute_must_fit_its_type(softmax_bc):
+    """An integer attribute wider than its type was masked to the width (a silently changed value)."""
+    from tileport.tileir.reader.bytecode import _sections as sections, _Tables
+    from tileport.tileir.reader.stream import Cursor
+    from tileport.tileir.types import ScalarType
+    _, secs = sections(softmax_bc)
+    tables = _Tables(130400, secs)
+    i32 = next(i for i in range(len(tables._type_items))
+               if tables.type(Cursor(bytes([i]), "t")) == ScalarType("i32"))
+    ok = tables.tagged(Cursor(bytes([0x01, i32, 0x7F]), "attr"))
+    assert ok.value == 127
+    too_wide = bytes([0x01, i32]) + bytes([0x80, 0x80, 0x80, 0x80, 0x10])  # 2**32
+    with pytest.raises(BytecodeError, match="integer value 4294967296 does not fit in 32 bits"):
+        tables.tagged(Cursor(too_wide, "attr"))

@@ -36,6 +36,28 @@ _TOKEN_TAG, _PTR, _TILE, _TVIEW, _PVIEW, _FUNC, _GSVIEW, _SVIEW = 0x11, 0x0C, 0x
 _PADDING = {0: "zero", 1: "neg_zero", 2: "nan", 3: "pos_inf", 4: "neg_inf"}
 
 
+def _tile_shape(c: Cursor, dims: tuple, what: str) -> tuple[int, ...]:
+    """Tile dimensions are static powers of two (tileirdisasm refuses anything else)."""
+    for d in dims:
+        if d is None or d <= 0 or d & (d - 1):
+            raise c.fail(f"{what} {list(dims)}: dimensions must be positive powers of two")
+    return dims  # type: ignore[return-value]
+
+
+def _view_dims(c: Cursor, dims: tuple, what: str) -> tuple:
+    """tensor_view sizes and strides: dynamic (None) or strictly positive."""
+    if any(d is not None and d <= 0 for d in dims):
+        raise c.fail(f"tensor_view {what} {list(dims)} must be dynamic or strictly positive")
+    return dims
+
+
+def _dim_map(c: Cursor, dim_map: tuple, tv: TensorViewType) -> tuple:
+    rank = len(tv.shape)
+    if any(d is None or not 0 <= d < rank for d in dim_map):
+        raise c.fail(f"dim_map {list(dim_map)} names a dimension outside the {rank} of its tensor_view")
+    return dim_map
+
+
 def _padding(c: Cursor) -> str:
     b = c.byte()
     if b not in _PADDING:
@@ -118,15 +140,18 @@ class _Tables:
             elem = self.type(c)
             if not isinstance(elem, (ScalarType, PointerType)):
                 raise c.fail(f"tile element {elem} is not a scalar or pointer")
-            return TileType(tuple(c.int_list(8)), elem)  # type: ignore[arg-type]
+            return TileType(_tile_shape(c, c.int_list(8), "tile shape"), elem)  # type: ignore[arg-type]
         if tag == _TVIEW:
             flags = c.varint() if v >= _V13_4 else 0
             elem = self._scalar(c)
-            shape, strides = c.int_list(8), c.int_list(8)
+            shape, strides = _view_dims(c, c.int_list(8), "sizes"), _view_dims(c, c.int_list(8), "strides")
+            if len(shape) != len(strides):
+                raise c.fail(f"tensor_view has {len(shape)} sizes but {len(strides)} strides")
             return TensorViewType(elem, shape, strides, c.byte() if flags & 1 else None)
         if tag == _PVIEW:
             flags = c.varint() if v >= _V13_3 else None
-            tile, tv, dim_map = c.int_list(4), self._tensor_view(c), c.int_list(4)
+            tile, tv = _tile_shape(c, c.int_list(4), "partition tile"), self._tensor_view(c)
+            dim_map = _dim_map(c, c.int_list(4), tv)
             # Before 13.3 a has-padding flag follows the dim map instead of leading flags.
             has_padding = flags & 1 if flags is not None else c.varint()
             padding = _padding(c) if has_padding else None
@@ -137,13 +162,16 @@ class _Tables:
             return FunctionType(params, results)
         if tag == _GSVIEW:
             flags = c.varint()
-            tile, tv, sparse = c.int_list(4), self._tensor_view(c), c.varint()
+            tile, tv, sparse = _tile_shape(c, c.int_list(4), "view tile"), self._tensor_view(c), c.varint()
+            if sparse >= len(tv.shape):
+                raise c.fail(f"sparse dimension {sparse} is outside the {len(tv.shape)} tensor_view dimensions")
             return GatherScatterViewType(tile, tv, sparse,  # type: ignore[arg-type]
                                          _padding(c) if flags & 1 else None)
         if tag == _SVIEW:
             flags = c.varint()
-            tile, trav = c.int_list(4), c.int_list(4)
-            tv, dim_map = self._tensor_view(c), c.int_list(4)
+            tile, trav = _tile_shape(c, c.int_list(4), "view tile"), c.int_list(4)
+            tv = self._tensor_view(c)
+            dim_map = _dim_map(c, c.int_list(4), tv)
             return StridedViewType(tile, trav, tv, dim_map,  # type: ignore[arg-type]
                                    _padding(c) if flags & 1 else None)
         raise c.fail(f"unknown type tag {tag:#x}")
@@ -154,7 +182,9 @@ class _Tables:
         tag = c.varint()
         if tag == 0x01:  # Integer: type id + value masked to the type's width
             t = self._scalar(c)
-            raw = c.varint() & ((1 << t.bits) - 1)
+            raw = c.varint()
+            if raw >> t.bits:
+                raise c.fail(f"integer value {raw} does not fit in {t.bits} bits")
             signed = raw - (1 << t.bits) if t.bits > 1 and raw >> (t.bits - 1) else raw
             return TypedInt(t, signed)
         if tag == 0x02:  # Float: type id + bits (a byte up to 8 bits, else a signed varint)
