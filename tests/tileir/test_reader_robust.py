@@ -265,3 +265,23 @@ def test_integer_attribute_must_fit_its_type(softmax_bc):
     too_wide = bytes([0x01, i32]) + bytes([0x80, 0x80, 0x80, 0x80, 0x10])  # 2**32
     with pytest.raises(BytecodeError, match="integer value 4294967296 does not fit in 32 bits"):
         tables.tagged(Cursor(too_wide, "attr"))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"), reason="POSIX only")
+def test_irdiff_refuses_devices_and_fifos(tmp_path, capsys):
+    """`tileport irdiff /dev/zero x` read until memory ran out; a FIFO blocked forever."""
+    from tileport.tileir.cli import irdiff
+    good = tmp_path / "k.tileirbc"
+    good.write_bytes(tir_export.case("vec_add"))
+    fifo = tmp_path / "pipe.tileirbc"
+    os.mkfifo(fifo)
+    for bad, kind in (("/dev/zero", "character device"), (fifo, "FIFO")):
+        result = {}
+        t = threading.Thread(target=lambda: result.update(rc=irdiff(good, bad)), daemon=True)
+        t.start()
+        t.join(10)
+        if t.is_alive() and bad == fifo:
+            with open(fifo, "wb"):
+                pass
+        assert result.get("rc") == 1, f"irdiff on {bad}: {result or 'no answer within 10 s'}"
+        assert kind in " ".join(capsys.readouterr().out.split())  # the console may wrap lines
