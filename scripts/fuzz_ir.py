@@ -2,8 +2,9 @@
 """Fuzz the Tile IR reader and differ with corrupted real bytecode.
 
 Seeds are real bytecode files: the cuTile Python exports of the test kernels (tests/tileir/tir_kernels.py,
-at bytecode versions 13.1 to 13.4, exported on the CPU) and the cutile-rs compiler outputs kept under
-tests/tileir/data/cutile_rs. Each corrupted file (bit flips, byte changes, truncation, byte insertion
+at bytecode versions 13.1 to 13.4, exported on the CPU), the reference captures of the product's operator
+library (tileport.ops.capture_ref, as the pipeline exports them) and the cutile-rs compiler outputs kept
+under tests/tileir/data/cutile_rs. Each corrupted file (bit flips, byte changes, truncation, byte insertion
 and deletion, section-length and varint mutations, section shuffles/drops/duplicates) goes through
 read -> canonicalize -> to_text -> diff against the original -> report JSON. What is allowed: a
 `BytecodeError` from the reader, or a clean run. What is counted as a defect: any other exception
@@ -41,8 +42,9 @@ SEED_VERSIONS = (("13.4", None), ("13.3", None), ("13.2", "sm_90"), ("13.1", "sm
 
 # -- seeds ------------------------------------------------------------------------------------------
 
-def seeds(versions=SEED_VERSIONS) -> list[tuple[str, bytes]]:
-    """(name, bytecode) of every real seed file."""
+def seeds(versions=SEED_VERSIONS, corpus: bool = True) -> list[tuple[str, bytes]]:
+    """(name, bytecode) of every real seed file; `corpus`: also the reference captures of the
+    product's operator library (exported on the CPU as the pipeline does)."""
     out = [(f"cutile_rs/{p.name}", p.read_bytes())
            for p in sorted((TESTS_TILEIR / "data" / "cutile_rs").glob("*.tileirbc"))]
     if str(TESTS_TILEIR) not in sys.path:
@@ -52,6 +54,12 @@ def seeds(versions=SEED_VERSIONS) -> list[tuple[str, bytes]]:
     for case in sorted(tir_kernels.CASES):
         for version, gpu in versions:
             out.append((f"{case}@{version}", tir_export.case(case, version, gpu)))
+    if corpus:
+        from tileport.ops.capture_ref import reference_bytecode
+        from tileport.ops.specs import all_specs
+        for spec in all_specs().values():
+            for capture in spec.captures:
+                out.append((f"corpus/{spec.name}:{capture.label}", reference_bytecode(spec, capture)))
     return out
 
 

@@ -47,7 +47,7 @@ def _alarm(signum, frame):
 
 @pytest.fixture(scope="module")
 def seed_list():
-    return fuzz_ir.seeds(versions=(("13.4", None),))
+    return fuzz_ir.seeds(versions=(("13.4", None),), corpus=False)
 
 
 def test_seeds_are_real_and_read(seed_list):
