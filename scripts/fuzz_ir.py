@@ -379,8 +379,9 @@ def _commit() -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def run(n: int, seed: int, hang_s: float, mem_mib: int, keep: Path | None, disasm: str | None = None) -> dict:
-    seed_list = seeds()
+def run(n: int, seed: int, hang_s: float, mem_mib: int, keep: Path | None, disasm: str | None = None,
+        corpus: bool = True) -> dict:
+    seed_list = seeds(corpus=corpus)
     rng = random.Random(seed)
     pool = _Pool(seed_list, mem_mib << 20, disasm)
     counts = {"ok": 0, "typed_error": 0, "traceback": 0, "hang": 0, "crash": 0}
@@ -468,6 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", type=Path, default=None, help="folder for the files that found a defect")
     p.add_argument("--disasm", action="store_true",
                    help="also count files the reader accepts but tileirdisasm refuses (needs tileirdisasm)")
+    p.add_argument("--no-corpus", action="store_true", help="leave out the product corpus's captures as seeds")
     args = p.parse_args(argv)
     if args.n <= 0:
         p.error("--n must be positive")
@@ -478,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         if found is None:
             p.error("--disasm: tileirdisasm is not installed")
         disasm = str(found)
-    figures = run(args.n, args.seed, args.hang, args.mem_mib, args.keep, disasm)
+    figures = run(args.n, args.seed, args.hang, args.mem_mib, args.keep, disasm, corpus=not args.no_corpus)
     write_atomic(args.out, json.dumps(figures, indent=2) + "\n")
     bad = figures["tracebacks"] + figures["hangs"] + figures["crashes"]
     print(f"{figures['files']} files: {figures['typed_errors']} typed errors, {figures['read_and_diffed']} read "

@@ -115,7 +115,7 @@ def test_fuzz_reader_and_differ(seed_list):
 
 def test_long_run_script_writes_its_figures(tmp_path):
     out = tmp_path / "fuzz.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--n", "40", "--out", str(out)],
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--n", "40", "--no-corpus", "--out", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     figures = json.loads(out.read_text())
