@@ -285,3 +285,18 @@ def test_irdiff_refuses_devices_and_fifos(tmp_path, capsys):
                 pass
         assert result.get("rc") == 1, f"irdiff on {bad}: {result or 'no answer within 10 s'}"
         assert kind in " ".join(capsys.readouterr().out.split())  # the console may wrap lines
+
+
+def test_assume_predicate_flags_with_unknown_bits_are_refused():
+    """`bounded`/`div_by` flags are a byte with two bits; 0xAA used to read as "upper bound only"
+    (tileirdisasm reads the word as a varint and goes out of step)."""
+    data = tir_export.case("rs_add")
+    module = read_module(data)
+    assert any(op.name == "assume" and type(op.attributes["predicate"]).__name__ == "Bounded"
+               for op in walk(module.entries[0]))
+    tag = bytes([0x0C, 0x01])  # bounded, lower bound present
+    pos = data.index(tag, _sections(data)[2][0]) + 1
+    bad = data[:pos] + b"\xaa" + data[pos + 1:]
+    with pytest.raises(BytecodeError, match="bounded flags 0xaa set unknown bits") as info:
+        read_module(bad)
+    assert info.value.offset == pos

@@ -58,6 +58,16 @@ def _dim_map(c: Cursor, dim_map: tuple, tv: TensorViewType) -> tuple:
     return dim_map
 
 
+def _flags(c: Cursor, known: int, what: str) -> int:
+    """A flags byte; bits the writer never sets are corruption (a reader taking the byte as a varint,
+    as tileirdisasm does, would go out of step)."""
+    b = c.byte()
+    if b & ~known:
+        c.pos -= 1  # point at the byte
+        raise c.fail(f"{what} flags {b:#04x} set unknown bits")
+    return b
+
+
 def _padding(c: Cursor) -> str:
     b = c.byte()
     if b not in _PADDING:
@@ -203,7 +213,7 @@ class _Tables:
             t = self.type(c)
             return Dense(t, self.constant(c))
         if tag == 0x08:
-            divisor, flags = c.varint(), c.byte()
+            divisor, flags = c.varint(), _flags(c, 0b11, "div_by")
             every = c.signed_varint() if flags & 1 else None
             along = c.signed_varint() if flags & 2 else None
             return DivBy(divisor, every, along)
@@ -214,7 +224,7 @@ class _Tables:
         if tag == 0x0B:
             return self.hints(c)
         if tag == 0x0C:
-            flags = c.byte()
+            flags = _flags(c, 0b11, "bounded")
             lb = c.signed_varint() if flags & 1 else None
             ub = c.signed_varint() if flags & 2 else None
             return Bounded(lb, ub)
