@@ -37,6 +37,9 @@ from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS_TILEIR = REPO / "tests" / "tileir"
+# Measure this checkout's tileport (not another install the environment may point at); spawned
+# workers run this too when they import the script.
+sys.path.insert(0, str(REPO / "src"))
 SEED_VERSIONS = (("13.4", None), ("13.3", None), ("13.2", "sm_90"), ("13.1", "sm_100"))
 
 
@@ -425,6 +428,7 @@ def run(n: int, seed: int, hang_s: float, mem_mib: int, keep: Path | None, disas
         "what": "corrupted real Tile IR bytecode through read -> canonicalize -> to_text -> diff -> report",
         "commit": _commit(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "tileport": str(Path(sys.modules["tileport"].__file__).parent) if "tileport" in sys.modules else None,
         "rng_seed": seed,
         "seed_files": len(seed_list),
         "files": n,
