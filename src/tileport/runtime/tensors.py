@@ -164,17 +164,6 @@ def _span(shape, strides) -> tuple[int, int]:
     return lo, hi
 
 
-def _byte_range(d: Described) -> tuple[int, int] | None:
-    """[start, end) of the bytes an array addresses; None for an empty or null array."""
-    desc = d.desc
-    shape = [desc.shape[i] for i in range(desc.ndim)]
-    if desc.ptr == 0 or any(n <= 0 for n in shape):
-        return None
-    lo, hi = _span(shape, [desc.strides[i] for i in range(desc.ndim)])
-    size = ITEMSIZE[d.dtype]
-    return desc.ptr + lo * size, desc.ptr + (hi + 1) * size
-
-
 def unit_stride_dims(spec: dict, bound: dict[str, Any]) -> dict[str, set[int]]:
     """Array -> dimensions whose stride must be 1: a kernel that computes addresses itself gets the
     strides of some dimensions as arguments (the manifest's `stride_args`) and assumes unit stride
@@ -192,34 +181,52 @@ def unit_stride_dims(spec: dict, bound: dict[str, Any]) -> dict[str, set[int]]:
     return out
 
 
+_WRITTEN: dict[int, tuple[dict, frozenset[str], bool]] = {}  # id(spec) -> (spec, written arrays, has stride args)
+
+
+def _rules(spec: dict) -> tuple[frozenset[str], bool]:
+    """(written arrays, whether any variant passes strides) of a manifest entry, computed once."""
+    hit = _WRITTEN.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        written = frozenset(p["name"] for p in spec["params"] if p["kind"] == "array" and p.get("written"))
+        strided = any(v.get("stride_args") for v in spec.get("variants", []))
+        hit = _WRITTEN[id(spec)] = (spec, written, strided)
+    return hit[1], hit[2]
+
+
 def check_arrays(spec: dict, bound: dict[str, Any], arrays: dict[str, Described]) -> None:
     """Refuse layouts the ported kernel was not verified for (see the module docstring). Null
     descriptors, ranks, dtypes and extents are left to the launcher, which reports them."""
     kernel = spec["kernel"]
-    unit = unit_stride_dims(spec, bound)
+    written, strided = _rules(spec)
+    unit = unit_stride_dims(spec, bound) if strided else {}
+    ranges: dict[str, tuple[int, int]] = {}
     for name, d in arrays.items():
         desc = d.desc
-        if desc.ptr == 0:
+        ptr, n = desc.ptr, desc.ndim
+        if ptr == 0:
             continue
-        if desc.ptr % ALIGNMENT:
-            raise MisalignedError(f"{kernel}: tensor `{name}` starts at {desc.ptr:#x}, which is not a multiple "
+        if ptr % ALIGNMENT:
+            raise MisalignedError(f"{kernel}: tensor `{name}` starts at {ptr:#x}, which is not a multiple "
                                   f"of {ALIGNMENT} bytes (the port is verified for {ALIGNMENT}-byte aligned "
                                   f"arrays); pass an aligned copy (e.g. `.clone()`)")
-        strides = [desc.strides[i] for i in range(desc.ndim)]
+        shape, strides = desc.shape[:n], desc.strides[:n]
         if any(st < 0 for st in strides):
             raise LayoutError(f"{kernel}: tensor `{name}` has a negative stride {strides}; the port is "
                               f"verified for non-negative strides")
         for dim in sorted(unit.get(name, ())):
-            if dim < desc.ndim and desc.shape[dim] > 1 and desc.strides[dim] != 1:
-                raise LayoutError(f"{kernel}: tensor `{name}` has stride {desc.strides[dim]} in dimension {dim}; "
+            if dim < n and shape[dim] > 1 and strides[dim] != 1:
+                raise LayoutError(f"{kernel}: tensor `{name}` has stride {strides[dim]} in dimension {dim}; "
                                   f"the kernel addresses it as contiguous (stride 1): pass a contiguous tensor")
-    _check_aliasing(kernel, spec, arrays)
+        if all(e > 0 for e in shape):
+            _, hi = _span(shape, strides)
+            ranges[name] = (ptr, ptr + (hi + 1) * ITEMSIZE[d.dtype])
+    _check_aliasing(kernel, written, ranges)
 
 
-def _check_aliasing(kernel: str, spec: dict, arrays: dict[str, Described]) -> None:
-    written = {p["name"] for p in spec["params"] if p["kind"] == "array" and p.get("written")}
-    ranges = {name: r for name, d in arrays.items() if (r := _byte_range(d)) is not None}
-    for out in sorted(written & set(ranges)):
+def _check_aliasing(kernel: str, written: frozenset[str], ranges: dict[str, tuple[int, int]]) -> None:
+    """No output may share bytes with another array ([start, end) byte ranges; strides are >= 0)."""
+    for out in sorted(written & ranges.keys()):
         start, end = ranges[out]
         for other, (s, e) in ranges.items():
             if other != out and s < end and start < e:
