@@ -125,7 +125,7 @@ def test_debug_location_of_an_op_must_be_a_location(softmax_bc):
     start, _ = _debug_payload(softmax_bc)
     # The op ids follow the per-function offsets: find the first 8-byte id > 0 and point it at a
     # file attribute (the table's first DIFile) instead of a location.
-    from tileport.tileir.reader.bytecode import _DebugInfo, _Section, _Tables, _sections as sections
+    from tileport.tileir.reader.bytecode import _DebugInfo, _Tables, _sections as sections
     _, secs = sections(softmax_bc)
     info = _DebugInfo(secs[3], _Tables(130400, secs))
     file_id = info._tags.index(2) + 1
