@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 (through the device tool, after `bash scripts/device-bundle.sh`):
-#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [pytest]
+#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [pytest] [ffi]
 # Work happens under /tmp/tileport-out; the few files worth keeping are copied to $OUT at the end
 # (the device tool returns at most 8). Each step has its own time limit, and partial results are
 # written as they come, so a slow step cannot lose the others.
@@ -20,12 +20,15 @@ for step in $steps; do
               --budget "${BUDGET:-0.25}" > "$work/bench.log" 2>&1; echo "bench rc=$?"; tail -n 8 "$work/bench.log" ;;
     dump)   timeout "${DUMP_TIMEOUT:-120}" python3 -m tileport.gpu.dump "$work/bench.json" "$work/ir-dumps" \
               > "$work/dump.log" 2>&1; echo "dump rc=$?"; tail -n 5 "$work/dump.log" ;;
+    ffi)    TILEPORT_RESULTS_DIR="$work" timeout "${FFI_TIMEOUT:-540}" python3 -m pytest -q -m gpu -p no:cacheprovider \
+              tests/gpu/test_ffi_threads.py > "$work/ffi.log" 2>&1; echo "ffi rc=$?"; tail -n 15 "$work/ffi.log" ;;
     pytest) timeout "${PYTEST_TIMEOUT:-300}" python3 -m pytest -q -m gpu -p no:cacheprovider tests \
+              --ignore=tests/gpu/test_ffi_threads.py \
               > "$work/pytest-gpu.log" 2>&1; echo "pytest rc=$?"; tail -n 15 "$work/pytest-gpu.log" ;;
   esac
 done
 if [ -n "${OUT:-}" ]; then
-  for f in gpu.txt check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log pytest-gpu.log; do
+  for f in gpu.txt check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log pytest-gpu.log ffi-threads.json ffi.log; do
     [ -f "$work/$f" ] && cp "$work/$f" "$OUT/"
   done
 fi

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_arrays import FakeArray, f32
 from tileport import lowering
 from tileport.runtime import abi
 from tileport.runtime.abi import (DTypeError, FFIError, InternalError, InvalidArgumentError, KernelLaunchError,
@@ -31,24 +32,7 @@ pytestmark = pytest.mark.cargo
 
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT_RS = REPO / "src" / "tileport" / "emit" / "templates" / "support.rs"
-PTR = 0x7F00_0000_0000  # a made-up, 16-byte aligned device address: never dereferenced on these paths
 N = 1024
-
-
-class FakeArray:
-    """A device array as far as the binding can tell: `__cuda_array_interface__` + `__dlpack_device__`."""
-
-    def __init__(self, shape, typestr="<f4", ptr=PTR, strides=None, device=0, device_kind=2):
-        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
-                                         "strides": strides, "version": 3}
-        self._device = (device_kind, device)
-
-    def __dlpack_device__(self):
-        return self._device
-
-
-def f32(*shape, **kw):
-    return FakeArray(shape, "<f4", **kw)
 
 
 def driver_present() -> bool:
@@ -126,6 +110,42 @@ def test_overlapping_rows_of_a_2d_output(library):
     softmax = library["softmax_tma_kernel"]  # x, y: rank 2, y written
     with pytest.raises(LayoutError, match="output tensor `y`"):
         softmax(f32(64, 128), f32(64, 128, strides=(64 * 4, 4)), 1, 128, grid=(8,))
+
+
+# ---------------------------------------------------------------- layouts checked before the call
+
+
+@pytest.fixture
+def no_launch(monkeypatch):
+    """Make the entries' launchers fail the test if called: these layouts must be refused first."""
+    def never(*args):
+        raise AssertionError("the launcher must not be called")
+
+    def patch(entry):
+        monkeypatch.setattr(entry, "fn", never)
+        return entry
+    return patch
+
+
+def test_misaligned_base_is_refused_before_the_launch(vadd, no_launch):
+    from fake_arrays import fake_address
+    with pytest.raises(abi.MisalignedError, match="tensor `b` starts at .* not a multiple of 16 bytes") as info:
+        no_launch(vadd)(f32(N), f32(N, ptr=fake_address() + 4), f32(N), 256, grid=(4,))
+    assert info.value.code == -9 and isinstance(info.value, LayoutError)
+
+
+def test_in_place_output_is_refused_before_the_launch(vadd, no_launch):
+    a = f32(N)
+    with pytest.raises(abi.AliasingError, match="output `c` shares memory with input `a`"):
+        no_launch(vadd)(a, f32(N), a, 256, grid=(4,))
+    with pytest.raises(abi.AliasingError, match="output `c` shares memory with input `b`"):
+        no_launch(vadd)(f32(N), a, FakeArray((N // 2,), ptr=a.ptr + 256), 256, grid=(4,))
+
+
+def test_non_contiguous_rows_for_the_gather_softmax(library, no_launch):
+    gather = no_launch(library["softmax_gather_kernel"])
+    with pytest.raises(LayoutError, match="tensor `y` has stride 3 in dimension 1"):
+        gather(f32(64, 128), f32(64, 128, strides=(3 * 128 * 4, 12)), 128, grid=(8,))
 
 
 # ---------------------------------------------------------------- dtypes

@@ -84,6 +84,14 @@ class LayoutError(FFIError, ValueError):
     code = -9
 
 
+class MisalignedError(LayoutError):
+    """An array's base address is not aligned as the ported kernel assumes (16 bytes)."""
+
+
+class AliasingError(LayoutError):
+    """An output shares memory with another array argument (the port assumes no aliasing)."""
+
+
 ERRORS = {cls.code: cls for cls in (NullTensorError, DTypeError, RankError, ShapeError, DeviceError,
                                     InvalidArgumentError, KernelLaunchError, InternalError, LayoutError)}
 

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from tileport import toolchain
 from tileport.runtime.abi import ABI_VERSION, TensorDesc, TileportError, WrongDeviceError, raise_for
-from tileport.runtime.tensors import describe
+from tileport.runtime.tensors import check_arrays, describe
 
 REPO_CRATE = Path(__file__).resolve().parents[3] / "rust"
 SCALAR_CTYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double,
@@ -120,7 +120,7 @@ class Entry:
             raise MissingSymbolError(f"{self.lib.path.name} does not export `{self.symbol}` "
                                      f"(kernel `{self.spec['kernel']}`)")
         bound = self.bind(args, kwargs)
-        c_args, keep, devices = [], [], set()
+        c_args, keep, devices = [], {}, set()
         for p in self.params:
             value = bound[p.name]
             if p.kind == "array":
@@ -128,7 +128,7 @@ class Entry:
                     c_args.append(None)  # a null descriptor: the launcher reports it
                     continue
                 d = describe(value, p.name)
-                keep.append(d)
+                keep[p.name] = d
                 if d.device is not None:
                     devices.add(d.device)
                 c_args.append(ctypes.byref(d.desc))
@@ -136,6 +136,7 @@ class Entry:
                 c_args.append(value)
         if len(devices) > 1:
             raise WrongDeviceError(f"{self.spec['kernel']}: arrays are on different devices {sorted(devices)}")
+        check_arrays(self.spec, bound, keep)  # alignment, aliasing, strides the port assumes
         device = devices.pop() if devices else _current_device()
         grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         if stream is None:

@@ -1,8 +1,16 @@
-"""Zero-copy tensor descriptors from torch tensors, `__cuda_array_interface__` and DLPack arrays.
+"""Zero-copy tensor descriptors from torch tensors, `__cuda_array_interface__` and DLPack arrays,
+and the layout checks a launch needs before any descriptor reaches the C ABI.
 
 Nothing is copied or allocated: a descriptor records the device pointer, extents and strides (in
 elements) of the caller's memory. Anything the descriptor depends on (a DLPack capsule) is returned
 so the caller keeps it alive for the duration of the call.
+
+The launchers check null descriptors, ranks, dtypes, extents and overlapping output elements
+themselves (support.rs). What they cannot see is checked here (`check_arrays`), against what the
+port was captured and verified with (capture_ref: 16-byte aligned bases, non-negative strides, no
+aliasing): a misaligned base, a negative stride, an output that shares memory with another array,
+and a non-unit stride where the kernel's own address arithmetic assumes one. A torch tensor must
+also lie inside its storage. Each is a typed exception before the launch, never a device fault.
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tileport.model import types
-from tileport.runtime.abi import DTYPE_CODES, MAX_DIMS, DTypeError, RankError, TensorDesc, WrongDeviceError
+from tileport.runtime.abi import (DTYPE_CODES, MAX_DIMS, AliasingError, DTypeError, LayoutError, MisalignedError,
+                                  RankError, TensorDesc, WrongDeviceError)
 
 TORCH_DTYPES = {f"torch.{name}": dt for name, dt in types.TORCH_DTYPES.items()}  # by str(tensor.dtype)
 TYPESTR = {"f4": "f32", "f2": "f16", "f8": "f64", "i4": "i32", "i8": "i64", "i2": "i16", "i1": "i8", "u1": "u8",
@@ -20,6 +29,10 @@ TYPESTR = {"f4": "f32", "f2": "f16", "f8": "f64", "i4": "i32", "i8": "i64", "i2"
 DLPACK_CODES = {(2, 32): "f32", (2, 16): "f16", (2, 64): "f64", (4, 16): "bf16", (0, 32): "i32", (0, 64): "i64",
                 (0, 16): "i16", (0, 8): "i8", (1, 8): "u8", (6, 8): "bool", (1, 1): "bool"}
 DL_CUDA = 2
+ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "i16": 2, "i8": 1, "u8": 1, "bool": 1}
+# Base alignment the ports are captured and verified with (capture_ref: base_addr_divisible_by=16;
+# cutile-rs: base_ptr_div 16), and the one every CUDA allocator gives.
+ALIGNMENT = 16
 
 
 @dataclass
@@ -68,7 +81,19 @@ def _from_torch(t, name: str) -> Described:
     dtype = TORCH_DTYPES.get(str(t.dtype))
     if dtype is None:
         raise DTypeError(f"tensor `{name}` has unsupported dtype {t.dtype}")
+    _check_in_storage(t, dtype, name)
     return Described(_fill(t.data_ptr(), t.shape, t.stride(), dtype, name), dtype, t.device.index)
+
+
+def _check_in_storage(t, dtype: str, name: str) -> None:
+    """Every element a torch tensor addresses lies inside its storage (as_strided can say otherwise)."""
+    if t.numel() == 0:
+        return
+    lo, hi = _span(t.shape, t.stride())
+    first, last = t.storage_offset() + lo, t.storage_offset() + hi
+    if first < 0 or (last + 1) * ITEMSIZE[dtype] > t.untyped_storage().nbytes():
+        raise LayoutError(f"tensor `{name}` addresses elements {first}..{last} outside its storage of "
+                          f"{t.untyped_storage().nbytes() // ITEMSIZE[dtype]} elements")
 
 
 def _from_cai(obj, name: str) -> Described:
@@ -122,3 +147,90 @@ def _from_dlpack(obj, name: str) -> Described:
     strides = [t.strides[i] for i in range(t.ndim)] if t.strides else _contiguous_strides(shape)
     ptr = (t.data or 0) + t.byte_offset
     return Described(_fill(ptr, shape, strides, dtype, name), dtype, t.device.device_id, keepalive=capsule)
+
+
+# ---------------------------------------------------------------- checks before a launch
+
+
+def _span(shape, strides) -> tuple[int, int]:
+    """(lowest, highest) element offset addressed, relative to the base (shape all positive)."""
+    lo = hi = 0
+    for n, st in zip(shape, strides):
+        reach = (int(n) - 1) * int(st)
+        if reach < 0:
+            lo += reach
+        else:
+            hi += reach
+    return lo, hi
+
+
+def unit_stride_dims(spec: dict, bound: dict[str, Any]) -> dict[str, set[int]]:
+    """Array -> dimensions whose stride must be 1: a kernel that computes addresses itself gets the
+    strides of some dimensions as arguments (the manifest's `stride_args`) and assumes unit stride
+    in the others. Only variants whose pinned constants match the call count."""
+    out: dict[str, set[int]] = {}
+    ranks = {p["name"]: p.get("rank", 0) for p in spec["params"] if p["kind"] == "array"}
+    for variant in spec.get("variants", []):
+        if any(bound.get(k) != v for k, v in variant.get("pinned", {}).items()):
+            continue
+        passed: dict[str, set[int]] = {}
+        for array, dim in variant.get("stride_args", []):
+            passed.setdefault(array, set()).add(int(dim))
+        for array, dims in passed.items():
+            out.setdefault(array, set()).update(set(range(ranks.get(array, 0))) - dims)
+    return out
+
+
+_WRITTEN: dict[int, tuple[dict, frozenset[str], bool]] = {}  # id(spec) -> (spec, written arrays, has stride args)
+
+
+def _rules(spec: dict) -> tuple[frozenset[str], bool]:
+    """(written arrays, whether any variant passes strides) of a manifest entry, computed once."""
+    hit = _WRITTEN.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        written = frozenset(p["name"] for p in spec["params"] if p["kind"] == "array" and p.get("written"))
+        strided = any(v.get("stride_args") for v in spec.get("variants", []))
+        hit = _WRITTEN[id(spec)] = (spec, written, strided)
+    return hit[1], hit[2]
+
+
+def check_arrays(spec: dict, bound: dict[str, Any], arrays: dict[str, Described]) -> None:
+    """Refuse layouts the ported kernel was not verified for (see the module docstring). Null
+    descriptors, ranks, dtypes and extents are left to the launcher, which reports them."""
+    kernel = spec["kernel"]
+    written, strided = _rules(spec)
+    unit = unit_stride_dims(spec, bound) if strided else {}
+    ranges: dict[str, tuple[int, int]] = {}
+    for name, d in arrays.items():
+        desc = d.desc
+        ptr, n = desc.ptr, desc.ndim
+        if ptr == 0:
+            continue
+        if ptr % ALIGNMENT:
+            raise MisalignedError(f"{kernel}: tensor `{name}` starts at {ptr:#x}, which is not a multiple "
+                                  f"of {ALIGNMENT} bytes (the port is verified for {ALIGNMENT}-byte aligned "
+                                  f"arrays); pass an aligned copy (e.g. `.clone()`)")
+        shape, strides = desc.shape[:n], desc.strides[:n]
+        if any(st < 0 for st in strides):
+            raise LayoutError(f"{kernel}: tensor `{name}` has a negative stride {strides}; the port is "
+                              f"verified for non-negative strides")
+        for dim in sorted(unit.get(name, ())):
+            if dim < n and shape[dim] > 1 and strides[dim] != 1:
+                raise LayoutError(f"{kernel}: tensor `{name}` has stride {strides[dim]} in dimension {dim}; "
+                                  f"the kernel addresses it as contiguous (stride 1): pass a contiguous tensor")
+        if all(e > 0 for e in shape):
+            _, hi = _span(shape, strides)
+            ranges[name] = (ptr, ptr + (hi + 1) * ITEMSIZE[d.dtype])
+    _check_aliasing(kernel, written, ranges)
+
+
+def _check_aliasing(kernel: str, written: frozenset[str], ranges: dict[str, tuple[int, int]]) -> None:
+    """No output may share bytes with another array ([start, end) byte ranges; strides are >= 0)."""
+    for out in sorted(written & ranges.keys()):
+        start, end = ranges[out]
+        for other, (s, e) in ranges.items():
+            if other != out and s < end and start < e:
+                what = "output" if other in written else "input"
+                raise AliasingError(f"{kernel}: output `{out}` shares memory with {what} `{other}`; the port "
+                                    f"assumes its arrays do not alias (no in-place use): pass a separate "
+                                    f"output tensor")

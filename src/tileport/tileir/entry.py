@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .attrs import Bounded, DivBy, Hints
 from .canon import assume_root
@@ -91,6 +91,19 @@ def _max_div(preds: set) -> int | None:
     return max(divs) if divs else None
 
 
+def _assumption_order(m: Matching) -> Callable[[tuple], tuple]:
+    """A cheap, stable sort key for assumption keys: parameters by role, then op results by the
+    op's position in the reference function. (Sorting by `str(key)` rendered the op's dataclass
+    repr, which recurses through operands and parent blocks: quadratic or worse in memory.)"""
+    position = {op: i for i, op in enumerate(walk(m.ref.function))}
+
+    def key(k: tuple) -> tuple:
+        if k[0] == "arg":
+            return (0, str(k[1]), 0)
+        return (1, position.get(k[1], len(position)), k[2])
+    return key
+
+
 def compare_assumptions(m: Matching, out: Findings) -> None:
     ref, gen = _assumptions(m.ref), _assumptions(m.gen)
     translated: dict[Any, tuple[Value, set, Op]] = {}
@@ -101,7 +114,7 @@ def compare_assumptions(m: Matching, out: Findings) -> None:
                 continue
             key = ("op", partner, key[2])
         translated[key] = entry
-    for key in sorted(set(ref) | set(translated), key=str):
+    for key in sorted(set(ref) | set(translated), key=_assumption_order(m)):
         r, g = ref.get(key), translated.get(key)
         value = (r or g)[0]  # type: ignore[index]
         pr, pg = (r[1] if r else set()), (g[1] if g else set())
