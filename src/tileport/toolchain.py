@@ -23,6 +23,9 @@ CUDA_TILE_VERSION = "1.7.0"
 TILEIRAS_RELEASE = "13.4"
 MIN_CUDA_HEADER_VERSION = 13020  # cuda-bindings rejects older cuda.h
 MIN_RUST = (1, 89)
+# GPU targets of tileiras 13.4 (`tileiras --help`, --gpu-name): what --target may name.
+TILE_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_107", "sm_110",
+                "sm_120", "sm_121")
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,13 @@ class Options:
     until: Stage | None = None     # stop after this stage (resume later)
     cache_dir: Path | None = None
 
+    def __post_init__(self) -> None:
+        from tileport.runtime.library import PROFILES
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown cargo profile {self.profile!r} (one of {', '.join(PROFILES)})")
+        if self.jobs < 1:
+            raise ValueError(f"jobs must be at least 1, got {self.jobs}")
+
     def cache(self) -> Path:
         return Path(self.cache_dir or os.environ.get("TILEPORT_CACHE_DIR")
                     or Path.home() / ".cache" / "tileport" / "pipeline")
