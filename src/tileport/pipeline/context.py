@@ -1,5 +1,5 @@
-"""What a pipeline run works on: targets (one kernel of one file), options, the shared session
-(builds, caches, GPU evidence) and the per-kernel context a stage receives.
+"""What a pipeline run works on: targets (one kernel of one file), options, the run's `Session`
+(builds, caches, GPU evidence shared by its kernels) and the per-kernel context a stage receives.
 
 Layout of a run under `--out`:
 

@@ -398,7 +398,7 @@ def grade_performance(records: list[dict], threshold: float = THRESHOLD) -> dict
 # ------------------------------------------------------------------------------------ recording
 
 def _device_defaults() -> None:
-    """On the lent H200 (`.device/enter.sh`): the bundled library and the bundle's commit."""
+    """On a GPU machine set up by `.device/enter.sh`: the bundled library and the bundle's commit."""
     extra = os.environ.get("TILEPORT_DEVICE_EXTRA")
     if extra and not os.environ.get("TILEPORT_LIB"):
         so = Path(extra) / "libtileport_kernels.so"
