@@ -133,3 +133,13 @@ def test_tests_keep_out_of_the_home_cache():
     for path in (Options(out=Path("x")).cache(), cargo_target_dir(), Path(os.environ["XDG_CACHE_HOME"]),
                  Path(get_cache_dir_from_env())):
         assert home_cache not in path.resolve().parents, path
+
+
+def test_docs_and_scripts_speak_of_the_project_alone():
+    texts = [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "scripts").glob("*.sh")]
+    for path in texts:
+        text = path.read_text()
+        for phrase in ("../shared", "device tool", "the session", "session's"):
+            assert phrase not in text, f"{path.name}: {phrase}"
+    assert "bash scripts/device-prep.sh" in (REPO / "scripts" / "device-bundle.sh").read_text()
+    assert (REPO / "scripts" / "device-prep.sh").is_file()
