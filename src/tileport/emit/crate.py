@@ -10,6 +10,7 @@ non-empty directory without a tileport manifest is refused unless forced.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -329,16 +330,22 @@ def write_crate(files: dict[str, str], out_dir: Path, force: bool = False) -> li
     out_dir = Path(out_dir)
     check_output_dir(out_dir, force)
     previous = generated_files(out_dir) or set()
+    created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".tileport-") as tmp:
-        tmp_dir = Path(tmp)
-        _write_formatted(files, tmp_dir)
-        written = []
-        for rel in sorted(files, key=lambda r: r == "kernels.json"):  # the manifest last
-            dst = out_dir / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp_dir / rel, dst)
-            written.append(dst)
+    try:
+        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".tileport-") as tmp:
+            _write_formatted(files, Path(tmp))
+            written = []
+            for rel in sorted(files, key=lambda r: r == "kernels.json"):  # the manifest last
+                dst = out_dir / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(Path(tmp) / rel, dst)
+                written.append(dst)
+    except BaseException:
+        for d in created:  # a failed first write leaves no empty directories behind
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
     for rel in sorted(previous - set(files)):  # modules of the previous translation that are gone
         stale = out_dir / rel
         if stale.is_file() and not stale.is_symlink():
