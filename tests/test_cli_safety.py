@@ -288,3 +288,14 @@ def test_long_builds_report_progress_off_a_terminal(tmp_path, monkeypatch):
     r = cli("build", "--crate", crate)
     assert r.exit_code == 1 and "planted failure" in r.output
     assert r.output.count("still building") >= 2, r.output
+
+
+@pytest.mark.cargo
+def test_port_of_a_file_named_like_the_runtime_module(tmp_path):
+    """`support.py` is the module `support_` in the pipeline's crates too (it replaced the runtime module)."""
+    src = kernel_file(tmp_path / "support.py", "support_kernel")
+    r = cli("port", src, "--until", "B", "--out", tmp_path / "out", terminal_width=200)
+    run = json.loads((tmp_path / "out" / "support_kernel" / "run.json").read_text())
+    assert [(s["stage"], s["verdict"]) for s in run["route"]] == [("A", "PASS"), ("B", "COMPILED")], r.output
+    translation = json.loads((tmp_path / "out" / "support_kernel" / "B" / "translation.json").read_text())
+    assert translation["module"] == "support_"

@@ -91,6 +91,12 @@ class Target:
     def source_text(self) -> str:
         return self.path.read_text()
 
+    @property
+    def module(self) -> str:
+        """The Rust module of the kernel's file (as `tileport translate` names it: `support.py` -> `support_`)."""
+        from tileport.emit.names import module_name
+        return module_name(self.path.stem, set())
+
 
 def primary_op(kernel: str, specs: dict[str, OpSpec], ops: list[str]) -> str | None:
     if not ops:

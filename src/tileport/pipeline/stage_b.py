@@ -134,17 +134,19 @@ def run(ctx: KernelContext) -> Verdict:
         return _diag_verdict(ctx, bad.diagnostic, "the translator cannot translate this kernel")
     source = t.record_path(str(t.path)) if t.record_path else str(t.path)
     failures: list = []
-    files = render_crate([ModuleSource(t.path.stem, source, kernels)], "tileport_port", failures)
+    for k in kernels:
+        k.module_name = t.module
+    files = render_crate([ModuleSource(t.module, source, kernels)], "tileport_port", failures)
     if failures:
         return _diag_verdict(ctx, failures[0][1], "the emitter cannot generate this kernel")
-    rel = f"src/{t.path.stem}.rs"
+    rel = f"src/{t.module}.rs"
     pristine_dir = d / "translation"  # kept: D(2) rebuilds a repaired launcher from it
     write_crate(files, pristine_dir)  # formatted by rustfmt, as `tileport translate` writes it
     files = builds.read_crate(pristine_dir)
     pristine = files[rel]
     entries = [k.name for k in kernels]
     manifest = json.loads(files["kernels.json"])
-    write_json(d / "translation.json", {"kernel": t.kernel, "entries": entries, "module": t.path.stem,
+    write_json(d / "translation.json", {"kernel": t.kernel, "entries": entries, "module": t.module,
                                         "translator_fingerprint": translator_fingerprint(),
                                         "manifest_entry": manifest["entries"]})
 

@@ -41,7 +41,7 @@ def host_checks(ctx: KernelContext, ffi: str, build: dict, analysis: dict, trans
     crate_manifest = Path(build.get("crate", "")) / "kernels.json"
     if crate_manifest.is_file():  # the entry of the library actually built (its symbol may carry a module prefix)
         entry = next((e for e in read_json(crate_manifest)["entries"]
-                      if e["kernel"] == ctx.kernel and e["module"] == ctx.target.path.stem), entry)
+                      if e["kernel"] == ctx.kernel and e["module"] == ctx.target.module), entry)
     symbol = entry.get("symbol", f"tileport_{ctx.kernel}")
     check("ffi.rs declares the C symbol", re.search(rf'extern\s+"C"\s+fn\s+{re.escape(symbol)}\s*\(', ffi) is not None,
           symbol)
@@ -146,7 +146,7 @@ def _rebuild(ctx: KernelContext, bdir: Path, text: str) -> CrateBuild:
     """The kernel with a repaired launcher, as a private crate: B's rendering of this kernel alone
     (`translation/`) with `text` as its module."""
     files = read_crate(bdir / "translation")
-    files[f"src/{ctx.target.path.stem}.rs"] = text
+    files[f"src/{ctx.target.module}.rs"] = text
     return ctx.session.builds.private(files)
 
 
