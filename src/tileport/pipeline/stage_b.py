@@ -41,6 +41,8 @@ from pathlib import Path
 from tileport.diagnostics import Diagnostic
 from tileport.ops.spec import Capture
 
+from tileport.atomic import write_bytes_atomic, write_text_atomic
+
 from . import agent, builds
 from .artifacts import artifact_errors, fresh_dir, ir_errors, read_json, stage_verdict, write_json
 from .context import KernelContext, translator_fingerprint
@@ -160,16 +162,16 @@ def run(ctx: KernelContext) -> Verdict:
         if defect:
             text, what = plant(pristine, defect)
             details["plant"] = {"defect": defect, "change": what, "env": PLANT_ENV}
-        kernel_rs.write_text(text)
+        write_text_atomic(kernel_rs, text)
     else:
         prev = ctx.stage_dir("B", 1) / "kernel.rs"
         if ctx.options.agent_cmd:
-            kernel_rs.write_text(prev.read_text() if prev.is_file() else pristine)
+            write_text_atomic(kernel_rs, prev.read_text() if prev.is_file() else pristine)
             agent_record = agent.invoke(ctx, _prompt(ctx, kernel_rs), [kernel_rs])
             text = kernel_rs.read_text() if kernel_rs.is_file() else ""
             details["agent_edited"] = bool(agent_record["changed"])
         else:
-            kernel_rs.write_text(text)  # the repair without an agent: a fresh translation
+            write_text_atomic(kernel_rs, text)  # the repair without an agent: a fresh translation
     details["kernel_rs_sha256"] = hashlib.sha256(text.encode()).hexdigest()
     details["from_translator"] = text == pristine
 
@@ -187,7 +189,7 @@ def run(ctx: KernelContext) -> Verdict:
     if build is None:
         files[rel] = text
         build = ctx.session.builds.private(files)
-    (d / "build.log").write_text(build.log or f"(batch crate {build.crate_dir} built earlier in this run)\n")
+    write_text_atomic(d / "build.log", build.log or f"(batch crate {build.crate_dir} built earlier in this run)\n")
     details["library"] = build.describe()
     arts = {"build_log": ctx.rel(d / "build.log")}
     if not build.ok:
@@ -209,12 +211,12 @@ def run(ctx: KernelContext) -> Verdict:
             roles = generated_arg_roles(lib, cap)
         except (CaptureError, TileportError) as e:
             return verdict("FAIL_COMPILE", f"the cutile compiler cannot compile {c['label']}: {e}", artifacts=arts)
-        (gen_dir / f"{c['slug']}.tileir").write_text(gen_text)
-        (gen_dir / f"{c['slug']}.tileirbc").write_bytes(gen_bc)
+        write_text_atomic(gen_dir / f"{c['slug']}.tileir", gen_text)
+        write_bytes_atomic(gen_dir / f"{c['slug']}.tileirbc", gen_bc)
         ref_bc = (ctx.kernel_dir / c["reference_bytecode"]).read_bytes()
         report = diff(read_module(ref_bc), read_module(gen_bc), generated_arg_roles=roles)
-        (diff_dir / f"{c['slug']}.json").write_text(report.to_json() + "\n")
-        (diff_dir / f"{c['slug']}.md").write_text(report.to_markdown())
+        write_text_atomic(diff_dir / f"{c['slug']}.json", report.to_json() + "\n")
+        write_text_atomic(diff_dir / f"{c['slug']}.md", report.to_markdown())
         recs = finding_records(report, c["label"])
         all_findings += recs
         ir_diff[c["label"]] = {"verdict": report.verdict, "counts": report.counts(), "slug": c["slug"],

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from tileport.runtime.library import load
 
+from tileport.atomic import write_text_atomic
+
 from . import agent
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .builds import CrateBuild, read_crate
@@ -82,7 +84,7 @@ def run(ctx: KernelContext) -> Verdict:
     kernel_text = (bdir / "kernel.rs").read_text()
     device, ffi = split_module(kernel_text)
     ffi_path = d / "ffi.rs"
-    ffi_path.write_text(ffi)
+    write_text_atomic(ffi_path, ffi)
     build = dict(b.details["library"])
     fps, comps = b.details.get("fingerprints") or {}, b.details.get("components") or {}
     agent_record = None
@@ -92,7 +94,7 @@ def run(ctx: KernelContext) -> Verdict:
         if new_ffi != ffi:
             ffi = new_ffi
             rebuilt = _rebuild(ctx, bdir, device + ffi)
-            (d / "build.log").write_text(rebuilt.log)
+            write_text_atomic(d / "build.log", rebuilt.log)
             if not rebuilt.ok:
                 return ctx.verdict("FAIL", f"the repaired launcher does not build: {rebuilt.error[:1000]}",
                                    fail_class="host", agent=agent_record,
@@ -172,7 +174,7 @@ def _report(path, verdict, fail_class, reason, checks, grade, evidence) -> None:
         lines += ["", f"cases: {grade.get('cases')}, passed: {grade.get('passed')}, failed: {grade.get('failed')}"]
         for f in grade.get("failures", [])[:20]:
             lines.append(f"- FAILED {f['op']} {f['dtype']} {f['shape']} ({f['class']}): {f['error'][:200]}")
-    path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:
