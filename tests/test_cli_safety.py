@@ -268,10 +268,24 @@ def test_a_traceback_never_reaches_the_user_from_a_subprocess(tmp_path):
 # ------------------------------------------------------------------ what a user reads
 
 def test_port_prints_each_stage_reason(tmp_path):
-    r = cli("port", kernel_file(tmp_path / "k.py").with_name("k.py").write_text(NEEDS_CONSTANT) and tmp_path / "k.py",
-            "--out", tmp_path / "out", terminal_width=200)
+    src = tmp_path / "k.py"
+    src.write_text(NEEDS_CONSTANT)
+    r = cli("port", src, "--out", tmp_path / "out", terminal_width=80)
     assert r.exit_code == 1
     assert "A FAIL_FIXABLE: " in r.output and "need values" in r.output and "--config" in r.output
+    assert "│ A FAIL_FIXABLE │" in r.output  # the summary table is not folded at 80 columns off a terminal
+
+
+def test_devices_and_pipes_are_not_read(tmp_path):
+    """/dev/zero never ends and a FIFO blocks: both are refused before any read."""
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)
+    src = kernel_file(tmp_path / "k.py")
+    for bad in ("/dev/zero", fifo):
+        assert_usage_error(cli("translate", bad, "-o", tmp_path / "crate"), "not a file")
+        assert_usage_error(cli("report", bad), "not a file")
+        assert_usage_error(cli("port", src, "--config", bad, "--out", tmp_path / "out"), "not a file")
+        assert_usage_error(cli("port", bad, "--out", tmp_path / "out"))
 
 
 def test_long_builds_report_progress_off_a_terminal(tmp_path, monkeypatch):

@@ -33,7 +33,7 @@ class Profile(str, Enum):
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """A usage or input error: one red line, no traceback."""
-    console.print(f"[red]{escape(message)}[/]")
+    console.print(f"[red]{escape(message)}[/]", soft_wrap=True)  # one line, whatever the width
     raise typer.Exit(code)
 
 
@@ -90,8 +90,7 @@ def doctor() -> None:
         else:
             mark, detail = "[yellow]optional[/]", f"[yellow]{c.fix}[/]"
         table.add_row(mark, c.name, c.version or "-", detail)
-    # Off a terminal the console is 80 columns: print the table at its natural width instead.
-    (console if console.is_terminal else Console(width=max(console.width, table_width(table)))).print(table)
+    print_wide(table)
     if missing:
         console.print(f"[red]{missing} required component(s) missing.[/] One command installs all: "
                       f"[bold]{toolchain.SETUP_COMMAND}[/]")
@@ -99,11 +98,15 @@ def doctor() -> None:
     console.print("[green]toolchain complete[/]")
 
 
-def table_width(table: Table) -> int:
-    """The width `table` needs with no cell wrapped."""
+def print_wide(table: Table) -> None:
+    """Print `table`; off a terminal (a log, a pipe: 80 columns) at its natural width, so paths and
+    routes are never folded or cut."""
+    if console.is_terminal:
+        console.print(table)
+        return
     from rich.measure import Measurement
     wide = Console(width=100_000)
-    return Measurement.get(wide, wide.options, table).maximum
+    Console(width=max(console.width, Measurement.get(wide, wide.options, table).maximum)).print(table)
 
 
 def _print_translation(report) -> None:
@@ -144,7 +147,7 @@ def translate(
     elif not files:
         fail("give cuTile Python files, or --corpus")
     elif missing := [f for f in files if not f.is_file()]:
-        fail(f"no such file: {', '.join(map(str, missing))}")
+        fail(f"not a file (missing, a folder, a device or a pipe): {', '.join(map(str, missing))}")
     try:
         check_output_dir(out, force)
         report = translate_corpus(out) if corpus else run([str(f) for f in files], out, crate=crate, force=force)
@@ -361,7 +364,7 @@ def port(
         outcomes, session = run_batch(targets, options, console)
     except (OutLockedError, UnsafePathError) as e:
         fail(str(e))
-    console.print(summary_table(outcomes, out))
+    print_wide(summary_table(outcomes, out))
     gpu_ok, gpu_why = session.gpu()
     if not gpu_ok:
         console.print(f"[yellow]GPU stages D/E: {esc(gpu_why)}.[/] They end BLOCKED(env) unless --gpu-results "

@@ -496,6 +496,8 @@ def write_bench_report(results_json: Path, out_dir: Path, investigations: Path |
 def read_results(path: Path) -> dict:
     """`tileport bench` results, or ReportError saying why the file is not that (missing, empty,
     not UTF-8 JSON, another shape)."""
+    if not Path(path).is_file():  # missing, a folder, a device or a FIFO (reading /dev/zero never ends)
+        raise ReportError(f"{path}: not a file")
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as e:

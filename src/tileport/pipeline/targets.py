@@ -47,6 +47,8 @@ def load_config_file(path: Path) -> dict[str, dict[str, Any]]:
 
     A configuration maps array parameters to an element dtype ("float16" / "f16"...), runtime scalars
     to a dtype, and ct.Constant parameters to their value."""
+    if not Path(path).is_file():  # missing, a folder, a device or a FIFO (reading /dev/zero never ends)
+        raise TargetError(f"--config {path}: not a file")
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:  # unreadable, not UTF-8, not JSON
