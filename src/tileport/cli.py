@@ -146,8 +146,10 @@ def translate(
         out = REPO / "rust" if out == Path("out/crate") else out
     elif not files:
         fail("give cuTile Python files, or --corpus")
-    elif missing := [f for f in files if not f.is_file()]:
-        fail(f"not a file (missing, a folder, a device or a pipe): {', '.join(map(str, missing))}")
+    elif missing := [f for f in files if not f.exists()]:
+        fail(f"no such file: {', '.join(map(str, missing))}")
+    elif odd := [f for f in files if not f.is_file()]:
+        fail(f"not a file (a folder, a device or a pipe): {', '.join(map(str, odd))}")
     try:
         check_output_dir(out, force)
         report = translate_corpus(out) if corpus else run([str(f) for f in files], out, crate=crate, force=force)

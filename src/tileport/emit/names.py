@@ -78,7 +78,7 @@ def fresh_name(base: str, taken: set[str]) -> str:
 
 # Module names a source file may not take: the crate's own files (src/support.rs, src/lib.rs, src/main.rs)
 # and crates the generated code names in paths (`use cutile::...` would resolve to a local module).
-RESERVED_MODULES = {"support", "lib", "main", "std", "core", "alloc", "cutile", "cutile_ir", "half"}
+RESERVED_MODULES = {"support", "lib", "main", "std", "core", "alloc", "cutile", "cutile_ir"}
 
 
 def module_name(stem: str, taken: set[str]) -> str:
