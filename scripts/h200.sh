@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs on the lent H200 (through the device tool, after `bash scripts/device-bundle.sh`):
+# Runs on a GPU machine (an H200) with the checkout and its .device/ (from `bash scripts/device-bundle.sh`):
 #   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [pytest] [ffi]
 # Work happens under /tmp/tileport-out; the few files worth keeping are copied to $OUT at the end
-# (the device tool returns at most 8). Each step has its own time limit, and partial results are
+# (at most 8, so that the result to copy back stays small). Each step has its own time limit, and partial results are
 # written as they come, so a slow step cannot lose the others.
 set -u
 steps=${*:-check bench dump}

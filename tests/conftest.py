@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Tests never write to ~/.cache: the pipeline's cache, cutile's cubin cache and cuda.tile's cache
+# (both follow XDG_CACHE_HOME) go to a temporary directory removed after the run; cargo builds go to
+# $CARGO_TARGET_DIR, default rust/target (ignored by git; reused across runs, as CI does).
+TEST_CACHE = Path(tempfile.mkdtemp(prefix="tileport-tests-cache-"))
+os.environ["XDG_CACHE_HOME"] = str(TEST_CACHE)
+os.environ["TILEPORT_CACHE_DIR"] = str(TEST_CACHE / "tileport" / "pipeline")
+if not (os.environ.get("TILEPORT_CARGO_TARGET_DIR") or os.environ.get("CARGO_TARGET_DIR")):
+    os.environ["CARGO_TARGET_DIR"] = str(REPO / "rust" / "target")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(TEST_CACHE, ignore_errors=True)
 
 
 def gpu_unavailable_reason() -> str | None:

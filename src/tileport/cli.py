@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
+from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -16,9 +18,55 @@ from rich.table import Table
 from tileport import toolchain
 from tileport.tileir.cli import irdiff_command  # typer needs its signature now (imports the Tile IR toolkit)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# rich_markup_mode=None: plain help (the rich one shows a type for every flag: `--help <bool>`).
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Port cuTile Python kernels to cuTile Rust, and prove each port.")
 console = Console()
+
+
+class Profile(str, Enum):
+    """Cargo profiles of the generated crate (runtime.library.PROFILES)."""
+
+    release = "release"
+    dev = "dev"
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """A usage or input error: one red line, no traceback."""
+    console.print(f"[red]{escape(message)}[/]", soft_wrap=True)  # one line, whatever the width
+    raise typer.Exit(code)
+
+
+def diagnosed(command):
+    """`command` with file-system errors (a path that is a file, unwritable, missing) reported as a
+    diagnostic with exit code 2 instead of a traceback."""
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except OSError as e:
+            where = f"{e.filename}: " if e.filename else ""
+            fail(f"{where}{e.strerror or e}")
+    return run
+
+
+def command(name: str | None = None, **kwargs):
+    """app.command, with `diagnosed` errors."""
+    return lambda fn: app.command(name, **kwargs)(diagnosed(fn))
+
+
+def output_dir(path: Path, option: str = "--out") -> Path:
+    """`path` as an output directory: usage error when it names a file."""
+    if path.exists() and not path.is_dir():
+        fail(f"{option} {path}: is a file; give a directory")
+    return path
+
+
+def build_progress(what: str):
+    """Off a terminal (CI, logs) a spinner shows nothing: print a line every few tens of seconds."""
+    if console.is_terminal:
+        return None
+    return lambda seconds: console.print(f"still {what}... {seconds:.0f} s")
 
 
 @app.callback()
@@ -26,12 +74,13 @@ def main() -> None:
     """tileport: deterministic cuTile Python -> cuTile Rust porting with Tile IR proofs."""
 
 
-@app.command()
+@command()
 def doctor() -> None:
     """Check every toolchain component; exit 1 if a required one is missing."""
     table = Table(title="tileport doctor")
-    for col in ("", "component", "version", "path / how to fix"):
+    for col in ("", "component", "version"):
         table.add_column(col)
+    table.add_column("path / how to fix", no_wrap=True, overflow="ignore")  # full paths, never cut
     missing = 0
     for c in toolchain.check_all():
         if c.ok:
@@ -41,12 +90,23 @@ def doctor() -> None:
         else:
             mark, detail = "[yellow]optional[/]", f"[yellow]{c.fix}[/]"
         table.add_row(mark, c.name, c.version or "-", detail)
-    console.print(table)
+    print_wide(table)
     if missing:
         console.print(f"[red]{missing} required component(s) missing.[/] One command installs all: "
                       f"[bold]{toolchain.SETUP_COMMAND}[/]")
         raise typer.Exit(1)
     console.print("[green]toolchain complete[/]")
+
+
+def print_wide(table: Table) -> None:
+    """Print `table`; off a terminal (a log, a pipe: 80 columns) at its natural width, so paths and
+    routes are never folded or cut."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    from rich.measure import Measurement
+    wide = Console(width=100_000)
+    Console(width=max(console.width, Measurement.get(wide, wide.options, table).maximum)).print(table)
 
 
 def _print_translation(report) -> None:
@@ -61,31 +121,40 @@ def _print_translation(report) -> None:
     console.print(table)
 
 
-@app.command()
+@command()
 def translate(
     files: Annotated[Optional[list[Path]], typer.Argument(help="cuTile Python files to translate.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output crate directory.")] = Path("out/crate"),
     corpus: Annotated[bool, typer.Option(help="Translate the reference corpus into rust/.")] = False,
     crate: Annotated[str, typer.Option(help="Name of the generated crate.")] = "tileport_kernels",
     check: Annotated[bool, typer.Option(help="With --corpus: fail if rust/ differs from a fresh translation.")] = False,
+    force: Annotated[bool, typer.Option(help="Write into a non-empty directory that holds no crate tileport "
+                                        "generated (only the crate's files are written).")] = False,
 ) -> None:
-    """Translate cuTile Python kernels to a cutile-rs crate (device code, C-ABI launchers, manifest)."""
+    """Translate cuTile Python kernels to a cutile-rs crate (device code, C-ABI launchers, manifest).
+
+    Only the files tileport generated before (listed by the crate's kernels.json) are replaced."""
+    from tileport.emit.crate import OutputDirError, check_output_dir, crate_name_error
     from tileport.translate import translate as run
     t0 = time.perf_counter()
+    if error := crate_name_error(crate):
+        fail(error)
     if corpus:
         from tileport.corpus import REPO, translate_corpus
         if check:
             raise typer.Exit(_check_drift(REPO / "rust"))
-        report = translate_corpus(REPO / "rust" if out == Path("out/crate") else out)
-    else:
-        if not files:
-            console.print("[red]give cuTile Python files, or --corpus[/]")
-            raise typer.Exit(2)
-        missing = [f for f in files if not f.is_file()]
-        if missing:
-            console.print(f"[red]no such file:[/] {', '.join(map(str, missing))}")
-            raise typer.Exit(2)
-        report = run([str(f) for f in files], out, crate=crate)
+        out = REPO / "rust" if out == Path("out/crate") else out
+    elif not files:
+        fail("give cuTile Python files, or --corpus")
+    elif missing := [f for f in files if not f.exists()]:
+        fail(f"no such file: {', '.join(map(str, missing))}")
+    elif odd := [f for f in files if not f.is_file()]:
+        fail(f"not a file (a folder, a device or a pipe): {', '.join(map(str, odd))}")
+    try:
+        check_output_dir(out, force)
+        report = translate_corpus(out) if corpus else run([str(f) for f in files], out, crate=crate, force=force)
+    except OutputDirError as e:
+        fail(f"-o {e}")
     _print_translation(report)
     n_ok = sum(r.ok for r in report.results)
     where = report.written[0].parent if report.written else out
@@ -111,40 +180,44 @@ def _check_drift(crate_dir: Path) -> int:
     return 0
 
 
-@app.command()
+@command()
 def build(
     crate: Annotated[Path, typer.Option(help="Crate directory.")] = Path("rust"),
-    profile: Annotated[str, typer.Option(help="release or dev")] = "release",
+    profile: Annotated[Profile, typer.Option(help="Cargo profile.")] = Profile.release,
 ) -> None:
     """Build the generated cdylib with cargo (incremental)."""
     from tileport.runtime.library import BuildError
     from tileport.runtime.library import build as do_build
+    if not (crate / "Cargo.toml").is_file():
+        fail(f"--crate {crate}: no Cargo.toml (a crate written by `tileport translate`)")
     try:
-        with console.status(f"cargo build ({profile})"):
-            so = do_build(crate, profile)
+        with console.status(f"cargo build ({profile.value})"):
+            so = do_build(crate, profile.value, build_progress(f"building {crate} ({profile.value})"))
     except BuildError as e:
-        console.print(f"[red]{e}[/]")
-        raise typer.Exit(1) from None
+        fail(str(e), 1)
     console.print(f"built {so} ({so.stat().st_size / 1e6:.1f} MB)")
 
 
-@app.command()
+@command()
 def verify(
-    corpus: Annotated[bool, typer.Option(help="Verify every capture of the reference corpus.")] = True,
     out: Annotated[Path, typer.Option("--out", "-o", help="Artifacts directory.")] = Path("out/verify"),
-    kernel: Annotated[Optional[list[str]], typer.Option(help="Only these kernels.")] = None,
-    jobs: Annotated[int, typer.Option("-j", help="Captures in parallel.")] = 2,
-    profile: Annotated[str, typer.Option(help="Cargo profile of the library.")] = "release",
+    kernel: Annotated[Optional[list[str]], typer.Option(help="Only these kernels of the corpus.")] = None,
+    jobs: Annotated[int, typer.Option("-j", min=1, help="Captures in parallel.")] = 2,
+    profile: Annotated[Profile, typer.Option(help="Cargo profile of the library.")] = Profile.release,
 ) -> None:
-    """CPU proof of the corpus ports: IR both sides, cubins (sm_80/90/100), structural IR diff."""
+    """CPU proof of the reference corpus's ports: IR both sides, cubins (sm_80/90/100), structural IR diff."""
     from tileport.corpus import REPO, captures_by_kernel
     from tileport.ops.specs import all_specs
     from tileport.runtime.library import load
     from tileport.verify import verify_all, write_summary
+    output_dir(out)
+    by_kernel = captures_by_kernel(all_specs())
+    unknown = sorted(set(kernel or []) - set(by_kernel))
+    if unknown:
+        fail(f"--kernel: no corpus kernel {', '.join(unknown)} (kernels: {', '.join(sorted(by_kernel))})")
     with console.status("building the generated crate"):
-        lib = load(REPO / "rust", profile=profile)
-    items = [(path, c) for k, (path, caps) in captures_by_kernel(all_specs()).items()
-             if not kernel or k in kernel for c in caps]
+        lib = load(REPO / "rust", profile=profile.value, progress=build_progress("building the generated crate"))
+    items = [(path, c) for k, (path, caps) in by_kernel.items() if not kernel or k in kernel for c in caps]
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
         task = progress.add_task("verifying captures", total=len(items))
@@ -168,25 +241,38 @@ def verify(
     raise typer.Exit(1 if bad else 0)
 
 
-app.command("irdiff", help="Structurally diff reference Tile IR A against generated Tile IR B "
-            "(exit 0 PASS, 2 PASS_WITH_NOTES, 1 FAIL).")(irdiff_command)
+@functools.wraps(irdiff_command)
+def _irdiff(*args, **kwargs) -> None:
+    target = kwargs.get("target", "sm_90")
+    if target not in toolchain.TILE_TARGETS:
+        fail(f"--target {target}: not a GPU target of tileiras {toolchain.TILEIRAS_RELEASE} "
+             f"({', '.join(toolchain.TILE_TARGETS)})")
+    irdiff_command(*args, **kwargs)
 
 
-@app.command("gpu-check")
+command("irdiff", help="Structurally diff reference Tile IR A against generated Tile IR B "
+        "(exit 0 PASS, 2 PASS_WITH_NOTES, 1 FAIL).")(_irdiff)
+
+
+@command("gpu-check")
 def gpu_check(
     ops: Annotated[Optional[list[str]], typer.Argument(help="Operators (default: all).")] = None,
-    jobs: Annotated[int, typer.Option("-j", help="Operators checked in parallel processes.")] = 4,
+    jobs: Annotated[int, typer.Option("-j", min=1, help="Operators checked in parallel processes.")] = 4,
     out: Annotated[Path, typer.Option("--out", "-o")] = Path("out/gpu-check"),
 ) -> None:
     """GPU correctness of every op x backend x dtype x shape against PyTorch."""
+    from tileport.atomic import write_text_atomic
     from tileport.gpu.check import run_parallel
     from tileport.ops import op_names
+    output_dir(out)
+    unknown = sorted(set(ops or []) - set(op_names()))
+    if unknown:
+        fail(f"no operator {', '.join(unknown)} (operators: {', '.join(op_names())})")
     names = ops or op_names()
     with console.status(f"checking {len(names)} operators ({jobs} processes)"):
         records = run_parallel(names, jobs, out)
     failed = [r for r in records if not r["ok"]]
-    path = out / "check.json"
-    path.write_text(json.dumps(records, indent=1))
+    path = write_text_atomic(out / "check.json", json.dumps(records, indent=1))
     table = Table(title="GPU correctness")
     for col in ("op", "backend", "cases", "failed", "worst err/tol"):
         table.add_column(col)
@@ -204,7 +290,7 @@ def gpu_check(
     raise typer.Exit(1 if failed else 0)
 
 
-@app.command()
+@command()
 def bench(
     ops: Annotated[Optional[list[str]], typer.Argument(help="Operators (default: all).")] = None,
     out: Annotated[Path, typer.Option("--out", "-o")] = Path("out/bench.json"),
@@ -221,14 +307,17 @@ def bench(
     console.print(f"results: {out}")
 
 
-@app.command()
+@command()
 def report(
     results: Annotated[Path, typer.Argument(help="bench JSON from `tileport bench`.")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output directory.")] = None,
 ) -> None:
     """Markdown + HTML report (with charts) from benchmark results."""
-    from tileport.report import write_bench_report
-    paths = write_bench_report(results, out or results.parent)
+    from tileport.report import ReportError, write_bench_report
+    try:
+        paths = write_bench_report(results, output_dir(out or results.parent))
+    except ReportError as e:
+        fail(str(e))
     for p in paths:
         console.print(f"wrote {p}")
 
@@ -238,7 +327,7 @@ def port(
     op: Annotated[Optional[str], typer.Option("--op", help="A library operator: port its kernels.")] = None,
     corpus: Annotated[Optional[Path], typer.Option("--corpus", help="Port every kernel of every .py file in DIR "
                                                    "(the reference corpus: src/tileport/ops/kernels).")] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Kernels in parallel.")] = 1,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Kernels in parallel.")] = 1,
     out: Annotated[Path, typer.Option("--out", "-o", help="Artifacts, verdicts and reports.")] = Path("out/port"),
     agent_cmd: Annotated[Optional[str], typer.Option("--agent-cmd", help="External agent for the repair stages "
                                                      "B(2)/D(2): run as `CMD <prompt.md>` (docs/pipeline.md).")] = None,
@@ -252,7 +341,7 @@ def port(
                                            "unresolved E INVESTIGATE.")] = False,
     until: Annotated[Optional[str], typer.Option("--until", help="Stop after this stage (A-F); resume later.")] = None,
     no_gpu: Annotated[bool, typer.Option("--no-gpu", help="Never run D/E natively, even with a GPU.")] = False,
-    profile: Annotated[str, typer.Option(help="Cargo profile of the libraries built for IR capture.")] = "dev",
+    profile: Annotated[Profile, typer.Option(help="Cargo profile of the libraries built for IR capture.")] = Profile.dev,
     launches: Annotated[Optional[Path], typer.Option("--launches", help="Launch spec (from `tileport record`) of "
                                                      "kernels outside the library: configurations, D and E.")] = None,
 ) -> None:
@@ -261,21 +350,25 @@ def port(
     Exit code 0 when every kernel reached the best terminal state attainable here (DONE, or
     BLOCKED(env) at D/E with only GPU evidence missing), 1 otherwise, 2 for usage errors."""
     from tileport.pipeline import Options, TargetError, resolve_targets
-    from tileport.pipeline.batch import run_batch, summary_table
+    from tileport.pipeline.artifacts import UnsafePathError
+    from tileport.pipeline.batch import OutLockedError, run_batch, summary_table
     from tileport.pipeline.verdicts import Stage
     from rich.markup import escape as esc
+    output_dir(out)
     try:
         targets = resolve_targets(target, op, corpus, config, launches)
         stop = Stage(until.upper()) if until else None
+        options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
+                          gpu_results=list(gpu_results or []), residual=residual, profile=profile.value,
+                          native_gpu=False if no_gpu else None, until=stop)
     except (TargetError, ValueError) as e:
-        console.print(f"[red]{esc(str(e))}[/]")
-        raise typer.Exit(2) from None
-    options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
-                      gpu_results=list(gpu_results or []), residual=residual, profile=profile,
-                      native_gpu=False if no_gpu else None, until=stop)
+        fail(str(e))
     t0 = time.perf_counter()
-    outcomes, session = run_batch(targets, options, console)
-    console.print(summary_table(outcomes, out))
+    try:
+        outcomes, session = run_batch(targets, options, console)
+    except (OutLockedError, UnsafePathError) as e:
+        fail(str(e))
+    print_wide(summary_table(outcomes, out))
     gpu_ok, gpu_why = session.gpu()
     if not gpu_ok:
         console.print(f"[yellow]GPU stages D/E: {esc(gpu_why)}.[/] They end BLOCKED(env) unless --gpu-results "
@@ -288,10 +381,10 @@ def port(
     raise typer.Exit(0 if best == len(outcomes) else 1)
 
 
-app.command("port")(port)
+command("port")(port)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def record(
     command: Annotated[list[str], typer.Argument(help="The program to run, after `--` (e.g. -- python3 app.py).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Launch spec to write (JSON).")] = Path("launches.json"),

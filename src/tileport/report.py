@@ -25,6 +25,8 @@ import json
 import math
 import re
 from pathlib import Path
+
+from tileport.atomic import write_text_atomic
 from tileport.gpu.bench import PARITY_BAR, summarize
 from tileport.ops.specs._common import FLOAT_DTYPES
 
@@ -468,9 +470,7 @@ def write_bench_report(results_json: Path, out_dir: Path, investigations: Path |
     Investigations are read from `investigations`, default `<stem>.investigations.json` next to the
     results (absent: the report says which ops need one)."""
     results_json = Path(results_json)
-    result = json.loads(results_json.read_text())
-    if "records" not in result or "environment" not in result:
-        raise ReportError(f"{results_json}: not `tileport bench` results (no records / environment)")
+    result = read_results(results_json)
     inv_path = Path(investigations) if investigations else investigations_path(results_json)
     inv = load_investigations(inv_path)
     out_dir = Path(out_dir)
@@ -484,12 +484,36 @@ def write_bench_report(results_json: Path, out_dir: Path, investigations: Path |
         charts = {"cases": f"{stem}.png", "ops": f"{stem}-ops.png"}
     except ImportError:
         charts = {}  # matplotlib not installed: the report has no charts, and says nothing false
-    blocks = _blocks(result, inv, charts, inv_path.name)
-    md = out_dir / f"{stem}.md"
-    md.write_text(to_markdown(blocks))
-    page = out_dir / f"{stem}.html"
-    page.write_text(to_html(blocks))
+    try:
+        blocks = _blocks(result, inv, charts, inv_path.name)
+    except (KeyError, TypeError, ValueError) as e:  # a record without the fields `tileport bench` writes
+        raise ReportError(f"{results_json}: not `tileport bench` results ({type(e).__name__}: {e})") from None
+    md = write_text_atomic(out_dir / f"{stem}.md", to_markdown(blocks))
+    page = write_text_atomic(out_dir / f"{stem}.html", to_html(blocks))
     return [md, page] + paths
+
+
+def read_results(path: Path) -> dict:
+    """`tileport bench` results, or ReportError saying why the file is not that (missing, empty,
+    not UTF-8 JSON, another shape)."""
+    if not Path(path).is_file():  # missing, a folder, a device or a FIFO (reading /dev/zero never ends)
+        raise ReportError(f"{path}: not a file")
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReportError(f"{path}: cannot read: {e}") from None
+    if not text.strip():
+        raise ReportError(f"{path}: empty file, not `tileport bench` results")
+    try:
+        result = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ReportError(f"{path}: not JSON ({e})") from None
+    if not (isinstance(result, dict) and isinstance(result.get("records"), list)
+            and all(isinstance(r, dict) for r in result["records"])
+            and isinstance(result.get("environment"), dict) and isinstance(result.get("ceilings", {}), dict)):
+        raise ReportError(f"{path}: not `tileport bench` results (needs an object with a list of records "
+                          "and an environment)")
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -506,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
         if target.exists():
             print(f"{target} exists; not overwriting")
             return 1
-        target.write_text(json.dumps(investigation_skeleton(json.loads(args.results.read_text())), indent=1) + "\n")
+        write_text_atomic(target, json.dumps(investigation_skeleton(read_results(args.results)), indent=1) + "\n")
         print(f"wrote {target}")
         return 0
     for p in write_bench_report(args.results, args.out or args.results.parent):

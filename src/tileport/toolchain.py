@@ -23,6 +23,9 @@ CUDA_TILE_VERSION = "1.7.0"
 TILEIRAS_RELEASE = "13.4"
 MIN_CUDA_HEADER_VERSION = 13020  # cuda-bindings rejects older cuda.h
 MIN_RUST = (1, 89)
+# GPU targets of tileiras 13.4 (`tileiras --help`, --gpu-name): what --target may name.
+TILE_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_107", "sm_110",
+                "sm_120", "sm_121")
 
 
 @dataclass(frozen=True)
@@ -97,15 +100,46 @@ def _version_of(path: Path, pattern: str = r"release ([\d.]+), V([\d.]+)") -> st
     return m.group(2) if m else ""
 
 
+# bindgen (clang-sys) loads libclang.so, libclang-N.so or a versioned one; libclang-cpp.so is the C++
+# library of clang, not the C API bindgen calls.
+LIBCLANG_NAME = re.compile(r"libclang(-\d+(\.\d+)*)?\.so(\.\d+)*")
+LIBCLANG_DIRS = ("/usr/lib/llvm-*/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                 "/usr/lib")
+
+
+def _natural(path: Path) -> list:
+    """Sort key: llvm-18 after llvm-9."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
+
+
+def libclang_candidates() -> list[Path]:
+    """Files named like the libclang bindgen loads: $LIBCLANG_PATH first, then the system
+    directories (LIBCLANG_DIRS, or the globs of $TILEPORT_LIBCLANG_DIRS, `:`-separated), newest LLVM first."""
+    dirs = [os.environ["LIBCLANG_PATH"]] if os.environ.get("LIBCLANG_PATH") else []
+    patterns = os.environ["TILEPORT_LIBCLANG_DIRS"].split(os.pathsep) if "TILEPORT_LIBCLANG_DIRS" in os.environ \
+        else LIBCLANG_DIRS
+    dirs += [d for pattern in patterns for d in sorted(glob.glob(pattern), key=_natural, reverse=True)]
+    out = []
+    for d in dict.fromkeys(dirs):
+        found = [p for p in Path(d).glob("libclang*.so*") if LIBCLANG_NAME.fullmatch(p.name)]
+        out += sorted(found, key=_natural, reverse=True)
+    return out
+
+
+def libclang_load_error(path: Path) -> str:
+    """'' when `path` loads as a shared library and exports libclang's C API, else why not."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        return str(e)
+    return "" if hasattr(lib, "clang_createIndex") else f"{path} does not export clang_createIndex"
+
+
 @functools.cache
 def libclang() -> Path | None:
-    candidates = []
-    if os.environ.get("LIBCLANG_PATH"):
-        candidates += glob.glob(os.path.join(os.environ["LIBCLANG_PATH"], "libclang*.so*"))
-    candidates += sorted(glob.glob("/usr/lib/llvm-*/lib/libclang.so*"), reverse=True)
-    candidates += sorted(glob.glob("/usr/lib/x86_64-linux-gnu/libclang*.so*"), reverse=True)
-    candidates += sorted(glob.glob("/usr/lib64/libclang.so*"), reverse=True)
-    return Path(candidates[0]) if candidates else None
+    """The first libclang candidate that loads (None: bindgen cannot build the CUDA bindings)."""
+    return next((p for p in libclang_candidates() if not libclang_load_error(p)), None)
 
 
 def cuda_header_version(root: Path | None) -> int:
@@ -166,9 +200,12 @@ def _check_headers() -> list[Component]:
 
 def _check_libclang() -> Component:
     path = libclang()
-    version = re.search(r"llvm-(\d+)", str(path)) if path else None
-    return Component("libclang (bindgen)", bool(path), version.group(1) if version else "", str(path or ""),
-                     "apt-get update && apt-get install -y libclang-dev  (or: set LIBCLANG_PATH)")
+    version = re.search(r"llvm-(\d+)|libclang-(\d+)", str(path)) if path else None
+    fix = "apt-get update && apt-get install -y libclang-dev  (or: set LIBCLANG_PATH to the folder of libclang.so)"
+    if path is None and (bad := libclang_candidates()):
+        fix = f"{bad[0]} does not load ({libclang_load_error(bad[0])}); " + fix
+    return Component("libclang (bindgen)", bool(path), next((g for g in version.groups() if g), "") if version else "",
+                     str(path or ""), fix)
 
 
 def _check_rust() -> list[Component]:
@@ -179,7 +216,8 @@ def _check_rust() -> list[Component]:
         m = re.search(r"(\d+)\.(\d+)\.(\d+)", proc.stdout) if proc else None
         ok = bool(m) and (int(m.group(1)), int(m.group(2))) >= MIN_RUST
         out.append(Component(tool, ok, m.group(0) if m else "", path or "",
-                             "curl https://sh.rustup.rs -sSf | sh -s -- -y  (Rust >= 1.89)"))
+                             "install Rust >= 1.89 with rustup: curl https://sh.rustup.rs -sSf | sh -s -- -y, "
+                             "then `. ~/.cargo/env` (or: " + SETUP_COMMAND + ", which runs rustup when it can)"))
     return out
 
 

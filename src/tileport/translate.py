@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic
-from tileport.emit.names import rust_ident
-from tileport.emit.crate import ModuleSource, render_crate, write_crate
+from tileport.emit.crate import ModuleSource, crate_name_error, render_crate, write_crate
+from tileport.emit.names import module_name
 from tileport.frontends.cutile import KernelConfig, translate_file
 from tileport.model.ir import Kernel
 from tileport.passes.fma import fuse_fma
@@ -80,27 +80,35 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
 
 def translate(paths: Sequence[str], out_dir: str | Path | None,
               configs: Mapping[str, Mapping[str, KernelConfig]] | None = None,
-              crate: str = "tileport_kernels", record_path=None) -> TranslateReport:
+              crate: str = "tileport_kernels", record_path=None, force: bool = False) -> TranslateReport:
     """Translate every kernel of `paths`; write the crate to `out_dir` (None: render only).
 
     `configs` maps a file path to per-kernel configurations. `record_path(path)` gives the source
-    path recorded in generated files (default: as given).
+    path recorded in generated files (default: as given). Each file becomes one Rust module named
+    after its stem (`emit.names.module_name`: `a/k.py` and `b/k.py` become `k` and `k_1`). ValueError
+    for an invalid crate name; `emit.crate.OutputDirError` when `out_dir` cannot take the crate
+    (a non-empty directory that tileport did not write needs `force`).
     """
-    mods, results, results_of_module = [], [], {}
+    if error := crate_name_error(crate):
+        raise ValueError(error)
+    mods, results, results_of_module, taken = [], [], {}, set()
     for path in paths:
         kernels, res = lower(str(path), (configs or {}).get(str(path)))
         results += res
         if kernels:
             source = record_path(path) if record_path else str(path)
-            mods.append(ModuleSource(rust_ident(Path(path).stem), source, kernels))
-            results_of_module[mods[-1].name] = res
+            name = module_name(Path(path).stem, taken)
+            for k in kernels:
+                k.module_name = name
+            mods.append(ModuleSource(name, source, kernels))
+            results_of_module[name] = res
     failures: list = []
     files = render_crate(mods, crate, failures) if mods else {}
     for module, d in failures:  # matched within its file: other files may have kernels of the same name
         r = next(r for r in results_of_module[module] if r.kernel == d.kernel)
         r.diagnostic, r.entries = d, []
     try:
-        written = write_crate(files, Path(out_dir)) if (out_dir is not None and files) else []
+        written = write_crate(files, Path(out_dir), force) if (out_dir is not None and files) else []
     except RuntimeError as e:  # rustfmt rejected the output: a translator bug, reported, never half-written
         for r in results:
             if r.ok:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from tileport.atomic import write_text_atomic
 from tileport.capture import (ARCHS, CaptureError, capture_side, generated_arg_roles, generated_bytecode,
                               reference_bytecode)
 from tileport.ops.spec import Capture
@@ -72,8 +73,8 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
         res.findings = [f"{f.severity} {f.category}: {f.message}" for f in report.findings
                         if f.severity in ("CRITICAL", "WARN")]
         if d is not None:
-            (d / "irdiff.json").write_text(report.to_json() + "\n")
-            (d / "irdiff.md").write_text(report.to_markdown())
+            write_text_atomic(d / "irdiff.json", report.to_json() + "\n")
+            write_text_atomic(d / "irdiff.md", report.to_markdown())
             res.artifacts = str(d)
         failed = [f"gen {a}" for a, ok in res.cubins_gen.items() if not ok]
         if failed:
@@ -99,5 +100,5 @@ def verify_all(lib: KernelLibrary, items: list[tuple[Path, Capture]], out_dir: P
 def write_summary(results: list[CaptureResult], out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "summary.json"
-    path.write_text(json.dumps({"captures": [asdict(r) for r in results]}, indent=1) + "\n")
+    write_text_atomic(path, json.dumps({"captures": [asdict(r) for r in results]}, indent=1) + "\n")
     return path

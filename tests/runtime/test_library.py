@@ -15,7 +15,7 @@ def test_a_second_load_does_not_run_cargo(tmp_path, monkeypatch):
     (tmp_path / "kernels.json").write_text(json.dumps({"crate": "fake", "abi_version": 1, "entries": []}))
     builds = []
 
-    def fake_build(crate_dir, profile="release"):
+    def fake_build(crate_dir, profile="release", progress=None):
         builds.append((Path(crate_dir), profile))
         return tmp_path / f"libfake_{profile}.so", "log", ""
 

@@ -1,12 +1,19 @@
 """The aggregated cdylib crate: Cargo.toml, lib.rs, support.rs, one module file per kernel file, and the
 manifest the Python binding reads. Output is deterministic and rustfmt-clean; it is written to a
-temporary directory and moved into place only when complete.
+temporary directory inside the output and moved into place only when complete.
+
+`kernels.json` is also the record of what tileport wrote: Cargo.toml, kernels.json, src/lib.rs,
+src/support.rs and src/<module>.rs for each module it lists. A rewrite replaces those files and
+removes the listed ones it no longer generates; nothing else in the output directory is touched, and a
+non-empty directory without a tileport manifest is refused unless forced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
+import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -17,6 +24,7 @@ from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.emit.rust_ffi import (KernelGroup, emit_launcher, pinned_kind, signature, tile_dim_consts,
                                    written_arrays)
+from tileport.emit.names import RESERVED_MODULES, RUST_KEYWORDS
 from tileport.emit.rust_kernel import derived_dims, derived_name, emit_kernel, stride_params
 from tileport.model.ir import Kernel
 from tileport.runtime.abi import ABI_VERSION
@@ -33,6 +41,27 @@ class ModuleSource:
     name: str  # Rust module name (source file stem)
     source: str  # source path as recorded in the generated files
     kernels: list[Kernel]
+
+
+FIXED_FILES = ("Cargo.toml", "kernels.json", "src/lib.rs", "src/support.rs")
+MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+CRATE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+
+
+class OutputDirError(ValueError):
+    """The output directory cannot receive a crate (a file, a foreign project, a symlinked folder)."""
+
+
+def crate_name_error(crate: str) -> str:
+    """Why `crate` is not a valid name for the generated crate ('' when it is): cargo's package
+    name rules, and a library name (`-` read as `_`) that is no Rust keyword or standard crate."""
+    if not CRATE_RE.fullmatch(crate):
+        return (f"invalid crate name {crate!r}: use ASCII letters, digits, `_` and `-`, starting with a letter "
+                "or `_` (at most 64 characters)")
+    lib = crate.replace("-", "_")
+    if lib in RUST_KEYWORDS or lib in RESERVED_MODULES or lib in ("test", "proc_macro"):
+        return f"invalid crate name {crate!r}: `{lib}` is a Rust keyword or a crate the build needs"
+    return ""
 
 
 def cargo_toml(crate: str) -> str:
@@ -214,6 +243,13 @@ def render_crate(mods: list[ModuleSource], crate: str = "tileport_kernels",
     of the crate and (its module's name, its diagnostic) appended there instead ({} when no kernel
     is left).
     """
+    if error := crate_name_error(crate):
+        raise ValueError(error)
+    names = [m.name for m in mods]
+    bad = [n for n in names if not MODULE_RE.fullmatch(n) or n in RESERVED_MODULES or n in RUST_KEYWORDS
+           or names.count(n) > 1]
+    if bad:  # translate() names modules with emit.names.module_name; anything else would overwrite files
+        raise ValueError(f"module name(s) {', '.join(sorted(set(bad)))}: reserved, duplicated or not an identifier")
     mods, emitted = _emit_modules(mods, failures)
     if failures is not None and not mods:
         return {}
@@ -252,23 +288,66 @@ def format_crate(files: dict[str, str]) -> dict[str, str]:
         return {rel: (Path(tmp) / rel).read_text() for rel in files}
 
 
-def write_crate(files: dict[str, str], out_dir: Path) -> list[Path]:
-    """Write into a temporary sibling directory, format, then replace the generated files of out_dir.
+def generated_files(out_dir: Path) -> set[str] | None:
+    """The files a previous tileport translation wrote into `out_dir` (relative paths, from its
+    kernels.json); None when the directory holds no tileport manifest."""
+    try:
+        manifest = json.loads((Path(out_dir) / "kernels.json").read_text())
+        if not str(manifest.get("generator", "")).startswith("tileport "):
+            return None
+        modules = {e["module"] for e in manifest["entries"]}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return set(FIXED_FILES) | {f"src/{m}.rs" for m in modules if isinstance(m, str) and MODULE_RE.fullmatch(m)}
 
-    Only files tileport generates are replaced; `target/` and anything else in out_dir stays.
+
+def check_output_dir(out_dir: Path, force: bool = False) -> None:
+    """OutputDirError unless `out_dir` can receive a generated crate: absent, empty, a crate tileport
+    wrote before, or anything when `force`; never a file, never with a symlinked src/."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputDirError(f"{out_dir} is a file, not a directory: give -o a directory for the crate")
+    for rel in ("src", *FIXED_FILES):
+        if (out_dir / rel).is_symlink():
+            raise OutputDirError(f"{out_dir / rel} is a symbolic link: tileport writes only inside the output "
+                                 "directory; remove the link or choose another -o")
+    if (out_dir / "src").exists() and not (out_dir / "src").is_dir():
+        raise OutputDirError(f"{out_dir / 'src'} is not a directory")
+    if force or not out_dir.is_dir() or generated_files(out_dir) is not None:
+        return
+    if any(out_dir.iterdir()):
+        raise OutputDirError(f"{out_dir} is not empty and holds no crate tileport generated (no tileport "
+                             "kernels.json); choose an empty or new directory, or pass --force to write the "
+                             "crate's files there (other files are left alone)")
+
+
+def write_crate(files: dict[str, str], out_dir: Path, force: bool = False) -> list[Path]:
+    """Write into a temporary directory inside out_dir, format, then move the files into place.
+
+    Only files tileport generates are replaced or removed (see the module doc); `target/` and anything
+    else in out_dir stays. OutputDirError when out_dir cannot take the crate (`check_output_dir`).
     """
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_dir.name}-") as tmp:
-        tmp_dir = Path(tmp)
-        _write_formatted(files, tmp_dir)
-        old_src = out_dir / "src"
-        if old_src.is_dir():
-            shutil.rmtree(old_src)
-        written = []
-        for rel in files:
-            dst = out_dir / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(tmp_dir / rel), dst)
-            written.append(dst)
+    check_output_dir(out_dir, force)
+    previous = generated_files(out_dir) or set()
+    created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".tileport-") as tmp:
+            _write_formatted(files, Path(tmp))
+            written = []
+            for rel in sorted(files, key=lambda r: r == "kernels.json"):  # the manifest last
+                dst = out_dir / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(Path(tmp) / rel, dst)
+                written.append(dst)
+    except BaseException:
+        for d in created:  # a failed first write leaves no empty directories behind
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    for rel in sorted(previous - set(files)):  # modules of the previous translation that are gone
+        stale = out_dir / rel
+        if stale.is_file() and not stale.is_symlink():
+            stale.unlink()
     return written

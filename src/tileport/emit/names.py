@@ -74,3 +74,24 @@ def fresh_name(base: str, taken: set[str]) -> str:
     name = next(c for c in candidates(base) if c not in taken and c not in reserved())
     taken.add(name)
     return name
+
+
+# Module names a source file may not take: the crate's own files (src/support.rs, src/lib.rs, src/main.rs)
+# and crates the generated code names in paths (`use cutile::...` would resolve to a local module).
+RESERVED_MODULES = {"support", "lib", "main", "std", "core", "alloc", "cutile", "cutile_ir"}
+
+
+def module_name(stem: str, taken: set[str]) -> str:
+    """The Rust module of the source file `stem`: an ASCII identifier (a `mod` name must be ASCII),
+    no keyword, no reserved module, not in `taken` (`k`, then `k_1`, ... for `a/k.py` + `b/k.py`);
+    it joins `taken`."""
+    base = rust_ident(re.sub(r"[^A-Za-z0-9_]", "_", stem))
+    if not base.strip("_"):  # `_` is no identifier
+        base = "module"
+    if base in RESERVED_MODULES:
+        base = f"{base}_"
+    name, k = base, 1
+    while name in taken or name in RESERVED_MODULES:
+        name, k = f"{base.rstrip('_')}_{k}", k + 1
+    taken.add(name)
+    return name

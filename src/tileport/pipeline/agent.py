@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tileport.atomic import write_text_atomic
+
 from .context import KernelContext
 
 def _hashes(files: list[Path]) -> dict[str, str | None]:
@@ -79,7 +81,7 @@ def invoke(ctx: KernelContext, prompt_text: str, editable: list[Path]) -> dict[s
     agent_dir = ctx.dir / "agent"
     agent_dir.mkdir(parents=True, exist_ok=True)
     prompt = agent_dir / "prompt.md"
-    prompt.write_text(prompt_text)
+    write_text_atomic(prompt, prompt_text)
     log = agent_dir / "agent.log"
     env = dict(os.environ, TILEPORT_PROMPT=str(prompt), TILEPORT_WORKDIR=str(ctx.dir), TILEPORT_STAGE=str(ctx.stage),
                TILEPORT_ATTEMPT=str(ctx.attempt), TILEPORT_KERNEL=ctx.kernel, TILEPORT_OUT=str(ctx.kernel_dir))
@@ -96,7 +98,7 @@ def invoke(ctx: KernelContext, prompt_text: str, editable: list[Path]) -> dict[s
         if isinstance(out, bytes):
             out = out.decode(errors="replace")
     seconds = time.perf_counter() - t0
-    log.write_text(f"$ {cmd} {prompt}\n(cwd {ctx.dir})\n{out}\nexit={exit_code}\n")
+    write_text_atomic(log, f"$ {cmd} {prompt}\n(cwd {ctx.dir})\n{out}\nexit={exit_code}\n")
     after = _hashes(editable)
     changed = [ctx.rel(Path(p)) for p in editable if before[str(p)] != after[str(p)]]
     return {"command": cmd, "prompt": ctx.rel(prompt), "exit_code": exit_code, "seconds": round(seconds, 2),

@@ -8,20 +8,44 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from tileport.atomic import write_text_atomic
+
 from .verdicts import Verdict, load_checked
 
 
+class UnsafePathError(ValueError):
+    """A path the pipeline would write or delete lies outside the output directory."""
+
+
+def inside(root: Path, path: Path) -> Path:
+    """`path`, checked to lie strictly inside `root` once both are resolved (symlinks followed)."""
+    real_root, real = Path(root).resolve(), Path(path).resolve()
+    if real == real_root or real_root not in real.parents:
+        raise UnsafePathError(f"{path} is not inside the output directory {root}; refusing to touch it")
+    return Path(path)
+
+
+def remove_tree(root: Path, path: Path) -> None:
+    """rmtree `path`, only if it lies inside `root` (a symlink is unlinked, never followed)."""
+    path = Path(path)
+    if path.is_symlink():
+        inside(root, path.parent)
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(inside(root, path))
+
+
 def fresh_dir(path: Path) -> Path:
-    if path.exists():
+    if path.is_symlink():
+        path.unlink()  # never empty the directory a link points to
+    elif path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
     return path
 
 
 def write_json(path: Path, data: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    return path
+    return write_text_atomic(path, json.dumps(data, indent=1, default=str) + "\n")
 
 
 def read_json(path: Path) -> Any:

@@ -5,6 +5,9 @@ tileirdisasm) runs in subprocesses and the library's IR export releases the GIL.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import sys
 import time
 import traceback
@@ -17,7 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .artifacts import write_json
+from .artifacts import inside, write_json, write_text_atomic
 from .context import Options, Session, Target
 from .engine import Outcome, route_label, run_kernel
 
@@ -25,10 +28,45 @@ TERMINAL_STYLE = {"DONE": "bold green", "BLOCKED_ENV": "yellow", "COMPLETE": "cy
                   "PAUSED": "dim", "ERROR": "bold red"}
 
 
+LOCK_FILE = ".tileport.lock"
+
+
+class OutLockedError(RuntimeError):
+    """Another run holds the lock of the output directory."""
+
+
+@contextlib.contextmanager
+def out_lock(out: Path):
+    """Hold an exclusive lock on `out` for a whole run: a second run into the same directory is
+    refused at once (two runs would interleave verdicts, run.json and summary.json)."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise OutLockedError(f"another `tileport port` (pid {holder}) is writing into {out}; wait for it "
+                                 "to finish or give another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def run_batch(targets: list[Target], options: Options, console: Console | None = None,
               progress: bool = True) -> tuple[list[Outcome], Session]:
-    console = console or Console()
-    options.out.mkdir(parents=True, exist_ok=True)
+    """Port `targets` under the lock of `options.out` (OutLockedError if another run holds it;
+    UnsafePathError if a target's folder would lie outside it)."""
+    for t in targets:
+        inside(options.out, options.out / t.key)
+    with out_lock(options.out):
+        return _run_batch(targets, options, console or Console(), progress)
+
+
+def _run_batch(targets: list[Target], options: Options, console: Console,
+               progress: bool) -> tuple[list[Outcome], Session]:
     session = Session(options, targets)
     t0 = time.perf_counter()
     outcomes: dict[str, Outcome] = {}
@@ -50,8 +88,7 @@ def run_batch(targets: list[Target], options: Options, console: Console | None =
             try:
                 return run_kernel(session, t, report)
             except Exception as e:  # noqa: BLE001 - one kernel's crash must not stop the batch
-                (options.out / t.key).mkdir(parents=True, exist_ok=True)
-                (options.out / t.key / "crash.log").write_text(traceback.format_exc())
+                write_text_atomic(options.out / t.key / "crash.log", traceback.format_exc())
                 return Outcome(t.key, t.kernel, "ERROR", [], {"missing": [f"pipeline error: {e}"],
                                                               "best_attainable": False, "checks": []},
                                why=f"{type(e).__name__}: {e}")
@@ -68,12 +105,23 @@ def run_batch(targets: list[Target], options: Options, console: Console | None =
                     style = TERMINAL_STYLE.get(out.terminal, "")
                     steps = " → ".join(route_label(r, " (close-out)") for r in out.route)
                     bars.console.print(f"  [{style}]{out.terminal:<11}[/] " + escape(f"{t.key}  {steps}"))
+                    for line in reason_lines(out):
+                        bars.console.print(escape(line), highlight=False)
     ordered = [outcomes[t.key] for t in targets]
     seconds = time.perf_counter() - t0
     write_summary(ordered, session, seconds)
     from .report import write_report
     write_report(options.out, ordered, session, seconds)
     return ordered, session
+
+
+def reason_lines(outcome: Outcome) -> list[str]:
+    """Why each stage decided what it did (its verdict's reason), then why the run ended: what a user
+    reads on the terminal without opening the verdict files."""
+    lines = [f"      {route_label(r, ' (close-out)')}: {r['reason']}" for r in outcome.route if r.get("reason")]
+    if outcome.why:
+        lines.append(f"      -> {outcome.why}")
+    return lines
 
 
 def write_summary(outcomes: list[Outcome], session: Session, seconds: float) -> Path:

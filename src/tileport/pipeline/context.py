@@ -1,5 +1,5 @@
-"""What a pipeline run works on: targets (one kernel of one file), options, the shared session
-(builds, caches, GPU evidence) and the per-kernel context a stage receives.
+"""What a pipeline run works on: targets (one kernel of one file), options, the run's `Session`
+(builds, caches, GPU evidence shared by its kernels) and the per-kernel context a stage receives.
 
 Layout of a run under `--out`:
 
@@ -94,6 +94,12 @@ class Target:
     def source_text(self) -> str:
         return self.path.read_text()
 
+    @property
+    def module(self) -> str:
+        """The Rust module of the kernel's file (as `tileport translate` names it: `support.py` -> `support_`)."""
+        from tileport.emit.names import module_name
+        return module_name(self.path.stem, set())
+
 
 def primary_op(kernel: str, specs: dict[str, OpSpec], ops: list[str]) -> str | None:
     if not ops:
@@ -125,6 +131,13 @@ class Options:
     native_gpu: bool | None = None  # None: detect (torch + a CUDA device)
     until: Stage | None = None     # stop after this stage (resume later)
     cache_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        from tileport.runtime.library import PROFILES
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown cargo profile {self.profile!r} (one of {', '.join(PROFILES)})")
+        if self.jobs < 1:
+            raise ValueError(f"jobs must be at least 1, got {self.jobs}")
 
     def cache(self) -> Path:
         return Path(self.cache_dir or os.environ.get("TILEPORT_CACHE_DIR")

@@ -22,7 +22,7 @@ from typing import Callable
 from tileport.launches import records_hash
 
 from . import stage_a, stage_b, stage_c, stage_d, stage_e, stage_f
-from .artifacts import stage_verdict, write_json
+from .artifacts import inside, remove_tree, stage_verdict, write_json, write_text_atomic
 from .context import KernelContext, Session, Target, pipeline_fingerprint, sha256, translator_fingerprint
 from .final import gate
 from .routing import RunState, Step, Terminal, next_step
@@ -115,11 +115,19 @@ def _run_safely(module, ctx: KernelContext) -> Verdict:
     try:
         return module.run(ctx)
     except Exception as e:  # noqa: BLE001 - a stage crash is that stage's verdict, with the traceback
-        ctx.dir.mkdir(parents=True, exist_ok=True)
-        (ctx.dir / "crash.log").write_text(traceback.format_exc())
+        write_text_atomic(ctx.dir / "crash.log", traceback.format_exc())
         return ctx.verdict("BLOCKED", f"internal error in stage {ctx.stage}: {type(e).__name__}: {e} "
                            f"(traceback in {ctx.rel(ctx.dir / 'crash.log')})",
                            fail_class="host" if ctx.stage == Stage.D else None)
+
+
+def _validate_safely(module, ctx: KernelContext, loaded: Verdict | None = None) -> list[str]:
+    """The stage validator's errors; an artifact it cannot read (a file cut short by a killed run,
+    not JSON) is one more error, so the stage runs again instead of ending the kernel in ERROR."""
+    try:
+        return module.validate(ctx, loaded)
+    except (OSError, ValueError, KeyError, TypeError) as e:  # JSONDecodeError is a ValueError
+        return [f"unreadable artifact: {type(e).__name__}: {e}"]
 
 
 def execute(ctx: KernelContext, stage: Stage, attempt: int, progress: Progress | None = None) -> tuple[Verdict, bool]:
@@ -132,7 +140,7 @@ def execute(ctx: KernelContext, stage: Stage, attempt: int, progress: Progress |
     label = f"{stage}{'' if attempt == 1 else f'({attempt})'}"
     if ctx.options.resume:
         old, _ = stage_verdict(ctx.dir)
-        if old is not None and old.inputs_hash == h and not module.validate(ctx, old):
+        if old is not None and old.inputs_hash == h and not _validate_safely(module, ctx, old):
             if progress:
                 progress(ctx.target.key, f"{label} unchanged: {old.verdict}")
             return old, True
@@ -140,13 +148,13 @@ def execute(ctx: KernelContext, stage: Stage, attempt: int, progress: Progress |
         progress(ctx.target.key, f"{label} running")
     t0 = time.perf_counter()
     v = _finish(_run_safely(module, ctx), h, t0, ctx)
-    errors = module.validate(ctx)
+    errors = _validate_safely(module, ctx)
     if errors:  # one same-stage repair, then the validator decides
         if progress:
             progress(ctx.target.key, f"{label} validator rejected its artifacts; repairing once")
         ctx.repair_errors = errors
         v = _finish(_run_safely(module, ctx), h, t0, ctx)
-        errors2 = module.validate(ctx)
+        errors2 = _validate_safely(module, ctx)
         if errors2:
             verdict, cls = REJECTED[stage]
             v = ctx.verdict(verdict, f"the validator rejected the stage's artifacts twice: {errors2[0]}",
@@ -169,11 +177,11 @@ def _finish(v: Verdict, h: str, t0: float, ctx: KernelContext) -> Verdict:
 def run_kernel(session: Session, target: Target, progress: Progress | None = None) -> Outcome:
     t0 = time.perf_counter()
     ctx = KernelContext(session, target)
-    ctx.kernel_dir.mkdir(parents=True, exist_ok=True)
+    out = session.options.out
+    inside(out, ctx.kernel_dir)  # the key names a folder of --out, never anything else
     if not session.options.resume:
-        import shutil
-        shutil.rmtree(ctx.kernel_dir)  # a fresh run: nothing from an earlier run counts
-        ctx.kernel_dir.mkdir(parents=True)
+        remove_tree(out, ctx.kernel_dir)  # a fresh run: nothing from an earlier run counts
+    ctx.kernel_dir.mkdir(parents=True, exist_ok=True)
     state = RunState(residual=session.options.residual)
     step = Step(stage=Stage.A, attempt=1)
     route: list[dict] = []
@@ -197,13 +205,12 @@ def run_kernel(session: Session, target: Target, progress: Progress | None = Non
     ran = {str(s) + ("" if a == 1 else str(a)) for s, a in ctx.verdicts}
     for sdir in ctx.kernel_dir.iterdir():  # stage directories of an earlier, different route
         if sdir.is_dir() and sdir.name not in ran and sdir.name.rstrip("2") in {str(x) for x in Stage}:
-            import shutil
-            shutil.rmtree(sdir)
+            remove_tree(out, sdir)
     final = gate(ctx, terminal)
     write_json(ctx.kernel_dir / "final.json", final)
-    out = Outcome(target.key, target.kernel, terminal, route, final, time.perf_counter() - t0, step.why)
-    write_json(ctx.kernel_dir / "run.json", {**out.to_dict(), "source": str(target.path), "ops": target.ops,
+    outcome = Outcome(target.key, target.kernel, terminal, route, final, time.perf_counter() - t0, step.why)
+    write_json(ctx.kernel_dir / "run.json", {**outcome.to_dict(), "source": str(target.path), "ops": target.ops,
                                              "primary_op": target.primary_op, "config_source": target.config_source})
     if progress:
         progress(target.key, f"{terminal}")
-    return out
+    return outcome

@@ -36,6 +36,8 @@ from typing import Any, Callable, Iterable
 from tileport.corpus import REPO
 from tileport.gpu.bench import geomean
 
+from tileport.atomic import write_text_atomic
+
 from .context import sha256
 
 THRESHOLD = 1.05  # E: DONE when geomean t(cutile-rs) / t(faster reference) <= THRESHOLD
@@ -398,7 +400,7 @@ def grade_performance(records: list[dict], threshold: float = THRESHOLD) -> dict
 # ------------------------------------------------------------------------------------ recording
 
 def _device_defaults() -> None:
-    """On the lent H200 (`.device/enter.sh`): the bundled library and the bundle's commit."""
+    """On a GPU machine set up by `.device/enter.sh`: the bundled library and the bundle's commit."""
     extra = os.environ.get("TILEPORT_DEVICE_EXTRA")
     if extra and not os.environ.get("TILEPORT_LIB"):
         so = Path(extra) / "libtileport_kernels.so"
@@ -448,12 +450,12 @@ def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25,
         from tileport.gpu.check import run_parallel
         with tempfile.TemporaryDirectory(prefix="tileport-check-") as tmp:  # per-op files stay out of out_dir
             doc["check"] = run_parallel(ops, jobs, Path(tmp))
-        path.write_text(json.dumps(doc, indent=1))
+        write_text_atomic(path, json.dumps(doc, indent=1))
     if bench:
         from tileport.gpu.bench import run
         doc["bench"] = run(ops, out_dir / "bench.raw.json", budget_s=budget_s)
         doc["provenance"]["gpu"] = doc["bench"]["environment"].get("gpu", "")
-    path.write_text(json.dumps(doc, indent=1))
+    write_text_atomic(path, json.dumps(doc, indent=1))
     return path
 
 

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tileport.atomic import write_text_atomic
+
 from .engine import route_label
 from .evidence import THRESHOLD
 
@@ -158,8 +160,8 @@ def write_report(out_dir: Path, outcomes, session, seconds: float) -> list[Path]
         "evidence": ", ".join(ev.files) or "none (--gpu-results not given)",
     }
     md = _markdown(rows, head, chart, chart_note, out_dir)
-    (out_dir / "report.md").write_text(md)
-    (out_dir / "report.html").write_text(_html(rows, head, chart, chart_note, out_dir))
+    write_text_atomic(out_dir / "report.md", md)
+    write_text_atomic(out_dir / "report.html", _html(rows, head, chart, chart_note, out_dir))
     return [out_dir / "report.html", out_dir / "report.md"] + ([chart] if chart else [])
 
 

@@ -1,7 +1,7 @@
 """The router: the routing table as data, the caps, and a pure `next_step(state, verdict)`.
 
-The table is architecture.md's "Verdict protocol" routing, made exact with the rules of the public
-TileGym pipeline it mirrors (../shared/reference/porting-protocol-tilegym.md §2.2-2.3):
+The table is the verdict protocol's routing (docs/pipeline.md), made exact with the rules of the public
+TileGym porting pipeline it mirrors (its protocol §2.2-2.3):
 
     A      PASS -> B | FAIL_FIXABLE, BLOCKED -> STOP
     B      COMPILED -> D | FAIL_COMPILE, FAIL_FIXABLE, BLOCKED -> STOP

@@ -27,6 +27,8 @@ from tileport.diagnostics import Diagnostic
 from tileport.frontends.cutile import KernelConfig, classify_params, scan_module
 from tileport.model.types import TORCH_DTYPES
 
+from tileport.atomic import write_bytes_atomic, write_text_atomic
+
 from . import builds
 from .artifacts import artifact_errors, fresh_dir, ir_errors, read_json, slug, stage_verdict, write_json
 from .context import KernelContext
@@ -138,8 +140,8 @@ def run(ctx: KernelContext) -> Verdict:
             text = builds.disassemble(ctx.session, data)
         except CaptureError as e:
             return _fail(ctx, "FAIL_FIXABLE", f"cuTile Python cannot compile configuration {c.label}: {e}")
-        (ref_dir / f"{s}.tileirbc").write_bytes(data)
-        (ref_dir / f"{s}.tileir").write_text(text)
+        write_bytes_atomic(ref_dir / f"{s}.tileirbc", data)
+        write_text_atomic(ref_dir / f"{s}.tileir", text)
         variant = _variant_of(c, variants)
         next(v for v in variants if v["entry"] == variant)["configs"].append(c.label)
         configurations.append({

@@ -41,6 +41,8 @@ from pathlib import Path
 from tileport.diagnostics import Diagnostic
 from tileport.ops.spec import Capture
 
+from tileport.atomic import write_bytes_atomic, write_text_atomic
+
 from . import agent, builds
 from .artifacts import artifact_errors, fresh_dir, ir_errors, read_json, stage_verdict, write_json
 from .context import KernelContext, translator_fingerprint
@@ -134,17 +136,19 @@ def run(ctx: KernelContext) -> Verdict:
         return _diag_verdict(ctx, bad.diagnostic, "the translator cannot translate this kernel")
     source = t.record_path(str(t.path)) if t.record_path else str(t.path)
     failures: list = []
-    files = render_crate([ModuleSource(t.path.stem, source, kernels)], "tileport_port", failures)
+    for k in kernels:
+        k.module_name = t.module
+    files = render_crate([ModuleSource(t.module, source, kernels)], "tileport_port", failures)
     if failures:
         return _diag_verdict(ctx, failures[0][1], "the emitter cannot generate this kernel")
-    rel = f"src/{t.path.stem}.rs"
+    rel = f"src/{t.module}.rs"
     pristine_dir = d / "translation"  # kept: D(2) rebuilds a repaired launcher from it
     write_crate(files, pristine_dir)  # formatted by rustfmt, as `tileport translate` writes it
     files = builds.read_crate(pristine_dir)
     pristine = files[rel]
     entries = [k.name for k in kernels]
     manifest = json.loads(files["kernels.json"])
-    write_json(d / "translation.json", {"kernel": t.kernel, "entries": entries, "module": t.path.stem,
+    write_json(d / "translation.json", {"kernel": t.kernel, "entries": entries, "module": t.module,
                                         "translator_fingerprint": translator_fingerprint(),
                                         "manifest_entry": manifest["entries"]})
 
@@ -158,16 +162,16 @@ def run(ctx: KernelContext) -> Verdict:
         if defect:
             text, what = plant(pristine, defect)
             details["plant"] = {"defect": defect, "change": what, "env": PLANT_ENV}
-        kernel_rs.write_text(text)
+        write_text_atomic(kernel_rs, text)
     else:
         prev = ctx.stage_dir("B", 1) / "kernel.rs"
         if ctx.options.agent_cmd:
-            kernel_rs.write_text(prev.read_text() if prev.is_file() else pristine)
+            write_text_atomic(kernel_rs, prev.read_text() if prev.is_file() else pristine)
             agent_record = agent.invoke(ctx, _prompt(ctx, kernel_rs), [kernel_rs])
             text = kernel_rs.read_text() if kernel_rs.is_file() else ""
             details["agent_edited"] = bool(agent_record["changed"])
         else:
-            kernel_rs.write_text(text)  # the repair without an agent: a fresh translation
+            write_text_atomic(kernel_rs, text)  # the repair without an agent: a fresh translation
     details["kernel_rs_sha256"] = hashlib.sha256(text.encode()).hexdigest()
     details["from_translator"] = text == pristine
 
@@ -185,7 +189,7 @@ def run(ctx: KernelContext) -> Verdict:
     if build is None:
         files[rel] = text
         build = ctx.session.builds.private(files)
-    (d / "build.log").write_text(build.log or f"(batch crate {build.crate_dir} built earlier in this run)\n")
+    write_text_atomic(d / "build.log", build.log or f"(batch crate {build.crate_dir} built earlier in this run)\n")
     details["library"] = build.describe()
     arts = {"build_log": ctx.rel(d / "build.log")}
     if not build.ok:
@@ -207,12 +211,12 @@ def run(ctx: KernelContext) -> Verdict:
             roles = generated_arg_roles(lib, cap)
         except (CaptureError, TileportError) as e:
             return verdict("FAIL_COMPILE", f"the cutile compiler cannot compile {c['label']}: {e}", artifacts=arts)
-        (gen_dir / f"{c['slug']}.tileir").write_text(gen_text)
-        (gen_dir / f"{c['slug']}.tileirbc").write_bytes(gen_bc)
+        write_text_atomic(gen_dir / f"{c['slug']}.tileir", gen_text)
+        write_bytes_atomic(gen_dir / f"{c['slug']}.tileirbc", gen_bc)
         ref_bc = (ctx.kernel_dir / c["reference_bytecode"]).read_bytes()
         report = diff(read_module(ref_bc), read_module(gen_bc), generated_arg_roles=roles)
-        (diff_dir / f"{c['slug']}.json").write_text(report.to_json() + "\n")
-        (diff_dir / f"{c['slug']}.md").write_text(report.to_markdown())
+        write_text_atomic(diff_dir / f"{c['slug']}.json", report.to_json() + "\n")
+        write_text_atomic(diff_dir / f"{c['slug']}.md", report.to_markdown())
         recs = finding_records(report, c["label"])
         all_findings += recs
         ir_diff[c["label"]] = {"verdict": report.verdict, "counts": report.counts(), "slug": c["slug"],

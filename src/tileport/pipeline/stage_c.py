@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from tileport.atomic import write_text_atomic
+
 from .artifacts import fresh_dir, first_line_verdict, read_json, stage_verdict, write_json
 from .context import KernelContext
 from .verdicts import Verdict
@@ -83,7 +85,7 @@ def run(ctx: KernelContext) -> Verdict:
     details["actions"] = actions
     write_json(d / "diagnosis.json", {"verdict": verdict, "owner": owner, "reason": reason, "trigger": trigger_text,
                                       "critical": critical, "warn": warn, "actions": actions})
-    (d / "diff_report.md").write_text(_report(ctx, verdict, owner, reason, bdir, b, findings, actions, trigger_text))
+    write_text_atomic(d / "diff_report.md", _report(ctx, verdict, owner, reason, bdir, b, findings, actions, trigger_text))
     return ctx.verdict(verdict, reason, owner=owner if verdict == "FAIL_FIXABLE" else None, details=details,
                        artifacts={"diff_report": ctx.rel(d / "diff_report.md"),
                                   "diagnosis": ctx.rel(d / "diagnosis.json")})

@@ -28,6 +28,8 @@ from pathlib import Path
 from tileport.gpu.launch_check import evidence_key, launch_components, launch_fingerprint, plan_launches
 from tileport.runtime.library import load
 
+from tileport.atomic import write_text_atomic
+
 from . import agent
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .builds import CrateBuild, read_crate
@@ -46,7 +48,7 @@ def host_checks(ctx: KernelContext, ffi: str, build: dict, analysis: dict, trans
     crate_manifest = Path(build.get("crate", "")) / "kernels.json"
     if crate_manifest.is_file():  # the entry of the library actually built (its symbol may carry a module prefix)
         entry = next((e for e in read_json(crate_manifest)["entries"]
-                      if e["kernel"] == ctx.kernel and e["module"] == ctx.target.path.stem), entry)
+                      if e["kernel"] == ctx.kernel and e["module"] == ctx.target.module), entry)
     symbol = entry.get("symbol", f"tileport_{ctx.kernel}")
     check("ffi.rs declares the C symbol", re.search(rf'extern\s+"C"\s+fn\s+{re.escape(symbol)}\s*\(', ffi) is not None,
           symbol)
@@ -87,7 +89,7 @@ def run(ctx: KernelContext) -> Verdict:
     kernel_text = (bdir / "kernel.rs").read_text()
     device, ffi = split_module(kernel_text)
     ffi_path = d / "ffi.rs"
-    ffi_path.write_text(ffi)
+    write_text_atomic(ffi_path, ffi)
     build = dict(b.details["library"])
     fps, comps = b.details.get("fingerprints") or {}, b.details.get("components") or {}
     agent_record = None
@@ -97,7 +99,7 @@ def run(ctx: KernelContext) -> Verdict:
         if new_ffi != ffi:
             ffi = new_ffi
             rebuilt = _rebuild(ctx, bdir, device + ffi)
-            (d / "build.log").write_text(rebuilt.log)
+            write_text_atomic(d / "build.log", rebuilt.log)
             if not rebuilt.ok:
                 return ctx.verdict("FAIL", f"the repaired launcher does not build: {rebuilt.error[:1000]}",
                                    fail_class="host", agent=agent_record,
@@ -224,7 +226,7 @@ def _rebuild(ctx: KernelContext, bdir: Path, text: str) -> CrateBuild:
     """The kernel with a repaired launcher, as a private crate: B's rendering of this kernel alone
     (`translation/`) with `text` as its module."""
     files = read_crate(bdir / "translation")
-    files[f"src/{ctx.target.path.stem}.rs"] = text
+    files[f"src/{ctx.target.module}.rs"] = text
     return ctx.session.builds.private(files)
 
 
@@ -253,7 +255,7 @@ def _report(path, verdict, fail_class, reason, checks, grade, evidence) -> None:
         lines += ["", f"cases: {grade.get('cases')}, passed: {grade.get('passed')}, failed: {grade.get('failed')}"]
         for f in grade.get("failures", [])[:20]:
             lines.append(f"- FAILED {f['op']} {f['dtype']} {f['shape']} ({f['class']}): {f['error'][:200]}")
-    path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:

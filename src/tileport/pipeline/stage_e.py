@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from tileport.atomic import write_text_atomic
 from tileport.gpu.launch_check import evidence_key
 
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
@@ -108,7 +109,7 @@ def _report(path, verdict, reason, op, grade, evidence) -> None:
             lines.append(f"| {c['dtype']} | {'x'.join(map(str, c['shape']))} | {tm.get('cutile-rs', 0):.1f} | "
                          f"{tm.get('cutile', 0):.1f} | {tm.get('torch', 0):.1f} | {c['ratio']:.3f} |")
     lines += ["", f"reason: {reason}", "", "## Evidence", ""] + evidence_lines(evidence)
-    path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from tileport.gpu.bench import PARITY_BAR
 
+from tileport.atomic import write_text_atomic
+
 from .artifacts import first_line_verdict, fresh_dir, read_json, stage_verdict, write_json
 from .context import KernelContext
 from .stage_c import PERF_CATEGORIES
@@ -44,7 +46,7 @@ def run(ctx: KernelContext) -> Verdict:
     lines += [f"- {c['dtype']} {c['shape']}: {c['ratio']:.3f}" for c in slow] or ["- none"]
     lines += ["", "## Performance-relevant IR differences", ""]
     lines += [f"- {f['severity']} {f['category']}/{f['rule']}: {f['message']} -> {f['action']}" for f in perf] or ["- none"]
-    (d / "perf_investigation.md").write_text("\n".join(lines) + "\n")
+    write_text_atomic(d / "perf_investigation.md", "\n".join(lines) + "\n")
     return ctx.verdict(verdict, reason, artifacts=arts, details={"slow_cases": len(slow), "perf_findings": len(perf)})
 
 

@@ -47,9 +47,11 @@ def load_config_file(path: Path) -> dict[str, dict[str, Any]]:
 
     A configuration maps array parameters to an element dtype ("float16" / "f16"...), runtime scalars
     to a dtype, and ct.Constant parameters to their value."""
+    if not Path(path).is_file():  # missing, a folder, a device or a FIFO (reading /dev/zero never ends)
+        raise TargetError(f"--config {path}: not a file")
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError) as e:  # unreadable, not UTF-8, not JSON
         raise TargetError(f"--config {path}: {e}") from None
     kernels = data.get("kernels", data) if isinstance(data, dict) else None
     if not isinstance(kernels, dict):
@@ -60,6 +62,13 @@ def load_config_file(path: Path) -> dict[str, dict[str, Any]]:
             spec = {"configs": spec}
         if not isinstance(spec, dict) or not isinstance(spec.get("configs", []), list):
             raise TargetError(f"--config {path}: kernel `{name}` needs a list of configurations")
+        bad = [c for c in spec.get("configs", []) if not isinstance(c, dict)
+               or not all(isinstance(v, (str, int, float)) for v in c.values())]
+        ranks = spec.get("ranks", {})
+        if bad or not isinstance(ranks, dict) or not all(type(r) is int for r in ranks.values()):
+            raise TargetError(f"--config {path}: kernel `{name}`: a configuration is an object of parameter -> "
+                              f"dtype name or constant value (got {json.dumps(bad[0]) if bad else 'bad ranks'}); "
+                              "ranks is an object of array -> rank")
         out[name] = {"configs": [dict(c) for c in spec.get("configs", [])], "ranks": dict(spec.get("ranks", {}))}
     return out
 
@@ -216,6 +225,8 @@ def parse_spec(arg: str) -> tuple[Path, str | None]:
     """FILE[::kernel]"""
     if "::" in arg:
         f, k = arg.rsplit("::", 1)
+        if k and not k.isidentifier():  # it names a folder under --out: never a path
+            raise TargetError(f"{arg}: `{k}` is not a Python identifier (FILE.py::kernel_name)")
         return Path(f), k or None
     return Path(arg), None
 

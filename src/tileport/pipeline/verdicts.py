@@ -3,8 +3,8 @@
 Every stage ends in one `Verdict`, written as `<out>/<kernel>/<stage dir>/verdict.json` and validated
 against `verdict.schema.json` (the schema also pins which verdicts each stage may return, and which
 extra fields a verdict must carry: the class of a D failure, the owner of a C FAIL_FIXABLE, the
-geomean ratio of an E grade...). The enums are exactly the table of ../shared/docs/architecture.md,
-"Verdict protocol".
+geomean ratio of an E grade...). The enums are exactly the verdict
+protocol of docs/pipeline.md.
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from tileport import toolchain
 from tileport.runtime.abi import ABI_VERSION, TensorDesc, TileportError, WrongDeviceError, raise_for
@@ -25,6 +26,8 @@ REPO_CRATE = Path(__file__).resolve().parents[3] / "rust"
 SCALAR_CTYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double,
                  "bool": ctypes.c_bool, "u32": ctypes.c_uint32}
 CONST_CTYPES = {"int": ctypes.c_int32, "bool": ctypes.c_bool, "float": ctypes.c_double}
+PROFILES = ("release", "dev")  # cargo profiles of the generated crate (Cargo.toml)
+PROGRESS_EVERY_S = 30.0  # a build reports that it is still running this often
 
 
 class BuildError(TileportError):
@@ -41,29 +44,49 @@ def cargo_target_dir() -> Path:
                 or Path.home() / ".cache" / "tileport" / "target")
 
 
-def cargo_build(crate_dir: Path, profile: str = "release") -> tuple[Path | None, str, str]:
+def cargo_build(crate_dir: Path, profile: str = "release",
+                progress: Callable[[float], None] | None = None) -> tuple[Path | None, str, str]:
     """(library path or None, full log, error) of `cargo build --lib` on a crate (incremental:
-    up-to-date sources cost a no-op)."""
+    up-to-date sources cost a no-op). `progress(seconds)` is called every PROGRESS_EVERY_S while
+    cargo runs (a release build with LTO takes minutes)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown cargo profile {profile!r} (one of {', '.join(PROFILES)})")
     crate_dir = Path(crate_dir)
     cmd = ["cargo", "build", "--manifest-path", str(crate_dir / "Cargo.toml"), "--lib"]
     if profile == "release":
         cmd.append("--release")
     if shutil.which("cargo") is None:
-        return None, "", "cargo is not installed (run: bash scripts/setup.sh)"
+        return None, "", ("cargo is not installed: install Rust >= 1.89 with rustup "
+                          "(curl https://sh.rustup.rs -sSf | sh -s -- -y), then run: bash scripts/setup.sh")
     env = toolchain.env()
     env["CARGO_TARGET_DIR"] = str(cargo_target_dir())
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    log = f"$ {' '.join(cmd)}\n(CARGO_TARGET_DIR={env['CARGO_TARGET_DIR']})\n{proc.stdout}{proc.stderr}\nexit={proc.returncode}\n"
-    if proc.returncode != 0:
-        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error")]
-        return None, log, "cargo build failed: " + ("; ".join(errors[:5]) or f"exit {proc.returncode}")
-    name = json.loads((crate_dir / "kernels.json").read_text())["crate"]
+    returncode, stdout, stderr = _run_reporting(cmd, env, progress)
+    log = f"$ {' '.join(cmd)}\n(CARGO_TARGET_DIR={env['CARGO_TARGET_DIR']})\n{stdout}{stderr}\nexit={returncode}\n"
+    if returncode != 0:
+        errors = [ln for ln in stderr.splitlines() if ln.startswith("error")]
+        return None, log, "cargo build failed: " + ("; ".join(errors[:5]) or f"exit {returncode}")
+    name = json.loads((crate_dir / "kernels.json").read_text())["crate"].replace("-", "_")  # cargo's lib name
     return cargo_target_dir() / ("release" if profile == "release" else "debug") / f"lib{name}.so", log, ""
 
 
-def build(crate_dir: Path = REPO_CRATE, profile: str = "release") -> Path:
+def _run_reporting(cmd: list[str], env: dict[str, str],
+                   progress: Callable[[float], None] | None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `cmd`, calling `progress(seconds)` while it runs."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while True:
+        try:
+            stdout, stderr = proc.communicate(timeout=PROGRESS_EVERY_S)
+            return proc.returncode, stdout, stderr
+        except subprocess.TimeoutExpired:
+            if progress:
+                progress(time.monotonic() - t0)
+
+
+def build(crate_dir: Path = REPO_CRATE, profile: str = "release",
+          progress: Callable[[float], None] | None = None) -> Path:
     """cargo build the crate and return the .so path; BuildError with cargo's output if it fails."""
-    so, log, error = cargo_build(crate_dir, profile)
+    so, log, error = cargo_build(crate_dir, profile, progress)
     if so is None:
         raise BuildError(f"{error} ({crate_dir})" + (f":\n{log}" if log else ""))
     return so
@@ -212,7 +235,8 @@ _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str, str], KernelLibrary] = {}
 
 
-def load(crate_dir: Path = REPO_CRATE, so_path: Path | None = None, profile: str = "release") -> KernelLibrary:
+def load(crate_dir: Path = REPO_CRATE, so_path: Path | None = None, profile: str = "release",
+         progress: Callable[[float], None] | None = None) -> KernelLibrary:
     """The library for `crate_dir`: `so_path` or $TILEPORT_LIB if given, else built with cargo on first use.
 
     A process loads one build per crate and profile (or library file): later calls return it without
@@ -224,6 +248,6 @@ def load(crate_dir: Path = REPO_CRATE, so_path: Path | None = None, profile: str
         key = (crate, "file", str(path)) if path else (crate, "cargo", profile)
         lib = _LOADED.get(key)
         if lib is None:
-            so = Path(path) if path else build(crate_dir, profile)
+            so = Path(path) if path else build(crate_dir, profile, progress)
             lib = _LOADED[key] = KernelLibrary(so, Path(crate_dir) / "kernels.json")
         return lib

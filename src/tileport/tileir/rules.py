@@ -1,6 +1,6 @@
 """The severity table: category -> rule -> severity, owner and a one-line action.
 
-Follows the IR diff severity model of ../shared/docs/architecture.md: CRITICAL where the port
+The IR diff's severity model: CRITICAL where the port
 computes something else or loses a performance property the reference has; WARN for known
 harmless-but-visible differences; INFO for noise. Every finding the diff makes names one row
 here (docs/tileir.md renders this table; a test checks both stay in sync).
