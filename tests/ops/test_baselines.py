@@ -48,3 +48,22 @@ def test_baselines_compute_in_the_input_dtype():
     a, b = spec.make_inputs((256, 1024), "float16", "cpu", 0)
     assert not torch.equal(BASELINES["swiglu"](a, b), spec.reference(a, b))
     assert BASELINES["matmul"](a, b.t()).dtype == torch.float16
+
+
+def test_every_baseline_traces_as_one_graph():
+    """bench's `torch.compile` column compiles the baselines with fullgraph=True: dynamo must trace
+    each without a graph break (checked with the eager backend; inductor runs on the GPU machine)."""
+    failures = {}
+    for name, spec in SPECS.items():
+        inputs = spec.make_inputs(spec.shapes[1], "float32", "cpu", 0)
+        torch._dynamo.reset()
+        try:
+            got = torch.compile(BASELINES[name], fullgraph=True, backend="eager", dynamic=False)(*inputs)
+        except Exception as e:  # noqa: BLE001 - collected, reported below
+            failures[name] = f"{type(e).__name__}: {e}"[:300]
+            continue
+        want = BASELINES[name](*inputs)
+        pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+        if not all(torch.equal(g, w) for g, w in pairs):
+            failures[name] = "compiled result differs from eager"
+    assert not failures, failures
