@@ -210,3 +210,53 @@ def test_prepared_launch_marshals_once_and_returns_typed_errors(library):
     assert twin.descs[0].ptr == 0 and twin.descs[0].shape[0] == 64
     with pytest.raises(TypeError, match="missing TILE"):
         entry.prepare((1, 1, 1), 0, {"a": desc, "b": desc, "c": desc}, {})
+
+
+@pytest.mark.parametrize("name,shape", [("matmul_splitk", (17, 33, 1000)), ("rope", (2, 7, 3, 80)),
+                                        ("layer_norm", (37, 1000))])
+def test_cutile_rs_replay_passes_the_new_tensors_pointers(monkeypatch, library, name, shape):
+    """A cutile-rs plan recorded on one call and replayed on another (CPU tensors, the C symbol
+    replaced by a recorder): every launch gets the new call's addresses, fresh outputs and
+    workspaces, the current stream, and the recorded layouts and constants."""
+    from types import SimpleNamespace
+
+    from tileport.ops import backends
+    from tileport.runtime import tensors
+    from tileport.runtime.abi import DTYPE_CODES, TensorDesc
+
+    def describe(t, name):
+        d = TensorDesc(ptr=t.data_ptr(), ndim=t.dim(), dtype=DTYPE_CODES[tensors.TORCH_DTYPES[str(t.dtype)]])
+        for i, (n, s) in enumerate(zip(t.shape, t.stride())):
+            d.shape[i], d.strides[i] = n, s
+        return SimpleNamespace(desc=d)
+    monkeypatch.setattr(backends, "library", lambda: library)
+    monkeypatch.setattr(tensors, "describe", describe)
+    monkeypatch.setattr(plan_cache, "_raw_stream", lambda: (lambda index: 777))
+    spec = SPECS[name]
+    inputs1 = spec.make_inputs(shape, "float32", "cpu", 0)
+    outs1 = plan_cache.as_tuple(spec.allocate(*inputs1))
+    plan = plan_cache.record(spec, "cutile-rs", inputs1, outs1, spec.plan(*inputs1, _one(outs1)),
+                             allocated=True, multi_output=len(outs1) > 1)
+    inputs2 = spec.make_inputs(shape, "float32", "cpu", 1)
+    seen = []
+    for launch in plan.launches:  # snapshot the descriptors at call time
+        prepared = launch._prepared
+        monkeypatch.setattr(library[prepared.entry.spec["kernel"]], "raw",
+                            lambda *args, p=prepared: seen.append(([(d.ptr, d.ndim, tuple(d.shape[:d.ndim]),
+                                                                     tuple(d.strides[:d.ndim])) for d in p.descs],
+                                                                   p.stream.value, args)) or 0)
+    outs2 = plan_cache.as_tuple(plan.run(inputs2, None))
+    assert all(o.data_ptr() != p.data_ptr() for o, p in zip(outs2, outs1))  # fresh outputs
+    fresh = spec.plan(*inputs2, _one(outs2))
+    assert len(seen) == len(fresh)
+    for (descs, stream, args), launch in zip(seen, fresh):
+        assert stream == 777
+        arrays = [launch.args[p.name] for p in library[launch.kernel].params if p.kind == "array"]
+        for (ptr, ndim, dshape, dstrides), t in zip(descs, arrays):
+            assert (ndim, dshape, dstrides) == (t.dim(), tuple(t.shape), tuple(t.stride()))
+            if not (name == "matmul_splitk" and t.dtype == torch.float32 and t.dim() == 3):  # workspace: new buffer
+                assert ptr == t.data_ptr()
+        grid = [a.value for a in args[-5:-2]]
+        assert tuple(grid) == tuple(launch.grid)
+    if name == "matmul_splitk":  # one workspace: written by the first launch, read by the second
+        assert seen[0][0][2][0] == seen[1][0][0][0] and seen[0][0][2][0] not in {t.data_ptr() for t in inputs2}

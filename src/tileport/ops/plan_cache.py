@@ -228,7 +228,7 @@ class CachedPlan:
 
     def __init__(self, spec: OpSpec, device: Any, out_layouts: tuple | None, multi_output: bool,
                  temps: list[tuple], launches: list):
-        self.spec, self.device, self.device_index = spec, device, device.index
+        self.spec, self.device, self.device_index = spec, device, device.index or 0
         self.out_layouts, self.multi_output, self.temps, self.launches = out_layouts, multi_output, temps, launches
         self._empty = _torch().empty_strided
 
@@ -317,7 +317,7 @@ def record(spec: OpSpec, backend: str, inputs: tuple, outs: tuple, launches: Seq
     recorded, temps = trace(inputs, outs, launches)
     device = outs[0].device
     if backend == "cutile-rs":
-        bound = [RustLaunch(r, launch, device.index) for r, launch in zip(recorded, launches)]
+        bound = [RustLaunch(r, launch, device.index or 0) for r, launch in zip(recorded, launches)]
     else:
         bound = [CutileLaunch(spec, r) for r in recorded]
     out_layouts = tuple(_layout(o) for o in outs) if allocated else None
