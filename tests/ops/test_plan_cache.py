@@ -260,3 +260,36 @@ def test_cutile_rs_replay_passes_the_new_tensors_pointers(monkeypatch, library, 
         assert tuple(grid) == tuple(launch.grid)
     if name == "matmul_splitk":  # one workspace: written by the first launch, read by the second
         assert seen[0][0][2][0] == seen[1][0][0][0] and seen[0][0][2][0] not in {t.data_ptr() for t in inputs2}
+
+
+@pytest.mark.parametrize("name,shape", [("matmul_splitk", (17, 33, 1000)), ("silu_and_mul", (7, 100))])
+def test_cutile_replay_rebuilds_the_launch_arguments(monkeypatch, name, shape):
+    """The cutile backend's replay: ct.launch gets the kernel, the grid and positional arguments equal
+    (same memory, same layout) to the ones the spec plans for the new call (ct.launch recorded)."""
+    pytest.importorskip("cuda.tile", reason="cuda-tile is not installed")
+    from tileport.ops.backends_cutile import _kernel, positional_args
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda index=None: "stream")
+    spec = SPECS[name]
+    inputs1 = spec.make_inputs(shape, "float32", "cpu", 0)
+    outs1 = plan_cache.as_tuple(spec.allocate(*inputs1))
+    plan = plan_cache.record(spec, "cutile", inputs1, outs1, spec.plan(*inputs1, _one(outs1)),
+                             allocated=False, multi_output=len(outs1) > 1)
+    seen = []
+    for launch in plan.launches:
+        launch.launch = lambda stream, grid, kernel, args: seen.append((stream, grid, kernel, args))
+    inputs2 = spec.make_inputs(shape, "float32", "cpu", 1)
+    outs2 = plan_cache.as_tuple(spec.allocate(*inputs2))
+    plan.run(inputs2, _one(outs2))
+    fresh = spec.plan(*inputs2, _one(outs2))
+    assert len(seen) == len(fresh)
+    for (stream, grid, kernel, args), launch in zip(seen, fresh):
+        k, params = _kernel(spec.kernel_path, launch.kernel)
+        assert stream == "stream" and kernel is k and grid == tuple(launch.grid)
+        for got, want in zip(args, positional_args(params, launch)):
+            if isinstance(want, torch.Tensor):
+                assert (tuple(got.shape), tuple(got.stride()), got.dtype) == (tuple(want.shape), tuple(want.stride()),
+                                                                             want.dtype)
+                if not (name == "matmul_splitk" and want.dim() == 3):  # the workspace is allocated per call
+                    assert got.data_ptr() == want.data_ptr()
+            else:
+                assert got == want

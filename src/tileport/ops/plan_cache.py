@@ -235,14 +235,14 @@ class CachedPlan:
     def run(self, inputs: tuple, out: Any) -> Any:
         empty, dev = self._empty, self.device
         if out is None:
-            outs = tuple(empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.out_layouts)
+            outs = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.out_layouts]
         else:
             outs = as_tuple(out)
-        temps = tuple(empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.temps)
+        temps = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.temps]
         groups = (inputs, outs, temps)
         for launch in self.launches:
             launch(groups, self.device_index)
-        return outs if self.multi_output else outs[0]
+        return tuple(outs) if self.multi_output else outs[0]
 
 
 @functools.cache
