@@ -237,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     result = run(args.out)
     s = result["summary"]
-    print(f"host µs per call (vector_add 1024 f32): cutile-rs op {s['cutile_rs_op_host_us']}, torch eager "
-          f"{s['torch_eager_host_us']}, C ABI prepared {s['c_abi_prepared_host_us']}, ct.launch {s['ct_launch_host_us']}")
+    print(f"host µs per call (vector_add 1024 f32): cutile-rs op {s['cutile_rs_op_host_us']}, "
+          f"torch eager {s['torch_eager_host_us']}, C ABI prepared {s['c_abi_prepared_host_us']}, "
+          f"ct.launch {s['ct_launch_host_us']}")
     print(f"graph replay ok: {result['graph'].get('ok')}  results: {args.out}")
     return 0 if result["graph"].get("ok") else 1
 

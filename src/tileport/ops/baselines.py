@@ -14,9 +14,13 @@ are kept for correctness checks only.
 | swiglu / geglu                             | `F.silu(a) * b` / `F.gelu(a, approximate="tanh") * b`      |
 | softmax, softmax_tma / _gather / _online   | `F.softmax(x, dim=-1)`                                     |
 | rms_norm                                   | `F.rms_norm(x, (N,), w, eps=1e-6)`                         |
-| layer_norm                                 | `torch.native_layer_norm(x, (N,), w, b, 1e-5)`: what `F.layer_norm` runs, with the mean / rstd the op returns |
-| rope                                       | rotate-half on the op's f32 cos/sin tables (`x1 * cos - x2 * sin`, ...; type promotion computes in f32, one rounding) |
-| matmul, matmul_splitk / bmm                | `torch.matmul(a, b)` / `torch.bmm(a, b)` (f32: TF32 when the user allows it, as `bench` does since the kernels use TF32) |
+| layer_norm                                 | `torch.native_layer_norm(x, (N,), w, b, 1e-5)` (1)         |
+| rope                                       | rotate-half on the op's f32 cos/sin tables (2)             |
+| matmul, matmul_splitk / bmm                | `torch.matmul(a, b)` / `torch.bmm(a, b)` (3)               |
+
+(1) what `F.layer_norm` runs, with the mean / rstd the op returns. (2) `cat(x1 * cos - x2 * sin,
+x2 * cos + x1 * sin)` as in model code; type promotion computes in f32 like the kernel, one rounding.
+(3) f32: TF32 when the user allows it, as `bench` does, since the kernels use TF32.
 
 A spec that is not one of the library's own (a user's spec, or a library spec modified) runs its
 reference on the `torch` backend.
