@@ -237,8 +237,17 @@ def run(ops: list[str], out: Path, columns: Iterable[str] = COLUMNS, budget_s: f
     write the results to `out` after every case (partial results survive a timeout)."""
     import torch
 
-    from tileport.ops.specs import get_spec
+    saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True  # torch f32 GEMMs like the kernels' (TF32)
+    try:
+        return _run(ops, out, list(columns), budget_s, dtypes, max_shapes)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _run(ops: list[str], out: Path, columns: list[str], budget_s: float, dtypes: Iterable[str] | None,
+         max_shapes: int | None) -> dict:
+    from tileport.ops.specs import get_spec
     flush = make_flush("cuda")
     result: dict[str, Any] = {"environment": environment(), "ceilings": ceilings(flush), "columns": list(columns),
                               "records": [], "rand_input_records": []}
@@ -277,6 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-shapes", type=int, default=None, help="only the first N bench shapes of each op")
     ap.add_argument("--columns", default=",".join(COLUMNS), help=f"comma-separated subset of {','.join(COLUMNS)}")
     args = ap.parse_args(argv)
+    from tileport.ops.backends import cuda_unavailable_reason
+    reason = cuda_unavailable_reason()
+    if reason:
+        print(f"{ap.prog}: needs a CUDA GPU: {reason}", file=sys.stderr)
+        return 2
     columns = [c for c in args.columns.split(",") if c]
     unknown = sorted(set(columns) - set(COLUMNS)) + sorted(set(args.ops) - set(op_names()))
     if unknown:

@@ -235,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tileport.gpu.callcost", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path("out/callcost.json"))
     args = ap.parse_args(argv)
+    from tileport.ops.backends import cuda_unavailable_reason
+    reason = cuda_unavailable_reason()
+    if reason:
+        print(f"{ap.prog}: needs a CUDA GPU: {reason}", file=sys.stderr)
+        return 2
     result = run(args.out)
     s = result["summary"]
     print(f"host µs per call (vector_add 1024 f32): cutile-rs op {s['cutile_rs_op_host_us']}, "

@@ -21,7 +21,8 @@ class BackendUnavailable(TileportError):
     """The chosen backend cannot run this call here (no GPU, no toolchain, unsupported dtype...)."""
 
 
-def _cuda_available() -> str | None:
+def cuda_unavailable_reason() -> str | None:
+    """None when PyTorch sees a CUDA GPU, else why not."""
     if importlib.util.find_spec("torch") is None:
         return "PyTorch is not installed"
     import torch
@@ -39,7 +40,7 @@ def unavailable_reason(backend: str) -> str | None:
         return "PyTorch is not installed"
     if backend == "torch":
         return None
-    reason = _cuda_available()
+    reason = cuda_unavailable_reason()
     if reason:
         return reason
     if backend == "cutile":
