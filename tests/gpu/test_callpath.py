@@ -29,7 +29,12 @@ def test_graph_captured_sequence_replays_like_eager():
     from tileport.gpu.bench import environment
     from tileport.gpu.callcost import graph_check, write_json
     _require_rs()
-    rec = graph_check()
+    try:
+        rec = graph_check()
+    except Exception as e:  # a capture that fails is a result too: recorded, then the test fails
+        write_json(RESULTS / "graph.json", {"environment": environment(),
+                                            "graph": {"ok": False, "error": f"{type(e).__name__}: {e}"}})
+        raise
     write_json(RESULTS / "graph.json", {"environment": environment(), "graph": rec})
     assert len(rec["trials"]) == 3
     assert rec["ok"], f"graph replay differs from eager: {rec['trials']}"
