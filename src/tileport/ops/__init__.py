@@ -1,6 +1,6 @@
 """The operator library: `tileport.ops.<op>(...)` for every corpus operator, on a chosen backend.
 
-Backends: `torch` (reference), `cutile` (our cuTile Python kernels), `cutile-rs` (the generated
+Backends: `torch` (PyTorch baselines in the input dtype), `cutile` (our cuTile Python kernels), `cutile-rs` (the generated
 Rust ports, through the C ABI). See tileport.ops.api and docs/ops.md.
 
 `tileport.ops.torch` (the module tileport.ops.torch_ops, which needs PyTorch) holds the same

@@ -1,4 +1,4 @@
-"""Backends of the operator library: `torch` (reference), `cutile` (our cuTile Python kernels) and
+"""Backends of the operator library: `torch` (PyTorch baselines), `cutile` (our cuTile Python kernels) and
 `cutile-rs` (the generated cdylib). A backend that cannot run a call raises `BackendUnavailable`
 with the reason; nothing ever falls back to another backend.
 """
