@@ -1,7 +1,7 @@
 """The operator library: `tileport.ops.<op>(...)` for every corpus operator, on a chosen backend.
 
-Backends: `torch` (PyTorch baselines in the input dtype), `cutile` (our cuTile Python kernels), `cutile-rs` (the generated
-Rust ports, through the C ABI). See tileport.ops.api and docs/ops.md.
+Backends: `torch` (PyTorch baselines in the input dtype), `cutile` (our cuTile Python kernels),
+`cutile-rs` (the generated Rust ports, through the C ABI). See tileport.ops.api and docs/ops.md.
 
 `tileport.ops.torch` (the module tileport.ops.torch_ops, which needs PyTorch) holds the same
 operators registered as `torch.library` custom ops, `torch.ops.tileport.<op>`, for torch.compile.
