@@ -218,20 +218,7 @@ def test_cutile_rs_replay_passes_the_new_tensors_pointers(monkeypatch, library, 
     """A cutile-rs plan recorded on one call and replayed on another (CPU tensors, the C symbol
     replaced by a recorder): every launch gets the new call's addresses, fresh outputs and
     workspaces, the current stream, and the recorded layouts and constants."""
-    from types import SimpleNamespace
-
-    from tileport.ops import backends
-    from tileport.runtime import tensors
-    from tileport.runtime.abi import DTYPE_CODES, TensorDesc
-
-    def describe(t, name):
-        d = TensorDesc(ptr=t.data_ptr(), ndim=t.dim(), dtype=DTYPE_CODES[tensors.TORCH_DTYPES[str(t.dtype)]])
-        for i, (n, s) in enumerate(zip(t.shape, t.stride())):
-            d.shape[i], d.strides[i] = n, s
-        return SimpleNamespace(desc=d)
-    monkeypatch.setattr(backends, "library", lambda: library)
-    monkeypatch.setattr(tensors, "describe", describe)
-    monkeypatch.setattr(plan_cache, "_raw_stream", lambda: (lambda index: 777))
+    _cpu_rust_stand_ins(monkeypatch, library)
     spec = SPECS[name]
     inputs1 = spec.make_inputs(shape, "float32", "cpu", 0)
     outs1 = plan_cache.as_tuple(spec.allocate(*inputs1))
@@ -241,7 +228,7 @@ def test_cutile_rs_replay_passes_the_new_tensors_pointers(monkeypatch, library, 
     seen = []
     for launch in plan.launches:  # snapshot the descriptors at call time
         prepared = launch._prepared
-        monkeypatch.setattr(library[prepared.entry.spec["kernel"]], "raw",
+        monkeypatch.setattr(launch, "_raw",
                             lambda *args, p=prepared: seen.append(([(d.ptr, d.ndim, tuple(d.shape[:d.ndim]),
                                                                      tuple(d.strides[:d.ndim])) for d in p.descs],
                                                                    p.stream.value, args)) or 0)
@@ -293,3 +280,40 @@ def test_cutile_replay_rebuilds_the_launch_arguments(monkeypatch, name, shape):
                     assert got.data_ptr() == want.data_ptr()
             else:
                 assert got == want
+
+
+def _cpu_rust_stand_ins(monkeypatch, library):
+    """Let cutile-rs plans be recorded from CPU tensors: descriptors of CPU memory, the library
+    fixture, a fixed stream handle (777)."""
+    from types import SimpleNamespace
+
+    from tileport.ops import backends
+    from tileport.runtime import tensors
+    from tileport.runtime.abi import DTYPE_CODES, TensorDesc
+
+    def describe(t, name):
+        d = TensorDesc(ptr=t.data_ptr(), ndim=t.dim(), dtype=DTYPE_CODES[tensors.TORCH_DTYPES[str(t.dtype)]])
+        for i, (n, s) in enumerate(zip(t.shape, t.stride())):
+            d.shape[i], d.strides[i] = n, s
+        return SimpleNamespace(desc=d)
+    monkeypatch.setattr(backends, "library", lambda: library)
+    monkeypatch.setattr(tensors, "describe", describe)
+    monkeypatch.setattr(plan_cache, "_raw_stream", lambda: (lambda index: 777))
+
+
+def test_each_thread_launches_with_descriptors_of_its_own(monkeypatch, library):
+    import threading
+    _cpu_rust_stand_ins(monkeypatch, library)
+    spec = SPECS["vector_add"]
+    a, b = spec.make_inputs((64,), "float32", "cpu", 0)
+    plan = plan_cache.record(spec, "cutile-rs", (a, b), (torch.empty(64),), spec.plan(a, b, torch.empty(64)),
+                             allocated=True, multi_output=False)
+    (launch,) = plan.launches
+    monkeypatch.setattr(launch, "_raw", lambda *args: 0)
+    plan.run((a, b), None)
+    worker = threading.Thread(target=plan.run, args=((a, b), None))
+    worker.start()
+    worker.join()
+    copies = list(launch._by_thread.values())
+    assert len(copies) == 2 and copies[0].descs[0] is not copies[1].descs[0]
+    assert copies[0].descs[0].ptr == copies[1].descs[0].ptr == a.data_ptr()

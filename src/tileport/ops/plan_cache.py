@@ -26,9 +26,11 @@ import json
 import sys
 import threading
 from dataclasses import dataclass
+from threading import get_ident
 from typing import Any, Callable, Sequence
 
 from tileport.ops.spec import Launch, OpSpec
+from tileport.runtime.abi import raise_for
 
 MAX_PLANS = 4096
 INPUT, OUTPUT, TEMP = 0, 1, 2  # where an array argument lives (index into the call's tensor groups)
@@ -57,12 +59,13 @@ def call_key(spec: OpSpec, backend: str, inputs: tuple, out: Any) -> tuple | Non
     if torch is None:
         return None
     tensor = torch.Tensor
-    key: list = [id(spec), backend]  # plans hold their spec, so its id stays unique while cached
+    key = [id(spec), backend]  # plans hold their spec, so its id stays unique while cached
+    append = key.append
     for x in inputs:
         if isinstance(x, tensor):
-            key.append((x.dtype, x.shape, x.stride(), x.device))
+            append((x.dtype, x.shape, x.stride(), x.device))
         elif isinstance(x, (bool, int, float)):
-            key.append((type(x), x))
+            append((type(x), x))
         else:
             return None
     if out is not None:
@@ -271,14 +274,20 @@ class RustLaunch:
         order = [p.name for p in entry.params if p.kind == "array"]
         self.sources = [(recorded.args[p].group, recorded.args[p].index, recorded.args[p].offset) for p in order]
         self._prepared = prepared
-        self._by_thread = {threading.get_ident(): prepared}
+        self._by_thread = {get_ident(): prepared}
         self._stream = _raw_stream()
+        self._raw, self._lib = entry.raw, entry.lib
 
     def __call__(self, groups: tuple, device_index: int) -> None:
-        prepared = self._by_thread.get(threading.get_ident())
+        prepared = self._by_thread.get(get_ident())
         if prepared is None:
-            prepared = self._by_thread[threading.get_ident()] = self._prepared.copy()
-        prepared([groups[g][i].data_ptr() + off for g, i, off in self.sources], self._stream(device_index))
+            prepared = self._by_thread[get_ident()] = self._prepared.copy()
+        for desc, (g, i, off) in zip(prepared.descs, self.sources):  # PreparedLaunch.__call__, inlined
+            desc.ptr = groups[g][i].data_ptr() + off
+        prepared.stream.value = self._stream(device_index)
+        rc = self._raw(*prepared.args)
+        if rc:
+            raise_for(rc, self._lib.last_error())
 
 
 class CutileLaunch:
