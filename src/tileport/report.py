@@ -62,12 +62,20 @@ class ReportError(ValueError):
 # Data
 
 
+# What the torch column timed: results with "columns" (since the baselines) vs older ones.
+TORCH_BASELINE = ("torch µs is the op's PyTorch baseline in the input dtype, eager (tileport.ops.baselines; f32 "
+                  "GEMMs with TF32); the JSON also has torch.compile and call-level times. GEMMs also run on "
+                  "torch.rand inputs (rows marked rand).")
+TORCH_REFERENCE = ("torch µs is the spec's PyTorch reference (GEMMs: an f32 matmul of upcast inputs, no TF32), "
+                   "shown for scale.")
+
+
 def _fmt(v, spec: str = ".3f") -> str:
     return "-" if v is None else format(v, spec)
 
 
 def _shape(r: dict) -> str:
-    return "x".join(map(str, r["shape"]))
+    return "x".join(map(str, r["shape"])) + (" (rand)" if r.get("inputs") == "rand" else "")
 
 
 def _op_order(records: list[dict]) -> list[str]:
@@ -209,7 +217,8 @@ def _blocks(result: dict, investigations: dict, charts: dict[str, str],
             meets = "-" if worst is None else ("yes" if worst >= COPY_BW_BAR else f"no (min {worst:.1f})")
             rows.append([op, _shape(big[0]), gbps, pct["cutile-rs"], pct["cutile"], pct["torch"], meets])
         B.append(("table", ["op", "shape", "cutile-rs GB/s", "% copy BW cutile-rs", "% copy BW cuTile",
-                            "% copy BW torch ref", f"≥ {COPY_BW_BAR:.0f} %"], rows))
+                            "% copy BW torch" + ("" if "columns" in result else " ref"),
+                            f"≥ {COPY_BW_BAR:.0f} %"], rows))
     if gemm_ops:
         B.append(("h", 2, "GEMMs at their largest benchmark size"))
         B.append(("p", "Achieved TFLOP/s as % of the cuBLAS bf16 8192^3 rate measured in the same run and of the "
@@ -254,11 +263,11 @@ def _blocks(result: dict, investigations: dict, charts: dict[str, str],
     B.append(("h", 2, "Every case"))
     if "cases" in charts:
         B.append(("img", charts["cases"], "parity per case"))
-    B.append(("p", "torch µs is the spec's PyTorch reference (GEMMs: an f32 matmul of upcast inputs, no TF32), "
-                   "shown for scale. Rate and % roof are for cutile-rs / cuTile: % of copy bandwidth for "
-                   "memory-bound ops, % of cuBLAS bf16 for GEMMs. Spread: (p90 - p10) / median of the repetitions."))
+    B.append(("p", (TORCH_BASELINE if "columns" in result else TORCH_REFERENCE)
+              + " Rate and % roof are for cutile-rs / cuTile: % of copy bandwidth for "
+                "memory-bound ops, % of cuBLAS bf16 for GEMMs. Spread: (p90 - p10) / median of the repetitions."))
     rows = []
-    for r in records:
+    for r in records + result.get("rand_input_records", []):
         t = r["times_us"]
         compute = r["kind"] == "compute"
         rate = r.get("tflops") if compute else r.get("gbps")

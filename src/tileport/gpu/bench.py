@@ -1,9 +1,25 @@
-"""Parity benchmark: cutile-rs vs cuTile Python vs torch, side by side in one process.
+"""Parity benchmark: cutile-rs vs cuTile Python vs PyTorch, side by side in one process, on identical inputs.
 
-For every op, dtype and benchmark shape it records each backend's median GPU kernel time (L2 flushed,
-profiler events), the ratio t(cutile-rs) / t(cuTile Python), achieved GB/s (memory-bound ops) or
-TFLOP/s (GEMMs) and their share of the ceilings measured in the same run (device copy bandwidth,
-cuBLAS bf16 GEMM rate). It also measures the host cost of one launch through the C ABI vs ct.launch.
+Columns (backends) of every case:
+
+| column          | what runs                                                                        |
+|-----------------|----------------------------------------------------------------------------------|
+| `torch`         | the op's PyTorch baseline in the input dtype, eager (ops/baselines.py)          |
+| `torch.compile` | the same function compiled with `torch.compile(fullgraph=True)`                   |
+| `cutile`        | `tileport.ops` on cuTile Python                                                  |
+| `cutile-rs`     | `tileport.ops` on the generated Rust ports                                       |
+
+For every op, dtype and benchmark shape it records each column's median kernel time (`times_us`:
+L2 flushed, CUPTI kernel durations) and call-level time (`call_us`: host launch work included,
+timing.call_time), each column's error against the spec's f32 reference relative to the op's
+tolerance (`err_over_tol`; the reference is used for nothing else), the ratio t(cutile-rs) /
+t(cuTile Python), achieved GB/s (memory-bound ops) or TFLOP/s (GEMMs) and their share of the
+ceilings measured in the same run (device copy bandwidth, cuBLAS bf16 GEMM rate).
+
+GEMMs (kind "compute") run twice on identical inputs for every column: `inputs: "randn"` (the
+spec's normal samples) in `records`, and `inputs: "rand"` (torch.rand, uniform in [0, 1)) in
+`rand_input_records`: the bit activity of the data changes the clocks, so both are reported. f32
+GEMMs run with TF32 allowed for torch, as the kernels use TF32 (the references never do).
 """
 
 from __future__ import annotations
@@ -18,9 +34,11 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from tileport.gpu.timing import gpu_time, host_overhead_us, make_flush
-from tileport.ops.backends import BACKENDS
+from tileport.gpu.timing import call_time, gpu_time, host_overhead_us, make_flush
 from tileport.ops.spec import OpSpec
+
+COLUMNS = ("torch", "torch.compile", "cutile", "cutile-rs")
+INPUT_DISTRIBUTIONS = {"memory": ("randn",), "compute": ("randn", "rand")}
 
 H200_BF16_DATASHEET_TFLOPS = 989.0  # dense bf16, vendor datasheet (for reference next to the measured rate)
 
@@ -53,7 +71,8 @@ def environment() -> dict:
 
 
 def ceilings(flush) -> dict:
-    """Device copy bandwidth (1 GiB read + 1 GiB write) and the cuBLAS bf16 GEMM rate (8192^3)."""
+    """Device copy bandwidth (1 GiB read + 1 GiB write) and the cuBLAS bf16 GEMM rate (8192^3, on randn
+    and on rand inputs)."""
     import torch
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
@@ -64,37 +83,95 @@ def ceilings(flush) -> dict:
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     t2 = gpu_time(lambda: torch.matmul(a, b), flush, budget_s=0.5)
+    a.uniform_()  # torch.rand's distribution: its bit activity leaves more clock headroom than randn's
+    b.uniform_()
+    t3 = gpu_time(lambda: torch.matmul(a, b), flush, budget_s=0.5)
     return {"copy_gbps": copy_gbps, "copy_timing": t.to_dict(),
             "cublas_bf16_tflops": 2 * n ** 3 / (t2.median_us * 1e-6) / 1e12, "cublas_timing": t2.to_dict(),
+            "cublas_bf16_tflops_rand": 2 * n ** 3 / (t3.median_us * 1e-6) / 1e12, "cublas_timing_rand": t3.to_dict(),
             "bf16_datasheet_tflops": H200_BF16_DATASHEET_TFLOPS}
 
 
-def bench_case(spec: OpSpec, dtype: str, shape: tuple, flush, backends: Iterable[str], ceil: dict,
-               budget_s: float) -> dict:
+def case_inputs(spec: OpSpec, dtype: str, shape: tuple, distribution: str, device: str = "cuda") -> tuple:
+    """The op's inputs: the spec's ("randn"), or torch.rand samples of the same shapes ("rand")."""
+    import torch
+    inputs = spec.make_inputs(shape, dtype, device, 0)
+    if distribution == "randn":
+        return inputs
+    if distribution != "rand":
+        raise ValueError(f"unknown input distribution {distribution!r} (randn, rand)")
+    gen = torch.Generator(device=device).manual_seed(0)
+    return tuple(torch.rand(t.shape, generator=gen, device=device, dtype=torch.float32).to(t.dtype)
+                 if isinstance(t, torch.Tensor) else t for t in inputs)
+
+
+def _runner(spec: OpSpec, column: str, inputs: tuple):
+    """A no-argument callable for one column (outputs allocated once for the tile backends)."""
     import torch
 
     from tileport.ops.api import call
-    inputs = spec.make_inputs(shape, dtype, "cuda", 0)
-    rec: dict[str, Any] = {"op": spec.name, "dtype": dtype, "shape": list(shape), "kind": spec.kind,
-                           "times_us": {}, "timings": {}, "errors": {}}
-    for backend in backends:
-        try:
-            outs = call(spec, *inputs, backend=backend) if backend != "torch" else None
+    from tileport.ops.baselines import baseline
+    if column == "torch":
+        fn = baseline(spec)
+        return lambda: fn(*inputs)
+    if column == "torch.compile":
+        torch._dynamo.reset()  # a fresh compilation per case: the recompile limit counts per function
+        compiled = torch.compile(baseline(spec), fullgraph=True, dynamic=False)
+        return lambda: compiled(*inputs)
+    outs = call(spec, *inputs, backend=column)
+    return lambda: call(spec, *inputs, out=outs, backend=column)
 
-            def run(backend=backend, outs=outs):
-                if backend == "torch":
-                    spec.reference(*inputs)
-                else:
-                    call(spec, *inputs, out=outs, backend=backend)
+
+def _err_over_tol(spec: OpSpec, dtype: str, got, ref) -> float:
+    from tileport.gpu.check import compare
+    tol = spec.tolerances[dtype]
+    return compare(got, ref, tol.rtol, tol.atol)[2]
+
+
+def _reference(spec: OpSpec, inputs: tuple):
+    """The spec's f32 reference, TF32 off whatever the run allows."""
+    import torch
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return spec.reference(*inputs)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def bench_case(spec: OpSpec, dtype: str, shape: tuple, flush, columns: Iterable[str], ceil: dict,
+               budget_s: float, distribution: str = "randn", device: str = "cuda") -> dict:
+    inputs = case_inputs(spec, dtype, shape, distribution, device)
+    ref = _reference(spec, inputs)
+    rec: dict[str, Any] = {"op": spec.name, "dtype": dtype, "shape": list(shape), "kind": spec.kind,
+                           "inputs": distribution, "times_us": {}, "call_us": {}, "timings": {},
+                           "call_timings": {}, "err_over_tol": {}, "errors": {}}
+    for column in columns:
+        try:
+            run = _runner(spec, column, inputs)
+            rec["err_over_tol"][column] = _err_over_tol(spec, dtype, run(), ref)
             t = gpu_time(run, flush, budget_s=budget_s)
-            rec["times_us"][backend] = t.median_us
-            rec["timings"][backend] = t.to_dict()
+            rec["times_us"][column] = t.median_us
+            rec["timings"][column] = t.to_dict()
+            c = call_time(run, flush, budget_s=budget_s)
+            rec["call_us"][column] = c.median_us
+            rec["call_timings"][column] = c.to_dict()
         except Exception as e:  # noqa: BLE001 - recorded, and the report lists it
-            rec["errors"][backend] = f"{type(e).__name__}: {e}"[:1000]
-    torch.cuda.synchronize()
-    times = rec["times_us"]
+            rec["errors"][column] = f"{type(e).__name__}: {e}"[:1000]
+    _rates(spec, dtype, shape, rec, ceil)
+    return rec
+
+
+def _rates(spec: OpSpec, dtype: str, shape: tuple, rec: dict, ceil: dict) -> None:
+    """Ratios, GB/s, TFLOP/s and shares of the ceilings, from the record's times."""
+    times, calls = rec["times_us"], rec["call_us"]
     if "cutile" in times and "cutile-rs" in times:
         rec["ratio_rs_over_cutile"] = times["cutile-rs"] / times["cutile"]
+    if "cutile" in calls and "cutile-rs" in calls:
+        rec["call_ratio_rs_over_cutile"] = calls["cutile-rs"] / calls["cutile"]
+    torch_best = [times[c] for c in ("torch", "torch.compile") if c in times]
+    if torch_best and "cutile-rs" in times:
+        rec["ratio_rs_over_best_torch"] = times["cutile-rs"] / min(torch_best)
     if spec.bytes:
         nbytes = spec.bytes(tuple(shape), dtype)
         rec["bytes"] = nbytes
@@ -107,7 +184,6 @@ def bench_case(spec: OpSpec, dtype: str, shape: tuple, flush, backends: Iterable
         if spec.kind == "compute":
             rec["pct_cublas_bf16"] = {b: 100 * v / ceil["cublas_bf16_tflops"] for b, v in rec["tflops"].items()}
             rec["pct_bf16_datasheet"] = {b: 100 * v / ceil["bf16_datasheet_tflops"] for b, v in rec["tflops"].items()}
-    return rec
 
 
 def launch_overhead() -> dict:
@@ -149,29 +225,85 @@ def summarize(records: list[dict]) -> dict:
     ops = {op: {"geomean_ratio": geomean(v), "max_ratio": max(v), "cases": len(v)} for op, v in per_op.items()}
     return {"per_op": ops,
             "overall_geomean_ratio": geomean([v for vs in per_op.values() for v in vs]),
+            "overall_call_geomean_ratio": geomean(r.get("call_ratio_rs_over_cutile") for r in records),
+            "geomean_rs_over_best_torch": geomean(r.get("ratio_rs_over_best_torch") for r in records),
             "ops_over_1_02": sorted(op for op, s in ops.items() if s["max_ratio"] > PARITY_BAR),
             "ops_geomean_over_1_02": sorted(op for op, s in ops.items() if (s["geomean_ratio"] or 0) > PARITY_BAR)}
 
 
-def run(ops: list[str], out: Path, backends: Iterable[str] = BACKENDS, budget_s: float = 0.3,
-        dtypes: Iterable[str] | None = None) -> dict:
+def run(ops: list[str], out: Path, columns: Iterable[str] = COLUMNS, budget_s: float = 0.3,
+        dtypes: Iterable[str] | None = None, max_shapes: int | None = None) -> dict:
+    """Benchmark `ops` (every dtype of each, or `dtypes`; the first `max_shapes` bench shapes) and
+    write the results to `out` after every case (partial results survive a timeout)."""
     import torch
 
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True  # torch f32 GEMMs like the kernels' (TF32)
+    try:
+        return _run(ops, out, list(columns), budget_s, dtypes, max_shapes)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _run(ops: list[str], out: Path, columns: list[str], budget_s: float, dtypes: Iterable[str] | None,
+         max_shapes: int | None) -> dict:
     from tileport.ops.specs import get_spec
-    torch.backends.cuda.matmul.allow_tf32 = False
     flush = make_flush("cuda")
-    result: dict[str, Any] = {"environment": environment(), "ceilings": ceilings(flush), "records": []}
-    out.write_text(json.dumps(result, indent=1))
+    result: dict[str, Any] = {"environment": environment(), "ceilings": ceilings(flush), "columns": list(columns),
+                              "records": [], "rand_input_records": []}
+    _write(out, result)
     for op in ops:
         spec = get_spec(op)
         for dtype in dtypes or spec.dtypes:
             if dtype not in spec.dtypes:
                 continue
-            for shape in spec.bench_shapes:
-                result["records"].append(bench_case(spec, dtype, tuple(shape), flush, backends, result["ceilings"],
-                                                    budget_s))
-                out.write_text(json.dumps(result, indent=1))  # partial results survive a timeout
+            for shape in list(spec.bench_shapes)[:max_shapes]:
+                for dist in INPUT_DISTRIBUTIONS[spec.kind]:
+                    rec = bench_case(spec, dtype, tuple(shape), flush, columns, result["ceilings"], budget_s, dist)
+                    result["records" if dist == "randn" else "rand_input_records"].append(rec)
+                    _write(out, result)
     result["launch_overhead_us"] = launch_overhead()
     result["summary"] = summarize(result["records"])
-    out.write_text(json.dumps(result, indent=1))
+    _write(out, result)
     return result
+
+
+def _write(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from tileport.ops import op_names
+    ap = argparse.ArgumentParser(prog="python3 -m tileport.gpu.bench", description=__doc__.split("\n")[0])
+    ap.add_argument("ops", nargs="*", help="operators (default: all)")
+    ap.add_argument("--out", type=Path, default=Path("out/bench.json"))
+    ap.add_argument("--budget", type=float, default=0.3, help="seconds of repetitions per case, column and timer")
+    ap.add_argument("--dtypes", default="", help="comma-separated dtypes (default: each op's)")
+    ap.add_argument("--max-shapes", type=int, default=None, help="only the first N bench shapes of each op")
+    ap.add_argument("--columns", default=",".join(COLUMNS), help=f"comma-separated subset of {','.join(COLUMNS)}")
+    args = ap.parse_args(argv)
+    from tileport.ops.backends import cuda_unavailable_reason
+    reason = cuda_unavailable_reason()
+    if reason:
+        print(f"{ap.prog}: needs a CUDA GPU: {reason}", file=sys.stderr)
+        return 2
+    columns = [c for c in args.columns.split(",") if c]
+    unknown = sorted(set(columns) - set(COLUMNS)) + sorted(set(args.ops) - set(op_names()))
+    if unknown:
+        ap.error(f"unknown columns / ops: {', '.join(unknown)}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    result = run(args.ops or op_names(), args.out, columns, args.budget,
+                 [d for d in args.dtypes.split(",") if d] or None, args.max_shapes)
+    s = result["summary"]
+    print(f"geomean t(cutile-rs)/t(cuTile Python): kernel {s['overall_geomean_ratio']}, call "
+          f"{s['overall_call_geomean_ratio']}; t(cutile-rs)/t(best torch) {s['geomean_rs_over_best_torch']}")
+    print(f"results: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

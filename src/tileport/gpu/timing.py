@@ -1,9 +1,17 @@
-"""GPU kernel time from profiler events, with the L2 cache flushed before every repetition.
+"""GPU kernel time from profiler events, and call-level time, with the L2 cache flushed before every
+repetition.
 
-Each repetition runs `flush()` (a write of a buffer larger than L2) and then the function under test;
-the profiler (CUPTI through torch.profiler) records every kernel, and a repetition's time is the sum
-of the device durations of its kernels, so host launch cost and gaps never count. Warm-up and the
-number of repetitions follow a time budget; results are medians with their spread.
+Kernel time (`gpu_time`): each repetition runs `flush()` (a write of a buffer larger than L2) and
+then the function under test; the profiler (CUPTI through torch.profiler) records every kernel, and
+a repetition's time is the sum of the device durations of its kernels, so host launch cost and gaps
+never count.
+
+Call time (`call_time`): what a caller waits for one call, host included. Each repetition flushes
+L2, drains the queue (synchronize), records a CUDA event, calls the function and records another:
+the GPU is idle when the first event is recorded, so the interval spans the host's launch work and
+every kernel (do_bench-style events, without letting the flush hide the host cost).
+
+Warm-up and the number of repetitions follow a time budget; results are medians with their spread.
 """
 
 from __future__ import annotations
@@ -81,19 +89,8 @@ def flush_kernel_name(flush: Callable[[], None]) -> str:
 def gpu_time(fn: Callable[[], None], flush: Callable[[], None], *, budget_s: float = 0.3,
              min_reps: int = 10, max_reps: int = 500, warmup_s: float = 0.05) -> Timing:
     """Median GPU time of `fn` (all its kernels) over repetitions, each after an L2 flush."""
-    torch = _torch()
     flush_name = flush_kernel_name(flush)
-    fn()  # first call: JIT compilation, allocations
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    n = 0
-    while time.perf_counter() - t0 < warmup_s or n < 3:
-        flush()
-        fn()
-        torch.cuda.synchronize()
-        n += 1
-    per_call = (time.perf_counter() - t0) / n
-    reps = int(min(max_reps, max(min_reps, budget_s / max(per_call, 1e-6))))
+    reps = _reps_for(fn, flush, budget_s, min_reps, max_reps, warmup_s)
     events = _profile(fn, reps, flush)
     groups: list[list[int]] = []
     for name, _start, dur in events:
@@ -104,10 +101,48 @@ def gpu_time(fn: Callable[[], None], flush: Callable[[], None], *, budget_s: flo
     if len(groups) != reps or any(not g for g in groups):
         raise TimingError(f"expected {reps} repetitions with kernels, the profiler saw {len(groups)} "
                           f"(empty: {sum(1 for g in groups if not g)})")
-    kernels = {len(g) for g in groups}
-    times = sorted(sum(g) / 1e3 for g in groups)
+    return _summarize([sum(g) / 1e3 for g in groups], max(len(g) for g in groups))
+
+
+def _reps_for(fn: Callable[[], None], flush: Callable[[], None], budget_s: float, min_reps: int, max_reps: int,
+              warmup_s: float) -> int:
+    """Warm `fn` up (first call: JIT compilation, allocations) and size the repetitions to the budget."""
+    torch = _torch()
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    n = 0
+    while time.perf_counter() - t0 < warmup_s or n < 3:
+        flush()
+        fn()
+        torch.cuda.synchronize()
+        n += 1
+    per_call = (time.perf_counter() - t0) / n
+    return int(min(max_reps, max(min_reps, budget_s / max(per_call, 1e-6))))
+
+
+def _summarize(times: list[float], kernels: int) -> Timing:
+    times = sorted(times)
     q = statistics.quantiles(times, n=10) if len(times) >= 10 else [times[0]] * 9
-    return Timing(statistics.median(times), q[0], q[-1], times[0], reps, max(kernels))
+    return Timing(statistics.median(times), q[0], q[-1], times[0], len(times), kernels)
+
+
+def call_time(fn: Callable[[], None], flush: Callable[[], None], *, budget_s: float = 0.3,
+              min_reps: int = 10, max_reps: int = 500, warmup_s: float = 0.05) -> Timing:
+    """Median call-level time of `fn` (host launch work + its kernels), each call after an L2 flush
+    and a drained queue (see the module docstring). `kernels_per_rep` is 0: events do not count."""
+    torch = _torch()
+    reps = _reps_for(fn, flush, budget_s, min_reps, max_reps, warmup_s)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for start, end in zip(starts, ends):
+        flush()
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return _summarize([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)], 0)
 
 
 def host_overhead_us(fn: Callable[[], None], calls: int = 2000) -> float:

@@ -1,7 +1,7 @@
 """The operator library: `tileport.ops.<op>(...)` for every corpus operator, on a chosen backend.
 
-Backends: `torch` (reference), `cutile` (our cuTile Python kernels), `cutile-rs` (the generated
-Rust ports, through the C ABI). See tileport.ops.api and docs/ops.md.
+Backends: `torch` (PyTorch baselines in the input dtype), `cutile` (our cuTile Python kernels),
+`cutile-rs` (the generated Rust ports, through the C ABI). See tileport.ops.api and docs/ops.md.
 
 `tileport.ops.torch` (the module tileport.ops.torch_ops, which needs PyTorch) holds the same
 operators registered as `torch.library` custom ops, `torch.ops.tileport.<op>`, for torch.compile.
@@ -20,7 +20,8 @@ def __getattr__(name: str):
         module = importlib.import_module("tileport.ops.torch_ops")  # registers torch.ops.tileport.*
         globals()["torch"] = module
         return module
-    return get_op(name)
+    op = globals()[name] = get_op(name)  # bound here: later lookups skip this hook (~2 µs a call)
+    return op
 
 
 def __dir__():

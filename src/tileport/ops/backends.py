@@ -1,4 +1,4 @@
-"""Backends of the operator library: `torch` (reference), `cutile` (our cuTile Python kernels) and
+"""Backends of the operator library: `torch` (PyTorch baselines), `cutile` (our cuTile Python kernels) and
 `cutile-rs` (the generated cdylib). A backend that cannot run a call raises `BackendUnavailable`
 with the reason; nothing ever falls back to another backend.
 """
@@ -21,7 +21,8 @@ class BackendUnavailable(TileportError):
     """The chosen backend cannot run this call here (no GPU, no toolchain, unsupported dtype...)."""
 
 
-def _cuda_available() -> str | None:
+def cuda_unavailable_reason() -> str | None:
+    """None when PyTorch sees a CUDA GPU, else why not."""
     if importlib.util.find_spec("torch") is None:
         return "PyTorch is not installed"
     import torch
@@ -39,7 +40,7 @@ def unavailable_reason(backend: str) -> str | None:
         return "PyTorch is not installed"
     if backend == "torch":
         return None
-    reason = _cuda_available()
+    reason = cuda_unavailable_reason()
     if reason:
         return reason
     if backend == "cutile":
@@ -77,27 +78,39 @@ def require(backend: str) -> None:
         raise BackendUnavailable(f"backend {backend!r} is unavailable: {reason}")
 
 
-def run_plan_rust(launches: Sequence[Launch], stream: Any) -> None:
-    """Execute a launch plan through the generated C ABI, on `stream` (no host synchronization)."""
+def library() -> Any:
+    """The generated cdylib, loaded (built with cargo on first use unless $TILEPORT_LIB names a
+    prebuilt one); BackendUnavailable when it cannot be."""
     from tileport.runtime.library import load
 
     try:
-        lib = load()  # built with cargo on first use unless $TILEPORT_LIB names a prebuilt one
+        return load()
     except (TileportError, OSError) as e:
         raise BackendUnavailable(f"backend 'cutile-rs' is unavailable: the generated library could not be "
                                  f"loaded: {e}") from e
+
+
+def run_plan_rust(launches: Sequence[Launch], stream: Any) -> None:
+    """Execute a launch plan through the generated C ABI, on `stream` (no host synchronization)."""
+    lib = library()
     handle = stream.cuda_stream if hasattr(stream, "cuda_stream") else int(stream)
     for launch in launches:
         lib[launch.kernel](grid=launch.grid, stream=handle, **launch.args)
 
 
-def run_plan(backend: str, spec: OpSpec, launches: Sequence[Launch], stream: Any) -> None:
-    if backend not in ("cutile", "cutile-rs"):
-        raise ValueError(f"backend {backend!r} does not run launch plans")
+def check_plan(spec: OpSpec, launches: Sequence[Launch]) -> None:
+    """PlanError unless the plan launches only the op's own kernels."""
     unknown = [launch.kernel for launch in launches if launch.kernel not in spec.kernels]
     if unknown:
         from tileport.ops.backends_cutile import PlanError
         raise PlanError(f"{spec.name}: plan launches kernels outside the op: {unknown} (its kernels: {spec.kernels})")
+
+
+def run_plan(backend: str, spec: OpSpec, launches: Sequence[Launch], stream: Any) -> None:
+    """Execute a plan without caching it (the call path caches plans: see plan_cache)."""
+    if backend not in ("cutile", "cutile-rs"):
+        raise ValueError(f"backend {backend!r} does not run launch plans")
+    check_plan(spec, launches)
     if backend == "cutile":
         from tileport.ops.backends_cutile import run_plan_cutile
         run_plan_cutile(spec, launches, stream)

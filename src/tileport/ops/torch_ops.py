@@ -53,8 +53,9 @@ def schema_of(spec: OpSpec | str) -> str:
 
 
 def _fresh(result: Any, inputs: tuple) -> Any:
-    """A custom op's outputs may not alias its inputs: clone any output that does (a reference that
-    returns a view), so every backend honours the schema."""
+    """A custom op's outputs may not alias its inputs: clone any output that does (a torch baseline
+    or reference that returns a view), so every backend honours the schema. The tile backends always
+    return fresh outputs and skip this."""
     ptrs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
     outs = result if isinstance(result, tuple) else (result,)
     fixed = tuple(o.clone() if o.untyped_storage().data_ptr() in ptrs else o for o in outs)
@@ -63,7 +64,9 @@ def _fresh(result: Any, inputs: tuple) -> Any:
 
 def _kernels(spec: OpSpec):
     def impl(*args: Any) -> Any:
-        return _fresh(api.call(spec, *args), args)
+        backend = api.get_backend()
+        result = api.call(spec, *args, backend=backend)
+        return _fresh(result, args) if backend == "torch" else result
 
     def fake(*args: Any) -> Any:
         return spec.allocate(*args)

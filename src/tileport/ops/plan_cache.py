@@ -1,0 +1,333 @@
+"""Cached launch plans: a repeated operator call does no Python planning and no full input check.
+
+The first call of an op with a given *call key* (op, backend, and for every tensor input and `out=`
+tensor its dtype, shape, strides and device; every scalar's type and value) is checked in full and
+planned by the spec; the result is kept as a `CachedPlan`:
+
+| kernel argument      | recorded as                                                              |
+|----------------------|--------------------------------------------------------------------------|
+| array (view of an input / output) | which tensor, byte offset from its data pointer, descriptor |
+| array (plan's own buffer, e.g. split-K workspace) | shape / strides / dtype, allocated per call  |
+| scalar / constant    | the value, already converted for the backend (ctypes objects for the C ABI) |
+
+A later call with the same key computes the key (which re-establishes every invariant the full check
+verified: dtypes, shapes, strides, devices), allocates the outputs (and workspaces), reads the data
+pointers and launches on the current stream: no host synchronization, nothing else allocated, so it
+can be captured in a CUDA graph. A spec's plan is a function of the key alone, which is what makes
+this sound. A call is never cached when a kernel argument cannot be traced to exactly one tensor
+(inputs whose memory overlaps), or when a buffer the plan made itself is read before a kernel
+writes it (it would hold data, not scratch space).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import threading
+from dataclasses import dataclass
+from threading import get_ident
+from typing import Any, Callable, Sequence
+
+from tileport.ops.spec import Launch, OpSpec
+from tileport.runtime.abi import raise_for
+
+MAX_PLANS = 4096
+INPUT, OUTPUT, TEMP = 0, 1, 2  # where an array argument lives (index into the call's tensor groups)
+
+_PLANS: dict[tuple, "CachedPlan | TorchPlan"] = {}
+_LOCK = threading.Lock()
+
+
+class NotCacheable(Exception):
+    """The call runs, but its plan cannot be replayed from the key alone (the reason says why)."""
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _tensor_type() -> type:
+    return _torch().Tensor
+
+
+def call_key(spec: OpSpec, backend: str, inputs: tuple, out: Any) -> tuple | None:
+    """The cache key of a call, or None when an input is neither a torch tensor nor a scalar (a
+    DLPack array: the slow path views it as a tensor first) or torch is not imported yet."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    tensor = torch.Tensor
+    key = [id(spec), backend]  # plans hold their spec, so its id stays unique while cached
+    append = key.append
+    for x in inputs:
+        if isinstance(x, tensor):
+            append((x.dtype, x.shape, x.stride(), x.device))
+        elif isinstance(x, (bool, int, float)):
+            append((type(x), x))
+        else:
+            return None
+    if out is not None:
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        for o in outs:
+            if not isinstance(o, tensor):
+                return None
+            key.append(("out", o.dtype, o.shape, o.stride(), o.device))
+    return tuple(key)
+
+
+def lookup(key: tuple | None) -> "CachedPlan | TorchPlan | None":
+    return None if key is None else _PLANS.get(key)
+
+
+def store(key: tuple | None, plan: "CachedPlan | TorchPlan") -> None:
+    if key is None:
+        return
+    with _LOCK:
+        if len(_PLANS) >= MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+
+
+def clear() -> None:
+    """Forget every cached plan (e.g. after the library was rebuilt)."""
+    with _LOCK:
+        _PLANS.clear()
+
+
+def size() -> int:
+    return len(_PLANS)
+
+
+def as_tuple(out: Any) -> tuple:
+    return out if isinstance(out, tuple) else tuple(out) if isinstance(out, list) else (out,)
+
+
+# ---------------------------------------------------------------------------------------------
+# The torch backend: the baseline function, its inputs checked once per key
+
+
+class TorchPlan:
+    """A checked call signature of the `torch` backend: runs `fn` (the op's PyTorch baseline)."""
+
+    def __init__(self, spec: OpSpec, fn: Callable[..., Any], multi_output: bool):
+        self.spec, self.fn, self.multi_output = spec, fn, multi_output
+
+    def run(self, inputs: tuple, out: Any) -> Any:
+        result = self.fn(*inputs)
+        if out is None:
+            return result
+        outs = as_tuple(out)
+        for dst, src in zip(outs, as_tuple(result)):
+            dst.copy_(src)
+        return outs if self.multi_output else outs[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tile backends: the recorded launches
+
+
+def _span(t: Any) -> tuple[int, int]:
+    """[first byte, end byte) of the memory a tensor's elements occupy."""
+    start = t.data_ptr()
+    if t.numel() == 0:
+        return start, start
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    return start, start + (last + 1) * t.element_size()
+
+
+def _layout(t: Any) -> tuple:
+    return tuple(t.shape), tuple(t.stride()), t.dtype
+
+
+@functools.cache
+def _written_params() -> dict[str, frozenset[str]]:
+    """kernel -> the array parameters it writes (from the generated crate's manifest)."""
+    from tileport.runtime.library import REPO_CRATE
+    try:
+        manifest = json.loads((REPO_CRATE / "kernels.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {e["kernel"]: frozenset(p["name"] for p in e["params"] if p["kind"] == "array" and p.get("written"))
+            for e in manifest["entries"]}
+
+
+@dataclass(frozen=True)
+class ArrayRef:
+    """Where a kernel's array argument lives: tensor `index` of `group` (INPUT, OUTPUT, TEMP), at
+    `offset` bytes from its data pointer, with `layout` (shape, strides, dtype); `whole`: the
+    argument is that tensor itself (same layout, no offset)."""
+
+    group: int
+    index: int
+    offset: int
+    layout: tuple
+    whole: bool
+
+
+@dataclass(frozen=True)
+class RecordedLaunch:
+    """A launch of the plan with its array arguments traced (ArrayRef) and every other value kept."""
+
+    kernel: str
+    grid: tuple
+    args: dict
+
+
+class _Sources:
+    """Traces each tensor argument of a plan to the input / output it views, or to a buffer the
+    plan made (a temporary, allocated again per call)."""
+
+    def __init__(self, inputs: tuple, outs: tuple):
+        tensor = _tensor_type()
+        self.groups = [(INPUT, i, t) for i, t in enumerate(inputs) if isinstance(t, tensor)]
+        self.groups += [(OUTPUT, i, t) for i, t in enumerate(outs)]
+        self.temps: list[tuple] = []  # layouts
+        self._temp_ptrs: dict[int, int] = {}  # data_ptr -> temp index
+
+    def locate(self, kernel: str, param: str, arg: Any) -> ArrayRef:
+        lo, hi = _span(arg)
+        owners = [(g, i, t) for g, i, t in self.groups if hi > lo and _span(t)[0] <= lo and hi <= _span(t)[1]]
+        if len(owners) > 1:
+            raise NotCacheable(f"{kernel}.{param} lies in the memory of several inputs/outputs")
+        if owners:
+            g, i, t = owners[0]
+            return ArrayRef(g, i, lo - t.data_ptr(), _layout(arg), lo == t.data_ptr() and _layout(arg) == _layout(t))
+        if lo in self._temp_ptrs:
+            index = self._temp_ptrs[lo]
+            if self.temps[index] != _layout(arg):
+                raise NotCacheable(f"{kernel}.{param}: a plan buffer used with two layouts")
+            return ArrayRef(TEMP, index, 0, _layout(arg), True)
+        if param not in _written_params().get(kernel, ()):
+            raise NotCacheable(f"{kernel}.{param}: a buffer the plan made is read before a kernel writes it")
+        if hi == lo or arg.untyped_storage().nbytes() != hi - lo or not arg.is_contiguous():
+            raise NotCacheable(f"{kernel}.{param}: a plan buffer that is a view")
+        self._temp_ptrs[lo] = len(self.temps)
+        self.temps.append(_layout(arg))
+        return ArrayRef(TEMP, len(self.temps) - 1, 0, _layout(arg), True)
+
+
+def trace(inputs: tuple, outs: tuple, launches: Sequence[Launch]) -> tuple[list[RecordedLaunch], list[tuple]]:
+    """The launches with their arrays traced to inputs / outputs / temporaries, and the temporaries'
+    layouts; NotCacheable when that cannot be done from the call key alone."""
+    sources = _Sources(inputs, outs)
+    tensor = _tensor_type()
+    recorded = [RecordedLaunch(launch.kernel, tuple(launch.grid),
+                               {p: sources.locate(launch.kernel, p, a) if isinstance(a, tensor) else a
+                                for p, a in launch.args.items()})
+                for launch in launches]
+    return recorded, sources.temps
+
+
+def resolve(recorded: RecordedLaunch, groups: tuple) -> dict:
+    """The launch's arguments for the tensors of one call: arrays as (data pointer, layout)."""
+    return {p: (groups[a.group][a.index].data_ptr() + a.offset, a.layout) if isinstance(a, ArrayRef) else a
+            for p, a in recorded.args.items()}
+
+
+class CachedPlan:
+    """The launches of one call key, replayed on new tensors of the same layout."""
+
+    def __init__(self, spec: OpSpec, device: Any, out_layouts: tuple | None, multi_output: bool,
+                 temps: list[tuple], launches: list):
+        self.spec, self.device, self.device_index = spec, device, device.index or 0
+        self.out_layouts, self.multi_output, self.temps, self.launches = out_layouts, multi_output, temps, launches
+        self._empty = _torch().empty_strided
+
+    def run(self, inputs: tuple, out: Any) -> Any:
+        empty, dev = self._empty, self.device
+        if out is None:
+            outs = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.out_layouts]
+        else:
+            outs = as_tuple(out)
+        temps = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.temps]
+        groups = (inputs, outs, temps)
+        for launch in self.launches:
+            launch(groups, self.device_index)
+        return tuple(outs) if self.multi_output else outs[0]
+
+
+@functools.cache
+def _raw_stream() -> Callable[[int], int]:
+    """device index -> the handle of its current CUDA stream (the capture stream inside
+    torch.cuda.graph); torch's internal accessor is much cheaper than the public one."""
+    torch = _torch()
+    fast = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if fast is not None:
+        return fast
+    return lambda index: torch.cuda.current_stream(index).cuda_stream
+
+
+class RustLaunch:
+    """One launch through the generated C ABI: prepared ctypes arguments (library.PreparedLaunch),
+    one copy per thread since a call writes the descriptors' pointers."""
+
+    def __init__(self, recorded: RecordedLaunch, launch: Launch, device_index: int):
+        """`launch`: the plan's launch that `recorded` traces (its tensors give the descriptors)."""
+        from tileport.ops.backends import library
+        from tileport.runtime.tensors import describe
+        entry = library()[recorded.kernel]
+        arrays = {p: describe(launch.args[p], p).desc for p, a in recorded.args.items() if isinstance(a, ArrayRef)}
+        values = {p: v for p, v in recorded.args.items() if p not in arrays}
+        prepared = entry.prepare(recorded.grid, device_index, arrays, values)
+        order = [p.name for p in entry.params if p.kind == "array"]
+        self.sources = [(recorded.args[p].group, recorded.args[p].index, recorded.args[p].offset) for p in order]
+        self._prepared = prepared
+        self._by_thread = {get_ident(): prepared}
+        self._stream = _raw_stream()
+        self._raw, self._lib = entry.raw, entry.lib
+
+    def __call__(self, groups: tuple, device_index: int) -> None:
+        prepared = self._by_thread.get(get_ident())
+        if prepared is None:
+            prepared = self._by_thread[get_ident()] = self._prepared.copy()
+        for desc, (g, i, off) in zip(prepared.descs, self.sources):  # PreparedLaunch.__call__, inlined
+            desc.ptr = groups[g][i].data_ptr() + off
+        prepared.stream.value = self._stream(device_index)
+        rc = self._raw(*prepared.args)
+        if rc:
+            raise_for(rc, self._lib.last_error())
+
+
+class CutileLaunch:
+    """One launch through cuTile Python (`ct.launch`), its positional arguments rebuilt per call
+    (views of the call's tensors)."""
+
+    def __init__(self, spec: OpSpec, recorded: RecordedLaunch):
+        import cuda.tile as ct
+
+        from tileport.ops.backends_cutile import _grid, _kernel, positional_args
+        self.kernel, params = _kernel(spec.kernel_path, recorded.kernel)
+        self.args = positional_args(params, Launch(recorded.kernel, recorded.grid, recorded.args))
+        self.grid = _grid(Launch(recorded.kernel, recorded.grid, recorded.args))
+        self.launch = ct.launch
+
+    def __call__(self, groups: tuple, device_index: int) -> None:
+        args = tuple(_view(groups, a) if isinstance(a, ArrayRef) else a for a in self.args)
+        self.launch(_torch().cuda.current_stream(device_index), self.grid, self.kernel, args)
+
+
+def _view(groups: tuple, a: ArrayRef) -> Any:
+    src = groups[a.group][a.index]
+    if a.whole:
+        return src
+    shape, stride, dtype = a.layout
+    if dtype != src.dtype:
+        src = src.view(dtype)
+    return src.as_strided(shape, stride, src.storage_offset() + a.offset // src.element_size())
+
+
+def record(spec: OpSpec, backend: str, inputs: tuple, outs: tuple, launches: Sequence[Launch],
+           allocated: bool, multi_output: bool) -> CachedPlan:
+    """The cached form of `launches` (the spec's plan for `inputs` -> `outs`) on a tile backend;
+    NotCacheable if it cannot be replayed from the call key alone. `allocated`: the op allocated
+    `outs` (a replay allocates them again)."""
+    recorded, temps = trace(inputs, outs, launches)
+    device = outs[0].device
+    if backend == "cutile-rs":
+        bound = [RustLaunch(r, launch, device.index or 0) for r, launch in zip(recorded, launches)]
+    else:
+        bound = [CutileLaunch(spec, r) for r in recorded]
+    out_layouts = tuple(_layout(o) for o in outs) if allocated else None
+    return CachedPlan(spec, device, out_layouts, multi_output, temps, bound)

@@ -1,0 +1,69 @@
+"""The PyTorch baselines (ops/baselines.py) compute what the specs compute: on CPU, every op, every
+dtype, every CPU-sized test shape, within the op's own tolerance of its f32 reference."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed: the baseline checks need it (CI has none)")
+
+from tileport.gpu.check import compare  # noqa: E402
+from tileport.ops import op_names  # noqa: E402
+from tileport.ops.baselines import BASELINES, baseline  # noqa: E402
+from tileport.ops.specs import all_specs  # noqa: E402
+
+SPECS = all_specs()
+MAX_CPU_ELEMENTS = 1 << 18
+CASES = [(name, dt, tuple(shape)) for name, spec in SPECS.items() for dt in spec.dtypes for shape in spec.shapes
+         if math.prod(shape) <= MAX_CPU_ELEMENTS]
+
+
+def test_every_library_op_has_a_baseline():
+    assert sorted(BASELINES) == op_names()
+    for name, spec in SPECS.items():
+        assert baseline(spec) is BASELINES[name]
+
+
+def test_a_spec_that_is_not_the_librarys_runs_its_reference():
+    import dataclasses
+    changed = dataclasses.replace(SPECS["relu"], plan=SPECS["relu"].plan)
+    assert baseline(changed) is changed.reference
+
+
+@pytest.mark.parametrize("name,dtype,shape", CASES, ids=[f"{n}-{d}-{'x'.join(map(str, s))}" for n, d, s in CASES])
+def test_baseline_matches_the_reference(name, dtype, shape):
+    spec = SPECS[name]
+    inputs = spec.make_inputs(shape, dtype, "cpu", 0)
+    tol = spec.tolerances[dtype]
+    ok, max_abs, ratio, msg = compare(BASELINES[name](*inputs), spec.reference(*inputs), tol.rtol, tol.atol)
+    assert ok, f"{name} {dtype} {shape}: {msg} (max |err| {max_abs:.3g}, err/tol {ratio:.2f})"
+
+
+def test_baselines_compute_in_the_input_dtype():
+    """Not the f32 reference in disguise: the element-wise baselines keep f16 intermediates, so their
+    f16 result differs from the reference's single rounding somewhere."""
+    spec = SPECS["swiglu"]
+    a, b = spec.make_inputs((256, 1024), "float16", "cpu", 0)
+    assert not torch.equal(BASELINES["swiglu"](a, b), spec.reference(a, b))
+    assert BASELINES["matmul"](a, b.t()).dtype == torch.float16
+
+
+def test_every_baseline_traces_as_one_graph():
+    """bench's `torch.compile` column compiles the baselines with fullgraph=True: dynamo must trace
+    each without a graph break (checked with the eager backend; inductor runs on the GPU machine)."""
+    failures = {}
+    for name, spec in SPECS.items():
+        inputs = spec.make_inputs(spec.shapes[1], "float32", "cpu", 0)
+        torch._dynamo.reset()
+        try:
+            got = torch.compile(BASELINES[name], fullgraph=True, backend="eager", dynamic=False)(*inputs)
+        except Exception as e:  # noqa: BLE001 - collected, reported below
+            failures[name] = f"{type(e).__name__}: {e}"[:300]
+            continue
+        want = BASELINES[name](*inputs)
+        pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+        if not all(torch.equal(g, w) for g, w in pairs):
+            failures[name] = "compiled result differs from eager"
+    assert not failures, failures

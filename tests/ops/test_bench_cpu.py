@@ -1,0 +1,68 @@
+"""The benchmark's case records on CPU, with the GPU timers replaced: baseline columns, errors against
+the f32 reference, input distributions, rates and summary fields (the timers run on the GPU only)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed: the benchmark record checks need it (CI has none)")
+
+from tileport.gpu import bench  # noqa: E402
+from tileport.gpu.timing import Timing  # noqa: E402
+from tileport.ops.specs import get_spec  # noqa: E402
+
+CEIL = {"copy_gbps": 4000.0, "cublas_bf16_tflops": 700.0, "bf16_datasheet_tflops": 989.0}
+
+
+@pytest.fixture
+def fake_timers(monkeypatch):
+    """Kernel time 10 µs and call time 15 µs for every column; each timer runs the function once."""
+    def timer(us):
+        def run(fn, flush, budget_s=0.3):
+            fn()
+            return Timing(us, us, us, us, 1, 1)
+        return run
+    monkeypatch.setattr(bench, "gpu_time", timer(10.0))
+    monkeypatch.setattr(bench, "call_time", timer(15.0))
+
+
+def test_case_record_has_both_timers_and_errors_against_the_reference(fake_timers):
+    rec = bench.bench_case(get_spec("softmax"), "float16", (64, 1000), None, ["torch"], CEIL, 0.01, device="cpu")
+    assert rec["errors"] == {}
+    assert rec["times_us"] == {"torch": 10.0} and rec["call_us"] == {"torch": 15.0}
+    assert 0 <= rec["err_over_tol"]["torch"] <= 1.0
+    assert rec["inputs"] == "randn" and rec["gbps"]["torch"] == pytest.approx(2 * 64 * 1000 * 2 / 10e-6 / 1e9)
+
+
+def test_a_column_that_fails_is_recorded_with_its_reason(fake_timers):
+    rec = bench.bench_case(get_spec("softmax"), "float32", (8, 16), None, ["torch", "cutile-rs"], CEIL, 0.01,
+                           device="cpu")
+    assert "torch" in rec["times_us"] and "cutile-rs" not in rec["times_us"]
+    assert "BackendUnavailable" in rec["errors"]["cutile-rs"]
+
+
+def test_gemm_inputs_randn_and_rand_are_identical_across_columns():
+    spec = get_spec("matmul")
+    a1, b1 = bench.case_inputs(spec, "bfloat16", (64, 32, 48), "rand", device="cpu")
+    a2, b2 = bench.case_inputs(spec, "bfloat16", (64, 32, 48), "rand", device="cpu")
+    assert torch.equal(a1, a2) and torch.equal(b1, b2)
+    assert a1.dtype == torch.bfloat16 and float(a1.min()) >= 0 and float(a1.max()) <= 1
+    n1, _ = bench.case_inputs(spec, "bfloat16", (64, 32, 48), "randn", device="cpu")
+    assert float(n1.min()) < 0
+    with pytest.raises(ValueError, match="unknown input distribution"):
+        bench.case_inputs(spec, "bfloat16", (64, 32, 48), "normal", device="cpu")
+
+
+def test_rand_gemm_baseline_matches_the_reference(fake_timers):
+    rec = bench.bench_case(get_spec("matmul"), "float32", (64, 32, 48), None, ["torch"], CEIL, 0.01, "rand", "cpu")
+    assert rec["inputs"] == "rand" and rec["err_over_tol"]["torch"] <= 1.0
+    assert rec["pct_cublas_bf16"]["torch"] == pytest.approx(100 * rec["tflops"]["torch"] / 700.0)
+
+
+def test_summary_has_kernel_call_and_torch_ratios():
+    recs = [{"op": "x", "ratio_rs_over_cutile": 1.1, "call_ratio_rs_over_cutile": 0.9, "ratio_rs_over_best_torch": 0.5},
+            {"op": "x", "ratio_rs_over_cutile": 1.0, "call_ratio_rs_over_cutile": 0.9, "ratio_rs_over_best_torch": 2.0}]
+    s = bench.summarize(recs)
+    assert s["overall_geomean_ratio"] == pytest.approx((1.1 * 1.0) ** 0.5)
+    assert s["overall_call_geomean_ratio"] == pytest.approx(0.9)
+    assert s["geomean_rs_over_best_torch"] == pytest.approx(1.0)
