@@ -317,3 +317,36 @@ def test_each_thread_launches_with_descriptors_of_its_own(monkeypatch, library):
     copies = list(launch._by_thread.values())
     assert len(copies) == 2 and copies[0].descs[0] is not copies[1].descs[0]
     assert copies[0].descs[0].ptr == copies[1].descs[0].ptr == a.data_ptr()
+
+
+def test_replay_refuses_a_misaligned_view_of_the_recorded_layout(monkeypatch, library):
+    """The call key holds layouts, not addresses: a view with the recorded shape and strides but a
+    base off the 16-byte alignment the port assumes is refused on replay, as the full check would."""
+    from tileport.runtime.abi import MisalignedError
+    _cpu_rust_stand_ins(monkeypatch, library)
+    spec = SPECS["relu"]
+    x = spec.make_inputs((4, 64), "float32", "cpu", 0)
+    outs = plan_cache.as_tuple(spec.allocate(*x))
+    plan = plan_cache.record(spec, "cutile-rs", x, outs, spec.plan(*x, _one(outs)), allocated=True,
+                             multi_output=False)
+    for launch in plan.launches:
+        monkeypatch.setattr(launch, "_raw", lambda *args: 0)
+    plan.run(x, None)  # aligned: replays
+    shifted = torch.empty(4 * 64 + 1)[1:].view(4, 64)  # same layout, base 4 bytes off
+    with pytest.raises(MisalignedError):
+        plan.run((shifted,), None)
+
+
+def test_replay_refuses_an_out_that_aliases_an_input(monkeypatch, library):
+    from tileport.runtime.abi import AliasingError
+    _cpu_rust_stand_ins(monkeypatch, library)
+    spec = SPECS["relu"]
+    x = spec.make_inputs((4, 64), "float32", "cpu", 0)
+    out = torch.empty(4, 64)
+    plan = plan_cache.record(spec, "cutile-rs", x, (out,), spec.plan(*x, out), allocated=False,
+                             multi_output=False)
+    for launch in plan.launches:
+        monkeypatch.setattr(launch, "_raw", lambda *args: 0)
+    plan.run(x, out)
+    with pytest.raises(AliasingError):
+        plan.run(x, x[0])

@@ -30,7 +30,7 @@ from threading import get_ident
 from typing import Any, Callable, Sequence
 
 from tileport.ops.spec import Launch, OpSpec
-from tileport.runtime.abi import raise_for
+from tileport.runtime.abi import AliasingError, MisalignedError, raise_for
 
 MAX_PLANS = 4096
 INPUT, OUTPUT, TEMP = 0, 1, 2  # where an array argument lives (index into the call's tensor groups)
@@ -241,11 +241,25 @@ class CachedPlan:
             outs = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.out_layouts]
         else:
             outs = as_tuple(out)
+            _check_disjoint(self.spec, inputs, outs)
         temps = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.temps]
         groups = (inputs, outs, temps)
         for launch in self.launches:
             launch(groups, self.device_index)
         return tuple(outs) if self.multi_output else outs[0]
+
+
+def _check_disjoint(spec: OpSpec, inputs: tuple, outs: tuple) -> None:
+    """The call key holds layouts, not addresses: a caller's `out=` may alias an input on a later
+    call with the same key, so the replay checks what the first call's full check saw."""
+    tensors = [x for x in inputs if hasattr(x, "data_ptr")]
+    for o in outs:
+        lo, hi = _span(o)
+        for x in tensors + [p for p in outs if p is not o]:
+            xlo, xhi = _span(x)
+            if lo < xhi and xlo < hi:
+                raise AliasingError(f"{spec.name}: an output shares memory with another argument "
+                                    "(the port assumes no aliasing)")
 
 
 @functools.cache
@@ -277,13 +291,18 @@ class RustLaunch:
         self._by_thread = {get_ident(): prepared}
         self._stream = _raw_stream()
         self._raw, self._lib = entry.raw, entry.lib
+        self.kernel = recorded.kernel
 
     def __call__(self, groups: tuple, device_index: int) -> None:
         prepared = self._by_thread.get(get_ident())
         if prepared is None:
             prepared = self._by_thread[get_ident()] = self._prepared.copy()
+        acc = 0
         for desc, (g, i, off) in zip(prepared.descs, self.sources):  # PreparedLaunch.__call__, inlined
-            desc.ptr = groups[g][i].data_ptr() + off
+            desc.ptr = ptr = groups[g][i].data_ptr() + off
+            acc |= ptr
+        if acc & 15:  # the key holds layouts, not addresses: a view of the same layout may sit anywhere
+            raise MisalignedError(f"{self.kernel}: an array's base address is not 16-byte aligned")
         prepared.stream.value = self._stream(device_index)
         rc = self._raw(*prepared.args)
         if rc:
