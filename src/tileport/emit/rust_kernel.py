@@ -231,11 +231,19 @@ class KernelEmitter:
         hints = {L.ENTRY_HINT_KEYS[k]: v for k, v in self.kernel.hints.items() if k in L.ENTRY_HINT_KEYS}
         if not hints:
             return ""
-        if not all(isinstance(v, int) for v in hints.values()):
-            raise Diagnostic("kernel hints must be integer literals", self.kernel.loc, "ct.kernel",
-                             kernel=self.kernel.name)
-        inner = ", ".join(f"{key} = {hints[key]}" for key in sorted(hints))
-        return f"optimization_hints = (default = ({inner},),)"
+        per_target = [v for v in hints.values() if isinstance(v, dict)]
+        targets = sorted({t for v in per_target for t in v} - {"default"}) + ["default"]
+        groups = []
+        for target in targets:  # ct.ByTarget: one group per named target, each with every hint
+            values = {key: (v.get(target, v.get("default")) if isinstance(v, dict) else v)
+                      for key, v in hints.items()}
+            values = {key: v for key, v in values.items() if v is not None}
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in values.values()):
+                raise Diagnostic("kernel hints must be integer literals", self.kernel.loc, "ct.kernel",
+                                 kernel=self.kernel.name)
+            if values:
+                groups.append(f"{target} = ({', '.join(f'{k} = {values[k]}' for k in sorted(values))},)")
+        return f"optimization_hints = ({', '.join(groups)},)"
 
     # ---- statements
     def block(self, block: Block, depth: int) -> list[str]:

@@ -24,6 +24,7 @@ from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kern
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
 
 CT_MODULE = "cuda.tile"
+DTYPE_MODULES = ("numpy", "torch")  # their dtype names and inf/nan/pi/e mean what cuTile's do
 ARRAY_USES = {"load", "store", "gather", "scatter", "num_tiles", "atomic_add", "atomic_max", "atomic_min",
               "atomic_xchg", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor"}
 
@@ -98,6 +99,10 @@ class ScannedModule:
     helpers: dict[str, ast.FunctionDef]
     kernels: dict[str, ast.FunctionDef]
     math_names: set[str]
+    # other module-level names bound to an expression (PAD = ct.PaddingMode.ZERO, fexp = ct.exp),
+    # evaluated where a kernel uses them
+    aliases: dict[str, ast.expr] = field(default_factory=dict)
+    dtype_modules: dict[str, str] = field(default_factory=dict)  # np -> "numpy", torch -> "torch"
 
 
 def loc_of(path: str, node: ast.AST) -> Loc:
@@ -119,10 +124,13 @@ def scan_module(path: str, source: str | None = None) -> ScannedModule:
                     sm.ct_names.add(a.asname)
                 elif a.name == "math":
                     sm.math_names.add(a.asname or "math")
+                elif a.name in DTYPE_MODULES:
+                    sm.dtype_modules[a.asname or a.name] = a.name
         elif isinstance(node, ast.ImportFrom):
             if node.module == "cuda":
                 sm.ct_names.update(a.asname or a.name for a in node.names if a.name == "tile")
-            elif node.module == CT_MODULE:
+            elif node.module and (node.module == CT_MODULE or node.module.startswith(CT_MODULE + ".")):
+                # `from cuda.tile._numeric_semantics import RoundingMode`: the same object as ct.RoundingMode
                 sm.ct_imports.update({a.asname or a.name: a.name for a in node.names})
         elif isinstance(node, ast.FunctionDef):
             if any(_is_ct_attr(sm, d, "kernel") for d in node.decorator_list):
@@ -154,7 +162,8 @@ def _scan_assign(sm: ScannedModule, node: ast.Assign | ast.AnnAssign) -> None:
     try:
         sm.constants[name] = _eval_const(sm, value)
     except (ValueError, TypeError, ZeroDivisionError, KeyError):
-        pass  # not a compile-time constant: a kernel that uses it gets a diagnostic
+        sm.aliases[name] = value  # evaluated (as kernel code would be) where a kernel uses the name
+        sm.constants.pop(name, None)  # a later rebinding hides an earlier constant
 
 
 def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
@@ -322,6 +331,7 @@ class KernelLowerer:
         self.scopes: list[_Scope] = []
         self.frames = Frames()
         self.inline_depth = 0
+        self.active_aliases: set[str] = set()
 
     def loc(self, node: ast.AST) -> Loc:
         return loc_of(self.path, node)
@@ -362,9 +372,22 @@ class KernelLowerer:
                 for kw in d.keywords:
                     if kw.arg not in ("occupancy", "num_ctas", "num_worker_warps", "opt_level"):
                         raise self.fail(kw, f"kernel option `{kw.arg}` is not supported", "ct.kernel")
-                    v = self.compile_time(kw.value, f"kernel option `{kw.arg}`")
-                    hints[kw.arg] = v
+                    hints[kw.arg] = self.hint_value(kw.value, kw.arg)
         return hints
+
+    def hint_value(self, node: ast.AST, option: str) -> Any:
+        """A kernel option: a compile-time constant, or `ct.ByTarget(sm_100=.., default=..)` -> {target: v}."""
+        if isinstance(node, ast.Call) and _ct_call_name(self.sm, node.func) == "ByTarget":
+            if node.args or any(kw.arg is None for kw in node.keywords):
+                raise self.fail(node, "ct.ByTarget takes keyword arguments only (sm_XX=value, default=value)",
+                                "ct.ByTarget")
+            per_target = {kw.arg: self.compile_time(kw.value, f"kernel option `{option}`") for kw in node.keywords}
+            bad = [t for t in per_target if t != "default" and not t.startswith("sm_")]
+            if bad:
+                raise self.fail(node, f"ct.ByTarget: unknown target(s) {', '.join(bad)}", "ct.ByTarget",
+                                "targets are named sm_XX, or default")
+            return per_target
+        return self.compile_time(node, f"kernel option `{option}`")
 
     # ---- scopes and variables
     def lookup(self, name: str, node: ast.AST) -> Value:
@@ -381,9 +404,25 @@ class KernelLowerer:
             return ModuleRef("math")
         if name in self.sm.ct_imports:  # `from cuda.tile import X`: what `ct.X` is
             return self.calls.attribute(self, ModuleRef("ct"), self.sm.ct_imports[name], node)
+        if name in self.sm.dtype_modules:
+            return ModuleRef(self.sm.dtype_modules[name])
+        if name in self.sm.aliases:
+            return self.module_alias(name, node)
         if name in ("range", "min", "max", "len", "int", "float", "bool", "abs"):
             return ("builtin", name)
         raise self.fail(node, f"undefined name `{name}`", "name")
+
+    def module_alias(self, name: str, node: ast.AST) -> Value:
+        """A module-level name bound to an expression, evaluated in the module's scope (not the kernel's)."""
+        if name in self.active_aliases:
+            raise self.fail(node, f"module-level name `{name}` is defined in terms of itself", "name")
+        saved, self.scopes = self.scopes, []
+        self.active_aliases.add(name)
+        try:
+            return self.expr(self.sm.aliases[name])
+        finally:
+            self.active_aliases.discard(name)
+            self.scopes = saved
 
     def _owner(self, name: str) -> int | None:
         for i in range(len(self.scopes) - 1, -1, -1):

@@ -7,6 +7,7 @@ does, make broadcasts and casts explicit through the Builder, and emit model ope
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,8 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
         if attr in _MATH and not callable(_MATH[attr]):
             return CV(_MATH[attr])
         raise lw.fail(node, f"math.{attr} is not supported in kernels", "math")
+    if isinstance(base, ModuleRef) and base.name in ("numpy", "torch"):
+        return _dtype_module_attr(lw, base.name, attr, node)
     if isinstance(base, EnumNS):
         return EnumVal(base.name, attr)
     if isinstance(base, Ref) and isinstance(base.ty, ArrayT):
@@ -93,6 +96,24 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
     if isinstance(base, tuple) and attr in ("index", "count"):
         raise lw.fail(node, f"tuple.{attr} is not supported", "tuple")
     raise lw.fail(node, f"attribute `.{attr}` is not supported here", f".{attr}")
+
+
+_DTYPE_SPELLINGS = {"torch": {"bool": "bool_", "float": "float32", "half": "float16", "double": "float64",
+                             "int": "int32", "long": "int64", "short": "int16"},
+                   "numpy": {"half": "float16", "single": "float32", "double": "float64"}}
+_NUMERIC_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e}
+
+
+def _dtype_module_attr(lw, module: str, attr: str, node: ast.AST) -> Value:
+    """`np.int32`, `torch.float16`, `np.inf`: the cuTile dtype or number they stand for in a kernel."""
+    name = _DTYPE_SPELLINGS[module].get(attr, attr)
+    if name in T.CT_DTYPES and name != "tfloat32":
+        return DTypeVal(T.CT_DTYPES[name])
+    if attr in _NUMERIC_CONSTANTS:
+        return CV(_NUMERIC_CONSTANTS[attr])
+    short = "np" if module == "numpy" else module
+    raise lw.fail(node, f"{short}.{attr} is not supported in kernels", short,
+                  "only dtype names and inf/nan/pi/e of numpy and torch have a kernel meaning")
 
 
 def subscript(lw, base: Value, node: ast.Subscript) -> Value:
