@@ -823,6 +823,65 @@ def specialization_values(cfg: KernelConfig, names: frozenset[str]) -> list[dict
 
 def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel]:
     """One kernel, or several literal-specialized entries when constants cannot stay generic."""
+    return _lower_configured(sm, name, cfg) if cfg.configs else _lower_unconfigured(sm, name, cfg)
+
+
+INDEX_DTYPE = "i64"  # arrays whose elements index other arrays (token ids, gather rows): torch.long
+
+
+def _lower_unconfigured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel]:
+    """No configuration: the arrays share one generic element type over the float dtypes with which the
+    kernel type-checks (cuTile Python refuses the others just the same); index arrays are i64."""
+    fn = sm.kernels[name]
+    arrays = [p.name for p in classify_params(sm, fn, cfg) if p.is_array]
+    indexes = index_arrays(sm, fn)
+    candidates = [{a: INDEX_DTYPE if a in indexes else dt for a in arrays} for dt in DEFAULT_FLOAT_DTYPES]
+    kept, first_error = [], None
+    for c in candidates:
+        try:
+            _lower_configured(sm, name, KernelConfig((c,), cfg.ranks, cfg.pinned))
+            kept.append(c)
+        except Diagnostic as d:
+            if d.construct != "dtype":
+                raise  # not a question of dtypes: the same for every candidate
+            first_error = first_error or d
+    if not kept:
+        raise first_error
+    unique = tuple(dict(t) for t in dict.fromkeys(tuple(sorted(c.items())) for c in kept))
+    return _lower_configured(sm, name, KernelConfig(tuple(c for c in kept if c in unique), cfg.ranks, cfg.pinned))
+
+
+def index_arrays(sm: ScannedModule, fn: ast.FunctionDef) -> set[str]:
+    """Names whose loaded values end up as gather/scatter indices (data flow through local assignments)."""
+    loads_of: dict[str, set[str]] = {}
+
+    def sources(node: ast.AST) -> set[str]:
+        out: set[str] = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Call) and _ct_call_name(sm, n.func) in ("load", "gather") and n.args \
+                    and isinstance(n.args[0], ast.Name):
+                out.add(n.args[0].id)
+            elif isinstance(n, ast.Name):
+                out |= loads_of.get(n.id, set())
+        return out
+    assigns = [n for n in ast.walk(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name)]
+    for _ in range(len(assigns) + 1):  # to a fixed point
+        before = sum(map(len, loads_of.values()))
+        for a in assigns:
+            loads_of.setdefault(a.targets[0].id, set()).update(sources(a.value))
+        if sum(map(len, loads_of.values())) == before:
+            break
+    found: set[str] = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and _ct_call_name(sm, n.func) in ("gather", "scatter"):
+            idx = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords if k.arg == "indices"), None)
+            if idx is not None:
+                found |= sources(idx)
+    return found
+
+
+def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel]:
     fn = sm.kernels[name]
     try:
         return [KernelLowerer(sm, fn, cfg).lower()]
@@ -836,7 +895,7 @@ def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel
         for v in values:
             sub_cfg = KernelConfig(tuple(c for c in cfg.configs if all(c.get(k) == x for k, x in v.items())),
                                    cfg.ranks, {**cfg.pinned, **v})
-            for k in lower_kernel(sm, name, sub_cfg):
+            for k in _lower_configured(sm, name, sub_cfg):
                 suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items())
                                   if key not in cfg.pinned)
                 k.name = f"{k.name}_{suffix}" if suffix else k.name

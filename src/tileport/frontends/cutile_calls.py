@@ -541,8 +541,8 @@ def where(lw, cond, x, y, node) -> Ref:
     dtype = _operand_dtype(lw, x, y, node, "ct.where")
     shape = _common_shape(lw, (cond, x, y), node)
     c = lw.b.to_tile(lw.scalar_atom(cond, node) if not isinstance(cond, Ref) else cond, "bool", shape, loc)
-    xs = lw.b.to_tile(x if isinstance(x, Ref) else _lit(lw, x, dtype, node), dtype, shape, loc)
-    ys = lw.b.to_tile(y if isinstance(y, Ref) else _lit(lw, y, dtype, node), dtype, shape, loc)
+    xs = lw.b.to_tile(x if isinstance(x, Ref) else _const_operand(lw, x, dtype, node), dtype, shape, loc)
+    ys = lw.b.to_tile(y if isinstance(y, Ref) else _const_operand(lw, y, dtype, node), dtype, shape, loc)
     return lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
 
 
@@ -607,8 +607,19 @@ def _operands(lw, a: Value, b: Value, dtype: T.DType, node) -> tuple[Atom, Atom,
         return _scalar_operand(lw, a, dtype, node), _scalar_operand(lw, b, dtype, node), None
     loc = lw.loc(node)
     shape = lw.b.broadcast_shape(_shape_of(a), _shape_of(b), loc)
-    x, y = (lw.b.to_tile(v if isinstance(v, Ref) else _lit(lw, v, dtype, node), dtype, shape, loc) for v in (a, b))
+    x, y = (lw.b.to_tile(v if isinstance(v, Ref) else _const_operand(lw, v, dtype, node), dtype, shape, loc)
+            for v in (a, b))
     return x, y, shape
+
+
+def _const_operand(lw, v, dtype, node) -> Atom:
+    """A number against a tile: a literal; a `ct.Constant` (tile // N, offs < S): its value as a scalar."""
+    if isinstance(v, CV) and isinstance(v.value, (Sym, T.DimOp)):
+        atom = _scalar_operand(lw, v, dtype, node)
+        if isinstance(atom, CDim):  # a runtime i32 value, broadcast like any scalar
+            atom = lw.b.value("scalar", (atom,), ScalarT("i32"), lw.loc(node), hint="c")
+        return atom
+    return _lit(lw, v, dtype, node)
 
 
 def _scalar_operand(lw, v, dtype, node) -> Atom:
