@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -75,12 +75,17 @@ class KernelConfig:
 
     Each configuration maps array and scalar parameters to a dtype name ("f16", "i32", ...) and
     `ct.Constant` parameters to a value. `ranks` gives array ranks when they are known from outside.
-    `pinned` fixes constants to literals (literal-specialized entries).
+    `pinned` fixes constants to literals (literal-specialized entries). `runtime` names constants that
+    become typed runtime parameters: no values are known and they cannot stay const generics.
     """
 
     configs: tuple[Mapping[str, Any], ...] = ()
     ranks: Mapping[str, int] = field(default_factory=dict)
     pinned: Mapping[str, Any] = field(default_factory=dict)
+    runtime: frozenset[str] = frozenset()
+
+
+CONST_SCALAR_DTYPES = {"int": "i32", "bool": "bool", "float": "f32"}  # a ct.Constant passed at run time
 
 
 DEFAULT_FLOAT_DTYPES = ("f32", "f16", "bf16")
@@ -223,7 +228,9 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
     for a in fn.args.args:
         loc = loc_of(path, a)
         const_kind = _const_annotation(sm, a.annotation)
-        if const_kind:
+        if const_kind and a.arg in cfg.runtime:
+            params.append(Param(a.arg, ScalarT(CONST_SCALAR_DTYPES[const_kind])))
+        elif const_kind:
             params.append(Param(a.arg, ConstT(const_kind), const_kind))
         elif a.arg in arrays:
             rank = cfg.ranks.get(a.arg) or arrays[a.arg]
@@ -839,7 +846,7 @@ def _lower_unconfigured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list
     kept, first_error = [], None
     for c in candidates:
         try:
-            _lower_configured(sm, name, KernelConfig((c,), cfg.ranks, cfg.pinned))
+            _lower_configured(sm, name, replace(cfg, configs=(c,)))
             kept.append(c)
         except Diagnostic as d:
             if d.construct != "dtype":
@@ -848,7 +855,7 @@ def _lower_unconfigured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list
     if not kept:
         raise first_error
     unique = tuple(dict(t) for t in dict.fromkeys(tuple(sorted(c.items())) for c in kept))
-    return _lower_configured(sm, name, KernelConfig(tuple(c for c in kept if c in unique), cfg.ranks, cfg.pinned))
+    return _lower_configured(sm, name, replace(cfg, configs=tuple(c for c in kept if c in unique)))
 
 
 def index_arrays(sm: ScannedModule, fn: ast.FunctionDef) -> set[str]:
@@ -887,14 +894,18 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[K
         return [KernelLowerer(sm, fn, cfg).lower()]
     except NeedsSpecialization as need:
         values = specialization_values(cfg, need.constants | frozenset(cfg.pinned))
+        if not values and not cfg.pinned and not need.constants <= cfg.runtime:
+            # no values known: the constants become typed runtime parameters (cuTile folds them; the
+            # port computes with them), so the kernel still translates without a configuration
+            return _lower_configured(sm, name, replace(cfg, runtime=cfg.runtime | need.constants))
         if not values:
             raise Diagnostic(f"{need.reason}; constant(s) {', '.join(sorted(need.constants))} must be "
                              "specialized, but no values are known", need.loc, "specialization",
                              "give the constant values in use (a capture/config per value)") from None
         out = []
         for v in values:
-            sub_cfg = KernelConfig(tuple(c for c in cfg.configs if all(c.get(k) == x for k, x in v.items())),
-                                   cfg.ranks, {**cfg.pinned, **v})
+            sub_cfg = replace(cfg, configs=tuple(c for c in cfg.configs if all(c.get(k) == x for k, x in v.items())),
+                              pinned={**cfg.pinned, **v})
             for k in _lower_configured(sm, name, sub_cfg):
                 suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items())
                                   if key not in cfg.pinned)
