@@ -68,6 +68,8 @@ def translate(
     corpus: Annotated[bool, typer.Option(help="Translate the reference corpus into rust/.")] = False,
     crate: Annotated[str, typer.Option(help="Name of the generated crate.")] = "tileport_kernels",
     check: Annotated[bool, typer.Option(help="With --corpus: fail if rust/ differs from a fresh translation.")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constant values) "
+                                                   "per kernel: JSON, TOML or YAML (README, 'Configurations').")] = None,
 ) -> None:
     """Translate cuTile Python kernels to a cutile-rs crate (device code, C-ABI launchers, manifest)."""
     from tileport.translate import translate as run
@@ -85,13 +87,23 @@ def translate(
         if missing:
             console.print(f"[red]no such file:[/] {', '.join(map(str, missing))}")
             raise typer.Exit(2)
-        report = run([str(f) for f in files], out, crate=crate)
+        configs = _load_configs(config) if config else {}
+        report = run([str(f) for f in files], out, {str(f): configs for f in files}, crate=crate)
     _print_translation(report)
     n_ok = sum(r.ok for r in report.results)
     where = report.written[0].parent if report.written else out
     console.print(f"{n_ok}/{len(report.results)} kernels translated in {time.perf_counter() - t0:.2f} s"
                   + (f"; crate written to {where}" if report.written else ""))
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _load_configs(path: Path) -> dict:
+    from tileport.config import ConfigError, kernel_configs, load_config
+    try:
+        return kernel_configs(load_config(path))
+    except ConfigError as e:
+        console.print(f"[red]--config {escape(str(e))}[/]")
+        raise typer.Exit(2) from None
 
 
 def _check_drift(crate_dir: Path) -> int:
@@ -247,7 +259,7 @@ def port(
                                                               "machine (files or directories) for D and E.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip stages whose inputs did not change.")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constants) of "
-                                                   "kernels outside the library, JSON.")] = None,
+                                                   "kernels outside the library: JSON, TOML or YAML.")] = None,
     residual: Annotated[bool, typer.Option("--residual", help="Run F (residual performance) after an "
                                            "unresolved E INVESTIGATE.")] = False,
     until: Annotated[Optional[str], typer.Option("--until", help="Stop after this stage (A-F); resume later.")] = None,

@@ -384,6 +384,8 @@ class KernelLowerer:
 
     def hint_value(self, node: ast.AST, option: str) -> Any:
         """A kernel option: a compile-time constant, or `ct.ByTarget(sm_100=.., default=..)` -> {target: v}."""
+        if isinstance(node, ast.Name) and node.id in self.sm.aliases:
+            node = self.sm.aliases[node.id]  # HINTS = ct.ByTarget(...) at module level
         if isinstance(node, ast.Call) and _ct_call_name(self.sm, node.func) == "ByTarget":
             if node.args or any(kw.arg is None for kw in node.keywords):
                 raise self.fail(node, "ct.ByTarget takes keyword arguments only (sm_XX=value, default=value)",
@@ -894,14 +896,20 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[K
         return [KernelLowerer(sm, fn, cfg).lower()]
     except NeedsSpecialization as need:
         values = specialization_values(cfg, need.constants | frozenset(cfg.pinned))
+        unknown = Diagnostic(f"{need.reason}; constant(s) {', '.join(sorted(need.constants))} must be "
+                             "specialized, but no values are known", need.loc, "specialization",
+                             "give the constant values in use (translate/port --config)")
         if not values and not cfg.pinned and not need.constants <= cfg.runtime:
             # no values known: the constants become typed runtime parameters (cuTile folds them; the
             # port computes with them), so the kernel still translates without a configuration
-            return _lower_configured(sm, name, replace(cfg, runtime=cfg.runtime | need.constants))
+            try:
+                return _lower_configured(sm, name, replace(cfg, runtime=cfg.runtime | need.constants))
+            except Diagnostic as d:
+                if d.construct == "dtype":
+                    raise  # about element types, not the constant (unconfigured kernels try several)
+                raise unknown from None  # e.g. the constant is also a tile dimension: values are needed
         if not values:
-            raise Diagnostic(f"{need.reason}; constant(s) {', '.join(sorted(need.constants))} must be "
-                             "specialized, but no values are known", need.loc, "specialization",
-                             "give the constant values in use (a capture/config per value)") from None
+            raise unknown from None
         out = []
         for v in values:
             sub_cfg = replace(cfg, configs=tuple(c for c in cfg.configs if all(c.get(k) == x for k, x in v.items())),

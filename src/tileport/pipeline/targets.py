@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tileport.config import ConfigError, load_config
 from tileport.frontends.cutile import KernelConfig, scan_module
 from tileport.model.types import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture
@@ -43,25 +43,11 @@ def _library_target(path_str: str, kernel: str) -> Target:
 
 
 def load_config_file(path: Path) -> dict[str, dict[str, Any]]:
-    """--config FILE.json: {"kernels": {name: {"configs": [...], "ranks": {...}}}} or {name: [configs]}.
-
-    A configuration maps array parameters to an element dtype ("float16" / "f16"...), runtime scalars
-    to a dtype, and ct.Constant parameters to their value."""
+    """--config FILE (JSON, TOML or YAML; format in tileport.config)."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise TargetError(f"--config {path}: {e}") from None
-    kernels = data.get("kernels", data) if isinstance(data, dict) else None
-    if not isinstance(kernels, dict):
-        raise TargetError(f"--config {path}: expected an object of kernels")
-    out = {}
-    for name, spec in kernels.items():
-        if isinstance(spec, list):
-            spec = {"configs": spec}
-        if not isinstance(spec, dict) or not isinstance(spec.get("configs", []), list):
-            raise TargetError(f"--config {path}: kernel `{name}` needs a list of configurations")
-        out[name] = {"configs": [dict(c) for c in spec.get("configs", [])], "ranks": dict(spec.get("ranks", {}))}
-    return out
+        return load_config(path)
+    except ConfigError as e:
+        raise TargetError(f"--config {e}") from None
 
 
 def _short(v: Any) -> Any:

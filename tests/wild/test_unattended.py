@@ -1,0 +1,242 @@
+"""Translate needs no values, and the language of real-world kernel files.
+
+Small kernels written for these tests (never third-party code): module-level aliases, cuda.tile
+submodule imports, numpy/torch dtype names, `ct.ByTarget` options, a `ct.Constant` as a tile operand,
+element dtypes kept to those the kernel type-checks with, index arrays, constants without values as
+typed runtime parameters, and `translate --config` in JSON, TOML and YAML.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileport.cli import app
+from tileport.config import ConfigError, kernel_configs, load_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "translator"))
+from tp_helpers import entry_text, has_line, module_text, run, write_kernels  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "unattended.py"
+
+
+def translated(path: Path, configs=None):
+    report = run(path, configs)
+    assert report.ok, [str(r.diagnostic) for r in report.results if not r.ok]
+    return report, module_text(report, path)
+
+
+def test_data_kernels_translate_without_configuration():
+    report, text = translated(DATA)
+    assert sorted(r.kernel for r in report.results) == ["by_target_kernel", "const_operand_kernel",
+                                                         "foreign_names_kernel"]
+
+
+def test_by_target_options_become_per_target_hints():
+    _, text = translated(DATA)
+    assert ("#[cutile::entry(optimization_hints = (sm_100 = (num_cta_in_cga = 2, occupancy = 4,), "
+            "sm_120 = (num_cta_in_cga = 1, occupancy = 2,), default = (num_cta_in_cga = 1, occupancy = 2,),))]"
+            in text)
+
+
+def test_module_aliases_and_submodule_imports(tmp_path):
+    path = write_kernels(tmp_path, """
+        from cuda.tile._numeric_semantics import RoundingMode as RMd
+        PAD_ZERO = ct.PaddingMode.ZERO
+        ALIAS_OF_ALIAS = PAD_ZERO
+        my_exp = ct.exp
+
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,), padding_mode=ALIAS_OF_ALIAS)
+            t = ct.truediv(my_exp(ct.astype(t, ct.float32)), 3.0, rounding_mode=RMd.APPROX, flush_to_zero=True)
+            ct.store(y, index=(ct.bid(0),), tile=ct.astype(t, y.dtype))
+    """)
+    _, text = translated(path)
+    assert "padding::Zero" in text and "exp(" in text
+    assert "rounding::Approx" in text or "divf" in text
+
+
+def test_alias_defined_by_itself_is_a_located_diagnostic(tmp_path):
+    path = write_kernels(tmp_path, """
+        A = B
+        B = A
+
+        @ct.kernel
+        def k(x, TILE: ConstInt):
+            ct.store(x, index=(0,), tile=ct.full((TILE,), A, dtype=ct.float32))
+    """)
+    (r,) = run(path).results
+    assert r.diagnostic.construct == "name" and r.diagnostic.loc.line == 7
+
+
+def test_numpy_and_torch_dtypes_and_infinities():
+    _, text = translated(DATA)
+    body = entry_text(text, "foreign_names_kernel")
+    assert "f32::NEG_INFINITY" in body
+    assert "Tile<f32, { [TILE] }>" in body
+
+
+def test_unknown_numpy_attribute_is_a_located_diagnostic(tmp_path):
+    path = write_kernels(tmp_path, """
+        import numpy as np
+
+        @ct.kernel
+        def k(x, TILE: ConstInt):
+            ct.store(x, index=(0,), tile=ct.full((TILE,), np.euler_gamma, dtype=ct.float32))
+    """)
+    (r,) = run(path).results
+    d = r.diagnostic
+    assert d.construct == "np" and (d.loc.line, d.loc.col) == (10, 51), str(d)
+
+
+def test_by_target_with_unknown_target_is_refused(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel(occupancy=ct.ByTarget(hopper=2, default=1))
+        def k(x, TILE: ConstInt):
+            ct.store(x, index=(0,), tile=ct.full((TILE,), 0.0, dtype=ct.float32))
+    """)
+    (r,) = run(path).results
+    assert r.diagnostic.construct == "ct.ByTarget" and r.diagnostic.loc.line == 6
+
+
+def test_constant_as_tile_operand():
+    _, text = translated(DATA)
+    body = entry_text(text, "const_operand_kernel")
+    assert has_line(body, "let {_}: i32 = N;")
+    assert has_line(body, "let {_}: Tile<i32, { [TILE] }> = {_}.broadcast(shape![TILE]);")
+
+
+def test_unconfigured_dtypes_are_those_the_kernel_type_checks_with(tmp_path):
+    # `out` receives an f32 tile: with f16 or bf16 arrays cuTile refuses the store, so only f32 remains
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, out, TILE: ConstInt):
+            acc = ct.full((TILE,), 0.0, dtype=ct.float32)
+            acc = acc + ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            ct.store(out, index=(ct.bid(0),), tile=acc)
+    """)
+    _, text = translated(path)
+    assert "x: &Tensor<f32, { [-1] }>" in entry_text(text, "k")
+    assert "ElementType" not in entry_text(text, "k")
+
+
+def test_unconfigured_dtypes_stay_generic_when_all_type_check(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, out, TILE: ConstInt):
+            ct.store(out, index=(ct.bid(0),), tile=ct.load(x, index=(ct.bid(0),), shape=(TILE,)))
+    """)
+    _, text = translated(path)
+    assert "dtype::F32, dtype::F16, dtype::BF16" in text
+
+
+def test_unconfigured_dtype_error_of_every_candidate_is_reported(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, out, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            ct.store(out, index=(ct.bid(0),), tile=ct.astype(t, ct.float16) + ct.astype(t, ct.bfloat16))
+    """)
+    (r,) = run(path).results
+    assert r.diagnostic.construct == "dtype" and r.diagnostic.loc.line == 9
+
+
+def test_index_arrays_are_integers(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(ids, table, out, TILE: ConstInt, D: ConstInt):
+            rows = ct.load(ids, index=(ct.bid(0),), shape=(TILE,))
+            rows2 = rows[:, None]
+            cols = ct.arange(D, dtype=ct.int32)[None, :]
+            ct.store(out, index=(ct.bid(0), 0), tile=ct.gather(table, (rows2, cols)))
+    """)
+    _, text = translated(path)
+    assert "ids: &Tensor<i64, { [-1] }>" in entry_text(text, "k")
+
+
+def test_float_constant_without_values_is_a_typed_parameter(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, TILE: ConstInt, eps: ct.Constant[float]):
+            ct.store(x, index=(ct.bid(0),), tile=ct.full((TILE,), eps, dtype=ct.float32))
+    """)
+    report, text = translated(path)
+    assert report.results[0].entries == ["k"]
+    assert "eps: f32" in entry_text(text, "k")
+    # with values, the constant is still specialized (literal entries), as before
+    report, text = translated(path, {"k": [{"x": "f32", "TILE": 128, "eps": 1e-6}]})
+    assert report.results[0].entries == ["k_eps1em06"]
+
+
+def test_int_constant_compared_without_values_is_a_typed_parameter(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, MODE: ConstInt, TILE: ConstInt):
+            row = 0 if MODE == 1 else ct.bid(0)
+            ct.store(x, index=(row,), tile=ct.full((TILE,), 1.0, dtype=ct.float32))
+    """)
+    _, text = translated(path)
+    body = entry_text(text, "k")
+    assert "MODE: i32" in body and "const TILE: i32" in body
+
+
+# ---- translate --config (JSON, TOML, YAML)
+
+CONFIG = {"kernels": {"k": {"configs": [{"x": "float16", "TILE": 128, "eps": 0.5}], "ranks": {"x": 1}}}}
+
+
+def _kernel_file(tmp_path):
+    return write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, TILE: ConstInt, eps: ct.Constant[float]):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            ct.store(x, index=(ct.bid(0),), tile=t + eps)
+    """)
+
+
+@pytest.mark.parametrize("suffix,text", [
+    (".json", json.dumps(CONFIG)),
+    (".toml", '[[kernels.k.configs]]\nx = "float16"\nTILE = 128\neps = 0.5\n[kernels.k.ranks]\nx = 1\n'),
+    (".yaml", "kernels:\n  k:\n    configs:\n      - {x: float16, TILE: 128, eps: 0.5}\n    ranks: {x: 1}\n"),
+])
+def test_config_formats_load_the_same(tmp_path, suffix, text):
+    if suffix == ".yaml":
+        pytest.importorskip("yaml", reason="PyYAML is not installed")
+    path = tmp_path / f"cfg{suffix}"
+    path.write_text(text)
+    assert load_config(path) == CONFIG["kernels"]
+    cfg = kernel_configs(load_config(path))["k"]
+    assert cfg.configs == ({"x": "f16", "TILE": 128, "eps": 0.5},) and dict(cfg.ranks) == {"x": 1}
+
+
+def test_translate_cli_accepts_config(tmp_path):
+    kern = _kernel_file(tmp_path)
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text('[[kernels.k.configs]]\nx = "float16"\nTILE = 128\neps = 0.5\n')
+    out = tmp_path / "crate"
+    res = CliRunner().invoke(app, ["translate", str(kern), "-o", str(out), "--config", str(cfg)])
+    assert res.exit_code == 0, res.output
+    rust = (out / "src" / "kern.rs").read_text()
+    assert "pub unsafe fn k_eps0p5" in rust and "dtype::F16" in rust and "dtype::F32" not in rust
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("{not json", "cfg.json"),
+    ('{"k": {"configs": 3}}', "needs a list of configurations"),
+    ('{"k": [{"x": [1, 2]}]}', "maps parameter names"),
+    ('{"k": {"configs": [], "ranks": {"x": 0}}}', "positive integers"),
+])
+def test_bad_config_is_refused_with_a_message(tmp_path, text, needle):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError, match=needle):
+        load_config(cfg)
+    res = CliRunner().invoke(app, ["translate", str(_kernel_file(tmp_path)), "-o", str(tmp_path / "o"),
+                                   "--config", str(cfg)])
+    assert res.exit_code == 2 and "--config" in res.output
+    assert not (tmp_path / "o").exists()
