@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "translator"))
 from tp_helpers import entry_text, has_line, module_text, run, write_kernels  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "unattended.py"
+FOREIGN = Path(__file__).parent / "data" / "foreign.py"
 
 
 def translated(path: Path, configs=None):
@@ -33,7 +34,7 @@ def translated(path: Path, configs=None):
 def test_data_kernels_translate_without_configuration():
     report, text = translated(DATA)
     assert sorted(r.kernel for r in report.results) == ["by_target_kernel", "const_operand_kernel",
-                                                         "foreign_names_kernel"]
+                                                         "dtype_choice_kernel"]
 
 
 def test_by_target_options_become_per_target_hints():
@@ -75,7 +76,7 @@ def test_alias_defined_by_itself_is_a_located_diagnostic(tmp_path):
 
 
 def test_numpy_and_torch_dtypes_and_infinities():
-    _, text = translated(DATA)
+    _, text = translated(FOREIGN)
     body = entry_text(text, "foreign_names_kernel")
     assert "f32::NEG_INFINITY" in body
     assert "Tile<f32, { [TILE] }>" in body
@@ -240,3 +241,25 @@ def test_bad_config_is_refused_with_a_message(tmp_path, text, needle):
                                    "--config", str(cfg)])
     assert res.exit_code == 2 and "--config" in res.output
     assert not (tmp_path / "o").exists()
+
+
+def test_dtype_chosen_by_a_conditional_expression_is_a_derived_generic():
+    _, text = translated(DATA)
+    body = entry_text(text, "dtype_choice_kernel")
+    assert "E2: ElementType" in body and has_line(body, "let {_}: Tile<E2, { [TM, TK] }> = convert_tile({_});")
+    assert has_line(text, '(dtype::F32,) => launch!(f32, tf32, ["f32", "tf32"]),')
+    assert has_line(text, '(dtype::F16,) => launch!(f16, f16, ["f16", "f16"]),')
+    assert "e2_code" not in text  # no array carries E2: the match arm sets it
+
+
+def test_branch_on_a_generic_dtype_is_a_located_diagnostic(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            if x.dtype == ct.float32:
+                t = t + 1.0
+            ct.store(y, index=(ct.bid(0),), tile=t)
+    """)
+    (r,) = run(path, {"k": [{"x": "f32", "y": "f32"}, {"x": "f16", "y": "f16"}]}).results
+    assert r.diagnostic.construct == "dtype" and (r.diagnostic.loc.line, r.diagnostic.loc.col) == (9, 8)

@@ -612,6 +612,10 @@ class KernelLowerer:
             return
         if isinstance(cond, CV):
             raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a branch on a constant", self.loc(s))
+        if isinstance(cond, self.calls.DTypeCond):
+            raise self.fail(s.test, "a branch on an element dtype that differs between configurations", "dtype",
+                            "choose the dtype with a conditional expression, or translate one dtype per "
+                            "configuration (--config)")
         if not (isinstance(cond, Ref) and isinstance(cond.ty, ScalarT)):
             raise self.fail(s.test, "an `if` condition must be a scalar", "if")
         if cond.ty.dtype != "bool":
@@ -723,6 +727,8 @@ class KernelLowerer:
         cond = self.expr(node.test)
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, T.DimOp)):
             return self.expr(node.body if cond.value else node.orelse)
+        if isinstance(cond, self.calls.DTypeCond):
+            return self.calls.choose_dtype(self, cond, self.expr(node.body), self.expr(node.orelse), node)
         return self.calls.where(self, cond, self.expr(node.body), self.expr(node.orelse), node)
 
     def binop(self, op: str | None, a: Value, b: Value, node: ast.AST) -> Value:

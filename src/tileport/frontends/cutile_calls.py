@@ -654,8 +654,39 @@ def _fold(lw, op: str, a: CV, b: CV, node) -> CV:
         raise lw.fail(node, f"constant expression fails: {e}", "constant") from None
 
 
+@dataclass(frozen=True)
+class DTypeCond:
+    """A comparison of element dtypes whose answer differs between configurations (one bool each)."""
+
+    values: tuple[bool, ...]
+
+
+def compare_dtypes(lw, op: str, a: DTypeVal, b: DTypeVal, node) -> Value:
+    """`x.dtype == ct.float32`: a constant, or (generic dtypes) one answer per configuration."""
+    if op not in ("==", "!="):
+        raise lw.fail(node, f"dtypes compare with == and != only, not {op}", "comparison")
+    va, vb = lw.b.dspace.values(a.dtype), lw.b.dspace.values(b.dtype)
+    n = max(len(va), len(vb))
+    va, vb = (va * n if len(va) == 1 else va), (vb * n if len(vb) == 1 else vb)
+    answers = tuple((x == y) == (op == "==") for x, y in zip(va, vb))
+    return CV(answers[0]) if len(set(answers)) == 1 else DTypeCond(answers)
+
+
+def choose_dtype(lw, cond: DTypeCond, yes: Value, no: Value, node) -> DTypeVal:
+    """`ct.tfloat32 if x.dtype == ct.float32 else x.dtype`: a dtype per configuration, as a generic."""
+    if not (isinstance(yes, DTypeVal) and isinstance(no, DTypeVal)):
+        raise lw.fail(node, "a condition on element dtypes can only choose between dtypes here", "dtype",
+                      "compute both values and select with ct.where, or give one dtype per configuration")
+    vy, vn = lw.b.dspace.values(yes.dtype), lw.b.dspace.values(no.dtype)
+    n = len(cond.values)
+    vy, vn = (vy * n if len(vy) == 1 else vy), (vn * n if len(vn) == 1 else vn)
+    return DTypeVal(lw.b.dspace.generic(tuple(y if c else m for c, y, m in zip(cond.values, vy, vn))))
+
+
 def compare(lw, op: str, a: Value, b: Value, node) -> Value:
     a, b = materialize(lw, a, node), materialize(lw, b, node)
+    if isinstance(a, DTypeVal) and isinstance(b, DTypeVal):
+        return compare_dtypes(lw, op, a, b, node)
     if isinstance(a, CV) and isinstance(b, CV):
         if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)),

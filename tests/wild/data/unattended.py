@@ -1,9 +1,6 @@
-"""Kernels exhibiting the constructs real-world cuTile files use (written for tileport's tests)."""
+"""Kernels exhibiting constructs real-world cuTile files use (written for tileport's tests; IR-diffed)."""
 
 import cuda.tile as ct
-import numpy as np
-import torch
-from cuda.tile._numeric_semantics import RoundingMode as RM
 
 ConstInt = ct.Constant[int]
 ConstFloat = ct.Constant[float]
@@ -20,18 +17,20 @@ def by_target_kernel(x, y, TILE: ConstInt):
 
 
 @ct.kernel
-def foreign_names_kernel(x, y, TILE: ConstInt):
-    bid = ct.bid(0)
-    low = ct.full((TILE,), -np.inf, dtype=torch.float32)
-    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), np.float32)
-    r = ct.mul(ct.maximum(t, low), 0.5, rounding_mode=RM.RN)
-    ct.store(y, index=(bid,), tile=ct.astype(r, y.dtype))
-
-
-@ct.kernel
 def const_operand_kernel(x, y, N: ConstInt, TILE: ConstInt):
     bid = ct.bid(0)
     offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
     t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD)
     t = ct.where(offs < N, t, 0)
     ct.store(y, index=(bid,), tile=t + (offs // N))
+
+
+@ct.kernel
+def dtype_choice_kernel(a, b, c, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    mma_dtype = ct.tfloat32 if a.dtype == ct.float32 else a.dtype
+    acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
+    for k in range(ct.num_tiles(a, axis=1, shape=(TM, TK))):
+        ta = ct.load(a, index=(ct.bid(0), k), shape=(TM, TK), padding_mode=PAD).astype(mma_dtype)
+        tb = ct.load(b, index=(k, ct.bid(1)), shape=(TK, TN), padding_mode=PAD).astype(mma_dtype)
+        acc = ct.mma(ta, tb, acc)
+    ct.store(c, index=(ct.bid(0), ct.bid(1)), tile=acc.astype(c.dtype))
