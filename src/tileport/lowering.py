@@ -18,6 +18,8 @@ DTYPE_CODE = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "i16"
 # Rust constant names for those codes.
 DTYPE_CONST = {"f32": "F32", "f16": "F16", "bf16": "BF16", "f64": "F64", "i32": "I32", "i64": "I64",
                "i16": "I16", "i8": "I8", "u8": "U8", "bool": "BOOL"}
+# Host-side (launcher) spelling: tf32 is not imported there (only derived generics use it).
+HOST_DTYPE = {**RUST_DTYPE, "tf32": "cutile::core::tf32"}
 # Types that need `use cutile::half::...` on the host side.
 HALF_TYPES = ("f16", "bf16")
 

@@ -247,7 +247,7 @@ def test_dtype_chosen_by_a_conditional_expression_is_a_derived_generic():
     _, text = translated(DATA)
     body = entry_text(text, "dtype_choice_kernel")
     assert "E2: ElementType" in body and has_line(body, "let {_}: Tile<E2, { [TM, TK] }> = convert_tile({_});")
-    assert has_line(text, '(dtype::F32,) => launch!(f32, tf32, ["f32", "tf32"]),')
+    assert has_line(text, '(dtype::F32,) => launch!(f32, cutile::core::tf32, ["f32", "tf32"]),')
     assert has_line(text, '(dtype::F16,) => launch!(f16, f16, ["f16", "f16"]),')
     assert "e2_code" not in text  # no array carries E2: the match arm sets it
 
@@ -263,3 +263,19 @@ def test_branch_on_a_generic_dtype_is_a_located_diagnostic(tmp_path):
     """)
     (r,) = run(path, {"k": [{"x": "f32", "y": "f32"}, {"x": "f16", "y": "f16"}]}).results
     assert r.diagnostic.construct == "dtype" and (r.diagnostic.loc.line, r.diagnostic.loc.col) == (9, 8)
+
+
+def test_unannotated_scalars_get_their_type_from_use_or_a_note(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, scale, n, flag, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,)) * (scale * 2.0)
+            for i in range(n):
+                t = t + 1.0
+            ct.store(x, index=(flag,), tile=t)
+    """)
+    report, text = translated(path)
+    body = entry_text(text, "k")
+    assert "scale: f32" in body and "n: i32" in body and "flag: i32" in body
+    assert report.results[0].notes == ["scalar parameter `flag` has no annotation and its uses do not decide "
+                                       "its type: assumed i32"]

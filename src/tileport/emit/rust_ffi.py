@@ -213,7 +213,7 @@ def _launch_match(variant: Kernel, arg_names, dvars) -> list[str]:
     for combo in combos:
         pat = ", ".join(f"dtype::{L.DTYPE_CONST[combo[i]]}" for i in bound)
         pat = f"({pat},)" if len(bound) == 1 else f"({pat})"
-        types = ", ".join(L.RUST_DTYPE[d] for d in combo)
+        types = ", ".join(L.HOST_DTYPE[d] for d in combo)
         names = ", ".join(f'"{d}"' for d in combo)
         out.append(f"    {pat} => launch!({types}, [{names}]),")
     out.append('    _ => Err(Error::new(Code::DType, "unsupported dtype combination".to_string())),')

@@ -239,10 +239,36 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
                                  "index it with a tuple in ct.load/ct.store, or give its rank in the config")
             params.append(Param(a.arg, ArrayT("?", rank)))
         else:
-            ann = a.annotation.id if isinstance(a.annotation, ast.Name) else None
-            default = "f32" if ann == "float" else "i32"
-            params.append(Param(a.arg, ScalarT(first.get(a.arg, default))))
+            dtype = first.get(a.arg) or _SCALAR_ANNOTATIONS.get(getattr(a.annotation, "id", None)) \
+                or scalar_use_dtype(fn, a.arg) or "i32"
+            params.append(Param(a.arg, ScalarT(dtype)))
     return params
+
+
+_SCALAR_ANNOTATIONS = {"float": "f32", "int": "i32", "bool": "bool"}
+
+
+def scalar_use_dtype(fn: ast.FunctionDef, name: str) -> str | None:
+    """The dtype of an un-annotated scalar parameter, from its uses: next to a float literal or in a true
+    division -> f32; as a range() bound, in // or %, or next to an int literal -> i32; None if nothing says."""
+    votes: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.BinOp, ast.Compare)):
+            operands = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
+            if not any(isinstance(o, ast.Name) and o.id == name for o in operands):
+                continue
+            others = [o for o in operands if not (isinstance(o, ast.Name) and o.id == name)]
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                votes.add("f32")
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+                votes.add("i32")
+            for o in others:
+                if isinstance(o, ast.Constant) and type(o.value) in (int, float):
+                    votes.add("f32" if isinstance(o.value, float) else "i32")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+              and any(isinstance(x, ast.Name) and x.id == name for x in node.args)):
+            votes.add("i32")
+    return votes.pop() if len(votes) == 1 else None
 
 
 def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str]) -> dict[str, int | None]:
@@ -368,9 +394,16 @@ class KernelLowerer:
         hints = self.kernel_hints()
         params = [p for p in self.params if not (p.is_const and p.name in self.cfg.pinned)]
         doc = ast.get_docstring(fn) or ""
+        notes = [f"scalar parameter `{a.arg}` has no annotation and its uses do not decide its type: assumed i32"
+                 for a in fn.args.args if self._assumed_i32(a)]
         return Kernel(rust_ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
                       module_name=rust_ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
-                      signature=tuple(p.name for p in self.params))
+                      signature=tuple(p.name for p in self.params), notes=notes)
+
+    def _assumed_i32(self, a: ast.arg) -> bool:
+        p = next((p for p in self.params if p.name == a.arg), None)
+        return (p is not None and not p.is_array and not p.is_const and a.annotation is None
+                and not any(a.arg in c for c in self.cfg.configs) and scalar_use_dtype(self.fn, a.arg) is None)
 
     def kernel_hints(self) -> dict[str, Any]:
         hints: dict[str, Any] = {}

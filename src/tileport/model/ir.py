@@ -167,6 +167,7 @@ class Kernel:
     base_name: str = ""  # the source kernel's name (differs from `name` for specialized entries)
     pinned: dict[str, Any] = field(default_factory=dict)  # constants fixed by literal specialization
     signature: tuple[str, ...] = ()  # every source parameter, in order (pinned constants included)
+    notes: list[str] = field(default_factory=list)  # assumptions the translator made (reported, not fatal)
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
