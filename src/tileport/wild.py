@@ -175,6 +175,7 @@ class Row:
     factory: str | None
     translate_ok: bool = False
     translate_diagnostic: dict | None = None
+    translate_notes: list[str] = field(default_factory=list)  # assumptions made without a configuration
     port: dict[str, Any] = field(default_factory=dict)  # stage reached, verdicts, CRITICAL count
 
 
@@ -193,7 +194,7 @@ def translate_step(sites: Sequence[KernelSite], roots: dict[str, Path]) -> list[
         for row in file_rows:
             res = results.get(row.kernel)
             if res is not None and res.ok:
-                row.translate_ok = True
+                row.translate_ok, row.translate_notes = True, list(res.notes)
                 continue
             d = res.diagnostic if res is not None else (file_diag.diagnostic if file_diag else None)
             if d is None:  # the translator did not see the kernel at all: say so, never count it as done

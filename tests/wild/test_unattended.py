@@ -279,3 +279,18 @@ def test_unannotated_scalars_get_their_type_from_use_or_a_note(tmp_path):
     assert "scale: f32" in body and "n: i32" in body and "flag: i32" in body
     assert report.results[0].notes == ["scalar parameter `flag` has no annotation and its uses do not decide "
                                        "its type: assumed i32"]
+
+
+def test_scalar_type_from_the_files_own_launch_sites(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, eps, n, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            ct.store(x, index=(ct.bid(0),), tile=t + eps + n)
+
+        def host(x, stream, eps: float, n=3):
+            ct.launch(stream, (1,), k, (x, eps, n, 128))
+    """)
+    report, text = translated(path)
+    body = entry_text(text, "k")
+    assert "eps: f32" in body and "n: i32" in body and report.results[0].notes == []

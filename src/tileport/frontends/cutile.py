@@ -240,12 +240,44 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
             params.append(Param(a.arg, ArrayT("?", rank)))
         else:
             dtype = first.get(a.arg) or _SCALAR_ANNOTATIONS.get(getattr(a.annotation, "id", None)) \
-                or scalar_use_dtype(fn, a.arg) or "i32"
+                or launch_scalar_dtype(sm, fn.name, fn.args.args.index(a)) or scalar_use_dtype(fn, a.arg) or "i32"
             params.append(Param(a.arg, ScalarT(dtype)))
     return params
 
 
 _SCALAR_ANNOTATIONS = {"float": "f32", "int": "i32", "bool": "bool"}
+
+
+def launch_scalar_dtype(sm: ScannedModule, kernel: str, index: int) -> str | None:
+    """The dtype of a kernel's scalar argument from the file's `ct.launch(stream, grid, kernel, (args..))`
+    sites (host code, read, never run): a number literal, or a parameter of the launching function with a
+    `float`/`int`/`bool` annotation or a number default. None when the sites disagree or say nothing."""
+    votes: set[str | None] = set()
+    for fn in ast.walk(sm.tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        positional = fn.args.posonlyargs + fn.args.args
+        params = {a.arg: a for a in positional + fn.args.kwonlyargs}
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(fn.args.defaults):], fn.args.defaults))
+        defaults |= {a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None}
+        for call in ast.walk(fn):
+            if (isinstance(call, ast.Call) and _ct_call_name(sm, call.func) == "launch" and len(call.args) >= 4
+                    and isinstance(call.args[2], ast.Name) and call.args[2].id == kernel
+                    and isinstance(call.args[3], ast.Tuple) and index < len(call.args[3].elts)):
+                votes.add(_host_dtype(call.args[3].elts[index], params, defaults))
+    return votes.pop() if len(votes) == 1 else None
+
+
+def _host_dtype(node: ast.expr, params: dict[str, ast.arg], defaults: dict[str, ast.expr]) -> str | None:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
+        return {int: "i32", float: "f32", bool: "bool"}[type(node.value)]
+    if isinstance(node, ast.Name) and node.id in params:
+        ann = params[node.id].annotation
+        if isinstance(ann, ast.Name) and ann.id in _SCALAR_ANNOTATIONS:
+            return _SCALAR_ANNOTATIONS[ann.id]
+        if node.id in defaults:
+            return _host_dtype(defaults[node.id], {}, {})
+    return None
 
 
 def scalar_use_dtype(fn: ast.FunctionDef, name: str) -> str | None:
@@ -403,7 +435,8 @@ class KernelLowerer:
     def _assumed_i32(self, a: ast.arg) -> bool:
         p = next((p for p in self.params if p.name == a.arg), None)
         return (p is not None and not p.is_array and not p.is_const and a.annotation is None
-                and not any(a.arg in c for c in self.cfg.configs) and scalar_use_dtype(self.fn, a.arg) is None)
+                and not any(a.arg in c for c in self.cfg.configs) and scalar_use_dtype(self.fn, a.arg) is None
+                and launch_scalar_dtype(self.sm, self.fn.name, self.fn.args.args.index(a)) is None)
 
     def kernel_hints(self) -> dict[str, Any]:
         hints: dict[str, Any] = {}
