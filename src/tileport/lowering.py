@@ -66,6 +66,7 @@ CAST = {
     ("f", "i"): "convert_tile({x})",
     ("i", "i+"): "exti({x})",                       # widening
     ("i", "i-"): "trunci_fixed({x}, overflow::None)",  # narrowing (shim)
+    ("i", "i="): "bitcast({x})",                     # same width, other signedness (i64 index -> u64)
 }
 CAST_SCALAR = "convert_scalar({x})"
 

@@ -34,7 +34,7 @@ def translated(path: Path, configs=None):
 def test_data_kernels_translate_without_configuration():
     report, text = translated(DATA)
     assert sorted(r.kernel for r in report.results) == ["by_target_kernel", "const_operand_kernel",
-                                                         "dtype_choice_kernel"]
+                                                         "dtype_choice_kernel", "gather_rows_kernel"]
 
 
 def test_by_target_options_become_per_target_hints():
@@ -157,7 +157,10 @@ def test_index_arrays_are_integers(tmp_path):
             ct.store(out, index=(ct.bid(0), 0), tile=ct.gather(table, (rows2, cols)))
     """)
     _, text = translated(path)
-    assert "ids: &Tensor<i64, { [-1] }>" in entry_text(text, "k")
+    body = entry_text(text, "k")
+    assert "ids: &Tensor<i64, { [-1] }>" in body
+    # an i64 index is reinterpreted as u64 for the address arithmetic (no trunci: same width)
+    assert has_line(body, "let {_}: Tile<u64, { [TILE, 1] }> = bitcast(rows2);") and "trunci" not in body
 
 
 def test_float_constant_without_values_is_a_typed_parameter(tmp_path):

@@ -387,6 +387,8 @@ class KernelEmitter:
             raise self.fail(op, "casts from or to bool are not supported yet")
         ks, kd = ("i" if k == "u" else k for k in (ks, kd))
         if ks == kd == "i":
+            if _bits(src) == _bits(dst):
+                return L.CAST[("i", "i=")].format(x=x.name)
             widen = _bits(src) < _bits(dst)
             if widen:
                 return L.CAST[("i", "i+")].format(x=x.name)

@@ -34,3 +34,10 @@ def dtype_choice_kernel(a, b, c, TM: ConstInt, TN: ConstInt, TK: ConstInt):
         tb = ct.load(b, index=(k, ct.bid(1)), shape=(TK, TN), padding_mode=PAD).astype(mma_dtype)
         acc = ct.mma(ta, tb, acc)
     ct.store(c, index=(ct.bid(0), ct.bid(1)), tile=acc.astype(c.dtype))
+
+
+@ct.kernel
+def gather_rows_kernel(ids, table, out, TILE: ConstInt, D: ConstInt):
+    rows = ct.load(ids, index=(ct.bid(0),), shape=(TILE,), padding_mode=PAD)[:, None]
+    cols = ct.arange(D, dtype=ct.int32)[None, :]
+    ct.store(out, index=(ct.bid(0), 0), tile=ct.gather(table, (rows, cols)))
