@@ -177,6 +177,7 @@ class Row:
     translate_diagnostic: dict | None = None
     translate_notes: list[str] = field(default_factory=list)  # assumptions made without a configuration
     port: dict[str, Any] = field(default_factory=dict)  # stage reached, verdicts, CRITICAL count
+    port_config: dict[str, Any] = field(default_factory=dict)  # the same with --config (values given by hand)
 
 
 def translate_step(sites: Sequence[KernelSite], roots: dict[str, Path]) -> list[Row]:
@@ -217,21 +218,27 @@ def _relative(d: dict, root: Path) -> dict:
 STAGE_ORDER = "ABCDEF"
 
 
-def port_step(rows: Sequence[Row], roots: dict[str, Path], out: Path, timeout: float = 900.0) -> None:
-    """`tileport port FILE::kernel --no-gpu` per kernel (no config); fills `row.port`."""
+def port_step(rows: Sequence[Row], roots: dict[str, Path], out: Path, timeout: float = 900.0,
+              config: Path | None = None) -> None:
+    """`tileport port FILE::kernel --no-gpu` per kernel; fills `row.port` (no config) or, with `config`,
+    `row.port_config`."""
     for row in rows:
         kdir = out / row.package / Path(row.file).with_suffix("").as_posix().replace("/", ".")
         target = f"{roots[row.package] / row.file}::{row.kernel}"
         cmd = [sys.executable, "-m", "tileport.cli", "port", target, "--no-gpu", "--out", str(kdir)]
+        cmd += ["--config", str(config)] if config else []
         t0 = time.perf_counter()
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
             tail = (r.stdout + r.stderr)[-400:]
         except subprocess.TimeoutExpired:
-            row.port = {"stage": None, "error": f"port timed out after {timeout:.0f} s"}
-            continue
-        row.port = read_port(kdir, row.kernel, tail)
-        row.port["seconds"] = round(time.perf_counter() - t0, 1)
+            result = {"stage": None, "error": f"port timed out after {timeout:.0f} s"}
+        else:
+            result = read_port(kdir, row.kernel, tail) | {"seconds": round(time.perf_counter() - t0, 1)}
+        if config:
+            row.port_config = result
+        else:
+            row.port = result
 
 
 def read_port(kdir: Path, kernel: str, tail: str) -> dict[str, Any]:
@@ -261,9 +268,9 @@ def _latest_verdict(kdir: Path, stage: str) -> dict | None:
         return None
 
 
-def clean_diff(row: Row) -> bool:
+def clean_diff(port: dict[str, Any]) -> bool:
     """The IR diff ran on every configuration (B COMPILED) with 0 CRITICAL findings."""
-    return row.port.get("critical") == 0
+    return port.get("critical") == 0
 
 
 # ---------------------------------------------------------------- the table
@@ -275,8 +282,11 @@ def summarize(rows: Sequence[Row], ported: bool) -> dict[str, Any]:
     s = {"kernels": n, "translate_ok": ok, "translate_rate": round(ok / n, 4) if n else 0.0,
          "failures_located": located - ok}
     if ported:
-        clean = sum(clean_diff(r) for r in rows)
+        clean = sum(clean_diff(r.port) for r in rows)
         s |= {"ir_diff_clean": clean, "ir_diff_clean_rate": round(clean / n, 4) if n else 0.0}
+    if any(r.port_config for r in rows):
+        clean = sum(clean_diff(r.port_config) for r in rows)
+        s |= {"with_config_ir_diff_clean": clean}
     return s
 
 
@@ -302,22 +312,40 @@ def render_markdown(table: dict[str, Any]) -> str:
     if "ir_diff_clean" in s:
         lines.append(f"- `tileport port --no-gpu` (no config): IR diff ran with 0 CRITICAL: **{s['ir_diff_clean']}/"
                      f"{s['kernels']}** ({100 * s['ir_diff_clean_rate']:.0f} %)")
+    with_config = "with_config_ir_diff_clean" in s
+    if with_config:
+        lines.append(f"- the same with `--config` {table.get('config', '')} (dtypes and constant values given by "
+                     f"hand; not unattended): IR diff ran with 0 CRITICAL: **{s['with_config_ir_diff_clean']}/"
+                     f"{s['kernels']}**")
     lines += ["", "Stage: the last stage `tileport port` ran; CRIT: CRITICAL IR-diff findings (B's diff, "
               "stage C's input; `-` when no diff ran).", "",
-              "| package | file | kernel | translate | stage (verdict) | CRIT | first diagnostic |",
-              "|---|---|---|---|---|---|---|"]
+              "| package | file | kernel | translate | stage (verdict) | CRIT | first diagnostic |"
+              + (" with --config: stage, CRIT, why |" if with_config else ""),
+              "|---|---|---|---|---|---|---|" + ("---|" if with_config else "")]
     for r in table["kernels"]:
         port = r.get("port") or {}
-        stage = port.get("stage") or "-"
-        verdict = list(port.get("verdicts", {}).values())[-1:] if port else []
-        st = f"{stage} ({verdict[0]})" if verdict else stage
         crit = port.get("critical", "-")
         diag = r["first_diagnostic"] or (port.get("reason", "") if port and crit != 0 else "")
         name = r["kernel"] + (f" (in `{r['factory']}`)" if r.get("factory") else "")
-        lines.append(f"| {r['package']} | {r['file']} | `{name}` | {'ok' if r['translate_ok'] else 'FAIL'} | "
-                     f"{st} | {crit} | {diag.replace('|', '/')[:200]} |")
+        line = (f"| {r['package']} | {r['file']} | `{name}` | {'ok' if r['translate_ok'] else 'FAIL'} | "
+                f"{_stage(port)} | {crit} | {_cell(diag)} |")
+        if with_config:
+            pc = r.get("port_config") or {}
+            why = pc.get("reason", "") if pc.get("critical") != 0 else ""
+            line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 120) if why else ''} |"
+        lines.append(line)
     lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only)."]
     return "\n".join(lines) + "\n"
+
+
+def _stage(port: dict[str, Any]) -> str:
+    stage = port.get("stage") or "-"
+    verdict = list(port.get("verdicts", {}).values())[-1:] if port else []
+    return f"{stage} ({verdict[0]})" if verdict else stage
+
+
+def _cell(text: str, width: int = 200) -> str:
+    return " ".join(text.split()).replace("|", "/")[:width]
 
 
 def build_table(rows: Sequence[Row], roots: Sequence[tuple[str, str, Path]], ported: bool) -> dict[str, Any]:
@@ -327,6 +355,8 @@ def build_table(rows: Sequence[Row], roots: Sequence[tuple[str, str, Path]], por
         rec["first_diagnostic"] = first_diagnostic(r)
         if not ported:
             rec.pop("port")
+        if not r.port_config:
+            rec.pop("port_config")
         kernels.append(rec)
     return {"date": time.strftime("%Y-%m-%d", time.gmtime()),
             "packages": [{"package": p, "version": v, "kernels": sum(r.package == p for r in rows)}
@@ -346,6 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("out/wild"), help="downloads, sources and port runs")
     ap.add_argument("--results", type=Path, default=Path("bench/results"), help="where wild.json/.md go")
     ap.add_argument("--no-port", action="store_true", help="translate step only (fast; table in --work)")
+    ap.add_argument("--config", type=Path, help="also port with these values (a second, not unattended, column)")
     args = ap.parse_args(argv)
     try:
         roots = fetch_all(args.work)
@@ -357,7 +388,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = translate_step(sites, by_pkg)
     if not args.no_port:
         port_step(rows, by_pkg, args.work / "port")
+        if args.config:
+            port_step(rows, by_pkg, args.work / "port-config", config=args.config.resolve())
     table = build_table(rows, roots, not args.no_port)
+    if args.config:
+        table["config"] = str(args.config)
     where = args.work if args.no_port else args.results  # the committed table always has the port step
     name = "wild-translate" if args.no_port else "wild"
     write_atomic(where / f"{name}.json", json.dumps(table, indent=1) + "\n")

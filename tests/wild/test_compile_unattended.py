@@ -29,6 +29,8 @@ CAPTURES = [
     Capture("const_operand_kernel", {"x": (F32, 1), "y": (F32, 1)}, {}, {"N": 1000, "TILE": 128}),
     Capture("dtype_choice_kernel", {"a": (F32, 2), "b": (F32, 2), "c": (F32, 2)}, {}, {"TM": 64, "TN": 64, "TK": 32}),
     Capture("dtype_choice_kernel", {"a": (F16, 2), "b": (F16, 2), "c": (F16, 2)}, {}, {"TM": 64, "TN": 64, "TK": 32}),
+    Capture("scalar_tile_kernel", {"x": (F32, 1), "lens": ("int32", 1), "y": (F32, 1), "total": (F32, 1)}, {},
+            {"TILE": 128}),
     Capture("gather_rows_kernel", {"ids": ("int64", 1), "table": (F32, 2), "out": (F32, 2)}, {}, {"TILE": 64, "D": 128}),
 ]
 

@@ -34,7 +34,8 @@ def translated(path: Path, configs=None):
 def test_data_kernels_translate_without_configuration():
     report, text = translated(DATA)
     assert sorted(r.kernel for r in report.results) == ["by_target_kernel", "const_operand_kernel",
-                                                         "dtype_choice_kernel", "gather_rows_kernel"]
+                                                         "dtype_choice_kernel", "gather_rows_kernel",
+                                                         "scalar_tile_kernel"]
 
 
 def test_by_target_options_become_per_target_hints():
@@ -297,3 +298,38 @@ def test_scalar_type_from_the_files_own_launch_sites(tmp_path):
     report, text = translated(path)
     body = entry_text(text, "k")
     assert "eps: f32" in body and "n: i32" in body and report.results[0].notes == []
+
+
+def test_scalar_tiles_load_store_item_and_branch():
+    _, text = translated(DATA)
+    body = entry_text(text, "scalar_tile_kernel")
+    # 0-d load from a rank-1 array: a (1,) tile reshaped to (); `.item()` reshapes a (1,) tile to ()
+    assert has_line(body, "let n: Tile<E, { [] }> = {_}.reshape(shape![]);")
+    assert has_line(body, "let m: Tile<E, { [] }> = {_}.reshape(shape![]);")
+    # `if` on a 0-d tile: its scalar value
+    assert has_line(body, "let cond: bool = tile_to_scalar({_});")
+    # 0-d store into a rank-1 array: reshaped to (1,)
+    assert has_line(body, "let {_}: Tile<E, { [1] }> = {_}.reshape(shape![1]);")
+
+
+def test_kernels_built_by_a_factory(tmp_path):
+    path = write_kernels(tmp_path, """
+        def make_scale_kernel(factor):
+            TILE = 2 * 64
+
+            @ct.kernel
+            def scale_kernel(x, y):
+                t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+                ct.store(y, index=(ct.bid(0),), tile=t * 2.0)
+
+            @ct.kernel
+            def uses_factor_kernel(x):
+                ct.store(x, index=(ct.bid(0),), tile=ct.full((TILE,), factor, dtype=ct.float32))
+            return scale_kernel, uses_factor_kernel
+    """)
+    results = {r.kernel: r for r in run(path).results}
+    assert results["scale_kernel"].ok, str(results["scale_kernel"].diagnostic)
+    d = results["uses_factor_kernel"].diagnostic
+    assert d.construct == "closure" and (d.loc.line, d.loc.col) == (16, 63) and "make_scale_kernel" in d.message
+    text = module_text(run(path), path)
+    assert "let x_view: Partition<E, { [128] }> = unsafe {" in entry_text(text, "scale_kernel")

@@ -108,6 +108,17 @@ class ScannedModule:
     # evaluated where a kernel uses them
     aliases: dict[str, ast.expr] = field(default_factory=dict)
     dtype_modules: dict[str, str] = field(default_factory=dict)  # np -> "numpy", torch -> "torch"
+    closures: dict[str, "Closure"] = field(default_factory=dict)  # kernels built inside a factory function
+
+
+@dataclass
+class Closure:
+    """The enclosing factory of a kernel defined inside a function: its constant locals, and the names
+    whose values exist only when the factory runs (its parameters, its other locals)."""
+
+    factory: str
+    constants: dict[str, Any]
+    runtime: set[str]
 
 
 def loc_of(path: str, node: ast.AST) -> Loc:
@@ -144,7 +155,36 @@ def scan_module(path: str, source: str | None = None) -> ScannedModule:
                 sm.helpers[node.name] = node
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             _scan_assign(sm, node)
+    for factory in [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in sm.helpers]:
+        _scan_factory(sm, factory)
     return sm
+
+
+def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
+    """Kernels a function builds (`def make(n): @ct.kernel def k(..): ..; return k`), with its closure."""
+    nested = [n for n in ast.walk(factory) if isinstance(n, ast.FunctionDef) and n is not factory
+              and any(_is_ct_attr(sm, d, "kernel") for d in n.decorator_list)]
+    if not nested:
+        return
+    a = factory.args
+    runtime = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
+    constants: dict[str, Any] = {}
+    scoped = ScannedModule(sm.path, sm.tree, sm.ct_names, sm.ct_imports, {**sm.constants}, sm.const_aliases,
+                           {}, {}, sm.math_names)
+    for st in factory.body:  # straight-line constant locals; anything else is known only at run time
+        names = [t.id for t in getattr(st, "targets", [getattr(st, "target", None)]) if isinstance(t, ast.Name)]
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and len(names) == 1 and st.value is not None:
+            try:
+                constants[names[0]] = scoped.constants[names[0]] = _eval_const(scoped, st.value)
+                runtime.discard(names[0])
+                continue
+            except (ValueError, TypeError, ZeroDivisionError, KeyError):
+                pass
+        runtime |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for kernel in nested:
+        if kernel.name not in sm.kernels:
+            sm.kernels[kernel.name] = kernel
+            sm.closures[kernel.name] = Closure(factory.name, constants, runtime - {kernel.name})
 
 
 def _is_ct_attr(sm: ScannedModule, node: ast.AST, attr: str) -> bool:
@@ -469,6 +509,13 @@ class KernelLowerer:
         for s in reversed(self.scopes):
             if name in s.vars:
                 return s.vars[name]
+        closure = self.sm.closures.get(self.fn.name)
+        if closure and name in closure.constants:
+            return CV(closure.constants[name])
+        if closure and name in closure.runtime:
+            raise self.fail(node, f"`{name}` belongs to the factory `{closure.factory}` that builds this kernel; "
+                                  "its value exists only when the factory runs", "closure",
+                            f"make `{name}` a ct.Constant parameter of the kernel, or a module-level constant")
         if name in self.sm.constants:
             return CV(self.sm.constants[name])
         if name in self.sm.helpers:
@@ -682,6 +729,8 @@ class KernelLowerer:
             raise self.fail(s.test, "a branch on an element dtype that differs between configurations", "dtype",
                             "choose the dtype with a conditional expression, or translate one dtype per "
                             "configuration (--config)")
+        if isinstance(cond, Ref) and isinstance(cond.ty, TileT) and cond.ty.rank == 0:  # a scalar tile
+            cond = self.b.value("scalar_of", (cond,), ScalarT(cond.ty.dtype), self.loc(s.test), hint="cond")
         if not (isinstance(cond, Ref) and isinstance(cond.ty, ScalarT)):
             raise self.fail(s.test, "an `if` condition must be a scalar", "if")
         if cond.ty.dtype != "bool":

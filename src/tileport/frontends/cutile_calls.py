@@ -316,6 +316,8 @@ def ct_load(lw, args, kwargs, node):
     arr = _array(lw, b["array"], node, "load")
     index = _index(lw, b["index"], arr.ty.rank, node, "load")
     shape = _shape(lw, b["shape"], node, "ct.load")
+    scalar = len(shape) == 0 and arr.ty.rank > 0  # a 0-d load: a (1, ..) tile reshaped to (), as cuTile does
+    shape = (1,) * arr.ty.rank if scalar else shape
     if len(shape) != arr.ty.rank:
         raise lw.fail(node, f"ct.load: tile rank {len(shape)} differs from the array rank {arr.ty.rank}", "ct.load")
     pad = b.get("padding_mode")
@@ -327,8 +329,11 @@ def ct_load(lw, args, kwargs, node):
                  check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                  latency=_opt_const(lw, b.get("latency"), node, "latency"),
                  allow_tma=_opt_const(lw, b.get("allow_tma"), node, "allow_tma", (bool,)))
-    return lw.b.value("load", (arr, *index), TileT(arr.ty.dtype, shape), lw.loc(node),
+    tile = lw.b.value("load", (arr, *index), TileT(arr.ty.dtype, shape), lw.loc(node),
                       hint=f"{arr.name}_tile", **attrs)
+    if scalar:
+        return lw.b.value("reshape", (tile,), TileT(arr.ty.dtype, ()), lw.loc(node), hint=f"{arr.name}_0d", shape=())
+    return tile
 
 
 def ct_store(lw, args, kwargs, node):
@@ -337,6 +342,9 @@ def ct_store(lw, args, kwargs, node):
     arr = _array(lw, b["array"], node, "store")
     index = _index(lw, b["index"], arr.ty.rank, node, "store")
     tile = b["tile"]
+    if isinstance(tile, Ref) and isinstance(tile.ty, TileT) and tile.ty.rank == 0 < arr.ty.rank:
+        full = (1,) * arr.ty.rank  # a 0-d store: reshaped to (1, ..), as cuTile does
+        tile = lw.b.value("reshape", (tile,), TileT(tile.ty.dtype, full), lw.loc(node), hint=f"{arr.name}_1", shape=full)
     if isinstance(tile, Ref) and isinstance(tile.ty, TileT):
         if tile.ty.rank != arr.ty.rank:
             raise lw.fail(node, f"ct.store: tile rank {tile.ty.rank} differs from the array rank {arr.ty.rank}",
@@ -856,6 +864,9 @@ def method(lw, m: BoundMethod, args, kwargs, node) -> Value:
         return globals()[f"ct_{m.name}"](lw, [m.obj, *args], kwargs, node)
     if m.name in REDUCE_FNS:
         return reduce(lw, m.name, [m.obj, *args], kwargs, node)
+    if m.name == "item":  # cuTile: reshape to () (a scalar tile)
+        _kw(lw, args, kwargs, (), node, "item", 0)
+        return m.obj if m.obj.ty.rank == 0 else reshape(lw, m.obj, (), node)
     raise lw.fail(node, f"tile method `.{m.name}()` is not supported", f".{m.name}()")
 
 

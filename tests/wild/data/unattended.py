@@ -41,3 +41,15 @@ def gather_rows_kernel(ids, table, out, TILE: ConstInt, D: ConstInt):
     rows = ct.load(ids, index=(ct.bid(0),), shape=(TILE,), padding_mode=PAD)[:, None]
     cols = ct.arange(D, dtype=ct.int32)[None, :]
     ct.store(out, index=(ct.bid(0), 0), tile=ct.gather(table, (rows, cols)))
+
+
+@ct.kernel
+def scalar_tile_kernel(x, lens, y, total, TILE: ConstInt):
+    bid = ct.bid(0)
+    n = ct.load(lens, index=(bid,), shape=())
+    m = ct.load(lens, index=(bid,), shape=(1,)).item()
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    if n > m:
+        t = t * 2.0
+    ct.store(y, index=(bid,), tile=t)
+    ct.store(total, index=(bid,), tile=ct.sum(t, axis=0))
