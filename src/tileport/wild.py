@@ -235,6 +235,9 @@ def port_step(rows: Sequence[Row], roots: dict[str, Path], out: Path, timeout: f
             result = {"stage": None, "error": f"port timed out after {timeout:.0f} s"}
         else:
             result = read_port(kdir, row.kernel, tail) | {"seconds": round(time.perf_counter() - t0, 1)}
+        for key in ("reason", "error"):  # paths inside the work directory, relative to it
+            if key in result:
+                result[key] = result[key].replace(f"{roots[row.package]}/", "").replace(f"{out.resolve()}/", "")
         if config:
             row.port_config = result
         else:
