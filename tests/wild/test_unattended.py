@@ -333,3 +333,43 @@ def test_kernels_built_by_a_factory(tmp_path):
     assert d.construct == "closure" and (d.loc.line, d.loc.col) == (16, 63) and "make_scale_kernel" in d.message
     text = module_text(run(path), path)
     assert "let x_view: Partition<E, { [128] }> = unsafe {" in entry_text(text, "scale_kernel")
+
+
+def test_helpers_imported_from_a_sibling_module(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tiles.py").write_text(
+        "import cuda.tile as cut\n\nGROUP = 4\nZERO = cut.PaddingMode.ZERO\n\n\n"
+        "def scaled_load(a, i, n):\n    return cut.load(a, index=(i,), shape=(n,), padding_mode=ZERO) * GROUP\n")
+    path = write_kernels(pkg, """
+        from .tiles import scaled_load, GROUP as G
+
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            ct.store(y, index=(ct.bid(0),), tile=scaled_load(x, ct.bid(0), TILE) + G)
+    """)
+    _, text = translated(path)
+    body = entry_text(text, "k")
+    assert "padding::Zero" in body and "x: &Tensor<E, { [-1] }>" in body
+
+
+def test_imported_name_that_is_not_a_helper_is_located(tmp_path):
+    (tmp_path / "host.py").write_text("import torch\n\ndevice = torch.device('cuda')\n")
+    path = write_kernels(tmp_path, """
+        from .host import device
+        from .missing import helper
+
+        @ct.kernel
+        def k(x, TILE: ConstInt):
+            ct.store(x, index=(0,), tile=ct.full((TILE,), device, dtype=ct.float32))
+
+        @ct.kernel
+        def k2(x, TILE: ConstInt):
+            ct.store(x, index=(0,), tile=helper(TILE))
+    """)
+    results = {r.kernel: r.diagnostic for r in run(path).results}
+    # evaluated in host.py's scope: `torch.device` has no kernel meaning, reported where it is written
+    assert results["k"].construct == "torch" and results["k"].loc.file.endswith("host.py")
+    assert results["k"].loc.line == 3
+    assert results["k2"].construct == "import" and results["k2"].loc.line == 15

@@ -57,6 +57,7 @@ class EnumVal:
 @dataclass(frozen=True)
 class Helper:
     node: ast.FunctionDef
+    module: Any = None  # the ScannedModule it comes from, when imported from another file
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class ScannedModule:
     aliases: dict[str, ast.expr] = field(default_factory=dict)
     dtype_modules: dict[str, str] = field(default_factory=dict)  # np -> "numpy", torch -> "torch"
     closures: dict[str, "Closure"] = field(default_factory=dict)  # kernels built inside a factory function
+    imports: dict[str, tuple[Path, str]] = field(default_factory=dict)  # from .utils import f -> (file, "f")
 
 
 @dataclass
@@ -148,6 +150,13 @@ def scan_module(path: str, source: str | None = None) -> ScannedModule:
             elif node.module and (node.module == CT_MODULE or node.module.startswith(CT_MODULE + ".")):
                 # `from cuda.tile._numeric_semantics import RoundingMode`: the same object as ct.RoundingMode
                 sm.ct_imports.update({a.asname or a.name: a.name for a in node.names})
+            elif node.level > 0 and node.module:  # `from .utils import swizzle`: read (never run) that file
+                base = Path(path).resolve().parent
+                for _ in range(node.level - 1):
+                    base = base.parent
+                target = base.joinpath(*node.module.split("."))
+                file = target / "__init__.py" if target.is_dir() else target.with_suffix(".py")
+                sm.imports.update({a.asname or a.name: (file, a.name) for a in node.names if a.name != "*"})
         elif isinstance(node, ast.FunctionDef):
             if any(_is_ct_attr(sm, d, "kernel") for d in node.decorator_list):
                 sm.kernels[node.name] = node
@@ -158,6 +167,30 @@ def scan_module(path: str, source: str | None = None) -> ScannedModule:
     for factory in [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in sm.helpers]:
         _scan_factory(sm, factory)
     return sm
+
+
+_IMPORTED: dict[tuple[str, int], ScannedModule] = {}
+
+
+def imported_module(file: Path) -> ScannedModule:
+    """The scan of a sibling module a kernel file imports helpers from (parsed once per file version)."""
+    key = (str(file), file.stat().st_mtime_ns)
+    if key not in _IMPORTED:
+        _IMPORTED[key] = scan_module(str(file))
+    return _IMPORTED[key]
+
+
+def helper_def(sm: ScannedModule, name: str, depth: int = 0) -> tuple[ScannedModule, ast.FunctionDef] | None:
+    """A helper function by the name the module uses: its own, or one it imports from a sibling file."""
+    if name in sm.helpers:
+        return sm, sm.helpers[name]
+    if name in sm.imports and depth < 8:
+        file, attr = sm.imports[name]
+        try:
+            return helper_def(imported_module(file), attr, depth + 1)
+        except (OSError, Diagnostic):
+            return None
+    return None
 
 
 def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
@@ -355,10 +388,10 @@ def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str]) -> dict
             name = _ct_call_name(sm, node.func)
             if name in ARRAY_USES and node.args and isinstance(node.args[0], ast.Name):
                 note(node.args[0].id, _rank_from_call(name, node))
-            elif (isinstance(node.func, ast.Name) and node.func.id in sm.helpers
+            elif (isinstance(node.func, ast.Name) and helper_def(sm, node.func.id)
                   and node.func.id not in active):
-                helper = sm.helpers[node.func.id]
-                inner = array_uses(sm, helper, active | {fn.name})
+                owner, helper = helper_def(sm, node.func.id)
+                inner = array_uses(owner, helper, active | {fn.name})
                 params = [a.arg for a in helper.args.args]
                 bound = dict(zip(params, node.args)) | {k.arg: k.value for k in node.keywords if k.arg}
                 for pname, arg in bound.items():
@@ -530,9 +563,36 @@ class KernelLowerer:
             return ModuleRef(self.sm.dtype_modules[name])
         if name in self.sm.aliases:
             return self.module_alias(name, node)
+        if name in self.sm.imports:
+            return self.imported(name, node)
         if name in ("range", "min", "max", "len", "int", "float", "bool", "abs"):
             return ("builtin", name)
         raise self.fail(node, f"undefined name `{name}`", "name")
+
+    def imported(self, name: str, node: ast.AST) -> Value:
+        """A name imported from a sibling module (`from .utils import swizzle`): a helper, a constant or an
+        alias of that module, evaluated in that module's scope."""
+        file, attr = self.sm.imports[name]
+        try:
+            other = imported_module(file)
+        except OSError:
+            raise self.fail(node, f"`{name}` is imported from {file.name}, which cannot be read", "import") from None
+        except Diagnostic as d:
+            raise self.fail(node, f"`{name}` is imported from {file.name}, which does not parse: {d.message}",
+                            "import") from None
+        if attr in other.helpers:
+            return Helper(other.helpers[attr], other)
+        if attr in other.constants:
+            return CV(other.constants[attr])
+        if attr in other.aliases or attr in other.imports or attr in other.ct_imports:
+            saved = self.sm, self.path, self.scopes
+            self.sm, self.path, self.scopes = other, other.path, []  # that module's scope, not the kernel's
+            try:
+                return self.lookup(attr, node)
+            finally:
+                self.sm, self.path, self.scopes = saved
+        raise self.fail(node, f"`{name}` imported from {file.name} is not a helper function or constant there",
+                        "import")
 
     def module_alias(self, name: str, node: ast.AST) -> Value:
         """A module-level name bound to an expression, evaluated in the module's scope (not the kernel's)."""
@@ -783,7 +843,7 @@ class KernelLowerer:
     def expr_Call(self, node: ast.Call) -> Value:
         callee = self.expr(node.func)
         if isinstance(callee, Helper):
-            return self.inline(callee.node, node)
+            return self.inline(callee.node, node, callee.module)
         args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise self.fail(node, "star-arguments are not supported", "call")
@@ -852,7 +912,7 @@ class KernelLowerer:
         return self.calls.binary(self, op, a, b, node)
 
     # ---- helpers
-    def inline(self, fn: ast.FunctionDef, call: ast.Call) -> Value:
+    def inline(self, fn: ast.FunctionDef, call: ast.Call, module: ScannedModule | None = None) -> Value:
         if self.inline_depth > 16:
             raise self.fail(call, f"helper `{fn.name}` is recursive (or nested too deeply)", "recursion",
                             "kernels and helpers cannot recurse")
@@ -880,10 +940,14 @@ class KernelLowerer:
         scope.vars.update(bound)
         self.scopes.append(scope)
         self.inline_depth += 1
+        saved_sm, saved_path = self.sm, self.path
+        if module is not None:  # an imported helper sees its own module's names, and reports its own file
+            self.sm, self.path = module, module.path
         try:
             self.block(body[:-1] if ret else body, fn)
             result = self.expr(ret.value) if ret and ret.value is not None else CV(None)
         finally:
+            self.sm, self.path = saved_sm, saved_path
             self.inline_depth -= 1
             self.scopes.pop()
         return result
