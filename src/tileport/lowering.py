@@ -130,6 +130,7 @@ BROADCAST = "{x}.broadcast(shape![{shape}])"
 TRANSPOSE = "{x}.transpose()"
 PERMUTE = "permute({x}, const_array![{axes}])"
 EXTRACT = "extract({x}, [{index}])"
+CAT = "cat({x}, {y}, {axis}i32)"
 MMA_FLOAT = "mmaf({a}, {b}, {acc})"
 MMA_INT = "mmai({a}, {b}, {acc}, signedness::Signed, signedness::Signed)"
 

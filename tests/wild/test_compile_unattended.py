@@ -31,6 +31,8 @@ CAPTURES = [
     Capture("dtype_choice_kernel", {"a": (F16, 2), "b": (F16, 2), "c": (F16, 2)}, {}, {"TM": 64, "TN": 64, "TK": 32}),
     Capture("scalar_tile_kernel", {"x": (F32, 1), "lens": ("int32", 1), "y": (F32, 1), "total": (F32, 1)}, {},
             {"TILE": 128}),
+    Capture("cat_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TM": 16, "TN": 32}),
+    Capture("cat_kernel", {"x": (F16, 2), "y": (F16, 2)}, {}, {"TM": 16, "TN": 32}),
     Capture("gather_rows_kernel", {"ids": ("int64", 1), "table": (F32, 2), "out": (F32, 2)}, {}, {"TILE": 64, "D": 128}),
 ]
 

@@ -33,9 +33,9 @@ def translated(path: Path, configs=None):
 
 def test_data_kernels_translate_without_configuration():
     report, text = translated(DATA)
-    assert sorted(r.kernel for r in report.results) == ["by_target_kernel", "const_operand_kernel",
+    assert sorted(r.kernel for r in report.results) == sorted(["by_target_kernel", "const_operand_kernel",
                                                          "dtype_choice_kernel", "gather_rows_kernel",
-                                                         "scalar_tile_kernel"]
+                                                         "scalar_tile_kernel", "cat_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():
@@ -373,3 +373,27 @@ def test_imported_name_that_is_not_a_helper_is_located(tmp_path):
     assert results["k"].construct == "torch" and results["k"].loc.file.endswith("host.py")
     assert results["k"].loc.line == 3
     assert results["k2"].construct == "import" and results["k2"].loc.line == 15
+
+
+def test_cat_doubles_the_axis_with_a_derived_constant():
+    _, text = translated(DATA)
+    body = entry_text(text, "cat_kernel")
+    assert "const TN_PLUS_TN: i32" in body
+    assert has_line(body, "let {_}: Tile<E, { [TM, TN_PLUS_TN] }> = cat(left, prod, 1i32);")
+
+
+@pytest.mark.parametrize("call,message", [
+    ("ct.cat((a, b, a), 0)", "tuple of one or two tiles"),
+    ("ct.cat((a, b), 2)", "axis must be a constant"),
+    ("ct.cat((a, ct.astype(b, ct.float16)), 0)", "same rank and dtype"),
+])
+def test_cat_misuse_is_located(tmp_path, call, message):
+    path = write_kernels(tmp_path, f"""
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            a = ct.load(x, index=(0,), shape=(TILE,))
+            b = ct.load(x, index=(1,), shape=(TILE,))
+            ct.store(y, index=(0,), tile={call})
+    """)
+    (r,) = run(path, {"k": [{"x": "f32", "y": "f32"}]}).results
+    assert r.diagnostic.construct == "ct.cat" and r.diagnostic.loc.line == 10 and message in r.diagnostic.message

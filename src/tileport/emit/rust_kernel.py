@@ -489,6 +489,10 @@ class KernelEmitter:
             return L.TRANSPOSE.format(x=op.args[0].name)
         return L.PERMUTE.format(x=op.args[0].name, axes=", ".join(map(str, axes)))
 
+    def op_cat(self, op: Op, name: str) -> str:
+        x, y = op.args
+        return L.CAT.format(x=x.name, y=y.name, axis=op.attr("axis"))
+
     def op_extract(self, op: Op, name: str):
         x, *index = op.args
         pre, names = [], []

@@ -805,6 +805,31 @@ def ct_extract(lw, args, kwargs, node):
                       shape=shape)
 
 
+def ct_cat(lw, args, kwargs, node):
+    """ct.cat((a, b), axis): as cuTile, two tiles of one dtype and rank, equal off the axis."""
+    b = _kw(lw, args, kwargs, ("tiles", "axis"), node, "cat", 2)
+    tiles = b["tiles"]
+    if not isinstance(tiles, tuple) or not 1 <= len(tiles) <= 2:
+        raise lw.fail(node, "ct.cat takes a tuple of one or two tiles", "ct.cat")
+    tiles = tuple(_tile(lw, t, node, "ct.cat") for t in tiles)
+    if len(tiles) == 1:
+        return tiles[0]
+    x, y = tiles
+    rank = x.ty.rank
+    axis = b["axis"].value if isinstance(b["axis"], CV) else None
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+        raise lw.fail(node, f"ct.cat: the axis must be a constant in [{-rank}, {rank})", "ct.cat")
+    axis %= rank
+    if y.ty.rank != rank or not lw.b.dspace.values(x.ty.dtype) == lw.b.dspace.values(y.ty.dtype):
+        raise lw.fail(node, f"ct.cat: tiles must have the same rank and dtype ({x.ty} vs {y.ty})", "ct.cat")
+    for i, (dx, dy) in enumerate(zip(x.ty.shape, y.ty.shape)):
+        if i != axis:
+            lw.b.check_dims_equal(dx, dy, lw.loc(node), "ct.cat")
+    shape = list(x.ty.shape)
+    shape[axis] = T.dim_op("+", x.ty.shape[axis], y.ty.shape[axis])
+    return lw.b.value("cat", (x, y), TileT(x.ty.dtype, tuple(shape)), lw.loc(node), hint="cat", axis=axis)
+
+
 MMA_ACC = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "tf32": ("f32",), "f64": ("f64",),
            "f8e4m3fn": ("f16", "f32"), "f8e5m2": ("f16", "f32"), "i8": ("i32",), "u8": ("i32",)}
 

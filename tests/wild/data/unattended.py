@@ -53,3 +53,11 @@ def scalar_tile_kernel(x, lens, y, total, TILE: ConstInt):
         t = t * 2.0
     ct.store(y, index=(bid,), tile=t)
     ct.store(total, index=(bid,), tile=ct.sum(t, axis=0))
+
+
+@ct.kernel
+def cat_kernel(x, y, TM: ConstInt, TN: ConstInt):
+    bid = ct.bid(0)
+    left = ct.load(x, index=(bid, 0), shape=(TM, TN))
+    right = ct.load(x, index=(bid, 1), shape=(TM, TN))
+    ct.store(y, index=(bid, 0), tile=ct.cat((left, right * 2.0), -1))
