@@ -35,7 +35,7 @@ def test_data_kernels_translate_without_configuration():
     report, text = translated(DATA)
     assert sorted(r.kernel for r in report.results) == sorted(["by_target_kernel", "const_operand_kernel",
                                                          "dtype_choice_kernel", "gather_rows_kernel",
-                                                         "scalar_tile_kernel", "cat_kernel"])
+                                                         "scalar_tile_kernel", "cat_kernel", "bitcast_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():
@@ -397,3 +397,16 @@ def test_cat_misuse_is_located(tmp_path, call, message):
     """)
     (r,) = run(path, {"k": [{"x": "f32", "y": "f32"}]}).results
     assert r.diagnostic.construct == "ct.cat" and r.diagnostic.loc.line == 10 and message in r.diagnostic.message
+
+
+def test_bitcast_same_width_and_refusals(tmp_path):
+    _, text = translated(DATA, {"bitcast_kernel": [{"x": "f32", "bits": "i32"}]})
+    assert has_line(entry_text(text, "bitcast_kernel"), "let t_bits: Tile<i32, { [TILE] }> = bitcast(t);")
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            ct.store(y, index=(0,), tile=ct.bitcast(ct.load(x, index=(0,), shape=(TILE,)), ct.int16))
+    """)
+    (r,) = run(path, {"k": [{"x": "f32", "y": "i16"}]}).results
+    assert r.diagnostic.construct == "dtype" and "bit widths differ" in r.diagnostic.message
+    assert r.diagnostic.loc.line == 8

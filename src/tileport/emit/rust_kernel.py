@@ -489,6 +489,9 @@ class KernelEmitter:
             return L.TRANSPOSE.format(x=op.args[0].name)
         return L.PERMUTE.format(x=op.args[0].name, axes=", ".join(map(str, axes)))
 
+    def op_bitcast(self, op: Op, name: str) -> str:
+        return L.BITCAST.format(x=op.args[0].name)
+
     def op_cat(self, op: Op, name: str) -> str:
         x, y = op.args
         return L.CAT.format(x=x.name, y=y.name, axis=op.attr("axis"))

@@ -805,6 +805,27 @@ def ct_extract(lw, args, kwargs, node):
                       shape=shape)
 
 
+_BITS = {"bool": 1, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "f16": 16, "bf16": 16, "i32": 32, "u32": 32,
+         "f32": 32, "tf32": 32, "i64": 64, "u64": 64, "f64": 64, "f8e4m3fn": 8, "f8e5m2": 8}
+
+
+def ct_bitcast(lw, args, kwargs, node):
+    """ct.bitcast(x, dtype): the same bits as another dtype of the same width (no-op for the same dtype)."""
+    b = _kw(lw, args, kwargs, ("x", "dtype"), node, "bitcast", 2)
+    x = _tile(lw, b["x"], node, "ct.bitcast")
+    if not isinstance(b["dtype"], DTypeVal):
+        raise lw.fail(node, "ct.bitcast needs a dtype", "ct.bitcast")
+    dst = b["dtype"].dtype
+
+    def same_width(src, d):
+        return d if "bool" not in (src, d) and _BITS.get(src) == _BITS.get(d) else None
+    lw.b.dspace.lift(same_width, x.ty.dtype, dst, what="ct.bitcast: the bit widths differ (or a bool)",
+                     loc=lw.loc(node))
+    if x.ty.dtype == dst:
+        return x
+    return lw.b.value("bitcast", (x,), TileT(dst, x.ty.shape), lw.loc(node), hint=f"{x.name}_bits")
+
+
 def ct_cat(lw, args, kwargs, node):
     """ct.cat((a, b), axis): as cuTile, two tiles of one dtype and rank, equal off the axis."""
     b = _kw(lw, args, kwargs, ("tiles", "axis"), node, "cat", 2)

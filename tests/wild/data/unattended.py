@@ -61,3 +61,10 @@ def cat_kernel(x, y, TM: ConstInt, TN: ConstInt):
     left = ct.load(x, index=(bid, 0), shape=(TM, TN))
     right = ct.load(x, index=(bid, 1), shape=(TM, TN))
     ct.store(y, index=(bid, 0), tile=ct.cat((left, right * 2.0), -1))
+
+
+@ct.kernel
+def bitcast_kernel(x, bits, TILE: ConstInt):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    ct.store(bits, index=(bid,), tile=ct.bitcast(t, ct.int32) & 0x7FFFFFFF)
