@@ -255,7 +255,7 @@ def read_port(kdir: Path, kernel: str, tail: str) -> dict[str, Any]:
     verdicts = {f"{s['stage']}{s['attempt']}": s["verdict"] for s in route}
     out: dict[str, Any] = {"terminal": rec.get("terminal"), "verdicts": verdicts,
                            "stage": route[-1]["stage"] if route else None,
-                           "reason": route[-1].get("reason", "")[:300] if route else ""}
+                           "reason": route[-1].get("reason", "")[:1000] if route else ""}
     b = _latest_verdict(kdir / rec["key"], "B")
     if b and b.get("verdict") == "COMPILED":
         out["critical"] = b["details"]["counts"]["CRITICAL"]
@@ -335,7 +335,7 @@ def render_markdown(table: dict[str, Any]) -> str:
         if with_config:
             pc = r.get("port_config") or {}
             why = pc.get("reason", "") if pc.get("critical") != 0 else ""
-            line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 120) if why else ''} |"
+            line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 160) if why else ''} |"
         lines.append(line)
     lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only)."]
     return "\n".join(lines) + "\n"
@@ -348,7 +348,12 @@ def _stage(port: dict[str, Any]) -> str:
 
 
 def _cell(text: str, width: int = 200) -> str:
-    return " ".join(text.split()).replace("|", "/")[:width]
+    """One table cell: whitespace collapsed; a long text keeps its start and its end (where the cause is)."""
+    text = " ".join(text.split()).replace("|", "/")
+    if len(text) <= width:
+        return text
+    tail = min(70, width // 2)
+    return f"{text[:width - tail - 3]} … {text[len(text) - tail:]}"
 
 
 def build_table(rows: Sequence[Row], roots: Sequence[tuple[str, str, Path]], ported: bool) -> dict[str, Any]:
