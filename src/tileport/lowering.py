@@ -68,7 +68,8 @@ CAST = {
     ("i", "i-"): "trunci_fixed({x}, overflow::None)",  # narrowing (shim)
     ("i", "i="): "bitcast({x})",                     # same width, other signedness (i64 index -> u64)
 }
-BITCAST = "bitcast({x})"  # ct.bitcast: the result type comes from the let annotation
+BITCAST = "bitcast({x})"
+FPOWI = "unsafe {{ fpowi({a}, {b}) }}"  # float ** integer tile (Tile IR 13.4), as cuTile emits it  # ct.bitcast: the result type comes from the let annotation
 CAST_SCALAR = "convert_scalar({x})"
 
 # ---- elementwise arithmetic on tiles

@@ -35,7 +35,7 @@ def test_data_kernels_translate_without_configuration():
     report, text = translated(DATA)
     assert sorted(r.kernel for r in report.results) == sorted(["by_target_kernel", "const_operand_kernel",
                                                          "dtype_choice_kernel", "gather_rows_kernel",
-                                                         "scalar_tile_kernel", "cat_kernel", "bitcast_kernel"])
+                                                         "scalar_tile_kernel", "cat_kernel", "bitcast_kernel", "int_power_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():
@@ -410,3 +410,12 @@ def test_bitcast_same_width_and_refusals(tmp_path):
     (r,) = run(path, {"k": [{"x": "f32", "y": "i16"}]}).results
     assert r.diagnostic.construct == "dtype" and "bit widths differ" in r.diagnostic.message
     assert r.diagnostic.loc.line == 8
+
+
+def test_integer_powers_are_fpowi():
+    # cuTile Python: a float tile to an integer power is fpowi (exponent an i8/i16/i32 tile), not fpowf
+    _, text = translated(DATA, {"int_power_kernel": [{"x": "f32", "e": "i16", "y": "f32", "P": 3, "TILE": 128}]})
+    body = entry_text(text, "int_power_kernel")
+    assert has_line(body, "let {_}: Tile<i32, { [TILE] }> = constant(2i32, shape![TILE]);")
+    assert sum("fpowi(t, " in line for line in body.splitlines()) == 3
+    assert sum(" pow(t, " in line for line in body.splitlines()) == 1  # t ** 0.5 stays a float power

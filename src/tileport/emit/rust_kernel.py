@@ -489,6 +489,10 @@ class KernelEmitter:
             return L.TRANSPOSE.format(x=op.args[0].name)
         return L.PERMUTE.format(x=op.args[0].name, axes=", ".join(map(str, axes)))
 
+    def op_fpowi(self, op: Op, name: str) -> str:
+        base, exponent = op.args
+        return L.FPOWI.format(a=base.name, b=exponent.name)
+
     def op_bitcast(self, op: Op, name: str) -> str:
         return L.BITCAST.format(x=op.args[0].name)
 

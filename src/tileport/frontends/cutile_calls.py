@@ -589,6 +589,8 @@ def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_z
         return _fold(lw, op, a, b, node)
     if isinstance(a, tuple) or isinstance(b, tuple):
         raise lw.fail(node, "arithmetic on tuples is not supported", "tuple arithmetic")
+    if op == "**" and (power := _integer_power(lw, a, b, node)) is not None:
+        return power
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
     if op == "/" and not lw.b.is_float(dtype):
         dtype = "f32"
@@ -596,6 +598,32 @@ def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_z
     ty = ScalarT(dtype) if shape is None else TileT(dtype, shape)
     return lw.b.value("binary", (x, y), ty, loc, hint=_HINTS.get(op, "v"), op=_OP_NAMES[op], rounding=rounding_mode,
                       ftz=flush_to_zero, nan=propagate_nan)
+
+
+# cuTile's `x ** n` with a float tile x and an integer n: fpowi, n as the smallest of i8/i16/i32 that holds it.
+FPOWI_EXPONENT = {"i8": "i8", "i16": "i16", "i32": "i32", "u8": "i16", "u16": "i32"}
+FPOWI_BASE = ("f16", "bf16", "f32", "f64")
+
+
+def _integer_power(lw, a, b, node) -> Ref | None:
+    """`t ** 2`, `t ** n`: fpowi with the exponent broadcast as an integer tile, as cuTile Python emits it
+    (Tile IR 13.4); None when it is a float power."""
+    if not (isinstance(a, Ref) and isinstance(a.ty, TileT)):
+        return None
+    if not all(d in FPOWI_BASE for d in lw.b.dspace.values(a.ty.dtype)):
+        return None
+    if isinstance(b, CV) and b.is_dim:
+        exp_dtype, atom = "i32", _const_operand(lw, b, "i32", node)
+    elif isinstance(b, Ref) and all(d in FPOWI_EXPONENT for d in lw.b.dspace.values(b.ty.dtype)):
+        exp_dtype = lw.b.dspace.generic(tuple(FPOWI_EXPONENT[d] for d in lw.b.dspace.values(b.ty.dtype)))
+        atom = b
+    else:
+        return None
+    loc = lw.loc(node)
+    shape = lw.b.broadcast_shape(a.ty.shape, _shape_of(b), loc)
+    base = lw.b.to_tile(a, a.ty.dtype, shape, loc)
+    exponent = lw.b.to_tile(atom, exp_dtype, shape, loc)
+    return lw.b.value("fpowi", (base, exponent), TileT(a.ty.dtype, shape), loc, hint="pw")
 
 
 _OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",

@@ -68,3 +68,11 @@ def bitcast_kernel(x, bits, TILE: ConstInt):
     bid = ct.bid(0)
     t = ct.load(x, index=(bid,), shape=(TILE,))
     ct.store(bits, index=(bid,), tile=ct.bitcast(t, ct.int32) & 0x7FFFFFFF)
+
+
+@ct.kernel
+def int_power_kernel(x, e, y, P: ConstInt, TILE: ConstInt):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    n = ct.load(e, index=(bid,), shape=(TILE,))
+    ct.store(y, index=(bid,), tile=t ** 2 + t ** P + t ** n + t ** 0.5)
