@@ -35,7 +35,8 @@ def test_data_kernels_translate_without_configuration():
     report, text = translated(DATA)
     assert sorted(r.kernel for r in report.results) == sorted(["by_target_kernel", "const_operand_kernel",
                                                          "dtype_choice_kernel", "gather_rows_kernel",
-                                                         "scalar_tile_kernel", "cat_kernel", "bitcast_kernel", "int_power_kernel"])
+                                                         "scalar_tile_kernel", "cat_kernel", "bitcast_kernel", "int_power_kernel",
+                                                         "if_expression_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():
@@ -419,3 +420,22 @@ def test_integer_powers_are_fpowi():
     assert has_line(body, "let {_}: Tile<i32, { [TILE] }> = constant(2i32, shape![TILE]);")
     assert sum("fpowi(t, " in line for line in body.splitlines()) == 3
     assert sum(" pow(t, " in line for line in body.splitlines()) == 1  # t ** 0.5 stays a float power
+
+
+def test_conditional_expression_on_a_runtime_scalar_is_an_if_with_a_result():
+    # cuTile Python branches (`%r = if %c -> (tile<i32>) {yield ..} else {yield ..}`), it does not select
+    _, text = translated(DATA, {"if_expression_kernel": [{"x": "f32", "y": "f32", "n": "i32", "TILE": 128}]})
+    body = entry_text(text, "if_expression_kernel")
+    assert has_line(body, "let sel: i32 = if cond {") and has_line(body, "1i32") and has_line(body, "};")
+    assert has_line(body, "let sel_1: Tile<f32, { [TILE] }> = if cond_1 {") and "select(" not in body
+
+
+def test_conditional_expression_arms_of_different_shapes_are_refused(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, n, TILE: ConstInt):
+            t = ct.load(x, index=(0,), shape=(TILE,))
+            ct.store(x, index=(0,), tile=t if n > 0 else ct.full((1, TILE), 0.0, dtype=ct.float32))
+    """)
+    (r,) = run(path, {"k": [{"x": "f32", "n": "i32"}]}).results
+    assert r.diagnostic.construct == "conditional expression" and r.diagnostic.loc.line == 9

@@ -252,6 +252,8 @@ class KernelEmitter:
         for st in block.stmts:
             if isinstance(st, Let):
                 lines += [pad + line for line in self.let(st)]
+            elif isinstance(st, Do) and st.op.kind == "yield":  # the value of an if-expression's branch
+                lines.append(pad + self.atom(st.op.args[0]))
             elif isinstance(st, Do):
                 lines += [pad + line for line in self.effect(st.op)]
             elif isinstance(st, For):
@@ -259,12 +261,13 @@ class KernelEmitter:
                 lines += self.block(st.body, depth + 1)
                 lines.append(pad + "}")
             elif isinstance(st, If):
-                lines.append(f"{pad}if {self.atom(st.cond)} {{")
+                bind = f"let {st.result}: {type_rs(st.result_ty)} = " if st.result else ""
+                lines.append(f"{pad}{bind}if {self.atom(st.cond)} {{")
                 lines += self.block(st.then, depth + 1)
                 if st.orelse.stmts:
                     lines.append(f"{pad}}} else {{")
                     lines += self.block(st.orelse, depth + 1)
-                lines.append(pad + "}")
+                lines.append(pad + ("};" if st.result else "}"))
             elif isinstance(st, Return):
                 lines.append(pad + "return;")
             elif isinstance(st, Break):

@@ -789,13 +789,9 @@ class KernelLowerer:
             raise self.fail(s.test, "a branch on an element dtype that differs between configurations", "dtype",
                             "choose the dtype with a conditional expression, or translate one dtype per "
                             "configuration (--config)")
-        if isinstance(cond, Ref) and isinstance(cond.ty, TileT) and cond.ty.rank == 0:  # a scalar tile
-            cond = self.b.value("scalar_of", (cond,), ScalarT(cond.ty.dtype), self.loc(s.test), hint="cond")
-        if not (isinstance(cond, Ref) and isinstance(cond.ty, ScalarT)):
+        if not (isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0)):
             raise self.fail(s.test, "an `if` condition must be a scalar", "if")
-        if cond.ty.dtype != "bool":
-            cond = self.b.value("compare", (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
-                                self.loc(s.test), hint="cond", op="!=")
+        cond = self.scalar_condition(cond, s.test)
         branches = []
         for stmts in (s.body, s.orelse):
             self.scopes.append(_Scope("if", self.block_locals(stmts, loop=False)))
@@ -904,7 +900,48 @@ class KernelLowerer:
             return self.expr(node.body if cond.value else node.orelse)
         if isinstance(cond, self.calls.DTypeCond):
             return self.calls.choose_dtype(self, cond, self.expr(node.body), self.expr(node.orelse), node)
+        if isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0):
+            return self.if_value(cond, node)  # a runtime scalar condition: cuTile branches (an `if` with a result)
         return self.calls.where(self, cond, self.expr(node.body), self.expr(node.orelse), node)
+
+    def if_value(self, cond: Ref, node: ast.IfExp) -> Ref:
+        """`a if c else b` on a runtime scalar `c`: each arm evaluated in its own branch, as cuTile does
+        (`%r = if %c -> (type) { yield a } else { yield b }`); the value type is the arms' common type."""
+        from tileport.model.ir import Do, Op
+        cond = self.scalar_condition(cond, node.test)
+        probe = []
+        for sub in (node.body, node.orelse):  # the arms' types first, in throw-away blocks
+            self.scopes.append(_Scope("if", set()))
+            self.b.push()
+            try:
+                probe.append(self.calls.materialize(self, self.expr(sub), sub))
+            finally:
+                self.b.pop()
+                self.scopes.pop()
+        ty = self.calls.common_value_type(self, probe[0], probe[1], node)
+        blocks = []
+        for sub in (node.body, node.orelse):
+            self.scopes.append(_Scope("if", set()))
+            blk = self.b.push()
+            value = self.calls.materialize(self, self.expr(sub), sub)
+            atom = self.calls.as_type(self, value, ty, sub)
+            self.b.emit(Do(Op("yield", (atom,), ty, self.loc(sub))))
+            self.b.pop()
+            self.scopes.pop()
+            blocks.append(blk)
+        name = self.b.fresh("sel")
+        self.b.temps.add(name)
+        self.b.emit(If(cond, blocks[0], blocks[1], self.loc(node), self.outer_updates(*blocks), name, ty))
+        return Ref(name, ty)
+
+    def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
+        """A bool scalar from a scalar or 0-d tile condition (`!= 0` for numbers)."""
+        if isinstance(cond.ty, TileT):
+            cond = self.b.value("scalar_of", (cond,), ScalarT(cond.ty.dtype), self.loc(test), hint="cond")
+        if cond.ty.dtype != "bool":
+            cond = self.b.value("compare", (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
+                                self.loc(test), hint="cond", op="!=")
+        return cond
 
     def binop(self, op: str | None, a: Value, b: Value, node: ast.AST) -> Value:
         if op is None:

@@ -554,6 +554,26 @@ def where(lw, cond, x, y, node) -> Ref:
     return lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
 
 
+def common_value_type(lw, a: Value, b: Value, node):
+    """The type of `a if c else b`: the promoted dtype; a tile of the arms' common shape, else a scalar."""
+    dtype = _operand_dtype(lw, a, b, node, "conditional expression")
+    shapes = [v.ty.shape for v in (a, b) if isinstance(v, Ref) and isinstance(v.ty, TileT)]
+    if not shapes:
+        return ScalarT(dtype)
+    if len(shapes) == 2 and tuple(shapes[0]) != tuple(shapes[1]):
+        raise lw.fail(node, f"the arms of a conditional expression have different shapes ({shapes[0]} vs "
+                            f"{shapes[1]})", "conditional expression", "broadcast one arm explicitly")
+    return TileT(dtype, tuple(shapes[0]))
+
+
+def as_type(lw, v: Value, ty, node) -> Atom:
+    """`v` as a value of `ty` (scalar or tile): casts, splats and broadcasts made explicit."""
+    loc = lw.loc(node)
+    if isinstance(ty, ScalarT):
+        return _scalar_operand(lw, v, ty.dtype, node)
+    return lw.b.to_tile(v if isinstance(v, Ref) else _const_operand(lw, v, ty.dtype, node), ty.dtype, ty.shape, loc)
+
+
 def _lit(lw, v: Value, dtype, node) -> Lit:
     if not isinstance(v, CV) or not isinstance(v.value, (int, float, bool)):
         raise lw.fail(node, f"expected a number, got {v!r}", "literal")

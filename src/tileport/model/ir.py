@@ -107,6 +107,9 @@ class If:
     orelse: "Block"
     loc: Loc
     assigned: tuple[str, ...] = ()  # outer variables either branch reassigns
+    # `x = a if c else b`: the If is an expression bound to `result` (each branch ends with a `yield` Do)
+    result: str | None = None
+    result_ty: Any = None
 
 
 @dataclass

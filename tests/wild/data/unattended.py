@@ -76,3 +76,12 @@ def int_power_kernel(x, e, y, P: ConstInt, TILE: ConstInt):
     t = ct.load(x, index=(bid,), shape=(TILE,))
     n = ct.load(e, index=(bid,), shape=(TILE,))
     ct.store(y, index=(bid,), tile=t ** 2 + t ** P + t ** n + t ** 0.5)
+
+
+@ct.kernel
+def if_expression_kernel(x, y, n, TILE: ConstInt):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    k = 1 if n > 2 else 2
+    u = t * 2.0 if n > 5 else t + 1.0
+    ct.store(y, index=(bid,), tile=u * k)
