@@ -13,6 +13,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -337,8 +338,36 @@ def render_markdown(table: dict[str, Any]) -> str:
             why = pc.get("reason", "") if pc.get("critical") != 0 else ""
             line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 160) if why else ''} |"
         lines.append(line)
-    lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only)."]
+    lines += ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in failure_causes(table["kernels"])]
+    lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
+              "`--config bench/results/wild-config.json` for the second column)."]
     return "\n".join(lines) + "\n"
+
+
+def failure_causes(kernels: Sequence[dict]) -> list[tuple[str, int]]:
+    """What stops the kernels, most frequent first: the translate construct, else the port's first clause."""
+    causes: dict[str, int] = {}
+
+    def count(cause: str) -> None:
+        causes[cause] = causes.get(cause, 0) + 1
+    for r in kernels:
+        if not r["translate_ok"]:
+            count(f"translate [{(r['translate_diagnostic'] or {}).get('construct')}]")
+            continue
+        for key, rec in (("", r.get("port") or {}), ("with --config: ", r.get("port_config") or {})):
+            if rec and rec.get("critical") != 0:
+                count(f"{key}port stops at {rec.get('stage')}: {_reason_kind(rec.get('reason') or rec.get('error') or '')}")
+    return sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without its kernel-specific parts: its first clause and, if several, its last (the cause)."""
+    line = (reason.splitlines() or [""])[0]
+    parts = line.split(": ")
+    first = re.sub(r"configuration \S+\[[^\]]*\]\([^)]*\)", "configuration", parts[0])
+    if "--config" in line or len(parts) < 3:
+        return first
+    return f"{first} … {parts[-1]}"
 
 
 def _stage(port: dict[str, Any]) -> str:

@@ -79,3 +79,17 @@ def test_committed_table_matches_its_summary():
     assert table["summary"]["translate_ok"] == sum(r["translate_ok"] for r in rows)
     if "ir_diff_clean" in table["summary"]:
         assert table["summary"]["ir_diff_clean"] == sum(r["port"].get("critical") == 0 for r in rows)
+
+
+def test_failure_causes_are_grouped_without_kernel_specifics():
+    rows = [
+        {"translate_ok": False, "translate_diagnostic": {"construct": "ct.load"}},
+        {"translate_ok": True, "port": {"stage": "A", "reason": "cuTile Python cannot compile configuration "
+                                        "k[float32](T=64): f.py: failed to evaluate: name 'torch' is not defined"}},
+        {"translate_ok": True, "port": {"stage": "A", "reason": "cuTile Python cannot compile configuration "
+                                        "j[float16](N=2): g.py: failed to evaluate: name 'torch' is not defined"}},
+        {"translate_ok": True, "port": {"stage": "E", "critical": 0}},
+    ]
+    assert wild.failure_causes(rows) == [
+        ("port stops at A: cuTile Python cannot compile configuration … name 'torch' is not defined", 2),
+        ("translate [ct.load]", 1)]
