@@ -19,7 +19,7 @@ from tileport.cli import app
 from tileport.config import ConfigError, kernel_configs, load_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "translator"))
-from tp_helpers import entry_text, has_line, module_text, run, write_kernels  # noqa: E402
+from tp_helpers import entry_text, has_line, launcher_text, module_text, run, write_kernels  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "unattended.py"
 FOREIGN = Path(__file__).parent / "data" / "foreign.py"
@@ -439,3 +439,17 @@ def test_conditional_expression_arms_of_different_shapes_are_refused(tmp_path):
     """)
     (r,) = run(path, {"k": [{"x": "f32", "n": "i32"}]}).results
     assert r.diagnostic.construct == "conditional expression" and r.diagnostic.loc.line == 9
+
+
+def test_bool_constants_without_values_get_an_entry_per_value(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt, UPCAST: ConstBool):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            if UPCAST:
+                t = ct.astype(t, ct.float32) * 2.0
+            ct.store(y, index=(ct.bid(0),), tile=ct.astype(t, y.dtype))
+    """)
+    report, text = translated(path)
+    assert report.results[0].entries == ["k_upcast0", "k_upcast1"]
+    assert "if upcast {" in launcher_text(text, "tileport_k")

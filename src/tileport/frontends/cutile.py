@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
+from itertools import product
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -1121,7 +1122,12 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[K
         unknown = Diagnostic(f"{need.reason}; constant(s) {', '.join(sorted(need.constants))} must be "
                              "specialized, but no values are known", need.loc, "specialization",
                              "give the constant values in use (translate/port --config)")
-        if not values and not cfg.pinned and not need.constants <= cfg.runtime:
+        enumerated = not values and need.constants <= _bool_constants(sm, name) - set(cfg.pinned) \
+            and len(need.constants) <= MAX_ENUMERATED_BOOLS
+        if enumerated:  # a bool has two values: one entry for each, as cuTile compiles one per value
+            names = sorted(need.constants)
+            values = [dict(zip(names, combo)) for combo in product((False, True), repeat=len(names))]
+        elif not values and not cfg.pinned and not need.constants <= cfg.runtime:
             # no values known: the constants become typed runtime parameters (cuTile folds them; the
             # port computes with them), so the kernel still translates without a configuration
             try:
@@ -1134,14 +1140,23 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[K
             raise unknown from None
         out = []
         for v in values:
-            sub_cfg = replace(cfg, configs=tuple(c for c in cfg.configs if all(c.get(k) == x for k, x in v.items())),
-                              pinned={**cfg.pinned, **v})
+            configs = (tuple({**c, **v} for c in cfg.configs) if enumerated
+                       else tuple(c for c in cfg.configs if all(c.get(k) == x for k, x in v.items())))
+            sub_cfg = replace(cfg, configs=configs, pinned={**cfg.pinned, **v})
             for k in _lower_configured(sm, name, sub_cfg):
                 suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items())
                                   if key not in cfg.pinned)
                 k.name = f"{k.name}_{suffix}" if suffix else k.name
                 out.append(k)
         return out
+
+
+MAX_ENUMERATED_BOOLS = 3  # at most 8 entries per kernel without values
+
+
+def _bool_constants(sm: ScannedModule, name: str) -> set[str]:
+    fn = sm.kernels[name]
+    return {a.arg for a in fn.args.args if _const_annotation(sm, a.annotation) == "bool"}
 
 
 def _suffix(v: Any) -> str:
