@@ -42,7 +42,8 @@ def download(package: str, version: str, dest: Path, cache: Path) -> Path:
     errors = []
     for tag in PYTHON_TAGS:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", tag,
-               "--cache-dir", str(cache), "--disable-pip-version-check", "-q", "-d", str(dest),
+               "--cache-dir", str(cache), "--disable-pip-version-check", "--retries", "1", "--timeout", "20",
+               "-q", "-d", str(dest),
                f"{package}=={version}"]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
