@@ -14,6 +14,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,8 +54,9 @@ def download(package: str, version: str, dest: Path, cache: Path) -> Path:
         wheels = sorted(dest.glob(f"{stem}-{version}-*.whl"))
         if r.returncode == 0 and wheels:
             return wheels[0]
-        errors.append(f"python {tag}: {(r.stderr or r.stdout).strip().splitlines()[-1:] or ['no output']}")
-    raise WildError(f"pip download {package}=={version} failed: {'; '.join(map(str, errors))}")
+        lines = (r.stderr or r.stdout).strip().splitlines()
+        errors.append(f"python {tag}: {lines[-1] if lines else 'no output'}")
+    raise WildError(f"pip download {package}=={version} failed: {'; '.join(errors)}")
 
 
 def extract(wheel: Path, dest: Path) -> Path:
@@ -84,7 +86,7 @@ def fetch_all(work: Path, cache: Path | None = None) -> list[tuple[str, str, Pat
         return out
     finally:
         if own_cache:
-            subprocess.run(["rm", "-rf", str(cache_dir)], check=False)
+            shutil.rmtree(cache_dir, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- kernel discovery (ast only)
