@@ -69,6 +69,8 @@ CAST = {
     ("i", "i="): "bitcast({x})",                     # same width, other signedness (i64 index -> u64)
 }
 BITCAST = "bitcast({x})"
+SCAN_SUM = "scan_sum({x}, {axis}i32, {reverse}, {zero})"  # ct.cumsum: identity 0 of the element type
+SCAN_REVERSE = {False: "reverse::Forward", True: "reverse::Reverse"}
 FPOWI = "unsafe {{ fpowi({a}, {b}) }}"  # float ** integer tile (Tile IR 13.4), as cuTile emits it  # ct.bitcast: the result type comes from the let annotation
 CAST_SCALAR = "convert_scalar({x})"
 

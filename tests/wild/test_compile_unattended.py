@@ -37,6 +37,7 @@ CAPTURES = [
     Capture("int_power_kernel", {"x": (F32, 1), "e": ("int16", 1), "y": (F32, 1)}, {}, {"P": 3, "TILE": 128}),
     Capture("int_power_kernel", {"x": (F16, 1), "e": ("int32", 1), "y": (F16, 1)}, {}, {"P": 3, "TILE": 128}),
     Capture("if_expression_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+    Capture("cumsum_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TM": 16, "TN": 32}),
     Capture("gather_rows_kernel", {"ids": ("int64", 1), "table": (F32, 2), "out": (F32, 2)}, {}, {"TILE": 64, "D": 128}),
 ]
 

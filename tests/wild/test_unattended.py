@@ -36,7 +36,7 @@ def test_data_kernels_translate_without_configuration():
     assert sorted(r.kernel for r in report.results) == sorted(["by_target_kernel", "const_operand_kernel",
                                                          "dtype_choice_kernel", "gather_rows_kernel",
                                                          "scalar_tile_kernel", "cat_kernel", "bitcast_kernel", "int_power_kernel",
-                                                         "if_expression_kernel"])
+                                                         "if_expression_kernel", "cumsum_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():
@@ -453,3 +453,21 @@ def test_bool_constants_without_values_get_an_entry_per_value(tmp_path):
     report, text = translated(path)
     assert report.results[0].entries == ["k_upcast0", "k_upcast1"]
     assert "if upcast {" in launcher_text(text, "tileport_k")
+
+
+def test_cumsum_is_scan_sum_on_axis_0():
+    _, text = translated(DATA)
+    body = entry_text(text, "cumsum_kernel")  # unconfigured: f32 (scan_sum needs a literal identity)
+    assert has_line(body, "let t_cumsum: Tile<f32, { [TM, TN] }> = scan_sum(t, 0i32, reverse::Forward, 0.0f32);")
+    assert has_line(body, "let t_cumsum_1: Tile<f32, { [TM, TN] }> = scan_sum(t, 0i32, reverse::Reverse, 0.0f32);")
+
+
+def test_cumsum_on_another_axis_is_refused_with_the_reason(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, TM: ConstInt, TN: ConstInt):
+            t = ct.load(x, index=(0, 0), shape=(TM, TN))
+            ct.store(x, index=(0, 0), tile=ct.cumsum(t, axis=1))
+    """)
+    (r,) = run(path, {"k": [{"x": "f32"}]}).results
+    assert r.diagnostic.construct == "ct.cumsum" and r.diagnostic.loc.line == 9 and "dim 0" in r.diagnostic.message

@@ -496,6 +496,11 @@ class KernelEmitter:
         base, exponent = op.args
         return L.FPOWI.format(a=base.name, b=exponent.name)
 
+    def op_scan_sum(self, op: Op, name: str) -> str:
+        x = op.args[0]
+        return L.SCAN_SUM.format(x=x.name, axis=op.attr("axis"), reverse=L.SCAN_REVERSE[op.attr("reverse")],
+                                 zero=lit_rs(0.0 if self.kind(op.ty.dtype) == "f" else 0, op.ty.dtype))
+
     def op_bitcast(self, op: Op, name: str) -> str:
         return L.BITCAST.format(x=op.args[0].name)
 

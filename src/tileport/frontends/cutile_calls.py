@@ -874,6 +874,30 @@ def ct_bitcast(lw, args, kwargs, node):
     return lw.b.value("bitcast", (x,), TileT(dst, x.ty.shape), lw.loc(node), hint=f"{x.name}_bits")
 
 
+SCAN_DTYPES = ("f32", "f64", "i32", "i64")  # scan_sum takes its identity as a literal of the element type
+
+
+def ct_cumsum(lw, args, kwargs, node):
+    """ct.cumsum(x, axis=0, reverse=False): cutile-rs `scan_sum` (the same scan op with an add region)."""
+    b = _kw(lw, args, kwargs, ("x", "axis", "reverse", "rounding_mode", "flush_to_zero"), node, "cumsum", 1)
+    x = _tile(lw, b["x"], node, "ct.cumsum")
+    axis = _opt_const(lw, b.get("axis", CV(0)), node, "axis", (int,))
+    reverse = _opt_const(lw, b.get("reverse", CV(False)), node, "reverse", (bool,))
+    if b.get("rounding_mode") not in (None, CV(None)) or _opt_const(lw, b.get("flush_to_zero", CV(False)), node,
+                                                                    "flush_to_zero", (bool,)):
+        raise lw.fail(node, "ct.cumsum with rounding_mode/flush_to_zero is not supported yet", "ct.cumsum")
+    if not -x.ty.rank <= axis < x.ty.rank:
+        raise lw.fail(node, f"ct.cumsum: axis {axis} is out of range for rank {x.ty.rank}", "ct.cumsum")
+    if axis % x.ty.rank != 0:
+        raise lw.fail(node, "ct.cumsum along an axis other than 0 is not supported: cutile 0.5.0's scan_sum "
+                            "always scans dim 0", "ct.cumsum", "scan axis 0 (permute the tile first)")
+    lw.b.require(x.ty.dtype, lambda d: d in SCAN_DTYPES and not isinstance(x.ty.dtype, T.DVar),
+                 f"ct.cumsum on {x.ty.dtype}: only one of {', '.join(SCAN_DTYPES)} per kernel is supported yet",
+                 lw.loc(node))
+    return lw.b.value("scan_sum", (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
+                      reverse=reverse)
+
+
 def ct_cat(lw, args, kwargs, node):
     """ct.cat((a, b), axis): as cuTile, two tiles of one dtype and rank, equal off the axis."""
     b = _kw(lw, args, kwargs, ("tiles", "axis"), node, "cat", 2)

@@ -85,3 +85,10 @@ def if_expression_kernel(x, y, n, TILE: ConstInt):
     k = 1 if n > 2 else 2
     u = t * 2.0 if n > 5 else t + 1.0
     ct.store(y, index=(bid,), tile=u * k)
+
+
+@ct.kernel
+def cumsum_kernel(x, y, TM: ConstInt, TN: ConstInt):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid, 0), shape=(TM, TN))
+    ct.store(y, index=(bid, 0), tile=ct.cumsum(t) + ct.cumsum(t, 0, reverse=True))
