@@ -84,6 +84,11 @@ def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
                 generic = variant["array_dtypes"].get(name)
                 if generic in variant["dtype_vars"]:
                     dvars[generic] = TORCH_DTYPES.get(dt, dt)
+            for g, vals in variant["dtype_vars"].items():  # derived generics: from the arm the arrays select
+                arm = next((i for i in range(len(vals)) if all(variant["dtype_vars"][d][i] == v
+                                                                for d, v in dvars.items())), None)
+                if g not in dvars and arm is not None:
+                    dvars[g] = vals[arm]
             values = {**dvars, **consts}
             for name, expr in variant["derived"].items():
                 values[name] = _eval_dim(expr, consts)

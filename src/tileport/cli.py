@@ -130,6 +130,8 @@ def translate(
     check: Annotated[bool, typer.Option(help="With --corpus: fail if rust/ differs from a fresh translation.")] = False,
     force: Annotated[bool, typer.Option(help="Write into a non-empty directory that holds no crate tileport "
                                         "generated (only the crate's files are written).")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constant values) "
+                                                   "per kernel: JSON, TOML or YAML (README, 'Configurations').")] = None,
 ) -> None:
     """Translate cuTile Python kernels to a cutile-rs crate (device code, C-ABI launchers, manifest).
 
@@ -152,7 +154,9 @@ def translate(
         fail(f"not a file (a folder, a device or a pipe): {', '.join(map(str, odd))}")
     try:
         check_output_dir(out, force)
-        report = translate_corpus(out) if corpus else run([str(f) for f in files], out, crate=crate, force=force)
+        configs = _load_configs(config) if config else {}
+        report = translate_corpus(out) if corpus else run(
+            [str(f) for f in files], out, {str(f): configs for f in files}, crate=crate, force=force)
     except OutputDirError as e:
         fail(f"-o {e}")
     _print_translation(report)
@@ -161,6 +165,14 @@ def translate(
     console.print(f"{n_ok}/{len(report.results)} kernels translated in {time.perf_counter() - t0:.2f} s"
                   + (f"; crate written to {where}" if report.written else ""))
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _load_configs(path: Path) -> dict:
+    from tileport.config import ConfigError, kernel_configs, load_config
+    try:
+        return kernel_configs(load_config(path))
+    except ConfigError as e:
+        fail(f"--config {e}")
 
 
 def _check_drift(crate_dir: Path) -> int:
@@ -336,7 +348,7 @@ def port(
                                                               "machine (files or directories) for D and E.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip stages whose inputs did not change.")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constants) of "
-                                                   "kernels outside the library, JSON.")] = None,
+                                                   "kernels outside the library: JSON, TOML or YAML.")] = None,
     residual: Annotated[bool, typer.Option("--residual", help="Run F (residual performance) after an "
                                            "unresolved E INVESTIGATE.")] = False,
     until: Annotated[Optional[str], typer.Option("--until", help="Stop after this stage (A-F); resume later.")] = None,

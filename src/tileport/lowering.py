@@ -18,6 +18,8 @@ DTYPE_CODE = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "i16"
 # Rust constant names for those codes.
 DTYPE_CONST = {"f32": "F32", "f16": "F16", "bf16": "BF16", "f64": "F64", "i32": "I32", "i64": "I64",
                "i16": "I16", "i8": "I8", "u8": "U8", "bool": "BOOL"}
+# Host-side (launcher) spelling: tf32 is not imported there (only derived generics use it).
+HOST_DTYPE = {**RUST_DTYPE, "tf32": "cutile::core::tf32"}
 # Types that need `use cutile::half::...` on the host side.
 HALF_TYPES = ("f16", "bf16")
 
@@ -64,7 +66,12 @@ CAST = {
     ("f", "i"): "convert_tile({x})",
     ("i", "i+"): "exti({x})",                       # widening
     ("i", "i-"): "trunci_fixed({x}, overflow::None)",  # narrowing (shim)
+    ("i", "i="): "bitcast({x})",                     # same width, other signedness (i64 index -> u64)
 }
+BITCAST = "bitcast({x})"
+SCAN_SUM = "scan_sum({x}, {axis}i32, {reverse}, {zero})"  # ct.cumsum: identity 0 of the element type
+SCAN_REVERSE = {False: "reverse::Forward", True: "reverse::Reverse"}
+FPOWI = "unsafe {{ fpowi({a}, {b}) }}"  # float ** integer tile (Tile IR 13.4), as cuTile emits it  # ct.bitcast: the result type comes from the let annotation
 CAST_SCALAR = "convert_scalar({x})"
 
 # ---- elementwise arithmetic on tiles
@@ -127,6 +134,7 @@ BROADCAST = "{x}.broadcast(shape![{shape}])"
 TRANSPOSE = "{x}.transpose()"
 PERMUTE = "permute({x}, const_array![{axes}])"
 EXTRACT = "extract({x}, [{index}])"
+CAT = "cat({x}, {y}, {axis}i32)"
 MMA_FLOAT = "mmaf({a}, {b}, {acc})"
 MMA_INT = "mmai({a}, {b}, {acc}, signedness::Signed, signedness::Signed)"
 

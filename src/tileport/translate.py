@@ -30,6 +30,7 @@ class KernelResult:
     entries: list[str] = field(default_factory=list)
     diagnostic: Diagnostic | None = None
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # assumptions made without a configuration
 
     @property
     def ok(self) -> bool:
@@ -69,7 +70,9 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
             continue
         if base in results and not results[base].ok:
             continue
-        results.setdefault(base, KernelResult(path, base)).entries.append(k.name)
+        r = results.setdefault(base, KernelResult(path, base))
+        r.entries.append(k.name)
+        r.notes += [n for n in k.notes if n not in r.notes]
         kernels.append(k)
     kernels = [k for k in kernels if results[k.base_name or k.name].ok]
     per_kernel = (time.perf_counter() - t0) / max(1, len(results))

@@ -146,14 +146,14 @@ CASES = [
     Case("min_of_constant_without_values", """
         @ct.kernel
         def bad_kernel(x, y, TILE: ConstInt):
-            t = ct.load(x, index=(0,), shape=(4,))
+            t = ct.load(x, index=(0,), shape=(TILE,))  # TILE is a tile dimension: it needs values
             ct.store(y, index=(0,), tile=t * min(TILE, 2.5))
     """, "specialization", "min(TILE, 2.5)", "min(", "min of constants; constant(s) TILE must be specialized",
          hint="give the constant values in use"),
     Case("max_of_constant_without_values", """
         @ct.kernel
         def bad_kernel(x, y, TILE: ConstInt):
-            t = ct.load(x, index=(0,), shape=(4,))
+            t = ct.load(x, index=(0,), shape=(TILE,))  # TILE is a tile dimension: it needs values
             ct.store(y, index=(0,), tile=t * max(2.5, TILE))
     """, "specialization", "max(2.5, TILE)", "max(", "max of constants; constant(s) TILE must be specialized",
          hint="give the constant values in use"),

@@ -164,6 +164,8 @@ def _variant_body(k: Kernel, arg_names) -> list[str]:
     dvars = list(k.dtype_vars)
     for dv in dvars:
         members = [p for p in k.array_params if p.ty.dtype == dv]
+        if not members:
+            continue  # derived from the others (e.g. tf32 for f32 inputs): set by the match arm
         allowed = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in dict.fromkeys(k.dtype_vars[dv]))
         listed = ", ".join(f'("{p.name}", {arg_names[p.name]})' for p in members)
         lines.append(f"let {dv.name.lower()}_code = common_dtype(&[{listed}], &[{allowed}])?;")
@@ -200,17 +202,18 @@ def _launch_match(variant: Kernel, arg_names, dvars) -> list[str]:
     if not dvars:
         return ["{", *["    " + x for x in launch], "}"]
     combos = list(dict.fromkeys(zip(*(variant.dtype_vars[dv] for dv in dvars))))
-    codes = ", ".join(f"{dv.name.lower()}_code" for dv in dvars)
+    bound = [i for i, dv in enumerate(dvars) if any(p.ty.dtype == dv for p in variant.array_params)]
+    codes = ", ".join(f"{dvars[i].name.lower()}_code" for i in bound)
     metas = ", ".join(f"${dv.name}:ty" for dv in dvars)
     aliases = " ".join(f"type {dv.name} = ${dv.name};" for dv in dvars)
     out = [f"macro_rules! launch {{ ({metas}, $names:expr) => {{{{", f"    {aliases}",
            f"    let dtype_names: [&str; {len(dvars)}] = $names;"]
     out += ["    " + x for x in launch]
-    out += ["}}; }", f"match ({codes},) {{" if len(dvars) == 1 else f"match ({codes}) {{"]
+    out += ["}}; }", f"match ({codes},) {{" if len(bound) == 1 else f"match ({codes}) {{"]
     for combo in combos:
-        pat = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in combo)
-        pat = f"({pat},)" if len(dvars) == 1 else f"({pat})"
-        types = ", ".join(L.RUST_DTYPE[d] for d in combo)
+        pat = ", ".join(f"dtype::{L.DTYPE_CONST[combo[i]]}" for i in bound)
+        pat = f"({pat},)" if len(bound) == 1 else f"({pat})"
+        types = ", ".join(L.HOST_DTYPE[d] for d in combo)
         names = ", ".join(f'"{d}"' for d in combo)
         out.append(f"    {pat} => launch!({types}, [{names}]),")
     out.append('    _ => Err(Error::new(Code::DType, "unsupported dtype combination".to_string())),')

@@ -231,11 +231,19 @@ class KernelEmitter:
         hints = {L.ENTRY_HINT_KEYS[k]: v for k, v in self.kernel.hints.items() if k in L.ENTRY_HINT_KEYS}
         if not hints:
             return ""
-        if not all(isinstance(v, int) for v in hints.values()):
-            raise Diagnostic("kernel hints must be integer literals", self.kernel.loc, "ct.kernel",
-                             kernel=self.kernel.name)
-        inner = ", ".join(f"{key} = {hints[key]}" for key in sorted(hints))
-        return f"optimization_hints = (default = ({inner},),)"
+        per_target = [v for v in hints.values() if isinstance(v, dict)]
+        targets = sorted({t for v in per_target for t in v} - {"default"}) + ["default"]
+        groups = []
+        for target in targets:  # ct.ByTarget: one group per named target, each with every hint
+            values = {key: (v.get(target, v.get("default")) if isinstance(v, dict) else v)
+                      for key, v in hints.items()}
+            values = {key: v for key, v in values.items() if v is not None}
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in values.values()):
+                raise Diagnostic("kernel hints must be integer literals", self.kernel.loc, "ct.kernel",
+                                 kernel=self.kernel.name)
+            if values:
+                groups.append(f"{target} = ({', '.join(f'{k} = {values[k]}' for k in sorted(values))},)")
+        return f"optimization_hints = ({', '.join(groups)},)"
 
     # ---- statements
     def block(self, block: Block, depth: int) -> list[str]:
@@ -244,6 +252,8 @@ class KernelEmitter:
         for st in block.stmts:
             if isinstance(st, Let):
                 lines += [pad + line for line in self.let(st)]
+            elif isinstance(st, Do) and st.op.kind == "yield":  # the value of an if-expression's branch
+                lines.append(pad + self.atom(st.op.args[0]))
             elif isinstance(st, Do):
                 lines += [pad + line for line in self.effect(st.op)]
             elif isinstance(st, For):
@@ -251,12 +261,13 @@ class KernelEmitter:
                 lines += self.block(st.body, depth + 1)
                 lines.append(pad + "}")
             elif isinstance(st, If):
-                lines.append(f"{pad}if {self.atom(st.cond)} {{")
+                bind = f"let {st.result}: {type_rs(st.result_ty)} = " if st.result else ""
+                lines.append(f"{pad}{bind}if {self.atom(st.cond)} {{")
                 lines += self.block(st.then, depth + 1)
                 if st.orelse.stmts:
                     lines.append(f"{pad}}} else {{")
                     lines += self.block(st.orelse, depth + 1)
-                lines.append(pad + "}")
+                lines.append(pad + ("};" if st.result else "}"))
             elif isinstance(st, Return):
                 lines.append(pad + "return;")
             elif isinstance(st, Break):
@@ -379,6 +390,8 @@ class KernelEmitter:
             raise self.fail(op, "casts from or to bool are not supported yet")
         ks, kd = ("i" if k == "u" else k for k in (ks, kd))
         if ks == kd == "i":
+            if _bits(src) == _bits(dst):
+                return L.CAST[("i", "i=")].format(x=x.name)
             widen = _bits(src) < _bits(dst)
             if widen:
                 return L.CAST[("i", "i+")].format(x=x.name)
@@ -478,6 +491,22 @@ class KernelEmitter:
         if axes == (1, 0):
             return L.TRANSPOSE.format(x=op.args[0].name)
         return L.PERMUTE.format(x=op.args[0].name, axes=", ".join(map(str, axes)))
+
+    def op_fpowi(self, op: Op, name: str) -> str:
+        base, exponent = op.args
+        return L.FPOWI.format(a=base.name, b=exponent.name)
+
+    def op_scan_sum(self, op: Op, name: str) -> str:
+        x = op.args[0]
+        return L.SCAN_SUM.format(x=x.name, axis=op.attr("axis"), reverse=L.SCAN_REVERSE[op.attr("reverse")],
+                                 zero=lit_rs(0.0 if self.kind(op.ty.dtype) == "f" else 0, op.ty.dtype))
+
+    def op_bitcast(self, op: Op, name: str) -> str:
+        return L.BITCAST.format(x=op.args[0].name)
+
+    def op_cat(self, op: Op, name: str) -> str:
+        x, y = op.args
+        return L.CAT.format(x=x.name, y=y.name, axis=op.attr("axis"))
 
     def op_extract(self, op: Op, name: str):
         x, *index = op.args

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, field
+from itertools import product
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -24,6 +25,7 @@ from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kern
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
 
 CT_MODULE = "cuda.tile"
+DTYPE_MODULES = ("numpy", "torch")  # their dtype names and inf/nan/pi/e mean what cuTile's do
 ARRAY_USES = {"load", "store", "gather", "scatter", "num_tiles", "atomic_add", "atomic_max", "atomic_min",
               "atomic_xchg", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor"}
 
@@ -56,6 +58,7 @@ class EnumVal:
 @dataclass(frozen=True)
 class Helper:
     node: ast.FunctionDef
+    module: Any = None  # the ScannedModule it comes from, when imported from another file
 
 
 @dataclass(frozen=True)
@@ -74,12 +77,17 @@ class KernelConfig:
 
     Each configuration maps array and scalar parameters to a dtype name ("f16", "i32", ...) and
     `ct.Constant` parameters to a value. `ranks` gives array ranks when they are known from outside.
-    `pinned` fixes constants to literals (literal-specialized entries).
+    `pinned` fixes constants to literals (literal-specialized entries). `runtime` names constants that
+    become typed runtime parameters: no values are known and they cannot stay const generics.
     """
 
     configs: tuple[Mapping[str, Any], ...] = ()
     ranks: Mapping[str, int] = field(default_factory=dict)
     pinned: Mapping[str, Any] = field(default_factory=dict)
+    runtime: frozenset[str] = frozenset()
+
+
+CONST_SCALAR_DTYPES = {"int": "i32", "bool": "bool", "float": "f32"}  # a ct.Constant passed at run time
 
 
 DEFAULT_FLOAT_DTYPES = ("f32", "f16", "bf16")
@@ -98,6 +106,22 @@ class ScannedModule:
     helpers: dict[str, ast.FunctionDef]
     kernels: dict[str, ast.FunctionDef]
     math_names: set[str]
+    # other module-level names bound to an expression (PAD = ct.PaddingMode.ZERO, fexp = ct.exp),
+    # evaluated where a kernel uses them
+    aliases: dict[str, ast.expr] = field(default_factory=dict)
+    dtype_modules: dict[str, str] = field(default_factory=dict)  # np -> "numpy", torch -> "torch"
+    closures: dict[str, "Closure"] = field(default_factory=dict)  # kernels built inside a factory function
+    imports: dict[str, tuple[Path, str]] = field(default_factory=dict)  # from .utils import f -> (file, "f")
+
+
+@dataclass
+class Closure:
+    """The enclosing factory of a kernel defined inside a function: its constant locals, and the names
+    whose values exist only when the factory runs (its parameters, its other locals)."""
+
+    factory: str
+    constants: dict[str, Any]
+    runtime: set[str]
 
 
 def loc_of(path: str, node: ast.AST) -> Loc:
@@ -119,11 +143,21 @@ def scan_module(path: str, source: str | None = None) -> ScannedModule:
                     sm.ct_names.add(a.asname)
                 elif a.name == "math":
                     sm.math_names.add(a.asname or "math")
+                elif a.name in DTYPE_MODULES:
+                    sm.dtype_modules[a.asname or a.name] = a.name
         elif isinstance(node, ast.ImportFrom):
             if node.module == "cuda":
                 sm.ct_names.update(a.asname or a.name for a in node.names if a.name == "tile")
-            elif node.module == CT_MODULE:
+            elif node.module and (node.module == CT_MODULE or node.module.startswith(CT_MODULE + ".")):
+                # `from cuda.tile._numeric_semantics import RoundingMode`: the same object as ct.RoundingMode
                 sm.ct_imports.update({a.asname or a.name: a.name for a in node.names})
+            elif node.level > 0 and node.module:  # `from .utils import swizzle`: read (never run) that file
+                base = Path(path).resolve().parent
+                for _ in range(node.level - 1):
+                    base = base.parent
+                target = base.joinpath(*node.module.split("."))
+                file = target / "__init__.py" if target.is_dir() else target.with_suffix(".py")
+                sm.imports.update({a.asname or a.name: (file, a.name) for a in node.names if a.name != "*"})
         elif isinstance(node, ast.FunctionDef):
             if any(_is_ct_attr(sm, d, "kernel") for d in node.decorator_list):
                 sm.kernels[node.name] = node
@@ -131,7 +165,60 @@ def scan_module(path: str, source: str | None = None) -> ScannedModule:
                 sm.helpers[node.name] = node
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             _scan_assign(sm, node)
+    for factory in [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in sm.helpers]:
+        _scan_factory(sm, factory)
     return sm
+
+
+_IMPORTED: dict[tuple[str, int], ScannedModule] = {}
+
+
+def imported_module(file: Path) -> ScannedModule:
+    """The scan of a sibling module a kernel file imports helpers from (parsed once per file version)."""
+    key = (str(file), file.stat().st_mtime_ns)
+    if key not in _IMPORTED:
+        _IMPORTED[key] = scan_module(str(file))
+    return _IMPORTED[key]
+
+
+def helper_def(sm: ScannedModule, name: str, depth: int = 0) -> tuple[ScannedModule, ast.FunctionDef] | None:
+    """A helper function by the name the module uses: its own, or one it imports from a sibling file."""
+    if name in sm.helpers:
+        return sm, sm.helpers[name]
+    if name in sm.imports and depth < 8:
+        file, attr = sm.imports[name]
+        try:
+            return helper_def(imported_module(file), attr, depth + 1)
+        except (OSError, Diagnostic):
+            return None
+    return None
+
+
+def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
+    """Kernels a function builds (`def make(n): @ct.kernel def k(..): ..; return k`), with its closure."""
+    nested = [n for n in ast.walk(factory) if isinstance(n, ast.FunctionDef) and n is not factory
+              and any(_is_ct_attr(sm, d, "kernel") for d in n.decorator_list)]
+    if not nested:
+        return
+    a = factory.args
+    runtime = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
+    constants: dict[str, Any] = {}
+    scoped = ScannedModule(sm.path, sm.tree, sm.ct_names, sm.ct_imports, {**sm.constants}, sm.const_aliases,
+                           {}, {}, sm.math_names)
+    for st in factory.body:  # straight-line constant locals; anything else is known only at run time
+        names = [t.id for t in getattr(st, "targets", [getattr(st, "target", None)]) if isinstance(t, ast.Name)]
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and len(names) == 1 and st.value is not None:
+            try:
+                constants[names[0]] = scoped.constants[names[0]] = _eval_const(scoped, st.value)
+                runtime.discard(names[0])
+                continue
+            except (ValueError, TypeError, ZeroDivisionError, KeyError):
+                pass
+        runtime |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for kernel in nested:
+        if kernel.name not in sm.kernels:
+            sm.kernels[kernel.name] = kernel
+            sm.closures[kernel.name] = Closure(factory.name, constants, runtime - {kernel.name})
 
 
 def _is_ct_attr(sm: ScannedModule, node: ast.AST, attr: str) -> bool:
@@ -154,7 +241,8 @@ def _scan_assign(sm: ScannedModule, node: ast.Assign | ast.AnnAssign) -> None:
     try:
         sm.constants[name] = _eval_const(sm, value)
     except (ValueError, TypeError, ZeroDivisionError, KeyError):
-        pass  # not a compile-time constant: a kernel that uses it gets a diagnostic
+        sm.aliases[name] = value  # evaluated (as kernel code would be) where a kernel uses the name
+        sm.constants.pop(name, None)  # a later rebinding hides an earlier constant
 
 
 def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
@@ -214,7 +302,9 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
     for a in fn.args.args:
         loc = loc_of(path, a)
         const_kind = _const_annotation(sm, a.annotation)
-        if const_kind:
+        if const_kind and a.arg in cfg.runtime:
+            params.append(Param(a.arg, ScalarT(CONST_SCALAR_DTYPES[const_kind])))
+        elif const_kind:
             params.append(Param(a.arg, ConstT(const_kind), const_kind))
         elif a.arg in arrays:
             rank = cfg.ranks.get(a.arg) or arrays[a.arg]
@@ -223,10 +313,68 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
                                  "index it with a tuple in ct.load/ct.store, or give its rank in the config")
             params.append(Param(a.arg, ArrayT("?", rank)))
         else:
-            ann = a.annotation.id if isinstance(a.annotation, ast.Name) else None
-            default = "f32" if ann == "float" else "i32"
-            params.append(Param(a.arg, ScalarT(first.get(a.arg, default))))
+            dtype = first.get(a.arg) or _SCALAR_ANNOTATIONS.get(getattr(a.annotation, "id", None)) \
+                or launch_scalar_dtype(sm, fn.name, fn.args.args.index(a)) or scalar_use_dtype(fn, a.arg) or "i32"
+            params.append(Param(a.arg, ScalarT(dtype)))
     return params
+
+
+_SCALAR_ANNOTATIONS = {"float": "f32", "int": "i32", "bool": "bool"}
+
+
+def launch_scalar_dtype(sm: ScannedModule, kernel: str, index: int) -> str | None:
+    """The dtype of a kernel's scalar argument from the file's `ct.launch(stream, grid, kernel, (args..))`
+    sites (host code, read, never run): a number literal, or a parameter of the launching function with a
+    `float`/`int`/`bool` annotation or a number default. None when the sites disagree or say nothing."""
+    votes: set[str | None] = set()
+    for fn in ast.walk(sm.tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        positional = fn.args.posonlyargs + fn.args.args
+        params = {a.arg: a for a in positional + fn.args.kwonlyargs}
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(fn.args.defaults):], fn.args.defaults))
+        defaults |= {a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None}
+        for call in ast.walk(fn):
+            if (isinstance(call, ast.Call) and _ct_call_name(sm, call.func) == "launch" and len(call.args) >= 4
+                    and isinstance(call.args[2], ast.Name) and call.args[2].id == kernel
+                    and isinstance(call.args[3], ast.Tuple) and index < len(call.args[3].elts)):
+                votes.add(_host_dtype(call.args[3].elts[index], params, defaults))
+    return votes.pop() if len(votes) == 1 else None
+
+
+def _host_dtype(node: ast.expr, params: dict[str, ast.arg], defaults: dict[str, ast.expr]) -> str | None:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
+        return {int: "i32", float: "f32", bool: "bool"}[type(node.value)]
+    if isinstance(node, ast.Name) and node.id in params:
+        ann = params[node.id].annotation
+        if isinstance(ann, ast.Name) and ann.id in _SCALAR_ANNOTATIONS:
+            return _SCALAR_ANNOTATIONS[ann.id]
+        if node.id in defaults:
+            return _host_dtype(defaults[node.id], {}, {})
+    return None
+
+
+def scalar_use_dtype(fn: ast.FunctionDef, name: str) -> str | None:
+    """The dtype of an un-annotated scalar parameter, from its uses: next to a float literal or in a true
+    division -> f32; as a range() bound, in // or %, or next to an int literal -> i32; None if nothing says."""
+    votes: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.BinOp, ast.Compare)):
+            operands = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
+            if not any(isinstance(o, ast.Name) and o.id == name for o in operands):
+                continue
+            others = [o for o in operands if not (isinstance(o, ast.Name) and o.id == name)]
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                votes.add("f32")
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+                votes.add("i32")
+            for o in others:
+                if isinstance(o, ast.Constant) and type(o.value) in (int, float):
+                    votes.add("f32" if isinstance(o.value, float) else "i32")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+              and any(isinstance(x, ast.Name) and x.id == name for x in node.args)):
+            votes.add("i32")
+    return votes.pop() if len(votes) == 1 else None
 
 
 def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str]) -> dict[str, int | None]:
@@ -241,10 +389,10 @@ def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str]) -> dict
             name = _ct_call_name(sm, node.func)
             if name in ARRAY_USES and node.args and isinstance(node.args[0], ast.Name):
                 note(node.args[0].id, _rank_from_call(name, node))
-            elif (isinstance(node.func, ast.Name) and node.func.id in sm.helpers
+            elif (isinstance(node.func, ast.Name) and helper_def(sm, node.func.id)
                   and node.func.id not in active):
-                helper = sm.helpers[node.func.id]
-                inner = array_uses(sm, helper, active | {fn.name})
+                owner, helper = helper_def(sm, node.func.id)
+                inner = array_uses(owner, helper, active | {fn.name})
                 params = [a.arg for a in helper.args.args]
                 bound = dict(zip(params, node.args)) | {k.arg: k.value for k in node.keywords if k.arg}
                 for pname, arg in bound.items():
@@ -322,6 +470,7 @@ class KernelLowerer:
         self.scopes: list[_Scope] = []
         self.frames = Frames()
         self.inline_depth = 0
+        self.active_aliases: set[str] = set()
 
     def loc(self, node: ast.AST) -> Loc:
         return loc_of(self.path, node)
@@ -351,9 +500,17 @@ class KernelLowerer:
         hints = self.kernel_hints()
         params = [p for p in self.params if not (p.is_const and p.name in self.cfg.pinned)]
         doc = ast.get_docstring(fn) or ""
+        notes = [f"scalar parameter `{a.arg}` has no annotation and its uses do not decide its type: assumed i32"
+                 for a in fn.args.args if self._assumed_i32(a)]
         return Kernel(rust_ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
                       module_name=rust_ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
-                      signature=tuple(p.name for p in self.params))
+                      signature=tuple(p.name for p in self.params), notes=notes)
+
+    def _assumed_i32(self, a: ast.arg) -> bool:
+        p = next((p for p in self.params if p.name == a.arg), None)
+        return (p is not None and not p.is_array and not p.is_const and a.annotation is None
+                and not any(a.arg in c for c in self.cfg.configs) and scalar_use_dtype(self.fn, a.arg) is None
+                and launch_scalar_dtype(self.sm, self.fn.name, self.fn.args.args.index(a)) is None)
 
     def kernel_hints(self) -> dict[str, Any]:
         hints: dict[str, Any] = {}
@@ -362,15 +519,37 @@ class KernelLowerer:
                 for kw in d.keywords:
                     if kw.arg not in ("occupancy", "num_ctas", "num_worker_warps", "opt_level"):
                         raise self.fail(kw, f"kernel option `{kw.arg}` is not supported", "ct.kernel")
-                    v = self.compile_time(kw.value, f"kernel option `{kw.arg}`")
-                    hints[kw.arg] = v
+                    hints[kw.arg] = self.hint_value(kw.value, kw.arg)
         return hints
+
+    def hint_value(self, node: ast.AST, option: str) -> Any:
+        """A kernel option: a compile-time constant, or `ct.ByTarget(sm_100=.., default=..)` -> {target: v}."""
+        if isinstance(node, ast.Name) and node.id in self.sm.aliases:
+            node = self.sm.aliases[node.id]  # HINTS = ct.ByTarget(...) at module level
+        if isinstance(node, ast.Call) and _ct_call_name(self.sm, node.func) == "ByTarget":
+            if node.args or any(kw.arg is None for kw in node.keywords):
+                raise self.fail(node, "ct.ByTarget takes keyword arguments only (sm_XX=value, default=value)",
+                                "ct.ByTarget")
+            per_target = {kw.arg: self.compile_time(kw.value, f"kernel option `{option}`") for kw in node.keywords}
+            bad = [t for t in per_target if t != "default" and not t.startswith("sm_")]
+            if bad:
+                raise self.fail(node, f"ct.ByTarget: unknown target(s) {', '.join(bad)}", "ct.ByTarget",
+                                "targets are named sm_XX, or default")
+            return per_target
+        return self.compile_time(node, f"kernel option `{option}`")
 
     # ---- scopes and variables
     def lookup(self, name: str, node: ast.AST) -> Value:
         for s in reversed(self.scopes):
             if name in s.vars:
                 return s.vars[name]
+        closure = self.sm.closures.get(self.fn.name)
+        if closure and name in closure.constants:
+            return CV(closure.constants[name])
+        if closure and name in closure.runtime:
+            raise self.fail(node, f"`{name}` belongs to the factory `{closure.factory}` that builds this kernel; "
+                                  "its value exists only when the factory runs", "closure",
+                            f"make `{name}` a ct.Constant parameter of the kernel, or a module-level constant")
         if name in self.sm.constants:
             return CV(self.sm.constants[name])
         if name in self.sm.helpers:
@@ -381,9 +560,52 @@ class KernelLowerer:
             return ModuleRef("math")
         if name in self.sm.ct_imports:  # `from cuda.tile import X`: what `ct.X` is
             return self.calls.attribute(self, ModuleRef("ct"), self.sm.ct_imports[name], node)
+        if name in self.sm.dtype_modules:
+            return ModuleRef(self.sm.dtype_modules[name])
+        if name in self.sm.aliases:
+            return self.module_alias(name, node)
+        if name in self.sm.imports:
+            return self.imported(name, node)
         if name in ("range", "min", "max", "len", "int", "float", "bool", "abs"):
             return ("builtin", name)
         raise self.fail(node, f"undefined name `{name}`", "name")
+
+    def imported(self, name: str, node: ast.AST) -> Value:
+        """A name imported from a sibling module (`from .utils import swizzle`): a helper, a constant or an
+        alias of that module, evaluated in that module's scope."""
+        file, attr = self.sm.imports[name]
+        try:
+            other = imported_module(file)
+        except OSError:
+            raise self.fail(node, f"`{name}` is imported from {file.name}, which cannot be read", "import") from None
+        except Diagnostic as d:
+            raise self.fail(node, f"`{name}` is imported from {file.name}, which does not parse: {d.message}",
+                            "import") from None
+        if attr in other.helpers:
+            return Helper(other.helpers[attr], other)
+        if attr in other.constants:
+            return CV(other.constants[attr])
+        if attr in other.aliases or attr in other.imports or attr in other.ct_imports:
+            saved = self.sm, self.path, self.scopes
+            self.sm, self.path, self.scopes = other, other.path, []  # that module's scope, not the kernel's
+            try:
+                return self.lookup(attr, node)
+            finally:
+                self.sm, self.path, self.scopes = saved
+        raise self.fail(node, f"`{name}` imported from {file.name} is not a helper function or constant there",
+                        "import")
+
+    def module_alias(self, name: str, node: ast.AST) -> Value:
+        """A module-level name bound to an expression, evaluated in the module's scope (not the kernel's)."""
+        if name in self.active_aliases:
+            raise self.fail(node, f"module-level name `{name}` is defined in terms of itself", "name")
+        saved, self.scopes = self.scopes, []
+        self.active_aliases.add(name)
+        try:
+            return self.expr(self.sm.aliases[name])
+        finally:
+            self.active_aliases.discard(name)
+            self.scopes = saved
 
     def _owner(self, name: str) -> int | None:
         for i in range(len(self.scopes) - 1, -1, -1):
@@ -564,11 +786,13 @@ class KernelLowerer:
             return
         if isinstance(cond, CV):
             raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a branch on a constant", self.loc(s))
-        if not (isinstance(cond, Ref) and isinstance(cond.ty, ScalarT)):
+        if isinstance(cond, self.calls.DTypeCond):
+            raise self.fail(s.test, "a branch on an element dtype that differs between configurations", "dtype",
+                            "choose the dtype with a conditional expression, or translate one dtype per "
+                            "configuration (--config)")
+        if not (isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0)):
             raise self.fail(s.test, "an `if` condition must be a scalar", "if")
-        if cond.ty.dtype != "bool":
-            cond = self.b.value("compare", (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
-                                self.loc(s.test), hint="cond", op="!=")
+        cond = self.scalar_condition(cond, s.test)
         branches = []
         for stmts in (s.body, s.orelse):
             self.scopes.append(_Scope("if", self.block_locals(stmts, loop=False)))
@@ -616,7 +840,7 @@ class KernelLowerer:
     def expr_Call(self, node: ast.Call) -> Value:
         callee = self.expr(node.func)
         if isinstance(callee, Helper):
-            return self.inline(callee.node, node)
+            return self.inline(callee.node, node, callee.module)
         args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise self.fail(node, "star-arguments are not supported", "call")
@@ -675,7 +899,50 @@ class KernelLowerer:
         cond = self.expr(node.test)
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, T.DimOp)):
             return self.expr(node.body if cond.value else node.orelse)
+        if isinstance(cond, self.calls.DTypeCond):
+            return self.calls.choose_dtype(self, cond, self.expr(node.body), self.expr(node.orelse), node)
+        if isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0):
+            return self.if_value(cond, node)  # a runtime scalar condition: cuTile branches (an `if` with a result)
         return self.calls.where(self, cond, self.expr(node.body), self.expr(node.orelse), node)
+
+    def if_value(self, cond: Ref, node: ast.IfExp) -> Ref:
+        """`a if c else b` on a runtime scalar `c`: each arm evaluated in its own branch, as cuTile does
+        (`%r = if %c -> (type) { yield a } else { yield b }`); the value type is the arms' common type."""
+        from tileport.model.ir import Do, Op
+        cond = self.scalar_condition(cond, node.test)
+        probe = []
+        for sub in (node.body, node.orelse):  # the arms' types first, in throw-away blocks
+            self.scopes.append(_Scope("if", set()))
+            self.b.push()
+            try:
+                probe.append(self.calls.materialize(self, self.expr(sub), sub))
+            finally:
+                self.b.pop()
+                self.scopes.pop()
+        ty = self.calls.common_value_type(self, probe[0], probe[1], node)
+        blocks = []
+        for sub in (node.body, node.orelse):
+            self.scopes.append(_Scope("if", set()))
+            blk = self.b.push()
+            value = self.calls.materialize(self, self.expr(sub), sub)
+            atom = self.calls.as_type(self, value, ty, sub)
+            self.b.emit(Do(Op("yield", (atom,), ty, self.loc(sub))))
+            self.b.pop()
+            self.scopes.pop()
+            blocks.append(blk)
+        name = self.b.fresh("sel")
+        self.b.temps.add(name)
+        self.b.emit(If(cond, blocks[0], blocks[1], self.loc(node), self.outer_updates(*blocks), name, ty))
+        return Ref(name, ty)
+
+    def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
+        """A bool scalar from a scalar or 0-d tile condition (`!= 0` for numbers)."""
+        if isinstance(cond.ty, TileT):
+            cond = self.b.value("scalar_of", (cond,), ScalarT(cond.ty.dtype), self.loc(test), hint="cond")
+        if cond.ty.dtype != "bool":
+            cond = self.b.value("compare", (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
+                                self.loc(test), hint="cond", op="!=")
+        return cond
 
     def binop(self, op: str | None, a: Value, b: Value, node: ast.AST) -> Value:
         if op is None:
@@ -683,7 +950,7 @@ class KernelLowerer:
         return self.calls.binary(self, op, a, b, node)
 
     # ---- helpers
-    def inline(self, fn: ast.FunctionDef, call: ast.Call) -> Value:
+    def inline(self, fn: ast.FunctionDef, call: ast.Call, module: ScannedModule | None = None) -> Value:
         if self.inline_depth > 16:
             raise self.fail(call, f"helper `{fn.name}` is recursive (or nested too deeply)", "recursion",
                             "kernels and helpers cannot recurse")
@@ -711,10 +978,14 @@ class KernelLowerer:
         scope.vars.update(bound)
         self.scopes.append(scope)
         self.inline_depth += 1
+        saved_sm, saved_path = self.sm, self.path
+        if module is not None:  # an imported helper sees its own module's names, and reports its own file
+            self.sm, self.path = module, module.path
         try:
             self.block(body[:-1] if ret else body, fn)
             result = self.expr(ret.value) if ret and ret.value is not None else CV(None)
         finally:
+            self.sm, self.path = saved_sm, saved_path
             self.inline_depth -= 1
             self.scopes.pop()
         return result
@@ -784,25 +1055,108 @@ def specialization_values(cfg: KernelConfig, names: frozenset[str]) -> list[dict
 
 def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel]:
     """One kernel, or several literal-specialized entries when constants cannot stay generic."""
+    return _lower_configured(sm, name, cfg) if cfg.configs else _lower_unconfigured(sm, name, cfg)
+
+
+INDEX_DTYPE = "i64"  # arrays whose elements index other arrays (token ids, gather rows): torch.long
+
+
+def _lower_unconfigured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel]:
+    """No configuration: the arrays share one generic element type over the float dtypes with which the
+    kernel type-checks (cuTile Python refuses the others just the same); index arrays are i64."""
+    fn = sm.kernels[name]
+    arrays = [p.name for p in classify_params(sm, fn, cfg) if p.is_array]
+    indexes = index_arrays(sm, fn)
+    candidates = [{a: INDEX_DTYPE if a in indexes else dt for a in arrays} for dt in DEFAULT_FLOAT_DTYPES]
+    kept, first_error = [], None
+    for c in candidates:
+        try:
+            _lower_configured(sm, name, replace(cfg, configs=(c,)))
+            kept.append(c)
+        except Diagnostic as d:
+            if d.construct != "dtype":
+                raise  # not a question of dtypes: the same for every candidate
+            first_error = first_error or d
+    if not kept:
+        raise first_error
+    unique = tuple(dict(t) for t in dict.fromkeys(tuple(sorted(c.items())) for c in kept))
+    return _lower_configured(sm, name, replace(cfg, configs=tuple(c for c in kept if c in unique)))
+
+
+def index_arrays(sm: ScannedModule, fn: ast.FunctionDef) -> set[str]:
+    """Names whose loaded values end up as gather/scatter indices (data flow through local assignments)."""
+    loads_of: dict[str, set[str]] = {}
+
+    def sources(node: ast.AST) -> set[str]:
+        out: set[str] = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Call) and _ct_call_name(sm, n.func) in ("load", "gather") and n.args \
+                    and isinstance(n.args[0], ast.Name):
+                out.add(n.args[0].id)
+            elif isinstance(n, ast.Name):
+                out |= loads_of.get(n.id, set())
+        return out
+    assigns = [n for n in ast.walk(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name)]
+    for _ in range(len(assigns) + 1):  # to a fixed point
+        before = sum(map(len, loads_of.values()))
+        for a in assigns:
+            loads_of.setdefault(a.targets[0].id, set()).update(sources(a.value))
+        if sum(map(len, loads_of.values())) == before:
+            break
+    found: set[str] = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and _ct_call_name(sm, n.func) in ("gather", "scatter"):
+            idx = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords if k.arg == "indices"), None)
+            if idx is not None:
+                found |= sources(idx)
+    return found
+
+
+def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel]:
     fn = sm.kernels[name]
     try:
         return [KernelLowerer(sm, fn, cfg).lower()]
     except NeedsSpecialization as need:
         values = specialization_values(cfg, need.constants | frozenset(cfg.pinned))
-        if not values:
-            raise Diagnostic(f"{need.reason}; constant(s) {', '.join(sorted(need.constants))} must be "
+        unknown = Diagnostic(f"{need.reason}; constant(s) {', '.join(sorted(need.constants))} must be "
                              "specialized, but no values are known", need.loc, "specialization",
-                             "give the constant values in use (a capture/config per value)") from None
+                             "give the constant values in use (translate/port --config)")
+        enumerated = not values and need.constants <= _bool_constants(sm, name) - set(cfg.pinned) \
+            and len(need.constants) <= MAX_ENUMERATED_BOOLS
+        if enumerated:  # a bool has two values: one entry for each, as cuTile compiles one per value
+            names = sorted(need.constants)
+            values = [dict(zip(names, combo)) for combo in product((False, True), repeat=len(names))]
+        elif not values and not cfg.pinned and not need.constants <= cfg.runtime:
+            # no values known: the constants become typed runtime parameters (cuTile folds them; the
+            # port computes with them), so the kernel still translates without a configuration
+            try:
+                return _lower_configured(sm, name, replace(cfg, runtime=cfg.runtime | need.constants))
+            except Diagnostic as d:
+                if d.construct == "dtype":
+                    raise  # about element types, not the constant (unconfigured kernels try several)
+                raise unknown from None  # e.g. the constant is also a tile dimension: values are needed
+        if not values:
+            raise unknown from None
         out = []
         for v in values:
-            sub_cfg = KernelConfig(tuple(c for c in cfg.configs if all(c.get(k) == x for k, x in v.items())),
-                                   cfg.ranks, {**cfg.pinned, **v})
-            for k in lower_kernel(sm, name, sub_cfg):
+            configs = (tuple({**c, **v} for c in cfg.configs) if enumerated
+                       else tuple(c for c in cfg.configs if all(c.get(k) == x for k, x in v.items())))
+            sub_cfg = replace(cfg, configs=configs, pinned={**cfg.pinned, **v})
+            for k in _lower_configured(sm, name, sub_cfg):
                 suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items())
                                   if key not in cfg.pinned)
                 k.name = f"{k.name}_{suffix}" if suffix else k.name
                 out.append(k)
         return out
+
+
+MAX_ENUMERATED_BOOLS = 3  # at most 8 entries per kernel without values
+
+
+def _bool_constants(sm: ScannedModule, name: str) -> set[str]:
+    fn = sm.kernels[name]
+    return {a.arg for a in fn.args.args if _const_annotation(sm, a.annotation) == "bool"}
 
 
 def _suffix(v: Any) -> str:

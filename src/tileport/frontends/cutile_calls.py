@@ -7,6 +7,7 @@ does, make broadcasts and casts explicit through the Builder, and emit model ope
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,8 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
         if attr in _MATH and not callable(_MATH[attr]):
             return CV(_MATH[attr])
         raise lw.fail(node, f"math.{attr} is not supported in kernels", "math")
+    if isinstance(base, ModuleRef) and base.name in ("numpy", "torch"):
+        return _dtype_module_attr(lw, base.name, attr, node)
     if isinstance(base, EnumNS):
         return EnumVal(base.name, attr)
     if isinstance(base, Ref) and isinstance(base.ty, ArrayT):
@@ -93,6 +96,24 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
     if isinstance(base, tuple) and attr in ("index", "count"):
         raise lw.fail(node, f"tuple.{attr} is not supported", "tuple")
     raise lw.fail(node, f"attribute `.{attr}` is not supported here", f".{attr}")
+
+
+_DTYPE_SPELLINGS = {"torch": {"bool": "bool_", "float": "float32", "half": "float16", "double": "float64",
+                             "int": "int32", "long": "int64", "short": "int16"},
+                   "numpy": {"half": "float16", "single": "float32", "double": "float64"}}
+_NUMERIC_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e}
+
+
+def _dtype_module_attr(lw, module: str, attr: str, node: ast.AST) -> Value:
+    """`np.int32`, `torch.float16`, `np.inf`: the cuTile dtype or number they stand for in a kernel."""
+    name = _DTYPE_SPELLINGS[module].get(attr, attr)
+    if name in T.CT_DTYPES and name != "tfloat32":
+        return DTypeVal(T.CT_DTYPES[name])
+    if attr in _NUMERIC_CONSTANTS:
+        return CV(_NUMERIC_CONSTANTS[attr])
+    short = "np" if module == "numpy" else module
+    raise lw.fail(node, f"{short}.{attr} is not supported in kernels", short,
+                  "only dtype names and inf/nan/pi/e of numpy and torch have a kernel meaning")
 
 
 def subscript(lw, base: Value, node: ast.Subscript) -> Value:
@@ -295,6 +316,8 @@ def ct_load(lw, args, kwargs, node):
     arr = _array(lw, b["array"], node, "load")
     index = _index(lw, b["index"], arr.ty.rank, node, "load")
     shape = _shape(lw, b["shape"], node, "ct.load")
+    scalar = len(shape) == 0 and arr.ty.rank > 0  # a 0-d load: a (1, ..) tile reshaped to (), as cuTile does
+    shape = (1,) * arr.ty.rank if scalar else shape
     if len(shape) != arr.ty.rank:
         raise lw.fail(node, f"ct.load: tile rank {len(shape)} differs from the array rank {arr.ty.rank}", "ct.load")
     pad = b.get("padding_mode")
@@ -306,8 +329,11 @@ def ct_load(lw, args, kwargs, node):
                  check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                  latency=_opt_const(lw, b.get("latency"), node, "latency"),
                  allow_tma=_opt_const(lw, b.get("allow_tma"), node, "allow_tma", (bool,)))
-    return lw.b.value("load", (arr, *index), TileT(arr.ty.dtype, shape), lw.loc(node),
+    tile = lw.b.value("load", (arr, *index), TileT(arr.ty.dtype, shape), lw.loc(node),
                       hint=f"{arr.name}_tile", **attrs)
+    if scalar:
+        return lw.b.value("reshape", (tile,), TileT(arr.ty.dtype, ()), lw.loc(node), hint=f"{arr.name}_0d", shape=())
+    return tile
 
 
 def ct_store(lw, args, kwargs, node):
@@ -316,6 +342,9 @@ def ct_store(lw, args, kwargs, node):
     arr = _array(lw, b["array"], node, "store")
     index = _index(lw, b["index"], arr.ty.rank, node, "store")
     tile = b["tile"]
+    if isinstance(tile, Ref) and isinstance(tile.ty, TileT) and tile.ty.rank == 0 < arr.ty.rank:
+        full = (1,) * arr.ty.rank  # a 0-d store: reshaped to (1, ..), as cuTile does
+        tile = lw.b.value("reshape", (tile,), TileT(tile.ty.dtype, full), lw.loc(node), hint=f"{arr.name}_1", shape=full)
     if isinstance(tile, Ref) and isinstance(tile.ty, TileT):
         if tile.ty.rank != arr.ty.rank:
             raise lw.fail(node, f"ct.store: tile rank {tile.ty.rank} differs from the array rank {arr.ty.rank}",
@@ -520,9 +549,29 @@ def where(lw, cond, x, y, node) -> Ref:
     dtype = _operand_dtype(lw, x, y, node, "ct.where")
     shape = _common_shape(lw, (cond, x, y), node)
     c = lw.b.to_tile(lw.scalar_atom(cond, node) if not isinstance(cond, Ref) else cond, "bool", shape, loc)
-    xs = lw.b.to_tile(x if isinstance(x, Ref) else _lit(lw, x, dtype, node), dtype, shape, loc)
-    ys = lw.b.to_tile(y if isinstance(y, Ref) else _lit(lw, y, dtype, node), dtype, shape, loc)
+    xs = lw.b.to_tile(x if isinstance(x, Ref) else _const_operand(lw, x, dtype, node), dtype, shape, loc)
+    ys = lw.b.to_tile(y if isinstance(y, Ref) else _const_operand(lw, y, dtype, node), dtype, shape, loc)
     return lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
+
+
+def common_value_type(lw, a: Value, b: Value, node):
+    """The type of `a if c else b`: the promoted dtype; a tile of the arms' common shape, else a scalar."""
+    dtype = _operand_dtype(lw, a, b, node, "conditional expression")
+    shapes = [v.ty.shape for v in (a, b) if isinstance(v, Ref) and isinstance(v.ty, TileT)]
+    if not shapes:
+        return ScalarT(dtype)
+    if len(shapes) == 2 and tuple(shapes[0]) != tuple(shapes[1]):
+        raise lw.fail(node, f"the arms of a conditional expression have different shapes ({shapes[0]} vs "
+                            f"{shapes[1]})", "conditional expression", "broadcast one arm explicitly")
+    return TileT(dtype, tuple(shapes[0]))
+
+
+def as_type(lw, v: Value, ty, node) -> Atom:
+    """`v` as a value of `ty` (scalar or tile): casts, splats and broadcasts made explicit."""
+    loc = lw.loc(node)
+    if isinstance(ty, ScalarT):
+        return _scalar_operand(lw, v, ty.dtype, node)
+    return lw.b.to_tile(v if isinstance(v, Ref) else _const_operand(lw, v, ty.dtype, node), ty.dtype, ty.shape, loc)
 
 
 def _lit(lw, v: Value, dtype, node) -> Lit:
@@ -560,6 +609,8 @@ def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_z
         return _fold(lw, op, a, b, node)
     if isinstance(a, tuple) or isinstance(b, tuple):
         raise lw.fail(node, "arithmetic on tuples is not supported", "tuple arithmetic")
+    if op == "**" and (power := _integer_power(lw, a, b, node)) is not None:
+        return power
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
     if op == "/" and not lw.b.is_float(dtype):
         dtype = "f32"
@@ -567,6 +618,32 @@ def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_z
     ty = ScalarT(dtype) if shape is None else TileT(dtype, shape)
     return lw.b.value("binary", (x, y), ty, loc, hint=_HINTS.get(op, "v"), op=_OP_NAMES[op], rounding=rounding_mode,
                       ftz=flush_to_zero, nan=propagate_nan)
+
+
+# cuTile's `x ** n` with a float tile x and an integer n: fpowi, n as the smallest of i8/i16/i32 that holds it.
+FPOWI_EXPONENT = {"i8": "i8", "i16": "i16", "i32": "i32", "u8": "i16", "u16": "i32"}
+FPOWI_BASE = ("f16", "bf16", "f32", "f64")
+
+
+def _integer_power(lw, a, b, node) -> Ref | None:
+    """`t ** 2`, `t ** n`: fpowi with the exponent broadcast as an integer tile, as cuTile Python emits it
+    (Tile IR 13.4); None when it is a float power."""
+    if not (isinstance(a, Ref) and isinstance(a.ty, TileT)):
+        return None
+    if not all(d in FPOWI_BASE for d in lw.b.dspace.values(a.ty.dtype)):
+        return None
+    if isinstance(b, CV) and b.is_dim:
+        exp_dtype, atom = "i32", _const_operand(lw, b, "i32", node)
+    elif isinstance(b, Ref) and all(d in FPOWI_EXPONENT for d in lw.b.dspace.values(b.ty.dtype)):
+        exp_dtype = lw.b.dspace.generic(tuple(FPOWI_EXPONENT[d] for d in lw.b.dspace.values(b.ty.dtype)))
+        atom = b
+    else:
+        return None
+    loc = lw.loc(node)
+    shape = lw.b.broadcast_shape(a.ty.shape, _shape_of(b), loc)
+    base = lw.b.to_tile(a, a.ty.dtype, shape, loc)
+    exponent = lw.b.to_tile(atom, exp_dtype, shape, loc)
+    return lw.b.value("fpowi", (base, exponent), TileT(a.ty.dtype, shape), loc, hint="pw")
 
 
 _OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",
@@ -586,8 +663,19 @@ def _operands(lw, a: Value, b: Value, dtype: T.DType, node) -> tuple[Atom, Atom,
         return _scalar_operand(lw, a, dtype, node), _scalar_operand(lw, b, dtype, node), None
     loc = lw.loc(node)
     shape = lw.b.broadcast_shape(_shape_of(a), _shape_of(b), loc)
-    x, y = (lw.b.to_tile(v if isinstance(v, Ref) else _lit(lw, v, dtype, node), dtype, shape, loc) for v in (a, b))
+    x, y = (lw.b.to_tile(v if isinstance(v, Ref) else _const_operand(lw, v, dtype, node), dtype, shape, loc)
+            for v in (a, b))
     return x, y, shape
+
+
+def _const_operand(lw, v, dtype, node) -> Atom:
+    """A number against a tile: a literal; a `ct.Constant` (tile // N, offs < S): its value as a scalar."""
+    if isinstance(v, CV) and isinstance(v.value, (Sym, T.DimOp)):
+        atom = _scalar_operand(lw, v, dtype, node)
+        if isinstance(atom, CDim):  # a runtime i32 value, broadcast like any scalar
+            atom = lw.b.value("scalar", (atom,), ScalarT("i32"), lw.loc(node), hint="c")
+        return atom
+    return _lit(lw, v, dtype, node)
 
 
 def _scalar_operand(lw, v, dtype, node) -> Atom:
@@ -622,8 +710,39 @@ def _fold(lw, op: str, a: CV, b: CV, node) -> CV:
         raise lw.fail(node, f"constant expression fails: {e}", "constant") from None
 
 
+@dataclass(frozen=True)
+class DTypeCond:
+    """A comparison of element dtypes whose answer differs between configurations (one bool each)."""
+
+    values: tuple[bool, ...]
+
+
+def compare_dtypes(lw, op: str, a: DTypeVal, b: DTypeVal, node) -> Value:
+    """`x.dtype == ct.float32`: a constant, or (generic dtypes) one answer per configuration."""
+    if op not in ("==", "!="):
+        raise lw.fail(node, f"dtypes compare with == and != only, not {op}", "comparison")
+    va, vb = lw.b.dspace.values(a.dtype), lw.b.dspace.values(b.dtype)
+    n = max(len(va), len(vb))
+    va, vb = (va * n if len(va) == 1 else va), (vb * n if len(vb) == 1 else vb)
+    answers = tuple((x == y) == (op == "==") for x, y in zip(va, vb))
+    return CV(answers[0]) if len(set(answers)) == 1 else DTypeCond(answers)
+
+
+def choose_dtype(lw, cond: DTypeCond, yes: Value, no: Value, node) -> DTypeVal:
+    """`ct.tfloat32 if x.dtype == ct.float32 else x.dtype`: a dtype per configuration, as a generic."""
+    if not (isinstance(yes, DTypeVal) and isinstance(no, DTypeVal)):
+        raise lw.fail(node, "a condition on element dtypes can only choose between dtypes here", "dtype",
+                      "compute both values and select with ct.where, or give one dtype per configuration")
+    vy, vn = lw.b.dspace.values(yes.dtype), lw.b.dspace.values(no.dtype)
+    n = len(cond.values)
+    vy, vn = (vy * n if len(vy) == 1 else vy), (vn * n if len(vn) == 1 else vn)
+    return DTypeVal(lw.b.dspace.generic(tuple(y if c else m for c, y, m in zip(cond.values, vy, vn))))
+
+
 def compare(lw, op: str, a: Value, b: Value, node) -> Value:
     a, b = materialize(lw, a, node), materialize(lw, b, node)
+    if isinstance(a, DTypeVal) and isinstance(b, DTypeVal):
+        return compare_dtypes(lw, op, a, b, node)
     if isinstance(a, CV) and isinstance(b, CV):
         if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)),
@@ -734,6 +853,76 @@ def ct_extract(lw, args, kwargs, node):
                       shape=shape)
 
 
+_BITS = {"bool": 1, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "f16": 16, "bf16": 16, "i32": 32, "u32": 32,
+         "f32": 32, "tf32": 32, "i64": 64, "u64": 64, "f64": 64, "f8e4m3fn": 8, "f8e5m2": 8}
+
+
+def ct_bitcast(lw, args, kwargs, node):
+    """ct.bitcast(x, dtype): the same bits as another dtype of the same width (no-op for the same dtype)."""
+    b = _kw(lw, args, kwargs, ("x", "dtype"), node, "bitcast", 2)
+    x = _tile(lw, b["x"], node, "ct.bitcast")
+    if not isinstance(b["dtype"], DTypeVal):
+        raise lw.fail(node, "ct.bitcast needs a dtype", "ct.bitcast")
+    dst = b["dtype"].dtype
+
+    def same_width(src, d):
+        return d if "bool" not in (src, d) and _BITS.get(src) == _BITS.get(d) else None
+    lw.b.dspace.lift(same_width, x.ty.dtype, dst, what="ct.bitcast: the bit widths differ (or a bool)",
+                     loc=lw.loc(node))
+    if x.ty.dtype == dst:
+        return x
+    return lw.b.value("bitcast", (x,), TileT(dst, x.ty.shape), lw.loc(node), hint=f"{x.name}_bits")
+
+
+SCAN_DTYPES = ("f32", "f64", "i32", "i64")  # scan_sum takes its identity as a literal of the element type
+
+
+def ct_cumsum(lw, args, kwargs, node):
+    """ct.cumsum(x, axis=0, reverse=False): cutile-rs `scan_sum` (the same scan op with an add region)."""
+    b = _kw(lw, args, kwargs, ("x", "axis", "reverse", "rounding_mode", "flush_to_zero"), node, "cumsum", 1)
+    x = _tile(lw, b["x"], node, "ct.cumsum")
+    axis = _opt_const(lw, b.get("axis", CV(0)), node, "axis", (int,))
+    reverse = _opt_const(lw, b.get("reverse", CV(False)), node, "reverse", (bool,))
+    if b.get("rounding_mode") not in (None, CV(None)) or _opt_const(lw, b.get("flush_to_zero", CV(False)), node,
+                                                                    "flush_to_zero", (bool,)):
+        raise lw.fail(node, "ct.cumsum with rounding_mode/flush_to_zero is not supported yet", "ct.cumsum")
+    if not -x.ty.rank <= axis < x.ty.rank:
+        raise lw.fail(node, f"ct.cumsum: axis {axis} is out of range for rank {x.ty.rank}", "ct.cumsum")
+    if axis % x.ty.rank != 0:
+        raise lw.fail(node, "ct.cumsum along an axis other than 0 is not supported: cutile 0.5.0's scan_sum "
+                            "always scans dim 0", "ct.cumsum", "scan axis 0 (permute the tile first)")
+    lw.b.require(x.ty.dtype, lambda d: d in SCAN_DTYPES and not isinstance(x.ty.dtype, T.DVar),
+                 f"ct.cumsum on {x.ty.dtype}: only one of {', '.join(SCAN_DTYPES)} per kernel is supported yet",
+                 lw.loc(node))
+    return lw.b.value("scan_sum", (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
+                      reverse=reverse)
+
+
+def ct_cat(lw, args, kwargs, node):
+    """ct.cat((a, b), axis): as cuTile, two tiles of one dtype and rank, equal off the axis."""
+    b = _kw(lw, args, kwargs, ("tiles", "axis"), node, "cat", 2)
+    tiles = b["tiles"]
+    if not isinstance(tiles, tuple) or not 1 <= len(tiles) <= 2:
+        raise lw.fail(node, "ct.cat takes a tuple of one or two tiles", "ct.cat")
+    tiles = tuple(_tile(lw, t, node, "ct.cat") for t in tiles)
+    if len(tiles) == 1:
+        return tiles[0]
+    x, y = tiles
+    rank = x.ty.rank
+    axis = b["axis"].value if isinstance(b["axis"], CV) else None
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+        raise lw.fail(node, f"ct.cat: the axis must be a constant in [{-rank}, {rank})", "ct.cat")
+    axis %= rank
+    if y.ty.rank != rank or not lw.b.dspace.values(x.ty.dtype) == lw.b.dspace.values(y.ty.dtype):
+        raise lw.fail(node, f"ct.cat: tiles must have the same rank and dtype ({x.ty} vs {y.ty})", "ct.cat")
+    for i, (dx, dy) in enumerate(zip(x.ty.shape, y.ty.shape)):
+        if i != axis:
+            lw.b.check_dims_equal(dx, dy, lw.loc(node), "ct.cat")
+    shape = list(x.ty.shape)
+    shape[axis] = T.dim_op("+", x.ty.shape[axis], y.ty.shape[axis])
+    return lw.b.value("cat", (x, y), TileT(x.ty.dtype, tuple(shape)), lw.loc(node), hint="cat", axis=axis)
+
+
 MMA_ACC = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "tf32": ("f32",), "f64": ("f64",),
            "f8e4m3fn": ("f16", "f32"), "f8e5m2": ("f16", "f32"), "i8": ("i32",), "u8": ("i32",)}
 
@@ -793,6 +982,9 @@ def method(lw, m: BoundMethod, args, kwargs, node) -> Value:
         return globals()[f"ct_{m.name}"](lw, [m.obj, *args], kwargs, node)
     if m.name in REDUCE_FNS:
         return reduce(lw, m.name, [m.obj, *args], kwargs, node)
+    if m.name == "item":  # cuTile: reshape to () (a scalar tile)
+        _kw(lw, args, kwargs, (), node, "item", 0)
+        return m.obj if m.obj.ty.rank == 0 else reshape(lw, m.obj, (), node)
     raise lw.fail(node, f"tile method `.{m.name}()` is not supported", f".{m.name}()")
 
 

@@ -27,6 +27,18 @@ class DTypeSpace:
     def values(self, dt: DType) -> tuple[str, ...]:
         return T.concrete_dtypes(dt, self.vectors)
 
+    def generic(self, vec: tuple[str, ...]) -> DType:
+        """The dtype with these values per configuration: a concrete one, an existing generic, or a new
+        generic derived from the others (no array carries it; the launcher sets it per dtype arm)."""
+        if len(set(vec)) == 1:
+            return vec[0]
+        for d, v in self.vectors.items():
+            if v == vec:
+                return d
+        var = DVar(f"E{len(self.vectors) + 1}")
+        self.vectors[var] = vec
+        return var
+
     def lift(self, fn: Callable[..., str | None], *dts: DType, what: str, loc: Loc) -> DType:
         """Apply a dtype function across configurations; the result must be uniform."""
         vecs = [d for d in dts if isinstance(d, DVar)]

@@ -107,6 +107,9 @@ class If:
     orelse: "Block"
     loc: Loc
     assigned: tuple[str, ...] = ()  # outer variables either branch reassigns
+    # `x = a if c else b`: the If is an expression bound to `result` (each branch ends with a `yield` Do)
+    result: str | None = None
+    result_ty: Any = None
 
 
 @dataclass
@@ -167,6 +170,7 @@ class Kernel:
     base_name: str = ""  # the source kernel's name (differs from `name` for specialized entries)
     pinned: dict[str, Any] = field(default_factory=dict)  # constants fixed by literal specialization
     signature: tuple[str, ...] = ()  # every source parameter, in order (pinned constants included)
+    notes: list[str] = field(default_factory=list)  # assumptions the translator made (reported, not fatal)
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)

@@ -19,7 +19,8 @@ def atoms_of(stmt) -> list[Atom]:
 
 def taken_names(kernel: Kernel) -> set[str]:
     """Names a pass must not give a new binding: every `let` of the kernel and every parameter."""
-    return {st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
+    return ({st.name for st in walk(kernel.body) if isinstance(st, Let)} | {p.name for p in kernel.params}
+            | {st.result for st in walk(kernel.body) if isinstance(st, If) and st.result})
 
 
 def use_counts(kernel: Kernel) -> Counter:

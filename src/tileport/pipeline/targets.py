@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tileport.config import ConfigError, load_config
 from tileport.frontends.cutile import KernelConfig, scan_module
 from tileport.model.types import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture
@@ -43,34 +43,11 @@ def _library_target(path_str: str, kernel: str) -> Target:
 
 
 def load_config_file(path: Path) -> dict[str, dict[str, Any]]:
-    """--config FILE.json: {"kernels": {name: {"configs": [...], "ranks": {...}}}} or {name: [configs]}.
-
-    A configuration maps array parameters to an element dtype ("float16" / "f16"...), runtime scalars
-    to a dtype, and ct.Constant parameters to their value."""
-    if not Path(path).is_file():  # missing, a folder, a device or a FIFO (reading /dev/zero never ends)
-        raise TargetError(f"--config {path}: not a file")
+    """--config FILE (JSON, TOML or YAML; format in tileport.config)."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:  # unreadable, not UTF-8, not JSON
-        raise TargetError(f"--config {path}: {e}") from None
-    kernels = data.get("kernels", data) if isinstance(data, dict) else None
-    if not isinstance(kernels, dict):
-        raise TargetError(f"--config {path}: expected an object of kernels")
-    out = {}
-    for name, spec in kernels.items():
-        if isinstance(spec, list):
-            spec = {"configs": spec}
-        if not isinstance(spec, dict) or not isinstance(spec.get("configs", []), list):
-            raise TargetError(f"--config {path}: kernel `{name}` needs a list of configurations")
-        bad = [c for c in spec.get("configs", []) if not isinstance(c, dict)
-               or not all(isinstance(v, (str, int, float)) for v in c.values())]
-        ranks = spec.get("ranks", {})
-        if bad or not isinstance(ranks, dict) or not all(type(r) is int for r in ranks.values()):
-            raise TargetError(f"--config {path}: kernel `{name}`: a configuration is an object of parameter -> "
-                              f"dtype name or constant value (got {json.dumps(bad[0]) if bad else 'bad ranks'}); "
-                              "ranks is an object of array -> rank")
-        out[name] = {"configs": [dict(c) for c in spec.get("configs", [])], "ranks": dict(spec.get("ranks", {}))}
-    return out
+        return load_config(path)
+    except ConfigError as e:
+        raise TargetError(f"--config {e}") from None
 
 
 def _short(v: Any) -> Any:

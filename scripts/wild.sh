@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The wild corpus: download pinned cuTile Python packages from PyPI, find every @ct.kernel (ast only),
+# run `tileport translate` and `tileport port --no-gpu` on each with no configuration and no edits, and
+# write the table to bench/results/wild.json + wild.md. Third-party sources stay under out/wild
+# (git-ignored). Options: --no-port (translate step only, table under out/wild), --work DIR, --results DIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+exec nice python3 -m tileport.wild "$@"

@@ -1,0 +1,448 @@
+"""The wild corpus: cuTile Python kernels of public PyPI packages, ported unattended.
+
+Downloads pinned wheels with pip (no dependencies, a throw-away cache), extracts their Python files,
+finds every `@ct.kernel` with `ast` (module level, or built inside a factory function), then runs
+`translate` and, optionally, `tileport port` on each kernel with no configuration and no edits. The
+third-party code is never imported or run, and never copied into the repository: only the table of
+results is committed (bench/results/wild.json and .md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+# (distribution, version): pinned so the table is reproducible.
+PACKAGES = (("bastile", "0.1.3"), ("cutile-gpt", "0.2.1"), ("cutile-stencil", "0.3.0"))
+# Wheels are pure Python; the tag only selects a release whose Requires-Python admits it.
+PYTHON_TAGS = ("3.12", "3.13")
+CT_MODULE = "cuda.tile"
+
+
+class WildError(RuntimeError):
+    """A download or extraction failed (the message says which package and why)."""
+
+
+# ---------------------------------------------------------------- download and extract
+
+def download(package: str, version: str, dest: Path, cache: Path) -> Path:
+    """`pip download --no-deps` of one pinned wheel into `dest` (pip's cache kept in `cache`)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    errors = []
+    for tag in PYTHON_TAGS:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", tag,
+               "--cache-dir", str(cache), "--disable-pip-version-check", "--retries", "1", "--timeout", "20",
+               "-q", "-d", str(dest),
+               f"{package}=={version}"]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            raise WildError(f"pip download {package}=={version}: timed out") from None
+        stem = package.replace("-", "_")
+        wheels = sorted(dest.glob(f"{stem}-{version}-*.whl"))
+        if r.returncode == 0 and wheels:
+            return wheels[0]
+        lines = (r.stderr or r.stdout).strip().splitlines()
+        errors.append(f"python {tag}: {lines[-1] if lines else 'no output'}")
+    raise WildError(f"pip download {package}=={version} failed: {'; '.join(errors)}")
+
+
+def extract(wheel: Path, dest: Path) -> Path:
+    """The wheel's .py files under dest/<distribution>/ (members escaping `dest` are refused)."""
+    root = (dest / wheel.name.split("-")[0]).resolve()
+    with zipfile.ZipFile(wheel) as z:
+        for member in z.namelist():
+            if not member.endswith(".py"):
+                continue
+            target = (root / member).resolve()
+            if root not in target.parents:
+                raise WildError(f"{wheel.name}: member {member!r} escapes the extraction directory")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(z.read(member))
+    return root
+
+
+def fetch_all(work: Path, cache: Path | None = None) -> list[tuple[str, str, Path]]:
+    """Download and extract every pinned package: (package, version, extracted root)."""
+    own_cache = cache is None
+    cache_dir = Path(tempfile.mkdtemp(prefix="tileport-wild-pip-")) if own_cache else cache
+    try:
+        out = []
+        for pkg, ver in PACKAGES:
+            wheel = download(pkg, ver, work / "wheels", cache_dir)
+            out.append((pkg, ver, extract(wheel, work / "src")))
+        return out
+    finally:
+        if own_cache:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- kernel discovery (ast only)
+
+@dataclass
+class KernelSite:
+    package: str
+    file: str  # path relative to the extracted package root
+    kernel: str
+    line: int
+    factory: str | None = None  # the enclosing function when the kernel is built inside one
+
+
+def _ct_aliases(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """Names bound to the cuda.tile module, and names bound to cuda.tile.kernel itself."""
+    modules, kernel_names = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(a.asname for a in node.names if a.name == CT_MODULE and a.asname)
+        elif isinstance(node, ast.ImportFrom):
+            if node.module == "cuda":
+                modules.update(a.asname or a.name for a in node.names if a.name == "tile")
+            elif node.module == CT_MODULE:
+                kernel_names.update(a.asname or a.name for a in node.names if a.name == "kernel")
+    return modules, kernel_names
+
+
+def _is_kernel_decorator(node: ast.AST, modules: set[str], kernel_names: set[str]) -> bool:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in modules and node.attr == "kernel":
+            return True
+        return ast.unparse(node) == "cuda.tile.kernel"
+    return isinstance(node, ast.Name) and node.id in kernel_names
+
+
+def find_kernels(path: Path, package: str, root: Path) -> list[KernelSite]:
+    """Every `@ct.kernel` function of one file, including kernels defined inside another function
+    and functions wrapped by a call `ct.kernel(fn)` / `ct.kernel(**opts)(fn)`."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"), filename=str(path))
+    except SyntaxError:
+        return []
+    modules, kernel_names = _ct_aliases(tree)
+    if not modules and not kernel_names:
+        return []
+    rel = str(path.relative_to(root))
+    sites: list[KernelSite] = []
+    wrapped = {node.args[0].id for node in ast.walk(tree)  # ct.kernel(fn), ct.kernel(**opts)(fn)
+               if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name)
+               and _is_kernel_decorator(node.func, modules, kernel_names)}
+
+    def visit(body: Sequence[ast.stmt], factory: str | None) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if (any(_is_kernel_decorator(d, modules, kernel_names) for d in node.decorator_list)
+                        or node.name in wrapped):
+                    sites.append(KernelSite(package, rel, node.name, node.lineno, factory))
+                else:
+                    visit(node.body, node.name)
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, factory)
+            elif isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                for part in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, part, []) or [], factory)
+                for h in getattr(node, "handlers", []):
+                    visit(h.body, factory)
+    visit(tree.body, None)
+    return sites
+
+
+def discover(roots: Sequence[tuple[str, str, Path]]) -> list[KernelSite]:
+    sites = []
+    for pkg, _ver, root in roots:
+        for f in sorted(root.rglob("*.py")):
+            sites += find_kernels(f, pkg, root)
+    return sites
+
+
+# ---------------------------------------------------------------- translate and port, unattended
+
+@dataclass
+class Row:
+    package: str
+    file: str
+    kernel: str
+    line: int
+    factory: str | None
+    translate_ok: bool = False
+    translate_diagnostic: dict | None = None
+    translate_notes: list[str] = field(default_factory=list)  # assumptions made without a configuration
+    port: dict[str, Any] = field(default_factory=dict)  # stage reached, verdicts, CRITICAL count
+    port_config: dict[str, Any] = field(default_factory=dict)  # the same with --config (values given by hand)
+
+
+def translate_step(sites: Sequence[KernelSite], roots: dict[str, Path]) -> list[Row]:
+    """`translate` (render only, nothing written) of every kernel, without any configuration."""
+    from tileport.translate import translate
+    rows = [Row(s.package, s.file, s.kernel, s.line, s.factory) for s in sites]
+    by_file: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        by_file.setdefault((r.package, r.file), []).append(r)
+    for (pkg, rel), file_rows in by_file.items():
+        path = str(roots[pkg] / rel)
+        report = translate([path], None)
+        results = {r.kernel: r for r in report.results}
+        file_diag = results.get("<file>")
+        for row in file_rows:
+            res = results.get(row.kernel)
+            if res is not None and res.ok:
+                row.translate_ok, row.translate_notes = True, list(res.notes)
+                continue
+            d = res.diagnostic if res is not None else (file_diag.diagnostic if file_diag else None)
+            if d is None:  # the translator did not see the kernel at all: say so, never count it as done
+                row.translate_diagnostic = {"message": "the translator did not report this kernel",
+                                            "construct": "kernel", "file": path, "line": row.line, "col": 1}
+            else:
+                row.translate_diagnostic = _relative(d.to_dict(), roots[pkg])
+    return rows
+
+
+def _relative(d: dict, root: Path) -> dict:
+    if d.get("file"):
+        try:
+            d["file"] = str(Path(d["file"]).resolve().relative_to(root.resolve()))
+        except ValueError:
+            pass
+    return d
+
+
+STAGE_ORDER = "ABCDEF"
+
+
+def port_step(rows: Sequence[Row], roots: dict[str, Path], out: Path, timeout: float = 900.0,
+              config: Path | None = None) -> None:
+    """`tileport port FILE::kernel --no-gpu` per kernel; fills `row.port` (no config) or, with `config`,
+    `row.port_config`."""
+    for row in rows:
+        kdir = out / row.package / Path(row.file).with_suffix("").as_posix().replace("/", ".")
+        target = f"{roots[row.package] / row.file}::{row.kernel}"
+        cmd = [sys.executable, "-m", "tileport.cli", "port", target, "--no-gpu", "--out", str(kdir)]
+        cmd += ["--config", str(config)] if config else []
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            tail = (r.stdout + r.stderr)[-400:]
+        except subprocess.TimeoutExpired:
+            result = {"stage": None, "error": f"port timed out after {timeout:.0f} s"}
+        else:
+            result = read_port(kdir, row.kernel, tail) | {"seconds": round(time.perf_counter() - t0, 1)}
+        for key in ("reason", "error"):  # paths inside the work directory, relative to it
+            if key in result:
+                result[key] = result[key].replace(f"{roots[row.package]}/", "").replace(f"{out.resolve()}/", "")
+        if config:
+            row.port_config = result
+        else:
+            row.port = result
+
+
+def read_port(kdir: Path, kernel: str, tail: str) -> dict[str, Any]:
+    """Stage reached, each stage's verdict and B's CRITICAL count, from the run's summary."""
+    try:
+        summary = json.loads((kdir / "summary.json").read_text())
+        rec = next(k for k in summary["kernels"] if k["kernel"] == kernel)
+    except (OSError, ValueError, StopIteration, KeyError):
+        return {"stage": None, "error": f"no summary for the kernel; port output: {tail}"}
+    route = rec.get("route", [])
+    verdicts = {f"{s['stage']}{s['attempt']}": s["verdict"] for s in route}
+    out: dict[str, Any] = {"terminal": rec.get("terminal"), "verdicts": verdicts,
+                           "stage": route[-1]["stage"] if route else None,
+                           "reason": route[-1].get("reason", "")[:1000] if route else ""}
+    b = _latest_verdict(kdir / rec["key"], "B")
+    if b and b.get("verdict") == "COMPILED":
+        out["critical"] = b["details"]["counts"]["CRITICAL"]
+        out["ir_diff_configs"] = len(b["details"]["ir_diff"])
+    return out
+
+
+def _latest_verdict(kdir: Path, stage: str) -> dict | None:
+    paths = sorted(kdir.glob(f"{stage}*/verdict.json"), key=lambda p: (len(p.parent.name), p.parent.name))
+    try:
+        return json.loads(paths[-1].read_text()) if paths else None
+    except (OSError, ValueError):
+        return None
+
+
+def clean_diff(port: dict[str, Any]) -> bool:
+    """The IR diff ran on every configuration (B COMPILED) with 0 CRITICAL findings."""
+    return port.get("critical") == 0
+
+
+# ---------------------------------------------------------------- the table
+
+def summarize(rows: Sequence[Row], ported: bool) -> dict[str, Any]:
+    n = len(rows)
+    ok = sum(r.translate_ok for r in rows)
+    located = sum(1 for r in rows if r.translate_ok or _is_located(r.translate_diagnostic))
+    s = {"kernels": n, "translate_ok": ok, "translate_rate": round(ok / n, 4) if n else 0.0,
+         "failures_located": located - ok}
+    if ported:
+        clean = sum(clean_diff(r.port) for r in rows)
+        s |= {"ir_diff_clean": clean, "ir_diff_clean_rate": round(clean / n, 4) if n else 0.0}
+    if any(r.port_config for r in rows):
+        clean = sum(clean_diff(r.port_config) for r in rows)
+        s |= {"with_config_ir_diff_clean": clean}
+    return s
+
+
+def _is_located(d: dict | None) -> bool:
+    return bool(d and d.get("construct") and d.get("file") and d.get("line"))
+
+
+def first_diagnostic(row: Row) -> str:
+    if row.translate_ok:
+        return ""
+    d = row.translate_diagnostic or {}
+    return f"{d.get('file')}:{d.get('line')}:{d.get('col')} [{d.get('construct')}] {d.get('message')}"
+
+
+def render_markdown(table: dict[str, Any]) -> str:
+    s = table["summary"]
+    lines = [f"# Wild corpus: unattended port ({table['date']})", "",
+             "Packages (PyPI, pinned): " + ", ".join(f"`{p['package']}=={p['version']}` ({p['kernels']} kernels)"
+                                                     for p in table["packages"]), "",
+             f"- translate (no config, no edits): **{s['translate_ok']}/{s['kernels']}** "
+             f"({100 * s['translate_rate']:.0f} %); failures with a located diagnostic naming the construct: "
+             f"{s['failures_located']}/{s['kernels'] - s['translate_ok']}"]
+    if "ir_diff_clean" in s:
+        lines.append(f"- `tileport port --no-gpu` (no config): IR diff ran with 0 CRITICAL: **{s['ir_diff_clean']}/"
+                     f"{s['kernels']}** ({100 * s['ir_diff_clean_rate']:.0f} %)")
+    with_config = "with_config_ir_diff_clean" in s
+    if with_config:
+        lines.append(f"- the same with `--config` {table.get('config', '')} (dtypes and constant values given by "
+                     f"hand; not unattended): IR diff ran with 0 CRITICAL: **{s['with_config_ir_diff_clean']}/"
+                     f"{s['kernels']}**")
+    lines += ["", "Stage: the last stage `tileport port` ran; CRIT: CRITICAL IR-diff findings (B's diff, "
+              "stage C's input; `-` when no diff ran).", "",
+              "| package | file | kernel | translate | stage (verdict) | CRIT | first diagnostic |"
+              + (" with --config: stage, CRIT, why |" if with_config else ""),
+              "|---|---|---|---|---|---|---|" + ("---|" if with_config else "")]
+    for r in table["kernels"]:
+        port = r.get("port") or {}
+        crit = port.get("critical", "-")
+        diag = r["first_diagnostic"] or (port.get("reason", "") if port and crit != 0 else "")
+        name = r["kernel"] + (f" (in `{r['factory']}`)" if r.get("factory") else "")
+        line = (f"| {r['package']} | {r['file']} | `{name}` | {'ok' if r['translate_ok'] else 'FAIL'} | "
+                f"{_stage(port)} | {crit} | {_cell(diag)} |")
+        if with_config:
+            pc = r.get("port_config") or {}
+            why = pc.get("reason", "") if pc.get("critical") != 0 else ""
+            line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 160) if why else ''} |"
+        lines.append(line)
+    lines += ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in failure_causes(table["kernels"])]
+    lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
+              "`--config bench/results/wild-config.json` for the second column)."]
+    return "\n".join(lines) + "\n"
+
+
+def failure_causes(kernels: Sequence[dict]) -> list[tuple[str, int]]:
+    """What stops the kernels, most frequent first: the translate construct, else the port's first clause."""
+    causes: dict[str, int] = {}
+
+    def count(cause: str) -> None:
+        causes[cause] = causes.get(cause, 0) + 1
+    for r in kernels:
+        if not r["translate_ok"]:
+            count(f"translate [{(r['translate_diagnostic'] or {}).get('construct')}]")
+            continue
+        for key, rec in (("", r.get("port") or {}), ("with --config: ", r.get("port_config") or {})):
+            if rec and rec.get("critical") != 0:
+                count(f"{key}port stops at {rec.get('stage')}: {_reason_kind(rec.get('reason') or rec.get('error') or '')}")
+    return sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without its kernel-specific parts: its first clause and, if several, its last (the cause)."""
+    line = (reason.splitlines() or [""])[0]
+    parts = line.split(": ")
+    first = re.sub(r"configuration \S+\[[^\]]*\]\([^)]*\)", "configuration", parts[0])
+    if "--config" in line or len(parts) < 3:
+        return first
+    return f"{first} … {parts[-1]}"
+
+
+def _stage(port: dict[str, Any]) -> str:
+    stage = port.get("stage") or "-"
+    verdict = list(port.get("verdicts", {}).values())[-1:] if port else []
+    return f"{stage} ({verdict[0]})" if verdict else stage
+
+
+def _cell(text: str, width: int = 200) -> str:
+    """One table cell: whitespace collapsed; a long text keeps its start and its end (where the cause is)."""
+    text = " ".join(text.split()).replace("|", "/")
+    if len(text) <= width:
+        return text
+    tail = min(70, width // 2)
+    return f"{text[:width - tail - 3]} … {text[len(text) - tail:]}"
+
+
+def build_table(rows: Sequence[Row], roots: Sequence[tuple[str, str, Path]], ported: bool) -> dict[str, Any]:
+    kernels = []
+    for r in rows:
+        rec = asdict(r)
+        rec["first_diagnostic"] = first_diagnostic(r)
+        if not ported:
+            rec.pop("port")
+        if not r.port_config:
+            rec.pop("port_config")
+        kernels.append(rec)
+    return {"date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "packages": [{"package": p, "version": v, "kernels": sum(r.package == p for r in rows)}
+                         for p, v, _ in roots],
+            "summary": summarize(rows, ported), "kernels": kernels}
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", type=Path, default=Path("out/wild"), help="downloads, sources and port runs")
+    ap.add_argument("--results", type=Path, default=Path("bench/results"), help="where wild.json/.md go")
+    ap.add_argument("--no-port", action="store_true", help="translate step only (fast; table in --work)")
+    ap.add_argument("--config", type=Path, help="also port with these values (a second, not unattended, column)")
+    args = ap.parse_args(argv)
+    try:
+        roots = fetch_all(args.work)
+    except WildError as e:
+        print(f"wild: {e}", file=sys.stderr)
+        return 2
+    sites = discover(roots)
+    by_pkg = {p: r for p, _, r in roots}
+    rows = translate_step(sites, by_pkg)
+    if not args.no_port:
+        port_step(rows, by_pkg, args.work / "port")
+        if args.config:
+            port_step(rows, by_pkg, args.work / "port-config", config=args.config.resolve())
+    table = build_table(rows, roots, not args.no_port)
+    if args.config:
+        table["config"] = str(args.config)
+    where = args.work if args.no_port else args.results  # the committed table always has the port step
+    name = "wild-translate" if args.no_port else "wild"
+    write_atomic(where / f"{name}.json", json.dumps(table, indent=1) + "\n")
+    write_atomic(where / f"{name}.md", render_markdown(table))
+    s = table["summary"]
+    print(f"wild: {s['translate_ok']}/{s['kernels']} kernels translate"
+          + (f"; {s['ir_diff_clean']}/{s['kernels']} reach a clean IR diff" if "ir_diff_clean" in s else "")
+          + f"; table: {where / (name + '.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

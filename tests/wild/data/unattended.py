@@ -1,0 +1,94 @@
+"""Kernels exhibiting constructs real-world cuTile files use (written for tileport's tests; IR-diffed)."""
+
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+ConstFloat = ct.Constant[float]
+PAD = ct.PaddingMode.ZERO
+EXP = ct.exp
+HINTS = ct.ByTarget(sm_100=4, default=2)
+
+
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_120=1, default=1), occupancy=HINTS)
+def by_target_kernel(x, y, TILE: ConstInt):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD)
+    ct.store(y, index=(bid,), tile=EXP(t))
+
+
+@ct.kernel
+def const_operand_kernel(x, y, N: ConstInt, TILE: ConstInt):
+    bid = ct.bid(0)
+    offs = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=PAD)
+    t = ct.where(offs < N, t, 0)
+    ct.store(y, index=(bid,), tile=t + (offs // N))
+
+
+@ct.kernel
+def dtype_choice_kernel(a, b, c, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    mma_dtype = ct.tfloat32 if a.dtype == ct.float32 else a.dtype
+    acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
+    for k in range(ct.num_tiles(a, axis=1, shape=(TM, TK))):
+        ta = ct.load(a, index=(ct.bid(0), k), shape=(TM, TK), padding_mode=PAD).astype(mma_dtype)
+        tb = ct.load(b, index=(k, ct.bid(1)), shape=(TK, TN), padding_mode=PAD).astype(mma_dtype)
+        acc = ct.mma(ta, tb, acc)
+    ct.store(c, index=(ct.bid(0), ct.bid(1)), tile=acc.astype(c.dtype))
+
+
+@ct.kernel
+def gather_rows_kernel(ids, table, out, TILE: ConstInt, D: ConstInt):
+    rows = ct.load(ids, index=(ct.bid(0),), shape=(TILE,), padding_mode=PAD)[:, None]
+    cols = ct.arange(D, dtype=ct.int32)[None, :]
+    ct.store(out, index=(ct.bid(0), 0), tile=ct.gather(table, (rows, cols)))
+
+
+@ct.kernel
+def scalar_tile_kernel(x, lens, y, total, TILE: ConstInt):
+    bid = ct.bid(0)
+    n = ct.load(lens, index=(bid,), shape=())
+    m = ct.load(lens, index=(bid,), shape=(1,)).item()
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    if n > m:
+        t = t * 2.0
+    ct.store(y, index=(bid,), tile=t)
+    ct.store(total, index=(bid,), tile=ct.sum(t, axis=0))
+
+
+@ct.kernel
+def cat_kernel(x, y, TM: ConstInt, TN: ConstInt):
+    bid = ct.bid(0)
+    left = ct.load(x, index=(bid, 0), shape=(TM, TN))
+    right = ct.load(x, index=(bid, 1), shape=(TM, TN))
+    ct.store(y, index=(bid, 0), tile=ct.cat((left, right * 2.0), -1))
+
+
+@ct.kernel
+def bitcast_kernel(x, bits, TILE: ConstInt):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    ct.store(bits, index=(bid,), tile=ct.bitcast(t, ct.int32) & 0x7FFFFFFF)
+
+
+@ct.kernel
+def int_power_kernel(x, e, y, P: ConstInt, TILE: ConstInt):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    n = ct.load(e, index=(bid,), shape=(TILE,))
+    ct.store(y, index=(bid,), tile=t ** 2 + t ** P + t ** n + t ** 0.5)
+
+
+@ct.kernel
+def if_expression_kernel(x, y, n, TILE: ConstInt):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    k = 1 if n > 2 else 2
+    u = t * 2.0 if n > 5 else t + 1.0
+    ct.store(y, index=(bid,), tile=u * k)
+
+
+@ct.kernel
+def cumsum_kernel(x, y, TM: ConstInt, TN: ConstInt):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid, 0), shape=(TM, TN))
+    ct.store(y, index=(bid, 0), tile=ct.cumsum(t) + ct.cumsum(t, 0, reverse=True))

@@ -1,0 +1,95 @@
+"""The wild corpus, translate step: kernels of pinned PyPI packages must keep translating unattended.
+
+Downloads the pinned wheels into a temporary directory (pip's cache too: nothing under ~/.cache),
+finds every `@ct.kernel` with `ast`, translates each without configuration, and fails if the rate
+drops below the committed table (bench/results/wild.json, written by `bash scripts/wild.sh`). Skips,
+with the reason, when PyPI cannot be reached.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tileport import wild
+
+TABLE = Path(__file__).resolve().parents[2] / "bench" / "results" / "wild.json"
+
+
+@pytest.fixture(scope="module")
+def wild_rows(tmp_path_factory):
+    work = tmp_path_factory.mktemp("wild")
+    try:
+        roots = wild.fetch_all(work, cache=work / "pip-cache")
+    except wild.WildError as e:
+        pytest.skip(f"wild corpus not downloadable here: {e}")
+    sites = wild.discover(roots)
+    return wild.translate_step(sites, {p: r for p, _, r in roots}), roots
+
+
+def test_wild_translate_rate_does_not_drop(wild_rows):
+    rows, _ = wild_rows
+    committed = json.loads(TABLE.read_text())
+    s = wild.summarize(rows, ported=False)
+    assert s["kernels"] == committed["summary"]["kernels"], "the pinned packages changed their kernels"
+    failed = [f"{r.kernel}: {wild.first_diagnostic(r)}" for r in rows if not r.translate_ok]
+    assert s["translate_rate"] >= committed["summary"]["translate_rate"], "\n".join(failed)
+
+
+def test_every_wild_failure_is_a_located_diagnostic(wild_rows):
+    rows, _ = wild_rows
+    for r in rows:
+        if not r.translate_ok:
+            d = r.translate_diagnostic
+            assert d and d["construct"] and d["file"] and d["line"], (r.kernel, d)
+            assert d["construct"] != "internal", (r.kernel, d)
+
+
+def test_kernel_discovery_finds_factory_and_wrapped_kernels(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "import cuda.tile as ct\n"
+        "from cuda.tile import kernel as K\n"
+        "@ct.kernel\ndef top(x):\n    pass\n"
+        "def factory(n):\n    @ct.kernel(occupancy=n)\n    def inner(x):\n        pass\n    return inner\n"
+        "def plain(x):\n    pass\n"
+        "wrapped = ct.kernel(plain)\n"
+        "@K\ndef by_name(x):\n    pass\n"
+        "def not_a_kernel(x):\n    pass\n")
+    sites = wild.find_kernels(tmp_path / "m.py", "pkg", tmp_path)
+    assert [(s.kernel, s.factory) for s in sites] == [("top", None), ("inner", "factory"), ("plain", None),
+                                                       ("by_name", None)]
+
+
+def test_extract_refuses_members_outside_the_directory(tmp_path):
+    import zipfile
+    whl = tmp_path / "evil-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        z.writestr("../../escape.py", "x = 1\n")
+    with pytest.raises(wild.WildError, match="escapes"):
+        wild.extract(whl, tmp_path / "out")
+    assert not (tmp_path.parent / "escape.py").exists()
+
+
+def test_committed_table_matches_its_summary():
+    table = json.loads(TABLE.read_text())
+    rows = table["kernels"]
+    assert table["summary"]["kernels"] == len(rows)
+    assert table["summary"]["translate_ok"] == sum(r["translate_ok"] for r in rows)
+    if "ir_diff_clean" in table["summary"]:
+        assert table["summary"]["ir_diff_clean"] == sum(r["port"].get("critical") == 0 for r in rows)
+
+
+def test_failure_causes_are_grouped_without_kernel_specifics():
+    rows = [
+        {"translate_ok": False, "translate_diagnostic": {"construct": "ct.load"}},
+        {"translate_ok": True, "port": {"stage": "A", "reason": "cuTile Python cannot compile configuration "
+                                        "k[float32](T=64): f.py: failed to evaluate: name 'torch' is not defined"}},
+        {"translate_ok": True, "port": {"stage": "A", "reason": "cuTile Python cannot compile configuration "
+                                        "j[float16](N=2): g.py: failed to evaluate: name 'torch' is not defined"}},
+        {"translate_ok": True, "port": {"stage": "E", "critical": 0}},
+    ]
+    assert wild.failure_causes(rows) == [
+        ("port stops at A: cuTile Python cannot compile configuration … name 'torch' is not defined", 2),
+        ("translate [ct.load]", 1)]
