@@ -125,6 +125,8 @@ def diff(reference: Module, generated: Module, *, target: str = "sm_90",
             comparer.compare(r, g)
         for r, g in m.weak_pairs:
             comparer.frontier(r, g)
+        for r, g in m.merged:
+            comparer.compare(r, g)
         compare_memory_order(m, out)
         classify_unpaired(m, out)
         compare_assumptions(m, out)
