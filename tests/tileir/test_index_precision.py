@@ -124,3 +124,21 @@ def test_dropped_store_leads_the_findings():
     report = diff(ref, gen)
     order = [f.category for f in report.sorted_findings()]
     assert order[0] == "memory_count" and "assume" in order, order
+
+
+def test_a_second_view_for_one_access_is_compared():
+    """The port gives one of three loads its own view with another padding: the view pair
+    matches the other loads' view, so the access itself must report it."""
+    ref = _reference("softmax_online", "float16")
+
+    def own_view(f, load):
+        view = load.operand("view").op
+        t = view.results[0].type
+        copy = M.new_op(view.name, view.operands, view.operand_roles, [t], **view.attributes)
+        M.insert_before(load if load.parent is view.parent else view, [copy])
+        copy.results[0].type = type(t)(t.tile, t.tensor_view, t.dim_map, "zero")
+        load.operands[load.operand_roles.index("view")] = copy.results[0]
+        return "own view"
+
+    report = diff(ref, _planted(ref, lambda op: op.name == "load_view_tko", own_view))
+    assert _critical(report) == [("partition_view", "padding")], report.to_markdown()

@@ -228,6 +228,7 @@ class PairComparer:
         if r.name != g.name:
             self.add("other_ops", "attributes", f"{r.name} vs {g.name}", r, g)
             return False
+        self._accessed_view(r, g)
         if K.family(r) == "ptr" and (r.operand("mask") is None) != (g.operand("mask") is None):
             masked = lambda op: "masked" if op.operand("mask") is not None else "unmasked"
             self.add("memory_semantics", "mask", f"{r.name}: {masked(r)} in ref, {masked(g)} in gen", r, g)
@@ -242,6 +243,19 @@ class PairComparer:
                 name = key if key in ("allow_tma", "latency") else "other_hint"
                 self.add("memory_hints", name, f"{r.name}: {key} = {_opt(a)} in ref, {_opt(b)} in gen", r, g)
         return True
+
+    def _accessed_view(self, r: Op, g: Op) -> None:
+        """The view a paired load/store goes through, where the two views are not a pair compared
+        on their own (the port made a second view for some of the accesses)."""
+        va, vb = r.operand("view"), g.operand("view")
+        if va is None or vb is None:
+            return
+        pa, pb = K.root(va).op, K.root(vb).op
+        if pa is not None and self.m.partner.get(pa) is pb:
+            return
+        ta, tb = va.type, vb.type
+        if isinstance(ta, (PartitionViewType, GatherScatterViewType, StridedViewType)) and type(ta) is type(tb):
+            self._view(r, g, ta, tb)
 
     def _indices(self, r: Op, g: Op) -> None:
         """Each index operand as an expression over block ids, loop variables, parameters and
