@@ -48,7 +48,7 @@ def test_semantic_mutations_flagged_and_benign_rewrites_pass(outcomes, kernel):
 
 def test_fast_subset_covers_every_mutation_class(outcomes):
     seen = {o.cls for results in outcomes.values() for o in results if o.semantic}
-    assert seen == set(M.CLASSES) - {"split_fma"}  # no fma in these kernels (the full run has them)
+    assert seen == set(M.CLASSES)
 
 
 def test_result_table_has_a_column_for_a_second_checker(outcomes):
