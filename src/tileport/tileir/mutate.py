@@ -411,8 +411,10 @@ _F32_ARITH = frozenset({"mulf", "addf", "subf", "divf"})
 
 
 def _f32_arith(op: Op) -> bool:
+    """A float op computing in f32 (not in a reduction's combiner, whose types its operands fix)."""
     t = op.results[0].type if op.results else None
-    return op.name in _F32_ARITH and isinstance(t, TileType) and t.elem == F32 \
+    in_combiner = op.parent is not None and op.parent.parent is not None and op.parent.parent.name in K.REDUCTIONS
+    return op.name in _F32_ARITH and isinstance(t, TileType) and t.elem == F32 and not in_combiner \
         and all(isinstance(v.type, TileType) and v.type.elem == F32 for v in op.operands)
 
 
@@ -622,21 +624,27 @@ class CorpusCase:
                     generated_arg_roles=self.generated_roles)
 
 
-def _issues(report) -> Counter:
-    return Counter((str(f.severity), f.category, f.rule, f.message) for f in report.findings
-                   if str(f.severity) in ("CRITICAL", "WARN") and str(f.status) != "MATCH")
+def _issues(report) -> list[tuple[str, str, str, str]]:
+    """The CRITICAL and WARN findings, in the report's order (severity, then cause)."""
+    return [(str(f.severity), f.category, f.rule, f.message) for f in report.sorted_findings()
+            if str(f.severity) in ("CRITICAL", "WARN") and str(f.status) != "MATCH"]
 
 
 def evaluate(case: CorpusCase, muts: list[Mutation]) -> list[Outcome]:
-    """The differ's verdict per mutation: the most severe finding the unmutated port does not have."""
-    base = _issues(case.diff(case.generated))
+    """The differ's verdict per mutation: the most severe finding the unmutated port does not have
+    (and the first such finding in the report's order)."""
+    base = Counter(_issues(case.diff(case.generated)))
     out = []
     for mut in muts:
-        new = _issues(case.diff(mut.module)) - base
-        level = "CRITICAL" if any(k[0] == "CRITICAL" for k in new) else "WARN" if new else "PASS"
-        first = next((k for k in sorted(new) if k[0] == level), None)
+        seen: Counter = Counter()
+        new = []
+        for issue in _issues(case.diff(mut.module)):
+            seen[issue] += 1
+            if seen[issue] > base[issue]:
+                new.append(issue)
+        level = new[0][0] if new else "PASS"
         out.append(Outcome(mut.kernel, mut.cls, mut.description, mut.semantic, level,
-                           f"{first[1]}/{first[2]}: {first[3]}" if first else ""))
+                           f"{new[0][1]}/{new[0][2]}: {new[0][3]}" if new else ""))
     return out
 
 
