@@ -100,7 +100,7 @@ def index_roles(op: Op) -> frozenset[str]:
     expressions, see indexexpr.py)."""
     if K.is_memory(op):
         return _PTR_INDEX_ROLES if K.family(op) == "ptr" else _VIEW_INDEX_ROLES
-    if op.name == "extract":
+    if op.name in ("extract", "insert"):
         return _EXTRACT_INDEX_ROLES
     if op.name in K.VIEW_OPS:
         return _VIEW_OP_INDEX_ROLES
@@ -132,23 +132,25 @@ class PairComparer:
     def __init__(self, m: Matching, out: Findings):
         self.m = m
         self.out = out
-        atoms = Atoms()
-        ref_order = m.ref.order
-
-        def ref_op_id(op: Op) -> tuple:
-            return ("ref" if op in m.partner else "refonly", ref_order.get(op, -1))
-
-        def gen_op_id(op: Op) -> tuple:
-            partner = m.partner.get(op)
-            return ("ref", ref_order[partner]) if partner in ref_order else ("gen", m.gen.order.get(op, -1))
-
-        self.atoms = atoms
-        self.ref_index = IndexNormalizer(atoms, ref_op_id,
-                                         m.ref.arg_role.__getitem__, m.ref.pointer_ordinal)
-        self.gen_index = IndexNormalizer(atoms, gen_op_id, m.gen.arg_role.__getitem__, m.gen.pointer_ordinal)
+        # Index expressions of both sides share one atom table; loops, ifs and loads are named by
+        # the reference op they stand for.
+        self.atoms = Atoms()
+        self.ref_index = IndexNormalizer(self.atoms, self._ref_op_id, m.ref.arg_role.__getitem__,
+                                         m.ref.pointer_ordinal)
+        self.gen_index = IndexNormalizer(self.atoms, self._gen_op_id, m.gen.arg_role.__getitem__,
+                                         m.gen.pointer_ordinal)
         # Generated values of another element type than their reference partner (a precision
         # difference is reported where it arises, not at every op downstream).
         self.retyped: set[Value] = set()
+
+    def _ref_op_id(self, op: Op) -> tuple:
+        return ("ref" if op in self.m.partner else "refonly", self.m.ref.order.get(op, -1))
+
+    def _gen_op_id(self, op: Op) -> tuple:
+        partner = self.m.partner.get(op)
+        if partner is not None and partner in self.m.ref.order:
+            return ("ref", self.m.ref.order[partner])
+        return ("gen", self.m.gen.order.get(op, -1))
 
     def loc(self, r: Op | None, g: Op | None) -> tuple[Location | None, Location | None]:
         return (self.m.ref.location(r) if r is not None else None,

@@ -19,6 +19,7 @@ from typing import Callable
 
 from . import ops as K
 from .attrs import TypedInt, constant_value
+from .match import const_key
 from .model import Op, Value
 from .types import ScalarType, TileType
 
@@ -146,7 +147,6 @@ class IndexNormalizer:
             c = _int_splat(op)
             if c is not None:
                 return const(c)
-            from .match import const_key
             return a.atom(("const", const_key(op)), "const")
         if name == "get_tile_block_id":
             return a.atom(("bid", v.index), f"bid.{'xyz'[v.index]}")

@@ -27,15 +27,16 @@ import struct
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from . import ops as K
-from .attrs import Dense, DictAttr, Hints, constant_value, TypedFloat
+from .attrs import Dense, DictAttr, Hints, constant_value
+from .canon import is_effectful
 from .diff import diff, prepare
+from .model import Block, Function, Module, Op, Value, blocks, clone_module, redirect, walk
 from .printer import to_text
-from .model import Block, Function, Module, Op, Region, Value, blocks, clone_module, redirect, walk
 from .types import PartitionViewType, ScalarType, TileType, is_token
 
 I32 = ScalarType("i32")
@@ -300,6 +301,15 @@ def _loop_bound(f: Function, op: Op) -> str:
     return "for: upper bound - 1"
 
 
+def _loop_start(f: Function, op: Op) -> str:
+    lb = op.operand("lowerBound")
+    one = _one_like(lb)
+    add = _int_binary("addi", lb, one.results[0])
+    insert_before(op, [one, add])
+    op.operands[op.operand_roles.index("lowerBound")] = add.results[0]
+    return "for: lower bound + 1"
+
+
 def _split_fma(f: Function, op: Op) -> str:
     a, b, c = op.operands[:3]
     attrs = {k: v for k, v in op.attributes.items()}
@@ -317,6 +327,27 @@ _NON_COMMUTATIVE = frozenset({"subf", "divf", "subi", "divi", "remi", "atan2", "
 def _swap_operands(f: Function, op: Op) -> str:
     op.operands[0], op.operands[1] = op.operands[1], op.operands[0]
     return f"{op.name}: operands swapped"
+
+
+def _select_arms(f: Function, op: Op) -> str:
+    i, j = op.operand_roles.index("val_if_true"), op.operand_roles.index("val_if_false")
+    op.operands[i], op.operands[j] = op.operands[j], op.operands[i]
+    return "select: arms swapped"
+
+
+_WRONG_OP = {"maxf": "minf", "minf": "maxf", "addf": "subf", "subf": "addf"}
+
+
+def _wrong_op(f: Function, op: Op) -> str:
+    old = op.name
+    op.name = _WRONG_OP[old]
+    return f"{old} -> {op.name}"
+
+
+def _cast_rounding(f: Function, op: Op) -> str:
+    old = op.attributes["rounding_mode"]
+    op.attributes["rounding_mode"] = "zero" if old != "zero" else "nearest_even"
+    return f"ftof rounding {old} -> {op.attributes['rounding_mode']}"
 
 
 def _float_constant(op: Op) -> bool:
@@ -410,11 +441,14 @@ def _offset_plus_one(f: Function, op: Op) -> str:
 _F32_ARITH = frozenset({"mulf", "addf", "subf", "divf"})
 
 
+def _in_combiner(op: Op) -> bool:
+    return op.parent is not None and op.parent.parent is not None and op.parent.parent.name in K.REDUCTIONS
+
+
 def _f32_arith(op: Op) -> bool:
     """A float op computing in f32 (not in a reduction's combiner, whose types its operands fix)."""
     t = op.results[0].type if op.results else None
-    in_combiner = op.parent is not None and op.parent.parent is not None and op.parent.parent.name in K.REDUCTIONS
-    return op.name in _F32_ARITH and isinstance(t, TileType) and t.elem == F32 and not in_combiner \
+    return op.name in _F32_ARITH and isinstance(t, TileType) and t.elem == F32 and not _in_combiner(op) \
         and all(isinstance(v.type, TileType) and v.type.elem == F32 for v in op.operands)
 
 
@@ -477,9 +511,14 @@ CLASSES: dict[str, Mutator] = {
                                   _stronger_ordering),
     "dropped_store": per_site(_is_store, _drop_store),
     "loop_bounds": per_site(lambda op: op.name == "for", _loop_bound),
+    "loop_start": per_site(lambda op: op.name == "for", _loop_start),
     "split_fma": per_site(lambda op: op.name == "fma", _split_fma),
     "swapped_operands": per_site(lambda op: op.name in _NON_COMMUTATIVE and op.operands[0] is not op.operands[1]
                                  and op.name.endswith("f"), _swap_operands),
+    "swapped_select_arms": per_site(lambda op: op.name == "select" and op.operands[1] is not op.operands[2],
+                                    _select_arms),
+    "wrong_op": per_site(lambda op: op.name in _WRONG_OP and not _in_combiner(op), _wrong_op),
+    "cast_rounding": per_site(lambda op: op.name == "ftof" and "rounding_mode" in op.attributes, _cast_rounding),
     "wrong_constant": per_site(_float_constant, _wrong_constant),
     "index_plus_one": per_site(lambda op: _view_memory(op) and bool(op.operands_with("index")), _index_plus_one),
     "index_bid_for_loop_var": per_site(_iv_index, _bid_for_iv),
@@ -512,11 +551,6 @@ def _used_inside(op: Op) -> set[Value]:
     return out
 
 
-def _is_effectful(op: Op) -> bool:
-    from .canon import is_effectful
-    return is_effectful(op)
-
-
 def reorder_independent(m: Module, seed: int = 0) -> Module:
     """Shuffle every block into another valid order: data dependencies kept, and the ops with
     effects (memory, control flow) kept in their order."""
@@ -532,7 +566,7 @@ def reorder_independent(m: Module, seed: int = 0) -> Module:
             deps = {op: {defined_by[v] for v in _used_inside(op) if v in defined_by} for op in body}
             last_effect = None
             for op in body:
-                if _is_effectful(op):
+                if is_effectful(op):
                     if last_effect is not None:
                         deps[op].add(last_effect)
                     last_effect = op
@@ -562,7 +596,7 @@ def duplicate_pure_ops(m: Module) -> Module:
     f = entry(m)
     uses = users(f)
     for op in [o for o in walk(f) if K.kind(o) in ("arith", "special") and not o.regions
-               and len(o.results) == 1 and not _is_effectful(o)]:
+               and len(o.results) == 1 and not is_effectful(o)]:
         later = uses.get(op.results[0], [])[1::2]
         if not later:
             continue
