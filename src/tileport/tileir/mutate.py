@@ -7,7 +7,7 @@ another reduction axis or combiner, a lost flush_to_zero, TMA off, a stronger me
 dropped store, wrong loop bounds, an fma split in two, swapped operands, a wrong constant, a wrong
 index, arithmetic in a narrower type, a wrong extract index); each *benign* one rewrites it without
 changing what it computes (renamed values, reordered independent ops, commuted operands of a
-commutative op, a duplicated pure op). The diff of reference vs mutated port must flag every
+commutative op, a duplicated pure op, every view index written as (1 + i) - 1). The diff of reference vs mutated port must flag every
 semantic mutation (a new CRITICAL or WARN finding compared with the unmutated port) and no benign
 one.
 
@@ -607,11 +607,27 @@ def duplicate_pure_ops(m: Module) -> Module:
     return m
 
 
+def respell_indices(m: Module) -> Module:
+    """Write every view access index i as (1 + i) - 1: the same element, another expression."""
+    m = clone_module(m)
+    for op in [o for o in walk(entry(m)) if _view_memory(o)]:
+        for k, role in enumerate(op.operand_roles):
+            if role == "index":
+                idx = op.operands[k]
+                one = _one_like(idx)
+                plus = _int_binary("addi", one.results[0], idx)
+                minus = _int_binary("subi", plus.results[0], one.results[0])
+                insert_before(op, [one, plus, minus])
+                op.operands[k] = minus.results[0]
+    return m
+
+
 BENIGN: dict[str, Callable[[Module], Module]] = {
     "rename_values": rename_values,
     "reorder_independent": reorder_independent,
     "commute_operands": commute_operands,
     "duplicate_pure_ops": duplicate_pure_ops,
+    "respell_indices": respell_indices,
 }
 
 
