@@ -64,9 +64,10 @@ def test_verify_counts_findings_without_match_lines(monkeypatch):
     monkeypatch.setattr(verify, "reference_bytecode", lambda path, capture: b"ref")
     monkeypatch.setattr(verify, "generated_bytecode", lambda lib, capture: ("", b"gen"))
     monkeypatch.setattr(verify, "capture_side", lambda bc, d, stem, archs: SideCapture(bc, ""))
-    monkeypatch.setattr(verify, "generated_arg_roles", lambda lib, capture: {})
+    monkeypatch.setattr(verify, "generated_arg_roles", lambda lib, capture, gen: {})
+    monkeypatch.setattr(verify, "reference_arg_roles", lambda lib, capture, ref: {})
     monkeypatch.setattr(tileir, "read_module", lambda bc: bc)
-    monkeypatch.setattr(tileir, "diff", lambda ref, gen, generated_arg_roles: report)
+    monkeypatch.setattr(tileir, "diff", lambda ref, gen, generated_arg_roles, reference_arg_roles: report)
     res = verify.verify_capture(None, None, Capture("k", {}), None)
     assert (res.verdict, res.critical, res.warn, res.info, res.error) == ("PASS_WITH_NOTES", 0, 1, 1, "")
     assert res.findings == ["WARN hints: hints message"]

@@ -133,14 +133,20 @@ def generated_bytecode(lib: KernelLibrary, capture: Capture, target: str = "sm_9
     return lib.ir(name, generics, target)
 
 
-def generated_arg_roles(lib: KernelLibrary, capture: Capture) -> dict[int, tuple]:
-    """What the generated entry's trailing launcher-filled arguments are (for the IR diff)."""
+def generated_arg_roles(lib: KernelLibrary, capture: Capture, generated) -> dict[int, tuple]:
+    """The shape/stride parameters of the generated entry (a read module), including the trailing
+    launcher-filled strides, for the IR diff."""
+    from tileport.tileir.roles import manifest_generated_roles
     entry = _entry(lib, capture)
     name, _ = generic_arguments(entry, capture)
     variant = next(v for v in entry["variants"] if v["entry"] == name)
-    arrays = [p["name"] for p in entry["params"] if p["kind"] == "array"]
-    strides = variant["stride_args"]
-    return {i - len(strides): ("stride", arrays.index(a), d) for i, (a, d) in enumerate(strides)}
+    return manifest_generated_roles(entry, variant, generated.entries[0])
+
+
+def reference_arg_roles(lib: KernelLibrary, capture: Capture, reference) -> dict[int, tuple]:
+    """The shape/stride parameters of the cuTile Python entry (a read module) for the IR diff."""
+    from tileport.tileir.roles import cutile_python_roles
+    return cutile_python_roles(_entry(lib, capture)["params"], reference.entries[0])
 
 
 def disassemble(bytecode: bytes) -> str:

@@ -19,7 +19,7 @@ from typing import Callable
 
 from tileport.atomic import write_text_atomic
 from tileport.capture import (ARCHS, CaptureError, capture_side, generated_arg_roles, generated_bytecode,
-                              reference_bytecode)
+                              reference_arg_roles, reference_bytecode)
 from tileport.ops.spec import Capture
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import KernelLibrary
@@ -65,12 +65,13 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
                 res.sass_same[rc.arch] = rc.sass_sha256 == gc.sass_sha256
                 res.sass[rc.arch] = {"registers": [rc.registers, gc.registers],
                                      "instructions": [rc.instructions, gc.instructions]}
-        report = diff(read_module(ref_bc), read_module(gen_bc),
-                      generated_arg_roles=generated_arg_roles(lib, capture))
+        ref_module, gen_module = read_module(ref_bc), read_module(gen_bc)
+        report = diff(ref_module, gen_module, generated_arg_roles=generated_arg_roles(lib, capture, gen_module),
+                      reference_arg_roles=reference_arg_roles(lib, capture, ref_module))
         res.verdict = report.verdict
         counts = report.counts()  # findings that are not MATCH lines
         res.critical, res.warn, res.info = counts["CRITICAL"], counts["WARN"], counts["INFO"]
-        res.findings = [f"{f.severity} {f.category}: {f.message}" for f in report.findings
+        res.findings = [f"{f.severity} {f.category}: {f.message}" for f in report.sorted_findings()
                         if f.severity in ("CRITICAL", "WARN")]
         if d is not None:
             write_text_atomic(d / "irdiff.json", report.to_json() + "\n")

@@ -35,7 +35,7 @@ def test_irdiff_exit_codes_and_outputs(tmp_path, capsys):
     assert "PASS_WITH_NOTES" in out and "FAIL" in out
     assert irdiff(ref, _write(tmp_path / "bad.bc", b"\x00" * 16)) == 1
     assert irdiff(ref, tmp_path / "missing.bc") == 1
-    assert "cannot read Tile IR" in capsys.readouterr().out
+    assert "cannot read Tile IR" in " ".join(capsys.readouterr().out.split())
 
 
 def test_mounted_command(tmp_path):
@@ -54,3 +54,27 @@ def test_mounted_command(tmp_path):
     assert (tmp_path / "r.md").exists()
     assert runner.invoke(app, ["irdiff", str(ref), str(notes)]).exit_code == 2
     assert runner.invoke(app, ["irdiff", str(ref), str(other)]).exit_code == 1
+
+
+def test_irdiff_manifest_that_does_not_describe_b_exits_1(tmp_path, capsys):
+    ref = _write(tmp_path / "ref.tileirbc", tir_export.case("vec_add"))
+    assert irdiff(ref, ref, manifest=tmp_path / "missing.json") == 1
+    assert "not a readable crate manifest" in " ".join(capsys.readouterr().out.split())
+    manifest = tmp_path / "kernels.json"
+    manifest.write_text(json.dumps({"entries": [{"kernel": "k", "params": [], "variants": [
+        {"entry": "other", "stride_args": []}]}]}))
+    assert irdiff(ref, ref, manifest=tmp_path) == 1
+    assert "no variant whose entry is" in " ".join(capsys.readouterr().out.split())
+    assert irdiff(ref, ref, manifest=manifest, kernel="nope") == 1
+    assert "no kernel `nope`" in " ".join(capsys.readouterr().out.split())
+
+
+def test_cutile_python_roles_follow_the_parameter_layout():
+    from tileport.tileir import read_module
+    from tileport.tileir.roles import cutile_python_roles
+    f = read_module(tir_export.case("vec_add")).entries[0]  # a, b, c: 1-D arrays, TILE constant
+    params = [{"kind": "array", "rank": 1}] * 3 + [{"kind": "const"}]
+    roles = cutile_python_roles(params, f)
+    assert roles == {1: ("shape", 0, 0), 2: ("stride", 0, 0), 4: ("shape", 1, 0), 5: ("stride", 1, 0),
+                     7: ("shape", 2, 0), 8: ("stride", 2, 0)}
+    assert cutile_python_roles(params[:2], f) == {}  # the layout does not match: nothing declared

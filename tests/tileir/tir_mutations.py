@@ -7,12 +7,16 @@ change a port could plausibly get wrong; the neutral ones rename, reorder or dup
 from __future__ import annotations
 
 import dataclasses
-import random
 import struct
 
 from tileport.tileir.attrs import DivBy, Dense, DictAttr, Hints, TypedFloat
-from tileport.tileir.model import (Block, Function, Module, Op, Region, Value, blocks, clone_module,
-                                   redirect, walk)
+from tileport.tileir.model import Block, Function, Module, Op, Region, Value, clone_module, redirect, walk
+from tileport.tileir.mutate import all_values
+from tileport.tileir.mutate import const_op as _const
+from tileport.tileir.mutate import insert_before as _insert_before
+from tileport.tileir.mutate import new_op as _op
+from tileport.tileir.mutate import remove as _remove
+from tileport.tileir.mutate import rename_values, reorder_independent  # noqa: F401 (neutral changes)
 from tileport.tileir.types import (FunctionType, PartitionViewType, PointerType, ScalarType, TileType,
                                    is_pointer_tile)
 
@@ -30,38 +34,6 @@ def _first(f: Function, name: str, pred=lambda op: True) -> Op:
         if op.name == name and pred(op):
             return op
     raise LookupError(f"no {name} op")
-
-
-def _remove(op: Op) -> None:
-    assert op.parent is not None
-    op.parent.ops.remove(op)
-
-
-def _insert_before(anchor: Op, new: list[Op]) -> None:
-    block = anchor.parent
-    assert block is not None
-    i = block.ops.index(anchor)
-    for n in new:
-        n.parent = block
-    block.ops[i:i] = new
-
-
-def _op(name: str, operands: list[Value], roles: list[str], results: list, **attrs) -> Op:
-    op = Op(name, list(operands), list(roles), attributes=dict(attrs))
-    for t in results:
-        op.add_result(t)
-    return op
-
-
-def _const(t: TileType, data: bytes) -> Op:
-    return _op("constant", [], [], [t], value=Dense(None, data))
-
-
-def _all_values(f: Function):
-    for b in blocks(f):
-        yield from b.args
-        for op in b.ops:
-            yield from op.results
 
 
 # -- planted defects ------------------------------------------------------------------------------
@@ -98,7 +70,7 @@ def drop_pointer_div_by(m: Module) -> Module:
 
 def change_tile_shape(m: Module, old: int = 1024, new: int = 512) -> Module:
     m = clone_module(m)
-    for v in _all_values(_entry(m)):
+    for v in all_values(_entry(m)):
         t = v.type
         if isinstance(t, TileType) and old in t.shape:
             v.type = TileType(tuple(new if d == old else d for d in t.shape), t.elem)
@@ -258,55 +230,6 @@ DEFECTS = {
 
 
 # -- changes that must not matter -----------------------------------------------------------------
-
-def rename_values(m: Module, seed: int = 0) -> Module:
-    m = clone_module(m)
-    rng = random.Random(seed)
-    for f in m.functions:
-        for v in _all_values(f):
-            v.name = f"%x{rng.randrange(10**9)}"
-    return m
-
-
-def _used_inside(op: Op) -> set[Value]:
-    out = set(op.operands)
-    for region in op.regions:
-        for b in region.blocks:
-            for inner in b.ops:
-                out |= _used_inside(inner)
-    return out
-
-
-def reorder_independent(m: Module, seed: int = 0) -> Module:
-    """Shuffle every block into another valid order: data dependencies kept, and the ops with
-    effects (memory, control flow) kept in their order."""
-    from tileport.tileir.canon import is_effectful
-    m = clone_module(m)
-    rng = random.Random(seed)
-    for f in m.functions:
-        for block in list(blocks(f)):
-            ops = block.ops
-            if len(ops) < 3:
-                continue
-            body, term = ops[:-1], ops[-1]
-            defined_by = {r: op for op in body for r in op.results}
-            deps = {op: {defined_by[v] for v in _used_inside(op) if v in defined_by} for op in body}
-            last_effect = None
-            for op in body:
-                if is_effectful(op):
-                    if last_effect is not None:
-                        deps[op].add(last_effect)
-                    last_effect = op
-            done: list[Op] = []
-            placed: set[Op] = set()
-            while len(done) < len(body):
-                ready = [op for op in body if op not in placed and deps[op] <= placed]
-                pick = rng.choice(ready)
-                done.append(pick)
-                placed.add(pick)
-            block.ops = done + [term]
-    return m
-
 
 def duplicate_constants(m: Module) -> Module:
     """Give every other use of each constant its own copy of the constant."""

@@ -196,7 +196,7 @@ def run(ctx: KernelContext) -> Verdict:
         return verdict("FAIL_COMPILE", f"the port does not build: {build.error[:1500]}", artifacts=arts)
 
     # 4. generated IR, diff, cubins
-    from tileport.capture import CaptureError, generated_arg_roles
+    from tileport.capture import CaptureError, generated_arg_roles, reference_arg_roles
     from tileport.runtime.abi import TileportError
     from tileport.tileir import diff, read_module
     gen_dir, diff_dir, cubin_dir = d / "generated", d / "irdiff", d / "cubins"
@@ -208,13 +208,14 @@ def run(ctx: KernelContext) -> Verdict:
         cap = capture_of(c, t.kernel)
         try:
             gen_text, gen_bc = builds.generated_bytecode(ctx.session, build, cap)
-            roles = generated_arg_roles(lib, cap)
         except (CaptureError, TileportError) as e:
             return verdict("FAIL_COMPILE", f"the cutile compiler cannot compile {c['label']}: {e}", artifacts=arts)
         write_text_atomic(gen_dir / f"{c['slug']}.tileir", gen_text)
         write_bytes_atomic(gen_dir / f"{c['slug']}.tileirbc", gen_bc)
         ref_bc = (ctx.kernel_dir / c["reference_bytecode"]).read_bytes()
-        report = diff(read_module(ref_bc), read_module(gen_bc), generated_arg_roles=roles)
+        ref_module, gen_module = read_module(ref_bc), read_module(gen_bc)
+        report = diff(ref_module, gen_module, generated_arg_roles=generated_arg_roles(lib, cap, gen_module),
+                      reference_arg_roles=reference_arg_roles(lib, cap, ref_module))
         write_text_atomic(diff_dir / f"{c['slug']}.json", report.to_json() + "\n")
         write_text_atomic(diff_dir / f"{c['slug']}.md", report.to_markdown())
         recs = finding_records(report, c["label"])

@@ -15,6 +15,7 @@ from typing import Any
 from . import ops as K
 from .attrs import LOAD_STORE_HINT_DEFAULTS, TypedFloat, TypedInt, render, render_constant
 from .equiv import hint_key_differs
+from .indexexpr import Atoms, IndexNormalizer
 from .match import (Matching, combiner_ops, combiner_signature, const_key, describe_role, producer,
                     scalar_key)
 from .model import Op, Value
@@ -94,10 +95,62 @@ def _squeezed(shape: tuple) -> tuple:
     return tuple(d for d in shape if d != 1)
 
 
+def index_roles(op: Op) -> frozenset[str]:
+    """The operand roles of `op` that say which elements it addresses (compared as index
+    expressions, see indexexpr.py)."""
+    if K.is_memory(op):
+        return _PTR_INDEX_ROLES if K.family(op) == "ptr" else _VIEW_INDEX_ROLES
+    if op.name in ("extract", "insert"):
+        return _EXTRACT_INDEX_ROLES
+    if op.name in K.VIEW_OPS:
+        return _VIEW_OP_INDEX_ROLES
+    return frozenset()
+
+
+_VIEW_INDEX_ROLES = frozenset({"index"})
+_PTR_INDEX_ROLES = frozenset({"source", "destination", "pointers", "mask"})
+_EXTRACT_INDEX_ROLES = frozenset({"indices"})
+_VIEW_OP_INDEX_ROLES = frozenset({"dynamicShape", "dynamicStrides"})
+
+
+def _precision(t: Any) -> tuple[int, int] | None:
+    """(significand bits, exponent bits) of a float element type, (bits, 0) of an integer one."""
+    if not hasattr(t, "is_float"):
+        return None
+    if t.is_float:
+        return _FLOAT_PRECISION.get(t.name)
+    return (t.bits, 0) if t.is_int else None
+
+
+_FLOAT_PRECISION = {"f64": (52, 11), "f32": (23, 8), "tf32": (10, 8), "f16": (10, 5), "bf16": (7, 8),
+                    "f8E4M3FN": (3, 4), "f8E5M2": (2, 5), "f8E5M3FNU": (3, 5), "f4E2M1FN": (1, 2),
+                    "f8E8M0FNU": (0, 8)}
+_PRECISION_KINDS = frozenset({"arith", "special", "reduction"})
+
+
 class PairComparer:
     def __init__(self, m: Matching, out: Findings):
         self.m = m
         self.out = out
+        # Index expressions of both sides share one atom table; loops, ifs and loads are named by
+        # the reference op they stand for.
+        self.atoms = Atoms()
+        self.ref_index = IndexNormalizer(self.atoms, self._ref_op_id, m.ref.arg_role.__getitem__,
+                                         m.ref.pointer_ordinal)
+        self.gen_index = IndexNormalizer(self.atoms, self._gen_op_id, m.gen.arg_role.__getitem__,
+                                         m.gen.pointer_ordinal)
+        # Generated values of another element type than their reference partner (a precision
+        # difference is reported where it arises, not at every op downstream).
+        self.retyped: set[Value] = set()
+
+    def _ref_op_id(self, op: Op) -> tuple:
+        return ("ref" if op in self.m.partner else "refonly", self.m.ref.order.get(op, -1))
+
+    def _gen_op_id(self, op: Op) -> tuple:
+        partner = self.m.partner.get(op)
+        if partner is not None and partner in self.m.ref.order:
+            return ("ref", self.m.ref.order[partner])
+        return ("gen", self.m.gen.order.get(op, -1))
 
     def loc(self, r: Op | None, g: Op | None) -> tuple[Location | None, Location | None]:
         return (self.m.ref.location(r) if r is not None else None,
@@ -126,6 +179,7 @@ class PairComparer:
         elif r.name != g.name:
             self._renamed(r, g)
             return
+        self._indices(r, g)
         self._attributes(r, g)
         self._results(r, g)
         if K.kind(r) == "mma":
@@ -176,6 +230,7 @@ class PairComparer:
         if r.name != g.name:
             self.add("other_ops", "attributes", f"{r.name} vs {g.name}", r, g)
             return False
+        self._accessed_view(r, g)
         if K.family(r) == "ptr" and (r.operand("mask") is None) != (g.operand("mask") is None):
             masked = lambda op: "masked" if op.operand("mask") is not None else "unmasked"
             self.add("memory_semantics", "mask", f"{r.name}: {masked(r)} in ref, {masked(g)} in gen", r, g)
@@ -190,6 +245,33 @@ class PairComparer:
                 name = key if key in ("allow_tma", "latency") else "other_hint"
                 self.add("memory_hints", name, f"{r.name}: {key} = {_opt(a)} in ref, {_opt(b)} in gen", r, g)
         return True
+
+    def _accessed_view(self, r: Op, g: Op) -> None:
+        """The view a paired load/store goes through, where the two views are not a pair compared
+        on their own (the port made a second view for some of the accesses)."""
+        va, vb = r.operand("view"), g.operand("view")
+        if va is None or vb is None:
+            return
+        pa, pb = K.root(va).op, K.root(vb).op
+        if pa is not None and self.m.partner.get(pa) is pb:
+            return
+        ta, tb = va.type, vb.type
+        if isinstance(ta, (PartitionViewType, GatherScatterViewType, StridedViewType)) and type(ta) is type(tb):
+            self._view(r, g, ta, tb)
+
+    def _indices(self, r: Op, g: Op) -> None:
+        """Each index operand as an expression over block ids, loop variables, parameters and
+        constants (indexexpr.py): a different expression addresses other elements."""
+        for role in sorted(index_roles(r)):
+            va, vb = r.operands_with(role), g.operands_with(role)
+            if len(va) != len(vb):
+                continue  # another rank: reported as a shape difference
+            for i, (a, b) in enumerate(zip(va, vb)):
+                ea, eb = self.ref_index.of(a), self.gen_index.of(b)
+                if ea != eb and not (self.atoms.depends_on_unpaired(ea) or self.atoms.depends_on_unpaired(eb)):
+                    where = f"{role} {i}" if len(va) > 1 else role
+                    self.add("index", "differs", f"{r.name}: {where} is {self.atoms.render(ea)} in ref, "
+                                                 f"{self.atoms.render(eb)} in gen", r, g)
 
     def _attributes(self, r: Op, g: Op) -> None:
         skip = {"optimization_hints", "value"}
@@ -216,8 +298,11 @@ class PairComparer:
                     unit = _squeezed(ta.shape) == _squeezed(tb.shape)
                     self.add("tile_shape", "unit_dims" if unit else "shape",
                              f"tile {_shape(ta.shape)} in ref, {_shape(tb.shape)} in gen", r, g)
-                if ta.elem != tb.elem and not plumbing and \
+                if ta.elem != tb.elem and not plumbing and K.kind(r) in _PRECISION_KINDS:
+                    self._arith_precision(r, g, ta.elem, tb.elem, b)
+                elif ta.elem != tb.elem and not plumbing and \
                         (K.kind(r) in _DTYPE_DEFINING or r.name == "iota"):
+                    self.retyped.add(b)
                     category, rule_name = {"cast": ("cast", "differs"),
                                            "mma": ("mma", "accumulator_type")}.get(
                         K.kind(r), ("dtype", "elem_type"))
@@ -230,6 +315,19 @@ class PairComparer:
                 self._tensor_view(r, g, ta, tb)
             elif type(ta) is not type(tb):
                 self.add("other_ops", "attributes", f"{r.name}: result {ta} in ref, {tb} in gen", r, g)
+
+    def _arith_precision(self, r: Op, g: Op, ea: Any, eb: Any, gen_value: Value) -> None:
+        """An arithmetic op computing in another element type than its reference partner: CRITICAL
+        when narrower (x*x in f16 then upcast, where the reference squares in f32), WARN otherwise;
+        reported once, where the other type starts (not on the ops that follow from it)."""
+        inherited = any(K.root(v) in self.retyped for v in g.operands)
+        self.retyped.add(gen_value)
+        if inherited:
+            return
+        pa, pb = _precision(ea), _precision(eb)
+        narrower = pa is not None and pb is not None and (pb[0] < pa[0] or pb[1] < pa[1])
+        self.add("precision", "narrower" if narrower else "other_type",
+                 f"{r.name}: computes in {ea} in ref, {eb} in gen", r, g)
 
     def _view(self, r: Op, g: Op, ta: Any, tb: Any) -> None:
         if ta.tile != tb.tile:
@@ -295,7 +393,10 @@ class PairComparer:
 
     def _operands(self, r: Op, g: Op, leaves: bool = True) -> None:
         memory = K.is_memory(r)
+        indices = index_roles(r)
         for role, a, b in self._aligned_operands(r, g):
+            if role in indices:
+                continue  # compared as index expressions (_indices)
             ra, rb = K.root(a), K.root(b)
             if leaves and self._leaf(r, g, role, ra, rb):
                 continue

@@ -104,11 +104,13 @@ def compare_memory_order(m: Matching, out: Findings) -> None:
 
 
 def diff(reference: Module, generated: Module, *, target: str = "sm_90",
-         generated_arg_roles: dict[int, tuple] | None = None) -> DiffReport:
+         generated_arg_roles: dict[int, tuple] | None = None,
+         reference_arg_roles: dict[int, tuple] | None = None) -> DiffReport:
     """Compare a generated module against the reference one; see docs/tileir.md.
 
-    `generated_arg_roles` declares what extra scalar parameters of the generated entry stand for
-    (index -> ("stride", tensor ordinal, dim) ...), as the generator's launcher fills them.
+    `generated_arg_roles` / `reference_arg_roles` declare what scalar parameters of an entry stand
+    for (index -> ("stride", tensor ordinal, dim) ...), as the producer passes them (roles.py):
+    without them, a shape or stride that no tensor view uses is known only by its position.
     """
     start = time.perf_counter()
     ref, gen = prepare(reference, target), prepare(generated, target)
@@ -116,13 +118,15 @@ def diff(reference: Module, generated: Module, *, target: str = "sm_90",
     pairs, ref_only, gen_only = _pair_functions(ref.entries, gen.entries)
     matchings: list[Matching] = []
     for rf, gf in pairs:
-        m = match(FunctionIndex.build(rf), FunctionIndex.build(gf, generated_arg_roles))
+        m = match(FunctionIndex.build(rf, reference_arg_roles), FunctionIndex.build(gf, generated_arg_roles))
         matchings.append(m)
         comparer = PairComparer(m, out)
         for r, g in m.pairs:
             comparer.compare(r, g)
         for r, g in m.weak_pairs:
             comparer.frontier(r, g)
+        for r, g in m.merged:
+            comparer.compare(r, g)
         compare_memory_order(m, out)
         classify_unpaired(m, out)
         compare_assumptions(m, out)

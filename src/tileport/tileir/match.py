@@ -331,6 +331,11 @@ class Matching:
     # Leftover ops of the same name paired in order. They are not compared; they only locate a
     # structural difference at its frontier instead of at every op downstream of it.
     weak_pairs: list[tuple[Op, Op]]
+    # Leftover pure ops whose loose key equals that of an op the other side already paired: one
+    # side computes one value where the other computes two that differ only in a leaf (two
+    # extracts made identical, so merged by CSE). Compared like pairs, so the leaf difference
+    # (a wrong extract index, a wrong constant) is reported.
+    merged: list[tuple[Op, Op]] = field(default_factory=list)
 
 
 def match(ref: FunctionIndex, gen: FunctionIndex) -> Matching:
@@ -370,6 +375,10 @@ def match(ref: FunctionIndex, gen: FunctionIndex) -> Matching:
     # Last, memory ops of the same direction whatever tensor they access.
     run(lambda op: ("memory", K.direction(op)) if K.is_memory(op) else None,
         lambda op: ("memory", K.direction(op)) if K.is_memory(op) else None)
+    merged = _merged_pairs(left_r, left_g, pairs, rl, gl)
+    in_merged = {op for pair in merged for op in pair}
+    left_r = [op for op in left_r if op not in in_merged]
+    left_g = [op for op in left_g if op not in in_merged]
     ref_only, gen_only = left_r, left_g
     strong = len(pairs)
     run(lambda op: op.name, lambda op: op.name)
@@ -380,7 +389,21 @@ def match(ref: FunctionIndex, gen: FunctionIndex) -> Matching:
         partner[r] = g
         partner[g] = r
     pairs.sort(key=lambda p: ref.order[p[0]])
-    return Matching(ref, gen, rl, gl, pairs, partner, strict_equal, ref_only, gen_only, weak)
+    return Matching(ref, gen, rl, gl, pairs, partner, strict_equal, ref_only, gen_only, weak, merged)
+
+
+def _merged_pairs(left_r: list[Op], left_g: list[Op], pairs: list[tuple[Op, Op]], rl: Keys,
+                  gl: Keys) -> list[tuple[Op, Op]]:
+    """Unpaired pure ops (arithmetic, special math, casts, extracts) matched to an already paired
+    op of the other side with the same loose key (see Matching.merged)."""
+    def eligible(op: Op) -> bool:
+        return K.kind(op) in ("arith", "special", "cast") and not op.regions
+
+    paired_r = {rl.op(r): r for r, _ in pairs if eligible(r)}
+    paired_g = {gl.op(g): g for _, g in pairs if eligible(g)}
+    out = [(r, paired_g[rl.op(r)]) for r in left_r if eligible(r) and rl.op(r) in paired_g]
+    out += [(paired_r[gl.op(g)], g) for g in left_g if eligible(g) and gl.op(g) in paired_r]
+    return out
 
 
 def producer(keys: Keys, v: Value) -> Op | None:

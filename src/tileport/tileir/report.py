@@ -20,6 +20,11 @@ SCHEMA_VERSION = 1
 _EXIT = {"PASS": 0, "PASS_WITH_NOTES": 2, "FAIL": 1}
 _SEVERITY_ORDER = {Severity.CRITICAL: 0, Severity.WARN: 1, Severity.INFO: 2}
 _STYLE = {Severity.CRITICAL: "bold red", Severity.WARN: "yellow", Severity.INFO: "dim"}
+# Categories in cause order (sorted_findings); unlisted categories come after these.
+CAUSE_ORDER = ("memory_count", "memory_family", "index", "memory_semantics", "loop", "mma", "reduction",
+               "precision", "dtype", "tile_shape", "partition_view", "math", "cast", "constant",
+               "constant_arg", "argument", "memory_hints", "memory_order", "entry_hints", "function",
+               "other_ops", "assume", "signature", "address", "shape_plumbing")
 _VERDICT_STYLE = {"PASS": "bold green", "PASS_WITH_NOTES": "bold yellow", "FAIL": "bold red"}
 
 
@@ -84,8 +89,11 @@ class DiffReport:
         return out
 
     def sorted_findings(self) -> list[Finding]:
-        return sorted(self.findings, key=lambda f: (f.status == Status.MATCH,
-                                                    _SEVERITY_ORDER[f.severity], f.category, f.rule))
+        """Differences first, by severity, then by cause: what the port does to memory (a missing
+        or extra load/store, the wrong elements) leads, consequences such as a lost alignment
+        assumption or a signature difference come last."""
+        return sorted(self.findings, key=lambda f: (f.status == Status.MATCH, _SEVERITY_ORDER[f.severity],
+                                                    _cause_rank(f.category), f.category, f.rule))
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, "verdict": self.verdict, "exit_code": self.exit_code,
@@ -144,6 +152,10 @@ class DiffReport:
         if matched:
             parts.append(Text(f"matched: {matched}", "green"))
         return Group(*parts)
+
+
+def _cause_rank(category: str) -> int:
+    return CAUSE_ORDER.index(category) if category in CAUSE_ORDER else len(CAUSE_ORDER)
 
 
 def _short(text: str, width: int = 90) -> str:

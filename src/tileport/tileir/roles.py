@@ -1,0 +1,73 @@
+"""Parameter roles the producers declare, for the diff's `reference_arg_roles` / `generated_arg_roles`.
+
+A kernel parameter is identified by what it stands for (see match.FunctionIndex): the diff infers
+a tensor's shape and stride parameters from the `make_tensor_view` that uses them, but a kernel
+that only gathers/scatters through pointers uses them in plain arithmetic. Both frontends know
+what they pass:
+
+- cuTile Python passes every array parameter as its pointer, then one i32 per dimension for the
+  shape, then one per dimension for the strides; a scalar parameter as one value; a constant not at
+  all (`cutile_python_roles`).
+- The generated crate's entries pass the same layout, and the manifest (`kernels.json`) lists, per
+  specialized entry, the strides the launcher appends as trailing scalars (`stride_args`)
+  (`manifest_generated_roles`).
+
+A role map is {parameter index (negative: from the end) -> ("shape" | "stride", tensor, dim)}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import Function
+from .types import is_pointer_tile
+
+Roles = dict[int, tuple]
+
+
+def cutile_python_roles(params: list[dict[str, Any]], function: Function | None = None,
+                        trailing: int = 0) -> Roles:
+    """Roles of an entry's parameters in cuTile Python's layout, from the kernel's parameter list
+    (manifest `params`: kind array (with rank) / scalar / const, in declaration order). When
+    `function` is given, the layout must match its parameters (pointers where the arrays are, the
+    same count plus `trailing` extra parameters); otherwise no roles are declared (the diff then
+    infers what it can)."""
+    roles: Roles = {}
+    pointers: list[int] = []
+    i = tensor = 0
+    for p in params:
+        if p["kind"] == "array":
+            rank = int(p["rank"])
+            pointers.append(i)
+            for d in range(rank):
+                roles[i + 1 + d] = ("shape", tensor, d)
+                roles[i + 1 + rank + d] = ("stride", tensor, d)
+            i += 1 + 2 * rank
+            tensor += 1
+        elif p["kind"] == "scalar":
+            i += 1
+    if function is not None:
+        args = function.args
+        if len(args) != i + trailing or [k for k, a in enumerate(args) if is_pointer_tile(a.type)] != pointers:
+            return {}
+    return roles
+
+
+def manifest_variant(entry: dict[str, Any], function_name: str) -> dict[str, Any] | None:
+    """The variant of a manifest entry whose generated entry function is `function_name`
+    (cutile-rs names it `<variant entry>_entry`)."""
+    for variant in entry["variants"]:
+        if function_name in (variant["entry"], f"{variant['entry']}_entry"):
+            return variant
+    return None
+
+
+def manifest_generated_roles(entry: dict[str, Any], variant: dict[str, Any],
+                             function: Function | None = None) -> Roles:
+    """The generated entry's shape/stride parameters for `variant`: cuTile Python's layout (checked
+    against `function` when given), then the trailing strides its launcher passes."""
+    arrays = [p["name"] for p in entry["params"] if p["kind"] == "array"]
+    strides = variant["stride_args"]
+    roles = cutile_python_roles(entry["params"], function, len(strides)) if function is not None else {}
+    roles.update({i - len(strides): ("stride", arrays.index(a), d) for i, (a, d) in enumerate(strides)})
+    return roles
