@@ -184,3 +184,56 @@ def test_h200_grade_takes_the_corpus_to_done_on_fresh_evidence_only(tmp_path, fa
     assert "16/17 kernel(s) DONE" in md and "FAKE GPU, 1.0, 1 MiB" in md and "gpu-evidence-bench.json" in md
     assert (tmp_path / "results" / "run.html").is_file() and (tmp_path / "results" / "run-evidence.tar.gz").is_file()
     assert "h200-grade: 16/17 kernel(s) DONE" in proc.stdout
+
+
+# ------------------------------------------------------------------------------------ scripts/h200.sh
+
+FAKE_PYTHON = r'''#!/usr/bin/env bash
+# python3 for scripts/h200.sh: logs each run; fakes pytest and the recorder, runs the rest for real.
+log() { echo "$(date +%s.%N) $*" >> "$FAKE_LOG"; }
+case "$1 $2" in
+  "-m pytest")
+    log "start pytest $*"; sleep 0.3
+    for a in "$@"; do case $a in --junitxml=*) echo "<testsuites><testsuite><testcase classname='t' name='ok'/></testsuite></testsuites>" > "${a#--junitxml=}";; esac; done
+    log "end pytest"; exit 0 ;;
+  "-m tileport.pipeline.evidence")
+    log "start record $*"; case "$*" in *--no-bench*) sleep 3;; esac
+    out=""; prev=""; for a in "$@"; do [ "$prev" = --out ] && out=$a; prev=$a; done
+    mkdir -p "$out"; case "$*" in *--no-bench*) part=check;; *) part=bench;; esac
+    echo '{}' > "$out/gpu-evidence-$part.json"; log "end record-$part"; exit 0 ;;
+esac
+exec "$REAL_PYTHON" "$@"
+'''
+
+
+def test_h200_sh_runs_the_tests_beside_the_check_and_benchmarks_alone(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(FAKE_PYTHON)
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'FAKE GPU, 1.0, 1 MiB'\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    log, out = tmp_path / "log", tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_LOG": str(log), "REAL_PYTHON": sys.executable,
+           "OUT": str(out), "TILEPORT_DEVICE_EXTRA": str(tmp_path), "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run(["bash", "scripts/h200.sh", "evidence", "pytest"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = [line.split(" ", 2) for line in log.read_text().splitlines()]
+    starts = {}
+    for t, what, rest in events:
+        if what == "start":
+            starts.setdefault("check" if "--no-bench" in rest else "bench" if "--no-check" in rest else "pytest",
+                              []).append(float(t))
+    ends = [float(t) for t, what, rest in events if what == "end" and rest == "pytest"]
+    check_end = next(float(t) for t, what, rest in events if what == "end" and rest == "record-check")
+    assert len(starts["pytest"]) == len(op_names()) + 5 == len(ends)  # one shard per op + 5 by file
+    assert max(starts["pytest"]) < check_end  # beside the correctness check
+    assert starts["bench"][0] > max(ends)  # the benchmark waits for every test
+    assert "--bench-ops primary --bench-shapes 1 --budget 0.1" in log.read_text()
+    back = sorted(p.name for p in out.iterdir())
+    assert back == ["evidence.log", "gpu-evidence-bench.json", "gpu-evidence-check.json", "gpu.txt", "pytest-gpu.json",
+                    "pytest-gpu.log", "pytest-gpu.tar.gz"]
+    assert json.loads((out / "pytest-gpu.json").read_text())["ok"]
+    assert "pytest shards: OK" in proc.stdout
