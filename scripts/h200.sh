@@ -36,10 +36,10 @@ evidence_bench() {
   echo "evidence bench rc=$?"; tail -n 2 "$work/evidence.log"
 }
 
-pytest_shard() {  # name, pytest arguments...
+pytest_shard() {  # name, pytest arguments... (niced: beside the evidence check, the check comes first)
   local name=$1; shift
   TILEPORT_GPU_REQUIRE=all TILEPORT_RESULTS_DIR="$work/pytest/results/$name" timeout -k 10 "${PYTEST_TIMEOUT:-200}" \
-    python3 -m pytest -q -m gpu -p no:cacheprovider --junitxml="$work/pytest/$name.xml" "$@" \
+    nice -n 10 python3 -m pytest -q -m gpu -p no:cacheprovider --junitxml="$work/pytest/$name.xml" "$@" \
     > "$work/pytest/$name.log" 2>&1
   echo "$name rc=$?" >> "$work/pytest/rc.txt"
 }

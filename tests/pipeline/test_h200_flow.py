@@ -128,6 +128,14 @@ def test_interrupt_inside_the_first_benchmark_op_leaves_no_bench_records(tmp_pat
     assert EvidenceStore.load([tmp_path]).assess("relu", "bench", fingerprint("relu", worktree_reader())).status == "none"
 
 
+def test_record_called_directly_writes_what_finished_then_reraises(tmp_path, fake_gpu):
+    fake_gpu.interrupt_after = {"check": 1}
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C still stops a caller such as tileport port
+        evidence.record(["relu", "gelu"], tmp_path, bench=False)
+    doc = json.loads((tmp_path / "gpu-evidence-check.json").read_text())
+    assert doc["provenance"]["incomplete"] == {"check": ["gelu"]} and {r["op"] for r in doc["check"]} == {"relu"}
+
+
 # ------------------------------------------------------------------------------------ pytest shards
 
 def junit(path: Path, passed: int = 0, failed: int = 0, skipped: int = 0) -> None:

@@ -499,8 +499,9 @@ def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25,
     write `gpu-evidence.json` (`gpu-evidence-check.json` / `-bench.json` when only one part runs) into
     `out_dir`, plus the benchmark's raw output `bench.raw.json` (written as it goes, for inspection
     when a time limit cuts the run short; *.raw.json files are not read as evidence). What was run is
-    in `provenance.selection`; an interrupted run writes what finished, with the ops it could not
-    finish in `provenance.incomplete` (they get no evidence from this file)."""
+    in `provenance.selection`. Interrupted (KeyboardInterrupt, SIGTERM under `main`), it writes what
+    finished, with the ops it could not finish in `provenance.incomplete` (they get no evidence from
+    this file), and raises KeyboardInterrupt again."""
     import hashlib
 
     _device_defaults()
@@ -524,8 +525,7 @@ def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25,
                        if lib and Path(lib).is_file() else None,
                        "command": " ".join(sys.argv), "synthetic": False, "selection": selection},
         "check": [], "bench": None}
-    suffix = "" if (check and bench) else "-check" if check else "-bench"
-    path = out_dir / f"gpu-evidence{suffix}.json"
+    path = evidence_path(out_dir, check, bench)
     incomplete: dict[str, list[str]] = {}
     if check:
         doc["check"], missing = _check_records(list(ops), jobs)
@@ -542,7 +542,13 @@ def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25,
         incomplete["bench"] = bench_ops
     doc["provenance"]["incomplete"] = incomplete
     write_text_atomic(path, json.dumps(doc, indent=1))
+    if incomplete:
+        raise KeyboardInterrupt
     return path
+
+
+def evidence_path(out_dir: Path, check: bool, bench: bool) -> Path:
+    return out_dir / f"gpu-evidence{'' if (check and bench) else '-check' if check else '-bench'}.json"
 
 
 def _interrupt(signum, frame) -> None:
@@ -579,11 +585,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     bench_ops = (corpus_primary_ops() if args.bench_ops == "primary" else
                  [o for o in args.bench_ops.split(",") if o] or None)
-    path = record(args.ops or op_names(), args.out, args.j, args.budget, not args.no_bench, not args.no_check,
-                  bench_ops, args.bench_shapes or None)
-    incomplete = json.loads(path.read_text())["provenance"].get("incomplete") or {}
-    print(f"wrote {path}" + (f"; interrupted, no results for: {incomplete}" if incomplete else ""))
-    return 3 if incomplete else 0
+    try:
+        path = record(args.ops or op_names(), args.out, args.j, args.budget, not args.no_bench, not args.no_check,
+                      bench_ops, args.bench_shapes or None)
+    except KeyboardInterrupt:
+        path = evidence_path(args.out, not args.no_check, not args.no_bench)
+        incomplete = json.loads(path.read_text())["provenance"]["incomplete"] if path.is_file() else "everything"
+        print(f"interrupted: wrote {path}; no results for: {incomplete}")
+        return 3
+    print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
