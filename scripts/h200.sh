@@ -24,13 +24,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 
 evidence_check() {
-  timeout -k 20 "${EVIDENCE_CHECK_TIMEOUT:-200}" python3 -m tileport.pipeline.evidence record --no-bench \
+  timeout -k 20 "${EVIDENCE_CHECK_TIMEOUT:-240}" python3 -m tileport.pipeline.evidence record --no-bench \
     -j "${JOBS:-16}" --out "$work/evidence" >> "$work/evidence.log" 2>&1
   echo "evidence check rc=$?"; tail -n 2 "$work/evidence.log"
 }
 
 evidence_bench() {
-  timeout -k 20 "${EVIDENCE_BENCH_TIMEOUT:-150}" python3 -m tileport.pipeline.evidence record --no-check \
+  timeout -k 20 "${EVIDENCE_BENCH_TIMEOUT:-180}" python3 -m tileport.pipeline.evidence record --no-check \
     --bench-ops primary --bench-shapes "${BENCH_SHAPES:-1}" --budget "${BUDGET:-0.1}" --out "$work/evidence" \
     >> "$work/evidence.log" 2>&1
   echo "evidence bench rc=$?"; tail -n 2 "$work/evidence.log"
@@ -38,7 +38,7 @@ evidence_bench() {
 
 pytest_shard() {  # name, pytest arguments... (niced: beside the evidence check, the check comes first)
   local name=$1; shift
-  TILEPORT_GPU_REQUIRE=all TILEPORT_RESULTS_DIR="$work/pytest/results/$name" timeout -k 10 "${PYTEST_TIMEOUT:-200}" \
+  TILEPORT_GPU_REQUIRE=all TILEPORT_RESULTS_DIR="$work/pytest/results/$name" timeout -k 10 "${PYTEST_TIMEOUT:-220}" \
     nice -n 10 python3 -m pytest -q -m gpu -p no:cacheprovider --junitxml="$work/pytest/$name.xml" "$@" \
     > "$work/pytest/$name.log" 2>&1
   echo "$name rc=$?" >> "$work/pytest/rc.txt"
