@@ -9,7 +9,9 @@ without one they read evidence recorded on a GPU machine (`tileport port --gpu-r
   and writes `DIR/gpu-evidence.json` with its provenance: commit, whether the tree was dirty, and a
   fingerprint per op of everything the results depend on (the generated Rust module of the op's
   kernel file, support.rs, the crate's dependencies, the cuTile Python kernels, the op spec and the
-  host-side Python of the operator library).
+  host-side Python of the operator library). `--bench-ops primary --bench-shapes N` benchmarks only the
+  ops that grade the corpus kernels' stage E, on their first N benchmark shapes (`scripts/h200.sh
+  evidence`); what ran is in `provenance.selection`, what a time limit cut short in `incomplete`.
 - Files written by `tileport gpu-check` (a list of records, or {"environment", "records"}) and by
   `tileport bench` ({"environment", "records"} or several runs in {"runs", "records"}) are read too.
 
