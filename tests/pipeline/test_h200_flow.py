@@ -88,7 +88,14 @@ def test_recorded_evidence_is_fresh_for_this_tree_and_says_what_ran(tmp_path, fa
     assert chk["provenance"]["selection"]["check"] == {"ops": op_names(), "shapes": "every shape of each op spec",
                                                       "jobs": 16}
     rc, ben = record(tmp_path, "--no-check", "--bench-ops", "primary", "--bench-shapes", "1", "--budget", "0.1")
-    assert rc == 0 and ben["provenance"]["selection"]["bench"]["shapes"] == "the first 1 benchmark shape(s) of each op"
+    assert rc == 0 and ben["provenance"]["selection"]["bench"]["shapes"].startswith("the first 1 benchmark shape(s)")
+    benched = {}
+    for c in fake_gpu.bench_calls:
+        benched.setdefault(c[0], set()).add(c[2])
+    for op, shapes in benched.items():  # one shape, but every shape of an op whose shape picks the kernel
+        spec = get_spec(op)
+        assert shapes == {tuple(s) for s in (spec.bench_shapes if len(spec.kernels) > 1 else spec.bench_shapes[:1])}
+    assert (1024, 16384) in benched["softmax_tma"]  # the only benchmark shape launching softmax_tma_wide_kernel
     assert {c[0] for c in fake_gpu.bench_calls} == set(evidence.corpus_primary_ops())
     assert all(c[3] == ("cutile", "cutile-rs", "torch") and c[4] == 0.1 for c in fake_gpu.bench_calls)
     assert {(c[0], c[1]) for c in fake_gpu.bench_calls} == {(op, dt) for op in evidence.corpus_primary_ops()

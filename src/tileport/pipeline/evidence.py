@@ -457,10 +457,17 @@ def _check_records(ops: list[str], jobs: int) -> tuple[list[dict], list[str]]:
             return records, missing
 
 
+def bench_shapes_of(spec, max_shapes: int | None) -> list[tuple]:
+    """The benchmark shapes recorded for `spec`: the first `max_shapes` (None: all), but all of them
+    for an op that launches several kernels (the shape decides which kernel runs, and each kernel's E
+    must be graded on cases that launch it: softmax_tma's wide kernel runs on its last shape only)."""
+    shapes = [tuple(s) for s in spec.bench_shapes]
+    return shapes if max_shapes is None or len(spec.kernels) > 1 else shapes[:max_shapes]
+
+
 def _bench_records(ops: list[str], raw: Path, budget_s: float, max_shapes: int | None,
                    columns: Iterable[str]) -> tuple[dict, list[str]]:
-    """The parity benchmark (`tileport.gpu.bench.bench_case`, every dtype, the first `max_shapes`
-    benchmark shapes of each op, or all) as {"environment", "ceilings", "records"}, and the ops without
+    """The parity benchmark (`tileport.gpu.bench.bench_case`, every dtype, `bench_shapes_of` each op) as {"environment", "ceilings", "records"}, and the ops without
     results. Written to `raw` after every case. An interrupted run drops the op it was in (a partial
     op would be graded on the cases that happened to finish) and lists it, with the ops not reached."""
     import torch
@@ -477,7 +484,7 @@ def _bench_records(ops: list[str], raw: Path, budget_s: float, max_shapes: int |
         try:
             for op in ops:
                 spec = get_spec(op)
-                shapes = list(spec.bench_shapes)[:max_shapes] if max_shapes else list(spec.bench_shapes)
+                shapes = bench_shapes_of(spec, max_shapes)
                 recs = []
                 for dtype in spec.dtypes:
                     for shape in shapes:
@@ -516,8 +523,9 @@ def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25,
     if check:
         selection["check"] = {"ops": list(ops), "shapes": "every shape of each op spec", "jobs": jobs}
     if bench:
-        selection["bench"] = {"ops": bench_ops, "shapes": f"the first {bench_shapes} benchmark shape(s) of each op"
-                              if bench_shapes else "every benchmark shape of each op", "budget_s": budget_s,
+        selection["bench"] = {"ops": bench_ops, "shapes": f"the first {bench_shapes} benchmark shape(s) of each "
+                              "op launching one kernel, every one of the others" if bench_shapes else
+                              "every benchmark shape of each op", "budget_s": budget_s,
                               "columns": list(columns)}
     doc: dict[str, Any] = {
         "kind": EVIDENCE_KIND,
