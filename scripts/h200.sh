@@ -8,8 +8,9 @@
 # evidence: the GPU evidence of stages D and E for every corpus kernel (python -m tileport.pipeline.evidence record):
 #   the correctness check of every op on every shape of its spec (one process per op, -j $JOBS) into
 #   gpu-evidence-check.json, then the parity benchmark of each corpus kernel's primary op (every dtype, the first
-#   $BENCH_SHAPES benchmark shapes, $BUDGET s per case and column) into gpu-evidence-bench.json. Back on the CPU
-#   machine `bash scripts/h200-grade.sh DIR` grades them (tileport port --gpu-results DIR).
+#   $BENCH_SHAPES benchmark shapes, all of them for an op launching several kernels, $BUDGET s per case and column)
+#   into gpu-evidence-bench.json. A time limit keeps what finished. Back on the CPU machine
+#   `bash scripts/h200-grade.sh DIR` grades them (tileport port --gpu-results DIR) and writes the report.
 # pytest: the GPU tests (-m gpu, except the ffi step's), in parallel shards (the op x shape cases one shard per op);
 #   pytest-gpu.json sums up every shard (counts, failures, skip reasons), pytest-gpu.tar.gz holds the junit files,
 #   the logs and what the tests wrote. With `evidence` in the same call the shards run beside the correctness
