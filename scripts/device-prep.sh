@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepare ./.device/ in the current checkout for runs on a GPU machine without network access.
 # It packs, from PyPI wheels, the CUDA Tile toolchain that an H200 (sm_90) needs at run time:
-#   tileiras 13.4 (+ its libnvvm and a matching ptxas; tileirdisasm stays on the CPU side) and the cuda-tile
-#   (cuTile Python) wheel for Python 3.12.
+#   tileiras 13.4 (+ its libnvvm and a matching ptxas; tileirdisasm stays on the CPU side), the cuda-tile
+#   (cuTile Python) wheel for Python 3.12 and the wheels of jsonschema and its dependencies.
 # The packed toolchain is ~57 MiB; keep what else you carry small (files given as arguments are xz-compressed
 # into .device/).
 #
@@ -34,8 +34,19 @@ if [ ! -s "$cache/toolchain-$CU_VERSION-v2.tar.xz" ]; then
   rm -rf "$w" "$x"
 fi
 cp "$cache/toolchain-$CU_VERSION-v2.tar.xz" "$root/.device/toolchain.tar.xz"
+# Wheels for the GPU machine's Python 3.12: cuda-tile, and jsonschema with its dependencies (tileport validates
+# launch specs, verdicts and reports with it; that Python has none of them). Downloaded once into the cache.
+wheels=("cuda-tile==$CUDA_TILE_VERSION" jsonschema==4.26.0 referencing==0.37.0 rpds-py==0.30.0
+        jsonschema-specifications==2025.9.1 attrs==25.4.0)
+mkdir -p "$cache/wheels-cp312"
+python3 -m pip download -q --no-deps "${pyplat[@]}" -d "$cache/wheels-cp312" "${wheels[@]}"
 rm -f "$root"/.device/*.whl
-python3 -m pip download -q --no-deps "${pyplat[@]}" -d "$root/.device" "cuda-tile==$CUDA_TILE_VERSION"
+for w in "${wheels[@]}"; do
+  name=${w%%==*}; version=${w#*==}
+  f=$(ls "$cache/wheels-cp312/${name//-/_}-$version-"*.whl 2>/dev/null | head -n 1)
+  [ -n "$f" ] || { echo "device-prep: no wheel for $w in $cache/wheels-cp312" >&2; exit 1; }
+  cp "$f" "$root/.device/"
+done
 for f in "$@"; do xz -9 -T2 -c "$f" > "$root/.device/$(basename "$f").xz"; done
 cat > "$root/.device/enter.sh" <<'EOS'
 #!/usr/bin/env bash

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine (an H200) with the checkout and its .device/ (from `bash scripts/device-bundle.sh`):
-#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [pytest] [ffi]
+#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi]
 # Work happens under /tmp/tileport-out; the few files worth keeping are copied to $OUT at the end
 # (at most 8, so that the result to copy back stays small). Each step has its own time limit, and partial results are
 # written as they come, so a slow step cannot lose the others.
+#
+# evidence: the GPU evidence of stages D and E for every corpus kernel (python -m tileport.pipeline.evidence record):
+#   the correctness check of every op on every shape of its spec (one process per op, -j $JOBS) into
+#   gpu-evidence-check.json, then the parity benchmark of each corpus kernel's primary op (every dtype, the first
+#   $BENCH_SHAPES benchmark shapes, all of them for an op launching several kernels, $BUDGET s per case and column)
+#   into gpu-evidence-bench.json. A time limit keeps what finished. Back on the CPU machine
+#   `bash scripts/h200-grade.sh DIR` grades them (tileport port --gpu-results DIR) and writes the report.
+# pytest: the GPU tests (-m gpu, except the ffi step's), in parallel shards (the op x shape cases one shard per op);
+#   pytest-gpu.json sums up every shard (counts, failures, skip reasons), pytest-gpu.tar.gz holds the junit files,
+#   the logs and what the tests wrote. With `evidence` in the same call the shards run beside the correctness
+#   check (no timing there), and the benchmark starts when both are over, on an otherwise idle GPU.
 set -u
 steps=${*:-check bench dump}
 export TILEPORT_LIB="$TILEPORT_DEVICE_EXTRA/libtileport_kernels.so"
@@ -11,6 +22,48 @@ export TILEPORT_COMMIT="$(cat .device/COMMIT 2>/dev/null || echo unknown)"
 work=/tmp/tileport-out
 mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$work/gpu.txt"
+has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
+
+evidence_check() {
+  timeout -k 20 "${EVIDENCE_CHECK_TIMEOUT:-240}" python3 -m tileport.pipeline.evidence record --no-bench \
+    -j "${JOBS:-16}" --out "$work/evidence" >> "$work/evidence.log" 2>&1
+  echo "evidence check rc=$?"; tail -n 2 "$work/evidence.log"
+}
+
+evidence_bench() {
+  timeout -k 20 "${EVIDENCE_BENCH_TIMEOUT:-180}" python3 -m tileport.pipeline.evidence record --no-check \
+    --bench-ops primary --bench-shapes "${BENCH_SHAPES:-1}" --budget "${BUDGET:-0.1}" --out "$work/evidence" \
+    >> "$work/evidence.log" 2>&1
+  echo "evidence bench rc=$?"; tail -n 2 "$work/evidence.log"
+}
+
+pytest_shard() {  # name, pytest arguments... (niced: beside the evidence check, the check comes first)
+  local name=$1; shift
+  TILEPORT_GPU_REQUIRE=all TILEPORT_RESULTS_DIR="$work/pytest/results/$name" timeout -k 10 "${PYTEST_TIMEOUT:-220}" \
+    nice -n 10 python3 -m pytest -q -m gpu -p no:cacheprovider --junitxml="$work/pytest/$name.xml" "$@" \
+    > "$work/pytest/$name.log" 2>&1
+  echo "$name rc=$?" >> "$work/pytest/rc.txt"
+}
+
+pytest_gpu() {
+  rm -rf "$work/pytest" && mkdir -p "$work/pytest"
+  local ops op
+  ops=$(python3 -c "from tileport.ops import op_names; print(*op_names())") || echo "op-list rc=1" >> "$work/pytest/rc.txt"
+  for op in $ops; do  # ids are <op>-<backend>-<dtype>-<shape>: "<op>-" matches one op only
+    pytest_shard "ops-$op" tests/gpu/test_ops_gpu.py -k "test_op_matches_torch and $op-" &
+  done
+  pytest_shard ops-other tests/gpu/test_ops_gpu.py -k "not test_op_matches_torch" &
+  pytest_shard interp-cutile tests/gpu/test_interp_agreement.py -k "not cutile-rs" &
+  pytest_shard interp-cutile-rs tests/gpu/test_interp_agreement.py -k "cutile-rs" &
+  pytest_shard record-port tests/gpu/test_record_port.py &
+  pytest_shard rest tests --ignore=tests/gpu/test_ops_gpu.py --ignore=tests/gpu/test_interp_agreement.py \
+    --ignore=tests/gpu/test_record_port.py --ignore=tests/gpu/test_ffi_threads.py &
+  wait
+  python3 scripts/pytest-summary.py "$work/pytest" "$work/pytest-gpu.json" > "$work/pytest-gpu.log" 2>&1
+  echo "pytest rc=$?"; tail -n 25 "$work/pytest-gpu.log"
+  tar -C "$work" -czf "$work/pytest-gpu.tar.gz" pytest
+}
+
 for step in $steps; do
   case $step in
     check)  timeout "${CHECK_TIMEOUT:-300}" python3 -m tileport.cli gpu-check ${CHECK_OPS:-} -j "${JOBS:-12}" \
@@ -20,15 +73,25 @@ for step in $steps; do
               --budget "${BUDGET:-0.25}" > "$work/bench.log" 2>&1; echo "bench rc=$?"; tail -n 8 "$work/bench.log" ;;
     dump)   timeout "${DUMP_TIMEOUT:-120}" python3 -m tileport.gpu.dump "$work/bench.json" "$work/ir-dumps" \
               > "$work/dump.log" 2>&1; echo "dump rc=$?"; tail -n 5 "$work/dump.log" ;;
+    evidence)
+            pytest_pid=""
+            if has pytest; then pytest_gpu & pytest_pid=$!; fi
+            evidence_check
+            [ -n "$pytest_pid" ] && wait "$pytest_pid"  # the benchmark times an idle GPU
+            evidence_bench
+            cp "$work"/evidence/gpu-evidence-*.json "$work/" 2>/dev/null ;;
     ffi)    TILEPORT_RESULTS_DIR="$work" timeout "${FFI_TIMEOUT:-540}" python3 -m pytest -q -m gpu -p no:cacheprovider \
               tests/gpu/test_ffi_threads.py > "$work/ffi.log" 2>&1; echo "ffi rc=$?"; tail -n 15 "$work/ffi.log" ;;
-    pytest) timeout "${PYTEST_TIMEOUT:-300}" python3 -m pytest -q -m gpu -p no:cacheprovider tests \
-              --ignore=tests/gpu/test_ffi_threads.py \
-              > "$work/pytest-gpu.log" 2>&1; echo "pytest rc=$?"; tail -n 15 "$work/pytest-gpu.log" ;;
+    pytest) has evidence || pytest_gpu ;;  # with evidence, it runs beside the correctness check
+    *)      echo "unknown step: $step (check bench dump evidence pytest ffi)" ;;
   esac
 done
 if [ -n "${OUT:-}" ]; then
-  for f in gpu.txt check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log pytest-gpu.log ffi-threads.json ffi.log; do
-    [ -f "$work/$f" ] && cp "$work/$f" "$OUT/"
+  n=0
+  for f in gpu.txt gpu-evidence-check.json gpu-evidence-bench.json evidence.log pytest-gpu.json pytest-gpu.log \
+           pytest-gpu.tar.gz check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log ffi-threads.json ffi.log; do
+    [ -f "$work/$f" ] || continue
+    n=$((n + 1))
+    if [ "$n" -le 8 ]; then cp "$work/$f" "$OUT/"; else echo "not copied to \$OUT (8 files at most): $f"; fi
   done
 fi

@@ -9,7 +9,9 @@ without one they read evidence recorded on a GPU machine (`tileport port --gpu-r
   and writes `DIR/gpu-evidence.json` with its provenance: commit, whether the tree was dirty, and a
   fingerprint per op of everything the results depend on (the generated Rust module of the op's
   kernel file, support.rs, the crate's dependencies, the cuTile Python kernels, the op spec and the
-  host-side Python of the operator library).
+  host-side Python of the operator library). `--bench-ops primary --bench-shapes N` benchmarks only the
+  ops that grade the corpus kernels' stage E, on their first N benchmark shapes (`scripts/h200.sh
+  evidence`); what ran is in `provenance.selection`, what a time limit cut short in `incomplete`.
 - Files written by `tileport gpu-check` (a list of records, or {"environment", "records"}) and by
   `tileport bench` ({"environment", "records"} or several runs in {"runs", "records"}) are read too.
 
@@ -422,41 +424,146 @@ def current_commit() -> tuple[str | None, bool | None]:
     return commit or None, dirty
 
 
-def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25, bench: bool = True,
-           check: bool = True) -> Path:
-    """Run the GPU correctness check and/or parity benchmark of `ops` here and write
-    `gpu-evidence.json` (`gpu-evidence-check.json` / `-bench.json` when only one part runs) into
-    `out_dir`, plus the benchmark's raw output `bench.raw.json` (written as it goes, for inspection
-    when a time limit cuts the run short; *.raw.json files are not read as evidence)."""
-    import hashlib
+BENCH_COLUMNS = ("cutile", "cutile-rs", "torch")  # what E grades: the port, its source and PyTorch
+
+
+def corpus_primary_ops() -> list[str]:
+    """The ops whose benchmark grades stage E of a corpus kernel (each kernel's primary op), in op order."""
+    from tileport.ops import op_names
+    from tileport.ops.spec import KERNELS_DIR
+
+    from .targets import corpus_targets
+    primary = {t.primary_op for t in corpus_targets(KERNELS_DIR)}
+    return [op for op in op_names() if op in primary]
+
+
+def _check_records(ops: list[str], jobs: int) -> tuple[list[dict], list[str]]:
+    """(records, ops without results) of `tileport.gpu.check` for `ops`, one process per op. When the
+    run is interrupted (SIGTERM from a time limit, Ctrl-C) the ops that finished keep their records and
+    the others are listed as missing: an unfinished op is no evidence, neither a pass nor a failure."""
     import tempfile
+
+    from tileport.gpu.check import run_parallel
+    with tempfile.TemporaryDirectory(prefix="tileport-check-") as tmp:  # per-op files stay out of out_dir
+        try:
+            return run_parallel(ops, jobs, Path(tmp)), []
+        except KeyboardInterrupt:
+            records, missing = [], []
+            for op in ops:
+                try:
+                    records += json.loads((Path(tmp) / f"check-{op}.json").read_text())
+                except (OSError, json.JSONDecodeError):
+                    missing.append(op)
+            return records, missing
+
+
+def bench_shapes_of(spec, max_shapes: int | None) -> list[tuple]:
+    """The benchmark shapes recorded for `spec`: the first `max_shapes` (None: all), but all of them
+    for an op that launches several kernels (the shape decides which kernel runs, and each kernel's E
+    must be graded on cases that launch it: softmax_tma's wide kernel runs on its last shape only)."""
+    shapes = [tuple(s) for s in spec.bench_shapes]
+    return shapes if max_shapes is None or len(spec.kernels) > 1 else shapes[:max_shapes]
+
+
+def _bench_records(ops: list[str], raw: Path, budget_s: float, max_shapes: int | None,
+                   columns: Iterable[str]) -> tuple[dict, list[str]]:
+    """The parity benchmark (`tileport.gpu.bench.bench_case`, every dtype, `bench_shapes_of` each op) as {"environment", "ceilings", "records"}, and the ops without
+    results. Written to `raw` after every case. An interrupted run drops the op it was in (a partial
+    op would be graded on the cases that happened to finish) and lists it, with the ops not reached."""
+    import torch
+
+    from tileport.gpu import bench
+    from tileport.ops.specs import get_spec
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        flush = bench.make_flush("cuda")
+        result: dict[str, Any] = {"environment": bench.environment(), "ceilings": bench.ceilings(flush),
+                                  "columns": list(columns), "records": []}
+        done: list[str] = []
+        try:
+            for op in ops:
+                spec = get_spec(op)
+                shapes = bench_shapes_of(spec, max_shapes)
+                recs = []
+                for dtype in spec.dtypes:
+                    for shape in shapes:
+                        recs.append(bench.bench_case(spec, dtype, tuple(shape), flush, list(columns),
+                                                     result["ceilings"], budget_s))
+                        write_text_atomic(raw, json.dumps({**result, "records": result["records"] + recs}, indent=1))
+                result["records"] += recs
+                done.append(op)
+        except KeyboardInterrupt:
+            pass
+        return result, [op for op in ops if op not in done]
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
+def record(ops: list[str], out_dir: Path, jobs: int = 4, budget_s: float = 0.25, bench: bool = True,
+           check: bool = True, bench_ops: list[str] | None = None, bench_shapes: int | None = None,
+           columns: Iterable[str] = BENCH_COLUMNS) -> Path:
+    """Run the GPU correctness check (every shape of each op spec) and/or the parity benchmark of `ops`
+    (`bench_ops` if given; the first `bench_shapes` benchmark shapes of each, default all) here and
+    write `gpu-evidence.json` (`gpu-evidence-check.json` / `-bench.json` when only one part runs) into
+    `out_dir`, plus the benchmark's raw output `bench.raw.json` (written as it goes, for inspection
+    when a time limit cuts the run short; *.raw.json files are not read as evidence). What was run is
+    in `provenance.selection`. Interrupted (KeyboardInterrupt, SIGTERM under `main`), it writes what
+    finished, with the ops it could not finish in `provenance.incomplete` (they get no evidence from
+    this file), and raises KeyboardInterrupt again."""
+    import hashlib
 
     _device_defaults()
     out_dir.mkdir(parents=True, exist_ok=True)
     commit, dirty = current_commit()
-    fps, comps = fingerprints(ops, worktree_reader())
+    bench_ops = list(ops if bench_ops is None else bench_ops)
+    fps, comps = fingerprints(sorted(set(ops) | set(bench_ops)), worktree_reader())
     lib = os.environ.get("TILEPORT_LIB")
+    selection: dict[str, Any] = {}
+    if check:
+        selection["check"] = {"ops": list(ops), "shapes": "every shape of each op spec", "jobs": jobs}
+    if bench:
+        selection["bench"] = {"ops": bench_ops, "shapes": f"the first {bench_shapes} benchmark shape(s) of each "
+                              "op launching one kernel, every one of the others" if bench_shapes else
+                              "every benchmark shape of each op", "budget_s": budget_s,
+                              "columns": list(columns)}
     doc: dict[str, Any] = {
         "kind": EVIDENCE_KIND,
         "provenance": {"commit": commit, "dirty": dirty, "fingerprints": fps, "components": comps,
                        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "library": lib, "library_sha256": hashlib.sha256(Path(lib).read_bytes()).hexdigest()
                        if lib and Path(lib).is_file() else None,
-                       "command": " ".join(sys.argv), "synthetic": False},
+                       "command": " ".join(sys.argv), "synthetic": False, "selection": selection},
         "check": [], "bench": None}
-    suffix = "" if (check and bench) else "-check" if check else "-bench"
-    path = out_dir / f"gpu-evidence{suffix}.json"
+    path = evidence_path(out_dir, check, bench)
+    incomplete: dict[str, list[str]] = {}
     if check:
-        from tileport.gpu.check import run_parallel
-        with tempfile.TemporaryDirectory(prefix="tileport-check-") as tmp:  # per-op files stay out of out_dir
-            doc["check"] = run_parallel(ops, jobs, Path(tmp))
+        doc["check"], missing = _check_records(list(ops), jobs)
+        if missing:
+            incomplete["check"] = missing
+        doc["provenance"]["incomplete"] = incomplete
         write_text_atomic(path, json.dumps(doc, indent=1))
-    if bench:
-        from tileport.gpu.bench import run
-        doc["bench"] = run(ops, out_dir / "bench.raw.json", budget_s=budget_s)
+    if bench and "check" not in incomplete:
+        doc["bench"], missing = _bench_records(bench_ops, out_dir / "bench.raw.json", budget_s, bench_shapes, columns)
         doc["provenance"]["gpu"] = doc["bench"]["environment"].get("gpu", "")
+        if missing:
+            incomplete["bench"] = missing
+    elif bench:
+        incomplete["bench"] = bench_ops
+    doc["provenance"]["incomplete"] = incomplete
     write_text_atomic(path, json.dumps(doc, indent=1))
+    if incomplete:
+        raise KeyboardInterrupt
     return path
+
+
+def evidence_path(out_dir: Path, check: bool, bench: bool) -> Path:
+    return out_dir / f"gpu-evidence{'' if (check and bench) else '-check' if check else '-bench'}.json"
+
+
+def _interrupt(signum, frame) -> None:
+    """SIGTERM (a time limit) ends a recording like Ctrl-C: what finished is written."""
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -473,6 +580,10 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--budget", type=float, default=0.25)
     rec.add_argument("--no-bench", action="store_true")
     rec.add_argument("--no-check", action="store_true")
+    rec.add_argument("--bench-ops", default="", help="comma-separated ops to benchmark (default: the ops "
+                     "recorded), or `primary`: the op grading each corpus kernel's stage E")
+    rec.add_argument("--bench-shapes", type=int, default=0, help="benchmark only the first N benchmark shapes of "
+                     "each op (default: all)")
     fp = sub.add_parser("fingerprint", help="print the fingerprint of each op for the working tree")
     fp.add_argument("ops", nargs="*")
     args = ap.parse_args(argv)
@@ -480,7 +591,18 @@ def main(argv: list[str] | None = None) -> int:
         for op in args.ops or op_names():
             print(op, fingerprint(op, worktree_reader())[0])
         return 0
-    path = record(args.ops or op_names(), args.out, args.j, args.budget, not args.no_bench, not args.no_check)
+    import signal
+    signal.signal(signal.SIGTERM, _interrupt)
+    bench_ops = (corpus_primary_ops() if args.bench_ops == "primary" else
+                 [o for o in args.bench_ops.split(",") if o] or None)
+    try:
+        path = record(args.ops or op_names(), args.out, args.j, args.budget, not args.no_bench, not args.no_check,
+                      bench_ops, args.bench_shapes or None)
+    except KeyboardInterrupt:
+        path = evidence_path(args.out, not args.no_check, not args.no_bench)
+        incomplete = json.loads(path.read_text())["provenance"]["incomplete"] if path.is_file() else "everything"
+        print(f"interrupted: wrote {path}; no results for: {incomplete}")
+        return 3
     print(f"wrote {path}")
     return 0
 
