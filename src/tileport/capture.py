@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import re
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,9 @@ from tileport.model.types import dim_op
 from tileport.ops.capture_ref import export_bytecode
 from tileport.ops.spec import Capture
 from tileport.runtime.library import KernelLibrary
+from tileport.sass import Sass, SassError
+from tileport.sass import disassemble as disassemble_sass
+from tileport.sass import listing as sass_listing
 
 ARCHS = ("sm_80", "sm_90", "sm_100")
 SAFE_IMPORTS = {"cuda", "cuda.tile", "math", "typing", "__future__"}
@@ -158,33 +160,15 @@ class CubinResult:
     size: int = 0
     sha256: str = ""
     error: str = ""
-    registers: int | None = None  # per thread, from cuobjdump -res-usage
-    instructions: int | None = None  # SASS instruction count
-    sass_sha256: str = ""  # of the SASS text without addresses, symbol names and encodings
-
-
-def sass_summary(cubin: Path) -> tuple[int | None, int | None, str]:
-    """Registers, instruction count and a hash of the machine code (addresses and names removed).
-
-    Two cubins with the same summary run the same instructions: the strongest CPU-side evidence
-    that a port performs like its reference. Needs cuobjdump (PyPI nvidia-cuda-cuobjdump).
-    """
-    tool = toolchain.cuobjdump()
-    if tool is None:
-        return None, None, ""
-    usage = subprocess.run([str(tool), "-res-usage", str(cubin)], capture_output=True, text=True).stdout
-    regs = re.search(r"REG:(\d+)", usage)
-    sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True).stdout
-    body = [re.sub(r"/\*[0-9a-f]+\*/|\s+", " ", line.split(";")[0]).strip()
-            for line in sass.splitlines() if re.search(r"/\*[0-9a-f]+\*/", line)]
-    body = [re.sub(r"\S*(_entry|_Kt\w*)\S*", "<kernel>", b) for b in body]
-    return (int(regs.group(1)) if regs else None, len(body), hashlib.sha256("\n".join(body).encode()).hexdigest())
+    sass: Sass | None = None  # the machine code, when asked for and disassembly worked
+    sass_error: str = ""  # why there is no machine code although the cubin compiled
 
 
 def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None, sass: bool = True) -> CubinResult:
     """tileiras on the CPU; failures come back as a result with tileiras' message.
 
-    `sass`: also summarize the machine code (`sass_summary`, two cuobjdump runs)."""
+    `sass`: also disassemble the machine code (`tileport.sass`); a failed disassembly is recorded in
+    `sass_error`, and `out` then also gets the listing (`<stem>.sass`)."""
     tool = toolchain.tileiras()
     if tool is None:
         return CubinResult(arch, False, error="tileiras not found (run: bash scripts/setup.sh)")
@@ -199,9 +183,15 @@ def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None, sass: boo
         data = dst.read_bytes()
         if out is not None:
             out.write_bytes(data)
-        regs, count, sass_sha = sass_summary(dst) if sass else (None, None, "")
-        return CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest(), registers=regs,
-                           instructions=count, sass_sha256=sass_sha)
+        result = CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest())
+        if sass:
+            try:
+                result.sass = disassemble_sass(dst, toolchain.nvdisasm(), toolchain.cuobjdump())
+            except SassError as e:
+                result.sass_error = str(e)
+            if out is not None and result.sass is not None:
+                out.with_suffix(".sass").write_text(sass_listing(result.sass))
+        return result
 
 
 @dataclass
@@ -222,5 +212,3 @@ def capture_side(bytecode: bytes, out_dir: Path | None, stem: str, archs=ARCHS) 
     return SideCapture(bytecode, text, cubins)
 
 
-def cubin_summary(side: SideCapture) -> list[dict]:
-    return [asdict(c) for c in side.cubins]

@@ -17,11 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tileport.capture import (ARCHS, CaptureError, capture_side, generated_arg_roles, generated_bytecode,
+from tileport.capture import (ARCHS, CaptureError, CubinResult, capture_side, generated_arg_roles, generated_bytecode,
                               reference_bytecode)
 from tileport.ops.spec import Capture
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import KernelLibrary
+from tileport.sass import compare as compare_sass
 
 
 @dataclass
@@ -35,8 +36,8 @@ class CaptureResult:
     findings: list[str] = field(default_factory=list)  # CRITICAL and WARN one-liners
     cubins_ref: dict[str, bool] = field(default_factory=dict)
     cubins_gen: dict[str, bool] = field(default_factory=dict)
-    sass_same: dict[str, bool] = field(default_factory=dict)  # arch -> identical machine code
-    sass: dict[str, dict] = field(default_factory=dict)  # arch -> registers/instructions, both sides
+    sass_same: dict[str, bool] = field(default_factory=dict)  # arch -> same instruction stream (tileport.sass)
+    sass: dict[str, dict] = field(default_factory=dict)  # arch -> sass.compare(): counts, first difference
     error: str = ""
     seconds: float = 0.0
     artifacts: str = ""
@@ -59,11 +60,7 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
         gen = capture_side(gen_bc, d, "generated", archs)
         res.cubins_ref = {c.arch: c.ok for c in ref.cubins}
         res.cubins_gen = {c.arch: c.ok for c in gen.cubins}
-        for rc, gc in zip(ref.cubins, gen.cubins):
-            if rc.ok and gc.ok and rc.sass_sha256 and gc.sass_sha256:
-                res.sass_same[rc.arch] = rc.sass_sha256 == gc.sass_sha256
-                res.sass[rc.arch] = {"registers": [rc.registers, gc.registers],
-                                     "instructions": [rc.instructions, gc.instructions]}
+        sass_errors = compare_machine_code(ref.cubins, gen.cubins, res)
         report = diff(read_module(ref_bc), read_module(gen_bc),
                       generated_arg_roles=generated_arg_roles(lib, capture))
         res.verdict = report.verdict
@@ -76,12 +73,31 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
             (d / "irdiff.md").write_text(report.to_markdown())
             res.artifacts = str(d)
         failed = [f"gen {a}" for a, ok in res.cubins_gen.items() if not ok]
-        if failed:
-            res.error = f"tileiras failed: {', '.join(failed)}"
+        res.error = "; ".join(([f"tileiras failed: {', '.join(failed)}"] if failed else []) + sass_errors)
     except (CaptureError, TileportError) as e:
         res.error = str(e)
     res.seconds = round(time.perf_counter() - t0, 2)
     return res
+
+
+def compare_machine_code(ref: list[CubinResult], gen: list[CubinResult], res: CaptureResult) -> list[str]:
+    """Fill `res.sass`/`res.sass_same` per architecture where both cubins compiled; return the failures.
+
+    A side without machine code (disassembly failed or listed nothing) is a failure, never "same"."""
+    errors = []
+    for rc, gc in zip(ref, gen):
+        if not (rc.ok and gc.ok):
+            continue
+        if rc.sass is None or gc.sass is None:
+            why = "; ".join(f"{side}: {c.sass_error or 'not disassembled'}"
+                            for side, c in (("reference", rc), ("port", gc)) if c.sass is None)
+            res.sass[rc.arch] = {"error": why}
+            res.sass_same[rc.arch] = False
+            errors.append(f"SASS {rc.arch} not compared ({why})")
+            continue
+        res.sass[rc.arch] = compare_sass(rc.sass, gc.sass)
+        res.sass_same[rc.arch] = res.sass[rc.arch]["same"]
+    return errors
 
 
 def verify_all(lib: KernelLibrary, items: list[tuple[Path, Capture]], out_dir: Path | None, jobs: int = 2,
