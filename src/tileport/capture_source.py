@@ -4,17 +4,18 @@ cuTile Python compiles a function object and reads the function's source itself 
 through `linecache`). `sanitize` writes a module text made only of tileport-generated code, line-aligned
 with the user's file so that cuTile's locations point at the user's lines:
 
-| in the user's file                                  | in the sanitized module                        |
-|-----------------------------------------------------|------------------------------------------------|
-| `import cuda.tile as ct`, `from cuda.tile import X`, `import math` | the same imports (line 1)        |
-| module constants (`BLOCK = 64 * 2`, `math.pi / 2`)  | their values, folded by the frontend (line 1)  |
-| aliases (`PAD = ct.PaddingMode.ZERO`, `DT = torch.float16`, `ConstInt = ct.Constant[int]`, `h2 = helper`) | resolved assignments (last line) |
-| `@ct.kernel` functions and the helpers they use     | the same lines; other decorators dropped       |
-| `@ct.kernel(...)`/`@ct.function(...)` arguments     | kept when static (literals, constants, `ct.*`) |
-| annotations                                         | resolved `ct`/builtin ones, others dropped     |
-| default arguments                                   | literals and constants; others dropped         |
-| `torch.float16`, `np.int32`, `np.inf` in a body      | `ct.float16`, `ct.int32`, `math.inf`           |
-| everything else (host code, classes, loggers, other imports) | blank lines                           |
+| in the user's file                                       | in the sanitized module                   |
+|----------------------------------------------------------|-------------------------------------------|
+| `import cuda.tile as ct`, `from cuda.tile import X`, `import math` | the same imports (line 1)       |
+| module constants (`BLOCK = 64 * 2`, `math.pi / 2`)       | values folded by the frontend (line 1)    |
+| aliases (`PAD = ct.PaddingMode.ZERO`, `DT = torch.float16`, `ConstInt = ct.Constant[int]`, `h2 = helper`) |
+|                                                          | resolved assignments (last line)          |
+| `@ct.kernel` functions and the helpers they use          | the same lines; other decorators dropped  |
+| `@ct.kernel(...)`/`@ct.function(...)` arguments          | kept when static (literals, `ct.*` calls) |
+| annotations                                              | resolved `ct`/builtin ones, others dropped|
+| default arguments                                        | literals and constants; others dropped    |
+| `torch.float16`, `np.int32`, `np.inf` in a body          | `ct.float16`, `ct.int32`, `math.inf`      |
+| everything else (host code, classes, loggers, imports)   | blank lines                               |
 
 A kernel that needs a value the AST cannot give (a module name bound at run time, a decorator argument
 that calls user code, a `ct.static_eval` that calls a function) is not defined; asking for it gives a
@@ -37,7 +38,7 @@ from tileport.model.ir import Loc
 
 CT = "_tileport_ct"  # the sanitized module's own names for cuda.tile and math
 MATH = "_tileport_math"
-HOST_MODULES = {"torch": "torch", "numpy": "numpy"}  # dtype names spelled through these map to ct
+HOST_MODULES = ("torch", "numpy")  # dtype names spelled through these map to ct
 CT_DTYPES = frozenset({"bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                        "float16", "bfloat16", "float32", "float64", "tfloat32", "float8_e4m3fn", "float8_e5m2"})
 HOST_DTYPE_RENAMES = {"bool": "bool_", "half": "float16", "float": "float32", "double": "float64",
@@ -48,7 +49,7 @@ SAFE_BUILTINS = ("range", "len", "min", "max", "abs", "int", "float", "bool", "t
                  "print", "sum", "zip", "enumerate", "reversed", "divmod", "round", "pow", "all", "any", "slice",
                  "Exception", "ValueError", "TypeError", "AssertionError", "RuntimeError", "NotImplementedError",
                  "IndexError", "KeyError", "ZeroDivisionError")
-IMPORTABLE = ("cuda", "cuda.tile", "math")
+IMPORTABLE = ("__future__", "cuda", "cuda.tile", "math")
 MAX_ALIAS_DEPTH = 32
 
 
@@ -107,10 +108,7 @@ def _names(sm: ScannedModule) -> _Names:
     host: dict[str, str] = {}
     for node in sm.tree.body:
         if isinstance(node, ast.Import):
-            for a in node.names:
-                root = a.name.split(".")[0]
-                if root in HOST_MODULES and (a.asname or "." not in a.name):
-                    host[a.asname or root] = HOST_MODULES[root]
+            host.update({a.asname or a.name: a.name for a in node.names if a.name in HOST_MODULES})
     functions = {n.name: n for n in sm.tree.body if isinstance(n, ast.FunctionDef)}
     aliases = {}
     for node in sm.tree.body:
@@ -138,17 +136,18 @@ def _literal(value: Any) -> ast.expr | None:
     if isinstance(value, float) and not math.isfinite(value):
         inf = ast.Attribute(ast.Name(MATH, ast.Load()), "nan" if math.isnan(value) else "inf", ast.Load())
         return ast.UnaryOp(ast.USub(), inf) if value < 0 else inf
-    if isinstance(value, (bool, int, float)) and not isinstance(value, complex):
+    if isinstance(value, (bool, int, float)):
         return ast.Constant(value)
     return None
 
 
-def _static(names: _Names, node: ast.AST, depth: int = 0) -> ast.expr | None:
+def _static(names: _Names, node: ast.AST, depth: int = 0, calls: bool = False) -> ast.expr | None:
     """A header expression (decorator argument, annotation, default, alias) rebuilt from static parts only.
 
-    Allowed: literals, module constants (folded by the frontend), `ct.*`/`math.*` names and calls to `ct.*`
-    (library code), torch/numpy dtype names, aliases of those, tuples, lists and subscripts of them.
-    None when anything else appears: the expression would run user code or depends on run time.
+    Allowed: literals, module constants (folded by the frontend), `ct.*`/`math.*` names, torch/numpy dtype
+    names, aliases of those, tuples, lists and subscripts of them; with `calls` (decorator arguments such as
+    `ct.ByTarget(...)`) also calls of `ct.*` (library code). None when anything else appears: the expression
+    would run user code or depends on run time.
     """
     if depth > MAX_ALIAS_DEPTH:
         return None
@@ -163,23 +162,23 @@ def _static(names: _Names, node: ast.AST, depth: int = 0) -> ast.expr | None:
     if names.is_ct_chain(node) or names.is_math_chain(node):
         return _copy(node)
     if isinstance(node, ast.Name) and node.id in names.aliases:
-        return _static(names, names.aliases[node.id], depth + 1)
+        return _static(names, names.aliases[node.id], depth + 1, calls)
     if isinstance(node, (ast.Name, ast.BinOp, ast.UnaryOp, ast.Attribute, ast.Call)):
         folded = _fold(sm, node)
         if folded is not None:
             return folded
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):  # -np.inf
-        operand = _static(names, node.operand, depth + 1)
+        operand = _static(names, node.operand, depth + 1, calls)
         return None if operand is None else ast.UnaryOp(type(node.op)(), operand)
     if isinstance(node, (ast.Tuple, ast.List)):
-        elts = [_static(names, e, depth + 1) for e in node.elts]
+        elts = [_static(names, e, depth + 1, calls) for e in node.elts]
         return None if None in elts else type(node)(elts, ast.Load())
     if isinstance(node, ast.Subscript):
-        value, index = _static(names, node.value, depth + 1), _static(names, node.slice, depth + 1)
+        value, index = _static(names, node.value, depth + 1, calls), _static(names, node.slice, depth + 1, calls)
         return None if value is None or index is None else ast.Subscript(value, index, ast.Load())
-    if isinstance(node, ast.Call) and names.is_ct_chain(node.func):
-        args = [_static(names, a, depth + 1) for a in node.args]
-        kwargs = [(k.arg, _static(names, k.value, depth + 1)) for k in node.keywords]
+    if calls and isinstance(node, ast.Call) and names.is_ct_chain(node.func):
+        args = [_static(names, a, depth + 1, calls) for a in node.args]
+        kwargs = [(k.arg, _static(names, k.value, depth + 1, calls)) for k in node.keywords]
         if None in args or any(v is None for _, v in kwargs) or any(k is None for k, _ in kwargs):
             return None
         return ast.Call(_copy(node.func), args, [ast.keyword(k, v) for k, v in kwargs])
@@ -190,7 +189,8 @@ def _fold(sm: ScannedModule, node: ast.AST) -> ast.expr | None:
     """A compile-time number through the frontend's constant evaluator (it runs no user code)."""
     try:
         return _literal(_eval_const(sm, node))
-    except (ValueError, TypeError, ZeroDivisionError, KeyError, OverflowError, AttributeError):
+    except (ValueError, TypeError, ZeroDivisionError, KeyError, OverflowError, AttributeError, RecursionError,
+            MemoryError):
         return None
 
 
@@ -312,7 +312,7 @@ def _decorators(names: _Names, fn: ast.FunctionDef, f: _Function) -> None:
         head = d.func if isinstance(d, ast.Call) else d
         if not names.is_ct_chain(head):
             continue  # framework decorator (registration, logging, wrappers): not needed to compile the kernel
-        rebuilt = _static(names, d) if isinstance(d, ast.Call) else _copy(d)
+        rebuilt = _static(names, d, calls=True) if isinstance(d, ast.Call) else _copy(d)
         if rebuilt is None:
             f.problem = f.problem or _problem(
                 names, d, "decorator", f"the arguments of `@{ast.unparse(head)}` on `{fn.name}` are not static",
@@ -389,7 +389,8 @@ def _apply(lines: list[bytes], edits: list[_Edit]) -> None:
 
 def _prelude(names: _Names) -> str:
     sm = names.sm
-    parts = [f"import cuda.tile as {CT}", f"import math as {MATH}"]
+    # postponed annotations: one annotation cuTile lacks fails only the kernel that carries it
+    parts = ["from __future__ import annotations", f"import cuda.tile as {CT}", f"import math as {MATH}"]
     parts += [f"import cuda.tile as {n}" for n in sorted(sm.ct_names)]
     parts += [f"from cuda.tile import {attr} as {local}" for local, attr in sorted(sm.ct_imports.items())]
     parts += [f"import math as {n}" for n in sorted(sm.math_names)]
