@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -112,8 +114,43 @@ def verify_all(lib: KernelLibrary, items: list[tuple[Path, Capture]], out_dir: P
         return list(pool.map(one, items))
 
 
-def write_summary(results: list[CaptureResult], out_dir: Path) -> Path:
+def sass_totals(results: list[CaptureResult]) -> dict:
+    """Per architecture: captures whose machine code was compared, found the same, or not comparable."""
+    out = {}
+    for arch in ARCHS:
+        stats = [r.sass[arch] for r in results if arch in r.sass]
+        compared = [s for s in stats if "same" in s]
+        out[arch] = {"compared": len(compared), "same": sum(s["same"] for s in compared),
+                     "same_registers_and_count": sum(s["registers"][0] == s["registers"][1]
+                                                     and s["instructions"][0] == s["instructions"][1]
+                                                     for s in compared),
+                     "not_compared": len(stats) - len(compared)}
+    return out
+
+
+def run_metadata(command: str) -> dict:
+    """What produced a summary: command, commit, tool versions."""
+    import subprocess
+
+    from tileport import toolchain
+    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                           cwd=Path(__file__).parent)
+    tools = {name: toolchain._version_of(path) if path else "missing" for name, path in (
+        ("tileiras", toolchain.tileiras()), ("tileirdisasm", toolchain.tileirdisasm()),
+        ("nvdisasm", toolchain.nvdisasm()), ("cuobjdump", toolchain.cuobjdump()))}
+    tools["cuda-tile"] = toolchain._pkg_version("cuda-tile") or "missing"
+    return {"command": command, "commit": git.stdout.strip(), "uncommitted_changes": bool(dirty.stdout.strip()),
+            "tools": tools}
+
+
+def write_summary(results: list[CaptureResult], out_dir: Path, command: str = "") -> Path:
+    """summary.json (written atomically): run metadata, SASS totals, every capture."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "summary.json"
-    path.write_text(json.dumps({"captures": [asdict(r) for r in results]}, indent=1) + "\n")
+    summary = {**run_metadata(command or shlex.join(["tileport", *sys.argv[1:]])), "sass": sass_totals(results),
+               "captures": [asdict(r) for r in results]}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary, indent=1) + "\n")
+    tmp.replace(path)
     return path

@@ -102,3 +102,18 @@ def test_verify_fails_a_capture_whose_machine_code_is_missing():
     errors = compare_machine_code(ref, gen, res)
     assert res.sass_same == {"sm_90": False, "sm_100": True}
     assert len(errors) == 1 and "sm_90" in errors[0] and "no instruction" in errors[0]
+
+
+def test_summary_totals_count_only_real_comparisons(tmp_path):
+    import json
+
+    from tileport.verify import write_summary
+    same = {"same": True, "registers": [8, 8], "instructions": [5, 5], "first_difference": None}
+    other = {"same": False, "registers": [8, 9], "instructions": [5, 5], "first_difference": {"index": 2}}
+    a, b = CaptureResult("k", "k[a]"), CaptureResult("k", "k[b]")
+    a.sass = {"sm_90": same, "sm_80": {"error": "nvdisasm listed no instruction"}}
+    b.sass = {"sm_90": other}
+    summary = json.loads(write_summary([a, b], tmp_path, command="tileport verify").read_text())
+    assert summary["sass"]["sm_90"] == {"compared": 2, "same": 1, "same_registers_and_count": 1, "not_compared": 0}
+    assert summary["sass"]["sm_80"] == {"compared": 0, "same": 0, "same_registers_and_count": 0, "not_compared": 1}
+    assert summary["command"] == "tileport verify" and summary["tools"]["nvdisasm"]
