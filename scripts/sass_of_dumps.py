@@ -15,8 +15,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from tileport import sass, toolchain
+from tileport import sass
 from tileport.capture import compile_cubin
+from tileport.verify import run_metadata
 
 
 def measure(bytecode: bytes, arch: str) -> tuple[dict, sass.Sass | None]:
@@ -51,9 +52,8 @@ def main() -> None:
                     case["comparisons"].append({"cutile": name, **sass.compare(ref, port[0])})
             cases.append(case)
             print(json.dumps(case)[:300], flush=True)
-    tools = {t: str(p) for t, p in (("tileiras", toolchain.tileiras()), ("nvdisasm", toolchain.nvdisasm()))}
-    args.out.write_text(json.dumps({"command": f"python3 scripts/sass_of_dumps.py {args.dumps} --out {args.out}",
-                                    "arch": args.arch, "tools": tools, "cases": cases}, indent=1) + "\n")
+    meta = run_metadata(f"python3 scripts/sass_of_dumps.py {args.dumps} --out {args.out.name}")
+    args.out.write_text(json.dumps({**meta, "arch": args.arch, "cases": cases}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -45,10 +45,10 @@ HOST_DTYPE_RENAMES = {"bool": "bool_", "half": "float16", "float": "float32", "d
                       "int": "int32", "long": "int64", "short": "int16"}
 HOST_FLOATS = {"inf": "inf", "nan": "nan", "pi": "pi", "e": "e"}
 STATIC_EVAL = ("static_eval", "static_assert", "static_iter", "static_exception")
-SAFE_BUILTINS = ("range", "len", "min", "max", "abs", "int", "float", "bool", "tuple", "list", "dict", "isinstance",
-                 "print", "sum", "zip", "enumerate", "reversed", "divmod", "round", "pow", "all", "any", "slice",
-                 "Exception", "ValueError", "TypeError", "AssertionError", "RuntimeError", "NotImplementedError",
-                 "IndexError", "KeyError", "ZeroDivisionError")
+SAFE_BUILTINS = ("range", "len", "min", "max", "abs", "int", "float", "bool", "str", "tuple", "list", "dict",
+                 "isinstance", "print", "sum", "zip", "enumerate", "reversed", "divmod", "round", "pow", "all", "any",
+                 "slice", "Exception", "ValueError", "TypeError", "AssertionError", "RuntimeError",
+                 "NotImplementedError", "IndexError", "KeyError", "ZeroDivisionError")
 IMPORTABLE = ("__future__", "cuda", "cuda.tile", "math")
 MAX_ALIAS_DEPTH = 32
 
