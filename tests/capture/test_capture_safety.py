@@ -148,3 +148,20 @@ def test_corpus_capture_equals_the_imported_module(kernel_file):
     spec = next(s for s in all_specs().values() if s.kernel_path.name == kernel_file)
     cap = spec.captures[0]
     assert reference_bytecode(spec.kernel_path, cap) == imported(spec, cap)
+
+
+def test_bad_files_and_helper_problems_are_diagnostics(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("import cuda.tile as ct\ndef k(:\n")
+    with pytest.raises(CaptureError, match="broken.py:2"):
+        kernel_namespace(broken)
+    src = tmp_path / "helpers.py"
+    src.write_text("import cuda.tile as ct\nimport os\n\n@ct.kernel\ndef uses_bad(x):\n    bad(x)\n\n"
+                   "@ct.kernel\ndef uses_good(x):\n    good(x)\n\n"
+                   "def bad(x):\n    ct.store(x, index=(0,), tile=ct.full((4,), os.getpid(), dtype=ct.int32))\n\n"
+                   "def good(x):\n    ct.store(x, index=(0,), tile=ct.full((4,), 1, dtype=ct.int32))\n")
+    s = sanitize(src, src.read_text())
+    assert s.kernels == ["uses_good"] and "`os`" in str(s.problems["uses_bad"]) and "helpers.py:13:" in \
+        str(s.problems["uses_bad"])
+    assert "def good(x):" in s.source and "def bad(x):" not in s.source
+    reference_bytecode(src, Capture("uses_good", {"x": ("int32", 1)}, {}, {}))
