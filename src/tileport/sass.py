@@ -10,7 +10,10 @@ thread); `compare` matches the two instruction streams after normalization:
 | `` `(.L_x_3) `` branch target         | `<+5>` (relative)  | labels are numbered per file          |
 | kernel symbol (`*_Kt2_A1f32...`)      | `<sym>`            | the two sides mangle names apart      |
 
-Everything else (opcodes with modifiers, immediates, constant-bank offsets, predicates) must match.
+Everything else (opcodes with modifiers, immediates, constant-bank offsets, predicates) must match for
+`same`. `same_except_parameter_offsets` also ignores the offsets into constant bank 0 (`c[0x0][0x220]`),
+where the kernel parameters live: it separates "the same code reading a differently laid out parameter
+list" (a port with extra launcher-filled arguments) from a different program.
 A tool that is missing, fails or prints no instruction raises `SassError`: the comparison then
 fails; it never reports two empty listings as identical.
 """
@@ -42,6 +45,7 @@ _LABEL = re.compile(r"^(\.L_x_\d+):")
 _TARGET = re.compile(r"`\((\.L_x_\d+)\)")
 _SYMBOL = re.compile(r"^\s*\.type\s+([\w.$]+),@function")
 _REGISTER = re.compile(r"\b(UR|R|UP|P|B)\d+\b")
+_PARAMETER = re.compile(r"c\[0x0\]\[0x[0-9a-f]+\]")
 _REGCOUNT = re.compile(r"Function ([\w.$]+):\s*\n\s*REG:(\d+)")
 
 
@@ -117,16 +121,21 @@ def disassemble(cubin: Path, nvdisasm: Path | None, cuobjdump: Path | None) -> S
     return Sass(functions, instructions, registers)
 
 
-def compare(ref: Sass, port: Sass) -> dict:
-    """Same instruction stream (after normalization)? Else the first differing instruction."""
-    first = None
+def _first_difference(ref: Sass, port: Sass, key=lambda text: text) -> dict | None:
     for i in range(max(len(ref.instructions), len(port.instructions))):
         r = ref.instructions[i] if i < len(ref.instructions) else None
         p = port.instructions[i] if i < len(port.instructions) else None
-        if r is None or p is None or r.normalized != p.normalized:
-            first = {"index": i, "reference": r.text if r else "<end>", "port": p.text if p else "<end>"}
-            break
-    return {"same": first is None, "registers": [ref.registers, port.registers],
+        if r is None or p is None or key(r.normalized) != key(p.normalized):
+            return {"index": i, "reference": r.text if r else "<end>", "port": p.text if p else "<end>"}
+    return None
+
+
+def compare(ref: Sass, port: Sass) -> dict:
+    """Same instruction stream (after normalization)? Else the first differing instruction."""
+    first = _first_difference(ref, port)
+    same_code = first is None or _first_difference(ref, port, lambda t: _PARAMETER.sub("c[0x0][param]", t)) is None
+    return {"same": first is None, "same_except_parameter_offsets": same_code,
+            "registers": [ref.registers, port.registers],
             "instructions": [len(ref.instructions), len(port.instructions)], "first_difference": first}
 
 

@@ -121,6 +121,7 @@ def sass_totals(results: list[CaptureResult]) -> dict:
         stats = [r.sass[arch] for r in results if arch in r.sass]
         compared = [s for s in stats if "same" in s]
         out[arch] = {"compared": len(compared), "same": sum(s["same"] for s in compared),
+                     "same_except_parameter_offsets": sum(s["same_except_parameter_offsets"] for s in compared),
                      "same_registers_and_count": sum(s["registers"][0] == s["registers"][1]
                                                      and s["instructions"][0] == s["instructions"][1]
                                                      for s in compared),

@@ -50,6 +50,9 @@ def test_a_different_instruction_is_reported_with_its_index():
     assert not result["same"] and result["registers"] == [8, 10] and result["instructions"] == [5, 5]
     assert result["first_difference"] == {"index": 2, "reference": "IADD3 R7, R2, UR4, RZ",
                                           "port": "IADD3 R7, R2, 0x1, RZ"}
+    assert not result["same_except_parameter_offsets"]
+    moved = sass.Sass(*sass.parse(LISTING.replace("c[0x0][0x28]", "c[0x0][0x48]")), 8)
+    assert sass.compare(ref, moved)["same_except_parameter_offsets"] and not sass.compare(ref, moved)["same"]
     shorter = sass.Sass(ref.functions, ref.instructions[:4], 8)
     assert sass.compare(ref, shorter)["first_difference"] == {"index": 4, "reference": "EXIT", "port": "<end>"}
 
@@ -108,12 +111,16 @@ def test_summary_totals_count_only_real_comparisons(tmp_path):
     import json
 
     from tileport.verify import write_summary
-    same = {"same": True, "registers": [8, 8], "instructions": [5, 5], "first_difference": None}
-    other = {"same": False, "registers": [8, 9], "instructions": [5, 5], "first_difference": {"index": 2}}
+    same = {"same": True, "same_except_parameter_offsets": True, "registers": [8, 8], "instructions": [5, 5],
+            "first_difference": None}
+    other = {"same": False, "same_except_parameter_offsets": False, "registers": [8, 9], "instructions": [5, 5],
+             "first_difference": {"index": 2}}
     a, b = CaptureResult("k", "k[a]"), CaptureResult("k", "k[b]")
     a.sass = {"sm_90": same, "sm_80": {"error": "nvdisasm listed no instruction"}}
     b.sass = {"sm_90": other}
     summary = json.loads(write_summary([a, b], tmp_path, command="tileport verify").read_text())
-    assert summary["sass"]["sm_90"] == {"compared": 2, "same": 1, "same_registers_and_count": 1, "not_compared": 0}
-    assert summary["sass"]["sm_80"] == {"compared": 0, "same": 0, "same_registers_and_count": 0, "not_compared": 1}
+    assert summary["sass"]["sm_90"] == {"compared": 2, "same": 1, "same_except_parameter_offsets": 1,
+                                        "same_registers_and_count": 1, "not_compared": 0}
+    assert summary["sass"]["sm_80"] == {"compared": 0, "same": 0, "same_except_parameter_offsets": 0,
+                                        "same_registers_and_count": 0, "not_compared": 1}
     assert summary["command"] == "tileport verify" and summary["tools"]["nvdisasm"]
