@@ -39,16 +39,6 @@ class CaptureError(RuntimeError):
     pass
 
 
-class _SanitizedLoader:
-    """PEP 302 `get_source` for the sanitized module (what `linecache` falls back on)."""
-
-    def __init__(self, source: str):
-        self.source = source
-
-    def get_source(self, _name: str) -> str:
-        return self.source
-
-
 def _register_source(sanitized: SanitizedModule) -> None:
     """cuTile reads a kernel's source through `inspect`/`linecache`: give it the sanitized text under the
     user's path (lines aligned), so that its locations name the user's lines. No mtime: never re-read."""
@@ -70,8 +60,7 @@ def _load(path: str | Path) -> tuple[dict, SanitizedModule]:
             raise CaptureError(f"{path}: {e.diagnostic}") from None
         name = f"tileport_kernels_{key[1][:16]}"
         namespace: dict[str, Any] = {"__name__": name, "__file__": str(resolved),
-                                     "__builtins__": restricted_builtins(),
-                                     "__loader__": _SanitizedLoader(sanitized.source)}
+                                     "__builtins__": restricted_builtins()}
         _register_source(sanitized)
         try:
             exec(compile(sanitized.source, str(resolved), "exec"), namespace)  # tileport-generated text only
