@@ -200,7 +200,7 @@ def _check_cutile_crate() -> Component:
 def _check_cuobjdump() -> Component:
     path = cuobjdump()
     version = _version_of(path) if path else ""
-    return Component("cuobjdump (SASS comparison of cubins)", bool(path), version, str(path or ""),
+    return Component("cuobjdump (register counts of cubins)", bool(path), version, str(path or ""),
                      f"pip install 'nvidia-cuda-cuobjdump=={TILEIRAS_RELEASE}.92'  (or: {SETUP_COMMAND})",
                      required=False)
 
