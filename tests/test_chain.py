@@ -10,6 +10,7 @@ from tileport.ops.specs import all_specs
 from tileport.verify import verify_all
 
 pytestmark = pytest.mark.cargo
+SAME_SASS_AT_LEAST = 41  # of 51 captures: bench/results/2026-12-01-cpu-verify-sass.json
 
 
 @pytest.fixture(scope="module")
@@ -31,16 +32,16 @@ def test_both_sides_compile_for_every_architecture(results):
         assert r.cubins_gen == {"sm_80": True, "sm_90": True, "sm_100": True}, r.capture
 
 
-def test_machine_code_matches_for_most_captures(results):
-    """Identical SASS means the port runs the reference's instructions. Not every capture is
-    identical (instruction order can differ where op placement does), but registers must match."""
-    same = [r for r in results if r.sass_same and all(r.sass_same.values())]
-    print(f"identical machine code on every architecture: {len(same)}/{len(results)}")
-    assert len(same) >= 0.75 * len(results)
+def test_machine_code_is_compared_on_every_architecture(results):
+    """Every capture's SASS is disassembled on both sides and compared instruction by instruction
+    (tileport.sass); the same stream means the port runs the reference's instructions."""
     for r in results:
+        assert set(r.sass) == {"sm_80", "sm_90", "sm_100"}, r.capture
         for arch, stats in r.sass.items():
-            ref_regs, gen_regs = stats["registers"]
-            assert abs(ref_regs - gen_regs) <= 2, (r.capture, arch, stats)
+            assert "error" not in stats and min(stats["instructions"]) > 0, (r.capture, arch, stats)
+    same = [r for r in results if all(r.sass_same.values())]
+    print(f"same instruction stream on every architecture: {len(same)}/{len(results)}")
+    assert len(same) >= SAME_SASS_AT_LEAST
 
 
 def test_every_corpus_kernel_was_captured(results):

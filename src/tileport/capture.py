@@ -1,9 +1,8 @@
 """Tile IR capture on the CPU, both sides, plus cubins.
 
 - Reference: the cuTile Python kernel exported with `cuda.tile.compilation.export_kernel` for an
-  explicit signature (bytecode 13.4, no GPU). The kernel file is not imported as a module: only its
-  `cuda.tile`/`math` imports, module constants and function definitions are executed, so no other
-  top-level user code runs.
+  explicit signature (bytecode 13.4, no GPU). The kernel file is never imported or executed: cuTile
+  compiles a module rebuilt from its AST (`tileport.capture_source`).
 - Generated: the same kernel's cutile-rs port compiled by the cutile compiler inside the generated
   cdylib (`tileport_ir`), for the same signature.
 - Both: text with `tileirdisasm`, cubins with `tileiras` for several architectures; a compile
@@ -14,56 +13,80 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import re
+import linecache
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tileport import toolchain
+from tileport.capture_source import SanitizedModule, SourceError, restricted_builtins, sanitize
 from tileport.model.types import dim_op
 from tileport.ops.capture_ref import export_bytecode
 from tileport.ops.spec import Capture
 from tileport.runtime.library import KernelLibrary
+from tileport.sass import Sass, SassError
+from tileport.sass import disassemble as disassemble_sass
+from tileport.sass import listing as sass_listing
 
 ARCHS = ("sm_80", "sm_90", "sm_100")
-SAFE_IMPORTS = {"cuda", "cuda.tile", "math", "typing", "__future__"}
 
-_MODULES: dict[str, dict] = {}
+_MODULES: dict[tuple[str, str], tuple[dict, SanitizedModule]] = {}
 
 
 class CaptureError(RuntimeError):
     pass
 
 
-def kernel_namespace(path: str | Path) -> dict:
-    """Execute only a kernel file's definitions (imports of cuda.tile/math, constants, functions)."""
-    key = str(Path(path).resolve())
-    if key in _MODULES:
-        return _MODULES[key]
-    tree = ast.parse(Path(path).read_text(), filename=str(path))
-    kept = []
-    for node in tree.body:
-        if isinstance(node, ast.Import) and all(a.name in SAFE_IMPORTS for a in node.names):
-            kept.append(node)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "") in SAFE_IMPORTS:
-            kept.append(node)
-        elif isinstance(node, (ast.FunctionDef, ast.Assign, ast.AnnAssign)):
-            kept.append(node)
-    module = ast.Module(body=kept, type_ignores=[])
-    namespace: dict[str, Any] = {"__name__": f"tileport_kernels_{Path(path).stem}", "__file__": key}
+def _register_source(sanitized: SanitizedModule) -> None:
+    """cuTile reads a kernel's source through `inspect`/`linecache`: give it the sanitized text under the
+    user's path (lines aligned), so that its locations name the user's lines. No mtime: never re-read."""
+    lines = sanitized.source.splitlines(keepends=True)
+    linecache.cache[str(sanitized.path)] = (len(sanitized.source), None, lines, str(sanitized.path))
+
+
+def _load(path: str | Path) -> tuple[dict, SanitizedModule]:
+    resolved = Path(path).resolve()
     try:
-        exec(compile(module, key, "exec"), namespace)  # definitions only; see module docstring
-    except Exception as e:  # noqa: BLE001 - any failure of the user's definitions is reported as such
-        raise CaptureError(f"{path}: its kernel definitions failed to evaluate: {e}") from e
-    _MODULES[key] = namespace
-    return namespace
+        text = resolved.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise CaptureError(f"{path}: cannot be read: {e}") from None
+    key = (str(resolved), hashlib.sha256(text.encode()).hexdigest())
+    if key not in _MODULES:
+        try:
+            sanitized = sanitize(resolved, text)
+        except SourceError as e:
+            raise CaptureError(f"{path}: {e.diagnostic}") from None
+        name = f"tileport_kernels_{key[1][:16]}"
+        namespace: dict[str, Any] = {"__name__": name, "__file__": str(resolved),
+                                     "__builtins__": restricted_builtins()}
+        _register_source(sanitized)
+        try:
+            exec(compile(sanitized.source, str(resolved), "exec"), namespace)  # tileport-generated text only
+        except Exception as e:  # noqa: BLE001 - e.g. `from cuda.tile import <name cuTile lacks>`
+            raise CaptureError(f"{path}: the kernel definitions rebuilt from the file do not load: {e}") from e
+        _MODULES[key] = namespace, sanitized
+    namespace, sanitized = _MODULES[key]
+    _register_source(sanitized)  # again: a `linecache.clearcache()` elsewhere must not expose the raw file
+    return namespace, sanitized
+
+
+def kernel_namespace(path: str | Path) -> dict:
+    """The kernels of a file (and the helpers, constants and aliases they use), rebuilt from its AST.
+
+    Nothing of the file runs (`tileport.capture_source`): kernels that would need it are left out
+    (`reference_bytecode` says why)."""
+    return _load(path)[0]
 
 
 def reference_bytecode(path: str | Path, capture: Capture) -> bytes:
     """Tile IR bytecode of the cuTile Python kernel for the capture's signature (CPU only)."""
-    kernel = kernel_namespace(path).get(capture.kernel)
+    namespace, sanitized = _load(path)
+    if capture.kernel in sanitized.problems:
+        raise CaptureError(f"`{capture.kernel}` cannot be captured without running its file: "
+                           f"{sanitized.problems[capture.kernel]}")
+    kernel = namespace.get(capture.kernel) if capture.kernel in sanitized.kernels else None
     if kernel is None:
         raise CaptureError(f"{path} has no kernel `{capture.kernel}`")
     try:
@@ -169,33 +192,15 @@ class CubinResult:
     size: int = 0
     sha256: str = ""
     error: str = ""
-    registers: int | None = None  # per thread, from cuobjdump -res-usage
-    instructions: int | None = None  # SASS instruction count
-    sass_sha256: str = ""  # of the SASS text without addresses, symbol names and encodings
-
-
-def sass_summary(cubin: Path) -> tuple[int | None, int | None, str]:
-    """Registers, instruction count and a hash of the machine code (addresses and names removed).
-
-    Two cubins with the same summary run the same instructions: the strongest CPU-side evidence
-    that a port performs like its reference. Needs cuobjdump (PyPI nvidia-cuda-cuobjdump).
-    """
-    tool = toolchain.cuobjdump()
-    if tool is None:
-        return None, None, ""
-    usage = subprocess.run([str(tool), "-res-usage", str(cubin)], capture_output=True, text=True).stdout
-    regs = re.search(r"REG:(\d+)", usage)
-    sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True).stdout
-    body = [re.sub(r"/\*[0-9a-f]+\*/|\s+", " ", line.split(";")[0]).strip()
-            for line in sass.splitlines() if re.search(r"/\*[0-9a-f]+\*/", line)]
-    body = [re.sub(r"\S*(_entry|_Kt\w*)\S*", "<kernel>", b) for b in body]
-    return (int(regs.group(1)) if regs else None, len(body), hashlib.sha256("\n".join(body).encode()).hexdigest())
+    sass: Sass | None = None  # the machine code, when asked for and disassembly worked
+    sass_error: str = ""  # why there is no machine code although the cubin compiled
 
 
 def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None, sass: bool = True) -> CubinResult:
     """tileiras on the CPU; failures come back as a result with tileiras' message.
 
-    `sass`: also summarize the machine code (`sass_summary`, two cuobjdump runs)."""
+    `sass`: also disassemble the machine code (`tileport.sass`); a failed disassembly is recorded in
+    `sass_error`, and `out` then also gets the listing (`<stem>.sass`)."""
     tool = toolchain.tileiras()
     if tool is None:
         return CubinResult(arch, False, error="tileiras not found (run: bash scripts/setup.sh)")
@@ -210,9 +215,15 @@ def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None, sass: boo
         data = dst.read_bytes()
         if out is not None:
             out.write_bytes(data)
-        regs, count, sass_sha = sass_summary(dst) if sass else (None, None, "")
-        return CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest(), registers=regs,
-                           instructions=count, sass_sha256=sass_sha)
+        result = CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest())
+        if sass:
+            try:
+                result.sass = disassemble_sass(dst, toolchain.nvdisasm(), toolchain.cuobjdump())
+            except SassError as e:
+                result.sass_error = str(e)
+            if out is not None and result.sass is not None:
+                out.with_suffix(".sass").write_text(sass_listing(result.sass))
+        return result
 
 
 @dataclass
@@ -233,5 +244,3 @@ def capture_side(bytecode: bytes, out_dir: Path | None, stem: str, archs=ARCHS) 
     return SideCapture(bytecode, text, cubins)
 
 
-def cubin_summary(side: SideCapture) -> list[dict]:
-    return [asdict(c) for c in side.cubins]

@@ -76,6 +76,10 @@ def cuobjdump() -> Path | None:
     return _bin("cuobjdump")
 
 
+def nvdisasm() -> Path | None:
+    return _bin("nvdisasm")
+
+
 def env(base: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for tileiras (matching ptxas first on PATH, no stray CUDA_HOME) and cargo builds."""
     e = dict(os.environ if base is None else base)
@@ -234,9 +238,29 @@ def _check_cutile_crate() -> Component:
 def _check_cuobjdump() -> Component:
     path = cuobjdump()
     version = _version_of(path) if path else ""
-    return Component("cuobjdump (SASS comparison of cubins)", bool(path), version, str(path or ""),
+    return Component("cuobjdump (register counts of cubins)", bool(path), version, str(path or ""),
                      f"pip install 'nvidia-cuda-cuobjdump=={TILEIRAS_RELEASE}.92'  (or: {SETUP_COMMAND})",
                      required=False)
+
+
+def _check_nvdisasm() -> Component:
+    """nvdisasm must list real instructions: disassemble a probe kernel compiled by ptxas."""
+    import tempfile
+
+    from tileport import sass  # doctor only
+    path, ptxas = nvdisasm(), _bin("ptxas")
+    fix = f"pip install 'nvidia-cuda-nvdisasm=={TILEIRAS_RELEASE}.92'  (or: {SETUP_COMMAND})"
+    if path is None or ptxas is None:
+        return Component("nvdisasm (SASS comparison of cubins)", False, "", str(path or ""), fix, required=False)
+    version = _version_of(path)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            sass.probe(ptxas, path, cuobjdump(), Path(tmp))
+    except sass.SassError as e:
+        return Component("nvdisasm (SASS comparison of cubins)", False, version, str(path),
+                         f"disassembly fails ({e}); {fix}", required=False)
+    return Component("nvdisasm (SASS comparison of cubins)", version.startswith(TILEIRAS_RELEASE), version,
+                     str(path), fix, required=False)
 
 
 def _check_gpu() -> Component:
@@ -265,6 +289,7 @@ def check_all() -> list[Component]:
         *_check_rust(),
         _check_cutile_crate(),
         _check_cuobjdump(),
+        _check_nvdisasm(),
         _check_gpu(),
         _check_torch(),
     ]

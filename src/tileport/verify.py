@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -18,11 +20,12 @@ from pathlib import Path
 from typing import Callable
 
 from tileport.atomic import write_text_atomic
-from tileport.capture import (ARCHS, CaptureError, capture_side, generated_arg_roles, generated_bytecode,
-                              reference_arg_roles, reference_bytecode)
+from tileport.capture import (ARCHS, CaptureError, CubinResult, capture_side, generated_arg_roles,
+                              generated_bytecode, reference_arg_roles, reference_bytecode)
 from tileport.ops.spec import Capture
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import KernelLibrary
+from tileport.sass import compare as compare_sass
 
 
 @dataclass
@@ -36,8 +39,8 @@ class CaptureResult:
     findings: list[str] = field(default_factory=list)  # CRITICAL and WARN one-liners
     cubins_ref: dict[str, bool] = field(default_factory=dict)
     cubins_gen: dict[str, bool] = field(default_factory=dict)
-    sass_same: dict[str, bool] = field(default_factory=dict)  # arch -> identical machine code
-    sass: dict[str, dict] = field(default_factory=dict)  # arch -> registers/instructions, both sides
+    sass_same: dict[str, bool] = field(default_factory=dict)  # arch -> same instruction stream (tileport.sass)
+    sass: dict[str, dict] = field(default_factory=dict)  # arch -> sass.compare(): counts, first difference
     error: str = ""
     seconds: float = 0.0
     artifacts: str = ""
@@ -60,11 +63,7 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
         gen = capture_side(gen_bc, d, "generated", archs)
         res.cubins_ref = {c.arch: c.ok for c in ref.cubins}
         res.cubins_gen = {c.arch: c.ok for c in gen.cubins}
-        for rc, gc in zip(ref.cubins, gen.cubins):
-            if rc.ok and gc.ok and rc.sass_sha256 and gc.sass_sha256:
-                res.sass_same[rc.arch] = rc.sass_sha256 == gc.sass_sha256
-                res.sass[rc.arch] = {"registers": [rc.registers, gc.registers],
-                                     "instructions": [rc.instructions, gc.instructions]}
+        sass_errors = compare_machine_code(ref.cubins, gen.cubins, res)
         ref_module, gen_module = read_module(ref_bc), read_module(gen_bc)
         report = diff(ref_module, gen_module, generated_arg_roles=generated_arg_roles(lib, capture, gen_module),
                       reference_arg_roles=reference_arg_roles(lib, capture, ref_module))
@@ -78,12 +77,31 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
             write_text_atomic(d / "irdiff.md", report.to_markdown())
             res.artifacts = str(d)
         failed = [f"gen {a}" for a, ok in res.cubins_gen.items() if not ok]
-        if failed:
-            res.error = f"tileiras failed: {', '.join(failed)}"
+        res.error = "; ".join(([f"tileiras failed: {', '.join(failed)}"] if failed else []) + sass_errors)
     except (CaptureError, TileportError) as e:
         res.error = str(e)
     res.seconds = round(time.perf_counter() - t0, 2)
     return res
+
+
+def compare_machine_code(ref: list[CubinResult], gen: list[CubinResult], res: CaptureResult) -> list[str]:
+    """Fill `res.sass`/`res.sass_same` per architecture where both cubins compiled; return the failures.
+
+    A side without machine code (disassembly failed or listed nothing) is a failure, never "same"."""
+    errors = []
+    for rc, gc in zip(ref, gen):
+        if not (rc.ok and gc.ok):
+            continue
+        if rc.sass is None or gc.sass is None:
+            why = "; ".join(f"{side}: {c.sass_error or 'not disassembled'}"
+                            for side, c in (("reference", rc), ("port", gc)) if c.sass is None)
+            res.sass[rc.arch] = {"error": why}
+            res.sass_same[rc.arch] = False
+            errors.append(f"SASS {rc.arch} not compared ({why})")
+            continue
+        res.sass[rc.arch] = compare_sass(rc.sass, gc.sass)
+        res.sass_same[rc.arch] = res.sass[rc.arch]["same"]
+    return errors
 
 
 def verify_all(lib: KernelLibrary, items: list[tuple[Path, Capture]], out_dir: Path | None, jobs: int = 2,
@@ -98,8 +116,42 @@ def verify_all(lib: KernelLibrary, items: list[tuple[Path, Capture]], out_dir: P
         return list(pool.map(one, items))
 
 
-def write_summary(results: list[CaptureResult], out_dir: Path) -> Path:
+def sass_totals(results: list[CaptureResult]) -> dict:
+    """Per architecture: captures whose machine code was compared, found the same, or not comparable."""
+    out = {}
+    for arch in ARCHS:
+        stats = [r.sass[arch] for r in results if arch in r.sass]
+        compared = [s for s in stats if "same" in s]
+        out[arch] = {"compared": len(compared), "same": sum(s["same"] for s in compared),
+                     "same_except_parameter_offsets": sum(s["same_except_parameter_offsets"] for s in compared),
+                     "same_registers_and_count": sum(s["registers"][0] == s["registers"][1]
+                                                     and s["instructions"][0] == s["instructions"][1]
+                                                     for s in compared),
+                     "not_compared": len(stats) - len(compared)}
+    return out
+
+
+def run_metadata(command: str) -> dict:
+    """What produced a summary: command, commit, tool versions."""
+    import subprocess
+
+    from tileport import toolchain
+    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                           cwd=Path(__file__).parent)
+    tools = {name: toolchain._version_of(path) if path else "missing" for name, path in (
+        ("tileiras", toolchain.tileiras()), ("tileirdisasm", toolchain.tileirdisasm()),
+        ("nvdisasm", toolchain.nvdisasm()), ("cuobjdump", toolchain.cuobjdump()))}
+    tools["cuda-tile"] = toolchain._pkg_version("cuda-tile") or "missing"
+    return {"command": command, "commit": git.stdout.strip(), "uncommitted_changes": bool(dirty.stdout.strip()),
+            "tools": tools}
+
+
+def write_summary(results: list[CaptureResult], out_dir: Path, command: str = "") -> Path:
+    """summary.json (written atomically): run metadata, SASS totals, every capture."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "summary.json"
-    write_text_atomic(path, json.dumps({"captures": [asdict(r) for r in results]}, indent=1) + "\n")
+    summary = {**run_metadata(command or shlex.join(["tileport", *sys.argv[1:]])), "sass": sass_totals(results),
+               "captures": [asdict(r) for r in results]}
+    write_text_atomic(path, json.dumps(summary, indent=1) + "\n")
     return path

@@ -1,0 +1,464 @@
+"""A kernel file rebuilt from its AST for cuTile's compiler: nothing of the user's file runs.
+
+cuTile Python compiles a function object and reads the function's source itself (`inspect.findsource`,
+through `linecache`). `sanitize` writes a module text made only of tileport-generated code, line-aligned
+with the user's file so that cuTile's locations point at the user's lines:
+
+| in the user's file                                       | in the sanitized module                   |
+|----------------------------------------------------------|-------------------------------------------|
+| `import cuda.tile as ct`, `from cuda.tile import X`, `import math` | the same imports (line 1)       |
+| module constants (`BLOCK = 64 * 2`, `math.pi / 2`)       | values folded by the frontend (line 1)    |
+| aliases (`PAD = ct.PaddingMode.ZERO`, `DT = torch.float16`, `ConstInt = ct.Constant[int]`, `h2 = helper`) |
+|                                                          | resolved assignments (last line)          |
+| `@ct.kernel` functions and the helpers they use          | the same lines; other decorators dropped  |
+| `@ct.kernel(...)`/`@ct.function(...)` arguments          | kept when static (literals, `ct.*` calls) |
+| annotations                                              | resolved `ct`/builtin ones, others dropped|
+| default arguments                                        | literals and constants; others dropped    |
+| `torch.float16`, `np.int32`, `np.inf` in a body          | `ct.float16`, `ct.int32`, `math.inf`      |
+| everything else (host code, classes, loggers, imports)   | blank lines                               |
+
+A kernel that needs a value the AST cannot give (a module name bound at run time, a decorator argument
+that calls user code, a `ct.static_eval` that calls a function) is not defined; asking for it gives a
+located diagnostic. The module runs with a reduced set of builtins, so even cuTile's compile-time
+evaluation (`ct.static_eval`) cannot open files, import modules or run other programs.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileport.diagnostics import Diagnostic
+from tileport.frontends.cutile import ScannedModule, _eval_const, _is_ct_attr, loc_of, scan_module
+from tileport.model.ir import Loc
+
+CT = "_tileport_ct"  # the sanitized module's own names for cuda.tile and math
+MATH = "_tileport_math"
+HOST_MODULES = ("torch", "numpy")  # dtype names spelled through these map to ct
+CT_DTYPES = frozenset({"bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                       "float16", "bfloat16", "float32", "float64", "tfloat32", "float8_e4m3fn", "float8_e5m2"})
+HOST_DTYPE_RENAMES = {"bool": "bool_", "half": "float16", "float": "float32", "double": "float64",
+                      "int": "int32", "long": "int64", "short": "int16"}
+HOST_FLOATS = {"inf": "inf", "nan": "nan", "pi": "pi", "e": "e"}
+STATIC_EVAL = ("static_eval", "static_assert", "static_iter", "static_exception")
+SAFE_BUILTINS = ("range", "len", "min", "max", "abs", "int", "float", "bool", "str", "tuple", "list", "dict",
+                 "isinstance", "print", "sum", "zip", "enumerate", "reversed", "divmod", "round", "pow", "all", "any",
+                 "slice", "Exception", "ValueError", "TypeError", "AssertionError", "RuntimeError",
+                 "NotImplementedError", "IndexError", "KeyError", "ZeroDivisionError")
+IMPORTABLE = ("__future__", "cuda", "cuda.tile", "math")
+MAX_ALIAS_DEPTH = 32
+
+
+class SourceError(Exception):
+    """The file cannot be rebuilt at all (does not parse)."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        super().__init__(str(diagnostic))
+        self.diagnostic = diagnostic
+
+
+@dataclass
+class SanitizedModule:
+    path: Path
+    source: str  # the generated module text (line-aligned with the user's file)
+    kernels: list[str]  # kernels defined in `source`
+    problems: dict[str, Diagnostic] = field(default_factory=dict)  # kernel -> why it is not defined
+
+
+def _restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level != 0 or name not in IMPORTABLE:
+        raise ImportError(f"a sanitized kernel module imports only {', '.join(IMPORTABLE)}, not {name!r}")
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+def restricted_builtins() -> dict[str, Any]:
+    """What the sanitized module's code (and cuTile's compile-time evaluation of it) may call."""
+    out = {name: getattr(builtins, name) for name in SAFE_BUILTINS}
+    out["__import__"] = _restricted_import
+    return out
+
+
+# ---------------------------------------------------------------- names of the user's module
+
+@dataclass
+class _Names:
+    sm: ScannedModule
+    host: dict[str, str]  # local name -> "torch" | "numpy"
+    functions: dict[str, ast.FunctionDef]
+    aliases: dict[str, ast.expr]  # NAME = <expr> that is not a folded constant
+
+    def is_ct_chain(self, node: ast.AST) -> bool:
+        """`ct.X.Y...` or a name imported from cuda.tile (no private attribute on the way)."""
+        while isinstance(node, ast.Attribute):
+            if node.attr.startswith("_"):
+                return False
+            node = node.value
+        return isinstance(node, ast.Name) and (node.id in self.sm.ct_names or node.id in self.sm.ct_imports)
+
+    def is_math_chain(self, node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and not node.attr.startswith("_") and isinstance(node.value, ast.Name)
+                and node.value.id in self.sm.math_names)
+
+
+def _names(sm: ScannedModule) -> _Names:
+    host: dict[str, str] = {}
+    for node in sm.tree.body:
+        if isinstance(node, ast.Import):
+            host.update({a.asname or a.name: a.name for a in node.names if a.name in HOST_MODULES})
+    functions = {n.name: n for n in sm.tree.body if isinstance(n, ast.FunctionDef)}
+    aliases = {}
+    for node in sm.tree.body:
+        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+                and len(getattr(node, "targets", [None])) == 1):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id not in sm.constants:
+                aliases[target.id] = node.value
+    return _Names(sm, host, functions, aliases)
+
+
+def _host_rewrite(names: _Names, node: ast.AST) -> ast.expr | None:
+    """`torch.float16` -> `_tileport_ct.float16`, `np.inf` -> `_tileport_math.inf`; None if not such a name."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names.host):
+        return None
+    dtype = HOST_DTYPE_RENAMES.get(node.attr, node.attr)
+    if dtype in CT_DTYPES:
+        return ast.Attribute(ast.Name(CT, ast.Load()), dtype, ast.Load())
+    if node.attr in HOST_FLOATS:
+        return ast.Attribute(ast.Name(MATH, ast.Load()), HOST_FLOATS[node.attr], ast.Load())
+    return None
+
+
+def _literal(value: Any) -> ast.expr | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        inf = ast.Attribute(ast.Name(MATH, ast.Load()), "nan" if math.isnan(value) else "inf", ast.Load())
+        return ast.UnaryOp(ast.USub(), inf) if value < 0 else inf
+    if isinstance(value, (bool, int, float)):
+        return ast.Constant(value)
+    return None
+
+
+def _static(names: _Names, node: ast.AST, depth: int = 0, calls: bool = False) -> ast.expr | None:
+    """A header expression (decorator argument, annotation, default, alias) rebuilt from static parts only.
+
+    Allowed: literals, module constants (folded by the frontend), `ct.*`/`math.*` names, torch/numpy dtype
+    names, aliases of those, tuples, lists and subscripts of them; with `calls` (decorator arguments such as
+    `ct.ByTarget(...)`) also calls of `ct.*` (library code). None when anything else appears: the expression
+    would run user code or depends on run time.
+    """
+    if depth > MAX_ALIAS_DEPTH:
+        return None
+    sm = names.sm
+    if isinstance(node, ast.Constant):
+        return ast.Constant(node.value) if isinstance(node.value, (int, float, bool, str, type(None))) else None
+    if isinstance(node, ast.Name) and node.id in ("int", "float", "bool"):
+        return ast.Name(node.id, ast.Load())
+    host = _host_rewrite(names, node)
+    if host is not None:
+        return host
+    if names.is_ct_chain(node) or names.is_math_chain(node):
+        return _copy(node)
+    if isinstance(node, ast.Name) and node.id in names.aliases:
+        return _static(names, names.aliases[node.id], depth + 1, calls)
+    if isinstance(node, (ast.Name, ast.BinOp, ast.UnaryOp, ast.Attribute, ast.Call)):
+        folded = _fold(sm, node)
+        if folded is not None:
+            return folded
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):  # -np.inf
+        operand = _static(names, node.operand, depth + 1, calls)
+        return None if operand is None else ast.UnaryOp(type(node.op)(), operand)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        elts = [_static(names, e, depth + 1, calls) for e in node.elts]
+        return None if None in elts else type(node)(elts, ast.Load())
+    if isinstance(node, ast.Subscript):
+        value, index = _static(names, node.value, depth + 1, calls), _static(names, node.slice, depth + 1, calls)
+        return None if value is None or index is None else ast.Subscript(value, index, ast.Load())
+    if calls and isinstance(node, ast.Call) and names.is_ct_chain(node.func):
+        args = [_static(names, a, depth + 1, calls) for a in node.args]
+        kwargs = [(k.arg, _static(names, k.value, depth + 1, calls)) for k in node.keywords]
+        if None in args or any(v is None for _, v in kwargs) or any(k is None for k, _ in kwargs):
+            return None
+        return ast.Call(_copy(node.func), args, [ast.keyword(k, v) for k, v in kwargs])
+    return None
+
+
+def _fold(sm: ScannedModule, node: ast.AST) -> ast.expr | None:
+    """A compile-time number through the frontend's constant evaluator (it runs no user code)."""
+    try:
+        return _literal(_eval_const(sm, node))
+    except (ValueError, TypeError, ZeroDivisionError, KeyError, OverflowError, AttributeError, RecursionError,
+            MemoryError):
+        return None
+
+
+def _copy(node: ast.expr) -> ast.expr:
+    return ast.parse(ast.unparse(node), mode="eval").body
+
+
+def _annotation(names: _Names, node: ast.expr) -> ast.expr | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a string annotation
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    return _static(names, node)
+
+
+# ---------------------------------------------------------------- one function
+
+@dataclass
+class _Edit:
+    start: tuple[int, int]  # (line, utf-8 column) as in the AST
+    end: tuple[int, int]
+    text: str
+
+
+@dataclass
+class _Function:
+    node: ast.FunctionDef
+    decorators: list[str]  # kept decorators (text, without "@"), one per original decorator line
+    decorator_lines: list[int]
+    edits: list[_Edit]
+    uses: set[str]  # top-level functions it references
+    problem: Diagnostic | None = None
+
+
+def _locals(fn: ast.FunctionDef) -> set[str]:
+    out = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fn:
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in n.names)
+    return out
+
+
+def _problem(names: _Names, node: ast.AST, construct: str, message: str, hint: str) -> Diagnostic:
+    return Diagnostic(message, loc_of(names.sm.path, node), construct, hint=hint)
+
+
+def _static_eval_problem(names: _Names, fn: ast.FunctionDef, call: ast.Call, local: set[str]) -> Diagnostic | None:
+    """cuTile evaluates the argument of `ct.static_eval` & co. in Python: allow no call of user code."""
+    for n in ast.walk(call):
+        if n is call:
+            continue
+        bad = None
+        if isinstance(n, (ast.Lambda, ast.NamedExpr)):
+            bad = "a lambda or assignment"
+        elif isinstance(n, ast.Attribute) and n.attr.startswith("_"):
+            bad = f"the private attribute `{n.attr}`"
+        elif isinstance(n, ast.Call):
+            func = n.func
+            root = func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            ok = (names.is_ct_chain(func) or names.is_math_chain(func)
+                  or (isinstance(func, ast.Name) and func.id in SAFE_BUILTINS and func.id not in names.functions)
+                  or (isinstance(func, ast.Attribute) and isinstance(root, ast.Name) and root.id in local))
+            bad = None if ok else f"a call of `{ast.unparse(func)}`"
+        if bad:
+            return _problem(names, n, "static_eval", f"`{ast.unparse(call.func)}` evaluates {bad} in Python "
+                            "at compile time; tileport does not run code of the kernel file",
+                            "compute the value in the kernel or pass it as a ct.Constant parameter")
+    return None
+
+
+def _body(names: _Names, fn: ast.FunctionDef, f: _Function) -> None:
+    """Host dtype names rewritten; free names checked; helper uses collected; static_eval checked."""
+    sm, local = names.sm, _locals(fn)
+    aliases = {a for a, v in names.aliases.items() if _resolve_function(names, a) or _static(names, v) is not None}
+    known = (set(sm.ct_names) | set(sm.ct_imports) | set(sm.math_names) | set(sm.constants) | aliases
+             | set(names.functions) | set(SAFE_BUILTINS))
+    skip: set[int] = set()
+    for stmt in fn.body:
+        for n in ast.walk(stmt):
+            host = _host_rewrite(names, n)
+            if host is not None:
+                f.edits.append(_Edit((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset), ast.unparse(host)))
+                skip.add(id(n.value))
+            elif isinstance(n, ast.Call) and any(_is_ct_attr(sm, n.func, a) for a in STATIC_EVAL):
+                f.problem = f.problem or _static_eval_problem(names, fn, n, local)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip:
+                if n.id in local:
+                    continue
+                if n.id not in known:
+                    f.problem = f.problem or _problem(
+                        names, n, "module name", f"`{fn.name}` uses `{n.id}`, which is not a cuda.tile or math "
+                        "name, a module constant or a function of this file", "tileport reads the file without "
+                        "running it: give the value as a literal constant at module level or a ct.Constant parameter")
+                f.uses.add(_resolve_function(names, n.id) or "")
+    f.uses.discard("")
+
+
+def _resolve_function(names: _Names, name: str, depth: int = 0) -> str | None:
+    if name in names.functions:
+        return name
+    target = names.aliases.get(name)
+    if isinstance(target, ast.Name) and depth < MAX_ALIAS_DEPTH:
+        return _resolve_function(names, target.id, depth + 1)
+    return None
+
+
+def _decorators(names: _Names, fn: ast.FunctionDef, f: _Function) -> None:
+    """`ct.*` decorators kept (their arguments must be static); every other decorator dropped."""
+    for d in fn.decorator_list:
+        head = d.func if isinstance(d, ast.Call) else d
+        if not names.is_ct_chain(head):
+            continue  # framework decorator (registration, logging, wrappers): not needed to compile the kernel
+        rebuilt = _static(names, d, calls=True) if isinstance(d, ast.Call) else _copy(d)
+        if rebuilt is None:
+            f.problem = f.problem or _problem(
+                names, d, "decorator", f"the arguments of `@{ast.unparse(head)}` on `{fn.name}` are not static",
+                "use literals, module constants or ct.* values in the decorator")
+            continue
+        f.decorators.append(ast.unparse(rebuilt))
+        f.decorator_lines.append(d.lineno)
+
+
+def _signature(names: _Names, fn: ast.FunctionDef, f: _Function) -> None:
+    """Annotations resolved or dropped; defaults kept when literal (a dropped one drops those before it)."""
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    for arg in positional + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+        if arg.annotation is None:
+            continue
+        rebuilt = _annotation(names, arg.annotation)
+        if rebuilt is not None:
+            f.edits.append(_Edit(_start(arg.annotation), _end(arg.annotation), ast.unparse(rebuilt)))
+        else:  # `name: <ann>` -> `name`
+            f.edits.append(_Edit(_name_end(arg), _end(arg.annotation), ""))
+    defaults = [(_static(names, d), d) for d in a.defaults]
+    keep_from = max((i + 1 for i, (v, _) in enumerate(defaults) if v is None), default=0)
+    for i, (value, node) in enumerate(defaults):
+        arg = positional[len(positional) - len(defaults) + i]
+        _default_edit(f, arg, node, value if i >= keep_from else None)
+    for arg, node in zip(a.kwonlyargs, a.kw_defaults):
+        if node is not None:
+            _default_edit(f, arg, node, _static(names, node))
+    if fn.returns is not None:
+        rebuilt = _annotation(names, fn.returns)
+        f.edits.append(_Edit(_start(fn.returns), _end(fn.returns), ast.unparse(rebuilt) if rebuilt else "None"))
+
+
+def _default_edit(f: _Function, arg: ast.arg, node: ast.expr, value: ast.expr | None) -> None:
+    if value is not None:
+        f.edits.append(_Edit(_start(node), _end(node), ast.unparse(value)))
+    else:  # `name: ann = <default>` -> `name: ann` (the annotation edit ends before the "=")
+        f.edits.append(_Edit(_end(arg.annotation) if arg.annotation else _name_end(arg), _end(node), ""))
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return node.end_lineno, node.end_col_offset
+
+
+def _name_end(arg: ast.arg) -> tuple[int, int]:
+    return arg.lineno, arg.col_offset + len(arg.arg.encode())
+
+
+def _analyze(names: _Names, fn: ast.FunctionDef) -> _Function:
+    f = _Function(fn, [], [], [], set())
+    _decorators(names, fn, f)
+    _signature(names, fn, f)
+    _body(names, fn, f)
+    return f
+
+
+# ---------------------------------------------------------------- the module
+
+def _apply(lines: list[bytes], edits: list[_Edit]) -> None:
+    """Replace source ranges in place, keeping every line where it was (a removed range leaves blank lines)."""
+    edits = sorted(edits, key=lambda e: e.start)
+    if any(nxt.start < prev.end for prev, nxt in zip(edits, edits[1:])):
+        raise ValueError("overlapping source edits")  # ranges are disjoint by construction
+    for e in reversed(edits):  # from the end, so earlier positions stay valid
+        (l0, c0), (l1, c1) = e.start, e.end
+        lines[l0 - 1] = lines[l0 - 1][:c0] + e.text.encode() + lines[l1 - 1][c1:]
+        lines[l0:l1] = [b""] * (l1 - l0)
+
+
+def _prelude(names: _Names) -> str:
+    sm = names.sm
+    # postponed annotations: one annotation cuTile lacks fails only the kernel that carries it
+    parts = ["from __future__ import annotations", f"import cuda.tile as {CT}", f"import math as {MATH}"]
+    parts += [f"import cuda.tile as {n}" for n in sorted(sm.ct_names)]
+    parts += [f"from cuda.tile import {attr} as {local}" for local, attr in sorted(sm.ct_imports.items())]
+    parts += [f"import math as {n}" for n in sorted(sm.math_names)]
+    for name, value in sm.constants.items():
+        lit = _literal(value)
+        if lit is not None:
+            parts.append(f"{name} = {ast.unparse(lit)}")
+    return "; ".join(parts)
+
+
+def _postlude(names: _Names, defined: set[str]) -> list[str]:
+    """Aliases the kernels may use, resolved (functions only when defined)."""
+    out = []
+    for name, value in names.aliases.items():
+        target = _resolve_function(names, name)
+        if target is not None:
+            if target in defined and target != name:
+                out.append(f"{name} = {target}")
+            continue
+        rebuilt = _static(names, value)
+        if rebuilt is not None:
+            out.append(f"{name} = {ast.unparse(rebuilt)}")
+    return out
+
+
+def _closure(functions: dict[str, _Function], roots: list[str]) -> list[str]:
+    seen, todo = [], list(roots)
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in functions:
+            seen.append(name)
+            todo.extend(sorted(functions[name].uses))
+    return seen
+
+
+def sanitize(path: str | Path, text: str) -> SanitizedModule:
+    """The module text cuTile compiles instead of the user's file (see the module docstring)."""
+    try:
+        sm = scan_module(str(path), text)
+    except Diagnostic as d:
+        raise SourceError(d) from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # the frontend's scan gave up
+        raise SourceError(Diagnostic(f"the file cannot be scanned: {type(e).__name__}: {e}", Loc(str(path), 0, 0),
+                                     "module")) from None
+    names = _names(sm)
+    analyzed = {name: _analyze(names, fn) for name, fn in names.functions.items()}
+    problems: dict[str, Diagnostic] = {}
+    kept: set[str] = set()
+    for kernel in sm.kernels:
+        reach = _closure(analyzed, [kernel])
+        bad = next((analyzed[n].problem for n in reach if analyzed[n].problem), None)
+        if bad is not None:
+            problems[kernel] = bad
+        else:
+            kept.update(reach)
+    lines = text.encode().split(b"\n")
+    out = [b""] * len(lines)
+    for name in sorted(kept, key=lambda n: names.functions[n].lineno):
+        f = analyzed[name]
+        first = min([f.node.lineno] + f.decorator_lines + [d.lineno for d in f.node.decorator_list])
+        if first < 2:
+            raise SourceError(Diagnostic("a kernel on the first line of its file", loc_of(str(path), f.node),
+                                         "layout", hint="start the file with its imports"))
+        body = list(lines)
+        _apply(body, f.edits)
+        out[f.node.lineno - 1:f.node.end_lineno] = body[f.node.lineno - 1:f.node.end_lineno]
+        for text_, line in zip(f.decorators, f.decorator_lines):
+            out[line - 1] = b" " * f.node.col_offset + b"@" + text_.encode()
+    out[0] = _prelude(names).encode()
+    source = b"\n".join(out).decode() + "\n" + "\n".join(_postlude(names, kept)) + "\n"
+    return SanitizedModule(Path(path), source, [k for k in sm.kernels if k in kept], problems)
