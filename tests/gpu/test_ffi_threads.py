@@ -335,6 +335,7 @@ def _outside_storage_view():
 def test_bad_descriptors_raise_typed_exceptions(cases):
     import torch
 
+    from tileport.runtime import abi
     from tileport.runtime.library import load
     lib = load()
     outcomes = []

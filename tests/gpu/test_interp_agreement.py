@@ -122,8 +122,8 @@ def _interpreted(backend: str, spec, cap, prob) -> dict:
     from tileport.capture import generated_arg_roles, generated_bytecode
     from tileport.runtime.library import load
     lib = load()
-    _, gen = generated_bytecode(lib, cap)
-    return run_kernel(read_module(gen), prob.args, prob.grid, generated_arg_roles(lib, cap))
+    port = read_module(generated_bytecode(lib, cap)[1])
+    return run_kernel(port, prob.args, prob.grid, generated_arg_roles(lib, cap, port))
 
 
 @pytest.mark.parametrize("spec,cap,backend,variant", CASES,

@@ -80,7 +80,7 @@ def test_port_agrees_with_reference(spec, cap, library):
     for prob in _problems(spec, cap):
         t0 = time.perf_counter()
         report = differential(_reference(spec, cap), gen, prob,
-                              port_extra_args=generated_arg_roles(library, cap))
+                              port_extra_args=generated_arg_roles(library, cap, read_module(gen)))
         assert report.verdict == "AGREE", report.summary()
         assert all(c.agree for c in report.port_numpy), report.port_numpy
         assert time.perf_counter() - t0 < 2 * SECONDS_PER_CAPTURE
@@ -115,7 +115,7 @@ def test_planted_defect_in_the_port_differs(kernel_file, label, mutation, librar
     spec, cap = _capture(kernel_file, label)
     reference = read_module(_reference(spec, cap))
     port = read_module(generated_bytecode(library, cap)[1])
-    roles = generated_arg_roles(library, cap)
+    roles = generated_arg_roles(library, cap, port)
     tol = spec.tolerances[next(iter(cap.arrays.values()))[0]]
     unchanged = outputs_differ(reference, port, cap, kernel_file, port_extra_args=roles,
                                tolerance=(tol.rtol, tol.atol))

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tileport.capture import generated_arg_roles, generated_bytecode
+    from tileport.tileir.reader import read_module
     from tileport.ops.capture_ref import reference_bytecode
     from tileport.ops.specs import all_specs
     from tileport.runtime.library import load
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             seen.add((spec.kernel_file, cap.label))
             tol = spec.tolerances[next(iter(cap.arrays.values()))[0]]
             ref, gen = reference_bytecode(spec, cap), generated_bytecode(lib, cap)[1]
-            roles = generated_arg_roles(lib, cap)
+            roles = generated_arg_roles(lib, cap, read_module(gen))
             for variant, prob in enumerate(problems(cap, spec.kernel_file, args.seed,
                                                     (tol.rtol, tol.atol))):
                 report = differential(ref, gen, prob, roles)

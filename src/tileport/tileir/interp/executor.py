@@ -151,7 +151,9 @@ def bind(function: Function, memory: Memory, args: Sequence[tuple[str, Argument]
             arrays.append((data.shape, strides))
         else:
             values.append(np.asarray(arg.value))
-    extra = sorted((extra_args or {}).items())
+    # Roles at negative positions are the port's trailing launcher-filled arguments; the others
+    # describe the cuTile layout of the array parameters, which the flattening above already follows.
+    extra = sorted((i, role) for i, role in (extra_args or {}).items() if i < 0)
     for _, role in extra:
         if role[0] != "stride":
             raise ArgumentError(f"unknown extra argument role {role}")

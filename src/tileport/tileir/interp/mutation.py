@@ -20,7 +20,7 @@ def outputs_differ(reference: Module, port: Module, capture: Capture, kernel_fil
     (the reference failed, or an op is outside the interpreter's subset).
 
     `port_extra_args`: the port entry's trailing launcher arguments
-    (`tileport.capture.generated_arg_roles(lib, capture)`); `kernel_file`: the kernel file name
+    (`tileport.capture.generated_arg_roles(lib, capture, port_module)`); `kernel_file`: the kernel file name
     under ops/kernels (the op spec's `kernel_file`) or a path.
     """
     report = None
