@@ -153,8 +153,10 @@ def _sequence(x, w, wm):
     return ops.matmul(s, wm), s
 
 
-def graph_check(backend: str = "cutile-rs", dtype: str = "bfloat16", trials: int = 3) -> dict:
-    """Capture `_sequence` on `backend` in a CUDA graph, replay it on new inputs, compare with eager."""
+def graph_check(backend: str = "cutile-rs", dtype: str = "bfloat16", trials: int = 3,
+                mode: str = "global") -> dict:
+    """Capture `_sequence` on `backend` in a CUDA graph (`mode`: torch's capture_error_mode), replay
+    it on new inputs, compare with eager."""
     import torch
 
     import tileport.ops as ops
@@ -163,7 +165,7 @@ def graph_check(backend: str = "cutile-rs", dtype: str = "bfloat16", trials: int
     x = torch.randn(64, 2048, device="cuda", dtype=dt, generator=gen)
     w = torch.rand(2048, device="cuda", dtype=dt, generator=gen) + 0.5
     wm = torch.randn(1024, 256, device="cuda", dtype=dt, generator=gen)
-    rec: dict[str, Any] = {"backend": backend, "dtype": dtype, "ops": ["rms_norm", "silu_and_mul", "softmax", "matmul"],
+    rec: dict[str, Any] = {"backend": backend, "dtype": dtype, "capture_error_mode": mode, "ops": ["rms_norm", "silu_and_mul", "softmax", "matmul"],
                            "trials": []}
     with ops.use_backend(backend):
         side = torch.cuda.Stream()
@@ -174,7 +176,7 @@ def graph_check(backend: str = "cutile-rs", dtype: str = "bfloat16", trials: int
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, capture_error_mode=mode):
             static_y, static_s = _sequence(x, w, wm)
         for trial in range(trials):
             x.copy_(torch.randn(x.shape, device="cuda", dtype=dt, generator=gen))
@@ -223,23 +225,51 @@ def run(out: Path) -> dict:
     result["call_cost"] = measure_call_cost()
     result["summary"] = summary(result["call_cost"])
     write_json(out, result)
-    try:
-        result["graph"] = graph_check()
-    except Exception as e:  # noqa: BLE001 - recorded: a capture that fails is a result
-        result["graph"] = {"ok": False, "error": f"{type(e).__name__}: {e}"[:1000]}
+    result["graph"] = graph_in_subprocess("global")
+    if not result["graph"].get("ok"):
+        # Which capture mode admits the sequence tells what breaks it: a prohibited call made
+        # outside the stream (allowed in "relaxed") or an operation on the capturing stream itself.
+        result["graph_other_modes"] = {m: graph_in_subprocess(m) for m in ("thread_local", "relaxed")}
     write_json(out, result)
     return result
+
+
+def graph_in_subprocess(mode: str) -> dict:
+    """graph_check in a fresh process: a failed capture leaves the CUDA state unusable."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "graph.json"
+        proc = subprocess.run([sys.executable, "-m", "tileport.gpu.callcost", "--graph-only", mode, "--out", str(path)],
+                              capture_output=True, text=True, timeout=300)
+        if path.is_file():
+            return json.loads(path.read_text())
+        return {"ok": False, "capture_error_mode": mode,
+                "error": f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1000:]}"}
+
+
+def graph_only(mode: str, out: Path) -> int:
+    try:
+        rec = graph_check(mode=mode)
+    except Exception as e:  # noqa: BLE001 - recorded: a capture that fails is a result
+        rec = {"ok": False, "capture_error_mode": mode, "error": f"{type(e).__name__}: {e}"[:1000]}
+    write_json(out, rec)
+    return 0 if rec.get("ok") else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tileport.gpu.callcost", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path("out/callcost.json"))
+    ap.add_argument("--graph-only", metavar="MODE", choices=("global", "thread_local", "relaxed"),
+                    help="only the CUDA-graph check, with this capture_error_mode")
     args = ap.parse_args(argv)
     from tileport.ops.backends import cuda_unavailable_reason
     reason = cuda_unavailable_reason()
     if reason:
         print(f"{ap.prog}: needs a CUDA GPU: {reason}", file=sys.stderr)
         return 2
+    if args.graph_only:
+        return graph_only(args.graph_only, args.out)
     result = run(args.out)
     s = result["summary"]
     print(f"host µs per call (vector_add 1024 f32): cutile-rs op {s['cutile_rs_op_host_us']}, "
