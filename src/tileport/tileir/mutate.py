@@ -852,7 +852,7 @@ def report(s: dict, outcomes: list[dict]) -> str:
         f"of the interpreter {len(s['benign_interpreter_false_alarms'])}",
     ]
     lines += [f"  NOT AGREE ON UNMUTATED PORT {k}: {v}"
-              for k, v in s["interpreter_on_unmutated_ports"].items() if v != "AGREE"]
+              for k, v in s.get("interpreter_on_unmutated_ports", {}).items() if v != "AGREE"]
     lines += [f"  CAUGHT BY NEITHER {row}" for row in s["caught_by_neither"]]
     for o in outcomes:
         if o["semantic"] and o["differ"] == "PASS":
