@@ -236,6 +236,22 @@ def test_narrow_float_add_is_rounded_once(dtype, elem):
     np.testing.assert_array_equal(out, expected)
 
 
+def test_ftof_toward_zero_to_f16():
+    m = clone_module(_module(k_cast, [("float32", 1), ("float16", 1), 8]))
+    cast = next(op for op in walk(m.entries[0]) if op.name == "ftof")
+    cast.attributes["rounding_mode"] = "zero"
+    x = np.array([1 + 2 ** -11 + 2 ** -13, -(1 + 2 ** -11 + 2 ** -13), 70000.0, -np.inf, 0.1, -0.1,
+                  np.nan, 2.0], np.float32)
+    out = run_kernel(m, [("x", Array(x, "f32")), ("y", Array(np.zeros(8, np.float16), "f16"))], (1,))["y"]
+    expected = [1.0, -1.0, 65504.0, -np.inf, 0.0999755859375, -0.0999755859375, np.nan, 2.0]
+    np.testing.assert_array_equal(out, np.array(expected, np.float16))
+
+
+@ct.kernel
+def k_cast(x, y, TILE: ConstInt):
+    ct.store(y, index=(0,), tile=ct.astype(ct.load(x, index=(0,), shape=(TILE,)), ct.float16))
+
+
 def test_mma_accumulates_in_f32():
     m = _module(k_mma, [("float16", 2), ("float16", 2), ("float32", 2), 16])
     rng = np.random.default_rng(3)

@@ -2,7 +2,10 @@
 
 For a few corpus kernels, both sides are captured once per test session (the port through the
 cargo-built cdylib), every semantic mutation must be flagged CRITICAL or WARN and every benign
-rewrite must PASS. `irdiff --manifest` gives the command line the parameter roles `verify` uses.
+rewrite must PASS. The second checker (the NumPy interpreter running reference and mutated port)
+fills its column for every row: no benign rewrite DIFFERs, no mutation is caught by neither, and
+value-changing mutations DIFFER. `irdiff --manifest` gives the command line the parameter roles
+`verify` uses.
 """
 
 from __future__ import annotations
@@ -51,12 +54,46 @@ def test_fast_subset_covers_every_mutation_class(outcomes):
     assert seen == set(M.CLASSES)
 
 
-def test_result_table_has_a_column_for_a_second_checker(outcomes):
-    summary = M.summarize([o for r in outcomes.values() for o in r], {})
-    row = next(iter(outcomes.values()))[0]
-    assert row.second_checker is None and "second_checker" in row.__dict__
+def test_interpreter_fills_the_second_checker_column(outcomes):
+    rows = [o for r in outcomes.values() for o in r]
+    assert {o.second_checker for o in rows} <= {"DIFFER", "AGREE", "ERROR"} and None not in \
+        {o.second_checker for o in rows}
+    assert all(o.second_checker_detail for o in rows)
+    summary = M.summarize(rows, {})
     assert summary["missed"] == 0 and summary["benign_false_alarms"] == 0
+    assert summary["caught_by_neither"] == [] and summary["benign_interpreter_false_alarms"] == []
+    assert summary["interpreter_errors"] == []
+    assert summary["caught_by_either"] == summary["mutations"] and M.passed(summary)
     json.dumps(summary)
+
+
+# mutations that change the outputs of every fast kernel they apply to: the interpreter must see it
+VALUE_CHANGING = {"dropped_store", "index_plus_one", "loop_bounds", "exp_vs_exp2", "wrong_constant"}
+
+
+def test_interpreter_catches_value_changing_mutations(outcomes):
+    rows = [o for r in outcomes.values() for o in r if o.cls in VALUE_CHANGING]
+    assert len(rows) >= 10
+    assert [(o.kernel, o.cls, o.second_checker_detail) for o in rows if o.second_checker != "DIFFER"] == []
+
+
+def test_a_mutation_caught_by_neither_is_reported_and_fails(outcomes):
+    row = next(o for r in outcomes.values() for o in r if o.semantic)
+    missed = M.Outcome(row.kernel, row.cls, row.description, True, "PASS", "", "AGREE", "AGREE")
+    summary = M.summarize([missed], {})
+    assert summary["caught_by_neither"] == [f"{row.kernel} {row.cls}: {row.description}"]
+    assert not M.passed(summary)
+    assert "CAUGHT BY NEITHER" in M.report(summary, [missed.__dict__])
+    alarm = M.Outcome(row.kernel, "rename_values", "x", False, "PASS", "", "DIFFER", "y: 1/4 differ")
+    assert not M.passed(M.summarize([alarm], {}))
+
+
+def test_interpreter_errors_are_recorded_not_skipped(cases):
+    case = cases["gelu_tanh_kernel"]
+    broken = M.clone_module(case.generated)
+    next(op for op in M.walk(M.entry(broken)) if op.name in ("exp", "exp2", "tanh", "mulf")).name = "frobnicate"
+    verdict, reason = case.interpret(broken)
+    assert verdict == "ERROR" and "frobnicate" in reason
 
 
 def test_irdiff_manifest_gives_the_roles_verify_uses(library, tmp_path, capsys):

@@ -11,8 +11,11 @@ commutative op, a duplicated pure op, every view index written as (1 + i) - 1). 
 semantic mutation (a new CRITICAL or WARN finding compared with the unmutated port) and no benign
 one.
 
-A mutation is (kernel, class, description, mutated module); the result table has a
-`second_checker` column another checker (e.g. an interpreter running both programs) can fill.
+A mutation is (kernel, class, description, mutated module). The second checker is the NumPy Tile
+IR interpreter (`tileir.interp`): it runs the reference and the mutated port on the capture's small
+random problems and compares the outputs; its verdict (DIFFER / AGREE / ERROR, with the reason) is
+the `second_checker` column. A semantic mutation neither checker catches is reported and fails the
+run, as does a benign rewrite either checker flags.
 
     python3 -m tileport.tileir.mutate --out bench/results/<date>-mutations.json
 """
@@ -159,11 +162,17 @@ class Outcome:
     semantic: bool
     differ: str                         # CRITICAL | WARN | PASS: the most severe new finding
     finding: str = ""                   # the first new finding (category/rule: message)
-    second_checker: str | None = None   # filled by another checker (e.g. an interpreter)
+    second_checker: str | None = None   # the interpreter: DIFFER | AGREE | ERROR
+    second_checker_detail: str = ""     # its reason (the first differing output, the error)
 
     @property
     def ok(self) -> bool:
         return (self.differ != "PASS") if self.semantic else (self.differ == "PASS")
+
+    @property
+    def caught(self) -> bool:
+        """A semantic mutation flagged by the differ or shown to change outputs by the interpreter."""
+        return self.semantic and (self.differ != "PASS" or self.second_checker == "DIFFER")
 
 
 # A mutator takes the generated module and returns (description, mutated copy) per site.
@@ -668,10 +677,27 @@ class CorpusCase:
     generated: Module
     reference_roles: dict
     generated_roles: dict
+    capture: object = None           # the corpus Capture (the interpreter builds its problems from it)
+    kernel_file: Path | None = None  # the kernel's source file
 
     def diff(self, generated: Module):
         return diff(self.reference, generated, reference_arg_roles=self.reference_roles,
                     generated_arg_roles=self.generated_roles)
+
+    def interpret(self, generated: Module) -> tuple[str, str]:
+        """(verdict, reason) of the interpreter on reference vs `generated`; never raises: an
+        interpreter failure is an ERROR with its message."""
+        from .interp import outputs_differ
+        # the port's trailing launcher-filled strides (negative positions) are the extra arguments
+        extra = {k: v for k, v in self.generated_roles.items() if k < 0}
+        try:
+            report = outputs_differ(self.reference, generated, self.capture, self.kernel_file,
+                                    port_extra_args=extra)
+        except Exception as e:  # noqa: BLE001 - an interpreter defect is recorded, not fatal
+            return "ERROR", f"interpreter raised {type(e).__name__}: {e}"
+        if report is None:
+            return "ERROR", "the interpreter has no problem for this capture"
+        return report.verdict, report.summary()
 
 
 def _issues(report) -> list[tuple[str, str, str, str]]:
@@ -680,10 +706,18 @@ def _issues(report) -> list[tuple[str, str, str, str]]:
             if str(f.severity) in ("CRITICAL", "WARN") and str(f.status) != "MATCH"]
 
 
-def evaluate(case: CorpusCase, muts: list[Mutation]) -> list[Outcome]:
+def interpreter_baseline(case: CorpusCase) -> tuple[str, str]:
+    """The interpreter on the unmutated port: it must AGREE for its verdicts on mutations to mean
+    anything."""
+    return case.interpret(case.generated)
+
+
+def evaluate(case: CorpusCase, muts: list[Mutation], interpreter: bool = True) -> list[Outcome]:
     """The differ's verdict per mutation: the most severe finding the unmutated port does not have
-    (and the first such finding in the report's order)."""
+    (and the first such finding in the report's order); with `interpreter`, the interpreter's
+    verdict on reference vs mutated port (an ERROR when the unmutated port does not AGREE)."""
     base = Counter(_issues(case.diff(case.generated)))
+    baseline = interpreter_baseline(case) if interpreter else None
     out = []
     for mut in muts:
         seen: Counter = Counter()
@@ -693,8 +727,15 @@ def evaluate(case: CorpusCase, muts: list[Mutation]) -> list[Outcome]:
             if seen[issue] > base[issue]:
                 new.append(issue)
         level = new[0][0] if new else "PASS"
-        out.append(Outcome(mut.kernel, mut.cls, mut.description, mut.semantic, level,
-                           f"{new[0][1]}/{new[0][2]}: {new[0][3]}" if new else ""))
+        outcome = Outcome(mut.kernel, mut.cls, mut.description, mut.semantic, level,
+                          f"{new[0][1]}/{new[0][2]}: {new[0][3]}" if new else "")
+        if baseline is not None:
+            if baseline[0] != "AGREE":
+                outcome.second_checker = "ERROR"
+                outcome.second_checker_detail = f"unmutated port does not AGREE: {baseline[1]}"
+            else:
+                outcome.second_checker, outcome.second_checker_detail = case.interpret(mut.module)
+        out.append(outcome)
     return out
 
 
@@ -713,14 +754,19 @@ def corpus_cases(library, kernels: list[str] | None = None, dtype: str = "float1
         ref = read_module(reference_bytecode(path, cap))
         gen = read_module(generated_bytecode(library, cap)[1])
         cases.append(CorpusCase(cap.label, kernel, ref, gen, reference_arg_roles(library, cap, ref),
-                                generated_arg_roles(library, cap, gen)))
+                                generated_arg_roles(library, cap, gen), cap, path))
     return cases
+
+
+def _row(o: Outcome) -> str:
+    return f"{o.kernel} {o.cls}: {o.description}"
 
 
 def summarize(outcomes: list[Outcome], baseline_critical: dict[str, int]) -> dict:
     semantic = [o for o in outcomes if o.semantic]
     benign = [o for o in outcomes if not o.semantic]
     flagged = [o for o in semantic if o.differ != "PASS"]
+    interp = [o for o in outcomes if o.second_checker is not None]
     return {
         "mutations": len(semantic),
         "benign": len(benign),
@@ -731,9 +777,21 @@ def summarize(outcomes: list[Outcome], baseline_critical: dict[str, int]) -> dic
         "missed": len(semantic) - len(flagged),
         "flagged_fraction": round(len(flagged) / len(semantic), 4) if semantic else None,
         "benign_false_alarms": sum(o.differ != "PASS" for o in benign),
+        # the second checker (the interpreter); None where it was not run
+        "interpreter_ran": len(interp),
+        "caught_by_interpreter": sum(o.second_checker == "DIFFER" for o in semantic) if interp else None,
+        "interpreter_agree": sum(o.second_checker == "AGREE" for o in semantic) if interp else None,
+        "interpreter_errors": [f"{_row(o)}: {o.second_checker_detail}" for o in outcomes
+                               if o.second_checker == "ERROR"],
+        "caught_by_either": sum(o.caught for o in semantic) if interp else None,
+        "caught_by_neither": [_row(o) for o in semantic if not o.caught] if interp else None,
+        "benign_interpreter_false_alarms": [f"{_row(o)}: {o.second_checker_detail}" for o in benign
+                                            if o.second_checker == "DIFFER"],
         "corpus_ports_with_critical": {k: n for k, n in baseline_critical.items() if n},
         "per_class": {cls: {"mutations": sum(o.cls == cls for o in semantic),
-                            "flagged": sum(o.cls == cls and o.differ != "PASS" for o in semantic)}
+                            "flagged": sum(o.cls == cls and o.differ != "PASS" for o in semantic),
+                            "interpreter_differ": sum(o.cls == cls and o.second_checker == "DIFFER"
+                                                      for o in semantic)}
                       for cls in sorted({o.cls for o in semantic})},
     }
 
@@ -741,11 +799,15 @@ def summarize(outcomes: list[Outcome], baseline_critical: dict[str, int]) -> dic
 def run(library, kernels: list[str] | None = None) -> dict:
     outcomes: list[Outcome] = []
     baseline_critical = {}
+    baseline_interp = {}
     skipped: list[str] = []
     for case in corpus_cases(library, kernels):
         baseline_critical[case.label] = case.diff(case.generated).counts()["CRITICAL"]
+        verdict, reason = interpreter_baseline(case)
+        baseline_interp[case.label] = verdict if verdict == "AGREE" else f"{verdict}: {reason}"
         outcomes += evaluate(case, mutations(case.label, case.generated, skipped=skipped))
     summary = summarize(outcomes, baseline_critical)
+    summary["interpreter_on_unmutated_ports"] = baseline_interp
     summary["skipped_no_change"] = skipped
     return {"summary": summary, "outcomes": [o.__dict__ for o in outcomes]}
 
@@ -773,15 +835,40 @@ def main(argv: list[str] | None = None) -> int:
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.replace(args.out)
     s = result["summary"]
-    print(f"{s['mutations']} semantic mutations over {len(s['kernels'])} kernels, {len(s['classes'])} classes: "
-          f"{s['flagged_critical']} CRITICAL, {s['flagged_warn']} WARN, {s['missed']} missed "
-          f"({s['flagged_fraction']:.1%} flagged); benign false alarms {s['benign_false_alarms']}/{s['benign']}")
-    for o in result["outcomes"]:
-        if (o["semantic"] and o["differ"] == "PASS") or (not o["semantic"] and o["differ"] != "PASS"):
-            print(f"  {'MISSED' if o['semantic'] else 'FALSE ALARM'} {o['kernel']} {o['cls']}: {o['description']}"
-                  f" {o['finding']}")
-    ok = s["missed"] <= 0.02 * s["mutations"] and s["benign_false_alarms"] == 0
-    return 0 if ok else 1
+    print(report(s, result["outcomes"]))
+    return 0 if passed(s) else 1
+
+
+def report(s: dict, outcomes: list[dict]) -> str:
+    """The figures, then every mutation that needs a look, one line each."""
+    lines = [
+        f"{s['mutations']} semantic mutations over {len(s['kernels'])} kernels, {len(s['classes'])} classes",
+        f"  flagged by the differ: {s['mutations'] - s['missed']} ({s['flagged_critical']} CRITICAL, "
+        f"{s['flagged_warn']} WARN; {s['flagged_fraction']:.1%}), {s['missed']} missed",
+        f"  caught by the interpreter (outputs DIFFER): {s['caught_by_interpreter']}, AGREE "
+        f"{s['interpreter_agree']}, ERROR {len(s['interpreter_errors'])} (of {s['interpreter_ran']} runs)",
+        f"  caught by either: {s['caught_by_either']}; caught by neither: {len(s['caught_by_neither'])}",
+        f"  benign rewrites: {s['benign']}; false alarms of the differ {s['benign_false_alarms']}, "
+        f"of the interpreter {len(s['benign_interpreter_false_alarms'])}",
+    ]
+    lines += [f"  NOT AGREE ON UNMUTATED PORT {k}: {v}"
+              for k, v in s.get("interpreter_on_unmutated_ports", {}).items() if v != "AGREE"]
+    lines += [f"  CAUGHT BY NEITHER {row}" for row in s["caught_by_neither"]]
+    for o in outcomes:
+        if o["semantic"] and o["differ"] == "PASS":
+            lines.append(f"  MISSED BY DIFFER {o['kernel']} {o['cls']}: {o['description']} "
+                         f"(interpreter {o['second_checker']})")
+        if not o["semantic"] and o["differ"] != "PASS":
+            lines.append(f"  FALSE ALARM (differ) {o['kernel']} {o['cls']}: {o['finding']}")
+    lines += [f"  FALSE ALARM (interpreter) {row}" for row in s["benign_interpreter_false_alarms"]]
+    lines += [f"  INTERPRETER ERROR {row}" for row in s["interpreter_errors"]]
+    return "\n".join(lines)
+
+
+def passed(s: dict) -> bool:
+    """>= 98 % flagged by the differ, every mutation caught by one of the checkers, no false alarm."""
+    return (s["missed"] <= 0.02 * s["mutations"] and s["benign_false_alarms"] == 0
+            and not s["caught_by_neither"] and not s["benign_interpreter_false_alarms"])
 
 
 if __name__ == "__main__":

@@ -222,9 +222,20 @@ def _select(ctx, op: Op, args: list) -> list:
 def _ftof(ctx, op: Op, args: list) -> list:
     src, dst = _operand_elem(op, 0), _elem(op)
     mode = _attr(op, "rounding_mode", "nearest_even")
+    if mode == "zero" and getattr(dst, "name", "") in ("f16", "f32"):
+        return [_toward_zero(args[0], dst)]
     if mode != "nearest_even" and storage(dst).itemsize < storage(src).itemsize:
         raise UnsupportedOp(f"ftof rounding {mode}")
     return [to_elem(args[0], dst)]
+
+
+def _toward_zero(x, dst) -> np.ndarray:
+    """`x` rounded toward zero to `dst` (held natively): nearest, then one step back toward zero
+    where nearest went away from it (a finite overflow to inf steps back to the largest finite)."""
+    out = to_elem(x, dst)
+    with np.errstate(invalid="ignore"):
+        away = np.abs(out.astype(np.float64)) > np.abs(np.asarray(x, np.float64))
+    return np.where(away, np.nextafter(out, np.zeros_like(out)), out).astype(out.dtype)
 
 
 _FTOI_ROUNDING = {"zero": np.trunc, "nearest_int_to_zero": np.trunc, "nearest_even": np.rint,
