@@ -3,7 +3,8 @@
 # It packs, from PyPI wheels, the CUDA Tile toolchain that an H200 (sm_90) needs at run time:
 #   tileiras 13.4 (+ its libnvvm and a matching ptxas; tileirdisasm stays on the CPU side), the cuda-tile
 #   (cuTile Python) wheel for Python 3.12 and the wheels of jsonschema and its dependencies.
-# The packed toolchain is ~57 MiB; keep what else you carry small (files given as arguments are xz-compressed
+# The packed toolchain is ~55 MiB (xz with a dictionary larger than tileiras saves 2 MB); keep what else you carry
+# small (files given as arguments are xz-compressed
 # into .device/).
 #
 # Usage (from the project root):   bash scripts/device-prep.sh [extra files to xz into .device/ ...]
@@ -21,7 +22,7 @@ pyplat=(--only-binary=:all: --python-version 3.12 --implementation cp --platform
         --platform manylinux2010_x86_64 --platform manylinux_2_12_x86_64)
 CUDA_TILE_VERSION=${CUDA_TILE_VERSION:-1.7.0}
 CU_VERSION=${CU_VERSION:-13.4.92}
-if [ ! -s "$cache/toolchain-$CU_VERSION-v2.tar.xz" ]; then
+if [ ! -s "$cache/toolchain-$CU_VERSION-v3.tar.xz" ]; then
   w=$(mktemp -d)
   python3 -m pip download -q --no-deps "${pyplat[@]}" -d "$w" \
     "nvidia-cuda-tileiras==$CU_VERSION" "nvidia-nvvm==$CU_VERSION" "nvidia-cuda-nvcc==$CU_VERSION"
@@ -29,11 +30,11 @@ if [ ! -s "$cache/toolchain-$CU_VERSION-v2.tar.xz" ]; then
   for f in "$w"/*.whl; do python3 -m zipfile -e "$f" "$x"; done
   chmod +x "$x"/nvidia/cu13/bin/* 
   ( cd "$x" && tar -cf - nvidia/cu13/bin/tileiras nvidia/cu13/bin/ptxas nvidia/cu13/lib/libnvvm.so.4 ) \
-    | xz -9e -T2 > "$cache/toolchain-$CU_VERSION-v2.tar.xz.part"
-  mv "$cache/toolchain-$CU_VERSION-v2.tar.xz.part" "$cache/toolchain-$CU_VERSION-v2.tar.xz"
+    | xz -9e -T1 --lzma2=preset=9e,dict=256MiB > "$cache/toolchain-$CU_VERSION-v3.tar.xz.part"
+  mv "$cache/toolchain-$CU_VERSION-v3.tar.xz.part" "$cache/toolchain-$CU_VERSION-v3.tar.xz"
   rm -rf "$w" "$x"
 fi
-cp "$cache/toolchain-$CU_VERSION-v2.tar.xz" "$root/.device/toolchain.tar.xz"
+cp "$cache/toolchain-$CU_VERSION-v3.tar.xz" "$root/.device/toolchain.tar.xz"
 # Wheels for the GPU machine's Python 3.12: cuda-tile, and jsonschema with its dependencies (tileport validates
 # launch specs, verdicts and reports with it; that Python has none of them). Downloaded once into the cache.
 wheels=("cuda-tile==$CUDA_TILE_VERSION" jsonschema==4.26.0 referencing==0.37.0 rpds-py==0.30.0
