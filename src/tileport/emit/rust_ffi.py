@@ -120,6 +120,17 @@ def launcher_names(group: KernelGroup) -> dict[str, str]:
 
 
 def emit_launcher(group: KernelGroup) -> str:
+    """The C-ABI launcher of one kernel group; raises Diagnostic if it cannot be emitted."""
+    try:
+        return _launcher(group)
+    except Diagnostic:
+        raise
+    except Exception as e:  # noqa: BLE001 - an emitter bug fails this kernel only, with its location
+        raise Diagnostic(f"internal translator error: {type(e).__name__}: {e}", group.first.loc, "internal",
+                         "please report this kernel", kernel=group.base) from None
+
+
+def _launcher(group: KernelGroup) -> str:
     _check_same_signature(group)
     k = group.first
     arg_names = launcher_names(group)

@@ -9,11 +9,17 @@ a `Diagnostic` with file:line:col.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import io
 import math
+import os
+import stat
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tileport import lowering as L
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.emit.names import rust_ident
 from tileport.frontends.liveness import Frames, assigned, exposed_read
@@ -83,6 +89,8 @@ class KernelConfig:
 
 
 DEFAULT_FLOAT_DTYPES = ("f32", "f16", "bf16")
+# Every helper call is inlined: helpers that call each other twice per level grow exponentially.
+MAX_INLINED_CALLS = 4_096
 
 
 # ---------------------------------------------------------------- module scan
@@ -98,19 +106,83 @@ class ScannedModule:
     helpers: dict[str, ast.FunctionDef]
     kernels: dict[str, ast.FunctionDef]
     math_names: set[str]
+    bad_constants: dict[str, Diagnostic] = field(default_factory=dict)  # module constants that do not fold
 
 
 def loc_of(path: str, node: ast.AST) -> Loc:
     return Loc(path, getattr(node, "lineno", 0), getattr(node, "col_offset", -1) + 1)
 
 
-def scan_module(path: str, source: str | None = None) -> ScannedModule:
-    """Find kernels, helpers, constants and imports. Raises Diagnostic on a syntax error."""
-    text = Path(path).read_text() if source is None else source
+# Kernel files are small; a larger input is refused before parsing (the parser, the emitter and rustfmt
+# would otherwise spend minutes or overflow their stacks on it).
+MAX_SOURCE_BYTES = 1 << 20
+
+
+def read_source(path: str) -> str:
+    """The text of a kernel file, decoded as Python does (PEP 263 cookie, UTF-8 BOM); Diagnostic if not."""
     try:
-        tree = ast.parse(text, filename=path)
-    except SyntaxError as e:
-        raise Diagnostic(f"syntax error: {e.msg}", Loc(path, e.lineno or 0, e.offset or 0), "syntax") from None
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise Diagnostic("not a regular file", Loc(path, 1, 1), "file", "give a .py kernel file")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as e:
+        raise Diagnostic(f"cannot read the file: {e.strerror or e}", Loc(path, 1, 1), "file") from None
+    if len(raw) > MAX_SOURCE_BYTES:
+        raise Diagnostic(f"the file is larger than {MAX_SOURCE_BYTES >> 20} MiB", Loc(path, 1, 1), "file size",
+                         "split the kernels into several files")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        return raw.decode(encoding)  # "utf-8-sig" when the file starts with a BOM: the BOM is dropped
+    except SyntaxError as e:  # an unknown or contradictory coding cookie
+        raise Diagnostic(f"bad source encoding: {e.msg}", Loc(path, e.lineno or 1, 1), "encoding",
+                         "save the file as UTF-8") from None
+    except UnicodeDecodeError as e:
+        raise Diagnostic(f"the file is not valid {e.encoding}: byte 0x{raw[e.start]:02x}", _byte_loc(path, raw, e.start),
+                         "encoding", "save the file as UTF-8 (or declare its encoding with a coding cookie)") from None
+
+
+def _byte_loc(path: str, raw: bytes, offset: int) -> Loc:
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    return Loc(path, raw.count(b"\n", 0, offset) + 1, offset - line_start + 1)
+
+
+def parse_source(path: str, text: str) -> ast.Module:
+    """`ast.parse`, with every way it can fail turned into a located Diagnostic."""
+    try:
+        return ast.parse(text, filename=path)
+    except (SyntaxError, ValueError) as e:  # ValueError: null bytes (Python < 3.12)
+        if isinstance(e, SyntaxError) and e.lineno:
+            loc = Loc(path, e.lineno, e.offset or 1)
+        elif "\0" in text:
+            loc = _byte_loc(path, text.encode("utf-8", "replace"), text.encode("utf-8", "replace").find(b"\0"))
+        else:
+            loc = Loc(path, 1, 1)
+        raise Diagnostic(f"syntax error: {getattr(e, 'msg', None) or e}", loc, "syntax") from None
+    except (RecursionError, MemoryError):
+        raise Diagnostic("an expression nests too deeply for the Python parser", _longest_line(path, text),
+                         "nesting", "split it into several statements") from None
+
+
+def _longest_line(path: str, text: str) -> Loc:
+    """Where the parser most likely gave up: the logical line with the most tokens."""
+    best, count, start = (1, 0), 0, 1
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                best = max(best, (start, count), key=lambda b: b[1])
+                count, start = 0, tok.end[0] + 1
+            elif tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                start = tok.start[0] if count == 0 else start
+                count += 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return Loc(path, best[0], 1)
+
+
+def scan_module(path: str, source: str | None = None) -> ScannedModule:
+    """Find kernels, helpers, constants and imports. Raises Diagnostic on unreadable or invalid source."""
+    text = read_source(path) if source is None else source
+    tree = parse_source(path, text)
     sm = ScannedModule(path, tree, set(), {}, {}, {}, {}, {}, set())
     for node in tree.body:
         if isinstance(node, ast.Import):
@@ -147,18 +219,30 @@ def _scan_assign(sm: ScannedModule, node: ast.Assign | ast.AnnAssign) -> None:
     if len(targets) != 1 or not isinstance(targets[0], ast.Name) or node.value is None:
         return
     name, value = targets[0].id, node.value
-    kind = _const_annotation(sm, value)
+    kind = None if isinstance(value, ast.Constant) else _const_annotation(sm, value)
     if kind:
         sm.const_aliases[name] = kind
         return
+    sm.constants.pop(name, None)
+    sm.bad_constants.pop(name, None)
     try:
         sm.constants[name] = _eval_const(sm, value)
-    except (ValueError, TypeError, ZeroDivisionError, KeyError):
-        pass  # not a compile-time constant: a kernel that uses it gets a diagnostic
+    except ConstFoldError as e:  # a kernel that uses it gets this diagnostic
+        sm.bad_constants[name] = Diagnostic(f"module constant `{name}` is not a compile-time constant: {e}",
+                                            loc_of(sm.path, e.node or value), "constant", e.hint)
+    except RecursionError:
+        sm.bad_constants[name] = Diagnostic(f"module constant `{name}` nests too deeply to evaluate",
+                                            loc_of(sm.path, value), "constant", "split it into several constants")
 
 
 def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
-    """`ct.Constant[int]` (or an alias of it) -> "int"."""
+    """`ct.Constant[int]` (or an alias of it) -> "int"; a string annotation is parsed (once)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            raise Diagnostic(f"malformed string annotation {node.value[:40]!r}", loc_of(sm.path, node),
+                             "annotation", "write the annotation without quotes (ct.Constant[int])") from None
     if node is None:
         return None
     if isinstance(node, ast.Name) and node.id in sm.const_aliases:
@@ -168,8 +252,6 @@ def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
         if isinstance(inner, ast.Name) and inner.id in ("int", "bool", "float"):
             return inner.id
         return "int"
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return _const_annotation(sm, ast.parse(node.value, mode="eval").body)
     return None
 
 
@@ -183,22 +265,95 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b}
 
 
+# Folded integers are bounded: no kernel constant needs more than 64 bits, and an unbounded `10 ** 10 ** 10`
+# or `1 << 2 ** 40` would take minutes or all memory.
+MAX_FOLD_BITS = 256
+
+
+class ConstFoldError(ValueError):
+    """A compile-time expression that cannot (or must not) be evaluated."""
+
+    def __init__(self, message: str, node: ast.AST | None = None, hint: str = ""):
+        super().__init__(message)
+        self.node, self.hint = node, hint
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float))  # bool is an int, as in Python
+
+
+def fold(op: str, a: Any, b: Any) -> int | float:
+    """`a op b` on compile-time numbers, bounded in size; ConstFoldError instead of any Python error."""
+    if not (_is_number(a) and _is_number(b)) or op not in _PY:
+        raise ConstFoldError(f"`{op}` of {type(a).__name__} and {type(b).__name__} is not a numeric constant")
+    big = ConstFoldError(f"the value of `{a!r} {op} {b!r}` exceeds {MAX_FOLD_BITS} bits",
+                         hint="constants must fit the kernel's integer types")
+    if op == "**" and isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and \
+            b * (abs(a).bit_length() - 1) > MAX_FOLD_BITS:
+        raise big
+    if op == "<<" and isinstance(b, int) and b > MAX_FOLD_BITS:
+        raise big
+    try:
+        out = _PY[op](a, b)
+    except ZeroDivisionError:
+        raise ConstFoldError(f"`{a!r} {op} {b!r}` divides by zero") from None
+    except OverflowError:
+        raise ConstFoldError(f"`{a!r} {op} {b!r}` overflows a float") from None
+    except (ValueError, TypeError) as e:
+        raise ConstFoldError(f"`{a!r} {op} {b!r}` fails: {e}") from None
+    return _checked(out, big)
+
+
+def _checked(out: Any, big: ConstFoldError) -> int | float:
+    if isinstance(out, int) and out.bit_length() > MAX_FOLD_BITS:
+        raise big
+    if not _is_number(out):  # (-8) ** 0.5 is complex
+        raise ConstFoldError(f"{out!r} is not a real number")
+    return out
+
+
+def call_math(name: str, args: list[Any]) -> float:
+    """`math.<name>(*args)` on compile-time numbers; ConstFoldError instead of any Python error."""
+    fn = _MATH.get(name)
+    if not callable(fn):
+        raise ConstFoldError(f"math.{name} is not supported in constants")
+    if not all(_is_number(a) for a in args):
+        raise ConstFoldError(f"math.{name} of a non-number")
+    call = f"math.{name}({', '.join(map(repr, args))})"
+    try:
+        return fn(*args)
+    except OverflowError:
+        raise ConstFoldError(f"`{call}` overflows a float") from None
+    except (ValueError, TypeError) as e:
+        raise ConstFoldError(f"`{call}` fails: {e}") from None
+
+
 def _eval_const(sm: ScannedModule, node: ast.AST) -> Any:
     """Evaluate a module-level constant expression without executing user code."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
-        return node.value
+        return _checked(node.value, ConstFoldError(f"{node.value} exceeds {MAX_FOLD_BITS} bits", node))
     if isinstance(node, ast.Name) and node.id in sm.constants:
         return sm.constants[node.id]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_eval_const(sm, node.operand)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _located(node, fold, "*", -1 if isinstance(node.op, ast.USub) else 1, _eval_const(sm, node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        return _PY[_BINOPS[type(node.op)]](_eval_const(sm, node.left), _eval_const(sm, node.right))
+        left, right = _eval_const(sm, node.left), _eval_const(sm, node.right)
+        return _located(node, fold, _BINOPS[type(node.op)], left, right)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in sm.math_names:
-        return _MATH[node.attr]
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        if node.attr in _MATH and not callable(_MATH[node.attr]):
+            return _MATH[node.attr]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords
             and isinstance(node.func.value, ast.Name) and node.func.value.id in sm.math_names):
-        return _MATH[node.func.attr](*(_eval_const(sm, a) for a in node.args))
-    raise ValueError("not a constant")
+        return _located(node, call_math, node.func.attr, [_eval_const(sm, a) for a in node.args])
+    raise ConstFoldError("not a compile-time constant (numbers, + - * / // % ** and math.* only)", node)
+
+
+def _located(node: ast.AST, fn, *args) -> Any:
+    try:
+        return fn(*args)
+    except ConstFoldError as e:
+        e.node = e.node or node
+        raise
 
 
 # ---------------------------------------------------------------- parameter classification
@@ -225,12 +380,20 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
         else:
             ann = a.annotation.id if isinstance(a.annotation, ast.Name) else None
             default = "f32" if ann == "float" else "i32"
-            params.append(Param(a.arg, ScalarT(first.get(a.arg, default))))
+            dtype = T.TORCH_DTYPES.get(str(first.get(a.arg, default)), first.get(a.arg, default))
+            if dtype not in L.RUST_DTYPE:
+                raise Diagnostic(f"unsupported dtype {dtype!r} configured for scalar `{a.arg}`", loc, "config")
+            params.append(Param(a.arg, ScalarT(dtype)))
     return params
 
 
-def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str]) -> dict[str, int | None]:
-    """Names `fn` uses as arrays (with the rank a load/store index shows), through helper calls too."""
+def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str],
+               memo: dict[str, dict[str, int | None]] | None = None) -> dict[str, int | None]:
+    """Names `fn` uses as arrays (with the rank a load/store index shows), through helper calls too.
+
+    Each helper is scanned once (`memo`): helpers calling each other twice per level would otherwise
+    take exponential time."""
+    memo = {} if memo is None else memo
     arrays: dict[str, int | None] = {}
 
     def note(name: str, rank: int | None) -> None:
@@ -244,7 +407,9 @@ def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str]) -> dict
             elif (isinstance(node.func, ast.Name) and node.func.id in sm.helpers
                   and node.func.id not in active):
                 helper = sm.helpers[node.func.id]
-                inner = array_uses(sm, helper, active | {fn.name})
+                if helper.name not in memo:
+                    memo[helper.name] = array_uses(sm, helper, active | {fn.name}, memo)
+                inner = memo[helper.name]
                 params = [a.arg for a in helper.args.args]
                 bound = dict(zip(params, node.args)) | {k.arg: k.value for k in node.keywords if k.arg}
                 for pname, arg in bound.items():
@@ -285,7 +450,11 @@ def dtype_space(params: list[Param], cfg: KernelConfig) -> tuple[DTypeSpace, dic
         missing = [i for i, c in enumerate(configs) if p.name not in c]
         if missing:
             raise Diagnostic(f"no element dtype given for array `{p.name}`", None, "config")
-        vec = tuple(T.TORCH_DTYPES.get(c[p.name], c[p.name]) for c in configs)
+        vec = tuple(T.TORCH_DTYPES.get(str(c[p.name]), c[p.name]) for c in configs)
+        unsupported = sorted({str(d) for d in vec if d not in L.DTYPE_CODE})
+        if unsupported:
+            raise Diagnostic(f"unsupported dtype(s) {', '.join(unsupported)} configured for array `{p.name}`",
+                             None, "config", f"one of {', '.join(L.DTYPE_CODE)}")
         if len(set(vec)) == 1:
             assigned[p.name] = vec[0]
             continue
@@ -322,6 +491,8 @@ class KernelLowerer:
         self.scopes: list[_Scope] = []
         self.frames = Frames()
         self.inline_depth = 0
+        self.inlined = 0  # helper bodies inlined so far (bounded: see MAX_INLINED_CALLS)
+        self.stmt: ast.AST = fn  # the statement being lowered (where a too-deep nesting is reported)
 
     def loc(self, node: ast.AST) -> Loc:
         return loc_of(self.path, node)
@@ -346,7 +517,11 @@ class KernelLowerer:
             else:
                 self.scopes[-1].vars[p.name] = Ref(p.rust, p.ty)
                 self.b.scope_names[-1].add(p.rust)
-        self.block(fn.body, fn)
+        try:
+            self.block(fn.body, fn)
+        except RecursionError:
+            raise self.fail(self.stmt, "this statement nests too deeply to translate (an expression or a chain "
+                            "of helper calls)", "nesting", "split it into several statements") from None
         self.b.pop()
         hints = self.kernel_hints()
         params = [p for p in self.params if not (p.is_const and p.name in self.cfg.pinned)]
@@ -383,6 +558,8 @@ class KernelLowerer:
             return self.calls.attribute(self, ModuleRef("ct"), self.sm.ct_imports[name], node)
         if name in ("range", "min", "max", "len", "int", "float", "bool", "abs"):
             return ("builtin", name)
+        if name in self.sm.bad_constants:
+            raise dataclasses.replace(self.sm.bad_constants[name])
         raise self.fail(node, f"undefined name `{name}`", "name")
 
     def _owner(self, name: str) -> int | None:
@@ -425,7 +602,7 @@ class KernelLowerer:
         if isinstance(last, Let) and last.name == value.name and value.name in self.b.temps:
             self.b.temps.discard(last.name)
             if last.name != rust_name:
-                self.b.scope_names[-1].discard(last.name)
+                self.b.release(last.name)
                 last.name = rust_name  # the temporary that produced the value takes the variable's name
         elif value.name != rust_name:
             self.b.emit(Let(rust_name, self.b_copy(value)))
@@ -434,7 +611,7 @@ class KernelLowerer:
         last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
         if isinstance(last, Let) and last.name == value.name and value.name in self.b.temps:
             self.b.temps.discard(last.name)
-            self.b.scope_names[-1].discard(last.name)
+            self.b.release(last.name)
             last.name, last.update = rust_name, True
         else:
             self.b.emit(Let(rust_name, self.b_copy(value), update=True))
@@ -450,6 +627,7 @@ class KernelLowerer:
         try:
             for i, s in enumerate(stmts):
                 frame[1] = i
+                self.stmt = s
                 handler = getattr(self, f"stmt_{type(s).__name__}", None)
                 if handler is None:
                     raise self.fail(s, f"`{type(s).__name__}` statements are not supported in kernels",
@@ -525,7 +703,7 @@ class KernelLowerer:
                             "iterate over range(start, stop, step)")
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.fail(it, "range() takes 1 to 3 positional arguments", "for")
-        bounds = [self.scalar_atom(self.expr(a), a) for a in it.args]
+        bounds = [self.int_atom(self.expr(a), a, "a range() bound") for a in it.args]
         start, stop, step = (CDim(0), bounds[0], CDim(1)) if len(bounds) == 1 else \
             (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else CDim(1))
         if isinstance(step, CDim) and isinstance(step.dim, int) and step.dim <= 0:
@@ -687,6 +865,10 @@ class KernelLowerer:
         if self.inline_depth > 16:
             raise self.fail(call, f"helper `{fn.name}` is recursive (or nested too deeply)", "recursion",
                             "kernels and helpers cannot recurse")
+        self.inlined += 1
+        if self.inlined > MAX_INLINED_CALLS:
+            raise self.fail(call, f"helper calls expand to more than {MAX_INLINED_CALLS} inlined bodies", "size",
+                            "call helpers fewer times (each call is inlined), or split the kernel")
         params = [a.arg for a in fn.args.args]
         defaults = fn.args.defaults
         bound: dict[str, Value] = {}
@@ -733,15 +915,43 @@ class KernelLowerer:
         if isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0:
             return v
         if isinstance(v, CV) and v.is_dim:
+            self.check_literal(v.value, "i32", node)
             return CDim(v.value)
         if isinstance(v, CV) and isinstance(v.value, (float, bool)):
+            self.check_literal(v.value, lit_dtype(v.value), node)
             return Lit(v.value, ScalarT(lit_dtype(v.value)))
         raise self.fail(node, f"expected a scalar, got {_describe(v)}", "scalar")
+
+    def int_atom(self, v: Value, node: ast.AST, what: str) -> Atom:
+        """A scalar that must be an integer (an index, a loop bound)."""
+        atom = self.scalar_atom(v, node)
+        dtype = None if isinstance(atom, CDim) else atom.ty.dtype
+        if dtype is not None and not all(T.is_int(d) for d in self.b.dspace.values(dtype)):
+            raise self.fail(node, f"{what} must be an integer, got {_describe(v)}", "index",
+                            "convert it with int(...) or ct.astype")
+        return atom
+
+    def check_literal(self, value: Any, dtype: str, node: ast.AST) -> None:
+        """A literal the generated Rust spells with `dtype` must be representable in it."""
+        if isinstance(value, int) and not isinstance(value, bool) and dtype in _INT_RANGES:
+            lo, hi = _INT_RANGES[dtype]
+            if not lo <= value <= hi:
+                raise self.fail(node, f"integer constant {value} does not fit in {dtype}", "literal",
+                                f"constants must lie in [{lo}, {hi}]")
+        if isinstance(value, float) and dtype == "f32" and math.isfinite(value) and abs(value) > _F32_MAX:
+            raise self.fail(node, f"float constant {value!r} does not fit in f32", "literal")
+
+
+_INT_RANGES = {f"{s}{bits}": ((-(1 << bits - 1), (1 << bits - 1) - 1) if s == "i" else (0, (1 << bits) - 1))
+               for s in "iu" for bits in (8, 16, 32, 64)}
+_F32_MAX = 3.4028234663852886e38
 
 
 def _rust_named(p: Param, loc: Loc) -> Param:
     """Give a parameter whose name is a Rust keyword or DSL name a safe Rust identifier."""
     ident = rust_ident(p.name)
+    if ident == "_":  # the Rust wildcard, not a name
+        ident = "underscore_"
     if ident == p.name:
         return p
     if p.is_const:
@@ -816,8 +1026,11 @@ def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
     """Parse `path` and lower every kernel (or those in `only`); diagnostics are per kernel."""
     try:
         sm = scan_module(path)
-    except Diagnostic as d:  # a syntax error: nothing of the file can be translated
+    except Diagnostic as d:  # unreadable or a syntax error: nothing of the file can be translated
         return Translation(KernelModule(path, Path(path).stem, []), [d])
+    except Exception as e:  # noqa: BLE001 - a translator bug: reported, never a traceback
+        return Translation(KernelModule(path, Path(path).stem, []), [Diagnostic(
+            f"internal translator error: {type(e).__name__}: {e}", Loc(path, 1, 1), "internal", "please report this file")])
     kernels, diags = [], []
     names = list(only) if only else list(sm.kernels)
     for name in names:
