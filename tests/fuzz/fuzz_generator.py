@@ -6,6 +6,7 @@ Everything is a function of one `random.Random`, so an input is reproduced from 
 
 from __future__ import annotations
 
+import ast
 import io
 import random
 import tokenize
@@ -30,7 +31,7 @@ JUNK_TOKENS = ["(", ")", "[", "]", ",", ":", "=", "+", "*", "**", "//", "<<", "-
 
 @dataclass
 class FuzzInput:
-    kind: str  # "valid", "mutated", "nested", "constants", "encoding", "garbage"
+    kind: str  # "valid", "semantic", "mutated", "nested", "constants", "encoding", "garbage"
     data: bytes
 
 
@@ -104,6 +105,81 @@ class KernelGen:
             expr = f"ct.astype(ct.astype({src}, ct.float16), ct.float32)"
         live.append(out)
         return [f"{out} = {expr}"]
+
+
+# Expressions an AST mutation puts in place of another one: values of every kind the frontend meets, legal
+# or not in that position.
+VALUES = ["0", "1", "-1", "3", "2 ** 62", "-0.0", "1.5", "True", "None", "'C'", "'F'", "()", "(1, 2)", "(16,)",
+          "(3,)", "(-8,)", "(16, 16)", "x", "y", "n", "t", "TILE", "ct.bid(0)", "ct.num_blocks(0)", "ct.float32",
+          "ct.float16", "ct.float8_e4m3fn", "ct.int32", "ct.int64", "ct.bool_", "ct.PaddingMode.ZERO",
+          "ct.RoundingMode.APPROX", "ct.MemoryOrder.ACQUIRE", "x.shape", "x.shape[0]", "x.shape[-1]", "x.dtype",
+          "t.shape", "t.T", "t.dtype", "ct.arange(16, dtype=ct.int32)", "ct.zeros((16,), dtype=ct.float32)",
+          "ct.full((16, 16), 1, dtype=ct.int32)", "t > 0.0", "math.pi", "float('nan')", "float('inf')",
+          "1000000000000000000000000000000", "ct", "math", "helper", "range", "len", "lambda: 0", "[t]", "{}",
+          "x[0]", "t[:, None]", "t[0]", "t[None, :]", "ct.load", "abs", "...", "TILE * 2", "TILE // 0", "TILE - 3",
+          "n // 2", "n % 3", "-n", "not n", "n and t", "t if n else t", "ct.sum(t)", "ct.max(t, 0, keepdims=True)",
+          "ct.astype(t, ct.int32)", "ct.astype(t, ct.bool_)", "ct.reshape(t, (-1,))", "ct.mma(t, t, t)", "t @ t",
+          "ct.transpose(t)", "ct.permute(t, (1, 0))", "ct.extract(t, (0,), (4,))", "ct.where(t, t, t)",
+          "ct.gather(x, ct.arange(16, dtype=ct.int32))", "ct.cdiv(n, 16)", "min(n, TILE)", "max(TILE, 16)",
+          "int(1.5)", "bool(t)", "len(t)", "t.reshape(4, 4)", "t.astype(ct.float16)", "t.sum()", "ct.exp(n)"]
+KEYWORDS = ["axis", "shape", "dtype", "padding_mode", "latency", "keepdims", "order", "rounding_mode",
+            "flush_to_zero", "check_bounds", "allow_tma", "mask", "index", "tile", "memory_order", "bogus"]
+
+
+def _expression_slots(tree: ast.AST) -> list[tuple[ast.AST, str, int | None]]:
+    """(parent, field, index) of every expression inside a function (where the frontend looks)."""
+    slots = []
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        for parent in ast.walk(fn):
+            for name, value in ast.iter_fields(parent):
+                if isinstance(value, ast.expr):
+                    slots.append((parent, name, None))
+                elif isinstance(value, list):
+                    slots += [(parent, name, i) for i, v in enumerate(value) if isinstance(v, ast.expr)]
+    return slots
+
+
+def _statement_lists(tree: ast.AST) -> list[list[ast.stmt]]:
+    return [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.For, ast.If)) and n.body]
+
+
+def semantic(rng: random.Random, text: str) -> str:
+    """Well-formed Python that is hostile to the frontend: expressions swapped for values of other kinds,
+    keywords added or dropped, statements deleted, duplicated or moved into loops and branches."""
+    tree = ast.parse(text)
+    for _ in range(rng.randint(1, 3)):
+        op = rng.choice(["expr", "expr", "expr", "keyword", "drop_arg", "stmt"])
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        if op == "expr":
+            parent, name, i = rng.choice(_expression_slots(tree))
+            new = ast.parse(rng.choice(VALUES), mode="eval").body
+            if i is None:
+                setattr(parent, name, new)
+            else:
+                getattr(parent, name)[i] = new
+        elif op == "keyword" and calls:
+            value = ast.parse(rng.choice(VALUES), mode="eval").body
+            rng.choice(calls).keywords.append(ast.keyword(rng.choice(KEYWORDS), value))
+        elif op == "drop_arg" and calls:
+            call = rng.choice(calls)
+            if call.args and rng.random() < 0.5:
+                call.args.pop(rng.randrange(len(call.args)))
+            elif call.keywords:
+                call.keywords.pop(rng.randrange(len(call.keywords)))
+        elif op == "stmt":
+            body = rng.choice(_statement_lists(tree))
+            k = rng.randrange(len(body))
+            how = rng.choice(["delete", "duplicate", "loop", "branch"])
+            if how == "delete" and len(body) > 1:
+                del body[k]
+            elif how == "duplicate":
+                body.insert(k, body[k])
+            elif how == "loop":
+                body[k] = ast.For(ast.Name("k9", ast.Store()), ast.parse("range(n)", mode="eval").body, [body[k]], [])
+            else:
+                body[k] = ast.If(ast.parse(rng.choice(["n > 0", "TILE > 16", "True", "t"]), mode="eval").body,
+                                 [body[k]], [])
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
 def _tokens(text: str) -> list[str]:
@@ -213,8 +289,8 @@ def garbage(rng: random.Random) -> bytes:
     return "".join(rng.choice(JUNK_TOKENS + [" ", "\n", "    "]) for _ in range(n // 4)).encode()
 
 
-KINDS = (("valid", 0.25), ("mutated", 0.35), ("nested", 0.1), ("constants", 0.15), ("encoding", 0.1),
-         ("garbage", 0.05))
+KINDS = (("valid", 0.15), ("semantic", 0.35), ("mutated", 0.2), ("nested", 0.1), ("constants", 0.1),
+         ("encoding", 0.07), ("garbage", 0.03))
 
 
 def generate(seed: int, index: int) -> FuzzInput:
@@ -224,6 +300,8 @@ def generate(seed: int, index: int) -> FuzzInput:
     base = KernelGen(rng).file(rng.randint(1, 3))
     if kind == "valid":
         return FuzzInput(kind, base.encode())
+    if kind == "semantic":
+        return FuzzInput(kind, semantic(rng, base).encode())
     if kind == "mutated":
         return FuzzInput(kind, mutate(rng, base).encode())
     if kind == "nested":

@@ -13,7 +13,8 @@ from fuzz_harness import fuzz
 def test_generator_is_deterministic_and_covers_every_kind():
     items = [generate(7, i) for i in range(200)]
     assert [i.data for i in items] == [generate(7, i).data for i in range(200)]
-    assert {i.kind for i in items} == {"valid", "mutated", "nested", "constants", "encoding", "garbage"}
+    assert {i.kind for i in items} == {"valid", "semantic", "mutated", "nested", "constants", "encoding",
+                                      "garbage"}
 
 
 def test_valid_inputs_translate(tmp_path):

@@ -101,6 +101,13 @@ CASES = {
                                          STORE), "100000", "literal", "does not fit in i32"),
     "int_literal_beyond_u64": (kernel(LOAD, "t = t + 1000000000000000000000000000000", STORE), "t = t + 1",
                                "literal", "out of range of any supported integer type"),
+    "negate_a_string": (kernel(LOAD, "c = -'s'", STORE), "c = -'s'", "constant", "not a numeric constant"),
+    # found by the fuzzer
+    "call_of_a_tuple": (kernel(LOAD, "t = ()(t)", STORE), "()(t)", "call", "this call is not supported"),
+    "kernel_option_reads_a_kernel_local": (kernel(LOAD, STORE).replace("@ct.kernel\n", "@ct.kernel(occupancy=t.T)\n"),
+                                           "occupancy=t.T", "name", "undefined name `t`"),
+    "kernel_option_out_of_range": (kernel(LOAD, STORE).replace("@ct.kernel\n", "@ct.kernel(num_ctas=3)\n"),
+                                   "num_ctas=3", "ct.kernel", "num_ctas=3 is out of range"),
 }
 
 
@@ -212,12 +219,32 @@ def test_not_a_regular_file(tmp_path):
     assert d.construct == "file"
 
 
-def test_5000_deep_expression_is_located(tmp_path):
+@pytest.mark.parametrize("deep", [" + ".join(["1"] * 5000), "(" * 5000 + "1" + ")" * 5000])
+def test_5000_deep_expression_fails_only_its_kernel(tmp_path, deep):
+    """The parser gives up on it (RecursionError / too many parentheses): only that kernel is lost."""
+    path = tmp_path / "deep.py"
+    text = kernel(LOAD, f"c = {deep}", STORE) + GOOD
+    path.write_text(text)
+    by_kernel = {r.kernel: r for r in run(path, CONFIG).results}
+    assert by_kernel["good_kernel"].ok, str(by_kernel["good_kernel"].diagnostic)
+    d = by_kernel["bad_kernel"].diagnostic
+    assert d.construct in ("nesting", "syntax") and d.loc.line == _line_of(text, "c = "), str(d)
+
+
+def test_5000_deep_module_constant_is_located(tmp_path):
     path = tmp_path / "deep.py"
     text = HEAD + GOOD + "\nC = " + " + ".join(["1"] * 5000) + "\n"
     path.write_text(text)
-    d = _file_diagnostic(path)
+    by_kernel = {r.kernel: r for r in run(path, CONFIG).results}
+    assert by_kernel["good_kernel"].ok
+    d = by_kernel["<file>"].diagnostic
     assert d.construct == "nesting" and d.loc.line == text.count("\n")
+
+
+def test_real_syntax_errors_still_fail_the_file(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text(HEAD + GOOD + "\ndef broken(:\n    pass\n")
+    assert _file_diagnostic(path).construct == "syntax"
 
 
 # ---------------------------------------------------------------- hangs

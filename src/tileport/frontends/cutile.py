@@ -13,6 +13,7 @@ import dataclasses
 import io
 import math
 import os
+import re
 import stat
 import tokenize
 from dataclasses import dataclass, field
@@ -89,6 +90,9 @@ class KernelConfig:
 
 
 DEFAULT_FLOAT_DTYPES = ("f32", "f16", "bf16")
+# `@ct.kernel` options and their legal values (cuda.tile 1.7.0, _compiler_options.py).
+KERNEL_OPTIONS = {"occupancy": tuple(range(1, 33)), "num_ctas": (1, 2, 4, 8, 16),
+                  "num_worker_warps": (1, 2, 4, 8, 16, 32), "opt_level": (0, 1, 2, 3)}
 # Every helper call is inlined: helpers that call each other twice per level grow exponentially.
 MAX_INLINED_CALLS = 4_096
 
@@ -107,6 +111,7 @@ class ScannedModule:
     kernels: dict[str, ast.FunctionDef]
     math_names: set[str]
     bad_constants: dict[str, Diagnostic] = field(default_factory=dict)  # module constants that do not fold
+    parse_diagnostics: list[Diagnostic] = field(default_factory=list)  # statements the parser could not take
 
 
 def loc_of(path: str, node: ast.AST) -> Loc:
@@ -137,8 +142,9 @@ def read_source(path: str) -> str:
         raise Diagnostic(f"bad source encoding: {e.msg}", Loc(path, e.lineno or 1, 1), "encoding",
                          "save the file as UTF-8") from None
     except UnicodeDecodeError as e:
-        raise Diagnostic(f"the file is not valid {e.encoding}: byte 0x{raw[e.start]:02x}", _byte_loc(path, raw, e.start),
-                         "encoding", "save the file as UTF-8 (or declare its encoding with a coding cookie)") from None
+        raise Diagnostic(f"the file is not valid {e.encoding}: byte 0x{raw[e.start]:02x}",
+                         _byte_loc(path, raw, e.start), "encoding",
+                         "save the file as UTF-8 (or declare its encoding with a coding cookie)") from None
 
 
 def _byte_loc(path: str, raw: bytes, offset: int) -> Loc:
@@ -163,6 +169,55 @@ def parse_source(path: str, text: str) -> ast.Module:
                          "nesting", "split it into several statements") from None
 
 
+# SyntaxErrors that are limits of the parser, not errors of the program.
+PARSER_LIMITS = ("too many nested parentheses", "too many statically nested blocks")
+
+
+def parse_module(path: str, text: str) -> tuple[ast.Module, list[Diagnostic]]:
+    """The module's AST. When the parser hits one of its limits, every top-level statement is parsed on its
+    own: only the definitions that hit it fail (their diagnostics come back, named after their kernel), the
+    other kernels of the file still translate."""
+    try:
+        return parse_source(path, text), []
+    except Diagnostic as d:
+        chunks = _top_level_statements(text) if d.construct == "nesting" or \
+            any(limit in d.message for limit in PARSER_LIMITS) else None
+        if not chunks:
+            raise
+    body, diagnostics = [], []
+    for first_line, chunk in chunks:
+        try:
+            body += parse_source(path, "\n" * (first_line - 1) + chunk).body
+        except Diagnostic as d:
+            kernel = re.search(r"^@[\w.]*kernel\b.*?^def\s+(\w+)", chunk, re.M | re.S)
+            d.kernel = kernel.group(1) if kernel else ""
+            diagnostics.append(d)
+    return ast.Module(body, []), diagnostics
+
+
+def _top_level_statements(text: str) -> list[tuple[int, str]] | None:
+    """(first line, text) of each top-level statement (decorators with their definition); None if the
+    text does not even tokenize."""
+    starts, last = [], tokenize.NEWLINE
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+                continue
+            if last == tokenize.NEWLINE and tok.start[1] == 0:
+                starts.append(tok.start[0])
+            last = tok.type
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    lines = text.splitlines(keepends=True)
+    merged, decorated = [], False
+    for start in starts:
+        if not decorated:
+            merged.append(start)
+        decorated = lines[start - 1].startswith("@")
+    bounds = merged + [len(lines) + 1]
+    return [(a, "".join(lines[a - 1:b - 1])) for a, b in zip(bounds, bounds[1:])]
+
+
 def _longest_line(path: str, text: str) -> Loc:
     """Where the parser most likely gave up: the logical line with the most tokens."""
     best, count, start = (1, 0), 0, 1
@@ -182,8 +237,8 @@ def _longest_line(path: str, text: str) -> Loc:
 def scan_module(path: str, source: str | None = None) -> ScannedModule:
     """Find kernels, helpers, constants and imports. Raises Diagnostic on unreadable or invalid source."""
     text = read_source(path) if source is None else source
-    tree = parse_source(path, text)
-    sm = ScannedModule(path, tree, set(), {}, {}, {}, {}, {}, set())
+    tree, parse_diagnostics = parse_module(path, text)
+    sm = ScannedModule(path, tree, set(), {}, {}, {}, {}, {}, set(), parse_diagnostics=parse_diagnostics)
     for node in tree.body:
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -503,6 +558,7 @@ class KernelLowerer:
     # ---- entry
     def lower(self) -> Kernel:
         fn = self.fn
+        hints = self.kernel_hints()
         self.scopes.append(_Scope("fn"))
         body = self.b.push()
         for p in self.params:
@@ -523,7 +579,6 @@ class KernelLowerer:
             raise self.fail(self.stmt, "this statement nests too deeply to translate (an expression or a chain "
                             "of helper calls)", "nesting", "split it into several statements") from None
         self.b.pop()
-        hints = self.kernel_hints()
         params = [p for p in self.params if not (p.is_const and p.name in self.cfg.pinned)]
         doc = ast.get_docstring(fn) or ""
         return Kernel(rust_ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
@@ -531,14 +586,23 @@ class KernelLowerer:
                       signature=tuple(p.name for p in self.params))
 
     def kernel_hints(self) -> dict[str, Any]:
+        """`@ct.kernel(...)` options: module-level constants (no kernel names), checked as cuTile checks them."""
         hints: dict[str, Any] = {}
-        for d in self.fn.decorator_list:
-            if isinstance(d, ast.Call) and _is_ct_attr(self.sm, d, "kernel"):
-                for kw in d.keywords:
-                    if kw.arg not in ("occupancy", "num_ctas", "num_worker_warps", "opt_level"):
-                        raise self.fail(kw, f"kernel option `{kw.arg}` is not supported", "ct.kernel")
-                    v = self.compile_time(kw.value, f"kernel option `{kw.arg}`")
-                    hints[kw.arg] = v
+        self.b.push()  # a scratch block: an option that is not a constant is refused, whatever it emits
+        try:
+            for d in self.fn.decorator_list:
+                if isinstance(d, ast.Call) and _is_ct_attr(self.sm, d, "kernel"):
+                    for kw in d.keywords:
+                        if kw.arg not in KERNEL_OPTIONS:
+                            raise self.fail(kw, f"kernel option `{kw.arg}` is not supported", "ct.kernel")
+                        v = self.compile_time(kw.value, f"kernel option `{kw.arg}`")
+                        if v is not None and (type(v) is not int or v not in KERNEL_OPTIONS[kw.arg]):
+                            raise self.fail(kw, f"kernel option {kw.arg}={v!r} is out of range", "ct.kernel",
+                                            f"one of {', '.join(map(str, KERNEL_OPTIONS[kw.arg]))}")
+                        if v is not None:
+                            hints[kw.arg] = v
+        finally:
+            self.b.pop()
         return hints
 
     # ---- scopes and variables
@@ -817,7 +881,7 @@ class KernelLowerer:
             return v
         if isinstance(node.op, ast.USub):
             if isinstance(v, CV):
-                return CV(T.dim_op("-", 0, v.value) if v.is_dim and not isinstance(v.value, int) else -v.value)
+                return self.calls.negate(self, v, node)
             return self.calls.unary_fn(self, "negative", v, {}, node)
         if isinstance(node.op, ast.Not):
             if isinstance(v, CV):
@@ -1030,8 +1094,9 @@ def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
         return Translation(KernelModule(path, Path(path).stem, []), [d])
     except Exception as e:  # noqa: BLE001 - a translator bug: reported, never a traceback
         return Translation(KernelModule(path, Path(path).stem, []), [Diagnostic(
-            f"internal translator error: {type(e).__name__}: {e}", Loc(path, 1, 1), "internal", "please report this file")])
-    kernels, diags = [], []
+            f"internal translator error: {type(e).__name__}: {e}", Loc(path, 1, 1), "internal",
+            "please report this file")])
+    kernels, diags = [], list(sm.parse_diagnostics)
     names = list(only) if only else list(sm.kernels)
     for name in names:
         if name not in sm.kernels:
@@ -1051,7 +1116,7 @@ def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
             diags.append(Diagnostic(f"internal translator error: {type(e).__name__}: {e}",
                                     loc_of(path, sm.kernels[name]), "internal", "please report this kernel",
                                     kernel=name))
-    if not sm.kernels:
+    if not sm.kernels and not sm.parse_diagnostics:
         diags.append(Diagnostic("no `@ct.kernel` functions found", Loc(path, 1, 1), "kernel",
                                 "decorate kernels with @ct.kernel (import cuda.tile as ct)"))
     return Translation(KernelModule(path, Path(path).stem, kernels), diags)

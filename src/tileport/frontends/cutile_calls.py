@@ -12,7 +12,8 @@ from typing import Any
 
 from tileport import lowering as L
 from tileport.diagnostics import NeedsSpecialization
-from tileport.frontends.cutile import _MATH, CV, _describe, ConstFoldError, DTypeVal, EnumVal, ModuleRef, Value, fold
+from tileport.frontends.cutile import (_MATH, CV, ConstFoldError, DTypeVal, EnumVal, ModuleRef, Value, _describe,
+                                      fold)
 from tileport.model import types as T
 from tileport.model.builder import lit_dtype, weak_result_dtype
 from tileport.model.ir import Atom, CDim, Lit, Ref, sym_names
@@ -23,7 +24,7 @@ ENUMS = {"PaddingMode": {"UNDETERMINED", "ZERO", "NEG_ZERO", "NAN", "POS_INF", "
          "RoundingMode": {"RN", "RZ", "RM", "RP", "RA", "FULL", "APPROX", "RZI"},
          "MemoryOrder": {"WEAK", "RELAXED", "ACQUIRE", "RELEASE", "ACQ_REL"},
          "MemoryScope": {"NONE", "BLOCK", "CLUSTER", "DEVICE", "SYS"}}
-MAX_TILE_DIM = 2**31 - 1  # tile dimensions are i32 const generics in the generated Rust
+MAX_TILE_DIM = 2**30  # the largest power of two of an i32: tile dimensions are i32 const generics in Rust
 UNARY_MATH = {"exp": ("rounding_mode",), "exp2": ("flush_to_zero",), "log": (), "log2": (),
               "sqrt": ("rounding_mode", "flush_to_zero"), "rsqrt": ("flush_to_zero",), "sin": (), "cos": (),
               "tan": (), "sinh": (), "cosh": (), "tanh": ("rounding_mode",), "floor": (), "ceil": ()}
@@ -182,7 +183,7 @@ def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
         return handler(lw, args, kwargs, node)
     if isinstance(callee, BoundMethod):
         return method(lw, callee, args, kwargs, node)
-    if isinstance(callee, tuple) and callee[0] == "builtin":
+    if isinstance(callee, tuple) and callee[:1] == ("builtin",):  # a builtin, not a tuple value
         return builtin(lw, callee[1], args, kwargs, node)
     raise lw.fail(node, "this call is not supported in kernels", "call")
 
@@ -254,7 +255,7 @@ def _shape(lw, v: Value, node, what: str) -> tuple:
         for value in _dim_values(lw, d, node):
             if not (0 < value <= MAX_TILE_DIM and value & (value - 1) == 0):
                 raise lw.fail(node, f"{what}: dimension #{i} of the tile shape is {value}; tile dimensions are "
-                              f"powers of two from 1 to 2**30", "tile shape")
+                              f"powers of two from 1 to {MAX_TILE_DIM}", "tile shape")
     return shape
 
 
@@ -653,7 +654,7 @@ def _scalar_operand(lw, v, dtype, node) -> Atom:
 def _fold(lw, op: str, a: CV, b: CV, node) -> CV:
     symbolic = isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp))
     if symbolic and op in ("//", "%") and b.value == 0:
-        raise lw.fail(node, f"constant expression divides by zero", "constant")
+        raise lw.fail(node, "constant expression divides by zero", "constant")
     if symbolic and a.is_dim and b.is_dim and op in T._DIM_OPS:
         return CV(T.dim_op(op, a.value, b.value))
     if op in ("min", "max"):
