@@ -103,6 +103,9 @@ CASES = {
                                "literal", "out of range of any supported integer type"),
     "negate_a_string": (kernel(LOAD, "c = -'s'", STORE), "c = -'s'", "constant", "not a numeric constant"),
     # found by the fuzzer
+    "compare_with_an_array": (kernel(LOAD, "m = ct.where(t > y, t, 1e-06)", STORE), "t > y", "operator",
+                              "operator > on Array"),
+    "add_an_array": (kernel(LOAD, "t = t + x", STORE), "t = t + x", "operator", "operator + on Array"),
     "call_of_a_tuple": (kernel(LOAD, "t = ()(t)", STORE), "()(t)", "call", "this call is not supported"),
     "kernel_option_reads_a_kernel_local": (kernel(LOAD, STORE).replace("@ct.kernel\n", "@ct.kernel(occupancy=t.T)\n"),
                                            "occupancy=t.T", "name", "undefined name `t`"),

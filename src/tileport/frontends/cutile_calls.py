@@ -603,6 +603,7 @@ def _operand_dtype(lw, a, b, node, what) -> T.DType:
 def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_zero=None,
            propagate_nan=None) -> Value:
     a, b = materialize(lw, a, node), materialize(lw, b, node)
+    _check_operands(lw, op, (a, b), node)
     loc = lw.loc(node)
     if isinstance(a, CV) and isinstance(b, CV):
         return _fold(lw, op, a, b, node)
@@ -681,8 +682,19 @@ def negate(lw, x: CV, node) -> CV:
     return _fold(lw, "*", CV(-1), x, node)
 
 
+def _check_operands(lw, op: str, operands, node) -> None:
+    """Operators take numbers, scalars and tiles (tuples are refused by the caller)."""
+    for v in operands:
+        if not (isinstance(v, (CV, tuple)) or (isinstance(v, Ref) and isinstance(v.ty, (ScalarT, TileT)))):
+            raise lw.fail(node, f"operator {op} on {_describe(v)} is not supported", "operator",
+                          "load a tile from an array first")
+
+
 def compare(lw, op: str, a: Value, b: Value, node) -> Value:
     a, b = materialize(lw, a, node), materialize(lw, b, node)
+    _check_operands(lw, op, (a, b), node)
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        raise lw.fail(node, "comparison of tuples is not supported", "comparison")
     if isinstance(a, CV) and isinstance(b, CV):
         if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)),
