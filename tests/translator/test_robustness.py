@@ -103,6 +103,12 @@ CASES = {
                                "literal", "out of range of any supported integer type"),
     "negate_a_string": (kernel(LOAD, "c = -'s'", STORE), "c = -'s'", "constant", "not a numeric constant"),
     # found by the fuzzer
+    "reduce_a_0d_tile_along_an_axis": (kernel(LOAD, "s = ct.sum(t)", "u = ct.max(s, 1)", STORE), "ct.max(s, 1)",
+                                       "axis", "out of range for a tile of rank 0"),
+    "transpose_axis_out_of_range": (kernel(LOAD, "t = ct.transpose(t, 0, 5)", STORE), "ct.transpose", "axis",
+                                    "out of range"),
+    "expand_dims_bool_axis": (kernel(LOAD, "u = ct.expand_dims(t, True)", STORE), "ct.expand_dims", "axis",
+                              "out of range"),
     "compare_with_an_array": (kernel(LOAD, "m = ct.where(t > y, t, 1e-06)", STORE), "t > y", "operator",
                               "operator > on Array"),
     "add_an_array": (kernel(LOAD, "t = t + x", STORE), "t = t + x", "operator", "operator + on Array"),

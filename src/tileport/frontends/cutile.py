@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import tokenize
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -155,7 +156,9 @@ def _byte_loc(path: str, raw: bytes, offset: int) -> Loc:
 def parse_source(path: str, text: str) -> ast.Module:
     """`ast.parse`, with every way it can fail turned into a located Diagnostic."""
     try:
-        return ast.parse(text, filename=path)
+        with warnings.catch_warnings():  # SyntaxWarnings of user code are not the translator's to print
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
     except (SyntaxError, ValueError) as e:  # ValueError: null bytes (Python < 3.12)
         if isinstance(e, SyntaxError) and e.lineno:
             loc = Loc(path, e.lineno, e.offset or 1)

@@ -727,7 +727,7 @@ def reduce(lw, fn: str, args, kwargs, node) -> Ref:
     modes = {k: _mode_value(lw, k, b[k], node) for k in REDUCE_FNS[fn] if k in b}
     rank = x.ty.rank
     axes = list(range(rank)) if axis is None else [axis] if isinstance(axis, int) else list(axis)
-    axes = sorted({a % rank for a in axes}, reverse=True)
+    axes = sorted({_axis(lw, a, rank, node, f"ct.{fn}") for a in axes}, reverse=True)
     out = x
     for ax in axes:
         shape = tuple(d for i, d in enumerate(out.ty.shape) if i != ax)
@@ -790,14 +790,22 @@ def ct_transpose(lw, args, kwargs, node):
         if x.ty.rank != 2:
             raise lw.fail(node, "ct.transpose without axes needs a 2-D tile", "ct.transpose")
         a0, a1 = 0, 1
-    axes[a0 % x.ty.rank], axes[a1 % x.ty.rank] = axes[a1 % x.ty.rank], axes[a0 % x.ty.rank]
+    a0, a1 = (_axis(lw, a, x.ty.rank, node, "ct.transpose") for a in (a0, a1))
+    axes[a0], axes[a1] = axes[a1], axes[a0]
     return permute(lw, x, tuple(axes), node)
+
+
+def _axis(lw, axis: Any, rank: int, node, what: str) -> int:
+    """A tile axis in `[-rank, rank)`, normalized to `[0, rank)`."""
+    if type(axis) is not int or not -rank <= axis < rank:
+        raise lw.fail(node, f"{what}: axis {axis!r} is out of range for a tile of rank {rank}", "axis")
+    return axis % rank
 
 
 def ct_expand_dims(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "axis"), node, "expand_dims", 2)
     x = _tile(lw, b["x"], node, "ct.expand_dims")
-    axis = _opt_const(lw, b["axis"], node, "axis") % (x.ty.rank + 1)
+    axis = _axis(lw, _opt_const(lw, b["axis"], node, "axis"), x.ty.rank + 1, node, "ct.expand_dims")
     shape = list(x.ty.shape)
     shape.insert(axis, 1)
     return reshape(lw, x, tuple(shape), node)
