@@ -147,7 +147,7 @@ def semantic(rng: random.Random, text: str) -> str:
     """Well-formed Python that is hostile to the frontend: expressions swapped for values of other kinds,
     keywords added or dropped, statements deleted, duplicated or moved into loops and branches."""
     tree = ast.parse(text)
-    for _ in range(rng.randint(1, 3)):
+    for _ in range(rng.choice([1, 1, 2, 3, 5])):
         op = rng.choice(["expr", "expr", "expr", "keyword", "drop_arg", "stmt"])
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
         if op == "expr":

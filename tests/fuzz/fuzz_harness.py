@@ -119,7 +119,7 @@ def run_in_process(path: Path, out_dir: Path | None, timeout: float, figures: Fi
 
 def run_cli(path: Path, out_dir: Path, timeout: float) -> tuple[str, str] | None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "tileport.cli", "translate", path.name, "-o", out_dir.name]
+    cmd = [sys.executable, "-m", "tileport.cli", "translate", path.name, "-o", str(out_dir.relative_to(path.parent))]
     try:
         proc = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, errors="replace",
                               timeout=timeout + CLI_STARTUP_S)
@@ -151,10 +151,10 @@ def fuzz(n: int, seed: int, workdir: Path, timeout: float = 10.0, write_every: i
         t0 = time.perf_counter()
         runs = [("in-process", lambda: run_in_process(path, None, timeout, figures))]
         if write_every and index % write_every == 0:
-            runs.append(("in-process", lambda: run_in_process(path, out, timeout, figures)))
+            runs.append(("in-process", lambda: run_in_process(path, out / "in_process", timeout, figures)))
             figures.written_runs += 1
         if cli_every and index % cli_every == 0:
-            runs.append(("cli", lambda: run_cli(path, out, timeout)))
+            runs.append(("cli", lambda: run_cli(path, out / "cli", timeout)))
             figures.cli_runs += 1
         for via, run in runs:
             figures.in_process_runs += via == "in-process"
