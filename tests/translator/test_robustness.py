@@ -9,6 +9,7 @@ kernel of the run without a location), or invalid Rust was emitted with exit 0.
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import textwrap
@@ -162,7 +163,11 @@ def test_underscore_names_reach_valid_rust(tmp_path, params, body, construct):
     assert by_kernel["good_kernel"].ok, str(by_kernel["good_kernel"].diagnostic)
     d = by_kernel["bad_kernel"].diagnostic
     assert (d.construct, d.loc.line) == (construct, 9) if construct else d is None, str(d)
-    assert (tmp_path / "crate" / "src" / "k.rs").is_file()
+    rust = (tmp_path / "crate" / "src" / "k.rs").read_text()
+    # rustfmt accepts `_` as an expression, cargo does not: no generated binding or use may be `_`
+    used = re.compile(r"(?<![\w'\"])_(?![\w'\"])(?!\s*=>)")  # a name `_`; not a string "_" or a match arm
+    code = [line for line in rust.splitlines() if not line.lstrip().startswith("//")]
+    assert not [line for line in code if used.search(line)]
 
 
 def test_bid_negative_zero_does_not_fail_the_crate(tmp_path):
@@ -283,7 +288,9 @@ def test_exponential_inlining_is_bounded(tmp_path, levels, construct):
     path = tmp_path / "tower.py"
     text = kernel(LOAD, f"t = h{levels}(t)", STORE, prefix="\n\n" + _helper_tower(levels)) + GOOD
     path.write_text(text)
+    t0 = time.perf_counter()
     report = _within(20, lambda: run(path, CONFIG))
+    assert time.perf_counter() - t0 < 5
     by_kernel = {r.kernel: r for r in report.results}
     assert by_kernel["good_kernel"].ok
     d = by_kernel["bad_kernel"].diagnostic
@@ -317,3 +324,42 @@ def test_module_constant_error_names_its_definition(tmp_path):
     path.write_text(text + GOOD)
     d = {r.kernel: r for r in run(path, CONFIG).results}["bad_kernel"].diagnostic
     assert "module constant `BIG`" in d.message and d.loc.line == _line_of(text, "BIG = ")
+
+
+# ---------------------------------------------------------------- translator bugs stay per kernel
+
+def _check_only_bad_kernel_failed(tmp_path) -> None:
+    path = tmp_path / "k.py"
+    text = kernel(LOAD, STORE) + GOOD
+    path.write_text(text)
+    report = run(path, CONFIG)
+    by_kernel = {r.kernel: r for r in report.results}
+    assert by_kernel["good_kernel"].ok and "good_kernel" in report.files["src/k.rs"]
+    d = by_kernel["bad_kernel"].diagnostic
+    assert d.construct == "internal" and "KeyError" in d.message and d.loc.line == _line_of(text, "def bad_kernel")
+
+
+def test_a_pass_bug_fails_only_its_kernel(tmp_path, monkeypatch):
+    """A pass exception (once a StopIteration aborting the whole run) is an `internal` diagnostic of its kernel."""
+    import tileport.translate as tr
+    real = tr.order_memory
+
+    def order_memory(k):
+        if k.base_name == "bad_kernel":
+            raise KeyError("simulated pass bug")
+        real(k)
+    monkeypatch.setattr(tr, "order_memory", order_memory)
+    _check_only_bad_kernel_failed(tmp_path)
+
+
+def test_an_emitter_bug_fails_only_its_kernel(tmp_path, monkeypatch):
+    """An emitter exception (once a KeyError aborting the whole run) is an `internal` diagnostic of its kernel."""
+    import tileport.emit.rust_kernel as rk
+
+    class Failing(rk.KernelEmitter):
+        def emit(self):
+            if self.kernel.name == "bad_kernel":
+                raise KeyError("simulated emitter bug")
+            return super().emit()
+    monkeypatch.setattr(rk, "KernelEmitter", Failing)
+    _check_only_bad_kernel_failed(tmp_path)

@@ -110,7 +110,8 @@ def launcher_names(group: KernelGroup) -> dict[str, str]:
     taken = set(LAUNCHER_LOCALS) | {f"{dv.name.lower()}_code" for v in group.variants for dv in v.dtype_vars}
     names: dict[str, str] = {}
     for name, kind, _ in signature(group):
-        names[name] = fresh_name(name.lower() if kind == "const" else name, taken)
+        base = name.lower() if kind == "const" else name
+        names[name] = fresh_name("underscore_" if base == "_" else base, taken)  # `_` is no Rust name
     for v in group.variants:
         for p in v.params:
             names[p.rust] = names[p.name]
