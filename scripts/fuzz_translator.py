@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Long fuzz run of the translator: generated kernel files (valid, mutated, deeply nested, huge constants, bad
-encodings, garbage) through `translate()` in process and through the CLI; writes its figures as JSON.
+encodings, garbage) through `translate()` in process and through the CLI, and the corpus kernels under randomly
+broken configurations; writes its figures as JSON.
 
     python3 scripts/fuzz_translator.py --n 5000 --out bench/results/<date>-fuzz-translator.json
 
@@ -24,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests" / "fuzz")]
 
-from fuzz_harness import fuzz  # noqa: E402
+from fuzz_harness import fuzz, fuzz_configs  # noqa: E402
 
 
 def commit() -> str:
@@ -52,6 +53,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per input before it counts as a hang")
     ap.add_argument("--write-every", type=int, default=5, help="also write the crate (rustfmt) every k-th input")
     ap.add_argument("--cli-every", type=int, default=25, help="also run the CLI every k-th input")
+    ap.add_argument("--config-runs", type=int, default=1000, help="corpus translations under broken configurations")
     ap.add_argument("--out", type=Path, help="figures JSON (default: print only)")
     args = ap.parse_args()
 
@@ -61,17 +63,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tileport-fuzz-") as work:
         figures = fuzz(args.n, args.seed, Path(work), args.timeout, args.write_every, args.cli_every,
                        progress=progress)
+        configs = fuzz_configs(args.config_runs, args.seed, Path(work), args.timeout)
     result = {"what": "translator fuzz run (tests/fuzz/fuzz_generator.py, tests/fuzz/fuzz_harness.py)",
               "command": " ".join(["python3", "scripts/fuzz_translator.py", *sys.argv[1:]]),
               "commit": commit(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "python": platform.python_version(), "timeout_s": args.timeout, "clean": figures.clean,
-              **figures.to_dict()}
+              "python": platform.python_version(), "timeout_s": args.timeout,
+              "clean": figures.clean and configs.clean, **figures.to_dict(), "configs": configs.to_dict()}
     text = json.dumps(result, indent=2) + "\n"
     if args.out:
         write_atomic(args.out, text)
     summary = {k: result[k] for k in ("inputs", "counts", "cli_runs", "written_runs", "seconds", "clean")}
+    summary["configs"] = {k: result["configs"][k] for k in ("inputs", "counts", "seconds")}
     print(json.dumps(summary))
-    return 0 if figures.clean else 1
+    return 0 if result["clean"] else 1
 
 
 if __name__ == "__main__":

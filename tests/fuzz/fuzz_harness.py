@@ -5,7 +5,7 @@ Per input, in a fresh sandbox directory holding only the input file:
   runs), under a SIGALRM limit;
 - every `cli_every`-th input also through the CLI, `python -m tileport.cli translate <file> -o out`, under a
   subprocess timeout.
-Problems: `traceback` (an exception escaped, or the CLI printed one / exited other than 0 or 1), `internal`
+Problems (the work folder is snapshotted around each input): `traceback` (an exception escaped, or the CLI printed one / exited other than 0 or 1), `internal`
 (an "internal translator error" diagnostic), `unlocated` (a diagnostic without file:line), `hang` (over the
 time limit), `outside_write` (the sandbox changed anywhere but in the output folder).
 """
@@ -26,6 +26,9 @@ from fuzz_generator import generate
 
 REPO = Path(__file__).resolve().parents[2]
 PROBLEMS = ("traceback", "internal", "unlocated", "hang", "outside_write")
+# Values a fuzzed configuration puts in place of a dtype or a constant: legal, illegal and ill-typed.
+CONFIG_VALUES = (0, 1, 2, 3, -8, 16, 2**40, 2**62, True, False, 1.5, -0.0, "abc", None, "f16", "float8", "i64",
+                 "u16", "tf32", "bool", "float16", 7)
 CLI_STARTUP_S = 5.0  # the CLI's limit adds interpreter start-up and rustfmt to the per-input limit
 
 
@@ -74,7 +77,9 @@ def snapshot(root: Path, skip: Path) -> dict[str, tuple[int, int]]:
         if Path(dirpath) == skip or skip in Path(dirpath).parents:
             dirnames[:] = []
             continue
-        for name in filenames + [d for d in dirnames if Path(dirpath, d) != skip]:
+        for name in [d for d in dirnames if Path(dirpath, d) != skip]:  # folders: existence only (their mtime
+            out[str(Path(dirpath, name).relative_to(root))] = (-1, 0)  # changes when the output folder appears)
+        for name in filenames:
             p = Path(dirpath, name)
             st = p.lstat()
             out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
@@ -147,7 +152,7 @@ def fuzz(n: int, seed: int, workdir: Path, timeout: float = 10.0, write_every: i
         path = sandbox / "fuzz_kernels.py"
         path.write_bytes(item.data)
         out = sandbox / "out"
-        before = snapshot(sandbox, out)
+        before = snapshot(workdir, out)  # the whole work folder: a write beside the sandbox counts too
         t0 = time.perf_counter()
         runs = [("in-process", lambda: run_in_process(path, None, timeout, figures))]
         if write_every and index % write_every == 0:
@@ -162,7 +167,7 @@ def fuzz(n: int, seed: int, workdir: Path, timeout: float = 10.0, write_every: i
             if found:
                 figures.counts[found[0]] += 1
                 figures.problems.append(Problem(index, item.kind, found[0], via, found[1][-3000:]))
-        after = snapshot(sandbox, out)
+        after = snapshot(workdir, out)
         if after != before:
             changed = sorted(set(after.items()) ^ set(before.items()))
             figures.counts["outside_write"] += 1
@@ -174,3 +179,59 @@ def fuzz(n: int, seed: int, workdir: Path, timeout: float = 10.0, write_every: i
     figures.seconds = round(time.perf_counter() - t_start, 2)
     figures.slowest_input_s = round(figures.slowest_input_s, 2)
     return figures
+
+
+def fuzz_configs(n: int, seed: int, workdir: Path, timeout: float = 10.0, write_every: int = 10) -> Figures:
+    """The corpus kernels under random configurations (dtypes and constant values replaced by CONFIG_VALUES):
+    what comes from captures or a user's `--config` must be checked like source."""
+    import random
+
+    from tileport.corpus import corpus_files, kernel_configs
+    from tileport.frontends.cutile import KernelConfig
+    from tileport.ops.specs import all_specs
+    specs = all_specs()
+    files, base = corpus_files(specs), kernel_configs(specs)
+    figures = Figures(seed)
+    t_start = time.perf_counter()
+    for index in range(n):
+        rng = random.Random(f"config:{seed}:{index}")
+        path = rng.choice(files)
+        configs = {}
+        target = rng.choice(sorted(base[path]))  # one kernel, one configuration gets 1-2 bad entries
+        for kernel, cfg in base[path].items():
+            variants = [dict(c) for c in cfg.configs] or [{}]
+            if kernel == target:
+                c = rng.choice(variants)
+                for _ in range(rng.randint(1, 2)):
+                    c[rng.choice(sorted(c) or ["x"])] = rng.choice(CONFIG_VALUES)
+            configs[kernel] = KernelConfig(tuple(variants), cfg.ranks, cfg.pinned)
+        figures.inputs += 1
+        out = workdir / "config_out" if write_every and index % write_every == 0 else None
+        figures.written_runs += out is not None
+        figures.in_process_runs += 1
+        found = _run_config(Path(path), configs, out, timeout, figures)
+        if found:
+            figures.counts[found[0]] += 1
+            figures.problems.append(Problem(index, "config", found[0], "in-process", found[1][-3000:]))
+    figures.by_kind["config"] = n
+    figures.seconds = round(time.perf_counter() - t_start, 2)
+    return figures
+
+
+def _run_config(path: Path, configs, out_dir: Path | None, timeout: float, figures: Figures):
+    from tileport.translate import translate
+    try:
+        report = _with_alarm(timeout, lambda: translate([str(path)], out_dir, {str(path): configs}))
+    except Hang:
+        return "hang", f"translate() ran over {timeout} s"
+    except BaseException:  # noqa: BLE001 - exactly what the fuzzer looks for
+        return "traceback", traceback.format_exc(limit=-6)
+    for r in report.results:
+        d = r.diagnostic
+        figures.kernels_translated += d is None
+        figures.kernel_diagnostics += d is not None
+        if d is not None and (d.construct == "internal" or "internal translator error" in d.message):
+            return "internal", str(d)
+        if d is not None and (d.loc is None or d.loc.line < 1):
+            return "unlocated", str(d)
+    return None

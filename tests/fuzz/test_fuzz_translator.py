@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 from fuzz_generator import generate
-from fuzz_harness import fuzz
+from fuzz_harness import fuzz, fuzz_configs
 
 
 def test_generator_is_deterministic_and_covers_every_kind():
@@ -34,6 +34,13 @@ def test_bounded_fuzz_run(tmp_path):
     figures = fuzz(300, seed=20261201, workdir=tmp_path, timeout=10.0, write_every=15 if cli_every else 0,
                    cli_every=cli_every)
     assert figures.inputs == 300 and figures.in_process_runs >= 300
+    assert figures.clean, [p.__dict__ for p in figures.problems[:5]]
+
+
+def test_bounded_config_fuzz_run(tmp_path):
+    """The corpus kernels under randomly broken configurations: diagnostics, never internal errors."""
+    figures = fuzz_configs(150, seed=20261201, workdir=tmp_path, write_every=0)
+    assert figures.kernels_translated and figures.kernel_diagnostics  # both outcomes are exercised
     assert figures.clean, [p.__dict__ for p in figures.problems[:5]]
 
 

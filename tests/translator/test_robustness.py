@@ -121,6 +121,32 @@ CASES = {
 }
 
 
+def test_gather_padding_not_representable_in_the_array_dtype(tmp_path):
+    """Found by fuzzing configurations: -inf padding of an integer array was an internal OverflowError."""
+    path = tmp_path / "k.py"
+    text = kernel("t = ct.gather(x, ct.arange(16, dtype=ct.int32), padding_value=float('-inf'))", STORE) + GOOD
+    path.write_text(text)
+    report = run(path, {"bad_kernel": [{"x": "i64", "y": "i64", "TILE": 16}], "good_kernel": CONFIG["good_kernel"]})
+    by_kernel = {r.kernel: r for r in report.results}
+    d = by_kernel["bad_kernel"].diagnostic
+    assert by_kernel["good_kernel"].ok and d.construct == "padding_value" and "not representable in i64" in d.message
+    assert d.loc.line == _line_of(text, "ct.gather")
+
+
+@pytest.mark.parametrize("value", ["abc", None, 1.5, True, 2**40])
+def test_configured_constant_of_the_wrong_kind(tmp_path, value):
+    """A configuration (capture, --config) giving `TILE: ct.Constant[int]` a non-int was accepted and spelled
+    into the generated Rust; it is refused at the parameter."""
+    path = tmp_path / "k.py"
+    text = kernel("t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))", STORE) + GOOD
+    path.write_text(text)
+    report = run(path, {"bad_kernel": [{"x": "f32", "y": "f32", "TILE": value}], "good_kernel": CONFIG["good_kernel"]})
+    by_kernel = {r.kernel: r for r in report.results}
+    d = by_kernel["bad_kernel"].diagnostic
+    assert by_kernel["good_kernel"].ok and d is not None and d.construct == "config", str(d)
+    assert (d.loc.line, "ct.Constant[int]" in d.message) == (_line_of(text, "def bad_kernel"), True)
+
+
 def _line_of(text: str, marker: str) -> int:
     return next(n for n, line in enumerate(text.splitlines(), 1) if marker in line)
 

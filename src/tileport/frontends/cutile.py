@@ -496,6 +496,28 @@ def _rank_from_call(name: str, call: ast.Call) -> int | None:
     return None
 
 
+# What a configuration may give a `ct.Constant[kind]` parameter (bool is not an int here, as in a Rust const).
+_CONST_VALUE_TYPES = {"int": (int,), "bool": (bool,), "float": (int, float)}
+
+
+def check_constant_values(path: str, fn: ast.FunctionDef, params: list[Param], cfg: KernelConfig) -> None:
+    """Configured constant values must have their parameter's kind (they become literals and const generics)."""
+    locs = {a.arg: loc_of(path, a) for a in fn.args.args}
+    for c in (*cfg.configs, cfg.pinned):
+        for p in params:
+            if not p.is_const or p.name not in c:
+                continue
+            v = c[p.name]
+            ok = isinstance(v, _CONST_VALUE_TYPES[p.const_type]) and (p.const_type == "bool" or not isinstance(v, bool))
+            if ok and p.const_type == "int":
+                ok = -2**31 <= v < 2**31
+            if ok and p.const_type == "float":
+                ok = math.isfinite(v)
+            if not ok:
+                raise Diagnostic(f"configured value {v!r} of `{p.name}` is not a ct.Constant[{p.const_type}] value",
+                                 locs[p.name], "config", "fix the configuration (capture) of this kernel")
+
+
 def dtype_space(params: list[Param], cfg: KernelConfig) -> tuple[DTypeSpace, dict[str, T.DType]]:
     """Group arrays whose dtypes vary together into generics E, E2, ...; fixed ones stay concrete."""
     configs = cfg.configs or tuple({p.name: dt for p in params if p.is_array} for dt in DEFAULT_FLOAT_DTYPES)
@@ -540,6 +562,7 @@ class KernelLowerer:
         self.path = sm.path
         self.calls = cutile_calls
         params = classify_params(sm, fn, cfg)
+        check_constant_values(sm.path, fn, params, cfg)
         space, array_dtypes = dtype_space(params, cfg)
         self.params = [Param(p.name, ArrayT(array_dtypes[p.name], p.ty.rank)) if p.is_array else p for p in params]
         self.params = [_rust_named(p, self.loc(fn)) for p in self.params]

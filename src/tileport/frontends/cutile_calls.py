@@ -408,6 +408,11 @@ def ct_gather(lw, args, kwargs, node):
     shape = _common_shape(lw, idx + ([mask] if mask is not None else []), node)
     loc = lw.loc(node)
     pad = _opt_const(lw, b.get("padding_value", CV(0)), node, "padding_value", (int, float))
+    for dt in lw.b.dspace.values(arr.ty.dtype):
+        if not T.is_float(dt) and not float(pad).is_integer():
+            raise lw.fail(node, f"ct.gather: padding_value {pad!r} is not representable in {dt}", "padding_value")
+        if not T.is_float(dt):
+            lw.check_literal(int(pad), dt, node)
     # Indices stay in their own shapes: cuTile widens each to u64 before broadcasting it.
     args_ = (arr, *idx)
     if mask is not None:
