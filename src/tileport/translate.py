@@ -68,6 +68,11 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
         except Diagnostic as d:
             results[base] = KernelResult(path, base, diagnostic=d)
             continue
+        except Exception as e:  # noqa: BLE001 - a pass bug is reported for its kernel, the others go on
+            results[base] = KernelResult(path, base, diagnostic=Diagnostic(
+                f"internal translator error: {type(e).__name__}: {e}", k.loc, "internal", "please report this kernel",
+                kernel=base))
+            continue
         if base in results and not results[base].ok:
             continue
         r = results.setdefault(base, KernelResult(path, base))

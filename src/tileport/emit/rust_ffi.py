@@ -110,7 +110,8 @@ def launcher_names(group: KernelGroup) -> dict[str, str]:
     taken = set(LAUNCHER_LOCALS) | {f"{dv.name.lower()}_code" for v in group.variants for dv in v.dtype_vars}
     names: dict[str, str] = {}
     for name, kind, _ in signature(group):
-        names[name] = fresh_name(name.lower() if kind == "const" else name, taken)
+        base = name.lower() if kind == "const" else name
+        names[name] = fresh_name("underscore_" if base == "_" else base, taken)  # `_` is no Rust name
     for v in group.variants:
         for p in v.params:
             names[p.rust] = names[p.name]
@@ -120,6 +121,17 @@ def launcher_names(group: KernelGroup) -> dict[str, str]:
 
 
 def emit_launcher(group: KernelGroup) -> str:
+    """The C-ABI launcher of one kernel group; raises Diagnostic if it cannot be emitted."""
+    try:
+        return _launcher(group)
+    except Diagnostic:
+        raise
+    except Exception as e:  # noqa: BLE001 - an emitter bug fails this kernel only, with its location
+        raise Diagnostic(f"internal translator error: {type(e).__name__}: {e}", group.first.loc, "internal",
+                         "please report this kernel", kernel=group.base) from None
+
+
+def _launcher(group: KernelGroup) -> str:
     _check_same_signature(group)
     k = group.first
     arg_names = launcher_names(group)

@@ -598,5 +598,11 @@ def _bits(dt: str) -> int:
 def emit_kernel(kernel: Kernel, source: str = "") -> tuple[str, set[str]]:
     """Rust source of one entry and the shims it needs (`source`: the path recorded in comments)."""
     em = KernelEmitter(kernel, source)
-    text = em.emit()
+    try:
+        text = em.emit()
+    except Diagnostic:
+        raise
+    except Exception as e:  # noqa: BLE001 - an emitter bug fails this kernel only, with its location
+        raise Diagnostic(f"internal translator error: {type(e).__name__}: {e}", kernel.loc, "internal",
+                         "please report this kernel", kernel=kernel.base_name or kernel.name) from None
     return text, em.shims

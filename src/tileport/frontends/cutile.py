@@ -9,12 +9,19 @@ a `Diagnostic` with file:line:col.
 from __future__ import annotations
 
 import ast
+import io
 import math
-from itertools import product
+import os
+import re
+import stat
+import tokenize
+import warnings
 from dataclasses import dataclass, field, replace
+from itertools import product
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tileport import lowering as L
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.emit.names import rust_ident
 from tileport.frontends.liveness import Frames, assigned, exposed_read
@@ -91,6 +98,11 @@ CONST_SCALAR_DTYPES = {"int": "i32", "bool": "bool", "float": "f32"}  # a ct.Con
 
 
 DEFAULT_FLOAT_DTYPES = ("f32", "f16", "bf16")
+# `@ct.kernel` options and their legal values (cuda.tile 1.7.0, _compiler_options.py).
+KERNEL_OPTIONS = {"occupancy": tuple(range(1, 33)), "num_ctas": (1, 2, 4, 8, 16),
+                  "num_worker_warps": (1, 2, 4, 8, 16, 32), "opt_level": (0, 1, 2, 3)}
+# Every helper call is inlined: helpers that call each other twice per level grow exponentially.
+MAX_INLINED_CALLS = 4_096
 
 
 # ---------------------------------------------------------------- module scan
@@ -112,6 +124,8 @@ class ScannedModule:
     dtype_modules: dict[str, str] = field(default_factory=dict)  # np -> "numpy", torch -> "torch"
     closures: dict[str, "Closure"] = field(default_factory=dict)  # kernels built inside a factory function
     imports: dict[str, tuple[Path, str]] = field(default_factory=dict)  # from .utils import f -> (file, "f")
+    bad_constants: dict[str, Diagnostic] = field(default_factory=dict)  # module constants that do not fold
+    parse_diagnostics: list[Diagnostic] = field(default_factory=list)  # statements the parser could not take
 
 
 @dataclass
@@ -128,14 +142,129 @@ def loc_of(path: str, node: ast.AST) -> Loc:
     return Loc(path, getattr(node, "lineno", 0), getattr(node, "col_offset", -1) + 1)
 
 
-def scan_module(path: str, source: str | None = None) -> ScannedModule:
-    """Find kernels, helpers, constants and imports. Raises Diagnostic on a syntax error."""
-    text = Path(path).read_text() if source is None else source
+# Kernel files are small; a larger input is refused before parsing (the parser, the emitter and rustfmt
+# would otherwise spend minutes or overflow their stacks on it).
+MAX_SOURCE_BYTES = 1 << 20
+
+
+def read_source(path: str) -> str:
+    """The text of a kernel file, decoded as Python does (PEP 263 cookie, UTF-8 BOM); Diagnostic if not."""
     try:
-        tree = ast.parse(text, filename=path)
-    except SyntaxError as e:
-        raise Diagnostic(f"syntax error: {e.msg}", Loc(path, e.lineno or 0, e.offset or 0), "syntax") from None
-    sm = ScannedModule(path, tree, set(), {}, {}, {}, {}, {}, set())
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise Diagnostic("not a regular file", Loc(path, 1, 1), "file", "give a .py kernel file")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as e:
+        raise Diagnostic(f"cannot read the file: {e.strerror or e}", Loc(path, 1, 1), "file") from None
+    if len(raw) > MAX_SOURCE_BYTES:
+        raise Diagnostic(f"the file is larger than {MAX_SOURCE_BYTES >> 20} MiB", Loc(path, 1, 1), "file size",
+                         "split the kernels into several files")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        return raw.decode(encoding)  # "utf-8-sig" when the file starts with a BOM: the BOM is dropped
+    except SyntaxError as e:  # an unknown or contradictory coding cookie
+        raise Diagnostic(f"bad source encoding: {e.msg}", Loc(path, e.lineno or 1, 1), "encoding",
+                         "save the file as UTF-8") from None
+    except UnicodeDecodeError as e:
+        raise Diagnostic(f"the file is not valid {e.encoding}: byte 0x{raw[e.start]:02x}",
+                         _byte_loc(path, raw, e.start), "encoding",
+                         "save the file as UTF-8 (or declare its encoding with a coding cookie)") from None
+
+
+def _byte_loc(path: str, raw: bytes, offset: int) -> Loc:
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    return Loc(path, raw.count(b"\n", 0, offset) + 1, offset - line_start + 1)
+
+
+def parse_source(path: str, text: str) -> ast.Module:
+    """`ast.parse`, with every way it can fail turned into a located Diagnostic."""
+    try:
+        with warnings.catch_warnings():  # SyntaxWarnings of user code are not the translator's to print
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
+    except (SyntaxError, ValueError) as e:  # ValueError: null bytes (Python < 3.12)
+        if isinstance(e, SyntaxError) and e.lineno:
+            loc = Loc(path, e.lineno, e.offset or 1)
+        elif "\0" in text:
+            loc = _byte_loc(path, text.encode("utf-8", "replace"), text.encode("utf-8", "replace").find(b"\0"))
+        else:
+            loc = Loc(path, 1, 1)
+        raise Diagnostic(f"syntax error: {getattr(e, 'msg', None) or e}", loc, "syntax") from None
+    except (RecursionError, MemoryError):
+        raise Diagnostic("an expression nests too deeply for the Python parser", _longest_line(path, text),
+                         "nesting", "split it into several statements") from None
+
+
+# SyntaxErrors that are limits of the parser, not errors of the program.
+PARSER_LIMITS = ("too many nested parentheses", "too many statically nested blocks")
+
+
+def parse_module(path: str, text: str) -> tuple[ast.Module, list[Diagnostic]]:
+    """The module's AST. When the parser hits one of its limits, every top-level statement is parsed on its
+    own: only the definitions that hit it fail (their diagnostics come back, named after their kernel), the
+    other kernels of the file still translate."""
+    try:
+        return parse_source(path, text), []
+    except Diagnostic as d:
+        chunks = _top_level_statements(text) if d.construct == "nesting" or \
+            any(limit in d.message for limit in PARSER_LIMITS) else None
+        if not chunks:
+            raise
+    body, diagnostics = [], []
+    for first_line, chunk in chunks:
+        try:
+            body += parse_source(path, "\n" * (first_line - 1) + chunk).body
+        except Diagnostic as d:
+            kernel = re.search(r"^@[\w.]*kernel\b.*?^def\s+(\w+)", chunk, re.M | re.S)
+            d.kernel = kernel.group(1) if kernel else ""
+            diagnostics.append(d)
+    return ast.Module(body, []), diagnostics
+
+
+def _top_level_statements(text: str) -> list[tuple[int, str]] | None:
+    """(first line, text) of each top-level statement (decorators with their definition); None if the
+    text does not even tokenize."""
+    starts, last = [], tokenize.NEWLINE
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+                continue
+            if last == tokenize.NEWLINE and tok.start[1] == 0:
+                starts.append(tok.start[0])
+            last = tok.type
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    lines = text.splitlines(keepends=True)
+    merged, decorated = [], False
+    for start in starts:
+        if not decorated:
+            merged.append(start)
+        decorated = lines[start - 1].startswith("@")
+    bounds = merged + [len(lines) + 1]
+    return [(a, "".join(lines[a - 1:b - 1])) for a, b in zip(bounds, bounds[1:])]
+
+
+def _longest_line(path: str, text: str) -> Loc:
+    """Where the parser most likely gave up: the logical line with the most tokens."""
+    best, count, start = (1, 0), 0, 1
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                best = max(best, (start, count), key=lambda b: b[1])
+                count, start = 0, tok.end[0] + 1
+            elif tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                start = tok.start[0] if count == 0 else start
+                count += 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return Loc(path, best[0], 1)
+
+
+def scan_module(path: str, source: str | None = None) -> ScannedModule:
+    """Find kernels, helpers, constants and imports. Raises Diagnostic on unreadable or invalid source."""
+    text = read_source(path) if source is None else source
+    tree, parse_diagnostics = parse_module(path, text)
+    sm = ScannedModule(path, tree, set(), {}, {}, {}, {}, {}, set(), parse_diagnostics=parse_diagnostics)
     for node in tree.body:
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -212,7 +341,7 @@ def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
                 constants[names[0]] = scoped.constants[names[0]] = _eval_const(scoped, st.value)
                 runtime.discard(names[0])
                 continue
-            except (ValueError, TypeError, ZeroDivisionError, KeyError):
+            except (ValueError, TypeError, ZeroDivisionError, KeyError, RecursionError):
                 pass
         runtime |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     for kernel in nested:
@@ -234,19 +363,32 @@ def _scan_assign(sm: ScannedModule, node: ast.Assign | ast.AnnAssign) -> None:
     if len(targets) != 1 or not isinstance(targets[0], ast.Name) or node.value is None:
         return
     name, value = targets[0].id, node.value
-    kind = _const_annotation(sm, value)
+    kind = None if isinstance(value, ast.Constant) else _const_annotation(sm, value)
     if kind:
         sm.const_aliases[name] = kind
         return
+    sm.constants.pop(name, None)
+    sm.bad_constants.pop(name, None)
     try:
         sm.constants[name] = _eval_const(sm, value)
-    except (ValueError, TypeError, ZeroDivisionError, KeyError):
+    except NotConstant:
         sm.aliases[name] = value  # evaluated (as kernel code would be) where a kernel uses the name
-        sm.constants.pop(name, None)  # a later rebinding hides an earlier constant
+    except ConstFoldError as e:  # a constant expression that does not fold: a kernel that uses it gets this
+        sm.bad_constants[name] = Diagnostic(f"module constant `{name}` is not a compile-time constant: {e}",
+                                            loc_of(sm.path, e.node or value), "constant", e.hint)
+    except RecursionError:
+        sm.bad_constants[name] = Diagnostic(f"module constant `{name}` nests too deeply to evaluate",
+                                            loc_of(sm.path, value), "constant", "split it into several constants")
 
 
 def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
-    """`ct.Constant[int]` (or an alias of it) -> "int"."""
+    """`ct.Constant[int]` (or an alias of it) -> "int"; a string annotation is parsed (once)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            raise Diagnostic(f"malformed string annotation {node.value[:40]!r}", loc_of(sm.path, node),
+                             "annotation", "write the annotation without quotes (ct.Constant[int])") from None
     if node is None:
         return None
     if isinstance(node, ast.Name) and node.id in sm.const_aliases:
@@ -256,8 +398,6 @@ def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
         if isinstance(inner, ast.Name) and inner.id in ("int", "bool", "float"):
             return inner.id
         return "int"
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return _const_annotation(sm, ast.parse(node.value, mode="eval").body)
     return None
 
 
@@ -271,22 +411,99 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b}
 
 
+# Folded integers are bounded: no kernel constant needs more than 64 bits, and an unbounded `10 ** 10 ** 10`
+# or `1 << 2 ** 40` would take minutes or all memory.
+MAX_FOLD_BITS = 256
+
+
+class ConstFoldError(ValueError):
+    """A compile-time expression that cannot (or must not) be evaluated."""
+
+    def __init__(self, message: str, node: ast.AST | None = None, hint: str = ""):
+        super().__init__(message)
+        self.node, self.hint = node, hint
+
+
+class NotConstant(ConstFoldError):
+    """An expression that is not of constant form at all (a module-level alias such as `fexp = ct.exp`)."""
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float))  # bool is an int, as in Python
+
+
+def fold(op: str, a: Any, b: Any) -> int | float:
+    """`a op b` on compile-time numbers, bounded in size; ConstFoldError instead of any Python error."""
+    if not (_is_number(a) and _is_number(b)) or op not in _PY:
+        raise ConstFoldError(f"`{op}` of {type(a).__name__} and {type(b).__name__} is not a numeric constant")
+    big = ConstFoldError(f"the value of `{a!r} {op} {b!r}` exceeds {MAX_FOLD_BITS} bits",
+                         hint="constants must fit the kernel's integer types")
+    if op == "**" and isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and \
+            b * (abs(a).bit_length() - 1) > MAX_FOLD_BITS:
+        raise big
+    if op == "<<" and isinstance(b, int) and b > MAX_FOLD_BITS:
+        raise big
+    try:
+        out = _PY[op](a, b)
+    except ZeroDivisionError:
+        raise ConstFoldError(f"`{a!r} {op} {b!r}` divides by zero") from None
+    except OverflowError:
+        raise ConstFoldError(f"`{a!r} {op} {b!r}` overflows a float") from None
+    except (ValueError, TypeError) as e:
+        raise ConstFoldError(f"`{a!r} {op} {b!r}` fails: {e}") from None
+    return _checked(out, big)
+
+
+def _checked(out: Any, big: ConstFoldError) -> int | float:
+    if isinstance(out, int) and out.bit_length() > MAX_FOLD_BITS:
+        raise big
+    if not _is_number(out):  # (-8) ** 0.5 is complex
+        raise ConstFoldError(f"{out!r} is not a real number")
+    return out
+
+
+def call_math(name: str, args: list[Any]) -> float:
+    """`math.<name>(*args)` on compile-time numbers; ConstFoldError instead of any Python error."""
+    fn = _MATH.get(name)
+    if not callable(fn):
+        raise ConstFoldError(f"math.{name} is not supported in constants")
+    if not all(_is_number(a) for a in args):
+        raise ConstFoldError(f"math.{name} of a non-number")
+    call = f"math.{name}({', '.join(map(repr, args))})"
+    try:
+        return fn(*args)
+    except OverflowError:
+        raise ConstFoldError(f"`{call}` overflows a float") from None
+    except (ValueError, TypeError) as e:
+        raise ConstFoldError(f"`{call}` fails: {e}") from None
+
+
 def _eval_const(sm: ScannedModule, node: ast.AST) -> Any:
     """Evaluate a module-level constant expression without executing user code."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
-        return node.value
+        return _checked(node.value, ConstFoldError(f"{node.value} exceeds {MAX_FOLD_BITS} bits", node))
     if isinstance(node, ast.Name) and node.id in sm.constants:
         return sm.constants[node.id]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_eval_const(sm, node.operand)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _located(node, fold, "*", -1 if isinstance(node.op, ast.USub) else 1, _eval_const(sm, node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        return _PY[_BINOPS[type(node.op)]](_eval_const(sm, node.left), _eval_const(sm, node.right))
+        left, right = _eval_const(sm, node.left), _eval_const(sm, node.right)
+        return _located(node, fold, _BINOPS[type(node.op)], left, right)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in sm.math_names:
-        return _MATH[node.attr]
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        if node.attr in _MATH and not callable(_MATH[node.attr]):
+            return _MATH[node.attr]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords
             and isinstance(node.func.value, ast.Name) and node.func.value.id in sm.math_names):
-        return _MATH[node.func.attr](*(_eval_const(sm, a) for a in node.args))
-    raise ValueError("not a constant")
+        return _located(node, call_math, node.func.attr, [_eval_const(sm, a) for a in node.args])
+    raise NotConstant("not a compile-time constant (numbers, + - * / // % ** and math.* only)", node)
+
+
+def _located(node: ast.AST, fn, *args) -> Any:
+    try:
+        return fn(*args)
+    except ConstFoldError as e:
+        e.node = e.node or node
+        raise
 
 
 # ---------------------------------------------------------------- parameter classification
@@ -313,8 +530,12 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
                                  "index it with a tuple in ct.load/ct.store, or give its rank in the config")
             params.append(Param(a.arg, ArrayT("?", rank)))
         else:
-            dtype = first.get(a.arg) or _SCALAR_ANNOTATIONS.get(getattr(a.annotation, "id", None)) \
+            configured = first.get(a.arg)
+            dtype = (T.TORCH_DTYPES.get(str(configured), configured) if configured is not None else None) \
+                or _SCALAR_ANNOTATIONS.get(getattr(a.annotation, "id", None)) \
                 or launch_scalar_dtype(sm, fn.name, fn.args.args.index(a)) or scalar_use_dtype(fn, a.arg) or "i32"
+            if dtype not in L.RUST_DTYPE:
+                raise Diagnostic(f"unsupported dtype {dtype!r} configured for scalar `{a.arg}`", loc, "config")
             params.append(Param(a.arg, ScalarT(dtype)))
     return params
 
@@ -377,8 +598,13 @@ def scalar_use_dtype(fn: ast.FunctionDef, name: str) -> str | None:
     return votes.pop() if len(votes) == 1 else None
 
 
-def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str]) -> dict[str, int | None]:
-    """Names `fn` uses as arrays (with the rank a load/store index shows), through helper calls too."""
+def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str],
+               memo: dict[tuple[str, str], dict[str, int | None]] | None = None) -> dict[str, int | None]:
+    """Names `fn` uses as arrays (with the rank a load/store index shows), through helper calls too.
+
+    Each helper is scanned once (`memo`): helpers calling each other twice per level would otherwise
+    take exponential time."""
+    memo = {} if memo is None else memo
     arrays: dict[str, int | None] = {}
 
     def note(name: str, rank: int | None) -> None:
@@ -392,7 +618,10 @@ def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str]) -> dict
             elif (isinstance(node.func, ast.Name) and helper_def(sm, node.func.id)
                   and node.func.id not in active):
                 owner, helper = helper_def(sm, node.func.id)
-                inner = array_uses(owner, helper, active | {fn.name})
+                key = (str(owner.path), helper.name)
+                if key not in memo:
+                    memo[key] = array_uses(owner, helper, active | {fn.name}, memo)
+                inner = memo[key]
                 params = [a.arg for a in helper.args.args]
                 bound = dict(zip(params, node.args)) | {k.arg: k.value for k in node.keywords if k.arg}
                 for pname, arg in bound.items():
@@ -421,6 +650,28 @@ def _rank_from_call(name: str, call: ast.Call) -> int | None:
     return None
 
 
+# What a configuration may give a `ct.Constant[kind]` parameter (bool is not an int here, as in a Rust const).
+_CONST_VALUE_TYPES = {"int": (int,), "bool": (bool,), "float": (int, float)}
+
+
+def check_constant_values(path: str, fn: ast.FunctionDef, params: list[Param], cfg: KernelConfig) -> None:
+    """Configured constant values must have their parameter's kind (they become literals and const generics)."""
+    locs = {a.arg: loc_of(path, a) for a in fn.args.args}
+    for c in (*cfg.configs, cfg.pinned):
+        for p in params:
+            if not p.is_const or p.name not in c:
+                continue
+            v = c[p.name]
+            ok = isinstance(v, _CONST_VALUE_TYPES[p.const_type]) and (p.const_type == "bool" or not isinstance(v, bool))
+            if ok and p.const_type == "int":
+                ok = -2**31 <= v < 2**31
+            if ok and p.const_type == "float":
+                ok = math.isfinite(v)
+            if not ok:
+                raise Diagnostic(f"configured value {v!r} of `{p.name}` is not a ct.Constant[{p.const_type}] value",
+                                 locs[p.name], "config", "fix the configuration (capture) of this kernel")
+
+
 def dtype_space(params: list[Param], cfg: KernelConfig) -> tuple[DTypeSpace, dict[str, T.DType]]:
     """Group arrays whose dtypes vary together into generics E, E2, ...; fixed ones stay concrete."""
     configs = cfg.configs or tuple({p.name: dt for p in params if p.is_array} for dt in DEFAULT_FLOAT_DTYPES)
@@ -433,7 +684,11 @@ def dtype_space(params: list[Param], cfg: KernelConfig) -> tuple[DTypeSpace, dic
         missing = [i for i, c in enumerate(configs) if p.name not in c]
         if missing:
             raise Diagnostic(f"no element dtype given for array `{p.name}`", None, "config")
-        vec = tuple(T.TORCH_DTYPES.get(c[p.name], c[p.name]) for c in configs)
+        vec = tuple(T.TORCH_DTYPES.get(str(c[p.name]), c[p.name]) for c in configs)
+        unsupported = sorted({str(d) for d in vec if d not in L.DTYPE_CODE})
+        if unsupported:
+            raise Diagnostic(f"unsupported dtype(s) {', '.join(unsupported)} configured for array `{p.name}`",
+                             None, "config", f"one of {', '.join(L.DTYPE_CODE)}")
         if len(set(vec)) == 1:
             assigned[p.name] = vec[0]
             continue
@@ -461,6 +716,7 @@ class KernelLowerer:
         self.path = sm.path
         self.calls = cutile_calls
         params = classify_params(sm, fn, cfg)
+        check_constant_values(sm.path, fn, params, cfg)
         space, array_dtypes = dtype_space(params, cfg)
         self.params = [Param(p.name, ArrayT(array_dtypes[p.name], p.ty.rank)) if p.is_array else p for p in params]
         self.params = [_rust_named(p, self.loc(fn)) for p in self.params]
@@ -471,6 +727,8 @@ class KernelLowerer:
         self.frames = Frames()
         self.inline_depth = 0
         self.active_aliases: set[str] = set()
+        self.inlined = 0  # helper bodies inlined so far (bounded: see MAX_INLINED_CALLS)
+        self.stmt: ast.AST = fn  # the statement being lowered (where a too-deep nesting is reported)
 
     def loc(self, node: ast.AST) -> Loc:
         return loc_of(self.path, node)
@@ -481,6 +739,7 @@ class KernelLowerer:
     # ---- entry
     def lower(self) -> Kernel:
         fn = self.fn
+        hints = self.kernel_hints()
         self.scopes.append(_Scope("fn"))
         body = self.b.push()
         for p in self.params:
@@ -495,9 +754,12 @@ class KernelLowerer:
             else:
                 self.scopes[-1].vars[p.name] = Ref(p.rust, p.ty)
                 self.b.scope_names[-1].add(p.rust)
-        self.block(fn.body, fn)
+        try:
+            self.block(fn.body, fn)
+        except RecursionError:
+            raise self.fail(self.stmt, "this statement nests too deeply to translate (an expression or a chain "
+                            "of helper calls)", "nesting", "split it into several statements") from None
         self.b.pop()
-        hints = self.kernel_hints()
         params = [p for p in self.params if not (p.is_const and p.name in self.cfg.pinned)]
         doc = ast.get_docstring(fn) or ""
         notes = [f"scalar parameter `{a.arg}` has no annotation and its uses do not decide its type: assumed i32"
@@ -513,13 +775,22 @@ class KernelLowerer:
                 and launch_scalar_dtype(self.sm, self.fn.name, self.fn.args.args.index(a)) is None)
 
     def kernel_hints(self) -> dict[str, Any]:
+        """`@ct.kernel(...)` options: module-level constants (no kernel names), checked as cuTile checks them."""
         hints: dict[str, Any] = {}
-        for d in self.fn.decorator_list:
-            if isinstance(d, ast.Call) and _is_ct_attr(self.sm, d, "kernel"):
-                for kw in d.keywords:
-                    if kw.arg not in ("occupancy", "num_ctas", "num_worker_warps", "opt_level"):
-                        raise self.fail(kw, f"kernel option `{kw.arg}` is not supported", "ct.kernel")
-                    hints[kw.arg] = self.hint_value(kw.value, kw.arg)
+        self.b.push()  # a scratch block: an option that is not a constant is refused, whatever it emits
+        try:
+            for d in self.fn.decorator_list:
+                if isinstance(d, ast.Call) and _is_ct_attr(self.sm, d, "kernel"):
+                    for kw in d.keywords:
+                        if kw.arg not in KERNEL_OPTIONS:
+                            raise self.fail(kw, f"kernel option `{kw.arg}` is not supported", "ct.kernel")
+                        v = self.hint_value(kw.value, kw.arg)
+                        for one in (v.values() if isinstance(v, dict) else (v,)):  # ct.ByTarget: each target's
+                            self.check_option(kw, one)
+                        if v is not None:
+                            hints[kw.arg] = v
+        finally:
+            self.b.pop()
         return hints
 
     def hint_value(self, node: ast.AST, option: str) -> Any:
@@ -537,6 +808,12 @@ class KernelLowerer:
                                 "targets are named sm_XX, or default")
             return per_target
         return self.compile_time(node, f"kernel option `{option}`")
+
+    def check_option(self, kw: ast.keyword, v: Any) -> None:
+        """A kernel option's value is one cuTile accepts."""
+        if v is not None and (type(v) is not int or v not in KERNEL_OPTIONS[kw.arg]):
+            raise self.fail(kw, f"kernel option {kw.arg}={v!r} is out of range", "ct.kernel",
+                            f"one of {', '.join(map(str, KERNEL_OPTIONS[kw.arg]))}")
 
     # ---- scopes and variables
     def lookup(self, name: str, node: ast.AST) -> Value:
@@ -568,6 +845,8 @@ class KernelLowerer:
             return self.imported(name, node)
         if name in ("range", "min", "max", "len", "int", "float", "bool", "abs"):
             return ("builtin", name)
+        if name in self.sm.bad_constants:
+            raise replace(self.sm.bad_constants[name])
         raise self.fail(node, f"undefined name `{name}`", "name")
 
     def imported(self, name: str, node: ast.AST) -> Value:
@@ -647,7 +926,7 @@ class KernelLowerer:
         if isinstance(last, Let) and last.name == value.name and value.name in self.b.temps:
             self.b.temps.discard(last.name)
             if last.name != rust_name:
-                self.b.scope_names[-1].discard(last.name)
+                self.b.release(last.name)
                 last.name = rust_name  # the temporary that produced the value takes the variable's name
         elif value.name != rust_name:
             self.b.emit(Let(rust_name, self.b_copy(value)))
@@ -656,7 +935,7 @@ class KernelLowerer:
         last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
         if isinstance(last, Let) and last.name == value.name and value.name in self.b.temps:
             self.b.temps.discard(last.name)
-            self.b.scope_names[-1].discard(last.name)
+            self.b.release(last.name)
             last.name, last.update = rust_name, True
         else:
             self.b.emit(Let(rust_name, self.b_copy(value), update=True))
@@ -672,6 +951,7 @@ class KernelLowerer:
         try:
             for i, s in enumerate(stmts):
                 frame[1] = i
+                self.stmt = s
                 handler = getattr(self, f"stmt_{type(s).__name__}", None)
                 if handler is None:
                     raise self.fail(s, f"`{type(s).__name__}` statements are not supported in kernels",
@@ -747,7 +1027,7 @@ class KernelLowerer:
                             "iterate over range(start, stop, step)")
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.fail(it, "range() takes 1 to 3 positional arguments", "for")
-        bounds = [self.scalar_atom(self.expr(a), a) for a in it.args]
+        bounds = [self.int_atom(self.expr(a), a, "a range() bound") for a in it.args]
         start, stop, step = (CDim(0), bounds[0], CDim(1)) if len(bounds) == 1 else \
             (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else CDim(1))
         if isinstance(step, CDim) and isinstance(step.dim, int) and step.dim <= 0:
@@ -863,7 +1143,7 @@ class KernelLowerer:
             return v
         if isinstance(node.op, ast.USub):
             if isinstance(v, CV):
-                return CV(T.dim_op("-", 0, v.value) if v.is_dim and not isinstance(v.value, int) else -v.value)
+                return self.calls.negate(self, v, node)
             return self.calls.unary_fn(self, "negative", v, {}, node)
         if isinstance(node.op, ast.Not):
             if isinstance(v, CV):
@@ -910,21 +1190,22 @@ class KernelLowerer:
         (`%r = if %c -> (type) { yield a } else { yield b }`); the value type is the arms' common type."""
         from tileport.model.ir import Do, Op
         cond = self.scalar_condition(cond, node.test)
-        probe = []
-        for sub in (node.body, node.orelse):  # the arms' types first, in throw-away blocks
-            self.scopes.append(_Scope("if", set()))
-            self.b.push()
+        arms = []
+        for sub in (node.body, node.orelse):  # each arm lowered once (nested arms would otherwise double)
+            scope = _Scope("if", set())
+            self.scopes.append(scope)
+            blk = self.b.push()
+            names = self.b.scope_names[-1]
             try:
-                probe.append(self.calls.materialize(self, self.expr(sub), sub))
+                arms.append((sub, scope, blk, names, self.calls.materialize(self, self.expr(sub), sub)))
             finally:
                 self.b.pop()
                 self.scopes.pop()
-        ty = self.calls.common_value_type(self, probe[0], probe[1], node)
+        ty = self.calls.common_value_type(self, arms[0][4], arms[1][4], node)
         blocks = []
-        for sub in (node.body, node.orelse):
-            self.scopes.append(_Scope("if", set()))
-            blk = self.b.push()
-            value = self.calls.materialize(self, self.expr(sub), sub)
+        for sub, scope, blk, names, value in arms:  # back into each arm: the value as the common type
+            self.scopes.append(scope)
+            self.b.resume(blk, names)
             atom = self.calls.as_type(self, value, ty, sub)
             self.b.emit(Do(Op("yield", (atom,), ty, self.loc(sub))))
             self.b.pop()
@@ -954,6 +1235,10 @@ class KernelLowerer:
         if self.inline_depth > 16:
             raise self.fail(call, f"helper `{fn.name}` is recursive (or nested too deeply)", "recursion",
                             "kernels and helpers cannot recurse")
+        self.inlined += 1
+        if self.inlined > MAX_INLINED_CALLS:
+            raise self.fail(call, f"helper calls expand to more than {MAX_INLINED_CALLS} inlined bodies", "size",
+                            "call helpers fewer times (each call is inlined), or split the kernel")
         params = [a.arg for a in fn.args.args]
         defaults = fn.args.defaults
         bound: dict[str, Value] = {}
@@ -1004,15 +1289,43 @@ class KernelLowerer:
         if isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0:
             return v
         if isinstance(v, CV) and v.is_dim:
+            self.check_literal(v.value, "i32", node)
             return CDim(v.value)
         if isinstance(v, CV) and isinstance(v.value, (float, bool)):
+            self.check_literal(v.value, lit_dtype(v.value), node)
             return Lit(v.value, ScalarT(lit_dtype(v.value)))
         raise self.fail(node, f"expected a scalar, got {_describe(v)}", "scalar")
+
+    def int_atom(self, v: Value, node: ast.AST, what: str) -> Atom:
+        """A scalar that must be an integer (an index, a loop bound)."""
+        atom = self.scalar_atom(v, node)
+        dtype = None if isinstance(atom, CDim) else atom.ty.dtype
+        if dtype is not None and not all(T.is_int(d) for d in self.b.dspace.values(dtype)):
+            raise self.fail(node, f"{what} must be an integer, got {_describe(v)}", "index",
+                            "convert it with int(...) or ct.astype")
+        return atom
+
+    def check_literal(self, value: Any, dtype: str, node: ast.AST) -> None:
+        """A literal the generated Rust spells with `dtype` must be representable in it."""
+        if isinstance(value, int) and not isinstance(value, bool) and dtype in _INT_RANGES:
+            lo, hi = _INT_RANGES[dtype]
+            if not lo <= value <= hi:
+                raise self.fail(node, f"integer constant {value} does not fit in {dtype}", "literal",
+                                f"constants must lie in [{lo}, {hi}]")
+        if isinstance(value, float) and dtype == "f32" and math.isfinite(value) and abs(value) > _F32_MAX:
+            raise self.fail(node, f"float constant {value!r} does not fit in f32", "literal")
+
+
+_INT_RANGES = {f"{s}{bits}": ((-(1 << bits - 1), (1 << bits - 1) - 1) if s == "i" else (0, (1 << bits) - 1))
+               for s in "iu" for bits in (8, 16, 32, 64)}
+_F32_MAX = 3.4028234663852886e38
 
 
 def _rust_named(p: Param, loc: Loc) -> Param:
     """Give a parameter whose name is a Rust keyword or DSL name a safe Rust identifier."""
     ident = rust_ident(p.name)
+    if ident == "_":  # the Rust wildcard, not a name
+        ident = "underscore_"
     if ident == p.name:
         return p
     if p.is_const:
@@ -1170,9 +1483,13 @@ def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
     """Parse `path` and lower every kernel (or those in `only`); diagnostics are per kernel."""
     try:
         sm = scan_module(path)
-    except Diagnostic as d:  # a syntax error: nothing of the file can be translated
+    except Diagnostic as d:  # unreadable or a syntax error: nothing of the file can be translated
         return Translation(KernelModule(path, Path(path).stem, []), [d])
-    kernels, diags = [], []
+    except Exception as e:  # noqa: BLE001 - a translator bug: reported, never a traceback
+        return Translation(KernelModule(path, Path(path).stem, []), [Diagnostic(
+            f"internal translator error: {type(e).__name__}: {e}", Loc(path, 1, 1), "internal",
+            "please report this file")])
+    kernels, diags = [], list(sm.parse_diagnostics)
     names = list(only) if only else list(sm.kernels)
     for name in names:
         if name not in sm.kernels:
@@ -1192,7 +1509,7 @@ def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
             diags.append(Diagnostic(f"internal translator error: {type(e).__name__}: {e}",
                                     loc_of(path, sm.kernels[name]), "internal", "please report this kernel",
                                     kernel=name))
-    if not sm.kernels:
+    if not sm.kernels and not sm.parse_diagnostics:
         diags.append(Diagnostic("no `@ct.kernel` functions found", Loc(path, 1, 1), "kernel",
                                 "decorate kernels with @ct.kernel (import cuda.tile as ct)"))
     return Translation(KernelModule(path, Path(path).stem, kernels), diags)

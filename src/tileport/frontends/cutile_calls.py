@@ -11,14 +11,21 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from tileport import lowering as L
 from tileport.diagnostics import NeedsSpecialization
-from tileport.frontends.cutile import _MATH, _PY, CV, DTypeVal, EnumVal, ModuleRef, Value
+from tileport.frontends.cutile import (_MATH, CV, ConstFoldError, DTypeVal, EnumVal, ModuleRef, Value, _describe,
+                                      fold)
 from tileport.model import types as T
 from tileport.model.builder import lit_dtype, weak_result_dtype
 from tileport.model.ir import Atom, CDim, Lit, Ref, sym_names
 from tileport.model.types import ArrayT, ScalarT, Sym, TileT
 
-ENUMS = {"PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope"}
+# Members of cuTile Python's enums (cuda.tile 1.7.0): anything else is refused where it is named.
+ENUMS = {"PaddingMode": {"UNDETERMINED", "ZERO", "NEG_ZERO", "NAN", "POS_INF", "NEG_INF"},
+         "RoundingMode": {"RN", "RZ", "RM", "RP", "RA", "FULL", "APPROX", "RZI"},
+         "MemoryOrder": {"WEAK", "RELAXED", "ACQUIRE", "RELEASE", "ACQ_REL"},
+         "MemoryScope": {"NONE", "BLOCK", "CLUSTER", "DEVICE", "SYS"}}
+MAX_TILE_DIM = 2**30  # the largest power of two of an i32: tile dimensions are i32 const generics in Rust
 UNARY_MATH = {"exp": ("rounding_mode",), "exp2": ("flush_to_zero",), "log": (), "log2": (),
               "sqrt": ("rounding_mode", "flush_to_zero"), "rsqrt": ("flush_to_zero",), "sin": (), "cos": (),
               "tan": (), "sinh": (), "cosh": (), "tanh": ("rounding_mode",), "floor": (), "ceil": ()}
@@ -61,6 +68,9 @@ class ArrayShape:
 def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
     if isinstance(base, ModuleRef) and base.name == "ct":
         if attr in T.CT_DTYPES:
+            if T.CT_DTYPES[attr] not in L.RUST_DTYPE:
+                raise lw.fail(node, f"ct.{attr} is not supported by the translator yet", "dtype",
+                              "use a float16/bfloat16/float32 tile here")
             return DTypeVal(T.CT_DTYPES[attr])
         if attr in ENUMS:
             return EnumNS(attr)
@@ -72,6 +82,9 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
     if isinstance(base, ModuleRef) and base.name in ("numpy", "torch"):
         return _dtype_module_attr(lw, base.name, attr, node)
     if isinstance(base, EnumNS):
+        if attr not in ENUMS[base.name]:
+            raise lw.fail(node, f"ct.{base.name} has no member `{attr}`", f"ct.{base.name}",
+                          f"one of {', '.join(sorted(ENUMS[base.name]))}")
         return EnumVal(base.name, attr)
     if isinstance(base, Ref) and isinstance(base.ty, ArrayT):
         if attr == "shape":
@@ -89,9 +102,10 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
             return DTypeVal(base.ty.dtype)
         if attr == "ndim":
             return CV(len(shape))
-        if attr == "T":
+        if attr == "T" and isinstance(base.ty, TileT):
             return permute(lw, base, tuple(reversed(range(len(shape)))), node)
-        if attr in ("astype", "reshape", "permute", "transpose", "sum", "max", "min", "prod", "item"):
+        if attr in ("astype", "reshape", "permute", "transpose", "sum", "max", "min", "prod", "item") and \
+                isinstance(base.ty, TileT):
             return BoundMethod(attr, base)
     if isinstance(base, tuple) and attr in ("index", "count"):
         raise lw.fail(node, f"tuple.{attr} is not supported", "tuple")
@@ -125,6 +139,8 @@ def subscript(lw, base: Value, node: ast.Subscript) -> Value:
         i = lw.compile_time(idx_node, "a tuple index")
         if isinstance(i, (Sym, T.DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(i)), "tuple indexed by a constant", lw.loc(node))
+        if not isinstance(i, int) or isinstance(i, bool) or not -len(base) <= i < len(base):
+            raise lw.fail(node, f"index {i!r} out of range for a tuple of {len(base)}", "tuple index")
         return base[i]
     if isinstance(base, Ref) and isinstance(base.ty, TileT):
         items = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
@@ -188,7 +204,7 @@ def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
         return handler(lw, args, kwargs, node)
     if isinstance(callee, BoundMethod):
         return method(lw, callee, args, kwargs, node)
-    if isinstance(callee, tuple) and callee[0] == "builtin":
+    if isinstance(callee, tuple) and callee[:1] == ("builtin",):  # a builtin, not a tuple value
         return builtin(lw, callee[1], args, kwargs, node)
     raise lw.fail(node, "this call is not supported in kernels", "call")
 
@@ -255,14 +271,34 @@ def _shape(lw, v: Value, node, what: str) -> tuple:
         raise lw.fail(node, f"{what}: tile shapes must be tuples of compile-time integers", "tile shape",
                       "use literals or ct.Constant[int] parameters")
     # Constant arithmetic (TM * TN) is allowed: the emitter gives it a derived const generic.
-    return tuple(d.value for d in v)
+    shape = tuple(d.value for d in v)
+    for i, d in enumerate(shape):
+        for value in _dim_values(lw, d, node):
+            if not (0 < value <= MAX_TILE_DIM and value & (value - 1) == 0):
+                raise lw.fail(node, f"{what}: dimension #{i} of the tile shape is {value}; tile dimensions are "
+                              f"powers of two from 1 to {MAX_TILE_DIM}", "tile shape")
+    return shape
+
+
+def _dim_values(lw, d, node) -> list[int]:
+    """The values a tile dimension takes: itself, or its value in each configuration in use."""
+    if isinstance(d, int):
+        return [d]
+    values = []
+    for c in lw.b.const_values:
+        if sym_names(d) <= c.keys():
+            try:
+                values.append(T.eval_dim(d, c))
+            except (ZeroDivisionError, TypeError, ValueError):
+                raise lw.fail(node, f"tile dimension {d} cannot be evaluated for {c}", "tile shape") from None
+    return values
 
 
 def _index(lw, v: Value, rank: int, node, fn: str) -> tuple[Atom, ...]:
     items = v if isinstance(v, tuple) else (v,)
     if len(items) != rank:
         raise lw.fail(node, f"ct.{fn}: index has {len(items)} entries, the array has rank {rank}", f"ct.{fn}")
-    return tuple(lw.scalar_atom(i, node) for i in items)
+    return tuple(lw.int_atom(i, node, f"ct.{fn} index") for i in items)
 
 
 def _order(lw, v: Value | None, rank: int, node) -> tuple[int, ...] | None:
@@ -305,7 +341,7 @@ def ct_num_blocks(lw, args, kwargs, node):
 
 
 def _axis_const(lw, v, node) -> int:
-    if not (isinstance(v, CV) and v.value in (0, 1, 2)):
+    if not (isinstance(v, CV) and type(v.value) is int and v.value in (0, 1, 2)):
         raise lw.fail(node, "axis must be the constant 0, 1 or 2", "axis")
     return v.value
 
@@ -321,6 +357,7 @@ def ct_load(lw, args, kwargs, node):
     if len(shape) != arr.ty.rank:
         raise lw.fail(node, f"ct.load: tile rank {len(shape)} differs from the array rank {arr.ty.rank}", "ct.load")
     pad = b.get("padding_mode")
+    pad = None if isinstance(pad, CV) and pad.value is None else pad
     if pad is not None and not (isinstance(pad, EnumVal) and pad.enum == "PaddingMode"):
         raise lw.fail(node, "padding_mode must be a ct.PaddingMode member", "padding_mode")
     _memory_model(lw, b, node, "load")
@@ -400,6 +437,11 @@ def ct_gather(lw, args, kwargs, node):
     shape = _common_shape(lw, idx + ([mask] if mask is not None else []), node)
     loc = lw.loc(node)
     pad = _opt_const(lw, b.get("padding_value", CV(0)), node, "padding_value", (int, float))
+    for dt in lw.b.dspace.values(arr.ty.dtype):
+        if not T.is_float(dt) and not float(pad).is_integer():
+            raise lw.fail(node, f"ct.gather: padding_value {pad!r} is not representable in {dt}", "padding_value")
+        if not T.is_float(dt):
+            lw.check_literal(int(pad), dt, node)
     # Indices stay in their own shapes: cuTile widens each to u64 before broadcasting it.
     args_ = (arr, *idx)
     if mask is not None:
@@ -517,7 +559,7 @@ def unary_fn(lw, name: str, x: Value, modes: dict, node) -> Value:
     if isinstance(x, Ref) and isinstance(x.ty, ScalarT) and name == "negative":
         return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint="neg", fn="negative")
     if isinstance(x, CV) and name == "negative":
-        return CV(-x.value)
+        return negate(lw, x, node)
     x = _tile(lw, x, node, f"ct.{name}")
     if name not in ("negative", "abs", "not"):
         lw.b.require(x.ty.dtype, T.is_float, f"ct.{name} needs a floating-point tile", lw.loc(node))
@@ -526,11 +568,11 @@ def unary_fn(lw, name: str, x: Value, modes: dict, node) -> Value:
 
 
 def ct_abs(lw, args, kwargs, node):
-    return unary_fn(lw, "abs", args[0], {}, node)
+    return unary_fn(lw, "abs", _kw(lw, args, kwargs, ("x",), node, "abs", 1)["x"], {}, node)
 
 
 def ct_negative(lw, args, kwargs, node):
-    return unary_fn(lw, "negative", args[0], {}, node)
+    return unary_fn(lw, "negative", _kw(lw, args, kwargs, ("x",), node, "negative", 1)["x"], {}, node)
 
 
 def logical_not(lw, x: Value, node) -> Value:
@@ -546,6 +588,13 @@ def ct_where(lw, args, kwargs, node):
 
 def where(lw, cond, x, y, node) -> Ref:
     loc = lw.loc(node)
+    if not (isinstance(cond, CV) and isinstance(cond.value, bool)):
+        if not (isinstance(cond, Ref) and isinstance(cond.ty, (ScalarT, TileT))):
+            raise lw.fail(node, f"a condition must be a bool scalar or tile, got {_describe(cond)}", "condition")
+        lw.b.require(cond.ty.dtype, lambda d: d == "bool", "the condition must be bool, as in cuTile Python", loc)
+    for arm in (x, y):
+        if not (isinstance(arm, CV) or (isinstance(arm, Ref) and isinstance(arm.ty, (ScalarT, TileT)))):
+            raise lw.fail(node, f"a selected value must be a tile or a scalar, got {_describe(arm)}", "condition")
     dtype = _operand_dtype(lw, x, y, node, "ct.where")
     shape = _common_shape(lw, (cond, x, y), node)
     c = lw.b.to_tile(lw.scalar_atom(cond, node) if not isinstance(cond, Ref) else cond, "bool", shape, loc)
@@ -578,8 +627,12 @@ def _lit(lw, v: Value, dtype, node) -> Lit:
     if not isinstance(v, CV) or not isinstance(v.value, (int, float, bool)):
         raise lw.fail(node, f"expected a number, got {v!r}", "literal")
     value = v.value
+    if isinstance(value, int) and not -2**63 <= value < 2**64:  # as cuTile Python: no integer type holds it
+        raise lw.fail(node, f"integer constant {value} is out of range of any supported integer type", "literal")
     if lw.b.is_float(dtype) and not isinstance(value, bool):
         value = float(value)
+    for dt in lw.b.dspace.values(dtype):
+        lw.check_literal(value, dt, node)
     return Lit(value, ScalarT(dtype))
 
 
@@ -604,6 +657,7 @@ def _operand_dtype(lw, a, b, node, what) -> T.DType:
 def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_zero=None,
            propagate_nan=None) -> Value:
     a, b = materialize(lw, a, node), materialize(lw, b, node)
+    _check_operands(lw, op, (a, b), node)
     loc = lw.loc(node)
     if isinstance(a, CV) and isinstance(b, CV):
         return _fold(lw, op, a, b, node)
@@ -692,12 +746,17 @@ def _scalar_operand(lw, v, dtype, node) -> Atom:
 
 
 def _fold(lw, op: str, a: CV, b: CV, node) -> CV:
-    if a.is_dim and b.is_dim and op in T._DIM_OPS:
+    symbolic = isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp))
+    if symbolic and op in ("//", "%") and b.value == 0:
+        raise lw.fail(node, "constant expression divides by zero", "constant")
+    if symbolic and a.is_dim and b.is_dim and op in T._DIM_OPS:
         return CV(T.dim_op(op, a.value, b.value))
     if op in ("min", "max"):
-        if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
+        if symbolic:
             raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)), f"{op} of constants",
                                       lw.loc(node))
+        if not all(isinstance(v.value, (int, float)) for v in (a, b)):
+            raise lw.fail(node, f"{op}() of non-numeric constants", "constant")
         return CV(min(a.value, b.value) if op == "min" else max(a.value, b.value))
     if op == "cdiv":
         return _fold(lw, "//", _fold(lw, "+", a, _fold(lw, "-", b, CV(1), node), node), b, node)
@@ -705,9 +764,23 @@ def _fold(lw, op: str, a: CV, b: CV, node) -> CV:
         raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)), f"`{op}` on constants",
                                   lw.loc(node))
     try:
-        return CV(_PY[op](a.value, b.value))
-    except (ZeroDivisionError, TypeError) as e:
-        raise lw.fail(node, f"constant expression fails: {e}", "constant") from None
+        return CV(fold(op, a.value, b.value))
+    except ConstFoldError as e:
+        raise lw.fail(node, f"constant expression fails: {e}", "constant", e.hint) from None
+
+
+def negate(lw, x: CV, node) -> CV:
+    if x.is_dim and not isinstance(x.value, int):
+        return CV(T.dim_op("-", 0, x.value))
+    return _fold(lw, "*", CV(-1), x, node)
+
+
+def _check_operands(lw, op: str, operands, node) -> None:
+    """Operators take numbers, scalars and tiles (tuples are refused by the caller)."""
+    for v in operands:
+        if not (isinstance(v, (CV, tuple)) or (isinstance(v, Ref) and isinstance(v.ty, (ScalarT, TileT)))):
+            raise lw.fail(node, f"operator {op} on {_describe(v)} is not supported", "operator",
+                          "load a tile from an array first")
 
 
 @dataclass(frozen=True)
@@ -743,13 +816,19 @@ def compare(lw, op: str, a: Value, b: Value, node) -> Value:
     a, b = materialize(lw, a, node), materialize(lw, b, node)
     if isinstance(a, DTypeVal) and isinstance(b, DTypeVal):
         return compare_dtypes(lw, op, a, b, node)
+    _check_operands(lw, op, (a, b), node)
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        raise lw.fail(node, "comparison of tuples is not supported", "comparison")
     if isinstance(a, CV) and isinstance(b, CV):
         if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)),
                                       "a comparison of constants", lw.loc(node))
         import operator as pyop
         fn = {"<": pyop.lt, "<=": pyop.le, ">": pyop.gt, ">=": pyop.ge, "==": pyop.eq, "!=": pyop.ne}[op]
-        return CV(fn(a.value, b.value))
+        try:
+            return CV(fn(a.value, b.value))
+        except TypeError:
+            raise lw.fail(node, f"cannot compare constants {a.value!r} and {b.value!r}", "comparison") from None
     loc = lw.loc(node)
     x, y, shape = _operands(lw, a, b, _operand_dtype(lw, a, b, node, f"comparison {op}"), node)
     if shape is None:
@@ -772,7 +851,7 @@ def reduce(lw, fn: str, args, kwargs, node) -> Ref:
     modes = {k: _mode_value(lw, k, b[k], node) for k in REDUCE_FNS[fn] if k in b}
     rank = x.ty.rank
     axes = list(range(rank)) if axis is None else [axis] if isinstance(axis, int) else list(axis)
-    axes = sorted({a % rank for a in axes}, reverse=True)
+    axes = sorted({_axis(lw, a, rank, node, f"ct.{fn}") for a in axes}, reverse=True)
     out = x
     for ax in axes:
         shape = tuple(d for i, d in enumerate(out.ty.shape) if i != ax)
@@ -800,7 +879,22 @@ def permute(lw, x: Ref, axes: tuple, node) -> Ref:
 def ct_reshape(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "shape"), node, "reshape", 2)
     x = _tile(lw, b["x"], node, "ct.reshape")
-    return reshape(lw, x, _shape(lw, b["shape"], node, "ct.reshape"), node)
+    return reshape(lw, x, _reshape_target(lw, x, b["shape"], node), node)
+
+
+def _reshape_target(lw, x: Ref, shape_v: Value, node) -> tuple:
+    """A reshape's new shape: a tile shape with as many elements as `x` (in every configuration)."""
+    shape = _shape(lw, shape_v, node, "ct.reshape")
+    old, new = 1, 1
+    for d in x.ty.shape:
+        old = T.dim_op("*", old, d)
+    for d in shape:
+        new = T.dim_op("*", new, d)
+    for c in lw.b.const_values if sym_names(old) | sym_names(new) else [{}]:
+        if (sym_names(old) | sym_names(new)) <= c.keys() and T.eval_dim(old, c) != T.eval_dim(new, c):
+            raise lw.fail(node, f"cannot reshape {T.shape_str(x.ty.shape)} to {T.shape_str(shape)}: the number "
+                          "of elements differs", "ct.reshape")
+    return shape
 
 
 def ct_permute(lw, args, kwargs, node):
@@ -820,14 +914,22 @@ def ct_transpose(lw, args, kwargs, node):
         if x.ty.rank != 2:
             raise lw.fail(node, "ct.transpose without axes needs a 2-D tile", "ct.transpose")
         a0, a1 = 0, 1
-    axes[a0 % x.ty.rank], axes[a1 % x.ty.rank] = axes[a1 % x.ty.rank], axes[a0 % x.ty.rank]
+    a0, a1 = (_axis(lw, a, x.ty.rank, node, "ct.transpose") for a in (a0, a1))
+    axes[a0], axes[a1] = axes[a1], axes[a0]
     return permute(lw, x, tuple(axes), node)
+
+
+def _axis(lw, axis: Any, rank: int, node, what: str) -> int:
+    """A tile axis in `[-rank, rank)`, normalized to `[0, rank)`."""
+    if type(axis) is not int or not -rank <= axis < rank:
+        raise lw.fail(node, f"{what}: axis {axis!r} is out of range for a tile of rank {rank}", "axis")
+    return axis % rank
 
 
 def ct_expand_dims(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "axis"), node, "expand_dims", 2)
     x = _tile(lw, b["x"], node, "ct.expand_dims")
-    axis = _opt_const(lw, b["axis"], node, "axis") % (x.ty.rank + 1)
+    axis = _axis(lw, _opt_const(lw, b["axis"], node, "axis"), x.ty.rank + 1, node, "ct.expand_dims")
     shape = list(x.ty.shape)
     shape.insert(axis, 1)
     return reshape(lw, x, tuple(shape), node)
@@ -977,7 +1079,7 @@ def method(lw, m: BoundMethod, args, kwargs, node) -> Value:
         return astype(lw, m.obj, b["dtype"], b.get("rounding_mode"), node)
     if m.name == "reshape":
         shape = args[0] if len(args) == 1 else tuple(args)
-        return reshape(lw, m.obj, _shape(lw, shape, node, "reshape"), node)
+        return reshape(lw, m.obj, _reshape_target(lw, m.obj, shape, node), node)
     if m.name in ("permute", "transpose"):
         return globals()[f"ct_{m.name}"](lw, [m.obj, *args], kwargs, node)
     if m.name in REDUCE_FNS:
@@ -1002,8 +1104,11 @@ def builtin(lw, name: str, args, kwargs, node) -> Value:
         return CV(len(args[0]))
     if name in ("int", "float", "bool") and len(args) == 1:
         x = args[0]
-        if isinstance(x, CV) and not isinstance(x.value, (Sym, T.DimOp)):
-            return CV({"int": int, "float": float, "bool": bool}[name](x.value))
+        if isinstance(x, CV) and isinstance(x.value, (int, float, str)):  # float("inf")
+            try:
+                return CV(fold("+", 0, {"int": int, "float": float, "bool": bool}[name](x.value)))
+            except (OverflowError, ValueError, ConstFoldError) as e:
+                raise lw.fail(node, f"{name}({x.value!r}) fails: {e}", "constant") from None
         if isinstance(x, Ref) and isinstance(x.ty, ScalarT):
             return lw.b.cast(x, {"int": "i32", "float": "f32", "bool": "bool"}[name], lw.loc(node))
     if name == "abs" and len(args) == 1:

@@ -72,6 +72,11 @@ def same_dim(a: Dim, b: Dim) -> bool:
     return a == b
 
 
+# A kernel larger than this is refused: inlined helpers can grow exponentially (each calling the next twice),
+# and the passes, the emitter and rustfmt would take minutes on it. Corpus kernels have a few hundred.
+MAX_KERNEL_OPS = 20_000
+
+
 class Builder:
     """Emits typed operations into the current block."""
 
@@ -82,6 +87,10 @@ class Builder:
         self.blocks: list[Block] = []
         self.scope_names: list[set[str]] = []  # Rust names bound in each open block
         self.temps: set[str] = set()  # names of values not (yet) bound to a source variable
+        self.op_count = 0
+        # first candidate of a base -> how many of its candidates are known to be taken (lowered on release):
+        # without it, naming n values of one base costs O(n^2) and large kernels take minutes.
+        self.name_skip: dict[str, int] = {}
 
     # ---- blocks and names
     def push(self) -> Block:
@@ -90,9 +99,25 @@ class Builder:
         self.scope_names.append(set())
         return b
 
+    def resume(self, block: Block, names: set[str]) -> None:
+        """Re-open a block popped earlier (`names`: its scope names then), to append to it."""
+        self.blocks.append(block)
+        self.scope_names.append(names)
+
     def pop(self) -> Block:
         self.scope_names.pop()
+        self.name_skip.clear()
         return self.blocks.pop()
+
+    def release(self, name: str) -> None:
+        """`name` is no longer bound in the current block: it is again the first free candidate of its base."""
+        self.scope_names[-1].discard(name)
+        stem, _, index = name.rpartition("_")
+        for first in self.name_skip:
+            if first == name:
+                self.name_skip[first] = 0
+            elif index.isdigit() and (first.rstrip("_") or first) == stem:
+                self.name_skip[first] = min(self.name_skip[first], int(index))
 
     def emit(self, stmt: Stmt) -> None:
         self.blocks[-1].stmts.append(stmt)
@@ -106,13 +131,22 @@ class Builder:
 
     def fresh(self, hint: str) -> str:
         """A Rust name not visible in any open block (so nothing outer is shadowed by accident)."""
-        base = hint if hint.isidentifier() and not hint.startswith("__") else "t"
-        name = next(c for c in candidates(base) if not self.visible(c) and c not in reserved())
+        base = hint if hint.isidentifier() and not hint.startswith("__") and hint != "_" else "t"
+        first = next(candidates(base))
+        stem = first.rstrip("_") or first  # the names `candidates` yields after `first`: stem_1, stem_2, ...
+        i = self.name_skip.get(first, 0)
+        while True:
+            name = first if i == 0 else f"{stem}_{i}"
+            if not self.visible(name) and name not in reserved():
+                break
+            i += 1
+        self.name_skip[first] = i
         self.scope_names[-1].add(name)
         return name
 
     def value(self, kind: str, args: tuple[Atom, ...], ty, loc: Loc, hint: str = "t", **attrs) -> Ref:
         """Emit `let <fresh> = kind(args)` and return a reference to it."""
+        self.count_op(loc)
         op = Op(kind, args, ty, loc, tuple(sorted(attrs.items())))
         name = self.fresh(hint)
         self.temps.add(name)
@@ -121,7 +155,14 @@ class Builder:
 
     def effect(self, kind: str, args: tuple[Atom, ...], loc: Loc, **attrs) -> None:
         from tileport.model.ir import Do
+        self.count_op(loc)
         self.emit(Do(Op(kind, args, None, loc, tuple(sorted(attrs.items())))))
+
+    def count_op(self, loc: Loc) -> None:
+        self.op_count += 1
+        if self.op_count > MAX_KERNEL_OPS:
+            raise Diagnostic(f"the kernel grows beyond {MAX_KERNEL_OPS} operations (inlined helpers included)",
+                             loc, "size", "call helpers fewer times, or split the kernel")
 
     # ---- dtypes
     def promote(self, a: DType, b: DType, loc: Loc, what: str = "arithmetic") -> DType:

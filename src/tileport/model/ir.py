@@ -175,6 +175,10 @@ class Kernel:
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
 
+    def param_by_rust(self, rust: str) -> Param:
+        """The parameter bound to Rust name `rust` (source names that are Rust keywords are renamed)."""
+        return next(p for p in self.params if p.rust == rust)
+
     @property
     def const_params(self) -> list[Param]:
         return [p for p in self.params if p.is_const]

@@ -309,7 +309,7 @@ class _Materialize:
     def run(self, results: dict[int, list]) -> None:
         self._results = results
         self.block(self.kernel.body)
-        roots = [Let(name, Op("entry_token", (Ref(a, self.kernel.param(a).ty),), TokenT(), self.kernel.loc))
+        roots = [Let(name, Op("entry_token", (Ref(a, self.kernel.param_by_rust(a).ty),), TokenT(), self.kernel.loc))
                  for a, name in sorted(self.roots.items())]
         self.kernel.body.stmts[:0] = roots
 
