@@ -186,6 +186,62 @@ def _splitk_reduce(b: _Builder, c: dict) -> tuple:
     return (_cdiv(m, c["TILE_M"]), _cdiv(n, c["TILE_N"]), 1), ["c"], {"c": ws.sum(axis=0)}
 
 
+def _attention_reference(q, k, v, lens, causal=False, window=0, sinks=None, softcap=0.0):
+    """float64 attention per (batch, query head) over the first lens[b] keys; padded query rows
+    give 0 and lse -inf. q [B, Hq, Sq, D], k/v [B, Hkv, Sk, D]; queries sit at the end of the keys
+    (query i is key position i + Sk_b - Sq_b when lens are (q lens, k lens) pairs)."""
+    batch, hq, sq, d = q.shape
+    group = hq // k.shape[1]
+    o = np.zeros(q.shape)
+    lse = np.full((batch, hq, sq), -np.inf)
+    for b in range(batch):
+        n_q, n_k = lens[b]
+        qpos = np.arange(n_q)[:, None] + (n_k - n_q)
+        kpos = np.arange(n_k)[None, :]
+        keep = np.ones((n_q, n_k), bool)
+        if causal:
+            keep &= kpos <= qpos
+        if window:
+            keep &= qpos - kpos < window
+        for h in range(hq):
+            s = q[b, h, :n_q] @ k[b, h // group, :n_k].T / math.sqrt(d)
+            if softcap:
+                s = softcap * np.tanh(s / softcap)
+            s = np.where(keep, s, -np.inf)
+            m = s.max(axis=1, keepdims=True)
+            if sinks is not None:
+                m = np.maximum(m, sinks[h])
+            e = np.exp(s - m)
+            den = e.sum(axis=1, keepdims=True) + (np.exp(sinks[h] - m) if sinks is not None else 0)
+            o[b, h, :n_q] = e @ v[b, h // group, :n_k] / den
+            lse[b, h, :n_q] = (m + np.log(den))[:, 0]
+    return o, lse
+
+
+def _fmha_fwd(b: _Builder, c: dict) -> tuple:
+    """Two ragged sequences (a full one of 2 * BLOCK_M + 13 positions, a shorter one ending inside
+    a key tile), 2 kv heads with 2 query heads each; a window of 1.5 key tiles when sliding."""
+    batch, hkv, group, d = 2, 2, 2, c["HEAD_DIM"]
+    s = 2 * c["BLOCK_M"] + 13
+    lens = [s, c["BLOCK_N"] + 7]
+    window = c["BLOCK_N"] + c["BLOCK_N"] // 2 if c["SLIDING"] else 0
+    cap = 5.0 if c["SOFTCAP"] else 0.0
+    q = b.input("q", (batch, hkv * group, s, d))
+    k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
+    sinks = b.input("sinks", (hkv * group,))
+    b.arrays["seq_lens"] = Array(np.array(lens, np.int32), "i32")
+    for name, shape in (("o", q.shape), ("lse", (batch, hkv * group, s))):
+        b.output(name, shape)
+    scale = 1 / math.sqrt(d)
+    # log2(e) is folded into qk_scale, or into the cap the kernel multiplies the tanh with
+    b.arrays["qk_scale"] = Scalar(scale / cap if cap else scale * math.log2(math.e), "f32")
+    b.arrays["softcap"] = Scalar(cap, "f32")
+    b.arrays["window"] = Scalar(window, "i32")
+    o, lse = _attention_reference(q, k, v, [(n, n) for n in lens], c["CAUSAL"], window,
+                                  sinks if c["HAS_SINKS"] else None, cap)
+    return (_cdiv(s, c["BLOCK_M"]), batch * hkv * group, 1), ["o", "lse"], {"o": o, "lse": lse}
+
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -207,6 +263,7 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "bmm_kernel": (_bmm,),
     "matmul_splitk_kernel": (_matmul_splitk,),
     "splitk_reduce_kernel": (_splitk_reduce,),
+    "fmha_fwd_kernel": (_fmha_fwd,),
 }
 
 

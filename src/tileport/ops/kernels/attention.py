@@ -1,0 +1,119 @@
+"""Attention forward (prefill): o = softmax(q k^T * scale) v per (batch, query head), with logsumexp.
+
+Layout (as torch's scaled_dot_product_attention): q, o [B, Hq, S, D]; k, v [B, Hkv, S, D] with
+Hq = Hkv * QUERY_GROUP (GQA; MQA is Hkv = 1); lse [B, Hq, S] f32 (natural log); seq_lens [B] int32,
+the valid length of each sequence (ragged batches in a padded layout: positions >= seq_lens[b] are
+padding, their keys are masked out and their outputs are written as 0, their lse as -inf).
+
+- One tile block per (BLOCK_M query rows, batch x query head); grid = (cdiv(S, BLOCK_M), B * Hq).
+  The query tile stays in registers; the key/value tiles stream through a loop with the online
+  softmax state (running max m, running sum l, f32 accumulator acc) carried by the loop.
+- exp2 instead of exp: the runtime scalar `qk_scale` is sm_scale * log2(e), so the scores come out
+  in log2 units with a single multiply; lse is converted back to natural log once at the end.
+- Masks as `where(.., -inf)` only where they can matter: the key bound (`seq_len`) on every tile,
+  the causal diagonal and the window edge only on the tiles that cross them. The loop bounds skip
+  tiles that are entirely masked (past the diagonal, before the window, past the sequence).
+- Variants are `ct.Constant` switches of the same kernel, so each one is specialized at compile
+  time (no runtime branches): CAUSAL, WINDOW (sliding window of WINDOW keys ending at the query,
+  0 = off; implies causal), HAS_SINKS (per-head sink logits `sinks` [Hq] f32, added to the softmax
+  denominator only, as in gpt-oss), SOFTCAP (Gemma-style cap * tanh(s / cap) on the scaled logits;
+  `softcap` is the runtime cap; then `qk_scale` is sm_scale / cap and the kernel multiplies the
+  tanh by cap * log2(e) itself).
+- Loads are TMA-friendly view loads of 4-D partition views: (1, 1, BLOCK_N, D) tiles of k and v;
+  k is loaded transposed through the view's `order`, so the S = q k^T MMA needs no transpose.
+"""
+
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+ConstBool = ct.Constant[bool]
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+def masked_scores(s, q_pos, k_pos, seq_len, window, CAUSAL, SLIDING):
+    """-inf where the key is past the sequence, after the query (causal) or out of its window."""
+    keep = k_pos < seq_len
+    if CAUSAL:
+        keep = keep & (k_pos <= q_pos)
+    if SLIDING:
+        keep = keep & (q_pos - k_pos < window)
+    return ct.where(keep, s, -float("inf"))
+
+
+def scaled_scores(s, qk_scale, softcap, SOFTCAP):
+    """Scores in log2 units: s * scale * log2(e), or cap * log2(e) * tanh(s * scale / cap)."""
+    if SOFTCAP:
+        return ct.tanh(s * qk_scale) * (softcap * LOG2E)
+    return s * qk_scale
+
+
+@ct.kernel(occupancy=1)
+def fmha_fwd_kernel(q, k, v, o, lse, seq_lens, sinks, qk_scale: float, softcap: float,
+                    window: int, BLOCK_M: ConstInt, BLOCK_N: ConstInt, HEAD_DIM: ConstInt,
+                    CAUSAL: ConstBool, SLIDING: ConstBool, HAS_SINKS: ConstBool,
+                    SOFTCAP: ConstBool):
+    mb = ct.bid(0)
+    bh = ct.bid(1)
+    n_heads = q.shape[1]
+    b = bh // n_heads
+    h = bh % n_heads
+    kvh = h // (n_heads // k.shape[1])  # GQA: QUERY_GROUP = Hq / Hkv query heads per kv head
+    seq_len = ct.gather(seq_lens, b)
+    q_first = mb * BLOCK_M
+
+    q_pos = ct.reshape(q_first + ct.arange(BLOCK_M, dtype=ct.int32), (BLOCK_M, 1))
+    qt = ct.load(q, index=(b, h, mb, 0), shape=(1, 1, BLOCK_M, HEAD_DIM),
+                 padding_mode=ct.PaddingMode.ZERO)
+    qt = ct.reshape(qt, (BLOCK_M, HEAD_DIM))
+
+    # Key tiles [lo, hi): past the sequence, past the causal diagonal and before the window are
+    # skipped; a query tile entirely past the sequence gets no key tile at all.
+    kv_end = seq_len
+    if CAUSAL:
+        kv_end = min(kv_end, q_first + BLOCK_M)
+    hi = ct.cdiv(kv_end, BLOCK_N)
+    if q_first >= seq_len:
+        hi = 0
+    lo = 0
+    if SLIDING:
+        lo = max(q_first - window + 1, 0) // BLOCK_N
+
+    m_i = ct.full((BLOCK_M, 1), -float("inf"), dtype=ct.float32)
+    l_i = ct.zeros((BLOCK_M, 1), dtype=ct.float32)
+    acc = ct.zeros((BLOCK_M, HEAD_DIM), dtype=ct.float32)
+    for j in range(lo, hi):
+        kt = ct.load(k, index=(b, kvh, 0, j), shape=(1, 1, HEAD_DIM, BLOCK_N), order=(0, 1, 3, 2),
+                     padding_mode=ct.PaddingMode.ZERO, latency=2)
+        kt = ct.reshape(kt, (HEAD_DIM, BLOCK_N))
+        s = ct.mma(qt, kt, ct.zeros((BLOCK_M, BLOCK_N), dtype=ct.float32))
+        s = scaled_scores(s, qk_scale, softcap, SOFTCAP)
+        k_pos = ct.reshape(j * BLOCK_N + ct.arange(BLOCK_N, dtype=ct.int32), (1, BLOCK_N))
+        s = masked_scores(s, q_pos, k_pos, seq_len, window, CAUSAL, SLIDING)
+        m_new = ct.maximum(m_i, ct.max(s, 1, keepdims=True))
+        p = ct.exp2(s - m_new, flush_to_zero=True)
+        alpha = ct.exp2(m_i - m_new, flush_to_zero=True)
+        l_i = l_i * alpha + ct.sum(p, 1, keepdims=True)
+        vt = ct.load(v, index=(b, kvh, j, 0), shape=(1, 1, BLOCK_N, HEAD_DIM),
+                     padding_mode=ct.PaddingMode.ZERO, latency=2)
+        vt = ct.reshape(vt, (BLOCK_N, HEAD_DIM))
+        acc = ct.mma(ct.astype(p, v.dtype), vt, acc * alpha)
+        m_i = m_new
+
+    if HAS_SINKS:
+        # The sink joins the denominator only: rescale to max(m, sink) and add its weight.
+        sink = ct.gather(sinks, h) * LOG2E
+        m_new = ct.maximum(m_i, sink)
+        alpha = ct.exp2(m_i - m_new, flush_to_zero=True)
+        l_i = l_i * alpha + ct.exp2(sink - m_new, flush_to_zero=True)
+        acc = acc * alpha
+        m_i = m_new
+
+    valid = q_pos < seq_len
+    out = ct.where(valid, ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX,
+                                     flush_to_zero=True), 0.0)
+    ct.store(o, index=(b, h, mb, 0), tile=ct.reshape(ct.astype(out, o.dtype),
+                                                     (1, 1, BLOCK_M, HEAD_DIM)))
+    row_lse = ct.where(valid, (m_i + ct.log2(l_i)) * LN2, -float("inf"))
+    ct.store(lse, index=(b, h, mb), tile=ct.reshape(row_lse, (1, 1, BLOCK_M)))
