@@ -49,6 +49,30 @@ def scaled_scores(s, qk_scale, softcap, SOFTCAP):
     return s * qk_scale
 
 
+def softmax_step(s, vt, m_i, l_i, acc, SLIDING):
+    """One online-softmax step over a score tile s (log2 units): new running max, rescaled sum and
+    accumulator. With a sliding window a row can meet a tile with no key of its window before any
+    other; its max stays -inf, and the reference point 0 keeps exp2 from seeing -inf - -inf."""
+    m_new = ct.maximum(m_i, ct.max(s, 1, keepdims=True))
+    m_ref = m_new
+    if SLIDING:
+        m_ref = ct.where(m_new == -float("inf"), 0.0, m_new)
+    p = ct.exp2(s - m_ref, flush_to_zero=True)
+    alpha = ct.exp2(m_i - m_ref, flush_to_zero=True)
+    l_i = l_i * alpha + ct.sum(p, 1, keepdims=True)
+    acc = ct.mma(ct.astype(p, vt.dtype), vt, acc * alpha)
+    return m_new, l_i, acc
+
+
+def add_sink(sink, m_i, l_i, acc):
+    """Adds a sink logit (log2 units; -inf = none) to the denominator only."""
+    m_new = ct.maximum(m_i, sink)
+    m_ref = ct.where(m_new == -float("inf"), 0.0, m_new)
+    alpha = ct.exp2(m_i - m_ref, flush_to_zero=True)
+    l_i = l_i * alpha + ct.exp2(sink - m_ref, flush_to_zero=True)
+    return m_new, l_i, acc * alpha
+
+
 @ct.kernel(occupancy=1)
 def fmha_fwd_kernel(q, k, v, o, lse, seq_lens, sinks, qk_scale: float, softcap: float,
                     window: int, BLOCK_M: ConstInt, BLOCK_N: ConstInt, HEAD_DIM: ConstInt,
@@ -91,24 +115,13 @@ def fmha_fwd_kernel(q, k, v, o, lse, seq_lens, sinks, qk_scale: float, softcap: 
         s = scaled_scores(s, qk_scale, softcap, SOFTCAP)
         k_pos = ct.reshape(j * BLOCK_N + ct.arange(BLOCK_N, dtype=ct.int32), (1, BLOCK_N))
         s = masked_scores(s, q_pos, k_pos, seq_len, window, CAUSAL, SLIDING)
-        m_new = ct.maximum(m_i, ct.max(s, 1, keepdims=True))
-        p = ct.exp2(s - m_new, flush_to_zero=True)
-        alpha = ct.exp2(m_i - m_new, flush_to_zero=True)
-        l_i = l_i * alpha + ct.sum(p, 1, keepdims=True)
         vt = ct.load(v, index=(b, kvh, j, 0), shape=(1, 1, BLOCK_N, HEAD_DIM),
                      padding_mode=ct.PaddingMode.ZERO, latency=2)
         vt = ct.reshape(vt, (BLOCK_N, HEAD_DIM))
-        acc = ct.mma(ct.astype(p, v.dtype), vt, acc * alpha)
-        m_i = m_new
+        m_i, l_i, acc = softmax_step(s, vt, m_i, l_i, acc, SLIDING)
 
     if HAS_SINKS:
-        # The sink joins the denominator only: rescale to max(m, sink) and add its weight.
-        sink = ct.gather(sinks, h) * LOG2E
-        m_new = ct.maximum(m_i, sink)
-        alpha = ct.exp2(m_i - m_new, flush_to_zero=True)
-        l_i = l_i * alpha + ct.exp2(sink - m_new, flush_to_zero=True)
-        acc = acc * alpha
-        m_i = m_new
+        m_i, l_i, acc = add_sink(ct.gather(sinks, h) * LOG2E, m_i, l_i, acc)
 
     valid = q_pos < seq_len
     out = ct.where(valid, ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX,
@@ -117,3 +130,104 @@ def fmha_fwd_kernel(q, k, v, o, lse, seq_lens, sinks, qk_scale: float, softcap: 
                                                      (1, 1, BLOCK_M, HEAD_DIM)))
     row_lse = ct.where(valid, (m_i + ct.log2(l_i)) * LN2, -float("inf"))
     ct.store(lse, index=(b, h, mb), tile=ct.reshape(row_lse, (1, 1, BLOCK_M)))
+
+
+# Decode: a few query tokens per sequence against a long KV cache, split over the cache length.
+#
+# q [B, Hkv, QUERY_GROUP, D] (the free view of [B, Hq, D]); k, v either a contiguous cache
+# [B, Hkv, S, D] or, when PAGED, a page pool [P, Hkv, BLOCK_N, D] addressed through
+# block_table [B, max_pages] int32 (one key tile = one page); kv_lens [B] int32 (>= 1).
+# Partials o_part [B, Hkv, QUERY_GROUP, n_splits, D] f32 and lse_part [.., n_splits] f32 are the
+# free views of [B, Hq, n_splits, (D)] that the combine kernel reads.
+
+
+@ct.kernel(occupancy=2)
+def flash_decode_partial_kernel(q, k, v, block_table, kv_lens, sinks, o_part, lse_part,
+                                qk_scale: float, softcap: float, window: int,
+                                tiles_per_split: int, GROUP_TILE: ConstInt, BLOCK_N: ConstInt,
+                                HEAD_DIM: ConstInt, PAGED: ConstBool, SLIDING: ConstBool,
+                                HAS_SINKS: ConstBool, SOFTCAP: ConstBool):
+    """One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
+    each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
+    their stores are dropped). Writes the split's normalized output and its lse (log2 units)."""
+    split = ct.bid(0)
+    bh = ct.bid(1)
+    n_kv_heads = q.shape[1]
+    b = bh // n_kv_heads
+    kvh = bh % n_kv_heads
+    kv_len = ct.gather(kv_lens, b)
+    q_pos = kv_len - 1  # the query is the last position of the sequence
+
+    qt = ct.load(q, index=(b, kvh, 0, 0), shape=(1, 1, GROUP_TILE, HEAD_DIM),
+                 padding_mode=ct.PaddingMode.ZERO)
+    qt = ct.reshape(qt, (GROUP_TILE, HEAD_DIM))
+
+    lo = split * tiles_per_split
+    hi = min(lo + tiles_per_split, ct.cdiv(kv_len, BLOCK_N))
+    if SLIDING:
+        lo = max(lo, max(q_pos - window + 1, 0) // BLOCK_N)
+
+    m_i = ct.full((GROUP_TILE, 1), -float("inf"), dtype=ct.float32)
+    l_i = ct.zeros((GROUP_TILE, 1), dtype=ct.float32)
+    acc = ct.zeros((GROUP_TILE, HEAD_DIM), dtype=ct.float32)
+    for j in range(lo, hi):
+        if PAGED:
+            page = ct.gather(block_table, (b, j))
+            kt = ct.load(k, index=(page, kvh, 0, 0), shape=(1, 1, HEAD_DIM, BLOCK_N),
+                         order=(0, 1, 3, 2), padding_mode=ct.PaddingMode.ZERO, latency=4)
+            vt = ct.load(v, index=(page, kvh, 0, 0), shape=(1, 1, BLOCK_N, HEAD_DIM),
+                         padding_mode=ct.PaddingMode.ZERO, latency=4)
+        else:
+            kt = ct.load(k, index=(b, kvh, 0, j), shape=(1, 1, HEAD_DIM, BLOCK_N),
+                         order=(0, 1, 3, 2), padding_mode=ct.PaddingMode.ZERO, latency=4)
+            vt = ct.load(v, index=(b, kvh, j, 0), shape=(1, 1, BLOCK_N, HEAD_DIM),
+                         padding_mode=ct.PaddingMode.ZERO, latency=4)
+        kt = ct.reshape(kt, (HEAD_DIM, BLOCK_N))
+        vt = ct.reshape(vt, (BLOCK_N, HEAD_DIM))
+        s = ct.mma(qt, kt, ct.zeros((GROUP_TILE, BLOCK_N), dtype=ct.float32))
+        s = scaled_scores(s, qk_scale, softcap, SOFTCAP)
+        k_pos = ct.reshape(j * BLOCK_N + ct.arange(BLOCK_N, dtype=ct.int32), (1, BLOCK_N))
+        s = masked_scores(s, q_pos, k_pos, kv_len, window, False, SLIDING)
+        m_i, l_i, acc = softmax_step(s, vt, m_i, l_i, acc, SLIDING)
+
+    if HAS_SINKS:
+        # The sink joins the denominator once, in split 0 (the combine adds up the splits' sums).
+        rows = ct.arange(GROUP_TILE, dtype=ct.int32)
+        group = sinks.shape[0] // n_kv_heads
+        sink = ct.gather(sinks, kvh * group + rows, mask=(rows < group) & (split == 0),
+                         padding_value=-float("inf"))
+        m_i, l_i, acc = add_sink(ct.reshape(sink * LOG2E, (GROUP_TILE, 1)), m_i, l_i, acc)
+
+    # An empty split (past the cache, or before the window) leaves l = 0: output 0, lse -inf.
+    nonempty = l_i > 0.0
+    out = ct.where(nonempty, ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX,
+                                        flush_to_zero=True), 0.0)
+    ct.store(o_part, index=(b, kvh, 0, split, 0),
+             tile=ct.reshape(out, (1, 1, GROUP_TILE, 1, HEAD_DIM)))
+    part_lse = ct.where(nonempty, m_i + ct.log2(l_i), -float("inf"))
+    ct.store(lse_part, index=(b, kvh, 0, split), tile=ct.reshape(part_lse, (1, 1, GROUP_TILE, 1)))
+
+
+@ct.kernel(occupancy=4)
+def flash_decode_combine_kernel(o_part, lse_part, o, lse, n_splits: int, HEAD_DIM: ConstInt):
+    """One block per (batch, query head): merges the split partials (o_part [B, Hq, n_splits, D],
+    lse_part [B, Hq, n_splits] in log2 units) with a running max, writes o [B, Hq, D] and the
+    natural-log lse [B, Hq]."""
+    b = ct.bid(0)
+    h = ct.bid(1)
+    m_i = ct.full((1, 1), -float("inf"), dtype=ct.float32)
+    l_i = ct.zeros((1, 1), dtype=ct.float32)
+    acc = ct.zeros((1, HEAD_DIM), dtype=ct.float32)
+    for s in range(n_splits):
+        part_lse = ct.reshape(ct.load(lse_part, index=(b, h, s), shape=(1, 1, 1)), (1, 1))
+        part = ct.reshape(ct.load(o_part, index=(b, h, s, 0), shape=(1, 1, 1, HEAD_DIM)),
+                          (1, HEAD_DIM))
+        m_new = ct.maximum(m_i, part_lse)
+        alpha = ct.exp2(m_i - m_new, flush_to_zero=True)
+        w = ct.exp2(part_lse - m_new, flush_to_zero=True)
+        l_i = l_i * alpha + w
+        acc = acc * alpha + part * w
+        m_i = m_new
+    out = ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+    ct.store(o, index=(b, h, 0), tile=ct.reshape(ct.astype(out, o.dtype), (1, 1, HEAD_DIM)))
+    ct.store(lse, index=(b, h), tile=ct.reshape((m_i + ct.log2(l_i)) * LN2, (1, 1)))

@@ -220,11 +220,12 @@ def _attention_reference(q, k, v, lens, causal=False, window=0, sinks=None, soft
 
 def _fmha_fwd(b: _Builder, c: dict) -> tuple:
     """Two ragged sequences (a full one of 2 * BLOCK_M + 13 positions, a shorter one ending inside
-    a key tile), 2 kv heads with 2 query heads each; a window of 1.5 key tiles when sliding."""
+    a key tile), 2 kv heads with 2 query heads each; a window shorter than a key tile when
+    sliding (rows whose first key tiles hold none of their window)."""
     batch, hkv, group, d = 2, 2, 2, c["HEAD_DIM"]
     s = 2 * c["BLOCK_M"] + 13
     lens = [s, c["BLOCK_N"] + 7]
-    window = c["BLOCK_N"] + c["BLOCK_N"] // 2 if c["SLIDING"] else 0
+    window = c["BLOCK_N"] // 2 + 3 if c["SLIDING"] else 0
     cap = 5.0 if c["SOFTCAP"] else 0.0
     q = b.input("q", (batch, hkv * group, s, d))
     k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
@@ -240,6 +241,95 @@ def _fmha_fwd(b: _Builder, c: dict) -> tuple:
     o, lse = _attention_reference(q, k, v, [(n, n) for n in lens], c["CAUSAL"], window,
                                   sinks if c["HAS_SINKS"] else None, cap)
     return (_cdiv(s, c["BLOCK_M"]), batch * hkv * group, 1), ["o", "lse"], {"o": o, "lse": lse}
+
+
+def _flash_decode_partial(b: _Builder, c: dict) -> tuple:
+    """3 sequences (one a key tile + 5 long, one 1 long, one ending inside a tile), 2 kv heads
+    with 4 query heads each, 3 splits of 2 key tiles: the short ones leave empty splits. PAGED
+    stores the cache as shuffled pages of one key tile."""
+    batch, hkv, group, d, bn = 3, 2, 4, c["HEAD_DIM"], c["BLOCK_N"]
+    per_split, splits = 2, 3
+    s = splits * per_split * bn - bn // 2
+    lens = [bn + 5, 1, s]
+    window = bn // 2 + 3 if c["SLIDING"] else 0
+    cap = 5.0 if c["SOFTCAP"] else 0.0
+    q = b.input("q", (batch, hkv, group, d))
+    k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
+    sinks = b.input("sinks", (hkv * group,))
+    if c["PAGED"]:
+        pages = _cdiv(s, bn)
+        order = b.rng.permutation(batch * pages)  # page of (sequence, tile) t is order[t]
+        pool = lambda x: _to_pages(x, order, bn)  # noqa: E731
+        for name, x in (("k", k), ("v", v)):
+            b.arrays[name] = Array(to_elem(pool(x), ScalarType(b.elem(name))), b.elem(name))
+        b.arrays["block_table"] = Array(order.reshape(batch, pages).astype(np.int32), "i32")
+    else:
+        b.arrays["block_table"] = Array(np.zeros((1, 1), np.int32), "i32")
+    b.arrays["kv_lens"] = Array(np.array(lens, np.int32), "i32")
+    b.output("o_part", (batch, hkv, group, splits, d))
+    b.output("lse_part", (batch, hkv, group, splits))
+    scale = 1 / math.sqrt(d)
+    b.arrays["qk_scale"] = Scalar(scale / cap if cap else scale * math.log2(math.e), "f32")
+    b.arrays["softcap"] = Scalar(cap, "f32")
+    b.arrays["window"] = Scalar(window, "i32")
+    b.arrays["tiles_per_split"] = Scalar(per_split, "i32")
+    o, lse = _split_partials(q, k, v, lens, per_split * bn, splits, window,
+                             sinks if c["HAS_SINKS"] else None, cap)
+    return (splits, batch * hkv, 1), ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
+
+
+def _split_partials(q, k, v, lens, split_len, splits, window, sinks, cap):
+    """Each split's normalized output and lse in log2 units over its keys (sinks in split 0);
+    an empty split gives 0 and -inf. q [B, Hkv, G, D]."""
+    batch, hkv, group, d = q.shape
+    o = np.zeros((batch, hkv, group, splits, d))
+    lse = np.full((batch, hkv, group, splits), -np.inf)
+    for bi, n in enumerate(lens):
+        for sp in range(splits):
+            first = max(sp * split_len, n - window if window else 0)
+            keys = np.arange(first, min((sp + 1) * split_len, n))
+            for h in range(hkv):
+                for g in range(group):
+                    sc = k[bi, h, keys] @ q[bi, h, g] / math.sqrt(d)
+                    if cap:
+                        sc = cap * np.tanh(sc / cap)
+                    extra = [sinks[h * group + g]] if sinks is not None and sp == 0 else []
+                    if len(keys) + len(extra) == 0:
+                        continue
+                    m = max(sc.max(initial=-np.inf), *extra, -np.inf)
+                    e = np.exp(sc - m)
+                    den = e.sum() + sum(np.exp(x - m) for x in extra)
+                    o[bi, h, g, sp] = e @ v[bi, h, keys] / den
+                    lse[bi, h, g, sp] = (m + np.log(den)) / math.log(2)
+    return o, lse
+
+
+def _to_pages(x: np.ndarray, order: np.ndarray, page: int) -> np.ndarray:
+    """[B, H, S, D] -> a page pool [P, H, page, D] with (sequence b, tile t) at order[b * pages + t]."""
+    batch, heads, s, d = x.shape
+    pages = _cdiv(s, page)
+    padded = np.zeros((batch, heads, pages * page, d))
+    padded[:, :, :s] = x
+    tiles = padded.reshape(batch, heads, pages, page, d).transpose(0, 2, 1, 3, 4)
+    pool = np.zeros((batch * pages, heads, page, d))
+    pool[order] = tiles.reshape(batch * pages, heads, page, d)
+    return pool
+
+
+def _flash_decode_combine(b: _Builder, c: dict) -> tuple:
+    """Partials of 3 splits, one of them empty (lse -inf, output 0) for the first sequence."""
+    batch, hq, splits, d = 2, 3, 3, c["HEAD_DIM"]
+    part = b.input("o_part", (batch, hq, splits, d))
+    lse2 = b.input("lse_part", (batch, hq, splits), 2.0)
+    lse2[0, :, 1] = -np.inf
+    b.arrays["lse_part"] = Array(lse2.astype(np.float32), "f32")
+    b.output("o", (batch, hq, d))
+    b.output("lse", (batch, hq))
+    b.arrays["n_splits"] = Scalar(splits, "i32")
+    w = np.exp2(lse2 - lse2.max(axis=2, keepdims=True))
+    o = (w[..., None] * part).sum(axis=2) / w.sum(axis=2)[..., None]
+    lse = (np.log2(np.exp2(lse2).sum(axis=2))) * math.log(2)
+    return (batch, hq, 1), ["o", "lse"], {"o": o, "lse": lse}
 
 
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
@@ -264,6 +354,8 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "matmul_splitk_kernel": (_matmul_splitk,),
     "splitk_reduce_kernel": (_splitk_reduce,),
     "fmha_fwd_kernel": (_fmha_fwd,),
+    "flash_decode_partial_kernel": (_flash_decode_partial,),
+    "flash_decode_combine_kernel": (_flash_decode_combine,),
 }
 
 
