@@ -586,8 +586,19 @@ def _operands(lw, a: Value, b: Value, dtype: T.DType, node) -> tuple[Atom, Atom,
         return _scalar_operand(lw, a, dtype, node), _scalar_operand(lw, b, dtype, node), None
     loc = lw.loc(node)
     shape = lw.b.broadcast_shape(_shape_of(a), _shape_of(b), loc)
-    x, y = (lw.b.to_tile(v if isinstance(v, Ref) else _lit(lw, v, dtype, node), dtype, shape, loc) for v in (a, b))
+    x, y = (lw.b.to_tile(v if isinstance(v, Ref) else _splat_operand(lw, v, dtype, node), dtype, shape, loc)
+            for v in (a, b))
     return x, y, shape
+
+
+def _splat_operand(lw, v: Value, dtype, node) -> Atom:
+    """A non-tile operand of tile arithmetic: a number, or a symbolic constant (`ct.Constant`
+    parameter, array dimension) splat as it is, e.g. `ct.cdiv(gathered_length, BLOCK_N)`."""
+    if isinstance(v, CV) and isinstance(v.value, (Sym, T.DimOp)):
+        loc = lw.loc(node)
+        scalar = lw.b.value("scalar", (lw.scalar_atom(v, node),), ScalarT("i32"), loc, hint="c")
+        return lw.b.cast(scalar, dtype, loc)
+    return _lit(lw, v, dtype, node)
 
 
 def _scalar_operand(lw, v, dtype, node) -> Atom:

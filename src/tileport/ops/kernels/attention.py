@@ -45,8 +45,10 @@ def masked_scores(s, q_pos, k_pos, seq_len, window, CAUSAL, SLIDING):
 def scaled_scores(s, qk_scale, softcap, SOFTCAP):
     """Scores in log2 units: s * scale * log2(e), or cap * log2(e) * tanh(s * scale / cap)."""
     if SOFTCAP:
-        return ct.tanh(s * qk_scale) * (softcap * LOG2E)
-    return s * qk_scale
+        s = ct.tanh(s * qk_scale) * (softcap * LOG2E)
+    else:
+        s = s * qk_scale
+    return s
 
 
 def softmax_step(s, vt, m_i, l_i, acc, SLIDING):
@@ -97,9 +99,7 @@ def fmha_fwd_kernel(q, k, v, o, lse, seq_lens, sinks, qk_scale: float, softcap: 
     kv_end = seq_len
     if CAUSAL:
         kv_end = min(kv_end, q_first + BLOCK_M)
-    hi = ct.cdiv(kv_end, BLOCK_N)
-    if q_first >= seq_len:
-        hi = 0
+    hi = ct.where(q_first < seq_len, ct.cdiv(kv_end, BLOCK_N), 0)
     lo = 0
     if SLIDING:
         lo = max(q_first - window + 1, 0) // BLOCK_N
