@@ -6,7 +6,7 @@ pub mod attention {
     use cutile::core::*;
 
     /// Translated from `src/tileport/ops/kernels/attention.py:79`.
-    #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0<
         E: ElementType,
         const BLOCK_M: i32,
@@ -240,7 +240,7 @@ pub mod attention {
     }
 
     /// Translated from `src/tileport/ops/kernels/attention.py:79`.
-    #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal0<
         E: ElementType,
         const BLOCK_M: i32,
@@ -479,7 +479,7 @@ pub mod attention {
     }
 
     /// Translated from `src/tileport/ops/kernels/attention.py:79`.
-    #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1<
         E: ElementType,
         const BLOCK_M: i32,
@@ -722,7 +722,7 @@ pub mod attention {
     }
 
     /// Translated from `src/tileport/ops/kernels/attention.py:79`.
-    #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1<
         E: ElementType,
         const BLOCK_M: i32,
@@ -970,7 +970,7 @@ pub mod attention {
     }
 
     /// Translated from `src/tileport/ops/kernels/attention.py:79`.
-    #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1<
         E: ElementType,
         const BLOCK_M: i32,
@@ -1261,7 +1261,7 @@ pub mod attention {
     }
 
     /// Translated from `src/tileport/ops/kernels/attention.py:79`.
-    #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1<
         E: ElementType,
         const BLOCK_M: i32,

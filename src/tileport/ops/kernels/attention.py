@@ -75,7 +75,7 @@ def add_sink(sink, m_i, l_i, acc):
     return m_new, l_i, acc * alpha
 
 
-@ct.kernel(occupancy=1)
+@ct.kernel(occupancy=1, num_worker_warps=8)
 def fmha_fwd_kernel(q, k, v, o, lse, seq_lens, sinks, qk_scale: float, softcap: float,
                     window: int, BLOCK_M: ConstInt, BLOCK_N: ConstInt, HEAD_DIM: ConstInt,
                     CAUSAL: ConstBool, SLIDING: ConstBool, HAS_SINKS: ConstBool,
