@@ -36,20 +36,6 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("sinks", 1),
             ],
         },
-        "fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal0" => EntryInfo {
-            module_ast: attention::attention::__module_ast_self,
-            module: "attention",
-            function: "fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal0",
-            arrays: &[
-                ("q", 4),
-                ("k", 4),
-                ("v", 4),
-                ("o", 4),
-                ("lse", 3),
-                ("seq_lens", 1),
-                ("sinks", 1),
-            ],
-        },
         "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1" => EntryInfo {
             module_ast: attention::attention::__module_ast_self,
             module: "attention",

@@ -38,6 +38,10 @@ SOFTCAP = 5.0  # small enough that tanh bends these scores (Gemma 2 uses 50 on r
 # no stack; with the default warps, 128x64 already spills). Decode: key tiles of BLOCK_N
 # (= the page size of the paged cache), the query group padded to GROUP_TILE rows of one MMA.
 PREFILL_TILES = {64: (128, 128), 128: (128, 128)}
+# Head dims of the ops. Each (variant, head dim, dtype) is a specialization the port is generated
+# for, so the variants take only the head dims of the models that use them: sinks (gpt-oss) 64,
+# softcap 128.
+HEAD_DIMS = (64, 128)
 DECODE_BLOCK_N = 64
 PAGE_SIZE = DECODE_BLOCK_N
 GROUP_TILE = 16
@@ -134,19 +138,21 @@ def prefill_allocate(q, *rest):
     return t.empty_like(q), t.empty((b, hq, s), dtype=t.float32, device=q.device)
 
 
-def _check_prefill(name, q, k, v, seq_lens):
+def _check_prefill(name, q, k, v, seq_lens, head_dims):
     if q.dim() != 4 or k.shape != v.shape or k.dim() != 4 or q.shape[0] != k.shape[0] \
             or q.shape[2:] != k.shape[2:] or q.shape[1] % k.shape[1] != 0:
         raise ValueError(f"{name} takes q [B, Hq, S, D], k and v [B, Hkv, S, D] with Hkv | Hq")
-    if q.shape[3] not in PREFILL_TILES:
-        raise ValueError(f"{name}: head dim {q.shape[3]} is not one of {sorted(PREFILL_TILES)}")
+    if q.shape[3] not in head_dims:
+        raise ValueError(f"{name}: head dim {q.shape[3]} is not one of {sorted(head_dims)}")
     if seq_lens.shape != (q.shape[0],):
         raise ValueError(f"{name}: seq_lens must be [B] int32")
 
 
-def prefill_plan(name, q, k, v, seq_lens, outs, causal=False, window=0, sinks=None, softcap=0.0):
-    """One fmha_fwd_kernel launch; the variant flags become the kernel's constants."""
-    _check_prefill(name, q, k, v, seq_lens)
+def prefill_plan(name, q, k, v, seq_lens, outs, causal=False, window=0, sinks=None, softcap=0.0,
+                 head_dims=HEAD_DIMS):
+    """One fmha_fwd_kernel launch; the variant flags become the kernel's constants. `head_dims`:
+    those the op is captured (so ported) for."""
+    _check_prefill(name, q, k, v, seq_lens, head_dims)
     o, lse = outs
     b, hq, s, d = q.shape
     consts = prefill_constants(d, causal=causal or window > 0, sliding=window > 0,
@@ -166,10 +172,10 @@ def prefill_constants(d, causal=False, sliding=False, sinks=False, softcap=False
             "SLIDING": bool(sliding), "HAS_SINKS": bool(sinks), "SOFTCAP": bool(softcap)}
 
 
-def prefill_captures(**variant) -> list[Capture]:
+def prefill_captures(head_dims=HEAD_DIMS, **variant) -> list[Capture]:
     out = []
     for dt in ATTN_DTYPES:
-        for d in sorted(PREFILL_TILES):
+        for d in head_dims:
             arrays = {n: (dt, 4) for n in ("q", "k", "v", "o")}
             arrays.update(lse=("float32", 3), seq_lens=("int32", 1), sinks=("float32", 1))
             out.append(Capture("fmha_fwd_kernel", arrays,
@@ -269,7 +275,7 @@ def decode_splits(batch, hkv, max_len, device) -> tuple[int, int]:
 
 
 def decode_plan(name, q, k, v, kv_lens, outs, block_table=None, window=0, sinks=None,
-                softcap=0.0):
+                softcap=0.0, head_dims=HEAD_DIMS):
     """flash_decode_partial_kernel over (splits, B * Hkv), then flash_decode_combine_kernel over
     (B, Hq); the f32 partials are the plan's workspace."""
     t = torch()
@@ -280,9 +286,9 @@ def decode_plan(name, q, k, v, kv_lens, outs, block_table=None, window=0, sinks=
             or k.shape[3] != d or kv_lens.shape != (batch,):
         raise ValueError(f"{name} takes q [B, Hq, D], caches [., Hkv, ., D] with Hkv | Hq, "
                          "kv_lens [B]")
-    if d not in PREFILL_TILES or hq // hkv > GROUP_TILE:
+    if d not in head_dims or hq // hkv > GROUP_TILE:
         raise ValueError(f"{name}: head dim {d} / query group {hq // hkv} not supported "
-                         f"(head dims {sorted(PREFILL_TILES)}, groups <= {GROUP_TILE})")
+                         f"(head dims {sorted(head_dims)}, groups <= {GROUP_TILE})")
     if paged and (k.shape[2] != PAGE_SIZE or block_table.shape[0] != batch):
         raise ValueError(f"{name}: pages hold {PAGE_SIZE} positions; block_table is [B, pages]")
     max_len = block_table.shape[1] * PAGE_SIZE if paged else k.shape[2]
@@ -316,10 +322,11 @@ def decode_constants(d, paged=False, sliding=False, sinks=False, softcap=False) 
             "SOFTCAP": bool(softcap)}
 
 
-def decode_captures(**variant) -> list[Capture]:
+def decode_captures(head_dims=HEAD_DIMS, combine=True, **variant) -> list[Capture]:
+    """The partial kernel's captures for one variant (and the combine kernel's, if `combine`)."""
     out = []
     for dt in ATTN_DTYPES:
-        for d in sorted(PREFILL_TILES):
+        for d in head_dims:
             arrays = {n: (dt, 4) for n in ("q", "k", "v")}
             arrays.update(block_table=("int32", 2), kv_lens=("int32", 1), sinks=("float32", 1),
                           o_part=("float32", 5), lse_part=("float32", 4))
@@ -327,11 +334,12 @@ def decode_captures(**variant) -> list[Capture]:
                                {"qk_scale": "float32", "softcap": "float32", "window": "int32",
                                 "tiles_per_split": "int32"},
                                decode_constants(d, **variant)))
-    for dt in ATTN_DTYPES:
-        for d in sorted(PREFILL_TILES):
+    for dt in ATTN_DTYPES if combine else ():
+        for d in HEAD_DIMS:
+            # the output first: tools take a capture's tolerance from its first array's dtype
             out.append(Capture("flash_decode_combine_kernel",
-                               {"o_part": ("float32", 4), "lse_part": ("float32", 3),
-                                "o": (dt, 3), "lse": ("float32", 2)},
+                               {"o": (dt, 3), "o_part": ("float32", 4),
+                                "lse_part": ("float32", 3), "lse": ("float32", 2)},
                                {"n_splits": "int32"}, {"HEAD_DIM": d}))
     return out
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from ..spec import OpSpec
 from . import _attention as A
 
+HEAD_DIMS = (64,)  # gpt-oss
+
 
 def make_inputs(shape, dtype, device, seed=0):
     q, k, v, lens = A.decode_inputs(shape, dtype, device, seed)
@@ -23,7 +25,7 @@ def plan(q, k_cache, v_cache, kv_lens, sinks, window, outs):
     if sinks.shape != (q.shape[1],) or window < 0:
         raise ValueError("flash_decode_sinks takes sinks [Hq] f32 and a window >= 0 (0 = none)")
     return A.decode_plan("flash_decode_sinks", q, k_cache, v_cache, kv_lens, outs,
-                         window=window, sinks=sinks)
+                         window=window, sinks=sinks, head_dims=HEAD_DIMS)
 
 
 SPEC = OpSpec(
@@ -35,11 +37,12 @@ SPEC = OpSpec(
     reference=reference,
     allocate=A.decode_allocate,
     plan=plan,
-    shapes=[(1, 1, 1, 1, 64, 0), (2, 8, 2, 77, 64, 35), (3, 32, 8, 1000, 128, 128),
-            (4, 8, 1, 4099, 128, 0), (2, 64, 8, 16384, 64, 128)],
+    shapes=[(1, 1, 1, 1, 64, 0), (2, 8, 2, 77, 64, 35), (3, 32, 8, 1000, 64, 128),
+            (4, 8, 1, 4099, 64, 0), (2, 64, 8, 16384, 64, 128)],
     bench_shapes=[(64, 64, 8, 4096, 64, 128), (16, 64, 8, 8192, 64, 0)],
     tolerances=A.TOL_ATTENTION,
-    captures=A.decode_captures(sliding=True, sinks=True) + A.decode_captures(sinks=True),
+    captures=A.decode_captures(HEAD_DIMS, sliding=True, sinks=True)
+    + A.decode_captures(HEAD_DIMS, combine=False, sinks=True),
     bytes=A.decode_bytes,
     flops=A.decode_flops,
 )

@@ -1,6 +1,6 @@
-"""fmha_fwd_softcap: prefill with Gemma-style logit soft-capping, cap * tanh(s * scale / cap).
+"""fmha_fwd_softcap: causal prefill with Gemma-style logit soft-capping, cap * tanh(s * scale / cap).
 
-Shapes (B, Hq, Hkv, S, D, causal); the cap is an input (the tests use _attention.SOFTCAP).
+Shapes (B, Hq, Hkv, S, D); head dim 128; the cap is an input (the tests use _attention.SOFTCAP).
 Reference: plain f32 torch (_attention.attention_reference).
 """
 
@@ -9,22 +9,24 @@ from __future__ import annotations
 from ..spec import OpSpec
 from . import _attention as A
 
+HEAD_DIMS = (128,)
+
 
 def make_inputs(shape, dtype, device, seed=0):
-    return (*A.prefill_inputs(shape, dtype, device, seed), A.SOFTCAP, bool(shape[5]))
+    return (*A.prefill_inputs(shape, dtype, device, seed), A.SOFTCAP)
 
 
-def reference(q, k, v, seq_lens, softcap, causal):
+def reference(q, k, v, seq_lens, softcap):
     lens = [(n, n) for n in seq_lens.tolist()]
-    return A.attention_reference(q, k, v, lens, causal=causal, softcap=softcap)
+    return A.attention_reference(q, k, v, lens, causal=True, softcap=softcap)
 
 
-def plan(q, k, v, seq_lens, softcap, causal, outs):
+def plan(q, k, v, seq_lens, softcap, outs):
     A.check_dtype(q)
     if not softcap > 0:
         raise ValueError("fmha_fwd_softcap takes a cap > 0")
-    return A.prefill_plan("fmha_fwd_softcap", q, k, v, seq_lens, outs, causal=causal,
-                          softcap=softcap)
+    return A.prefill_plan("fmha_fwd_softcap", q, k, v, seq_lens, outs, causal=True,
+                          softcap=softcap, head_dims=HEAD_DIMS)
 
 
 SPEC = OpSpec(
@@ -36,13 +38,11 @@ SPEC = OpSpec(
     reference=reference,
     allocate=A.prefill_allocate,
     plan=plan,
-    shapes=[(1, 1, 1, 1, 64, 1), (2, 4, 2, 77, 64, 1), (3, 8, 1, 200, 128, 0),
-            (2, 16, 8, 1000, 128, 1)],
-    bench_shapes=[(4, 16, 8, 4096, 128, 1)],
+    shapes=[(1, 1, 1, 1, 128), (2, 4, 2, 77, 128), (3, 8, 1, 200, 128), (2, 16, 8, 1000, 128)],
+    bench_shapes=[(4, 16, 8, 4096, 128)],
     tolerances=A.TOL_ATTENTION,
-    captures=A.prefill_captures(causal=True, softcap=True)
-    + A.prefill_captures(causal=False, softcap=True),
+    captures=A.prefill_captures(HEAD_DIMS, causal=True, softcap=True),
     bytes=A.prefill_bytes,
-    flops=lambda shape: A.prefill_flops(shape, causal=bool(shape[5])),
+    flops=lambda shape: A.prefill_flops(shape, causal=True),
     kind="compute",
 )

@@ -219,11 +219,11 @@ def _attention_reference(q, k, v, lens, causal=False, window=0, sinks=None, soft
 
 
 def _fmha_fwd(b: _Builder, c: dict) -> tuple:
-    """Two ragged sequences (a full one of 2 * BLOCK_M + 13 positions, a shorter one ending inside
-    a key tile), 2 kv heads with 2 query heads each; a window shorter than a key tile when
-    sliding (rows whose first key tiles hold none of their window)."""
+    """Two ragged sequences (a full one of BLOCK_M + BLOCK_N / 2 + 13 positions, a shorter one
+    ending inside a key tile), 2 kv heads with 2 query heads each; a window shorter than a key
+    tile when sliding (rows whose first key tile holds none of their window)."""
     batch, hkv, group, d = 2, 2, 2, c["HEAD_DIM"]
-    s = 2 * c["BLOCK_M"] + 13
+    s = c["BLOCK_M"] + c["BLOCK_N"] // 2 + 13
     lens = [s, c["BLOCK_N"] + 7]
     window = c["BLOCK_N"] // 2 + 3 if c["SLIDING"] else 0
     cap = 5.0 if c["SOFTCAP"] else 0.0
