@@ -266,10 +266,10 @@ def decode_allocate(q, *rest):
     return t.empty_like(q), t.empty(q.shape[:2], dtype=t.float32, device=q.device)
 
 
-def decode_splits(batch, hkv, max_len, device) -> tuple[int, int]:
+def decode_splits(batch, hkv, max_len, sms) -> tuple[int, int]:
     """(n_splits, key tiles per split): about DECODE_BLOCKS_PER_SM blocks per SM in all."""
     tiles = max(1, cdiv(max_len, DECODE_BLOCK_N))
-    splits = max(1, min(tiles, cdiv(DECODE_BLOCKS_PER_SM * num_sms(device), batch * hkv)))
+    splits = max(1, min(tiles, cdiv(DECODE_BLOCKS_PER_SM * sms, batch * hkv)))
     per_split = cdiv(tiles, splits)
     return cdiv(tiles, per_split), per_split
 
@@ -292,7 +292,7 @@ def decode_plan(name, q, k, v, kv_lens, outs, block_table=None, window=0, sinks=
     if paged and (k.shape[2] != PAGE_SIZE or block_table.shape[0] != batch):
         raise ValueError(f"{name}: pages hold {PAGE_SIZE} positions; block_table is [B, pages]")
     max_len = block_table.shape[1] * PAGE_SIZE if paged else k.shape[2]
-    splits, per_split = decode_splits(batch, hkv, max_len, q.device)
+    splits, per_split = decode_splits(batch, hkv, max_len, num_sms(q.device))
     o_part = t.empty((batch, hq, splits, d), dtype=t.float32, device=q.device)
     lse_part = t.empty((batch, hq, splits), dtype=t.float32, device=q.device)
     group = hq // hkv
