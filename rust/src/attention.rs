@@ -134,6 +134,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [BLOCK_M, 1] }> = constant(0.0f32, shape![BLOCK_M, 1]);
         let mut acc: Tile<f32, { [BLOCK_M, HEAD_DIM] }> =
             constant(0.0f32, shape![BLOCK_M, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
         let c_2: Tile<f32, { [BLOCK_M, BLOCK_N] }> = constant(0.0f32, shape![BLOCK_M, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             qk_scale.broadcast(shape![BLOCK_M, BLOCK_N]);
@@ -142,7 +143,7 @@ pub mod attention {
         let seq_len_b: Tile<i32, { [1, BLOCK_N] }> = seq_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
-        for j in 0i32..hi {
+        for j in 0i32..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
                 [b, kvh, 0i32, j],
@@ -371,6 +372,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [BLOCK_M, 1] }> = constant(0.0f32, shape![BLOCK_M, 1]);
         let mut acc: Tile<f32, { [BLOCK_M, HEAD_DIM] }> =
             constant(0.0f32, shape![BLOCK_M, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
         let c_2: Tile<f32, { [BLOCK_M, BLOCK_N] }> = constant(0.0f32, shape![BLOCK_M, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             qk_scale.broadcast(shape![BLOCK_M, BLOCK_N]);
@@ -380,7 +382,7 @@ pub mod attention {
         let q_pos_b: Tile<i32, { [BLOCK_M, BLOCK_N] }> = q_pos.broadcast(shape![BLOCK_M, BLOCK_N]);
         let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
-        for j in 0i32..hi {
+        for j in 0i32..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
                 [b, kvh, 0i32, j],
@@ -614,6 +616,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [BLOCK_M, 1] }> = constant(0.0f32, shape![BLOCK_M, 1]);
         let mut acc: Tile<f32, { [BLOCK_M, HEAD_DIM] }> =
             constant(0.0f32, shape![BLOCK_M, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
         let c_2: Tile<f32, { [BLOCK_M, BLOCK_N] }> = constant(0.0f32, shape![BLOCK_M, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             qk_scale.broadcast(shape![BLOCK_M, BLOCK_N]);
@@ -626,7 +629,7 @@ pub mod attention {
         let q_pos_b: Tile<i32, { [BLOCK_M, BLOCK_N] }> = q_pos.broadcast(shape![BLOCK_M, BLOCK_N]);
         let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
-        for j in 0i32..hi {
+        for j in 0i32..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
                 [b, kvh, 0i32, j],
@@ -863,6 +866,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [BLOCK_M, 1] }> = constant(0.0f32, shape![BLOCK_M, 1]);
         let mut acc: Tile<f32, { [BLOCK_M, HEAD_DIM] }> =
             constant(0.0f32, shape![BLOCK_M, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
         let c_2: Tile<f32, { [BLOCK_M, BLOCK_N] }> = constant(0.0f32, shape![BLOCK_M, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             qk_scale.broadcast(shape![BLOCK_M, BLOCK_N]);
@@ -872,7 +876,7 @@ pub mod attention {
         let q_pos_b: Tile<i32, { [BLOCK_M, BLOCK_N] }> = q_pos.broadcast(shape![BLOCK_M, BLOCK_N]);
         let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
-        for j in 0i32..hi {
+        for j in 0i32..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
                 [b, kvh, 0i32, j],
@@ -1161,6 +1165,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [BLOCK_M, 1] }> = constant(0.0f32, shape![BLOCK_M, 1]);
         let mut acc: Tile<f32, { [BLOCK_M, HEAD_DIM] }> =
             constant(0.0f32, shape![BLOCK_M, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
         let c_2: Tile<f32, { [BLOCK_M, BLOCK_N] }> = constant(0.0f32, shape![BLOCK_M, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
             qk_scale.broadcast(shape![BLOCK_M, BLOCK_N]);
@@ -1176,7 +1181,7 @@ pub mod attention {
             f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
         let c_4: Tile<f32, { [BLOCK_M, 1] }> = f32::NEG_INFINITY.broadcast(shape![BLOCK_M, 1]);
         let c_5: Tile<f32, { [BLOCK_M, 1] }> = 0.0f32.broadcast(shape![BLOCK_M, 1]);
-        for j in lo..hi {
+        for j in lo..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
                 [b, kvh, 0i32, j],
@@ -1455,6 +1460,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
         let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
             constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
         let c_2: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
             constant(0.0f32, shape![GROUP_TILE, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
@@ -1464,7 +1470,7 @@ pub mod attention {
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
             f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, BLOCK_N]);
-        for j in lo..hi {
+        for j in lo..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
                 [b, kvh, 0i32, j],
@@ -1683,6 +1689,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
         let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
             constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
         let c_2: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
             constant(0.0f32, shape![GROUP_TILE, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
@@ -1695,7 +1702,7 @@ pub mod attention {
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
             f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, BLOCK_N]);
-        for j in lo..hi {
+        for j in lo..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
                 [b, kvh, 0i32, j],
@@ -1917,6 +1924,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
         let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
             constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
         let c_2: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
             constant(0.0f32, shape![GROUP_TILE, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
@@ -1926,7 +1934,7 @@ pub mod attention {
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
             f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, BLOCK_N]);
-        for j in lo..hi {
+        for j in lo..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
                 [b, kvh, 0i32, j],
@@ -2223,6 +2231,8 @@ pub mod attention {
         let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
         let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
             constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let lo_s: i32 = tile_to_scalar(lo);
+        let hi_s: i32 = tile_to_scalar(hi);
         let c_5: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
             constant(0.0f32, shape![GROUP_TILE, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
@@ -2238,7 +2248,7 @@ pub mod attention {
         let c_7: Tile<f32, { [GROUP_TILE, 1] }> =
             f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, 1]);
         let c_8: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
-        for j in lo..hi {
+        for j in lo_s..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
                 [b, kvh, 0i32, j],
@@ -2531,6 +2541,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
         let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
             constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
         let page_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let page_i0_u64: Tile<u64, { [] }> = exti(page_i0_0d);
         let page_n0: i32 = block_table.shape()[0];
@@ -2557,7 +2568,7 @@ pub mod attention {
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
             f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, BLOCK_N]);
-        for j in lo..hi {
+        for j in lo..hi_s {
             let page_i1_0d: Tile<i32, { [] }> = scalar_to_tile(j);
             let page_i1_u64: Tile<u64, { [] }> = exti(page_i1_0d);
             let page_in1: Tile<bool, { [] }> = cmpi(page_i1_u64, page_n1_u64, predicate::LessThan);
@@ -2576,17 +2587,19 @@ pub mod attention {
                     Latency::<0>,
                 )
             };
+            let page_s: i32 = tile_to_scalar(page);
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
-                [page, kvh, 0i32, 0i32],
+                [page_s, kvh, 0i32, 0i32],
                 ordering::Weak,
                 scope::TileBlock,
                 Some(4),
                 tma::Enabled,
             );
+            let page_s_1: i32 = tile_to_scalar(page);
             let vt: Tile<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = load_view_tko(
                 &v_view,
-                [page, kvh, 0i32, 0i32],
+                [page_s_1, kvh, 0i32, 0i32],
                 ordering::Weak,
                 scope::TileBlock,
                 Some(4),
