@@ -96,10 +96,12 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
+        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                seq_len_ptrs,
+                seq_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(seq_len_in0),
@@ -142,7 +144,7 @@ pub mod attention {
         let seq_len_r: Tile<i32, { [1, 1] }> = seq_len.reshape(shape![1, 1]);
         let seq_len_b: Tile<i32, { [1, BLOCK_N] }> = seq_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
+            constant(f32::NEG_INFINITY, shape![BLOCK_M, BLOCK_N]);
         for j in 0i32..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
@@ -224,7 +226,7 @@ pub mod attention {
         let sum_1: Tile<f32, { [BLOCK_M, 1] }> = m_i + log2_;
         let c_3: Tile<f32, { [BLOCK_M, 1] }> = 0.6931471805599453f32.broadcast(shape![BLOCK_M, 1]);
         let prod: Tile<f32, { [BLOCK_M, 1] }> = sum_1 * c_3;
-        let c_4: Tile<f32, { [BLOCK_M, 1] }> = f32::NEG_INFINITY.broadcast(shape![BLOCK_M, 1]);
+        let c_4: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
         let row_lse: Tile<f32, { [BLOCK_M, 1] }> = select(valid, prod, c_4);
         let row_lse_r: Tile<f32, { [1, 1, BLOCK_M] }> = row_lse.reshape(shape![1, 1, BLOCK_M]);
         unsafe {
@@ -331,10 +333,12 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
+        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                seq_len_ptrs,
+                seq_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(seq_len_in0),
@@ -381,7 +385,7 @@ pub mod attention {
         let seq_len_b: Tile<i32, { [1, BLOCK_N] }> = seq_len_r.broadcast(shape![1, BLOCK_N]);
         let q_pos_b: Tile<i32, { [BLOCK_M, BLOCK_N] }> = q_pos.broadcast(shape![BLOCK_M, BLOCK_N]);
         let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
+            constant(f32::NEG_INFINITY, shape![BLOCK_M, BLOCK_N]);
         for j in 0i32..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
@@ -468,7 +472,7 @@ pub mod attention {
         let sum_2: Tile<f32, { [BLOCK_M, 1] }> = m_i + log2_;
         let c_3: Tile<f32, { [BLOCK_M, 1] }> = 0.6931471805599453f32.broadcast(shape![BLOCK_M, 1]);
         let prod: Tile<f32, { [BLOCK_M, 1] }> = sum_2 * c_3;
-        let c_4: Tile<f32, { [BLOCK_M, 1] }> = f32::NEG_INFINITY.broadcast(shape![BLOCK_M, 1]);
+        let c_4: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
         let row_lse: Tile<f32, { [BLOCK_M, 1] }> = select(valid, prod, c_4);
         let row_lse_r: Tile<f32, { [1, 1, BLOCK_M] }> = row_lse.reshape(shape![1, 1, BLOCK_M]);
         unsafe {
@@ -575,10 +579,12 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
+        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                seq_len_ptrs,
+                seq_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(seq_len_in0),
@@ -628,7 +634,7 @@ pub mod attention {
         let seq_len_b: Tile<i32, { [1, BLOCK_N] }> = seq_len_r.broadcast(shape![1, BLOCK_N]);
         let q_pos_b: Tile<i32, { [BLOCK_M, BLOCK_N] }> = q_pos.broadcast(shape![BLOCK_M, BLOCK_N]);
         let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
+            constant(f32::NEG_INFINITY, shape![BLOCK_M, BLOCK_N]);
         for j in 0i32..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
@@ -717,7 +723,7 @@ pub mod attention {
         let sum_2: Tile<f32, { [BLOCK_M, 1] }> = m_i + log2_;
         let c_3: Tile<f32, { [BLOCK_M, 1] }> = 0.6931471805599453f32.broadcast(shape![BLOCK_M, 1]);
         let prod: Tile<f32, { [BLOCK_M, 1] }> = sum_2 * c_3;
-        let c_4: Tile<f32, { [BLOCK_M, 1] }> = f32::NEG_INFINITY.broadcast(shape![BLOCK_M, 1]);
+        let c_4: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
         let row_lse: Tile<f32, { [BLOCK_M, 1] }> = select(valid, prod, c_4);
         let row_lse_r: Tile<f32, { [1, 1, BLOCK_M] }> = row_lse.reshape(shape![1, 1, BLOCK_M]);
         unsafe {
@@ -825,10 +831,12 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
+        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                seq_len_ptrs,
+                seq_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(seq_len_in0),
@@ -875,7 +883,7 @@ pub mod attention {
         let seq_len_b: Tile<i32, { [1, BLOCK_N] }> = seq_len_r.broadcast(shape![1, BLOCK_N]);
         let q_pos_b: Tile<i32, { [BLOCK_M, BLOCK_N] }> = q_pos.broadcast(shape![BLOCK_M, BLOCK_N]);
         let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
+            constant(f32::NEG_INFINITY, shape![BLOCK_M, BLOCK_N]);
         for j in 0i32..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
@@ -947,10 +955,12 @@ pub mod attention {
             pointer_to_tile(cast_mut(sinks.as_ptr()));
         let sinks_tile_ptrs: PointerTile<*mut f32, { [] }> =
             sinks_tile_base.offset_tile(sinks_tile_off0);
+        let sinks_tile_aligned: PointerTile<*mut f32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(sinks_tile_ptrs) };
         let sinks_tile_pad: Tile<f32, { [] }> = 0.0f32.broadcast(shape![]);
         let (sinks_tile, _): (Tile<f32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                sinks_tile_ptrs,
+                sinks_tile_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(sinks_tile_in0),
@@ -964,7 +974,7 @@ pub mod attention {
         let prod_r: Tile<f32, { [1, 1] }> = prod.reshape(shape![1, 1]);
         let prod_b: Tile<f32, { [BLOCK_M, 1] }> = prod_r.broadcast(shape![BLOCK_M, 1]);
         let m_new: Tile<f32, { [BLOCK_M, 1] }> = maxf(m_i, prod_b, nan::Disabled, ftz::Disabled);
-        let c_3: Tile<f32, { [BLOCK_M, 1] }> = f32::NEG_INFINITY.broadcast(shape![BLOCK_M, 1]);
+        let c_3: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
         let mask_1: Tile<bool, { [BLOCK_M, 1] }> = eq_tile(m_new, c_3);
         let c_4: Tile<f32, { [BLOCK_M, 1] }> = 0.0f32.broadcast(shape![BLOCK_M, 1]);
         let m_ref: Tile<f32, { [BLOCK_M, 1] }> = select(mask_1, c_4, m_new);
@@ -1009,7 +1019,7 @@ pub mod attention {
         let sum_2: Tile<f32, { [BLOCK_M, 1] }> = m_i + log2_;
         let c_6: Tile<f32, { [BLOCK_M, 1] }> = 0.6931471805599453f32.broadcast(shape![BLOCK_M, 1]);
         let prod_3: Tile<f32, { [BLOCK_M, 1] }> = sum_2 * c_6;
-        let c_7: Tile<f32, { [BLOCK_M, 1] }> = f32::NEG_INFINITY.broadcast(shape![BLOCK_M, 1]);
+        let c_7: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
         let row_lse: Tile<f32, { [BLOCK_M, 1] }> = select(valid, prod_3, c_7);
         let row_lse_r: Tile<f32, { [1, 1, BLOCK_M] }> = row_lse.reshape(shape![1, 1, BLOCK_M]);
         unsafe {
@@ -1117,10 +1127,12 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
+        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                seq_len_ptrs,
+                seq_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(seq_len_in0),
@@ -1178,8 +1190,8 @@ pub mod attention {
         let window_tile: Tile<i32, { [BLOCK_M, BLOCK_N] }> =
             window.broadcast(shape![BLOCK_M, BLOCK_N]);
         let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![BLOCK_M, BLOCK_N]);
-        let c_4: Tile<f32, { [BLOCK_M, 1] }> = f32::NEG_INFINITY.broadcast(shape![BLOCK_M, 1]);
+            constant(f32::NEG_INFINITY, shape![BLOCK_M, BLOCK_N]);
+        let c_4: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
         let c_5: Tile<f32, { [BLOCK_M, 1] }> = 0.0f32.broadcast(shape![BLOCK_M, 1]);
         for j in lo..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
@@ -1260,10 +1272,12 @@ pub mod attention {
             pointer_to_tile(cast_mut(sinks.as_ptr()));
         let sinks_tile_ptrs: PointerTile<*mut f32, { [] }> =
             sinks_tile_base.offset_tile(sinks_tile_off0);
+        let sinks_tile_aligned: PointerTile<*mut f32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(sinks_tile_ptrs) };
         let sinks_tile_pad: Tile<f32, { [] }> = 0.0f32.broadcast(shape![]);
         let (sinks_tile, _): (Tile<f32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                sinks_tile_ptrs,
+                sinks_tile_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(sinks_tile_in0),
@@ -1277,7 +1291,7 @@ pub mod attention {
         let prod_r: Tile<f32, { [1, 1] }> = prod.reshape(shape![1, 1]);
         let prod_b: Tile<f32, { [BLOCK_M, 1] }> = prod_r.broadcast(shape![BLOCK_M, 1]);
         let m_new: Tile<f32, { [BLOCK_M, 1] }> = maxf(m_i, prod_b, nan::Disabled, ftz::Disabled);
-        let c_3: Tile<f32, { [BLOCK_M, 1] }> = f32::NEG_INFINITY.broadcast(shape![BLOCK_M, 1]);
+        let c_3: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
         let mask_1: Tile<bool, { [BLOCK_M, 1] }> = eq_tile(m_new, c_3);
         let c_4: Tile<f32, { [BLOCK_M, 1] }> = 0.0f32.broadcast(shape![BLOCK_M, 1]);
         let m_ref: Tile<f32, { [BLOCK_M, 1] }> = select(mask_1, c_4, m_new);
@@ -1322,7 +1336,7 @@ pub mod attention {
         let sum_3: Tile<f32, { [BLOCK_M, 1] }> = m_i + log2_;
         let c_6: Tile<f32, { [BLOCK_M, 1] }> = 0.6931471805599453f32.broadcast(shape![BLOCK_M, 1]);
         let prod_3: Tile<f32, { [BLOCK_M, 1] }> = sum_3 * c_6;
-        let c_7: Tile<f32, { [BLOCK_M, 1] }> = f32::NEG_INFINITY.broadcast(shape![BLOCK_M, 1]);
+        let c_7: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
         let row_lse: Tile<f32, { [BLOCK_M, 1] }> = select(valid, prod_3, c_7);
         let row_lse_r: Tile<f32, { [1, 1, BLOCK_M] }> = row_lse.reshape(shape![1, 1, BLOCK_M]);
         unsafe {
@@ -1425,10 +1439,12 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                kv_len_ptrs,
+                kv_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(kv_len_in0),
@@ -1469,7 +1485,7 @@ pub mod attention {
         let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
         for j in lo..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
@@ -1550,7 +1566,7 @@ pub mod attention {
         let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
         let sum_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
         let c_4: Tile<f32, { [GROUP_TILE, 1] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, 1]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
         let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_1, c_4);
         let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
             part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
@@ -1654,10 +1670,12 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                kv_len_ptrs,
+                kv_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(kv_len_in0),
@@ -1701,7 +1719,7 @@ pub mod attention {
         let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
         for j in lo..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
@@ -1784,7 +1802,7 @@ pub mod attention {
         let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
         let sum_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
         let c_4: Tile<f32, { [GROUP_TILE, 1] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, 1]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
         let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_1, c_4);
         let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
             part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
@@ -1889,10 +1907,12 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                kv_len_ptrs,
+                kv_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(kv_len_in0),
@@ -1933,7 +1953,7 @@ pub mod attention {
         let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
         for j in lo..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_view,
@@ -2020,7 +2040,7 @@ pub mod attention {
         let sink_ptrs: PointerTile<*mut f32, { [GROUP_TILE] }> =
             sink_base_r_b.offset_tile(sink_off0);
         let sink_mask: Tile<bool, { [GROUP_TILE] }> = andi(sink_in0, v_1);
-        let sink_pad: Tile<f32, { [GROUP_TILE] }> = f32::NEG_INFINITY.broadcast(shape![GROUP_TILE]);
+        let sink_pad: Tile<f32, { [GROUP_TILE] }> = constant(f32::NEG_INFINITY, shape![GROUP_TILE]);
         let (sink, _): (Tile<f32, { [GROUP_TILE] }>, Token) = unsafe {
             load_ptr_tko_tpad(
                 sink_ptrs,
@@ -2038,7 +2058,7 @@ pub mod attention {
         let m_new: Tile<f32, { [GROUP_TILE, 1] }> =
             maxf(m_i, prod_1_r, nan::Disabled, ftz::Disabled);
         let c_3: Tile<f32, { [GROUP_TILE, 1] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, 1]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
         let mask_1: Tile<bool, { [GROUP_TILE, 1] }> = eq_tile(m_new, c_3);
         let c_4: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
         let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = select(mask_1, c_4, m_new);
@@ -2080,7 +2100,7 @@ pub mod attention {
         let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
         let sum_2: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
         let c_7: Tile<f32, { [GROUP_TILE, 1] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, 1]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
         let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_2, c_7);
         let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
             part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
@@ -2185,10 +2205,12 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                kv_len_ptrs,
+                kv_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(kv_len_in0),
@@ -2244,9 +2266,9 @@ pub mod attention {
         let q_pos_b: Tile<i32, { [1, BLOCK_N] }> = q_pos_r.broadcast(shape![1, BLOCK_N]);
         let window_tile_1: Tile<i32, { [1, BLOCK_N] }> = window.broadcast(shape![1, BLOCK_N]);
         let c_6: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
         let c_7: Tile<f32, { [GROUP_TILE, 1] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, 1]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
         let c_8: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
         for j in lo_s..hi_s {
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
@@ -2340,7 +2362,7 @@ pub mod attention {
         let sink_ptrs: PointerTile<*mut f32, { [GROUP_TILE] }> =
             sink_base_r_b.offset_tile(sink_off0);
         let sink_mask: Tile<bool, { [GROUP_TILE] }> = andi(sink_in0, v_1);
-        let sink_pad: Tile<f32, { [GROUP_TILE] }> = f32::NEG_INFINITY.broadcast(shape![GROUP_TILE]);
+        let sink_pad: Tile<f32, { [GROUP_TILE] }> = constant(f32::NEG_INFINITY, shape![GROUP_TILE]);
         let (sink, _): (Tile<f32, { [GROUP_TILE] }>, Token) = unsafe {
             load_ptr_tko_tpad(
                 sink_ptrs,
@@ -2358,7 +2380,7 @@ pub mod attention {
         let m_new: Tile<f32, { [GROUP_TILE, 1] }> =
             maxf(m_i, prod_1_r, nan::Disabled, ftz::Disabled);
         let c_6: Tile<f32, { [GROUP_TILE, 1] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, 1]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
         let mask_1: Tile<bool, { [GROUP_TILE, 1] }> = eq_tile(m_new, c_6);
         let c_7: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
         let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = select(mask_1, c_7, m_new);
@@ -2400,7 +2422,7 @@ pub mod attention {
         let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
         let sum_3: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
         let c_10: Tile<f32, { [GROUP_TILE, 1] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, 1]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
         let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_3, c_10);
         let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
             part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
@@ -2506,10 +2528,12 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
         let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
             load_ptr_tko_tpad(
-                kv_len_ptrs,
+                kv_len_aligned,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(kv_len_in0),
@@ -2567,7 +2591,7 @@ pub mod attention {
         let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
         let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
         for j in lo..hi_s {
             let page_i1_0d: Tile<i32, { [] }> = scalar_to_tile(j);
             let page_i1_u64: Tile<u64, { [] }> = exti(page_i1_0d);
@@ -2576,9 +2600,11 @@ pub mod attention {
             let page_off1: Tile<u64, { [] }> = page_i1_u64 * page_one;
             let page_off: Tile<u64, { [] }> = page_off0 + page_off1;
             let page_ptrs: PointerTile<*mut i32, { [] }> = page_base.offset_tile(page_off);
+            let page_aligned: PointerTile<*mut i32, { [] }> =
+                unsafe { assume_div_by::<_, 4>(page_ptrs) };
             let (page, _): (Tile<i32, { [] }>, Token) = unsafe {
                 load_ptr_tko_tpad(
-                    page_ptrs,
+                    page_aligned,
                     ordering::Weak,
                     None::<scope::TileBlock>,
                     Some(page_in),
@@ -2668,7 +2694,7 @@ pub mod attention {
         let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
         let sum_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
         let c_4: Tile<f32, { [GROUP_TILE, 1] }> =
-            f32::NEG_INFINITY.broadcast(shape![GROUP_TILE, 1]);
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
         let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_1, c_4);
         let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
             part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
