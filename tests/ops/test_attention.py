@@ -10,6 +10,7 @@ references agree with the NumPy one.
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 
 import numpy as np
@@ -57,6 +58,57 @@ def test_symbolic_constant_in_0d_tile_arithmetic_translates(tmp_path):
     assert [str(r.diagnostic) for r in report.results if not r.ok] == []
     module = report.files["src/k.rs"]
     assert "BLOCK" in module
+
+
+LENGTH_LOOP = """\
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+
+
+@ct.kernel
+def length_loop_kernel(lens, x, y, BLOCK: ConstInt):
+    n = ct.gather(lens, ct.bid(0))
+    acc = ct.full((1, BLOCK), -float("inf"), dtype=ct.float32)
+    for j in range(ct.cdiv(n, BLOCK)):
+        t = ct.load(x, index=(0, j), shape=(1, BLOCK), padding_mode=ct.PaddingMode.ZERO)
+        cols = ct.reshape(j * BLOCK + ct.arange(BLOCK, dtype=ct.int32), (1, BLOCK))
+        acc = ct.maximum(acc, ct.where(cols < n, t, -float("inf")))
+    ct.store(y, index=(0, ct.bid(0)), tile=acc)
+"""
+
+
+def _translate_length_loop(tmp_path) -> str:
+    path = tmp_path / "k.py"
+    path.write_text(LENGTH_LOOP)
+    config = KernelConfig(({"lens": "int32", "x": "float32", "y": "float32", "BLOCK": 64},),
+                          {"lens": 1, "x": 2, "y": 2})
+    report = translate([str(path)], None, {str(path): {"length_loop_kernel": config}})
+    assert [str(r.diagnostic) for r in report.results if not r.ok] == []
+    return report.files["src/k.rs"]
+
+
+def test_0d_tile_loop_bound_becomes_a_scalar(tmp_path):
+    """Regression: a loop bound computed from a gathered length was emitted as a Tile_0 and
+    `for j in 0i32..n` did not compile (expected `i32`, found `Tile_0<i32>`)."""
+    module = _translate_length_loop(tmp_path)
+    assert "tile_to_scalar(" in module
+    assert re.search(r"for j in 0i32\.\.\w+_s \{", module), module
+
+
+def test_infinite_fill_is_a_constant_not_a_broadcast(tmp_path):
+    """Regression: `where(.., -inf)` emitted `f32::NEG_INFINITY.broadcast(..)`, which the cutile
+    compiler rejects at IR generation (associated consts in expression position)."""
+    module = _translate_length_loop(tmp_path)
+    assert "NEG_INFINITY.broadcast" not in module
+    assert "constant(f32::NEG_INFINITY, shape![1, BLOCK])" in module
+
+
+def test_single_element_gather_states_its_alignment(tmp_path):
+    """Regression: cuTile Python assumes div_by<element bytes> on the pointer of a one-element
+    gather; the port lacked it (IR diff CRITICAL assume/ptr_div_by_lost)."""
+    module = _translate_length_loop(tmp_path)
+    assert re.search(r"assume_div_by::<_, 4>\(\w+_ptrs\)", module), module
 
 
 def test_every_attention_variant_translates():
