@@ -240,3 +240,13 @@ def test_pages_round_trip(torch_mod):
     pool = A.to_pages(cache, order)
     back = A.from_pages(pool, order.reshape(2, 3))
     assert torch_mod.equal(back[:, :, :130], cache)
+
+
+def test_gpu_compare_checks_tensors_with_infinite_entries(torch_mod):
+    """Regression: an lse with -inf rows (padding) made the error NaN and the check vacuous."""
+    from tileport.gpu.check import compare
+
+    ref = torch_mod.tensor([float("-inf"), 1.0, 2.0])
+    assert compare(ref.clone(), ref, 1e-3, 1e-3)[0]
+    assert not compare(torch_mod.tensor([float("-inf"), 1.0, 2.5]), ref, 1e-3, 1e-3)[0]
+    assert not compare(torch_mod.tensor([0.0, 1.0, 2.0]), ref, 1e-3, 1e-3)[0]

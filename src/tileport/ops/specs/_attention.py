@@ -100,7 +100,7 @@ def masked_scores(qf, kf, q_pos, k_pos, causal, window, softcap):
 REF_ROWS = 1024
 
 
-def attention_reference(q, k, v, lens, q_offsets=None, causal=False, window=0, sinks=None,
+def attention_reference(q, k, v, lens, causal=False, window=0, sinks=None,
                         softcap=0.0, use_sdpa=False):
     """Plain f32 attention per sequence: (o in q's dtype, lse f32), zeros / -inf on padding.
     q [B, Hq, Sq, D] with lens[b] = (n_q, n_k); query i sits at key position i + n_k - n_q.
