@@ -442,7 +442,8 @@ def test_inputs_reference_and_outputs_on_cpu(torch_mod, name):
             assert len(refs) == len(outs)
             for r, o in zip(refs, outs):
                 assert r.shape == o.shape and r.dtype == o.dtype, (r.shape, o.shape, r.dtype, o.dtype)
-                assert torch.isfinite(r.float()).all()
+                # -inf is allowed: the logsumexp of an empty (padded) attention row
+                assert (torch.isfinite(r.float()) | torch.isneginf(r.float())).all()
             launches = spec.plan(*inputs, spec.allocate(*inputs))
             ptrs = {a.data_ptr() for launch in launches for a in launch.args.values()
                     if isinstance(a, torch.Tensor)}

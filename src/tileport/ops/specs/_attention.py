@@ -335,7 +335,7 @@ def decode_captures(head_dims=HEAD_DIMS, combine=True, **variant) -> list[Captur
                                 "tiles_per_split": "int32"},
                                decode_constants(d, **variant)))
     for dt in ATTN_DTYPES if combine else ():
-        for d in HEAD_DIMS:
+        for d in head_dims:
             # the output first: tools take a capture's tolerance from its first array's dtype
             out.append(Capture("flash_decode_combine_kernel",
                                {"o": (dt, 3), "o_part": ("float32", 4),
