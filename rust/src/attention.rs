@@ -2814,6 +2814,254 @@ pub mod attention {
         };
     }
 
+    /// MLA decode (DeepSeek, absorbed): every query head attends to one shared latent cache.
+    ///
+    /// q_nope [B, H, LORA] (the no-rope query already multiplied into the latent space), q_pe
+    /// [B, H, ROPE]; ckv [B, S, LORA] the compressed KV, kpe [B, S, ROPE] the rope keys; scores are
+    /// q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x HEAD_TILE
+    /// heads): the heads are the rows of the MMAs, and each latent tile serves as key (transposed in
+    /// registers) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
+    /// [B, H, n_splits] (log2 units), combined by flash_decode_combine_kernel.
+    /// Translated from `src/tileport/ops/kernels/attention.py:237`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
+    pub unsafe fn mla_decode_partial_kernel<
+        E: ElementType,
+        const HEAD_TILE: i32,
+        const BLOCK_N: i32,
+        const LORA: i32,
+        const ROPE: i32,
+    >(
+        q_nope: &Tensor<E, { [-1, -1, -1] }>,
+        q_pe: &Tensor<E, { [-1, -1, -1] }>,
+        ckv: &Tensor<E, { [-1, -1, -1] }>,
+        kpe: &Tensor<E, { [-1, -1, -1] }>,
+        kv_lens: &Tensor<i32, { [-1] }>,
+        o_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        lse_part: &Tensor<f32, { [-1, -1, -1] }>,
+        qk_scale: f32,
+        tiles_per_split: i32,
+    ) {
+        let q_nope_view: Partition<E, { [1, HEAD_TILE, LORA] }> = unsafe {
+            make_partition_view(
+                q_nope,
+                shape![1, HEAD_TILE, LORA],
+                padding::Zero,
+                dim_map::Identity,
+                q_nope.token(),
+            )
+        };
+        let q_pe_view: Partition<E, { [1, HEAD_TILE, ROPE] }> = unsafe {
+            make_partition_view(
+                q_pe,
+                shape![1, HEAD_TILE, ROPE],
+                padding::Zero,
+                dim_map::Identity,
+                q_pe.token(),
+            )
+        };
+        let ckv_view: Partition<E, { [1, BLOCK_N, LORA] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, BLOCK_N, LORA],
+                padding::Zero,
+                dim_map::Identity,
+                ckv.token(),
+            )
+        };
+        let kpe_view: Partition<E, { [1, ROPE, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                kpe,
+                shape![1, ROPE, BLOCK_N],
+                padding::Zero,
+                const_array![0, 2, 1],
+                kpe.token(),
+            )
+        };
+        let mut o_part_out: PartitionMut<f32, { [1, HEAD_TILE, 1, LORA] }> =
+            unsafe { o_part.partition_full_mut(shape![1, HEAD_TILE, 1, LORA]) };
+        let mut lse_part_out: PartitionMut<f32, { [1, HEAD_TILE, 1] }> =
+            unsafe { lse_part.partition_full_mut(shape![1, HEAD_TILE, 1]) };
+        let kv_lens_token: Token = kv_lens.token();
+        let split: i32 = get_tile_block_id().0;
+        let bh: i32 = get_tile_block_id().1;
+        let q_nope_dim1: i32 = q_nope.shape()[1];
+        let n_head_blocks: i32 = ceil_div(q_nope_dim1, HEAD_TILE);
+        let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_head_blocks);
+        let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
+        let b: i32 = tile_to_scalar(b_floordiv);
+        let hb_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let hb_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_head_blocks);
+        let hb_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let hb_rem: Tile<i32, { [] }> = remi(hb_lhs_t, hb_rhs_t);
+        let hb_rem_neg: Tile<bool, { [] }> = cmpi(hb_rem, hb_zero, predicate::LessThan);
+        let hb_div_neg: Tile<bool, { [] }> = cmpi(hb_rhs_t, hb_zero, predicate::LessThan);
+        let hb_xor: Tile<bool, { [] }> = xori(hb_rem_neg, hb_div_neg);
+        let hb_nonzero: Tile<bool, { [] }> = cmpi(hb_rem, hb_zero, predicate::NotEqual);
+        let hb_and: Tile<bool, { [] }> = andi(hb_xor, hb_nonzero);
+        let hb_add: Tile<i32, { [] }> = hb_rem + hb_rhs_t;
+        let hb_sel: Tile<i32, { [] }> = select(hb_and, hb_add, hb_rem);
+        let hb: i32 = tile_to_scalar(hb_sel);
+        let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
+        let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
+        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
+        let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
+        let kv_len_in0: Tile<bool, { [] }> =
+            cmpi(kv_len_i0_u64, kv_len_n0_u64, predicate::LessThan);
+        let kv_len_one: Tile<u64, { [] }> = constant(1u64, shape![]);
+        let kv_len_off0: Tile<u64, { [] }> = kv_len_i0_u64 * kv_len_one;
+        let kv_len_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(kv_lens.as_ptr()));
+        let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
+        let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                kv_len_aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(kv_len_in0),
+                Some(kv_len_pad),
+                Some(kv_lens_token),
+                Latency::<0>,
+            )
+        };
+        let q_nope_tile: Tile<E, { [1, HEAD_TILE, LORA] }> = load_view_tko(
+            &q_nope_view,
+            [b, hb, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn: Tile<E, { [HEAD_TILE, LORA] }> = q_nope_tile.reshape(shape![HEAD_TILE, LORA]);
+        let q_pe_tile: Tile<E, { [1, HEAD_TILE, ROPE] }> = load_view_tko(
+            &q_pe_view,
+            [b, hb, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qp: Tile<E, { [HEAD_TILE, ROPE] }> = q_pe_tile.reshape(shape![HEAD_TILE, ROPE]);
+        let lo: i32 = split * tiles_per_split;
+        let sum: i32 = lo + tiles_per_split;
+        let c: i32 = BLOCK_N;
+        let c_tile: Tile<i32, { [] }> = c.broadcast(shape![]);
+        let n: Tile<i32, { [] }> = divi(kv_len, c_tile, rounding::PositiveInf);
+        let sum_tile: Tile<i32, { [] }> = sum.broadcast(shape![]);
+        let hi: Tile<i32, { [] }> = mini(sum_tile, n);
+        let mut m_i: Tile<f32, { [HEAD_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![HEAD_TILE, 1]);
+        let mut l_i: Tile<f32, { [HEAD_TILE, 1] }> = constant(0.0f32, shape![HEAD_TILE, 1]);
+        let mut acc: Tile<f32, { [HEAD_TILE, LORA] }> = constant(0.0f32, shape![HEAD_TILE, LORA]);
+        let hi_s: i32 = tile_to_scalar(hi);
+        let c_2: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = constant(0.0f32, shape![HEAD_TILE, BLOCK_N]);
+        let qk_scale_tile: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
+            qk_scale.broadcast(shape![HEAD_TILE, BLOCK_N]);
+        let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
+        let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
+        let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
+        let c_3: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
+            constant(f32::NEG_INFINITY, shape![HEAD_TILE, BLOCK_N]);
+        for j in lo..hi_s {
+            let ckv_tile: Tile<E, { [1, BLOCK_N, LORA] }> = load_view_tko(
+                &ckv_view,
+                [b, j, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let c_1: Tile<E, { [BLOCK_N, LORA] }> = ckv_tile.reshape(shape![BLOCK_N, LORA]);
+            let kp: Tile<E, { [1, ROPE, BLOCK_N] }> = load_view_tko(
+                &kpe_view,
+                [b, 0i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let c_1_t: Tile<E, { [LORA, BLOCK_N] }> = c_1.transpose();
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn, c_1_t, c_2);
+            let kp_r: Tile<E, { [ROPE, BLOCK_N] }> = kp.reshape(shape![ROPE, BLOCK_N]);
+            let acc_1: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qp, kp_r, s);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = acc_1 * qk_scale_tile;
+            let prod: i32 = j * BLOCK_N;
+            let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
+            let sum_1: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
+            let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_1.reshape(shape![1, BLOCK_N]);
+            let mask: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, kv_len_b, predicate::LessThan);
+            let mask_b: Tile<bool, { [HEAD_TILE, BLOCK_N] }> =
+                mask.broadcast(shape![HEAD_TILE, BLOCK_N]);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = select(mask_b, s, c_3);
+            let s_max: Tile<f32, { [HEAD_TILE] }> = reduce_max(s, 1i32);
+            let s_max_r: Tile<f32, { [HEAD_TILE, 1] }> = s_max.reshape(shape![HEAD_TILE, 1]);
+            let m_new: Tile<f32, { [HEAD_TILE, 1] }> =
+                maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
+            let m_ref: Tile<f32, { [HEAD_TILE, 1] }> = m_new;
+            let m_ref_b: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
+                m_ref.broadcast(shape![HEAD_TILE, BLOCK_N]);
+            let diff: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = s - m_ref_b;
+            let p: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = exp2(diff, ftz::Enabled);
+            let diff_1: Tile<f32, { [HEAD_TILE, 1] }> = m_i - m_ref;
+            let alpha: Tile<f32, { [HEAD_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
+            let p_sum: Tile<f32, { [HEAD_TILE] }> = reduce_sum(p, 1i32);
+            let p_sum_r: Tile<f32, { [HEAD_TILE, 1] }> = p_sum.reshape(shape![HEAD_TILE, 1]);
+            let l_i_1: Tile<f32, { [HEAD_TILE, 1] }> =
+                fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
+            let p_e: Tile<E, { [HEAD_TILE, BLOCK_N] }> = convert_tile(p);
+            let alpha_b: Tile<f32, { [HEAD_TILE, LORA] }> =
+                alpha.broadcast(shape![HEAD_TILE, LORA]);
+            let prod_2: Tile<f32, { [HEAD_TILE, LORA] }> = acc * alpha_b;
+            let acc_3: Tile<f32, { [HEAD_TILE, LORA] }> = mmaf(p_e, c_1, prod_2);
+            m_i = m_new;
+            l_i = l_i_1;
+            acc = acc_3;
+        }
+        let c_1: Tile<f32, { [HEAD_TILE, 1] }> = 0.0f32.broadcast(shape![HEAD_TILE, 1]);
+        let nonempty: Tile<bool, { [HEAD_TILE, 1] }> = gt_tile(l_i, c_1);
+        let l_i_b: Tile<f32, { [HEAD_TILE, LORA] }> = l_i.broadcast(shape![HEAD_TILE, LORA]);
+        let quot: Tile<f32, { [HEAD_TILE, LORA] }> =
+            divf(acc, l_i_b, rounding::Approx, ftz::Enabled);
+        let nonempty_b: Tile<bool, { [HEAD_TILE, LORA] }> =
+            nonempty.broadcast(shape![HEAD_TILE, LORA]);
+        let c_2: Tile<f32, { [HEAD_TILE, LORA] }> = 0.0f32.broadcast(shape![HEAD_TILE, LORA]);
+        let out: Tile<f32, { [HEAD_TILE, LORA] }> = select(nonempty_b, quot, c_2);
+        let out_r: Tile<f32, { [1, HEAD_TILE, 1, LORA] }> =
+            out.reshape(shape![1, HEAD_TILE, 1, LORA]);
+        unsafe {
+            store_view_tko_mut(
+                &mut o_part_out,
+                out_r,
+                [b, hb, split, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+        let log2_: Tile<f32, { [HEAD_TILE, 1] }> = log2(l_i);
+        let sum_1: Tile<f32, { [HEAD_TILE, 1] }> = m_i + log2_;
+        let c_3: Tile<f32, { [HEAD_TILE, 1] }> = constant(f32::NEG_INFINITY, shape![HEAD_TILE, 1]);
+        let part_lse: Tile<f32, { [HEAD_TILE, 1] }> = select(nonempty, sum_1, c_3);
+        let part_lse_r: Tile<f32, { [1, HEAD_TILE, 1] }> =
+            part_lse.reshape(shape![1, HEAD_TILE, 1]);
+        unsafe {
+            store_view_tko_mut(
+                &mut lse_part_out,
+                part_lse_r,
+                [b, hb, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+    }
+
     // ---- op bindings for gaps in cutile 0.5.0 (see tileport/lowering.py)
     /// `load_ptr_tko` whose padding operand is a whole tile, as cuTile Python passes it (the built-in
     /// takes a scalar and cannot broadcast it at rank >= 2).
@@ -3518,6 +3766,108 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
                 unsafe { op.async_on(&target.stream) }
                     .map(drop)
                     .map_err(|e| launch_error("flash_decode_combine_kernel", e))
+            }};
+        }
+        match (e_code,) {
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
+/// Enqueue `attention::mla_decode_partial_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part, qk_scale, tiles_per_split, HEAD_TILE, BLOCK_N, LORA, ROPE), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
+    q_nope: *const TensorDesc,
+    q_pe: *const TensorDesc,
+    ckv: *const TensorDesc,
+    kpe: *const TensorDesc,
+    kv_lens: *const TensorDesc,
+    o_part: *const TensorDesc,
+    lse_part: *const TensorDesc,
+    qk_scale: f32,
+    tiles_per_split: i32,
+    head_tile: i32,
+    block_n: i32,
+    lora: i32,
+    rope: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("mla_decode_partial_kernel", || {
+        let q_nope = check_desc("q_nope", q_nope, 3)?;
+        let q_pe = check_desc("q_pe", q_pe, 3)?;
+        let ckv = check_desc("ckv", ckv, 3)?;
+        let kpe = check_desc("kpe", kpe, 3)?;
+        let kv_lens = check_desc("kv_lens", kv_lens, 1)?;
+        let o_part = check_desc("o_part", o_part, 4)?;
+        let lse_part = check_desc("lse_part", lse_part, 3)?;
+        require_disjoint("lse_part", lse_part)?;
+        require_disjoint("o_part", o_part)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(
+            &[
+                ("q_nope", q_nope),
+                ("q_pe", q_pe),
+                ("ckv", ckv),
+                ("kpe", kpe),
+            ],
+            &[dtype::F16, dtype::BF16],
+        )?;
+        require_dtype("kv_lens", kv_lens, dtype::I32)?;
+        require_dtype("o_part", o_part, dtype::F32)?;
+        require_dtype("lse_part", lse_part, dtype::F32)?;
+        check_tile_dim("HEAD_TILE", head_tile)?;
+        check_tile_dim("LORA", lora)?;
+        check_tile_dim("ROPE", rope)?;
+        check_tile_dim("BLOCK_N", block_n)?;
+        let target = LaunchTarget::new(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let q_nope_t = target.tensor::<E>(q_nope);
+                let q_pe_t = target.tensor::<E>(q_pe);
+                let ckv_t = target.tensor::<E>(ckv);
+                let kpe_t = target.tensor::<E>(kpe);
+                let kv_lens_t = target.tensor::<i32>(kv_lens);
+                let o_part_t = target.tensor::<f32>(o_part);
+                let lse_part_t = target.tensor::<f32>(lse_part);
+                let op = unsafe {
+                    attention::mla_decode_partial_kernel(
+                        &q_nope_t,
+                        &q_pe_t,
+                        &ckv_t,
+                        &kpe_t,
+                        &kv_lens_t,
+                        &o_part_t,
+                        &lse_part_t,
+                        qk_scale,
+                        tiles_per_split,
+                    )
+                }
+                .generics(vec![
+                    dtype_names[0].to_string(),
+                    head_tile.to_string(),
+                    block_n.to_string(),
+                    lora.to_string(),
+                    rope.to_string(),
+                ])
+                .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map(drop)
+                    .map_err(|e| launch_error("mla_decode_partial_kernel", e))
             }};
         }
         match (e_code,) {

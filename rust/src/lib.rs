@@ -173,6 +173,20 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "flash_decode_combine_kernel",
             arrays: &[("o_part", 4), ("lse_part", 3), ("o", 3), ("lse", 2)],
         },
+        "mla_decode_partial_kernel" => EntryInfo {
+            module_ast: attention::attention::__module_ast_self,
+            module: "attention",
+            function: "mla_decode_partial_kernel",
+            arrays: &[
+                ("q_nope", 3),
+                ("q_pe", 3),
+                ("ckv", 3),
+                ("kpe", 3),
+                ("kv_lens", 1),
+                ("o_part", 4),
+                ("lse_part", 3),
+            ],
+        },
         "bmm_kernel_use_tf321" => EntryInfo {
             module_ast: bmm::bmm::__module_ast_self,
             module: "bmm",

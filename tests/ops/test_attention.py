@@ -23,15 +23,17 @@ from tileport.ops.specs import _attention as A
 from tileport.ops.specs import all_specs
 from tileport.translate import translate
 
-SPECS = {n: s for n, s in all_specs().items() if s.kernel_file == "attention.py"}
-PREFILL = sorted(n for n, s in SPECS.items() if "fmha_fwd_kernel" in s.kernels)
-DECODE = sorted(n for n, s in SPECS.items() if "flash_decode_partial_kernel" in s.kernels)
+ALL = {n: s for n, s in all_specs().items() if s.kernel_file == "attention.py"}
+PREFILL = sorted(n for n, s in ALL.items() if "fmha_fwd_kernel" in s.kernels)
+DECODE = sorted(n for n, s in ALL.items() if "flash_decode_partial_kernel" in s.kernels)
+SPECS = {n: ALL[n] for n in PREFILL + DECODE}  # shapes (B, Hq, Hkv, S, D, ...)
 
 
 def test_attention_ops_are_registered():
     assert PREFILL == ["fmha_fwd", "fmha_fwd_sinks", "fmha_fwd_softcap"]
     assert DECODE == ["flash_decode", "flash_decode_paged", "flash_decode_sinks",
                       "flash_decode_softcap"]
+    assert set(ALL) == set(SPECS) | {"mla_decode"}
 
 
 # ---- translator -------------------------------------------------------------------------------
@@ -112,13 +114,13 @@ def test_single_element_gather_states_its_alignment(tmp_path):
 
 
 def test_every_attention_variant_translates():
-    configs = kernel_configs(SPECS)[str(KERNELS_DIR / "attention.py")]
+    configs = kernel_configs(ALL)[str(KERNELS_DIR / "attention.py")]
     report = translate([str(KERNELS_DIR / "attention.py")], None,
                        {str(KERNELS_DIR / "attention.py"): configs})
     assert [str(r.diagnostic) for r in report.results if not r.ok] == []
     entries = {r.kernel: len(r.entries) for r in report.results}
     variants = {k: len({tuple((n, v) for n, v in sorted(c.constants.items()) if isinstance(v, bool))
-                        for s in SPECS.values() for c in s.captures if c.kernel == k})
+                        for s in ALL.values() for c in s.captures if c.kernel == k})
                 for k in entries}
     assert entries == variants  # one specialized entry per Constant[bool] combination
 

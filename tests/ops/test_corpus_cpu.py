@@ -280,6 +280,11 @@ EXPECT = {
                                     (r"latency = 2", 2, None), (STORE_VIEW, 2, 2)],
     "flash_decode_partial_kernel": ATTENTION + [(r"occupancy = 2", 1, 1), (r"latency = 4", 2, None),
                                                 (STORE_VIEW, 2, 2)],
+    "mla_decode_partial_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2),
+                                  (r"= mmaf %\S+, %\S+, %\S+ : tile<\d+x\d+x(f16|bf16)>", 3, 3),
+                                  (r"= permute ", 1, 1), (FOR, 1, 1), (EXP2_FTZ, 2, None), (MAX, 1, 1),
+                                  (SUM, 1, 1), (DIV_APPROX_FTZ, 1, 1), (r"load_ptr_tko", 1, 1),
+                                  (r"store_ptr_tko", 0, 0), (r"occupancy = 1", 1, 1)],
     "flash_decode_combine_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 2, 2), (FOR, 1, 1),
                                     (EXP2_FTZ, 2, 2), (DIV_APPROX_FTZ, 1, 1),
                                     (r"occupancy = 4", 1, 1)] + NO_POINTER,
@@ -309,7 +314,7 @@ def test_disassembly_has_expected_op_families(spec, cap, tmp_path):
         n = len(re.findall(pattern, text, flags=re.M))
         if n < lo or (hi is not None and n > hi):
             problems.append(f"{pattern!r}: {n} (expected {lo}..{'' if hi is None else hi})")
-    io_dtype = next(dt for name, (dt, _) in cap.arrays.items() if name in ("x", "a", "c", "y", "q", "o"))
+    io_dtype = next(dt for name, (dt, _) in cap.arrays.items() if name in ("x", "a", "c", "y", "q", "o", "q_nope"))
     short = SHORT[io_dtype]
     if cap.kernel in F32_MATH and io_dtype != "float32":
         if not re.search(rf"= ftof %\S+\s*: tile<[0-9x]+x{short}> -> tile<[0-9x]+xf32>", text):

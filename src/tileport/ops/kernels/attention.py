@@ -231,3 +231,51 @@ def flash_decode_combine_kernel(o_part, lse_part, o, lse, n_splits: int, HEAD_DI
     out = ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
     ct.store(o, index=(b, h, 0), tile=ct.reshape(ct.astype(out, o.dtype), (1, 1, HEAD_DIM)))
     ct.store(lse, index=(b, h), tile=ct.reshape((m_i + ct.log2(l_i)) * LN2, (1, 1)))
+
+
+@ct.kernel(occupancy=1)
+def mla_decode_partial_kernel(q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part, qk_scale: float,
+                              tiles_per_split: int, HEAD_TILE: ConstInt, BLOCK_N: ConstInt,
+                              LORA: ConstInt, ROPE: ConstInt):
+    """MLA decode (DeepSeek, absorbed): every query head attends to one shared latent cache.
+
+    q_nope [B, H, LORA] (the no-rope query already multiplied into the latent space), q_pe
+    [B, H, ROPE]; ckv [B, S, LORA] the compressed KV, kpe [B, S, ROPE] the rope keys; scores are
+    q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x HEAD_TILE
+    heads): the heads are the rows of the MMAs, and each latent tile serves as key (transposed in
+    registers) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
+    [B, H, n_splits] (log2 units), combined by flash_decode_combine_kernel."""
+    split = ct.bid(0)
+    bh = ct.bid(1)
+    n_head_blocks = ct.cdiv(q_nope.shape[1], HEAD_TILE)
+    b = bh // n_head_blocks
+    hb = bh % n_head_blocks
+    kv_len = ct.gather(kv_lens, b)
+
+    qn = ct.reshape(ct.load(q_nope, index=(b, hb, 0), shape=(1, HEAD_TILE, LORA),
+                            padding_mode=ct.PaddingMode.ZERO), (HEAD_TILE, LORA))
+    qp = ct.reshape(ct.load(q_pe, index=(b, hb, 0), shape=(1, HEAD_TILE, ROPE),
+                            padding_mode=ct.PaddingMode.ZERO), (HEAD_TILE, ROPE))
+    lo = split * tiles_per_split
+    hi = min(lo + tiles_per_split, ct.cdiv(kv_len, BLOCK_N))
+
+    m_i = ct.full((HEAD_TILE, 1), -float("inf"), dtype=ct.float32)
+    l_i = ct.zeros((HEAD_TILE, 1), dtype=ct.float32)
+    acc = ct.zeros((HEAD_TILE, LORA), dtype=ct.float32)
+    for j in range(lo, hi):
+        c = ct.reshape(ct.load(ckv, index=(b, j, 0), shape=(1, BLOCK_N, LORA),
+                               padding_mode=ct.PaddingMode.ZERO, latency=4), (BLOCK_N, LORA))
+        kp = ct.load(kpe, index=(b, 0, j), shape=(1, ROPE, BLOCK_N), order=(0, 2, 1),
+                     padding_mode=ct.PaddingMode.ZERO, latency=4)
+        s = ct.mma(qn, ct.transpose(c), ct.zeros((HEAD_TILE, BLOCK_N), dtype=ct.float32))
+        s = ct.mma(qp, ct.reshape(kp, (ROPE, BLOCK_N)), s) * qk_scale
+        k_pos = ct.reshape(j * BLOCK_N + ct.arange(BLOCK_N, dtype=ct.int32), (1, BLOCK_N))
+        s = ct.where(k_pos < kv_len, s, -float("inf"))
+        m_i, l_i, acc = softmax_step(s, c, m_i, l_i, acc, False)
+
+    nonempty = l_i > 0.0
+    out = ct.where(nonempty, ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX,
+                                        flush_to_zero=True), 0.0)
+    ct.store(o_part, index=(b, hb, split, 0), tile=ct.reshape(out, (1, HEAD_TILE, 1, LORA)))
+    part_lse = ct.where(nonempty, m_i + ct.log2(l_i), -float("inf"))
+    ct.store(lse_part, index=(b, hb, split), tile=ct.reshape(part_lse, (1, HEAD_TILE, 1)))

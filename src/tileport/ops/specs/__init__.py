@@ -33,6 +33,7 @@ SPEC_MODULES = (
     "flash_decode_paged",
     "flash_decode_sinks",
     "flash_decode_softcap",
+    "mla_decode",
 )
 
 

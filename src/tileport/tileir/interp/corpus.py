@@ -332,6 +332,37 @@ def _flash_decode_combine(b: _Builder, c: dict) -> tuple:
     return (batch, hq, 1), ["o", "lse"], {"o": o, "lse": lse}
 
 
+def _mla_decode_partial(b: _Builder, c: dict) -> tuple:
+    """2 sequences (one ending inside a key tile, one of 3 tiles) over 2 splits of 2 tiles,
+    HEAD_TILE + 3 heads (a ragged head block); the first sequence leaves split 1 empty."""
+    batch, heads, bn, lora, rope = 2, c["HEAD_TILE"] + 3, c["BLOCK_N"], c["LORA"], c["ROPE"]
+    per_split, splits = 2, 2
+    s = 3 * bn + 5
+    lens = [bn - 3, s]
+    qn, qp = b.input("q_nope", (batch, heads, lora), 0.1), b.input("q_pe", (batch, heads, rope))
+    ckv, kpe = b.input("ckv", (batch, s, lora)), b.input("kpe", (batch, s, rope))
+    b.arrays["kv_lens"] = Array(np.array(lens, np.int32), "i32")
+    b.output("o_part", (batch, heads, splits, lora))
+    b.output("lse_part", (batch, heads, splits))
+    scale = 1 / math.sqrt(lora // 4 + rope)
+    b.arrays["qk_scale"] = Scalar(scale * math.log2(math.e), "f32")
+    b.arrays["tiles_per_split"] = Scalar(per_split, "i32")
+    o = np.zeros((batch, heads, splits, lora))
+    lse = np.full((batch, heads, splits), -np.inf)
+    for bi, n in enumerate(lens):
+        for sp in range(splits):
+            keys = np.arange(sp * per_split * bn, min((sp + 1) * per_split * bn, n))
+            if not len(keys):
+                continue
+            sc = (qn[bi] @ ckv[bi, keys].T + qp[bi] @ kpe[bi, keys].T) * scale
+            m = sc.max(axis=1, keepdims=True)
+            e = np.exp(sc - m)
+            o[bi, :, sp] = e @ ckv[bi, keys] / e.sum(axis=1, keepdims=True)
+            lse[bi, :, sp] = (m[:, 0] + np.log(e.sum(axis=1))) / math.log(2)
+    grid = (splits, batch * _cdiv(heads, c["HEAD_TILE"]), 1)
+    return grid, ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
+
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -356,6 +387,7 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "fmha_fwd_kernel": (_fmha_fwd,),
     "flash_decode_partial_kernel": (_flash_decode_partial,),
     "flash_decode_combine_kernel": (_flash_decode_combine,),
+    "mla_decode_partial_kernel": (_mla_decode_partial,),
 }
 
 
