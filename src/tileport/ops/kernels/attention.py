@@ -1,7 +1,7 @@
 """Attention forward (prefill): o = softmax(q k^T * scale) v per (batch, query head), with logsumexp.
 
 Layout (as torch's scaled_dot_product_attention): q, o [B, Hq, S, D]; k, v [B, Hkv, S, D] with
-Hq = Hkv * QUERY_GROUP (GQA; MQA is Hkv = 1); lse [B, Hq, S] f32 (natural log); seq_lens [B] int32,
+Hq = Hkv * QUERY_GROUP (GQA, the group read from the shapes; MQA is Hkv = 1); lse [B, Hq, S] f32 (natural log); seq_lens [B] int32,
 the valid length of each sequence (ragged batches in a padded layout: positions >= seq_lens[b] are
 padding, their keys are masked out and their outputs are written as 0, their lse as -inf).
 
@@ -10,17 +10,20 @@ padding, their keys are masked out and their outputs are written as 0, their lse
   softmax state (running max m, running sum l, f32 accumulator acc) carried by the loop.
 - exp2 instead of exp: the runtime scalar `qk_scale` is sm_scale * log2(e), so the scores come out
   in log2 units with a single multiply; lse is converted back to natural log once at the end.
-- Masks as `where(.., -inf)` only where they can matter: the key bound (`seq_len`) on every tile,
-  the causal diagonal and the window edge only on the tiles that cross them. The loop bounds skip
-  tiles that are entirely masked (past the diagonal, before the window, past the sequence).
-- Variants are `ct.Constant` switches of the same kernel, so each one is specialized at compile
-  time (no runtime branches): CAUSAL, WINDOW (sliding window of WINDOW keys ending at the query,
-  0 = off; implies causal), HAS_SINKS (per-head sink logits `sinks` [Hq] f32, added to the softmax
+- Masks are one `where(keep, s, -inf)` per key tile (key bound `seq_len`, causal diagonal,
+  window); the loop bounds skip the tiles that are entirely masked (past the diagonal, before the
+  window, past the sequence), and a query tile past its sequence runs no key tile. (Splitting the
+  loop into unmasked interior tiles and masked edge tiles is a possible speed-up, not done.)
+- Variants are `ct.Constant` switches of the same kernels, so each one is specialized at compile
+  time (no runtime branches): CAUSAL, SLIDING (a window of `window` keys ending at the query, a
+  runtime int; implies causal), HAS_SINKS (per-head sink logits `sinks` [Hq] f32, added to the softmax
   denominator only, as in gpt-oss), SOFTCAP (Gemma-style cap * tanh(s / cap) on the scaled logits;
   `softcap` is the runtime cap; then `qk_scale` is sm_scale / cap and the kernel multiplies the
   tanh by cap * log2(e) itself).
 - Loads are TMA-friendly view loads of 4-D partition views: (1, 1, BLOCK_N, D) tiles of k and v;
   k is loaded transposed through the view's `order`, so the S = q k^T MMA needs no transpose.
+- Decode (flash_decode_partial_kernel + flash_decode_combine_kernel) and MLA decode
+  (mla_decode_partial_kernel) follow below; see docs/corpus.md for the design notes.
 """
 
 import cuda.tile as ct
