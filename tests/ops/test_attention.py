@@ -252,3 +252,27 @@ def test_gpu_compare_checks_tensors_with_infinite_entries(torch_mod):
     assert compare(ref.clone(), ref, 1e-3, 1e-3)[0]
     assert not compare(torch_mod.tensor([float("-inf"), 1.0, 2.5]), ref, 1e-3, 1e-3)[0]
     assert not compare(torch_mod.tensor([0.0, 1.0, 2.0]), ref, 1e-3, 1e-3)[0]
+
+
+def test_ir_diff_of_the_sliding_window_kernel_is_fast():
+    """Regression: the differ sorted assumption keys by `str`, whose Op repr recursed through the
+    whole block; on the sliding-window prefill kernel one diff ran for more than ten minutes."""
+    import subprocess
+    import sys
+
+    code = textwrap.dedent("""
+        import time
+        from tileport.ops.capture_ref import reference_bytecode
+        from tileport.ops.specs import get_spec
+        from tileport.tileir import diff, read_module
+        spec = get_spec("fmha_fwd_sinks")
+        cap = next(c for c in spec.captures if c.constants["SLIDING"])
+        module = read_module(reference_bytecode(spec, cap))
+        t0 = time.perf_counter()
+        report = diff(module, read_module(reference_bytecode(spec, cap)))
+        print(report.verdict, round(time.perf_counter() - t0, 1))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    verdict, seconds = proc.stdout.split()
+    assert verdict == "PASS" and float(seconds) < 20

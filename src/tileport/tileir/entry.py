@@ -101,7 +101,13 @@ def compare_assumptions(m: Matching, out: Findings) -> None:
                 continue
             key = ("op", partner, key[2])
         translated[key] = entry
-    for key in sorted(set(ref) | set(translated), key=str):
+    # ordered by parameter role, then by the reference op's position (not by `str` of the key: the
+    # repr of an Op recurses through its block, which took minutes on larger kernels)
+    position = {id(op): i for i, op in enumerate(walk(m.ref.function))}
+
+    def order(key):
+        return (key[0], str(key[1]), 0) if key[0] == "arg" else (key[0], "", position.get(id(key[1]), -1), key[2])
+    for key in sorted(set(ref) | set(translated), key=order):
         r, g = ref.get(key), translated.get(key)
         value = (r or g)[0]  # type: ignore[index]
         pr, pg = (r[1] if r else set()), (g[1] if g else set())
