@@ -363,6 +363,9 @@ class KernelEmitter:
         dt = op.ty.dtype
         if isinstance(x, Ref):
             return L.SCALAR_BROADCAST.format(scalar=x.name, shape=shape_rs(shape))
+        if (dt == "f32" or dt == "f64") and not math.isfinite(x.value):
+            # `f32::NEG_INFINITY.broadcast(..)`: the cutile macro takes no associated const there
+            return self.constant(x.value, dt, shape)
         if dt == "f32" or dt == "f64":
             value = lit_rs(x.value, dt)
             value = f"({value})" if value.startswith("-") else value  # `-1.0f32.broadcast()` negates the tile
@@ -579,6 +582,9 @@ class KernelEmitter:
 
     def op_ptr_base(self, op: Op, name: str) -> str:
         return L.PTR_BASE.format(array=op.args[0].name)
+
+    def op_assume_div_by(self, op: Op, name: str) -> str:
+        return f"unsafe {{ assume_div_by::<_, {op.attr('divisor')}>({op.args[0].name}) }}"
 
     def op_ptr_offset(self, op: Op, name: str) -> str:
         return L.PTR_OFFSET.format(ptr=op.args[0].name, offset=op.args[1].name)

@@ -1287,7 +1287,8 @@ class KernelLowerer:
         if isinstance(v, Ref) and isinstance(v.ty, ScalarT):
             return v
         if isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0:
-            return v
+            # a 0-d tile (e.g. a gathered length) is a scalar in cuTile; cutile-rs needs the scalar
+            return self.b.value("scalar_of", (v,), ScalarT(v.ty.dtype), self.loc(node), hint=f"{v.name}_s")
         if isinstance(v, CV) and v.is_dim:
             self.check_literal(v.value, "i32", node)
             return CDim(v.value)

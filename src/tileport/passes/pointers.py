@@ -17,6 +17,10 @@ from tileport.passes.uses import expand_statements, taken_names
 U64 = "u64"
 
 
+# Bytes per element of the dtypes whose single-element accesses get an alignment assumption.
+ELEMENT_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16": 2}
+
+
 class _Emitter:
     def __init__(self, kernel: Kernel, taken: set[str]):
         self.kernel = kernel
@@ -81,6 +85,10 @@ class _Emitter:
         ptr = self.let(f"{base}_base", "ptr_base", (arr,), PtrT(arr.ty.dtype, ()), loc)
         ptr = self.broadcast_to(ptr, shape, loc)
         ptrs = self.let(f"{base}_ptrs", "ptr_offset", (ptr, offset), PtrT(arr.ty.dtype, shape), loc)
+        if not shape and arr.ty.dtype in ELEMENT_BYTES:
+            # a single-element access: cuTile Python states the element alignment of its pointer
+            ptrs = self.let(f"{base}_aligned", "assume_div_by", (ptrs,), ptrs.ty, loc,
+                            divisor=ELEMENT_BYTES[arr.ty.dtype])
         return ptrs, mask
 
     def with_user_mask(self, bounds, user, shape, base, loc):

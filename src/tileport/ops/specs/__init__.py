@@ -26,6 +26,14 @@ SPEC_MODULES = (
     "matmul",
     "bmm",
     "matmul_splitk",
+    "fmha_fwd",
+    "fmha_fwd_sinks",
+    "fmha_fwd_softcap",
+    "flash_decode",
+    "flash_decode_paged",
+    "flash_decode_sinks",
+    "flash_decode_softcap",
+    "mla_decode",
 )
 
 

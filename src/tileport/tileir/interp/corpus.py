@@ -186,6 +186,183 @@ def _splitk_reduce(b: _Builder, c: dict) -> tuple:
     return (_cdiv(m, c["TILE_M"]), _cdiv(n, c["TILE_N"]), 1), ["c"], {"c": ws.sum(axis=0)}
 
 
+def _attention_reference(q, k, v, lens, causal=False, window=0, sinks=None, softcap=0.0):
+    """float64 attention per (batch, query head) over the first lens[b] keys; padded query rows
+    give 0 and lse -inf. q [B, Hq, Sq, D], k/v [B, Hkv, Sk, D]; queries sit at the end of the keys
+    (query i is key position i + Sk_b - Sq_b when lens are (q lens, k lens) pairs)."""
+    batch, hq, sq, d = q.shape
+    group = hq // k.shape[1]
+    o = np.zeros(q.shape)
+    lse = np.full((batch, hq, sq), -np.inf)
+    for b in range(batch):
+        n_q, n_k = lens[b]
+        qpos = np.arange(n_q)[:, None] + (n_k - n_q)
+        kpos = np.arange(n_k)[None, :]
+        keep = np.ones((n_q, n_k), bool)
+        if causal:
+            keep &= kpos <= qpos
+        if window:
+            keep &= qpos - kpos < window
+        for h in range(hq):
+            s = q[b, h, :n_q] @ k[b, h // group, :n_k].T / math.sqrt(d)
+            if softcap:
+                s = softcap * np.tanh(s / softcap)
+            s = np.where(keep, s, -np.inf)
+            m = s.max(axis=1, keepdims=True)
+            if sinks is not None:
+                m = np.maximum(m, sinks[h])
+            e = np.exp(s - m)
+            den = e.sum(axis=1, keepdims=True) + (np.exp(sinks[h] - m) if sinks is not None else 0)
+            o[b, h, :n_q] = e @ v[b, h // group, :n_k] / den
+            lse[b, h, :n_q] = (m + np.log(den))[:, 0]
+    return o, lse
+
+
+def _fmha_fwd(b: _Builder, c: dict) -> tuple:
+    """Two ragged sequences (a full one of BLOCK_M + BLOCK_N / 2 + 13 positions, a shorter one
+    ending inside a key tile), 2 kv heads with 2 query heads each; a window shorter than a key
+    tile when sliding (rows whose first key tile holds none of their window)."""
+    batch, hkv, group, d = 2, 2, 2, c["HEAD_DIM"]
+    s = c["BLOCK_M"] + c["BLOCK_N"] // 2 + 13
+    lens = [s, c["BLOCK_N"] + 7]
+    window = c["BLOCK_N"] // 2 + 3 if c["SLIDING"] else 0
+    cap = 5.0 if c["SOFTCAP"] else 0.0
+    q = b.input("q", (batch, hkv * group, s, d))
+    k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
+    sinks = b.input("sinks", (hkv * group,))
+    b.arrays["seq_lens"] = Array(np.array(lens, np.int32), "i32")
+    for name, shape in (("o", q.shape), ("lse", (batch, hkv * group, s))):
+        b.output(name, shape)
+    scale = 1 / math.sqrt(d)
+    # log2(e) is folded into qk_scale, or into the cap the kernel multiplies the tanh with
+    b.arrays["qk_scale"] = Scalar(scale / cap if cap else scale * math.log2(math.e), "f32")
+    b.arrays["softcap"] = Scalar(cap, "f32")
+    b.arrays["window"] = Scalar(window, "i32")
+    o, lse = _attention_reference(q, k, v, [(n, n) for n in lens], c["CAUSAL"], window,
+                                  sinks if c["HAS_SINKS"] else None, cap)
+    return (_cdiv(s, c["BLOCK_M"]), batch * hkv * group, 1), ["o", "lse"], {"o": o, "lse": lse}
+
+
+def _flash_decode_partial(b: _Builder, c: dict) -> tuple:
+    """3 sequences (one a key tile + 5 long, one 1 long, one ending inside a tile), 2 kv heads
+    with 4 query heads each, 3 splits of 2 key tiles: the short ones leave empty splits. PAGED
+    stores the cache as shuffled pages of one key tile."""
+    batch, hkv, group, d, bn = 3, 2, 4, c["HEAD_DIM"], c["BLOCK_N"]
+    per_split, splits = 2, 3
+    s = splits * per_split * bn - bn // 2
+    lens = [bn + 5, 1, s]
+    window = bn // 2 + 3 if c["SLIDING"] else 0
+    cap = 5.0 if c["SOFTCAP"] else 0.0
+    q = b.input("q", (batch, hkv, group, d))
+    k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
+    sinks = b.input("sinks", (hkv * group,))
+    if c["PAGED"]:
+        pages = _cdiv(s, bn)
+        order = b.rng.permutation(batch * pages)  # page of (sequence, tile) t is order[t]
+        pool = lambda x: _to_pages(x, order, bn)  # noqa: E731
+        for name, x in (("k", k), ("v", v)):
+            b.arrays[name] = Array(to_elem(pool(x), ScalarType(b.elem(name))), b.elem(name))
+        b.arrays["block_table"] = Array(order.reshape(batch, pages).astype(np.int32), "i32")
+    else:
+        b.arrays["block_table"] = Array(np.zeros((1, 1), np.int32), "i32")
+    b.arrays["kv_lens"] = Array(np.array(lens, np.int32), "i32")
+    b.output("o_part", (batch, hkv, group, splits, d))
+    b.output("lse_part", (batch, hkv, group, splits))
+    scale = 1 / math.sqrt(d)
+    b.arrays["qk_scale"] = Scalar(scale / cap if cap else scale * math.log2(math.e), "f32")
+    b.arrays["softcap"] = Scalar(cap, "f32")
+    b.arrays["window"] = Scalar(window, "i32")
+    b.arrays["tiles_per_split"] = Scalar(per_split, "i32")
+    o, lse = _split_partials(q, k, v, lens, per_split * bn, splits, window,
+                             sinks if c["HAS_SINKS"] else None, cap)
+    return (splits, batch * hkv, 1), ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
+
+
+def _split_partials(q, k, v, lens, split_len, splits, window, sinks, cap):
+    """Each split's normalized output and lse in log2 units over its keys (sinks in split 0);
+    an empty split gives 0 and -inf. q [B, Hkv, G, D]."""
+    batch, hkv, group, d = q.shape
+    o = np.zeros((batch, hkv, group, splits, d))
+    lse = np.full((batch, hkv, group, splits), -np.inf)
+    for bi, n in enumerate(lens):
+        for sp in range(splits):
+            first = max(sp * split_len, n - window if window else 0)
+            keys = np.arange(first, min((sp + 1) * split_len, n))
+            for h in range(hkv):
+                for g in range(group):
+                    sc = k[bi, h, keys] @ q[bi, h, g] / math.sqrt(d)
+                    if cap:
+                        sc = cap * np.tanh(sc / cap)
+                    extra = [sinks[h * group + g]] if sinks is not None and sp == 0 else []
+                    if len(keys) + len(extra) == 0:
+                        continue
+                    m = max(sc.max(initial=-np.inf), *extra, -np.inf)
+                    e = np.exp(sc - m)
+                    den = e.sum() + sum(np.exp(x - m) for x in extra)
+                    o[bi, h, g, sp] = e @ v[bi, h, keys] / den
+                    lse[bi, h, g, sp] = (m + np.log(den)) / math.log(2)
+    return o, lse
+
+
+def _to_pages(x: np.ndarray, order: np.ndarray, page: int) -> np.ndarray:
+    """[B, H, S, D] -> a page pool [P, H, page, D] with (sequence b, tile t) at order[b * pages + t]."""
+    batch, heads, s, d = x.shape
+    pages = _cdiv(s, page)
+    padded = np.zeros((batch, heads, pages * page, d))
+    padded[:, :, :s] = x
+    tiles = padded.reshape(batch, heads, pages, page, d).transpose(0, 2, 1, 3, 4)
+    pool = np.zeros((batch * pages, heads, page, d))
+    pool[order] = tiles.reshape(batch * pages, heads, page, d)
+    return pool
+
+
+def _flash_decode_combine(b: _Builder, c: dict) -> tuple:
+    """Partials of 3 splits, one of them empty (lse -inf, output 0) for the first sequence."""
+    batch, hq, splits, d = 2, 3, 3, c["HEAD_DIM"]
+    part = b.input("o_part", (batch, hq, splits, d))
+    lse2 = b.input("lse_part", (batch, hq, splits), 2.0)
+    lse2[0, :, 1] = -np.inf
+    b.arrays["lse_part"] = Array(lse2.astype(np.float32), "f32")
+    b.output("o", (batch, hq, d))
+    b.output("lse", (batch, hq))
+    b.arrays["n_splits"] = Scalar(splits, "i32")
+    w = np.exp2(lse2 - lse2.max(axis=2, keepdims=True))
+    o = (w[..., None] * part).sum(axis=2) / w.sum(axis=2)[..., None]
+    lse = (np.log2(np.exp2(lse2).sum(axis=2))) * math.log(2)
+    return (batch, hq, 1), ["o", "lse"], {"o": o, "lse": lse}
+
+
+def _mla_decode_partial(b: _Builder, c: dict) -> tuple:
+    """2 sequences (one ending inside a key tile, one of 3 tiles) over 2 splits of 2 tiles,
+    HEAD_TILE + 3 heads (a ragged head block); the first sequence leaves split 1 empty."""
+    batch, heads, bn, lora, rope = 2, c["HEAD_TILE"] + 3, c["BLOCK_N"], c["LORA"], c["ROPE"]
+    per_split, splits = 2, 2
+    s = 3 * bn + 5
+    lens = [bn - 3, s]
+    qn, qp = b.input("q_nope", (batch, heads, lora), 0.1), b.input("q_pe", (batch, heads, rope))
+    ckv, kpe = b.input("ckv", (batch, s, lora)), b.input("kpe", (batch, s, rope))
+    b.arrays["kv_lens"] = Array(np.array(lens, np.int32), "i32")
+    b.output("o_part", (batch, heads, splits, lora))
+    b.output("lse_part", (batch, heads, splits))
+    scale = 1 / math.sqrt(lora // 4 + rope)
+    b.arrays["qk_scale"] = Scalar(scale * math.log2(math.e), "f32")
+    b.arrays["tiles_per_split"] = Scalar(per_split, "i32")
+    o = np.zeros((batch, heads, splits, lora))
+    lse = np.full((batch, heads, splits), -np.inf)
+    for bi, n in enumerate(lens):
+        for sp in range(splits):
+            keys = np.arange(sp * per_split * bn, min((sp + 1) * per_split * bn, n))
+            if not len(keys):
+                continue
+            sc = (qn[bi] @ ckv[bi, keys].T + qp[bi] @ kpe[bi, keys].T) * scale
+            m = sc.max(axis=1, keepdims=True)
+            e = np.exp(sc - m)
+            o[bi, :, sp] = e @ ckv[bi, keys] / e.sum(axis=1, keepdims=True)
+            lse[bi, :, sp] = (m[:, 0] + np.log(e.sum(axis=1))) / math.log(2)
+    grid = (splits, batch * _cdiv(heads, c["HEAD_TILE"]), 1)
+    return grid, ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
+
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -207,6 +384,10 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "bmm_kernel": (_bmm,),
     "matmul_splitk_kernel": (_matmul_splitk,),
     "splitk_reduce_kernel": (_splitk_reduce,),
+    "fmha_fwd_kernel": (_fmha_fwd,),
+    "flash_decode_partial_kernel": (_flash_decode_partial,),
+    "flash_decode_combine_kernel": (_flash_decode_combine,),
+    "mla_decode_partial_kernel": (_mla_decode_partial,),
 }
 
 

@@ -1,0 +1,44 @@
+"""flash_decode_softcap: flash_decode with Gemma-style logit soft-capping (cap an input; the tests
+use _attention.SOFTCAP). Shapes (B, Hq, Hkv, S, D), head dim 128. Reference: plain f32 torch.
+"""
+
+from __future__ import annotations
+
+from ..spec import OpSpec
+from . import _attention as A
+
+HEAD_DIMS = (128,)
+
+
+def make_inputs(shape, dtype, device, seed=0):
+    return (*A.decode_inputs(shape, dtype, device, seed), A.SOFTCAP)
+
+
+def reference(q, k_cache, v_cache, kv_lens, softcap):
+    return A.decode_reference(q, k_cache, v_cache, kv_lens, softcap=softcap)
+
+
+def plan(q, k_cache, v_cache, kv_lens, softcap, outs):
+    A.check_dtype(q)
+    if not softcap > 0:
+        raise ValueError("flash_decode_softcap takes a cap > 0")
+    return A.decode_plan("flash_decode_softcap", q, k_cache, v_cache, kv_lens, outs,
+                         softcap=softcap, head_dims=HEAD_DIMS)
+
+
+SPEC = OpSpec(
+    name="flash_decode_softcap",
+    kernel_file="attention.py",
+    kernels=["flash_decode_partial_kernel", "flash_decode_combine_kernel"],
+    dtypes=list(A.ATTN_DTYPES),
+    make_inputs=make_inputs,
+    reference=reference,
+    allocate=A.decode_allocate,
+    plan=plan,
+    shapes=[(1, 1, 1, 1, 128), (2, 8, 2, 77, 128), (3, 32, 8, 1000, 128), (4, 8, 1, 4099, 128)],
+    bench_shapes=[(16, 32, 8, 8192, 128)],
+    tolerances=A.TOL_ATTENTION,
+    captures=A.decode_captures(HEAD_DIMS, softcap=True),
+    bytes=A.decode_bytes,
+    flops=A.decode_flops,
+)
