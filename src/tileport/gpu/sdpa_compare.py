@@ -1,0 +1,139 @@
+"""fmha_fwd against PyTorch's scaled_dot_product_attention backends, on identical inputs (GPU only).
+
+    python3 -m tileport.gpu.sdpa_compare --out FILE.json [--seqs 4096 8192 16384] [--budget 0.2]
+
+For each (sequence length, causal) case with bf16, head dim 128, 32 query and 8 KV heads (GQA) and
+every sequence at full length: the kernel time (CUPTI, L2 flushed, median) of `fmha_fwd` on the
+`cutile` and `cutile-rs` backends and of `F.scaled_dot_product_attention` under each SDPA backend
+this machine runs (flash, cuDNN, memory-efficient; `enable_gqa=True`), TFLOP/s (causal counts half
+the score matrix) and the share of the bf16 dense peak; outputs are checked against the
+memory-efficient SDPA result before timing. A backend that cannot run a case is recorded with its
+error, never dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+BATCH_TOKENS = 16384          # batch x sequence length kept constant: the same work per case
+HEADS_Q, HEADS_KV, HEAD_DIM = 32, 8, 128
+BF16_DENSE_PEAK_TFLOPS = 989.4  # H100/H200 SXM bf16 dense tensor-core peak (datasheet)
+SDPA_BACKENDS = ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION")
+
+
+def flops(batch: int, seq: int, causal: bool) -> float:
+    full = 4.0 * batch * HEADS_Q * seq * seq * HEAD_DIM  # QK^T and PV, 2 flops per multiply-add
+    return full / 2 if causal else full
+
+
+def _inputs(seq: int):
+    import torch
+    batch = max(1, BATCH_TOKENS // seq)
+    g = torch.Generator(device="cuda").manual_seed(seq)
+    shape = lambda h: (batch, h, seq, HEAD_DIM)  # noqa: E731
+    q = (torch.randn(shape(HEADS_Q), device="cuda", generator=g) * 0.5).bfloat16()
+    k = (torch.randn(shape(HEADS_KV), device="cuda", generator=g) * 0.5).bfloat16()
+    v = torch.randn(shape(HEADS_KV), device="cuda", generator=g).bfloat16()
+    lens = torch.full((batch,), seq, dtype=torch.int32, device="cuda")
+    return batch, q, k, v, lens
+
+
+def _sdpa(q, k, v, causal: bool, backend: str) -> Callable[[], Any]:
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def run():
+        with sdpa_kernel(getattr(SDPBackend, backend)):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+    return run
+
+
+def _ours(q, k, v, lens, causal: bool, backend: str) -> Callable[[], Any]:
+    import tileport.ops as ops
+
+    def run():
+        return ops.fmha_fwd(q, k, v, lens, causal, backend=backend)[0]
+    return run
+
+
+def case(seq: int, causal: bool, budget_s: float, flush) -> dict:
+    import torch
+
+    from tileport.gpu.timing import gpu_time
+    batch, q, k, v, lens = _inputs(seq)
+    rec: dict[str, Any] = {"seq": seq, "batch": batch, "heads_q": HEADS_Q, "heads_kv": HEADS_KV,
+                           "head_dim": HEAD_DIM, "dtype": "bfloat16", "causal": causal, "columns": {}}
+    runners = {f"sdpa_{b.lower()}": _sdpa(q, k, v, causal, b) for b in SDPA_BACKENDS}
+    runners.update({be: _ours(q, k, v, lens, causal, be) for be in ("cutile", "cutile-rs")})
+    reference = _sdpa(q, k, v, causal, "EFFICIENT_ATTENTION")().float()
+    work = flops(batch, seq, causal)
+    for name, fn in runners.items():
+        col: dict[str, Any] = {}
+        try:
+            got = fn().float()
+            col["max_abs_err_vs_efficient"] = float((got - reference).abs().max())
+            t = gpu_time(fn, flush, budget_s=budget_s)
+            col.update(t.to_dict())
+            col["tflops"] = work / (t.median_us * 1e-6) / 1e12
+            col["pct_bf16_peak"] = 100.0 * col["tflops"] / BF16_DENSE_PEAK_TFLOPS
+        except Exception as e:  # noqa: BLE001 - a backend that cannot run the case is a result
+            col["error"] = f"{type(e).__name__}: {e}"[:500]
+        rec["columns"][name] = col
+        torch.cuda.synchronize()
+    sdpa = {n: c["median_us"] for n, c in rec["columns"].items() if n.startswith("sdpa_") and "median_us" in c}
+    if sdpa:
+        fastest = min(sdpa, key=sdpa.get)
+        rec["fastest_sdpa"] = fastest
+        for be in ("cutile", "cutile-rs"):
+            c = rec["columns"][be]
+            if "median_us" in c:
+                c["t_over_fastest_sdpa"] = c["median_us"] / sdpa[fastest]
+    ours = rec["columns"]
+    if "median_us" in ours["cutile"] and "median_us" in ours["cutile-rs"]:
+        rec["parity_rs_over_cutile"] = ours["cutile-rs"]["median_us"] / ours["cutile"]["median_us"]
+    return rec
+
+
+def _write(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m tileport.gpu.sdpa_compare", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--seqs", type=int, nargs="+", default=[4096, 8192, 16384])
+    ap.add_argument("--budget", type=float, default=0.2, help="seconds of timing per column and case")
+    args = ap.parse_args(argv)
+    from tileport.ops.backends import cuda_unavailable_reason
+    reason = cuda_unavailable_reason()
+    if reason:
+        print(f"{ap.prog}: needs a CUDA GPU: {reason}", file=sys.stderr)
+        return 2
+    from tileport.gpu.bench import environment
+    from tileport.gpu.timing import make_flush
+    import torch
+    flush = make_flush(torch.device("cuda"))
+    result: dict[str, Any] = {"environment": environment(), "bf16_dense_peak_tflops": BF16_DENSE_PEAK_TFLOPS,
+                              "cases": []}
+    for seq in args.seqs:
+        for causal in (False, True):
+            rec = case(seq, causal, args.budget, flush)
+            result["cases"].append(rec)
+            _write(args.out, result)  # partial results survive a time limit
+            cols = rec["columns"]
+            print(f"seq {seq} causal {int(causal)}: " + ", ".join(
+                f"{n} {c['median_us']:.0f} us ({c['tflops']:.0f} TF/s)" if "median_us" in c else f"{n} error"
+                for n, c in cols.items()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
