@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
+import types
 
 import pytest
 from conftest import DATA, route, verdict
@@ -141,13 +143,19 @@ def test_with_a_gpu_d_and_e_record_evidence_and_the_run_reaches_done(tmp_path, p
         return [{"op": op, "backend": be, "dtype": "float32", "shape": [5], "ok": True, "error": ""}
                 for op in ops for be in ("cutile", "cutile-rs")]
 
-    def fake_bench(ops, out, budget_s=0.3):
-        calls.append(("bench", tuple(ops)))
-        recs = [{"op": op, "dtype": "float32", "shape": [5], "errors": {},
-                 "times_us": {"torch": 12.0, "cutile": 10.0, "cutile-rs": 10.2}} for op in ops]
-        return {"environment": {"gpu": "simulated"}, "records": recs}
+    def fake_bench_case(spec, dtype, shape, flush, columns, ceil, budget_s):
+        if not calls or calls[-1] != ("bench", (spec.name,)):
+            calls.append(("bench", (spec.name,)))
+        return {"op": spec.name, "dtype": dtype, "shape": list(shape), "errors": {},
+                "times_us": {"torch": 12.0, "cutile": 10.0, "cutile-rs": 10.2}}
     monkeypatch.setattr(gcheck, "run_parallel", fake_check)
-    monkeypatch.setattr(gbench, "run", fake_bench)
+    monkeypatch.setattr(gbench, "bench_case", fake_bench_case)
+    monkeypatch.setattr(gbench, "make_flush", lambda device: (lambda: None))
+    monkeypatch.setattr(gbench, "environment", lambda: {"gpu": "simulated"})
+    monkeypatch.setattr(gbench, "ceilings", lambda flush: {"copy_gbps": 1.0})
+    # the benchmark switches TF32 off around its cases: a stand-in torch holds the flag
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(backends=types.SimpleNamespace(
+        cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=True)))))
     monkeypatch.setattr(Session, "gpu", lambda self: (True, ""))
     res, _ = pipeline(resolve_targets([VECTOR_ADD]), tmp_path)
     o = res["vector_add_kernel"]

@@ -5,6 +5,7 @@ GPU driver with a typed TileportError (a wrong API use in the snippet would rais
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 import types
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.cargo
 
 REPO = Path(__file__).resolve().parents[2]
 PTR = 0x7F00_0000_0000
+_allocated = itertools.count()
 
 
 class FakeTensor:
@@ -27,7 +29,8 @@ class FakeTensor:
 
     def __init__(self, n: int):
         self.n = n
-        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (PTR, False), "strides": None,
+        ptr = PTR + next(_allocated) * (1 << 32)  # each array its own memory, as the binding checks
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (ptr, False), "strides": None,
                                          "version": 3}
 
     def __dlpack_device__(self):
