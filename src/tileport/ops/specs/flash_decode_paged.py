@@ -7,9 +7,10 @@ Reference: the contiguous cache rebuilt from the pages, then flash_decode's refe
 
 from __future__ import annotations
 
-from ..spec import OpSpec
+import dataclasses
+
 from . import _attention as A
-from .flash_decode import BENCH, SHAPES
+from . import flash_decode
 
 
 def reference(q, k_pages, v_pages, block_table, kv_lens):
@@ -23,19 +24,11 @@ def plan(q, k_pages, v_pages, block_table, kv_lens, outs):
                          block_table=block_table)
 
 
-SPEC = OpSpec(
+SPEC = dataclasses.replace(
+    flash_decode.SPEC,
     name="flash_decode_paged",
-    kernel_file="attention.py",
-    kernels=["flash_decode_partial_kernel", "flash_decode_combine_kernel"],
-    dtypes=list(A.ATTN_DTYPES),
     make_inputs=lambda shape, dtype, device, seed=0: A.paged_inputs(shape, dtype, device, seed),
     reference=reference,
-    allocate=A.decode_allocate,
     plan=plan,
-    shapes=SHAPES,
-    bench_shapes=BENCH,
-    tolerances=A.TOL_ATTENTION,
     captures=A.decode_captures(paged=True),
-    bytes=A.decode_bytes,
-    flops=A.decode_flops,
 )

@@ -5,8 +5,10 @@ Reference: plain f32 torch (_attention.attention_reference).
 
 from __future__ import annotations
 
-from ..spec import OpSpec
+import dataclasses
+
 from . import _attention as A
+from . import flash_decode
 
 HEAD_DIMS = (64,)  # gpt-oss
 
@@ -28,21 +30,15 @@ def plan(q, k_cache, v_cache, kv_lens, sinks, window, outs):
                          window=window, sinks=sinks, head_dims=HEAD_DIMS)
 
 
-SPEC = OpSpec(
+SPEC = dataclasses.replace(
+    flash_decode.SPEC,
     name="flash_decode_sinks",
-    kernel_file="attention.py",
-    kernels=["flash_decode_partial_kernel", "flash_decode_combine_kernel"],
-    dtypes=list(A.ATTN_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
-    allocate=A.decode_allocate,
     plan=plan,
     shapes=[(1, 1, 1, 1, 64, 0), (2, 8, 2, 77, 64, 35), (3, 32, 8, 1000, 64, 128),
             (4, 8, 1, 4099, 64, 0), (2, 64, 8, 16384, 64, 128)],
     bench_shapes=[(64, 64, 8, 4096, 64, 128), (16, 64, 8, 8192, 64, 0)],
-    tolerances=A.TOL_ATTENTION,
     captures=A.decode_captures(HEAD_DIMS, sliding=True, sinks=True)
     + A.decode_captures(HEAD_DIMS, combine=False, sinks=True),
-    bytes=A.decode_bytes,
-    flops=A.decode_flops,
 )

@@ -4,8 +4,10 @@ use _attention.SOFTCAP). Shapes (B, Hq, Hkv, S, D), head dim 128. Reference: pla
 
 from __future__ import annotations
 
-from ..spec import OpSpec
+import dataclasses
+
 from . import _attention as A
+from . import flash_decode
 
 HEAD_DIMS = (128,)
 
@@ -26,19 +28,13 @@ def plan(q, k_cache, v_cache, kv_lens, softcap, outs):
                          softcap=softcap, head_dims=HEAD_DIMS)
 
 
-SPEC = OpSpec(
+SPEC = dataclasses.replace(
+    flash_decode.SPEC,
     name="flash_decode_softcap",
-    kernel_file="attention.py",
-    kernels=["flash_decode_partial_kernel", "flash_decode_combine_kernel"],
-    dtypes=list(A.ATTN_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
-    allocate=A.decode_allocate,
     plan=plan,
     shapes=[(1, 1, 1, 1, 128), (2, 8, 2, 77, 128), (3, 32, 8, 1000, 128), (4, 8, 1, 4099, 128)],
     bench_shapes=[(16, 32, 8, 8192, 128)],
-    tolerances=A.TOL_ATTENTION,
     captures=A.decode_captures(HEAD_DIMS, softcap=True),
-    bytes=A.decode_bytes,
-    flops=A.decode_flops,
 )

@@ -6,8 +6,10 @@ Shapes (B, Hq, Hkv, S, D, window). Reference: plain f32 torch (_attention.attent
 
 from __future__ import annotations
 
-from ..spec import OpSpec
+import dataclasses
+
 from . import _attention as A
+from . import fmha_fwd
 
 HEAD_DIMS = (64,)  # gpt-oss
 
@@ -30,23 +32,17 @@ def plan(q, k, v, seq_lens, sinks, window, outs):
                           sinks=sinks, head_dims=HEAD_DIMS)
 
 
-SPEC = OpSpec(
+SPEC = dataclasses.replace(
+    fmha_fwd.SPEC,
     name="fmha_fwd_sinks",
-    kernel_file="attention.py",
-    kernels=["fmha_fwd_kernel"],
-    dtypes=list(A.ATTN_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
-    allocate=A.prefill_allocate,
     plan=plan,
     # window edges: shorter than a key tile, one key more than a tile, longer than the sequence
     shapes=[(1, 1, 1, 1, 64, 0), (2, 4, 2, 77, 64, 0), (2, 4, 2, 300, 64, 35),
             (3, 8, 1, 513, 64, 129), (2, 16, 4, 1000, 64, 128), (1, 8, 8, 200, 64, 4096)],
     bench_shapes=[(4, 64, 8, 4096, 64, 128), (4, 64, 8, 4096, 64, 0)],
-    tolerances=A.TOL_ATTENTION,
     captures=A.prefill_captures(HEAD_DIMS, causal=True, sinks=True)
     + A.prefill_captures(HEAD_DIMS, causal=True, sliding=True, sinks=True),
-    bytes=A.prefill_bytes,
     flops=lambda shape: A.prefill_flops(shape, causal=True, window=shape[5]),
-    kind="compute",
 )

@@ -6,8 +6,10 @@ Reference: plain f32 torch (_attention.attention_reference).
 
 from __future__ import annotations
 
-from ..spec import OpSpec
+import dataclasses
+
 from . import _attention as A
+from . import fmha_fwd
 
 HEAD_DIMS = (128,)
 
@@ -29,20 +31,14 @@ def plan(q, k, v, seq_lens, softcap, outs):
                           softcap=softcap, head_dims=HEAD_DIMS)
 
 
-SPEC = OpSpec(
+SPEC = dataclasses.replace(
+    fmha_fwd.SPEC,
     name="fmha_fwd_softcap",
-    kernel_file="attention.py",
-    kernels=["fmha_fwd_kernel"],
-    dtypes=list(A.ATTN_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
-    allocate=A.prefill_allocate,
     plan=plan,
     shapes=[(1, 1, 1, 1, 128), (2, 4, 2, 77, 128), (3, 8, 1, 200, 128), (2, 16, 8, 1000, 128)],
     bench_shapes=[(4, 16, 8, 4096, 128)],
-    tolerances=A.TOL_ATTENTION,
     captures=A.prefill_captures(HEAD_DIMS, causal=True, softcap=True),
-    bytes=A.prefill_bytes,
     flops=lambda shape: A.prefill_flops(shape, causal=True),
-    kind="compute",
 )
