@@ -355,7 +355,8 @@ def ct_load(lw, args, kwargs, node):
     scalar = len(shape) == 0 and arr.ty.rank > 0  # a 0-d load: a (1, ..) tile reshaped to (), as cuTile does
     shape = (1,) * arr.ty.rank if scalar else shape
     if len(shape) != arr.ty.rank:
-        raise lw.fail(node, f"ct.load: tile rank {len(shape)} differs from the array rank {arr.ty.rank}", "ct.load")
+        raise lw.fail(node, f"ct.load: tile rank {len(shape)} differs from the array rank {arr.ty.rank}", "ct.load",
+                      _RANK_HINT.format(rank=arr.ty.rank))
     pad = b.get("padding_mode")
     pad = None if isinstance(pad, CV) and pad.value is None else pad
     if pad is not None and not (isinstance(pad, EnumVal) and pad.enum == "PaddingMode"):
@@ -373,6 +374,11 @@ def ct_load(lw, args, kwargs, node):
     return tile
 
 
+# cuTile Python (1.7) accepts only a tile of the array's rank, or a 0-d one, for load and store.
+_RANK_HINT = ("cuTile Python refuses this too: give the tile all {rank} dimensions (1 for the ones "
+              "indexed by a single element) and reshape the result")
+
+
 def ct_store(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "index", "tile", "order", "check_bounds", "latency", "allow_tma",
                                "memory_order", "memory_scope"), node, "store", 3)
@@ -385,7 +391,7 @@ def ct_store(lw, args, kwargs, node):
     if isinstance(tile, Ref) and isinstance(tile.ty, TileT):
         if tile.ty.rank != arr.ty.rank:
             raise lw.fail(node, f"ct.store: tile rank {tile.ty.rank} differs from the array rank {arr.ty.rank}",
-                          "ct.store")
+                          "ct.store", _RANK_HINT.format(rank=arr.ty.rank))
         _check_implicit_cast(lw, tile.ty.dtype, arr.ty.dtype, node, "stored tile")
         tile = lw.b.cast(tile, arr.ty.dtype, lw.loc(node))
     else:
@@ -579,6 +585,26 @@ def logical_not(lw, x: Value, node) -> Value:
     x = _tile(lw, x, node, "not")
     lw.b.require(x.ty.dtype, lambda d: d == "bool", "`not` needs a bool tile", lw.loc(node))
     return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint="not", fn="not")
+
+
+def invert(lw, x: Value, node) -> Value:
+    """`~x`, as cuTile Python lowers it: xor with all ones of the dtype (-1 when signed); `not` for bool."""
+    if isinstance(x, CV):
+        if isinstance(x.value, bool) or not isinstance(x.value, int):
+            raise lw.fail(node, f"`~` needs an integer, got {x.value!r}", "operator")
+        return CV(~x.value)
+    dtypes = set(lw.b.dspace.values(x.ty.dtype))
+    if dtypes == {"bool"}:
+        return logical_not(lw, x, node)
+    lw.b.require(x.ty.dtype, T.is_int, "`~` needs an integer or bool operand", lw.loc(node))
+    ones = {-1 if d.startswith("i") else (1 << _INT_BITS[d]) - 1 for d in dtypes}
+    if len(ones) != 1:
+        raise lw.fail(node, "`~` on an element type that is signed in some configurations and unsigned in "
+                            "others", "operator", "translate one dtype per configuration (--config)")
+    return lw.binop("^", x, CV(ones.pop()), node)
+
+
+_INT_BITS = {"u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
 def ct_where(lw, args, kwargs, node):
