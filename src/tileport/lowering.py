@@ -85,6 +85,7 @@ INT_FN = {
     "cdiv": "divi({a}, {b}, rounding::PositiveInf)",
     "and": "andi({a}, {b})", "or": "ori({a}, {b})", "xor": "xori({a}, {b})",
     "max": "maxi({a}, {b})", "min": "mini({a}, {b})",
+    "shl": "shli({a}, {b}, overflow::None)", "shr": "shri({a}, {b})",  # shri: arithmetic iff signed, as cuTile
 }
 FLOAT_FN = {
     "max": "maxf({a}, {b}, {nan}, {ftz})",

@@ -45,6 +45,8 @@ CAPTURES = [
                  marks=pytest.mark.xfail(strict=True, reason="cutile-rs: `if` in a loop yields all loop-carried "
                                                              "variables (IR diff: if results)")),
     Capture("empty_if_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+    Capture("bitwise_kernel", {"a": (F32, 1), "b": (F32, 1), "y": (F32, 1)}, {}, {"TILE": 128}),
+    Capture("extract_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TM": 16, "TN": 64}),
     # Was a slip: the port's i64 -> u64 index cast is an identity bitcast in the (signless) Tile IR, which
     # the diff now looks through; cuTile Python compares the same i64 value unsigned.
     Capture("gather_rows_kernel", {"ids": ("int64", 1), "table": (F32, 2), "out": (F32, 2)}, {},

@@ -645,7 +645,7 @@ def _rank_from_call(name: str, call: ast.Call) -> int | None:
     idx = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg in ("index", "indices")), None)
     if isinstance(idx, ast.Tuple):
         return len(idx.elts)
-    if name in ("gather", "scatter") and idx is not None:
+    if (name in ("gather", "scatter") or name.startswith("atomic_")) and idx is not None:
         return 1
     return None
 

@@ -184,6 +184,16 @@ def materialize(lw, v: Value, node) -> Value:
 
 # ---------------------------------------------------------------- calls
 
+# cuTile operations cutile-rs 0.5.0 has a counterpart for but the translator does not lower yet: the hint
+# names the counterpart, so the user knows a hand port is possible.
+_ATOMIC_HINT = "not lowered yet; cutile-rs has atomic_rmw_tko / atomic_cas_tko on pointer tiles for a hand port"
+NOT_TRANSLATED = {
+    **{f"atomic_{k}": _ATOMIC_HINT for k in ("add", "max", "min", "xchg", "cas", "and", "or", "xor")},
+    "mma_scaled": "not lowered yet; cutile-rs has mmaf_scaled for a hand port",
+    "pack_to_bytes": "not lowered yet; cutile-rs has pack (to a byte element type) for a hand port",
+    "unpack_from_bytes": "not lowered yet; cutile-rs has unpack (from a byte element type) for a hand port",
+}
+
 def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
     args = [materialize(lw, a, node) for a in args]
     if isinstance(callee, CtFn):
@@ -200,7 +210,7 @@ def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
             return reduce(lw, callee.name, args, kwargs, node)
         if handler is None:
             raise lw.fail(node, f"`ct.{callee.name}` is not supported by the translator", f"ct.{callee.name}",
-                          "see docs/translator.md for the supported operations")
+                          NOT_TRANSLATED.get(callee.name, "see docs/translator.md for the supported operations"))
         return handler(lw, args, kwargs, node)
     if isinstance(callee, BoundMethod):
         return method(lw, callee, args, kwargs, node)
@@ -1128,6 +1138,10 @@ def builtin(lw, name: str, args, kwargs, node) -> Value:
         return out
     if name == "len" and len(args) == 1 and isinstance(args[0], tuple):
         return CV(len(args[0]))
+    if name == "len" and len(args) == 1 and isinstance(args[0], Ref):
+        raise lw.fail(node, "len() of a runtime value: a tuple or list of arrays as a kernel parameter is not "
+                            "supported (a cutile-rs entry takes one tensor per parameter)", "tuple/list parameter",
+                      "pass the arrays as separate parameters, or as one array with an offsets array")
     if name in ("int", "float", "bool") and len(args) == 1:
         x = args[0]
         if isinstance(x, CV) and isinstance(x.value, (int, float, str)):  # float("inf")

@@ -112,3 +112,17 @@ def empty_if_kernel(x, y, n, TILE: ConstInt):
     if n > 2:
         pass
     ct.store(y, index=(ct.bid(0),), tile=t)
+
+
+@ct.kernel
+def bitwise_kernel(a, b, y, TILE: ConstInt):
+    x = ct.bitcast(ct.load(a, index=(ct.bid(0),), shape=(TILE,)), ct.int32)
+    z = ct.bitcast(ct.load(b, index=(ct.bid(0),), shape=(TILE,)), ct.int32)
+    r = ((x & z) | (x ^ 3)) + (x << 2) + (z >> 1) + ~x
+    ct.store(y, index=(ct.bid(0),), tile=ct.bitcast(r, ct.float32))
+
+
+@ct.kernel
+def extract_kernel(x, y, TM: ConstInt, TN: ConstInt):
+    t = ct.load(x, index=(ct.bid(0), 0), shape=(TM, TN))
+    ct.store(y, index=(ct.bid(0), 0), tile=ct.extract(t, (0, 1), (TM, TN // 2)))
