@@ -120,4 +120,4 @@ def test_invert_and_shifts_lower_as_cutile_python_does(tmp_path):
     assert report.ok, [str(r.diagnostic) for r in report.results]
     body = entry_text(module_text(report, path), "k")
     assert "xori(" in body and "-1i32" in body, body
-    assert "shli(" in body and "overflow::None" in body and "shri(" in body, body
+    assert "shli_fixed(" in body and "overflow::None" in body and "shri(" in body, body
