@@ -121,3 +121,14 @@ def test_invert_and_shifts_lower_as_cutile_python_does(tmp_path):
     body = entry_text(module_text(report, path), "k")
     assert "xori(" in body and "-1i32" in body, body
     assert "shli_fixed(" in body and "overflow::None" in body and "shri(" in body, body
+
+
+def test_indexing_a_list_of_arrays_parameter_is_located(tmp_path):
+    """`ct.load(xs[0], ...)`: was a bare "subscript not supported here"."""
+    path, d = _diagnostic(tmp_path, """
+        @ct.kernel
+        def k(xs, y, TILE: ConstInt):
+            ct.store(y, index=(ct.bid(0),), tile=ct.load(xs[0], index=(ct.bid(0),), shape=(TILE,)))
+    """)
+    assert d.construct == "tuple/list parameter" and "one tensor per parameter" in d.message, str(d)
+    assert (d.loc.line, d.loc.col) == _at(path, "xs[0]"), str(d)

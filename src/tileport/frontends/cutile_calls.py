@@ -130,6 +130,9 @@ def _dtype_module_attr(lw, module: str, attr: str, node: ast.AST) -> Value:
                   "only dtype names and inf/nan/pi/e of numpy and torch have a kernel meaning")
 
 
+_LIST_PARAM_HINT = "pass the arrays as separate parameters, or as one array with an offsets array"
+
+
 def subscript(lw, base: Value, node: ast.Subscript) -> Value:
     idx_node = node.slice
     if isinstance(base, ArrayShape):
@@ -148,6 +151,10 @@ def subscript(lw, base: Value, node: ast.Subscript) -> Value:
             return _expand_with_none(lw, base, items, node)
         raise lw.fail(node, "tile indexing other than `[:, None]`-style dimension insertion is not supported",
                       "tile subscript", "use ct.extract or ct.reshape")
+    if isinstance(base, Ref) and isinstance(base.ty, ScalarT):
+        raise lw.fail(node, "subscript of a scalar: a tuple or list of arrays as a kernel parameter is not "
+                            "supported (a cutile-rs entry takes one tensor per parameter)", "tuple/list parameter",
+                      _LIST_PARAM_HINT)
     raise lw.fail(node, "subscript not supported here", "subscript")
 
 
@@ -1141,7 +1148,7 @@ def builtin(lw, name: str, args, kwargs, node) -> Value:
     if name == "len" and len(args) == 1 and isinstance(args[0], Ref):
         raise lw.fail(node, "len() of a runtime value: a tuple or list of arrays as a kernel parameter is not "
                             "supported (a cutile-rs entry takes one tensor per parameter)", "tuple/list parameter",
-                      "pass the arrays as separate parameters, or as one array with an offsets array")
+                      _LIST_PARAM_HINT)
     if name in ("int", "float", "bool") and len(args) == 1:
         x = args[0]
         if isinstance(x, CV) and isinstance(x.value, (int, float, str)):  # float("inf")
