@@ -3145,7 +3145,7 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
@@ -3210,7 +3210,7 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
@@ -3275,7 +3275,7 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
@@ -3340,7 +3340,7 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
@@ -3405,7 +3405,7 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
@@ -3522,7 +3522,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
@@ -3560,7 +3560,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
@@ -3598,7 +3598,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
@@ -3636,7 +3636,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
@@ -3674,7 +3674,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
@@ -3743,7 +3743,7 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
         require_dtype("lse_part", lse_part, dtype::F32)?;
         require_dtype("lse", lse, dtype::F32)?;
         check_tile_dim("HEAD_DIM", head_dim)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
@@ -3832,7 +3832,7 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
         check_tile_dim("LORA", lora)?;
         check_tile_dim("ROPE", rope)?;
         check_tile_dim("BLOCK_N", block_n)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;

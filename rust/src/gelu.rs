@@ -83,7 +83,7 @@ pub unsafe extern "C" fn tileport_gelu_tanh_kernel(
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;

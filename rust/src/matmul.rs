@@ -330,7 +330,7 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
             check_tile_dim("TILE_M", tile_m)?;
             check_tile_dim("TILE_K", tile_k)?;
             check_tile_dim("TILE_N", tile_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 {
                     let a_t = target.tensor::<f32>(a);
@@ -355,7 +355,7 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
             check_tile_dim("TILE_M", tile_m)?;
             check_tile_dim("TILE_K", tile_k)?;
             check_tile_dim("TILE_N", tile_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{

@@ -366,7 +366,7 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
             check_tile_dim("TILE_M", tile_m)?;
             check_tile_dim("TILE_K", tile_k)?;
             check_tile_dim("TILE_N", tile_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 {
                     let a_t = target.tensor::<f32>(a);
@@ -399,7 +399,7 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
             check_tile_dim("TILE_M", tile_m)?;
             check_tile_dim("TILE_K", tile_k)?;
             check_tile_dim("TILE_N", tile_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
@@ -472,7 +472,7 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
         require_dtype("ws", ws, dtype::F32)?;
         check_tile_dim("TILE_M", tile_m)?;
         check_tile_dim("TILE_N", tile_n)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;

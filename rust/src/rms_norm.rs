@@ -127,7 +127,7 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
         )?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;

@@ -202,7 +202,7 @@ pub unsafe extern "C" fn tileport_rope_kernel(
         check_tile_dim("BLOCK_S", block_s)?;
         check_tile_dim("HALF_TILE", half_tile)?;
         check_tile_dim("BLOCK_H", block_h)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;

@@ -109,7 +109,7 @@ pub unsafe extern "C" fn tileport_silu_and_mul_kernel(
         check_tile_dim("BLOCK_M", block_m)?;
         let block_m_x_2 = 2i32 * block_m;
         check_tile_dim("BLOCK_M_X_2", block_m_x_2)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;

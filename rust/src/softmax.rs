@@ -446,7 +446,7 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
         )?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
@@ -505,7 +505,7 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
         )?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
@@ -562,7 +562,7 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
@@ -622,7 +622,7 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
         check_tile_dim("CHUNK", chunk)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;

@@ -189,7 +189,7 @@ def _variant_body(k: Kernel, arg_names) -> list[str]:
     for d in derived_dims(k):
         lines.append(f"let {derived_name(d).lower()} = {rust_expr(d, arg_names, top=True)};")
         lines.append(f'check_tile_dim("{derived_name(d)}", {derived_name(d).lower()})?;')
-    lines.append("let target = LaunchTarget::new(device_id, stream)?;")
+    lines.append("let target = LaunchTarget::get(device_id, stream)?;")
     launch = _launch_match(k, arg_names, dvars)
     # Fold the (possibly multi-line) final expression into one list entry per line, last = expression.
     return lines + ["\n".join(launch)]

@@ -6,7 +6,8 @@ use core::ffi::{c_char, c_void};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cutile::cuda_core::{Context, Stream};
 use cutile::tensor::Tensor;
@@ -202,13 +203,22 @@ pub fn require_dtype(name: &str, d: &TensorDesc, code: i32) -> Result<()> {
     Ok(())
 }
 
-/// Outputs are written by many blocks at once: their elements must not overlap.
+/// Outputs are written by many blocks at once: their elements must not overlap (the dimensions,
+/// sorted by stride, each start past the span of the ones below; no heap allocation).
 pub fn require_disjoint(name: &str, d: &TensorDesc) -> Result<()> {
-    let n = d.ndim as usize;
-    let mut dims: Vec<(i64, i64)> = (0..n).filter(|&i| d.shape[i] > 1).map(|i| (d.strides[i], d.shape[i])).collect();
-    dims.sort();
+    let n = (d.ndim.max(0) as usize).min(MAX_DIMS);
+    let mut dims = [(0i64, 0i64); MAX_DIMS];
+    let mut used = 0;
+    for i in 0..n {
+        if d.shape[i] > 1 {
+            dims[used] = (d.strides[i], d.shape[i]);
+            used += 1;
+        }
+    }
+    let dims = &mut dims[..used];
+    dims.sort_unstable();
     let mut span = 1i64;
-    for (stride, extent) in dims {
+    for &(stride, extent) in dims.iter() {
         if stride < span {
             return Err(Error::new(
                 Code::Layout,
@@ -236,7 +246,7 @@ pub fn check_grid(grid: (u32, u32, u32)) -> Result<()> {
 }
 
 /// The device's primary context (the one the CUDA runtime and PyTorch use), retained once per
-/// ordinal and bound to the calling thread.
+/// ordinal (called only when a (device, stream) pair is seen for the first time).
 fn primary_context(device_id: i32) -> Result<Arc<Context>> {
     static CONTEXTS: OnceLock<Mutex<Vec<Option<Arc<Context>>>>> = OnceLock::new();
     let ordinal = usize::try_from(device_id)
@@ -250,25 +260,55 @@ fn primary_context(device_id: i32) -> Result<Arc<Context>> {
             .map_err(|e| Error::new(Code::Device, format!("cannot open CUDA device {device_id}: {e}")))?;
         contexts[ordinal] = Some(ctx);
     }
-    let ctx = contexts[ordinal].clone().expect("context was just created");
-    ctx.bind_to_thread().map_err(|e| Error::new(Code::Device, format!("cannot bind device {device_id}: {e}")))?;
-    Ok(ctx)
+    Ok(contexts[ordinal].clone().expect("context was just created"))
 }
 
 /// Where a launch runs: the caller's device and stream, both borrowed (never destroyed here).
+///
+/// One target per (device, stream) pair, made at its first launch and kept for the life of the
+/// process, so that a launch never drops a `Stream`: cuda-core's `Drop for Stream` calls
+/// `cuStreamQuery` on the stream, which is illegal on a stream being captured into a CUDA graph
+/// (it invalidates the capture in every capture mode), and on a busy stream records an event and
+/// hands the stream to a completion worker thread, per launch. Targets are never freed: the
+/// memory is one small record per distinct stream handle the caller launches on.
 pub struct LaunchTarget {
     pub context: Arc<Context>,
     pub stream: Arc<Stream>,
 }
 
+type TargetMap = RwLock<HashMap<(i32, u64), &'static LaunchTarget>>;
+
 impl LaunchTarget {
-    pub fn new(device_id: i32, stream: u64) -> Result<Self> {
-        let context = primary_context(device_id)?;
-        let stream = unsafe { Stream::borrow_raw(stream as *mut c_void, &context) };
-        Ok(Self { context, stream })
+    /// The target of `(device_id, stream)`, with the device's context bound to this thread.
+    pub fn get(device_id: i32, stream: u64) -> Result<&'static LaunchTarget> {
+        static TARGETS: OnceLock<TargetMap> = OnceLock::new();
+        let targets = TARGETS.get_or_init(|| RwLock::new(HashMap::new()));
+        let cached = targets.read().unwrap_or_else(|p| p.into_inner()).get(&(device_id, stream)).copied();
+        let target = match cached {
+            Some(target) => target,
+            None => {
+                let mut map = targets.write().unwrap_or_else(|p| p.into_inner());
+                match map.get(&(device_id, stream)) {
+                    Some(target) => *target,
+                    None => {
+                        let context = primary_context(device_id)?;
+                        let stream_ref = unsafe { Stream::borrow_raw(stream as *mut c_void, &context) };
+                        let target: &'static LaunchTarget =
+                            Box::leak(Box::new(LaunchTarget { context, stream: stream_ref }));
+                        map.insert((device_id, stream), target);
+                        target
+                    }
+                }
+            }
+        };
+        target
+            .context
+            .bind_to_thread()
+            .map_err(|e| Error::new(Code::Device, format!("cannot bind device {device_id}: {e}")))?;
+        Ok(target)
     }
 
-    /// A non-owning view of caller memory: no copy, no allocation, never freed by cutile.
+    /// A non-owning view of caller memory: no copy, no device allocation, never freed by cutile.
     pub fn tensor<E: cutile::cuda_core::DType>(&self, d: &TensorDesc) -> Tensor<E> {
         let n = d.ndim as usize;
         let shape: Vec<i32> = d.shape[..n].iter().map(|&v| v as i32).collect();
