@@ -20,6 +20,9 @@ GPU. Medians over the rounds, and the best round.
 | custom_op_cutile_rs    | `torch.ops.tileport.<op>` (the torch.compile path) on `cutile-rs`          |
 | c_abi_prepared         | the C symbol with prepared ctypes arguments (library.PreparedLaunch)       |
 | c_abi_entry            | the generic `KernelLibrary[kernel](...)` call (descriptors built per call) |
+| py_call_key            | the cached op call's key alone (vector_add only)                          |
+| py_alloc_output        | the output allocation alone (torch.empty_strided, vector_add only)         |
+| py_plan_launches       | the cached plan's C-ABI launches alone, into a given output (vector_add)   |
 
 Graph check (`graph`, per capture_error_mode global / thread_local / relaxed, each in a fresh
 process since a failed capture leaves CUDA unusable): a sequence of tileport ops on `cutile-rs`
@@ -46,6 +49,7 @@ still runs; the JSON is rewritten (atomically) after each section.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -105,7 +109,37 @@ def _cases(op: str, dtype: str) -> dict[str, Callable[[], Any]]:
     cases["custom_op_cutile_rs"] = lambda: custom(*inputs)
     if op == "vector_add":
         cases.update(_raw_cases(spec, inputs, outs))
+        try:
+            cases.update(_breakdown_cases(spec, fn, inputs, outs))
+        except Exception as e:  # noqa: BLE001 - recorded as the case's error, the other cases still run
+            cases["py_breakdown"] = functools.partial(_reraise, e)
     return cases
+
+
+def _reraise(error: Exception) -> None:
+    raise error
+
+
+def _breakdown_cases(spec, fn, inputs: tuple, out) -> dict[str, Callable[[], Any]]:
+    """The pieces of a cached `cutile-rs` op call, alone: the call key, the output allocation, and
+    the plan's launches (on the given output, no allocation)."""
+    import torch
+
+    from tileport.ops import plan_cache
+    fn(*inputs, backend="cutile-rs")  # records the plan
+    plan = plan_cache.lookup(plan_cache.call_key(spec, "cutile-rs", inputs, None))
+    if plan is None:
+        raise RuntimeError(f"{spec.name}: no cached plan after a call (the call path did not cache it)")
+    ((shape, stride, dtype),) = plan.out_layouts
+    groups = (inputs, (out,), [])
+    device = out.device
+
+    def launches():
+        for launch in plan.launches:
+            launch(groups, plan.device_index)
+    return {"py_call_key": lambda: plan_cache.call_key(spec, "cutile-rs", inputs, None),
+            "py_alloc_output": lambda: torch.empty_strided(shape, stride, dtype=dtype, device=device),
+            "py_plan_launches": launches}
 
 
 def _raw_cases(spec, inputs: tuple, out) -> dict[str, Callable[[], Any]]:
