@@ -43,3 +43,22 @@ def test_summary_reports_each_check_mode():
 def test_every_check_mode_can_be_run_alone():
     assert set(callcost.ONLY) == {"binding", "graph_c_abi:global", "graph:global", "graph:thread_local", "graph:relaxed",
                                   "compile:default", "compile:reduce-overhead"}
+
+
+def test_a_failing_check_is_recorded_not_raised(tmp_path, monkeypatch):
+    def broken(mode):
+        raise RuntimeError(f"capture invalidated ({mode})")
+    monkeypatch.setitem(callcost.CHECKS, "graph", (broken, ("global",)))
+    out = tmp_path / "check.json"
+    assert callcost.run_one("graph", "global", out) == 1
+    rec = json.loads(out.read_text())
+    assert rec == {"ok": False, "mode": "global", "error": "RuntimeError: capture invalidated (global)"}
+
+
+def test_a_check_whose_process_fails_is_recorded(monkeypatch):
+    from tileport.ops.backends import cuda_unavailable_reason
+    if cuda_unavailable_reason() is None:
+        pytest.skip("a CUDA GPU is visible: the check process would run")
+    rec = callcost.check_in_subprocess("graph", "relaxed")
+    assert rec["ok"] is False and rec["mode"] == "relaxed"
+    assert rec["error"].startswith("exit 2: ") and "needs a CUDA GPU" in rec["error"]

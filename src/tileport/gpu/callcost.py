@@ -291,36 +291,35 @@ def raw_graph_check(mode: str = "global", trials: int = 3) -> dict:
 # torch.compile of a function written with tileport ops
 
 
-def _compiled_fn(x, w):
-    import tileport.ops as ops
-    return ops.softmax(ops.rms_norm(x, w)) * 2
-
-
 def compile_check(mode: str = "default", backend: str = "cutile-rs", dtype: str = "bfloat16",
                   runs: int = 4) -> dict:
-    """torch.compile(fullgraph=True) of `_compiled_fn` (`mode`: "default" or "reduce-overhead"),
-    run on fresh inputs and compared bitwise with the same ops run eagerly."""
+    """torch.compile(fullgraph=True) of `softmax(rms_norm(x, w)) * 2` written with tileport ops
+    (`mode`: "default" or "reduce-overhead"), run on fresh inputs and compared bitwise with the same
+    ops run eagerly."""
     import torch
 
     import tileport.ops as ops
+
+    def fn(x, w):
+        return ops.softmax(ops.rms_norm(x, w)) * 2
     torch._dynamo.reset()
     dt = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(0)
     w = torch.rand(1024, device="cuda", dtype=dt, generator=gen) + 0.5
-    f = torch.compile(_compiled_fn, mode=None if mode == "default" else mode, fullgraph=True)
+    f = torch.compile(fn, mode=None if mode == "default" else mode, fullgraph=True)
     rec: dict[str, Any] = {"mode": mode, "backend": backend, "dtype": dtype, "shape": [8, 1024], "runs": []}
     with ops.use_backend(backend):
         for _ in range(runs):  # warm-up, (reduce-overhead:) record, then replays
             x = torch.randn(8, 1024, device="cuda", dtype=dt, generator=gen)
             got = f(x, w).clone()
-            want = _compiled_fn(x, w)
+            want = fn(x, w)
             torch.cuda.synchronize()
             rec["runs"].append({"bitwise_equal": bool(torch.equal(got, want)),
                                 "max_abs_diff": float((got.float() - want.float()).abs().max()),
                                 "finite": bool(torch.isfinite(got).all())})
         x = torch.randn(8, 1024, device="cuda", dtype=dt, generator=gen)
         rec["compiled_call_us"] = per_call(lambda: f(x, w), calls=50, rounds=10)
-        rec["eager_call_us"] = per_call(lambda: _compiled_fn(x, w), calls=50, rounds=10)
+        rec["eager_call_us"] = per_call(lambda: fn(x, w), calls=50, rounds=10)
     rec["ok"] = all(r["bitwise_equal"] and r["finite"] for r in rec["runs"])
     return rec
 
