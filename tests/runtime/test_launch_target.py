@@ -12,8 +12,16 @@ side (capture in every mode, replay against eager runs) is tests/gpu/test_callpa
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT_RS = REPO / "src" / "tileport" / "emit" / "templates" / "support.rs"
@@ -63,3 +71,71 @@ def test_a_stream_is_borrowed_only_into_the_process_lifetime_cache():
 def test_output_overlap_check_allocates_nothing():
     body = _function(SUPPORT_RS.read_text(), "require_disjoint")
     assert "Vec" not in body and ".collect" not in body
+
+
+# ---------------------------------------------------------------- on a fake CUDA driver
+
+FAKE_DRIVER_C = Path(__file__).with_name("fake_cuda.c")
+# The only driver calls a launch may make once its kernel is loaded: the launch, and the checks
+# that the device's context is current.
+HOT_PATH_CALLS = {"cuLaunchKernel", "cuCtxGetCurrent", "cuCtxSetCurrent"}
+PROBE = textwrap.dedent("""
+    import ctypes, json, sys, time
+    fake = ctypes.CDLL(sys.argv[1])
+    fake.fake_cuda_calls.restype = ctypes.c_char_p
+    from fake_arrays import f32
+    from tileport.runtime.library import load
+    from tileport.runtime.tensors import describe
+    vadd = load()["vector_add_kernel"]
+    a, b, c = f32(1024), f32(1024), f32(1024)
+    arrays = {"a": describe(a).desc, "b": describe(b).desc, "c": describe(c).desc}
+    launch = vadd.prepare((4,), 0, arrays, {n: 256 for n in vadd.names if n not in arrays})
+    ptrs = [a.ptr, b.ptr, c.ptr]
+
+    def calls(n, stream):
+        fake.fake_cuda_reset()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            launch(ptrs, stream)
+        us = (time.perf_counter() - t0) / n * 1e6
+        text = fake.fake_cuda_calls().decode()
+        return {k: int(v) for k, v in (kv.split("=") for kv in text.split(";") if kv)}, us
+    first, _ = calls(1, 0x1000)  # compiles and loads the kernel
+    hot, us = calls(200, 0x1000)
+    new_stream, _ = calls(1, 0x2000)
+    print(json.dumps({"first": first, "hot": hot, "hot_us": us, "new_stream": new_stream}))
+""")
+
+
+def _fake_driver(tmp_path: Path) -> Path:
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler to build the fake CUDA driver")
+    lib = tmp_path / "libcuda.so.1"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-include", "stdio.h", "-o", str(lib),
+                    str(FAKE_DRIVER_C)], check=True, capture_output=True, text=True)
+    return lib
+
+
+@pytest.mark.cargo
+def test_a_launch_makes_no_driver_call_but_the_launch(library, tmp_path):
+    """On a fake driver that counts calls: after the first launch (JIT compile, module load), a
+    launch calls cuLaunchKernel and the current-context checks, nothing else: no stream query
+    (illegal during graph capture), no event, no synchronization, no allocation, no module load;
+    also the first launch on a stream not seen before."""
+    from tileport import toolchain
+    if toolchain.tileiras() is None:
+        pytest.skip("tileiras is not installed: the first launch cannot compile the kernel")
+    fake = _fake_driver(tmp_path)
+    env = toolchain.env()
+    env.update(LD_LIBRARY_PATH=f"{tmp_path}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
+               TILEPORT_LIB=str(library.path), TILEPORT_JIT_CACHE="0",
+               PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(Path(__file__).parent)]))
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(fake)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rec = json.loads(proc.stdout.splitlines()[-1])
+    assert rec["first"].get("cuModuleLoadData") == 1 and rec["first"].get("cuLaunchKernel") == 1, rec["first"]
+    assert rec["hot"].get("cuLaunchKernel") == 200, rec["hot"]
+    assert set(rec["hot"]) <= HOT_PATH_CALLS, rec["hot"]
+    assert rec["new_stream"].get("cuLaunchKernel") == 1 and set(rec["new_stream"]) <= HOT_PATH_CALLS, rec["new_stream"]
