@@ -93,9 +93,20 @@ CUresult cuModuleUnload(void *m) { (void)m; OK(cuModuleUnload); }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; (void)name; *f = handle(); OK(cuModuleGetFunction); }
 CUresult cuFuncGetAttribute(int *v, int attr, void *f) { (void)attr; (void)f; *v = 0; OK(cuFuncGetAttribute); }
 CUresult cuFuncSetAttribute(void *f, int attr, int v) { (void)f; (void)attr; (void)v; OK(cuFuncSetAttribute); }
+/* The last launch, as the driver saw it: function, grid, block, shared memory, stream, and the
+ * first 8 bytes of each of the first `param_count` parameters (set by the test, which knows the
+ * kernel's parameter list: the driver itself cannot tell). */
+static int param_count;
+static uint64_t last_launch[8 + 256];
+
+void fake_cuda_expect_params(int n) { param_count = n < 256 ? n : 256; }
+const uint64_t *fake_cuda_last_launch(void) { return last_launch; }
+
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned smem, void *s, void **params, void **extra) {
-    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)s; (void)params;
+    uint64_t head[8] = {(uint64_t)(uintptr_t)f, gx, gy, gz, bx, by, bz, ((uint64_t)smem << 32) ^ (uintptr_t)s};
+    memcpy(last_launch, head, sizeof head);
+    for (int i = 0; i < param_count; i++) memcpy(&last_launch[8 + i], params[i], 8);
     (void)extra; OK(cuLaunchKernel);
 }
 CUresult cuLaunchKernelEx(const void *cfg, void *f, void **params, void **extra) {

@@ -79,31 +79,45 @@ FAKE_DRIVER_C = Path(__file__).with_name("fake_cuda.c")
 # The only driver calls a launch may make once its kernel is loaded: the launch, and the checks
 # that the device's context is current.
 HOT_PATH_CALLS = {"cuLaunchKernel", "cuCtxGetCurrent", "cuCtxSetCurrent"}
+# (kernel, arrays {name: (shape, typestr)}, other arguments, grid, kernel parameter count)
+CASES = {
+    "vector_add": ("vector_add_kernel", {"a": ((1000,), "<f4"), "b": ((1000,), "<f4"), "c": ((1000,), "<f4")},
+                   {"TILE": 256}, (4,), 9),
+    "softmax_gather": ("softmax_gather_kernel", {"x": ((8, 1000), "<f2"), "y": ((8, 1000), "<f2")},
+                       {"TILE": 1024}, (8,), 12),
+    "rms_norm": ("rms_norm_kernel", {"x": ((8, 1024), "<f4"), "w": ((1024,), "<f4"), "y": ((8, 1024), "<f4")},
+                 {"eps": 1e-6, "BLOCK_M": 1, "TILE": 1024}, (8,), 14),
+}
 PROBE = textwrap.dedent("""
     import ctypes, json, sys, time
     fake = ctypes.CDLL(sys.argv[1])
     fake.fake_cuda_calls.restype = ctypes.c_char_p
-    from fake_arrays import f32
+    fake.fake_cuda_last_launch.restype = ctypes.POINTER(ctypes.c_uint64)
+    from fake_arrays import FakeArray
     from tileport.runtime.library import load
     from tileport.runtime.tensors import describe
-    vadd = load()["vector_add_kernel"]
-    a, b, c = f32(1024), f32(1024), f32(1024)
-    arrays = {"a": describe(a).desc, "b": describe(b).desc, "c": describe(c).desc}
-    launch = vadd.prepare((4,), 0, arrays, {n: 256 for n in vadd.names if n not in arrays})
-    ptrs = [a.ptr, b.ptr, c.ptr]
+    kernel, shapes, values, grid, n_params = json.loads(sys.argv[2])
+    entry = load()[kernel]
+    arrays = {name: FakeArray(shape, typestr) for name, (shape, typestr) in shapes.items()}
+    launch = entry.prepare(grid, 0, {n: describe(a, n).desc for n, a in arrays.items()}, values)
+    ptrs = [arrays[p.name].ptr for p in entry.params if p.kind == "array"]
+    fake.fake_cuda_expect_params(n_params)
 
-    def calls(n, stream):
+    def run(n, stream):
         fake.fake_cuda_reset()
         t0 = time.perf_counter()
         for _ in range(n):
             launch(ptrs, stream)
         us = (time.perf_counter() - t0) / n * 1e6
         text = fake.fake_cuda_calls().decode()
-        return {k: int(v) for k, v in (kv.split("=") for kv in text.split(";") if kv)}, us
-    first, _ = calls(1, 0x1000)  # compiles and loads the kernel
-    hot, us = calls(200, 0x1000)
-    new_stream, _ = calls(1, 0x2000)
-    print(json.dumps({"first": first, "hot": hot, "hot_us": us, "new_stream": new_stream}))
+        calls = {k: int(v) for k, v in (kv.split("=") for kv in text.split(";") if kv)}
+        seen = fake.fake_cuda_last_launch()
+        return {"calls": calls, "us": us, "launch": [seen[i] for i in range(8 + n_params)]}
+    first = run(1, 0x1000)  # cutile's launcher: compiles, loads, checks, launches
+    second = run(1, 0x1000)  # the resolved launch
+    hot = run(200, 0x1000)
+    new_stream = run(1, 0x2000)
+    print(json.dumps({"first": first, "second": second, "hot": hot, "new_stream": new_stream}))
 """)
 
 
@@ -118,11 +132,15 @@ def _fake_driver(tmp_path: Path) -> Path:
 
 
 @pytest.mark.cargo
-def test_a_launch_makes_no_driver_call_but_the_launch(library, tmp_path):
-    """On a fake driver that counts calls: after the first launch (JIT compile, module load), a
-    launch calls cuLaunchKernel and the current-context checks, nothing else: no stream query
-    (illegal during graph capture), no event, no synchronization, no allocation, no module load;
-    also the first launch on a stream not seen before."""
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_launch_makes_no_driver_call_but_the_launch(library, tmp_path, case):
+    """On a fake driver that counts calls and records what each launch passes: the first launch of
+    a specialization goes through cutile's launcher (JIT compile, module load, launch checks); a
+    later one calls cuLaunchKernel (and the current-context checks) and nothing else: no stream
+    query (illegal during graph capture), no event, no synchronization, no allocation, no second
+    module load (the resolved function is the one cutile loaded), with the very same function,
+    grid, block, stream and parameter bytes as cutile's own launch; also on a stream not seen
+    before."""
     from tileport import toolchain
     if toolchain.tileiras() is None:
         pytest.skip("tileiras is not installed: the first launch cannot compile the kernel")
@@ -131,11 +149,15 @@ def test_a_launch_makes_no_driver_call_but_the_launch(library, tmp_path):
     env.update(LD_LIBRARY_PATH=f"{tmp_path}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
                TILEPORT_LIB=str(library.path), TILEPORT_JIT_CACHE="0",
                PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(Path(__file__).parent)]))
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(fake)], env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(fake), json.dumps(CASES[case])], env=env,
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rec = json.loads(proc.stdout.splitlines()[-1])
-    assert rec["first"].get("cuModuleLoadData") == 1 and rec["first"].get("cuLaunchKernel") == 1, rec["first"]
-    assert rec["hot"].get("cuLaunchKernel") == 200, rec["hot"]
-    assert set(rec["hot"]) <= HOT_PATH_CALLS, rec["hot"]
-    assert rec["new_stream"].get("cuLaunchKernel") == 1 and set(rec["new_stream"]) <= HOT_PATH_CALLS, rec["new_stream"]
+    first, second, hot, new_stream = rec["first"], rec["second"], rec["hot"], rec["new_stream"]
+    assert first["calls"].get("cuModuleLoadData") == 1 and first["calls"].get("cuLaunchKernel") == 1, first
+    assert second["launch"] == first["launch"], (first["launch"], second["launch"])
+    assert hot["calls"].get("cuLaunchKernel") == 200, hot["calls"]
+    for rec_ in (second, hot, new_stream):
+        assert set(rec_["calls"]) <= HOT_PATH_CALLS, rec_["calls"]
+    assert new_stream["calls"].get("cuLaunchKernel") == 1
+    assert new_stream["launch"][:7] == first["launch"][:7] and new_stream["launch"][8:] == first["launch"][8:]

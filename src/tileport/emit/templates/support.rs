@@ -317,6 +317,224 @@ impl LaunchTarget {
     }
 }
 
+// ---------------------------------------------------------------- the resolved launch path
+
+/// Words a launch key holds at most (the translator checks every launcher's key fits).
+pub const KEY_WORDS: usize = 192;
+/// Kernel parameters a resolved launch passes at most (the translator checks every kernel fits).
+pub const MAX_PARAMS: usize = 128;
+
+/// Everything a launch's specialization and its launch-time checks depend on: the entry, the
+/// device, the grid, the element types and constants, every array's extents, strides and base
+/// address alignment, and every scalar. The first launch of a key goes through cutile's own
+/// launcher (which compiles, loads and checks it); a later launch with an equal key reuses the
+/// loaded function and passes the same checks, so it is launched directly.
+#[derive(Clone, Copy)]
+pub struct LaunchKey {
+    len: usize,
+    words: [i64; KEY_WORDS],
+}
+
+impl LaunchKey {
+    pub fn new(entry: &'static str, device_id: i32, grid: (u32, u32, u32)) -> Self {
+        let mut key = LaunchKey { len: 0, words: [0; KEY_WORDS] };
+        key.text(entry);
+        key.word(device_id as i64);
+        key.word(grid.0 as i64);
+        key.word(grid.1 as i64);
+        key.word(grid.2 as i64);
+        key
+    }
+
+    #[inline]
+    pub fn word(&mut self, value: i64) {
+        self.words[self.len] = value;
+        self.len += 1;
+    }
+
+    /// A static text (entry or dtype name), by address and length: equal addresses hold equal text.
+    pub fn text(&mut self, value: &'static str) {
+        self.word(value.as_ptr() as i64);
+        self.word(value.len() as i64);
+    }
+
+    pub fn float(&mut self, value: f64) {
+        self.word(value.to_bits() as i64);
+    }
+
+    /// Rank, extents, strides and the alignment of the base address (its trailing zero bits).
+    pub fn array(&mut self, d: &TensorDesc) {
+        let n = d.ndim as usize;
+        self.word(d.ndim as i64);
+        for i in 0..n {
+            self.word(d.shape[i]);
+            self.word(d.strides[i]);
+        }
+        self.word(d.ptr.trailing_zeros() as i64);
+    }
+
+    fn words(&self) -> &[i64] {
+        &self.words[..self.len]
+    }
+}
+
+impl PartialEq for LaunchKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.words() == other.words()
+    }
+}
+
+impl Eq for LaunchKey {}
+
+impl std::hash::Hash for LaunchKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.words().hash(state)
+    }
+}
+
+/// A multiply-rotate hasher over the key's words (SipHash costs more than the rest of a lookup).
+#[derive(Default)]
+pub struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_i64(&mut self, value: i64) {
+        self.write_u64(value as u64);
+    }
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
+    }
+}
+
+type Resolved = HashMap<LaunchKey, &'static cutile::cuda_core::Function, std::hash::BuildHasherDefault<KeyHasher>>;
+
+fn resolved_map() -> &'static RwLock<Resolved> {
+    static RESOLVED: OnceLock<RwLock<Resolved>> = OnceLock::new();
+    RESOLVED.get_or_init(|| RwLock::new(HashMap::default()))
+}
+
+/// The loaded function of a key launched before, if any.
+pub fn resolved(key: &LaunchKey) -> Option<&'static cutile::cuda_core::Function> {
+    resolved_map().read().unwrap_or_else(|p| p.into_inner()).get(key).copied()
+}
+
+/// The kernel parameters of a resolved launch, in the order cutile's launcher pushes them: an
+/// array is its base address, then its extents and strides as i32; a scalar is its value. Each
+/// value sits in its own 16-byte slot, as in cutile's argument arena. Lives on the stack.
+pub struct KernelParams {
+    len: usize,
+    slots: [u128; MAX_PARAMS],
+}
+
+impl KernelParams {
+    pub fn new() -> Self {
+        KernelParams { len: 0, slots: [0; MAX_PARAMS] }
+    }
+
+    #[inline]
+    pub fn push<T: Copy>(&mut self, value: T) {
+        const { assert!(std::mem::size_of::<T>() <= 16 && std::mem::align_of::<T>() <= 16) };
+        unsafe { std::ptr::write(std::ptr::addr_of_mut!(self.slots[self.len]).cast::<T>(), value) };
+        self.len += 1;
+    }
+
+    pub fn array(&mut self, d: &TensorDesc) {
+        let n = d.ndim as usize;
+        self.push(d.ptr);
+        for i in 0..n {
+            self.push(d.shape[i] as i32);
+        }
+        for i in 0..n {
+            self.push(d.strides[i] as i32);
+        }
+    }
+}
+
+/// Launch a resolved function on the target's stream: one `cuLaunchKernel`, nothing else.
+pub fn launch_resolved(
+    target: &LaunchTarget,
+    function: &cutile::cuda_core::Function,
+    grid: (u32, u32, u32),
+    params: &mut KernelParams,
+) -> std::result::Result<(), cutile::cuda_core::DriverError> {
+    let mut pointers = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
+    for (i, pointer) in pointers.iter_mut().enumerate().take(params.len) {
+        *pointer = std::ptr::addr_of_mut!(params.slots[i]).cast::<c_void>();
+    }
+    unsafe {
+        cutile::cuda_core::launch_kernel(
+            function.cu_function(),
+            grid,
+            (1, 1, 1),
+            0,
+            target.stream.cu_stream(),
+            &mut pointers[..params.len],
+        )
+    }
+}
+
+/// What cutile's launcher keys a specialization on, taken from the tensors it was launched with.
+pub struct Specialization {
+    pub generics: Vec<String>,
+    pub tensors: Vec<(&'static str, cutile::cutile_compiler::specialization::SpecializationBits)>,
+    pub int_scalars: Vec<(&'static str, i32)>,
+}
+
+/// After cutile's launcher ran `key`'s first launch: look up the function it loaded (the same
+/// specialization key as its launcher builds, so cutile's kernel cache answers without compiling)
+/// and keep it for the key's later launches.
+pub fn resolve(
+    key: LaunchKey,
+    target: &LaunchTarget,
+    module_ast: fn() -> cutile::cutile_compiler::ast::Module,
+    module: &str,
+    function: &str,
+    source_hash: &str,
+    spec: Specialization,
+) -> Result<()> {
+    use cutile::cutile_compiler::specialization::DivHint;
+    let stride_args = spec
+        .tensors
+        .iter()
+        .map(|(name, bits)| (name.to_string(), bits.stride_one.iter().map(|&one| if one { 1 } else { -1 }).collect()))
+        .collect();
+    let hints = spec.int_scalars.iter().map(|(name, value)| (name.to_string(), DivHint::from_value(*value))).collect();
+    let spec_args = spec.tensors.into_iter().map(|(name, bits)| (name.to_string(), bits)).collect();
+    let ctx = cutile::cuda_async::device_operation::ExecutionContext::new(target.stream.clone());
+    let entry = cutile::cutile_compiler::kernel_naming::KernelNaming::new(function).entry_name();
+    let (loaded, _validator) = cutile::tile_kernel::compile_from_context(
+        &ctx,
+        module_ast,
+        module,
+        function,
+        &entry,
+        spec.generics,
+        stride_args,
+        spec_args,
+        hints,
+        None,
+        cutile::tile_kernel::CompileOptions::default(),
+        source_hash,
+    )
+    .map_err(|e| Error::new(Code::Launch, format!("resolving `{module}::{function}` for later launches: {e}")))?;
+    // One reference is leaked on purpose: the function (and its module) stay loaded for good.
+    let loaded: &'static cutile::cuda_core::Function = unsafe { &*Arc::into_raw(loaded) };
+    resolved_map().write().unwrap_or_else(|p| p.into_inner()).insert(key, loaded);
+    Ok(())
+}
+
 pub fn launch_error(kernel: &str, e: impl std::fmt::Display) -> Error {
     Error::new(Code::Launch, format!("launching `{kernel}` failed: {e}"))
 }
