@@ -3198,14 +3198,13 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
-                        let generics: Vec<String> = vec![
-                            dtype_names[0].to_string(),
-                            block_m.to_string(),
-                            block_n.to_string(),
-                            head_dim.to_string(),
-                        ];
                         let spec = Specialization {
-                            generics: generics.clone(),
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
                                 ("k", k_t.spec().clone()),
@@ -3231,7 +3230,12 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 window,
                             )
                         }
-                        .generics(generics)
+                        .generics(vec![
+                            dtype_names[0].to_string(),
+                            block_m.to_string(),
+                            block_n.to_string(),
+                            head_dim.to_string(),
+                        ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
                             launch_error("fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0", e)
@@ -3321,14 +3325,13 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
-                        let generics: Vec<String> = vec![
-                            dtype_names[0].to_string(),
-                            block_m.to_string(),
-                            block_n.to_string(),
-                            head_dim.to_string(),
-                        ];
                         let spec = Specialization {
-                            generics: generics.clone(),
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
                                 ("k", k_t.spec().clone()),
@@ -3354,7 +3357,12 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 window,
                             )
                         }
-                        .generics(generics)
+                        .generics(vec![
+                            dtype_names[0].to_string(),
+                            block_m.to_string(),
+                            block_n.to_string(),
+                            head_dim.to_string(),
+                        ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
                             launch_error("fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1", e)
@@ -3444,14 +3452,13 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
-                        let generics: Vec<String> = vec![
-                            dtype_names[0].to_string(),
-                            block_m.to_string(),
-                            block_n.to_string(),
-                            head_dim.to_string(),
-                        ];
                         let spec = Specialization {
-                            generics: generics.clone(),
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
                                 ("k", k_t.spec().clone()),
@@ -3477,7 +3484,12 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 window,
                             )
                         }
-                        .generics(generics)
+                        .generics(vec![
+                            dtype_names[0].to_string(),
+                            block_m.to_string(),
+                            block_n.to_string(),
+                            head_dim.to_string(),
+                        ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
                             launch_error("fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1", e)
@@ -3567,14 +3579,13 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
-                        let generics: Vec<String> = vec![
-                            dtype_names[0].to_string(),
-                            block_m.to_string(),
-                            block_n.to_string(),
-                            head_dim.to_string(),
-                        ];
                         let spec = Specialization {
-                            generics: generics.clone(),
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
                                 ("k", k_t.spec().clone()),
@@ -3600,7 +3611,12 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 window,
                             )
                         }
-                        .generics(generics)
+                        .generics(vec![
+                            dtype_names[0].to_string(),
+                            block_m.to_string(),
+                            block_n.to_string(),
+                            head_dim.to_string(),
+                        ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
                             launch_error("fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1", e)
@@ -3690,14 +3706,13 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
-                        let generics: Vec<String> = vec![
-                            dtype_names[0].to_string(),
-                            block_m.to_string(),
-                            block_n.to_string(),
-                            head_dim.to_string(),
-                        ];
                         let spec = Specialization {
-                            generics: generics.clone(),
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
                                 ("k", k_t.spec().clone()),
@@ -3723,7 +3738,12 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 window,
                             )
                         }
-                        .generics(generics)
+                        .generics(vec![
+                            dtype_names[0].to_string(),
+                            block_m.to_string(),
+                            block_n.to_string(),
+                            head_dim.to_string(),
+                        ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
                             launch_error("fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1", e)
@@ -3858,9 +3878,10 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let generics: Vec<String> = vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()];
-                    let spec = Specialization { generics: generics.clone(), tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }.generics(generics).grid(grid);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
@@ -3930,9 +3951,10 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let generics: Vec<String> = vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()];
-                    let spec = Specialization { generics: generics.clone(), tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }.generics(generics).grid(grid);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
@@ -4002,9 +4024,10 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let generics: Vec<String> = vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()];
-                    let spec = Specialization { generics: generics.clone(), tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }.generics(generics).grid(grid);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
@@ -4074,9 +4097,10 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let generics: Vec<String> = vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()];
-                    let spec = Specialization { generics: generics.clone(), tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }.generics(generics).grid(grid);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
@@ -4147,9 +4171,10 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let generics: Vec<String> = vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()];
-                    let spec = Specialization { generics: generics.clone(), tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }.generics(generics).grid(grid);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", attention::_SOURCE_HASH, spec)
                 }}; }
@@ -4232,9 +4257,8 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
                 let lse_part_t = target.tensor::<f32>(lse_part);
                 let o_t = target.tensor::<E>(o);
                 let lse_t = target.tensor::<f32>(lse);
-                let generics: Vec<String> = vec![dtype_names[0].to_string(), head_dim.to_string()];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![dtype_names[0].to_string(), head_dim.to_string()],
                     tensors: vec![
                         ("o_part", o_part_t.spec().clone()),
                         ("lse_part", lse_part_t.spec().clone()),
@@ -4252,7 +4276,7 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
                         n_splits,
                     )
                 }
-                .generics(generics)
+                .generics(vec![dtype_names[0].to_string(), head_dim.to_string()])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("flash_decode_combine_kernel", e))?;
@@ -4373,15 +4397,14 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                 let kv_lens_t = target.tensor::<i32>(kv_lens);
                 let o_part_t = target.tensor::<f32>(o_part);
                 let lse_part_t = target.tensor::<f32>(lse_part);
-                let generics: Vec<String> = vec![
-                    dtype_names[0].to_string(),
-                    head_tile.to_string(),
-                    block_n.to_string(),
-                    lora.to_string(),
-                    rope.to_string(),
-                ];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        head_tile.to_string(),
+                        block_n.to_string(),
+                        lora.to_string(),
+                        rope.to_string(),
+                    ],
                     tensors: vec![
                         ("q_nope", q_nope_t.spec().clone()),
                         ("q_pe", q_pe_t.spec().clone()),
@@ -4406,7 +4429,13 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                         tiles_per_split,
                     )
                 }
-                .generics(generics)
+                .generics(vec![
+                    dtype_names[0].to_string(),
+                    head_tile.to_string(),
+                    block_n.to_string(),
+                    lora.to_string(),
+                    rope.to_string(),
+                ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("mla_decode_partial_kernel", e))?;

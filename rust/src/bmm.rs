@@ -402,14 +402,13 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                     let a_t = target.tensor::<f32>(a);
                     let b_t = target.tensor::<f32>(b);
                     let c_t = target.tensor::<f32>(c);
-                    let generics: Vec<String> = vec![
-                        tile_m.to_string(),
-                        tile_n.to_string(),
-                        tile_k.to_string(),
-                        group_m.to_string(),
-                    ];
                     let spec = Specialization {
-                        generics: generics.clone(),
+                        generics: vec![
+                            tile_m.to_string(),
+                            tile_n.to_string(),
+                            tile_k.to_string(),
+                            group_m.to_string(),
+                        ],
                         tensors: vec![
                             ("a", a_t.spec().clone()),
                             ("b", b_t.spec().clone()),
@@ -418,7 +417,12 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                         int_scalars: vec![],
                     };
                     let op = unsafe { bmm::bmm_kernel_use_tf321(&a_t, &b_t, &c_t) }
-                        .generics(generics)
+                        .generics(vec![
+                            tile_m.to_string(),
+                            tile_n.to_string(),
+                            tile_k.to_string(),
+                            group_m.to_string(),
+                        ])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }
                         .map_err(|e| launch_error("bmm_kernel_use_tf321", e))?;
@@ -465,15 +469,14 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                         let a_t = target.tensor::<E>(a);
                         let b_t = target.tensor::<E>(b);
                         let c_t = target.tensor::<E>(c);
-                        let generics: Vec<String> = vec![
-                            dtype_names[0].to_string(),
-                            tile_m.to_string(),
-                            tile_n.to_string(),
-                            tile_k.to_string(),
-                            group_m.to_string(),
-                        ];
                         let spec = Specialization {
-                            generics: generics.clone(),
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                tile_m.to_string(),
+                                tile_n.to_string(),
+                                tile_k.to_string(),
+                                group_m.to_string(),
+                            ],
                             tensors: vec![
                                 ("a", a_t.spec().clone()),
                                 ("b", b_t.spec().clone()),
@@ -482,7 +485,13 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                             int_scalars: vec![],
                         };
                         let op = unsafe { bmm::bmm_kernel_use_tf320(&a_t, &b_t, &c_t) }
-                            .generics(generics)
+                            .generics(vec![
+                                dtype_names[0].to_string(),
+                                tile_m.to_string(),
+                                tile_n.to_string(),
+                                tile_k.to_string(),
+                                group_m.to_string(),
+                            ])
                             .grid(grid);
                         unsafe { op.async_on(&target.stream) }
                             .map_err(|e| launch_error("bmm_kernel_use_tf320", e))?;

@@ -121,9 +121,8 @@ pub unsafe extern "C" fn tileport_geglu_kernel(
                 let a_t = target.tensor::<E>(a);
                 let b_t = target.tensor::<E>(b);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![dtype_names[0].to_string(), tile.to_string()];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
                     tensors: vec![
                         ("a", a_t.spec().clone()),
                         ("b", b_t.spec().clone()),
@@ -132,7 +131,7 @@ pub unsafe extern "C" fn tileport_geglu_kernel(
                     int_scalars: vec![],
                 };
                 let op = unsafe { geglu::geglu_kernel(&a_t, &b_t, &y_t) }
-                    .generics(generics)
+                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("geglu_kernel", e))?;

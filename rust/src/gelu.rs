@@ -102,14 +102,13 @@ pub unsafe extern "C" fn tileport_gelu_tanh_kernel(
                 }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![dtype_names[0].to_string(), tile.to_string()];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
                 };
                 let op = unsafe { gelu::gelu_tanh_kernel(&x_t, &y_t) }
-                    .generics(generics)
+                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("gelu_tanh_kernel", e))?;

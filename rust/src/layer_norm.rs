@@ -231,13 +231,12 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                 let y_t = target.tensor::<E>(y);
                 let mean_t = target.tensor::<f32>(mean);
                 let rstd_t = target.tensor::<f32>(rstd);
-                let generics: Vec<String> = vec![
-                    dtype_names[0].to_string(),
-                    block_m.to_string(),
-                    tile.to_string(),
-                ];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
                         ("w", w_t.spec().clone()),
@@ -251,7 +250,11 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                 let op = unsafe {
                     layer_norm::layer_norm_fwd_kernel(&x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps)
                 }
-                .generics(generics)
+                .generics(vec![
+                    dtype_names[0].to_string(),
+                    block_m.to_string(),
+                    tile.to_string(),
+                ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("layer_norm_fwd_kernel", e))?;

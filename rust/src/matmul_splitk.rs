@@ -394,14 +394,13 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                     let a_t = target.tensor::<f32>(a);
                     let b_t = target.tensor::<f32>(b);
                     let ws_t = target.tensor::<f32>(ws);
-                    let generics: Vec<String> = vec![
-                        tile_m.to_string(),
-                        tile_n.to_string(),
-                        tile_k.to_string(),
-                        group_m.to_string(),
-                    ];
                     let spec = Specialization {
-                        generics: generics.clone(),
+                        generics: vec![
+                            tile_m.to_string(),
+                            tile_n.to_string(),
+                            tile_k.to_string(),
+                            group_m.to_string(),
+                        ],
                         tensors: vec![
                             ("a", a_t.spec().clone()),
                             ("b", b_t.spec().clone()),
@@ -417,7 +416,12 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                             k_tiles_per_split,
                         )
                     }
-                    .generics(generics)
+                    .generics(vec![
+                        tile_m.to_string(),
+                        tile_n.to_string(),
+                        tile_k.to_string(),
+                        group_m.to_string(),
+                    ])
                     .grid(grid);
                     unsafe { op.async_on(&target.stream) }
                         .map_err(|e| launch_error("matmul_splitk_kernel_use_tf321", e))?;
@@ -471,15 +475,14 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                         let a_t = target.tensor::<E>(a);
                         let b_t = target.tensor::<E>(b);
                         let ws_t = target.tensor::<f32>(ws);
-                        let generics: Vec<String> = vec![
-                            dtype_names[0].to_string(),
-                            tile_m.to_string(),
-                            tile_n.to_string(),
-                            tile_k.to_string(),
-                            group_m.to_string(),
-                        ];
                         let spec = Specialization {
-                            generics: generics.clone(),
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                tile_m.to_string(),
+                                tile_n.to_string(),
+                                tile_k.to_string(),
+                                group_m.to_string(),
+                            ],
                             tensors: vec![
                                 ("a", a_t.spec().clone()),
                                 ("b", b_t.spec().clone()),
@@ -495,7 +498,13 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                                 k_tiles_per_split,
                             )
                         }
-                        .generics(generics)
+                        .generics(vec![
+                            dtype_names[0].to_string(),
+                            tile_m.to_string(),
+                            tile_n.to_string(),
+                            tile_k.to_string(),
+                            group_m.to_string(),
+                        ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
                             .map_err(|e| launch_error("matmul_splitk_kernel_use_tf320", e))?;
@@ -574,18 +583,21 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
                 }
                 let ws_t = target.tensor::<f32>(ws);
                 let c_t = target.tensor::<E>(c);
-                let generics: Vec<String> = vec![
-                    dtype_names[0].to_string(),
-                    tile_m.to_string(),
-                    tile_n.to_string(),
-                ];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        tile_m.to_string(),
+                        tile_n.to_string(),
+                    ],
                     tensors: vec![("ws", ws_t.spec().clone()), ("c", c_t.spec().clone())],
                     int_scalars: vec![],
                 };
                 let op = unsafe { matmul_splitk::splitk_reduce_kernel(&ws_t, &c_t) }
-                    .generics(generics)
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        tile_m.to_string(),
+                        tile_n.to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("splitk_reduce_kernel", e))?;

@@ -104,14 +104,13 @@ pub unsafe extern "C" fn tileport_relu_kernel(
                 }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![dtype_names[0].to_string(), tile.to_string()];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
                 };
                 let op = unsafe { relu::relu_kernel(&x_t, &y_t) }
-                    .generics(generics)
+                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("relu_kernel", e))?;

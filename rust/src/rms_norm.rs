@@ -152,13 +152,12 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                 let x_t = target.tensor::<E>(x);
                 let w_t = target.tensor::<E>(w);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![
-                    dtype_names[0].to_string(),
-                    block_m.to_string(),
-                    tile.to_string(),
-                ];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
                         ("w", w_t.spec().clone()),
@@ -167,7 +166,11 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                     int_scalars: vec![],
                 };
                 let op = unsafe { rms_norm::rms_norm_kernel(&x_t, &w_t, &y_t, eps) }
-                    .generics(generics)
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("rms_norm_kernel", e))?;

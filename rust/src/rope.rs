@@ -229,14 +229,13 @@ pub unsafe extern "C" fn tileport_rope_kernel(
                 let cos_t = target.tensor::<f32>(cos_);
                 let sin_t = target.tensor::<f32>(sin_);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![
-                    dtype_names[0].to_string(),
-                    block_s.to_string(),
-                    block_h.to_string(),
-                    half_tile.to_string(),
-                ];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_s.to_string(),
+                        block_h.to_string(),
+                        half_tile.to_string(),
+                    ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
                         ("cos_", cos_t.spec().clone()),
@@ -246,7 +245,12 @@ pub unsafe extern "C" fn tileport_rope_kernel(
                     int_scalars: vec![],
                 };
                 let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
-                    .generics(generics)
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_s.to_string(),
+                        block_h.to_string(),
+                        half_tile.to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("rope_kernel", e))?;

@@ -130,19 +130,23 @@ pub unsafe extern "C" fn tileport_silu_and_mul_kernel(
                 }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![
-                    dtype_names[0].to_string(),
-                    block_m.to_string(),
-                    block_n.to_string(),
-                    block_m_x_2.to_string(),
-                ];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        block_n.to_string(),
+                        block_m_x_2.to_string(),
+                    ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
                 };
                 let op = unsafe { silu_and_mul::silu_and_mul_kernel(&x_t, &y_t) }
-                    .generics(generics)
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        block_n.to_string(),
+                        block_m_x_2.to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("silu_and_mul_kernel", e))?;

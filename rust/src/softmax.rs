@@ -466,18 +466,21 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
                 }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![
-                    dtype_names[0].to_string(),
-                    block_m.to_string(),
-                    tile.to_string(),
-                ];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
                 };
                 let op = unsafe { softmax::softmax_tma_kernel(&x_t, &y_t) }
-                    .generics(generics)
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("softmax_tma_kernel", e))?;
@@ -552,18 +555,21 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
                 }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![
-                    dtype_names[0].to_string(),
-                    block_m.to_string(),
-                    tile.to_string(),
-                ];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
                 };
                 let op = unsafe { softmax::softmax_tma_wide_kernel(&x_t, &y_t) }
-                    .generics(generics)
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("softmax_tma_wide_kernel", e))?;
@@ -637,9 +643,8 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![dtype_names[0].to_string(), tile.to_string()];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![
                         ("x_stride0", x.strides[0] as i32),
@@ -654,7 +659,7 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                         y.strides[0] as i32,
                     )
                 }
-                .generics(generics)
+                .generics(vec![dtype_names[0].to_string(), tile.to_string()])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("softmax_gather_kernel", e))?;
@@ -726,14 +731,13 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                 }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
-                let generics: Vec<String> = vec![dtype_names[0].to_string(), chunk.to_string()];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![dtype_names[0].to_string(), chunk.to_string()],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
                 };
                 let op = unsafe { softmax::softmax_online_kernel(&x_t, &y_t) }
-                    .generics(generics)
+                    .generics(vec![dtype_names[0].to_string(), chunk.to_string()])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("softmax_online_kernel", e))?;

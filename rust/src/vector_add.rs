@@ -107,9 +107,8 @@ pub unsafe extern "C" fn tileport_vector_add_kernel(
                 let a_t = target.tensor::<E>(a);
                 let b_t = target.tensor::<E>(b);
                 let c_t = target.tensor::<E>(c);
-                let generics: Vec<String> = vec![dtype_names[0].to_string(), tile.to_string()];
                 let spec = Specialization {
-                    generics: generics.clone(),
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
                     tensors: vec![
                         ("a", a_t.spec().clone()),
                         ("b", b_t.spec().clone()),
@@ -118,7 +117,7 @@ pub unsafe extern "C" fn tileport_vector_add_kernel(
                     int_scalars: vec![],
                 };
                 let op = unsafe { vector_add::vector_add_kernel(&a_t, &b_t, &c_t) }
-                    .generics(generics)
+                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("vector_add_kernel", e))?;

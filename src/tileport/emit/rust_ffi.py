@@ -84,7 +84,7 @@ def _check_same_signature(group: KernelGroup) -> None:
 
 # Locals of every launcher; C parameter names must not collide with them.
 LAUNCHER_LOCALS = {"grid", "grid_x", "grid_y", "grid_z", "device_id", "stream", "target", "op", "dtype_names",
-                   "key", "params", "function", "generics", "spec"}
+                   "key", "params", "function", "spec"}
 
 
 def signature(group: KernelGroup) -> list[tuple[str, str, str]]:
@@ -313,11 +313,13 @@ def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]
     generics = [f"dtype_names[{i}].to_string()" for i in range(len(dvars))]
     generics += [f"{arg_names[p.name]}.to_string()" for p in variant.const_params]
     generics += [f"{derived_name(d).lower()}.to_string()" for d in derived_dims(variant)]
-    lines.append(f"let generics: Vec<String> = vec![{', '.join(generics)}];")
-    lines.append(f"let spec = Specialization {{ generics: generics.clone(), tensors: vec![{', '.join(tensors)}], "
+    listed = f"vec![{', '.join(generics)}]"
+    lines.append(f"let spec = Specialization {{ generics: {listed}, tensors: vec![{', '.join(tensors)}], "
                  f"int_scalars: vec![{', '.join(ints)}] }};")
     call = f"{variant.module_name}::{variant.name}({', '.join(args)})"
-    lines.append(f"let op = unsafe {{ {call} }}.generics(generics).grid(grid);")
+    lines.append(f"let op = unsafe {{ {call} }}")
+    lines.append(f"    .generics({listed})")
+    lines.append("    .grid(grid);")
     lines.append(f'unsafe {{ op.async_on(&target.stream) }}.map_err(|e| launch_error("{variant.name}", e))?;')
     m = variant.module_name
     lines.append(f'resolve(key, target, {m}::__module_ast_self, "{m}", "{variant.name}", {m}::_SOURCE_HASH, spec)')
