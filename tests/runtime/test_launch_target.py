@@ -87,6 +87,10 @@ CASES = {
                        {"TILE": 1024}, (8,), 12),
     "rms_norm": ("rms_norm_kernel", {"x": ((8, 1024), "<f4"), "w": ((1024,), "<f4"), "y": ((8, 1024), "<f4")},
                  {"eps": 1e-6, "BLOCK_M": 1, "TILE": 1024}, (8,), 14),
+    "flash_decode_combine": ("flash_decode_combine_kernel",  # an integer scalar: a divisibility hint
+                             {"o_part": ((2, 4, 4, 128), "<f4"), "lse_part": ((2, 4, 4), "<f4"),
+                              "o": ((2, 4, 128), "<f2"), "lse": ((2, 4), "<f4")},
+                             {"n_splits": 4, "HEAD_DIM": 128}, (2, 4), 29),
 }
 PROBE = textwrap.dedent("""
     import ctypes, json, sys, time
