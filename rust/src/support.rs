@@ -6,6 +6,7 @@ use core::ffi::{c_char, c_void};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
+use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -379,17 +380,18 @@ pub const MAX_PARAMS: usize = 128;
 /// address alignment, and every scalar. The first launch of a key goes through cutile's own
 /// launcher (which compiles, loads and checks it); a later launch with an equal key reuses the
 /// loaded function and passes the same checks, so it is launched directly.
+/// Only the first `len` words are written (no buffer-wide zeroing on the launch path).
 #[derive(Clone, Copy)]
 pub struct LaunchKey {
     len: usize,
-    words: [i64; KEY_WORDS],
+    words: [MaybeUninit<i64>; KEY_WORDS],
 }
 
 impl LaunchKey {
     pub fn new(entry: &'static str, device_id: i32, grid: (u32, u32, u32)) -> Self {
         let mut key = LaunchKey {
             len: 0,
-            words: [0; KEY_WORDS],
+            words: [MaybeUninit::uninit(); KEY_WORDS],
         };
         key.text(entry);
         key.word(device_id as i64);
@@ -401,7 +403,7 @@ impl LaunchKey {
 
     #[inline]
     pub fn word(&mut self, value: i64) {
-        self.words[self.len] = value;
+        self.words[self.len] = MaybeUninit::new(value);
         self.len += 1;
     }
 
@@ -427,7 +429,8 @@ impl LaunchKey {
     }
 
     fn words(&self) -> &[i64] {
-        &self.words[..self.len]
+        // SAFETY: the first `len` words were written by `word`.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<i64>(), self.len) }
     }
 }
 
@@ -493,29 +496,28 @@ pub fn resolved(key: &LaunchKey) -> Option<&'static cutile::cuda_core::Function>
 
 /// The kernel parameters of a resolved launch, in the order cutile's launcher pushes them: an
 /// array is its base address, then its extents and strides as i32; a scalar is its value. Each
-/// value sits in its own 16-byte slot, as in cutile's argument arena. Lives on the stack.
+/// value sits in its own zeroed 16-byte slot, as in cutile's argument arena. Lives on the stack;
+/// only the slots in use are written.
 pub struct KernelParams {
     len: usize,
-    slots: [u128; MAX_PARAMS],
+    slots: [MaybeUninit<u128>; MAX_PARAMS],
 }
 
 impl KernelParams {
     pub fn new() -> Self {
         KernelParams {
             len: 0,
-            slots: [0; MAX_PARAMS],
+            slots: [MaybeUninit::uninit(); MAX_PARAMS],
         }
     }
 
     #[inline]
     pub fn push<T: Copy>(&mut self, value: T) {
         const { assert!(std::mem::size_of::<T>() <= 16 && std::mem::align_of::<T>() <= 16) };
-        unsafe {
-            std::ptr::write(
-                std::ptr::addr_of_mut!(self.slots[self.len]).cast::<T>(),
-                value,
-            )
-        };
+        let slot = &mut self.slots[self.len];
+        slot.write(0);
+        // SAFETY: the slot is 16 bytes, 16-byte aligned, and T fits in it (checked above).
+        unsafe { std::ptr::write(slot.as_mut_ptr().cast::<T>(), value) };
         self.len += 1;
     }
 
@@ -538,10 +540,18 @@ pub fn launch_resolved(
     grid: (u32, u32, u32),
     params: &mut KernelParams,
 ) -> std::result::Result<(), cutile::cuda_core::DriverError> {
-    let mut pointers = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
-    for (i, pointer) in pointers.iter_mut().enumerate().take(params.len) {
-        *pointer = std::ptr::addr_of_mut!(params.slots[i]).cast::<c_void>();
+    let mut pointers = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
+    for (pointer, slot) in pointers
+        .iter_mut()
+        .zip(params.slots.iter_mut())
+        .take(params.len)
+    {
+        pointer.write(slot.as_mut_ptr().cast::<c_void>());
     }
+    // SAFETY: the first `len` pointers were written above.
+    let pointers = unsafe {
+        std::slice::from_raw_parts_mut(pointers.as_mut_ptr().cast::<*mut c_void>(), params.len)
+    };
     unsafe {
         cutile::cuda_core::launch_kernel(
             function.cu_function(),
@@ -549,7 +559,7 @@ pub fn launch_resolved(
             (1, 1, 1),
             0,
             target.stream.cu_stream(),
-            &mut pointers[..params.len],
+            pointers,
         )
     }
 }
