@@ -3167,8 +3167,8 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         key.array(lse);
                         key.array(seq_lens);
                         key.array(sinks);
-                        key.float(qk_scale as f64);
-                        key.float(softcap as f64);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
                         key.word(window as i64);
                         if let Some(function) = resolved(&key) {
                             let mut params = KernelParams::new();
@@ -3294,8 +3294,8 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         key.array(lse);
                         key.array(seq_lens);
                         key.array(sinks);
-                        key.float(qk_scale as f64);
-                        key.float(softcap as f64);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
                         key.word(window as i64);
                         if let Some(function) = resolved(&key) {
                             let mut params = KernelParams::new();
@@ -3421,8 +3421,8 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         key.array(lse);
                         key.array(seq_lens);
                         key.array(sinks);
-                        key.float(qk_scale as f64);
-                        key.float(softcap as f64);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
                         key.word(window as i64);
                         if let Some(function) = resolved(&key) {
                             let mut params = KernelParams::new();
@@ -3548,8 +3548,8 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         key.array(lse);
                         key.array(seq_lens);
                         key.array(sinks);
-                        key.float(qk_scale as f64);
-                        key.float(softcap as f64);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
                         key.word(window as i64);
                         if let Some(function) = resolved(&key) {
                             let mut params = KernelParams::new();
@@ -3675,8 +3675,8 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         key.array(lse);
                         key.array(seq_lens);
                         key.array(sinks);
-                        key.float(qk_scale as f64);
-                        key.float(softcap as f64);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
                         key.word(window as i64);
                         if let Some(function) = resolved(&key) {
                             let mut params = KernelParams::new();
@@ -3850,8 +3850,8 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     key.array(sinks);
                     key.array(o_part);
                     key.array(lse_part);
-                    key.float(qk_scale as f64);
-                    key.float(softcap as f64);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
                     key.word(window as i64);
                     key.word(tiles_per_split as i64);
                     if let Some(function) = resolved(&key) {
@@ -3923,8 +3923,8 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     key.array(sinks);
                     key.array(o_part);
                     key.array(lse_part);
-                    key.float(qk_scale as f64);
-                    key.float(softcap as f64);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
                     key.word(window as i64);
                     key.word(tiles_per_split as i64);
                     if let Some(function) = resolved(&key) {
@@ -3996,8 +3996,8 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     key.array(sinks);
                     key.array(o_part);
                     key.array(lse_part);
-                    key.float(qk_scale as f64);
-                    key.float(softcap as f64);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
                     key.word(window as i64);
                     key.word(tiles_per_split as i64);
                     if let Some(function) = resolved(&key) {
@@ -4069,8 +4069,8 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     key.array(sinks);
                     key.array(o_part);
                     key.array(lse_part);
-                    key.float(qk_scale as f64);
-                    key.float(softcap as f64);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
                     key.word(window as i64);
                     key.word(tiles_per_split as i64);
                     if let Some(function) = resolved(&key) {
@@ -4142,8 +4142,8 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     key.array(sinks);
                     key.array(o_part);
                     key.array(lse_part);
-                    key.float(qk_scale as f64);
-                    key.float(softcap as f64);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
                     key.word(window as i64);
                     key.word(tiles_per_split as i64);
                     if let Some(function) = resolved(&key) {
@@ -4374,7 +4374,7 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                 key.array(kv_lens);
                 key.array(o_part);
                 key.array(lse_part);
-                key.float(qk_scale as f64);
+                key.float(f64::from(qk_scale));
                 key.word(tiles_per_split as i64);
                 if let Some(function) = resolved(&key) {
                     let mut params = KernelParams::new();

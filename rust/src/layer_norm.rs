@@ -212,7 +212,7 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                 key.array(y);
                 key.array(mean);
                 key.array(rstd);
-                key.float(eps as f64);
+                key.float(f64::from(eps));
                 if let Some(function) = resolved(&key) {
                     let mut params = KernelParams::new();
                     params.array(x);

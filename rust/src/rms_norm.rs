@@ -139,7 +139,7 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                 key.array(x);
                 key.array(w);
                 key.array(y);
-                key.float(eps as f64);
+                key.float(f64::from(eps));
                 if let Some(function) = resolved(&key) {
                     let mut params = KernelParams::new();
                     params.array(x);

@@ -263,7 +263,7 @@ def _check_fits(variant: Kernel, dvars) -> None:
 
 def _scalar_key(p, a: str) -> str:
     dtype = p.ty.dtype
-    return f"key.float({a} as f64);" if dtype in FLOAT_SCALARS else f"key.word({a} as i64);"
+    return f"key.float(f64::from({a}));" if dtype in FLOAT_SCALARS else f"key.word({a} as i64);"
 
 
 def _key_lines(variant: Kernel, arg_names, dvars) -> list[str]:
