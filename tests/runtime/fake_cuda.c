@@ -3,6 +3,7 @@
  * call by name, so a test can tell which driver calls one launch makes. Not thread safe beyond
  * what the tests need (one launching thread). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

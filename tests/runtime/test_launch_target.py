@@ -130,7 +130,7 @@ def _fake_driver(tmp_path: Path) -> Path:
     if cc is None:
         pytest.skip("no C compiler to build the fake CUDA driver")
     lib = tmp_path / "libcuda.so.1"
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-include", "stdio.h", "-o", str(lib),
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(lib),
                     str(FAKE_DRIVER_C)], check=True, capture_output=True, text=True)
     return lib
 
