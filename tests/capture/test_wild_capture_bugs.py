@@ -3,7 +3,8 @@
 With `--config`, stage A stopped at "kernel definitions failed to evaluate: name 'torch' is not
 defined" (torch dtypes and host code around the kernels), "Undefined variable RMd used" (a rounding
 mode imported under an alias, also from cuda.tile's private module) and "Undefined variable np used"
-(`dtype=np.int32` inside a kernel). The module rebuilt from the AST must compile in cuTile Python.
+(`dtype=np.int32` inside a kernel); and, with a probe, "uses `cp`" (cupy's `cp.float32`, `-cp.inf`
+in a kernel, as numpy's). The module rebuilt from the AST must compile in cuTile Python.
 """
 
 from __future__ import annotations
@@ -67,19 +68,33 @@ def iota_kernel(y, TILE: ConstInt):
     ct.store(y, index=(ct.bid(0),), tile=offs.astype(np.float32))
 '''
 
+CUPY_DTYPE = '''\
+import cuda.tile as ct
+import cupy as cp
+
+ConstInt = ct.Constant[int]
+
+
+@ct.kernel
+def fill_kernel(y, TILE: ConstInt):
+    m = ct.full((TILE,), -cp.inf, dtype=cp.float32)
+    ct.store(y, index=(ct.bid(0),), tile=ct.maximum(m, ct.full((TILE,), 0.0, dtype=cp.float32)))
+'''
+
 CASES = [
     (TORCH_HOST, Capture("rows_kernel", {"x": ("float16", 1), "y": ("float32", 1)}, {}, {"TILE": 64})),
     (ROUNDING_ALIAS, Capture("recip_kernel", {"x": ("float32", 1), "y": ("float32", 1)}, {}, {"TILE": 64})),
     (NUMPY_DTYPE, Capture("iota_kernel", {"y": ("float32", 1)}, {}, {"TILE": 64})),
+    (CUPY_DTYPE, Capture("fill_kernel", {"y": ("float32", 1)}, {}, {"TILE": 64})),
 ]
 
 
-@pytest.mark.parametrize("text,capture", CASES, ids=["torch-host", "rounding-alias", "numpy-dtype"])
+@pytest.mark.parametrize("text,capture", CASES, ids=["torch-host", "rounding-alias", "numpy-dtype", "cupy-dtype"])
 def test_wild_style_kernel_captures(tmp_path, text, capture):
     path = tmp_path / f"{capture.kernel}.py"
     path.write_text(text)
     s = sanitize(path, text)
     assert s.kernels == [capture.kernel] and not s.problems, s.problems
-    assert "torch" not in s.source and "np." not in s.source
+    assert "torch" not in s.source and "np." not in s.source and "cp." not in s.source
     ir = disassemble(reference_bytecode(path, capture))
     assert capture.kernel in ir
