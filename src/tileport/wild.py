@@ -28,6 +28,14 @@ from typing import Any, Sequence
 PACKAGES = (("bastile", "0.1.3"), ("cutile-gpt", "0.2.1"), ("cutile-stencil", "0.3.0"))
 # Wheels are pure Python; the tag only selects a release whose Requires-Python admits it.
 PYTHON_TAGS = ("3.12", "3.13")
+# Why a package yields no kernel to port (checked by reading its source; shown in the table).
+PACKAGE_NOTES = {
+    "cutile-stencil": "a stencil compiler: its `@ct.kernel` functions exist only as text it generates at run time "
+                      "(cutile/lowering/target_to_python.py emits them line by line from an xDSL IR, with tile "
+                      "sizes its passes choose), so its source holds no kernel and no factory function to read. "
+                      "A generated file (`CompileResult.emit_to_file`) ports like any other; producing one needs "
+                      "the package and xdsl to run, and running it needs cupy.",
+}
 CT_MODULE = "cuda.tile"
 
 
@@ -360,6 +368,9 @@ def render_markdown(table: dict[str, Any]) -> str:
             why = pc.get("reason", "") if pc.get("critical") != 0 else ""
             line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 160) if why else ''} |"
         lines.append(line)
+    for p in table["packages"]:
+        if p["kernels"] == 0 and p["package"] in PACKAGE_NOTES:
+            lines += ["", f"`{p['package']}=={p['version']}` has no kernel to port: {PACKAGE_NOTES[p['package']]}"]
     lines += ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in failure_causes(table["kernels"])]
     lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
               "`--config bench/results/wild-config.json` for the second column)."]

@@ -118,3 +118,16 @@ def test_stage_a_labels_the_probe_and_fails_located(kernel_file, tmp_path):
     assert verdict["details"]["config_source"] == probe.SYNTHESIZED
     d = verdict["diagnostics"][0]
     assert d["construct"] == "probe specialization" and d["line"] == _plan(kernel_file, "impossible")[1].lineno
+
+
+def test_report_says_the_ir_diff_ran_on_synthesized_values(tmp_path):
+    from tileport.pipeline.report import kernel_facts
+    kdir = tmp_path / "k"
+    for stage, verdict, details in (("A", "PASS", {"config_source": probe.SYNTHESIZED}),
+                                    ("B", "COMPILED", {"counts": {"CRITICAL": 0, "WARN": 0, "INFO": 0},
+                                                       "ir_diff": {"c": {}}, "critical_pending": [],
+                                                       "critical_structural": []})):
+        (kdir / stage).mkdir(parents=True)
+        (kdir / stage / "verdict.json").write_text(json.dumps(
+            {"kernel": "k", "stage": stage, "attempt": 1, "verdict": verdict, "reason": "", "details": details}))
+    assert kernel_facts(kdir)["ir_text"] == "clean: 0 CRITICAL, 0 WARN, 1 configs on SYNTHESIZED probe values"

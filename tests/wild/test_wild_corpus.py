@@ -93,3 +93,19 @@ def test_failure_causes_are_grouped_without_kernel_specifics():
     assert wild.failure_causes(rows) == [
         ("port stops at A: cuTile Python cannot compile configuration … name 'torch' is not defined", 2),
         ("translate [ct.load]", 1)]
+
+
+def test_table_labels_synthesized_values_and_empty_packages():
+    probe = wild.SYNTHESIZED_COLUMN
+    rows = [wild.Row("p", "a.py", "k1", 1, None, True, port={"stage": "D", "critical": 0, "specialization": probe,
+                                                               "verdicts": {"D1": "FAIL_FIXABLE"}}),
+            wild.Row("p", "a.py", "k2", 9, None, True, port={"stage": "D", "critical": 0, "specialization": "launches",
+                                                               "verdicts": {"D1": "FAIL_FIXABLE"}}),
+            wild.Row("p", "b.py", "k3", 1, None, True, port={"stage": "B", "critical": 2, "specialization": probe,
+                                                               "verdicts": {"B1": "FAIL_FIXABLE"}, "reason": "x"})]
+    table = wild.build_table(rows, [("p", "1", None), ("cutile-stencil", "0.3.0", None)], ported=True)
+    assert table["summary"]["ir_diff_clean"] == 2 and table["summary"]["ir_diff_clean_synthesized"] == 1
+    md = wild.render_markdown(table)
+    assert "| p | a.py | `k1` | ok | probe (synthesized) | D (FAIL_FIXABLE) | 0 |" in md
+    assert "of these, 1 on SYNTHESIZED probe values" in md
+    assert "`cutile-stencil==0.3.0` has no kernel to port: a stencil compiler" in md
