@@ -133,8 +133,8 @@ def run(ctx: KernelContext) -> Verdict:
     if synthesized and not captures:  # no probe compiles: the located diagnostic
         diag = probe.select(t.path, sm, fn, classify_params(sm, fn, KernelConfig())).diagnostic
         if diag is not None:
-            return _fail(ctx, "FAIL_FIXABLE", f"no configuration to capture the reference IR with: {diag.message}",
-                         diag, details={"config_source": SYNTHESIZED, "probe_notes": probe_notes})
+            return _fail(ctx, "FAIL_FIXABLE", f"no configuration to capture the reference IR with: {diag.message} "
+                         f"({diag.hint})", diag, details={"config_source": SYNTHESIZED, "probe_notes": probe_notes})
     if not captures:
         captures, problem = default_captures(params, t.kernel, t.config_entries)
         if problem:
