@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-
 from pathlib import Path
 
 from tileport.diagnostics import Diagnostic
@@ -46,7 +45,8 @@ FLOAT_CONSTANT = 0.5
 
 # ct calls and where their tile shape is: (positional index, keyword)
 SHAPE_ARGS = {"load": (2, "shape"), "arange": (0, "size"), "full": (0, "shape"), "zeros": (0, "shape"),
-              "ones": (0, "shape"), "empty": (0, "shape"), "reshape": (1, "shape"), "broadcast_to": (1, "shape")}
+              "ones": (0, "shape"), "empty": (0, "shape"), "reshape": (1, "shape"), "broadcast_to": (1, "shape"),
+              "num_tiles": (2, "shape")}
 METHOD_SHAPES = ("reshape", "broadcast_to")  # tile.reshape(shape)
 
 
