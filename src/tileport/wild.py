@@ -271,10 +271,22 @@ def read_port(kdir: Path, kernel: str, tail: str) -> dict[str, Any]:
     a = _latest_verdict(kdir / rec["key"], "A")
     out["specialization"] = _specialization((a or {}).get("details", {}).get("config_source", ""))
     b = _latest_verdict(kdir / rec["key"], "B")
-    if b and b.get("verdict") == "COMPILED":
-        out["critical"] = b["details"]["counts"]["CRITICAL"]
-        out["ir_diff_configs"] = len(b["details"]["ir_diff"])
+    details = (b or {}).get("details") or {}
+    if "counts" in details:  # the IR diff ran (B COMPILED, or stopped by its layout gate)
+        out["critical"] = details["counts"]["CRITICAL"]
+        out["ir_diff_configs"] = len(details.get("ir_diff", {}))
+    if out.get("critical"):
+        out["first_critical"] = _first_critical(kdir / rec["key"] / "B" / "findings.json")
     return out
+
+
+def _first_critical(findings: Path) -> str:
+    """The first CRITICAL IR-diff finding, located in the kernel's source: `file:line:col [category/rule] what`."""
+    try:
+        f = next(x for x in json.loads(findings.read_text()) if x.get("severity") == "CRITICAL")
+    except (OSError, ValueError, StopIteration):
+        return "CRITICAL IR-diff finding(s) (findings.json unreadable)"
+    return f"{f.get('ref_source') or f.get('gen_source') or '?'} [{f['category']}/{f['rule']}] {f['message']}"
 
 
 SYNTHESIZED_COLUMN = "probe (synthesized)"
@@ -359,13 +371,14 @@ def render_markdown(table: dict[str, Any]) -> str:
     for r in table["kernels"]:
         port = r.get("port") or {}
         crit = port.get("critical", "-")
-        diag = r["first_diagnostic"] or (port.get("reason", "") if port and crit != 0 else "")
+        diag = r["first_diagnostic"] or port.get("first_critical") or (port.get("reason", "") if port and crit != 0
+                                                                         else "")
         name = r["kernel"] + (f" (in `{r['factory']}`)" if r.get("factory") else "")
         line = (f"| {r['package']} | {r['file']} | `{name}` | {'ok' if r['translate_ok'] else 'FAIL'} | "
                 f"{port.get('specialization', '-')} | {_stage(port)} | {crit} | {_cell(diag)} |")
         if with_config:
             pc = r.get("port_config") or {}
-            why = pc.get("reason", "") if pc.get("critical") != 0 else ""
+            why = (pc.get("first_critical") or pc.get("reason", "")) if pc.get("critical") != 0 else ""
             line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 160) if why else ''} |"
         lines.append(line)
     for p in table["packages"]:
@@ -388,9 +401,17 @@ def failure_causes(kernels: Sequence[dict]) -> list[tuple[str, int]]:
             count(f"translate [{(r['translate_diagnostic'] or {}).get('construct')}]")
             continue
         for key, rec in (("", r.get("port") or {}), ("with --config: ", r.get("port_config") or {})):
-            if rec and rec.get("critical") != 0:
+            if rec and rec.get("critical"):  # the diff ran: its first CRITICAL finding's kind is the cause
+                count(f"{key}IR diff CRITICAL: {_finding_kind(rec.get('first_critical', ''))}")
+            elif rec and rec.get("critical") != 0:
                 count(f"{key}port stops at {rec.get('stage')}: {_reason_kind(rec.get('reason') or rec.get('error') or '')}")
     return sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _finding_kind(first: str) -> str:
+    """`rope.py:31:14 [index/differs] load_view_tko: ...` -> `[index/differs] load_view_tko`."""
+    m = re.search(r"(\[[^\]]+\]) ([\w.]+)", first)
+    return f"{m.group(1)} {m.group(2)}" if m else first[:80]
 
 
 def _reason_kind(reason: str) -> str:
