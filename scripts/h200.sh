@@ -15,8 +15,9 @@
 #   pytest-gpu.json sums up every shard (counts, failures, skip reasons), pytest-gpu.tar.gz holds the junit files,
 #   the logs and what the tests wrote. With `evidence` in the same call the shards run beside the correctness
 #   check (no timing there), and the benchmark starts when both are over, on an otherwise idle GPU.
-# wild: the wild corpus through D and E (python3 -m tileport.wild_gpu; the flow is in its docstring): wild-gpu.json,
-#   wild-launches.json, gpu-evidence-launches.json and wild.log.
+# wild: the wild corpus through D and E (python3 -m tileport.wild_gpu; the flow is in its docstring; .device/wild
+#   from `python3 -m tileport.wild_gpu prepare`, then `... bundle DIR`): wild-gpu.json, wild-launches.json,
+#   gpu-evidence-launches.json and wild.log.
 set -u
 steps=${*:-check bench dump}
 export TILEPORT_LIB="$TILEPORT_DEVICE_EXTRA/libtileport_kernels.so"

@@ -4,6 +4,7 @@ test the ports against their source kernels on the GPU, and tabulate correct / p
 The GPU machine has no Rust, and the port library must hold the constant values of the recorded launches,
 so the flow has a CPU step between two runs of the same GPU command:
 
+    CPU   python3 -m tileport.wild_gpu prepare                # the drivers' wheels into .device/wild
     GPU   bash .device/enter.sh bash scripts/h200.sh wild     # 1: records wild-launches.json
     CPU   python3 -m tileport.wild_gpu bundle DIR             # ports on those launches (to B), packs the library
     GPU   bash .device/enter.sh bash scripts/h200.sh wild     # 2: records again, differential test + parity
@@ -47,6 +48,7 @@ def install_wheels(wheels: Sequence[Path], site: Path) -> str:
     if not wheels:
         return "no wheels bundled"
     r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
+                        "--ignore-requires-python",  # cutile-gpt says >=3.13; the GPU machine has 3.12
                         "--target", str(site), *map(str, wheels)], capture_output=True, text=True, timeout=300)
     return "" if r.returncode == 0 else (r.stderr or r.stdout)[-1000:]
 
@@ -165,6 +167,27 @@ def kernel_files(spec: Path, roots: dict[str, Path]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def copy_wheels(wheels: Path, dest: Path) -> list[str]:
+    """The pinned wheels of the packages a driver runs, into the bundle (the others stay here: the carry is small)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    driven = {d.stem for d in drivers()}
+    out = []
+    for w in sorted(wheels.glob("*.whl")):
+        if w.name.split("-")[0] in driven:
+            shutil.copy(w, dest / w.name)
+            out.append(w.name)
+    return out
+
+
+def prepare(work: Path = Path("out/wild"), dest: Path = BUNDLE) -> int:
+    """Before the first GPU run: the wheels the drivers import, in .device/wild (no port library yet)."""
+    from tileport.wild import fetch_all
+    fetch_all(work)
+    names = copy_wheels(work / "wheels", dest)
+    print(f"wild_gpu prepare: {', '.join(names) or 'no wheel'} in {dest}")
+    return 0 if names else 1
+
+
 def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, profile: str = "release") -> int:
     """Port the recorded kernels to stage B on their launches and pack crate, library, wheels, launches."""
     from tileport.wild import fetch_all
@@ -195,11 +218,12 @@ def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, pr
     shutil.copytree(Path(crate) / "src", dest / "crate" / "src")
     subprocess.run(f"xz -9 -T2 -c {so} > {dest / (LIB_NAME + '.xz')}", shell=True, check=True)
     shutil.copy(spec, dest / "launches.json")
-    for w in (work / "wheels").glob("*.whl"):
-        shutil.copy(w, dest / w.name)
+    copy_wheels(work / "wheels", dest)
     left = sorted(set(targets) - set(kernels))
-    print(f"wild_gpu bundle: {len(kernels)} kernel(s) in {dest}; not in the bundled library: {left or 'none'}")
-    return 0
+    size = sum(f.stat().st_size for f in dest.parent.rglob("*") if f.is_file())
+    print(f"wild_gpu bundle: {len(kernels)} kernel(s) in {dest}; not in the bundled library: {left or 'none'}; "
+          f"{dest.parent} is {size / 2**20:.1f} MiB (the carry limit is 64 MiB)")
+    return 0 if size <= 64 * 2**20 else 3
 
 
 def grade(results: Path, work: Path = Path("out/wild"), table: Path = Path("bench/results")) -> int:
@@ -258,6 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("device", help="on the GPU machine: record the drivers, check the ports")
     d.add_argument("--out", type=Path, required=True)
+    sub.add_parser("prepare", help="on the CPU machine, before the first GPU run: the wheels into .device/wild")
     b = sub.add_parser("bundle", help="on the CPU machine: port on the recorded launches, pack .device/wild")
     b.add_argument("results", type=Path, help="the folder with the GPU run's wild-launches.json")
     b.add_argument("--profile", default="release")
@@ -268,6 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         doc = device(args.out)
         print(render(doc))
         return 0
+    if args.cmd == "prepare":
+        return prepare()
     if args.cmd == "bundle":
         return bundle(args.results, profile=args.profile)
     return grade(args.results)

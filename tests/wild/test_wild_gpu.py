@@ -90,3 +90,14 @@ def test_drivers_call_the_packages_own_host_functions():
         imported = {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         assert d.stem in imported, f"{d.name} does not import its package"
         assert "run_cases" in d.read_text()
+
+
+def test_only_the_driven_packages_wheels_travel(tmp_path):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for name in ("bastile-0.1.3-py3-none-any.whl", "cutile_gpt-0.2.1-py3-none-any.whl",
+                 "cutile_stencil-0.3.0-py3-none-any.whl"):
+        (wheels / name).write_bytes(b"PK")
+    copied = wild_gpu.copy_wheels(wheels, tmp_path / "bundle")
+    assert copied == ["bastile-0.1.3-py3-none-any.whl", "cutile_gpt-0.2.1-py3-none-any.whl"]
+    assert sorted(p.name for p in (tmp_path / "bundle").iterdir()) == copied
