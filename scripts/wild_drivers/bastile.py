@@ -22,7 +22,8 @@ def rms_norm() -> None:
     for dt in DTYPES:
         x = torch.randn(4, 128, 1024, device="cuda", dtype=dt, requires_grad=True)
         w = torch.randn(1024, device="cuda", dtype=dt, requires_grad=True)
-        CuTileRMSNormFunction.apply(x, w, 1e-6).float().sum().backward()  # _rms_fwd, then _rms_bwd
+        y = CuTileRMSNormFunction.apply(x, w, 1e-6)  # _rms_fwd
+        y.backward(torch.randn_like(y))  # _rms_bwd (a dense upstream gradient, as training has)
     sync()
 
 
@@ -31,7 +32,8 @@ def swiglu() -> None:
     for dt in DTYPES:
         gate = torch.randn(4, 128, 2048, device="cuda", dtype=dt, requires_grad=True)
         up = torch.randn(4, 128, 2048, device="cuda", dtype=dt, requires_grad=True)
-        SwiGLUFunction.apply(gate, up).float().sum().backward()  # forward and backward kernels
+        y = SwiGLUFunction.apply(gate, up)  # forward kernel
+        y.backward(torch.randn_like(y))  # backward kernel
     sync()
 
 
@@ -43,7 +45,7 @@ def rope() -> None:
         cos = torch.randn(1, 128, 64, device="cuda", dtype=dt)
         sin = torch.randn(1, 128, 64, device="cuda", dtype=dt)
         q2, k2 = RoPEFunction.apply(q, k, cos, sin)
-        (q2.float().sum() + k2.float().sum()).backward()  # the backward launch passes -sin
+        torch.autograd.backward([q2, k2], [torch.randn_like(q2), torch.randn_like(k2)])  # backward passes -sin
     sync()
 
 
