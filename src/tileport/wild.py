@@ -249,7 +249,8 @@ def port_step(rows: Sequence[Row], roots: dict[str, Path], out: Path, timeout: f
             result = read_port(kdir, row.kernel, tail) | {"seconds": round(time.perf_counter() - t0, 1)}
         for key in ("reason", "error"):  # paths inside the work directory, relative to it
             if key in result:
-                result[key] = result[key].replace(f"{roots[row.package]}/", "").replace(f"{out.resolve()}/", "")
+                for prefix in (roots[row.package].resolve(), roots[row.package], out.resolve()):
+                    result[key] = result[key].replace(f"{prefix}/", "")
         if config:
             row.port_config = result
         else:
