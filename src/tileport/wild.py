@@ -249,8 +249,9 @@ def port_step(rows: Sequence[Row], roots: dict[str, Path], out: Path, timeout: f
             result = read_port(kdir, row.kernel, tail) | {"seconds": round(time.perf_counter() - t0, 1)}
         for key in ("reason", "error"):  # paths inside the work directory, relative to it
             if key in result:
-                for prefix in (roots[row.package].resolve(), roots[row.package], out.resolve()):
+                for prefix in (roots[row.package].resolve(), roots[row.package], out.resolve(), Path.cwd()):
                     result[key] = result[key].replace(f"{prefix}/", "")
+                result[key] = result[key][:1000]  # cut after the paths are shortened (a cut path stays absolute)
         if config:
             row.port_config = result
         else:
@@ -268,7 +269,7 @@ def read_port(kdir: Path, kernel: str, tail: str) -> dict[str, Any]:
     verdicts = {f"{s['stage']}{s['attempt']}": s["verdict"] for s in route}
     out: dict[str, Any] = {"terminal": rec.get("terminal"), "verdicts": verdicts,
                            "stage": route[-1]["stage"] if route else None,
-                           "reason": route[-1].get("reason", "")[:1000] if route else ""}
+                           "reason": route[-1].get("reason", "") if route else ""}
     a = _latest_verdict(kdir / rec["key"], "A")
     out["specialization"] = _specialization((a or {}).get("details", {}).get("config_source", ""))
     b = _latest_verdict(kdir / rec["key"], "B")
