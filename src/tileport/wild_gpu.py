@@ -37,7 +37,13 @@ DRIVER_TIMEOUT_S = 300
 
 
 def drivers() -> list[Path]:
-    return sorted(p for p in DRIVERS.glob("*.py") if p.name != "common.py")
+    """`<package>_driver.py` files: a driver named like its package would shadow it (the script's folder is
+    first on sys.path)."""
+    return sorted(DRIVERS.glob("*_driver.py"))
+
+
+def package_of(driver: Path) -> str:
+    return driver.stem.removesuffix("_driver")
 
 
 # ---------------------------------------------------------------- on the GPU machine
@@ -60,7 +66,7 @@ def record_drivers(out: Path, site: Path) -> dict[str, Any]:
                                                         os.environ.get("PYTHONPATH", "")]))
     results = {}
     for drv in drivers():
-        summary = out / f"driver-{drv.stem}.json"
+        summary = out / f"driver-{package_of(drv)}.json"
         env["WILD_DRIVER_OUT"] = str(summary)
         t0 = time.perf_counter()
         try:
@@ -71,7 +77,7 @@ def record_drivers(out: Path, site: Path) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             rc, tail = None, f"timed out after {DRIVER_TIMEOUT_S} s"
         cases = json.loads(summary.read_text())["cases"] if summary.is_file() else {}
-        results[drv.stem] = {"rc": rc, "seconds": round(time.perf_counter() - t0, 1), "cases": cases, "tail": tail}
+        results[package_of(drv)] = {"rc": rc, "seconds": round(time.perf_counter() - t0, 1), "cases": cases, "tail": tail}
     return {"spec": str(spec) if spec.is_file() else None, "drivers": results}
 
 
@@ -170,7 +176,7 @@ def kernel_files(spec: Path, roots: dict[str, Path]) -> list[str]:
 def copy_wheels(wheels: Path, dest: Path) -> list[str]:
     """The pinned wheels of the packages a driver runs, into the bundle (the others stay here: the carry is small)."""
     dest.mkdir(parents=True, exist_ok=True)
-    driven = {d.stem for d in drivers()}
+    driven = {package_of(d) for d in drivers()}
     out = []
     for w in sorted(wheels.glob("*.whl")):
         if w.name.split("-")[0] in driven:

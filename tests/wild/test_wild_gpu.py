@@ -70,7 +70,7 @@ def test_device_step_without_launches_or_library_says_why(tmp_path, monkeypatch)
     drivers = tmp_path / "drivers"
     drivers.mkdir()
     (drivers / "common.py").write_text("")
-    (drivers / "fake.py").write_text(
+    (drivers / "fake_driver.py").write_text(
         "import json, os\n"
         "json.dump({'cases': {'one': {'ok': False, 'error': 'ImportError: no GPU package'}}},"
         " open(os.environ['WILD_DRIVER_OUT'], 'w'))\nprint('fake: driver done')\n")
@@ -84,11 +84,12 @@ def test_device_step_without_launches_or_library_says_why(tmp_path, monkeypatch)
 
 def test_drivers_call_the_packages_own_host_functions():
     drivers = wild_gpu.drivers()
-    assert {d.stem for d in drivers} >= {"bastile", "cutile_gpt"}
+    assert {wild_gpu.package_of(d) for d in drivers} >= {"bastile", "cutile_gpt"}
     for d in drivers:
         tree = ast.parse(d.read_text())
         imported = {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        assert d.stem in imported, f"{d.name} does not import its package"
+        assert wild_gpu.package_of(d) in imported, f"{d.name} does not import its package"
+        assert d.stem not in imported, f"{d.name} would shadow the package it drives"
         assert "run_cases" in d.read_text()
 
 
