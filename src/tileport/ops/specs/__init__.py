@@ -29,6 +29,7 @@ SPEC_MODULES = (
     "fmha_fwd",
     "fmha_fwd_sinks",
     "fmha_fwd_softcap",
+    "fmha_bwd",
     "flash_decode",
     "flash_decode_paged",
     "flash_decode_sinks",

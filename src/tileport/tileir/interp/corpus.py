@@ -363,6 +363,70 @@ def _mla_decode_partial(b: _Builder, c: dict) -> tuple:
     return grid, ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
 
 
+def _attention_grads(q, k, v, do, dlse, lens, causal):
+    """float64 gradients (dq, dk, dv) of o and lse, with lse and delta = rowsum(do * o) - dlse;
+    zero on padding rows. Shapes as _attention_reference's (Sq = Sk)."""
+    batch, hq, s, d = q.shape
+    group = hq // k.shape[1]
+    dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    lse, delta = np.full((batch, hq, s), -np.inf), np.zeros((batch, hq, s))
+    for b in range(batch):
+        n = lens[b]
+        keep = np.tril(np.ones((n, n), bool)) if causal else np.ones((n, n), bool)
+        for h in range(hq):
+            kh, vh = k[b, h // group, :n], v[b, h // group, :n]
+            sc = np.where(keep, q[b, h, :n] @ kh.T / math.sqrt(d), -np.inf)
+            m = sc.max(axis=1, keepdims=True)
+            e = np.exp(sc - m)
+            p = e / e.sum(axis=1, keepdims=True)
+            lse[b, h, :n] = (m + np.log(e.sum(axis=1, keepdims=True)))[:, 0]
+            g = do[b, h, :n]
+            delta[b, h, :n] = (g * (p @ vh)).sum(axis=1) - dlse[b, h, :n]
+            ds = p * (g @ vh.T - delta[b, h, :n, None])
+            dq[b, h, :n] = ds @ kh / math.sqrt(d)
+            dk[b, h // group, :n] += ds.T @ q[b, h, :n] / math.sqrt(d)
+            dv[b, h // group, :n] += p.T @ g
+    return dq, dk, dv, lse, delta
+
+
+def _fmha_bwd_preprocess(b: _Builder, c: dict) -> tuple:
+    """delta of 2 x 3 heads x (BLOCK_M + 13) rows: a ragged last row tile."""
+    shape = (2, 3, c["BLOCK_M"] + 13, c["HEAD_DIM"])
+    o, do = b.input("o", shape), b.input("do", shape)
+    dlse = b.input("dlse", shape[:3], 0.5)
+    b.output("delta", shape[:3])
+    return ((_cdiv(shape[2], c["BLOCK_M"]), 6, 1), ["delta"],
+            {"delta": (o * do).sum(axis=3) - dlse})
+
+
+def _fmha_bwd(outputs: tuple[str, ...]) -> Callable:
+    """fmha_fwd's problem (two ragged sequences, 2 kv heads x 2 query heads) with random do and
+    dlse; lse and delta in f32 from float64; the grid of the key-tile or the query-tile kernel."""
+    def build(b: _Builder, c: dict) -> tuple:
+        batch, hkv, group, d = 2, 2, 2, c["HEAD_DIM"]
+        s = c["BLOCK_M"] + c["BLOCK_N"] // 2 + 13
+        lens = [s, c["BLOCK_N"] + 7]
+        q = b.input("q", (batch, hkv * group, s, d))
+        k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
+        do = b.input("do", q.shape)
+        dlse = b.rng.standard_normal(q.shape[:3]) * 0.5
+        dq, dk, dv, lse, delta = _attention_grads(q, k, v, do, dlse, lens, c["CAUSAL"])
+        b.arrays["lse"] = Array(lse.astype(np.float32), "f32")
+        b.arrays["delta"] = Array(delta.astype(np.float32), "f32")
+        b.arrays["seq_lens"] = Array(np.array(lens, np.int32), "i32")
+        b.arrays["qk_scale"] = Scalar(math.log2(math.e) / math.sqrt(d), "f32")
+        b.arrays["sm_scale"] = Scalar(1 / math.sqrt(d), "f32")
+        grads = {"dq": dq, "dk": dk, "dv": dv}
+        for name in outputs:
+            b.output(name, grads[name].shape)
+        if outputs == ("dq",):
+            grid = (_cdiv(s, c["BLOCK_M"]), batch * hkv * group, 1)
+        else:
+            grid = (_cdiv(s, c["BLOCK_N"]), batch * hkv, 1)
+        return grid, list(outputs), {n: grads[n] for n in outputs}
+    return build
+
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -388,6 +452,9 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "flash_decode_partial_kernel": (_flash_decode_partial,),
     "flash_decode_combine_kernel": (_flash_decode_combine,),
     "mla_decode_partial_kernel": (_mla_decode_partial,),
+    "fmha_bwd_preprocess_kernel": (_fmha_bwd_preprocess,),
+    "fmha_bwd_dkdv_kernel": (_fmha_bwd(("dk", "dv")),),
+    "fmha_bwd_dq_kernel": (_fmha_bwd(("dq",)),),
 }
 
 

@@ -1,0 +1,154 @@
+"""fmha_bwd: attention prefill backward, causal or not, GQA / MQA, ragged lengths; (dq, dk, dv).
+
+Inputs: the forward's q, k, v, seq_lens, causal, its outputs o and lse, the gradients do (of o) and
+dlse (of lse, f32). Shapes (B, Hq, Hkv, S, D, causal) as fmha_fwd's. Three kernels
+(kernels/attention_bwd.py): delta = rowsum(do * o) - dlse, then dk / dv over key tiles and dq over
+query tiles. Reference: torch autograd of the plain f32 attention per sequence (the gradients of
+padding positions are 0). `fmha_fwd`'s autograd formula (torch_ops) is this op.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..spec import Capture, Launch, OpSpec, Tolerance
+from . import _attention as A
+from ._common import cdiv, generator, randn, torch
+
+KERNELS = ["fmha_bwd_preprocess_kernel", "fmha_bwd_dkdv_kernel", "fmha_bwd_dq_kernel"]
+# (BLOCK_M queries, BLOCK_N keys) of both gradient kernels, per head dim; the preprocess takes
+# PRE_BLOCK_M rows. Not measured on a GPU yet: the key-tile kernel holds two f32 (BLOCK_N, D)
+# accumulators besides its k and v tiles, so its tiles are half the forward's.
+BWD_TILES = {64: (64, 64), 128: (64, 64)}
+PRE_BLOCK_M = 64
+# Gradients sum BLOCK_N / S products of inputs rounded to f16 / bf16 (p and ds are rounded before
+# their MMAs, as in every flash attention backward): measured in the interpreter against float64
+# (two ragged sequences of <= 173 positions, D 64/128), max |err| f16 4e-3, bf16 3e-2; the
+# tolerance leaves room for the longer sums of the GPU shapes.
+TOL_BWD = {
+    "float16": Tolerance(rtol=2e-2, atol=2e-2),
+    "bfloat16": Tolerance(rtol=1e-1, atol=1e-1),
+}
+
+
+def make_inputs(shape, dtype, device, seed=0):
+    """q, k, v, seq_lens, causal as fmha_fwd's; o and lse of the reference forward; do, dlse."""
+    q, k, v, lens = A.prefill_inputs(shape, dtype, device, seed)
+    causal = bool(shape[5])
+    g = generator(device, seed + 3)
+    do = randn(q.shape, dtype, device, g)
+    dlse = randn(q.shape[:3], "float32", device, g, scale=0.5)
+    if torch().device(device).type == "meta":
+        o, lse = A.prefill_allocate(q)
+    else:
+        o, lse = A.attention_reference(q, k, v, [(n, n) for n in lens.tolist()], causal=causal)
+    return q, k, v, lens, causal, o, lse, do, dlse
+
+
+def reference(q, k, v, seq_lens, causal, o, lse, do, dlse):
+    """Autograd of the f32 math attention, sequence by sequence (o and lse are recomputed)."""
+    t = torch()
+    group = q.shape[1] // k.shape[1]
+    grads = [t.zeros(x.shape, dtype=t.float32, device=x.device) for x in (q, k, v)]
+    with t.inference_mode(False), t.enable_grad():
+        for b, n in enumerate(seq_lens.tolist()):
+            qf, kf, vf = (x[b, :, :n].float().clone().requires_grad_() for x in (q, k, v))
+            s = qf @ kf.repeat_interleave(group, 0).transpose(-1, -2) / math.sqrt(q.shape[-1])
+            if causal:
+                future = t.ones((n, n), dtype=t.bool, device=q.device).triu(1)
+                s = s.masked_fill(future, float("-inf"))
+            out = t.softmax(s, dim=-1) @ vf.repeat_interleave(group, 0)
+            t.autograd.backward([out, t.logsumexp(s, dim=-1)],
+                                [do[b, :, :n].float().clone(), dlse[b, :, :n].float().clone()])
+            for grad, x in zip(grads, (qf, kf, vf)):
+                grad[b, :, :n] = x.grad
+    return tuple(grad.to(q.dtype) for grad in grads)
+
+
+def allocate(q, k, v, *rest):
+    t = torch()
+    return t.empty_like(q), t.empty_like(k), t.empty_like(v)
+
+
+def constants(d, causal) -> dict:
+    bm, bn = BWD_TILES[d]
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "HEAD_DIM": d, "CAUSAL": bool(causal)}
+
+
+def plan(q, k, v, seq_lens, causal, o, lse, do, dlse, outs):
+    A.check_dtype(q)
+    A._check_prefill("fmha_bwd", q, k, v, seq_lens, A.HEAD_DIMS)
+    if o.shape != q.shape or do.shape != q.shape or lse.shape != q.shape[:3] \
+            or dlse.shape != q.shape[:3]:
+        raise ValueError("fmha_bwd takes o, do [B, Hq, S, D] and lse, dlse [B, Hq, S] f32")
+    dq, dk, dv = outs
+    batch, hq, s, d = q.shape
+    delta = torch().empty((batch, hq, s), dtype=torch().float32, device=q.device)
+    consts = constants(d, causal)
+    scale = 1.0 / math.sqrt(d)
+    grads = {"q": q, "k": k, "v": v, "do": do, "lse": lse, "delta": delta, "seq_lens": seq_lens,
+             "qk_scale": scale * A.LOG2E, "sm_scale": scale, **consts}
+    return [
+        Launch("fmha_bwd_preprocess_kernel", (cdiv(s, PRE_BLOCK_M), batch * hq, 1),
+               {"o": o, "do": do, "dlse": dlse, "delta": delta, "BLOCK_M": PRE_BLOCK_M,
+                "HEAD_DIM": d}),
+        Launch("fmha_bwd_dkdv_kernel", (cdiv(s, consts["BLOCK_N"]), batch * k.shape[1], 1),
+               {**grads, "dk": dk, "dv": dv}),
+        Launch("fmha_bwd_dq_kernel", (cdiv(s, consts["BLOCK_M"]), batch * hq, 1),
+               {**grads, "dq": dq}),
+    ]
+
+
+def captures() -> list[Capture]:
+    out = []
+    for dt in A.ATTN_DTYPES:
+        for d in A.HEAD_DIMS:
+            out.append(Capture("fmha_bwd_preprocess_kernel",
+                               {"o": (dt, 4), "do": (dt, 4), "dlse": ("float32", 3),
+                                "delta": ("float32", 3)}, {},
+                               {"BLOCK_M": PRE_BLOCK_M, "HEAD_DIM": d}))
+            for causal in (False, True):
+                arrays = {n: (dt, 4) for n in ("q", "k", "v", "do")}
+                arrays.update(lse=("float32", 3), delta=("float32", 3), seq_lens=("int32", 1))
+                scalars = {"qk_scale": "float32", "sm_scale": "float32"}
+                # the output first: tools take a capture's tolerance from its first array's dtype
+                out.append(Capture("fmha_bwd_dkdv_kernel",
+                                   {"dk": (dt, 4), "dv": (dt, 4), **arrays}, scalars,
+                                   constants(d, causal)))
+                out.append(Capture("fmha_bwd_dq_kernel", {"dq": (dt, 4), **arrays}, scalars,
+                                   constants(d, causal)))
+    return out
+
+
+def flops(shape) -> int:
+    """5 MMAs of 2 * D flops per visible (query, key) pair (s twice, dp, dv, dk, dq: the score MMA
+    is recomputed by both gradient kernels): 2.5x the forward's."""
+    return A.prefill_flops(shape, causal=bool(shape[5])) * 5 // 2
+
+
+def bytes_moved(shape, dt) -> int:
+    """q, k, v, o, do read and dq, dk, dv written once; lse, dlse, delta."""
+    batch, hq, hkv, s, d = shape[:5]
+    return (4 * batch * hq * s * d + 4 * batch * hkv * s * d) * 2 + 3 * 4 * batch * hq * s
+
+
+SPEC = OpSpec(
+    name="fmha_bwd",
+    kernel_file="attention_bwd.py",
+    kernels=KERNELS,
+    dtypes=list(A.ATTN_DTYPES),
+    make_inputs=make_inputs,
+    reference=reference,
+    allocate=allocate,
+    plan=plan,
+    # ragged lengths (B > 1), lengths not multiples of the tiles, GQA / MQA, D 64 / 128
+    shapes=[(1, 1, 1, 1, 64, 0), (1, 1, 1, 1, 128, 1), (2, 4, 2, 77, 64, 1),
+            (3, 8, 1, 200, 128, 0), (2, 8, 8, 513, 128, 1), (1, 32, 8, 1000, 64, 1),
+            (2, 16, 4, 1024, 128, 1), (2, 16, 4, 1024, 128, 0)],
+    bench_shapes=[(4, 32, 8, 4096, 128, 1), (4, 32, 8, 4096, 128, 0), (2, 32, 8, 8192, 128, 1)],
+    tolerances=TOL_BWD,
+    captures=captures(),
+    bytes=bytes_moved,
+    flops=flops,
+    kind="compute",
+)
