@@ -188,6 +188,20 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("lse_part", 3),
             ],
         },
+        "mla_prefill_kernel" => EntryInfo {
+            module_ast: attention::attention::__module_ast_self,
+            module: "attention",
+            function: "mla_prefill_kernel",
+            arrays: &[
+                ("q_nope", 4),
+                ("q_pe", 4),
+                ("ckv", 3),
+                ("kpe", 3),
+                ("seq_lens", 1),
+                ("o", 4),
+                ("lse", 3),
+            ],
+        },
         "fmha_bwd_preprocess_kernel" => EntryInfo {
             module_ast: attention_bwd::attention_bwd::__module_ast_self,
             module: "attention_bwd",

@@ -22,8 +22,9 @@ padding, their keys are masked out and their outputs are written as 0, their lse
   tanh by cap * log2(e) itself).
 - Loads are TMA-friendly view loads of 4-D partition views: (1, 1, BLOCK_N, D) tiles of k and v;
   k is loaded transposed through the view's `order`, so the S = q k^T MMA needs no transpose.
-- Decode (flash_decode_partial_kernel + flash_decode_combine_kernel) and MLA decode
-  (mla_decode_partial_kernel) follow below; see docs/corpus.md for the design notes.
+- Decode (flash_decode_partial_kernel + flash_decode_combine_kernel), MLA decode
+  (mla_decode_partial_kernel) and MLA prefill (mla_prefill_kernel) follow below; see
+  docs/corpus.md for the design notes.
 """
 
 import cuda.tile as ct
@@ -282,3 +283,54 @@ def mla_decode_partial_kernel(q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part,
     ct.store(o_part, index=(b, hb, split, 0), tile=ct.reshape(out, (1, HEAD_TILE, 1, LORA)))
     part_lse = ct.where(nonempty, m_i + ct.log2(l_i), -float("inf"))
     ct.store(lse_part, index=(b, hb, split), tile=ct.reshape(part_lse, (1, HEAD_TILE, 1)))
+
+
+@ct.kernel(occupancy=1, num_worker_warps=8)
+def mla_prefill_kernel(q_nope, q_pe, ckv, kpe, seq_lens, o, lse, qk_scale: float,
+                       BLOCK_M: ConstInt, BLOCK_N: ConstInt, LORA: ConstInt, ROPE: ConstInt):
+    """MLA prefill (DeepSeek, absorbed), causal: every query head attends to the shared latent
+    cache, as mla_decode_partial_kernel but with BLOCK_M query positions of one head per block.
+
+    q_nope [B, H, S, LORA] (absorbed), q_pe [B, H, S, ROPE]; ckv [B, S, LORA], kpe [B, S, ROPE];
+    o [B, H, S, LORA] (latent), lse [B, H, S] f32 (natural log); seq_lens [B] int32 (ragged:
+    padding rows get 0 and -inf). Grid (cdiv(S, BLOCK_M), B * H). The latent tile is loaded
+    twice, transposed through the view's `order` as the key and as loaded as the value, so no
+    MMA operand is transposed in registers."""
+    mb = ct.bid(0)
+    bh = ct.bid(1)
+    n_heads = q_nope.shape[1]
+    b = bh // n_heads
+    h = bh % n_heads
+    seq_len = ct.gather(seq_lens, b)
+    q_first = mb * BLOCK_M
+    q_pos = ct.reshape(q_first + ct.arange(BLOCK_M, dtype=ct.int32), (BLOCK_M, 1))
+
+    qn = ct.reshape(ct.load(q_nope, index=(b, h, mb, 0), shape=(1, 1, BLOCK_M, LORA),
+                            padding_mode=ct.PaddingMode.ZERO), (BLOCK_M, LORA))
+    qp = ct.reshape(ct.load(q_pe, index=(b, h, mb, 0), shape=(1, 1, BLOCK_M, ROPE),
+                            padding_mode=ct.PaddingMode.ZERO), (BLOCK_M, ROPE))
+    hi = ct.where(q_first < seq_len, ct.cdiv(min(seq_len, q_first + BLOCK_M), BLOCK_N), 0)
+
+    m_i = ct.full((BLOCK_M, 1), -float("inf"), dtype=ct.float32)
+    l_i = ct.zeros((BLOCK_M, 1), dtype=ct.float32)
+    acc = ct.zeros((BLOCK_M, LORA), dtype=ct.float32)
+    for j in range(hi):
+        cT = ct.reshape(ct.load(ckv, index=(b, 0, j), shape=(1, LORA, BLOCK_N), order=(0, 2, 1),
+                                padding_mode=ct.PaddingMode.ZERO, latency=2), (LORA, BLOCK_N))
+        kpT = ct.reshape(ct.load(kpe, index=(b, 0, j), shape=(1, ROPE, BLOCK_N), order=(0, 2, 1),
+                                 padding_mode=ct.PaddingMode.ZERO, latency=2), (ROPE, BLOCK_N))
+        s = ct.mma(qn, cT, ct.zeros((BLOCK_M, BLOCK_N), dtype=ct.float32))
+        s = ct.mma(qp, kpT, s) * qk_scale
+        k_pos = ct.reshape(j * BLOCK_N + ct.arange(BLOCK_N, dtype=ct.int32), (1, BLOCK_N))
+        s = masked_scores(s, q_pos, k_pos, seq_len, 0, True, False)
+        c = ct.reshape(ct.load(ckv, index=(b, j, 0), shape=(1, BLOCK_N, LORA),
+                               padding_mode=ct.PaddingMode.ZERO, latency=2), (BLOCK_N, LORA))
+        m_i, l_i, acc = softmax_step(s, c, m_i, l_i, acc, False)
+
+    valid = q_pos < seq_len
+    out = ct.where(valid, ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX,
+                                     flush_to_zero=True), 0.0)
+    ct.store(o, index=(b, h, mb, 0), tile=ct.reshape(ct.astype(out, o.dtype),
+                                                     (1, 1, BLOCK_M, LORA)))
+    row_lse = ct.where(valid, (m_i + ct.log2(l_i)) * LN2, -float("inf"))
+    ct.store(lse, index=(b, h, mb), tile=ct.reshape(row_lse, (1, 1, BLOCK_M)))

@@ -35,6 +35,7 @@ SPEC_MODULES = (
     "flash_decode_sinks",
     "flash_decode_softcap",
     "mla_decode",
+    "mla_prefill",
 )
 
 

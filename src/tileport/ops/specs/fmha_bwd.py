@@ -3,8 +3,8 @@
 Inputs: the forward's q, k, v, seq_lens, causal, its outputs o and lse, the gradients do (of o) and
 dlse (of lse, f32). Shapes (B, Hq, Hkv, S, D, causal) as fmha_fwd's. Three kernels
 (kernels/attention_bwd.py): delta = rowsum(do * o) - dlse, then dk / dv over key tiles and dq over
-query tiles. Reference: torch autograd of the plain f32 attention per sequence (the gradients of
-padding positions are 0). `fmha_fwd`'s autograd formula (torch_ops) is this op.
+query tiles. Reference: the gradients of the plain f32 attention per sequence, checked against
+torch.autograd (the gradients of padding positions are 0). `fmha_fwd`'s autograd formula (torch_ops) is this op.
 """
 
 from __future__ import annotations
@@ -46,22 +46,28 @@ def make_inputs(shape, dtype, device, seed=0):
 
 
 def reference(q, k, v, seq_lens, causal, o, lse, do, dlse):
-    """Autograd of the f32 math attention, sequence by sequence (o and lse are recomputed)."""
+    """The gradients of the f32 math attention, sequence by sequence (o and lse recomputed):
+    written out, not taken by autograd, because a custom op's implementation runs below torch's
+    autograd (tests/ops/test_attention_bwd.py checks this against torch.autograd)."""
     t = torch()
-    group = q.shape[1] // k.shape[1]
+    batch, hq, _, d = q.shape
+    hkv = k.shape[1]
+    group, scale = hq // hkv, 1.0 / math.sqrt(d)
     grads = [t.zeros(x.shape, dtype=t.float32, device=x.device) for x in (q, k, v)]
-    with t.inference_mode(False), t.enable_grad():
-        for b, n in enumerate(seq_lens.tolist()):
-            qf, kf, vf = (x[b, :, :n].float().clone().requires_grad_() for x in (q, k, v))
-            s = qf @ kf.repeat_interleave(group, 0).transpose(-1, -2) / math.sqrt(q.shape[-1])
-            if causal:
-                future = t.ones((n, n), dtype=t.bool, device=q.device).triu(1)
-                s = s.masked_fill(future, float("-inf"))
-            out = t.softmax(s, dim=-1) @ vf.repeat_interleave(group, 0)
-            t.autograd.backward([out, t.logsumexp(s, dim=-1)],
-                                [do[b, :, :n].float().clone(), dlse[b, :, :n].float().clone()])
-            for grad, x in zip(grads, (qf, kf, vf)):
-                grad[b, :, :n] = x.grad
+    for b, n in enumerate(seq_lens.tolist()):
+        qf = q[b, :, :n].float()
+        kf, vf = (x[b, :, :n].float().repeat_interleave(group, 0) for x in (k, v))
+        g = do[b, :, :n].float()
+        s = qf @ kf.transpose(-1, -2) * scale
+        if causal:
+            s = s.masked_fill(t.ones((n, n), dtype=t.bool, device=q.device).triu(1),
+                              float("-inf"))
+        p = t.softmax(s, dim=-1)
+        delta = (g * (p @ vf)).sum(-1, keepdim=True) - dlse[b, :, :n, None].float()
+        ds = p * (g @ vf.transpose(-1, -2) - delta)
+        grads[0][b, :, :n] = ds @ kf * scale
+        grads[1][b, :, :n] = (ds.transpose(-1, -2) @ qf * scale).reshape(hkv, group, n, d).sum(1)
+        grads[2][b, :, :n] = (p.transpose(-1, -2) @ g).reshape(hkv, group, n, d).sum(1)
     return tuple(grad.to(q.dtype) for grad in grads)
 
 

@@ -362,6 +362,29 @@ def _mla_decode_partial(b: _Builder, c: dict) -> tuple:
     grid = (splits, batch * _cdiv(heads, c["HEAD_TILE"]), 1)
     return grid, ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
 
+def _mla_prefill(b: _Builder, c: dict) -> tuple:
+    """2 causal sequences (BLOCK_M + 13 positions, one ending inside a key tile), 3 heads."""
+    batch, heads, lora, rope = 2, 3, c["LORA"], c["ROPE"]
+    s = c["BLOCK_M"] + 13
+    lens = [s, c["BLOCK_N"] + 5]
+    qn, qp = b.input("q_nope", (batch, heads, s, lora), 0.1), b.input("q_pe", (batch, heads, s, rope))
+    ckv, kpe = b.input("ckv", (batch, s, lora)), b.input("kpe", (batch, s, rope))
+    b.arrays["seq_lens"] = Array(np.array(lens, np.int32), "i32")
+    b.output("o", qn.shape)
+    b.output("lse", (batch, heads, s))
+    scale = 1 / math.sqrt(lora // 4 + rope)
+    b.arrays["qk_scale"] = Scalar(scale * math.log2(math.e), "f32")
+    o, lse = np.zeros(qn.shape), np.full((batch, heads, s), -np.inf)
+    for bi, n in enumerate(lens):
+        sc = (qn[bi, :, :n] @ ckv[bi, :n].T + qp[bi, :, :n] @ kpe[bi, :n].T) * scale
+        sc = np.where(np.tril(np.ones((n, n), bool)), sc, -np.inf)
+        m = sc.max(axis=2, keepdims=True)
+        e = np.exp(sc - m)
+        o[bi, :, :n] = e @ ckv[bi, :n] / e.sum(axis=2, keepdims=True)
+        lse[bi, :, :n] = m[..., 0] + np.log(e.sum(axis=2))
+    return (_cdiv(s, c["BLOCK_M"]), batch * heads, 1), ["o", "lse"], {"o": o, "lse": lse}
+
+
 
 def _attention_grads(q, k, v, do, dlse, lens, causal):
     """float64 gradients (dq, dk, dv) of o and lse, with lse and delta = rowsum(do * o) - dlse;
@@ -452,6 +475,7 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "flash_decode_partial_kernel": (_flash_decode_partial,),
     "flash_decode_combine_kernel": (_flash_decode_combine,),
     "mla_decode_partial_kernel": (_mla_decode_partial,),
+    "mla_prefill_kernel": (_mla_prefill,),
     "fmha_bwd_preprocess_kernel": (_fmha_bwd_preprocess,),
     "fmha_bwd_dkdv_kernel": (_fmha_bwd(("dk", "dv")),),
     "fmha_bwd_dq_kernel": (_fmha_bwd(("dq",)),),
