@@ -23,8 +23,8 @@ BWD_TILES = {64: (64, 64), 128: (64, 64)}
 PRE_BLOCK_M = 64
 # Gradients sum BLOCK_N / S products of inputs rounded to f16 / bf16 (p and ds are rounded before
 # their MMAs, as in every flash attention backward): measured in the interpreter against float64
-# (two ragged sequences of <= 173 positions, D 64/128), max |err| f16 4e-3, bf16 3e-2; the
-# tolerance leaves room for the longer sums of the GPU shapes.
+# (two ragged sequences of <= 109 positions, D 64/128, causal and not), max |err| f16 2.3e-3,
+# bf16 2.0e-2; the tolerance leaves room for the longer sums of the GPU shapes.
 TOL_BWD = {
     "float16": Tolerance(rtol=2e-2, atol=2e-2),
     "bfloat16": Tolerance(rtol=1e-1, atol=1e-1),
