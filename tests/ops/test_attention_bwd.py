@@ -136,4 +136,4 @@ def test_fmha_fwd_backward_on_tile_backends(torch_mod, backend, shape):
 
 
 def test_bwd_tiles_cover_the_head_dims():
-    assert set(fmha_bwd.BWD_TILES) >= {64, 128}
+    assert set(fmha_bwd.DKDV_TILES) == set(fmha_bwd.DQ_TILES) == {64, 128}

@@ -16,10 +16,14 @@ from . import _attention as A
 from ._common import cdiv, generator, randn, torch
 
 KERNELS = ["fmha_bwd_preprocess_kernel", "fmha_bwd_dkdv_kernel", "fmha_bwd_dq_kernel"]
-# (BLOCK_M queries, BLOCK_N keys) of both gradient kernels, per head dim; the preprocess takes
-# PRE_BLOCK_M rows. Not measured on a GPU yet: the key-tile kernel holds two f32 (BLOCK_N, D)
-# accumulators besides its k and v tiles, so its tiles are half the forward's.
-BWD_TILES = {64: (64, 64), 128: (64, 64)}
+# (BLOCK_M queries, BLOCK_N keys) of the key-tile kernel (dk, dv) and of the query-tile kernel
+# (dq), per head dim; the preprocess takes PRE_BLOCK_M rows. Chosen as tiles that compile without
+# spills for sm_90 (tileiras -O3, reference side; not yet timed on a GPU): the key-tile kernel holds
+# two f32 (BLOCK_N, D) accumulators besides its k and v tiles; at D 128 with (64, 64) it spilled
+# (255 registers, 128 B stack, 77 local loads / stores); with (32, 64) it uses 217 / 234 registers
+# (causal), no stack. dq (64, 64) at D 128: 221 registers, no stack.
+DKDV_TILES = {64: (64, 64), 128: (32, 64)}
+DQ_TILES = {64: (64, 64), 128: (64, 64)}
 PRE_BLOCK_M = 64
 # Gradients sum BLOCK_N / S products of inputs rounded to f16 / bf16 (p and ds are rounded before
 # their MMAs, as in every flash attention backward): measured in the interpreter against float64
@@ -76,8 +80,8 @@ def allocate(q, k, v, *rest):
     return t.empty_like(q), t.empty_like(k), t.empty_like(v)
 
 
-def constants(d, causal) -> dict:
-    bm, bn = BWD_TILES[d]
+def constants(tiles, d, causal) -> dict:
+    bm, bn = tiles[d]
     return {"BLOCK_M": bm, "BLOCK_N": bn, "HEAD_DIM": d, "CAUSAL": bool(causal)}
 
 
@@ -90,18 +94,18 @@ def plan(q, k, v, seq_lens, causal, o, lse, do, dlse, outs):
     dq, dk, dv = outs
     batch, hq, s, d = q.shape
     delta = torch().empty((batch, hq, s), dtype=torch().float32, device=q.device)
-    consts = constants(d, causal)
+    dkdv, dq_consts = constants(DKDV_TILES, d, causal), constants(DQ_TILES, d, causal)
     scale = 1.0 / math.sqrt(d)
     grads = {"q": q, "k": k, "v": v, "do": do, "lse": lse, "delta": delta, "seq_lens": seq_lens,
-             "qk_scale": scale * A.LOG2E, "sm_scale": scale, **consts}
+             "qk_scale": scale * A.LOG2E, "sm_scale": scale}
     return [
         Launch("fmha_bwd_preprocess_kernel", (cdiv(s, PRE_BLOCK_M), batch * hq, 1),
                {"o": o, "do": do, "dlse": dlse, "delta": delta, "BLOCK_M": PRE_BLOCK_M,
                 "HEAD_DIM": d}),
-        Launch("fmha_bwd_dkdv_kernel", (cdiv(s, consts["BLOCK_N"]), batch * k.shape[1], 1),
-               {**grads, "dk": dk, "dv": dv}),
-        Launch("fmha_bwd_dq_kernel", (cdiv(s, consts["BLOCK_M"]), batch * hq, 1),
-               {**grads, "dq": dq}),
+        Launch("fmha_bwd_dkdv_kernel", (cdiv(s, dkdv["BLOCK_N"]), batch * k.shape[1], 1),
+               {**grads, **dkdv, "dk": dk, "dv": dv}),
+        Launch("fmha_bwd_dq_kernel", (cdiv(s, dq_consts["BLOCK_M"]), batch * hq, 1),
+               {**grads, **dq_consts, "dq": dq}),
     ]
 
 
@@ -120,9 +124,9 @@ def captures() -> list[Capture]:
                 # the output first: tools take a capture's tolerance from its first array's dtype
                 out.append(Capture("fmha_bwd_dkdv_kernel",
                                    {"dk": (dt, 4), "dv": (dt, 4), **arrays}, scalars,
-                                   constants(d, causal)))
+                                   constants(DKDV_TILES, d, causal)))
                 out.append(Capture("fmha_bwd_dq_kernel", {"dq": (dt, 4), **arrays}, scalars,
-                                   constants(d, causal)))
+                                   constants(DQ_TILES, d, causal)))
     return out
 
 
