@@ -33,7 +33,7 @@ def test_attention_ops_are_registered():
     assert PREFILL == ["fmha_fwd", "fmha_fwd_sinks", "fmha_fwd_softcap"]
     assert DECODE == ["flash_decode", "flash_decode_paged", "flash_decode_sinks",
                       "flash_decode_softcap"]
-    assert set(ALL) == set(SPECS) | {"mla_decode"}
+    assert set(ALL) == set(SPECS) | {"mla_decode", "mla_prefill"}
 
 
 # ---- translator -------------------------------------------------------------------------------
