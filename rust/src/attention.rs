@@ -2819,8 +2819,9 @@ pub mod attention {
     /// q_nope [B, H, LORA] (the no-rope query already multiplied into the latent space), q_pe
     /// [B, H, ROPE]; ckv [B, S, LORA] the compressed KV, kpe [B, S, ROPE] the rope keys; scores are
     /// q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x HEAD_TILE
-    /// heads): the heads are the rows of the MMAs, and each latent tile serves as key (transposed in
-    /// registers) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
+    /// heads): the heads are the rows of the MMAs, and each latent tile serves as key (loaded a second
+    /// time, transposed through the view's `order`: transposing the loaded tile in registers spilled
+    /// 952 B of stack per thread on sm_90) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
     /// [B, H, n_splits] (log2 units), combined by flash_decode_combine_kernel.
     /// Translated from `src/tileport/ops/kernels/attention.py:241`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
@@ -2859,12 +2860,12 @@ pub mod attention {
                 q_pe.token(),
             )
         };
-        let ckv_view: Partition<E, { [1, BLOCK_N, LORA] }> = unsafe {
+        let ckv_view: Partition<E, { [1, LORA, BLOCK_N] }> = unsafe {
             make_partition_view(
                 ckv,
-                shape![1, BLOCK_N, LORA],
+                shape![1, LORA, BLOCK_N],
                 padding::Zero,
-                dim_map::Identity,
+                const_array![0, 2, 1],
                 ckv.token(),
             )
         };
@@ -2875,6 +2876,15 @@ pub mod attention {
                 padding::Zero,
                 const_array![0, 2, 1],
                 kpe.token(),
+            )
+        };
+        let ckv_view_1: Partition<E, { [1, BLOCK_N, LORA] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, BLOCK_N, LORA],
+                padding::Zero,
+                dim_map::Identity,
+                ckv.token(),
             )
         };
         let mut o_part_out: PartitionMut<f32, { [1, HEAD_TILE, 1, LORA] }> =
@@ -2958,7 +2968,7 @@ pub mod attention {
         let mut l_i: Tile<f32, { [HEAD_TILE, 1] }> = constant(0.0f32, shape![HEAD_TILE, 1]);
         let mut acc: Tile<f32, { [HEAD_TILE, LORA] }> = constant(0.0f32, shape![HEAD_TILE, LORA]);
         let hi_s: i32 = tile_to_scalar(hi);
-        let c_2: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = constant(0.0f32, shape![HEAD_TILE, BLOCK_N]);
+        let c_1: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = constant(0.0f32, shape![HEAD_TILE, BLOCK_N]);
         let qk_scale_tile: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
             qk_scale.broadcast(shape![HEAD_TILE, BLOCK_N]);
         let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
@@ -2967,15 +2977,15 @@ pub mod attention {
         let c_3: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
             constant(f32::NEG_INFINITY, shape![HEAD_TILE, BLOCK_N]);
         for j in lo..hi_s {
-            let ckv_tile: Tile<E, { [1, BLOCK_N, LORA] }> = load_view_tko(
+            let ckv_tile: Tile<E, { [1, LORA, BLOCK_N] }> = load_view_tko(
                 &ckv_view,
-                [b, j, 0i32],
+                [b, 0i32, j],
                 ordering::Weak,
                 scope::TileBlock,
                 Some(4),
                 tma::Enabled,
             );
-            let c_1: Tile<E, { [BLOCK_N, LORA] }> = ckv_tile.reshape(shape![BLOCK_N, LORA]);
+            let cT: Tile<E, { [LORA, BLOCK_N] }> = ckv_tile.reshape(shape![LORA, BLOCK_N]);
             let kp: Tile<E, { [1, ROPE, BLOCK_N] }> = load_view_tko(
                 &kpe_view,
                 [b, 0i32, j],
@@ -2984,11 +2994,19 @@ pub mod attention {
                 Some(4),
                 tma::Enabled,
             );
-            let c_1_t: Tile<E, { [LORA, BLOCK_N] }> = c_1.transpose();
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn, c_1_t, c_2);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn, cT, c_1);
             let kp_r: Tile<E, { [ROPE, BLOCK_N] }> = kp.reshape(shape![ROPE, BLOCK_N]);
             let acc_1: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qp, kp_r, s);
             let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = acc_1 * qk_scale_tile;
+            let ckv_tile_1: Tile<E, { [1, BLOCK_N, LORA] }> = load_view_tko(
+                &ckv_view_1,
+                [b, j, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let c_2: Tile<E, { [BLOCK_N, LORA] }> = ckv_tile_1.reshape(shape![BLOCK_N, LORA]);
             let prod: i32 = j * BLOCK_N;
             let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
             let sum_1: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
@@ -3016,7 +3034,7 @@ pub mod attention {
             let alpha_b: Tile<f32, { [HEAD_TILE, LORA] }> =
                 alpha.broadcast(shape![HEAD_TILE, LORA]);
             let prod_2: Tile<f32, { [HEAD_TILE, LORA] }> = acc * alpha_b;
-            let acc_3: Tile<f32, { [HEAD_TILE, LORA] }> = mmaf(p_e, c_1, prod_2);
+            let acc_3: Tile<f32, { [HEAD_TILE, LORA] }> = mmaf(p_e, c_2, prod_2);
             m_i = m_new;
             l_i = l_i_1;
             acc = acc_3;
@@ -3070,7 +3088,7 @@ pub mod attention {
     /// padding rows get 0 and -inf). Grid (cdiv(S, BLOCK_M), B * H). The latent tile is loaded
     /// twice, transposed through the view's `order` as the key and as loaded as the value, so no
     /// MMA operand is transposed in registers.
-    /// Translated from `src/tileport/ops/kernels/attention.py:289`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:292`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn mla_prefill_kernel<
         E: ElementType,

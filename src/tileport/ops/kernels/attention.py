@@ -246,8 +246,9 @@ def mla_decode_partial_kernel(q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part,
     q_nope [B, H, LORA] (the no-rope query already multiplied into the latent space), q_pe
     [B, H, ROPE]; ckv [B, S, LORA] the compressed KV, kpe [B, S, ROPE] the rope keys; scores are
     q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x HEAD_TILE
-    heads): the heads are the rows of the MMAs, and each latent tile serves as key (transposed in
-    registers) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
+    heads): the heads are the rows of the MMAs, and each latent tile serves as key (loaded a second
+    time, transposed through the view's `order`: transposing the loaded tile in registers spilled
+    952 B of stack per thread on sm_90) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
     [B, H, n_splits] (log2 units), combined by flash_decode_combine_kernel."""
     split = ct.bid(0)
     bh = ct.bid(1)
@@ -267,12 +268,14 @@ def mla_decode_partial_kernel(q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part,
     l_i = ct.zeros((HEAD_TILE, 1), dtype=ct.float32)
     acc = ct.zeros((HEAD_TILE, LORA), dtype=ct.float32)
     for j in range(lo, hi):
-        c = ct.reshape(ct.load(ckv, index=(b, j, 0), shape=(1, BLOCK_N, LORA),
-                               padding_mode=ct.PaddingMode.ZERO, latency=4), (BLOCK_N, LORA))
+        cT = ct.reshape(ct.load(ckv, index=(b, 0, j), shape=(1, LORA, BLOCK_N), order=(0, 2, 1),
+                                padding_mode=ct.PaddingMode.ZERO, latency=4), (LORA, BLOCK_N))
         kp = ct.load(kpe, index=(b, 0, j), shape=(1, ROPE, BLOCK_N), order=(0, 2, 1),
                      padding_mode=ct.PaddingMode.ZERO, latency=4)
-        s = ct.mma(qn, ct.transpose(c), ct.zeros((HEAD_TILE, BLOCK_N), dtype=ct.float32))
+        s = ct.mma(qn, cT, ct.zeros((HEAD_TILE, BLOCK_N), dtype=ct.float32))
         s = ct.mma(qp, ct.reshape(kp, (ROPE, BLOCK_N)), s) * qk_scale
+        c = ct.reshape(ct.load(ckv, index=(b, j, 0), shape=(1, BLOCK_N, LORA),
+                               padding_mode=ct.PaddingMode.ZERO, latency=4), (BLOCK_N, LORA))
         k_pos = ct.reshape(j * BLOCK_N + ct.arange(BLOCK_N, dtype=ct.int32), (1, BLOCK_N))
         s = ct.where(k_pos < kv_len, s, -float("inf"))
         m_i, l_i, acc = softmax_step(s, c, m_i, l_i, acc, False)
