@@ -37,3 +37,16 @@ def test_decode_summary_names_the_fastest_and_the_parity():
     assert rec["best_cutile"] == "cutile@8" and rec["best_cutile-rs"] == f"cutile-rs@{first}"
     assert rec["parity_rs_over_cutile"] == [88.0 / 80.0]
     assert rec["columns"][f"cutile@{first}"]["t_over_fastest_sdpa"] == 0.8
+
+
+def test_kernel_breakdown_groups_trace_kernels_by_name():
+    events = [{"cat": "kernel", "ph": "X", "name": "partial", "dur": d,
+               "args": {"grid": [1, 512, 1], "block": [128, 1, 1], "registers per thread": 184}}
+              for d in (10.0, 12.0)]
+    events += [{"cat": "kernel", "ph": "X", "name": "combine", "dur": 5.0, "args": {}},
+               {"cat": "cuda_runtime", "ph": "X", "name": "cudaLaunchKernel", "dur": 3.0}]
+    got = sc.kernels_of_trace(events, reps=2)
+    assert [k["name"] for k in got] == ["partial", "combine"]
+    assert got[0]["per_rep"] == 1 and got[0]["median_us"] == 11.0
+    assert got[0]["grid"] == [1, 512, 1] and got[0]["registers per thread"] == 184
+    assert got[1]["per_rep"] == 0.5 and got[1]["block"] is None

@@ -17,6 +17,11 @@ tokens, bf16, head dim 128, 32 query / 8 KV heads: `flash_decode` on both tile b
 split setting of DECODE_SWEEP: blocks per SM the split-KV plan aims for) against SDPA (query length
 1, `enable_gqa`), with the achieved bandwidth on the KV cache bytes as a share of the measured
 device copy bandwidth (`copy_bandwidth`: read + write bytes of a copy of DECODE_COPY_BYTES).
+
+Kernel breakdown (`kernel_breakdown`, with decode): every kernel one call of BREAKDOWN_CASES runs
+on each tile backend, from the profiler trace (name, median device time, grid, block, registers,
+shared memory): where t(cutile-rs) / t(cutile) of a small case comes from when both sides' SASS
+is the same (flash_decode_sinks with a 128 window: 1.22 on the H200, identical sm_90 SASS).
 """
 
 from __future__ import annotations
@@ -273,6 +278,58 @@ def _decode_summary(rec: dict) -> None:
         rec["parity_rs_over_cutile_plan"] = pairs[0] if f"cutile@{DECODE_SWEEP[0]}" in timed else None
 
 
+# ---- per-kernel breakdown ------------------------------------------------------------------------
+
+BREAKDOWN_CASES = (("flash_decode_sinks", (64, 64, 8, 4096, 64, 128), "bfloat16"),
+                   ("flash_decode_sinks", (16, 64, 8, 8192, 64, 0), "bfloat16"))
+BREAKDOWN_REPS = 20
+TRACE_ARGS = ("grid", "block", "registers per thread", "shared memory", "blocks per SM",
+              "est. achieved occupancy %")
+
+
+def kernels_of_trace(events: list[dict], reps: int) -> list[dict]:
+    """Kernel events of a chrome trace grouped by name (in first-seen order): calls per rep, the
+    median device time and the launch attributes of the first event."""
+    import statistics
+    by_name: dict[str, list[dict]] = {}
+    for e in events:
+        if e.get("cat") == "kernel" and e.get("ph") == "X":
+            by_name.setdefault(e["name"], []).append(e)
+    return [{"name": name, "per_rep": len(evs) / reps,
+             "median_us": statistics.median(float(e["dur"]) for e in evs),
+             **{k: evs[0].get("args", {}).get(k) for k in TRACE_ARGS}}
+            for name, evs in by_name.items()]
+
+
+def kernel_breakdown(op: str, shape, dtype: str) -> dict:
+    import json as _json
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    import tileport.ops as ops
+    from tileport.ops.specs import get_spec
+    inputs = get_spec(op).make_inputs(tuple(shape), dtype, "cuda", 0)
+    rec: dict[str, Any] = {"op": op, "shape": list(shape), "dtype": dtype, "backends": {}}
+    for be in ("cutile", "cutile-rs"):
+        try:
+            getattr(ops, op)(*inputs, backend=be)
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(BREAKDOWN_REPS):
+                    getattr(ops, op)(*inputs, backend=be)
+                torch.cuda.synchronize()
+            with tempfile.TemporaryDirectory() as tmp:
+                trace = Path(tmp) / "trace.json"
+                prof.export_chrome_trace(str(trace))
+                events = _json.loads(trace.read_text()).get("traceEvents", [])
+            rec["backends"][be] = kernels_of_trace(events, BREAKDOWN_REPS)
+        except Exception as e:  # noqa: BLE001 - a backend that cannot run is a result
+            rec["backends"][be] = {"error": f"{type(e).__name__}: {e}"[:500]}
+    return rec
+
+
 def _write(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -318,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"decode {batch}x{seq}: " + ", ".join(
                 f"{n} {c['median_us']:.0f} us ({c['pct_copy_bandwidth']:.0f} % copy bw)"
                 if "median_us" in c else f"{n} error" for n, c in rec["columns"].items()), flush=True)
+        result["kernel_breakdown"] = [kernel_breakdown(*c) for c in BREAKDOWN_CASES]
+        _write(args.out, result)
     return 0
 
 
