@@ -272,7 +272,7 @@ def mla_decode_partial_kernel(q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part,
     HEAD_TILE heads): the heads are the rows of the MMAs. The 512-wide latent dimension is cut
     into 4 CHUNK-wide slices (4 score MMAs, 4 f32 accumulators), so that no (HEAD_TILE, 512)
     operand lives in registers: with whole 512-wide tiles the kernel spilled (sm_90: 632 to 952 B
-    of stack per thread; sliced, 64 heads x 32 keys: 112 B). Partials as flash_decode's: o_part
+    of stack per thread; sliced, 64 heads x 32 keys: 96 B). Partials as flash_decode's: o_part
     [B, H, n_splits, 4 * CHUNK], lse_part [B, H, n_splits] (log2 units), combined by
     flash_decode_combine_kernel."""
     split = ct.bid(0)

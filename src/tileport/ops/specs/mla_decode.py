@@ -19,7 +19,7 @@ SM_SCALE = 1.0 / math.sqrt(128 + ROPE)
 # HEAD_TILE heads are the MMA rows (64: the latent cache is read once per 64 heads), BLOCK_N latent
 # rows per key tile, the 512 latent columns in 4 slices of CHUNK (the kernel's docstring: register
 # pressure). Chosen on the sm_90 cubin (tileiras -O3): 16 x 32 unsliced spilled 952 B of stack per
-# thread; 64 x 32 sliced, 8 warps, 112 B. Not yet timed on a GPU.
+# thread; 64 x 32 sliced, 8 warps, 96 B (103 local loads / stores). Not yet timed on a GPU.
 HEAD_TILE, BLOCK_N, CHUNK = 64, 32, LORA // 4
 
 
