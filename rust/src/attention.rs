@@ -2820,12 +2820,12 @@ pub mod attention {
     /// [B, H, ROPE]; ckv [B, S, 4 * CHUNK] the compressed KV, kpe [B, S, ROPE] the rope keys; scores
     /// are q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x
     /// HEAD_TILE heads): the heads are the rows of the MMAs. The 512-wide latent dimension is cut
-    /// into 4 CHUNK-wide slices (4 score MMAs, 4 f32 accumulators), so that no (HEAD_TILE, 512)
+    /// into 4 CHUNK-wide slices (4 query slices, 4 score MMAs, 4 f32 accumulators), so that no (HEAD_TILE, 512)
     /// operand lives in registers: with whole 512-wide tiles the kernel spilled (sm_90: 632 to 952 B
     /// of stack per thread; sliced, 64 heads x 32 keys: 96 B). Partials as flash_decode's: o_part
     /// [B, H, n_splits, 4 * CHUNK], lse_part [B, H, n_splits] (log2 units), combined by
     /// flash_decode_combine_kernel.
-    /// Translated from `src/tileport/ops/kernels/attention.py:264`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:267`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn mla_decode_partial_kernel<
         E: ElementType,
@@ -2853,15 +2853,6 @@ pub mod attention {
                 q_pe.token(),
             )
         };
-        let kpe_view: Partition<E, { [1, ROPE, BLOCK_N] }> = unsafe {
-            make_partition_view(
-                kpe,
-                shape![1, ROPE, BLOCK_N],
-                padding::Zero,
-                const_array![0, 2, 1],
-                kpe.token(),
-            )
-        };
         let q_nope_view: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
             make_partition_view(
                 q_nope,
@@ -2869,15 +2860,6 @@ pub mod attention {
                 padding::Zero,
                 dim_map::Identity,
                 q_nope.token(),
-            )
-        };
-        let ckv_view: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
-            make_partition_view(
-                ckv,
-                shape![1, CHUNK, BLOCK_N],
-                padding::Zero,
-                const_array![0, 2, 1],
-                ckv.token(),
             )
         };
         let q_nope_view_1: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
@@ -2889,15 +2871,6 @@ pub mod attention {
                 q_nope.token(),
             )
         };
-        let ckv_view_1: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
-            make_partition_view(
-                ckv,
-                shape![1, CHUNK, BLOCK_N],
-                padding::Zero,
-                const_array![0, 2, 1],
-                ckv.token(),
-            )
-        };
         let q_nope_view_2: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
             make_partition_view(
                 q_nope,
@@ -2907,7 +2880,25 @@ pub mod attention {
                 q_nope.token(),
             )
         };
-        let ckv_view_2: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
+        let q_nope_view_3: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
+            make_partition_view(
+                q_nope,
+                shape![1, HEAD_TILE, CHUNK],
+                padding::Zero,
+                dim_map::Identity,
+                q_nope.token(),
+            )
+        };
+        let kpe_view: Partition<E, { [1, ROPE, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                kpe,
+                shape![1, ROPE, BLOCK_N],
+                padding::Zero,
+                const_array![0, 2, 1],
+                kpe.token(),
+            )
+        };
+        let ckv_view: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
             make_partition_view(
                 ckv,
                 shape![1, CHUNK, BLOCK_N],
@@ -2916,13 +2907,22 @@ pub mod attention {
                 ckv.token(),
             )
         };
-        let q_nope_view_3: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
+        let ckv_view_1: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
             make_partition_view(
-                q_nope,
-                shape![1, HEAD_TILE, CHUNK],
+                ckv,
+                shape![1, CHUNK, BLOCK_N],
                 padding::Zero,
-                dim_map::Identity,
-                q_nope.token(),
+                const_array![0, 2, 1],
+                ckv.token(),
+            )
+        };
+        let ckv_view_2: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, CHUNK, BLOCK_N],
+                padding::Zero,
+                const_array![0, 2, 1],
+                ckv.token(),
             )
         };
         let ckv_view_3: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
@@ -3065,6 +3065,42 @@ pub mod attention {
             tma::Enabled,
         );
         let qp: Tile<E, { [HEAD_TILE, ROPE] }> = q_pe_tile.reshape(shape![HEAD_TILE, ROPE]);
+        let q_nope_tile: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
+            &q_nope_view,
+            [b, hb, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn0: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile.reshape(shape![HEAD_TILE, CHUNK]);
+        let q_nope_tile_1: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
+            &q_nope_view_1,
+            [b, hb, 1i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn1: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile_1.reshape(shape![HEAD_TILE, CHUNK]);
+        let q_nope_tile_2: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
+            &q_nope_view_2,
+            [b, hb, 2i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn2: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile_2.reshape(shape![HEAD_TILE, CHUNK]);
+        let q_nope_tile_3: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
+            &q_nope_view_3,
+            [b, hb, 3i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn3: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile_3.reshape(shape![HEAD_TILE, CHUNK]);
         let lo: i32 = split * tiles_per_split;
         let sum: i32 = lo + tiles_per_split;
         let c: i32 = BLOCK_N;
@@ -3103,15 +3139,6 @@ pub mod attention {
             );
             let kp_r: Tile<E, { [ROPE, BLOCK_N] }> = kp.reshape(shape![ROPE, BLOCK_N]);
             let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qp, kp_r, c_1);
-            let q_nope_tile: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
-                &q_nope_view,
-                [b, hb, 0i32],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let qn: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile.reshape(shape![HEAD_TILE, CHUNK]);
             let ckv_tile: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
                 &ckv_view,
                 [b, 0i32, j],
@@ -3121,17 +3148,7 @@ pub mod attention {
                 tma::Enabled,
             );
             let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile.reshape(shape![CHUNK, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn, cT, s);
-            let q_nope_tile_1: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
-                &q_nope_view_1,
-                [b, hb, 1i32],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let qn: Tile<E, { [HEAD_TILE, CHUNK] }> =
-                q_nope_tile_1.reshape(shape![HEAD_TILE, CHUNK]);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn0, cT, s);
             let ckv_tile_1: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
                 &ckv_view_1,
                 [b, 1i32, j],
@@ -3141,17 +3158,7 @@ pub mod attention {
                 tma::Enabled,
             );
             let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile_1.reshape(shape![CHUNK, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn, cT, s);
-            let q_nope_tile_2: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
-                &q_nope_view_2,
-                [b, hb, 2i32],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let qn: Tile<E, { [HEAD_TILE, CHUNK] }> =
-                q_nope_tile_2.reshape(shape![HEAD_TILE, CHUNK]);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn1, cT, s);
             let ckv_tile_2: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
                 &ckv_view_2,
                 [b, 2i32, j],
@@ -3161,17 +3168,7 @@ pub mod attention {
                 tma::Enabled,
             );
             let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile_2.reshape(shape![CHUNK, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn, cT, s);
-            let q_nope_tile_3: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
-                &q_nope_view_3,
-                [b, hb, 3i32],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let qn: Tile<E, { [HEAD_TILE, CHUNK] }> =
-                q_nope_tile_3.reshape(shape![HEAD_TILE, CHUNK]);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn2, cT, s);
             let ckv_tile_3: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
                 &ckv_view_3,
                 [b, 3i32, j],
@@ -3181,7 +3178,7 @@ pub mod attention {
                 tma::Enabled,
             );
             let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile_3.reshape(shape![CHUNK, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn, cT, s);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn3, cT, s);
             let prod: i32 = j * BLOCK_N;
             let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
             let sum_1: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
@@ -3376,7 +3373,7 @@ pub mod attention {
     /// padding rows get 0 and -inf). Grid (cdiv(S, BLOCK_M), B * H). The latent tile is loaded
     /// twice, transposed through the view's `order` as the key and as loaded as the value, so no
     /// MMA operand is transposed in registers.
-    /// Translated from `src/tileport/ops/kernels/attention.py:328`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:337`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn mla_prefill_kernel<
         E: ElementType,

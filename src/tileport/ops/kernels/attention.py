@@ -237,11 +237,14 @@ def flash_decode_combine_kernel(o_part, lse_part, o, lse, n_splits: int, HEAD_DI
     ct.store(lse, index=(b, h), tile=ct.reshape((m_i + ct.log2(l_i)) * LN2, (1, 1)))
 
 
-def latent_scores(q_nope, ckv, b, hb, j, c, s, HEAD_TILE, BLOCK_N, CHUNK):
-    """s + q_nope[:, chunk c] . ckv[tile j, chunk c]^T: one CHUNK-wide slice of the latent dot,
-    both operands loaded for it (the key slice transposed through the view's `order`)."""
-    qn = ct.reshape(ct.load(q_nope, index=(b, hb, c), shape=(1, HEAD_TILE, CHUNK),
-                            padding_mode=ct.PaddingMode.ZERO), (HEAD_TILE, CHUNK))
+def query_chunk(q_nope, b, hb, c, HEAD_TILE, CHUNK):
+    return ct.reshape(ct.load(q_nope, index=(b, hb, c), shape=(1, HEAD_TILE, CHUNK),
+                              padding_mode=ct.PaddingMode.ZERO), (HEAD_TILE, CHUNK))
+
+
+def latent_scores(qn, ckv, b, j, c, s, BLOCK_N, CHUNK):
+    """s + qn . ckv[tile j, chunk c]^T: one CHUNK-wide slice of the latent dot (the key slice
+    loaded transposed through the view's `order`)."""
     cT = ct.reshape(ct.load(ckv, index=(b, c, j), shape=(1, CHUNK, BLOCK_N), order=(0, 2, 1),
                             padding_mode=ct.PaddingMode.ZERO, latency=4), (CHUNK, BLOCK_N))
     return ct.mma(qn, cT, s)
@@ -270,7 +273,7 @@ def mla_decode_partial_kernel(q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part,
     [B, H, ROPE]; ckv [B, S, 4 * CHUNK] the compressed KV, kpe [B, S, ROPE] the rope keys; scores
     are q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x
     HEAD_TILE heads): the heads are the rows of the MMAs. The 512-wide latent dimension is cut
-    into 4 CHUNK-wide slices (4 score MMAs, 4 f32 accumulators), so that no (HEAD_TILE, 512)
+    into 4 CHUNK-wide slices (4 query slices, 4 score MMAs, 4 f32 accumulators), so that no (HEAD_TILE, 512)
     operand lives in registers: with whole 512-wide tiles the kernel spilled (sm_90: 632 to 952 B
     of stack per thread; sliced, 64 heads x 32 keys: 96 B). Partials as flash_decode's: o_part
     [B, H, n_splits, 4 * CHUNK], lse_part [B, H, n_splits] (log2 units), combined by
@@ -283,6 +286,12 @@ def mla_decode_partial_kernel(q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part,
     kv_len = ct.gather(kv_lens, b)
     qp = ct.reshape(ct.load(q_pe, index=(b, hb, 0), shape=(1, HEAD_TILE, ROPE),
                             padding_mode=ct.PaddingMode.ZERO), (HEAD_TILE, ROPE))
+    # the query slices are loaded before the loop (cuTile Python hoists such loop-invariant loads
+    # itself; the translator does not, so the kernel states it)
+    qn0 = query_chunk(q_nope, b, hb, 0, HEAD_TILE, CHUNK)
+    qn1 = query_chunk(q_nope, b, hb, 1, HEAD_TILE, CHUNK)
+    qn2 = query_chunk(q_nope, b, hb, 2, HEAD_TILE, CHUNK)
+    qn3 = query_chunk(q_nope, b, hb, 3, HEAD_TILE, CHUNK)
     lo = split * tiles_per_split
     hi = min(lo + tiles_per_split, ct.cdiv(kv_len, BLOCK_N))
 
@@ -297,10 +306,10 @@ def mla_decode_partial_kernel(q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part,
                      padding_mode=ct.PaddingMode.ZERO, latency=4)
         s = ct.mma(qp, ct.reshape(kp, (ROPE, BLOCK_N)),
                    ct.zeros((HEAD_TILE, BLOCK_N), dtype=ct.float32))
-        s = latent_scores(q_nope, ckv, b, hb, j, 0, s, HEAD_TILE, BLOCK_N, CHUNK)
-        s = latent_scores(q_nope, ckv, b, hb, j, 1, s, HEAD_TILE, BLOCK_N, CHUNK)
-        s = latent_scores(q_nope, ckv, b, hb, j, 2, s, HEAD_TILE, BLOCK_N, CHUNK)
-        s = latent_scores(q_nope, ckv, b, hb, j, 3, s, HEAD_TILE, BLOCK_N, CHUNK)
+        s = latent_scores(qn0, ckv, b, j, 0, s, BLOCK_N, CHUNK)
+        s = latent_scores(qn1, ckv, b, j, 1, s, BLOCK_N, CHUNK)
+        s = latent_scores(qn2, ckv, b, j, 2, s, BLOCK_N, CHUNK)
+        s = latent_scores(qn3, ckv, b, j, 3, s, BLOCK_N, CHUNK)
         k_pos = ct.reshape(j * BLOCK_N + ct.arange(BLOCK_N, dtype=ct.int32), (1, BLOCK_N))
         s = ct.where(k_pos < kv_len, s * qk_scale, -float("inf"))
         m_new = ct.maximum(m_i, ct.max(s, 1, keepdims=True))
