@@ -4944,7 +4944,7 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                 key.text(dtype_names[0]);
                 key.word(head_tile as i64);
                 key.word(block_n as i64);
-                key.word(lora as i64);
+                key.word(chunk as i64);
                 key.word(rope as i64);
                 key.array(q_nope);
                 key.array(q_pe);
@@ -4981,7 +4981,7 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                         dtype_names[0].to_string(),
                         head_tile.to_string(),
                         block_n.to_string(),
-                        lora.to_string(),
+                        chunk.to_string(),
                         rope.to_string(),
                     ],
                     tensors: vec![
@@ -5092,11 +5092,38 @@ pub unsafe extern "C" fn tileport_mla_prefill_kernel(
         check_tile_dim("LORA", lora)?;
         check_tile_dim("ROPE", rope)?;
         check_tile_dim("BLOCK_N", block_n)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("attention::mla_prefill_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(block_n as i64);
+                key.word(lora as i64);
+                key.word(rope as i64);
+                key.array(q_nope);
+                key.array(q_pe);
+                key.array(ckv);
+                key.array(kpe);
+                key.array(seq_lens);
+                key.array(o);
+                key.array(lse);
+                key.float(f64::from(qk_scale));
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(q_nope);
+                    params.array(q_pe);
+                    params.array(ckv);
+                    params.array(kpe);
+                    params.array(seq_lens);
+                    params.array(o);
+                    params.array(lse);
+                    params.push(qk_scale);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("mla_prefill_kernel", e));
+                }
                 let q_nope_t = target.tensor::<E>(q_nope);
                 let q_pe_t = target.tensor::<E>(q_pe);
                 let ckv_t = target.tensor::<E>(ckv);
@@ -5104,6 +5131,25 @@ pub unsafe extern "C" fn tileport_mla_prefill_kernel(
                 let seq_lens_t = target.tensor::<i32>(seq_lens);
                 let o_t = target.tensor::<E>(o);
                 let lse_t = target.tensor::<f32>(lse);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        block_n.to_string(),
+                        lora.to_string(),
+                        rope.to_string(),
+                    ],
+                    tensors: vec![
+                        ("q_nope", q_nope_t.spec().clone()),
+                        ("q_pe", q_pe_t.spec().clone()),
+                        ("ckv", ckv_t.spec().clone()),
+                        ("kpe", kpe_t.spec().clone()),
+                        ("seq_lens", seq_lens_t.spec().clone()),
+                        ("o", o_t.spec().clone()),
+                        ("lse", lse_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
                 let op = unsafe {
                     attention::mla_prefill_kernel(
                         &q_nope_t,
@@ -5125,8 +5171,16 @@ pub unsafe extern "C" fn tileport_mla_prefill_kernel(
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("mla_prefill_kernel", e))
+                    .map_err(|e| launch_error("mla_prefill_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    attention::__module_ast_self,
+                    "attention",
+                    "mla_prefill_kernel",
+                    attention::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

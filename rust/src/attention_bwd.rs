@@ -1412,15 +1412,47 @@ pub unsafe extern "C" fn tileport_fmha_bwd_preprocess_kernel(
         require_dtype("delta", delta, dtype::F32)?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("HEAD_DIM", head_dim)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("attention_bwd::fmha_bwd_preprocess_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(head_dim as i64);
+                key.array(o);
+                key.array(do_);
+                key.array(dlse);
+                key.array(delta);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(o);
+                    params.array(do_);
+                    params.array(dlse);
+                    params.array(delta);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("fmha_bwd_preprocess_kernel", e));
+                }
                 let o_t = target.tensor::<E>(o);
                 let do_t = target.tensor::<E>(do_);
                 let dlse_t = target.tensor::<f32>(dlse);
                 let delta_t = target.tensor::<f32>(delta);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        head_dim.to_string(),
+                    ],
+                    tensors: vec![
+                        ("o", o_t.spec().clone()),
+                        ("do_", do_t.spec().clone()),
+                        ("dlse", dlse_t.spec().clone()),
+                        ("delta", delta_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
                 let op = unsafe {
                     attention_bwd::fmha_bwd_preprocess_kernel(&o_t, &do_t, &dlse_t, &delta_t)
                 }
@@ -1431,8 +1463,16 @@ pub unsafe extern "C" fn tileport_fmha_bwd_preprocess_kernel(
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("fmha_bwd_preprocess_kernel", e))
+                    .map_err(|e| launch_error("fmha_bwd_preprocess_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    attention_bwd::__module_ast_self,
+                    "attention_bwd",
+                    "fmha_bwd_preprocess_kernel",
+                    attention_bwd::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {
@@ -1505,12 +1545,48 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
             check_tile_dim("BLOCK_N", block_n)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_M", block_m)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention_bwd::fmha_bwd_dkdv_kernel_causal0",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(do_);
+                        key.array(lse);
+                        key.array(delta);
+                        key.array(seq_lens);
+                        key.array(dk);
+                        key.array(dv);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(sm_scale));
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(do_);
+                            params.array(lse);
+                            params.array(delta);
+                            params.array(seq_lens);
+                            params.array(dk);
+                            params.array(dv);
+                            params.push(qk_scale);
+                            params.push(sm_scale);
+                            return launch_resolved(target, function, grid, &mut params)
+                                .map_err(|e| launch_error("fmha_bwd_dkdv_kernel_causal0", e));
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -1520,6 +1596,26 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let dk_t = target.tensor::<E>(dk);
                         let dv_t = target.tensor::<E>(dv);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("do_", do_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("delta", delta_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("dk", dk_t.spec().clone()),
+                                ("dv", dv_t.spec().clone()),
+                            ],
+                            int_scalars: vec![],
+                        };
                         let op = unsafe {
                             attention_bwd::fmha_bwd_dkdv_kernel_causal0(
                                 &q_t,
@@ -1543,8 +1639,16 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| launch_error("fmha_bwd_dkdv_kernel_causal0", e))
+                            .map_err(|e| launch_error("fmha_bwd_dkdv_kernel_causal0", e))?;
+                        resolve(
+                            key,
+                            target,
+                            attention_bwd::__module_ast_self,
+                            "attention_bwd",
+                            "fmha_bwd_dkdv_kernel_causal0",
+                            attention_bwd::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -1575,12 +1679,48 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
             check_tile_dim("BLOCK_N", block_n)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_M", block_m)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention_bwd::fmha_bwd_dkdv_kernel_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(do_);
+                        key.array(lse);
+                        key.array(delta);
+                        key.array(seq_lens);
+                        key.array(dk);
+                        key.array(dv);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(sm_scale));
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(do_);
+                            params.array(lse);
+                            params.array(delta);
+                            params.array(seq_lens);
+                            params.array(dk);
+                            params.array(dv);
+                            params.push(qk_scale);
+                            params.push(sm_scale);
+                            return launch_resolved(target, function, grid, &mut params)
+                                .map_err(|e| launch_error("fmha_bwd_dkdv_kernel_causal1", e));
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -1590,6 +1730,26 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let dk_t = target.tensor::<E>(dk);
                         let dv_t = target.tensor::<E>(dv);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("do_", do_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("delta", delta_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("dk", dk_t.spec().clone()),
+                                ("dv", dv_t.spec().clone()),
+                            ],
+                            int_scalars: vec![],
+                        };
                         let op = unsafe {
                             attention_bwd::fmha_bwd_dkdv_kernel_causal1(
                                 &q_t,
@@ -1613,8 +1773,16 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| launch_error("fmha_bwd_dkdv_kernel_causal1", e))
+                            .map_err(|e| launch_error("fmha_bwd_dkdv_kernel_causal1", e))?;
+                        resolve(
+                            key,
+                            target,
+                            attention_bwd::__module_ast_self,
+                            "attention_bwd",
+                            "fmha_bwd_dkdv_kernel_causal1",
+                            attention_bwd::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -1683,12 +1851,46 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention_bwd::fmha_bwd_dq_kernel_causal0",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(do_);
+                        key.array(lse);
+                        key.array(delta);
+                        key.array(seq_lens);
+                        key.array(dq);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(sm_scale));
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(do_);
+                            params.array(lse);
+                            params.array(delta);
+                            params.array(seq_lens);
+                            params.array(dq);
+                            params.push(qk_scale);
+                            params.push(sm_scale);
+                            return launch_resolved(target, function, grid, &mut params)
+                                .map_err(|e| launch_error("fmha_bwd_dq_kernel_causal0", e));
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -1697,6 +1899,25 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                         let delta_t = target.tensor::<f32>(delta);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let dq_t = target.tensor::<E>(dq);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("do_", do_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("delta", delta_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("dq", dq_t.spec().clone()),
+                            ],
+                            int_scalars: vec![],
+                        };
                         let op = unsafe {
                             attention_bwd::fmha_bwd_dq_kernel_causal0(
                                 &q_t,
@@ -1719,8 +1940,16 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| launch_error("fmha_bwd_dq_kernel_causal0", e))
+                            .map_err(|e| launch_error("fmha_bwd_dq_kernel_causal0", e))?;
+                        resolve(
+                            key,
+                            target,
+                            attention_bwd::__module_ast_self,
+                            "attention_bwd",
+                            "fmha_bwd_dq_kernel_causal0",
+                            attention_bwd::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -1744,12 +1973,46 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention_bwd::fmha_bwd_dq_kernel_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(do_);
+                        key.array(lse);
+                        key.array(delta);
+                        key.array(seq_lens);
+                        key.array(dq);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(sm_scale));
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(do_);
+                            params.array(lse);
+                            params.array(delta);
+                            params.array(seq_lens);
+                            params.array(dq);
+                            params.push(qk_scale);
+                            params.push(sm_scale);
+                            return launch_resolved(target, function, grid, &mut params)
+                                .map_err(|e| launch_error("fmha_bwd_dq_kernel_causal1", e));
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -1758,6 +2021,25 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                         let delta_t = target.tensor::<f32>(delta);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let dq_t = target.tensor::<E>(dq);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("do_", do_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("delta", delta_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("dq", dq_t.spec().clone()),
+                            ],
+                            int_scalars: vec![],
+                        };
                         let op = unsafe {
                             attention_bwd::fmha_bwd_dq_kernel_causal1(
                                 &q_t,
@@ -1780,8 +2062,16 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| launch_error("fmha_bwd_dq_kernel_causal1", e))
+                            .map_err(|e| launch_error("fmha_bwd_dq_kernel_causal1", e))?;
+                        resolve(
+                            key,
+                            target,
+                            attention_bwd::__module_ast_self,
+                            "attention_bwd",
+                            "fmha_bwd_dq_kernel_causal1",
+                            attention_bwd::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
