@@ -5,7 +5,7 @@
 pub mod rope {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:20`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:23`.
     #[cutile::entry()]
     pub unsafe fn rope_kernel<
         E: ElementType,
@@ -19,6 +19,15 @@ pub mod rope {
         y: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
     ) {
         let cos_view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
+            make_partition_view(
+                cos_,
+                shape![BLOCK_S, HALF_TILE],
+                padding::None,
+                dim_map::Identity,
+                cos_.token(),
+            )
+        };
+        let cos_view_1: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
             make_partition_view(
                 cos_,
                 shape![BLOCK_S, HALF_TILE],
@@ -73,90 +82,96 @@ pub mod rope {
             )
         };
         let y_token: Token = y.token();
-        let sb: i32 = get_tile_block_id().0;
         let hb: i32 = get_tile_block_id().1;
         let batch: i32 = get_tile_block_id().2;
-        let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-            &cos_view,
-            [sb, 0i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let s: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-            &sin_view,
-            [sb, 0i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let c: Tile<f32, { [1, BLOCK_S, 1, 1, HALF_TILE] }> =
-            c.reshape(shape![1, BLOCK_S, 1, 1, HALF_TILE]);
-        let s: Tile<f32, { [1, BLOCK_S, 1, 1, HALF_TILE] }> =
-            s.reshape(shape![1, BLOCK_S, 1, 1, HALF_TILE]);
-        let x1: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = load_view_tko(
-            &x_view,
-            [batch, sb, hb, 0i32, 0i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let x2: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = load_view_tko(
-            &x_view_1,
-            [batch, sb, hb, 1i32, 0i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let x1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(x1);
-        let x2: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(x2);
-        let c_b: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            c.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-        let s_b: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            s.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-        let prod_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x2 * s_b;
-        let prod_1_neg: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = negf(prod_1);
-        let diff: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            fma(x1, c_b, prod_1_neg, rounding::NearestEven, ftz::Disabled);
-        let diff_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(diff);
-        let y_tok: Token = unsafe {
-            store_view_raw(
-                &y_view,
-                diff_e,
+        let n_seq_blocks: i32 = num_tiles(&cos_view, 0i32);
+        let bid: i32 = get_tile_block_id().0;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let mut y_last_op: Token = y_token;
+        for sb in (bid..n_seq_blocks).step_by(num_blocks as usize) {
+            let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
+                &cos_view_1,
+                [sb, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            );
+            let s: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
+                &sin_view,
+                [sb, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            );
+            let c: Tile<f32, { [1, BLOCK_S, 1, 1, HALF_TILE] }> =
+                c.reshape(shape![1, BLOCK_S, 1, 1, HALF_TILE]);
+            let s: Tile<f32, { [1, BLOCK_S, 1, 1, HALF_TILE] }> =
+                s.reshape(shape![1, BLOCK_S, 1, 1, HALF_TILE]);
+            let x1: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = load_view_tko(
+                &x_view,
                 [batch, sb, hb, 0i32, 0i32],
-                Some(y_token),
                 ordering::Weak,
                 scope::TileBlock,
-                tma::Enabled,
                 None,
-                [false, false, false, false, false],
-            )
-        };
-        let c_b_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            c.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-        let s_b_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            s.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-        let prod_3: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x1 * s_b_1;
-        let sum: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
-        let sum_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(sum);
-        unsafe {
-            store_view_raw(
-                &y_view_1,
-                sum_e,
+                tma::Enabled,
+            );
+            let x2: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = load_view_tko(
+                &x_view_1,
                 [batch, sb, hb, 1i32, 0i32],
-                Some(y_tok),
                 ordering::Weak,
                 scope::TileBlock,
-                tma::Enabled,
                 None,
-                [false, false, false, false, false],
-            )
-        };
+                tma::Enabled,
+            );
+            let x1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(x1);
+            let x2: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(x2);
+            let c_b: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                c.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+            let s_b: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                s.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+            let prod_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x2 * s_b;
+            let prod_1_neg: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = negf(prod_1);
+            let diff: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                fma(x1, c_b, prod_1_neg, rounding::NearestEven, ftz::Disabled);
+            let diff_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(diff);
+            let y_tok: Token = unsafe {
+                store_view_raw(
+                    &y_view,
+                    diff_e,
+                    [batch, sb, hb, 0i32, 0i32],
+                    Some(y_last_op),
+                    ordering::Weak,
+                    scope::TileBlock,
+                    tma::Enabled,
+                    None,
+                    [false, false, false, false, false],
+                )
+            };
+            let c_b_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                c.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+            let s_b_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                s.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+            let prod_3: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x1 * s_b_1;
+            let sum: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
+            let sum_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(sum);
+            let y_tok_1: Token = unsafe {
+                store_view_raw(
+                    &y_view_1,
+                    sum_e,
+                    [batch, sb, hb, 1i32, 0i32],
+                    Some(y_tok),
+                    ordering::Weak,
+                    scope::TileBlock,
+                    tma::Enabled,
+                    None,
+                    [false, false, false, false, false],
+                )
+            };
+            y_last_op = y_tok_1;
+        }
     }
 }
 

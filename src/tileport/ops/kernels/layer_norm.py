@@ -6,6 +6,10 @@ Math in f32. The variance is computed from the centered rows held in registers (
 E[x^2] - E[x]^2 cancellation); the padded lanes are masked out of it. Persistent grid-stride loop
 over row blocks of one (BLOCK_M, TILE) view load each (BLOCK_M > 1 only for short rows); w and b are
 loaded once per block; mean / rstd of a row block are stored as one (BLOCK_M,) tile each.
+
+Two entries share the body and differ in the occupancy hint: 2 resident blocks per SM (rows up to
+16384 values) and 4 (row tiles up to 8192 values: twice the loads in flight per SM, for narrow
+rows where one block's tile is small, e.g. 2 x 2048 f16 = 8 KiB).
 """
 
 import cuda.tile as ct
@@ -13,8 +17,8 @@ import cuda.tile as ct
 ConstInt = ct.Constant[int]
 
 
-@ct.kernel(occupancy=2)
-def layer_norm_fwd_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: ConstInt):
+def layer_norm_row_blocks(x, w, b, y, mean, rstd, eps, BLOCK_M, TILE):
+    """Persistent grid-stride loop over (BLOCK_M, TILE) row blocks (shared by both entries)."""
     bid = ct.bid(0)
     num_blocks = ct.num_blocks(0)
     n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, TILE))
@@ -34,3 +38,13 @@ def layer_norm_fwd_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: 
         ct.store(y, index=(rb, 0), tile=ct.astype(centered * inv_std * wt + bt, y.dtype))
         ct.store(mean, index=(rb,), tile=ct.reshape(mu, (BLOCK_M,)))
         ct.store(rstd, index=(rb,), tile=ct.reshape(inv_std, (BLOCK_M,)))
+
+
+@ct.kernel(occupancy=2)
+def layer_norm_fwd_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: ConstInt):
+    layer_norm_row_blocks(x, w, b, y, mean, rstd, eps, BLOCK_M, TILE)
+
+
+@ct.kernel(occupancy=4)
+def layer_norm_fwd_occ4_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: ConstInt):
+    layer_norm_row_blocks(x, w, b, y, mean, rstd, eps, BLOCK_M, TILE)

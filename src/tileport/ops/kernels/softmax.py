@@ -16,9 +16,12 @@ measured faster for the pointer path).
 (b) softmax_gather_kernel: the same row as an element gather/scatter: column offsets come from
     ct.arange, the column bound is an explicit mask (bounds checks off, the row index is always in
     range), masked lanes read -inf.
-(c) softmax_online_kernel: rows too long for one tile. Pass 1 walks the row in CHUNK-wide tiles,
-    keeping a running max and a running sum rescaled by exp(old_max - new_max); pass 2 re-reads the
-    row (mostly from L2) and writes exp(x - max) / sum.
+(c) softmax_online_kernel: rows too long for one tile. Pass 1 walks BLOCK_M rows in
+    (BLOCK_M, CHUNK) tiles, keeping a running max and a running sum per row rescaled by
+    exp(old_max - new_max); pass 2 re-reads the rows (mostly from L2) and writes exp(x - max) / sum.
+    BLOCK_M > 1 puts more bytes in flight per load for rows of a few chunks (a load moves
+    BLOCK_M * CHUNK elements; one 4096-wide f16 row is only 8 KiB); rows past the end are padded
+    with -inf and their stores are dropped.
 """
 
 import cuda.tile as ct
@@ -69,19 +72,19 @@ def softmax_gather_kernel(x, y, TILE: ConstInt):
 
 
 @ct.kernel(occupancy=4)
-def softmax_online_kernel(x, y, CHUNK: ConstInt):
+def softmax_online_kernel(x, y, BLOCK_M: ConstInt, CHUNK: ConstInt):
     bid = ct.bid(0)
     num_blocks = ct.num_blocks(0)
-    n_rows = x.shape[0]
-    n_chunks = ct.num_tiles(x, 1, shape=(1, CHUNK))
-    for row in range(bid, n_rows, num_blocks):
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, CHUNK))
+    n_chunks = ct.num_tiles(x, 1, shape=(BLOCK_M, CHUNK))
+    for rb in range(bid, n_row_blocks, num_blocks):
         # Pass 1: running max / sum. Chunk 0 initializes them (it always holds a real column).
-        t = ct.load(x, index=(row, 0), shape=(1, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+        t = ct.load(x, index=(rb, 0), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
         t = ct.astype(t, ct.float32)
         run_max = ct.max(t, 1, keepdims=True)
         run_sum = ct.sum(ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
         for c in range(1, n_chunks):
-            t = ct.load(x, index=(row, c), shape=(1, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+            t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
             t = ct.astype(t, ct.float32)
             new_max = ct.maximum(run_max, ct.max(t, 1, keepdims=True))
             scale = ct.exp(run_max - new_max, rounding_mode=ct.RoundingMode.APPROX)
@@ -91,7 +94,7 @@ def softmax_online_kernel(x, y, CHUNK: ConstInt):
         inv_sum = ct.truediv(1.0, run_sum, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
         # Pass 2: normalize and write.
         for c in range(n_chunks):
-            t = ct.load(x, index=(row, c), shape=(1, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+            t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
             t = ct.astype(t, ct.float32)
             out = ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX) * inv_sum
-            ct.store(y, index=(row, c), tile=ct.astype(out, y.dtype))
+            ct.store(y, index=(rb, c), tile=ct.astype(out, y.dtype))
