@@ -12,6 +12,11 @@ broadcast over heads. Grid: (seq blocks or fewer, head blocks, batch): axis 0 wa
 blocks with a grid stride, so the plan launches one block per sequence block ("full") or a few
 waves that each loop over several positions ("persistent": more work per block for small tiles,
 e.g. 8 heads x 64 f16 = 1 KiB per half). Math in f32.
+
+Two entries share the body: `rope_kernel` leaves the register budget to the compiler;
+`rope_occ16_kernel` asks for 16 resident blocks per SM (at most 32 registers per thread with 128
+threads), for small tiles whose blocks are latency bound: at 34 registers a block of 128 threads
+is allocated 40, and only 12 blocks fit an SM instead of 16.
 """
 
 import cuda.tile as ct
@@ -19,8 +24,8 @@ import cuda.tile as ct
 ConstInt = ct.Constant[int]
 
 
-@ct.kernel
-def rope_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+def rope_seq_blocks(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE):
+    """Grid-stride loop over sequence blocks of one (head block, batch) pair (shared by both entries)."""
     hb = ct.bid(1)
     batch = ct.bid(2)
     n_seq_blocks = ct.num_tiles(cos, 0, shape=(BLOCK_S, HALF_TILE))
@@ -36,3 +41,13 @@ def rope_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE:
         x2 = ct.astype(x2, ct.float32)
         ct.store(y, index=(batch, sb, hb, 0, 0), tile=ct.astype(x1 * c - x2 * s, y.dtype))
         ct.store(y, index=(batch, sb, hb, 1, 0), tile=ct.astype(x2 * c + x1 * s, y.dtype))
+
+
+@ct.kernel
+def rope_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    rope_seq_blocks(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE)
+
+
+@ct.kernel(occupancy=16)
+def rope_occ16_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    rope_seq_blocks(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE)

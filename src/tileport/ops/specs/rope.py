@@ -25,6 +25,10 @@ BLOCK_S = 1
 # The search: positions and heads per block, with at most MAX_HALF_TILE_ELEMS elements per half-tile
 # (x1 and x2 in f32 registers), and the grid policy ("persistent": PERSISTENT_BLOCKS_PER_SM blocks per
 # SM over all (head block, batch) pairs, each looping over sequence blocks).
+OCCUPANCY = {"rope_occ16_kernel": 16}  # as the @ct.kernel decorator (rope_kernel has no hint)
+ENTRIES = ("rope_kernel", "rope_occ16_kernel")
+# rope_occ16_kernel: x1 and x2 in f32 within 32 registers per thread of 128 threads
+MAX_OCC16_HALF_TILE_ELEMS = 1024
 BLOCK_SS = (1, 2, 4, 8)
 BLOCK_HS = tuple(1 << i for i in range(13))
 MAX_HALF_TILE_ELEMS = 4096
@@ -44,15 +48,16 @@ def candidates(shape, dtype) -> list[dict]:
     block_s, block_h, half_tile = tiles(s, h, d // 2)
     lo = min(HALF_TILE_ELEMS // 4, block_s * block_h * half_tile)
     hi = max(MAX_HALF_TILE_ELEMS, half_tile)
-    return [{"BLOCK_S": bs, "BLOCK_H": bh, "grid": g}
-            for bs, bh, g in product(BLOCK_SS, BLOCK_HS, GRIDS)
-            if bs <= next_pow2(s) and bh <= next_pow2(h) and lo <= bs * bh * half_tile <= hi]
+    return [{"kernel": k, "BLOCK_S": bs, "BLOCK_H": bh, "grid": g}
+            for k, bs, bh, g in product(ENTRIES, BLOCK_SS, BLOCK_HS, GRIDS)
+            if bs <= next_pow2(s) and bh <= next_pow2(h) and lo <= bs * bh * half_tile <= hi
+            and (k == "rope_kernel" or bs * bh * half_tile <= MAX_OCC16_HALF_TILE_ELEMS)]
 
 
 def default(shape, dtype) -> dict:
     _, s, h, d = shape
     block_s, block_h, _ = tiles(s, h, d // 2)
-    return {"BLOCK_S": block_s, "BLOCK_H": block_h, "grid": "full"}
+    return {"kernel": "rope_kernel", "BLOCK_S": block_s, "BLOCK_H": block_h, "grid": "full"}
 
 
 def shape_class(shape) -> str:
@@ -102,7 +107,7 @@ def plan(x, cos, sin, outs, config=None):
     if d % 2 or not x.is_contiguous() or cos.shape != (s, half) or sin.shape != (s, half):
         raise ValueError("rope takes contiguous x [B, S, H, D] (D even) and cos/sin [S, D/2]")
     cfg = autotune.resolve(SPEC, x, config)
-    return [Launch("rope_kernel", grid_for(cfg, s, h, b, num_sms(x.device)), {
+    return [Launch(cfg["kernel"], grid_for(cfg, s, h, b, num_sms(x.device)), {
         "x": x.view(b, s, h, 2, half), "cos": cos, "sin": sin, "y": outs.view(b, s, h, 2, half),
         "BLOCK_S": cfg["BLOCK_S"], "BLOCK_H": cfg["BLOCK_H"], "HALF_TILE": next_pow2(half)})]
 
@@ -115,7 +120,7 @@ def _constants(dt):
 SPEC = OpSpec(
     name="rope",
     kernel_file="rope.py",
-    kernels=["rope_kernel"],
+    kernels=list(ENTRIES),
     dtypes=list(FLOAT_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
@@ -126,7 +131,10 @@ SPEC = OpSpec(
     tolerances=TOL_POINTWISE,
     captures=(per_dtype_captures("rope_kernel", {"x": 5, "y": 5}, _constants,
                                  fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
-              # the [1, 16384, 8, 128] benchmark's specialization (8 heads per block)
+              # the [1, 16384, 8, 128] benchmark's specialization (8 heads per block), both entries
+              + per_dtype_captures("rope_occ16_kernel", {"x": 5, "y": 5},
+                                   lambda dt: {"BLOCK_S": 1, "BLOCK_H": 8, "HALF_TILE": 64},
+                                   fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
               + [Capture("rope_kernel", {"x": (dt, 5), "y": (dt, 5), "cos": ("float32", 2),
                                          "sin": ("float32", 2)},
                          constants={"BLOCK_S": 1, "BLOCK_H": 8, "HALF_TILE": 64})
@@ -134,6 +142,6 @@ SPEC = OpSpec(
     bytes=lambda shape, dt: (2 * numel(shape) * ELEMENT_SIZE[dt]
                              + 2 * shape[1] * (shape[3] // 2) * 4),
     flops=lambda shape: 3 * numel(shape),
-    tune=ConfigSpace(axes={"BLOCK_S": BLOCK_SS, "BLOCK_H": BLOCK_HS, "grid": GRIDS},
+    tune=ConfigSpace(axes={"kernel": ENTRIES, "BLOCK_S": BLOCK_SS, "BLOCK_H": BLOCK_HS, "grid": GRIDS},
                      candidates=candidates, default=default, shape_class=shape_class),
 )
