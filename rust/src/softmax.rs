@@ -5,7 +5,7 @@
 pub mod softmax {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:48`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:49`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_tma_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -71,7 +71,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:53`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:54`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn softmax_tma_wide_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -137,7 +137,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:58`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:59`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_gather_kernel<E: ElementType, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -236,7 +236,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:75`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:76`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_online_kernel<E: ElementType, const BLOCK_M: i32, const CHUNK: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -351,32 +351,34 @@ pub mod softmax {
             }
             let inv_sum: Tile<f32, { [BLOCK_M, 1] }> =
                 divf(c, run_sum, rounding::Approx, ftz::Enabled);
+            let diff_1: i32 = n_chunks - 1i32;
             let run_max_b_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
                 run_max.broadcast(shape![BLOCK_M, CHUNK]);
             let inv_sum_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
                 inv_sum.broadcast(shape![BLOCK_M, CHUNK]);
             let mut y_last_op_1: Token = y_last_op;
             for c_1 in 0i32..n_chunks {
+                let back: i32 = diff_1 - c_1;
                 let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
                     &x_view_4,
-                    [rb, c_1],
+                    [rb, back],
                     ordering::Weak,
                     scope::TileBlock,
                     None,
                     tma::Enabled,
                 );
                 let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
-                let diff_1: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - run_max_b_1;
+                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - run_max_b_1;
                 let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
-                    unsafe { exp_with_rounding(diff_1, rounding::Approx) };
+                    unsafe { exp_with_rounding(diff_2, rounding::Approx) };
                 let out: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_1 * inv_sum_b;
                 let out_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out);
                 let y_tok: Token = unsafe {
                     store_view_raw(
                         &y_view,
                         out_e,
-                        [rb, c_1],
-                        Some(y_last_op),
+                        [rb, back],
+                        Some(y_last_op_1),
                         ordering::Weak,
                         scope::TileBlock,
                         tma::Enabled,
@@ -384,8 +386,7 @@ pub mod softmax {
                         [false, false],
                     )
                 };
-                let joined_tok: Token = join_tokens(&[y_last_op_1, y_tok]);
-                y_last_op_1 = joined_tok;
+                y_last_op_1 = y_tok;
             }
             y_last_op = y_last_op_1;
         }

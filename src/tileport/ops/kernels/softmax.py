@@ -18,7 +18,8 @@ measured faster for the pointer path).
     range), masked lanes read -inf.
 (c) softmax_online_kernel: rows too long for one tile. Pass 1 walks BLOCK_M rows in
     (BLOCK_M, CHUNK) tiles, keeping a running max and a running sum per row rescaled by
-    exp(old_max - new_max); pass 2 re-reads the rows (mostly from L2) and writes exp(x - max) / sum.
+    exp(old_max - new_max); pass 2 re-reads the rows, last chunk first (mostly from L2), and writes
+    exp(x - max) / sum.
     BLOCK_M > 1 puts more bytes in flight per load for rows of a few chunks (a load moves
     BLOCK_M * CHUNK elements; one 4096-wide f16 row is only 8 KiB); rows past the end are padded
     with -inf and their stores are dropped.
@@ -92,9 +93,12 @@ def softmax_online_kernel(x, y, BLOCK_M: ConstInt, CHUNK: ConstInt):
             run_sum = run_sum * scale + part
             run_max = new_max
         inv_sum = ct.truediv(1.0, run_sum, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
-        # Pass 2: normalize and write.
+        # Pass 2: normalize and write, last chunk first: the chunks pass 1 read last are the ones
+        # most likely still in L2 (walking forward would evict each chunk just before re-reading it
+        # once the rows in flight outgrow L2, e.g. 256 rows of 131072 f16 = 64 MiB).
         for c in range(n_chunks):
-            t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+            back = n_chunks - 1 - c
+            t = ct.load(x, index=(rb, back), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
             t = ct.astype(t, ct.float32)
             out = ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX) * inv_sum
-            ct.store(y, index=(rb, c), tile=ct.astype(out, y.dtype))
+            ct.store(y, index=(rb, back), tile=ct.astype(out, y.dtype))
