@@ -309,6 +309,12 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "softmax_tma_wide_kernel",
             arrays: &[("x", 2), ("y", 2)],
         },
+        "softmax_tma_prefetch_kernel" => EntryInfo {
+            module_ast: softmax::softmax::__module_ast_self,
+            module: "softmax",
+            function: "softmax_tma_prefetch_kernel",
+            arrays: &[("x", 2), ("y", 2)],
+        },
         "softmax_gather_kernel" => EntryInfo {
             module_ast: softmax::softmax::__module_ast_self,
             module: "softmax",

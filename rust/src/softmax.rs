@@ -5,7 +5,7 @@
 pub mod softmax {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:49`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:54`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_tma_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -71,7 +71,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:54`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:59`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn softmax_tma_wide_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -137,7 +137,99 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:59`.
+    /// (a) with the next row block's load issued before this one's math (software pipelining by
+    /// hand: the load latency of block i+1 overlaps the reductions of block i).
+    /// Translated from `src/tileport/ops/kernels/softmax.py:64`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
+    pub unsafe fn softmax_tma_prefetch_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const TILE: i32,
+    >(
+        x: &Tensor<E, { [-1, -1] }>,
+        y: &Tensor<E, { [-1, -1] }>,
+    ) {
+        let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::None,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_1: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_2: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let mut y_out: PartitionMut<E, { [BLOCK_M, TILE] }> =
+            unsafe { y.partition_full_mut(shape![BLOCK_M, TILE]) };
+        let bid: i32 = get_tile_block_id().0;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
+        let mut ahead: Tile<E, { [BLOCK_M, TILE] }> = load_view_tko(
+            &x_view_1,
+            [bid, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let diff: i32 = n_row_blocks - 1i32;
+        for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
+            let t: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(ahead);
+            let sum: i32 = rb + num_blocks;
+            let nxt: i32 = min(sum, diff);
+            ahead = load_view_tko(
+                &x_view_2,
+                [nxt, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            );
+            let t_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t, 1i32);
+            let row_max: Tile<f32, { [BLOCK_M, 1] }> = t_max.reshape(shape![BLOCK_M, 1]);
+            let row_max_b: Tile<f32, { [BLOCK_M, TILE] }> =
+                row_max.broadcast(shape![BLOCK_M, TILE]);
+            let diff_1: Tile<f32, { [BLOCK_M, TILE] }> = t - row_max_b;
+            let num: Tile<f32, { [BLOCK_M, TILE] }> =
+                unsafe { exp_with_rounding(diff_1, rounding::Approx) };
+            let num_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(num, 1i32);
+            let den: Tile<f32, { [BLOCK_M, 1] }> = num_sum.reshape(shape![BLOCK_M, 1]);
+            let den_b: Tile<f32, { [BLOCK_M, TILE] }> = den.broadcast(shape![BLOCK_M, TILE]);
+            let out: Tile<f32, { [BLOCK_M, TILE] }> =
+                divf(num, den_b, rounding::Approx, ftz::Enabled);
+            let out_e: Tile<E, { [BLOCK_M, TILE] }> = convert_tile(out);
+            unsafe {
+                store_view_tko_mut(
+                    &mut y_out,
+                    out_e,
+                    [rb, 0i32],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                )
+            };
+        }
+    }
+
+    /// Translated from `src/tileport/ops/kernels/softmax.py:84`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_gather_kernel<E: ElementType, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -236,7 +328,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:76`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:101`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_online_kernel<E: ElementType, const BLOCK_M: i32, const CHUNK: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -537,6 +629,65 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
                 unsafe { op.async_on(&target.stream) }
                     .map(drop)
                     .map_err(|e| launch_error("softmax_tma_wide_kernel", e))
+            }};
+        }
+        match (e_code,) {
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
+/// Enqueue `softmax::softmax_tma_prefetch_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (x, y, BLOCK_M, TILE), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
+    x: *const TensorDesc,
+    y: *const TensorDesc,
+    block_m: i32,
+    tile: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("softmax_tma_prefetch_kernel", || {
+        let x = check_desc("x", x, 2)?;
+        let y = check_desc("y", y, 2)?;
+        require_disjoint("y", y)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(
+            &[("x", x), ("y", y)],
+            &[dtype::F32, dtype::F16, dtype::BF16],
+        )?;
+        check_tile_dim("BLOCK_M", block_m)?;
+        check_tile_dim("TILE", tile)?;
+        let target = LaunchTarget::new(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let x_t = target.tensor::<E>(x);
+                let y_t = target.tensor::<E>(y);
+                let op = unsafe { softmax::softmax_tma_prefetch_kernel(&x_t, &y_t) }
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ])
+                    .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map(drop)
+                    .map_err(|e| launch_error("softmax_tma_prefetch_kernel", e))
             }};
         }
         match (e_code,) {

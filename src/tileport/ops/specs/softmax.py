@@ -12,8 +12,8 @@
   pins (c), so each kernel is tested and benchmarked on its own.
 
 Configuration space (`spec.tune`, searched by `python3 -m tileport.gpu.autotune`): a configuration
-is {"variant": "gather" | "tma" | "online", knobs}: gather {grid}; tma {kernel (occupancy 4 or 2),
-BLOCK_M, grid}; online {CHUNK, BLOCK_M, grid}. The operator searches gather and tma while a row fits
+is {"variant": "gather" | "tma" | "online", knobs}: gather {grid}; tma {kernel (occupancy 4, 2, or 2 with
+the next row block prefetched), BLOCK_M, grid}; online {CHUNK, BLOCK_M, grid}. The operator searches gather and tma while a row fits
 one tile and online beyond; each variant spec searches its own variant (softmax_tma: online beyond
 one tile). Grids: "persistent" = min(tiles, NUM_SMS * occupancy), "full" = one block per tile.
 """
@@ -29,9 +29,11 @@ from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_SOFTMAX, cdiv, next_pow2, 
 from ._tune import BLOCK_MS, GRIDS, block_ms, row_candidates, row_grid, rows_class
 
 # Occupancy hints of the kernels (must match the @ct.kernel decorators; a CPU test checks it).
-OCCUPANCY = {"softmax_tma_kernel": 4, "softmax_tma_wide_kernel": 2, "softmax_gather_kernel": 4,
-             "softmax_online_kernel": 4}
-TMA_ENTRIES = {k: OCCUPANCY[k] for k in ("softmax_tma_kernel", "softmax_tma_wide_kernel")}
+OCCUPANCY = {"softmax_tma_kernel": 4, "softmax_tma_wide_kernel": 2, "softmax_tma_prefetch_kernel": 2,
+             "softmax_gather_kernel": 4, "softmax_online_kernel": 4}
+TMA_ENTRIES = {k: OCCUPANCY[k] for k in ("softmax_tma_kernel", "softmax_tma_wide_kernel",
+                                          "softmax_tma_prefetch_kernel")}
+PREFETCH = "softmax_tma_prefetch_kernel"
 # Row tiles up to MAX_NARROW_TILE columns use softmax_tma_kernel (occupancy 4), up to MAX_TMA_TILE
 # softmax_tma_wide_kernel (occupancy 2); longer rows the online kernel.
 MAX_NARROW_TILE = 8192
@@ -87,10 +89,19 @@ def gather_default(shape, dtype) -> dict:
     return {"variant": "gather", "grid": "full"}
 
 
+def prefetch_fits(block_m: int, tile: int, dtype: str) -> bool:
+    """The prefetch entry holds the next tile in the input dtype beside the f32 working tile: at most
+    a (1, 16384) f16 row's worth (compiled without spills at occupancy 2). It only runs persistent:
+    with one block per tile there is no next block, and the extra load would be pure cost."""
+    return block_m * tile * (4 + ELEMENT_SIZE[dtype]) <= 16384 * (4 + 2)
+
+
 def tma_candidates(shape, dtype) -> list[dict]:
-    if next_pow2(shape[1]) > MAX_TMA_TILE:
+    tile = next_pow2(shape[1])
+    if tile > MAX_TMA_TILE:
         return []
-    return [{"variant": "tma", **c} for c in row_candidates(shape[0], next_pow2(shape[1]), TMA_ENTRIES)]
+    return [{"variant": "tma", **c} for c in row_candidates(shape[0], tile, TMA_ENTRIES)
+            if c["kernel"] != PREFETCH or (prefetch_fits(c["BLOCK_M"], tile, dtype) and c["grid"] == "persistent")]
 
 
 def tma_default(shape, dtype) -> dict:
@@ -207,7 +218,8 @@ SHAPES_SINGLE_TILE = [(1, 1), (3, 7), (256, 1009), (1823, 781), (300, 5000), (40
 SHAPES_LONG = [(16, 100_003), (4, 262_144)]
 # Captures per kernel, shared with the variant specs.
 GATHER_CAPTURES = per_dtype_captures("softmax_gather_kernel", IO_RANKS, lambda dt: {"TILE": 4096})
-TMA_CAPTURES = per_dtype_captures("softmax_tma_kernel", IO_RANKS, lambda dt: tma_constants(4096, 4096, dt))
+TMA_CAPTURES = (per_dtype_captures("softmax_tma_kernel", IO_RANKS, lambda dt: tma_constants(4096, 4096, dt))
+                + per_dtype_captures(PREFETCH, IO_RANKS, lambda dt: tma_constants(1024, 16384 if dt != "float32" else 8192, dt)))
 TMA_WIDE_CAPTURES = per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
                                        lambda dt: tma_constants(1024, 16384, dt))
 ONLINE_CAPTURES = (per_dtype_captures("softmax_online_kernel", IO_RANKS,
@@ -218,7 +230,8 @@ ONLINE_CAPTURES = (per_dtype_captures("softmax_online_kernel", IO_RANKS,
 SPEC = OpSpec(
     name="softmax",
     kernel_file="softmax.py",
-    kernels=["softmax_gather_kernel", "softmax_tma_kernel", "softmax_tma_wide_kernel", "softmax_online_kernel"],
+    kernels=["softmax_gather_kernel", "softmax_tma_kernel", "softmax_tma_wide_kernel", PREFETCH,
+             "softmax_online_kernel"],
     dtypes=list(FLOAT_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
