@@ -175,8 +175,16 @@ def summarize(cases: list[dict]) -> dict:
             "cases_without_winner": sum(1 for r in rows if r["chosen"] is None)}
 
 
+def parse_shapes(text: str) -> set[tuple[int, ...]] | None:
+    """"1024x16384,1x16384x8x128" -> {(1024, 16384), (1, 16384, 8, 128)}; "" -> None (every shape)."""
+    if not text:
+        return None
+    return {tuple(int(d) for d in item.split("x")) for item in text.split(",") if item}
+
+
 def run(ops: list[str], out: Path, backends: list[str], dtypes: list[str] | None, max_shapes: int | None,
-        store: bool, budget: float, final_budget: float, finalists: int, time_limit: float) -> dict:
+        store: bool, budget: float, final_budget: float, finalists: int, time_limit: float,
+        shapes: set[tuple[int, ...]] | None = None) -> dict:
     import torch
 
     from tileport.gpu.bench import copy_bandwidth, environment
@@ -195,6 +203,8 @@ def run(ops: list[str], out: Path, backends: list[str], dtypes: list[str] | None
             if dtype not in spec.dtypes:
                 continue
             for shape in list(spec.bench_shapes)[:max_shapes]:
+                if shapes is not None and tuple(shape) not in shapes:
+                    continue
                 if time.monotonic() - t0 > time_limit:
                     result["not_run"].append({"op": op, "dtype": dtype, "shape": list(shape),
                                               "why": f"time limit {time_limit:.0f} s reached"})
@@ -221,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default=",".join(TILE_BACKENDS), help="comma-separated tile backends")
     ap.add_argument("--dtypes", default="", help="comma-separated dtypes (default: each op's)")
     ap.add_argument("--max-shapes", type=int, default=None, help="only the first N bench shapes of each op")
-    ap.add_argument("--budget", type=float, default=0.03, help="seconds of repetitions per candidate (screening)")
+    ap.add_argument("--shapes", default="", help="only these bench shapes, e.g. 1024x16384,1x16384x8x128")
+    ap.add_argument("--budget", type=float, default=0.02, help="seconds of repetitions per candidate (screening)")
     ap.add_argument("--final-budget", type=float, default=0.2, help="seconds of repetitions per finalist")
     ap.add_argument("--finalists", type=int, default=3, help="candidates re-timed with --final-budget")
     ap.add_argument("--time-limit", type=float, default=480.0, help="start no case after this many seconds")
@@ -235,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
                  f"backends among {', '.join(TILE_BACKENDS)}")
     if args.finalists < 1:
         ap.error("--finalists must be at least 1")
+    try:
+        shapes = parse_shapes(args.shapes)
+    except ValueError:
+        ap.error(f"--shapes: {args.shapes!r} is not a comma-separated list of AxBx... sizes")
     from tileport.ops.backends import cuda_unavailable_reason
     reason = cuda_unavailable_reason()
     if reason:
@@ -243,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     result = run(args.ops or known, args.out, backends, [d for d in args.dtypes.split(",") if d] or None,
                  args.max_shapes, not args.no_store, args.budget, args.final_budget, args.finalists,
-                 args.time_limit)
+                 args.time_limit, shapes)
     for row in result["summary"]["per_case"]:
         print(f"{row['op']:15} {row['dtype']:9} {str(row['shape']):22} {row['backend']:9} "
               f"default {_pct(row['default_pct_copy_bw'])} -> tuned {_pct(row['chosen_pct_copy_bw'])} "

@@ -20,7 +20,7 @@ from ._common import next_pow2
 
 GRIDS = ("persistent", "full")
 BLOCK_MS = tuple(1 << i for i in range(14))  # declared axis: 1 .. 8192 rows per tile
-TOP_BLOCK_MS = 6  # candidates: the largest few BLOCK_M an entry allows (tiny row tiles are never faster)
+TOP_BLOCK_MS = 3  # candidates: the largest few BLOCK_M an entry allows (tiny row tiles are never faster)
 REGISTER_ELEMS = 32768  # f32 tile elements per CTA at occupancy 1 (the budget divides by occupancy)
 
 
@@ -28,18 +28,20 @@ def tile_budget(occupancy: int) -> int:
     return REGISTER_ELEMS // occupancy
 
 
-def block_ms(n_rows: int, tile: int, occupancy: int, top: int = TOP_BLOCK_MS) -> list[int]:
+def block_ms(n_rows: int, tile: int, occupancy: int, top: int = TOP_BLOCK_MS, keep: int | None = None) -> list[int]:
     """The largest `top` powers of two BLOCK_M with BLOCK_M <= next_pow2(n_rows) and a
-    (BLOCK_M, tile) f32 tile within the occupancy's register budget (empty if one row does not fit)."""
+    (BLOCK_M, tile) f32 tile within the occupancy's register budget, plus `keep` (the default's
+    BLOCK_M) when it is allowed too; empty if one row does not fit."""
     allowed = [bm for bm in BLOCK_MS if bm <= next_pow2(n_rows) and bm * tile <= tile_budget(occupancy)]
-    return allowed[-top:]
+    return sorted(set(allowed[-top:]) | ({keep} & set(allowed)))
 
 
-def row_candidates(n_rows: int, tile: int, entries: Mapping[str, int]) -> list[dict]:
-    """(kernel, BLOCK_M, grid) points of a row kernel whose row tile is `tile` columns wide."""
+def row_candidates(n_rows: int, tile: int, entries: Mapping[str, int], keep: int | None = None) -> list[dict]:
+    """(kernel, BLOCK_M, grid) points of a row kernel whose row tile is `tile` columns wide (`keep`:
+    a BLOCK_M to include whatever the others are, the default's)."""
     return [{"kernel": kernel, "BLOCK_M": bm, "grid": grid}
             for kernel, occ in entries.items()
-            for bm, grid in product(block_ms(n_rows, tile, occ), GRIDS)]
+            for bm, grid in product(block_ms(n_rows, tile, occ, keep=keep), GRIDS)]
 
 
 def row_grid(config: Mapping[str, Any], n_blocks: int, sms: int, occupancy: int) -> tuple[int, int, int]:

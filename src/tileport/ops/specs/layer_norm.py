@@ -43,7 +43,7 @@ def allocate(x, w, b):
 
 def candidates(shape, dtype) -> list[dict]:
     tile = next_pow2(shape[1])
-    return row_candidates(shape[0], tile, OCCUPANCY) if tile <= MAX_TILE else []
+    return row_candidates(shape[0], tile, OCCUPANCY, rows_per_block(shape[0], tile, dtype, ROW_BYTES)) if tile <= MAX_TILE else []
 
 
 def default(shape, dtype) -> dict:

@@ -42,15 +42,17 @@ def tiles(s: int, h: int, half: int) -> tuple[int, int, int]:
 
 
 def candidates(shape, dtype) -> list[dict]:
-    """Tiles between a quarter of the default's size (at most HALF_TILE_ELEMS / 4: smaller blocks only
-    add per-block cost) and MAX_HALF_TILE_ELEMS, in both grid policies."""
+    """BLOCK_H: the default's (all heads up to HALF_TILE_ELEMS) or half of it; BLOCK_S: 1 to 8
+    positions; tiles between a quarter of the default's size (at most HALF_TILE_ELEMS / 4: smaller
+    blocks only add per-block cost) and MAX_HALF_TILE_ELEMS; both grid policies; the occupancy-16
+    entry up to MAX_OCC16_HALF_TILE_ELEMS."""
     _, s, h, d = shape
     block_s, block_h, half_tile = tiles(s, h, d // 2)
     lo = min(HALF_TILE_ELEMS // 4, block_s * block_h * half_tile)
     hi = max(MAX_HALF_TILE_ELEMS, half_tile)
     return [{"kernel": k, "BLOCK_S": bs, "BLOCK_H": bh, "grid": g}
-            for k, bs, bh, g in product(ENTRIES, BLOCK_SS, BLOCK_HS, GRIDS)
-            if bs <= next_pow2(s) and bh <= next_pow2(h) and lo <= bs * bh * half_tile <= hi
+            for k, bs, bh, g in product(ENTRIES, BLOCK_SS, sorted({block_h, max(1, block_h // 2)}), GRIDS)
+            if bs <= next_pow2(s) and lo <= bs * bh * half_tile <= hi
             and (k == "rope_kernel" or bs * bh * half_tile <= MAX_OCC16_HALF_TILE_ELEMS)]
 
 

@@ -44,7 +44,7 @@ MAX_GATHER_TILE = 16384
 ONLINE_CHUNK = {"float32": 8192, "float16": 4096, "bfloat16": 4096}
 ONLINE_CHUNKS = (1024, 2048, 4096, 8192)  # the search's chunks (<= 8192 f32: occupancy 4 budget)
 CHUNK_AXIS = tuple(1 << i for i in range(14))  # declared: a short row is one chunk of next_pow2(N)
-ONLINE_TOP_BLOCK_MS = 4
+ONLINE_TOP_BLOCK_MS = 2
 VARIANTS = ("gather", "tma", "online")
 
 
@@ -100,7 +100,8 @@ def tma_candidates(shape, dtype) -> list[dict]:
     tile = next_pow2(shape[1])
     if tile > MAX_TMA_TILE:
         return []
-    return [{"variant": "tma", **c} for c in row_candidates(shape[0], tile, TMA_ENTRIES)
+    keep = rows_per_block(shape[0], tile, dtype)
+    return [{"variant": "tma", **c} for c in row_candidates(shape[0], tile, TMA_ENTRIES, keep)
             if c["kernel"] != PREFETCH or (prefetch_fits(c["BLOCK_M"], tile, dtype) and c["grid"] == "persistent")]
 
 
@@ -116,7 +117,7 @@ def online_candidates(shape, dtype) -> list[dict]:
     occ = OCCUPANCY["softmax_online_kernel"]
     chunks = sorted({min(next_pow2(n), c) for c in ONLINE_CHUNKS} | {online_chunk(n, dtype)})
     return [{"variant": "online", "CHUNK": chunk, "BLOCK_M": bm, "grid": g}
-            for chunk in chunks for bm in block_ms(m, chunk, occ, ONLINE_TOP_BLOCK_MS) for g in GRIDS]
+            for chunk in chunks for bm in block_ms(m, chunk, occ, ONLINE_TOP_BLOCK_MS, keep=1) for g in GRIDS]
 
 
 def online_default(shape, dtype) -> dict:
