@@ -322,3 +322,50 @@ def test_kernel_files_exist_for_fingerprints():
     for op in TUNABLE:
         assert (KERNELS_DIR / SPECS[op].kernel_file).is_file()
         assert autotune.fingerprint(SPECS[op])
+
+
+# ---------------------------------------------------------------------------------------------
+# On a GPU (skipped elsewhere): every candidate of a ragged problem is correct on both backends,
+# and a search stores a winner that the next plan on that backend uses.
+
+RAGGED = {"softmax": (37, 1000), "softmax_tma": (37, 1000), "softmax_gather": (37, 1000),
+          "softmax_online": (19, 5000), "rms_norm": (37, 1000), "layer_norm": (37, 1000),
+          "rope": (3, 33, 5, 96)}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["cutile", "cutile-rs"])
+@pytest.mark.parametrize("op", sorted(RAGGED))
+def test_every_candidate_is_correct_on_the_gpu(op, backend, monkeypatch):
+    from tileport.ops.backends import unavailable_reason
+    if unavailable_reason(backend):
+        pytest.skip(unavailable_reason(backend))
+    monkeypatch.undo()  # the real SM count and device names (the CPU fixture patched them)
+    problem = gpu_autotune.Problem(SPECS[op], "float16", RAGGED[op])
+    failures = []
+    for cfg in SPECS[op].tune.candidates(RAGGED[op], "float16"):
+        ok, ratio, msg = problem.check(problem.runner(backend, cfg))
+        if not ok:
+            failures.append((cfg, msg))
+    assert not failures, failures
+
+
+@pytest.mark.gpu
+def test_search_stores_a_winner_that_plans_use(monkeypatch, tmp_path):
+    from tileport.gpu.timing import make_flush
+    from tileport.ops.backends import unavailable_reason
+    if unavailable_reason("cutile"):
+        pytest.skip(unavailable_reason("cutile"))
+    import torch
+    monkeypatch.undo()
+    monkeypatch.setenv(autotune.DIR_ENV, str(tmp_path))
+    autotune.forget_loaded()
+    spec, shape = SPECS["softmax_online"], (256, 4096)
+    case = gpu_autotune.tune_case(spec, "float16", shape, ["cutile"], make_flush("cuda"), 4000.0,
+                                  torch.cuda.get_device_name(0), True, 0.01, 0.02, 2)
+    chosen = case["backends"]["cutile"]["chosen"]
+    assert chosen is not None and case["backends"]["cutile"]["failed"] == 0
+    (x,) = spec.make_inputs(shape, "float16", "cuda", 0)
+    with autotune.planning_for("cutile"):
+        (launch,) = spec.plan(x, torch.empty_like(x))
+    assert launch.args["CHUNK"] == chosen["CHUNK"] and launch.args["BLOCK_M"] == chosen["BLOCK_M"]
