@@ -327,6 +327,12 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "softmax_online_kernel",
             arrays: &[("x", 2), ("y", 2)],
         },
+        "softmax_online_rev_kernel" => EntryInfo {
+            module_ast: softmax::softmax::__module_ast_self,
+            module: "softmax",
+            function: "softmax_online_rev_kernel",
+            arrays: &[("x", 2), ("y", 2)],
+        },
         "swiglu_kernel" => EntryInfo {
             module_ast: swiglu::swiglu::__module_ast_self,
             module: "swiglu",

@@ -23,8 +23,8 @@ measured faster for the pointer path).
     range), masked lanes read -inf.
 (c) softmax_online_kernel: rows too long for one tile. Pass 1 walks BLOCK_M rows in
     (BLOCK_M, CHUNK) tiles, keeping a running max and a running sum per row rescaled by
-    exp(old_max - new_max); pass 2 re-reads the rows, last chunk first (mostly from L2), and writes
-    exp(x - max) / sum.
+    exp(old_max - new_max); pass 2 re-reads the rows (mostly from L2) and writes exp(x - max) / sum.
+    softmax_online_rev_kernel walks pass 2 last chunk first (see its docstring).
     BLOCK_M > 1 puts more bytes in flight per load for rows of a few chunks (a load moves
     BLOCK_M * CHUNK elements; one 4096-wide f16 row is only 8 KiB); rows past the end are padded
     with -inf and their stores are dropped.
@@ -97,6 +97,33 @@ def softmax_gather_kernel(x, y, TILE: ConstInt):
         ct.scatter(y, (row, cols), ct.astype(out, y.dtype), mask=in_row, check_bounds=False)
 
 
+def online_row_stats(x, rb, n_chunks, BLOCK_M, CHUNK):
+    """Pass 1 of (c): running max and 1 / sum over the chunks of row block rb. Chunk 0 initializes
+    them (it always holds a real column)."""
+    t = ct.load(x, index=(rb, 0), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+    t = ct.astype(t, ct.float32)
+    run_max = ct.max(t, 1, keepdims=True)
+    run_sum = ct.sum(ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
+    for c in range(1, n_chunks):
+        t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+        t = ct.astype(t, ct.float32)
+        new_max = ct.maximum(run_max, ct.max(t, 1, keepdims=True))
+        scale = ct.exp(run_max - new_max, rounding_mode=ct.RoundingMode.APPROX)
+        part = ct.sum(ct.exp(t - new_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
+        run_sum = run_sum * scale + part
+        run_max = new_max
+    inv_sum = ct.truediv(1.0, run_sum, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+    return run_max, inv_sum
+
+
+def online_write_chunk(x, y, rb, c, run_max, inv_sum, BLOCK_M, CHUNK):
+    """Pass 2 of (c) for one chunk: exp(x - max) / sum."""
+    t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+    t = ct.astype(t, ct.float32)
+    out = ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX) * inv_sum
+    ct.store(y, index=(rb, c), tile=ct.astype(out, y.dtype))
+
+
 @ct.kernel(occupancy=4)
 def softmax_online_kernel(x, y, BLOCK_M: ConstInt, CHUNK: ConstInt):
     bid = ct.bid(0)
@@ -104,26 +131,23 @@ def softmax_online_kernel(x, y, BLOCK_M: ConstInt, CHUNK: ConstInt):
     n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, CHUNK))
     n_chunks = ct.num_tiles(x, 1, shape=(BLOCK_M, CHUNK))
     for rb in range(bid, n_row_blocks, num_blocks):
-        # Pass 1: running max / sum. Chunk 0 initializes them (it always holds a real column).
-        t = ct.load(x, index=(rb, 0), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
-        t = ct.astype(t, ct.float32)
-        run_max = ct.max(t, 1, keepdims=True)
-        run_sum = ct.sum(ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
-        for c in range(1, n_chunks):
-            t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
-            t = ct.astype(t, ct.float32)
-            new_max = ct.maximum(run_max, ct.max(t, 1, keepdims=True))
-            scale = ct.exp(run_max - new_max, rounding_mode=ct.RoundingMode.APPROX)
-            part = ct.sum(ct.exp(t - new_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
-            run_sum = run_sum * scale + part
-            run_max = new_max
-        inv_sum = ct.truediv(1.0, run_sum, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
-        # Pass 2: normalize and write, last chunk first: the chunks pass 1 read last are the ones
-        # most likely still in L2 (walking forward would evict each chunk just before re-reading it
-        # once the rows in flight outgrow L2, e.g. 256 rows of 131072 f16 = 64 MiB).
+        run_max, inv_sum = online_row_stats(x, rb, n_chunks, BLOCK_M, CHUNK)
         for c in range(n_chunks):
-            back = n_chunks - 1 - c
-            t = ct.load(x, index=(rb, back), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
-            t = ct.astype(t, ct.float32)
-            out = ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX) * inv_sum
-            ct.store(y, index=(rb, back), tile=ct.astype(out, y.dtype))
+            online_write_chunk(x, y, rb, c, run_max, inv_sum, BLOCK_M, CHUNK)
+
+
+@ct.kernel(occupancy=4)
+def softmax_online_rev_kernel(x, y, BLOCK_M: ConstInt, CHUNK: ConstInt):
+    """(c) with pass 2 walking the chunks last-first: the chunks pass 1 read last are the likeliest
+    to be still in L2 when the rows in flight outgrow it (walking forward evicts each chunk just
+    before re-reading it, e.g. 256 rows of 131072 f16 = 64 MiB). Its pass-2 loop compiles without
+    the software pipelining of the forward loop (sm_90: 160 loads in the code vs 448), so the search
+    offers it for long rows only."""
+    bid = ct.bid(0)
+    num_blocks = ct.num_blocks(0)
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, CHUNK))
+    n_chunks = ct.num_tiles(x, 1, shape=(BLOCK_M, CHUNK))
+    for rb in range(bid, n_row_blocks, num_blocks):
+        run_max, inv_sum = online_row_stats(x, rb, n_chunks, BLOCK_M, CHUNK)
+        for c in range(n_chunks):
+            online_write_chunk(x, y, rb, n_chunks - 1 - c, run_max, inv_sum, BLOCK_M, CHUNK)

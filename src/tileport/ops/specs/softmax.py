@@ -13,7 +13,8 @@
 
 Configuration space (`spec.tune`, searched by `python3 -m tileport.gpu.autotune`): a configuration
 is {"variant": "gather" | "tma" | "online", knobs}: gather {grid}; tma {kernel (occupancy 4, 2, or 2 with
-the next row block prefetched), BLOCK_M, grid}; online {CHUNK, BLOCK_M, grid}. The operator searches gather and tma while a row fits
+the next row block prefetched), BLOCK_M, grid}; online {kernel (pass 2 forward, or last chunk
+first for rows of >= 16 chunks), CHUNK, BLOCK_M, grid}. The operator searches gather and tma while a row fits
 one tile and online beyond; each variant spec searches its own variant (softmax_tma: online beyond
 one tile). Grids: "persistent" = min(tiles, NUM_SMS * occupancy), "full" = one block per tile.
 """
@@ -30,10 +31,12 @@ from ._tune import BLOCK_MS, GRIDS, block_ms, row_candidates, row_grid, rows_cla
 
 # Occupancy hints of the kernels (must match the @ct.kernel decorators; a CPU test checks it).
 OCCUPANCY = {"softmax_tma_kernel": 4, "softmax_tma_wide_kernel": 2, "softmax_tma_prefetch_kernel": 2,
-             "softmax_gather_kernel": 4, "softmax_online_kernel": 4}
+             "softmax_gather_kernel": 4, "softmax_online_kernel": 4, "softmax_online_rev_kernel": 4}
 TMA_ENTRIES = {k: OCCUPANCY[k] for k in ("softmax_tma_kernel", "softmax_tma_wide_kernel",
                                           "softmax_tma_prefetch_kernel")}
 PREFETCH = "softmax_tma_prefetch_kernel"
+ONLINE_ENTRIES = ("softmax_online_kernel", "softmax_online_rev_kernel")
+REV_MIN_CHUNKS = 16  # the last-first pass 2 only for rows of at least this many chunks
 # Row tiles up to MAX_NARROW_TILE columns use softmax_tma_kernel (occupancy 4), up to MAX_TMA_TILE
 # softmax_tma_wide_kernel (occupancy 2); longer rows the online kernel.
 MAX_NARROW_TILE = 8192
@@ -116,12 +119,15 @@ def online_candidates(shape, dtype) -> list[dict]:
     m, n = shape
     occ = OCCUPANCY["softmax_online_kernel"]
     chunks = sorted({min(next_pow2(n), c) for c in ONLINE_CHUNKS} | {online_chunk(n, dtype)})
-    return [{"variant": "online", "CHUNK": chunk, "BLOCK_M": bm, "grid": g}
-            for chunk in chunks for bm in block_ms(m, chunk, occ, ONLINE_TOP_BLOCK_MS, keep=1) for g in GRIDS]
+    return [{"variant": "online", "kernel": k, "CHUNK": chunk, "BLOCK_M": bm, "grid": g}
+            for k in ONLINE_ENTRIES for chunk in chunks
+            if k == "softmax_online_kernel" or next_pow2(n) // chunk >= REV_MIN_CHUNKS
+            for bm in block_ms(m, chunk, occ, ONLINE_TOP_BLOCK_MS, keep=1) for g in GRIDS]
 
 
 def online_default(shape, dtype) -> dict:
-    return {"variant": "online", "CHUNK": online_chunk(shape[1], dtype), "BLOCK_M": 1, "grid": "persistent"}
+    return {"variant": "online", "kernel": "softmax_online_kernel", "CHUNK": online_chunk(shape[1], dtype),
+            "BLOCK_M": 1, "grid": "persistent"}
 
 
 def operator_candidates(shape, dtype) -> list[dict]:
@@ -152,7 +158,7 @@ def tma_or_online_default(shape, dtype) -> dict:
 
 
 def space(candidates, default) -> ConfigSpace:
-    axes = {"variant": VARIANTS, "kernel": tuple(TMA_ENTRIES), "BLOCK_M": BLOCK_MS, "CHUNK": CHUNK_AXIS,
+    axes = {"variant": VARIANTS, "kernel": tuple(TMA_ENTRIES) + ONLINE_ENTRIES, "BLOCK_M": BLOCK_MS, "CHUNK": CHUNK_AXIS,
             "grid": GRIDS}
     return ConfigSpace(axes=axes, candidates=candidates, default=default, shape_class=rows_class)
 
@@ -172,7 +178,7 @@ def launch_for(x, outs, config: dict, sms: int) -> Launch:
         k, bm = config["kernel"], config["BLOCK_M"]
         grid = row_grid(config, cdiv(n_rows, bm), sms, OCCUPANCY[k])
         return Launch(k, grid, {"x": x, "y": outs, "BLOCK_M": bm, "TILE": tile})
-    k, bm = "softmax_online_kernel", config["BLOCK_M"]
+    k, bm = config["kernel"], config["BLOCK_M"]
     grid = row_grid(config, cdiv(n_rows, bm), sms, OCCUPANCY[k])
     return Launch(k, grid, {"x": x, "y": outs, "BLOCK_M": bm, "CHUNK": config["CHUNK"]})
 
@@ -225,6 +231,8 @@ TMA_WIDE_CAPTURES = per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
                                        lambda dt: tma_constants(1024, 16384, dt))
 ONLINE_CAPTURES = (per_dtype_captures("softmax_online_kernel", IO_RANKS,
                                       lambda dt: {"BLOCK_M": 1, "CHUNK": ONLINE_CHUNK[dt]})
+                   + per_dtype_captures("softmax_online_rev_kernel", IO_RANKS,
+                                        lambda dt: {"BLOCK_M": 1, "CHUNK": ONLINE_CHUNK[dt]})
                    + [Capture("softmax_online_kernel", {"x": ("float16", 2), "y": ("float16", 2)},
                               constants={"BLOCK_M": 2, "CHUNK": 4096})])  # several rows per tile
 
@@ -232,7 +240,7 @@ SPEC = OpSpec(
     name="softmax",
     kernel_file="softmax.py",
     kernels=["softmax_gather_kernel", "softmax_tma_kernel", "softmax_tma_wide_kernel", PREFETCH,
-             "softmax_online_kernel"],
+             *ONLINE_ENTRIES],
     dtypes=list(FLOAT_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
