@@ -285,10 +285,10 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "rope_kernel",
             arrays: &[("x", 5), ("cos_", 2), ("sin_", 2), ("y", 5)],
         },
-        "rope_occ16_kernel" => EntryInfo {
+        "rope_persistent_kernel" => EntryInfo {
             module_ast: rope::rope::__module_ast_self,
             module: "rope",
-            function: "rope_occ16_kernel",
+            function: "rope_persistent_kernel",
             arrays: &[("x", 5), ("cos_", 2), ("sin_", 2), ("y", 5)],
         },
         "silu_and_mul_kernel" => EntryInfo {

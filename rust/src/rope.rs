@@ -5,7 +5,7 @@
 pub mod rope {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:47`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:43`.
     #[cutile::entry()]
     pub unsafe fn rope_kernel<
         E: ElementType,
@@ -22,15 +22,6 @@ pub mod rope {
             make_partition_view(
                 cos_,
                 shape![BLOCK_S, HALF_TILE],
-                padding::None,
-                dim_map::Identity,
-                cos_.token(),
-            )
-        };
-        let cos_view_1: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
-            make_partition_view(
-                cos_,
-                shape![BLOCK_S, HALF_TILE],
                 padding::Zero,
                 dim_map::Identity,
                 cos_.token(),
@@ -82,101 +73,95 @@ pub mod rope {
             )
         };
         let y_token: Token = y.token();
+        let bid: i32 = get_tile_block_id().0;
         let hb: i32 = get_tile_block_id().1;
         let batch: i32 = get_tile_block_id().2;
-        let n_seq_blocks: i32 = num_tiles(&cos_view, 0i32);
-        let bid: i32 = get_tile_block_id().0;
-        let num_blocks: i32 = get_num_tile_blocks().0;
-        let mut y_last_op: Token = y_token;
-        for sb in (bid..n_seq_blocks).step_by(num_blocks as usize) {
-            let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-                &cos_view_1,
-                [sb, 0i32],
+        let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
+            &cos_view,
+            [bid, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let s: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
+            &sin_view,
+            [bid, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let c: Tile<f32, { [1, BLOCK_S, 1, 1, HALF_TILE] }> =
+            c.reshape(shape![1, BLOCK_S, 1, 1, HALF_TILE]);
+        let s: Tile<f32, { [1, BLOCK_S, 1, 1, HALF_TILE] }> =
+            s.reshape(shape![1, BLOCK_S, 1, 1, HALF_TILE]);
+        let x1: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = load_view_tko(
+            &x_view,
+            [batch, bid, hb, 0i32, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let x2: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = load_view_tko(
+            &x_view_1,
+            [batch, bid, hb, 1i32, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let x1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(x1);
+        let x2: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(x2);
+        let c_b: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            c.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+        let s_b: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            s.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+        let prod_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x2 * s_b;
+        let prod_1_neg: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = negf(prod_1);
+        let diff: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            fma(x1, c_b, prod_1_neg, rounding::NearestEven, ftz::Disabled);
+        let diff_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(diff);
+        let y_tok: Token = unsafe {
+            store_view_raw(
+                &y_view,
+                diff_e,
+                [batch, bid, hb, 0i32, 0i32],
+                Some(y_token),
                 ordering::Weak,
                 scope::TileBlock,
-                None,
                 tma::Enabled,
-            );
-            let s: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-                &sin_view,
-                [sb, 0i32],
+                None,
+                [false, false, false, false, false],
+            )
+        };
+        let c_b_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            c.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+        let s_b_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            s.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+        let prod_3: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x1 * s_b_1;
+        let sum: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
+        let sum_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(sum);
+        unsafe {
+            store_view_raw(
+                &y_view_1,
+                sum_e,
+                [batch, bid, hb, 1i32, 0i32],
+                Some(y_tok),
                 ordering::Weak,
                 scope::TileBlock,
-                None,
                 tma::Enabled,
-            );
-            let c: Tile<f32, { [1, BLOCK_S, 1, 1, HALF_TILE] }> =
-                c.reshape(shape![1, BLOCK_S, 1, 1, HALF_TILE]);
-            let s: Tile<f32, { [1, BLOCK_S, 1, 1, HALF_TILE] }> =
-                s.reshape(shape![1, BLOCK_S, 1, 1, HALF_TILE]);
-            let x1: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = load_view_tko(
-                &x_view,
-                [batch, sb, hb, 0i32, 0i32],
-                ordering::Weak,
-                scope::TileBlock,
                 None,
-                tma::Enabled,
-            );
-            let x2: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = load_view_tko(
-                &x_view_1,
-                [batch, sb, hb, 1i32, 0i32],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let x1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(x1);
-            let x2: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(x2);
-            let c_b: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-                c.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-            let s_b: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-                s.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-            let prod_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x2 * s_b;
-            let prod_1_neg: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = negf(prod_1);
-            let diff: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-                fma(x1, c_b, prod_1_neg, rounding::NearestEven, ftz::Disabled);
-            let diff_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(diff);
-            let y_tok: Token = unsafe {
-                store_view_raw(
-                    &y_view,
-                    diff_e,
-                    [batch, sb, hb, 0i32, 0i32],
-                    Some(y_last_op),
-                    ordering::Weak,
-                    scope::TileBlock,
-                    tma::Enabled,
-                    None,
-                    [false, false, false, false, false],
-                )
-            };
-            let c_b_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-                c.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-            let s_b_1: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-                s.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-            let prod_3: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x1 * s_b_1;
-            let sum: Tile<f32, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-                fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
-            let sum_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(sum);
-            let y_tok_1: Token = unsafe {
-                store_view_raw(
-                    &y_view_1,
-                    sum_e,
-                    [batch, sb, hb, 1i32, 0i32],
-                    Some(y_tok),
-                    ordering::Weak,
-                    scope::TileBlock,
-                    tma::Enabled,
-                    None,
-                    [false, false, false, false, false],
-                )
-            };
-            y_last_op = y_tok_1;
-        }
+                [false, false, false, false, false],
+            )
+        };
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:52`.
-    #[cutile::entry(optimization_hints = (default = (occupancy = 16,),))]
-    pub unsafe fn rope_occ16_kernel<
+    /// Translated from `src/tileport/ops/kernels/rope.py:48`.
+    #[cutile::entry()]
+    pub unsafe fn rope_persistent_kernel<
         E: ElementType,
         const BLOCK_S: i32,
         const BLOCK_H: i32,
@@ -251,13 +236,13 @@ pub mod rope {
             )
         };
         let y_token: Token = y.token();
-        let hb: i32 = get_tile_block_id().1;
-        let batch: i32 = get_tile_block_id().2;
         let n_seq_blocks: i32 = num_tiles(&cos_view, 0i32);
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let mut y_last_op: Token = y_token;
         for sb in (bid..n_seq_blocks).step_by(num_blocks as usize) {
+            let hb: i32 = get_tile_block_id().1;
+            let batch: i32 = get_tile_block_id().2;
             let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
                 &cos_view_1,
                 [sb, 0i32],
@@ -420,12 +405,12 @@ pub unsafe extern "C" fn tileport_rope_kernel(
     })
 }
 
-/// Enqueue `rope::rope_occ16_kernel` on `stream` (no host synchronization).
+/// Enqueue `rope::rope_persistent_kernel` on `stream` (no host synchronization).
 /// Arguments follow the kernel's parameters (x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
 /// `tileport_last_error`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn tileport_rope_occ16_kernel(
+pub unsafe extern "C" fn tileport_rope_persistent_kernel(
     x: *const TensorDesc,
     cos_: *const TensorDesc,
     sin_: *const TensorDesc,
@@ -439,7 +424,7 @@ pub unsafe extern "C" fn tileport_rope_occ16_kernel(
     device_id: i32,
     stream: u64,
 ) -> i32 {
-    guard("rope_occ16_kernel", || {
+    guard("rope_persistent_kernel", || {
         let x = check_desc("x", x, 5)?;
         let cos_ = check_desc("cos", cos_, 2)?;
         let sin_ = check_desc("sin", sin_, 2)?;
@@ -465,7 +450,7 @@ pub unsafe extern "C" fn tileport_rope_occ16_kernel(
                 let cos_t = target.tensor::<f32>(cos_);
                 let sin_t = target.tensor::<f32>(sin_);
                 let y_t = target.tensor::<E>(y);
-                let op = unsafe { rope::rope_occ16_kernel(&x_t, &cos_t, &sin_t, &y_t) }
+                let op = unsafe { rope::rope_persistent_kernel(&x_t, &cos_t, &sin_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
@@ -475,7 +460,7 @@ pub unsafe extern "C" fn tileport_rope_occ16_kernel(
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map(drop)
-                    .map_err(|e| launch_error("rope_occ16_kernel", e))
+                    .map_err(|e| launch_error("rope_persistent_kernel", e))
             }};
         }
         match (e_code,) {

@@ -253,8 +253,8 @@ def test_explicit_config_must_be_a_candidate():
 
 
 def test_store_keeps_other_entries_and_writes_atomically(monkeypatch):
-    _store("rope", "cutile", (1, 16384, 8, 128), "float16", {"BLOCK_S": 2, "BLOCK_H": 8, "grid": "full"})
-    _store("rope", "cutile-rs", (1, 16384, 8, 128), "float16", {"BLOCK_S": 4, "BLOCK_H": 8, "grid": "full"})
+    _store("rope", "cutile", (1, 16384, 8, 128), "float16", {"kernel": "rope_kernel", "BLOCK_S": 2, "BLOCK_H": 8})
+    _store("rope", "cutile-rs", (1, 16384, 8, 128), "float16", {"kernel": "rope_kernel", "BLOCK_S": 4, "BLOCK_H": 8})
     autotune.forget_loaded()
     entries = autotune.load(GPU)
     assert len(entries) == 2

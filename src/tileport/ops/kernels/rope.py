@@ -8,15 +8,13 @@ The kernel receives x and y as the free [B, S, H, 2, D/2] views of the contiguou
 makes them), so each half is one view load of a (1, BLOCK_S, BLOCK_H, 1, HALF_TILE) tile at index
 0 / 1 of the split axis; HALF_TILE = next power of two >= D/2, zero padded, so head sizes that are
 not powers of two (e.g. 80, 96) work. The cos/sin block (BLOCK_S, HALF_TILE) is loaded once and
-broadcast over heads. Grid: (seq blocks or fewer, head blocks, batch): axis 0 walks the sequence
-blocks with a grid stride, so the plan launches one block per sequence block ("full") or a few
-waves that each loop over several positions ("persistent": more work per block for small tiles,
-e.g. 8 heads x 64 f16 = 1 KiB per half). Math in f32.
+broadcast over heads. Math in f32.
 
-Two entries share the body: `rope_kernel` leaves the register budget to the compiler;
-`rope_occ16_kernel` asks for 16 resident blocks per SM (at most 32 registers per thread with 128
-threads), for small tiles whose blocks are latency bound: at 34 registers a block of 128 threads
-is allocated 40, and only 12 blocks fit an SM instead of 16.
+Two entries share the tile body: `rope_kernel`, grid (seq blocks, head blocks, batch), one tile per
+block; `rope_persistent_kernel`, fewer blocks along the sequence, each looping over sequence blocks
+with a grid stride (more work per block for small tiles, e.g. 8 heads x 64 f16 = 1 KiB per half;
+its loop is software-pipelined by the compiler, which about doubles the registers per thread, so
+it is a separate entry rather than the only kernel).
 """
 
 import cuda.tile as ct
@@ -24,30 +22,30 @@ import cuda.tile as ct
 ConstInt = ct.Constant[int]
 
 
-def rope_seq_blocks(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE):
-    """Grid-stride loop over sequence blocks of one (head block, batch) pair (shared by both entries)."""
+def rope_block(x, cos, sin, y, sb, BLOCK_S, BLOCK_H, HALF_TILE):
+    """One (sequence block sb, head block bid(1), batch bid(2)) tile: both halves, rotated."""
     hb = ct.bid(1)
     batch = ct.bid(2)
-    n_seq_blocks = ct.num_tiles(cos, 0, shape=(BLOCK_S, HALF_TILE))
     tile_shape = (1, BLOCK_S, BLOCK_H, 1, HALF_TILE)
-    for sb in range(ct.bid(0), n_seq_blocks, ct.num_blocks(0)):
-        c = ct.load(cos, index=(sb, 0), shape=(BLOCK_S, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
-        s = ct.load(sin, index=(sb, 0), shape=(BLOCK_S, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
-        c = ct.reshape(ct.astype(c, ct.float32), (1, BLOCK_S, 1, 1, HALF_TILE))
-        s = ct.reshape(ct.astype(s, ct.float32), (1, BLOCK_S, 1, 1, HALF_TILE))
-        x1 = ct.load(x, index=(batch, sb, hb, 0, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
-        x2 = ct.load(x, index=(batch, sb, hb, 1, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
-        x1 = ct.astype(x1, ct.float32)
-        x2 = ct.astype(x2, ct.float32)
-        ct.store(y, index=(batch, sb, hb, 0, 0), tile=ct.astype(x1 * c - x2 * s, y.dtype))
-        ct.store(y, index=(batch, sb, hb, 1, 0), tile=ct.astype(x2 * c + x1 * s, y.dtype))
+    c = ct.load(cos, index=(sb, 0), shape=(BLOCK_S, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
+    s = ct.load(sin, index=(sb, 0), shape=(BLOCK_S, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
+    c = ct.reshape(ct.astype(c, ct.float32), (1, BLOCK_S, 1, 1, HALF_TILE))
+    s = ct.reshape(ct.astype(s, ct.float32), (1, BLOCK_S, 1, 1, HALF_TILE))
+    x1 = ct.load(x, index=(batch, sb, hb, 0, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
+    x2 = ct.load(x, index=(batch, sb, hb, 1, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
+    x1 = ct.astype(x1, ct.float32)
+    x2 = ct.astype(x2, ct.float32)
+    ct.store(y, index=(batch, sb, hb, 0, 0), tile=ct.astype(x1 * c - x2 * s, y.dtype))
+    ct.store(y, index=(batch, sb, hb, 1, 0), tile=ct.astype(x2 * c + x1 * s, y.dtype))
 
 
 @ct.kernel
 def rope_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
-    rope_seq_blocks(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE)
+    rope_block(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE)
 
 
-@ct.kernel(occupancy=16)
-def rope_occ16_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
-    rope_seq_blocks(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE)
+@ct.kernel
+def rope_persistent_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    n_seq_blocks = ct.num_tiles(cos, 0, shape=(BLOCK_S, HALF_TILE))
+    for sb in range(ct.bid(0), n_seq_blocks, ct.num_blocks(0)):
+        rope_block(x, cos, sin, y, sb, BLOCK_S, BLOCK_H, HALF_TILE)

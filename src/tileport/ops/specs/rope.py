@@ -12,7 +12,6 @@ from .. import autotune
 from ..spec import Capture, ConfigSpace, Launch, OpSpec
 from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, generator, next_pow2, num_sms,
                       numel, per_dtype_captures, randn, torch)
-from ._tune import GRIDS
 
 BASE = 10000.0
 # Elements of one half-tile (x1 or x2) a block aims for: all heads of one position up to this size.
@@ -22,13 +21,10 @@ HALF_TILE_ELEMS = 2048
 BLOCK_S = 1
 
 
-# The search: positions and heads per block, with at most MAX_HALF_TILE_ELEMS elements per half-tile
-# (x1 and x2 in f32 registers), and the grid policy ("persistent": PERSISTENT_BLOCKS_PER_SM blocks per
-# SM over all (head block, batch) pairs, each looping over sequence blocks).
-OCCUPANCY = {"rope_occ16_kernel": 16}  # as the @ct.kernel decorator (rope_kernel has no hint)
-ENTRIES = ("rope_kernel", "rope_occ16_kernel")
-# rope_occ16_kernel: x1 and x2 in f32 within 32 registers per thread of 128 threads
-MAX_OCC16_HALF_TILE_ELEMS = 1024
+# The search: the entry, positions and heads per block, with at most MAX_HALF_TILE_ELEMS elements per
+# half-tile (x1 and x2 in f32 registers). rope_persistent_kernel runs PERSISTENT_BLOCKS_PER_SM blocks
+# per SM over all (head block, batch) pairs, each looping over sequence blocks.
+ENTRIES = ("rope_kernel", "rope_persistent_kernel")  # one tile per block / a loop over sequence blocks
 BLOCK_SS = (1, 2, 4, 8)
 BLOCK_HS = tuple(1 << i for i in range(13))
 MAX_HALF_TILE_ELEMS = 4096
@@ -44,22 +40,20 @@ def tiles(s: int, h: int, half: int) -> tuple[int, int, int]:
 def candidates(shape, dtype) -> list[dict]:
     """BLOCK_H: the default's (all heads up to HALF_TILE_ELEMS) or half of it; BLOCK_S: 1 to 8
     positions; tiles between a quarter of the default's size (at most HALF_TILE_ELEMS / 4: smaller
-    blocks only add per-block cost) and MAX_HALF_TILE_ELEMS; both grid policies; the occupancy-16
-    entry up to MAX_OCC16_HALF_TILE_ELEMS."""
+    blocks only add per-block cost) and MAX_HALF_TILE_ELEMS; both entries."""
     _, s, h, d = shape
     block_s, block_h, half_tile = tiles(s, h, d // 2)
     lo = min(HALF_TILE_ELEMS // 4, block_s * block_h * half_tile)
     hi = max(MAX_HALF_TILE_ELEMS, half_tile)
-    return [{"kernel": k, "BLOCK_S": bs, "BLOCK_H": bh, "grid": g}
-            for k, bs, bh, g in product(ENTRIES, BLOCK_SS, sorted({block_h, max(1, block_h // 2)}), GRIDS)
-            if bs <= next_pow2(s) and lo <= bs * bh * half_tile <= hi
-            and (k == "rope_kernel" or bs * bh * half_tile <= MAX_OCC16_HALF_TILE_ELEMS)]
+    return [{"kernel": k, "BLOCK_S": bs, "BLOCK_H": bh}
+            for k, bs, bh in product(ENTRIES, BLOCK_SS, sorted({block_h, max(1, block_h // 2)}))
+            if bs <= next_pow2(s) and lo <= bs * bh * half_tile <= hi]
 
 
 def default(shape, dtype) -> dict:
     _, s, h, d = shape
     block_s, block_h, _ = tiles(s, h, d // 2)
-    return {"kernel": "rope_kernel", "BLOCK_S": block_s, "BLOCK_H": block_h, "grid": "full"}
+    return {"kernel": "rope_kernel", "BLOCK_S": block_s, "BLOCK_H": block_h}
 
 
 def shape_class(shape) -> str:
@@ -69,7 +63,7 @@ def shape_class(shape) -> str:
 
 def grid_for(config: dict, s: int, h: int, b: int, sms: int) -> tuple[int, int, int]:
     seq_blocks, head_blocks = cdiv(s, config["BLOCK_S"]), cdiv(h, config["BLOCK_H"])
-    if config["grid"] == "persistent":
+    if config["kernel"] == "rope_persistent_kernel":
         seq_blocks = min(seq_blocks, max(1, sms * PERSISTENT_BLOCKS_PER_SM // (head_blocks * b)))
     return (seq_blocks, head_blocks, b)
 
@@ -134,7 +128,7 @@ SPEC = OpSpec(
     captures=(per_dtype_captures("rope_kernel", {"x": 5, "y": 5}, _constants,
                                  fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
               # the [1, 16384, 8, 128] benchmark's specialization (8 heads per block), both entries
-              + per_dtype_captures("rope_occ16_kernel", {"x": 5, "y": 5},
+              + per_dtype_captures("rope_persistent_kernel", {"x": 5, "y": 5},
                                    lambda dt: {"BLOCK_S": 1, "BLOCK_H": 8, "HALF_TILE": 64},
                                    fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
               + [Capture("rope_kernel", {"x": (dt, 5), "y": (dt, 5), "cos": ("float32", 2),
@@ -144,6 +138,6 @@ SPEC = OpSpec(
     bytes=lambda shape, dt: (2 * numel(shape) * ELEMENT_SIZE[dt]
                              + 2 * shape[1] * (shape[3] // 2) * 4),
     flops=lambda shape: 3 * numel(shape),
-    tune=ConfigSpace(axes={"kernel": ENTRIES, "BLOCK_S": BLOCK_SS, "BLOCK_H": BLOCK_HS, "grid": GRIDS},
+    tune=ConfigSpace(axes={"kernel": ENTRIES, "BLOCK_S": BLOCK_SS, "BLOCK_H": BLOCK_HS},
                      candidates=candidates, default=default, shape_class=shape_class),
 )
