@@ -237,6 +237,19 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("rstd", 1),
             ],
         },
+        "layer_norm_fwd_prefetch_kernel" => EntryInfo {
+            module_ast: layer_norm::layer_norm::__module_ast_self,
+            module: "layer_norm",
+            function: "layer_norm_fwd_prefetch_kernel",
+            arrays: &[
+                ("x", 2),
+                ("w", 1),
+                ("b", 1),
+                ("y", 2),
+                ("mean", 1),
+                ("rstd", 1),
+            ],
+        },
         "matmul_kernel_use_tf321" => EntryInfo {
             module_ast: matmul::matmul::__module_ast_self,
             module: "matmul",

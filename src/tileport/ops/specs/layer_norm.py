@@ -8,7 +8,9 @@ from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, NORM_BENCH, NORM_SHAPES, TOL_P
                       generator, next_pow2, num_sms, per_dtype_captures, randn, rows_per_block, torch)
 from ._tune import BLOCK_MS, GRIDS, row_candidates, row_grid, rows_class
 
-OCCUPANCY = {"layer_norm_fwd_kernel": 2, "layer_norm_fwd_occ4_kernel": 4}  # as the @ct.kernel decorators
+OCCUPANCY = {"layer_norm_fwd_kernel": 2, "layer_norm_fwd_occ4_kernel": 4,
+             "layer_norm_fwd_prefetch_kernel": 2}  # as the @ct.kernel decorators
+PREFETCH = "layer_norm_fwd_prefetch_kernel"
 MAX_TILE = 16384
 EPS = 1e-5
 # Row tiles of about 8 KiB (H200, bf16: 16384x2048 2794 GB/s with 2 rows vs 2485 with 4;
@@ -41,9 +43,21 @@ def allocate(x, w, b):
             t.empty((m,), dtype=t.float32, device=x.device))
 
 
+def prefetch_fits(block_m: int, tile: int, dtype: str) -> bool:
+    """The prefetch entry holds the next tile beside the f32 working tile: at most a (2, 2048) f16
+    block's worth (sm_90, 128 registers: no spill; a (1, 8192) f16 block spills)."""
+    return block_m * tile * (4 + ELEMENT_SIZE[dtype]) <= 4096 * (4 + 2)
+
+
 def candidates(shape, dtype) -> list[dict]:
+    """Row blocks of the three entries (specs/_tune.py); the prefetch entry persistent and within
+    its register budget only."""
     tile = next_pow2(shape[1])
-    return row_candidates(shape[0], tile, OCCUPANCY, rows_per_block(shape[0], tile, dtype, ROW_BYTES)) if tile <= MAX_TILE else []
+    if tile > MAX_TILE:
+        return []
+    keep = rows_per_block(shape[0], tile, dtype, ROW_BYTES)
+    return [c for c in row_candidates(shape[0], tile, OCCUPANCY, keep)
+            if c["kernel"] != PREFETCH or (prefetch_fits(c["BLOCK_M"], tile, dtype) and c["grid"] == "persistent")]
 
 
 def default(shape, dtype) -> dict:
@@ -87,7 +101,8 @@ SPEC = OpSpec(
     bench_shapes=NORM_BENCH,
     tolerances=TOL_POINTWISE,
     captures=(_captures("layer_norm_fwd_kernel", lambda dt: rows_per_block(8192, 4096, dt, ROW_BYTES))
-              + _captures("layer_norm_fwd_occ4_kernel", lambda dt: 2)),
+              + _captures("layer_norm_fwd_occ4_kernel", lambda dt: 2)
+              + _captures(PREFETCH, lambda dt: 1)),
     bytes=lambda shape, dt: ((2 * shape[0] * shape[1] + 2 * shape[1]) * ELEMENT_SIZE[dt]
                              + 8 * shape[0]),
     flops=lambda shape: 7 * shape[0] * shape[1],
