@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import product
 
 from .. import autotune
-from ..spec import Capture, ConfigSpace, Launch, OpSpec
+from ..spec import ConfigSpace, Launch, OpSpec
 from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, generator, next_pow2, num_sms,
                       numel, per_dtype_captures, randn, torch)
 
@@ -127,14 +127,10 @@ SPEC = OpSpec(
     tolerances=TOL_POINTWISE,
     captures=(per_dtype_captures("rope_kernel", {"x": 5, "y": 5}, _constants,
                                  fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
-              # the [1, 16384, 8, 128] benchmark's specialization (8 heads per block), both entries
+              # the [1, 16384, 8, 128] benchmark's tile (8 heads per block)
               + per_dtype_captures("rope_persistent_kernel", {"x": 5, "y": 5},
                                    lambda dt: {"BLOCK_S": 1, "BLOCK_H": 8, "HALF_TILE": 64},
-                                   fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
-              + [Capture("rope_kernel", {"x": (dt, 5), "y": (dt, 5), "cos": ("float32", 2),
-                                         "sin": ("float32", 2)},
-                         constants={"BLOCK_S": 1, "BLOCK_H": 8, "HALF_TILE": 64})
-                 for dt in ("float16", "bfloat16")]),
+                                   fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})),
     bytes=lambda shape, dt: (2 * numel(shape) * ELEMENT_SIZE[dt]
                              + 2 * shape[1] * (shape[3] // 2) * 4),
     flops=lambda shape: 3 * numel(shape),
