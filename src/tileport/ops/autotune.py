@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import json
 import os
@@ -66,12 +67,17 @@ def cache_path(gpu: str) -> Path:
     return cache_dir() / f"{slug}.json"
 
 
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: Path, mtime_ns: int) -> bytes:
+    return hashlib.sha256(path.read_bytes()).digest()
+
+
 def fingerprint(spec: OpSpec) -> str:
     """Hash of the declared axes and the kernel source: a cached entry is valid for these only."""
     assert spec.tune is not None
     h = hashlib.sha256(json.dumps({k: list(v) for k, v in sorted(spec.tune.axes.items())},
                                   sort_keys=True).encode())
-    h.update(spec.kernel_path.read_bytes())
+    h.update(_file_digest(spec.kernel_path, spec.kernel_path.stat().st_mtime_ns))
     return h.hexdigest()[:16]
 
 
