@@ -434,12 +434,15 @@ def test_plans_on_meta_device(torch_mod, name):
             outs = spec.allocate(*inputs)
             for o in _as_tuple(outs):
                 assert o.device.type == "meta"
-            launches = spec.plan(*inputs, outs)
-            assert launches
-            for launch in launches:
-                _check_launch(torch, spec, launch, dt)
-                consts = {k: v for k, v in launch.args.items() if not isinstance(v, torch.Tensor)}
-                plan_constants[launch.kernel].append(consts)
+            # the default plan, and the plan of every configuration the autotuner may pick
+            configs = [{}] + [{"config": c} for c in (spec.tune.candidates(tuple(shape), dt) if spec.tune else [])]
+            for config in configs:
+                launches = spec.plan(*inputs, outs, **config)
+                assert launches
+                for launch in launches:
+                    _check_launch(torch, spec, launch, dt)
+                    consts = {k: v for k, v in launch.args.items() if not isinstance(v, torch.Tensor)}
+                    plan_constants[launch.kernel].append(consts)
     for cap in spec.captures:  # captures use constants that plans really produce
         assert any(all(c.get(k) == v for k, v in cap.constants.items())
                    for c in plan_constants[cap.kernel]), f"{cap.label}: no plan uses these constants"
