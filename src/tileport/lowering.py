@@ -85,7 +85,9 @@ INT_FN = {
     "cdiv": "divi({a}, {b}, rounding::PositiveInf)",
     "and": "andi({a}, {b})", "or": "ori({a}, {b})", "xor": "xori({a}, {b})",
     "max": "maxi({a}, {b})", "min": "mini({a}, {b})",
+    "shl": "shli_fixed({a}, {b}, overflow::None)", "shr": "shri({a}, {b})",  # shri: arithmetic iff signed
 }
+INT_FN_SHIM = {"shl": "shli_fixed"}  # the shim an INT_FN row needs
 FLOAT_FN = {
     "max": "maxf({a}, {b}, {nan}, {ftz})",
     "min": "minf({a}, {b}, {nan}, {ftz})",
@@ -173,6 +175,18 @@ SHIMS = {
         from: Tile<EIn, S>,
         overflow: O,
     ) -> Tile<EOut, S> {
+        unreachable!()
+    }
+""",
+    "shli_fixed": """\
+    /// `shli` that writes its `overflow` attribute (cutile 0.5.0 omits it for `overflow::None`).
+    #[cuda_tile::op(name = "cuda_tile.shli", since = "V13_2", params = ["lhs", "rhs"], static_params = ["overflow={None: overflow=#cuda_tile.overflow<none>, NoSignedWrap: overflow=#cuda_tile.overflow<no_signed_wrap>, NoUnsignedWrap: overflow=#cuda_tile.overflow<no_unsigned_wrap>, NoWrap: overflow=#cuda_tile.overflow<no_wrap>}"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn shli_fixed<E: ElementType, const S: [i32; N], O: overflow::Mode>(
+        lhs: Tile<E, S>,
+        rhs: Tile<E, S>,
+        overflow: O,
+    ) -> Tile<E, S> {
         unreachable!()
     }
 """,

@@ -427,6 +427,8 @@ class KernelEmitter:
             if kind in L.INT_OPERATOR:
                 return f"{fa} {L.INT_OPERATOR[kind]} {fb}"
             if kind in L.INT_FN:
+                if kind in L.INT_FN_SHIM:
+                    self.shims.add(L.INT_FN_SHIM[kind])
                 return L.INT_FN[kind].format(a=fa, b=fb)
         raise self.fail(op, f"operator `{kind}` on {op.ty} is not supported yet")
 
