@@ -895,13 +895,36 @@ pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
         )?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("softmax::softmax_tma_prefetch_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_tma_prefetch_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { softmax::softmax_tma_prefetch_kernel(&x_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
@@ -910,8 +933,16 @@ pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("softmax_tma_prefetch_kernel", e))
+                    .map_err(|e| launch_error("softmax_tma_prefetch_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_tma_prefetch_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {
@@ -1051,6 +1082,7 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                 let dtype_names: [&str; 1] = $names;
                 let mut key = LaunchKey::new("softmax::softmax_online_kernel", device_id, grid);
                 key.text(dtype_names[0]);
+                key.word(block_m as i64);
                 key.word(chunk as i64);
                 key.array(x);
                 key.array(y);
@@ -1064,7 +1096,11 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
                 let spec = Specialization {
-                    generics: vec![dtype_names[0].to_string(), chunk.to_string()],
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        chunk.to_string(),
+                    ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
                 };
@@ -1128,13 +1164,35 @@ pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
         )?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("CHUNK", chunk)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("softmax::softmax_online_rev_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(chunk as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_online_rev_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        chunk.to_string(),
+                    ],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { softmax::softmax_online_rev_kernel(&x_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
@@ -1143,8 +1201,16 @@ pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("softmax_online_rev_kernel", e))
+                    .map_err(|e| launch_error("softmax_online_rev_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_online_rev_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {
