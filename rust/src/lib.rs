@@ -307,6 +307,32 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("rstd", 1),
             ],
         },
+        "layer_norm_fwd_occ4_kernel" => EntryInfo {
+            module_ast: layer_norm::layer_norm::__module_ast_self,
+            module: "layer_norm",
+            function: "layer_norm_fwd_occ4_kernel",
+            arrays: &[
+                ("x", 2),
+                ("w", 1),
+                ("b", 1),
+                ("y", 2),
+                ("mean", 1),
+                ("rstd", 1),
+            ],
+        },
+        "layer_norm_fwd_prefetch_kernel" => EntryInfo {
+            module_ast: layer_norm::layer_norm::__module_ast_self,
+            module: "layer_norm",
+            function: "layer_norm_fwd_prefetch_kernel",
+            arrays: &[
+                ("x", 2),
+                ("w", 1),
+                ("b", 1),
+                ("y", 2),
+                ("mean", 1),
+                ("rstd", 1),
+            ],
+        },
         "matmul_kernel_use_tf321" => EntryInfo {
             module_ast: matmul::matmul::__module_ast_self,
             module: "matmul",
@@ -355,6 +381,12 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "rope_kernel",
             arrays: &[("x", 5), ("cos_", 2), ("sin_", 2), ("y", 5)],
         },
+        "rope_persistent_kernel" => EntryInfo {
+            module_ast: rope::rope::__module_ast_self,
+            module: "rope",
+            function: "rope_persistent_kernel",
+            arrays: &[("x", 5), ("cos_", 2), ("sin_", 2), ("y", 5)],
+        },
         "silu_and_mul_kernel" => EntryInfo {
             module_ast: silu_and_mul::silu_and_mul::__module_ast_self,
             module: "silu_and_mul",
@@ -373,6 +405,12 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "softmax_tma_wide_kernel",
             arrays: &[("x", 2), ("y", 2)],
         },
+        "softmax_tma_prefetch_kernel" => EntryInfo {
+            module_ast: softmax::softmax::__module_ast_self,
+            module: "softmax",
+            function: "softmax_tma_prefetch_kernel",
+            arrays: &[("x", 2), ("y", 2)],
+        },
         "softmax_gather_kernel" => EntryInfo {
             module_ast: softmax::softmax::__module_ast_self,
             module: "softmax",
@@ -383,6 +421,12 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module_ast: softmax::softmax::__module_ast_self,
             module: "softmax",
             function: "softmax_online_kernel",
+            arrays: &[("x", 2), ("y", 2)],
+        },
+        "softmax_online_rev_kernel" => EntryInfo {
+            module_ast: softmax::softmax::__module_ast_self,
+            module: "softmax",
+            function: "softmax_online_rev_kernel",
             arrays: &[("x", 2), ("y", 2)],
         },
         "swiglu_kernel" => EntryInfo {

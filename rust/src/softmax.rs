@@ -5,7 +5,7 @@
 pub mod softmax {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:45`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:54`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_tma_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -71,7 +71,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:50`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:59`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn softmax_tma_wide_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -137,7 +137,99 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:55`.
+    /// (a) with the next row block's load issued before this one's math (software pipelining by
+    /// hand: the load latency of block i+1 overlaps the reductions of block i).
+    /// Translated from `src/tileport/ops/kernels/softmax.py:64`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
+    pub unsafe fn softmax_tma_prefetch_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const TILE: i32,
+    >(
+        x: &Tensor<E, { [-1, -1] }>,
+        y: &Tensor<E, { [-1, -1] }>,
+    ) {
+        let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::None,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_1: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_2: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let mut y_out: PartitionMut<E, { [BLOCK_M, TILE] }> =
+            unsafe { y.partition_full_mut(shape![BLOCK_M, TILE]) };
+        let bid: i32 = get_tile_block_id().0;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
+        let mut ahead: Tile<E, { [BLOCK_M, TILE] }> = load_view_tko(
+            &x_view_1,
+            [bid, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let diff: i32 = n_row_blocks - 1i32;
+        for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
+            let t: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(ahead);
+            let sum: i32 = rb + num_blocks;
+            let nxt: i32 = min(sum, diff);
+            ahead = load_view_tko(
+                &x_view_2,
+                [nxt, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            );
+            let t_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t, 1i32);
+            let row_max: Tile<f32, { [BLOCK_M, 1] }> = t_max.reshape(shape![BLOCK_M, 1]);
+            let row_max_b: Tile<f32, { [BLOCK_M, TILE] }> =
+                row_max.broadcast(shape![BLOCK_M, TILE]);
+            let diff_1: Tile<f32, { [BLOCK_M, TILE] }> = t - row_max_b;
+            let num: Tile<f32, { [BLOCK_M, TILE] }> =
+                unsafe { exp_with_rounding(diff_1, rounding::Approx) };
+            let num_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(num, 1i32);
+            let den: Tile<f32, { [BLOCK_M, 1] }> = num_sum.reshape(shape![BLOCK_M, 1]);
+            let den_b: Tile<f32, { [BLOCK_M, TILE] }> = den.broadcast(shape![BLOCK_M, TILE]);
+            let out: Tile<f32, { [BLOCK_M, TILE] }> =
+                divf(num, den_b, rounding::Approx, ftz::Enabled);
+            let out_e: Tile<E, { [BLOCK_M, TILE] }> = convert_tile(out);
+            unsafe {
+                store_view_tko_mut(
+                    &mut y_out,
+                    out_e,
+                    [rb, 0i32],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                )
+            };
+        }
+    }
+
+    /// Translated from `src/tileport/ops/kernels/softmax.py:84`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_gather_kernel<E: ElementType, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -236,52 +328,61 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:72`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:128`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
-    pub unsafe fn softmax_online_kernel<E: ElementType, const CHUNK: i32>(
+    pub unsafe fn softmax_online_kernel<E: ElementType, const BLOCK_M: i32, const CHUNK: i32>(
         x: &Tensor<E, { [-1, -1] }>,
         y: &Tensor<E, { [-1, -1] }>,
     ) {
-        let x_view: Partition<E, { [1, CHUNK] }> = unsafe {
+        let x_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
                 x,
-                shape![1, CHUNK],
+                shape![BLOCK_M, CHUNK],
                 padding::None,
                 dim_map::Identity,
                 x.token(),
             )
         };
-        let x_view_1: Partition<E, { [1, CHUNK] }> = unsafe {
+        let x_view_1: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
                 x,
-                shape![1, CHUNK],
+                shape![BLOCK_M, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_2: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, CHUNK],
                 padding::NegInf,
                 dim_map::Identity,
                 x.token(),
             )
         };
-        let x_view_2: Partition<E, { [1, CHUNK] }> = unsafe {
+        let x_view_3: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
                 x,
-                shape![1, CHUNK],
+                shape![BLOCK_M, CHUNK],
                 padding::NegInf,
                 dim_map::Identity,
                 x.token(),
             )
         };
-        let x_view_3: Partition<E, { [1, CHUNK] }> = unsafe {
+        let x_view_4: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
                 x,
-                shape![1, CHUNK],
+                shape![BLOCK_M, CHUNK],
                 padding::NegInf,
                 dim_map::Identity,
                 x.token(),
             )
         };
-        let y_view: Partition<E, { [1, CHUNK] }> = unsafe {
+        let y_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
                 y,
-                shape![1, CHUNK],
+                shape![BLOCK_M, CHUNK],
                 padding::None,
                 dim_map::Identity,
                 y.token(),
@@ -290,78 +391,83 @@ pub mod softmax {
         let y_token: Token = y.token();
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
-        let n_rows: i32 = x.shape()[0];
-        let n_chunks: i32 = num_tiles(&x_view, 1i32);
-        let c: Tile<f32, { [1, 1] }> = 1.0f32.broadcast(shape![1, 1]);
+        let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
+        let n_chunks: i32 = num_tiles(&x_view_1, 1i32);
+        let c: Tile<f32, { [BLOCK_M, 1] }> = 1.0f32.broadcast(shape![BLOCK_M, 1]);
         let mut y_last_op: Token = y_token;
-        for row in (bid..n_rows).step_by(num_blocks as usize) {
-            let t: Tile<E, { [1, CHUNK] }> = load_view_tko(
-                &x_view_1,
-                [row, 0i32],
+        for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
+            let t: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                &x_view_2,
+                [rb, 0i32],
                 ordering::Weak,
                 scope::TileBlock,
                 None,
                 tma::Enabled,
             );
-            let t: Tile<f32, { [1, CHUNK] }> = convert_tile(t);
-            let t_max: Tile<f32, { [1] }> = reduce_max(t, 1i32);
-            let mut run_max: Tile<f32, { [1, 1] }> = t_max.reshape(shape![1, 1]);
-            let run_max_b: Tile<f32, { [1, CHUNK] }> = run_max.broadcast(shape![1, CHUNK]);
-            let diff: Tile<f32, { [1, CHUNK] }> = t - run_max_b;
-            let exp_: Tile<f32, { [1, CHUNK] }> =
+            let t: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+            let t_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t, 1i32);
+            let mut run_max: Tile<f32, { [BLOCK_M, 1] }> = t_max.reshape(shape![BLOCK_M, 1]);
+            let run_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                run_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let diff: Tile<f32, { [BLOCK_M, CHUNK] }> = t - run_max_b;
+            let exp_: Tile<f32, { [BLOCK_M, CHUNK] }> =
                 unsafe { exp_with_rounding(diff, rounding::Approx) };
-            let exp_sum: Tile<f32, { [1] }> = reduce_sum(exp_, 1i32);
-            let mut run_sum: Tile<f32, { [1, 1] }> = exp_sum.reshape(shape![1, 1]);
+            let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
+            let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
             for c in 1i32..n_chunks {
-                let t_1: Tile<E, { [1, CHUNK] }> = load_view_tko(
-                    &x_view_2,
-                    [row, c],
+                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                    &x_view_3,
+                    [rb, c],
                     ordering::Weak,
                     scope::TileBlock,
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [1, CHUNK] }> = convert_tile(t_1);
-                let t_2_max: Tile<f32, { [1] }> = reduce_max(t_2, 1i32);
-                let t_2_max_r: Tile<f32, { [1, 1] }> = t_2_max.reshape(shape![1, 1]);
-                let new_max: Tile<f32, { [1, 1] }> =
+                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
+                let t_2_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_2, 1i32);
+                let t_2_max_r: Tile<f32, { [BLOCK_M, 1] }> = t_2_max.reshape(shape![BLOCK_M, 1]);
+                let new_max: Tile<f32, { [BLOCK_M, 1] }> =
                     maxf(run_max, t_2_max_r, nan::Disabled, ftz::Disabled);
-                let diff_1: Tile<f32, { [1, 1] }> = run_max - new_max;
-                let scale: Tile<f32, { [1, 1] }> =
+                let diff_1: Tile<f32, { [BLOCK_M, 1] }> = run_max - new_max;
+                let scale: Tile<f32, { [BLOCK_M, 1] }> =
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
-                let new_max_b: Tile<f32, { [1, CHUNK] }> = new_max.broadcast(shape![1, CHUNK]);
-                let diff_2: Tile<f32, { [1, CHUNK] }> = t_2 - new_max_b;
-                let exp_1: Tile<f32, { [1, CHUNK] }> =
+                let new_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                    new_max.broadcast(shape![BLOCK_M, CHUNK]);
+                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - new_max_b;
+                let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_2, rounding::Approx) };
-                let exp_1_sum: Tile<f32, { [1] }> = reduce_sum(exp_1, 1i32);
-                let part: Tile<f32, { [1, 1] }> = exp_1_sum.reshape(shape![1, 1]);
+                let exp_1_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_1, 1i32);
+                let part: Tile<f32, { [BLOCK_M, 1] }> = exp_1_sum.reshape(shape![BLOCK_M, 1]);
                 run_sum = fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
                 run_max = new_max;
             }
-            let inv_sum: Tile<f32, { [1, 1] }> = divf(c, run_sum, rounding::Approx, ftz::Enabled);
-            let run_max_b_1: Tile<f32, { [1, CHUNK] }> = run_max.broadcast(shape![1, CHUNK]);
-            let inv_sum_b: Tile<f32, { [1, CHUNK] }> = inv_sum.broadcast(shape![1, CHUNK]);
+            let inv_sum: Tile<f32, { [BLOCK_M, 1] }> =
+                divf(c, run_sum, rounding::Approx, ftz::Enabled);
+            let run_max_b_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                run_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let inv_sum_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                inv_sum.broadcast(shape![BLOCK_M, CHUNK]);
             let mut y_last_op_1: Token = y_last_op;
             for c_1 in 0i32..n_chunks {
-                let t_1: Tile<E, { [1, CHUNK] }> = load_view_tko(
-                    &x_view_3,
-                    [row, c_1],
+                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                    &x_view_4,
+                    [rb, c_1],
                     ordering::Weak,
                     scope::TileBlock,
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [1, CHUNK] }> = convert_tile(t_1);
-                let diff_1: Tile<f32, { [1, CHUNK] }> = t_2 - run_max_b_1;
-                let exp_1: Tile<f32, { [1, CHUNK] }> =
+                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
+                let diff_1: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - run_max_b_1;
+                let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
-                let out: Tile<f32, { [1, CHUNK] }> = exp_1 * inv_sum_b;
-                let out_e: Tile<E, { [1, CHUNK] }> = convert_tile(out);
+                let out: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_1 * inv_sum_b;
+                let out_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out);
                 let y_tok: Token = unsafe {
                     store_view_raw(
                         &y_view,
                         out_e,
-                        [row, c_1],
+                        [rb, c_1],
                         Some(y_last_op),
                         ordering::Weak,
                         scope::TileBlock,
@@ -372,6 +478,171 @@ pub mod softmax {
                 };
                 let joined_tok: Token = join_tokens(&[y_last_op_1, y_tok]);
                 y_last_op_1 = joined_tok;
+            }
+            y_last_op = y_last_op_1;
+        }
+    }
+
+    /// (c) with pass 2 walking the chunks last-first: the chunks pass 1 read last are the likeliest
+    /// to be still in L2 when the rows in flight outgrow it (walking forward evicts each chunk just
+    /// before re-reading it, e.g. 256 rows of 131072 f16 = 64 MiB). Its pass-2 loop compiles without
+    /// the software pipelining of the forward loop (sm_90: 160 loads in the code vs 448), so the search
+    /// offers it for long rows only.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:140`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
+    pub unsafe fn softmax_online_rev_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const CHUNK: i32,
+    >(
+        x: &Tensor<E, { [-1, -1] }>,
+        y: &Tensor<E, { [-1, -1] }>,
+    ) {
+        let x_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_1: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_2: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, CHUNK],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_3: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, CHUNK],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_4: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, CHUNK],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let y_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+            make_partition_view(
+                y,
+                shape![BLOCK_M, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                y.token(),
+            )
+        };
+        let y_token: Token = y.token();
+        let bid: i32 = get_tile_block_id().0;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
+        let n_chunks: i32 = num_tiles(&x_view_1, 1i32);
+        let c: Tile<f32, { [BLOCK_M, 1] }> = 1.0f32.broadcast(shape![BLOCK_M, 1]);
+        let mut y_last_op: Token = y_token;
+        for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
+            let t: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                &x_view_2,
+                [rb, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            );
+            let t: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+            let t_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t, 1i32);
+            let mut run_max: Tile<f32, { [BLOCK_M, 1] }> = t_max.reshape(shape![BLOCK_M, 1]);
+            let run_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                run_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let diff: Tile<f32, { [BLOCK_M, CHUNK] }> = t - run_max_b;
+            let exp_: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                unsafe { exp_with_rounding(diff, rounding::Approx) };
+            let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
+            let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
+            for c in 1i32..n_chunks {
+                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                    &x_view_3,
+                    [rb, c],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
+                let t_2_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_2, 1i32);
+                let t_2_max_r: Tile<f32, { [BLOCK_M, 1] }> = t_2_max.reshape(shape![BLOCK_M, 1]);
+                let new_max: Tile<f32, { [BLOCK_M, 1] }> =
+                    maxf(run_max, t_2_max_r, nan::Disabled, ftz::Disabled);
+                let diff_1: Tile<f32, { [BLOCK_M, 1] }> = run_max - new_max;
+                let scale: Tile<f32, { [BLOCK_M, 1] }> =
+                    unsafe { exp_with_rounding(diff_1, rounding::Approx) };
+                let new_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                    new_max.broadcast(shape![BLOCK_M, CHUNK]);
+                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - new_max_b;
+                let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                    unsafe { exp_with_rounding(diff_2, rounding::Approx) };
+                let exp_1_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_1, 1i32);
+                let part: Tile<f32, { [BLOCK_M, 1] }> = exp_1_sum.reshape(shape![BLOCK_M, 1]);
+                run_sum = fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
+                run_max = new_max;
+            }
+            let inv_sum: Tile<f32, { [BLOCK_M, 1] }> =
+                divf(c, run_sum, rounding::Approx, ftz::Enabled);
+            let diff_1: i32 = n_chunks - 1i32;
+            let run_max_b_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                run_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let inv_sum_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                inv_sum.broadcast(shape![BLOCK_M, CHUNK]);
+            let mut y_last_op_1: Token = y_last_op;
+            for c_1 in 0i32..n_chunks {
+                let diff_2: i32 = diff_1 - c_1;
+                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                    &x_view_4,
+                    [rb, diff_2],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Enabled,
+                );
+                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
+                let diff_3: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - run_max_b_1;
+                let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                    unsafe { exp_with_rounding(diff_3, rounding::Approx) };
+                let out: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_1 * inv_sum_b;
+                let out_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out);
+                let y_tok: Token = unsafe {
+                    store_view_raw(
+                        &y_view,
+                        out_e,
+                        [rb, diff_2],
+                        Some(y_last_op_1),
+                        ordering::Weak,
+                        scope::TileBlock,
+                        tma::Enabled,
+                        None,
+                        [false, false],
+                    )
+                };
+                y_last_op_1 = y_tok;
             }
             y_last_op = y_last_op_1;
         }
@@ -596,6 +867,96 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
     })
 }
 
+/// Enqueue `softmax::softmax_tma_prefetch_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (x, y, BLOCK_M, TILE), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
+    x: *const TensorDesc,
+    y: *const TensorDesc,
+    block_m: i32,
+    tile: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("softmax_tma_prefetch_kernel", || {
+        let x = check_desc("x", x, 2)?;
+        let y = check_desc("y", y, 2)?;
+        require_disjoint("y", y)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(
+            &[("x", x), ("y", y)],
+            &[dtype::F32, dtype::F16, dtype::BF16],
+        )?;
+        check_tile_dim("BLOCK_M", block_m)?;
+        check_tile_dim("TILE", tile)?;
+        let target = LaunchTarget::get(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("softmax::softmax_tma_prefetch_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_tma_prefetch_kernel", e));
+                }
+                let x_t = target.tensor::<E>(x);
+                let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
+                let op = unsafe { softmax::softmax_tma_prefetch_kernel(&x_t, &y_t) }
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ])
+                    .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map_err(|e| launch_error("softmax_tma_prefetch_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_tma_prefetch_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
+            }};
+        }
+        match (e_code,) {
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
 /// Enqueue `softmax::softmax_gather_kernel` on `stream` (no host synchronization).
 /// Arguments follow the kernel's parameters (x, y, TILE), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
@@ -687,13 +1048,14 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
 }
 
 /// Enqueue `softmax::softmax_online_kernel` on `stream` (no host synchronization).
-/// Arguments follow the kernel's parameters (x, y, CHUNK), then the grid,
+/// Arguments follow the kernel's parameters (x, y, BLOCK_M, CHUNK), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
 /// `tileport_last_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tileport_softmax_online_kernel(
     x: *const TensorDesc,
     y: *const TensorDesc,
+    block_m: i32,
     chunk: i32,
     grid_x: u32,
     grid_y: u32,
@@ -711,6 +1073,7 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
             &[("x", x), ("y", y)],
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
+        check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("CHUNK", chunk)?;
         let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
@@ -719,6 +1082,7 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                 let dtype_names: [&str; 1] = $names;
                 let mut key = LaunchKey::new("softmax::softmax_online_kernel", device_id, grid);
                 key.text(dtype_names[0]);
+                key.word(block_m as i64);
                 key.word(chunk as i64);
                 key.array(x);
                 key.array(y);
@@ -732,12 +1096,20 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
                 let spec = Specialization {
-                    generics: vec![dtype_names[0].to_string(), chunk.to_string()],
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        chunk.to_string(),
+                    ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
                 };
                 let op = unsafe { softmax::softmax_online_kernel(&x_t, &y_t) }
-                    .generics(vec![dtype_names[0].to_string(), chunk.to_string()])
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        chunk.to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("softmax_online_kernel", e))?;
@@ -747,6 +1119,95 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                     softmax::__module_ast_self,
                     "softmax",
                     "softmax_online_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
+            }};
+        }
+        match (e_code,) {
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
+/// Enqueue `softmax::softmax_online_rev_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (x, y, BLOCK_M, CHUNK), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
+    x: *const TensorDesc,
+    y: *const TensorDesc,
+    block_m: i32,
+    chunk: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("softmax_online_rev_kernel", || {
+        let x = check_desc("x", x, 2)?;
+        let y = check_desc("y", y, 2)?;
+        require_disjoint("y", y)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(
+            &[("x", x), ("y", y)],
+            &[dtype::F32, dtype::F16, dtype::BF16],
+        )?;
+        check_tile_dim("BLOCK_M", block_m)?;
+        check_tile_dim("CHUNK", chunk)?;
+        let target = LaunchTarget::get(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("softmax::softmax_online_rev_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(chunk as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_online_rev_kernel", e));
+                }
+                let x_t = target.tensor::<E>(x);
+                let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        chunk.to_string(),
+                    ],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
+                let op = unsafe { softmax::softmax_online_rev_kernel(&x_t, &y_t) }
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        chunk.to_string(),
+                    ])
+                    .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map_err(|e| launch_error("softmax_online_rev_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_online_rev_kernel",
                     softmax::_SOURCE_HASH,
                     spec,
                 )

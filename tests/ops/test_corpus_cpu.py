@@ -254,6 +254,10 @@ EXPECT = {
                             (r"= extract ", 2, 2), (STORE_VIEW, 1, 1)] + ELEMENTWISE_F32 + NO_POINTER,
     "softmax_tma_kernel": SOFTMAX_TMA + [(r"occupancy = 4", 1, 1)],
     "softmax_tma_wide_kernel": SOFTMAX_TMA + [(r"occupancy = 2", 1, 1)],
+    # the next row block loaded before this one's math: two load sites, min() of the look-ahead index
+    "softmax_tma_prefetch_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1),
+                                    (MAX, 1, 1), (SUM, 1, 1), (EXP_APPROX, 1, 1), (DIV_APPROX_FTZ, 1, 1),
+                                    (FOR, 1, 1), (r"= mini ", 1, None), (r"occupancy = 2", 1, 1)] + NO_POINTER,
     "softmax_gather_kernel": [(r"load_ptr_tko", 1, 1), (r"store_ptr_tko", 1, 1), (LOAD_VIEW, 0, 0),
                               (STORE_VIEW, 0, 0), (r"= iota ", 1, None), (r"cmpi less_than", 1, None),
                               (MAX, 1, 1), (SUM, 1, 1), (EXP_APPROX, 1, 1), (DIV_APPROX_FTZ, 1, 1),
@@ -262,12 +266,26 @@ EXPECT = {
                               (STORE_VIEW, 1, 1), (FOR, 3, 3), (r"get_index_space_shape", 1, None),
                               (MAX, 2, 2), (SUM, 2, 2), (EXP_APPROX, 4, 4), (DIV_APPROX_FTZ, 1, 1),
                               (r"= maxf ", 3, None), (r"occupancy = 4", 1, 1)] + NO_POINTER,
+    "softmax_online_rev_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 3, 3),
+                                  (STORE_VIEW, 1, 1), (FOR, 3, 3), (r"get_index_space_shape", 1, None),
+                                  (MAX, 2, 2), (SUM, 2, 2), (EXP_APPROX, 4, 4), (DIV_APPROX_FTZ, 1, 1),
+                                  (r"= maxf ", 3, None), (r"= subi ", 2, None),
+                                  (r"occupancy = 4", 1, 1)] + NO_POINTER,
     "rms_norm_kernel": [(r"padding_value = zero", 2, None), (LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1),
                         (SUM, 1, 1), (r"= rsqrt ", 1, 1), (FOR, 1, 1),
                         (r"occupancy = 2", 1, 1)] + NO_POINTER,
     "layer_norm_fwd_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 3, 3), (SUM, 2, 2),
                               (r"= rsqrt ", 1, 1), (r"= select ", 1, None), (FOR, 1, 1),
                               (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "layer_norm_fwd_occ4_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 3, 3), (SUM, 2, 2),
+                                   (r"= rsqrt ", 1, 1), (r"= select ", 1, None), (FOR, 1, 1),
+                                   (r"occupancy = 4", 1, 1)] + NO_POINTER,
+    "layer_norm_fwd_prefetch_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 3, 3), (SUM, 2, 2),
+                                       (r"= rsqrt ", 1, 1), (r"= select ", 1, None), (FOR, 1, 1),
+                                       (r"= mini ", 1, None), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "rope_persistent_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2), (FOR, 1, 1),
+                               (r"partition_view<tile=\(1x\d+x\d+x1x\d+\), padding_value = zero", 2, None)]
+                              + NO_POINTER,
     "rope_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2),
                     (r"partition_view<tile=\(1x\d+x\d+x1x\d+\), padding_value = zero", 2, None)]
                    + NO_POINTER,
@@ -312,7 +330,9 @@ EXPECT = {
 }
 F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_kernel",
             "softmax_tma_kernel", "softmax_tma_wide_kernel", "softmax_gather_kernel",
-            "softmax_online_kernel", "rms_norm_kernel", "layer_norm_fwd_kernel", "rope_kernel"}
+            "softmax_online_kernel", "rms_norm_kernel", "layer_norm_fwd_kernel", "rope_kernel",
+            "softmax_tma_prefetch_kernel", "softmax_online_rev_kernel", "layer_norm_fwd_occ4_kernel",
+            "layer_norm_fwd_prefetch_kernel", "rope_persistent_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 
@@ -435,12 +455,15 @@ def test_plans_on_meta_device(torch_mod, name):
             outs = spec.allocate(*inputs)
             for o in _as_tuple(outs):
                 assert o.device.type == "meta"
-            launches = spec.plan(*inputs, outs)
-            assert launches
-            for launch in launches:
-                _check_launch(torch, spec, launch, dt)
-                consts = {k: v for k, v in launch.args.items() if not isinstance(v, torch.Tensor)}
-                plan_constants[launch.kernel].append(consts)
+            # the default plan, and the plan of every configuration the autotuner may pick
+            configs = [{}] + [{"config": c} for c in (spec.tune.candidates(tuple(shape), dt) if spec.tune else [])]
+            for config in configs:
+                launches = spec.plan(*inputs, outs, **config)
+                assert launches
+                for launch in launches:
+                    _check_launch(torch, spec, launch, dt)
+                    consts = {k: v for k, v in launch.args.items() if not isinstance(v, torch.Tensor)}
+                    plan_constants[launch.kernel].append(consts)
     for cap in spec.captures:  # captures use constants that plans really produce
         assert any(all(c.get(k) == v for k, v in cap.constants.items())
                    for c in plan_constants[cap.kernel]), f"{cap.label}: no plan uses these constants"

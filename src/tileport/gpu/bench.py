@@ -14,7 +14,9 @@ L2 flushed, CUPTI kernel durations) and call-level time (`call_us`: host launch 
 timing.call_time), each column's error against the spec's f32 reference relative to the op's
 tolerance (`err_over_tol`; the reference is used for nothing else), the ratio t(cutile-rs) /
 t(cuTile Python), achieved GB/s (memory-bound ops) or TFLOP/s (GEMMs) and their share of the
-ceilings measured in the same run (device copy bandwidth, cuBLAS bf16 GEMM rate).
+ceilings measured in the same run (device copy bandwidth, cuBLAS bf16 GEMM rate). Ops with a
+configuration space also record the configuration each tile column ran (`configs`: the one cached by
+`python3 -m tileport.gpu.autotune` for this GPU, else the op's default).
 
 GEMMs (kind "compute") run twice on identical inputs for every column: `inputs: "randn"` (the
 spec's normal samples) in `records`, and `inputs: "rand"` (torch.rand, uniform in [0, 1)) in
@@ -70,15 +72,20 @@ def environment() -> dict:
     }
 
 
-def ceilings(flush) -> dict:
-    """Device copy bandwidth (1 GiB read + 1 GiB write) and the cuBLAS bf16 GEMM rate (8192^3, on randn
-    and on rand inputs)."""
+def copy_bandwidth(flush) -> tuple[float, Any]:
+    """Device copy bandwidth in GB/s (1 GiB read + 1 GiB written by `copy_`) and its timing."""
     import torch
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     t = gpu_time(lambda: dst.copy_(src), flush, budget_s=0.5)
-    copy_gbps = 2 * src.numel() / (t.median_us * 1e-6) / 1e9
-    del src, dst
+    return 2 * src.numel() / (t.median_us * 1e-6) / 1e9, t
+
+
+def ceilings(flush) -> dict:
+    """Device copy bandwidth (1 GiB read + 1 GiB write) and the cuBLAS bf16 GEMM rate (8192^3, on randn
+    and on rand inputs)."""
+    import torch
+    copy_gbps, t = copy_bandwidth(flush)
     n = 8192
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -122,6 +129,13 @@ def _runner(spec: OpSpec, column: str, inputs: tuple):
     return lambda: call(spec, *inputs, out=outs, backend=column)
 
 
+def tuned_config(spec: OpSpec, backend: str, inputs: tuple) -> dict:
+    """The configuration the op's plan uses on `backend` for these inputs (tuned or default)."""
+    from tileport.ops import autotune
+    with autotune.planning_for(backend):
+        return autotune.resolve(spec, inputs[0], None)
+
+
 def _err_over_tol(spec: OpSpec, dtype: str, got, ref) -> float:
     from tileport.gpu.check import compare
     tol = spec.tolerances[dtype]
@@ -148,6 +162,8 @@ def bench_case(spec: OpSpec, dtype: str, shape: tuple, flush, columns: Iterable[
                            "call_timings": {}, "err_over_tol": {}, "errors": {}}
     for column in columns:
         try:
+            if spec.tune is not None and column in ("cutile", "cutile-rs"):
+                rec.setdefault("configs", {})[column] = tuned_config(spec, column, inputs)
             run = _runner(spec, column, inputs)
             rec["err_over_tol"][column] = _err_over_tol(spec, dtype, run(), ref)
             t = gpu_time(run, flush, budget_s=budget_s)

@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from tileport.ops import plan_cache
+from tileport.ops import autotune, plan_cache
 from tileport.ops.backends import BACKENDS, BackendUnavailable, check_plan, require, run_plan
 from tileport.ops.spec import OpSpec
 from tileport.ops.specs._common import dtype_name
@@ -283,7 +283,8 @@ def _first_call(spec: OpSpec, inputs: tuple, out: Any, backend: str) -> Any:
     if len(devices) > 1:
         raise ValueError(f"{spec.name}: inputs are on several devices: {', '.join(sorted(map(str, devices)))}")
     outs = spec.allocate(*inputs) if out is None else out
-    launches = spec.plan(*inputs, outs)
+    with autotune.planning_for(backend):  # the plan picks this backend's tuned configuration
+        launches = spec.plan(*inputs, outs)
     check_plan(spec, launches)
     try:
         cached = plan_cache.record(spec, backend, inputs, plan_cache.as_tuple(outs), launches,

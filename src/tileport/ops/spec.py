@@ -56,6 +56,26 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
+class ConfigSpace:
+    """The launch configurations an op may run with, searched on the GPU by `tileport.gpu.autotune`.
+
+    A problem is (shape, dtype): the shape the op's `make_inputs` takes (its first input's shape) and
+    the op's dtype. `axes` declares every knob and the values it may take (tile sizes, rows per tile,
+    the kernel entry, which fixes the occupancy hint, the grid policy...); `candidates(shape, dtype)`
+    lists the points valid for that problem (a subset of the product of the axes: every tile constant
+    a power of two, the tile within the entry's register budget), `default(shape, dtype)` is the
+    deterministic choice used when no tuned configuration is cached (one of the candidates), and
+    `shape_class(shape)` names the problems that share one tuned configuration (equal candidate
+    lists). The op's plan takes `config=` (one candidate) and otherwise asks `ops.autotune`.
+    """
+
+    axes: Mapping[str, Sequence[Any]]
+    candidates: Callable[[tuple[int, ...], str], list[dict]]
+    default: Callable[[tuple[int, ...], str], dict]
+    shape_class: Callable[[tuple[int, ...]], str]
+
+
+@dataclass(frozen=True)
 class OpSpec:
     """An operator of the library.
 
@@ -69,6 +89,8 @@ class OpSpec:
     - `shapes`: correctness shapes (include ragged / non-power-of-two ones); `bench_shapes`: benchmark
       shapes; `tolerances`: per dtype; `captures`: signatures for CPU Tile IR capture.
     - `flops(shape)` / `bytes(shape, dtype)`: work per call, for TFLOP/s and GB/s.
+    - `tune`: the op's launch configuration space (None: the plan has one fixed configuration);
+      its plan then takes `config=` (see `ConfigSpace`).
     """
 
     name: str
@@ -86,6 +108,7 @@ class OpSpec:
     bytes: Callable[[tuple[int, ...], str], int] | None = None
     flops: Callable[[tuple[int, ...]], int] | None = None
     kind: str = "memory"  # "memory" or "compute": which roofline the benchmark reports against
+    tune: ConfigSpace | None = None
 
     @property
     def kernel_path(self) -> Path:

@@ -6,6 +6,12 @@ Math in f32. The variance is computed from the centered rows held in registers (
 E[x^2] - E[x]^2 cancellation); the padded lanes are masked out of it. Persistent grid-stride loop
 over row blocks of one (BLOCK_M, TILE) view load each (BLOCK_M > 1 only for short rows); w and b are
 loaded once per block; mean / rstd of a row block are stored as one (BLOCK_M,) tile each.
+
+Three entries share the row-block body: occupancy 2 (rows up to 16384 values), occupancy 4 (row
+tiles up to 8192 values: twice the loads in flight per SM, for narrow rows where one block's tile
+is small, e.g. 2 x 2048 f16 = 8 KiB), and occupancy 2 with the next row block loaded before this
+one's math (the tiles compile to register loads: without it a persistent block waits for each
+load, then computes with nothing in flight).
 """
 
 import cuda.tile as ct
@@ -13,8 +19,19 @@ import cuda.tile as ct
 ConstInt = ct.Constant[int]
 
 
-@ct.kernel(occupancy=2)
-def layer_norm_fwd_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: ConstInt):
+def layer_norm_row_block(t, rb, wt, bt, in_row, n_cols, y, mean, rstd, eps, BLOCK_M):
+    """Normalize one loaded (BLOCK_M, TILE) row block `t` (f32) and store y, mean, rstd."""
+    mu = ct.sum(t, 1, keepdims=True) / n_cols
+    centered = ct.where(in_row, t - mu, 0.0)
+    var = ct.sum(centered * centered, 1, keepdims=True) / n_cols
+    inv_std = ct.rsqrt(var + eps)
+    ct.store(y, index=(rb, 0), tile=ct.astype(centered * inv_std * wt + bt, y.dtype))
+    ct.store(mean, index=(rb,), tile=ct.reshape(mu, (BLOCK_M,)))
+    ct.store(rstd, index=(rb,), tile=ct.reshape(inv_std, (BLOCK_M,)))
+
+
+def layer_norm_row_blocks(x, w, b, y, mean, rstd, eps, BLOCK_M, TILE):
+    """Persistent grid-stride loop over (BLOCK_M, TILE) row blocks (shared by two entries)."""
     bid = ct.bid(0)
     num_blocks = ct.num_blocks(0)
     n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, TILE))
@@ -26,11 +43,36 @@ def layer_norm_fwd_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: 
                    ct.float32)
     for rb in range(bid, n_row_blocks, num_blocks):
         t = ct.load(x, index=(rb, 0), shape=(BLOCK_M, TILE), padding_mode=ct.PaddingMode.ZERO)
-        t = ct.astype(t, ct.float32)
-        mu = ct.sum(t, 1, keepdims=True) / n_cols
-        centered = ct.where(in_row, t - mu, 0.0)
-        var = ct.sum(centered * centered, 1, keepdims=True) / n_cols
-        inv_std = ct.rsqrt(var + eps)
-        ct.store(y, index=(rb, 0), tile=ct.astype(centered * inv_std * wt + bt, y.dtype))
-        ct.store(mean, index=(rb,), tile=ct.reshape(mu, (BLOCK_M,)))
-        ct.store(rstd, index=(rb,), tile=ct.reshape(inv_std, (BLOCK_M,)))
+        layer_norm_row_block(ct.astype(t, ct.float32), rb, wt, bt, in_row, n_cols, y, mean, rstd, eps,
+                             BLOCK_M)
+
+
+@ct.kernel(occupancy=2)
+def layer_norm_fwd_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: ConstInt):
+    layer_norm_row_blocks(x, w, b, y, mean, rstd, eps, BLOCK_M, TILE)
+
+
+@ct.kernel(occupancy=4)
+def layer_norm_fwd_occ4_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: ConstInt):
+    layer_norm_row_blocks(x, w, b, y, mean, rstd, eps, BLOCK_M, TILE)
+
+
+@ct.kernel(occupancy=2)
+def layer_norm_fwd_prefetch_kernel(x, w, b, y, mean, rstd, eps, BLOCK_M: ConstInt, TILE: ConstInt):
+    """The persistent loop with row block i+1 loaded before the math of block i."""
+    bid = ct.bid(0)
+    num_blocks = ct.num_blocks(0)
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, TILE))
+    n_cols = x.shape[1]
+    in_row = ct.arange(TILE, dtype=ct.int32) < n_cols
+    wt = ct.astype(ct.load(w, index=(0,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO),
+                   ct.float32)
+    bt = ct.astype(ct.load(b, index=(0,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO),
+                   ct.float32)
+    ahead = ct.load(x, index=(bid, 0), shape=(BLOCK_M, TILE), padding_mode=ct.PaddingMode.ZERO)
+    for rb in range(bid, n_row_blocks, num_blocks):
+        t = ct.astype(ahead, ct.float32)
+        # a block's last iteration loads the final row block again (in range; the value is unused)
+        nxt = min(rb + num_blocks, n_row_blocks - 1)
+        ahead = ct.load(x, index=(nxt, 0), shape=(BLOCK_M, TILE), padding_mode=ct.PaddingMode.ZERO)
+        layer_norm_row_block(t, rb, wt, bt, in_row, n_cols, y, mean, rstd, eps, BLOCK_M)

@@ -8,7 +8,13 @@ The kernel receives x and y as the free [B, S, H, 2, D/2] views of the contiguou
 makes them), so each half is one view load of a (1, BLOCK_S, BLOCK_H, 1, HALF_TILE) tile at index
 0 / 1 of the split axis; HALF_TILE = next power of two >= D/2, zero padded, so head sizes that are
 not powers of two (e.g. 80, 96) work. The cos/sin block (BLOCK_S, HALF_TILE) is loaded once and
-broadcast over heads. Grid: (seq blocks, head blocks, batch). Math in f32.
+broadcast over heads. Math in f32.
+
+Two entries share the tile body: `rope_kernel`, grid (seq blocks, head blocks, batch), one tile per
+block; `rope_persistent_kernel`, fewer blocks along the sequence, each looping over sequence blocks
+with a grid stride (more work per block for small tiles, e.g. 8 heads x 64 f16 = 1 KiB per half;
+its loop is software-pipelined by the compiler, which about doubles the registers per thread, so
+it is a separate entry rather than the only kernel).
 """
 
 import cuda.tile as ct
@@ -16,9 +22,8 @@ import cuda.tile as ct
 ConstInt = ct.Constant[int]
 
 
-@ct.kernel
-def rope_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
-    sb = ct.bid(0)
+def rope_block(x, cos, sin, y, sb, BLOCK_S, BLOCK_H, HALF_TILE):
+    """One (sequence block sb, head block bid(1), batch bid(2)) tile: both halves, rotated."""
     hb = ct.bid(1)
     batch = ct.bid(2)
     tile_shape = (1, BLOCK_S, BLOCK_H, 1, HALF_TILE)
@@ -32,3 +37,15 @@ def rope_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE:
     x2 = ct.astype(x2, ct.float32)
     ct.store(y, index=(batch, sb, hb, 0, 0), tile=ct.astype(x1 * c - x2 * s, y.dtype))
     ct.store(y, index=(batch, sb, hb, 1, 0), tile=ct.astype(x2 * c + x1 * s, y.dtype))
+
+
+@ct.kernel
+def rope_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    rope_block(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE)
+
+
+@ct.kernel
+def rope_persistent_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    n_seq_blocks = ct.num_tiles(cos, 0, shape=(BLOCK_S, HALF_TILE))
+    for sb in range(ct.bid(0), n_seq_blocks, ct.num_blocks(0)):
+        rope_block(x, cos, sin, y, sb, BLOCK_S, BLOCK_H, HALF_TILE)

@@ -13,12 +13,21 @@ measured faster for the pointer path).
     dropped). The two entries share one body and differ in the occupancy hint: 4 resident blocks
     per SM for tiles up to 8192 f32 values, 2 for wider ones (a 16384-wide f32 row tile needs half
     of the register file per block; with occupancy 4 it spills, measured 1.65x slower on H200).
+    softmax_tma_prefetch_kernel (occupancy 2) loads row block i+1 before the math of block i, so a
+    persistent block always has a load in flight (the row tiles compile to register loads: without
+    it a block waits for each load, then computes with nothing in flight). It holds the prefetched
+    tile in the input dtype next to the f32 working tile: a 16384-wide f16 row fits (254 registers,
+    no spill, sm_90), a 16384-wide f32 row does not.
 (b) softmax_gather_kernel: the same row as an element gather/scatter: column offsets come from
     ct.arange, the column bound is an explicit mask (bounds checks off, the row index is always in
     range), masked lanes read -inf.
-(c) softmax_online_kernel: rows too long for one tile. Pass 1 walks the row in CHUNK-wide tiles,
-    keeping a running max and a running sum rescaled by exp(old_max - new_max); pass 2 re-reads the
-    row (mostly from L2) and writes exp(x - max) / sum.
+(c) softmax_online_kernel: rows too long for one tile. Pass 1 walks BLOCK_M rows in
+    (BLOCK_M, CHUNK) tiles, keeping a running max and a running sum per row rescaled by
+    exp(old_max - new_max); pass 2 re-reads the rows (mostly from L2) and writes exp(x - max) / sum.
+    softmax_online_rev_kernel walks pass 2 last chunk first (see its docstring).
+    BLOCK_M > 1 puts more bytes in flight per load for rows of a few chunks (a load moves
+    BLOCK_M * CHUNK elements; one 4096-wide f16 row is only 8 KiB); rows past the end are padded
+    with -inf and their stores are dropped.
 """
 
 import cuda.tile as ct
@@ -51,6 +60,26 @@ def softmax_tma_wide_kernel(x, y, BLOCK_M: ConstInt, TILE: ConstInt):
     softmax_row_blocks_tma(x, y, BLOCK_M, TILE)
 
 
+@ct.kernel(occupancy=2)
+def softmax_tma_prefetch_kernel(x, y, BLOCK_M: ConstInt, TILE: ConstInt):
+    """(a) with the next row block's load issued before this one's math (software pipelining by
+    hand: the load latency of block i+1 overlaps the reductions of block i)."""
+    bid = ct.bid(0)
+    num_blocks = ct.num_blocks(0)
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, TILE))
+    ahead = ct.load(x, index=(bid, 0), shape=(BLOCK_M, TILE), padding_mode=ct.PaddingMode.NEG_INF)
+    for rb in range(bid, n_row_blocks, num_blocks):
+        t = ct.astype(ahead, ct.float32)
+        # a block's last iteration loads the final row block again (in range; the value is unused)
+        nxt = min(rb + num_blocks, n_row_blocks - 1)
+        ahead = ct.load(x, index=(nxt, 0), shape=(BLOCK_M, TILE), padding_mode=ct.PaddingMode.NEG_INF)
+        row_max = ct.max(t, 1, keepdims=True)
+        num = ct.exp(t - row_max, rounding_mode=ct.RoundingMode.APPROX)
+        den = ct.sum(num, 1, keepdims=True)
+        out = ct.truediv(num, den, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+        ct.store(y, index=(rb, 0), tile=ct.astype(out, y.dtype))
+
+
 @ct.kernel(occupancy=4)
 def softmax_gather_kernel(x, y, TILE: ConstInt):
     bid = ct.bid(0)
@@ -68,30 +97,57 @@ def softmax_gather_kernel(x, y, TILE: ConstInt):
         ct.scatter(y, (row, cols), ct.astype(out, y.dtype), mask=in_row, check_bounds=False)
 
 
+def online_row_stats(x, rb, n_chunks, BLOCK_M, CHUNK):
+    """Pass 1 of (c): running max and 1 / sum over the chunks of row block rb. Chunk 0 initializes
+    them (it always holds a real column)."""
+    t = ct.load(x, index=(rb, 0), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+    t = ct.astype(t, ct.float32)
+    run_max = ct.max(t, 1, keepdims=True)
+    run_sum = ct.sum(ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
+    for c in range(1, n_chunks):
+        t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+        t = ct.astype(t, ct.float32)
+        new_max = ct.maximum(run_max, ct.max(t, 1, keepdims=True))
+        scale = ct.exp(run_max - new_max, rounding_mode=ct.RoundingMode.APPROX)
+        part = ct.sum(ct.exp(t - new_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
+        run_sum = run_sum * scale + part
+        run_max = new_max
+    inv_sum = ct.truediv(1.0, run_sum, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+    return run_max, inv_sum
+
+
+def online_write_chunk(x, y, rb, c, run_max, inv_sum, BLOCK_M, CHUNK):
+    """Pass 2 of (c) for one chunk: exp(x - max) / sum."""
+    t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+    t = ct.astype(t, ct.float32)
+    out = ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX) * inv_sum
+    ct.store(y, index=(rb, c), tile=ct.astype(out, y.dtype))
+
+
 @ct.kernel(occupancy=4)
-def softmax_online_kernel(x, y, CHUNK: ConstInt):
+def softmax_online_kernel(x, y, BLOCK_M: ConstInt, CHUNK: ConstInt):
     bid = ct.bid(0)
     num_blocks = ct.num_blocks(0)
-    n_rows = x.shape[0]
-    n_chunks = ct.num_tiles(x, 1, shape=(1, CHUNK))
-    for row in range(bid, n_rows, num_blocks):
-        # Pass 1: running max / sum. Chunk 0 initializes them (it always holds a real column).
-        t = ct.load(x, index=(row, 0), shape=(1, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
-        t = ct.astype(t, ct.float32)
-        run_max = ct.max(t, 1, keepdims=True)
-        run_sum = ct.sum(ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
-        for c in range(1, n_chunks):
-            t = ct.load(x, index=(row, c), shape=(1, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
-            t = ct.astype(t, ct.float32)
-            new_max = ct.maximum(run_max, ct.max(t, 1, keepdims=True))
-            scale = ct.exp(run_max - new_max, rounding_mode=ct.RoundingMode.APPROX)
-            part = ct.sum(ct.exp(t - new_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
-            run_sum = run_sum * scale + part
-            run_max = new_max
-        inv_sum = ct.truediv(1.0, run_sum, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
-        # Pass 2: normalize and write.
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, CHUNK))
+    n_chunks = ct.num_tiles(x, 1, shape=(BLOCK_M, CHUNK))
+    for rb in range(bid, n_row_blocks, num_blocks):
+        run_max, inv_sum = online_row_stats(x, rb, n_chunks, BLOCK_M, CHUNK)
         for c in range(n_chunks):
-            t = ct.load(x, index=(row, c), shape=(1, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
-            t = ct.astype(t, ct.float32)
-            out = ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX) * inv_sum
-            ct.store(y, index=(row, c), tile=ct.astype(out, y.dtype))
+            online_write_chunk(x, y, rb, c, run_max, inv_sum, BLOCK_M, CHUNK)
+
+
+@ct.kernel(occupancy=4)
+def softmax_online_rev_kernel(x, y, BLOCK_M: ConstInt, CHUNK: ConstInt):
+    """(c) with pass 2 walking the chunks last-first: the chunks pass 1 read last are the likeliest
+    to be still in L2 when the rows in flight outgrow it (walking forward evicts each chunk just
+    before re-reading it, e.g. 256 rows of 131072 f16 = 64 MiB). Its pass-2 loop compiles without
+    the software pipelining of the forward loop (sm_90: 160 loads in the code vs 448), so the search
+    offers it for long rows only."""
+    bid = ct.bid(0)
+    num_blocks = ct.num_blocks(0)
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, CHUNK))
+    n_chunks = ct.num_tiles(x, 1, shape=(BLOCK_M, CHUNK))
+    for rb in range(bid, n_row_blocks, num_blocks):
+        run_max, inv_sum = online_row_stats(x, rb, n_chunks, BLOCK_M, CHUNK)
+        for c in range(n_chunks):
+            online_write_chunk(x, y, rb, n_chunks - 1 - c, run_max, inv_sum, BLOCK_M, CHUNK)

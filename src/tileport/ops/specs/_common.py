@@ -157,14 +157,3 @@ def persistent_grid(n_blocks: int, device: Any, occupancy: int) -> tuple[int, in
 # Test and benchmark shapes [M, N] of the normalizations (rms_norm, layer_norm).
 NORM_SHAPES = [(1, 1), (3, 17), (37, 1000), (1000, 5120), (2, 16384), (8192, 4096)]
 NORM_BENCH = [(8192, 4096), (4096, 8192), (16384, 2048)]
-
-
-def row_geometry(op: str, x: Any, max_tile: int, occupancy: int,
-                 target_bytes: int = ROW_TILE_BYTES) -> tuple[int, int, tuple[int, int, int]]:
-    """(TILE, BLOCK_M, grid) of a persistent row kernel over x [M, N] (checked 2-D with unit last
-    stride by the caller): one power-of-two tile per row, at most `max_tile` columns."""
-    tile = next_pow2(x.shape[1])
-    if tile > max_tile:
-        raise ValueError(f"{op}: rows longer than {max_tile} are not supported")
-    block_m = rows_per_block(x.shape[0], tile, dtype_name(x), target_bytes)
-    return tile, block_m, persistent_grid(cdiv(x.shape[0], block_m), x.device, occupancy)

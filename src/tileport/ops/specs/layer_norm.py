@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, NORM_BENCH, NORM_SHAPES, TOL_POINTWISE, generator,
-                      per_dtype_captures, randn, row_geometry, rows_per_block, torch)
+from .. import autotune
+from ..spec import ConfigSpace, Launch, OpSpec
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, NORM_BENCH, NORM_SHAPES, TOL_POINTWISE, cdiv,
+                      generator, next_pow2, num_sms, per_dtype_captures, randn, rows_per_block, torch)
+from ._tune import BLOCK_MS, GRIDS, row_candidates, row_grid, rows_class
 
-OCCUPANCY = {"layer_norm_fwd_kernel": 2}  # must match the @ct.kernel decorator
+OCCUPANCY = {"layer_norm_fwd_kernel": 2, "layer_norm_fwd_occ4_kernel": 4,
+             "layer_norm_fwd_prefetch_kernel": 2}  # as the @ct.kernel decorators
+PREFETCH = "layer_norm_fwd_prefetch_kernel"
 MAX_TILE = 16384
 EPS = 1e-5
 # Row tiles of about 8 KiB (H200, bf16: 16384x2048 2794 GB/s with 2 rows vs 2485 with 4;
@@ -39,21 +43,55 @@ def allocate(x, w, b):
             t.empty((m,), dtype=t.float32, device=x.device))
 
 
-def plan(x, w, b, outs):
+def prefetch_fits(block_m: int, tile: int, dtype: str) -> bool:
+    """The prefetch entry holds the next tile beside the f32 working tile: at most a (2, 2048) f16
+    block's worth (sm_90, 128 registers: no spill; a (1, 8192) f16 block spills)."""
+    return block_m * tile * (4 + ELEMENT_SIZE[dtype]) <= 4096 * (4 + 2)
+
+
+def candidates(shape, dtype) -> list[dict]:
+    """Row blocks of the three entries (specs/_tune.py); the prefetch entry persistent and within
+    its register budget only."""
+    tile = next_pow2(shape[1])
+    if tile > MAX_TILE:
+        return []
+    keep = rows_per_block(shape[0], tile, dtype, ROW_BYTES)
+    return [c for c in row_candidates(shape[0], tile, OCCUPANCY, keep)
+            if c["kernel"] != PREFETCH or (prefetch_fits(c["BLOCK_M"], tile, dtype) and c["grid"] == "persistent")]
+
+
+def default(shape, dtype) -> dict:
+    tile = next_pow2(shape[1])
+    return {"kernel": "layer_norm_fwd_kernel", "BLOCK_M": rows_per_block(shape[0], tile, dtype, ROW_BYTES),
+            "grid": "persistent"}
+
+
+def plan(x, w, b, outs, config=None):
     if x.dim() != 2 or x.stride(1) != 1 or w.shape != (x.shape[1],) or b.shape != w.shape:
         raise ValueError("layer_norm takes x [M, N] (unit last stride), w [N] and b [N]")
-    k = "layer_norm_fwd_kernel"
-    tile, block_m, grid = row_geometry("layer_norm", x, MAX_TILE, OCCUPANCY[k], ROW_BYTES)
+    tile = next_pow2(x.shape[1])
+    if tile > MAX_TILE:
+        raise ValueError(f"layer_norm: rows longer than {MAX_TILE} are not supported")
+    cfg = autotune.resolve(SPEC, x, config)
+    k, block_m = cfg["kernel"], cfg["BLOCK_M"]
+    grid = row_grid(cfg, cdiv(x.shape[0], block_m), num_sms(x.device), OCCUPANCY[k])
     y, mean, rstd = outs
     return [Launch(k, grid, {"x": x, "w": w, "b": b, "y": y, "mean": mean, "rstd": rstd,
                              "eps": EPS,
                              "BLOCK_M": block_m, "TILE": tile})]
 
 
+def _captures(kernel: str, block_m_of) -> list:
+    return per_dtype_captures(kernel, {"x": 2, "w": 1, "b": 1, "y": 2},
+                              lambda dt: {"BLOCK_M": block_m_of(dt), "TILE": 4096},
+                              fixed_arrays={"mean": ("float32", 1), "rstd": ("float32", 1)},
+                              scalars={"eps": "float32"})
+
+
 SPEC = OpSpec(
     name="layer_norm",
     kernel_file="layer_norm.py",
-    kernels=["layer_norm_fwd_kernel"],
+    kernels=list(OCCUPANCY),
     dtypes=list(FLOAT_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
@@ -62,12 +100,12 @@ SPEC = OpSpec(
     shapes=NORM_SHAPES,
     bench_shapes=NORM_BENCH,
     tolerances=TOL_POINTWISE,
-    captures=per_dtype_captures("layer_norm_fwd_kernel", {"x": 2, "w": 1, "b": 1, "y": 2},
-                                lambda dt: {"BLOCK_M": rows_per_block(8192, 4096, dt, ROW_BYTES),
-                                            "TILE": 4096},
-                                fixed_arrays={"mean": ("float32", 1), "rstd": ("float32", 1)},
-                                scalars={"eps": "float32"}),
+    captures=(_captures("layer_norm_fwd_kernel", lambda dt: rows_per_block(8192, 4096, dt, ROW_BYTES))
+              + _captures("layer_norm_fwd_occ4_kernel", lambda dt: 2)
+              + _captures(PREFETCH, lambda dt: 1)),
     bytes=lambda shape, dt: ((2 * shape[0] * shape[1] + 2 * shape[1]) * ELEMENT_SIZE[dt]
                              + 8 * shape[0]),
     flops=lambda shape: 7 * shape[0] * shape[1],
+    tune=ConfigSpace(axes={"kernel": tuple(OCCUPANCY), "BLOCK_M": BLOCK_MS, "grid": GRIDS},
+                     candidates=candidates, default=default, shape_class=rows_class),
 )

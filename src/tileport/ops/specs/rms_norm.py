@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, NORM_BENCH, NORM_SHAPES, TOL_POINTWISE, generator,
-                      per_dtype_captures, randn, row_geometry, rows_per_block, torch)
+from .. import autotune
+from ..spec import ConfigSpace, Launch, OpSpec
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, NORM_BENCH, NORM_SHAPES, TOL_POINTWISE, cdiv,
+                      generator, next_pow2, num_sms, per_dtype_captures, randn, rows_per_block, torch)
+from ._tune import BLOCK_MS, GRIDS, row_candidates, row_grid, rows_class
 
 OCCUPANCY = {"rms_norm_kernel": 2}  # must match the @ct.kernel decorator
 MAX_TILE = 16384  # longest row (as a power-of-two tile) held in one tile
@@ -29,11 +31,25 @@ def allocate(x, w):
     return torch().empty_like(x)
 
 
-def plan(x, w, outs):
+def candidates(shape, dtype) -> list[dict]:
+    tile = next_pow2(shape[1])
+    return row_candidates(shape[0], tile, OCCUPANCY, rows_per_block(shape[0], tile, dtype)) if tile <= MAX_TILE else []
+
+
+def default(shape, dtype) -> dict:
+    tile = next_pow2(shape[1])
+    return {"kernel": "rms_norm_kernel", "BLOCK_M": rows_per_block(shape[0], tile, dtype), "grid": "persistent"}
+
+
+def plan(x, w, outs, config=None):
     if x.dim() != 2 or x.stride(1) != 1 or w.shape != (x.shape[1],):
         raise ValueError("rms_norm takes x [M, N] (unit last stride) and w [N]")
-    k = "rms_norm_kernel"
-    tile, block_m, grid = row_geometry("rms_norm", x, MAX_TILE, OCCUPANCY[k])
+    tile = next_pow2(x.shape[1])
+    if tile > MAX_TILE:
+        raise ValueError(f"rms_norm: rows longer than {MAX_TILE} are not supported")
+    cfg = autotune.resolve(SPEC, x, config)
+    k, block_m = cfg["kernel"], cfg["BLOCK_M"]
+    grid = row_grid(cfg, cdiv(x.shape[0], block_m), num_sms(x.device), OCCUPANCY[k])
     return [Launch(k, grid, {"x": x, "w": w, "y": outs, "eps": EPS,
                              "BLOCK_M": block_m, "TILE": tile})]
 
@@ -56,4 +72,6 @@ SPEC = OpSpec(
                                 scalars={"eps": "float32"}),
     bytes=lambda shape, dt: (2 * shape[0] * shape[1] + shape[1]) * ELEMENT_SIZE[dt],
     flops=lambda shape: 4 * shape[0] * shape[1],
+    tune=ConfigSpace(axes={"kernel": tuple(OCCUPANCY), "BLOCK_M": BLOCK_MS, "grid": GRIDS},
+                     candidates=candidates, default=default, shape_class=rows_class),
 )

@@ -6,9 +6,12 @@ the free [B, S, H, 2, D/2] views of x and y to the kernel.
 
 from __future__ import annotations
 
-from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, generator, next_pow2, numel,
-                      per_dtype_captures, randn, torch)
+from itertools import product
+
+from .. import autotune
+from ..spec import ConfigSpace, Launch, OpSpec
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, generator, next_pow2, num_sms,
+                      numel, per_dtype_captures, randn, torch)
 
 BASE = 10000.0
 # Elements of one half-tile (x1 or x2) a block aims for: all heads of one position up to this size.
@@ -18,10 +21,51 @@ HALF_TILE_ELEMS = 2048
 BLOCK_S = 1
 
 
+# The search: the entry, positions and heads per block, with at most MAX_HALF_TILE_ELEMS elements per
+# half-tile (x1 and x2 in f32 registers). rope_persistent_kernel runs PERSISTENT_BLOCKS_PER_SM blocks
+# per SM over all (head block, batch) pairs, each looping over sequence blocks.
+ENTRIES = ("rope_kernel", "rope_persistent_kernel")  # one tile per block / a loop over sequence blocks
+BLOCK_SS = (1, 2, 4, 8)
+BLOCK_HS = tuple(1 << i for i in range(13))
+MAX_HALF_TILE_ELEMS = 4096
+PERSISTENT_BLOCKS_PER_SM = 4
+
+
 def tiles(s: int, h: int, half: int) -> tuple[int, int, int]:
     half_tile = next_pow2(half)
     block_h = min(next_pow2(h), max(1, HALF_TILE_ELEMS // half_tile))
     return min(BLOCK_S, next_pow2(s)), block_h, half_tile
+
+
+def candidates(shape, dtype) -> list[dict]:
+    """BLOCK_H: the default's (all heads up to HALF_TILE_ELEMS) or half of it; BLOCK_S: 1 to 8
+    positions; tiles between a quarter of the default's size (at most HALF_TILE_ELEMS / 4: smaller
+    blocks only add per-block cost) and MAX_HALF_TILE_ELEMS; both entries."""
+    _, s, h, d = shape
+    block_s, block_h, half_tile = tiles(s, h, d // 2)
+    lo = min(HALF_TILE_ELEMS // 4, block_s * block_h * half_tile)
+    hi = max(MAX_HALF_TILE_ELEMS, half_tile)
+    return [{"kernel": k, "BLOCK_S": bs, "BLOCK_H": bh}
+            for k, bs, bh in product(ENTRIES, BLOCK_SS, sorted({block_h, max(1, block_h // 2)}))
+            if bs <= next_pow2(s) and lo <= bs * bh * half_tile <= hi]
+
+
+def default(shape, dtype) -> dict:
+    _, s, h, d = shape
+    block_s, block_h, _ = tiles(s, h, d // 2)
+    return {"kernel": "rope_kernel", "BLOCK_S": block_s, "BLOCK_H": block_h}
+
+
+def shape_class(shape) -> str:
+    b, s, h, d = shape
+    return f"B{next_pow2(b)}xS{next_pow2(s)}xH{next_pow2(h)}xD{next_pow2(d // 2) * 2}"
+
+
+def grid_for(config: dict, s: int, h: int, b: int, sms: int) -> tuple[int, int, int]:
+    seq_blocks, head_blocks = cdiv(s, config["BLOCK_S"]), cdiv(h, config["BLOCK_H"])
+    if config["kernel"] == "rope_persistent_kernel":
+        seq_blocks = min(seq_blocks, max(1, sms * PERSISTENT_BLOCKS_PER_SM // (head_blocks * b)))
+    return (seq_blocks, head_blocks, b)
 
 
 def rope_tables(seq: int, head_dim: int, device):
@@ -53,16 +97,15 @@ def allocate(x, cos, sin):
     return torch().empty_like(x)
 
 
-def plan(x, cos, sin, outs):
+def plan(x, cos, sin, outs, config=None):
     b, s, h, d = x.shape
     half = d // 2
     if d % 2 or not x.is_contiguous() or cos.shape != (s, half) or sin.shape != (s, half):
         raise ValueError("rope takes contiguous x [B, S, H, D] (D even) and cos/sin [S, D/2]")
-    block_s, block_h, half_tile = tiles(s, h, half)
-    grid = (cdiv(s, block_s), cdiv(h, block_h), b)
-    return [Launch("rope_kernel", grid, {
+    cfg = autotune.resolve(SPEC, x, config)
+    return [Launch(cfg["kernel"], grid_for(cfg, s, h, b, num_sms(x.device)), {
         "x": x.view(b, s, h, 2, half), "cos": cos, "sin": sin, "y": outs.view(b, s, h, 2, half),
-        "BLOCK_S": block_s, "BLOCK_H": block_h, "HALF_TILE": half_tile})]
+        "BLOCK_S": cfg["BLOCK_S"], "BLOCK_H": cfg["BLOCK_H"], "HALF_TILE": next_pow2(half)})]
 
 
 def _constants(dt):
@@ -73,7 +116,7 @@ def _constants(dt):
 SPEC = OpSpec(
     name="rope",
     kernel_file="rope.py",
-    kernels=["rope_kernel"],
+    kernels=list(ENTRIES),
     dtypes=list(FLOAT_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
@@ -82,9 +125,15 @@ SPEC = OpSpec(
     shapes=[(1, 1, 1, 2), (2, 7, 3, 80), (1, 129, 8, 128), (3, 33, 5, 96), (4, 1024, 32, 128)],
     bench_shapes=[(4, 4096, 32, 128), (1, 16384, 8, 128)],
     tolerances=TOL_POINTWISE,
-    captures=per_dtype_captures("rope_kernel", {"x": 5, "y": 5}, _constants,
-                                fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)}),
+    captures=(per_dtype_captures("rope_kernel", {"x": 5, "y": 5}, _constants,
+                                 fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
+              # the [1, 16384, 8, 128] benchmark's tile (8 heads per block)
+              + per_dtype_captures("rope_persistent_kernel", {"x": 5, "y": 5},
+                                   lambda dt: {"BLOCK_S": 1, "BLOCK_H": 8, "HALF_TILE": 64},
+                                   fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})),
     bytes=lambda shape, dt: (2 * numel(shape) * ELEMENT_SIZE[dt]
                              + 2 * shape[1] * (shape[3] // 2) * 4),
     flops=lambda shape: 3 * numel(shape),
+    tune=ConfigSpace(axes={"kernel": ENTRIES, "BLOCK_S": BLOCK_SS, "BLOCK_H": BLOCK_HS},
+                     candidates=candidates, default=default, shape_class=shape_class),
 )

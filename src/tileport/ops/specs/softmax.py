@@ -1,7 +1,7 @@
 """softmax over the last axis of [M, N]: four specs over the kernels of kernels/softmax.py.
 
 - `softmax` (the operator) takes, per row width, the variant measured fastest on H200 (CUPTI, L2
-  flushed, GB/s, see docs/corpus.md):
+  flushed, GB/s, see docs/corpus.md) unless a tuned configuration is cached (ops/autotune.py):
     next_pow2(N) <= 8192   -> (b) gather rows, one block per row (f16 4096^2: 3641 vs 2919 for (a);
                               bf16 8192x1000: 2265 vs 828; f32 4096^2: 3938 vs 3580)
     next_pow2(N) <= 16384  -> (a) TMA rows, occupancy-2 entry (f32 1024x16384: 3207 vs 2938 for (b))
@@ -10,19 +10,33 @@
   the occupancy-2 entry up to 16384; BLOCK_M rows per tile for short rows, ROW_TILE_BYTES per load),
   `softmax_gather` (specs/softmax_gather.py) pins (b) and `softmax_online` (specs/softmax_online.py)
   pins (c), so each kernel is tested and benchmarked on its own.
-Persistent grids are min(row blocks, NUM_SMS * occupancy), occupancy as in the kernel decorators;
-the gather variant gets one block per row.
+
+Configuration space (`spec.tune`, searched by `python3 -m tileport.gpu.autotune`): a configuration
+is {"variant": "gather" | "tma" | "online", knobs}: gather {grid}; tma {kernel (occupancy 4, 2, or 2 with
+the next row block prefetched), BLOCK_M, grid}; online {kernel (pass 2 forward, or last chunk
+first for rows of >= 16 chunks), CHUNK, BLOCK_M, grid}. The operator searches gather and tma while a row fits
+one tile and online beyond; each variant spec searches its own variant (softmax_tma: online beyond
+one tile). Grids: "persistent" = min(tiles, NUM_SMS * occupancy), "full" = one block per tile.
 """
 
 from __future__ import annotations
 
-from ..spec import Launch, OpSpec
-from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_SOFTMAX, cdiv, dtype_name, generator,
-                      next_pow2, per_dtype_captures, persistent_grid, randn, rows_per_block, torch)
+import importlib
+
+from .. import autotune
+from ..spec import Capture, ConfigSpace, Launch, OpSpec
+from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_SOFTMAX, cdiv, next_pow2, num_sms,
+                      per_dtype_captures, randn, rows_per_block, generator, torch)
+from ._tune import BLOCK_MS, GRIDS, block_ms, row_candidates, row_grid, rows_class
 
 # Occupancy hints of the kernels (must match the @ct.kernel decorators; a CPU test checks it).
-OCCUPANCY = {"softmax_tma_kernel": 4, "softmax_tma_wide_kernel": 2, "softmax_gather_kernel": 4,
-             "softmax_online_kernel": 4}
+OCCUPANCY = {"softmax_tma_kernel": 4, "softmax_tma_wide_kernel": 2, "softmax_tma_prefetch_kernel": 2,
+             "softmax_gather_kernel": 4, "softmax_online_kernel": 4, "softmax_online_rev_kernel": 4}
+TMA_ENTRIES = {k: OCCUPANCY[k] for k in ("softmax_tma_kernel", "softmax_tma_wide_kernel",
+                                          "softmax_tma_prefetch_kernel")}
+PREFETCH = "softmax_tma_prefetch_kernel"
+ONLINE_ENTRIES = ("softmax_online_kernel", "softmax_online_rev_kernel")
+REV_MIN_CHUNKS = 16  # the last-first pass 2 only for rows of at least this many chunks
 # Row tiles up to MAX_NARROW_TILE columns use softmax_tma_kernel (occupancy 4), up to MAX_TMA_TILE
 # softmax_tma_wide_kernel (occupancy 2); longer rows the online kernel.
 MAX_NARROW_TILE = 8192
@@ -31,6 +45,10 @@ MAX_GATHER_TILE = 16384
 # Column chunk of the online kernel per dtype (H200: f16 1024x16384 2351 GB/s at 4096 vs 2076 at
 # 8192; f32 256x131072 2477 GB/s at 8192 vs 2164 at 4096).
 ONLINE_CHUNK = {"float32": 8192, "float16": 4096, "bfloat16": 4096}
+ONLINE_CHUNKS = (1024, 2048, 4096, 8192)  # the search's chunks (<= 8192 f32: occupancy 4 budget)
+CHUNK_AXIS = tuple(1 << i for i in range(14))  # declared: a short row is one chunk of next_pow2(N)
+ONLINE_TOP_BLOCK_MS = 2
+VARIANTS = ("gather", "tma", "online")
 
 
 def make_inputs(shape, dtype, device, seed=0):
@@ -44,10 +62,6 @@ def reference(x):
 
 def allocate(x):
     return torch().empty_like(x)
-
-
-def _grid(kernel: str, x, n_blocks: int | None = None) -> tuple[int, int, int]:
-    return persistent_grid(x.shape[0] if n_blocks is None else n_blocks, x.device, OCCUPANCY[kernel])
 
 
 def tma_constants(n_rows: int, n_cols: int, dtype: str) -> dict:
@@ -64,45 +78,136 @@ def _check(x):
         raise ValueError("softmax takes a 2-D tensor with unit last stride")
 
 
-def plan_softmax(x, outs):
-    """The operator: the fastest measured variant for the row width."""
-    _check(x)
-    tile = next_pow2(x.shape[1])
-    if tile <= MAX_NARROW_TILE:
-        return plan_gather(x, outs)
-    if tile <= MAX_TMA_TILE:
-        return plan_tma(x, outs)
-    return plan_online(x, outs)
+# ---------------------------------------------------------------------------------------------
+# Configurations of the three variants ({"variant": ..., knobs}); see specs/_tune.py for the rules.
 
 
-def plan_tma(x, outs):
-    """Variant (a); rows longer than MAX_TMA_TILE go to the online kernel."""
-    _check(x)
-    tile = next_pow2(x.shape[1])
-    if tile <= MAX_TMA_TILE:
-        k = "softmax_tma_kernel" if tile <= MAX_NARROW_TILE else "softmax_tma_wide_kernel"
-        consts = tma_constants(x.shape[0], x.shape[1], dtype_name(x))
-        n_blocks = cdiv(x.shape[0], consts["BLOCK_M"])
-        return [Launch(k, _grid(k, x, n_blocks), {"x": x, "y": outs, **consts})]
-    return plan_online(x, outs)
+def gather_candidates(shape, dtype) -> list[dict]:
+    return [{"variant": "gather", "grid": g} for g in GRIDS] if next_pow2(shape[1]) <= MAX_GATHER_TILE else []
 
 
-def plan_gather(x, outs):
-    _check(x)
-    tile = next_pow2(x.shape[1])
-    if tile > MAX_GATHER_TILE:
-        raise ValueError(f"softmax_gather: rows longer than {MAX_GATHER_TILE} need softmax_online")
+def gather_default(shape, dtype) -> dict:
     # One block per row: for the pointer path a full grid beat the persistent one on H200
     # (f16 4096x4096: 3561 vs 2770 GB/s; 8192x1000: 1939 vs 1253 GB/s).
-    k = "softmax_gather_kernel"
-    return [Launch(k, (max(1, x.shape[0]), 1, 1), {"x": x, "y": outs, "TILE": tile})]
+    return {"variant": "gather", "grid": "full"}
 
 
-def plan_online(x, outs):
+def prefetch_fits(block_m: int, tile: int, dtype: str) -> bool:
+    """The prefetch entry holds the next tile in the input dtype beside the f32 working tile: at most
+    a (1, 16384) f16 row's worth (compiled without spills at occupancy 2). It only runs persistent:
+    with one block per tile there is no next block, and the extra load would be pure cost."""
+    return block_m * tile * (4 + ELEMENT_SIZE[dtype]) <= 16384 * (4 + 2)
+
+
+def tma_candidates(shape, dtype) -> list[dict]:
+    tile = next_pow2(shape[1])
+    if tile > MAX_TMA_TILE:
+        return []
+    keep = rows_per_block(shape[0], tile, dtype)
+    return [{"variant": "tma", **c} for c in row_candidates(shape[0], tile, TMA_ENTRIES, keep)
+            if c["kernel"] != PREFETCH or (prefetch_fits(c["BLOCK_M"], tile, dtype) and c["grid"] == "persistent")]
+
+
+def tma_default(shape, dtype) -> dict:
+    tile = next_pow2(shape[1])
+    kernel = "softmax_tma_kernel" if tile <= MAX_NARROW_TILE else "softmax_tma_wide_kernel"
+    return {"variant": "tma", "kernel": kernel, "BLOCK_M": rows_per_block(shape[0], tile, dtype),
+            "grid": "persistent"}
+
+
+def online_candidates(shape, dtype) -> list[dict]:
+    m, n = shape
+    occ = OCCUPANCY["softmax_online_kernel"]
+    chunks = sorted({min(next_pow2(n), c) for c in ONLINE_CHUNKS} | {online_chunk(n, dtype)})
+    return [{"variant": "online", "kernel": k, "CHUNK": chunk, "BLOCK_M": bm, "grid": g}
+            for k in ONLINE_ENTRIES for chunk in chunks
+            if k == "softmax_online_kernel" or next_pow2(n) // chunk >= REV_MIN_CHUNKS
+            for bm in block_ms(m, chunk, occ, ONLINE_TOP_BLOCK_MS, keep=1) for g in GRIDS]
+
+
+def online_default(shape, dtype) -> dict:
+    return {"variant": "online", "kernel": "softmax_online_kernel", "CHUNK": online_chunk(shape[1], dtype),
+            "BLOCK_M": 1, "grid": "persistent"}
+
+
+def operator_candidates(shape, dtype) -> list[dict]:
+    """The operator's choice among the variants: gather / TMA rows while a row fits one tile, the
+    online kernel beyond (re-reading a row that fits in registers only costs bandwidth)."""
+    if next_pow2(shape[1]) <= MAX_TMA_TILE:
+        return gather_candidates(shape, dtype) + tma_candidates(shape, dtype)
+    return online_candidates(shape, dtype)
+
+
+def operator_default(shape, dtype) -> dict:
+    """Per row width, the variant measured fastest on H200 (see the module docstring)."""
+    tile = next_pow2(shape[1])
+    if tile <= MAX_NARROW_TILE:
+        return gather_default(shape, dtype)
+    if tile <= MAX_TMA_TILE:
+        return tma_default(shape, dtype)
+    return online_default(shape, dtype)
+
+
+def tma_or_online_candidates(shape, dtype) -> list[dict]:
+    """softmax_tma: variant (a) while a row fits one tile, the online kernel beyond."""
+    return tma_candidates(shape, dtype) or online_candidates(shape, dtype)
+
+
+def tma_or_online_default(shape, dtype) -> dict:
+    return tma_default(shape, dtype) if next_pow2(shape[1]) <= MAX_TMA_TILE else online_default(shape, dtype)
+
+
+def space(candidates, default) -> ConfigSpace:
+    axes = {"variant": VARIANTS, "kernel": tuple(TMA_ENTRIES) + ONLINE_ENTRIES, "BLOCK_M": BLOCK_MS, "CHUNK": CHUNK_AXIS,
+            "grid": GRIDS}
+    return ConfigSpace(axes=axes, candidates=candidates, default=default, shape_class=rows_class)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plans
+
+
+def launch_for(x, outs, config: dict, sms: int) -> Launch:
+    """The launch of one configuration (x checked by the caller)."""
+    n_rows, tile = x.shape[0], next_pow2(x.shape[1])
+    variant = config["variant"]
+    if variant == "gather":
+        k = "softmax_gather_kernel"
+        return Launch(k, row_grid(config, n_rows, sms, OCCUPANCY[k]), {"x": x, "y": outs, "TILE": tile})
+    if variant == "tma":
+        k, bm = config["kernel"], config["BLOCK_M"]
+        grid = row_grid(config, cdiv(n_rows, bm), sms, OCCUPANCY[k])
+        return Launch(k, grid, {"x": x, "y": outs, "BLOCK_M": bm, "TILE": tile})
+    k, bm = config["kernel"], config["BLOCK_M"]
+    grid = row_grid(config, cdiv(n_rows, bm), sms, OCCUPANCY[k])
+    return Launch(k, grid, {"x": x, "y": outs, "BLOCK_M": bm, "CHUNK": config["CHUNK"]})
+
+
+def _plan(spec_name: str, x, outs, config):
     _check(x)
-    k = "softmax_online_kernel"
-    chunk = online_chunk(x.shape[1], dtype_name(x))
-    return [Launch(k, _grid(k, x), {"x": x, "y": outs, "CHUNK": chunk})]
+    cfg = autotune.resolve(importlib.import_module(f"{__package__}.{spec_name}").SPEC, x, config)
+    return [launch_for(x, outs, cfg, num_sms(x.device))]
+
+
+def plan_softmax(x, outs, config=None):
+    """The operator: the tuned configuration, else the fastest measured variant for the row width."""
+    return _plan("softmax", x, outs, config)
+
+
+def plan_tma(x, outs, config=None):
+    """Variant (a); rows longer than MAX_TMA_TILE go to the online kernel."""
+    return _plan("softmax_tma", x, outs, config)
+
+
+def plan_gather(x, outs, config=None):
+    _check(x)
+    if next_pow2(x.shape[1]) > MAX_GATHER_TILE:
+        raise ValueError(f"softmax_gather: rows longer than {MAX_GATHER_TILE} need softmax_online")
+    return _plan("softmax_gather", x, outs, config)
+
+
+def plan_online(x, outs, config=None):
+    return _plan("softmax_online", x, outs, config)
 
 
 def softmax_bytes(shape, dt):
@@ -120,15 +225,22 @@ SHAPES_SINGLE_TILE = [(1, 1), (3, 7), (256, 1009), (1823, 781), (300, 5000), (40
 SHAPES_LONG = [(16, 100_003), (4, 262_144)]
 # Captures per kernel, shared with the variant specs.
 GATHER_CAPTURES = per_dtype_captures("softmax_gather_kernel", IO_RANKS, lambda dt: {"TILE": 4096})
+TMA_CAPTURES = (per_dtype_captures("softmax_tma_kernel", IO_RANKS, lambda dt: tma_constants(4096, 4096, dt))
+                + per_dtype_captures(PREFETCH, IO_RANKS, lambda dt: tma_constants(1024, 16384 if dt != "float32" else 8192, dt)))
 TMA_WIDE_CAPTURES = per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
                                        lambda dt: tma_constants(1024, 16384, dt))
-ONLINE_CAPTURES = per_dtype_captures("softmax_online_kernel", IO_RANKS,
-                                     lambda dt: {"CHUNK": ONLINE_CHUNK[dt]})
+ONLINE_CAPTURES = (per_dtype_captures("softmax_online_kernel", IO_RANKS,
+                                      lambda dt: {"BLOCK_M": 1, "CHUNK": ONLINE_CHUNK[dt]})
+                   + per_dtype_captures("softmax_online_rev_kernel", IO_RANKS,
+                                        lambda dt: {"BLOCK_M": 1, "CHUNK": ONLINE_CHUNK[dt]})
+                   + [Capture("softmax_online_kernel", {"x": ("float16", 2), "y": ("float16", 2)},
+                              constants={"BLOCK_M": 2, "CHUNK": 4096})])  # several rows per tile
 
 SPEC = OpSpec(
     name="softmax",
     kernel_file="softmax.py",
-    kernels=["softmax_gather_kernel", "softmax_tma_wide_kernel", "softmax_online_kernel"],
+    kernels=["softmax_gather_kernel", "softmax_tma_kernel", "softmax_tma_wide_kernel", PREFETCH,
+             *ONLINE_ENTRIES],
     dtypes=list(FLOAT_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
@@ -137,7 +249,8 @@ SPEC = OpSpec(
     shapes=SHAPES_SINGLE_TILE + SHAPES_LONG,
     bench_shapes=BENCH,
     tolerances=TOL_SOFTMAX,
-    captures=GATHER_CAPTURES + TMA_WIDE_CAPTURES + ONLINE_CAPTURES,
+    captures=GATHER_CAPTURES + TMA_CAPTURES + TMA_WIDE_CAPTURES + ONLINE_CAPTURES,
     bytes=softmax_bytes,
     flops=softmax_flops,
+    tune=space(operator_candidates, operator_default),
 )

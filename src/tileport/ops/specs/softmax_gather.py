@@ -14,4 +14,5 @@ SPEC = dataclasses.replace(
     plan=plan_gather,
     shapes=SHAPES_SINGLE_TILE,
     captures=GATHER_CAPTURES,
+    tune=softmax.space(softmax.gather_candidates, softmax.gather_default),
 )

@@ -7,15 +7,13 @@ from __future__ import annotations
 import dataclasses
 
 from . import softmax
-from ._common import per_dtype_captures
-from .softmax import IO_RANKS, ONLINE_CAPTURES, TMA_WIDE_CAPTURES, plan_tma, tma_constants
+from .softmax import ONLINE_CAPTURES, TMA_CAPTURES, TMA_WIDE_CAPTURES, plan_tma
 
 SPEC = dataclasses.replace(
     softmax.SPEC,
     name="softmax_tma",
-    kernels=["softmax_tma_kernel", "softmax_tma_wide_kernel", "softmax_online_kernel"],
+    kernels=["softmax_tma_kernel", "softmax_tma_wide_kernel", softmax.PREFETCH, *softmax.ONLINE_ENTRIES],
     plan=plan_tma,
-    captures=(per_dtype_captures("softmax_tma_kernel", IO_RANKS,
-                                 lambda dt: tma_constants(4096, 4096, dt))
-              + TMA_WIDE_CAPTURES + ONLINE_CAPTURES),
+    captures=TMA_CAPTURES + TMA_WIDE_CAPTURES + ONLINE_CAPTURES,
+    tune=softmax.space(softmax.tma_or_online_candidates, softmax.tma_or_online_default),
 )
