@@ -1,5 +1,5 @@
-"""The Triton differential harness on the CPU: planning against the port's parameters (pointers taken
-flat), tolerances (TF32 for kernels with tl.dot), whole cases on a numpy fake device whose "source"
+"""The Triton differential harness on the CPU: planning against the port's parameters (pointer views
+and flat pointers), tolerances (TF32 for kernels with tl.dot), whole cases on a numpy fake device whose "source"
 and "port" are Python functions, the summary, the cuTile anchors of the corpus, and the AST rebuild of
 a Triton file (what is kept, what is refused with a location, the restricted import)."""
 
@@ -35,18 +35,52 @@ def record(x_shape=(4, 6), options=None):
     return parse_spec({"format": "tileport-launches", "version": 1, "launches": [launch]})[0]
 
 
-def test_pointer_parameters_are_planned_flat_with_the_options():
+def test_rank1_pointer_without_view_gets_the_flat_buffer_and_the_options():
     plans, problems = tc.plan_triton_launches("launch:k.k", [record()], PARAMS)
     assert problems == [] and len(plans) == 1
     p = plans[0]
-    assert p.flat == frozenset({"x_ptr"}) and p.options == {"num_warps": 4}  # y_ptr is 1-D already
+    assert p.layouts == {"x_ptr": ((24,), (1,))} and p.options == {"num_warps": 4}  # y_ptr is 1-D already
     assert [a.storage for a in p.args if a.kind == "array"] == [24, 4]
 
 
-def test_a_port_of_another_rank_is_a_problem():
+def test_a_port_of_another_rank_without_view_is_a_problem():
     params = [{**PARAMS[0], "rank": 3}] + PARAMS[1:]
     plans, problems = tc.plan_triton_launches("k", [record()], params)
     assert plans == [] and any("rank 2 vs the kernel's rank 3" in p for p in problems)
+
+
+def _arg(shape, strides):
+    return ArgPlan("t", "array", "float32", tuple(shape), tuple(strides))
+
+
+def test_view_layouts_from_masks_strides_and_the_buffer():
+    # extents given by masks (vector_add): a 1-D view of n elements over a 2-D tensor
+    assert tc.view_layout({"strides": ["1"], "extents": ["n"]}, _arg((4, 6), (6, 1)), 24, {"n": 24}) == ((24,), (1,))
+    # rows not bounded by a mask (softmax): the buffer gives them; padded rows (stride 8 > 6 columns)
+    assert tc.view_layout({"strides": ["stride_xm", "1"], "extents": [None, "n_cols"]}, _arg((4, 6), (8, 1)), 30,
+                          {"stride_xm": 8, "n_cols": 6}) == ((4, 6), (8, 1))
+    # a transposed 4-D view (attention's k): inner open dims by stride, the outermost from the buffer
+    view = {"strides": ["sb", "sh", "1", "ss"], "extents": [None, None, None, "S"]}
+    assert tc.view_layout(view, _arg((2, 3, 5, 4), (60, 20, 4, 1)), 120, {"sb": 60, "sh": 20, "ss": 4, "S": 5}) == (
+        (2, 3, 4, 5), (60, 20, 1, 4))
+    # a flattened row index (lse [B, H, S] seen as [B*H, S]): the buffer, not the stride match, sizes it
+    assert tc.view_layout({"strides": ["S", "1"], "extents": [None, "S"]}, _arg((2, 3, 5), (15, 5, 1)), 30,
+                          {"S": 5}) == ((6, 5), (5, 1))
+    assert tc.view_layout({"strides": ["2 * n", "1"], "extents": ["m // 2", "n"]}, _arg((8,), (1,)), 64,
+                          {"n": 4, "m": 8}) == ((4, 4), (8, 1))
+
+
+def test_view_problems():
+    with pytest.raises(ValueError, match="reaches element 24 of a buffer of 24"):
+        tc.view_layout({"strides": ["1"], "extents": ["n"]}, _arg((24,), (1,)), 24, {"n": 25})
+    with pytest.raises(ValueError, match="`stride_q` is not an integer of this launch"):
+        tc.view_layout({"strides": ["stride_q"], "extents": [None]}, _arg((24,), (1,)), 24, {"stride_q": 1.5})
+    with pytest.raises(ValueError, match="no dimension of that stride"):
+        tc.view_layout({"strides": ["7", "5"], "extents": [None, None]}, _arg((4, 6), (6, 1)), 24, {})
+    params = [{**PARAMS[0], "rank": 2, "view": {"strides": ["n_cols", "1"], "extents": ["BLOCK", "n_cols"]}}]
+    plans, problems = tc.plan_triton_launches("k", [record()], params + PARAMS[1:])  # BLOCK 8 rows > the 4 there are
+    assert plans == [] and any("`x_ptr`: the view [8, 6] / strides [6, 1] reaches element 47 of a buffer of 24" in p
+                               for p in problems), problems
 
 
 def test_tolerances_tf32_only_for_f32_of_dot_kernels():
@@ -90,8 +124,8 @@ class FakeDevice:
         self.source(*values)
 
     def run_port(self, plan, values):
-        self.port(*tc.port_arguments(plan, values, lambda v, n: np.lib.stride_tricks.as_strided(
-            v, (n,), (v.itemsize,))))
+        self.port(*tc.port_arguments(plan, values, lambda v, shape, strides: np.lib.stride_tricks.as_strided(
+            v, shape, [s * v.itemsize for s in strides])))
 
     def sync(self):
         pass

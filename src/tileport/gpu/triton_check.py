@@ -9,8 +9,10 @@ run as Triton runs it (`kernel[grid](*args, **options)`, rebuilt from the file's
 `tileport.gpu.triton_source`, nothing of the file runs) and the port through the generated cdylib.
 Float tolerances (rtol, atol) are `TRITON_TOLERANCES`, with `TF32_TOLERANCE` for f32 arrays of a
 kernel that calls `tl.dot` (f32 dots run as TF32 on both sides, possibly with different operand
-rounding). A Triton pointer parameter that the port takes as a 1-D array gets the flat buffer behind
-the recorded tensor (a pointer is its first element).
+rounding). A Triton pointer is the first element of the recorded tensor's buffer; the port receives
+the array its manifest describes over that buffer: the pointer's view contract (`view`: strides and
+mask extents as expressions of the kernel's parameters, evaluated on the launch), else, for a rank-1
+array, the whole flat buffer (`port_layouts`).
 
 Parity: median GPU time of each side (L2 flushed, `tileport.gpu.timing`), ratio t(cutile-rs) /
 t(Triton) (`times_us` {"triton", "cutile-rs"}). For a corpus kernel (`tileport.ops.triton_kernels`)
@@ -37,7 +39,8 @@ from typing import Any, Callable
 
 from tileport.gpu.launch_check import (PKG, ArgPlan, KernelLaunches, LaunchPlan, TorchDevice, _copy, _inputs,
                                        _values, compare_arrays, evidence_document, evidence_key, kernels_of,
-                                       launch_components, launch_fingerprint, plan_launches, write_evidence)
+                                       launch_components, launch_fingerprint, plan_launches, storage_elements,
+                                       write_evidence)
 from tileport.launches import LaunchRecord, load_spec
 
 TRITON_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -55,33 +58,98 @@ SUMMARY_FILE = "triton-summary.json"
 @dataclass
 class TritonPlan(LaunchPlan):
     options: dict = field(default_factory=dict)   # Triton launch options recorded (num_warps, num_stages...)
-    flat: frozenset = frozenset()                 # array parameters the port takes as flat 1-D buffers
+    layouts: dict = field(default_factory=dict)   # array param -> (shape, strides) the port receives over its buffer
     tf32: bool = False                            # the kernel calls tl.dot: f32 arrays get TF32_TOLERANCE
 
 
-def _port_params(record: LaunchRecord, params: list[dict]) -> tuple[list[dict], frozenset]:
-    """The port's parameters as the record sees them: a rank-1 array parameter receiving a recorded
-    tensor of another rank is a pointer taken as the flat buffer (planned at the recorded rank)."""
-    ranks = {a.name: len(a.shape or []) for a in record.args if a.kind == "array"}
-    out, flat = [], set()
+def _evaluate(expr: str, values: dict[str, Any]) -> int:
+    """A view stride / extent of the port's manifest (an integer expression over the kernel's scalar and
+    constant parameters) for one launch."""
+    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
+
+    def ev(n: ast.AST) -> int:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.Name) and isinstance(values.get(n.id), int):
+            return values[n.id]
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            return ops[type(n.op)](ev(n.left), ev(n.right))
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        raise ValueError(f"`{ast.unparse(n)}` is not an integer of this launch")
+    return ev(ast.parse(str(expr), mode="eval").body)
+
+
+def view_layout(view: dict, arg: Any, storage: int, values: dict[str, Any]) -> tuple[tuple, tuple]:
+    """(shape, strides) of the array a port with this pointer view contract receives: strides and
+    mask-given extents evaluated on the launch; an extent the masks leave open comes from the recorded
+    tensor's dimension of the same stride, and the outermost open one from the buffer's size (the
+    launch covers the buffer). ValueError when the view cannot be sized or leaves the buffer."""
+    strides = [_evaluate(x, values) for x in view["strides"]]
+    extents = [None if e is None else _evaluate(e, values) for e in view["extents"]]
+    if any(st <= 0 for st in strides):
+        raise ValueError(f"view strides {strides}: only positive strides are replayed")
+    open_dims = [i for i, e in enumerate(extents) if e is None]
+    outer = max(open_dims, key=lambda i: strides[i]) if open_dims else None
+    unused = list(zip(arg.shape, arg.strides))
+    for i in open_dims:
+        if i == outer:
+            continue
+        match = next((dim for dim in unused if dim[1] == strides[i]), None)
+        if match is None:
+            raise ValueError(f"view dimension {i} (stride {strides[i]}) has no extent: no mask bounds it and the "
+                             f"recorded tensor {list(arg.shape)} / {list(arg.strides)} has no dimension of that stride")
+        unused.remove(match)
+        extents[i] = match[0]
+    if outer is not None:
+        rest = sum((e - 1) * st for i, (e, st) in enumerate(zip(extents, strides)) if i != outer)
+        extents[outer] = max(0, (storage - 1 - rest) // strides[outer] + 1)
+    reach = sum((e - 1) * st for e, st in zip(extents, strides)) + 1 if all(extents) else 0
+    if reach > storage:
+        raise ValueError(f"the view {extents} / strides {strides} reaches element {reach - 1} of a buffer of "
+                         f"{storage} elements")
+    return tuple(extents), tuple(strides)
+
+
+def port_layouts(record: LaunchRecord, params: list[dict]) -> tuple[list[dict], dict, list[str]]:
+    """The port's parameters as the record sees them, the layout each pointer parameter gets, and why a
+    pointer cannot be given to the port. A pointer with a view contract (manifest `view`) gets that
+    view over the recorded tensor's buffer; a rank-1 pointer without one gets the flat buffer; either is
+    planned at the recorded rank."""
+    values = {a.name: a.value for a in record.args if a.kind in ("scalar", "const")}
+    recorded = {a.name: a for a in record.args if a.kind == "array"}
+    out, layouts, problems = [], {}, []
     for p in params:
-        rank = ranks.get(p["name"])
-        if p.get("kind") == "array" and p.get("rank") == 1 and rank not in (None, 1):
-            flat.add(p["name"])
-            p = {**p, "rank": rank}
+        arg = recorded.get(p["name"])
+        if p.get("kind") != "array" or arg is None:
+            out.append(p)
+            continue
+        storage = storage_elements(arg.shape or (), arg.strides or ())
+        if p.get("view"):
+            try:
+                layouts[p["name"]] = view_layout(p["view"], arg, storage, values)
+            except ValueError as e:
+                problems.append(f"{record.label}: `{p['name']}`: {e}")
+            p = {**p, "rank": len(arg.shape or [])}
+        elif p.get("rank") == 1 and len(arg.shape or []) != 1:
+            layouts[p["name"]] = ((storage,), (1,))
+            p = {**p, "rank": len(arg.shape or [])}
         out.append(p)
-    return out, frozenset(flat)
+    return out, layouts, problems
 
 
 def plan_triton_launches(key: str, records: list[LaunchRecord], params: list[dict],
                          tf32: bool = False) -> tuple[list[TritonPlan], list[str]]:
-    """launch_check's planning, per record, with the port's pointer parameters and Triton's options."""
+    """launch_check's planning, per record, with the port's pointer layouts and Triton's options."""
     plans, problems = [], []
     for r in records:
-        adjusted, flat = _port_params(r, params)
-        done, bad = plan_launches(key, [r], adjusted)
-        problems += bad
-        plans += [TritonPlan(**vars(p), options=dict(r.options), flat=flat, tf32=tf32) for p in done]
+        adjusted, layouts, bad = port_layouts(r, params)
+        done, more = plan_launches(key, [r], adjusted)
+        if bad or more:
+            problems += bad + more
+            continue
+        plans += [TritonPlan(**vars(p), options=dict(r.options), layouts=layouts, tf32=tf32) for p in done]
     return plans, problems
 
 
@@ -167,13 +235,13 @@ class TritonDevice(TorchDevice):
         self.source[plan.kernel][plan.grid](*values, **plan.options)
 
     def run_port(self, plan: TritonPlan, values: list) -> None:
-        super().run_port(plan, port_arguments(plan, values, lambda v, n: v.as_strided((n,), (1,))))
+        super().run_port(plan, port_arguments(plan, values, lambda v, shape, strides: v.as_strided(shape, strides)))
 
 
-def port_arguments(plan: TritonPlan, values: list, flat_view: Callable[[Any, int], Any]) -> list:
-    """The values the port receives: a pointer parameter it takes flat gets the buffer behind the
-    recorded tensor (`flat_view(view, elements)`, from the view's first element)."""
-    return [flat_view(v, a.storage) if a.name in plan.flat else v for a, v in zip(plan.args, values)]
+def port_arguments(plan: TritonPlan, values: list, restride: Callable[[Any, tuple, tuple], Any]) -> list:
+    """The values the port receives: a pointer parameter with a layout gets that (shape, strides) over
+    the recorded tensor's buffer (`restride(view, shape, strides)`, from the tensor's first element)."""
+    return [restride(v, *plan.layouts[a.name]) if a.name in plan.layouts else v for a, v in zip(plan.args, values)]
 
 
 # ------------------------------------------------------------------------------------ the cuTile anchor
