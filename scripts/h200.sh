@@ -26,7 +26,7 @@ set -u
 steps=${*:-check bench dump}
 export TILEPORT_LIB="$TILEPORT_DEVICE_EXTRA/libtileport_kernels.so"
 export TILEPORT_COMMIT="$(cat .device/COMMIT 2>/dev/null || echo unknown)"
-work=/tmp/tileport-out
+work=${TILEPORT_WORK:-/tmp/tileport-out}  # TILEPORT_WORK: another work directory (tests)
 mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$work/gpu.txt"
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
