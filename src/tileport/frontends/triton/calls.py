@@ -132,8 +132,9 @@ def expand(lw, x: Ref, items, node) -> Ref:
                      shape=tuple(new))
     if x.name in lw.poly:
         lw.poly[out.name] = A.remap_axes(lw.poly[x.name], {r - 1 - a: r2 - 1 - b for a, b in mapping.items()})
-    if x.name in lw.bounds:
-        lw.bounds[out.name] = lw.bounds[x.name]
+    for table in (lw.bounds, lw.loaded):
+        if x.name in table:
+            table[out.name] = table[x.name]
     return out
 
 
@@ -148,6 +149,8 @@ def call(lw, f: Any, args: list, kwargs: dict, node) -> Any:
         return method(lw, f.obj, f.name, args, kwargs, node)
     if isinstance(f, DT) and len(args) == 1 and isinstance(f.dtype, str):
         return to(lw, args[0], f.dtype, node)
+    if isinstance(f, Method) and f.name == "cast" and isinstance(f.obj, Module):
+        return method(lw, args[0], "cast", args[1:], kwargs, node)
     raise lw.fail(node, f"calling {lw.describe(f)} is not supported", "call")
 
 
@@ -187,14 +190,20 @@ def tl_call(lw, name: str, args, kwargs, node, module: str):
 
 
 def method(lw, obj, name: str, args, kwargs, node):
-    if name == "to":
+    if name in ("to", "cast"):
         dt = args[0] if args else kwargs.get("dtype")
+        if isinstance(dt, CV) and isinstance(dt.value, (Sym, DimOp)):
+            raise lw.fail(node, f".{name}({dt.value}): the dtype is a constexpr parameter whose value is not known",
+                          f".{name}", "give the constexpr's value in the configuration")
         if not isinstance(dt, DT) or isinstance(dt.dtype, tuple):
-            raise lw.fail(node, ".to() takes an element dtype", ".to")
+            raise lw.fail(node, f".{name}() takes an element dtype", f".{name}")
         return to(lw, obj, dt.dtype, node)
     if name in ("sum", "max", "min", "reshape", "trans", "permute", "broadcast_to", "cumsum", "argmax", "argmin",
                 "exp", "log", "sqrt", "abs"):
         return tl_call(lw, name, [obj, *args], kwargs, node, "tl")
+    if name in ("load", "store") and isinstance(obj, Ref) and not isinstance(obj.ty, TileT):
+        raise lw.fail(node, f"`.{name}()` on a parameter: tensor descriptors have no lowering in tileport's kernel "
+                      "model yet", "tensor descriptor")
     raise lw.fail(node, f"method `.{name}()` of {lw.describe(obj)} is not supported", "method")
 
 
@@ -533,6 +542,7 @@ TL = {
     "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"), "dot": dot, "cumsum": cumsum,
     "trans": trans, "permute": trans, "reshape": reshape, "view": reshape, "expand_dims": expand_dims,
     "broadcast_to": broadcast_to, "range": tl_range, "static_range": tl_range,
+    "cast": lambda lw, args, kwargs, node: method(lw, args[0], "cast", args[1:], kwargs, node),
 }
 
 
@@ -544,7 +554,10 @@ def to(lw, x, dtype: str, node) -> Any:
     if not isinstance(x, Ref):
         raise lw.fail(node, f".to() on {lw.describe(x)} is not supported", ".to")
     if dtype == "bool":
-        return compare(lw, "!=", x, CV(0), node)
+        return x if x.ty.dtype == "bool" else compare(lw, "!=", x, CV(0), node)
+    if x.ty.dtype == "bool":  # the model has no bool casts: select 1 or 0
+        return where(lw, x, CV(1.0 if lw.b.is_float(dtype) else 1), CV(0.0 if lw.b.is_float(dtype) else 0), node) \
+            if dtype == "f32" or dtype == "i32" else to(lw, where(lw, x, CV(1), CV(0), node), dtype, node)
     out = lw.b.cast(x, dtype, lw.loc(node))
     if out is not x and x.name in lw.poly and dtype in ("i32", "i64"):
         lw.poly[out.name] = lw.poly[x.name]  # integer widening keeps the value (indices are in range)
@@ -623,7 +636,11 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
         return M.ptr_add(lw, b, a, node)
     _check(lw, op, (a, b), node)
     if isinstance(a, CV) and isinstance(b, CV):
-        return _fold(lw, op, a, b, node)
+        symbolic = any(isinstance(v.value, (Sym, DimOp)) for v in (a, b))
+        if not (symbolic and op in ("/", "**", "min", "max", "cdiv")):
+            return _fold(lw, op, a, b, node)
+        a = materialize_int(lw, a, node) if isinstance(a.value, (Sym, DimOp)) else a  # computed at run time
+        b = materialize_int(lw, b, node) if isinstance(b.value, (Sym, DimOp)) else b
     if op in ("<<", ">>"):
         raise lw.fail(node, f"operator {op} has no lowering in tileport's kernel model yet", "operator")
     loc = lw.loc(node)
@@ -645,6 +662,14 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
         x, y = (lw.b.cast(v, dtype, loc) if isinstance(v, Ref) else v for v in (x, y))
         ty = ScalarT(dtype)
     name = OP_NAMES[op]
+    if op == "//" and lw.b.is_float(dtype):  # Triton: floor(a / b) for floats
+        q = lw.b.value("binary", (x, y), ty, loc, hint="quot", op="div", rounding=None, ftz=None, nan=None)
+        return lw.b.value("unary", (q,), ty, loc, hint="fl", fn="floor", rounding=None, ftz=None) \
+            if isinstance(ty, TileT) else _fail_scalar(lw, node, "//")
+    if op == "%" and isinstance(ty, TileT):
+        if lw.b.is_float(dtype):
+            raise lw.fail(node, "float % on tiles has no lowering in tileport's kernel model yet", "operator")
+        name = "rem"  # Triton's % on integers is C's remainder (remi)
     out = lw.b.value("binary", (x, y), ty, loc, hint={"+": "sum", "-": "diff", "*": "prod"}.get(op, "v"),
                      op=name, rounding=None, ftz=None, nan=None)
     _affine(lw, op, a, b, out)
@@ -656,6 +681,10 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
         if ba is not None and bb is not None:
             lw.bounds[out.name] = ba + bb
     return out
+
+
+def _fail_scalar(lw, node, op):
+    raise lw.fail(node, f"float {op} on scalars has no lowering in tileport's kernel model yet", "operator")
 
 
 OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",

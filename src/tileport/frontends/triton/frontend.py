@@ -32,10 +32,10 @@ ARRAY_DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "i16", "i8", "u8", "b
 SINKS = {"load": 0, "store": 0, "make_block_ptr": 0, "atomic_add": 0, "atomic_max": 0, "atomic_min": 0,
          "atomic_xchg": 0, "atomic_cas": 0, "atomic_and": 0, "atomic_or": 0, "atomic_xor": 0}
 # Scalar parameters whose names say they are real numbers (Triton passes Python floats as f32).
-FLOAT_NAME = re.compile(r"(^|_)(eps|epsilon|scale|alpha|beta\d?|gamma|temp|temperature|lr|momentum|decay|"
-                        r"smoothing|softcap|ratio|factor|margin|delta|lambda|lamb|coef|theta|weight_decay|"
-                        r"sm_scale|p|dropout|threshold|label_smoothing|z_loss|base|mult|multiplier)($|_)",
+FLOAT_NAME = re.compile(r"(^|_)(eps|epsilon|scale|alpha|beta\d?|gamma|temperature|lr|momentum|weight_decay|"
+                        r"softcap|smoothing|margin|lambda|lamb|threshold|dropout|z_loss|coeff?)($|_)",
                         re.IGNORECASE)
+INT_NAME = re.compile(r"stride|(^|_)(n|num|size|len|idx|index|offset|count|rows?|cols?)($|_)", re.IGNORECASE)
 MAX_RETRIES = 64
 MAX_ENTRIES = 16  # constexpr specializations of one kernel
 
@@ -118,7 +118,7 @@ def _non_pointer_uses(fn: ast.FunctionDef) -> set[str]:
         operands: list[ast.AST] = []
         if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mult, ast.FloorDiv, ast.Mod, ast.Div)):
             operands = [n.left, n.right]
-        elif isinstance(n, ast.Compare):
+        elif isinstance(n, ast.Compare) and not all(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops):
             operands = [n.left, *n.comparators]
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range":
             operands = list(n.args)
@@ -132,6 +132,8 @@ def _is_constexpr(a: ast.arg) -> bool:
 
 def scalar_dtype(fn: ast.FunctionDef, name: str) -> str:
     """f32 for a scalar named like a real number or combined with a float literal, else i32."""
+    if INT_NAME.search(name) or name in _int_uses(fn):
+        return "i32"
     if FLOAT_NAME.search(name):
         return "f32"
     for n in ast.walk(fn):
@@ -141,6 +143,17 @@ def scalar_dtype(fn: ast.FunctionDef, name: str) -> str:
                     any(isinstance(s, ast.Constant) and isinstance(s.value, float) for s in sides):
                 return "f32"
     return "i32"
+
+
+def _int_uses(fn: ast.FunctionDef) -> set[str]:
+    """Names used as range bounds or with `//`, `%` (integers in Triton)."""
+    out: set[str] = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and (dotted(n.func) or "").rpartition(".")[2] in ("range", "static_range", "cdiv"):
+            out |= {a.id for a in n.args if isinstance(a, ast.Name)}
+        elif isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.Mod)):
+            out |= {a.id for a in (n.left, n.right) if isinstance(a, ast.Name)}
+    return out
 
 
 @dataclass
@@ -259,12 +272,10 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
             try:
                 return _specialized(tm, fn, plan, cfg, pinned)
             except Diagnostic as d:
-                if d.construct in ("constexpr", "tl.arange"):
-                    raise Diagnostic(f"{need.reason}; constexpr(s) {', '.join(sorted(need.constants))} are also "
-                                     "compile-time sizes, and no values are known", need.loc, "specialization",
-                                     "give the values in use (--config), or list them in @triton.autotune") \
-                        from None
-                raise
+                names = ", ".join(sorted(need.constants))
+                raise Diagnostic(f"{need.reason}: constexpr(s) {names} need values (as runtime values instead: "
+                                 f"{d.message})", need.loc, "specialization",
+                                 "give the values in use (--config), or list them in @triton.autotune") from None
         out = []
         for v in values[:MAX_ENTRIES]:
             for k in _specialized(tm, fn, plan, cfg, {**pinned, **v}):
@@ -306,10 +317,40 @@ def specialization_values(tm: TritonModule, kernel: str, cfg, names: frozenset) 
             if key not in seen:
                 seen.add(key)
                 out.append(dict(key))
-    if not out and names <= tm.heuristics.get(kernel, set()):
-        ordered = sorted(names)
-        out = [dict(zip(ordered, combo)) for combo in product((False, True), repeat=len(ordered))]
-    return out
+    if out:
+        return out
+    fn = tm.kernels[kernel]
+    choices = {n: (False, True) if n in tm.heuristics.get(kernel, set()) else enumerable_values(tm, fn, n)
+               for n in sorted(names)}
+    if not all(choices.values()):
+        return []
+    combos = list(product(*choices.values()))
+    return [dict(zip(choices, c)) for c in combos] if len(combos) <= MAX_ENTRIES else []
+
+
+def enumerable_values(tm: TritonModule, fn: ast.FunctionDef, name: str) -> tuple:
+    """The values a constexpr can take that change the kernel, when its uses tell: a flag only used as a
+    condition -> (False, True); a mode only compared (==, !=) with constants -> those constants. Else ()."""
+    parents = {child: node for node in ast.walk(fn) for child in ast.iter_child_nodes(node)}
+    flags, compared = False, set()
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)):
+            continue
+        p = parents.get(n)
+        if isinstance(p, (ast.If, ast.IfExp)) and p.test is n or isinstance(p, ast.BoolOp) \
+                or isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not):
+            flags = True
+        elif isinstance(p, ast.Compare) and len(p.ops) == 1 and isinstance(p.ops[0], (ast.Eq, ast.NotEq)):
+            other = p.comparators[0] if p.left is n else p.left
+            value = other.value if isinstance(other, ast.Constant) else tm.constants.get(getattr(other, "id", None))
+            if not isinstance(value, (int, bool)):
+                return ()
+            compared.add(value)
+        else:
+            return ()
+    if compared:
+        return tuple(sorted(compared | ({True, False} if flags and not compared else set())))
+    return (False, True) if flags else ()
 
 
 def _suffix(v: Any) -> str:

@@ -145,6 +145,8 @@ class TritonLowerer:
             return Module("libdevice")
         if name in self.tm.tl_imports:
             return self.calls.attribute(self, Module("tl"), self.tm.tl_imports[name], node)
+        if name in self.tm.libdevice_imports:
+            return self.calls.attribute(self, Module("libdevice"), self.tm.libdevice_imports[name], node)
         if name in ("range", "min", "max", "float", "int", "len", "abs", "bool", "print"):
             return Builtin(name)
         raise self.fail(node, f"undefined name `{name}`", "name")
@@ -215,6 +217,10 @@ class TritonLowerer:
         """`value` converted to the type of the carried variable `name` (Triton keeps loop-carried types)."""
         if isinstance(value, Ref) and value.ty == ty:
             return value
+        loc = self.loc(node)
+        if isinstance(ty, ScalarT) and isinstance(value, Ref) and isinstance(value.ty, TileT) and value.ty.rank == 0:
+            value = self.b.cast(value, ty.dtype, loc)  # Triton's scalars and 0-d tensors are one thing
+            return self.b.value("scalar_of", (value,), ty, loc, hint=name)
         if isinstance(ty, TileT) and isinstance(value, (Ref, CV)):
             if isinstance(value, Ref) and isinstance(value.ty, TileT) and \
                     len(value.ty.shape) > len(ty.shape):
@@ -413,14 +419,45 @@ class TritonLowerer:
             raise self.fail(s.test, "an `if` condition must be a scalar", "if",
                             "use tl.where for element-wise choices")
         cond = self.scalar_condition(cond, s.test)
-        branches = []
+        branches, scopes = [], []
         for stmts in (s.body, s.orelse):
             self.scopes.append(Scope("if"))
-            self.b.push()
+            blk = self.b.push()
             self.block(stmts)
-            branches.append(self.b.pop())
-            self.scopes.pop()
-        self.b.emit(If(cond, branches[0], branches[1], self.loc(s), self.outer_updates(*branches)))
+            names = set(self.b.scope_names[-1])
+            self.b.pop()
+            branches.append((blk, names))
+            scopes.append(self.scopes.pop())
+        self.join_branch_locals(scopes, branches, s)
+        blocks = [blk for blk, _ in branches]
+        self.b.emit(If(cond, blocks[0], blocks[1], self.loc(s), self.outer_updates(*blocks)))
+
+    def join_branch_locals(self, scopes: list[Scope], branches: list, node: ast.If) -> None:
+        """A new variable both branches define (`if c: loss = a  else: loss = b`) is declared before the
+        `if` and each branch assigns it, so that it is defined after the `if`."""
+        for name in sorted(scopes[0].vars.keys() & scopes[1].vars.keys()):
+            if self.owner(name) is not None:
+                continue
+            values = [sc.vars[name] for sc in scopes]
+            refs = [v for v in values if isinstance(v, Ref) and isinstance(v.ty, (ScalarT, TileT))]
+            if not refs or not all(isinstance(v, (Ref, CV)) for v in values):
+                continue
+            ty = refs[0].ty
+            converted = []
+            for (blk, names), v in zip(branches, values):
+                self.b.resume(blk, names)
+                try:
+                    converted.append(self.as_value_of(v, ty, node, name))
+                finally:
+                    self.b.pop()
+            zero = Lit(False if ty.dtype == "bool" else 0.0 if self.b.is_float(ty.dtype) else 0, ScalarT(ty.dtype))
+            loc = self.loc(node)
+            declared = self.b.to_tile(zero, ty.dtype, ty.shape, loc) if isinstance(ty, TileT) else \
+                self.b.value("scalar", (zero,), ty, loc, hint=name)
+            declared = self.rename(declared, name)
+            for (blk, _), v in zip(branches, converted):
+                blk.stmts.append(Let(declared.name, Op("copy", (v,), ty, loc), update=True))
+            self.scopes[-1].vars[name] = declared
 
     def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
         if isinstance(cond.ty, TileT):
@@ -497,6 +534,8 @@ class TritonLowerer:
                 a, b = self.expr(node.left), self.expr(node.comparators[0])
                 if isinstance(a, CV) and isinstance(b, CV):
                     return CV((a.value is b.value) == isinstance(node.ops[0], ast.Is))
+                if isinstance(b, CV) and b.value is None and isinstance(a, (Ref, Ptr)):
+                    return CV(not isinstance(node.ops[0], ast.Is))  # a given argument is not None
             raise self.fail(node, f"comparison {type(node.ops[0]).__name__} is not supported", "comparison")
         return self.calls.compare(self, op, self.expr(node.left), self.expr(node.comparators[0]), node)
 

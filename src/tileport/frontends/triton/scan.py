@@ -31,6 +31,7 @@ class TritonModule:
     tl_names: set[str] = field(default_factory=set)  # names bound to `triton.language`
     libdevice_names: set[str] = field(default_factory=set)  # libdevice / tl.math modules
     tl_imports: dict[str, str] = field(default_factory=dict)  # from triton.language import exp -> {"exp": "exp"}
+    libdevice_imports: dict[str, str] = field(default_factory=dict)  # from ...libdevice import rsqrt
     constants: dict[str, Any] = field(default_factory=dict)  # NAME = 3 / NAME: tl.constexpr = tl.constexpr(3)
     kernels: dict[str, ast.FunctionDef] = field(default_factory=dict)
     helpers: dict[str, ast.FunctionDef] = field(default_factory=dict)  # @triton.jit functions (inlined)
@@ -94,7 +95,7 @@ def scan(path: str, text: str | None = None) -> TritonModule:
     text = read_source(path) if text is None else text
     tree = parse(path, text)
     tm = TritonModule(path, tree)
-    for node in tree.body:
+    for node in _module_level(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             _scan_import(tm, node)
     for node in tree.body:
@@ -103,6 +104,19 @@ def scan(path: str, text: str | None = None) -> TritonModule:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             _scan_constant(tm, node)
     return tm
+
+
+def _module_level(stmts):
+    """Module-level statements, including those inside `try`/`if` blocks (version-dependent imports)."""
+    for node in stmts:
+        yield node
+        if isinstance(node, ast.Try):
+            yield from _module_level(node.body)
+            for h in node.handlers:
+                yield from _module_level(h.body)
+        elif isinstance(node, ast.If):
+            yield from _module_level(node.body)
+            yield from _module_level(node.orelse)
 
 
 def _scan_import(tm: TritonModule, node: ast.Import | ast.ImportFrom) -> None:
@@ -126,6 +140,8 @@ def _scan_import(tm: TritonModule, node: ast.Import | ast.ImportFrom) -> None:
             tm.tl_names.add(local)
         elif full in LIBDEVICE_MODULES or (a.name == "libdevice" and "triton" in mod):
             tm.libdevice_names.add(local)
+        elif mod in LIBDEVICE_MODULES:
+            tm.libdevice_imports[local] = a.name
         elif mod == "triton" and a.name in ("jit", "autotune", "heuristics", "cdiv", "Config"):
             tm.tl_imports[local] = a.name
         elif mod == "triton.language":
