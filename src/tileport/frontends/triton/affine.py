@@ -133,6 +133,27 @@ def bound_of(lhs: Poly, rhs: Poly) -> Bound | None:
 
 # ---------------------------------------------------------------- block accesses
 
+def _without(m: Monomial, k: Monomial) -> Monomial | None:
+    """m / k for monomials (None when k does not divide m)."""
+    rest = list(m)
+    for f in k:
+        if f not in rest:
+            return None
+        rest.remove(f)
+    return tuple(rest)
+
+
+def _axis_of(m: Monomial, stride_m: Monomial, axis_keys: dict) -> int | None:
+    """The tile axis a constant-offset monomial belongs to: the axis with the longest stride that divides it
+    and takes all its parameter factors (the others are extra dimensions of the view)."""
+    best = None
+    for a, k in axis_keys.items():
+        if _without(m, k) is not None and set(stride_m) <= set(k):
+            if best is None or len(k) > len(axis_keys[best]):
+                best = a
+    return best
+
+
 @dataclass
 class BlockAccess:
     """A partition-view access: array dims (extra dims first, then the tile axes), their strides,
@@ -177,18 +198,18 @@ def block_access(p: Poly, shape: tuple, params: set[str], bounds: list[Bound] | 
         if len(stride) != 1:
             return None
         (m, c), = stride.items()
-        if c != 1 or not all(f[0] == "v" and f[1] in params for f in m):
-            return None
+        if c != 1 or not all((f[0] == "v" and f[1] in params) or f[0] in ("c", "d") for f in m):
+            return None  # strides are scalar parameters or constexprs
         axis_keys[axis] = m
     starts: dict[int, Poly] = {a: {} for a in per_axis}
     extra: dict[Monomial, Poly] = {}
     for m, c in rest.items():
         stride_m = tuple(f for f in m if f[0] == "v" and f[1] in params)
-        other = tuple(f for f in m if f not in stride_m)
-        axis = next((a for a, k in axis_keys.items() if k == stride_m), None)
+        axis = _axis_of(m, stride_m, axis_keys)
         if axis is not None:
-            starts[axis] = add(starts[axis], {other: c})
+            starts[axis] = add(starts[axis], {_without(m, axis_keys[axis]): c})
         else:
+            other = tuple(f for f in m if f not in stride_m)
             extra[stride_m] = add(extra.get(stride_m, {}), {other: c})
     out = BlockAccess([], [], [], [], [])
     for stride_m in sorted(extra, key=repr):

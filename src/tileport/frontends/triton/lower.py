@@ -37,6 +37,20 @@ class Retry(Exception):
         self.what, self.param = what, param
 
 
+class _Builder(Builder):
+    """The model builder, telling the lowerer when a name is (re)bound: names are reused once their block
+    closes, and what was known about an earlier value of that name must not stick to the new one."""
+
+    def __init__(self, forget, *args):
+        super().__init__(*args)
+        self.forget = forget
+
+    def value(self, *args, **kwargs) -> Ref:
+        ref = super().value(*args, **kwargs)
+        self.forget(ref.name)
+        return ref
+
+
 class Scope:
     def __init__(self, kind: str):
         self.kind = kind
@@ -52,7 +66,7 @@ class TritonLowerer:
         self.params = params
         self.pinned = pinned
         self.flat = flat  # pointer parameters accessed through gathers/scatters only
-        self.b = Builder(self.path, space, const_values)
+        self.b = _Builder(self.forget, self.path, space, const_values)
         self.scopes: list[Scope] = []
         self.poly: dict[str, A.Poly] = {}  # Ref name -> affine form
         self.factors: dict[A.Factor, Ref] = {}  # ("v", name) -> the scalar Ref
@@ -68,6 +82,11 @@ class TritonLowerer:
 
     def describe(self, v: Any) -> str:
         return describe(v)
+
+    def forget(self, name: str) -> None:
+        for table in (self.poly, self.bounds, self.loaded):
+            table.pop(name, None)
+        self.factors.pop(("v", name), None)
 
     def loc(self, node: ast.AST) -> Loc:
         return loc_of(self.path, node)
@@ -191,6 +210,7 @@ class TritonLowerer:
         if not (isinstance(last, Let) and last.name == value.name) or name in self.b.scope_names[-1]:
             return value
         new = self.b.fresh(name)
+        self.forget(new)
         self.b.temps.discard(last.name)
         self.b.release(last.name)
         last.name = new
@@ -315,6 +335,7 @@ class TritonLowerer:
         self.scopes.append(Scope("loop"))
         self.b.push()
         index = self.b.fresh(s.target.id)
+        self.forget(index)
         ref = Ref(index, ScalarT("i32"))
         self.scopes[-1].vars[s.target.id] = ref
         self.track_scalar(ref)
@@ -586,7 +607,7 @@ class TritonLowerer:
     def track_scalar(self, ref: Ref) -> None:
         if isinstance(ref.ty, ScalarT) and ref.ty.dtype in ("i32", "i64"):
             self.factors[("v", ref.name)] = ref
-            self.poly.setdefault(ref.name, A.factor(("v", ref.name)))
+            self.poly[ref.name] = A.factor(("v", ref.name))
 
     def poly_of(self, v: Any) -> A.Poly | None:
         if isinstance(v, CV):
@@ -594,6 +615,9 @@ class TritonLowerer:
                 return None
             return A.dim_poly(v.value)
         if isinstance(v, Ref):
+            if v.name not in self.poly and _int_scalar(v):
+                self.factors[("v", v.name)] = v  # an opaque integer (pid % n, a loaded index): one factor
+                self.poly[v.name] = A.factor(("v", v.name))
             return self.poly.get(v.name)
         return None
 
@@ -612,7 +636,10 @@ class TritonLowerer:
             term: Atom | None = None if c == 1 and m else Lit(c, ScalarT("i32"))
             for f in m:
                 if f[0] == "v":
-                    x: Atom = self.b.cast(self.factors[f], "i32", loc)
+                    x: Atom = self.factors[f]
+                    if isinstance(x.ty, TileT):
+                        x = self.b.value("scalar_of", (x,), ScalarT(x.ty.dtype), loc, hint="idx")
+                    x = self.b.cast(x, "i32", loc)
                 elif f[0] == "c":
                     x = CDim(Sym(f[1]))
                 elif f[0] == "d":
@@ -663,6 +690,11 @@ class TritonLowerer:
         if not isinstance(v, CV):
             raise self.fail(node, f"{what} must be a compile-time constant (tl.constexpr)", "constexpr")
         return v.value
+
+
+def _int_scalar(v: Ref) -> bool:
+    return (isinstance(v.ty, ScalarT) or (isinstance(v.ty, TileT) and v.ty.rank == 0)) and \
+        v.ty.dtype in ("i32", "i64", "i16", "i8")
 
 
 def _increment(st: ast.stmt) -> tuple[str | None, ast.expr | None]:
