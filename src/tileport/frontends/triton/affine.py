@@ -212,7 +212,7 @@ def block_access(p: Poly, shape: tuple, params: set[str], bounds: list[Bound] | 
             other = tuple(f for f in m if f not in stride_m)
             extra[stride_m] = add(extra.get(stride_m, {}), {other: c})
     out = BlockAccess([], [], [], [], [])
-    for stride_m in sorted(extra, key=repr):
+    for stride_m in extra:  # in source order: `base + z * stride_z + h * stride_h + ...` is (Z, H, ...)
         out.strides.append({stride_m: 1})
         out.tile.append(1)
         out.index.append(extra[stride_m])
@@ -230,8 +230,8 @@ def block_access(p: Poly, shape: tuple, params: set[str], bounds: list[Bound] | 
                 if extent is not None:
                     return None
                 extent = add(sub(dict(b.bound), dict(b.start)), starts[axis])
-                if aranges(extent):
-                    return None
+                if any(f[0] == "a" or (f[0] == "v" and f[1] not in params) for m in extent for f in m):
+                    return None  # the launch must be able to compute the extent from the parameters
                 used.add(i)
         out.strides.append({axis_keys[axis]: 1})
         out.tile.append(ar[2])

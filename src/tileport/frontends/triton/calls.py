@@ -273,8 +273,8 @@ def _dtype(lw, v, node, fn, default=None):
         if default is None:
             raise lw.fail(node, f"{fn}: a dtype is required", fn)
         return default
-    if not isinstance(v, DT) or not isinstance(v.dtype, str):
-        raise lw.fail(node, f"{fn}: expected a dtype, got {lw.describe(v)}", fn)
+    if not isinstance(v, DT) or isinstance(v.dtype, tuple):
+        raise lw.fail(node, f"{fn}: expected an element dtype, got {lw.describe(v)}", fn)
     return v.dtype
 
 
@@ -618,6 +618,8 @@ def _operand_dtype(lw, a, b, node, what):
 def _operand_atom(lw, v, dtype, node):
     if isinstance(v, CV) and isinstance(v.value, (Sym, DimOp)):
         return materialize_int(lw, v, node)
+    if isinstance(v, Ref) and v.ty.dtype == "bool" and dtype != "bool":
+        return to(lw, v, dtype, node)  # bool -> number: the model has no such cast, `to` selects 1 or 0
     if isinstance(v, Ref):
         return v
     return lw.atom(v, node, dtype)

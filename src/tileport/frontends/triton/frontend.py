@@ -260,6 +260,22 @@ def lower_kernel(tm: TritonModule, name: str, cfg) -> list[Kernel]:
 
 
 def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
+    """One kernel, or one entry per constexpr value set; entries agree on their parameters (a pointer that
+    is a view in one and a gather in another is taken flat in all)."""
+    for _ in range(MAX_RETRIES):
+        kernels = _entries(tm, fn, plan, cfg, pinned)
+        seen: dict[str, set] = {}
+        for k in kernels:
+            for p in k.array_params:
+                seen.setdefault(p.name, set()).add((p.ty.rank, repr(k.views.get(p.name))))
+        differ = {name for name, r in seen.items() if len(r) > 1}
+        if not differ:
+            return kernels
+        plan.flat |= differ
+    raise Diagnostic("the entries' pointer views could not be settled", loc_of(tm.path, fn), "pointer")
+
+
+def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     try:
         return [_typed(tm, fn, plan, cfg, pinned)]
     except NeedsSpecialization as need:
@@ -270,7 +286,7 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
                                  need.loc, "specialization", "give the values in use (--config)") from None
             plan.runtime |= need.constants
             try:
-                return _specialized(tm, fn, plan, cfg, pinned)
+                return _entries(tm, fn, plan, cfg, pinned)
             except Diagnostic as d:
                 names = ", ".join(sorted(need.constants))
                 raise Diagnostic(f"{need.reason}: constexpr(s) {names} need values (as runtime values instead: "
@@ -278,7 +294,7 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
                                  "give the values in use (--config), or list them in @triton.autotune") from None
         out = []
         for v in values[:MAX_ENTRIES]:
-            for k in _specialized(tm, fn, plan, cfg, {**pinned, **v}):
+            for k in _entries(tm, fn, plan, cfg, {**pinned, **v}):
                 suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items()))
                 k.name = f"{k.name}_{suffix}"
                 out.append(k)

@@ -123,9 +123,19 @@ class TritonLowerer:
         body = self.b.pop()
         prune_dead(body)
         params = [p for p in self.params if not (p.is_const and p.name in self.pinned)]
+        views = {p.name: self.view_of(p) for p in self.params if p.is_array and p.name not in self.flat
+                 and p.rust in self.views}
         return Kernel(rust_ident(fn.name), params, body, self.loc(fn), {}, dict(self.b.dspace.vectors),
                       ast.get_docstring(fn) or "", base_name=fn.name, pinned=dict(self.pinned),
-                      signature=tuple(a.arg for a in fn.args.args), notes=self.notes + self.view_notes())
+                      signature=tuple(a.arg for a in fn.args.args), notes=self.notes + self.view_notes(),
+                      views=views)
+
+    def view_of(self, p: Param) -> dict:
+        """The launch contract of a pointer parameter: its view's strides and mask-given extents (None: not
+        bounded by a mask; the launch covers the buffer), as expressions over the kernel's parameters."""
+        strides = list(self.views[p.rust])
+        ext = self.extents.get(p.rust, [set() for _ in strides])
+        return {"strides": strides, "extents": [next(iter(e)) if e else None for e in ext]}
 
     def view_notes(self) -> list[str]:
         out = []
