@@ -264,15 +264,34 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     is a view in one and a gather in another is taken flat in all)."""
     for _ in range(MAX_RETRIES):
         kernels = _entries(tm, fn, plan, cfg, pinned)
-        seen: dict[str, set] = {}
-        for k in kernels:
-            for p in k.array_params:
-                seen.setdefault(p.name, set()).add((p.ty.rank, repr(k.views.get(p.name))))
-        differ = {name for name, r in seen.items() if len(r) > 1}
+        differ = set()
+        for name in {p.name for k in kernels for p in k.array_params}:
+            merged = merge_views([k.views.get(name) for k in kernels])
+            if merged is False:
+                differ.add(name)
+            elif merged is not None:
+                for k in kernels:
+                    k.views[name] = merged
         if not differ:
             return kernels
         plan.flat |= differ
     raise Diagnostic("the entries' pointer views could not be settled", loc_of(tm.path, fn), "pointer")
+
+
+def merge_views(views: list) -> dict | None | bool:
+    """One view for every entry (extents a mask gives in one entry hold for the unmasked others), None when
+    the pointer is no view in any, False when the entries disagree."""
+    if all(v is None for v in views):
+        return None
+    if any(v is None for v in views) or len({tuple(v["strides"]) for v in views}) != 1:
+        return False
+    extents = []
+    for dim in zip(*(v["extents"] for v in views)):
+        given = {e for e in dim if e is not None}
+        if len(given) > 1:
+            return False
+        extents.append(given.pop() if given else None)
+    return {"strides": list(views[0]["strides"]), "extents": extents}
 
 
 def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:

@@ -228,8 +228,10 @@ def _gather(lw, ptr: Ptr, mask, other, node) -> Ref:
     args = (array(lw, ptr, 1), _offsets(lw, ptr, shape, node))
     if mask is not None:
         args += (lw.b.to_tile(mask, "bool", shape, loc),)
-    return lw.b.value("gather", args, TileT(dtype, shape), loc, hint=f"{ptr.array.name}_tile", padding_value=pad,
-                      has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
+    out = lw.b.value("gather", args, TileT(dtype, shape), loc, hint=f"{ptr.array.name}_tile", padding_value=pad,
+                     has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
+    # a copy: the variable it is bound to may be reassigned later (a gather result is destructured)
+    return lw.b.value("copy", (out,), out.ty, loc, hint=f"{ptr.array.name}_vals")
 
 
 def store(lw, args, kwargs, node):
