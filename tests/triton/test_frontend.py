@@ -1,0 +1,177 @@
+"""The Triton frontend on our own kernels (tests/triton/data): translation, the lowering of pointer
+arithmetic to partition views or gathers, and located diagnostics for what is not supported."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tileport.frontends.triton import translate_file
+from tileport.translate import frontend_for, translate
+
+DATA = Path(__file__).parent / "data"
+KERNELS = {
+    "basic.py": ["add_kernel", "softmax_kernel", "matmul_kernel", "gather_kernel"],
+    "ops.py": ["gelu_tanh_kernel", "silu_relu_kernel", "layer_norm_kernel", "rms_norm_kernel", "rope_kernel",
+               "grouped_matmul_kernel", "block_ptr_matmul_kernel", "attention_fwd_kernel", "cumsum_argmax_kernel",
+               "scale_kernel"],
+}
+HEADER = "import triton\nimport triton.language as tl\n\n"
+
+
+@pytest.fixture(scope="module")
+def report():
+    paths = [str(DATA / f) for f in KERNELS]
+    return translate(paths, None, crate="tileport_triton_tests")
+
+
+def kernels_of(file: str):
+    return {k.base_name: k for k in translate_file(str(DATA / file)).module.kernels}
+
+
+def entry(report, file: str, name: str) -> str:
+    text = report.files[f"src/{Path(file).stem}.rs"]
+    start = text.index(f"pub unsafe fn {name}")
+    return text[start:text.index("\n    }\n", start)]
+
+
+def test_every_own_kernel_translates(report):
+    results = {r.kernel: r for r in report.results}
+    assert sorted(results) == sorted(k for ks in KERNELS.values() for k in ks)
+    bad = {k: str(r.diagnostic) for k, r in results.items() if not r.ok}
+    assert not bad, bad
+    assert results["scale_kernel"].entries == ["scale_kernel_even_n0", "scale_kernel_even_n1"]
+
+
+@pytest.mark.parametrize("name", [k for k in KERNELS["ops.py"]] + ["add_kernel", "softmax_kernel", "matmul_kernel"])
+def test_block_structured_accesses_are_partition_views(report, name):
+    file = "ops.py" if name in KERNELS["ops.py"] else "basic.py"
+    names = [name] if name != "scale_kernel" else ["scale_kernel_even_n0", "scale_kernel_even_n1"]
+    for n in names:
+        text = entry(report, file, n)
+        assert "load_view_tko" in text or "store_view" in text, n
+        assert "load_ptr_tko" not in text and "store_ptr_tko" not in text, n
+
+
+def test_data_dependent_addresses_become_gathers(report):
+    text = entry(report, "basic.py", "gather_kernel")
+    assert "load_ptr_tko_tpad(" in text and "cast_mut(x_ptr.as_ptr())" in text  # x_ptr + idx: a masked gather
+    assert "load_view_tko(&idx_ptr_view" in text  # the index load itself is a block
+
+
+def test_views_and_their_extents():
+    k = kernels_of("basic.py")
+    ranks = {p.name: p.ty.rank for p in k["softmax_kernel"].params if p.is_array}
+    assert ranks == {"out_ptr": 2, "in_ptr": 2}
+    notes = " ".join(k["matmul_kernel"].notes)
+    assert "a_ptr`: a 2-D array view [extent M stride stride_am, extent K stride stride_ak]" in notes
+    gather = {p.name: (p.ty.dtype, p.ty.rank) for p in k["gather_kernel"].params if p.is_array}
+    assert gather["idx_ptr"] == ("i64", 1) and gather["x_ptr"][1] == 1
+    attn = {p.name: p.ty.rank for p in kernels_of("ops.py")["attention_fwd_kernel"].params if p.is_array}
+    assert attn == {"q_ptr": 4, "k_ptr": 4, "v_ptr": 4, "o_ptr": 4}
+
+
+def test_grouped_ordering_keeps_block_views():
+    """pid_m from `%`/`//` of program ids is an opaque index: still a partition view (regression: names
+    reused after a loop kept the affine form of their earlier value and forced gathers)."""
+    k = kernels_of("ops.py")["grouped_matmul_kernel"]
+    assert {p.name: p.ty.rank for p in k.params if p.is_array} == {"a_ptr": 2, "b_ptr": 2, "c_ptr": 2}
+
+
+def translate_text(tmp_path: Path, body: str):
+    path = tmp_path / "kern.py"
+    path.write_text(HEADER + textwrap.dedent(body).lstrip("\n"))
+    return path, translate_file(str(path))
+
+
+def test_mask_that_is_not_a_bounds_check_is_a_masked_gather(tmp_path):
+    path, tr = translate_text(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            tl.store(y_ptr + offs, x, mask=x > 0)
+            z = tl.load(x_ptr + offs, mask=offs < n, other=1.5)
+            tl.store(y_ptr + offs, z, mask=offs < n)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    r = translate([str(path)], None)
+    text = r.files["src/kern.rs"]
+    assert "store_ptr_tko" in text  # mask x > 0
+    assert "load_ptr_tko_tpad" in text  # other=1.5 is no padding mode
+
+
+def diagnostic(tmp_path: Path, body: str):
+    _, tr = translate_text(tmp_path, body)
+    assert len(tr.diagnostics) == 1, tr.diagnostics
+    d = tr.diagnostics[0]
+    assert d.loc is not None and d.loc.line > 0 and d.construct != "internal", d
+    return d
+
+
+@pytest.mark.parametrize("body, construct, line", [
+    ("""
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.atomic_add(x_ptr + offs, 1.0)
+    """, "tl.atomic_add", 7),
+    ("""
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            i = 0
+            while i < n:
+                i += 1
+            tl.store(x_ptr, i)
+    """, "while", 7),
+    ("""
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            tl.store(x_ptr + tl.arange(0, BLOCK), y)
+    """, "name", 6),
+    ("""
+        @triton.jit
+        def k(desc, out_ptr, BLOCK: tl.constexpr):
+            t = desc.load([0, 0])
+            tl.store(out_ptr + tl.arange(0, BLOCK), t)
+    """, "tensor descriptor", 6),
+    ("""
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, n)
+            tl.store(x_ptr + offs, 1.0)
+    """, "constexpr", 6),
+])
+def test_unsupported_constructs_are_located_diagnostics(tmp_path, body, construct, line):
+    d = diagnostic(tmp_path, body)
+    assert d.construct == construct, d
+    assert d.loc.line == line, d
+    assert d.kernel == "k"
+
+
+def test_syntax_error_and_no_kernels(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(HEADER + "@triton.jit\ndef k(x:\n")
+    tr = translate_file(str(bad))
+    assert [d.construct for d in tr.diagnostics] == ["syntax"] and tr.diagnostics[0].loc.line == 5
+    empty = tmp_path / "empty.py"
+    empty.write_text(HEADER + "X = 1\n")
+    assert [d.construct for d in translate_file(str(empty)).diagnostics] == ["kernel"]
+
+
+def test_translate_dispatches_triton_files(tmp_path):
+    cutile = tmp_path / "ct.py"
+    cutile.write_text("import cuda.tile as ct\n")
+    assert frontend_for(str(DATA / "basic.py")) is translate_file
+    assert frontend_for(str(cutile)) is not translate_file
+
+
+def test_triton_frontend_imports_no_cutile_frontend_module():
+    pkg = Path(__file__).resolve().parents[2] / "src" / "tileport" / "frontends" / "triton"
+    for f in pkg.glob("*.py"):
+        for n in ast.walk(ast.parse(f.read_text())):
+            if isinstance(n, ast.ImportFrom):
+                assert not (n.module or "").startswith("tileport.frontends.cutile"), f
