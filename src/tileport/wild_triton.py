@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from tileport.wild import (KernelSite, Row, WildError, _cell, _is_located, build_table, collect_kernels, download,
-                           extract, first_diagnostic, translate_step, write_atomic)
+from tileport.wild import (KernelSite, Row, WildError, _cell, _is_located, _relative, build_table, collect_kernels,
+                           download, extract, translate_step, write_atomic)
 
 PACKAGES = (("liger-kernel", "0.8.5"),)
 
@@ -98,8 +98,9 @@ def _callee(node: ast.AST) -> str | None:
 
 
 def roles(sites: Sequence[KernelSite], roots: dict[str, Path]) -> dict[tuple[str, str, str], str]:
-    """(package, file, function) -> "kernel" | "helper": a helper is called by a jit function of the
-    package (by name, imported or not) and launched (`name[grid]`) nowhere in it."""
+    """(package, file, function) -> "kernel" | "helper": a helper is used by a jit function of the
+    package (called by name, imported or not, or passed, e.g. as a `tl.reduce` combine function) and
+    launched (`name[grid]`) nowhere in it."""
     launched: dict[str, set[str]] = {p: set() for p in roots}
     called: dict[str, set[str]] = {p: set() for p in roots}
     for pkg, root in roots.items():
@@ -116,37 +117,61 @@ def roles(sites: Sequence[KernelSite], roots: dict[str, Path]) -> dict[tuple[str
                     base = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", None)
                     if base in names:
                         launched[pkg].add(base)
-                elif isinstance(node, ast.FunctionDef) and node.name in jit_here:
-                    called[pkg] |= {c for n in ast.walk(node) if (c := _callee(n)) in names and c != node.name}
+                elif isinstance(node, ast.FunctionDef) and node.name in jit_here:  # called, or passed (combine_fn)
+                    used = {_callee(n) for n in ast.walk(node)} | {n.id for n in ast.walk(node)
+                                                                   if isinstance(n, ast.Name)}
+                    called[pkg] |= (used & names) - {node.name}
     return {(s.package, s.file, s.kernel): "helper" if s.kernel in called[s.package] - launched[s.package]
             else "kernel" for s in sites}
 
 
 # ---------------------------------------------------------------- the table
 
+NOT_REPORTED = "the translator did not report this kernel"  # tileport.wild's text for a function it did not see
+
+
+def status(rec: dict) -> str:
+    """ok | FAIL | inlined (a helper the translator reports nothing about: it is translated inside the
+    kernels that use it, not as an entry)."""
+    if rec["translate_ok"]:
+        return "ok"
+    d = rec["translate_diagnostic"] or {}
+    return "inlined" if rec["role"] == "helper" and d.get("message") == NOT_REPORTED else "FAIL"
+
+
 def summarize(kernels: Sequence[dict]) -> dict[str, Any]:
-    def part(rows: Sequence[dict]) -> dict[str, Any]:
-        n, ok = len(rows), sum(r["translate_ok"] for r in rows)
-        located = sum(1 for r in rows if not r["translate_ok"] and _is_located(r["translate_diagnostic"]))
-        return {"functions": n, "translate_ok": ok, "translate_rate": round(ok / n, 4) if n else 0.0,
-                "failures": n - ok, "failures_located": located}
-    return {"kernels": part([r for r in kernels if r["role"] == "kernel"]),
-            "helpers": part([r for r in kernels if r["role"] == "helper"]), "all": part(kernels)}
+    rows = [r for r in kernels if r["role"] == "kernel"]
+    n, ok = len(rows), sum(r["translate_ok"] for r in rows)
+    located = sum(1 for r in rows if not r["translate_ok"] and _is_located(r["translate_diagnostic"]))
+    helpers = [r for r in kernels if r["role"] == "helper"]
+    return {"kernels": {"functions": n, "translate_ok": ok, "translate_rate": round(ok / n, 4) if n else 0.0,
+                        "failures": n - ok, "failures_located": located},
+            "helpers": {"functions": len(helpers), "inlined": sum(r["status"] == "inlined" for r in helpers),
+                        "diagnosed": sum(r["status"] == "FAIL" for r in helpers)}}
 
 
 def make_table(rows: Sequence[Row], roots: Sequence[tuple[str, str, Path]], role: dict) -> dict[str, Any]:
     table = build_table(rows, roots, ported=False)
+    by_pkg = {p: r for p, _, r in roots}
     for rec in table["kernels"]:
         rec["role"] = role[(rec["package"], rec["file"], rec["kernel"])]
+        rec["status"] = status(rec)
+        if rec["translate_diagnostic"]:  # paths relative to the package, as tileport.wild's own diagnostics
+            rec["translate_diagnostic"] = _relative(rec["translate_diagnostic"], by_pkg[rec["package"]])
+            rec["first_diagnostic"] = "" if rec["status"] == "inlined" else _first(rec["translate_diagnostic"])
     table["summary"] = summarize(table["kernels"])
     table["frontend"] = "triton"
     return table
 
 
+def _first(d: dict) -> str:
+    return f"{d.get('file')}:{d.get('line')}:{d.get('col')} [{d.get('construct')}] {d.get('message')}"
+
+
 def failure_causes(kernels: Sequence[dict]) -> list[tuple[str, int]]:
     causes: dict[str, int] = {}
     for r in kernels:
-        if not r["translate_ok"]:
+        if r["status"] == "FAIL":
             d = r["translate_diagnostic"] or {}
             cause = f"[{d.get('construct')}] {' '.join(str(d.get('message', '')).split())[:90]}"
             causes[cause] = causes.get(cause, 0) + 1
@@ -162,15 +187,16 @@ def render_markdown(table: dict[str, Any]) -> str:
              f"- kernels (launched, or called by no jit function): translate with no configuration "
              f"and no edits **{k['translate_ok']}/{k['functions']}** ({100 * k['translate_rate']:.0f} %); failures "
              f"with a located diagnostic naming the construct: {k['failures_located']}/{k['failures']}",
-             f"- helpers (jit functions called by other jit functions): {h['translate_ok']}/{h['functions']}; "
-             f"failures located: {h['failures_located']}/{h['failures']}",
+             f"- helpers (jit functions other jit functions use, launched nowhere): {h['functions']}; translated "
+             f"inside the kernels that use them ({h['inlined']} with no diagnostic of their own, {h['diagnosed']} "
+             "with a construct their callers fail on)",
              "- GPU verification of these ports (against the Triton kernels on recorded launches) is not part of "
              "this table.", "",
              "| package | file | function | role | translate | first diagnostic |", "|---|---|---|---|---|---|"]
     for r in table["kernels"]:
         name = r["kernel"] + (f" (in `{r['factory']}`)" if r.get("factory") else "")
         lines.append(f"| {r['package']} | {r['file']} | `{name}` | {r['role']} | "
-                     f"{'ok' if r['translate_ok'] else 'FAIL'} | {_cell(r['first_diagnostic'])} |")
+                     f"{r['status']} | {_cell(r['first_diagnostic'])} |")
     lines += ["", "Causes, by weight:", ""] + [f"- {n} × {c}" for c, n in failure_causes(table["kernels"])]
     lines += ["", "Reproduce: `bash scripts/wild.sh --triton` (`--wheel-dir DIR` to use a downloaded wheel)."]
     return "\n".join(lines) + "\n"

@@ -51,6 +51,16 @@ def scale_helper(x):
 @tjit
 def never_called(x):
     return x
+
+
+@tjit
+def combine(a, b):
+    return a + b
+
+
+@tjit
+def reducing(x_ptr):
+    tl.store(x_ptr, tl.reduce(tl.load(x_ptr), 0, combine))
 '''
 
 
@@ -70,13 +80,15 @@ def test_discovery_finds_every_jit_function_and_roles(tmp_path):
     found = {(s.file, s.kernel, s.factory) for s in sites}
     assert found == {("pkg/kernels.py", "square", None), ("pkg/kernels.py", "launched_kernel", None),
                      ("pkg/kernels.py", "inner_kernel", "make"), ("pkg/helpers.py", "scale_helper", None),
-                     ("pkg/helpers.py", "never_called", None)}
+                     ("pkg/helpers.py", "never_called", None), ("pkg/helpers.py", "combine", None),
+                     ("pkg/helpers.py", "reducing", None)}
     role = wt.roles(sites, {"pkg": root})
     assert role[("pkg", "pkg/kernels.py", "square")] == "helper"
     assert role[("pkg", "pkg/helpers.py", "scale_helper")] == "helper"  # called from another file
     assert role[("pkg", "pkg/kernels.py", "launched_kernel")] == "kernel"
     assert role[("pkg", "pkg/helpers.py", "never_called")] == "kernel"
     assert role[("pkg", "pkg/kernels.py", "inner_kernel")] == "kernel"
+    assert role[("pkg", "pkg/helpers.py", "combine")] == "helper"  # passed as a combine function
 
 
 def test_fetch_takes_the_pinned_wheel_from_a_directory(tmp_path, monkeypatch):
@@ -95,17 +107,23 @@ def test_fetch_takes_the_pinned_wheel_from_a_directory(tmp_path, monkeypatch):
 def test_table_rate_is_over_kernels_and_failures_are_located(tmp_path):
     rows = [Row("p", "a.py", "k_ok", 3, None, translate_ok=True),
             Row("p", "a.py", "k_bad", 9, None, translate_diagnostic={
-                "message": "tl.atomic_cas is not supported", "construct": "tl.atomic_cas", "file": "a.py",
-                "line": 12, "col": 5}),
+                "message": "tl.atomic_cas is not supported", "construct": "tl.atomic_cas",
+                "file": str(tmp_path / "a.py"), "line": 12, "col": 5}),
             Row("p", "a.py", "k_unlocated", 20, None, translate_diagnostic={"message": "?", "construct": ""}),
-            Row("p", "a.py", "h", 30, None, translate_ok=True)]
-    role = {("p", "a.py", n): "helper" if n == "h" else "kernel" for n in ("k_ok", "k_bad", "k_unlocated", "h")}
+            Row("p", "a.py", "h", 30, None, translate_diagnostic={"message": wt.NOT_REPORTED, "construct": "kernel",
+                                                                  "file": "a.py", "line": 30, "col": 1}),
+            Row("p", "a.py", "h_bad", 40, None, translate_diagnostic={"message": "two pointers", "construct": "ptr",
+                                                                      "file": "a.py", "line": 41, "col": 3})]
+    role = {("p", "a.py", n): "helper" if n.startswith("h") else "kernel"
+            for n in ("k_ok", "k_bad", "k_unlocated", "h", "h_bad")}
     table = wt.make_table(rows, [("p", "1", tmp_path)], role)
     s = table["summary"]
     assert s["kernels"] == {"functions": 3, "translate_ok": 1, "translate_rate": 0.3333, "failures": 2,
                             "failures_located": 1}
-    assert s["helpers"]["translate_ok"] == 1 and s["all"]["functions"] == 4
+    assert s["helpers"] == {"functions": 2, "inlined": 1, "diagnosed": 1}
     md = wt.render_markdown(table)
     assert "**1/3** (33 %)" in md and "located diagnostic naming the construct: 1/2" in md
+    # the diagnostic's path is relative to the package root
     assert "| p | a.py | `k_bad` | kernel | FAIL | a.py:12:5 [tl.atomic_cas] tl.atomic_cas is not supported |" in md
-    assert "- 1 × [tl.atomic_cas] tl.atomic_cas is not supported" in md
+    assert "| p | a.py | `h` | helper | inlined |  |" in md
+    assert "- 1 × [tl.atomic_cas] tl.atomic_cas is not supported" in md and "did not report" not in md
