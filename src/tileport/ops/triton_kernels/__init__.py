@@ -4,7 +4,9 @@ Each module holds `@triton.jit` kernel(s), a plain host launcher (grid + argumen
 stating the semantics, which mirror the cuTile kernel of the same operator in `ops/kernels/`. The
 modules import triton and torch; tileport itself only reads them with `ast` (translation) and never
 imports them. `CORPUS` lists every kernel with the library operator that serves as its cuTile Python
-anchor (None: no operator of the same semantics).
+anchor (None: no operator of the same semantics). Offsets are 32-bit (every tensor the driver launches
+them on has fewer than 2**31 elements), except in layer_norm.py, which keeps the `.to(tl.int64)` row
+offset idiom.
 """
 
 from __future__ import annotations

@@ -40,10 +40,10 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
 
     q_pos = m_block * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
-    q_rows = q_ptr + b.to(tl.int64) * stride_qb + h.to(tl.int64) * stride_qh
+    q_rows = q_ptr + b * stride_qb + h * stride_qh
     q = tl.load(q_rows + q_pos[:, None] * stride_qs + dims[None, :], mask=q_pos[:, None] < seq_len, other=0.0)
-    k_rows = k_ptr + b.to(tl.int64) * stride_kb + kv_h.to(tl.int64) * stride_kh
-    v_rows = v_ptr + b.to(tl.int64) * stride_vb + kv_h.to(tl.int64) * stride_vh
+    k_rows = k_ptr + b * stride_kb + kv_h * stride_kh
+    v_rows = v_ptr + b * stride_vb + kv_h * stride_vh
 
     m_i = tl.full((BLOCK_M,), -float("inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
@@ -69,10 +69,10 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
         m_i = m_new
 
     out = acc / l_i[:, None]
-    o_rows = o_ptr + b.to(tl.int64) * stride_ob + h.to(tl.int64) * stride_oh
+    o_rows = o_ptr + b * stride_ob + h * stride_oh
     tl.store(o_rows + q_pos[:, None] * stride_os + dims[None, :], out.to(o_ptr.dtype.element_ty),
              mask=q_pos[:, None] < seq_len)
-    lse_row = lse_ptr + bh.to(tl.int64) * seq_len
+    lse_row = lse_ptr + bh * seq_len
     tl.store(lse_row + q_pos, (m_i + tl.log2(l_i)) * LN2, mask=q_pos < seq_len)
 
 

@@ -38,9 +38,9 @@ def flash_decode_partial_kernel(q_ptr, k_ptr, v_ptr, kv_lens_ptr, o_part_ptr, ls
     kv_len = tl.load(kv_lens_ptr + b)
     dims = tl.arange(0, HEAD_DIM)
 
-    q = tl.load(q_ptr + b.to(tl.int64) * stride_qb + h * stride_qh + dims).to(tl.float32)
-    k_rows = k_ptr + b.to(tl.int64) * stride_kb + kv_h.to(tl.int64) * stride_kh
-    v_rows = v_ptr + b.to(tl.int64) * stride_vb + kv_h.to(tl.int64) * stride_vh
+    q = tl.load(q_ptr + b * stride_qb + h * stride_qh + dims).to(tl.float32)
+    k_rows = k_ptr + b * stride_kb + kv_h * stride_kh
+    v_rows = v_ptr + b * stride_vb + kv_h * stride_vh
     lo = split * keys_per_split
     hi = tl.minimum(lo + keys_per_split, kv_len)
 
@@ -62,7 +62,7 @@ def flash_decode_partial_kernel(q_ptr, k_ptr, v_ptr, kv_lens_ptr, o_part_ptr, ls
         m_i = m_new
 
     nonempty = l_i > 0.0
-    part = bh.to(tl.int64) * n_splits + split
+    part = bh * n_splits + split
     tl.store(o_part_ptr + part * HEAD_DIM + dims, tl.where(nonempty, acc / l_i, 0.0))
     tl.store(lse_part_ptr + part, tl.where(nonempty, m_i + tl.log2(l_i), -float("inf")))
 
@@ -70,7 +70,7 @@ def flash_decode_partial_kernel(q_ptr, k_ptr, v_ptr, kv_lens_ptr, o_part_ptr, ls
 @triton.jit
 def flash_decode_combine_kernel(o_part_ptr, lse_part_ptr, o_ptr, lse_ptr, n_splits,
                                 HEAD_DIM: tl.constexpr, BLOCK_SPLITS: tl.constexpr):
-    bh = tl.program_id(0).to(tl.int64)
+    bh = tl.program_id(0)
     splits = tl.arange(0, BLOCK_SPLITS)
     dims = tl.arange(0, HEAD_DIM)
     part_lse = tl.load(lse_part_ptr + bh * n_splits + splits, mask=splits < n_splits, other=-float("inf"))

@@ -12,7 +12,7 @@ import triton.language as tl
 
 @triton.jit
 def rms_norm_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride_xm, stride_ym, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
+    row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     in_row = cols < n_cols
     x = tl.load(x_ptr + row * stride_xm + cols, mask=in_row, other=0.0).to(tl.float32)

@@ -23,10 +23,10 @@ def rope_kernel(x_ptr, cos_ptr, sin_ptr, y_ptr, n_heads, half_dim,
     mask = (heads < n_heads) & (cols < half_dim)
     c = tl.load(cos_ptr + pos * stride_cs + cols, mask=cols < half_dim, other=0.0)
     s = tl.load(sin_ptr + pos * stride_cs + cols, mask=cols < half_dim, other=0.0)
-    x_base = x_ptr + batch.to(tl.int64) * stride_xb + pos.to(tl.int64) * stride_xs + heads * stride_xh + cols
+    x_base = x_ptr + batch * stride_xb + pos * stride_xs + heads * stride_xh + cols
     x1 = tl.load(x_base, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(x_base + half_dim, mask=mask, other=0.0).to(tl.float32)
-    y_base = y_ptr + batch.to(tl.int64) * stride_yb + pos.to(tl.int64) * stride_ys + heads * stride_yh + cols
+    y_base = y_ptr + batch * stride_yb + pos * stride_ys + heads * stride_yh + cols
     tl.store(y_base, (x1 * c - x2 * s).to(y_ptr.dtype.element_ty), mask=mask)
     tl.store(y_base + half_dim, (x2 * c + x1 * s).to(y_ptr.dtype.element_ty), mask=mask)
 

@@ -16,11 +16,11 @@ def silu_and_mul_kernel(x_ptr, y_ptr, n_cols, stride_xm, stride_ym, BLOCK_N: tl.
     row = tl.program_id(1)
     cols = col_block * BLOCK_N + tl.arange(0, BLOCK_N)
     in_row = cols < n_cols
-    x_row = x_ptr + row.to(tl.int64) * stride_xm
+    x_row = x_ptr + row * stride_xm
     gate = tl.load(x_row + cols, mask=in_row, other=0.0).to(tl.float32)
     up = tl.load(x_row + n_cols + cols, mask=in_row, other=0.0).to(tl.float32)
     y = gate / (1.0 + tl.exp(-gate)) * up
-    tl.store(y_ptr + row.to(tl.int64) * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=in_row)
+    tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=in_row)
 
 
 def silu_and_mul(x: torch.Tensor, block_n: int = 1024) -> torch.Tensor:

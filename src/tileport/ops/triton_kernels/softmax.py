@@ -13,7 +13,7 @@ import triton.language as tl
 
 @triton.jit
 def softmax_kernel(x_ptr, y_ptr, n_cols, stride_xm, stride_ym, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
+    row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     in_row = cols < n_cols
     x = tl.load(x_ptr + row * stride_xm + cols, mask=in_row, other=-float("inf")).to(tl.float32)
