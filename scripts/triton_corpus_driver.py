@@ -86,10 +86,12 @@ def cases(only: str | None):
     """(label, triton result, torch reference) of every launch."""
     m = corpus_module
     table = {
-        "vector_add": lambda: elementwise_cases("vector_add", 2, m("vector_add").vector_add, lambda a, b: a.float() + b),
+        "vector_add": lambda: elementwise_cases("vector_add", 2, m("vector_add").vector_add,
+                                                lambda a, b: a.float() + b),
         "relu": lambda: elementwise_cases("relu", 1, m("relu").relu, lambda x: x.float().relu()),
         "gelu": lambda: elementwise_cases("gelu", 1, m("gelu").gelu, gelu_ref),
-        "swiglu": lambda: elementwise_cases("swiglu", 2, m("swiglu").swiglu, lambda a, b: F.silu(a.float()) * b.float()),
+        "swiglu": lambda: elementwise_cases("swiglu", 2, m("swiglu").swiglu,
+                                            lambda a, b: F.silu(a.float()) * b.float()),
         "geglu": lambda: elementwise_cases("geglu", 2, m("geglu").geglu, lambda a, b: gelu_ref(a) * b.float()),
         "silu_and_mul": lambda: silu_and_mul_cases(m("silu_and_mul")),
         "softmax": lambda: ((f"softmax {dt} {s}", m("softmax").softmax(x), x.float().softmax(-1))
@@ -126,7 +128,8 @@ def rms_norm_cases(mod):
     for dtype, shape in ROWS:
         x, w = randn(shape, dtype, 2.0), randn(shape[1:], dtype, 0.5)
         xf = x.float()
-        yield f"rms_norm {dtype} {shape}", mod.rms_norm(x, w, 1e-6), xf * torch.rsqrt(xf.pow(2).mean(-1, True) + 1e-6) * w.float()
+        ref = xf * torch.rsqrt(xf.pow(2).mean(-1, True) + 1e-6) * w.float()
+        yield f"rms_norm {dtype} {shape}", mod.rms_norm(x, w, 1e-6), ref
 
 
 def rope_cases(mod):
@@ -149,7 +152,8 @@ def attention_cases(mod):
     for dtype, (batch, hq, hkv, seq, d, causal) in [(torch.bfloat16, (2, 8, 2, 77, 64, True)),
                                                     (torch.float16, (1, 16, 16, 1024, 128, False)),
                                                     (torch.bfloat16, (4, 32, 8, 4096, 128, True))]:
-        q, k, v = randn((batch, hq, seq, d), dtype), randn((batch, hkv, seq, d), dtype), randn((batch, hkv, seq, d), dtype)
+        q = randn((batch, hq, seq, d), dtype)
+        k, v = randn((batch, hkv, seq, d), dtype), randn((batch, hkv, seq, d), dtype)
         o, lse = mod.attention_fwd(q, k, v, causal=causal)
         yield f"attention {dtype} {(batch, hq, hkv, seq, d)} causal={causal}", o, attention_ref(q, k, v, causal)
 

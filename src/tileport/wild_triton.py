@@ -86,7 +86,8 @@ def find_triton_kernels(path: Path, package: str, root: Path) -> list[KernelSite
 
 
 def discover(roots: Sequence[tuple[str, str, Path]]) -> list[KernelSite]:
-    return [s for pkg, _ver, root in roots for f in sorted(root.rglob("*.py")) for s in find_triton_kernels(f, pkg, root)]
+    return [s for pkg, _ver, root in roots for f in sorted(root.rglob("*.py"))
+            for s in find_triton_kernels(f, pkg, root)]
 
 
 def _callee(node: ast.AST) -> str | None:
