@@ -20,7 +20,8 @@
 #   triton-launches.json; when the port bundle of scripts/triton-bundle.sh is in .device/ (triton-crate/,
 #   libtriton_port.so.xz, triton-launches.json: the spec the ports were made for), it then runs every corpus port
 #   against its source Triton kernel on that spec (python -m tileport.gpu.triton_check: correctness, parity
-#   t(cutile-rs)/t(Triton), the cuTile Python op beside) into triton-evidence.json + triton-summary.json.
+#   t(cutile-rs)/t(Triton), the cuTile Python op beside unless TRITON_NO_ANCHORS=1) into triton-evidence.json +
+#   triton-summary.json (rewritten after every kernel: a time limit keeps what finished).
 #   Back here: `bash scripts/triton-bundle.sh grade DIR`.
 set -u
 steps=${*:-check bench dump}
@@ -87,7 +88,7 @@ sys.exit(h(load_spec(sys.argv[1])) != h(load_spec(sys.argv[2])))" "$spec" "$t/tr
     files=$(python3 -c "from tileport.ops.triton_kernels import CORPUS; print(*[f'{k.path}::{k.kernel}' for k in CORPUS])")
     timeout -k 10 "${TRITON_CHECK_TIMEOUT:-420}" python3 -m tileport.gpu.triton_check record --spec "$spec" \
       --crate .device/triton-crate --lib "$TILEPORT_DEVICE_EXTRA/libtriton_port.so" --budget "${BUDGET:-0.1}" \
-      --out "$t" $files >> "$t/triton.log" 2>&1
+      ${TRITON_NO_ANCHORS:+--no-anchors} --out "$t" $files >> "$t/triton.log" 2>&1
     echo "triton check rc=$?"; tail -n 20 "$t/triton.log"
     cp "$t/gpu-evidence-triton.json" "$work/triton-evidence.json" 2>/dev/null
     cp "$t/triton-summary.json" "$work/" 2>/dev/null

@@ -356,7 +356,8 @@ def _selected(files: list[str], spec_records: list[LaunchRecord], manifest: dict
 def record_evidence(files: list[str], spec: Path | None, crate_dir: Path, so: Path | None, out_dir: Path,
                     budget_s: float = 0.2, bench: bool = True, anchors: bool = True) -> Path:
     """Run the differential test (and the parity timing) of every kernel of `files` here, on the GPU;
-    write `out_dir/gpu-evidence-triton.json` (evidence) and `out_dir/triton-summary.json`."""
+    write `out_dir/gpu-evidence-triton.json` (evidence) and `out_dir/triton-summary.json`, rewritten
+    after every kernel so that a run stopped by a time limit keeps what finished."""
     from tileport.gpu.triton_source import source_kernel
     from tileport.runtime.library import load
     crate_dir = Path(crate_dir)
@@ -365,6 +366,15 @@ def record_evidence(files: list[str], spec: Path | None, crate_dir: Path, so: Pa
     device = TritonDevice({}, load(crate_dir, so), budget_s)
     found, problems = _selected(files, spec_records, manifest)
     fps, comps, check, timed = {}, {}, [], []
+
+    def write() -> Path:
+        doc = evidence_document(fps, comps, check, timed if bench else None, gpu=device.name(),
+                                library=str(so or os.environ.get("TILEPORT_LIB") or ""), problems=problems,
+                                note="launch differential test: port vs source Triton kernel")
+        path = write_evidence(Path(out_dir) / EVIDENCE_FILE, doc)
+        write_evidence(Path(out_dir) / SUMMARY_FILE, {**summarize(check, timed, problems), "gpu": device.name(),
+                                                      "provenance": doc["provenance"]})
+        return path
     for k in found:
         text = k.path.read_text()
         comps[k.key] = triton_launch_components(text, crate_dir, k.path.stem, k.kernel, k.records)
@@ -376,7 +386,7 @@ def record_evidence(files: list[str], spec: Path | None, crate_dir: Path, so: Pa
             device.source[k.kernel] = source_kernel(k.path, k.kernel)
         except Exception as e:  # noqa: BLE001 - the source cannot be rebuilt: that kernel's problem
             problems.setdefault(k.key, []).append(f"source kernel: {type(e).__name__}: {e}")
-            continue
+            plans = []
         op = anchor_op(k.path, k.kernel) if anchors else None
         for i, p in enumerate(plans):
             check.append(check_triton_launch(p, device, seed=i))
@@ -384,13 +394,8 @@ def record_evidence(files: list[str], spec: Path | None, crate_dir: Path, so: Pa
                 timed.append(time_triton_launch(p, device, seed=i))
                 if op and ANCHOR_SHAPES.get(p.kernel):
                     timed[-1]["anchor"] = time_anchor(p, op, device)
-    doc = evidence_document(fps, comps, check, timed if bench else None, gpu=device.name(),
-                            library=str(so or os.environ.get("TILEPORT_LIB") or ""), problems=problems,
-                            note="launch differential test: port vs source Triton kernel")
-    path = write_evidence(Path(out_dir) / EVIDENCE_FILE, doc)
-    write_evidence(Path(out_dir) / SUMMARY_FILE, {**summarize(check, timed, problems), "gpu": device.name(),
-                                                  "provenance": doc["provenance"]})
-    return path
+        write()
+    return write()
 
 
 def main(argv: list[str] | None = None) -> int:
