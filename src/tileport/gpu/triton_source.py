@@ -109,16 +109,6 @@ def _jit_decorator(fn: ast.FunctionDef, aliases: dict[str, str]) -> ast.expr | N
     return None
 
 
-def is_triton_source(text: str) -> bool:
-    """Whether a file holds `@triton.jit` functions (ast only; a file that does not parse is not)."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return False
-    aliases, _ = _import_aliases(tree)
-    return any(isinstance(n, ast.FunctionDef) and _jit_decorator(n, aliases) is not None for n in ast.walk(tree))
-
-
 def _constant_expr(node: ast.AST, known: set[str]) -> bool:
     """Literals, names of kept constants, arithmetic and unary operators only."""
     if isinstance(node, ast.Constant):
@@ -283,5 +273,4 @@ def source_kernel(path: str | Path, kernel: str) -> Any:
     return namespace[kernel]
 
 
-__all__ = ["TritonModule", "TritonSourceError", "sanitize", "is_triton_source", "triton_namespace", "source_kernel",
-           "restricted_builtins"]
+__all__ = ["TritonModule", "TritonSourceError", "sanitize", "triton_namespace", "source_kernel", "restricted_builtins"]

@@ -158,8 +158,8 @@ NO_LAUNCHES_HINT = ("record them from your own program on a GPU machine (`tilepo
 
 def is_triton(ctx: KernelContext) -> bool:
     """The kernel's source file is Triton (its port is tested against the Triton kernel)."""
-    from tileport.gpu.triton_source import is_triton_source
-    return is_triton_source(ctx.target.source_text)
+    from .targets import is_triton_file
+    return is_triton_file(ctx.target.path)
 
 
 def launch_identity(ctx: KernelContext, build: dict) -> tuple[str, str, dict]:
