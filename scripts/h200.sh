@@ -64,8 +64,10 @@ pytest_gpu() {
   pytest_shard interp-cutile tests/gpu/test_interp_agreement.py -k "not cutile-rs" &
   pytest_shard interp-cutile-rs tests/gpu/test_interp_agreement.py -k "cutile-rs" &
   pytest_shard record-port tests/gpu/test_record_port.py &
+  pytest_shard triton tests/triton_gpu/test_triton_gpu.py &
   pytest_shard rest tests --ignore=tests/gpu/test_ops_gpu.py --ignore=tests/gpu/test_interp_agreement.py \
-    --ignore=tests/gpu/test_record_port.py --ignore=tests/gpu/test_ffi_threads.py &
+    --ignore=tests/gpu/test_record_port.py --ignore=tests/gpu/test_ffi_threads.py \
+    --ignore=tests/triton_gpu/test_triton_gpu.py &
   wait
   python3 scripts/pytest-summary.py "$work/pytest" "$work/pytest-gpu.json" > "$work/pytest-gpu.log" 2>&1
   echo "pytest rc=$?"; tail -n 25 "$work/pytest-gpu.log"
