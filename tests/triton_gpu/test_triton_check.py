@@ -273,10 +273,11 @@ def test_sanitize_syntax_error_is_located(tmp_path):
     assert e.value.diagnostic.loc.line == 3
 
 
-def test_corpus_files_rebuild_completely():
+def test_corpus_files_rebuild_completely_and_document_themselves():
     for f in corpus_files():
         m = sanitize(f, f.read_text())
         assert m.problems == {} and m.functions == m.kernels, f
+        assert "ops/kernels/" in ast.get_docstring(ast.parse(f.read_text())), f"{f.name}: which cuTile op it mirrors"
 
 
 def test_restricted_import_admits_only_triton_and_math():
