@@ -1,10 +1,9 @@
 """Matrix multiplication c[M, N] = a[M, K] @ b[K, N] through block pointers, Triton version.
 
 Same computation as matmul.py and `ops/kernels/matmul.py` (f32 accumulation, TF32 for f32 inputs,
-output in c's dtype), with the
-operand and output tiles addressed by `tl.make_block_ptr` (shape, strides, tile offset, tile shape)
-and moved along K with `tl.advance`; the ragged edges are handled by `boundary_check` with zero
-padding instead of masks. Tiles are visited row-major (program id -> (id // tiles_n, id % tiles_n)).
+output in c's dtype), with the operand and output tiles addressed by `tl.make_block_ptr` (shape,
+strides, tile offset, tile shape) and moved along K with `tl.advance`; the ragged edges are handled
+by `boundary_check` with zero padding instead of masks. Tiles are visited row-major (program id -> (id // tiles_n, id % tiles_n)).
 Launch: grid (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),).
 """
 
