@@ -481,6 +481,9 @@ def cumsum(lw, args, kwargs, node):
         raise lw.fail(node, "tl.cumsum: axis out of range", "tl.cumsum")
     if x.ty.dtype in ("bool", "i8", "i16", "u8"):
         x = lw.b.cast(x, "i32", lw.loc(node))
+    if not isinstance(x.ty.dtype, str):  # the scan's identity is a literal of the element type
+        raise lw.fail(node, f"tl.cumsum of a tile whose element type is generic ({x.ty.dtype})", "tl.cumsum",
+                      "give the pointer's element dtype in the configuration, or cast the tile with .to()")
     return lw.b.value("scan_sum", (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
                       reverse=bool(reverse))
 
