@@ -181,3 +181,14 @@ def test_triton_frontend_imports_no_cutile_frontend_module():
         for n in ast.walk(ast.parse(f.read_text())):
             if isinstance(n, ast.ImportFrom):
                 assert not (n.module or "").startswith("tileport.frontends.cutile"), f
+
+
+def test_scalar_parameter_dtypes():
+    """Unannotated scalars: i32 (sizes, strides, compared values), f32 when named or used as a real number
+    (`slope` multiplies a float tile: Triton passes the Python float as f32)."""
+    k = kernels_of("ops.py")
+    dts = {p.name: p.ty.dtype for p in k["silu_relu_kernel"].params if not p.is_array and not p.is_const}
+    assert dts == {"n": "i32", "slope": "f32"}
+    dts = {p.name: p.ty.dtype for p in k["layer_norm_kernel"].params if not p.is_array and not p.is_const}
+    assert dts == {"stride": "i32", "n_cols": "i32", "eps": "f32"}
+    assert any("`slope`: assumed f32" in n for n in k["silu_relu_kernel"].notes)

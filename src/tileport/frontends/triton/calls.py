@@ -649,6 +649,7 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
     if op in ("<<", ">>"):
         raise lw.fail(node, f"operator {op} has no lowering in tileport's kernel model yet", "operator")
     loc = lw.loc(node)
+    _float_scalar_params(lw, a, b)
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
     if op == "/" and not lw.b.is_float(dtype):
         dtype = "f32"
@@ -686,6 +687,15 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
         if ba is not None and bb is not None:
             lw.bounds[out.name] = ba + bb
     return out
+
+
+def _float_scalar_params(lw, a, b) -> None:
+    """A scalar parameter assumed i32 that meets a float tile is a Python float (Triton passes it as f32)."""
+    from tileport.frontends.triton.lower import Retry
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, Ref) and x.name in lw.maybe_float and isinstance(y, Ref) and isinstance(y.ty, TileT) \
+                and lw.b.is_float(y.ty.dtype):
+            raise Retry("float", next(p.name for p in lw.params if p.rust == x.name))
 
 
 def _fail_scalar(lw, node, op):

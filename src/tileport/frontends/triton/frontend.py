@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -167,6 +167,8 @@ class KernelPlan:
     flat: set  # pointers accessed through gathers/scatters only
     index: set  # pointers whose elements index other arrays (i64)
     notes: list
+    maybe_float: set = field(default_factory=set)  # i32 by assumption, f32 if met with float tiles
+    assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
 
 
 def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
@@ -185,10 +187,21 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
             dt = T.TORCH_DTYPES.get(str(dt), dt) if dt is not None else None
             if dt is None:
                 dt = scalar_dtype(fn, a.arg)
-                plan.notes.append(f"scalar parameter `{a.arg}`: assumed {dt} (Triton: a Python "
-                                  f"{'float' if dt == 'f32' else 'int'} argument)")
+                plan.assumed.add(a.arg)
+                if dt == "i32" and not INT_NAME.search(a.arg) and a.arg not in _int_uses(fn) | _compared(fn):
+                    plan.maybe_float.add(a.arg)
             plan.scalars[a.arg] = dt
     return plan
+
+
+def _compared(fn: ast.FunctionDef) -> set[str]:
+    return {o.id for n in ast.walk(fn) if isinstance(n, ast.Compare)
+            for o in (n.left, *n.comparators) if isinstance(o, ast.Name)}
+
+
+def assumption_notes(plan: KernelPlan) -> list[str]:
+    return [f"scalar parameter `{name}`: assumed {dt} (Triton: a Python {'float' if dt == 'f32' else 'int'} "
+            "argument)" for name, dt in plan.scalars.items() if name in plan.assumed]
 
 
 def cfg_configs(cfg) -> tuple:
@@ -222,11 +235,12 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
         else:
             params.append(Param(name, ScalarT(plan.scalars[name]), rust_name=rust))
     lw = TritonLowerer(tm, fn, params, space, [], pinned, plan.flat)
+    lw.maybe_float = {rust_ident(n) for n in plan.maybe_float}
     kernel = lw.lower()
     ranks = {r: len(v) for r, v in lw.views.items()}
     kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.rust, 1) if p.name not in plan.flat else 1),
                            rust_name=p.rust_name) if p.is_array else p for p in kernel.params]
-    kernel.notes = plan.notes + [f"constexpr `{c}` is passed at run time (i32): no values are known"
+    kernel.notes = plan.notes + assumption_notes(plan) + [f"constexpr `{c}` is passed at run time (i32): no values are known"
                                  for c in sorted(plan.runtime)] + kernel.notes
     return kernel
 
@@ -237,6 +251,9 @@ def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], p
             effective = [{**d, **{p: INDEX_DTYPE for p in plan.index}} for d in dtypes]
             return lower_once(tm, fn, plan, effective, pinned)
         except Retry as r:
+            if r.what == "float":
+                plan.scalars[r.param], plan.maybe_float = "f32", plan.maybe_float - {r.param}
+                continue
             target = plan.flat if r.what == "flat" else plan.index
             if r.param in target:
                 raise Diagnostic(f"internal: repeated decision about `{r.param}`", loc_of(tm.path, fn), "internal")
