@@ -192,3 +192,42 @@ def test_scalar_parameter_dtypes():
     dts = {p.name: p.ty.dtype for p in k["layer_norm_kernel"].params if not p.is_array and not p.is_const}
     assert dts == {"stride": "i32", "n_cols": "i32", "eps": "f32"}
     assert any("`slope`: assumed f32" in n for n in k["silu_relu_kernel"].notes)
+
+
+def test_pointer_increment_mid_body_and_runtime_step(tmp_path):
+    """A pointer read after its increment sees the next iteration's address; a loop with a runtime step
+    still counts iterations (regression: the increment was applied from the loop's top for the whole
+    body, and a non-affine step counted no iteration)."""
+    path, tr = translate_text(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, n, step, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            p = x_ptr + offs
+            q = y_ptr + offs
+            for i in range(0, n, step):
+                a = tl.load(p)
+                p += BLOCK
+                b = tl.load(p)
+                tl.store(q, a + b)
+                q += BLOCK
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    text = translate([str(path)], None).files["src/kern.rs"]
+    body = text[text.index("for i in"):]
+    loads = [line for line in body.splitlines() if "load_view_tko(" in line]
+    assert len(loads) == 2 and loads[0].split("[")[-1] != loads[1].split("[")[-1], loads
+    assert "i_iter" in body  # (i - 0) // step: the iteration number
+
+
+def test_continue_in_a_loop_that_advances_pointers_is_refused(tmp_path):
+    d = diagnostic(tmp_path, """
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            p = x_ptr + tl.arange(0, BLOCK)
+            for i in range(n):
+                if i == 3:
+                    continue
+                tl.store(p, 1.0)
+                p += BLOCK
+    """)
+    assert d.construct == "pointer" and d.loc.line == 7

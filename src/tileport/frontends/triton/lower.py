@@ -75,7 +75,7 @@ class TritonLowerer:
         self.extents: dict[str, list[set[str]]] = {}
         self.notes: list[str] = []
         self.inline_depth = 0
-        self.skip: set[int] = set()  # ids of statements already accounted for (pointer increments)
+        self.skip: dict[int, Any] = {}  # statement id -> what it does instead (pointer increments)
         self.scalar_params = {p.rust for p in params if isinstance(p.ty, ScalarT)}
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
         self.tf32_noted = False
@@ -271,6 +271,7 @@ class TritonLowerer:
     def block(self, stmts: Sequence[ast.stmt]) -> None:
         for s in stmts:
             if id(s) in self.skip:
+                self.skip[id(s)]()
                 continue
             handler = getattr(self, f"stmt_{type(s).__name__}", None)
             if handler is None:
@@ -351,8 +352,11 @@ class TritonLowerer:
         self.scopes[-1].vars[s.target.id] = ref
         self.track_scalar(ref)
         iteration = self.loop_iteration(ref, start, step, s)
-        for name, (p0, inc) in incs.items():
+        for name, (p0, inc, st) in incs.items():
             self.scopes[-1].vars[name] = self.memory.advanced(self, p0, inc, iteration, s)
+            # after the increment statement, the rest of the body sees the next iteration's pointer
+            self.skip[id(st)] = (lambda name=name, p0=p0, inc=inc, st=st: self.scopes[-1].vars.__setitem__(
+                name, self.memory.advanced(self, p0, inc, A.add(iteration, A.const(1)), st)))
         self.block(s.body)
         body = self.b.pop()
         self.scopes.pop()
@@ -391,18 +395,16 @@ class TritonLowerer:
         """The iteration number's affine form in terms of the loop index: `(k - start) / step`."""
         k = A.factor(("v", index.name))
         start_p, step_p = self.atom_poly(start), self.atom_poly(step)
-        if start_p is None or step_p is None:
-            return {}
-        diff = A.sub(k, start_p)
-        if step_p == A.const(1):
-            return diff
+        if start_p is not None and step_p == A.const(1):
+            return A.sub(k, start_p)
         # k = start + step * i: name i as a fresh scalar so that `k` itself stays divisible by the step
         i = self.b.value("binary", (self.b.value("binary", (index, start), ScalarT("i32"), self.loc(node), hint="k0",
                                                  op="sub", rounding=None, ftz=None, nan=None), step),
                          ScalarT("i32"), self.loc(node), hint=f"{index.name}_iter", op="floordiv", rounding=None,
                          ftz=None, nan=None)
         self.track_scalar(i)
-        self.poly[index.name] = A.add(start_p, A.mul(step_p, A.factor(("v", i.name))))
+        if start_p is not None and step_p is not None:
+            self.poly[index.name] = A.add(start_p, A.mul(step_p, A.factor(("v", i.name))))
         return A.factor(("v", i.name))
 
     def pointer_increments(self, s: ast.For) -> dict[str, tuple[Any, Any]]:
@@ -424,8 +426,10 @@ class TritonLowerer:
             if sum(1 for t in ast.walk(ast.Module(s.body, [])) if isinstance(t, (ast.Assign, ast.AugAssign))
                    and name in _target_names(t)) != 1:
                 raise self.fail(st, f"pointer `{name}` is assigned more than once in the loop", "pointer")
-            out[name] = (cur, self.expr(inc_node))
-            self.skip.add(id(st))
+            out[name] = (cur, self.expr(inc_node), st)
+        if out and any(isinstance(n, ast.Continue) for n in _same_loop(s.body)):
+            raise self.fail(s, "a loop that advances pointers cannot `continue` (the increment would be skipped)",
+                            "pointer", "advance the pointers before `continue`, or recompute them from the index")
         return out
 
     def materialize_carried(self, s: ast.For) -> None:
@@ -701,6 +705,16 @@ class TritonLowerer:
         if not isinstance(v, CV):
             raise self.fail(node, f"{what} must be a compile-time constant (tl.constexpr)", "constexpr")
         return v.value
+
+
+def _same_loop(stmts):
+    """Nodes of a loop body, not descending into nested loops."""
+    for st in stmts:
+        yield st
+        if not isinstance(st, (ast.For, ast.While)):
+            for child in ast.iter_child_nodes(st):
+                if isinstance(child, ast.stmt):
+                    yield from _same_loop([child])
 
 
 def _int_scalar(v: Ref) -> bool:
