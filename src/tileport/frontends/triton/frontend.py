@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -287,8 +287,10 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
             if merged is False:
                 differ.add(name)
             elif merged is not None:
-                for k in kernels:
+                for k in kernels:  # entries that do not access the pointer take the view too (same signature)
                     k.views[name] = merged
+                    k.params = [replace(p, ty=ArrayT(p.ty.dtype, len(merged["strides"]))) if p.name == name else p
+                                for p in k.params]
         if not differ:
             return kernels
         plan.flat |= differ
@@ -296,11 +298,12 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
 
 
 def merge_views(views: list) -> dict | None | bool:
-    """One view for every entry (extents a mask gives in one entry hold for the unmasked others), None when
-    the pointer is no view in any, False when the entries disagree."""
-    if all(v is None for v in views):
+    """One view for every entry (extents a mask gives in one entry hold for the unmasked others; entries that
+    do not access the pointer take it), None when the pointer is no view in any, False when entries disagree."""
+    views = [v for v in views if v is not None]  # None: an entry that never accesses the pointer
+    if not views:
         return None
-    if any(v is None for v in views) or len({tuple(v["strides"]) for v in views}) != 1:
+    if len({tuple(v["strides"]) for v in views}) != 1:
         return False
     extents = []
     for dim in zip(*(v["extents"] for v in views)):
