@@ -692,6 +692,8 @@ class TritonLowerer:
         raise self.fail(node, f"expected a number, got {describe(v)}", "operand")
 
     def int_atom(self, v: Any, node: ast.AST) -> Atom:
+        if isinstance(v, Ref) and v.name in self.loaded and self.b.is_float(v.ty.dtype):
+            raise Retry("index", self.loaded[v.name])  # a loaded count or offset: an integer array
         if isinstance(v, Ref) and isinstance(v.ty, ScalarT) and v.ty.dtype in ("i32", "i64", "i16", "i8"):
             return v if v.ty.dtype == "i32" else self.b.cast(v, "i32", self.loc(node))
         if isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0:
