@@ -231,3 +231,19 @@ def test_continue_in_a_loop_that_advances_pointers_is_refused(tmp_path):
                 p += BLOCK
     """)
     assert d.construct == "pointer" and d.loc.line == 7
+
+
+def test_mask_axes_follow_new_axes(tmp_path):
+    """`mask[:, None]` bounds axis 0: with the same arange on both axes, the extent goes to axis 0 only
+    (regression: the mask kept its 1-D axis and bounded the last axis of the tile)."""
+    path, tr = translate_text(tmp_path, """
+        @triton.jit
+        def k(x_ptr, n, stride, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            rows = offs < n
+            x = tl.load(x_ptr + offs[:, None] * stride + offs[None, :], mask=rows[:, None], other=0.0)
+            tl.store(x_ptr + offs[:, None] * stride + offs[None, :], x + 1.0, mask=rows[:, None])
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (kernel,) = tr.module.kernels
+    assert kernel.views["x_ptr"] == {"strides": ["stride", "1"], "extents": ["n", None]}

@@ -120,6 +120,11 @@ class Bound:
     bound: tuple
 
 
+def remap_bound(b: Bound, mapping: Mapping[int, int]) -> Bound:
+    ar = b.arange
+    return Bound(("a", ar[1], ar[2], mapping[ar[3]]), b.start, b.bound)
+
+
 def bound_of(lhs: Poly, rhs: Poly) -> Bound | None:
     """`lhs < rhs` as a Bound, when lhs is `start + arange` (coefficient 1) and rhs has no arange."""
     if aranges(rhs):

@@ -130,11 +130,13 @@ def expand(lw, x: Ref, items, node) -> Ref:
     r, r2 = len(old), len(new)
     out = lw.b.value("reshape", (x,), TileT(x.ty.dtype, tuple(new)), lw.loc(node), hint=f"{x.name}_e",
                      shape=tuple(new))
+    axes = {r - 1 - a: r2 - 1 - b for a, b in mapping.items()}
     if x.name in lw.poly:
-        lw.poly[out.name] = A.remap_axes(lw.poly[x.name], {r - 1 - a: r2 - 1 - b for a, b in mapping.items()})
-    for table in (lw.bounds, lw.loaded):
-        if x.name in table:
-            table[out.name] = table[x.name]
+        lw.poly[out.name] = A.remap_axes(lw.poly[x.name], axes)
+    if x.name in lw.bounds:  # the mask's aranges move with the tile's axes, as the offsets' do
+        lw.bounds[out.name] = [A.remap_bound(bd, axes) for bd in lw.bounds[x.name]]
+    if x.name in lw.loaded:
+        lw.loaded[out.name] = lw.loaded[x.name]
     return out
 
 
