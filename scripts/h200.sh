@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine (an H200) with the checkout and its .device/ (from `bash scripts/device-bundle.sh`):
-#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi]
+#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi] [triton]
 # Work happens under /tmp/tileport-out; the few files worth keeping are copied to $OUT at the end
 # (at most 8, so that the result to copy back stays small). Each step has its own time limit, and partial results are
 # written as they come, so a slow step cannot lose the others.
@@ -15,11 +15,18 @@
 #   pytest-gpu.json sums up every shard (counts, failures, skip reasons), pytest-gpu.tar.gz holds the junit files,
 #   the logs and what the tests wrote. With `evidence` in the same call the shards run beside the correctness
 #   check (no timing there), and the benchmark starts when both are over, on an otherwise idle GPU.
+# triton: the Triton corpus (src/tileport/ops/triton_kernels). Records its launches with `tileport record` of
+#   scripts/triton_corpus_driver.py (which also checks every corpus kernel against PyTorch: triton-driver.json) into
+#   triton-launches.json; when the port bundle of scripts/triton-bundle.sh is in .device/ (triton-crate/,
+#   libtriton_port.so.xz, triton-launches.json: the spec the ports were made for), it then runs every corpus port
+#   against its source Triton kernel on that spec (python -m tileport.gpu.triton_check: correctness, parity
+#   t(cutile-rs)/t(Triton), the cuTile Python op beside) into triton-evidence.json + triton-summary.json.
+#   Back here: `bash scripts/triton-bundle.sh grade DIR`.
 set -u
 steps=${*:-check bench dump}
 export TILEPORT_LIB="$TILEPORT_DEVICE_EXTRA/libtileport_kernels.so"
 export TILEPORT_COMMIT="$(cat .device/COMMIT 2>/dev/null || echo unknown)"
-work=/tmp/tileport-out
+work=${TILEPORT_WORK:-/tmp/tileport-out}  # TILEPORT_WORK: another work directory (tests)
 mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$work/gpu.txt"
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -64,6 +71,34 @@ pytest_gpu() {
   tar -C "$work" -czf "$work/pytest-gpu.tar.gz" pytest
 }
 
+triton_corpus() {
+  local t="$work/triton" spec files
+  rm -rf "$t" && mkdir -p "$t"
+  timeout -k 10 "${TRITON_RECORD_TIMEOUT:-300}" python3 -m tileport.cli record --out "$t/triton-recorded.json" -- \
+    python3 scripts/triton_corpus_driver.py --out "$t/triton-driver.json" > "$t/triton.log" 2>&1
+  echo "triton record rc=$?"; tail -n 3 "$t/triton.log"
+  spec="$t/triton-recorded.json"
+  if [ -d .device/triton-crate ] && [ -f .device/triton-launches.json ] \
+      && [ -f "$TILEPORT_DEVICE_EXTRA/libtriton_port.so" ]; then
+    spec=.device/triton-launches.json  # the launches the bundled ports were made for
+    python3 -c "import sys; from tileport.launches import load_spec, records_hash as h
+sys.exit(h(load_spec(sys.argv[1])) != h(load_spec(sys.argv[2])))" "$spec" "$t/triton-recorded.json" \
+      || echo "triton: the launches recorded now differ from the bundle's (.device/triton-launches.json is tested)"
+    files=$(python3 -c "from tileport.ops.triton_kernels import CORPUS; print(*[f'{k.path}::{k.kernel}' for k in CORPUS])")
+    timeout -k 10 "${TRITON_CHECK_TIMEOUT:-420}" python3 -m tileport.gpu.triton_check record --spec "$spec" \
+      --crate .device/triton-crate --lib "$TILEPORT_DEVICE_EXTRA/libtriton_port.so" --budget "${BUDGET:-0.1}" \
+      --out "$t" $files >> "$t/triton.log" 2>&1
+    echo "triton check rc=$?"; tail -n 20 "$t/triton.log"
+    cp "$t/gpu-evidence-triton.json" "$work/triton-evidence.json" 2>/dev/null
+    cp "$t/triton-summary.json" "$work/" 2>/dev/null
+  else
+    echo "triton: no port bundle in .device (run scripts/triton-bundle.sh bundle on the CPU machine with the" \
+         "triton-launches.json of this run); launches recorded only"
+  fi
+  cp "$spec" "$work/triton-launches.json"
+  cp "$t/triton-driver.json" "$t/triton.log" "$work/" 2>/dev/null
+}
+
 for step in $steps; do
   case $step in
     check)  timeout "${CHECK_TIMEOUT:-300}" python3 -m tileport.cli gpu-check ${CHECK_OPS:-} -j "${JOBS:-12}" \
@@ -83,13 +118,15 @@ for step in $steps; do
     ffi)    TILEPORT_RESULTS_DIR="$work" timeout "${FFI_TIMEOUT:-540}" python3 -m pytest -q -m gpu -p no:cacheprovider \
               tests/gpu/test_ffi_threads.py > "$work/ffi.log" 2>&1; echo "ffi rc=$?"; tail -n 15 "$work/ffi.log" ;;
     pytest) has evidence || pytest_gpu ;;  # with evidence, it runs beside the correctness check
-    *)      echo "unknown step: $step (check bench dump evidence pytest ffi)" ;;
+    triton) triton_corpus ;;
+    *)      echo "unknown step: $step (check bench dump evidence pytest ffi triton)" ;;
   esac
 done
 if [ -n "${OUT:-}" ]; then
   n=0
   for f in gpu.txt gpu-evidence-check.json gpu-evidence-bench.json evidence.log pytest-gpu.json pytest-gpu.log \
-           pytest-gpu.tar.gz check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log ffi-threads.json ffi.log; do
+           pytest-gpu.tar.gz check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log ffi-threads.json ffi.log \
+           triton-launches.json triton-evidence.json triton-summary.json triton-driver.json triton.log; do
     [ -f "$work/$f" ] || continue
     n=$((n + 1))
     if [ "$n" -le 8 ]; then cp "$work/$f" "$OUT/"; else echo "not copied to \$OUT (8 files at most): $f"; fi
