@@ -14,7 +14,7 @@ from typing import Any
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import memory as M
-from tileport.frontends.triton.values import CV, DT, BlockPtr, Builtin, Method, Module, Ptr
+from tileport.frontends.triton.values import CV, DT, Builtin, Method, Module, Ptr
 from tileport.model import types as T
 from tileport.model.builder import weak_result_dtype
 from tileport.model.ir import Lit, Ref, sym_names
