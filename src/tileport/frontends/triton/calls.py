@@ -674,6 +674,11 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
         q = lw.b.value("binary", (x, y), ty, loc, hint="quot", op="div", rounding=None, ftz=None, nan=None)
         return lw.b.value("unary", (q,), ty, loc, hint="fl", fn="floor", rounding=None, ftz=None) \
             if isinstance(ty, TileT) else _fail_scalar(lw, node, "//")
+    if op in ("//", "%") and not lw.b.is_float(dtype):
+        note = ("integer // and % on scalars round toward -inf (Python) and // on tiles too; Triton truncates "
+                "toward zero: results differ for negative operands")
+        if note not in lw.notes:
+            lw.notes.append(note)
     if op == "%" and isinstance(ty, TileT):
         if lw.b.is_float(dtype):
             raise lw.fail(node, "float % on tiles has no lowering in tileport's kernel model yet", "operator")
