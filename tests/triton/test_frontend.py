@@ -247,3 +247,43 @@ def test_mask_axes_follow_new_axes(tmp_path):
     assert not tr.diagnostics, tr.diagnostics
     (kernel,) = tr.module.kernels
     assert kernel.views["x_ptr"] == {"strides": ["stride", "1"], "extents": ["n", None]}
+
+
+def test_scalar_pointer_and_infinite_scalar(tmp_path):
+    """`tl.load(ptr)` is element 0 of a 1-D view (regression: a rank-0 view, rejected by cutile-rs); an
+    infinite scalar start value is a 0-d constant tile (regression: `let m: f32 = f32::NEG_INFINITY`)."""
+    path, tr = translate_text(tmp_path, """
+        @triton.jit
+        def k(a_ptr, x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            alpha = tl.load(a_ptr)
+            m = -float("inf")
+            for i in range(0, n, BLOCK):
+                offs = i + tl.arange(0, BLOCK)
+                m = tl.maximum(m, tl.max(tl.load(x_ptr + offs, mask=offs < n, other=-float("inf")), 0))
+            tl.store(y_ptr, m * alpha)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (kernel,) = tr.module.kernels
+    assert kernel.views["a_ptr"] == {"strides": ["1"], "extents": [None]}
+    text = translate([str(path)], None).files["src/kern.rs"]
+    assert "f32 = f32::NEG_INFINITY" not in text and "constant(f32::NEG_INFINITY, shape![])" in text
+    assert "[]," not in text.replace(" ", "")
+
+
+def test_entries_share_one_signature(tmp_path):
+    """Every entry of a specialized kernel is lowered with the same decisions (regression: a constexpr made
+    a runtime value while lowering a later entry left the earlier entries with it as a const generic)."""
+    _, tr = translate_text(tmp_path, """
+        @triton.jit
+        def k(x_ptr, FLAG: tl.constexpr, M: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            if FLAG:
+                if M > 3:
+                    tl.store(x_ptr + offs, 1.0)
+            else:
+                tl.store(x_ptr + offs, 2.0)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    signatures = {tuple((p.name, str(p.ty)) for p in k.params) for k in tr.module.kernels}
+    assert [k.name for k in tr.module.kernels] == ["k_flag0", "k_flag1"]
+    assert len(signatures) == 1, signatures

@@ -245,4 +245,6 @@ def block_access(p: Poly, shape: tuple, params: set[str], bounds: list[Bound] | 
         out.axes.append(axis)
     if bounds and len(used) != len(bounds):
         return None  # a conjunct about something else than this pointer's axes
+    if not out.strides:  # the parameter itself (`tl.load(ptr)`): element 0 of a 1-D view
+        return BlockAccess([const(1)], [1], [{}], [None], [-1])
     return out

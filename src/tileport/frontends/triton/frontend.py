@@ -280,7 +280,10 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     """One kernel, or one entry per constexpr value set; entries agree on their parameters (a pointer that
     is a view in one and a gather in another is taken flat in all)."""
     for _ in range(MAX_RETRIES):
+        before = _decisions(plan)
         kernels = _entries(tm, fn, plan, cfg, pinned)
+        if _decisions(plan) != before:
+            continue  # a later entry changed a decision the earlier ones were lowered with: all again
         differ = set()
         for name in {p.name for k in kernels for p in k.array_params}:
             merged = merge_views([k.views.get(name) for k in kernels])
@@ -295,6 +298,10 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
             return kernels
         plan.flat |= differ
     raise Diagnostic("the entries' pointer views could not be settled", loc_of(tm.path, fn), "pointer")
+
+
+def _decisions(plan: KernelPlan) -> tuple:
+    return (frozenset(plan.runtime), frozenset(plan.flat), frozenset(plan.index), tuple(sorted(plan.scalars.items())))
 
 
 def merge_views(views: list) -> dict | None | bool:

@@ -8,6 +8,7 @@ polynomial form (`affine.py`) so that pointer arithmetic can be recognized as bl
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
@@ -263,7 +264,7 @@ class TritonLowerer:
             atom = self.atom(value, node, ty.dtype)
             if isinstance(atom, Ref):
                 return self.b.cast(atom, ty.dtype, self.loc(node))
-            return self.b.value("scalar", (atom,), ty, self.loc(node), hint=name)
+            return self.scalar_value(atom, ty, self.loc(node), name)
         raise self.fail(node, f"`{name}` changes type inside a loop or branch ({ty} -> {describe(value)})",
                         "loop-carried type", "keep loop-carried values the same type and shape")
 
@@ -442,7 +443,7 @@ class TritonLowerer:
             if isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, bool):
                 atom = self.atom(v, s, None)
                 ty = ScalarT(lit_dtype(v.value)) if isinstance(atom, Lit) else ScalarT("i32")
-                self.scopes[owner].vars[name] = self.b.value("scalar", (atom,), ty, self.loc(s), hint=name)
+                self.scopes[owner].vars[name] = self.scalar_value(atom, ty, self.loc(s), name)
 
     def stmt_If(self, s: ast.If) -> None:
         cond = self.expr(s.test)
@@ -664,6 +665,14 @@ class TritonLowerer:
                 term = x if term is None else self.scalar_op("mul", term, x, loc)
             total = term if total is None else self.scalar_op("add", total, term, loc)
         return total if total is not None else Lit(0, ScalarT("i32"))
+
+    def scalar_value(self, atom: Atom, ty: ScalarT, loc: Loc, hint: str) -> Ref:
+        """A scalar variable holding `atom`; an infinite or NaN literal goes through a 0-d constant tile
+        (cutile-rs takes `f32::INFINITY` only as an operand of a tile constant)."""
+        if isinstance(atom, Lit) and isinstance(atom.value, float) and not math.isfinite(atom.value):
+            t = self.b.to_tile(Lit(atom.value, ty), ty.dtype, (), loc)
+            return self.b.value("scalar_of", (t,), ty, loc, hint=hint)
+        return self.b.value("scalar", (atom,), ty, loc, hint=hint)
 
     def scalar_op(self, op: str, a: Atom, b: Atom, loc: Loc) -> Ref:
         if isinstance(a, CDim) and isinstance(b, CDim):
