@@ -287,3 +287,30 @@ def test_entries_share_one_signature(tmp_path):
     signatures = {tuple((p.name, str(p.ty)) for p in k.params) for k in tr.module.kernels}
     assert [k.name for k in tr.module.kernels] == ["k_flag0", "k_flag1"]
     assert len(signatures) == 1, signatures
+
+
+def test_early_return_and_integer_scalar_casts(tmp_path):
+    """`if c: return` at the kernel's top level makes the rest the other branch, and `pid.to(tl.int64)`
+    converts through a 0-d tile (regressions: cutile-rs rejected a nested `return` and scalar i32 -> i64)."""
+    path, tr = translate_text(tmp_path, """
+        @triton.jit
+        def k(x_ptr, flags_ptr, n, stride, BLOCK: tl.constexpr):
+            row = tl.program_id(0).to(tl.int64)
+            if tl.load(flags_ptr + row) == 0:
+                return
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + row * stride + offs, 1.0, mask=offs < n)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    text = translate([str(path)], None).files["src/kern.rs"]
+    assert "return" not in text.split("pub unsafe fn k")[1].split("\n    }\n")[0]
+    assert "convert_scalar" not in text and "exti(" in text
+    d = diagnostic(tmp_path, """
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            for i in range(n):
+                if i == 2:
+                    return
+                tl.store(x_ptr + i, 1.0)
+    """)
+    assert d.construct == "return" and d.loc.line == 8

@@ -51,6 +51,15 @@ class _Builder(Builder):
         self.forget(ref.name)
         return ref
 
+    def cast(self, x: Ref, dtype, loc: Loc, rounding: str | None = None) -> Ref:
+        """As the model's cast, but scalar integer conversions go through 0-d tiles (cutile-rs converts
+        integer scalars of different widths only as tiles)."""
+        if isinstance(x.ty, ScalarT) and x.ty.dtype != dtype and _is_int(x.ty.dtype) and _is_int(dtype):
+            t = self.value("tile0", (x,), TileT(x.ty.dtype, ()), loc, hint=f"{x.name}_t")
+            t = super().cast(t, dtype, loc, rounding)
+            return self.value("scalar_of", (t,), ScalarT(dtype), loc, hint=f"{x.name}_{dtype}")
+        return super().cast(x, dtype, loc, rounding)
+
 
 class Scope:
     def __init__(self, kind: str):
@@ -270,10 +279,21 @@ class TritonLowerer:
 
     # ---- statements
     def block(self, stmts: Sequence[ast.stmt]) -> None:
-        for s in stmts:
+        for i, s in enumerate(stmts):
             if id(s) in self.skip:
                 self.skip[id(s)]()
                 continue
+            if isinstance(s, ast.If) and self.at_kernel_top() and (_returns(s.body) or _returns(s.orelse)):
+                # `if c: ...; return` then the rest: the rest becomes the other branch (cutile-rs returns
+                # only at the top level of the kernel)
+                rest = list(stmts[i + 1:])
+                if _returns(s.body):
+                    s = ast.If(s.test, s.body[:-1] or [ast.Pass()], list(s.orelse) + rest)
+                else:
+                    s = ast.If(s.test, list(s.body) + rest, s.orelse[:-1])
+                ast.copy_location(s, stmts[i])
+                self.stmt_If(s)
+                return
             handler = getattr(self, f"stmt_{type(s).__name__}", None)
             if handler is None:
                 raise self.fail(s, f"`{type(s).__name__}` statements are not supported in Triton kernels",
@@ -319,11 +339,19 @@ class TritonLowerer:
         else:
             raise self.fail(node, f"assignment to `{type(target).__name__}` is not supported", "assignment")
 
+    def at_kernel_top(self) -> bool:
+        """Lowering the kernel's own body or branches of its top-level `if`s (no loop, no helper)."""
+        return not self.inline_depth and all(sc.kind in ("fn", "if") for sc in self.scopes)
+
     def stmt_Return(self, s: ast.Return) -> None:
         if self.inline_depth:
             raise self.fail(s, "`return` inside a helper must be its last statement", "return")
         if s.value is not None:
             raise self.fail(s, "kernels cannot return a value", "return")
+        if len(self.scopes) > 1:
+            raise self.fail(s, "`return` inside a loop or not at the end of a branch is not supported "
+                            "(cutile-rs returns only at the top level)", "return",
+                            "restructure with if/else so that the kernel ends at its last statement")
         self.b.emit(Return(self.loc(s)))
 
     def stmt_Break(self, s: ast.Break) -> None:
@@ -716,6 +744,14 @@ class TritonLowerer:
         if not isinstance(v, CV):
             raise self.fail(node, f"{what} must be a compile-time constant (tl.constexpr)", "constexpr")
         return v.value
+
+
+def _returns(stmts: Sequence[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return) and stmts[-1].value is None
+
+
+def _is_int(dt) -> bool:
+    return isinstance(dt, str) and dt[0] in "iu" and dt[1:].isdigit()
 
 
 def _same_loop(stmts):
