@@ -57,6 +57,12 @@ def library(tmp_path_factory):
     return KernelLibrary(build(crate, "dev"), crate / "kernels.json")
 
 
+def test_kernel_names_are_unique(library):
+    """Captures name kernels: our test kernels must not share a name with a corpus kernel."""
+    names = [e["kernel"] for e in library.manifest["entries"]]
+    assert len(names) == len(set(names))
+
+
 def test_every_entry_exports_ir_that_compiles_to_a_cubin(library):
     if toolchain.tileiras() is None:
         pytest.skip("tileiras not found (bash scripts/setup.sh)")
@@ -73,5 +79,5 @@ def test_every_entry_exports_ir_that_compiles_to_a_cubin(library):
             return c.label, False, f"{type(e).__name__}: {e}"
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(one, caps))
-    failed = [(label, err) for label, ok, err in results if not ok]
-    assert not failed, failed
+    failed = [f"{label}: {err or 'tileiras failed'}" for label, ok, err in results if not ok]
+    assert not failed, "\n".join(failed)

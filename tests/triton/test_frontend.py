@@ -14,9 +14,9 @@ from tileport.translate import frontend_for, translate
 
 DATA = Path(__file__).parent / "data"
 KERNELS = {
-    "basic.py": ["add_kernel", "softmax_kernel", "matmul_kernel", "gather_kernel"],
-    "ops.py": ["gelu_tanh_kernel", "silu_relu_kernel", "layer_norm_kernel", "rms_norm_kernel", "rope_kernel",
-               "grouped_matmul_kernel", "block_ptr_matmul_kernel", "attention_fwd_kernel", "cumsum_argmax_kernel",
+    "basic.py": ["add_kernel", "row_softmax_kernel", "masked_matmul_kernel", "gather_kernel"],
+    "ops.py": ["gelu_libdevice_kernel", "silu_relu_kernel", "layer_norm_kernel", "rms_norm_row_kernel", "rope_heads_kernel",
+               "grouped_matmul_kernel", "block_ptr_matmul_kernel", "mha_fwd_kernel", "cumsum_argmax_kernel",
                "scale_kernel"],
 }
 HEADER = "import triton\nimport triton.language as tl\n\n"
@@ -46,7 +46,7 @@ def test_every_own_kernel_translates(report):
     assert results["scale_kernel"].entries == ["scale_kernel_even_n0", "scale_kernel_even_n1"]
 
 
-@pytest.mark.parametrize("name", [k for k in KERNELS["ops.py"]] + ["add_kernel", "softmax_kernel", "matmul_kernel"])
+@pytest.mark.parametrize("name", [k for k in KERNELS["ops.py"]] + ["add_kernel", "row_softmax_kernel", "masked_matmul_kernel"])
 def test_block_structured_accesses_are_partition_views(report, name):
     file = "ops.py" if name in KERNELS["ops.py"] else "basic.py"
     names = [name] if name != "scale_kernel" else ["scale_kernel_even_n0", "scale_kernel_even_n1"]
@@ -64,13 +64,13 @@ def test_data_dependent_addresses_become_gathers(report):
 
 def test_views_and_their_extents():
     k = kernels_of("basic.py")
-    ranks = {p.name: p.ty.rank for p in k["softmax_kernel"].params if p.is_array}
+    ranks = {p.name: p.ty.rank for p in k["row_softmax_kernel"].params if p.is_array}
     assert ranks == {"out_ptr": 2, "in_ptr": 2}
-    notes = " ".join(k["matmul_kernel"].notes)
+    notes = " ".join(k["masked_matmul_kernel"].notes)
     assert "a_ptr`: a 2-D array view [extent M stride stride_am, extent K stride stride_ak]" in notes
     gather = {p.name: (p.ty.dtype, p.ty.rank) for p in k["gather_kernel"].params if p.is_array}
     assert gather["idx_ptr"] == ("i64", 1) and gather["x_ptr"][1] == 1
-    attn = {p.name: p.ty.rank for p in kernels_of("ops.py")["attention_fwd_kernel"].params if p.is_array}
+    attn = {p.name: p.ty.rank for p in kernels_of("ops.py")["mha_fwd_kernel"].params if p.is_array}
     assert attn == {"q_ptr": 4, "k_ptr": 4, "v_ptr": 4, "o_ptr": 4}
 
 
