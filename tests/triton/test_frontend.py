@@ -314,3 +314,22 @@ def test_early_return_and_integer_scalar_casts(tmp_path):
                 tl.store(x_ptr + i, 1.0)
     """)
     assert d.construct == "return" and d.loc.line == 8
+
+
+def test_int64_scalar_division(tmp_path):
+    """`row % seq_len` on an i64 program id runs on 0-d tiles (regression: the model's scalar // and % are
+    i32 only, and the kernel failed in the emitter)."""
+    path, tr = translate_text(tmp_path, """
+        @triton.jit
+        def k(x_ptr, seq_len, stride, BLOCK: tl.constexpr):
+            row = tl.program_id(0).to(tl.int64)
+            pos = row % seq_len
+            blk = row // seq_len
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + pos * stride + blk + offs, 1.0)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    r = translate([str(path)], None)
+    assert r.ok, [str(x.diagnostic) for x in r.results]
+    text = r.files["src/kern.rs"]
+    assert "remi(" in text and "divi(" in text

@@ -679,6 +679,12 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
                 "toward zero: results differ for negative operands")
         if note not in lw.notes:
             lw.notes.append(note)
+    if op in ("//", "%") and isinstance(ty, ScalarT) and dtype in ("i64", "u64", "u32"):
+        # the model's scalar // and % are i32 only: 64-bit ones run on 0-d tiles
+        tx, ty0 = (lw.b.value("tile0", (v,), TileT(dtype, ()), loc, hint="t") for v in (x, y))
+        t = lw.b.value("binary", (tx, ty0), TileT(dtype, ()), loc, hint="q", op="floordiv" if op == "//" else "rem",
+                       rounding=None, ftz=None, nan=None)
+        return lw.b.value("scalar_of", (t,), ty, loc, hint="q")
     if op == "%" and isinstance(ty, TileT):
         if lw.b.is_float(dtype):
             raise lw.fail(node, "float % on tiles has no lowering in tileport's kernel model yet", "operator")
