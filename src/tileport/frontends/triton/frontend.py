@@ -166,7 +166,6 @@ class KernelPlan:
     runtime: set  # constexprs passed as runtime i32 scalars
     flat: set  # pointers accessed through gathers/scatters only
     index: set  # pointers whose elements index other arrays (i64)
-    notes: list
     maybe_float: set = field(default_factory=set)  # i32 by assumption, f32 if met with float tiles
     assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
 
@@ -176,7 +175,7 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
         raise Diagnostic("kernels take plain positional parameters only", loc_of(tm.path, fn), "signature")
     configured = cfg_configs(cfg)[0] if cfg_configs(cfg) else {}
     ptrs = pointer_params(tm, fn)
-    plan = KernelPlan([], {}, [], set(), set(), set(), [])
+    plan = KernelPlan([], {}, [], set(), set(), set())
     for a in fn.args.args:
         if _is_constexpr(a):
             plan.constexprs.append(a.arg)
@@ -240,8 +239,8 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
     ranks = {r: len(v) for r, v in lw.views.items()}
     kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.rust, 1) if p.name not in plan.flat else 1),
                            rust_name=p.rust_name) if p.is_array else p for p in kernel.params]
-    kernel.notes = plan.notes + assumption_notes(plan) + [f"constexpr `{c}` is passed at run time (i32): no values are known"
-                                 for c in sorted(plan.runtime)] + kernel.notes
+    kernel.notes = assumption_notes(plan) + [f"constexpr `{c}` is passed at run time (i32): no values are known"
+                                             for c in sorted(plan.runtime)] + kernel.notes
     return kernel
 
 
