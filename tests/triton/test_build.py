@@ -1,6 +1,7 @@
-"""Our Triton kernels (tests/triton/data and the corpus, src/tileport/ops/triton_kernels), ported and built: the generated crate compiles (cargo), every entry exports its Tile IR
-from the built library and that IR compiles to an sm_90 cubin with tileiras. Triton has no reference Tile IR,
-so the port's own IR is what is checked here (the GPU differential test compares against Triton itself)."""
+"""Our Triton kernels (tests/triton/data and the corpus, src/tileport/ops/triton_kernels), ported and built:
+the generated crate compiles (cargo), every entry exports its Tile IR from the built library and that IR
+compiles to an sm_90 cubin with tileiras. Triton has no reference Tile IR, so the port's own IR is what is
+checked here (the GPU differential test compares against Triton itself)."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ from tileport.translate import frontend_for, translate
 DATA = Path(__file__).parent / "data"
 KERNELS = {
     "basic.py": ["add_kernel", "row_softmax_kernel", "masked_matmul_kernel", "gather_kernel"],
-    "ops.py": ["gelu_libdevice_kernel", "silu_relu_kernel", "layer_norm_kernel", "rms_norm_row_kernel", "rope_heads_kernel",
-               "grouped_matmul_kernel", "block_ptr_matmul_kernel", "mha_fwd_kernel", "cumsum_argmax_kernel",
-               "scale_kernel"],
+    "ops.py": ["gelu_libdevice_kernel", "silu_relu_kernel", "layer_norm_kernel", "rms_norm_row_kernel",
+               "rope_heads_kernel", "grouped_matmul_kernel", "block_ptr_matmul_kernel", "mha_fwd_kernel",
+               "cumsum_argmax_kernel", "scale_kernel"],
 }
 HEADER = "import triton\nimport triton.language as tl\n\n"
 
@@ -46,7 +46,7 @@ def test_every_own_kernel_translates(report):
     assert results["scale_kernel"].entries == ["scale_kernel_even_n0", "scale_kernel_even_n1"]
 
 
-@pytest.mark.parametrize("name", [k for k in KERNELS["ops.py"]] + ["add_kernel", "row_softmax_kernel", "masked_matmul_kernel"])
+@pytest.mark.parametrize("name", KERNELS["ops.py"] + ["add_kernel", "row_softmax_kernel", "masked_matmul_kernel"])
 def test_block_structured_accesses_are_partition_views(report, name):
     file = "ops.py" if name in KERNELS["ops.py"] else "basic.py"
     names = [name] if name != "scale_kernel" else ["scale_kernel_even_n0", "scale_kernel_even_n1"]
