@@ -333,3 +333,17 @@ def test_int64_scalar_division(tmp_path):
     assert r.ok, [str(x.diagnostic) for x in r.results]
     text = r.files["src/kern.rs"]
     assert "remi(" in text and "divi(" in text
+
+
+def test_scalar_negation(tmp_path):
+    """`-scale` of a runtime scalar is `0 - scale` (regression: cutile-rs's IR export rejects `-x` of a
+    non-constant scalar)."""
+    path, tr = translate_text(tmp_path, """
+        @triton.jit
+        def k(x_ptr, scale, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs) * -scale)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    text = translate([str(path)], None).files["src/kern.rs"]
+    assert "= -scale" not in text and "0.0f32 - scale" in text

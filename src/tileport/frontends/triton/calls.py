@@ -791,8 +791,9 @@ def unary(lw, op: str, x, node) -> Any:
     if op == "USub":
         if isinstance(x.ty, TileT):
             out = lw.b.value("unary", (x,), x.ty, loc, hint="neg", fn="negative", rounding=None, ftz=None)
-        else:
-            out = lw.b.value("unary", (x,), x.ty, loc, hint="neg", fn="negative")
+        else:  # cutile-rs negates runtime scalars only as `0 - x`
+            zero = Lit(0.0 if lw.b.is_float(x.ty.dtype) else 0, ScalarT(x.ty.dtype))
+            out = lw.b.value("binary", (zero, x), x.ty, loc, hint="neg", op="sub", rounding=None, ftz=None, nan=None)
         if x.name in lw.poly:
             lw.poly[out.name] = A.scale(lw.poly[x.name], -1)
         return out
