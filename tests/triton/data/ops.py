@@ -10,7 +10,7 @@ except ModuleNotFoundError:
 
 
 @triton.jit
-def gelu_tanh_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+def gelu_libdevice_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
@@ -61,7 +61,7 @@ def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, n_
 
 
 @triton.jit
-def rms_norm_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, eps, BLOCK: tl.constexpr):
+def rms_norm_row_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
@@ -72,7 +72,7 @@ def rms_norm_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, eps
 
 
 @triton.jit
-def rope_kernel(q_ptr, cos_ptr, sin_ptr, q_row_stride, cos_row_stride, seq_len, n_heads,
+def rope_heads_kernel(q_ptr, cos_ptr, sin_ptr, q_row_stride, cos_row_stride, seq_len, n_heads,
                 HEAD_DIM: tl.constexpr, BLOCK_H: tl.constexpr):
     row = tl.program_id(0)
     pos = row % seq_len
@@ -143,7 +143,7 @@ def block_ptr_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, 
 
 
 @triton.jit
-def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, stride_qz, stride_qh, stride_qm, stride_kz, stride_kh,
+def mha_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, stride_qz, stride_qh, stride_qm, stride_kz, stride_kh,
                          stride_kn, stride_vz, stride_vh, stride_vn, stride_oz, stride_oh, stride_om, n_heads, seq_len,
                          HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     start_m = tl.program_id(0)

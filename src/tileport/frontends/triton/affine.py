@@ -120,6 +120,11 @@ class Bound:
     bound: tuple
 
 
+def remap_bound(b: Bound, mapping: Mapping[int, int]) -> Bound:
+    ar = b.arange
+    return Bound(("a", ar[1], ar[2], mapping[ar[3]]), b.start, b.bound)
+
+
 def bound_of(lhs: Poly, rhs: Poly) -> Bound | None:
     """`lhs < rhs` as a Bound, when lhs is `start + arange` (coefficient 1) and rhs has no arange."""
     if aranges(rhs):
@@ -240,4 +245,6 @@ def block_access(p: Poly, shape: tuple, params: set[str], bounds: list[Bound] | 
         out.axes.append(axis)
     if bounds and len(used) != len(bounds):
         return None  # a conjunct about something else than this pointer's axes
+    if not out.strides:  # the parameter itself (`tl.load(ptr)`): element 0 of a 1-D view
+        return BlockAccess([const(1)], [1], [{}], [None], [-1])
     return out

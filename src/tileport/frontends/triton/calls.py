@@ -14,7 +14,7 @@ from typing import Any
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import memory as M
-from tileport.frontends.triton.values import CV, DT, BlockPtr, Builtin, Method, Module, Ptr
+from tileport.frontends.triton.values import CV, DT, Builtin, Method, Module, Ptr
 from tileport.model import types as T
 from tileport.model.builder import weak_result_dtype
 from tileport.model.ir import Lit, Ref, sym_names
@@ -130,11 +130,13 @@ def expand(lw, x: Ref, items, node) -> Ref:
     r, r2 = len(old), len(new)
     out = lw.b.value("reshape", (x,), TileT(x.ty.dtype, tuple(new)), lw.loc(node), hint=f"{x.name}_e",
                      shape=tuple(new))
+    axes = {r - 1 - a: r2 - 1 - b for a, b in mapping.items()}
     if x.name in lw.poly:
-        lw.poly[out.name] = A.remap_axes(lw.poly[x.name], {r - 1 - a: r2 - 1 - b for a, b in mapping.items()})
-    for table in (lw.bounds, lw.loaded):
-        if x.name in table:
-            table[out.name] = table[x.name]
+        lw.poly[out.name] = A.remap_axes(lw.poly[x.name], axes)
+    if x.name in lw.bounds:  # the mask's aranges move with the tile's axes, as the offsets' do
+        lw.bounds[out.name] = [A.remap_bound(bd, axes) for bd in lw.bounds[x.name]]
+    if x.name in lw.loaded:
+        lw.loaded[out.name] = lw.loaded[x.name]
     return out
 
 
@@ -481,6 +483,9 @@ def cumsum(lw, args, kwargs, node):
         raise lw.fail(node, "tl.cumsum: axis out of range", "tl.cumsum")
     if x.ty.dtype in ("bool", "i8", "i16", "u8"):
         x = lw.b.cast(x, "i32", lw.loc(node))
+    if not isinstance(x.ty.dtype, str):  # the scan's identity is a literal of the element type
+        raise lw.fail(node, f"tl.cumsum of a tile whose element type is generic ({x.ty.dtype})", "tl.cumsum",
+                      "give the pointer's element dtype in the configuration, or cast the tile with .to()")
     return lw.b.value("scan_sum", (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
                       reverse=bool(reverse))
 
@@ -646,6 +651,7 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
     if op in ("<<", ">>"):
         raise lw.fail(node, f"operator {op} has no lowering in tileport's kernel model yet", "operator")
     loc = lw.loc(node)
+    _float_scalar_params(lw, a, b)
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
     if op == "/" and not lw.b.is_float(dtype):
         dtype = "f32"
@@ -668,6 +674,17 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
         q = lw.b.value("binary", (x, y), ty, loc, hint="quot", op="div", rounding=None, ftz=None, nan=None)
         return lw.b.value("unary", (q,), ty, loc, hint="fl", fn="floor", rounding=None, ftz=None) \
             if isinstance(ty, TileT) else _fail_scalar(lw, node, "//")
+    if op in ("//", "%") and not lw.b.is_float(dtype):
+        note = ("integer // and % on scalars round toward -inf (Python) and // on tiles too; Triton truncates "
+                "toward zero: results differ for negative operands")
+        if note not in lw.notes:
+            lw.notes.append(note)
+    if op in ("//", "%") and isinstance(ty, ScalarT) and dtype in ("i64", "u64", "u32"):
+        # the model's scalar // and % are i32 only: 64-bit ones run on 0-d tiles
+        tx, ty0 = (lw.b.value("tile0", (v,), TileT(dtype, ()), loc, hint="t") for v in (x, y))
+        t = lw.b.value("binary", (tx, ty0), TileT(dtype, ()), loc, hint="q", op="floordiv" if op == "//" else "rem",
+                       rounding=None, ftz=None, nan=None)
+        return lw.b.value("scalar_of", (t,), ty, loc, hint="q")
     if op == "%" and isinstance(ty, TileT):
         if lw.b.is_float(dtype):
             raise lw.fail(node, "float % on tiles has no lowering in tileport's kernel model yet", "operator")
@@ -683,6 +700,15 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
         if ba is not None and bb is not None:
             lw.bounds[out.name] = ba + bb
     return out
+
+
+def _float_scalar_params(lw, a, b) -> None:
+    """A scalar parameter assumed i32 that meets a float tile is a Python float (Triton passes it as f32)."""
+    from tileport.frontends.triton.lower import Retry
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, Ref) and x.name in lw.maybe_float and isinstance(y, Ref) and isinstance(y.ty, TileT) \
+                and lw.b.is_float(y.ty.dtype):
+            raise Retry("float", next(p.name for p in lw.params if p.rust == x.name))
 
 
 def _fail_scalar(lw, node, op):
@@ -765,8 +791,9 @@ def unary(lw, op: str, x, node) -> Any:
     if op == "USub":
         if isinstance(x.ty, TileT):
             out = lw.b.value("unary", (x,), x.ty, loc, hint="neg", fn="negative", rounding=None, ftz=None)
-        else:
-            out = lw.b.value("unary", (x,), x.ty, loc, hint="neg", fn="negative")
+        else:  # cutile-rs negates runtime scalars only as `0 - x`
+            zero = Lit(0.0 if lw.b.is_float(x.ty.dtype) else 0, ScalarT(x.ty.dtype))
+            out = lw.b.value("binary", (zero, x), x.ty, loc, hint="neg", op="sub", rounding=None, ftz=None, nan=None)
         if x.name in lw.poly:
             lw.poly[out.name] = A.scale(lw.poly[x.name], -1)
         return out

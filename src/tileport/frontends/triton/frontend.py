@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -166,7 +166,8 @@ class KernelPlan:
     runtime: set  # constexprs passed as runtime i32 scalars
     flat: set  # pointers accessed through gathers/scatters only
     index: set  # pointers whose elements index other arrays (i64)
-    notes: list
+    maybe_float: set = field(default_factory=set)  # i32 by assumption, f32 if met with float tiles
+    assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
 
 
 def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
@@ -174,7 +175,7 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
         raise Diagnostic("kernels take plain positional parameters only", loc_of(tm.path, fn), "signature")
     configured = cfg_configs(cfg)[0] if cfg_configs(cfg) else {}
     ptrs = pointer_params(tm, fn)
-    plan = KernelPlan([], {}, [], set(), set(), set(), [])
+    plan = KernelPlan([], {}, [], set(), set(), set())
     for a in fn.args.args:
         if _is_constexpr(a):
             plan.constexprs.append(a.arg)
@@ -185,10 +186,21 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
             dt = T.TORCH_DTYPES.get(str(dt), dt) if dt is not None else None
             if dt is None:
                 dt = scalar_dtype(fn, a.arg)
-                plan.notes.append(f"scalar parameter `{a.arg}`: assumed {dt} (Triton: a Python "
-                                  f"{'float' if dt == 'f32' else 'int'} argument)")
+                plan.assumed.add(a.arg)
+                if dt == "i32" and not INT_NAME.search(a.arg) and a.arg not in _int_uses(fn) | _compared(fn):
+                    plan.maybe_float.add(a.arg)
             plan.scalars[a.arg] = dt
     return plan
+
+
+def _compared(fn: ast.FunctionDef) -> set[str]:
+    return {o.id for n in ast.walk(fn) if isinstance(n, ast.Compare)
+            for o in (n.left, *n.comparators) if isinstance(o, ast.Name)}
+
+
+def assumption_notes(plan: KernelPlan) -> list[str]:
+    return [f"scalar parameter `{name}`: assumed {dt} (Triton: a Python {'float' if dt == 'f32' else 'int'} "
+            "argument)" for name, dt in plan.scalars.items() if name in plan.assumed]
 
 
 def cfg_configs(cfg) -> tuple:
@@ -222,12 +234,13 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
         else:
             params.append(Param(name, ScalarT(plan.scalars[name]), rust_name=rust))
     lw = TritonLowerer(tm, fn, params, space, [], pinned, plan.flat)
+    lw.maybe_float = {rust_ident(n) for n in plan.maybe_float}
     kernel = lw.lower()
     ranks = {r: len(v) for r, v in lw.views.items()}
     kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.rust, 1) if p.name not in plan.flat else 1),
                            rust_name=p.rust_name) if p.is_array else p for p in kernel.params]
-    kernel.notes = plan.notes + [f"constexpr `{c}` is passed at run time (i32): no values are known"
-                                 for c in sorted(plan.runtime)] + kernel.notes
+    kernel.notes = assumption_notes(plan) + [f"constexpr `{c}` is passed at run time (i32): no values are known"
+                                             for c in sorted(plan.runtime)] + kernel.notes
     return kernel
 
 
@@ -237,6 +250,9 @@ def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], p
             effective = [{**d, **{p: INDEX_DTYPE for p in plan.index}} for d in dtypes]
             return lower_once(tm, fn, plan, effective, pinned)
         except Retry as r:
+            if r.what == "float":
+                plan.scalars[r.param], plan.maybe_float = "f32", plan.maybe_float - {r.param}
+                continue
             target = plan.flat if r.what == "flat" else plan.index
             if r.param in target:
                 raise Diagnostic(f"internal: repeated decision about `{r.param}`", loc_of(tm.path, fn), "internal")
@@ -263,27 +279,37 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     """One kernel, or one entry per constexpr value set; entries agree on their parameters (a pointer that
     is a view in one and a gather in another is taken flat in all)."""
     for _ in range(MAX_RETRIES):
+        before = _decisions(plan)
         kernels = _entries(tm, fn, plan, cfg, pinned)
+        if _decisions(plan) != before:
+            continue  # a later entry changed a decision the earlier ones were lowered with: all again
         differ = set()
         for name in {p.name for k in kernels for p in k.array_params}:
             merged = merge_views([k.views.get(name) for k in kernels])
             if merged is False:
                 differ.add(name)
             elif merged is not None:
-                for k in kernels:
+                for k in kernels:  # entries that do not access the pointer take the view too (same signature)
                     k.views[name] = merged
+                    k.params = [replace(p, ty=ArrayT(p.ty.dtype, len(merged["strides"]))) if p.name == name else p
+                                for p in k.params]
         if not differ:
             return kernels
         plan.flat |= differ
     raise Diagnostic("the entries' pointer views could not be settled", loc_of(tm.path, fn), "pointer")
 
 
+def _decisions(plan: KernelPlan) -> tuple:
+    return (frozenset(plan.runtime), frozenset(plan.flat), frozenset(plan.index), tuple(sorted(plan.scalars.items())))
+
+
 def merge_views(views: list) -> dict | None | bool:
-    """One view for every entry (extents a mask gives in one entry hold for the unmasked others), None when
-    the pointer is no view in any, False when the entries disagree."""
-    if all(v is None for v in views):
+    """One view for every entry (extents a mask gives in one entry hold for the unmasked others; entries that
+    do not access the pointer take it), None when the pointer is no view in any, False when entries disagree."""
+    views = [v for v in views if v is not None]  # None: an entry that never accesses the pointer
+    if not views:
         return None
-    if any(v is None for v in views) or len({tuple(v["strides"]) for v in views}) != 1:
+    if len({tuple(v["strides"]) for v in views}) != 1:
         return False
     extents = []
     for dim in zip(*(v["extents"] for v in views)):

@@ -8,6 +8,7 @@ polynomial form (`affine.py`) so that pointer arithmetic can be recognized as bl
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
@@ -50,6 +51,15 @@ class _Builder(Builder):
         self.forget(ref.name)
         return ref
 
+    def cast(self, x: Ref, dtype, loc: Loc, rounding: str | None = None) -> Ref:
+        """As the model's cast, but scalar integer conversions go through 0-d tiles (cutile-rs converts
+        integer scalars of different widths only as tiles)."""
+        if isinstance(x.ty, ScalarT) and x.ty.dtype != dtype and _is_int(x.ty.dtype) and _is_int(dtype):
+            t = self.value("tile0", (x,), TileT(x.ty.dtype, ()), loc, hint=f"{x.name}_t")
+            t = super().cast(t, dtype, loc, rounding)
+            return self.value("scalar_of", (t,), ScalarT(dtype), loc, hint=f"{x.name}_{dtype}")
+        return super().cast(x, dtype, loc, rounding)
+
 
 class Scope:
     def __init__(self, kind: str):
@@ -75,10 +85,11 @@ class TritonLowerer:
         self.extents: dict[str, list[set[str]]] = {}
         self.notes: list[str] = []
         self.inline_depth = 0
-        self.skip: set[int] = set()  # ids of statements already accounted for (pointer increments)
+        self.skip: dict[int, Any] = {}  # statement id -> what it does instead (pointer increments)
         self.scalar_params = {p.rust for p in params if isinstance(p.ty, ScalarT)}
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
         self.tf32_noted = False
+        self.maybe_float: set[str] = set()  # scalar parameters assumed i32 that may be Python floats
 
     def describe(self, v: Any) -> str:
         return describe(v)
@@ -262,15 +273,27 @@ class TritonLowerer:
             atom = self.atom(value, node, ty.dtype)
             if isinstance(atom, Ref):
                 return self.b.cast(atom, ty.dtype, self.loc(node))
-            return self.b.value("scalar", (atom,), ty, self.loc(node), hint=name)
+            return self.scalar_value(atom, ty, self.loc(node), name)
         raise self.fail(node, f"`{name}` changes type inside a loop or branch ({ty} -> {describe(value)})",
                         "loop-carried type", "keep loop-carried values the same type and shape")
 
     # ---- statements
     def block(self, stmts: Sequence[ast.stmt]) -> None:
-        for s in stmts:
+        for i, s in enumerate(stmts):
             if id(s) in self.skip:
+                self.skip[id(s)]()
                 continue
+            if isinstance(s, ast.If) and self.at_kernel_top() and (_returns(s.body) or _returns(s.orelse)):
+                # `if c: ...; return` then the rest: the rest becomes the other branch (cutile-rs returns
+                # only at the top level of the kernel)
+                rest = list(stmts[i + 1:])
+                if _returns(s.body):
+                    s = ast.If(s.test, s.body[:-1] or [ast.Pass()], list(s.orelse) + rest)
+                else:
+                    s = ast.If(s.test, list(s.body) + rest, s.orelse[:-1])
+                ast.copy_location(s, stmts[i])
+                self.stmt_If(s)
+                return
             handler = getattr(self, f"stmt_{type(s).__name__}", None)
             if handler is None:
                 raise self.fail(s, f"`{type(s).__name__}` statements are not supported in Triton kernels",
@@ -316,11 +339,19 @@ class TritonLowerer:
         else:
             raise self.fail(node, f"assignment to `{type(target).__name__}` is not supported", "assignment")
 
+    def at_kernel_top(self) -> bool:
+        """Lowering the kernel's own body or branches of its top-level `if`s (no loop, no helper)."""
+        return not self.inline_depth and all(sc.kind in ("fn", "if") for sc in self.scopes)
+
     def stmt_Return(self, s: ast.Return) -> None:
         if self.inline_depth:
             raise self.fail(s, "`return` inside a helper must be its last statement", "return")
         if s.value is not None:
             raise self.fail(s, "kernels cannot return a value", "return")
+        if len(self.scopes) > 1:
+            raise self.fail(s, "`return` inside a loop or not at the end of a branch is not supported "
+                            "(cutile-rs returns only at the top level)", "return",
+                            "restructure with if/else so that the kernel ends at its last statement")
         self.b.emit(Return(self.loc(s)))
 
     def stmt_Break(self, s: ast.Break) -> None:
@@ -350,8 +381,11 @@ class TritonLowerer:
         self.scopes[-1].vars[s.target.id] = ref
         self.track_scalar(ref)
         iteration = self.loop_iteration(ref, start, step, s)
-        for name, (p0, inc) in incs.items():
+        for name, (p0, inc, st) in incs.items():
             self.scopes[-1].vars[name] = self.memory.advanced(self, p0, inc, iteration, s)
+            # after the increment statement, the rest of the body sees the next iteration's pointer
+            self.skip[id(st)] = (lambda name=name, p0=p0, inc=inc, st=st: self.scopes[-1].vars.__setitem__(
+                name, self.memory.advanced(self, p0, inc, A.add(iteration, A.const(1)), st)))
         self.block(s.body)
         body = self.b.pop()
         self.scopes.pop()
@@ -390,18 +424,16 @@ class TritonLowerer:
         """The iteration number's affine form in terms of the loop index: `(k - start) / step`."""
         k = A.factor(("v", index.name))
         start_p, step_p = self.atom_poly(start), self.atom_poly(step)
-        if start_p is None or step_p is None:
-            return {}
-        diff = A.sub(k, start_p)
-        if step_p == A.const(1):
-            return diff
+        if start_p is not None and step_p == A.const(1):
+            return A.sub(k, start_p)
         # k = start + step * i: name i as a fresh scalar so that `k` itself stays divisible by the step
         i = self.b.value("binary", (self.b.value("binary", (index, start), ScalarT("i32"), self.loc(node), hint="k0",
                                                  op="sub", rounding=None, ftz=None, nan=None), step),
                          ScalarT("i32"), self.loc(node), hint=f"{index.name}_iter", op="floordiv", rounding=None,
                          ftz=None, nan=None)
         self.track_scalar(i)
-        self.poly[index.name] = A.add(start_p, A.mul(step_p, A.factor(("v", i.name))))
+        if start_p is not None and step_p is not None:
+            self.poly[index.name] = A.add(start_p, A.mul(step_p, A.factor(("v", i.name))))
         return A.factor(("v", i.name))
 
     def pointer_increments(self, s: ast.For) -> dict[str, tuple[Any, Any]]:
@@ -423,8 +455,10 @@ class TritonLowerer:
             if sum(1 for t in ast.walk(ast.Module(s.body, [])) if isinstance(t, (ast.Assign, ast.AugAssign))
                    and name in _target_names(t)) != 1:
                 raise self.fail(st, f"pointer `{name}` is assigned more than once in the loop", "pointer")
-            out[name] = (cur, self.expr(inc_node))
-            self.skip.add(id(st))
+            out[name] = (cur, self.expr(inc_node), st)
+        if out and any(isinstance(n, ast.Continue) for n in _same_loop(s.body)):
+            raise self.fail(s, "a loop that advances pointers cannot `continue` (the increment would be skipped)",
+                            "pointer", "advance the pointers before `continue`, or recompute them from the index")
         return out
 
     def materialize_carried(self, s: ast.For) -> None:
@@ -437,7 +471,7 @@ class TritonLowerer:
             if isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, bool):
                 atom = self.atom(v, s, None)
                 ty = ScalarT(lit_dtype(v.value)) if isinstance(atom, Lit) else ScalarT("i32")
-                self.scopes[owner].vars[name] = self.b.value("scalar", (atom,), ty, self.loc(s), hint=name)
+                self.scopes[owner].vars[name] = self.scalar_value(atom, ty, self.loc(s), name)
 
     def stmt_If(self, s: ast.If) -> None:
         cond = self.expr(s.test)
@@ -660,6 +694,14 @@ class TritonLowerer:
             total = term if total is None else self.scalar_op("add", total, term, loc)
         return total if total is not None else Lit(0, ScalarT("i32"))
 
+    def scalar_value(self, atom: Atom, ty: ScalarT, loc: Loc, hint: str) -> Ref:
+        """A scalar variable holding `atom`; an infinite or NaN literal goes through a 0-d constant tile
+        (cutile-rs takes `f32::INFINITY` only as an operand of a tile constant)."""
+        if isinstance(atom, Lit) and isinstance(atom.value, float) and not math.isfinite(atom.value):
+            t = self.b.to_tile(Lit(atom.value, ty), ty.dtype, (), loc)
+            return self.b.value("scalar_of", (t,), ty, loc, hint=hint)
+        return self.b.value("scalar", (atom,), ty, loc, hint=hint)
+
     def scalar_op(self, op: str, a: Atom, b: Atom, loc: Loc) -> Ref:
         if isinstance(a, CDim) and isinstance(b, CDim):
             a = self.b.value("scalar", (a,), ScalarT("i32"), loc, hint="c")
@@ -687,6 +729,8 @@ class TritonLowerer:
         raise self.fail(node, f"expected a number, got {describe(v)}", "operand")
 
     def int_atom(self, v: Any, node: ast.AST) -> Atom:
+        if isinstance(v, Ref) and v.name in self.loaded and self.b.is_float(v.ty.dtype):
+            raise Retry("index", self.loaded[v.name])  # a loaded count or offset: an integer array
         if isinstance(v, Ref) and isinstance(v.ty, ScalarT) and v.ty.dtype in ("i32", "i64", "i16", "i8"):
             return v if v.ty.dtype == "i32" else self.b.cast(v, "i32", self.loc(node))
         if isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0:
@@ -700,6 +744,24 @@ class TritonLowerer:
         if not isinstance(v, CV):
             raise self.fail(node, f"{what} must be a compile-time constant (tl.constexpr)", "constexpr")
         return v.value
+
+
+def _returns(stmts: Sequence[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return) and stmts[-1].value is None
+
+
+def _is_int(dt) -> bool:
+    return isinstance(dt, str) and dt[0] in "iu" and dt[1:].isdigit()
+
+
+def _same_loop(stmts):
+    """Nodes of a loop body, not descending into nested loops."""
+    for st in stmts:
+        yield st
+        if not isinstance(st, (ast.For, ast.While)):
+            for child in ast.iter_child_nodes(st):
+                if isinstance(child, ast.stmt):
+                    yield from _same_loop([child])
 
 
 def _int_scalar(v: Ref) -> bool:

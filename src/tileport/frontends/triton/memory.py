@@ -69,7 +69,7 @@ def ptr_add(lw, ptr: Ptr, v: Any, node: ast.AST, negate: bool = False) -> Ptr:
 
 def advanced(lw, p0, inc, iteration: A.Poly, node: ast.AST):
     """The value inside a loop of a pointer advanced by `inc` per iteration: `p0 + iteration * inc`."""
-    it = lw.poly_atom(iteration, node) if iteration else Lit(0, ScalarT("i32"))
+    it = lw.poly_atom(iteration, node)
     it_ref = it if isinstance(it, Ref) else lw.b.value("scalar", (it,), ScalarT("i32"), lw.loc(node), hint="it")
     lw.track_scalar(it_ref)
     if isinstance(it, Ref):
@@ -271,6 +271,8 @@ def store(lw, args, kwargs, node):
 def _value_tile(lw, value, dtype, shape, node) -> Ref:
     """The stored value as a tile of the pointer's element type (Triton casts implicitly on store)."""
     loc = lw.loc(node)
+    if isinstance(value, Ref) and value.ty.dtype == "bool" and dtype != "bool":
+        value = lw.calls.to(lw, value, dtype, node)
     if isinstance(value, Ref) and isinstance(value.ty, TileT):
         if len(value.ty.shape) > len(shape) or lw.b.broadcast_shape(value.ty.shape, shape, loc) != tuple(shape):
             raise lw.fail(node, f"tl.store: value of shape {value.ty.shape} does not fit pointers of shape {shape}",
