@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine (an H200) with the checkout and its .device/ (from `bash scripts/device-bundle.sh`):
-#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi] [wild]
+#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi] [wild] [triton]
 # Work happens under /tmp/tileport-out; the few files worth keeping are copied to $OUT at the end
 # (at most 8, so that the result to copy back stays small). Each step has its own time limit, and partial results are
 # written as they come, so a slow step cannot lose the others.
@@ -18,11 +18,19 @@
 # wild: the wild corpus through D and E (python3 -m tileport.wild_gpu; the flow is in its docstring; .device/wild
 #   from `python3 -m tileport.wild_gpu prepare`, then `... bundle DIR`): wild-gpu.json, wild-launches.json,
 #   gpu-evidence-launches.json and wild.log.
+# triton: the Triton corpus (src/tileport/ops/triton_kernels). Records its launches with `tileport record` of
+#   scripts/triton_corpus_driver.py (which also checks every corpus kernel against PyTorch: triton-driver.json) into
+#   triton-launches.json; when the port bundle of scripts/triton-bundle.sh is in .device/ (triton-crate/,
+#   libtriton_port.so.xz, triton-launches.json: the spec the ports were made for), it then runs every corpus port
+#   against its source Triton kernel on that spec (python -m tileport.gpu.triton_check: correctness, parity
+#   t(cutile-rs)/t(Triton), the cuTile Python op beside unless TRITON_NO_ANCHORS=1) into triton-evidence.json +
+#   triton-summary.json (rewritten after every kernel: a time limit keeps what finished).
+#   Back here: `bash scripts/triton-bundle.sh grade DIR`.
 set -u
 steps=${*:-check bench dump}
 export TILEPORT_LIB="$TILEPORT_DEVICE_EXTRA/libtileport_kernels.so"
 export TILEPORT_COMMIT="$(cat .device/COMMIT 2>/dev/null || echo unknown)"
-work=/tmp/tileport-out
+work=${TILEPORT_WORK:-/tmp/tileport-out}  # TILEPORT_WORK: another work directory (tests)
 mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$work/gpu.txt"
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -59,12 +67,42 @@ pytest_gpu() {
   pytest_shard interp-cutile tests/gpu/test_interp_agreement.py -k "not cutile-rs" &
   pytest_shard interp-cutile-rs tests/gpu/test_interp_agreement.py -k "cutile-rs" &
   pytest_shard record-port tests/gpu/test_record_port.py &
+  pytest_shard triton tests/triton_gpu/test_triton_gpu.py &
   pytest_shard rest tests --ignore=tests/gpu/test_ops_gpu.py --ignore=tests/gpu/test_interp_agreement.py \
-    --ignore=tests/gpu/test_record_port.py --ignore=tests/gpu/test_ffi_threads.py &
+    --ignore=tests/gpu/test_record_port.py --ignore=tests/gpu/test_ffi_threads.py \
+    --ignore=tests/triton_gpu/test_triton_gpu.py &
   wait
   python3 scripts/pytest-summary.py "$work/pytest" "$work/pytest-gpu.json" > "$work/pytest-gpu.log" 2>&1
   echo "pytest rc=$?"; tail -n 25 "$work/pytest-gpu.log"
   tar -C "$work" -czf "$work/pytest-gpu.tar.gz" pytest
+}
+
+triton_corpus() {
+  local t="$work/triton" spec files
+  rm -rf "$t" && mkdir -p "$t"
+  timeout -k 10 "${TRITON_RECORD_TIMEOUT:-300}" python3 -m tileport.cli record --out "$t/triton-recorded.json" -- \
+    python3 scripts/triton_corpus_driver.py --out "$t/triton-driver.json" > "$t/triton.log" 2>&1
+  echo "triton record rc=$?"; tail -n 3 "$t/triton.log"
+  spec="$t/triton-recorded.json"
+  if [ -d .device/triton-crate ] && [ -f .device/triton-launches.json ] \
+      && [ -f "$TILEPORT_DEVICE_EXTRA/libtriton_port.so" ]; then
+    spec=.device/triton-launches.json  # the launches the bundled ports were made for
+    python3 -c "import sys; from tileport.launches import load_spec, records_hash as h
+sys.exit(h(load_spec(sys.argv[1])) != h(load_spec(sys.argv[2])))" "$spec" "$t/triton-recorded.json" \
+      || echo "triton: the launches recorded now differ from the bundle's (.device/triton-launches.json is tested)"
+    files=$(python3 -c "from tileport.ops.triton_kernels import CORPUS; print(*[f'{k.path}::{k.kernel}' for k in CORPUS])")
+    timeout -k 10 "${TRITON_CHECK_TIMEOUT:-420}" python3 -m tileport.gpu.triton_check record --spec "$spec" \
+      --crate .device/triton-crate --lib "$TILEPORT_DEVICE_EXTRA/libtriton_port.so" --budget "${BUDGET:-0.1}" \
+      ${TRITON_NO_ANCHORS:+--no-anchors} --out "$t" $files >> "$t/triton.log" 2>&1
+    echo "triton check rc=$?"; tail -n 20 "$t/triton.log"
+    cp "$t/gpu-evidence-triton.json" "$work/triton-evidence.json" 2>/dev/null
+    cp "$t/triton-summary.json" "$work/" 2>/dev/null
+  else
+    echo "triton: no port bundle in .device (run scripts/triton-bundle.sh bundle on the CPU machine with the" \
+         "triton-launches.json of this run); launches recorded only"
+  fi
+  cp "$spec" "$work/triton-launches.json"
+  cp "$t/triton-driver.json" "$t/triton.log" "$work/" 2>/dev/null
 }
 
 for step in $steps; do
@@ -92,12 +130,14 @@ for step in $steps; do
               > "$work/wild.log" 2>&1; echo "wild rc=$?"; tail -n 30 "$work/wild.log"
             for f in wild-gpu.json wild-launches.json gpu-evidence-launches.json; do
               cp "$work/wild/$f" "$work/" 2>/dev/null; done ;;
-    *)      echo "unknown step: $step (check bench dump evidence pytest ffi wild)" ;;
+    triton) triton_corpus ;;
+    *)      echo "unknown step: $step (check bench dump evidence pytest ffi wild triton)" ;;
   esac
 done
 if [ -n "${OUT:-}" ]; then
   n=0
   for f in gpu.txt wild-gpu.json wild-launches.json gpu-evidence-launches.json wild.log \
+           triton-launches.json triton-evidence.json triton-summary.json triton-driver.json triton.log \
            gpu-evidence-check.json gpu-evidence-bench.json evidence.log pytest-gpu.json pytest-gpu.log \
            pytest-gpu.tar.gz check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log ffi-threads.json ffi.log; do
     [ -f "$work/$f" ] || continue

@@ -3,7 +3,10 @@
 # run `tileport translate` and `tileport port --no-gpu` on each with no configuration and no edits, and
 # write the table to bench/results/wild.json + wild.md. Third-party sources stay under out/wild
 # (git-ignored). Options: --no-port (translate step only, table under out/wild), --work DIR, --results DIR.
+# --triton (first argument): the Triton wild set instead (tileport.wild_triton: Liger-Kernel, every @triton.jit,
+# translate only; bench/results/wild-triton.json + .md; --wheel-dir DIR takes the pinned wheel from DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+if [ "${1:-}" = "--triton" ]; then shift; exec nice python3 -m tileport.wild_triton "$@"; fi
 exec nice python3 -m tileport.wild "$@"

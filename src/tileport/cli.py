@@ -415,8 +415,8 @@ def record(
         console.print(f"  {escape(r.label)}  x{r.count}", highlight=False)
     console.print(f"{len(records)} distinct launch(es) of {len({r.kernel for r in records})} kernel(s) in {out}")
     if not records:
-        console.print("[red]no launch was recorded[/]: the command launched no cuTile kernel from a Python process "
-                      f"it started (its exit code: {rc})")
+        console.print("[red]no launch was recorded[/]: the command launched no cuTile or Triton kernel from a "
+                      f"Python process it started (its exit code: {rc})")
         raise typer.Exit(rc or 1)
     files = " ".join(sorted({r.file for r in records}))
     console.print(f"next: tileport port {escape(files)} --launches {escape(str(out))}", highlight=False)

@@ -14,7 +14,9 @@ A spec file is JSON (the schema is `SPEC_SCHEMA`, documented in docs/pipeline.md
 
 `kind` is array | scalar | const | other (a value tileport cannot replay, e.g. a tuple of arrays);
 `range` is [min, max] of an integer array's values when recorded (inputs are drawn in it); `where`
-is the file:line:col of an inferred launch site. Identical launches are one record with a `count`
+is the file:line:col of an inferred launch site. `framework` is cutile or triton; a Triton launch may
+carry `options` (launch options that are not kernel arguments: num_warps, num_stages, ...), and its
+`tl.constexpr` parameters are `const` entries. Identical launches are one record with a `count`
 (launches that differ only in the values of their integer arrays are identical: their ranges merge).
 
 Inference (`infer_launches`) reads the file with `ast` only: it finds `ct.launch(stream, grid, kernel,
@@ -40,7 +42,7 @@ from typing import Any, Iterable
 FORMAT = "tileport-launches"
 VERSION = 1
 KINDS = ("array", "scalar", "const", "other")
-FRAMEWORKS = ("cutile",)  # launch hooks exist for these (tileport.record); triton is planned
+FRAMEWORKS = ("cutile", "triton")  # launch hooks exist for these (tileport.record)
 
 SPEC_SCHEMA = {
     "type": "object",
@@ -60,6 +62,7 @@ SPEC_SCHEMA = {
                 "origin": {"enum": ["recorded", "inferred", "config"]},
                 "where": {"type": "string"},
                 "count": {"type": "integer", "minimum": 1},
+                "options": {"type": "object"},
                 "args": {"type": "array", "items": {
                     "type": "object", "required": ["name", "kind"],
                     "properties": {
@@ -125,18 +128,22 @@ class LaunchRecord:
     origin: str = "recorded"
     where: str = ""
     count: int = 1
+    options: dict = field(default_factory=dict)  # launch options beside the arguments (Triton: num_warps...)
 
     def key(self) -> str:
         """Identity of the launch (what runs), independent of how often and where it was seen and of
         the values in its integer arrays (their ranges merge)."""
-        return json.dumps([self.framework, self.file, self.qualname or self.kernel, list(self.grid),
-                           [{k: v for k, v in a.to_dict().items() if k != "range"} for a in self.args]],
-                          sort_keys=True, default=str)
+        what = [self.framework, self.file, self.qualname or self.kernel, list(self.grid),
+                [{k: v for k, v in a.to_dict().items() if k != "range"} for a in self.args]]
+        return json.dumps(what + ([self.options] if self.options else []), sort_keys=True, default=str)
 
     def to_dict(self) -> dict:
-        return {"framework": self.framework, "kernel": self.kernel, "qualname": self.qualname or self.kernel,
-                "file": self.file, "grid": list(self.grid), "origin": self.origin, "where": self.where,
-                "count": self.count, "args": [a.to_dict() for a in self.args]}
+        d = {"framework": self.framework, "kernel": self.kernel, "qualname": self.qualname or self.kernel,
+             "file": self.file, "grid": list(self.grid), "origin": self.origin, "where": self.where,
+             "count": self.count, "args": [a.to_dict() for a in self.args]}
+        if self.options:
+            d["options"] = dict(self.options)
+        return d
 
     @property
     def label(self) -> str:
@@ -171,7 +178,7 @@ def record_from_dict(d: dict) -> LaunchRecord:
                               a.get("range"), a.get("value"), a.get("type", "")))
     return LaunchRecord(d.get("framework", "cutile"), d["kernel"], d["file"], grid3(d["grid"]), args,
                         d.get("qualname", d["kernel"]), d.get("origin", "recorded"), d.get("where", ""),
-                        int(d.get("count", 1)))
+                        int(d.get("count", 1)), dict(d.get("options") or {}))
 
 
 def parse_spec(data: Any, source: str = "<spec>") -> list[LaunchRecord]:
@@ -209,7 +216,8 @@ def merge(records: Iterable[LaunchRecord]) -> list[LaunchRecord]:
     for r in records:
         k = r.key()
         if k not in out:
-            out[k] = LaunchRecord(**{**r.__dict__, "args": [LaunchArg(**a.__dict__) for a in r.args]})
+            out[k] = LaunchRecord(**{**r.__dict__, "args": [LaunchArg(**a.__dict__) for a in r.args],
+                                     "options": dict(r.options)})
             continue
         out[k].count += r.count
         for mine, theirs in zip(out[k].args, r.args):

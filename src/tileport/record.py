@@ -5,15 +5,18 @@ This is the one tileport command that executes user code, because the user asks 
 program. It starts the command with a bootstrap directory first on PYTHONPATH whose `sitecustomize`
 calls `install_hooks()` in every Python process the command starts. The hooks are a registry keyed by
 framework (`HOOKS`): each names the module whose import triggers it and a function that wraps that
-framework's launch entry point. Today: `cutile` wraps `cuda.tile.launch`; a Triton hook (wrapping
-`JITFunction.run`) fits the same registry.
+framework's launch entry point: `cutile` wraps `cuda.tile.launch`; `triton` wraps
+`triton.runtime.jit.JITFunction.run`, which every `kernel[grid](...)` launch (and the autotuner, for
+each configuration it launches, benchmark runs included) goes through; warm-up compiles are not launches
+and are not recorded.
 
 Each wrapped launch describes its kernel (name, qualname, source file), grid and arguments (arrays:
 dtype, shape, strides in elements, value range of integer arrays; scalars: dtype and value;
-`ct.Constant` parameters: value) before calling the real launch, which is never altered: a failure to
-describe or to write is reported once on stderr and the program runs on. A new launch is merged into
-the spec at once (under a file lock, written atomically, so several processes can record into one
-spec); repeats are counted and added when the process exits.
+`ct.Constant` / `tl.constexpr` parameters: value; Triton launch options such as num_warps) before
+calling the real launch, which is never altered: a failure to describe or to write is reported once on
+stderr and the program runs on. A new launch is merged into the spec at once (under a file lock,
+written atomically, so several processes can record into one spec); repeats are counted and added
+when the process exits.
 """
 
 from __future__ import annotations
@@ -212,7 +215,67 @@ def _install_cutile(module: Any) -> None:
     module.launch = launch
 
 
-HOOKS: dict[str, Hook] = {"cutile": Hook("cutile", "cuda.tile", _install_cutile)}
+TRITON_SCALARS = (bool, int, float, str, type(None))  # launch options kept in a record (JSON values)
+
+
+def _triton_bound(jit_fn: Any, args: tuple, kwargs: dict) -> tuple[list, dict[str, Any], dict[str, Any]]:
+    """(parameters, their values by name, the launch options): positional arguments, then keywords,
+    then parameter defaults; a keyword that is no parameter is a launch option (num_warps...)."""
+    params = list(jit_fn.params)
+    names = [p.name for p in params]
+    if len(args) > len(names):
+        raise ValueError(f"{len(args)} arguments for {len(names)} parameters")
+    bound = dict(zip(names, args))
+    options = {}
+    for k, v in kwargs.items():
+        if k in names:
+            bound[k] = v
+        elif isinstance(v, TRITON_SCALARS):
+            options[k] = v
+    for p in params:
+        if p.name not in bound:
+            if not p.has_default:
+                raise ValueError(f"parameter `{p.name}` is not given")
+            bound[p.name] = p.default
+    return params, bound, options
+
+
+def describe_triton_launch(jit_fn: Any, args: tuple, kwargs: dict, grid: Any) -> LaunchRecord:
+    """A `kernel[grid](*args, **kwargs)` launch of a Triton JITFunction: tensors as arrays, Python
+    numbers as scalars (int32 / int64 as they fit, float32, bool), `tl.constexpr` parameters and
+    `None` (Triton specializes it) as constants; a callable grid is evaluated on the bound arguments,
+    as Triton does."""
+    fn = jit_fn.fn
+    params, bound, options = _triton_bound(jit_fn, args, kwargs)
+    described = [LaunchArg(p.name, "const", value=None) if bound[p.name] is None
+                 else describe_value(p.name, bound[p.name], bool(p.is_constexpr)) for p in params]
+    g = grid(dict(bound)) if callable(grid) else grid
+    g = g if isinstance(g, (tuple, list)) else (g,)
+    return LaunchRecord("triton", fn.__name__, os.path.abspath(fn.__code__.co_filename), grid3(g), described,
+                        fn.__qualname__, "recorded", options=options)
+
+
+def _install_triton(module: Any) -> None:
+    cls = module.JITFunction
+    original = cls.run
+    if getattr(original, "__tileport_recording__", False):
+        return
+
+    def run(self, *args, grid, warmup, **kwargs):
+        rec = recorder()
+        if rec is not None and not warmup:
+            try:
+                rec.add(describe_triton_launch(self, args, kwargs, grid))
+            except Exception as e:  # noqa: BLE001 - never break the user's launch
+                rec.warn(f"could not describe a Triton launch: {type(e).__name__}: {e}")
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+    run.__tileport_recording__ = True
+    run.__wrapped__ = original
+    cls.run = run
+
+
+HOOKS: dict[str, Hook] = {"cutile": Hook("cutile", "cuda.tile", _install_cutile),
+                          "triton": Hook("triton", "triton.runtime.jit", _install_triton)}
 
 
 class _PostImportFinder:
@@ -292,4 +355,5 @@ def run(command: list[str], out: Path, append: bool = False) -> tuple[int, list[
 
 
 __all__ = ["HOOKS", "Hook", "Recorder", "install_hooks", "run", "describe_value", "describe_cutile_launch",
+           "describe_triton_launch",
            "merge_into", "child_env", "SPEC_ENV", "BOOT_DIR"]

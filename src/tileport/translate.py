@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 from tileport.diagnostics import Diagnostic
 from tileport.emit.crate import ModuleSource, crate_name_error, render_crate, write_crate
 from tileport.emit.names import module_name
+from tileport.frontends import triton as triton_frontend
 from tileport.frontends.cutile import KernelConfig, translate_file
 from tileport.model.ir import Kernel
 from tileport.passes.fma import fuse_fma
@@ -48,13 +49,23 @@ class TranslateReport:
         return all(r.ok for r in self.results)
 
 
+def frontend_for(path: str):
+    """The frontend of a source file: Triton for files written against `triton`, else cuTile Python."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return translate_file  # the cuTile frontend reports the unreadable file
+    return triton_frontend.translate_file if triton_frontend.is_triton_source(head) else translate_file
+
+
 def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
           only: Sequence[str] | None = None) -> tuple[list[Kernel], list[KernelResult]]:
     """Frontend + passes for one file; timings are per source kernel."""
     results: dict[str, KernelResult] = {}
     kernels: list[Kernel] = []
     t0 = time.perf_counter()
-    tr = translate_file(path, configs, only)
+    tr = frontend_for(path)(path, configs, only)
     for d in tr.diagnostics:
         results[d.kernel or "<file>"] = KernelResult(path, d.kernel or "<file>", diagnostic=d)
     for k in tr.module.kernels:

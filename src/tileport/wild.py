@@ -22,7 +22,7 @@ import time
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 # (distribution, version): pinned so the table is reproducible.
 PACKAGES = (("bastile", "0.1.3"), ("cutile-gpt", "0.2.1"), ("cutile-stencil", "0.3.0"))
@@ -143,17 +143,23 @@ def find_kernels(path: Path, package: str, root: Path) -> list[KernelSite]:
     modules, kernel_names = _ct_aliases(tree)
     if not modules and not kernel_names:
         return []
-    rel = str(path.relative_to(root))
-    sites: list[KernelSite] = []
     wrapped = {node.args[0].id for node in ast.walk(tree)  # ct.kernel(fn), ct.kernel(**opts)(fn)
                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name)
                and _is_kernel_decorator(node.func, modules, kernel_names)}
+    return collect_kernels(tree, package, str(path.relative_to(root)), lambda fn: any(
+        _is_kernel_decorator(d, modules, kernel_names) for d in fn.decorator_list) or fn.name in wrapped)
+
+
+def collect_kernels(tree: ast.Module, package: str, rel: str,
+                    is_kernel: Callable[[ast.FunctionDef | ast.AsyncFunctionDef], bool]) -> list[KernelSite]:
+    """The functions `is_kernel` accepts, at module level or inside classes, control flow and other
+    functions (the enclosing function is the kernel's factory); a kernel's own body is not searched."""
+    sites: list[KernelSite] = []
 
     def visit(body: Sequence[ast.stmt], factory: str | None) -> None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if (any(_is_kernel_decorator(d, modules, kernel_names) for d in node.decorator_list)
-                        or node.name in wrapped):
+                if is_kernel(node):
                     sites.append(KernelSite(package, rel, node.name, node.lineno, factory))
                 else:
                     visit(node.body, node.name)

@@ -248,7 +248,7 @@ def test_h200_sh_runs_the_tests_beside_the_check_and_benchmarks_alone(tmp_path):
                               []).append(float(t))
     ends = [float(t) for t, what, rest in events if what == "end" and rest == "pytest"]
     check_end = next(float(t) for t, what, rest in events if what == "end" and rest == "record-check")
-    assert len(starts["pytest"]) == len(op_names()) + 5 == len(ends)  # one shard per op + 5 by file
+    assert len(starts["pytest"]) == len(op_names()) + 6 == len(ends)  # one shard per op + 6 by file
     assert max(starts["pytest"]) < check_end  # beside the correctness check
     assert starts["bench"][0] > max(ends)  # the benchmark waits for every test
     assert "--bench-ops primary --bench-shapes 1 --budget 0.1" in log.read_text()

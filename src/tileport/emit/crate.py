@@ -161,6 +161,8 @@ def manifest_entry(group: KernelGroup, source: str) -> dict:
             param.update(type=pinned_kind(group, name), selects_entry=True)
         elif kind == "array":
             param.update(rank=p.ty.rank, written=p.rust in written)
+            if name in k.views:  # a Triton pointer addressed through an N-D view (see frontends/triton)
+                param.update(view=k.views[name])
         elif kind == "const":
             param.update(type=p.const_type)
         else:

@@ -142,8 +142,10 @@ def host_values(arg: ArgPlan, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal(n).astype(np.float64 if arg.dtype == "float64" else np.float32)
 
 
-def compare_arrays(got: np.ndarray, ref: np.ndarray, dtype: str) -> tuple[bool, float, float, str]:
-    """(ok, max |error|, max error / allowed, message): exact for integers and bools, else TOLERANCES."""
+def compare_arrays(got: np.ndarray, ref: np.ndarray, dtype: str,
+                   tolerance: tuple[float, float] | None = None) -> tuple[bool, float, float, str]:
+    """(ok, max |error|, max error / allowed, message): exact for integers and bools, else `tolerance`
+    (rtol, atol), by default TOLERANCES[dtype]."""
     if got.shape != ref.shape:
         return False, math.inf, math.inf, f"shape {got.shape} vs {ref.shape}"
     if dtype in EXACT:
@@ -154,7 +156,7 @@ def compare_arrays(got: np.ndarray, ref: np.ndarray, dtype: str) -> tuple[bool, 
             return False, math.inf, math.inf, (f"{n} element(s) differ (exact comparison for {dtype}); first at "
                                                f"{tuple(int(x) for x in i)}: {got[tuple(i)]} vs {ref[tuple(i)]}")
         return True, 0.0, 0.0, ""
-    rtol, atol = TOLERANCES[dtype]
+    rtol, atol = tolerance or TOLERANCES[dtype]
     g, r = got.astype(np.float64), ref.astype(np.float64)
     if (np.isnan(g) != np.isnan(r)).any():
         return False, math.inf, math.inf, "NaN where the source kernel has none (or the reverse)"

@@ -171,6 +171,9 @@ class Kernel:
     pinned: dict[str, Any] = field(default_factory=dict)  # constants fixed by literal specialization
     signature: tuple[str, ...] = ()  # every source parameter, in order (pinned constants included)
     notes: list[str] = field(default_factory=list)  # assumptions the translator made (reported, not fatal)
+    # array parameter -> the N-D view a pointer-based source (Triton) addresses it through: {"strides": [...],
+    # "extents": [... | None]}, expressions over the kernel's scalar and constant parameters
+    views: dict[str, dict] = field(default_factory=dict)
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)

@@ -43,7 +43,7 @@ from tileport.atomic import write_text_atomic
 from .context import sha256
 
 THRESHOLD = 1.05  # E: DONE when geomean t(cutile-rs) / t(faster reference) <= THRESHOLD
-REFERENCE_BACKENDS = ("cutile", "torch")
+REFERENCE_BACKENDS = ("cutile", "torch", "triton")  # triton: the source of a Triton port (its only reference)
 HOST_FILES = ("src/tileport/ops/api.py", "src/tileport/ops/backends.py", "src/tileport/runtime/abi.py",
               "src/tileport/runtime/tensors.py")
 EVIDENCE_KIND = "tileport-gpu-evidence"

@@ -38,12 +38,20 @@ def _latest(vs: dict[str, dict], stage: str) -> tuple[str, dict] | tuple[None, N
     return (keys[-1], vs[keys[-1]]) if keys else (None, None)
 
 
+def _ir_class(clean: bool | None) -> str:
+    """CSS class of the IR-diff cell: None is a Triton source, for which no diff exists."""
+    return "ok" if clean else "na" if clean is None else "bad"
+
+
 def kernel_facts(kdir: Path) -> dict[str, Any]:
     """Short texts and numbers about one kernel, read back from its artifacts."""
     vs = _verdicts(kdir)
     facts: dict[str, Any] = {"verdicts": vs}
     _, b = _latest(vs, "B")
-    if b and b["verdict"] == "COMPILED":
+    if b and b["verdict"] == "COMPILED" and b["details"].get("reference"):  # a Triton source: nothing diffed
+        facts["ir_text"] = "no reference IR (Triton source; D tests against the Triton kernel)"
+        facts["ir_clean"] = None
+    elif b and b["verdict"] == "COMPILED":
         c = b["details"]["counts"]
         n_conf = len(b["details"]["ir_diff"])
         if c["CRITICAL"]:
@@ -233,7 +241,7 @@ def _html(rows, head, chart, chart_note, out_dir) -> str:
                 + "".join(f"<li>{e(m)}</li>" for m in missing) + "</ul></details>")
         links = " ".join(f"<a href='{e(href)}'>{e(label)}</a>" for label, href in _links(out_dir, x.key, x.route))
         parts.append(f"<tr><td><b>{e(x.key)}</b></td><td>{badges}</td><td class='{tcls}'>{e(x.terminal)}</td>"
-                     f"<td class='{'ok' if f.get('ir_clean') else 'bad'}'>{e(f['ir_text'])}</td>"
+                     f"<td class='{_ir_class(f.get('ir_clean'))}'>{e(f['ir_text'])}</td>"
                      f"<td>{e(f['d_text'])}</td><td>{e(f['e_text'])}</td><td>{gate}</td>"
                      f"<td><details><summary>files</summary>{links}</details></td></tr>")
     parts.append("</table><h2>Parity</h2>")

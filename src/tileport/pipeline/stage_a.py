@@ -14,6 +14,11 @@ from a module rebuilt from the file's AST (`tileport.capture_source`): nothing o
 
 Verdicts: PASS; FAIL_FIXABLE (syntax error, no such kernel, no usable configuration, cuTile Python
 cannot compile a configuration); BLOCKED class env (the cuda-tile toolchain is missing).
+
+A Triton source (`@triton.jit` kernels) has no reference Tile IR: A reads it with the Triton
+frontend's scan, takes its variants and parameters from the translator and its configurations from
+its launches (or --config), and records `reference: none` (no `A/reference/`); the port's proof is
+stage D's test against the Triton kernel itself.
 """
 
 from __future__ import annotations
@@ -88,9 +93,16 @@ def _fail(ctx: KernelContext, verdict: str, reason: str, diag: Diagnostic | None
     return ctx.verdict(verdict, reason, diagnostics=[diag.to_dict()] if diag else [], **kw)
 
 
+TRITON_REFERENCE = ("none: a Triton source has no reference Tile IR; stage D tests the port against the Triton "
+                    "kernel on its launches")
+
+
 def run(ctx: KernelContext) -> Verdict:
     t = ctx.target
     d = fresh_dir(ctx.dir)
+    from .targets import is_triton_file
+    if is_triton_file(t.path):
+        return _run_triton(ctx, d)
     missing = ctx.session.missing_tools(A_TOOLS)
     if missing:
         return _fail(ctx, "BLOCKED", "the cuda-tile toolchain is incomplete: " + "; ".join(missing),
@@ -112,20 +124,7 @@ def run(ctx: KernelContext) -> Verdict:
         return _fail(ctx, "FAIL_FIXABLE", f"the kernel signature cannot be analyzed: {diag.message}", diag)
 
     # structural variants: the entries the translator specializes (its diagnostics are B's business)
-    from tileport.translate import lower
-    translation = {"ok": True, "diagnostic": None}
-    variants: list[dict] = []
-    try:
-        kernels, results = lower(str(t.path), t.configs, only=[t.kernel])
-        bad = next((r for r in results if r.kernel == t.kernel and not r.ok), None)
-        if bad is not None:
-            translation = {"ok": False, "diagnostic": bad.diagnostic.to_dict()}
-        variants = [{"entry": k.name, "pinned": dict(sorted(k.pinned.items())), "hints": dict(k.hints),
-                     "configs": []} for k in kernels if (k.base_name or k.name) == t.kernel]
-    except Exception as e:  # noqa: BLE001 - the translator's failure is recorded and left to B
-        translation = {"ok": False, "diagnostic": {"message": f"{type(e).__name__}: {e}"}}
-    if not variants:
-        variants = [{"entry": t.kernel, "pinned": {}, "hints": {}, "configs": []}]
+    translation, variants, _ = _lowered(ctx)
 
     captures = list(t.captures)
     synthesized = t.config_source == SYNTHESIZED
@@ -202,6 +201,94 @@ def run(ctx: KernelContext) -> Verdict:
                                 "tolerance_source": tol_source})
 
 
+def _lowered(ctx: KernelContext) -> tuple[dict, list[dict], list]:
+    """(translation status, structural variants, lowered kernels) of the target (the translator's
+    diagnostics are B's business)."""
+    from tileport.translate import lower
+    t = ctx.target
+    translation = {"ok": True, "diagnostic": None}
+    kernels: list = []
+    try:
+        kernels, results = lower(str(t.path), t.configs, only=[t.kernel])
+        bad = next((r for r in results if r.kernel == t.kernel and not r.ok), None)
+        if bad is not None:
+            translation = {"ok": False, "diagnostic": bad.diagnostic.to_dict()}
+    except Exception as e:  # noqa: BLE001 - the translator's failure is recorded and left to B
+        translation = {"ok": False, "diagnostic": {"message": f"{type(e).__name__}: {e}"}}
+    variants = [{"entry": k.name, "pinned": dict(sorted(k.pinned.items())), "hints": dict(k.hints), "configs": []}
+                for k in kernels if (k.base_name or k.name) == t.kernel]
+    return translation, variants or [{"entry": t.kernel, "pinned": {}, "hints": {}, "configs": []}], kernels
+
+
+def _triton_params(fn: ast.FunctionDef, kernels: list, launches: list) -> list[dict]:
+    """The kernel's parameters in source order: as the translator typed them, a constant it pinned
+    per entry as a const, else as the launches pass them."""
+    typed = {p.name: r for k in kernels for p, r in zip(k.params, _param_records(k.params))}
+    launched = {a.name: a for a in (launches[0].args if launches else [])}
+    out = []
+    for a in fn.args.args:
+        if a.arg in typed:
+            out.append(typed[a.arg])
+        elif kernels or "constexpr" in ast.unparse(a.annotation or ast.Constant("")):
+            out.append({"name": a.arg, "kind": "const"})
+        elif a.arg in launched and launched[a.arg].kind in ("array", "scalar", "const"):
+            la = launched[a.arg]
+            out.append({"name": a.arg, "kind": la.kind, **({"rank": len(la.shape or [])} if la.kind == "array"
+                                                           else {"dtype": la.dtype} if la.kind == "scalar" else {})})
+        else:
+            out.append({"name": a.arg, "kind": "scalar", "dtype": ""})
+    return out
+
+
+def _run_triton(ctx: KernelContext, d: Path) -> Verdict:
+    """A for a Triton source: no reference IR (see the module docstring)."""
+    from tileport.frontends.triton.scan import scan
+    t = ctx.target
+    source = t.path.read_text()
+    try:
+        tm = scan(str(t.path), source)
+    except Diagnostic as diag:
+        return _fail(ctx, "FAIL_FIXABLE", f"the file does not parse: {diag.message}", diag)
+    if t.kernel not in tm.kernels:
+        return _fail(ctx, "FAIL_FIXABLE", f"{t.path} has no @triton.jit kernel `{t.kernel}` "
+                     f"(kernels: {', '.join(tm.kernels) or 'none'})")
+    translation, variants, kernels = _lowered(ctx)
+    params = _triton_params(tm.kernels[t.kernel], kernels, t.launches)
+    captures = list(t.captures)
+    if not captures:
+        captures, problem = default_captures(params, t.kernel, t.config_entries)
+        if problem or not t.config_entries:
+            return _fail(ctx, "FAIL_FIXABLE", "a Triton kernel is specialized for its launches (tl.constexpr values, "
+                         "dtypes): record them (`tileport record --out launches.json -- python3 your_program.py`, "
+                         "then --launches launches.json) or give them with --config")
+    configurations = []
+    for c in captures:
+        variant = _variant_of(c, variants)
+        next(v for v in variants if v["entry"] == variant)["configs"].append(c.label)
+        configurations.append({
+            "label": c.label, "slug": slug(c.label), "variant": variant,
+            "arrays": {k: list(v) for k, v in c.arrays.items()}, "scalars": dict(c.scalars),
+            "constants": dict(c.constants), "reference_ir": None, "reference_bytecode": None, "sha256": None})
+    analysis = {
+        "kernel_name": t.kernel, "source_file": str(t.path), "source_language": "triton",
+        "source_sha256": hashlib.sha256(source.encode()).hexdigest(), "kernels_in_file": sorted(tm.kernels),
+        "module_constants": {k: v for k, v in tm.constants.items() if isinstance(v, (int, float, bool))},
+        "const_aliases": {}, "params": params, "decorator_hints": {}, "variants": variants,
+        "pattern": "multi_variant" if len(variants) > 1 else "single", "configurations": configurations,
+        "config_source": t.config_source, "tolerances": {}, "tolerance_source": "triton_check (tileport.gpu)",
+        "ops": [], "primary_op": None, "library": False,
+        "correctness_reference": {"function": None, "kernel": f"the source Triton kernel `{t.kernel}`"},
+        "reference": TRITON_REFERENCE, "translation": translation,
+    }
+    write_json(d / "analysis.json", analysis)
+    note = "" if translation["ok"] else " (the translator reports a diagnostic: stage B decides)"
+    return ctx.verdict("PASS", f"Triton source: {len(variants)} variant(s), {len(configurations)} configuration(s); "
+                       f"no reference IR (stage D tests the port against the Triton kernel){note}",
+                       artifacts={"analysis": "A/analysis.json"},
+                       details={"variants": [v["entry"] for v in variants], "configurations": len(configurations),
+                                "ops": [], "config_source": t.config_source, "reference": TRITON_REFERENCE})
+
+
 def _decorator_hints(fn: ast.FunctionDef) -> dict:
     out = {}
     for dec in fn.decorator_list:
@@ -235,11 +322,15 @@ def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:
         errors.append("analysis.json: the source file changed after the analysis")
     entries = {v["entry"] for v in analysis["variants"]}
     for v in analysis["variants"]:
-        if not v["configs"]:
+        if not v["configs"] and analysis.get("source_language") != "triton":
             errors.append(f"variant {v['entry']} has no configuration (no reference IR)")
     for c in analysis["configurations"]:
         if c["variant"] not in entries:
             errors.append(f"configuration {c['label']} maps to unknown variant {c['variant']}")
+        if analysis.get("source_language") == "triton":
+            if c["reference_ir"] is not None:
+                errors.append(f"configuration {c['label']}: a Triton source has no reference IR")
+            continue
         errors += ir_errors(ctx.kernel_dir / c["reference_ir"], ctx.kernel)
         bc = ctx.kernel_dir / c["reference_bytecode"]
         if not bc.is_file() or hashlib.sha256(bc.read_bytes()).hexdigest() != c["sha256"]:

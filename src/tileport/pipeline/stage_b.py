@@ -195,7 +195,9 @@ def run(ctx: KernelContext) -> Verdict:
     if not build.ok:
         return verdict("FAIL_COMPILE", f"the port does not build: {build.error[:1500]}", artifacts=arts)
 
-    # 4. generated IR, diff, cubins
+    # 4. generated IR, diff, cubins (a Triton source has no reference: the port's own IR and cubins)
+    if analysis.get("source_language") == "triton":
+        return _own_ir_checks(ctx, analysis, build, d, verdict, arts)
     from tileport.capture import CaptureError, generated_arg_roles, reference_arg_roles
     from tileport.runtime.abi import TileportError
     from tileport.tileir import diff, read_module
@@ -266,6 +268,47 @@ def run(ctx: KernelContext) -> Verdict:
                    f"{', '.join(ctx.options.archs)}{note}", artifacts=arts, details=grade)
 
 
+def _own_ir_checks(ctx: KernelContext, analysis: dict, build, d: Path, verdict, arts: dict) -> Verdict:
+    """B's step 4 for a Triton source, which has no reference Tile IR: the port's own IR of every
+    configuration (the cutile compiler must export it, `tileirdisasm` must read it) and its cubins;
+    nothing is diffed, and the verdict says so."""
+    from tileport.capture import CaptureError
+    from tileport.runtime.abi import TileportError
+    t = ctx.target
+    gen_dir, cubin_dir = d / "generated", d / "cubins"
+    for p in (gen_dir, cubin_dir):
+        p.mkdir()
+    for c in analysis["configurations"]:
+        try:
+            gen_text, gen_bc = builds.generated_bytecode(ctx.session, build, capture_of(c, t.kernel))
+        except (CaptureError, TileportError) as e:
+            return verdict("FAIL_COMPILE", f"the cutile compiler cannot compile {c['label']}: {e}", artifacts=arts)
+        write_text_atomic(gen_dir / f"{c['slug']}.tileir", gen_text)
+        write_bytes_atomic(gen_dir / f"{c['slug']}.tileirbc", gen_bc)
+        arts[f"generated_ir:{c['label']}"] = ctx.rel(gen_dir / f"{c['slug']}.tileir")
+    variants, cubin_fail = [], []
+    for v in analysis["variants"]:
+        conf = next((c for c in analysis["configurations"] if c["variant"] == v["entry"]), None)
+        rec = {"entry": v["entry"], "configs": v["configs"], "cubins": {}}
+        if conf is not None:
+            gen_bc = (gen_dir / f"{conf['slug']}.tileirbc").read_bytes()
+            for arch in ctx.options.archs:
+                res = builds.cubin(ctx.session, gen_bc, arch, cubin_dir / f"{v['entry']}.{arch}.cubin")
+                rec["cubins"][arch] = res["ok"]
+                if not res["ok"]:
+                    cubin_fail.append(f"{v['entry']} {arch}: {res['error'][:500]}")
+        variants.append(rec)
+    grade = {"variants": variants, "ir_diff": {}, "diff_clean": None, "reference": analysis["reference"],
+             "counts": {"CRITICAL": 0, "WARN": 0, "INFO": 0}, "critical_structural": [], "critical_pending": [],
+             "fingerprints": {}, "components": {}}
+    if cubin_fail:
+        return verdict("FAIL_COMPILE", "tileiras rejects the port's IR: " + "; ".join(cubin_fail), artifacts=arts,
+                       details=grade)
+    return verdict("COMPILED", f"builds; the port's own IR of {len(analysis['configurations'])} configuration(s) "
+                   f"captured and cubins for {', '.join(ctx.options.archs)}; no IR diff (Triton source: no reference "
+                   "IR; stage D tests the port against the Triton kernel)", artifacts=arts, details=grade)
+
+
 def _prompt(ctx: KernelContext, kernel_rs: Path) -> str:
     c_dir = ctx.latest_dir("C")
     failing = [p / "verdict.json" for p in (c_dir, ctx.latest_dir("D"), ctx.latest_dir("E")) if p]
@@ -318,6 +361,12 @@ def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:
     schema = read_json(SCHEMA_PATH)
     analysis = read_json(ctx.stage_dir("A") / "analysis.json")
     details = verdict.details
+    if analysis.get("source_language") == "triton":
+        for c in analysis["configurations"]:
+            errors += ir_errors(d / "generated" / f"{c['slug']}.tileir", ctx.kernel)
+        if details.get("ir_diff") or details.get("diff_clean") is not None:
+            errors.append("a Triton source has no reference IR: nothing may be reported as diffed")
+        return errors + _cubin_errors(d, details)
     for c in analysis["configurations"]:
         errors += ir_errors(d / "generated" / f"{c['slug']}.tileir", ctx.kernel)
         rep = d / "irdiff" / f"{c['slug']}.json"
@@ -337,6 +386,11 @@ def validate(ctx: KernelContext, verdict: Verdict | None = None) -> list[str]:
         errors.append("COMPILED with structural CRITICAL findings")
     if details.get("diff_clean") != (details["counts"]["CRITICAL"] == 0):
         errors.append("diff_clean disagrees with the CRITICAL count")
+    return errors + _cubin_errors(d, details)
+
+
+def _cubin_errors(d: Path, details: dict) -> list[str]:
+    errors = []
     for v in details["variants"]:
         for arch, ok in v["cubins"].items():
             if ok and not (d / "cubins" / f"{v['entry']}.{arch}.cubin").is_file():

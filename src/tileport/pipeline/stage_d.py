@@ -9,7 +9,9 @@ Correctness (needs a GPU with PyTorch): every cutile-rs case of every operator t
 kernel (shapes incl. ragged ones, every dtype) against PyTorch, with the op spec's tolerances
 (`tileport.gpu.check`). A kernel outside the operator library is tested against its SOURCE cuTile
 kernel on its launches (the launch spec's, else the ones its host code fixes): random inputs shaped
-and strided as launched, every array compared (`tileport.gpu.launch_check`); without launches the
+and strided as launched, every array compared (`tileport.gpu.launch_check`; for a Triton source file,
+against the source Triton kernel on its recorded launches, `tileport.gpu.triton_check`: Triton has no
+reference IR, so this test is the port's proof); without launches the
 stage is FAIL_FIXABLE (nothing to test on; the hint says how to record them), not an environment
 block. On a machine without a GPU the stage grades evidence recorded on a GPU
 machine (`--gpu-results`, see evidence.py) when it is fresh for this build; otherwise it ends
@@ -154,11 +156,19 @@ NO_LAUNCHES_HINT = ("record them from your own program on a GPU machine (`tilepo
                     "a spec (docs/pipeline.md, 'Launch specs')")
 
 
+def is_triton(ctx: KernelContext) -> bool:
+    """The kernel's source file is Triton (its port is tested against the Triton kernel)."""
+    from .targets import is_triton_file
+    return is_triton_file(ctx.target.path)
+
+
 def launch_identity(ctx: KernelContext, build: dict) -> tuple[str, str, dict]:
     """(evidence key, fingerprint, components) of this kernel's launches on the port B built."""
+    from tileport.gpu.triton_check import triton_launch_components
     t = ctx.target
     key = evidence_key(t.path, t.kernel)
-    comps = launch_components(t.source_text, Path(build.get("crate", "")), t.path.stem, t.kernel, t.launches)
+    describe = triton_launch_components if is_triton(ctx) else launch_components
+    comps = describe(t.source_text, Path(build.get("crate", "")), t.path.stem, t.kernel, t.launches)
     return key, launch_fingerprint(comps), comps
 
 
@@ -173,16 +183,23 @@ def _check_launches(ctx: KernelContext, d: Path, build: dict, finish) -> Verdict
     """Correctness of a kernel outside the operator library: the port against its source cuTile kernel
     on the kernel's launches (tileport.gpu.launch_check), natively on a GPU or from recorded evidence."""
     t = ctx.target
+    triton = is_triton(ctx)
     if not t.launches:
         missing = [str(m) for m in t.launch_missing]
         where = (f"; launch inference: {'; '.join(missing[:6])}" if missing
+                 else "; Triton launches are not inferred from host code" if triton
                  else "; its file has no ct.launch call site that launches it")
         diagnostics = [{"message": m.what, "construct": "ct.launch", "hint": m.hint, "kernel": t.kernel,
                         "file": m.file, "line": m.line, "col": m.col} for m in t.launch_missing]
         return finish("FAIL_FIXABLE", f"no launches of `{t.kernel}` to test the port on: {NO_LAUNCHES_HINT}{where}",
                       None, None, {"launch_source": "none"}, diagnostics)
     key, fp, comps = launch_identity(ctx, build)
-    plans, problems = plan_launches(key, t.launches, _entry_params(ctx, build))
+    if triton:
+        from tileport.gpu.triton_check import calls_dot, plan_triton_launches
+        plans, problems = plan_triton_launches(key, t.launches, _entry_params(ctx, build),
+                                               calls_dot(t.source_text, t.kernel))
+    else:
+        plans, problems = plan_launches(key, t.launches, _entry_params(ctx, build))
     evidence: dict = {"launch_source": t.launch_source, "launches": len(t.launches), "fingerprint": fp}
     if problems:
         return finish("FAIL_FIXABLE", "the launches do not fit the kernel: " + "; ".join(problems[:5]), None, None,
@@ -191,7 +208,8 @@ def _check_launches(ctx: KernelContext, d: Path, build: dict, finish) -> Verdict
     if found.status != "fresh":
         gpu_ok, gpu_why = ctx.session.gpu()
         if gpu_ok and build.get("library"):
-            path = native_launch_evidence(ctx, d, build, key, fp, comps, plans)
+            native = native_triton_evidence if triton else native_launch_evidence
+            path = native(ctx, d, build, key, fp, comps, plans)
             evidence["native"] = ctx.rel(path)
             found = EvidenceStore.load([path]).assess(key, "check", (fp, comps))
         else:
@@ -199,7 +217,8 @@ def _check_launches(ctx: KernelContext, d: Path, build: dict, finish) -> Verdict
             stale = f" (it says: {grade_correctness(found.records)['reason']})" if found.status == "stale" else ""
             return finish("BLOCKED", f"{gpu_why or 'the library was not built'}; fresh GPU evidence of the "
                           f"{len(plans)} launch(es) is needed: {found.reason}{stale}; record it on a GPU machine "
-                          "(`python -m tileport.gpu.launch_check record`, docs/pipeline.md 'Launch specs') and pass "
+                          f"(`python -m tileport.gpu.{'triton_check' if triton else 'launch_check'} record`, "
+                          "docs/pipeline.md 'Launch specs') and pass "
                           "--gpu-results", "env", None, evidence)
     evidence[key] = found.describe()
     grade = grade_correctness(found.records)
@@ -219,6 +238,21 @@ def native_launch_evidence(ctx: KernelContext, d: Path, build: dict, key: str, f
     bench = [time_launch(p, device, seed=i) for i, p in enumerate(plans)]
     doc = evidence_document({key: fp}, {key: comps}, check, bench, gpu=device.name(),
                             library=build["library"], note="recorded by tileport port (stage D) on this machine")
+    return write_evidence(d / "gpu-evidence-launches.json", doc)
+
+
+def native_triton_evidence(ctx: KernelContext, d: Path, build: dict, key: str, fp: str, comps: dict,
+                           plans: list) -> Path:
+    """native_launch_evidence for a Triton source: the port against the source Triton kernel."""
+    from tileport.gpu.launch_check import evidence_document, write_evidence
+    from tileport.gpu.triton_check import TritonDevice, check_triton_launch, time_triton_launch
+    from tileport.gpu.triton_source import source_kernel
+    device = TritonDevice({ctx.kernel: source_kernel(ctx.target.path, ctx.kernel)},
+                          load(Path(build["crate"]), Path(build["library"])))
+    check = [check_triton_launch(p, device, seed=i) for i, p in enumerate(plans)]
+    bench = [time_triton_launch(p, device, seed=i) for i, p in enumerate(plans)]
+    doc = evidence_document({key: fp}, {key: comps}, check, bench, gpu=device.name(), library=build["library"],
+                            note="recorded by tileport port (stage D) on this machine: port vs source Triton kernel")
     return write_evidence(d / "gpu-evidence-launches.json", doc)
 
 

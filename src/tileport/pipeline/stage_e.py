@@ -3,7 +3,8 @@ for a kernel outside the operator library, t(port) / t(source cuTile kernel) ove
 
 The kernel is graded with the benchmark of its primary op (the op with the fewest kernels that
 launches it, or `--op`): every dtype and benchmark shape, cutile-rs vs cuTile Python vs PyTorch side
-by side (`tileport.gpu.bench`: median GPU time, L2 flushed). The faster reference is the reference
+by side (`tileport.gpu.bench`: median GPU time, L2 flushed); for a Triton source file the reference
+is the source Triton kernel itself, t(port) / t(Triton) (`tileport.gpu.triton_check`). The faster reference is the reference
 backend with the lower geomean time over the cases; DONE when the geomean ratio is <= 1.05, else
 INVESTIGATE (E never FAILs). The ratio against cuTile Python alone is reported next to it.
 
@@ -104,10 +105,14 @@ def _report(path, verdict, reason, op, grade, evidence) -> None:
                   f"- op: `{op}`, reference: {grade['reference_backend']} (the faster one), threshold {THRESHOLD}",
                   f"- geomean vs cuTile Python: {grade['geomean_ratio_vs_cutile']}", "",
                   "| dtype | shape | cutile-rs µs | cuTile µs | torch µs | rs/ref |", "|---|---|---|---|---|---|"]
+        triton = grade["reference_backend"] == "triton"  # a Triton source: the Triton kernel is the reference
+        if triton:
+            lines[-2:] = ["| dtype | shape | cutile-rs µs | Triton µs | rs/ref |", "|---|---|---|---|---|"]
         for c in grade["cases"]:
             tm = c["times_us"]
+            refs = [tm.get("triton", 0)] if triton else [tm.get("cutile", 0), tm.get("torch", 0)]
             lines.append(f"| {c['dtype']} | {'x'.join(map(str, c['shape']))} | {tm.get('cutile-rs', 0):.1f} | "
-                         f"{tm.get('cutile', 0):.1f} | {tm.get('torch', 0):.1f} | {c['ratio']:.3f} |")
+                         + "".join(f"{t:.1f} | " for t in refs) + f"{c['ratio']:.3f} |")
     lines += ["", f"reason: {reason}", "", "## Evidence", ""] + evidence_lines(evidence)
     write_text_atomic(path, "\n".join(lines) + "\n")
 

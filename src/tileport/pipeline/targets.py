@@ -104,14 +104,15 @@ def file_targets(path: Path, kernel: str | None = None, config_file: Path | None
         raise TargetError(f"--op applies to the operator library's kernel files; {path} is not one "
                           "(describe its configurations with --config FILE.json)")
     try:
-        kernels = list(scan_module(str(path)).kernels)
+        kernels = source_kernels(path)
     except Exception as e:  # noqa: BLE001 - a syntax error is reported by stage A with its location
         kernels = [kernel] if kernel else []
         if not kernels:
             raise TargetError(f"{path}: {e}") from None
     if kernel:
         if kernel not in kernels:
-            raise TargetError(f"{path} has no @ct.kernel `{kernel}` (kernels: {', '.join(kernels) or 'none'})")
+            raise TargetError(f"{path} has no {'@triton.jit' if is_triton_file(path) else '@ct.kernel'} kernel "
+                              f"`{kernel}` (kernels: {', '.join(kernels) or 'none'})")
         kernels = [kernel]
     if lib is not None and config_file is None:
         out = [_library_target(lib, k) for k in kernels]
@@ -162,9 +163,26 @@ def _probe(path: Path, kernel: str, caps: dict, configs: dict) -> bool:
     return True
 
 
+def is_triton_file(path: Path) -> bool:
+    """A Triton source (its kernels are `@triton.jit` functions; D/E test it against the Triton kernel)."""
+    from tileport.frontends.triton import is_triton_source
+    try:
+        return is_triton_source(Path(path).read_text(errors="replace"))
+    except OSError:
+        return False
+
+
+def source_kernels(path: Path) -> list[str]:
+    """The kernels of a cuTile Python or Triton file (by its frontend's scan; raises if it does not parse)."""
+    if is_triton_file(path):
+        from tileport.frontends.triton.scan import scan
+        return list(scan(str(path)).kernels)
+    return list(scan_module(str(path)).kernels)
+
+
 def scan_kernels(path: Path) -> list[str]:
     try:
-        return list(scan_module(str(path)).kernels)
+        return source_kernels(path)
     except Exception:  # noqa: BLE001 - a file that does not parse: stage A reports it
         return []
 

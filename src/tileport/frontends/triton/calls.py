@@ -1,0 +1,810 @@
+"""`tl.*` calls, methods, attributes and operators of the Triton frontend, typed into model operations.
+
+Each `tl` function has one handler in `TL` (a table, not name lookups); what has no lowering is a
+located diagnostic naming the construct.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+from typing import Any
+
+from tileport.diagnostics import NeedsSpecialization
+from tileport.frontends.triton import affine as A
+from tileport.frontends.triton import memory as M
+from tileport.frontends.triton.values import CV, DT, Builtin, Method, Module, Ptr
+from tileport.model import types as T
+from tileport.model.builder import weak_result_dtype
+from tileport.model.ir import Lit, Ref, sym_names
+from tileport.model.types import DimOp, ScalarT, Sym, TileT
+
+TL_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
+             "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "uint32": "u32", "int1": "bool",
+             "fp32": "f32", "fp16": "f16", "bf16": "bf16"}
+UNARY = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "sqrt_rn": "sqrt",
+         "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh", "cosh": "cosh",
+         "floor": "floor", "ceil": "ceil", "abs": "abs", "fabs": "abs", "exp_ftz": "exp", "expf": "exp",
+         "logf": "log", "fast_expf": "exp", "fast_logf": "log"}
+FLOAT_ONLY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "floor",
+              "ceil"}
+REDUCE = {"sum": "sum", "max": "max", "min": "min", "reduce_sum": "sum"}
+IDENTITY = {"multiple_of", "max_contiguous", "max_constancy", "assume_aligned"}
+NO_OP = {"static_assert", "device_assert", "static_print", "device_print", "debug_barrier", "assume"}
+UNSUPPORTED = {
+    "atomic_add": "atomics", "atomic_max": "atomics", "atomic_min": "atomics", "atomic_xchg": "atomics",
+    "atomic_cas": "atomics", "atomic_and": "atomics", "atomic_or": "atomics", "atomic_xor": "atomics",
+    "rand": "random numbers", "randn": "random numbers", "randint": "random numbers", "philox": "random numbers",
+    "split": "tile split/join", "join": "tile split/join", "interleave": "tile split/join",
+    "histogram": "histograms", "inline_asm_elementwise": "inline assembly", "make_tensor_descriptor":
+    "tensor descriptors", "load_tensor_descriptor": "tensor descriptors", "sort": "sorting", "gather": "tl.gather",
+    "associative_scan": "custom scans", "reduce": "custom reductions", "erf": "erf", "pow": "pow",
+    "umulhi": "umulhi", "clz": "clz", "popc": "popc", "flip": "tl.flip",
+}
+_uid = itertools.count()
+
+
+# ---------------------------------------------------------------- attributes and subscripts
+
+def attribute(lw, obj: Any, attr: str, node) -> Any:
+    if isinstance(obj, Module):
+        if obj.name == "triton" and attr == "language":
+            return Module("tl")
+        if obj.name in ("tl", "triton") and attr in ("math",):
+            return Module("libdevice")
+        if obj.name in ("tl", "libdevice") and attr in ("extra", "cuda", "libdevice"):
+            return Module("libdevice")
+        if obj.name == "tl" and attr in TL_DTYPES:
+            return DT(TL_DTYPES[attr])
+        if obj.name == "tl" and attr == "constexpr":
+            return Builtin("constexpr")
+        return Method(obj, attr)
+    if isinstance(obj, Ref):
+        if attr == "dtype":
+            return DT(obj.ty.dtype)
+        if attr == "shape" and isinstance(obj.ty, TileT):
+            return tuple(CV(d) for d in obj.ty.shape)
+        if attr == "T":
+            return permute(lw, obj, (1, 0), node)
+        return Method(obj, attr)
+    if isinstance(obj, Ptr):
+        if attr == "dtype":
+            return DT(("pointer", obj.array.ty.dtype))
+        return Method(obj, attr)
+    if isinstance(obj, DT):
+        if attr == "element_ty" and isinstance(obj.dtype, tuple):
+            return DT(obj.dtype[1])
+        if attr == "primitive_bitwidth" and isinstance(obj.dtype, str):
+            return CV(_bits(obj.dtype))
+    if isinstance(obj, CV) and attr == "value":
+        return obj
+    raise lw.fail(node, f"attribute `.{attr}` of {lw.describe(obj)} is not supported", "attribute")
+
+
+def _bits(dt: str) -> int:
+    return {"bool": 1}.get(dt) or int("".join(c for c in dt if c.isdigit()) or 32)
+
+
+def subscript(lw, obj: Any, node: ast.Subscript) -> Any:
+    idx = node.slice
+    if isinstance(obj, tuple):
+        i = lw.compile_time(lw.expr(idx), node, "a tuple index")
+        if type(i) is not int or not -len(obj) <= i < len(obj):
+            raise lw.fail(node, f"tuple index {i!r} out of range", "subscript")
+        return obj[i]
+    items = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+    if not all(isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
+               or (isinstance(e, ast.Constant) and e.value in (None, Ellipsis)) for e in items):
+        raise lw.fail(node, "only `[:, None]`-style indexing (new axes) is supported on tiles", "subscript",
+                      "index tiles with None and : only")
+    if isinstance(obj, Ptr):
+        if obj.offset is None:
+            raise lw.fail(node, "indexing a bare pointer is not supported", "subscript")
+        return Ptr(obj.array, expand(lw, obj.offset, items, node))
+    if isinstance(obj, Ref) and isinstance(obj.ty, TileT):
+        return expand(lw, obj, items, node)
+    raise lw.fail(node, f"indexing {lw.describe(obj)} is not supported", "subscript")
+
+
+def expand(lw, x: Ref, items, node) -> Ref:
+    """`x[:, None]`: a reshape adding unit axes (affine forms and mask bounds follow their axes)."""
+    old = tuple(x.ty.shape)
+    slices = sum(1 for e in items if isinstance(e, ast.Slice))
+    ellipsis = any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in items)
+    if slices > len(old) or (not ellipsis and slices != len(old)):
+        raise lw.fail(node, f"indexing a rank-{len(old)} tile with {len(items)} entries", "subscript")
+    new, mapping, j = [], {}, 0
+    for e in items:
+        if isinstance(e, ast.Slice):
+            mapping[j] = len(new)
+            new.append(old[j])
+            j += 1
+        elif e.value is None:
+            new.append(1)
+        else:
+            for _ in range(len(old) - slices):
+                mapping[j] = len(new)
+                new.append(old[j])
+                j += 1
+    r, r2 = len(old), len(new)
+    out = lw.b.value("reshape", (x,), TileT(x.ty.dtype, tuple(new)), lw.loc(node), hint=f"{x.name}_e",
+                     shape=tuple(new))
+    axes = {r - 1 - a: r2 - 1 - b for a, b in mapping.items()}
+    if x.name in lw.poly:
+        lw.poly[out.name] = A.remap_axes(lw.poly[x.name], axes)
+    if x.name in lw.bounds:  # the mask's aranges move with the tile's axes, as the offsets' do
+        lw.bounds[out.name] = [A.remap_bound(bd, axes) for bd in lw.bounds[x.name]]
+    if x.name in lw.loaded:
+        lw.loaded[out.name] = lw.loaded[x.name]
+    return out
+
+
+# ---------------------------------------------------------------- calls
+
+def call(lw, f: Any, args: list, kwargs: dict, node) -> Any:
+    if isinstance(f, Builtin):
+        return builtin(lw, f.name, args, kwargs, node)
+    if isinstance(f, Method) and isinstance(f.obj, Module):
+        return tl_call(lw, f.name, args, kwargs, node, f.obj.name)
+    if isinstance(f, Method):
+        return method(lw, f.obj, f.name, args, kwargs, node)
+    if isinstance(f, DT) and len(args) == 1 and isinstance(f.dtype, str):
+        return to(lw, args[0], f.dtype, node)
+    if isinstance(f, Method) and f.name == "cast" and isinstance(f.obj, Module):
+        return method(lw, args[0], "cast", args[1:], kwargs, node)
+    raise lw.fail(node, f"calling {lw.describe(f)} is not supported", "call")
+
+
+def builtin(lw, name: str, args, kwargs, node):
+    if name in ("min", "max") and len(args) == 2:
+        return binary(lw, name, args[0], args[1], node)
+    if name == "float" and len(args) == 1 and isinstance(args[0], CV):
+        try:
+            return CV(float(args[0].value))
+        except (TypeError, ValueError):
+            raise lw.fail(node, f"float({args[0].value!r}) is not a number", "float") from None
+    if name == "int" and len(args) == 1 and isinstance(args[0], CV) and isinstance(args[0].value, (int, float)):
+        return CV(int(args[0].value))
+    if name == "abs" and len(args) == 1:
+        return tl_call(lw, "abs", args, kwargs, node, "tl")
+    if name == "constexpr" and len(args) == 1:
+        return args[0]
+    if name == "print":
+        return CV(None)
+    raise lw.fail(node, f"`{name}(...)` is not supported here", "builtin")
+
+
+def tl_call(lw, name: str, args, kwargs, node, module: str):
+    if name in UNSUPPORTED:
+        raise lw.fail(node, f"`{module}.{name}`: {UNSUPPORTED[name]} have no lowering in tileport's kernel model "
+                      "yet", f"tl.{name}", "the kernel cannot be ported as it is")
+    if name in IDENTITY:
+        return args[0] if args else kwargs.get("input")
+    if name in NO_OP:
+        return CV(None)
+    handler = TL.get(name)
+    if handler is None and name in UNARY:
+        return math_fn(lw, UNARY[name], args, kwargs, node)
+    if handler is None:
+        raise lw.fail(node, f"`{module}.{name}` is not supported", f"tl.{name}")
+    return handler(lw, args, kwargs, node)
+
+
+def method(lw, obj, name: str, args, kwargs, node):
+    if name in ("to", "cast"):
+        dt = args[0] if args else kwargs.get("dtype")
+        if isinstance(dt, CV) and isinstance(dt.value, (Sym, DimOp)):
+            raise lw.fail(node, f".{name}({dt.value}): the dtype is a constexpr parameter whose value is not known",
+                          f".{name}", "give the constexpr's value in the configuration")
+        if not isinstance(dt, DT) or isinstance(dt.dtype, tuple):
+            raise lw.fail(node, f".{name}() takes an element dtype", f".{name}")
+        return to(lw, obj, dt.dtype, node)
+    if name in ("sum", "max", "min", "reshape", "trans", "permute", "broadcast_to", "cumsum", "argmax", "argmin",
+                "exp", "log", "sqrt", "abs"):
+        return tl_call(lw, name, [obj, *args], kwargs, node, "tl")
+    if name in ("load", "store") and isinstance(obj, Ref) and not isinstance(obj.ty, TileT):
+        raise lw.fail(node, f"`.{name}()` on a parameter: tensor descriptors have no lowering in tileport's kernel "
+                      "model yet", "tensor descriptor")
+    raise lw.fail(node, f"method `.{name}()` of {lw.describe(obj)} is not supported", "method")
+
+
+def _bind(lw, args, kwargs, names, node, fn, required):
+    return M._bind(lw, args, kwargs, names, node, fn, required)
+
+
+def _tile(lw, v, node, fn) -> Ref:
+    if isinstance(v, Ref) and isinstance(v.ty, TileT):
+        return v
+    if isinstance(v, Ref):
+        return lw.b.to_tile(v, v.ty.dtype, (), lw.loc(node))
+    raise lw.fail(node, f"{fn}: expected a tile, got {lw.describe(v)}", fn)
+
+
+def program_id(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("axis",), node, "program_id", 1)
+    axis = lw.compile_time(b["axis"], node, "axis")
+    if axis not in (0, 1, 2):
+        raise lw.fail(node, "program_id axis must be 0, 1 or 2", "tl.program_id")
+    out = lw.b.value("bid", (), ScalarT("i32"), lw.loc(node), hint="pid", axis=axis)
+    lw.track_scalar(out)
+    return out
+
+
+def num_programs(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("axis",), node, "num_programs", 1)
+    axis = lw.compile_time(b["axis"], node, "axis")
+    if axis not in (0, 1, 2):
+        raise lw.fail(node, "num_programs axis must be 0, 1 or 2", "tl.num_programs")
+    out = lw.b.value("num_blocks", (), ScalarT("i32"), lw.loc(node), hint="num_pids", axis=axis)
+    lw.track_scalar(out)
+    return out
+
+
+def arange(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("start", "end"), node, "arange", 2)
+    start = lw.compile_time(b["start"], node, "tl.arange start")
+    end = lw.compile_time(b["end"], node, "tl.arange end")
+    if start == 0:
+        size = end
+    elif type(start) is int and type(end) is int:
+        size = end - start
+    else:
+        size = T.dim_op("-", end, start)
+    if isinstance(size, int) and (size <= 0 or size & (size - 1)):
+        raise lw.fail(node, f"tl.arange size {size} must be a positive power of two", "tl.arange")
+    out = lw.b.value("arange", (), TileT("i32", (size,)), lw.loc(node), hint="offs", dtype="i32", size=size)
+    ar = ("a", next(_uid), size, 0)
+    lw.poly[out.name] = A.add(A.factor(ar), A.dim_poly(start) if start != 0 else {})
+    if start != 0:
+        out = binary(lw, "+", out, CV(start), node)
+        lw.poly[out.name] = A.add(A.factor(ar), A.dim_poly(start))
+    return out
+
+
+def _shape(lw, v, node, fn) -> tuple:
+    items = v if isinstance(v, tuple) else (v,)
+    dims = tuple(lw.compile_time(i, node, f"{fn} shape") for i in items)
+    if not all(type(d) is int or isinstance(d, (Sym, DimOp)) for d in dims):
+        raise lw.fail(node, f"{fn}: shape entries must be integers", fn)
+    return dims
+
+
+def _dtype(lw, v, node, fn, default=None):
+    if v is None or (isinstance(v, CV) and v.value is None):
+        if default is None:
+            raise lw.fail(node, f"{fn}: a dtype is required", fn)
+        return default
+    if not isinstance(v, DT) or isinstance(v.dtype, tuple):
+        raise lw.fail(node, f"{fn}: expected an element dtype, got {lw.describe(v)}", fn)
+    return v.dtype
+
+
+def full(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("shape", "value", "dtype"), node, "full", 3)
+    return _filled(lw, _shape(lw, b["shape"], node, "tl.full"), b["value"], _dtype(lw, b["dtype"], node, "tl.full"),
+                   node)
+
+
+def zeros(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("shape", "dtype"), node, "zeros", 2)
+    return _filled(lw, _shape(lw, b["shape"], node, "tl.zeros"), CV(0), _dtype(lw, b["dtype"], node, "tl.zeros"),
+                   node)
+
+
+def zeros_like(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("input", "dtype"), node, "zeros_like", 1)
+    x = _tile(lw, b["input"], node, "tl.zeros_like")
+    return _filled(lw, x.ty.shape, CV(0), _dtype(lw, b.get("dtype"), node, "tl.zeros_like", x.ty.dtype), node)
+
+
+def full_like(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("input", "value", "dtype"), node, "full_like", 2)
+    x = _tile(lw, b["input"], node, "tl.full_like")
+    return _filled(lw, x.ty.shape, b["value"], _dtype(lw, b.get("dtype"), node, "tl.full_like", x.ty.dtype), node)
+
+
+def _filled(lw, shape, value, dtype, node) -> Ref:
+    if dtype == "bool":
+        raise lw.fail(node, "boolean tiles from tl.full are not supported yet", "tl.full")
+    if isinstance(value, CV) and isinstance(value.value, (Sym, DimOp)):
+        value = materialize_int(lw, value, node)
+    return lw.b.to_tile(lw.atom(value, node, dtype), dtype, tuple(shape), lw.loc(node))
+
+
+def cdiv(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("x", "div"), node, "cdiv", 2)
+    x, y = b["x"], b["div"]
+    if isinstance(x, CV) and isinstance(y, CV):
+        return binary(lw, "//", binary(lw, "+", x, binary(lw, "-", y, CV(1), node), node), y, node)
+    return binary(lw, "cdiv", x, y, node)
+
+
+def where(lw, cond, x, y, node) -> Ref:
+    loc = lw.loc(node)
+    if isinstance(cond, CV):
+        if isinstance(cond.value, (Sym, DimOp)):
+            raise NeedsSpecialization(frozenset(sym_names(cond.value)), "tl.where on a constexpr", loc)
+        return x if cond.value else y
+    if not isinstance(cond, Ref):
+        raise lw.fail(node, "tl.where: the condition must be a boolean tile", "tl.where")
+    dtype = _operand_dtype(lw, x, y, node, "tl.where")
+    shape = tuple(cond.ty.shape) if isinstance(cond.ty, TileT) else ()
+    for v in (x, y):
+        if isinstance(v, Ref) and isinstance(v.ty, TileT):
+            shape = lw.b.broadcast_shape(shape, v.ty.shape, loc)
+    c = lw.b.to_tile(lw.b.cast(cond, "bool", loc) if cond.ty.dtype != "bool" else cond, "bool", shape, loc)
+    xs, ys = (lw.b.to_tile(_operand_atom(lw, v, dtype, node), dtype, shape, loc) for v in (x, y))
+    return lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
+
+
+def tl_where(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("condition", "x", "y"), node, "where", 3)
+    return where(lw, b["condition"], b["x"], b["y"], node)
+
+
+def math_fn(lw, fn: str, args, kwargs, node) -> Ref:
+    if len(args) + len(kwargs) != 1:
+        raise lw.fail(node, f"{fn} takes one argument", fn)
+    x = args[0] if args else next(iter(kwargs.values()))
+    if isinstance(x, CV) and isinstance(x.value, (int, float)) and not isinstance(x.value, (bool,)):
+        fold = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "abs": abs, "exp2": lambda v: 2.0 ** v,
+                "log2": math.log2}.get(fn)
+        if fold is not None:
+            try:
+                return CV(fold(x.value))
+            except (ValueError, OverflowError):
+                raise lw.fail(node, f"{fn}({x.value!r}) is undefined", fn) from None
+    x = _tile(lw, x, node, f"tl.{fn}")
+    if fn in FLOAT_ONLY and not lw.b.is_float(x.ty.dtype):
+        x = lw.b.cast(x, "f32", lw.loc(node))
+    return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint=fn, fn=fn, rounding=None, ftz=None)
+
+
+def sigmoid(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("x",), node, "sigmoid", 1)
+    x = _tile(lw, b["x"], node, "tl.sigmoid")
+    e = math_fn(lw, "exp", [unary(lw, "USub", x, node)], {}, node)
+    return binary(lw, "/", CV(1.0), binary(lw, "+", CV(1.0), e, node), node)
+
+
+def two(name):
+    def handler(lw, args, kwargs, node):
+        b = _bind(lw, args, kwargs, ("x", "y", "propagate_nan"), node, name, 2)
+        return binary(lw, name[:3], b["x"], b["y"], node)
+    return handler
+
+
+def clamp(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("x", "min", "max", "propagate_nan"), node, "clamp", 3)
+    return binary(lw, "min", binary(lw, "max", b["x"], b["min"], node), b["max"], node)
+
+
+def fma(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("x", "y", "z"), node, "fma", 3)
+    return binary(lw, "+", binary(lw, "*", b["x"], b["y"], node), b["z"], node)
+
+
+def fdiv(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("x", "y", "ieee_rounding"), node, "fdiv", 2)
+    return binary(lw, "/", b["x"], b["y"], node)
+
+
+def reduction(fn):
+    def handler(lw, args, kwargs, node):
+        b = _bind(lw, args, kwargs, ("input", "axis", "keep_dims", "dtype", "return_indices",
+                                     "return_indices_tie_break_left"), node, fn, 1)
+        if not M._none(b.get("return_indices")) and lw.compile_time(b["return_indices"], node, "return_indices"):
+            raise lw.fail(node, f"tl.{fn}(return_indices=True) is not supported", f"tl.{fn}",
+                          "use tl.argmax/argmin separately")
+        x = _tile(lw, b["input"], node, f"tl.{fn}")
+        if fn == "sum" and not M._none(b.get("dtype")):
+            x = lw.b.cast(x, _dtype(lw, b["dtype"], node, "tl.sum"), lw.loc(node))
+        elif fn == "sum" and x.ty.dtype in ("bool", "i8", "i16", "u8"):
+            x = lw.b.cast(x, "i32", lw.loc(node))
+        return _reduce(lw, REDUCE[fn], x, b.get("axis"), b.get("keep_dims"), node)
+    return handler
+
+
+def _reduce(lw, fn: str, x: Ref, axis_v, keep_v, node) -> Ref:
+    axis = None if M._none(axis_v) else lw.compile_time(axis_v, node, "axis")
+    keep = False if M._none(keep_v) else lw.compile_time(keep_v, node, "keep_dims")
+    rank = x.ty.rank
+    axes = list(range(rank)) if axis is None else [axis]
+    if not all(type(a) is int and -rank <= a < rank for a in axes):
+        raise lw.fail(node, f"axis {axis!r} is out of range for a rank-{rank} tile", "axis")
+    out = x
+    for ax in sorted((a % rank for a in axes), reverse=True):
+        shape = tuple(d for i, d in enumerate(out.ty.shape) if i != ax)
+        out = lw.b.value("reduce", (out,), TileT(out.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_{fn}", fn=fn,
+                         axis=ax, rounding=None, ftz=None, nan=None)
+    if keep:
+        shape = tuple(1 if (axis is None or i == axis % rank) else d for i, d in enumerate(x.ty.shape))
+        out = lw.b.value("reshape", (out,), TileT(out.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_k",
+                         shape=shape)
+    return out
+
+
+def arg_reduction(fn):
+    """argmax/argmin: the smallest index where the tile reaches its max/min (Triton's tie-break)."""
+    def handler(lw, args, kwargs, node):
+        b = _bind(lw, args, kwargs, ("input", "axis", "tie_break_left", "keep_dims"), node, fn, 2)
+        x = _tile(lw, b["input"], node, f"tl.{fn}")
+        axis = lw.compile_time(b["axis"], node, "axis")
+        if type(axis) is not int or not -x.ty.rank <= axis < x.ty.rank:
+            raise lw.fail(node, f"tl.{fn}: axis must be a constant axis of the tile", f"tl.{fn}")
+        axis %= x.ty.rank
+        best = _reduce(lw, "max" if fn == "argmax" else "min", x, CV(axis), CV(True), node)
+        hit = compare(lw, "==", x, best, node)
+        n = x.ty.shape[axis]
+        idx = lw.b.value("arange", (), TileT("i32", (n,)), lw.loc(node), hint="idx", dtype="i32", size=n)
+        shape = tuple(1 if i != axis else d for i, d in enumerate(x.ty.shape))
+        if len(shape) > 1:
+            idx = lw.b.value("reshape", (idx,), TileT("i32", shape), lw.loc(node), hint="idx_r", shape=shape)
+        big = materialize_int(lw, CV(n), node) if not isinstance(n, int) else CV(n)
+        cand = where(lw, hit, idx, big, node)
+        return _reduce(lw, "min", cand, CV(axis), b.get("keep_dims"), node)
+    return handler
+
+
+def dot(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("input", "other", "acc", "input_precision", "allow_tf32", "max_num_imprecise_acc",
+                                 "out_dtype"), node, "dot", 2)
+    x, y = (_tile(lw, b[k], node, "tl.dot") for k in ("input", "other"))
+    loc = lw.loc(node)
+    if x.ty.rank != 2 or y.ty.rank != 2:
+        raise lw.fail(node, "tl.dot needs 2-D tiles", "tl.dot")
+    lw.b.check_dims_equal(x.ty.shape[1], y.ty.shape[0], loc, "tl.dot contraction dimension")
+    if x.ty.dtype != y.ty.dtype:
+        dt = lw.b.promote(x.ty.dtype, y.ty.dtype, loc, "tl.dot operands")
+        x, y = lw.b.cast(x, dt, loc), lw.b.cast(y, dt, loc)
+    float_in = lw.b.is_float(x.ty.dtype)
+    out_dt = _dtype(lw, b.get("out_dtype"), node, "tl.dot", "f32" if float_in else "i32")
+    shape = (x.ty.shape[0], y.ty.shape[1])
+    acc = b.get("acc")
+    if M._none(acc):
+        acc = lw.b.to_tile(Lit(0.0 if float_in else 0, ScalarT(out_dt)), out_dt, shape, loc)
+    else:
+        acc = _tile(lw, acc, node, "tl.dot")
+        if tuple(acc.ty.shape) != shape:
+            raise lw.fail(node, f"tl.dot: acc shape {acc.ty.shape} is not {shape}", "tl.dot")
+    if float_in and x.ty.dtype == "f32" and not lw.tf32_noted:
+        lw.tf32_noted = True
+        lw.notes.append("tl.dot of f32 tiles: Triton defaults to tf32 inputs; the port multiplies in f32")
+    return lw.b.value("mma", (x, y, acc), acc.ty, loc, hint="acc")
+
+
+def cumsum(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("input", "axis", "reverse", "dtype"), node, "cumsum", 1)
+    x = _tile(lw, b["input"], node, "tl.cumsum")
+    axis = 0 if M._none(b.get("axis")) else lw.compile_time(b["axis"], node, "axis")
+    reverse = False if M._none(b.get("reverse")) else lw.compile_time(b["reverse"], node, "reverse")
+    if type(axis) is not int or not -x.ty.rank <= axis < x.ty.rank:
+        raise lw.fail(node, "tl.cumsum: axis out of range", "tl.cumsum")
+    if x.ty.dtype in ("bool", "i8", "i16", "u8"):
+        x = lw.b.cast(x, "i32", lw.loc(node))
+    if not isinstance(x.ty.dtype, str):  # the scan's identity is a literal of the element type
+        raise lw.fail(node, f"tl.cumsum of a tile whose element type is generic ({x.ty.dtype})", "tl.cumsum",
+                      "give the pointer's element dtype in the configuration, or cast the tile with .to()")
+    return lw.b.value("scan_sum", (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
+                      reverse=bool(reverse))
+
+
+def permute(lw, x: Ref, axes: tuple, node) -> Ref:
+    if sorted(axes) != list(range(x.ty.rank)):
+        raise lw.fail(node, f"permutation {axes} does not match a rank-{x.ty.rank} tile", "permute")
+    shape = tuple(x.ty.shape[a] for a in axes)
+    return lw.b.value("permute", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_t", axes=tuple(axes))
+
+
+def trans(lw, args, kwargs, node):
+    x = _tile(lw, args[0] if args else kwargs.get("input"), node, "tl.trans")
+    dims = [lw.compile_time(d, node, "dims") for d in args[1:]] or (
+        list(lw.compile_time(kwargs["dims"], node, "dims")) if "dims" in kwargs else None)
+    if dims and len(dims) == 1 and isinstance(dims[0], tuple):
+        dims = list(dims[0])
+    axes = tuple(dims) if dims else tuple(reversed(range(x.ty.rank)))
+    return permute(lw, x, axes, node)
+
+
+def reshape(lw, args, kwargs, node):
+    x = _tile(lw, args[0] if args else kwargs.get("input"), node, "tl.reshape")
+    rest = args[1:] if len(args) > 1 else [kwargs.get("shape")]
+    shape = _shape(lw, rest[0] if len(rest) == 1 else tuple(rest), node, "tl.reshape")
+    return lw.b.value("reshape", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_r", shape=shape)
+
+
+def expand_dims(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("input", "axis"), node, "expand_dims", 2)
+    x = _tile(lw, b["input"], node, "tl.expand_dims")
+    axis = lw.compile_time(b["axis"], node, "axis")
+    if type(axis) is not int:
+        raise lw.fail(node, "tl.expand_dims: axis must be an integer", "tl.expand_dims")
+    rank = x.ty.rank + 1
+    axis %= rank
+    items = [ast.Slice() for _ in range(x.ty.rank)]
+    items.insert(axis, ast.Constant(None))
+    return expand(lw, x, items, node)
+
+
+def broadcast_to(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("input", "shape"), node, "broadcast_to", 2)
+    x = _tile(lw, b["input"], node, "tl.broadcast_to")
+    shape = _shape(lw, b["shape"], node, "tl.broadcast_to")
+    return lw.b.to_tile(x, x.ty.dtype, shape, lw.loc(node))
+
+
+def tl_range(lw, args, kwargs, node):
+    raise lw.fail(node, "tl.range / tl.static_range are only supported as `for` loop iterables", "tl.range")
+
+
+TL = {
+    "program_id": program_id, "num_programs": num_programs, "arange": arange, "full": full, "zeros": zeros,
+    "zeros_like": zeros_like, "full_like": full_like, "cdiv": cdiv, "where": tl_where, "load": M.load,
+    "store": M.store, "make_block_ptr": M.make_block_ptr, "advance": M.advance, "sigmoid": sigmoid,
+    "maximum": two("maximum"), "minimum": two("minimum"), "clamp": clamp, "fma": fma, "fdiv": fdiv,
+    "div_rn": fdiv, "sum": reduction("sum"), "max": reduction("max"), "min": reduction("min"),
+    "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"), "dot": dot, "cumsum": cumsum,
+    "trans": trans, "permute": trans, "reshape": reshape, "view": reshape, "expand_dims": expand_dims,
+    "broadcast_to": broadcast_to, "range": tl_range, "static_range": tl_range,
+    "cast": lambda lw, args, kwargs, node: method(lw, args[0], "cast", args[1:], kwargs, node),
+}
+
+
+# ---------------------------------------------------------------- operators
+
+def to(lw, x, dtype: str, node) -> Any:
+    if isinstance(x, CV):
+        return x
+    if not isinstance(x, Ref):
+        raise lw.fail(node, f".to() on {lw.describe(x)} is not supported", ".to")
+    if dtype == "bool":
+        return x if x.ty.dtype == "bool" else compare(lw, "!=", x, CV(0), node)
+    if x.ty.dtype == "bool":  # the model has no bool casts: select 1 or 0
+        return where(lw, x, CV(1.0 if lw.b.is_float(dtype) else 1), CV(0.0 if lw.b.is_float(dtype) else 0), node) \
+            if dtype == "f32" or dtype == "i32" else to(lw, where(lw, x, CV(1), CV(0), node), dtype, node)
+    out = lw.b.cast(x, dtype, lw.loc(node))
+    if out is not x and x.name in lw.poly and dtype in ("i32", "i64"):
+        lw.poly[out.name] = lw.poly[x.name]  # integer widening keeps the value (indices are in range)
+        if isinstance(out.ty, ScalarT):
+            lw.factors[("v", out.name)] = out
+    if x.name in lw.loaded:
+        lw.loaded[out.name] = lw.loaded[x.name]
+    return out
+
+
+def materialize_int(lw, v: CV, node) -> Ref:
+    atom = lw.atom(v, node, "i32")
+    out = lw.b.value("scalar", (atom,), ScalarT(atom.ty.dtype if isinstance(atom, Lit) else "i32"), lw.loc(node),
+                     hint="c")
+    p = lw.poly_of(v)
+    if p is not None:
+        lw.poly[out.name] = p
+    return out
+
+
+def _fold(lw, op: str, a: CV, b: CV, node) -> CV:
+    x, y = a.value, b.value
+    symbolic = isinstance(x, (Sym, DimOp)) or isinstance(y, (Sym, DimOp))
+    dims = all(type(v) is int or isinstance(v, (Sym, DimOp)) for v in (x, y))
+    if symbolic and dims and op in ("+", "-", "*", "//", "%"):
+        return CV(T.dim_op(op, x, y))
+    if symbolic:
+        raise NeedsSpecialization(frozenset(sym_names(x) | sym_names(y)), f"`{op}` on constexprs", lw.loc(node))
+    try:
+        return CV(_PY[op](x, y))
+    except (TypeError, ZeroDivisionError, OverflowError, ValueError) as e:
+        raise lw.fail(node, f"constant expression fails: {e}", "constant") from None
+
+
+_PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
+       "//": lambda a, b: a // b, "%": lambda a, b: a % b, "**": lambda a, b: a ** b, "&": lambda a, b: a & b,
+       "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+       "min": min, "max": max, "cdiv": lambda a, b: -(-a // b)}
+
+
+def _operand_dtype(lw, a, b, node, what):
+    loc = lw.loc(node)
+    da = a.ty.dtype if isinstance(a, Ref) else None
+    db = b.ty.dtype if isinstance(b, Ref) else None
+    if da is not None and db is not None:
+        return lw.b.promote(da, db, loc, what)
+    if da is None and db is None:
+        vals = [v.value for v in (a, b) if isinstance(v, CV)]
+        return "f32" if any(isinstance(v, float) for v in vals) else "i32"
+    strong, weak = (da, b) if da is not None else (db, a)
+    if not isinstance(weak, CV):
+        raise lw.fail(node, f"{what}: unsupported operand {lw.describe(weak)}", "operand")
+    if isinstance(weak.value, (Sym, DimOp)):
+        return strong
+    return weak_result_dtype(lw.b, strong, weak.value)
+
+
+def _operand_atom(lw, v, dtype, node):
+    if isinstance(v, CV) and isinstance(v.value, (Sym, DimOp)):
+        return materialize_int(lw, v, node)
+    if isinstance(v, Ref) and v.ty.dtype == "bool" and dtype != "bool":
+        return to(lw, v, dtype, node)  # bool -> number: the model has no such cast, `to` selects 1 or 0
+    if isinstance(v, Ref):
+        return v
+    return lw.atom(v, node, dtype)
+
+
+def _check(lw, op, vals, node):
+    for v in vals:
+        if not (isinstance(v, CV) or (isinstance(v, Ref) and isinstance(v.ty, (ScalarT, TileT)))):
+            raise lw.fail(node, f"operator {op} on {lw.describe(v)} is not supported", "operator")
+
+
+def binary(lw, op: str, a: Any, b: Any, node) -> Any:
+    if isinstance(a, Ptr) and op in ("+", "-"):
+        return M.ptr_add(lw, a, b, node, negate=op == "-")
+    if isinstance(b, Ptr) and op == "+":
+        return M.ptr_add(lw, b, a, node)
+    _check(lw, op, (a, b), node)
+    if isinstance(a, CV) and isinstance(b, CV):
+        symbolic = any(isinstance(v.value, (Sym, DimOp)) for v in (a, b))
+        if not (symbolic and op in ("/", "**", "min", "max", "cdiv")):
+            return _fold(lw, op, a, b, node)
+        a = materialize_int(lw, a, node) if isinstance(a.value, (Sym, DimOp)) else a  # computed at run time
+        b = materialize_int(lw, b, node) if isinstance(b.value, (Sym, DimOp)) else b
+    if op in ("<<", ">>"):
+        raise lw.fail(node, f"operator {op} has no lowering in tileport's kernel model yet", "operator")
+    loc = lw.loc(node)
+    _float_scalar_params(lw, a, b)
+    dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
+    if op == "/" and not lw.b.is_float(dtype):
+        dtype = "f32"
+    if op == "**" and not lw.b.is_float(dtype):
+        raise lw.fail(node, "integer ** is not supported", "operator")
+    if op in ("&", "|", "^") and lw.b.is_float(dtype):
+        raise lw.fail(node, f"operator {op} on floats", "operator")
+    tiles = [v for v in (a, b) if isinstance(v, Ref) and isinstance(v.ty, TileT)]
+    x, y = _operand_atom(lw, a, dtype, node), _operand_atom(lw, b, dtype, node)
+    if tiles:
+        shape = lw.b.broadcast_shape(*(v.ty.shape if isinstance(v, Ref) and isinstance(v.ty, TileT) else ()
+                                       for v in (a, b)), loc)
+        x, y = (lw.b.to_tile(v, dtype, shape, loc) for v in (x, y))
+        ty = TileT(dtype, shape)
+    else:
+        x, y = (lw.b.cast(v, dtype, loc) if isinstance(v, Ref) else v for v in (x, y))
+        ty = ScalarT(dtype)
+    name = OP_NAMES[op]
+    if op == "//" and lw.b.is_float(dtype):  # Triton: floor(a / b) for floats
+        q = lw.b.value("binary", (x, y), ty, loc, hint="quot", op="div", rounding=None, ftz=None, nan=None)
+        return lw.b.value("unary", (q,), ty, loc, hint="fl", fn="floor", rounding=None, ftz=None) \
+            if isinstance(ty, TileT) else _fail_scalar(lw, node, "//")
+    if op in ("//", "%") and not lw.b.is_float(dtype):
+        note = ("integer // and % on scalars round toward -inf (Python) and // on tiles too; Triton truncates "
+                "toward zero: results differ for negative operands")
+        if note not in lw.notes:
+            lw.notes.append(note)
+    if op in ("//", "%") and isinstance(ty, ScalarT) and dtype in ("i64", "u64", "u32"):
+        # the model's scalar // and % are i32 only: 64-bit ones run on 0-d tiles
+        tx, ty0 = (lw.b.value("tile0", (v,), TileT(dtype, ()), loc, hint="t") for v in (x, y))
+        t = lw.b.value("binary", (tx, ty0), TileT(dtype, ()), loc, hint="q", op="floordiv" if op == "//" else "rem",
+                       rounding=None, ftz=None, nan=None)
+        return lw.b.value("scalar_of", (t,), ty, loc, hint="q")
+    if op == "%" and isinstance(ty, TileT):
+        if lw.b.is_float(dtype):
+            raise lw.fail(node, "float % on tiles has no lowering in tileport's kernel model yet", "operator")
+        name = "rem"  # Triton's % on integers is C's remainder (remi)
+    out = lw.b.value("binary", (x, y), ty, loc, hint={"+": "sum", "-": "diff", "*": "prod"}.get(op, "v"),
+                     op=name, rounding=None, ftz=None, nan=None)
+    _affine(lw, op, a, b, out)
+    for v in (a, b):
+        if isinstance(v, Ref) and v.name in lw.loaded:
+            lw.loaded[out.name] = lw.loaded[v.name]
+    if op in ("&",) and dtype == "bool":
+        ba, bb = (lw.bounds.get(v.name) if isinstance(v, Ref) else None for v in (a, b))
+        if ba is not None and bb is not None:
+            lw.bounds[out.name] = ba + bb
+    return out
+
+
+def _float_scalar_params(lw, a, b) -> None:
+    """A scalar parameter assumed i32 that meets a float tile is a Python float (Triton passes it as f32)."""
+    from tileport.frontends.triton.lower import Retry
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, Ref) and x.name in lw.maybe_float and isinstance(y, Ref) and isinstance(y.ty, TileT) \
+                and lw.b.is_float(y.ty.dtype):
+            raise Retry("float", next(p.name for p in lw.params if p.rust == x.name))
+
+
+def _fail_scalar(lw, node, op):
+    raise lw.fail(node, f"float {op} on scalars has no lowering in tileport's kernel model yet", "operator")
+
+
+OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",
+            "&": "and", "|": "or", "^": "xor", "min": "min", "max": "max", "cdiv": "cdiv", "maximum": "max",
+            "minimum": "min"}
+
+
+def _affine(lw, op: str, a, b, out: Ref) -> None:
+    if op not in ("+", "-", "*") or out.ty.dtype not in ("i32", "i64"):
+        return
+    pa, pb = lw.poly_of(a), lw.poly_of(b)
+    if pa is None or pb is None:
+        return
+    p = A.add(pa, pb) if op == "+" else A.sub(pa, pb) if op == "-" else A.mul(pa, pb)
+    if isinstance(out.ty, ScalarT) and any(A.aranges(p)):
+        return
+    lw.poly[out.name] = p
+
+
+def compare(lw, op: str, a, b, node) -> Any:
+    if isinstance(a, DT) and isinstance(b, DT) and op in ("==", "!="):
+        va, vb = lw.b.dspace.values(a.dtype) if isinstance(a.dtype, str) or hasattr(a.dtype, "name") else (), \
+            lw.b.dspace.values(b.dtype) if isinstance(b.dtype, str) or hasattr(b.dtype, "name") else ()
+        answers = {(x == y) == (op == "==") for x in va for y in vb} if len(va) == len(vb) == 1 else \
+            {(x == y) == (op == "==") for x, y in zip(va, vb)}
+        if len(answers) == 1:
+            return CV(answers.pop())
+        raise lw.fail(node, "a dtype comparison whose answer differs between the element types in use", "dtype",
+                      "translate one dtype configuration at a time")
+    _check(lw, op, (a, b), node)
+    if isinstance(a, CV) and isinstance(b, CV):
+        if isinstance(a.value, (Sym, DimOp)) or isinstance(b.value, (Sym, DimOp)):
+            raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)),
+                                      "a comparison of constexprs", lw.loc(node))
+        import operator as pyop
+        fn = {"<": pyop.lt, "<=": pyop.le, ">": pyop.gt, ">=": pyop.ge, "==": pyop.eq, "!=": pyop.ne}[op]
+        try:
+            return CV(fn(a.value, b.value))
+        except TypeError:
+            raise lw.fail(node, f"cannot compare {a.value!r} and {b.value!r}", "comparison") from None
+    loc = lw.loc(node)
+    dtype = _operand_dtype(lw, a, b, node, f"comparison {op}")
+    x, y = _operand_atom(lw, a, dtype, node), _operand_atom(lw, b, dtype, node)
+    tiles = [v for v in (a, b) if isinstance(v, Ref) and isinstance(v.ty, TileT)]
+    if tiles:
+        shape = lw.b.broadcast_shape(*(v.ty.shape if isinstance(v, Ref) and isinstance(v.ty, TileT) else ()
+                                       for v in (a, b)), loc)
+        x, y = (lw.b.to_tile(v, dtype, shape, loc) for v in (x, y))
+        out = lw.b.value("compare", (x, y), TileT("bool", shape), loc, hint="mask", op=op)
+    else:
+        x, y = (lw.b.cast(v, dtype, loc) if isinstance(v, Ref) else v for v in (x, y))
+        return lw.b.value("compare", (x, y), ScalarT("bool"), loc, hint="cond", op=op)
+    lhs, rhs = (a, b) if op == "<" else (b, a) if op == ">" else (None, None)
+    if lhs is not None:
+        pl, pr = lw.poly_of(lhs), lw.poly_of(rhs)
+        bound = A.bound_of(pl, pr) if pl is not None and pr is not None else None
+        if bound is not None:
+            lw.bounds[out.name] = [bound]
+    return out
+
+
+def unary(lw, op: str, x, node) -> Any:
+    if op == "UAdd":
+        return x
+    if isinstance(x, CV):
+        v = x.value
+        if op == "USub" and isinstance(v, (Sym, DimOp)):
+            return CV(T.dim_op("-", 0, v))
+        try:
+            return CV({"USub": lambda: -v, "Not": lambda: not v, "Invert": lambda: ~v}[op]())
+        except TypeError:
+            raise lw.fail(node, f"operator {op} on {v!r}", "operator") from None
+    if not isinstance(x, Ref):
+        raise lw.fail(node, f"operator {op} on {lw.describe(x)} is not supported", "operator")
+    loc = lw.loc(node)
+    if op == "USub":
+        if isinstance(x.ty, TileT):
+            out = lw.b.value("unary", (x,), x.ty, loc, hint="neg", fn="negative", rounding=None, ftz=None)
+        else:  # cutile-rs negates runtime scalars only as `0 - x`
+            zero = Lit(0.0 if lw.b.is_float(x.ty.dtype) else 0, ScalarT(x.ty.dtype))
+            out = lw.b.value("binary", (zero, x), x.ty, loc, hint="neg", op="sub", rounding=None, ftz=None, nan=None)
+        if x.name in lw.poly:
+            lw.poly[out.name] = A.scale(lw.poly[x.name], -1)
+        return out
+    if op in ("Not", "Invert") and x.ty.dtype == "bool":
+        t = lw.b.to_tile(Lit(True, ScalarT("bool")), "bool", tuple(x.ty.shape), loc) \
+            if isinstance(x.ty, TileT) else Lit(True, ScalarT("bool"))
+        return lw.b.value("binary", (x, t), x.ty, loc, hint="not", op="xor", rounding=None, ftz=None, nan=None)
+    if op == "Invert" and isinstance(x.ty, TileT):
+        ones = lw.b.to_tile(Lit(-1, ScalarT(x.ty.dtype)), x.ty.dtype, tuple(x.ty.shape), loc)
+        return lw.b.value("binary", (x, ones), x.ty, loc, hint="inv", op="xor", rounding=None, ftz=None, nan=None)
+    raise lw.fail(node, f"operator {op} on {x.ty} is not supported", "operator")
+
+
+__all__ = ["attribute", "subscript", "call", "binary", "compare", "unary", "where", "materialize_int", "to"]

@@ -1,0 +1,846 @@
+"""The Triton kernel visitor: one `@triton.jit` function -> one kernel-model `Kernel`.
+
+Statements and expressions are visited as in the cuTile frontend (`stmt_<Node>`, `expr_<Node>`); `tl.*`
+calls are typed by `calls.py`, loads and stores are placed by `memory.py`. Integer values carry a
+polynomial form (`affine.py`) so that pointer arithmetic can be recognized as block accesses.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any, Sequence
+
+from tileport.diagnostics import Diagnostic, NeedsSpecialization
+from tileport.emit.names import rust_ident
+from tileport.frontends.liveness import assigned, exposed_read
+from tileport.frontends.triton import affine as A
+from tileport.frontends.triton.scan import TritonModule, dotted, loc_of
+from tileport.frontends.triton.values import CV, DT, BlockPtr, Builtin, Gone, Helper, Method, Module, Ptr
+from tileport.model.builder import Builder, DTypeSpace, lit_dtype
+from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, Let, Lit, Loc, Op, Param, Ref,
+                               Return, sym_names, walk)
+from tileport.model.types import ArrayT, DimOp, ScalarT, Sym, TileT
+
+BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+          ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",
+            "&": "and", "|": "or", "^": "xor", "<<": "shl", ">>": "shr", "min": "min", "max": "max", "cdiv": "cdiv"}
+CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+MAX_INLINE_DEPTH = 16
+
+
+class Retry(Exception):
+    """Lowering must restart with a changed decision about one parameter (see `translate.lower_kernel`)."""
+
+    def __init__(self, what: str, param: str):
+        super().__init__(f"{what} {param}")
+        self.what, self.param = what, param
+
+
+class _Builder(Builder):
+    """The model builder, telling the lowerer when a name is (re)bound: names are reused once their block
+    closes, and what was known about an earlier value of that name must not stick to the new one."""
+
+    def __init__(self, forget, *args):
+        super().__init__(*args)
+        self.forget = forget
+
+    def value(self, *args, **kwargs) -> Ref:
+        ref = super().value(*args, **kwargs)
+        self.forget(ref.name)
+        return ref
+
+    def cast(self, x: Ref, dtype, loc: Loc, rounding: str | None = None) -> Ref:
+        """As the model's cast, but scalar integer conversions go through 0-d tiles (cutile-rs converts
+        integer scalars of different widths only as tiles)."""
+        if isinstance(x.ty, ScalarT) and x.ty.dtype != dtype and _is_int(x.ty.dtype) and _is_int(dtype):
+            t = self.value("tile0", (x,), TileT(x.ty.dtype, ()), loc, hint=f"{x.name}_t")
+            t = super().cast(t, dtype, loc, rounding)
+            return self.value("scalar_of", (t,), ScalarT(dtype), loc, hint=f"{x.name}_{dtype}")
+        return super().cast(x, dtype, loc, rounding)
+
+
+class Scope:
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.vars: dict[str, Any] = {}
+
+
+class TritonLowerer:
+    def __init__(self, tm: TritonModule, fn: ast.FunctionDef, params: list[Param], space: DTypeSpace,
+                 const_values: list[dict[str, Any]], pinned: dict[str, Any], flat: set[str]):
+        from tileport.frontends.triton import calls, memory
+        self.tm, self.fn, self.path = tm, fn, tm.path
+        self.calls, self.memory = calls, memory
+        self.params = params
+        self.pinned = pinned
+        self.flat = flat  # pointer parameters accessed through gathers/scatters only
+        self.b = _Builder(self.forget, self.path, space, const_values)
+        self.scopes: list[Scope] = []
+        self.poly: dict[str, A.Poly] = {}  # Ref name -> affine form
+        self.factors: dict[A.Factor, Ref] = {}  # ("v", name) -> the scalar Ref
+        self.bounds: dict[str, list[A.Bound]] = {}  # bool Ref name -> mask conjuncts
+        self.views: dict[str, tuple] = {}  # array param -> (stride keys) of its view
+        self.extents: dict[str, list[set[str]]] = {}
+        self.notes: list[str] = []
+        self.inline_depth = 0
+        self.skip: dict[int, Any] = {}  # statement id -> what it does instead (pointer increments)
+        self.scalar_params = {p.rust for p in params if isinstance(p.ty, ScalarT)}
+        self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
+        self.tf32_noted = False
+        self.maybe_float: set[str] = set()  # scalar parameters assumed i32 that may be Python floats
+
+    def describe(self, v: Any) -> str:
+        return describe(v)
+
+    def forget(self, name: str) -> None:
+        for table in (self.poly, self.bounds, self.loaded):
+            table.pop(name, None)
+        self.factors.pop(("v", name), None)
+
+    def loc(self, node: ast.AST) -> Loc:
+        return loc_of(self.path, node)
+
+    def fail(self, node: ast.AST, message: str, construct: str = "", hint: str = "") -> Diagnostic:
+        return Diagnostic(message, self.loc(node), construct, hint)
+
+    # ---- entry
+    def lower(self) -> Kernel:
+        fn = self.fn
+        self.scopes.append(Scope("fn"))
+        self.b.push()
+        for p in self.params:
+            if p.is_const:
+                if p.name in self.pinned:
+                    self.scopes[-1].vars[p.name] = CV(self.pinned[p.name])
+                else:
+                    self.scopes[-1].vars[p.name] = CV(Sym(p.name))
+            elif p.is_array:
+                self.scopes[-1].vars[p.name] = Ptr(Ref(p.rust, p.ty), None)
+                self.b.scope_names[-1].add(p.rust)
+            else:
+                ref = Ref(p.rust, p.ty)
+                self.scopes[-1].vars[p.name] = ref
+                self.b.scope_names[-1].add(p.rust)
+                self.track_scalar(ref)
+        for name, value in self.pinned.items():
+            if name not in self.scopes[-1].vars:
+                self.scopes[-1].vars[name] = CV(value)
+        try:
+            self.block(fn.body)
+        except RecursionError:
+            raise self.fail(fn, "the kernel nests too deeply to translate", "nesting") from None
+        body = self.b.pop()
+        prune_dead(body)
+        params = [p for p in self.params if not (p.is_const and p.name in self.pinned)]
+        views = {p.name: self.view_of(p) for p in self.params if p.is_array and p.name not in self.flat
+                 and p.rust in self.views}
+        return Kernel(rust_ident(fn.name), params, body, self.loc(fn), {}, dict(self.b.dspace.vectors),
+                      ast.get_docstring(fn) or "", base_name=fn.name, pinned=dict(self.pinned),
+                      signature=tuple(a.arg for a in fn.args.args), notes=self.notes + self.view_notes(),
+                      views=views)
+
+    def view_of(self, p: Param) -> dict:
+        """The launch contract of a pointer parameter: its view's strides and mask-given extents (None: not
+        bounded by a mask; the launch covers the buffer), as expressions over the kernel's parameters."""
+        strides = list(self.views[p.rust])
+        ext = self.extents.get(p.rust, [set() for _ in strides])
+        return {"strides": strides, "extents": [next(iter(e)) if e else None for e in ext]}
+
+    def view_notes(self) -> list[str]:
+        out = []
+        for p in self.params:
+            if not p.is_array:
+                continue
+            if p.name in self.flat or p.rust not in self.views:
+                out.append(f"pointer `{p.name}`: a 1-D array over the whole buffer (gather/scatter accesses)")
+                continue
+            strides = self.views[p.rust]
+            ext = self.extents.get(p.rust, [set() for _ in strides])
+            dims = ", ".join(f"extent {' | '.join(sorted(e)) or 'from the launch'} stride {s}"
+                             for s, e in zip(strides, ext))
+            out.append(f"pointer `{p.name}`: a {len(strides)}-D array view [{dims}]; partition loads/stores "
+                       "assume the launch's strides and in-bounds extents match")
+        return out
+
+    # ---- variables
+    def lookup(self, name: str, node: ast.AST) -> Any:
+        for s in reversed(self.scopes):
+            if name in s.vars:
+                v = s.vars[name]
+                if isinstance(v, Gone):
+                    raise self.fail(node, f"pointer `{name}` is read after the loop that advances it", "pointer",
+                                    "recompute the pointer after the loop")
+                return v
+        if name in self.tm.constants:
+            return CV(self.tm.constants[name])
+        if name in self.tm.helpers:
+            return Helper(self.tm.helpers[name])
+        if name in self.tm.tl_names:
+            return Module("tl")
+        if name in self.tm.triton_names:
+            return Module("triton")
+        if name in self.tm.libdevice_names:
+            return Module("libdevice")
+        if name in self.tm.tl_imports:
+            return self.calls.attribute(self, Module("tl"), self.tm.tl_imports[name], node)
+        if name in self.tm.libdevice_imports:
+            return self.calls.attribute(self, Module("libdevice"), self.tm.libdevice_imports[name], node)
+        if name in ("range", "min", "max", "float", "int", "len", "abs", "bool", "print"):
+            return Builtin(name)
+        raise self.fail(node, f"undefined name `{name}`", "name")
+
+    def owner(self, name: str) -> int | None:
+        for i in range(len(self.scopes) - 1, -1, -1):
+            if name in self.scopes[i].vars:
+                return i
+            if self.scopes[i].kind == "fn":
+                return None
+        return None
+
+    def assign(self, name: str, value: Any, node: ast.AST) -> None:
+        owner = self.owner(name)
+        cur = len(self.scopes) - 1
+        if isinstance(value, Ref) and isinstance(value.ty, ArrayT):
+            raise self.fail(node, "an array cannot be assigned", "assignment")
+        if owner is not None and owner != cur and isinstance(self.scopes[owner].vars[name], Ref) \
+                and not self.local_in(name, owner):
+            old = self.scopes[owner].vars[name]
+            value = self.as_value_of(value, old.ty, node, name)
+            self.update(old.name, value)
+            self.poly.pop(old.name, None)  # a reassigned variable has no single affine form
+            self.bounds.pop(old.name, None)
+            return
+        if owner is not None and owner != cur and isinstance(value, (Ptr, BlockPtr)) \
+                and not self.local_in(name, owner):
+            raise self.fail(node, f"pointer `{name}` is reassigned inside a loop or branch in a way that is not "
+                            "a loop-invariant increment", "pointer", "advance pointers with `p += step` at the "
+                            "top level of the loop body")
+        if isinstance(value, Ref) and value.name in self.b.temps:
+            value = self.rename(value, name)
+        self.scopes[cur].vars[name] = value
+
+    def local_in(self, name: str, owner: int) -> bool:
+        """True when blocks inside scope `owner` rebind `name` as a fresh local (not carried)."""
+        return any(name in s.vars for s in self.scopes[owner + 1:])
+
+    def rename(self, value: Ref, name: str) -> Ref:
+        """The temporary that produced `value` takes the variable's name (readable Rust)."""
+        last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
+        if not (isinstance(last, Let) and last.name == value.name) or name in self.b.scope_names[-1]:
+            return value
+        new = self.b.fresh(name)
+        self.forget(new)
+        self.b.temps.discard(last.name)
+        self.b.release(last.name)
+        last.name = new
+        ref = Ref(new, value.ty)
+        for table in (self.poly, self.bounds, self.loaded):
+            if value.name in table:
+                table[new] = table.pop(value.name)
+        if ("v", value.name) in self.factors:
+            self.factors.pop(("v", value.name))
+            self.track_scalar(ref)
+            self.poly[new] = A.factor(("v", new))
+        return ref
+
+    def update(self, target: str, value: Ref) -> None:
+        last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
+        if isinstance(last, Let) and last.name == value.name and value.name in self.b.temps:
+            self.b.temps.discard(last.name)
+            self.b.release(last.name)
+            last.name, last.update = target, True
+        else:
+            self.b.emit(Let(target, Op("copy", (value,), value.ty, Loc(self.path, 0, 0)), update=True))
+
+    def as_value_of(self, value: Any, ty, node: ast.AST, name: str) -> Ref:
+        """`value` converted to the type of the carried variable `name` (Triton keeps loop-carried types)."""
+        if isinstance(value, Ref) and value.ty == ty:
+            return value
+        loc = self.loc(node)
+        if isinstance(ty, ScalarT) and isinstance(value, Ref) and isinstance(value.ty, TileT) and value.ty.rank == 0:
+            value = self.b.cast(value, ty.dtype, loc)  # Triton's scalars and 0-d tensors are one thing
+            return self.b.value("scalar_of", (value,), ty, loc, hint=name)
+        if isinstance(ty, TileT) and isinstance(value, (Ref, CV)):
+            if isinstance(value, Ref) and isinstance(value.ty, TileT) and \
+                    len(value.ty.shape) > len(ty.shape):
+                raise self.fail(node, f"`{name}` changes shape inside a loop or branch ({value.ty} -> {ty})",
+                                "loop-carried type")
+            return self.b.to_tile(self.atom(value, node, ty.dtype), ty.dtype, ty.shape, self.loc(node))
+        if isinstance(ty, ScalarT) and isinstance(value, (Ref, CV)) and not (
+                isinstance(value, Ref) and isinstance(value.ty, TileT)):
+            atom = self.atom(value, node, ty.dtype)
+            if isinstance(atom, Ref):
+                return self.b.cast(atom, ty.dtype, self.loc(node))
+            return self.scalar_value(atom, ty, self.loc(node), name)
+        raise self.fail(node, f"`{name}` changes type inside a loop or branch ({ty} -> {describe(value)})",
+                        "loop-carried type", "keep loop-carried values the same type and shape")
+
+    # ---- statements
+    def block(self, stmts: Sequence[ast.stmt]) -> None:
+        for i, s in enumerate(stmts):
+            if id(s) in self.skip:
+                self.skip[id(s)]()
+                continue
+            if isinstance(s, ast.If) and self.at_kernel_top() and (_returns(s.body) or _returns(s.orelse)):
+                # `if c: ...; return` then the rest: the rest becomes the other branch (cutile-rs returns
+                # only at the top level of the kernel)
+                rest = list(stmts[i + 1:])
+                if _returns(s.body):
+                    s = ast.If(s.test, s.body[:-1] or [ast.Pass()], list(s.orelse) + rest)
+                else:
+                    s = ast.If(s.test, list(s.body) + rest, s.orelse[:-1])
+                ast.copy_location(s, stmts[i])
+                self.stmt_If(s)
+                return
+            handler = getattr(self, f"stmt_{type(s).__name__}", None)
+            if handler is None:
+                raise self.fail(s, f"`{type(s).__name__}` statements are not supported in Triton kernels",
+                                type(s).__name__)
+            handler(s)
+
+    def stmt_Expr(self, s: ast.Expr) -> None:
+        if isinstance(s.value, ast.Constant):
+            return  # docstring
+        self.expr(s.value)
+
+    def stmt_Pass(self, s: ast.Pass) -> None:
+        pass
+
+    def stmt_Assert(self, s: ast.Assert) -> None:
+        pass  # device asserts are debugging aids; Triton drops them unless debug mode is on
+
+    def stmt_Assign(self, s: ast.Assign) -> None:
+        value = self.expr(s.value)
+        for t in s.targets:
+            self.assign_target(t, value, s)
+
+    def stmt_AnnAssign(self, s: ast.AnnAssign) -> None:
+        if s.value is None:
+            raise self.fail(s, "a declaration without a value is not supported", "assignment")
+        self.assign_target(s.target, self.expr(s.value), s)
+
+    def stmt_AugAssign(self, s: ast.AugAssign) -> None:
+        if not isinstance(s.target, ast.Name):
+            raise self.fail(s, "augmented assignment to anything but a name is not supported", "assignment")
+        op = BINOPS.get(type(s.op))
+        cur = self.lookup(s.target.id, s.target)
+        self.assign(s.target.id, self.calls.binary(self, op, cur, self.expr(s.value), s), s)
+
+    def assign_target(self, target: ast.AST, value: Any, node: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            self.assign(target.id, value, node)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, tuple) or len(value) != len(target.elts):
+                raise self.fail(node, "tuple unpacking needs a tuple of the same length", "assignment")
+            for t, v in zip(target.elts, value):
+                self.assign_target(t, v, node)
+        else:
+            raise self.fail(node, f"assignment to `{type(target).__name__}` is not supported", "assignment")
+
+    def at_kernel_top(self) -> bool:
+        """Lowering the kernel's own body or branches of its top-level `if`s (no loop, no helper)."""
+        return not self.inline_depth and all(sc.kind in ("fn", "if") for sc in self.scopes)
+
+    def stmt_Return(self, s: ast.Return) -> None:
+        if self.inline_depth:
+            raise self.fail(s, "`return` inside a helper must be its last statement", "return")
+        if s.value is not None:
+            raise self.fail(s, "kernels cannot return a value", "return")
+        if len(self.scopes) > 1:
+            raise self.fail(s, "`return` inside a loop or not at the end of a branch is not supported "
+                            "(cutile-rs returns only at the top level)", "return",
+                            "restructure with if/else so that the kernel ends at its last statement")
+        self.b.emit(Return(self.loc(s)))
+
+    def stmt_Break(self, s: ast.Break) -> None:
+        self.b.emit(Break(self.loc(s)))
+
+    def stmt_Continue(self, s: ast.Continue) -> None:
+        self.b.emit(Continue(self.loc(s)))
+
+    def stmt_While(self, s: ast.While) -> None:
+        raise self.fail(s, "`while` loops are not supported yet", "while", "rewrite as a `for ... in range` loop")
+
+    def stmt_For(self, s: ast.For) -> None:
+        if s.orelse:
+            raise self.fail(s, "`for ... else` is not supported", "for-else")
+        if not isinstance(s.target, ast.Name):
+            raise self.fail(s.target, "the loop variable must be a single name", "for")
+        start, stop, step, static = self.loop_bounds(s.iter)
+        if static is not None:
+            return self.unrolled(s, static)
+        incs = self.pointer_increments(s)
+        self.materialize_carried(s)
+        self.scopes.append(Scope("loop"))
+        self.b.push()
+        index = self.b.fresh(s.target.id)
+        self.forget(index)
+        ref = Ref(index, ScalarT("i32"))
+        self.scopes[-1].vars[s.target.id] = ref
+        self.track_scalar(ref)
+        iteration = self.loop_iteration(ref, start, step, s)
+        for name, (p0, inc, st) in incs.items():
+            self.scopes[-1].vars[name] = self.memory.advanced(self, p0, inc, iteration, s)
+            # after the increment statement, the rest of the body sees the next iteration's pointer
+            self.skip[id(st)] = (lambda name=name, p0=p0, inc=inc, st=st: self.scopes[-1].vars.__setitem__(
+                name, self.memory.advanced(self, p0, inc, A.add(iteration, A.const(1)), st)))
+        self.block(s.body)
+        body = self.b.pop()
+        self.scopes.pop()
+        for name in incs:
+            self.scopes[self.owner(name)].vars[name] = Gone(name)
+        self.b.emit(For(index, start, stop, step, body, self.loc(s), self.outer_updates(body)))
+
+    def loop_bounds(self, it: ast.expr):
+        """(start, stop, step, None) atoms of a range loop, or (.., values) for `tl.static_range` of
+        compile-time bounds (unrolled)."""
+        if not isinstance(it, ast.Call):
+            raise self.fail(it, "only `for ... in range(...)` loops are supported", "for")
+        f = self.expr(it.func)
+        kind = f.name if isinstance(f, Builtin) else getattr(f, "name", None)
+        if not (isinstance(f, Builtin) and f.name == "range") and not (
+                isinstance(f, Method) and f.name in ("range", "static_range")):
+            raise self.fail(it, "only range / tl.range / tl.static_range loops are supported", "for")
+        if not 1 <= len(it.args) <= 3:
+            raise self.fail(it, "range() takes 1 to 3 positional arguments", "for")
+        values = [self.expr(a) for a in it.args]
+        if kind == "static_range" and all(isinstance(v, CV) and type(v.value) is int for v in values):
+            return None, None, None, list(range(*[v.value for v in values]))
+        bounds = [self.int_atom(v, a) for v, a in zip(values, it.args)]
+        start, stop, step = (CDim(0), bounds[0], CDim(1)) if len(bounds) == 1 else \
+            (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else CDim(1))
+        if isinstance(step, CDim) and isinstance(step.dim, int) and step.dim <= 0:
+            raise self.fail(it, "only positive range() steps are supported", "for")
+        return start, stop, step, None
+
+    def unrolled(self, s: ast.For, values: list[int]) -> None:
+        for v in values:
+            self.scopes[-1].vars[s.target.id] = CV(v)
+            self.block(s.body)
+
+    def loop_iteration(self, index: Ref, start: Atom, step: Atom, node: ast.AST) -> A.Poly:
+        """The iteration number's affine form in terms of the loop index: `(k - start) / step`."""
+        k = A.factor(("v", index.name))
+        start_p, step_p = self.atom_poly(start), self.atom_poly(step)
+        if start_p is not None and step_p == A.const(1):
+            return A.sub(k, start_p)
+        # k = start + step * i: name i as a fresh scalar so that `k` itself stays divisible by the step
+        i = self.b.value("binary", (self.b.value("binary", (index, start), ScalarT("i32"), self.loc(node), hint="k0",
+                                                 op="sub", rounding=None, ftz=None, nan=None), step),
+                         ScalarT("i32"), self.loc(node), hint=f"{index.name}_iter", op="floordiv", rounding=None,
+                         ftz=None, nan=None)
+        self.track_scalar(i)
+        if start_p is not None and step_p is not None:
+            self.poly[index.name] = A.add(start_p, A.mul(step_p, A.factor(("v", i.name))))
+        return A.factor(("v", i.name))
+
+    def pointer_increments(self, s: ast.For) -> dict[str, tuple[Any, Any]]:
+        """`p += inc` / `p = tl.advance(p, offs)` at the top of the loop body, with loop-invariant `inc`:
+        (initial pointer, increment) per name; the statements are then skipped in the body."""
+        written = assigned(s.body) | {s.target.id}
+        out = {}
+        for st in s.body:
+            name, inc_node = _increment(st)
+            if name is None or name in out:
+                continue
+            owner = self.owner(name)
+            cur = self.scopes[owner].vars.get(name) if owner is not None else None
+            if not isinstance(cur, (Ptr, BlockPtr)):
+                continue
+            if any(isinstance(n, ast.Name) and n.id in written for n in ast.walk(inc_node)):
+                raise self.fail(st, f"pointer `{name}` advances by an amount that changes inside the loop",
+                                "pointer", "advance by a loop-invariant step")
+            if sum(1 for t in ast.walk(ast.Module(s.body, [])) if isinstance(t, (ast.Assign, ast.AugAssign))
+                   and name in _target_names(t)) != 1:
+                raise self.fail(st, f"pointer `{name}` is assigned more than once in the loop", "pointer")
+            out[name] = (cur, self.expr(inc_node), st)
+        if out and any(isinstance(n, ast.Continue) for n in _same_loop(s.body)):
+            raise self.fail(s, "a loop that advances pointers cannot `continue` (the increment would be skipped)",
+                            "pointer", "advance the pointers before `continue`, or recompute them from the index")
+        return out
+
+    def materialize_carried(self, s: ast.For) -> None:
+        """Compile-time numbers a loop body reassigns and reads become runtime scalars first."""
+        for name in sorted(assigned(s.body)):
+            owner = self.owner(name)
+            if owner is None or not exposed_read(s.body, name):
+                continue
+            v = self.scopes[owner].vars[name]
+            if isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, bool):
+                atom = self.atom(v, s, None)
+                ty = ScalarT(lit_dtype(v.value)) if isinstance(atom, Lit) else ScalarT("i32")
+                self.scopes[owner].vars[name] = self.scalar_value(atom, ty, self.loc(s), name)
+
+    def stmt_If(self, s: ast.If) -> None:
+        cond = self.expr(s.test)
+        if isinstance(cond, CV) and not isinstance(cond.value, (Sym, DimOp)):
+            self.block(s.body if cond.value else s.orelse)  # a constexpr condition folds
+            return
+        if isinstance(cond, CV):
+            raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a branch on a constexpr", self.loc(s))
+        if not (isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0)):
+            raise self.fail(s.test, "an `if` condition must be a scalar", "if",
+                            "use tl.where for element-wise choices")
+        cond = self.scalar_condition(cond, s.test)
+        branches, scopes = [], []
+        for stmts in (s.body, s.orelse):
+            self.scopes.append(Scope("if"))
+            blk = self.b.push()
+            self.block(stmts)
+            names = set(self.b.scope_names[-1])
+            self.b.pop()
+            branches.append((blk, names))
+            scopes.append(self.scopes.pop())
+        self.join_branch_locals(scopes, branches, s)
+        blocks = [blk for blk, _ in branches]
+        self.b.emit(If(cond, blocks[0], blocks[1], self.loc(s), self.outer_updates(*blocks)))
+
+    def join_branch_locals(self, scopes: list[Scope], branches: list, node: ast.If) -> None:
+        """A new variable both branches define (`if c: loss = a  else: loss = b`) is declared before the
+        `if` and each branch assigns it, so that it is defined after the `if`."""
+        for name in sorted(scopes[0].vars.keys() & scopes[1].vars.keys()):
+            if self.owner(name) is not None:
+                continue
+            values = [sc.vars[name] for sc in scopes]
+            refs = [v for v in values if isinstance(v, Ref) and isinstance(v.ty, (ScalarT, TileT))]
+            if not refs or not all(isinstance(v, (Ref, CV)) for v in values):
+                continue
+            ty = refs[0].ty
+            converted = []
+            for (blk, names), v in zip(branches, values):
+                self.b.resume(blk, names)
+                try:
+                    converted.append(self.as_value_of(v, ty, node, name))
+                finally:
+                    self.b.pop()
+            zero = Lit(False if ty.dtype == "bool" else 0.0 if self.b.is_float(ty.dtype) else 0, ScalarT(ty.dtype))
+            loc = self.loc(node)
+            declared = self.b.to_tile(zero, ty.dtype, ty.shape, loc) if isinstance(ty, TileT) else \
+                self.b.value("scalar", (zero,), ty, loc, hint=name)
+            declared = self.rename(declared, name)
+            for (blk, _), v in zip(branches, converted):
+                blk.stmts.append(Let(declared.name, Op("copy", (v,), ty, loc), update=True))
+            self.scopes[-1].vars[name] = declared
+
+    def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
+        if isinstance(cond.ty, TileT):
+            cond = self.b.value("scalar_of", (cond,), ScalarT(cond.ty.dtype), self.loc(test), hint="cond")
+        if cond.ty.dtype != "bool":
+            cond = self.b.value("compare", (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
+                                self.loc(test), hint="cond", op="!=")
+        return cond
+
+    def outer_updates(self, *blocks: Block) -> tuple[str, ...]:
+        outside = self.b.scope_names_outside()
+        return tuple(sorted({st.name for blk in blocks for st in walk(blk)
+                             if isinstance(st, Let) and st.update and st.name in outside}))
+
+    # ---- expressions
+    def expr(self, node: ast.expr) -> Any:
+        handler = getattr(self, f"expr_{type(node).__name__}", None)
+        if handler is None:
+            raise self.fail(node, f"`{type(node).__name__}` expressions are not supported in Triton kernels",
+                            type(node).__name__)
+        return handler(node)
+
+    def expr_Constant(self, node: ast.Constant) -> Any:
+        if isinstance(node.value, (int, float, bool, str)) or node.value is None:
+            return CV(node.value)
+        raise self.fail(node, f"constant {node.value!r} is not supported", "constant")
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        return self.lookup(node.id, node)
+
+    def expr_Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self.expr(e) for e in node.elts)
+
+    expr_List = expr_Tuple
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        return self.calls.attribute(self, self.expr(node.value), node.attr, node)
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        return self.calls.subscript(self, self.expr(node.value), node)
+
+    def expr_Call(self, node: ast.Call) -> Any:
+        f = self.expr(node.func)
+        if isinstance(f, Helper):
+            return self.inline(f.node, node)
+        args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise self.fail(node, "*args / **kwargs in calls are not supported", "call")
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        return self.calls.call(self, f, args, kwargs, node)
+
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        op = BINOPS.get(type(node.op))
+        if op is None:
+            raise self.fail(node, f"operator {type(node.op).__name__} is not supported", "operator")
+        return self.calls.binary(self, op, self.expr(node.left), self.expr(node.right), node)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        return self.calls.unary(self, type(node.op).__name__, self.expr(node.operand), node)
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        op = "&" if isinstance(node.op, ast.And) else "|"
+        out = self.expr(node.values[0])
+        for v in node.values[1:]:
+            out = self.calls.binary(self, op, out, self.expr(v), node)
+        return out
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        if len(node.ops) != 1:
+            raise self.fail(node, "chained comparisons are not supported", "comparison", "split with &")
+        op = CMPOPS.get(type(node.ops[0]))
+        if op is None:
+            if isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+                a, b = self.expr(node.left), self.expr(node.comparators[0])
+                if isinstance(a, CV) and isinstance(b, CV):
+                    return CV((a.value is b.value) == isinstance(node.ops[0], ast.Is))
+                if isinstance(b, CV) and b.value is None and isinstance(a, (Ref, Ptr)):
+                    return CV(not isinstance(node.ops[0], ast.Is))  # a given argument is not None
+            raise self.fail(node, f"comparison {type(node.ops[0]).__name__} is not supported", "comparison")
+        return self.calls.compare(self, op, self.expr(node.left), self.expr(node.comparators[0]), node)
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.expr(node.test)
+        if isinstance(cond, CV) and not isinstance(cond.value, (Sym, DimOp)):
+            return self.expr(node.body if cond.value else node.orelse)
+        if isinstance(cond, CV):
+            raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a conditional expression on a constexpr",
+                                      self.loc(node))
+        return self.calls.where(self, cond, self.expr(node.body), self.expr(node.orelse), node)
+
+    def expr_JoinedStr(self, node: ast.JoinedStr) -> Any:
+        return CV("")  # messages of static/device asserts
+
+    def inline(self, fn: ast.FunctionDef, call: ast.Call) -> Any:
+        """A `@triton.jit` helper, inlined at its call site (its parameters bound to the arguments)."""
+        if self.inline_depth >= MAX_INLINE_DEPTH:
+            raise self.fail(call, "helpers call each other too deeply (recursion?)", "helper")
+        params = [a.arg for a in fn.args.args]
+        defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults))
+        bound: dict[str, Any] = {}
+        for name, a in zip(params, call.args):
+            bound[name] = self.expr(a)
+        for k in call.keywords:
+            if k.arg not in params:
+                raise self.fail(call, f"helper `{fn.name}` has no parameter `{k.arg}`", "helper")
+            bound[k.arg] = self.expr(k.value)
+        for name in params:
+            if name not in bound:
+                if name not in defaults:
+                    raise self.fail(call, f"helper `{fn.name}`: missing argument `{name}`", "helper")
+                bound[name] = self.expr(defaults[name])
+        body = fn.body
+        ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
+        scope = Scope("fn")
+        scope.vars.update(bound)
+        self.scopes.append(scope)
+        self.inline_depth += 1
+        try:
+            self.block(body[:-1] if ret else body)
+            return self.expr(ret.value) if ret is not None and ret.value is not None else CV(None)
+        finally:
+            self.inline_depth -= 1
+            self.scopes.pop()
+
+    # ---- atoms and affine forms
+    def track_scalar(self, ref: Ref) -> None:
+        if isinstance(ref.ty, ScalarT) and ref.ty.dtype in ("i32", "i64"):
+            self.factors[("v", ref.name)] = ref
+            self.poly[ref.name] = A.factor(("v", ref.name))
+
+    def poly_of(self, v: Any) -> A.Poly | None:
+        if isinstance(v, CV):
+            if isinstance(v.value, bool) or not isinstance(v.value, (int, Sym, DimOp)):
+                return None
+            return A.dim_poly(v.value)
+        if isinstance(v, Ref):
+            if v.name not in self.poly and _int_scalar(v):
+                self.factors[("v", v.name)] = v  # an opaque integer (pid % n, a loaded index): one factor
+                self.poly[v.name] = A.factor(("v", v.name))
+            return self.poly.get(v.name)
+        return None
+
+    def atom_poly(self, a: Atom) -> A.Poly | None:
+        if isinstance(a, CDim):
+            return A.dim_poly(a.dim)
+        if isinstance(a, Lit):
+            return A.const(a.value) if type(a.value) is int else None
+        return self.poly.get(a.name)
+
+    def poly_atom(self, p: A.Poly, node: ast.AST) -> Atom:
+        """An i32 scalar computing `p` (a tile index)."""
+        loc = self.loc(node)
+        total: Atom | None = None
+        for m, c in sorted(p.items(), key=repr):
+            term: Atom | None = None if c == 1 and m else Lit(c, ScalarT("i32"))
+            for f in m:
+                if f[0] == "v":
+                    x: Atom = self.factors[f]
+                    if isinstance(x.ty, TileT):
+                        x = self.b.value("scalar_of", (x,), ScalarT(x.ty.dtype), loc, hint="idx")
+                    x = self.b.cast(x, "i32", loc)
+                elif f[0] == "c":
+                    x = CDim(Sym(f[1]))
+                elif f[0] == "d":
+                    x = CDim(f[1])
+                else:
+                    raise self.fail(node, "internal: an arange in a tile index", "internal")
+                term = x if term is None else self.scalar_op("mul", term, x, loc)
+            total = term if total is None else self.scalar_op("add", total, term, loc)
+        return total if total is not None else Lit(0, ScalarT("i32"))
+
+    def scalar_value(self, atom: Atom, ty: ScalarT, loc: Loc, hint: str) -> Ref:
+        """A scalar variable holding `atom`; an infinite or NaN literal goes through a 0-d constant tile
+        (cutile-rs takes `f32::INFINITY` only as an operand of a tile constant)."""
+        if isinstance(atom, Lit) and isinstance(atom.value, float) and not math.isfinite(atom.value):
+            t = self.b.to_tile(Lit(atom.value, ty), ty.dtype, (), loc)
+            return self.b.value("scalar_of", (t,), ty, loc, hint=hint)
+        return self.b.value("scalar", (atom,), ty, loc, hint=hint)
+
+    def scalar_op(self, op: str, a: Atom, b: Atom, loc: Loc) -> Ref:
+        if isinstance(a, CDim) and isinstance(b, CDim):
+            a = self.b.value("scalar", (a,), ScalarT("i32"), loc, hint="c")
+        return self.b.value("binary", (a, b), ScalarT("i32"), loc, hint="idx", op=op, rounding=None, ftz=None,
+                            nan=None)
+
+    def atom(self, v: Any, node: ast.AST, dtype) -> Atom:
+        """A scalar operand: a Ref, a literal of `dtype` (or its own type), or a constexpr dimension."""
+        if isinstance(v, Ref):
+            return v
+        if isinstance(v, CV):
+            x = v.value
+            if isinstance(x, (Sym, DimOp)):
+                return CDim(x)
+            if isinstance(x, bool):
+                return Lit(x, ScalarT("bool"))
+            if isinstance(x, int):
+                if not -2**63 <= x < 2**64:
+                    raise self.fail(node, f"integer constant {x} is out of range", "literal")
+                if dtype is not None and self.b.is_float(dtype):
+                    return Lit(float(x), ScalarT(dtype))
+                return Lit(x, ScalarT(dtype if dtype is not None else ("i32" if -2**31 <= x < 2**31 else "i64")))
+            if isinstance(x, float):
+                return Lit(x, ScalarT(dtype if dtype is not None and self.b.is_float(dtype) else "f32"))
+        raise self.fail(node, f"expected a number, got {describe(v)}", "operand")
+
+    def int_atom(self, v: Any, node: ast.AST) -> Atom:
+        if isinstance(v, Ref) and v.name in self.loaded and self.b.is_float(v.ty.dtype):
+            raise Retry("index", self.loaded[v.name])  # a loaded count or offset: an integer array
+        if isinstance(v, Ref) and isinstance(v.ty, ScalarT) and v.ty.dtype in ("i32", "i64", "i16", "i8"):
+            return v if v.ty.dtype == "i32" else self.b.cast(v, "i32", self.loc(node))
+        if isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0:
+            s = self.b.value("scalar_of", (v,), ScalarT(v.ty.dtype), self.loc(node), hint="n")
+            return self.int_atom(s, node)
+        if isinstance(v, CV) and (type(v.value) is int or isinstance(v.value, (Sym, DimOp))):
+            return self.atom(v, node, "i32")
+        raise self.fail(node, f"expected an integer, got {describe(v)}", "integer")
+
+    def compile_time(self, v: Any, node: ast.AST, what: str) -> Any:
+        if not isinstance(v, CV):
+            raise self.fail(node, f"{what} must be a compile-time constant (tl.constexpr)", "constexpr")
+        return v.value
+
+
+def _returns(stmts: Sequence[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return) and stmts[-1].value is None
+
+
+def _is_int(dt) -> bool:
+    return isinstance(dt, str) and dt[0] in "iu" and dt[1:].isdigit()
+
+
+def _same_loop(stmts):
+    """Nodes of a loop body, not descending into nested loops."""
+    for st in stmts:
+        yield st
+        if not isinstance(st, (ast.For, ast.While)):
+            for child in ast.iter_child_nodes(st):
+                if isinstance(child, ast.stmt):
+                    yield from _same_loop([child])
+
+
+def _int_scalar(v: Ref) -> bool:
+    return (isinstance(v.ty, ScalarT) or (isinstance(v.ty, TileT) and v.ty.rank == 0)) and \
+        v.ty.dtype in ("i32", "i64", "i16", "i8")
+
+
+def _increment(st: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    """(name, increment expression) of `p += e`, `p = p + e` or `p = tl.advance(p, e)`."""
+    if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add) and isinstance(st.target, ast.Name):
+        return st.target.id, st.value
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        name, v = st.targets[0].id, st.value
+        if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add) and isinstance(v.left, ast.Name) \
+                and v.left.id == name:
+            return name, v.right
+        if isinstance(v, ast.Call) and (dotted(v.func) or "").endswith("advance") and len(v.args) == 2 \
+                and isinstance(v.args[0], ast.Name) and v.args[0].id == name:
+            return name, v.args[1]
+    return None, None
+
+
+def _target_names(st: ast.stmt) -> set[str]:
+    targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+PURE_KINDS = {"binary", "compare", "select", "unary", "astype", "splat", "full", "arange", "reshape",
+              "broadcast", "scalar", "copy", "bid", "num_blocks", "scalar_of", "tile0", "permute", "reduce"}
+
+
+def prune_dead(body: Block) -> None:
+    """Drop pure operations whose results are never read (the address arithmetic a block access replaced)."""
+    while True:
+        used: set[str] = set()
+        for st in walk(body):
+            if isinstance(st, (Let,)) or hasattr(st, "op"):
+                used |= {a.name for a in st.op.args if isinstance(a, Ref)}
+                if isinstance(st, Let) and st.update:
+                    used.add(st.name)
+            elif isinstance(st, For):
+                used |= {a.name for a in (st.start, st.stop, st.step) if isinstance(a, Ref)} | set(st.carried)
+            elif isinstance(st, If):
+                used |= ({st.cond.name} if isinstance(st.cond, Ref) else set()) | set(st.assigned)
+        removed = _remove_unused(body, used)
+        if not removed:
+            return
+
+
+def _remove_unused(block: Block, used: set[str]) -> int:
+    n = 0
+    kept = []
+    for st in block.stmts:
+        if isinstance(st, Let) and not st.update and st.name not in used and st.op.kind in PURE_KINDS:
+            n += 1
+            continue
+        if isinstance(st, For):
+            n += _remove_unused(st.body, used)
+        elif isinstance(st, If):
+            n += _remove_unused(st.then, used) + _remove_unused(st.orelse, used)
+        kept.append(st)
+    block.stmts = kept
+    return n
+
+
+def describe(v: Any) -> str:
+    if isinstance(v, Ref):
+        return str(v.ty)
+    if isinstance(v, CV):
+        return f"constant {v.value!r}"
+    if isinstance(v, Ptr):
+        return f"a pointer into `{v.array.name}`"
+    if isinstance(v, BlockPtr):
+        return f"a block pointer into `{v.array.name}`"
+    if isinstance(v, DT):
+        return f"dtype {v.dtype}"
+    if isinstance(v, tuple):
+        return "a tuple"
+    return type(v).__name__
+
+
+__all__ = ["TritonLowerer", "Retry", "describe"]

@@ -1,0 +1,348 @@
+"""Triton memory accesses -> partition-view loads/stores, or gathers/scatters.
+
+A pointer is an array parameter plus an integer offset. When the offset's affine form is
+block-structured (`affine.block_access`) and the mask is a conjunction of bounds checks, the access
+becomes what a cuTile kernel writes as `ct.load(arr, index, shape, padding_mode)` on an N-D view of
+the parameter (strides from the launch); otherwise it is a gather/scatter over the whole buffer
+(1-D), masked as in the source. A parameter whose accesses disagree on the view is accessed through
+gathers/scatters only (`Retry("flat", ..)` restarts the kernel with that decision).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any
+
+from tileport.frontends.triton import affine as A
+from tileport.frontends.triton.values import CV, BlockPtr, Ptr
+from tileport.model.ir import Lit, Ref
+from tileport.model.types import ArrayT, ScalarT, TileT, is_float
+
+PADDING = {0.0: "zero", math.inf: "pos_inf", -math.inf: "neg_inf"}
+
+
+def _bind(lw, args, kwargs, names, node, fn, required):
+    out = dict(zip(names, args))
+    if len(args) > len(names):
+        raise lw.fail(node, f"tl.{fn}: too many arguments", f"tl.{fn}")
+    for k, v in kwargs.items():
+        if k not in names:
+            raise lw.fail(node, f"tl.{fn}: unknown argument `{k}`", f"tl.{fn}")
+        out[k] = v
+    for k in names[:required]:
+        if k not in out:
+            raise lw.fail(node, f"tl.{fn}: missing argument `{k}`", f"tl.{fn}")
+    return out
+
+
+def _none(v) -> bool:
+    return v is None or (isinstance(v, CV) and v.value is None)
+
+
+def array(lw, p: Ptr | BlockPtr, rank: int) -> Ref:
+    """The array parameter as an operand of rank `rank` (every access of a parameter agrees on it)."""
+    return Ref(p.array.name, ArrayT(p.array.ty.dtype, rank))
+
+
+# ---------------------------------------------------------------- pointer arithmetic
+
+def ptr_add(lw, ptr: Ptr, v: Any, node: ast.AST, negate: bool = False) -> Ptr:
+    if isinstance(v, (Ptr, BlockPtr)):
+        raise lw.fail(node, "the sum or difference of two pointers is not supported", "pointer arithmetic")
+    if isinstance(v, Ref) and not (isinstance(v.ty, (ScalarT, TileT)) and v.ty.dtype in ("i32", "i64", "i16",
+                                                                                           "i8", "u8", "u32")):
+        if v.name in lw.loaded:
+            from tileport.frontends.triton.lower import Retry
+            raise Retry("index", lw.loaded[v.name])
+        raise lw.fail(node, f"a pointer offset must be an integer, not {v.ty}", "pointer arithmetic")
+    if isinstance(v, CV) and not (type(v.value) is int or lw.poly_of(v) is not None):
+        raise lw.fail(node, f"a pointer offset must be an integer, not {v.value!r}", "pointer arithmetic")
+    if negate:
+        v = lw.calls.unary(lw, "USub", v, node)
+    if ptr.offset is None:
+        offset = v if isinstance(v, Ref) else lw.calls.materialize_int(lw, v, node)
+    else:
+        offset = lw.calls.binary(lw, "+", ptr.offset, v, node)
+    return Ptr(ptr.array, offset)
+
+
+def advanced(lw, p0, inc, iteration: A.Poly, node: ast.AST):
+    """The value inside a loop of a pointer advanced by `inc` per iteration: `p0 + iteration * inc`."""
+    it = lw.poly_atom(iteration, node)
+    it_ref = it if isinstance(it, Ref) else lw.b.value("scalar", (it,), ScalarT("i32"), lw.loc(node), hint="it")
+    lw.track_scalar(it_ref)
+    if isinstance(it, Ref):
+        lw.poly[it_ref.name] = iteration
+    if isinstance(p0, Ptr):
+        return ptr_add(lw, p0, lw.calls.binary(lw, "*", it_ref, inc, node), node)
+    if not (isinstance(inc, tuple) and len(inc) == len(p0.offsets)):
+        raise lw.fail(node, "tl.advance needs one offset per block dimension", "tl.advance")
+    offsets = tuple(lw.calls.binary(lw, "+", o, lw.calls.binary(lw, "*", it_ref, d, node), node)
+                    for o, d in zip(p0.offsets, inc))
+    return BlockPtr(p0.array, p0.shape, p0.strides, offsets, p0.block, p0.order)
+
+
+def advance(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("base", "offsets"), node, "advance", 2)
+    bp, offs = b["base"], b["offsets"]
+    if not isinstance(bp, BlockPtr) or not isinstance(offs, tuple) or len(offs) != len(bp.offsets):
+        raise lw.fail(node, "tl.advance takes a block pointer and one offset per dimension", "tl.advance")
+    offsets = tuple(lw.calls.binary(lw, "+", o, d, node) for o, d in zip(bp.offsets, offs))
+    return BlockPtr(bp.array, bp.shape, bp.strides, offsets, bp.block, bp.order)
+
+
+def make_block_ptr(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("base", "shape", "strides", "offsets", "block_shape", "order"), node,
+              "make_block_ptr", 5)
+    base = b["base"]
+    if not isinstance(base, Ptr):
+        raise lw.fail(node, "tl.make_block_ptr: `base` must be a pointer parameter (plus an offset)",
+                      "tl.make_block_ptr")
+    fields = [b[k] for k in ("shape", "strides", "offsets", "block_shape")]
+    if not all(isinstance(f, tuple) for f in fields) or len({len(f) for f in fields}) != 1:
+        raise lw.fail(node, "tl.make_block_ptr: shape, strides, offsets and block_shape must be tuples of one "
+                      "length", "tl.make_block_ptr")
+    block = tuple(lw.compile_time(d, node, "block_shape") for d in b["block_shape"])
+    if base.array.name in lw.flat:
+        raise lw.fail(node, f"pointer `{base.array.name}` is used both as a block pointer and through "
+                      "element pointers with another layout", "tl.make_block_ptr")
+    return BlockPtr(base, b["shape"], b["strides"], b["offsets"], block, ())
+
+
+# ---------------------------------------------------------------- loads and stores
+
+def load(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("pointer", "mask", "other", "boundary_check", "padding_option", "cache_modifier",
+                                 "eviction_policy", "volatile"), node, "load", 1)
+    ptr = b["pointer"]
+    if isinstance(ptr, BlockPtr):
+        return _block_ptr_load(lw, ptr, b, node)
+    if not isinstance(ptr, Ptr):
+        raise lw.fail(node, f"tl.load of {lw.describe(ptr)}: a pointer is expected", "tl.load")
+    mask = None if _none(b.get("mask")) else b["mask"]
+    other = None if _none(b.get("other")) else b["other"]
+    if mask is not None and not (isinstance(mask, Ref) and mask.ty.dtype == "bool"):
+        if isinstance(mask, CV) and mask.value is True:
+            mask = None
+        else:
+            raise lw.fail(node, "tl.load: mask must be a boolean tile", "tl.load")
+    dtype = ptr.array.ty.dtype
+    pad, select_other = _padding(lw, other, mask, node)
+    acc = _access(lw, ptr, mask)
+    loc = lw.loc(node)
+    if acc is not None and pad is not None:
+        index = tuple(lw.poly_atom(p, node) for p in acc.index)
+        out = lw.b.value("load", (array(lw, ptr, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)), loc,
+                         hint=f"{ptr.array.name}_tile", shape=tuple(acc.tile), order=None, padding=pad,
+                         check_bounds=None, latency=None, allow_tma=None)
+        out = _reshape(lw, out, ptr.shape, node)
+    else:
+        out = _gather(lw, ptr, mask, other if select_other is None and other is not None else None, node)
+    if select_other is not None:
+        out = lw.calls.where(lw, mask, out, select_other, node)
+    lw.loaded[out.name] = ptr.array.name
+    return out
+
+
+def _padding(lw, other, mask, node) -> tuple[str | None, Any]:
+    """(padding mode of a partition load or None, a runtime `other` to select after the load)."""
+    if mask is None:
+        return "undetermined", None
+    if other is None:
+        return "zero", None
+    if isinstance(other, CV) and isinstance(other.value, (int, float)) and not isinstance(other.value, bool):
+        v = float(other.value)
+        if math.isnan(v):
+            return "nan", None
+        return PADDING.get(v), None
+    return "zero", other
+
+
+def _access(lw, ptr: Ptr, mask) -> A.BlockAccess | None:
+    if ptr.array.name in lw.flat:
+        return None
+    poly = A.const(0) if ptr.offset is None else lw.poly_of(ptr.offset)
+    if poly is None:
+        return None
+    bounds = None
+    if mask is not None:
+        bounds = lw.bounds.get(mask.name)
+        if bounds is None:
+            return None
+    acc = A.block_access(poly, ptr.shape, lw.scalar_params, bounds)
+    if acc is not None:
+        register_view(lw, ptr.array.name, acc)
+    return acc
+
+
+def register_view(lw, name: str, acc: A.BlockAccess) -> None:
+    from tileport.frontends.triton.lower import Retry
+    strides = tuple(A.key(s) for s in acc.strides)
+    extents = [None if e is None else A.key(e) for e in acc.extents]
+    if lw.views.setdefault(name, strides) != strides:
+        raise Retry("flat", name)
+    seen = lw.extents.setdefault(name, [set() for _ in strides])
+    for d, e in enumerate(extents):
+        if e is not None:
+            seen[d].add(e)
+            if len(seen[d]) > 1:
+                raise Retry("flat", name)
+
+
+def _reshape(lw, t: Ref, shape: tuple, node) -> Ref:
+    if tuple(t.ty.shape) == tuple(shape):
+        return t
+    return lw.b.value("reshape", (t,), TileT(t.ty.dtype, tuple(shape)), lw.loc(node), hint=f"{t.name}_r",
+                      shape=tuple(shape))
+
+
+def _offsets(lw, ptr: Ptr, shape: tuple, node):
+    if ptr.offset is None:
+        return Lit(0, ScalarT("i32"))
+    off = ptr.offset
+    if isinstance(off.ty, ScalarT) or tuple(off.ty.shape) != tuple(shape):
+        off = lw.b.to_tile(off, off.ty.dtype, shape, lw.loc(node))
+    return off
+
+
+def _common_shape(lw, ptr: Ptr, others, node) -> tuple:
+    shape = ptr.shape
+    for o in others:
+        if isinstance(o, Ref) and isinstance(o.ty, TileT):
+            shape = lw.b.broadcast_shape(shape, o.ty.shape, lw.loc(node))
+    return tuple(shape)
+
+
+def _gather(lw, ptr: Ptr, mask, other, node) -> Ref:
+    loc = lw.loc(node)
+    dtype = ptr.array.ty.dtype
+    shape = _common_shape(lw, ptr, [mask], node)
+    pad = 0
+    if other is not None:
+        pad = lw.compile_time(other, node, "tl.load other=")
+        if not isinstance(pad, (int, float)) or isinstance(pad, bool):
+            raise lw.fail(node, f"tl.load: other={pad!r} is not a number", "tl.load")
+        if not all(is_float(d) for d in lw.b.dspace.values(dtype)) and not float(pad).is_integer():
+            raise lw.fail(node, f"tl.load: other={pad!r} does not fit an integer element type", "tl.load")
+    args = (array(lw, ptr, 1), _offsets(lw, ptr, shape, node))
+    if mask is not None:
+        args += (lw.b.to_tile(mask, "bool", shape, loc),)
+    out = lw.b.value("gather", args, TileT(dtype, shape), loc, hint=f"{ptr.array.name}_tile", padding_value=pad,
+                     has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
+    # a copy: the variable it is bound to may be reassigned later (a gather result is destructured)
+    return lw.b.value("copy", (out,), out.ty, loc, hint=f"{ptr.array.name}_vals")
+
+
+def store(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("pointer", "value", "mask", "boundary_check", "cache_modifier",
+                                 "eviction_policy"), node, "store", 2)
+    ptr = b["pointer"]
+    if isinstance(ptr, BlockPtr):
+        return _block_ptr_store(lw, ptr, b, node)
+    if not isinstance(ptr, Ptr):
+        raise lw.fail(node, f"tl.store to {lw.describe(ptr)}: a pointer is expected", "tl.store")
+    mask = None if _none(b.get("mask")) else b["mask"]
+    if mask is not None and not (isinstance(mask, Ref) and mask.ty.dtype == "bool"):
+        if isinstance(mask, CV) and mask.value is True:
+            mask = None
+        else:
+            raise lw.fail(node, "tl.store: mask must be a boolean tile", "tl.store")
+    dtype = ptr.array.ty.dtype
+    value = b["value"]
+    loc = lw.loc(node)
+    acc = _access(lw, ptr, mask)
+    if acc is not None:
+        tile = _value_tile(lw, value, dtype, ptr.shape, node)
+        tile = _reshape(lw, tile, tuple(acc.tile), node)
+        index = tuple(lw.poly_atom(p, node) for p in acc.index)
+        lw.b.effect("store", (array(lw, ptr, len(acc.tile)), tile, *index), loc, order=None, check_bounds=None,
+                    latency=None, allow_tma=None)
+        return CV(None)
+    shape = _common_shape(lw, ptr, [mask, value], node)
+    tile = _value_tile(lw, value, dtype, shape, node)
+    args_ = (array(lw, ptr, 1), tile, _offsets(lw, ptr, shape, node))
+    if mask is not None:
+        args_ += (lw.b.to_tile(mask, "bool", shape, loc),)
+    lw.b.effect("scatter", args_, loc, has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
+    return CV(None)
+
+
+def _value_tile(lw, value, dtype, shape, node) -> Ref:
+    """The stored value as a tile of the pointer's element type (Triton casts implicitly on store)."""
+    loc = lw.loc(node)
+    if isinstance(value, Ref) and value.ty.dtype == "bool" and dtype != "bool":
+        value = lw.calls.to(lw, value, dtype, node)
+    if isinstance(value, Ref) and isinstance(value.ty, TileT):
+        if len(value.ty.shape) > len(shape) or lw.b.broadcast_shape(value.ty.shape, shape, loc) != tuple(shape):
+            raise lw.fail(node, f"tl.store: value of shape {value.ty.shape} does not fit pointers of shape {shape}",
+                          "tl.store")
+        return lw.b.to_tile(lw.b.cast(value, dtype, loc), dtype, tuple(shape), loc)
+    if isinstance(value, Ref):
+        return lw.b.to_tile(lw.b.cast(value, dtype, loc), dtype, tuple(shape), loc)
+    return lw.b.to_tile(lw.atom(value, node, dtype), dtype, tuple(shape), loc)
+
+
+# ---------------------------------------------------------------- block pointers
+
+def _block_access(lw, bp: BlockPtr, checked: tuple, node) -> A.BlockAccess:
+    """A block pointer as the equivalent affine pointer: one synthetic arange per block dimension."""
+    rank = len(bp.block)
+    base = bp.array
+    poly = A.const(0) if base.offset is None else lw.poly_of(base.offset)
+    bounds = []
+    for d in range(rank):
+        stride, offset, extent = (lw.poly_of(v) for v in (bp.strides[d], bp.offsets[d], bp.shape[d]))
+        if stride is None or offset is None or (d in checked and extent is None):
+            raise lw.fail(node, f"block pointer dimension {d}: shape, stride and offset must be integer scalars "
+                          "or constants", "tl.make_block_ptr")
+        ar = ("a", f"bp{id(node)}_{d}", bp.block[d], rank - 1 - d)
+        poly = None if poly is None else A.add(poly, A.mul(A.add(offset, A.factor(ar)), stride))
+        if d in checked:
+            bounds.append(A.Bound(ar, tuple(offset.items()), tuple(extent.items())))
+    acc = None if poly is None else A.block_access(poly, tuple(bp.block), lw.scalar_params, bounds)
+    if acc is None:
+        raise lw.fail(node, "this block pointer is not a partition of an array view (offsets must be multiples "
+                      "of the block shape; strides must be scalar parameters or 1)", "tl.make_block_ptr",
+                      "align the offsets to the block shape")
+    register_view(lw, base.array.name, acc)
+    return acc
+
+
+def _checked(lw, v, rank: int, node) -> tuple:
+    if _none(v):
+        return ()
+    items = v if isinstance(v, tuple) else (v,)
+    dims = tuple(lw.compile_time(i, node, "boundary_check") for i in items)
+    if not all(type(d) is int and 0 <= d < rank for d in dims):
+        raise lw.fail(node, f"boundary_check {dims} names dimensions outside 0..{rank - 1}", "boundary_check")
+    return dims
+
+
+def _block_ptr_load(lw, bp: BlockPtr, b, node):
+    rank = len(bp.block)
+    checked = _checked(lw, b.get("boundary_check"), rank, node)
+    option = "" if _none(b.get("padding_option")) else lw.compile_time(b["padding_option"], node, "padding_option")
+    if option not in ("", "zero", "nan"):
+        raise lw.fail(node, f"padding_option={option!r} is not supported", "tl.load", "use 'zero' or 'nan'")
+    acc = _block_access(lw, bp, checked, node)
+    pad = "nan" if option == "nan" else ("zero" if checked else "undetermined")
+    index = tuple(lw.poly_atom(p, node) for p in acc.index)
+    dtype = bp.array.array.ty.dtype
+    out = lw.b.value("load", (array(lw, bp.array, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)),
+                     lw.loc(node), hint=f"{bp.array.array.name}_tile", shape=tuple(acc.tile), order=None,
+                     padding=pad, check_bounds=None, latency=None, allow_tma=None)
+    return _reshape(lw, out, tuple(bp.block), node)
+
+
+def _block_ptr_store(lw, bp: BlockPtr, b, node):
+    rank = len(bp.block)
+    if not _none(b.get("mask")):
+        raise lw.fail(node, "tl.store to a block pointer takes boundary_check, not mask", "tl.store")
+    acc = _block_access(lw, bp, _checked(lw, b.get("boundary_check"), rank, node), node)
+    dtype = bp.array.array.ty.dtype
+    tile = _reshape(lw, _value_tile(lw, b["value"], dtype, tuple(bp.block), node), tuple(acc.tile), node)
+    index = tuple(lw.poly_atom(p, node) for p in acc.index)
+    lw.b.effect("store", (array(lw, bp.array, len(acc.tile)), tile, *index), lw.loc(node), order=None,
+                check_bounds=None, latency=None, allow_tma=None)
+    return CV(None)

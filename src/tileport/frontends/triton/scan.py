@@ -1,0 +1,225 @@
+"""Module scan of a Triton file: which functions are kernels, their autotune/heuristics candidates, the
+module's constants and `@triton.jit` helpers. Only `ast` is used: the user's module never runs."""
+
+from __future__ import annotations
+
+import ast
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+from tileport.diagnostics import Diagnostic
+from tileport.model.ir import Loc
+
+MAX_SOURCE_BYTES = 1 << 20
+TRITON_MODULES = ("triton",)
+TL_MODULES = ("triton.language",)
+LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
+                     "triton.language.math", "triton.language.extra")
+
+
+def loc_of(path: str, node: ast.AST) -> Loc:
+    return Loc(path, getattr(node, "lineno", 0) or 1, getattr(node, "col_offset", 0) + 1)
+
+
+@dataclass
+class TritonModule:
+    path: str
+    tree: ast.Module
+    triton_names: set[str] = field(default_factory=set)  # names bound to `triton`
+    tl_names: set[str] = field(default_factory=set)  # names bound to `triton.language`
+    libdevice_names: set[str] = field(default_factory=set)  # libdevice / tl.math modules
+    tl_imports: dict[str, str] = field(default_factory=dict)  # from triton.language import exp -> {"exp": "exp"}
+    libdevice_imports: dict[str, str] = field(default_factory=dict)  # from ...libdevice import rsqrt
+    constants: dict[str, Any] = field(default_factory=dict)  # NAME = 3 / NAME: tl.constexpr = tl.constexpr(3)
+    kernels: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    helpers: dict[str, ast.FunctionDef] = field(default_factory=dict)  # @triton.jit functions (inlined)
+    candidates: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # autotune configs per kernel
+    heuristics: dict[str, set[str]] = field(default_factory=dict)  # constants a heuristic decides
+
+
+def read_source(path: str) -> str:
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise Diagnostic("not a regular file", Loc(path, 1, 1), "file", "give a .py kernel file")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as e:
+        raise Diagnostic(f"cannot read the file: {e.strerror or e}", Loc(path, 1, 1), "file") from None
+    if len(raw) > MAX_SOURCE_BYTES:
+        raise Diagnostic("the file is larger than 1 MiB", Loc(path, 1, 1), "file size", "split the file")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise Diagnostic(f"the file is not valid UTF-8 (byte {e.start})", Loc(path, 1, 1), "encoding",
+                         "save the file as UTF-8") from None
+
+
+def parse(path: str, text: str) -> ast.Module:
+    try:
+        return ast.parse(text, filename=path)
+    except SyntaxError as e:
+        raise Diagnostic(f"syntax error: {e.msg}", Loc(path, e.lineno or 1, e.offset or 1), "syntax") from None
+    except (ValueError, RecursionError, MemoryError) as e:
+        raise Diagnostic(f"the file cannot be parsed: {type(e).__name__}", Loc(path, 1, 1), "syntax") from None
+
+
+def dotted(node: ast.AST) -> str | None:
+    """`a.b.c` as a string (None for anything but names and attributes)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+DECORATORS = ("jit", "autotune", "heuristics")
+
+
+def _decorator_name(tm: TritonModule, d: ast.AST) -> str | None:
+    """`jit`, `autotune`, `heuristics` for triton decorators (called or not), else None."""
+    name = dotted(d.func if isinstance(d, ast.Call) else d)
+    if not name:
+        return None
+    head, _, attr = name.rpartition(".")
+    if head in tm.triton_names and attr in DECORATORS:
+        return attr
+    if not head and tm.tl_imports.get(name) in DECORATORS:
+        return tm.tl_imports[name]
+    return None
+
+
+def scan(path: str, text: str | None = None) -> TritonModule:
+    text = read_source(path) if text is None else text
+    tree = parse(path, text)
+    tm = TritonModule(path, tree)
+    for node in _module_level(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            _scan_import(tm, node)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            _scan_function(tm, node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            _scan_constant(tm, node)
+    return tm
+
+
+def _module_level(stmts):
+    """Module-level statements, including those inside `try`/`if` blocks (version-dependent imports)."""
+    for node in stmts:
+        yield node
+        if isinstance(node, ast.Try):
+            yield from _module_level(node.body)
+            for h in node.handlers:
+                yield from _module_level(h.body)
+        elif isinstance(node, ast.If):
+            yield from _module_level(node.body)
+            yield from _module_level(node.orelse)
+
+
+def _scan_import(tm: TritonModule, node: ast.Import | ast.ImportFrom) -> None:
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            local = a.asname or a.name.split(".")[0]
+            if a.name in TRITON_MODULES:
+                tm.triton_names.add(local)
+            elif a.name in TL_MODULES and a.asname:
+                tm.tl_names.add(a.asname)
+            elif a.name == "triton.language" and not a.asname:
+                tm.triton_names.add("triton")
+            elif a.name in LIBDEVICE_MODULES and a.asname:
+                tm.libdevice_names.add(a.asname)
+        return
+    mod = node.module or ""
+    for a in node.names:
+        local = a.asname or a.name
+        full = f"{mod}.{a.name}"
+        if mod == "triton" and a.name == "language":
+            tm.tl_names.add(local)
+        elif full in LIBDEVICE_MODULES or (a.name == "libdevice" and "triton" in mod):
+            tm.libdevice_names.add(local)
+        elif mod in LIBDEVICE_MODULES:
+            tm.libdevice_imports[local] = a.name
+        elif mod == "triton" and a.name in ("jit", "autotune", "heuristics", "cdiv", "Config"):
+            tm.tl_imports[local] = a.name
+        elif mod == "triton.language":
+            tm.tl_imports[local] = a.name
+
+
+def _scan_function(tm: TritonModule, fn: ast.FunctionDef) -> None:
+    kinds = [_decorator_name(tm, d) for d in fn.decorator_list]
+    if "jit" not in kinds:
+        return
+    is_kernel = any(k in ("autotune", "heuristics") for k in kinds) or _looks_like_kernel(tm, fn)
+    (tm.kernels if is_kernel else tm.helpers)[fn.name] = fn
+    for d, k in zip(fn.decorator_list, kinds):
+        if k == "autotune" and isinstance(d, ast.Call):
+            tm.candidates[fn.name] = _autotune_configs(tm, d)
+        elif k == "heuristics" and isinstance(d, ast.Call) and d.args and isinstance(d.args[0], ast.Dict):
+            tm.heuristics.setdefault(fn.name, set()).update(
+                k.value for k in d.args[0].keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+
+
+def _looks_like_kernel(tm: TritonModule, fn: ast.FunctionDef) -> bool:
+    """A jit function is a kernel (not a helper) when it reads a program id or stores, and returns nothing."""
+    returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
+    if returns:
+        return False
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call):
+            name = dotted(n.func) or ""
+            if name.rpartition(".")[2] in ("program_id", "store", "atomic_add", "atomic_max", "atomic_min",
+                                           "atomic_xchg", "atomic_cas"):
+                return True
+    return False
+
+
+def _autotune_configs(tm: TritonModule, call: ast.Call) -> list[dict[str, Any]]:
+    """The constexpr values of `triton.Config({...}, ...)` entries that are literal (others are skipped)."""
+    configs_node = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "configs"), None)
+    if isinstance(configs_node, ast.Name):
+        configs_node = _module_value(tm, configs_node.id)
+    out: list[dict[str, Any]] = []
+    if not isinstance(configs_node, (ast.List, ast.Tuple)):
+        return out
+    for c in configs_node.elts:
+        if not (isinstance(c, ast.Call) and c.args and isinstance(c.args[0], ast.Dict)):
+            continue
+        entry = {}
+        for k, v in zip(c.args[0].keys, c.args[0].values):
+            value = _literal(v)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str) and value is not None:
+                entry[k.value] = value
+        if entry and entry not in out:
+            out.append(entry)
+    return out
+
+
+def _module_value(tm: TritonModule, name: str) -> ast.AST | None:
+    for node in tm.tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id == name:
+            return node.value
+    return None
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        v = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return v if isinstance(v, (int, float, bool)) else None
+
+
+def _scan_constant(tm: TritonModule, node: ast.Assign | ast.AnnAssign) -> None:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if len(targets) != 1 or not isinstance(targets[0], ast.Name) or node.value is None:
+        return
+    value = node.value
+    if isinstance(value, ast.Call) and (dotted(value.func) or "").endswith("constexpr") and len(value.args) == 1:
+        value = value.args[0]
+    v = _literal(value)
+    if v is not None:
+        tm.constants[targets[0].id] = v

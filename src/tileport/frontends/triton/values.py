@@ -1,0 +1,82 @@
+"""Frontend-side values of the Triton frontend (what a Python expression evaluates to).
+
+Runtime values are kernel-model `Ref`s; everything else lives only while the kernel is lowered:
+compile-time constants, dtypes, modules, pointers (a pointer parameter plus an integer offset) and
+block pointers (`tl.make_block_ptr`).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from tileport.model.ir import Ref
+
+
+@dataclass(frozen=True)
+class CV:
+    """A compile-time value: int/float/bool/None/str, or a symbolic Dim (a constexpr parameter)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class DT:
+    """A dtype (`tl.float32`); `pointer` when it is a pointer dtype's element (`x.dtype.element_ty`)."""
+
+    dtype: Any
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # "tl" | "triton" | "libdevice"
+
+
+@dataclass(frozen=True)
+class Builtin:
+    name: str
+
+
+@dataclass(frozen=True)
+class Helper:
+    node: ast.FunctionDef
+
+
+@dataclass(frozen=True)
+class Ptr:
+    """`param + offset`: `offset` is an integer scalar or tile (None: the parameter itself)."""
+
+    array: Ref  # the array parameter (rank decided per parameter: see `Access`)
+    offset: Ref | None
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.offset.ty.shape) if self.offset is not None and hasattr(self.offset.ty, "shape") else ()
+
+
+@dataclass(frozen=True)
+class BlockPtr:
+    """`tl.make_block_ptr(base, shape, strides, offsets, block_shape, order)`."""
+
+    array: Ref
+    shape: tuple  # of Values
+    strides: tuple
+    offsets: tuple
+    block: tuple  # Dims
+    order: tuple
+
+
+@dataclass(frozen=True)
+class Method:
+    """`x.to`, `x.dtype`, ... bound to its object."""
+
+    obj: Any
+    name: str
+
+
+@dataclass(frozen=True)
+class Gone:
+    """A pointer advanced in a loop, read after the loop (its value after the loop is not modelled)."""
+
+    name: str
