@@ -62,6 +62,7 @@ def install_wheels(wheels: Sequence[Path], site: Path) -> str:
 def record_drivers(out: Path, site: Path) -> dict[str, Any]:
     """Every driver under `tileport record`, into one spec (out/wild-launches.json)."""
     spec = out / "wild-launches.json"
+    spec.unlink(missing_ok=True)  # every driver appends: one spec for all of them
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(REPO / "src"),
                                                         os.environ.get("PYTHONPATH", "")]))
     results = {}
@@ -70,7 +71,7 @@ def record_drivers(out: Path, site: Path) -> dict[str, Any]:
         env["WILD_DRIVER_OUT"] = str(summary)
         t0 = time.perf_counter()
         try:
-            r = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(spec), "--",
+            r = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--append", "--out", str(spec), "--",
                                 sys.executable, str(drv)], capture_output=True, text=True, env=env,
                                timeout=DRIVER_TIMEOUT_S)
             rc, tail = r.returncode, (r.stdout + r.stderr)[-3000:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
 from pathlib import Path
 
 from tileport import wild_gpu
@@ -102,3 +103,25 @@ def test_only_the_driven_packages_wheels_travel(tmp_path):
     copied = wild_gpu.copy_wheels(wheels, tmp_path / "bundle")
     assert copied == ["bastile-0.1.3-py3-none-any.whl", "cutile_gpt-0.2.1-py3-none-any.whl"]
     assert sorted(p.name for p in (tmp_path / "bundle").iterdir()) == copied
+
+
+def test_every_driver_adds_to_one_spec(tmp_path, monkeypatch):
+    """Regression: each driver's `record` replaced the spec, so only the last driver's launches survived."""
+    drivers = tmp_path / "drivers"
+    drivers.mkdir()
+    for name in ("a_driver.py", "b_driver.py"):
+        (drivers / name).write_text("")
+    monkeypatch.setattr(wild_gpu, "DRIVERS", drivers)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "wild-launches.json").write_text("{stale}")
+    commands = []
+
+    def fake_run(cmd, **kw):
+        commands.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(wild_gpu.subprocess, "run", fake_run)
+    wild_gpu.record_drivers(out, tmp_path / "site")
+    assert len(commands) == 2 and all("--append" in c for c in commands)
+    assert not (out / "wild-launches.json").exists()  # the stale spec of an earlier run is not appended to
