@@ -31,7 +31,7 @@ def fuse_fma(kernel: Kernel) -> int:
             return None
         m = block_defs[atom.name]
         op = m.op
-        if m.update or op.kind != "binary" or op.attr("op") != "mul" or counts[id(m)] != 1:
+        if op.kind != "binary" or op.attr("op") != "mul" or (not m.update and counts[id(m)] != 1):
             return None
         if (op.attr("rounding"), bool(op.attr("ftz"))) != (add.attr("rounding"), bool(add.attr("ftz"))):
             return None
@@ -40,30 +40,55 @@ def fuse_fma(kernel: Kernel) -> int:
     def visit(block: Block) -> None:
         nonlocal fused
         defs: dict[str, Let] = {}
+        # `x = a * b; x = x + c` (a reassigned variable): the product is read by the add alone and
+        # dies there, like a single-use SSA value in cuTile. Kept until anything else touches x, a or b.
+        updated_mul: dict[str, Let] = {}
         out = []
         for st in block.stmts:
             if isinstance(st, Let):
                 op = st.op
                 if (op.kind == "binary" and op.attr("op") in ("add", "sub") and isinstance(op.ty, TileT)
                         and _is_float(kernel, op.ty.dtype)):
-                    replaced = _try_fuse(op, st, defs, out, fusable_mul, taken)
+                    chained = _chained_product(st, updated_mul)
+                    replaced = _try_fuse(op, st, {**defs, **chained}, out, fusable_mul, taken)
                     if replaced:
                         fused += 1
                         st = replaced
+                _forget_touched(updated_mul, st)
                 if not st.update:
                     defs[st.name] = st
                 else:
                     defs.pop(st.name, None)
-            elif isinstance(st, For):
-                visit(st.body)
-            elif isinstance(st, If):
-                visit(st.then)
-                visit(st.orelse)
+                    if st.op.kind == "binary" and st.op.attr("op") == "mul":
+                        updated_mul[st.name] = st
+            else:
+                updated_mul.clear()  # loops, branches and effects: keep the chain to straight-line code
+                if isinstance(st, For):
+                    visit(st.body)
+                elif isinstance(st, If):
+                    visit(st.then)
+                    visit(st.orelse)
             out.append(st)
         block.stmts[:] = out
 
     visit(kernel.body)
     return fused
+
+
+def _chained_product(add: Let, updated_mul: dict[str, Let]) -> dict[str, Let]:
+    """The reassigning product `add` may consume: it must overwrite that variable and read it once."""
+    name = add.name
+    reads = sum(isinstance(a, Ref) and a.name == name for a in add.op.args)
+    return {name: updated_mul[name]} if add.update and name in updated_mul and reads == 1 else {}
+
+
+def _forget_touched(updated_mul: dict[str, Let], st: Let) -> None:
+    """Drop pending products whose value or operands `st` reads or rewrites (after it was considered)."""
+    read = {a.name for a in st.op.args if isinstance(a, Ref)}
+    for name, m in list(updated_mul.items()):
+        operands = {a.name for a in m.op.args if isinstance(a, Ref)}
+        if m is not st and (name in read or name == st.name or st.name in operands):
+            del updated_mul[name]
 
 
 def _try_fuse(op: Op, st: Let, defs, out: list, fusable_mul, taken: set[str]) -> Let | None:

@@ -126,3 +126,12 @@ def bitwise_kernel(a, b, y, TILE: ConstInt):
 def extract_kernel(x, y, TM: ConstInt, TN: ConstInt):
     t = ct.load(x, index=(ct.bid(0), 0), shape=(TM, TN))
     ct.store(y, index=(ct.bid(0), 0), tile=ct.extract(t, (0, 1), (TM, TN // 2)))
+
+
+@ct.kernel
+def reassigned_fma_kernel(x, y, TILE: ConstInt):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    acc = ct.full((TILE,), 1.0, dtype=ct.float32)
+    acc = ct.mul(acc, ct.exp(t))  # `acc` reassigned by the product, then by the add that consumes it
+    acc = ct.add(acc, t)
+    ct.store(y, index=(ct.bid(0),), tile=acc)
