@@ -37,7 +37,12 @@ def fuse_fma(kernel: Kernel) -> int:
             return None
         return m
 
-    def visit(block: Block) -> None:
+    def is_float_mul(m: Let | None) -> bool:
+        return m is not None and m.op.kind == "binary" and m.op.attr("op") == "mul" \
+            and _is_float(kernel, m.op.ty.dtype)
+
+    def visit(block: Block, reaching: dict[str, Let]) -> None:
+        """`reaching`: the binding each name reads here (outer ones included), as cuTile's SSA sees it."""
         nonlocal fused
         defs: dict[str, Let] = {}
         # `x = a * b; x = x + c` (a reassigned variable): the product is read by the add alone and
@@ -50,11 +55,14 @@ def fuse_fma(kernel: Kernel) -> int:
                 if (op.kind == "binary" and op.attr("op") in ("add", "sub") and isinstance(op.ty, TileT)
                         and _is_float(kernel, op.ty.dtype)):
                     chained = _chained_product(st, updated_mul)
-                    replaced = _try_fuse(op, st, {**defs, **chained}, out, fusable_mul, taken)
+                    lhs = op.args[0]
+                    lhs_is_mul = isinstance(lhs, Ref) and is_float_mul(reaching.get(lhs.name))
+                    replaced = _try_fuse(op, st, {**defs, **chained}, out, fusable_mul, taken, lhs_is_mul)
                     if replaced:
                         fused += 1
                         st = replaced
                 _forget_touched(updated_mul, st)
+                reaching[st.name] = st
                 if not st.update:
                     defs[st.name] = st
                 else:
@@ -64,15 +72,21 @@ def fuse_fma(kernel: Kernel) -> int:
             else:
                 updated_mul.clear()  # loops, branches and effects: keep the chain to straight-line code
                 if isinstance(st, For):
-                    visit(st.body)
+                    visit(st.body, _without(reaching, (*st.carried, st.index)))
+                    reaching = _without(reaching, st.carried)  # now the loop's results
                 elif isinstance(st, If):
-                    visit(st.then)
-                    visit(st.orelse)
+                    visit(st.then, dict(reaching))
+                    visit(st.orelse, dict(reaching))
+                    reaching = _without(reaching, (*st.assigned, st.result))  # now the if's results
             out.append(st)
         block.stmts[:] = out
 
-    visit(kernel.body)
+    visit(kernel.body, {})
     return fused
+
+
+def _without(env: dict[str, Let], names) -> dict[str, Let]:
+    return {k: v for k, v in env.items() if k not in names}
 
 
 def _chained_product(add: Let, updated_mul: dict[str, Let]) -> dict[str, Let]:
@@ -91,10 +105,13 @@ def _forget_touched(updated_mul: dict[str, Let], st: Let) -> None:
             del updated_mul[name]
 
 
-def _try_fuse(op: Op, st: Let, defs, out: list, fusable_mul, taken: set[str]) -> Let | None:
+def _try_fuse(op: Op, st: Let, defs, out: list, fusable_mul, taken: set[str], lhs_is_mul: bool) -> Let | None:
+    """cuTile tries the lhs product first and, when the lhs is a float product at all, only it: a product
+    with other uses on the lhs blocks fusing the rhs one (`wdy - xhat * c` with `wdy` reused stays apart)."""
     lhs, rhs = op.args
     modes = (("rounding", op.attr("rounding")), ("ftz", op.attr("ftz")))
-    for side, mul_atom, other in (("lhs", lhs, rhs), ("rhs", rhs, lhs)):
+    sides = (("lhs", lhs, rhs),) if lhs_is_mul else (("lhs", lhs, rhs), ("rhs", rhs, lhs))
+    for side, mul_atom, other in sides:
         m = fusable_mul(defs, mul_atom, op)
         if m is None:
             continue

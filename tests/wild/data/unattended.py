@@ -135,3 +135,20 @@ def reassigned_fma_kernel(x, y, TILE: ConstInt):
     acc = ct.mul(acc, ct.exp(t))  # `acc` reassigned by the product, then by the add that consumes it
     acc = ct.add(acc, t)
     ct.store(y, index=(ct.bid(0),), tile=acc)
+
+
+@ct.kernel
+def lhs_product_kernel(x, w, y, s, TILE: ConstInt):
+    xt = ct.load(x, index=(ct.bid(0), 0), shape=(TILE, TILE))
+    wx = xt * ct.load(w, index=(ct.bid(0), 0), shape=(TILE, TILE))  # a product read twice
+    c = ct.sum(wx, axis=1, keepdims=True)
+    ct.store(s, index=(ct.bid(0), 0), tile=c)
+    ct.store(y, index=(ct.bid(0), 0), tile=wx - xt * c)  # cuTile tries only the lhs product: no fma
+
+
+@ct.kernel
+def const_modulo_kernel(x, y, N: ConstInt, TILE: ConstInt):
+    bid = ct.bid(0)
+    row = bid % N  # the divisor's sign test folds to a constant on both sides
+    t = ct.load(x, index=(bid // N, row), shape=(1, TILE))
+    ct.store(y, index=(bid // N, row), tile=t)
