@@ -129,11 +129,12 @@ def extract_kernel(x, y, TM: ConstInt, TN: ConstInt):
 
 
 @ct.kernel
-def reassigned_fma_kernel(x, y, TILE: ConstInt):
-    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+def reassigned_fma_kernel(x, y, n, TILE: ConstInt):
     acc = ct.full((TILE,), 1.0, dtype=ct.float32)
-    acc = ct.mul(acc, ct.exp(t))  # `acc` reassigned by the product, then by the add that consumes it
-    acc = ct.add(acc, t)
+    for i in range(n):
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        acc = ct.mul(acc, ct.exp(t))  # loop-carried `acc`: reassigned by the product, then by the add
+        acc = ct.add(acc, t)
     ct.store(y, index=(ct.bid(0),), tile=acc)
 
 
