@@ -51,6 +51,17 @@ CAPTURES = [
     # the diff now looks through; cuTile Python compares the same i64 value unsigned.
     Capture("gather_rows_kernel", {"ids": ("int64", 1), "table": (F32, 2), "out": (F32, 2)}, {},
             {"TILE": 64, "D": 128}),
+    # Was a slip: `acc = acc * e; acc = acc + t` in a loop (a carried variable reassigned by the product, then
+    # by the add that consumes it) is one single-use product in cuTile's SSA, fused into fma; the port kept
+    # mulf + addf.
+    Capture("reassigned_fma_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+    # Was a slip: `wx - xt * c` with `wx` itself a product read elsewhere: cuTile commits to the lhs product,
+    # which cannot fuse, and leaves the rhs one alone; the port fused the rhs into an extra fma.
+    Capture("lhs_product_kernel", {"x": (F32, 2), "w": (F32, 2), "y": (F32, 2), "s": (F32, 2)}, {},
+            {"TILE": 64}),
+    # Was a slip: `bid % N` with a constant N: cuTile Python folds the divisor-sign compare, the port's
+    # `cmpi 256, 0` is the same constant; the index normal form now folds constant compares.
+    Capture("const_modulo_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"N": 256, "TILE": 64}),
 ]
 
 

@@ -163,6 +163,10 @@ class IndexNormalizer:
             p = mul(operands[0], operands[1])
             if p is not None:
                 return p
+        if name == "cmpi" and len(operands) == 2:
+            folded = _fold_compare(op.attributes, operands)
+            if folded is not None:
+                return folded
         if name in K.LOOPS or name == "if" or K.is_memory(op) or op.regions:
             key = self.op_id(op)
             return a.atom(("res", key, v.index), f"{name}{_tag(key)}.{v.index}", key[0] != "ref")
@@ -198,6 +202,35 @@ class IndexNormalizer:
         key = (name, attr_key, shape, index, tuple(operands))
         args = ", ".join(self.atoms.render(p) for p in operands)
         return self.atoms.atom(key, f"{name}({args})", any(map(self.atoms.depends_on_unpaired, operands)))
+
+
+# cmpi of two constants: cuTile Python folds it when it builds the IR (`x % N`'s divisor-sign test with a
+# constant N), cutile-rs leaves `cmpi 256, 0` to the compiler; both are the same constant.
+_PREDICATES: dict[str, Callable[[int, int], bool]] = {
+    "equal": lambda a, b: a == b, "not_equal": lambda a, b: a != b,
+    "less_than": lambda a, b: a < b, "less_than_or_equal": lambda a, b: a <= b,
+    "greater_than": lambda a, b: a > b, "greater_than_or_equal": lambda a, b: a >= b,
+}
+
+
+def _fold_compare(attrs: dict, operands: list[Poly]) -> Poly | None:
+    """The constant a comparison of two constants is, or None (unsigned order of a negative: not folded)."""
+    values = [_constant_of(p) for p in operands]
+    predicate = _PREDICATES.get(attrs.get("comparison_predicate"))
+    if predicate is None or None in values:
+        return None
+    signed = attrs.get("signedness") == "signed"
+    if not signed and any(v < 0 for v in values) and attrs.get("comparison_predicate") not in ("equal", "not_equal"):
+        return None
+    return const(int(predicate(*values)))
+
+
+def _constant_of(p: Poly) -> int | None:
+    if not p:
+        return 0
+    if len(p) == 1 and p[0][0] == ():
+        return p[0][1]
+    return None
 
 
 def _int_splat(op: Op) -> int | None:

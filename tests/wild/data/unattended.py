@@ -126,3 +126,30 @@ def bitwise_kernel(a, b, y, TILE: ConstInt):
 def extract_kernel(x, y, TM: ConstInt, TN: ConstInt):
     t = ct.load(x, index=(ct.bid(0), 0), shape=(TM, TN))
     ct.store(y, index=(ct.bid(0), 0), tile=ct.extract(t, (0, 1), (TM, TN // 2)))
+
+
+@ct.kernel
+def reassigned_fma_kernel(x, y, n, TILE: ConstInt):
+    acc = ct.full((TILE,), 1.0, dtype=ct.float32)
+    for i in range(n):
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        acc = ct.mul(acc, ct.exp(t))  # loop-carried `acc`: reassigned by the product, then by the add
+        acc = ct.add(acc, t)
+    ct.store(y, index=(ct.bid(0),), tile=acc)
+
+
+@ct.kernel
+def lhs_product_kernel(x, w, y, s, TILE: ConstInt):
+    xt = ct.load(x, index=(ct.bid(0), 0), shape=(TILE, TILE))
+    wx = xt * ct.load(w, index=(ct.bid(0), 0), shape=(TILE, TILE))  # a product read twice
+    c = ct.sum(wx, axis=1, keepdims=True)
+    ct.store(s, index=(ct.bid(0), 0), tile=c)
+    ct.store(y, index=(ct.bid(0), 0), tile=wx - xt * c)  # cuTile tries only the lhs product: no fma
+
+
+@ct.kernel
+def const_modulo_kernel(x, y, N: ConstInt, TILE: ConstInt):
+    bid = ct.bid(0)
+    row = bid % N  # the divisor's sign test folds to a constant on both sides
+    t = ct.load(x, index=(bid // N, row), shape=(1, TILE))
+    ct.store(y, index=(bid // N, row), tile=t)
