@@ -417,7 +417,10 @@ impl LaunchKey {
         self.word(value.to_bits() as i64);
     }
 
-    /// Rank, extents, strides and the alignment of the base address (its trailing zero bits).
+    /// Rank, extents, strides and the alignment class of the base address: its trailing zero bits,
+    /// clamped at 4 (16 bytes) as cutile's own specialization key clamps them. Unclamped, every new
+    /// allocation address with another power-of-two alignment was a new key: a launch through
+    /// cutile's slow launcher and one more entry in the map, for the same loaded function.
     pub fn array(&mut self, d: &TensorDesc) {
         let n = d.ndim as usize;
         self.word(d.ndim as i64);
@@ -425,13 +428,18 @@ impl LaunchKey {
             self.word(d.shape[i]);
             self.word(d.strides[i]);
         }
-        self.word(d.ptr.trailing_zeros() as i64);
+        self.word(alignment_class(d.ptr));
     }
 
     fn words(&self) -> &[i64] {
         // SAFETY: the first `len` words were written by `word`.
         unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<i64>(), self.len) }
     }
+}
+
+/// log2 of the base address's alignment, up to 16 bytes (what a specialization can depend on).
+pub fn alignment_class(ptr: u64) -> i64 {
+    ptr.trailing_zeros().min(4) as i64
 }
 
 impl PartialEq for LaunchKey {

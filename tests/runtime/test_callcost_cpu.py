@@ -62,3 +62,29 @@ def test_a_check_whose_process_fails_is_recorded(monkeypatch):
     rec = callcost.check_in_subprocess("graph", "relaxed")
     assert rec["ok"] is False and rec["mode"] == "relaxed"
     assert rec["error"].startswith("exit 2: ") and "needs a CUDA GPU" in rec["error"]
+
+
+def test_summary_splits_the_c_abi_call_into_floors_and_ours():
+    cases = {"c_abi_prepared": {"host_us": 9.5}, "binding_floor": {"host_us": 1.0}, "driver_args": {"host_us": 3.0},
+             "driver_noop": {"host_us": 2.5}}
+    s = callcost.summary({"vector_add": {"cases": cases}})
+    assert s["c_abi_floors_us"] == {"binding_floor": 1.0, "driver_noop": 2.5, "driver_args": 3.0}
+    assert s["c_abi_ours_us"] == pytest.approx(5.5)
+    missing = callcost.summary({"vector_add": {"cases": {"c_abi_prepared": {"host_us": 9.5},
+                                                        "driver_args": {"error": "no libcuda"}}}})
+    assert "c_abi_ours_us" not in missing and missing["c_abi_floors_us"]["driver_args"] is None
+
+
+def test_noop_ptx_declares_both_floor_kernels():
+    assert ".entry noop_0 {" in callcost.NOOP_PTX
+    assert callcost.NOOP_PTX.count(".param .u64") == callcost.FLOOR_PARAMS
+
+
+def test_floor_cases_record_what_cannot_be_set_up(monkeypatch):
+    monkeypatch.setattr(callcost, "driver_floor_cases", lambda: (_ for _ in ()).throw(OSError("no libcuda.so.1")))
+    cases = callcost._floor_cases()
+    for name in ("driver_noop", "driver_args"):
+        with pytest.raises(RuntimeError, match="no libcuda"):
+            cases[name]()
+    if shutil.which("cc") or shutil.which("gcc") or shutil.which("clang"):
+        assert cases["binding_floor"]() == 0  # the stub returns 0

@@ -107,7 +107,7 @@ PROBE = textwrap.dedent("""
     ptrs = [arrays[p.name].ptr for p in entry.params if p.kind == "array"]
     fake.fake_cuda_expect_params(n_params)
 
-    def run(n, stream):
+    def run(n, stream, ptrs=ptrs):
         fake.fake_cuda_reset()
         t0 = time.perf_counter()
         for _ in range(n):
@@ -121,7 +121,9 @@ PROBE = textwrap.dedent("""
     second = run(1, 0x1000)  # the resolved launch
     hot = run(200, 0x1000)
     new_stream = run(1, 0x2000)
-    print(json.dumps({"first": first, "second": second, "hot": hot, "new_stream": new_stream}))
+    realigned = run(1, 0x1000, [p + 0x100 for p in ptrs])  # 256-byte aligned: the same class as 16
+    print(json.dumps({"first": first, "second": second, "hot": hot, "new_stream": new_stream,
+                      "realigned": realigned}))
 """)
 
 
@@ -158,10 +160,15 @@ def test_a_launch_makes_no_driver_call_but_the_launch(library, tmp_path, case):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rec = json.loads(proc.stdout.splitlines()[-1])
     first, second, hot, new_stream = rec["first"], rec["second"], rec["hot"], rec["new_stream"]
+    realigned = rec["realigned"]
     assert first["calls"].get("cuModuleLoadData") == 1 and first["calls"].get("cuLaunchKernel") == 1, first
     assert second["launch"] == first["launch"], (first["launch"], second["launch"])
     assert hot["calls"].get("cuLaunchKernel") == 200, hot["calls"]
-    for rec_ in (second, hot, new_stream):
+    for rec_ in (second, hot, new_stream, realigned):
         assert set(rec_["calls"]) <= HOT_PATH_CALLS, rec_["calls"]
     assert new_stream["calls"].get("cuLaunchKernel") == 1
     assert new_stream["launch"][:7] == first["launch"][:7] and new_stream["launch"][8:] == first["launch"][8:]
+    # an address aligned to 256 instead of 2^44 bytes is the same specialization (cutile clamps the
+    # alignment at 16 bytes): the resolved launch, not cutile's launcher, with the new addresses
+    assert realigned["calls"].get("cuLaunchKernel") == 1 and realigned["launch"][:8] == first["launch"][:8]
+    print(f"{case}: hot launch {hot['us']:.2f} us on the fake driver, realigned {realigned['us']:.2f} us")

@@ -20,6 +20,9 @@ GPU. Medians over the rounds, and the best round.
 | custom_op_cutile_rs    | `torch.ops.tileport.<op>` (the torch.compile path) on `cutile-rs`          |
 | c_abi_prepared         | the C symbol with prepared ctypes arguments (library.PreparedLaunch)       |
 | c_abi_entry            | the generic `KernelLibrary[kernel](...)` call (descriptors built per call) |
+| binding_floor          | ctypes call, prepared arguments, into a no-op C function of that signature |
+| driver_noop            | cuLaunchKernel (ctypes, libcuda) of an empty PTX kernel, no parameters     |
+| driver_args            | the same with FLOOR_PARAMS u64 parameters (a vector_add launch's count)   |
 | py_call_key            | the cached op call's key alone (vector_add only)                          |
 | py_alloc_output        | the output allocation alone (torch.empty_strided, vector_add only)         |
 | py_plan_launches       | the cached plan's C-ABI launches alone, into a given output (vector_add)   |
@@ -109,6 +112,7 @@ def _cases(op: str, dtype: str) -> dict[str, Callable[[], Any]]:
     cases["custom_op_cutile_rs"] = lambda: custom(*inputs)
     if op == "vector_add":
         cases.update(_raw_cases(spec, inputs, outs))
+        cases.update(_floor_cases())
         try:
             cases.update(_breakdown_cases(spec, fn, inputs, outs))
         except Exception as e:  # noqa: BLE001 - recorded as the case's error, the other cases still run
@@ -163,6 +167,81 @@ def _raw_cases(spec, inputs: tuple, out) -> dict[str, Callable[[], Any]]:
     return {"ct_launch": lambda: ct.launch(stream, grid, kernel, args),
             "c_abi_prepared": lambda: prepared(ptrs, handle),
             "c_abi_entry": lambda: entry(grid=launch.grid, stream=handle, **launch.args)}
+
+
+# The floors under the C-ABI call: Python -> C through ctypes, and the driver's cuLaunchKernel
+
+FLOOR_PARAMS = 9  # vector_add's launch: 3 arrays x (address, extent, stride)
+NOOP_PTX = """.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry noop_0 { ret; }
+.visible .entry noop_args(%s) { ret; }
+""" % ", ".join(f".param .u64 p{i}" for i in range(FLOOR_PARAMS))
+
+
+def _case_error(message: str) -> Callable[[], Any]:
+    return functools.partial(_reraise, RuntimeError(message))
+
+
+def _floor_cases() -> dict[str, Callable[[], Any]]:
+    """binding_floor: a ctypes call with the prepared launch's arguments into a no-op C function of a
+    launcher's signature; driver_noop / driver_args: cuLaunchKernel through ctypes on libcuda of an
+    empty kernel (no parameters / FLOOR_PARAMS u64 parameters) on torch's current stream. Each floor
+    that cannot be set up is recorded as that case's error."""
+    import tempfile
+    cases: dict[str, Callable[[], Any]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            stub = _binding_cases(_build_stub(Path(d)))  # loaded before the directory goes
+        cases["binding_floor"] = stub["ctypes_prepared"]
+    except Exception as e:  # noqa: BLE001 - recorded as the case's error
+        cases["binding_floor"] = _case_error(f"{type(e).__name__}: {e}")
+    try:
+        cases.update(driver_floor_cases())
+    except Exception as e:  # noqa: BLE001 - recorded as the case's error
+        cases["driver_noop"] = cases["driver_args"] = _case_error(f"{type(e).__name__}: {e}")
+    return cases
+
+
+def _cu(lib: Any, name: str, *args: Any) -> None:
+    rc = getattr(lib, name)(*args)
+    if rc:
+        raise RuntimeError(f"{name} failed with CUresult {rc}")
+
+
+def driver_floor_cases() -> dict[str, Callable[[], Any]]:
+    """cuLaunchKernel of NOOP_PTX's kernels with prepared ctypes arguments (the driver's own cost)."""
+    import ctypes
+
+    import torch
+    torch.zeros(1, device="cuda")  # torch's primary context is current on this thread
+    cu = ctypes.CDLL("libcuda.so.1")
+    ctx = ctypes.c_void_p()
+    _cu(cu, "cuCtxGetCurrent", ctypes.byref(ctx))
+    if not ctx.value:
+        raise RuntimeError("no current CUDA context after torch initialized the device")
+    module = ctypes.c_void_p()
+    _cu(cu, "cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(NOOP_PTX.encode()))
+    launch = cu.cuLaunchKernel
+    launch.restype = ctypes.c_int
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    one, zero = ctypes.c_uint(1), ctypes.c_uint(0)
+    values = [ctypes.c_uint64(0) for _ in range(FLOOR_PARAMS)]
+    pointers = (ctypes.c_void_p * FLOOR_PARAMS)(*[ctypes.addressof(v) for v in values])
+    cases = {}
+    for name, params in (("noop_0", None), ("noop_args", pointers)):
+        function = ctypes.c_void_p()
+        _cu(cu, "cuModuleGetFunction", ctypes.byref(function), module, ctypes.c_char_p(name.encode()))
+        args = (function, one, one, one, one, one, one, zero, stream, params, None)
+
+        def call(args=args):
+            rc = launch(*args)
+            if rc:
+                raise RuntimeError(f"cuLaunchKernel failed with CUresult {rc}")
+        call()
+        cases["driver_noop" if params is None else "driver_args"] = call
+    return cases  # the module stays loaded (never unloaded) while the functions are in use
 
 
 def measure_call_cost(dtype: str = "float32") -> dict:
@@ -452,6 +531,11 @@ def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
            "op_target_met": rs is not None and eager is not None and rs <= eager and rs <= TARGET_OP_US,
            "c_abi_target_met": raw is not None and raw <= TARGET_C_ABI_US,
            "targets_us": {"op": f"<= torch eager and <= {TARGET_OP_US}", "c_abi": f"<= {TARGET_C_ABI_US}"}}
+    floors = {case: host(case) for case in ("binding_floor", "driver_noop", "driver_args")}
+    out["c_abi_floors_us"] = floors
+    if raw is not None and floors["binding_floor"] is not None and floors["driver_args"] is not None:
+        # what the launcher itself adds over the Python->C call and the driver's launch
+        out["c_abi_ours_us"] = raw - floors["binding_floor"] - floors["driver_args"]
     if graph_c_abi is not None:
         out["graph_c_abi_ok"] = {mode: bool(rec.get("ok")) for mode, rec in graph_c_abi.items()}
     if graph is not None:

@@ -234,6 +234,7 @@ class CachedPlan:
         self.spec, self.device, self.device_index = spec, device, device.index or 0
         self.out_layouts, self.multi_output, self.temps, self.launches = out_layouts, multi_output, temps, launches
         self._empty = _torch().empty_strided
+        self._extents: tuple | None = None  # (input index, bytes) per tensor input, bytes per output
 
     def run(self, inputs: tuple, out: Any) -> Any:
         empty, dev = self._empty, self.device
@@ -241,7 +242,10 @@ class CachedPlan:
             outs = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.out_layouts]
         else:
             outs = as_tuple(out)
-            _check_disjoint(self.spec, inputs, outs)
+            extents = self._extents
+            if extents is None:  # a function of the key's layouts: computed once per plan
+                extents = self._extents = _extents(inputs, outs)
+            _check_disjoint(self.spec, inputs, outs, extents)
         temps = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.temps]
         groups = (inputs, outs, temps)
         for launch in self.launches:
@@ -249,15 +253,30 @@ class CachedPlan:
         return tuple(outs) if self.multi_output else outs[0]
 
 
-def _check_disjoint(spec: OpSpec, inputs: tuple, outs: tuple) -> None:
+def _extent(t: Any) -> int:
+    """Bytes from a tensor's data pointer to the end of its last element (0 when empty)."""
+    lo, hi = _span(t)
+    return hi - lo
+
+
+def _extents(inputs: tuple, outs: tuple) -> tuple:
+    return (tuple((i, _extent(x)) for i, x in enumerate(inputs) if hasattr(x, "data_ptr")),
+            tuple(_extent(o) for o in outs))
+
+
+def _check_disjoint(spec: OpSpec, inputs: tuple, outs: tuple, extents: tuple) -> None:
     """The call key holds layouts, not addresses: a caller's `out=` may alias an input on a later
-    call with the same key, so the replay checks what the first call's full check saw."""
-    tensors = [x for x in inputs if hasattr(x, "data_ptr")]
-    for o in outs:
-        lo, hi = _span(o)
-        for x in tensors + [p for p in outs if p is not o]:
-            xlo, xhi = _span(x)
-            if lo < xhi and xlo < hi:
+    call with the same key, so the replay checks what the first call's full check saw. `extents`
+    (from the layouts, so per plan) leaves one data_ptr() per tensor and interval tests per call."""
+    in_extents, out_extents = extents
+    spans = [(inputs[i].data_ptr(), n) for i, n in in_extents if n]
+    out_spans = [(o.data_ptr(), n) for o, n in zip(outs, out_extents)]
+    for k, (lo, n) in enumerate(out_spans):
+        if not n:
+            continue
+        hi = lo + n
+        for j, (xlo, xn) in enumerate(spans + out_spans):
+            if j != len(spans) + k and xn and lo < xlo + xn and xlo < hi:
                 raise AliasingError(f"{spec.name}: an output shares memory with another argument "
                                     "(the port assumes no aliasing)")
 

@@ -17,11 +17,11 @@ op per spec, `torch.ops.tileport.<op>`, and binds it here as `tileport.ops.torch
 - The fake (meta) kernel is the spec's `allocate`, run on the fake / meta inputs, so
   `torch.compile(fullgraph=True)`, `torch.export` and meta tensors see the exact output shapes,
   dtypes and devices, including symbolic shapes.
-- The ops are functional (`mutates_args=()`, fresh outputs; use `tileport.ops.<op>(..., out=)` to
-  write into given tensors) and forward only (no autograd formula is registered: backward raises),
-  except those of `AUTOGRAD_OPS`: `fmha_fwd`'s backward is the `fmha_bwd` op (our kernels on the
-  tile backends, the autograd of the math reference on `torch`), on the backend current when the
-  backward runs.
+- The ops are functional (no alias annotations in the schema, fresh outputs; use
+  `tileport.ops.<op>(..., out=)` to write into given tensors) and forward only (no autograd formula
+  is registered: no gradient flows), except those of `AUTOGRAD_OPS`: `fmha_fwd`'s backward is the
+  `fmha_bwd` op (our kernels on the tile backends, the autograd of the math reference on `torch`),
+  on the backend current when the backward runs.
 
 Importing `tileport` or `tileport.ops` never imports torch; this module needs it.
 """
@@ -43,7 +43,13 @@ NAMESPACE = "tileport"
 SCHEMA_TYPES = {"tensor": "Tensor", "float": "float", "int": "SymInt", "bool": "bool"}
 _RESERVED_ARG_NAMES = {"self", "out"}  # special in the schema language
 
-_opdefs: dict[str, Any] = {}  # op name -> torch.library CustomOpDef (kept alive here)
+# Defined through the low-level `torch.library.Library` with a plain Python kernel per device key
+# (KERNEL_KEYS) and a fake kernel (Meta / FakeTensor): `torch.library.custom_op` puts a Python autograd wrapper
+# in front of every call, which cost more host time than the whole tile-backend op call. Without an
+# autograd kernel, the dispatcher's C++ autograd fallback handles calls (no autograd formula either way).
+_LIB = torch.library.Library(NAMESPACE, "FRAGMENT")  # registrations live as long as this object
+KERNEL_KEYS = ("CPU", "CUDA")  # the torch backend runs on CPU tensors too; the tile backends on CUDA
+_defined: set[str] = set()  # op names defined through _LIB
 
 
 def schema_of(spec: OpSpec | str) -> str:
@@ -89,13 +95,15 @@ def register_all() -> dict[str, Any]:
     """Register every operator (idempotent) and bind each here; returns op name -> OpOverloadPacket."""
     bound = {}
     for name, spec in api.specs().items():
-        if name in globals() and name not in _opdefs and _existing(name) is None:
+        if name in globals() and name not in _defined and _existing(name) is None:
             raise RuntimeError(f"operator name {name!r} collides with tileport.ops.torch_ops.{name}")
-        if name not in _opdefs and _existing(name) is None:
+        if name not in _defined and _existing(name) is None:
             impl, fake = _kernels(spec)
-            opdef = torch.library.custom_op(f"{NAMESPACE}::{name}", impl, mutates_args=(), schema=schema_of(spec))
-            opdef.register_fake(fake)
-            _opdefs[name] = opdef
+            _LIB.define(name + schema_of(spec))
+            for device in KERNEL_KEYS:
+                _LIB.impl(name, impl, device)
+            torch.library.register_fake(f"{NAMESPACE}::{name}", fake, lib=_LIB)
+            _defined.add(name)
         bound[name] = _existing(name)
         globals()[name] = bound[name]
     return bound
@@ -126,9 +134,9 @@ def _fmha_fwd_backward(ctx, grad_o, grad_lse):
 
 def register_attention_autograd() -> None:
     """fmha_fwd's autograd formula (idempotent: only on the op this module defined)."""
-    opdef = _opdefs.get("fmha_fwd")
-    if opdef is not None and "fmha_fwd" not in _with_autograd:
-        opdef.register_autograd(_fmha_fwd_backward, setup_context=_fmha_fwd_setup_context)
+    if "fmha_fwd" in _defined and "fmha_fwd" not in _with_autograd:
+        torch.library.register_autograd(f"{NAMESPACE}::fmha_fwd", _fmha_fwd_backward,
+                                        setup_context=_fmha_fwd_setup_context, lib=_LIB)
         _with_autograd.add("fmha_fwd")
 
 
