@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic
 from tileport.emit.crate import ModuleSource, crate_name_error, render_crate, write_crate
-from tileport.emit.names import module_name
+from tileport.emit.names import RUST_NAMING, module_name
 from tileport.frontends.cutile import KernelConfig, translate_file
 from tileport.model.ir import Kernel
 from tileport.passes.fma import fuse_fma
@@ -60,11 +60,11 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
     for k in tr.module.kernels:
         base = k.base_name or k.name
         try:
-            lower_pointers(k)
-            expand_int_division(k)
-            fuse_fma(k)
-            hoist_invariants(k)
-            order_memory(k)
+            lower_pointers(k, RUST_NAMING)
+            expand_int_division(k, RUST_NAMING)
+            fuse_fma(k, RUST_NAMING)
+            hoist_invariants(k, RUST_NAMING)
+            order_memory(k, RUST_NAMING)
         except Diagnostic as d:
             results[base] = KernelResult(path, base, diagnostic=d)
             continue

@@ -154,9 +154,9 @@ class KernelEmitter:
         self.lines: list[str] = []
         self.view_decls: list[str] = []
         self.needs_mut = bindings_needing_mut(self.kernel)
-        self.taken = {p.rust for p in self.kernel.params} | {st.name for st in walk(self.kernel.body)
+        self.taken = {p.ident for p in self.kernel.params} | {st.name for st in walk(self.kernel.body)
                                                              if isinstance(st, Let)}
-        self.arrays = {p.rust: p.ty for p in self.kernel.params if p.is_array}
+        self.arrays = {p.ident: p.ty for p in self.kernel.params if p.is_array}
 
     # ---- helpers
     def fail(self, op: Op, message: str) -> Diagnostic:
@@ -212,7 +212,7 @@ class KernelEmitter:
         for p in k.const_params:
             generics.append(f"const {p.name}: {'bool' if p.const_type == 'bool' else 'i32'}")
         generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
-        params = [f"{p.rust}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
+        params = [f"{p.ident}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
         params += [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
         attrs = self.entry_attrs()
         out = []

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
-from tileport.emit.names import rust_ident
+from tileport.emit.names import RUST_NAMING, rust_ident
 from tileport.frontends.liveness import Frames, assigned, exposed_read
 from tileport.model import types as T
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
@@ -722,7 +722,7 @@ class KernelLowerer:
         self.params = [_rust_named(p, self.loc(fn)) for p in self.params]
         configs = list(cfg.configs)
         const_values = [{p.name: c[p.name] for p in self.params if p.is_const and p.name in c} for c in configs]
-        self.b = Builder(self.path, space, const_values)
+        self.b = Builder(self.path, space, const_values, RUST_NAMING)
         self.scopes: list[_Scope] = []
         self.frames = Frames()
         self.inline_depth = 0
