@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from tileport.model import ops
 from tileport.model.types import ArrayT, ConstT, Dim, DimOp, DType, DVar, ScalarT, Sym, TileT, Type
 
 
@@ -65,6 +66,9 @@ class Op:
     ty: Type | None
     loc: Loc
     attrs: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        ops.check(self)
 
     def attr(self, key: str, default: Any = None) -> Any:
         for k, v in self.attrs:
