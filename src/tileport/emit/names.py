@@ -30,17 +30,19 @@ EMITTER_FUNCTIONS = {"join_tokens", "scalar_to_tile", "tile_to_scalar"}
 
 @functools.cache
 def dsl_functions() -> frozenset[str]:
-    """Every function the lowering table, shims and emitter call."""
+    """Every function the lowering table (its spellings and rows), shims and emitter call."""
     from tileport import lowering
     names: set[str] = set(EMITTER_FUNCTIONS)
-    for value in vars(lowering).values():
-        texts = value.values() if isinstance(value, dict) else [value]
-        for text in texts:
-            if not isinstance(text, str):
-                continue
-            if text.isidentifier():
-                names.add(text)  # table entries that are bare function names (lt_tile, addf, ...)
-            names |= set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", text))
+    texts: list = [row.template for row in lowering.ROWS]
+    for key, value in vars(lowering).items():
+        if not key.startswith("__"):
+            texts += value.values() if isinstance(value, dict) else [value]
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        if text.isidentifier():
+            names.add(text)  # table entries that are bare function names (lt_tile, addf, ...)
+        names |= set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", text))
     return frozenset(names)
 
 

@@ -1,0 +1,65 @@
+"""The op catalogue (tileport.model.ops) and the Rust lowering rows (tileport.lowering) agree, and a
+malformed operation fails where it is built, naming its kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from tileport import lowering as L
+from tileport.model import ops
+from tileport.model.ir import Lit, Loc, Op, Ref
+from tileport.model.types import ArrayT, ScalarT, TileT
+
+LOC = Loc("k.py", 3, 4)
+F32 = TileT("f32", (16,))
+
+
+def test_every_lowered_kind_is_declared_and_every_declared_kind_is_lowered():
+    assert L.lowered_kinds() - set(ops.CATALOGUE) == set(), "lowered but not declared"
+    # gather/scatter never reach the emitter: the pointer pass lowers them to load_ptr/store_ptr
+    assert set(ops.CATALOGUE) - L.lowered_kinds() == {"gather", "scatter"}, "declared but not lowered"
+
+
+def test_mode_tables_cover_the_declared_domains():
+    assert set(L.ROUNDING) == set(ops.ROUNDING_MODES)
+    assert set(L.FTZ) == set(L.NAN) == set(L.TMA) == set(ops.FLAGS)
+    assert set(L.PADDING) == set(ops.PADDING_MODES)
+    assert set(L.REDUCE) == set(ops.REDUCE_FNS)
+    assert set(L.PREDICATE) == set(L.COMPARE_TILE) == set(ops.COMPARISONS)
+    assert {key.split(":")[0] for key in L.UNARY} == set(ops.UNARY_FNS)
+
+
+def test_rows_name_a_template_a_method_or_a_refusal():
+    for row in L.ROWS:
+        assert [row.template, row.method, row.refuse].count(None) == 2, row
+
+
+def tile(name: str, ty=F32) -> Ref:
+    return Ref(name, ty)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: Op("frobnicate", (), F32, LOC), "`frobnicate` at k.py:3:4 is not a declared operation kind"),
+    (lambda: Op("binary", (tile("a"),), F32, LOC, (("op", "add"),)), "`binary` at k.py:3:4 takes 2 operand(s), got 1"),
+    (lambda: Op("binary", (tile("a"), tile("b")), F32, LOC), "`binary` at k.py:3:4 lacks attribute(s) op"),
+    (lambda: Op("binary", (tile("a"), tile("b")), F32, LOC, (("op", "add"), ("colour", 1))),
+     "undeclared attribute(s) colour"),
+    (lambda: Op("binary", (tile("a"), tile("b")), F32, LOC, (("op", "add"), ("rounding", "sideways"))),
+     "attribute rounding='sideways' is not one of"),
+    (lambda: Op("binary", (tile("a"), tile("b", TileT("f16", (16,)))), F32, LOC, (("op", "add"),)),
+     "operands and result differ in element type"),
+    (lambda: Op("load", (Lit(0, ScalarT("i32")), Lit(0, ScalarT("i32"))), F32, LOC, (("shape", (16,)),)),
+     "`load` at k.py:3:4 operand 0 is ScalarT, expected ArrayT"),
+    (lambda: Op("store", (Ref("y", ArrayT("f32", 1)), tile("t"), Lit(0, ScalarT("i32"))), F32, LOC),
+     "`store` at k.py:3:4 result is TileT, expected NoneType"),
+    (lambda: Op("compare", (tile("a"), tile("b")), F32, LOC, (("op", "<"),)), "compares operands of one element type"),
+])
+def test_a_malformed_operation_fails_where_it_is_built(build, message):
+    with pytest.raises(ops.ModelError, match="kernel model: operation") as e:
+        build()
+    assert message in str(e.value)
+
+
+def test_a_wellformed_operation_builds():
+    op = Op("binary", (tile("a"), tile("b")), F32, LOC, (("op", "add"), ("rounding", None)))
+    assert op.attr("op") == "add"
