@@ -29,7 +29,7 @@ from tileport.corpus import REPO
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import REPO_CRATE, KernelLibrary, cargo_build, load
 
-from .context import sha256
+from .digest import sha256
 
 if TYPE_CHECKING:
     from tileport.ops.spec import Capture

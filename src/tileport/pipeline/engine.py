@@ -23,7 +23,8 @@ from tileport.launches import records_hash
 
 from . import stage_a, stage_b, stage_c, stage_d, stage_e, stage_f
 from .artifacts import inside, remove_tree, stage_verdict, write_json, write_text_atomic
-from .context import KernelContext, Session, Target, pipeline_fingerprint, sha256, translator_fingerprint
+from .context import KernelContext, Session, Target, pipeline_fingerprint, translator_fingerprint
+from .digest import sha256
 from .final import gate
 from .routing import RunState, Step, Terminal, next_step
 from .stage_b import planted

@@ -11,7 +11,7 @@ from tileport.frontends.cutile import KernelConfig, scan_module
 from tileport.model.types import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture
 
-from .context import Target, primary_op
+from .target import Target, primary_op
 
 
 class TargetError(ValueError):
