@@ -16,8 +16,10 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "tileport"
 FRONTENDS = f"{PACKAGE}.frontends"
-# Modules of the frontends package that belong to no single frontend (the shared interface and registry).
-FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base"}
+# Modules of the frontends package that belong to no single frontend: the package, the shared interface
+# and source reading (they import no frontend), and the registry (it imports every frontend, by design).
+FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base", f"{FRONTENDS}.source"}
+FRONTEND_REGISTRY = f"{FRONTENDS}.registry"
 
 
 def module_files(src: Path = SRC) -> dict[str, Path]:
@@ -91,7 +93,7 @@ def inside(module: str, package: str) -> bool:
 
 def frontend_of(module: str) -> str | None:
     """The frontend a module belongs to: `tileport.frontends.<x>` (a module or a package), None outside."""
-    if not inside(module, FRONTENDS) or module in FRONTEND_SHARED:
+    if not inside(module, FRONTENDS) or module in FRONTEND_SHARED or module == FRONTEND_REGISTRY:
         return None
     return ".".join(module.split(".")[:3])
 
@@ -106,6 +108,8 @@ def layering_violations(graph: dict[str, set[str]]) -> list[str]:
             a, b = frontend_of(module), frontend_of(target)
             if a and b and a != b:
                 out.append(f"{module} imports {target} (one frontend imports another)")
+            if module in FRONTEND_SHARED and b:
+                out.append(f"{module} imports {target} (shared frontend code imports a frontend)")
     return out
 
 
@@ -199,7 +203,8 @@ def bad_tree(tmp_path):
         "emit/__init__.py": "",
         "emit/names.py": "from ..model import ir\nx = 1\n",
         "frontends/__init__.py": "",
-        "frontends/base.py": "",
+        "frontends/base.py": "from tileport.frontends import b\n",
+        "frontends/registry.py": "from tileport.frontends import a, b\n",
         "frontends/a.py": "from tileport.frontends.base import *\n",
         "frontends/b/__init__.py": "",
         "frontends/b/calls.py": "from tileport.frontends import a\n",
@@ -213,5 +218,7 @@ def test_checks_find_each_defect(bad_tree):
     assert any("tileport.passes.p imports tileport.emit.names" in v for v in violations)
     assert any("tileport.frontends.b.calls imports tileport.frontends.a" in v for v in violations)
     assert not any("frontends.a imports tileport.frontends.base" in v for v in violations)
+    assert any("tileport.frontends.base imports tileport.frontends.b (shared" in v for v in violations)
+    assert not any("tileport.frontends.registry" in v for v in violations)
     assert not any("tileport.model.types" in v for v in violations)  # under TYPE_CHECKING: no import at run time
     assert cycles(graph) == [["tileport.emit.names", "tileport.model.ir", "tileport.emit.names"]]

@@ -1,4 +1,4 @@
-"""The translator's driver: cuTile Python files -> model -> passes -> the generated crate.
+"""The translator's driver: source files -> frontend -> model -> the frontend's passes -> the generated crate.
 
 Each kernel translates on its own: a kernel with a diagnostic is left out (and reported), the others
 are still emitted. Nothing is written outside the output directory, and nothing half-written stays.
@@ -14,13 +14,9 @@ from typing import Mapping, Sequence
 from tileport.diagnostics import Diagnostic
 from tileport.emit.crate import ModuleSource, crate_name_error, render_crate, write_crate
 from tileport.emit.names import RUST_NAMING, module_name
-from tileport.frontends.cutile import KernelConfig, translate_file
+from tileport.frontends.base import KernelConfig
+from tileport.frontends.registry import frontend_for
 from tileport.model.ir import Kernel
-from tileport.passes.fma import fuse_fma
-from tileport.passes.hoist import hoist_invariants
-from tileport.passes.intdiv import expand_int_division
-from tileport.passes.pointers import lower_pointers
-from tileport.passes.tokens import order_memory
 
 
 @dataclass
@@ -50,21 +46,19 @@ class TranslateReport:
 
 def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
           only: Sequence[str] | None = None) -> tuple[list[Kernel], list[KernelResult]]:
-    """Frontend + passes for one file; timings are per source kernel."""
+    """Frontend + its passes for one file; timings are per source kernel."""
     results: dict[str, KernelResult] = {}
     kernels: list[Kernel] = []
     t0 = time.perf_counter()
-    tr = translate_file(path, configs, only)
+    frontend = frontend_for(path)
+    tr = frontend.parse(path, configs, only, RUST_NAMING)
     for d in tr.diagnostics:
         results[d.kernel or "<file>"] = KernelResult(path, d.kernel or "<file>", diagnostic=d)
     for k in tr.module.kernels:
         base = k.base_name or k.name
         try:
-            lower_pointers(k, RUST_NAMING)
-            expand_int_division(k, RUST_NAMING)
-            fuse_fma(k, RUST_NAMING)
-            hoist_invariants(k, RUST_NAMING)
-            order_memory(k, RUST_NAMING)
+            for rewrite in frontend.passes:
+                rewrite(k, RUST_NAMING)
         except Diagnostic as d:
             results[base] = KernelResult(path, base, diagnostic=d)
             continue

@@ -23,10 +23,11 @@ from typing import Any, Mapping, Sequence
 
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
-from tileport.emit.names import RUST_NAMING, rust_ident
+from tileport.frontends.base import KernelConfig, Translation
 from tileport.frontends.liveness import Frames, assigned, exposed_read
 from tileport.model import types as T
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
+from tileport.model.naming import Naming
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc,
                                Param, Ref, Return, sym_names, walk)
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
@@ -77,22 +78,6 @@ Value = Any  # Ref | CV | tuple | Helper | ModuleRef | DTypeVal | EnumVal
 
 
 # ---------------------------------------------------------------- configuration
-
-@dataclass(frozen=True)
-class KernelConfig:
-    """What the source does not say: one mapping per configuration in use.
-
-    Each configuration maps array and scalar parameters to a dtype name ("f16", "i32", ...) and
-    `ct.Constant` parameters to a value. `ranks` gives array ranks when they are known from outside.
-    `pinned` fixes constants to literals (literal-specialized entries). `runtime` names constants that
-    become typed runtime parameters: no values are known and they cannot stay const generics.
-    """
-
-    configs: tuple[Mapping[str, Any], ...] = ()
-    ranks: Mapping[str, int] = field(default_factory=dict)
-    pinned: Mapping[str, Any] = field(default_factory=dict)
-    runtime: frozenset[str] = frozenset()
-
 
 CONST_SCALAR_DTYPES = {"int": "i32", "bool": "bool", "float": "f32"}  # a ct.Constant passed at run time
 
@@ -710,7 +695,7 @@ class _Scope:
 
 
 class KernelLowerer:
-    def __init__(self, sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig):
+    def __init__(self, sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig, naming: Naming):
         from tileport.frontends import cutile_calls
         self.sm, self.fn, self.cfg = sm, fn, cfg
         self.path = sm.path
@@ -719,10 +704,10 @@ class KernelLowerer:
         check_constant_values(sm.path, fn, params, cfg)
         space, array_dtypes = dtype_space(params, cfg)
         self.params = [Param(p.name, ArrayT(array_dtypes[p.name], p.ty.rank)) if p.is_array else p for p in params]
-        self.params = [_rust_named(p, self.loc(fn)) for p in self.params]
+        self.params = [_safely_named(p, self.loc(fn), naming) for p in self.params]
         configs = list(cfg.configs)
         const_values = [{p.name: c[p.name] for p in self.params if p.is_const and p.name in c} for c in configs]
-        self.b = Builder(self.path, space, const_values, RUST_NAMING)
+        self.b = Builder(self.path, space, const_values, naming)
         self.scopes: list[_Scope] = []
         self.frames = Frames()
         self.inline_depth = 0
@@ -752,8 +737,8 @@ class KernelLowerer:
                     raise NeedsSpecialization(frozenset({p.name}), f"`ct.Constant[{p.const_type}]` parameters "
                                               "have no const-generic form in Rust", self.loc(fn))
             else:
-                self.scopes[-1].vars[p.name] = Ref(p.rust, p.ty)
-                self.b.scope_names[-1].add(p.rust)
+                self.scopes[-1].vars[p.name] = Ref(p.ident, p.ty)
+                self.b.scope_names[-1].add(p.ident)
         try:
             self.block(fn.body, fn)
         except RecursionError:
@@ -764,8 +749,8 @@ class KernelLowerer:
         doc = ast.get_docstring(fn) or ""
         notes = [f"scalar parameter `{a.arg}` has no annotation and its uses do not decide its type: assumed i32"
                  for a in fn.args.args if self._assumed_i32(a)]
-        return Kernel(rust_ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
-                      module_name=rust_ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
+        return Kernel(self.b.naming.ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
+                      module_name=self.b.naming.ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
                       signature=tuple(p.name for p in self.params), notes=notes)
 
     def _assumed_i32(self, a: ast.arg) -> bool:
@@ -1322,9 +1307,9 @@ _INT_RANGES = {f"{s}{bits}": ((-(1 << bits - 1), (1 << bits - 1) - 1) if s == "i
 _F32_MAX = 3.4028234663852886e38
 
 
-def _rust_named(p: Param, loc: Loc) -> Param:
+def _safely_named(p: Param, loc: Loc, naming: Naming) -> Param:
     """Give a parameter whose name is a Rust keyword or DSL name a safe Rust identifier."""
-    ident = rust_ident(p.name)
+    ident = naming.ident(p.name)
     if ident == "_":  # the Rust wildcard, not a name
         ident = "underscore_"
     if ident == p.name:
@@ -1347,14 +1332,6 @@ def _describe(v: Value) -> str:
 
 # ---------------------------------------------------------------- module entry points
 
-@dataclass
-class Translation:
-    """Result of the frontend on one file: kernels (one per entry) and per-kernel diagnostics."""
-
-    module: KernelModule
-    diagnostics: list[Diagnostic]
-
-
 def specialization_values(cfg: KernelConfig, names: frozenset[str]) -> list[dict[str, Any]]:
     seen, out = set(), []
     for c in cfg.configs:
@@ -1367,15 +1344,15 @@ def specialization_values(cfg: KernelConfig, names: frozenset[str]) -> list[dict
     return out
 
 
-def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel]:
+def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig, naming: Naming) -> list[Kernel]:
     """One kernel, or several literal-specialized entries when constants cannot stay generic."""
-    return _lower_configured(sm, name, cfg) if cfg.configs else _lower_unconfigured(sm, name, cfg)
+    return _lower_configured(sm, name, cfg, naming) if cfg.configs else _lower_unconfigured(sm, name, cfg, naming)
 
 
 INDEX_DTYPE = "i64"  # arrays whose elements index other arrays (token ids, gather rows): torch.long
 
 
-def _lower_unconfigured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel]:
+def _lower_unconfigured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: Naming) -> list[Kernel]:
     """No configuration: the arrays share one generic element type over the float dtypes with which the
     kernel type-checks (cuTile Python refuses the others just the same); index arrays are i64."""
     fn = sm.kernels[name]
@@ -1385,7 +1362,7 @@ def _lower_unconfigured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list
     kept, first_error = [], None
     for c in candidates:
         try:
-            _lower_configured(sm, name, replace(cfg, configs=(c,)))
+            _lower_configured(sm, name, replace(cfg, configs=(c,)), naming)
             kept.append(c)
         except Diagnostic as d:
             if d.construct != "dtype":
@@ -1394,7 +1371,7 @@ def _lower_unconfigured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list
     if not kept:
         raise first_error
     unique = tuple(dict(t) for t in dict.fromkeys(tuple(sorted(c.items())) for c in kept))
-    return _lower_configured(sm, name, replace(cfg, configs=tuple(c for c in kept if c in unique)))
+    return _lower_configured(sm, name, replace(cfg, configs=tuple(c for c in kept if c in unique)), naming)
 
 
 def index_arrays(sm: ScannedModule, fn: ast.FunctionDef) -> set[str]:
@@ -1427,10 +1404,10 @@ def index_arrays(sm: ScannedModule, fn: ast.FunctionDef) -> set[str]:
     return found
 
 
-def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[Kernel]:
+def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: Naming) -> list[Kernel]:
     fn = sm.kernels[name]
     try:
-        return [KernelLowerer(sm, fn, cfg).lower()]
+        return [KernelLowerer(sm, fn, cfg, naming).lower()]
     except NeedsSpecialization as need:
         values = specialization_values(cfg, need.constants | frozenset(cfg.pinned))
         unknown = Diagnostic(f"{need.reason}; constant(s) {', '.join(sorted(need.constants))} must be "
@@ -1445,7 +1422,7 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[K
             # no values known: the constants become typed runtime parameters (cuTile folds them; the
             # port computes with them), so the kernel still translates without a configuration
             try:
-                return _lower_configured(sm, name, replace(cfg, runtime=cfg.runtime | need.constants))
+                return _lower_configured(sm, name, replace(cfg, runtime=cfg.runtime | need.constants), naming)
             except Diagnostic as d:
                 if d.construct == "dtype":
                     raise  # about element types, not the constant (unconfigured kernels try several)
@@ -1457,7 +1434,7 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig) -> list[K
             configs = (tuple({**c, **v} for c in cfg.configs) if enumerated
                        else tuple(c for c in cfg.configs if all(c.get(k) == x for k, x in v.items())))
             sub_cfg = replace(cfg, configs=configs, pinned={**cfg.pinned, **v})
-            for k in _lower_configured(sm, name, sub_cfg):
+            for k in _lower_configured(sm, name, sub_cfg, naming):
                 suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items())
                                   if key not in cfg.pinned)
                 k.name = f"{k.name}_{suffix}" if suffix else k.name
@@ -1479,8 +1456,8 @@ def _suffix(v: Any) -> str:
     return str(v).replace(".", "p").replace("-", "m")
 
 
-def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
-                   only: Sequence[str] | None = None) -> Translation:
+def translate_file(path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
+                   naming: Naming) -> Translation:
     """Parse `path` and lower every kernel (or those in `only`); diagnostics are per kernel."""
     try:
         sm = scan_module(path)
@@ -1497,7 +1474,7 @@ def translate_file(path: str, configs: Mapping[str, KernelConfig] | None = None,
             diags.append(Diagnostic(f"no `@ct.kernel` function named `{name}`", Loc(path, 1, 1), "kernel"))
             continue
         try:
-            kernels += lower_kernel(sm, name, (configs or {}).get(name, KernelConfig()))
+            kernels += lower_kernel(sm, name, (configs or {}).get(name, KernelConfig()), naming)
         except Diagnostic as d:
             d.kernel = d.kernel or name
             if d.loc is None:

@@ -1,0 +1,26 @@
+"""The frontends tileport knows, and which one reads a given file."""
+
+from __future__ import annotations
+
+from tileport.diagnostics import Diagnostic
+from tileport.frontends.base import Frontend
+from tileport.frontends.cutile import parse_source, read_source
+from tileport.frontends.cutile_frontend import FRONTEND as CUTILE
+
+# In the order they are asked; the first is also the one that reports on a file no frontend accepts.
+FRONTENDS: tuple[Frontend, ...] = (CUTILE,)
+
+
+def frontend_for(path: str) -> Frontend:
+    """The frontend whose language `path` is written in (from its AST: nothing of it runs). A file that
+    cannot be read or parsed, or that no frontend accepts, goes to the first frontend, which reports
+    why with a location."""
+    try:
+        tree = parse_source(path, read_source(path))
+    except Diagnostic:
+        return FRONTENDS[0]
+    return next((f for f in FRONTENDS if f.accepts(path, tree)), FRONTENDS[0])
+
+
+def frontend_named(name: str) -> Frontend:
+    return next(f for f in FRONTENDS if f.name == name)
