@@ -172,6 +172,15 @@ def reference_arg_roles(lib: KernelLibrary, capture: Capture, reference) -> dict
     return cutile_python_roles(_entry(lib, capture)["params"], reference.entries[0])
 
 
+def diff_port(lib: KernelLibrary, capture: Capture, reference: bytes, generated: bytes):
+    """The structural diff (a `tileport.tileir.DiffReport`) of one configuration's reference and generated
+    Tile IR bytecode, with both entries' shape/stride parameter roles (what `verify` and stage B compare)."""
+    from tileport.tileir import diff, read_module
+    ref_module, gen_module = read_module(reference), read_module(generated)
+    return diff(ref_module, gen_module, generated_arg_roles=generated_arg_roles(lib, capture, gen_module),
+                reference_arg_roles=reference_arg_roles(lib, capture, ref_module))
+
+
 def disassemble(bytecode: bytes) -> str:
     tool = toolchain.tileirdisasm()
     if tool is None:

@@ -22,6 +22,7 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Mapping
 
 from tileport.corpus import REPO
 from tileport.ops.spec import KERNELS_DIR
@@ -70,6 +71,8 @@ class Options:
     native_gpu: bool | None = None  # None: detect (torch + a CUDA device)
     until: Stage | None = None     # stop after this stage (resume later)
     cache_dir: Path | None = None
+    # Tests only: kernel -> a translator defect planted into B(1)'s kernel text (stage_b.PlantedDefect).
+    planted: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from tileport.runtime.library import PROFILES
