@@ -64,7 +64,8 @@ class Plant:
             new_host, n = re.subn(r'(extern "C" fn tileport_\w+)\(', r"\1_planted(", host, count=1)
             return device + new_host, f"{n} C symbol(s) renamed with suffix `_planted`"
         if self.name == "compile":
-            return text + '\n#[allow(dead_code)]\nfn planted_defect() -> i32 {\n    "not an i32"\n}\n', "type error appended"
+            rejected = '\n#[allow(dead_code)]\nfn planted_defect() -> i32 {\n    "not an i32"\n}\n'
+            return text + rejected, "type error appended"
         raise ValueError(f"unknown planted defect {self.name!r} (ftz, tma, ffi, compile)")
 
 

@@ -86,7 +86,8 @@ def compile_variants(ctx: KernelContext, analysis: dict, gen_dir: Path, cubin_di
                 res = builds.cubin(ctx.session, gen_bc, arch, cubin_dir / f"{v['entry']}.{arch}.cubin")
                 rec["cubins"][arch] = res["ok"]
                 if not res["ok"]:
-                    ref = builds.cubin(ctx.session, (ctx.kernel_dir / conf["reference_bytecode"]).read_bytes(), arch, None)
+                    ref_bc = (ctx.kernel_dir / conf["reference_bytecode"]).read_bytes()
+                    ref = builds.cubin(ctx.session, ref_bc, arch, None)
                     if ref["ok"]:
                         cubin_fail.append(f"{v['entry']} {arch}: {res['error'][:500]}")
                     else:
