@@ -97,7 +97,7 @@ def reference_bytecode(path: str | Path, capture: Capture) -> bytes:
 
 def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
     """The variant of a manifest entry that serves `capture`, and its generic argument list."""
-    from tileport.model.types import TORCH_DTYPES
+    from tileport.ops.dtypes import TORCH_DTYPES
 
     consts = dict(capture.constants)
     for variant in entry["variants"]:

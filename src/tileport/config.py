@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tileport.frontends.cutile import KernelConfig
-from tileport.model.types import TORCH_DTYPES
+from tileport.ops.dtypes import TORCH_DTYPES
 
 
 class ConfigError(ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tileport.frontends.cutile import KernelConfig
-from tileport.model.types import TORCH_DTYPES
+from tileport.ops.dtypes import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture, OpSpec
 
 REPO = Path(__file__).resolve().parents[2]

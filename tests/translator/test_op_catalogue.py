@@ -29,6 +29,11 @@ def test_mode_tables_cover_the_declared_domains():
     assert {key.split(":")[0] for key in L.UNARY} == set(ops.UNARY_FNS)
 
 
+def test_the_rust_target_spells_every_element_dtype_of_the_model():
+    from tileport.model.types import ELEMENT_DTYPES
+    assert set(L.RUST_DTYPE) == set(ELEMENT_DTYPES)
+
+
 def test_rows_name_a_template_a_method_or_a_refusal():
     for row in L.ROWS:
         assert [row.template, row.method, row.refuse].count(None) == 2, row

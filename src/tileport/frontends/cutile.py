@@ -21,7 +21,6 @@ from itertools import product
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tileport import lowering as L
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.base import KernelConfig, Translation
 from tileport.frontends.liveness import Frames, assigned, exposed_read
@@ -31,6 +30,8 @@ from tileport.model.naming import Naming
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc,
                                Param, Ref, Return, sym_names, walk)
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
+from tileport.ops.dtypes import TORCH_DTYPES
+from tileport.runtime.abi import DTYPE_CODES
 
 CT_MODULE = "cuda.tile"
 DTYPE_MODULES = ("numpy", "torch")  # their dtype names and inf/nan/pi/e mean what cuTile's do
@@ -516,10 +517,10 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
             params.append(Param(a.arg, ArrayT("?", rank)))
         else:
             configured = first.get(a.arg)
-            dtype = (T.TORCH_DTYPES.get(str(configured), configured) if configured is not None else None) \
+            dtype = (TORCH_DTYPES.get(str(configured), configured) if configured is not None else None) \
                 or _SCALAR_ANNOTATIONS.get(getattr(a.annotation, "id", None)) \
                 or launch_scalar_dtype(sm, fn.name, fn.args.args.index(a)) or scalar_use_dtype(fn, a.arg) or "i32"
-            if dtype not in L.RUST_DTYPE:
+            if dtype not in T.ELEMENT_DTYPES:
                 raise Diagnostic(f"unsupported dtype {dtype!r} configured for scalar `{a.arg}`", loc, "config")
             params.append(Param(a.arg, ScalarT(dtype)))
     return params
@@ -669,11 +670,11 @@ def dtype_space(params: list[Param], cfg: KernelConfig) -> tuple[DTypeSpace, dic
         missing = [i for i, c in enumerate(configs) if p.name not in c]
         if missing:
             raise Diagnostic(f"no element dtype given for array `{p.name}`", None, "config")
-        vec = tuple(T.TORCH_DTYPES.get(str(c[p.name]), c[p.name]) for c in configs)
-        unsupported = sorted({str(d) for d in vec if d not in L.DTYPE_CODE})
+        vec = tuple(TORCH_DTYPES.get(str(c[p.name]), c[p.name]) for c in configs)
+        unsupported = sorted({str(d) for d in vec if d not in DTYPE_CODES})
         if unsupported:
             raise Diagnostic(f"unsupported dtype(s) {', '.join(unsupported)} configured for array `{p.name}`",
-                             None, "config", f"one of {', '.join(L.DTYPE_CODE)}")
+                             None, "config", f"one of {', '.join(DTYPE_CODES)}")
         if len(set(vec)) == 1:
             assigned[p.name] = vec[0]
             continue

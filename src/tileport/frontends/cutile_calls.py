@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tileport import lowering as L
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.cutile import (_MATH, CV, ConstFoldError, DTypeVal, EnumVal, ModuleRef, Value, _describe,
                                       fold)
@@ -21,6 +20,13 @@ from tileport.model.ir import Atom, CDim, Lit, Ref, sym_names
 from tileport.model.types import ArrayT, ScalarT, Sym, TileT
 
 # Members of cuTile Python's enums (cuda.tile 1.7.0): anything else is refused where it is named.
+# cuTile Python dtype attribute names -> model names.
+CT_DTYPES = {
+    "bool_": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "tfloat32": "tf32",
+    "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2",
+}
 ENUMS = {"PaddingMode": {"UNDETERMINED", "ZERO", "NEG_ZERO", "NAN", "POS_INF", "NEG_INF"},
          "RoundingMode": {"RN", "RZ", "RM", "RP", "RA", "FULL", "APPROX", "RZI"},
          "MemoryOrder": {"WEAK", "RELAXED", "ACQUIRE", "RELEASE", "ACQ_REL"},
@@ -67,11 +73,11 @@ class ArrayShape:
 
 def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
     if isinstance(base, ModuleRef) and base.name == "ct":
-        if attr in T.CT_DTYPES:
-            if T.CT_DTYPES[attr] not in L.RUST_DTYPE:
+        if attr in CT_DTYPES:
+            if CT_DTYPES[attr] not in T.ELEMENT_DTYPES:
                 raise lw.fail(node, f"ct.{attr} is not supported by the translator yet", "dtype",
                               "use a float16/bfloat16/float32 tile here")
-            return DTypeVal(T.CT_DTYPES[attr])
+            return DTypeVal(CT_DTYPES[attr])
         if attr in ENUMS:
             return EnumNS(attr)
         return CtFn(attr)
@@ -121,8 +127,8 @@ _NUMERIC_CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math
 def _dtype_module_attr(lw, module: str, attr: str, node: ast.AST) -> Value:
     """`np.int32`, `torch.float16`, `np.inf`: the cuTile dtype or number they stand for in a kernel."""
     name = _DTYPE_SPELLINGS[module].get(attr, attr)
-    if name in T.CT_DTYPES and name != "tfloat32":
-        return DTypeVal(T.CT_DTYPES[name])
+    if name in CT_DTYPES and name != "tfloat32":
+        return DTypeVal(CT_DTYPES[name])
     if attr in _NUMERIC_CONSTANTS:
         return CV(_NUMERIC_CONSTANTS[attr])
     short = "np" if module == "numpy" else module

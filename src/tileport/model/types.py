@@ -11,21 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Union
 
-# Canonical element dtype names (Rust spelling where one exists).
+# Element dtype names of the model (short, target-neutral: f32, bf16, i64, ...).
 FLOATS = ("f16", "bf16", "f32", "f64", "tf32")
 INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-DTYPES = ("bool", *INTS, *FLOATS, "f8e4m3fn", "f8e5m2")
-
-# cuTile Python dtype attribute names -> model names.
-CT_DTYPES = {
-    "bool_": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "tfloat32": "tf32",
-    "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2",
-}
-# torch dtype names (as used in specs) -> model names.
-TORCH_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
-                "int32": "i32", "int64": "i64", "int8": "i8", "int16": "i16", "uint8": "u8", "bool": "bool"}
+# What tiles and scalars of the model compute with; the float8 types are known by name only (no
+# operation takes them yet).
+ELEMENT_DTYPES = ("bool", *INTS, *FLOATS)
+DTYPES = (*ELEMENT_DTYPES, "f8e4m3fn", "f8e5m2")
 
 
 def is_float(dt: str) -> bool:

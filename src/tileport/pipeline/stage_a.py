@@ -25,7 +25,7 @@ from pathlib import Path
 from tileport.capture import CaptureError
 from tileport.diagnostics import Diagnostic
 from tileport.frontends.cutile import KernelConfig, classify_params, scan_module
-from tileport.model.types import TORCH_DTYPES
+from tileport.ops.dtypes import TORCH_DTYPES
 
 from tileport.atomic import write_bytes_atomic, write_text_atomic
 

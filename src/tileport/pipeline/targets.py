@@ -8,7 +8,7 @@ from typing import Any
 
 from tileport.config import ConfigError, load_config
 from tileport.frontends.cutile import KernelConfig, scan_module
-from tileport.model.types import TORCH_DTYPES
+from tileport.ops.dtypes import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture
 
 from .target import Target, primary_op
