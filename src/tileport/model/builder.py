@@ -73,7 +73,7 @@ def same_dim(a: Dim, b: Dim) -> bool:
 
 
 # A kernel larger than this is refused: inlined helpers can grow exponentially (each calling the next twice),
-# and the passes, the emitter and rustfmt would take minutes on it. Corpus kernels have a few hundred.
+# and the passes, the emitter and the formatter would take minutes on it. Corpus kernels have a few hundred.
 MAX_KERNEL_OPS = 20_000
 
 

@@ -153,7 +153,7 @@ class Param:
         """The parameter's identifier in generated code."""
         return self.ident_name or self.name
 
-    rust = ident  # the name frontends written before the target-neutral model use
+    rust = ident  # former name, kept until every frontend says `ident`
 
     @property
     def is_array(self) -> bool:
@@ -185,6 +185,8 @@ class Kernel:
     def param_by_ident(self, ident: str) -> Param:
         """The parameter bound to identifier `ident` (source names that are target keywords are renamed)."""
         return next(p for p in self.params if p.ident == ident)
+
+    param_by_rust = param_by_ident  # former name, kept until every frontend says `param_by_ident`
 
     @property
     def const_params(self) -> list[Param]:

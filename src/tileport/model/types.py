@@ -54,7 +54,7 @@ def promote(a: str, b: str) -> str | None:
 
 @dataclass(frozen=True)
 class DVar:
-    """A dtype-polymorphic element type (a Rust generic type parameter)."""
+    """A dtype-polymorphic element type (a generic type parameter of the emitted kernel)."""
 
     name: str
 
