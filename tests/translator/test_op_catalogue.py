@@ -68,3 +68,4 @@ def test_a_malformed_operation_fails_where_it_is_built(build, message):
 def test_a_wellformed_operation_builds():
     op = Op("binary", (tile("a"), tile("b")), F32, LOC, (("op", "add"), ("rounding", None)))
     assert op.attr("op") == "add"
+

@@ -27,7 +27,8 @@ class CuTileFrontend:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import) and any(a.name == CT_MODULE for a in node.names):
                 return True
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(CT_MODULE):
+            if isinstance(node, ast.ImportFrom) and ((node.module or "").startswith(CT_MODULE) or (
+                    node.module == "cuda" and any(a.name == "tile" for a in node.names))):
                 return True
         return False
 
