@@ -176,9 +176,27 @@ def test_layers_are_respected():
 
 
 def test_no_import_cycles():
-    found = cycles(import_graph())
+    graph = import_graph()
+    found = cycles(graph)
     assert not found, "import cycles (one per group of modules importing each other):\n" + "\n".join(
-        " -> ".join(c) for c in found)
+        " -> ".join(c) + _rest_of_group(c, graph) for c in found)
+
+
+def _rest_of_group(cycle: list[str], graph: dict[str, set[str]]) -> str:
+    """The other modules of the cycle's group (its strongly connected component), if any."""
+    reach = lambda start: _reachable(start, graph)  # noqa: E731
+    group = {m for m in reach(cycle[0]) if cycle[0] in reach(m)} - set(cycle)
+    return f" (in one group with {', '.join(sorted(group))})" if group else ""
+
+
+def _reachable(start: str, graph: dict[str, set[str]]) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
 
 
 # ---- the checks themselves can fail: a small synthetic tree with each defect
