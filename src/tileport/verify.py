@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from tileport.atomic import write_text_atomic
-from tileport.capture import (ARCHS, CaptureError, CubinResult, capture_side, diff_port, generated_bytecode,
-                              reference_bytecode)
+from tileport.capture import ARCHS, CaptureError, CubinResult, capture_side, diff_port, generated_bytecode
+from tileport.frontends.registry import frontend_for
 from tileport.ops.spec import Capture
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import KernelLibrary
@@ -56,7 +56,10 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
     t0 = time.perf_counter()
     d = out_dir / capture.kernel / slug(capture.label) if out_dir else None
     try:
-        ref_bc = reference_bytecode(path, capture)
+        frontend = frontend_for(str(path))
+        ref_bc = frontend.reference_bytecode(str(path), capture)
+        if ref_bc is None:
+            raise CaptureError(f"{path}: {frontend.name} kernels have no reference Tile IR compiler")
         _, gen_bc = generated_bytecode(lib, capture)
         ref = capture_side(ref_bc, d, "reference", archs)
         gen = capture_side(gen_bc, d, "generated", archs)
