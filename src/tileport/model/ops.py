@@ -14,14 +14,16 @@ from typing import Any, Callable
 
 from tileport.model.types import ArrayT, PtrT, ScalarT, TileT, TokenT
 
-# ---- attribute domains (the modes of Tile IR operations, by their target-neutral names)
-ROUNDING_MODES = (None, "nearest_even", "zero", "negative_inf", "positive_inf", "approx", "full")
+# ---- attribute domains: every value a frontend or pass may give (an emitter may lower fewer and refuse the rest)
+ROUNDING_MODES = (None, "nearest_even", "zero", "negative_inf", "positive_inf", "approx", "full", "nearest_away",
+                  "nearest_int_to_zero")
 FLAGS = (None, False, True)  # ftz, nan propagation, TMA permission
 PADDING_MODES = ("undetermined", "zero", "neg_zero", "nan", "pos_inf", "neg_inf")
-BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "rem", "cdiv", "pow", "max", "min", "and", "or", "xor")
+BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "rem", "cdiv", "pow", "max", "min", "and", "or", "xor",
+              "shl", "shr")
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 UNARY_FNS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "tan", "sinh", "cosh", "floor",
-             "ceil", "abs", "negative")
+             "ceil", "abs", "negative", "not")
 REDUCE_FNS = ("sum", "max", "min", "prod")
 DOMAINS: dict[str, tuple] = {"rounding": ROUNDING_MODES, "ftz": FLAGS, "nan": FLAGS, "allow_tma": FLAGS,
                              "padding": PADDING_MODES}
