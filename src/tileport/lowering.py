@@ -347,10 +347,16 @@ ROWS: list[Row] = [
     Row("yield", template="{x}"),
 ]
 
-ROWS_BY_KIND: dict[str, list[Row]] = {}
-for _row in ROWS:
-    ROWS_BY_KIND.setdefault(_row.kind, []).append(_row)
-del _row
+def by_kind(rows: list[Row]) -> dict[str, list[Row]]:
+    """Rows grouped by kind, in order. A backend that spells some operations differently puts its own rows
+    first (`by_kind([*mine, *ROWS])`): the first row that matches wins."""
+    out: dict[str, list[Row]] = {}
+    for row in rows:
+        out.setdefault(row.kind, []).append(row)
+    return out
+
+
+ROWS_BY_KIND = by_kind(ROWS)
 
 
 def lowered_kinds() -> set[str]:

@@ -83,3 +83,14 @@ def test_a_wellformed_operation_builds():
     op = Op("binary", (tile("a"), tile("b")), F32, LOC, (("op", "add"), ("rounding", None)))
     assert op.attr("op") == "add"
 
+
+
+def test_a_backend_row_put_first_overrides_the_default():
+    from tileport.emit.rust_kernel import KernelEmitter
+    from tileport.model.ir import Block, Kernel, Let
+    a = tile("a")
+    op = Op("unary", (a,), F32, LOC, (("fn", "exp"),))
+    kernel = Kernel("k", [], Block([Let("y", op)]), LOC, dtype_vars={})
+    assert KernelEmitter(kernel).expr(op, "y") == ([], "exp(a)")
+    mine = L.by_kind([L.Row("unary", {"fn": "exp"}, "fast_exp({x})"), *L.ROWS])
+    assert KernelEmitter(kernel, rows=mine).expr(op, "y") == ([], "fast_exp(a)")

@@ -149,6 +149,7 @@ class KernelEmitter:
     kernel: Kernel
     source: str = ""  # the source path as recorded in generated files
     shims: set[str] = field(default_factory=set)
+    rows: dict = field(default_factory=lambda: L.ROWS_BY_KIND)  # kind -> lowering rows, first match wins
 
     def __post_init__(self):
         self.lines: list[str] = []
@@ -302,7 +303,7 @@ class KernelEmitter:
             if key not in facts:
                 facts[key] = self.fact(op, key)
             return facts[key]
-        for row in L.ROWS_BY_KIND.get(op.kind, ()):
+        for row in self.rows.get(op.kind, ()):
             if row.matches(fact):
                 return row
         raise self.fail(op, f"no cutile-rs lowering for operation `{op.kind}`")
