@@ -16,9 +16,10 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "tileport"
 FRONTENDS = f"{PACKAGE}.frontends"
-# Modules of the frontends package that belong to no single frontend: the package, the shared interface
-# and source reading (they import no frontend), and the registry (it imports every frontend, by design).
-FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base", f"{FRONTENDS}.source"}
+# Modules of the frontends package that belong to no single frontend: the package, the shared interface,
+# source reading and Python liveness (they import no frontend), and the registry (it imports every
+# frontend, by design).
+FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base", f"{FRONTENDS}.source", f"{FRONTENDS}.liveness"}
 FRONTEND_REGISTRY = f"{FRONTENDS}.registry"
 
 
