@@ -335,7 +335,10 @@ ROWS: list[Row] = [
     Row("mma", {"operand": "f"}, MMA_FLOAT),
     Row("mma", template=MMA_INT),
     # ---- memory: views, pointers, tokens
+    Row("load", {"check_bounds": False}, refuse="ct.load(check_bounds=False) is not supported by the translator yet"),
     Row("load", method="load"),
+    Row("store", {"order": bool}, refuse="ct.store with order= is not supported by the translator yet"),
+    Row("store", {"check_bounds": False}, refuse="ct.store(check_bounds=False) is not supported by the translator yet"),
     Row("store", method="store"),
     Row("load_ptr", method="load_ptr", shims=("load_ptr_tko_tpad",)),
     Row("store_ptr", method="store_ptr"),

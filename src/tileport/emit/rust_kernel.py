@@ -348,8 +348,6 @@ class KernelEmitter:
         view = self.view(arr.name, shape, op.attr("padding"), op.attr("order"), False)
         latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
         tma = L.TMA[op.attr("allow_tma")]
-        if op.attr("check_bounds") is False:
-            raise self.fail(op, "ct.load(check_bounds=False) is not supported by the translator yet")
         token, result = op.attr("token"), op.attr("result_token")
         if token is None and result is None:
             return L.LOAD.format(view=view, index=self.index(index), latency=latency, tma=tma)
@@ -408,17 +406,10 @@ class KernelEmitter:
             names.append(idx)
         return pre, L.EXTRACT.format(x=x.name, index=", ".join(names))
 
-    def view_store_args(self, op: Op):
-        arr, tile, *index = op.args
-        if op.attr("order"):
-            raise self.fail(op, "ct.store with order= is not supported by the translator yet")
-        if op.attr("check_bounds") is False:
-            raise self.fail(op, "ct.store(check_bounds=False) is not supported by the translator yet")
-        latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
-        return arr, tile, index, latency, L.TMA[op.attr("allow_tma")]
-
     def lower_store(self, op: Op, name: str) -> str:
-        arr, tile, index, latency, tma = self.view_store_args(op)
+        arr, tile, *index = op.args
+        latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
+        tma = L.TMA[op.attr("allow_tma")]
         token = op.attr("token")
         if token is None:  # the view's own (entry) token, result unused: the safe-looking mutable view
             view = self.view(arr.name, tile.ty.shape, "undetermined", None, True)
