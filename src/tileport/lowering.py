@@ -292,6 +292,8 @@ ROWS: list[Row] = [
     *[Row("binary", {"elem": "f", "op": k, "rounding": (None, "nearest_even"), "ftz": UNSET}, f"{{a}} {s} {{b}}")
       for k, s in FLOAT_OPERATOR.items()],
     Row("binary", {"elem": "f", "op": "div", "rounding": "full"}, DIVF_FULL, shims=("divf_full",)),
+    Row("binary", {"elem": "f", "op": tuple(FLOAT_MODED), "rounding": Not(tuple(ROUNDING))},
+        refuse="operator `{op}` with rounding_mode={rounding} is not supported yet"),
     *[Row("binary", {"elem": "f", "op": k}, f"{s}({{a}}, {{b}}, {{rounding}}, {{ftz}})")
       for k, s in FLOAT_MODED.items()],
     *[Row("binary", {"elem": "f", "op": k}, s) for k, s in FLOAT_FN.items()],
@@ -299,6 +301,7 @@ ROWS: list[Row] = [
     *[Row("binary", {"elem": INTS, "op": k}, f"{{a}} {s} {{b}}") for k, s in INT_OPERATOR.items()],
     *[Row("binary", {"elem": INTS, "op": k}, s) for k, s in INT_FN.items()],
     Row("binary", refuse="operator `{op}` on {ty} is not supported yet"),
+    Row("fma", {"rounding": Not(tuple(ROUNDING))}, refuse="fma with rounding_mode={rounding} is not supported yet"),
     Row("fma", template=FMA),
     Row("fpowi", template=FPOWI),
     # ---- comparisons and selection
@@ -313,6 +316,8 @@ ROWS: list[Row] = [
     *[Row("unary", {"fn": fn, "rounding": "approx"}, UNARY[f"{fn}:approx"]) for fn in ("exp", "tanh")],
     *[Row("unary", {"fn": fn, "rounding": (None, "full")}, UNARY[fn]) for fn in ("exp", "tanh")],
     Row("unary", {"fn": ("exp", "tanh")}, refuse="ct.{fn} with rounding_mode={rounding} is not supported yet"),
+    Row("unary", {"fn": "sqrt", "rounding": Not(tuple(ROUNDING))},
+        refuse="ct.sqrt with rounding_mode={rounding} is not supported yet"),
     Row("unary", {"fn": "sqrt"}, UNARY["sqrt"]),
     *[Row("unary", {"fn": fn, "rounding": (None, "full", "approx")}, UNARY[fn])
       for fn in UNARY if ":" not in fn and fn not in ("exp", "tanh", "sqrt")],

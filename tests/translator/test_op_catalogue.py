@@ -94,3 +94,24 @@ def test_a_backend_row_put_first_overrides_the_default():
     assert KernelEmitter(kernel).expr(op, "y") == ([], "exp(a)")
     mine = L.by_kind([L.Row("unary", {"fn": "exp"}, "fast_exp({x})"), *L.ROWS])
     assert KernelEmitter(kernel, rows=mine).expr(op, "y") == ([], "fast_exp(a)")
+
+
+@pytest.mark.parametrize("expr, construct, message", [
+    ("ct.add(t, t, rounding_mode=ct.RoundingMode.RA)", "binary", "`add` with rounding_mode=nearest_away"),
+    ("ct.sqrt(t, rounding_mode=ct.RoundingMode.RZI)", "unary", "ct.sqrt with rounding_mode=nearest_int_to_zero"),
+    ("ct.mul(t, t, rounding_mode=ct.RoundingMode.RA) + t", "binary", "`mul` with rounding_mode=nearest_away"),
+    ("ct.add(ct.mul(t, t, rounding_mode=ct.RoundingMode.RA), t, rounding_mode=ct.RoundingMode.RA)", "fma",
+     "fma with rounding_mode=nearest_away"),
+])
+def test_a_rounding_mode_cutile_rs_cannot_spell_is_refused_where_it_is_written(tmp_path, expr, construct, message):
+    """Once a KeyError (an internal error): the modes cuTile Python has and cutile-rs 0.5.0 lacks are refused."""
+    from tp_helpers import run, write_kernels
+    path = write_kernels(tmp_path, f"""
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            ct.store(y, index=(ct.bid(0),), tile={expr})
+        """)
+    d = run(path, {"k": [{"x": "f32", "y": "f32", "TILE": 64}]}).results[0].diagnostic
+    assert d is not None and d.construct == construct and message in d.message and "not supported" in d.message
+    assert d.loc.line == 9
