@@ -3145,12 +3145,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3158,6 +3198,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0(
                                 &q_t,
@@ -3179,14 +3237,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3210,12 +3272,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3223,6 +3325,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1(
                                 &q_t,
@@ -3244,14 +3364,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3275,12 +3399,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3288,6 +3452,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1(
                                 &q_t,
@@ -3309,14 +3491,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3340,12 +3526,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3353,6 +3579,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1(
                                 &q_t,
@@ -3374,14 +3618,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3405,12 +3653,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3418,6 +3706,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1(
                                 &q_t,
@@ -3439,14 +3745,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3522,11 +3832,44 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3535,10 +3878,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3560,11 +3905,44 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3573,10 +3951,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3598,11 +3978,44 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3611,10 +4024,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3636,11 +4051,44 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3649,10 +4097,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3674,11 +4124,45 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        params.push(block_table.strides[0] as i32);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3687,10 +4171,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3743,15 +4229,44 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
         require_dtype("lse_part", lse_part, dtype::F32)?;
         require_dtype("lse", lse, dtype::F32)?;
         check_tile_dim("HEAD_DIM", head_dim)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("attention::flash_decode_combine_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(head_dim as i64);
+                key.array(o_part);
+                key.array(lse_part);
+                key.array(o);
+                key.array(lse);
+                key.word(n_splits as i64);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(o_part);
+                    params.array(lse_part);
+                    params.array(o);
+                    params.array(lse);
+                    params.push(n_splits);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("flash_decode_combine_kernel", e));
+                }
                 let o_part_t = target.tensor::<f32>(o_part);
                 let lse_part_t = target.tensor::<f32>(lse_part);
                 let o_t = target.tensor::<E>(o);
                 let lse_t = target.tensor::<f32>(lse);
+                let spec = Specialization {
+                    generics: vec![dtype_names[0].to_string(), head_dim.to_string()],
+                    tensors: vec![
+                        ("o_part", o_part_t.spec().clone()),
+                        ("lse_part", lse_part_t.spec().clone()),
+                        ("o", o_t.spec().clone()),
+                        ("lse", lse_t.spec().clone()),
+                    ],
+                    int_scalars: vec![("n_splits", n_splits as i32)],
+                };
                 let op = unsafe {
                     attention::flash_decode_combine_kernel(
                         &o_part_t,
@@ -3764,8 +4279,16 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
                 .generics(vec![dtype_names[0].to_string(), head_dim.to_string()])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("flash_decode_combine_kernel", e))
+                    .map_err(|e| launch_error("flash_decode_combine_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    attention::__module_ast_self,
+                    "attention",
+                    "flash_decode_combine_kernel",
+                    attention::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {
@@ -3832,11 +4355,41 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
         check_tile_dim("LORA", lora)?;
         check_tile_dim("ROPE", rope)?;
         check_tile_dim("BLOCK_N", block_n)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("attention::mla_decode_partial_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(head_tile as i64);
+                key.word(block_n as i64);
+                key.word(lora as i64);
+                key.word(rope as i64);
+                key.array(q_nope);
+                key.array(q_pe);
+                key.array(ckv);
+                key.array(kpe);
+                key.array(kv_lens);
+                key.array(o_part);
+                key.array(lse_part);
+                key.float(f64::from(qk_scale));
+                key.word(tiles_per_split as i64);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(q_nope);
+                    params.array(q_pe);
+                    params.array(ckv);
+                    params.array(kpe);
+                    params.array(kv_lens);
+                    params.array(o_part);
+                    params.array(lse_part);
+                    params.push(qk_scale);
+                    params.push(tiles_per_split);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("mla_decode_partial_kernel", e));
+                }
                 let q_nope_t = target.tensor::<E>(q_nope);
                 let q_pe_t = target.tensor::<E>(q_pe);
                 let ckv_t = target.tensor::<E>(ckv);
@@ -3844,6 +4397,25 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                 let kv_lens_t = target.tensor::<i32>(kv_lens);
                 let o_part_t = target.tensor::<f32>(o_part);
                 let lse_part_t = target.tensor::<f32>(lse_part);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        head_tile.to_string(),
+                        block_n.to_string(),
+                        lora.to_string(),
+                        rope.to_string(),
+                    ],
+                    tensors: vec![
+                        ("q_nope", q_nope_t.spec().clone()),
+                        ("q_pe", q_pe_t.spec().clone()),
+                        ("ckv", ckv_t.spec().clone()),
+                        ("kpe", kpe_t.spec().clone()),
+                        ("kv_lens", kv_lens_t.spec().clone()),
+                        ("o_part", o_part_t.spec().clone()),
+                        ("lse_part", lse_part_t.spec().clone()),
+                    ],
+                    int_scalars: vec![("tiles_per_split", tiles_per_split as i32)],
+                };
                 let op = unsafe {
                     attention::mla_decode_partial_kernel(
                         &q_nope_t,
@@ -3866,8 +4438,16 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("mla_decode_partial_kernel", e))
+                    .map_err(|e| launch_error("mla_decode_partial_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    attention::__module_ast_self,
+                    "attention",
+                    "mla_decode_partial_kernel",
+                    attention::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {
