@@ -1,7 +1,8 @@
 """Typing rules for cuTile Python operations: `ct.<fn>(...)`, tile methods and attributes, operators.
 
-Each `ct` function has one handler (`ct_<name>`). Handlers check their arguments as cuTile Python
-does, make broadcasts and casts explicit through the Builder, and emit model operations.
+Each `ct` function has one handler (`ct_<name>`, registered in `HANDLERS` by `@handler`). Handlers
+check their arguments as cuTile Python does, make broadcasts and casts explicit through the Builder,
+and emit model operations. They use the lowerer (`lw`) through its public methods only.
 """
 
 from __future__ import annotations

@@ -515,8 +515,9 @@ class KernelLowerer:
         doc = ast.get_docstring(fn) or ""
         notes = [f"scalar parameter `{a.arg}` has no annotation and its uses do not decide its type: assumed i32"
                  for a in fn.args.args if self._assumed_i32(a)]
-        return Kernel(self.b.naming.ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
-                      module_name=self.b.naming.ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
+        ident = self.b.naming.ident
+        return Kernel(ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
+                      module_name=ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
                       signature=tuple(p.name for p in self.params), notes=notes)
 
     def _assumed_i32(self, a: ast.arg) -> bool:
