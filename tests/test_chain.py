@@ -51,7 +51,8 @@ def test_every_corpus_kernel_was_captured(results):
 
 def test_verify_counts_findings_without_match_lines(monkeypatch):
     """MATCH lines of the IR diff are INFO-severity records of agreement, not findings to count."""
-    import tileport.tileir as tileir
+    from types import SimpleNamespace
+
     from tileport import verify
     from tileport.capture import SideCapture
     from tileport.ops.spec import Capture
@@ -62,13 +63,11 @@ def test_verify_counts_findings_without_match_lines(monkeypatch):
     findings = [finding(Status.MATCH, Severity.INFO, "ops"), finding(Status.MATCH, Severity.INFO, "types"),
                 finding(Status.DIFFERS, Severity.WARN, "hints"), finding(Status.DIFFERS, Severity.INFO, "names")]
     report = DiffReport("ref", "gen", "sm_90", findings)
-    monkeypatch.setattr(verify, "reference_bytecode", lambda path, capture: b"ref")
+    frontend = SimpleNamespace(name="cutile", reference_bytecode=lambda path, capture: b"ref")
+    monkeypatch.setattr(verify, "frontend_for", lambda path: frontend)
     monkeypatch.setattr(verify, "generated_bytecode", lambda lib, capture: ("", b"gen"))
     monkeypatch.setattr(verify, "capture_side", lambda bc, d, stem, archs: SideCapture(bc, ""))
-    monkeypatch.setattr(verify, "generated_arg_roles", lambda lib, capture, gen: {})
-    monkeypatch.setattr(verify, "reference_arg_roles", lambda lib, capture, ref: {})
-    monkeypatch.setattr(tileir, "read_module", lambda bc: bc)
-    monkeypatch.setattr(tileir, "diff", lambda ref, gen, generated_arg_roles, reference_arg_roles: report)
+    monkeypatch.setattr(verify, "diff_port", lambda lib, capture, ref, gen: report)
     res = verify.verify_capture(None, None, Capture("k", {}), None)
     assert (res.verdict, res.critical, res.warn, res.info, res.error) == ("PASS_WITH_NOTES", 0, 1, 1, "")
     assert res.findings == ["WARN hints: hints message"]

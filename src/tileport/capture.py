@@ -97,7 +97,7 @@ def reference_bytecode(path: str | Path, capture: Capture) -> bytes:
 
 def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
     """The variant of a manifest entry that serves `capture`, and its generic argument list."""
-    from tileport.model.types import TORCH_DTYPES
+    from tileport.ops.dtypes import TORCH_DTYPES
 
     consts = dict(capture.constants)
     for variant in entry["variants"]:
@@ -170,6 +170,15 @@ def reference_arg_roles(lib: KernelLibrary, capture: Capture, reference) -> dict
     """The shape/stride parameters of the cuTile Python entry (a read module) for the IR diff."""
     from tileport.tileir.roles import cutile_python_roles
     return cutile_python_roles(_entry(lib, capture)["params"], reference.entries[0])
+
+
+def diff_port(lib: KernelLibrary, capture: Capture, reference: bytes, generated: bytes):
+    """The structural diff (a `tileport.tileir.DiffReport`) of one configuration's reference and generated
+    Tile IR bytecode, with both entries' shape/stride parameter roles (what `verify` and stage B compare)."""
+    from tileport.tileir import diff, read_module
+    ref_module, gen_module = read_module(reference), read_module(generated)
+    return diff(ref_module, gen_module, generated_arg_roles=generated_arg_roles(lib, capture, gen_module),
+                reference_arg_roles=reference_arg_roles(lib, capture, ref_module))
 
 
 def disassemble(bytecode: bytes) -> str:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tileport.diagnostics import Diagnostic
-from tileport.frontends.cutile import ScannedModule, _eval_const, _is_ct_attr, loc_of, scan_module
+from tileport.frontends.cutile.lowerer import ScannedModule, _eval_const, _is_ct_attr, loc_of, scan_module
 from tileport.model.ir import Loc
 
 CT = "_tileport_ct"  # the sanitized module's own names for cuda.tile and math

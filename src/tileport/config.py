@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tileport.frontends.cutile import KernelConfig
-from tileport.model.types import TORCH_DTYPES
+from tileport.frontends.base import KernelConfig
+from tileport.ops.dtypes import TORCH_DTYPES
 
 
 class ConfigError(ValueError):

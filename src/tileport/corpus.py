@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tileport.frontends.cutile import KernelConfig
-from tileport.model.types import TORCH_DTYPES
+from tileport.frontends.base import KernelConfig
+from tileport.ops.dtypes import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture, OpSpec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,11 +1,17 @@
 """The lowering table: kernel-model operations -> cutile-rs 0.5.0 spellings, in one place.
 
 Each entry was checked by compiling both sides and comparing Tile IR (docs/cutile-rs-lowering.md).
-The emitter looks things up here and never spells a cutile-rs operation itself. `{x}`-style fields
-are operand names; modes are rendered with the mode tables below.
+The emitter looks things up here and never spells a cutile-rs operation itself. The spelling tables
+come first; `ROWS` at the end pairs each pattern (an operation kind and what its dtypes and attributes
+must be) with its rendering, as one ordered list: the emitter takes the first row that matches.
+In a template, `{a}` `{b}` `{c}` are the operands, `{x}` the first one, modes (`{rounding}`, `{ftz}`,
+`{nan}`) are rendered with the mode tables below; a refusal is formatted with the raw attributes.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 # ---- element types
 RUST_DTYPE = {
@@ -109,7 +115,7 @@ PREDICATE = {"<": "predicate::LessThan", "<=": "predicate::LessThanOrEqual", ">"
              ">=": "predicate::GreaterThanOrEqual", "==": "predicate::Equal", "!=": "predicate::NotEqual"}
 COMPARE_TILE = {"<": "lt_tile", "<=": "le_tile", ">": "gt_tile", ">=": "ge_tile", "==": "eq_tile",
                 "!=": "ne_tile"}
-SELECT = "select({c}, {a}, {b})"
+SELECT = "select({a}, {b}, {c})"  # condition, then, else
 
 # ---- unary math: fn -> (default spelling, spelling with modes)
 UNARY = {
@@ -137,7 +143,7 @@ TRANSPOSE = "{x}.transpose()"
 PERMUTE = "permute({x}, const_array![{axes}])"
 EXTRACT = "extract({x}, [{index}])"
 CAT = "cat({x}, {y}, {axis}i32)"
-MMA_FLOAT = "mmaf({a}, {b}, {acc})"
+MMA_FLOAT = "mmaf({a}, {b}, {acc})"  # acc: the third operand
 MMA_INT = "mmai({a}, {b}, {acc}, signedness::Signed, signedness::Signed)"
 
 # ---- pointer path (ct.gather / ct.scatter), expanded per call as cuTile does
@@ -223,3 +229,159 @@ SHIMS = {
     }
 """,
 }
+
+
+# ---------------------------------------------------------------- lowering rows
+
+class Not(tuple):
+    """A row condition: the fact is none of these values."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """`kind` + `when` (fact -> value, tuple of values, Not(...) or predicate) -> a rendering: a
+    `template`, an emitter `method` (operations that bind several names or create views), or a
+    `refuse` message. `shims`: user-declared ops the rendering needs.
+
+    Facts: `value` ("tile" / "scalar": the result), `elem` and `operand` (the element kind of the
+    result and of the first operand: "f", "i", "u", "b"), `width` (an integer cast: "narrow", "same",
+    "widen"), and every attribute of the operation by its name."""
+
+    kind: str
+    when: Mapping[str, Any] = field(default_factory=dict)
+    template: str | None = None
+    method: str | None = None
+    refuse: str | None = None
+    shims: tuple[str, ...] = ()
+
+    def matches(self, fact: Callable[[str], Any]) -> bool:
+        return all(_holds(want, fact(key)) for key, want in self.when.items())
+
+
+def _holds(want: Any, got: Any) -> bool:
+    if isinstance(want, Not):
+        return got not in want
+    if isinstance(want, tuple):
+        return got in want
+    if callable(want):
+        return bool(want(got))
+    return got == want
+
+
+INTS = ("i", "u")
+UNSET = (None, False)  # a mode left at its default
+_unset = lambda v: not v  # noqa: E731 - a reduction's rounding/ftz/nan: any falsy value is unset
+
+ROWS: list[Row] = [
+    # ---- grid, arrays, plain values
+    Row("bid", template=GRID["bid"]),
+    Row("num_blocks", template=GRID["num_blocks"]),
+    Row("array_dim", template=ARRAY_DIM),
+    Row("array_stride", method="array_stride"),
+    Row("num_tiles", method="num_tiles"),
+    Row("scalar", template="{x}"),
+    Row("copy", template="{x}"),
+    Row("arange", template=IOTA),
+    Row("full", method="full"),
+    Row("splat", method="splat"),
+    Row("tile0", template="scalar_to_tile({x})"),
+    Row("scalar_of", template="tile_to_scalar({x})"),
+    # ---- casts
+    Row("astype", {"rounding": Not((None, "nearest_even"))},
+        refuse="ct.astype with rounding_mode={rounding} is not supported yet"),
+    Row("astype", {"value": "scalar"}, CAST_SCALAR),
+    Row("astype", {"operand": "b"}, refuse="casts from or to bool are not supported yet"),
+    Row("astype", {"elem": "b"}, refuse="casts from or to bool are not supported yet"),
+    Row("astype", {"operand": INTS, "elem": INTS, "width": "same"}, CAST[("i", "i=")]),
+    Row("astype", {"operand": INTS, "elem": INTS, "width": "widen"}, CAST[("i", "i+")]),
+    Row("astype", {"operand": INTS, "elem": INTS, "width": "narrow"}, CAST[("i", "i-")], shims=("trunci_fixed",)),
+    *[Row("astype", {"operand": ks, "elem": kd}, spelling) for (ks, kd), spelling in CAST.items() if kd in ("f", "i")],
+    Row("bitcast", template=BITCAST),
+    # ---- binary arithmetic: scalars, then float, bool and integer tiles
+    *[Row("binary", {"value": "scalar", "op": k}, s) for k, s in SCALAR_FN.items()],
+    Row("binary", {"value": "scalar", "op": "div", "elem": Not(("f",))},
+        refuse="scalar operator `{op}` on {dtype} is not supported yet"),
+    *[Row("binary", {"value": "scalar", "op": k}, f"{{a}} {s} {{b}}") for k, s in SCALAR_OPERATOR.items()],
+    Row("binary", {"value": "scalar"}, refuse="scalar operator `{op}` on {dtype} is not supported yet"),
+    *[Row("binary", {"elem": "f", "op": k, "rounding": (None, "nearest_even"), "ftz": UNSET}, f"{{a}} {s} {{b}}")
+      for k, s in FLOAT_OPERATOR.items()],
+    Row("binary", {"elem": "f", "op": "div", "rounding": "full"}, DIVF_FULL, shims=("divf_full",)),
+    Row("binary", {"elem": "f", "op": tuple(FLOAT_MODED), "rounding": Not(tuple(ROUNDING))},
+        refuse="operator `{op}` with rounding_mode={rounding} is not supported yet"),
+    *[Row("binary", {"elem": "f", "op": k}, f"{s}({{a}}, {{b}}, {{rounding}}, {{ftz}})")
+      for k, s in FLOAT_MODED.items()],
+    *[Row("binary", {"elem": "f", "op": k}, s) for k, s in FLOAT_FN.items()],
+    *[Row("binary", {"elem": "b", "op": k}, s) for k, s in BOOL_FN.items()],
+    *[Row("binary", {"elem": INTS, "op": k}, f"{{a}} {s} {{b}}") for k, s in INT_OPERATOR.items()],
+    *[Row("binary", {"elem": INTS, "op": k}, s, shims=(INT_FN_SHIM[k],) if k in INT_FN_SHIM else ())
+      for k, s in INT_FN.items()],
+    Row("binary", refuse="operator `{op}` on {ty} is not supported yet"),
+    Row("fma", {"rounding": Not(tuple(ROUNDING))}, refuse="fma with rounding_mode={rounding} is not supported yet"),
+    Row("fma", template=FMA),
+    Row("fpowi", template=FPOWI),
+    # ---- comparisons and selection
+    *[Row("compare", {"value": "scalar", "op": k}, f"{{a}} {s} {{b}}") for k, s in COMPARE_SCALAR.items()],
+    *[Row("compare", {"operand": Not(("f",)), "op": k}, COMPARE_INT.replace("{predicate}", p))
+      for k, p in PREDICATE.items()],
+    *[Row("compare", {"op": k}, f"{s}({{a}}, {{b}})") for k, s in COMPARE_TILE.items()],
+    Row("select", template=SELECT),
+    # ---- unary math
+    Row("unary", {"value": "scalar", "fn": "negative"}, "-{x}"),
+    Row("unary", {"value": "scalar"}, refuse="`{fn}` on a scalar is not supported yet"),
+    *[Row("unary", {"fn": fn, "rounding": "approx"}, UNARY[f"{fn}:approx"]) for fn in ("exp", "tanh")],
+    *[Row("unary", {"fn": fn, "rounding": (None, "full")}, UNARY[fn]) for fn in ("exp", "tanh")],
+    Row("unary", {"fn": ("exp", "tanh")}, refuse="ct.{fn} with rounding_mode={rounding} is not supported yet"),
+    Row("unary", {"fn": "sqrt", "rounding": Not(tuple(ROUNDING))},
+        refuse="ct.sqrt with rounding_mode={rounding} is not supported yet"),
+    Row("unary", {"fn": "sqrt"}, UNARY["sqrt"]),
+    *[Row("unary", {"fn": fn, "rounding": (None, "full", "approx")}, UNARY[fn])
+      for fn in UNARY if ":" not in fn and fn not in ("exp", "tanh", "sqrt")],
+    *[Row("unary", {"fn": fn, "rounding": (None, "full", "approx"), "elem": "f"}, UNARY[f"{fn}:f"])
+      for fn in ("abs", "negative")],
+    *[Row("unary", {"fn": fn, "rounding": (None, "full", "approx")}, UNARY[f"{fn}:i"]) for fn in ("abs", "negative")],
+    Row("unary", {"fn": tuple({key.split(":")[0] for key in UNARY})},
+        refuse="ct.{fn} with rounding_mode={rounding} is not supported yet"),
+    Row("unary", refuse="`{fn}` is not supported yet"),
+    # ---- reductions, scans, shapes, matrix multiply
+    *[Row("reduce", {"fn": fn, "rounding": _unset, "ftz": _unset, "nan": _unset}, s) for fn, s in REDUCE.items()],
+    Row("reduce", refuse="reductions with rounding_mode/flush_to_zero/propagate_nan are not supported yet"),
+    Row("scan_sum", template=SCAN_SUM),
+    Row("reshape", template=RESHAPE),
+    Row("broadcast", template=BROADCAST),
+    Row("permute", {"axes": lambda axes: axes == (1, 0)}, TRANSPOSE),
+    Row("permute", template=PERMUTE),
+    Row("cat", template=CAT),
+    Row("extract", method="extract"),
+    Row("mma", {"operand": "f"}, MMA_FLOAT),
+    Row("mma", template=MMA_INT),
+    # ---- memory: views, pointers, tokens
+    Row("load", {"check_bounds": False}, refuse="ct.load(check_bounds=False) is not supported by the translator yet"),
+    Row("load", method="load"),
+    Row("store", {"order": bool}, refuse="ct.store with order= is not supported by the translator yet"),
+    Row("store", {"check_bounds": False}, refuse="ct.store(check_bounds=False) is not supported by the translator yet"),
+    Row("store", method="store"),
+    Row("load_ptr", method="load_ptr", shims=("load_ptr_tko_tpad",)),
+    Row("store_ptr", method="store_ptr"),
+    Row("ptr_base", template=PTR_BASE),
+    Row("ptr_offset", template=PTR_OFFSET),
+    Row("assume_div_by", template="unsafe {{ assume_div_by::<_, {divisor}>({x}) }}"),
+    Row("entry_token", template="{x}.token()"),
+    Row("join_tokens", template="join_tokens(&[{tokens}])"),
+    Row("yield", template="{x}"),
+]
+
+def by_kind(rows: list[Row]) -> dict[str, list[Row]]:
+    """Rows grouped by kind, in order. A backend that spells some operations differently puts its own rows
+    first (`by_kind([*mine, *ROWS])`): the first row that matches wins."""
+    out: dict[str, list[Row]] = {}
+    for row in rows:
+        out.setdefault(row.kind, []).append(row)
+    return out
+
+
+ROWS_BY_KIND = by_kind(ROWS)
+
+
+def lowered_kinds() -> set[str]:
+    """Every operation kind this table lowers."""
+    return set(ROWS_BY_KIND)

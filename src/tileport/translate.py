@@ -1,4 +1,4 @@
-"""The translator's driver: cuTile Python files -> model -> passes -> the generated crate.
+"""The translator's driver: source files -> frontend -> model -> the frontend's passes -> the generated crate.
 
 Each kernel translates on its own: a kernel with a diagnostic is left out (and reported), the others
 are still emitted. Nothing is written outside the output directory, and nothing half-written stays.
@@ -13,15 +13,10 @@ from typing import Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic
 from tileport.emit.crate import ModuleSource, crate_name_error, render_crate, write_crate
-from tileport.emit.names import module_name
-from tileport.frontends import triton as triton_frontend
-from tileport.frontends.cutile import KernelConfig, translate_file
+from tileport.emit.names import RUST_NAMING, module_name
+from tileport.frontends.base import KernelConfig
+from tileport.frontends.registry import frontend_for
 from tileport.model.ir import Kernel
-from tileport.passes.fma import fuse_fma
-from tileport.passes.hoist import hoist_invariants
-from tileport.passes.intdiv import expand_int_division
-from tileport.passes.pointers import lower_pointers
-from tileport.passes.tokens import order_memory
 
 
 @dataclass
@@ -49,33 +44,21 @@ class TranslateReport:
         return all(r.ok for r in self.results)
 
 
-def frontend_for(path: str):
-    """The frontend of a source file: Triton for files written against `triton`, else cuTile Python."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
-        return translate_file  # the cuTile frontend reports the unreadable file
-    return triton_frontend.translate_file if triton_frontend.is_triton_source(head) else translate_file
-
-
 def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
           only: Sequence[str] | None = None) -> tuple[list[Kernel], list[KernelResult]]:
-    """Frontend + passes for one file; timings are per source kernel."""
+    """Frontend + its passes for one file; timings are per source kernel."""
     results: dict[str, KernelResult] = {}
     kernels: list[Kernel] = []
     t0 = time.perf_counter()
-    tr = frontend_for(path)(path, configs, only)
+    frontend = frontend_for(path)
+    tr = frontend.parse(path, configs, only, RUST_NAMING)
     for d in tr.diagnostics:
         results[d.kernel or "<file>"] = KernelResult(path, d.kernel or "<file>", diagnostic=d)
     for k in tr.module.kernels:
         base = k.base_name or k.name
         try:
-            lower_pointers(k)
-            expand_int_division(k)
-            fuse_fma(k)
-            hoist_invariants(k)
-            order_memory(k)
+            for rewrite in frontend.passes:
+                rewrite(k, RUST_NAMING)
         except Diagnostic as d:
             results[base] = KernelResult(path, base, diagnostic=d)
             continue

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from tileport.atomic import write_text_atomic
-from tileport.capture import (ARCHS, CaptureError, CubinResult, capture_side, generated_arg_roles,
-                              generated_bytecode, reference_arg_roles, reference_bytecode)
+from tileport.capture import ARCHS, CaptureError, CubinResult, capture_side, diff_port, generated_bytecode
+from tileport.frontends.registry import frontend_for
 from tileport.ops.spec import Capture
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import KernelLibrary
@@ -52,21 +52,21 @@ def slug(text: str) -> str:
 
 def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Path | None,
                    archs=ARCHS) -> CaptureResult:
-    from tileport.tileir import diff, read_module
     res = CaptureResult(capture.kernel, capture.label)
     t0 = time.perf_counter()
     d = out_dir / capture.kernel / slug(capture.label) if out_dir else None
     try:
-        ref_bc = reference_bytecode(path, capture)
+        frontend = frontend_for(str(path))
+        ref_bc = frontend.reference_bytecode(str(path), capture)
+        if ref_bc is None:
+            raise CaptureError(f"{path}: {frontend.name} kernels have no reference Tile IR compiler")
         _, gen_bc = generated_bytecode(lib, capture)
         ref = capture_side(ref_bc, d, "reference", archs)
         gen = capture_side(gen_bc, d, "generated", archs)
         res.cubins_ref = {c.arch: c.ok for c in ref.cubins}
         res.cubins_gen = {c.arch: c.ok for c in gen.cubins}
         sass_errors = compare_machine_code(ref.cubins, gen.cubins, res)
-        ref_module, gen_module = read_module(ref_bc), read_module(gen_bc)
-        report = diff(ref_module, gen_module, generated_arg_roles=generated_arg_roles(lib, capture, gen_module),
-                      reference_arg_roles=reference_arg_roles(lib, capture, ref_module))
+        report = diff_port(lib, capture, ref_bc, gen_bc)
         res.verdict = report.verdict
         counts = report.counts()  # findings that are not MATCH lines
         res.critical, res.warn, res.info = counts["CRITICAL"], counts["WARN"], counts["INFO"]

@@ -119,9 +119,9 @@ def test_a_needs_constant_values_for_kernels_outside_the_library(tmp_path, pipel
 
 
 @pytest.mark.cargo
-def test_compile_failure_is_fail_compile(tmp_path, pipeline, monkeypatch):
-    monkeypatch.setenv("TILEPORT_PIPELINE_PLANT", "relu_kernel:compile")
-    res, _ = pipeline(resolve_targets(["src/tileport/ops/kernels/relu.py"]), tmp_path)
+def test_compile_failure_is_fail_compile(tmp_path, pipeline, plant):
+    res, _ = pipeline(resolve_targets(["src/tileport/ops/kernels/relu.py"]), tmp_path,
+                      planted=plant("relu_kernel", "compile"))
     assert route(res["relu_kernel"]) == ["A PASS", "B FAIL_COMPILE"] and res["relu_kernel"].terminal == "STOPPED"
     b = verdict(tmp_path, "relu_kernel", "B")
     assert "cargo build failed" in b["reason"] and b["validator"]["ok"]

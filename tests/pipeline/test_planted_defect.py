@@ -1,4 +1,4 @@
-"""A planted translator defect (TILEPORT_PIPELINE_PLANT, test-only: drops flush_to_zero in B(1)'s
+"""A planted translator defect (Options.planted, the `plant` fixture: drops flush_to_zero in B(1)'s
 swiglu kernel) routes A -> B -> D -> C -> B(2) and ends with the defect reported in C's verdict.
 
 Stages A, B and C run for real. D's outcome comes from a labeled fixture
@@ -23,10 +23,9 @@ KEY = "swiglu_kernel"
 SWIGLU = "src/tileport/ops/kernels/swiglu.py::swiglu_kernel"
 
 
-def _through_b(tmp_path, pipeline, monkeypatch):
-    monkeypatch.setenv("TILEPORT_PIPELINE_PLANT", f"{KEY}:ftz")
+def _through_b(tmp_path, pipeline, planted):
     out = tmp_path / "out"
-    res, _ = pipeline(resolve_targets([SWIGLU]), out, until=Stage.B)
+    res, _ = pipeline(resolve_targets([SWIGLU]), out, until=Stage.B, planted=planted)
     assert route(res[KEY]) == ["A PASS", "B COMPILED"] and res[KEY].terminal == "PAUSED"
     b1 = verdict(out, KEY, "B")
     assert b1["details"]["plant"]["defect"] == "ftz" and not b1["details"]["from_translator"]
@@ -42,9 +41,9 @@ def _through_b(tmp_path, pipeline, monkeypatch):
     return out, path
 
 
-def test_planted_defect_routes_a_b_d_c_b2_and_is_reported(tmp_path, pipeline, monkeypatch):
-    out, fixture = _through_b(tmp_path, pipeline, monkeypatch)
-    res, _ = pipeline(resolve_targets([SWIGLU]), out, resume=True, gpu_results=[fixture])
+def test_planted_defect_routes_a_b_d_c_b2_and_is_reported(tmp_path, pipeline, plant):
+    out, fixture = _through_b(tmp_path, pipeline, plant(KEY, "ftz"))
+    res, _ = pipeline(resolve_targets([SWIGLU]), out, resume=True, gpu_results=[fixture], planted=plant(KEY, "ftz"))
     o = res[KEY]
     assert route(o)[:5] == ["A PASS", "B COMPILED", "D FAIL/kernel", "C FAIL_FIXABLE/kernel", "B(2) COMPILED"]
     assert [r["reused"] for r in o.route[:2]] == [True, True]  # A and B ran (for real) in the first call
@@ -64,10 +63,11 @@ def test_planted_defect_routes_a_b_d_c_b2_and_is_reported(tmp_path, pipeline, mo
     assert next(c for c in final["checks"] if c["check"].startswith("IR diff clean"))["ok"]
 
 
-def test_external_agent_repairs_the_kernel_and_the_validator_decides(tmp_path, pipeline, monkeypatch):
-    out, fixture = _through_b(tmp_path, pipeline, monkeypatch)
+def test_external_agent_repairs_the_kernel_and_the_validator_decides(tmp_path, pipeline, plant):
+    out, fixture = _through_b(tmp_path, pipeline, plant(KEY, "ftz"))
     agent = f"{sys.executable} {HERE / 'agent_restore_ftz.py'}"
-    res, _ = pipeline(resolve_targets([SWIGLU]), out, resume=True, gpu_results=[fixture], agent_cmd=agent)
+    res, _ = pipeline(resolve_targets([SWIGLU]), out, resume=True, gpu_results=[fixture], agent_cmd=agent,
+                      planted=plant(KEY, "ftz"))
     o = res[KEY]
     assert route(o)[:5] == ["A PASS", "B COMPILED", "D FAIL/kernel", "C FAIL_FIXABLE/kernel", "B(2) COMPILED"]
     b2 = verdict(out, KEY, "B2")
@@ -81,10 +81,11 @@ def test_external_agent_repairs_the_kernel_and_the_validator_decides(tmp_path, p
     assert "restored ftz::Enabled" in (out / KEY / ag["log"]).read_text()
 
 
-def test_agent_output_the_validator_rejects(tmp_path, pipeline, monkeypatch):
-    out, fixture = _through_b(tmp_path, pipeline, monkeypatch)
+def test_agent_output_the_validator_rejects(tmp_path, pipeline, plant):
+    out, fixture = _through_b(tmp_path, pipeline, plant(KEY, "ftz"))
     agent = f"{sys.executable} {HERE / 'agent_restore_ftz.py'} --vandalize"
-    res, _ = pipeline(resolve_targets([SWIGLU]), out, resume=True, gpu_results=[fixture], agent_cmd=agent)
+    res, _ = pipeline(resolve_targets([SWIGLU]), out, resume=True, gpu_results=[fixture], agent_cmd=agent,
+                      planted=plant(KEY, "ftz"))
     o = res[KEY]
     assert route(o) == ["A PASS", "B COMPILED", "D FAIL/kernel", "C FAIL_FIXABLE/kernel", "B(2) FAIL_FIXABLE"]
     b2 = verdict(out, KEY, "B2")
@@ -95,10 +96,9 @@ def test_agent_output_the_validator_rejects(tmp_path, pipeline, monkeypatch):
     assert o.terminal == "STOPPED"
 
 
-def test_host_defect_routes_d_to_d2_and_an_agent_repairs_the_launcher(tmp_path, pipeline, monkeypatch):
-    monkeypatch.setenv("TILEPORT_PIPELINE_PLANT", f"{KEY}:ffi")
+def test_host_defect_routes_d_to_d2_and_an_agent_repairs_the_launcher(tmp_path, pipeline, plant):
     agent = f"{sys.executable} {HERE / 'agent_restore_ftz.py'} --fix-symbol"
-    res, _ = pipeline(resolve_targets([SWIGLU]), tmp_path, agent_cmd=agent)
+    res, _ = pipeline(resolve_targets([SWIGLU]), tmp_path, agent_cmd=agent, planted=plant(KEY, "ffi"))
     o = res[KEY]
     assert route(o) == ["A PASS", "B COMPILED", "D FAIL/host", "D(2) BLOCKED/env", "E BLOCKED/env"]
     d1 = verdict(tmp_path, KEY, "D")

@@ -20,7 +20,7 @@ import pytest
 from tp_helpers import run
 
 from tileport.diagnostics import Diagnostic
-from tileport.frontends.cutile import MAX_SOURCE_BYTES
+from tileport.frontends.source import MAX_SOURCE_BYTES
 
 HEAD = "import math\n\nimport cuda.tile as ct\n\nConstInt = ct.Constant[int]\n"
 GOOD = """
@@ -410,14 +410,12 @@ def _check_only_bad_kernel_failed(tmp_path) -> None:
 
 def test_a_pass_bug_fails_only_its_kernel(tmp_path, monkeypatch):
     """A pass exception (once a StopIteration aborting the whole run) is an `internal` diagnostic of its kernel."""
-    import tileport.translate as tr
-    real = tr.order_memory
+    from tileport.frontends.cutile import FRONTEND
 
-    def order_memory(k):
+    def failing_pass(k, naming):
         if k.base_name == "bad_kernel":
             raise KeyError("simulated pass bug")
-        real(k)
-    monkeypatch.setattr(tr, "order_memory", order_memory)
+    monkeypatch.setattr(FRONTEND, "passes", (*FRONTEND.passes, failing_pass))
     _check_only_bad_kernel_failed(tmp_path)
 
 

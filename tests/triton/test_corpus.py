@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tileport.emit.names import RUST_NAMING
 from tileport.frontends.triton import translate_file
 
 CORPUS = Path(__file__).resolve().parents[2] / "src" / "tileport" / "ops" / "triton_kernels"
@@ -27,7 +28,7 @@ def test_the_corpus_is_there():
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_corpus_kernel_translates(path):
-    tr = translate_file(str(path))
+    tr = translate_file(str(path), naming=RUST_NAMING)
     assert not tr.diagnostics, [str(d) for d in tr.diagnostics]
     assert tr.module.kernels
     for k in tr.module.kernels:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tileport.emit.names import RUST_NAMING
 from tileport.frontends.triton import translate_file
 from tileport.translate import frontend_for, translate
 
@@ -29,7 +30,7 @@ def report():
 
 
 def kernels_of(file: str):
-    return {k.base_name: k for k in translate_file(str(DATA / file)).module.kernels}
+    return {k.base_name: k for k in translate_file(str(DATA / file), naming=RUST_NAMING).module.kernels}
 
 
 def entry(report, file: str, name: str) -> str:
@@ -84,7 +85,7 @@ def test_grouped_ordering_keeps_block_views():
 def translate_text(tmp_path: Path, body: str):
     path = tmp_path / "kern.py"
     path.write_text(HEADER + textwrap.dedent(body).lstrip("\n"))
-    return path, translate_file(str(path))
+    return path, translate_file(str(path), naming=RUST_NAMING)
 
 
 def test_mask_that_is_not_a_bounds_check_is_a_masked_gather(tmp_path):
@@ -161,11 +162,11 @@ def test_unsupported_constructs_are_located_diagnostics(tmp_path, body, construc
 def test_syntax_error_and_no_kernels(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(HEADER + "@triton.jit\ndef k(x:\n")
-    tr = translate_file(str(bad))
+    tr = translate_file(str(bad), naming=RUST_NAMING)
     assert [d.construct for d in tr.diagnostics] == ["syntax"] and tr.diagnostics[0].loc.line == 5
     empty = tmp_path / "empty.py"
     empty.write_text(HEADER + "X = 1\n")
-    assert [d.construct for d in translate_file(str(empty)).diagnostics] == ["kernel"]
+    assert [d.construct for d in translate_file(str(empty), naming=RUST_NAMING).diagnostics] == ["kernel"]
 
 
 def test_translate_dispatches_triton_files(tmp_path):

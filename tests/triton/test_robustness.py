@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tileport.emit.names import RUST_NAMING
 from tileport.frontends.triton import translate_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ def test_mutants_get_located_diagnostics(tmp_path, seed):
     for i in range(25):
         path = tmp_path / f"m{i}.py"
         path.write_text(mutant(rng))
-        tr = translate_file(str(path))
+        tr = translate_file(str(path), naming=RUST_NAMING)
         for d in tr.diagnostics:
             assert d.loc is not None and d.loc.line >= 1, d
             assert d.construct != "internal", d

@@ -142,7 +142,7 @@ def lib_rs(mods: list[ModuleSource]) -> str:
               "pub fn entry_info(entry: &str) -> Option<EntryInfo> {", "    let info = match entry {"]
     for m in mods:
         for k in m.kernels:
-            arrays = ", ".join(f'("{p.rust}", {p.ty.rank})' for p in k.array_params)
+            arrays = ", ".join(f'("{p.ident}", {p.ty.rank})' for p in k.array_params)
             lines.append(f'        "{k.name}" => EntryInfo {{ module_ast: {m.name}::{m.name}::__module_ast_self, '
                          f'module: "{m.name}", function: "{k.name}", arrays: &[{arrays}] }},')
     lines += ["        _ => return None,", "    };", "    Some(info)", "}", ""]
@@ -160,7 +160,7 @@ def manifest_entry(group: KernelGroup, source: str) -> dict:
         if p is None:  # a constant only specialization fixes
             param.update(type=pinned_kind(group, name), selects_entry=True)
         elif kind == "array":
-            param.update(rank=p.ty.rank, written=p.rust in written)
+            param.update(rank=p.ty.rank, written=p.ident in written)
             if name in k.views:  # a Triton pointer addressed through an N-D view (see frontends/triton)
                 param.update(view=k.views[name])
         elif kind == "const":

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import re
 
+from tileport.model.naming import Naming
+
 RUST_KEYWORDS = {
     "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl",
     "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static",
@@ -28,52 +30,31 @@ EMITTER_FUNCTIONS = {"join_tokens", "scalar_to_tile", "tile_to_scalar"}
 
 @functools.cache
 def dsl_functions() -> frozenset[str]:
-    """Every function the lowering table, shims and emitter call."""
+    """Every function the lowering table (its spellings and rows), shims and emitter call."""
     from tileport import lowering
     names: set[str] = set(EMITTER_FUNCTIONS)
-    for value in vars(lowering).values():
-        texts = value.values() if isinstance(value, dict) else [value]
-        for text in texts:
-            if not isinstance(text, str):
-                continue
-            if text.isidentifier():
-                names.add(text)  # table entries that are bare function names (lt_tile, addf, ...)
-            names |= set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", text))
+    texts: list = [row.template for row in lowering.ROWS]
+    for key, value in vars(lowering).items():
+        if not key.startswith("__"):
+            texts += value.values() if isinstance(value, dict) else [value]
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        if text.isidentifier():
+            names.add(text)  # table entries that are bare function names (lt_tile, addf, ...)
+        names |= set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", text))
     return frozenset(names)
 
 
-@functools.cache
-def reserved() -> frozenset[str]:
-    """Names generated code never binds (built once: the lowering table is imported lazily)."""
+def _reserved() -> frozenset[str]:
+    """Names generated code never binds (built on first use: the lowering table is imported lazily)."""
     return frozenset(RUST_KEYWORDS | DSL_TYPES | dsl_functions())
 
 
-def rust_ident(name: str) -> str:
-    """`name` as a Rust identifier that shadows nothing the generated code uses."""
-    ident = re.sub(r"\W", "_", name)
-    if not ident or ident[0].isdigit():
-        ident = f"k_{ident}"
-    if ident in reserved():
-        ident = f"{ident}_"
-    return ident
-
-
-def candidates(base: str):
-    """`base` made safe, then `base_1`, `base_2`, ... in snake case (`cos_` + `_view` is `cos_view`)."""
-    base = rust_ident(re.sub(r"(?<=[^_])__+", "_", base))
-    yield base
-    stem = base.rstrip("_") or base
-    k = 1
-    while True:
-        yield f"{stem}_{k}"
-        k += 1
-
-
-def fresh_name(base: str, taken: set[str]) -> str:
-    """A safe identifier from `base` not in `taken` (which it then joins)."""
-    name = next(c for c in candidates(base) if c not in taken and c not in reserved())
-    taken.add(name)
-    return name
+# The Rust target's naming: what the frontends, passes and emitters use to make identifiers.
+RUST_NAMING = Naming(_reserved)
+rust_ident = RUST_NAMING.ident
+fresh_name = RUST_NAMING.fresh
 
 
 # Module names a source file may not take: the crate's own files (src/support.rs, src/lib.rs, src/main.rs)

@@ -115,7 +115,7 @@ def launcher_names(group: KernelGroup) -> dict[str, str]:
         names[name] = fresh_name("underscore_" if base == "_" else base, taken)  # `_` is no Rust name
     for v in group.variants:
         for p in v.params:
-            names[p.rust] = names[p.name]
+            names[p.ident] = names[p.name]
     for p in group.first.array_params:
         names[f"{p.name}#tensor"] = fresh_name(f"{names[p.name]}_t", taken)
     return names

@@ -149,14 +149,15 @@ class KernelEmitter:
     kernel: Kernel
     source: str = ""  # the source path as recorded in generated files
     shims: set[str] = field(default_factory=set)
+    rows: dict = field(default_factory=lambda: L.ROWS_BY_KIND)  # kind -> lowering rows, first match wins
 
     def __post_init__(self):
         self.lines: list[str] = []
         self.view_decls: list[str] = []
         self.needs_mut = bindings_needing_mut(self.kernel)
-        self.taken = {p.rust for p in self.kernel.params} | {st.name for st in walk(self.kernel.body)
+        self.taken = {p.ident for p in self.kernel.params} | {st.name for st in walk(self.kernel.body)
                                                              if isinstance(st, Let)}
-        self.arrays = {p.rust: p.ty for p in self.kernel.params if p.is_array}
+        self.arrays = {p.ident: p.ty for p in self.kernel.params if p.is_array}
 
     # ---- helpers
     def fail(self, op: Op, message: str) -> Diagnostic:
@@ -212,7 +213,7 @@ class KernelEmitter:
         for p in k.const_params:
             generics.append(f"const {p.name}: {'bool' if p.const_type == 'bool' else 'i32'}")
         generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
-        params = [f"{p.rust}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
+        params = [f"{p.ident}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
         params += [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
         attrs = self.entry_attrs()
         out = []
@@ -253,7 +254,7 @@ class KernelEmitter:
             if isinstance(st, Let):
                 lines += [pad + line for line in self.let(st)]
             elif isinstance(st, Do) and st.op.kind == "yield":  # the value of an if-expression's branch
-                lines.append(pad + self.atom(st.op.args[0]))
+                lines.append(pad + self.render(st.op, ""))
             elif isinstance(st, Do):
                 lines += [pad + line for line in self.effect(st.op)]
             elif isinstance(st, For):
@@ -294,50 +295,65 @@ class KernelEmitter:
         mut = "mut " if id(st) in self.needs_mut else ""
         return pre + [f"let {mut}{st.name}: {type_rs(st.op.ty)} = {expr};"]
 
-    # ---- operations with a value
+    # ---- operations: one row lookup (tileport.lowering.ROWS), then the row's rendering
+    def row(self, op: Op) -> L.Row:
+        facts: dict[str, object] = {}
+
+        def fact(key: str):
+            if key not in facts:
+                facts[key] = self.fact(op, key)
+            return facts[key]
+        for row in self.rows.get(op.kind, ()):
+            if row.matches(fact):
+                return row
+        raise self.fail(op, f"no cutile-rs lowering for operation `{op.kind}`")
+
+    def fact(self, op: Op, key: str):
+        """What a row's condition reads: see `lowering.Row`."""
+        if key == "value":
+            return "scalar" if isinstance(op.ty, ScalarT) else "tile"
+        if key == "elem":
+            return self.kind(op.ty.dtype)
+        if key == "operand":
+            return self.kind(op.args[0].ty.dtype)
+        if key == "width":
+            src, dst = _bits(op.args[0].ty.dtype), _bits(op.ty.dtype)
+            return "same" if src == dst else "widen" if src < dst else "narrow"
+        return op.attr(key)
+
+    def render(self, op: Op, name: str):
+        """The expression of `op` (or `(lines, expression)`; expression None: the lines bind `name`)."""
+        row = self.row(op)
+        if row.refuse is not None:
+            raise self.fail(op, row.refuse.format_map(_Raw(op)))
+        self.shims.update(row.shims)
+        if row.method is not None:
+            return getattr(self, f"lower_{row.method}")(op, name)
+        return row.template.format_map(_Fields(self, op))
+
     def expr(self, op: Op, name: str) -> tuple[list[str], str]:
-        handler = getattr(self, f"op_{op.kind}", None)
-        if handler is None:
-            raise self.fail(op, f"no cutile-rs lowering for operation `{op.kind}`")
-        out = handler(op, name)
+        out = self.render(op, name)
         return out if isinstance(out, tuple) else ([], out)
 
-    def op_bid(self, op: Op, name: str) -> str:
-        return L.GRID["bid"].format(axis=op.attr("axis"))
+    def lower_array_stride(self, op: Op, name: str) -> str:
+        return stride_param_name(op.args[0].name, op.attr("axis"))
 
-    def op_num_blocks(self, op: Op, name: str) -> str:
-        return L.GRID["num_blocks"].format(axis=op.attr("axis"))
+    def lower_num_tiles(self, op: Op, name: str) -> str:
+        view = self.view(op.args[0].name, op.attr("shape"), "undetermined", op.attr("order"), False)
+        return L.NUM_TILES.format(view=view, axis=op.attr("axis"))
 
-    def op_array_dim(self, op: Op, name: str) -> str:
-        return L.ARRAY_DIM.format(array=op.args[0].name, axis=op.attr("axis"))
-
-    def op_scalar(self, op: Op, name: str) -> str:
-        return self.atom(op.args[0])
-
-    def op_copy(self, op: Op, name: str) -> str:
-        return self.atom(op.args[0])
-
-    def op_load(self, op: Op, name: str):
+    def lower_load(self, op: Op, name: str):
         arr, *index = op.args
         shape = op.attr("shape")
         view = self.view(arr.name, shape, op.attr("padding"), op.attr("order"), False)
         latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
         tma = L.TMA[op.attr("allow_tma")]
-        if op.attr("check_bounds") is False:
-            raise self.fail(op, "ct.load(check_bounds=False) is not supported by the translator yet")
         token, result = op.attr("token"), op.attr("result_token")
         if token is None and result is None:
             return L.LOAD.format(view=view, index=self.index(index), latency=latency, tma=tma)
         expr = L.LOAD_RAW.format(view=view, index=self.index(index), token=_some(token), latency=latency, tma=tma,
                                  inbounds=", ".join(["false"] * len(index)), shape=shape_rs(shape))
         return [f"let ({name}, {result or '_'}): ({type_rs(op.ty)}, Token) = {expr};"], None
-
-    def op_num_tiles(self, op: Op, name: str) -> str:
-        view = self.view(op.args[0].name, op.attr("shape"), "undetermined", op.attr("order"), False)
-        return L.NUM_TILES.format(view=view, axis=op.attr("axis"))
-
-    def op_arange(self, op: Op, name: str) -> str:
-        return L.IOTA.format(n=dim_rs(op.attr("size")))
 
     def constant(self, value, dt, shape) -> str:
         """A splat constant of `dt`."""
@@ -349,7 +365,7 @@ class KernelEmitter:
             return L.SPLAT_CONSTANT_LIT.format(value=float_lit(float(value), "f32"), shape=shape_rs(shape))
         return L.SPLAT_CONSTANT.format(value=lit_rs(value, dt), shape=shape_rs(shape))
 
-    def op_full(self, op: Op, name: str) -> str:
+    def lower_full(self, op: Op, name: str) -> str:
         (value,) = op.args
         if isinstance(value, CDim):
             if not isinstance(value.dim, int):
@@ -357,7 +373,7 @@ class KernelEmitter:
             value = Lit(value.dim, ScalarT(op.ty.dtype))
         return self.constant(value.value, op.ty.dtype, op.ty.shape)
 
-    def op_splat(self, op: Op, name: str):
+    def lower_splat(self, op: Op, name: str):
         (x,) = op.args
         shape = op.ty.shape
         dt = op.ty.dtype
@@ -381,139 +397,7 @@ class KernelEmitter:
                    f"{L.RESHAPE.format(x=scalar, shape=shape_rs(ones))};")
         return pre, L.BROADCAST.format(x=reshaped, shape=shape_rs(shape))
 
-    def op_astype(self, op: Op, name: str) -> str:
-        (x,) = op.args
-        src, dst = x.ty.dtype, op.ty.dtype
-        if op.attr("rounding") not in (None, "nearest_even"):
-            raise self.fail(op, f"ct.astype with rounding_mode={op.attr('rounding')} is not supported yet")
-        if isinstance(op.ty, ScalarT):
-            return L.CAST_SCALAR.format(x=x.name)
-        ks, kd = self.kind(src), self.kind(dst)
-        if ks == "b" or kd == "b":
-            raise self.fail(op, "casts from or to bool are not supported yet")
-        ks, kd = ("i" if k == "u" else k for k in (ks, kd))
-        if ks == kd == "i":
-            if _bits(src) == _bits(dst):
-                return L.CAST[("i", "i=")].format(x=x.name)
-            widen = _bits(src) < _bits(dst)
-            if widen:
-                return L.CAST[("i", "i+")].format(x=x.name)
-            self.shims.add("trunci_fixed")
-            return L.CAST[("i", "i-")].format(x=x.name)
-        return L.CAST[(ks, kd)].format(x=x.name)
-
-    def op_binary(self, op: Op, name: str):
-        a, b = op.args
-        kind = op.attr("op")
-        if isinstance(op.ty, ScalarT):
-            return self.scalar_binary(op, kind, a, b)
-        k = self.kind(op.ty.dtype)
-        fa, fb = self.atom(a), self.atom(b)
-        if k == "f":
-            rounding, ftz = op.attr("rounding"), op.attr("ftz")
-            if kind in L.FLOAT_OPERATOR and rounding in (None, "nearest_even") and not ftz:
-                return f"{fa} {L.FLOAT_OPERATOR[kind]} {fb}"
-            if kind == "div" and rounding == "full":
-                self.shims.add("divf_full")
-                return L.DIVF_FULL.format(a=fa, b=fb, ftz=L.FTZ[ftz])
-            if kind in L.FLOAT_MODED:
-                return f"{L.FLOAT_MODED[kind]}({fa}, {fb}, {L.ROUNDING[rounding]}, {L.FTZ[ftz]})"
-            if kind in L.FLOAT_FN:
-                return L.FLOAT_FN[kind].format(a=fa, b=fb, nan=L.NAN[op.attr("nan")], ftz=L.FTZ[ftz])
-        elif k == "b":
-            if kind in L.BOOL_FN:
-                return L.BOOL_FN[kind].format(a=fa, b=fb)
-        else:
-            if kind in L.INT_OPERATOR:
-                return f"{fa} {L.INT_OPERATOR[kind]} {fb}"
-            if kind in L.INT_FN:
-                if kind in L.INT_FN_SHIM:
-                    self.shims.add(L.INT_FN_SHIM[kind])
-                return L.INT_FN[kind].format(a=fa, b=fb)
-        raise self.fail(op, f"operator `{kind}` on {op.ty} is not supported yet")
-
-    def scalar_binary(self, op: Op, kind: str, a: Atom, b: Atom) -> str:
-        fa, fb = self.atom(a), self.atom(b)
-        dt = op.ty.dtype
-        if kind in L.SCALAR_FN:
-            return L.SCALAR_FN[kind].format(a=fa, b=fb)
-        if kind in L.SCALAR_OPERATOR and not (kind == "div" and self.kind(dt) != "f"):
-            return f"{fa} {L.SCALAR_OPERATOR[kind]} {fb}"
-        raise self.fail(op, f"scalar operator `{kind}` on {dt} is not supported yet")
-
-    def op_fma(self, op: Op, name: str) -> str:
-        a, b, c = (self.atom(x) for x in op.args)
-        return L.FMA.format(a=a, b=b, c=c, rounding=L.ROUNDING[op.attr("rounding")], ftz=L.FTZ[op.attr("ftz")])
-
-    def op_compare(self, op: Op, name: str) -> str:
-        a, b = op.args
-        cmp = op.attr("op")
-        if isinstance(op.ty, ScalarT):
-            return f"{self.atom(a)} {L.COMPARE_SCALAR[cmp]} {self.atom(b)}"
-        if self.kind(a.ty.dtype) != "f":
-            return L.COMPARE_INT.format(a=self.atom(a), b=self.atom(b), predicate=L.PREDICATE[cmp])
-        return f"{L.COMPARE_TILE[cmp]}({self.atom(a)}, {self.atom(b)})"
-
-    def op_select(self, op: Op, name: str) -> str:
-        c, a, b = (self.atom(x) for x in op.args)
-        return L.SELECT.format(c=c, a=a, b=b)
-
-    def op_unary(self, op: Op, name: str) -> str:
-        (x,) = op.args
-        fn = op.attr("fn")
-        if isinstance(op.ty, ScalarT):
-            if fn == "negative":
-                return f"-{self.atom(x)}"
-            raise self.fail(op, f"`{fn}` on a scalar is not supported yet")
-        rounding, ftz = op.attr("rounding"), op.attr("ftz")
-        if fn in ("abs", "negative"):
-            key = f"{fn}:{'f' if self.kind(op.ty.dtype) == 'f' else 'i'}"
-        elif fn in ("exp", "tanh") and rounding == "approx":
-            key = f"{fn}:approx"
-        else:
-            key = fn
-            if fn in ("exp", "tanh") and rounding not in (None, "full"):
-                raise self.fail(op, f"ct.{fn} with rounding_mode={rounding} is not supported yet")
-        if key not in L.UNARY:
-            raise self.fail(op, f"`{fn}` is not supported yet")
-        if fn not in ("sqrt",) and rounding not in (None, "full", "approx"):
-            raise self.fail(op, f"ct.{fn} with rounding_mode={rounding} is not supported yet")
-        return L.UNARY[key].format(x=x.name, rounding=L.ROUNDING[rounding], ftz=L.FTZ[ftz])
-
-    def op_reduce(self, op: Op, name: str) -> str:
-        if op.attr("rounding") or op.attr("ftz") or op.attr("nan"):
-            raise self.fail(op, "reductions with rounding_mode/flush_to_zero/propagate_nan are not supported yet")
-        return L.REDUCE[op.attr("fn")].format(x=op.args[0].name, axis=op.attr("axis"))
-
-    def op_reshape(self, op: Op, name: str) -> str:
-        return L.RESHAPE.format(x=op.args[0].name, shape=shape_rs(op.ty.shape))
-
-    def op_broadcast(self, op: Op, name: str) -> str:
-        return L.BROADCAST.format(x=op.args[0].name, shape=shape_rs(op.ty.shape))
-
-    def op_permute(self, op: Op, name: str) -> str:
-        axes = op.attr("axes")
-        if axes == (1, 0):
-            return L.TRANSPOSE.format(x=op.args[0].name)
-        return L.PERMUTE.format(x=op.args[0].name, axes=", ".join(map(str, axes)))
-
-    def op_fpowi(self, op: Op, name: str) -> str:
-        base, exponent = op.args
-        return L.FPOWI.format(a=base.name, b=exponent.name)
-
-    def op_scan_sum(self, op: Op, name: str) -> str:
-        x = op.args[0]
-        return L.SCAN_SUM.format(x=x.name, axis=op.attr("axis"), reverse=L.SCAN_REVERSE[op.attr("reverse")],
-                                 zero=lit_rs(0.0 if self.kind(op.ty.dtype) == "f" else 0, op.ty.dtype))
-
-    def op_bitcast(self, op: Op, name: str) -> str:
-        return L.BITCAST.format(x=op.args[0].name)
-
-    def op_cat(self, op: Op, name: str) -> str:
-        x, y = op.args
-        return L.CAT.format(x=x.name, y=y.name, axis=op.attr("axis"))
-
-    def op_extract(self, op: Op, name: str):
+    def lower_extract(self, op: Op, name: str):
         x, *index = op.args
         pre, names = [], []
         for i, atom in enumerate(index):
@@ -522,23 +406,10 @@ class KernelEmitter:
             names.append(idx)
         return pre, L.EXTRACT.format(x=x.name, index=", ".join(names))
 
-    def op_mma(self, op: Op, name: str) -> str:
-        a, b, acc = (x.name for x in op.args)
-        template = L.MMA_FLOAT if self.kind(op.args[0].ty.dtype) == "f" else L.MMA_INT
-        return template.format(a=a, b=b, acc=acc)
-
-    # ---- memory operations (with the tokens the token pass assigned)
-    def view_store_args(self, op: Op):
+    def lower_store(self, op: Op, name: str) -> str:
         arr, tile, *index = op.args
-        if op.attr("order"):
-            raise self.fail(op, "ct.store with order= is not supported by the translator yet")
-        if op.attr("check_bounds") is False:
-            raise self.fail(op, "ct.store(check_bounds=False) is not supported by the translator yet")
         latency = "None" if op.attr("latency") is None else f"Some({op.attr('latency')})"
-        return arr, tile, index, latency, L.TMA[op.attr("allow_tma")]
-
-    def store(self, op: Op) -> str:
-        arr, tile, index, latency, tma = self.view_store_args(op)
+        tma = L.TMA[op.attr("allow_tma")]
         token = op.attr("token")
         if token is None:  # the view's own (entry) token, result unused: the safe-looking mutable view
             view = self.view(arr.name, tile.ty.shape, "undetermined", None, True)
@@ -548,51 +419,60 @@ class KernelEmitter:
                                   latency=latency, tma=tma, inbounds=", ".join(["false"] * len(index)))
 
     def effect(self, op: Op) -> list[str]:
-        if op.kind == "store":
-            expr = self.store(op)
-        elif op.kind == "store_ptr":
-            expr = self.store_ptr(op)
-        else:
-            raise self.fail(op, f"no cutile-rs lowering for `{op.kind}`")
+        expr = self.render(op, "")
         result = op.attr("result_token")
         return [f"let {result}: Token = {expr};" if result else f"{expr};"]
 
-    def store_ptr(self, op: Op) -> str:
+    def lower_store_ptr(self, op: Op, name: str) -> str:
         ptrs, value, *mask = op.args
         return L.SCATTER.format(ptrs=ptrs.name, value=value.name, mask=f"Some({mask[0].name})" if mask else "None",
                                 token=_some(op.attr("token")), latency=op.attr("latency") or 0)
 
-    def op_load_ptr(self, op: Op, name: str):
+    def lower_load_ptr(self, op: Op, name: str):
         ptrs, pad, *mask = op.args
-        self.shims.add("load_ptr_tko_tpad")
         expr = L.GATHER.format(ptrs=ptrs.name, mask=f"Some({mask[0].name})" if mask else "None", pad=pad.name,
                                token=_some(op.attr("token")), latency=op.attr("latency") or 0)
         token = op.attr("result_token") or "_"
         return [f"let ({name}, {token}): ({type_rs(op.ty)}, Token) = {expr};"], None
 
-    def op_entry_token(self, op: Op, name: str) -> str:
-        return f"{op.args[0].name}.token()"
 
-    def op_join_tokens(self, op: Op, name: str) -> str:
-        return f"join_tokens(&[{', '.join(a.name for a in op.args)}])"
+class _Fields(dict):
+    """The fields of a row's template, each computed when the template names it."""
 
-    def op_scalar_of(self, op: Op, name: str) -> str:
-        return f"tile_to_scalar({op.args[0].name})"
+    def __init__(self, em: KernelEmitter, op: Op):
+        super().__init__()
+        self.em, self.op = em, op
 
-    def op_tile0(self, op: Op, name: str) -> str:
-        return f"scalar_to_tile({self.atom(op.args[0])})"
+    def __missing__(self, key: str) -> str:
+        op, em = self.op, self.em
+        operand = {"a": 0, "x": 0, "array": 0, "ptr": 0, "b": 1, "y": 1, "offset": 1, "c": 2, "acc": 2}
+        if key in operand:
+            return em.atom(op.args[operand[key]])
+        modes = {"rounding": L.ROUNDING, "ftz": L.FTZ, "nan": L.NAN, "reverse": L.SCAN_REVERSE}
+        if key in modes:
+            return modes[key][op.attr(key)]
+        if key == "shape":
+            return shape_rs(op.ty.shape)
+        if key == "n":
+            return dim_rs(op.attr("size"))
+        if key == "axes":
+            return ", ".join(map(str, op.attr("axes")))
+        if key == "tokens":
+            return ", ".join(em.atom(a) for a in op.args)
+        if key == "zero":  # the identity of a sum of the result's element type
+            return lit_rs(0.0 if em.kind(op.ty.dtype) == "f" else 0, op.ty.dtype)
+        return op.attr(key)  # axis, divisor
 
-    def op_ptr_base(self, op: Op, name: str) -> str:
-        return L.PTR_BASE.format(array=op.args[0].name)
 
-    def op_assume_div_by(self, op: Op, name: str) -> str:
-        return f"unsafe {{ assume_div_by::<_, {op.attr('divisor')}>({op.args[0].name}) }}"
+class _Raw(dict):
+    """The fields of a refusal: the operation's raw attributes and its type."""
 
-    def op_ptr_offset(self, op: Op, name: str) -> str:
-        return L.PTR_OFFSET.format(ptr=op.args[0].name, offset=op.args[1].name)
+    def __init__(self, op: Op):
+        super().__init__(ty=op.ty, dtype=getattr(op.ty, "dtype", None))
+        self.op = op
 
-    def op_array_stride(self, op: Op, name: str) -> str:
-        return stride_param_name(op.args[0].name, op.attr("axis"))
+    def __missing__(self, key: str):
+        return self.op.attr(key)
 
 
 def _some(token: str | None) -> str:

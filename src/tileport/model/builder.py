@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
-from tileport.emit.names import candidates, reserved
 from tileport.model import types as T
-from tileport.model.ir import Atom, Block, CDim, Let, Lit, Loc, Op, Ref, Stmt, sym_names
+from tileport.model.ir import Atom, Block, CDim, Do, Let, Lit, Loc, Op, Ref, Stmt, sym_names
+from tileport.model.naming import Naming
 from tileport.model.types import DType, DVar, Dim, ScalarT, TileT
 
 
@@ -73,19 +73,22 @@ def same_dim(a: Dim, b: Dim) -> bool:
 
 
 # A kernel larger than this is refused: inlined helpers can grow exponentially (each calling the next twice),
-# and the passes, the emitter and rustfmt would take minutes on it. Corpus kernels have a few hundred.
+# and the passes, the emitter and the formatter would take minutes on it. Corpus kernels have a few hundred.
 MAX_KERNEL_OPS = 20_000
 
 
 class Builder:
     """Emits typed operations into the current block."""
 
-    def __init__(self, file: str, dspace: DTypeSpace, const_values: list[dict[str, Any]]):
+    def __init__(self, file: str, dspace: DTypeSpace, const_values: list[dict[str, Any]], naming: Naming,
+                 promotion: Callable[[str, str], str | None]):
         self.file = file
+        self.naming = naming  # the target's identifiers (its reserved words)
+        self.promotion = promotion  # the language's implicit promotion of two dtypes (None: refused)
         self.dspace = dspace
         self.const_values = const_values  # one dict per configuration in use
         self.blocks: list[Block] = []
-        self.scope_names: list[set[str]] = []  # Rust names bound in each open block
+        self.scope_names: list[set[str]] = []  # identifiers bound in each open block
         self.temps: set[str] = set()  # names of values not (yet) bound to a source variable
         self.op_count = 0
         # first candidate of a base -> how many of its candidates are known to be taken (lowered on release):
@@ -123,21 +126,21 @@ class Builder:
         self.blocks[-1].stmts.append(stmt)
 
     def scope_names_outside(self) -> set[str]:
-        """Rust names bound in the enclosing blocks (the block being built excluded)."""
+        """Identifiers bound in the enclosing blocks (the block being built excluded)."""
         return set().union(*self.scope_names) if self.scope_names else set()
 
     def visible(self, name: str) -> bool:
         return any(name in s for s in self.scope_names)
 
     def fresh(self, hint: str) -> str:
-        """A Rust name not visible in any open block (so nothing outer is shadowed by accident)."""
+        """An identifier not visible in any open block (so nothing outer is shadowed by accident)."""
         base = hint if hint.isidentifier() and not hint.startswith("__") and hint != "_" else "t"
-        first = next(candidates(base))
+        first = next(self.naming.candidates(base))
         stem = first.rstrip("_") or first  # the names `candidates` yields after `first`: stem_1, stem_2, ...
         i = self.name_skip.get(first, 0)
         while True:
             name = first if i == 0 else f"{stem}_{i}"
-            if not self.visible(name) and name not in reserved():
+            if not self.visible(name) and name not in self.naming.reserved:
                 break
             i += 1
         self.name_skip[first] = i
@@ -154,7 +157,6 @@ class Builder:
         return Ref(name, ty)
 
     def effect(self, kind: str, args: tuple[Atom, ...], loc: Loc, **attrs) -> None:
-        from tileport.model.ir import Do
         self.count_op(loc)
         self.emit(Do(Op(kind, args, None, loc, tuple(sorted(attrs.items())))))
 
@@ -166,7 +168,7 @@ class Builder:
 
     # ---- dtypes
     def promote(self, a: DType, b: DType, loc: Loc, what: str = "arithmetic") -> DType:
-        return self.dspace.lift(T.promote, a, b, what=what, loc=loc)
+        return self.dspace.lift(self.promotion, a, b, what=what, loc=loc)
 
     def require(self, dt: DType, pred: Callable[[str], bool], what: str, loc: Loc) -> None:
         for v in self.dspace.values(dt):

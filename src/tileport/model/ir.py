@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from tileport.model import ops
 from tileport.model.types import ArrayT, ConstT, Dim, DimOp, DType, DVar, ScalarT, Sym, TileT, Type
 
 
@@ -58,13 +59,16 @@ Atom = Union[Ref, Lit, CDim]
 
 @dataclass(frozen=True)
 class Op:
-    """One operation. `kind` names it (see tileport.lowering for the catalogue)."""
+    """One operation. `kind` names it; `tileport.model.ops` declares every kind (checked on construction)."""
 
     kind: str
     args: tuple[Atom, ...]
     ty: Type | None
     loc: Loc
     attrs: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        ops.check(self)
 
     def attr(self, key: str, default: Any = None) -> Any:
         for k, v in self.attrs:
@@ -142,11 +146,14 @@ class Param:
     name: str  # as in the source (the C ABI and Python API use it)
     ty: Union[ArrayT, ScalarT, ConstT]
     const_type: str | None = None  # "int" | "bool" | "float" for ct.Constant parameters
-    rust_name: str = ""  # the identifier in generated Rust, when `name` is not a safe one
+    ident_name: str = ""  # the identifier in generated code, when `name` is not a safe one
 
     @property
-    def rust(self) -> str:
-        return self.rust_name or self.name
+    def ident(self) -> str:
+        """The parameter's identifier in generated code."""
+        return self.ident_name or self.name
+
+    rust = ident  # former name, kept until every frontend says `ident`
 
     @property
     def is_array(self) -> bool:
@@ -178,9 +185,11 @@ class Kernel:
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
 
-    def param_by_rust(self, rust: str) -> Param:
-        """The parameter bound to Rust name `rust` (source names that are Rust keywords are renamed)."""
-        return next(p for p in self.params if p.rust == rust)
+    def param_by_ident(self, ident: str) -> Param:
+        """The parameter bound to identifier `ident` (source names that are target keywords are renamed)."""
+        return next(p for p in self.params if p.ident == ident)
+
+    param_by_rust = param_by_ident  # former name, kept until every frontend says `param_by_ident`
 
     @property
     def const_params(self) -> list[Param]:

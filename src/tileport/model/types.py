@@ -11,21 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Union
 
-# Canonical element dtype names (Rust spelling where one exists).
+# Element dtype names of the model (short, target-neutral: f32, bf16, i64, ...).
 FLOATS = ("f16", "bf16", "f32", "f64", "tf32")
 INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-DTYPES = ("bool", *INTS, *FLOATS, "f8e4m3fn", "f8e5m2")
-
-# cuTile Python dtype attribute names -> model names.
-CT_DTYPES = {
-    "bool_": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "tfloat32": "tf32",
-    "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2",
-}
-# torch dtype names (as used in specs) -> model names.
-TORCH_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
-                "int32": "i32", "int64": "i64", "int8": "i8", "int16": "i16", "uint8": "u8", "bool": "bool"}
+# What tiles and scalars of the model compute with; the float8 types are known by name only (no
+# operation takes them yet).
+ELEMENT_DTYPES = ("bool", *INTS, *FLOATS)
+DTYPES = (*ELEMENT_DTYPES, "f8e4m3fn", "f8e5m2")
 
 
 def is_float(dt: str) -> bool:
@@ -36,33 +28,9 @@ def is_int(dt: str) -> bool:
     return dt in INTS
 
 
-_RANK = {"bool": 0, "i8": 1, "i16": 2, "i32": 3, "i64": 4, "u8": 1, "u16": 2, "u32": 3, "u64": 4}
-_FLOAT_RANK = {"f16": 1, "bf16": 1, "f32": 2, "f64": 3}
-
-
-def promote(a: str, b: str) -> str | None:
-    """cuTile Python's implicit dtype promotion (None where it refuses to promote)."""
-    if a == b:
-        return a
-    if "tf32" in (a, b) or a.startswith("f8") or b.startswith("f8"):
-        return None
-    if is_float(a) and is_float(b):
-        if {a, b} == {"f16", "bf16"}:
-            return None
-        return a if _FLOAT_RANK[a] > _FLOAT_RANK[b] else b
-    if is_float(a) or is_float(b):
-        return a if is_float(a) else b
-    signed_a, signed_b = not a.startswith("u"), not b.startswith("u")
-    if "bool" in (a, b):
-        return b if a == "bool" else a
-    if signed_a != signed_b:
-        return None
-    return a if _RANK[a] >= _RANK[b] else b
-
-
 @dataclass(frozen=True)
 class DVar:
-    """A dtype-polymorphic element type (a Rust generic type parameter)."""
+    """A dtype-polymorphic element type (a generic type parameter of the emitted kernel)."""
 
     name: str
 
@@ -198,3 +166,11 @@ class TokenT:
 
 
 Type = Union[TileT, ScalarT, ArrayT, ConstT, PtrT, TokenT]
+
+
+def __getattr__(name: str):
+    # Former home of the torch dtype names, kept for frontends written against it (they live in the ops library).
+    if name == "TORCH_DTYPES":
+        from tileport.ops.dtypes import TORCH_DTYPES
+        return TORCH_DTYPES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

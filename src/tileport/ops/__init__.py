@@ -8,8 +8,9 @@ operators registered as `torch.library` custom ops, `torch.ops.tileport.<op>`, f
 Importing tileport.ops never imports torch.
 """
 
-from tileport.ops.api import call, get_backend, get_op, op_names, set_backend, signature, use_backend
+from tileport.ops.api import call, get_backend, op_names, set_backend, signature, use_backend
 from tileport.ops.backends import BACKENDS, BackendUnavailable, available_backends, unavailable_reason
+from tileport.ops.operators import get_op
 
 
 def __getattr__(name: str):

@@ -24,7 +24,6 @@ import contextvars
 import functools
 import inspect
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -316,48 +315,3 @@ def specs() -> dict[str, OpSpec]:
 
 def op_names() -> list[str]:
     return sorted(_specs())
-
-
-def _compiling() -> bool:
-    """True while torch.compile (dynamo) traces the caller; never imports torch."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.compiler.is_compiling()
-
-
-def _needs_grad(name: str, inputs: tuple) -> bool:
-    """True when an op with an autograd formula (torch_ops.AUTOGRAD_OPS) gets an input that
-    requires grad: then it runs as the torch custom op, so that backward reaches our kernels."""
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.is_grad_enabled() or not any(
-            isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
-        return False
-    from tileport.ops import torch_ops
-    return name in torch_ops.AUTOGRAD_OPS
-
-
-@functools.cache
-def get_op(name: str):
-    """`tileport.ops.<name>` as a callable: op(*inputs, out=None, backend=None).
-
-    Traced by torch.compile (no out=, no backend=), it becomes the `torch.ops.tileport.<name>`
-    custom op, which runs on the backend current when the compiled code runs."""
-    spec = _specs().get(name)
-    if spec is None:
-        raise AttributeError(f"tileport.ops has no operator {name!r} (have: {', '.join(op_names())})")
-
-    def op(*inputs: Any, out: Any = None, backend: str | None = None) -> Any:
-        if out is None and backend is None and (_compiling() or _needs_grad(name, inputs)):
-            from tileport.ops import torch_ops
-            return getattr(torch_ops, name)(*inputs)
-        return call(spec, *inputs, out=out, backend=backend)
-
-    P = inspect.Parameter
-    op.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [P(n, P.POSITIONAL_ONLY) for n in input_names(spec)]
-        + [P("out", P.KEYWORD_ONLY, default=None), P("backend", P.KEYWORD_ONLY, default=None)])
-    op.__name__ = op.__qualname__ = name
-    op.__module__ = "tileport.ops"
-    op.__doc__ = (f"The `{name}` operator ({', '.join(input_names(spec))}); kernels: {', '.join(spec.kernels)}; "
-                  f"dtypes: {', '.join(spec.dtypes)}.\n\nReturns torch tensor(s), allocated unless `out=` is "
-                  f"given; `backend=` overrides the current backend for this call.")
-    return op

@@ -8,8 +8,8 @@ ports differ in fma counts (a CRITICAL IR-diff finding).
 
 from __future__ import annotations
 
-from tileport.emit.names import fresh_name
 from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref
+from tileport.model.naming import Naming
 from tileport.model.types import TileT, concrete_dtypes
 from tileport.passes.uses import taken_names, use_counts
 
@@ -20,7 +20,7 @@ def _is_float(kernel: Kernel, dt) -> bool:
     return all(v in FLOATS for v in concrete_dtypes(dt, kernel.dtype_vars))
 
 
-def fuse_fma(kernel: Kernel) -> int:
+def fuse_fma(kernel: Kernel, naming: Naming) -> int:
     """Rewrite in place; returns the number of fused pairs."""
     counts = use_counts(kernel)
     taken = taken_names(kernel)
@@ -57,7 +57,8 @@ def fuse_fma(kernel: Kernel) -> int:
                     chained = _chained_product(st, updated_mul)
                     lhs = op.args[0]
                     lhs_is_mul = isinstance(lhs, Ref) and is_float_mul(reaching.get(lhs.name))
-                    replaced = _try_fuse(op, st, {**defs, **chained}, out, fusable_mul, taken, lhs_is_mul)
+                    replaced = _try_fuse(op, st, {**defs, **chained}, out, fusable_mul,
+                                          lambda base: naming.fresh(base, taken), lhs_is_mul)
                     if replaced:
                         fused += 1
                         st = replaced
@@ -105,7 +106,7 @@ def _forget_touched(updated_mul: dict[str, Let], st: Let) -> None:
             del updated_mul[name]
 
 
-def _try_fuse(op: Op, st: Let, defs, out: list, fusable_mul, taken: set[str], lhs_is_mul: bool) -> Let | None:
+def _try_fuse(op: Op, st: Let, defs, out: list, fusable_mul, fresh, lhs_is_mul: bool) -> Let | None:
     """cuTile tries the lhs product first and, when the lhs is a float product at all, only it: a product
     with other uses on the lhs blocks fusing the rhs one (`wdy - xhat * c` with `wdy` reused stays apart)."""
     lhs, rhs = op.args
@@ -119,15 +120,15 @@ def _try_fuse(op: Op, st: Let, defs, out: list, fusable_mul, taken: set[str], lh
         c = other
         if op.attr("op") == "sub":
             if side == "lhs":  # a*b - c -> fma(a, b, -c)
-                c = _negate(c, op, out, taken)
+                c = _negate(c, op, out, fresh)
             else:  # c - a*b -> fma(-a, b, c)
-                a = _negate(a, op, out, taken)
+                a = _negate(a, op, out, fresh)
         out.remove(m)
         return Let(st.name, Op("fma", (a, b, c), op.ty, op.loc, modes), st.update)
     return None
 
 
-def _negate(atom: Ref, op: Op, out: list, taken: set[str]) -> Ref:
-    name = fresh_name(f"{atom.name}_neg", taken)
+def _negate(atom: Ref, op: Op, out: list, fresh) -> Ref:
+    name = fresh(f"{atom.name}_neg")
     out.append(Let(name, Op("unary", (atom,), atom.ty, op.loc, (("fn", "negative"),))))
     return Ref(name, atom.ty)

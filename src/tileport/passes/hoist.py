@@ -7,8 +7,8 @@ differ in the IR diff.
 
 from __future__ import annotations
 
-from tileport.emit.names import fresh_name
 from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, walk
+from tileport.model.naming import Naming
 from tileport.passes.uses import atoms_of, taken_names
 
 # Operations without memory effects; everything else stays where the source put it.
@@ -17,7 +17,7 @@ PURE = {"full", "splat", "broadcast", "reshape", "astype", "binary", "compare", 
         "ptr_base", "ptr_offset", "extract", "scalar_of", "cat", "bitcast", "fpowi", "scan_sum"}
 
 
-def hoist_invariants(kernel: Kernel) -> int:
+def hoist_invariants(kernel: Kernel, naming: Naming) -> int:
     moved = 0
     taken = taken_names(kernel)
 
@@ -27,7 +27,7 @@ def hoist_invariants(kernel: Kernel) -> int:
         for st in block.stmts:
             if isinstance(st, For):
                 visit(st.body)
-                hoisted = _hoist_from(st, taken)
+                hoisted = _hoist_from(st, lambda base: naming.fresh(base, taken))
                 moved += len(hoisted)
                 out.extend(hoisted)
             elif isinstance(st, If):
@@ -40,7 +40,7 @@ def hoist_invariants(kernel: Kernel) -> int:
     return moved
 
 
-def _hoist_from(loop: For, taken: set[str]) -> list[Let]:
+def _hoist_from(loop: For, fresh) -> list[Let]:
     """Invariant lets of the loop body (top level), in order; removed from the body."""
     lets = [st for st in walk(loop.body) if isinstance(st, Let)]
     updated = {st.name for st in lets if st.update}
@@ -59,7 +59,7 @@ def _hoist_from(loop: For, taken: set[str]) -> list[Let]:
             if st.op.kind != "copy":
                 # The initial value of a variable the body then updates (an accumulator): compute it
                 # once before the loop, and start each iteration from a copy of it.
-                temp = fresh_name(f"{st.name}_init", taken)
+                temp = fresh(f"{st.name}_init")
                 hoisted.append(Let(temp, st.op))
                 st = Let(st.name, Op("copy", (Ref(temp, st.op.ty),), st.op.ty, st.op.loc))
         kept.append(st)

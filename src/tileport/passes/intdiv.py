@@ -7,8 +7,8 @@ such as the sign test of a loop-invariant divisor, be hoisted as cuTile hoists t
 
 from __future__ import annotations
 
-from tileport.emit.names import fresh_name
 from tileport.model.ir import Kernel, Let, Lit, Op, Ref
+from tileport.model.naming import Naming
 from tileport.model.types import ScalarT, TileT
 from tileport.passes.uses import expand_statements, taken_names
 
@@ -16,13 +16,13 @@ I32_0D = TileT("i32", ())
 BOOL_0D = TileT("bool", ())
 
 
-def expand_int_division(kernel: Kernel) -> int:
+def expand_int_division(kernel: Kernel, naming: Naming) -> int:
     taken = taken_names(kernel)
 
     def expand(st):
         if (isinstance(st, Let) and st.op.kind == "binary" and st.op.attr("op") in ("floordiv", "mod")
                 and isinstance(st.op.ty, ScalarT) and st.op.ty.dtype == "i32"):
-            return _expand(st, lambda base: fresh_name(base, taken))
+            return _expand(st, lambda base: naming.fresh(base, taken))
         return None
 
     return expand_statements(kernel.body, expand)

@@ -9,8 +9,8 @@ the address arithmetic that does not depend on the loop move out of it, as cuTil
 
 from __future__ import annotations
 
-from tileport.emit.names import fresh_name
 from tileport.model.ir import Atom, Do, Kernel, Let, Lit, Op, Ref
+from tileport.model.naming import Naming
 from tileport.model.types import PtrT, ScalarT, TileT, TokenT, concrete_dtypes, is_float
 from tileport.passes.uses import expand_statements, taken_names
 
@@ -22,13 +22,14 @@ ELEMENT_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i
 
 
 class _Emitter:
-    def __init__(self, kernel: Kernel, taken: set[str]):
+    def __init__(self, kernel: Kernel, naming: Naming, taken: set[str]):
         self.kernel = kernel
+        self.naming = naming
         self.taken = taken
         self.out: list = []
 
     def fresh(self, base: str) -> str:
-        return fresh_name(base, self.taken)
+        return self.naming.fresh(base, self.taken)
 
     def let(self, hint: str, kind: str, args: tuple, ty, loc, **attrs) -> Ref:
         name = self.fresh(hint)
@@ -105,14 +106,14 @@ class _Emitter:
                         dtype=dtype, shape=shape)
 
 
-def lower_pointers(kernel: Kernel) -> int:
+def lower_pointers(kernel: Kernel, naming: Naming) -> int:
     """Rewrite every gather/scatter of the kernel in place; returns how many were lowered."""
     taken = taken_names(kernel)
 
     def expand(st):
         if not (isinstance(st, (Let, Do)) and st.op.kind in ("gather", "scatter")):
             return None
-        em = _Emitter(kernel, taken)
+        em = _Emitter(kernel, naming, taken)
         _lower(em, st, st.op)
         return em.out
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tileport.emit.names import fresh_name
 from tileport.model.ir import Block, Break, Continue, Do, For, If, Kernel, Let, Op, Ref, walk
+from tileport.model.naming import Naming
 from tileport.model.types import TokenT
 from tileport.passes.uses import taken_names
 
@@ -225,8 +225,9 @@ def _needed(inputs: dict[int, Node]) -> list[Node]:
 # ---------------------------------------------------------------- phase 3: materialize
 
 class _Materialize:
-    def __init__(self, kernel: Kernel, inputs: dict[int, Node], need: set[int]):
+    def __init__(self, kernel: Kernel, naming: Naming, inputs: dict[int, Node], need: set[int]):
         self.kernel = kernel
+        self.naming = naming
         self.inputs = inputs
         self.need = need
         self.names: dict[int, str] = {}
@@ -234,7 +235,7 @@ class _Materialize:
         self.roots: dict[str, str] = {}
 
     def fresh(self, base: str) -> str:
-        return fresh_name(base, self.taken)
+        return self.naming.fresh(base, self.taken)
 
     def name(self, n: Node) -> str:
         if isinstance(n, Root):
@@ -309,12 +310,12 @@ class _Materialize:
     def run(self, results: dict[int, list]) -> None:
         self._results = results
         self.block(self.kernel.body)
-        roots = [Let(name, Op("entry_token", (Ref(a, self.kernel.param_by_rust(a).ty),), TokenT(), self.kernel.loc))
+        roots = [Let(name, Op("entry_token", (Ref(a, self.kernel.param_by_ident(a).ty),), TokenT(), self.kernel.loc))
                  for a, name in sorted(self.roots.items())]
         self.kernel.body.stmts[:0] = roots
 
 
-def order_memory(kernel: Kernel) -> None:
+def order_memory(kernel: Kernel, naming: Naming) -> None:
     """Give every memory operation of the kernel its cuTile input token (in place)."""
     assign = _Assign()
     assign.block(kernel.body, {}, None)
@@ -324,5 +325,5 @@ def order_memory(kernel: Kernel) -> None:
     for n in needed:
         if isinstance(n, Result):
             results.setdefault(id(n.stmt), []).append(n)
-    _Materialize(kernel, assign.inputs, {id(n) for n in needed}).run(results)
+    _Materialize(kernel, naming, assign.inputs, {id(n) for n in needed}).run(results)
 

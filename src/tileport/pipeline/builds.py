@@ -29,7 +29,7 @@ from tileport.corpus import REPO
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import REPO_CRATE, KernelLibrary, cargo_build, load
 
-from .context import sha256
+from .digest import sha256
 
 if TYPE_CHECKING:
     from tileport.ops.spec import Capture
@@ -263,14 +263,19 @@ def capture_repr(capture: "Capture") -> dict:
 
 
 def reference_bytecode(session: "Session", path: Path, source: str, capture: "Capture") -> bytes:
-    from tileport.capture import reference_bytecode as export
+    """The reference Tile IR of one configuration, exported by the file's frontend (its language's compiler)."""
+    from tileport.capture import CaptureError
+    from tileport.frontends.registry import frontend_for
     from tileport.ops.capture_ref import BYTECODE_VERSION
+    frontend = frontend_for(str(path))
     cache = session.builds.cache
     key = sha256("ref", source, capture_repr(capture), _cuda_tile_version(), BYTECODE_VERSION)
     data = cache.get("ref", key, "tileirbc")
     if data is None:
         with session.export_lock:
-            data = export(path, capture)
+            data = frontend.reference_bytecode(str(path), capture)
+        if data is None:
+            raise CaptureError(f"{path}: {frontend.name} kernels have no reference Tile IR compiler")
         cache.put("ref", key, "tileirbc", data)
     return data
 

@@ -17,37 +17,23 @@ Layout of a run under `--out`:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Mapping
 
 from tileport.corpus import REPO
-from tileport.frontends.cutile import KernelConfig
-from tileport.ops.spec import KERNELS_DIR, Capture, OpSpec
+from tileport.ops.spec import KERNELS_DIR
 
+from .digest import sha256
+from .target import Target, primary_op
 from .verdicts import Stage, Verdict
 
 PIPELINE_DIR = Path(__file__).parent
 TRANSLATOR_PARTS = ("frontends", "emit", "passes", "model", "lowering.py", "translate.py", "diagnostics.py",
                     "corpus.py")
-
-
-def sha256(*parts: Any) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        if isinstance(p, bytes):
-            h.update(p)
-        elif isinstance(p, Path):
-            h.update(p.read_bytes() if p.is_file() else b"<missing>")
-        else:
-            h.update(json.dumps(p, sort_keys=True, default=str).encode())
-        h.update(b"\x00")
-    return h.hexdigest()
 
 
 def _tree_hash(paths: list[Path]) -> str:
@@ -69,52 +55,6 @@ def pipeline_fingerprint() -> str:
     return _tree_hash([PIPELINE_DIR])
 
 
-# ------------------------------------------------------------------------------------ targets
-
-@dataclass
-class Target:
-    """One kernel of one file, and what the library knows about it."""
-
-    key: str                       # directory name under --out
-    kernel: str
-    path: Path                     # the cuTile Python file (absolute)
-    configs: dict[str, KernelConfig]  # kernel -> translator configuration, for every kernel of the file
-    captures: list[Capture]        # the configurations whose IR is captured (may be empty: A decides)
-    config_source: str             # "spec:<ops>" | "config:<file>" | "default"
-    ops: list[str] = field(default_factory=list)  # library ops that launch this kernel
-    primary_op: str | None = None  # the op whose benchmark grades the kernel (fewest kernels)
-    library: bool = False          # the file is the library's kernel file (GPU harness runs its port)
-    record_path: Callable[[str], str] | None = None  # source path as recorded in generated code
-    config_entries: list[dict] | None = None  # --config configurations of this kernel (outside the library)
-    launches: list = field(default_factory=list)  # LaunchRecords of this kernel (tileport.launches), for D/E
-    launch_source: str = ""        # "spec:<file>" | "inferred" | "" (none)
-    launch_missing: list = field(default_factory=list)  # what launch inference could not derive (Missing)
-
-    @property
-    def source_text(self) -> str:
-        return self.path.read_text()
-
-    @property
-    def module(self) -> str:
-        """The Rust module of the kernel's file (as `tileport translate` names it: `support.py` -> `support_`)."""
-        from tileport.emit.names import module_name
-        return module_name(self.path.stem, set())
-
-
-def primary_op(kernel: str, specs: dict[str, OpSpec], ops: list[str]) -> str | None:
-    if not ops:
-        return None
-
-    def prefix(a: str, b: str) -> int:
-        n = 0
-        for x, y in zip(a, b):
-            if x != y:
-                break
-            n += 1
-        return n
-    return min(ops, key=lambda op: (len(specs[op].kernels), -prefix(op, kernel), op))
-
-
 # ------------------------------------------------------------------------------------ options
 
 @dataclass
@@ -131,6 +71,8 @@ class Options:
     native_gpu: bool | None = None  # None: detect (torch + a CUDA device)
     until: Stage | None = None     # stop after this stage (resume later)
     cache_dir: Path | None = None
+    # Tests only: kernel -> a translator defect planted into B(1)'s kernel text (stage_b.PlantedDefect).
+    planted: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from tileport.runtime.library import PROFILES
@@ -286,5 +228,5 @@ class KernelContext:
                        reason=reason, **kw)
 
 
-__all__ = ["Target", "Options", "Session", "KernelContext", "sha256", "translator_fingerprint",
+__all__ = ["Target", "Options", "Session", "KernelContext", "translator_fingerprint",
            "pipeline_fingerprint", "primary_op", "KERNELS_DIR", "REPO"]

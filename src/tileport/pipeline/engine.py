@@ -23,10 +23,10 @@ from tileport.launches import records_hash
 
 from . import stage_a, stage_b, stage_c, stage_d, stage_e, stage_f
 from .artifacts import inside, remove_tree, stage_verdict, write_json, write_text_atomic
-from .context import KernelContext, Session, Target, pipeline_fingerprint, sha256, translator_fingerprint
+from .context import KernelContext, Session, Target, pipeline_fingerprint, translator_fingerprint
+from .digest import sha256
 from .final import gate
 from .routing import RunState, Step, Terminal, next_step
-from .stage_b import planted
 from .verdicts import REJECTED, Stage, Verdict
 
 STAGES = {Stage.A: stage_a, Stage.B: stage_b, Stage.C: stage_c, Stage.D: stage_d, Stage.E: stage_e, Stage.F: stage_f}
@@ -88,7 +88,7 @@ def inputs_hash(ctx: KernelContext) -> str:
         parts += [_sig(ctx.latest("A")), translator_fingerprint(), o.archs, o.profile,
                   _code_hash(("tileir", "capture.py", "runtime"))]
         if ctx.attempt == 1:
-            parts.append(planted(t.kernel))
+            parts.append(o.planted[t.kernel].name if t.kernel in o.planted else None)
         else:
             prev = ctx.stage_dir(Stage.B, 1) / "kernel.rs"
             parts += [o.agent_cmd, _sig(ctx.latest("C")), prev.read_text() if prev.is_file() else None]

@@ -40,7 +40,7 @@ from tileport.gpu.bench import geomean
 
 from tileport.atomic import write_text_atomic
 
-from .context import sha256
+from .digest import sha256
 
 THRESHOLD = 1.05  # E: DONE when geomean t(cutile-rs) / t(faster reference) <= THRESHOLD
 REFERENCE_BACKENDS = ("cutile", "torch", "triton")  # triton: the source of a Triton port (its only reference)

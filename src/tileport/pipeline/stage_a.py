@@ -30,10 +30,10 @@ from pathlib import Path
 from tileport.capture import CaptureError
 from tileport.diagnostics import Diagnostic
 from tileport.frontends.cutile import KernelConfig, classify_params, scan_module
+from tileport.ops.dtypes import TORCH_DTYPES
 
 from . import probe
 from .probe import SYNTHESIZED
-from tileport.model.types import TORCH_DTYPES
 
 from tileport.atomic import write_bytes_atomic, write_text_atomic
 

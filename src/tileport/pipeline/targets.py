@@ -8,11 +8,11 @@ from typing import Any
 
 from tileport.config import ConfigError, load_config
 from tileport.frontends.cutile import KernelConfig, classify_params, scan_module
-from tileport.model.types import TORCH_DTYPES
+from tileport.ops.dtypes import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture
 
-from .context import Target, primary_op
 from .probe import SYNTHESIZED
+from .target import Target, primary_op
 
 
 class TargetError(ValueError):

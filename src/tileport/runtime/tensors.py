@@ -19,11 +19,11 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-from tileport.model import types
+from tileport.ops import dtypes
 from tileport.runtime.abi import (DTYPE_CODES, MAX_DIMS, AliasingError, DTypeError, LayoutError, MisalignedError,
                                   RankError, TensorDesc, WrongDeviceError)
 
-TORCH_DTYPES = {f"torch.{name}": dt for name, dt in types.TORCH_DTYPES.items()}  # by str(tensor.dtype)
+TORCH_DTYPES = {f"torch.{name}": dt for name, dt in dtypes.TORCH_DTYPES.items()}  # by str(tensor.dtype)
 TYPESTR = {"f4": "f32", "f2": "f16", "f8": "f64", "i4": "i32", "i8": "i64", "i2": "i16", "i1": "i8", "u1": "u8",
            "b1": "bool"}
 DLPACK_CODES = {(2, 32): "f32", (2, 16): "f16", (2, 64): "f64", (4, 16): "bf16", (0, 32): "i32", (0, 64): "i64",

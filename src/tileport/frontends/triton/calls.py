@@ -708,7 +708,7 @@ def _float_scalar_params(lw, a, b) -> None:
     for x, y in ((a, b), (b, a)):
         if isinstance(x, Ref) and x.name in lw.maybe_float and isinstance(y, Ref) and isinstance(y.ty, TileT) \
                 and lw.b.is_float(y.ty.dtype):
-            raise Retry("float", next(p.name for p in lw.params if p.rust == x.name))
+            raise Retry("float", next(p.name for p in lw.params if p.ident == x.name))
 
 
 def _fail_scalar(lw, node, op):

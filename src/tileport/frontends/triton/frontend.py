@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
-from tileport.emit.names import rust_ident
+from tileport.frontends.base import Translation
 from tileport.frontends.triton.lower import Retry, TritonLowerer
 from tileport.frontends.triton.scan import TritonModule, dotted, loc_of, scan
 from tileport.model import types as T
 from tileport.model.builder import DTypeSpace
 from tileport.model.ir import Kernel, KernelModule, Loc, Param
+from tileport.model.naming import Naming
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT
 
 DEFAULT_FLOAT_DTYPES = ("f32", "f16", "bf16")
@@ -40,10 +41,6 @@ MAX_RETRIES = 64
 MAX_ENTRIES = 16  # constexpr specializations of one kernel
 
 
-@dataclass
-class Translation:
-    module: KernelModule
-    diagnostics: list[Diagnostic]
 
 
 def is_triton_source(text: str) -> bool:
@@ -215,8 +212,8 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
     params = []
     for a in fn.args.args:
         name = a.arg
-        rust = rust_ident(name)
-        rust = "" if rust == name else rust
+        ident = tm.naming.ident(name)
+        ident = "" if ident == name else ident
         if name in plan.pointers:
             vec = tuple(d.get(name, "f32") for d in dtypes)
             if len(set(vec)) == 1:
@@ -226,19 +223,19 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
                 if dt is None:
                     dt = by_vector[vec] = DVar("E" if not by_vector else f"E{len(by_vector) + 1}")
                     space.vectors[dt] = vec
-            params.append(Param(name, ArrayT(dt, 1), rust_name=rust))
+            params.append(Param(name, ArrayT(dt, 1), ident_name=ident))
         elif name in plan.constexprs and name not in plan.runtime:
-            params.append(Param(name, ConstT("int"), "int", rust_name=rust))
+            params.append(Param(name, ConstT("int"), "int", ident_name=ident))
         elif name in plan.constexprs:
-            params.append(Param(name, ScalarT("i32"), rust_name=rust))
+            params.append(Param(name, ScalarT("i32"), ident_name=ident))
         else:
-            params.append(Param(name, ScalarT(plan.scalars[name]), rust_name=rust))
+            params.append(Param(name, ScalarT(plan.scalars[name]), ident_name=ident))
     lw = TritonLowerer(tm, fn, params, space, [], pinned, plan.flat)
-    lw.maybe_float = {rust_ident(n) for n in plan.maybe_float}
+    lw.maybe_float = {tm.naming.ident(n) for n in plan.maybe_float}
     kernel = lw.lower()
     ranks = {r: len(v) for r, v in lw.views.items()}
-    kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.rust, 1) if p.name not in plan.flat else 1),
-                           rust_name=p.rust_name) if p.is_array else p for p in kernel.params]
+    kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.ident, 1) if p.name not in plan.flat else 1),
+                           ident_name=p.ident_name) if p.is_array else p for p in kernel.params]
     kernel.notes = assumption_notes(plan) + [f"constexpr `{c}` is passed at run time (i32): no values are known"
                                              for c in sorted(plan.runtime)] + kernel.notes
     return kernel
@@ -422,12 +419,14 @@ def _suffix(v: Any) -> str:
 
 # ---------------------------------------------------------------- the file
 
-def translate_file(path: str, configs: Mapping[str, Any] | None = None, only: Sequence[str] | None = None,
-                   text: str | None = None) -> Translation:
-    """Parse `path` (or `text`) and lower every `@triton.jit` kernel (or those in `only`)."""
+def translate_file(path: str, configs: Mapping[str, Any] | None = None, only: Sequence[str] | None = None, *,
+                   naming: Naming, text: str | None = None) -> Translation:
+    """Parse `path` (or `text`) and lower every `@triton.jit` kernel (or those in `only`), naming
+    identifiers with the target's `naming`."""
     stem = Path(path).stem
     try:
         tm = scan(path, text)
+        tm.naming = naming
     except Diagnostic as d:
         return Translation(KernelModule(path, stem, []), [d])
     except Exception as e:  # noqa: BLE001 - a translator bug: reported, never a traceback

@@ -12,9 +12,9 @@ import math
 from typing import Any, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
-from tileport.emit.names import rust_ident
 from tileport.frontends.liveness import assigned, exposed_read
 from tileport.frontends.triton import affine as A
+from tileport.frontends.triton.dtypes import promote
 from tileport.frontends.triton.scan import TritonModule, dotted, loc_of
 from tileport.frontends.triton.values import CV, DT, BlockPtr, Builtin, Gone, Helper, Method, Module, Ptr
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
@@ -76,7 +76,7 @@ class TritonLowerer:
         self.params = params
         self.pinned = pinned
         self.flat = flat  # pointer parameters accessed through gathers/scatters only
-        self.b = _Builder(self.forget, self.path, space, const_values)
+        self.b = _Builder(self.forget, self.path, space, const_values, tm.naming, promote)
         self.scopes: list[Scope] = []
         self.poly: dict[str, A.Poly] = {}  # Ref name -> affine form
         self.factors: dict[A.Factor, Ref] = {}  # ("v", name) -> the scalar Ref
@@ -86,7 +86,7 @@ class TritonLowerer:
         self.notes: list[str] = []
         self.inline_depth = 0
         self.skip: dict[int, Any] = {}  # statement id -> what it does instead (pointer increments)
-        self.scalar_params = {p.rust for p in params if isinstance(p.ty, ScalarT)}
+        self.scalar_params = {p.ident for p in params if isinstance(p.ty, ScalarT)}
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
         self.tf32_noted = False
         self.maybe_float: set[str] = set()  # scalar parameters assumed i32 that may be Python floats
@@ -117,12 +117,12 @@ class TritonLowerer:
                 else:
                     self.scopes[-1].vars[p.name] = CV(Sym(p.name))
             elif p.is_array:
-                self.scopes[-1].vars[p.name] = Ptr(Ref(p.rust, p.ty), None)
-                self.b.scope_names[-1].add(p.rust)
+                self.scopes[-1].vars[p.name] = Ptr(Ref(p.ident, p.ty), None)
+                self.b.scope_names[-1].add(p.ident)
             else:
-                ref = Ref(p.rust, p.ty)
+                ref = Ref(p.ident, p.ty)
                 self.scopes[-1].vars[p.name] = ref
-                self.b.scope_names[-1].add(p.rust)
+                self.b.scope_names[-1].add(p.ident)
                 self.track_scalar(ref)
         for name, value in self.pinned.items():
             if name not in self.scopes[-1].vars:
@@ -135,8 +135,8 @@ class TritonLowerer:
         prune_dead(body)
         params = [p for p in self.params if not (p.is_const and p.name in self.pinned)]
         views = {p.name: self.view_of(p) for p in self.params if p.is_array and p.name not in self.flat
-                 and p.rust in self.views}
-        return Kernel(rust_ident(fn.name), params, body, self.loc(fn), {}, dict(self.b.dspace.vectors),
+                 and p.ident in self.views}
+        return Kernel(self.tm.naming.ident(fn.name), params, body, self.loc(fn), {}, dict(self.b.dspace.vectors),
                       ast.get_docstring(fn) or "", base_name=fn.name, pinned=dict(self.pinned),
                       signature=tuple(a.arg for a in fn.args.args), notes=self.notes + self.view_notes(),
                       views=views)
@@ -144,8 +144,8 @@ class TritonLowerer:
     def view_of(self, p: Param) -> dict:
         """The launch contract of a pointer parameter: its view's strides and mask-given extents (None: not
         bounded by a mask; the launch covers the buffer), as expressions over the kernel's parameters."""
-        strides = list(self.views[p.rust])
-        ext = self.extents.get(p.rust, [set() for _ in strides])
+        strides = list(self.views[p.ident])
+        ext = self.extents.get(p.ident, [set() for _ in strides])
         return {"strides": strides, "extents": [next(iter(e)) if e else None for e in ext]}
 
     def view_notes(self) -> list[str]:
@@ -153,11 +153,11 @@ class TritonLowerer:
         for p in self.params:
             if not p.is_array:
                 continue
-            if p.name in self.flat or p.rust not in self.views:
+            if p.name in self.flat or p.ident not in self.views:
                 out.append(f"pointer `{p.name}`: a 1-D array over the whole buffer (gather/scatter accesses)")
                 continue
-            strides = self.views[p.rust]
-            ext = self.extents.get(p.rust, [set() for _ in strides])
+            strides = self.views[p.ident]
+            ext = self.extents.get(p.ident, [set() for _ in strides])
             dims = ", ".join(f"extent {' | '.join(sorted(e)) or 'from the launch'} stride {s}"
                              for s, e in zip(strides, ext))
             out.append(f"pointer `{p.name}`: a {len(strides)}-D array view [{dims}]; partition loads/stores "

@@ -37,6 +37,7 @@ class TritonModule:
     helpers: dict[str, ast.FunctionDef] = field(default_factory=dict)  # @triton.jit functions (inlined)
     candidates: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # autotune configs per kernel
     heuristics: dict[str, set[str]] = field(default_factory=dict)  # constants a heuristic decides
+    naming: Any = None  # the target's Naming (identifiers), set by the frontend before lowering
 
 
 def read_source(path: str) -> str:

@@ -1,0 +1,66 @@
+"""What every frontend is: the interface the translator drives, and what the frontends share.
+
+A frontend turns one source file into the kernel model (`tileport.model`): one `Kernel` per entry,
+specialized for the configurations in use (`KernelConfig`), with a located diagnostic for each kernel
+it cannot translate. It names the passes its kernels need before emission (passes that reproduce its
+own compiler's IR run for it alone) and, when its language has a compiler of its own, how to capture
+that compiler's reference Tile IR for a configuration (stage A of the pipeline diffs against it).
+Frontends know no target: identifiers are made with the `Naming` the emitter supplies.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from tileport.diagnostics import Diagnostic
+from tileport.model.ir import Kernel, KernelModule
+from tileport.model.naming import Naming
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """What the source does not say: one mapping per configuration in use.
+
+    Each configuration maps array and scalar parameters to a dtype name ("f16", "i32", ...) and
+    constant parameters to a value. `ranks` gives array ranks when they are known from outside.
+    `pinned` fixes constants to literals (literal-specialized entries). `runtime` names constants that
+    become typed runtime parameters: no values are known and they cannot stay const generics.
+    """
+
+    configs: tuple[Mapping[str, Any], ...] = ()
+    ranks: Mapping[str, int] = field(default_factory=dict)
+    pinned: Mapping[str, Any] = field(default_factory=dict)
+    runtime: frozenset[str] = frozenset()
+
+
+@dataclass
+class Translation:
+    """Result of a frontend on one file: kernels (one per entry) and per-kernel diagnostics."""
+
+    module: KernelModule
+    diagnostics: list[Diagnostic]
+
+
+# A pass rewrites one kernel in place; it makes new identifiers with the target's naming.
+Pass = Callable[[Kernel, Naming], Any]
+
+
+class Frontend(Protocol):
+    """One source language."""
+
+    name: str  # "cutile", ...
+    passes: Sequence[Pass]  # run in this order on every kernel the frontend produced
+
+    def accepts(self, path: str, tree: ast.Module) -> bool:
+        """Whether the file (its parsed AST: nothing of it runs) is written in this language."""
+
+    def parse(self, path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
+              naming: Naming) -> Translation:
+        """Every kernel of `path` (those in `only`), one `Kernel` per specialized entry."""
+
+    def reference_bytecode(self, path: str, capture: Any) -> bytes | None:
+        """The reference Tile IR bytecode of one configuration (a `tileport.ops.spec.Capture`) compiled
+        by the language's own compiler, on the CPU; None when the language has no Tile IR compiler
+        (the port is then proven against the source kernel on the GPU only)."""

@@ -1,0 +1,58 @@
+"""The cuTile Python frontend: `@ct.kernel` functions (cuda.tile 1.7.0) -> the kernel model.
+
+- `lowerer`: the module scan, configurations and specialization, one visitor method per Python construct;
+- `calls`: one handler per `ct.<fn>` (registered in `calls.HANDLERS`), typed with the model's builder;
+- `dtypes`: cuTile's dtype names and its implicit promotion (given to the builder);
+- `values`: compile-time values and constant folding (the shared `frontends.liveness` says which names a
+  block reads and rebinds).
+
+`FRONTEND` is what the translator drives (`tileport.frontends.base.Frontend`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Mapping, Sequence
+
+from tileport.frontends.base import KernelConfig, Translation
+from tileport.frontends.cutile.lowerer import (CT_MODULE, ScannedModule, classify_params, loc_of, scan_module,
+                                              translate_file)
+from tileport.model.naming import Naming
+from tileport.passes.fma import fuse_fma
+from tileport.passes.hoist import hoist_invariants
+from tileport.passes.intdiv import expand_int_division
+from tileport.passes.pointers import lower_pointers
+from tileport.passes.tokens import order_memory
+
+
+class CuTileFrontend:
+    """`@ct.kernel` functions of files that import cuda.tile."""
+
+    name = "cutile"
+    # fuse_fma and order_memory reproduce what cuTile Python's compiler does (its fma contraction and its
+    # memory-token order), so that the port's Tile IR matches the reference op for op.
+    passes = (lower_pointers, expand_int_division, fuse_fma, hoist_invariants, order_memory)
+
+    def accepts(self, path: str, tree: ast.Module) -> bool:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name == CT_MODULE for a in node.names):
+                return True
+            if isinstance(node, ast.ImportFrom) and ((node.module or "").startswith(CT_MODULE) or (
+                    node.module == "cuda" and any(a.name == "tile" for a in node.names))):
+                return True
+        return False
+
+    def parse(self, path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
+              naming: Naming) -> Translation:
+        return translate_file(path, configs, only, naming)
+
+    def reference_bytecode(self, path: str, capture: Any) -> bytes | None:
+        from tileport.capture import reference_bytecode  # cuda.tile's own export, on the CPU
+        return reference_bytecode(path, capture)
+
+
+FRONTEND = CuTileFrontend()
+
+
+__all__ = ["FRONTEND", "KernelConfig", "Translation", "ScannedModule", "classify_params", "loc_of",
+           "scan_module", "translate_file"]

@@ -1,0 +1,208 @@
+"""The operation catalogue of the kernel model: every `Op.kind`, declared once.
+
+Each kind states its operands (how many, of which type classes), its result (type class and the
+typing rule that relates it to the operands) and the attributes it may carry, with the values a
+moded attribute may take. `Op` checks itself against its declaration when it is built, so a frontend
+or pass that builds a malformed operation fails there, naming the kind, not later in an emitter.
+Emitters declare how they lower each kind (`tileport.lowering`); a test keeps both in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from tileport.model.types import ArrayT, PtrT, ScalarT, TileT, TokenT
+
+# ---- attribute domains: every value a frontend or pass may give (an emitter may lower fewer and refuse the rest)
+ROUNDING_MODES = (None, "nearest_even", "zero", "negative_inf", "positive_inf", "approx", "full", "nearest_away",
+                  "nearest_int_to_zero")
+FLAGS = (None, False, True)  # ftz, nan propagation, TMA permission
+PADDING_MODES = ("undetermined", "zero", "neg_zero", "nan", "pos_inf", "neg_inf")
+BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "rem", "cdiv", "pow", "max", "min", "and", "or", "xor",
+              "shl", "shr")
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+UNARY_FNS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "tan", "sinh", "cosh", "floor",
+             "ceil", "abs", "negative", "not")
+REDUCE_FNS = ("sum", "max", "min", "prod")
+DOMAINS: dict[str, tuple] = {"rounding": ROUNDING_MODES, "ftz": FLAGS, "nan": FLAGS, "allow_tma": FLAGS,
+                             "padding": PADDING_MODES}
+
+# ---- operand and result type classes
+TILE, SCALAR, ARRAY, PTR, TOKEN = TileT, ScalarT, ArrayT, PtrT, TokenT
+VALUE = (TileT, ScalarT)  # a tile or a runtime scalar
+NONE = type(None)
+
+
+class ModelError(TypeError):
+    """An operation that breaks its declaration: a translator bug, reported as an internal error."""
+
+
+@dataclass(frozen=True)
+class OpDecl:
+    """One kind. `operands`: the type classes of each operand, the last entry repeating up to
+    `max_args`; `result`: the classes the result type may have (NONE: an effect, built as `Do`);
+    `rule`: operands/result relation (one of RULES); `attrs`: the keys it may carry, `required`
+    those it must."""
+
+    kind: str
+    operands: tuple[tuple[type, ...] | type, ...]
+    result: tuple[type, ...] | type
+    min_args: int = -1  # default: len(operands)
+    max_args: int = -1  # default: len(operands)
+    rule: str = "any"
+    attrs: frozenset[str] = frozenset()
+    required: frozenset[str] = frozenset()
+    values: tuple[tuple[str, tuple], ...] = ()  # attribute -> allowed values, beyond DOMAINS
+
+    @property
+    def arity(self) -> tuple[int, int]:
+        n = len(self.operands)
+        return (n if self.min_args < 0 else self.min_args, n if self.max_args < 0 else self.max_args)
+
+
+def _dtype(t: Any) -> Any:
+    return getattr(t, "dtype", None)
+
+
+def _shape(t: Any) -> Any:
+    return getattr(t, "shape", None)
+
+
+# Typing rules: (args, result, op) -> a problem, or None.
+RULES: dict[str, Callable[[tuple, Any, Any], str | None]] = {
+    "any": lambda args, ty, op: None,
+    # every operand and the result have one element type
+    "same_dtype": lambda args, ty, op: (None if all(_dtype(a.ty) == _dtype(ty) for a in args)
+                                        else "operands and result differ in element type"),
+    # the result's element type is the first operand's (the others index or count)
+    "like_first": lambda args, ty, op: (None if _dtype(args[0].ty) == _dtype(ty)
+                                        else "result element type differs from the first operand's"),
+    # bool result, operands of one element type
+    "compare": lambda args, ty, op: (None if _dtype(ty) == "bool" and _dtype(args[0].ty) == _dtype(args[1].ty)
+                                     else "compares operands of one element type to a bool result"),
+    # bool condition, then both values and the result of one element type
+    "select": lambda args, ty, op: (None if _dtype(args[0].ty) == "bool" and _dtype(args[1].ty) == _dtype(ty)
+                                    == _dtype(args[2].ty) else "selects between values of the result's type"),
+    # the result's element type is the `dtype` attribute
+    "to_dtype": lambda args, ty, op: (None if _dtype(ty) == op.attr("dtype")
+                                      else "result element type differs from its dtype attribute"),
+    # the shape changes, the element type does not
+    "reshape": lambda args, ty, op: (None if _dtype(args[0].ty) == _dtype(ty) and type(args[0].ty) is type(ty)
+                                     else "keeps the operand's element and value type"),
+    # the accumulator is the result
+    "mma": lambda args, ty, op: (None if args[2].ty == ty and _dtype(args[0].ty) == _dtype(args[1].ty)
+                                 else "accumulates into a tile of the result type from two operands of one type"),
+    # the operand's type passes through
+    "identity": lambda args, ty, op: None if args[0].ty == ty else "result type differs from its operand's",
+}
+
+MEMORY = frozenset({"token", "result_token", "latency"})
+
+_DECLS = [
+    # ---- grid and array facts
+    OpDecl("bid", (), SCALAR, attrs=frozenset({"axis"}), required=frozenset({"axis"})),
+    OpDecl("num_blocks", (), SCALAR, attrs=frozenset({"axis"}), required=frozenset({"axis"})),
+    OpDecl("array_dim", (ARRAY,), SCALAR, attrs=frozenset({"axis"}), required=frozenset({"axis"})),
+    OpDecl("array_stride", (ARRAY,), SCALAR, attrs=frozenset({"axis"}), required=frozenset({"axis"})),
+    OpDecl("num_tiles", (ARRAY,), SCALAR, attrs=frozenset({"axis", "shape", "order"}),
+           required=frozenset({"axis", "shape"})),
+    # ---- values
+    OpDecl("scalar", (SCALAR,), SCALAR),
+    OpDecl("copy", ((TileT, ScalarT, TokenT, PtrT),), (TileT, ScalarT, TokenT, PtrT), rule="identity"),
+    OpDecl("arange", (), TILE, attrs=frozenset({"size", "dtype"}), required=frozenset({"size"})),
+    OpDecl("full", (SCALAR,), TILE, rule="to_dtype", attrs=frozenset({"dtype", "shape"}),
+           required=frozenset({"dtype", "shape"})),
+    OpDecl("splat", (SCALAR,), TILE, rule="same_dtype", attrs=frozenset({"shape"}), required=frozenset({"shape"})),
+    OpDecl("tile0", (SCALAR,), TILE, rule="same_dtype"),
+    OpDecl("scalar_of", (TILE,), SCALAR, rule="same_dtype"),
+    OpDecl("astype", (VALUE,), VALUE, rule="to_dtype", attrs=frozenset({"dtype", "rounding"}),
+           required=frozenset({"dtype"})),
+    OpDecl("bitcast", (TILE,), TILE, attrs=frozenset({"dtype"})),
+    # ---- arithmetic
+    OpDecl("binary", (VALUE, VALUE), VALUE, rule="same_dtype", attrs=frozenset({"op", "rounding", "ftz", "nan"}),
+           required=frozenset({"op"}), values=(("op", BINARY_OPS),)),
+    OpDecl("fma", (TILE, TILE, TILE), TILE, rule="same_dtype", attrs=frozenset({"rounding", "ftz"})),
+    OpDecl("fpowi", (TILE, TILE), TILE),
+    OpDecl("compare", (VALUE, VALUE), VALUE, rule="compare", attrs=frozenset({"op"}), required=frozenset({"op"}),
+           values=(("op", COMPARISONS),)),
+    OpDecl("select", (TILE, TILE, TILE), TILE, rule="select"),
+    OpDecl("unary", (VALUE,), VALUE, rule="same_dtype", attrs=frozenset({"fn", "rounding", "ftz"}),
+           required=frozenset({"fn"}), values=(("fn", UNARY_FNS),)),
+    OpDecl("reduce", (TILE,), TILE, rule="same_dtype", attrs=frozenset({"fn", "axis", "rounding", "ftz", "nan"}),
+           required=frozenset({"fn", "axis"}), values=(("fn", REDUCE_FNS),)),
+    OpDecl("scan_sum", (TILE,), TILE, rule="same_dtype", attrs=frozenset({"axis", "reverse"}),
+           required=frozenset({"axis"})),
+    OpDecl("mma", (TILE, TILE, TILE), TILE, rule="mma"),
+    # ---- shapes
+    OpDecl("reshape", ((TileT, PtrT),), (TileT, PtrT), rule="reshape", attrs=frozenset({"shape"}),
+           required=frozenset({"shape"})),
+    OpDecl("broadcast", ((TileT, PtrT),), (TileT, PtrT), rule="reshape", attrs=frozenset({"shape"}),
+           required=frozenset({"shape"})),
+    OpDecl("permute", (TILE,), TILE, rule="reshape", attrs=frozenset({"axes"}), required=frozenset({"axes"})),
+    OpDecl("cat", (TILE, TILE), TILE, rule="same_dtype", attrs=frozenset({"axis"}), required=frozenset({"axis"})),
+    OpDecl("extract", (TILE, SCALAR), TILE, min_args=1, max_args=7, rule="like_first", attrs=frozenset({"shape"})),
+    # ---- memory through views (the token pass adds token/result_token)
+    OpDecl("load", (ARRAY, SCALAR), TILE, min_args=1, max_args=7,
+           attrs=MEMORY | {"shape", "padding", "order", "allow_tma", "check_bounds"}, required=frozenset({"shape"})),
+    OpDecl("store", (ARRAY, TILE, SCALAR), NONE, min_args=2, max_args=8,
+           attrs=MEMORY | {"order", "allow_tma", "check_bounds"}),
+    # ---- memory through pointers: gather/scatter, then what the pointer pass lowers them to
+    OpDecl("gather", (ARRAY, VALUE), TILE, min_args=2, max_args=9,
+           attrs=MEMORY | {"shape", "has_mask", "padding_value", "check_bounds"}),
+    OpDecl("scatter", (ARRAY, VALUE), NONE, min_args=3, max_args=10,
+           attrs=MEMORY | {"shape", "has_mask", "check_bounds"}),
+    OpDecl("ptr_base", (ARRAY,), PTR),
+    OpDecl("ptr_offset", (PTR, TILE), PTR),
+    OpDecl("assume_div_by", (PTR,), PTR, rule="identity", attrs=frozenset({"divisor"}),
+           required=frozenset({"divisor"})),
+    OpDecl("load_ptr", (PTR, TILE, TILE), TILE, min_args=2, attrs=MEMORY | {"array", "has_mask"}),
+    OpDecl("store_ptr", (PTR, TILE, TILE), (TokenT, NONE), min_args=2, attrs=MEMORY | {"array", "has_mask"}),
+    # ---- memory tokens (the token pass)
+    OpDecl("entry_token", (ARRAY,), TOKEN),
+    OpDecl("join_tokens", (TOKEN,), TOKEN, min_args=2, max_args=1 << 16),
+    # ---- control: the value of an if-expression's branch
+    OpDecl("yield", (VALUE,), VALUE, rule="identity"),
+]
+
+CATALOGUE: dict[str, OpDecl] = {d.kind: d for d in _DECLS}
+
+
+def _classes(spec) -> tuple[type, ...]:
+    return spec if isinstance(spec, tuple) else (spec,)
+
+
+def problem(op: Any) -> str | None:
+    """What is wrong with `op` against its declaration, or None (duck-typed: an `ir.Op`)."""
+    decl = CATALOGUE.get(op.kind)
+    if decl is None:
+        return "is not a declared operation kind"
+    lo, hi = decl.arity
+    if not lo <= len(op.args) <= hi:
+        return f"takes {lo}..{hi} operands, got {len(op.args)}" if lo != hi else \
+            f"takes {lo} operand(s), got {len(op.args)}"
+    for i, a in enumerate(op.args):
+        spec = decl.operands[min(i, len(decl.operands) - 1)]
+        if not isinstance(a.ty, _classes(spec)):
+            return f"operand {i} is {type(a.ty).__name__}, expected {'/'.join(c.__name__ for c in _classes(spec))}"
+    if not isinstance(op.ty, _classes(decl.result)):
+        return (f"result is {type(op.ty).__name__}, expected "
+                f"{'/'.join(c.__name__ for c in _classes(decl.result))}")
+    keys = {k for k, _ in op.attrs}
+    if unknown := keys - decl.attrs:
+        return f"has undeclared attribute(s) {', '.join(sorted(unknown))}"
+    if missing := decl.required - keys:
+        return f"lacks attribute(s) {', '.join(sorted(missing))}"
+    domains = {**DOMAINS, **dict(decl.values)}
+    for k, v in op.attrs:
+        if k in domains and v not in domains[k]:
+            return f"attribute {k}={v!r} is not one of {domains[k]}"
+    if decl.operands and op.args and (why := RULES[decl.rule](op.args, op.ty, op)):
+        return why
+    return None
+
+
+def check(op: Any) -> None:
+    """Raise ModelError, naming the kind, when `op` breaks its declaration."""
+    if (why := problem(op)) is not None:
+        raise ModelError(f"kernel model: operation `{op.kind}` at {op.loc} {why}")

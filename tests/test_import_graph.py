@@ -1,0 +1,243 @@
+"""The layering of tileport's modules, read from the source with `ast` (nothing is imported).
+
+- the kernel model (`tileport.model`) is target-neutral: it imports nothing of an emitter (`tileport.emit`);
+- passes work on the model and import nothing of an emitter either;
+- a frontend (a module or package under `tileport.frontends`) imports no other frontend;
+- no import cycle among tileport modules (imports inside functions count: they only defer the cycle).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "tileport"
+FRONTENDS = f"{PACKAGE}.frontends"
+# Modules of the frontends package that belong to no single frontend: the package, the shared interface,
+# source reading and Python liveness (they import no frontend), and the registry (it imports every
+# frontend, by design).
+FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base", f"{FRONTENDS}.source", f"{FRONTENDS}.liveness"}
+FRONTEND_REGISTRY = f"{FRONTENDS}.registry"
+
+
+def module_files(src: Path = SRC) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package (a package is its __init__)."""
+    out = {}
+    for path in sorted((src / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The tileport module that importing `name` runs (the longest existing prefix), None if not ours."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in modules:
+            return candidate
+        parts.pop()
+    return None
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node, except what is under `if TYPE_CHECKING:` (never imported when the program runs)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def imports_of(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every tileport module `module` imports, anywhere in its body (functions included)."""
+    is_package = path.name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[:len(base_parts) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            # `from pkg import sub` imports the submodule `pkg.sub` when there is one, else names of `pkg`
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        for name in names:
+            target = _resolve(name, modules)
+            if target is not None and target != module:
+                found.add(target)
+    return found
+
+
+def import_graph(src: Path = SRC) -> dict[str, set[str]]:
+    modules = module_files(src)
+    return {m: imports_of(m, p, modules) for m, p in modules.items()}
+
+
+def inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def frontend_of(module: str) -> str | None:
+    """The frontend a module belongs to: `tileport.frontends.<x>` (a module or a package), None outside."""
+    if not inside(module, FRONTENDS) or module in FRONTEND_SHARED or module == FRONTEND_REGISTRY:
+        return None
+    return ".".join(module.split(".")[:3])
+
+
+def layering_violations(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            for layer in (f"{PACKAGE}.model", f"{PACKAGE}.passes"):
+                if inside(module, layer) and inside(target, f"{PACKAGE}.emit"):
+                    out.append(f"{module} imports {target} (the {layer.split('.')[-1]} layer must not import emit)")
+            a, b = frontend_of(module), frontend_of(target)
+            if a and b and a != b:
+                out.append(f"{module} imports {target} (one frontend imports another)")
+            if module in FRONTEND_SHARED and b:
+                out.append(f"{module} imports {target} (shared frontend code imports a frontend)")
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per strongly connected component with more than one module (Tarjan), as a path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(v: str) -> None:  # recursion depth is bounded by the module count (a few hundred)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                components.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_cycle_path(comp, graph) for comp in components]
+
+
+def _cycle_path(component: list[str], graph: dict[str, set[str]]) -> list[str]:
+    """A shortest cycle through the component's first module (breadth first inside the component)."""
+    members = set(component)
+    start = component[0]
+    parents: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & members):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(parents[path[-1]])
+                    return [start, *reversed(path[:-1]), start]
+                if w not in parents:
+                    parents[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"no cycle through {start}")  # a component of more than one module has one
+
+
+def test_layers_are_respected():
+    violations = layering_violations(import_graph())
+    assert not violations, "\n".join(violations)
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    found = cycles(graph)
+    assert not found, "import cycles (one per group of modules importing each other):\n" + "\n".join(
+        " -> ".join(c) + _rest_of_group(c, graph) for c in found)
+
+
+def _rest_of_group(cycle: list[str], graph: dict[str, set[str]]) -> str:
+    """The other modules of the cycle's group (its strongly connected component), if any."""
+    reach = lambda start: _reachable(start, graph)  # noqa: E731
+    group = {m for m in reach(cycle[0]) if cycle[0] in reach(m)} - set(cycle)
+    return f" (in one group with {', '.join(sorted(group))})" if group else ""
+
+
+def _reachable(start: str, graph: dict[str, set[str]]) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+# ---- the checks themselves can fail: a small synthetic tree with each defect
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / PACKAGE / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+@pytest.fixture
+def bad_tree(tmp_path):
+    return _write(tmp_path, {
+        "__init__.py": "",
+        "model/__init__.py": "",
+        "model/ir.py": "def f():\n    from tileport.emit.names import x\n",
+        "model/types.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tileport.emit import names\n",
+        "passes/__init__.py": "",
+        "passes/p.py": "from tileport.emit import names\n",
+        "emit/__init__.py": "",
+        "emit/names.py": "from ..model import ir\nx = 1\n",
+        "frontends/__init__.py": "",
+        "frontends/base.py": "from tileport.frontends import b\n",
+        "frontends/registry.py": "from tileport.frontends import a, b\n",
+        "frontends/a.py": "from tileport.frontends.base import *\n",
+        "frontends/b/__init__.py": "",
+        "frontends/b/calls.py": "from tileport.frontends import a\n",
+    })
+
+
+def test_checks_find_each_defect(bad_tree):
+    graph = import_graph(bad_tree)
+    violations = layering_violations(graph)
+    assert any("tileport.model.ir imports tileport.emit.names" in v for v in violations)
+    assert any("tileport.passes.p imports tileport.emit.names" in v for v in violations)
+    assert any("tileport.frontends.b.calls imports tileport.frontends.a" in v for v in violations)
+    assert not any("frontends.a imports tileport.frontends.base" in v for v in violations)
+    assert any("tileport.frontends.base imports tileport.frontends.b (shared" in v for v in violations)
+    assert not any("tileport.frontends.registry" in v for v in violations)
+    assert not any("tileport.model.types" in v for v in violations)  # under TYPE_CHECKING: no import at run time
+    assert cycles(graph) == [["tileport.emit.names", "tileport.model.ir", "tileport.emit.names"]]
