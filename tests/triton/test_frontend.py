@@ -11,7 +11,8 @@ import pytest
 
 from tileport.emit.names import RUST_NAMING
 from tileport.frontends.triton import translate_file
-from tileport.translate import frontend_for, translate
+from tileport.frontends.registry import frontend_for
+from tileport.translate import translate
 
 DATA = Path(__file__).parent / "data"
 KERNELS = {
@@ -172,8 +173,8 @@ def test_syntax_error_and_no_kernels(tmp_path):
 def test_translate_dispatches_triton_files(tmp_path):
     cutile = tmp_path / "ct.py"
     cutile.write_text("import cuda.tile as ct\n")
-    assert frontend_for(str(DATA / "basic.py")) is translate_file
-    assert frontend_for(str(cutile)) is not translate_file
+    assert frontend_for(str(DATA / "basic.py")).name == "triton"
+    assert frontend_for(str(cutile)).name == "cutile"
 
 
 def test_triton_frontend_imports_no_cutile_frontend_module():

@@ -14,6 +14,7 @@ from typing import Any
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import memory as M
+from tileport.frontends.triton.values import Retry
 from tileport.frontends.triton.values import CV, DT, Builtin, Method, Module, Ptr
 from tileport.model import types as T
 from tileport.model.builder import weak_result_dtype
@@ -704,7 +705,6 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
 
 def _float_scalar_params(lw, a, b) -> None:
     """A scalar parameter assumed i32 that meets a float tile is a Python float (Triton passes it as f32)."""
-    from tileport.frontends.triton.lower import Retry
     for x, y in ((a, b), (b, a)):
         if isinstance(x, Ref) and x.name in lw.maybe_float and isinstance(y, Ref) and isinstance(y.ty, TileT) \
                 and lw.b.is_float(y.ty.dtype):

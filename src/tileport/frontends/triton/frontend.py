@@ -19,7 +19,8 @@ from typing import Any, Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.base import Translation
-from tileport.frontends.triton.lower import Retry, TritonLowerer
+from tileport.frontends.triton.lower import TritonLowerer
+from tileport.frontends.triton.values import Retry
 from tileport.frontends.triton.scan import TritonModule, dotted, loc_of, scan
 from tileport.model import types as T
 from tileport.model.builder import DTypeSpace

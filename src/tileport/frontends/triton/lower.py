@@ -14,9 +14,10 @@ from typing import Any, Sequence
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.liveness import assigned, exposed_read
 from tileport.frontends.triton import affine as A
+from tileport.frontends.triton import calls, memory
 from tileport.frontends.triton.dtypes import promote
 from tileport.frontends.triton.scan import TritonModule, dotted, loc_of
-from tileport.frontends.triton.values import CV, DT, BlockPtr, Builtin, Gone, Helper, Method, Module, Ptr
+from tileport.frontends.triton.values import CV, Retry, DT, BlockPtr, Builtin, Gone, Helper, Method, Module, Ptr
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, Let, Lit, Loc, Op, Param, Ref,
                                Return, sym_names, walk)
@@ -28,14 +29,6 @@ OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%
             "&": "and", "|": "or", "^": "xor", "<<": "shl", ">>": "shr", "min": "min", "max": "max", "cdiv": "cdiv"}
 CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 MAX_INLINE_DEPTH = 16
-
-
-class Retry(Exception):
-    """Lowering must restart with a changed decision about one parameter (see `translate.lower_kernel`)."""
-
-    def __init__(self, what: str, param: str):
-        super().__init__(f"{what} {param}")
-        self.what, self.param = what, param
 
 
 class _Builder(Builder):
@@ -70,7 +63,6 @@ class Scope:
 class TritonLowerer:
     def __init__(self, tm: TritonModule, fn: ast.FunctionDef, params: list[Param], space: DTypeSpace,
                  const_values: list[dict[str, Any]], pinned: dict[str, Any], flat: set[str]):
-        from tileport.frontends.triton import calls, memory
         self.tm, self.fn, self.path = tm, fn, tm.path
         self.calls, self.memory = calls, memory
         self.params = params
@@ -843,4 +835,4 @@ def describe(v: Any) -> str:
     return type(v).__name__
 
 
-__all__ = ["TritonLowerer", "Retry", "describe"]
+__all__ = ["TritonLowerer", "describe"]

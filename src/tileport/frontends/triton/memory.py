@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from tileport.frontends.triton import affine as A
+from tileport.frontends.triton.values import Retry
 from tileport.frontends.triton.values import CV, BlockPtr, Ptr
 from tileport.model.ir import Lit, Ref
 from tileport.model.types import ArrayT, ScalarT, TileT, is_float
@@ -53,8 +54,7 @@ def ptr_add(lw, ptr: Ptr, v: Any, node: ast.AST, negate: bool = False) -> Ptr:
     if isinstance(v, Ref) and not (isinstance(v.ty, (ScalarT, TileT)) and v.ty.dtype in ("i32", "i64", "i16",
                                                                                            "i8", "u8", "u32")):
         if v.name in lw.loaded:
-            from tileport.frontends.triton.lower import Retry
-            raise Retry("index", lw.loaded[v.name])
+                    raise Retry("index", lw.loaded[v.name])
         raise lw.fail(node, f"a pointer offset must be an integer, not {v.ty}", "pointer arithmetic")
     if isinstance(v, CV) and not (type(v.value) is int or lw.poly_of(v) is not None):
         raise lw.fail(node, f"a pointer offset must be an integer, not {v.value!r}", "pointer arithmetic")
@@ -177,7 +177,6 @@ def _access(lw, ptr: Ptr, mask) -> A.BlockAccess | None:
 
 
 def register_view(lw, name: str, acc: A.BlockAccess) -> None:
-    from tileport.frontends.triton.lower import Retry
     strides = tuple(A.key(s) for s in acc.strides)
     extents = [None if e is None else A.key(e) for e in acc.extents]
     if lw.views.setdefault(name, strides) != strides:

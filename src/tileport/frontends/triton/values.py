@@ -80,3 +80,11 @@ class Gone:
     """A pointer advanced in a loop, read after the loop (its value after the loop is not modelled)."""
 
     name: str
+
+
+class Retry(Exception):
+    """Lowering must restart with a changed decision about one parameter (see `translate.lower_kernel`)."""
+
+    def __init__(self, what: str, param: str):
+        super().__init__(f"{what} {param}")
+        self.what, self.param = what, param
