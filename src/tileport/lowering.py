@@ -91,7 +91,9 @@ INT_FN = {
     "cdiv": "divi({a}, {b}, rounding::PositiveInf)",
     "and": "andi({a}, {b})", "or": "ori({a}, {b})", "xor": "xori({a}, {b})",
     "max": "maxi({a}, {b})", "min": "mini({a}, {b})",
+    "shl": "shli_fixed({a}, {b}, overflow::None)", "shr": "shri({a}, {b})",  # shri: arithmetic iff signed
 }
+INT_FN_SHIM = {"shl": "shli_fixed"}  # the shim an INT_FN row needs
 FLOAT_FN = {
     "max": "maxf({a}, {b}, {nan}, {ftz})",
     "min": "minf({a}, {b}, {nan}, {ftz})",
@@ -179,6 +181,18 @@ SHIMS = {
         from: Tile<EIn, S>,
         overflow: O,
     ) -> Tile<EOut, S> {
+        unreachable!()
+    }
+""",
+    "shli_fixed": """\
+    /// `shli` that writes its `overflow` attribute (cutile 0.5.0 omits it for `overflow::None`).
+    #[cuda_tile::op(name = "cuda_tile.shli", since = "V13_2", params = ["lhs", "rhs"], static_params = ["overflow={None: overflow=#cuda_tile.overflow<none>, NoSignedWrap: overflow=#cuda_tile.overflow<no_signed_wrap>, NoUnsignedWrap: overflow=#cuda_tile.overflow<no_unsigned_wrap>, NoWrap: overflow=#cuda_tile.overflow<no_wrap>}"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn shli_fixed<E: ElementType, const S: [i32; N], O: overflow::Mode>(
+        lhs: Tile<E, S>,
+        rhs: Tile<E, S>,
+        overflow: O,
+    ) -> Tile<E, S> {
         unreachable!()
     }
 """,
@@ -299,7 +313,8 @@ ROWS: list[Row] = [
     *[Row("binary", {"elem": "f", "op": k}, s) for k, s in FLOAT_FN.items()],
     *[Row("binary", {"elem": "b", "op": k}, s) for k, s in BOOL_FN.items()],
     *[Row("binary", {"elem": INTS, "op": k}, f"{{a}} {s} {{b}}") for k, s in INT_OPERATOR.items()],
-    *[Row("binary", {"elem": INTS, "op": k}, s) for k, s in INT_FN.items()],
+    *[Row("binary", {"elem": INTS, "op": k}, s, shims=(INT_FN_SHIM[k],) if k in INT_FN_SHIM else ())
+      for k, s in INT_FN.items()],
     Row("binary", refuse="operator `{op}` on {ty} is not supported yet"),
     Row("fma", {"rounding": Not(tuple(ROUNDING))}, refuse="fma with rounding_mode={rounding} is not supported yet"),
     Row("fma", template=FMA),

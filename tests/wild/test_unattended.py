@@ -36,7 +36,9 @@ def test_data_kernels_translate_without_configuration():
     assert sorted(r.kernel for r in report.results) == sorted(["by_target_kernel", "const_operand_kernel",
                                                          "dtype_choice_kernel", "gather_rows_kernel",
                                                          "scalar_tile_kernel", "cat_kernel", "bitcast_kernel", "int_power_kernel",
-                                                         "if_expression_kernel", "cumsum_kernel"])
+                                                         "if_expression_kernel", "cumsum_kernel",
+                                                         "if_in_loop_kernel", "empty_if_kernel", "bitwise_kernel",
+                                                         "extract_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():

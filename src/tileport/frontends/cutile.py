@@ -631,7 +631,7 @@ def _rank_from_call(name: str, call: ast.Call) -> int | None:
     idx = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg in ("index", "indices")), None)
     if isinstance(idx, ast.Tuple):
         return len(idx.elts)
-    if name in ("gather", "scatter") and idx is not None:
+    if (name in ("gather", "scatter") or name.startswith("atomic_")) and idx is not None:
         return 1
     return None
 
@@ -1046,6 +1046,7 @@ class KernelLowerer:
         raise self.fail(s, "`while` loops are not supported yet", "while", "rewrite as a `for ... in range` loop")
 
     def stmt_If(self, s: ast.If) -> None:
+        before = len(self.b.blocks[-1].stmts)
         cond = self.expr(s.test)
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, T.DimOp)):
             self.block(s.body if cond.value else s.orelse, s)  # folded, as cuTile Python folds it
@@ -1067,6 +1068,9 @@ class KernelLowerer:
             self.b.pop()
             self.scopes.pop()
             branches.append(blk)
+        if not any(blk.stmts for blk in branches):
+            del self.b.blocks[-1].stmts[before:]  # an `if` that does nothing: cuTile Python drops it, condition too
+            return
         self.b.emit(If(cond, branches[0], branches[1], self.loc(s), self.outer_updates(*branches)))
 
     def outer_updates(self, *blocks: Block) -> tuple[str, ...]:
@@ -1137,6 +1141,10 @@ class KernelLowerer:
                     raise NeedsSpecialization(frozenset(sym_names(v.value)), "`not` on a constant", self.loc(node))
                 return CV(not v.value)
             return self.calls.logical_not(self, v, node)
+        if isinstance(node.op, ast.Invert):
+            if isinstance(v, CV) and isinstance(v.value, (Sym, T.DimOp)):
+                raise NeedsSpecialization(frozenset(sym_names(v.value)), "`~` on a constant", self.loc(node))
+            return self.calls.invert(self, v, node)
         raise self.fail(node, f"operator {type(node.op).__name__} is not supported", "operator")
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Value:

@@ -136,6 +136,9 @@ def _dtype_module_attr(lw, module: str, attr: str, node: ast.AST) -> Value:
                   "only dtype names and inf/nan/pi/e of numpy and torch have a kernel meaning")
 
 
+_LIST_PARAM_HINT = "pass the arrays as separate parameters, or as one array with an offsets array"
+
+
 def subscript(lw, base: Value, node: ast.Subscript) -> Value:
     idx_node = node.slice
     if isinstance(base, ArrayShape):
@@ -154,6 +157,10 @@ def subscript(lw, base: Value, node: ast.Subscript) -> Value:
             return _expand_with_none(lw, base, items, node)
         raise lw.fail(node, "tile indexing other than `[:, None]`-style dimension insertion is not supported",
                       "tile subscript", "use ct.extract or ct.reshape")
+    if isinstance(base, Ref) and isinstance(base.ty, ScalarT):
+        raise lw.fail(node, "subscript of a scalar: a tuple or list of arrays as a kernel parameter is not "
+                            "supported (a cutile-rs entry takes one tensor per parameter)", "tuple/list parameter",
+                      _LIST_PARAM_HINT)
     raise lw.fail(node, "subscript not supported here", "subscript")
 
 
@@ -190,6 +197,16 @@ def materialize(lw, v: Value, node) -> Value:
 
 # ---------------------------------------------------------------- calls
 
+# cuTile operations cutile-rs 0.5.0 has a counterpart for but the translator does not lower yet: the hint
+# names the counterpart, so the user knows a hand port is possible.
+_ATOMIC_HINT = "not lowered yet; cutile-rs has atomic_rmw_tko / atomic_cas_tko on pointer tiles for a hand port"
+NOT_TRANSLATED = {
+    **{f"atomic_{k}": _ATOMIC_HINT for k in ("add", "max", "min", "xchg", "cas", "and", "or", "xor")},
+    "mma_scaled": "not lowered yet; cutile-rs has mmaf_scaled for a hand port",
+    "pack_to_bytes": "not lowered yet; cutile-rs has pack (to a byte element type) for a hand port",
+    "unpack_from_bytes": "not lowered yet; cutile-rs has unpack (from a byte element type) for a hand port",
+}
+
 def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
     args = [materialize(lw, a, node) for a in args]
     if isinstance(callee, CtFn):
@@ -206,7 +223,7 @@ def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
             return reduce(lw, callee.name, args, kwargs, node)
         if handler is None:
             raise lw.fail(node, f"`ct.{callee.name}` is not supported by the translator", f"ct.{callee.name}",
-                          "see docs/translator.md for the supported operations")
+                          NOT_TRANSLATED.get(callee.name, "see docs/translator.md for the supported operations"))
         return handler(lw, args, kwargs, node)
     if isinstance(callee, BoundMethod):
         return method(lw, callee, args, kwargs, node)
@@ -361,7 +378,8 @@ def ct_load(lw, args, kwargs, node):
     scalar = len(shape) == 0 and arr.ty.rank > 0  # a 0-d load: a (1, ..) tile reshaped to (), as cuTile does
     shape = (1,) * arr.ty.rank if scalar else shape
     if len(shape) != arr.ty.rank:
-        raise lw.fail(node, f"ct.load: tile rank {len(shape)} differs from the array rank {arr.ty.rank}", "ct.load")
+        raise lw.fail(node, f"ct.load: tile rank {len(shape)} differs from the array rank {arr.ty.rank}", "ct.load",
+                      _RANK_HINT.format(rank=arr.ty.rank))
     pad = b.get("padding_mode")
     pad = None if isinstance(pad, CV) and pad.value is None else pad
     if pad is not None and not (isinstance(pad, EnumVal) and pad.enum == "PaddingMode"):
@@ -379,6 +397,11 @@ def ct_load(lw, args, kwargs, node):
     return tile
 
 
+# cuTile Python (1.7) accepts only a tile of the array's rank, or a 0-d one, for load and store.
+_RANK_HINT = ("cuTile Python refuses this too: give the tile all {rank} dimensions (1 for the ones "
+              "indexed by a single element) and reshape the result")
+
+
 def ct_store(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "index", "tile", "order", "check_bounds", "latency", "allow_tma",
                                "memory_order", "memory_scope"), node, "store", 3)
@@ -391,7 +414,7 @@ def ct_store(lw, args, kwargs, node):
     if isinstance(tile, Ref) and isinstance(tile.ty, TileT):
         if tile.ty.rank != arr.ty.rank:
             raise lw.fail(node, f"ct.store: tile rank {tile.ty.rank} differs from the array rank {arr.ty.rank}",
-                          "ct.store")
+                          "ct.store", _RANK_HINT.format(rank=arr.ty.rank))
         _check_implicit_cast(lw, tile.ty.dtype, arr.ty.dtype, node, "stored tile")
         tile = lw.b.cast(tile, arr.ty.dtype, lw.loc(node))
     else:
@@ -585,6 +608,26 @@ def logical_not(lw, x: Value, node) -> Value:
     x = _tile(lw, x, node, "not")
     lw.b.require(x.ty.dtype, lambda d: d == "bool", "`not` needs a bool tile", lw.loc(node))
     return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint="not", fn="not")
+
+
+def invert(lw, x: Value, node) -> Value:
+    """`~x`, as cuTile Python lowers it: xor with all ones of the dtype (-1 when signed); `not` for bool."""
+    if isinstance(x, CV):
+        if isinstance(x.value, bool) or not isinstance(x.value, int):
+            raise lw.fail(node, f"`~` needs an integer, got {x.value!r}", "operator")
+        return CV(~x.value)
+    dtypes = set(lw.b.dspace.values(x.ty.dtype))
+    if dtypes == {"bool"}:
+        return logical_not(lw, x, node)
+    lw.b.require(x.ty.dtype, T.is_int, "`~` needs an integer or bool operand", lw.loc(node))
+    ones = {-1 if d.startswith("i") else (1 << _INT_BITS[d]) - 1 for d in dtypes}
+    if len(ones) != 1:
+        raise lw.fail(node, "`~` on an element type that is signed in some configurations and unsigned in "
+                            "others", "operator", "translate one dtype per configuration (--config)")
+    return lw.binop("^", x, CV(ones.pop()), node)
+
+
+_INT_BITS = {"u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
 def ct_where(lw, args, kwargs, node):
@@ -1108,6 +1151,10 @@ def builtin(lw, name: str, args, kwargs, node) -> Value:
         return out
     if name == "len" and len(args) == 1 and isinstance(args[0], tuple):
         return CV(len(args[0]))
+    if name == "len" and len(args) == 1 and isinstance(args[0], Ref):
+        raise lw.fail(node, "len() of a runtime value: a tuple or list of arrays as a kernel parameter is not "
+                            "supported (a cutile-rs entry takes one tensor per parameter)", "tuple/list parameter",
+                      _LIST_PARAM_HINT)
     if name in ("int", "float", "bool") and len(args) == 1:
         x = args[0]
         if isinstance(x, CV) and isinstance(x.value, (int, float, str)):  # float("inf")

@@ -29,8 +29,14 @@ LOOP_BOUND_ROLES = frozenset({"lowerBound", "upperBound", "step"})
 
 def is_transparent(op: Op | None) -> bool:
     """An op that restates its (single) operand: looked through by matching and comparison."""
-    return op is not None and op.name in TRANSPARENT and len(op.operands) >= 1 \
+    return op is not None and (op.name in TRANSPARENT or _identity_bitcast(op)) and len(op.operands) >= 1 \
         and len(op.results) == 1
+
+
+def _identity_bitcast(op: Op) -> bool:
+    """A bitcast to its operand's own type (integers are signless: i64 -> u64 in the source) changes nothing."""
+    return op.name == "bitcast" and len(op.operands) == 1 and len(op.results) == 1 \
+        and op.operands[0].type == op.results[0].type
 
 
 def is_memory(op: Op) -> bool:

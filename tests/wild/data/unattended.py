@@ -92,3 +92,37 @@ def cumsum_kernel(x, y, TM: ConstInt, TN: ConstInt):
     bid = ct.bid(0)
     t = ct.load(x, index=(bid, 0), shape=(TM, TN))
     ct.store(y, index=(bid, 0), tile=ct.cumsum(t) + ct.cumsum(t, 0, reverse=True))
+
+
+@ct.kernel
+def if_in_loop_kernel(x, y, n, TILE: ConstInt):
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    m = ct.zeros((TILE,), dtype=ct.float32)
+    for i in range(n):
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        acc = acc + t
+        if ct.sum(t) > 0.0:
+            m = m + t
+    ct.store(y, index=(0,), tile=acc + m)
+
+
+@ct.kernel
+def empty_if_kernel(x, y, n, TILE: ConstInt):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    if n > 2:
+        pass
+    ct.store(y, index=(ct.bid(0),), tile=t)
+
+
+@ct.kernel
+def bitwise_kernel(a, b, y, TILE: ConstInt):
+    x = ct.bitcast(ct.load(a, index=(ct.bid(0),), shape=(TILE,)), ct.int32)
+    z = ct.bitcast(ct.load(b, index=(ct.bid(0),), shape=(TILE,)), ct.int32)
+    r = ((x & z) | (x ^ 3)) + (x << 2) + (z >> 1) + ~x
+    ct.store(y, index=(ct.bid(0),), tile=ct.bitcast(r, ct.float32))
+
+
+@ct.kernel
+def extract_kernel(x, y, TM: ConstInt, TN: ConstInt):
+    t = ct.load(x, index=(ct.bid(0), 0), shape=(TM, TN))
+    ct.store(y, index=(ct.bid(0), 0), tile=ct.extract(t, (0, 1), (TM, TN // 2)))
