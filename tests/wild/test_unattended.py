@@ -38,7 +38,8 @@ def test_data_kernels_translate_without_configuration():
                                                          "scalar_tile_kernel", "cat_kernel", "bitcast_kernel", "int_power_kernel",
                                                          "if_expression_kernel", "cumsum_kernel",
                                                          "if_in_loop_kernel", "empty_if_kernel", "bitwise_kernel",
-                                                         "extract_kernel"])
+                                                         "extract_kernel", "while_break_kernel",
+                                                         "while_stride_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():

@@ -14,7 +14,7 @@ from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.model import types as T
 from tileport.emit.names import fresh_name
-from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref,
+from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref, While,
                                Return, walk)
 from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
 from tileport.passes.uses import bindings_needing_mut
@@ -261,6 +261,10 @@ class KernelEmitter:
                 lines.append(pad + self.for_header(st))
                 lines += self.block(st.body, depth + 1)
                 lines.append(pad + "}")
+            elif isinstance(st, While):
+                lines += self.while_header(st, pad, depth)
+                lines += self.block(st.body, depth + 1)
+                lines.append(pad + "}")
             elif isinstance(st, If):
                 bind = f"let {st.result}: {type_rs(st.result_ty)} = " if st.result else ""
                 lines.append(f"{pad}{bind}if {self.atom(st.cond)} {{")
@@ -276,6 +280,17 @@ class KernelEmitter:
             elif isinstance(st, Continue):
                 lines.append(pad + "continue;")
         return lines
+
+    def while_header(self, st: While, pad: str, depth: int) -> list[str]:
+        """`while test {`, `while { <condition block>; test } {`, or `loop {` (no test: `while True`).
+        cutile-rs lowers `while` as cuTile Python does: a `loop` whose body starts with
+        `if test { yield } else { break }`."""
+        if st.test is None:
+            return [pad + "loop {"]
+        if not st.cond.stmts:
+            return [f"{pad}while {self.atom(st.test)} {{"]
+        return ([pad + "while {"] + self.block(st.cond, depth + 1)
+                + [f"{INDENT * (depth + 1)}{self.atom(st.test)}", pad + "} {"])
 
     def for_header(self, st: For) -> str:
         start, stop = self.atom(st.start), self.atom(st.stop)

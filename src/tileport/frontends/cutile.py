@@ -23,12 +23,12 @@ from typing import Any, Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.base import KernelConfig, Translation
-from tileport.frontends.liveness import Frames, assigned, exposed_read
+from tileport.frontends.liveness import Frames, assigned, exposed_read, reads
 from tileport.model import types as T
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
 from tileport.model.naming import Naming
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc,
-                               Param, Ref, Return, sym_names, walk)
+                               Param, Ref, Return, While, sym_names, walk)
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
 from tileport.ops.dtypes import TORCH_DTYPES
 from tileport.runtime.abi import DTYPE_CODES
@@ -1043,7 +1043,35 @@ class KernelLowerer:
                 self.scopes[owner].vars[name] = ref
 
     def stmt_While(self, s: ast.While) -> None:
-        raise self.fail(s, "`while` loops are not supported yet", "while", "rewrite as a `for ... in range` loop")
+        if s.orelse:
+            raise self.fail(s, "`while ... else` is not supported", "while-else")
+        # A name the test reads is carried even if the body only writes it.
+        locals_ = {n for n in self.block_locals(s.body, loop=True) if not reads(s.test, n)}
+        self.materialize_carried(s.body, s, locals_)
+        self.scopes.append(_Scope("loop", locals_))
+        cond = self.b.push()
+        test = self.while_test(s)
+        self.b.pop()
+        if test is False:  # `while False:` never runs (cuTile Python folds the constant condition)
+            self.scopes.pop()
+            return
+        body = self.b.push()
+        self.block(s.body, s)
+        self.b.pop()
+        self.scopes.pop()
+        self.b.emit(While(cond, test, body, self.loc(s), self.outer_updates(cond, body)))
+
+    def while_test(self, s: ast.While) -> Atom | None | bool:
+        """The loop's scalar condition, evaluated in the current (condition) block; None for a constant
+        true condition, False for a constant false one."""
+        test = self.expr(s.test)
+        if isinstance(test, CV) and not isinstance(test.value, (Sym, T.DimOp)):
+            return None if test.value else False
+        if isinstance(test, CV):
+            raise NeedsSpecialization(frozenset(sym_names(test.value)), "a `while` on a constant", self.loc(s))
+        if not (isinstance(test, Ref) and (isinstance(test.ty, ScalarT) or test.ty.rank == 0)):
+            raise self.fail(s.test, "a `while` condition must be a scalar", "while")
+        return self.scalar_condition(test, s.test)
 
     def stmt_If(self, s: ast.If) -> None:
         before = len(self.b.blocks[-1].stmts)

@@ -8,7 +8,7 @@ ports differ in fma counts (a CRITICAL IR-diff finding).
 
 from __future__ import annotations
 
-from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref
+from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, While
 from tileport.model.naming import Naming
 from tileport.model.types import TileT, concrete_dtypes
 from tileport.passes.uses import taken_names, use_counts
@@ -55,6 +55,9 @@ def fuse_fma(kernel: Kernel, naming: Naming) -> int:
                 else:
                     defs.pop(st.name, None)
             elif isinstance(st, For):
+                visit(st.body)
+            elif isinstance(st, While):
+                visit(st.cond)
                 visit(st.body)
             elif isinstance(st, If):
                 visit(st.then)

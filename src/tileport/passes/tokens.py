@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tileport.model.ir import Block, Break, Continue, Do, For, If, Kernel, Let, Op, Ref, walk
+from tileport.model.ir import Block, Break, Continue, Do, For, If, Kernel, Let, Op, Ref, Return, While, walk
 from tileport.model.naming import Naming
 from tileport.model.types import TokenT
 from tileport.passes.uses import taken_names
@@ -130,10 +130,10 @@ class _Assign:
                     self.inputs[id(st)] = tmap.get((a, LAST_OP), Root(a))
                     out.append(st)
                     tmap[(a, LAST_OP)] = tmap[(a, LAST_STORE)] = Result(st)
-            elif isinstance(st, For):
+            elif isinstance(st, (For, While)):
                 out += self.loop(st, tmap)
             elif isinstance(st, If):
-                out += self.branch(st, tmap)
+                out += self.branch(st, tmap, loop)
             elif isinstance(st, (Continue, Break)) and loop is not None:
                 out += self.exit_updates(loop[0], tmap)
                 out.append(st)
@@ -141,16 +141,24 @@ class _Assign:
                 out.append(st)
         block.stmts[:] = out
 
-    def loop(self, st: For, tmap: dict) -> list:
+    def loop(self, st: For | While, tmap: dict) -> list:
         carries = {}
         pre = []
-        for key in _token_keys(_effects(st.body)):
+        blocks = st.blocks if isinstance(st, While) else (st.body,)
+        effects: dict[str, str] = {}
+        for blk in blocks:
+            for a, effect in _effects(blk).items():
+                effects[a] = "store" if "store" in (effect, effects.get(a)) else effect
+        for key in _token_keys(effects):
             c = Carry(key[0], key[1], init=tmap.get(key, Root(key[0])))
             carries[key] = c
             pre.append(Marker("carry_init", c))
         body_map = dict(tmap)
         body_map.update(carries)
-        parallel = _parallel_stores(st)
+        # cuTile parallelizes stores of `for` loops only (their index is the induction variable)
+        parallel = _parallel_stores(st) if isinstance(st, For) else set()
+        if isinstance(st, While):
+            self.block(st.cond, body_map, (carries, parallel, dict(tmap)))
         self.block(st.body, body_map, (carries, parallel, dict(tmap)))
         st.body.stmts += self.exit_updates(carries, body_map)
         tmap.update(carries)
@@ -165,12 +173,17 @@ class _Assign:
                 out.append(Marker("carry_update", c, value))
         return out
 
-    def branch(self, st: If, tmap: dict) -> list:
+    def branch(self, st: If, tmap: dict, loop: tuple | None) -> list:
         keys = _token_keys(_effects(st.then) | _effects(st.orelse))
         phis = {key: Phi(key[0], key[1], before=tmap.get(key, Root(key[0]))) for key in keys}
+        # A `break`/`continue` in a branch leaves the loop with the tokens of that point (cuTile's jump
+        # operands); a branch that jumps yields nothing to the `if`.
+        inner = (loop[0], set(), loop[2]) if loop is not None else None
         for blk in (st.then, st.orelse):
             m = dict(tmap)
-            self.block(blk, m, None)
+            self.block(blk, m, inner)
+            if blk.stmts and isinstance(blk.stmts[-1], (Break, Continue, Return)):
+                continue
             for key, phi in phis.items():
                 value = m.get(key, phi.before)
                 phi.branches.append(value)
@@ -190,6 +203,8 @@ def _parallel_stores(loop: For) -> set[int]:
     for st in loop.body.stmts:
         if isinstance(st, For):
             nested |= _effects(st.body)
+        elif isinstance(st, While):
+            nested |= _effects(st.cond) | _effects(st.body)
         elif isinstance(st, If):
             nested |= _effects(st.then) | _effects(st.orelse)
     out = set()
@@ -264,8 +279,10 @@ class _Materialize:
             if isinstance(st, (Let, Do)) and id(st) in self.inputs:
                 out.append(self.memory_op(st))
                 continue
-            if isinstance(st, For):
+            if isinstance(st, (For, While)):
                 carries = [c for c in self._carries(st) if id(c) in self.need]
+                if isinstance(st, While):
+                    self.block(st.cond)
                 self.block(st.body)
                 st.carried = tuple(sorted(set(st.carried) | {self.name(c) for c in carries}))
             elif isinstance(st, If):
@@ -274,7 +291,7 @@ class _Materialize:
             out.append(st)
         block.stmts[:] = out
 
-    def _carries(self, loop: For) -> list:
+    def _carries(self, loop: For | While) -> list:
         return [m.node for m in self._markers_in(loop.body) if m.kind == "carry_update"]
 
     def _markers_in(self, block: Block):

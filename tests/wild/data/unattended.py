@@ -126,3 +126,25 @@ def bitwise_kernel(a, b, y, TILE: ConstInt):
 def extract_kernel(x, y, TM: ConstInt, TN: ConstInt):
     t = ct.load(x, index=(ct.bid(0), 0), shape=(TM, TN))
     ct.store(y, index=(ct.bid(0), 0), tile=ct.extract(t, (0, 1), (TM, TN // 2)))
+
+
+@ct.kernel
+def while_break_kernel(x, y, n, TILE: ConstInt):
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    i = 0
+    while i < n:
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        acc = acc + t
+        if ct.sum(acc) > 4.0:
+            break
+        i += 1
+    ct.store(y, index=(ct.bid(0),), tile=acc)
+
+
+@ct.kernel
+def while_stride_kernel(x, y, n, TILE: ConstInt):
+    i = ct.bid(0)
+    while i < n:
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        ct.store(y, index=(i,), tile=t * 2.0)
+        i += ct.num_blocks(0)
