@@ -6,6 +6,8 @@ tests/wild/data/unattended.py), their GPU differential in tests/wild/test_unatte
 
 from __future__ import annotations
 
+import pytest
+
 from tp_helpers import entry_text, module_text, run, write_kernels
 
 
@@ -80,3 +82,70 @@ def test_stores_in_a_while_loop_carry_their_tokens(tmp_path):
                 i += ct.num_blocks(0)
     """)
     assert "y_last_op" in body and "y_last_store" in body, body
+
+
+def _atomic_body(tmp_path, call: str, dtype: str = "int32") -> str:
+    path = write_kernels(tmp_path, f"""
+        @ct.kernel
+        def k(x, cnt, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            lane = ct.arange(TILE, dtype=ct.int32)
+            old = {call}
+            ct.store(x, index=(ct.bid(0),), tile=old)
+    """)
+    report = run(path, {"k": [{"x": dtype, "cnt": dtype, "TILE": 128}]})
+    assert report.ok, [str(r.diagnostic) for r in report.results]
+    return entry_text(module_text(report, path), "k")
+
+
+@pytest.mark.parametrize("call,mode", [
+    ("ct.atomic_add(cnt, lane, t)", "atomic::Add,"), ("ct.atomic_max(cnt, (lane,), t)", "atomic::Max,"),
+    ("ct.atomic_min(cnt, lane, t)", "atomic::Min,"), ("ct.atomic_and(cnt, lane, t)", "atomic::And,"),
+    ("ct.atomic_or(cnt, lane, t)", "atomic::Or,"), ("ct.atomic_xor(cnt, lane, t)", "atomic::Xor,"),
+    ("ct.atomic_xchg(cnt, lane, t)", "atomic::Xchg,"),
+])
+def test_atomic_rmw_lowers_to_atomic_rmw_tko_with_cutile_defaults(tmp_path, call, mode):
+    """Atomics were refused ("not supported by the translator"); cuTile's defaults are AcqRel, device scope."""
+    body = _atomic_body(tmp_path, call)
+    assert "atomic_rmw_tko(" in body and mode in body, body
+    assert "ordering::AcqRel, scope::Device, Some(" in body, body  # bounds mask, as gather/scatter
+    assert "offset_tile(" in body, body
+
+
+def test_atomic_modes_follow_the_element_type_and_keywords(tmp_path):
+    body = _atomic_body(tmp_path, "ct.atomic_add(cnt, lane, t, memory_order=ct.MemoryOrder.RELAXED, "
+                                  "memory_scope=ct.MemoryScope.BLOCK)", "float32")
+    assert "atomic::AddF, ordering::Relaxed, scope::TileBlock" in body, body
+    body = _atomic_body(tmp_path, "ct.atomic_max(cnt, lane, t, check_bounds=False)", "int64")
+    assert "atomic::Max, ordering::AcqRel, scope::Device, None, Some(" in body, body  # no bounds mask
+
+
+def test_atomic_cas_lowers_to_atomic_cas_tko(tmp_path):
+    body = _atomic_body(tmp_path, "ct.atomic_cas(cnt, lane, 0, t)")
+    assert "atomic_cas_tko(" in body and "ordering::AcqRel, scope::Device" in body, body
+
+
+def test_an_acq_rel_atomic_orders_every_array_and_later_accesses_wait_for_it(tmp_path):
+    """cuTile's token order: a releasing atomic joins the last op of every array; after an acquiring one,
+    each memory operation's input token joins it."""
+    body = _atomic_body(tmp_path, "ct.atomic_add(cnt, lane, t)")
+    atomic_line = next(line for line in body.splitlines() if "atomic_rmw_tko(" in line)
+    token = atomic_line.rsplit("Some(", 1)[1].split(")")[0]
+    joined = next(line for line in body.splitlines() if f"let {token}: Token = join_tokens(" in line)
+    assert "joined_tok" in joined, joined  # the load of x (its last op) is among the joined tokens
+    store_line = next(line for line in body.splitlines() if "store_view" in line)
+    store_token = store_line.split("Some(")[1].split(")")[0]
+    store_join = next(line for line in body.splitlines() if f"let {store_token}: Token = join_tokens(" in line)
+    assert "cnt_tok" in store_join, store_join
+
+
+def test_bitwise_atomics_take_the_array_dtype_exactly(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, cnt, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            ct.atomic_or(cnt, ct.arange(TILE, dtype=ct.int32), ct.astype(t, ct.int64))
+    """)
+    report = run(path, {"k": [{"x": "int32", "cnt": "int32", "TILE": 128}]})
+    (result,) = report.results
+    assert not result.ok and "must have the array's dtype" in result.diagnostic.message, result.diagnostic

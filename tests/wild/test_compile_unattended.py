@@ -22,7 +22,7 @@ pytestmark = pytest.mark.cargo
 
 DATA = Path(__file__).parent / "data" / "unattended.py"
 REPO = Path(__file__).resolve().parents[2]
-F32, F16 = "float32", "float16"
+F32, F16, I32 = "float32", "float16", "int32"
 
 CAPTURES = [
     Capture("by_target_kernel", {"x": (F32, 1), "y": (F32, 1)}, {}, {"TILE": 128}),
@@ -57,6 +57,11 @@ CAPTURES = [
                  marks=pytest.mark.xfail(strict=True, reason="cutile-rs: `if` in a loop yields all loop-carried "
                                                              "variables (IR diff: if results)")),
     Capture("while_stride_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+    Capture("atomic_rmw_kernel", {a: (I32, 1) for a in ("x", "acc", "hi", "lo", "bits", "y")} | {"fsum": (F32, 1)},
+            {}, {"TILE": 128}),
+    Capture("atomic_cas_kernel", {"flags": (I32, 1), "y": (I32, 1)}, {}, {"TILE": 128}),
+    Capture("atomic_loop_kernel", {"x": (I32, 1), "counter": (I32, 1), "y": (I32, 1)}, {"n": "int32"},
+            {"TILE": 128}),
 ]
 
 

@@ -450,6 +450,24 @@ class KernelEmitter:
         token = op.attr("result_token") or "_"
         return [f"let ({name}, {token}): ({type_rs(op.ty)}, Token) = {expr};"], None
 
+    def lower_atomic_rmw(self, op: Op, name: str):
+        ptrs, value, *mask = op.args
+        mode = L.ATOMIC_MODE.get((op.attr("mode"), self.kind(op.ty.dtype)))
+        if mode is None:
+            raise self.fail(op, f"atomic {op.attr('mode')} on {op.ty.dtype} is not supported")
+        expr = L.ATOMIC_RMW.format(ptrs=ptrs.name, value=value.name, mode=mode, **self.atomic_fields(op, mask))
+        return [f"let ({name}, {op.attr('result_token') or '_'}): ({type_rs(op.ty)}, Token) = {expr};"], None
+
+    def lower_atomic_cas(self, op: Op, name: str):
+        ptrs, expected, desired, *mask = op.args
+        expr = L.ATOMIC_CAS.format(ptrs=ptrs.name, expected=expected.name, desired=desired.name,
+                                   **self.atomic_fields(op, mask))
+        return [f"let ({name}, {op.attr('result_token') or '_'}): ({type_rs(op.ty)}, Token) = {expr};"], None
+
+    def atomic_fields(self, op: Op, mask: list) -> dict:
+        return {"order": L.MEMORY_ORDER[op.attr("memory_order")], "scope": L.MEMORY_SCOPE[op.attr("memory_scope")],
+                "mask": f"Some({mask[0].name})" if mask else "None", "token": _some(op.attr("token"))}
+
 
 class _Fields(dict):
     """The fields of a row's template, each computed when the template names it."""
