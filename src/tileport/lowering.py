@@ -308,6 +308,7 @@ ROWS: list[Row] = [
     Row("astype", {"operand": INTS, "elem": INTS, "width": "narrow"}, CAST[("i", "i-")], shims=("trunci_fixed",)),
     *[Row("astype", {"operand": ks, "elem": kd}, spelling) for (ks, kd), spelling in CAST.items() if kd in ("f", "i")],
     Row("bitcast", template=BITCAST),
+    Row("pack", template="pack({x})"),
     # ---- binary arithmetic: scalars, then float, bool and integer tiles
     *[Row("binary", {"value": "scalar", "op": k}, s) for k, s in SCALAR_FN.items()],
     Row("binary", {"value": "scalar", "op": "div", "elem": Not(("f",))},

@@ -46,10 +46,10 @@ def _at(path, marker: str) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("call,construct,hint", [
-    ("ct.store(cnt, index=(0,), tile=ct.pack_to_bytes(t))", "ct.pack_to_bytes", "pack"),
+    ("ct.store(cnt, index=(0,), tile=ct.unpack_from_bytes(t, ct.float16))", "ct.unpack_from_bytes", "unpack"),
 ])
 def test_untranslated_operations_are_located_and_name_the_cutile_rs_counterpart(tmp_path, call, construct, hint):
-    """(Atomics, once refused here, translate: tests/translator/test_while_atomics.py.)"""
+    """(Atomics and ct.pack_to_bytes, once refused here, translate: tests/translator/test_while_atomics.py.)"""
     path, d = _diagnostic(tmp_path, f"""
         @ct.kernel
         def k(x, cnt, TILE: ConstInt):

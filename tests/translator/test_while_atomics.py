@@ -149,3 +149,34 @@ def test_bitwise_atomics_take_the_array_dtype_exactly(tmp_path):
     report = run(path, {"k": [{"x": "int32", "cnt": "int32", "TILE": 128}]})
     (result,) = report.results
     assert not result.ok and "must have the array's dtype" in result.diagnostic.message, result.diagnostic
+
+
+def test_pack_to_bytes_flattens_then_packs_to_u8(tmp_path):
+    """ct.pack_to_bytes was refused ("not supported by the translator"); cuTile reshapes to 1-D, then packs."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TM: ConstInt, TN: ConstInt):
+            t = ct.load(x, index=(ct.bid(0), 0), shape=(TM, TN))
+            ct.store(y, index=(ct.bid(0),), tile=ct.pack_to_bytes(t))
+    """)
+    report = run(path, {"k": [{"x": "float16", "y": "uint8", "TM": 16, "TN": 32}]})
+    assert report.ok, [str(r.diagnostic) for r in report.results]
+    body = entry_text(module_text(report, path), "k")
+    assert ".reshape(shape![TM_X_TN])" in body, body
+    assert "Tile<u8, { [TM_X_TN_X_2] }> = pack(" in body, body
+
+
+def test_pack_to_bytes_of_bytes_is_a_bitcast_and_bool_is_refused(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            ct.store(y, index=(ct.bid(0),), tile=ct.pack_to_bytes(t))
+    """)
+    report = run(path, {"k": [{"x": "int8", "y": "uint8", "TILE": 128}]})
+    assert report.ok, [str(r.diagnostic) for r in report.results]
+    body = entry_text(module_text(report, path), "k")
+    assert "pack(" not in body and "bitcast(" in body, body
+    report = run(path, {"k": [{"x": "bool", "y": "uint8", "TILE": 128}]})
+    (result,) = report.results
+    assert not result.ok and "not bool" in result.diagnostic.message, result.diagnostic

@@ -201,7 +201,6 @@ def materialize(lw, v: Value, node) -> Value:
 # names the counterpart, so the user knows a hand port is possible.
 NOT_TRANSLATED = {
     "mma_scaled": "not lowered yet; cutile-rs has mmaf_scaled for a hand port",
-    "pack_to_bytes": "not lowered yet; cutile-rs has pack (to a byte element type) for a hand port",
     "unpack_from_bytes": "not lowered yet; cutile-rs has unpack (from a byte element type) for a hand port",
 }
 
@@ -1081,6 +1080,30 @@ def ct_bitcast(lw, args, kwargs, node):
     if x.ty.dtype == dst:
         return x
     return lw.b.value("bitcast", (x,), TileT(dst, x.ty.shape), lw.loc(node), hint=f"{x.name}_bits")
+
+
+def ct_pack_to_bytes(lw, args, kwargs, node):
+    """ct.pack_to_bytes(x): the raw bytes of the flattened tile as a 1-D u8 tile (cuTile: reshape to 1-D, then
+    a bitcast for 8-bit elements, else Tile IR `pack`)."""
+    x = _tile(lw, _kw(lw, args, kwargs, ("x",), node, "pack_to_bytes", 1)["x"], node, "ct.pack_to_bytes")
+    widths = {_BITS.get(v) for v in lw.b.dspace.values(x.ty.dtype)}
+    if "bool" in lw.b.dspace.values(x.ty.dtype) or None in widths:
+        raise lw.fail(node, "ct.pack_to_bytes takes a numeric tile (not bool)", "ct.pack_to_bytes")
+    if len(widths) != 1:
+        raise lw.fail(node, "ct.pack_to_bytes of a tile whose element width differs between configurations",
+                      "ct.pack_to_bytes", "translate one dtype per configuration (--config)")
+    (bits,) = widths
+    count = x.ty.shape[0] if x.ty.shape else 1
+    for d in x.ty.shape[1:]:
+        count = T.dim_op("*", count, d)
+    if x.ty.shape != (count,):
+        x = reshape(lw, x, (count,), node)
+    if bits == 8:
+        return lw.b.value("bitcast", (x,), TileT("u8", (count,)), lw.loc(node), hint=f"{x.name}_bytes")
+    if bits % 8:
+        raise lw.fail(node, f"ct.pack_to_bytes of {bits}-bit elements is not supported", "ct.pack_to_bytes")
+    size = T.dim_op("*", count, bits // 8)
+    return lw.b.value("pack", (x,), TileT("u8", (size,)), lw.loc(node), hint=f"{x.name}_bytes")
 
 
 SCAN_DTYPES = ("f32", "f64", "i32", "i64")  # scan_sum takes its identity as a literal of the element type

@@ -123,6 +123,7 @@ _DECLS = [
     OpDecl("astype", (VALUE,), VALUE, rule="to_dtype", attrs=frozenset({"dtype", "rounding"}),
            required=frozenset({"dtype"})),
     OpDecl("bitcast", (TILE,), TILE, attrs=frozenset({"dtype"})),
+    OpDecl("pack", (TILE,), TILE),  # a 1-D tile's raw bytes as a 1-D u8 tile
     # ---- arithmetic
     OpDecl("binary", (VALUE, VALUE), VALUE, rule="same_dtype", attrs=frozenset({"op", "rounding", "ftz", "nan"}),
            required=frozenset({"op"}), values=(("op", BINARY_OPS),)),

@@ -181,3 +181,9 @@ def atomic_loop_kernel(x, counter, y, n, TILE: ConstInt):
         acc = acc + ct.atomic_add(counter, lane, t)
         i += 1
     ct.store(y, index=(ct.bid(0),), tile=acc)
+
+
+@ct.kernel
+def pack_bytes_kernel(x, y, TM: ConstInt, TN: ConstInt):
+    t = ct.load(x, index=(ct.bid(0), 0), shape=(TM, TN))
+    ct.store(y, index=(ct.bid(0),), tile=ct.pack_to_bytes(t))
