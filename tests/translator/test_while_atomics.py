@@ -180,3 +180,35 @@ def test_pack_to_bytes_of_bytes_is_a_bitcast_and_bool_is_refused(tmp_path):
     report = run(path, {"k": [{"x": "bool", "y": "uint8", "TILE": 128}]})
     (result,) = report.results
     assert not result.ok and "not bool" in result.diagnostic.message, result.diagnostic
+
+
+def test_a_while_over_a_flag_the_body_sets_runs_on_a_runtime_flag(tmp_path):
+    """`going = True; while going: ...; going = False` would fold to an endless `loop` (the test read the
+    constant before the body ran); the flag is a runtime bool the body sets."""
+    body = _translate(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(0,), shape=(TILE,))
+            going = True
+            while going:
+                t = t * 0.5
+                going = False
+            ct.store(y, index=(0,), tile=t)
+    """)
+    assert "let mut going: bool = true;" in body and "going = false;" in body, body
+    assert "loop {" not in body and "while going {" in body, body
+
+
+def test_a_while_test_that_stays_a_constant_the_body_changes_is_refused(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(0,), shape=(TILE,))
+            shape = (1, 2)
+            while len(shape) < 3:
+                shape = (1, 2, 3)
+            ct.store(y, index=(0,), tile=t)
+    """)
+    (result,) = run(path).results
+    assert not result.ok and result.diagnostic.construct == "while", result.diagnostic
+    assert "compile-time value that the body reassigns" in result.diagnostic.message, result.diagnostic

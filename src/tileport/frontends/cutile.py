@@ -58,6 +58,11 @@ class DTypeVal:
     dtype: T.DType
 
 
+def _const_number(v) -> bool:
+    """A compile-time int, float or bool."""
+    return isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, (Sym, T.DimOp))
+
+
 @dataclass(frozen=True)
 class EnumVal:
     enum: str  # PaddingMode, RoundingMode, ...
@@ -886,9 +891,15 @@ class KernelLowerer:
         if owner is not None and any(name in self.scopes[j].locals for j in range(owner + 1, cur + 1)):
             owner = None  # a block-local rebinding, not an update of the outer variable
         if not isinstance(value, Ref):
-            if owner is not None and owner != cur and isinstance(self.scopes[owner].vars[name], Ref):
+            old = self.scopes[owner].vars[name] if owner is not None and owner != cur else None
+            if isinstance(old, Ref) and isinstance(old.ty, ScalarT) and _const_number(value) \
+                    and isinstance(value.value, bool) == (old.ty.dtype == "bool"):
+                # `done = True` in a loop over a runtime `done`: the constant becomes a value of its type
+                value = self.b.value("scalar", (Lit(value.value, old.ty),), old.ty, self.loc(node), hint=name)
+            elif isinstance(old, Ref):
                 raise self.fail(node, f"`{name}` is a runtime value outside this block and cannot become a "
                                       "compile-time value inside it", "assignment")
+        if not isinstance(value, Ref):
             self.scopes[cur].vars[name] = value
             return
         if owner is not None and owner != cur:
@@ -1029,14 +1040,16 @@ class KernelLowerer:
         self.scopes.pop()
         self.b.emit(For(index, start, stop, step, body, self.loc(s), self.outer_updates(body)))
 
-    def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST, locals_: set[str]) -> None:
-        """Compile-time values that a loop body reassigns (and carries) become runtime variables first."""
+    def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST, locals_: set[str],
+                            bools: bool = False) -> None:
+        """Compile-time values that a loop body reassigns (and carries) become runtime variables first
+        (bools too with `bools`: a `while` test over a flag the body sets)."""
         for name in sorted(assigned(body) - locals_):
             owner = self._owner(name)
             if owner is None:
                 continue
             v = self.scopes[owner].vars[name]
-            if isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, bool):
+            if isinstance(v, CV) and _const_number(v) and (bools or not isinstance(v.value, bool)):
                 atom = self.scalar_atom(v, node)
                 ty = ScalarT(lit_dtype(v.value)) if isinstance(atom, Lit) else ScalarT("i32")
                 ref = self.b.value("scalar", (atom,), ty, self.loc(node), hint=name)
@@ -1047,7 +1060,7 @@ class KernelLowerer:
             raise self.fail(s, "`while ... else` is not supported", "while-else")
         # A name the test reads is carried even if the body only writes it.
         locals_ = {n for n in self.block_locals(s.body, loop=True) if not reads(s.test, n)}
-        self.materialize_carried(s.body, s, locals_)
+        self.materialize_carried(s.body, s, locals_, bools=True)
         self.scopes.append(_Scope("loop", locals_))
         cond = self.b.push()
         test = self.while_test(s)
@@ -1065,6 +1078,10 @@ class KernelLowerer:
         """The loop's scalar condition, evaluated in the current (condition) block; None for a constant
         true condition, False for a constant false one."""
         test = self.expr(s.test)
+        if isinstance(test, CV) and any(reads(s.test, n) for n in assigned(s.body)):
+            # never folded: the body changes what the test reads (folding would loop forever or never)
+            raise self.fail(s.test, "the `while` condition is a compile-time value that the body reassigns",
+                            "while", "start the loop variables from runtime values")
         if isinstance(test, CV) and not isinstance(test.value, (Sym, T.DimOp)):
             return None if test.value else False
         if isinstance(test, CV):
