@@ -212,3 +212,20 @@ def test_a_while_test_that_stays_a_constant_the_body_changes_is_refused(tmp_path
     (result,) = run(path).results
     assert not result.ok and result.diagnostic.construct == "while", result.diagnostic
     assert "compile-time value that the body reassigns" in result.diagnostic.message, result.diagnostic
+
+
+def test_an_if_that_stores_in_one_branch_and_loads_in_the_other_yields_the_store_token(tmp_path):
+    """Regression: the branches' effects were merged with the else branch winning ({y: store} | {y: load} ->
+    load), so the `if` did not yield y's last store and the load after it waited only for the store before
+    the `if` (cuTile takes the maximum effect: both of y's tokens are yielded)."""
+    body = _translate(tmp_path, """
+        @ct.kernel
+        def k(x, y, n, TILE: ConstInt):
+            t = ct.load(x, index=(0,), shape=(TILE,))
+            if n > 0:
+                ct.store(y, index=(0,), tile=t)
+            else:
+                ct.store(x, index=(1,), tile=ct.load(y, index=(1,), shape=(TILE,)))
+            ct.store(x, index=(0,), tile=ct.load(y, index=(0,), shape=(TILE,)))
+    """)
+    assert "let mut y_last_store: Token" in body, body

@@ -54,7 +54,7 @@ def test_data_kernels_translate_without_configuration():
                                                          "extract_kernel", "while_break_kernel",
                                                          "while_stride_kernel", "atomic_rmw_kernel",
                                                          "atomic_cas_kernel", "atomic_loop_kernel",
-                                                         "pack_bytes_kernel"])
+                                                         "pack_bytes_kernel", "branch_store_load_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():

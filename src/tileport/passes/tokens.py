@@ -114,6 +114,15 @@ def _token_keys(effects: dict[str, str]) -> list[tuple[str, str]]:
     return keys
 
 
+def _union(*effects: dict[str, str]) -> dict[str, str]:
+    """Effects of several blocks: an array any of them stores to is stored (cuTile takes the maximum)."""
+    out: dict[str, str] = {}
+    for eff in effects:
+        for a, effect in eff.items():
+            out[a] = "store" if "store" in (effect, out.get(a)) else effect
+    return out
+
+
 def _effects(block: Block) -> dict[str, str]:
     """Arrays a block (with nested blocks) reads or writes: name -> 'load' | 'store'."""
     out: dict[str, str] = {}
@@ -208,10 +217,7 @@ class _Assign:
         carries = {}
         pre = []
         blocks = st.blocks if isinstance(st, While) else (st.body,)
-        effects: dict[str, str] = {}
-        for blk in blocks:
-            for a, effect in _effects(blk).items():
-                effects[a] = "store" if "store" in (effect, effects.get(a)) else effect
+        effects = _union(*(_effects(blk) for blk in blocks))
         inits = {key: tmap.get(key, Root(key[0])) for key in _token_keys(effects)} | self._acquire_key(blocks, tmap)
         for key, init in inits.items():
             c = Carry(key[0] or "acquire", key[1], init=init)
@@ -238,7 +244,7 @@ class _Assign:
         return out
 
     def branch(self, st: If, tmap: dict, loop: tuple | None) -> list:
-        keys = _token_keys(_effects(st.then) | _effects(st.orelse))
+        keys = _token_keys(_union(_effects(st.then), _effects(st.orelse)))
         befores = {key: tmap.get(key, Root(key[0])) for key in keys} | self._acquire_key((st.then, st.orelse), tmap)
         phis = {key: Phi(key[0] or "acquire", key[1], before=before) for key, before in befores.items()}
         # A `break`/`continue` in a branch leaves the loop with the tokens of that point (cuTile's jump
@@ -267,11 +273,11 @@ def _parallel_stores(loop: For) -> set[int]:
     nested: dict[str, str] = {}
     for st in loop.body.stmts:
         if isinstance(st, For):
-            nested |= _effects(st.body)
+            nested = _union(nested, _effects(st.body))
         elif isinstance(st, While):
-            nested |= _effects(st.cond) | _effects(st.body)
+            nested = _union(nested, _effects(st.cond), _effects(st.body))
         elif isinstance(st, If):
-            nested |= _effects(st.then) | _effects(st.orelse)
+            nested = _union(nested, _effects(st.then), _effects(st.orelse))
     out = set()
     for a, ops in direct.items():
         if len(ops) != 1 or ops[0].op.kind != "store" or a in nested:

@@ -187,3 +187,13 @@ def atomic_loop_kernel(x, counter, y, n, TILE: ConstInt):
 def pack_bytes_kernel(x, y, TM: ConstInt, TN: ConstInt):
     t = ct.load(x, index=(ct.bid(0), 0), shape=(TM, TN))
     ct.store(y, index=(ct.bid(0),), tile=ct.pack_to_bytes(t))
+
+
+@ct.kernel
+def branch_store_load_kernel(x, y, n, TILE: ConstInt):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    if n > 0:
+        ct.store(y, index=(ct.bid(0),), tile=t)
+    else:
+        ct.store(x, index=(ct.bid(0),), tile=ct.load(y, index=(ct.bid(0),), shape=(TILE,)))
+    ct.store(x, index=(ct.bid(0),), tile=ct.load(y, index=(ct.bid(0),), shape=(TILE,)) * 2.0)
