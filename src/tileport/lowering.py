@@ -309,6 +309,7 @@ ROWS: list[Row] = [
     *[Row("astype", {"operand": ks, "elem": kd}, spelling) for (ks, kd), spelling in CAST.items() if kd in ("f", "i")],
     Row("bitcast", template=BITCAST),
     Row("pack", template="pack({x})"),
+    Row("unpack", template="unpack({x})"),
     # ---- binary arithmetic: scalars, then float, bool and integer tiles
     *[Row("binary", {"value": "scalar", "op": k}, s) for k, s in SCALAR_FN.items()],
     Row("binary", {"value": "scalar", "op": "div", "elem": Not(("f",))},

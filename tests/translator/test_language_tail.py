@@ -45,20 +45,8 @@ def _at(path, marker: str) -> tuple[int, int]:
     raise AssertionError(marker)
 
 
-@pytest.mark.parametrize("call,construct,hint", [
-    ("ct.store(cnt, index=(0,), tile=ct.unpack_from_bytes(t, ct.float16))", "ct.unpack_from_bytes", "unpack"),
-])
-def test_untranslated_operations_are_located_and_name_the_cutile_rs_counterpart(tmp_path, call, construct, hint):
-    """(Atomics and ct.pack_to_bytes, once refused here, translate: tests/translator/test_while_atomics.py.)"""
-    path, d = _diagnostic(tmp_path, f"""
-        @ct.kernel
-        def k(x, cnt, TILE: ConstInt):
-            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
-            {call}
-    """)
-    assert d.construct == construct and "not supported by the translator" in d.message, str(d)
-    assert hint in d.hint, str(d)
-    assert (d.loc.line, d.loc.col) == _at(path, construct), str(d)
+# Atomics, ct.pack_to_bytes and ct.unpack_from_bytes, once refused with a hint naming their cutile-rs
+# counterpart, translate: tests/translator/test_while_atomics.py.
 
 
 def test_mma_scaled_is_located_and_names_mmaf_scaled(tmp_path):

@@ -229,3 +229,20 @@ def test_an_if_that_stores_in_one_branch_and_loads_in_the_other_yields_the_store
             ct.store(x, index=(0,), tile=ct.load(y, index=(0,), shape=(TILE,)))
     """)
     assert "let mut y_last_store: Token" in body, body
+
+
+def test_unpack_from_bytes_unpacks_a_u8_tile(tmp_path):
+    """ct.unpack_from_bytes was refused ("not supported by the translator"); cuTile: Tile IR `unpack`."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            b = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            ct.store(y, index=(ct.bid(0),), tile=ct.unpack_from_bytes(b, ct.float16))
+    """)
+    report = run(path, {"k": [{"x": "uint8", "y": "float16", "TILE": 256}]})
+    assert report.ok, [str(r.diagnostic) for r in report.results]
+    body = entry_text(module_text(report, path), "k")
+    assert "Tile<f16, { [TILE_DIV_2] }> = unpack(" in body, body
+    report = run(path, {"k": [{"x": "float16", "y": "float16", "TILE": 256}]})
+    (result,) = report.results
+    assert not result.ok and "1-D uint8 tile" in result.diagnostic.message, result.diagnostic

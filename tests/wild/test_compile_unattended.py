@@ -60,6 +60,7 @@ CAPTURES = [
     Capture("atomic_rmw_kernel", {a: (I32, 1) for a in ("x", "acc", "hi", "lo", "bits", "y")} | {"fsum": (F32, 1)},
             {}, {"TILE": 128}),
     Capture("atomic_cas_kernel", {"flags": (I32, 1), "y": (I32, 1)}, {}, {"TILE": 128}),
+    Capture("unpack_bytes_kernel", {"x": ("uint8", 1), "y": (F16, 1)}, {}, {"TILE": 256}),
     Capture("branch_store_load_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
     Capture("pack_bytes_kernel", {"x": (F16, 2), "y": ("uint8", 1)}, {}, {"TM": 16, "TN": 32}),
     Capture("atomic_loop_kernel", {"x": (I32, 1), "counter": (I32, 1), "y": (I32, 1)}, {"n": "int32"},

@@ -35,6 +35,7 @@ ATOMIC_DTYPES = {
     "atomic_cas_kernel": [{"flags": _I32, "y": _I32, "TILE": 128}],
     "atomic_loop_kernel": [{"x": _I32, "counter": _I32, "y": _I32, "TILE": 128}],
     "pack_bytes_kernel": [{"x": "float16", "y": "uint8"}],
+    "unpack_bytes_kernel": [{"x": "uint8", "y": "float16"}],
 }
 
 
@@ -54,7 +55,8 @@ def test_data_kernels_translate_without_configuration():
                                                          "extract_kernel", "while_break_kernel",
                                                          "while_stride_kernel", "atomic_rmw_kernel",
                                                          "atomic_cas_kernel", "atomic_loop_kernel",
-                                                         "pack_bytes_kernel", "branch_store_load_kernel"])
+                                                         "pack_bytes_kernel", "branch_store_load_kernel",
+                                                         "unpack_bytes_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():

@@ -201,7 +201,6 @@ def materialize(lw, v: Value, node) -> Value:
 # names the counterpart, so the user knows a hand port is possible.
 NOT_TRANSLATED = {
     "mma_scaled": "not lowered yet; cutile-rs has mmaf_scaled for a hand port",
-    "unpack_from_bytes": "not lowered yet; cutile-rs has unpack (from a byte element type) for a hand port",
 }
 
 def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
@@ -1104,6 +1103,28 @@ def ct_pack_to_bytes(lw, args, kwargs, node):
         raise lw.fail(node, f"ct.pack_to_bytes of {bits}-bit elements is not supported", "ct.pack_to_bytes")
     size = T.dim_op("*", count, bits // 8)
     return lw.b.value("pack", (x,), TileT("u8", (size,)), lw.loc(node), hint=f"{x.name}_bytes")
+
+
+def ct_unpack_from_bytes(lw, args, kwargs, node):
+    """ct.unpack_from_bytes(x, dtype): a 1-D u8 tile's bytes as a 1-D tile of `dtype` (cuTile: a bitcast for
+    8-bit dtypes, else Tile IR `unpack`)."""
+    b = _kw(lw, args, kwargs, ("x", "dtype"), node, "unpack_from_bytes", 2)
+    x = _tile(lw, b["x"], node, "ct.unpack_from_bytes")
+    if x.ty.rank != 1 or x.ty.dtype != "u8":
+        raise lw.fail(node, "ct.unpack_from_bytes takes a 1-D uint8 tile", "ct.unpack_from_bytes")
+    if not isinstance(b["dtype"], DTypeVal) or b["dtype"].dtype not in _BITS or b["dtype"].dtype == "bool":
+        raise lw.fail(node, "ct.unpack_from_bytes needs a numeric dtype (not bool)", "ct.unpack_from_bytes")
+    dtype = b["dtype"].dtype
+    bits = _BITS[dtype]
+    if bits == 8:
+        return lw.b.value("bitcast", (x,), TileT(dtype, x.ty.shape), lw.loc(node), hint=f"{x.name}_{dtype}")
+    (n,) = x.ty.shape
+    for value in _dim_values(lw, n, node):
+        if value * 8 % bits:
+            raise lw.fail(node, f"ct.unpack_from_bytes: {value} bytes are not a whole number of {dtype}",
+                          "ct.unpack_from_bytes")
+    size = T.dim_op("//", n, bits // 8)
+    return lw.b.value("unpack", (x,), TileT(dtype, (size,)), lw.loc(node), hint=f"{x.name}_{dtype}")
 
 
 SCAN_DTYPES = ("f32", "f64", "i32", "i64")  # scan_sum takes its identity as a literal of the element type

@@ -124,6 +124,7 @@ _DECLS = [
            required=frozenset({"dtype"})),
     OpDecl("bitcast", (TILE,), TILE, attrs=frozenset({"dtype"})),
     OpDecl("pack", (TILE,), TILE),  # a 1-D tile's raw bytes as a 1-D u8 tile
+    OpDecl("unpack", (TILE,), TILE),  # a 1-D u8 tile's bytes as a 1-D tile of another dtype
     # ---- arithmetic
     OpDecl("binary", (VALUE, VALUE), VALUE, rule="same_dtype", attrs=frozenset({"op", "rounding", "ftz", "nan"}),
            required=frozenset({"op"}), values=(("op", BINARY_OPS),)),

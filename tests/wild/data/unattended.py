@@ -197,3 +197,9 @@ def branch_store_load_kernel(x, y, n, TILE: ConstInt):
     else:
         ct.store(x, index=(ct.bid(0),), tile=ct.load(y, index=(ct.bid(0),), shape=(TILE,)))
     ct.store(x, index=(ct.bid(0),), tile=ct.load(y, index=(ct.bid(0),), shape=(TILE,)) * 2.0)
+
+
+@ct.kernel
+def unpack_bytes_kernel(x, y, TILE: ConstInt):
+    b = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    ct.store(y, index=(ct.bid(0),), tile=ct.unpack_from_bytes(b, ct.float16) * 2.0)
