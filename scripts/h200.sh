@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine (an H200) with the checkout and its .device/ (from `bash scripts/device-bundle.sh`):
-#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi]
+#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi] [wild]
 # Work happens under /tmp/tileport-out; the few files worth keeping are copied to $OUT at the end
 # (at most 8, so that the result to copy back stays small). Each step has its own time limit, and partial results are
 # written as they come, so a slow step cannot lose the others.
@@ -15,6 +15,9 @@
 #   pytest-gpu.json sums up every shard (counts, failures, skip reasons), pytest-gpu.tar.gz holds the junit files,
 #   the logs and what the tests wrote. With `evidence` in the same call the shards run beside the correctness
 #   check (no timing there), and the benchmark starts when both are over, on an otherwise idle GPU.
+# wild: the wild corpus through D and E (python3 -m tileport.wild_gpu; the flow is in its docstring; .device/wild
+#   from `python3 -m tileport.wild_gpu prepare`, then `... bundle DIR`): wild-gpu.json, wild-launches.json,
+#   gpu-evidence-launches.json and wild.log.
 set -u
 steps=${*:-check bench dump}
 export TILEPORT_LIB="$TILEPORT_DEVICE_EXTRA/libtileport_kernels.so"
@@ -83,12 +86,19 @@ for step in $steps; do
     ffi)    TILEPORT_RESULTS_DIR="$work" timeout "${FFI_TIMEOUT:-540}" python3 -m pytest -q -m gpu -p no:cacheprovider \
               tests/gpu/test_ffi_threads.py > "$work/ffi.log" 2>&1; echo "ffi rc=$?"; tail -n 15 "$work/ffi.log" ;;
     pytest) has evidence || pytest_gpu ;;  # with evidence, it runs beside the correctness check
-    *)      echo "unknown step: $step (check bench dump evidence pytest ffi)" ;;
+    wild)   # the wild corpus's drivers under tileport record, then (with .device/wild from
+            # `python3 -m tileport.wild_gpu bundle DIR`) the ports against their source kernels: wild-gpu.json
+            timeout -k 20 "${WILD_TIMEOUT:-540}" python3 -m tileport.wild_gpu device --out "$work/wild" \
+              > "$work/wild.log" 2>&1; echo "wild rc=$?"; tail -n 30 "$work/wild.log"
+            for f in wild-gpu.json wild-launches.json gpu-evidence-launches.json; do
+              cp "$work/wild/$f" "$work/" 2>/dev/null; done ;;
+    *)      echo "unknown step: $step (check bench dump evidence pytest ffi wild)" ;;
   esac
 done
 if [ -n "${OUT:-}" ]; then
   n=0
-  for f in gpu.txt gpu-evidence-check.json gpu-evidence-bench.json evidence.log pytest-gpu.json pytest-gpu.log \
+  for f in gpu.txt wild-gpu.json wild-launches.json gpu-evidence-launches.json wild.log \
+           gpu-evidence-check.json gpu-evidence-bench.json evidence.log pytest-gpu.json pytest-gpu.log \
            pytest-gpu.tar.gz check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log ffi-threads.json ffi.log; do
     [ -f "$work/$f" ] || continue
     n=$((n + 1))

@@ -269,10 +269,11 @@ def test_a_traceback_never_reaches_the_user_from_a_subprocess(tmp_path):
 
 def test_port_prints_each_stage_reason(tmp_path):
     src = tmp_path / "k.py"
-    src.write_text(NEEDS_CONSTANT)
+    # no launch, no --config, and no synthesized probe value of TILE compiles: A stops and says why
+    src.write_text(NEEDS_CONSTANT.replace("    t = ct.load", "    ct.static_assert(TILE == 7)\n    t = ct.load"))
     r = cli("port", src, "--out", tmp_path / "out", terminal_width=80)
     assert r.exit_code == 1
-    assert "A FAIL_FIXABLE: " in r.output and "need values" in r.output and "--config" in r.output
+    assert "A FAIL_FIXABLE: " in r.output and "synthesized probe" in r.output and "--config" in r.output
     assert "│ A FAIL_FIXABLE │" in r.output  # the summary table is not folded at 80 columns off a terminal
 
 

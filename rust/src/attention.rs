@@ -5,7 +5,7 @@
 pub mod attention {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:82`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:83`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0<
         E: ElementType,
@@ -242,7 +242,7 @@ pub mod attention {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:82`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:83`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1<
         E: ElementType,
@@ -488,7 +488,7 @@ pub mod attention {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:82`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:83`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1<
         E: ElementType,
@@ -739,7 +739,7 @@ pub mod attention {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:82`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:83`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1<
         E: ElementType,
@@ -1035,7 +1035,7 @@ pub mod attention {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:82`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:83`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1<
         E: ElementType,
@@ -1355,7 +1355,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:148`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:149`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0<
         E: ElementType,
@@ -1586,7 +1586,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:148`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:149`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0<
         E: ElementType,
@@ -1822,7 +1822,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:148`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:149`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0<
         E: ElementType,
@@ -2120,7 +2120,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:148`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:149`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0<
         E: ElementType,
@@ -2442,7 +2442,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:148`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:149`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1<
         E: ElementType,
@@ -2714,7 +2714,7 @@ pub mod attention {
     /// One block per (batch, query head): merges the split partials (o_part [B, Hq, n_splits, D],
     /// lse_part [B, Hq, n_splits] in log2 units) with a running max, writes o [B, Hq, D] and the
     /// natural-log lse [B, Hq].
-    /// Translated from `src/tileport/ops/kernels/attention.py:215`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:216`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn flash_decode_combine_kernel<E: ElementType, const HEAD_DIM: i32>(
         o_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
@@ -2816,19 +2816,22 @@ pub mod attention {
 
     /// MLA decode (DeepSeek, absorbed): every query head attends to one shared latent cache.
     ///
-    /// q_nope [B, H, LORA] (the no-rope query already multiplied into the latent space), q_pe
-    /// [B, H, ROPE]; ckv [B, S, LORA] the compressed KV, kpe [B, S, ROPE] the rope keys; scores are
-    /// q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x HEAD_TILE
-    /// heads): the heads are the rows of the MMAs, and each latent tile serves as key (transposed in
-    /// registers) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
-    /// [B, H, n_splits] (log2 units), combined by flash_decode_combine_kernel.
-    /// Translated from `src/tileport/ops/kernels/attention.py:240`.
-    #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
+    /// q_nope [B, H, 4 * CHUNK] (the no-rope query already multiplied into the latent space), q_pe
+    /// [B, H, ROPE]; ckv [B, S, 4 * CHUNK] the compressed KV, kpe [B, S, ROPE] the rope keys; scores
+    /// are q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x
+    /// HEAD_TILE heads): the heads are the rows of the MMAs. The 512-wide latent dimension is cut
+    /// into 4 CHUNK-wide slices (4 query slices, 4 score MMAs, 4 f32 accumulators), so that no (HEAD_TILE, 512)
+    /// operand lives in registers: with whole 512-wide tiles the kernel spilled (sm_90: 632 to 952 B
+    /// of stack per thread; sliced, 64 heads x 32 keys: 96 B). Partials as flash_decode's: o_part
+    /// [B, H, n_splits, 4 * CHUNK], lse_part [B, H, n_splits] (log2 units), combined by
+    /// flash_decode_combine_kernel.
+    /// Translated from `src/tileport/ops/kernels/attention.py:267`.
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn mla_decode_partial_kernel<
         E: ElementType,
         const HEAD_TILE: i32,
         const BLOCK_N: i32,
-        const LORA: i32,
+        const CHUNK: i32,
         const ROPE: i32,
     >(
         q_nope: &Tensor<E, { [-1, -1, -1] }>,
@@ -2841,15 +2844,6 @@ pub mod attention {
         qk_scale: f32,
         tiles_per_split: i32,
     ) {
-        let q_nope_view: Partition<E, { [1, HEAD_TILE, LORA] }> = unsafe {
-            make_partition_view(
-                q_nope,
-                shape![1, HEAD_TILE, LORA],
-                padding::Zero,
-                dim_map::Identity,
-                q_nope.token(),
-            )
-        };
         let q_pe_view: Partition<E, { [1, HEAD_TILE, ROPE] }> = unsafe {
             make_partition_view(
                 q_pe,
@@ -2859,13 +2853,40 @@ pub mod attention {
                 q_pe.token(),
             )
         };
-        let ckv_view: Partition<E, { [1, BLOCK_N, LORA] }> = unsafe {
+        let q_nope_view: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
             make_partition_view(
-                ckv,
-                shape![1, BLOCK_N, LORA],
+                q_nope,
+                shape![1, HEAD_TILE, CHUNK],
                 padding::Zero,
                 dim_map::Identity,
-                ckv.token(),
+                q_nope.token(),
+            )
+        };
+        let q_nope_view_1: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
+            make_partition_view(
+                q_nope,
+                shape![1, HEAD_TILE, CHUNK],
+                padding::Zero,
+                dim_map::Identity,
+                q_nope.token(),
+            )
+        };
+        let q_nope_view_2: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
+            make_partition_view(
+                q_nope,
+                shape![1, HEAD_TILE, CHUNK],
+                padding::Zero,
+                dim_map::Identity,
+                q_nope.token(),
+            )
+        };
+        let q_nope_view_3: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
+            make_partition_view(
+                q_nope,
+                shape![1, HEAD_TILE, CHUNK],
+                padding::Zero,
+                dim_map::Identity,
+                q_nope.token(),
             )
         };
         let kpe_view: Partition<E, { [1, ROPE, BLOCK_N] }> = unsafe {
@@ -2877,11 +2898,118 @@ pub mod attention {
                 kpe.token(),
             )
         };
-        let mut o_part_out: PartitionMut<f32, { [1, HEAD_TILE, 1, LORA] }> =
-            unsafe { o_part.partition_full_mut(shape![1, HEAD_TILE, 1, LORA]) };
+        let ckv_view: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, CHUNK, BLOCK_N],
+                padding::Zero,
+                const_array![0, 2, 1],
+                ckv.token(),
+            )
+        };
+        let ckv_view_1: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, CHUNK, BLOCK_N],
+                padding::Zero,
+                const_array![0, 2, 1],
+                ckv.token(),
+            )
+        };
+        let ckv_view_2: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, CHUNK, BLOCK_N],
+                padding::Zero,
+                const_array![0, 2, 1],
+                ckv.token(),
+            )
+        };
+        let ckv_view_3: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, CHUNK, BLOCK_N],
+                padding::Zero,
+                const_array![0, 2, 1],
+                ckv.token(),
+            )
+        };
+        let ckv_view_4: Partition<E, { [1, BLOCK_N, CHUNK] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, BLOCK_N, CHUNK],
+                padding::Zero,
+                dim_map::Identity,
+                ckv.token(),
+            )
+        };
+        let ckv_view_5: Partition<E, { [1, BLOCK_N, CHUNK] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, BLOCK_N, CHUNK],
+                padding::Zero,
+                dim_map::Identity,
+                ckv.token(),
+            )
+        };
+        let ckv_view_6: Partition<E, { [1, BLOCK_N, CHUNK] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, BLOCK_N, CHUNK],
+                padding::Zero,
+                dim_map::Identity,
+                ckv.token(),
+            )
+        };
+        let ckv_view_7: Partition<E, { [1, BLOCK_N, CHUNK] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, BLOCK_N, CHUNK],
+                padding::Zero,
+                dim_map::Identity,
+                ckv.token(),
+            )
+        };
+        let o_part_view: Partition<f32, { [1, HEAD_TILE, 1, CHUNK] }> = unsafe {
+            make_partition_view(
+                o_part,
+                shape![1, HEAD_TILE, 1, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                o_part.token(),
+            )
+        };
+        let o_part_view_1: Partition<f32, { [1, HEAD_TILE, 1, CHUNK] }> = unsafe {
+            make_partition_view(
+                o_part,
+                shape![1, HEAD_TILE, 1, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                o_part.token(),
+            )
+        };
+        let o_part_view_2: Partition<f32, { [1, HEAD_TILE, 1, CHUNK] }> = unsafe {
+            make_partition_view(
+                o_part,
+                shape![1, HEAD_TILE, 1, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                o_part.token(),
+            )
+        };
+        let o_part_view_3: Partition<f32, { [1, HEAD_TILE, 1, CHUNK] }> = unsafe {
+            make_partition_view(
+                o_part,
+                shape![1, HEAD_TILE, 1, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                o_part.token(),
+            )
+        };
         let mut lse_part_out: PartitionMut<f32, { [1, HEAD_TILE, 1] }> =
             unsafe { lse_part.partition_full_mut(shape![1, HEAD_TILE, 1]) };
         let kv_lens_token: Token = kv_lens.token();
+        let o_part_token: Token = o_part.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
         let q_nope_dim1: i32 = q_nope.shape()[1];
@@ -2928,15 +3056,6 @@ pub mod attention {
                 Latency::<0>,
             )
         };
-        let q_nope_tile: Tile<E, { [1, HEAD_TILE, LORA] }> = load_view_tko(
-            &q_nope_view,
-            [b, hb, 0i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let qn: Tile<E, { [HEAD_TILE, LORA] }> = q_nope_tile.reshape(shape![HEAD_TILE, LORA]);
         let q_pe_tile: Tile<E, { [1, HEAD_TILE, ROPE] }> = load_view_tko(
             &q_pe_view,
             [b, hb, 0i32],
@@ -2946,6 +3065,42 @@ pub mod attention {
             tma::Enabled,
         );
         let qp: Tile<E, { [HEAD_TILE, ROPE] }> = q_pe_tile.reshape(shape![HEAD_TILE, ROPE]);
+        let q_nope_tile: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
+            &q_nope_view,
+            [b, hb, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn0: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile.reshape(shape![HEAD_TILE, CHUNK]);
+        let q_nope_tile_1: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
+            &q_nope_view_1,
+            [b, hb, 1i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn1: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile_1.reshape(shape![HEAD_TILE, CHUNK]);
+        let q_nope_tile_2: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
+            &q_nope_view_2,
+            [b, hb, 2i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn2: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile_2.reshape(shape![HEAD_TILE, CHUNK]);
+        let q_nope_tile_3: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
+            &q_nope_view_3,
+            [b, hb, 3i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn3: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile_3.reshape(shape![HEAD_TILE, CHUNK]);
         let lo: i32 = split * tiles_per_split;
         let sum: i32 = lo + tiles_per_split;
         let c: i32 = BLOCK_N;
@@ -2956,26 +3111,24 @@ pub mod attention {
         let mut m_i: Tile<f32, { [HEAD_TILE, 1] }> =
             constant(f32::NEG_INFINITY, shape![HEAD_TILE, 1]);
         let mut l_i: Tile<f32, { [HEAD_TILE, 1] }> = constant(0.0f32, shape![HEAD_TILE, 1]);
-        let mut acc: Tile<f32, { [HEAD_TILE, LORA] }> = constant(0.0f32, shape![HEAD_TILE, LORA]);
+        let mut acc0: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+            constant(0.0f32, shape![HEAD_TILE, CHUNK]);
+        let mut acc1: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+            constant(0.0f32, shape![HEAD_TILE, CHUNK]);
+        let mut acc2: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+            constant(0.0f32, shape![HEAD_TILE, CHUNK]);
+        let mut acc3: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+            constant(0.0f32, shape![HEAD_TILE, CHUNK]);
         let hi_s: i32 = tile_to_scalar(hi);
-        let c_2: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = constant(0.0f32, shape![HEAD_TILE, BLOCK_N]);
-        let qk_scale_tile: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
-            qk_scale.broadcast(shape![HEAD_TILE, BLOCK_N]);
+        let c_1: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = constant(0.0f32, shape![HEAD_TILE, BLOCK_N]);
         let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
         let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
-        let c_3: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
+        let qk_scale_tile: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
+            qk_scale.broadcast(shape![HEAD_TILE, BLOCK_N]);
+        let c_2: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
             constant(f32::NEG_INFINITY, shape![HEAD_TILE, BLOCK_N]);
         for j in lo..hi_s {
-            let ckv_tile: Tile<E, { [1, BLOCK_N, LORA] }> = load_view_tko(
-                &ckv_view,
-                [b, j, 0i32],
-                ordering::Weak,
-                scope::TileBlock,
-                Some(4),
-                tma::Enabled,
-            );
-            let c_1: Tile<E, { [BLOCK_N, LORA] }> = ckv_tile.reshape(shape![BLOCK_N, LORA]);
             let kp: Tile<E, { [1, ROPE, BLOCK_N] }> = load_view_tko(
                 &kpe_view,
                 [b, 0i32, j],
@@ -2984,69 +3137,219 @@ pub mod attention {
                 Some(4),
                 tma::Enabled,
             );
-            let c_1_t: Tile<E, { [LORA, BLOCK_N] }> = c_1.transpose();
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn, c_1_t, c_2);
             let kp_r: Tile<E, { [ROPE, BLOCK_N] }> = kp.reshape(shape![ROPE, BLOCK_N]);
-            let acc_1: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qp, kp_r, s);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = acc_1 * qk_scale_tile;
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qp, kp_r, c_1);
+            let ckv_tile: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
+                &ckv_view,
+                [b, 0i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile.reshape(shape![CHUNK, BLOCK_N]);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn0, cT, s);
+            let ckv_tile_1: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
+                &ckv_view_1,
+                [b, 1i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile_1.reshape(shape![CHUNK, BLOCK_N]);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn1, cT, s);
+            let ckv_tile_2: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
+                &ckv_view_2,
+                [b, 2i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile_2.reshape(shape![CHUNK, BLOCK_N]);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn2, cT, s);
+            let ckv_tile_3: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
+                &ckv_view_3,
+                [b, 3i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile_3.reshape(shape![CHUNK, BLOCK_N]);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn3, cT, s);
             let prod: i32 = j * BLOCK_N;
             let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
             let sum_1: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
             let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_1.reshape(shape![1, BLOCK_N]);
             let mask: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, kv_len_b, predicate::LessThan);
+            let prod_1: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = s * qk_scale_tile;
             let mask_b: Tile<bool, { [HEAD_TILE, BLOCK_N] }> =
                 mask.broadcast(shape![HEAD_TILE, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = select(mask_b, s, c_3);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = select(mask_b, prod_1, c_2);
             let s_max: Tile<f32, { [HEAD_TILE] }> = reduce_max(s, 1i32);
             let s_max_r: Tile<f32, { [HEAD_TILE, 1] }> = s_max.reshape(shape![HEAD_TILE, 1]);
             let m_new: Tile<f32, { [HEAD_TILE, 1] }> =
                 maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
-            let m_ref: Tile<f32, { [HEAD_TILE, 1] }> = m_new;
-            let m_ref_b: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
-                m_ref.broadcast(shape![HEAD_TILE, BLOCK_N]);
-            let diff: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = s - m_ref_b;
+            let m_new_b: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
+                m_new.broadcast(shape![HEAD_TILE, BLOCK_N]);
+            let diff: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = s - m_new_b;
             let p: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = exp2(diff, ftz::Enabled);
-            let diff_1: Tile<f32, { [HEAD_TILE, 1] }> = m_i - m_ref;
+            let diff_1: Tile<f32, { [HEAD_TILE, 1] }> = m_i - m_new;
             let alpha: Tile<f32, { [HEAD_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
             let p_sum: Tile<f32, { [HEAD_TILE] }> = reduce_sum(p, 1i32);
             let p_sum_r: Tile<f32, { [HEAD_TILE, 1] }> = p_sum.reshape(shape![HEAD_TILE, 1]);
-            let l_i_1: Tile<f32, { [HEAD_TILE, 1] }> =
-                fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
-            let p_e: Tile<E, { [HEAD_TILE, BLOCK_N] }> = convert_tile(p);
-            let alpha_b: Tile<f32, { [HEAD_TILE, LORA] }> =
-                alpha.broadcast(shape![HEAD_TILE, LORA]);
-            let prod_2: Tile<f32, { [HEAD_TILE, LORA] }> = acc * alpha_b;
-            let acc_3: Tile<f32, { [HEAD_TILE, LORA] }> = mmaf(p_e, c_1, prod_2);
+            l_i = fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
             m_i = m_new;
-            l_i = l_i_1;
-            acc = acc_3;
+            let p: Tile<E, { [HEAD_TILE, BLOCK_N] }> = convert_tile(p);
+            let alpha_b: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+                alpha.broadcast(shape![HEAD_TILE, CHUNK]);
+            let prod_3: Tile<f32, { [HEAD_TILE, CHUNK] }> = acc0 * alpha_b;
+            let ckv_tile_4: Tile<E, { [1, BLOCK_N, CHUNK] }> = load_view_tko(
+                &ckv_view_4,
+                [b, j, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let vt: Tile<E, { [BLOCK_N, CHUNK] }> = ckv_tile_4.reshape(shape![BLOCK_N, CHUNK]);
+            acc0 = mmaf(p, vt, prod_3);
+            let alpha_b_1: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+                alpha.broadcast(shape![HEAD_TILE, CHUNK]);
+            let prod_4: Tile<f32, { [HEAD_TILE, CHUNK] }> = acc1 * alpha_b_1;
+            let ckv_tile_5: Tile<E, { [1, BLOCK_N, CHUNK] }> = load_view_tko(
+                &ckv_view_5,
+                [b, j, 1i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let vt: Tile<E, { [BLOCK_N, CHUNK] }> = ckv_tile_5.reshape(shape![BLOCK_N, CHUNK]);
+            acc1 = mmaf(p, vt, prod_4);
+            let alpha_b_2: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+                alpha.broadcast(shape![HEAD_TILE, CHUNK]);
+            let prod_5: Tile<f32, { [HEAD_TILE, CHUNK] }> = acc2 * alpha_b_2;
+            let ckv_tile_6: Tile<E, { [1, BLOCK_N, CHUNK] }> = load_view_tko(
+                &ckv_view_6,
+                [b, j, 2i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let vt: Tile<E, { [BLOCK_N, CHUNK] }> = ckv_tile_6.reshape(shape![BLOCK_N, CHUNK]);
+            acc2 = mmaf(p, vt, prod_5);
+            let alpha_b_3: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+                alpha.broadcast(shape![HEAD_TILE, CHUNK]);
+            let prod_6: Tile<f32, { [HEAD_TILE, CHUNK] }> = acc3 * alpha_b_3;
+            let ckv_tile_7: Tile<E, { [1, BLOCK_N, CHUNK] }> = load_view_tko(
+                &ckv_view_7,
+                [b, j, 3i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let vt: Tile<E, { [BLOCK_N, CHUNK] }> = ckv_tile_7.reshape(shape![BLOCK_N, CHUNK]);
+            acc3 = mmaf(p, vt, prod_6);
         }
         let c_1: Tile<f32, { [HEAD_TILE, 1] }> = 0.0f32.broadcast(shape![HEAD_TILE, 1]);
         let nonempty: Tile<bool, { [HEAD_TILE, 1] }> = gt_tile(l_i, c_1);
-        let l_i_b: Tile<f32, { [HEAD_TILE, LORA] }> = l_i.broadcast(shape![HEAD_TILE, LORA]);
-        let quot: Tile<f32, { [HEAD_TILE, LORA] }> =
-            divf(acc, l_i_b, rounding::Approx, ftz::Enabled);
-        let nonempty_b: Tile<bool, { [HEAD_TILE, LORA] }> =
-            nonempty.broadcast(shape![HEAD_TILE, LORA]);
-        let c_2: Tile<f32, { [HEAD_TILE, LORA] }> = 0.0f32.broadcast(shape![HEAD_TILE, LORA]);
-        let out: Tile<f32, { [HEAD_TILE, LORA] }> = select(nonempty_b, quot, c_2);
-        let out_r: Tile<f32, { [1, HEAD_TILE, 1, LORA] }> =
-            out.reshape(shape![1, HEAD_TILE, 1, LORA]);
-        unsafe {
-            store_view_tko_mut(
-                &mut o_part_out,
+        let l_i_b: Tile<f32, { [HEAD_TILE, CHUNK] }> = l_i.broadcast(shape![HEAD_TILE, CHUNK]);
+        let quot: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+            divf(acc0, l_i_b, rounding::Approx, ftz::Enabled);
+        let nonempty_b: Tile<bool, { [HEAD_TILE, CHUNK] }> =
+            nonempty.broadcast(shape![HEAD_TILE, CHUNK]);
+        let c_2: Tile<f32, { [HEAD_TILE, CHUNK] }> = 0.0f32.broadcast(shape![HEAD_TILE, CHUNK]);
+        let out: Tile<f32, { [HEAD_TILE, CHUNK] }> = select(nonempty_b, quot, c_2);
+        let out_r: Tile<f32, { [1, HEAD_TILE, 1, CHUNK] }> =
+            out.reshape(shape![1, HEAD_TILE, 1, CHUNK]);
+        let o_part_tok: Token = unsafe {
+            store_view_raw(
+                &o_part_view,
                 out_r,
                 [b, hb, split, 0i32],
+                Some(o_part_token),
                 ordering::Weak,
                 scope::TileBlock,
-                None,
                 tma::Enabled,
+                None,
+                [false, false, false, false],
+            )
+        };
+        let l_i_b_1: Tile<f32, { [HEAD_TILE, CHUNK] }> = l_i.broadcast(shape![HEAD_TILE, CHUNK]);
+        let quot_1: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+            divf(acc1, l_i_b_1, rounding::Approx, ftz::Enabled);
+        let nonempty_b_1: Tile<bool, { [HEAD_TILE, CHUNK] }> =
+            nonempty.broadcast(shape![HEAD_TILE, CHUNK]);
+        let c_3: Tile<f32, { [HEAD_TILE, CHUNK] }> = 0.0f32.broadcast(shape![HEAD_TILE, CHUNK]);
+        let out: Tile<f32, { [HEAD_TILE, CHUNK] }> = select(nonempty_b_1, quot_1, c_3);
+        let out_r_1: Tile<f32, { [1, HEAD_TILE, 1, CHUNK] }> =
+            out.reshape(shape![1, HEAD_TILE, 1, CHUNK]);
+        let o_part_tok_1: Token = unsafe {
+            store_view_raw(
+                &o_part_view_1,
+                out_r_1,
+                [b, hb, split, 1i32],
+                Some(o_part_tok),
+                ordering::Weak,
+                scope::TileBlock,
+                tma::Enabled,
+                None,
+                [false, false, false, false],
+            )
+        };
+        let l_i_b_2: Tile<f32, { [HEAD_TILE, CHUNK] }> = l_i.broadcast(shape![HEAD_TILE, CHUNK]);
+        let quot_2: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+            divf(acc2, l_i_b_2, rounding::Approx, ftz::Enabled);
+        let nonempty_b_2: Tile<bool, { [HEAD_TILE, CHUNK] }> =
+            nonempty.broadcast(shape![HEAD_TILE, CHUNK]);
+        let c_4: Tile<f32, { [HEAD_TILE, CHUNK] }> = 0.0f32.broadcast(shape![HEAD_TILE, CHUNK]);
+        let out: Tile<f32, { [HEAD_TILE, CHUNK] }> = select(nonempty_b_2, quot_2, c_4);
+        let out_r_2: Tile<f32, { [1, HEAD_TILE, 1, CHUNK] }> =
+            out.reshape(shape![1, HEAD_TILE, 1, CHUNK]);
+        let o_part_tok_2: Token = unsafe {
+            store_view_raw(
+                &o_part_view_2,
+                out_r_2,
+                [b, hb, split, 2i32],
+                Some(o_part_tok_1),
+                ordering::Weak,
+                scope::TileBlock,
+                tma::Enabled,
+                None,
+                [false, false, false, false],
+            )
+        };
+        let l_i_b_3: Tile<f32, { [HEAD_TILE, CHUNK] }> = l_i.broadcast(shape![HEAD_TILE, CHUNK]);
+        let quot_3: Tile<f32, { [HEAD_TILE, CHUNK] }> =
+            divf(acc3, l_i_b_3, rounding::Approx, ftz::Enabled);
+        let nonempty_b_3: Tile<bool, { [HEAD_TILE, CHUNK] }> =
+            nonempty.broadcast(shape![HEAD_TILE, CHUNK]);
+        let c_5: Tile<f32, { [HEAD_TILE, CHUNK] }> = 0.0f32.broadcast(shape![HEAD_TILE, CHUNK]);
+        let out: Tile<f32, { [HEAD_TILE, CHUNK] }> = select(nonempty_b_3, quot_3, c_5);
+        let out_r_3: Tile<f32, { [1, HEAD_TILE, 1, CHUNK] }> =
+            out.reshape(shape![1, HEAD_TILE, 1, CHUNK]);
+        unsafe {
+            store_view_raw(
+                &o_part_view_3,
+                out_r_3,
+                [b, hb, split, 3i32],
+                Some(o_part_tok_2),
+                ordering::Weak,
+                scope::TileBlock,
+                tma::Enabled,
+                None,
+                [false, false, false, false],
             )
         };
         let log2_: Tile<f32, { [HEAD_TILE, 1] }> = log2(l_i);
         let sum_1: Tile<f32, { [HEAD_TILE, 1] }> = m_i + log2_;
-        let c_3: Tile<f32, { [HEAD_TILE, 1] }> = constant(f32::NEG_INFINITY, shape![HEAD_TILE, 1]);
-        let part_lse: Tile<f32, { [HEAD_TILE, 1] }> = select(nonempty, sum_1, c_3);
+        let c_6: Tile<f32, { [HEAD_TILE, 1] }> = constant(f32::NEG_INFINITY, shape![HEAD_TILE, 1]);
+        let part_lse: Tile<f32, { [HEAD_TILE, 1] }> = select(nonempty, sum_1, c_6);
         let part_lse_r: Tile<f32, { [1, HEAD_TILE, 1] }> =
             part_lse.reshape(shape![1, HEAD_TILE, 1]);
         unsafe {
@@ -3054,6 +3357,282 @@ pub mod attention {
                 &mut lse_part_out,
                 part_lse_r,
                 [b, hb, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+    }
+
+    /// MLA prefill (DeepSeek, absorbed), causal: every query head attends to the shared latent
+    /// cache, as mla_decode_partial_kernel but with BLOCK_M query positions of one head per block.
+    ///
+    /// q_nope [B, H, S, LORA] (absorbed), q_pe [B, H, S, ROPE]; ckv [B, S, LORA], kpe [B, S, ROPE];
+    /// o [B, H, S, LORA] (latent), lse [B, H, S] f32 (natural log); seq_lens [B] int32 (ragged:
+    /// padding rows get 0 and -inf). Grid (cdiv(S, BLOCK_M), B * H). The latent tile is loaded
+    /// twice, transposed through the view's `order` as the key and as loaded as the value, so no
+    /// MMA operand is transposed in registers.
+    /// Translated from `src/tileport/ops/kernels/attention.py:337`.
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
+    pub unsafe fn mla_prefill_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const BLOCK_N: i32,
+        const LORA: i32,
+        const ROPE: i32,
+    >(
+        q_nope: &Tensor<E, { [-1, -1, -1, -1] }>,
+        q_pe: &Tensor<E, { [-1, -1, -1, -1] }>,
+        ckv: &Tensor<E, { [-1, -1, -1] }>,
+        kpe: &Tensor<E, { [-1, -1, -1] }>,
+        seq_lens: &Tensor<i32, { [-1] }>,
+        o: &Tensor<E, { [-1, -1, -1, -1] }>,
+        lse: &Tensor<f32, { [-1, -1, -1] }>,
+        qk_scale: f32,
+    ) {
+        let q_nope_view: Partition<E, { [1, 1, BLOCK_M, LORA] }> = unsafe {
+            make_partition_view(
+                q_nope,
+                shape![1, 1, BLOCK_M, LORA],
+                padding::Zero,
+                dim_map::Identity,
+                q_nope.token(),
+            )
+        };
+        let q_pe_view: Partition<E, { [1, 1, BLOCK_M, ROPE] }> = unsafe {
+            make_partition_view(
+                q_pe,
+                shape![1, 1, BLOCK_M, ROPE],
+                padding::Zero,
+                dim_map::Identity,
+                q_pe.token(),
+            )
+        };
+        let ckv_view: Partition<E, { [1, LORA, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, LORA, BLOCK_N],
+                padding::Zero,
+                const_array![0, 2, 1],
+                ckv.token(),
+            )
+        };
+        let kpe_view: Partition<E, { [1, ROPE, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                kpe,
+                shape![1, ROPE, BLOCK_N],
+                padding::Zero,
+                const_array![0, 2, 1],
+                kpe.token(),
+            )
+        };
+        let ckv_view_1: Partition<E, { [1, BLOCK_N, LORA] }> = unsafe {
+            make_partition_view(
+                ckv,
+                shape![1, BLOCK_N, LORA],
+                padding::Zero,
+                dim_map::Identity,
+                ckv.token(),
+            )
+        };
+        let mut o_out: PartitionMut<E, { [1, 1, BLOCK_M, LORA] }> =
+            unsafe { o.partition_full_mut(shape![1, 1, BLOCK_M, LORA]) };
+        let mut lse_out: PartitionMut<f32, { [1, 1, BLOCK_M] }> =
+            unsafe { lse.partition_full_mut(shape![1, 1, BLOCK_M]) };
+        let seq_lens_token: Token = seq_lens.token();
+        let mb: i32 = get_tile_block_id().0;
+        let bh: i32 = get_tile_block_id().1;
+        let n_heads: i32 = q_nope.shape()[1];
+        let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
+        let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
+        let b: i32 = tile_to_scalar(b_floordiv);
+        let h_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let h_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
+        let h_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let h_rem: Tile<i32, { [] }> = remi(h_lhs_t, h_rhs_t);
+        let h_rem_neg: Tile<bool, { [] }> = cmpi(h_rem, h_zero, predicate::LessThan);
+        let h_div_neg: Tile<bool, { [] }> = cmpi(h_rhs_t, h_zero, predicate::LessThan);
+        let h_xor: Tile<bool, { [] }> = xori(h_rem_neg, h_div_neg);
+        let h_nonzero: Tile<bool, { [] }> = cmpi(h_rem, h_zero, predicate::NotEqual);
+        let h_and: Tile<bool, { [] }> = andi(h_xor, h_nonzero);
+        let h_add: Tile<i32, { [] }> = h_rem + h_rhs_t;
+        let h_sel: Tile<i32, { [] }> = select(h_and, h_add, h_rem);
+        let h: i32 = tile_to_scalar(h_sel);
+        let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
+        let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
+        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
+        let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
+        let seq_len_in0: Tile<bool, { [] }> =
+            cmpi(seq_len_i0_u64, seq_len_n0_u64, predicate::LessThan);
+        let seq_len_one: Tile<u64, { [] }> = constant(1u64, shape![]);
+        let seq_len_off0: Tile<u64, { [] }> = seq_len_i0_u64 * seq_len_one;
+        let seq_len_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(seq_lens.as_ptr()));
+        let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
+        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
+        let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                seq_len_aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(seq_len_in0),
+                Some(seq_len_pad),
+                Some(seq_lens_token),
+                Latency::<0>,
+            )
+        };
+        let q_first: i32 = mb * BLOCK_M;
+        let offsets: Tile<i32, { [BLOCK_M] }> = iota(shape![BLOCK_M]);
+        let q_first_tile: Tile<i32, { [BLOCK_M] }> = q_first.broadcast(shape![BLOCK_M]);
+        let sum: Tile<i32, { [BLOCK_M] }> = q_first_tile + offsets;
+        let q_pos: Tile<i32, { [BLOCK_M, 1] }> = sum.reshape(shape![BLOCK_M, 1]);
+        let q_nope_tile: Tile<E, { [1, 1, BLOCK_M, LORA] }> = load_view_tko(
+            &q_nope_view,
+            [b, h, mb, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn: Tile<E, { [BLOCK_M, LORA] }> = q_nope_tile.reshape(shape![BLOCK_M, LORA]);
+        let q_pe_tile: Tile<E, { [1, 1, BLOCK_M, ROPE] }> = load_view_tko(
+            &q_pe_view,
+            [b, h, mb, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qp: Tile<E, { [BLOCK_M, ROPE] }> = q_pe_tile.reshape(shape![BLOCK_M, ROPE]);
+        let q_first_tile_1: Tile<i32, { [] }> = q_first.broadcast(shape![]);
+        let mask: Tile<bool, { [] }> = cmpi(q_first_tile_1, seq_len, predicate::LessThan);
+        let sum_1: i32 = q_first + BLOCK_M;
+        let sum_1_tile: Tile<i32, { [] }> = sum_1.broadcast(shape![]);
+        let lo: Tile<i32, { [] }> = mini(seq_len, sum_1_tile);
+        let c: i32 = BLOCK_N;
+        let c_tile: Tile<i32, { [] }> = c.broadcast(shape![]);
+        let n: Tile<i32, { [] }> = divi(lo, c_tile, rounding::PositiveInf);
+        let c_1: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let hi: Tile<i32, { [] }> = select(mask, n, c_1);
+        let mut m_i: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
+        let mut l_i: Tile<f32, { [BLOCK_M, 1] }> = constant(0.0f32, shape![BLOCK_M, 1]);
+        let mut acc: Tile<f32, { [BLOCK_M, LORA] }> = constant(0.0f32, shape![BLOCK_M, LORA]);
+        let hi_s: i32 = tile_to_scalar(hi);
+        let c_2: Tile<f32, { [BLOCK_M, BLOCK_N] }> = constant(0.0f32, shape![BLOCK_M, BLOCK_N]);
+        let qk_scale_tile: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
+            qk_scale.broadcast(shape![BLOCK_M, BLOCK_N]);
+        let offsets_1: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
+        let seq_len_r: Tile<i32, { [1, 1] }> = seq_len.reshape(shape![1, 1]);
+        let seq_len_b: Tile<i32, { [1, BLOCK_N] }> = seq_len_r.broadcast(shape![1, BLOCK_N]);
+        let q_pos_b: Tile<i32, { [BLOCK_M, BLOCK_N] }> = q_pos.broadcast(shape![BLOCK_M, BLOCK_N]);
+        let c_3: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
+            constant(f32::NEG_INFINITY, shape![BLOCK_M, BLOCK_N]);
+        for j in 0i32..hi_s {
+            let ckv_tile: Tile<E, { [1, LORA, BLOCK_N] }> = load_view_tko(
+                &ckv_view,
+                [b, 0i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(2),
+                tma::Enabled,
+            );
+            let cT: Tile<E, { [LORA, BLOCK_N] }> = ckv_tile.reshape(shape![LORA, BLOCK_N]);
+            let kpe_tile: Tile<E, { [1, ROPE, BLOCK_N] }> = load_view_tko(
+                &kpe_view,
+                [b, 0i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(2),
+                tma::Enabled,
+            );
+            let kpT: Tile<E, { [ROPE, BLOCK_N] }> = kpe_tile.reshape(shape![ROPE, BLOCK_N]);
+            let s: Tile<f32, { [BLOCK_M, BLOCK_N] }> = mmaf(qn, cT, c_2);
+            let acc_1: Tile<f32, { [BLOCK_M, BLOCK_N] }> = mmaf(qp, kpT, s);
+            let s: Tile<f32, { [BLOCK_M, BLOCK_N] }> = acc_1 * qk_scale_tile;
+            let prod: i32 = j * BLOCK_N;
+            let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
+            let sum_2: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets_1;
+            let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_2.reshape(shape![1, BLOCK_N]);
+            let keep: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, seq_len_b, predicate::LessThan);
+            let k_pos_b: Tile<i32, { [BLOCK_M, BLOCK_N] }> =
+                k_pos.broadcast(shape![BLOCK_M, BLOCK_N]);
+            let mask_1: Tile<bool, { [BLOCK_M, BLOCK_N] }> =
+                cmpi(k_pos_b, q_pos_b, predicate::LessThanOrEqual);
+            let keep_b: Tile<bool, { [BLOCK_M, BLOCK_N] }> =
+                keep.broadcast(shape![BLOCK_M, BLOCK_N]);
+            let keep: Tile<bool, { [BLOCK_M, BLOCK_N] }> = andi(keep_b, mask_1);
+            let s: Tile<f32, { [BLOCK_M, BLOCK_N] }> = select(keep, s, c_3);
+            let ckv_tile_1: Tile<E, { [1, BLOCK_N, LORA] }> = load_view_tko(
+                &ckv_view_1,
+                [b, j, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(2),
+                tma::Enabled,
+            );
+            let c_4: Tile<E, { [BLOCK_N, LORA] }> = ckv_tile_1.reshape(shape![BLOCK_N, LORA]);
+            let s_max: Tile<f32, { [BLOCK_M] }> = reduce_max(s, 1i32);
+            let s_max_r: Tile<f32, { [BLOCK_M, 1] }> = s_max.reshape(shape![BLOCK_M, 1]);
+            let m_new: Tile<f32, { [BLOCK_M, 1] }> =
+                maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
+            let m_ref: Tile<f32, { [BLOCK_M, 1] }> = m_new;
+            let m_ref_b: Tile<f32, { [BLOCK_M, BLOCK_N] }> =
+                m_ref.broadcast(shape![BLOCK_M, BLOCK_N]);
+            let diff: Tile<f32, { [BLOCK_M, BLOCK_N] }> = s - m_ref_b;
+            let p: Tile<f32, { [BLOCK_M, BLOCK_N] }> = exp2(diff, ftz::Enabled);
+            let diff_1: Tile<f32, { [BLOCK_M, 1] }> = m_i - m_ref;
+            let alpha: Tile<f32, { [BLOCK_M, 1] }> = exp2(diff_1, ftz::Enabled);
+            let p_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(p, 1i32);
+            let p_sum_r: Tile<f32, { [BLOCK_M, 1] }> = p_sum.reshape(shape![BLOCK_M, 1]);
+            let l_i_1: Tile<f32, { [BLOCK_M, 1] }> =
+                fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
+            let p_e: Tile<E, { [BLOCK_M, BLOCK_N] }> = convert_tile(p);
+            let alpha_b: Tile<f32, { [BLOCK_M, LORA] }> = alpha.broadcast(shape![BLOCK_M, LORA]);
+            let prod_2: Tile<f32, { [BLOCK_M, LORA] }> = acc * alpha_b;
+            let acc_3: Tile<f32, { [BLOCK_M, LORA] }> = mmaf(p_e, c_4, prod_2);
+            m_i = m_new;
+            l_i = l_i_1;
+            acc = acc_3;
+        }
+        let seq_len_r: Tile<i32, { [1, 1] }> = seq_len.reshape(shape![1, 1]);
+        let seq_len_b: Tile<i32, { [BLOCK_M, 1] }> = seq_len_r.broadcast(shape![BLOCK_M, 1]);
+        let valid: Tile<bool, { [BLOCK_M, 1] }> = cmpi(q_pos, seq_len_b, predicate::LessThan);
+        let l_i_b: Tile<f32, { [BLOCK_M, LORA] }> = l_i.broadcast(shape![BLOCK_M, LORA]);
+        let quot: Tile<f32, { [BLOCK_M, LORA] }> = divf(acc, l_i_b, rounding::Approx, ftz::Enabled);
+        let valid_b: Tile<bool, { [BLOCK_M, LORA] }> = valid.broadcast(shape![BLOCK_M, LORA]);
+        let c_2: Tile<f32, { [BLOCK_M, LORA] }> = 0.0f32.broadcast(shape![BLOCK_M, LORA]);
+        let out: Tile<f32, { [BLOCK_M, LORA] }> = select(valid_b, quot, c_2);
+        let out_e: Tile<E, { [BLOCK_M, LORA] }> = convert_tile(out);
+        let out_e_r: Tile<E, { [1, 1, BLOCK_M, LORA] }> =
+            out_e.reshape(shape![1, 1, BLOCK_M, LORA]);
+        unsafe {
+            store_view_tko_mut(
+                &mut o_out,
+                out_e_r,
+                [b, h, mb, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+        let log2_: Tile<f32, { [BLOCK_M, 1] }> = log2(l_i);
+        let sum_2: Tile<f32, { [BLOCK_M, 1] }> = m_i + log2_;
+        let c_3: Tile<f32, { [BLOCK_M, 1] }> = 0.6931471805599453f32.broadcast(shape![BLOCK_M, 1]);
+        let prod: Tile<f32, { [BLOCK_M, 1] }> = sum_2 * c_3;
+        let c_4: Tile<f32, { [BLOCK_M, 1] }> = constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
+        let row_lse: Tile<f32, { [BLOCK_M, 1] }> = select(valid, prod, c_4);
+        let row_lse_r: Tile<f32, { [1, 1, BLOCK_M] }> = row_lse.reshape(shape![1, 1, BLOCK_M]);
+        unsafe {
+            store_view_tko_mut(
+                &mut lse_out,
+                row_lse_r,
+                [b, h, mb],
                 ordering::Weak,
                 scope::TileBlock,
                 None,
@@ -3145,12 +3724,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3158,6 +3777,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0(
                                 &q_t,
@@ -3179,14 +3816,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3210,12 +3851,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3223,6 +3904,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1(
                                 &q_t,
@@ -3244,14 +3943,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3275,12 +3978,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3288,6 +4031,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1(
                                 &q_t,
@@ -3309,14 +4070,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3340,12 +4105,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3353,6 +4158,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1(
                                 &q_t,
@@ -3374,14 +4197,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3405,12 +4232,52 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
             check_tile_dim("BLOCK_M", block_m)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(block_m as i64);
+                        key.word(block_n as i64);
+                        key.word(head_dim as i64);
+                        key.array(q);
+                        key.array(k);
+                        key.array(v);
+                        key.array(o);
+                        key.array(lse);
+                        key.array(seq_lens);
+                        key.array(sinks);
+                        key.float(f64::from(qk_scale));
+                        key.float(f64::from(softcap));
+                        key.word(window as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(q);
+                            params.array(k);
+                            params.array(v);
+                            params.array(o);
+                            params.array(lse);
+                            params.array(seq_lens);
+                            params.array(sinks);
+                            params.push(qk_scale);
+                            params.push(softcap);
+                            params.push(window);
+                            return launch_resolved(target, function, grid, &mut params).map_err(
+                                |e| {
+                                    launch_error(
+                                        "fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1",
+                                        e,
+                                    )
+                                },
+                            );
+                        }
                         let q_t = target.tensor::<E>(q);
                         let k_t = target.tensor::<E>(k);
                         let v_t = target.tensor::<E>(v);
@@ -3418,6 +4285,24 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                         let lse_t = target.tensor::<f32>(lse);
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                block_m.to_string(),
+                                block_n.to_string(),
+                                head_dim.to_string(),
+                            ],
+                            tensors: vec![
+                                ("q", q_t.spec().clone()),
+                                ("k", k_t.spec().clone()),
+                                ("v", v_t.spec().clone()),
+                                ("o", o_t.spec().clone()),
+                                ("lse", lse_t.spec().clone()),
+                                ("seq_lens", seq_lens_t.spec().clone()),
+                                ("sinks", sinks_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("window", window as i32)],
+                        };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1(
                                 &q_t,
@@ -3439,14 +4324,18 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             head_dim.to_string(),
                         ])
                         .grid(grid);
-                        unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| {
-                                launch_error(
-                                    "fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1",
-                                    e,
-                                )
-                            })
+                        unsafe { op.async_on(&target.stream) }.map_err(|e| {
+                            launch_error("fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1", e)
+                        })?;
+                        resolve(
+                            key,
+                            target,
+                            attention::__module_ast_self,
+                            "attention",
+                            "fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1",
+                            attention::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -3522,11 +4411,44 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3535,10 +4457,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3560,11 +4484,44 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3573,10 +4530,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3598,11 +4557,44 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3611,10 +4603,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3636,11 +4630,44 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3649,10 +4676,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3674,11 +4703,45 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
             check_tile_dim("BLOCK_N", block_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        params.push(block_table.strides[0] as i32);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", e));
+                    }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
                     let v_t = target.tensor::<E>(v);
@@ -3687,10 +4750,12 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map(drop).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", e))
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -3743,15 +4808,44 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
         require_dtype("lse_part", lse_part, dtype::F32)?;
         require_dtype("lse", lse, dtype::F32)?;
         check_tile_dim("HEAD_DIM", head_dim)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("attention::flash_decode_combine_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(head_dim as i64);
+                key.array(o_part);
+                key.array(lse_part);
+                key.array(o);
+                key.array(lse);
+                key.word(n_splits as i64);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(o_part);
+                    params.array(lse_part);
+                    params.array(o);
+                    params.array(lse);
+                    params.push(n_splits);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("flash_decode_combine_kernel", e));
+                }
                 let o_part_t = target.tensor::<f32>(o_part);
                 let lse_part_t = target.tensor::<f32>(lse_part);
                 let o_t = target.tensor::<E>(o);
                 let lse_t = target.tensor::<f32>(lse);
+                let spec = Specialization {
+                    generics: vec![dtype_names[0].to_string(), head_dim.to_string()],
+                    tensors: vec![
+                        ("o_part", o_part_t.spec().clone()),
+                        ("lse_part", lse_part_t.spec().clone()),
+                        ("o", o_t.spec().clone()),
+                        ("lse", lse_t.spec().clone()),
+                    ],
+                    int_scalars: vec![("n_splits", n_splits as i32)],
+                };
                 let op = unsafe {
                     attention::flash_decode_combine_kernel(
                         &o_part_t,
@@ -3764,8 +4858,16 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
                 .generics(vec![dtype_names[0].to_string(), head_dim.to_string()])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("flash_decode_combine_kernel", e))
+                    .map_err(|e| launch_error("flash_decode_combine_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    attention::__module_ast_self,
+                    "attention",
+                    "flash_decode_combine_kernel",
+                    attention::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {
@@ -3780,7 +4882,7 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
 }
 
 /// Enqueue `attention::mla_decode_partial_kernel` on `stream` (no host synchronization).
-/// Arguments follow the kernel's parameters (q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part, qk_scale, tiles_per_split, HEAD_TILE, BLOCK_N, LORA, ROPE), then the grid,
+/// Arguments follow the kernel's parameters (q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part, qk_scale, tiles_per_split, HEAD_TILE, BLOCK_N, CHUNK, ROPE), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
 /// `tileport_last_error`.
 #[unsafe(no_mangle)]
@@ -3796,7 +4898,7 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
     tiles_per_split: i32,
     head_tile: i32,
     block_n: i32,
-    lora: i32,
+    chunk: i32,
     rope: i32,
     grid_x: u32,
     grid_y: u32,
@@ -3829,14 +4931,44 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
         require_dtype("o_part", o_part, dtype::F32)?;
         require_dtype("lse_part", lse_part, dtype::F32)?;
         check_tile_dim("HEAD_TILE", head_tile)?;
-        check_tile_dim("LORA", lora)?;
         check_tile_dim("ROPE", rope)?;
+        check_tile_dim("CHUNK", chunk)?;
         check_tile_dim("BLOCK_N", block_n)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("attention::mla_decode_partial_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(head_tile as i64);
+                key.word(block_n as i64);
+                key.word(chunk as i64);
+                key.word(rope as i64);
+                key.array(q_nope);
+                key.array(q_pe);
+                key.array(ckv);
+                key.array(kpe);
+                key.array(kv_lens);
+                key.array(o_part);
+                key.array(lse_part);
+                key.float(f64::from(qk_scale));
+                key.word(tiles_per_split as i64);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(q_nope);
+                    params.array(q_pe);
+                    params.array(ckv);
+                    params.array(kpe);
+                    params.array(kv_lens);
+                    params.array(o_part);
+                    params.array(lse_part);
+                    params.push(qk_scale);
+                    params.push(tiles_per_split);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("mla_decode_partial_kernel", e));
+                }
                 let q_nope_t = target.tensor::<E>(q_nope);
                 let q_pe_t = target.tensor::<E>(q_pe);
                 let ckv_t = target.tensor::<E>(ckv);
@@ -3844,6 +4976,25 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                 let kv_lens_t = target.tensor::<i32>(kv_lens);
                 let o_part_t = target.tensor::<f32>(o_part);
                 let lse_part_t = target.tensor::<f32>(lse_part);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        head_tile.to_string(),
+                        block_n.to_string(),
+                        chunk.to_string(),
+                        rope.to_string(),
+                    ],
+                    tensors: vec![
+                        ("q_nope", q_nope_t.spec().clone()),
+                        ("q_pe", q_pe_t.spec().clone()),
+                        ("ckv", ckv_t.spec().clone()),
+                        ("kpe", kpe_t.spec().clone()),
+                        ("kv_lens", kv_lens_t.spec().clone()),
+                        ("o_part", o_part_t.spec().clone()),
+                        ("lse_part", lse_part_t.spec().clone()),
+                    ],
+                    int_scalars: vec![("tiles_per_split", tiles_per_split as i32)],
+                };
                 let op = unsafe {
                     attention::mla_decode_partial_kernel(
                         &q_nope_t,
@@ -3861,13 +5012,175 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                     dtype_names[0].to_string(),
                     head_tile.to_string(),
                     block_n.to_string(),
+                    chunk.to_string(),
+                    rope.to_string(),
+                ])
+                .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map_err(|e| launch_error("mla_decode_partial_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    attention::__module_ast_self,
+                    "attention",
+                    "mla_decode_partial_kernel",
+                    attention::_SOURCE_HASH,
+                    spec,
+                )
+            }};
+        }
+        match (e_code,) {
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
+/// Enqueue `attention::mla_prefill_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (q_nope, q_pe, ckv, kpe, seq_lens, o, lse, qk_scale, BLOCK_M, BLOCK_N, LORA, ROPE), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_mla_prefill_kernel(
+    q_nope: *const TensorDesc,
+    q_pe: *const TensorDesc,
+    ckv: *const TensorDesc,
+    kpe: *const TensorDesc,
+    seq_lens: *const TensorDesc,
+    o: *const TensorDesc,
+    lse: *const TensorDesc,
+    qk_scale: f32,
+    block_m: i32,
+    block_n: i32,
+    lora: i32,
+    rope: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("mla_prefill_kernel", || {
+        let q_nope = check_desc("q_nope", q_nope, 4)?;
+        let q_pe = check_desc("q_pe", q_pe, 4)?;
+        let ckv = check_desc("ckv", ckv, 3)?;
+        let kpe = check_desc("kpe", kpe, 3)?;
+        let seq_lens = check_desc("seq_lens", seq_lens, 1)?;
+        let o = check_desc("o", o, 4)?;
+        let lse = check_desc("lse", lse, 3)?;
+        require_disjoint("lse", lse)?;
+        require_disjoint("o", o)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(
+            &[
+                ("q_nope", q_nope),
+                ("q_pe", q_pe),
+                ("ckv", ckv),
+                ("kpe", kpe),
+                ("o", o),
+            ],
+            &[dtype::F16, dtype::BF16],
+        )?;
+        require_dtype("seq_lens", seq_lens, dtype::I32)?;
+        require_dtype("lse", lse, dtype::F32)?;
+        check_tile_dim("BLOCK_M", block_m)?;
+        check_tile_dim("LORA", lora)?;
+        check_tile_dim("ROPE", rope)?;
+        check_tile_dim("BLOCK_N", block_n)?;
+        let target = LaunchTarget::get(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("attention::mla_prefill_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(block_n as i64);
+                key.word(lora as i64);
+                key.word(rope as i64);
+                key.array(q_nope);
+                key.array(q_pe);
+                key.array(ckv);
+                key.array(kpe);
+                key.array(seq_lens);
+                key.array(o);
+                key.array(lse);
+                key.float(f64::from(qk_scale));
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(q_nope);
+                    params.array(q_pe);
+                    params.array(ckv);
+                    params.array(kpe);
+                    params.array(seq_lens);
+                    params.array(o);
+                    params.array(lse);
+                    params.push(qk_scale);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("mla_prefill_kernel", e));
+                }
+                let q_nope_t = target.tensor::<E>(q_nope);
+                let q_pe_t = target.tensor::<E>(q_pe);
+                let ckv_t = target.tensor::<E>(ckv);
+                let kpe_t = target.tensor::<E>(kpe);
+                let seq_lens_t = target.tensor::<i32>(seq_lens);
+                let o_t = target.tensor::<E>(o);
+                let lse_t = target.tensor::<f32>(lse);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        block_n.to_string(),
+                        lora.to_string(),
+                        rope.to_string(),
+                    ],
+                    tensors: vec![
+                        ("q_nope", q_nope_t.spec().clone()),
+                        ("q_pe", q_pe_t.spec().clone()),
+                        ("ckv", ckv_t.spec().clone()),
+                        ("kpe", kpe_t.spec().clone()),
+                        ("seq_lens", seq_lens_t.spec().clone()),
+                        ("o", o_t.spec().clone()),
+                        ("lse", lse_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
+                let op = unsafe {
+                    attention::mla_prefill_kernel(
+                        &q_nope_t,
+                        &q_pe_t,
+                        &ckv_t,
+                        &kpe_t,
+                        &seq_lens_t,
+                        &o_t,
+                        &lse_t,
+                        qk_scale,
+                    )
+                }
+                .generics(vec![
+                    dtype_names[0].to_string(),
+                    block_m.to_string(),
+                    block_n.to_string(),
                     lora.to_string(),
                     rope.to_string(),
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("mla_decode_partial_kernel", e))
+                    .map_err(|e| launch_error("mla_prefill_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    attention::__module_ast_self,
+                    "attention",
+                    "mla_prefill_kernel",
+                    attention::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

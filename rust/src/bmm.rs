@@ -380,12 +380,42 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
             check_tile_dim("TILE_M", tile_m)?;
             check_tile_dim("TILE_K", tile_k)?;
             check_tile_dim("TILE_N", tile_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 {
+                    let mut key = LaunchKey::new("bmm::bmm_kernel_use_tf321", device_id, grid);
+                    key.word(tile_m as i64);
+                    key.word(tile_n as i64);
+                    key.word(tile_k as i64);
+                    key.word(group_m as i64);
+                    key.array(a);
+                    key.array(b);
+                    key.array(c);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(a);
+                        params.array(b);
+                        params.array(c);
+                        return launch_resolved(target, function, grid, &mut params)
+                            .map_err(|e| launch_error("bmm_kernel_use_tf321", e));
+                    }
                     let a_t = target.tensor::<f32>(a);
                     let b_t = target.tensor::<f32>(b);
                     let c_t = target.tensor::<f32>(c);
+                    let spec = Specialization {
+                        generics: vec![
+                            tile_m.to_string(),
+                            tile_n.to_string(),
+                            tile_k.to_string(),
+                            group_m.to_string(),
+                        ],
+                        tensors: vec![
+                            ("a", a_t.spec().clone()),
+                            ("b", b_t.spec().clone()),
+                            ("c", c_t.spec().clone()),
+                        ],
+                        int_scalars: vec![],
+                    };
                     let op = unsafe { bmm::bmm_kernel_use_tf321(&a_t, &b_t, &c_t) }
                         .generics(vec![
                             tile_m.to_string(),
@@ -395,8 +425,16 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                         ])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }
-                        .map(drop)
-                        .map_err(|e| launch_error("bmm_kernel_use_tf321", e))
+                        .map_err(|e| launch_error("bmm_kernel_use_tf321", e))?;
+                    resolve(
+                        key,
+                        target,
+                        bmm::__module_ast_self,
+                        "bmm",
+                        "bmm_kernel_use_tf321",
+                        bmm::_SOURCE_HASH,
+                        spec,
+                    )
                 }
             };
         }
@@ -405,15 +443,47 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
             check_tile_dim("TILE_M", tile_m)?;
             check_tile_dim("TILE_K", tile_k)?;
             check_tile_dim("TILE_N", tile_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new("bmm::bmm_kernel_use_tf320", device_id, grid);
+                        key.text(dtype_names[0]);
+                        key.word(tile_m as i64);
+                        key.word(tile_n as i64);
+                        key.word(tile_k as i64);
+                        key.word(group_m as i64);
+                        key.array(a);
+                        key.array(b);
+                        key.array(c);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(a);
+                            params.array(b);
+                            params.array(c);
+                            return launch_resolved(target, function, grid, &mut params)
+                                .map_err(|e| launch_error("bmm_kernel_use_tf320", e));
+                        }
                         let a_t = target.tensor::<E>(a);
                         let b_t = target.tensor::<E>(b);
                         let c_t = target.tensor::<E>(c);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                tile_m.to_string(),
+                                tile_n.to_string(),
+                                tile_k.to_string(),
+                                group_m.to_string(),
+                            ],
+                            tensors: vec![
+                                ("a", a_t.spec().clone()),
+                                ("b", b_t.spec().clone()),
+                                ("c", c_t.spec().clone()),
+                            ],
+                            int_scalars: vec![],
+                        };
                         let op = unsafe { bmm::bmm_kernel_use_tf320(&a_t, &b_t, &c_t) }
                             .generics(vec![
                                 dtype_names[0].to_string(),
@@ -424,8 +494,16 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                             ])
                             .grid(grid);
                         unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| launch_error("bmm_kernel_use_tf320", e))
+                            .map_err(|e| launch_error("bmm_kernel_use_tf320", e))?;
+                        resolve(
+                            key,
+                            target,
+                            bmm::__module_ast_self,
+                            "bmm",
+                            "bmm_kernel_use_tf320",
+                            bmm::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {

@@ -83,19 +83,44 @@ pub unsafe extern "C" fn tileport_gelu_tanh_kernel(
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("gelu::gelu_tanh_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("gelu_tanh_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { gelu::gelu_tanh_kernel(&x_t, &y_t) }
                     .generics(vec![dtype_names[0].to_string(), tile.to_string()])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("gelu_tanh_kernel", e))
+                    .map_err(|e| launch_error("gelu_tanh_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    gelu::__module_ast_self,
+                    "gelu",
+                    "gelu_tanh_kernel",
+                    gelu::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

@@ -197,17 +197,56 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
         require_dtype("rstd", rstd, dtype::F32)?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("layer_norm::layer_norm_fwd_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(w);
+                key.array(b);
+                key.array(y);
+                key.array(mean);
+                key.array(rstd);
+                key.float(f64::from(eps));
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(w);
+                    params.array(b);
+                    params.array(y);
+                    params.array(mean);
+                    params.array(rstd);
+                    params.push(eps);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("layer_norm_fwd_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let w_t = target.tensor::<E>(w);
                 let b_t = target.tensor::<E>(b);
                 let y_t = target.tensor::<E>(y);
                 let mean_t = target.tensor::<f32>(mean);
                 let rstd_t = target.tensor::<f32>(rstd);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
+                    tensors: vec![
+                        ("x", x_t.spec().clone()),
+                        ("w", w_t.spec().clone()),
+                        ("b", b_t.spec().clone()),
+                        ("y", y_t.spec().clone()),
+                        ("mean", mean_t.spec().clone()),
+                        ("rstd", rstd_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
                 let op = unsafe {
                     layer_norm::layer_norm_fwd_kernel(&x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps)
                 }
@@ -218,8 +257,16 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("layer_norm_fwd_kernel", e))
+                    .map_err(|e| launch_error("layer_norm_fwd_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    layer_norm::__module_ast_self,
+                    "layer_norm",
+                    "layer_norm_fwd_kernel",
+                    layer_norm::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

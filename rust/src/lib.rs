@@ -2,6 +2,7 @@
 //! Do not edit: regenerate with `tileport translate`.
 
 pub mod attention;
+pub mod attention_bwd;
 pub mod bmm;
 pub mod geglu;
 pub mod gelu;
@@ -185,6 +186,88 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("kv_lens", 1),
                 ("o_part", 4),
                 ("lse_part", 3),
+            ],
+        },
+        "mla_prefill_kernel" => EntryInfo {
+            module_ast: attention::attention::__module_ast_self,
+            module: "attention",
+            function: "mla_prefill_kernel",
+            arrays: &[
+                ("q_nope", 4),
+                ("q_pe", 4),
+                ("ckv", 3),
+                ("kpe", 3),
+                ("seq_lens", 1),
+                ("o", 4),
+                ("lse", 3),
+            ],
+        },
+        "fmha_bwd_preprocess_kernel" => EntryInfo {
+            module_ast: attention_bwd::attention_bwd::__module_ast_self,
+            module: "attention_bwd",
+            function: "fmha_bwd_preprocess_kernel",
+            arrays: &[("o", 4), ("do_", 4), ("dlse", 3), ("delta", 3)],
+        },
+        "fmha_bwd_dkdv_kernel_causal0" => EntryInfo {
+            module_ast: attention_bwd::attention_bwd::__module_ast_self,
+            module: "attention_bwd",
+            function: "fmha_bwd_dkdv_kernel_causal0",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("do_", 4),
+                ("lse", 3),
+                ("delta", 3),
+                ("seq_lens", 1),
+                ("dk", 4),
+                ("dv", 4),
+            ],
+        },
+        "fmha_bwd_dkdv_kernel_causal1" => EntryInfo {
+            module_ast: attention_bwd::attention_bwd::__module_ast_self,
+            module: "attention_bwd",
+            function: "fmha_bwd_dkdv_kernel_causal1",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("do_", 4),
+                ("lse", 3),
+                ("delta", 3),
+                ("seq_lens", 1),
+                ("dk", 4),
+                ("dv", 4),
+            ],
+        },
+        "fmha_bwd_dq_kernel_causal0" => EntryInfo {
+            module_ast: attention_bwd::attention_bwd::__module_ast_self,
+            module: "attention_bwd",
+            function: "fmha_bwd_dq_kernel_causal0",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("do_", 4),
+                ("lse", 3),
+                ("delta", 3),
+                ("seq_lens", 1),
+                ("dq", 4),
+            ],
+        },
+        "fmha_bwd_dq_kernel_causal1" => EntryInfo {
+            module_ast: attention_bwd::attention_bwd::__module_ast_self,
+            module: "attention_bwd",
+            function: "fmha_bwd_dq_kernel_causal1",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("do_", 4),
+                ("lse", 3),
+                ("delta", 3),
+                ("seq_lens", 1),
+                ("dq", 4),
             ],
         },
         "bmm_kernel_use_tf321" => EntryInfo {

@@ -366,12 +366,48 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
             check_tile_dim("TILE_M", tile_m)?;
             check_tile_dim("TILE_K", tile_k)?;
             check_tile_dim("TILE_N", tile_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 {
+                    let mut key = LaunchKey::new(
+                        "matmul_splitk::matmul_splitk_kernel_use_tf321",
+                        device_id,
+                        grid,
+                    );
+                    key.word(tile_m as i64);
+                    key.word(tile_n as i64);
+                    key.word(tile_k as i64);
+                    key.word(group_m as i64);
+                    key.array(a);
+                    key.array(b);
+                    key.array(ws);
+                    key.word(k_tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(a);
+                        params.array(b);
+                        params.array(ws);
+                        params.push(k_tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params)
+                            .map_err(|e| launch_error("matmul_splitk_kernel_use_tf321", e));
+                    }
                     let a_t = target.tensor::<f32>(a);
                     let b_t = target.tensor::<f32>(b);
                     let ws_t = target.tensor::<f32>(ws);
+                    let spec = Specialization {
+                        generics: vec![
+                            tile_m.to_string(),
+                            tile_n.to_string(),
+                            tile_k.to_string(),
+                            group_m.to_string(),
+                        ],
+                        tensors: vec![
+                            ("a", a_t.spec().clone()),
+                            ("b", b_t.spec().clone()),
+                            ("ws", ws_t.spec().clone()),
+                        ],
+                        int_scalars: vec![("k_tiles_per_split", k_tiles_per_split as i32)],
+                    };
                     let op = unsafe {
                         matmul_splitk::matmul_splitk_kernel_use_tf321(
                             &a_t,
@@ -388,8 +424,16 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                     ])
                     .grid(grid);
                     unsafe { op.async_on(&target.stream) }
-                        .map(drop)
-                        .map_err(|e| launch_error("matmul_splitk_kernel_use_tf321", e))
+                        .map_err(|e| launch_error("matmul_splitk_kernel_use_tf321", e))?;
+                    resolve(
+                        key,
+                        target,
+                        matmul_splitk::__module_ast_self,
+                        "matmul_splitk",
+                        "matmul_splitk_kernel_use_tf321",
+                        matmul_splitk::_SOURCE_HASH,
+                        spec,
+                    )
                 }
             };
         }
@@ -399,15 +443,53 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
             check_tile_dim("TILE_M", tile_m)?;
             check_tile_dim("TILE_K", tile_k)?;
             check_tile_dim("TILE_N", tile_n)?;
-            let target = LaunchTarget::new(device_id, stream)?;
+            let target = LaunchTarget::get(device_id, stream)?;
             return {
                 macro_rules! launch {
                     ($E:ty, $names:expr) => {{
                         type E = $E;
                         let dtype_names: [&str; 1] = $names;
+                        let mut key = LaunchKey::new(
+                            "matmul_splitk::matmul_splitk_kernel_use_tf320",
+                            device_id,
+                            grid,
+                        );
+                        key.text(dtype_names[0]);
+                        key.word(tile_m as i64);
+                        key.word(tile_n as i64);
+                        key.word(tile_k as i64);
+                        key.word(group_m as i64);
+                        key.array(a);
+                        key.array(b);
+                        key.array(ws);
+                        key.word(k_tiles_per_split as i64);
+                        if let Some(function) = resolved(&key) {
+                            let mut params = KernelParams::new();
+                            params.array(a);
+                            params.array(b);
+                            params.array(ws);
+                            params.push(k_tiles_per_split);
+                            return launch_resolved(target, function, grid, &mut params)
+                                .map_err(|e| launch_error("matmul_splitk_kernel_use_tf320", e));
+                        }
                         let a_t = target.tensor::<E>(a);
                         let b_t = target.tensor::<E>(b);
                         let ws_t = target.tensor::<f32>(ws);
+                        let spec = Specialization {
+                            generics: vec![
+                                dtype_names[0].to_string(),
+                                tile_m.to_string(),
+                                tile_n.to_string(),
+                                tile_k.to_string(),
+                                group_m.to_string(),
+                            ],
+                            tensors: vec![
+                                ("a", a_t.spec().clone()),
+                                ("b", b_t.spec().clone()),
+                                ("ws", ws_t.spec().clone()),
+                            ],
+                            int_scalars: vec![("k_tiles_per_split", k_tiles_per_split as i32)],
+                        };
                         let op = unsafe {
                             matmul_splitk::matmul_splitk_kernel_use_tf320(
                                 &a_t,
@@ -425,8 +507,16 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
-                            .map(drop)
-                            .map_err(|e| launch_error("matmul_splitk_kernel_use_tf320", e))
+                            .map_err(|e| launch_error("matmul_splitk_kernel_use_tf320", e))?;
+                        resolve(
+                            key,
+                            target,
+                            matmul_splitk::__module_ast_self,
+                            "matmul_splitk",
+                            "matmul_splitk_kernel_use_tf320",
+                            matmul_splitk::_SOURCE_HASH,
+                            spec,
+                        )
                     }};
                 }
                 match (e_code,) {
@@ -472,13 +562,36 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
         require_dtype("ws", ws, dtype::F32)?;
         check_tile_dim("TILE_M", tile_m)?;
         check_tile_dim("TILE_N", tile_n)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("matmul_splitk::splitk_reduce_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(tile_m as i64);
+                key.word(tile_n as i64);
+                key.array(ws);
+                key.array(c);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(ws);
+                    params.array(c);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("splitk_reduce_kernel", e));
+                }
                 let ws_t = target.tensor::<f32>(ws);
                 let c_t = target.tensor::<E>(c);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        tile_m.to_string(),
+                        tile_n.to_string(),
+                    ],
+                    tensors: vec![("ws", ws_t.spec().clone()), ("c", c_t.spec().clone())],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { matmul_splitk::splitk_reduce_kernel(&ws_t, &c_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
@@ -487,8 +600,16 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("splitk_reduce_kernel", e))
+                    .map_err(|e| launch_error("splitk_reduce_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    matmul_splitk::__module_ast_self,
+                    "matmul_splitk",
+                    "splitk_reduce_kernel",
+                    matmul_splitk::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

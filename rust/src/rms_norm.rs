@@ -127,14 +127,44 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
         )?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("rms_norm::rms_norm_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(w);
+                key.array(y);
+                key.float(f64::from(eps));
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(w);
+                    params.array(y);
+                    params.push(eps);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("rms_norm_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let w_t = target.tensor::<E>(w);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
+                    tensors: vec![
+                        ("x", x_t.spec().clone()),
+                        ("w", w_t.spec().clone()),
+                        ("y", y_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { rms_norm::rms_norm_kernel(&x_t, &w_t, &y_t, eps) }
                     .generics(vec![
                         dtype_names[0].to_string(),
@@ -143,8 +173,16 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("rms_norm_kernel", e))
+                    .map_err(|e| launch_error("rms_norm_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    rms_norm::__module_ast_self,
+                    "rms_norm",
+                    "rms_norm_kernel",
+                    rms_norm::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

@@ -202,15 +202,48 @@ pub unsafe extern "C" fn tileport_rope_kernel(
         check_tile_dim("BLOCK_S", block_s)?;
         check_tile_dim("HALF_TILE", half_tile)?;
         check_tile_dim("BLOCK_H", block_h)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("rope::rope_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_s as i64);
+                key.word(block_h as i64);
+                key.word(half_tile as i64);
+                key.array(x);
+                key.array(cos_);
+                key.array(sin_);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(cos_);
+                    params.array(sin_);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("rope_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let cos_t = target.tensor::<f32>(cos_);
                 let sin_t = target.tensor::<f32>(sin_);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_s.to_string(),
+                        block_h.to_string(),
+                        half_tile.to_string(),
+                    ],
+                    tensors: vec![
+                        ("x", x_t.spec().clone()),
+                        ("cos_", cos_t.spec().clone()),
+                        ("sin_", sin_t.spec().clone()),
+                        ("y", y_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { rope::rope_kernel(&x_t, &cos_t, &sin_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
@@ -220,8 +253,16 @@ pub unsafe extern "C" fn tileport_rope_kernel(
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("rope_kernel", e))
+                    .map_err(|e| launch_error("rope_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    rope::__module_ast_self,
+                    "rope",
+                    "rope_kernel",
+                    rope::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

@@ -109,13 +109,37 @@ pub unsafe extern "C" fn tileport_silu_and_mul_kernel(
         check_tile_dim("BLOCK_M", block_m)?;
         let block_m_x_2 = 2i32 * block_m;
         check_tile_dim("BLOCK_M_X_2", block_m_x_2)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("silu_and_mul::silu_and_mul_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(block_n as i64);
+                key.word(block_m_x_2 as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("silu_and_mul_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        block_n.to_string(),
+                        block_m_x_2.to_string(),
+                    ],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { silu_and_mul::silu_and_mul_kernel(&x_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
@@ -125,8 +149,16 @@ pub unsafe extern "C" fn tileport_silu_and_mul_kernel(
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("silu_and_mul_kernel", e))
+                    .map_err(|e| launch_error("silu_and_mul_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    silu_and_mul::__module_ast_self,
+                    "silu_and_mul",
+                    "silu_and_mul_kernel",
+                    silu_and_mul::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

@@ -446,13 +446,35 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
         )?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("softmax::softmax_tma_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_tma_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { softmax::softmax_tma_kernel(&x_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
@@ -461,8 +483,16 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("softmax_tma_kernel", e))
+                    .map_err(|e| launch_error("softmax_tma_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_tma_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {
@@ -505,13 +535,35 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
         )?;
         check_tile_dim("BLOCK_M", block_m)?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("softmax::softmax_tma_wide_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_tma_wide_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { softmax::softmax_tma_wide_kernel(&x_t, &y_t) }
                     .generics(vec![
                         dtype_names[0].to_string(),
@@ -520,8 +572,16 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("softmax_tma_wide_kernel", e))
+                    .map_err(|e| launch_error("softmax_tma_wide_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_tma_wide_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {
@@ -562,13 +622,35 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("softmax::softmax_gather_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    params.push(x.strides[0] as i32);
+                    params.push(y.strides[0] as i32);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_gather_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![
+                        ("x_stride0", x.strides[0] as i32),
+                        ("y_stride0", y.strides[0] as i32),
+                    ],
+                };
                 let op = unsafe {
                     softmax::softmax_gather_kernel(
                         &x_t,
@@ -580,8 +662,16 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 .generics(vec![dtype_names[0].to_string(), tile.to_string()])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("softmax_gather_kernel", e))
+                    .map_err(|e| launch_error("softmax_gather_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_gather_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {
@@ -622,19 +712,44 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
         check_tile_dim("CHUNK", chunk)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("softmax::softmax_online_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(chunk as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_online_kernel", e));
+                }
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![dtype_names[0].to_string(), chunk.to_string()],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { softmax::softmax_online_kernel(&x_t, &y_t) }
                     .generics(vec![dtype_names[0].to_string(), chunk.to_string()])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("softmax_online_kernel", e))
+                    .map_err(|e| launch_error("softmax_online_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_online_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

@@ -93,20 +93,51 @@ pub unsafe extern "C" fn tileport_swiglu_kernel(
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("swiglu::swiglu_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(tile as i64);
+                key.array(a);
+                key.array(b);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(a);
+                    params.array(b);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("swiglu_kernel", e));
+                }
                 let a_t = target.tensor::<E>(a);
                 let b_t = target.tensor::<E>(b);
                 let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    tensors: vec![
+                        ("a", a_t.spec().clone()),
+                        ("b", b_t.spec().clone()),
+                        ("y", y_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { swiglu::swiglu_kernel(&a_t, &b_t, &y_t) }
                     .generics(vec![dtype_names[0].to_string(), tile.to_string()])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("swiglu_kernel", e))
+                    .map_err(|e| launch_error("swiglu_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    swiglu::__module_ast_self,
+                    "swiglu",
+                    "swiglu_kernel",
+                    swiglu::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

@@ -85,20 +85,51 @@ pub unsafe extern "C" fn tileport_vector_add_kernel(
             &[dtype::F32, dtype::F16, dtype::BF16],
         )?;
         check_tile_dim("TILE", tile)?;
-        let target = LaunchTarget::new(device_id, stream)?;
+        let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("vector_add::vector_add_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(tile as i64);
+                key.array(a);
+                key.array(b);
+                key.array(c);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(a);
+                    params.array(b);
+                    params.array(c);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("vector_add_kernel", e));
+                }
                 let a_t = target.tensor::<E>(a);
                 let b_t = target.tensor::<E>(b);
                 let c_t = target.tensor::<E>(c);
+                let spec = Specialization {
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    tensors: vec![
+                        ("a", a_t.spec().clone()),
+                        ("b", b_t.spec().clone()),
+                        ("c", c_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
                 let op = unsafe { vector_add::vector_add_kernel(&a_t, &b_t, &c_t) }
                     .generics(vec![dtype_names[0].to_string(), tile.to_string()])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map(drop)
-                    .map_err(|e| launch_error("vector_add_kernel", e))
+                    .map_err(|e| launch_error("vector_add_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    vector_add::__module_ast_self,
+                    "vector_add",
+                    "vector_add_kernel",
+                    vector_add::_SOURCE_HASH,
+                    spec,
+                )
             }};
         }
         match (e_code,) {

@@ -14,7 +14,7 @@ with the user's file so that cuTile's locations point at the user's lines:
 | `@ct.kernel(...)`/`@ct.function(...)` arguments          | kept when static (literals, `ct.*` calls) |
 | annotations                                              | resolved `ct`/builtin ones, others dropped|
 | default arguments                                        | literals and constants; others dropped    |
-| `torch.float16`, `np.int32`, `np.inf` in a body          | `ct.float16`, `ct.int32`, `math.inf`      |
+| `torch.float16`, `np.int32`, `cp.inf` in a body          | `ct.float16`, `ct.int32`, `math.inf`      |
 | everything else (host code, classes, loggers, imports)   | blank lines                               |
 
 A kernel that needs a value the AST cannot give (a module name bound at run time, a decorator argument
@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from tileport.diagnostics import Diagnostic
-from tileport.frontends.cutile import ScannedModule, _eval_const, _is_ct_attr, loc_of, scan_module
+from tileport.frontends.cutile.lowerer import ScannedModule, _eval_const, _is_ct_attr, loc_of, scan_module
 from tileport.model.ir import Loc
 
 CT = "_tileport_ct"  # the sanitized module's own names for cuda.tile and math
 MATH = "_tileport_math"
-HOST_MODULES = ("torch", "numpy")  # dtype names spelled through these map to ct
+HOST_MODULES = ("torch", "numpy", "cupy")  # dtype names spelled through these map to ct
 CT_DTYPES = frozenset({"bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                        "float16", "bfloat16", "float32", "float64", "tfloat32", "float8_e4m3fn", "float8_e5m2"})
 HOST_DTYPE_RENAMES = {"bool": "bool_", "half": "float16", "float": "float32", "double": "float64",

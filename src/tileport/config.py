@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tileport.frontends.cutile import KernelConfig
+from tileport.frontends.base import KernelConfig
 from tileport.ops.dtypes import TORCH_DTYPES
 
 

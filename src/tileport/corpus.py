@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tileport.frontends.cutile import KernelConfig
+from tileport.frontends.base import KernelConfig
 from tileport.ops.dtypes import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture, OpSpec
 

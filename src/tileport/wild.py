@@ -28,6 +28,14 @@ from typing import Any, Sequence
 PACKAGES = (("bastile", "0.1.3"), ("cutile-gpt", "0.2.1"), ("cutile-stencil", "0.3.0"))
 # Wheels are pure Python; the tag only selects a release whose Requires-Python admits it.
 PYTHON_TAGS = ("3.12", "3.13")
+# Why a package yields no kernel to port (checked by reading its source; shown in the table).
+PACKAGE_NOTES = {
+    "cutile-stencil": "a stencil compiler: its `@ct.kernel` functions exist only as text it generates at run time "
+                      "(cutile/lowering/target_to_python.py emits them line by line from an xDSL IR, with tile "
+                      "sizes its passes choose), so its source holds no kernel and no factory function to read. "
+                      "A generated file (`CompileResult.emit_to_file`) ports like any other; producing one needs "
+                      "the package and xdsl to run, and running it needs cupy.",
+}
 CT_MODULE = "cuda.tile"
 
 
@@ -241,7 +249,9 @@ def port_step(rows: Sequence[Row], roots: dict[str, Path], out: Path, timeout: f
             result = read_port(kdir, row.kernel, tail) | {"seconds": round(time.perf_counter() - t0, 1)}
         for key in ("reason", "error"):  # paths inside the work directory, relative to it
             if key in result:
-                result[key] = result[key].replace(f"{roots[row.package]}/", "").replace(f"{out.resolve()}/", "")
+                for prefix in (roots[row.package].resolve(), roots[row.package], out.resolve(), Path.cwd()):
+                    result[key] = result[key].replace(f"{prefix}/", "")
+                result[key] = result[key][:1000]  # cut after the paths are shortened (a cut path stays absolute)
         if config:
             row.port_config = result
         else:
@@ -259,12 +269,37 @@ def read_port(kdir: Path, kernel: str, tail: str) -> dict[str, Any]:
     verdicts = {f"{s['stage']}{s['attempt']}": s["verdict"] for s in route}
     out: dict[str, Any] = {"terminal": rec.get("terminal"), "verdicts": verdicts,
                            "stage": route[-1]["stage"] if route else None,
-                           "reason": route[-1].get("reason", "")[:1000] if route else ""}
+                           "reason": route[-1].get("reason", "") if route else ""}
+    a = _latest_verdict(kdir / rec["key"], "A")
+    out["specialization"] = _specialization((a or {}).get("details", {}).get("config_source", ""))
     b = _latest_verdict(kdir / rec["key"], "B")
-    if b and b.get("verdict") == "COMPILED":
-        out["critical"] = b["details"]["counts"]["CRITICAL"]
-        out["ir_diff_configs"] = len(b["details"]["ir_diff"])
+    details = (b or {}).get("details") or {}
+    if "counts" in details:  # the IR diff ran (B COMPILED, or stopped by its layout gate)
+        out["critical"] = details["counts"]["CRITICAL"]
+        out["ir_diff_configs"] = len(details.get("ir_diff", {}))
+    if out.get("critical"):
+        out["first_critical"] = _first_critical(kdir / rec["key"] / "B" / "findings.json")
     return out
+
+
+def _first_critical(findings: Path) -> str:
+    """The first CRITICAL IR-diff finding, located in the kernel's source: `file:line:col [category/rule] what`."""
+    try:
+        f = next(x for x in json.loads(findings.read_text()) if x.get("severity") == "CRITICAL")
+    except (OSError, ValueError, StopIteration):
+        return "CRITICAL IR-diff finding(s) (findings.json unreadable)"
+    return f"{f.get('ref_source') or f.get('gen_source') or '?'} [{f['category']}/{f['rule']}] {f['message']}"
+
+
+SYNTHESIZED_COLUMN = "probe (synthesized)"
+
+
+def _specialization(config_source: str) -> str:
+    """Where the values of the IR diff came from: a synthesized probe, real launches, a --config, defaults."""
+    from tileport.pipeline.probe import SYNTHESIZED
+    if config_source == SYNTHESIZED:
+        return SYNTHESIZED_COLUMN
+    return config_source.split(":")[0] if config_source else "-"
 
 
 def _latest_verdict(kdir: Path, stage: str) -> dict | None:
@@ -290,7 +325,9 @@ def summarize(rows: Sequence[Row], ported: bool) -> dict[str, Any]:
          "failures_located": located - ok}
     if ported:
         clean = sum(clean_diff(r.port) for r in rows)
-        s |= {"ir_diff_clean": clean, "ir_diff_clean_rate": round(clean / n, 4) if n else 0.0}
+        s |= {"ir_diff_clean": clean, "ir_diff_clean_rate": round(clean / n, 4) if n else 0.0,
+              "ir_diff_clean_synthesized": sum(clean_diff(r.port) and r.port.get("specialization") == SYNTHESIZED_COLUMN
+                                               for r in rows)}
     if any(r.port_config for r in rows):
         clean = sum(clean_diff(r.port_config) for r in rows)
         s |= {"with_config_ir_diff_clean": clean}
@@ -317,8 +354,10 @@ def render_markdown(table: dict[str, Any]) -> str:
              f"({100 * s['translate_rate']:.0f} %); failures with a located diagnostic naming the construct: "
              f"{s['failures_located']}/{s['kernels'] - s['translate_ok']}"]
     if "ir_diff_clean" in s:
-        lines.append(f"- `tileport port --no-gpu` (no config): IR diff ran with 0 CRITICAL: **{s['ir_diff_clean']}/"
-                     f"{s['kernels']}** ({100 * s['ir_diff_clean_rate']:.0f} %)")
+        lines.append(f"- `tileport port --no-gpu` (no config): IR diff ran with 0 CRITICAL (reach stage C): "
+                     f"**{s['ir_diff_clean']}/{s['kernels']}** ({100 * s['ir_diff_clean_rate']:.0f} %); of these, "
+                     f"{s.get('ir_diff_clean_synthesized', 0)} on SYNTHESIZED probe values (no launch, no config: "
+                     "the diff proves the port for those values only; D and E need real launches)")
     with_config = "with_config_ir_diff_clean" in s
     if with_config:
         lines.append(f"- the same with `--config` {table.get('config', '')} (dtypes and constant values given by "
@@ -326,21 +365,27 @@ def render_markdown(table: dict[str, Any]) -> str:
                      f"{s['kernels']}**")
     lines += ["", "Stage: the last stage `tileport port` ran; CRIT: CRITICAL IR-diff findings (B's diff, "
               "stage C's input; `-` when no diff ran).", "",
-              "| package | file | kernel | translate | stage (verdict) | CRIT | first diagnostic |"
+              "Values: where the IR diff's dtypes and constants came from (`probe (synthesized)`: made up from "
+              "the kernel's text by tileport, not a real launch).", "",
+              "| package | file | kernel | translate | values | stage (verdict) | CRIT | first diagnostic |"
               + (" with --config: stage, CRIT, why |" if with_config else ""),
-              "|---|---|---|---|---|---|---|" + ("---|" if with_config else "")]
+              "|---|---|---|---|---|---|---|---|" + ("---|" if with_config else "")]
     for r in table["kernels"]:
         port = r.get("port") or {}
         crit = port.get("critical", "-")
-        diag = r["first_diagnostic"] or (port.get("reason", "") if port and crit != 0 else "")
+        diag = r["first_diagnostic"] or port.get("first_critical") or (port.get("reason", "") if port and crit != 0
+                                                                         else "")
         name = r["kernel"] + (f" (in `{r['factory']}`)" if r.get("factory") else "")
         line = (f"| {r['package']} | {r['file']} | `{name}` | {'ok' if r['translate_ok'] else 'FAIL'} | "
-                f"{_stage(port)} | {crit} | {_cell(diag)} |")
+                f"{port.get('specialization', '-')} | {_stage(port)} | {crit} | {_cell(diag)} |")
         if with_config:
             pc = r.get("port_config") or {}
-            why = pc.get("reason", "") if pc.get("critical") != 0 else ""
+            why = (pc.get("first_critical") or pc.get("reason", "")) if pc.get("critical") != 0 else ""
             line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 160) if why else ''} |"
         lines.append(line)
+    for p in table["packages"]:
+        if p["kernels"] == 0 and p["package"] in PACKAGE_NOTES:
+            lines += ["", f"`{p['package']}=={p['version']}` has no kernel to port: {PACKAGE_NOTES[p['package']]}"]
     lines += ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in failure_causes(table["kernels"])]
     lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
               "`--config bench/results/wild-config.json` for the second column)."]
@@ -358,9 +403,17 @@ def failure_causes(kernels: Sequence[dict]) -> list[tuple[str, int]]:
             count(f"translate [{(r['translate_diagnostic'] or {}).get('construct')}]")
             continue
         for key, rec in (("", r.get("port") or {}), ("with --config: ", r.get("port_config") or {})):
-            if rec and rec.get("critical") != 0:
+            if rec and rec.get("critical"):  # the diff ran: its first CRITICAL finding's kind is the cause
+                count(f"{key}IR diff CRITICAL: {_finding_kind(rec.get('first_critical', ''))}")
+            elif rec and rec.get("critical") != 0:
                 count(f"{key}port stops at {rec.get('stage')}: {_reason_kind(rec.get('reason') or rec.get('error') or '')}")
     return sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _finding_kind(first: str) -> str:
+    """`rope.py:31:14 [index/differs] load_view_tko: ...` -> `[index/differs] load_view_tko`."""
+    m = re.search(r"(\[[^\]]+\]) ([\w.]+)", first)
+    return f"{m.group(1)} {m.group(2)}" if m else first[:80]
 
 
 def _reason_kind(reason: str) -> str:

@@ -1,8 +1,9 @@
-"""The operator call path on the GPU: host µs per call per backend, and a CUDA-graph-captured
-sequence of tileport ops replayed against eager runs (tileport.gpu.callcost).
+"""The operator call path on the GPU: host µs per call per backend, a CUDA-graph-captured sequence
+of tileport ops replayed against eager runs in every capture mode, torch.compile of tileport ops
+(default and reduce-overhead), and launches on several streams (tileport.gpu.callcost).
 
-Results go to $TILEPORT_RESULTS_DIR (default out/callpath-gpu): callcost.json and graph.json.
-Marked `gpu`: skipped with the reason on a machine without CUDA.
+Results go to $TILEPORT_RESULTS_DIR (default out/callpath-gpu): callcost.json, graph.json and
+compile.json. Marked `gpu`: skipped with the reason on a machine without CUDA.
 """
 
 from __future__ import annotations
@@ -25,20 +26,65 @@ def _require_rs():
         pytest.fail(f"cutile-rs is unavailable on this GPU machine: {reason}")
 
 
-def test_graph_captured_sequence_replays_like_eager():
-    """In a fresh process (a failed capture leaves CUDA unusable for the tests after it); on a
-    failure the other capture modes are tried and recorded, to tell what breaks the capture."""
+def test_graph_captured_c_abi_launch_replays():
+    """One prepared C-ABI launch alone, captured and replayed on new data (no Python planning)."""
     from tileport.gpu.bench import environment
-    from tileport.gpu.callcost import graph_in_subprocess, write_json
+    from tileport.gpu.callcost import check_in_subprocess, write_json
     _require_rs()
-    rec = graph_in_subprocess("global")
-    result = {"environment": environment(), "graph": rec}
-    if not rec.get("ok"):
-        result["graph_other_modes"] = {m: graph_in_subprocess(m) for m in ("thread_local", "relaxed")}
-    write_json(RESULTS / "graph.json", result)
+    rec = check_in_subprocess("graph_c_abi", "global")
+    write_json(RESULTS / "graph-c-abi.json", {"environment": environment(), "graph_c_abi": rec})
+    assert "error" not in rec, rec["error"]
+    assert len(rec["trials"]) == 3 and rec["ok"], rec["trials"]
+
+
+@pytest.mark.parametrize("mode", ["global", "thread_local", "relaxed"])
+def test_graph_captured_sequence_replays_like_eager(mode):
+    """In a fresh process per capture mode (a failed capture leaves CUDA unusable for the tests
+    after it)."""
+    from tileport.gpu.bench import environment
+    from tileport.gpu.callcost import check_in_subprocess, write_json
+    _require_rs()
+    rec = check_in_subprocess("graph", mode)
+    write_json(RESULTS / f"graph-{mode}.json", {"environment": environment(), "graph": rec})
     assert "error" not in rec, rec["error"]
     assert len(rec["trials"]) == 3
     assert rec["ok"], f"graph replay differs from eager: {rec['trials']}"
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_torch_compile_of_tileport_ops_matches_eager(mode):
+    """torch.compile(fullgraph=True) of a function of tileport ops (custom ops on cutile-rs; with
+    reduce-overhead recorded in a CUDA graph and replayed) equals the eager ops bitwise."""
+    from tileport.gpu.bench import environment
+    from tileport.gpu.callcost import check_in_subprocess, write_json
+    _require_rs()
+    rec = check_in_subprocess("compile", mode)
+    write_json(RESULTS / f"compile-{mode}.json", {"environment": environment(), "compile": rec})
+    assert "error" not in rec, rec["error"]
+    assert len(rec["runs"]) == 4
+    assert rec["ok"], f"compiled runs differ from eager: {rec['runs']}"
+
+
+def test_launches_on_several_streams_match():
+    """Each (device, stream) pair gets its own cached launch target: the same op on three streams
+    (and the default one) gives the same result as the reference."""
+    import torch
+
+    import tileport.ops as ops
+    _require_rs()
+    x = torch.randn(1 << 14, device="cuda")
+    y = torch.randn(1 << 14, device="cuda")
+    want = x + y
+    streams = [torch.cuda.Stream() for _ in range(3)]
+    outs = []
+    for _ in range(2):
+        for s in streams + [torch.cuda.default_stream()]:
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                outs.append(ops.vector_add(x, y, backend="cutile-rs"))
+    torch.cuda.synchronize()
+    for got in outs:
+        assert torch.equal(got, want)
 
 
 def test_call_cost_per_backend():
@@ -74,22 +120,3 @@ def test_cached_call_path_does_not_synchronize():
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
-
-
-def test_torch_compile_with_cuda_graphs_runs_tileport_ops():
-    """torch.compile(mode="reduce-overhead") records the custom ops (cutile-rs) in a CUDA graph and
-    replays it; every run matches the eager ops on fresh input data."""
-    import torch
-
-    import tileport.ops as ops
-    _require_rs()
-    torch._dynamo.reset()
-    f = torch.compile(lambda x, w: ops.softmax(ops.rms_norm(x, w)) * 2, mode="reduce-overhead", fullgraph=True)
-    w = torch.rand(1024, device="cuda", dtype=torch.bfloat16) + 0.5
-    with ops.use_backend("cutile-rs"):
-        for i in range(4):  # warm-up, record, then replays
-            x = torch.randn(8, 1024, device="cuda", dtype=torch.bfloat16)
-            got = f(x, w).clone()
-            want = ops.softmax(ops.rms_norm(x, w)) * 2
-            torch.cuda.synchronize()
-            assert torch.equal(got, want), f"run {i}: max |diff| {float((got.float() - want.float()).abs().max())}"

@@ -33,7 +33,7 @@ def test_attention_ops_are_registered():
     assert PREFILL == ["fmha_fwd", "fmha_fwd_sinks", "fmha_fwd_softcap"]
     assert DECODE == ["flash_decode", "flash_decode_paged", "flash_decode_sinks",
                       "flash_decode_softcap"]
-    assert set(ALL) == set(SPECS) | {"mla_decode"}
+    assert set(ALL) == set(SPECS) | {"mla_decode", "mla_prefill"}
 
 
 # ---- translator -------------------------------------------------------------------------------
@@ -159,6 +159,14 @@ def test_decode_splits_cover_the_cache_without_empty_splits(batch, hkv, max_len)
     assert batch * hkv * splits <= max(batch * hkv, A.DECODE_BLOCKS_PER_SM * 132 + batch * hkv)
 
 
+@pytest.mark.parametrize("batch,hkv,max_len", [(16, 8, 8192), (4, 8, 32768), (64, 8, 4096)])
+def test_decode_splits_do_not_leave_a_partial_wave(batch, hkv, max_len):
+    """Regression: 16 x 8192 took 3 splits, 384 blocks = 1.45 waves of 264 (74 % of copy bw)."""
+    splits, _ = A.decode_splits(batch, hkv, max_len, 132)
+    blocks, slots = batch * hkv * splits, A.DECODE_BLOCKS_PER_SM * 132
+    assert blocks % slots == 0 or blocks % slots >= 0.9 * slots or blocks <= slots, (splits, blocks)
+
+
 def test_prefill_flops_count_visible_pairs():
     # 1 sequence of 4: full 16 pairs, causal 10, window 2: 1 + 2 + 2 + 2 = 7
     assert A.prefill_flops((1, 1, 1, 4, 64)) == 4 * 64 * 16
@@ -276,3 +284,34 @@ def test_ir_diff_of_the_sliding_window_kernel_is_fast():
     assert proc.returncode == 0, proc.stderr[-2000:]
     verdict, seconds = proc.stdout.split()
     assert verdict == "PASS" and float(seconds) < 20
+
+
+# ---- MLA prefill --------------------------------------------------------------------------------
+
+
+def test_mla_prefill_shapes_are_ragged_and_cut_tiles():
+    from tileport.ops.specs import mla_prefill
+
+    spec = ALL["mla_prefill"]
+    assert any(A.seq_lens_of(b, s)[-1] % mla_prefill.BLOCK_N for b, _h, s in spec.shapes if b > 1)
+    assert any(s % mla_prefill.BLOCK_M for _b, _h, s in spec.shapes)
+    assert spec.flops((1, 1, 2)) == 2 * (2 * 512 + 64) * 3  # 3 causal pairs of one head
+
+
+def test_mla_prefill_reference_matches_numpy(torch_mod):
+    from tileport.ops.specs.mla_decode import SM_SCALE
+
+    spec = ALL["mla_prefill"]
+    qn, qp, ckv, kpe, lens = spec.make_inputs((2, 3, 40), "float16", "cpu", 0)
+    o, lse = spec.reference(qn, qp, ckv, kpe, lens)
+    qn, qp, ckv, kpe = _numpy(qn, qp, ckv, kpe)
+    for b, n in enumerate(lens.tolist()):
+        s = (qn[b, :, :n] @ ckv[b, :n].T + qp[b, :, :n] @ kpe[b, :n].T) * SM_SCALE
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+        m = s.max(-1, keepdims=True)
+        e = np.exp(s - m)
+        np.testing.assert_allclose(o[b, :, :n].double().numpy(), e @ ckv[b, :n] / e.sum(-1, keepdims=True),
+                                   rtol=2e-3, atol=2e-3)
+        np.testing.assert_allclose(lse[b, :, :n].double().numpy(), (m + np.log(e.sum(-1, keepdims=True)))[..., 0],
+                                   rtol=1e-5, atol=1e-5)
+        assert not o[b, :, n:].any() and bool((lse[b, :, n:] == float("-inf")).all())

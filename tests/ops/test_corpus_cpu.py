@@ -239,6 +239,7 @@ PERSISTENT_MMA = MMA + [(FOR, 2, 2), (r"get_num_tile_blocks", 1, None), (r"num_c
 # Attention: q k^T and p v as two 16-bit MMAs, k loaded transposed through the view's dim_map,
 # online softmax in exp2 (flush to zero) in one key loop, scalar lengths gathered by pointer.
 EXP2_FTZ = r"= exp2 %\S+ flush_to_zero"
+MMA_16BIT = r"= mmaf %\S+, %\S+, %\S+ : tile<\d+x\d+x(f16|bf16)>"
 ATTENTION = [(LOAD_VIEW, 3, 3), (r"= mmaf %\S+, %\S+, %\S+ : tile<\d+x\d+x(f16|bf16)>", 2, 2),
              (r"dim_map=\[0, 1, 3, 2\]", 1, None), (FOR, 1, 1), (EXP2_FTZ, 2, None), (MAX, 1, 1),
              (SUM, 1, 1), (DIV_APPROX_FTZ, 1, 1), (r"= log2 ", 1, 1), (r"load_ptr_tko", 1, 2),
@@ -280,11 +281,31 @@ EXPECT = {
                                     (r"latency = 2", 2, None), (STORE_VIEW, 2, 2)],
     "flash_decode_partial_kernel": ATTENTION + [(r"occupancy = 2", 1, 1), (r"latency = 4", 2, None),
                                                 (STORE_VIEW, 2, 2)],
-    "mla_decode_partial_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2),
-                                  (r"= mmaf %\S+, %\S+, %\S+ : tile<\d+x\d+x(f16|bf16)>", 3, 3),
-                                  (r"= permute ", 1, 1), (FOR, 1, 1), (EXP2_FTZ, 2, None), (MAX, 1, 1),
-                                  (SUM, 1, 1), (DIV_APPROX_FTZ, 1, 1), (r"load_ptr_tko", 1, 1),
-                                  (r"store_ptr_tko", 0, 0), (r"occupancy = 1", 1, 1)],
+    # the 512 latent columns in 4 slices: per slice a query and a (transposed) key load and a score
+    # MMA, a value load and MMA, a store; no permute in registers
+    "mla_decode_partial_kernel": [(LOAD_VIEW, 14, 14), (STORE_VIEW, 5, 5), (MMA_16BIT, 9, 9),
+                                  (r"dim_map=\[0, 2, 1\]", 1, None), (r"= permute ", 0, 0),
+                                  (FOR, 1, 1), (EXP2_FTZ, 2, None), (MAX, 1, 1),
+                                  (SUM, 1, 1), (DIV_APPROX_FTZ, 4, 4), (r"load_ptr_tko", 1, 1),
+                                  (r"store_ptr_tko", 0, 0), (r"occupancy = 1", 1, 1),
+                                  (r"num_worker_warps_per_cta = 8", 1, 1)],
+    "mla_prefill_kernel": [(LOAD_VIEW, 5, 5), (STORE_VIEW, 2, 2), (MMA_16BIT, 3, 3),
+                           (r"dim_map=\[0, 2, 1\]", 1, None), (FOR, 1, 1), (EXP2_FTZ, 2, None),
+                           (MAX, 1, 1), (SUM, 1, 1), (DIV_APPROX_FTZ, 1, 1), (r"= log2 ", 1, 1),
+                           (r"load_ptr_tko", 1, 1), (r"store_ptr_tko", 0, 0),
+                           (r"occupancy = 1", 1, 1), (r"num_worker_warps_per_cta = 8", 1, 1)],
+    # attention backward: p recomputed with one exp2 per tile, no max / division; q, do (dk / dv)
+    # and k, v (dq) loaded transposed through the view's dim_map
+    "fmha_bwd_preprocess_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 1, 1), (SUM, 1, 1),
+                                   (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "fmha_bwd_dkdv_kernel": [(LOAD_VIEW, 8, 8), (STORE_VIEW, 2, 2), (MMA_16BIT, 4, 4),
+                             (r"dim_map=\[0, 1, 3, 2\]", 1, None), (FOR, 2, 2), (EXP2_FTZ, 1, 1),
+                             (r"load_ptr_tko", 1, 1), (r"store_ptr_tko", 0, 0),
+                             (r"occupancy = 1", 1, 1), (r"num_worker_warps_per_cta = 8", 1, 1)],
+    "fmha_bwd_dq_kernel": [(LOAD_VIEW, 7, 7), (STORE_VIEW, 1, 1), (MMA_16BIT, 3, 3),
+                           (r"dim_map=\[0, 1, 3, 2\]", 1, None), (FOR, 1, 1), (EXP2_FTZ, 1, 1),
+                           (r"load_ptr_tko", 1, 1), (r"store_ptr_tko", 0, 0),
+                           (r"occupancy = 1", 1, 1), (r"num_worker_warps_per_cta = 8", 1, 1)],
     "flash_decode_combine_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 2, 2), (FOR, 1, 1),
                                     (EXP2_FTZ, 2, 2), (DIV_APPROX_FTZ, 1, 1),
                                     (r"occupancy = 4", 1, 1)] + NO_POINTER,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from tileport.frontends.cutile_frontend import FRONTEND
+from tileport.frontends.cutile import FRONTEND
 from tileport.frontends.registry import FRONTENDS, frontend_for
 from tileport.passes.fma import fuse_fma
 from tileport.passes.tokens import order_memory

@@ -35,7 +35,7 @@ def test_the_lowering_spells_only_declared_values():
 
 
 def test_the_frontend_gives_only_declared_values():
-    from tileport.frontends import cutile_calls as calls
+    from tileport.frontends.cutile import calls
     assert set(calls.ROUNDING.values()) <= set(ops.ROUNDING_MODES)
     assert {name.lower() for name in calls.ENUMS["PaddingMode"]} == set(ops.PADDING_MODES)
     assert set(calls._OP_NAMES.values()) <= set(ops.BINARY_OPS)

@@ -20,7 +20,7 @@ import pytest
 from tp_helpers import run
 
 from tileport.diagnostics import Diagnostic
-from tileport.frontends.cutile import MAX_SOURCE_BYTES
+from tileport.frontends.source import MAX_SOURCE_BYTES
 
 HEAD = "import math\n\nimport cuda.tile as ct\n\nConstInt = ct.Constant[int]\n"
 GOOD = """
@@ -410,7 +410,7 @@ def _check_only_bad_kernel_failed(tmp_path) -> None:
 
 def test_a_pass_bug_fails_only_its_kernel(tmp_path, monkeypatch):
     """A pass exception (once a StopIteration aborting the whole run) is an `internal` diagnostic of its kernel."""
-    from tileport.frontends.cutile_frontend import FRONTEND
+    from tileport.frontends.cutile import FRONTEND
 
     def failing_pass(k, naming):
         if k.base_name == "bad_kernel":

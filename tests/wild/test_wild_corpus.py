@@ -89,7 +89,43 @@ def test_failure_causes_are_grouped_without_kernel_specifics():
         {"translate_ok": True, "port": {"stage": "A", "reason": "cuTile Python cannot compile configuration "
                                         "j[float16](N=2): g.py: failed to evaluate: name 'torch' is not defined"}},
         {"translate_ok": True, "port": {"stage": "E", "critical": 0}},
+        {"translate_ok": True, "port": {"stage": "D", "critical": 3, "reason": "no launches of `k` to test",
+                                        "first_critical": "rope.py:31:14 [index/differs] load_view_tko: index 1"}},
     ]
     assert wild.failure_causes(rows) == [
         ("port stops at A: cuTile Python cannot compile configuration … name 'torch' is not defined", 2),
-        ("translate [ct.load]", 1)]
+        ("IR diff CRITICAL: [index/differs] load_view_tko", 1), ("translate [ct.load]", 1)]
+
+
+def test_table_labels_synthesized_values_and_empty_packages():
+    probe = wild.SYNTHESIZED_COLUMN
+    rows = [wild.Row("p", "a.py", "k1", 1, None, True, port={"stage": "D", "critical": 0, "specialization": probe,
+                                                               "verdicts": {"D1": "FAIL_FIXABLE"}}),
+            wild.Row("p", "a.py", "k2", 9, None, True, port={"stage": "D", "critical": 0, "specialization": "launches",
+                                                               "verdicts": {"D1": "FAIL_FIXABLE"}}),
+            wild.Row("p", "b.py", "k3", 1, None, True, port={"stage": "B", "critical": 2, "specialization": probe,
+                                                               "verdicts": {"B1": "FAIL_FIXABLE"}, "reason": "x"})]
+    table = wild.build_table(rows, [("p", "1", None), ("cutile-stencil", "0.3.0", None)], ported=True)
+    assert table["summary"]["ir_diff_clean"] == 2 and table["summary"]["ir_diff_clean_synthesized"] == 1
+    md = wild.render_markdown(table)
+    assert "| p | a.py | `k1` | ok | probe (synthesized) | D (FAIL_FIXABLE) | 0 |" in md
+    assert "of these, 1 on SYNTHESIZED probe values" in md
+    assert "`cutile-stencil==0.3.0` has no kernel to port: a stencil compiler" in md
+
+
+def test_read_port_locates_the_first_critical_finding(tmp_path):
+    from tileport.pipeline.probe import SYNTHESIZED
+    (tmp_path / "summary.json").write_text(json.dumps({"kernels": [{"kernel": "k", "key": "k", "terminal": "STOPPED",
+                                                                    "route": [{"stage": "B", "attempt": 1,
+                                                                               "verdict": "FAIL_FIXABLE",
+                                                                               "reason": "layout gate"}]}]}))
+    for stage, details in (("A", {"config_source": SYNTHESIZED}), ("B", {"counts": {"CRITICAL": 2}, "ir_diff": {}})):
+        (tmp_path / "k" / stage).mkdir(parents=True)
+        (tmp_path / "k" / stage / "verdict.json").write_text(json.dumps({"verdict": "x", "details": details}))
+    (tmp_path / "k" / "B" / "findings.json").write_text(json.dumps([
+        {"severity": "INFO", "category": "signature", "rule": "name", "message": "m", "ref_source": None},
+        {"severity": "CRITICAL", "category": "tile_shape", "rule": "shape", "message": "tile 1x64 in ref, 1 in gen",
+         "ref_source": "layernorm.py:54:8"}]))
+    port = wild.read_port(tmp_path, "k", "")
+    assert port["critical"] == 2 and port["specialization"] == wild.SYNTHESIZED_COLUMN and not wild.clean_diff(port)
+    assert port["first_critical"] == "layernorm.py:54:8 [tile_shape/shape] tile 1x64 in ref, 1 in gen"

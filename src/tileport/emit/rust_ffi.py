@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.emit.names import fresh_name
-from tileport.emit.rust_kernel import derived_dims, derived_name, stride_params, type_dims
+from tileport.emit.rust_kernel import derived_dims, derived_name, stride_param_name, stride_params, type_dims
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.model.types import DVar, Sym
 
@@ -83,7 +83,8 @@ def _check_same_signature(group: KernelGroup) -> None:
 
 
 # Locals of every launcher; C parameter names must not collide with them.
-LAUNCHER_LOCALS = {"grid", "grid_x", "grid_y", "grid_z", "device_id", "stream", "target", "op", "dtype_names"}
+LAUNCHER_LOCALS = {"grid", "grid_x", "grid_y", "grid_z", "device_id", "stream", "target", "op", "dtype_names",
+                   "key", "params", "function", "spec"}
 
 
 def signature(group: KernelGroup) -> list[tuple[str, str, str]]:
@@ -189,7 +190,7 @@ def _variant_body(k: Kernel, arg_names) -> list[str]:
     for d in derived_dims(k):
         lines.append(f"let {derived_name(d).lower()} = {rust_expr(d, arg_names, top=True)};")
         lines.append(f'check_tile_dim("{derived_name(d)}", {derived_name(d).lower()})?;')
-    lines.append("let target = LaunchTarget::new(device_id, stream)?;")
+    lines.append("let target = LaunchTarget::get(device_id, stream)?;")
     launch = _launch_match(k, arg_names, dvars)
     # Fold the (possibly multi-line) final expression into one list entry per line, last = expression.
     return lines + ["\n".join(launch)]
@@ -233,9 +234,68 @@ def _launch_match(variant: Kernel, arg_names, dvars) -> list[str]:
     return out
 
 
+KEY_WORDS = 192  # support.rs KEY_WORDS
+MAX_PARAMS = 128  # support.rs MAX_PARAMS
+INTEGER_SCALARS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")  # cutile's scalar DivHint types
+FLOAT_SCALARS = ("f16", "bf16", "f32", "f64")
+
+
 def _launch_call(variant: Kernel, arg_names, dvars) -> list[str]:
-    args = []
-    lines = []
+    """The launch of one entry and dtype combination: directly with the function loaded for an
+    equal LaunchKey (support.rs), else through cutile's launcher, then resolved for later launches."""
+    _check_fits(variant, dvars)
+    strides = [(f"{arg_names[a]}.strides[{d}] as i32", stride_param_name(a, d)) for a, d in stride_params(variant)]
+    return (_key_lines(variant, arg_names, dvars) + _resolved_lines(variant, arg_names, strides)
+            + _first_launch_lines(variant, arg_names, dvars, strides))
+
+
+def _check_fits(variant: Kernel, dvars) -> None:
+    arrays = [p for p in variant.params if p.is_array]
+    scalars = [p for p in variant.params if not p.is_array and not p.is_const]
+    words = 6 + 2 * len(dvars) + len(variant.const_params) + len(derived_dims(variant)) \
+        + sum(2 + 2 * p.ty.rank for p in arrays) + len(scalars)
+    params = sum(1 + 2 * p.ty.rank for p in arrays) + len(scalars) + len(stride_params(variant))
+    if words > KEY_WORDS or params > MAX_PARAMS:
+        raise Diagnostic(f"`{variant.name}` has {params} kernel parameters and a launch key of {words} words; the "
+                         f"launcher holds at most {MAX_PARAMS} and {KEY_WORDS}", variant.loc, "launcher",
+                         kernel=variant.name)
+
+
+def _scalar_key(p, a: str) -> str:
+    dtype = p.ty.dtype
+    return f"key.float(f64::from({a}));" if dtype in FLOAT_SCALARS else f"key.word({a} as i64);"
+
+
+def _key_lines(variant: Kernel, arg_names, dvars) -> list[str]:
+    lines = [f'let mut key = LaunchKey::new("{variant.module_name}::{variant.name}", device_id, grid);']
+    lines += [f"key.text(dtype_names[{i}]);" for i in range(len(dvars))]
+    for p in variant.const_params:
+        a = arg_names[p.name]
+        lines.append(f"key.float({a});" if p.const_type == "float" else f"key.word({a} as i64);")
+    lines += [f"key.word({derived_name(d).lower()} as i64);" for d in derived_dims(variant)]
+    for p in variant.params:
+        if p.is_array:
+            lines.append(f"key.array({arg_names[p.name]});")
+        elif not p.is_const:
+            lines.append(_scalar_key(p, arg_names[p.name]))
+    return lines
+
+
+def _resolved_lines(variant: Kernel, arg_names, strides) -> list[str]:
+    lines = ["if let Some(function) = resolved(&key) {", "    let mut params = KernelParams::new();"]
+    for p in variant.params:
+        if p.is_array:
+            lines.append(f"    params.array({arg_names[p.name]});")
+        elif not p.is_const:
+            lines.append(f"    params.push({arg_names[p.name]});")
+    lines += [f"    params.push({expr});" for expr, _ in strides]
+    lines.append(f'    return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("{variant.name}", e));')
+    lines.append("}")
+    return lines
+
+
+def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]:
+    args, lines, tensors, ints = [], [], [], []
     for p in variant.params:
         a = arg_names[p.name]
         if p.is_array:
@@ -243,15 +303,24 @@ def _launch_call(variant: Kernel, arg_names, dvars) -> list[str]:
             tensor = arg_names[f"{p.name}#tensor"]
             lines.append(f"let {tensor} = target.tensor::<{dt}>({a});")
             args.append(f"&{tensor}")
+            tensors.append(f'("{p.rust}", {tensor}.spec().clone())')
         elif not p.is_const:
             args.append(a)
-    args += [f"{arg_names[a]}.strides[{d}] as i32" for a, d in stride_params(variant)]
+            if p.ty.dtype in INTEGER_SCALARS:
+                ints.append(f'("{p.rust}", {a} as i32)')
+    args += [expr for expr, _ in strides]
+    ints += [f'("{name}", {expr})' for expr, name in strides]
     generics = [f"dtype_names[{i}].to_string()" for i in range(len(dvars))]
     generics += [f"{arg_names[p.name]}.to_string()" for p in variant.const_params]
     generics += [f"{derived_name(d).lower()}.to_string()" for d in derived_dims(variant)]
+    listed = f"vec![{', '.join(generics)}]"
+    lines.append(f"let spec = Specialization {{ generics: {listed}, tensors: vec![{', '.join(tensors)}], "
+                 f"int_scalars: vec![{', '.join(ints)}] }};")
     call = f"{variant.module_name}::{variant.name}({', '.join(args)})"
     lines.append(f"let op = unsafe {{ {call} }}")
-    lines.append(f"    .generics(vec![{', '.join(generics)}])")
+    lines.append(f"    .generics({listed})")
     lines.append("    .grid(grid);")
-    lines.append(f'unsafe {{ op.async_on(&target.stream) }}.map(drop).map_err(|e| launch_error("{variant.name}", e))')
+    lines.append(f'unsafe {{ op.async_on(&target.stream) }}.map_err(|e| launch_error("{variant.name}", e))?;')
+    m = variant.module_name
+    lines.append(f'resolve(key, target, {m}::__module_ast_self, "{m}", "{variant.name}", {m}::_SOURCE_HASH, spec)')
     return lines

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tileport.diagnostics import Diagnostic
 from tileport.frontends.base import Frontend
-from tileport.frontends.cutile import parse_source, read_source
-from tileport.frontends.cutile_frontend import FRONTEND as CUTILE
+from tileport.frontends.cutile import FRONTEND as CUTILE
+from tileport.frontends.source import parse_source, read_source
 
 # In the order they are asked; the first is also the one that reports on a file no frontend accepts.
 FRONTENDS: tuple[Frontend, ...] = (CUTILE,)

@@ -1,6 +1,7 @@
 """Host cost of one operator call, per backend, and a CUDA-graph replay check (needs a GPU).
 
     python3 -m tileport.gpu.callcost --out out/callcost.json
+    python3 -m tileport.gpu.callcost --only binding --out out/binding.json   # no GPU needed
 
 Call cost: tiny inputs (the GPU work is a few µs), `CALLS` calls per round, `ROUNDS` rounds; each
 round synchronizes, times the calls on the host (`host_us`: what the caller's thread spends per
@@ -19,15 +20,36 @@ GPU. Medians over the rounds, and the best round.
 | custom_op_cutile_rs    | `torch.ops.tileport.<op>` (the torch.compile path) on `cutile-rs`          |
 | c_abi_prepared         | the C symbol with prepared ctypes arguments (library.PreparedLaunch)       |
 | c_abi_entry            | the generic `KernelLibrary[kernel](...)` call (descriptors built per call) |
+| py_call_key            | the cached op call's key alone (vector_add only)                          |
+| py_alloc_output        | the output allocation alone (torch.empty_strided, vector_add only)         |
+| py_plan_launches       | the cached plan's C-ABI launches alone, into a given output (vector_add)   |
 
-Graph check: a sequence of tileport ops on `cutile-rs` (rms_norm -> silu_and_mul -> softmax ->
-matmul) captured with `torch.cuda.graph`, replayed on new input data, compared with eager runs of
-the same ops (outputs are poisoned with NaN before each replay, so a replay that does nothing fails).
+Graph check (`graph`, per capture_error_mode global / thread_local / relaxed, each in a fresh
+process since a failed capture leaves CUDA unusable): a sequence of tileport ops on `cutile-rs`
+(rms_norm -> silu_and_mul -> softmax -> matmul) captured with `torch.cuda.graph`, replayed on new
+input data, compared with eager runs of the same ops (outputs are poisoned with NaN before each
+replay, so a replay that does nothing fails).
+
+torch.compile check (`compile`, modes default and reduce-overhead, each in a fresh process):
+`softmax(rms_norm(x, w)) * 2` written with `tileport.ops`, compiled with fullgraph=True (the ops
+become `torch.ops.tileport.*` custom ops; reduce-overhead records them in a CUDA graph), run on
+fresh inputs and compared bitwise with the same ops run eagerly; host µs per compiled call.
+
+C-ABI graph check (`graph_c_abi`, global mode): one prepared C-ABI launch (vector_add) alone,
+captured and replayed on new data (a failure here is the launcher's, not the Python op path's).
+
+Binding (`binding`, needs no GPU: `--only binding`): µs per call from Python into a stub C function
+with a launcher's signature, built with the system C compiler: ctypes with argtypes, prepared ctypes
+objects without argtypes (what the op path uses), and cffi ABI mode when cffi is installed.
+
+Every section runs unattended: a section that fails is recorded as {"error": ...} and the rest
+still runs; the JSON is rewritten (atomically) after each section.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -87,7 +109,37 @@ def _cases(op: str, dtype: str) -> dict[str, Callable[[], Any]]:
     cases["custom_op_cutile_rs"] = lambda: custom(*inputs)
     if op == "vector_add":
         cases.update(_raw_cases(spec, inputs, outs))
+        try:
+            cases.update(_breakdown_cases(spec, fn, inputs, outs))
+        except Exception as e:  # noqa: BLE001 - recorded as the case's error, the other cases still run
+            cases["py_breakdown"] = functools.partial(_reraise, e)
     return cases
+
+
+def _reraise(error: Exception) -> None:
+    raise error
+
+
+def _breakdown_cases(spec, fn, inputs: tuple, out) -> dict[str, Callable[[], Any]]:
+    """The pieces of a cached `cutile-rs` op call, alone: the call key, the output allocation, and
+    the plan's launches (on the given output, no allocation)."""
+    import torch
+
+    from tileport.ops import plan_cache
+    fn(*inputs, backend="cutile-rs")  # records the plan
+    plan = plan_cache.lookup(plan_cache.call_key(spec, "cutile-rs", inputs, None))
+    if plan is None:
+        raise RuntimeError(f"{spec.name}: no cached plan after a call (the call path did not cache it)")
+    ((shape, stride, dtype),) = plan.out_layouts
+    groups = (inputs, (out,), [])
+    device = out.device
+
+    def launches():
+        for launch in plan.launches:
+            launch(groups, plan.device_index)
+    return {"py_call_key": lambda: plan_cache.call_key(spec, "cutile-rs", inputs, None),
+            "py_alloc_output": lambda: torch.empty_strided(shape, stride, dtype=dtype, device=device),
+            "py_plan_launches": launches}
 
 
 def _raw_cases(spec, inputs: tuple, out) -> dict[str, Callable[[], Any]]:
@@ -197,18 +249,216 @@ def graph_check(backend: str = "cutile-rs", dtype: str = "bfloat16", trials: int
     return rec
 
 
-def summary(cost: dict) -> dict:
-    """The numbers the issue's targets speak of, from measure_call_cost's result."""
+def raw_graph_check(mode: str = "global", trials: int = 3) -> dict:
+    """One prepared C-ABI launch (vector_add, no Python planning, no allocation) captured with
+    `torch.cuda.graph` and replayed on new data: tells a launcher that breaks capture from the
+    Python op path breaking it."""
+    import torch
+
+    from tileport.ops.backends import library
+    from tileport.ops.specs import get_spec
+    from tileport.runtime.tensors import describe
+    spec = get_spec("vector_add")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a, b = (torch.randn(1 << 14, device="cuda", generator=gen) for _ in range(2))
+    out = spec.allocate(a, b)
+    (launch,) = spec.plan(a, b, out)
+    entry = library()[launch.kernel]
+    arrays = {p: describe(v, p).desc for p, v in launch.args.items() if isinstance(v, torch.Tensor)}
+    prepared = entry.prepare(launch.grid, out.device.index or 0, arrays,
+                             {p: v for p, v in launch.args.items() if p not in arrays})
+    ptrs = [launch.args[p.name].data_ptr() for p in entry.params if p.kind == "array"]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    prepared(ptrs, side.cuda_stream)  # warm-up (compiles) off the capture stream
+    torch.cuda.synchronize()
+    rec: dict[str, Any] = {"kernel": launch.kernel, "capture_error_mode": mode, "trials": []}
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode=mode):
+        prepared(ptrs, torch.cuda.current_stream().cuda_stream)
+    for _ in range(trials):
+        a.copy_(torch.randn(a.shape, device="cuda", generator=gen))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        rec["trials"].append({"bitwise_equal": bool(torch.equal(out, a + b))})
+    rec["replay_us"] = per_call(graph.replay, calls=50, rounds=10)
+    rec["ok"] = all(t["bitwise_equal"] for t in rec["trials"])
+    return rec
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.compile of a function written with tileport ops
+
+
+def compile_check(mode: str = "default", backend: str = "cutile-rs", dtype: str = "bfloat16",
+                  runs: int = 4) -> dict:
+    """torch.compile(fullgraph=True) of `softmax(rms_norm(x, w)) * 2` written with tileport ops
+    (`mode`: "default" or "reduce-overhead"), run on fresh inputs and compared bitwise with the same
+    ops run eagerly."""
+    import torch
+
+    import tileport.ops as ops
+
+    def fn(x, w):
+        return ops.softmax(ops.rms_norm(x, w)) * 2
+    torch._dynamo.reset()
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    w = torch.rand(1024, device="cuda", dtype=dt, generator=gen) + 0.5
+    f = torch.compile(fn, mode=None if mode == "default" else mode, fullgraph=True)
+    rec: dict[str, Any] = {"mode": mode, "backend": backend, "dtype": dtype, "shape": [8, 1024], "runs": []}
+    with ops.use_backend(backend):
+        for _ in range(runs):  # warm-up, (reduce-overhead:) record, then replays
+            x = torch.randn(8, 1024, device="cuda", dtype=dt, generator=gen)
+            got = f(x, w).clone()
+            want = fn(x, w)
+            torch.cuda.synchronize()
+            rec["runs"].append({"bitwise_equal": bool(torch.equal(got, want)),
+                                "max_abs_diff": float((got.float() - want.float()).abs().max()),
+                                "finite": bool(torch.isfinite(got).all())})
+        x = torch.randn(8, 1024, device="cuda", dtype=dt, generator=gen)
+        rec["compiled_call_us"] = per_call(lambda: f(x, w), calls=50, rounds=10)
+        rec["eager_call_us"] = per_call(lambda: fn(x, w), calls=50, rounds=10)
+    rec["ok"] = all(r["bitwise_equal"] and r["finite"] for r in rec["runs"])
+    return rec
+
+
+# ---------------------------------------------------------------------------------------------
+# The Python binding alone (no GPU): a stub with a launcher's C signature
+
+STUB_C = r"""
+#include <stdint.h>
+typedef struct { uint64_t ptr; int32_t ndim; int64_t shape[6]; int64_t strides[6]; int32_t dtype; } TensorDesc;
+static volatile uint64_t sink;
+int32_t stub_launch(const TensorDesc *a, const TensorDesc *b, const TensorDesc *c, int32_t n,
+                    uint32_t gx, uint32_t gy, uint32_t gz, int32_t device, uint64_t stream) {
+    sink = a->ptr + b->ptr + c->ptr + (uint64_t)n + gx + gy + gz + (uint64_t)device + stream;
+    return 0;
+}
+"""
+STUB_DECL = ("typedef struct { uint64_t ptr; int32_t ndim; int64_t shape[6]; int64_t strides[6]; int32_t dtype; }"
+             " TensorDesc; int32_t stub_launch(const TensorDesc*, const TensorDesc*, const TensorDesc*, int32_t,"
+             " uint32_t, uint32_t, uint32_t, int32_t, uint64_t);")
+
+
+BINDING_CALLS, BINDING_ROUNDS = 20000, 9
+
+
+def _host_us(fn: Callable[[], Any], calls: int | None = None, rounds: int | None = None) -> dict:
+    """Host µs per call of a CPU-only function (median and best of `rounds`)."""
+    calls, rounds = calls or BINDING_CALLS, rounds or BINDING_ROUNDS
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+    return {"host_us": statistics.median(times), "host_us_min": min(times), "calls": calls, "rounds": rounds}
+
+
+def _build_stub(directory: Path) -> Path:
+    import shutil
+    import subprocess
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        raise RuntimeError("no C compiler (cc, gcc, clang) to build the stub")
+    src, lib = directory / "stub.c", directory / "libstub.so"
+    src.write_text(STUB_C)
+    proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(src)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cc} failed: {proc.stderr[-500:]}")
+    return lib
+
+
+def _binding_cases(lib: Path) -> dict[str, Callable[[], Any]]:
+    """One call per binding, each writing the three data pointers and the stream as the op path does."""
+    import ctypes
+
+    from tileport.runtime.abi import TensorDesc
+    descs = [TensorDesc() for _ in range(3)]
+    refs = [ctypes.byref(d) for d in descs]
+    typed = ctypes.CDLL(str(lib)).stub_launch
+    typed.argtypes = [ctypes.POINTER(TensorDesc)] * 3 + [ctypes.c_int32] + [ctypes.c_uint32] * 3 + \
+        [ctypes.c_int32, ctypes.c_uint64]
+    typed.restype = ctypes.c_int32
+    raw = ctypes.CDLL(str(lib)).stub_launch
+    raw.restype = ctypes.c_int32
+    stream = ctypes.c_uint64(0)
+    prepared = (*refs, ctypes.c_int32(1024), ctypes.c_uint32(4), ctypes.c_uint32(1), ctypes.c_uint32(1),
+                ctypes.c_int32(0), stream)
+
+    def ctypes_argtypes():
+        descs[0].ptr, descs[1].ptr, descs[2].ptr = 0x1000, 0x2000, 0x3000
+        return typed(*refs, 1024, 4, 1, 1, 0, 0x77)
+
+    def ctypes_prepared():
+        descs[0].ptr, descs[1].ptr, descs[2].ptr = 0x1000, 0x2000, 0x3000
+        stream.value = 0x77
+        return raw(*prepared)
+    cases: dict[str, Callable[[], Any]] = {"ctypes_argtypes": ctypes_argtypes, "ctypes_prepared": ctypes_prepared}
+    try:
+        import cffi
+    except ImportError:
+        return cases
+    ffi = cffi.FFI()
+    ffi.cdef(STUB_DECL)
+    fn = ffi.dlopen(str(lib)).stub_launch
+    cd = [ffi.new("TensorDesc *") for _ in range(3)]
+
+    def cffi_abi():
+        cd[0].ptr, cd[1].ptr, cd[2].ptr = 0x1000, 0x2000, 0x3000
+        return fn(cd[0], cd[1], cd[2], 1024, 4, 1, 1, 0, 0x77)
+    cases["cffi_abi"] = cffi_abi
+    return cases
+
+
+def binding_cost() -> dict:
+    """{binding: _host_us(...) or {"error": ...}}, and which one is cheapest."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            cases = _binding_cases(_build_stub(Path(d)))
+        except Exception as e:  # noqa: BLE001 - recorded with the reason
+            return {"error": f"{type(e).__name__}: {e}"[:500]}
+        res: dict[str, Any] = {}
+        for name, fn in cases.items():
+            try:
+                if fn() != 0:
+                    raise RuntimeError("the stub returned non-zero")
+                res[name] = _host_us(fn)
+            except Exception as e:  # noqa: BLE001 - recorded with the reason
+                res[name] = {"error": f"{type(e).__name__}: {e}"[:500]}
+    timed = {k: v["host_us"] for k, v in res.items() if "host_us" in v}
+    res["cheapest"] = min(timed, key=timed.get) if timed else None
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# The result file
+
+
+def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
+            graph_c_abi: dict | None = None) -> dict:
+    """The numbers the issue's targets speak of, from measure_call_cost's result (and the graph /
+    torch.compile checks per mode, when given)."""
     va = cost.get("vector_add", {}).get("cases", {})
 
     def host(case: str) -> float | None:
         return va.get(case, {}).get("host_us")
     rs, eager, raw = host("tileport_cutile_rs"), host("torch_eager"), host("c_abi_prepared")
-    return {"cutile_rs_op_host_us": rs, "torch_eager_host_us": eager, "c_abi_prepared_host_us": raw,
-            "ct_launch_host_us": host("ct_launch"),
-            "op_target_met": rs is not None and eager is not None and rs <= eager and rs <= TARGET_OP_US,
-            "c_abi_target_met": raw is not None and raw <= TARGET_C_ABI_US,
-            "targets_us": {"op": f"<= torch eager and <= {TARGET_OP_US}", "c_abi": f"<= {TARGET_C_ABI_US}"}}
+    out = {"cutile_rs_op_host_us": rs, "torch_eager_host_us": eager, "c_abi_prepared_host_us": raw,
+           "ct_launch_host_us": host("ct_launch"),
+           "op_target_met": rs is not None and eager is not None and rs <= eager and rs <= TARGET_OP_US,
+           "c_abi_target_met": raw is not None and raw <= TARGET_C_ABI_US,
+           "targets_us": {"op": f"<= torch eager and <= {TARGET_OP_US}", "c_abi": f"<= {TARGET_C_ABI_US}"}}
+    if graph_c_abi is not None:
+        out["graph_c_abi_ok"] = {mode: bool(rec.get("ok")) for mode, rec in graph_c_abi.items()}
+    if graph is not None:
+        out["graph_ok"] = {mode: bool(rec.get("ok")) for mode, rec in graph.items()}
+    if compiled is not None:
+        out["compile_ok"] = {mode: bool(rec.get("ok")) for mode, rec in compiled.items()}
+    return out
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -219,64 +469,104 @@ def write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+GRAPH_MODES = ("global", "thread_local", "relaxed")
+COMPILE_MODES = ("default", "reduce-overhead")
+CHECKS: dict[str, tuple[Callable[[str], dict], tuple[str, ...]]] = {
+    "graph_c_abi": (lambda mode: raw_graph_check(mode=mode), ("global",)),
+    "graph": (lambda mode: graph_check(mode=mode), GRAPH_MODES),
+    "compile": (lambda mode: compile_check(mode=mode), COMPILE_MODES),
+}
+CHECK_TIMEOUT_S = 420
+
+
 def run(out: Path) -> dict:
+    """Every section, the file rewritten after each: call cost, binding, graph and compile checks."""
     from tileport.gpu.bench import environment
     result: dict[str, Any] = {"environment": environment()}
-    result["call_cost"] = measure_call_cost()
+    result["call_cost"] = _section(measure_call_cost)
     result["summary"] = summary(result["call_cost"])
     write_json(out, result)
-    result["graph"] = graph_in_subprocess("global")
-    if not result["graph"].get("ok"):
-        # Which capture mode admits the sequence tells what breaks it: a prohibited call made
-        # outside the stream (allowed in "relaxed") or an operation on the capturing stream itself.
-        result["graph_other_modes"] = {m: graph_in_subprocess(m) for m in ("thread_local", "relaxed")}
+    result["binding"] = _section(binding_cost)
     write_json(out, result)
+    for kind, (_, modes) in CHECKS.items():
+        result[kind] = {}
+        for mode in modes:
+            result[kind][mode] = check_in_subprocess(kind, mode)
+            result["summary"] = summary(result["call_cost"], result.get("graph"), result.get("compile"),
+                                        result.get("graph_c_abi"))
+            write_json(out, result)
     return result
 
 
-def graph_in_subprocess(mode: str) -> dict:
-    """graph_check in a fresh process: a failed capture leaves the CUDA state unusable."""
+def _section(fn: Callable[[], dict]) -> dict:
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - a section that fails is a result
+        return {"error": f"{type(e).__name__}: {e}"[:1000]}
+
+
+def check_in_subprocess(kind: str, mode: str) -> dict:
+    """A graph / compile check in a fresh process: a failed capture leaves the CUDA state unusable."""
     import subprocess
     import tempfile
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "graph.json"
-        proc = subprocess.run([sys.executable, "-m", "tileport.gpu.callcost", "--graph-only", mode, "--out", str(path)],
-                              capture_output=True, text=True, timeout=300)
+        path = Path(d) / "check.json"
+        cmd = [sys.executable, "-m", "tileport.gpu.callcost", "--only", f"{kind}:{mode}", "--out", str(path)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return {"ok": False, "mode": mode, "error": f"timed out after {CHECK_TIMEOUT_S} s"}
         if path.is_file():
             return json.loads(path.read_text())
-        return {"ok": False, "capture_error_mode": mode,
-                "error": f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1000:]}"}
+        return {"ok": False, "mode": mode, "error": f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}"}
 
 
-def graph_only(mode: str, out: Path) -> int:
+def graph_in_subprocess(mode: str) -> dict:
+    return check_in_subprocess("graph", mode)
+
+
+def run_one(kind: str, mode: str, out: Path) -> int:
+    """One check in this process, its record written to `out` (a failure is recorded, not raised)."""
+    check, _ = CHECKS[kind]
     try:
-        rec = graph_check(mode=mode)
-    except Exception as e:  # noqa: BLE001 - recorded: a capture that fails is a result
-        rec = {"ok": False, "capture_error_mode": mode, "error": f"{type(e).__name__}: {e}"[:1000]}
+        rec = check(mode)
+    except Exception as e:  # noqa: BLE001 - recorded: a capture or compile that fails is a result
+        rec = {"ok": False, "mode": mode, "error": f"{type(e).__name__}: {e}"[:1500]}
     write_json(out, rec)
     return 0 if rec.get("ok") else 1
+
+
+ONLY = ["binding"] + [f"{kind}:{mode}" for kind, (_, modes) in CHECKS.items() for mode in modes]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tileport.gpu.callcost", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path("out/callcost.json"))
-    ap.add_argument("--graph-only", metavar="MODE", choices=("global", "thread_local", "relaxed"),
-                    help="only the CUDA-graph check, with this capture_error_mode")
+    ap.add_argument("--only", choices=ONLY, help="one section: the binding (no GPU needed) or one check:mode")
     args = ap.parse_args(argv)
+    if args.only == "binding":
+        rec = binding_cost()
+        write_json(args.out, rec)
+        print(json.dumps(rec, indent=1))
+        return 1 if "error" in rec or rec.get("cheapest") is None else 0
     from tileport.ops.backends import cuda_unavailable_reason
     reason = cuda_unavailable_reason()
     if reason:
         print(f"{ap.prog}: needs a CUDA GPU: {reason}", file=sys.stderr)
         return 2
-    if args.graph_only:
-        return graph_only(args.graph_only, args.out)
+    if args.only:
+        kind, mode = args.only.split(":")
+        return run_one(kind, mode, args.out)
     result = run(args.out)
     s = result["summary"]
     print(f"host µs per call (vector_add 1024 f32): cutile-rs op {s['cutile_rs_op_host_us']}, "
           f"torch eager {s['torch_eager_host_us']}, C ABI prepared {s['c_abi_prepared_host_us']}, "
           f"ct.launch {s['ct_launch_host_us']}")
-    print(f"graph replay ok: {result['graph'].get('ok')}  results: {args.out}")
-    return 0 if result["graph"].get("ok") else 1
+    print(f"targets met: op {s['op_target_met']}, C ABI {s['c_abi_target_met']}; graph replay ok "
+          f"{s.get('graph_ok')}; torch.compile ok {s.get('compile_ok')}  results: {args.out}")
+    checks = [ok for key in ("graph_c_abi_ok", "graph_ok", "compile_ok") for ok in s.get(key, {}).values()]
+    ok = s["op_target_met"] and s["c_abi_target_met"] and all(checks)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

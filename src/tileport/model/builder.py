@@ -80,9 +80,11 @@ MAX_KERNEL_OPS = 20_000
 class Builder:
     """Emits typed operations into the current block."""
 
-    def __init__(self, file: str, dspace: DTypeSpace, const_values: list[dict[str, Any]], naming: Naming):
+    def __init__(self, file: str, dspace: DTypeSpace, const_values: list[dict[str, Any]], naming: Naming,
+                 promotion: Callable[[str, str], str | None]):
         self.file = file
         self.naming = naming  # the target's identifiers (its reserved words)
+        self.promotion = promotion  # the language's implicit promotion of two dtypes (None: refused)
         self.dspace = dspace
         self.const_values = const_values  # one dict per configuration in use
         self.blocks: list[Block] = []
@@ -166,7 +168,7 @@ class Builder:
 
     # ---- dtypes
     def promote(self, a: DType, b: DType, loc: Loc, what: str = "arithmetic") -> DType:
-        return self.dspace.lift(T.promote, a, b, what=what, loc=loc)
+        return self.dspace.lift(self.promotion, a, b, what=what, loc=loc)
 
     def require(self, dt: DType, pred: Callable[[str], bool], what: str, loc: Loc) -> None:
         for v in self.dspace.values(dt):

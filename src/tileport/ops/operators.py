@@ -18,6 +18,17 @@ def _compiling() -> bool:
     return torch is not None and torch.compiler.is_compiling()
 
 
+def _needs_grad(name: str, inputs: tuple) -> bool:
+    """True when an op with an autograd formula (torch_ops.AUTOGRAD_OPS) gets an input that
+    requires grad: then it runs as the torch custom op, so that backward reaches our kernels."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.is_grad_enabled() or not any(
+            isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
+        return False
+    from tileport.ops import torch_ops
+    return name in torch_ops.AUTOGRAD_OPS
+
+
 @functools.cache
 def get_op(name: str):
     """`tileport.ops.<name>` as a callable: op(*inputs, out=None, backend=None).
@@ -29,7 +40,7 @@ def get_op(name: str):
         raise AttributeError(f"tileport.ops has no operator {name!r} (have: {', '.join(api.op_names())})")
 
     def op(*inputs: Any, out: Any = None, backend: str | None = None) -> Any:
-        if out is None and backend is None and _compiling():
+        if out is None and backend is None and (_compiling() or _needs_grad(name, inputs)):
             from tileport.ops import torch_ops
             return getattr(torch_ops, name)(*inputs)
         return api.call(spec, *inputs, out=out, backend=backend)

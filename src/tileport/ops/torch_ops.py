@@ -18,7 +18,10 @@ op per spec, `torch.ops.tileport.<op>`, and binds it here as `tileport.ops.torch
   `torch.compile(fullgraph=True)`, `torch.export` and meta tensors see the exact output shapes,
   dtypes and devices, including symbolic shapes.
 - The ops are functional (`mutates_args=()`, fresh outputs; use `tileport.ops.<op>(..., out=)` to
-  write into given tensors) and forward only (no autograd formula is registered: backward raises).
+  write into given tensors) and forward only (no autograd formula is registered: backward raises),
+  except those of `AUTOGRAD_OPS`: `fmha_fwd`'s backward is the `fmha_bwd` op (our kernels on the
+  tile backends, the autograd of the math reference on `torch`), on the backend current when the
+  backward runs.
 
 Importing `tileport` or `tileport.ops` never imports torch; this module needs it.
 """
@@ -98,6 +101,37 @@ def register_all() -> dict[str, Any]:
     return bound
 
 
+# ---- attention: autograd formulas -------------------------------------------------------------
+
+AUTOGRAD_OPS = frozenset({"fmha_fwd"})  # ops with a backward (tileport.ops.<op> routes them here)
+_with_autograd: set[str] = set()
+
+
+def _fmha_fwd_setup_context(ctx, inputs, output) -> None:
+    q, k, v, seq_lens, causal = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, seq_lens, o, lse)
+    ctx.causal = causal
+
+
+def _fmha_fwd_backward(ctx, grad_o, grad_lse):
+    """(dq, dk, dv) from the fmha_bwd op; seq_lens and causal take no gradient."""
+    q, k, v, seq_lens, o, lse = ctx.saved_tensors
+    grad_o = torch.zeros_like(o) if grad_o is None else grad_o.contiguous()
+    grad_lse = torch.zeros_like(lse) if grad_lse is None else grad_lse.contiguous()
+    dq, dk, dv = torch.ops.tileport.fmha_bwd(q, k, v, seq_lens, ctx.causal, o, lse, grad_o,
+                                             grad_lse)
+    return dq, dk, dv, None, None
+
+
+def register_attention_autograd() -> None:
+    """fmha_fwd's autograd formula (idempotent: only on the op this module defined)."""
+    opdef = _opdefs.get("fmha_fwd")
+    if opdef is not None and "fmha_fwd" not in _with_autograd:
+        opdef.register_autograd(_fmha_fwd_backward, setup_context=_fmha_fwd_setup_context)
+        _with_autograd.add("fmha_fwd")
+
+
 def __getattr__(name: str):
     raise AttributeError(f"tileport.ops.torch has no operator {name!r} (have: {', '.join(api.op_names())})")
 
@@ -107,3 +141,4 @@ def __dir__():
 
 
 OPS = register_all()
+register_attention_autograd()

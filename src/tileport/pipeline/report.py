@@ -16,6 +16,7 @@ from tileport.atomic import write_text_atomic
 
 from .engine import route_label
 from .evidence import THRESHOLD
+from .probe import SYNTHESIZED
 
 STAGE_FILES = {"A": ["analysis.json"], "B": ["kernel.rs", "build.log", "findings.json", "irdiff"],
                "C": ["diff_report.md", "diagnosis.json"], "D": ["correctness.md", "ffi.rs", "host_checks.json"],
@@ -57,6 +58,9 @@ def kernel_facts(kdir: Path) -> dict[str, Any]:
         facts["ir_clean"] = False
     else:
         facts["ir_text"], facts["ir_clean"] = "-", False
+    _, a = _latest(vs, "A")
+    if a and (a.get("details") or {}).get("config_source") == SYNTHESIZED:  # values tileport made up
+        facts["ir_text"] += " on SYNTHESIZED probe values"
     _, d = _latest(vs, "D")
     if d is None:
         facts["d_text"] = "-"

@@ -27,6 +27,9 @@ from tileport.diagnostics import Diagnostic
 from tileport.frontends.cutile import KernelConfig, classify_params, scan_module
 from tileport.ops.dtypes import TORCH_DTYPES
 
+from . import probe
+from .probe import SYNTHESIZED
+
 from tileport.atomic import write_bytes_atomic, write_text_atomic
 
 from . import builds
@@ -125,6 +128,13 @@ def run(ctx: KernelContext) -> Verdict:
         variants = [{"entry": t.kernel, "pinned": {}, "hints": {}, "configs": []}]
 
     captures = list(t.captures)
+    synthesized = t.config_source == SYNTHESIZED
+    probe_notes = probe.plan(sm, fn, classify_params(sm, fn, KernelConfig())).notes if synthesized else []
+    if synthesized and not captures:  # no probe compiles: the located diagnostic
+        diag = probe.select(t.path, sm, fn, classify_params(sm, fn, KernelConfig())).diagnostic
+        if diag is not None:
+            return _fail(ctx, "FAIL_FIXABLE", f"no configuration to capture the reference IR with: {diag.message} "
+                         f"({diag.hint})", diag, details={"config_source": SYNTHESIZED, "probe_notes": probe_notes})
     if not captures:
         captures, problem = default_captures(params, t.kernel, t.config_entries)
         if problem:
@@ -147,7 +157,8 @@ def run(ctx: KernelContext) -> Verdict:
         configurations.append({
             "label": c.label, "slug": s, "variant": variant,
             "arrays": {k: list(v) for k, v in c.arrays.items()}, "scalars": dict(c.scalars),
-            "constants": dict(c.constants), "reference_ir": f"A/reference/{s}.tileir",
+            "constants": dict(c.constants), "synthesized": synthesized,
+            "reference_ir": f"A/reference/{s}.tileir",
             "reference_bytecode": f"A/reference/{s}.tileirbc", "sha256": hashlib.sha256(data).hexdigest()})
 
     tolerances, tol_source, reference_fn = {}, "none: no operator spec (D needs one)", None
@@ -170,7 +181,7 @@ def run(ctx: KernelContext) -> Verdict:
         "decorator_hints": _decorator_hints(fn),
         "variants": variants,
         "pattern": "multi_variant" if len(variants) > 1 else "single",
-        "configurations": configurations, "config_source": t.config_source,
+        "configurations": configurations, "config_source": t.config_source, "probe_notes": probe_notes,
         "tolerances": tolerances, "tolerance_source": tol_source,
         "ops": list(t.ops), "primary_op": t.primary_op, "library": t.library,
         "correctness_reference": {"function": reference_fn},
@@ -181,10 +192,13 @@ def run(ctx: KernelContext) -> Verdict:
     for c in configurations:
         arts[f"reference_ir:{c['label']}"] = c["reference_ir"]
     note = "" if translation["ok"] else " (the translator reports a diagnostic: stage B decides)"
+    if synthesized:
+        note += (" for SYNTHESIZED probe values (no recorded launch, no launch in the file, no --config): the IR "
+                 "diff proves the port for these values only; D and E need real launches")
     return ctx.verdict("PASS", f"{len(variants)} variant(s), {len(configurations)} configuration(s), "
                        f"reference IR captured{note}", artifacts=arts,
                        details={"variants": [v["entry"] for v in variants], "configurations": len(configurations),
-                                "ops": list(t.ops), "config_source": t.config_source,
+                                "ops": list(t.ops), "config_source": t.config_source, "probe_notes": probe_notes,
                                 "tolerance_source": tol_source})
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tileport.frontends.cutile import KernelConfig
+from tileport.frontends.base import KernelConfig
 from tileport.ops.spec import Capture, OpSpec
 
 

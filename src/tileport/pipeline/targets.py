@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from tileport.config import ConfigError, load_config
-from tileport.frontends.cutile import KernelConfig, scan_module
+from tileport.frontends.cutile import KernelConfig, classify_params, scan_module
 from tileport.ops.dtypes import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture
 
+from .probe import SYNTHESIZED
 from .target import Target, primary_op
 
 
@@ -129,14 +130,36 @@ def file_targets(path: Path, kernel: str | None = None, config_file: Path | None
             caps[k] = launch_captures(recs)
             configs[k] = KernelConfig(tuple(_config_entry(c) for c in caps[k]),
                                       {n: r for c in caps[k] for n, (_dt, r) in c.arrays.items()})
+    probed = {k for k in kernels if k not in caps and k not in cfg and _probe(path, k, caps, configs)}
     out = []
     for k in kernels:
         recs, src, missing = found.get(k, ([], "", []))
-        source = f"launches:{src}" if k in caps else f"config:{config_file}" if k in cfg else "default"
+        source = (f"launches:{src}" if k in caps and k not in probed else SYNTHESIZED if k in probed
+                  else f"config:{config_file}" if k in cfg else "default")
         out.append(Target(k, k, path.resolve(), configs, caps.get(k, []), source,
                           config_entries=None if k in caps else cfg.get(k, {}).get("configs"),
                           launches=recs, launch_source=src, launch_missing=missing))
     return out
+
+
+def _probe(path: Path, kernel: str, caps: dict, configs: dict) -> bool:
+    """No launch and no --config, but ct.Constant parameters: values synthesized from the kernel's text
+    (tileport.pipeline.probe), set as its captures and translator configuration. False when the kernel
+    needs no probe (no constants: one capture per float dtype) or its signature cannot be read (A says why)."""
+    from .probe import kernel_config, select
+    try:
+        sm = scan_module(str(path))
+        fn = sm.kernels[kernel]
+        params = classify_params(sm, fn, KernelConfig())
+    except Exception:  # noqa: BLE001 - a signature or file stage A reports with its location
+        return False
+    if not any(p.is_const for p in params):
+        return False
+    chosen = select(path, sm, fn, params)
+    caps[kernel] = chosen.captures  # empty when none compiles: stage A gives the located diagnostic
+    if chosen.captures:
+        configs[kernel] = kernel_config(chosen.captures)
+    return True
 
 
 def scan_kernels(path: Path) -> list[str]:

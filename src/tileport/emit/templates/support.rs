@@ -5,8 +5,10 @@
 use core::ffi::{c_char, c_void};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString};
+use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cutile::cuda_core::{Context, Stream};
 use cutile::tensor::Tensor;
@@ -202,13 +204,22 @@ pub fn require_dtype(name: &str, d: &TensorDesc, code: i32) -> Result<()> {
     Ok(())
 }
 
-/// Outputs are written by many blocks at once: their elements must not overlap.
+/// Outputs are written by many blocks at once: their elements must not overlap (the dimensions,
+/// sorted by stride, each start past the span of the ones below; no heap allocation).
 pub fn require_disjoint(name: &str, d: &TensorDesc) -> Result<()> {
-    let n = d.ndim as usize;
-    let mut dims: Vec<(i64, i64)> = (0..n).filter(|&i| d.shape[i] > 1).map(|i| (d.strides[i], d.shape[i])).collect();
-    dims.sort();
+    let n = (d.ndim.max(0) as usize).min(MAX_DIMS);
+    let mut dims = [(0i64, 0i64); MAX_DIMS];
+    let mut used = 0;
+    for i in 0..n {
+        if d.shape[i] > 1 {
+            dims[used] = (d.strides[i], d.shape[i]);
+            used += 1;
+        }
+    }
+    let dims = &mut dims[..used];
+    dims.sort_unstable();
     let mut span = 1i64;
-    for (stride, extent) in dims {
+    for &(stride, extent) in dims.iter() {
         if stride < span {
             return Err(Error::new(
                 Code::Layout,
@@ -236,7 +247,7 @@ pub fn check_grid(grid: (u32, u32, u32)) -> Result<()> {
 }
 
 /// The device's primary context (the one the CUDA runtime and PyTorch use), retained once per
-/// ordinal and bound to the calling thread.
+/// ordinal (called only when a (device, stream) pair is seen for the first time).
 fn primary_context(device_id: i32) -> Result<Arc<Context>> {
     static CONTEXTS: OnceLock<Mutex<Vec<Option<Arc<Context>>>>> = OnceLock::new();
     let ordinal = usize::try_from(device_id)
@@ -250,31 +261,287 @@ fn primary_context(device_id: i32) -> Result<Arc<Context>> {
             .map_err(|e| Error::new(Code::Device, format!("cannot open CUDA device {device_id}: {e}")))?;
         contexts[ordinal] = Some(ctx);
     }
-    let ctx = contexts[ordinal].clone().expect("context was just created");
-    ctx.bind_to_thread().map_err(|e| Error::new(Code::Device, format!("cannot bind device {device_id}: {e}")))?;
-    Ok(ctx)
+    Ok(contexts[ordinal].clone().expect("context was just created"))
 }
 
 /// Where a launch runs: the caller's device and stream, both borrowed (never destroyed here).
+///
+/// One target per (device, stream) pair, made at its first launch and kept for the life of the
+/// process, so that a launch never drops a `Stream`: cuda-core's `Drop for Stream` calls
+/// `cuStreamQuery` on the stream, which is illegal on a stream being captured into a CUDA graph
+/// (it invalidates the capture in every capture mode), and on a busy stream records an event and
+/// hands the stream to a completion worker thread, per launch. Targets are never freed: the
+/// memory is one small record per distinct stream handle the caller launches on.
 pub struct LaunchTarget {
     pub context: Arc<Context>,
     pub stream: Arc<Stream>,
 }
 
+type TargetMap = RwLock<HashMap<(i32, u64), &'static LaunchTarget>>;
+
 impl LaunchTarget {
-    pub fn new(device_id: i32, stream: u64) -> Result<Self> {
-        let context = primary_context(device_id)?;
-        let stream = unsafe { Stream::borrow_raw(stream as *mut c_void, &context) };
-        Ok(Self { context, stream })
+    /// The target of `(device_id, stream)`, with the device's context bound to this thread.
+    pub fn get(device_id: i32, stream: u64) -> Result<&'static LaunchTarget> {
+        static TARGETS: OnceLock<TargetMap> = OnceLock::new();
+        let targets = TARGETS.get_or_init(|| RwLock::new(HashMap::new()));
+        let cached = targets.read().unwrap_or_else(|p| p.into_inner()).get(&(device_id, stream)).copied();
+        let target = match cached {
+            Some(target) => target,
+            None => {
+                let mut map = targets.write().unwrap_or_else(|p| p.into_inner());
+                match map.get(&(device_id, stream)) {
+                    Some(target) => *target,
+                    None => {
+                        let context = primary_context(device_id)?;
+                        let stream_ref = unsafe { Stream::borrow_raw(stream as *mut c_void, &context) };
+                        let target: &'static LaunchTarget =
+                            Box::leak(Box::new(LaunchTarget { context, stream: stream_ref }));
+                        map.insert((device_id, stream), target);
+                        target
+                    }
+                }
+            }
+        };
+        target
+            .context
+            .bind_to_thread()
+            .map_err(|e| Error::new(Code::Device, format!("cannot bind device {device_id}: {e}")))?;
+        Ok(target)
     }
 
-    /// A non-owning view of caller memory: no copy, no allocation, never freed by cutile.
+    /// A non-owning view of caller memory: no copy, no device allocation, never freed by cutile.
     pub fn tensor<E: cutile::cuda_core::DType>(&self, d: &TensorDesc) -> Tensor<E> {
         let n = d.ndim as usize;
         let shape: Vec<i32> = d.shape[..n].iter().map(|&v| v as i32).collect();
         let strides: Vec<i32> = d.strides[..n].iter().map(|&v| v as i32).collect();
         unsafe { Tensor::<E>::borrow_raw_parts(d.ptr, self.context.clone(), shape, strides) }
     }
+}
+
+// ---------------------------------------------------------------- the resolved launch path
+
+/// Words a launch key holds at most (the translator checks every launcher's key fits).
+pub const KEY_WORDS: usize = 192;
+/// Kernel parameters a resolved launch passes at most (the translator checks every kernel fits).
+pub const MAX_PARAMS: usize = 128;
+
+/// Everything a launch's specialization and its launch-time checks depend on: the entry, the
+/// device, the grid, the element types and constants, every array's extents, strides and base
+/// address alignment, and every scalar. The first launch of a key goes through cutile's own
+/// launcher (which compiles, loads and checks it); a later launch with an equal key reuses the
+/// loaded function and passes the same checks, so it is launched directly.
+/// Only the first `len` words are written (no buffer-wide zeroing on the launch path).
+#[derive(Clone, Copy)]
+pub struct LaunchKey {
+    len: usize,
+    words: [MaybeUninit<i64>; KEY_WORDS],
+}
+
+impl LaunchKey {
+    pub fn new(entry: &'static str, device_id: i32, grid: (u32, u32, u32)) -> Self {
+        let mut key = LaunchKey { len: 0, words: [MaybeUninit::uninit(); KEY_WORDS] };
+        key.text(entry);
+        key.word(device_id as i64);
+        key.word(grid.0 as i64);
+        key.word(grid.1 as i64);
+        key.word(grid.2 as i64);
+        key
+    }
+
+    #[inline]
+    pub fn word(&mut self, value: i64) {
+        self.words[self.len] = MaybeUninit::new(value);
+        self.len += 1;
+    }
+
+    /// A static text (entry or dtype name), by address and length: equal addresses hold equal text.
+    pub fn text(&mut self, value: &'static str) {
+        self.word(value.as_ptr() as i64);
+        self.word(value.len() as i64);
+    }
+
+    pub fn float(&mut self, value: f64) {
+        self.word(value.to_bits() as i64);
+    }
+
+    /// Rank, extents, strides and the alignment of the base address (its trailing zero bits).
+    pub fn array(&mut self, d: &TensorDesc) {
+        let n = d.ndim as usize;
+        self.word(d.ndim as i64);
+        for i in 0..n {
+            self.word(d.shape[i]);
+            self.word(d.strides[i]);
+        }
+        self.word(d.ptr.trailing_zeros() as i64);
+    }
+
+    fn words(&self) -> &[i64] {
+        // SAFETY: the first `len` words were written by `word`.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<i64>(), self.len) }
+    }
+}
+
+impl PartialEq for LaunchKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.words() == other.words()
+    }
+}
+
+impl Eq for LaunchKey {}
+
+impl std::hash::Hash for LaunchKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.words().hash(state)
+    }
+}
+
+/// A multiply-rotate hasher over the key's words (SipHash costs more than the rest of a lookup).
+#[derive(Default)]
+pub struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_i64(&mut self, value: i64) {
+        self.write_u64(value as u64);
+    }
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
+    }
+}
+
+type Resolved = HashMap<LaunchKey, &'static cutile::cuda_core::Function, std::hash::BuildHasherDefault<KeyHasher>>;
+
+fn resolved_map() -> &'static RwLock<Resolved> {
+    static RESOLVED: OnceLock<RwLock<Resolved>> = OnceLock::new();
+    RESOLVED.get_or_init(|| RwLock::new(HashMap::default()))
+}
+
+/// The loaded function of a key launched before, if any.
+pub fn resolved(key: &LaunchKey) -> Option<&'static cutile::cuda_core::Function> {
+    resolved_map().read().unwrap_or_else(|p| p.into_inner()).get(key).copied()
+}
+
+/// The kernel parameters of a resolved launch, in the order cutile's launcher pushes them: an
+/// array is its base address, then its extents and strides as i32; a scalar is its value. Each
+/// value sits in its own zeroed 16-byte slot, as in cutile's argument arena. Lives on the stack;
+/// only the slots in use are written.
+pub struct KernelParams {
+    len: usize,
+    slots: [MaybeUninit<u128>; MAX_PARAMS],
+}
+
+impl KernelParams {
+    pub fn new() -> Self {
+        KernelParams { len: 0, slots: [MaybeUninit::uninit(); MAX_PARAMS] }
+    }
+
+    #[inline]
+    pub fn push<T: Copy>(&mut self, value: T) {
+        const { assert!(std::mem::size_of::<T>() <= 16 && std::mem::align_of::<T>() <= 16) };
+        let slot = &mut self.slots[self.len];
+        slot.write(0);
+        // SAFETY: the slot is 16 bytes, 16-byte aligned, and T fits in it (checked above).
+        unsafe { std::ptr::write(slot.as_mut_ptr().cast::<T>(), value) };
+        self.len += 1;
+    }
+
+    pub fn array(&mut self, d: &TensorDesc) {
+        let n = d.ndim as usize;
+        self.push(d.ptr);
+        for i in 0..n {
+            self.push(d.shape[i] as i32);
+        }
+        for i in 0..n {
+            self.push(d.strides[i] as i32);
+        }
+    }
+}
+
+/// Launch a resolved function on the target's stream: one `cuLaunchKernel`, nothing else.
+pub fn launch_resolved(
+    target: &LaunchTarget,
+    function: &cutile::cuda_core::Function,
+    grid: (u32, u32, u32),
+    params: &mut KernelParams,
+) -> std::result::Result<(), cutile::cuda_core::DriverError> {
+    let mut pointers = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
+    for (pointer, slot) in pointers.iter_mut().zip(params.slots.iter_mut()).take(params.len) {
+        pointer.write(slot.as_mut_ptr().cast::<c_void>());
+    }
+    // SAFETY: the first `len` pointers were written above.
+    let pointers = unsafe { std::slice::from_raw_parts_mut(pointers.as_mut_ptr().cast::<*mut c_void>(), params.len) };
+    unsafe {
+        cutile::cuda_core::launch_kernel(
+            function.cu_function(),
+            grid,
+            (1, 1, 1),
+            0,
+            target.stream.cu_stream(),
+            pointers,
+        )
+    }
+}
+
+/// What cutile's launcher keys a specialization on, taken from the tensors it was launched with.
+pub struct Specialization {
+    pub generics: Vec<String>,
+    pub tensors: Vec<(&'static str, cutile::cutile_compiler::specialization::SpecializationBits)>,
+    pub int_scalars: Vec<(&'static str, i32)>,
+}
+
+/// After cutile's launcher ran `key`'s first launch: look up the function it loaded (the same
+/// specialization key as its launcher builds, so cutile's kernel cache answers without compiling)
+/// and keep it for the key's later launches.
+pub fn resolve(
+    key: LaunchKey,
+    target: &LaunchTarget,
+    module_ast: fn() -> cutile::cutile_compiler::ast::Module,
+    module: &str,
+    function: &str,
+    source_hash: &str,
+    spec: Specialization,
+) -> Result<()> {
+    use cutile::cutile_compiler::specialization::DivHint;
+    let stride_args = spec
+        .tensors
+        .iter()
+        .map(|(name, bits)| (name.to_string(), bits.stride_one.iter().map(|&one| if one { 1 } else { -1 }).collect()))
+        .collect();
+    let hints = spec.int_scalars.iter().map(|(name, value)| (name.to_string(), DivHint::from_value(*value))).collect();
+    let spec_args = spec.tensors.into_iter().map(|(name, bits)| (name.to_string(), bits)).collect();
+    let ctx = cutile::cuda_async::device_operation::ExecutionContext::new(target.stream.clone());
+    let entry = cutile::cutile_compiler::kernel_naming::KernelNaming::new(function).entry_name();
+    let (loaded, _validator) = cutile::tile_kernel::compile_from_context(
+        &ctx,
+        module_ast,
+        module,
+        function,
+        &entry,
+        spec.generics,
+        stride_args,
+        spec_args,
+        hints,
+        None,
+        cutile::tile_kernel::CompileOptions::default(),
+        source_hash,
+    )
+    .map_err(|e| Error::new(Code::Launch, format!("resolving `{module}::{function}` for later launches: {e}")))?;
+    // One reference is leaked on purpose: the function (and its module) stay loaded for good.
+    let loaded: &'static cutile::cuda_core::Function = unsafe { &*Arc::into_raw(loaded) };
+    resolved_map().write().unwrap_or_else(|p| p.into_inner()).insert(key, loaded);
+    Ok(())
 }
 
 pub fn launch_error(kernel: &str, e: impl std::fmt::Display) -> Error {

@@ -29,11 +29,13 @@ SPEC_MODULES = (
     "fmha_fwd",
     "fmha_fwd_sinks",
     "fmha_fwd_softcap",
+    "fmha_bwd",
     "flash_decode",
     "flash_decode_paged",
     "flash_decode_sinks",
     "flash_decode_softcap",
     "mla_decode",
+    "mla_prefill",
 )
 
 

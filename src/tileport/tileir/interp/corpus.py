@@ -335,7 +335,7 @@ def _flash_decode_combine(b: _Builder, c: dict) -> tuple:
 def _mla_decode_partial(b: _Builder, c: dict) -> tuple:
     """2 sequences (one ending inside a key tile, one of 3 tiles) over 2 splits of 2 tiles,
     HEAD_TILE + 3 heads (a ragged head block); the first sequence leaves split 1 empty."""
-    batch, heads, bn, lora, rope = 2, c["HEAD_TILE"] + 3, c["BLOCK_N"], c["LORA"], c["ROPE"]
+    batch, heads, bn, lora, rope = 2, c["HEAD_TILE"] + 3, c["BLOCK_N"], 4 * c["CHUNK"], c["ROPE"]
     per_split, splits = 2, 2
     s = 3 * bn + 5
     lens = [bn - 3, s]
@@ -361,6 +361,93 @@ def _mla_decode_partial(b: _Builder, c: dict) -> tuple:
             lse[bi, :, sp] = (m[:, 0] + np.log(e.sum(axis=1))) / math.log(2)
     grid = (splits, batch * _cdiv(heads, c["HEAD_TILE"]), 1)
     return grid, ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
+
+def _mla_prefill(b: _Builder, c: dict) -> tuple:
+    """2 causal sequences (BLOCK_M + 13 positions, one ending inside a key tile), 3 heads."""
+    batch, heads, lora, rope = 2, 3, c["LORA"], c["ROPE"]
+    s = c["BLOCK_M"] + 13
+    lens = [s, c["BLOCK_N"] + 5]
+    qn, qp = b.input("q_nope", (batch, heads, s, lora), 0.1), b.input("q_pe", (batch, heads, s, rope))
+    ckv, kpe = b.input("ckv", (batch, s, lora)), b.input("kpe", (batch, s, rope))
+    b.arrays["seq_lens"] = Array(np.array(lens, np.int32), "i32")
+    b.output("o", qn.shape)
+    b.output("lse", (batch, heads, s))
+    scale = 1 / math.sqrt(lora // 4 + rope)
+    b.arrays["qk_scale"] = Scalar(scale * math.log2(math.e), "f32")
+    o, lse = np.zeros(qn.shape), np.full((batch, heads, s), -np.inf)
+    for bi, n in enumerate(lens):
+        sc = (qn[bi, :, :n] @ ckv[bi, :n].T + qp[bi, :, :n] @ kpe[bi, :n].T) * scale
+        sc = np.where(np.tril(np.ones((n, n), bool)), sc, -np.inf)
+        m = sc.max(axis=2, keepdims=True)
+        e = np.exp(sc - m)
+        o[bi, :, :n] = e @ ckv[bi, :n] / e.sum(axis=2, keepdims=True)
+        lse[bi, :, :n] = m[..., 0] + np.log(e.sum(axis=2))
+    return (_cdiv(s, c["BLOCK_M"]), batch * heads, 1), ["o", "lse"], {"o": o, "lse": lse}
+
+
+
+def _attention_grads(q, k, v, do, dlse, lens, causal):
+    """float64 gradients (dq, dk, dv) of o and lse, with lse and delta = rowsum(do * o) - dlse;
+    zero on padding rows. Shapes as _attention_reference's (Sq = Sk)."""
+    batch, hq, s, d = q.shape
+    group = hq // k.shape[1]
+    dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    lse, delta = np.full((batch, hq, s), -np.inf), np.zeros((batch, hq, s))
+    for b in range(batch):
+        n = lens[b]
+        keep = np.tril(np.ones((n, n), bool)) if causal else np.ones((n, n), bool)
+        for h in range(hq):
+            kh, vh = k[b, h // group, :n], v[b, h // group, :n]
+            sc = np.where(keep, q[b, h, :n] @ kh.T / math.sqrt(d), -np.inf)
+            m = sc.max(axis=1, keepdims=True)
+            e = np.exp(sc - m)
+            p = e / e.sum(axis=1, keepdims=True)
+            lse[b, h, :n] = (m + np.log(e.sum(axis=1, keepdims=True)))[:, 0]
+            g = do[b, h, :n]
+            delta[b, h, :n] = (g * (p @ vh)).sum(axis=1) - dlse[b, h, :n]
+            ds = p * (g @ vh.T - delta[b, h, :n, None])
+            dq[b, h, :n] = ds @ kh / math.sqrt(d)
+            dk[b, h // group, :n] += ds.T @ q[b, h, :n] / math.sqrt(d)
+            dv[b, h // group, :n] += p.T @ g
+    return dq, dk, dv, lse, delta
+
+
+def _fmha_bwd_preprocess(b: _Builder, c: dict) -> tuple:
+    """delta of 2 x 3 heads x (BLOCK_M + 13) rows: a ragged last row tile."""
+    shape = (2, 3, c["BLOCK_M"] + 13, c["HEAD_DIM"])
+    o, do = b.input("o", shape), b.input("do", shape)
+    dlse = b.input("dlse", shape[:3], 0.5)
+    b.output("delta", shape[:3])
+    return ((_cdiv(shape[2], c["BLOCK_M"]), 6, 1), ["delta"],
+            {"delta": (o * do).sum(axis=3) - dlse})
+
+
+def _fmha_bwd(outputs: tuple[str, ...]) -> Callable:
+    """fmha_fwd's problem (two ragged sequences, 2 kv heads x 2 query heads) with random do and
+    dlse; lse and delta in f32 from float64; the grid of the key-tile or the query-tile kernel."""
+    def build(b: _Builder, c: dict) -> tuple:
+        batch, hkv, group, d = 2, 2, 2, c["HEAD_DIM"]
+        s = c["BLOCK_M"] + c["BLOCK_N"] // 2 + 13
+        lens = [s, c["BLOCK_N"] + 7]
+        q = b.input("q", (batch, hkv * group, s, d))
+        k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
+        do = b.input("do", q.shape)
+        dlse = b.rng.standard_normal(q.shape[:3]) * 0.5
+        dq, dk, dv, lse, delta = _attention_grads(q, k, v, do, dlse, lens, c["CAUSAL"])
+        b.arrays["lse"] = Array(lse.astype(np.float32), "f32")
+        b.arrays["delta"] = Array(delta.astype(np.float32), "f32")
+        b.arrays["seq_lens"] = Array(np.array(lens, np.int32), "i32")
+        b.arrays["qk_scale"] = Scalar(math.log2(math.e) / math.sqrt(d), "f32")
+        b.arrays["sm_scale"] = Scalar(1 / math.sqrt(d), "f32")
+        grads = {"dq": dq, "dk": dk, "dv": dv}
+        for name in outputs:
+            b.output(name, grads[name].shape)
+        if outputs == ("dq",):
+            grid = (_cdiv(s, c["BLOCK_M"]), batch * hkv * group, 1)
+        else:
+            grid = (_cdiv(s, c["BLOCK_N"]), batch * hkv, 1)
+        return grid, list(outputs), {n: grads[n] for n in outputs}
+    return build
 
 
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
@@ -388,6 +475,10 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "flash_decode_partial_kernel": (_flash_decode_partial,),
     "flash_decode_combine_kernel": (_flash_decode_combine,),
     "mla_decode_partial_kernel": (_mla_decode_partial,),
+    "mla_prefill_kernel": (_mla_prefill,),
+    "fmha_bwd_preprocess_kernel": (_fmha_bwd_preprocess,),
+    "fmha_bwd_dkdv_kernel": (_fmha_bwd(("dk", "dv")),),
+    "fmha_bwd_dq_kernel": (_fmha_bwd(("dq",)),),
 }
 
 

@@ -1,4 +1,13 @@
-"""The cuTile Python frontend as the translator drives it (`tileport.frontends.base.Frontend`)."""
+"""The cuTile Python frontend: `@ct.kernel` functions (cuda.tile 1.7.0) -> the kernel model.
+
+- `lowerer`: the module scan, configurations and specialization, one visitor method per Python construct;
+- `calls`: one handler per `ct.<fn>` (registered in `calls.HANDLERS`), typed with the model's builder;
+- `dtypes`: cuTile's dtype names and its implicit promotion (given to the builder);
+- `values`: compile-time values and constant folding (the shared `frontends.liveness` says which names a
+  block reads and rebinds).
+
+`FRONTEND` is what the translator drives (`tileport.frontends.base.Frontend`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +15,8 @@ import ast
 from typing import Any, Mapping, Sequence
 
 from tileport.frontends.base import KernelConfig, Translation
-from tileport.frontends.cutile import CT_MODULE, translate_file
+from tileport.frontends.cutile.lowerer import (CT_MODULE, ScannedModule, classify_params, loc_of, scan_module,
+                                              translate_file)
 from tileport.model.naming import Naming
 from tileport.passes.fma import fuse_fma
 from tileport.passes.hoist import hoist_invariants
@@ -42,3 +52,7 @@ class CuTileFrontend:
 
 
 FRONTEND = CuTileFrontend()
+
+
+__all__ = ["FRONTEND", "KernelConfig", "Translation", "ScannedModule", "classify_params", "loc_of",
+           "scan_module", "translate_file"]

@@ -1,7 +1,8 @@
 """Typing rules for cuTile Python operations: `ct.<fn>(...)`, tile methods and attributes, operators.
 
-Each `ct` function has one handler (`ct_<name>`). Handlers check their arguments as cuTile Python
-does, make broadcasts and casts explicit through the Builder, and emit model operations.
+Each `ct` function has one handler (`ct_<name>`, registered in `HANDLERS` by `@handler`). Handlers
+check their arguments as cuTile Python does, make broadcasts and casts explicit through the Builder,
+and emit model operations. They use the lowerer (`lw`) through its public methods only.
 """
 
 from __future__ import annotations
@@ -9,24 +10,28 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from tileport.diagnostics import NeedsSpecialization
-from tileport.frontends.cutile import (_MATH, CV, ConstFoldError, DTypeVal, EnumVal, ModuleRef, Value, _describe,
-                                      fold)
+from tileport.frontends.cutile.dtypes import CT_DTYPES, promote
+from tileport.frontends.cutile.values import (CV, MATH, ConstFoldError, DTypeVal, EnumVal, ModuleRef, Value,
+                                              describe, fold)
 from tileport.model import types as T
 from tileport.model.builder import lit_dtype, weak_result_dtype
 from tileport.model.ir import Atom, CDim, Lit, Ref, sym_names
 from tileport.model.types import ArrayT, ScalarT, Sym, TileT
 
+Handler = Callable[..., Any]  # (lowerer, args, kwargs, node) -> Value
+HANDLERS: dict[str, Handler] = {}  # `ct.<name>` -> its handler (registered with @handler)
+
+
+def handler(fn: Handler) -> Handler:
+    """Register `ct_<name>` as the handler of `ct.<name>` (and of the `x.<name>(...)` method form)."""
+    HANDLERS[fn.__name__.removeprefix("ct_")] = fn
+    return fn
+
+
 # Members of cuTile Python's enums (cuda.tile 1.7.0): anything else is refused where it is named.
-# cuTile Python dtype attribute names -> model names.
-CT_DTYPES = {
-    "bool_": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "tfloat32": "tf32",
-    "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2",
-}
 ENUMS = {"PaddingMode": {"UNDETERMINED", "ZERO", "NEG_ZERO", "NAN", "POS_INF", "NEG_INF"},
          "RoundingMode": {"RN", "RZ", "RM", "RP", "RA", "FULL", "APPROX", "RZI"},
          "MemoryOrder": {"WEAK", "RELAXED", "ACQUIRE", "RELEASE", "ACQ_REL"},
@@ -82,8 +87,8 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
             return EnumNS(attr)
         return CtFn(attr)
     if isinstance(base, ModuleRef) and base.name == "math":
-        if attr in _MATH and not callable(_MATH[attr]):
-            return CV(_MATH[attr])
+        if attr in MATH and not callable(MATH[attr]):
+            return CV(MATH[attr])
         raise lw.fail(node, f"math.{attr} is not supported in kernels", "math")
     if isinstance(base, ModuleRef) and base.name in ("numpy", "torch"):
         return _dtype_module_attr(lw, base.name, attr, node)
@@ -206,7 +211,7 @@ NOT_TRANSLATED = {
 def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
     args = [materialize(lw, a, node) for a in args]
     if isinstance(callee, CtFn):
-        handler = globals().get(f"ct_{callee.name}")
+        handler = HANDLERS.get(callee.name)
         if callee.name in UNARY_MATH:
             return unary_math(lw, callee.name, args, kwargs, node)
         if callee.name in BINARY_FNS:
@@ -348,11 +353,13 @@ def _memory_model(lw, bound: dict, node, fn: str) -> None:
             raise lw.fail(node, f"ct.{fn}: {key} other than {default} is not supported yet", key)
 
 
+@handler
 def ct_bid(lw, args, kwargs, node):
     axis = _kw(lw, args, kwargs, ("axis",), node, "bid", 1)["axis"]
     return lw.b.value("bid", (), ScalarT("i32"), lw.loc(node), hint="bid", axis=_axis_const(lw, axis, node))
 
 
+@handler
 def ct_num_blocks(lw, args, kwargs, node):
     axis = _kw(lw, args, kwargs, ("axis",), node, "num_blocks", 1)["axis"]
     return lw.b.value("num_blocks", (), ScalarT("i32"), lw.loc(node), hint="num_blocks",
@@ -365,6 +372,7 @@ def _axis_const(lw, v, node) -> int:
     return v.value
 
 
+@handler
 def ct_load(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "index", "shape", "order", "padding_mode", "check_bounds", "latency",
                                "allow_tma", "memory_order", "memory_scope"), node, "load", 3)
@@ -398,6 +406,7 @@ _RANK_HINT = ("cuTile Python refuses this too: give the tile all {rank} dimensio
               "indexed by a single element) and reshape the result")
 
 
+@handler
 def ct_store(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "index", "tile", "order", "check_bounds", "latency", "allow_tma",
                                "memory_order", "memory_scope"), node, "store", 3)
@@ -426,7 +435,7 @@ def ct_store(lw, args, kwargs, node):
 
 def _check_implicit_cast(lw, src, dst, node, what: str) -> None:
     def ok(s, d):
-        return d if T.promote(s, d) == d else None
+        return d if promote(s, d) == d else None
     lw.b.dspace.lift(ok, src, dst, what=f"{what}: cannot implicitly cast to the array's dtype", loc=lw.loc(node))
 
 
@@ -452,6 +461,7 @@ def _common_shape(lw, items, node) -> tuple:
     return shape
 
 
+@handler
 def ct_gather(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "indices", "mask", "padding_value", "check_bounds", "latency"),
             node, "gather", 2)
@@ -477,6 +487,7 @@ def ct_gather(lw, args, kwargs, node):
                       latency=_opt_const(lw, b.get("latency"), node, "latency"))
 
 
+@handler
 def ct_scatter(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "indices", "value", "mask", "check_bounds", "latency"), node,
             "scatter", 3)
@@ -553,15 +564,23 @@ def _atomic(lw, fn: str, mode: str, args, kwargs, node):
                       TileT(arr.ty.dtype, shape), lw.loc(node), hint=f"{arr.name}_old", **attrs)
 
 
+@handler
 def ct_atomic_cas(lw, args, kwargs, node):
     return _atomic(lw, "atomic_cas", "cas", args, kwargs, node)
 
 
+def _atomic_rmw_handler(mode: str) -> Handler:
+    def handle(lw, args, kwargs, node):
+        return _atomic(lw, f"atomic_{mode}", mode, args, kwargs, node)
+    handle.__name__ = f"ct_atomic_{mode}"
+    return handle
+
+
 for _mode in ATOMIC_RMW:
-    globals()[f"ct_atomic_{_mode}"] = (lambda m: lambda lw, args, kwargs, node:
-                                       _atomic(lw, f"atomic_{m}", m, args, kwargs, node))(_mode)
+    handler(_atomic_rmw_handler(_mode))
 
 
+@handler
 def ct_num_tiles(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "axis", "shape", "order"), node, "num_tiles", 3)
     arr = _array(lw, b["array"], node, "num_tiles")
@@ -579,6 +598,7 @@ def _dtype(lw, v, node, what) -> T.DType:
     return v.dtype
 
 
+@handler
 def ct_arange(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("size", "dtype", "start", "step"), node, "arange", 2)
     size = _shape(lw, b["size"], node, "ct.arange")
@@ -591,16 +611,19 @@ def ct_arange(lw, args, kwargs, node):
     return out
 
 
+@handler
 def ct_full(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("shape", "fill_value", "dtype"), node, "full", 3)
     return _fill(lw, b["shape"], b["fill_value"], b["dtype"], node)
 
 
+@handler
 def ct_zeros(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("shape", "dtype"), node, "zeros", 2)
     return _fill(lw, b["shape"], CV(0), b["dtype"], node)
 
 
+@handler
 def ct_ones(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("shape", "dtype"), node, "ones", 2)
     return _fill(lw, b["shape"], CV(1), b["dtype"], node)
@@ -618,6 +641,7 @@ def _fill(lw, shape_v, value, dtype_v, node) -> Ref:
                       dtype=dtype, shape=shape)
 
 
+@handler
 def ct_astype(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "dtype", "rounding_mode"), node, "astype", 2)
     return astype(lw, b["x"], b["dtype"], b.get("rounding_mode"), node)
@@ -652,10 +676,12 @@ def unary_fn(lw, name: str, x: Value, modes: dict, node) -> Value:
                       rounding=modes.get("rounding_mode"), ftz=modes.get("flush_to_zero"))
 
 
+@handler
 def ct_abs(lw, args, kwargs, node):
     return unary_fn(lw, "abs", _kw(lw, args, kwargs, ("x",), node, "abs", 1)["x"], {}, node)
 
 
+@handler
 def ct_negative(lw, args, kwargs, node):
     return unary_fn(lw, "negative", _kw(lw, args, kwargs, ("x",), node, "negative", 1)["x"], {}, node)
 
@@ -686,6 +712,7 @@ def invert(lw, x: Value, node) -> Value:
 _INT_BITS = {"u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
+@handler
 def ct_where(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("cond", "x", "y"), node, "where", 3)
     return where(lw, b["cond"], b["x"], b["y"], node)
@@ -695,11 +722,11 @@ def where(lw, cond, x, y, node) -> Ref:
     loc = lw.loc(node)
     if not (isinstance(cond, CV) and isinstance(cond.value, bool)):
         if not (isinstance(cond, Ref) and isinstance(cond.ty, (ScalarT, TileT))):
-            raise lw.fail(node, f"a condition must be a bool scalar or tile, got {_describe(cond)}", "condition")
+            raise lw.fail(node, f"a condition must be a bool scalar or tile, got {describe(cond)}", "condition")
         lw.b.require(cond.ty.dtype, lambda d: d == "bool", "the condition must be bool, as in cuTile Python", loc)
     for arm in (x, y):
         if not (isinstance(arm, CV) or (isinstance(arm, Ref) and isinstance(arm.ty, (ScalarT, TileT)))):
-            raise lw.fail(node, f"a selected value must be a tile or a scalar, got {_describe(arm)}", "condition")
+            raise lw.fail(node, f"a selected value must be a tile or a scalar, got {describe(arm)}", "condition")
     dtype = _operand_dtype(lw, x, y, node, "ct.where")
     shape = _common_shape(lw, (cond, x, y), node)
     c = lw.b.to_tile(lw.scalar_atom(cond, node) if not isinstance(cond, Ref) else cond, "bool", shape, loc)
@@ -884,7 +911,7 @@ def _check_operands(lw, op: str, operands, node) -> None:
     """Operators take numbers, scalars and tiles (tuples are refused by the caller)."""
     for v in operands:
         if not (isinstance(v, (CV, tuple)) or (isinstance(v, Ref) and isinstance(v.ty, (ScalarT, TileT)))):
-            raise lw.fail(node, f"operator {op} on {_describe(v)} is not supported", "operator",
+            raise lw.fail(node, f"operator {op} on {describe(v)} is not supported", "operator",
                           "load a tile from an array first")
 
 
@@ -941,6 +968,7 @@ def compare(lw, op: str, a: Value, b: Value, node) -> Value:
     return lw.b.value("compare", (x, y), TileT("bool", shape), loc, hint="mask", op=op)
 
 
+@handler
 def ct_cdiv(lw, args, kwargs, node):
     x, y = _two(lw, args, node, "cdiv")
     return binary(lw, "cdiv", x, y, node)
@@ -981,6 +1009,7 @@ def permute(lw, x: Ref, axes: tuple, node) -> Ref:
     return lw.b.value("permute", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_t", axes=tuple(axes))
 
 
+@handler
 def ct_reshape(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "shape"), node, "reshape", 2)
     x = _tile(lw, b["x"], node, "ct.reshape")
@@ -1002,6 +1031,7 @@ def _reshape_target(lw, x: Ref, shape_v: Value, node) -> tuple:
     return shape
 
 
+@handler
 def ct_permute(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "axes"), node, "permute", 2)
     x = _tile(lw, b["x"], node, "ct.permute")
@@ -1009,6 +1039,7 @@ def ct_permute(lw, args, kwargs, node):
     return permute(lw, x, axes, node)
 
 
+@handler
 def ct_transpose(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "axis0", "axis1"), node, "transpose", 1)
     x = _tile(lw, b["x"], node, "ct.transpose")
@@ -1031,6 +1062,7 @@ def _axis(lw, axis: Any, rank: int, node, what: str) -> int:
     return axis % rank
 
 
+@handler
 def ct_expand_dims(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "axis"), node, "expand_dims", 2)
     x = _tile(lw, b["x"], node, "ct.expand_dims")
@@ -1040,12 +1072,14 @@ def ct_expand_dims(lw, args, kwargs, node):
     return reshape(lw, x, tuple(shape), node)
 
 
+@handler
 def ct_broadcast_to(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "shape"), node, "broadcast_to", 2)
     x = _tile(lw, b["x"], node, "ct.broadcast_to")
     return lw.b.to_tile(x, x.ty.dtype, _shape(lw, b["shape"], node, "ct.broadcast_to"), lw.loc(node))
 
 
+@handler
 def ct_extract(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "index", "shape"), node, "extract", 3)
     x = _tile(lw, b["x"], node, "ct.extract")
@@ -1064,6 +1098,7 @@ _BITS = {"bool": 1, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "f16": 16, "bf16": 1
          "f32": 32, "tf32": 32, "i64": 64, "u64": 64, "f64": 64, "f8e4m3fn": 8, "f8e5m2": 8}
 
 
+@handler
 def ct_bitcast(lw, args, kwargs, node):
     """ct.bitcast(x, dtype): the same bits as another dtype of the same width (no-op for the same dtype)."""
     b = _kw(lw, args, kwargs, ("x", "dtype"), node, "bitcast", 2)
@@ -1081,6 +1116,7 @@ def ct_bitcast(lw, args, kwargs, node):
     return lw.b.value("bitcast", (x,), TileT(dst, x.ty.shape), lw.loc(node), hint=f"{x.name}_bits")
 
 
+@handler
 def ct_pack_to_bytes(lw, args, kwargs, node):
     """ct.pack_to_bytes(x): the raw bytes of the flattened tile as a 1-D u8 tile (cuTile: reshape to 1-D, then
     a bitcast for 8-bit elements, else Tile IR `pack`)."""
@@ -1105,6 +1141,7 @@ def ct_pack_to_bytes(lw, args, kwargs, node):
     return lw.b.value("pack", (x,), TileT("u8", (size,)), lw.loc(node), hint=f"{x.name}_bytes")
 
 
+@handler
 def ct_unpack_from_bytes(lw, args, kwargs, node):
     """ct.unpack_from_bytes(x, dtype): a 1-D u8 tile's bytes as a 1-D tile of `dtype` (cuTile: a bitcast for
     8-bit dtypes, else Tile IR `unpack`)."""
@@ -1130,6 +1167,7 @@ def ct_unpack_from_bytes(lw, args, kwargs, node):
 SCAN_DTYPES = ("f32", "f64", "i32", "i64")  # scan_sum takes its identity as a literal of the element type
 
 
+@handler
 def ct_cumsum(lw, args, kwargs, node):
     """ct.cumsum(x, axis=0, reverse=False): cutile-rs `scan_sum` (the same scan op with an add region)."""
     b = _kw(lw, args, kwargs, ("x", "axis", "reverse", "rounding_mode", "flush_to_zero"), node, "cumsum", 1)
@@ -1151,6 +1189,7 @@ def ct_cumsum(lw, args, kwargs, node):
                       reverse=reverse)
 
 
+@handler
 def ct_cat(lw, args, kwargs, node):
     """ct.cat((a, b), axis): as cuTile, two tiles of one dtype and rank, equal off the axis."""
     b = _kw(lw, args, kwargs, ("tiles", "axis"), node, "cat", 2)
@@ -1180,6 +1219,7 @@ MMA_ACC = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "tf32": ("f
            "f8e4m3fn": ("f16", "f32"), "f8e5m2": ("f16", "f32"), "i8": ("i32",), "u8": ("i32",)}
 
 
+@handler
 def ct_mma(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("x", "y", "acc", "use_fast_acc"), node, "mma", 3)
     x, y, acc = (_tile(lw, b[k], node, "ct.mma") for k in ("x", "y", "acc"))
@@ -1217,6 +1257,7 @@ def matmul(lw, x, y, node) -> Ref:
     return lw.b.cast(out, dtype, loc)
 
 
+@handler
 def ct_matmul(lw, args, kwargs, node):
     x, y = _two(lw, args, node, "matmul")
     return matmul(lw, x, y, node)
@@ -1232,7 +1273,7 @@ def method(lw, m: BoundMethod, args, kwargs, node) -> Value:
         shape = args[0] if len(args) == 1 else tuple(args)
         return reshape(lw, m.obj, _reshape_target(lw, m.obj, shape, node), node)
     if m.name in ("permute", "transpose"):
-        return globals()[f"ct_{m.name}"](lw, [m.obj, *args], kwargs, node)
+        return HANDLERS[m.name](lw, [m.obj, *args], kwargs, node)
     if m.name in REDUCE_FNS:
         return reduce(lw, m.name, [m.obj, *args], kwargs, node)
     if m.name == "item":  # cuTile: reshape to () (a scalar tile)

@@ -1,7 +1,7 @@
 """cuTile Python frontend: source text -> kernel model, with `ast` only (user code never runs).
 
 One visitor method per Python construct (`stmt_<Node>`, `expr_<Node>`); `ct.<fn>` calls are typed by
-the handlers in `cutile_calls`. Kernel-level facts the source does not state (array element dtypes,
+the handlers registered in `calls`. Kernel-level facts the source does not state (array element dtypes,
 scalar dtypes, constant values in use) come from `KernelConfig`s; what cannot be decided from them is
 a `Diagnostic` with file:line:col.
 """
@@ -9,13 +9,7 @@ a `Diagnostic` with file:line:col.
 from __future__ import annotations
 
 import ast
-import io
 import math
-import os
-import re
-import stat
-import tokenize
-import warnings
 from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
@@ -23,7 +17,13 @@ from typing import Any, Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.base import KernelConfig, Translation
+from tileport.frontends.cutile import calls
 from tileport.frontends.liveness import Frames, assigned, exposed_read, reads
+from tileport.frontends.cutile.dtypes import promote
+from tileport.frontends.cutile.values import (BINOPS, CV, MATH, MAX_FOLD_BITS, ConstFoldError, DTypeVal, EnumVal,
+                                              Helper, ModuleRef, NotConstant, Value, call_math, checked, describe,
+                                              fold)
+from tileport.frontends.source import parse_module, read_source
 from tileport.model import types as T
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
 from tileport.model.naming import Naming
@@ -39,48 +39,9 @@ ARRAY_USES = {"load", "store", "gather", "scatter", "num_tiles", "atomic_add", "
               "atomic_xchg", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor"}
 
 
-# ---------------------------------------------------------------- compile-time values
-
-@dataclass(frozen=True)
-class CV:
-    """A compile-time value: int/float/bool/str/None, a symbolic Dim, a dtype, an enum or a tuple."""
-
-    value: Any
-
-    @property
-    def is_dim(self) -> bool:
-        return isinstance(self.value, (Sym, T.DimOp)) or (isinstance(self.value, int)
-                                                          and not isinstance(self.value, bool))
-
-
-@dataclass(frozen=True)
-class DTypeVal:
-    dtype: T.DType
-
-
 def _const_number(v) -> bool:
     """A compile-time int, float or bool."""
     return isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, (Sym, T.DimOp))
-
-
-@dataclass(frozen=True)
-class EnumVal:
-    enum: str  # PaddingMode, RoundingMode, ...
-    member: str
-
-
-@dataclass(frozen=True)
-class Helper:
-    node: ast.FunctionDef
-    module: Any = None  # the ScannedModule it comes from, when imported from another file
-
-
-@dataclass(frozen=True)
-class ModuleRef:
-    name: str  # "ct" for cuda.tile, "math"
-
-
-Value = Any  # Ref | CV | tuple | Helper | ModuleRef | DTypeVal | EnumVal
 
 
 # ---------------------------------------------------------------- configuration
@@ -131,124 +92,6 @@ class Closure:
 
 def loc_of(path: str, node: ast.AST) -> Loc:
     return Loc(path, getattr(node, "lineno", 0), getattr(node, "col_offset", -1) + 1)
-
-
-# Kernel files are small; a larger input is refused before parsing (the parser, the emitter and rustfmt
-# would otherwise spend minutes or overflow their stacks on it).
-MAX_SOURCE_BYTES = 1 << 20
-
-
-def read_source(path: str) -> str:
-    """The text of a kernel file, decoded as Python does (PEP 263 cookie, UTF-8 BOM); Diagnostic if not."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise Diagnostic("not a regular file", Loc(path, 1, 1), "file", "give a .py kernel file")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_SOURCE_BYTES + 1)
-    except OSError as e:
-        raise Diagnostic(f"cannot read the file: {e.strerror or e}", Loc(path, 1, 1), "file") from None
-    if len(raw) > MAX_SOURCE_BYTES:
-        raise Diagnostic(f"the file is larger than {MAX_SOURCE_BYTES >> 20} MiB", Loc(path, 1, 1), "file size",
-                         "split the kernels into several files")
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
-        return raw.decode(encoding)  # "utf-8-sig" when the file starts with a BOM: the BOM is dropped
-    except SyntaxError as e:  # an unknown or contradictory coding cookie
-        raise Diagnostic(f"bad source encoding: {e.msg}", Loc(path, e.lineno or 1, 1), "encoding",
-                         "save the file as UTF-8") from None
-    except UnicodeDecodeError as e:
-        raise Diagnostic(f"the file is not valid {e.encoding}: byte 0x{raw[e.start]:02x}",
-                         _byte_loc(path, raw, e.start), "encoding",
-                         "save the file as UTF-8 (or declare its encoding with a coding cookie)") from None
-
-
-def _byte_loc(path: str, raw: bytes, offset: int) -> Loc:
-    line_start = raw.rfind(b"\n", 0, offset) + 1
-    return Loc(path, raw.count(b"\n", 0, offset) + 1, offset - line_start + 1)
-
-
-def parse_source(path: str, text: str) -> ast.Module:
-    """`ast.parse`, with every way it can fail turned into a located Diagnostic."""
-    try:
-        with warnings.catch_warnings():  # SyntaxWarnings of user code are not the translator's to print
-            warnings.simplefilter("ignore")
-            return ast.parse(text, filename=path)
-    except (SyntaxError, ValueError) as e:  # ValueError: null bytes (Python < 3.12)
-        if isinstance(e, SyntaxError) and e.lineno:
-            loc = Loc(path, e.lineno, e.offset or 1)
-        elif "\0" in text:
-            loc = _byte_loc(path, text.encode("utf-8", "replace"), text.encode("utf-8", "replace").find(b"\0"))
-        else:
-            loc = Loc(path, 1, 1)
-        raise Diagnostic(f"syntax error: {getattr(e, 'msg', None) or e}", loc, "syntax") from None
-    except (RecursionError, MemoryError):
-        raise Diagnostic("an expression nests too deeply for the Python parser", _longest_line(path, text),
-                         "nesting", "split it into several statements") from None
-
-
-# SyntaxErrors that are limits of the parser, not errors of the program.
-PARSER_LIMITS = ("too many nested parentheses", "too many statically nested blocks")
-
-
-def parse_module(path: str, text: str) -> tuple[ast.Module, list[Diagnostic]]:
-    """The module's AST. When the parser hits one of its limits, every top-level statement is parsed on its
-    own: only the definitions that hit it fail (their diagnostics come back, named after their kernel), the
-    other kernels of the file still translate."""
-    try:
-        return parse_source(path, text), []
-    except Diagnostic as d:
-        chunks = _top_level_statements(text) if d.construct == "nesting" or \
-            any(limit in d.message for limit in PARSER_LIMITS) else None
-        if not chunks:
-            raise
-    body, diagnostics = [], []
-    for first_line, chunk in chunks:
-        try:
-            body += parse_source(path, "\n" * (first_line - 1) + chunk).body
-        except Diagnostic as d:
-            kernel = re.search(r"^@[\w.]*kernel\b.*?^def\s+(\w+)", chunk, re.M | re.S)
-            d.kernel = kernel.group(1) if kernel else ""
-            diagnostics.append(d)
-    return ast.Module(body, []), diagnostics
-
-
-def _top_level_statements(text: str) -> list[tuple[int, str]] | None:
-    """(first line, text) of each top-level statement (decorators with their definition); None if the
-    text does not even tokenize."""
-    starts, last = [], tokenize.NEWLINE
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
-                continue
-            if last == tokenize.NEWLINE and tok.start[1] == 0:
-                starts.append(tok.start[0])
-            last = tok.type
-    except (tokenize.TokenError, SyntaxError):
-        return None
-    lines = text.splitlines(keepends=True)
-    merged, decorated = [], False
-    for start in starts:
-        if not decorated:
-            merged.append(start)
-        decorated = lines[start - 1].startswith("@")
-    bounds = merged + [len(lines) + 1]
-    return [(a, "".join(lines[a - 1:b - 1])) for a, b in zip(bounds, bounds[1:])]
-
-
-def _longest_line(path: str, text: str) -> Loc:
-    """Where the parser most likely gave up: the logical line with the most tokens."""
-    best, count, start = (1, 0), 0, 1
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
-                best = max(best, (start, count), key=lambda b: b[1])
-                count, start = 0, tok.end[0] + 1
-            elif tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
-                start = tok.start[0] if count == 0 else start
-                count += 1
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return Loc(path, best[0], 1)
 
 
 def scan_module(path: str, source: str | None = None) -> ScannedModule:
@@ -392,97 +235,20 @@ def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
     return None
 
 
-_MATH = {"sqrt": math.sqrt, "log": math.log, "log2": math.log2, "exp": math.exp, "tanh": math.tanh,
-         "pi": math.pi, "e": math.e, "inf": math.inf}
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.Div: "/",
-           ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
-           ast.MatMult: "@"}
-_PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
-       "//": lambda a, b: a // b, "%": lambda a, b: a % b, "**": lambda a, b: a ** b, "&": lambda a, b: a & b,
-       "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b}
-
-
-# Folded integers are bounded: no kernel constant needs more than 64 bits, and an unbounded `10 ** 10 ** 10`
-# or `1 << 2 ** 40` would take minutes or all memory.
-MAX_FOLD_BITS = 256
-
-
-class ConstFoldError(ValueError):
-    """A compile-time expression that cannot (or must not) be evaluated."""
-
-    def __init__(self, message: str, node: ast.AST | None = None, hint: str = ""):
-        super().__init__(message)
-        self.node, self.hint = node, hint
-
-
-class NotConstant(ConstFoldError):
-    """An expression that is not of constant form at all (a module-level alias such as `fexp = ct.exp`)."""
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float))  # bool is an int, as in Python
-
-
-def fold(op: str, a: Any, b: Any) -> int | float:
-    """`a op b` on compile-time numbers, bounded in size; ConstFoldError instead of any Python error."""
-    if not (_is_number(a) and _is_number(b)) or op not in _PY:
-        raise ConstFoldError(f"`{op}` of {type(a).__name__} and {type(b).__name__} is not a numeric constant")
-    big = ConstFoldError(f"the value of `{a!r} {op} {b!r}` exceeds {MAX_FOLD_BITS} bits",
-                         hint="constants must fit the kernel's integer types")
-    if op == "**" and isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and \
-            b * (abs(a).bit_length() - 1) > MAX_FOLD_BITS:
-        raise big
-    if op == "<<" and isinstance(b, int) and b > MAX_FOLD_BITS:
-        raise big
-    try:
-        out = _PY[op](a, b)
-    except ZeroDivisionError:
-        raise ConstFoldError(f"`{a!r} {op} {b!r}` divides by zero") from None
-    except OverflowError:
-        raise ConstFoldError(f"`{a!r} {op} {b!r}` overflows a float") from None
-    except (ValueError, TypeError) as e:
-        raise ConstFoldError(f"`{a!r} {op} {b!r}` fails: {e}") from None
-    return _checked(out, big)
-
-
-def _checked(out: Any, big: ConstFoldError) -> int | float:
-    if isinstance(out, int) and out.bit_length() > MAX_FOLD_BITS:
-        raise big
-    if not _is_number(out):  # (-8) ** 0.5 is complex
-        raise ConstFoldError(f"{out!r} is not a real number")
-    return out
-
-
-def call_math(name: str, args: list[Any]) -> float:
-    """`math.<name>(*args)` on compile-time numbers; ConstFoldError instead of any Python error."""
-    fn = _MATH.get(name)
-    if not callable(fn):
-        raise ConstFoldError(f"math.{name} is not supported in constants")
-    if not all(_is_number(a) for a in args):
-        raise ConstFoldError(f"math.{name} of a non-number")
-    call = f"math.{name}({', '.join(map(repr, args))})"
-    try:
-        return fn(*args)
-    except OverflowError:
-        raise ConstFoldError(f"`{call}` overflows a float") from None
-    except (ValueError, TypeError) as e:
-        raise ConstFoldError(f"`{call}` fails: {e}") from None
-
-
 def _eval_const(sm: ScannedModule, node: ast.AST) -> Any:
     """Evaluate a module-level constant expression without executing user code."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
-        return _checked(node.value, ConstFoldError(f"{node.value} exceeds {MAX_FOLD_BITS} bits", node))
+        return checked(node.value, ConstFoldError(f"{node.value} exceeds {MAX_FOLD_BITS} bits", node))
     if isinstance(node, ast.Name) and node.id in sm.constants:
         return sm.constants[node.id]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return _located(node, fold, "*", -1 if isinstance(node.op, ast.USub) else 1, _eval_const(sm, node.operand))
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+    if isinstance(node, ast.BinOp) and type(node.op) in BINOPS:
         left, right = _eval_const(sm, node.left), _eval_const(sm, node.right)
-        return _located(node, fold, _BINOPS[type(node.op)], left, right)
+        return _located(node, fold, BINOPS[type(node.op)], left, right)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in sm.math_names:
-        if node.attr in _MATH and not callable(_MATH[node.attr]):
-            return _MATH[node.attr]
+        if node.attr in MATH and not callable(MATH[node.attr]):
+            return MATH[node.attr]
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords
             and isinstance(node.func.value, ast.Name) and node.func.value.id in sm.math_names):
         return _located(node, call_math, node.func.attr, [_eval_const(sm, a) for a in node.args])
@@ -702,10 +468,9 @@ class _Scope:
 
 class KernelLowerer:
     def __init__(self, sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig, naming: Naming):
-        from tileport.frontends import cutile_calls
         self.sm, self.fn, self.cfg = sm, fn, cfg
         self.path = sm.path
-        self.calls = cutile_calls
+        self.calls = calls
         params = classify_params(sm, fn, cfg)
         check_constant_values(sm.path, fn, params, cfg)
         space, array_dtypes = dtype_space(params, cfg)
@@ -713,7 +478,7 @@ class KernelLowerer:
         self.params = [_safely_named(p, self.loc(fn), naming) for p in self.params]
         configs = list(cfg.configs)
         const_values = [{p.name: c[p.name] for p in self.params if p.is_const and p.name in c} for c in configs]
-        self.b = Builder(self.path, space, const_values, naming)
+        self.b = Builder(self.path, space, const_values, naming, promote)
         self.scopes: list[_Scope] = []
         self.frames = Frames()
         self.inline_depth = 0
@@ -755,8 +520,9 @@ class KernelLowerer:
         doc = ast.get_docstring(fn) or ""
         notes = [f"scalar parameter `{a.arg}` has no annotation and its uses do not decide its type: assumed i32"
                  for a in fn.args.args if self._assumed_i32(a)]
-        return Kernel(self.b.naming.ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
-                      module_name=self.b.naming.ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
+        ident = self.b.naming.ident
+        return Kernel(ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
+                      module_name=ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
                       signature=tuple(p.name for p in self.params), notes=notes)
 
     def _assumed_i32(self, a: ast.arg) -> bool:
@@ -985,7 +751,7 @@ class KernelLowerer:
         if not isinstance(s.target, ast.Name):
             raise self.fail(s, "augmented assignment to anything but a name is not supported", "assignment")
         cur = self.lookup(s.target.id, s.target)
-        self.assign_target(s.target, self.binop(_BINOPS.get(type(s.op)), cur, self.expr(s.value), s), s)
+        self.assign_target(s.target, self.binop(BINOPS.get(type(s.op)), cur, self.expr(s.value), s), s)
 
     def assign_target(self, target: ast.AST, value: Value, node: ast.AST) -> None:
         if isinstance(target, ast.Name):
@@ -1165,7 +931,7 @@ class KernelLowerer:
         return self.calls.call(self, callee, args, kwargs, node)
 
     def expr_BinOp(self, node: ast.BinOp) -> Value:
-        op = _BINOPS.get(type(node.op))
+        op = BINOPS.get(type(node.op))
         if op is None:
             raise self.fail(node, f"operator {type(node.op).__name__} is not supported", "operator")
         if op == "@":
@@ -1334,14 +1100,14 @@ class KernelLowerer:
         if isinstance(v, CV) and isinstance(v.value, (float, bool)):
             self.check_literal(v.value, lit_dtype(v.value), node)
             return Lit(v.value, ScalarT(lit_dtype(v.value)))
-        raise self.fail(node, f"expected a scalar, got {_describe(v)}", "scalar")
+        raise self.fail(node, f"expected a scalar, got {describe(v)}", "scalar")
 
     def int_atom(self, v: Value, node: ast.AST, what: str) -> Atom:
         """A scalar that must be an integer (an index, a loop bound)."""
         atom = self.scalar_atom(v, node)
         dtype = None if isinstance(atom, CDim) else atom.ty.dtype
         if dtype is not None and not all(T.is_int(d) for d in self.b.dspace.values(dtype)):
-            raise self.fail(node, f"{what} must be an integer, got {_describe(v)}", "index",
+            raise self.fail(node, f"{what} must be an integer, got {describe(v)}", "index",
                             "convert it with int(...) or ct.astype")
         return atom
 
@@ -1372,16 +1138,6 @@ def _safely_named(p: Param, loc: Loc, naming: Naming) -> Param:
         raise Diagnostic(f"constant parameter `{p.name}` cannot be a Rust const generic name", loc, "signature",
                          "rename the ct.Constant parameter")
     return Param(p.name, p.ty, p.const_type, ident)
-
-
-def _describe(v: Value) -> str:
-    if isinstance(v, Ref):
-        return str(v.ty)
-    if isinstance(v, CV):
-        return f"constant {v.value!r}"
-    if isinstance(v, tuple):
-        return "a tuple"
-    return type(v).__name__
 
 
 # ---------------------------------------------------------------- module entry points

@@ -1,0 +1,310 @@
+"""Stages D and E for the wild corpus: record the packages' own launches on a GPU, port on those launches,
+test the ports against their source kernels on the GPU, and tabulate correct / parity per kernel.
+
+The GPU machine has no Rust, and the port library must hold the constant values of the recorded launches,
+so the flow has a CPU step between two runs of the same GPU command:
+
+    CPU   python3 -m tileport.wild_gpu prepare                # the drivers' wheels into .device/wild
+    GPU   bash .device/enter.sh bash scripts/h200.sh wild     # 1: records wild-launches.json
+    CPU   python3 -m tileport.wild_gpu bundle DIR             # ports on those launches (to B), packs the library
+    GPU   bash .device/enter.sh bash scripts/h200.sh wild     # 2: records again, differential test + parity
+    CPU   python3 -m tileport.wild_gpu grade DIR              # tileport port --launches --gpu-results; the table
+
+`device` (what h200.sh runs) installs the pinned wheels (no dependencies, no network) beside the
+checkout, runs every driver of scripts/wild_drivers/ under `tileport record`, then, when a port library
+is bundled, `tileport.gpu.launch_check` on the recorded launches; it writes `wild-gpu.json` (per
+kernel: launches, correct, parity) whatever happened, saying why a kernel has no result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from statistics import median
+from typing import Any, Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+DRIVERS = REPO / "scripts" / "wild_drivers"
+BUNDLE = REPO / ".device" / "wild"  # wheels, launches.json, crate/, libwild_port.so.xz
+LIB_NAME = "libwild_port.so"
+DRIVER_TIMEOUT_S = 300
+
+
+def drivers() -> list[Path]:
+    """`<package>_driver.py` files: a driver named like its package would shadow it (the script's folder is
+    first on sys.path)."""
+    return sorted(DRIVERS.glob("*_driver.py"))
+
+
+def package_of(driver: Path) -> str:
+    return driver.stem.removesuffix("_driver")
+
+
+# ---------------------------------------------------------------- on the GPU machine
+
+def install_wheels(wheels: Sequence[Path], site: Path) -> str:
+    """pip install --no-deps --no-index into `site` (the packages' own code only; their heavy
+    dependencies are either on the machine, e.g. torch, or reported missing by the drivers)."""
+    if not wheels:
+        return "no wheels bundled"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
+                        "--ignore-requires-python",  # cutile-gpt says >=3.13; the GPU machine has 3.12
+                        "--target", str(site), *map(str, wheels)], capture_output=True, text=True, timeout=300)
+    return "" if r.returncode == 0 else (r.stderr or r.stdout)[-1000:]
+
+
+def record_drivers(out: Path, site: Path) -> dict[str, Any]:
+    """Every driver under `tileport record`, into one spec (out/wild-launches.json)."""
+    spec = out / "wild-launches.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(REPO / "src"),
+                                                        os.environ.get("PYTHONPATH", "")]))
+    results = {}
+    for drv in drivers():
+        summary = out / f"driver-{package_of(drv)}.json"
+        env["WILD_DRIVER_OUT"] = str(summary)
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(spec), "--",
+                                sys.executable, str(drv)], capture_output=True, text=True, env=env,
+                               timeout=DRIVER_TIMEOUT_S)
+            rc, tail = r.returncode, (r.stdout + r.stderr)[-3000:]
+        except subprocess.TimeoutExpired:
+            rc, tail = None, f"timed out after {DRIVER_TIMEOUT_S} s"
+        cases = json.loads(summary.read_text())["cases"] if summary.is_file() else {}
+        results[package_of(drv)] = {"rc": rc, "seconds": round(time.perf_counter() - t0, 1), "cases": cases, "tail": tail}
+    return {"spec": str(spec) if spec.is_file() else None, "drivers": results}
+
+
+def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
+    """The GPU step (see the module docstring); writes out/wild-gpu.json and returns it."""
+    out.mkdir(parents=True, exist_ok=True)
+    site = out / "site"
+    doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": _gpu_name()}
+    doc["install"] = install_wheels(sorted(bundle.glob("*.whl")), site) or "ok"
+    doc["record"] = record_drivers(out, site)
+    evidence = None
+    spec = Path(doc["record"]["spec"]) if doc["record"]["spec"] else None
+    lib = _library(bundle, out)
+    if spec is None:
+        doc["check"] = "no launch recorded (see the drivers' output)"
+    elif lib is None:
+        doc["check"] = ("no port library bundled for these launches: bring wild-launches.json back and run "
+                        "`python3 -m tileport.wild_gpu bundle DIR` where cargo is, then this command again")
+    else:
+        from tileport.launches import load_spec, records_hash
+        built_for = bundle / "launches.json"
+        same = built_for.is_file() and records_hash(load_spec(built_for)) == records_hash(load_spec(spec))
+        doc["library_matches_launches"] = same
+        files = sorted({r.file for r in load_spec(spec)})
+        from tileport.gpu.launch_check import record_evidence
+        try:
+            evidence = record_evidence(files, spec, bundle / "crate", lib, out)
+            doc["check"] = "ok"
+        except Exception as e:  # noqa: BLE001 - reported in the JSON: the lead reads why
+            doc["check"] = f"launch_check failed: {type(e).__name__}: {e}"[:2000]
+    doc["kernels"] = kernel_rows(spec, evidence)
+    (out / "wild-gpu.json").write_text(json.dumps(doc, indent=1, default=str))
+    return doc
+
+
+def _library(bundle: Path, out: Path) -> Path | None:
+    """The bundled port library (xz-compressed in the bundle), unpacked under `out`; None if not bundled."""
+    packed = bundle / f"{LIB_NAME}.xz"
+    if not packed.is_file() or not (bundle / "crate" / "kernels.json").is_file():
+        return None
+    import lzma
+    lib = out / LIB_NAME
+    lib.write_bytes(lzma.decompress(packed.read_bytes()))
+    return lib
+
+
+def _gpu_name() -> str:
+    try:
+        import torch
+        return torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA device"
+    except Exception as e:  # noqa: BLE001
+        return f"unknown ({type(e).__name__})"
+
+
+def kernel_rows(spec: Path | None, evidence: Path | None) -> list[dict[str, Any]]:
+    """Per recorded kernel: launches, correct (all launches match the source kernel), parity (median
+    t(port)/t(source) over the launches timed)."""
+    if spec is None:
+        return []
+    from tileport.launches import load_spec
+    records = load_spec(spec)
+    ev = json.loads(evidence.read_text()) if evidence and evidence.is_file() else {}
+    rows = []
+    for key in dict.fromkeys((Path(r.file).name, r.kernel) for r in records):
+        file, kernel = key
+        checks = [c for c in ev.get("check", []) if c.get("kernel") == kernel and c["op"].startswith(
+            f"launch:{Path(file).stem}.")]
+        timed = [b for b in ((ev.get("bench") or {}).get("records") or [])
+                 if b.get("kernel") == kernel and b["op"].startswith(f"launch:{Path(file).stem}.")]
+        ratios = [b["times_us"]["cutile-rs"] / b["times_us"]["cutile"] for b in timed
+                  if {"cutile", "cutile-rs"} <= set(b.get("times_us", {})) and b["times_us"]["cutile"] > 0]
+        problems = [p for k, v in ev.get("problems", {}).items() if k.endswith(f".{kernel}") for p in v]
+        rows.append({"file": file, "kernel": kernel, "launches": sum(r.kernel == kernel and Path(r.file).name == file
+                                                                     for r in records),
+                     "checked": len(checks), "correct": bool(checks) and all(c["ok"] for c in checks),
+                     "failures": [f"{c['launch']}: {c.get('error', '')[:300]}" for c in checks if not c["ok"]],
+                     "parity": round(median(ratios), 3) if ratios else None, "timed": len(ratios),
+                     "problems": problems})
+    return rows
+
+
+# ---------------------------------------------------------------- on the CPU machine
+
+def kernel_files(spec: Path, roots: dict[str, Path]) -> list[str]:
+    """The local copies (under out/wild/src) of the files the recorded launches name, as FILE::kernel."""
+    from tileport.launches import load_spec
+    local = {p.name: p for root in roots.values() for p in root.rglob("*.py")}
+    out = []
+    for r in load_spec(spec):
+        name = Path(r.file).name
+        if name in local:
+            out.append(f"{local[name]}::{r.kernel}")
+    return list(dict.fromkeys(out))
+
+
+def copy_wheels(wheels: Path, dest: Path) -> list[str]:
+    """The pinned wheels of the packages a driver runs, into the bundle (the others stay here: the carry is small)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    driven = {package_of(d) for d in drivers()}
+    out = []
+    for w in sorted(wheels.glob("*.whl")):
+        if w.name.split("-")[0] in driven:
+            shutil.copy(w, dest / w.name)
+            out.append(w.name)
+    return out
+
+
+def prepare(work: Path = Path("out/wild"), dest: Path = BUNDLE) -> int:
+    """Before the first GPU run: the wheels the drivers import, in .device/wild (no port library yet)."""
+    from tileport.wild import fetch_all
+    fetch_all(work)
+    names = copy_wheels(work / "wheels", dest)
+    print(f"wild_gpu prepare: {', '.join(names) or 'no wheel'} in {dest}")
+    return 0 if names else 1
+
+
+def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, profile: str = "release") -> int:
+    """Port the recorded kernels to stage B on their launches and pack crate, library, wheels, launches."""
+    from tileport.wild import fetch_all
+    spec = results / "wild-launches.json"
+    roots = {p: r for p, _v, r in fetch_all(work)}
+    targets = kernel_files(spec, roots)
+    if not targets:
+        print(f"wild_gpu bundle: {spec} names no kernel of the wild packages", file=sys.stderr)
+        return 2
+    out = work / "gpu-bundle"
+    subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(spec), "--until", "B",
+                    "--no-gpu", "--profile", profile, "--out", str(out)], check=False)
+    libs = {}
+    for t in targets:
+        v = out / t.rsplit("::", 1)[1] / "B" / "verdict.json"
+        if v.is_file():
+            lib = json.loads(v.read_text()).get("details", {}).get("library", {})
+            if lib.get("crate") and lib.get("library"):
+                libs.setdefault((lib["crate"], lib["library"]), []).append(t)
+    if not libs:
+        print("wild_gpu bundle: no kernel built at stage B", file=sys.stderr)
+        return 1
+    (crate, so), kernels = max(libs.items(), key=lambda kv: len(kv[1]))  # the batch crate holds most
+    shutil.rmtree(dest, ignore_errors=True)
+    (dest / "crate").mkdir(parents=True)
+    for part in ("Cargo.toml", "kernels.json"):
+        shutil.copy(Path(crate) / part, dest / "crate" / part)
+    shutil.copytree(Path(crate) / "src", dest / "crate" / "src")
+    subprocess.run(f"xz -9 -T2 -c {so} > {dest / (LIB_NAME + '.xz')}", shell=True, check=True)
+    shutil.copy(spec, dest / "launches.json")
+    copy_wheels(work / "wheels", dest)
+    left = sorted(set(targets) - set(kernels))
+    size = sum(f.stat().st_size for f in dest.parent.rglob("*") if f.is_file())
+    print(f"wild_gpu bundle: {len(kernels)} kernel(s) in {dest}; not in the bundled library: {left or 'none'}; "
+          f"{dest.parent} is {size / 2**20:.1f} MiB (the carry limit is 64 MiB)")
+    return 0 if size <= 64 * 2**20 else 3
+
+
+def grade(results: Path, work: Path = Path("out/wild"), table: Path = Path("bench/results")) -> int:
+    """`tileport port --launches --gpu-results` on the GPU run's results, then bench/results/wild-gpu.*."""
+    from tileport.wild import fetch_all, write_atomic
+    spec = results / "wild-launches.json"
+    gpu = json.loads((results / "wild-gpu.json").read_text())
+    roots = {p: r for p, _v, r in fetch_all(work)}
+    targets = kernel_files(spec, roots) if spec.is_file() else []
+    verdicts = {}
+    if targets:
+        out = work / "gpu-grade"
+        subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(spec),
+                        "--gpu-results", str(results), "--no-gpu", "--out", str(out)], check=False)
+        try:
+            summary = json.loads((out / "summary.json").read_text())
+            verdicts = {k["kernel"]: {s["stage"]: s["verdict"] for s in k.get("route", [])}
+                        for k in summary["kernels"]}
+        except (OSError, ValueError, KeyError):
+            pass
+    for row in gpu.get("kernels", []):
+        row["port_verdicts"] = verdicts.get(row["kernel"], {})
+    write_atomic(table / "wild-gpu.json", json.dumps(gpu, indent=1, default=str) + "\n")
+    write_atomic(table / "wild-gpu.md", render(gpu))
+    print(f"wild_gpu grade: {table / 'wild-gpu.md'}")
+    return 0
+
+
+def render(doc: dict[str, Any]) -> str:
+    rows = doc.get("kernels", [])
+    correct = sum(r["correct"] for r in rows)
+    lines = [f"# Wild corpus on the GPU: stages D and E ({doc.get('date', '?')}, {doc.get('gpu', '?')})", "",
+             f"- kernels launched by the drivers (scripts/wild_drivers/, the packages' own host functions): "
+             f"**{len(rows)}**; correct on every recorded launch: **{correct}/{len(rows)}**",
+             f"- differential test and parity: {doc.get('check', '-')}", "",
+             "| file | kernel | launches | checked | correct | parity t(port)/t(source) | D / E | why not |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        pv = r.get("port_verdicts") or {}
+        why = "; ".join(r["failures"] + r["problems"])[:200].replace("|", "/")
+        parity = "-" if r["parity"] is None else f"{r['parity']:.2f}"
+        lines.append(f"| {r['file']} | `{r['kernel']}` | {r['launches']} | {r['checked']} | "
+                     f"{'yes' if r['correct'] else 'no'} | {parity} | {pv.get('D', '-')} / {pv.get('E', '-')} | "
+                     f"{why} |")
+    lines += ["", "Drivers:", ""]
+    for name, d in (doc.get("record", {}).get("drivers") or {}).items():
+        cases = d.get("cases", {})
+        bad = {c: v["error"] for c, v in cases.items() if not v["ok"]}
+        lines.append(f"- {name}: {len(cases) - len(bad)}/{len(cases)} cases ran (rc {d.get('rc')})"
+                     + ("; " + "; ".join(f"{c}: {e[:120]}" for c, e in bad.items()) if bad else ""))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m tileport.wild_gpu", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("device", help="on the GPU machine: record the drivers, check the ports")
+    d.add_argument("--out", type=Path, required=True)
+    sub.add_parser("prepare", help="on the CPU machine, before the first GPU run: the wheels into .device/wild")
+    b = sub.add_parser("bundle", help="on the CPU machine: port on the recorded launches, pack .device/wild")
+    b.add_argument("results", type=Path, help="the folder with the GPU run's wild-launches.json")
+    b.add_argument("--profile", default="release")
+    g = sub.add_parser("grade", help="on the CPU machine: grade D/E and write bench/results/wild-gpu.*")
+    g.add_argument("results", type=Path, help="the folder with the GPU run's wild-gpu.json, evidence, launches")
+    args = ap.parse_args(argv)
+    if args.cmd == "device":
+        doc = device(args.out)
+        print(render(doc))
+        return 0
+    if args.cmd == "prepare":
+        return prepare()
+    if args.cmd == "bundle":
+        return bundle(args.results, profile=args.profile)
+    return grade(args.results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The parts of tileport.gpu.callcost that run without a GPU: the binding comparison against a stub
+with a launcher's C signature, and the summary of the graph / torch.compile checks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tileport.gpu import callcost
+
+
+def test_binding_cost_times_every_binding(tmp_path, monkeypatch):
+    if not (shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")):
+        pytest.skip("no C compiler to build the stub")
+    monkeypatch.setattr(callcost, "BINDING_CALLS", 200)
+    monkeypatch.setattr(callcost, "BINDING_ROUNDS", 3)
+    out = tmp_path / "binding.json"
+    assert callcost.main(["--only", "binding", "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert {"ctypes_argtypes", "ctypes_prepared"} <= rec.keys()
+    assert all(rec[k]["host_us"] > 0 for k in ("ctypes_argtypes", "ctypes_prepared"))
+    assert rec["cheapest"] in rec
+
+
+def test_binding_cost_records_a_missing_compiler(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    rec = callcost.binding_cost()
+    assert "no C compiler" in rec["error"]
+
+
+def test_summary_reports_each_check_mode():
+    cost = {"vector_add": {"cases": {"tileport_cutile_rs": {"host_us": 9.0}, "torch_eager": {"host_us": 10.0},
+                                     "c_abi_prepared": {"host_us": 4.0}}}}
+    graph = {"global": {"ok": True}, "relaxed": {"ok": False, "error": "capture invalidated"}}
+    s = callcost.summary(cost, graph, {"default": {"ok": True}})
+    assert s["graph_ok"] == {"global": True, "relaxed": False}
+    assert s["compile_ok"] == {"default": True}
+    assert "graph_ok" not in callcost.summary(cost)
+
+
+def test_every_check_mode_can_be_run_alone():
+    assert set(callcost.ONLY) == {"binding", "graph_c_abi:global", "graph:global", "graph:thread_local", "graph:relaxed",
+                                  "compile:default", "compile:reduce-overhead"}
+
+
+def test_a_failing_check_is_recorded_not_raised(tmp_path, monkeypatch):
+    def broken(mode):
+        raise RuntimeError(f"capture invalidated ({mode})")
+    monkeypatch.setitem(callcost.CHECKS, "graph", (broken, ("global",)))
+    out = tmp_path / "check.json"
+    assert callcost.run_one("graph", "global", out) == 1
+    rec = json.loads(out.read_text())
+    assert rec == {"ok": False, "mode": "global", "error": "RuntimeError: capture invalidated (global)"}
+
+
+def test_a_check_whose_process_fails_is_recorded(monkeypatch):
+    from tileport.ops.backends import cuda_unavailable_reason
+    if cuda_unavailable_reason() is None:
+        pytest.skip("a CUDA GPU is visible: the check process would run")
+    rec = callcost.check_in_subprocess("graph", "relaxed")
+    assert rec["ok"] is False and rec["mode"] == "relaxed"
+    assert rec["error"].startswith("exit 2: ") and "needs a CUDA GPU" in rec["error"]

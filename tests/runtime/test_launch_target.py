@@ -1,0 +1,167 @@
+"""A launch never drops a borrowed CUDA stream (regression: CUDA-graph capture of cutile-rs launches
+failed in every capture mode, and a launch cost 16.8 µs on the host).
+
+cuda-core's `Drop for Stream` calls `cuStreamQuery` on the stream, which is illegal while the stream
+is being captured (the capture is invalidated whatever the capture mode), and on a busy stream it
+records an event and hands the stream to a completion worker thread. The launchers used to wrap the
+caller's stream in a fresh `Stream` per launch and dropped it when the launch returned. They now
+take the (device, stream) target from a process-lifetime cache (support.rs `LaunchTarget::get`), so
+no `Stream` is ever dropped on the launch path. CPU: the generated code is checked here; the GPU
+side (capture in every mode, replay against eager runs) is tests/gpu/test_callpath.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SUPPORT_RS = REPO / "src" / "tileport" / "emit" / "templates" / "support.rs"
+CRATE_SRC = REPO / "rust" / "src"
+LAUNCHER = re.compile(r'pub unsafe extern "C" fn (tileport_\w+)\(.*?\n\}\n', re.S)
+
+
+def _launchers() -> dict[str, str]:
+    """C symbol -> body of every generated kernel launcher."""
+    out = {}
+    for path in sorted(CRATE_SRC.glob("*.rs")):
+        if path.name in ("support.rs", "lib.rs"):
+            continue
+        for m in LAUNCHER.finditer(path.read_text()):
+            out[m.group(1)] = m.group(0)
+    return out
+
+
+def _function(text: str, name: str) -> str:
+    """The text of `fn name` up to the next top-level item (4-space indented methods included)."""
+    start = text.index(f"fn {name}(")
+    end = text.find("\n    }\n", start)
+    return text[start:end]
+
+
+def test_every_launcher_takes_the_cached_target():
+    launchers = _launchers()
+    assert len(launchers) >= 21, sorted(launchers)  # one per corpus kernel at least
+    for symbol, body in launchers.items():
+        assert "LaunchTarget::get(device_id, stream)?" in body, symbol
+        assert "LaunchTarget::new" not in body and "Stream::borrow_raw" not in body, symbol
+
+
+def test_a_stream_is_borrowed_only_into_the_process_lifetime_cache():
+    text = SUPPORT_RS.read_text()
+    assert text.count("Stream::borrow_raw(") == 1
+    get = _function(text, "get")
+    assert "Stream::borrow_raw(" in get
+    assert "Box::leak(" in get and "map.insert((device_id, stream), target)" in get
+    assert "static TARGETS: OnceLock<TargetMap>" in get  # a static is never dropped
+    # the only way to make a target, and nothing that would drop one
+    assert len(re.findall(r"LaunchTarget \{ context", text)) == 1
+    assert "impl Drop for LaunchTarget" not in text
+    assert "fn new(device_id" not in text
+
+
+def test_output_overlap_check_allocates_nothing():
+    body = _function(SUPPORT_RS.read_text(), "require_disjoint")
+    assert "Vec" not in body and ".collect" not in body
+
+
+# ---------------------------------------------------------------- on a fake CUDA driver
+
+FAKE_DRIVER_C = Path(__file__).with_name("fake_cuda.c")
+# The only driver calls a launch may make once its kernel is loaded: the launch, and the checks
+# that the device's context is current.
+HOT_PATH_CALLS = {"cuLaunchKernel", "cuCtxGetCurrent", "cuCtxSetCurrent"}
+# (kernel, arrays {name: (shape, typestr)}, other arguments, grid, kernel parameter count)
+CASES = {
+    "vector_add": ("vector_add_kernel", {"a": ((1000,), "<f4"), "b": ((1000,), "<f4"), "c": ((1000,), "<f4")},
+                   {"TILE": 256}, (4,), 9),
+    "softmax_gather": ("softmax_gather_kernel", {"x": ((8, 1000), "<f2"), "y": ((8, 1000), "<f2")},
+                       {"TILE": 1024}, (8,), 12),
+    "rms_norm": ("rms_norm_kernel", {"x": ((8, 1024), "<f4"), "w": ((1024,), "<f4"), "y": ((8, 1024), "<f4")},
+                 {"eps": 1e-6, "BLOCK_M": 1, "TILE": 1024}, (8,), 14),
+    "flash_decode_combine": ("flash_decode_combine_kernel",  # an integer scalar: a divisibility hint
+                             {"o_part": ((2, 4, 4, 128), "<f4"), "lse_part": ((2, 4, 4), "<f4"),
+                              "o": ((2, 4, 128), "<f2"), "lse": ((2, 4), "<f4")},
+                             {"n_splits": 4, "HEAD_DIM": 128}, (2, 4), 29),
+}
+PROBE = textwrap.dedent("""
+    import ctypes, json, sys, time
+    fake = ctypes.CDLL(sys.argv[1])
+    fake.fake_cuda_calls.restype = ctypes.c_char_p
+    fake.fake_cuda_last_launch.restype = ctypes.POINTER(ctypes.c_uint64)
+    from fake_arrays import FakeArray
+    from tileport.runtime.library import load
+    from tileport.runtime.tensors import describe
+    kernel, shapes, values, grid, n_params = json.loads(sys.argv[2])
+    entry = load()[kernel]
+    arrays = {name: FakeArray(shape, typestr) for name, (shape, typestr) in shapes.items()}
+    launch = entry.prepare(grid, 0, {n: describe(a, n).desc for n, a in arrays.items()}, values)
+    ptrs = [arrays[p.name].ptr for p in entry.params if p.kind == "array"]
+    fake.fake_cuda_expect_params(n_params)
+
+    def run(n, stream):
+        fake.fake_cuda_reset()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            launch(ptrs, stream)
+        us = (time.perf_counter() - t0) / n * 1e6
+        text = fake.fake_cuda_calls().decode()
+        calls = {k: int(v) for k, v in (kv.split("=") for kv in text.split(";") if kv)}
+        seen = fake.fake_cuda_last_launch()
+        return {"calls": calls, "us": us, "launch": [seen[i] for i in range(8 + n_params)]}
+    first = run(1, 0x1000)  # cutile's launcher: compiles, loads, checks, launches
+    second = run(1, 0x1000)  # the resolved launch
+    hot = run(200, 0x1000)
+    new_stream = run(1, 0x2000)
+    print(json.dumps({"first": first, "second": second, "hot": hot, "new_stream": new_stream}))
+""")
+
+
+def _fake_driver(tmp_path: Path) -> Path:
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler to build the fake CUDA driver")
+    lib = tmp_path / "libcuda.so.1"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(lib),
+                    str(FAKE_DRIVER_C)], check=True, capture_output=True, text=True)
+    return lib
+
+
+@pytest.mark.cargo
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_launch_makes_no_driver_call_but_the_launch(library, tmp_path, case):
+    """On a fake driver that counts calls and records what each launch passes: the first launch of
+    a specialization goes through cutile's launcher (JIT compile, module load, launch checks); a
+    later one calls cuLaunchKernel (and the current-context checks) and nothing else: no stream
+    query (illegal during graph capture), no event, no synchronization, no allocation, no second
+    module load (the resolved function is the one cutile loaded), with the very same function,
+    grid, block, stream and parameter bytes as cutile's own launch; also on a stream not seen
+    before."""
+    from tileport import toolchain
+    if toolchain.tileiras() is None:
+        pytest.skip("tileiras is not installed: the first launch cannot compile the kernel")
+    fake = _fake_driver(tmp_path)
+    env = toolchain.env()
+    env.update(LD_LIBRARY_PATH=f"{tmp_path}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
+               TILEPORT_LIB=str(library.path), TILEPORT_JIT_CACHE="0",
+               PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(Path(__file__).parent)]))
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(fake), json.dumps(CASES[case])], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rec = json.loads(proc.stdout.splitlines()[-1])
+    first, second, hot, new_stream = rec["first"], rec["second"], rec["hot"], rec["new_stream"]
+    assert first["calls"].get("cuModuleLoadData") == 1 and first["calls"].get("cuLaunchKernel") == 1, first
+    assert second["launch"] == first["launch"], (first["launch"], second["launch"])
+    assert hot["calls"].get("cuLaunchKernel") == 200, hot["calls"]
+    for rec_ in (second, hot, new_stream):
+        assert set(rec_["calls"]) <= HOT_PATH_CALLS, rec_["calls"]
+    assert new_stream["calls"].get("cuLaunchKernel") == 1
+    assert new_stream["launch"][:7] == first["launch"][:7] and new_stream["launch"][8:] == first["launch"][8:]
