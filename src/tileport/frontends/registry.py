@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from tileport.diagnostics import Diagnostic
 from tileport.frontends.base import Frontend
 from tileport.frontends.cutile import FRONTEND as CUTILE
@@ -16,11 +18,17 @@ def frontend_for(path: str) -> Frontend:
     cannot be read or parsed, or that no frontend accepts, goes to the first frontend, which reports
     why with a location."""
     try:
-        tree = parse_source(path, read_source(path))
+        text = read_source(path)
+    except Diagnostic:
+        return FRONTENDS[0]
+    return _frontend_of_text(path, text)
+
+
+@functools.lru_cache(maxsize=256)
+def _frontend_of_text(path: str, text: str) -> Frontend:
+    """By content: a file translated kernel by kernel (stage B, the speed test) is parsed here once."""
+    try:
+        tree = parse_source(path, text)
     except Diagnostic:
         return FRONTENDS[0]
     return next((f for f in FRONTENDS if f.accepts(path, tree)), FRONTENDS[0])
-
-
-def frontend_named(name: str) -> Frontend:
-    return next(f for f in FRONTENDS if f.name == name)
