@@ -153,6 +153,17 @@ GATHER = ("unsafe {{ load_ptr_tko_tpad({ptrs}, ordering::Weak, None::<scope::Til
           "Latency::<{latency}>) }}")
 SCATTER = ("unsafe {{ store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, {mask}, {token}, "
            "Latency::<{latency}>) }}")
+ATOMIC_RMW = ("unsafe {{ atomic_rmw_tko({ptrs}, {value}, {mode}, {order}, {scope}, {mask}, {token}) }}")
+ATOMIC_CAS = ("unsafe {{ atomic_cas_tko({ptrs}, {expected}, {desired}, {order}, {scope}, {mask}, {token}) }}")
+# the cutile-rs mode of a cuTile atomic, by the element kind ('f' float, 'i' signed, 'u' unsigned)
+ATOMIC_MODE = {("add", "f"): "atomic::AddF", ("add", "i"): "atomic::Add", ("add", "u"): "atomic::Add",
+               ("max", "i"): "atomic::Max", ("max", "u"): "atomic::Umax",
+               ("min", "i"): "atomic::Min", ("min", "u"): "atomic::Umin",
+               **{(m, k): f"atomic::{m.capitalize()}" for m in ("and", "or", "xor") for k in ("i", "u")},
+               **{("xchg", k): "atomic::Xchg" for k in ("f", "i", "u")}}
+MEMORY_ORDER = {"relaxed": "ordering::Relaxed", "acquire": "ordering::Acquire", "release": "ordering::Release",
+                "acq_rel": "ordering::AcqRel"}
+MEMORY_SCOPE = {"block": "scope::TileBlock", "device": "scope::Device", "sys": "scope::System"}
 
 # ---- entry attributes
 ENTRY_HINT_KEYS = {"num_ctas": "num_cta_in_cga", "occupancy": "occupancy",
@@ -297,6 +308,8 @@ ROWS: list[Row] = [
     Row("astype", {"operand": INTS, "elem": INTS, "width": "narrow"}, CAST[("i", "i-")], shims=("trunci_fixed",)),
     *[Row("astype", {"operand": ks, "elem": kd}, spelling) for (ks, kd), spelling in CAST.items() if kd in ("f", "i")],
     Row("bitcast", template=BITCAST),
+    Row("pack", template="pack({x})"),
+    Row("unpack", template="unpack({x})"),
     # ---- binary arithmetic: scalars, then float, bool and integer tiles
     *[Row("binary", {"value": "scalar", "op": k}, s) for k, s in SCALAR_FN.items()],
     Row("binary", {"value": "scalar", "op": "div", "elem": Not(("f",))},
@@ -362,6 +375,8 @@ ROWS: list[Row] = [
     Row("store", method="store"),
     Row("load_ptr", method="load_ptr", shims=("load_ptr_tko_tpad",)),
     Row("store_ptr", method="store_ptr"),
+    Row("atomic_rmw_ptr", method="atomic_rmw"),
+    Row("atomic_cas_ptr", method="atomic_cas"),
     Row("ptr_base", template=PTR_BASE),
     Row("ptr_offset", template=PTR_OFFSET),
     Row("assume_div_by", template="unsafe {{ assume_div_by::<_, {divisor}>({x}) }}"),

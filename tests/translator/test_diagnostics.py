@@ -80,14 +80,16 @@ CASES = [
             t = ct.load(x, index=(0,), shape=(TILE,))
             ct.store(y, index=(0,), tile=helper(t))
     """, "recursion", "return helper(t)", "helper(t)", "helper `helper` is recursive", hint="cannot recurse"),
-    Case("while_loop", """
+    Case("while_else", """
         @ct.kernel
         def bad_kernel(x, y, TILE: ConstInt):
             i = 0
             while i < 4:
                 i += 1
+            else:
+                i = 0
             ct.store(y, index=(0,), tile=ct.load(x, index=(0,), shape=(TILE,)))
-    """, "while", "while i < 4", "while", "`while` loops are not supported", hint="for ... in range"),
+    """, "while-else", "while i < 4", "while", "`while ... else` is not supported"),
     Case("for_over_non_range", """
         @ct.kernel
         def bad_kernel(x, y, TILE: ConstInt):

@@ -45,23 +45,8 @@ def _at(path, marker: str) -> tuple[int, int]:
     raise AssertionError(marker)
 
 
-@pytest.mark.parametrize("call,construct,hint", [
-    ("ct.atomic_add(cnt, (ct.arange(TILE, dtype=ct.int32),), t)", "ct.atomic_add", "atomic_rmw_tko"),
-    ("ct.atomic_cas(cnt, (ct.arange(TILE, dtype=ct.int32),), t, t)", "ct.atomic_cas", "atomic_cas_tko"),
-    ("ct.atomic_xchg(cnt, ct.arange(TILE, dtype=ct.int32), t)", "ct.atomic_xchg", "atomic_rmw_tko"),
-    ("ct.store(cnt, index=(0,), tile=ct.pack_to_bytes(t))", "ct.pack_to_bytes", "pack"),
-])
-def test_untranslated_operations_are_located_and_name_the_cutile_rs_counterpart(tmp_path, call, construct, hint):
-    """Atomics were refused as 'cannot tell the rank of array parameter' (their `indices` were not read)."""
-    path, d = _diagnostic(tmp_path, f"""
-        @ct.kernel
-        def k(x, cnt, TILE: ConstInt):
-            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
-            {call}
-    """)
-    assert d.construct == construct and "not supported by the translator" in d.message, str(d)
-    assert hint in d.hint, str(d)
-    assert (d.loc.line, d.loc.col) == _at(path, construct), str(d)
+# Atomics, ct.pack_to_bytes and ct.unpack_from_bytes, once refused with a hint naming their cutile-rs
+# counterpart, translate: tests/translator/test_while_atomics.py.
 
 
 def test_mma_scaled_is_located_and_names_mmaf_scaled(tmp_path):

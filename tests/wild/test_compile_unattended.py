@@ -22,7 +22,7 @@ pytestmark = pytest.mark.cargo
 
 DATA = Path(__file__).parent / "data" / "unattended.py"
 REPO = Path(__file__).resolve().parents[2]
-F32, F16 = "float32", "float16"
+F32, F16, I32 = "float32", "float16", "int32"
 
 CAPTURES = [
     Capture("by_target_kernel", {"x": (F32, 1), "y": (F32, 1)}, {}, {"TILE": 128}),
@@ -62,6 +62,20 @@ CAPTURES = [
     # Was a slip: `bid % N` with a constant N: cuTile Python folds the divisor-sign compare, the port's
     # `cmpi 256, 0` is the same constant; the index normal form now folds constant compares.
     Capture("const_modulo_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"N": 256, "TILE": 64}),
+    # The same cutile-rs 0.5.0 limitation as if_in_loop_kernel: the `if` holding the `break` yields every
+    # variable the while loop carries (cuTile Python: none). while_stride_kernel (no `if`) is clean.
+    pytest.param(Capture("while_break_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+                 marks=pytest.mark.xfail(strict=True, reason="cutile-rs: `if` in a loop yields all loop-carried "
+                                                             "variables (IR diff: if results)")),
+    Capture("while_stride_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+    Capture("atomic_rmw_kernel", {a: (I32, 1) for a in ("x", "acc", "hi", "lo", "bits", "y")} | {"fsum": (F32, 1)},
+            {}, {"TILE": 128}),
+    Capture("atomic_cas_kernel", {"flags": (I32, 1), "y": (I32, 1)}, {}, {"TILE": 128}),
+    Capture("unpack_bytes_kernel", {"x": ("uint8", 1), "y": (F16, 1)}, {}, {"TILE": 256}),
+    Capture("branch_store_load_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+    Capture("pack_bytes_kernel", {"x": (F16, 2), "y": ("uint8", 1)}, {}, {"TM": 16, "TN": 32}),
+    Capture("atomic_loop_kernel", {"x": (I32, 1), "counter": (I32, 1), "y": (I32, 1)}, {"n": "int32"},
+            {"TILE": 128}),
 ]
 
 

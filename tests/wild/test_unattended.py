@@ -25,8 +25,22 @@ DATA = Path(__file__).parent / "data" / "unattended.py"
 FOREIGN = Path(__file__).parent / "data" / "foreign.py"
 
 
+# The atomic kernels of DATA work on integer arrays, pack_bytes_kernel stores bytes; an unconfigured array is
+# float32, which ct.atomic_max, the bitwise atomics and a store of u8 refuse (as cuTile Python does), so their
+# dtypes are given.
+_I32 = "int32"
+ATOMIC_DTYPES = {
+    "atomic_rmw_kernel": [{**{a: _I32 for a in ("x", "acc", "hi", "lo", "bits", "y")}, "fsum": "float32",
+                           "TILE": 128}],
+    "atomic_cas_kernel": [{"flags": _I32, "y": _I32, "TILE": 128}],
+    "atomic_loop_kernel": [{"x": _I32, "counter": _I32, "y": _I32, "TILE": 128}],
+    "pack_bytes_kernel": [{"x": "float16", "y": "uint8"}],
+    "unpack_bytes_kernel": [{"x": "uint8", "y": "float16"}],
+}
+
+
 def translated(path: Path, configs=None):
-    report = run(path, configs)
+    report = run(path, {**ATOMIC_DTYPES, **(configs or {})} if path == DATA else configs)
     assert report.ok, [str(r.diagnostic) for r in report.results if not r.ok]
     return report, module_text(report, path)
 
@@ -39,7 +53,12 @@ def test_data_kernels_translate_without_configuration():
                                                          "if_expression_kernel", "cumsum_kernel",
                                                          "if_in_loop_kernel", "empty_if_kernel", "bitwise_kernel",
                                                          "extract_kernel", "reassigned_fma_kernel",
-                                                         "lhs_product_kernel", "const_modulo_kernel"])
+                                                         "lhs_product_kernel", "const_modulo_kernel",
+                                                         "while_break_kernel",
+                                                         "while_stride_kernel", "atomic_rmw_kernel",
+                                                         "atomic_cas_kernel", "atomic_loop_kernel",
+                                                         "pack_bytes_kernel", "branch_store_load_kernel",
+                                                         "unpack_bytes_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():

@@ -14,7 +14,7 @@ from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.model import types as T
 from tileport.emit.names import fresh_name
-from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref,
+from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref, While,
                                Return, walk)
 from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
 from tileport.passes.uses import bindings_needing_mut
@@ -261,6 +261,10 @@ class KernelEmitter:
                 lines.append(pad + self.for_header(st))
                 lines += self.block(st.body, depth + 1)
                 lines.append(pad + "}")
+            elif isinstance(st, While):
+                lines += self.while_header(st, pad, depth)
+                lines += self.block(st.body, depth + 1)
+                lines.append(pad + "}")
             elif isinstance(st, If):
                 bind = f"let {st.result}: {type_rs(st.result_ty)} = " if st.result else ""
                 lines.append(f"{pad}{bind}if {self.atom(st.cond)} {{")
@@ -276,6 +280,17 @@ class KernelEmitter:
             elif isinstance(st, Continue):
                 lines.append(pad + "continue;")
         return lines
+
+    def while_header(self, st: While, pad: str, depth: int) -> list[str]:
+        """`while test {`, `while { <condition block>; test } {`, or `loop {` (no test: `while True`).
+        cutile-rs lowers `while` as cuTile Python does: a `loop` whose body starts with
+        `if test { yield } else { break }`."""
+        if st.test is None:
+            return [pad + "loop {"]
+        if not st.cond.stmts:
+            return [f"{pad}while {self.atom(st.test)} {{"]
+        return ([pad + "while {"] + self.block(st.cond, depth + 1)
+                + [f"{INDENT * (depth + 1)}{self.atom(st.test)}", pad + "} {"])
 
     def for_header(self, st: For) -> str:
         start, stop = self.atom(st.start), self.atom(st.stop)
@@ -434,6 +449,24 @@ class KernelEmitter:
                                token=_some(op.attr("token")), latency=op.attr("latency") or 0)
         token = op.attr("result_token") or "_"
         return [f"let ({name}, {token}): ({type_rs(op.ty)}, Token) = {expr};"], None
+
+    def lower_atomic_rmw(self, op: Op, name: str):
+        ptrs, value, *mask = op.args
+        mode = L.ATOMIC_MODE.get((op.attr("mode"), self.kind(op.ty.dtype)))
+        if mode is None:
+            raise self.fail(op, f"atomic {op.attr('mode')} on {op.ty.dtype} is not supported")
+        expr = L.ATOMIC_RMW.format(ptrs=ptrs.name, value=value.name, mode=mode, **self.atomic_fields(op, mask))
+        return [f"let ({name}, {op.attr('result_token') or '_'}): ({type_rs(op.ty)}, Token) = {expr};"], None
+
+    def lower_atomic_cas(self, op: Op, name: str):
+        ptrs, expected, desired, *mask = op.args
+        expr = L.ATOMIC_CAS.format(ptrs=ptrs.name, expected=expected.name, desired=desired.name,
+                                   **self.atomic_fields(op, mask))
+        return [f"let ({name}, {op.attr('result_token') or '_'}): ({type_rs(op.ty)}, Token) = {expr};"], None
+
+    def atomic_fields(self, op: Op, mask: list) -> dict:
+        return {"order": L.MEMORY_ORDER[op.attr("memory_order")], "scope": L.MEMORY_SCOPE[op.attr("memory_scope")],
+                "mask": f"Some({mask[0].name})" if mask else "None", "token": _some(op.attr("token"))}
 
 
 class _Fields(dict):

@@ -75,6 +75,8 @@ class Frames:
                 return False
             if isinstance(owner, (ast.For, ast.While)) and exposed_read(owner.body, name):
                 return True  # read again by the enclosing loop's next iteration
+            if isinstance(owner, ast.While) and reads(owner.test, name):
+                return True  # read by the enclosing while loop's next test
             if isinstance(owner, ast.FunctionDef):
                 return False
         return False

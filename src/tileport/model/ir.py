@@ -105,6 +105,22 @@ class For:
 
 
 @dataclass
+class While:
+    """`while test: body`. `cond` computes `test` at the start of every iteration (the loop exits when
+    it is false); `test` None loops until a `break` (`while True`)."""
+
+    cond: "Block"
+    test: Atom | None
+    body: "Block"
+    loc: Loc
+    carried: tuple[str, ...] = ()  # outer variables the condition or body reassigns
+
+    @property
+    def blocks(self) -> tuple["Block", "Block"]:
+        return (self.cond, self.body)
+
+
+@dataclass
 class If:
     cond: Atom
     then: "Block"
@@ -131,7 +147,7 @@ class Continue:
     loc: Loc
 
 
-Stmt = Union[Let, Do, For, If, Return, Break, Continue]
+Stmt = Union[Let, Do, For, While, If, Return, Break, Continue]
 
 
 @dataclass
@@ -224,13 +240,16 @@ def walk(block: Block):
         yield s
         if isinstance(s, For):
             yield from walk(s.body)
+        elif isinstance(s, While):
+            yield from walk(s.cond)
+            yield from walk(s.body)
         elif isinstance(s, If):
             yield from walk(s.then)
             yield from walk(s.orelse)
 
 
 __all__ = [
-    "Loc", "Ref", "Lit", "CDim", "Atom", "Op", "Let", "Do", "For", "If", "Return", "Break", "Continue",
+    "Loc", "Ref", "Lit", "CDim", "Atom", "Op", "Let", "Do", "For", "While", "If", "Return", "Break", "Continue",
     "Stmt", "Block", "Param", "Kernel", "KernelModule", "sym_names", "walk",
     "ArrayT", "ConstT", "ScalarT", "TileT", "DType", "DVar",
 ]

@@ -25,6 +25,9 @@ COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 UNARY_FNS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "tan", "sinh", "cosh", "floor",
              "ceil", "abs", "negative", "not")
 REDUCE_FNS = ("sum", "max", "min", "prod")
+ATOMIC_MODES = ("add", "max", "min", "and", "or", "xor", "xchg")
+MEMORY_ORDERS = ("relaxed", "acquire", "release", "acq_rel")
+MEMORY_SCOPES = ("block", "device", "sys")
 DOMAINS: dict[str, tuple] = {"rounding": ROUNDING_MODES, "ftz": FLAGS, "nan": FLAGS, "allow_tma": FLAGS,
                              "padding": PADDING_MODES}
 
@@ -98,6 +101,7 @@ RULES: dict[str, Callable[[tuple, Any, Any], str | None]] = {
 }
 
 MEMORY = frozenset({"token", "result_token", "latency"})
+_ATOMIC_VALUES = (("mode", ATOMIC_MODES), ("memory_order", MEMORY_ORDERS), ("memory_scope", MEMORY_SCOPES))
 
 _DECLS = [
     # ---- grid and array facts
@@ -119,6 +123,8 @@ _DECLS = [
     OpDecl("astype", (VALUE,), VALUE, rule="to_dtype", attrs=frozenset({"dtype", "rounding"}),
            required=frozenset({"dtype"})),
     OpDecl("bitcast", (TILE,), TILE, attrs=frozenset({"dtype"})),
+    OpDecl("pack", (TILE,), TILE),  # a 1-D tile's raw bytes as a 1-D u8 tile
+    OpDecl("unpack", (TILE,), TILE),  # a 1-D u8 tile's bytes as a 1-D tile of another dtype
     # ---- arithmetic
     OpDecl("binary", (VALUE, VALUE), VALUE, rule="same_dtype", attrs=frozenset({"op", "rounding", "ftz", "nan"}),
            required=frozenset({"op"}), values=(("op", BINARY_OPS),)),
@@ -158,6 +164,19 @@ _DECLS = [
            required=frozenset({"divisor"})),
     OpDecl("load_ptr", (PTR, TILE, TILE), TILE, min_args=2, attrs=MEMORY | {"array", "has_mask"}),
     OpDecl("store_ptr", (PTR, TILE, TILE), (TokenT, NONE), min_args=2, attrs=MEMORY | {"array", "has_mask"}),
+    # ---- atomics: on an array (indices as gather's), then on a pointer tile (the pointer pass)
+    OpDecl("atomic_rmw", (ARRAY, TILE, VALUE), TILE, min_args=3, max_args=9, rule="like_first",
+           attrs=MEMORY | {"mode", "memory_order", "memory_scope", "shape", "check_bounds"},
+           required=frozenset({"mode", "memory_order", "memory_scope"}), values=_ATOMIC_VALUES),
+    OpDecl("atomic_cas", (ARRAY, TILE, TILE, VALUE), TILE, min_args=4, max_args=10, rule="like_first",
+           attrs=MEMORY | {"memory_order", "memory_scope", "shape", "check_bounds"},
+           required=frozenset({"memory_order", "memory_scope"}), values=_ATOMIC_VALUES),
+    OpDecl("atomic_rmw_ptr", (PTR, TILE, TILE), TILE, min_args=2,
+           attrs=MEMORY | {"array", "has_mask", "mode", "memory_order", "memory_scope"},
+           required=frozenset({"array", "mode", "memory_order", "memory_scope"}), values=_ATOMIC_VALUES),
+    OpDecl("atomic_cas_ptr", (PTR, TILE, TILE, TILE), TILE, min_args=3,
+           attrs=MEMORY | {"array", "has_mask", "memory_order", "memory_scope"},
+           required=frozenset({"array", "memory_order", "memory_scope"}), values=_ATOMIC_VALUES),
     # ---- memory tokens (the token pass)
     OpDecl("entry_token", (ARRAY,), TOKEN),
     OpDecl("join_tokens", (TOKEN,), TOKEN, min_args=2, max_args=1 << 16),

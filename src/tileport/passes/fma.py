@@ -8,7 +8,7 @@ ports differ in fma counts (a CRITICAL IR-diff finding).
 
 from __future__ import annotations
 
-from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref
+from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, While
 from tileport.model.naming import Naming
 from tileport.model.types import TileT, concrete_dtypes
 from tileport.passes.uses import taken_names, use_counts
@@ -75,6 +75,10 @@ def fuse_fma(kernel: Kernel, naming: Naming) -> int:
                 if isinstance(st, For):
                     visit(st.body, _without(reaching, (*st.carried, st.index)))
                     reaching = _without(reaching, st.carried)  # now the loop's results
+                elif isinstance(st, While):
+                    visit(st.cond, _without(reaching, st.carried))
+                    visit(st.body, _without(reaching, st.carried))
+                    reaching = _without(reaching, st.carried)
                 elif isinstance(st, If):
                     visit(st.then, dict(reaching))
                     visit(st.orelse, dict(reaching))

@@ -7,7 +7,7 @@ differ in the IR diff.
 
 from __future__ import annotations
 
-from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, walk
+from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, While, walk
 from tileport.model.naming import Naming
 from tileport.passes.uses import atoms_of, taken_names
 
@@ -25,8 +25,9 @@ def hoist_invariants(kernel: Kernel, naming: Naming) -> int:
         nonlocal moved
         out = []
         for st in block.stmts:
-            if isinstance(st, For):
-                visit(st.body)
+            if isinstance(st, (For, While)):
+                for inner in _loop_blocks(st):
+                    visit(inner)
                 hoisted = _hoist_from(st, lambda base: naming.fresh(base, taken))
                 moved += len(hoisted)
                 out.extend(hoisted)
@@ -40,17 +41,30 @@ def hoist_invariants(kernel: Kernel, naming: Naming) -> int:
     return moved
 
 
-def _hoist_from(loop: For, fresh) -> list[Let]:
-    """Invariant lets of the loop body (top level), in order; removed from the body."""
-    lets = [st for st in walk(loop.body) if isinstance(st, Let)]
+def _loop_blocks(loop: For | While) -> tuple[Block, ...]:
+    """The blocks a loop runs every iteration, in order (a while loop's condition, then its body)."""
+    return loop.blocks if isinstance(loop, While) else (loop.body,)
+
+
+def _hoist_from(loop: For | While, fresh) -> list[Let]:
+    """Invariant lets of the loop's blocks (top level), in order; removed from them."""
+    lets = [st for blk in _loop_blocks(loop) for st in walk(blk) if isinstance(st, Let)]
     updated = {st.name for st in lets if st.update}
     # Every variable the body reassigns, at any depth, changes across iterations.
-    variant = {loop.index, *loop.carried, *updated}
+    variant = {*loop.carried, *updated} | ({loop.index} if isinstance(loop, For) else set())
+    hoisted: list[Let] = []
+    for blk in _loop_blocks(loop):
+        _hoist_block(blk, lets, updated, variant, hoisted, fresh)
+    return hoisted
+
+
+def _hoist_block(block: Block, lets: list[Let], updated: set[str], variant: set[str], hoisted: list[Let],
+                 fresh) -> None:
     # A name bound twice in the body (shadowing) stays put: hoisting one binding would reorder them.
     bindings = [st.name for st in lets if not st.update]
     rebound = {name for name in bindings if bindings.count(name) > 1}
-    hoisted, kept = [], []
-    for st in loop.body.stmts:
+    kept = []
+    for st in block.stmts:
         if (isinstance(st, Let) and not st.update and st.op.kind in PURE and st.name not in rebound
                 and not any(isinstance(a, Ref) and a.name in variant for a in atoms_of(st))):
             if st.name not in updated:
@@ -65,8 +79,7 @@ def _hoist_from(loop: For, fresh) -> list[Let]:
         kept.append(st)
         for inner in _defined_names(st):
             variant.add(inner)
-    loop.body.stmts[:] = kept
-    return hoisted
+    block.stmts[:] = kept
 
 
 def _defined_names(st) -> set[str]:

@@ -111,7 +111,7 @@ def lower_pointers(kernel: Kernel, naming: Naming) -> int:
     taken = taken_names(kernel)
 
     def expand(st):
-        if not (isinstance(st, (Let, Do)) and st.op.kind in ("gather", "scatter")):
+        if not (isinstance(st, (Let, Do)) and st.op.kind in ("gather", "scatter", "atomic_rmw", "atomic_cas")):
             return None
         em = _Emitter(kernel, naming, taken)
         _lower(em, st, st.op)
@@ -123,7 +123,9 @@ def lower_pointers(kernel: Kernel, naming: Naming) -> int:
 def _lower(em: _Emitter, st, op: Op) -> None:
     loc = op.loc
     check = op.attr("check_bounds") is not False
-    if op.kind == "gather":
+    if op.kind in ("atomic_rmw", "atomic_cas"):
+        _lower_atomic(em, st, op, check)
+    elif op.kind == "gather":
         arr, *rest = op.args
         rank = arr.ty.rank
         indices, user = rest[:rank], (rest[rank] if op.attr("has_mask") else None)
@@ -148,3 +150,16 @@ def _lower(em: _Emitter, st, op: Op) -> None:
         em.out.append(Do(Op("store_ptr", args, TokenT(), loc,
                             (("array", arr.name), ("has_mask", mask is not None), ("latency", op.attr("latency"))))))
 
+
+
+def _lower_atomic(em: _Emitter, st: Let, op: Op, check: bool) -> None:
+    """cuTile Python's atomics: the gather/scatter pointers and bounds mask, then the pointer-tile operation."""
+    n_values = 2 if op.kind == "atomic_cas" else 1
+    arr, values, indices = op.args[0], op.args[1:1 + n_values], op.args[1 + n_values:]
+    ptrs, mask = em.pointers(arr, indices, op.ty.shape, check, st.name, op.loc)
+    attrs = {"array": arr.name, "has_mask": mask is not None, "memory_order": op.attr("memory_order"),
+             "memory_scope": op.attr("memory_scope")}
+    if op.kind == "atomic_rmw":
+        attrs["mode"] = op.attr("mode")
+    args = (ptrs, *values) + ((mask,) if mask is not None else ())
+    em.out.append(Let(st.name, Op(f"{op.kind}_ptr", args, op.ty, op.loc, tuple(sorted(attrs.items())))))

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tileport.model.ir import Block, Break, Continue, Do, For, If, Kernel, Let, Op, Ref, walk
+from tileport.model.ir import Block, Break, Continue, Do, For, If, Kernel, Let, Op, Ref, Return, While, walk
 from tileport.model.naming import Naming
 from tileport.model.types import TokenT
 from tileport.passes.uses import taken_names
 
 LOADS = ("load", "load_ptr")
 STORES = ("store", "store_ptr")
+ATOMICS = ("atomic_rmw_ptr", "atomic_cas_ptr")  # stores to their array, ordered by their memory_order
 LAST_OP, LAST_STORE = "op", "store"
+# The last acquiring operation (an atomic with acquire semantics): every later memory operation waits for it.
+ACQUIRE = ("", "acquire")
 
 
 # ---------------------------------------------------------------- the token graph
@@ -75,7 +78,30 @@ class Marker:
 
 
 def _array_of(op: Op) -> str:
-    return op.attr("array") if op.kind in ("load_ptr", "store_ptr") else op.args[0].name
+    return op.attr("array") if op.kind in ("load_ptr", "store_ptr", *ATOMICS) else op.args[0].name
+
+
+def _acquires(op: Op) -> bool:
+    return op.kind in ATOMICS and op.attr("memory_order") in ("acquire", "acq_rel")
+
+
+def _releases(op: Op) -> bool:
+    return op.kind in ATOMICS and op.attr("memory_order") in ("release", "acq_rel")
+
+
+def _acquirer(block: Block) -> Op | None:
+    """The first operation of `block` (nested blocks included) with acquire semantics."""
+    return next((st.op for st in walk(block) if isinstance(st, (Let, Do)) and _acquires(st.op)), None)
+
+
+def _distinct(parts: list) -> list:
+    """Tokens to join, first occurrence kept; cuTile has one entry token, so every Root is the same."""
+    out: list = []
+    for p in parts:
+        if any(p is q or (isinstance(p, Root) and isinstance(q, Root)) for q in out):
+            continue
+        out.append(p)
+    return out
 
 
 def _token_keys(effects: dict[str, str]) -> list[tuple[str, str]]:
@@ -88,13 +114,22 @@ def _token_keys(effects: dict[str, str]) -> list[tuple[str, str]]:
     return keys
 
 
+def _union(*effects: dict[str, str]) -> dict[str, str]:
+    """Effects of several blocks: an array any of them stores to is stored (cuTile takes the maximum)."""
+    out: dict[str, str] = {}
+    for eff in effects:
+        for a, effect in eff.items():
+            out[a] = "store" if "store" in (effect, out.get(a)) else effect
+    return out
+
+
 def _effects(block: Block) -> dict[str, str]:
     """Arrays a block (with nested blocks) reads or writes: name -> 'load' | 'store'."""
     out: dict[str, str] = {}
     for st in walk(block):
-        if isinstance(st, (Let, Do)) and (st.op.kind in LOADS or st.op.kind in STORES):
+        if isinstance(st, (Let, Do)) and st.op.kind in (*LOADS, *STORES, *ATOMICS):
             a = _array_of(st.op)
-            if st.op.kind in STORES:
+            if st.op.kind not in LOADS:
                 out[a] = "store"
             else:
                 out.setdefault(a, "load")
@@ -113,7 +148,7 @@ class _Assign:
             op = st.op if isinstance(st, (Let, Do)) else None
             if op is not None and op.kind in LOADS:
                 a = _array_of(op)
-                self.inputs[id(st)] = tmap.get((a, LAST_STORE), Root(a))
+                self.inputs[id(st)] = self.after_acquire(tmap.get((a, LAST_STORE), Root(a)), tmap, out)
                 out.append(st)
                 join = Join([tmap.get((a, LAST_OP), Root(a)), Result(st)])
                 out.append(Marker("join", join))
@@ -121,19 +156,21 @@ class _Assign:
             elif op is not None and op.kind in STORES:
                 a = _array_of(op)
                 if loop is not None and id(st) in loop[1]:  # a parallel store of the innermost loop
-                    self.inputs[id(st)] = loop[2].get((a, LAST_OP), Root(a))
+                    self.inputs[id(st)] = self.after_acquire(loop[2].get((a, LAST_OP), Root(a)), tmap, out)
                     out.append(st)
                     join = Join([tmap.get((a, LAST_OP), Root(a)), Result(st)])
                     out.append(Marker("join", join))
                     tmap[(a, LAST_OP)] = tmap[(a, LAST_STORE)] = join
                 else:
-                    self.inputs[id(st)] = tmap.get((a, LAST_OP), Root(a))
+                    self.inputs[id(st)] = self.after_acquire(tmap.get((a, LAST_OP), Root(a)), tmap, out)
                     out.append(st)
                     tmap[(a, LAST_OP)] = tmap[(a, LAST_STORE)] = Result(st)
-            elif isinstance(st, For):
+            elif op is not None and op.kind in ATOMICS:
+                self.atomic(st, tmap, out)
+            elif isinstance(st, (For, While)):
                 out += self.loop(st, tmap)
             elif isinstance(st, If):
-                out += self.branch(st, tmap)
+                out += self.branch(st, tmap, loop)
             elif isinstance(st, (Continue, Break)) and loop is not None:
                 out += self.exit_updates(loop[0], tmap)
                 out.append(st)
@@ -141,16 +178,57 @@ class _Assign:
                 out.append(st)
         block.stmts[:] = out
 
-    def loop(self, st: For, tmap: dict) -> list:
+    def after_acquire(self, token: Node, tmap: dict, out: list) -> Node:
+        """`token`, joined with the last acquiring operation's once there is one (cuTile's acquire key)."""
+        parts = _distinct([token, tmap[ACQUIRE]]) if ACQUIRE in tmap else [token]
+        if len(parts) == 1:
+            return token
+        join = Join(parts)
+        out.append(Marker("join", join))
+        return join
+
+    def atomic(self, st, tmap: dict, out: list) -> None:
+        """An atomic waits for its array's last operation and, when it releases, for the last operation on
+        every array (and the last acquire); it becomes its array's last op and store, and the last acquire
+        when it acquires."""
+        a = _array_of(st.op)
+        parts = [tmap.get((a, LAST_OP), Root(a))]
+        if _releases(st.op):
+            parts += [v for (_, role), v in tmap.items() if role == LAST_OP]
+        parts += [tmap[ACQUIRE]] if ACQUIRE in tmap else []
+        parts = _distinct(parts)
+        if len(parts) == 1:
+            self.inputs[id(st)] = parts[0]
+        else:
+            join = Join(parts)
+            out.append(Marker("join", join))
+            self.inputs[id(st)] = join
+        out.append(st)
+        tmap[(a, LAST_OP)] = tmap[(a, LAST_STORE)] = result = Result(st)
+        if _acquires(st.op):
+            tmap[ACQUIRE] = result
+
+    def _acquire_key(self, blocks, tmap: dict) -> dict:
+        """The acquire token a loop or branch carries when its blocks acquire (initially the entry token)."""
+        op = next((o for blk in blocks if (o := _acquirer(blk)) is not None), None)
+        return {} if op is None else {ACQUIRE: tmap.get(ACQUIRE, Root(_array_of(op)))}
+
+    def loop(self, st: For | While, tmap: dict) -> list:
         carries = {}
         pre = []
-        for key in _token_keys(_effects(st.body)):
-            c = Carry(key[0], key[1], init=tmap.get(key, Root(key[0])))
+        blocks = st.blocks if isinstance(st, While) else (st.body,)
+        effects = _union(*(_effects(blk) for blk in blocks))
+        inits = {key: tmap.get(key, Root(key[0])) for key in _token_keys(effects)} | self._acquire_key(blocks, tmap)
+        for key, init in inits.items():
+            c = Carry(key[0] or "acquire", key[1], init=init)
             carries[key] = c
             pre.append(Marker("carry_init", c))
         body_map = dict(tmap)
         body_map.update(carries)
-        parallel = _parallel_stores(st)
+        # cuTile parallelizes stores of `for` loops only (their index is the induction variable)
+        parallel = _parallel_stores(st) if isinstance(st, For) else set()
+        if isinstance(st, While):
+            self.block(st.cond, body_map, (carries, parallel, dict(tmap)))
         self.block(st.body, body_map, (carries, parallel, dict(tmap)))
         st.body.stmts += self.exit_updates(carries, body_map)
         tmap.update(carries)
@@ -165,12 +243,18 @@ class _Assign:
                 out.append(Marker("carry_update", c, value))
         return out
 
-    def branch(self, st: If, tmap: dict) -> list:
-        keys = _token_keys(_effects(st.then) | _effects(st.orelse))
-        phis = {key: Phi(key[0], key[1], before=tmap.get(key, Root(key[0]))) for key in keys}
+    def branch(self, st: If, tmap: dict, loop: tuple | None) -> list:
+        keys = _token_keys(_union(_effects(st.then), _effects(st.orelse)))
+        befores = {key: tmap.get(key, Root(key[0])) for key in keys} | self._acquire_key((st.then, st.orelse), tmap)
+        phis = {key: Phi(key[0] or "acquire", key[1], before=before) for key, before in befores.items()}
+        # A `break`/`continue` in a branch leaves the loop with the tokens of that point (cuTile's jump
+        # operands); a branch that jumps yields nothing to the `if`.
+        inner = (loop[0], set(), loop[2]) if loop is not None else None
         for blk in (st.then, st.orelse):
             m = dict(tmap)
-            self.block(blk, m, None)
+            self.block(blk, m, inner)
+            if blk.stmts and isinstance(blk.stmts[-1], (Break, Continue, Return)):
+                continue
             for key, phi in phis.items():
                 value = m.get(key, phi.before)
                 phi.branches.append(value)
@@ -184,14 +268,16 @@ def _parallel_stores(loop: For) -> set[int]:
     """Stores cuTile lets run unordered across the iterations of `loop` (see module docstring)."""
     direct: dict[str, list] = {}
     for st in loop.body.stmts:
-        if isinstance(st, (Let, Do)) and (st.op.kind in LOADS or st.op.kind in STORES):
+        if isinstance(st, (Let, Do)) and st.op.kind in (*LOADS, *STORES, *ATOMICS):
             direct.setdefault(_array_of(st.op), []).append(st)
     nested: dict[str, str] = {}
     for st in loop.body.stmts:
         if isinstance(st, For):
-            nested |= _effects(st.body)
+            nested = _union(nested, _effects(st.body))
+        elif isinstance(st, While):
+            nested = _union(nested, _effects(st.cond), _effects(st.body))
         elif isinstance(st, If):
-            nested |= _effects(st.then) | _effects(st.orelse)
+            nested = _union(nested, _effects(st.then), _effects(st.orelse))
     out = set()
     for a, ops in direct.items():
         if len(ops) != 1 or ops[0].op.kind != "store" or a in nested:
@@ -264,8 +350,10 @@ class _Materialize:
             if isinstance(st, (Let, Do)) and id(st) in self.inputs:
                 out.append(self.memory_op(st))
                 continue
-            if isinstance(st, For):
+            if isinstance(st, (For, While)):
                 carries = [c for c in self._carries(st) if id(c) in self.need]
+                if isinstance(st, While):
+                    self.block(st.cond)
                 self.block(st.body)
                 st.carried = tuple(sorted(set(st.carried) | {self.name(c) for c in carries}))
             elif isinstance(st, If):
@@ -274,7 +362,7 @@ class _Materialize:
             out.append(st)
         block.stmts[:] = out
 
-    def _carries(self, loop: For) -> list:
+    def _carries(self, loop: For | While) -> list:
         return [m.node for m in self._markers_in(loop.body) if m.kind == "carry_update"]
 
     def _markers_in(self, block: Block):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tileport.model.ir import Atom, Block, Do, For, If, Kernel, Let, Ref, walk
+from tileport.model.ir import Atom, Block, Do, For, If, Kernel, Let, Ref, While, walk
 
 
 def atoms_of(stmt) -> list[Atom]:
@@ -44,6 +44,15 @@ def use_counts(kernel: Kernel) -> Counter:
                 for name in st.carried:  # carried values flow around the loop
                     if name in env:
                         counts[id(env[name])] += 1
+            elif isinstance(st, While):
+                inner = dict(env)
+                walk(st.cond, inner)
+                if isinstance(st.test, Ref) and st.test.name in inner:  # the test reads the condition block
+                    counts[id(inner[st.test.name])] += 1
+                walk(st.body, dict(env))
+                for name in st.carried:
+                    if name in env:
+                        counts[id(env[name])] += 1
             elif isinstance(st, If):
                 walk(st.then, dict(env))
                 walk(st.orelse, dict(env))
@@ -66,6 +75,9 @@ def bindings_needing_mut(kernel: Kernel) -> set[int]:
                     env[st.name] = st
             elif isinstance(st, For):
                 walk(st.body, dict(env))
+            elif isinstance(st, While):
+                walk(st.cond, dict(env))
+                walk(st.body, dict(env))
             elif isinstance(st, If):
                 walk(st.then, dict(env))
                 walk(st.orelse, dict(env))
@@ -87,6 +99,8 @@ def expand_statements(block: Block, expand) -> int:
             continue
         if isinstance(st, For):
             count += expand_statements(st.body, expand)
+        elif isinstance(st, While):
+            count += expand_statements(st.cond, expand) + expand_statements(st.body, expand)
         elif isinstance(st, If):
             count += expand_statements(st.then, expand) + expand_statements(st.orelse, expand)
         out.append(st)

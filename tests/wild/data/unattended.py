@@ -153,3 +153,80 @@ def const_modulo_kernel(x, y, N: ConstInt, TILE: ConstInt):
     row = bid % N  # the divisor's sign test folds to a constant on both sides
     t = ct.load(x, index=(bid // N, row), shape=(1, TILE))
     ct.store(y, index=(bid // N, row), tile=t)
+
+
+@ct.kernel
+def while_break_kernel(x, y, n, TILE: ConstInt):
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    i = 0
+    while i < n:
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        acc = acc + t
+        if ct.sum(acc) > 4.0:
+            break
+        i += 1
+    ct.store(y, index=(ct.bid(0),), tile=acc)
+
+
+@ct.kernel
+def while_stride_kernel(x, y, n, TILE: ConstInt):
+    i = ct.bid(0)
+    while i < n:
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        ct.store(y, index=(i,), tile=t * 2.0)
+        i += ct.num_blocks(0)
+
+
+@ct.kernel
+def atomic_rmw_kernel(x, acc, hi, lo, bits, fsum, y, TILE: ConstInt):
+    lane = ct.arange(TILE, dtype=ct.int32)
+    t = ct.load(x, index=(0,), shape=(TILE,))
+    prev = ct.atomic_add(acc, lane, t)
+    ct.atomic_max(hi, lane, t)
+    ct.atomic_min(lo, (lane,), t, memory_order=ct.MemoryOrder.RELAXED)
+    ct.atomic_and(bits, lane, t)
+    ct.atomic_or(bits, lane, 1, memory_order=ct.MemoryOrder.RELEASE)
+    ct.atomic_xor(bits, lane, t, memory_scope=ct.MemoryScope.BLOCK)
+    ct.atomic_add(fsum, lane, ct.astype(t, ct.float32), memory_order=ct.MemoryOrder.ACQUIRE)
+    ct.store(y, index=(0,), tile=prev + ct.atomic_xchg(acc, lane, t))
+
+
+@ct.kernel
+def atomic_cas_kernel(flags, y, TILE: ConstInt):
+    lane = ct.arange(TILE, dtype=ct.int32)
+    old = ct.atomic_cas(flags, lane, 0, lane + 1)
+    ct.store(y, index=(ct.bid(0),), tile=old)
+
+
+@ct.kernel
+def atomic_loop_kernel(x, counter, y, n, TILE: ConstInt):
+    lane = ct.arange(TILE, dtype=ct.int32)
+    acc = ct.zeros((TILE,), dtype=ct.int32)
+    i = 0
+    while i < n:
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        acc = acc + ct.atomic_add(counter, lane, t)
+        i += 1
+    ct.store(y, index=(ct.bid(0),), tile=acc)
+
+
+@ct.kernel
+def pack_bytes_kernel(x, y, TM: ConstInt, TN: ConstInt):
+    t = ct.load(x, index=(ct.bid(0), 0), shape=(TM, TN))
+    ct.store(y, index=(ct.bid(0),), tile=ct.pack_to_bytes(t))
+
+
+@ct.kernel
+def branch_store_load_kernel(x, y, n, TILE: ConstInt):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    if n > 0:
+        ct.store(y, index=(ct.bid(0),), tile=t)
+    else:
+        ct.store(x, index=(ct.bid(0),), tile=ct.load(y, index=(ct.bid(0),), shape=(TILE,)))
+    ct.store(x, index=(ct.bid(0),), tile=ct.load(y, index=(ct.bid(0),), shape=(TILE,)) * 2.0)
+
+
+@ct.kernel
+def unpack_bytes_kernel(x, y, TILE: ConstInt):
+    b = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    ct.store(y, index=(ct.bid(0),), tile=ct.unpack_from_bytes(b, ct.float16) * 2.0)

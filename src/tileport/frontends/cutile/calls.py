@@ -204,12 +204,8 @@ def materialize(lw, v: Value, node) -> Value:
 
 # cuTile operations cutile-rs 0.5.0 has a counterpart for but the translator does not lower yet: the hint
 # names the counterpart, so the user knows a hand port is possible.
-_ATOMIC_HINT = "not lowered yet; cutile-rs has atomic_rmw_tko / atomic_cas_tko on pointer tiles for a hand port"
 NOT_TRANSLATED = {
-    **{f"atomic_{k}": _ATOMIC_HINT for k in ("add", "max", "min", "xchg", "cas", "and", "or", "xor")},
     "mma_scaled": "not lowered yet; cutile-rs has mmaf_scaled for a hand port",
-    "pack_to_bytes": "not lowered yet; cutile-rs has pack (to a byte element type) for a hand port",
-    "unpack_from_bytes": "not lowered yet; cutile-rs has unpack (from a byte element type) for a hand port",
 }
 
 def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
@@ -515,6 +511,73 @@ def ct_scatter(lw, args, kwargs, node):
                 check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                 latency=_opt_const(lw, b.get("latency"), node, "latency"))
     return CV(None)
+
+
+# ---- atomics: the pointer path of gather/scatter, then one read-modify-write (or compare-and-swap) per element
+ATOMIC_RMW = ("add", "max", "min", "and", "or", "xor", "xchg")
+_ATOMIC_BITWISE = ("and", "or", "xor")  # the update must have the array's dtype exactly (no implicit cast)
+_ATOMIC_DTYPES = {"add": ("i32", "i64", "u32", "u64", "f32", "f64", "f16", "bf16"),
+                  "xchg": ("i32", "i64", "u32", "u64", "f32", "f64"), "cas": ("i32", "i64", "u32", "u64", "f32", "f64")}
+_ATOMIC_INT_DTYPES = ("i32", "i64", "u32", "u64")
+_ORDERS = {"RELAXED": "relaxed", "ACQUIRE": "acquire", "RELEASE": "release", "ACQ_REL": "acq_rel"}
+_SCOPES = {"BLOCK": "block", "DEVICE": "device", "SYS": "sys"}
+
+
+def _atomic_enum(lw, v, enum: str, table: dict, default: str, node, fn: str) -> str:
+    if v is None:
+        return default
+    if not (isinstance(v, EnumVal) and v.enum == enum and v.member in table):
+        raise lw.fail(node, f"ct.{fn}: {enum.lower()} must be one of ct.{enum}."
+                            f"{', '.join(sorted(table))}", f"ct.{fn}")
+    return table[v.member]
+
+
+def _atomic_value(lw, v, dtype, shape, node, fn: str, what: str, exact: bool) -> Ref:
+    loc = lw.loc(node)
+    if isinstance(v, Ref) and isinstance(v.ty, TileT):
+        if exact and v.ty.dtype != dtype:
+            raise lw.fail(node, f"ct.{fn}: the {what} must have the array's dtype (no implicit cast)", f"ct.{fn}")
+        if not exact:
+            _check_implicit_cast(lw, v.ty.dtype, dtype, node, f"ct.{fn} {what}")
+        return lw.b.to_tile(v, dtype, shape, loc)
+    return lw.b.to_tile(lw.scalar_atom(v, node), dtype, shape, loc)
+
+
+def _atomic(lw, fn: str, mode: str, args, kwargs, node):
+    values = ("expected", "desired") if mode == "cas" else ("update",)
+    b = _kw(lw, args, kwargs, ("array", "indices", *values, "check_bounds", "memory_order", "memory_scope"), node,
+            fn, 2 + len(values))
+    arr = _array(lw, b["array"], node, fn)
+    lw.b.require(arr.ty.dtype, lambda d: d in _ATOMIC_DTYPES.get(mode, _ATOMIC_INT_DTYPES),
+                 f"ct.{fn}: unsupported array dtype", lw.loc(node))
+    idx = _indices(lw, b["indices"], arr.ty.rank, node, fn)
+    shape = _common_shape(lw, idx, node)  # the update is broadcast to the indices' shape, as cuTile does
+    operands = tuple(_atomic_value(lw, b[k], arr.ty.dtype, shape, node, fn, k, mode in _ATOMIC_BITWISE)
+                     for k in values)
+    order = _atomic_enum(lw, b.get("memory_order"), "MemoryOrder", _ORDERS, "acq_rel", node, fn)
+    scope = _atomic_enum(lw, b.get("memory_scope"), "MemoryScope", _SCOPES, "device", node, fn)
+    attrs = dict(memory_order=order, memory_scope=scope, shape=shape,
+                 check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)))
+    if mode != "cas":
+        attrs["mode"] = mode
+    return lw.b.value("atomic_cas" if mode == "cas" else "atomic_rmw", (arr, *operands, *idx),
+                      TileT(arr.ty.dtype, shape), lw.loc(node), hint=f"{arr.name}_old", **attrs)
+
+
+@handler
+def ct_atomic_cas(lw, args, kwargs, node):
+    return _atomic(lw, "atomic_cas", "cas", args, kwargs, node)
+
+
+def _atomic_rmw_handler(mode: str) -> Handler:
+    def handle(lw, args, kwargs, node):
+        return _atomic(lw, f"atomic_{mode}", mode, args, kwargs, node)
+    handle.__name__ = f"ct_atomic_{mode}"
+    return handle
+
+
+for _mode in ATOMIC_RMW:
+    handler(_atomic_rmw_handler(_mode))
 
 
 @handler
@@ -1051,6 +1114,54 @@ def ct_bitcast(lw, args, kwargs, node):
     if x.ty.dtype == dst:
         return x
     return lw.b.value("bitcast", (x,), TileT(dst, x.ty.shape), lw.loc(node), hint=f"{x.name}_bits")
+
+
+@handler
+def ct_pack_to_bytes(lw, args, kwargs, node):
+    """ct.pack_to_bytes(x): the raw bytes of the flattened tile as a 1-D u8 tile (cuTile: reshape to 1-D, then
+    a bitcast for 8-bit elements, else Tile IR `pack`)."""
+    x = _tile(lw, _kw(lw, args, kwargs, ("x",), node, "pack_to_bytes", 1)["x"], node, "ct.pack_to_bytes")
+    widths = {_BITS.get(v) for v in lw.b.dspace.values(x.ty.dtype)}
+    if "bool" in lw.b.dspace.values(x.ty.dtype) or None in widths:
+        raise lw.fail(node, "ct.pack_to_bytes takes a numeric tile (not bool)", "ct.pack_to_bytes")
+    if len(widths) != 1:
+        raise lw.fail(node, "ct.pack_to_bytes of a tile whose element width differs between configurations",
+                      "ct.pack_to_bytes", "translate one dtype per configuration (--config)")
+    (bits,) = widths
+    count = x.ty.shape[0] if x.ty.shape else 1
+    for d in x.ty.shape[1:]:
+        count = T.dim_op("*", count, d)
+    if x.ty.shape != (count,):
+        x = reshape(lw, x, (count,), node)
+    if bits == 8:
+        return lw.b.value("bitcast", (x,), TileT("u8", (count,)), lw.loc(node), hint=f"{x.name}_bytes")
+    if bits % 8:
+        raise lw.fail(node, f"ct.pack_to_bytes of {bits}-bit elements is not supported", "ct.pack_to_bytes")
+    size = T.dim_op("*", count, bits // 8)
+    return lw.b.value("pack", (x,), TileT("u8", (size,)), lw.loc(node), hint=f"{x.name}_bytes")
+
+
+@handler
+def ct_unpack_from_bytes(lw, args, kwargs, node):
+    """ct.unpack_from_bytes(x, dtype): a 1-D u8 tile's bytes as a 1-D tile of `dtype` (cuTile: a bitcast for
+    8-bit dtypes, else Tile IR `unpack`)."""
+    b = _kw(lw, args, kwargs, ("x", "dtype"), node, "unpack_from_bytes", 2)
+    x = _tile(lw, b["x"], node, "ct.unpack_from_bytes")
+    if x.ty.rank != 1 or x.ty.dtype != "u8":
+        raise lw.fail(node, "ct.unpack_from_bytes takes a 1-D uint8 tile", "ct.unpack_from_bytes")
+    if not isinstance(b["dtype"], DTypeVal) or b["dtype"].dtype not in _BITS or b["dtype"].dtype == "bool":
+        raise lw.fail(node, "ct.unpack_from_bytes needs a numeric dtype (not bool)", "ct.unpack_from_bytes")
+    dtype = b["dtype"].dtype
+    bits = _BITS[dtype]
+    if bits == 8:
+        return lw.b.value("bitcast", (x,), TileT(dtype, x.ty.shape), lw.loc(node), hint=f"{x.name}_{dtype}")
+    (n,) = x.ty.shape
+    for value in _dim_values(lw, n, node):
+        if value * 8 % bits:
+            raise lw.fail(node, f"ct.unpack_from_bytes: {value} bytes are not a whole number of {dtype}",
+                          "ct.unpack_from_bytes")
+    size = T.dim_op("//", n, bits // 8)
+    return lw.b.value("unpack", (x,), TileT(dtype, (size,)), lw.loc(node), hint=f"{x.name}_{dtype}")
 
 
 SCAN_DTYPES = ("f32", "f64", "i32", "i64")  # scan_sum takes its identity as a literal of the element type

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.base import KernelConfig, Translation
 from tileport.frontends.cutile import calls
-from tileport.frontends.liveness import Frames, assigned, exposed_read
+from tileport.frontends.liveness import Frames, assigned, exposed_read, reads
 from tileport.frontends.cutile.dtypes import promote
 from tileport.frontends.cutile.values import (BINOPS, CV, MATH, MAX_FOLD_BITS, ConstFoldError, DTypeVal, EnumVal,
                                               Helper, ModuleRef, NotConstant, Value, call_math, checked, describe,
@@ -28,7 +28,7 @@ from tileport.model import types as T
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
 from tileport.model.naming import Naming
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc,
-                               Param, Ref, Return, sym_names, walk)
+                               Param, Ref, Return, While, sym_names, walk)
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
 from tileport.ops.dtypes import TORCH_DTYPES
 from tileport.runtime.abi import DTYPE_CODES
@@ -37,6 +37,11 @@ CT_MODULE = "cuda.tile"
 DTYPE_MODULES = ("numpy", "torch")  # their dtype names and inf/nan/pi/e mean what cuTile's do
 ARRAY_USES = {"load", "store", "gather", "scatter", "num_tiles", "atomic_add", "atomic_max", "atomic_min",
               "atomic_xchg", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor"}
+
+
+def _const_number(v) -> bool:
+    """A compile-time int, float or bool."""
+    return isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, (Sym, T.DimOp))
 
 
 # ---------------------------------------------------------------- configuration
@@ -652,9 +657,15 @@ class KernelLowerer:
         if owner is not None and any(name in self.scopes[j].locals for j in range(owner + 1, cur + 1)):
             owner = None  # a block-local rebinding, not an update of the outer variable
         if not isinstance(value, Ref):
-            if owner is not None and owner != cur and isinstance(self.scopes[owner].vars[name], Ref):
+            old = self.scopes[owner].vars[name] if owner is not None and owner != cur else None
+            if isinstance(old, Ref) and isinstance(old.ty, ScalarT) and _const_number(value) \
+                    and isinstance(value.value, bool) == (old.ty.dtype == "bool"):
+                # `done = True` in a loop over a runtime `done`: the constant becomes a value of its type
+                value = self.b.value("scalar", (Lit(value.value, old.ty),), old.ty, self.loc(node), hint=name)
+            elif isinstance(old, Ref):
                 raise self.fail(node, f"`{name}` is a runtime value outside this block and cannot become a "
                                       "compile-time value inside it", "assignment")
+        if not isinstance(value, Ref):
             self.scopes[cur].vars[name] = value
             return
         if owner is not None and owner != cur:
@@ -795,21 +806,55 @@ class KernelLowerer:
         self.scopes.pop()
         self.b.emit(For(index, start, stop, step, body, self.loc(s), self.outer_updates(body)))
 
-    def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST, locals_: set[str]) -> None:
-        """Compile-time values that a loop body reassigns (and carries) become runtime variables first."""
+    def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST, locals_: set[str],
+                            bools: bool = False) -> None:
+        """Compile-time values that a loop body reassigns (and carries) become runtime variables first
+        (bools too with `bools`: a `while` test over a flag the body sets)."""
         for name in sorted(assigned(body) - locals_):
             owner = self._owner(name)
             if owner is None:
                 continue
             v = self.scopes[owner].vars[name]
-            if isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, bool):
+            if isinstance(v, CV) and _const_number(v) and (bools or not isinstance(v.value, bool)):
                 atom = self.scalar_atom(v, node)
                 ty = ScalarT(lit_dtype(v.value)) if isinstance(atom, Lit) else ScalarT("i32")
                 ref = self.b.value("scalar", (atom,), ty, self.loc(node), hint=name)
                 self.scopes[owner].vars[name] = ref
 
     def stmt_While(self, s: ast.While) -> None:
-        raise self.fail(s, "`while` loops are not supported yet", "while", "rewrite as a `for ... in range` loop")
+        if s.orelse:
+            raise self.fail(s, "`while ... else` is not supported", "while-else")
+        # A name the test reads is carried even if the body only writes it.
+        locals_ = {n for n in self.block_locals(s.body, loop=True) if not reads(s.test, n)}
+        self.materialize_carried(s.body, s, locals_, bools=True)
+        self.scopes.append(_Scope("loop", locals_))
+        cond = self.b.push()
+        test = self.while_test(s)
+        self.b.pop()
+        if test is False:  # `while False:` never runs (cuTile Python folds the constant condition)
+            self.scopes.pop()
+            return
+        body = self.b.push()
+        self.block(s.body, s)
+        self.b.pop()
+        self.scopes.pop()
+        self.b.emit(While(cond, test, body, self.loc(s), self.outer_updates(cond, body)))
+
+    def while_test(self, s: ast.While) -> Atom | None | bool:
+        """The loop's scalar condition, evaluated in the current (condition) block; None for a constant
+        true condition, False for a constant false one."""
+        test = self.expr(s.test)
+        if isinstance(test, CV) and any(reads(s.test, n) for n in assigned(s.body)):
+            # never folded: the body changes what the test reads (folding would loop forever or never)
+            raise self.fail(s.test, "the `while` condition is a compile-time value that the body reassigns",
+                            "while", "start the loop variables from runtime values")
+        if isinstance(test, CV) and not isinstance(test.value, (Sym, T.DimOp)):
+            return None if test.value else False
+        if isinstance(test, CV):
+            raise NeedsSpecialization(frozenset(sym_names(test.value)), "a `while` on a constant", self.loc(s))
+        if not (isinstance(test, Ref) and (isinstance(test.ty, ScalarT) or test.ty.rank == 0)):
+            raise self.fail(s.test, "a `while` condition must be a scalar", "while")
+        return self.scalar_condition(test, s.test)
 
     def stmt_If(self, s: ast.If) -> None:
         before = len(self.b.blocks[-1].stmts)
