@@ -2816,22 +2816,20 @@ pub mod attention {
 
     /// MLA decode (DeepSeek, absorbed): every query head attends to one shared latent cache.
     ///
-    /// q_nope [B, H, 4 * CHUNK] (the no-rope query already multiplied into the latent space), q_pe
-    /// [B, H, ROPE]; ckv [B, S, 4 * CHUNK] the compressed KV, kpe [B, S, ROPE] the rope keys; scores
-    /// are q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x
-    /// HEAD_TILE heads): the heads are the rows of the MMAs. The 512-wide latent dimension is cut
-    /// into 4 CHUNK-wide slices (4 query slices, 4 score MMAs, 4 f32 accumulators), so that no (HEAD_TILE, 512)
-    /// operand lives in registers: with whole 512-wide tiles the kernel spilled (sm_90: 632 to 952 B
-    /// of stack per thread; sliced, 64 heads x 32 keys: 96 B). Partials as flash_decode's: o_part
-    /// [B, H, n_splits, 4 * CHUNK], lse_part [B, H, n_splits] (log2 units), combined by
-    /// flash_decode_combine_kernel.
-    /// Translated from `src/tileport/ops/kernels/attention.py:267`.
-    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
+    /// q_nope [B, H, LORA] (the no-rope query already multiplied into the latent space), q_pe
+    /// [B, H, ROPE]; ckv [B, S, LORA] the compressed KV, kpe [B, S, ROPE] the rope keys; scores are
+    /// q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x HEAD_TILE
+    /// heads): the heads are the rows of the MMAs, and each latent tile serves as key (loaded a second
+    /// time, transposed through the view's `order`: transposing the loaded tile in registers spilled
+    /// 952 B of stack per thread on sm_90) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
+    /// [B, H, n_splits] (log2 units), combined by flash_decode_combine_kernel.
+    /// Translated from `src/tileport/ops/kernels/attention.py:241`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
     pub unsafe fn mla_decode_partial_kernel<
         E: ElementType,
         const HEAD_TILE: i32,
         const BLOCK_N: i32,
-        const CHUNK: i32,
+        const LORA: i32,
         const ROPE: i32,
     >(
         q_nope: &Tensor<E, { [-1, -1, -1] }>,
@@ -2844,6 +2842,15 @@ pub mod attention {
         qk_scale: f32,
         tiles_per_split: i32,
     ) {
+        let q_nope_view: Partition<E, { [1, HEAD_TILE, LORA] }> = unsafe {
+            make_partition_view(
+                q_nope,
+                shape![1, HEAD_TILE, LORA],
+                padding::Zero,
+                dim_map::Identity,
+                q_nope.token(),
+            )
+        };
         let q_pe_view: Partition<E, { [1, HEAD_TILE, ROPE] }> = unsafe {
             make_partition_view(
                 q_pe,
@@ -2853,40 +2860,13 @@ pub mod attention {
                 q_pe.token(),
             )
         };
-        let q_nope_view: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
+        let ckv_view: Partition<E, { [1, LORA, BLOCK_N] }> = unsafe {
             make_partition_view(
-                q_nope,
-                shape![1, HEAD_TILE, CHUNK],
+                ckv,
+                shape![1, LORA, BLOCK_N],
                 padding::Zero,
-                dim_map::Identity,
-                q_nope.token(),
-            )
-        };
-        let q_nope_view_1: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
-            make_partition_view(
-                q_nope,
-                shape![1, HEAD_TILE, CHUNK],
-                padding::Zero,
-                dim_map::Identity,
-                q_nope.token(),
-            )
-        };
-        let q_nope_view_2: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
-            make_partition_view(
-                q_nope,
-                shape![1, HEAD_TILE, CHUNK],
-                padding::Zero,
-                dim_map::Identity,
-                q_nope.token(),
-            )
-        };
-        let q_nope_view_3: Partition<E, { [1, HEAD_TILE, CHUNK] }> = unsafe {
-            make_partition_view(
-                q_nope,
-                shape![1, HEAD_TILE, CHUNK],
-                padding::Zero,
-                dim_map::Identity,
-                q_nope.token(),
+                const_array![0, 2, 1],
+                ckv.token(),
             )
         };
         let kpe_view: Partition<E, { [1, ROPE, BLOCK_N] }> = unsafe {
@@ -2898,118 +2878,20 @@ pub mod attention {
                 kpe.token(),
             )
         };
-        let ckv_view: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
+        let ckv_view_1: Partition<E, { [1, BLOCK_N, LORA] }> = unsafe {
             make_partition_view(
                 ckv,
-                shape![1, CHUNK, BLOCK_N],
-                padding::Zero,
-                const_array![0, 2, 1],
-                ckv.token(),
-            )
-        };
-        let ckv_view_1: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
-            make_partition_view(
-                ckv,
-                shape![1, CHUNK, BLOCK_N],
-                padding::Zero,
-                const_array![0, 2, 1],
-                ckv.token(),
-            )
-        };
-        let ckv_view_2: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
-            make_partition_view(
-                ckv,
-                shape![1, CHUNK, BLOCK_N],
-                padding::Zero,
-                const_array![0, 2, 1],
-                ckv.token(),
-            )
-        };
-        let ckv_view_3: Partition<E, { [1, CHUNK, BLOCK_N] }> = unsafe {
-            make_partition_view(
-                ckv,
-                shape![1, CHUNK, BLOCK_N],
-                padding::Zero,
-                const_array![0, 2, 1],
-                ckv.token(),
-            )
-        };
-        let ckv_view_4: Partition<E, { [1, BLOCK_N, CHUNK] }> = unsafe {
-            make_partition_view(
-                ckv,
-                shape![1, BLOCK_N, CHUNK],
+                shape![1, BLOCK_N, LORA],
                 padding::Zero,
                 dim_map::Identity,
                 ckv.token(),
             )
         };
-        let ckv_view_5: Partition<E, { [1, BLOCK_N, CHUNK] }> = unsafe {
-            make_partition_view(
-                ckv,
-                shape![1, BLOCK_N, CHUNK],
-                padding::Zero,
-                dim_map::Identity,
-                ckv.token(),
-            )
-        };
-        let ckv_view_6: Partition<E, { [1, BLOCK_N, CHUNK] }> = unsafe {
-            make_partition_view(
-                ckv,
-                shape![1, BLOCK_N, CHUNK],
-                padding::Zero,
-                dim_map::Identity,
-                ckv.token(),
-            )
-        };
-        let ckv_view_7: Partition<E, { [1, BLOCK_N, CHUNK] }> = unsafe {
-            make_partition_view(
-                ckv,
-                shape![1, BLOCK_N, CHUNK],
-                padding::Zero,
-                dim_map::Identity,
-                ckv.token(),
-            )
-        };
-        let o_part_view: Partition<f32, { [1, HEAD_TILE, 1, CHUNK] }> = unsafe {
-            make_partition_view(
-                o_part,
-                shape![1, HEAD_TILE, 1, CHUNK],
-                padding::None,
-                dim_map::Identity,
-                o_part.token(),
-            )
-        };
-        let o_part_view_1: Partition<f32, { [1, HEAD_TILE, 1, CHUNK] }> = unsafe {
-            make_partition_view(
-                o_part,
-                shape![1, HEAD_TILE, 1, CHUNK],
-                padding::None,
-                dim_map::Identity,
-                o_part.token(),
-            )
-        };
-        let o_part_view_2: Partition<f32, { [1, HEAD_TILE, 1, CHUNK] }> = unsafe {
-            make_partition_view(
-                o_part,
-                shape![1, HEAD_TILE, 1, CHUNK],
-                padding::None,
-                dim_map::Identity,
-                o_part.token(),
-            )
-        };
-        let o_part_view_3: Partition<f32, { [1, HEAD_TILE, 1, CHUNK] }> = unsafe {
-            make_partition_view(
-                o_part,
-                shape![1, HEAD_TILE, 1, CHUNK],
-                padding::None,
-                dim_map::Identity,
-                o_part.token(),
-            )
-        };
+        let mut o_part_out: PartitionMut<f32, { [1, HEAD_TILE, 1, LORA] }> =
+            unsafe { o_part.partition_full_mut(shape![1, HEAD_TILE, 1, LORA]) };
         let mut lse_part_out: PartitionMut<f32, { [1, HEAD_TILE, 1] }> =
             unsafe { lse_part.partition_full_mut(shape![1, HEAD_TILE, 1]) };
         let kv_lens_token: Token = kv_lens.token();
-        let o_part_token: Token = o_part.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
         let q_nope_dim1: i32 = q_nope.shape()[1];
@@ -3056,6 +2938,15 @@ pub mod attention {
                 Latency::<0>,
             )
         };
+        let q_nope_tile: Tile<E, { [1, HEAD_TILE, LORA] }> = load_view_tko(
+            &q_nope_view,
+            [b, hb, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qn: Tile<E, { [HEAD_TILE, LORA] }> = q_nope_tile.reshape(shape![HEAD_TILE, LORA]);
         let q_pe_tile: Tile<E, { [1, HEAD_TILE, ROPE] }> = load_view_tko(
             &q_pe_view,
             [b, hb, 0i32],
@@ -3065,42 +2956,6 @@ pub mod attention {
             tma::Enabled,
         );
         let qp: Tile<E, { [HEAD_TILE, ROPE] }> = q_pe_tile.reshape(shape![HEAD_TILE, ROPE]);
-        let q_nope_tile: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
-            &q_nope_view,
-            [b, hb, 0i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let qn0: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile.reshape(shape![HEAD_TILE, CHUNK]);
-        let q_nope_tile_1: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
-            &q_nope_view_1,
-            [b, hb, 1i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let qn1: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile_1.reshape(shape![HEAD_TILE, CHUNK]);
-        let q_nope_tile_2: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
-            &q_nope_view_2,
-            [b, hb, 2i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let qn2: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile_2.reshape(shape![HEAD_TILE, CHUNK]);
-        let q_nope_tile_3: Tile<E, { [1, HEAD_TILE, CHUNK] }> = load_view_tko(
-            &q_nope_view_3,
-            [b, hb, 3i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let qn3: Tile<E, { [HEAD_TILE, CHUNK] }> = q_nope_tile_3.reshape(shape![HEAD_TILE, CHUNK]);
         let lo: i32 = split * tiles_per_split;
         let sum: i32 = lo + tiles_per_split;
         let c: i32 = BLOCK_N;
@@ -3111,24 +2966,26 @@ pub mod attention {
         let mut m_i: Tile<f32, { [HEAD_TILE, 1] }> =
             constant(f32::NEG_INFINITY, shape![HEAD_TILE, 1]);
         let mut l_i: Tile<f32, { [HEAD_TILE, 1] }> = constant(0.0f32, shape![HEAD_TILE, 1]);
-        let mut acc0: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-            constant(0.0f32, shape![HEAD_TILE, CHUNK]);
-        let mut acc1: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-            constant(0.0f32, shape![HEAD_TILE, CHUNK]);
-        let mut acc2: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-            constant(0.0f32, shape![HEAD_TILE, CHUNK]);
-        let mut acc3: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-            constant(0.0f32, shape![HEAD_TILE, CHUNK]);
+        let mut acc: Tile<f32, { [HEAD_TILE, LORA] }> = constant(0.0f32, shape![HEAD_TILE, LORA]);
         let hi_s: i32 = tile_to_scalar(hi);
         let c_1: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = constant(0.0f32, shape![HEAD_TILE, BLOCK_N]);
+        let qk_scale_tile: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
+            qk_scale.broadcast(shape![HEAD_TILE, BLOCK_N]);
         let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
         let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
         let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
-        let qk_scale_tile: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
-            qk_scale.broadcast(shape![HEAD_TILE, BLOCK_N]);
-        let c_2: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
+        let c_3: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
             constant(f32::NEG_INFINITY, shape![HEAD_TILE, BLOCK_N]);
         for j in lo..hi_s {
+            let ckv_tile: Tile<E, { [1, LORA, BLOCK_N] }> = load_view_tko(
+                &ckv_view,
+                [b, 0i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let cT: Tile<E, { [LORA, BLOCK_N] }> = ckv_tile.reshape(shape![LORA, BLOCK_N]);
             let kp: Tile<E, { [1, ROPE, BLOCK_N] }> = load_view_tko(
                 &kpe_view,
                 [b, 0i32, j],
@@ -3137,219 +2994,77 @@ pub mod attention {
                 Some(4),
                 tma::Enabled,
             );
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn, cT, c_1);
             let kp_r: Tile<E, { [ROPE, BLOCK_N] }> = kp.reshape(shape![ROPE, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qp, kp_r, c_1);
-            let ckv_tile: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
-                &ckv_view,
-                [b, 0i32, j],
-                ordering::Weak,
-                scope::TileBlock,
-                Some(4),
-                tma::Enabled,
-            );
-            let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile.reshape(shape![CHUNK, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn0, cT, s);
-            let ckv_tile_1: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
+            let acc_1: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qp, kp_r, s);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = acc_1 * qk_scale_tile;
+            let ckv_tile_1: Tile<E, { [1, BLOCK_N, LORA] }> = load_view_tko(
                 &ckv_view_1,
-                [b, 1i32, j],
-                ordering::Weak,
-                scope::TileBlock,
-                Some(4),
-                tma::Enabled,
-            );
-            let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile_1.reshape(shape![CHUNK, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn1, cT, s);
-            let ckv_tile_2: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
-                &ckv_view_2,
-                [b, 2i32, j],
-                ordering::Weak,
-                scope::TileBlock,
-                Some(4),
-                tma::Enabled,
-            );
-            let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile_2.reshape(shape![CHUNK, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn2, cT, s);
-            let ckv_tile_3: Tile<E, { [1, CHUNK, BLOCK_N] }> = load_view_tko(
-                &ckv_view_3,
-                [b, 3i32, j],
-                ordering::Weak,
-                scope::TileBlock,
-                Some(4),
-                tma::Enabled,
-            );
-            let cT: Tile<E, { [CHUNK, BLOCK_N] }> = ckv_tile_3.reshape(shape![CHUNK, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = mmaf(qn3, cT, s);
-            let prod: i32 = j * BLOCK_N;
-            let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
-            let sum_1: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
-            let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_1.reshape(shape![1, BLOCK_N]);
-            let mask: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, kv_len_b, predicate::LessThan);
-            let prod_1: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = s * qk_scale_tile;
-            let mask_b: Tile<bool, { [HEAD_TILE, BLOCK_N] }> =
-                mask.broadcast(shape![HEAD_TILE, BLOCK_N]);
-            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = select(mask_b, prod_1, c_2);
-            let s_max: Tile<f32, { [HEAD_TILE] }> = reduce_max(s, 1i32);
-            let s_max_r: Tile<f32, { [HEAD_TILE, 1] }> = s_max.reshape(shape![HEAD_TILE, 1]);
-            let m_new: Tile<f32, { [HEAD_TILE, 1] }> =
-                maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
-            let m_new_b: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
-                m_new.broadcast(shape![HEAD_TILE, BLOCK_N]);
-            let diff: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = s - m_new_b;
-            let p: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = exp2(diff, ftz::Enabled);
-            let diff_1: Tile<f32, { [HEAD_TILE, 1] }> = m_i - m_new;
-            let alpha: Tile<f32, { [HEAD_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
-            let p_sum: Tile<f32, { [HEAD_TILE] }> = reduce_sum(p, 1i32);
-            let p_sum_r: Tile<f32, { [HEAD_TILE, 1] }> = p_sum.reshape(shape![HEAD_TILE, 1]);
-            l_i = fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
-            m_i = m_new;
-            let p: Tile<E, { [HEAD_TILE, BLOCK_N] }> = convert_tile(p);
-            let alpha_b: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-                alpha.broadcast(shape![HEAD_TILE, CHUNK]);
-            let prod_3: Tile<f32, { [HEAD_TILE, CHUNK] }> = acc0 * alpha_b;
-            let ckv_tile_4: Tile<E, { [1, BLOCK_N, CHUNK] }> = load_view_tko(
-                &ckv_view_4,
                 [b, j, 0i32],
                 ordering::Weak,
                 scope::TileBlock,
                 Some(4),
                 tma::Enabled,
             );
-            let vt: Tile<E, { [BLOCK_N, CHUNK] }> = ckv_tile_4.reshape(shape![BLOCK_N, CHUNK]);
-            acc0 = mmaf(p, vt, prod_3);
-            let alpha_b_1: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-                alpha.broadcast(shape![HEAD_TILE, CHUNK]);
-            let prod_4: Tile<f32, { [HEAD_TILE, CHUNK] }> = acc1 * alpha_b_1;
-            let ckv_tile_5: Tile<E, { [1, BLOCK_N, CHUNK] }> = load_view_tko(
-                &ckv_view_5,
-                [b, j, 1i32],
-                ordering::Weak,
-                scope::TileBlock,
-                Some(4),
-                tma::Enabled,
-            );
-            let vt: Tile<E, { [BLOCK_N, CHUNK] }> = ckv_tile_5.reshape(shape![BLOCK_N, CHUNK]);
-            acc1 = mmaf(p, vt, prod_4);
-            let alpha_b_2: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-                alpha.broadcast(shape![HEAD_TILE, CHUNK]);
-            let prod_5: Tile<f32, { [HEAD_TILE, CHUNK] }> = acc2 * alpha_b_2;
-            let ckv_tile_6: Tile<E, { [1, BLOCK_N, CHUNK] }> = load_view_tko(
-                &ckv_view_6,
-                [b, j, 2i32],
-                ordering::Weak,
-                scope::TileBlock,
-                Some(4),
-                tma::Enabled,
-            );
-            let vt: Tile<E, { [BLOCK_N, CHUNK] }> = ckv_tile_6.reshape(shape![BLOCK_N, CHUNK]);
-            acc2 = mmaf(p, vt, prod_5);
-            let alpha_b_3: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-                alpha.broadcast(shape![HEAD_TILE, CHUNK]);
-            let prod_6: Tile<f32, { [HEAD_TILE, CHUNK] }> = acc3 * alpha_b_3;
-            let ckv_tile_7: Tile<E, { [1, BLOCK_N, CHUNK] }> = load_view_tko(
-                &ckv_view_7,
-                [b, j, 3i32],
-                ordering::Weak,
-                scope::TileBlock,
-                Some(4),
-                tma::Enabled,
-            );
-            let vt: Tile<E, { [BLOCK_N, CHUNK] }> = ckv_tile_7.reshape(shape![BLOCK_N, CHUNK]);
-            acc3 = mmaf(p, vt, prod_6);
+            let c_2: Tile<E, { [BLOCK_N, LORA] }> = ckv_tile_1.reshape(shape![BLOCK_N, LORA]);
+            let prod: i32 = j * BLOCK_N;
+            let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
+            let sum_1: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
+            let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_1.reshape(shape![1, BLOCK_N]);
+            let mask: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, kv_len_b, predicate::LessThan);
+            let mask_b: Tile<bool, { [HEAD_TILE, BLOCK_N] }> =
+                mask.broadcast(shape![HEAD_TILE, BLOCK_N]);
+            let s: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = select(mask_b, s, c_3);
+            let s_max: Tile<f32, { [HEAD_TILE] }> = reduce_max(s, 1i32);
+            let s_max_r: Tile<f32, { [HEAD_TILE, 1] }> = s_max.reshape(shape![HEAD_TILE, 1]);
+            let m_new: Tile<f32, { [HEAD_TILE, 1] }> =
+                maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
+            let m_ref: Tile<f32, { [HEAD_TILE, 1] }> = m_new;
+            let m_ref_b: Tile<f32, { [HEAD_TILE, BLOCK_N] }> =
+                m_ref.broadcast(shape![HEAD_TILE, BLOCK_N]);
+            let diff: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = s - m_ref_b;
+            let p: Tile<f32, { [HEAD_TILE, BLOCK_N] }> = exp2(diff, ftz::Enabled);
+            let diff_1: Tile<f32, { [HEAD_TILE, 1] }> = m_i - m_ref;
+            let alpha: Tile<f32, { [HEAD_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
+            let p_sum: Tile<f32, { [HEAD_TILE] }> = reduce_sum(p, 1i32);
+            let p_sum_r: Tile<f32, { [HEAD_TILE, 1] }> = p_sum.reshape(shape![HEAD_TILE, 1]);
+            let l_i_1: Tile<f32, { [HEAD_TILE, 1] }> =
+                fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
+            let p_e: Tile<E, { [HEAD_TILE, BLOCK_N] }> = convert_tile(p);
+            let alpha_b: Tile<f32, { [HEAD_TILE, LORA] }> =
+                alpha.broadcast(shape![HEAD_TILE, LORA]);
+            let prod_2: Tile<f32, { [HEAD_TILE, LORA] }> = acc * alpha_b;
+            let acc_3: Tile<f32, { [HEAD_TILE, LORA] }> = mmaf(p_e, c_2, prod_2);
+            m_i = m_new;
+            l_i = l_i_1;
+            acc = acc_3;
         }
         let c_1: Tile<f32, { [HEAD_TILE, 1] }> = 0.0f32.broadcast(shape![HEAD_TILE, 1]);
         let nonempty: Tile<bool, { [HEAD_TILE, 1] }> = gt_tile(l_i, c_1);
-        let l_i_b: Tile<f32, { [HEAD_TILE, CHUNK] }> = l_i.broadcast(shape![HEAD_TILE, CHUNK]);
-        let quot: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-            divf(acc0, l_i_b, rounding::Approx, ftz::Enabled);
-        let nonempty_b: Tile<bool, { [HEAD_TILE, CHUNK] }> =
-            nonempty.broadcast(shape![HEAD_TILE, CHUNK]);
-        let c_2: Tile<f32, { [HEAD_TILE, CHUNK] }> = 0.0f32.broadcast(shape![HEAD_TILE, CHUNK]);
-        let out: Tile<f32, { [HEAD_TILE, CHUNK] }> = select(nonempty_b, quot, c_2);
-        let out_r: Tile<f32, { [1, HEAD_TILE, 1, CHUNK] }> =
-            out.reshape(shape![1, HEAD_TILE, 1, CHUNK]);
-        let o_part_tok: Token = unsafe {
-            store_view_raw(
-                &o_part_view,
+        let l_i_b: Tile<f32, { [HEAD_TILE, LORA] }> = l_i.broadcast(shape![HEAD_TILE, LORA]);
+        let quot: Tile<f32, { [HEAD_TILE, LORA] }> =
+            divf(acc, l_i_b, rounding::Approx, ftz::Enabled);
+        let nonempty_b: Tile<bool, { [HEAD_TILE, LORA] }> =
+            nonempty.broadcast(shape![HEAD_TILE, LORA]);
+        let c_2: Tile<f32, { [HEAD_TILE, LORA] }> = 0.0f32.broadcast(shape![HEAD_TILE, LORA]);
+        let out: Tile<f32, { [HEAD_TILE, LORA] }> = select(nonempty_b, quot, c_2);
+        let out_r: Tile<f32, { [1, HEAD_TILE, 1, LORA] }> =
+            out.reshape(shape![1, HEAD_TILE, 1, LORA]);
+        unsafe {
+            store_view_tko_mut(
+                &mut o_part_out,
                 out_r,
                 [b, hb, split, 0i32],
-                Some(o_part_token),
                 ordering::Weak,
                 scope::TileBlock,
-                tma::Enabled,
                 None,
-                [false, false, false, false],
-            )
-        };
-        let l_i_b_1: Tile<f32, { [HEAD_TILE, CHUNK] }> = l_i.broadcast(shape![HEAD_TILE, CHUNK]);
-        let quot_1: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-            divf(acc1, l_i_b_1, rounding::Approx, ftz::Enabled);
-        let nonempty_b_1: Tile<bool, { [HEAD_TILE, CHUNK] }> =
-            nonempty.broadcast(shape![HEAD_TILE, CHUNK]);
-        let c_3: Tile<f32, { [HEAD_TILE, CHUNK] }> = 0.0f32.broadcast(shape![HEAD_TILE, CHUNK]);
-        let out: Tile<f32, { [HEAD_TILE, CHUNK] }> = select(nonempty_b_1, quot_1, c_3);
-        let out_r_1: Tile<f32, { [1, HEAD_TILE, 1, CHUNK] }> =
-            out.reshape(shape![1, HEAD_TILE, 1, CHUNK]);
-        let o_part_tok_1: Token = unsafe {
-            store_view_raw(
-                &o_part_view_1,
-                out_r_1,
-                [b, hb, split, 1i32],
-                Some(o_part_tok),
-                ordering::Weak,
-                scope::TileBlock,
                 tma::Enabled,
-                None,
-                [false, false, false, false],
-            )
-        };
-        let l_i_b_2: Tile<f32, { [HEAD_TILE, CHUNK] }> = l_i.broadcast(shape![HEAD_TILE, CHUNK]);
-        let quot_2: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-            divf(acc2, l_i_b_2, rounding::Approx, ftz::Enabled);
-        let nonempty_b_2: Tile<bool, { [HEAD_TILE, CHUNK] }> =
-            nonempty.broadcast(shape![HEAD_TILE, CHUNK]);
-        let c_4: Tile<f32, { [HEAD_TILE, CHUNK] }> = 0.0f32.broadcast(shape![HEAD_TILE, CHUNK]);
-        let out: Tile<f32, { [HEAD_TILE, CHUNK] }> = select(nonempty_b_2, quot_2, c_4);
-        let out_r_2: Tile<f32, { [1, HEAD_TILE, 1, CHUNK] }> =
-            out.reshape(shape![1, HEAD_TILE, 1, CHUNK]);
-        let o_part_tok_2: Token = unsafe {
-            store_view_raw(
-                &o_part_view_2,
-                out_r_2,
-                [b, hb, split, 2i32],
-                Some(o_part_tok_1),
-                ordering::Weak,
-                scope::TileBlock,
-                tma::Enabled,
-                None,
-                [false, false, false, false],
-            )
-        };
-        let l_i_b_3: Tile<f32, { [HEAD_TILE, CHUNK] }> = l_i.broadcast(shape![HEAD_TILE, CHUNK]);
-        let quot_3: Tile<f32, { [HEAD_TILE, CHUNK] }> =
-            divf(acc3, l_i_b_3, rounding::Approx, ftz::Enabled);
-        let nonempty_b_3: Tile<bool, { [HEAD_TILE, CHUNK] }> =
-            nonempty.broadcast(shape![HEAD_TILE, CHUNK]);
-        let c_5: Tile<f32, { [HEAD_TILE, CHUNK] }> = 0.0f32.broadcast(shape![HEAD_TILE, CHUNK]);
-        let out: Tile<f32, { [HEAD_TILE, CHUNK] }> = select(nonempty_b_3, quot_3, c_5);
-        let out_r_3: Tile<f32, { [1, HEAD_TILE, 1, CHUNK] }> =
-            out.reshape(shape![1, HEAD_TILE, 1, CHUNK]);
-        unsafe {
-            store_view_raw(
-                &o_part_view_3,
-                out_r_3,
-                [b, hb, split, 3i32],
-                Some(o_part_tok_2),
-                ordering::Weak,
-                scope::TileBlock,
-                tma::Enabled,
-                None,
-                [false, false, false, false],
             )
         };
         let log2_: Tile<f32, { [HEAD_TILE, 1] }> = log2(l_i);
         let sum_1: Tile<f32, { [HEAD_TILE, 1] }> = m_i + log2_;
-        let c_6: Tile<f32, { [HEAD_TILE, 1] }> = constant(f32::NEG_INFINITY, shape![HEAD_TILE, 1]);
-        let part_lse: Tile<f32, { [HEAD_TILE, 1] }> = select(nonempty, sum_1, c_6);
+        let c_3: Tile<f32, { [HEAD_TILE, 1] }> = constant(f32::NEG_INFINITY, shape![HEAD_TILE, 1]);
+        let part_lse: Tile<f32, { [HEAD_TILE, 1] }> = select(nonempty, sum_1, c_3);
         let part_lse_r: Tile<f32, { [1, HEAD_TILE, 1] }> =
             part_lse.reshape(shape![1, HEAD_TILE, 1]);
         unsafe {
@@ -3373,7 +3088,7 @@ pub mod attention {
     /// padding rows get 0 and -inf). Grid (cdiv(S, BLOCK_M), B * H). The latent tile is loaded
     /// twice, transposed through the view's `order` as the key and as loaded as the value, so no
     /// MMA operand is transposed in registers.
-    /// Translated from `src/tileport/ops/kernels/attention.py:337`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:292`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn mla_prefill_kernel<
         E: ElementType,
@@ -4882,7 +4597,7 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
 }
 
 /// Enqueue `attention::mla_decode_partial_kernel` on `stream` (no host synchronization).
-/// Arguments follow the kernel's parameters (q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part, qk_scale, tiles_per_split, HEAD_TILE, BLOCK_N, CHUNK, ROPE), then the grid,
+/// Arguments follow the kernel's parameters (q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part, qk_scale, tiles_per_split, HEAD_TILE, BLOCK_N, LORA, ROPE), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
 /// `tileport_last_error`.
 #[unsafe(no_mangle)]
@@ -4898,7 +4613,7 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
     tiles_per_split: i32,
     head_tile: i32,
     block_n: i32,
-    chunk: i32,
+    lora: i32,
     rope: i32,
     grid_x: u32,
     grid_y: u32,
@@ -4931,8 +4646,8 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
         require_dtype("o_part", o_part, dtype::F32)?;
         require_dtype("lse_part", lse_part, dtype::F32)?;
         check_tile_dim("HEAD_TILE", head_tile)?;
+        check_tile_dim("LORA", lora)?;
         check_tile_dim("ROPE", rope)?;
-        check_tile_dim("CHUNK", chunk)?;
         check_tile_dim("BLOCK_N", block_n)?;
         let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
@@ -4944,7 +4659,7 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                 key.text(dtype_names[0]);
                 key.word(head_tile as i64);
                 key.word(block_n as i64);
-                key.word(chunk as i64);
+                key.word(lora as i64);
                 key.word(rope as i64);
                 key.array(q_nope);
                 key.array(q_pe);
@@ -4981,7 +4696,7 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                         dtype_names[0].to_string(),
                         head_tile.to_string(),
                         block_n.to_string(),
-                        chunk.to_string(),
+                        lora.to_string(),
                         rope.to_string(),
                     ],
                     tensors: vec![
@@ -5012,7 +4727,7 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                     dtype_names[0].to_string(),
                     head_tile.to_string(),
                     block_n.to_string(),
-                    chunk.to_string(),
+                    lora.to_string(),
                     rope.to_string(),
                 ])
                 .grid(grid);

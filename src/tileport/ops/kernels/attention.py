@@ -237,98 +237,53 @@ def flash_decode_combine_kernel(o_part, lse_part, o, lse, n_splits: int, HEAD_DI
     ct.store(lse, index=(b, h), tile=ct.reshape((m_i + ct.log2(l_i)) * LN2, (1, 1)))
 
 
-def query_chunk(q_nope, b, hb, c, HEAD_TILE, CHUNK):
-    return ct.reshape(ct.load(q_nope, index=(b, hb, c), shape=(1, HEAD_TILE, CHUNK),
-                              padding_mode=ct.PaddingMode.ZERO), (HEAD_TILE, CHUNK))
-
-
-def latent_scores(qn, ckv, b, j, c, s, BLOCK_N, CHUNK):
-    """s + qn . ckv[tile j, chunk c]^T: one CHUNK-wide slice of the latent dot (the key slice
-    loaded transposed through the view's `order`)."""
-    cT = ct.reshape(ct.load(ckv, index=(b, c, j), shape=(1, CHUNK, BLOCK_N), order=(0, 2, 1),
-                            padding_mode=ct.PaddingMode.ZERO, latency=4), (CHUNK, BLOCK_N))
-    return ct.mma(qn, cT, s)
-
-
-def latent_values(p, ckv, b, j, c, acc, BLOCK_N, CHUNK):
-    """acc + p . ckv[tile j, chunk c]: one CHUNK-wide slice of the output."""
-    vt = ct.reshape(ct.load(ckv, index=(b, j, c), shape=(1, BLOCK_N, CHUNK),
-                            padding_mode=ct.PaddingMode.ZERO, latency=4), (BLOCK_N, CHUNK))
-    return ct.mma(p, vt, acc)
-
-
-def store_latent_chunk(o_part, b, hb, split, c, acc, l_i, nonempty, HEAD_TILE, CHUNK):
-    out = ct.where(nonempty, ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX,
-                                        flush_to_zero=True), 0.0)
-    ct.store(o_part, index=(b, hb, split, c), tile=ct.reshape(out, (1, HEAD_TILE, 1, CHUNK)))
-
-
-@ct.kernel(occupancy=1, num_worker_warps=8)
+@ct.kernel(occupancy=1)
 def mla_decode_partial_kernel(q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part, qk_scale: float,
                               tiles_per_split: int, HEAD_TILE: ConstInt, BLOCK_N: ConstInt,
-                              CHUNK: ConstInt, ROPE: ConstInt):
+                              LORA: ConstInt, ROPE: ConstInt):
     """MLA decode (DeepSeek, absorbed): every query head attends to one shared latent cache.
 
-    q_nope [B, H, 4 * CHUNK] (the no-rope query already multiplied into the latent space), q_pe
-    [B, H, ROPE]; ckv [B, S, 4 * CHUNK] the compressed KV, kpe [B, S, ROPE] the rope keys; scores
-    are q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x
-    HEAD_TILE heads): the heads are the rows of the MMAs. The 512-wide latent dimension is cut
-    into 4 CHUNK-wide slices (4 query slices, 4 score MMAs, 4 f32 accumulators), so that no (HEAD_TILE, 512)
-    operand lives in registers: with whole 512-wide tiles the kernel spilled (sm_90: 632 to 952 B
-    of stack per thread; sliced, 64 heads x 32 keys: 96 B). Partials as flash_decode's: o_part
-    [B, H, n_splits, 4 * CHUNK], lse_part [B, H, n_splits] (log2 units), combined by
-    flash_decode_combine_kernel."""
+    q_nope [B, H, LORA] (the no-rope query already multiplied into the latent space), q_pe
+    [B, H, ROPE]; ckv [B, S, LORA] the compressed KV, kpe [B, S, ROPE] the rope keys; scores are
+    q_nope . ckv + q_pe . kpe and values are ckv itself. One block per (split, batch x HEAD_TILE
+    heads): the heads are the rows of the MMAs, and each latent tile serves as key (loaded a second
+    time, transposed through the view's `order`: transposing the loaded tile in registers spilled
+    952 B of stack per thread on sm_90) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
+    [B, H, n_splits] (log2 units), combined by flash_decode_combine_kernel."""
     split = ct.bid(0)
     bh = ct.bid(1)
     n_head_blocks = ct.cdiv(q_nope.shape[1], HEAD_TILE)
     b = bh // n_head_blocks
     hb = bh % n_head_blocks
     kv_len = ct.gather(kv_lens, b)
+
+    qn = ct.reshape(ct.load(q_nope, index=(b, hb, 0), shape=(1, HEAD_TILE, LORA),
+                            padding_mode=ct.PaddingMode.ZERO), (HEAD_TILE, LORA))
     qp = ct.reshape(ct.load(q_pe, index=(b, hb, 0), shape=(1, HEAD_TILE, ROPE),
                             padding_mode=ct.PaddingMode.ZERO), (HEAD_TILE, ROPE))
-    # the query slices are loaded before the loop (cuTile Python hoists such loop-invariant loads
-    # itself; the translator does not, so the kernel states it)
-    qn0 = query_chunk(q_nope, b, hb, 0, HEAD_TILE, CHUNK)
-    qn1 = query_chunk(q_nope, b, hb, 1, HEAD_TILE, CHUNK)
-    qn2 = query_chunk(q_nope, b, hb, 2, HEAD_TILE, CHUNK)
-    qn3 = query_chunk(q_nope, b, hb, 3, HEAD_TILE, CHUNK)
     lo = split * tiles_per_split
     hi = min(lo + tiles_per_split, ct.cdiv(kv_len, BLOCK_N))
 
     m_i = ct.full((HEAD_TILE, 1), -float("inf"), dtype=ct.float32)
     l_i = ct.zeros((HEAD_TILE, 1), dtype=ct.float32)
-    acc0 = ct.zeros((HEAD_TILE, CHUNK), dtype=ct.float32)
-    acc1 = ct.zeros((HEAD_TILE, CHUNK), dtype=ct.float32)
-    acc2 = ct.zeros((HEAD_TILE, CHUNK), dtype=ct.float32)
-    acc3 = ct.zeros((HEAD_TILE, CHUNK), dtype=ct.float32)
+    acc = ct.zeros((HEAD_TILE, LORA), dtype=ct.float32)
     for j in range(lo, hi):
+        cT = ct.reshape(ct.load(ckv, index=(b, 0, j), shape=(1, LORA, BLOCK_N), order=(0, 2, 1),
+                                padding_mode=ct.PaddingMode.ZERO, latency=4), (LORA, BLOCK_N))
         kp = ct.load(kpe, index=(b, 0, j), shape=(1, ROPE, BLOCK_N), order=(0, 2, 1),
                      padding_mode=ct.PaddingMode.ZERO, latency=4)
-        s = ct.mma(qp, ct.reshape(kp, (ROPE, BLOCK_N)),
-                   ct.zeros((HEAD_TILE, BLOCK_N), dtype=ct.float32))
-        s = latent_scores(qn0, ckv, b, j, 0, s, BLOCK_N, CHUNK)
-        s = latent_scores(qn1, ckv, b, j, 1, s, BLOCK_N, CHUNK)
-        s = latent_scores(qn2, ckv, b, j, 2, s, BLOCK_N, CHUNK)
-        s = latent_scores(qn3, ckv, b, j, 3, s, BLOCK_N, CHUNK)
+        s = ct.mma(qn, cT, ct.zeros((HEAD_TILE, BLOCK_N), dtype=ct.float32))
+        s = ct.mma(qp, ct.reshape(kp, (ROPE, BLOCK_N)), s) * qk_scale
+        c = ct.reshape(ct.load(ckv, index=(b, j, 0), shape=(1, BLOCK_N, LORA),
+                               padding_mode=ct.PaddingMode.ZERO, latency=4), (BLOCK_N, LORA))
         k_pos = ct.reshape(j * BLOCK_N + ct.arange(BLOCK_N, dtype=ct.int32), (1, BLOCK_N))
-        s = ct.where(k_pos < kv_len, s * qk_scale, -float("inf"))
-        m_new = ct.maximum(m_i, ct.max(s, 1, keepdims=True))
-        p = ct.exp2(s - m_new, flush_to_zero=True)
-        alpha = ct.exp2(m_i - m_new, flush_to_zero=True)
-        l_i = l_i * alpha + ct.sum(p, 1, keepdims=True)
-        m_i = m_new
-        p = ct.astype(p, ckv.dtype)
-        acc0 = latent_values(p, ckv, b, j, 0, acc0 * alpha, BLOCK_N, CHUNK)
-        acc1 = latent_values(p, ckv, b, j, 1, acc1 * alpha, BLOCK_N, CHUNK)
-        acc2 = latent_values(p, ckv, b, j, 2, acc2 * alpha, BLOCK_N, CHUNK)
-        acc3 = latent_values(p, ckv, b, j, 3, acc3 * alpha, BLOCK_N, CHUNK)
+        s = ct.where(k_pos < kv_len, s, -float("inf"))
+        m_i, l_i, acc = softmax_step(s, c, m_i, l_i, acc, False)
 
-    # An empty split leaves l = 0: output 0, lse -inf.
     nonempty = l_i > 0.0
-    store_latent_chunk(o_part, b, hb, split, 0, acc0, l_i, nonempty, HEAD_TILE, CHUNK)
-    store_latent_chunk(o_part, b, hb, split, 1, acc1, l_i, nonempty, HEAD_TILE, CHUNK)
-    store_latent_chunk(o_part, b, hb, split, 2, acc2, l_i, nonempty, HEAD_TILE, CHUNK)
-    store_latent_chunk(o_part, b, hb, split, 3, acc3, l_i, nonempty, HEAD_TILE, CHUNK)
+    out = ct.where(nonempty, ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX,
+                                        flush_to_zero=True), 0.0)
+    ct.store(o_part, index=(b, hb, split, 0), tile=ct.reshape(out, (1, HEAD_TILE, 1, LORA)))
     part_lse = ct.where(nonempty, m_i + ct.log2(l_i), -float("inf"))
     ct.store(lse_part, index=(b, hb, split), tile=ct.reshape(part_lse, (1, HEAD_TILE, 1)))
 

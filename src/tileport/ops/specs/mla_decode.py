@@ -16,11 +16,9 @@ from ._common import cdiv, generator, num_sms, randn, torch
 
 LORA, ROPE = 512, 64
 SM_SCALE = 1.0 / math.sqrt(128 + ROPE)
-# HEAD_TILE heads are the MMA rows (64: the latent cache is read once per 64 heads), BLOCK_N latent
-# rows per key tile, the 512 latent columns in 4 slices of CHUNK (the kernel's docstring: register
-# pressure). Chosen on the sm_90 cubin (tileiras -O3): 16 x 32 unsliced spilled 952 B of stack per
-# thread; 64 x 32 sliced, 8 warps, 96 B (103 local loads / stores). Not yet timed on a GPU.
-HEAD_TILE, BLOCK_N, CHUNK = 64, 32, LORA // 4
+# HEAD_TILE heads are the MMA rows; BLOCK_N latent rows per key tile (a (32, 512) bf16 tile is
+# 32 KiB). Not measured on a GPU yet.
+HEAD_TILE, BLOCK_N = 16, 32
 
 
 def make_inputs(shape, dtype, device, seed=0):
@@ -71,7 +69,7 @@ def plan(q_nope, q_pe, ckv, kpe, kv_lens, outs):
     partial = {"q_nope": q_nope, "q_pe": q_pe, "ckv": ckv, "kpe": kpe, "kv_lens": kv_lens,
                "o_part": o_part, "lse_part": lse_part, "qk_scale": SM_SCALE * A.LOG2E,
                "tiles_per_split": per_split, "HEAD_TILE": HEAD_TILE, "BLOCK_N": BLOCK_N,
-               "CHUNK": CHUNK, "ROPE": ROPE}
+               "LORA": LORA, "ROPE": ROPE}
     combine = {"o_part": o_part, "lse_part": lse_part, "o": o, "lse": lse, "n_splits": splits,
                "HEAD_DIM": LORA}
     return [Launch("mla_decode_partial_kernel", (splits, batch * head_blocks, 1), partial),
@@ -85,7 +83,7 @@ def _captures():
         arrays.update(kv_lens=("int32", 1), o_part=("float32", 4), lse_part=("float32", 3))
         out.append(Capture("mla_decode_partial_kernel", arrays,
                            {"qk_scale": "float32", "tiles_per_split": "int32"},
-                           {"HEAD_TILE": HEAD_TILE, "BLOCK_N": BLOCK_N, "CHUNK": CHUNK,
+                           {"HEAD_TILE": HEAD_TILE, "BLOCK_N": BLOCK_N, "LORA": LORA,
                             "ROPE": ROPE}))
     for dt in A.ATTN_DTYPES:
         out.append(Capture("flash_decode_combine_kernel",

@@ -335,7 +335,7 @@ def _flash_decode_combine(b: _Builder, c: dict) -> tuple:
 def _mla_decode_partial(b: _Builder, c: dict) -> tuple:
     """2 sequences (one ending inside a key tile, one of 3 tiles) over 2 splits of 2 tiles,
     HEAD_TILE + 3 heads (a ragged head block); the first sequence leaves split 1 empty."""
-    batch, heads, bn, lora, rope = 2, c["HEAD_TILE"] + 3, c["BLOCK_N"], 4 * c["CHUNK"], c["ROPE"]
+    batch, heads, bn, lora, rope = 2, c["HEAD_TILE"] + 3, c["BLOCK_N"], c["LORA"], c["ROPE"]
     per_split, splits = 2, 2
     s = 3 * bn + 5
     lens = [bn - 3, s]
