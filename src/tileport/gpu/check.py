@@ -38,6 +38,8 @@ def compare(got: Any, ref: Any, rtol: float, atol: float) -> tuple[bool, float, 
         gf, rf = g.float(), r.float()
         if torch.isnan(gf).ne(torch.isnan(rf)).any():
             return False, math.inf, math.inf, f"output {i}: NaN where the reference has none (or vice versa)"
+        if (torch.isinf(rf) & (gf != rf)).any():  # |err| / (atol + rtol * inf) is NaN: it would pass
+            return False, math.inf, math.inf, f"output {i}: an infinite reference value is not matched"
         finite = ~torch.isnan(rf)
         # equal values (also equal infinities, e.g. the -inf logsumexp of an empty row) are exact;
         # inf - inf would be NaN, and a NaN error would hide every other error of the tensor
