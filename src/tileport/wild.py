@@ -357,11 +357,11 @@ def render_markdown(table: dict[str, Any]) -> str:
              "Packages (PyPI, pinned): " + ", ".join(f"`{p['package']}=={p['version']}` ({p['kernels']} kernels)"
                                                      for p in table["packages"]), "",
              f"- translate (no config, no edits): **{s['translate_ok']}/{s['kernels']}** "
-             f"({100 * s['translate_rate']:.0f} %); failures with a located diagnostic naming the construct: "
+             f"({100 * s['translate_rate']:.1f} %); failures with a located diagnostic naming the construct: "
              f"{s['failures_located']}/{s['kernels'] - s['translate_ok']}"]
     if "ir_diff_clean" in s:
         lines.append(f"- `tileport port --no-gpu` (no config): IR diff ran with 0 CRITICAL (reach stage C): "
-                     f"**{s['ir_diff_clean']}/{s['kernels']}** ({100 * s['ir_diff_clean_rate']:.0f} %); of these, "
+                     f"**{s['ir_diff_clean']}/{s['kernels']}** ({100 * s['ir_diff_clean_rate']:.1f} %); of these, "
                      f"{s.get('ir_diff_clean_synthesized', 0)} on SYNTHESIZED probe values (no launch, no config: "
                      "the diff proves the port for those values only; D and E need real launches)")
     with_config = "with_config_ir_diff_clean" in s

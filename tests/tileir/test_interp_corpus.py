@@ -56,6 +56,8 @@ def test_every_corpus_kernel_has_a_problem():
     assert len(CAPTURES) >= 45
     kernels = {p.values[1].kernel for p in CAPTURES}
     assert len(kernels) >= 17
+    from tileport.tileir.interp.corpus import PROBLEMS
+    assert not kernels - set(PROBLEMS), f"captured kernels without an interpreter problem: {kernels - set(PROBLEMS)}"
 
 
 @pytest.mark.parametrize("spec,cap", CAPTURES)
