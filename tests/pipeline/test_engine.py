@@ -99,8 +99,8 @@ def test_unsupported_kernel_ends_at_b_with_its_diagnostic(tmp_path, pipeline):
     assert route(o) == ["A PASS", "B BLOCKED"] and o.terminal == "STOPPED" and not o.ok
     b = verdict(tmp_path, "add_three_kernel", "B")
     diag = b["diagnostics"][0]
-    assert diag["file"].endswith("unsupported.py") and (diag["line"], diag["col"]) == (14, 5)
-    assert "while" in diag["message"] and "unsupported.py:14:5" in b["reason"]
+    assert diag["file"].endswith("unsupported.py") and (diag["line"], diag["col"]) == (14, 9)
+    assert "ct.cumsum" in diag["message"] and "unsupported.py:14:9" in b["reason"]
     final = json.loads((tmp_path / "add_three_kernel" / "final.json").read_text())
     assert any(m.startswith("B: device kernel COMPILED") for m in final["missing"])
 
