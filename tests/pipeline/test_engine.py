@@ -109,8 +109,15 @@ def test_a_needs_constant_values_for_kernels_outside_the_library(tmp_path, pipel
     src = tmp_path / "k.py"
     src.write_text("import cuda.tile as ct\n\n@ct.kernel\ndef k(x, y, TILE: ct.Constant[int]):\n"
                    "    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))\n    ct.store(y, index=(ct.bid(0),), tile=t)\n")
-    res, _ = pipeline(resolve_targets([str(src)]), tmp_path / "out")
-    assert route(res["k"]) == ["A FAIL_FIXABLE"] and "--config" in verdict(tmp_path / "out", "k", "A")["reason"]
+    # no launch and no --config: A runs on values synthesized from the kernel's text, and says so
+    res, _ = pipeline(resolve_targets([str(src)]), tmp_path / "out", until=Stage.A)
+    assert route(res["k"]) == ["A PASS"] and "synthesized" in json.dumps(verdict(tmp_path / "out", "k", "A")).lower()
+    # ... unless no synthesized value compiles: then A stops and asks for the values
+    odd = tmp_path / "odd" / "k.py"
+    odd.parent.mkdir()
+    odd.write_text(src.read_text().replace("    t = ct.load", "    ct.static_assert(TILE == 7)\n    t = ct.load"))
+    res, _ = pipeline(resolve_targets([str(odd)]), tmp_path / "out1")
+    assert route(res["k"]) == ["A FAIL_FIXABLE"] and "--config" in verdict(tmp_path / "out1", "k", "A")["reason"]
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"k": [{"x": "float16", "y": "float16", "TILE": 256}]}))
     res, _ = pipeline(resolve_targets([str(src)], config=cfg), tmp_path / "out2", until=Stage.A)
