@@ -12,7 +12,7 @@
 #   into gpu-evidence-bench.json. A time limit keeps what finished. Back on the CPU machine
 #   `bash scripts/h200-grade.sh DIR` grades them (tileport port --gpu-results DIR) and writes the report.
 # pytest: the GPU tests (-m gpu, except the ffi step's), in parallel shards (the op x shape cases one shard per op);
-#   pytest-gpu.json sums up every shard (counts, failures, skip reasons), pytest-gpu.tar.gz holds the junit files,
+#   $PYTEST_JOBS (8) shards at a time, $PYTEST_TIMEOUT (300) s each; pytest-gpu.json sums up every shard (counts, failures, skip reasons), pytest-gpu.tar.gz holds the junit files,
 #   the logs and what the tests wrote. With `evidence` in the same call the shards run beside the correctness
 #   check (no timing there), and the benchmark starts when both are over, on an otherwise idle GPU.
 # wild: the wild corpus through D and E (python3 -m tileport.wild_gpu; the flow is in its docstring; .device/wild
@@ -50,27 +50,33 @@ evidence_bench() {
 
 pytest_shard() {  # name, pytest arguments... (niced: beside the evidence check, the check comes first)
   local name=$1; shift
-  TILEPORT_GPU_REQUIRE=all TILEPORT_RESULTS_DIR="$work/pytest/results/$name" timeout -k 10 "${PYTEST_TIMEOUT:-220}" \
+  TILEPORT_GPU_REQUIRE=all TILEPORT_RESULTS_DIR="$work/pytest/results/$name" timeout -k 10 "${PYTEST_TIMEOUT:-300}" \
     nice -n 10 python3 -m pytest -q -m gpu -p no:cacheprovider --junitxml="$work/pytest/$name.xml" "$@" \
     > "$work/pytest/$name.log" 2>&1
   echo "$name rc=$?" >> "$work/pytest/rc.txt"
+}
+
+throttle() {  # at most $PYTEST_JOBS shards at once: each one JIT-compiles on the CPU, and 30 at once on 16 cores
+  # made every shard slow enough to hit its time limit
+  while [ "$(jobs -rp | wc -l)" -ge "${PYTEST_JOBS:-8}" ]; do wait -n; done
 }
 
 pytest_gpu() {
   rm -rf "$work/pytest" && mkdir -p "$work/pytest"
   local ops op
   ops=$(python3 -c "from tileport.ops import op_names; print(*op_names())") || echo "op-list rc=1" >> "$work/pytest/rc.txt"
-  for op in $ops; do  # ids are <op>-<backend>-<dtype>-<shape>: "<op>-" matches one op only
-    pytest_shard "ops-$op" tests/gpu/test_ops_gpu.py -k "test_op_matches_torch and $op-" &
-  done
-  pytest_shard ops-other tests/gpu/test_ops_gpu.py -k "not test_op_matches_torch" &
-  pytest_shard interp-cutile tests/gpu/test_interp_agreement.py -k "not cutile-rs" &
-  pytest_shard interp-cutile-rs tests/gpu/test_interp_agreement.py -k "cutile-rs" &
-  pytest_shard record-port tests/gpu/test_record_port.py &
-  pytest_shard triton tests/triton_gpu/test_triton_gpu.py &
-  pytest_shard rest tests --ignore=tests/gpu/test_ops_gpu.py --ignore=tests/gpu/test_interp_agreement.py \
+  # the long shards first, so that the last ones to start are short
+  throttle; pytest_shard rest tests --ignore=tests/gpu/test_ops_gpu.py --ignore=tests/gpu/test_interp_agreement.py \
     --ignore=tests/gpu/test_record_port.py --ignore=tests/gpu/test_ffi_threads.py \
     --ignore=tests/triton_gpu/test_triton_gpu.py &
+  throttle; pytest_shard interp-cutile tests/gpu/test_interp_agreement.py -k "not cutile-rs" &
+  throttle; pytest_shard interp-cutile-rs tests/gpu/test_interp_agreement.py -k "cutile-rs" &
+  throttle; pytest_shard triton tests/triton_gpu/test_triton_gpu.py &
+  throttle; pytest_shard record-port tests/gpu/test_record_port.py &
+  throttle; pytest_shard ops-other tests/gpu/test_ops_gpu.py -k "not test_op_matches_torch" &
+  for op in $ops; do  # ids are <op>-<backend>-<dtype>-<shape>: "<op>-" matches one op only
+    throttle; pytest_shard "ops-$op" tests/gpu/test_ops_gpu.py -k "test_op_matches_torch and $op-" &
+  done
   wait
   python3 scripts/pytest-summary.py "$work/pytest" "$work/pytest-gpu.json" > "$work/pytest-gpu.log" 2>&1
   echo "pytest rc=$?"; tail -n 25 "$work/pytest-gpu.log"
