@@ -194,6 +194,9 @@ class Row:
     translate_ok: bool = False
     translate_diagnostic: dict | None = None
     translate_notes: list[str] = field(default_factory=list)  # assumptions made without a configuration
+    # a translate failure checked against cuTile Python's own compiler: {"verdict": INVALID_SOURCE | ...,
+    # "error": its message, "line": where it points}; empty when the kernel translates
+    cutile_check: dict[str, Any] = field(default_factory=dict)
     port: dict[str, Any] = field(default_factory=dict)  # stage reached, verdicts, CRITICAL count
     port_config: dict[str, Any] = field(default_factory=dict)  # the same with --config (values given by hand)
 
@@ -221,7 +224,56 @@ def translate_step(sites: Sequence[KernelSite], roots: dict[str, Path]) -> list[
                                             "construct": "kernel", "file": path, "line": row.line, "col": 1}
             else:
                 row.translate_diagnostic = _relative(d.to_dict(), roots[pkg])
+                row.cutile_check = cutile_check(Path(path), row.kernel, d.loc.line if d.loc else None)
     return rows
+
+
+# What cuTile Python's own compiler says of a kernel tileport cannot translate.
+INVALID_SOURCE = "invalid source (cuTile rejects it too)"  # every probe rejected, at the diagnostic's line
+CUTILE_ACCEPTS = "cuTile accepts it"  # a probe compiles: the failure is tileport's
+CUTILE_REJECTS_ELSEWHERE = "cuTile rejects it elsewhere"  # rejected, but not at the construct tileport names
+NOT_CHECKED = "not checked"  # cuTile Python is not installed, or the kernel cannot be rebuilt for it
+
+
+def cutile_check(path: Path, kernel: str, line: int | None) -> dict[str, Any]:
+    """Compile the reference with cuTile Python (on the CPU, from the module rebuilt from the file's AST:
+    nothing of the file runs) on every synthesized probe. The source is invalid, for cuTile too, when it
+    rejects every probe and its first error points at the line of tileport's diagnostic."""
+    from tileport.capture import CaptureError, reference_bytecode
+    from tileport.frontends.cutile.lowerer import KernelConfig, classify_params, scan_module
+    from tileport.pipeline import probe
+    try:
+        sm = scan_module(str(path))
+        fn = sm.kernels[kernel]
+        plan = probe.plan(sm, fn, classify_params(sm, fn, KernelConfig()))
+    except Exception as e:  # noqa: BLE001 - the check is evidence only; its failure is reported as such
+        return {"verdict": NOT_CHECKED, "error": f"no probe for the kernel: {type(e).__name__}: {e}"}
+    first: dict[str, Any] | None = None
+    for alt in (a for p in plan.probes for a in p.alternatives):
+        try:
+            reference_bytecode(path, alt)
+        except CaptureError as e:
+            first = first or _tile_error(e)
+            continue
+        except ImportError as e:
+            return {"verdict": NOT_CHECKED, "error": f"cuTile Python is not installed: {e}"}
+        return {"verdict": CUTILE_ACCEPTS, "error": "", "probe": alt.label}
+    if first is None or first.get("line") is None:  # no probe, or an error that names no line of the kernel
+        return {"verdict": NOT_CHECKED, **(first or {"error": "no probe"})}
+    at_construct = line is not None and first["line"] <= line <= first.get("last_line", first["line"])
+    return {"verdict": INVALID_SOURCE if at_construct else CUTILE_REJECTS_ELSEWHERE, **first}
+
+
+def _tile_error(e: Exception) -> dict[str, Any]:
+    """cuTile's own message and location (its TileError is the CaptureError's cause)."""
+    cause = e.__cause__
+    loc = getattr(cause, "loc", None)
+    message = getattr(cause, "message", None) or str(cause or e)
+    out: dict[str, Any] = {"error": " ".join(str(message).split())}
+    if loc is not None and getattr(loc, "line", 0):
+        out["line"] = loc.line
+        out["last_line"] = getattr(loc, "last_line", None) or loc.line
+    return out
 
 
 def _relative(d: dict, root: Path) -> dict:
@@ -327,8 +379,11 @@ def summarize(rows: Sequence[Row], ported: bool) -> dict[str, Any]:
     n = len(rows)
     ok = sum(r.translate_ok for r in rows)
     located = sum(1 for r in rows if r.translate_ok or _is_located(r.translate_diagnostic))
+    invalid = sum(r.cutile_check.get("verdict") == INVALID_SOURCE for r in rows)
+    accepted = n - invalid  # kernels cuTile Python does not reject at the construct tileport names
     s = {"kernels": n, "translate_ok": ok, "translate_rate": round(ok / n, 4) if n else 0.0,
-         "failures_located": located - ok}
+         "failures_located": located - ok, "invalid_source": invalid,
+         "translate_rate_cutile_accepts": round(ok / accepted, 4) if accepted else 0.0}
     if ported:
         clean = sum(clean_diff(r.port) for r in rows)
         s |= {"ir_diff_clean": clean, "ir_diff_clean_rate": round(clean / n, 4) if n else 0.0,
@@ -345,10 +400,17 @@ def _is_located(d: dict | None) -> bool:
 
 
 def first_diagnostic(row: Row) -> str:
+    """tileport's located diagnostic, then what cuTile Python's own compiler says of the kernel."""
     if row.translate_ok:
         return ""
     d = row.translate_diagnostic or {}
-    return f"{d.get('file')}:{d.get('line')}:{d.get('col')} [{d.get('construct')}] {d.get('message')}"
+    text = f"{d.get('file')}:{d.get('line')}:{d.get('col')} [{d.get('construct')}] {d.get('message')}"
+    check = row.cutile_check
+    if check.get("verdict") in (INVALID_SOURCE, CUTILE_REJECTS_ELSEWHERE):
+        text += f"; cuTile Python's own error (line {check.get('line')}): {check.get('error')}"
+    elif check.get("verdict"):
+        text += f"; cuTile Python: {check['verdict']}" + (f" ({check['error']})" if check.get("error") else "")
+    return text
 
 
 def render_markdown(table: dict[str, Any]) -> str:
@@ -357,7 +419,11 @@ def render_markdown(table: dict[str, Any]) -> str:
              "Packages (PyPI, pinned): " + ", ".join(f"`{p['package']}=={p['version']}` ({p['kernels']} kernels)"
                                                      for p in table["packages"]), "",
              f"- translate (no config, no edits): **{s['translate_ok']}/{s['kernels']}** "
-             f"({100 * s['translate_rate']:.1f} %); failures with a located diagnostic naming the construct: "
+             f"({100 * s['translate_rate']:.1f} %) of all kernels; "
+             f"**{s['translate_ok']}/{s['kernels'] - s['invalid_source']}** "
+             f"({100 * s['translate_rate_cutile_accepts']:.1f} %) of the kernels cuTile Python accepts "
+             f"({s['invalid_source']} {INVALID_SOURCE}, counted as failures in the first rate); "
+             f"failures with a located diagnostic naming the construct: "
              f"{s['failures_located']}/{s['kernels'] - s['translate_ok']}"]
     if "ir_diff_clean" in s:
         lines.append(f"- `tileport port --no-gpu` (no config): IR diff ran with 0 CRITICAL (reach stage C): "
@@ -382,8 +448,8 @@ def render_markdown(table: dict[str, Any]) -> str:
         diag = r["first_diagnostic"] or port.get("first_critical") or (port.get("reason", "") if port and crit != 0
                                                                          else "")
         name = r["kernel"] + (f" (in `{r['factory']}`)" if r.get("factory") else "")
-        line = (f"| {r['package']} | {r['file']} | `{name}` | {'ok' if r['translate_ok'] else 'FAIL'} | "
-                f"{port.get('specialization', '-')} | {_stage(port)} | {crit} | {_cell(diag)} |")
+        line = (f"| {r['package']} | {r['file']} | `{name}` | {_translate_cell(r)} | "
+                f"{port.get('specialization', '-')} | {_stage(port)} | {crit} | {_cell(diag, 200 if r['translate_ok'] else 360)} |")
         if with_config:
             pc = r.get("port_config") or {}
             why = (pc.get("first_critical") or pc.get("reason", "")) if pc.get("critical") != 0 else ""
@@ -398,6 +464,13 @@ def render_markdown(table: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _translate_cell(r: dict) -> str:
+    if r["translate_ok"]:
+        return "ok"
+    check = r.get("cutile_check") or {}
+    return f"FAIL: {check['verdict']}" if check.get("verdict") in (INVALID_SOURCE, CUTILE_REJECTS_ELSEWHERE) else "FAIL"
+
+
 def failure_causes(kernels: Sequence[dict]) -> list[tuple[str, int]]:
     """What stops the kernels, most frequent first: the translate construct, else the port's first clause."""
     causes: dict[str, int] = {}
@@ -406,7 +479,9 @@ def failure_causes(kernels: Sequence[dict]) -> list[tuple[str, int]]:
         causes[cause] = causes.get(cause, 0) + 1
     for r in kernels:
         if not r["translate_ok"]:
-            count(f"translate [{(r['translate_diagnostic'] or {}).get('construct')}]")
+            verdict = (r.get("cutile_check") or {}).get("verdict")
+            what = f", {verdict}" if verdict == INVALID_SOURCE else ""
+            count(f"translate [{(r['translate_diagnostic'] or {}).get('construct')}]{what}")
             continue
         for key, rec in (("", r.get("port") or {}), ("with --config: ", r.get("port_config") or {})):
             if rec and rec.get("critical"):  # the diff ran: its first CRITICAL finding's kind is the cause

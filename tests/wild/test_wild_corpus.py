@@ -129,3 +129,53 @@ def test_read_port_locates_the_first_critical_finding(tmp_path):
     port = wild.read_port(tmp_path, "k", "")
     assert port["critical"] == 2 and port["specialization"] == wild.SYNTHESIZED_COLUMN and not wild.clean_diff(port)
     assert port["first_critical"] == "layernorm.py:54:8 [tile_shape/shape] tile 1x64 in ref, 1 in gen"
+
+
+RANK_MISMATCH = '''import cuda.tile as ct
+
+@ct.kernel
+def bad(X, Y, T: ct.Constant[int]):
+    t = ct.load(X, index=(0, 0, 0, 0), shape=(T, T))
+    ct.store(Y, index=(0, 0), tile=t)
+
+@ct.kernel
+def fine(X, Y, T: ct.Constant[int]):
+    t = ct.load(X, index=(0, 0), shape=(T, T))
+    ct.store(Y, index=(0, 0), tile=t)
+'''
+
+
+def test_translate_failure_checked_against_cutile_own_compiler(tmp_path):
+    """A construct cuTile Python rejects too is labelled invalid source with cuTile's own message (and
+    stays in the denominator of the all-kernels rate); one it accepts is tileport's failure."""
+    pytest.importorskip("cuda.tile", reason="cuTile Python is not installed: the check cannot run")
+    (tmp_path / "pkg").mkdir()
+    f = tmp_path / "pkg" / "k.py"
+    f.write_text(RANK_MISMATCH)
+    check = wild.cutile_check(f, "bad", 5)
+    assert check["verdict"] == wild.INVALID_SOURCE and check["line"] == 5, check
+    assert "shape" in check["error"] and "4" in check["error"], check
+    assert wild.cutile_check(f, "bad", 9)["verdict"] == wild.CUTILE_REJECTS_ELSEWHERE
+    assert wild.cutile_check(f, "fine", 10)["verdict"] == wild.CUTILE_ACCEPTS
+    rows = wild.translate_step(wild.find_kernels(f, "pkg", tmp_path), {"pkg": tmp_path})
+    bad = next(r for r in rows if r.kernel == "bad")
+    assert not bad.translate_ok and bad.cutile_check["verdict"] == wild.INVALID_SOURCE
+    assert "cuTile Python's own error (line 5)" in wild.first_diagnostic(bad)
+
+
+def test_rate_lines_state_all_kernels_and_kernels_cutile_accepts():
+    rows = [wild.Row("p", "a.py", "k1", 1, None, True),
+            wild.Row("p", "a.py", "k2", 9, None, False, {"construct": "ct.load", "file": "a.py", "line": 12},
+                     cutile_check={"verdict": wild.INVALID_SOURCE, "error": "Expected shape length to be 4, got 2",
+                                   "line": 12}),
+            wild.Row("p", "a.py", "k3", 20, None, False, {"construct": "ct.cat", "file": "a.py", "line": 22},
+                     cutile_check={"verdict": wild.CUTILE_ACCEPTS, "error": ""})]
+    table = wild.build_table(rows, [("p", "1", None)], ported=False)
+    s = table["summary"]
+    assert (s["translate_ok"], s["kernels"], s["invalid_source"]) == (1, 3, 1)
+    assert s["translate_rate"] == round(1 / 3, 4) and s["translate_rate_cutile_accepts"] == 0.5
+    md = wild.render_markdown(table)
+    assert "**1/3** (33.3 %) of all kernels; **1/2** (50.0 %) of the kernels cuTile Python accepts" in md
+    assert "| `k2` | FAIL: invalid source (cuTile rejects it too) |" in md
+    assert "cuTile Python's own error (line 12): Expected shape length to be 4, got 2" in md
+    assert "| `k3` | FAIL |" in md
