@@ -117,3 +117,19 @@ def test_indexing_a_list_of_arrays_parameter_is_located(tmp_path):
     """)
     assert d.construct == "tuple/list parameter" and "one tensor per parameter" in d.message, str(d)
     assert (d.loc.line, d.loc.col) == _at(path, "xs[0]"), str(d)
+
+
+def test_array_slice_view_has_its_arrays_rank_and_is_located(tmp_path):
+    """cutile-stencil's generated kernels load from `u.slice(axis=.., start=.., stop=..)` views only: the
+    array's rank comes from the loads of its views (it was "cannot tell the rank of `u`", located at the
+    signature), and the unsupported view is a diagnostic at the `.slice` call."""
+    path, d = _diagnostic(tmp_path, """
+        @ct.kernel
+        def k(u, y, TX: ConstInt, HX: ConstInt):
+            nx = u.shape[0] - 2 * HX
+            v = u.slice(axis=0, start=HX, stop=HX + nx).slice(axis=1, start=0, stop=4)
+            t = ct.load(v, index=(ct.bid(0), 0), shape=(TX, 4))
+            ct.store(y, index=(ct.bid(0), 0), tile=t)
+    """)
+    assert d.construct == "array.slice" and "`.slice` is not supported" in d.message, str(d)
+    assert (d.loc.line, d.loc.col) == _at(path, "u.slice("), str(d)

@@ -387,7 +387,23 @@ def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str],
         elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
               and node.attr in ("shape", "strides", "ndim", "dtype")):
             note(node.value.id, None)
+    for view, base in reversed(_array_views(fn)):  # a view has its array's rank (`v = x.slice(axis=0, ..)`)
+        note(base, arrays.get(view))
     return arrays
+
+
+def _array_views(fn: ast.FunctionDef) -> list[tuple[str, str]]:
+    """(view, array) for each `view = array.slice(...)` (chains included), in source order."""
+    out = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                   and value.func.attr == "slice"):
+                value = value.func.value
+            if value is not node.value and isinstance(value, ast.Name):
+                out.append((node.targets[0].id, value.id))
+    return out
 
 
 def _ct_call_name(sm: ScannedModule, func: ast.AST) -> str | None:
