@@ -33,8 +33,8 @@ PACKAGE_NOTES = {
     "cutile-stencil": "a stencil compiler: its `@ct.kernel` functions exist only as text it generates at run time "
                       "(cutile/lowering/target_to_python.py emits them line by line from an xDSL IR, with tile "
                       "sizes its passes choose), so its source holds no kernel and no factory function to read. "
-                      "A generated file (`CompileResult.emit_to_file`) ports like any other; producing one needs "
-                      "the package and xdsl to run, and running it needs cupy.",
+                      "Its own compile path runs on the CPU (numpy and xdsl; cupy and a GPU only to launch): "
+                      "the opt-in step `--stencil-gen` runs it and ports the files it writes (section below).",
 }
 CT_MODULE = "cuda.tile"
 
@@ -95,6 +95,57 @@ def fetch_all(work: Path, cache: Path | None = None) -> list[tuple[str, str, Pat
     finally:
         if own_cache:
             shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- cutile-stencil's generated kernels (opt-in)
+
+STENCIL = ("cutile-stencil", "0.3.0")
+GENERATED = "cutile-stencil (generated)"  # the package name of the generated kernels' rows
+# cutile.compile options per generated file: the default pipeline (temporal blocking) without the autotuner
+# (it times candidates on a GPU), the same without temporal blocking, and the bricked memory layout.
+STENCIL_MODES = {"tb": {"autotune": False}, "flat": {"autotune": False, "temporal_blocking": False},
+                 "bricked": {"autotune": False, "layout": "bricked"}}
+# Run by the package's own interpreter (a venv under the work directory), never imported by tileport: for
+# every @stencil of the package's own benchmark set and every mode, compile and emit_to_file.
+STENCIL_DRIVER = """
+import json, sys
+import cutile
+from cutile.benchmarks import stencils
+out, modes, done = sys.argv[1], json.loads(sys.argv[2]), []
+for name in sorted(n for n in dir(stencils) if hasattr(getattr(stencils, n), "_ir")):
+    for mode, options in modes.items():
+        try:
+            cutile.compile(getattr(stencils, name), **options).emit_to_file(f"{out}/{name}_{mode}.py")
+            done.append({"stencil": name, "mode": mode, "ok": True})
+        except Exception as e:
+            done.append({"stencil": name, "mode": mode, "ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
+print(json.dumps(done))
+"""
+
+
+def generate_stencils(work: Path) -> tuple[Path, list[dict], str]:
+    """Install the pinned cutile-stencil (and its dependencies) in a venv under `work` and run its compile
+    path on its own benchmark stencils: (directory of the generated files, per-file outcome, versions)."""
+    venv, gen = work.resolve() / "stencil-venv", work.resolve() / "stencil-gen"
+    python = venv / "bin" / "python"
+    steps = ([sys.executable, "-m", "venv", str(venv)],
+             [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{STENCIL[0]}=={STENCIL[1]}"])
+    for cmd in steps if not python.exists() else steps[1:]:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if r.returncode != 0:
+            raise WildError(f"{' '.join(cmd[-2:])}: {(r.stderr or r.stdout).strip()[-400:]}")
+    shutil.rmtree(gen, ignore_errors=True)
+    gen.mkdir(parents=True)
+    r = subprocess.run([str(python), "-c", STENCIL_DRIVER, str(gen), json.dumps(STENCIL_MODES)],
+                       capture_output=True, text=True, timeout=900, cwd=gen)
+    try:
+        outcome = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise WildError(f"cutile-stencil's compile path failed: {(r.stderr or r.stdout).strip()[-400:]}") from None
+    freeze = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+                            capture_output=True, text=True, timeout=120).stdout.split()
+    versions = ", ".join(f"`{x}`" for x in freeze if x.split("==")[0].lower() in ("cutile-stencil", "xdsl", "numpy"))
+    return gen, outcome, versions
 
 
 # ---------------------------------------------------------------- kernel discovery (ast only)
@@ -230,7 +281,7 @@ def translate_step(sites: Sequence[KernelSite], roots: dict[str, Path]) -> list[
 
 # What cuTile Python's own compiler says of a kernel tileport cannot translate.
 INVALID_SOURCE = "invalid source (cuTile rejects it too)"  # every probe rejected, at the diagnostic's line
-CUTILE_ACCEPTS = "cuTile accepts it"  # a probe compiles: the failure is tileport's
+CUTILE_ACCEPTS = "cuTile accepts it (a tileport gap)"  # a probe compiles: the failure is tileport's
 CUTILE_REJECTS_ELSEWHERE = "cuTile rejects it elsewhere"  # rejected, but not at the construct tileport names
 NOT_CHECKED = "not checked"  # cuTile Python is not installed, or the kernel cannot be rebuilt for it
 
@@ -418,50 +469,80 @@ def render_markdown(table: dict[str, Any]) -> str:
     lines = [f"# Wild corpus: unattended port ({table['date']})", "",
              "Packages (PyPI, pinned): " + ", ".join(f"`{p['package']}=={p['version']}` ({p['kernels']} kernels)"
                                                      for p in table["packages"]), "",
-             f"- translate (no config, no edits): **{s['translate_ok']}/{s['kernels']}** "
-             f"({100 * s['translate_rate']:.1f} %) of all kernels; "
-             f"**{s['translate_ok']}/{s['kernels'] - s['invalid_source']}** "
-             f"({100 * s['translate_rate_cutile_accepts']:.1f} %) of the kernels cuTile Python accepts "
-             f"({s['invalid_source']} {INVALID_SOURCE}, counted as failures in the first rate); "
-             f"failures with a located diagnostic naming the construct: "
-             f"{s['failures_located']}/{s['kernels'] - s['translate_ok']}"]
+             _translate_rate_line(s)]
+    lines += _port_rate_lines(s, table.get("config", ""))
+    with_config = "with_config_ir_diff_clean" in s
+    lines += ["", "Stage: the last stage `tileport port` ran; CRIT: CRITICAL IR-diff findings (B's diff, "
+              "stage C's input; `-` when no diff ran).", "",
+              "Values: where the IR diff's dtypes and constants came from (`probe (synthesized)`: made up from "
+              "the kernel's text by tileport, not a real launch).", ""]
+    lines += _kernel_rows(table["kernels"], with_config)
+    for p in table["packages"]:
+        if p["kernels"] == 0 and p["package"] in PACKAGE_NOTES:
+            lines += ["", f"`{p['package']}=={p['version']}` has no kernel to port: {PACKAGE_NOTES[p['package']]}"]
+    lines += ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in failure_causes(table["kernels"])]
+    if table.get("generated"):
+        lines += _generated_section(table["generated"])
+    lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
+              "`--config bench/results/wild-config.json` for the second column; `--stencil-gen` for the kernels "
+              "cutile-stencil generates)."]
+    return "\n".join(lines) + "\n"
+
+
+def _translate_rate_line(s: dict[str, Any]) -> str:
+    return (f"- translate (no config, no edits): **{s['translate_ok']}/{s['kernels']}** "
+            f"({100 * s['translate_rate']:.1f} %) of all kernels; "
+            f"**{s['translate_ok']}/{s['kernels'] - s['invalid_source']}** "
+            f"({100 * s['translate_rate_cutile_accepts']:.1f} %) of the kernels cuTile Python accepts "
+            f"({s['invalid_source']} {INVALID_SOURCE}, counted as failures in the first rate); "
+            f"failures with a located diagnostic naming the construct: "
+            f"{s['failures_located']}/{s['kernels'] - s['translate_ok']}")
+
+
+def _port_rate_lines(s: dict[str, Any], config: str) -> list[str]:
+    lines = []
     if "ir_diff_clean" in s:
         lines.append(f"- `tileport port --no-gpu` (no config): IR diff ran with 0 CRITICAL (reach stage C): "
                      f"**{s['ir_diff_clean']}/{s['kernels']}** ({100 * s['ir_diff_clean_rate']:.1f} %); of these, "
                      f"{s.get('ir_diff_clean_synthesized', 0)} on SYNTHESIZED probe values (no launch, no config: "
                      "the diff proves the port for those values only; D and E need real launches)")
-    with_config = "with_config_ir_diff_clean" in s
-    if with_config:
-        lines.append(f"- the same with `--config` {table.get('config', '')} (dtypes and constant values given by "
+    if "with_config_ir_diff_clean" in s:
+        lines.append(f"- the same with `--config` {config} (dtypes and constant values given by "
                      f"hand; not unattended): IR diff ran with 0 CRITICAL: **{s['with_config_ir_diff_clean']}/"
                      f"{s['kernels']}**")
-    lines += ["", "Stage: the last stage `tileport port` ran; CRIT: CRITICAL IR-diff findings (B's diff, "
-              "stage C's input; `-` when no diff ran).", "",
-              "Values: where the IR diff's dtypes and constants came from (`probe (synthesized)`: made up from "
-              "the kernel's text by tileport, not a real launch).", "",
-              "| package | file | kernel | translate | values | stage (verdict) | CRIT | first diagnostic |"
-              + (" with --config: stage, CRIT, why |" if with_config else ""),
-              "|---|---|---|---|---|---|---|---|" + ("---|" if with_config else "")]
-    for r in table["kernels"]:
+    return lines
+
+
+def _kernel_rows(kernels: Sequence[dict], with_config: bool) -> list[str]:
+    lines = ["| package | file | kernel | translate | values | stage (verdict) | CRIT | first diagnostic |"
+             + (" with --config: stage, CRIT, why |" if with_config else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if with_config else "")]
+    for r in kernels:
         port = r.get("port") or {}
         crit = port.get("critical", "-")
         diag = r["first_diagnostic"] or port.get("first_critical") or (port.get("reason", "") if port and crit != 0
                                                                          else "")
         name = r["kernel"] + (f" (in `{r['factory']}`)" if r.get("factory") else "")
         line = (f"| {r['package']} | {r['file']} | `{name}` | {_translate_cell(r)} | "
-                f"{port.get('specialization', '-')} | {_stage(port)} | {crit} | {_cell(diag, 200 if r['translate_ok'] else 360)} |")
+                f"{port.get('specialization', '-')} | {_stage(port)} | {crit} | "
+                f"{_cell(diag, 200 if r['translate_ok'] else 360)} |")
         if with_config:
             pc = r.get("port_config") or {}
             why = (pc.get("first_critical") or pc.get("reason", "")) if pc.get("critical") != 0 else ""
             line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 160) if why else ''} |"
         lines.append(line)
-    for p in table["packages"]:
-        if p["kernels"] == 0 and p["package"] in PACKAGE_NOTES:
-            lines += ["", f"`{p['package']}=={p['version']}` has no kernel to port: {PACKAGE_NOTES[p['package']]}"]
-    lines += ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in failure_causes(table["kernels"])]
-    lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
-              "`--config bench/results/wild-config.json` for the second column)."]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _generated_section(gen: dict[str, Any]) -> list[str]:
+    """The kernels cutile-stencil writes when its own compile path runs (opt-in; apart from the rates above,
+    which count the downloaded sources only, as the CI check does)."""
+    s = gen["summary"]
+    lines = ["", f"## Kernels generated by `cutile-stencil=={gen['version']}` (opt-in step `--stencil-gen`)", "",
+             f"How: {gen['how']}", "", _translate_rate_line(s)] + _port_rate_lines(s, "")
+    lines += [""] + _kernel_rows(gen["kernels"], False)
+    causes = failure_causes(gen["kernels"])
+    return lines + ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in causes]
 
 
 def _translate_cell(r: dict) -> str:
@@ -538,6 +619,24 @@ def build_table(rows: Sequence[Row], roots: Sequence[tuple[str, str, Path]], por
             "summary": summarize(rows, ported), "kernels": kernels}
 
 
+def generated_table(work: Path, ported: bool) -> dict[str, Any]:
+    """The section of the kernels cutile-stencil generates: translated and ported like the others."""
+    gen, outcome, versions = generate_stencils(work)
+    roots = {GENERATED: gen}
+    rows = translate_step(discover([(GENERATED, STENCIL[1], gen)]), roots)
+    if ported:
+        port_step(rows, roots, work / "port-generated")
+    failed = [f"{o['stencil']} ({o['mode']}): {o['error']}" for o in outcome if not o["ok"]]
+    how = (f"{versions} installed in a venv under the work directory; its `cutile.compile` (modes: "
+           + "; ".join(f"`{m}` {o}" for m, o in STENCIL_MODES.items())
+           + f") run on the CPU on every stencil of its own `cutile.benchmarks.stencils`, each result written with "
+           f"`CompileResult.emit_to_file`: {sum(o['ok'] for o in outcome)}/{len(outcome)} files"
+           + (f"; not generated: {'; '.join(failed)}" if failed else ""))
+    table = build_table(rows, [(GENERATED, STENCIL[1], gen)], ported)
+    return {"version": STENCIL[1], "how": how, "outcome": outcome, "summary": table["summary"],
+            "kernels": table["kernels"]}
+
+
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -551,6 +650,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=Path("bench/results"), help="where wild.json/.md go")
     ap.add_argument("--no-port", action="store_true", help="translate step only (fast; table in --work)")
     ap.add_argument("--config", type=Path, help="also port with these values (a second, not unattended, column)")
+    ap.add_argument("--stencil-gen", action="store_true",
+                    help="also run cutile-stencil's own compile path (a venv under --work) and port what it writes")
     args = ap.parse_args(argv)
     try:
         roots = fetch_all(args.work)
@@ -565,6 +666,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.config:
             port_step(rows, by_pkg, args.work / "port-config", config=args.config.resolve())
     table = build_table(rows, roots, not args.no_port)
+    if args.stencil_gen:
+        try:
+            table["generated"] = generated_table(args.work, not args.no_port)
+        except WildError as e:
+            print(f"wild: --stencil-gen: {e}", file=sys.stderr)
+            return 2
     if args.config:
         table["config"] = str(args.config)
     where = args.work if args.no_port else args.results  # the committed table always has the port step
