@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from tileport.frontends.cutile.lowerer import FMA_PER_DTYPE
+
 # (distribution, version): pinned so the table is reproducible.
 PACKAGES = (("bastile", "0.1.3"), ("cutile-gpt", "0.2.1"), ("cutile-stencil", "0.3.0"))
 # Wheels are pure Python; the tag only selects a release whose Requires-Python admits it.
@@ -522,10 +524,13 @@ def _kernel_rows(kernels: Sequence[dict], with_config: bool) -> list[str]:
         crit = port.get("critical", "-")
         diag = r["first_diagnostic"] or port.get("first_critical") or (port.get("reason", "") if port and crit != 0
                                                                          else "")
+        why_per_dtype = next((n for n in r.get("translate_notes", []) if n.startswith(FMA_PER_DTYPE)), None)
+        if crit not in (0, "-") and why_per_dtype:  # the translator's own account of these findings
+            diag = f"{diag}; translator note: {why_per_dtype.split('): ')[0]})"
         name = r["kernel"] + (f" (in `{r['factory']}`)" if r.get("factory") else "")
         line = (f"| {r['package']} | {r['file']} | `{name}` | {_translate_cell(r)} | "
                 f"{port.get('specialization', '-')} | {_stage(port)} | {crit} | "
-                f"{_cell(diag, 200 if r['translate_ok'] else 360)} |")
+                f"{_cell(diag, 360)} |")
         if with_config:
             pc = r.get("port_config") or {}
             why = (pc.get("first_critical") or pc.get("reason", "")) if pc.get("critical") != 0 else ""

@@ -1172,7 +1172,42 @@ def specialization_values(cfg: KernelConfig, names: frozenset[str]) -> list[dict
 
 def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig, naming: Naming) -> list[Kernel]:
     """One kernel, or several literal-specialized entries when constants cannot stay generic."""
-    return _lower_configured(sm, name, cfg, naming) if cfg.configs else _lower_unconfigured(sm, name, cfg, naming)
+    kernels = _lower_configured(sm, name, cfg, naming) if cfg.configs else _lower_unconfigured(sm, name, cfg, naming)
+    if any(k.dtype_vars for k in kernels):
+        note = _fma_per_dtype_note(sm, name, kernels[0], naming)
+        for k in kernels:
+            k.notes += [note] if note else []
+    return kernels
+
+
+FMA_PER_DTYPE = "fma contraction differs per element type"  # the start of the note (the wild table reads it)
+
+
+def _fma_per_dtype_note(sm: ScannedModule, name: str, generic: Kernel, naming: Naming) -> str | None:
+    """cuTile Python fuses `a*b + c` only where the product and the add share a dtype: in a kernel generic
+    over dtypes, `f32_acc += x * x` fuses for f32 inputs and not for f16 ones (their product is converted
+    first). One generic port cannot match both references; say for which dtypes it does (lowering each
+    dtype alone, as cuTile compiles one kernel per dtype)."""
+    from tileport.passes.fma import fuse_fma
+    arrays = [p for p in generic.params if p.is_array and isinstance(p.ty.dtype, DVar)]
+    combos = list(dict.fromkeys(zip(*(generic.dtype_vars[p.ty.dtype] for p in arrays))))
+    fused: dict[tuple[str, ...], int] = {}
+    for combo in combos:
+        entry = {p.name: dt for p, dt in zip(arrays, combo)}
+        entry |= {p.name: p.ty.dtype for p in generic.params if p.is_array and p.name not in entry}
+        entry |= dict(generic.pinned)
+        single = KernelConfig((entry,), pinned=generic.pinned) if generic.pinned else KernelConfig((entry,))
+        try:
+            (alone,) = _lower_configured(sm, name, single, naming)
+        except (Diagnostic, ValueError):
+            return None  # the comparison needs one entry per dtype; the generic port stands as it is
+        fused[combo] = fuse_fma(alone, naming)
+    if len(set(fused.values())) < 2:
+        return None
+    shown = ", ".join(f"{'/'.join(dict.fromkeys(c))}: {n}" for c, n in fused.items())
+    return (f"{FMA_PER_DTYPE} (fused a*b+c pairs per dtype: {shown}): cuTile Python fuses only where the product "
+            "and the add share a dtype, and one port generic over the dtype cannot; its IR matches the reference "
+            "of some dtypes only (translate with one dtype per --config for an exact port of each)")
 
 
 INDEX_DTYPE = "i64"  # arrays whose elements index other arrays (token ids, gather rows): torch.long
