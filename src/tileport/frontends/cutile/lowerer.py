@@ -1171,43 +1171,92 @@ def specialization_values(cfg: KernelConfig, names: frozenset[str]) -> list[dict
 
 
 def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig, naming: Naming) -> list[Kernel]:
-    """One kernel, or several literal-specialized entries when constants cannot stay generic."""
+    """One kernel, or several literal-specialized entries when constants cannot stay generic, or one entry
+    per group of dtypes when cuTile's fma contraction differs between the dtypes (`_split_by_fma`)."""
     kernels = _lower_configured(sm, name, cfg, naming) if cfg.configs else _lower_unconfigured(sm, name, cfg, naming)
-    if any(k.dtype_vars for k in kernels):
-        note = _fma_per_dtype_note(sm, name, kernels[0], naming)
-        for k in kernels:
-            k.notes += [note] if note else []
-    return kernels
+    if len(kernels) != 1 or not kernels[0].dtype_vars:
+        return kernels
+    groups = _fma_groups(sm, name, cfg, kernels[0], naming)
+    if groups is None:
+        return kernels
+    split = _split_by_fma(sm, name, cfg, kernels[0], groups, naming)
+    if split is None:  # the groups do not lower apart: one generic entry, which says where it is not exact
+        kernels[0].notes.append(_fma_note(groups, split=False))
+        return kernels
+    for k in split:
+        k.notes.append(_fma_note(groups, split=True))
+    return split
 
 
 FMA_PER_DTYPE = "fma contraction differs per element type"  # the start of the note (the wild table reads it)
+DtypeCombo = tuple[str, ...]  # the dtypes of a kernel's generic arrays, in parameter order
 
 
-def _fma_per_dtype_note(sm: ScannedModule, name: str, generic: Kernel, naming: Naming) -> str | None:
+def _generic_arrays(kernel: Kernel) -> list[Param]:
+    return [p for p in kernel.params if p.is_array and isinstance(p.ty.dtype, DVar)]
+
+
+def _fma_groups(sm: ScannedModule, name: str, cfg: KernelConfig, generic: Kernel,
+                naming: Naming) -> list[tuple[int, list[DtypeCombo]]] | None:
     """cuTile Python fuses `a*b + c` only where the product and the add share a dtype: in a kernel generic
     over dtypes, `f32_acc += x * x` fuses for f32 inputs and not for f16 ones (their product is converted
-    first). One generic port cannot match both references; say for which dtypes it does (lowering each
-    dtype alone, as cuTile compiles one kernel per dtype)."""
+    first), so one generic port cannot match every reference. Lowering each dtype combination alone (as
+    cuTile compiles one kernel per dtype): the combinations grouped by fused count, or None when all agree."""
     from tileport.passes.fma import fuse_fma
-    arrays = [p for p in generic.params if p.is_array and isinstance(p.ty.dtype, DVar)]
+    arrays = _generic_arrays(generic)
     combos = list(dict.fromkeys(zip(*(generic.dtype_vars[p.ty.dtype] for p in arrays))))
-    fused: dict[tuple[str, ...], int] = {}
+    fused: dict[DtypeCombo, int] = {}
     for combo in combos:
-        entry = {p.name: dt for p, dt in zip(arrays, combo)}
-        entry |= {p.name: p.ty.dtype for p in generic.params if p.is_array and p.name not in entry}
-        entry |= dict(generic.pinned)
-        single = KernelConfig((entry,), pinned=generic.pinned) if generic.pinned else KernelConfig((entry,))
         try:
-            (alone,) = _lower_configured(sm, name, single, naming)
+            (alone,) = _lower_configured(sm, name, _combo_config(generic, arrays, [combo], cfg), naming)
         except (Diagnostic, ValueError):
             return None  # the comparison needs one entry per dtype; the generic port stands as it is
         fused[combo] = fuse_fma(alone, naming)
     if len(set(fused.values())) < 2:
         return None
-    shown = ", ".join(f"{'/'.join(dict.fromkeys(c))}: {n}" for c, n in fused.items())
+    groups: dict[int, list[DtypeCombo]] = {}
+    for combo, n in fused.items():
+        groups.setdefault(n, []).append(combo)
+    return list(groups.items())
+
+
+def _combo_config(generic: Kernel, arrays: list[Param], combos: list[DtypeCombo], cfg: KernelConfig) -> KernelConfig:
+    """`cfg` restricted to the configurations of `combos` (without configurations: one entry per combo)."""
+    names = [p.name for p in arrays]
+    if cfg.configs:
+        kept = tuple(c for c in cfg.configs
+                     if tuple(TORCH_DTYPES.get(str(c[n]), c[n]) for n in names) in combos)
+        return replace(cfg, configs=kept)
+    fixed = {p.name: p.ty.dtype for p in generic.params if p.is_array and p not in arrays}
+    return replace(cfg, configs=tuple(fixed | dict(zip(names, combo)) for combo in combos))
+
+
+def _split_by_fma(sm: ScannedModule, name: str, cfg: KernelConfig, generic: Kernel,
+                  groups: list[tuple[int, list[DtypeCombo]]], naming: Naming) -> list[Kernel] | None:
+    """One entry per group of dtypes with the same fma contraction (`layer_norm_kernel_f32`,
+    `layer_norm_kernel_f16_bf16`); the launcher picks the entry by the arrays' dtypes."""
+    arrays = _generic_arrays(generic)
+    out = []
+    for _n, combos in groups:
+        try:
+            kernels = _lower_configured(sm, name, _combo_config(generic, arrays, combos, cfg), naming)
+        except (Diagnostic, ValueError):
+            return None
+        if len(kernels) != 1:
+            return None
+        k = kernels[0]
+        k.name = f"{k.name}_{'_'.join(dict.fromkeys(c[0] for c in combos))}"
+        out.append(k)
+    return out
+
+
+def _fma_note(groups: list[tuple[int, list[DtypeCombo]]], split: bool) -> str:
+    shown = ", ".join(f"{'/'.join(dict.fromkeys(c))}: {n}" for n, combos in groups for c in combos)
+    what = ("one entry per group of dtypes, each matching its references" if split else
+            "one port generic over the dtype cannot; its IR matches the reference of some dtypes only "
+            "(translate with one dtype per --config for an exact port of each)")
     return (f"{FMA_PER_DTYPE} (fused a*b+c pairs per dtype: {shown}): cuTile Python fuses only where the product "
-            "and the add share a dtype, and one port generic over the dtype cannot; its IR matches the reference "
-            "of some dtypes only (translate with one dtype per --config for an exact port of each)")
+            f"and the add share a dtype: {what}")
 
 
 INDEX_DTYPE = "i64"  # arrays whose elements index other arrays (token ids, gather rows): torch.long
