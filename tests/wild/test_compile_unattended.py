@@ -83,6 +83,7 @@ CAPTURES = [
     # Guards for two slips of the issue that these kernels do not reproduce (clean already).
     Capture("const_shape_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TILE": 128}),
     Capture("carry_four_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+    Capture("foreign_names_kernel", {"x": (F16, 1), "y": (F16, 1)}, {}, {"TILE": 128}),
 ]
 
 

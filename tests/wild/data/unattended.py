@@ -1,6 +1,10 @@
 """Kernels exhibiting constructs real-world cuTile files use (written for tileport's tests; IR-diffed)."""
 
+import math
+
 import cuda.tile as ct
+import numpy as np
+import torch
 
 ConstInt = ct.Constant[int]
 ConstFloat = ct.Constant[float]
@@ -265,3 +269,12 @@ def carry_four_kernel(x, y, n, TILE: ConstInt):
         a, b = b, a + t
         c, d = c + b, d
     ct.store(y, index=(ct.bid(0),), tile=a + b + c + d)
+
+
+@ct.kernel
+def foreign_names_kernel(x, y, TILE: ConstInt):
+    # numpy/torch dtype names and infinities, math.inf, a ct.full of a constant expression (inf / 2)
+    low = ct.full((TILE,), -np.inf, dtype=torch.float32)
+    high = ct.full((TILE,), math.inf / 2, dtype=np.float32)
+    t = ct.astype(ct.load(x, index=(ct.bid(0),), shape=(TILE,)), np.float32)
+    ct.store(y, index=(ct.bid(0),), tile=ct.astype(ct.minimum(ct.maximum(t, low), high), y.dtype))
