@@ -297,6 +297,11 @@ def cutile_check(path: Path, kernel: str, line: int | None) -> dict[str, Any]:
     from tileport.pipeline import probe
     try:
         sm = scan_module(str(path))
+    except Exception:  # noqa: BLE001 - unreadable or not Python: the translator's diagnostic says so
+        return {}
+    if kernel not in sm.kernels:
+        return {}  # not a cuTile kernel (a Triton set shares this step): nothing to ask cuTile Python
+    try:
         fn = sm.kernels[kernel]
         plan = probe.plan(sm, fn, classify_params(sm, fn, KernelConfig()))
     except Exception as e:  # noqa: BLE001 - the check is evidence only; its failure is reported as such
