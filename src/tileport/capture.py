@@ -101,7 +101,7 @@ def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
 
     consts = dict(capture.constants)
     for variant in entry["variants"]:
-        if all(consts.get(k) == v for k, v in variant["pinned"].items()):
+        if all(consts.get(k) == v for k, v in variant["pinned"].items()) and _takes_dtypes(variant, capture):
             dvars = {}
             for name, (dt, _rank) in capture.arrays.items():
                 generic = variant["array_dtypes"].get(name)
@@ -120,6 +120,17 @@ def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
             except KeyError as e:
                 raise CaptureError(f"{capture.label}: no value for generic {e}") from None
     raise CaptureError(f"{capture.label}: no specialized entry of `{entry['kernel']}` matches")
+
+
+def _takes_dtypes(variant: dict, capture: Capture) -> bool:
+    """The entry accepts the capture's array dtypes (entries of one kernel may be split by dtype)."""
+    from tileport.ops.dtypes import TORCH_DTYPES
+    for name, (dt, _rank) in capture.arrays.items():
+        declared = variant["array_dtypes"].get(name)
+        allowed = variant["dtype_vars"].get(declared, [declared])
+        if declared is not None and TORCH_DTYPES.get(dt, dt) not in allowed:
+            return False
+    return True
 
 
 def _generic_text(v: Any) -> str:

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from tileport.frontends.cutile.lowerer import FMA_PER_DTYPE
+
 # (distribution, version): pinned so the table is reproducible.
 PACKAGES = (("bastile", "0.1.3"), ("cutile-gpt", "0.2.1"), ("cutile-stencil", "0.3.0"))
 # Wheels are pure Python; the tag only selects a release whose Requires-Python admits it.
@@ -33,8 +35,8 @@ PACKAGE_NOTES = {
     "cutile-stencil": "a stencil compiler: its `@ct.kernel` functions exist only as text it generates at run time "
                       "(cutile/lowering/target_to_python.py emits them line by line from an xDSL IR, with tile "
                       "sizes its passes choose), so its source holds no kernel and no factory function to read. "
-                      "A generated file (`CompileResult.emit_to_file`) ports like any other; producing one needs "
-                      "the package and xdsl to run, and running it needs cupy.",
+                      "Its own compile path runs on the CPU (numpy and xdsl; cupy and a GPU only to launch): "
+                      "the opt-in step `--stencil-gen` runs it and ports the files it writes (section below).",
 }
 CT_MODULE = "cuda.tile"
 
@@ -95,6 +97,57 @@ def fetch_all(work: Path, cache: Path | None = None) -> list[tuple[str, str, Pat
     finally:
         if own_cache:
             shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- cutile-stencil's generated kernels (opt-in)
+
+STENCIL = ("cutile-stencil", "0.3.0")
+GENERATED = "cutile-stencil (generated)"  # the package name of the generated kernels' rows
+# cutile.compile options per generated file: the default pipeline (temporal blocking) without the autotuner
+# (it times candidates on a GPU), the same without temporal blocking, and the bricked memory layout.
+STENCIL_MODES = {"tb": {"autotune": False}, "flat": {"autotune": False, "temporal_blocking": False},
+                 "bricked": {"autotune": False, "layout": "bricked"}}
+# Run by the package's own interpreter (a venv under the work directory), never imported by tileport: for
+# every @stencil of the package's own benchmark set and every mode, compile and emit_to_file.
+STENCIL_DRIVER = """
+import json, sys
+import cutile
+from cutile.benchmarks import stencils
+out, modes, done = sys.argv[1], json.loads(sys.argv[2]), []
+for name in sorted(n for n in dir(stencils) if hasattr(getattr(stencils, n), "_ir")):
+    for mode, options in modes.items():
+        try:
+            cutile.compile(getattr(stencils, name), **options).emit_to_file(f"{out}/{name}_{mode}.py")
+            done.append({"stencil": name, "mode": mode, "ok": True})
+        except Exception as e:
+            done.append({"stencil": name, "mode": mode, "ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
+print(json.dumps(done))
+"""
+
+
+def generate_stencils(work: Path) -> tuple[Path, list[dict], str]:
+    """Install the pinned cutile-stencil (and its dependencies) in a venv under `work` and run its compile
+    path on its own benchmark stencils: (directory of the generated files, per-file outcome, versions)."""
+    venv, gen = work.resolve() / "stencil-venv", work.resolve() / "stencil-gen"
+    python = venv / "bin" / "python"
+    steps = ([sys.executable, "-m", "venv", str(venv)],
+             [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{STENCIL[0]}=={STENCIL[1]}"])
+    for cmd in steps if not python.exists() else steps[1:]:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if r.returncode != 0:
+            raise WildError(f"{' '.join(cmd[-2:])}: {(r.stderr or r.stdout).strip()[-400:]}")
+    shutil.rmtree(gen, ignore_errors=True)
+    gen.mkdir(parents=True)
+    r = subprocess.run([str(python), "-c", STENCIL_DRIVER, str(gen), json.dumps(STENCIL_MODES)],
+                       capture_output=True, text=True, timeout=900, cwd=gen)
+    try:
+        outcome = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise WildError(f"cutile-stencil's compile path failed: {(r.stderr or r.stdout).strip()[-400:]}") from None
+    freeze = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+                            capture_output=True, text=True, timeout=120).stdout.split()
+    versions = ", ".join(f"`{x}`" for x in freeze if x.split("==")[0].lower() in ("cutile-stencil", "xdsl", "numpy"))
+    return gen, outcome, versions
 
 
 # ---------------------------------------------------------------- kernel discovery (ast only)
@@ -194,6 +247,9 @@ class Row:
     translate_ok: bool = False
     translate_diagnostic: dict | None = None
     translate_notes: list[str] = field(default_factory=list)  # assumptions made without a configuration
+    # a translate failure checked against cuTile Python's own compiler: {"verdict": INVALID_SOURCE | ...,
+    # "error": its message, "line": where it points}; empty when the kernel translates
+    cutile_check: dict[str, Any] = field(default_factory=dict)
     port: dict[str, Any] = field(default_factory=dict)  # stage reached, verdicts, CRITICAL count
     port_config: dict[str, Any] = field(default_factory=dict)  # the same with --config (values given by hand)
 
@@ -221,7 +277,61 @@ def translate_step(sites: Sequence[KernelSite], roots: dict[str, Path]) -> list[
                                             "construct": "kernel", "file": path, "line": row.line, "col": 1}
             else:
                 row.translate_diagnostic = _relative(d.to_dict(), roots[pkg])
+                row.cutile_check = cutile_check(Path(path), row.kernel, d.loc.line if d.loc else None)
     return rows
+
+
+# What cuTile Python's own compiler says of a kernel tileport cannot translate.
+INVALID_SOURCE = "invalid source (cuTile rejects it too)"  # every probe rejected, at the diagnostic's line
+CUTILE_ACCEPTS = "cuTile accepts it (a tileport gap)"  # a probe compiles: the failure is tileport's
+CUTILE_REJECTS_ELSEWHERE = "cuTile rejects it elsewhere"  # rejected, but not at the construct tileport names
+NOT_CHECKED = "not checked"  # cuTile Python is not installed, or the kernel cannot be rebuilt for it
+
+
+def cutile_check(path: Path, kernel: str, line: int | None) -> dict[str, Any]:
+    """Compile the reference with cuTile Python (on the CPU, from the module rebuilt from the file's AST:
+    nothing of the file runs) on every synthesized probe. The source is invalid, for cuTile too, when it
+    rejects every probe and its first error points at the line of tileport's diagnostic."""
+    from tileport.capture import CaptureError, reference_bytecode
+    from tileport.frontends.cutile.lowerer import KernelConfig, classify_params, scan_module
+    from tileport.pipeline import probe
+    try:
+        sm = scan_module(str(path))
+    except Exception:  # noqa: BLE001 - unreadable or not Python: the translator's diagnostic says so
+        return {}
+    if kernel not in sm.kernels:
+        return {}  # not a cuTile kernel (a Triton set shares this step): nothing to ask cuTile Python
+    try:
+        fn = sm.kernels[kernel]
+        plan = probe.plan(sm, fn, classify_params(sm, fn, KernelConfig()))
+    except Exception as e:  # noqa: BLE001 - the check is evidence only; its failure is reported as such
+        return {"verdict": NOT_CHECKED, "error": f"no probe for the kernel: {type(e).__name__}: {e}"}
+    first: dict[str, Any] | None = None
+    for alt in (a for p in plan.probes for a in p.alternatives):
+        try:
+            reference_bytecode(path, alt)
+        except CaptureError as e:
+            first = first or _tile_error(e)
+            continue
+        except ImportError as e:
+            return {"verdict": NOT_CHECKED, "error": f"cuTile Python is not installed: {e}"}
+        return {"verdict": CUTILE_ACCEPTS, "error": "", "probe": alt.label}
+    if first is None or first.get("line") is None:  # no probe, or an error that names no line of the kernel
+        return {"verdict": NOT_CHECKED, **(first or {"error": "no probe"})}
+    at_construct = line is not None and first["line"] <= line <= first.get("last_line", first["line"])
+    return {"verdict": INVALID_SOURCE if at_construct else CUTILE_REJECTS_ELSEWHERE, **first}
+
+
+def _tile_error(e: Exception) -> dict[str, Any]:
+    """cuTile's own message and location (its TileError is the CaptureError's cause)."""
+    cause = e.__cause__
+    loc = getattr(cause, "loc", None)
+    message = getattr(cause, "message", None) or str(cause or e)
+    out: dict[str, Any] = {"error": " ".join(str(message).split())}
+    if loc is not None and getattr(loc, "line", 0):
+        out["line"] = loc.line
+        out["last_line"] = getattr(loc, "last_line", None) or loc.line
+    return out
 
 
 def _relative(d: dict, root: Path) -> dict:
@@ -327,8 +437,11 @@ def summarize(rows: Sequence[Row], ported: bool) -> dict[str, Any]:
     n = len(rows)
     ok = sum(r.translate_ok for r in rows)
     located = sum(1 for r in rows if r.translate_ok or _is_located(r.translate_diagnostic))
+    invalid = sum(r.cutile_check.get("verdict") == INVALID_SOURCE for r in rows)
+    accepted = n - invalid  # kernels cuTile Python does not reject at the construct tileport names
     s = {"kernels": n, "translate_ok": ok, "translate_rate": round(ok / n, 4) if n else 0.0,
-         "failures_located": located - ok}
+         "failures_located": located - ok, "invalid_source": invalid,
+         "translate_rate_cutile_accepts": round(ok / accepted, 4) if accepted else 0.0}
     if ported:
         clean = sum(clean_diff(r.port) for r in rows)
         s |= {"ir_diff_clean": clean, "ir_diff_clean_rate": round(clean / n, 4) if n else 0.0,
@@ -345,10 +458,17 @@ def _is_located(d: dict | None) -> bool:
 
 
 def first_diagnostic(row: Row) -> str:
+    """tileport's located diagnostic, then what cuTile Python's own compiler says of the kernel."""
     if row.translate_ok:
         return ""
     d = row.translate_diagnostic or {}
-    return f"{d.get('file')}:{d.get('line')}:{d.get('col')} [{d.get('construct')}] {d.get('message')}"
+    text = f"{d.get('file')}:{d.get('line')}:{d.get('col')} [{d.get('construct')}] {d.get('message')}"
+    check = row.cutile_check
+    if check.get("verdict") in (INVALID_SOURCE, CUTILE_REJECTS_ELSEWHERE):
+        text += f"; cuTile Python's own error (line {check.get('line')}): {check.get('error')}"
+    elif check.get("verdict"):
+        text += f"; cuTile Python: {check['verdict']}" + (f" ({check['error']})" if check.get("error") else "")
+    return text
 
 
 def render_markdown(table: dict[str, Any]) -> str:
@@ -356,46 +476,90 @@ def render_markdown(table: dict[str, Any]) -> str:
     lines = [f"# Wild corpus: unattended port ({table['date']})", "",
              "Packages (PyPI, pinned): " + ", ".join(f"`{p['package']}=={p['version']}` ({p['kernels']} kernels)"
                                                      for p in table["packages"]), "",
-             f"- translate (no config, no edits): **{s['translate_ok']}/{s['kernels']}** "
-             f"({100 * s['translate_rate']:.1f} %); failures with a located diagnostic naming the construct: "
-             f"{s['failures_located']}/{s['kernels'] - s['translate_ok']}"]
+             _translate_rate_line(s)]
+    lines += _port_rate_lines(s, table.get("config", ""))
+    with_config = "with_config_ir_diff_clean" in s
+    lines += ["", "Stage: the last stage `tileport port` ran; CRIT: CRITICAL IR-diff findings (B's diff, "
+              "stage C's input; `-` when no diff ran).", "",
+              "Values: where the IR diff's dtypes and constants came from (`probe (synthesized)`: made up from "
+              "the kernel's text by tileport, not a real launch).", ""]
+    lines += _kernel_rows(table["kernels"], with_config)
+    for p in table["packages"]:
+        if p["kernels"] == 0 and p["package"] in PACKAGE_NOTES:
+            lines += ["", f"`{p['package']}=={p['version']}` has no kernel to port: {PACKAGE_NOTES[p['package']]}"]
+    lines += ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in failure_causes(table["kernels"])]
+    if table.get("generated"):
+        lines += _generated_section(table["generated"])
+    lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
+              "`--config bench/results/wild-config.json` for the second column; `--stencil-gen` for the kernels "
+              "cutile-stencil generates)."]
+    return "\n".join(lines) + "\n"
+
+
+def _translate_rate_line(s: dict[str, Any]) -> str:
+    return (f"- translate (no config, no edits): **{s['translate_ok']}/{s['kernels']}** "
+            f"({100 * s['translate_rate']:.1f} %) of all kernels; "
+            f"**{s['translate_ok']}/{s['kernels'] - s['invalid_source']}** "
+            f"({100 * s['translate_rate_cutile_accepts']:.1f} %) of the kernels cuTile Python accepts "
+            f"({s['invalid_source']} {INVALID_SOURCE}, counted as failures in the first rate); "
+            f"failures with a located diagnostic naming the construct: "
+            f"{s['failures_located']}/{s['kernels'] - s['translate_ok']}")
+
+
+def _port_rate_lines(s: dict[str, Any], config: str) -> list[str]:
+    lines = []
     if "ir_diff_clean" in s:
         lines.append(f"- `tileport port --no-gpu` (no config): IR diff ran with 0 CRITICAL (reach stage C): "
                      f"**{s['ir_diff_clean']}/{s['kernels']}** ({100 * s['ir_diff_clean_rate']:.1f} %); of these, "
                      f"{s.get('ir_diff_clean_synthesized', 0)} on SYNTHESIZED probe values (no launch, no config: "
                      "the diff proves the port for those values only; D and E need real launches)")
-    with_config = "with_config_ir_diff_clean" in s
-    if with_config:
-        lines.append(f"- the same with `--config` {table.get('config', '')} (dtypes and constant values given by "
+    if "with_config_ir_diff_clean" in s:
+        lines.append(f"- the same with `--config` {config} (dtypes and constant values given by "
                      f"hand; not unattended): IR diff ran with 0 CRITICAL: **{s['with_config_ir_diff_clean']}/"
                      f"{s['kernels']}**")
-    lines += ["", "Stage: the last stage `tileport port` ran; CRIT: CRITICAL IR-diff findings (B's diff, "
-              "stage C's input; `-` when no diff ran).", "",
-              "Values: where the IR diff's dtypes and constants came from (`probe (synthesized)`: made up from "
-              "the kernel's text by tileport, not a real launch).", "",
-              "| package | file | kernel | translate | values | stage (verdict) | CRIT | first diagnostic |"
-              + (" with --config: stage, CRIT, why |" if with_config else ""),
-              "|---|---|---|---|---|---|---|---|" + ("---|" if with_config else "")]
-    for r in table["kernels"]:
+    return lines
+
+
+def _kernel_rows(kernels: Sequence[dict], with_config: bool) -> list[str]:
+    lines = ["| package | file | kernel | translate | values | stage (verdict) | CRIT | first diagnostic |"
+             + (" with --config: stage, CRIT, why |" if with_config else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if with_config else "")]
+    for r in kernels:
         port = r.get("port") or {}
         crit = port.get("critical", "-")
         diag = r["first_diagnostic"] or port.get("first_critical") or (port.get("reason", "") if port and crit != 0
                                                                          else "")
+        why_per_dtype = next((n for n in r.get("translate_notes", []) if n.startswith(FMA_PER_DTYPE)), None)
+        if crit not in (0, "-") and why_per_dtype:  # the translator's own account of these findings
+            diag = f"{diag}; translator note: {why_per_dtype.split('): ')[0]})"
         name = r["kernel"] + (f" (in `{r['factory']}`)" if r.get("factory") else "")
-        line = (f"| {r['package']} | {r['file']} | `{name}` | {'ok' if r['translate_ok'] else 'FAIL'} | "
-                f"{port.get('specialization', '-')} | {_stage(port)} | {crit} | {_cell(diag)} |")
+        line = (f"| {r['package']} | {r['file']} | `{name}` | {_translate_cell(r)} | "
+                f"{port.get('specialization', '-')} | {_stage(port)} | {crit} | "
+                f"{_cell(diag, 360)} |")
         if with_config:
             pc = r.get("port_config") or {}
             why = (pc.get("first_critical") or pc.get("reason", "")) if pc.get("critical") != 0 else ""
             line += f" {_stage(pc)}, {pc.get('critical', '-')}{', ' + _cell(why, 160) if why else ''} |"
         lines.append(line)
-    for p in table["packages"]:
-        if p["kernels"] == 0 and p["package"] in PACKAGE_NOTES:
-            lines += ["", f"`{p['package']}=={p['version']}` has no kernel to port: {PACKAGE_NOTES[p['package']]}"]
-    lines += ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in failure_causes(table["kernels"])]
-    lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
-              "`--config bench/results/wild-config.json` for the second column)."]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _generated_section(gen: dict[str, Any]) -> list[str]:
+    """The kernels cutile-stencil writes when its own compile path runs (opt-in; apart from the rates above,
+    which count the downloaded sources only, as the CI check does)."""
+    s = gen["summary"]
+    lines = ["", f"## Kernels generated by `cutile-stencil=={gen['version']}` (opt-in step `--stencil-gen`)", "",
+             f"How: {gen['how']}", "", _translate_rate_line(s)] + _port_rate_lines(s, "")
+    lines += [""] + _kernel_rows(gen["kernels"], False)
+    causes = failure_causes(gen["kernels"])
+    return lines + ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in causes]
+
+
+def _translate_cell(r: dict) -> str:
+    if r["translate_ok"]:
+        return "ok"
+    check = r.get("cutile_check") or {}
+    return f"FAIL: {check['verdict']}" if check.get("verdict") in (INVALID_SOURCE, CUTILE_REJECTS_ELSEWHERE) else "FAIL"
 
 
 def failure_causes(kernels: Sequence[dict]) -> list[tuple[str, int]]:
@@ -406,7 +570,9 @@ def failure_causes(kernels: Sequence[dict]) -> list[tuple[str, int]]:
         causes[cause] = causes.get(cause, 0) + 1
     for r in kernels:
         if not r["translate_ok"]:
-            count(f"translate [{(r['translate_diagnostic'] or {}).get('construct')}]")
+            verdict = (r.get("cutile_check") or {}).get("verdict")
+            what = f", {verdict}" if verdict == INVALID_SOURCE else ""
+            count(f"translate [{(r['translate_diagnostic'] or {}).get('construct')}]{what}")
             continue
         for key, rec in (("", r.get("port") or {}), ("with --config: ", r.get("port_config") or {})):
             if rec and rec.get("critical"):  # the diff ran: its first CRITICAL finding's kind is the cause
@@ -463,6 +629,24 @@ def build_table(rows: Sequence[Row], roots: Sequence[tuple[str, str, Path]], por
             "summary": summarize(rows, ported), "kernels": kernels}
 
 
+def generated_table(work: Path, ported: bool) -> dict[str, Any]:
+    """The section of the kernels cutile-stencil generates: translated and ported like the others."""
+    gen, outcome, versions = generate_stencils(work)
+    roots = {GENERATED: gen}
+    rows = translate_step(discover([(GENERATED, STENCIL[1], gen)]), roots)
+    if ported:
+        port_step(rows, roots, work / "port-generated")
+    failed = [f"{o['stencil']} ({o['mode']}): {o['error']}" for o in outcome if not o["ok"]]
+    how = (f"{versions} installed in a venv under the work directory; its `cutile.compile` (modes: "
+           + "; ".join(f"`{m}` {o}" for m, o in STENCIL_MODES.items())
+           + f") run on the CPU on every stencil of its own `cutile.benchmarks.stencils`, each result written with "
+           f"`CompileResult.emit_to_file`: {sum(o['ok'] for o in outcome)}/{len(outcome)} files"
+           + (f"; not generated: {'; '.join(failed)}" if failed else ""))
+    table = build_table(rows, [(GENERATED, STENCIL[1], gen)], ported)
+    return {"version": STENCIL[1], "how": how, "outcome": outcome, "summary": table["summary"],
+            "kernels": table["kernels"]}
+
+
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -476,6 +660,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=Path("bench/results"), help="where wild.json/.md go")
     ap.add_argument("--no-port", action="store_true", help="translate step only (fast; table in --work)")
     ap.add_argument("--config", type=Path, help="also port with these values (a second, not unattended, column)")
+    ap.add_argument("--stencil-gen", action="store_true",
+                    help="also run cutile-stencil's own compile path (a venv under --work) and port what it writes")
     args = ap.parse_args(argv)
     try:
         roots = fetch_all(args.work)
@@ -490,6 +676,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.config:
             port_step(rows, by_pkg, args.work / "port-config", config=args.config.resolve())
     table = build_table(rows, roots, not args.no_port)
+    if args.stencil_gen:
+        try:
+            table["generated"] = generated_table(args.work, not args.no_port)
+        except WildError as e:
+            print(f"wild: --stencil-gen: {e}", file=sys.stderr)
+            return 2
     if args.config:
         table["config"] = str(args.config)
     where = args.work if args.no_port else args.results  # the committed table always has the port step

@@ -117,3 +117,51 @@ def test_indexing_a_list_of_arrays_parameter_is_located(tmp_path):
     """)
     assert d.construct == "tuple/list parameter" and "one tensor per parameter" in d.message, str(d)
     assert (d.loc.line, d.loc.col) == _at(path, "xs[0]"), str(d)
+
+
+def test_array_slice_view_has_its_arrays_rank_and_is_located(tmp_path):
+    """cutile-stencil's generated kernels load from `u.slice(axis=.., start=.., stop=..)` views only: the
+    array's rank comes from the loads of its views (it was "cannot tell the rank of `u`", located at the
+    signature), and the unsupported view is a diagnostic at the `.slice` call."""
+    path, d = _diagnostic(tmp_path, """
+        @ct.kernel
+        def k(u, y, TX: ConstInt, HX: ConstInt):
+            nx = u.shape[0] - 2 * HX
+            v = u.slice(axis=0, start=HX, stop=HX + nx).slice(axis=1, start=0, stop=4)
+            t = ct.load(v, index=(ct.bid(0), 0), shape=(TX, 4))
+            ct.store(y, index=(ct.bid(0), 0), tile=t)
+    """)
+    assert d.construct == "array.slice" and "`.slice` is not supported" in d.message, str(d)
+    assert (d.loc.line, d.loc.col) == _at(path, "u.slice("), str(d)
+
+
+def test_generic_dtype_kernel_whose_fma_contraction_differs_per_dtype_says_so(tmp_path):
+    """cutile-gpt layernorm.py: `sum_sq_acc += tx * tx` (f32 accumulator, tx of the array dtype) is one fma
+    for f32 inputs and mulf + ftof + addf for f16 ones in cuTile Python. The generic port (one body for
+    both) matched the f16 reference only, silently: the IR diff found 16 CRITICAL on the f32 probe. The
+    translation now states it, with the fused counts per dtype."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, T: ConstInt):
+            acc = ct.full((1, T), 0, dtype=ct.float32)
+            for j in range(4):
+                t = ct.load(x, index=(ct.bid(0), j), shape=(1, T))
+                acc += t * t
+            ct.store(y, index=(ct.bid(0), 0), tile=acc.astype(y.dtype))
+    """)
+    (result,) = run(path).results
+    assert result.ok, str(result.diagnostic)
+    note = next((n for n in result.notes if n.startswith("fma contraction differs per element type")), None)
+    assert note is not None, result.notes
+    assert "f32: 1" in note and "f16: 0" in note, note
+
+
+def test_generic_dtype_kernel_with_the_same_fma_contraction_has_no_such_note(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, T: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(T,))
+            ct.store(y, index=(ct.bid(0),), tile=t * t + t)
+    """)
+    (result,) = run(path).results
+    assert result.ok and not any("fma contraction" in n for n in result.notes), result.notes

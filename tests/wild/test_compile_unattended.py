@@ -76,6 +76,14 @@ CAPTURES = [
     Capture("pack_bytes_kernel", {"x": (F16, 2), "y": ("uint8", 1)}, {}, {"TM": 16, "TN": 32}),
     Capture("atomic_loop_kernel", {"x": (I32, 1), "counter": (I32, 1), "y": (I32, 1)}, {"n": "int32"},
             {"TILE": 128}),
+    # Was a slip (cutile-gpt layer_norm_kernel, 16 CRITICAL): one generic port for f32 and f16 inputs had the
+    # fma contraction of f16 only; now one entry per group of dtypes, each IR-equal to its reference.
+    Capture("fma_per_dtype_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TILE": 64}),
+    Capture("fma_per_dtype_kernel", {"x": (F16, 2), "y": (F16, 2)}, {}, {"TILE": 64}),
+    # Guards for two slips of the issue that these kernels do not reproduce (clean already).
+    Capture("const_shape_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TILE": 128}),
+    Capture("carry_four_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+    Capture("foreign_names_kernel", {"x": (F16, 1), "y": (F16, 1)}, {}, {"TILE": 128}),
 ]
 
 

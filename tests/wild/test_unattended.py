@@ -36,6 +36,8 @@ ATOMIC_DTYPES = {
     "atomic_loop_kernel": [{"x": _I32, "counter": _I32, "y": _I32, "TILE": 128}],
     "pack_bytes_kernel": [{"x": "float16", "y": "uint8"}],
     "unpack_bytes_kernel": [{"x": "uint8", "y": "float16"}],
+    # min/max of a constant in a tile shape needs the constant's value (a literal-specialized entry)
+    "const_shape_kernel": [{"x": "float32", "y": "float32", "TILE": 128}],
 }
 
 
@@ -58,7 +60,9 @@ def test_data_kernels_translate_without_configuration():
                                                          "while_stride_kernel", "atomic_rmw_kernel",
                                                          "atomic_cas_kernel", "atomic_loop_kernel",
                                                          "pack_bytes_kernel", "branch_store_load_kernel",
-                                                         "unpack_bytes_kernel"])
+                                                         "unpack_bytes_kernel", "fma_per_dtype_kernel",
+                                                         "const_shape_kernel", "carry_four_kernel",
+                                                         "foreign_names_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():
@@ -493,3 +497,52 @@ def test_cumsum_on_another_axis_is_refused_with_the_reason(tmp_path):
     """)
     (r,) = run(path, {"k": [{"x": "f32"}]}).results
     assert r.diagnostic.construct == "ct.cumsum" and r.diagnostic.loc.line == 9 and "dim 0" in r.diagnostic.message
+
+
+def test_fma_contraction_differing_per_dtype_splits_the_entries():
+    """cutile-gpt layer_norm_kernel: `f32_acc += x * x` is an fma for f32 arrays only. Without configuration
+    (f32, f16, bf16) the port has an f32 entry and an f16/bf16 one; the launcher picks by the arrays' dtypes."""
+    report, text = translated(DATA)
+    (res,) = [r for r in report.results if r.kernel == "fma_per_dtype_kernel"]
+    assert res.entries == ["fma_per_dtype_kernel_f32", "fma_per_dtype_kernel_f16_bf16"], res.entries
+    assert any(n.startswith("fma contraction differs per element type (fused a*b+c pairs per dtype: f32: 1, "
+                            "f16: 0, bf16: 0)") for n in res.notes), res.notes
+    assert "fma(" in entry_text(text, "fma_per_dtype_kernel_f32")
+    assert "fma(" not in entry_text(text, "fma_per_dtype_kernel_f16_bf16")
+    launcher = next(launcher_text(text, sym) for sym in _symbols(text) if sym.endswith("fma_per_dtype_kernel"))
+    assert "if matches!(x.dtype, dtype::F32) && matches!(y.dtype, dtype::F32)" in " ".join(launcher.split())
+    assert "matches!(x.dtype, dtype::F16 | dtype::BF16)" in launcher
+    assert "no entry of `fma_per_dtype_kernel` takes these dtypes" in launcher
+
+
+def test_one_dtype_configured_keeps_one_entry():
+    report, _ = translated(DATA, {"fma_per_dtype_kernel": [{"x": "float16", "y": "float16", "TILE": 64}]})
+    (res,) = [r for r in report.results if r.kernel == "fma_per_dtype_kernel"]
+    assert res.entries == ["fma_per_dtype_kernel"] and not any("fma contraction" in n for n in res.notes)
+
+
+def _symbols(text: str) -> list[str]:
+    import re
+    return re.findall(r'pub unsafe extern "C" fn (\w+)\(', text)
+
+
+def test_entries_split_by_dtype_are_selected_by_dtype(tmp_path):
+    """The generated-IR capture and stage A's configuration -> variant map pick the entry of the capture's
+    dtypes (both picked the first entry whose pinned constants matched: the f32 one for f16 captures)."""
+    from tileport.capture import generic_arguments
+    from tileport.ops.spec import Capture
+    from tileport.pipeline.stage_a import _array_dtypes, _variant_of
+    from tileport.translate import lower
+    crate = tmp_path / "crate"
+    report = run(DATA, {**ATOMIC_DTYPES}, out_dir=crate)
+    assert report.ok
+    entry = next(e for e in json.loads((crate / "kernels.json").read_text())["entries"]
+                 if e["kernel"] == "fma_per_dtype_kernel")
+    kernels, _ = lower(str(DATA), None, only=["fma_per_dtype_kernel"])
+    variants = [{"entry": k.name, "pinned": {}, "dtypes": _array_dtypes(k)} for k in kernels]
+    for dt, name, generics in (("float32", "fma_per_dtype_kernel_f32", ["64"]),
+                               ("float16", "fma_per_dtype_kernel_f16_bf16", ["f16", "64"]),
+                               ("bfloat16", "fma_per_dtype_kernel_f16_bf16", ["bf16", "64"])):
+        cap = Capture("fma_per_dtype_kernel", {"x": (dt, 2), "y": (dt, 2)}, {}, {"TILE": 64})
+        assert generic_arguments(entry, cap) == (name, generics), dt
+        assert _variant_of(cap, variants) == name, dt

@@ -145,8 +145,10 @@ def _launcher(group: KernelGroup) -> str:
         body.append(f'    require_disjoint("{name}", {arg_names[name]})?;')
     body.append("    let grid = (grid_x, grid_y, grid_z);")
     body.append("    check_grid(grid)?;")
+    by_dtype = _split_by_dtype(group)
     for variant in group.variants:
-        cond = " && ".join(_pinned_test(arg_names[n], v) for n, v in sorted(variant.pinned.items()))
+        cond = " && ".join([_pinned_test(arg_names[n], v) for n, v in sorted(variant.pinned.items())]
+                           + (_dtype_tests(variant, arg_names) if by_dtype else []))
         launch = _variant_body(variant, arg_names)
         if cond:
             body.append(f"    if {cond} {{")
@@ -161,6 +163,8 @@ def _launcher(group: KernelGroup) -> str:
         shown = ", ".join(f"{n}={{{arg_names[n]}}}" for n in group.pinned_names)
         body.append(f'    Err(Error::new(Code::InvalidArgument, format!("no entry of `{group.base}` is '
                     f'specialized for {shown}")))')
+    elif by_dtype:
+        body.append(f'    Err(Error::new(Code::DType, "no entry of `{group.base}` takes these dtypes".to_string()))')
     body.append("})")
     doc = [f"/// Enqueue `{k.module_name}::{group.base}` on `stream` (no host synchronization).",
            f"/// Arguments follow the kernel's parameters ({', '.join(n for n, _, _ in signature(group))}), then the grid,",
@@ -168,6 +172,22 @@ def _launcher(group: KernelGroup) -> str:
            "/// `tileport_last_error`."]
     sig = f"pub unsafe extern \"C\" fn {group.symbol}({', '.join(c_params)}) -> i32 {{"
     return "\n".join(doc + ["#[unsafe(no_mangle)]", sig] + ["    " + b for b in body] + ["}"])
+
+
+def _split_by_dtype(group: KernelGroup) -> bool:
+    """Entries with the same pinned constants differ in their arrays' dtypes (a frontend splits a kernel
+    whose compiled form differs per dtype): the launcher then picks the entry by dtype."""
+    pins = [tuple(sorted(v.pinned.items())) for v in group.variants]
+    return len(set(pins)) < len(pins)
+
+
+def _dtype_tests(variant: Kernel, arg_names) -> list[str]:
+    tests = []
+    for p in variant.array_params:
+        dtypes = variant.dtype_vars[p.ty.dtype] if isinstance(p.ty.dtype, DVar) else (p.ty.dtype,)
+        codes = " | ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in dict.fromkeys(dtypes))
+        tests.append(f"matches!({arg_names[p.name]}.dtype, {codes})")
+    return tests
 
 
 def _variant_body(k: Kernel, arg_names) -> list[str]:

@@ -83,8 +83,10 @@ def _param_records(params) -> list[dict]:
 
 def _variant_of(capture, variants: list[dict]) -> str:
     consts = dict(capture.constants)
+    dtypes = {n: TORCH_DTYPES.get(dt, dt) for n, (dt, _rank) in capture.arrays.items()}
     for v in variants:
-        if all(consts.get(k) == val for k, val in v["pinned"].items()):
+        if all(consts.get(k) == val for k, val in v["pinned"].items()) \
+                and all(dtypes.get(n) in allowed for n, allowed in v.get("dtypes", {}).items()):
             return v["entry"]
     return variants[0]["entry"]
 
@@ -216,8 +218,14 @@ def _lowered(ctx: KernelContext) -> tuple[dict, list[dict], list]:
     except Exception as e:  # noqa: BLE001 - the translator's failure is recorded and left to B
         translation = {"ok": False, "diagnostic": {"message": f"{type(e).__name__}: {e}"}}
     variants = [{"entry": k.name, "pinned": dict(sorted(k.pinned.items())), "hints": dict(k.hints), "configs": []}
+                | ({"dtypes": _array_dtypes(k)} if len(kernels) > 1 else {})
                 for k in kernels if (k.base_name or k.name) == t.kernel]
     return translation, variants or [{"entry": t.kernel, "pinned": {}, "hints": {}, "configs": []}], kernels
+
+
+def _array_dtypes(k) -> dict[str, list[str]]:
+    """The dtypes each array of an entry accepts (entries of one kernel may be split by dtype)."""
+    return {p.name: list(k.dtype_vars.get(p.ty.dtype, (p.ty.dtype,))) for p in k.array_params}
 
 
 def _triton_params(fn: ast.FunctionDef, kernels: list, launches: list) -> list[dict]:

@@ -1,5 +1,5 @@
-"""numpy/torch names and a cuda.tile submodule import in a kernel (translate tests only: the reference
-capture keeps cuda.tile and math imports alone)."""
+"""numpy/torch names and a cuda.tile submodule import in a kernel (translate tests; the numpy/torch names
+are IR-diffed against cuTile Python in unattended.py's foreign_names_kernel)."""
 
 import cuda.tile as ct
 import numpy as np

@@ -1,6 +1,10 @@
 """Kernels exhibiting constructs real-world cuTile files use (written for tileport's tests; IR-diffed)."""
 
+import math
+
 import cuda.tile as ct
+import numpy as np
+import torch
 
 ConstInt = ct.Constant[int]
 ConstFloat = ct.Constant[float]
@@ -230,3 +234,47 @@ def branch_store_load_kernel(x, y, n, TILE: ConstInt):
 def unpack_bytes_kernel(x, y, TILE: ConstInt):
     b = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
     ct.store(y, index=(ct.bid(0),), tile=ct.unpack_from_bytes(b, ct.float16) * 2.0)
+
+
+@ct.kernel
+def fma_per_dtype_kernel(x, y, TILE: ConstInt):
+    # f32 accumulator += the array dtype's square: one fma for f32 inputs, mulf + ftof + addf for f16 ones
+    # (cutile-gpt layernorm.py's sum of squares); the port has one entry per group of dtypes
+    acc = ct.full((1, TILE), 0, dtype=ct.float32)
+    for j in range(4):
+        t = ct.load(x, index=(ct.bid(0), j), shape=(1, TILE))
+        acc += t * t
+    ct.store(y, index=(ct.bid(0), 0), tile=acc.astype(y.dtype))
+
+
+@ct.kernel
+def const_shape_kernel(x, y, TILE: ConstInt):
+    # tile shapes computed from constants (issue slip: 128x8 in the port where the reference had 64x8)
+    t = ct.load(x, index=(ct.bid(0), 0), shape=(min(TILE, 64), max(8, TILE // 32)))
+    u = ct.load(x, index=(ct.bid(0), 0), shape=(TILE * 2 // 4, 8))
+    ct.store(y, index=(ct.bid(0), 0), tile=t)
+    ct.store(y, index=(ct.bid(0), 1), tile=u)
+
+
+@ct.kernel
+def carry_four_kernel(x, y, n, TILE: ConstInt):
+    # four loop-carried values, two of them swapped as a tuple and one reassigned to itself (issue slip: a
+    # carried value dropped, 4 in the reference, 3 in the port)
+    a = ct.zeros((TILE,), dtype=ct.float32)
+    b = ct.zeros((TILE,), dtype=ct.float32)
+    c = ct.zeros((TILE,), dtype=ct.float32)
+    d = ct.full((TILE,), 1.0, dtype=ct.float32)
+    for i in range(n):
+        t = ct.load(x, index=(i,), shape=(TILE,))
+        a, b = b, a + t
+        c, d = c + b, d
+    ct.store(y, index=(ct.bid(0),), tile=a + b + c + d)
+
+
+@ct.kernel
+def foreign_names_kernel(x, y, TILE: ConstInt):
+    # numpy/torch dtype names and infinities, math.inf, a ct.full of a constant expression (inf / 2)
+    low = ct.full((TILE,), -np.inf, dtype=torch.float32)
+    high = ct.full((TILE,), math.inf / 2, dtype=np.float32)
+    t = ct.astype(ct.load(x, index=(ct.bid(0),), shape=(TILE,)), np.float32)
+    ct.store(y, index=(ct.bid(0),), tile=ct.astype(ct.minimum(ct.maximum(t, low), high), y.dtype))

@@ -387,7 +387,23 @@ def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str],
         elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
               and node.attr in ("shape", "strides", "ndim", "dtype")):
             note(node.value.id, None)
+    for view, base in reversed(_array_views(fn)):  # a view has its array's rank (`v = x.slice(axis=0, ..)`)
+        note(base, arrays.get(view))
     return arrays
+
+
+def _array_views(fn: ast.FunctionDef) -> list[tuple[str, str]]:
+    """(view, array) for each `view = array.slice(...)` (chains included), in source order."""
+    out = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                   and value.func.attr == "slice"):
+                value = value.func.value
+            if value is not node.value and isinstance(value, ast.Name):
+                out.append((node.targets[0].id, value.id))
+    return out
 
 
 def _ct_call_name(sm: ScannedModule, func: ast.AST) -> str | None:
@@ -1155,8 +1171,92 @@ def specialization_values(cfg: KernelConfig, names: frozenset[str]) -> list[dict
 
 
 def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig, naming: Naming) -> list[Kernel]:
-    """One kernel, or several literal-specialized entries when constants cannot stay generic."""
-    return _lower_configured(sm, name, cfg, naming) if cfg.configs else _lower_unconfigured(sm, name, cfg, naming)
+    """One kernel, or several literal-specialized entries when constants cannot stay generic, or one entry
+    per group of dtypes when cuTile's fma contraction differs between the dtypes (`_split_by_fma`)."""
+    kernels = _lower_configured(sm, name, cfg, naming) if cfg.configs else _lower_unconfigured(sm, name, cfg, naming)
+    if len(kernels) != 1 or not kernels[0].dtype_vars:
+        return kernels
+    groups = _fma_groups(sm, name, cfg, kernels[0], naming)
+    if groups is None:
+        return kernels
+    split = _split_by_fma(sm, name, cfg, kernels[0], groups, naming)
+    if split is None:  # the groups do not lower apart: one generic entry, which says where it is not exact
+        kernels[0].notes.append(_fma_note(groups, split=False))
+        return kernels
+    for k in split:
+        k.notes.append(_fma_note(groups, split=True))
+    return split
+
+
+FMA_PER_DTYPE = "fma contraction differs per element type"  # the start of the note (the wild table reads it)
+DtypeCombo = tuple[str, ...]  # the dtypes of a kernel's generic arrays, in parameter order
+
+
+def _generic_arrays(kernel: Kernel) -> list[Param]:
+    return [p for p in kernel.params if p.is_array and isinstance(p.ty.dtype, DVar)]
+
+
+def _fma_groups(sm: ScannedModule, name: str, cfg: KernelConfig, generic: Kernel,
+                naming: Naming) -> list[tuple[int, list[DtypeCombo]]] | None:
+    """cuTile Python fuses `a*b + c` only where the product and the add share a dtype: in a kernel generic
+    over dtypes, `f32_acc += x * x` fuses for f32 inputs and not for f16 ones (their product is converted
+    first), so one generic port cannot match every reference. Lowering each dtype combination alone (as
+    cuTile compiles one kernel per dtype): the combinations grouped by fused count, or None when all agree."""
+    from tileport.passes.fma import fuse_fma
+    arrays = _generic_arrays(generic)
+    combos = list(dict.fromkeys(zip(*(generic.dtype_vars[p.ty.dtype] for p in arrays))))
+    fused: dict[DtypeCombo, int] = {}
+    for combo in combos:
+        try:
+            (alone,) = _lower_configured(sm, name, _combo_config(generic, arrays, [combo], cfg), naming)
+        except (Diagnostic, ValueError):
+            return None  # the comparison needs one entry per dtype; the generic port stands as it is
+        fused[combo] = fuse_fma(alone, naming)
+    if len(set(fused.values())) < 2:
+        return None
+    groups: dict[int, list[DtypeCombo]] = {}
+    for combo, n in fused.items():
+        groups.setdefault(n, []).append(combo)
+    return list(groups.items())
+
+
+def _combo_config(generic: Kernel, arrays: list[Param], combos: list[DtypeCombo], cfg: KernelConfig) -> KernelConfig:
+    """`cfg` restricted to the configurations of `combos` (without configurations: one entry per combo)."""
+    names = [p.name for p in arrays]
+    if cfg.configs:
+        kept = tuple(c for c in cfg.configs
+                     if tuple(TORCH_DTYPES.get(str(c[n]), c[n]) for n in names) in combos)
+        return replace(cfg, configs=kept)
+    fixed = {p.name: p.ty.dtype for p in generic.params if p.is_array and p not in arrays}
+    return replace(cfg, configs=tuple(fixed | dict(zip(names, combo)) for combo in combos))
+
+
+def _split_by_fma(sm: ScannedModule, name: str, cfg: KernelConfig, generic: Kernel,
+                  groups: list[tuple[int, list[DtypeCombo]]], naming: Naming) -> list[Kernel] | None:
+    """One entry per group of dtypes with the same fma contraction (`layer_norm_kernel_f32`,
+    `layer_norm_kernel_f16_bf16`); the launcher picks the entry by the arrays' dtypes."""
+    arrays = _generic_arrays(generic)
+    out = []
+    for _n, combos in groups:
+        try:
+            kernels = _lower_configured(sm, name, _combo_config(generic, arrays, combos, cfg), naming)
+        except (Diagnostic, ValueError):
+            return None
+        if len(kernels) != 1:
+            return None
+        k = kernels[0]
+        k.name = f"{k.name}_{'_'.join(dict.fromkeys(c[0] for c in combos))}"
+        out.append(k)
+    return out
+
+
+def _fma_note(groups: list[tuple[int, list[DtypeCombo]]], split: bool) -> str:
+    shown = ", ".join(f"{'/'.join(dict.fromkeys(c))}: {n}" for n, combos in groups for c in combos)
+    what = ("one entry per group of dtypes, each matching its references" if split else
+            "one port generic over the dtype cannot; its IR matches the reference of some dtypes only "
+            "(translate with one dtype per --config for an exact port of each)")
+    return (f"{FMA_PER_DTYPE} (fused a*b+c pairs per dtype: {shown}): cuTile Python fuses only where the product "
+            f"and the add share a dtype: {what}")
 
 
 INDEX_DTYPE = "i64"  # arrays whose elements index other arrays (token ids, gather rows): torch.long
