@@ -14,8 +14,7 @@ from typing import Any
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import memory as M
-from tileport.frontends.triton.values import Retry
-from tileport.frontends.triton.values import CV, DT, Builtin, Method, Module, Ptr
+from tileport.frontends.triton.values import CV, DT, Builtin, Method, Module, Ptr, Retry
 from tileport.model import types as T
 from tileport.model.builder import weak_result_dtype
 from tileport.model.ir import Lit, Ref, sym_names
@@ -34,8 +33,6 @@ REDUCE = {"sum": "sum", "max": "max", "min": "min", "reduce_sum": "sum"}
 IDENTITY = {"multiple_of", "max_contiguous", "max_constancy", "assume_aligned"}
 NO_OP = {"static_assert", "device_assert", "static_print", "device_print", "debug_barrier", "assume"}
 UNSUPPORTED = {
-    "atomic_add": "atomics", "atomic_max": "atomics", "atomic_min": "atomics", "atomic_xchg": "atomics",
-    "atomic_cas": "atomics", "atomic_and": "atomics", "atomic_or": "atomics", "atomic_xor": "atomics",
     "rand": "random numbers", "randn": "random numbers", "randint": "random numbers", "philox": "random numbers",
     "split": "tile split/join", "join": "tile split/join", "interleave": "tile split/join",
     "histogram": "histograms", "inline_asm_elementwise": "inline assembly", "make_tensor_descriptor":
@@ -491,6 +488,71 @@ def cumsum(lw, args, kwargs, node):
                       reverse=bool(reverse))
 
 
+# ---------------------------------------------------------------- atomics
+
+ATOMIC_RMW = ("add", "max", "min", "and", "or", "xor", "xchg")
+# Triton's `sem` / `scope` strings -> the model's memory order / scope (defaults acq_rel, gpu)
+ATOMIC_SEM = {"relaxed": "relaxed", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+ATOMIC_SCOPE = {"gpu": "device", "cta": "block", "sys": "sys"}
+# element types cutile-rs has each atomic for (its `atomic::*` modes: AddF for floats, no float max/min)
+ATOMIC_DTYPES = {"add": ("f32", "f64", "f16", "bf16", "i32", "i64", "u32", "u64"),
+                 "xchg": ("f32", "f64", "i32", "i64", "u32", "u64"), "cas": ("f32", "f64", "i32", "i64", "u32", "u64")}
+ATOMIC_INT_DTYPES = ("i32", "i64", "u32", "u64")
+
+
+def _atomic_enum(lw, v, table: dict, default: str, node, fn: str, what: str) -> str:
+    if M._none(v):
+        return default
+    s = lw.compile_time(v, node, f"tl.{fn} {what}")
+    if s not in table:
+        raise lw.fail(node, f"tl.{fn}: {what}={s!r} is not one of {', '.join(sorted(table))}", f"tl.{fn}")
+    return table[s]
+
+
+def _atomic(lw, fn: str, mode: str, b: dict, values: tuple, node) -> Ref:
+    """One read-modify-write (or compare-and-swap) per pointer element: the gather path of the pointer's
+    buffer (1-D) with the source's mask; returns the old values in the pointers' shape."""
+    ptr = b["pointer"]
+    if not isinstance(ptr, Ptr):
+        raise lw.fail(node, f"tl.{fn} of {lw.describe(ptr)}: a pointer (or a tile of pointers) is expected",
+                      f"tl.{fn}")
+    if ptr.array.name not in lw.flat:  # atomics address elements: every access of the buffer goes flat
+        raise Retry("flat", ptr.array.name)
+    dtype = ptr.array.ty.dtype
+    loc = lw.loc(node)
+    lw.b.require(dtype, lambda d: d in ATOMIC_DTYPES.get(mode, ATOMIC_INT_DTYPES),
+                 f"tl.{fn}: cutile-rs has no such atomic for this element type", loc)
+    mask = None if M._none(b.get("mask")) else b["mask"]
+    if isinstance(mask, CV) and mask.value is True:
+        mask = None
+    if mask is not None and not (isinstance(mask, Ref) and mask.ty.dtype == "bool"):
+        raise lw.fail(node, f"tl.{fn}: mask must be a boolean tile", f"tl.{fn}")
+    shape = M._common_shape(lw, ptr, [mask, *values], node)
+    operands = tuple(M._value_tile(lw, v, dtype, shape, node) for v in values)
+    args = (M.array(lw, ptr, 1), *operands, M._offsets(lw, ptr, shape, node))
+    if mask is not None:
+        args += (lw.b.to_tile(mask, "bool", shape, loc),)
+    attrs = dict(memory_order=_atomic_enum(lw, b.get("sem"), ATOMIC_SEM, "acq_rel", node, fn, "sem"),
+                 memory_scope=_atomic_enum(lw, b.get("scope"), ATOMIC_SCOPE, "device", node, fn, "scope"),
+                 shape=shape, check_bounds=None, has_mask=mask is not None)
+    if mode != "cas":
+        attrs["mode"] = mode
+    return lw.b.value("atomic_cas" if mode == "cas" else "atomic_rmw", args, TileT(dtype, shape), loc,
+                      hint=f"{ptr.array.name}_old", **attrs)
+
+
+def atomic_rmw(mode: str):
+    def handler(lw, args, kwargs, node):
+        b = _bind(lw, args, kwargs, ("pointer", "val", "mask", "sem", "scope"), node, f"atomic_{mode}", 2)
+        return _atomic(lw, f"atomic_{mode}", mode, b, (b["val"],), node)
+    return handler
+
+
+def atomic_cas(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("pointer", "cmp", "val", "sem", "scope"), node, "atomic_cas", 3)
+    return _atomic(lw, "atomic_cas", "cas", b, (b["cmp"], b["val"]), node)
+
+
 def permute(lw, x: Ref, axes: tuple, node) -> Ref:
     if sorted(axes) != list(range(x.ty.rank)):
         raise lw.fail(node, f"permutation {axes} does not match a rank-{x.ty.rank} tile", "permute")
@@ -547,7 +609,8 @@ TL = {
     "div_rn": fdiv, "sum": reduction("sum"), "max": reduction("max"), "min": reduction("min"),
     "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"), "dot": dot, "cumsum": cumsum,
     "trans": trans, "permute": trans, "reshape": reshape, "view": reshape, "expand_dims": expand_dims,
-    "broadcast_to": broadcast_to, "range": tl_range, "static_range": tl_range,
+    "broadcast_to": broadcast_to, "range": tl_range, "static_range": tl_range, "atomic_cas": atomic_cas,
+    **{f"atomic_{mode}": atomic_rmw(mode) for mode in ATOMIC_RMW},
     "cast": lambda lw, args, kwargs, node: method(lw, args[0], "cast", args[1:], kwargs, node),
 }
 
