@@ -92,3 +92,84 @@ def test_atomic_without_a_float_form_is_a_located_dtype_diagnostic(tmp_path):
     """)
     (d,) = tr.diagnostics
     assert d.construct == "tl.atomic_add" and "sem='seq_cst'" in d.message
+
+
+# ---------------------------------------------------------------- constexpr dtypes and strings
+
+MODES = """
+    @triton.jit
+    def loss_kernel(x_ptr, y_ptr, n, X_dtype: tl.constexpr, reduction: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
+        if reduction == "mean":
+            x = x / n
+        tl.store(y_ptr + offs, (x * 2.0).to(X_dtype), mask=offs < n)
+"""
+
+
+def test_dtype_and_string_constexprs_are_specialization_values(tmp_path):
+    _, tr = translated(tmp_path, MODES)
+    assert not tr.diagnostics, tr.diagnostics
+    entries = {k.name: k for k in tr.module.kernels}
+    # a mode compared with strings takes those strings; a dtype takes each float element type (Triton's names)
+    assert sorted(entries) == [f"loss_kernel_x_dtype{d}_reductionmean" for d in ("bf16", "fp16", "fp32")]
+    for k in entries.values():
+        assert "X_dtype" not in {p.name for p in k.params} and "reduction" not in {p.name for p in k.params}
+        named = {"bf16": "bf16", "fp16": "f16", "fp32": "f32"}[k.pinned["X_dtype"]]
+        assert {str(p.ty.dtype) for p in k.array_params} <= {named, "E"}, k.name
+    # a configured value (any spelling) selects one entry
+    _, tr = translated(tmp_path, MODES, {"loss_kernel": _cfg({"X_dtype": "torch.bfloat16", "reduction": "sum"})})
+    assert [k.pinned for k in tr.module.kernels] == [{"X_dtype": "bf16", "reduction": "sum"}]
+
+
+def _cfg(values: dict):
+    from types import SimpleNamespace
+    return SimpleNamespace(configs=(values,), pinned={}, ranks={})
+
+
+def test_string_specializations_reach_the_launcher_as_codes(tmp_path):
+    import json
+    path, _ = translated(tmp_path, MODES)
+    r = translate([str(path)], None)
+    assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
+    spec = next(e for e in json.loads(r.files["kernels.json"])["entries"] if e["kernel"] == "loss_kernel")
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["X_dtype"]["codes"] == {"bf16": 0, "fp16": 1, "fp32": 2}
+    assert params["reduction"]["codes"] == {"mean": 0}
+    launchers = "".join(v for v in r.files.values() if 'extern "C" fn' in v)
+    assert "if x_dtype == 1 && reduction == 0 {" in launchers  # fp16, mean
+
+
+def test_constexpr_dtype_without_a_value_is_a_located_diagnostic(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, DT: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            alias = DT
+            tl.store(x_ptr + offs, tl.zeros((BLOCK,), alias))
+    """)
+    (d,) = tr.diagnostics  # used through an alias: not known as a dtype, so no values to take
+    assert d.construct == "specialization" and d.loc.line == 8 and "constexpr(s) DT need values" in d.message, d
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, DT: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.full((BLOCK,), 1, DT))
+    """)
+    assert not tr.diagnostics and len(tr.module.kernels) == 3  # a positional dtype is a dtype
+
+
+def test_the_runtime_passes_string_constants_by_their_code():
+    from types import SimpleNamespace
+    from tileport.runtime.library import Entry
+    spec = {"symbol": "s", "kernel": "k", "params": [
+        {"name": "x", "kind": "scalar", "dtype": "i32"},
+        {"name": "X_dtype", "kind": "const", "type": "int", "selects_entry": True, "codes": {"bf16": 0, "fp16": 1}},
+        {"name": "reduction", "kind": "const", "type": "int", "selects_entry": True, "codes": {"mean": 0}}]}
+    entry = Entry(SimpleNamespace(dll=object(), path=Path("lib.so")), spec)
+
+    class TritonDtype:  # str(tl.float16) == "fp16"
+        def __str__(self):
+            return "fp16"
+
+    assert entry.bind((3, TritonDtype()), {"reduction": "sum"}) == {"x": 3, "X_dtype": 1, "reduction": -1}

@@ -22,7 +22,11 @@ from tileport.model.types import DimOp, ScalarT, Sym, TileT
 
 TL_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
              "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "uint32": "u32", "int1": "bool",
-             "fp32": "f32", "fp16": "f16", "bf16": "bf16"}
+             "fp32": "f32", "fp16": "f16", "bf16": "bf16", "fp64": "f64", "uint16": "u16", "uint64": "u64"}
+# the names `str(tl.<dtype>)` gives (how a dtype constexpr is pinned), by model dtype
+TL_DTYPE_NAMES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "fp64": "f64", "int1": "bool", "int8": "i8",
+                  "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32",
+                  "uint64": "u64"}
 UNARY = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "sqrt_rn": "sqrt",
          "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh", "cosh": "cosh",
          "floor": "floor", "ceil": "ceil", "abs": "abs", "fabs": "abs", "exp_ftz": "exp", "expf": "exp",
@@ -193,8 +197,8 @@ def method(lw, obj, name: str, args, kwargs, node):
     if name in ("to", "cast"):
         dt = args[0] if args else kwargs.get("dtype")
         if isinstance(dt, CV) and isinstance(dt.value, (Sym, DimOp)):
-            raise lw.fail(node, f".{name}({dt.value}): the dtype is a constexpr parameter whose value is not known",
-                          f".{name}", "give the constexpr's value in the configuration")
+            raise NeedsSpecialization(frozenset(sym_names(dt.value)), f"a constexpr dtype (.{name}({dt.value}))",
+                                      lw.loc(node))
         if not isinstance(dt, DT) or isinstance(dt.dtype, tuple):
             raise lw.fail(node, f".{name}() takes an element dtype", f".{name}")
         return to(lw, obj, dt.dtype, node)
@@ -273,6 +277,9 @@ def _dtype(lw, v, node, fn, default=None):
         if default is None:
             raise lw.fail(node, f"{fn}: a dtype is required", fn)
         return default
+    if isinstance(v, CV) and isinstance(v.value, (Sym, DimOp)):
+        raise NeedsSpecialization(frozenset(sym_names(v.value)), f"a constexpr dtype ({fn} dtype={v.value})",
+                                  lw.loc(node))
     if not isinstance(v, DT) or isinstance(v.dtype, tuple):
         raise lw.fail(node, f"{fn}: expected an element dtype, got {lw.describe(v)}", fn)
     return v.dtype

@@ -105,7 +105,7 @@ class TritonLowerer:
         for p in self.params:
             if p.is_const:
                 if p.name in self.pinned:
-                    self.scopes[-1].vars[p.name] = CV(self.pinned[p.name])
+                    self.scopes[-1].vars[p.name] = pinned_value(self.pinned[p.name])
                 else:
                     self.scopes[-1].vars[p.name] = CV(Sym(p.name))
             elif p.is_array:
@@ -118,7 +118,7 @@ class TritonLowerer:
                 self.track_scalar(ref)
         for name, value in self.pinned.items():
             if name not in self.scopes[-1].vars:
-                self.scopes[-1].vars[name] = CV(value)
+                self.scopes[-1].vars[name] = pinned_value(value)
         try:
             self.block(fn.body)
         except RecursionError:
@@ -736,6 +736,12 @@ class TritonLowerer:
         if not isinstance(v, CV):
             raise self.fail(node, f"{what} must be a compile-time constant (tl.constexpr)", "constexpr")
         return v.value
+
+
+def pinned_value(v: Any) -> Any:
+    """A specialization value as the kernel sees it: a dtype constexpr is pinned by its Triton name
+    (`"fp16"`, as `str(tl.float16)`), anything else is a constant."""
+    return DT(calls.TL_DTYPE_NAMES[v]) if isinstance(v, str) and v in calls.TL_DTYPE_NAMES else CV(v)
 
 
 def _returns(stmts: Sequence[ast.stmt]) -> bool:
