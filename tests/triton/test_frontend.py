@@ -19,7 +19,7 @@ KERNELS = {
     "basic.py": ["add_kernel", "row_softmax_kernel", "masked_matmul_kernel", "gather_kernel"],
     "ops.py": ["gelu_libdevice_kernel", "silu_relu_kernel", "layer_norm_kernel", "rms_norm_row_kernel",
                "rope_heads_kernel", "grouped_matmul_kernel", "block_ptr_matmul_kernel", "mha_fwd_kernel",
-               "cumsum_argmax_kernel", "scale_kernel"],
+               "cumsum_argmax_kernel", "scale_kernel", "tf32_dot_kernel"],
 }
 HEADER = "import triton\nimport triton.language as tl\n\n"
 

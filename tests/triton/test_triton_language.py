@@ -173,3 +173,49 @@ def test_the_runtime_passes_string_constants_by_their_code():
             return "fp16"
 
     assert entry.bind((3, TritonDtype()), {"reduction": "sum"}) == {"x": 3, "X_dtype": 1, "reduction": -1}
+
+
+# ---------------------------------------------------------------- tl.dot's input precision
+
+def _dot_kernel(call: str) -> str:
+    return f"""
+        @triton.jit
+        def k(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tile = offs[:, None] * BLOCK + offs[None, :]
+            a = tl.load(a_ptr + tile).to(tl.float32)
+            b = tl.load(b_ptr + tile).to(tl.float32)
+            tl.store(c_ptr + tile, {call})
+    """
+
+
+def _mma_inputs(tr) -> list[tuple]:
+    (k,) = tr.module.kernels
+    return [(str(o.args[0].ty.dtype), str(o.args[1].ty.dtype)) for o in ops(k, "mma")]
+
+
+def test_f32_dot_inputs_are_tf32_as_in_triton(tmp_path):
+    for call in ("tl.dot(a, b)", "tl.dot(a, b, allow_tf32=True)", "tl.dot(a, b, input_precision='tf32')"):
+        _, tr = translated(tmp_path, _dot_kernel(call))
+        assert _mma_inputs(tr) == [("tf32", "tf32")], call
+        assert any("tf32" in n for n in tr.module.kernels[0].notes)
+    for call in ("tl.dot(a, b, allow_tf32=False)", "tl.dot(a, b, input_precision='ieee')"):
+        _, tr = translated(tmp_path, _dot_kernel(call))
+        assert _mma_inputs(tr) == [("f32", "f32")], call
+    _, tr = translated(tmp_path, _dot_kernel("tl.dot(a, b, input_precision='tf32x3')"))
+    assert _mma_inputs(tr) == [("tf32", "tf32")] * 3  # hi.lo, lo.hi, hi.hi
+    _, tr = translated(tmp_path, _dot_kernel("tl.dot(a, b, input_precision='bf16x9')"))
+    (d,) = tr.diagnostics
+    assert d.construct == "tl.dot" and "bf16x9" in d.message
+
+
+def test_generic_dot_inputs_are_tf32_for_the_f32_arm_only(tmp_path):
+    _, tr = translated(tmp_path, _dot_kernel("tl.dot(tl.load(a_ptr + tile), tl.load(b_ptr + tile))"))
+    (k,) = tr.module.kernels
+    (mma,) = ops(k, "mma")
+    arms = dict(k.dtype_vars)
+    assert arms[mma.args[0].ty.dtype] == tuple("tf32" if v == "f32" else v for v in arms[_element_type(k)])
+
+
+def _element_type(kernel):
+    return next(p.ty.dtype for p in kernel.array_params)

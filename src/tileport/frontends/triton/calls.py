@@ -467,16 +467,56 @@ def dot(lw, args, kwargs, node):
     out_dt = _dtype(lw, b.get("out_dtype"), node, "tl.dot", "f32" if float_in else "i32")
     shape = (x.ty.shape[0], y.ty.shape[1])
     acc = b.get("acc")
-    if M._none(acc):
+    given = not M._none(acc)
+    if not given:
         acc = lw.b.to_tile(Lit(0.0 if float_in else 0, ScalarT(out_dt)), out_dt, shape, loc)
     else:
         acc = _tile(lw, acc, node, "tl.dot")
         if tuple(acc.ty.shape) != shape:
             raise lw.fail(node, f"tl.dot: acc shape {acc.ty.shape} is not {shape}", "tl.dot")
-    if float_in and x.ty.dtype == "f32" and not lw.tf32_noted:
-        lw.tf32_noted = True
-        lw.notes.append("tl.dot of f32 tiles: Triton defaults to tf32 inputs; the port multiplies in f32")
-    return lw.b.value("mma", (x, y, acc), acc.ty, loc, hint="acc")
+    precision = _dot_precision(lw, b, node)
+    if precision == "ieee" or "f32" not in lw.b.dspace.values(x.ty.dtype):
+        return lw.b.value("mma", (x, y, acc), acc.ty, loc, hint="acc")
+    _note(lw, "tl.dot of f32 tiles: inputs rounded to tf32 (round to nearest; Triton's tf32 tensor cores drop "
+          "the low mantissa bits) as Triton's input_precision=" + repr(precision))
+    xh, yh = _tf32(lw, x, loc), _tf32(lw, y, loc)
+    if precision == "tf32":
+        return lw.b.value("mma", (xh, yh, acc), acc.ty, loc, hint="acc")
+    # tf32x3: a = hi + lo in tf32 each; a.b ~ hi.lo + lo.hi + hi.hi (small terms first), then the accumulator
+    xl, yl = (_tf32(lw, binary(lw, "-", v, lw.b.cast(h, v.ty.dtype, loc), node), loc) for v, h in ((x, xh), (y, yh)))
+    zero = lw.b.to_tile(Lit(0.0, ScalarT(acc.ty.dtype)), acc.ty.dtype, shape, loc) if given else acc
+    part = lw.b.value("mma", (xh, yl, zero), acc.ty, loc, hint="d3")
+    part = lw.b.value("mma", (xl, yh, part), acc.ty, loc, hint="d3")
+    part = lw.b.value("mma", (xh, yh, part), acc.ty, loc, hint="d3")
+    return binary(lw, "+", part, acc, node) if given else part
+
+
+DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+
+
+def _dot_precision(lw, b: dict, node) -> str:
+    """Triton's input precision of an f32 dot: `input_precision`, else `allow_tf32=False` -> ieee, else tf32
+    (its default on sm_80+)."""
+    if not M._none(b.get("input_precision")):
+        p = lw.compile_time(b["input_precision"], node, "tl.dot input_precision")
+        if p not in DOT_PRECISIONS:
+            raise lw.fail(node, f"tl.dot: input_precision={p!r} is not supported", "tl.dot",
+                          f"use one of {', '.join(DOT_PRECISIONS)}")
+        return p
+    if not M._none(b.get("allow_tf32")) and not lw.compile_time(b["allow_tf32"], node, "tl.dot allow_tf32"):
+        return "ieee"
+    return "tf32"
+
+
+def _tf32(lw, x: Ref, loc) -> Ref:
+    """`x` with its f32 elements as tf32 (other float element types of a generic stay as they are)."""
+    tf32 = lw.b.dspace.generic(tuple("tf32" if v == "f32" else v for v in lw.b.dspace.values(x.ty.dtype)))
+    return lw.b.cast(x, tf32, loc)
+
+
+def _note(lw, text: str) -> None:
+    if text not in lw.notes:
+        lw.notes.append(text)
 
 
 def cumsum(lw, args, kwargs, node):

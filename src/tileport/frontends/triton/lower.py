@@ -80,7 +80,6 @@ class TritonLowerer:
         self.skip: dict[int, Any] = {}  # statement id -> what it does instead (pointer increments)
         self.scalar_params = {p.ident for p in params if isinstance(p.ty, ScalarT)}
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
-        self.tf32_noted = False
         self.maybe_float: set[str] = set()  # scalar parameters assumed i32 that may be Python floats
 
     def describe(self, v: Any) -> str:
