@@ -14,8 +14,8 @@ from tileport.translate import translate
 HEADER = "import triton\nimport triton.language as tl\n\n"
 
 
-def translated(tmp_path: Path, body: str, configs=None):
-    path = tmp_path / "kern.py"
+def translated(tmp_path: Path, body: str, configs=None, name: str = "kern"):
+    path = tmp_path / f"{name}.py"
     path.write_text(HEADER + textwrap.dedent(body).lstrip("\n"))
     return path, translate_file(str(path), configs, naming=RUST_NAMING)
 
@@ -219,3 +219,34 @@ def test_generic_dot_inputs_are_tf32_for_the_f32_arm_only(tmp_path):
 
 def _element_type(kernel):
     return next(p.ty.dtype for p in kernel.array_params)
+
+
+# ---------------------------------------------------------------- split / join
+
+def test_split_and_join_are_extracts_and_a_concatenation(tmp_path):
+    path, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            pairs = tl.load(x_ptr + offs[:, None] * 2 + tl.arange(0, 2)[None, :])
+            re, im = tl.split(pairs)
+            out = tl.join(re * 2.0, im + 1.0)
+            tl.store(y_ptr + offs[:, None] * 2 + tl.arange(0, 2)[None, :], out)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    ex = ops(k, "extract")
+    assert [o.attr("shape") for o in ex] == [("BLOCK_", 1)] * 2 or [len(o.attr("shape")) for o in ex] == [2, 2]
+    assert [o.args[2].value for o in ex] == [0, 1]
+    (cat,) = ops(k, "cat")
+    assert cat.attr("axis") == 1 and cat.ty.shape[1] == 2
+    r = translate([str(path)], None)
+    assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, BLOCK: tl.constexpr):
+            a, b = tl.split(tl.load(x_ptr + tl.arange(0, BLOCK)))
+            tl.store(x_ptr + tl.arange(0, BLOCK), a)
+    """, name="bad")
+    (d,) = tr.diagnostics
+    assert d.construct == "tl.split" and d.loc.line == 6

@@ -38,7 +38,7 @@ IDENTITY = {"multiple_of", "max_contiguous", "max_constancy", "assume_aligned"}
 NO_OP = {"static_assert", "device_assert", "static_print", "device_print", "debug_barrier", "assume"}
 UNSUPPORTED = {
     "rand": "random numbers", "randn": "random numbers", "randint": "random numbers", "philox": "random numbers",
-    "split": "tile split/join", "join": "tile split/join", "interleave": "tile split/join",
+    "interleave": "tile interleaving",
     "histogram": "histograms", "inline_asm_elementwise": "inline assembly", "make_tensor_descriptor":
     "tensor descriptors", "load_tensor_descriptor": "tensor descriptors", "sort": "sorting", "gather": "tl.gather",
     "associative_scan": "custom scans", "reduce": "custom reductions", "erf": "erf", "pow": "pow",
@@ -203,7 +203,7 @@ def method(lw, obj, name: str, args, kwargs, node):
             raise lw.fail(node, f".{name}() takes an element dtype", f".{name}")
         return to(lw, obj, dt.dtype, node)
     if name in ("sum", "max", "min", "reshape", "trans", "permute", "broadcast_to", "cumsum", "argmax", "argmin",
-                "exp", "log", "sqrt", "abs"):
+                "exp", "log", "sqrt", "abs", "split"):
         return tl_call(lw, name, [obj, *args], kwargs, node, "tl")
     if name in ("load", "store") and isinstance(obj, Ref) and not isinstance(obj.ty, TileT):
         raise lw.fail(node, f"`.{name}()` on a parameter: tensor descriptors have no lowering in tileport's kernel "
@@ -644,6 +644,37 @@ def broadcast_to(lw, args, kwargs, node):
     return lw.b.to_tile(x, x.ty.dtype, shape, lw.loc(node))
 
 
+def split(lw, args, kwargs, node):
+    """tl.split(a): a tile whose last dimension is 2 -> its two halves along it (extracts, then reshapes)."""
+    b = _bind(lw, args, kwargs, ("a",), node, "split", 1)
+    x = _tile(lw, b["a"], node, "tl.split")
+    if not x.ty.shape or x.ty.shape[-1] != 2:
+        raise lw.fail(node, f"tl.split: the last dimension of {x.ty} must be 2", "tl.split")
+    part, out = tuple(x.ty.shape[:-1]) + (1,), tuple(x.ty.shape[:-1])
+    halves = []
+    for i in (0, 1):
+        index = tuple(Lit(0, ScalarT("i32")) for _ in out) + (Lit(i, ScalarT("i32")),)
+        e = lw.b.value("extract", (x, *index), TileT(x.ty.dtype, part), lw.loc(node), hint=f"{x.name}_h{i}",
+                       shape=part)
+        halves.append(lw.b.value("reshape", (e,), TileT(x.ty.dtype, out), lw.loc(node), hint=f"{x.name}_{i}",
+                                 shape=out))
+    return tuple(halves)
+
+
+def join(lw, args, kwargs, node):
+    """tl.join(a, b): one tile with a new last dimension of 2 (a, then b), as a concatenation."""
+    b = _bind(lw, args, kwargs, ("a", "b"), node, "join", 2)
+    x, y = (_tile(lw, b[k], node, "tl.join") for k in ("a", "b"))
+    loc = lw.loc(node)
+    dtype = lw.b.promote(x.ty.dtype, y.ty.dtype, loc, "tl.join")
+    shape = lw.b.broadcast_shape(x.ty.shape, y.ty.shape, loc)
+    parts = [lw.b.value("reshape", (lw.b.to_tile(lw.b.cast(v, dtype, loc), dtype, shape, loc),),
+                        TileT(dtype, tuple(shape) + (1,)), loc, hint=f"{v.name}_j", shape=tuple(shape) + (1,))
+             for v in (x, y)]
+    return lw.b.value("cat", tuple(parts), TileT(dtype, tuple(shape) + (2,)), loc, hint="joined",
+                      axis=len(shape))
+
+
 def tl_range(lw, args, kwargs, node):
     raise lw.fail(node, "tl.range / tl.static_range are only supported as `for` loop iterables", "tl.range")
 
@@ -656,7 +687,7 @@ TL = {
     "div_rn": fdiv, "sum": reduction("sum"), "max": reduction("max"), "min": reduction("min"),
     "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"), "dot": dot, "cumsum": cumsum,
     "trans": trans, "permute": trans, "reshape": reshape, "view": reshape, "expand_dims": expand_dims,
-    "broadcast_to": broadcast_to, "range": tl_range, "static_range": tl_range, "atomic_cas": atomic_cas,
+    "broadcast_to": broadcast_to, "split": split, "join": join, "range": tl_range, "static_range": tl_range, "atomic_cas": atomic_cas,
     **{f"atomic_{mode}": atomic_rmw(mode) for mode in ATOMIC_RMW},
     "cast": lambda lw, args, kwargs, node: method(lw, args[0], "cast", args[1:], kwargs, node),
 }
