@@ -250,3 +250,58 @@ def test_split_and_join_are_extracts_and_a_concatenation(tmp_path):
     """, name="bad")
     (d,) = tr.diagnostics
     assert d.construct == "tl.split" and d.loc.line == 6
+
+
+# ---------------------------------------------------------------- pointers: element-wise accesses, branches
+
+def test_a_pointer_also_gathered_is_flat_everywhere(tmp_path):
+    """Regression: a pointer read through a view and through a gather was a 2-D view whose gather bounded
+    its flat offsets by the first dimension's extent."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, idx_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + pid * n + offs, mask=offs < n, other=0.0)
+            g = tl.load(x_ptr + tl.load(idx_ptr + offs))
+            tl.store(y_ptr + pid * n + offs, x + g, mask=offs < n)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    x = next(p for p in k.params if p.name == "x_ptr")
+    assert x.ty.rank == 1 and "x_ptr" not in k.views
+    assert [o.args[0].name for o in ops(k, "load")] == ["idx_ptr"]  # x_ptr: gathers only
+    assert len(ops(k, "gather")) == 2
+
+
+def test_a_pointer_moved_in_a_runtime_branch_is_joined_after_it(tmp_path):
+    path, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, ref_ptr, y_ptr, n, beta, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + pid * n + offs, mask=offs < n, other=0.0)
+            if beta != 0.0:
+                ref_ptr += pid * n
+                x += beta * tl.load(ref_ptr + offs, mask=offs < n, other=0.0)
+            tl.store(ref_ptr + offs, x, mask=offs < n)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    (branch,) = [st for st in k.body.stmts if type(st).__name__ == "If"]
+    for blk in (branch.then, branch.orelse):  # each branch assigns the offset declared before the `if`
+        assert [st.name for st in blk.stmts if getattr(st, "update", False)][-1:] == ["ref_ptr_off"]
+    (scatter,) = ops(k, "scatter")
+    assert scatter.args[0].name == "ref_ptr"
+    r = translate([str(path)], None)
+    assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            p = x_ptr
+            if n > 0:
+                p = y_ptr
+            tl.store(p + tl.arange(0, BLOCK), 1.0)
+    """, name="two")
+    (d,) = tr.diagnostics
+    assert d.construct == "pointer" and d.loc.line == 7 and "different arrays" in d.message

@@ -563,8 +563,7 @@ def _atomic(lw, fn: str, mode: str, b: dict, values: tuple, node) -> Ref:
     if not isinstance(ptr, Ptr):
         raise lw.fail(node, f"tl.{fn} of {lw.describe(ptr)}: a pointer (or a tile of pointers) is expected",
                       f"tl.{fn}")
-    if ptr.array.name not in lw.flat:  # atomics address elements: every access of the buffer goes flat
-        raise Retry("flat", ptr.array.name)
+    M._go_flat(lw, ptr)  # atomics address elements of the 1-D buffer
     dtype = ptr.array.ty.dtype
     loc = lw.loc(node)
     lw.b.require(dtype, lambda d: d in ATOMIC_DTYPES.get(mode, ATOMIC_INT_DTYPES),

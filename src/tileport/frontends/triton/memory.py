@@ -213,7 +213,14 @@ def _common_shape(lw, ptr: Ptr, others, node) -> tuple:
     return tuple(shape)
 
 
+def _go_flat(lw, ptr: Ptr) -> None:
+    """An element-wise access addresses the 1-D buffer: every access of that parameter must (no N-D view)."""
+    if ptr.array.name not in lw.flat:
+        raise Retry("flat", ptr.array.name)
+
+
 def _gather(lw, ptr: Ptr, mask, other, node) -> Ref:
+    _go_flat(lw, ptr)
     loc = lw.loc(node)
     dtype = ptr.array.ty.dtype
     shape = _common_shape(lw, ptr, [mask], node)
@@ -258,6 +265,7 @@ def store(lw, args, kwargs, node):
         lw.b.effect("store", (array(lw, ptr, len(acc.tile)), tile, *index), loc, order=None, check_bounds=None,
                     latency=None, allow_tma=None)
         return CV(None)
+    _go_flat(lw, ptr)
     shape = _common_shape(lw, ptr, [mask, value], node)
     tile = _value_tile(lw, value, dtype, shape, node)
     args_ = (array(lw, ptr, 1), tile, _offsets(lw, ptr, shape, node))
