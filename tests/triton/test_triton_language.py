@@ -305,3 +305,22 @@ def test_a_pointer_moved_in_a_runtime_branch_is_joined_after_it(tmp_path):
     """, name="two")
     (d,) = tr.diagnostics
     assert d.construct == "pointer" and d.loc.line == 7 and "different arrays" in d.message
+
+
+def test_a_called_jit_function_that_stores_is_a_helper(tmp_path):
+    """Regression: a jit function that stores looked like a kernel, and the kernels calling it found no
+    such name; a pointer plus an offset parameter is the pointer's side (named like one)."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def _apply(x_ptr, base, offs):
+            tl.store(x_ptr + base + offs, tl.load(x_ptr + base + offs) * 2.0)
+
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            _apply(x_ptr, tl.program_id(0) * n, tl.arange(0, BLOCK))
+
+        def launch(x, n):
+            k[(1,)](x, n, BLOCK=128)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    assert [k.name for k in tr.module.kernels] == ["k"]

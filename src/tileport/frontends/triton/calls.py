@@ -686,7 +686,8 @@ TL = {
     "div_rn": fdiv, "sum": reduction("sum"), "max": reduction("max"), "min": reduction("min"),
     "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"), "dot": dot, "cumsum": cumsum,
     "trans": trans, "permute": trans, "reshape": reshape, "view": reshape, "expand_dims": expand_dims,
-    "broadcast_to": broadcast_to, "split": split, "join": join, "range": tl_range, "static_range": tl_range, "atomic_cas": atomic_cas,
+    "broadcast_to": broadcast_to, "split": split, "join": join, "range": tl_range, "static_range": tl_range,
+    "atomic_cas": atomic_cas,
     **{f"atomic_{mode}": atomic_rmw(mode) for mode in ATOMIC_RMW},
     "cast": lambda lw, args, kwargs, node: method(lw, args[0], "cast", args[1:], kwargs, node),
 }

@@ -39,6 +39,7 @@ FLOAT_NAME = re.compile(r"(^|_)(eps|epsilon|scale|alpha|beta\d?|gamma|temperatur
                         r"softcap|smoothing|margin|lambda|lamb|threshold|dropout|z_loss|coeff?)($|_)",
                         re.IGNORECASE)
 INT_NAME = re.compile(r"stride|(^|_)(n|num|size|len|idx|index|offset|count|rows?|cols?)($|_)", re.IGNORECASE)
+POINTER_NAME = re.compile(r"ptr|Ptr|PTR")
 MAX_RETRIES = 64
 MAX_ENTRIES = 16  # constexpr specializations of one kernel
 
@@ -75,7 +76,11 @@ def pointer_params(tm: TritonModule, fn: ast.FunctionDef, memo: dict | None = No
                     out |= roots(v, seen | {e.id})
             return out
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
-            return roots(e.left, seen) | roots(e.right, seen)
+            left, right = roots(e.left, seen), roots(e.right, seen)
+            if left and right:  # a pointer plus an offset: the side named like a pointer, else the left one
+                named = [side for side in (left, right) if any(POINTER_NAME.search(n) for n in side)]
+                return named[0] if len(named) == 1 else left
+            return left | right
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Sub):
             return roots(e.left, seen)
         if isinstance(e, ast.Subscript):
