@@ -324,3 +324,28 @@ def test_a_called_jit_function_that_stores_is_a_helper(tmp_path):
     """)
     assert not tr.diagnostics, tr.diagnostics
     assert [k.name for k in tr.module.kernels] == ["k"]
+
+
+def test_pointer_element_types_from_use_index_through_where_and_int_stores(tmp_path):
+    """Loaded values reaching a pointer offset through tl.where / tl.reshape index that pointer (i64); a pointer
+    the kernel stores (or atomically adds) i32 tiles into holds i32 (unconfigured); a configured one keeps its
+    dtype."""
+    body = """
+        @triton.jit
+        def hist(idx_ptr, counts_ptr, zero_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            ids = tl.reshape(tl.load(idx_ptr + offs, mask=offs < n, other=-1), [BLOCK])
+            safe = tl.where(offs < n, ids, 0)
+            tl.atomic_add(counts_ptr + safe, tl.full([BLOCK], 1, dtype=tl.int32), mask=offs < n)
+            tl.store(zero_ptr + offs, tl.zeros([BLOCK], tl.int32))
+    """
+    _, tr = translated(tmp_path, body)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert {p.name: str(p.ty.dtype) for p in k.array_params} == {"idx_ptr": "i64", "counts_ptr": "i32",
+                                                                 "zero_ptr": "i32"}
+    assert any("`counts_ptr`: assumed to hold i32" in n for n in k.notes)
+    _, tr = translated(tmp_path, body, {"hist": _cfg({"idx_ptr": "i64", "counts_ptr": "float32",
+                                                      "zero_ptr": "float32"})}, name="cfg")
+    (k,) = tr.module.kernels
+    assert {p.name: str(p.ty.dtype) for p in k.array_params}["counts_ptr"] == "f32"

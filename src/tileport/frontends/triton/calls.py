@@ -340,7 +340,16 @@ def where(lw, cond, x, y, node) -> Ref:
             shape = lw.b.broadcast_shape(shape, v.ty.shape, loc)
     c = lw.b.to_tile(lw.b.cast(cond, "bool", loc) if cond.ty.dtype != "bool" else cond, "bool", shape, loc)
     xs, ys = (lw.b.to_tile(_operand_atom(lw, v, dtype, node), dtype, shape, loc) for v in (x, y))
-    return lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
+    out = lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
+    _keep_loaded(lw, (x, y), out)
+    return out
+
+
+def _keep_loaded(lw, sources, out: Ref) -> None:
+    """`out` carries values loaded from a pointer (an index array if they end up in pointer offsets)."""
+    for v in sources:
+        if isinstance(v, Ref) and v.name in lw.loaded:
+            lw.loaded[out.name] = lw.loaded[v.name]
 
 
 def tl_where(lw, args, kwargs, node):
@@ -573,6 +582,8 @@ def _atomic(lw, fn: str, mode: str, b: dict, values: tuple, node) -> Ref:
         mask = None
     if mask is not None and not (isinstance(mask, Ref) and mask.ty.dtype == "bool"):
         raise lw.fail(node, f"tl.{fn}: mask must be a boolean tile", f"tl.{fn}")
+    for v in values:
+        M.stored_ints(lw, ptr, v)
     shape = M._common_shape(lw, ptr, [mask, *values], node)
     operands = tuple(M._value_tile(lw, v, dtype, shape, node) for v in values)
     args = (M.array(lw, ptr, 1), *operands, M._offsets(lw, ptr, shape, node))
@@ -620,7 +631,9 @@ def reshape(lw, args, kwargs, node):
     x = _tile(lw, args[0] if args else kwargs.get("input"), node, "tl.reshape")
     rest = args[1:] if len(args) > 1 else [kwargs.get("shape")]
     shape = _shape(lw, rest[0] if len(rest) == 1 else tuple(rest), node, "tl.reshape")
-    return lw.b.value("reshape", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_r", shape=shape)
+    out = lw.b.value("reshape", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_r", shape=shape)
+    _keep_loaded(lw, (x,), out)
+    return out
 
 
 def expand_dims(lw, args, kwargs, node):

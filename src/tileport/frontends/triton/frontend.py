@@ -172,6 +172,8 @@ class KernelPlan:
     index: set  # pointers whose elements index other arrays (i64)
     maybe_float: set = field(default_factory=set)  # i32 by assumption, f32 if met with float tiles
     dtypes: set = field(default_factory=set)  # dtype constexprs: specialization values only, never parameters
+    ints: set = field(default_factory=set)  # unconfigured pointers the kernel stores i32 tiles into
+    configured: bool = False  # element dtypes come from the configuration
     assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
 
 
@@ -180,7 +182,7 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
         raise Diagnostic("kernels take plain positional parameters only", loc_of(tm.path, fn), "signature")
     configured = cfg_configs(cfg)[0] if cfg_configs(cfg) else {}
     ptrs = pointer_params(tm, fn)
-    plan = KernelPlan([], {}, [], set(), set(), set())
+    plan = KernelPlan([], {}, [], set(), set(), set(), configured=bool(cfg_configs(cfg)))
     for a in fn.args.args:
         if _is_constexpr(a):
             plan.constexprs.append(a.arg)
@@ -242,12 +244,15 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
             params.append(Param(name, ScalarT(plan.scalars[name]), ident_name=ident))
     lw = TritonLowerer(tm, fn, params, space, [], pinned, plan.flat)
     lw.maybe_float = {tm.naming.ident(n) for n in plan.maybe_float}
+    lw.default_float = set() if plan.configured else \
+        {tm.naming.ident(n) for n in plan.pointers if n not in plan.index | plan.ints}
     kernel = lw.lower()
     ranks = {r: len(v) for r, v in lw.views.items()}
     kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.ident, 1) if p.name not in plan.flat else 1),
                            ident_name=p.ident_name) if p.is_array else p for p in kernel.params
                      if p.name not in plan.dtypes]  # an entry that does not need a dtype constexpr ignores it
-    kernel.notes = assumption_notes(plan) + [f"constexpr `{c}` is passed at run time (i32): no values are known"
+    kernel.notes = assumption_notes(plan) + [f"pointer `{p}`: assumed to hold i32 (the kernel stores i32 values "
+                                             "into it)" for p in sorted(plan.ints - plan.index)] + [f"constexpr `{c}` is passed at run time (i32): no values are known"
                                              for c in sorted(plan.runtime)] + kernel.notes
     return kernel
 
@@ -255,13 +260,14 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
 def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: dict) -> Kernel:
     for _ in range(MAX_RETRIES):
         try:
-            effective = [{**d, **{p: INDEX_DTYPE for p in plan.index}} for d in dtypes]
+            effective = [{**d, **{p: "i32" for p in plan.ints}, **{p: INDEX_DTYPE for p in plan.index}}
+                         for d in dtypes]
             return lower_once(tm, fn, plan, effective, pinned)
         except Retry as r:
             if r.what == "float":
                 plan.scalars[r.param], plan.maybe_float = "f32", plan.maybe_float - {r.param}
                 continue
-            target = plan.flat if r.what == "flat" else plan.index
+            target = {"flat": plan.flat, "int": plan.ints}.get(r.what, plan.index)
             if r.param in target:
                 raise Diagnostic(f"internal: repeated decision about `{r.param}`", loc_of(tm.path, fn), "internal")
             target.add(r.param)
@@ -308,7 +314,8 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
 
 
 def _decisions(plan: KernelPlan) -> tuple:
-    return (frozenset(plan.runtime), frozenset(plan.flat), frozenset(plan.index), tuple(sorted(plan.scalars.items())))
+    return (frozenset(plan.runtime), frozenset(plan.flat), frozenset(plan.index), frozenset(plan.ints),
+            tuple(sorted(plan.scalars.items())))
 
 
 def merge_views(views: list) -> dict | None | bool:

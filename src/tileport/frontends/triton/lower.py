@@ -81,6 +81,7 @@ class TritonLowerer:
         self.scalar_params = {p.ident for p in params if isinstance(p.ty, ScalarT)}
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
         self.maybe_float: set[str] = set()  # scalar parameters assumed i32 that may be Python floats
+        self.default_float: set[str] = set()  # pointers whose float element type is assumed (none configured)
 
     def describe(self, v: Any) -> str:
         return describe(v)
