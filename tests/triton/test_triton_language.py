@@ -349,3 +349,16 @@ def test_pointer_element_types_from_use_index_through_where_and_int_stores(tmp_p
                                                       "zero_ptr": "float32"})}, name="cfg")
     (k,) = tr.module.kernels
     assert {p.name: str(p.ty.dtype) for p in k.array_params}["counts_ptr"] == "f32"
+
+
+def test_cumsum_dtype_argument_casts_first(tmp_path):
+    """Regression: tl.cumsum(x, dtype=...) ignored the dtype (and a generic input then had no lowering)."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), 0, dtype=tl.float32))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (scan,) = ops(tr.module.kernels[0], "scan_sum")
+    assert scan.ty.dtype == "f32"

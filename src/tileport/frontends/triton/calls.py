@@ -535,7 +535,9 @@ def cumsum(lw, args, kwargs, node):
     reverse = False if M._none(b.get("reverse")) else lw.compile_time(b["reverse"], node, "reverse")
     if type(axis) is not int or not -x.ty.rank <= axis < x.ty.rank:
         raise lw.fail(node, "tl.cumsum: axis out of range", "tl.cumsum")
-    if x.ty.dtype in ("bool", "i8", "i16", "u8"):
+    if not M._none(b.get("dtype")):  # Triton: the input cast to `dtype` first
+        x = lw.b.cast(x, _dtype(lw, b["dtype"], node, "tl.cumsum"), lw.loc(node))
+    elif x.ty.dtype in ("bool", "i8", "i16", "u8"):
         x = lw.b.cast(x, "i32", lw.loc(node))
     if not isinstance(x.ty.dtype, str):  # the scan's identity is a literal of the element type
         raise lw.fail(node, f"tl.cumsum of a tile whose element type is generic ({x.ty.dtype})", "tl.cumsum",
