@@ -19,7 +19,7 @@ KERNELS = {
     "basic.py": ["add_kernel", "row_softmax_kernel", "masked_matmul_kernel", "gather_kernel"],
     "ops.py": ["gelu_libdevice_kernel", "silu_relu_kernel", "layer_norm_kernel", "rms_norm_row_kernel",
                "rope_heads_kernel", "grouped_matmul_kernel", "block_ptr_matmul_kernel", "mha_fwd_kernel",
-               "cumsum_argmax_kernel", "scale_kernel"],
+               "cumsum_argmax_kernel", "scale_kernel", "tf32_dot_kernel"],
 }
 HEADER = "import triton\nimport triton.language as tl\n\n"
 
@@ -119,8 +119,8 @@ def diagnostic(tmp_path: Path, body: str):
         @triton.jit
         def k(x_ptr, n, BLOCK: tl.constexpr):
             offs = tl.arange(0, BLOCK)
-            tl.atomic_add(x_ptr + offs, 1.0)
-    """, "tl.atomic_add", 7),
+            tl.store(x_ptr + offs, tl.histogram(offs, BLOCK))
+    """, "tl.histogram", 7),
     ("""
         @triton.jit
         def k(x_ptr, n, BLOCK: tl.constexpr):

@@ -22,8 +22,8 @@ from pathlib import Path
 from tileport import __version__
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
-from tileport.emit.rust_ffi import (KernelGroup, emit_launcher, pinned_kind, signature, tile_dim_consts,
-                                   written_arrays)
+from tileport.emit.rust_ffi import (KernelGroup, emit_launcher, pinned_codes, pinned_kind, signature,
+                                   tile_dim_consts, written_arrays)
 from tileport.emit.names import RESERVED_MODULES, RUST_KEYWORDS
 from tileport.emit.rust_kernel import derived_dims, derived_name, emit_kernel, stride_params
 from tileport.model.ir import Kernel
@@ -159,6 +159,8 @@ def manifest_entry(group: KernelGroup, source: str) -> dict:
         param = {"name": name, "kind": kind}
         if p is None:  # a constant only specialization fixes
             param.update(type=pinned_kind(group, name), selects_entry=True)
+            if pinned_codes(group, name):
+                param.update(codes=pinned_codes(group, name))  # a string value is passed as its code
         elif kind == "array":
             param.update(rank=p.ty.rank, written=p.ident in written)
             if name in k.views:  # a Triton pointer addressed through an N-D view (see frontends/triton)

@@ -147,7 +147,8 @@ def _launcher(group: KernelGroup) -> str:
     body.append("    check_grid(grid)?;")
     by_dtype = _split_by_dtype(group)
     for variant in group.variants:
-        cond = " && ".join([_pinned_test(arg_names[n], v) for n, v in sorted(variant.pinned.items())]
+        cond = " && ".join([_pinned_test(arg_names[n], pinned_code(group, n, v))
+                            for n, v in sorted(variant.pinned.items())]
                            + (_dtype_tests(variant, arg_names) if by_dtype else []))
         launch = _variant_body(variant, arg_names)
         if cond:
@@ -219,6 +220,16 @@ def _variant_body(k: Kernel, arg_names) -> list[str]:
 def pinned_kind(group: KernelGroup, name: str) -> str:
     values = {type(v.pinned[name]) for v in group.variants if name in v.pinned}
     return "bool" if values == {bool} else "float" if float in values else "int"
+
+
+def pinned_codes(group: KernelGroup, name: str) -> dict[str, int]:
+    """String specialization values (a Triton mode, a dtype name) reach the launcher as their index here."""
+    return {v: i for i, v in enumerate(sorted({k.pinned[name] for k in group.variants
+                                               if isinstance(k.pinned.get(name), str)}))}
+
+
+def pinned_code(group: KernelGroup, name: str, value):
+    return pinned_codes(group, name)[value] if isinstance(value, str) else value
 
 
 def _pinned_test(arg: str, value) -> str:

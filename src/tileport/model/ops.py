@@ -166,10 +166,10 @@ _DECLS = [
     OpDecl("store_ptr", (PTR, TILE, TILE), (TokenT, NONE), min_args=2, attrs=MEMORY | {"array", "has_mask"}),
     # ---- atomics: on an array (indices as gather's), then on a pointer tile (the pointer pass)
     OpDecl("atomic_rmw", (ARRAY, TILE, VALUE), TILE, min_args=3, max_args=9, rule="like_first",
-           attrs=MEMORY | {"mode", "memory_order", "memory_scope", "shape", "check_bounds"},
+           attrs=MEMORY | {"mode", "memory_order", "memory_scope", "shape", "check_bounds", "has_mask"},
            required=frozenset({"mode", "memory_order", "memory_scope"}), values=_ATOMIC_VALUES),
     OpDecl("atomic_cas", (ARRAY, TILE, TILE, VALUE), TILE, min_args=4, max_args=10, rule="like_first",
-           attrs=MEMORY | {"memory_order", "memory_scope", "shape", "check_bounds"},
+           attrs=MEMORY | {"memory_order", "memory_scope", "shape", "check_bounds", "has_mask"},
            required=frozenset({"memory_order", "memory_scope"}), values=_ATOMIC_VALUES),
     OpDecl("atomic_rmw_ptr", (PTR, TILE, TILE), TILE, min_args=2,
            attrs=MEMORY | {"array", "has_mask", "mode", "memory_order", "memory_scope"},

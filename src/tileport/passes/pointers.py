@@ -155,8 +155,10 @@ def _lower(em: _Emitter, st, op: Op) -> None:
 def _lower_atomic(em: _Emitter, st: Let, op: Op, check: bool) -> None:
     """cuTile Python's atomics: the gather/scatter pointers and bounds mask, then the pointer-tile operation."""
     n_values = 2 if op.kind == "atomic_cas" else 1
-    arr, values, indices = op.args[0], op.args[1:1 + n_values], op.args[1 + n_values:]
-    ptrs, mask = em.pointers(arr, indices, op.ty.shape, check, st.name, op.loc)
+    arr, values, rest = op.args[0], op.args[1:1 + n_values], op.args[1 + n_values:]
+    indices, user = rest[:arr.ty.rank], (rest[arr.ty.rank] if op.attr("has_mask") else None)
+    ptrs, bounds = em.pointers(arr, indices, op.ty.shape, check, st.name, op.loc)
+    mask = em.with_user_mask(bounds, user, op.ty.shape, st.name, op.loc)
     attrs = {"array": arr.name, "has_mask": mask is not None, "memory_order": op.attr("memory_order"),
              "memory_scope": op.attr("memory_scope")}
     if op.kind == "atomic_rmw":

@@ -99,6 +99,7 @@ class Param:
     dtype: str = ""
     rank: int = 0
     type: str = ""
+    codes: dict | None = None  # a string constant (a mode, a dtype) -> the integer the launcher takes
 
 
 class Entry:
@@ -107,8 +108,8 @@ class Entry:
     def __init__(self, lib: "KernelLibrary", spec: dict):
         self.lib, self.spec = lib, spec
         self.symbol = spec["symbol"]
-        self.params = [Param(p["name"], p["kind"], p.get("dtype", ""), p.get("rank", 0), p.get("type", ""))
-                       for p in spec["params"]]
+        self.params = [Param(p["name"], p["kind"], p.get("dtype", ""), p.get("rank", 0), p.get("type", ""),
+                             p.get("codes")) for p in spec["params"]]
         self.names = [p.name for p in self.params]
         fn = getattr(lib.dll, self.symbol, None)  # missing: MissingSymbolError when called
         if fn is not None:
@@ -161,6 +162,9 @@ class Entry:
         missing = [n for n in names if n not in bound]
         if missing:
             raise TypeError(f"{self.spec['kernel']}() is missing {', '.join(missing)}")
+        for p in self.params:  # str(tl.float16) is "fp16": dtypes are coded by their Triton name
+            if p.codes:
+                bound[p.name] = p.codes.get(str(bound[p.name]), -1)  # -1: no entry; the launcher says so
         return bound
 
     def __call__(self, *args, grid: Sequence[int], stream: int | None = None, **kwargs) -> None:

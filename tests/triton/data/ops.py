@@ -208,3 +208,14 @@ def scale_kernel(x_ptr, y_ptr, n, alpha, BLOCK: tl.constexpr, EVEN_N: tl.constex
         tl.store(y_ptr + offs, x)
     else:
         tl.store(y_ptr + offs, x, mask=offs < n)
+
+
+@triton.jit
+def tf32_dot_kernel(a_ptr, b_ptr, c_ptr, d_ptr, BLOCK: tl.constexpr):
+    """f32 dots as Triton computes them: tf32 inputs by default, three tf32 products for tf32x3."""
+    offs = tl.arange(0, BLOCK)
+    tile = offs[:, None] * BLOCK + offs[None, :]
+    a = tl.load(a_ptr + tile).to(tl.float32)
+    b = tl.load(b_ptr + tile).to(tl.float32)
+    tl.store(c_ptr + tile, tl.dot(a, b))
+    tl.store(d_ptr + tile, tl.dot(a, b, input_precision="tf32x3") + tl.dot(a, b, allow_tf32=False))

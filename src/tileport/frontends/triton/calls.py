@@ -14,8 +14,7 @@ from typing import Any
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import memory as M
-from tileport.frontends.triton.values import Retry
-from tileport.frontends.triton.values import CV, DT, Builtin, Method, Module, Ptr
+from tileport.frontends.triton.values import CV, DT, Builtin, Method, Module, Ptr, Retry
 from tileport.model import types as T
 from tileport.model.builder import weak_result_dtype
 from tileport.model.ir import Lit, Ref, sym_names
@@ -23,7 +22,11 @@ from tileport.model.types import DimOp, ScalarT, Sym, TileT
 
 TL_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
              "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "uint32": "u32", "int1": "bool",
-             "fp32": "f32", "fp16": "f16", "bf16": "bf16"}
+             "fp32": "f32", "fp16": "f16", "bf16": "bf16", "fp64": "f64", "uint16": "u16", "uint64": "u64"}
+# the names `str(tl.<dtype>)` gives (how a dtype constexpr is pinned), by model dtype
+TL_DTYPE_NAMES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "fp64": "f64", "int1": "bool", "int8": "i8",
+                  "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32",
+                  "uint64": "u64"}
 UNARY = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "sqrt_rn": "sqrt",
          "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh", "cosh": "cosh",
          "floor": "floor", "ceil": "ceil", "abs": "abs", "fabs": "abs", "exp_ftz": "exp", "expf": "exp",
@@ -34,10 +37,8 @@ REDUCE = {"sum": "sum", "max": "max", "min": "min", "reduce_sum": "sum"}
 IDENTITY = {"multiple_of", "max_contiguous", "max_constancy", "assume_aligned"}
 NO_OP = {"static_assert", "device_assert", "static_print", "device_print", "debug_barrier", "assume"}
 UNSUPPORTED = {
-    "atomic_add": "atomics", "atomic_max": "atomics", "atomic_min": "atomics", "atomic_xchg": "atomics",
-    "atomic_cas": "atomics", "atomic_and": "atomics", "atomic_or": "atomics", "atomic_xor": "atomics",
     "rand": "random numbers", "randn": "random numbers", "randint": "random numbers", "philox": "random numbers",
-    "split": "tile split/join", "join": "tile split/join", "interleave": "tile split/join",
+    "interleave": "tile interleaving",
     "histogram": "histograms", "inline_asm_elementwise": "inline assembly", "make_tensor_descriptor":
     "tensor descriptors", "load_tensor_descriptor": "tensor descriptors", "sort": "sorting", "gather": "tl.gather",
     "associative_scan": "custom scans", "reduce": "custom reductions", "erf": "erf", "pow": "pow",
@@ -196,13 +197,13 @@ def method(lw, obj, name: str, args, kwargs, node):
     if name in ("to", "cast"):
         dt = args[0] if args else kwargs.get("dtype")
         if isinstance(dt, CV) and isinstance(dt.value, (Sym, DimOp)):
-            raise lw.fail(node, f".{name}({dt.value}): the dtype is a constexpr parameter whose value is not known",
-                          f".{name}", "give the constexpr's value in the configuration")
+            raise NeedsSpecialization(frozenset(sym_names(dt.value)), f"a constexpr dtype (.{name}({dt.value}))",
+                                      lw.loc(node))
         if not isinstance(dt, DT) or isinstance(dt.dtype, tuple):
             raise lw.fail(node, f".{name}() takes an element dtype", f".{name}")
         return to(lw, obj, dt.dtype, node)
     if name in ("sum", "max", "min", "reshape", "trans", "permute", "broadcast_to", "cumsum", "argmax", "argmin",
-                "exp", "log", "sqrt", "abs"):
+                "exp", "log", "sqrt", "abs", "split"):
         return tl_call(lw, name, [obj, *args], kwargs, node, "tl")
     if name in ("load", "store") and isinstance(obj, Ref) and not isinstance(obj.ty, TileT):
         raise lw.fail(node, f"`.{name}()` on a parameter: tensor descriptors have no lowering in tileport's kernel "
@@ -276,6 +277,9 @@ def _dtype(lw, v, node, fn, default=None):
         if default is None:
             raise lw.fail(node, f"{fn}: a dtype is required", fn)
         return default
+    if isinstance(v, CV) and isinstance(v.value, (Sym, DimOp)):
+        raise NeedsSpecialization(frozenset(sym_names(v.value)), f"a constexpr dtype ({fn} dtype={v.value})",
+                                  lw.loc(node))
     if not isinstance(v, DT) or isinstance(v.dtype, tuple):
         raise lw.fail(node, f"{fn}: expected an element dtype, got {lw.describe(v)}", fn)
     return v.dtype
@@ -336,7 +340,16 @@ def where(lw, cond, x, y, node) -> Ref:
             shape = lw.b.broadcast_shape(shape, v.ty.shape, loc)
     c = lw.b.to_tile(lw.b.cast(cond, "bool", loc) if cond.ty.dtype != "bool" else cond, "bool", shape, loc)
     xs, ys = (lw.b.to_tile(_operand_atom(lw, v, dtype, node), dtype, shape, loc) for v in (x, y))
-    return lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
+    out = lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
+    _keep_loaded(lw, (x, y), out)
+    return out
+
+
+def _keep_loaded(lw, sources, out: Ref) -> None:
+    """`out` carries values loaded from a pointer (an index array if they end up in pointer offsets)."""
+    for v in sources:
+        if isinstance(v, Ref) and v.name in lw.loaded:
+            lw.loaded[out.name] = lw.loaded[v.name]
 
 
 def tl_where(lw, args, kwargs, node):
@@ -463,16 +476,56 @@ def dot(lw, args, kwargs, node):
     out_dt = _dtype(lw, b.get("out_dtype"), node, "tl.dot", "f32" if float_in else "i32")
     shape = (x.ty.shape[0], y.ty.shape[1])
     acc = b.get("acc")
-    if M._none(acc):
+    given = not M._none(acc)
+    if not given:
         acc = lw.b.to_tile(Lit(0.0 if float_in else 0, ScalarT(out_dt)), out_dt, shape, loc)
     else:
         acc = _tile(lw, acc, node, "tl.dot")
         if tuple(acc.ty.shape) != shape:
             raise lw.fail(node, f"tl.dot: acc shape {acc.ty.shape} is not {shape}", "tl.dot")
-    if float_in and x.ty.dtype == "f32" and not lw.tf32_noted:
-        lw.tf32_noted = True
-        lw.notes.append("tl.dot of f32 tiles: Triton defaults to tf32 inputs; the port multiplies in f32")
-    return lw.b.value("mma", (x, y, acc), acc.ty, loc, hint="acc")
+    precision = _dot_precision(lw, b, node)
+    if precision == "ieee" or "f32" not in lw.b.dspace.values(x.ty.dtype):
+        return lw.b.value("mma", (x, y, acc), acc.ty, loc, hint="acc")
+    _note(lw, "tl.dot of f32 tiles: inputs rounded to tf32 (round to nearest; Triton's tf32 tensor cores drop "
+          "the low mantissa bits) as Triton's input_precision=" + repr(precision))
+    xh, yh = _tf32(lw, x, loc), _tf32(lw, y, loc)
+    if precision == "tf32":
+        return lw.b.value("mma", (xh, yh, acc), acc.ty, loc, hint="acc")
+    # tf32x3: a = hi + lo in tf32 each; a.b ~ hi.lo + lo.hi + hi.hi (small terms first), then the accumulator
+    xl, yl = (_tf32(lw, binary(lw, "-", v, lw.b.cast(h, v.ty.dtype, loc), node), loc) for v, h in ((x, xh), (y, yh)))
+    zero = lw.b.to_tile(Lit(0.0, ScalarT(acc.ty.dtype)), acc.ty.dtype, shape, loc) if given else acc
+    part = lw.b.value("mma", (xh, yl, zero), acc.ty, loc, hint="d3")
+    part = lw.b.value("mma", (xl, yh, part), acc.ty, loc, hint="d3")
+    part = lw.b.value("mma", (xh, yh, part), acc.ty, loc, hint="d3")
+    return binary(lw, "+", part, acc, node) if given else part
+
+
+DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+
+
+def _dot_precision(lw, b: dict, node) -> str:
+    """Triton's input precision of an f32 dot: `input_precision`, else `allow_tf32=False` -> ieee, else tf32
+    (its default on sm_80+)."""
+    if not M._none(b.get("input_precision")):
+        p = lw.compile_time(b["input_precision"], node, "tl.dot input_precision")
+        if p not in DOT_PRECISIONS:
+            raise lw.fail(node, f"tl.dot: input_precision={p!r} is not supported", "tl.dot",
+                          f"use one of {', '.join(DOT_PRECISIONS)}")
+        return p
+    if not M._none(b.get("allow_tf32")) and not lw.compile_time(b["allow_tf32"], node, "tl.dot allow_tf32"):
+        return "ieee"
+    return "tf32"
+
+
+def _tf32(lw, x: Ref, loc) -> Ref:
+    """`x` with its f32 elements as tf32 (other float element types of a generic stay as they are)."""
+    tf32 = lw.b.dspace.generic(tuple("tf32" if v == "f32" else v for v in lw.b.dspace.values(x.ty.dtype)))
+    return lw.b.cast(x, tf32, loc)
+
+
+def _note(lw, text: str) -> None:
+    if text not in lw.notes:
+        lw.notes.append(text)
 
 
 def cumsum(lw, args, kwargs, node):
@@ -482,13 +535,81 @@ def cumsum(lw, args, kwargs, node):
     reverse = False if M._none(b.get("reverse")) else lw.compile_time(b["reverse"], node, "reverse")
     if type(axis) is not int or not -x.ty.rank <= axis < x.ty.rank:
         raise lw.fail(node, "tl.cumsum: axis out of range", "tl.cumsum")
-    if x.ty.dtype in ("bool", "i8", "i16", "u8"):
+    if not M._none(b.get("dtype")):  # Triton: the input cast to `dtype` first
+        x = lw.b.cast(x, _dtype(lw, b["dtype"], node, "tl.cumsum"), lw.loc(node))
+    elif x.ty.dtype in ("bool", "i8", "i16", "u8"):
         x = lw.b.cast(x, "i32", lw.loc(node))
     if not isinstance(x.ty.dtype, str):  # the scan's identity is a literal of the element type
         raise lw.fail(node, f"tl.cumsum of a tile whose element type is generic ({x.ty.dtype})", "tl.cumsum",
                       "give the pointer's element dtype in the configuration, or cast the tile with .to()")
     return lw.b.value("scan_sum", (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
                       reverse=bool(reverse))
+
+
+# ---------------------------------------------------------------- atomics
+
+ATOMIC_RMW = ("add", "max", "min", "and", "or", "xor", "xchg")
+# Triton's `sem` / `scope` strings -> the model's memory order / scope (defaults acq_rel, gpu)
+ATOMIC_SEM = {"relaxed": "relaxed", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+ATOMIC_SCOPE = {"gpu": "device", "cta": "block", "sys": "sys"}
+# element types cutile-rs has each atomic for (its `atomic::*` modes: AddF for floats, no float max/min)
+ATOMIC_DTYPES = {"add": ("f32", "f64", "f16", "bf16", "i32", "i64", "u32", "u64"),
+                 "xchg": ("f32", "f64", "i32", "i64", "u32", "u64"), "cas": ("f32", "f64", "i32", "i64", "u32", "u64")}
+ATOMIC_INT_DTYPES = ("i32", "i64", "u32", "u64")
+
+
+def _atomic_enum(lw, v, table: dict, default: str, node, fn: str, what: str) -> str:
+    if M._none(v):
+        return default
+    s = lw.compile_time(v, node, f"tl.{fn} {what}")
+    if s not in table:
+        raise lw.fail(node, f"tl.{fn}: {what}={s!r} is not one of {', '.join(sorted(table))}", f"tl.{fn}")
+    return table[s]
+
+
+def _atomic(lw, fn: str, mode: str, b: dict, values: tuple, node) -> Ref:
+    """One read-modify-write (or compare-and-swap) per pointer element: the gather path of the pointer's
+    buffer (1-D) with the source's mask; returns the old values in the pointers' shape."""
+    ptr = b["pointer"]
+    if not isinstance(ptr, Ptr):
+        raise lw.fail(node, f"tl.{fn} of {lw.describe(ptr)}: a pointer (or a tile of pointers) is expected",
+                      f"tl.{fn}")
+    M._go_flat(lw, ptr)  # atomics address elements of the 1-D buffer
+    dtype = ptr.array.ty.dtype
+    loc = lw.loc(node)
+    lw.b.require(dtype, lambda d: d in ATOMIC_DTYPES.get(mode, ATOMIC_INT_DTYPES),
+                 f"tl.{fn}: cutile-rs has no such atomic for this element type", loc)
+    mask = None if M._none(b.get("mask")) else b["mask"]
+    if isinstance(mask, CV) and mask.value is True:
+        mask = None
+    if mask is not None and not (isinstance(mask, Ref) and mask.ty.dtype == "bool"):
+        raise lw.fail(node, f"tl.{fn}: mask must be a boolean tile", f"tl.{fn}")
+    for v in values:
+        M.stored_ints(lw, ptr, v)
+    shape = M._common_shape(lw, ptr, [mask, *values], node)
+    operands = tuple(M._value_tile(lw, v, dtype, shape, node) for v in values)
+    args = (M.array(lw, ptr, 1), *operands, M._offsets(lw, ptr, shape, node))
+    if mask is not None:
+        args += (lw.b.to_tile(mask, "bool", shape, loc),)
+    attrs = dict(memory_order=_atomic_enum(lw, b.get("sem"), ATOMIC_SEM, "acq_rel", node, fn, "sem"),
+                 memory_scope=_atomic_enum(lw, b.get("scope"), ATOMIC_SCOPE, "device", node, fn, "scope"),
+                 shape=shape, check_bounds=None, has_mask=mask is not None)
+    if mode != "cas":
+        attrs["mode"] = mode
+    return lw.b.value("atomic_cas" if mode == "cas" else "atomic_rmw", args, TileT(dtype, shape), loc,
+                      hint=f"{ptr.array.name}_old", **attrs)
+
+
+def atomic_rmw(mode: str):
+    def handler(lw, args, kwargs, node):
+        b = _bind(lw, args, kwargs, ("pointer", "val", "mask", "sem", "scope"), node, f"atomic_{mode}", 2)
+        return _atomic(lw, f"atomic_{mode}", mode, b, (b["val"],), node)
+    return handler
+
+
+def atomic_cas(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("pointer", "cmp", "val", "sem", "scope"), node, "atomic_cas", 3)
+    return _atomic(lw, "atomic_cas", "cas", b, (b["cmp"], b["val"]), node)
 
 
 def permute(lw, x: Ref, axes: tuple, node) -> Ref:
@@ -512,7 +633,9 @@ def reshape(lw, args, kwargs, node):
     x = _tile(lw, args[0] if args else kwargs.get("input"), node, "tl.reshape")
     rest = args[1:] if len(args) > 1 else [kwargs.get("shape")]
     shape = _shape(lw, rest[0] if len(rest) == 1 else tuple(rest), node, "tl.reshape")
-    return lw.b.value("reshape", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_r", shape=shape)
+    out = lw.b.value("reshape", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_r", shape=shape)
+    _keep_loaded(lw, (x,), out)
+    return out
 
 
 def expand_dims(lw, args, kwargs, node):
@@ -535,6 +658,37 @@ def broadcast_to(lw, args, kwargs, node):
     return lw.b.to_tile(x, x.ty.dtype, shape, lw.loc(node))
 
 
+def split(lw, args, kwargs, node):
+    """tl.split(a): a tile whose last dimension is 2 -> its two halves along it (extracts, then reshapes)."""
+    b = _bind(lw, args, kwargs, ("a",), node, "split", 1)
+    x = _tile(lw, b["a"], node, "tl.split")
+    if not x.ty.shape or x.ty.shape[-1] != 2:
+        raise lw.fail(node, f"tl.split: the last dimension of {x.ty} must be 2", "tl.split")
+    part, out = tuple(x.ty.shape[:-1]) + (1,), tuple(x.ty.shape[:-1])
+    halves = []
+    for i in (0, 1):
+        index = tuple(Lit(0, ScalarT("i32")) for _ in out) + (Lit(i, ScalarT("i32")),)
+        e = lw.b.value("extract", (x, *index), TileT(x.ty.dtype, part), lw.loc(node), hint=f"{x.name}_h{i}",
+                       shape=part)
+        halves.append(lw.b.value("reshape", (e,), TileT(x.ty.dtype, out), lw.loc(node), hint=f"{x.name}_{i}",
+                                 shape=out))
+    return tuple(halves)
+
+
+def join(lw, args, kwargs, node):
+    """tl.join(a, b): one tile with a new last dimension of 2 (a, then b), as a concatenation."""
+    b = _bind(lw, args, kwargs, ("a", "b"), node, "join", 2)
+    x, y = (_tile(lw, b[k], node, "tl.join") for k in ("a", "b"))
+    loc = lw.loc(node)
+    dtype = lw.b.promote(x.ty.dtype, y.ty.dtype, loc, "tl.join")
+    shape = lw.b.broadcast_shape(x.ty.shape, y.ty.shape, loc)
+    parts = [lw.b.value("reshape", (lw.b.to_tile(lw.b.cast(v, dtype, loc), dtype, shape, loc),),
+                        TileT(dtype, tuple(shape) + (1,)), loc, hint=f"{v.name}_j", shape=tuple(shape) + (1,))
+             for v in (x, y)]
+    return lw.b.value("cat", tuple(parts), TileT(dtype, tuple(shape) + (2,)), loc, hint="joined",
+                      axis=len(shape))
+
+
 def tl_range(lw, args, kwargs, node):
     raise lw.fail(node, "tl.range / tl.static_range are only supported as `for` loop iterables", "tl.range")
 
@@ -547,7 +701,9 @@ TL = {
     "div_rn": fdiv, "sum": reduction("sum"), "max": reduction("max"), "min": reduction("min"),
     "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"), "dot": dot, "cumsum": cumsum,
     "trans": trans, "permute": trans, "reshape": reshape, "view": reshape, "expand_dims": expand_dims,
-    "broadcast_to": broadcast_to, "range": tl_range, "static_range": tl_range,
+    "broadcast_to": broadcast_to, "split": split, "join": join, "range": tl_range, "static_range": tl_range,
+    "atomic_cas": atomic_cas,
+    **{f"atomic_{mode}": atomic_rmw(mode) for mode in ATOMIC_RMW},
     "cast": lambda lw, args, kwargs, node: method(lw, args[0], "cast", args[1:], kwargs, node),
 }
 

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.base import Translation
+from tileport.frontends.triton.calls import TL_DTYPE_NAMES, TL_DTYPES
 from tileport.frontends.triton.lower import TritonLowerer
 from tileport.frontends.triton.values import Retry
 from tileport.frontends.triton.scan import TritonModule, dotted, loc_of, scan
@@ -38,6 +39,7 @@ FLOAT_NAME = re.compile(r"(^|_)(eps|epsilon|scale|alpha|beta\d?|gamma|temperatur
                         r"softcap|smoothing|margin|lambda|lamb|threshold|dropout|z_loss|coeff?)($|_)",
                         re.IGNORECASE)
 INT_NAME = re.compile(r"stride|(^|_)(n|num|size|len|idx|index|offset|count|rows?|cols?)($|_)", re.IGNORECASE)
+POINTER_NAME = re.compile(r"ptr|Ptr|PTR")
 MAX_RETRIES = 64
 MAX_ENTRIES = 16  # constexpr specializations of one kernel
 
@@ -74,7 +76,11 @@ def pointer_params(tm: TritonModule, fn: ast.FunctionDef, memo: dict | None = No
                     out |= roots(v, seen | {e.id})
             return out
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
-            return roots(e.left, seen) | roots(e.right, seen)
+            left, right = roots(e.left, seen), roots(e.right, seen)
+            if left and right:  # a pointer plus an offset: the side named like a pointer, else the left one
+                named = [side for side in (left, right) if any(POINTER_NAME.search(n) for n in side)]
+                return named[0] if len(named) == 1 else left
+            return left | right
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Sub):
             return roots(e.left, seen)
         if isinstance(e, ast.Subscript):
@@ -165,6 +171,9 @@ class KernelPlan:
     flat: set  # pointers accessed through gathers/scatters only
     index: set  # pointers whose elements index other arrays (i64)
     maybe_float: set = field(default_factory=set)  # i32 by assumption, f32 if met with float tiles
+    dtypes: set = field(default_factory=set)  # dtype constexprs: specialization values only, never parameters
+    ints: set = field(default_factory=set)  # unconfigured pointers the kernel stores i32 tiles into
+    configured: bool = False  # element dtypes come from the configuration
     assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
 
 
@@ -173,10 +182,12 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
         raise Diagnostic("kernels take plain positional parameters only", loc_of(tm.path, fn), "signature")
     configured = cfg_configs(cfg)[0] if cfg_configs(cfg) else {}
     ptrs = pointer_params(tm, fn)
-    plan = KernelPlan([], {}, [], set(), set(), set())
+    plan = KernelPlan([], {}, [], set(), set(), set(), configured=bool(cfg_configs(cfg)))
     for a in fn.args.args:
         if _is_constexpr(a):
             plan.constexprs.append(a.arg)
+            if is_dtype_constexpr(tm, fn, a.arg):
+                plan.dtypes.add(a.arg)
         elif a.arg in ptrs or (str(configured.get(a.arg, "")) in ARRAY_DTYPES and a.arg in getattr(cfg, "ranks", {})):
             plan.pointers.append(a.arg)
         else:
@@ -233,11 +244,15 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
             params.append(Param(name, ScalarT(plan.scalars[name]), ident_name=ident))
     lw = TritonLowerer(tm, fn, params, space, [], pinned, plan.flat)
     lw.maybe_float = {tm.naming.ident(n) for n in plan.maybe_float}
+    lw.default_float = set() if plan.configured else \
+        {tm.naming.ident(n) for n in plan.pointers if n not in plan.index | plan.ints}
     kernel = lw.lower()
     ranks = {r: len(v) for r, v in lw.views.items()}
     kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.ident, 1) if p.name not in plan.flat else 1),
-                           ident_name=p.ident_name) if p.is_array else p for p in kernel.params]
-    kernel.notes = assumption_notes(plan) + [f"constexpr `{c}` is passed at run time (i32): no values are known"
+                           ident_name=p.ident_name) if p.is_array else p for p in kernel.params
+                     if p.name not in plan.dtypes]  # an entry that does not need a dtype constexpr ignores it
+    kernel.notes = assumption_notes(plan) + [f"pointer `{p}`: assumed to hold i32 (the kernel stores i32 values "
+                                             "into it)" for p in sorted(plan.ints - plan.index)] + [f"constexpr `{c}` is passed at run time (i32): no values are known"
                                              for c in sorted(plan.runtime)] + kernel.notes
     return kernel
 
@@ -245,13 +260,14 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
 def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: dict) -> Kernel:
     for _ in range(MAX_RETRIES):
         try:
-            effective = [{**d, **{p: INDEX_DTYPE for p in plan.index}} for d in dtypes]
+            effective = [{**d, **{p: "i32" for p in plan.ints}, **{p: INDEX_DTYPE for p in plan.index}}
+                         for d in dtypes]
             return lower_once(tm, fn, plan, effective, pinned)
         except Retry as r:
             if r.what == "float":
                 plan.scalars[r.param], plan.maybe_float = "f32", plan.maybe_float - {r.param}
                 continue
-            target = plan.flat if r.what == "flat" else plan.index
+            target = {"flat": plan.flat, "int": plan.ints}.get(r.what, plan.index)
             if r.param in target:
                 raise Diagnostic(f"internal: repeated decision about `{r.param}`", loc_of(tm.path, fn), "internal")
             target.add(r.param)
@@ -298,7 +314,8 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
 
 
 def _decisions(plan: KernelPlan) -> tuple:
-    return (frozenset(plan.runtime), frozenset(plan.flat), frozenset(plan.index), tuple(sorted(plan.scalars.items())))
+    return (frozenset(plan.runtime), frozenset(plan.flat), frozenset(plan.index), frozenset(plan.ints),
+            tuple(sorted(plan.scalars.items())))
 
 
 def merge_views(views: list) -> dict | None | bool:
@@ -362,23 +379,26 @@ def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> Kernel:
     except Diagnostic as d:
         if d.construct != "dtype":
             raise
-        return lower_with_retries(tm, fn, plan, kept[:1], pinned)
+        # no one generic: the element type a pinned dtype constexpr names (X_dtype = X.dtype), else the first
+        named = {TL_DTYPE_NAMES.get(v) for k, v in pinned.items() if k in plan.dtypes}
+        pick = next((c for c in kept if set(c.values()) & named), kept[0])
+        return lower_with_retries(tm, fn, plan, [pick], pinned)
 
 
 def specialization_values(tm: TritonModule, kernel: str, cfg, names: frozenset) -> list[dict[str, Any]]:
     """Distinct value combinations of `names` from the configuration and the autotune configs; bool
     heuristics (EVEN_K...) enumerate both values."""
+    fn = tm.kernels[kernel]
     sources = [dict(c) for c in cfg_configs(cfg)] + tm.candidates.get(kernel, [])
     seen, out = set(), []
     for c in sources:
         if names <= c.keys():
-            key = tuple(sorted((n, c[n]) for n in names))
+            key = tuple(sorted((n, dtype_name(c[n]) if is_dtype_constexpr(tm, fn, n) else c[n]) for n in names))
             if key not in seen:
                 seen.add(key)
                 out.append(dict(key))
     if out:
         return out
-    fn = tm.kernels[kernel]
     choices = {n: (False, True) if n in tm.heuristics.get(kernel, set()) else enumerable_values(tm, fn, n)
                for n in sorted(names)}
     if not all(choices.values()):
@@ -389,7 +409,10 @@ def specialization_values(tm: TritonModule, kernel: str, cfg, names: frozenset) 
 
 def enumerable_values(tm: TritonModule, fn: ast.FunctionDef, name: str) -> tuple:
     """The values a constexpr can take that change the kernel, when its uses tell: a flag only used as a
-    condition -> (False, True); a mode only compared (==, !=) with constants -> those constants. Else ()."""
+    condition -> (False, True); a mode only compared (==, !=) with constants (numbers or strings) -> those
+    constants; a dtype -> the float element types unconfigured pointers take. Else ()."""
+    if is_dtype_constexpr(tm, fn, name):
+        return DTYPE_CHOICES
     parents = {child: node for node in ast.walk(fn) for child in ast.iter_child_nodes(node)}
     flags, compared = False, set()
     for n in ast.walk(fn):
@@ -402,20 +425,74 @@ def enumerable_values(tm: TritonModule, fn: ast.FunctionDef, name: str) -> tuple
         elif isinstance(p, ast.Compare) and len(p.ops) == 1 and isinstance(p.ops[0], (ast.Eq, ast.NotEq)):
             other = p.comparators[0] if p.left is n else p.left
             value = other.value if isinstance(other, ast.Constant) else tm.constants.get(getattr(other, "id", None))
-            if not isinstance(value, (int, bool)):
+            if not isinstance(value, (int, bool, str)):
                 return ()
             compared.add(value)
         else:
             return ()
     if compared:
-        return tuple(sorted(compared | ({True, False} if flags and not compared else set())))
+        return tuple(sorted(compared, key=lambda v: (isinstance(v, str), v)))
     return (False, True) if flags else ()
 
 
 def _suffix(v: Any) -> str:
     if isinstance(v, bool):
         return "1" if v else "0"
-    return str(v).replace(".", "p").replace("-", "m")
+    return re.sub(r"[^0-9A-Za-z]", "_", str(v).replace(".", "p").replace("-", "m")).lower()
+
+
+# ---------------------------------------------------------------- dtype constexprs
+
+# A dtype constexpr with no configured value takes each float element type unconfigured pointers take, by the
+# name `str(tl.<dtype>)` gives (the launch's value selects the entry).
+DTYPE_CHOICES = ("bf16", "fp16", "fp32")
+DTYPE_POSITION = {"zeros": 1, "full": 2}  # the positional dtype argument of tl.zeros(shape, dtype), tl.full
+_DTYPE_SPELLINGS = {**{k: k for k in TL_DTYPE_NAMES}, **{v: k for k, v in TL_DTYPE_NAMES.items()},
+                    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
+
+
+def dtype_name(v: Any) -> Any:
+    """A configured dtype value (`"bf16"`, `"torch.bfloat16"`, `"tl.bfloat16"`, `"bfloat16"`) by its Triton name."""
+    if not isinstance(v, str):
+        return v
+    return _DTYPE_SPELLINGS.get(v.rpartition(".")[2], v)
+
+
+def is_dtype_constexpr(tm: TritonModule, fn: ast.FunctionDef, name: str, seen: frozenset = frozenset()) -> bool:
+    """A constexpr used as a dtype: `.to(NAME)` / `.cast`, `dtype=NAME`, compared with `tl.<dtype>`, or
+    passed to a helper parameter that is one."""
+    key = (fn.name, name)
+    if key in seen:
+        return False
+    for n in ast.walk(fn):
+        if not isinstance(n, ast.Call):
+            if isinstance(n, ast.Compare) and len(n.ops) == 1 and _is_name(n.left, name) != _is_name(
+                    n.comparators[0], name):
+                other = n.comparators[0] if _is_name(n.left, name) else n.left
+                if (dotted(other) or "").rpartition(".")[2] in TL_DTYPES:
+                    return True
+            continue
+        attr = n.func.attr if isinstance(n.func, ast.Attribute) else None
+        if attr in ("to", "cast") and n.args and _is_name(n.args[-1] if attr == "cast" and len(n.args) > 1
+                                                          else n.args[0], name):
+            return True
+        if any(k.arg in ("dtype", "out_dtype") and _is_name(k.value, name) for k in n.keywords):
+            return True
+        at = DTYPE_POSITION.get((dotted(n.func) or "").rpartition(".")[2])
+        if at is not None and len(n.args) > at and _is_name(n.args[at], name):
+            return True
+        helper = tm.helpers.get(n.func.id) if isinstance(n.func, ast.Name) else None
+        if helper is not None:
+            params = [a.arg for a in helper.args.args]
+            passed = [params[i] for i, a in enumerate(n.args) if i < len(params) and _is_name(a, name)]
+            passed += [k.arg for k in n.keywords if _is_name(k.value, name)]
+            if any(is_dtype_constexpr(tm, helper, p, seen | {key}) for p in passed):
+                return True
+    return False
+
+
+def _is_name(e: ast.AST, name: str) -> bool:
+    return isinstance(e, ast.Name) and e.id == name
 
 
 # ---------------------------------------------------------------- the file

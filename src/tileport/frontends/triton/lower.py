@@ -80,8 +80,8 @@ class TritonLowerer:
         self.skip: dict[int, Any] = {}  # statement id -> what it does instead (pointer increments)
         self.scalar_params = {p.ident for p in params if isinstance(p.ty, ScalarT)}
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
-        self.tf32_noted = False
         self.maybe_float: set[str] = set()  # scalar parameters assumed i32 that may be Python floats
+        self.default_float: set[str] = set()  # pointers whose float element type is assumed (none configured)
 
     def describe(self, v: Any) -> str:
         return describe(v)
@@ -105,7 +105,7 @@ class TritonLowerer:
         for p in self.params:
             if p.is_const:
                 if p.name in self.pinned:
-                    self.scopes[-1].vars[p.name] = CV(self.pinned[p.name])
+                    self.scopes[-1].vars[p.name] = pinned_value(self.pinned[p.name])
                 else:
                     self.scopes[-1].vars[p.name] = CV(Sym(p.name))
             elif p.is_array:
@@ -118,7 +118,7 @@ class TritonLowerer:
                 self.track_scalar(ref)
         for name, value in self.pinned.items():
             if name not in self.scopes[-1].vars:
-                self.scopes[-1].vars[name] = CV(value)
+                self.scopes[-1].vars[name] = pinned_value(value)
         try:
             self.block(fn.body)
         except RecursionError:
@@ -203,6 +203,10 @@ class TritonLowerer:
             self.update(old.name, value)
             self.poly.pop(old.name, None)  # a reassigned variable has no single affine form
             self.bounds.pop(old.name, None)
+            return
+        if owner is not None and owner != cur and isinstance(value, Ptr) and not self.local_in(name, owner) \
+                and all(sc.kind == "if" for sc in self.scopes[owner + 1:]):
+            self.scopes[cur].vars[name] = value  # joined with the other branch after the `if` (join_branch_pointers)
             return
         if owner is not None and owner != cur and isinstance(value, (Ptr, BlockPtr)) \
                 and not self.local_in(name, owner):
@@ -486,6 +490,7 @@ class TritonLowerer:
             branches.append((blk, names))
             scopes.append(self.scopes.pop())
         self.join_branch_locals(scopes, branches, s)
+        self.join_branch_pointers(scopes, branches, s)
         blocks = [blk for blk, _ in branches]
         self.b.emit(If(cond, blocks[0], blocks[1], self.loc(s), self.outer_updates(*blocks)))
 
@@ -515,6 +520,37 @@ class TritonLowerer:
             for (blk, _), v in zip(branches, converted):
                 blk.stmts.append(Let(declared.name, Op("copy", (v,), ty, loc), update=True))
             self.scopes[-1].vars[name] = declared
+
+    def join_branch_pointers(self, scopes: list[Scope], branches: list, node: ast.If) -> None:
+        """A pointer a branch moves (`if c: p += off`): its offset becomes a variable declared before the `if`,
+        which each branch assigns; accesses through it are gathers (the offset has no single affine form)."""
+        for name in sorted(scopes[0].vars.keys() | scopes[1].vars.keys()):
+            owner = self.owner(name)
+            values = [sc.vars.get(name) for sc in scopes]
+            if owner is None or not any(isinstance(v, Ptr) for v in values):
+                continue
+            outer = self.lookup(name, node)
+            values = [outer if v is None else v for v in values]
+            if not all(isinstance(v, Ptr) and v.array.name == outer.array.name for v in [outer, *values]):
+                raise self.fail(node, f"pointer `{name}` points into different arrays after this `if`", "pointer")
+            offsets = [v.offset for v in values]
+            refs = [o for o in offsets if o is not None]
+            dtype = "i64" if any(o.ty.dtype == "i64" for o in refs) else "i32"
+            tiles = [o.ty.shape for o in refs if isinstance(o.ty, TileT) and o.ty.rank]
+            ty = TileT(dtype, tiles[0]) if tiles else ScalarT(dtype)
+            loc = self.loc(node)
+            zero = Lit(0, ScalarT(dtype))
+            declared = self.b.to_tile(zero, dtype, ty.shape, loc) if isinstance(ty, TileT) else \
+                self.b.value("scalar", (zero,), ty, loc, hint=f"{name}_off")
+            declared = self.rename(declared, f"{name}_off")
+            for (blk, names), off in zip(branches, offsets):
+                self.b.resume(blk, names)
+                try:
+                    v = self.as_value_of(CV(0) if off is None else off, ty, node, f"{name}_at")
+                finally:
+                    self.b.pop()
+                blk.stmts.append(Let(declared.name, Op("copy", (v,), ty, loc), update=True))
+            self.scopes[-1].vars[name] = Ptr(outer.array, declared)
 
     def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
         if isinstance(cond.ty, TileT):
@@ -736,6 +772,12 @@ class TritonLowerer:
         if not isinstance(v, CV):
             raise self.fail(node, f"{what} must be a compile-time constant (tl.constexpr)", "constexpr")
         return v.value
+
+
+def pinned_value(v: Any) -> Any:
+    """A specialization value as the kernel sees it: a dtype constexpr is pinned by its Triton name
+    (`"fp16"`, as `str(tl.float16)`), anything else is a constant."""
+    return DT(calls.TL_DTYPE_NAMES[v]) if isinstance(v, str) and v in calls.TL_DTYPE_NAMES else CV(v)
 
 
 def _returns(stmts: Sequence[ast.stmt]) -> bool:

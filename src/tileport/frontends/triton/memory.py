@@ -213,7 +213,14 @@ def _common_shape(lw, ptr: Ptr, others, node) -> tuple:
     return tuple(shape)
 
 
+def _go_flat(lw, ptr: Ptr) -> None:
+    """An element-wise access addresses the 1-D buffer: every access of that parameter must (no N-D view)."""
+    if ptr.array.name not in lw.flat:
+        raise Retry("flat", ptr.array.name)
+
+
 def _gather(lw, ptr: Ptr, mask, other, node) -> Ref:
+    _go_flat(lw, ptr)
     loc = lw.loc(node)
     dtype = ptr.array.ty.dtype
     shape = _common_shape(lw, ptr, [mask], node)
@@ -249,6 +256,7 @@ def store(lw, args, kwargs, node):
             raise lw.fail(node, "tl.store: mask must be a boolean tile", "tl.store")
     dtype = ptr.array.ty.dtype
     value = b["value"]
+    stored_ints(lw, ptr, value)
     loc = lw.loc(node)
     acc = _access(lw, ptr, mask)
     if acc is not None:
@@ -258,6 +266,7 @@ def store(lw, args, kwargs, node):
         lw.b.effect("store", (array(lw, ptr, len(acc.tile)), tile, *index), loc, order=None, check_bounds=None,
                     latency=None, allow_tma=None)
         return CV(None)
+    _go_flat(lw, ptr)
     shape = _common_shape(lw, ptr, [mask, value], node)
     tile = _value_tile(lw, value, dtype, shape, node)
     args_ = (array(lw, ptr, 1), tile, _offsets(lw, ptr, shape, node))
@@ -265,6 +274,14 @@ def store(lw, args, kwargs, node):
         args_ += (lw.b.to_tile(mask, "bool", shape, loc),)
     lw.b.effect("scatter", args_, loc, has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
     return CV(None)
+
+
+def stored_ints(lw, ptr: Ptr, value) -> None:
+    """Integer tiles computed by the kernel and stored into a pointer assumed to hold floats (no dtype
+    configured): the pointer holds integers of that width (the kernel is lowered again with it)."""
+    if isinstance(value, Ref) and value.ty.dtype in ("i32", "i64") and value.name not in lw.loaded \
+            and ptr.array.name in lw.default_float:
+        raise Retry("index" if value.ty.dtype == "i64" else "int", ptr.array.name)
 
 
 def _value_tile(lw, value, dtype, shape, node) -> Ref:

@@ -104,7 +104,20 @@ def scan(path: str, text: str | None = None) -> TritonModule:
             _scan_function(tm, node)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             _scan_constant(tm, node)
+    _called_kernels_are_helpers(tm)
     return tm
+
+
+def _called_kernels_are_helpers(tm: TritonModule) -> None:
+    """A jit function another jit function calls, and which this module never launches (`f[grid](...)`), is a
+    helper (inlined where it is called) even when it stores like a kernel."""
+    jit = {**tm.kernels, **tm.helpers}
+    called = {n.func.id for fn in jit.values() for n in ast.walk(fn)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id != fn.name}
+    launched = {n.value.id for n in ast.walk(tm.tree) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)}
+    for name in sorted(called & tm.kernels.keys() - launched):
+        if name not in tm.candidates and name not in tm.heuristics:
+            tm.helpers[name] = tm.kernels.pop(name)
 
 
 def _module_level(stmts):
