@@ -11,6 +11,7 @@ from tileport.emit.names import RUST_NAMING
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import translate_file
 from tileport.gpu.triton_check import view_layout
+from tileport.model.ir import Let, walk
 from tileport.model.types import Sym
 
 CORPUS = Path(__file__).resolve().parents[2] / "src" / "tileport" / "ops" / "triton_kernels"
@@ -89,3 +90,32 @@ def test_flash_decode_partials_view_is_the_tensor_layout():
 def test_overlap_check_can_fail():
     assert overlapping((12288, 128), (16, 1))
     assert not overlapping((96, 16, 128), (2048, 128, 1))
+
+
+def test_transposed_tile_loads_through_a_memory_order_view():
+    # k_t = tl.load(k_rows + k_pos[None, :] * stride_ks + dims[:, None]): a [HEAD_DIM, BLOCK_N] tile of a
+    # [.., S, D] tensor. The view keeps the tensor's order (unit stride last, where a TMA load needs it) and
+    # the load maps the tile onto it with cuTile's `order`, as `ct.load(k, .., order=(0, 1, 3, 2))`.
+    tr = translate_file(str(CORPUS / "attention.py"), naming=RUST_NAMING)
+    assert not tr.diagnostics, [str(d) for d in tr.diagnostics]
+    for k in tr.module.kernels:
+        assert k.views["k_ptr"] == {"strides": ["stride_kb", "stride_kh", "stride_ks", "1"],
+                                    "extents": [None, None, "seq_len", None]}, k.name
+        loads = [s.op for s in walk(k.body) if isinstance(s, Let) and s.op.kind == "load"
+                 and s.op.args[0].name == "k_ptr"]
+        assert [op.attr("order") for op in loads] == [(0, 1, 3, 2)], k.name
+        assert [tuple(op.attr("shape"))[2:] for op in loads] == [(Sym("HEAD_DIM"), Sym("BLOCK_N"))]
+    arg = SimpleNamespace(shape=[4, 8, 4096, 128], strides=[4194304, 524288, 128, 1])
+    view = tr.module.kernels[0].views["k_ptr"]
+    values = {"stride_kb": 4194304, "stride_kh": 524288, "stride_ks": 128, "seq_len": 4096}
+    assert view_layout(view, arg, 4 * 8 * 4096 * 128, values) == ((4, 8, 4096, 128), (4194304, 524288, 128, 1))
+
+
+def test_tiles_in_memory_order_keep_the_identity_map():
+    from tileport.frontends.triton.memory import memory_order
+    acc = A.block_access(A.add(A.mul(arange("r", Sym("BM"), 1), v("stride")), arange("c", Sym("BN"))),
+                         (Sym("BM"), Sym("BN")), {"stride"}, None)
+    assert memory_order(acc) is None
+    acc = A.block_access(A.add(A.mul(arange("r", Sym("BM"), 0), v("stride")), arange("c", Sym("BN"), 1)),
+                         (Sym("BN"), Sym("BM")), {"stride"}, None)
+    assert memory_order(acc) == [1, 0]
