@@ -83,12 +83,13 @@ def port_crate(files: list[str], spec: Path, work: Path) -> Path:
     return Path(crates.pop())
 
 
-def evidence_library(crate: Path, work: Path, label: str) -> KernelLibrary:
-    """A copy of `crate` whose IR export takes the launch's specialization, built with cargo."""
+def evidence_library(crate: Path, work: Path, label: str, occupancy: int | None) -> KernelLibrary:
+    """A copy of `crate` whose IR export takes the launch's specialization (and, when given, whose entries
+    have an occupancy hint), built with cargo."""
     dst = work / f"crate-{label}"
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(crate, dst, ignore=shutil.ignore_patterns("target"))
-    name = f"tileport_sass_evidence_{label}"
+    name = f"tileport_sass_evidence_{re.sub(r'[^a-z0-9_]', '_', label.lower())}"
     manifest = dst / "Cargo.toml"
     manifest.write_text(re.sub(r'(?m)^name = ".*"$', f'name = "{name}"', manifest.read_text(), count=1))
     support = dst / "src" / "support.rs"
@@ -98,6 +99,11 @@ def evidence_library(crate: Path, work: Path, label: str) -> KernelLibrary:
             sys.exit(f"{support}: the IR export's capture signature changed (no `{old}`): update SIGNATURE")
         text = text.replace(old, new)
     support.write_text(text + HELPERS)
+    if occupancy:  # what-if: the entries with cuTile's occupancy hint
+        for src in (dst / "src").glob("*.rs"):
+            text = re.sub(r"occupancy = \d+", f"occupancy = {occupancy}", src.read_text())
+            src.write_text(text.replace(
+                "#[cutile::entry()]", f"#[cutile::entry(optimization_hints = (default = (occupancy = {occupancy},),))]"))
     env = toolchain.env()
     env.setdefault("CARGO_TARGET_DIR", str(REPO / "target"))
     run(["cargo", "build", "--manifest-path", str(manifest)], env=env)
@@ -170,9 +176,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--work", type=Path, default=REPO / "out" / "sass-evidence")
     ap.add_argument("--div", type=int, default=16)
+    ap.add_argument("--occupancy", type=int, help="what-if: give every entry this occupancy hint")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    lib = evidence_library(port_crate(args.files, args.launches, args.work), args.work, args.label)
+    lib = evidence_library(port_crate(args.files, args.launches, args.work), args.work, args.label, args.occupancy)
     entries = {e["kernel"]: e for e in lib.manifest["entries"]}
     results = {}
     for kernel, launch in sorted(largest_launches(args.launches, set(entries)).items()):
@@ -195,7 +202,7 @@ def main() -> int:
     doc = json.loads(args.out.read_text()) if args.out.exists() else {}
     doc.setdefault("runs", {})[args.label] = {
         "command": "python3 scripts/triton_sass_evidence.py " + " ".join(sys.argv[1:]),
-        "div": args.div, "kernels": results}
+        "div": args.div, "occupancy_hint": args.occupancy, "kernels": results}
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     tmp.replace(args.out)
