@@ -168,6 +168,28 @@ def sass_summary(cubin: Path) -> dict:
     }
 
 
+def resident_blocks(registers: int, threads: int | None) -> int | None:
+    """Tile blocks an H100/H200 SM holds as far as registers and threads allow (registers are allocated
+    per warp in multiples of 8 per thread; 65536 per SM, 2048 threads, 32 blocks)."""
+    if not threads:
+        return None
+    per_block = -(-registers // 8) * 8 * threads
+    return min(65536 // per_block, 2048 // threads, 32)
+
+
+def summarize(before: dict, after: dict) -> dict:
+    """Per kernel, the before/after figures that explain its time."""
+    keys = ("instructions", "registers", "threads_per_block", "global_loads", "calls", "mufu", "local_memory")
+    out = {}
+    for kernel in sorted(set(before) & set(after)):
+        row = {}
+        for label, run in (("before", before[kernel]), ("after", after[kernel])):
+            row[label] = {k: run[k] for k in keys}
+            row[label]["resident_blocks_per_sm"] = resident_blocks(run["registers"], run["threads_per_block"])
+        out[kernel] = row
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+")
@@ -177,6 +199,7 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=REPO / "out" / "sass-evidence")
     ap.add_argument("--div", type=int, default=16)
     ap.add_argument("--occupancy", type=int, help="what-if: give every entry this occupancy hint")
+    ap.add_argument("--note", default="", help="what this run is (e.g. the revision PYTHONPATH points at)")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     lib = evidence_library(port_crate(args.files, args.launches, args.work), args.work, args.label, args.occupancy)
@@ -202,7 +225,9 @@ def main() -> int:
     doc = json.loads(args.out.read_text()) if args.out.exists() else {}
     doc.setdefault("runs", {})[args.label] = {
         "command": "python3 scripts/triton_sass_evidence.py " + " ".join(sys.argv[1:]),
-        "div": args.div, "occupancy_hint": args.occupancy, "kernels": results}
+        "note": args.note, "div": args.div, "occupancy_hint": args.occupancy, "kernels": results}
+    if {"before", "after"} <= set(doc["runs"]):
+        doc["summary"] = summarize(doc["runs"]["before"]["kernels"], doc["runs"]["after"]["kernels"])
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     tmp.replace(args.out)
