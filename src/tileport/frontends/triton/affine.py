@@ -159,6 +159,40 @@ def _axis_of(m: Monomial, stride_m: Monomial, axis_keys: dict) -> int | None:
     return best
 
 
+def _is_stride_factor(f: Factor, params: set[str]) -> bool:
+    return (f[0] == "v" and f[1] in params) or f[0] in ("c", "d")
+
+
+def _stride_and_index(m: Monomial, params: set[str]) -> tuple[Monomial, Monomial]:
+    """An extra dimension's term split into stride (scalar parameters and constexprs: `bh * (n_splits *
+    HEAD_DIM)` is row `bh` of a row-major [.., n_splits, HEAD_DIM] buffer) and index (program ids, loop
+    indices, values derived from them)."""
+    stride = tuple(f for f in m if _is_stride_factor(f, params))
+    return stride, tuple(f for f in m if not _is_stride_factor(f, params))
+
+
+def _nested_stride(m: Monomial, axis_key: Monomial, outer: list[Monomial]) -> Monomial | None:
+    """The stride of a term `i * C * axis_stride` (C constexprs) when it is a dimension of its own nested
+    inside an outer one, else None (it stays a tile start along its axis).
+
+    `(bh * n_splits + split) * HEAD_DIM + arange(HEAD_DIM)` flattens a [.., n_splits, HEAD_DIM] buffer:
+    the outer stride `n_splits * HEAD_DIM` is a multiple of `HEAD_DIM`, so `split` indexes a dimension of
+    stride `HEAD_DIM` and the tile axis keeps extent HEAD_DIM (as a tile start, the axis would have to
+    reach `n_splits * HEAD_DIM` elements under rows `n_splits * HEAD_DIM` apart, which no view of the
+    caller's tensor gives). Without such an outer stride (`pid * BLOCK + arange(BLOCK)`, a loop over
+    column blocks under a row stride) the term is a tile start."""
+    rest = _without(m, axis_key)
+    consts = tuple(f for f in rest if f[0] in ("c", "d"))
+    if not consts:
+        return None
+    stride = tuple(sorted(consts + axis_key, key=repr))
+    for o in outer:
+        left = _without(o, stride)
+        if left:  # a strict multiple: the outer stride has factors beyond C * axis_stride
+            return stride
+    return None
+
+
 @dataclass
 class BlockAccess:
     """A partition-view access: array dims (extra dims first, then the tile axes), their strides,
@@ -208,14 +242,22 @@ def block_access(p: Poly, shape: tuple, params: set[str], bounds: list[Bound] | 
         axis_keys[axis] = m
     starts: dict[int, Poly] = {a: {} for a in per_axis}
     extra: dict[Monomial, Poly] = {}
+    on_axis = []
     for m, c in rest.items():
         stride_m = tuple(f for f in m if f[0] == "v" and f[1] in params)
         axis = _axis_of(m, stride_m, axis_keys)
         if axis is not None:
-            starts[axis] = add(starts[axis], {_without(m, axis_keys[axis]): c})
+            on_axis.append((m, c, axis))
         else:
-            other = tuple(f for f in m if f not in stride_m)
+            stride_m, other = _stride_and_index(m, params)
             extra[stride_m] = add(extra.get(stride_m, {}), {other: c})
+    outer = list(extra)
+    for m, c, axis in on_axis:
+        nested = _nested_stride(m, axis_keys[axis], outer)
+        if nested is not None:
+            extra[nested] = add(extra.get(nested, {}), {_without(m, nested): c})
+        else:
+            starts[axis] = add(starts[axis], {_without(m, axis_keys[axis]): c})
     out = BlockAccess([], [], [], [], [])
     for stride_m in extra:  # in source order: `base + z * stride_z + h * stride_h + ...` is (Z, H, ...)
         out.strides.append({stride_m: 1})

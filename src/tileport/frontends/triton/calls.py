@@ -372,7 +372,8 @@ def math_fn(lw, fn: str, args, kwargs, node) -> Ref:
     x = _tile(lw, x, node, f"tl.{fn}")
     if fn in FLOAT_ONLY and not lw.b.is_float(x.ty.dtype):
         x = lw.b.cast(x, "f32", lw.loc(node))
-    return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint=fn, fn=fn, rounding=None, ftz=None)
+    rounding = "approx" if fn == "exp" and x.ty.dtype == "f32" else None  # Triton: ex2.approx.f32(x * log2e)
+    return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint=fn, fn=fn, rounding=rounding, ftz=None)
 
 
 def sigmoid(lw, args, kwargs, node):
@@ -401,7 +402,13 @@ def fma(lw, args, kwargs, node):
 
 def fdiv(lw, args, kwargs, node):
     b = _bind(lw, args, kwargs, ("x", "y", "ieee_rounding"), node, "fdiv", 2)
-    return binary(lw, "/", b["x"], b["y"], node)
+    ieee = "ieee_rounding" in b and lw.compile_time(b["ieee_rounding"], node, "ieee_rounding") is True
+    return binary(lw, "/", b["x"], b["y"], node, ieee=ieee)
+
+
+def div_rn(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("x", "y"), node, "div_rn", 2)
+    return binary(lw, "/", b["x"], b["y"], node, ieee=True)
 
 
 def reduction(fn):
@@ -698,7 +705,7 @@ TL = {
     "zeros_like": zeros_like, "full_like": full_like, "cdiv": cdiv, "where": tl_where, "load": M.load,
     "store": M.store, "make_block_ptr": M.make_block_ptr, "advance": M.advance, "sigmoid": sigmoid,
     "maximum": two("maximum"), "minimum": two("minimum"), "clamp": clamp, "fma": fma, "fdiv": fdiv,
-    "div_rn": fdiv, "sum": reduction("sum"), "max": reduction("max"), "min": reduction("min"),
+    "div_rn": div_rn, "sum": reduction("sum"), "max": reduction("max"), "min": reduction("min"),
     "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"), "dot": dot, "cumsum": cumsum,
     "trans": trans, "permute": trans, "reshape": reshape, "view": reshape, "expand_dims": expand_dims,
     "broadcast_to": broadcast_to, "split": split, "join": join, "range": tl_range, "static_range": tl_range,
@@ -793,7 +800,8 @@ def _check(lw, op, vals, node):
             raise lw.fail(node, f"operator {op} on {lw.describe(v)} is not supported", "operator")
 
 
-def binary(lw, op: str, a: Any, b: Any, node) -> Any:
+def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
+    """`a op b` as Triton computes it (f32 tile `/` is div.full.f32 unless `ieee`: tl.div_rn, fdiv(.., True))."""
     if isinstance(a, Ptr) and op in ("+", "-"):
         return M.ptr_add(lw, a, b, node, negate=op == "-")
     if isinstance(b, Ptr) and op == "+":
@@ -846,8 +854,9 @@ def binary(lw, op: str, a: Any, b: Any, node) -> Any:
         if lw.b.is_float(dtype):
             raise lw.fail(node, "float % on tiles has no lowering in tileport's kernel model yet", "operator")
         name = "rem"  # Triton's % on integers is C's remainder (remi)
+    full = name == "div" and dtype == "f32" and isinstance(ty, TileT) and not ieee
     out = lw.b.value("binary", (x, y), ty, loc, hint={"+": "sum", "-": "diff", "*": "prod"}.get(op, "v"),
-                     op=name, rounding=None, ftz=None, nan=None)
+                     op=name, rounding="full" if full else None, ftz=None, nan=None)
     _affine(lw, op, a, b, out)
     for v in (a, b):
         if isinstance(v, Ref) and v.name in lw.loaded:

@@ -23,6 +23,7 @@ from tileport.frontends.triton.calls import TL_DTYPE_NAMES, TL_DTYPES
 from tileport.frontends.triton.lower import TritonLowerer
 from tileport.frontends.triton.values import Retry
 from tileport.frontends.triton.scan import TritonModule, dotted, loc_of, scan
+from tileport.frontends.triton.occupancy import add_hints
 from tileport.model import types as T
 from tileport.model.builder import DTypeSpace
 from tileport.model.ir import Kernel, KernelModule, Loc, Param
@@ -286,7 +287,9 @@ def lower_kernel(tm: TritonModule, name: str, cfg) -> list[Kernel]:
     fn = tm.kernels[name]
     plan = plan_kernel(tm, fn, cfg)
     pinned = dict(getattr(cfg, "pinned", {}) or {})
-    return _specialized(tm, fn, plan, cfg, pinned)
+    kernels = _specialized(tm, fn, plan, cfg, pinned)
+    add_hints(kernels, [*cfg_configs(cfg), *tm.candidates.get(name, [])])
+    return kernels
 
 
 def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:

@@ -132,9 +132,10 @@ def load(lw, args, kwargs, node):
     acc = _access(lw, ptr, mask)
     loc = lw.loc(node)
     if acc is not None and pad is not None:
+        order = register_view(lw, ptr.array.name, acc, transposable=True)
         index = tuple(lw.poly_atom(p, node) for p in acc.index)
         out = lw.b.value("load", (array(lw, ptr, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)), loc,
-                         hint=f"{ptr.array.name}_tile", shape=tuple(acc.tile), order=None, padding=pad,
+                         hint=f"{ptr.array.name}_tile", shape=tuple(acc.tile), order=order, padding=pad,
                          check_bounds=None, latency=None, allow_tma=None)
         out = _reshape(lw, out, ptr.shape, node)
     else:
@@ -170,15 +171,33 @@ def _access(lw, ptr: Ptr, mask) -> A.BlockAccess | None:
         bounds = lw.bounds.get(mask.name)
         if bounds is None:
             return None
-    acc = A.block_access(poly, ptr.shape, lw.scalar_params, bounds)
-    if acc is not None:
-        register_view(lw, ptr.array.name, acc)
-    return acc
+    return A.block_access(poly, ptr.shape, lw.scalar_params, bounds)
 
 
-def register_view(lw, name: str, acc: A.BlockAccess) -> None:
-    strides = tuple(A.key(s) for s in acc.strides)
-    extents = [None if e is None else A.key(e) for e in acc.extents]
+def memory_order(acc: A.BlockAccess) -> list[int] | None:
+    """For a tile whose unit-stride dimension is not its last (`k + k_pos[None, :] * stride_ks + dims[:, None]`,
+    a transposed tile): the tile dimension of each dimension of the view in memory order (the unit-stride
+    one last, as the caller's tensor has it); None when the tile already is in memory order."""
+    unit = [d for d, st in enumerate(acc.strides) if st == A.const(1)]
+    if len(unit) != 1 or unit[0] == len(acc.strides) - 1:
+        return None
+    return [d for d in range(len(acc.strides)) if d != unit[0]] + unit
+
+
+def register_view(lw, name: str, acc: A.BlockAccess, transposable: bool = False) -> tuple[int, ...] | None:
+    """Record the view a partition access needs (its strides and extents: the launch contract). A load
+    (`transposable`) of a transposed tile gets the view in memory order and returns cuTile's `order` (the
+    view dimension of each tile dimension, as `ct.load(k, .., order=(0, 1, 3, 2))` loads K transposed),
+    so the unit-stride dimension stays the view's last, where a TMA load needs it; else None."""
+    dims = memory_order(acc) if transposable else None
+    view = dims or list(range(len(acc.strides)))
+    strides = tuple(A.key(acc.strides[d]) for d in view)
+    extents = [None if acc.extents[d] is None else A.key(acc.extents[d]) for d in view]
+    _record_view(lw, name, strides, extents)
+    return None if dims is None else tuple(dims.index(d) for d in range(len(dims)))
+
+
+def _record_view(lw, name: str, strides: tuple, extents: list) -> None:
     if lw.views.setdefault(name, strides) != strides:
         raise Retry("flat", name)
     seen = lw.extents.setdefault(name, [set() for _ in strides])
@@ -260,6 +279,7 @@ def store(lw, args, kwargs, node):
     loc = lw.loc(node)
     acc = _access(lw, ptr, mask)
     if acc is not None:
+        register_view(lw, ptr.array.name, acc)
         tile = _value_tile(lw, value, dtype, ptr.shape, node)
         tile = _reshape(lw, tile, tuple(acc.tile), node)
         index = tuple(lw.poly_atom(p, node) for p in acc.index)
@@ -321,7 +341,6 @@ def _block_access(lw, bp: BlockPtr, checked: tuple, node) -> A.BlockAccess:
         raise lw.fail(node, "this block pointer is not a partition of an array view (offsets must be multiples "
                       "of the block shape; strides must be scalar parameters or 1)", "tl.make_block_ptr",
                       "align the offsets to the block shape")
-    register_view(lw, base.array.name, acc)
     return acc
 
 
@@ -342,11 +361,12 @@ def _block_ptr_load(lw, bp: BlockPtr, b, node):
     if option not in ("", "zero", "nan"):
         raise lw.fail(node, f"padding_option={option!r} is not supported", "tl.load", "use 'zero' or 'nan'")
     acc = _block_access(lw, bp, checked, node)
+    order = register_view(lw, bp.array.array.name, acc, transposable=True)
     pad = "nan" if option == "nan" else ("zero" if checked else "undetermined")
     index = tuple(lw.poly_atom(p, node) for p in acc.index)
     dtype = bp.array.array.ty.dtype
     out = lw.b.value("load", (array(lw, bp.array, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)),
-                     lw.loc(node), hint=f"{bp.array.array.name}_tile", shape=tuple(acc.tile), order=None,
+                     lw.loc(node), hint=f"{bp.array.array.name}_tile", shape=tuple(acc.tile), order=order,
                      padding=pad, check_bounds=None, latency=None, allow_tma=None)
     return _reshape(lw, out, tuple(bp.block), node)
 
@@ -356,6 +376,7 @@ def _block_ptr_store(lw, bp: BlockPtr, b, node):
     if not _none(b.get("mask")):
         raise lw.fail(node, "tl.store to a block pointer takes boundary_check, not mask", "tl.store")
     acc = _block_access(lw, bp, _checked(lw, b.get("boundary_check"), rank, node), node)
+    register_view(lw, bp.array.array.name, acc)
     dtype = bp.array.array.ty.dtype
     tile = _reshape(lw, _value_tile(lw, b["value"], dtype, tuple(bp.block), node), tuple(acc.tile), node)
     index = tuple(lw.poly_atom(p, node) for p in acc.index)
