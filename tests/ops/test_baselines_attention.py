@@ -206,3 +206,37 @@ def test_the_flash_forward_is_what_sdpa_runs(dtype, causal):
     _write_gpu_records()
     assert choice == SDPBackend.FLASH_ATTENTION.value, f"SDPA picks {SDPBackend(choice).name}, not flash"
     assert torch.equal(o, sdpa)
+
+
+# ---- bench's use of the baselines ----------------------------------------------------------------
+
+
+def test_bench_compiles_the_attention_baselines_with_their_graph_break(monkeypatch):
+    """bench's torch column runs the baseline; its torch.compile column compiles the same function,
+    fullgraph for every op but the attention ones (which break once, at their lengths)."""
+    from tileport.gpu import bench
+    seen = {}
+
+    def fake_compile(fn, **kw):
+        seen[fn] = kw
+        return fn
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    for name in ("fmha_fwd", "mla_decode", "softmax"):
+        spec = SPECS[name]
+        inputs = spec.make_inputs(spec.shapes[1], spec.dtypes[-1], "cpu", 0)
+        for column in ("torch", "torch.compile"):
+            tol = spec.tolerances[spec.dtypes[-1]]
+            assert compare(bench._runner(spec, column, inputs)(), spec.reference(*inputs), tol.rtol, tol.atol)[0]
+        assert seen[B.BASELINES[name]]["fullgraph"] is (name not in B.ATTENTION_HOST_LENGTHS)
+
+
+def test_bench_rand_inputs_keep_lengths_and_block_tables():
+    from tileport.gpu import bench
+    spec = SPECS["flash_decode_paged"]
+    shape = (2, 8, 2, 77, 64)
+    normal = bench.case_inputs(spec, "bfloat16", shape, "randn", device="cpu")
+    uniform = bench.case_inputs(spec, "bfloat16", shape, "rand", device="cpu")
+    assert torch.equal(uniform[3], normal[3]) and torch.equal(uniform[4], normal[4])  # block table, kv_lens
+    assert uniform[0].min() >= 0 and not torch.equal(uniform[0], normal[0])
+    assert _check("flash_decode_paged", "bfloat16", uniform)[0]
