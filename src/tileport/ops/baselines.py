@@ -5,25 +5,25 @@ The `torch` backend runs these, and `tileport bench` times them (eager, and comp
 computes (ops/specs/), so the outputs are comparable; the specs' references, which upcast to f32,
 are kept for correctness checks only.
 
-| op                                         | baseline                                                   |
-|--------------------------------------------|------------------------------------------------------------|
-| vector_add                                 | `a + b`                                                    |
-| relu                                       | `torch.relu(x)`                                            |
-| gelu                                       | `F.gelu(x, approximate="tanh")`                            |
-| silu_and_mul                               | `F.silu(x[:, :n]) * x[:, n:]` (two roundings)              |
-| swiglu / geglu                             | `F.silu(a) * b` / `F.gelu(a, approximate="tanh") * b`      |
-| softmax, softmax_tma / _gather / _online   | `F.softmax(x, dim=-1)`                                     |
-| rms_norm                                   | `F.rms_norm(x, (N,), w, eps=1e-6)`                         |
-| layer_norm                                 | `torch.native_layer_norm(x, (N,), w, b, 1e-5)` (1)         |
-| rope                                       | rotate-half on the op's f32 cos/sin tables (2)             |
-| matmul, matmul_splitk / bmm                | `torch.matmul(a, b)` / `torch.bmm(a, b)` (3)               |
-| fmha_fwd                                   | SDPA's flash kernel per sequence, GQA native, with its lse (4) |
-| fmha_bwd                                   | SDPA's flash backward per sequence, dlse folded into o (5)  |
-| fmha_fwd_sinks, flash_decode_sinks         | eager matmul + softmax with the sink logit concatenated (6) |
-| fmha_fwd_softcap, flash_decode_softcap     | eager matmul, `cap * tanh(s / cap)`, softmax (6)           |
-| flash_decode                               | SDPA's flash kernel per sequence, one query token (4)      |
-| flash_decode_paged                         | the sequence's pages gathered (`index_select`), then as flash_decode |
-| mla_prefill, mla_decode                    | eager absorbed MLA as DeepSeek's reference code (7)        |
+| op                                       | baseline                                                             |
+|------------------------------------------|----------------------------------------------------------------------|
+| vector_add                               | `a + b`                                                              |
+| relu                                     | `torch.relu(x)`                                                      |
+| gelu                                     | `F.gelu(x, approximate="tanh")`                                      |
+| silu_and_mul                             | `F.silu(x[:, :n]) * x[:, n:]` (two roundings)                        |
+| swiglu / geglu                           | `F.silu(a) * b` / `F.gelu(a, approximate="tanh") * b`                |
+| softmax, softmax_tma / _gather / _online | `F.softmax(x, dim=-1)`                                               |
+| rms_norm                                 | `F.rms_norm(x, (N,), w, eps=1e-6)`                                   |
+| layer_norm                               | `torch.native_layer_norm(x, (N,), w, b, 1e-5)` (1)                   |
+| rope                                     | rotate-half on the op's f32 cos/sin tables (2)                       |
+| matmul, matmul_splitk / bmm              | `torch.matmul(a, b)` / `torch.bmm(a, b)` (3)                         |
+| fmha_fwd                                 | SDPA's flash kernel per sequence, GQA native, with its lse (4)       |
+| fmha_bwd                                 | SDPA's flash backward per sequence, dlse folded into o (5)           |
+| fmha_fwd_sinks, flash_decode_sinks       | eager matmul + softmax with the sink logit concatenated (6)          |
+| fmha_fwd_softcap, flash_decode_softcap   | eager matmul, `cap * tanh(s / cap)`, softmax (6)                     |
+| flash_decode                             | SDPA's flash kernel per sequence, one query token (4)                |
+| flash_decode_paged                       | the sequence's pages gathered (`index_select`), then as flash_decode |
+| mla_prefill, mla_decode                  | eager absorbed MLA as DeepSeek's reference code (7)                  |
 
 (1) what `F.layer_norm` runs, with the mean / rstd the op returns. (2) `cat(x1 * cos - x2 * sin,
 x2 * cos + x1 * sin)` as in model code; type promotion computes in f32 like the kernel, one rounding.
@@ -34,12 +34,15 @@ reads the lengths on the host (`seq_lens.tolist()`, as a user slicing their sequ
 runs each sequence on its own positions: the work of the ragged lengths, as the kernels do, not of
 the padding; padding rows are 0 (o, gradients) and -inf (lse), as the specs define them.
 `torch.compile` traces these with one graph break at the lengths (ATTENTION_HOST_LENGTHS; the rest
-is one graph specialized on them). (4) `torch.ops.aten._scaled_dot_product_flash_attention`: the
-kernel `F.scaled_dot_product_attention(q, k, v, is_causal=..., enable_gqa=True)` runs for these
-f16 / bf16 inputs, called directly because it also returns the (natural-log, scaled) logsumexp
+is one graph specialized on them). Decode runs B flash launches: SDPA takes per-sequence key
+lengths only as a mask, and a mask takes it off the flash kernel.
+(4) `torch.ops.aten._scaled_dot_product_flash_attention`: the kernel
+`F.scaled_dot_product_attention(q, k, v, is_causal=..., enable_gqa=True)` runs for these f16 / bf16
+inputs (checked on the GPU), called directly because it also returns the (natural-log, scaled) logsumexp
 the op returns; on the CPU its CPU counterpart `_scaled_dot_product_flash_attention_for_cpu`.
 Decode is one query row at the last position: no mask. (5) The aten backward autograd calls
-after that forward, with the given lse; Hkv | Hq natively. The op also takes dlse, the gradient of
+after that forward, with the given lse; Hkv | Hq natively (the CPU's expands k / v and sums dk /
+dv over each group, as autograd does). The op also takes dlse, the gradient of
 lse, which SDPA does not have: it enters the backward only through delta = rowsum(do * o) - dlse,
 so o is passed as o + alpha * do with alpha = -dlse / rowsum(do * do) (exact in real numbers,
 one rounding to the input dtype; a row with do = 0 keeps dlse out). (6) As the open-weight models'
@@ -48,9 +51,10 @@ dropped; Gemma 2: tanh capping), GQA as a batched matmul over the query groups, 
 window mask as a -inf fill, P rounded to the input dtype for P @ V, lse by `torch.logsumexp` of
 the same scores. One change from that code: the scores are f32 (`torch.bmm(..., out_dtype=
 torch.float32)`, the same tensor-core product): input-dtype scores, as gpt-oss's reference has,
-miss the op's tolerance (measured on the CPU, 2 x 16 heads x 1000 positions: 1.24x f16, 1.55x
-bf16; tests/ops/test_baselines_attention.py). SDPA has no sinks or softcap; flex_attention's eager
-path materializes the scores as this does, and is not what these models' code runs.
+miss the op's tolerance (measured on the CPU, fmha_fwd_sinks (2, 16, 4, 1000, 64, 128): error
+1.24x the tolerance in f16, 1.55x in bf16; f32 scores 0.19x / 0.26x). SDPA has no sinks or
+softcap; flex_attention (score_mod / mask_mod, compiled) has no sink term, and its eager path
+materializes the scores as this does.
 (7) `(q_nope @ ckv^T + q_pe @ kpe^T) * scale` in the input dtype, causal mask for prefill,
 `softmax(dim=-1, dtype=float32).type_as(...)`, `@ ckv`, as DeepSeek-V3's inference code does in its
 absorbed mode (576-wide q / k, 512-wide v: no SDPA kernel takes these head dims).
@@ -61,9 +65,8 @@ reference on the `torch` backend.
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 import math
+from typing import Any, Callable
 
 from tileport.ops.spec import OpSpec
 from tileport.ops.specs._attention import PAGE_SIZE
