@@ -11,13 +11,14 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the baselin
 
 from tileport.gpu.check import compare  # noqa: E402
 from tileport.ops import op_names  # noqa: E402
-from tileport.ops.baselines import BASELINES, baseline  # noqa: E402
+from tileport.ops.baselines import ATTENTION_HOST_LENGTHS, BASELINES, baseline  # noqa: E402
 from tileport.ops.specs import all_specs  # noqa: E402
 
 SPECS = all_specs()
 MAX_CPU_ELEMENTS = 1 << 18
-CASES = [(name, dt, tuple(shape)) for name, spec in SPECS.items() for dt in spec.dtypes for shape in spec.shapes
-         if math.prod(shape) <= MAX_CPU_ELEMENTS]
+# the attention ops (shapes with flags, a different cost) are checked in test_baselines_attention.py
+CASES = [(name, dt, tuple(shape)) for name, spec in SPECS.items() if name not in ATTENTION_HOST_LENGTHS
+         for dt in spec.dtypes for shape in spec.shapes if math.prod(shape) <= MAX_CPU_ELEMENTS]
 
 
 def test_every_library_op_has_a_baseline():
@@ -52,9 +53,12 @@ def test_baselines_compute_in_the_input_dtype():
 
 def test_every_baseline_traces_as_one_graph():
     """bench's `torch.compile` column compiles the baselines with fullgraph=True: dynamo must trace
-    each without a graph break (checked with the eager backend; inductor runs on the GPU machine)."""
+    each without a graph break (checked with the eager backend; inductor runs on the GPU machine). The
+    attention baselines break once, at their lengths (test_baselines_attention.py)."""
     failures = {}
     for name, spec in SPECS.items():
+        if name in ATTENTION_HOST_LENGTHS:
+            continue
         inputs = spec.make_inputs(spec.shapes[1], "float32", "cpu", 0)
         torch._dynamo.reset()
         try:

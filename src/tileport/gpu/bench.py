@@ -5,7 +5,8 @@ Columns (backends) of every case:
 | column          | what runs                                                                        |
 |-----------------|----------------------------------------------------------------------------------|
 | `torch`         | the op's PyTorch baseline in the input dtype, eager (ops/baselines.py)          |
-| `torch.compile` | the same function compiled with `torch.compile(fullgraph=True)`                   |
+| `torch.compile` | the same function compiled with `torch.compile(fullgraph=True)` (attention: one  |
+|                 | graph break, where the baseline reads the sequence lengths)                      |
 | `cutile`        | `tileport.ops` on cuTile Python                                                  |
 | `cutile-rs`     | `tileport.ops` on the generated Rust ports                                       |
 
@@ -100,7 +101,8 @@ def ceilings(flush) -> dict:
 
 
 def case_inputs(spec: OpSpec, dtype: str, shape: tuple, distribution: str, device: str = "cuda") -> tuple:
-    """The op's inputs: the spec's ("randn"), or torch.rand samples of the same shapes ("rand")."""
+    """The op's inputs: the spec's ("randn"), or torch.rand samples of the same shapes ("rand"; floating-point
+    tensors only: lengths and block tables stay the spec's)."""
     import torch
     inputs = spec.make_inputs(shape, dtype, device, 0)
     if distribution == "randn":
@@ -109,7 +111,7 @@ def case_inputs(spec: OpSpec, dtype: str, shape: tuple, distribution: str, devic
         raise ValueError(f"unknown input distribution {distribution!r} (randn, rand)")
     gen = torch.Generator(device=device).manual_seed(0)
     return tuple(torch.rand(t.shape, generator=gen, device=device, dtype=torch.float32).to(t.dtype)
-                 if isinstance(t, torch.Tensor) else t for t in inputs)
+                 if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs)
 
 
 def _runner(spec: OpSpec, column: str, inputs: tuple):
@@ -117,13 +119,14 @@ def _runner(spec: OpSpec, column: str, inputs: tuple):
     import torch
 
     from tileport.ops.api import call
-    from tileport.ops.baselines import baseline
+    from tileport.ops.baselines import ATTENTION_HOST_LENGTHS, baseline
     if column == "torch":
         fn = baseline(spec)
         return lambda: fn(*inputs)
     if column == "torch.compile":
         torch._dynamo.reset()  # a fresh compilation per case: the recompile limit counts per function
-        compiled = torch.compile(baseline(spec), fullgraph=True, dynamic=False)
+        # the attention baselines read their lengths on the host: one graph break there
+        compiled = torch.compile(baseline(spec), fullgraph=spec.name not in ATTENTION_HOST_LENGTHS, dynamic=False)
         return lambda: compiled(*inputs)
     outs = call(spec, *inputs, backend=column)
     return lambda: call(spec, *inputs, out=outs, backend=column)

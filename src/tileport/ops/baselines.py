@@ -5,22 +5,59 @@ The `torch` backend runs these, and `tileport bench` times them (eager, and comp
 computes (ops/specs/), so the outputs are comparable; the specs' references, which upcast to f32,
 are kept for correctness checks only.
 
-| op                                         | baseline                                                   |
-|--------------------------------------------|------------------------------------------------------------|
-| vector_add                                 | `a + b`                                                    |
-| relu                                       | `torch.relu(x)`                                            |
-| gelu                                       | `F.gelu(x, approximate="tanh")`                            |
-| silu_and_mul                               | `F.silu(x[:, :n]) * x[:, n:]` (two roundings)              |
-| swiglu / geglu                             | `F.silu(a) * b` / `F.gelu(a, approximate="tanh") * b`      |
-| softmax, softmax_tma / _gather / _online   | `F.softmax(x, dim=-1)`                                     |
-| rms_norm                                   | `F.rms_norm(x, (N,), w, eps=1e-6)`                         |
-| layer_norm                                 | `torch.native_layer_norm(x, (N,), w, b, 1e-5)` (1)         |
-| rope                                       | rotate-half on the op's f32 cos/sin tables (2)             |
-| matmul, matmul_splitk / bmm                | `torch.matmul(a, b)` / `torch.bmm(a, b)` (3)               |
+| op                                       | baseline                                                             |
+|------------------------------------------|----------------------------------------------------------------------|
+| vector_add                               | `a + b`                                                              |
+| relu                                     | `torch.relu(x)`                                                      |
+| gelu                                     | `F.gelu(x, approximate="tanh")`                                      |
+| silu_and_mul                             | `F.silu(x[:, :n]) * x[:, n:]` (two roundings)                        |
+| swiglu / geglu                           | `F.silu(a) * b` / `F.gelu(a, approximate="tanh") * b`                |
+| softmax, softmax_tma / _gather / _online | `F.softmax(x, dim=-1)`                                               |
+| rms_norm                                 | `F.rms_norm(x, (N,), w, eps=1e-6)`                                   |
+| layer_norm                               | `torch.native_layer_norm(x, (N,), w, b, 1e-5)` (1)                   |
+| rope                                     | rotate-half on the op's f32 cos/sin tables (2)                       |
+| matmul, matmul_splitk / bmm              | `torch.matmul(a, b)` / `torch.bmm(a, b)` (3)                         |
+| fmha_fwd                                 | SDPA's flash kernel per sequence, GQA native, with its lse (4)       |
+| fmha_bwd                                 | SDPA's flash backward per sequence, dlse folded into o (5)           |
+| fmha_fwd_sinks, flash_decode_sinks       | eager matmul + softmax with the sink logit concatenated (6)          |
+| fmha_fwd_softcap, flash_decode_softcap   | eager matmul, `cap * tanh(s / cap)`, softmax (6)                     |
+| flash_decode                             | SDPA's flash kernel per sequence, one query token (4)                |
+| flash_decode_paged                       | the sequence's pages gathered (`index_select`), then as flash_decode |
+| mla_prefill, mla_decode                  | eager absorbed MLA as DeepSeek's reference code (7)                  |
 
 (1) what `F.layer_norm` runs, with the mean / rstd the op returns. (2) `cat(x1 * cos - x2 * sin,
 x2 * cos + x1 * sin)` as in model code; type promotion computes in f32 like the kernel, one rounding.
 (3) f32: TF32 when the user allows it, as `bench` does, since the kernels use TF32.
+
+Attention (ops/specs/_attention.py): every batch is ragged in the padded layout, so each baseline
+reads the lengths on the host (`seq_lens.tolist()`, as a user slicing their sequences does) and
+runs each sequence on its own positions: the work of the ragged lengths, as the kernels do, not of
+the padding; padding rows are 0 (o, gradients) and -inf (lse), as the specs define them.
+`torch.compile` traces these with one graph break at the lengths (ATTENTION_HOST_LENGTHS; the rest
+is one graph specialized on them). Decode runs B flash launches: SDPA takes per-sequence key
+lengths only as a mask, and a mask takes it off the flash kernel.
+(4) `torch.ops.aten._scaled_dot_product_flash_attention`: the kernel
+`F.scaled_dot_product_attention(q, k, v, is_causal=..., enable_gqa=True)` runs for these f16 / bf16
+inputs (checked on the GPU), called directly because it also returns the (natural-log, scaled) logsumexp
+the op returns; on the CPU its CPU counterpart `_scaled_dot_product_flash_attention_for_cpu`.
+Decode is one query row at the last position: no mask. (5) The aten backward autograd calls
+after that forward, with the given lse; Hkv | Hq natively (the CPU's expands k / v and sums dk /
+dv over each group, as autograd does). The op also takes dlse, the gradient of
+lse, which SDPA does not have: it enters the backward only through delta = rowsum(do * o) - dlse,
+so o is passed as o + alpha * do with alpha = -dlse / rowsum(do * do) (exact in real numbers,
+one rounding to the input dtype; a row with do = 0 keeps dlse out). (6) As the open-weight models'
+reference code runs these variants (gpt-oss: the sink logit concatenated to the scores, softmax,
+dropped; Gemma 2: tanh capping), GQA as a batched matmul over the query groups, the causal /
+window mask as a -inf fill, P rounded to the input dtype for P @ V, lse by `torch.logsumexp` of
+the same scores. One change from that code: the scores are f32 (`torch.bmm(..., out_dtype=
+torch.float32)`, the same tensor-core product): input-dtype scores, as gpt-oss's reference has,
+miss the op's tolerance (measured on the CPU, fmha_fwd_sinks (2, 16, 4, 1000, 64, 128): error
+1.24x the tolerance in f16, 1.55x in bf16; f32 scores 0.19x / 0.26x). SDPA has no sinks or
+softcap; flex_attention (score_mod / mask_mod, compiled) has no sink term, and its eager path
+materializes the scores as this does.
+(7) `(q_nope @ ckv^T + q_pe @ kpe^T) * scale` in the input dtype, causal mask for prefill,
+`softmax(dim=-1, dtype=float32).type_as(...)`, `@ ckv`, as DeepSeek-V3's inference code does in its
+absorbed mode (576-wide q / k, 512-wide v: no SDPA kernel takes these head dims).
 
 A spec that is not one of the library's own (a user's spec, or a library spec modified) runs its
 reference on the `torch` backend.
@@ -28,10 +65,13 @@ reference on the `torch` backend.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from tileport.ops.spec import OpSpec
+from tileport.ops.specs._attention import PAGE_SIZE
 from tileport.ops.specs.layer_norm import EPS as LAYER_NORM_EPS
+from tileport.ops.specs.mla_decode import SM_SCALE as MLA_SCALE
 from tileport.ops.specs.rms_norm import EPS as RMS_NORM_EPS
 
 
@@ -100,12 +140,215 @@ def bmm(a, b):
     return _t().bmm(a, b)
 
 
+# ---- attention ----------------------------------------------------------------------------------
+
+
+def _flash(q, k, v, causal):
+    """(o, lse) of one sequence, q [1, Hq, n_q, D], k / v [1, Hkv, n_k, D]: the flash kernel SDPA
+    runs, with its f32 logsumexp [1, Hq, n_q] (see (4) above)."""
+    aten = _t().ops.aten
+    if q.is_cuda:
+        out = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False)
+    else:
+        out = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal)
+    return out[0], out[1][..., :q.shape[2]]
+
+
+def _padded_outputs(q, lse_shape):
+    """o (zeros) and lse (-inf) of the padded layout: what padding positions hold."""
+    torch = _t()
+    return torch.zeros_like(q), torch.full(lse_shape, float("-inf"), dtype=torch.float32, device=q.device)
+
+
+def fmha_fwd(q, k, v, seq_lens, causal):
+    o, lse = _padded_outputs(q, q.shape[:3])
+    for b, n in enumerate(seq_lens.tolist()):
+        ob, lb = _flash(q[b:b + 1, :, :n], k[b:b + 1, :, :n], v[b:b + 1, :, :n], causal)
+        o[b, :, :n], lse[b, :, :n] = ob[0], lb[0]
+    return o, lse
+
+
+def _flash_backward(do, q, k, v, o, lse, causal):
+    """dq, dk, dv of one sequence ([1, H, n, D]; lse [1, Hq, n]) by the backward autograd runs after
+    `_flash` (dropout 0: the rng state is not read)."""
+    torch = _t()
+    aten = torch.ops.aten
+    if not q.is_cuda:
+        return aten._scaled_dot_product_flash_attention_for_cpu_backward(do, q, k, v, o, lse, 0.0, causal)
+    n = q.shape[2]
+    rng = torch.zeros((2,), dtype=torch.uint64, device=q.device)
+    unused = torch.empty((), dtype=torch.uint64, device=q.device)
+    return aten._scaled_dot_product_flash_attention_backward(do, q, k, v, o, lse, None, None, n, n, 0.0, causal,
+                                                             rng, unused)
+
+
+def _fold_dlse(o, do, dlse):
+    """o' with rowsum(do * o') = rowsum(do * o) - dlse: the backward's only use of o is that row sum,
+    and a gradient dlse of lse adds exactly -dlse to it (see (5) above)."""
+    torch = _t()
+    do32 = do.float()
+    den = (do32 * do32).sum(-1, keepdim=True)
+    alpha = torch.where(den > 0, -dlse[..., None] / den, 0.0)
+    return (o.float() + alpha * do32).to(o.dtype)
+
+
+def _repeat_kv(x, group):
+    """[1, Hkv, n, D] -> [1, Hkv * group, n, D]: the CPU flash backward wants equal head counts."""
+    return x.repeat_interleave(group, dim=1)
+
+
+def fmha_bwd(q, k, v, seq_lens, causal, o, lse, do, dlse):
+    torch = _t()
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    hkv = k.shape[1]
+    group = q.shape[1] // hkv
+    for b, n in enumerate(seq_lens.tolist()):
+        rows = (slice(b, b + 1), slice(None), slice(0, n))
+        kb, vb = k[rows], v[rows]
+        if not q.is_cuda and group > 1:  # CPU only: the CUDA kernel takes Hkv | Hq itself
+            kb, vb = _repeat_kv(kb, group), _repeat_kv(vb, group)
+        o_fold = _fold_dlse(o[rows], do[rows], dlse[rows])
+        gq, gk, gv = _flash_backward(do[rows], q[rows], kb, vb, o_fold, lse[rows].contiguous(), causal)
+        if gk.shape[1] != hkv:  # the expanded heads' gradients summed over each group, as autograd does
+            gk, gv = (g.reshape(1, hkv, group, n, -1).sum(2) for g in (gk, gv))
+        dq[b, :, :n], dk[b, :, :n], dv[b, :, :n] = gq[0], gk[0], gv[0]
+    return dq, dk, dv
+
+
+def _matmul_f32(a, b):
+    """Batched a @ b with f32 output from input-dtype operands: the tensor-core product (`out_dtype`)
+    on CUDA; the CPU has no such kernel, so its operands are upcast (exact products either way)."""
+    torch = _t()
+    if a.is_cuda:
+        return torch.bmm(a, b, out_dtype=torch.float32)
+    return a.float() @ b.float()
+
+
+def _eager_attention(q, k, v, causal=True, window=0, sinks=None, softcap=0.0):
+    """(o, lse) of one sequence as model reference code computes it, in the input dtype: q [Hq, n_q, D],
+    k / v [Hkv, n_k, D], query i at key position i + n_k - n_q (see (6) above)."""
+    torch = _t()
+    hq, n_q, d = q.shape
+    hkv, n_k, _ = k.shape
+    group = hq // hkv
+    s = _matmul_f32(q.reshape(hkv, group * n_q, d), k.transpose(-1, -2)).reshape(hq, n_q, n_k) / math.sqrt(d)
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    if causal or window:
+        q_pos = torch.arange(n_k - n_q, n_k, device=q.device)[:, None]
+        k_pos = torch.arange(n_k, device=q.device)[None, :]
+        masked = k_pos > q_pos
+        if window:
+            masked |= q_pos - k_pos >= window
+        s = s.masked_fill(masked, float("-inf"))
+    if sinks is not None:
+        s = torch.cat([s, sinks[:, None, None].expand(hq, n_q, 1)], dim=-1)
+    lse = torch.logsumexp(s, dim=-1)
+    p = _F().softmax(s, dim=-1)[..., :n_k].to(v.dtype)
+    o = (p.reshape(hkv, group * n_q, n_k) @ v).reshape(hq, n_q, d)
+    return o, lse
+
+
+def _eager_prefill(q, k, v, seq_lens, **variant):
+    o, lse = _padded_outputs(q, q.shape[:3])
+    for b, n in enumerate(seq_lens.tolist()):
+        o[b, :, :n], lse[b, :, :n] = _eager_attention(q[b, :, :n], k[b, :, :n], v[b, :, :n], **variant)
+    return o, lse
+
+
+def fmha_fwd_sinks(q, k, v, seq_lens, sinks, window):
+    return _eager_prefill(q, k, v, seq_lens, window=window, sinks=sinks)
+
+
+def fmha_fwd_softcap(q, k, v, seq_lens, softcap):
+    return _eager_prefill(q, k, v, seq_lens, softcap=softcap)
+
+
+def _decode_outputs(q):
+    torch = _t()
+    return torch.empty_like(q), torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
+
+
+def flash_decode(q, k_cache, v_cache, kv_lens):
+    o, lse = _decode_outputs(q)
+    for b, n in enumerate(kv_lens.tolist()):
+        ob, lb = _flash(q[b:b + 1, :, None], k_cache[b:b + 1, :, :n], v_cache[b:b + 1, :, :n], False)
+        o[b], lse[b] = ob[0, :, 0], lb[0, :, 0]
+    return o, lse
+
+
+def _gather_pages(pages, table_row, n):
+    """[1, H, n, D]: the first n positions of one sequence, its pages gathered from the pool."""
+    used = pages.index_select(0, table_row[:-(-n // PAGE_SIZE)])  # [p, H, PAGE, D]
+    heads, d = pages.shape[1], pages.shape[3]
+    return used.transpose(0, 1).reshape(1, heads, -1, d)[:, :, :n]
+
+
+def flash_decode_paged(q, k_pages, v_pages, block_table, kv_lens):
+    o, lse = _decode_outputs(q)
+    for b, n in enumerate(kv_lens.tolist()):
+        kb, vb = _gather_pages(k_pages, block_table[b], n), _gather_pages(v_pages, block_table[b], n)
+        ob, lb = _flash(q[b:b + 1, :, None], kb, vb, False)
+        o[b], lse[b] = ob[0, :, 0], lb[0, :, 0]
+    return o, lse
+
+
+def _eager_decode(q, k_cache, v_cache, kv_lens, **variant):
+    o, lse = _decode_outputs(q)
+    for b, n in enumerate(kv_lens.tolist()):
+        ob, lb = _eager_attention(q[b, :, None], k_cache[b, :, :n], v_cache[b, :, :n], **variant)
+        o[b], lse[b] = ob[:, 0], lb[:, 0]
+    return o, lse
+
+
+def flash_decode_sinks(q, k_cache, v_cache, kv_lens, sinks, window):
+    return _eager_decode(q, k_cache, v_cache, kv_lens, window=window, sinks=sinks)
+
+
+def flash_decode_softcap(q, k_cache, v_cache, kv_lens, softcap):
+    return _eager_decode(q, k_cache, v_cache, kv_lens, causal=False, softcap=softcap)
+
+
+def _mla(q_nope, q_pe, ckv, kpe, causal):
+    """(o, lse) of one sequence, absorbed: q [H, n_q, 512 | 64], ckv [n, 512], kpe [n, 64] (see (7))."""
+    torch = _t()
+    s = (q_nope @ ckv.T + q_pe @ kpe.T) * MLA_SCALE
+    if causal:
+        n = s.shape[-1]
+        s = s.masked_fill(torch.ones((n, n), dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    lse = torch.logsumexp(s.float(), dim=-1)
+    p = s.softmax(dim=-1, dtype=torch.float32).type_as(s)
+    return p @ ckv, lse
+
+
+def mla_prefill(q_nope, q_pe, ckv, kpe, seq_lens):
+    o, lse = _padded_outputs(q_nope, q_nope.shape[:3])
+    for b, n in enumerate(seq_lens.tolist()):
+        o[b, :, :n], lse[b, :, :n] = _mla(q_nope[b, :, :n], q_pe[b, :, :n], ckv[b, :n], kpe[b, :n], True)
+    return o, lse
+
+
+def mla_decode(q_nope, q_pe, ckv, kpe, kv_lens):
+    o, lse = _decode_outputs(q_nope)
+    for b, n in enumerate(kv_lens.tolist()):
+        ob, lb = _mla(q_nope[b, :, None], q_pe[b, :, None], ckv[b, :n], kpe[b, :n], False)
+        o[b], lse[b] = ob[:, 0], lb[:, 0]
+    return o, lse
+
+
 BASELINES: dict[str, Callable[..., Any]] = {
     "vector_add": vector_add, "relu": relu, "gelu": gelu, "silu_and_mul": silu_and_mul, "swiglu": swiglu,
     "geglu": geglu, "softmax": softmax, "softmax_tma": softmax, "softmax_gather": softmax,
     "softmax_online": softmax, "rms_norm": rms_norm, "layer_norm": layer_norm, "rope": rope,
     "matmul": matmul, "matmul_splitk": matmul, "bmm": bmm,
+    "fmha_fwd": fmha_fwd, "fmha_bwd": fmha_bwd, "fmha_fwd_sinks": fmha_fwd_sinks,
+    "fmha_fwd_softcap": fmha_fwd_softcap, "flash_decode": flash_decode,
+    "flash_decode_paged": flash_decode_paged, "flash_decode_sinks": flash_decode_sinks,
+    "flash_decode_softcap": flash_decode_softcap, "mla_prefill": mla_prefill, "mla_decode": mla_decode,
 }
+# Baselines that read the sequence lengths on the host: `torch.compile` cannot trace them as one
+# graph (fullgraph=True); `bench` compiles them with the graph break at the lengths.
+ATTENTION_HOST_LENGTHS = frozenset(name for name in BASELINES if name.startswith(("fmha", "flash_decode", "mla")))
 
 
 def baseline(spec: OpSpec) -> Callable[..., Any]:
