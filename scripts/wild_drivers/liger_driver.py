@@ -370,12 +370,28 @@ def fused_moe() -> None:
     sync()
 
 
+def mlp() -> None:  # gate/up GEMM + SwiGLU on tensor descriptors (TMA), down projection by torch
+    f = ops("mlp").LigerMLPFunction
+    for dt in DTYPES:
+        x, gate, up = rand(256, 512, dtype=dt), rand(1024, 512, dtype=dt), rand(1024, 512, dtype=dt)
+        backward(f.apply(x, gate, up, rand(512, 1024, dtype=dt)))
+    sync()
+
+
+def mm_int8int2() -> None:  # int8 activations x ternary weights packed four to a byte
+    m = ops("experimental.mm_int8int2")
+    a = torch.randint(-128, 128, (128, 512), device=DEV, dtype=torch.int8)
+    packed = m.pack_weights(torch.randint(-1, 2, (512, 256), device=DEV, dtype=torch.int32))
+    m.matmul(a, packed)
+    sync()
+
+
 CASES: dict[str, Callable[[], None]] = {f.__name__: f for f in (
     rms_norm, rms_norm_gemma, layer_norm, fused_add_rms_norm, modulated_rms_norm, poly_norm, group_norm, dyt,
     swiglu, geglu, relu_squared, softmax, sparsemax, rope, qwen2vl_mrope, llama4_rope, embedding,
     cross_entropy, fused_linear_cross_entropy, kl_div, jsd, tvd, fused_linear_jsd, fused_linear_kl_div,
     fused_ce_tvd, vocab_parallel_cross_entropy, grpo_loss, multi_token_attention, fused_neighborhood_attention,
-    attn_res, mhc, fused_moe)}
+    attn_res, mhc, mm_int8int2, mlp, fused_moe)}
 
 
 def main() -> int:
