@@ -322,7 +322,7 @@ def bundle_manifest(selected: list[LaunchRecord], counts: dict[str, int], verdic
 
 
 def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUNDLE, profile: str = "release",
-           wheel_dir: Path | None = None) -> int:
+           wheel_dir: Path | None = None, jobs: int = 2) -> int:
     """Select the recorded launches, port their kernels to stage B on them, pack crate, library, launches."""
     from tileport.wild_triton import fetch
     spec = results / SPEC
@@ -339,7 +339,7 @@ def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUN
     port_out = work / "gpu-bundle"
     shutil.rmtree(port_out, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(chosen), "--until", "B",
-                    "--no-gpu", "--profile", profile, "--out", str(port_out)], check=False)
+                    "--no-gpu", "--profile", profile, "-j", str(jobs), "--out", str(port_out)], check=False)
     verdicts = b_verdicts(port_out, [t.rsplit("::", 1)[1] for t in targets])
     crates = {(v["crate"], v["so"]) for v in verdicts.values() if v.get("crate") and v.get("so")}
     if len(crates) != 1:
@@ -356,6 +356,9 @@ def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUN
     (dest / f"{LIB_NAME}.xz").write_bytes(packed)
     crate_kernels = {e["kernel"] for e in json.loads((dest / "crate" / "kernels.json").read_text())["entries"]}
     manifest = bundle_manifest(selected, recorded_counts(records), verdicts, crate_kernels, left, len(packed))
+    record_run = results / RESULT  # the record run's driver cases travel with the bundle, to the table
+    manifest["driver_cases"] = (json.loads(record_run.read_text()).get("record") or {}).get("cases") \
+        if record_run.is_file() else None
     built = [k for k in manifest["kernels"] if k["built"]]
     write_spec(dest / "launches.json", [r for r in selected if kernel_id(package_path(r.file), r.kernel)
                                         in {kernel_id(k["file"], k["kernel"]) for k in built}])
@@ -455,18 +458,17 @@ def render(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def grade(results: Path, record_results: Path | None = None, table: Path = Path("bench/results")) -> int:
-    """bench/results/wild-triton-gpu.json / .md from the check run's liger-gpu.json (and the record run's
-    liger-gpu.json for the driver's cases, when given)."""
+def grade(results: Path, table: Path = Path("bench/results")) -> int:
+    """bench/results/wild-triton-gpu.json / .md from a GPU run's liger-gpu.json: the check run's (the
+    bundle it carried says what was recorded and built), or a record run's (with its liger-launches.json)."""
     gpu = json.loads((results / RESULT).read_text())
     translate = json.loads((table / "wild-triton.json").read_text())
-    rec = json.loads((record_results / RESULT).read_text()) if record_results else {}
-    counts = recorded_counts(load_spec(record_results / SPEC)) if record_results and (record_results / SPEC).is_file() \
-        else None
+    counts = recorded_counts(load_spec(results / SPEC)) if (results / SPEC).is_file() else None
     rows = grade_rows(translate, gpu, counts)
+    cases = (gpu.get("record") or {}).get("cases") or (gpu.get("bundle") or {}).get("driver_cases")
     doc = {"date": gpu.get("date"), "gpu": gpu.get("gpu"), "package": gpu.get("package"), "totals": totals(rows),
-           "kernels": rows, "driver_cases": (rec.get("record") or {}).get("cases"), "mode": gpu.get("mode"),
-           "timing": gpu.get("timing"), "left_out": (gpu.get("bundle") or {}).get("left_out", [])}
+           "kernels": rows, "driver_cases": cases, "mode": gpu.get("mode"), "timing": gpu.get("timing"),
+           "left_out": (gpu.get("bundle") or {}).get("left_out", [])}
     write_atomic(table / "wild-triton-gpu.json", json.dumps(doc, indent=1, default=str) + "\n")
     write_atomic(table / "wild-triton-gpu.md", render(doc))
     t = doc["totals"]
@@ -490,9 +492,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.add_argument("results", type=Path, help="the folder with the record run's liger-launches.json")
     b.add_argument("--profile", default="release")
     b.add_argument("--wheel-dir", type=Path)
+    b.add_argument("-j", "--jobs", type=int, default=2, help="kernels ported in parallel")
     g = sub.add_parser("grade", help="on the CPU machine: bench/results/wild-triton-gpu.json / .md")
     g.add_argument("results", type=Path, help="the folder with the check run's liger-gpu.json")
-    g.add_argument("--record", type=Path, help="the folder with the record run's liger-gpu.json, liger-launches.json")
     args = ap.parse_args(argv)
     if args.cmd == "device":
         doc = device(args.out, jobs=args.jobs, timeout_s=args.timeout, budget=args.budget, force_record=args.record)
@@ -505,8 +507,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd == "prepare":
         return prepare(wheel_dir=args.wheel_dir)
     if args.cmd == "bundle":
-        return bundle(args.results, profile=args.profile, wheel_dir=args.wheel_dir)
-    return grade(args.results, args.record)
+        return bundle(args.results, profile=args.profile, wheel_dir=args.wheel_dir, jobs=args.jobs)
+    return grade(args.results)
 
 
 if __name__ == "__main__":

@@ -133,7 +133,7 @@ def test_grade_writes_the_tables(tmp_path):
     table = tmp_path / "results"
     table.mkdir()
     (table / "wild-triton.json").write_text(json.dumps(_translate_table()))
-    assert flow.grade(tmp_path / "gpu", None, table) == 0
+    assert flow.grade(tmp_path / "gpu", table) == 0
     doc = json.loads((table / "wild-triton-gpu.json").read_text())
     assert doc["totals"]["h200_verified"] == 1 and (table / "wild-triton-gpu.md").read_text().startswith("# Liger")
 
@@ -253,3 +253,17 @@ def test_liger_ports_on_the_gpu(tmp_path):
     bad = {k: v["failures"] + v["problems"] for k, v in doc["kernels"].items() if not v["correct"]}
     assert doc["kernels"] and not bad, bad
     assert load_spec(flow.BUNDLE / "launches.json")
+
+
+def test_grading_a_record_run_counts_its_launches(tmp_path):
+    write_spec(tmp_path / flow.SPEC, [_launch("_a", f"{SITE}/a.py", "float32"), _launch("_a", f"{SITE}/a.py",
+                                                                                          "bfloat16")])
+    (tmp_path / flow.RESULT).write_text(json.dumps({"mode": "record", "record": {"cases": {"x": {"ok": True}}}}))
+    table = tmp_path / "results"
+    table.mkdir()
+    (table / "wild-triton.json").write_text(json.dumps(_translate_table()))
+    assert flow.grade(tmp_path, table) == 0
+    doc = json.loads((table / "wild-triton-gpu.json").read_text())
+    by = {r["kernel"]: r for r in doc["kernels"]}
+    assert by["_a"]["recorded"] == 2 and not by["_a"]["built"] and "not built" in by["_a"]["why"]
+    assert doc["totals"]["h200_verified"] == 0 and doc["driver_cases"] == {"x": {"ok": True}}
