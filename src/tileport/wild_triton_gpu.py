@@ -322,12 +322,15 @@ def bundle_manifest(selected: list[LaunchRecord], counts: dict[str, int], verdic
 
 
 def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUNDLE, profile: str = "release",
-           wheel_dir: Path | None = None, jobs: int = 2) -> int:
-    """Select the recorded launches, port their kernels to stage B on them, pack crate, library, launches."""
-    from tileport.wild_triton import fetch
+           wheel_dir: Path | None = None, jobs: int = 2, root: Path | None = None) -> int:
+    """Select the recorded launches, port their kernels to stage B on them, pack crate, library, launches.
+    `root`: the extracted package (holding liger_kernel/), else the pinned wheel's (downloaded or in
+    `wheel_dir`)."""
     spec = results / SPEC
     records = load_spec(spec)
-    (_pkg, _ver, root), = fetch(work, wheel_dir)
+    if root is None:
+        from tileport.wild_triton import fetch
+        (_pkg, _ver, root), = fetch(work, wheel_dir)
     selected, left = select_launches(records)
     selected = [r for r in selected if (root / package_path(r.file)).is_file()]
     if not selected:
@@ -341,12 +344,14 @@ def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUN
     subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(chosen), "--until", "B",
                     "--no-gpu", "--profile", profile, "-j", str(jobs), "--out", str(port_out)], check=False)
     verdicts = b_verdicts(port_out, [t.rsplit("::", 1)[1] for t in targets])
-    crates = {(v["crate"], v["so"]) for v in verdicts.values() if v.get("crate") and v.get("so")}
-    if len(crates) != 1:
-        print(f"wild_triton_gpu bundle: expected one batch crate with a library, found {sorted(crates)}",
-              file=sys.stderr)
+    crates: dict[tuple[str, str], int] = {}
+    for v in verdicts.values():
+        if v["verdict"] == "COMPILED" and v.get("crate") and v.get("so"):
+            crates[(v["crate"], v["so"])] = crates.get((v["crate"], v["so"]), 0) + 1
+    if not crates:
+        print("wild_triton_gpu bundle: no kernel compiled at stage B (see out/wild-triton/gpu-bundle)", file=sys.stderr)
         return 1
-    (crate, so), = crates
+    crate, so = max(crates, key=crates.get)  # the run's batch crate holds every translator-made port
     shutil.rmtree(dest / "crate", ignore_errors=True)
     (dest / "crate").mkdir(parents=True)
     for part in ("Cargo.toml", "kernels.json"):
