@@ -52,6 +52,7 @@ LIB_NAME = "libliger_port.so"
 SPEC = "liger-launches.json"
 RESULT = "liger-gpu.json"
 EVIDENCE = "liger-evidence.json"
+SOURCES = "sources.tar.xz"            # the bundled ports' package files (the check run needs no wheel)
 LIB_BUDGET = 2 * 2**20                # xz bytes the port library may take in the carry
 RECORD_TIMEOUT_S = 300
 KERNEL_CHECK_TIMEOUT_S = 180
@@ -109,10 +110,19 @@ def record(out: Path, site: Path, timeout_s: float = RECORD_TIMEOUT_S) -> dict[s
             "tail": tail}
 
 
+def unpack_sources(bundle: Path, site: Path) -> str:
+    """The package files the bundled ports were made from (SOURCES, packed by `bundle` instead of the
+    whole wheel: the carry is small), under `site`."""
+    import tarfile
+    with tarfile.open(bundle / SOURCES) as tar:
+        tar.extractall(site, filter="data")
+    return f"sources of {len(list(site.rglob('*.py')))} file(s) unpacked from {SOURCES}"
+
+
 def unpack_library(bundle: Path, out: Path) -> Path | None:
     packed = bundle / f"{LIB_NAME}.xz"
-    if not packed.is_file() or not (bundle / "crate" / "kernels.json").is_file() \
-            or not (bundle / "bundle.json").is_file() or not (bundle / "launches.json").is_file():
+    if not all(p.is_file() for p in (packed, bundle / "crate" / "kernels.json", bundle / "bundle.json",
+                                      bundle / "launches.json", bundle / SOURCES)):
         return None
     lib = out / LIB_NAME
     lib.write_bytes(lzma.decompress(packed.read_bytes()))
@@ -194,8 +204,9 @@ def device(out: Path, bundle: Path = BUNDLE, jobs: int = 8, timeout_s: float = 5
     out.mkdir(parents=True, exist_ok=True)
     site = out / "site"
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": _gpu_name(),
-                           "package": f"{PACKAGE}=={VERSION}", "install": install_wheel(bundle, site)}
+                           "package": f"{PACKAGE}=={VERSION}"}
     lib = None if force_record else unpack_library(bundle, out)
+    doc["install"] = install_wheel(bundle, site) if lib is None else unpack_sources(bundle, site)
 
     def write() -> None:
         write_atomic(out / RESULT, json.dumps(doc, indent=1, default=str) + "\n")
@@ -277,6 +288,16 @@ def copy_wheel(wheels: Path, dest: Path) -> str | None:
     shutil.copy(found[0], dest / found[0].name)
     print(f"wild_triton_gpu: {found[0].name} in {dest}")
     return found[0].name
+
+
+def pack_sources(root: Path, files: list[str], dest: Path) -> None:
+    """The package files (paths inside the wheel) as an xz tar, atomically."""
+    import tarfile
+    tmp = dest.with_name(f".{dest.name}.tmp{os.getpid()}")
+    with tarfile.open(tmp, "w:xz", preset=9) as tar:
+        for f in files:
+            tar.add(root / f, arcname=f)
+    tmp.replace(dest)
 
 
 def b_verdicts(port_out: Path, kernels: Iterable[str]) -> dict[str, dict]:
@@ -368,7 +389,9 @@ def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUN
     write_spec(dest / "launches.json", [r for r in selected if kernel_id(package_path(r.file), r.kernel)
                                         in {kernel_id(k["file"], k["kernel"]) for k in built}])
     write_atomic(dest / "bundle.json", json.dumps(manifest, indent=1) + "\n")
-    copy_wheel(work / "wheels" if wheel_dir is None else wheel_dir, dest)
+    pack_sources(root, sorted({k["file"] for k in built}), dest / SOURCES)
+    for wheel in dest.glob("*.whl"):  # the record run's; `prepare` brings it back for another one
+        wheel.unlink()
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
     print(f"wild_triton_gpu bundle: {len(built)}/{len(manifest['kernels'])} recorded kernels built into "
           f"{dest / (LIB_NAME + '.xz')} ({len(packed) / 2**20:.2f} MiB xz, budget {LIB_BUDGET / 2**20:.0f} MiB); "

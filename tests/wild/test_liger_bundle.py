@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import lzma
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,7 @@ def test_bundle_ports_the_selected_launches_and_packs_them(tmp_path):
                                  _softmax("float32")])
     (run / flow.RESULT).write_text(json.dumps({"record": {"cases": {"basic": {"ok": True}}}}))
     dest = tmp_path / "device"
+    flow.copy_wheel(wheels, dest)  # what `prepare` left for the record run
     rc = flow.bundle(run, work=tmp_path / "work", dest=dest, profile="dev", wheel_dir=wheels, jobs=1, root=root)
     manifest = json.loads((dest / "bundle.json").read_text())
     rows = {k["kernel"]: k for k in manifest["kernels"]}
@@ -62,6 +64,8 @@ def test_bundle_ports_the_selected_launches_and_packs_them(tmp_path):
     entries = {e["kernel"] for e in json.loads((dest / "crate" / "kernels.json").read_text())["entries"]}
     assert {"add_kernel", "row_softmax_kernel"} <= entries and (dest / "crate" / "src").is_dir()
     assert lzma.decompress((dest / f"{flow.LIB_NAME}.xz").read_bytes())[:4] == b"\x7fELF"
-    assert (dest / f"liger_kernel-{flow.VERSION}-py3-none-any.whl").is_file()
+    with tarfile.open(dest / flow.SOURCES) as tar:
+        assert tar.getnames() == ["liger_kernel/ops/basic.py"]
+    assert not list(dest.glob("*.whl"))  # the check run needs no wheel
     assert manifest["library_xz_bytes"] == (dest / f"{flow.LIB_NAME}.xz").stat().st_size
     assert rc == (0 if manifest["library_xz_bytes"] <= flow.LIB_BUDGET else 3)

@@ -166,6 +166,11 @@ def _bundle(tmp_path: Path) -> Path:
     kernels = [{"file": f"liger_kernel/ops/{k}.py", "kernel": k, "recorded": 1, "built": built, "why_not": ""}
                for k, built in (("good", True), ("wrong", True), ("unbuilt", False))]
     (bundle / "bundle.json").write_text(json.dumps({"kernels": kernels, "left_out": []}))
+    (tmp_path / "pkg" / "liger_kernel" / "ops").mkdir(parents=True)
+    for k in ("good", "wrong"):
+        (tmp_path / "pkg" / "liger_kernel" / "ops" / f"{k}.py").write_text("# a kernel file\n")
+    flow.pack_sources(tmp_path / "pkg", ["liger_kernel/ops/good.py", "liger_kernel/ops/wrong.py"],
+                      bundle / flow.SOURCES)
     return bundle
 
 
@@ -184,6 +189,8 @@ def test_device_with_a_bundle_checks_each_kernel_then_times_the_correct_ones(tmp
     monkeypatch.setattr(flow, "_triton_check", fake_check)
     doc = flow.device(tmp_path / "out", bundle=_bundle(tmp_path), jobs=2, timeout_s=120)
     assert doc["mode"] == "check" and doc["check"] == "ok"
+    assert doc["install"] == f"sources of 2 file(s) unpacked from {flow.SOURCES}"
+    assert (tmp_path / "out" / "site" / "liger_kernel" / "ops" / "good.py").is_file()
     assert sorted(c for c in calls if not c[1]) == [(["good.py::good"], False), (["wrong.py::wrong"], False)]
     assert calls[-1] == (["good.py::good"], True)  # only the correct kernel is timed, after all checks
     k = doc["kernels"]
