@@ -61,8 +61,11 @@ def test_bundle_ports_the_selected_launches_and_packs_them(tmp_path):
     assert manifest["driver_cases"] == {"basic": {"ok": True}}
     assert [(r.kernel, r.args[0].dtype) for r in load_spec(dest / "launches.json")] == [
         ("add_kernel", "float32"), ("add_kernel", "bfloat16"), ("row_softmax_kernel", "float32")]
-    entries = {e["kernel"] for e in json.loads((dest / "crate" / "kernels.json").read_text())["entries"]}
-    assert {"add_kernel", "row_softmax_kernel"} <= entries and (dest / "crate" / "src").is_dir()
+    with tarfile.open(dest / flow.CRATE) as tar:
+        names = tar.getnames()
+        entries = {e["kernel"] for e in json.load(tar.extractfile("crate/kernels.json"))["entries"]}
+    assert {"add_kernel", "row_softmax_kernel"} <= entries and "crate/Cargo.toml" in names
+    assert "crate/src/basic.rs" in names
     assert lzma.decompress((dest / f"{flow.LIB_NAME}.xz").read_bytes())[:4] == b"\x7fELF"
     with tarfile.open(dest / flow.SOURCES) as tar:
         assert tar.getnames() == ["liger_kernel/ops/basic.py"]

@@ -159,8 +159,9 @@ def test_device_without_a_bundle_records_the_driver(tmp_path, monkeypatch):
 
 def _bundle(tmp_path: Path) -> Path:
     bundle = tmp_path / "bundle"
-    (bundle / "crate").mkdir(parents=True)
-    (bundle / "crate" / "kernels.json").write_text('{"entries": []}')
+    bundle.mkdir()
+    (tmp_path / "kernels.json").write_text('{"entries": []}')
+    flow.pack_files({"crate/kernels.json": tmp_path / "kernels.json"}, bundle / flow.CRATE)
     (bundle / f"{flow.LIB_NAME}.xz").write_bytes(lzma.compress(b"not a library"))
     write_spec(bundle / "launches.json", [])
     kernels = [{"file": f"liger_kernel/ops/{k}.py", "kernel": k, "recorded": 1, "built": built, "why_not": ""}
@@ -169,8 +170,8 @@ def _bundle(tmp_path: Path) -> Path:
     (tmp_path / "pkg" / "liger_kernel" / "ops").mkdir(parents=True)
     for k in ("good", "wrong"):
         (tmp_path / "pkg" / "liger_kernel" / "ops" / f"{k}.py").write_text("# a kernel file\n")
-    flow.pack_sources(tmp_path / "pkg", ["liger_kernel/ops/good.py", "liger_kernel/ops/wrong.py"],
-                      bundle / flow.SOURCES)
+    flow.pack_files({f"liger_kernel/ops/{k}.py": tmp_path / "pkg" / "liger_kernel" / "ops" / f"{k}.py"
+                     for k in ("good", "wrong")}, bundle / flow.SOURCES)
     return bundle
 
 
@@ -179,7 +180,7 @@ def test_device_with_a_bundle_checks_each_kernel_then_times_the_correct_ones(tmp
 
     def fake_check(files, bundle, lib, out, timeout_s, bench, budget):
         calls.append(([Path(f).name for f in files], bench))
-        assert lib.read_bytes() == b"not a library"
+        assert lib.read_bytes() == b"not a library" and (lib.parent / "crate" / "kernels.json").is_file()
         if bench:
             return {"rc": 0, "tail": "", "check": [], "problems": {},
                     "bench": [{"kernel": "good", "times_us": {"triton": 4.0, "cutile-rs": 5.0}}]}
