@@ -251,9 +251,10 @@ def _gpu_name() -> str:
 
 # ------------------------------------------------------------------------------------ on the CPU machine
 
-def select_launches(records: Iterable[LaunchRecord]) -> tuple[list[LaunchRecord], list[dict]]:
+def select_launches(records: Iterable[LaunchRecord], exclude: Sequence[str] = ()) -> tuple[list[LaunchRecord],
+                                                                                          list[dict]]:
     """One launch per kernel and dtype key (the first recorded), kernels of the package's CUDA files
-    only; what was left out, with why."""
+    only, none of the kernels named in `exclude`; what was left out, with why."""
     chosen: dict[tuple[str, str, str], LaunchRecord] = {}
     left: list[dict] = []
     for r in records:
@@ -263,6 +264,9 @@ def select_launches(records: Iterable[LaunchRecord]) -> tuple[list[LaunchRecord]
                                                                     "kernels"})
             continue
         key = (rel, r.kernel, dtype_key(r))
+        if r.kernel in exclude:
+            left.append({"kernel": r.kernel, "file": rel, "launch": r.label, "why": "excluded (--exclude)"})
+            continue
         if key in chosen:
             left.append({"kernel": r.kernel, "file": rel, "launch": r.label,
                          "why": f"another launch of this kernel in {key[2]} is bundled (one specialization per "
@@ -364,16 +368,17 @@ def bundle_manifest(selected: list[LaunchRecord], counts: dict[str, int], verdic
 
 
 def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUNDLE, profile: str = "release",
-           wheel_dir: Path | None = None, jobs: int = 2, root: Path | None = None) -> int:
+           wheel_dir: Path | None = None, jobs: int = 2, root: Path | None = None,
+           exclude: Sequence[str] = ()) -> int:
     """Select the recorded launches, port their kernels to stage B on them, pack crate, library, launches.
     `root`: the extracted package (holding liger_kernel/), else the pinned wheel's (downloaded or in
-    `wheel_dir`)."""
+    `wheel_dir`). `exclude`: kernel names left out of the library (e.g. to meet LIB_BUDGET), listed as such."""
     spec = results / SPEC
     records = load_spec(spec)
     if root is None:
         from tileport.wild_triton import fetch
         (_pkg, _ver, root), = fetch(work, wheel_dir)
-    selected, left = select_launches(records)
+    selected, left = select_launches(records, exclude)
     selected = [r for r in selected if (root / package_path(r.file)).is_file()]
     if not selected:
         print(f"wild_triton_gpu bundle: {spec} has no launch of {PACKAGE}'s CUDA kernels", file=sys.stderr)
@@ -539,6 +544,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.add_argument("--profile", default="release")
     b.add_argument("--wheel-dir", type=Path)
     b.add_argument("-j", "--jobs", type=int, default=2, help="kernels ported in parallel")
+    b.add_argument("--exclude", action="append", default=[], metavar="KERNEL",
+                   help="leave this kernel out of the library (repeatable; listed in bundle.json)")
     g = sub.add_parser("grade", help="on the CPU machine: bench/results/wild-triton-gpu.json / .md")
     g.add_argument("results", type=Path, help="the folder with the check run's liger-gpu.json")
     args = ap.parse_args(argv)
@@ -553,7 +560,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd == "prepare":
         return prepare(wheel_dir=args.wheel_dir)
     if args.cmd == "bundle":
-        return bundle(args.results, profile=args.profile, wheel_dir=args.wheel_dir, jobs=args.jobs)
+        return bundle(args.results, profile=args.profile, wheel_dir=args.wheel_dir, jobs=args.jobs,
+                      exclude=args.exclude)
     return grade(args.results)
 
 

@@ -49,6 +49,8 @@ def test_selection_keeps_one_launch_per_kernel_and_dtype():
     assert len(left) == 4 and "one specialization per kernel and dtype" in left[0]["why"]
     assert all("CUDA kernels" in x["why"] for x in left[1:])
     assert flow.recorded_counts(records)["liger_kernel/ops/rms_norm.py::_rms_fwd"] == 3
+    chosen, left = flow.select_launches(records, exclude=["_rms_fwd"])
+    assert chosen == [] and [x["why"] for x in left[:3]] == ["excluded (--exclude)"] * 3
 
 
 def test_bundle_manifest_says_what_was_built_and_why_not():
