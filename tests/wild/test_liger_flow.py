@@ -117,14 +117,15 @@ def test_grading_a_synthetic_device_result():
     assert not by["_b"]["correct"] and "elements differ" in by["_b"]["why"]
     assert not by["_c"]["built"] and "FAIL_COMPILE" in by["_c"]["why"]
     assert by["_d"]["recorded"] == 0 and by["_d"]["why"] == "not launched by the driver"
-    assert not by["_e"]["translate"] and "atomics" in by["_e"]["why"]
+    assert not by["_e"]["translate"] and by["_e"]["why"].startswith("not launched by the driver; translate: e.py:4:9")
     assert by["_f"]["built"] and "not checked" in by["_f"]["why"]
     t = flow.totals(rows)
     assert t == {"kernels": 6, "translate": 5, "recorded": 4, "built": 3, "checked": 2, "h200_verified": 1,
                  "timed": 1, "geomean_parity": 1.1}
     md = flow.render({**_gpu_doc(), "totals": t, "kernels": rows,
                       "driver_cases": {"rms_norm": {"ok": True}, "mlp": {"ok": False, "error": "TypeError: x"}}})
-    assert "**H200-verified** (every bundled launch matches the Liger kernel): **1** of 2 checked" in md
+    assert "**H200-verified** (every bundled launch matches the Liger kernel): **1** of 3 built (2 with a " \
+        "launch checked)" in md
     assert "| ops/a.py | `_a` | yes | 2 | yes | 2 | yes | 1.10 |  |" in md
     assert "Driver: 1/2 cases ran; mlp: TypeError: x" in md
 
@@ -277,3 +278,12 @@ def test_grading_a_record_run_counts_its_launches(tmp_path):
     by = {r["kernel"]: r for r in doc["kernels"]}
     assert by["_a"]["recorded"] == 2 and not by["_a"]["built"] and "not built" in by["_a"]["why"]
     assert doc["totals"]["h200_verified"] == 0 and doc["driver_cases"] == {"x": {"ok": True}}
+
+
+def test_a_kernel_built_on_its_launches_is_graded_by_its_check_not_by_the_unattended_translation():
+    table = {"kernels": [{"file": "liger_kernel/ops/a.py", "kernel": "_a", "role": "kernel", "translate_ok": False,
+                          "first_diagnostic": "a.py:3:1 [constexpr] the value of DTYPE is needed"}]}
+    gpu = {"bundle": {"kernels": [{"file": "liger_kernel/ops/a.py", "kernel": "_a", "recorded": 1, "built": True}]},
+           "kernels": {"liger_kernel/ops/a.py::_a": {"checked": 1, "correct": True, "parity": 0.9}}}
+    (row,) = flow.grade_rows(table, gpu)
+    assert not row["translate"] and row["built"] and row["correct"] and row["why"] == ""
