@@ -136,8 +136,8 @@ for step in $steps; do
             for f in wild-gpu.json wild-launches.json gpu-evidence-launches.json; do
               cp "$work/wild/$f" "$work/" 2>/dev/null; done ;;
     triton) triton_corpus ;;
-    liger)  timeout -k 20 "${LIGER_TIMEOUT:-570}" python3 -m tileport.wild_triton_gpu device --out "$work/liger" \
-              --timeout "${LIGER_STEP_S:-540}" --jobs "${LIGER_JOBS:-8}" ${LIGER_RECORD:+--record} \
+    liger)  timeout -k 20 "${LIGER_TIMEOUT:-540}" python3 -m tileport.wild_triton_gpu device --out "$work/liger" \
+              --timeout "${LIGER_STEP_S:-510}" --jobs "${LIGER_JOBS:-8}" ${LIGER_RECORD:+--record} \
               > "$work/liger.log" 2>&1; echo "liger rc=$?"; tail -n 20 "$work/liger.log"
             for f in liger-gpu.json liger-launches.json liger-driver.json liger-evidence.json; do
               cp "$work/liger/$f" "$work/" 2>/dev/null; done ;;
