@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine (an H200) with the checkout and its .device/ (from `bash scripts/device-bundle.sh`):
-#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi] [wild] [triton]
+#   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi] [wild] [triton] [liger]
 # Work happens under /tmp/tileport-out; the few files worth keeping are copied to $OUT at the end
 # (at most 8, so that the result to copy back stays small). Each step has its own time limit, and partial results are
 # written as they come, so a slow step cannot lose the others.
@@ -26,6 +26,11 @@
 #   t(cutile-rs)/t(Triton), the cuTile Python op beside unless TRITON_NO_ANCHORS=1) into triton-evidence.json +
 #   triton-summary.json (rewritten after every kernel: a time limit keeps what finished).
 #   Back here: `bash scripts/triton-bundle.sh grade DIR`.
+# liger: Liger-Kernel 0.8.5's Triton kernels (python3 -m tileport.wild_triton_gpu; the flow is in its docstring;
+#   .device/liger from its `prepare`, then `bundle DIR`). Without a port bundle: scripts/wild_drivers/liger_driver.py
+#   under `tileport record` (liger-launches.json, liger-driver.json); with one: every bundled port against its Liger
+#   kernel on the bundle's launches (correctness in parallel, $LIGER_JOBS kernels at once, then parity serially):
+#   liger-gpu.json (rewritten as it goes), liger-evidence.json, liger.log. LIGER_RECORD=1 records despite a bundle.
 set -u
 steps=${*:-check bench dump}
 export TILEPORT_LIB="$TILEPORT_DEVICE_EXTRA/libtileport_kernels.so"
@@ -137,12 +142,17 @@ for step in $steps; do
             for f in wild-gpu.json wild-launches.json gpu-evidence-launches.json; do
               cp "$work/wild/$f" "$work/" 2>/dev/null; done ;;
     triton) triton_corpus ;;
-    *)      echo "unknown step: $step (check bench dump evidence pytest ffi wild triton)" ;;
+    liger)  timeout -k 20 "${LIGER_TIMEOUT:-540}" python3 -m tileport.wild_triton_gpu device --out "$work/liger" \
+              --timeout "${LIGER_STEP_S:-510}" --jobs "${LIGER_JOBS:-8}" ${LIGER_RECORD:+--record} \
+              > "$work/liger.log" 2>&1; echo "liger rc=$?"; tail -n 20 "$work/liger.log"
+            for f in liger-gpu.json liger-launches.json liger-driver.json liger-evidence.json; do
+              cp "$work/liger/$f" "$work/" 2>/dev/null; done ;;
+    *)      echo "unknown step: $step (check bench dump evidence pytest ffi wild triton liger)" ;;
   esac
 done
 if [ -n "${OUT:-}" ]; then
   n=0
-  for f in gpu.txt wild-gpu.json wild-launches.json gpu-evidence-launches.json wild.log \
+  for f in gpu.txt liger-gpu.json liger-launches.json liger-driver.json liger-evidence.json liger.log wild-gpu.json wild-launches.json gpu-evidence-launches.json wild.log \
            triton-launches.json triton-evidence.json triton-summary.json triton-driver.json triton.log \
            gpu-evidence-check.json gpu-evidence-bench.json evidence.log pytest-gpu.json pytest-gpu.log \
            pytest-gpu.tar.gz check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log ffi-threads.json ffi.log; do

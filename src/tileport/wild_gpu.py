@@ -34,12 +34,13 @@ DRIVERS = REPO / "scripts" / "wild_drivers"
 BUNDLE = REPO / ".device" / "wild"  # wheels, launches.json, crate/, libwild_port.so.xz
 LIB_NAME = "libwild_port.so"
 DRIVER_TIMEOUT_S = 300
+TRITON_DRIVERS = ("liger_driver.py",)  # run by tileport.wild_triton_gpu
 
 
 def drivers() -> list[Path]:
     """`<package>_driver.py` files: a driver named like its package would shadow it (the script's folder is
-    first on sys.path)."""
-    return sorted(DRIVERS.glob("*_driver.py"))
+    first on sys.path). The Triton wild set's driver is tileport.wild_triton_gpu's, not this flow's."""
+    return sorted(d for d in DRIVERS.glob("*_driver.py") if d.name not in TRITON_DRIVERS)
 
 
 def package_of(driver: Path) -> str:

@@ -8,6 +8,7 @@ source through `inspect` / `linecache`, reports the user's lines:
 | in the user's file                                           | in the rebuilt module                   |
 |--------------------------------------------------------------|-----------------------------------------|
 | `import triton`, `import triton.language as tl`, `from triton... import ...`, `import math` | kept      |
+| an import switch: `if <host test>:` / `else:` (or `try:` / `except ImportError:`) whose branches only import from triton / math, e.g. a libdevice import per Triton version | kept, `if` / `else:` read as `try:` / `except ImportError:` (the first branch that imports binds the names) |
 | `@triton.jit` functions (kernels and helpers)                | kept, with only their jit decorator     |
 | `@triton.jit(...)` with literal arguments                    | kept                                    |
 | `@triton.autotune(...)`, `@triton.heuristics(...)`, others   | dropped (the record holds the values they chose) |
@@ -35,6 +36,7 @@ from tileport.diagnostics import Diagnostic
 from tileport.model.ir import Loc
 
 IMPORTABLE_ROOTS = ("triton", "math")
+SWITCH_ERRORS = ("ImportError", "ModuleNotFoundError")  # the handlers an import switch may have
 JIT_DECORATORS = ("triton.jit", "jit")  # spellings after the file's own import aliases are resolved
 TRITON_BUILTINS = frozenset({"range", "len", "min", "max", "float", "int", "bool", "print", "isinstance", "tuple",
                              "list", "abs", "getattr", "hasattr", "type", "zip", "enumerate", "round", "str",
@@ -70,7 +72,7 @@ def _restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
 
 
 def restricted_builtins() -> dict[str, Any]:
-    out = {name: getattr(builtins, name) for name in SAFE_BUILTINS}
+    out = {name: getattr(builtins, name) for name in SAFE_BUILTINS + SWITCH_ERRORS}
     out["__import__"] = _restricted_import
     return out
 
@@ -91,6 +93,55 @@ def _import_aliases(tree: ast.Module) -> tuple[dict[str, str], list[ast.stmt]]:
             for a in node.names:
                 aliases[a.asname or a.name] = f"{node.module}.{a.name}"
     return aliases, kept
+
+
+def _imports_only(stmts: list[ast.stmt]) -> bool:
+    """Statements that only import from triton / math (`pass`, and `try` / `except ImportError` around them)."""
+    for st in stmts:
+        if isinstance(st, ast.Pass):
+            continue
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            if not _import_aliases(ast.Module(body=[st], type_ignores=[]))[1]:
+                return False
+        elif isinstance(st, ast.Try):
+            handlers_ok = all(h.type is None or (isinstance(h.type, ast.Name) and h.type.id in SWITCH_ERRORS)
+                              for h in st.handlers)
+            if not (handlers_ok and _imports_only(st.body) and not st.finalbody and _imports_only(st.orelse)
+                    and all(_imports_only(h.body) for h in st.handlers)):
+                return False
+        else:
+            return False
+    return True
+
+
+def _import_switch(node: ast.stmt, lines: list[str]) -> dict[int, str] | None:
+    """A module-level import switch (see the module docstring): the lines (1-based) to rewrite when it is
+    kept, or None. `if` / `else` become `try:` / `except ImportError:` at the same indentation, so the
+    branches run in order until one imports (the host test, code tileport does not run, is not evaluated)."""
+    if isinstance(node, ast.Try):
+        return {} if _imports_only([node]) else None
+    if not (isinstance(node, ast.If) and node.orelse and _imports_only(node.body) and _imports_only(node.orelse)):
+        return None
+    if node.body[0].lineno == node.lineno:
+        return None  # `if c: import x` on one line
+    else_line = next((i for i in range(node.body[-1].end_lineno + 1, node.orelse[0].lineno)
+                      if lines[i - 1].split("#")[0].strip() == "else:"), None)
+    if else_line is None:
+        return None  # an `elif`, or `else: import x` on one line
+    indent = " " * node.col_offset
+    rewrite = {i: "" for i in range(node.lineno + 1, node.body[0].lineno)}  # a test over several lines
+    rewrite.update({node.lineno: f"{indent}try:", else_line: f"{indent}except ImportError:"})
+    return rewrite
+
+
+def _switch_aliases(node: ast.stmt) -> dict[str, str]:
+    """Names an import switch binds -> their dotted names (the first branch's spelling first)."""
+    out: dict[str, str] = {}
+    for st in ast.walk(node):
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            for name, dotted in _import_aliases(ast.Module(body=[st], type_ignores=[]))[0].items():
+                out.setdefault(name, dotted)
+    return out
 
 
 def _resolved(node: ast.AST, aliases: dict[str, str]) -> str:
@@ -172,9 +223,13 @@ def sanitize(path: str | Path, text: str) -> TritonModule:
         raise TritonSourceError(Diagnostic(f"syntax error: {e.msg}", Loc(str(path), e.lineno or 1, e.offset or 1),
                                            "syntax", "the file must parse as Python")) from None
     aliases, imports = _import_aliases(tree)
+    source_lines = text.splitlines()
+    switches = {node: rw for node in tree.body if (rw := _import_switch(node, source_lines)) is not None}
+    for node in switches:
+        aliases = {**_switch_aliases(node), **aliases}
     jit_fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and _jit_decorator(n, aliases)}
     constants: set[str] = set()
-    kept_stmts: list[ast.stmt] = list(imports)
+    kept_stmts: list[ast.stmt] = list(imports) + list(switches)
     for node in tree.body:
         name = _kept_constant(node, aliases, constants, set(jit_fns))
         if name is not None:
@@ -199,13 +254,15 @@ def sanitize(path: str | Path, text: str) -> TritonModule:
                                         "make it a module-level `tl.constexpr(...)` constant or a kernel argument")
     _propagate(jit_fns, problems, path)
     lines = [""] * (len(text.splitlines()) + 1)
-    source_lines = text.splitlines()
 
     def keep(first: int, last: int) -> None:
         for i in range(first, last + 1):
             lines[i - 1] = source_lines[i - 1]
     for stmt in kept_stmts:
         keep(stmt.lineno, stmt.end_lineno)
+    for rewrite in switches.values():
+        for i, line in rewrite.items():
+            lines[i - 1] = line
     defined = [name for name in jit_fns if name not in problems]
     for name in defined:
         fn = jit_fns[name]
