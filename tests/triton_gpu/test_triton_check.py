@@ -91,6 +91,24 @@ def test_tolerances_tf32_only_for_f32_of_dot_kernels():
     assert tc.tolerance(plain, ArgPlan("i", "array", "int32")) is None  # exact
 
 
+def test_tf32_atol_follows_the_outputs_rms():
+    """Two TF32 dots of length 4096 on randn inputs differ by ~0.035 near zero (H200): a fixed atol of 0.01
+    refused the matmul port; scaled by the output's RMS (~64) it passes, and an error of the RMS itself
+    (a wrong port) still fails."""
+    import numpy as np
+    plan = tc.plan_triton_launches("k", [record()], PARAMS, tf32=True)[0][0]
+    rng = np.random.default_rng(0)
+    ref = (rng.standard_normal((64, 4096)) @ rng.standard_normal((4096, 64))).astype(np.float32)
+    rtol, atol = tc.tolerance(plan, plan.args[0], ref)
+    assert rtol == tc.TF32_TOLERANCE[0] and 0.5 < atol < 0.8
+    near = ref + np.float32(0.035)
+    assert tc.compare_arrays(near, ref, "float32", (rtol, atol))[0]
+    assert not tc.compare_arrays(near, ref, "float32", tc.TF32_TOLERANCE)[0]
+    wrong = ref + np.float32(64.0)
+    assert not tc.compare_arrays(wrong, ref, "float32", (rtol, atol))[0]
+    assert tc.tolerance(plan, plan.args[0], np.zeros((4, 4), np.float32)) == tc.TF32_TOLERANCE  # RMS below 1
+
+
 def test_calls_dot_follows_helpers():
     text = "def h(a, b):\n    return tl.dot(a, b)\n\ndef k(a):\n    return h(a, a)\n\ndef e(a):\n    return a + 1\n"
     assert tc.calls_dot(text, "k") and not tc.calls_dot(text, "e")

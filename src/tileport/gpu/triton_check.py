@@ -9,7 +9,7 @@ run as Triton runs it (`kernel[grid](*args, **options)`, rebuilt from the file's
 `tileport.gpu.triton_source`, nothing of the file runs) and the port through the generated cdylib.
 Float tolerances (rtol, atol) are `TRITON_TOLERANCES`, with `TF32_TOLERANCE` for f32 arrays of a
 kernel that calls `tl.dot` (f32 dots run as TF32 on both sides, possibly with different operand
-rounding). A Triton pointer is the first element of the recorded tensor's buffer; the port receives
+rounding), its atol scaled by the RMS of the source kernel's array (`tolerance`). A Triton pointer is the first element of the recorded tensor's buffer; the port receives
 the array its manifest describes over that buffer: the pointer's view contract (`view`: strides and
 mask extents as expressions of the kernel's parameters, evaluated on the launch), else, for a rank-1
 array, the whole flat buffer (`port_layouts`).
@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
 
 from tileport.gpu.launch_check import (PKG, ArgPlan, KernelLaunches, LaunchPlan, TorchDevice, _copy, _inputs,
                                        _values, compare_arrays, evidence_document, evidence_key, kernels_of,
@@ -153,10 +155,21 @@ def plan_triton_launches(key: str, records: list[LaunchRecord], params: list[dic
     return plans, problems
 
 
-def tolerance(plan: TritonPlan, arg: ArgPlan) -> tuple[float, float] | None:
+def tolerance(plan: TritonPlan, arg: ArgPlan, ref: np.ndarray | None = None) -> tuple[float, float] | None:
+    """(rtol, atol) for `arg`; None: exact. For the f32 arrays of a kernel calling `tl.dot` the atol is
+    TF32_TOLERANCE's times the RMS of the source kernel's array (when given, and above 1): a TF32 dot of
+    length K errs in proportion to the dot's magnitude (~sqrt(K) for random inputs), not to the element's,
+    so two TF32 products that round their operands differently differ near zero by far more than a fixed
+    atol, while a wrong port differs by the RMS itself."""
     if arg.dtype not in TRITON_TOLERANCES:
         return None  # integers and bools: exact
-    return TF32_TOLERANCE if plan.tf32 and arg.dtype == "float32" else TRITON_TOLERANCES[arg.dtype]
+    if not (plan.tf32 and arg.dtype == "float32"):
+        return TRITON_TOLERANCES[arg.dtype]
+    rtol, atol = TF32_TOLERANCE
+    if ref is not None:
+        finite = ref[np.isfinite(ref)].astype(np.float64)
+        atol *= max(1.0, float(np.sqrt(np.mean(finite * finite)))) if finite.size else 1.0
+    return rtol, atol
 
 
 def calls_dot(text: str, kernel: str) -> bool:
@@ -200,8 +213,9 @@ def check_triton_launch(plan: TritonPlan, device: Any, seed: int = 0) -> dict:
         device.sync()
         worst_abs, worst, errors = 0.0, 0.0, []
         for a in (a for a in plan.args if a.kind == "array"):
-            ok, m_abs, ratio, msg = compare_arrays(device.to_host(a, port[a.name]), device.to_host(a, src[a.name]),
-                                                   a.dtype, tolerance(plan, a))
+            ref = device.to_host(a, src[a.name])
+            ok, m_abs, ratio, msg = compare_arrays(device.to_host(a, port[a.name]), ref, a.dtype,
+                                                   tolerance(plan, a, ref))
             worst_abs, worst = max(worst_abs, m_abs), max(worst, ratio)
             if not ok:
                 errors.append(f"`{a.name}`: {msg}")
