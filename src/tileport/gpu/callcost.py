@@ -415,6 +415,15 @@ int32_t stub_launch(const TensorDesc *a, const TensorDesc *b, const TensorDesc *
     sink = a->ptr + b->ptr + c->ptr + (uint64_t)n + gx + gy + gz + (uint64_t)device + stream;
     return 0;
 }
+/* What tileport.runtime.library.KernelLibrary needs to load this stub as the generated library whose
+ * only launcher is vector_add's (a no-op): the CPU breakdown of the op call path. */
+int32_t tileport_vector_add_kernel(const TensorDesc *a, const TensorDesc *b, const TensorDesc *c, int32_t n,
+                                   uint32_t gx, uint32_t gy, uint32_t gz, int32_t device, uint64_t stream) {
+    return stub_launch(a, b, c, n, gx, gy, gz, device, stream);
+}
+const char *tileport_last_error(void) { return "stub"; }
+int32_t tileport_abi_version(void) { return ABI_VERSION; }
+int32_t tileport_enable_jit_cache(void) { return 0; }
 """
 STUB_DECL = ("typedef struct { uint64_t ptr; int32_t ndim; int64_t shape[6]; int64_t strides[6]; int32_t dtype; }"
              " TensorDesc; int32_t stub_launch(const TensorDesc*, const TensorDesc*, const TensorDesc*, int32_t,"
@@ -444,7 +453,9 @@ def _build_stub(directory: Path) -> Path:
         raise RuntimeError("no C compiler (cc, gcc, clang) to build the stub")
     src, lib = directory / "stub.c", directory / "libstub.so"
     src.write_text(STUB_C)
-    proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(src)], capture_output=True, text=True)
+    from tileport.runtime.abi import ABI_VERSION
+    proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", f"-DABI_VERSION={ABI_VERSION}", "-o", str(lib), str(src)],
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{cc} failed: {proc.stderr[-500:]}")
     return lib
@@ -511,6 +522,135 @@ def binding_cost() -> dict:
     timed = {k: v["host_us"] for k, v in res.items() if "host_us" in v}
     res["cheapest"] = min(timed, key=timed.get) if timed else None
     return res
+
+
+# ---------------------------------------------------------------------------------------------
+# The Python side of a cached cutile-rs op call, layer by layer, on CPU (no GPU needed)
+
+PY_SIZE = 1024
+
+
+class _Patched:
+    """Set attributes for the duration of a block, then restore them."""
+
+    def __init__(self, *changes: tuple[Any, str, Any]):
+        self.changes, self.saved = changes, []
+
+    def __enter__(self) -> "_Patched":
+        for obj, name, value in self.changes:
+            self.saved.append((obj, name, getattr(obj, name)))
+            setattr(obj, name, value)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for obj, name, value in reversed(self.saved):
+            setattr(obj, name, value)
+
+
+def _cpu_describe(t: Any, name: str) -> Any:
+    """runtime.tensors.describe for a CPU tensor (the launcher is a stub: nothing reads the memory)."""
+    from types import SimpleNamespace
+
+    from tileport.runtime import tensors
+    return SimpleNamespace(desc=tensors._fill(t.data_ptr(), t.shape, t.stride(), tensors.TORCH_DTYPES[str(t.dtype)],
+                                              name))
+
+
+def python_breakdown() -> dict:
+    """Host µs per layer of a cached `cutile-rs` op call (vector_add, PY_SIZE f32), on CPU tensors:
+    the library is a stub whose vector_add launcher does nothing (same C signature), the stream
+    accessor returns a constant. What each case is: PY_CASES."""
+    import tempfile
+
+    import torch
+
+    from tileport.ops import api, backends, plan_cache
+    from tileport.ops import plan_cache as pc
+    from tileport.ops.specs import get_spec
+    from tileport.runtime import library as lib_mod
+    from tileport.runtime import tensors
+    with tempfile.TemporaryDirectory() as d:
+        stub = lib_mod.KernelLibrary(_build_stub(Path(d)), lib_mod.REPO_CRATE / "kernels.json")
+    spec = get_spec("vector_add")
+    a, b = spec.make_inputs((PY_SIZE,), "float32", "cpu", 0)
+    out = spec.allocate(a, b)
+    patches = _Patched((backends, "library", lambda: stub), (tensors, "describe", _cpu_describe),
+                       (pc, "_raw_stream", lambda: (lambda index: 0x77)), (api, "_default", ["cutile-rs"]))
+    with patches:
+        plan_cache.clear()
+        for o in (None, out):  # the plans of op(a, b) and op(a, b, out=out), recorded as a GPU call would
+            plan = plan_cache.record(spec, "cutile-rs", (a, b), (out,), spec.plan(a, b, out),
+                                     allocated=o is None, multi_output=False)
+            plan_cache.store(plan_cache.call_key(spec, "cutile-rs", (a, b), o), plan)
+        try:
+            return {name: _host_us(fn, calls=5000, rounds=7) for name, fn in
+                    _python_cases(spec, a, b, out, stub).items()}
+        finally:
+            plan_cache.clear()
+
+
+def _cpu_environment() -> dict:
+    import platform
+
+    import torch
+
+    from tileport.gpu.bench import _cmd
+    return {"cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
+            "python": platform.python_version(),
+            "commit": os.environ.get("TILEPORT_COMMIT") or _cmd(["git", "rev-parse", "HEAD"]),
+            "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+PY_CASES = {
+    "op_default": "tileport.ops.vector_add(a, b): the default backend (cutile-rs), output allocated",
+    "op_backend": "tileport.ops.vector_add(a, b, backend='cutile-rs')",
+    "op_out": "tileport.ops.vector_add(a, b, out=c, backend='cutile-rs')",
+    "api_call": "tileport.ops.api.call(spec, a, b, backend='cutile-rs'): without the operator wrapper",
+    "op_wrapper_checks": "the operator wrapper's torch.compile and autograd checks alone",
+    "get_backend": "the current backend (no backend= given)",
+    "call_key": "the call key alone",
+    "lookup": "the plan lookup by a ready key",
+    "alloc_output": "torch.empty_strided of the output (CPU allocator here; CUDA's caching allocator on a GPU)",
+    "plan_run_out": "the cached plan's run with out= (aliasing check, launches)",
+    "launch": "the plan's one launch: data pointers, stream, ctypes call into the no-op stub",
+    "data_ptrs": "the three data_ptr() reads alone",
+    "binding_floor": "the ctypes call into the no-op stub alone, prepared arguments",
+}
+
+
+def _python_cases(spec, a, b, out, stub) -> dict[str, Callable[[], Any]]:
+    import torch
+
+    import tileport.ops as ops
+    from tileport.ops import api, operators, plan_cache
+    fn = ops.vector_add
+    key = plan_cache.call_key(spec, "cutile-rs", (a, b), None)
+    plan = plan_cache.lookup(key)
+    plan_out = plan_cache.lookup(plan_cache.call_key(spec, "cutile-rs", (a, b), out))
+    if plan is None or plan_out is None:
+        raise RuntimeError("the recorded plans are not found by their call keys")
+    (launch,) = plan.launches
+    groups = ((a, b), [out], [])
+    ((shape, stride, dtype),) = plan.out_layouts
+    prepared = launch._prepared
+    inputs = (a, b)
+    cases: dict[str, Callable[[], Any]] = {
+        "op_default": lambda: fn(a, b),
+        "op_backend": lambda: fn(a, b, backend="cutile-rs"),
+        "op_out": lambda: fn(a, b, out=out, backend="cutile-rs"),
+        "api_call": lambda: api.call(spec, a, b, backend="cutile-rs"),
+        "op_wrapper_checks": lambda: operators._compiling() or operators._needs_grad("vector_add", inputs),
+        "get_backend": api.get_backend,
+        "call_key": lambda: plan_cache.call_key(spec, "cutile-rs", inputs, None),
+        "lookup": lambda: plan_cache.lookup(key),
+        "alloc_output": lambda: torch.empty_strided(shape, stride, dtype=dtype, device=out.device),
+        "plan_run_out": lambda: plan_out.run(inputs, out),
+        "launch": lambda: launch(groups, 0),
+        "data_ptrs": lambda: (a.data_ptr(), b.data_ptr(), out.data_ptr()),
+        "binding_floor": lambda: stub["vector_add_kernel"].raw(*prepared.args),
+    }
+    assert cases.keys() == PY_CASES.keys()
+    return cases
 
 
 # ---------------------------------------------------------------------------------------------
@@ -620,7 +760,7 @@ def run_one(kind: str, mode: str, out: Path) -> int:
     return 0 if rec.get("ok") else 1
 
 
-ONLY = ["binding"] + [f"{kind}:{mode}" for kind, (_, modes) in CHECKS.items() for mode in modes]
+ONLY = ["binding", "python"] + [f"{kind}:{mode}" for kind, (_, modes) in CHECKS.items() for mode in modes]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -633,6 +773,11 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.out, rec)
         print(json.dumps(rec, indent=1))
         return 1 if "error" in rec or rec.get("cheapest") is None else 0
+    if args.only == "python":
+        rec = {"environment": _cpu_environment(), "cases": PY_CASES, "host_us": python_breakdown()}
+        write_json(args.out, rec)
+        print("\n".join(f"{v['host_us']:7.2f} µs (best {v['host_us_min']:.2f})  {k}" for k, v in rec["host_us"].items()))
+        return 0
     from tileport.ops.backends import cuda_unavailable_reason
     reason = cuda_unavailable_reason()
     if reason:

@@ -52,33 +52,38 @@ def _tensor_type() -> type:
     return _torch().Tensor
 
 
+_SCALARS = (bool, int, float)
+
+
 def call_key(spec: OpSpec, backend: str, inputs: tuple, out: Any) -> tuple | None:
     """The cache key of a call, or None when an input is neither a torch tensor nor a scalar (a
-    DLPack array: the slow path views it as a tensor first) or torch is not imported yet."""
+    DLPack array: the slow path views it as a tensor first) or torch is not imported yet.
+
+    One flat tuple (cheaper to build, hash and compare than a tuple of per-tensor tuples): the op,
+    the backend, then per tensor its dtype, shape, strides and device, per scalar its type and
+    value, and "out" before each out= tensor. It parses one way only (a torch dtype starts a tensor,
+    a Python type a scalar), so two different calls never share a key."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
     tensor = torch.Tensor
     key = [id(spec), backend]  # plans hold their spec, so its id stays unique while cached
-    append = key.append
     for x in inputs:
         if isinstance(x, tensor):
-            append((x.dtype, x.shape, x.stride(), x.device))
-        elif isinstance(x, (bool, int, float)):
-            append((type(x), x))
+            key += (x.dtype, x.shape, x.stride(), x.device)
+        elif isinstance(x, _SCALARS):
+            key += (type(x), x)
         else:
             return None
     if out is not None:
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-        for o in outs:
+        for o in (out if isinstance(out, (tuple, list)) else (out,)):
             if not isinstance(o, tensor):
                 return None
-            key.append(("out", o.dtype, o.shape, o.stride(), o.device))
+            key += ("out", o.dtype, o.shape, o.stride(), o.device)
     return tuple(key)
 
 
-def lookup(key: tuple | None) -> "CachedPlan | TorchPlan | None":
-    return None if key is None else _PLANS.get(key)
+lookup: Callable[[Any], "CachedPlan | TorchPlan | None"] = _PLANS.get  # the plan of a key (None: none, or no key)
 
 
 def store(key: tuple | None, plan: "CachedPlan | TorchPlan") -> None:
@@ -246,10 +251,11 @@ class CachedPlan:
             if extents is None:  # a function of the key's layouts: computed once per plan
                 extents = self._extents = _extents(inputs, outs)
             _check_disjoint(self.spec, inputs, outs, extents)
-        temps = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.temps]
-        groups = (inputs, outs, temps)
+        temps = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.temps] \
+            if self.temps else ()
+        groups, index = (inputs, outs, temps), self.device_index
         for launch in self.launches:
-            launch(groups, self.device_index)
+            launch(groups, index)
         return tuple(outs) if self.multi_output else outs[0]
 
 
@@ -260,8 +266,10 @@ def _extent(t: Any) -> int:
 
 
 def _extents(inputs: tuple, outs: tuple) -> tuple:
-    return (tuple((i, _extent(x)) for i, x in enumerate(inputs) if hasattr(x, "data_ptr")),
-            tuple(_extent(o) for o in outs))
+    """((input index, bytes), ...) of the non-empty tensor inputs, ((output index, bytes), ...) of the
+    non-empty outputs: empty tensors alias nothing."""
+    ins = ((i, _extent(x)) for i, x in enumerate(inputs) if hasattr(x, "data_ptr"))
+    return tuple((i, n) for i, n in ins if n), tuple((k, n) for k, n in enumerate(map(_extent, outs)) if n)
 
 
 def _check_disjoint(spec: OpSpec, inputs: tuple, outs: tuple, extents: tuple) -> None:
@@ -269,14 +277,14 @@ def _check_disjoint(spec: OpSpec, inputs: tuple, outs: tuple, extents: tuple) ->
     call with the same key, so the replay checks what the first call's full check saw. `extents`
     (from the layouts, so per plan) leaves one data_ptr() per tensor and interval tests per call."""
     in_extents, out_extents = extents
-    spans = [(inputs[i].data_ptr(), n) for i, n in in_extents if n]
-    out_spans = [(o.data_ptr(), n) for o, n in zip(outs, out_extents)]
-    for k, (lo, n) in enumerate(out_spans):
-        if not n:
-            continue
+    spans = [(inputs[i].data_ptr(), n) for i, n in in_extents]
+    first_out = len(spans)
+    spans += [(outs[k].data_ptr(), n) for k, n in out_extents]
+    for j in range(first_out, len(spans)):
+        lo, n = spans[j]
         hi = lo + n
-        for j, (xlo, xn) in enumerate(spans + out_spans):
-            if j != len(spans) + k and xn and lo < xlo + xn and xlo < hi:
+        for m, (xlo, xn) in enumerate(spans):
+            if lo < xlo + xn and xlo < hi and m != j:
                 raise AliasingError(f"{spec.name}: an output shares memory with another argument "
                                     "(the port assumes no aliasing)")
 
