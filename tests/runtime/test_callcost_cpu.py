@@ -41,7 +41,7 @@ def test_summary_reports_each_check_mode():
 
 
 def test_every_check_mode_can_be_run_alone():
-    assert set(callcost.ONLY) == {"binding", "graph_c_abi:global", "graph:global", "graph:thread_local", "graph:relaxed",
+    assert set(callcost.ONLY) == {"binding", "python", "graph_c_abi:global", "graph:global", "graph:thread_local", "graph:relaxed",
                                   "compile:default", "compile:reduce-overhead"}
 
 

@@ -22,8 +22,12 @@ def _needs_grad(name: str, inputs: tuple) -> bool:
     """True when an op with an autograd formula (torch_ops.AUTOGRAD_OPS) gets an input that
     requires grad: then it runs as the torch custom op, so that backward reaches our kernels."""
     torch = sys.modules.get("torch")
-    if torch is None or not torch.is_grad_enabled() or not any(
-            isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
+    if torch is None or not torch.is_grad_enabled():
+        return False
+    for x in inputs:  # a loop, not any(<generator>): this runs on every default op call
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            break
+    else:
         return False
     from tileport.ops import torch_ops
     return name in torch_ops.AUTOGRAD_OPS

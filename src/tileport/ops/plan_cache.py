@@ -255,7 +255,7 @@ class CachedPlan:
             if self.temps else ()
         groups, index = (inputs, outs, temps), self.device_index
         for launch in self.launches:
-            launch(groups, index)
+            launch.run(groups, index)
         return tuple(outs) if self.multi_output else outs[0]
 
 
@@ -302,7 +302,9 @@ def _raw_stream() -> Callable[[int], int]:
 
 class RustLaunch:
     """One launch through the generated C ABI: prepared ctypes arguments (library.PreparedLaunch),
-    one copy per thread since a call writes the descriptors' pointers."""
+    one copy per thread since a call writes the descriptors' pointers. `run(groups, device_index)`
+    launches: a closure over what it reads (calling a function costs less than an instance's
+    __call__, and each lookup on `self` it avoids is one less per launch)."""
 
     def __init__(self, recorded: RecordedLaunch, launch: Launch, device_index: int):
         """`launch`: the plan's launch that `recorded` traces (its tensors give the descriptors)."""
@@ -316,24 +318,41 @@ class RustLaunch:
         self.sources = [(recorded.args[p].group, recorded.args[p].index, recorded.args[p].offset) for p in order]
         self._prepared = prepared
         self._by_thread = {get_ident(): prepared}
+        self._slots = {get_ident(): self._thread_slots(prepared)}
         self._stream = _raw_stream()
         self._raw, self._lib = entry.raw, entry.lib
         self.kernel = recorded.kernel
+        self.run = self._launcher()
+
+    def _thread_slots(self, prepared: Any) -> tuple:
+        """(((descriptor, group, index, byte offset), ...), stream slot, C arguments) of one thread's copy."""
+        slots = tuple((d, g, i, off) for d, (g, i, off) in zip(prepared.descs, self.sources))
+        return slots, prepared.stream, prepared.args
+
+    def _for_this_thread(self) -> tuple:
+        prepared = self._by_thread[get_ident()] = self._prepared.copy()
+        slots = self._slots[get_ident()] = self._thread_slots(prepared)
+        return slots
+
+    def _launcher(self) -> Callable[[tuple, int], None]:
+        slots_of, stream_of, kernel = self._slots, self._stream, self.kernel
+
+        def run(groups: tuple, device_index: int) -> None:  # PreparedLaunch.__call__, inlined
+            slots, stream, args = slots_of.get(get_ident()) or self._for_this_thread()
+            acc = 0
+            for desc, g, i, off in slots:
+                desc.ptr = ptr = groups[g][i].data_ptr() + off
+                acc |= ptr
+            if acc & 15:  # the key holds layouts, not addresses: a view of the same layout may sit anywhere
+                raise MisalignedError(f"{kernel}: an array's base address is not 16-byte aligned")
+            stream.value = stream_of(device_index)  # read per launch: the caller's stream (or capture stream) now
+            rc = self._raw(*args)
+            if rc:
+                raise_for(rc, self._lib.last_error())
+        return run
 
     def __call__(self, groups: tuple, device_index: int) -> None:
-        prepared = self._by_thread.get(get_ident())
-        if prepared is None:
-            prepared = self._by_thread[get_ident()] = self._prepared.copy()
-        acc = 0
-        for desc, (g, i, off) in zip(prepared.descs, self.sources):  # PreparedLaunch.__call__, inlined
-            desc.ptr = ptr = groups[g][i].data_ptr() + off
-            acc |= ptr
-        if acc & 15:  # the key holds layouts, not addresses: a view of the same layout may sit anywhere
-            raise MisalignedError(f"{self.kernel}: an array's base address is not 16-byte aligned")
-        prepared.stream.value = self._stream(device_index)
-        rc = self._raw(*prepared.args)
-        if rc:
-            raise_for(rc, self._lib.last_error())
+        self.run(groups, device_index)
 
 
 class CutileLaunch:
@@ -352,6 +371,8 @@ class CutileLaunch:
     def __call__(self, groups: tuple, device_index: int) -> None:
         args = tuple(_view(groups, a) if isinstance(a, ArrayRef) else a for a in self.args)
         self.launch(_torch().cuda.current_stream(device_index), self.grid, self.kernel, args)
+
+    run = __call__
 
 
 def _view(groups: tuple, a: ArrayRef) -> Any:
