@@ -17,15 +17,23 @@ GPU. Medians over the rounds, and the best round.
 | ct_launch              | `ct.launch` alone with ready arguments (vector_add only)                   |
 | tileport_cutile_rs     | `tileport.ops.<op>(...)` on `cutile-rs`, allocating its output            |
 | tileport_cutile_rs_out | the same with `out=`                                                       |
+| op_default             | `tileport.ops.<op>(...)` with no `backend=` (the default, set to cutile-rs) |
 | custom_op_cutile_rs    | `torch.ops.tileport.<op>` (the torch.compile path) on `cutile-rs`          |
 | c_abi_prepared         | the C symbol with prepared ctypes arguments (library.PreparedLaunch)       |
 | c_abi_entry            | the generic `KernelLibrary[kernel](...)` call (descriptors built per call) |
 | binding_floor          | ctypes call, prepared arguments, into a no-op C function of that signature |
+| driver_call            | a driver call that does nothing (cuCtxGetCurrent, ctypes, libcuda)         |
 | driver_noop            | cuLaunchKernel (ctypes, libcuda) of an empty PTX kernel, no parameters     |
 | driver_args            | the same with FLOOR_PARAMS u64 parameters (a vector_add launch's count)   |
 | py_call_key            | the cached op call's key alone (vector_add only)                          |
 | py_alloc_output        | the output allocation alone (torch.empty_strided, vector_add only)         |
 | py_plan_launches       | the cached plan's C-ABI launches alone, into a given output (vector_add)   |
+| py_stream              | the current stream's handle as the launch reads it (plan_cache._raw_stream) |
+| py_stream_public       | the same through torch.cuda.current_stream(device).cuda_stream            |
+
+`summary.floors_us` puts the vector_add cases side by side, cheapest first: what a driver call,
+a launch, the Python -> C call, our C ABI, the op call, torch eager and ct.launch each cost here.
+`--only python` (no GPU) times the Python layers of the op call on CPU tensors with a stub library.
 
 Graph check (`graph`, per capture_error_mode global / thread_local / relaxed, each in a fresh
 process since a failed capture leaves CUDA unusable): a sequence of tileport ops on `cutile-rs`
@@ -110,6 +118,7 @@ def _cases(op: str, dtype: str) -> dict[str, Callable[[], Any]]:
         "tileport_cutile_rs_out": lambda: fn(*inputs, out=outs, backend="cutile-rs"),
     }
     cases["custom_op_cutile_rs"] = lambda: custom(*inputs)
+    cases["op_default"] = lambda: fn(*inputs)  # measure_call_cost makes cutile-rs the default
     if op == "vector_add":
         cases.update(_raw_cases(spec, inputs, outs))
         cases.update(_floor_cases())
@@ -140,10 +149,13 @@ def _breakdown_cases(spec, fn, inputs: tuple, out) -> dict[str, Callable[[], Any
 
     def launches():
         for launch in plan.launches:
-            launch(groups, plan.device_index)
+            launch.run(groups, plan.device_index)
+    raw_stream, index = plan_cache._raw_stream(), plan.device_index
     return {"py_call_key": lambda: plan_cache.call_key(spec, "cutile-rs", inputs, None),
             "py_alloc_output": lambda: torch.empty_strided(shape, stride, dtype=dtype, device=device),
-            "py_plan_launches": launches}
+            "py_plan_launches": launches,
+            "py_stream": lambda: raw_stream(index),
+            "py_stream_public": lambda: torch.cuda.current_stream(index).cuda_stream}
 
 
 def _raw_cases(spec, inputs: tuple, out) -> dict[str, Callable[[], Any]]:
@@ -184,11 +196,15 @@ def _case_error(message: str) -> Callable[[], Any]:
     return functools.partial(_reraise, RuntimeError(message))
 
 
+DRIVER_CASES = ("driver_call", "driver_noop", "driver_args")
+
+
 def _floor_cases() -> dict[str, Callable[[], Any]]:
     """binding_floor: a ctypes call with the prepared launch's arguments into a no-op C function of a
-    launcher's signature; driver_noop / driver_args: cuLaunchKernel through ctypes on libcuda of an
-    empty kernel (no parameters / FLOOR_PARAMS u64 parameters) on torch's current stream. Each floor
-    that cannot be set up is recorded as that case's error."""
+    launcher's signature; driver_call: a driver call that does nothing; driver_noop / driver_args:
+    cuLaunchKernel through ctypes on libcuda of an empty kernel (no parameters / FLOOR_PARAMS u64
+    parameters) on torch's current stream. Each floor that cannot be set up is recorded as that
+    case's error."""
     import tempfile
     cases: dict[str, Callable[[], Any]] = {}
     try:
@@ -200,7 +216,8 @@ def _floor_cases() -> dict[str, Callable[[], Any]]:
     try:
         cases.update(driver_floor_cases())
     except Exception as e:  # noqa: BLE001 - recorded as the case's error
-        cases["driver_noop"] = cases["driver_args"] = _case_error(f"{type(e).__name__}: {e}")
+        for name in DRIVER_CASES:
+            cases[name] = _case_error(f"{type(e).__name__}: {e}")
     return cases
 
 
@@ -211,7 +228,8 @@ def _cu(lib: Any, name: str, *args: Any) -> None:
 
 
 def driver_floor_cases() -> dict[str, Callable[[], Any]]:
-    """cuLaunchKernel of NOOP_PTX's kernels with prepared ctypes arguments (the driver's own cost)."""
+    """cuCtxGetCurrent, and cuLaunchKernel of NOOP_PTX's kernels, with prepared ctypes arguments (the
+    driver's own cost: a call that does nothing, and a launch)."""
     import ctypes
 
     import torch
@@ -229,7 +247,14 @@ def driver_floor_cases() -> dict[str, Callable[[], Any]]:
     one, zero = ctypes.c_uint(1), ctypes.c_uint(0)
     values = [ctypes.c_uint64(0) for _ in range(FLOOR_PARAMS)]
     pointers = (ctypes.c_void_p * FLOOR_PARAMS)(*[ctypes.addressof(v) for v in values])
-    cases = {}
+    get_current, ctx_ref = cu.cuCtxGetCurrent, ctypes.byref(ctx)
+    get_current.restype = ctypes.c_int
+
+    def driver_call():
+        rc = get_current(ctx_ref)
+        if rc:
+            raise RuntimeError(f"cuCtxGetCurrent failed with CUresult {rc}")
+    cases = {"driver_call": driver_call}
     for name, params in (("noop_0", None), ("noop_args", pointers)):
         function = ctypes.c_void_p()
         _cu(cu, "cuModuleGetFunction", ctypes.byref(function), module, ctypes.c_char_p(name.encode()))
@@ -676,6 +701,7 @@ def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
            "targets_us": {"op": f"<= torch eager and <= {TARGET_OP_US}", "c_abi": f"<= {TARGET_C_ABI_US}"}}
     floors = {case: host(case) for case in ("binding_floor", "driver_noop", "driver_args")}
     out["c_abi_floors_us"] = floors
+    out["floors_us"] = floor_table(va)
     if raw is not None and floors["binding_floor"] is not None and floors["driver_args"] is not None:
         # what the launcher itself adds over the Python->C call and the driver's launch
         out["c_abi_ours_us"] = raw - floors["binding_floor"] - floors["driver_args"]
@@ -686,6 +712,18 @@ def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
     if compiled is not None:
         out["compile_ok"] = {mode: bool(rec.get("ok")) for mode, rec in compiled.items()}
     return out
+
+
+FLOOR_CASES = ("driver_call", "binding_floor", "driver_noop", "driver_args", "py_stream", "c_abi_prepared",
+               "py_plan_launches", "ct_launch", "torch_eager", "tileport_cutile_rs", "op_default",
+               "tileport_cutile_rs_out")
+
+
+def floor_table(cases: dict) -> dict:
+    """{case: host µs} of the FLOOR_CASES measured, cheapest first (a failed case is left out; its
+    error stays in call_cost)."""
+    timed = {c: cases[c]["host_us"] for c in FLOOR_CASES if "host_us" in cases.get(c, {})}
+    return dict(sorted(timed.items(), key=lambda kv: kv[1]))
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -795,6 +833,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"host µs per call (vector_add 1024 f32): cutile-rs op {s['cutile_rs_op_host_us']}, "
           f"torch eager {s['torch_eager_host_us']}, C ABI prepared {s['c_abi_prepared_host_us']}, "
           f"ct.launch {s['ct_launch_host_us']}")
+    print("floors, host µs per call: " + ", ".join(f"{k} {v:.2f}" for k, v in s.get("floors_us", {}).items()))
     print(f"targets met: op {s['op_target_met']}, C ABI {s['c_abi_target_met']}; graph replay ok "
           f"{s.get('graph_ok')}; torch.compile ok {s.get('compile_ok')}  results: {args.out}")
     checks = [ok for key in ("graph_c_abi_ok", "graph_ok", "compile_ok") for ok in s.get(key, {}).values()]
