@@ -83,7 +83,7 @@ def test_noop_ptx_declares_both_floor_kernels():
 def test_floor_cases_record_what_cannot_be_set_up(monkeypatch):
     monkeypatch.setattr(callcost, "driver_floor_cases", lambda: (_ for _ in ()).throw(OSError("no libcuda.so.1")))
     cases = callcost._floor_cases()
-    for name in ("driver_call", "driver_noop", "driver_args"):
+    for name in callcost.DRIVER_CASES:
         with pytest.raises(RuntimeError, match="no libcuda"):
             cases[name]()
     if shutil.which("cc") or shutil.which("gcc") or shutil.which("clang"):

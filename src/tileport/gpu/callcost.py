@@ -25,6 +25,7 @@ GPU. Medians over the rounds, and the best round.
 | driver_call            | a driver call that does nothing (cuCtxGetCurrent, ctypes, libcuda)         |
 | driver_noop            | cuLaunchKernel (ctypes, libcuda) of an empty PTX kernel, no parameters     |
 | driver_args            | the same with FLOOR_PARAMS u64 parameters (a vector_add launch's count)   |
+| c_abi_empty            | the empty kernel through the launchers' shared path (tileport_launch_empty) |
 | py_call_key            | the cached op call's key alone (vector_add only)                          |
 | py_alloc_output        | the output allocation alone (torch.empty_strided, vector_add only)         |
 | py_plan_launches       | the cached plan's C-ABI launches alone, into a given output (vector_add)   |
@@ -196,7 +197,7 @@ def _case_error(message: str) -> Callable[[], Any]:
     return functools.partial(_reraise, RuntimeError(message))
 
 
-DRIVER_CASES = ("driver_call", "driver_noop", "driver_args")
+DRIVER_CASES = ("driver_call", "driver_noop", "driver_args", "c_abi_empty")
 
 
 def _floor_cases() -> dict[str, Callable[[], Any]]:
@@ -266,7 +267,34 @@ def driver_floor_cases() -> dict[str, Callable[[], Any]]:
                 raise RuntimeError(f"cuLaunchKernel failed with CUresult {rc}")
         call()
         cases["driver_noop" if params is None else "driver_args"] = call
+        if params is None:
+            cases["c_abi_empty"] = _c_abi_empty_case(function.value, stream.value)
     return cases  # the module stays loaded (never unloaded) while the functions are in use
+
+
+def _c_abi_empty_case(function: int, stream: int) -> Callable[[], Any]:
+    """The generated library's `tileport_launch_empty`: the launchers' shared path (target, context
+    check, cuLaunchKernel) with the empty kernel, prepared ctypes arguments as the op path passes
+    them; the case's error when the library cannot be loaded or predates the symbol."""
+    import ctypes
+
+    import torch
+
+    from tileport.ops.backends import library
+    from tileport.runtime.abi import raise_for
+    try:
+        lib = library()
+        fn = lib.dll.tileport_launch_empty
+    except Exception as e:  # noqa: BLE001 - recorded as the case's error
+        return _case_error(f"{type(e).__name__}: {e}")
+    fn.restype = ctypes.c_int32
+    args = (ctypes.c_uint64(function), ctypes.c_int32(torch.cuda.current_device()), ctypes.c_uint64(stream))
+
+    def call():
+        rc = fn(*args)
+        if rc:
+            raise_for(rc, lib.last_error())
+    return call
 
 
 def measure_call_cost(dtype: str = "float32") -> dict:
@@ -714,8 +742,8 @@ def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
     return out
 
 
-FLOOR_CASES = ("driver_call", "binding_floor", "driver_noop", "driver_args", "py_stream", "c_abi_prepared",
-               "py_plan_launches", "ct_launch", "torch_eager", "tileport_cutile_rs", "op_default",
+FLOOR_CASES = ("driver_call", "binding_floor", "driver_noop", "driver_args", "c_abi_empty", "py_stream",
+               "c_abi_prepared", "py_plan_launches", "ct_launch", "torch_eager", "tileport_cutile_rs", "op_default",
                "tileport_cutile_rs_out")
 
 
