@@ -213,9 +213,10 @@ def test_the_empty_launch_takes_the_shared_path_on_the_stream_given(library, tmp
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     *launches, null = json.loads(proc.stdout.splitlines()[-1])
-    for rec, stream in zip(launches, (0x1000, 0x2000, 0x1000, 0x1000)):
+    for k, (rec, stream) in enumerate(zip(launches, (0x1000, 0x2000, 0x1000, 0x1000))):
         assert rec["rc"] == 0, rec
         calls = dict(kv.split("=") for kv in rec["calls"].split(";") if kv)
-        assert calls.get("cuLaunchKernel") == "1" and set(calls) <= HOT_PATH_CALLS, calls
+        assert calls.get("cuLaunchKernel") == "1", calls
+        assert k == 0 or set(calls) <= HOT_PATH_CALLS, calls  # the first opens the device's context
         assert rec["launch"][:7] == [0x5000, 1, 1, 1, 1, 1, 1] and rec["launch"][7] == stream, rec["launch"]
     assert null["rc"] == -1 and "null function" in null["error"] and "cuLaunchKernel" not in null["calls"]

@@ -28,6 +28,7 @@ GPU. Medians over the rounds, and the best round.
 | c_abi_empty            | the empty kernel through the launchers' shared path (tileport_launch_empty) |
 | py_call_key            | the cached op call's key alone (vector_add only)                          |
 | py_alloc_output        | the output allocation alone (torch.empty_strided, vector_add only)         |
+| py_alloc_like          | the same through torch.empty_like of a tensor of that layout              |
 | py_plan_launches       | the cached plan's C-ABI launches alone, into a given output (vector_add)   |
 | py_stream              | the current stream's handle as the launch reads it (plan_cache._raw_stream) |
 | py_stream_public       | the same through torch.cuda.current_stream(device).cuda_stream            |
@@ -154,6 +155,7 @@ def _breakdown_cases(spec, fn, inputs: tuple, out) -> dict[str, Callable[[], Any
     raw_stream, index = plan_cache._raw_stream(), plan.device_index
     return {"py_call_key": lambda: plan_cache.call_key(spec, "cutile-rs", inputs, None),
             "py_alloc_output": lambda: torch.empty_strided(shape, stride, dtype=dtype, device=device),
+            "py_alloc_like": lambda: torch.empty_like(out),
             "py_plan_launches": launches,
             "py_stream": lambda: raw_stream(index),
             "py_stream_public": lambda: torch.cuda.current_stream(index).cuda_stream}
@@ -701,7 +703,7 @@ def _python_cases(spec, a, b, out, stub) -> dict[str, Callable[[], Any]]:
         "lookup": lambda: plan_cache.lookup(key),
         "alloc_output": lambda: torch.empty_strided(shape, stride, dtype=dtype, device=out.device),
         "plan_run_out": lambda: plan_out.run(inputs, out),
-        "launch": lambda: launch(groups, 0),
+        "launch": lambda: launch.run(groups, 0),
         "data_ptrs": lambda: (a.data_ptr(), b.data_ptr(), out.data_ptr()),
         "binding_floor": lambda: stub["vector_add_kernel"].raw(*prepared.args),
     }
