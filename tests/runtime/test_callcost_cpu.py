@@ -96,7 +96,9 @@ def test_floor_table_puts_the_cases_side_by_side_cheapest_first():
              "ct_launch": {"error": "no cuda.tile"}, "py_call_key": {"host_us": 1.0}}
     table = callcost.floor_table(cases)
     assert list(table) == ["driver_call", "driver_noop", "c_abi_prepared", "tileport_cutile_rs", "torch_eager"]
-    assert callcost.summary({"vector_add": {"cases": cases}})["floors_us"] == table
+    s = callcost.summary({"vector_add": {"cases": cases}})
+    assert s["floors_us"] == table
+    assert s["shares_us"] == {"op_python": pytest.approx(5.5), "launch_over_call": pytest.approx(2.3)}
 
 
 def test_python_breakdown_times_every_layer_on_cpu(tmp_path, monkeypatch):

@@ -33,7 +33,8 @@ GPU. Medians over the rounds, and the best round.
 | py_stream              | the current stream's handle as the launch reads it (plan_cache._raw_stream) |
 | py_stream_public       | the same through torch.cuda.current_stream(device).cuda_stream            |
 
-`summary.floors_us` puts the vector_add cases side by side, cheapest first: what a driver call,
+`summary.floors_us` puts the vector_add cases side by side, cheapest first (`summary.shares_us`: the
+differences between neighbouring layers, SHARES): what a driver call,
 a launch, the Python -> C call, our C ABI, the op call, torch eager and ct.launch each cost here.
 `--only python` (no GPU) times the Python layers of the op call on CPU tensors with a stub library.
 
@@ -732,6 +733,7 @@ def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
     floors = {case: host(case) for case in ("binding_floor", "driver_noop", "driver_args")}
     out["c_abi_floors_us"] = floors
     out["floors_us"] = floor_table(va)
+    out["shares_us"] = shares(out["floors_us"])
     if raw is not None and floors["binding_floor"] is not None and floors["driver_args"] is not None:
         # what the launcher itself adds over the Python->C call and the driver's launch
         out["c_abi_ours_us"] = raw - floors["binding_floor"] - floors["driver_args"]
@@ -754,6 +756,20 @@ def floor_table(cases: dict) -> dict:
     error stays in call_cost)."""
     timed = {c: cases[c]["host_us"] for c in FLOOR_CASES if "host_us" in cases.get(c, {})}
     return dict(sorted(timed.items(), key=lambda kv: kv[1]))
+
+
+SHARES = {  # share of a call: (case, the case under it)
+    "op_python": ("tileport_cutile_rs", "c_abi_prepared"),  # key, lookup, allocation, plan run
+    "kernel_launcher": ("c_abi_prepared", "c_abi_empty"),  # a kernel's checks, key, params; 6 more arguments
+    "shared_launch_path": ("c_abi_empty", "driver_noop"),  # target, context check, guard (ctypes as both)
+    "launch_over_call": ("driver_noop", "driver_call"),  # what cuLaunchKernel costs over a driver call
+}
+
+
+def shares(floors: dict) -> dict:
+    """{share: µs} of SHARES whose two cases were both measured."""
+    return {name: floors[top] - floors[under] for name, (top, under) in SHARES.items()
+            if top in floors and under in floors}
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -864,6 +880,7 @@ def main(argv: list[str] | None = None) -> int:
           f"torch eager {s['torch_eager_host_us']}, C ABI prepared {s['c_abi_prepared_host_us']}, "
           f"ct.launch {s['ct_launch_host_us']}")
     print("floors, host µs per call: " + ", ".join(f"{k} {v:.2f}" for k, v in s.get("floors_us", {}).items()))
+    print("shares, µs: " + ", ".join(f"{k} {v:.2f}" for k, v in s.get("shares_us", {}).items()))
     print(f"targets met: op {s['op_target_met']}, C ABI {s['c_abi_target_met']}; graph replay ok "
           f"{s.get('graph_ok')}; torch.compile ok {s.get('compile_ok')}  results: {args.out}")
     checks = [ok for key in ("graph_c_abi_ok", "graph_ok", "compile_ok") for ok in s.get(key, {}).values()]
