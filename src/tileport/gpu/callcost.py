@@ -33,9 +33,9 @@ GPU. Medians over the rounds, and the best round.
 | py_stream              | the current stream's handle as the launch reads it (plan_cache._raw_stream) |
 | py_stream_public       | the same through torch.cuda.current_stream(device).cuda_stream            |
 
-`summary.floors_us` puts the vector_add cases side by side, cheapest first (`summary.shares_us`: the
-differences between neighbouring layers, SHARES): what a driver call,
-a launch, the Python -> C call, our C ABI, the op call, torch eager and ct.launch each cost here.
+`summary.floors_us` puts the vector_add cases side by side, cheapest first: what a driver call, a
+launch, the Python -> C call, our C ABI, the op call, torch eager and ct.launch each cost here;
+`summary.shares_us` the differences between the layers (SHARES).
 `--only python` (no GPU) times the Python layers of the op call on CPU tensors with a stub library.
 
 Graph check (`graph`, per capture_error_mode global / thread_local / relaxed, each in a fresh
