@@ -47,7 +47,7 @@ def get_op(name: str):
         if out is None and backend is None and (_compiling() or _needs_grad(name, inputs)):
             from tileport.ops import torch_ops
             return getattr(torch_ops, name)(*inputs)
-        return api.call(spec, *inputs, out=out, backend=backend)
+        return api.call_with(spec, inputs, out, backend)
 
     P = inspect.Parameter
     op.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

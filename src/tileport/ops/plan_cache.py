@@ -240,6 +240,24 @@ class CachedPlan:
         self.out_layouts, self.multi_output, self.temps, self.launches = out_layouts, multi_output, temps, launches
         self._empty = _torch().empty_strided
         self._extents: tuple | None = None  # (input index, bytes) per tensor input, bytes per output
+        if out_layouts is not None and len(out_layouts) == 1 and not multi_output and not temps \
+                and len(launches) == 1:
+            self.run = self._one_launch()  # most ops: one output, one kernel
+
+    def _one_launch(self) -> Callable[[tuple, Any], Any]:
+        """`run` of a plan that allocates one output and launches one kernel, its values held by a
+        closure (no per-call attribute lookups, lists or loops); `out=` takes the general path."""
+        ((shape, stride, dtype),) = self.out_layouts
+        empty, dev, index, launch = self._empty, self.device, self.device_index, self.launches[0].run
+        general = CachedPlan.run.__get__(self)  # the class's run: this closure shadows it on the instance
+
+        def run(inputs: tuple, out: Any) -> Any:
+            if out is not None:
+                return general(inputs, out)
+            o = empty(shape, stride, dtype=dtype, device=dev)
+            launch((inputs, (o,), ()), index)
+            return o
+        return run
 
     def run(self, inputs: tuple, out: Any) -> Any:
         empty, dev = self._empty, self.device
