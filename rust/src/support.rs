@@ -3,7 +3,7 @@
 //! Tile IR export. Copied verbatim into the generated crate by tileport.
 
 use core::ffi::{c_char, c_void};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::mem::MaybeUninit;
@@ -323,17 +323,43 @@ pub struct LaunchTarget {
 
 type TargetMap = RwLock<HashMap<(i32, u64), &'static LaunchTarget>>;
 
+thread_local! {
+    /// The (device, stream) target this thread launched on last: a thread mostly launches on one
+    /// stream, and a target, once made, is never replaced or freed, so the reference stays valid.
+    static LAST_TARGET: Cell<Option<(i32, u64, &'static LaunchTarget)>> = const { Cell::new(None) };
+}
+
 impl LaunchTarget {
     /// The target of `(device_id, stream)`, with the device's context bound to this thread.
     pub fn get(device_id: i32, stream: u64) -> Result<&'static LaunchTarget> {
         static TARGETS: OnceLock<TargetMap> = OnceLock::new();
-        let targets = TARGETS.get_or_init(|| RwLock::new(HashMap::new()));
+        let target = match LAST_TARGET.with(Cell::get) {
+            Some((d, s, target)) if d == device_id && s == stream => target, // no lock, no hash
+            _ => {
+                let target = Self::shared(&TARGETS, device_id, stream)?;
+                LAST_TARGET.with(|last| last.set(Some((device_id, stream, target))));
+                target
+            }
+        };
+        target.context.bind_to_thread().map_err(|e| {
+            Error::new(Code::Device, format!("cannot bind device {device_id}: {e}"))
+        })?;
+        Ok(target)
+    }
+
+    /// The process-wide target of `(device_id, stream)`, made at its first use.
+    fn shared(
+        targets: &'static OnceLock<TargetMap>,
+        device_id: i32,
+        stream: u64,
+    ) -> Result<&'static LaunchTarget> {
+        let targets = targets.get_or_init(|| RwLock::new(HashMap::new()));
         let cached = targets
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&(device_id, stream))
             .copied();
-        let target = match cached {
+        Ok(match cached {
             Some(target) => target,
             None => {
                 let mut map = targets.write().unwrap_or_else(|p| p.into_inner());
@@ -352,11 +378,7 @@ impl LaunchTarget {
                     }
                 }
             }
-        };
-        target.context.bind_to_thread().map_err(|e| {
-            Error::new(Code::Device, format!("cannot bind device {device_id}: {e}"))
-        })?;
-        Ok(target)
+        })
     }
 
     /// A non-owning view of caller memory: no copy, no device allocation, never freed by cutile.
@@ -647,6 +669,31 @@ pub fn resolve(
         .unwrap_or_else(|p| p.into_inner())
         .insert(key, loaded);
     Ok(())
+}
+
+/// The path every resolved launch takes, with no kernel of its own: the (device, stream) target,
+/// the context check and one `cuLaunchKernel` of `function` (a CUfunction the caller loaded, with
+/// no parameters) on one block of one thread. What a benchmark subtracts to tell the launchers'
+/// shared cost from the driver's and from each kernel's own checks and key.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_launch_empty(function: u64, device_id: i32, stream: u64) -> i32 {
+    guard("tileport_launch_empty", || {
+        if function == 0 {
+            return Err(Error::new(Code::NullPointer, "null function"));
+        }
+        let target = LaunchTarget::get(device_id, stream)?;
+        unsafe {
+            cutile::cuda_core::launch_kernel(
+                function as usize as *mut _,
+                (1, 1, 1),
+                (1, 1, 1),
+                0,
+                target.stream.cu_stream(),
+                &mut [],
+            )
+        }
+        .map_err(|e| launch_error("tileport_launch_empty", e))
+    })
 }
 
 pub fn launch_error(kernel: &str, e: impl std::fmt::Display) -> Error {

@@ -41,7 +41,7 @@ def test_summary_reports_each_check_mode():
 
 
 def test_every_check_mode_can_be_run_alone():
-    assert set(callcost.ONLY) == {"binding", "graph_c_abi:global", "graph:global", "graph:thread_local", "graph:relaxed",
+    assert set(callcost.ONLY) == {"binding", "python", "graph_c_abi:global", "graph:global", "graph:thread_local", "graph:relaxed",
                                   "compile:default", "compile:reduce-overhead"}
 
 
@@ -83,8 +83,38 @@ def test_noop_ptx_declares_both_floor_kernels():
 def test_floor_cases_record_what_cannot_be_set_up(monkeypatch):
     monkeypatch.setattr(callcost, "driver_floor_cases", lambda: (_ for _ in ()).throw(OSError("no libcuda.so.1")))
     cases = callcost._floor_cases()
-    for name in ("driver_noop", "driver_args"):
+    for name in callcost.DRIVER_CASES:
         with pytest.raises(RuntimeError, match="no libcuda"):
             cases[name]()
     if shutil.which("cc") or shutil.which("gcc") or shutil.which("clang"):
         assert cases["binding_floor"]() == 0  # the stub returns 0
+
+
+def test_floor_table_puts_the_cases_side_by_side_cheapest_first():
+    cases = {"torch_eager": {"host_us": 11.0}, "driver_call": {"host_us": 0.2}, "c_abi_prepared": {"host_us": 4.5},
+             "driver_noop": {"host_us": 2.5}, "tileport_cutile_rs": {"host_us": 10.0},
+             "ct_launch": {"error": "no cuda.tile"}, "py_call_key": {"host_us": 1.0}}
+    table = callcost.floor_table(cases)
+    assert list(table) == ["driver_call", "driver_noop", "c_abi_prepared", "tileport_cutile_rs", "torch_eager"]
+    s = callcost.summary({"vector_add": {"cases": cases}})
+    assert s["floors_us"] == table
+    assert s["shares_us"] == {"op_python": pytest.approx(5.5), "launch_over_call": pytest.approx(2.3)}
+
+
+def test_python_breakdown_times_every_layer_on_cpu(tmp_path, monkeypatch):
+    """--only python: every layer of the cached cutile-rs op call, on CPU tensors with the stub
+    library (needs torch and a C compiler); the op call costs more than any one of its layers."""
+    pytest.importorskip("torch", reason="torch is not installed")
+    if not (shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")):
+        pytest.skip("no C compiler to build the stub library")
+    monkeypatch.setattr(callcost, "PY_CALLS", 20)
+    monkeypatch.setattr(callcost, "PY_ROUNDS", 3)
+    from tileport.ops import api, plan_cache
+    default = api._default
+    out = tmp_path / "python.json"
+    assert callcost.main(["--only", "python", "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    us = {k: v["host_us"] for k, v in rec["host_us"].items()}
+    assert set(us) == set(callcost.PY_CASES) and all(v > 0 for v in us.values())
+    assert us["op_backend"] > max(us["call_key"], us["launch"], us["alloc_output"])
+    assert api._default is default and plan_cache.size() == 0  # the default backend restored, no plan left

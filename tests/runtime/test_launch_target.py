@@ -58,10 +58,14 @@ def test_every_launcher_takes_the_cached_target():
 def test_a_stream_is_borrowed_only_into_the_process_lifetime_cache():
     text = SUPPORT_RS.read_text()
     assert text.count("Stream::borrow_raw(") == 1
-    get = _function(text, "get")
-    assert "Stream::borrow_raw(" in get
-    assert "Box::leak(" in get and "map.insert((device_id, stream), target)" in get
+    get, shared = _function(text, "get"), _function(text, "shared")
+    assert "Stream::borrow_raw(" in shared
+    assert "Box::leak(" in shared and "map.insert((device_id, stream), target)" in shared
     assert "static TARGETS: OnceLock<TargetMap>" in get  # a static is never dropped
+    # the per-thread shortcut holds only targets of that map (never freed), keyed by (device, stream)
+    assert "Self::shared(&TARGETS, device_id, stream)?" in get
+    assert "Some((d, s, target)) if d == device_id && s == stream => target" in get
+    assert "LAST_TARGET.with(|last| last.set(Some((device_id, stream, target))))" in get
     # the only way to make a target, and nothing that would drop one
     assert len(re.findall(r"LaunchTarget \{ context", text)) == 1
     assert "impl Drop for LaunchTarget" not in text
@@ -172,3 +176,47 @@ def test_a_launch_makes_no_driver_call_but_the_launch(library, tmp_path, case):
     # alignment at 16 bytes): the resolved launch, not cutile's launcher, with the new addresses
     assert realigned["calls"].get("cuLaunchKernel") == 1 and realigned["launch"][:8] == first["launch"][:8]
     print(f"{case}: hot launch {hot['us']:.2f} us on the fake driver, realigned {realigned['us']:.2f} us")
+
+
+EMPTY_PROBE = textwrap.dedent("""
+    import ctypes, json, sys
+    fake = ctypes.CDLL(sys.argv[1])
+    fake.fake_cuda_calls.restype = ctypes.c_char_p
+    fake.fake_cuda_last_launch.restype = ctypes.POINTER(ctypes.c_uint64)
+    from tileport.runtime.library import load
+    lib = load()
+    empty = lib.dll.tileport_launch_empty
+    empty.restype = ctypes.c_int32
+    out = []
+    for function, stream in [(0x5000, 0x1000), (0x5000, 0x2000), (0x5000, 0x1000), (0x5000, 0x1000), (0, 0x1000)]:
+        fake.fake_cuda_reset()
+        rc = empty(ctypes.c_uint64(function), ctypes.c_int32(0), ctypes.c_uint64(stream))
+        seen = fake.fake_cuda_last_launch()
+        out.append({"rc": rc, "calls": fake.fake_cuda_calls().decode(), "launch": [seen[i] for i in range(8)],
+                    "error": lib.last_error() if rc else ""})
+    print(json.dumps(out))
+""")
+
+
+@pytest.mark.cargo
+def test_the_empty_launch_takes_the_shared_path_on_the_stream_given(library, tmp_path):
+    """tileport_launch_empty (callcost's floor of the launchers' shared path) on the fake driver:
+    one cuLaunchKernel of the given function on one thread, on the stream of each call, also when
+    the stream changes between calls (the per-thread target shortcut must not keep the last one);
+    the context checks are the only other driver calls; a null function is refused, not launched."""
+    from tileport import toolchain
+    fake = _fake_driver(tmp_path)
+    env = toolchain.env()
+    env.update(LD_LIBRARY_PATH=f"{tmp_path}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
+               TILEPORT_LIB=str(library.path), TILEPORT_JIT_CACHE="0", PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.run([sys.executable, "-c", EMPTY_PROBE, str(fake)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    *launches, null = json.loads(proc.stdout.splitlines()[-1])
+    for k, (rec, stream) in enumerate(zip(launches, (0x1000, 0x2000, 0x1000, 0x1000))):
+        assert rec["rc"] == 0, rec
+        calls = dict(kv.split("=") for kv in rec["calls"].split(";") if kv)
+        assert calls.get("cuLaunchKernel") == "1", calls
+        assert k == 0 or set(calls) <= HOT_PATH_CALLS, calls  # the first opens the device's context
+        assert rec["launch"][:7] == [0x5000, 1, 1, 1, 1, 1, 1] and rec["launch"][7] == stream, rec["launch"]
+    assert null["rc"] == -1 and "null function" in null["error"] and "cuLaunchKernel" not in null["calls"]

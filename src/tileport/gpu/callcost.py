@@ -17,15 +17,26 @@ GPU. Medians over the rounds, and the best round.
 | ct_launch              | `ct.launch` alone with ready arguments (vector_add only)                   |
 | tileport_cutile_rs     | `tileport.ops.<op>(...)` on `cutile-rs`, allocating its output            |
 | tileport_cutile_rs_out | the same with `out=`                                                       |
+| op_default             | `tileport.ops.<op>(...)` with no `backend=` (the default, set to cutile-rs) |
 | custom_op_cutile_rs    | `torch.ops.tileport.<op>` (the torch.compile path) on `cutile-rs`          |
 | c_abi_prepared         | the C symbol with prepared ctypes arguments (library.PreparedLaunch)       |
 | c_abi_entry            | the generic `KernelLibrary[kernel](...)` call (descriptors built per call) |
 | binding_floor          | ctypes call, prepared arguments, into a no-op C function of that signature |
+| driver_call            | a driver call that does nothing (cuCtxGetCurrent, ctypes, libcuda)         |
 | driver_noop            | cuLaunchKernel (ctypes, libcuda) of an empty PTX kernel, no parameters     |
 | driver_args            | the same with FLOOR_PARAMS u64 parameters (a vector_add launch's count)   |
+| c_abi_empty            | the empty kernel through the launchers' shared path (tileport_launch_empty) |
 | py_call_key            | the cached op call's key alone (vector_add only)                          |
 | py_alloc_output        | the output allocation alone (torch.empty_strided, vector_add only)         |
+| py_alloc_like          | the same through torch.empty_like of a tensor of that layout              |
 | py_plan_launches       | the cached plan's C-ABI launches alone, into a given output (vector_add)   |
+| py_stream              | the current stream's handle as the launch reads it (plan_cache._raw_stream) |
+| py_stream_public       | the same through torch.cuda.current_stream(device).cuda_stream            |
+
+`summary.floors_us` puts the vector_add cases side by side, cheapest first: what a driver call, a
+launch, the Python -> C call, our C ABI, the op call, torch eager and ct.launch each cost here;
+`summary.shares_us` the differences between the layers (SHARES).
+`--only python` (no GPU) times the Python layers of the op call on CPU tensors with a stub library.
 
 Graph check (`graph`, per capture_error_mode global / thread_local / relaxed, each in a fresh
 process since a failed capture leaves CUDA unusable): a sequence of tileport ops on `cutile-rs`
@@ -110,6 +121,7 @@ def _cases(op: str, dtype: str) -> dict[str, Callable[[], Any]]:
         "tileport_cutile_rs_out": lambda: fn(*inputs, out=outs, backend="cutile-rs"),
     }
     cases["custom_op_cutile_rs"] = lambda: custom(*inputs)
+    cases["op_default"] = lambda: fn(*inputs)  # measure_call_cost makes cutile-rs the default
     if op == "vector_add":
         cases.update(_raw_cases(spec, inputs, outs))
         cases.update(_floor_cases())
@@ -140,10 +152,14 @@ def _breakdown_cases(spec, fn, inputs: tuple, out) -> dict[str, Callable[[], Any
 
     def launches():
         for launch in plan.launches:
-            launch(groups, plan.device_index)
+            launch.run(groups, plan.device_index)
+    raw_stream, index = plan_cache._raw_stream(), plan.device_index
     return {"py_call_key": lambda: plan_cache.call_key(spec, "cutile-rs", inputs, None),
             "py_alloc_output": lambda: torch.empty_strided(shape, stride, dtype=dtype, device=device),
-            "py_plan_launches": launches}
+            "py_alloc_like": lambda: torch.empty_like(out),
+            "py_plan_launches": launches,
+            "py_stream": lambda: raw_stream(index),
+            "py_stream_public": lambda: torch.cuda.current_stream(index).cuda_stream}
 
 
 def _raw_cases(spec, inputs: tuple, out) -> dict[str, Callable[[], Any]]:
@@ -184,11 +200,15 @@ def _case_error(message: str) -> Callable[[], Any]:
     return functools.partial(_reraise, RuntimeError(message))
 
 
+DRIVER_CASES = ("driver_call", "driver_noop", "driver_args", "c_abi_empty")
+
+
 def _floor_cases() -> dict[str, Callable[[], Any]]:
     """binding_floor: a ctypes call with the prepared launch's arguments into a no-op C function of a
-    launcher's signature; driver_noop / driver_args: cuLaunchKernel through ctypes on libcuda of an
-    empty kernel (no parameters / FLOOR_PARAMS u64 parameters) on torch's current stream. Each floor
-    that cannot be set up is recorded as that case's error."""
+    launcher's signature; driver_call: a driver call that does nothing; driver_noop / driver_args:
+    cuLaunchKernel through ctypes on libcuda of an empty kernel (no parameters / FLOOR_PARAMS u64
+    parameters) on torch's current stream. Each floor that cannot be set up is recorded as that
+    case's error."""
     import tempfile
     cases: dict[str, Callable[[], Any]] = {}
     try:
@@ -200,7 +220,8 @@ def _floor_cases() -> dict[str, Callable[[], Any]]:
     try:
         cases.update(driver_floor_cases())
     except Exception as e:  # noqa: BLE001 - recorded as the case's error
-        cases["driver_noop"] = cases["driver_args"] = _case_error(f"{type(e).__name__}: {e}")
+        for name in DRIVER_CASES:
+            cases[name] = _case_error(f"{type(e).__name__}: {e}")
     return cases
 
 
@@ -211,7 +232,8 @@ def _cu(lib: Any, name: str, *args: Any) -> None:
 
 
 def driver_floor_cases() -> dict[str, Callable[[], Any]]:
-    """cuLaunchKernel of NOOP_PTX's kernels with prepared ctypes arguments (the driver's own cost)."""
+    """cuCtxGetCurrent, and cuLaunchKernel of NOOP_PTX's kernels, with prepared ctypes arguments (the
+    driver's own cost: a call that does nothing, and a launch)."""
     import ctypes
 
     import torch
@@ -229,7 +251,14 @@ def driver_floor_cases() -> dict[str, Callable[[], Any]]:
     one, zero = ctypes.c_uint(1), ctypes.c_uint(0)
     values = [ctypes.c_uint64(0) for _ in range(FLOOR_PARAMS)]
     pointers = (ctypes.c_void_p * FLOOR_PARAMS)(*[ctypes.addressof(v) for v in values])
-    cases = {}
+    get_current, ctx_ref = cu.cuCtxGetCurrent, ctypes.byref(ctx)
+    get_current.restype = ctypes.c_int
+
+    def driver_call():
+        rc = get_current(ctx_ref)
+        if rc:
+            raise RuntimeError(f"cuCtxGetCurrent failed with CUresult {rc}")
+    cases = {"driver_call": driver_call}
     for name, params in (("noop_0", None), ("noop_args", pointers)):
         function = ctypes.c_void_p()
         _cu(cu, "cuModuleGetFunction", ctypes.byref(function), module, ctypes.c_char_p(name.encode()))
@@ -241,7 +270,34 @@ def driver_floor_cases() -> dict[str, Callable[[], Any]]:
                 raise RuntimeError(f"cuLaunchKernel failed with CUresult {rc}")
         call()
         cases["driver_noop" if params is None else "driver_args"] = call
+        if params is None:
+            cases["c_abi_empty"] = _c_abi_empty_case(function.value, stream.value)
     return cases  # the module stays loaded (never unloaded) while the functions are in use
+
+
+def _c_abi_empty_case(function: int, stream: int) -> Callable[[], Any]:
+    """The generated library's `tileport_launch_empty`: the launchers' shared path (target, context
+    check, cuLaunchKernel) with the empty kernel, prepared ctypes arguments as the op path passes
+    them; the case's error when the library cannot be loaded or predates the symbol."""
+    import ctypes
+
+    import torch
+
+    from tileport.ops.backends import library
+    from tileport.runtime.abi import raise_for
+    try:
+        lib = library()
+        fn = lib.dll.tileport_launch_empty
+    except Exception as e:  # noqa: BLE001 - recorded as the case's error
+        return _case_error(f"{type(e).__name__}: {e}")
+    fn.restype = ctypes.c_int32
+    args = (ctypes.c_uint64(function), ctypes.c_int32(torch.cuda.current_device()), ctypes.c_uint64(stream))
+
+    def call():
+        rc = fn(*args)
+        if rc:
+            raise_for(rc, lib.last_error())
+    return call
 
 
 def measure_call_cost(dtype: str = "float32") -> dict:
@@ -415,6 +471,15 @@ int32_t stub_launch(const TensorDesc *a, const TensorDesc *b, const TensorDesc *
     sink = a->ptr + b->ptr + c->ptr + (uint64_t)n + gx + gy + gz + (uint64_t)device + stream;
     return 0;
 }
+/* What tileport.runtime.library.KernelLibrary needs to load this stub as the generated library whose
+ * only launcher is vector_add's (a no-op): the CPU breakdown of the op call path. */
+int32_t tileport_vector_add_kernel(const TensorDesc *a, const TensorDesc *b, const TensorDesc *c, int32_t n,
+                                   uint32_t gx, uint32_t gy, uint32_t gz, int32_t device, uint64_t stream) {
+    return stub_launch(a, b, c, n, gx, gy, gz, device, stream);
+}
+const char *tileport_last_error(void) { return "stub"; }
+int32_t tileport_abi_version(void) { return ABI_VERSION; }
+int32_t tileport_enable_jit_cache(void) { return 0; }
 """
 STUB_DECL = ("typedef struct { uint64_t ptr; int32_t ndim; int64_t shape[6]; int64_t strides[6]; int32_t dtype; }"
              " TensorDesc; int32_t stub_launch(const TensorDesc*, const TensorDesc*, const TensorDesc*, int32_t,"
@@ -444,7 +509,9 @@ def _build_stub(directory: Path) -> Path:
         raise RuntimeError("no C compiler (cc, gcc, clang) to build the stub")
     src, lib = directory / "stub.c", directory / "libstub.so"
     src.write_text(STUB_C)
-    proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(src)], capture_output=True, text=True)
+    from tileport.runtime.abi import ABI_VERSION
+    proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", f"-DABI_VERSION={ABI_VERSION}", "-o", str(lib), str(src)],
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{cc} failed: {proc.stderr[-500:]}")
     return lib
@@ -514,6 +581,138 @@ def binding_cost() -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# The Python side of a cached cutile-rs op call, layer by layer, on CPU (no GPU needed)
+
+PY_SIZE = 1024
+# Short rounds, many of them, the best one reported: on a shared machine most rounds are preempted,
+# and a round of 200 calls (~1 ms) often is not.
+PY_CALLS, PY_ROUNDS = 200, 400
+
+
+class _Patched:
+    """Set attributes for the duration of a block, then restore them."""
+
+    def __init__(self, *changes: tuple[Any, str, Any]):
+        self.changes, self.saved = changes, []
+
+    def __enter__(self) -> "_Patched":
+        for obj, name, value in self.changes:
+            self.saved.append((obj, name, getattr(obj, name)))
+            setattr(obj, name, value)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for obj, name, value in reversed(self.saved):
+            setattr(obj, name, value)
+
+
+def _cpu_describe(t: Any, name: str) -> Any:
+    """runtime.tensors.describe for a CPU tensor (the launcher is a stub: nothing reads the memory)."""
+    from types import SimpleNamespace
+
+    from tileport.runtime import tensors
+    return SimpleNamespace(desc=tensors._fill(t.data_ptr(), t.shape, t.stride(), tensors.TORCH_DTYPES[str(t.dtype)],
+                                              name))
+
+
+def python_breakdown() -> dict:
+    """Host µs per layer of a cached `cutile-rs` op call (vector_add, PY_SIZE f32), on CPU tensors:
+    the library is a stub whose vector_add launcher does nothing (same C signature), the stream
+    accessor returns a constant. What each case is: PY_CASES."""
+    import tempfile
+
+    import torch
+
+    from tileport.ops import api, backends, plan_cache
+    from tileport.ops import plan_cache as pc
+    from tileport.ops.specs import get_spec
+    from tileport.runtime import library as lib_mod
+    from tileport.runtime import tensors
+    with tempfile.TemporaryDirectory() as d:
+        stub = lib_mod.KernelLibrary(_build_stub(Path(d)), lib_mod.REPO_CRATE / "kernels.json")
+    spec = get_spec("vector_add")
+    a, b = spec.make_inputs((PY_SIZE,), "float32", "cpu", 0)
+    out = spec.allocate(a, b)
+    patches = _Patched((backends, "library", lambda: stub), (tensors, "describe", _cpu_describe),
+                       (pc, "_raw_stream", lambda: (lambda index: 0x77)), (api, "_default", ["cutile-rs"]))
+    with patches:
+        plan_cache.clear()
+        for o in (None, out):  # the plans of op(a, b) and op(a, b, out=out), recorded as a GPU call would
+            plan = plan_cache.record(spec, "cutile-rs", (a, b), (out,), spec.plan(a, b, out),
+                                     allocated=o is None, multi_output=False)
+            plan_cache.store(plan_cache.call_key(spec, "cutile-rs", (a, b), o), plan)
+        try:
+            return {name: _host_us(fn, calls=PY_CALLS, rounds=PY_ROUNDS) for name, fn in
+                    _python_cases(spec, a, b, out, stub).items()}
+        finally:
+            plan_cache.clear()
+
+
+def _cpu_environment() -> dict:
+    import platform
+
+    import torch
+
+    from tileport.gpu.bench import _cmd
+    return {"cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
+            "python": platform.python_version(),
+            "commit": os.environ.get("TILEPORT_COMMIT") or _cmd(["git", "rev-parse", "HEAD"]),
+            "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+PY_CASES = {
+    "op_default": "tileport.ops.vector_add(a, b): the default backend (cutile-rs), output allocated",
+    "op_backend": "tileport.ops.vector_add(a, b, backend='cutile-rs')",
+    "op_out": "tileport.ops.vector_add(a, b, out=c, backend='cutile-rs')",
+    "api_call": "tileport.ops.api.call(spec, a, b, backend='cutile-rs'): without the operator wrapper",
+    "op_wrapper_checks": "the operator wrapper's torch.compile and autograd checks alone",
+    "get_backend": "the current backend (no backend= given)",
+    "call_key": "the call key alone",
+    "lookup": "the plan lookup by a ready key",
+    "alloc_output": "torch.empty_strided of the output (CPU allocator here; CUDA's caching allocator on a GPU)",
+    "plan_run_out": "the cached plan's run with out= (aliasing check, launches)",
+    "launch": "the plan's one launch: data pointers, stream, ctypes call into the no-op stub",
+    "data_ptrs": "the three data_ptr() reads alone",
+    "binding_floor": "the ctypes call into the no-op stub alone, prepared arguments",
+}
+
+
+def _python_cases(spec, a, b, out, stub) -> dict[str, Callable[[], Any]]:
+    import torch
+
+    import tileport.ops as ops
+    from tileport.ops import api, operators, plan_cache
+    fn = ops.vector_add
+    key = plan_cache.call_key(spec, "cutile-rs", (a, b), None)
+    plan = plan_cache.lookup(key)
+    plan_out = plan_cache.lookup(plan_cache.call_key(spec, "cutile-rs", (a, b), out))
+    if plan is None or plan_out is None:
+        raise RuntimeError("the recorded plans are not found by their call keys")
+    (launch,) = plan.launches
+    groups = ((a, b), [out], [])
+    ((shape, stride, dtype),) = plan.out_layouts
+    prepared = launch._prepared
+    inputs = (a, b)
+    cases: dict[str, Callable[[], Any]] = {
+        "op_default": lambda: fn(a, b),
+        "op_backend": lambda: fn(a, b, backend="cutile-rs"),
+        "op_out": lambda: fn(a, b, out=out, backend="cutile-rs"),
+        "api_call": lambda: api.call(spec, a, b, backend="cutile-rs"),
+        "op_wrapper_checks": lambda: operators._compiling() or operators._needs_grad("vector_add", inputs),
+        "get_backend": api.get_backend,
+        "call_key": lambda: plan_cache.call_key(spec, "cutile-rs", inputs, None),
+        "lookup": lambda: plan_cache.lookup(key),
+        "alloc_output": lambda: torch.empty_strided(shape, stride, dtype=dtype, device=out.device),
+        "plan_run_out": lambda: plan_out.run(inputs, out),
+        "launch": lambda: launch.run(groups, 0),
+        "data_ptrs": lambda: (a.data_ptr(), b.data_ptr(), out.data_ptr()),
+        "binding_floor": lambda: stub["vector_add_kernel"].raw(*prepared.args),
+    }
+    assert cases.keys() == PY_CASES.keys()
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------
 # The result file
 
 
@@ -533,6 +732,8 @@ def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
            "targets_us": {"op": f"<= torch eager and <= {TARGET_OP_US}", "c_abi": f"<= {TARGET_C_ABI_US}"}}
     floors = {case: host(case) for case in ("binding_floor", "driver_noop", "driver_args")}
     out["c_abi_floors_us"] = floors
+    out["floors_us"] = floor_table(va)
+    out["shares_us"] = shares(out["floors_us"])
     if raw is not None and floors["binding_floor"] is not None and floors["driver_args"] is not None:
         # what the launcher itself adds over the Python->C call and the driver's launch
         out["c_abi_ours_us"] = raw - floors["binding_floor"] - floors["driver_args"]
@@ -543,6 +744,32 @@ def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
     if compiled is not None:
         out["compile_ok"] = {mode: bool(rec.get("ok")) for mode, rec in compiled.items()}
     return out
+
+
+FLOOR_CASES = ("driver_call", "binding_floor", "driver_noop", "driver_args", "c_abi_empty", "py_stream",
+               "c_abi_prepared", "py_plan_launches", "ct_launch", "torch_eager", "tileport_cutile_rs", "op_default",
+               "tileport_cutile_rs_out")
+
+
+def floor_table(cases: dict) -> dict:
+    """{case: host µs} of the FLOOR_CASES measured, cheapest first (a failed case is left out; its
+    error stays in call_cost)."""
+    timed = {c: cases[c]["host_us"] for c in FLOOR_CASES if "host_us" in cases.get(c, {})}
+    return dict(sorted(timed.items(), key=lambda kv: kv[1]))
+
+
+SHARES = {  # share of a call: (case, the case under it)
+    "op_python": ("tileport_cutile_rs", "c_abi_prepared"),  # key, lookup, allocation, plan run
+    "kernel_launcher": ("c_abi_prepared", "c_abi_empty"),  # a kernel's checks, key, params; 6 more arguments
+    "shared_launch_path": ("c_abi_empty", "driver_noop"),  # target, context check, guard (ctypes as both)
+    "launch_over_call": ("driver_noop", "driver_call"),  # what cuLaunchKernel costs over a driver call
+}
+
+
+def shares(floors: dict) -> dict:
+    """{share: µs} of SHARES whose two cases were both measured."""
+    return {name: floors[top] - floors[under] for name, (top, under) in SHARES.items()
+            if top in floors and under in floors}
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -620,7 +847,7 @@ def run_one(kind: str, mode: str, out: Path) -> int:
     return 0 if rec.get("ok") else 1
 
 
-ONLY = ["binding"] + [f"{kind}:{mode}" for kind, (_, modes) in CHECKS.items() for mode in modes]
+ONLY = ["binding", "python"] + [f"{kind}:{mode}" for kind, (_, modes) in CHECKS.items() for mode in modes]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -633,6 +860,12 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.out, rec)
         print(json.dumps(rec, indent=1))
         return 1 if "error" in rec or rec.get("cheapest") is None else 0
+    if args.only == "python":
+        rec = {"environment": _cpu_environment(), "cases": PY_CASES, "host_us": python_breakdown()}
+        write_json(args.out, rec)
+        print("\n".join(f"{v['host_us_min']:7.2f} µs best round ({v['host_us']:.2f} median)  {k}"
+                        for k, v in rec["host_us"].items()))
+        return 0
     from tileport.ops.backends import cuda_unavailable_reason
     reason = cuda_unavailable_reason()
     if reason:
@@ -646,6 +879,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"host µs per call (vector_add 1024 f32): cutile-rs op {s['cutile_rs_op_host_us']}, "
           f"torch eager {s['torch_eager_host_us']}, C ABI prepared {s['c_abi_prepared_host_us']}, "
           f"ct.launch {s['ct_launch_host_us']}")
+    print("floors, host µs per call: " + ", ".join(f"{k} {v:.2f}" for k, v in s.get("floors_us", {}).items()))
+    print("shares, µs: " + ", ".join(f"{k} {v:.2f}" for k, v in s.get("shares_us", {}).items()))
     print(f"targets met: op {s['op_target_met']}, C ABI {s['c_abi_target_met']}; graph replay ok "
           f"{s.get('graph_ok')}; torch.compile ok {s.get('compile_ok')}  results: {args.out}")
     checks = [ok for key in ("graph_c_abi_ok", "graph_ok", "compile_ok") for ok in s.get(key, {}).values()]

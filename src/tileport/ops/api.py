@@ -242,6 +242,11 @@ def call(spec: OpSpec, *inputs: Any, out: Any = None, backend: str | None = None
 
     A repeated call signature (plan_cache.call_key) replays its cached plan: no planning, no full
     input check, no host synchronization, nothing allocated but the outputs."""
+    return call_with(spec, inputs, out, backend)
+
+
+def call_with(spec: OpSpec, inputs: tuple, out: Any = None, backend: str | None = None) -> Any:
+    """`call` with the inputs as one tuple: the operator wrappers pass theirs on as they got them."""
     if backend is None:
         backend = get_backend()
     plan = plan_cache.lookup(plan_cache.call_key(spec, backend, inputs, out))

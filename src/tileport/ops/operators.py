@@ -22,8 +22,12 @@ def _needs_grad(name: str, inputs: tuple) -> bool:
     """True when an op with an autograd formula (torch_ops.AUTOGRAD_OPS) gets an input that
     requires grad: then it runs as the torch custom op, so that backward reaches our kernels."""
     torch = sys.modules.get("torch")
-    if torch is None or not torch.is_grad_enabled() or not any(
-            isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
+    if torch is None or not torch.is_grad_enabled():
+        return False
+    for x in inputs:  # a loop, not any(<generator>): this runs on every default op call
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            break
+    else:
         return False
     from tileport.ops import torch_ops
     return name in torch_ops.AUTOGRAD_OPS
@@ -43,7 +47,7 @@ def get_op(name: str):
         if out is None and backend is None and (_compiling() or _needs_grad(name, inputs)):
             from tileport.ops import torch_ops
             return getattr(torch_ops, name)(*inputs)
-        return api.call(spec, *inputs, out=out, backend=backend)
+        return api.call_with(spec, inputs, out, backend)
 
     P = inspect.Parameter
     op.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

@@ -52,33 +52,38 @@ def _tensor_type() -> type:
     return _torch().Tensor
 
 
+_SCALARS = (bool, int, float)
+
+
 def call_key(spec: OpSpec, backend: str, inputs: tuple, out: Any) -> tuple | None:
     """The cache key of a call, or None when an input is neither a torch tensor nor a scalar (a
-    DLPack array: the slow path views it as a tensor first) or torch is not imported yet."""
+    DLPack array: the slow path views it as a tensor first) or torch is not imported yet.
+
+    One flat tuple (cheaper to build, hash and compare than a tuple of per-tensor tuples): the op,
+    the backend, then per tensor its dtype, shape, strides and device, per scalar its type and
+    value, and "out" before each out= tensor. It parses one way only (a torch dtype starts a tensor,
+    a Python type a scalar), so two different calls never share a key."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
     tensor = torch.Tensor
     key = [id(spec), backend]  # plans hold their spec, so its id stays unique while cached
-    append = key.append
     for x in inputs:
         if isinstance(x, tensor):
-            append((x.dtype, x.shape, x.stride(), x.device))
-        elif isinstance(x, (bool, int, float)):
-            append((type(x), x))
+            key += (x.dtype, x.shape, x.stride(), x.device)
+        elif isinstance(x, _SCALARS):
+            key += (type(x), x)
         else:
             return None
     if out is not None:
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-        for o in outs:
+        for o in (out if isinstance(out, (tuple, list)) else (out,)):
             if not isinstance(o, tensor):
                 return None
-            key.append(("out", o.dtype, o.shape, o.stride(), o.device))
+            key += ("out", o.dtype, o.shape, o.stride(), o.device)
     return tuple(key)
 
 
-def lookup(key: tuple | None) -> "CachedPlan | TorchPlan | None":
-    return None if key is None else _PLANS.get(key)
+lookup: Callable[[Any], "CachedPlan | TorchPlan | None"] = _PLANS.get  # the plan of a key (None: none, or no key)
 
 
 def store(key: tuple | None, plan: "CachedPlan | TorchPlan") -> None:
@@ -235,6 +240,24 @@ class CachedPlan:
         self.out_layouts, self.multi_output, self.temps, self.launches = out_layouts, multi_output, temps, launches
         self._empty = _torch().empty_strided
         self._extents: tuple | None = None  # (input index, bytes) per tensor input, bytes per output
+        if out_layouts is not None and len(out_layouts) == 1 and not multi_output and not temps \
+                and len(launches) == 1:
+            self.run = self._one_launch()  # most ops: one output, one kernel
+
+    def _one_launch(self) -> Callable[[tuple, Any], Any]:
+        """`run` of a plan that allocates one output and launches one kernel, its values held by a
+        closure (no per-call attribute lookups, lists or loops); `out=` takes the general path."""
+        ((shape, stride, dtype),) = self.out_layouts
+        empty, dev, index, launch = self._empty, self.device, self.device_index, self.launches[0].run
+        general = CachedPlan.run.__get__(self)  # the class's run: this closure shadows it on the instance
+
+        def run(inputs: tuple, out: Any) -> Any:
+            if out is not None:
+                return general(inputs, out)
+            o = empty(shape, stride, dtype=dtype, device=dev)
+            launch((inputs, (o,), ()), index)
+            return o
+        return run
 
     def run(self, inputs: tuple, out: Any) -> Any:
         empty, dev = self._empty, self.device
@@ -246,10 +269,11 @@ class CachedPlan:
             if extents is None:  # a function of the key's layouts: computed once per plan
                 extents = self._extents = _extents(inputs, outs)
             _check_disjoint(self.spec, inputs, outs, extents)
-        temps = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.temps]
-        groups = (inputs, outs, temps)
+        temps = [empty(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.temps] \
+            if self.temps else ()
+        groups, index = (inputs, outs, temps), self.device_index
         for launch in self.launches:
-            launch(groups, self.device_index)
+            launch.run(groups, index)
         return tuple(outs) if self.multi_output else outs[0]
 
 
@@ -260,8 +284,10 @@ def _extent(t: Any) -> int:
 
 
 def _extents(inputs: tuple, outs: tuple) -> tuple:
-    return (tuple((i, _extent(x)) for i, x in enumerate(inputs) if hasattr(x, "data_ptr")),
-            tuple(_extent(o) for o in outs))
+    """((input index, bytes), ...) of the non-empty tensor inputs, ((output index, bytes), ...) of the
+    non-empty outputs: empty tensors alias nothing."""
+    ins = ((i, _extent(x)) for i, x in enumerate(inputs) if hasattr(x, "data_ptr"))
+    return tuple((i, n) for i, n in ins if n), tuple((k, n) for k, n in enumerate(map(_extent, outs)) if n)
 
 
 def _check_disjoint(spec: OpSpec, inputs: tuple, outs: tuple, extents: tuple) -> None:
@@ -269,14 +295,14 @@ def _check_disjoint(spec: OpSpec, inputs: tuple, outs: tuple, extents: tuple) ->
     call with the same key, so the replay checks what the first call's full check saw. `extents`
     (from the layouts, so per plan) leaves one data_ptr() per tensor and interval tests per call."""
     in_extents, out_extents = extents
-    spans = [(inputs[i].data_ptr(), n) for i, n in in_extents if n]
-    out_spans = [(o.data_ptr(), n) for o, n in zip(outs, out_extents)]
-    for k, (lo, n) in enumerate(out_spans):
-        if not n:
-            continue
+    spans = [(inputs[i].data_ptr(), n) for i, n in in_extents]
+    first_out = len(spans)
+    spans += [(outs[k].data_ptr(), n) for k, n in out_extents]
+    for j in range(first_out, len(spans)):
+        lo, n = spans[j]
         hi = lo + n
-        for j, (xlo, xn) in enumerate(spans + out_spans):
-            if j != len(spans) + k and xn and lo < xlo + xn and xlo < hi:
+        for m, (xlo, xn) in enumerate(spans):
+            if lo < xlo + xn and xlo < hi and m != j:
                 raise AliasingError(f"{spec.name}: an output shares memory with another argument "
                                     "(the port assumes no aliasing)")
 
@@ -294,7 +320,9 @@ def _raw_stream() -> Callable[[int], int]:
 
 class RustLaunch:
     """One launch through the generated C ABI: prepared ctypes arguments (library.PreparedLaunch),
-    one copy per thread since a call writes the descriptors' pointers."""
+    one copy per thread since a call writes the descriptors' pointers. `run(groups, device_index)`
+    launches: a closure over what it reads (calling a function costs less than an instance's
+    __call__, and each lookup on `self` it avoids is one less per launch)."""
 
     def __init__(self, recorded: RecordedLaunch, launch: Launch, device_index: int):
         """`launch`: the plan's launch that `recorded` traces (its tensors give the descriptors)."""
@@ -308,24 +336,41 @@ class RustLaunch:
         self.sources = [(recorded.args[p].group, recorded.args[p].index, recorded.args[p].offset) for p in order]
         self._prepared = prepared
         self._by_thread = {get_ident(): prepared}
+        self._slots = {get_ident(): self._thread_slots(prepared)}
         self._stream = _raw_stream()
         self._raw, self._lib = entry.raw, entry.lib
         self.kernel = recorded.kernel
+        self.run = self._launcher()
+
+    def _thread_slots(self, prepared: Any) -> tuple:
+        """(((descriptor, group, index, byte offset), ...), stream slot, C arguments) of one thread's copy."""
+        slots = tuple((d, g, i, off) for d, (g, i, off) in zip(prepared.descs, self.sources))
+        return slots, prepared.stream, prepared.args
+
+    def _for_this_thread(self) -> tuple:
+        prepared = self._by_thread[get_ident()] = self._prepared.copy()
+        slots = self._slots[get_ident()] = self._thread_slots(prepared)
+        return slots
+
+    def _launcher(self) -> Callable[[tuple, int], None]:
+        slots_of, stream_of, kernel = self._slots, self._stream, self.kernel
+
+        def run(groups: tuple, device_index: int) -> None:  # PreparedLaunch.__call__, inlined
+            slots, stream, args = slots_of.get(get_ident()) or self._for_this_thread()
+            acc = 0
+            for desc, g, i, off in slots:
+                desc.ptr = ptr = groups[g][i].data_ptr() + off
+                acc |= ptr
+            if acc & 15:  # the key holds layouts, not addresses: a view of the same layout may sit anywhere
+                raise MisalignedError(f"{kernel}: an array's base address is not 16-byte aligned")
+            stream.value = stream_of(device_index)  # read per launch: the caller's stream (or capture stream) now
+            rc = self._raw(*args)
+            if rc:
+                raise_for(rc, self._lib.last_error())
+        return run
 
     def __call__(self, groups: tuple, device_index: int) -> None:
-        prepared = self._by_thread.get(get_ident())
-        if prepared is None:
-            prepared = self._by_thread[get_ident()] = self._prepared.copy()
-        acc = 0
-        for desc, (g, i, off) in zip(prepared.descs, self.sources):  # PreparedLaunch.__call__, inlined
-            desc.ptr = ptr = groups[g][i].data_ptr() + off
-            acc |= ptr
-        if acc & 15:  # the key holds layouts, not addresses: a view of the same layout may sit anywhere
-            raise MisalignedError(f"{self.kernel}: an array's base address is not 16-byte aligned")
-        prepared.stream.value = self._stream(device_index)
-        rc = self._raw(*prepared.args)
-        if rc:
-            raise_for(rc, self._lib.last_error())
+        self.run(groups, device_index)
 
 
 class CutileLaunch:
@@ -344,6 +389,8 @@ class CutileLaunch:
     def __call__(self, groups: tuple, device_index: int) -> None:
         args = tuple(_view(groups, a) if isinstance(a, ArrayRef) else a for a in self.args)
         self.launch(_torch().cuda.current_stream(device_index), self.grid, self.kernel, args)
+
+    run = __call__
 
 
 def _view(groups: tuple, a: ArrayRef) -> Any:
