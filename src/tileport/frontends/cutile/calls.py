@@ -104,6 +104,8 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
             return DTypeVal(base.ty.dtype)
         if attr == "ndim":
             return CV(base.ty.rank)
+        if attr == "slice":
+            return BoundMethod(attr, base)
         raise lw.fail(node, f"array attribute `.{attr}` is not supported", f"array.{attr}")
     if isinstance(base, Ref) and isinstance(base.ty, (TileT, ScalarT)):
         shape = base.ty.shape if isinstance(base.ty, TileT) else ()
@@ -1266,6 +1268,8 @@ def ct_matmul(lw, args, kwargs, node):
 # ---------------------------------------------------------------- methods and builtins
 
 def method(lw, m: BoundMethod, args, kwargs, node) -> Value:
+    if m.name == "slice":
+        return array_slice(lw, m.obj, args, kwargs, node)
     if m.name == "astype":
         b = _kw(lw, args, kwargs, ("dtype", "rounding_mode"), node, "astype", 1)
         return astype(lw, m.obj, b["dtype"], b.get("rounding_mode"), node)
@@ -1280,6 +1284,113 @@ def method(lw, m: BoundMethod, args, kwargs, node) -> Value:
         _kw(lw, args, kwargs, (), node, "item", 0)
         return m.obj if m.obj.ty.rank == 0 else reshape(lw, m.obj, (), node)
     raise lw.fail(node, f"tile method `.{m.name}()` is not supported", f".{m.name}()")
+
+
+# ---------------------------------------------------------------- Array.slice
+
+BASE_ALIGNMENT = 16  # bytes: a parameter's base address, as captured (base_addr_divisible_by=16) and launched
+# Bytes per element where cuTile Python derives a view's alignment from its offset (whole-byte dtypes).
+ELEMENT_BYTES = {"f64": 8, "i64": 8, "u64": 8, "f32": 4, "tf32": 4, "i32": 4, "u32": 4, "f16": 2, "bf16": 2,
+                 "i16": 2, "u16": 2, "i8": 1, "u8": 1}
+MAX_ASSUMED_DIV = 1024  # cuTile Python assumes at most this divisibility
+
+
+def array_slice(lw, arr: Ref, args, kwargs, node) -> Ref:
+    """`arr.slice(axis, start, stop)`, as cuTile Python builds it: the base pointer offset by
+    `start * stride[axis]` (widened to 64 bits), with the alignment its dataflow analysis derives, and a
+    tensor view of extent `stop - start` along `axis`, the array's other extents and its strides."""
+    b = _kw(lw, args, kwargs, ("axis", "start", "stop"), node, "Array.slice", 3)
+    rank, loc = arr.ty.rank, lw.loc(node)
+    axis = b["axis"].value if isinstance(b["axis"], CV) else None
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise lw.fail(node, "Array.slice: axis must be a constant integer", "array.slice")
+    if not -rank <= axis < rank:
+        raise lw.fail(node, f"Array.slice: axis {axis} out of range for rank {rank}", "array.slice")
+    axis %= rank
+    start, stop = (_slice_bound(lw, b[k], node, k) for k in ("start", "stop"))
+    if isinstance(start, CDim) and isinstance(stop, CDim) and isinstance(start.dim, int) \
+            and isinstance(stop.dim, int) and stop.dim < start.dim:
+        raise lw.fail(node, "Array.slice: stop must be greater than or equal to start", "array.slice")
+    root = _view_root(lw, arr)
+    last = axis == rank - 1  # the last stride is the constant 1 of the capture signature
+    stride = CDim(1) if last else array_stride(lw, root, axis, loc)
+    offset = lw.b.value("view_offset", (start, stride), TileT("u64", ()), loc, hint=f"{arr.name}_off")
+    ptr = lw.b.value("ptr_base", (arr,), T.PtrT(arr.ty.dtype, ()), loc, hint=f"{arr.name}_base")
+    ptr = lw.b.value("ptr_offset", (ptr, offset), ptr.ty, loc, hint=f"{arr.name}_at")
+    divisor = _view_alignment(lw, arr, _div_by(lw, start, node), node)  # a stride divides by 1
+    if divisor > 1:
+        ptr = lw.b.value("assume_div_by", (ptr,), ptr.ty, loc, hint=f"{arr.name}_aligned", divisor=divisor)
+    extent = lw.b.value("binary", (stop, start), ScalarT("i32"), loc, hint=f"{arr.name}_n", op="sub", rounding=None,
+                        ftz=None, nan=None)
+    dims = [extent if d == axis else array_dim(lw, arr, d, node) for d in range(rank)]
+    strides = [array_stride(lw, root, d, loc) for d in range(rank - 1)]
+    return lw.b.value("make_view", (ptr, arr, *dims, *strides), arr.ty, loc, hint=f"{arr.name}_slice",
+                      strides=(-1,) * (rank - 1) + (1,))
+
+
+def _slice_bound(lw, v: Value, node, what: str) -> Atom:
+    atom = lw.int_atom(v, node, f"Array.slice: {what}")
+    if isinstance(atom, CDim) and isinstance(atom.dim, int) and atom.dim < 0:
+        raise lw.fail(node, f"Array.slice: {what} must be non-negative", "array.slice")
+    if not isinstance(atom, CDim) and atom.ty.dtype != "i32":
+        raise lw.fail(node, f"Array.slice: {what} of type {atom.ty.dtype} is not supported yet", "array.slice",
+                      "convert it to a 32-bit integer")
+    return atom
+
+
+def array_stride(lw, arr: Ref, axis: int, loc) -> Ref:
+    return lw.b.value("array_stride", (arr,), ScalarT("i32"), loc, hint=f"{arr.name}_stride{axis}", axis=axis)
+
+
+def _definition(lw, name: str):
+    """The operation that binds `name`, when one `let` in the open blocks binds it (None otherwise)."""
+    found = [st for blk in lw.b.blocks for st in blk.stmts if getattr(st, "name", None) == name]
+    return found[0].op if len(found) == 1 and not found[0].update else None
+
+
+def _view_root(lw, arr: Ref) -> Ref:
+    """The parameter a view (or a view of a view) looks into: it has its strides."""
+    op = _definition(lw, arr.name)
+    return _view_root(lw, op.args[1]) if op is not None and op.kind == "make_view" else arr
+
+
+def _div_by(lw, atom: Atom, node) -> int:
+    """What cuTile Python's dataflow analysis knows an integer scalar divisible by: a constant by its
+    magnitude, a sum or difference by the gcd, a product by the product, a negation or an integer cast as
+    its operand; anything else (parameters, block ids, loop indices) by 1."""
+    if isinstance(atom, CDim):
+        if not isinstance(atom.dim, int):  # the alignment of the view depends on the constant's value
+            raise NeedsSpecialization(frozenset(sym_names(atom.dim)), "the alignment of an `Array.slice`",
+                                      lw.loc(node))
+        return abs(atom.dim)
+    if isinstance(atom, Lit):
+        return abs(atom.value) if isinstance(atom.value, int) and not isinstance(atom.value, bool) else 1
+    op = _definition(lw, atom.name)
+    if op is None or not all(T.is_int(d) for d in lw.b.dspace.values(op.ty.dtype)):
+        return 1
+    if op.kind == "binary" and op.attr("op") in ("add", "sub"):
+        return math.gcd(_div_by(lw, op.args[0], node), _div_by(lw, op.args[1], node))
+    if op.kind == "binary" and op.attr("op") == "mul":
+        return _div_by(lw, op.args[0], node) * _div_by(lw, op.args[1], node)
+    if (op.kind == "unary" and op.attr("fn") in ("negative", "abs")) or op.kind in ("copy", "scalar", "tile0",
+                                                                                   "scalar_of"):
+        return _div_by(lw, op.args[0], node)
+    return 1
+
+
+def _view_alignment(lw, arr: Ref, offset_div: int, node) -> int:
+    """The divisibility cuTile Python assumes for a view's pointer: the gcd of its array's and of the offset
+    in bytes. A generic element type whose dtypes give different alignments takes the smallest."""
+    op = _definition(lw, arr.name)
+    if op is not None and op.kind == "make_view":
+        ptr = _definition(lw, op.args[0].name)
+        base = ptr.attr("divisor") if ptr is not None and ptr.kind == "assume_div_by" else 1
+    else:
+        base = BASE_ALIGNMENT
+    per_dtype = [math.gcd(base, offset_div * ELEMENT_BYTES[d]) if d in ELEMENT_BYTES else 1
+                 for d in lw.b.dspace.values(arr.ty.dtype)]
+    divisor = min(per_dtype)
+    return min(divisor & -divisor, MAX_ASSUMED_DIV)
 
 
 def builtin(lw, name: str, args, kwargs, node) -> Value:
