@@ -8,6 +8,7 @@ top of the kernel, as cuTile Python hoists them.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 from tileport import lowering as L
@@ -17,7 +18,7 @@ from tileport.emit.names import fresh_name
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref, While,
                                Return, walk)
 from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
-from tileport.passes.uses import bindings_needing_mut
+from tileport.passes.uses import atoms_of, bindings_needing_mut
 
 INDENT = "    "
 
@@ -72,6 +73,30 @@ def array_roots(kernel: Kernel) -> dict[str, str]:
             root = parent[root]
         roots[name] = root
     return roots
+
+
+VIEW_PLUMBING = ("make_view", "assume_div_by")  # dropped when nothing reads them (cuTile Python's dead code)
+
+
+def unused_views(kernel: Kernel) -> set[int]:
+    """The views (`Array.slice`) nothing reads, and the alignment assumptions only they read, by statement id:
+    a view sliced again is not made itself, as cuTile Python makes no tensor view nobody uses."""
+    dead: set[int] = set()
+    while True:
+        read = Counter()
+        for st in walk(kernel.body):
+            if id(st) in dead:
+                continue
+            read.update(a.name for a in atoms_of(st) if isinstance(a, Ref))
+            if isinstance(st, While) and isinstance(st.test, Ref):
+                read[st.test.name] += 1
+            if isinstance(st, (For, While)):
+                read.update(st.carried)
+        new = {id(st) for st in walk(kernel.body)
+               if isinstance(st, Let) and st.op.kind in VIEW_PLUMBING and not st.update and not read[st.name]}
+        if new <= dead:
+            return dead
+        dead |= new
 
 
 def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
@@ -178,6 +203,7 @@ class KernelEmitter:
         self.arrays |= {st.name: st.op.ty for st in walk(self.kernel.body)
                         if isinstance(st, Let) and st.op.kind == "make_view"}
         self.local_views: list[str] = []  # partition views of views, emitted before the statement using them
+        self.unused = unused_views(self.kernel)
 
     # ---- helpers
     def fail(self, op: Op, message: str) -> Diagnostic:
@@ -278,6 +304,8 @@ class KernelEmitter:
         lines: list[str] = []
         pad = INDENT * depth
         for st in block.stmts:
+            if id(st) in self.unused:
+                continue
             if isinstance(st, Let):
                 lines += [pad + line for line in self.let(st)]
             elif isinstance(st, Do) and st.op.kind == "yield":  # the value of an if-expression's branch

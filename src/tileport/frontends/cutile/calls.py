@@ -1311,21 +1311,40 @@ def array_slice(lw, arr: Ref, args, kwargs, node) -> Ref:
     if isinstance(start, CDim) and isinstance(stop, CDim) and isinstance(start.dim, int) \
             and isinstance(stop.dim, int) and stop.dim < start.dim:
         raise lw.fail(node, "Array.slice: stop must be greater than or equal to start", "array.slice")
-    root = _view_root(lw, arr)
     last = axis == rank - 1  # the last stride is the constant 1 of the capture signature
-    stride = CDim(1) if last else array_stride(lw, root, axis, loc)
+    parent = _definition(lw, arr.name)
+    if parent is not None and parent.kind == "make_view":
+        # a view of a view: from its pointer (before its alignment assumption, which cuTile Python makes only
+        # for a pointer that becomes a view), its extents and strides; the view itself need not exist
+        array, ptr, (dims, strides) = parent.args[1], parent.args[0], _split_view_operands(parent)
+        aligned = _definition(lw, ptr.name)
+        base_div = 1  # no assumption: the parent view was not known aligned
+        if aligned is not None and aligned.kind == "assume_div_by":
+            ptr, base_div = aligned.args[0], aligned.attr("divisor")
+        stride = CDim(1) if last else strides[axis]
+    else:
+        array, ptr, base_div = arr, None, BASE_ALIGNMENT
+        dims = [array_dim(lw, arr, d, node) for d in range(rank)]
+        strides = [array_stride(lw, arr, d, loc) for d in range(rank - 1)]
+        stride = CDim(1) if last else strides[axis]
     offset = lw.b.value("view_offset", (start, stride), TileT("u64", ()), loc, hint=f"{arr.name}_off")
-    ptr = lw.b.value("ptr_base", (arr,), T.PtrT(arr.ty.dtype, ()), loc, hint=f"{arr.name}_base")
+    if ptr is None:
+        ptr = lw.b.value("ptr_base", (arr,), T.PtrT(arr.ty.dtype, ()), loc, hint=f"{arr.name}_base")
     ptr = lw.b.value("ptr_offset", (ptr, offset), ptr.ty, loc, hint=f"{arr.name}_at")
-    divisor = _view_alignment(lw, arr, _div_by(lw, start, node), node)  # a stride divides by 1
+    divisor = _view_alignment(lw, arr.ty.dtype, base_div, _div_by(lw, start, node))  # a stride divides by 1
     if divisor > 1:
         ptr = lw.b.value("assume_div_by", (ptr,), ptr.ty, loc, hint=f"{arr.name}_aligned", divisor=divisor)
     extent = lw.b.value("binary", (stop, start), ScalarT("i32"), loc, hint=f"{arr.name}_n", op="sub", rounding=None,
                         ftz=None, nan=None)
-    dims = [extent if d == axis else array_dim(lw, arr, d, node) for d in range(rank)]
-    strides = [array_stride(lw, root, d, loc) for d in range(rank - 1)]
-    return lw.b.value("make_view", (ptr, arr, *dims, *strides), arr.ty, loc, hint=f"{arr.name}_slice",
+    dims = [extent if d == axis else dim for d, dim in enumerate(dims)]
+    return lw.b.value("make_view", (ptr, array, *dims, *strides), arr.ty, loc, hint=f"{arr.name}_slice",
                       strides=(-1,) * (rank - 1) + (1,))
+
+
+def _split_view_operands(view) -> tuple[list, list]:
+    """The extents and the dynamic strides of a `make_view`."""
+    rank = view.ty.rank
+    return list(view.args[2:2 + rank]), list(view.args[2 + rank:])
 
 
 def _slice_bound(lw, v: Value, node, what: str) -> Atom:
@@ -1346,12 +1365,6 @@ def _definition(lw, name: str):
     """The operation that binds `name`, when one `let` in the open blocks binds it (None otherwise)."""
     found = [st for blk in lw.b.blocks for st in blk.stmts if getattr(st, "name", None) == name]
     return found[0].op if len(found) == 1 and not found[0].update else None
-
-
-def _view_root(lw, arr: Ref) -> Ref:
-    """The parameter a view (or a view of a view) looks into: it has its strides."""
-    op = _definition(lw, arr.name)
-    return _view_root(lw, op.args[1]) if op is not None and op.kind == "make_view" else arr
 
 
 def _div_by(lw, atom: Atom, node) -> int:
@@ -1378,17 +1391,12 @@ def _div_by(lw, atom: Atom, node) -> int:
     return 1
 
 
-def _view_alignment(lw, arr: Ref, offset_div: int, node) -> int:
-    """The divisibility cuTile Python assumes for a view's pointer: the gcd of its array's and of the offset
-    in bytes. A generic element type whose dtypes give different alignments takes the smallest."""
-    op = _definition(lw, arr.name)
-    if op is not None and op.kind == "make_view":
-        ptr = _definition(lw, op.args[0].name)
-        base = ptr.attr("divisor") if ptr is not None and ptr.kind == "assume_div_by" else 1
-    else:
-        base = BASE_ALIGNMENT
-    per_dtype = [math.gcd(base, offset_div * ELEMENT_BYTES[d]) if d in ELEMENT_BYTES else 1
-                 for d in lw.b.dspace.values(arr.ty.dtype)]
+def _view_alignment(lw, dtype, base_div: int, offset_div: int) -> int:
+    """The divisibility cuTile Python assumes for a view's pointer: the gcd of its base's and of the offset
+    in bytes, as a power of two. A generic element type whose dtypes give different alignments takes the
+    smallest (the kernel is then split per dtype: see the lowerer's `_fma_groups`)."""
+    per_dtype = [math.gcd(base_div, offset_div * ELEMENT_BYTES[d]) if d in ELEMENT_BYTES else 1
+                 for d in lw.b.dspace.values(dtype)]
     divisor = min(per_dtype)
     return min(divisor & -divisor, MAX_ASSUMED_DIV)
 
