@@ -104,3 +104,30 @@ def test_slice_misuse_is_a_located_diagnostic(tmp_path, call, message):
     assert not result.ok and message in result.diagnostic.message, str(result.diagnostic)
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "v = u.slice" in text)
     assert result.diagnostic.loc.line == line, str(result.diagnostic)
+
+
+def test_accesses_through_views_of_one_array_are_ordered_as_that_arrays(tmp_path):
+    """cuTile Python orders a store through one view after a load through another view of the same array."""
+    text, _ = _translated(tmp_path, """
+        @ct.kernel
+        def k(x, TILE: ConstInt):
+            n = x.shape[0] - 1
+            src = x.slice(axis=0, start=1, stop=1 + n)
+            dst = x.slice(axis=0, start=0, stop=n)
+            ct.store(dst, index=(ct.bid(0),), tile=ct.load(src, index=(ct.bid(0),), shape=(TILE,)))
+    """, {"k": [{"x": "float32", "TILE": 128}]})
+    body = entry_text(text, "k")
+    assert "join_tokens(&[" in body and "store_view_raw(&dst_view" in body, body
+
+
+def test_gather_through_a_view_is_refused_with_a_location(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            v = x.slice(axis=0, start=1, stop=x.shape[0])
+            ct.store(y, index=(0,), tile=ct.gather(v, ct.arange(TILE, dtype=ct.int32)))
+    """)
+    report = run(path, {"k": [{"x": "float32", "y": "float32", "TILE": 128}]})
+    (result,) = report.results
+    assert not result.ok and "ct.gather on an `Array.slice` view" in result.diagnostic.message
+    assert result.diagnostic.loc.line == 9, str(result.diagnostic)

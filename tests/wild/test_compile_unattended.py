@@ -87,6 +87,7 @@ CAPTURES = [
     # Array.slice (cutile-stencil's generated kernels): tensor views at offset pointers, aligned per dtype
     Capture("slice_kernel", {"x": (F32, 2), "y": (F32, 2)}, {"row0": I32}, {"H": 3, "TILE": 64}),
     Capture("slice_kernel", {"x": (F16, 2), "y": (F16, 2)}, {"row0": I32}, {"H": 3, "TILE": 64}),
+    Capture("slice_inplace_kernel", {"x": (F32, 1)}, {}, {"TILE": 128}),
 ]
 
 

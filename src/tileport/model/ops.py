@@ -154,10 +154,12 @@ _DECLS = [
     OpDecl("cat", (TILE, TILE), TILE, rule="same_dtype", attrs=frozenset({"axis"}), required=frozenset({"axis"})),
     OpDecl("extract", (TILE, SCALAR), TILE, min_args=1, max_args=7, rule="like_first", attrs=frozenset({"shape"})),
     # ---- memory through views (the token pass adds token/result_token)
+    # `array`: the parameter a load/store through an `Array.slice` view accesses (its memory-token chain)
     OpDecl("load", (ARRAY, SCALAR), TILE, min_args=1, max_args=7,
-           attrs=MEMORY | {"shape", "padding", "order", "allow_tma", "check_bounds"}, required=frozenset({"shape"})),
+           attrs=MEMORY | {"shape", "padding", "order", "allow_tma", "check_bounds", "array"},
+           required=frozenset({"shape"})),
     OpDecl("store", (ARRAY, TILE, SCALAR), NONE, min_args=2, max_args=8,
-           attrs=MEMORY | {"order", "allow_tma", "check_bounds"}),
+           attrs=MEMORY | {"order", "allow_tma", "check_bounds", "array"}),
     # ---- memory through pointers: gather/scatter, then what the pointer pass lowers them to
     OpDecl("gather", (ARRAY, VALUE), TILE, min_args=2, max_args=9,
            attrs=MEMORY | {"shape", "has_mask", "padding_value", "check_bounds"}),

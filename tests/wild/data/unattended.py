@@ -289,3 +289,13 @@ def slice_kernel(x, y, row0, H: ConstInt, TILE: ConstInt):
     out = y.slice(axis=-1, start=H - 1, stop=y.shape[1] - 1)
     t = ct.load(v, index=(ct.bid(0), ct.bid(1)), shape=(8, TILE))
     ct.store(out, index=(ct.bid(0), ct.bid(1)), tile=t)
+
+
+@ct.kernel
+def slice_inplace_kernel(x, TILE: ConstInt):
+    # a load and a store through two views of one array: ordered as accesses of that array (memory tokens)
+    n = x.shape[0] - 1
+    src = x.slice(axis=0, start=1, stop=1 + n)
+    dst = x.slice(axis=0, start=0, stop=n)
+    t = ct.load(src, index=(ct.bid(0),), shape=(TILE,))
+    ct.store(dst, index=(ct.bid(0),), tile=t * 2)

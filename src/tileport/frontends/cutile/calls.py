@@ -397,7 +397,7 @@ def ct_load(lw, args, kwargs, node):
                  latency=_opt_const(lw, b.get("latency"), node, "latency"),
                  allow_tma=_opt_const(lw, b.get("allow_tma"), node, "allow_tma", (bool,)))
     tile = lw.b.value("load", (arr, *index), TileT(arr.ty.dtype, shape), lw.loc(node),
-                      hint=f"{arr.name}_tile", **attrs)
+                      hint=f"{arr.name}_tile", **attrs, **_accessed_array(lw, arr))
     if scalar:
         return lw.b.value("reshape", (tile,), TileT(arr.ty.dtype, ()), lw.loc(node), hint=f"{arr.name}_0d", shape=())
     return tile
@@ -427,7 +427,7 @@ def ct_store(lw, args, kwargs, node):
     else:
         tile = lw.b.to_tile(lw.scalar_atom(tile, node), arr.ty.dtype, (1,) * arr.ty.rank, lw.loc(node))
     _memory_model(lw, b, node, "store")
-    lw.b.effect("store", (arr, tile, *index), lw.loc(node),
+    lw.b.effect("store", (arr, tile, *index), lw.loc(node), **_accessed_array(lw, arr),
                 order=_order(lw, b.get("order"), arr.ty.rank, node),
                 check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                 latency=_opt_const(lw, b.get("latency"), node, "latency"),
@@ -468,6 +468,7 @@ def ct_gather(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "indices", "mask", "padding_value", "check_bounds", "latency"),
             node, "gather", 2)
     arr = _array(lw, b["array"], node, "gather")
+    _not_a_view(lw, arr, node, "gather")
     idx = _indices(lw, b["indices"], arr.ty.rank, node, "gather")
     mask = b.get("mask")
     mask = None if mask is None or (isinstance(mask, CV) and mask.value is None) else mask
@@ -494,6 +495,7 @@ def ct_scatter(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "indices", "value", "mask", "check_bounds", "latency"), node,
             "scatter", 3)
     arr = _array(lw, b["array"], node, "scatter")
+    _not_a_view(lw, arr, node, "scatter")
     idx = _indices(lw, b["indices"], arr.ty.rank, node, "scatter")
     mask = b.get("mask")
     mask = None if mask is None or (isinstance(mask, CV) and mask.value is None) else mask
@@ -550,6 +552,7 @@ def _atomic(lw, fn: str, mode: str, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "indices", *values, "check_bounds", "memory_order", "memory_scope"), node,
             fn, 2 + len(values))
     arr = _array(lw, b["array"], node, fn)
+    _not_a_view(lw, arr, node, fn)
     lw.b.require(arr.ty.dtype, lambda d: d in _ATOMIC_DTYPES.get(mode, _ATOMIC_INT_DTYPES),
                  f"ct.{fn}: unsupported array dtype", lw.loc(node))
     idx = _indices(lw, b["indices"], arr.ty.rank, node, fn)
@@ -1339,6 +1342,20 @@ def array_slice(lw, arr: Ref, args, kwargs, node) -> Ref:
     dims = [extent if d == axis else dim for d, dim in enumerate(dims)]
     return lw.b.value("make_view", (ptr, array, *dims, *strides), arr.ty, loc, hint=f"{arr.name}_slice",
                       strides=(-1,) * (rank - 1) + (1,))
+
+
+def _accessed_array(lw, arr: Ref) -> dict:
+    """A load/store through an `Array.slice` view names the parameter it accesses: cuTile Python orders the
+    memory operations of an array and of its views as one (their pointers share its alias set)."""
+    op = _definition(lw, arr.name)
+    return {"array": op.args[1].name} if op is not None and op.kind == "make_view" else {}
+
+
+def _not_a_view(lw, arr: Ref, node, fn: str) -> None:
+    op = _definition(lw, arr.name)
+    if op is not None and op.kind == "make_view":
+        raise lw.fail(node, f"ct.{fn} on an `Array.slice` view is not supported by the translator yet", f"ct.{fn}",
+                      "index the array itself, adding the slice's start to the indices")
 
 
 def _split_view_operands(view) -> tuple[list, list]:
