@@ -131,3 +131,18 @@ def test_gather_through_a_view_is_refused_with_a_location(tmp_path):
     (result,) = report.results
     assert not result.ok and "ct.gather on an `Array.slice` view" in result.diagnostic.message
     assert result.diagnostic.loc.line == 9, str(result.diagnostic)
+
+
+def test_a_views_extent_is_read_from_its_slice_and_a_rebound_view_is_sliced_again(tmp_path):
+    """`v.shape[0]` of a view is its `stop - start` (cuTile makes no tensor view to read it), and `v = v.slice(..)`
+    slices the view bound last."""
+    text, _ = _translated(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            v = x.slice(axis=0, start=1, stop=x.shape[0])
+            v = v.slice(axis=0, start=2, stop=v.shape[0])
+            ct.store(y, index=(ct.bid(0),), tile=ct.load(v, index=(ct.bid(0),), shape=(TILE,)))
+    """, {"k": [{"x": "float32", "y": "float32", "TILE": 64}]})
+    body = entry_text(text, "k")
+    assert body.count("make_tensor_view(") == 1 and "v.shape()" not in body, body
+    assert has_line(body, "let v_n: i32 = x_n - 2i32;") and "= x_at.offset_tile(v_off);" in body, body

@@ -8,7 +8,6 @@ top of the kernel, as cuTile Python hoists them.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 
 from tileport import lowering as L
@@ -18,7 +17,7 @@ from tileport.emit.names import fresh_name
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref, While,
                                Return, walk)
 from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
-from tileport.passes.uses import atoms_of, bindings_needing_mut
+from tileport.passes.uses import bindings_needing_mut, use_counts
 
 INDENT = "    "
 
@@ -81,22 +80,14 @@ VIEW_PLUMBING = ("make_view", "assume_div_by")  # dropped when nothing reads the
 def unused_views(kernel: Kernel) -> set[int]:
     """The views (`Array.slice`) nothing reads, and the alignment assumptions only they read, by statement id:
     a view sliced again is not made itself, as cuTile Python makes no tensor view nobody uses."""
-    dead: set[int] = set()
+    dead: frozenset[int] = frozenset()
     while True:
-        read = Counter()
-        for st in walk(kernel.body):
-            if id(st) in dead:
-                continue
-            read.update(a.name for a in atoms_of(st) if isinstance(a, Ref))
-            if isinstance(st, While) and isinstance(st.test, Ref):
-                read[st.test.name] += 1
-            if isinstance(st, (For, While)):
-                read.update(st.carried)
-        new = {id(st) for st in walk(kernel.body)
-               if isinstance(st, Let) and st.op.kind in VIEW_PLUMBING and not st.update and not read[st.name]}
-        if new <= dead:
-            return dead
-        dead |= new
+        counts = use_counts(kernel, dead)
+        new = dead | {id(st) for st in walk(kernel.body) if isinstance(st, Let) and st.op.kind in VIEW_PLUMBING
+                      and not st.update and not counts[id(st)]}
+        if new == dead:
+            return set(dead)
+        dead = frozenset(new)
 
 
 def stride_params(kernel: Kernel) -> list[tuple[str, int]]:

@@ -192,6 +192,9 @@ def array_dim(lw, arr: Ref, axis: Any, node) -> Ref:
     if not isinstance(axis, int) or not -arr.ty.rank <= axis < arr.ty.rank:
         raise lw.fail(node, f"shape index {axis} out of range for rank {arr.ty.rank}", "array.shape")
     axis %= arr.ty.rank
+    view = _definition(lw, arr.name)
+    if view is not None and view.kind == "make_view":  # an `Array.slice` view's extent, as cuTile reads it
+        return _split_view_operands(view)[0][axis]
     return lw.b.value("array_dim", (arr,), ScalarT("i32"), lw.loc(node), hint=f"{arr.name}_dim{axis}", axis=axis)
 
 
@@ -1379,9 +1382,10 @@ def array_stride(lw, arr: Ref, axis: int, loc) -> Ref:
 
 
 def _definition(lw, name: str):
-    """The operation that binds `name`, when one `let` in the open blocks binds it (None otherwise)."""
+    """The operation of the binding of `name` in scope: the last `let` of it in the open blocks (None when
+    there is none, or when a reassignment makes it depend on control flow)."""
     found = [st for blk in lw.b.blocks for st in blk.stmts if getattr(st, "name", None) == name]
-    return found[0].op if len(found) == 1 and not found[0].update else None
+    return found[-1].op if found and not any(st.update for st in found) else None
 
 
 def _div_by(lw, atom: Atom, node) -> int:
