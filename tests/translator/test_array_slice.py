@@ -146,3 +146,19 @@ def test_a_views_extent_is_read_from_its_slice_and_a_rebound_view_is_sliced_agai
     body = entry_text(text, "k")
     assert body.count("make_tensor_view(") == 1 and "v.shape()" not in body, body
     assert has_line(body, "let v_n: i32 = x_n - 2i32;") and "= x_at.offset_tile(v_off);" in body, body
+
+
+def test_a_view_reassigned_in_a_branch_is_a_located_diagnostic(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, n, TILE: ConstInt):
+            v = x.slice(axis=0, start=1, stop=x.shape[0])
+            if n > 3:
+                v = x.slice(axis=0, start=2, stop=x.shape[0])
+            ct.store(y, index=(ct.bid(0),), tile=ct.load(v, index=(ct.bid(0),), shape=(TILE,)))
+    """)
+    report = run(path, {"k": [{"x": "float32", "y": "float32", "n": "int32", "TILE": 64}]})
+    (result,) = report.results
+    d = result.diagnostic
+    assert not result.ok and d.construct == "array.slice" and "cannot be reassigned" in d.message, str(d)
+    assert d.loc.line == next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "start=1" in t)  # the view reassigned

@@ -350,6 +350,10 @@ class KernelEmitter:
         pre = self.take_local_views() + pre
         if expr is None:  # the handler bound the name itself (destructuring)
             if st.update or id(st) in self.needs_mut:
+                if st.op.kind == "make_view":  # a cutile-rs Tensor made in the kernel is no loop/branch value
+                    raise Diagnostic("an `Array.slice` view cannot be reassigned in loops or branches yet",
+                                     st.op.loc, "array.slice", "slice in each branch where the view is used",
+                                     kernel=self.kernel.name)
                 raise self.fail(st.op, f"`{st.op.kind}` results cannot be reassigned in loops or branches yet")
             return pre
         if st.update:
