@@ -162,3 +162,20 @@ def test_a_view_reassigned_in_a_branch_is_a_located_diagnostic(tmp_path):
     d = result.diagnostic
     assert not result.ok and d.construct == "array.slice" and "cannot be reassigned" in d.message, str(d)
     assert d.loc.line == next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "start=1" in t)  # the view reassigned
+
+
+def test_a_loop_invariant_view_is_made_before_the_loop(tmp_path):
+    """cuTile Python hoists a view whose bounds do not change in the loop; one that depends on the index stays."""
+    text, _ = _translated(tmp_path, """
+        @ct.kernel
+        def k(x, y, n, TILE: ConstInt):
+            acc = ct.zeros((TILE,), dtype=ct.float32)
+            for i in range(n):
+                v = x.slice(axis=0, start=3, stop=x.shape[0])
+                w = x.slice(axis=0, start=i * TILE, stop=x.shape[0])
+                acc = acc + ct.load(v, index=(i,), shape=(TILE,)) + ct.load(w, index=(0,), shape=(TILE,))
+            ct.store(y, index=(ct.bid(0),), tile=acc)
+    """, {"k": [{"x": "float32", "y": "float32", "n": "int32", "TILE": 64}]})
+    body = entry_text(text, "k")
+    loop = body.index("for i in ")
+    assert body.index("let v: Tensor<") < loop < body.index("let w: Tensor<"), body
