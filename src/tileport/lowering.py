@@ -47,7 +47,8 @@ TMA = {None: "tma::Enabled", True: "tma::Enabled", False: "tma::Disabled"}
 GRID = {"bid": "get_tile_block_id().{axis}", "num_blocks": "get_num_tile_blocks().{axis}"}
 
 # ---- views
-LOAD_VIEW = ("unsafe {{ make_partition_view({array}, shape![{shape}], {padding}, {dim_map}, {array}.token()) }}")
+# `{tensor}`: the `&Tensor` (a parameter, or `&view` for a view made in the kernel: `Array.slice`)
+LOAD_VIEW = ("unsafe {{ make_partition_view({tensor}, shape![{shape}], {padding}, {dim_map}, {array}.token()) }}")
 STORE_VIEW = "unsafe {{ {array}.partition_full_mut(shape![{shape}]) }}"
 LOAD = "load_view_tko(&{view}, [{index}], ordering::Weak, scope::TileBlock, {latency}, {tma})"
 STORE = "unsafe {{ store_view_tko_mut(&mut {view}, {tile}, [{index}], ordering::Weak, scope::TileBlock, {latency}, {tma}) }}"
@@ -149,6 +150,13 @@ MMA_INT = "mmai({a}, {b}, {acc}, signedness::Signed, signedness::Signed)"
 # ---- pointer path (ct.gather / ct.scatter), expanded per call as cuTile does
 PTR_BASE = "pointer_to_tile(cast_mut({array}.as_ptr()))"
 PTR_OFFSET = "{ptr}.offset_tile({offset})"
+# ---- Array.slice: a tensor view built in the kernel, as cutile's entry wrapper builds a parameter's (the extents
+# and dynamic strides assumed non-negative, as cuTile Python's make_tensor_view operands are)
+VIEW_OFFSET = "muli_fixed({a}, {b}, overflow::None)"  # not `*`: cutile-rs folds `*` of two constants, cuTile not
+NON_NEGATIVE = "unsafe {{ assume_bounds_lower::<_, 0>({x}) }}"
+VIEW_SHAPE = "Shape::<{{ [{dims}] }}> {{ dims: &[{values}] }}"
+VIEW_STRIDES = "Array::<{{ [{strides}] }}> {{ dims: &[{values}] }}"
+MAKE_VIEW = "unsafe {{ make_tensor_view({ptr}, {shape}, {strides}, {array}.token()) }}"
 GATHER = ("unsafe {{ load_ptr_tko_tpad({ptrs}, ordering::Weak, None::<scope::TileBlock>, {mask}, Some({pad}), {token}, "
           "Latency::<{latency}>) }}")
 SCATTER = ("unsafe {{ store_ptr_tko({ptrs}, {value}, ordering::Weak, None::<scope::TileBlock>, {mask}, {token}, "
@@ -200,6 +208,18 @@ SHIMS = {
     #[cuda_tile::op(name = "cuda_tile.shli", since = "V13_2", params = ["lhs", "rhs"], static_params = ["overflow={None: overflow=#cuda_tile.overflow<none>, NoSignedWrap: overflow=#cuda_tile.overflow<no_signed_wrap>, NoUnsignedWrap: overflow=#cuda_tile.overflow<no_unsigned_wrap>, NoWrap: overflow=#cuda_tile.overflow<no_wrap>}"])]
     #[cuda_tile::variadic_op(N = 6)]
     pub fn shli_fixed<E: ElementType, const S: [i32; N], O: overflow::Mode>(
+        lhs: Tile<E, S>,
+        rhs: Tile<E, S>,
+        overflow: O,
+    ) -> Tile<E, S> {
+        unreachable!()
+    }
+""",
+    "muli_fixed": """\
+    /// `muli` that writes its `overflow` attribute (cutile 0.5.0 omits it for `overflow::None`).
+    #[cuda_tile::op(name = "cuda_tile.muli", since = "V13_2", params = ["lhs", "rhs"], static_params = ["overflow={None: overflow=#cuda_tile.overflow<none>, NoSignedWrap: overflow=#cuda_tile.overflow<no_signed_wrap>, NoUnsignedWrap: overflow=#cuda_tile.overflow<no_unsigned_wrap>, NoWrap: overflow=#cuda_tile.overflow<no_wrap>}"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn muli_fixed<E: ElementType, const S: [i32; N], O: overflow::Mode>(
         lhs: Tile<E, S>,
         rhs: Tile<E, S>,
         overflow: O,
@@ -379,6 +399,8 @@ ROWS: list[Row] = [
     Row("atomic_cas_ptr", method="atomic_cas"),
     Row("ptr_base", template=PTR_BASE),
     Row("ptr_offset", template=PTR_OFFSET),
+    Row("view_offset", method="view_offset", shims=("muli_fixed",)),
+    Row("make_view", method="make_view"),
     Row("assume_div_by", template="unsafe {{ assume_div_by::<_, {divisor}>({x}) }}"),
     Row("entry_token", template="{x}.token()"),
     Row("join_tokens", template="join_tokens(&[{tokens}])"),

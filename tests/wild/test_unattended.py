@@ -62,7 +62,8 @@ def test_data_kernels_translate_without_configuration():
                                                          "pack_bytes_kernel", "branch_store_load_kernel",
                                                          "unpack_bytes_kernel", "fma_per_dtype_kernel",
                                                          "const_shape_kernel", "carry_four_kernel",
-                                                         "foreign_names_kernel"])
+                                                         "foreign_names_kernel", "slice_kernel",
+                                                         "slice_inplace_kernel"])
 
 
 def test_by_target_options_become_per_target_hints():

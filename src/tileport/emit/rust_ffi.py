@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.emit.names import fresh_name
-from tileport.emit.rust_kernel import derived_dims, derived_name, stride_param_name, stride_params, type_dims
+from tileport.emit.rust_kernel import array_roots, derived_dims, derived_name, stride_param_name, stride_params, type_dims
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.model.types import DVar, Sym
 
@@ -38,13 +38,15 @@ class KernelGroup:
 
 
 def written_arrays(kernel: Kernel) -> set[str]:
+    """The array parameters the kernel writes (directly, or through views of them)."""
     out = set()
     for st in walk(kernel.body):
         if isinstance(st, (Let, Do)) and st.op.kind == "store":
             out.add(st.op.args[0].name)
         elif isinstance(st, (Let, Do)) and st.op.kind in ("store_ptr", "scatter"):
             out.add(st.op.attr("array") or st.op.args[0].name)
-    return out
+    roots = array_roots(kernel)
+    return {roots.get(name, name) for name in out}
 
 
 def tile_dim_consts(kernel: Kernel) -> list[str]:

@@ -17,7 +17,7 @@ from tileport.emit.names import fresh_name
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref, While,
                                Return, walk)
 from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
-from tileport.passes.uses import bindings_needing_mut
+from tileport.passes.uses import bindings_needing_mut, use_counts
 
 INDENT = "    "
 
@@ -60,16 +60,48 @@ def derived_dims(kernel: Kernel) -> list[DimOp]:
     return [d for d in type_dims(kernel) if isinstance(d, DimOp)]
 
 
+def array_roots(kernel: Kernel) -> dict[str, str]:
+    """The parameter each view of the kernel (`Array.slice`: a `make_view`) looks into, by the view's name:
+    a view has its array's strides."""
+    parent = {st.name: st.op.args[1].name for st in walk(kernel.body)
+              if isinstance(st, Let) and st.op.kind == "make_view"}
+    roots = {}
+    for name in parent:
+        root = name
+        while root in parent:
+            root = parent[root]
+        roots[name] = root
+    return roots
+
+
+VIEW_PLUMBING = ("make_view", "assume_div_by")  # dropped when nothing reads them (cuTile Python's dead code)
+
+
+def unused_views(kernel: Kernel) -> set[int]:
+    """The views (`Array.slice`) nothing reads, and the alignment assumptions only they read, by statement id:
+    a view sliced again is not made itself, as cuTile Python makes no tensor view nobody uses."""
+    dead: frozenset[int] = frozenset()
+    while True:
+        counts = use_counts(kernel, dead)
+        new = dead | {id(st) for st in walk(kernel.body) if isinstance(st, Let) and st.op.kind in VIEW_PLUMBING
+                      and not st.update and not counts[id(st)]}
+        if new == dead:
+            return set(dead)
+        dead = frozenset(new)
+
+
 def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
-    """(array, dim) of every non-last stride a gather/scatter needs, in first-use order.
+    """(array, dim) of every non-last stride a gather/scatter or a view needs, in first-use order.
 
     cutile 0.5.0 kernels cannot read a stride the JIT specialized to a constant (a column array's
     row stride is 1), so the launcher passes these strides as extra i32 arguments.
     """
+    roots = array_roots(kernel)
     found: dict[tuple[str, int], None] = {}
     for st in walk(kernel.body):
         if isinstance(st, Let) and st.op.kind == "array_stride":
-            found.setdefault((st.op.args[0].name, st.op.attr("axis")), None)
+            name = st.op.args[0].name
+            found.setdefault((roots.get(name, name), st.op.attr("axis")), None)
     return sorted(found)
 
 
@@ -158,6 +190,11 @@ class KernelEmitter:
         self.taken = {p.ident for p in self.kernel.params} | {st.name for st in walk(self.kernel.body)
                                                              if isinstance(st, Let)}
         self.arrays = {p.ident: p.ty for p in self.kernel.params if p.is_array}
+        self.roots = array_roots(self.kernel)  # view -> the parameter it looks into
+        self.arrays |= {st.name: st.op.ty for st in walk(self.kernel.body)
+                        if isinstance(st, Let) and st.op.kind == "make_view"}
+        self.local_views: list[str] = []  # partition views of views, emitted before the statement using them
+        self.unused = unused_views(self.kernel)
 
     # ---- helpers
     def fail(self, op: Op, message: str) -> Diagnostic:
@@ -191,19 +228,26 @@ class KernelEmitter:
         return ", ".join(self.atom(a) for a in atoms)
 
     def view(self, array: str, shape, padding: str, order, mutable: bool) -> str:
-        """The partition view of one load/store/num_tiles site (cuTile Python makes one per site)."""
+        """The partition view of one load/store/num_tiles site (cuTile Python makes one per site): at the top
+        of the kernel for a parameter, before the statement for a view made in the kernel (`Array.slice`)."""
         dt = self.arrays[array].dtype
         name = self.fresh(f"{array}_out" if mutable else f"{array}_view")
         ty = f"{'PartitionMut' if mutable else 'Partition'}<{dtype_rs(dt)}, {{ [{shape_rs(shape)}] }}>"
+        decls = self.local_views if array in self.roots else self.view_decls
         if mutable:
             expr = L.STORE_VIEW.format(array=array, shape=shape_rs(shape))
-            self.view_decls.append(f"let mut {name}: {ty} = {expr};")
+            decls.append(f"let mut {name}: {ty} = {expr};")
         else:
             dim_map = f"const_array![{', '.join(map(str, order))}]" if order else "dim_map::Identity"
-            expr = L.LOAD_VIEW.format(array=array, shape=shape_rs(shape), padding=L.PADDING[padding],
+            tensor = f"&{array}" if array in self.roots else array
+            expr = L.LOAD_VIEW.format(tensor=tensor, array=array, shape=shape_rs(shape), padding=L.PADDING[padding],
                                       dim_map=dim_map)
-            self.view_decls.append(f"let {name}: {ty} = {expr};")
+            decls.append(f"let {name}: {ty} = {expr};")
         return name
+
+    def take_local_views(self) -> list[str]:
+        out, self.local_views = self.local_views, []
+        return out
 
     # ---- entry
     def emit(self) -> str:
@@ -251,6 +295,8 @@ class KernelEmitter:
         lines: list[str] = []
         pad = INDENT * depth
         for st in block.stmts:
+            if id(st) in self.unused:
+                continue
             if isinstance(st, Let):
                 lines += [pad + line for line in self.let(st)]
             elif isinstance(st, Do) and st.op.kind == "yield":  # the value of an if-expression's branch
@@ -301,8 +347,13 @@ class KernelEmitter:
 
     def let(self, st: Let) -> list[str]:
         pre, expr = self.expr(st.op, st.name)
+        pre = self.take_local_views() + pre
         if expr is None:  # the handler bound the name itself (destructuring)
             if st.update or id(st) in self.needs_mut:
+                if st.op.kind == "make_view":  # a cutile-rs Tensor made in the kernel is no loop/branch value
+                    raise Diagnostic("an `Array.slice` view cannot be reassigned in loops or branches yet",
+                                     st.op.loc, "array.slice", "slice in each branch where the view is used",
+                                     kernel=self.kernel.name)
                 raise self.fail(st.op, f"`{st.op.kind}` results cannot be reassigned in loops or branches yet")
             return pre
         if st.update:
@@ -351,7 +402,42 @@ class KernelEmitter:
         return out if isinstance(out, tuple) else ([], out)
 
     def lower_array_stride(self, op: Op, name: str) -> str:
-        return stride_param_name(op.args[0].name, op.attr("axis"))
+        array = op.args[0].name
+        return stride_param_name(self.roots.get(array, array), op.attr("axis"))
+
+    def lower_view_offset(self, op: Op, name: str):
+        """`start * stride` on 0-d i32 tiles, widened to u64 (`Array.slice`)."""
+        i32 = tile_rs(TileT("i32", ()))
+        pre, tiles = [], []
+        for which, atom in zip(("start", "stride"), op.args):
+            tile = self.fresh(f"{name}_{which}")
+            pre.append(f"let {tile}: {i32} = scalar_to_tile({self.atom(atom)});")
+            tiles.append(tile)
+        product = self.fresh(f"{name}_elems")
+        pre.append(f"let {product}: {i32} = {L.VIEW_OFFSET.format(a=tiles[0], b=tiles[1])};")
+        return pre, L.CAST[("i", "i+")].format(x=product)
+
+    def lower_make_view(self, op: Op, name: str):
+        """`Array.slice`: the tensor view at the offset pointer, with the array's memory token."""
+        ptr, array, *values = op.args
+        rank, strides = op.ty.rank, op.attr("strides")
+        pre, assumed = [], []
+        for i, v in enumerate(values):  # extents, then dynamic strides: non-negative, as cuTile assumes them
+            which = f"n{i}" if i < rank else f"s{i - rank}"
+            bound = self.fresh(f"{name}_{which}")
+            pre.append(f"let {bound}: i32 = {L.NON_NEGATIVE.format(x=self.atom(v))};")
+            assumed.append(bound)
+        dims = ", ".join(["-1"] * rank)
+        shape, stride_rs = self.fresh(f"{name}_shape"), ", ".join(map(str, strides))
+        strides_name = self.fresh(f"{name}_strides")
+        pre.append(f"let {shape}: Shape<{{ [{dims}] }}> = "
+                   f"{L.VIEW_SHAPE.format(dims=dims, values=', '.join(assumed[:rank]))};")
+        pre.append(f"let {strides_name}: Array<{{ [{stride_rs}] }}> = "
+                   f"{L.VIEW_STRIDES.format(strides=stride_rs, values=', '.join(assumed[rank:]))};")
+        # bound by value (cutile-rs compiles no `&` binding); its partition views borrow it
+        pre.append(f"let {name}: Tensor<{dtype_rs(op.ty.dtype)}, {{ [{dims}] }}> = "
+                   f"{L.MAKE_VIEW.format(ptr=self.atom(ptr), shape=shape, strides=strides_name, array=array.name)};")
+        return pre, None
 
     def lower_num_tiles(self, op: Op, name: str) -> str:
         view = self.view(op.args[0].name, op.attr("shape"), "undetermined", op.attr("order"), False)
@@ -436,7 +522,7 @@ class KernelEmitter:
     def effect(self, op: Op) -> list[str]:
         expr = self.render(op, "")
         result = op.attr("result_token")
-        return [f"let {result}: Token = {expr};" if result else f"{expr};"]
+        return self.take_local_views() + [f"let {result}: Token = {expr};" if result else f"{expr};"]
 
     def lower_store_ptr(self, op: Op, name: str) -> str:
         ptrs, value, *mask = op.args

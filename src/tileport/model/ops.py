@@ -98,6 +98,11 @@ RULES: dict[str, Callable[[tuple, Any, Any], str | None]] = {
                                  else "accumulates into a tile of the result type from two operands of one type"),
     # the operand's type passes through
     "identity": lambda args, ty, op: None if args[0].ty == ty else "result type differs from its operand's",
+    # a view of the array (second operand) at the pointer (first operand): same element type and rank
+    "view": lambda args, ty, op: (None if args[0].ty.dtype == args[1].ty.dtype == ty.dtype and args[1].ty.rank == ty.rank
+                                  == len(op.attr("strides")) and len(args) == 2 + ty.rank + op.attr("strides").count(-1)
+                                  else "views its array's elements at its rank, with an extent per dimension and "
+                                       "a value per dynamic stride"),
 }
 
 MEMORY = frozenset({"token", "result_token", "latency"})
@@ -149,10 +154,12 @@ _DECLS = [
     OpDecl("cat", (TILE, TILE), TILE, rule="same_dtype", attrs=frozenset({"axis"}), required=frozenset({"axis"})),
     OpDecl("extract", (TILE, SCALAR), TILE, min_args=1, max_args=7, rule="like_first", attrs=frozenset({"shape"})),
     # ---- memory through views (the token pass adds token/result_token)
+    # `array`: the parameter a load/store through an `Array.slice` view accesses (its memory-token chain)
     OpDecl("load", (ARRAY, SCALAR), TILE, min_args=1, max_args=7,
-           attrs=MEMORY | {"shape", "padding", "order", "allow_tma", "check_bounds"}, required=frozenset({"shape"})),
+           attrs=MEMORY | {"shape", "padding", "order", "allow_tma", "check_bounds", "array"},
+           required=frozenset({"shape"})),
     OpDecl("store", (ARRAY, TILE, SCALAR), NONE, min_args=2, max_args=8,
-           attrs=MEMORY | {"order", "allow_tma", "check_bounds"}),
+           attrs=MEMORY | {"order", "allow_tma", "check_bounds", "array"}),
     # ---- memory through pointers: gather/scatter, then what the pointer pass lowers them to
     OpDecl("gather", (ARRAY, VALUE), TILE, min_args=2, max_args=9,
            attrs=MEMORY | {"shape", "has_mask", "padding_value", "check_bounds"}),
@@ -160,6 +167,12 @@ _DECLS = [
            attrs=MEMORY | {"shape", "has_mask", "check_bounds"}),
     OpDecl("ptr_base", (ARRAY,), PTR),
     OpDecl("ptr_offset", (PTR, TILE), PTR),
+    # `Array.slice`: the element offset `start * stride` as a 0-d u64 tile (a multiply even of two constants, then a
+    # sign extension, as cuTile Python computes it); then a tensor view at a pointer (the array's base, offset) with an extent per dimension, then
+    # one value per dynamic (-1) entry of `strides`; the array gives the element type, rank and memory token
+    OpDecl("view_offset", (SCALAR, SCALAR), TILE),
+    OpDecl("make_view", (PTR, ARRAY, SCALAR), ARRAY, min_args=3, max_args=2 + 2 * 6, rule="view",
+           attrs=frozenset({"strides"}), required=frozenset({"strides"})),
     OpDecl("assume_div_by", (PTR,), PTR, rule="identity", attrs=frozenset({"divisor"}),
            required=frozenset({"divisor"})),
     OpDecl("load_ptr", (PTR, TILE, TILE), TILE, min_args=2, attrs=MEMORY | {"array", "has_mask"}),

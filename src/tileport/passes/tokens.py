@@ -78,7 +78,8 @@ class Marker:
 
 
 def _array_of(op: Op) -> str:
-    return op.attr("array") if op.kind in ("load_ptr", "store_ptr", *ATOMICS) else op.args[0].name
+    # pointer ops, and view loads/stores through an `Array.slice` view, name the array parameter they access
+    return op.attr("array") or op.args[0].name
 
 
 def _acquires(op: Op) -> bool:

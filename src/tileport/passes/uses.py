@@ -23,13 +23,14 @@ def taken_names(kernel: Kernel) -> set[str]:
             | {st.result for st in walk(kernel.body) if isinstance(st, If) and st.result})
 
 
-def use_counts(kernel: Kernel) -> Counter:
-    """How many times each binding (`Let` object, by id) is read."""
+def use_counts(kernel: Kernel, unread: frozenset[int] = frozenset()) -> Counter:
+    """How many times each binding (`Let` object, by id) is read (not counting the reads of the statements
+    in `unread`, by id)."""
     counts: Counter = Counter()
 
     def walk(block: Block, env: dict[str, Let]) -> None:
         for st in block.stmts:
-            for a in atoms_of(st):
+            for a in atoms_of(st) if id(st) not in unread else ():
                 if isinstance(a, Ref) and a.name in env:
                     counts[id(env[a.name])] += 1
             if isinstance(st, Let):

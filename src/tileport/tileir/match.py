@@ -72,6 +72,7 @@ class FunctionIndex:
         fx._roles()
         for index, role in (declared_roles or {}).items():
             fx.arg_role[function.args[index]] = role
+        fx._number_scalars()  # after the declared roles: a declared shape or stride is no positional scalar
         fx._walk(function.body, None, False)
         for op in fx.order:
             for i, v in enumerate(op.operands):
@@ -107,6 +108,8 @@ class FunctionIndex:
                     v = K.root(v)
                     if K.is_function_arg(v):
                         self.arg_role.setdefault(v, (kind, self.pointer_ordinal[base], d))
+
+    def _number_scalars(self) -> None:
         ptr, j = None, 0
         for a in self.function.args:
             if a in self.pointer_ordinal:

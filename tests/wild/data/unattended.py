@@ -278,3 +278,24 @@ def foreign_names_kernel(x, y, TILE: ConstInt):
     high = ct.full((TILE,), math.inf / 2, dtype=np.float32)
     t = ct.astype(ct.load(x, index=(ct.bid(0),), shape=(TILE,)), np.float32)
     ct.store(y, index=(ct.bid(0),), tile=ct.astype(ct.minimum(ct.maximum(t, low), high), y.dtype))
+
+
+@ct.kernel
+def slice_kernel(x, y, row0, H: ConstInt, TILE: ConstInt):
+    # Array.slice views (the kernels cutile-stencil generates): one sliced along two axes (a runtime start, then a
+    # constant one: the view's alignment depends on the constant and the dtype), one along the last axis
+    rows = x.shape[0] - row0
+    v = x.slice(axis=0, start=row0, stop=row0 + rows).slice(axis=1, start=H, stop=x.shape[1])
+    out = y.slice(axis=-1, start=H - 1, stop=y.shape[1] - 1)
+    t = ct.load(v, index=(ct.bid(0), ct.bid(1)), shape=(8, TILE))
+    ct.store(out, index=(ct.bid(0), ct.bid(1)), tile=t)
+
+
+@ct.kernel
+def slice_inplace_kernel(x, TILE: ConstInt):
+    # a load and a store through two views of one array: ordered as accesses of that array (memory tokens)
+    n = x.shape[0] - 1
+    src = x.slice(axis=0, start=1, stop=1 + n)
+    dst = x.slice(axis=0, start=0, stop=n)
+    t = ct.load(src, index=(ct.bid(0),), shape=(TILE,))
+    ct.store(dst, index=(ct.bid(0),), tile=t * 2)

@@ -104,6 +104,8 @@ def attribute(lw, base: Value, attr: str, node: ast.AST) -> Value:
             return DTypeVal(base.ty.dtype)
         if attr == "ndim":
             return CV(base.ty.rank)
+        if attr == "slice":
+            return BoundMethod(attr, base)
         raise lw.fail(node, f"array attribute `.{attr}` is not supported", f"array.{attr}")
     if isinstance(base, Ref) and isinstance(base.ty, (TileT, ScalarT)):
         shape = base.ty.shape if isinstance(base.ty, TileT) else ()
@@ -190,6 +192,9 @@ def array_dim(lw, arr: Ref, axis: Any, node) -> Ref:
     if not isinstance(axis, int) or not -arr.ty.rank <= axis < arr.ty.rank:
         raise lw.fail(node, f"shape index {axis} out of range for rank {arr.ty.rank}", "array.shape")
     axis %= arr.ty.rank
+    view = _definition(lw, arr.name)
+    if view is not None and view.kind == "make_view":  # an `Array.slice` view's extent, as cuTile reads it
+        return _split_view_operands(view)[0][axis]
     return lw.b.value("array_dim", (arr,), ScalarT("i32"), lw.loc(node), hint=f"{arr.name}_dim{axis}", axis=axis)
 
 
@@ -395,7 +400,7 @@ def ct_load(lw, args, kwargs, node):
                  latency=_opt_const(lw, b.get("latency"), node, "latency"),
                  allow_tma=_opt_const(lw, b.get("allow_tma"), node, "allow_tma", (bool,)))
     tile = lw.b.value("load", (arr, *index), TileT(arr.ty.dtype, shape), lw.loc(node),
-                      hint=f"{arr.name}_tile", **attrs)
+                      hint=f"{arr.name}_tile", **attrs, **_accessed_array(lw, arr))
     if scalar:
         return lw.b.value("reshape", (tile,), TileT(arr.ty.dtype, ()), lw.loc(node), hint=f"{arr.name}_0d", shape=())
     return tile
@@ -425,7 +430,7 @@ def ct_store(lw, args, kwargs, node):
     else:
         tile = lw.b.to_tile(lw.scalar_atom(tile, node), arr.ty.dtype, (1,) * arr.ty.rank, lw.loc(node))
     _memory_model(lw, b, node, "store")
-    lw.b.effect("store", (arr, tile, *index), lw.loc(node),
+    lw.b.effect("store", (arr, tile, *index), lw.loc(node), **_accessed_array(lw, arr),
                 order=_order(lw, b.get("order"), arr.ty.rank, node),
                 check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                 latency=_opt_const(lw, b.get("latency"), node, "latency"),
@@ -466,6 +471,7 @@ def ct_gather(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "indices", "mask", "padding_value", "check_bounds", "latency"),
             node, "gather", 2)
     arr = _array(lw, b["array"], node, "gather")
+    _not_a_view(lw, arr, node, "gather")
     idx = _indices(lw, b["indices"], arr.ty.rank, node, "gather")
     mask = b.get("mask")
     mask = None if mask is None or (isinstance(mask, CV) and mask.value is None) else mask
@@ -492,6 +498,7 @@ def ct_scatter(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "indices", "value", "mask", "check_bounds", "latency"), node,
             "scatter", 3)
     arr = _array(lw, b["array"], node, "scatter")
+    _not_a_view(lw, arr, node, "scatter")
     idx = _indices(lw, b["indices"], arr.ty.rank, node, "scatter")
     mask = b.get("mask")
     mask = None if mask is None or (isinstance(mask, CV) and mask.value is None) else mask
@@ -548,6 +555,7 @@ def _atomic(lw, fn: str, mode: str, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("array", "indices", *values, "check_bounds", "memory_order", "memory_scope"), node,
             fn, 2 + len(values))
     arr = _array(lw, b["array"], node, fn)
+    _not_a_view(lw, arr, node, fn)
     lw.b.require(arr.ty.dtype, lambda d: d in _ATOMIC_DTYPES.get(mode, _ATOMIC_INT_DTYPES),
                  f"ct.{fn}: unsupported array dtype", lw.loc(node))
     idx = _indices(lw, b["indices"], arr.ty.rank, node, fn)
@@ -1266,6 +1274,8 @@ def ct_matmul(lw, args, kwargs, node):
 # ---------------------------------------------------------------- methods and builtins
 
 def method(lw, m: BoundMethod, args, kwargs, node) -> Value:
+    if m.name == "slice":
+        return array_slice(lw, m.obj, args, kwargs, node)
     if m.name == "astype":
         b = _kw(lw, args, kwargs, ("dtype", "rounding_mode"), node, "astype", 1)
         return astype(lw, m.obj, b["dtype"], b.get("rounding_mode"), node)
@@ -1280,6 +1290,136 @@ def method(lw, m: BoundMethod, args, kwargs, node) -> Value:
         _kw(lw, args, kwargs, (), node, "item", 0)
         return m.obj if m.obj.ty.rank == 0 else reshape(lw, m.obj, (), node)
     raise lw.fail(node, f"tile method `.{m.name}()` is not supported", f".{m.name}()")
+
+
+# ---------------------------------------------------------------- Array.slice
+
+BASE_ALIGNMENT = 16  # bytes: a parameter's base address, as captured (base_addr_divisible_by=16) and launched
+# Bytes per element where cuTile Python derives a view's alignment from its offset (whole-byte dtypes).
+ELEMENT_BYTES = {"f64": 8, "i64": 8, "u64": 8, "f32": 4, "tf32": 4, "i32": 4, "u32": 4, "f16": 2, "bf16": 2,
+                 "i16": 2, "u16": 2, "i8": 1, "u8": 1}
+MAX_ASSUMED_DIV = 1024  # cuTile Python assumes at most this divisibility
+
+
+def array_slice(lw, arr: Ref, args, kwargs, node) -> Ref:
+    """`arr.slice(axis, start, stop)`, as cuTile Python builds it: the base pointer offset by
+    `start * stride[axis]` (widened to 64 bits), with the alignment its dataflow analysis derives, and a
+    tensor view of extent `stop - start` along `axis`, the array's other extents and its strides."""
+    b = _kw(lw, args, kwargs, ("axis", "start", "stop"), node, "Array.slice", 3)
+    rank, loc = arr.ty.rank, lw.loc(node)
+    axis = b["axis"].value if isinstance(b["axis"], CV) else None
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise lw.fail(node, "Array.slice: axis must be a constant integer", "array.slice")
+    if not -rank <= axis < rank:
+        raise lw.fail(node, f"Array.slice: axis {axis} out of range for rank {rank}", "array.slice")
+    axis %= rank
+    start, stop = (_slice_bound(lw, b[k], node, k) for k in ("start", "stop"))
+    if isinstance(start, CDim) and isinstance(stop, CDim) and isinstance(start.dim, int) \
+            and isinstance(stop.dim, int) and stop.dim < start.dim:
+        raise lw.fail(node, "Array.slice: stop must be greater than or equal to start", "array.slice")
+    last = axis == rank - 1  # the last stride is the constant 1 of the capture signature
+    parent = _definition(lw, arr.name)
+    if parent is not None and parent.kind == "make_view":
+        # a view of a view: from its pointer (before its alignment assumption, which cuTile Python makes only
+        # for a pointer that becomes a view), its extents and strides; the view itself need not exist
+        array, ptr, (dims, strides) = parent.args[1], parent.args[0], _split_view_operands(parent)
+        aligned = _definition(lw, ptr.name)
+        base_div = 1  # no assumption: the parent view was not known aligned
+        if aligned is not None and aligned.kind == "assume_div_by":
+            ptr, base_div = aligned.args[0], aligned.attr("divisor")
+        stride = CDim(1) if last else strides[axis]
+    else:
+        array, ptr, base_div = arr, None, BASE_ALIGNMENT
+        dims = [array_dim(lw, arr, d, node) for d in range(rank)]
+        strides = [array_stride(lw, arr, d, loc) for d in range(rank - 1)]
+        stride = CDim(1) if last else strides[axis]
+    offset = lw.b.value("view_offset", (start, stride), TileT("u64", ()), loc, hint=f"{arr.name}_off")
+    if ptr is None:
+        ptr = lw.b.value("ptr_base", (arr,), T.PtrT(arr.ty.dtype, ()), loc, hint=f"{arr.name}_base")
+    ptr = lw.b.value("ptr_offset", (ptr, offset), ptr.ty, loc, hint=f"{arr.name}_at")
+    divisor = _view_alignment(lw, arr.ty.dtype, base_div, _div_by(lw, start, node))  # a stride divides by 1
+    if divisor > 1:
+        ptr = lw.b.value("assume_div_by", (ptr,), ptr.ty, loc, hint=f"{arr.name}_aligned", divisor=divisor)
+    extent = lw.b.value("binary", (stop, start), ScalarT("i32"), loc, hint=f"{arr.name}_n", op="sub", rounding=None,
+                        ftz=None, nan=None)
+    dims = [extent if d == axis else dim for d, dim in enumerate(dims)]
+    return lw.b.value("make_view", (ptr, array, *dims, *strides), arr.ty, loc, hint=f"{arr.name}_slice",
+                      strides=(-1,) * (rank - 1) + (1,))
+
+
+def _accessed_array(lw, arr: Ref) -> dict:
+    """A load/store through an `Array.slice` view names the parameter it accesses: cuTile Python orders the
+    memory operations of an array and of its views as one (their pointers share its alias set)."""
+    op = _definition(lw, arr.name)
+    return {"array": op.args[1].name} if op is not None and op.kind == "make_view" else {}
+
+
+def _not_a_view(lw, arr: Ref, node, fn: str) -> None:
+    op = _definition(lw, arr.name)
+    if op is not None and op.kind == "make_view":
+        raise lw.fail(node, f"ct.{fn} on an `Array.slice` view is not supported by the translator yet", f"ct.{fn}",
+                      "index the array itself, adding the slice's start to the indices")
+
+
+def _split_view_operands(view) -> tuple[list, list]:
+    """The extents and the dynamic strides of a `make_view`."""
+    rank = view.ty.rank
+    return list(view.args[2:2 + rank]), list(view.args[2 + rank:])
+
+
+def _slice_bound(lw, v: Value, node, what: str) -> Atom:
+    atom = lw.int_atom(v, node, f"Array.slice: {what}")
+    if isinstance(atom, CDim) and isinstance(atom.dim, int) and atom.dim < 0:
+        raise lw.fail(node, f"Array.slice: {what} must be non-negative", "array.slice")
+    if not isinstance(atom, CDim) and atom.ty.dtype != "i32":
+        raise lw.fail(node, f"Array.slice: {what} of type {atom.ty.dtype} is not supported yet", "array.slice",
+                      "convert it to a 32-bit integer")
+    return atom
+
+
+def array_stride(lw, arr: Ref, axis: int, loc) -> Ref:
+    return lw.b.value("array_stride", (arr,), ScalarT("i32"), loc, hint=f"{arr.name}_stride{axis}", axis=axis)
+
+
+def _definition(lw, name: str):
+    """The operation of the binding of `name` in scope: the last `let` of it in the open blocks (None when
+    there is none, or when a reassignment makes it depend on control flow)."""
+    found = [st for blk in lw.b.blocks for st in blk.stmts if getattr(st, "name", None) == name]
+    return found[-1].op if found and not any(st.update for st in found) else None
+
+
+def _div_by(lw, atom: Atom, node) -> int:
+    """What cuTile Python's dataflow analysis knows an integer scalar divisible by: a constant by its
+    magnitude, a sum or difference by the gcd, a product by the product, a negation or an integer cast as
+    its operand; anything else (parameters, block ids, loop indices) by 1."""
+    if isinstance(atom, CDim):
+        if not isinstance(atom.dim, int):  # the alignment of the view depends on the constant's value
+            raise NeedsSpecialization(frozenset(sym_names(atom.dim)), "the alignment of an `Array.slice`",
+                                      lw.loc(node))
+        return abs(atom.dim)
+    if isinstance(atom, Lit):
+        return abs(atom.value) if isinstance(atom.value, int) and not isinstance(atom.value, bool) else 1
+    op = _definition(lw, atom.name)
+    if op is None or not all(T.is_int(d) for d in lw.b.dspace.values(op.ty.dtype)):
+        return 1
+    if op.kind == "binary" and op.attr("op") in ("add", "sub"):
+        return math.gcd(_div_by(lw, op.args[0], node), _div_by(lw, op.args[1], node))
+    if op.kind == "binary" and op.attr("op") == "mul":
+        return _div_by(lw, op.args[0], node) * _div_by(lw, op.args[1], node)
+    if (op.kind == "unary" and op.attr("fn") in ("negative", "abs")) or op.kind in ("copy", "scalar", "tile0",
+                                                                                   "scalar_of"):
+        return _div_by(lw, op.args[0], node)
+    return 1
+
+
+def _view_alignment(lw, dtype, base_div: int, offset_div: int) -> int:
+    """The divisibility cuTile Python assumes for a view's pointer: the gcd of its base's and of the offset
+    in bytes, as a power of two. A generic element type whose dtypes give different alignments takes the
+    smallest (the kernel is then split per dtype: see the lowerer's `_fma_groups`)."""
+    per_dtype = [math.gcd(base_div, offset_div * ELEMENT_BYTES[d]) if d in ELEMENT_BYTES else 1
+                 for d in lw.b.dspace.values(dtype)]
+    divisor = min(per_dtype)
+    return min(divisor & -divisor, MAX_ASSUMED_DIV)
 
 
 def builtin(lw, name: str, args, kwargs, node) -> Value:

@@ -1181,15 +1181,24 @@ def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig, naming: Naming
         return kernels
     split = _split_by_fma(sm, name, cfg, kernels[0], groups, naming)
     if split is None:  # the groups do not lower apart: one generic entry, which says where it is not exact
-        kernels[0].notes.append(_fma_note(groups, split=False))
+        kernels[0].notes.append(_per_dtype_note(groups, split=False))
         return kernels
     for k in split:
-        k.notes.append(_fma_note(groups, split=True))
+        k.notes.append(_per_dtype_note(groups, split=True))
     return split
 
 
 FMA_PER_DTYPE = "fma contraction differs per element type"  # the start of the note (the wild table reads it)
+VIEW_ALIGNMENT_PER_DTYPE = "the alignment of `Array.slice` views differs per element type"
 DtypeCombo = tuple[str, ...]  # the dtypes of a kernel's generic arrays, in parameter order
+# What must be equal for dtype combinations to share one entry: the fused a*b+c pairs and the alignments
+# cuTile Python assumes for the kernel's `Array.slice` views (a byte offset: a multiple of the element size).
+DtypeFacts = tuple[int, tuple[int, ...]]
+
+
+def _view_alignments(kernel: Kernel) -> tuple[int, ...]:
+    return tuple(st.op.attr("divisor") for st in walk(kernel.body)
+                 if isinstance(st, Let) and st.op.kind == "assume_div_by")
 
 
 def _generic_arrays(kernel: Kernel) -> list[Param]:
@@ -1197,26 +1206,27 @@ def _generic_arrays(kernel: Kernel) -> list[Param]:
 
 
 def _fma_groups(sm: ScannedModule, name: str, cfg: KernelConfig, generic: Kernel,
-                naming: Naming) -> list[tuple[int, list[DtypeCombo]]] | None:
+                naming: Naming) -> list[tuple[DtypeFacts, list[DtypeCombo]]] | None:
     """cuTile Python fuses `a*b + c` only where the product and the add share a dtype: in a kernel generic
     over dtypes, `f32_acc += x * x` fuses for f32 inputs and not for f16 ones (their product is converted
-    first), so one generic port cannot match every reference. Lowering each dtype combination alone (as
-    cuTile compiles one kernel per dtype): the combinations grouped by fused count, or None when all agree."""
+    first), and it assumes an `Array.slice` view aligned as its offset in bytes allows, so one generic port
+    cannot match every reference. Lowering each dtype combination alone (as cuTile compiles one kernel per
+    dtype): the combinations grouped by fused count and view alignments, or None when all agree."""
     from tileport.passes.fma import fuse_fma
     arrays = _generic_arrays(generic)
     combos = list(dict.fromkeys(zip(*(generic.dtype_vars[p.ty.dtype] for p in arrays))))
-    fused: dict[DtypeCombo, int] = {}
+    facts: dict[DtypeCombo, DtypeFacts] = {}
     for combo in combos:
         try:
             (alone,) = _lower_configured(sm, name, _combo_config(generic, arrays, [combo], cfg), naming)
         except (Diagnostic, ValueError):
             return None  # the comparison needs one entry per dtype; the generic port stands as it is
-        fused[combo] = fuse_fma(alone, naming)
-    if len(set(fused.values())) < 2:
+        facts[combo] = (fuse_fma(alone, naming), _view_alignments(alone))
+    if len(set(facts.values())) < 2:
         return None
-    groups: dict[int, list[DtypeCombo]] = {}
-    for combo, n in fused.items():
-        groups.setdefault(n, []).append(combo)
+    groups: dict[DtypeFacts, list[DtypeCombo]] = {}
+    for combo, key in facts.items():
+        groups.setdefault(key, []).append(combo)
     return list(groups.items())
 
 
@@ -1232,7 +1242,7 @@ def _combo_config(generic: Kernel, arrays: list[Param], combos: list[DtypeCombo]
 
 
 def _split_by_fma(sm: ScannedModule, name: str, cfg: KernelConfig, generic: Kernel,
-                  groups: list[tuple[int, list[DtypeCombo]]], naming: Naming) -> list[Kernel] | None:
+                  groups: list[tuple[DtypeFacts, list[DtypeCombo]]], naming: Naming) -> list[Kernel] | None:
     """One entry per group of dtypes with the same fma contraction (`layer_norm_kernel_f32`,
     `layer_norm_kernel_f16_bf16`); the launcher picks the entry by the arrays' dtypes."""
     arrays = _generic_arrays(generic)
@@ -1250,13 +1260,17 @@ def _split_by_fma(sm: ScannedModule, name: str, cfg: KernelConfig, generic: Kern
     return out
 
 
-def _fma_note(groups: list[tuple[int, list[DtypeCombo]]], split: bool) -> str:
-    shown = ", ".join(f"{'/'.join(dict.fromkeys(c))}: {n}" for n, combos in groups for c in combos)
+def _per_dtype_note(groups: list[tuple[DtypeFacts, list[DtypeCombo]]], split: bool) -> str:
     what = ("one entry per group of dtypes, each matching its references" if split else
             "one port generic over the dtype cannot; its IR matches the reference of some dtypes only "
             "(translate with one dtype per --config for an exact port of each)")
-    return (f"{FMA_PER_DTYPE} (fused a*b+c pairs per dtype: {shown}): cuTile Python fuses only where the product "
-            f"and the add share a dtype: {what}")
+    if len({fused for (fused, _), _ in groups}) > 1:
+        shown = ", ".join(f"{'/'.join(dict.fromkeys(c))}: {n}" for (n, _), combos in groups for c in combos)
+        return (f"{FMA_PER_DTYPE} (fused a*b+c pairs per dtype: {shown}): cuTile Python fuses only where the "
+                f"product and the add share a dtype: {what}")
+    shown = ", ".join(f"{'/'.join(dict.fromkeys(c))}: {list(a)}" for (_, a), combos in groups for c in combos)
+    return (f"{VIEW_ALIGNMENT_PER_DTYPE} (assumed byte alignments per dtype: {shown}): cuTile Python derives "
+            f"them from the offset in bytes: {what}")
 
 
 INDEX_DTYPE = "i64"  # arrays whose elements index other arrays (token ids, gather rows): torch.long
