@@ -168,15 +168,30 @@ def grid3(grid: Iterable[int]) -> tuple[int, int, int]:
 
 # ------------------------------------------------------------------------------------ reading / writing
 
+# The repr spelling of Triton dtypes (`triton.language.float32`) that specs written by recorders before
+# `record.const_value` hold, by the name Triton gives them (str(tl.float32) == "fp32").
+TRITON_DTYPE_REPRS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+                      "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8e4b15": "fp8e4b15"}
+
+
+def const_from_spec(value: Any, framework: str) -> Any:
+    if framework == "triton" and isinstance(value, str) and value.startswith("triton.language."):
+        short = value.removeprefix("triton.language.")
+        return TRITON_DTYPE_REPRS.get(short, short)
+    return value
+
+
 def record_from_dict(d: dict) -> LaunchRecord:
     args = []
+    framework = d.get("framework", "cutile")
     for a in d["args"]:
         kind = a["kind"]
+        value = const_from_spec(a.get("value"), framework) if kind == "const" else a.get("value")
         args.append(LaunchArg(a["name"], kind, canonical_dtype(a["dtype"]) if a.get("dtype") else "",
                               [int(x) for x in a["shape"]] if kind == "array" else None,
                               [int(x) for x in a["strides"]] if kind == "array" else None,
-                              a.get("range"), a.get("value"), a.get("type", "")))
-    return LaunchRecord(d.get("framework", "cutile"), d["kernel"], d["file"], grid3(d["grid"]), args,
+                              a.get("range"), value, a.get("type", "")))
+    return LaunchRecord(framework, d["kernel"], d["file"], grid3(d["grid"]), args,
                         d.get("qualname", d["kernel"]), d.get("origin", "recorded"), d.get("where", ""),
                         int(d.get("count", 1)), dict(d.get("options") or {}))
 

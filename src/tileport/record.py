@@ -112,10 +112,21 @@ def dtype_name(dtype: Any) -> str:
     return str(name).rsplit(".", 1)[-1]
 
 
+def const_value(value: Any) -> Any:
+    """A constant as the spec keeps it: numbers, bools and strings as they are; a Triton dtype by the name
+    Triton gives it (`str(tl.float32)` is "fp32", what the Triton frontend's entries are pinned to; its
+    repr is "triton.language.float32"); anything else by its repr."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if type(value).__module__.startswith("triton.language") and hasattr(value, "primitive_bitwidth"):
+        return str(value)
+    return repr(value)
+
+
 def describe_value(name: str, value: Any, is_const: bool) -> LaunchArg:
     """One launch argument as a spec entry (arrays by dtype / shape / strides, never by content)."""
     if is_const:
-        return LaunchArg(name, "const", value=value if isinstance(value, (bool, int, float, str)) else repr(value))
+        return LaunchArg(name, "const", value=const_value(value))
     if isinstance(value, bool):
         return LaunchArg(name, "scalar", "bool", value=value)
     if isinstance(value, int):

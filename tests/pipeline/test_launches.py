@@ -250,3 +250,26 @@ def test_port_targets_take_launches_before_config_and_inference(tmp_path):
     bad.write_text(json.dumps(spec({**SCALE, "grid": []})))
     with pytest.raises(TargetError, match=r"--launches: .*bad.json: at launches/0/grid"):
         resolve_targets(files, launches=bad)
+
+
+def test_triton_dtype_constants_read_as_triton_names():
+    """Liger's launches recorded `X_dtype=tl.float32` as its repr "triton.language.float32": the port's
+    entries are pinned to Triton's name "fp32", so no entry matched and 9 kernels failed stage B."""
+    from tileport.launches import parse_spec
+    from tileport.record import const_value
+    rec = {"framework": "triton", "kernel": "k", "file": "k.py", "grid": [1],
+           "args": [{"name": "D", "kind": "const", "value": "triton.language.float32"},
+                    {"name": "E", "kind": "const", "value": "triton.language.bfloat16"},
+                    {"name": "mode", "kind": "const", "value": "mean"}]}
+    spec = {"format": "tileport-launches", "version": 1, "launches": [rec]}
+    [r] = parse_spec(spec)
+    assert [a.value for a in r.args] == ["fp32", "bf16", "mean"]
+    cutile = parse_spec({**spec, "launches": [{**rec, "framework": "cutile"}]})[0]
+    assert cutile.args[0].value == "triton.language.float32"  # only Triton specs
+
+    class dtype:  # stands for triton.language.core.dtype
+        primitive_bitwidth = 32
+        def __str__(self): return "fp32"
+        def __repr__(self): return "triton.language.float32"
+    dtype.__module__ = "triton.language.core"
+    assert const_value(dtype()) == "fp32" and const_value(3) == 3 and const_value(object()).startswith("<object")
