@@ -109,7 +109,7 @@ def _softmax_problem(cols: Callable[[dict], int]) -> Callable:
     return build
 
 
-def _split_partials(x: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray]:
+def _softmax_row_partials(x: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray]:
     """Per (row, column tile): the tile's max and sum(exp(x - max)) (softmax split pass 1)."""
     splits = _cdiv(x.shape[1], tile)
     pad = np.full((x.shape[0], splits * tile), -np.inf)
@@ -125,7 +125,7 @@ def _softmax_split(write: bool) -> Callable:
     def build(b: _Builder, c: dict) -> tuple:
         m, n = 3, 2 * c["TILE"] + 904
         x = b.input("x", (m, n), 4.0)
-        tile_max, tile_sum = _split_partials(x, c["TILE"])
+        tile_max, tile_sum = _softmax_row_partials(x, c["TILE"])
         grid = (tile_max.shape[1], m, 1)
         if not write:
             b.output("part_max", tile_max.shape)
