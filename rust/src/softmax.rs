@@ -328,7 +328,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:141`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:165`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_online_kernel<E: ElementType, const BLOCK_M: i32, const CHUNK: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -415,7 +415,7 @@ pub mod softmax {
             let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
             let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
             for c in 1i32..n_chunks {
-                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                let chunk: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
                     &x_view_3,
                     [rb, c],
                     ordering::Weak,
@@ -423,23 +423,26 @@ pub mod softmax {
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
-                let t_2_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_2, 1i32);
-                let t_2_max_r: Tile<f32, { [BLOCK_M, 1] }> = t_2_max.reshape(shape![BLOCK_M, 1]);
+                let chunk_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(chunk);
+                let chunk_f32_max: Tile<f32, { [BLOCK_M] }> = reduce_max(chunk_f32, 1i32);
+                let chunk_f32_max_r: Tile<f32, { [BLOCK_M, 1] }> =
+                    chunk_f32_max.reshape(shape![BLOCK_M, 1]);
                 let new_max: Tile<f32, { [BLOCK_M, 1] }> =
-                    maxf(run_max, t_2_max_r, nan::Disabled, ftz::Disabled);
+                    maxf(run_max, chunk_f32_max_r, nan::Disabled, ftz::Disabled);
                 let diff_1: Tile<f32, { [BLOCK_M, 1] }> = run_max - new_max;
                 let scale: Tile<f32, { [BLOCK_M, 1] }> =
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
                 let new_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     new_max.broadcast(shape![BLOCK_M, CHUNK]);
-                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - new_max_b;
+                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = chunk_f32 - new_max_b;
                 let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_2, rounding::Approx) };
                 let exp_1_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_1, 1i32);
                 let part: Tile<f32, { [BLOCK_M, 1] }> = exp_1_sum.reshape(shape![BLOCK_M, 1]);
-                run_sum = fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
+                let sum: Tile<f32, { [BLOCK_M, 1] }> =
+                    fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
                 run_max = new_max;
+                run_sum = sum;
             }
             let inv_sum: Tile<f32, { [BLOCK_M, 1] }> =
                 divf(c, run_sum, rounding::Approx, ftz::Enabled);
@@ -457,8 +460,8 @@ pub mod softmax {
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
-                let diff_1: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - run_max_b_1;
+                let t_1_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
+                let diff_1: Tile<f32, { [BLOCK_M, CHUNK] }> = t_1_f32 - run_max_b_1;
                 let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
                 let out: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_1 * inv_sum_b;
@@ -485,10 +488,11 @@ pub mod softmax {
 
     /// (c) with pass 2 walking the chunks last-first: the chunks pass 1 read last are the likeliest
     /// to be still in L2 when the rows in flight outgrow it (walking forward evicts each chunk just
-    /// before re-reading it, e.g. 256 rows of 131072 f16 = 64 MiB). Its pass-2 loop compiles without
-    /// the software pipelining of the forward loop (sm_90: 160 loads in the code vs 448), so the search
-    /// offers it for long rows only.
-    /// Translated from `src/tileport/ops/kernels/softmax.py:153`.
+    /// before re-reading it, e.g. 256 rows of 131072 f16 = 64 MiB). The last chunk is written from the
+    /// registers pass 1 left it in, so a row of one chunk is read once (single pass). Its pass-2 loop
+    /// compiles without the software pipelining of the forward loop (sm_90: 160 loads in the code vs
+    /// 448), so the search offers it for long rows and for rows of one chunk only.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:177`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_online_rev_kernel<
         E: ElementType,
@@ -534,6 +538,15 @@ pub mod softmax {
                 x.token(),
             )
         };
+        let y_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+            make_partition_view(
+                y,
+                shape![BLOCK_M, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                y.token(),
+            )
+        };
         let x_view_4: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
                 x,
@@ -543,7 +556,7 @@ pub mod softmax {
                 x.token(),
             )
         };
-        let y_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+        let y_view_1: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
                 y,
                 shape![BLOCK_M, CHUNK],
@@ -557,83 +570,123 @@ pub mod softmax {
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
         let n_chunks: i32 = num_tiles(&x_view_1, 1i32);
+        let diff: i32 = n_chunks - 1i32;
         let c: Tile<f32, { [BLOCK_M, 1] }> = 1.0f32.broadcast(shape![BLOCK_M, 1]);
+        let diff_4: i32 = n_chunks - 1i32;
+        let sum_1: i32 = n_chunks + 1i32;
         let mut y_last_op: Token = y_token;
         for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
-            let t: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
-                &x_view_2,
-                [rb, 0i32],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let t: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
-            let t_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t, 1i32);
-            let mut run_max: Tile<f32, { [BLOCK_M, 1] }> = t_max.reshape(shape![BLOCK_M, 1]);
-            let run_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
-                run_max.broadcast(shape![BLOCK_M, CHUNK]);
-            let diff: Tile<f32, { [BLOCK_M, CHUNK] }> = t - run_max_b;
-            let exp_: Tile<f32, { [BLOCK_M, CHUNK] }> =
-                unsafe { exp_with_rounding(diff, rounding::Approx) };
-            let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
-            let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
-            for c in 1i32..n_chunks {
-                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
-                    &x_view_3,
+            let mut run_max: Tile<f32, { [BLOCK_M, 1] }> =
+                constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
+            let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = constant(0.0f32, shape![BLOCK_M, 1]);
+            for c in 0i32..diff {
+                let t: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                    &x_view_2,
                     [rb, c],
                     ordering::Weak,
                     scope::TileBlock,
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
-                let t_2_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_2, 1i32);
-                let t_2_max_r: Tile<f32, { [BLOCK_M, 1] }> = t_2_max.reshape(shape![BLOCK_M, 1]);
+                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+                let t_f32_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_f32, 1i32);
+                let t_f32_max_r: Tile<f32, { [BLOCK_M, 1] }> =
+                    t_f32_max.reshape(shape![BLOCK_M, 1]);
                 let new_max: Tile<f32, { [BLOCK_M, 1] }> =
-                    maxf(run_max, t_2_max_r, nan::Disabled, ftz::Disabled);
+                    maxf(run_max, t_f32_max_r, nan::Disabled, ftz::Disabled);
                 let diff_1: Tile<f32, { [BLOCK_M, 1] }> = run_max - new_max;
                 let scale: Tile<f32, { [BLOCK_M, 1] }> =
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
                 let new_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     new_max.broadcast(shape![BLOCK_M, CHUNK]);
-                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - new_max_b;
-                let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = t_f32 - new_max_b;
+                let exp_: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_2, rounding::Approx) };
-                let exp_1_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_1, 1i32);
-                let part: Tile<f32, { [BLOCK_M, 1] }> = exp_1_sum.reshape(shape![BLOCK_M, 1]);
-                run_sum = fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
+                let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
+                let part: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
+                let sum: Tile<f32, { [BLOCK_M, 1] }> =
+                    fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
                 run_max = new_max;
+                run_sum = sum;
             }
+            let diff_1: i32 = n_chunks - 1i32;
+            let last: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                &x_view_3,
+                [rb, diff_1],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            );
+            let last: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(last);
+            let last_max: Tile<f32, { [BLOCK_M] }> = reduce_max(last, 1i32);
+            let last_max_r: Tile<f32, { [BLOCK_M, 1] }> = last_max.reshape(shape![BLOCK_M, 1]);
+            let new_max: Tile<f32, { [BLOCK_M, 1] }> =
+                maxf(run_max, last_max_r, nan::Disabled, ftz::Disabled);
+            let diff_2: Tile<f32, { [BLOCK_M, 1] }> = run_max - new_max;
+            let scale: Tile<f32, { [BLOCK_M, 1] }> =
+                unsafe { exp_with_rounding(diff_2, rounding::Approx) };
+            let new_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                new_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let diff_3: Tile<f32, { [BLOCK_M, CHUNK] }> = last - new_max_b;
+            let exp_: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                unsafe { exp_with_rounding(diff_3, rounding::Approx) };
+            let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
+            let part: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
+            let sum: Tile<f32, { [BLOCK_M, 1] }> =
+                fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
+            let run_max: Tile<f32, { [BLOCK_M, 1] }> = new_max;
+            let run_sum: Tile<f32, { [BLOCK_M, 1] }> = sum;
             let inv_sum: Tile<f32, { [BLOCK_M, 1] }> =
                 divf(c, run_sum, rounding::Approx, ftz::Enabled);
-            let diff_1: i32 = n_chunks - 1i32;
-            let run_max_b_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+            let run_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
                 run_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let diff_5: Tile<f32, { [BLOCK_M, CHUNK] }> = last - run_max_b;
+            let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                unsafe { exp_with_rounding(diff_5, rounding::Approx) };
             let inv_sum_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
                 inv_sum.broadcast(shape![BLOCK_M, CHUNK]);
-            let mut y_last_op_1: Token = y_last_op;
-            for c_1 in 0i32..n_chunks {
-                let diff_2: i32 = diff_1 - c_1;
-                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+            let out: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_1 * inv_sum_b;
+            let out_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out);
+            let y_tok: Token = unsafe {
+                store_view_raw(
+                    &y_view,
+                    out_e,
+                    [rb, diff_4],
+                    Some(y_last_op),
+                    ordering::Weak,
+                    scope::TileBlock,
+                    tma::Enabled,
+                    None,
+                    [false, false],
+                )
+            };
+            let run_max_b_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                run_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let inv_sum_b_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                inv_sum.broadcast(shape![BLOCK_M, CHUNK]);
+            let mut y_last_op_1: Token = y_tok;
+            for c_1 in 2i32..sum_1 {
+                let diff_6: i32 = n_chunks - c_1;
+                let t: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
                     &x_view_4,
-                    [rb, diff_2],
+                    [rb, diff_6],
                     ordering::Weak,
                     scope::TileBlock,
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
-                let diff_3: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - run_max_b_1;
-                let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
-                    unsafe { exp_with_rounding(diff_3, rounding::Approx) };
-                let out: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_1 * inv_sum_b;
-                let out_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out);
-                let y_tok: Token = unsafe {
+                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+                let diff_7: Tile<f32, { [BLOCK_M, CHUNK] }> = t_f32 - run_max_b_1;
+                let exp_2: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                    unsafe { exp_with_rounding(diff_7, rounding::Approx) };
+                let out_1: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_2 * inv_sum_b_1;
+                let out_1_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out_1);
+                let y_tok_1: Token = unsafe {
                     store_view_raw(
-                        &y_view,
-                        out_e,
-                        [rb, diff_2],
+                        &y_view_1,
+                        out_1_e,
+                        [rb, diff_6],
                         Some(y_last_op_1),
                         ordering::Weak,
                         scope::TileBlock,
@@ -642,7 +695,7 @@ pub mod softmax {
                         [false, false],
                     )
                 };
-                y_last_op_1 = y_tok;
+                y_last_op_1 = y_tok_1;
             }
             y_last_op = y_last_op_1;
         }
@@ -650,7 +703,7 @@ pub mod softmax {
 
     /// (a) without an f32 copy of the row block: the max in the input dtype (exact), the output as
     /// exp(x - (max + log(sum))), so the row stays in registers in its own dtype.
-    /// Translated from `src/tileport/ops/kernels/softmax.py:170`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:196`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 2,),))]
     pub unsafe fn softmax_tma_lean_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -722,7 +775,7 @@ pub mod softmax {
     }
 
     /// Pass 1 of (d): block (split, row) stores the max and sum(exp(x - max)) of its column tile.
-    /// Translated from `src/tileport/ops/kernels/softmax.py:186`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:212`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_split_stats_kernel<E: ElementType, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -786,7 +839,7 @@ pub mod softmax {
 
     /// Pass 2 of (d): the row's partials (SPLITS >= splits, padded with -inf / 0) combined, then
     /// the block's column tile written; blocks map to tiles last-first.
-    /// Translated from `src/tileport/ops/kernels/softmax.py:199`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:225`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_split_write_kernel<E: ElementType, const TILE: i32, const SPLITS: i32>(
         x: &Tensor<E, { [-1, -1] }>,

@@ -110,6 +110,14 @@ def softmax_gather_kernel(x, y, TILE: ConstInt):
         ct.scatter(y, (row, cols), ct.astype(out, y.dtype), mask=in_row, check_bounds=False)
 
 
+def online_update(t, run_max, run_sum):
+    """One chunk t (f32) into the running max and sum, the old sum rescaled by exp(old - new max)."""
+    new_max = ct.maximum(run_max, ct.max(t, 1, keepdims=True))
+    scale = ct.exp(run_max - new_max, rounding_mode=ct.RoundingMode.APPROX)
+    part = ct.sum(ct.exp(t - new_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
+    return new_max, run_sum * scale + part
+
+
 def online_row_stats(x, rb, n_chunks, BLOCK_M, CHUNK):
     """Pass 1 of (c): running max and 1 / sum over the chunks of row block rb. Chunk 0 initializes
     them (it always holds a real column)."""
@@ -118,23 +126,39 @@ def online_row_stats(x, rb, n_chunks, BLOCK_M, CHUNK):
     run_max = ct.max(t, 1, keepdims=True)
     run_sum = ct.sum(ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
     for c in range(1, n_chunks):
-        t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
-        t = ct.astype(t, ct.float32)
-        new_max = ct.maximum(run_max, ct.max(t, 1, keepdims=True))
-        scale = ct.exp(run_max - new_max, rounding_mode=ct.RoundingMode.APPROX)
-        part = ct.sum(ct.exp(t - new_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
-        run_sum = run_sum * scale + part
-        run_max = new_max
+        chunk = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+        run_max, run_sum = online_update(ct.astype(chunk, ct.float32), run_max, run_sum)
     inv_sum = ct.truediv(1.0, run_sum, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
     return run_max, inv_sum
 
 
-def online_write_chunk(x, y, rb, c, run_max, inv_sum, BLOCK_M, CHUNK):
-    """Pass 2 of (c) for one chunk: exp(x - max) / sum."""
-    t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
-    t = ct.astype(t, ct.float32)
+def online_row_stats_last(x, rb, n_chunks, BLOCK_M, CHUNK):
+    """Pass 1 of (c) with the last chunk peeled off the loop: running max and 1 / sum, and the last
+    chunk (f32) still in registers. The running max starts at -inf (exp(-inf - max) = 0 drops the
+    empty sum); every chunk before the last is all real columns, so the max is finite from the
+    first update on."""
+    run_max = ct.full((BLOCK_M, 1), float("-inf"), dtype=ct.float32)
+    run_sum = ct.full((BLOCK_M, 1), 0.0, dtype=ct.float32)
+    for c in range(n_chunks - 1):
+        t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+        run_max, run_sum = online_update(ct.astype(t, ct.float32), run_max, run_sum)
+    last = ct.load(x, index=(rb, n_chunks - 1), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+    last = ct.astype(last, ct.float32)
+    run_max, run_sum = online_update(last, run_max, run_sum)
+    inv_sum = ct.truediv(1.0, run_sum, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+    return run_max, inv_sum, last
+
+
+def online_write_tile(y, rb, c, t, run_max, inv_sum):
+    """Pass 2 of (c) for one chunk t (f32): exp(x - max) / sum."""
     out = ct.exp(t - run_max, rounding_mode=ct.RoundingMode.APPROX) * inv_sum
     ct.store(y, index=(rb, c), tile=ct.astype(out, y.dtype))
+
+
+def online_write_chunk(x, y, rb, c, run_max, inv_sum, BLOCK_M, CHUNK):
+    """Pass 2 of (c) for a chunk re-read from memory (mostly L2)."""
+    t = ct.load(x, index=(rb, c), shape=(BLOCK_M, CHUNK), padding_mode=ct.PaddingMode.NEG_INF)
+    online_write_tile(y, rb, c, ct.astype(t, ct.float32), run_max, inv_sum)
 
 
 @ct.kernel(occupancy=4)
@@ -153,17 +177,19 @@ def softmax_online_kernel(x, y, BLOCK_M: ConstInt, CHUNK: ConstInt):
 def softmax_online_rev_kernel(x, y, BLOCK_M: ConstInt, CHUNK: ConstInt):
     """(c) with pass 2 walking the chunks last-first: the chunks pass 1 read last are the likeliest
     to be still in L2 when the rows in flight outgrow it (walking forward evicts each chunk just
-    before re-reading it, e.g. 256 rows of 131072 f16 = 64 MiB). Its pass-2 loop compiles without
-    the software pipelining of the forward loop (sm_90: 160 loads in the code vs 448), so the search
-    offers it for long rows only."""
+    before re-reading it, e.g. 256 rows of 131072 f16 = 64 MiB). The last chunk is written from the
+    registers pass 1 left it in, so a row of one chunk is read once (single pass). Its pass-2 loop
+    compiles without the software pipelining of the forward loop (sm_90: 160 loads in the code vs
+    448), so the search offers it for long rows and for rows of one chunk only."""
     bid = ct.bid(0)
     num_blocks = ct.num_blocks(0)
     n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_M, CHUNK))
     n_chunks = ct.num_tiles(x, 1, shape=(BLOCK_M, CHUNK))
     for rb in range(bid, n_row_blocks, num_blocks):
-        run_max, inv_sum = online_row_stats(x, rb, n_chunks, BLOCK_M, CHUNK)
-        for c in range(n_chunks):
-            online_write_chunk(x, y, rb, n_chunks - 1 - c, run_max, inv_sum, BLOCK_M, CHUNK)
+        run_max, inv_sum, last = online_row_stats_last(x, rb, n_chunks, BLOCK_M, CHUNK)
+        online_write_tile(y, rb, n_chunks - 1, last, run_max, inv_sum)
+        for c in range(2, n_chunks + 1):
+            online_write_chunk(x, y, rb, n_chunks - c, run_max, inv_sum, BLOCK_M, CHUNK)
 
 
 @ct.kernel(occupancy=2, num_worker_warps=8)

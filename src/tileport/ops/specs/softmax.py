@@ -45,8 +45,9 @@ SPLIT_ENTRIES = ("softmax_split_stats_kernel", "softmax_split_write_kernel")
 SPLIT_TILES = (2048, 4096, 8192)  # columns per block (<= 8192 f32: the occupancy-4 budget)
 SPLIT_GROUPS = (1, 2, 4)  # row groups; a pair per group, so that a group's tiles stay in L2 for pass 2
 MAX_GRID_Y = 65535  # the split grid's row axis
+GROUP_ROW_ALIGN = 16  # rows per group: a multiple of this (row r0 of any array then starts 16-byte aligned)
 ONLINE_ENTRIES = ("softmax_online_kernel", "softmax_online_rev_kernel")
-REV_MIN_CHUNKS = 16  # the last-first pass 2 only for rows of at least this many chunks
+REV_MIN_CHUNKS = 16  # the last-first pass 2 for rows of at least this many chunks, or of one (read once)
 # Row tiles up to MAX_NARROW_TILE columns use softmax_tma_kernel (occupancy 4), up to MAX_TMA_TILE
 # softmax_tma_wide_kernel (occupancy 2); longer rows the online kernel.
 MAX_NARROW_TILE = 8192
@@ -140,7 +141,7 @@ def online_candidates(shape, dtype) -> list[dict]:
     chunks = sorted({min(next_pow2(n), c) for c in ONLINE_CHUNKS} | {online_chunk(n, dtype)})
     return [{"variant": "online", "kernel": k, "CHUNK": chunk, "BLOCK_M": bm, "grid": g}
             for k in ONLINE_ENTRIES for chunk in chunks
-            if k == "softmax_online_kernel" or next_pow2(n) // chunk >= REV_MIN_CHUNKS
+            if k == "softmax_online_kernel" or next_pow2(n) // chunk >= REV_MIN_CHUNKS or chunk == next_pow2(n)
             for bm in block_ms(m, chunk, occ, ONLINE_TOP_BLOCK_MS, keep=1) for g in GRIDS]
 
 
@@ -212,7 +213,9 @@ def split_launches(x, outs, config: dict) -> list[Launch]:
     splits = cdiv(n_cols, tile)
     part_max = t.empty((n_rows, splits), dtype=t.float32, device=x.device)
     part_sum = t.empty((n_rows, splits), dtype=t.float32, device=x.device)
-    group = cdiv(n_rows, config["GROUPS"])
+    # groups of a multiple of GROUP_ROW_ALIGN rows: every row slice starts 16-byte aligned (the ports'
+    # launch check rejects a misaligned array)
+    group = cdiv(cdiv(n_rows, config["GROUPS"]), GROUP_ROW_ALIGN) * GROUP_ROW_ALIGN
     launches = []
     for r0 in range(0, n_rows, group):
         rows = slice(r0, min(n_rows, r0 + group))
