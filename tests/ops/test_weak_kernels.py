@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tileport.gpu import autotune as gpu_autotune
 from tileport.ops.specs import all_specs
 from tileport.ops.specs import softmax
 
@@ -78,3 +79,34 @@ def test_rope_rows_plan_has_no_size_one_axis():
     inputs, outs = fake_call("rope", (4, 4096, 32, 128), "float16")
     (launch,) = SPECS["rope"].plan(*inputs, outs, config={"kernel": "rope_rows_kernel", "BLOCK_S": 1, "BLOCK_H": 16})
     assert launch.args["x"].shape == (16384, 32, 2, 64) and launch.grid == (16384, 2, 1)
+
+
+def _case(pct_rs, pct_cu, eager_pct):
+    backends = {b: {"chosen": {"kernel": "k"}, "chosen_pct_copy_bw": pct, "default_pct_copy_bw": 50.0,
+                    "failed": 0} for b, pct in (("cutile", pct_cu), ("cutile-rs", pct_rs))}
+    case = {"op": "softmax_online", "dtype": "float16", "shape": [256, 131072], "backends": backends,
+            "ratio_rs_over_cutile_same_config": 1.01}
+    if eager_pct is not None:
+        case["torch_eager"] = {"us": 1.0, "pct_copy_bw": eager_pct}
+        case["target_pct_copy_bw"] = max(gpu_autotune.TARGET_PCT, eager_pct)
+    return case
+
+
+def test_summary_states_target_torch_eager_and_parity():
+    rows = gpu_autotune.summarize([_case(86.0, 84.0, 60.0), _case(88.0, 88.0, 90.0), _case(70.0, 70.0, None)])
+    by = [(r["backend"], r["meets_target"], r["target_pct_copy_bw"]) for r in rows["per_case"]]
+    assert by == [("cutile", False, 85.0), ("cutile-rs", True, 85.0),
+                  ("cutile", False, 90.0), ("cutile-rs", False, 90.0),
+                  ("cutile", None, None), ("cutile-rs", None, None)]
+    assert all(r["ratio_rs_over_cutile_same_config"] == 1.01 for r in rows["per_case"])
+
+
+def test_a_failing_torch_baseline_is_reported_not_fatal():
+    class Broken:
+        spec, shape, dtype = SPECS["softmax_online"], (256, 131072), "float16"
+
+        def torch_eager(self):
+            raise RuntimeError("no torch here")
+    case: dict = {}
+    gpu_autotune._torch_eager(case, Broken(), None, 0.01, 4000.0)
+    assert "no torch here" in case["torch_eager"]["error"] and "target_pct_copy_bw" not in case
