@@ -5,7 +5,7 @@
 pub mod layer_norm {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/layer_norm.py:53`.
+    /// Translated from `src/tileport/ops/kernels/layer_norm.py:56`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn layer_norm_fwd_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -149,7 +149,7 @@ pub mod layer_norm {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/layer_norm.py:58`.
+    /// Translated from `src/tileport/ops/kernels/layer_norm.py:61`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn layer_norm_fwd_occ4_kernel<
         E: ElementType,
@@ -298,7 +298,7 @@ pub mod layer_norm {
     }
 
     /// The persistent loop with row block i+1 loaded before the math of block i.
-    /// Translated from `src/tileport/ops/kernels/layer_norm.py:63`.
+    /// Translated from `src/tileport/ops/kernels/layer_norm.py:66`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn layer_norm_fwd_prefetch_kernel<
         E: ElementType,
@@ -466,7 +466,7 @@ pub mod layer_norm {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/layer_norm.py:84`.
+    /// Translated from `src/tileport/ops/kernels/layer_norm.py:87`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 2,),))]
     pub unsafe fn layer_norm_fwd_w8_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -520,7 +520,7 @@ pub mod layer_norm {
             ordering::Weak,
             scope::TileBlock,
             None,
-            tma::Enabled,
+            tma::Disabled,
         );
         let wt: Tile<f32, { [TILE] }> = convert_tile(w_tile);
         let b_tile: Tile<E, { [TILE] }> = load_view_tko(
@@ -529,7 +529,7 @@ pub mod layer_norm {
             ordering::Weak,
             scope::TileBlock,
             None,
-            tma::Enabled,
+            tma::Disabled,
         );
         let bt: Tile<f32, { [TILE] }> = convert_tile(b_tile);
         let n_cols_f32: f32 = convert_scalar(n_cols);
@@ -551,7 +551,7 @@ pub mod layer_norm {
                 ordering::Weak,
                 scope::TileBlock,
                 None,
-                tma::Enabled,
+                tma::Disabled,
             );
             let t_f32: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(t);
             let t_f32_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(t_f32, 1i32);
@@ -580,7 +580,7 @@ pub mod layer_norm {
                     ordering::Weak,
                     scope::TileBlock,
                     None,
-                    tma::Enabled,
+                    tma::Disabled,
                 )
             };
             let mu_r: Tile<f32, { [BLOCK_M] }> = mu.reshape(shape![BLOCK_M]);
@@ -592,7 +592,7 @@ pub mod layer_norm {
                     ordering::Weak,
                     scope::TileBlock,
                     None,
-                    tma::Enabled,
+                    tma::Disabled,
                 )
             };
             let inv_std_r: Tile<f32, { [BLOCK_M] }> = inv_std.reshape(shape![BLOCK_M]);
@@ -604,7 +604,7 @@ pub mod layer_norm {
                     ordering::Weak,
                     scope::TileBlock,
                     None,
-                    tma::Enabled,
+                    tma::Disabled,
                 )
             };
         }

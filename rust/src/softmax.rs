@@ -5,7 +5,7 @@
 pub mod softmax {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:67`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:69`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_tma_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -71,7 +71,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:72`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:74`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn softmax_tma_wide_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -139,7 +139,7 @@ pub mod softmax {
 
     /// (a) with the next row block's load issued before this one's math (software pipelining by
     /// hand: the load latency of block i+1 overlaps the reductions of block i).
-    /// Translated from `src/tileport/ops/kernels/softmax.py:77`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:79`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn softmax_tma_prefetch_kernel<
         E: ElementType,
@@ -229,7 +229,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:97`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:99`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_gather_kernel<E: ElementType, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -328,7 +328,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:165`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:167`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_online_kernel<E: ElementType, const BLOCK_M: i32, const CHUNK: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -492,7 +492,7 @@ pub mod softmax {
     /// registers pass 1 left it in, so a row of one chunk is read once (single pass). Its pass-2 loop
     /// compiles without the software pipelining of the forward loop (sm_90: 160 loads in the code vs
     /// 448), so the search offers it for long rows and for rows of one chunk only.
-    /// Translated from `src/tileport/ops/kernels/softmax.py:177`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:179`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_online_rev_kernel<
         E: ElementType,
@@ -702,8 +702,9 @@ pub mod softmax {
     }
 
     /// (a) without an f32 copy of the row block: the max in the input dtype (exact), the output as
-    /// exp(x - (max + log(sum))), so the row stays in registers in its own dtype.
-    /// Translated from `src/tileport/ops/kernels/softmax.py:196`.
+    /// exp(x - (max + log(sum))), so the row stays in registers in its own dtype; loads and stores
+    /// without TMA (plain vector accesses, no copy warps or shared-memory staging).
+    /// Translated from `src/tileport/ops/kernels/softmax.py:198`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 2,),))]
     pub unsafe fn softmax_tma_lean_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -739,7 +740,7 @@ pub mod softmax {
                 ordering::Weak,
                 scope::TileBlock,
                 None,
-                tma::Enabled,
+                tma::Disabled,
             );
             let t_max: Tile<E, { [BLOCK_M] }> = reduce_max(t, 1i32);
             let t_max_r: Tile<E, { [BLOCK_M, 1] }> = t_max.reshape(shape![BLOCK_M, 1]);
@@ -768,14 +769,14 @@ pub mod softmax {
                     ordering::Weak,
                     scope::TileBlock,
                     None,
-                    tma::Enabled,
+                    tma::Disabled,
                 )
             };
         }
     }
 
     /// Pass 1 of (d): block (split, row) stores the max and sum(exp(x - max)) of its column tile.
-    /// Translated from `src/tileport/ops/kernels/softmax.py:212`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:215`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_split_stats_kernel<E: ElementType, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -839,7 +840,7 @@ pub mod softmax {
 
     /// Pass 2 of (d): the row's partials (SPLITS >= splits, padded with -inf / 0) combined, then
     /// the block's column tile written; blocks map to tiles last-first.
-    /// Translated from `src/tileport/ops/kernels/softmax.py:225`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:228`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_split_write_kernel<E: ElementType, const TILE: i32, const SPLITS: i32>(
         x: &Tensor<E, { [-1, -1] }>,
