@@ -839,7 +839,9 @@ pub mod softmax {
     }
 
     /// Pass 2 of (d): the row's partials (SPLITS >= splits, padded with -inf / 0) combined, then
-    /// the block's column tile written; blocks map to tiles last-first.
+    /// the block's column tile written; blocks map to tiles last-first. No TMA (allow_tma=False): a
+    /// block moves one tile, as the gather kernel's, with plain vector loads and stores (sm_90: no
+    /// shared-memory staging, no copy warps, no barrier).
     /// Translated from `src/tileport/ops/kernels/softmax.py:228`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_split_write_kernel<E: ElementType, const TILE: i32, const SPLITS: i32>(
@@ -891,7 +893,7 @@ pub mod softmax {
             ordering::Weak,
             scope::TileBlock,
             None,
-            tma::Enabled,
+            tma::Disabled,
         );
         let sums: Tile<f32, { [1, SPLITS] }> = load_view_tko(
             &part_sum_view,
@@ -899,7 +901,7 @@ pub mod softmax {
             ordering::Weak,
             scope::TileBlock,
             None,
-            tma::Enabled,
+            tma::Disabled,
         );
         let maxes_max: Tile<f32, { [1] }> = reduce_max(maxes, 1i32);
         let row_max: Tile<f32, { [1, 1] }> = maxes_max.reshape(shape![1, 1]);
@@ -918,7 +920,7 @@ pub mod softmax {
             ordering::Weak,
             scope::TileBlock,
             None,
-            tma::Enabled,
+            tma::Disabled,
         );
         let t_f32: Tile<f32, { [1, TILE] }> = convert_tile(t);
         let row_max_b_1: Tile<f32, { [1, TILE] }> = row_max.broadcast(shape![1, TILE]);
@@ -936,7 +938,7 @@ pub mod softmax {
                 ordering::Weak,
                 scope::TileBlock,
                 None,
-                tma::Enabled,
+                tma::Disabled,
             )
         };
     }

@@ -227,14 +227,16 @@ def softmax_split_stats_kernel(x, part_max, part_sum, TILE: ConstInt):
 @ct.kernel(occupancy=4)
 def softmax_split_write_kernel(x, part_max, part_sum, y, TILE: ConstInt, SPLITS: ConstInt):
     """Pass 2 of (d): the row's partials (SPLITS >= splits, padded with -inf / 0) combined, then
-    the block's column tile written; blocks map to tiles last-first."""
+    the block's column tile written; blocks map to tiles last-first. No TMA (allow_tma=False): a
+    block moves one tile, as the gather kernel's, with plain vector loads and stores (sm_90: no
+    shared-memory staging, no copy warps, no barrier)."""
     split = ct.num_blocks(0) - 1 - ct.bid(0)
     row = ct.num_blocks(1) - 1 - ct.bid(1)
-    maxes = ct.load(part_max, index=(row, 0), shape=(1, SPLITS), padding_mode=ct.PaddingMode.NEG_INF)
-    sums = ct.load(part_sum, index=(row, 0), shape=(1, SPLITS), padding_mode=ct.PaddingMode.ZERO)
+    maxes = ct.load(part_max, index=(row, 0), shape=(1, SPLITS), padding_mode=ct.PaddingMode.NEG_INF, allow_tma=False)
+    sums = ct.load(part_sum, index=(row, 0), shape=(1, SPLITS), padding_mode=ct.PaddingMode.ZERO, allow_tma=False)
     row_max = ct.max(maxes, 1, keepdims=True)
     total = ct.sum(sums * ct.exp(maxes - row_max, rounding_mode=ct.RoundingMode.APPROX), 1, keepdims=True)
     inv_total = ct.truediv(1.0, total, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
-    t = ct.load(x, index=(row, split), shape=(1, TILE), padding_mode=ct.PaddingMode.NEG_INF)
+    t = ct.load(x, index=(row, split), shape=(1, TILE), padding_mode=ct.PaddingMode.NEG_INF, allow_tma=False)
     out = ct.exp(ct.astype(t, ct.float32) - row_max, rounding_mode=ct.RoundingMode.APPROX) * inv_total
-    ct.store(y, index=(row, split), tile=ct.astype(out, y.dtype))
+    ct.store(y, index=(row, split), tile=ct.astype(out, y.dtype), allow_tma=False)

@@ -195,8 +195,8 @@ def tma_or_online_default(shape, dtype) -> dict:
 
 
 def space(candidates, default) -> ConfigSpace:
-    axes = {"variant": VARIANTS, "kernel": tuple(TMA_ENTRIES) + ONLINE_ENTRIES, "BLOCK_M": BLOCK_MS, "CHUNK": CHUNK_AXIS,
-            "grid": GRIDS, "TILE": SPLIT_TILES, "GROUPS": SPLIT_GROUPS}
+    axes = {"variant": VARIANTS, "kernel": tuple(TMA_ENTRIES) + ONLINE_ENTRIES, "BLOCK_M": BLOCK_MS,
+            "CHUNK": CHUNK_AXIS, "grid": GRIDS, "TILE": SPLIT_TILES, "GROUPS": SPLIT_GROUPS}
     return ConfigSpace(axes=axes, candidates=candidates, default=default, shape_class=rows_class)
 
 
@@ -285,9 +285,16 @@ SHAPES_SINGLE_TILE = [(1, 1), (3, 7), (256, 1009), (1823, 781), (300, 5000), (40
 SHAPES_LONG = [(16, 100_003), (4, 262_144)]
 # Captures per kernel, shared with the variant specs.
 GATHER_CAPTURES = per_dtype_captures("softmax_gather_kernel", IO_RANKS, lambda dt: {"TILE": 4096})
+
+
+def wide_row_constants(dt: str) -> dict:
+    """The widest row the prefetch and lean entries hold: 16384 16-bit or 8192 f32 values."""
+    return tma_constants(1024, 16384 if dt != "float32" else 8192, dt)
+
+
 TMA_CAPTURES = (per_dtype_captures("softmax_tma_kernel", IO_RANKS, lambda dt: tma_constants(4096, 4096, dt))
-                + per_dtype_captures(PREFETCH, IO_RANKS, lambda dt: tma_constants(1024, 16384 if dt != "float32" else 8192, dt))
-                + per_dtype_captures(LEAN, IO_RANKS, lambda dt: tma_constants(1024, 16384 if dt != "float32" else 8192, dt)))
+                + per_dtype_captures(PREFETCH, IO_RANKS, wide_row_constants)
+                + per_dtype_captures(LEAN, IO_RANKS, wide_row_constants))
 TMA_WIDE_CAPTURES = per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
                                        lambda dt: tma_constants(1024, 16384, dt))
 ONLINE_CAPTURES = (per_dtype_captures("softmax_online_kernel", IO_RANKS,
