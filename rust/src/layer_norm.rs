@@ -5,7 +5,7 @@
 pub mod layer_norm {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/layer_norm.py:51`.
+    /// Translated from `src/tileport/ops/kernels/layer_norm.py:56`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn layer_norm_fwd_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -149,7 +149,7 @@ pub mod layer_norm {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/layer_norm.py:56`.
+    /// Translated from `src/tileport/ops/kernels/layer_norm.py:61`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn layer_norm_fwd_occ4_kernel<
         E: ElementType,
@@ -298,7 +298,7 @@ pub mod layer_norm {
     }
 
     /// The persistent loop with row block i+1 loaded before the math of block i.
-    /// Translated from `src/tileport/ops/kernels/layer_norm.py:61`.
+    /// Translated from `src/tileport/ops/kernels/layer_norm.py:66`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn layer_norm_fwd_prefetch_kernel<
         E: ElementType,
@@ -461,6 +461,150 @@ pub mod layer_norm {
                     scope::TileBlock,
                     None,
                     tma::Enabled,
+                )
+            };
+        }
+    }
+
+    /// Translated from `src/tileport/ops/kernels/layer_norm.py:87`.
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 2,),))]
+    pub unsafe fn layer_norm_fwd_w8_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
+        x: &Tensor<E, { [-1, -1] }>,
+        w: &Tensor<E, { [-1] }>,
+        b: &Tensor<E, { [-1] }>,
+        y: &Tensor<E, { [-1, -1] }>,
+        mean: &Tensor<f32, { [-1] }>,
+        rstd: &Tensor<f32, { [-1] }>,
+        eps: f32,
+    ) {
+        let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::None,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let w_view: Partition<E, { [TILE] }> = unsafe {
+            make_partition_view(w, shape![TILE], padding::Zero, dim_map::Identity, w.token())
+        };
+        let b_view: Partition<E, { [TILE] }> = unsafe {
+            make_partition_view(b, shape![TILE], padding::Zero, dim_map::Identity, b.token())
+        };
+        let x_view_1: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::Zero,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let mut y_out: PartitionMut<E, { [BLOCK_M, TILE] }> =
+            unsafe { y.partition_full_mut(shape![BLOCK_M, TILE]) };
+        let mut mean_out: PartitionMut<f32, { [BLOCK_M] }> =
+            unsafe { mean.partition_full_mut(shape![BLOCK_M]) };
+        let mut rstd_out: PartitionMut<f32, { [BLOCK_M] }> =
+            unsafe { rstd.partition_full_mut(shape![BLOCK_M]) };
+        let bid: i32 = get_tile_block_id().0;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
+        let n_cols: i32 = x.shape()[1];
+        let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
+        let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
+        let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
+        let w_tile: Tile<E, { [TILE] }> = load_view_tko(
+            &w_view,
+            [0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Disabled,
+        );
+        let wt: Tile<f32, { [TILE] }> = convert_tile(w_tile);
+        let b_tile: Tile<E, { [TILE] }> = load_view_tko(
+            &b_view,
+            [0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Disabled,
+        );
+        let bt: Tile<f32, { [TILE] }> = convert_tile(b_tile);
+        let n_cols_f32: f32 = convert_scalar(n_cols);
+        let n_cols_tile_1: Tile<f32, { [BLOCK_M, 1] }> = n_cols_f32.broadcast(shape![BLOCK_M, 1]);
+        let in_row_r: Tile<bool, { [1, TILE] }> = in_row.reshape(shape![1, TILE]);
+        let in_row_b: Tile<bool, { [BLOCK_M, TILE] }> = in_row_r.broadcast(shape![BLOCK_M, TILE]);
+        let c: Tile<f32, { [BLOCK_M, TILE] }> = 0.0f32.broadcast(shape![BLOCK_M, TILE]);
+        let n_cols_f32_1: f32 = convert_scalar(n_cols);
+        let n_cols_tile_2: Tile<f32, { [BLOCK_M, 1] }> = n_cols_f32_1.broadcast(shape![BLOCK_M, 1]);
+        let eps_tile: Tile<f32, { [BLOCK_M, 1] }> = eps.broadcast(shape![BLOCK_M, 1]);
+        let wt_r: Tile<f32, { [1, TILE] }> = wt.reshape(shape![1, TILE]);
+        let wt_b: Tile<f32, { [BLOCK_M, TILE] }> = wt_r.broadcast(shape![BLOCK_M, TILE]);
+        let bt_r: Tile<f32, { [1, TILE] }> = bt.reshape(shape![1, TILE]);
+        let bt_b: Tile<f32, { [BLOCK_M, TILE] }> = bt_r.broadcast(shape![BLOCK_M, TILE]);
+        for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
+            let t: Tile<E, { [BLOCK_M, TILE] }> = load_view_tko(
+                &x_view_1,
+                [rb, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Disabled,
+            );
+            let t_f32: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(t);
+            let t_f32_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(t_f32, 1i32);
+            let t_f32_sum_r: Tile<f32, { [BLOCK_M, 1] }> = t_f32_sum.reshape(shape![BLOCK_M, 1]);
+            let mu: Tile<f32, { [BLOCK_M, 1] }> = t_f32_sum_r / n_cols_tile_1;
+            let mu_b: Tile<f32, { [BLOCK_M, TILE] }> = mu.broadcast(shape![BLOCK_M, TILE]);
+            let diff: Tile<f32, { [BLOCK_M, TILE] }> = t_f32 - mu_b;
+            let centered: Tile<f32, { [BLOCK_M, TILE] }> = select(in_row_b, diff, c);
+            let prod: Tile<f32, { [BLOCK_M, TILE] }> = centered * centered;
+            let prod_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(prod, 1i32);
+            let prod_sum_r: Tile<f32, { [BLOCK_M, 1] }> = prod_sum.reshape(shape![BLOCK_M, 1]);
+            let var: Tile<f32, { [BLOCK_M, 1] }> = prod_sum_r / n_cols_tile_2;
+            let sum: Tile<f32, { [BLOCK_M, 1] }> = var + eps_tile;
+            let inv_std: Tile<f32, { [BLOCK_M, 1] }> = rsqrt(sum, ftz::Disabled);
+            let inv_std_b: Tile<f32, { [BLOCK_M, TILE] }> =
+                inv_std.broadcast(shape![BLOCK_M, TILE]);
+            let prod_1: Tile<f32, { [BLOCK_M, TILE] }> = centered * inv_std_b;
+            let sum_1: Tile<f32, { [BLOCK_M, TILE] }> =
+                fma(prod_1, wt_b, bt_b, rounding::NearestEven, ftz::Disabled);
+            let sum_1_e: Tile<E, { [BLOCK_M, TILE] }> = convert_tile(sum_1);
+            unsafe {
+                store_view_tko_mut(
+                    &mut y_out,
+                    sum_1_e,
+                    [rb, 0i32],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Disabled,
+                )
+            };
+            let mu_r: Tile<f32, { [BLOCK_M] }> = mu.reshape(shape![BLOCK_M]);
+            unsafe {
+                store_view_tko_mut(
+                    &mut mean_out,
+                    mu_r,
+                    [rb],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Disabled,
+                )
+            };
+            let inv_std_r: Tile<f32, { [BLOCK_M] }> = inv_std.reshape(shape![BLOCK_M]);
+            unsafe {
+                store_view_tko_mut(
+                    &mut rstd_out,
+                    inv_std_r,
+                    [rb],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Disabled,
                 )
             };
         }
@@ -840,6 +984,134 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_prefetch_kernel(
                     layer_norm::__module_ast_self,
                     "layer_norm",
                     "layer_norm_fwd_prefetch_kernel",
+                    layer_norm::_SOURCE_HASH,
+                    spec,
+                )
+            }};
+        }
+        match (e_code,) {
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
+/// Enqueue `layer_norm::layer_norm_fwd_w8_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (x, w, b, y, mean, rstd, eps, BLOCK_M, TILE), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_layer_norm_fwd_w8_kernel(
+    x: *const TensorDesc,
+    w: *const TensorDesc,
+    b: *const TensorDesc,
+    y: *const TensorDesc,
+    mean: *const TensorDesc,
+    rstd: *const TensorDesc,
+    eps: f32,
+    block_m: i32,
+    tile: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("layer_norm_fwd_w8_kernel", || {
+        let x = check_desc("x", x, 2)?;
+        let w = check_desc("w", w, 1)?;
+        let b = check_desc("b", b, 1)?;
+        let y = check_desc("y", y, 2)?;
+        let mean = check_desc("mean", mean, 1)?;
+        let rstd = check_desc("rstd", rstd, 1)?;
+        require_disjoint("mean", mean)?;
+        require_disjoint("rstd", rstd)?;
+        require_disjoint("y", y)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(
+            &[("x", x), ("w", w), ("b", b), ("y", y)],
+            &[dtype::F32, dtype::F16, dtype::BF16],
+        )?;
+        require_dtype("mean", mean, dtype::F32)?;
+        require_dtype("rstd", rstd, dtype::F32)?;
+        check_tile_dim("BLOCK_M", block_m)?;
+        check_tile_dim("TILE", tile)?;
+        let target = LaunchTarget::get(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("layer_norm::layer_norm_fwd_w8_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(w);
+                key.array(b);
+                key.array(y);
+                key.array(mean);
+                key.array(rstd);
+                key.float(f64::from(eps));
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(w);
+                    params.array(b);
+                    params.array(y);
+                    params.array(mean);
+                    params.array(rstd);
+                    params.push(eps);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("layer_norm_fwd_w8_kernel", e));
+                }
+                let x_t = target.tensor::<E>(x);
+                let w_t = target.tensor::<E>(w);
+                let b_t = target.tensor::<E>(b);
+                let y_t = target.tensor::<E>(y);
+                let mean_t = target.tensor::<f32>(mean);
+                let rstd_t = target.tensor::<f32>(rstd);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
+                    tensors: vec![
+                        ("x", x_t.spec().clone()),
+                        ("w", w_t.spec().clone()),
+                        ("b", b_t.spec().clone()),
+                        ("y", y_t.spec().clone()),
+                        ("mean", mean_t.spec().clone()),
+                        ("rstd", rstd_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
+                let op = unsafe {
+                    layer_norm::layer_norm_fwd_w8_kernel(
+                        &x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps,
+                    )
+                }
+                .generics(vec![
+                    dtype_names[0].to_string(),
+                    block_m.to_string(),
+                    tile.to_string(),
+                ])
+                .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map_err(|e| launch_error("layer_norm_fwd_w8_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    layer_norm::__module_ast_self,
+                    "layer_norm",
+                    "layer_norm_fwd_w8_kernel",
                     layer_norm::_SOURCE_HASH,
                     spec,
                 )

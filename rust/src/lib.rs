@@ -333,6 +333,19 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("rstd", 1),
             ],
         },
+        "layer_norm_fwd_w8_kernel" => EntryInfo {
+            module_ast: layer_norm::layer_norm::__module_ast_self,
+            module: "layer_norm",
+            function: "layer_norm_fwd_w8_kernel",
+            arrays: &[
+                ("x", 2),
+                ("w", 1),
+                ("b", 1),
+                ("y", 2),
+                ("mean", 1),
+                ("rstd", 1),
+            ],
+        },
         "matmul_kernel_use_tf321" => EntryInfo {
             module_ast: matmul::matmul::__module_ast_self,
             module: "matmul",
@@ -387,6 +400,12 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "rope_persistent_kernel",
             arrays: &[("x", 5), ("cos_", 2), ("sin_", 2), ("y", 5)],
         },
+        "rope_rows_kernel" => EntryInfo {
+            module_ast: rope::rope::__module_ast_self,
+            module: "rope",
+            function: "rope_rows_kernel",
+            arrays: &[("x", 4), ("cos_", 2), ("sin_", 2), ("y", 4)],
+        },
         "silu_and_mul_kernel" => EntryInfo {
             module_ast: silu_and_mul::silu_and_mul::__module_ast_self,
             module: "silu_and_mul",
@@ -428,6 +447,24 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "softmax",
             function: "softmax_online_rev_kernel",
             arrays: &[("x", 2), ("y", 2)],
+        },
+        "softmax_tma_lean_kernel" => EntryInfo {
+            module_ast: softmax::softmax::__module_ast_self,
+            module: "softmax",
+            function: "softmax_tma_lean_kernel",
+            arrays: &[("x", 2), ("y", 2)],
+        },
+        "softmax_split_stats_kernel" => EntryInfo {
+            module_ast: softmax::softmax::__module_ast_self,
+            module: "softmax",
+            function: "softmax_split_stats_kernel",
+            arrays: &[("x", 2), ("part_max", 2), ("part_sum", 2)],
+        },
+        "softmax_split_write_kernel" => EntryInfo {
+            module_ast: softmax::softmax::__module_ast_self,
+            module: "softmax",
+            function: "softmax_split_write_kernel",
+            arrays: &[("x", 2), ("part_max", 2), ("part_sum", 2), ("y", 2)],
         },
         "swiglu_kernel" => EntryInfo {
             module_ast: swiglu::swiglu::__module_ast_self,

@@ -5,7 +5,7 @@
 pub mod softmax {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:54`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:69`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_tma_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -71,7 +71,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:59`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:74`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn softmax_tma_wide_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -139,7 +139,7 @@ pub mod softmax {
 
     /// (a) with the next row block's load issued before this one's math (software pipelining by
     /// hand: the load latency of block i+1 overlaps the reductions of block i).
-    /// Translated from `src/tileport/ops/kernels/softmax.py:64`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:79`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn softmax_tma_prefetch_kernel<
         E: ElementType,
@@ -229,7 +229,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:84`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:99`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_gather_kernel<E: ElementType, const TILE: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -328,7 +328,7 @@ pub mod softmax {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/softmax.py:128`.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:167`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_online_kernel<E: ElementType, const BLOCK_M: i32, const CHUNK: i32>(
         x: &Tensor<E, { [-1, -1] }>,
@@ -415,7 +415,7 @@ pub mod softmax {
             let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
             let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
             for c in 1i32..n_chunks {
-                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                let chunk: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
                     &x_view_3,
                     [rb, c],
                     ordering::Weak,
@@ -423,23 +423,26 @@ pub mod softmax {
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
-                let t_2_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_2, 1i32);
-                let t_2_max_r: Tile<f32, { [BLOCK_M, 1] }> = t_2_max.reshape(shape![BLOCK_M, 1]);
+                let chunk_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(chunk);
+                let chunk_f32_max: Tile<f32, { [BLOCK_M] }> = reduce_max(chunk_f32, 1i32);
+                let chunk_f32_max_r: Tile<f32, { [BLOCK_M, 1] }> =
+                    chunk_f32_max.reshape(shape![BLOCK_M, 1]);
                 let new_max: Tile<f32, { [BLOCK_M, 1] }> =
-                    maxf(run_max, t_2_max_r, nan::Disabled, ftz::Disabled);
+                    maxf(run_max, chunk_f32_max_r, nan::Disabled, ftz::Disabled);
                 let diff_1: Tile<f32, { [BLOCK_M, 1] }> = run_max - new_max;
                 let scale: Tile<f32, { [BLOCK_M, 1] }> =
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
                 let new_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     new_max.broadcast(shape![BLOCK_M, CHUNK]);
-                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - new_max_b;
+                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = chunk_f32 - new_max_b;
                 let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_2, rounding::Approx) };
                 let exp_1_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_1, 1i32);
                 let part: Tile<f32, { [BLOCK_M, 1] }> = exp_1_sum.reshape(shape![BLOCK_M, 1]);
-                run_sum = fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
+                let sum: Tile<f32, { [BLOCK_M, 1] }> =
+                    fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
                 run_max = new_max;
+                run_sum = sum;
             }
             let inv_sum: Tile<f32, { [BLOCK_M, 1] }> =
                 divf(c, run_sum, rounding::Approx, ftz::Enabled);
@@ -457,8 +460,8 @@ pub mod softmax {
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
-                let diff_1: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - run_max_b_1;
+                let t_1_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
+                let diff_1: Tile<f32, { [BLOCK_M, CHUNK] }> = t_1_f32 - run_max_b_1;
                 let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
                 let out: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_1 * inv_sum_b;
@@ -485,10 +488,11 @@ pub mod softmax {
 
     /// (c) with pass 2 walking the chunks last-first: the chunks pass 1 read last are the likeliest
     /// to be still in L2 when the rows in flight outgrow it (walking forward evicts each chunk just
-    /// before re-reading it, e.g. 256 rows of 131072 f16 = 64 MiB). Its pass-2 loop compiles without
-    /// the software pipelining of the forward loop (sm_90: 160 loads in the code vs 448), so the search
-    /// offers it for long rows only.
-    /// Translated from `src/tileport/ops/kernels/softmax.py:140`.
+    /// before re-reading it, e.g. 256 rows of 131072 f16 = 64 MiB). The last chunk is written from the
+    /// registers pass 1 left it in, so a row of one chunk is read once (single pass). Its pass-2 loop
+    /// compiles without the software pipelining of the forward loop (sm_90: 160 loads in the code vs
+    /// 448), so the search offers it for long rows and for rows of one chunk only.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:179`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn softmax_online_rev_kernel<
         E: ElementType,
@@ -534,6 +538,15 @@ pub mod softmax {
                 x.token(),
             )
         };
+        let y_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+            make_partition_view(
+                y,
+                shape![BLOCK_M, CHUNK],
+                padding::None,
+                dim_map::Identity,
+                y.token(),
+            )
+        };
         let x_view_4: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
                 x,
@@ -543,7 +556,7 @@ pub mod softmax {
                 x.token(),
             )
         };
-        let y_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
+        let y_view_1: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
                 y,
                 shape![BLOCK_M, CHUNK],
@@ -557,83 +570,123 @@ pub mod softmax {
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
         let n_chunks: i32 = num_tiles(&x_view_1, 1i32);
+        let diff: i32 = n_chunks - 1i32;
         let c: Tile<f32, { [BLOCK_M, 1] }> = 1.0f32.broadcast(shape![BLOCK_M, 1]);
+        let diff_4: i32 = n_chunks - 1i32;
+        let sum_1: i32 = n_chunks + 1i32;
         let mut y_last_op: Token = y_token;
         for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
-            let t: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
-                &x_view_2,
-                [rb, 0i32],
-                ordering::Weak,
-                scope::TileBlock,
-                None,
-                tma::Enabled,
-            );
-            let t: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
-            let t_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t, 1i32);
-            let mut run_max: Tile<f32, { [BLOCK_M, 1] }> = t_max.reshape(shape![BLOCK_M, 1]);
-            let run_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
-                run_max.broadcast(shape![BLOCK_M, CHUNK]);
-            let diff: Tile<f32, { [BLOCK_M, CHUNK] }> = t - run_max_b;
-            let exp_: Tile<f32, { [BLOCK_M, CHUNK] }> =
-                unsafe { exp_with_rounding(diff, rounding::Approx) };
-            let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
-            let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
-            for c in 1i32..n_chunks {
-                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
-                    &x_view_3,
+            let mut run_max: Tile<f32, { [BLOCK_M, 1] }> =
+                constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
+            let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = constant(0.0f32, shape![BLOCK_M, 1]);
+            for c in 0i32..diff {
+                let t: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                    &x_view_2,
                     [rb, c],
                     ordering::Weak,
                     scope::TileBlock,
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
-                let t_2_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_2, 1i32);
-                let t_2_max_r: Tile<f32, { [BLOCK_M, 1] }> = t_2_max.reshape(shape![BLOCK_M, 1]);
+                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+                let t_f32_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_f32, 1i32);
+                let t_f32_max_r: Tile<f32, { [BLOCK_M, 1] }> =
+                    t_f32_max.reshape(shape![BLOCK_M, 1]);
                 let new_max: Tile<f32, { [BLOCK_M, 1] }> =
-                    maxf(run_max, t_2_max_r, nan::Disabled, ftz::Disabled);
+                    maxf(run_max, t_f32_max_r, nan::Disabled, ftz::Disabled);
                 let diff_1: Tile<f32, { [BLOCK_M, 1] }> = run_max - new_max;
                 let scale: Tile<f32, { [BLOCK_M, 1] }> =
                     unsafe { exp_with_rounding(diff_1, rounding::Approx) };
                 let new_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     new_max.broadcast(shape![BLOCK_M, CHUNK]);
-                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - new_max_b;
-                let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                let diff_2: Tile<f32, { [BLOCK_M, CHUNK] }> = t_f32 - new_max_b;
+                let exp_: Tile<f32, { [BLOCK_M, CHUNK] }> =
                     unsafe { exp_with_rounding(diff_2, rounding::Approx) };
-                let exp_1_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_1, 1i32);
-                let part: Tile<f32, { [BLOCK_M, 1] }> = exp_1_sum.reshape(shape![BLOCK_M, 1]);
-                run_sum = fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
+                let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
+                let part: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
+                let sum: Tile<f32, { [BLOCK_M, 1] }> =
+                    fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
                 run_max = new_max;
+                run_sum = sum;
             }
+            let diff_1: i32 = n_chunks - 1i32;
+            let last: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+                &x_view_3,
+                [rb, diff_1],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            );
+            let last: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(last);
+            let last_max: Tile<f32, { [BLOCK_M] }> = reduce_max(last, 1i32);
+            let last_max_r: Tile<f32, { [BLOCK_M, 1] }> = last_max.reshape(shape![BLOCK_M, 1]);
+            let new_max: Tile<f32, { [BLOCK_M, 1] }> =
+                maxf(run_max, last_max_r, nan::Disabled, ftz::Disabled);
+            let diff_2: Tile<f32, { [BLOCK_M, 1] }> = run_max - new_max;
+            let scale: Tile<f32, { [BLOCK_M, 1] }> =
+                unsafe { exp_with_rounding(diff_2, rounding::Approx) };
+            let new_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                new_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let diff_3: Tile<f32, { [BLOCK_M, CHUNK] }> = last - new_max_b;
+            let exp_: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                unsafe { exp_with_rounding(diff_3, rounding::Approx) };
+            let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
+            let part: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
+            let sum: Tile<f32, { [BLOCK_M, 1] }> =
+                fma(run_sum, scale, part, rounding::NearestEven, ftz::Disabled);
+            let run_max: Tile<f32, { [BLOCK_M, 1] }> = new_max;
+            let run_sum: Tile<f32, { [BLOCK_M, 1] }> = sum;
             let inv_sum: Tile<f32, { [BLOCK_M, 1] }> =
                 divf(c, run_sum, rounding::Approx, ftz::Enabled);
-            let diff_1: i32 = n_chunks - 1i32;
-            let run_max_b_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+            let run_max_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
                 run_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let diff_5: Tile<f32, { [BLOCK_M, CHUNK] }> = last - run_max_b;
+            let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                unsafe { exp_with_rounding(diff_5, rounding::Approx) };
             let inv_sum_b: Tile<f32, { [BLOCK_M, CHUNK] }> =
                 inv_sum.broadcast(shape![BLOCK_M, CHUNK]);
-            let mut y_last_op_1: Token = y_last_op;
-            for c_1 in 0i32..n_chunks {
-                let diff_2: i32 = diff_1 - c_1;
-                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
+            let out: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_1 * inv_sum_b;
+            let out_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out);
+            let y_tok: Token = unsafe {
+                store_view_raw(
+                    &y_view,
+                    out_e,
+                    [rb, diff_4],
+                    Some(y_last_op),
+                    ordering::Weak,
+                    scope::TileBlock,
+                    tma::Enabled,
+                    None,
+                    [false, false],
+                )
+            };
+            let run_max_b_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                run_max.broadcast(shape![BLOCK_M, CHUNK]);
+            let inv_sum_b_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                inv_sum.broadcast(shape![BLOCK_M, CHUNK]);
+            let mut y_last_op_1: Token = y_tok;
+            for c_1 in 2i32..sum_1 {
+                let diff_6: i32 = n_chunks - c_1;
+                let t: Tile<E, { [BLOCK_M, CHUNK] }> = load_view_tko(
                     &x_view_4,
-                    [rb, diff_2],
+                    [rb, diff_6],
                     ordering::Weak,
                     scope::TileBlock,
                     None,
                     tma::Enabled,
                 );
-                let t_2: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
-                let diff_3: Tile<f32, { [BLOCK_M, CHUNK] }> = t_2 - run_max_b_1;
-                let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> =
-                    unsafe { exp_with_rounding(diff_3, rounding::Approx) };
-                let out: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_1 * inv_sum_b;
-                let out_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out);
-                let y_tok: Token = unsafe {
+                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+                let diff_7: Tile<f32, { [BLOCK_M, CHUNK] }> = t_f32 - run_max_b_1;
+                let exp_2: Tile<f32, { [BLOCK_M, CHUNK] }> =
+                    unsafe { exp_with_rounding(diff_7, rounding::Approx) };
+                let out_1: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_2 * inv_sum_b_1;
+                let out_1_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out_1);
+                let y_tok_1: Token = unsafe {
                     store_view_raw(
-                        &y_view,
-                        out_e,
-                        [rb, diff_2],
+                        &y_view_1,
+                        out_1_e,
+                        [rb, diff_6],
                         Some(y_last_op_1),
                         ordering::Weak,
                         scope::TileBlock,
@@ -642,10 +695,252 @@ pub mod softmax {
                         [false, false],
                     )
                 };
-                y_last_op_1 = y_tok;
+                y_last_op_1 = y_tok_1;
             }
             y_last_op = y_last_op_1;
         }
+    }
+
+    /// (a) without an f32 copy of the row block: the max in the input dtype (exact), the output as
+    /// exp(x - (max + log(sum))), so the row stays in registers in its own dtype; loads and stores
+    /// without TMA (plain vector accesses, no copy warps or shared-memory staging).
+    /// Translated from `src/tileport/ops/kernels/softmax.py:198`.
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 2,),))]
+    pub unsafe fn softmax_tma_lean_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
+        x: &Tensor<E, { [-1, -1] }>,
+        y: &Tensor<E, { [-1, -1] }>,
+    ) {
+        let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::None,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let x_view_1: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_M, TILE],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let mut y_out: PartitionMut<E, { [BLOCK_M, TILE] }> =
+            unsafe { y.partition_full_mut(shape![BLOCK_M, TILE]) };
+        let bid: i32 = get_tile_block_id().0;
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
+        for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
+            let t: Tile<E, { [BLOCK_M, TILE] }> = load_view_tko(
+                &x_view_1,
+                [rb, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Disabled,
+            );
+            let t_max: Tile<E, { [BLOCK_M] }> = reduce_max(t, 1i32);
+            let t_max_r: Tile<E, { [BLOCK_M, 1] }> = t_max.reshape(shape![BLOCK_M, 1]);
+            let row_max: Tile<f32, { [BLOCK_M, 1] }> = convert_tile(t_max_r);
+            let t_f32: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(t);
+            let row_max_b: Tile<f32, { [BLOCK_M, TILE] }> =
+                row_max.broadcast(shape![BLOCK_M, TILE]);
+            let diff: Tile<f32, { [BLOCK_M, TILE] }> = t_f32 - row_max_b;
+            let exp_: Tile<f32, { [BLOCK_M, TILE] }> =
+                unsafe { exp_with_rounding(diff, rounding::Approx) };
+            let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
+            let den: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
+            let t_f32_1: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(t);
+            let log_: Tile<f32, { [BLOCK_M, 1] }> = log(den);
+            let sum: Tile<f32, { [BLOCK_M, 1] }> = row_max + log_;
+            let sum_b: Tile<f32, { [BLOCK_M, TILE] }> = sum.broadcast(shape![BLOCK_M, TILE]);
+            let diff_1: Tile<f32, { [BLOCK_M, TILE] }> = t_f32_1 - sum_b;
+            let out: Tile<f32, { [BLOCK_M, TILE] }> =
+                unsafe { exp_with_rounding(diff_1, rounding::Approx) };
+            let out_e: Tile<E, { [BLOCK_M, TILE] }> = convert_tile(out);
+            unsafe {
+                store_view_tko_mut(
+                    &mut y_out,
+                    out_e,
+                    [rb, 0i32],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    None,
+                    tma::Disabled,
+                )
+            };
+        }
+    }
+
+    /// Pass 1 of (d): block (split, row) stores the max and sum(exp(x - max)) of its column tile.
+    /// Translated from `src/tileport/ops/kernels/softmax.py:215`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
+    pub unsafe fn softmax_split_stats_kernel<E: ElementType, const TILE: i32>(
+        x: &Tensor<E, { [-1, -1] }>,
+        part_max: &Tensor<f32, { [-1, -1] }>,
+        part_sum: &Tensor<f32, { [-1, -1] }>,
+    ) {
+        let x_view: Partition<E, { [1, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![1, TILE],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let mut part_max_out: PartitionMut<f32, { [1, 1] }> =
+            unsafe { part_max.partition_full_mut(shape![1, 1]) };
+        let mut part_sum_out: PartitionMut<f32, { [1, 1] }> =
+            unsafe { part_sum.partition_full_mut(shape![1, 1]) };
+        let split: i32 = get_tile_block_id().0;
+        let row: i32 = get_tile_block_id().1;
+        let t: Tile<E, { [1, TILE] }> = load_view_tko(
+            &x_view,
+            [row, split],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let t: Tile<f32, { [1, TILE] }> = convert_tile(t);
+        let t_max: Tile<f32, { [1] }> = reduce_max(t, 1i32);
+        let tile_max: Tile<f32, { [1, 1] }> = t_max.reshape(shape![1, 1]);
+        let tile_max_b: Tile<f32, { [1, TILE] }> = tile_max.broadcast(shape![1, TILE]);
+        let diff: Tile<f32, { [1, TILE] }> = t - tile_max_b;
+        let exp_: Tile<f32, { [1, TILE] }> = unsafe { exp_with_rounding(diff, rounding::Approx) };
+        let exp_sum: Tile<f32, { [1] }> = reduce_sum(exp_, 1i32);
+        let tile_sum: Tile<f32, { [1, 1] }> = exp_sum.reshape(shape![1, 1]);
+        unsafe {
+            store_view_tko_mut(
+                &mut part_max_out,
+                tile_max,
+                [row, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+        unsafe {
+            store_view_tko_mut(
+                &mut part_sum_out,
+                tile_sum,
+                [row, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+    }
+
+    /// Pass 2 of (d): the row's partials (SPLITS >= splits, padded with -inf / 0) combined, then
+    /// the block's column tile written; blocks map to tiles last-first. No TMA (allow_tma=False): a
+    /// block moves one tile, as the gather kernel's, with plain vector loads and stores (sm_90: no
+    /// shared-memory staging, no copy warps, no barrier).
+    /// Translated from `src/tileport/ops/kernels/softmax.py:228`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
+    pub unsafe fn softmax_split_write_kernel<E: ElementType, const TILE: i32, const SPLITS: i32>(
+        x: &Tensor<E, { [-1, -1] }>,
+        part_max: &Tensor<f32, { [-1, -1] }>,
+        part_sum: &Tensor<f32, { [-1, -1] }>,
+        y: &Tensor<E, { [-1, -1] }>,
+    ) {
+        let part_max_view: Partition<f32, { [1, SPLITS] }> = unsafe {
+            make_partition_view(
+                part_max,
+                shape![1, SPLITS],
+                padding::NegInf,
+                dim_map::Identity,
+                part_max.token(),
+            )
+        };
+        let part_sum_view: Partition<f32, { [1, SPLITS] }> = unsafe {
+            make_partition_view(
+                part_sum,
+                shape![1, SPLITS],
+                padding::Zero,
+                dim_map::Identity,
+                part_sum.token(),
+            )
+        };
+        let x_view: Partition<E, { [1, TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![1, TILE],
+                padding::NegInf,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let mut y_out: PartitionMut<E, { [1, TILE] }> =
+            unsafe { y.partition_full_mut(shape![1, TILE]) };
+        let num_blocks: i32 = get_num_tile_blocks().0;
+        let diff: i32 = num_blocks - 1i32;
+        let bid: i32 = get_tile_block_id().0;
+        let split: i32 = diff - bid;
+        let num_blocks_1: i32 = get_num_tile_blocks().1;
+        let diff_1: i32 = num_blocks_1 - 1i32;
+        let bid_1: i32 = get_tile_block_id().1;
+        let row: i32 = diff_1 - bid_1;
+        let maxes: Tile<f32, { [1, SPLITS] }> = load_view_tko(
+            &part_max_view,
+            [row, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Disabled,
+        );
+        let sums: Tile<f32, { [1, SPLITS] }> = load_view_tko(
+            &part_sum_view,
+            [row, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Disabled,
+        );
+        let maxes_max: Tile<f32, { [1] }> = reduce_max(maxes, 1i32);
+        let row_max: Tile<f32, { [1, 1] }> = maxes_max.reshape(shape![1, 1]);
+        let row_max_b: Tile<f32, { [1, SPLITS] }> = row_max.broadcast(shape![1, SPLITS]);
+        let diff_2: Tile<f32, { [1, SPLITS] }> = maxes - row_max_b;
+        let exp_: Tile<f32, { [1, SPLITS] }> =
+            unsafe { exp_with_rounding(diff_2, rounding::Approx) };
+        let prod: Tile<f32, { [1, SPLITS] }> = sums * exp_;
+        let prod_sum: Tile<f32, { [1] }> = reduce_sum(prod, 1i32);
+        let total: Tile<f32, { [1, 1] }> = prod_sum.reshape(shape![1, 1]);
+        let c: Tile<f32, { [1, 1] }> = 1.0f32.broadcast(shape![1, 1]);
+        let inv_total: Tile<f32, { [1, 1] }> = divf(c, total, rounding::Approx, ftz::Enabled);
+        let t: Tile<E, { [1, TILE] }> = load_view_tko(
+            &x_view,
+            [row, split],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Disabled,
+        );
+        let t_f32: Tile<f32, { [1, TILE] }> = convert_tile(t);
+        let row_max_b_1: Tile<f32, { [1, TILE] }> = row_max.broadcast(shape![1, TILE]);
+        let diff_3: Tile<f32, { [1, TILE] }> = t_f32 - row_max_b_1;
+        let exp_1: Tile<f32, { [1, TILE] }> =
+            unsafe { exp_with_rounding(diff_3, rounding::Approx) };
+        let inv_total_b: Tile<f32, { [1, TILE] }> = inv_total.broadcast(shape![1, TILE]);
+        let out: Tile<f32, { [1, TILE] }> = exp_1 * inv_total_b;
+        let out_e: Tile<E, { [1, TILE] }> = convert_tile(out);
+        unsafe {
+            store_view_tko_mut(
+                &mut y_out,
+                out_e,
+                [row, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Disabled,
+            )
+        };
     }
 
     // ---- op bindings for gaps in cutile 0.5.0 (see tileport/lowering.py)
@@ -1208,6 +1503,293 @@ pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
                     softmax::__module_ast_self,
                     "softmax",
                     "softmax_online_rev_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
+            }};
+        }
+        match (e_code,) {
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
+/// Enqueue `softmax::softmax_tma_lean_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (x, y, BLOCK_M, TILE), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_softmax_tma_lean_kernel(
+    x: *const TensorDesc,
+    y: *const TensorDesc,
+    block_m: i32,
+    tile: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("softmax_tma_lean_kernel", || {
+        let x = check_desc("x", x, 2)?;
+        let y = check_desc("y", y, 2)?;
+        require_disjoint("y", y)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(
+            &[("x", x), ("y", y)],
+            &[dtype::F32, dtype::F16, dtype::BF16],
+        )?;
+        check_tile_dim("BLOCK_M", block_m)?;
+        check_tile_dim("TILE", tile)?;
+        let target = LaunchTarget::get(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("softmax::softmax_tma_lean_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_m as i64);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_tma_lean_kernel", e));
+                }
+                let x_t = target.tensor::<E>(x);
+                let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ],
+                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    int_scalars: vec![],
+                };
+                let op = unsafe { softmax::softmax_tma_lean_kernel(&x_t, &y_t) }
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_m.to_string(),
+                        tile.to_string(),
+                    ])
+                    .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map_err(|e| launch_error("softmax_tma_lean_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_tma_lean_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
+            }};
+        }
+        match (e_code,) {
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
+/// Enqueue `softmax::softmax_split_stats_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (x, part_max, part_sum, TILE), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_softmax_split_stats_kernel(
+    x: *const TensorDesc,
+    part_max: *const TensorDesc,
+    part_sum: *const TensorDesc,
+    tile: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("softmax_split_stats_kernel", || {
+        let x = check_desc("x", x, 2)?;
+        let part_max = check_desc("part_max", part_max, 2)?;
+        let part_sum = check_desc("part_sum", part_sum, 2)?;
+        require_disjoint("part_max", part_max)?;
+        require_disjoint("part_sum", part_sum)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(&[("x", x)], &[dtype::F32, dtype::F16, dtype::BF16])?;
+        require_dtype("part_max", part_max, dtype::F32)?;
+        require_dtype("part_sum", part_sum, dtype::F32)?;
+        check_tile_dim("TILE", tile)?;
+        let target = LaunchTarget::get(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("softmax::softmax_split_stats_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(tile as i64);
+                key.array(x);
+                key.array(part_max);
+                key.array(part_sum);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(part_max);
+                    params.array(part_sum);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_split_stats_kernel", e));
+                }
+                let x_t = target.tensor::<E>(x);
+                let part_max_t = target.tensor::<f32>(part_max);
+                let part_sum_t = target.tensor::<f32>(part_sum);
+                let spec = Specialization {
+                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    tensors: vec![
+                        ("x", x_t.spec().clone()),
+                        ("part_max", part_max_t.spec().clone()),
+                        ("part_sum", part_sum_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
+                let op =
+                    unsafe { softmax::softmax_split_stats_kernel(&x_t, &part_max_t, &part_sum_t) }
+                        .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                        .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map_err(|e| launch_error("softmax_split_stats_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_split_stats_kernel",
+                    softmax::_SOURCE_HASH,
+                    spec,
+                )
+            }};
+        }
+        match (e_code,) {
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
+/// Enqueue `softmax::softmax_split_write_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (x, part_max, part_sum, y, TILE, SPLITS), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_softmax_split_write_kernel(
+    x: *const TensorDesc,
+    part_max: *const TensorDesc,
+    part_sum: *const TensorDesc,
+    y: *const TensorDesc,
+    tile: i32,
+    splits: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("softmax_split_write_kernel", || {
+        let x = check_desc("x", x, 2)?;
+        let part_max = check_desc("part_max", part_max, 2)?;
+        let part_sum = check_desc("part_sum", part_sum, 2)?;
+        let y = check_desc("y", y, 2)?;
+        require_disjoint("y", y)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(
+            &[("x", x), ("y", y)],
+            &[dtype::F32, dtype::F16, dtype::BF16],
+        )?;
+        require_dtype("part_max", part_max, dtype::F32)?;
+        require_dtype("part_sum", part_sum, dtype::F32)?;
+        check_tile_dim("SPLITS", splits)?;
+        check_tile_dim("TILE", tile)?;
+        let target = LaunchTarget::get(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let mut key =
+                    LaunchKey::new("softmax::softmax_split_write_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(tile as i64);
+                key.word(splits as i64);
+                key.array(x);
+                key.array(part_max);
+                key.array(part_sum);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(part_max);
+                    params.array(part_sum);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("softmax_split_write_kernel", e));
+                }
+                let x_t = target.tensor::<E>(x);
+                let part_max_t = target.tensor::<f32>(part_max);
+                let part_sum_t = target.tensor::<f32>(part_sum);
+                let y_t = target.tensor::<E>(y);
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        tile.to_string(),
+                        splits.to_string(),
+                    ],
+                    tensors: vec![
+                        ("x", x_t.spec().clone()),
+                        ("part_max", part_max_t.spec().clone()),
+                        ("part_sum", part_sum_t.spec().clone()),
+                        ("y", y_t.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
+                let op = unsafe {
+                    softmax::softmax_split_write_kernel(&x_t, &part_max_t, &part_sum_t, &y_t)
+                }
+                .generics(vec![
+                    dtype_names[0].to_string(),
+                    tile.to_string(),
+                    splits.to_string(),
+                ])
+                .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map_err(|e| launch_error("softmax_split_write_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    softmax::__module_ast_self,
+                    "softmax",
+                    "softmax_split_write_kernel",
                     softmax::_SOURCE_HASH,
                     spec,
                 )

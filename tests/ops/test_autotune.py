@@ -49,6 +49,20 @@ class FakeTensor:
     def view(self, *shape):
         return FakeTensor(shape, self.dtype.removeprefix("torch."), self.device.type)
 
+    def __getitem__(self, rows):
+        """A row slice (the split softmax plan runs row groups on slices)."""
+        start, stop, _ = rows.indices(self.shape[0])
+        return FakeTensor((stop - start,) + self.shape[1:], self.dtype.removeprefix("torch."), self.device.type)
+
+
+class FakeTorch:
+    """What a plan allocates with (workspaces): torch.empty and the float32 dtype."""
+    float32 = "float32"
+
+    @staticmethod
+    def empty(shape, dtype, device):
+        return FakeTensor(shape, dtype, device.type)
+
 
 def fake_call(op: str, shape: tuple, dtype: str, device: str = "meta"):
     """(inputs, outs) stand-ins for one call of `op`."""
@@ -75,6 +89,8 @@ def cpu_plans(monkeypatch, tmp_path):
         mod = importlib.import_module(f"tileport.ops.specs.{name}")
         if hasattr(mod, "num_sms"):
             monkeypatch.setattr(mod, "num_sms", lambda device: 132)
+        if hasattr(mod, "torch"):
+            monkeypatch.setattr(mod, "torch", lambda: FakeTorch)
     monkeypatch.setenv(autotune.DIR_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(autotune.ENABLE_ENV, raising=False)
     autotune.forget_loaded()
@@ -119,18 +135,22 @@ def test_every_candidate_is_a_valid_specialization_on_both_backends(op):
     for shape, dtype in problems(spec):
         inputs, outs = fake_call(op, shape, dtype)
         for cfg in spec.tune.candidates(shape, dtype):
-            (launch,) = spec.plan(*inputs, outs, config=cfg)
-            assert launch.kernel in spec.kernels
-            entry = RUST_ENTRIES[launch.kernel]
-            positional_args([p["name"] for p in entry["params"]], launch)
-            for p in entry["params"]:
-                if p["kind"] == "const" and p["name"] in entry.get("tile_dims", []):
-                    v = launch.args[p["name"]]
-                    assert v > 0 and v & (v - 1) == 0, (op, cfg, p["name"], v)
-            assert len(launch.grid) == 3 and min(launch.grid) >= 1
-            if "BLOCK_M" in launch.args and launch.kernel in occupancy:
-                width = launch.args.get("TILE", launch.args.get("CHUNK"))
-                assert launch.args["BLOCK_M"] * width <= _tune.tile_budget(occupancy[launch.kernel])
+            for launch in spec.plan(*inputs, outs, config=cfg):
+                check_launch(op, spec, cfg, launch, occupancy)
+
+
+def check_launch(op, spec, cfg, launch, occupancy):
+    assert launch.kernel in spec.kernels
+    entry = RUST_ENTRIES[launch.kernel]
+    positional_args([p["name"] for p in entry["params"]], launch)
+    for p in entry["params"]:
+        if p["kind"] == "const" and p["name"] in entry.get("tile_dims", []):
+            v = launch.args[p["name"]]
+            assert v > 0 and v & (v - 1) == 0, (op, cfg, p["name"], v)
+    assert len(launch.grid) == 3 and min(launch.grid) >= 1
+    if "BLOCK_M" in launch.args and launch.kernel in occupancy:
+        width = launch.args.get("TILE", launch.args.get("CHUNK"))
+        assert launch.args["BLOCK_M"] * width <= _tune.tile_budget(occupancy[launch.kernel])
 
 
 def _occupancies(op):
@@ -367,5 +387,9 @@ def test_search_stores_a_winner_that_plans_use(monkeypatch, tmp_path):
     assert chosen is not None and case["backends"]["cutile"]["failed"] == 0
     (x,) = spec.make_inputs(shape, "float16", "cuda", 0)
     with autotune.planning_for("cutile"):
-        (launch,) = spec.plan(x, torch.empty_like(x))
-    assert launch.args["CHUNK"] == chosen["CHUNK"] and launch.args["BLOCK_M"] == chosen["BLOCK_M"]
+        planned = spec.plan(x, torch.empty_like(x))
+    expected = spec.plan(x, torch.empty_like(x), config=chosen)  # one launch, or two (split rows)
+
+    def launched(launches):
+        return [(l.kernel, l.grid, {k: v for k, v in l.args.items() if isinstance(v, int)}) for l in launches]
+    assert launched(planned) == launched(expected)

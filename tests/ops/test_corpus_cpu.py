@@ -258,6 +258,20 @@ EXPECT = {
     "softmax_tma_prefetch_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1),
                                     (MAX, 1, 1), (SUM, 1, 1), (EXP_APPROX, 1, 1), (DIV_APPROX_FTZ, 1, 1),
                                     (FOR, 1, 1), (r"= mini ", 1, None), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    # the row kept in the input dtype: the exponential twice, a log instead of the division
+    "softmax_tma_lean_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 1, 1), (STORE_VIEW, 1, 1),
+                                (r"reduce .*identities=\[0x(FF800000 : f32|FC00 : f16|FF80 : bf16)\]", 1, 1),
+                                (SUM, 1, 1), (EXP_APPROX, 2, 2), (r"= log ", 1, 1),
+                                (FOR, 1, 1), (r"occupancy = 2", 1, 1), (r"num_worker_warps_per_cta = 8", 1, 1)]
+                               + NO_POINTER,
+    # split rows: f32 partials out of one column tile per block, combined by the write pass
+    "softmax_split_stats_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 1, 1), (STORE_VIEW, 2, 2),
+                                   (MAX, 1, 1), (SUM, 1, 1), (EXP_APPROX, 1, 1), (FOR, 0, 0),
+                                   (r"occupancy = 4", 1, 1)] + NO_POINTER,
+    "softmax_split_write_kernel": [(r"padding_value = neg_inf", 2, None), (r"padding_value = zero", 1, None),
+                                   (LOAD_VIEW, 3, 3), (STORE_VIEW, 1, 1), (MAX, 1, 1), (SUM, 1, 1),
+                                   (EXP_APPROX, 2, 2), (DIV_APPROX_FTZ, 1, 1), (FOR, 0, 0),
+                                   (r"occupancy = 4", 1, 1)] + NO_POINTER,
     "softmax_gather_kernel": [(r"load_ptr_tko", 1, 1), (r"store_ptr_tko", 1, 1), (LOAD_VIEW, 0, 0),
                               (STORE_VIEW, 0, 0), (r"= iota ", 1, None), (r"cmpi less_than", 1, None),
                               (MAX, 1, 1), (SUM, 1, 1), (EXP_APPROX, 1, 1), (DIV_APPROX_FTZ, 1, 1),
@@ -266,9 +280,11 @@ EXPECT = {
                               (STORE_VIEW, 1, 1), (FOR, 3, 3), (r"get_index_space_shape", 1, None),
                               (MAX, 2, 2), (SUM, 2, 2), (EXP_APPROX, 4, 4), (DIV_APPROX_FTZ, 1, 1),
                               (r"= maxf ", 3, None), (r"occupancy = 4", 1, 1)] + NO_POINTER,
+    # pass 1 with its last chunk peeled off the loop (a second update), the last chunk written from
+    # registers (a second store site), the others re-read
     "softmax_online_rev_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 3, 3),
-                                  (STORE_VIEW, 1, 1), (FOR, 3, 3), (r"get_index_space_shape", 1, None),
-                                  (MAX, 2, 2), (SUM, 2, 2), (EXP_APPROX, 4, 4), (DIV_APPROX_FTZ, 1, 1),
+                                  (STORE_VIEW, 2, 2), (FOR, 3, 3), (r"get_index_space_shape", 1, None),
+                                  (MAX, 2, 2), (SUM, 2, 2), (EXP_APPROX, 6, 6), (DIV_APPROX_FTZ, 1, 1),
                                   (r"= maxf ", 3, None), (r"= subi ", 2, None),
                                   (r"occupancy = 4", 1, 1)] + NO_POINTER,
     "rms_norm_kernel": [(r"padding_value = zero", 2, None), (LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1),
@@ -286,6 +302,13 @@ EXPECT = {
     "rope_persistent_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2), (FOR, 1, 1),
                                (r"partition_view<tile=\(1x\d+x\d+x1x\d+\), padding_value = zero", 2, None)]
                               + NO_POINTER,
+    "layer_norm_fwd_w8_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 3, 3), (SUM, 2, 2),
+                                 (r"= rsqrt ", 1, 1), (r"= select ", 1, None), (FOR, 1, 1),
+                                 (r"occupancy = 2", 1, 1), (r"num_worker_warps_per_cta = 8", 1, 1)] + NO_POINTER,
+    # [B * S, H, 2, D/2]: 4-D tiles, the table row block as the row block modulo the sequence blocks
+    "rope_rows_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2), (FOR, 0, 0), (r"= remi ", 1, None),
+                         (r"partition_view<tile=\(1x\d+x1x\d+\), padding_value = zero", 2, None)]
+                        + NO_POINTER,
     "rope_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2),
                     (r"partition_view<tile=\(1x\d+x\d+x1x\d+\), padding_value = zero", 2, None)]
                    + NO_POINTER,
@@ -330,7 +353,9 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "softmax_tma_kernel", "softmax_tma_wide_kernel", "softmax_gather_kernel",
             "softmax_online_kernel", "rms_norm_kernel", "layer_norm_fwd_kernel", "rope_kernel",
             "softmax_tma_prefetch_kernel", "softmax_online_rev_kernel", "layer_norm_fwd_occ4_kernel",
-            "layer_norm_fwd_prefetch_kernel", "rope_persistent_kernel"}
+            "layer_norm_fwd_prefetch_kernel", "rope_persistent_kernel", "softmax_tma_lean_kernel",
+            "softmax_split_stats_kernel", "softmax_split_write_kernel", "layer_norm_fwd_w8_kernel",
+            "rope_rows_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 

@@ -13,6 +13,10 @@ every candidate of `spec.tune.candidates(shape, dtype)` (the same list for both 
    then the best `--finalists` again with a longer budget (`--final-budget`); the winner is the
    correct candidate with the lowest final median.
 
+Each case also times the op as a PyTorch user runs it (`ops.baselines`, eager, same inputs, same
+timer) and states its target: TARGET_PCT of the copy bandwidth or torch eager's share, whichever is
+higher (torch.compile is `tileport bench`'s to measure: compiling per case would not fit a search).
+
 The winner is written to the autotune cache (ops.autotune: one file per GPU name, atomic writes),
 keyed by (GPU, op, backend, dtype, shape class, space fingerprint), so later plans on this GPU use
 it (`--no-store`: search only). The JSON output (rewritten after every case, so a timeout keeps what
@@ -34,6 +38,9 @@ from tileport.gpu.check import TILE_BACKENDS, compare
 from tileport.gpu.timing import gpu_time, make_flush
 from tileport.ops import autotune
 from tileport.ops.spec import OpSpec
+
+
+TARGET_PCT = 85.0  # share of the copy bandwidth a memory-bound kernel should reach (or torch's, if higher)
 
 
 def tunable_ops() -> list[str]:
@@ -60,6 +67,12 @@ class Problem:
         from tileport.ops.backends import run_plan
         launches = self.spec.plan(*self.inputs, self.outs, config=config)
         return lambda: run_plan(backend, self.spec, launches, self.stream)
+
+    def torch_eager(self):
+        """The op as a PyTorch user writes it, on the same inputs (its own outputs)."""
+        from tileport.ops.baselines import baseline
+        fn = baseline(self.spec)
+        return lambda: fn(*self.inputs)
 
     def check(self, run) -> tuple[bool, float, str]:
         import torch
@@ -144,7 +157,19 @@ def tune_case(spec: OpSpec, dtype: str, shape: tuple, backends: Iterable[str], f
             b["cache_key"] = key
         case["backends"][backend] = b
     _parity(case)
+    _torch_eager(case, problem, flush, final_budget, copy_gbps)
     return case
+
+
+def _torch_eager(case: dict, problem: Problem, flush, budget: float, copy_gbps: float) -> None:
+    """torch eager's time and share of the copy bandwidth, and the case's target share."""
+    try:
+        us = gpu_time(problem.torch_eager(), flush, budget_s=budget).median_us
+    except Exception as e:  # noqa: BLE001 - a baseline that fails is reported, the search stands
+        case["torch_eager"] = {"error": f"{type(e).__name__}: {e}"[:500]}
+        return
+    case["torch_eager"] = {"us": us, **_rate(problem.spec, problem.shape, problem.dtype, us, copy_gbps)}
+    case["target_pct_copy_bw"] = max(TARGET_PCT, case["torch_eager"].get("pct_copy_bw", 0.0))
 
 
 def _parity(case: dict) -> None:
@@ -165,9 +190,15 @@ def summarize(cases: list[dict]) -> dict:
     rows = []
     for c in cases:
         for backend, b in c.get("backends", {}).items():
+            target = c.get("target_pct_copy_bw")
+            pct = b["chosen_pct_copy_bw"]
             rows.append({"op": c["op"], "dtype": c["dtype"], "shape": c["shape"], "backend": backend,
-                         "chosen": b["chosen"], "chosen_pct_copy_bw": b["chosen_pct_copy_bw"],
+                         "chosen": b["chosen"], "chosen_pct_copy_bw": pct,
                          "default_pct_copy_bw": b["default_pct_copy_bw"],
+                         "torch_eager_pct_copy_bw": c.get("torch_eager", {}).get("pct_copy_bw"),
+                         "target_pct_copy_bw": target,
+                         "meets_target": None if target is None or pct is None else pct >= target,
+                         "ratio_rs_over_cutile_same_config": c.get("ratio_rs_over_cutile_same_config"),
                          "speedup_over_default": b.get("speedup_over_default"), "failed": b["failed"]})
     ratios = [c["ratio_rs_over_cutile_chosen"] for c in cases if c.get("ratio_rs_over_cutile_chosen")]
     geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
@@ -262,13 +293,19 @@ def main(argv: list[str] | None = None) -> int:
     for row in result["summary"]["per_case"]:
         print(f"{row['op']:15} {row['dtype']:9} {str(row['shape']):22} {row['backend']:9} "
               f"default {_pct(row['default_pct_copy_bw'])} -> tuned {_pct(row['chosen_pct_copy_bw'])} "
-              f"of copy BW  {row['chosen']}")
+              f"of copy BW (torch eager {_pct(row['torch_eager_pct_copy_bw'])}, target "
+              f"{_pct(row['target_pct_copy_bw'])}) rs/cuTile {_ratio(row['ratio_rs_over_cutile_same_config'])}  "
+              f"{row['chosen']}")
     print(f"not run (time limit): {len(result['not_run'])}; results: {args.out}; cache: {result['cache_dir']}")
     return 0 if result["summary"]["cases_without_winner"] == 0 else 1
 
 
 def _pct(v: float | None) -> str:
     return "  -  " if v is None else f"{v:5.1f}%"
+
+
+def _ratio(v: float | None) -> str:
+    return "  -  " if v is None else f"{v:5.3f}"
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, NORM_BENCH, NORM_SHAPES, TOL_P
 from ._tune import BLOCK_MS, GRIDS, row_candidates, row_grid, rows_class
 
 OCCUPANCY = {"layer_norm_fwd_kernel": 2, "layer_norm_fwd_occ4_kernel": 4,
-             "layer_norm_fwd_prefetch_kernel": 2}  # as the @ct.kernel decorators
+             "layer_norm_fwd_prefetch_kernel": 2, "layer_norm_fwd_w8_kernel": 2}  # as the @ct.kernel decorators
 PREFETCH = "layer_norm_fwd_prefetch_kernel"
+W8 = "layer_norm_fwd_w8_kernel"
+W8_MAX_ELEMS = 8192  # its row block: up to (4, 2048) compiled without spills (sm_90, 96 registers)
 MAX_TILE = 16384
 EPS = 1e-5
 # Row tiles of about 8 KiB (H200, bf16: 16384x2048 2794 GB/s with 2 rows vs 2485 with 4;
@@ -49,15 +51,22 @@ def prefetch_fits(block_m: int, tile: int, dtype: str) -> bool:
     return block_m * tile * (4 + ELEMENT_SIZE[dtype]) <= 4096 * (4 + 2)
 
 
+def fits(config: dict, tile: int, dtype: str) -> bool:
+    """The prefetch entry persistent and within its register budget; the 8-warp entry within its."""
+    if config["kernel"] == PREFETCH:
+        return prefetch_fits(config["BLOCK_M"], tile, dtype) and config["grid"] == "persistent"
+    if config["kernel"] == W8:
+        return config["BLOCK_M"] * tile <= W8_MAX_ELEMS
+    return True
+
+
 def candidates(shape, dtype) -> list[dict]:
-    """Row blocks of the three entries (specs/_tune.py); the prefetch entry persistent and within
-    its register budget only."""
+    """Row blocks of the four entries (specs/_tune.py), each within its register budget."""
     tile = next_pow2(shape[1])
     if tile > MAX_TILE:
         return []
     keep = rows_per_block(shape[0], tile, dtype, ROW_BYTES)
-    return [c for c in row_candidates(shape[0], tile, OCCUPANCY, keep)
-            if c["kernel"] != PREFETCH or (prefetch_fits(c["BLOCK_M"], tile, dtype) and c["grid"] == "persistent")]
+    return [c for c in row_candidates(shape[0], tile, OCCUPANCY, keep) if fits(c, tile, dtype)]
 
 
 def default(shape, dtype) -> dict:
@@ -102,7 +111,8 @@ SPEC = OpSpec(
     tolerances=TOL_POINTWISE,
     captures=(_captures("layer_norm_fwd_kernel", lambda dt: rows_per_block(8192, 4096, dt, ROW_BYTES))
               + _captures("layer_norm_fwd_occ4_kernel", lambda dt: 2)
-              + _captures(PREFETCH, lambda dt: 1)),
+              + _captures(PREFETCH, lambda dt: 1)
+              + _captures(W8, lambda dt: 2)),
     bytes=lambda shape, dt: ((2 * shape[0] * shape[1] + 2 * shape[1]) * ELEMENT_SIZE[dt]
                              + 8 * shape[0]),
     flops=lambda shape: 7 * shape[0] * shape[1],

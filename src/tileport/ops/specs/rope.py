@@ -1,7 +1,7 @@
 """rope: rotary embedding (rotate-half) of x [batch, seq, heads, head_dim] with cos/sin [seq, D/2] f32.
 
 Tables: cos[s, i] = cos(s * base^(-2i/D)), sin likewise (positions = sequence index). The plan passes
-the free [B, S, H, 2, D/2] views of x and y to the kernel.
+the free [B, S, H, 2, D/2] views of x and y to the kernel ([B * S, H, 2, D/2] to rope_rows_kernel).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ BLOCK_S = 1
 # The search: the entry, positions and heads per block, with at most MAX_HALF_TILE_ELEMS elements per
 # half-tile (x1 and x2 in f32 registers). rope_persistent_kernel runs PERSISTENT_BLOCKS_PER_SM blocks
 # per SM over all (head block, batch) pairs, each looping over sequence blocks.
-ENTRIES = ("rope_kernel", "rope_persistent_kernel")  # one tile per block / a loop over sequence blocks
+# one tile per block / a loop over sequence blocks / one tile per block over [B * S, H, 2, D/2]
+ENTRIES = ("rope_kernel", "rope_persistent_kernel", "rope_rows_kernel")
+ROWS = "rope_rows_kernel"  # BLOCK_S = 1 only: a row block must not straddle two sequences
 BLOCK_SS = (1, 2, 4, 8)
 BLOCK_HS = tuple(1 << i for i in range(13))
 MAX_HALF_TILE_ELEMS = 4096
@@ -39,15 +41,15 @@ def tiles(s: int, h: int, half: int) -> tuple[int, int, int]:
 
 def candidates(shape, dtype) -> list[dict]:
     """BLOCK_H: the default's (all heads up to HALF_TILE_ELEMS) or half of it; BLOCK_S: 1 to 8
-    positions; tiles between a quarter of the default's size (at most HALF_TILE_ELEMS / 4: smaller
-    blocks only add per-block cost) and MAX_HALF_TILE_ELEMS; both entries."""
+    positions (rope_rows_kernel: 1); tiles between a quarter of the default's size (at most
+    HALF_TILE_ELEMS / 4: smaller blocks only add per-block cost) and MAX_HALF_TILE_ELEMS; every entry."""
     _, s, h, d = shape
     block_s, block_h, half_tile = tiles(s, h, d // 2)
     lo = min(HALF_TILE_ELEMS // 4, block_s * block_h * half_tile)
     hi = max(MAX_HALF_TILE_ELEMS, half_tile)
     return [{"kernel": k, "BLOCK_S": bs, "BLOCK_H": bh}
             for k, bs, bh in product(ENTRIES, BLOCK_SS, sorted({block_h, max(1, block_h // 2)}))
-            if bs <= next_pow2(s) and lo <= bs * bh * half_tile <= hi]
+            if bs <= next_pow2(s) and lo <= bs * bh * half_tile <= hi and (k != ROWS or bs == 1)]
 
 
 def default(shape, dtype) -> dict:
@@ -63,6 +65,8 @@ def shape_class(shape) -> str:
 
 def grid_for(config: dict, s: int, h: int, b: int, sms: int) -> tuple[int, int, int]:
     seq_blocks, head_blocks = cdiv(s, config["BLOCK_S"]), cdiv(h, config["BLOCK_H"])
+    if config["kernel"] == ROWS:
+        return (b * seq_blocks, head_blocks, 1)
     if config["kernel"] == "rope_persistent_kernel":
         seq_blocks = min(seq_blocks, max(1, sms * PERSISTENT_BLOCKS_PER_SM // (head_blocks * b)))
     return (seq_blocks, head_blocks, b)
@@ -103,8 +107,9 @@ def plan(x, cos, sin, outs, config=None):
     if d % 2 or not x.is_contiguous() or cos.shape != (s, half) or sin.shape != (s, half):
         raise ValueError("rope takes contiguous x [B, S, H, D] (D even) and cos/sin [S, D/2]")
     cfg = autotune.resolve(SPEC, x, config)
+    split_heads = (b * s, h, 2, half) if cfg["kernel"] == ROWS else (b, s, h, 2, half)
     return [Launch(cfg["kernel"], grid_for(cfg, s, h, b, num_sms(x.device)), {
-        "x": x.view(b, s, h, 2, half), "cos": cos, "sin": sin, "y": outs.view(b, s, h, 2, half),
+        "x": x.view(*split_heads), "cos": cos, "sin": sin, "y": outs.view(*split_heads),
         "BLOCK_S": cfg["BLOCK_S"], "BLOCK_H": cfg["BLOCK_H"], "HALF_TILE": next_pow2(half)})]
 
 
@@ -130,6 +135,8 @@ SPEC = OpSpec(
               # the [1, 16384, 8, 128] benchmark's tile (8 heads per block)
               + per_dtype_captures("rope_persistent_kernel", {"x": 5, "y": 5},
                                    lambda dt: {"BLOCK_S": 1, "BLOCK_H": 8, "HALF_TILE": 64},
+                                   fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
+              + per_dtype_captures(ROWS, {"x": 4, "y": 4}, _constants,
                                    fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})),
     bytes=lambda shape, dt: (2 * numel(shape) * ELEMENT_SIZE[dt]
                              + 2 * shape[1] * (shape[3] // 2) * 4),

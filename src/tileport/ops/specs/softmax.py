@@ -12,11 +12,14 @@
   pins (c), so each kernel is tested and benchmarked on its own.
 
 Configuration space (`spec.tune`, searched by `python3 -m tileport.gpu.autotune`): a configuration
-is {"variant": "gather" | "tma" | "online", knobs}: gather {grid}; tma {kernel (occupancy 4, 2, or 2 with
-the next row block prefetched), BLOCK_M, grid}; online {kernel (pass 2 forward, or last chunk
-first for rows of >= 16 chunks), CHUNK, BLOCK_M, grid}. The operator searches gather and tma while a row fits
-one tile and online beyond; each variant spec searches its own variant (softmax_tma: online beyond
-one tile). Grids: "persistent" = min(tiles, NUM_SMS * occupancy), "full" = one block per tile.
+is {"variant": "gather" | "tma" | "online" | "split", knobs}: gather {grid}; tma {kernel (occupancy 4,
+2, 2 with the next row block prefetched, or 2 with 8 worker warps holding the row in its own dtype),
+BLOCK_M, grid}; online {kernel (pass 2 forward, or last chunk first for rows of >= 16 chunks), CHUNK,
+BLOCK_M, grid}; split {TILE (columns per block), GROUPS (row groups run as one stats + write pair
+each)}. The operator searches gather and tma while a row fits one tile, split too for rows of
+MAX_NARROW_TILE columns and more, online and split beyond one tile; softmax_online searches online and
+split (rows of >= 2 split tiles); softmax_tma tma (online beyond one tile). Grids: "persistent" =
+min(tiles, NUM_SMS * occupancy), "full" = one block per tile.
 """
 
 from __future__ import annotations
@@ -31,12 +34,20 @@ from ._tune import BLOCK_MS, GRIDS, block_ms, row_candidates, row_grid, rows_cla
 
 # Occupancy hints of the kernels (must match the @ct.kernel decorators; a CPU test checks it).
 OCCUPANCY = {"softmax_tma_kernel": 4, "softmax_tma_wide_kernel": 2, "softmax_tma_prefetch_kernel": 2,
-             "softmax_gather_kernel": 4, "softmax_online_kernel": 4, "softmax_online_rev_kernel": 4}
+             "softmax_tma_lean_kernel": 2, "softmax_gather_kernel": 4, "softmax_online_kernel": 4,
+             "softmax_online_rev_kernel": 4, "softmax_split_stats_kernel": 4, "softmax_split_write_kernel": 4}
 TMA_ENTRIES = {k: OCCUPANCY[k] for k in ("softmax_tma_kernel", "softmax_tma_wide_kernel",
-                                          "softmax_tma_prefetch_kernel")}
+                                          "softmax_tma_prefetch_kernel", "softmax_tma_lean_kernel")}
 PREFETCH = "softmax_tma_prefetch_kernel"
+LEAN = "softmax_tma_lean_kernel"
+LEAN_MAX_BYTES = 32768  # its row block in the input dtype: a 16384-wide f16 row (128 registers, no spill)
+SPLIT_ENTRIES = ("softmax_split_stats_kernel", "softmax_split_write_kernel")
+SPLIT_TILES = (2048, 4096, 8192)  # columns per block (<= 8192 f32: the occupancy-4 budget)
+SPLIT_GROUPS = (1, 2, 4)  # row groups; a pair per group, so that a group's tiles stay in L2 for pass 2
+MAX_GRID_Y = 65535  # the split grid's row axis
+GROUP_ROW_ALIGN = 16  # rows per group: a multiple of this (row r0 of any array then starts 16-byte aligned)
 ONLINE_ENTRIES = ("softmax_online_kernel", "softmax_online_rev_kernel")
-REV_MIN_CHUNKS = 16  # the last-first pass 2 only for rows of at least this many chunks
+REV_MIN_CHUNKS = 16  # the last-first pass 2 for rows of at least this many chunks, or of one (read once)
 # Row tiles up to MAX_NARROW_TILE columns use softmax_tma_kernel (occupancy 4), up to MAX_TMA_TILE
 # softmax_tma_wide_kernel (occupancy 2); longer rows the online kernel.
 MAX_NARROW_TILE = 8192
@@ -48,7 +59,7 @@ ONLINE_CHUNK = {"float32": 8192, "float16": 4096, "bfloat16": 4096}
 ONLINE_CHUNKS = (1024, 2048, 4096, 8192)  # the search's chunks (<= 8192 f32: occupancy 4 budget)
 CHUNK_AXIS = tuple(1 << i for i in range(14))  # declared: a short row is one chunk of next_pow2(N)
 ONLINE_TOP_BLOCK_MS = 2
-VARIANTS = ("gather", "tma", "online")
+VARIANTS = ("gather", "tma", "online", "split")
 
 
 def make_inputs(shape, dtype, device, seed=0):
@@ -99,13 +110,22 @@ def prefetch_fits(block_m: int, tile: int, dtype: str) -> bool:
     return block_m * tile * (4 + ELEMENT_SIZE[dtype]) <= 16384 * (4 + 2)
 
 
+def tma_fits(config: dict, tile: int, dtype: str) -> bool:
+    """The prefetch and lean entries' own register limits (the others: the occupancy budget only)."""
+    if config["kernel"] == PREFETCH:
+        return prefetch_fits(config["BLOCK_M"], tile, dtype) and config["grid"] == "persistent"
+    if config["kernel"] == LEAN:
+        return config["BLOCK_M"] * tile * ELEMENT_SIZE[dtype] <= LEAN_MAX_BYTES
+    return True
+
+
 def tma_candidates(shape, dtype) -> list[dict]:
     tile = next_pow2(shape[1])
     if tile > MAX_TMA_TILE:
         return []
     keep = rows_per_block(shape[0], tile, dtype)
     return [{"variant": "tma", **c} for c in row_candidates(shape[0], tile, TMA_ENTRIES, keep)
-            if c["kernel"] != PREFETCH or (prefetch_fits(c["BLOCK_M"], tile, dtype) and c["grid"] == "persistent")]
+            if tma_fits(c, tile, dtype)]
 
 
 def tma_default(shape, dtype) -> dict:
@@ -121,7 +141,7 @@ def online_candidates(shape, dtype) -> list[dict]:
     chunks = sorted({min(next_pow2(n), c) for c in ONLINE_CHUNKS} | {online_chunk(n, dtype)})
     return [{"variant": "online", "kernel": k, "CHUNK": chunk, "BLOCK_M": bm, "grid": g}
             for k in ONLINE_ENTRIES for chunk in chunks
-            if k == "softmax_online_kernel" or next_pow2(n) // chunk >= REV_MIN_CHUNKS
+            if k == "softmax_online_kernel" or next_pow2(n) // chunk >= REV_MIN_CHUNKS or chunk == next_pow2(n)
             for bm in block_ms(m, chunk, occ, ONLINE_TOP_BLOCK_MS, keep=1) for g in GRIDS]
 
 
@@ -130,12 +150,29 @@ def online_default(shape, dtype) -> dict:
             "BLOCK_M": 1, "grid": "persistent"}
 
 
+def split_candidates(shape, dtype) -> list[dict]:
+    """(d): tiles that split a row in at least two, row groups of at most MAX_GRID_Y rows (the
+    candidates depend on the shape class only: the padded row width and row count)."""
+    m, n = next_pow2(shape[0]), next_pow2(shape[1])
+    return [{"variant": "split", "TILE": t, "GROUPS": g} for t in SPLIT_TILES if n // t >= 2
+            for g in SPLIT_GROUPS if g <= m and m // g <= MAX_GRID_Y]
+
+
+def online_or_split_candidates(shape, dtype) -> list[dict]:
+    """softmax_online: the chunked kernels and the split pair (pass 2 re-reads the row either way)."""
+    return online_candidates(shape, dtype) + split_candidates(shape, dtype)
+
+
 def operator_candidates(shape, dtype) -> list[dict]:
-    """The operator's choice among the variants: gather / TMA rows while a row fits one tile, the
-    online kernel beyond (re-reading a row that fits in registers only costs bandwidth)."""
-    if next_pow2(shape[1]) <= MAX_TMA_TILE:
-        return gather_candidates(shape, dtype) + tma_candidates(shape, dtype)
-    return online_candidates(shape, dtype)
+    """The operator's choice among the variants: gather / TMA rows while a row fits one tile (and
+    the split pair for rows of MAX_NARROW_TILE and more: few rows of one block each leave SMs idle),
+    the online kernel and the split pair beyond (re-reading a row that fits in registers only costs
+    bandwidth)."""
+    tile = next_pow2(shape[1])
+    if tile <= MAX_TMA_TILE:
+        wide = split_candidates(shape, dtype) if tile >= MAX_NARROW_TILE else []
+        return gather_candidates(shape, dtype) + tma_candidates(shape, dtype) + wide
+    return online_or_split_candidates(shape, dtype)
 
 
 def operator_default(shape, dtype) -> dict:
@@ -158,8 +195,8 @@ def tma_or_online_default(shape, dtype) -> dict:
 
 
 def space(candidates, default) -> ConfigSpace:
-    axes = {"variant": VARIANTS, "kernel": tuple(TMA_ENTRIES) + ONLINE_ENTRIES, "BLOCK_M": BLOCK_MS, "CHUNK": CHUNK_AXIS,
-            "grid": GRIDS}
+    axes = {"variant": VARIANTS, "kernel": tuple(TMA_ENTRIES) + ONLINE_ENTRIES, "BLOCK_M": BLOCK_MS,
+            "CHUNK": CHUNK_AXIS, "grid": GRIDS, "TILE": SPLIT_TILES, "GROUPS": SPLIT_GROUPS}
     return ConfigSpace(axes=axes, candidates=candidates, default=default, shape_class=rows_class)
 
 
@@ -167,26 +204,49 @@ def space(candidates, default) -> ConfigSpace:
 # Plans
 
 
-def launch_for(x, outs, config: dict, sms: int) -> Launch:
-    """The launch of one configuration (x checked by the caller)."""
+def split_launches(x, outs, config: dict) -> list[Launch]:
+    """(d): per row group, the stats pass then the write pass over row slices of x, y and the f32
+    partials [rows, splits] (allocated here, like matmul_splitk's workspace)."""
+    t = torch()
+    n_rows, n_cols = x.shape
+    tile = config["TILE"]
+    splits = cdiv(n_cols, tile)
+    part_max = t.empty((n_rows, splits), dtype=t.float32, device=x.device)
+    part_sum = t.empty((n_rows, splits), dtype=t.float32, device=x.device)
+    # groups of a multiple of GROUP_ROW_ALIGN rows: every row slice starts 16-byte aligned (the ports'
+    # launch check rejects a misaligned array)
+    group = cdiv(cdiv(n_rows, config["GROUPS"]), GROUP_ROW_ALIGN) * GROUP_ROW_ALIGN
+    launches = []
+    for r0 in range(0, n_rows, group):
+        rows = slice(r0, min(n_rows, r0 + group))
+        grid = (splits, rows.stop - rows.start, 1)
+        pm, ps = part_max[rows], part_sum[rows]
+        launches += [Launch(SPLIT_ENTRIES[0], grid, {"x": x[rows], "part_max": pm, "part_sum": ps, "TILE": tile}),
+                     Launch(SPLIT_ENTRIES[1], grid, {"x": x[rows], "part_max": pm, "part_sum": ps, "y": outs[rows],
+                                                     "TILE": tile, "SPLITS": next_pow2(splits)})]
+    return launches
+
+
+def launches_for(x, outs, config: dict, sms: int) -> list[Launch]:
+    """The launches of one configuration (x checked by the caller)."""
     n_rows, tile = x.shape[0], next_pow2(x.shape[1])
     variant = config["variant"]
     if variant == "gather":
         k = "softmax_gather_kernel"
-        return Launch(k, row_grid(config, n_rows, sms, OCCUPANCY[k]), {"x": x, "y": outs, "TILE": tile})
-    if variant == "tma":
-        k, bm = config["kernel"], config["BLOCK_M"]
-        grid = row_grid(config, cdiv(n_rows, bm), sms, OCCUPANCY[k])
-        return Launch(k, grid, {"x": x, "y": outs, "BLOCK_M": bm, "TILE": tile})
+        return [Launch(k, row_grid(config, n_rows, sms, OCCUPANCY[k]), {"x": x, "y": outs, "TILE": tile})]
+    if variant == "split":
+        return split_launches(x, outs, config)
     k, bm = config["kernel"], config["BLOCK_M"]
     grid = row_grid(config, cdiv(n_rows, bm), sms, OCCUPANCY[k])
-    return Launch(k, grid, {"x": x, "y": outs, "BLOCK_M": bm, "CHUNK": config["CHUNK"]})
+    if variant == "tma":
+        return [Launch(k, grid, {"x": x, "y": outs, "BLOCK_M": bm, "TILE": tile})]
+    return [Launch(k, grid, {"x": x, "y": outs, "BLOCK_M": bm, "CHUNK": config["CHUNK"]})]
 
 
 def _plan(spec_name: str, x, outs, config):
     _check(x)
     cfg = autotune.resolve(importlib.import_module(f"{__package__}.{spec_name}").SPEC, x, config)
-    return [launch_for(x, outs, cfg, num_sms(x.device))]
+    return launches_for(x, outs, cfg, num_sms(x.device))
 
 
 def plan_softmax(x, outs, config=None):
@@ -225,8 +285,16 @@ SHAPES_SINGLE_TILE = [(1, 1), (3, 7), (256, 1009), (1823, 781), (300, 5000), (40
 SHAPES_LONG = [(16, 100_003), (4, 262_144)]
 # Captures per kernel, shared with the variant specs.
 GATHER_CAPTURES = per_dtype_captures("softmax_gather_kernel", IO_RANKS, lambda dt: {"TILE": 4096})
+
+
+def wide_row_constants(dt: str) -> dict:
+    """The widest row the prefetch and lean entries hold: 16384 16-bit or 8192 f32 values."""
+    return tma_constants(1024, 16384 if dt != "float32" else 8192, dt)
+
+
 TMA_CAPTURES = (per_dtype_captures("softmax_tma_kernel", IO_RANKS, lambda dt: tma_constants(4096, 4096, dt))
-                + per_dtype_captures(PREFETCH, IO_RANKS, lambda dt: tma_constants(1024, 16384 if dt != "float32" else 8192, dt)))
+                + per_dtype_captures(PREFETCH, IO_RANKS, wide_row_constants)
+                + per_dtype_captures(LEAN, IO_RANKS, wide_row_constants))
 TMA_WIDE_CAPTURES = per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
                                        lambda dt: tma_constants(1024, 16384, dt))
 ONLINE_CAPTURES = (per_dtype_captures("softmax_online_kernel", IO_RANKS,
@@ -235,12 +303,16 @@ ONLINE_CAPTURES = (per_dtype_captures("softmax_online_kernel", IO_RANKS,
                                         lambda dt: {"BLOCK_M": 1, "CHUNK": ONLINE_CHUNK[dt]})
                    + [Capture("softmax_online_kernel", {"x": ("float16", 2), "y": ("float16", 2)},
                               constants={"BLOCK_M": 2, "CHUNK": 4096})])  # several rows per tile
+PARTIALS = {"part_max": ("float32", 2), "part_sum": ("float32", 2)}
+SPLIT_CAPTURES = (per_dtype_captures(SPLIT_ENTRIES[0], {"x": 2}, lambda dt: {"TILE": 8192}, fixed_arrays=PARTIALS)
+                  + per_dtype_captures(SPLIT_ENTRIES[1], IO_RANKS, lambda dt: {"TILE": 8192, "SPLITS": 16},
+                                       fixed_arrays=PARTIALS))
 
 SPEC = OpSpec(
     name="softmax",
     kernel_file="softmax.py",
-    kernels=["softmax_gather_kernel", "softmax_tma_kernel", "softmax_tma_wide_kernel", PREFETCH,
-             *ONLINE_ENTRIES],
+    kernels=["softmax_gather_kernel", "softmax_tma_kernel", "softmax_tma_wide_kernel", PREFETCH, LEAN,
+             *ONLINE_ENTRIES, *SPLIT_ENTRIES],
     dtypes=list(FLOAT_DTYPES),
     make_inputs=make_inputs,
     reference=reference,
@@ -249,7 +321,7 @@ SPEC = OpSpec(
     shapes=SHAPES_SINGLE_TILE + SHAPES_LONG,
     bench_shapes=BENCH,
     tolerances=TOL_SOFTMAX,
-    captures=GATHER_CAPTURES + TMA_CAPTURES + TMA_WIDE_CAPTURES + ONLINE_CAPTURES,
+    captures=GATHER_CAPTURES + TMA_CAPTURES + TMA_WIDE_CAPTURES + ONLINE_CAPTURES + SPLIT_CAPTURES,
     bytes=softmax_bytes,
     flops=softmax_flops,
     tune=space(operator_candidates, operator_default),

@@ -109,6 +109,35 @@ def _softmax_problem(cols: Callable[[dict], int]) -> Callable:
     return build
 
 
+def _softmax_row_partials(x: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per (row, column tile): the tile's max and sum(exp(x - max)) (softmax split pass 1)."""
+    splits = _cdiv(x.shape[1], tile)
+    pad = np.full((x.shape[0], splits * tile), -np.inf)
+    pad[:, :x.shape[1]] = x
+    tiles = pad.reshape(x.shape[0], splits, tile)
+    tile_max = tiles.max(axis=2)
+    return tile_max, np.exp(tiles - tile_max[..., None]).sum(axis=2)
+
+
+def _softmax_split(write: bool) -> Callable:
+    """3 rows of two full column tiles and a ragged one: the stats pass (partials out) or the write
+    pass (f32 partials of the same rows in, y out)."""
+    def build(b: _Builder, c: dict) -> tuple:
+        m, n = 3, 2 * c["TILE"] + 904
+        x = b.input("x", (m, n), 4.0)
+        tile_max, tile_sum = _softmax_row_partials(x, c["TILE"])
+        grid = (tile_max.shape[1], m, 1)
+        if not write:
+            b.output("part_max", tile_max.shape)
+            b.output("part_sum", tile_sum.shape)
+            return grid, ["part_max", "part_sum"], {"part_max": tile_max, "part_sum": tile_sum}
+        b.arrays["part_max"] = Array(tile_max.astype(np.float32), "f32")
+        b.arrays["part_sum"] = Array(tile_sum.astype(np.float32), "f32")
+        b.output("y", (m, n))
+        return grid, ["y"], {"y": _softmax(x)}
+    return build
+
+
 def _silu_and_mul(b: _Builder, c: dict) -> tuple:
     m, n = 3, c["BLOCK_N"] + 476
     x = b.input("x", (2 * m, n))  # the free [2M, N] view of the [M, 2N] input
@@ -150,6 +179,18 @@ def _rope(b: _Builder, c: dict) -> tuple:
     y = np.stack([x1 * cc - x2 * ss, x2 * cc + x1 * ss], axis=3)
     grid = (_cdiv(seq, c["BLOCK_S"]), _cdiv(heads, c["BLOCK_H"]), batch)
     return grid, ["y"], {"y": y}
+
+
+def _rope_rows(b: _Builder, c: dict) -> tuple:
+    """_rope's problem on the [B * S, H, 2, D/2] view (one position per row block)."""
+    batch, seq, heads, half = 2, 3, c["BLOCK_H"] + 8, c["HALF_TILE"] - 16
+    x = b.input("x", (batch * seq, heads, 2, half))
+    cos, sin = b.input("cos", (seq, half)), b.input("sin", (seq, half))
+    b.output("y", x.shape)
+    cc, ss = np.tile(cos, (batch, 1))[:, None, :], np.tile(sin, (batch, 1))[:, None, :]
+    x1, x2 = x[:, :, 0], x[:, :, 1]
+    y = np.stack([x1 * cc - x2 * ss, x2 * cc + x1 * ss], axis=2)
+    return (_cdiv(batch * seq, c["BLOCK_S"]), _cdiv(heads, c["BLOCK_H"]), 1), ["y"], {"y": y}
 
 
 def _matmul(b: _Builder, c: dict) -> tuple:
@@ -467,12 +508,17 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "softmax_online_rev_kernel": (_softmax_problem(lambda c: c["CHUNK"] + 904),
                                   _softmax_problem(lambda c: 1000)),
     "softmax_tma_prefetch_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_tma_lean_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_split_stats_kernel": (_softmax_split(write=False),),
+    "softmax_split_write_kernel": (_softmax_split(write=True),),
     "rms_norm_kernel": (_rms_norm(5, 1000), _rms_norm(1, 37)),
     "layer_norm_fwd_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
     "layer_norm_fwd_occ4_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
     "layer_norm_fwd_prefetch_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
+    "layer_norm_fwd_w8_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
     "rope_kernel": (_rope,),
     "rope_persistent_kernel": (_rope,),
+    "rope_rows_kernel": (_rope_rows,),
     "matmul_kernel": (_matmul,),
     "bmm_kernel": (_bmm,),
     "matmul_splitk_kernel": (_matmul_splitk,),
