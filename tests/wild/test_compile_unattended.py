@@ -83,6 +83,8 @@ CAPTURES = [
     # Guards for two slips of the issue that these kernels do not reproduce (clean already).
     Capture("const_shape_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TILE": 128}),
     Capture("carry_four_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": "int32"}, {"TILE": 128}),
+    # Was a slip (found porting a softmax of our own): a helper's loop dropped a value only its return reads.
+    Capture("helper_carry_kernel", {"x": (F16, 2), "y": (F16, 2)}, {"n": "int32"}, {"TILE": 64}),
     Capture("foreign_names_kernel", {"x": (F16, 1), "y": (F16, 1)}, {}, {"TILE": 128}),
     # Array.slice (cutile-stencil's generated kernels): tensor views at offset pointers, aligned per dtype
     Capture("slice_kernel", {"x": (F32, 2), "y": (F32, 2)}, {"row0": I32}, {"H": 3, "TILE": 64}),

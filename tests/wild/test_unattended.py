@@ -61,7 +61,7 @@ def test_data_kernels_translate_without_configuration():
                                                          "atomic_cas_kernel", "atomic_loop_kernel",
                                                          "pack_bytes_kernel", "branch_store_load_kernel",
                                                          "unpack_bytes_kernel", "fma_per_dtype_kernel",
-                                                         "const_shape_kernel", "carry_four_kernel",
+                                                         "const_shape_kernel", "carry_four_kernel", "helper_carry_kernel",
                                                          "foreign_names_kernel", "slice_kernel",
                                                          "slice_inplace_kernel"])
 

@@ -78,5 +78,12 @@ class Frames:
             if isinstance(owner, ast.While) and reads(owner.test, name):
                 return True  # read by the enclosing while loop's next test
             if isinstance(owner, ast.FunctionDef):
-                return False
+                return _returned(owner, stmts, name)
         return False
+
+
+def _returned(fn: ast.FunctionDef, stmts: Sequence[ast.stmt], name: str) -> bool:
+    """Does `fn`'s final `return` read `name`? An inlined helper lowers its body without that statement
+    (its value becomes the call's), so the frame's statements do not show it."""
+    ret = fn.body[-1] if fn.body and isinstance(fn.body[-1], ast.Return) else None
+    return ret is not None and ret.value is not None and ret not in stmts and reads(ret.value, name)

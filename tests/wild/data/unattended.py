@@ -271,6 +271,25 @@ def carry_four_kernel(x, y, n, TILE: ConstInt):
     ct.store(y, index=(ct.bid(0),), tile=a + b + c + d)
 
 
+def stats_and_last(x, b, n, TILE):
+    # the last chunk is reassigned in the loop (never read there first) and returned: loop-carried
+    t = ct.astype(ct.load(x, index=(b, 0), shape=(1, TILE)), ct.float32)
+    m = ct.max(t, 1, keepdims=True)
+    for c in range(1, n):
+        t = ct.load(x, index=(b, c), shape=(1, TILE))
+        t = ct.astype(t, ct.float32)
+        m = ct.maximum(m, ct.max(t, 1, keepdims=True))
+    return m, t
+
+
+@ct.kernel
+def helper_carry_kernel(x, y, n, TILE: ConstInt):
+    # issue slip (a carried value dropped: 2 loop results in the reference, 1 in the port): a helper's loop
+    # reassigns `t` that only its final `return` reads; the port kept the value from before the loop
+    m, t = stats_and_last(x, ct.bid(0), n, TILE)
+    ct.store(y, index=(ct.bid(0), 0), tile=ct.astype(t - m, y.dtype))
+
+
 @ct.kernel
 def foreign_names_kernel(x, y, TILE: ConstInt):
     # numpy/torch dtype names and infinities, math.inf, a ct.full of a constant expression (inf / 2)

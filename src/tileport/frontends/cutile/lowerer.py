@@ -480,6 +480,7 @@ class _Scope:
         self.kind = kind  # "fn" | "loop" | "if"
         self.vars: dict[str, Value] = {}
         self.locals = locals_ or set()  # outer names this block rebinds without carrying them out
+        self.shadows: dict[str, ast.AST] = {}  # carried names holding a value of another type for now
 
 
 class KernelLowerer:
@@ -659,6 +660,25 @@ class KernelLowerer:
             self.active_aliases.discard(name)
             self.scopes = saved
 
+    def _owner_below(self, name: str, cur: int) -> int | None:
+        for i in range(cur - 1, -1, -1):
+            if name in self.scopes[i].vars:
+                return i
+            if self.scopes[i].kind == "fn":
+                return None
+        return None
+
+    def end_scope(self) -> None:
+        """Leave a loop or branch block: a carried name must hold its carried type again at the end."""
+        scope = self.scopes.pop()
+        for name, node in scope.shadows.items():
+            outer = self._owner(name)
+            old = self.scopes[outer].vars[name] if outer is not None else None
+            new = scope.vars[name]
+            raise self.fail(node, f"`{name}` changes type inside a loop or branch "
+                                  f"({getattr(old, 'ty', '?')} -> {getattr(new, 'ty', '?')})",
+                            "loop-carried type", "keep loop-carried and branch-assigned values the same type")
+
     def _owner(self, name: str) -> int | None:
         for i in range(len(self.scopes) - 1, -1, -1):
             if name in self.scopes[i].vars:
@@ -670,6 +690,11 @@ class KernelLowerer:
     def assign(self, name: str, value: Value, node: ast.AST) -> None:
         owner = self._owner(name)
         cur = len(self.scopes) - 1
+        if owner == cur and name in self.scopes[cur].shadows:
+            outer = self._owner_below(name, cur)
+            if isinstance(value, Ref) and outer is not None and self.scopes[outer].vars[name].ty == value.ty:
+                del self.scopes[cur].vars[name], self.scopes[cur].shadows[name]  # back to the carried type
+                owner = outer
         if owner is not None and any(name in self.scopes[j].locals for j in range(owner + 1, cur + 1)):
             owner = None  # a block-local rebinding, not an update of the outer variable
         if not isinstance(value, Ref):
@@ -690,9 +715,12 @@ class KernelLowerer:
                 raise self.fail(node, f"`{name}` is a compile-time value outside this block; assigning a "
                                       "runtime value to it inside a loop or branch is not supported",
                                 "assignment", "initialize it from a runtime value before the block")
-            if old.ty != value.ty:
-                raise self.fail(node, f"`{name}` changes type inside a loop or branch ({old.ty} -> {value.ty})",
-                                "loop-carried type", "keep loop-carried and branch-assigned values the same type")
+            if old.ty != value.ty:  # a value of another type on the way (t = load(..); t = astype(t, f32)): a
+                self.scopes[cur].shadows[name] = node  # local of the block until the carried type comes back
+                rust_name = self.b.fresh(name)
+                self._bind_new(rust_name, value)
+                self.scopes[cur].vars[name] = Ref(rust_name, value.ty)
+                return
             self._bind_update(old.name, value, node)
             self.scopes[owner].vars[name] = Ref(old.name, old.ty)
             return
@@ -819,7 +847,7 @@ class KernelLowerer:
         self.scopes[-1].vars[s.target.id] = Ref(index, ScalarT("i32"))
         self.block(s.body, s)
         self.b.pop()
-        self.scopes.pop()
+        self.end_scope()
         self.b.emit(For(index, start, stop, step, body, self.loc(s), self.outer_updates(body)))
 
     def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST, locals_: set[str],
@@ -853,7 +881,7 @@ class KernelLowerer:
         body = self.b.push()
         self.block(s.body, s)
         self.b.pop()
-        self.scopes.pop()
+        self.end_scope()
         self.b.emit(While(cond, test, body, self.loc(s), self.outer_updates(cond, body)))
 
     def while_test(self, s: ast.While) -> Atom | None | bool:
@@ -893,7 +921,7 @@ class KernelLowerer:
             blk = self.b.push()
             self.block(stmts, s)
             self.b.pop()
-            self.scopes.pop()
+            self.end_scope()
             branches.append(blk)
         if not any(blk.stmts for blk in branches):
             del self.b.blocks[-1].stmts[before:]  # an `if` that does nothing: cuTile Python drops it, condition too
