@@ -152,7 +152,7 @@ def _triton_check(files: list[str], bundle: Path, lib: Path, out: Path, timeout_
         rc, tail = None, f"timed out after {timeout_s:.0f} s"
     evidence = out / "gpu-evidence-triton.json"
     doc = json.loads(evidence.read_text()) if evidence.is_file() else {}
-    return {"rc": rc, "tail": tail, "check": doc.get("check", []), "bench": doc.get("bench") or [],
+    return {"rc": rc, "tail": tail, "check": doc.get("check", []), "bench": (doc.get("bench") or {}).get("records", []),
             "problems": doc.get("problems", {})}
 
 
