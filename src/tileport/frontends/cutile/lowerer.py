@@ -660,14 +660,6 @@ class KernelLowerer:
             self.active_aliases.discard(name)
             self.scopes = saved
 
-    def _owner_below(self, name: str, cur: int) -> int | None:
-        for i in range(cur - 1, -1, -1):
-            if name in self.scopes[i].vars:
-                return i
-            if self.scopes[i].kind == "fn":
-                return None
-        return None
-
     def end_scope(self) -> None:
         """Leave a loop or branch block: a carried name must hold its carried type again at the end."""
         scope = self.scopes.pop()
@@ -679,8 +671,9 @@ class KernelLowerer:
                                   f"({getattr(old, 'ty', '?')} -> {getattr(new, 'ty', '?')})",
                             "loop-carried type", "keep loop-carried and branch-assigned values the same type")
 
-    def _owner(self, name: str) -> int | None:
-        for i in range(len(self.scopes) - 1, -1, -1):
+    def _owner(self, name: str, top: int | None = None) -> int | None:
+        """The innermost scope (at or below `top`, default the current one) binding `name`, within the function."""
+        for i in range((len(self.scopes) if top is None else top + 1) - 1, -1, -1):
             if name in self.scopes[i].vars:
                 return i
             if self.scopes[i].kind == "fn":
@@ -691,7 +684,7 @@ class KernelLowerer:
         owner = self._owner(name)
         cur = len(self.scopes) - 1
         if owner == cur and name in self.scopes[cur].shadows:
-            outer = self._owner_below(name, cur)
+            outer = self._owner(name, cur - 1)
             if isinstance(value, Ref) and outer is not None and self.scopes[outer].vars[name].ty == value.ty:
                 del self.scopes[cur].vars[name], self.scopes[cur].shadows[name]  # back to the carried type
                 owner = outer
