@@ -82,10 +82,12 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
 
 def translate(paths: Sequence[str], out_dir: str | Path | None,
               configs: Mapping[str, Mapping[str, KernelConfig]] | None = None,
-              crate: str = "tileport_kernels", record_path=None, force: bool = False) -> TranslateReport:
+              crate: str = "tileport_kernels", record_path=None, force: bool = False,
+              only: Mapping[str, Sequence[str]] | None = None) -> TranslateReport:
     """Translate every kernel of `paths`; write the crate to `out_dir` (None: render only).
 
-    `configs` maps a file path to per-kernel configurations. `record_path(path)` gives the source
+    `configs` maps a file path to per-kernel configurations; `only` to the kernels to translate
+    (every kernel of a file it does not name). `record_path(path)` gives the source
     path recorded in generated files (default: as given). Each file becomes one Rust module named
     after its stem (`emit.names.module_name`: `a/k.py` and `b/k.py` become `k` and `k_1`). ValueError
     for an invalid crate name; `emit.crate.OutputDirError` when `out_dir` cannot take the crate
@@ -95,7 +97,7 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
         raise ValueError(error)
     mods, results, results_of_module, taken = [], [], {}, set()
     for path in paths:
-        kernels, res = lower(str(path), (configs or {}).get(str(path)))
+        kernels, res = lower(str(path), (configs or {}).get(str(path)), (only or {}).get(str(path)))
         results += res
         if kernels:
             source = record_path(path) if record_path else str(path)

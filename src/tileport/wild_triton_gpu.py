@@ -344,6 +344,23 @@ def b_verdicts(port_out: Path, kernels: Iterable[str]) -> dict[str, dict]:
     return out
 
 
+def port_to_b(targets: list[str], launches: Path, port_out: Path, profile: str, jobs: int) -> dict[str, dict]:
+    """`tileport port --until B` of `targets` (FILE::KERNEL) on `launches`, into `port_out` (reused: the
+    run locks it and skips the stages whose inputs did not change); the kernels' B verdicts."""
+    subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(launches), "--until", "B",
+                    "--no-gpu", "--profile", profile, "-j", str(jobs), "--out", str(port_out)], check=False)
+    return b_verdicts(port_out, [t.rsplit("::", 1)[1] for t in targets])
+
+
+def compiled_crates(verdicts: dict[str, dict]) -> dict[tuple[str, str], int]:
+    """(crate, library) -> how many COMPILED kernels it holds."""
+    crates: dict[tuple[str, str], int] = {}
+    for v in verdicts.values():
+        if v["verdict"] == "COMPILED" and v.get("crate") and v.get("so"):
+            crates[(v["crate"], v["so"])] = crates.get((v["crate"], v["so"]), 0) + 1
+    return crates
+
+
 def bundle_manifest(selected: list[LaunchRecord], counts: dict[str, int], verdicts: dict[str, dict],
                     crate_kernels: set[str], left: list[dict], lib_bytes: int | None) -> dict[str, Any]:
     """bundle.json: per recorded kernel, its selected launches, whether the bundled library holds its port
@@ -386,15 +403,12 @@ def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUN
     chosen = work / "selected-launches.json"
     write_spec(chosen, selected)
     targets = list(dict.fromkeys(f"{root / package_path(r.file)}::{r.kernel}" for r in selected))
-    port_out = work / "gpu-bundle"
-    shutil.rmtree(port_out, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(chosen), "--until", "B",
-                    "--no-gpu", "--profile", profile, "-j", str(jobs), "--out", str(port_out)], check=False)
-    verdicts = b_verdicts(port_out, [t.rsplit("::", 1)[1] for t in targets])
-    crates: dict[tuple[str, str], int] = {}
-    for v in verdicts.values():
-        if v["verdict"] == "COMPILED" and v.get("crate") and v.get("so"):
-            crates[(v["crate"], v["so"])] = crates.get((v["crate"], v["so"]), 0) + 1
+    verdicts = port_to_b(targets, chosen, work / "gpu-bundle", profile, jobs)
+    crates = compiled_crates(verdicts)
+    if len(crates) > 1:  # the kernels of a file cargo rejected built alone: a run of the compiled ones joins them
+        compiled = [t for t in targets if verdicts[t.rsplit("::", 1)[1]]["verdict"] == "COMPILED"]
+        verdicts |= port_to_b(compiled, chosen, work / "gpu-bundle-compiled", profile, jobs)
+        crates = compiled_crates(verdicts)
     if not crates:
         print("wild_triton_gpu bundle: no kernel compiled at stage B (see out/wild-triton/gpu-bundle)", file=sys.stderr)
         return 1

@@ -52,6 +52,7 @@ class CrateBuild:
     log: str = ""
     error: str = ""
     seconds: float = 0.0
+    left_out: dict[str, str] = field(default_factory=dict)  # batch: source file -> the build error that left it out
     _lib: KernelLibrary | None = None
 
     @property
@@ -69,7 +70,27 @@ class CrateBuild:
     def describe(self) -> dict:
         return {"crate": str(self.crate_dir), "name": self.name, "shared_repo_crate": self.shared,
                 "content_hash": self.content_hash, "library": str(self.so) if self.so else None,
-                "error": self.error[-4000:] if self.error else ""}
+                "error": self.error[-4000:] if self.error else "",
+                **({"left_out": {src: err[:500] for src, err in self.left_out.items()}} if self.left_out else {})}
+
+
+def rejected_sources(build: CrateBuild) -> set[str]:
+    """The kernel source files whose modules hold the errors of a failed cargo build (each error's first
+    `--> src/<module>.rs` location, mapped to its source through kernels.json)."""
+    if build.ok or not build.log:
+        return set()
+    modules, in_error = set(), False
+    for line in build.log.splitlines():
+        if line.startswith(("error", "warning")):
+            in_error = line.startswith("error")
+        elif in_error and (m := re.match(r"\s*--> src/(\w+)\.rs:\d+", line)):
+            modules.add(m.group(1))
+            in_error = False
+    try:
+        entries = json.loads((build.crate_dir / "kernels.json").read_text())["entries"]
+    except (OSError, ValueError, KeyError):
+        return set()
+    return {e["source"] for e in entries if e.get("module") in modules}
 
 
 def crate_hash(files: dict[str, str]) -> str:
@@ -142,19 +163,43 @@ class BuildManager:
         return self.cache.root / "crates" / name
 
     def _make_batch(self, kind: str) -> CrateBuild:
-        from tileport.emit.crate import format_crate
         from tileport.translate import translate
         t0 = time.perf_counter()
         if kind == "corpus":
             from tileport.corpus import corpus_files, kernel_configs, repo_relative
             from tileport.ops.specs import all_specs
             specs = all_specs()
-            report = translate(corpus_files(specs), None, kernel_configs(specs), record_path=repo_relative)
+            build = self._batch_crate(translate(corpus_files(specs), None, kernel_configs(specs),
+                                                record_path=repo_relative), kind)
         else:
-            targets = [t for t in self.session.targets if not t.library]
-            paths = sorted({str(t.path) for t in targets})
-            configs = {str(t.path): t.configs for t in targets}
-            report = translate(paths, None, configs)
+            build = self._files_batch([t for t in self.session.targets if not t.library])
+        build.seconds = time.perf_counter() - t0
+        return build
+
+    def _files_batch(self, targets: list["Target"]) -> CrateBuild:
+        """The batch crate of the run's own files, holding the targeted kernels. A file whose module cargo
+        rejects is left out and the batch built again without it (its kernels then build in crates of
+        their own, each showing its own error), so one bad kernel does not scatter the others over
+        crates of their own (a run's ports are meant to ship as one library)."""
+        from tileport.translate import translate
+        only: dict[str, list[str]] = {}
+        for t in targets:
+            only.setdefault(str(t.path), []).append(t.kernel)
+        configs = {str(t.path): t.configs for t in targets}
+        left_out: dict[str, str] = {}
+        while True:
+            build = self._batch_crate(translate(sorted(only), None, configs, only=only), "files")
+            rejected = rejected_sources(build) & set(only)
+            if build.ok or not rejected or rejected == set(only):
+                build.left_out = left_out
+                return build
+            for source in sorted(rejected):
+                left_out[source] = build.error
+                del only[source]
+
+    def _batch_crate(self, report, kind: str) -> CrateBuild:
+        """The crate of a translation (the repository crate rust/ when it is the corpus and matches), built."""
+        from tileport.emit.crate import format_crate
         kernels = {r.kernel for r in report.results if r.ok}
         if not report.files:
             return CrateBuild(Path("."), "", "", kernels, error="no kernel of the batch translated")
@@ -169,7 +214,6 @@ class BuildManager:
             _ensure(rename_crate(files, name), out)
             build = CrateBuild(out, name, h, kernels)
         self._build(build)
-        build.seconds = time.perf_counter() - t0
         return build
 
     # -------------------------------------------------------------- private crates

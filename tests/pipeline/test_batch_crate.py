@@ -1,0 +1,71 @@
+"""The run's batch crate leaves out a file whose module cargo rejects and is built again without it,
+so the other files' kernels still share one library. cargo is replaced by a stand-in that rejects one
+module (a translator bug that makes Rust fail to compile cannot be planted in a real translation)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+from tileport.pipeline import builds
+
+DATA = Path(__file__).resolve().parents[1] / "triton" / "data" / "basic.py"
+
+
+def _session(tmp_path: Path, targets: list) -> SimpleNamespace:
+    return SimpleNamespace(targets=targets, options=SimpleNamespace(cache=lambda: tmp_path / "cache", profile="dev"))
+
+
+def _target(path: Path, kernel: str) -> SimpleNamespace:
+    return SimpleNamespace(path=path, kernel=kernel, configs={}, library=False)
+
+
+def _cargo_rejecting(module: str, builds_seen: list):
+    def cargo_build(crate_dir: Path, profile: str):
+        modules = {e["module"] for e in json.loads((crate_dir / "kernels.json").read_text())["entries"]}
+        builds_seen.append(sorted(modules))
+        if module in modules:
+            log = ("warning: unused variable `t`\n   --> src/ok.rs:1:1\n"
+                   f"error[E0425]: cannot find value `x_f32` in this scope\n   --> src/{module}.rs:162:58\n")
+            return None, log, "cargo build failed: error[E0425]: cannot find value `x_f32` in this scope"
+        so = crate_dir / "lib.so"
+        so.write_bytes(b"\x7fELF")
+        return so, "", ""
+    return cargo_build
+
+
+def test_the_batch_leaves_out_the_file_cargo_rejects(tmp_path, monkeypatch):
+    for name in ("good.py", "bad.py"):
+        shutil.copy(DATA, tmp_path / name)
+    targets = [_target(tmp_path / "good.py", "add_kernel"), _target(tmp_path / "good.py", "row_softmax_kernel"),
+               _target(tmp_path / "bad.py", "gather_kernel")]
+    seen: list = []
+    monkeypatch.setattr(builds, "cargo_build", _cargo_rejecting("bad", seen))
+    batch = builds.BuildManager(_session(tmp_path, targets)).batch_for(targets[0])
+    assert seen == [["bad", "good"], ["good"]]
+    assert batch.ok and batch.kernels == {"add_kernel", "row_softmax_kernel"}  # the targeted ones only
+    assert list(batch.left_out) == [str(tmp_path / "bad.py")] and "x_f32" in batch.left_out[str(tmp_path / "bad.py")]
+    assert batch.describe()["left_out"] == {str(tmp_path / "bad.py"): batch.left_out[str(tmp_path / "bad.py")]}
+
+
+def test_a_batch_whose_every_file_is_rejected_stays_failed(tmp_path, monkeypatch):
+    shutil.copy(DATA, tmp_path / "bad.py")
+    targets = [_target(tmp_path / "bad.py", "add_kernel")]
+    seen: list = []
+    monkeypatch.setattr(builds, "cargo_build", _cargo_rejecting("bad", seen))
+    batch = builds.BuildManager(_session(tmp_path, targets)).batch_for(targets[0])
+    assert seen == [["bad"]] and not batch.ok and "x_f32" in batch.error and batch.left_out == {}
+
+
+def test_rejected_sources_reads_error_locations_only(tmp_path):
+    crate = tmp_path / "crate"
+    crate.mkdir()
+    (crate / "kernels.json").write_text(json.dumps({"entries": [
+        {"module": "a", "source": "x/a.py"}, {"module": "b", "source": "x/b.py"}]}))
+    log = ("warning: unused\n   --> src/a.rs:1:1\nerror[E0308]: mismatched types\n  --> src/b.rs:9:2\n"
+           "error: could not compile `c` (lib) due to 1 previous error\n")
+    assert builds.rejected_sources(builds.CrateBuild(crate, "c", "h", log=log, error="cargo build failed")) == {"x/b.py"}
+    assert builds.rejected_sources(builds.CrateBuild(crate, "c", "h", log="error: linker `cc` not found\n",
+                                                     error="cargo build failed")) == set()
