@@ -215,6 +215,8 @@ class TritonLowerer:
                             "top level of the loop body")
         if isinstance(value, Ref) and value.name in self.b.temps:
             value = self.rename(value, name)
+            # bound to `name` now (renamed or not): a later `y = name` must not rename it under `name`'s feet
+            self.b.temps.discard(value.name)
         self.scopes[cur].vars[name] = value
 
     def local_in(self, name: str, owner: int) -> bool:
