@@ -175,3 +175,27 @@ def test_unguarded_use_of_a_none_pointer_is_a_located_diagnostic(tmp_path):
     tr = translate_file(str(path), {"k": cfg}, naming=RUST_NAMING)
     [d] = tr.diagnostics
     assert d.construct != "internal" and d.loc.line == 7, str(d)
+
+
+DSL_NAMED = """
+    @triton.jit
+    def k(x_ptr, E: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.zeros([BLOCK], tl.int32), mask=offs < E)
+"""
+
+
+def test_a_constexpr_named_like_a_dsl_type_is_no_const_generic(tmp_path):
+    """Regression: `E: tl.constexpr` became `const E: i32`, a name the cutile compiler resolves as the element
+    type generic of its own items (a JIT panic, "Unexpected primitives"). With values it is specialized, without
+    it is a runtime value under a safe identifier."""
+    path = write(tmp_path, DSL_NAMED)
+    r = port(path, [{"x_ptr": "i32", "E": 8, "BLOCK": 64}])
+    assert r.ok, [str(x.diagnostic) for x in r.results]
+    manifest = json.loads(r.files["kernels.json"])
+    [variant] = manifest["entries"][0]["variants"]
+    assert variant["pinned"] == {"E": 8} and "E" not in variant["generics"]
+    assert "const E:" not in entry_text(r.files, variant["entry"])
+    r = port(path)
+    assert r.ok, [str(x.diagnostic) for x in r.results]
+    assert not re.search(r"\bE\b", entry_text(r.files, "k").split(">(")[0].replace("E: ElementType", ""))

@@ -363,9 +363,9 @@ def merge_views(views: list) -> dict | None | bool:
 def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     try:
         kernel = _typed(tm, fn, plan, cfg, pinned)
-        unfit = no_const_generic(kernel, cfg)
+        unfit = no_const_generic(kernel, cfg, tm.naming)
         if unfit:
-            raise NeedsSpecialization(unfit, "constexpr values no Rust const generic (i32) holds", kernel.loc)
+            raise NeedsSpecialization(unfit, "constexprs no Rust const generic can be", kernel.loc)
         return [kernel]
     except NeedsSpecialization as need:
         values = specialization_values(tm, fn.name, cfg, need.constants)
@@ -390,14 +390,18 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
         return out
 
 
-def no_const_generic(kernel: Kernel, cfg) -> frozenset:
-    """Constant parameters of `kernel` that stay `const NAME: i32` generics although a configuration gives
-    them a value no i32 holds (a float, a bool, a string, None, a wide int): they are specialized instead
-    (the cutile JIT parses const generic arguments as i32 or bool; Rust has no float const generics)."""
+def no_const_generic(kernel: Kernel, cfg, naming: Naming) -> frozenset:
+    """Constant parameters of `kernel` that cannot stay `const NAME: i32` generics: a configuration gives them a
+    value no i32 holds (a float, a bool, a string, None, a wide int; the cutile JIT parses const generic
+    arguments as i32 or bool, Rust has no float const generics), or their name is no safe generic name (a
+    Rust keyword, a DSL type such as `E`, which the cutile compiler resolves as the type; a dtype generic).
+    They are specialized instead (with no values: passed at run time)."""
     def fits(v: Any) -> bool:
         return type(v) is int and I32_MIN <= v <= I32_MAX
+    dtype_generics = {dv.name for dv in kernel.dtype_vars}
     return frozenset(p.name for p in kernel.const_params
-                     if any(p.name in c and not fits(c[p.name]) for c in cfg_configs(cfg)))
+                     if any(p.name in c and not fits(c[p.name]) for c in cfg_configs(cfg))
+                     or naming.ident(p.name) != p.name or p.name in dtype_generics)
 
 
 def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> Kernel:
