@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from tileport.emit.names import RUST_NAMING
 from tileport.frontends.triton import translate_file
 from tileport.model.ir import Ref, walk
 from tileport.passes.uses import atoms_of, taken_names
+from tileport.translate import translate
 
 HEADER = "import triton\nimport triton.language as tl\n\n"
 
@@ -36,3 +38,29 @@ def test_an_alias_of_a_rebound_variable_does_not_rename_its_value(tmp_path):
     assert not tr.diagnostics, [str(d) for d in tr.diagnostics]
     [kernel] = tr.module.kernels
     assert not unbound_reads(kernel)
+
+
+def test_a_parameter_updated_in_a_branch_gets_a_mutable_copy(tmp_path):
+    """Regression: a scalar parameter reassigned after an early return (the rest of the kernel is a branch) was
+    assigned in place, and Rust refuses ("cannot assign to immutable argument"); `x = x.to(<its dtype>)` was
+    such an assignment too (of itself)."""
+    path = tmp_path / "kern.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def k(x_ptr, scale, softcap, n, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            if pid * BLOCK >= n:
+                return
+            softcap = softcap.to(tl.float32)
+            if n > 100:
+                scale = scale * 2.0
+            offs = pid * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            tl.store(x_ptr + offs, x * scale + softcap, mask=offs < n)
+    """).lstrip("\n"))
+    report = translate([str(path)], None)
+    assert report.ok, [str(r.diagnostic) for r in report.results]
+    text = report.files["src/kern.rs"]
+    body = text[text.index("pub unsafe fn k"):text.index('extern "C"')]
+    assert "let mut scale: f32 = scale;" in body and "softcap = softcap" not in body
+    assert not re.search(r"\blet mut softcap\b", body)

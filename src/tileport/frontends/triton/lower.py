@@ -244,6 +244,8 @@ class TritonLowerer:
         return ref
 
     def update(self, target: str, value: Ref) -> None:
+        if value.name == target:
+            return  # `x = x.to(<x's dtype>)`: no assignment (an immutable parameter must not get one)
         last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
         if isinstance(last, Let) and last.name == value.name and value.name in self.b.temps:
             self.b.temps.discard(last.name)
