@@ -196,6 +196,11 @@ def test_a_constexpr_named_like_a_dsl_type_is_no_const_generic(tmp_path):
     [variant] = manifest["entries"][0]["variants"]
     assert variant["pinned"] == {"E": 8} and "E" not in variant["generics"]
     assert "const E:" not in entry_text(r.files, variant["entry"])
+    r = port(path, [{"x_ptr": "f32", "E": 8, "BLOCK": 64}, {"x_ptr": "bf16", "E": 8, "BLOCK": 64}])
+    assert r.ok, [str(x.diagnostic) for x in r.results]
+    for torch_dtype, dtype in (("float32", "f32"), ("bfloat16", "bf16")):  # the dtype generic E, not the constant
+        name, generics = generics_for(r.files, {"E": 8, "BLOCK": 64}, {"x_ptr": (torch_dtype, 1)})
+        assert generics == [dtype, "64"] and not jit_accepts(r.files, name, generics), generics
     r = port(path)
     assert r.ok, [str(x.diagnostic) for x in r.results]
     assert not re.search(r"\bE\b", entry_text(r.files, "k").split(">(")[0].replace("E: ElementType", ""))
