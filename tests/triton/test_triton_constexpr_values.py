@@ -204,3 +204,25 @@ def test_a_constexpr_named_like_a_dsl_type_is_no_const_generic(tmp_path):
     r = port(path)
     assert r.ok, [str(x.diagnostic) for x in r.results]
     assert not re.search(r"\bE\b", entry_text(r.files, "k").split(">(")[0].replace("E: ElementType", ""))
+
+
+def test_the_runtime_passes_a_none_argument_as_a_null_pointer():
+    """The launcher's C argument for an argument every entry takes as None is a pointer the caller passes null."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from tileport.runtime.library import Entry
+
+    class Dll:  # a library exporting the symbol `s` (no call is made)
+        s = SimpleNamespace()
+
+        def __getitem__(self, name):
+            return SimpleNamespace()
+
+    spec = {"symbol": "s", "kernel": "k", "params": [
+        {"name": "x", "kind": "scalar", "dtype": "i32"},
+        {"name": "w_ptr", "kind": "const", "type": "none", "selects_entry": True}]}
+    entry = Entry(SimpleNamespace(dll=Dll(), path=Path("lib.so")), spec)
+    assert entry.fn.argtypes[:2] == [ctypes.c_int32, ctypes.c_void_p]
+    launch = entry.prepare((1,), 0, {}, {"x": 3, "w_ptr": None})
+    assert [type(v) for v in launch.values] == [ctypes.c_int32, ctypes.c_void_p] and launch.values[1].value is None
