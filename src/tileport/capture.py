@@ -112,7 +112,7 @@ def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
                                                                 for d, v in dvars.items())), None)
                 if g not in dvars and arm is not None:
                     dvars[g] = vals[arm]
-            values = {**dvars, **consts}
+            values = {**consts, **dvars}  # a constant named like a dtype generic (`E`) is pinned, never a generic
             for name, expr in variant["derived"].items():
                 values[name] = _eval_dim(expr, consts)
             try:

@@ -7,6 +7,7 @@ was specialized for the constant values given (if any), and enqueues the kernel 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from tileport import lowering as L
@@ -55,7 +56,8 @@ def tile_dim_consts(kernel: Kernel) -> list[str]:
 
 
 def const_param_rs(kind: str | None) -> str:
-    return {"bool": "bool", "float": "f64"}.get(kind or "int", "i32")
+    """The C type of a constant argument ("none": an argument the entries take as None, a null pointer)."""
+    return {"bool": "bool", "float": "f64", "none": "*const TensorDesc"}.get(kind or "int", "i32")
 
 
 def rust_expr(d, names, top: bool = False) -> str:
@@ -163,7 +165,8 @@ def _launcher(group: KernelGroup) -> str:
         else:
             body += ["    " + x for x in launch]
     if group.pinned_names:
-        shown = ", ".join(f"{n}={{{arg_names[n]}}}" for n in group.pinned_names)
+        shown = ", ".join(f"{n}={{{arg_names[n]}{':?' if pinned_kind(group, n) == 'none' else ''}}}"
+                          for n in group.pinned_names)
         body.append(f'    Err(Error::new(Code::InvalidArgument, format!("no entry of `{group.base}` is '
                     f'specialized for {shown}")))')
     elif by_dtype:
@@ -221,7 +224,11 @@ def _variant_body(k: Kernel, arg_names) -> list[str]:
 
 def pinned_kind(group: KernelGroup, name: str) -> str:
     values = {type(v.pinned[name]) for v in group.variants if name in v.pinned}
-    return "bool" if values == {bool} else "float" if float in values else "int"
+    if type(None) in values and values != {type(None)}:
+        raise Diagnostic(f"entries of `{group.base}` take `{name}` as None and as a value: one C argument "
+                         "cannot be both", group.first.loc, "specialization", kernel=group.base)
+    return "none" if values == {type(None)} else "bool" if values == {bool} else "float" if float in values \
+        else "int"
 
 
 def pinned_codes(group: KernelGroup, name: str) -> dict[str, int]:
@@ -235,11 +242,19 @@ def pinned_code(group: KernelGroup, name: str, value):
 
 
 def _pinned_test(arg: str, value) -> str:
+    if value is None:
+        return f"{arg}.is_null()"
     if isinstance(value, bool):
         return arg if value else f"!{arg}"
     if isinstance(value, float):
-        return f"{arg} == {value!r}"
+        return f"{arg}.is_nan()" if math.isnan(value) else f"{arg} == {_f64_literal(value)}"
     return f"{arg} == {value}"
+
+
+def _f64_literal(value: float) -> str:
+    if math.isinf(value):
+        return "f64::INFINITY" if value > 0 else "f64::NEG_INFINITY"
+    return repr(value)
 
 
 def _launch_match(variant: Kernel, arg_names, dvars) -> list[str]:

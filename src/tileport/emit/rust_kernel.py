@@ -17,7 +17,7 @@ from tileport.emit.names import fresh_name
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref, While,
                                Return, walk)
 from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
-from tileport.passes.uses import bindings_needing_mut, use_counts
+from tileport.passes.uses import bindings_needing_mut, updated_params, use_counts
 
 INDENT = "    "
 
@@ -268,6 +268,8 @@ class KernelEmitter:
         gen = f"<{', '.join(generics)}>" if generics else ""
         out.append(f"{INDENT}pub unsafe fn {k.name}{gen}({', '.join(params)}) {{")
         out += [INDENT * 2 + d for d in self.view_decls]
+        types = {p.ident: type_rs(p.ty) for p in k.params if not p.is_const}  # Rust parameters are immutable
+        out += [f"{INDENT * 2}let mut {name}: {types[name]} = {name};" for name in updated_params(k)]
         out += body
         out.append(f"{INDENT}}}")
         return "\n".join(out)

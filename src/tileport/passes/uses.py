@@ -87,6 +87,31 @@ def bindings_needing_mut(kernel: Kernel) -> set[int]:
     return out
 
 
+def updated_params(kernel: Kernel) -> list[str]:
+    """Scalar parameters a reassignment in a loop or branch updates (no `let` of the name binds it first)."""
+    scalars = {p.ident for p in kernel.params if not p.is_array and not p.is_const}
+    out: dict[str, None] = {}
+
+    def walk(block: Block, bound: set[str]) -> None:
+        for st in block.stmts:
+            if isinstance(st, Let):
+                if st.update and st.name in scalars and st.name not in bound:
+                    out[st.name] = None
+                elif not st.update:
+                    bound.add(st.name)
+            elif isinstance(st, For):
+                walk(st.body, set(bound))
+            elif isinstance(st, While):
+                walk(st.cond, set(bound))
+                walk(st.body, set(bound))
+            elif isinstance(st, If):
+                walk(st.then, set(bound))
+                walk(st.orelse, set(bound))
+
+    walk(kernel.body, set())
+    return list(out)
+
+
 def expand_statements(block: Block, expand) -> int:
     """Replace, in `block` and every nested block, each statement `expand(st)` maps to a list of
     statements (None keeps it); returns how many were replaced."""

@@ -25,7 +25,8 @@ from tileport.runtime.tensors import check_arrays, describe
 REPO_CRATE = Path(__file__).resolve().parents[3] / "rust"
 SCALAR_CTYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double,
                  "bool": ctypes.c_bool, "u32": ctypes.c_uint32}
-CONST_CTYPES = {"int": ctypes.c_int32, "bool": ctypes.c_bool, "float": ctypes.c_double}
+CONST_CTYPES = {"int": ctypes.c_int32, "bool": ctypes.c_bool, "float": ctypes.c_double,
+                "none": ctypes.c_void_p}  # "none": an argument every entry takes as None (a null pointer)
 PROFILES = ("release", "dev")  # cargo profiles of the generated crate (Cargo.toml)
 PROGRESS_EVERY_S = 30.0  # a build reports that it is still running this often
 

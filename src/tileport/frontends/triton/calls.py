@@ -946,6 +946,8 @@ def unary(lw, op: str, x, node) -> Any:
         v = x.value
         if op == "USub" and isinstance(v, (Sym, DimOp)):
             return CV(T.dim_op("-", 0, v))
+        if isinstance(v, (Sym, DimOp)):  # `not FLAG` has no value before FLAG's (Python's truth of a Sym lies)
+            raise NeedsSpecialization(frozenset(sym_names(v)), f"operator {op} on a constexpr", lw.loc(node))
         try:
             return CV({"USub": lambda: -v, "Not": lambda: not v, "Invert": lambda: ~v}[op]())
         except TypeError:

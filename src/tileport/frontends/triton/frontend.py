@@ -43,6 +43,7 @@ INT_NAME = re.compile(r"stride|(^|_)(n|num|size|len|idx|index|offset|count|rows?
 POINTER_NAME = re.compile(r"ptr|Ptr|PTR")
 MAX_RETRIES = 64
 MAX_ENTRIES = 16  # constexpr specializations of one kernel
+I32_MIN, I32_MAX = -2**31, 2**31 - 1
 
 
 
@@ -176,6 +177,7 @@ class KernelPlan:
     ints: set = field(default_factory=set)  # unconfigured pointers the kernel stores i32 tiles into
     configured: bool = False  # element dtypes come from the configuration
     assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
+    absent: set = field(default_factory=set)  # arguments every configuration passes as None (pinned None)
 
 
 def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
@@ -184,7 +186,10 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
     configured = cfg_configs(cfg)[0] if cfg_configs(cfg) else {}
     ptrs = pointer_params(tm, fn)
     plan = KernelPlan([], {}, [], set(), set(), set(), configured=bool(cfg_configs(cfg)))
+    plan.absent = absent_params(tm, fn, cfg)
     for a in fn.args.args:
+        if a.arg in plan.absent:
+            continue  # a constant None: Triton specializes it (the kernel guards its use with `is not None`)
         if _is_constexpr(a):
             plan.constexprs.append(a.arg)
             if is_dtype_constexpr(tm, fn, a.arg):
@@ -201,6 +206,23 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
                     plan.maybe_float.add(a.arg)
             plan.scalars[a.arg] = dt
     return plan
+
+
+def absent_params(tm: TritonModule, fn: ast.FunctionDef, cfg) -> set[str]:
+    """Parameters (pointers, scalars) every configuration passes as None. One passed as None by some
+    configurations only is a located diagnostic: each form is its own specialization, and the launcher
+    of a kernel takes one C signature (an array, a scalar or nothing) per parameter."""
+    configs = cfg_configs(cfg)
+    out = set()
+    for a in fn.args.args:
+        nones = [a.arg in c and c[a.arg] is None for c in configs]
+        if nones and all(nones):
+            out.add(a.arg)
+        elif any(nones):
+            raise Diagnostic(f"`{a.arg}` is None in some configurations and a value in others", loc_of(tm.path, a),
+                             "specialization", "port the launches that pass None and the others separately "
+                             "(one launch spec each)")
+    return out
 
 
 def _compared(fn: ast.FunctionDef) -> set[str]:
@@ -237,7 +259,7 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
                     dt = by_vector[vec] = DVar("E" if not by_vector else f"E{len(by_vector) + 1}")
                     space.vectors[dt] = vec
             params.append(Param(name, ArrayT(dt, 1), ident_name=ident))
-        elif name in plan.constexprs and name not in plan.runtime:
+        elif name in plan.absent or name in plan.constexprs and name not in plan.runtime:
             params.append(Param(name, ConstT("int"), "int", ident_name=ident))
         elif name in plan.constexprs:
             params.append(Param(name, ScalarT("i32"), ident_name=ident))
@@ -286,7 +308,7 @@ def candidate_dtypes(plan: KernelPlan, cfg) -> list[list[dict[str, str]]]:
 def lower_kernel(tm: TritonModule, name: str, cfg) -> list[Kernel]:
     fn = tm.kernels[name]
     plan = plan_kernel(tm, fn, cfg)
-    pinned = dict(getattr(cfg, "pinned", {}) or {})
+    pinned = {**dict(getattr(cfg, "pinned", {}) or {}), **{name: None for name in plan.absent}}
     kernels = _specialized(tm, fn, plan, cfg, pinned)
     add_hints(kernels, [*cfg_configs(cfg), *tm.candidates.get(name, [])])
     return kernels
@@ -340,7 +362,11 @@ def merge_views(views: list) -> dict | None | bool:
 
 def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     try:
-        return [_typed(tm, fn, plan, cfg, pinned)]
+        kernel = _typed(tm, fn, plan, cfg, pinned)
+        unfit = no_const_generic(kernel, cfg, tm.naming)
+        if unfit:
+            raise NeedsSpecialization(unfit, "constexprs no Rust const generic can be", kernel.loc)
+        return [kernel]
     except NeedsSpecialization as need:
         values = specialization_values(tm, fn.name, cfg, need.constants)
         if not values:
@@ -362,6 +388,20 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
                 k.name = f"{k.name}_{suffix}"
                 out.append(k)
         return out
+
+
+def no_const_generic(kernel: Kernel, cfg, naming: Naming) -> frozenset:
+    """Constant parameters of `kernel` that cannot stay `const NAME: i32` generics: a configuration gives them a
+    value no i32 holds (a float, a bool, a string, None, a wide int; the cutile JIT parses const generic
+    arguments as i32 or bool, Rust has no float const generics), or their name is no safe generic name (a
+    Rust keyword, a DSL type such as `E`, which the cutile compiler resolves as the type; a dtype generic).
+    They are specialized instead (with no values: passed at run time)."""
+    def fits(v: Any) -> bool:
+        return type(v) is int and I32_MIN <= v <= I32_MAX
+    dtype_generics = {dv.name for dv in kernel.dtype_vars}
+    return frozenset(p.name for p in kernel.const_params
+                     if any(p.name in c and not fits(c[p.name]) for c in cfg_configs(cfg))
+                     or naming.ident(p.name) != p.name or p.name in dtype_generics)
 
 
 def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> Kernel:

@@ -215,6 +215,8 @@ class TritonLowerer:
                             "top level of the loop body")
         if isinstance(value, Ref) and value.name in self.b.temps:
             value = self.rename(value, name)
+            # bound to `name` now (renamed or not): a later `y = name` must not rename it under `name`'s feet
+            self.b.temps.discard(value.name)
         self.scopes[cur].vars[name] = value
 
     def local_in(self, name: str, owner: int) -> bool:
@@ -242,6 +244,8 @@ class TritonLowerer:
         return ref
 
     def update(self, target: str, value: Ref) -> None:
+        if value.name == target:
+            return  # `x = x.to(<x's dtype>)`: no assignment (an immutable parameter must not get one)
         last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
         if isinstance(last, Let) and last.name == value.name and value.name in self.b.temps:
             self.b.temps.discard(last.name)
