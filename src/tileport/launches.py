@@ -102,7 +102,7 @@ class LaunchArg:
     strides: list[int] | None = None
     range: list | None = None      # [min, max] of an integer array's values, when known
     value: Any = None
-    type: str = ""                 # for `other`: what the value was
+    type: str = ""                 # for `other`: what the value was; for `const`: TRITON_DTYPE or ""
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "kind": self.kind}
@@ -112,6 +112,8 @@ class LaunchArg:
             d.update(dtype=self.dtype, value=self.value)
         elif self.kind == "const":
             d["value"] = self.value
+            if self.type:
+                d["type"] = self.type
         else:
             d["type"] = self.type
         return d
@@ -174,11 +176,15 @@ TRITON_DTYPE_REPRS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", 
                       "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8e4b15": "fp8e4b15"}
 
 
-def const_from_spec(value: Any, framework: str) -> Any:
+TRITON_DTYPE = "triton.dtype"  # the `type` of a const that is a Triton dtype (its value: the name Triton gives it)
+
+
+def const_from_spec(value: Any, type_: str, framework: str) -> tuple[Any, str]:
+    """(value, type) of a spec's const; a Triton dtype in the repr spelling becomes its name, typed."""
     if framework == "triton" and isinstance(value, str) and value.startswith("triton.language."):
         short = value.removeprefix("triton.language.")
-        return TRITON_DTYPE_REPRS.get(short, short)
-    return value
+        return TRITON_DTYPE_REPRS.get(short, short), TRITON_DTYPE
+    return value, type_
 
 
 def record_from_dict(d: dict) -> LaunchRecord:
@@ -186,11 +192,13 @@ def record_from_dict(d: dict) -> LaunchRecord:
     framework = d.get("framework", "cutile")
     for a in d["args"]:
         kind = a["kind"]
-        value = const_from_spec(a.get("value"), framework) if kind == "const" else a.get("value")
+        value, type_ = a.get("value"), a.get("type", "")
+        if kind == "const":
+            value, type_ = const_from_spec(value, type_, framework)
         args.append(LaunchArg(a["name"], kind, canonical_dtype(a["dtype"]) if a.get("dtype") else "",
                               [int(x) for x in a["shape"]] if kind == "array" else None,
                               [int(x) for x in a["strides"]] if kind == "array" else None,
-                              a.get("range"), value, a.get("type", "")))
+                              a.get("range"), value, type_))
     return LaunchRecord(framework, d["kernel"], d["file"], grid3(d["grid"]), args,
                         d.get("qualname", d["kernel"]), d.get("origin", "recorded"), d.get("where", ""),
                         int(d.get("count", 1)), dict(d.get("options") or {}))

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from tileport.launches import (DTYPE_NAMES, LaunchArg, LaunchRecord, grid3, load_spec, merge, record_from_dict,
-                               write_spec)
+from tileport.launches import (DTYPE_NAMES, TRITON_DTYPE, LaunchArg, LaunchRecord, grid3, load_spec, merge,
+                               record_from_dict, write_spec)
 
 SPEC_ENV = "TILEPORT_RECORD_SPEC"
 HOME_ENV = "TILEPORT_RECORD_HOME"
@@ -112,21 +112,23 @@ def dtype_name(dtype: Any) -> str:
     return str(name).rsplit(".", 1)[-1]
 
 
-def const_value(value: Any) -> Any:
-    """A constant as the spec keeps it: numbers, bools and strings as they are; a Triton dtype by the name
-    Triton gives it (`str(tl.float32)` is "fp32", what the Triton frontend's entries are pinned to; its
-    repr is "triton.language.float32"); anything else by its repr."""
+def const_value(value: Any) -> tuple[Any, str]:
+    """(value, type) of a constant as the spec keeps it: numbers, bools and strings as they are; a Triton
+    dtype by the name Triton gives it (`str(tl.float32)` is "fp32", what the Triton frontend's entries are
+    pinned to; its repr is "triton.language.float32"), typed TRITON_DTYPE so that a replay passes the dtype
+    again, not the string; anything else by its repr."""
     if isinstance(value, (bool, int, float, str)):
-        return value
+        return value, ""
     if type(value).__module__.startswith("triton.language") and hasattr(value, "primitive_bitwidth"):
-        return str(value)
-    return repr(value)
+        return str(value), TRITON_DTYPE
+    return repr(value), ""
 
 
 def describe_value(name: str, value: Any, is_const: bool) -> LaunchArg:
     """One launch argument as a spec entry (arrays by dtype / shape / strides, never by content)."""
     if is_const:
-        return LaunchArg(name, "const", value=const_value(value))
+        value, type_ = const_value(value)
+        return LaunchArg(name, "const", value=value, type=type_)
     if isinstance(value, bool):
         return LaunchArg(name, "scalar", "bool", value=value)
     if isinstance(value, int):

@@ -255,7 +255,7 @@ def test_port_targets_take_launches_before_config_and_inference(tmp_path):
 def test_triton_dtype_constants_read_as_triton_names():
     """Liger's launches recorded `X_dtype=tl.float32` as its repr "triton.language.float32": the port's
     entries are pinned to Triton's name "fp32", so no entry matched and 9 kernels failed stage B."""
-    from tileport.launches import parse_spec
+    from tileport.launches import TRITON_DTYPE, parse_spec
     from tileport.record import const_value
     rec = {"framework": "triton", "kernel": "k", "file": "k.py", "grid": [1],
            "args": [{"name": "D", "kind": "const", "value": "triton.language.float32"},
@@ -264,6 +264,9 @@ def test_triton_dtype_constants_read_as_triton_names():
     spec = {"format": "tileport-launches", "version": 1, "launches": [rec]}
     [r] = parse_spec(spec)
     assert [a.value for a in r.args] == ["fp32", "bf16", "mean"]
+    assert [a.type for a in r.args] == [TRITON_DTYPE, TRITON_DTYPE, ""]  # a replay passes the first two as dtypes
+    assert r.args[0].to_dict() == {"name": "D", "kind": "const", "value": "fp32", "type": TRITON_DTYPE}
+    assert parse_spec({**spec, "launches": [r.to_dict()]})[0].args == r.args  # the typed form reads back
     cutile = parse_spec({**spec, "launches": [{**rec, "framework": "cutile"}]})[0]
     assert cutile.args[0].value == "triton.language.float32"  # only Triton specs
 
@@ -272,4 +275,5 @@ def test_triton_dtype_constants_read_as_triton_names():
         def __str__(self): return "fp32"
         def __repr__(self): return "triton.language.float32"
     dtype.__module__ = "triton.language.core"
-    assert const_value(dtype()) == "fp32" and const_value(3) == 3 and const_value(object()).startswith("<object")
+    assert const_value(dtype()) == ("fp32", TRITON_DTYPE) and const_value(3) == (3, "")
+    assert const_value(object())[0].startswith("<object")

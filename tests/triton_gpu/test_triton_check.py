@@ -186,6 +186,27 @@ def test_source_failure_is_named_as_the_triton_kernel():
     assert not rec["ok"] and "the source Triton kernel failed on this launch" in rec["error"]
 
 
+def test_the_source_receives_a_dtype_constant_as_a_dtype(monkeypatch):
+    """Liger's rms_norm backward takes `X_dtype: tl.constexpr` (recorded tl.float32, kept as "fp32"): the
+    relaunched Triton kernel got the string, and `.to("fp32")` failed to compile."""
+    import types
+
+    class FakeDtype:  # triton.language.dtype: built from the name Triton gives it
+        def __init__(self, name):
+            self.name = name
+    language = types.SimpleNamespace(dtype=FakeDtype)
+    monkeypatch.setitem(sys.modules, "triton", types.SimpleNamespace(language=language))
+    monkeypatch.setitem(sys.modules, "triton.language", language)
+    rec = record()
+    rec.args.append(parse_spec({"format": "tileport-launches", "version": 1, "launches": [{
+        "framework": "triton", "kernel": "k", "file": "k.py", "grid": [4], "args": [
+            {"name": "X_dtype", "kind": "const", "value": "triton.language.float32"}]}]})[0].args[0])
+    plan = tc.plan_triton_launches("k", [rec], PARAMS + [{"name": "X_dtype", "kind": "const"}])[0][0]
+    values = ["x", "y", 6, 8, "fp32"]
+    got = tc.source_arguments(plan, values)
+    assert got[:4] == values[:4] and isinstance(got[4], FakeDtype) and got[4].name == "fp32"
+
+
 def test_timing_records_triton_and_port():
     plan = tc.plan_triton_launches("k", [record()], PARAMS)[0][0]
     rec = tc.time_triton_launch(plan, FakeDevice(row_sums_2d, row_sums_flat))

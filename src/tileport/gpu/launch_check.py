@@ -72,6 +72,7 @@ class ArgPlan:
     low: int | None = None     # integer arrays: inclusive value range of the random inputs
     high: int | None = None
     value: Any = None
+    type: str = ""             # const: launches.TRITON_DTYPE for a Triton dtype given by its name
 
 
 @dataclass
@@ -113,7 +114,7 @@ def plan_launches(key: str, records: list[LaunchRecord], params: list[dict]) -> 
                 args.append(ArgPlan(a.name, "array", a.dtype, tuple(a.shape or ()), tuple(a.strides or ()),
                                     storage_elements(a.shape or (), a.strides or ()), low, high))
             else:
-                args.append(ArgPlan(a.name, a.kind, a.dtype, value=a.value))
+                args.append(ArgPlan(a.name, a.kind, a.dtype, value=a.value, type=a.type))
         if bad:
             problems += [f"{r.label}: {p}" for p in bad]
             continue

@@ -43,7 +43,7 @@ from tileport.gpu.launch_check import (PKG, ArgPlan, KernelLaunches, LaunchPlan,
                                        _values, compare_arrays, evidence_document, evidence_key, kernels_of,
                                        launch_components, launch_fingerprint, plan_launches, storage_elements,
                                        write_evidence)
-from tileport.launches import LaunchRecord, load_spec
+from tileport.launches import TRITON_DTYPE, LaunchRecord, load_spec
 
 TRITON_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-12, 1e-12), "float32": (1e-4, 1e-5), "float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2),
@@ -246,10 +246,17 @@ class TritonDevice(TorchDevice):
     """The GPU: torch buffers, the source kernel as Triton launches it, the port through the cdylib."""
 
     def run_source(self, plan: TritonPlan, values: list) -> None:
-        self.source[plan.kernel][plan.grid](*values, **plan.options)
+        self.source[plan.kernel][plan.grid](*source_arguments(plan, values), **plan.options)
 
     def run_port(self, plan: TritonPlan, values: list) -> None:
         super().run_port(plan, port_arguments(plan, values, lambda v, shape, strides: v.as_strided(shape, strides)))
+
+
+def source_arguments(plan: TritonPlan, values: list) -> list:
+    """The values the Triton kernel receives: a Triton dtype constant as the dtype (the spec keeps its name,
+    which the port's entries are pinned to; `.to("fp32")` does not compile in Triton)."""
+    import triton.language as tl
+    return [tl.dtype(v) if a.kind == "const" and a.type == TRITON_DTYPE else v for a, v in zip(plan.args, values)]
 
 
 def port_arguments(plan: TritonPlan, values: list, restride: Callable[[Any, tuple, tuple], Any]) -> list:
