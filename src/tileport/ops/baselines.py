@@ -17,11 +17,11 @@ are kept for correctness checks only.
 | layer_norm                               | `torch.native_layer_norm(x, (N,), w, b, 1e-5)` (1)                   |
 | rope                                     | rotate-half on the op's f32 cos/sin tables (2)                       |
 | matmul, matmul_splitk / bmm              | `torch.matmul(a, b)` / `torch.bmm(a, b)` (3)                         |
-| fmha_fwd                                 | SDPA's flash kernel per sequence, GQA native, with its lse (4)       |
+| fmha_fwd                                 | SDPA's kernel per sequence (cuDNN / flash), GQA native, its lse (4)  |
 | fmha_bwd                                 | SDPA's flash backward per sequence, dlse folded into o (5)           |
 | fmha_fwd_sinks, flash_decode_sinks       | eager matmul + softmax with the sink logit concatenated (6)          |
 | fmha_fwd_softcap, flash_decode_softcap   | eager matmul, `cap * tanh(s / cap)`, softmax (6)                     |
-| flash_decode                             | SDPA's flash kernel per sequence, one query token (4)                |
+| flash_decode                             | SDPA's kernel per sequence, one query token (4)                      |
 | flash_decode_paged                       | the sequence's pages gathered (`index_select`), then as flash_decode |
 | mla_prefill, mla_decode                  | eager absorbed MLA as DeepSeek's reference code (7)                  |
 
@@ -34,12 +34,13 @@ reads the lengths on the host (`seq_lens.tolist()`, as a user slicing their sequ
 runs each sequence on its own positions: the work of the ragged lengths, as the kernels do, not of
 the padding; padding rows are 0 (o, gradients) and -inf (lse), as the specs define them.
 `torch.compile` traces these with one graph break at the lengths (ATTENTION_HOST_LENGTHS; the rest
-is one graph specialized on them). Decode runs B flash launches: SDPA takes per-sequence key
-lengths only as a mask, and a mask takes it off the flash kernel.
-(4) `torch.ops.aten._scaled_dot_product_flash_attention`: the kernel
-`F.scaled_dot_product_attention(q, k, v, is_causal=..., enable_gqa=True)` runs for these f16 / bf16
-inputs (checked on the GPU), called directly because it also returns the (natural-log, scaled) logsumexp
-the op returns; on the CPU its CPU counterpart `_scaled_dot_product_flash_attention_for_cpu`.
+is one graph specialized on them). Decode runs B SDPA launches: SDPA takes per-sequence key
+lengths only as a mask, and a mask takes it off the fused kernels.
+(4) The kernel `F.scaled_dot_product_attention(q, k, v, is_causal=..., enable_gqa=True)` runs for
+these f16 / bf16 inputs, as SDPA chooses it (`torch._fused_sdp_choice`; on an H200 with torch 2.11
+cuDNN's, `aten._scaled_dot_product_cudnn_attention`; else flash's), called directly because it also
+returns the (natural-log, scaled) logsumexp the op returns (the GPU test checks that its output is
+SDPA's, bit for bit); on the CPU `_scaled_dot_product_flash_attention_for_cpu`.
 Decode is one query row at the last position: no mask. (5) The aten backward autograd calls
 after that forward, with the given lse; Hkv | Hq natively (the CPU's expands k / v and sums dk /
 dv over each group, as autograd does). The op also takes dlse, the gradient of
@@ -143,15 +144,26 @@ def bmm(a, b):
 # ---- attention ----------------------------------------------------------------------------------
 
 
-def _flash(q, k, v, causal):
-    """(o, lse) of one sequence, q [1, Hq, n_q, D], k / v [1, Hkv, n_k, D]: the flash kernel SDPA
-    runs, with its f32 logsumexp [1, Hq, n_q] (see (4) above)."""
-    aten = _t().ops.aten
-    if q.is_cuda:
-        out = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False)
-    else:
+def _sdpa_kernel(q, k, v, causal):
+    """(o, lse) of one sequence, q [1, Hq, n_q, D], k / v [1, Hkv, n_k, D]: the kernel SDPA picks
+    for these inputs (cuDNN's or flash's on an H200 with torch 2.11: `torch._fused_sdp_choice`),
+    with its f32 logsumexp [1, Hq, n_q] (see (4) above)."""
+    torch = _t()
+    aten = torch.ops.aten
+    if not q.is_cuda:
         out = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal)
-    return out[0], out[1][..., :q.shape[2]]
+        return out[0], out[1][..., :q.shape[2]]
+    from torch.nn.attention import SDPBackend
+    choice = SDPBackend(torch._fused_sdp_choice(q, k, v, is_causal=causal, enable_gqa=True))
+    if choice == SDPBackend.CUDNN_ATTENTION:
+        out = aten._scaled_dot_product_cudnn_attention(q, k, v, None, True, 0.0, causal, False)
+        lse = out[1]
+        return out[0], (lse[..., 0] if lse.dim() == 4 else lse)[..., :q.shape[2]]
+    if choice == SDPBackend.FLASH_ATTENTION:
+        out = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False)
+        return out[0], out[1][..., :q.shape[2]]
+    raise NotImplementedError(f"SDPA picks {choice.name} for these inputs: the baseline calls cuDNN's or flash's "
+                              "kernel (they return the logsumexp the op returns)")
 
 
 def _padded_outputs(q, lse_shape):
@@ -163,14 +175,14 @@ def _padded_outputs(q, lse_shape):
 def fmha_fwd(q, k, v, seq_lens, causal):
     o, lse = _padded_outputs(q, q.shape[:3])
     for b, n in enumerate(seq_lens.tolist()):
-        ob, lb = _flash(q[b:b + 1, :, :n], k[b:b + 1, :, :n], v[b:b + 1, :, :n], causal)
+        ob, lb = _sdpa_kernel(q[b:b + 1, :, :n], k[b:b + 1, :, :n], v[b:b + 1, :, :n], causal)
         o[b, :, :n], lse[b, :, :n] = ob[0], lb[0]
     return o, lse
 
 
 def _flash_backward(do, q, k, v, o, lse, causal):
     """dq, dk, dv of one sequence ([1, H, n, D]; lse [1, Hq, n]) by the backward autograd runs after
-    `_flash` (dropout 0: the rng state is not read)."""
+    `_sdpa_kernel` (dropout 0: the rng state is not read)."""
     torch = _t()
     aten = torch.ops.aten
     if not q.is_cuda:
@@ -272,7 +284,7 @@ def _decode_outputs(q):
 def flash_decode(q, k_cache, v_cache, kv_lens):
     o, lse = _decode_outputs(q)
     for b, n in enumerate(kv_lens.tolist()):
-        ob, lb = _flash(q[b:b + 1, :, None], k_cache[b:b + 1, :, :n], v_cache[b:b + 1, :, :n], False)
+        ob, lb = _sdpa_kernel(q[b:b + 1, :, None], k_cache[b:b + 1, :, :n], v_cache[b:b + 1, :, :n], False)
         o[b], lse[b] = ob[0, :, 0], lb[0, :, 0]
     return o, lse
 
@@ -288,7 +300,7 @@ def flash_decode_paged(q, k_pages, v_pages, block_table, kv_lens):
     o, lse = _decode_outputs(q)
     for b, n in enumerate(kv_lens.tolist()):
         kb, vb = _gather_pages(k_pages, block_table[b], n), _gather_pages(v_pages, block_table[b], n)
-        ob, lb = _flash(q[b:b + 1, :, None], kb, vb, False)
+        ob, lb = _sdpa_kernel(q[b:b + 1, :, None], kb, vb, False)
         o[b], lse[b] = ob[0, :, 0], lb[0, :, 0]
     return o, lse
 
