@@ -40,7 +40,8 @@ REDUCE = {"sum": "sum", "max": "max", "min": "min", "reduce_sum": "sum"}
 # cumsum widens bf16 to f32 first (`_promote_bfloat16_to_float32`). A bf16 or f16 sum stays in its type.
 _NARROW_SUM = {"bool": "u32", "u8": "u32", "u16": "u32", "i8": "i32", "i16": "i32"}
 _NARROW_MAX = {"f16": "f32", "bf16": "f32", "bool": "i32", "i8": "i32", "i16": "i32", "u8": "i32", "u16": "i32"}
-REDUCTION_DTYPES = {"sum": _NARROW_SUM, "max": _NARROW_MAX, "min": _NARROW_MAX, "cumsum": {**_NARROW_SUM, "bf16": "f32"}}
+REDUCTION_DTYPES = {"sum": _NARROW_SUM, "max": _NARROW_MAX, "min": _NARROW_MAX,
+                    "cumsum": {**_NARROW_SUM, "bf16": "f32"}}
 IDENTITY = {"multiple_of", "max_contiguous", "max_constancy", "assume_aligned"}
 NO_OP = {"static_assert", "device_assert", "static_print", "device_print", "debug_barrier", "assume"}
 UNSUPPORTED = {
