@@ -186,6 +186,67 @@ def test_source_failure_is_named_as_the_triton_kernel():
     assert not rec["ok"] and "the source Triton kernel failed on this launch" in rec["error"]
 
 
+class WarpsDevice(FakeDevice):
+    """The source kernel sees its launch's num_warps (what fixes a reduction's order in Triton)."""
+
+    def run_source(self, plan, values):
+        self.source(*values, warps=plan.options["num_warps"])
+
+
+def order_dependent_sums(per_warp: float, fail_at: int | None = None):
+    """Row sums whose rounding differs by `per_warp * num_warps` between launch configurations."""
+    def source(x, y, n_cols, block, warps):
+        if warps == fail_at:
+            raise RuntimeError("out of resources")
+        y[:] = x.sum(axis=1) + per_warp * warps
+    return source
+
+
+def port_off_by(err: float):
+    def port(x, y, n_cols, block):
+        row_sums_flat(x, y, n_cols, block)
+        y[:] += err
+    return port
+
+
+def test_an_order_difference_within_the_sources_own_spread_passes():
+    """Triton with 4 warps gives sum + 4e-3, with 2 warps sum + 2e-3: spread 2e-3, atol + 2 x 2e-3; the port
+    (sum + 1e-3) is 3e-3 from the source, x11 over the plain f32 tolerance, inside the spread's."""
+    plan = tc.plan_triton_launches("k", [record()], PARAMS)[0][0]
+    rec = tc.check_triton_launch(plan, WarpsDevice(order_dependent_sums(1e-3), port_off_by(1e-3)))
+    assert rec["ok"], rec["error"]
+    assert rec["source_spread"]["y_ptr"] == pytest.approx(2e-3)
+
+
+def test_the_same_difference_fails_when_the_source_does_not_depend_on_the_order():
+    plan = tc.plan_triton_launches("k", [record()], PARAMS)[0][0]
+    def fixed(x, y, n_cols, block, warps):  # sum + 4e-3 whatever the warps
+        y[:] = x.sum(axis=1) + 4e-3
+    rec = tc.check_triton_launch(plan, WarpsDevice(fixed, port_off_by(1e-3)))
+    assert not rec["ok"] and "source_spread" in rec and not rec["source_spread"]
+
+
+def test_a_wrong_port_fails_despite_the_spread():
+    plan = tc.plan_triton_launches("k", [record()], PARAMS)[0][0]
+    rec = tc.check_triton_launch(plan, WarpsDevice(order_dependent_sums(1e-3), port_off_by(0.05)))
+    assert not rec["ok"] and rec["error"].startswith("`y_ptr`: max |error|")
+
+
+def test_a_failing_second_source_launch_keeps_the_plain_tolerance_and_says_why():
+    plan = tc.plan_triton_launches("k", [record()], PARAMS)[0][0]
+    rec = tc.check_triton_launch(plan, WarpsDevice(order_dependent_sums(1e-3, fail_at=2), port_off_by(1e-3)))
+    assert not rec["ok"] and "num_warps=2: RuntimeError: out of resources" in rec["source_spread_error"]
+    rec = tc.check_triton_launch(plan, WarpsDevice(order_dependent_sums(1e-3, fail_at=2), port_off_by(4e-3)))
+    assert rec["ok"], rec["error"]  # the port agrees with the launch's own result exactly
+
+
+def test_other_warps_halves_and_keeps_the_other_options():
+    plan = tc.plan_triton_launches("k", [record(options={"num_warps": 16, "num_stages": 3})], PARAMS)[0][0]
+    assert tc.other_warps(plan).options == {"num_warps": 8, "num_stages": 3}
+    one = tc.plan_triton_launches("k", [record(options={"num_warps": 1})], PARAMS)[0][0]
+    assert tc.other_warps(one).options == {"num_warps": 2} and one.options == {"num_warps": 1}
+
+
 def test_the_source_receives_a_dtype_constant_as_a_dtype(monkeypatch):
     """Liger's rms_norm backward takes `X_dtype: tl.constexpr` (recorded tl.float32, kept as "fp32"): the
     relaunched Triton kernel got the string, and `.to("fp32")` failed to compile."""

@@ -34,6 +34,14 @@ UNARY = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sq
 FLOAT_ONLY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "floor",
               "ceil"}
 REDUCE = {"sum": "sum", "max": "max", "min": "min", "reduce_sum": "sum"}
+# The element type Triton 3.6 reduces (and returns) by input element type, where it is not the input's
+# (triton/language/standard.py): sum and cumsum widen ints narrower than 32 bits keeping their signedness,
+# bool being unsigned (`_pick_sum_dtype`); max and min widen narrow floats to f32 and narrow ints to i32;
+# cumsum widens bf16 to f32 first (`_promote_bfloat16_to_float32`). A bf16 or f16 sum stays in its type.
+_NARROW_SUM = {"bool": "u32", "u8": "u32", "u16": "u32", "i8": "i32", "i16": "i32"}
+_NARROW_MAX = {"f16": "f32", "bf16": "f32", "bool": "i32", "i8": "i32", "i16": "i32", "u8": "i32", "u16": "i32"}
+REDUCTION_DTYPES = {"sum": _NARROW_SUM, "max": _NARROW_MAX, "min": _NARROW_MAX,
+                    "cumsum": {**_NARROW_SUM, "bf16": "f32"}}
 IDENTITY = {"multiple_of", "max_contiguous", "max_constancy", "assume_aligned"}
 NO_OP = {"static_assert", "device_assert", "static_print", "device_print", "debug_barrier", "assume"}
 UNSUPPORTED = {
@@ -421,10 +429,19 @@ def reduction(fn):
         x = _tile(lw, b["input"], node, f"tl.{fn}")
         if fn == "sum" and not M._none(b.get("dtype")):
             x = lw.b.cast(x, _dtype(lw, b["dtype"], node, "tl.sum"), lw.loc(node))
-        elif fn == "sum" and x.ty.dtype in ("bool", "i8", "i16", "u8"):
-            x = lw.b.cast(x, "i32", lw.loc(node))
+        else:
+            x = _reduction_input(lw, REDUCE[fn], x, node)
         return _reduce(lw, REDUCE[fn], x, b.get("axis"), b.get("keep_dims"), node)
     return handler
+
+
+def _reduction_input(lw, fn: str, x: Ref, node) -> Ref:
+    """`x` in the element type Triton reduces it in (REDUCTION_DTYPES), per dtype configuration."""
+    values = lw.b.dspace.values(x.ty.dtype)
+    widened = tuple(REDUCTION_DTYPES[fn].get(v, v) for v in values)
+    if widened == values:
+        return x
+    return lw.b.cast(x, lw.b.dspace.generic(widened), lw.loc(node))
 
 
 def _reduce(lw, fn: str, x: Ref, axis_v, keep_v, node) -> Ref:
@@ -544,8 +561,8 @@ def cumsum(lw, args, kwargs, node):
         raise lw.fail(node, "tl.cumsum: axis out of range", "tl.cumsum")
     if not M._none(b.get("dtype")):  # Triton: the input cast to `dtype` first
         x = lw.b.cast(x, _dtype(lw, b["dtype"], node, "tl.cumsum"), lw.loc(node))
-    elif x.ty.dtype in ("bool", "i8", "i16", "u8"):
-        x = lw.b.cast(x, "i32", lw.loc(node))
+    else:
+        x = _reduction_input(lw, "cumsum", x, node)
     if not isinstance(x.ty.dtype, str):  # the scan's identity is a literal of the element type
         raise lw.fail(node, f"tl.cumsum of a tile whose element type is generic ({x.ty.dtype})", "tl.cumsum",
                       "give the pointer's element dtype in the configuration, or cast the tile with .to()")
