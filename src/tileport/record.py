@@ -11,12 +11,12 @@ each configuration it launches, benchmark runs included) goes through; warm-up c
 and are not recorded.
 
 Each wrapped launch describes its kernel (name, qualname, source file), grid and arguments (arrays:
-dtype, shape, strides in elements, value range of integer arrays and the values of small ones;
-scalars: dtype and value; `ct.Constant` / `tl.constexpr` parameters: value; Triton launch options such
-as num_warps) before calling the real launch, which is never altered: a failure to describe or to
-write is reported once on stderr and the program runs on. A new launch is merged into the spec at once (under a file lock,
-written atomically, so several processes can record into one spec); repeats are counted and added
-when the process exits.
+dtype, shape, strides in elements, value range of integer arrays and the values of small ones; scalars:
+dtype and value; `ct.Constant` / `tl.constexpr` parameters: value; Triton launch options such as
+num_warps) before calling the real launch, which is never altered: a failure to describe or to write is
+reported once on stderr and the program runs on. A new launch is merged into the spec at once (under a
+file lock, written atomically, so several processes can record into one spec); repeats are counted and
+added when the process exits.
 """
 
 from __future__ import annotations

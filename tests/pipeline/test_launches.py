@@ -285,8 +285,9 @@ def test_recorded_index_values_round_trip_and_survive_merge_only_when_equal():
     from tileport.launches import parse_spec
 
     def with_values(v):
-        return {**SCALE, "args": SCALE["args"][:1] + [{"name": "y", "kind": "array", "dtype": "int32", "shape": [3],
-                                                       "strides": [1], "range": [0, 8], "values": v}] + SCALE["args"][2:]}
+        table = {"name": "y", "kind": "array", "dtype": "int32", "shape": [3], "strides": [1], "range": [0, 8],
+                 "values": v}
+        return {**SCALE, "args": SCALE["args"][:1] + [table] + SCALE["args"][2:]}
     [r] = parse_spec(spec(with_values([0, 4, 8])))
     assert r.args[1].values == [0, 4, 8] and r.args[1].to_dict()["values"] == [0, 4, 8]
     assert parse_spec(spec(r.to_dict()))[0].args == r.args
