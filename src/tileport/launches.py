@@ -69,7 +69,8 @@ SPEC_SCHEMA = {
                         "name": {"type": "string"}, "kind": {"enum": list(KINDS)}, "dtype": {"type": "string"},
                         "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
                         "strides": {"type": "array", "items": {"type": "integer"}},
-                        "range": {"type": ["array", "null"]}, "type": {"type": "string"}},
+                        "range": {"type": ["array", "null"]}, "type": {"type": "string"},
+                        "values": {"type": "array", "items": {"type": "integer"}}},
                     "allOf": [
                         {"if": {"properties": {"kind": {"const": "array"}}},
                          "then": {"required": ["dtype", "shape", "strides"]}},
@@ -103,11 +104,14 @@ class LaunchArg:
     range: list | None = None      # [min, max] of an integer array's values, when known
     value: Any = None
     type: str = ""                 # for `other`: what the value was; for `const`: TRITON_DTYPE or ""
+    values: list[int] | None = None  # a small integer array's values in memory order, when recorded
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "kind": self.kind}
         if self.kind == "array":
             d.update(dtype=self.dtype, shape=list(self.shape or []), strides=list(self.strides or []), range=self.range)
+            if self.values is not None:
+                d["values"] = list(self.values)
         elif self.kind == "scalar":
             d.update(dtype=self.dtype, value=self.value)
         elif self.kind == "const":
@@ -136,7 +140,7 @@ class LaunchRecord:
         """Identity of the launch (what runs), independent of how often and where it was seen and of
         the values in its integer arrays (their ranges merge)."""
         what = [self.framework, self.file, self.qualname or self.kernel, list(self.grid),
-                [{k: v for k, v in a.to_dict().items() if k != "range"} for a in self.args]]
+                [{k: v for k, v in a.to_dict().items() if k not in ("range", "values")} for a in self.args]]
         return json.dumps(what + ([self.options] if self.options else []), sort_keys=True, default=str)
 
     def to_dict(self) -> dict:
@@ -198,7 +202,7 @@ def record_from_dict(d: dict) -> LaunchRecord:
         args.append(LaunchArg(a["name"], kind, canonical_dtype(a["dtype"]) if a.get("dtype") else "",
                               [int(x) for x in a["shape"]] if kind == "array" else None,
                               [int(x) for x in a["strides"]] if kind == "array" else None,
-                              a.get("range"), value, type_))
+                              a.get("range"), value, type_, a.get("values")))
     return LaunchRecord(framework, d["kernel"], d["file"], grid3(d["grid"]), args,
                         d.get("qualname", d["kernel"]), d.get("origin", "recorded"), d.get("where", ""),
                         int(d.get("count", 1)), dict(d.get("options") or {}))
@@ -245,6 +249,8 @@ def merge(records: Iterable[LaunchRecord]) -> list[LaunchRecord]:
         out[k].count += r.count
         for mine, theirs in zip(out[k].args, r.args):
             mine.range = _union(mine.range, theirs.range)
+            if mine.values != theirs.values:  # launches with other tables: only the range is known
+                mine.values = None
     return list(out.values())
 
 

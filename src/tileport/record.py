@@ -11,12 +11,12 @@ each configuration it launches, benchmark runs included) goes through; warm-up c
 and are not recorded.
 
 Each wrapped launch describes its kernel (name, qualname, source file), grid and arguments (arrays:
-dtype, shape, strides in elements, value range of integer arrays; scalars: dtype and value;
-`ct.Constant` / `tl.constexpr` parameters: value; Triton launch options such as num_warps) before
-calling the real launch, which is never altered: a failure to describe or to write is reported once on
-stderr and the program runs on. A new launch is merged into the spec at once (under a file lock,
-written atomically, so several processes can record into one spec); repeats are counted and added
-when the process exits.
+dtype, shape, strides in elements, value range of integer arrays and the values of small ones; scalars:
+dtype and value; `ct.Constant` / `tl.constexpr` parameters: value; Triton launch options such as
+num_warps) before calling the real launch, which is never altered: a failure to describe or to write is
+reported once on stderr and the program runs on. A new launch is merged into the spec at once (under a
+file lock, written atomically, so several processes can record into one spec); repeats are counted and
+added when the process exits.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import atexit
 import fcntl
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -143,7 +144,8 @@ def describe_value(name: str, value: Any, is_const: bool) -> LaunchArg:
         dt = DTYPE_NAMES[dt]
         if len(tuple(shape)) == 0 and not hasattr(value, "__cuda_array_interface__") and not hasattr(value, "data_ptr"):
             return LaunchArg(name, "scalar", dt, value=value.item())  # a numpy scalar
-        return LaunchArg(name, "array", dt, [int(n) for n in shape], _strides(value), _range(value, dt))
+        return LaunchArg(name, "array", dt, [int(n) for n in shape], _strides(value), _range(value, dt),
+                         values=_values(value, dt))
     return LaunchArg(name, "other", type=type(value).__name__)
 
 
@@ -156,11 +158,7 @@ def _strides(value: Any) -> list[int]:
         strides = cai.get("strides")
     itemsize = getattr(getattr(value, "dtype", None), "itemsize", None) or getattr(value, "itemsize", 1)
     if strides is None:  # C-contiguous
-        out, acc = [], 1
-        for n in reversed(tuple(value.shape)):
-            out.append(acc)
-            acc *= max(int(n), 1)
-        return out[::-1]
+        return _contiguous_strides([int(n) for n in value.shape])
     return [int(s) // int(itemsize) for s in strides]
 
 
@@ -172,6 +170,33 @@ def _range(value: Any, dt: str) -> list | None:
         return [int(value.min()), int(value.max())]
     except Exception:  # noqa: BLE001 - an array type without min/max: the range stays unknown
         return None
+
+
+# Integer arrays up to this many elements keep their values: routing tables (offsets per expert, the row
+# and expert of each tile) only mean something as recorded; drawn at random inside their range they break
+# the invariants the kernel relies on (disjoint output rows) and its own result depends on the block order.
+MAX_RECORDED_VALUES = 4096
+
+
+def _values(value: Any, dt: str) -> list[int] | None:
+    """The values of a small C-contiguous integer array, in memory order (else None)."""
+    shape = [int(n) for n in value.shape]
+    if not dt.startswith(("int", "uint")) or math.prod(shape) > MAX_RECORDED_VALUES:
+        return None
+    if _strides(value) != _contiguous_strides(shape):
+        return None
+    try:
+        return [int(v) for v in value.reshape(-1).tolist()]
+    except Exception:  # noqa: BLE001 - an array type that cannot list its values: they stay unknown
+        return None
+
+
+def _contiguous_strides(shape: list[int]) -> list[int]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return out[::-1]
 
 
 # ------------------------------------------------------------------------------------ framework hooks

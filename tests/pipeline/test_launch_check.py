@@ -173,3 +173,51 @@ def test_timing_records_both_sides_and_errors():
         raise RuntimeError("no")
     rec = time_launch(plan, FakeDevice(take_scale, boom))
     assert list(rec["times_us"]) == ["cutile"] and rec["errors"]["cutile-rs"] == "RuntimeError: no"
+
+
+# A grouped kernel in the style of MoE grouped GEMMs: program p writes rows tile_row[p] .. + ROWS of `out`
+# with the values of group tile_group[p]. Valid tables give each program rows of its own; tables drawn
+# at random inside their range make programs overlap, and the result then depends on the block order.
+GROUPED_PARAMS = [{"name": "x", "kind": "array", "rank": 2}, {"name": "tile_row", "kind": "array", "rank": 1},
+                  {"name": "tile_group", "kind": "array", "rank": 1}, {"name": "out", "kind": "array", "rank": 2}]
+ROWS = 4
+
+
+def grouped_record(values: bool):
+    def table(name, vals, hi):
+        a = {"name": name, "kind": "array", "dtype": "int32", "shape": [4], "strides": [1], "range": [0, hi]}
+        return {**a, "values": vals} if values else a
+    launch = {"framework": "triton", "kernel": "k", "file": "k.py", "grid": [4, 1, 1],
+              "args": [{"name": "x", "kind": "array", "dtype": "float32", "shape": [3, 8], "strides": [8, 1]},
+                       table("tile_row", [0, 4, 8, 12], 12), table("tile_group", [0, 0, 1, 2], 2),
+                       {"name": "out", "kind": "array", "dtype": "float32", "shape": [16, 8], "strides": [8, 1]}]}
+    return parse_spec({"format": "tileport-launches", "version": 1, "launches": [launch]})[0]
+
+
+def grouped(order):
+    def kernel(x, tile_row, tile_group, out):
+        for p in order(range(len(tile_row))):
+            out[tile_row[p]:tile_row[p] + ROWS] = x[tile_group[p]] * (p + 1)
+    return kernel
+
+
+def test_recorded_routing_tables_are_replayed_not_drawn():
+    plan = plan_launches("k", [grouped_record(values=True)], GROUPED_PARAMS)[0][0]
+    rows, groups = plan.args[1], plan.args[2]
+    assert host_values(rows, np.random.default_rng(0)).tolist() == [0, 4, 8, 12]
+    assert host_values(groups, np.random.default_rng(0)).tolist() == [0, 0, 1, 2]
+    # a port whose blocks run in another order agrees with the source on the recorded tables ...
+    rec = check_launch(plan, FakeDevice(grouped(list), grouped(lambda r: list(r)[::-1])))
+    assert rec["ok"], rec["error"]
+    # ... but not on tables drawn at random, where programs write the same rows (a race in the source)
+    drawn = plan_launches("k", [grouped_record(values=False)], GROUPED_PARAMS)[0][0]
+    assert drawn.args[1].values is None
+    rec = check_launch(drawn, FakeDevice(grouped(list), grouped(lambda r: list(r)[::-1])))
+    assert not rec["ok"] and "`out`" in rec["error"]
+
+
+def test_recorded_values_that_do_not_fill_the_array_are_not_replayed():
+    rec = grouped_record(values=True)
+    rec.args[1].values = [0, 4]
+    plan = plan_launches("k", [rec], GROUPED_PARAMS)[0][0]
+    assert plan.args[1].values is None and plan.args[2].values == [0, 0, 1, 2]

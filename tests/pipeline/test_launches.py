@@ -277,3 +277,32 @@ def test_triton_dtype_constants_read_as_triton_names():
     dtype.__module__ = "triton.language.core"
     assert const_value(dtype()) == ("fp32", TRITON_DTYPE) and const_value(3) == (3, "")
     assert const_value(object())[0].startswith("<object")
+
+
+def test_recorded_index_values_round_trip_and_survive_merge_only_when_equal():
+    """A routing table (MoE tile_row_start / tile_expert) is replayed as recorded: drawn at random in its
+    range it made four grouped-GEMM kernels race with themselves and miscompare."""
+    from tileport.launches import parse_spec
+
+    def with_values(v):
+        table = {"name": "y", "kind": "array", "dtype": "int32", "shape": [3], "strides": [1], "range": [0, 8],
+                 "values": v}
+        return {**SCALE, "args": SCALE["args"][:1] + [table] + SCALE["args"][2:]}
+    [r] = parse_spec(spec(with_values([0, 4, 8])))
+    assert r.args[1].values == [0, 4, 8] and r.args[1].to_dict()["values"] == [0, 4, 8]
+    assert parse_spec(spec(r.to_dict()))[0].args == r.args
+    assert "values" not in parse_spec(spec(SCALE))[0].args[1].to_dict()
+    same = parse_spec(spec(with_values([0, 4, 8]), with_values([0, 4, 8]), with_values([8, 0, 4])))
+    assert merge(same[:2])[0].args[1].values == [0, 4, 8] and len(merge(same)) == 1  # one launch, other tables
+    assert merge(same)[0].args[1].values is None and merge(same)[0].count == 3
+    with pytest.raises(LaunchSpecError):
+        parse_spec(spec(with_values(["zero"])))
+
+
+def test_record_keeps_the_values_of_small_contiguous_integer_arrays():
+    import numpy as np
+    from tileport.record import MAX_RECORDED_VALUES, _values
+    assert _values(np.array([[3, 1], [2, 0]], np.int32), "int32") == [3, 1, 2, 0]
+    assert _values(np.arange(8, dtype=np.int64)[::2], "int64") is None  # strided: memory order is not the list
+    assert _values(np.zeros(MAX_RECORDED_VALUES + 1, np.int32), "int32") is None
+    assert _values(np.zeros(4, np.float32), "float32") is None

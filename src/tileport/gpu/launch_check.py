@@ -73,6 +73,7 @@ class ArgPlan:
     high: int | None = None
     value: Any = None
     type: str = ""             # const: launches.TRITON_DTYPE for a Triton dtype given by its name
+    values: list[int] | None = None  # integer arrays: the recorded values, replayed as they were
 
 
 @dataclass
@@ -111,8 +112,10 @@ def plan_launches(key: str, records: list[LaunchRecord], params: list[dict]) -> 
                     bad.append(f"`{a.name}`: {size / 2**30:.1f} GiB exceeds the {MAX_ARRAY_BYTES >> 30} GiB a replayed "
                                "array may take")
                 low, high = _int_range(a.dtype, a.range)
+                storage = storage_elements(a.shape or (), a.strides or ())
+                values = a.values if a.values is not None and len(a.values) == storage and low is not None else None
                 args.append(ArgPlan(a.name, "array", a.dtype, tuple(a.shape or ()), tuple(a.strides or ()),
-                                    storage_elements(a.shape or (), a.strides or ()), low, high))
+                                    storage, low, high, values=values))
             else:
                 args.append(ArgPlan(a.name, a.kind, a.dtype, value=a.value, type=a.type))
         if bad:
@@ -138,6 +141,8 @@ def host_values(arg: ArgPlan, rng: np.random.Generator) -> np.ndarray:
     n = arg.storage
     if arg.dtype == "bool":
         return rng.integers(0, 2, n).astype(bool)
+    if arg.values is not None:  # a routing table: random values would break what the kernel assumes
+        return np.asarray(arg.values, dtype=np.int64)
     if arg.low is not None:
         return rng.integers(arg.low, arg.high + 1, n, dtype=np.int64)
     return rng.standard_normal(n).astype(np.float64 if arg.dtype == "float64" else np.float32)
