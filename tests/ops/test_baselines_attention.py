@@ -205,7 +205,7 @@ def test_the_flash_forward_is_what_sdpa_runs(dtype, kind):
     o, _ = B._sdpa_kernel(q, k, v, causal)
     sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
     _GPU_RECORDS.append({"sdpa_backend": SDPBackend(choice).name, "dtype": dtype, "kind": kind,
-                         "flash_equals_sdpa": bool(torch.equal(o, sdpa))})
+                         "baseline_equals_sdpa": bool(torch.equal(o, sdpa))})
     _write_gpu_records()
     assert choice in (SDPBackend.CUDNN_ATTENTION.value, SDPBackend.FLASH_ATTENTION.value), SDPBackend(choice).name
     assert torch.equal(o, sdpa)
