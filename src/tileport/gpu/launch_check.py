@@ -256,6 +256,7 @@ class TorchDevice:
         from tileport.gpu.timing import make_flush
         self.torch = torch
         self.source, self.library, self.budget = source_kernels, port_library, budget_s
+        self.ports: dict[str, Any] = {}  # plan key -> the port's entry, where kernel names repeat across files
         self.flush = make_flush("cuda")
 
     def _dtype(self, name: str):
@@ -285,7 +286,8 @@ class TorchDevice:
         ct.launch(self.torch.cuda.current_stream(), plan.grid, self.source[plan.kernel], tuple(values))
 
     def run_port(self, plan: LaunchPlan, values: list) -> None:
-        self.library[plan.kernel](*values, grid=plan.grid, stream=self.torch.cuda.current_stream().cuda_stream)
+        port = self.ports[plan.key] if plan.key in self.ports else self.library[plan.kernel]
+        port(*values, grid=plan.grid, stream=self.torch.cuda.current_stream().cuda_stream)
 
     def sync(self) -> None:
         self.torch.cuda.synchronize()
@@ -386,7 +388,8 @@ def record_evidence(files: list[str], spec: Path | None, crate_dir: Path, so: Pa
             problems[k.key] = bad or ["no launches"]
         if not plans:
             continue
-        device.source[k.kernel] = kernel_namespace(k.path)[k.kernel]
+        device.source[k.kernel] = kernel_namespace(k.path)[k.kernel]  # set before this kernel's plans run
+        device.ports[k.key] = device.library.entry(k.kernel, k.path.stem)  # the same name may be in other files
         for i, p in enumerate(plans):
             check.append(check_launch(p, device, seed=i))
             if bench:

@@ -1,0 +1,229 @@
+"""cutile-stencil's generated kernels in the wild GPU flow, on the CPU: the files and their manifest travel
+in the bundle, the driver is told where they are, and kernels of the same name in several generated files
+(heat_2d_kernel in heat_2d_tb.py, heat_2d_flat.py, heat_2d_bricked.py) keep apart through bundle, GPU
+check, rows and grade."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tileport import wild_gpu
+from tileport.gpu import launch_check
+from tileport.launches import LaunchArg, LaunchRecord, write_spec
+from tileport.pipeline.target import Target
+from tileport.pipeline.targets import dedupe_keys
+from tileport.wild import GENERATED, STENCIL_MANIFEST
+
+MODES = ("tb", "flat", "bricked")
+KERNEL = "heat_2d_kernel"
+SOURCE = f"import cuda.tile as ct\n\n@ct.kernel\ndef {KERNEL}(u, output):\n    pass\n"
+
+
+def _generated(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for mode in MODES:
+        (folder / f"heat_2d_{mode}.py").write_text(SOURCE)
+    (folder / STENCIL_MANIFEST).write_text(json.dumps({"files": [{"file": f"heat_2d_{m}.py", "ok": True}
+                                                                 for m in MODES]}))
+    return folder
+
+
+def _spec(path: Path, folder: Path) -> Path:
+    arr = LaunchArg("u", "array", "float64", [258, 288], [288, 1])
+    write_spec(path, [LaunchRecord("cutile", KERNEL, str(folder / f"heat_2d_{m}.py"), (256, 1, 1),
+                                   [arr, LaunchArg("output", "array", "float64", [258, 288], [288, 1])]) for m in MODES])
+    return path
+
+
+def test_the_driver_is_told_where_the_bundled_files_are(tmp_path, monkeypatch):
+    drivers = tmp_path / "drivers"
+    drivers.mkdir()
+    (drivers / "stencil_driver.py").write_text("")
+    monkeypatch.setattr(wild_gpu, "DRIVERS", drivers)
+    envs = []
+    monkeypatch.setattr(wild_gpu.subprocess, "run",
+                        lambda cmd, **kw: envs.append(kw["env"]) or subprocess.CompletedProcess(cmd, 0, "", ""))
+    (tmp_path / "out").mkdir()
+    wild_gpu.record_drivers(tmp_path / "out", tmp_path / "site", tmp_path / "bundle")
+    assert envs[0][wild_gpu.STENCIL_DIR_ENV] == str(tmp_path / "bundle" / "stencil-gen")
+
+
+def test_generated_files_travel_with_their_manifest(tmp_path):
+    gen = _generated(tmp_path / "work" / "stencil-gen")
+    (gen / "__pycache__").mkdir()
+    copied = wild_gpu.copy_stencil_gen(gen, tmp_path / "bundle")
+    assert copied == [f"heat_2d_{m}.py" for m in sorted(MODES)] + [STENCIL_MANIFEST]
+    assert sorted(p.name for p in (tmp_path / "bundle" / "stencil-gen").iterdir()) == sorted(copied)
+    assert wild_gpu.copy_stencil_gen(tmp_path / "not-generated", tmp_path / "bundle2") == []
+
+
+def test_port_key_is_the_pipelines_directory_rule(tmp_path):
+    files = [tmp_path / f"heat_2d_{m}.py" for m in MODES] + [tmp_path / "gelu.py"]
+    kernels = [KERNEL] * 3 + ["gelu_kernel"]
+    targets = [f"{f}::{k}" for f, k in zip(files, kernels)]
+    pipeline = dedupe_keys([Target("", k, f, {}, [], "default") for f, k in zip(files, kernels)])
+    assert [wild_gpu.port_key(t, targets) for t in targets] == [t.key for t in pipeline]
+    assert wild_gpu.port_key(targets[0], targets) == f"heat_2d_tb.{KERNEL}"
+
+
+def test_spec_files_map_to_the_generated_copies(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    gen = _generated(work / "stencil-gen")
+    monkeypatch.setattr("tileport.wild.fetch_all", lambda w: [])
+    roots = wild_gpu.local_roots(work)
+    assert roots == {GENERATED: gen}
+    targets = wild_gpu.kernel_files(_spec(tmp_path / "s.json", Path("/gpu/.device/wild/stencil-gen")), roots)
+    assert targets == [f"{gen / f'heat_2d_{m}.py'}::{KERNEL}" for m in MODES]
+
+
+def test_rows_keep_same_named_kernels_of_different_files_apart(tmp_path):
+    """Regression: a problem of heat_2d_tb.py's kernel was shown on every file's heat_2d_kernel."""
+    spec = _spec(tmp_path / "s.json", Path("/gpu/stencil-gen"))
+    ev = tmp_path / "e.json"
+    ev.write_text(json.dumps({"check": [{"op": f"launch:heat_2d_flat.{KERNEL}", "kernel": KERNEL, "launch": "a",
+                                         "ok": True}],
+                              "problems": {f"launch:heat_2d_tb.{KERNEL}": ["no launches"]}}))
+    rows = {r["file"]: r for r in wild_gpu.kernel_rows(spec, ev)}
+    assert rows["heat_2d_tb.py"]["problems"] == ["no launches"]
+    assert rows["heat_2d_flat.py"]["problems"] == [] and rows["heat_2d_flat.py"]["correct"] is True
+    assert rows["heat_2d_bricked.py"]["problems"] == [] and rows["heat_2d_bricked.py"]["checked"] == 0
+
+
+def _fake_port(out_root: Path, crate: Path, so: Path, calls: list):
+    """subprocess.run of bundle/grade: `tileport port` writes B verdicts and a summary under the pipeline's
+    directory names; the xz of the library writes its output."""
+    def run(cmd, **kw):
+        calls.append(cmd)
+        if isinstance(cmd, str):  # xz -c SO > DEST
+            Path(cmd.rsplit("> ", 1)[1]).write_bytes(b"xz")
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        out = Path(cmd[cmd.index("--out") + 1])
+        targets = [a for a in cmd if "::" in a]
+        summary = []
+        for t in targets:
+            key = dedupe_keys([Target("", x.rsplit("::", 1)[1], Path(x.rsplit("::", 1)[0]), {}, [], "default")
+                               for x in targets])[targets.index(t)].key
+            (out / key / "B").mkdir(parents=True, exist_ok=True)
+            (out / key / "B" / "verdict.json").write_text(json.dumps(
+                {"details": {"library": {"crate": str(crate), "library": str(so)}}}))
+            summary.append({"key": key, "kernel": t.rsplit("::", 1)[1],
+                            "route": [{"stage": "D", "verdict": "PASS" if "flat" in key else "FAIL"}]})
+        (out / "summary.json").write_text(json.dumps({"kernels": summary}))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    return run
+
+
+def test_bundle_builds_every_generated_kernel_and_carries_the_files(tmp_path, monkeypatch):
+    """Regression: bundle looked for B's verdict under the kernel's name only, so kernels whose name several
+    files share (every generated stencil kernel) were left out of the bundled library."""
+    work, dest, results = tmp_path / "work", tmp_path / "device" / "wild", tmp_path / "results"
+    gen = _generated(work / "stencil-gen")
+    results.mkdir()
+    _spec(results / "wild-launches.json", Path("/gpu/.device/wild/stencil-gen"))
+    crate, so = tmp_path / "crate", tmp_path / "libport.so"
+    (crate / "src").mkdir(parents=True)
+    (crate / "Cargo.toml").write_text("")
+    (crate / "kernels.json").write_text("{}")
+    so.write_bytes(b"so")
+    monkeypatch.setattr("tileport.wild.fetch_all", lambda w: [])
+    calls = []
+    monkeypatch.setattr(wild_gpu.subprocess, "run", _fake_port(work / "gpu-bundle", crate, so, calls))
+    assert wild_gpu.bundle(results, work=work, dest=dest) == 0
+    port = calls[0]
+    assert port[port.index("--launches") + 1] == str(results / "wild-launches.json")
+    assert sorted(p.name for p in (dest / "stencil-gen").iterdir()) == sorted(
+        [f"heat_2d_{m}.py" for m in MODES] + [STENCIL_MANIFEST])
+    assert (dest / "stencil-gen" / "heat_2d_tb.py").read_text() == (gen / "heat_2d_tb.py").read_text()
+    assert (dest / "libwild_port.so.xz").is_file() and (dest / "launches.json").is_file()
+
+
+def test_grade_gives_each_file_its_own_verdicts(tmp_path, monkeypatch):
+    """Regression: grade keyed the port's verdicts by kernel name, so the three heat_2d_kernel rows showed
+    one file's verdicts."""
+    work, results, table = tmp_path / "work", tmp_path / "results", tmp_path / "table"
+    _generated(work / "stencil-gen")
+    results.mkdir()
+    spec = _spec(results / "wild-launches.json", Path("/gpu/.device/wild/stencil-gen"))
+    (results / "wild-gpu.json").write_text(json.dumps({"kernels": wild_gpu.kernel_rows(spec, None)}))
+    monkeypatch.setattr("tileport.wild.fetch_all", lambda w: [])
+    monkeypatch.setattr(wild_gpu.subprocess, "run", _fake_port(work / "gpu-grade", tmp_path, tmp_path, []))
+    assert wild_gpu.grade(results, work=work, table=table) == 0
+    rows = {r["file"]: r["port_verdicts"] for r in json.loads((table / "wild-gpu.json").read_text())["kernels"]}
+    assert rows == {"heat_2d_tb.py": {"D": "FAIL"}, "heat_2d_flat.py": {"D": "PASS"},
+                    "heat_2d_bricked.py": {"D": "FAIL"}}
+
+
+def test_gpu_check_runs_each_files_own_port(tmp_path, monkeypatch):
+    """Regression: the port was looked up by kernel name, so every file's heat_2d_kernel ran the port of the
+    last module of that name in the crate (the library keeps one entry per name)."""
+    folder = _generated(tmp_path / "stencil-gen")
+    crate = tmp_path / "crate"
+    crate.mkdir()
+    params = [{"name": "u", "kind": "array", "rank": 2}, {"name": "output", "kind": "array", "rank": 2}]
+    (crate / "kernels.json").write_text(json.dumps({"entries": [
+        {"module": f"heat_2d_{m}", "kernel": KERNEL, "params": params} for m in MODES]}))
+
+    class Library:
+        def __getitem__(self, kernel):
+            return f"tileport_heat_2d_bricked_{kernel}"  # what the name alone finds: the last entry
+
+        def entry(self, kernel, module):
+            return f"tileport_{module}_{kernel}"
+
+    class Device:
+        def __init__(self, source, library, budget):
+            self.source, self.library, self.ports = source, library, {}
+
+        def name(self):
+            return "fake"
+
+    ran = []
+
+    def check(plan, device, seed=0):
+        port = device.ports[plan.key] if plan.key in device.ports else device.library[plan.kernel]
+        ran.append((plan.key, port))
+        return {"op": plan.key, "kernel": plan.kernel, "launch": plan.label, "ok": True}
+    monkeypatch.setattr("tileport.runtime.library.load", lambda crate_dir, so: Library())
+    monkeypatch.setattr("tileport.capture.kernel_namespace", lambda path: {KERNEL: path.stem})
+    monkeypatch.setattr(launch_check, "TorchDevice", Device)
+    monkeypatch.setattr(launch_check, "check_launch", check)
+    files = [f"{folder / f'heat_2d_{m}.py'}::{KERNEL}" for m in MODES]
+    launch_check.record_evidence(files, _spec(tmp_path / "s.json", folder), crate, None, tmp_path / "out",
+                                 bench=False)
+    assert ran == [(f"launch:heat_2d_{m}.{KERNEL}", f"tileport_heat_2d_{m}_{KERNEL}") for m in MODES]
+
+
+def test_torch_device_runs_the_port_registered_for_the_plan(monkeypatch):
+    device = object.__new__(launch_check.TorchDevice)
+    calls = []
+    device.library = {KERNEL: lambda *a, **k: calls.append("by name")}
+    device.ports = {f"launch:heat_2d_tb.{KERNEL}": lambda *a, **k: calls.append("tb's own")}
+    device.torch = type("T", (), {"cuda": type("C", (), {"current_stream": staticmethod(
+        lambda: type("S", (), {"cuda_stream": 0})())})})
+    plan = launch_check.LaunchPlan(f"launch:heat_2d_tb.{KERNEL}", KERNEL, (1, 1, 1), [], "a", "float64")
+    device.run_port(plan, [])
+    assert calls == ["tb's own"]
+
+
+def test_library_finds_a_kernel_by_module(tmp_path, monkeypatch):
+    from tileport.runtime import library
+
+    class Dll:  # the cdylib's service symbols; no kernel symbol (not called here)
+        def __init__(self, path):
+            self.tileport_last_error = lambda: None
+            self.tileport_abi_version = lambda: library.ABI_VERSION
+    monkeypatch.setattr(library.ctypes, "CDLL", Dll)
+    monkeypatch.setenv("TILEPORT_JIT_CACHE", "0")
+    manifest = tmp_path / "kernels.json"
+    manifest.write_text(json.dumps({"abi_version": library.ABI_VERSION, "entries": [
+        {"module": f"heat_2d_{m}", "kernel": KERNEL, "symbol": f"tileport_heat_2d_{m}_{KERNEL}", "params": []}
+        for m in MODES]}))
+    lib = library.KernelLibrary(tmp_path / "lib.so", manifest)
+    assert [lib.entry(KERNEL, f"heat_2d_{m}").symbol for m in MODES] == [f"tileport_heat_2d_{m}_{KERNEL}"
+                                                                        for m in MODES]
+    with pytest.raises(KeyError, match="module `gelu`"):  # no fallback to the kernel's name alone
+        lib.entry(KERNEL, "gelu")
