@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
 
 from tileport import wild_gpu
+from tileport.capture import CaptureError
 from tileport.gpu import launch_check
 from tileport.launches import LaunchArg, LaunchRecord, write_spec
 from tileport.pipeline.target import Target
@@ -227,3 +229,45 @@ def test_library_finds_a_kernel_by_module(tmp_path, monkeypatch):
                                                                         for m in MODES]
     with pytest.raises(KeyError, match="module `gelu`"):  # no fallback to the kernel's name alone
         lib.entry(KERNEL, "gelu")
+
+
+KERNEL_FILE = '''import cuda.tile as ct
+
+@ct.kernel
+def {name}(x, y, T: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(T,)) * 2.0)
+'''
+
+
+def _crate_of_same_named_kernels(tmp_path):
+    from tileport.translate import translate
+    paths = []
+    for stem, name in (("heat_tb", "shared_kernel"), ("heat_flat", "shared_kernel"), ("solo", "solo_kernel")):
+        paths.append(tmp_path / f"{stem}.py")
+        paths[-1].write_text(KERNEL_FILE.format(name=name))
+    files = translate([str(p) for p in paths], None).files
+    return files["src/lib.rs"], json.loads(files["kernels.json"])
+
+
+def test_ir_export_names_same_named_entries_by_module(tmp_path):
+    """Regression: the crate's `entry_info` matched entries by name alone, so the IR export of every module's
+    `shared_kernel` compiled the first module's (and stage B's capture took the first manifest entry of
+    that name: with other pinned constants, no variant matched and B failed to compile)."""
+    from tileport.capture import _entry, ir_entry_name
+    from tileport.ops.spec import Capture
+    lib_rs, manifest = _crate_of_same_named_kernels(tmp_path)
+    keys = [line.split('"')[1] for line in lib_rs.splitlines() if "=> EntryInfo" in line]
+    lib = types.SimpleNamespace(manifest=manifest)
+    cap = Capture("shared_kernel", {"x": ("float32", 1), "y": ("float32", 1)}, {}, {"T": 128})
+    named = []
+    for module in ("heat_tb", "heat_flat"):
+        entry = _entry(lib, cap, module)
+        assert entry["module"] == module
+        named += [ir_entry_name(manifest, entry, v["entry"]) for v in entry["variants"]]
+    solo = next(e for e in manifest["entries"] if e["kernel"] == "solo_kernel")
+    named += [ir_entry_name(manifest, solo, v["entry"]) for v in solo["variants"]]
+    assert sorted(named) == sorted(keys)  # what the capture asks for is what the crate knows
+    assert "heat_tb::shared_kernel" in keys and "heat_flat::shared_kernel" in keys and "solo_kernel" in keys
+    with pytest.raises(CaptureError, match="in module `nowhere`"):
+        _entry(lib, cap, "nowhere")
