@@ -19,7 +19,8 @@ the generated file runs, with three stand-ins because the GPU machine has no cup
 - bricked files: `launch_<name>_bricked` runs as written on host numpy arrays (its layout round trip uses
   numpy-only methods), and its call of `launch_<name>` on the flat view is moved to the GPU with the
   view's shape and strides (a slice of the brick-padded array, as the package passes it) and back.
-Domains: the smallest and the largest benchmark domain of each rank ($WILD_STENCIL_DOMAINS=all: every one).
+Domains: the smallest and the largest benchmark domain of each rank ($WILD_STENCIL_DOMAINS: `ends`, the
+default; `all`; `largest`).
 """
 
 from __future__ import annotations
@@ -67,15 +68,21 @@ def load_manifest(folder: Path) -> list[dict]:
     return entries
 
 
+DOMAIN_CHOICES = ("ends", "all", "largest")
+
+
 def domains(entry: dict, which: str = "ends") -> list[tuple[int, ...]]:
-    """The benchmark domains to launch: every one (`all`), else the smallest and the largest."""
+    """The benchmark domains to launch: the smallest and the largest (`ends`), every one (`all`), or the
+    largest only (`largest`: the shortest GPU run)."""
+    if which not in DOMAIN_CHOICES:
+        raise StencilSetupError(f"WILD_STENCIL_DOMAINS={which!r}: one of {', '.join(DOMAIN_CHOICES)}")
     found = [tuple(int(n) for n in d) for d in entry.get("benchmark_domains") or []]
     if not found:
         raise StencilSetupError(f"{entry['file']}: no benchmark domain for rank {entry.get('ndim')} in the manifest")
     if which == "all":
         return found
     ordered = sorted(found, key=lambda d: (int(np.prod(d)), d))
-    return list(dict.fromkeys([ordered[0], ordered[-1]]))
+    return [ordered[-1]] if which == "largest" else list(dict.fromkeys([ordered[0], ordered[-1]]))
 
 
 def full_shape(domain: tuple[int, ...], halo_widths: list[int]) -> tuple[int, ...]:

@@ -110,6 +110,9 @@ def test_manifest_domains_and_shapes(driver, tmp_path):
     assert [e["file"] for e in entries] == ["demo_tb.py", "demo_bricked.py"]  # a file the package failed to compile is not listed
     assert driver.domains(entries[0]) == [(16, 16), (256, 256)]  # the smallest and the largest
     assert driver.domains(entries[0], "all") == [(256, 256), (16, 16), (64, 64)]
+    assert driver.domains(entries[0], "largest") == [(256, 256)]
+    with pytest.raises(driver.StencilSetupError, match="one of ends, all, largest"):
+        driver.domains(entries[0], "some")
     assert driver.full_shape((16, 16), [1, 2]) == (18, 20)  # the benchmark's domain + halo on each side
     with pytest.raises(driver.StencilSetupError, match="rank"):
         driver.full_shape((16,), [1, 2])
