@@ -159,56 +159,25 @@ def test_grade_gives_each_file_its_own_verdicts(tmp_path, monkeypatch):
                     "heat_2d_bricked.py": {"D": "FAIL"}}
 
 
-def test_gpu_check_runs_each_files_own_port(tmp_path, monkeypatch):
+def test_gpu_check_runs_each_files_own_port():
     """Regression: the port was looked up by kernel name, so every file's heat_2d_kernel ran the port of the
     last module of that name in the crate (the library keeps one entry per name)."""
-    folder = _generated(tmp_path / "stencil-gen")
-    crate = tmp_path / "crate"
-    crate.mkdir()
-    params = [{"name": "u", "kind": "array", "rank": 2}, {"name": "output", "kind": "array", "rank": 2}]
-    (crate / "kernels.json").write_text(json.dumps({"entries": [
-        {"module": f"heat_2d_{m}", "kernel": KERNEL, "params": params} for m in MODES]}))
+    asked = []
 
     class Library:
-        def __getitem__(self, kernel):
-            return f"tileport_heat_2d_bricked_{kernel}"  # what the name alone finds: the last entry
-
         def entry(self, kernel, module):
-            return f"tileport_{module}_{kernel}"
+            asked.append((kernel, module))
+            return lambda *values, grid, stream: None
 
-    class Device:
-        def __init__(self, source, library, budget):
-            self.source, self.library, self.ports = source, library, {}
-
-        def name(self):
-            return "fake"
-
-    ran = []
-
-    def check(plan, device, seed=0):
-        port = device.ports[plan.key] if plan.key in device.ports else device.library[plan.kernel]
-        ran.append((plan.key, port))
-        return {"op": plan.key, "kernel": plan.kernel, "launch": plan.label, "ok": True}
-    monkeypatch.setattr("tileport.runtime.library.load", lambda crate_dir, so: Library())
-    monkeypatch.setattr("tileport.capture.kernel_namespace", lambda path: {KERNEL: path.stem})
-    monkeypatch.setattr(launch_check, "TorchDevice", Device)
-    monkeypatch.setattr(launch_check, "check_launch", check)
-    files = [f"{folder / f'heat_2d_{m}.py'}::{KERNEL}" for m in MODES]
-    launch_check.record_evidence(files, _spec(tmp_path / "s.json", folder), crate, None, tmp_path / "out",
-                                 bench=False)
-    assert ran == [(f"launch:heat_2d_{m}.{KERNEL}", f"tileport_heat_2d_{m}_{KERNEL}") for m in MODES]
-
-
-def test_torch_device_runs_the_port_registered_for_the_plan(monkeypatch):
     device = object.__new__(launch_check.TorchDevice)
-    calls = []
-    device.library = {KERNEL: lambda *a, **k: calls.append("by name")}
-    device.ports = {f"launch:heat_2d_tb.{KERNEL}": lambda *a, **k: calls.append("tb's own")}
-    device.torch = type("T", (), {"cuda": type("C", (), {"current_stream": staticmethod(
-        lambda: type("S", (), {"cuda_stream": 0})())})})
-    plan = launch_check.LaunchPlan(f"launch:heat_2d_tb.{KERNEL}", KERNEL, (1, 1, 1), [], "a", "float64")
-    device.run_port(plan, [])
-    assert calls == ["tb's own"]
+    device.library = Library()
+    device.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        current_stream=lambda: types.SimpleNamespace(cuda_stream=0)))
+    for m in MODES:
+        key = launch_check.evidence_key(f"/gpu/stencil-gen/heat_2d_{m}.py", KERNEL)
+        device.run_port(launch_check.LaunchPlan(key, KERNEL, (1, 1, 1), [], "a", "float64"), [])
+    assert asked == [(KERNEL, f"heat_2d_{m}") for m in MODES]
+    assert launch_check.module_of("stage-d-key", KERNEL) is None
 
 
 def test_library_finds_a_kernel_by_module(tmp_path, monkeypatch):
@@ -223,11 +192,13 @@ def test_library_finds_a_kernel_by_module(tmp_path, monkeypatch):
     manifest = tmp_path / "kernels.json"
     manifest.write_text(json.dumps({"abi_version": library.ABI_VERSION, "entries": [
         {"module": f"heat_2d_{m}", "kernel": KERNEL, "symbol": f"tileport_heat_2d_{m}_{KERNEL}", "params": []}
-        for m in MODES]}))
+        for m in MODES] + [{"module": "solo", "kernel": "solo_kernel", "symbol": "tileport_solo_kernel",
+                            "params": []}]}))
     lib = library.KernelLibrary(tmp_path / "lib.so", manifest)
     assert [lib.entry(KERNEL, f"heat_2d_{m}").symbol for m in MODES] == [f"tileport_heat_2d_{m}_{KERNEL}"
                                                                         for m in MODES]
-    with pytest.raises(KeyError, match="module `gelu`"):  # no fallback to the kernel's name alone
+    assert lib.entry("solo_kernel", "solo_").symbol == "tileport_solo_kernel"  # a name one module has
+    with pytest.raises(KeyError, match="module `gelu`"):  # a name several modules have: never a guess
         lib.entry(KERNEL, "gelu")
 
 

@@ -59,6 +59,12 @@ def evidence_key(path: Path | str, kernel: str) -> str:
     return f"launch:{Path(path).stem}.{kernel}"
 
 
+def module_of(key: str, kernel: str) -> str | None:
+    """The file stem of an evidence key (None for another key)."""
+    head, tail = "launch:", f".{kernel}"
+    return key[len(head):-len(tail)] if key.startswith(head) and key.endswith(tail) else None
+
+
 # ------------------------------------------------------------------------------------ planning (CPU)
 
 @dataclass
@@ -256,7 +262,6 @@ class TorchDevice:
         from tileport.gpu.timing import make_flush
         self.torch = torch
         self.source, self.library, self.budget = source_kernels, port_library, budget_s
-        self.ports: dict[str, Any] = {}  # plan key -> the port's entry, where kernel names repeat across files
         self.flush = make_flush("cuda")
 
     def _dtype(self, name: str):
@@ -286,7 +291,7 @@ class TorchDevice:
         ct.launch(self.torch.cuda.current_stream(), plan.grid, self.source[plan.kernel], tuple(values))
 
     def run_port(self, plan: LaunchPlan, values: list) -> None:
-        port = self.ports[plan.key] if plan.key in self.ports else self.library[plan.kernel]
+        port = self.library.entry(plan.kernel, module_of(plan.key, plan.kernel))  # the name may be in other files
         port(*values, grid=plan.grid, stream=self.torch.cuda.current_stream().cuda_stream)
 
     def sync(self) -> None:
@@ -389,7 +394,6 @@ def record_evidence(files: list[str], spec: Path | None, crate_dir: Path, so: Pa
         if not plans:
             continue
         device.source[k.kernel] = kernel_namespace(k.path)[k.kernel]  # set before this kernel's plans run
-        device.ports[k.key] = device.library.entry(k.kernel, k.path.stem)  # the same name may be in other files
         for i, p in enumerate(plans):
             check.append(check_launch(p, device, seed=i))
             if bench:

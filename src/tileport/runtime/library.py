@@ -274,12 +274,14 @@ class KernelLibrary:
         except KeyError:
             raise KeyError(f"no kernel `{kernel}` in {self.path.name}") from None
 
-    def entry(self, kernel: str, module: str) -> Entry:
-        """The kernel `kernel` of the source module `module` (its file's stem)."""
-        try:
+    def entry(self, kernel: str, module: str | None) -> Entry:
+        """The kernel `kernel` of the source module `module` (its file's stem); a kernel whose name no other
+        module has is found by name alone (a module named otherwise than its file: `support.py` -> `support_`)."""
+        if (module, kernel) in self.module_entries:
             return self.module_entries[(module, kernel)]
-        except KeyError:
-            raise KeyError(f"no kernel `{kernel}` of module `{module}` in {self.path.name}") from None
+        if sum(k == kernel for _m, k in self.module_entries) == 1:
+            return self.entries[kernel]
+        raise KeyError(f"no kernel `{kernel}` of module `{module}` in {self.path.name}")
 
     def ir(self, entry: str, generics: Sequence[str], target: str = "sm_90") -> tuple[str, bytes]:
         """Tile IR of one entry, compiled on the CPU by the cutile compiler inside the library."""
