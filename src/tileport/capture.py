@@ -154,42 +154,56 @@ def _eval_dim(expr: str, consts: dict) -> int:
     return ev(ast.parse(expr, mode="eval").body)
 
 
-def _entry(lib: KernelLibrary, capture: Capture) -> dict:
-    entry = next((e for e in lib.manifest["entries"] if e["kernel"] == capture.kernel), None)
+def _entry(lib: KernelLibrary, capture: Capture, module: str | None = None) -> dict:
+    """The manifest entry of the captured kernel; `module` (its Rust module) picks among kernels of the
+    same name in several files of one crate."""
+    entry = next((e for e in lib.manifest["entries"] if e["kernel"] == capture.kernel
+                  and (module is None or e["module"] == module)), None)
     if entry is None:
-        raise CaptureError(f"the generated library has no kernel `{capture.kernel}`")
+        raise CaptureError(f"the generated library has no kernel `{capture.kernel}`"
+                           + (f" in module `{module}`" if module else ""))
     return entry
 
 
-def generated_bytecode(lib: KernelLibrary, capture: Capture, target: str = "sm_90") -> tuple[str, bytes]:
+def ir_entry_name(manifest: dict, entry: dict, name: str) -> str:
+    """How `tileport_ir` knows the variant `name` of `entry`: `module::name` when another module of the crate
+    has a variant of that name (emit.crate.lib_rs's rule), else the name alone."""
+    elsewhere = any(v["entry"] == name for e in manifest["entries"] if e["module"] != entry["module"]
+                    for v in e["variants"])
+    return f"{entry['module']}::{name}" if elsewhere else name
+
+
+def generated_bytecode(lib: KernelLibrary, capture: Capture, target: str = "sm_90",
+                       module: str | None = None) -> tuple[str, bytes]:
     """Tile IR of the cutile-rs port for the same signature, compiled on the CPU."""
-    name, generics = generic_arguments(_entry(lib, capture), capture)
-    return lib.ir(name, generics, target)
+    entry = _entry(lib, capture, module)
+    name, generics = generic_arguments(entry, capture)
+    return lib.ir(ir_entry_name(lib.manifest, entry, name), generics, target)
 
 
-def generated_arg_roles(lib: KernelLibrary, capture: Capture, generated) -> dict[int, tuple]:
+def generated_arg_roles(lib: KernelLibrary, capture: Capture, generated, module: str | None = None) -> dict[int, tuple]:
     """The shape/stride parameters of the generated entry (a read module), including the trailing
     launcher-filled strides, for the IR diff."""
     from tileport.tileir.roles import manifest_generated_roles
-    entry = _entry(lib, capture)
+    entry = _entry(lib, capture, module)
     name, _ = generic_arguments(entry, capture)
     variant = next(v for v in entry["variants"] if v["entry"] == name)
     return manifest_generated_roles(entry, variant, generated.entries[0])
 
 
-def reference_arg_roles(lib: KernelLibrary, capture: Capture, reference) -> dict[int, tuple]:
+def reference_arg_roles(lib: KernelLibrary, capture: Capture, reference, module: str | None = None) -> dict[int, tuple]:
     """The shape/stride parameters of the cuTile Python entry (a read module) for the IR diff."""
     from tileport.tileir.roles import cutile_python_roles
-    return cutile_python_roles(_entry(lib, capture)["params"], reference.entries[0])
+    return cutile_python_roles(_entry(lib, capture, module)["params"], reference.entries[0])
 
 
-def diff_port(lib: KernelLibrary, capture: Capture, reference: bytes, generated: bytes):
+def diff_port(lib: KernelLibrary, capture: Capture, reference: bytes, generated: bytes, module: str | None = None):
     """The structural diff (a `tileport.tileir.DiffReport`) of one configuration's reference and generated
     Tile IR bytecode, with both entries' shape/stride parameter roles (what `verify` and stage B compare)."""
     from tileport.tileir import diff, read_module
     ref_module, gen_module = read_module(reference), read_module(generated)
-    return diff(ref_module, gen_module, generated_arg_roles=generated_arg_roles(lib, capture, gen_module),
-                reference_arg_roles=reference_arg_roles(lib, capture, ref_module))
+    return diff(ref_module, gen_module, generated_arg_roles=generated_arg_roles(lib, capture, gen_module, module),
+                reference_arg_roles=reference_arg_roles(lib, capture, ref_module, module))
 
 
 def disassemble(bytecode: bytes) -> str:

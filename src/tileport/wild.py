@@ -103,22 +103,30 @@ def fetch_all(work: Path, cache: Path | None = None) -> list[tuple[str, str, Pat
 
 STENCIL = ("cutile-stencil", "0.3.0")
 GENERATED = "cutile-stencil (generated)"  # the package name of the generated kernels' rows
+STENCIL_MANIFEST = "stencils.json"  # beside the generated files: per file, its compile metadata and benchmark domains
 # cutile.compile options per generated file: the default pipeline (temporal blocking) without the autotuner
 # (it times candidates on a GPU), the same without temporal blocking, and the bricked memory layout.
 STENCIL_MODES = {"tb": {"autotune": False}, "flat": {"autotune": False, "temporal_blocking": False},
                  "bricked": {"autotune": False, "layout": "bricked"}}
 # Run by the package's own interpreter (a venv under the work directory), never imported by tileport: for
-# every @stencil of the package's own benchmark set and every mode, compile and emit_to_file.
+# every @stencil of the package's own benchmark set and every mode, compile and emit_to_file, and keep the
+# compile result's metadata and the benchmark domains of its rank (what the package's own benchmark launches:
+# the GPU driver scripts/wild_drivers/stencil_driver.py reads them from STENCIL_MANIFEST).
 STENCIL_DRIVER = """
 import json, sys
 import cutile
 from cutile.benchmarks import stencils
 out, modes, done = sys.argv[1], json.loads(sys.argv[2]), []
+domains = getattr(stencils, "BENCHMARK_DOMAINS", {})
 for name in sorted(n for n in dir(stencils) if hasattr(getattr(stencils, n), "_ir")):
     for mode, options in modes.items():
         try:
-            cutile.compile(getattr(stencils, name), **options).emit_to_file(f"{out}/{name}_{mode}.py")
-            done.append({"stencil": name, "mode": mode, "ok": True})
+            r = cutile.compile(getattr(stencils, name), **options)
+            r.emit_to_file(f"{out}/{name}_{mode}.py")
+            done.append({"stencil": name, "mode": mode, "ok": True, "file": f"{name}_{mode}.py", "name": r.name,
+                         "ndim": r.ndim, "halo_widths": list(r.halo_widths), "tile_sizes": list(r.tile_sizes),
+                         "temporal_steps": r.temporal_steps, "options": options,
+                         "benchmark_domains": [list(d) for d in domains.get(r.ndim, [])]})
         except Exception as e:
             done.append({"stencil": name, "mode": mode, "ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
 print(json.dumps(done))
@@ -147,6 +155,8 @@ def generate_stencils(work: Path) -> tuple[Path, list[dict], str]:
     freeze = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
                             capture_output=True, text=True, timeout=120).stdout.split()
     versions = ", ".join(f"`{x}`" for x in freeze if x.split("==")[0].lower() in ("cutile-stencil", "xdsl", "numpy"))
+    write_atomic(gen / STENCIL_MANIFEST, json.dumps({"package": STENCIL[0], "version": STENCIL[1], "versions": versions,
+                                                     "files": outcome}, indent=1) + "\n")
     return gen, outcome, versions
 
 

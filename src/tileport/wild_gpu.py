@@ -4,7 +4,8 @@ test the ports against their source kernels on the GPU, and tabulate correct / p
 The GPU machine has no Rust, and the port library must hold the constant values of the recorded launches,
 so the flow has a CPU step between two runs of the same GPU command:
 
-    CPU   python3 -m tileport.wild_gpu prepare                # the drivers' wheels into .device/wild
+    CPU   python3 -m tileport.wild_gpu prepare                # the drivers' wheels, cutile-stencil's generated
+                                                              # kernels (stencil-gen/) into .device/wild
     GPU   bash .device/enter.sh bash scripts/h200.sh wild     # 1: records wild-launches.json
     CPU   python3 -m tileport.wild_gpu bundle DIR             # ports on those launches (to B), packs the library
     GPU   bash .device/enter.sh bash scripts/h200.sh wild     # 2: records again, differential test + parity
@@ -14,6 +15,11 @@ so the flow has a CPU step between two runs of the same GPU command:
 checkout, runs every driver of scripts/wild_drivers/ under `tileport record`, then, when a port library
 is bundled, `tileport.gpu.launch_check` on the recorded launches; it writes `wild-gpu.json` (per
 kernel: launches, correct, parity) whatever happened, saying why a kernel has no result.
+
+cutile-stencil's kernels exist only as files its compile path writes (xdsl, on the CPU machine: `prepare`
+runs it, as `scripts/wild.sh --stencil-gen` does); the files and their manifest travel in
+.device/wild/stencil-gen, where scripts/wild_drivers/stencil_driver.py launches them (torch, no cupy), and
+`bundle` / `grade` read the same files under the work directory (the evidence fingerprints their text).
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ BUNDLE = REPO / ".device" / "wild"  # wheels, launches.json, crate/, libwild_por
 LIB_NAME = "libwild_port.so"
 DRIVER_TIMEOUT_S = 300
 TRITON_DRIVERS = ("liger_driver.py",)  # run by tileport.wild_triton_gpu
+STENCIL_GEN = "stencil-gen"  # cutile-stencil's generated files + manifest: under the work directory and the bundle
+STENCIL_DIR_ENV = "WILD_STENCIL_DIR"  # where stencil_driver.py finds them
+# drivers of generated kernel files (no package to import: they load the files of this bundle folder)
+GENERATED_DRIVERS = {"stencil_driver.py": STENCIL_GEN}
 
 
 def drivers() -> list[Path]:
@@ -60,12 +70,13 @@ def install_wheels(wheels: Sequence[Path], site: Path) -> str:
     return "" if r.returncode == 0 else (r.stderr or r.stdout)[-1000:]
 
 
-def record_drivers(out: Path, site: Path) -> dict[str, Any]:
+def record_drivers(out: Path, site: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
     """Every driver under `tileport record`, into one spec (out/wild-launches.json)."""
     spec = out / "wild-launches.json"
     spec.unlink(missing_ok=True)  # every driver appends: one spec for all of them
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(REPO / "src"),
                                                         os.environ.get("PYTHONPATH", "")]))
+    env[STENCIL_DIR_ENV] = str(bundle / STENCIL_GEN)
     results = {}
     for drv in drivers():
         summary = out / f"driver-{package_of(drv)}.json"
@@ -89,7 +100,7 @@ def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
     site = out / "site"
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": _gpu_name()}
     doc["install"] = install_wheels(sorted(bundle.glob("*.whl")), site) or "ok"
-    doc["record"] = record_drivers(out, site)
+    doc["record"] = record_drivers(out, site, bundle)
     evidence = None
     spec = Path(doc["record"]["spec"]) if doc["record"]["spec"] else None
     lib = _library(bundle, out)
@@ -151,7 +162,7 @@ def kernel_rows(spec: Path | None, evidence: Path | None) -> list[dict[str, Any]
                  if b.get("kernel") == kernel and b["op"].startswith(f"launch:{Path(file).stem}.")]
         ratios = [b["times_us"]["cutile-rs"] / b["times_us"]["cutile"] for b in timed
                   if {"cutile", "cutile-rs"} <= set(b.get("times_us", {})) and b["times_us"]["cutile"] > 0]
-        problems = [p for k, v in ev.get("problems", {}).items() if k.endswith(f".{kernel}") for p in v]
+        problems = ev.get("problems", {}).get(f"launch:{Path(file).stem}.{kernel}", [])
         rows.append({"file": file, "kernel": kernel, "launches": sum(r.kernel == kernel and Path(r.file).name == file
                                                                      for r in records),
                      "checked": len(checks), "correct": bool(checks) and all(c["ok"] for c in checks),
@@ -175,6 +186,38 @@ def kernel_files(spec: Path, roots: dict[str, Path]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def local_roots(work: Path) -> dict[str, Path]:
+    """Where the kernel files live here: the downloaded packages and, once generated, cutile-stencil's output."""
+    from tileport.wild import GENERATED, STENCIL_MANIFEST, fetch_all
+    roots = {p: r for p, _v, r in fetch_all(work)}
+    if (work / STENCIL_GEN / STENCIL_MANIFEST).is_file():
+        roots[GENERATED] = work / STENCIL_GEN
+    return roots
+
+
+def port_key(target: str, targets: Sequence[str]) -> str:
+    """The directory `tileport port` gives the FILE::kernel `target` among `targets` (the rule of
+    pipeline.targets.dedupe_keys: the kernel's name, with the file's stem when several files have it)."""
+    path, kernel = target.rsplit("::", 1)
+    same = sum(t.rsplit("::", 1)[1] == kernel for t in dict.fromkeys(targets))
+    return kernel if same == 1 else f"{Path(path).stem}.{kernel}"
+
+
+def copy_stencil_gen(gen: Path, dest: Path) -> list[str]:
+    """cutile-stencil's generated files and their manifest into dest/stencil-gen (the GPU machine cannot
+    generate them: no xdsl); [] when they were not generated."""
+    from tileport.wild import STENCIL_MANIFEST
+    if not (gen / STENCIL_MANIFEST).is_file():
+        return []
+    target = dest / STENCIL_GEN
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    names = sorted(p.name for p in gen.glob("*.py")) + [STENCIL_MANIFEST]
+    for name in names:
+        shutil.copy(gen / name, target / name)
+    return names
+
+
 def copy_wheels(wheels: Path, dest: Path) -> list[str]:
     """The pinned wheels of the packages a driver runs, into the bundle (the others stay here: the carry is small)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -187,21 +230,29 @@ def copy_wheels(wheels: Path, dest: Path) -> list[str]:
     return out
 
 
-def prepare(work: Path = Path("out/wild"), dest: Path = BUNDLE) -> int:
-    """Before the first GPU run: the wheels the drivers import, in .device/wild (no port library yet)."""
-    from tileport.wild import fetch_all
+def prepare(work: Path = Path("out/wild"), dest: Path = BUNDLE, stencil: bool = True) -> int:
+    """Before the first GPU run: the wheels the drivers import and (unless `stencil` is false) the kernels
+    cutile-stencil generates, in .device/wild (no port library yet)."""
+    from tileport.wild import WildError, fetch_all, generate_stencils
     fetch_all(work)
     names = copy_wheels(work / "wheels", dest)
     print(f"wild_gpu prepare: {', '.join(names) or 'no wheel'} in {dest}")
-    return 0 if names else 1
+    if not stencil:
+        return 0 if names else 1
+    try:
+        gen, _outcome, versions = generate_stencils(work)
+    except WildError as e:
+        print(f"wild_gpu prepare: cutile-stencil's compile path: {e}", file=sys.stderr)
+        return 1
+    files = copy_stencil_gen(gen, dest)
+    print(f"wild_gpu prepare: {len(files) - 1} kernel file(s) generated by {versions} in {dest / STENCIL_GEN}")
+    return 0 if names and len(files) > 1 else 1
 
 
 def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, profile: str = "release") -> int:
     """Port the recorded kernels to stage B on their launches and pack crate, library, wheels, launches."""
-    from tileport.wild import fetch_all
     spec = results / "wild-launches.json"
-    roots = {p: r for p, _v, r in fetch_all(work)}
-    targets = kernel_files(spec, roots)
+    targets = kernel_files(spec, local_roots(work))
     if not targets:
         print(f"wild_gpu bundle: {spec} names no kernel of the wild packages", file=sys.stderr)
         return 2
@@ -210,7 +261,7 @@ def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, pr
                     "--no-gpu", "--profile", profile, "--out", str(out)], check=False)
     libs = {}
     for t in targets:
-        v = out / t.rsplit("::", 1)[1] / "B" / "verdict.json"
+        v = out / port_key(t, targets) / "B" / "verdict.json"
         if v.is_file():
             lib = json.loads(v.read_text()).get("details", {}).get("library", {})
             if lib.get("crate") and lib.get("library"):
@@ -227,6 +278,7 @@ def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, pr
     subprocess.run(f"xz -9 -T2 -c {so} > {dest / (LIB_NAME + '.xz')}", shell=True, check=True)
     shutil.copy(spec, dest / "launches.json")
     copy_wheels(work / "wheels", dest)
+    copy_stencil_gen(work / STENCIL_GEN, dest)  # the very files the port was made from
     left = sorted(set(targets) - set(kernels))
     size = sum(f.stat().st_size for f in dest.parent.rglob("*") if f.is_file())
     print(f"wild_gpu bundle: {len(kernels)} kernel(s) in {dest}; not in the bundled library: {left or 'none'}; "
@@ -236,11 +288,10 @@ def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, pr
 
 def grade(results: Path, work: Path = Path("out/wild"), table: Path = Path("bench/results")) -> int:
     """`tileport port --launches --gpu-results` on the GPU run's results, then bench/results/wild-gpu.*."""
-    from tileport.wild import fetch_all, write_atomic
+    from tileport.wild import write_atomic
     spec = results / "wild-launches.json"
     gpu = json.loads((results / "wild-gpu.json").read_text())
-    roots = {p: r for p, _v, r in fetch_all(work)}
-    targets = kernel_files(spec, roots) if spec.is_file() else []
+    targets = kernel_files(spec, local_roots(work)) if spec.is_file() else []
     verdicts = {}
     if targets:
         out = work / "gpu-grade"
@@ -248,12 +299,13 @@ def grade(results: Path, work: Path = Path("out/wild"), table: Path = Path("benc
                         "--gpu-results", str(results), "--no-gpu", "--out", str(out)], check=False)
         try:
             summary = json.loads((out / "summary.json").read_text())
-            verdicts = {k["kernel"]: {s["stage"]: s["verdict"] for s in k.get("route", [])}
-                        for k in summary["kernels"]}
+            by_key = {k["key"]: {s["stage"]: s["verdict"] for s in k.get("route", [])} for k in summary["kernels"]}
         except (OSError, ValueError, KeyError):
-            pass
+            by_key = {}
+        verdicts = {(Path(t.rsplit("::", 1)[0]).name, t.rsplit("::", 1)[1]): by_key.get(port_key(t, targets), {})
+                    for t in targets}
     for row in gpu.get("kernels", []):
-        row["port_verdicts"] = verdicts.get(row["kernel"], {})
+        row["port_verdicts"] = verdicts.get((row["file"], row["kernel"]), {})
     write_atomic(table / "wild-gpu.json", json.dumps(gpu, indent=1, default=str) + "\n")
     write_atomic(table / "wild-gpu.md", render(gpu))
     print(f"wild_gpu grade: {table / 'wild-gpu.md'}")
@@ -290,7 +342,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("device", help="on the GPU machine: record the drivers, check the ports")
     d.add_argument("--out", type=Path, required=True)
-    sub.add_parser("prepare", help="on the CPU machine, before the first GPU run: the wheels into .device/wild")
+    pr = sub.add_parser("prepare", help="on the CPU machine, before the first GPU run: the wheels and "
+                                        "cutile-stencil's generated kernels into .device/wild")
+    pr.add_argument("--no-stencil", action="store_true", help="skip cutile-stencil's generated kernels")
     b = sub.add_parser("bundle", help="on the CPU machine: port on the recorded launches, pack .device/wild")
     b.add_argument("results", type=Path, help="the folder with the GPU run's wild-launches.json")
     b.add_argument("--profile", default="release")
@@ -302,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(render(doc))
         return 0
     if args.cmd == "prepare":
-        return prepare()
+        return prepare(stencil=not args.no_stencil)
     if args.cmd == "bundle":
         return bundle(args.results, profile=args.profile)
     return grade(args.results)

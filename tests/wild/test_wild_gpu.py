@@ -87,6 +87,9 @@ def test_drivers_call_the_packages_own_host_functions():
     drivers = wild_gpu.drivers()
     assert {wild_gpu.package_of(d) for d in drivers} >= {"bastile", "cutile_gpt"}
     for d in drivers:
+        if d.name in wild_gpu.GENERATED_DRIVERS:  # generated files, no package: tests/wild/test_stencil_driver.py
+            assert "run_cases" in d.read_text() and "load_generated" in d.read_text()
+            continue
         tree = ast.parse(d.read_text())
         imported = {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         assert wild_gpu.package_of(d) in imported, f"{d.name} does not import its package"

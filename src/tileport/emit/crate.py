@@ -140,10 +140,16 @@ def lib_rs(mods: list[ModuleSource]) -> str:
     lines += ["", "use support::EntryInfo;", "",
               "/// Entries known to the CPU-only Tile IR export (`tileport_ir`).",
               "pub fn entry_info(entry: &str) -> Option<EntryInfo> {", "    let info = match entry {"]
+    modules_of: dict[str, set[str]] = {}
+    for m in mods:
+        for k in m.kernels:
+            modules_of.setdefault(k.name, set()).add(m.name)
     for m in mods:
         for k in m.kernels:
             arrays = ", ".join(f'("{p.ident}", {p.ty.rank})' for p in k.array_params)
-            lines.append(f'        "{k.name}" => EntryInfo {{ module_ast: {m.name}::{m.name}::__module_ast_self, '
+            # an entry name several modules define is known as `module::name` (capture.ir_entry_name)
+            key = k.name if len(modules_of[k.name]) == 1 else f"{m.name}::{k.name}"
+            lines.append(f'        "{key}" => EntryInfo {{ module_ast: {m.name}::{m.name}::__module_ast_self, '
                          f'module: "{m.name}", function: "{k.name}", arrays: &[{arrays}] }},')
     lines += ["        _ => return None,", "    };", "    Some(info)", "}", ""]
     return "\n".join(lines)

@@ -59,6 +59,12 @@ def evidence_key(path: Path | str, kernel: str) -> str:
     return f"launch:{Path(path).stem}.{kernel}"
 
 
+def module_of(key: str, kernel: str) -> str | None:
+    """The file stem of an evidence key (None for another key)."""
+    head, tail = "launch:", f".{kernel}"
+    return key[len(head):-len(tail)] if key.startswith(head) and key.endswith(tail) else None
+
+
 # ------------------------------------------------------------------------------------ planning (CPU)
 
 @dataclass
@@ -291,7 +297,8 @@ class TorchDevice:
         ct.launch(self.torch.cuda.current_stream(), plan.grid, self.source[plan.kernel], tuple(values))
 
     def run_port(self, plan: LaunchPlan, values: list) -> None:
-        self.library[plan.kernel](*values, grid=plan.grid, stream=self.torch.cuda.current_stream().cuda_stream)
+        port = self.library.entry(plan.kernel, module_of(plan.key, plan.kernel))  # the name may be in other files
+        port(*values, grid=plan.grid, stream=self.torch.cuda.current_stream().cuda_stream)
 
     def sync(self) -> None:
         self.torch.cuda.synchronize()
@@ -392,7 +399,7 @@ def record_evidence(files: list[str], spec: Path | None, crate_dir: Path, so: Pa
             problems[k.key] = bad or ["no launches"]
         if not plans:
             continue
-        device.source[k.kernel] = kernel_namespace(k.path)[k.kernel]
+        device.source[k.kernel] = kernel_namespace(k.path)[k.kernel]  # set before this kernel's plans run
         for i, p in enumerate(plans):
             check.append(check_launch(p, device, seed=i))
             if bench:

@@ -325,13 +325,13 @@ def reference_bytecode(session: "Session", path: Path, source: str, capture: "Ca
 
 
 def generated_bytecode(session: "Session", build: CrateBuild, capture: "Capture",
-                       target: str = "sm_90") -> tuple[str, bytes]:
+                       target: str = "sm_90", module: str | None = None) -> tuple[str, bytes]:
     from tileport.capture import generated_bytecode as gen
     cache = session.builds.cache
-    key = sha256("gen", build.content_hash, capture_repr(capture), target)
+    key = sha256("gen", build.content_hash, capture_repr(capture), target, module or "")
     text, data = cache.get("gen", key, "tileir"), cache.get("gen", key, "tileirbc")
     if text is None or data is None:
-        text_s, data = gen(build.library(), capture, target)
+        text_s, data = gen(build.library(), capture, target, module)
         cache.put("gen", key, "tileir", text_s.encode())
         cache.put("gen", key, "tileirbc", data)
         return text_s, data

@@ -59,12 +59,12 @@ def capture_and_diff(ctx: KernelContext, d: Path, build, arts: dict,
     for c in analysis["configurations"]:
         cap = capture_of(c, t.kernel)
         try:
-            gen_text, gen_bc = builds.generated_bytecode(ctx.session, build, cap)
+            gen_text, gen_bc = builds.generated_bytecode(ctx.session, build, cap, module=t.module)
         except (CaptureError, TileportError) as e:
             return verdict("FAIL_COMPILE", f"the cutile compiler cannot compile {c['label']}: {e}", artifacts=arts)
         write_text_atomic(gen_dir / f"{c['slug']}.tileir", gen_text)
         write_bytes_atomic(gen_dir / f"{c['slug']}.tileirbc", gen_bc)
-        report = diff_port(lib, cap, (ctx.kernel_dir / c["reference_bytecode"]).read_bytes(), gen_bc)
+        report = diff_port(lib, cap, (ctx.kernel_dir / c["reference_bytecode"]).read_bytes(), gen_bc, t.module)
         write_text_atomic(diff_dir / f"{c['slug']}.json", report.to_json() + "\n")
         write_text_atomic(diff_dir / f"{c['slug']}.md", report.to_markdown())
         all_findings += finding_records(report, c["label"])
@@ -143,7 +143,7 @@ def own_ir_checks(ctx: KernelContext, analysis: dict, build, d: Path, verdict, a
         p.mkdir()
     for c in analysis["configurations"]:
         try:
-            gen_text, gen_bc = builds.generated_bytecode(ctx.session, build, capture_of(c, t.kernel))
+            gen_text, gen_bc = builds.generated_bytecode(ctx.session, build, capture_of(c, t.kernel), module=t.module)
         except (CaptureError, TileportError) as e:
             return verdict("FAIL_COMPILE", f"the cutile compiler cannot compile {c['label']}: {e}", artifacts=arts)
         write_text_atomic(gen_dir / f"{c['slug']}.tileir", gen_text)

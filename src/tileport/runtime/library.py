@@ -256,7 +256,10 @@ class KernelLibrary:
         self.dll.tileport_abi_version.restype = ctypes.c_int32
         if self.dll.tileport_abi_version() != ABI_VERSION or self.manifest["abi_version"] != ABI_VERSION:
             raise TileportError(f"{self.path} uses ABI {self.dll.tileport_abi_version()}, expected {ABI_VERSION}")
-        self.entries = {e["kernel"]: Entry(self, e) for e in self.manifest["entries"]}
+        every = [Entry(self, e) for e in self.manifest["entries"]]
+        self.entries = {e.spec["kernel"]: e for e in every}
+        # kernels of the same name in several source files (a batch crate) differ by module
+        self.module_entries = {(e.spec.get("module"), e.spec["kernel"]): e for e in every}
         if os.environ.get("TILEPORT_JIT_CACHE", "1") != "0":
             rc = self.dll.tileport_enable_jit_cache()
             if rc:
@@ -271,6 +274,15 @@ class KernelLibrary:
             return self.entries[kernel]
         except KeyError:
             raise KeyError(f"no kernel `{kernel}` in {self.path.name}") from None
+
+    def entry(self, kernel: str, module: str | None) -> Entry:
+        """The kernel `kernel` of the source module `module` (its file's stem); a kernel whose name no other
+        module has is found by name alone (a module named otherwise than its file: `support.py` -> `support_`)."""
+        if (module, kernel) in self.module_entries:
+            return self.module_entries[(module, kernel)]
+        if sum(k == kernel for _m, k in self.module_entries) == 1:
+            return self.entries[kernel]
+        raise KeyError(f"no kernel `{kernel}` of module `{module}` in {self.path.name}")
 
     def ir(self, entry: str, generics: Sequence[str], target: str = "sm_90") -> tuple[str, bytes]:
         """Tile IR of one entry, compiled on the CPU by the cutile compiler inside the library."""
