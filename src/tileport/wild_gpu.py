@@ -104,6 +104,8 @@ def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
     evidence = None
     spec = Path(doc["record"]["spec"]) if doc["record"]["spec"] else None
     lib = _library(bundle, out)
+    doc["check"] = "not finished (the step ended during the differential test)"
+    _write_doc(out, doc)  # a time limit during the check keeps what the drivers recorded
     if spec is None:
         doc["check"] = "no launch recorded (see the drivers' output)"
     elif lib is None:
@@ -122,8 +124,14 @@ def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - reported in the JSON: the lead reads why
             doc["check"] = f"launch_check failed: {type(e).__name__}: {e}"[:2000]
     doc["kernels"] = kernel_rows(spec, evidence)
-    (out / "wild-gpu.json").write_text(json.dumps(doc, indent=1, default=str))
+    _write_doc(out, doc)
     return doc
+
+
+def _write_doc(out: Path, doc: dict[str, Any]) -> None:
+    tmp = out / "wild-gpu.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=1, default=str))
+    tmp.replace(out / "wild-gpu.json")
 
 
 def _library(bundle: Path, out: Path) -> Path | None:

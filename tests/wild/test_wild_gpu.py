@@ -8,6 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tileport import wild_gpu
 from tileport.launches import LaunchArg, LaunchRecord, write_spec
 
@@ -81,6 +83,27 @@ def test_device_step_without_launches_or_library_says_why(tmp_path, monkeypatch)
     assert doc["record"]["drivers"]["fake"]["cases"]["one"]["ok"] is False
     assert doc["check"].startswith("no launch recorded") and doc["kernels"] == []
     assert json.loads((tmp_path / "out" / "wild-gpu.json").read_text())["check"] == doc["check"]
+
+
+def test_device_step_keeps_the_record_when_the_check_never_ends(tmp_path, monkeypatch):
+    """A time limit kills the step during the differential test: wild-gpu.json already holds the drivers'
+    record (on the H200 the stencil driver's 15/15 cases were lost that way)."""
+    from tileport.gpu import launch_check
+
+    def recorded(out, site, bundle):
+        write_spec(out / "wild-launches.json", [])
+        return {"spec": str(out / "wild-launches.json"), "drivers": {"fake": {"cases": {"one": {"ok": True}}}}}
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # stands for the time limit's signal
+    monkeypatch.setattr(wild_gpu, "record_drivers", recorded)
+    monkeypatch.setattr(wild_gpu, "_library", lambda bundle, out: out / "libwild_port.so")
+    monkeypatch.setattr(launch_check, "record_evidence", killed)
+    with pytest.raises(KeyboardInterrupt):
+        wild_gpu.device(tmp_path / "out", bundle=tmp_path / "no-bundle")
+    doc = json.loads((tmp_path / "out" / "wild-gpu.json").read_text())
+    assert doc["record"]["drivers"]["fake"]["cases"] == {"one": {"ok": True}}
+    assert doc["check"].startswith("not finished")
 
 
 def test_drivers_call_the_packages_own_host_functions():
