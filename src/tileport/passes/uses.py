@@ -62,16 +62,16 @@ def use_counts(kernel: Kernel, unread: frozenset[int] = frozenset()) -> Counter:
     return counts
 
 
-def bindings_needing_mut(kernel: Kernel) -> set[int]:
-    """Ids of the `Let`s that later reassignments (in loops or branches) update."""
-    out: set[int] = set()
+def _updates(kernel: Kernel) -> list[tuple[Let, Let | None]]:
+    """Every reassignment (an updating `Let`) with the `Let` it updates in scope, None when no `let` binds
+    the name first (a parameter)."""
+    out: list[tuple[Let, Let | None]] = []
 
     def walk(block: Block, env: dict[str, Let]) -> None:
         for st in block.stmts:
             if isinstance(st, Let):
                 if st.update:
-                    if st.name in env:
-                        out.add(id(env[st.name]))
+                    out.append((st, env.get(st.name)))
                 else:
                     env[st.name] = st
             elif isinstance(st, For):
@@ -87,29 +87,15 @@ def bindings_needing_mut(kernel: Kernel) -> set[int]:
     return out
 
 
+def bindings_needing_mut(kernel: Kernel) -> set[int]:
+    """Ids of the `Let`s that later reassignments (in loops or branches) update."""
+    return {id(bound) for _, bound in _updates(kernel) if bound is not None}
+
+
 def updated_params(kernel: Kernel) -> list[str]:
     """Scalar parameters a reassignment in a loop or branch updates (no `let` of the name binds it first)."""
     scalars = {p.ident for p in kernel.params if not p.is_array and not p.is_const}
-    out: dict[str, None] = {}
-
-    def walk(block: Block, bound: set[str]) -> None:
-        for st in block.stmts:
-            if isinstance(st, Let):
-                if st.update and st.name in scalars and st.name not in bound:
-                    out[st.name] = None
-                elif not st.update:
-                    bound.add(st.name)
-            elif isinstance(st, For):
-                walk(st.body, set(bound))
-            elif isinstance(st, While):
-                walk(st.cond, set(bound))
-                walk(st.body, set(bound))
-            elif isinstance(st, If):
-                walk(st.then, set(bound))
-                walk(st.orelse, set(bound))
-
-    walk(kernel.body, set())
-    return list(out)
+    return list(dict.fromkeys(st.name for st, bound in _updates(kernel) if bound is None and st.name in scalars))
 
 
 def expand_statements(block: Block, expand) -> int:
