@@ -182,3 +182,15 @@ def test_misused_descriptors_are_located(tmp_path):
                 desc.store([0, i], desc.load([0, i]))
     """)
     assert d.construct == "pointer" and d.loc.line == 8
+
+
+def test_a_block_pointer_is_no_descriptor(tmp_path):
+    # regression: describing a block pointer in a diagnostic was an internal error (`Ptr` has no name)
+    d = diagnostic(tmp_path, """
+        @triton.jit
+        def k(x_ptr, M, N, BLOCK: tl.constexpr):
+            bp = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (BLOCK, BLOCK), (1, 0))
+            tl.store(bp, tl.load_tensor_descriptor(bp, [0, 0]))
+    """)
+    assert d.construct == "tensor_descriptor.load" and d.loc.line == 7
+    assert "a block pointer into `x_ptr` is not a tensor descriptor" in d.message

@@ -874,7 +874,7 @@ def describe(v: Any) -> str:
     if isinstance(v, Ptr):
         return f"a pointer into `{v.array.name}`"
     if isinstance(v, BlockPtr):
-        return f"a block pointer into `{v.array.name}`"
+        return f"a block pointer into `{v.array.array.name}`"
     if isinstance(v, Descriptor):
         return f"a tensor descriptor of `{v.array.array.name}`"
     if isinstance(v, DT):
