@@ -14,7 +14,7 @@ from typing import Any
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import memory as M
-from tileport.frontends.triton.values import CV, DT, Builtin, Method, Module, Ptr, Retry
+from tileport.frontends.triton.values import CV, DT, Builtin, Descriptor, Method, Module, Ptr, Retry
 from tileport.model import types as T
 from tileport.model.builder import weak_result_dtype
 from tileport.model.ir import Lit, Ref, sym_names
@@ -47,11 +47,11 @@ NO_OP = {"static_assert", "device_assert", "static_print", "device_print", "debu
 UNSUPPORTED = {
     "rand": "random numbers", "randn": "random numbers", "randint": "random numbers", "philox": "random numbers",
     "interleave": "tile interleaving",
-    "histogram": "histograms", "inline_asm_elementwise": "inline assembly", "make_tensor_descriptor":
-    "tensor descriptors", "load_tensor_descriptor": "tensor descriptors", "sort": "sorting", "gather": "tl.gather",
+    "histogram": "histograms", "inline_asm_elementwise": "inline assembly", "sort": "sorting", "gather": "tl.gather",
     "associative_scan": "custom scans", "reduce": "custom reductions", "erf": "erf", "pow": "pow",
     "umulhi": "umulhi", "clz": "clz", "popc": "popc", "flip": "tl.flip",
 }
+DESCRIPTOR_METHODS = {"load": M.descriptor_load, "store": M.descriptor_store}
 _uid = itertools.count()
 
 
@@ -81,6 +81,8 @@ def attribute(lw, obj: Any, attr: str, node) -> Any:
     if isinstance(obj, Ptr):
         if attr == "dtype":
             return DT(("pointer", obj.array.ty.dtype))
+        return Method(obj, attr)
+    if isinstance(obj, Descriptor) and attr in ("load", "store"):
         return Method(obj, attr)
     if isinstance(obj, DT):
         if attr == "element_ty" and isinstance(obj.dtype, tuple):
@@ -213,9 +215,12 @@ def method(lw, obj, name: str, args, kwargs, node):
     if name in ("sum", "max", "min", "reshape", "trans", "permute", "broadcast_to", "cumsum", "argmax", "argmin",
                 "exp", "log", "sqrt", "abs", "split"):
         return tl_call(lw, name, [obj, *args], kwargs, node, "tl")
+    if isinstance(obj, Descriptor) and name in DESCRIPTOR_METHODS:
+        return DESCRIPTOR_METHODS[name](lw, obj, args, kwargs, node)
     if name in ("load", "store") and isinstance(obj, Ref) and not isinstance(obj.ty, TileT):
-        raise lw.fail(node, f"`.{name}()` on a parameter: tensor descriptors have no lowering in tileport's kernel "
-                      "model yet", "tensor descriptor")
+        raise lw.fail(node, f"`.{name}()` on a parameter: host-side tensor descriptors have no lowering in "
+                      "tileport's kernel model yet", "tensor descriptor",
+                      "build the descriptor in the kernel with tl.make_tensor_descriptor")
     raise lw.fail(node, f"method `.{name}()` of {lw.describe(obj)} is not supported", "method")
 
 
@@ -720,7 +725,9 @@ def tl_range(lw, args, kwargs, node):
 TL = {
     "program_id": program_id, "num_programs": num_programs, "arange": arange, "full": full, "zeros": zeros,
     "zeros_like": zeros_like, "full_like": full_like, "cdiv": cdiv, "where": tl_where, "load": M.load,
-    "store": M.store, "make_block_ptr": M.make_block_ptr, "advance": M.advance, "sigmoid": sigmoid,
+    "store": M.store, "make_block_ptr": M.make_block_ptr, "advance": M.advance,
+    "make_tensor_descriptor": M.make_tensor_descriptor, "load_tensor_descriptor": M.load_tensor_descriptor,
+    "store_tensor_descriptor": M.store_tensor_descriptor, "sigmoid": sigmoid,
     "maximum": two("maximum"), "minimum": two("minimum"), "clamp": clamp, "fma": fma, "fdiv": fdiv,
     "div_rn": div_rn, "sum": reduction("sum"), "max": reduction("max"), "min": reduction("min"),
     "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"), "dot": dot, "cumsum": cumsum,

@@ -17,7 +17,8 @@ from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import calls, memory
 from tileport.frontends.triton.dtypes import promote
 from tileport.frontends.triton.scan import TritonModule, dotted, loc_of
-from tileport.frontends.triton.values import CV, Retry, DT, BlockPtr, Builtin, Gone, Helper, Method, Module, Ptr
+from tileport.frontends.triton.values import CV, Retry, DT, BlockPtr, Builtin, Descriptor, Gone, Helper, Method, \
+    Module, Ptr
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, Let, Lit, Loc, Op, Param, Ref,
                                Return, sym_names, walk)
@@ -208,7 +209,7 @@ class TritonLowerer:
                 and all(sc.kind == "if" for sc in self.scopes[owner + 1:]):
             self.scopes[cur].vars[name] = value  # joined with the other branch after the `if` (join_branch_pointers)
             return
-        if owner is not None and owner != cur and isinstance(value, (Ptr, BlockPtr)) \
+        if owner is not None and owner != cur and isinstance(value, (Ptr, BlockPtr, Descriptor)) \
                 and not self.local_in(name, owner):
             raise self.fail(node, f"pointer `{name}` is reassigned inside a loop or branch in a way that is not "
                             "a loop-invariant increment", "pointer", "advance pointers with `p += step` at the "
@@ -873,7 +874,9 @@ def describe(v: Any) -> str:
     if isinstance(v, Ptr):
         return f"a pointer into `{v.array.name}`"
     if isinstance(v, BlockPtr):
-        return f"a block pointer into `{v.array.name}`"
+        return f"a block pointer into `{v.array.array.name}`"
+    if isinstance(v, Descriptor):
+        return f"a tensor descriptor of `{v.array.array.name}`"
     if isinstance(v, DT):
         return f"dtype {v.dtype}"
     if isinstance(v, tuple):

@@ -16,7 +16,7 @@ from typing import Any
 
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton.values import Retry
-from tileport.frontends.triton.values import CV, BlockPtr, Ptr
+from tileport.frontends.triton.values import CV, BlockPtr, Descriptor, Ptr
 from tileport.model.ir import Lit, Ref
 from tileport.model.types import ArrayT, ScalarT, TileT, is_float
 
@@ -321,7 +321,7 @@ def _value_tile(lw, value, dtype, shape, node) -> Ref:
 
 # ---------------------------------------------------------------- block pointers
 
-def _block_access(lw, bp: BlockPtr, checked: tuple, node) -> A.BlockAccess:
+def _block_access(lw, bp: BlockPtr, checked: tuple, node, construct: str = "tl.make_block_ptr") -> A.BlockAccess:
     """A block pointer as the equivalent affine pointer: one synthetic arange per block dimension."""
     rank = len(bp.block)
     base = bp.array
@@ -331,15 +331,16 @@ def _block_access(lw, bp: BlockPtr, checked: tuple, node) -> A.BlockAccess:
         stride, offset, extent = (lw.poly_of(v) for v in (bp.strides[d], bp.offsets[d], bp.shape[d]))
         if stride is None or offset is None or (d in checked and extent is None):
             raise lw.fail(node, f"block pointer dimension {d}: shape, stride and offset must be integer scalars "
-                          "or constants", "tl.make_block_ptr")
+                          "or constants", construct)
         ar = ("a", f"bp{id(node)}_{d}", bp.block[d], rank - 1 - d)
         poly = None if poly is None else A.add(poly, A.mul(A.add(offset, A.factor(ar)), stride))
         if d in checked:
             bounds.append(A.Bound(ar, tuple(offset.items()), tuple(extent.items())))
     acc = None if poly is None else A.block_access(poly, tuple(bp.block), lw.scalar_params, bounds)
     if acc is None:
-        raise lw.fail(node, "this block pointer is not a partition of an array view (offsets must be multiples "
-                      "of the block shape; strides must be scalar parameters or 1)", "tl.make_block_ptr",
+        what = "block pointer" if construct == "tl.make_block_ptr" else "tensor descriptor access"
+        raise lw.fail(node, f"this {what} is not a partition of an array view (offsets must be multiples "
+                      "of the block shape; strides must be scalar parameters or 1)", construct,
                       "align the offsets to the block shape")
     return acc
 
@@ -355,14 +356,17 @@ def _checked(lw, v, rank: int, node) -> tuple:
 
 
 def _block_ptr_load(lw, bp: BlockPtr, b, node):
-    rank = len(bp.block)
-    checked = _checked(lw, b.get("boundary_check"), rank, node)
+    checked = _checked(lw, b.get("boundary_check"), len(bp.block), node)
     option = "" if _none(b.get("padding_option")) else lw.compile_time(b["padding_option"], node, "padding_option")
     if option not in ("", "zero", "nan"):
         raise lw.fail(node, f"padding_option={option!r} is not supported", "tl.load", "use 'zero' or 'nan'")
-    acc = _block_access(lw, bp, checked, node)
-    order = register_view(lw, bp.array.array.name, acc, transposable=True)
     pad = "nan" if option == "nan" else ("zero" if checked else "undetermined")
+    return _block_load(lw, bp, checked, pad, node, "tl.make_block_ptr")
+
+
+def _block_load(lw, bp: BlockPtr, checked: tuple, pad: str, node, construct: str):
+    acc = _block_access(lw, bp, checked, node, construct)
+    order = register_view(lw, bp.array.array.name, acc, transposable=True)
     index = tuple(lw.poly_atom(p, node) for p in acc.index)
     dtype = bp.array.array.ty.dtype
     out = lw.b.value("load", (array(lw, bp.array, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)),
@@ -372,14 +376,83 @@ def _block_ptr_load(lw, bp: BlockPtr, b, node):
 
 
 def _block_ptr_store(lw, bp: BlockPtr, b, node):
-    rank = len(bp.block)
     if not _none(b.get("mask")):
         raise lw.fail(node, "tl.store to a block pointer takes boundary_check, not mask", "tl.store")
-    acc = _block_access(lw, bp, _checked(lw, b.get("boundary_check"), rank, node), node)
+    _block_store(lw, bp, _checked(lw, b.get("boundary_check"), len(bp.block), node), b["value"], node,
+                 "tl.make_block_ptr")
+    return CV(None)
+
+
+def _block_store(lw, bp: BlockPtr, checked: tuple, value, node, construct: str) -> None:
+    acc = _block_access(lw, bp, checked, node, construct)
     register_view(lw, bp.array.array.name, acc)
     dtype = bp.array.array.ty.dtype
-    tile = _reshape(lw, _value_tile(lw, b["value"], dtype, tuple(bp.block), node), tuple(acc.tile), node)
+    tile = _reshape(lw, _value_tile(lw, value, dtype, tuple(bp.block), node), tuple(acc.tile), node)
     index = tuple(lw.poly_atom(p, node) for p in acc.index)
     lw.b.effect("store", (array(lw, bp.array, len(acc.tile)), tile, *index), lw.loc(node), order=None,
                 check_bounds=None, latency=None, allow_tma=None)
+
+
+# ---------------------------------------------------------------- tensor descriptors
+# A descriptor is a block pointer whose offsets come with each access, every dimension bounds-checked
+# (out-of-bounds elements read as the padding and are not written), as Triton's TMA descriptors do.
+
+def make_tensor_descriptor(lw, args, kwargs, node):
+    fn = "tl.make_tensor_descriptor"
+    b = _bind(lw, args, kwargs, ("base", "shape", "strides", "block_shape", "padding_option"), node,
+              "make_tensor_descriptor", 4)
+    base = b["base"]
+    if not isinstance(base, Ptr):
+        raise lw.fail(node, f"{fn}: `base` must be a pointer parameter (plus an offset)", fn)
+    fields = [b[k] for k in ("shape", "strides", "block_shape")]
+    if not all(isinstance(f, tuple) for f in fields) or len({len(f) for f in fields}) != 1 or not fields[0]:
+        raise lw.fail(node, f"{fn}: shape, strides and block_shape must be non-empty lists of one length", fn)
+    last = b["strides"][-1]
+    if not (isinstance(last, CV) and last.value == 1):
+        raise lw.fail(node, f"{fn}: the last stride must be the constant 1 (got {lw.describe(last)})", fn,
+                      "descriptors describe arrays whose last dimension is contiguous")
+    block = tuple(lw.compile_time(d, node, "block_shape") for d in b["block_shape"])
+    padding = "zero" if _none(b.get("padding_option")) else lw.compile_time(b["padding_option"], node,
+                                                                           "padding_option")
+    if padding not in ("zero", "nan"):
+        raise lw.fail(node, f"{fn}: padding_option={padding!r} is not supported", fn, "use 'zero' or 'nan'")
+    if base.array.name in lw.flat:
+        raise lw.fail(node, f"pointer `{base.array.name}` is used both as a tensor descriptor and through "
+                      "element pointers with another layout", fn)
+    return Descriptor(base, b["shape"], b["strides"], block, padding)
+
+
+def _descriptor_block(lw, desc, offsets, node, fn: str) -> BlockPtr:
+    if not isinstance(desc, Descriptor):
+        raise lw.fail(node, f"{fn}: {lw.describe(desc)} is not a tensor descriptor made by "
+                      "tl.make_tensor_descriptor", fn)
+    if isinstance(offsets, list):
+        offsets = tuple(offsets)
+    if not isinstance(offsets, tuple) or len(offsets) != len(desc.block):
+        raise lw.fail(node, f"{fn}: one offset per block dimension ({len(desc.block)}) is expected", fn)
+    return BlockPtr(desc.array, desc.shape, desc.strides, offsets, desc.block, ())
+
+
+def descriptor_load(lw, desc, args, kwargs, node):
+    fn = "tensor_descriptor.load"
+    b = _bind(lw, args, kwargs, ("offsets",), node, "load", 1)
+    bp = _descriptor_block(lw, desc, b["offsets"], node, fn)
+    return _block_load(lw, bp, tuple(range(len(bp.block))), desc.padding, node, fn)
+
+
+def descriptor_store(lw, desc, args, kwargs, node):
+    fn = "tensor_descriptor.store"
+    b = _bind(lw, args, kwargs, ("offsets", "value"), node, "store", 2)
+    bp = _descriptor_block(lw, desc, b["offsets"], node, fn)
+    _block_store(lw, bp, tuple(range(len(bp.block))), b["value"], node, fn)
     return CV(None)
+
+
+def load_tensor_descriptor(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("desc", "offsets"), node, "load_tensor_descriptor", 2)
+    return descriptor_load(lw, b["desc"], (b["offsets"],), {}, node)
+
+
+def store_tensor_descriptor(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("desc", "offsets", "value"), node, "store_tensor_descriptor", 3)
+    return descriptor_store(lw, b["desc"], (b["offsets"], b["value"]), {}, node)

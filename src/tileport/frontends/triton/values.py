@@ -68,6 +68,18 @@ class BlockPtr:
 
 
 @dataclass(frozen=True)
+class Descriptor:
+    """`tl.make_tensor_descriptor(base, shape, strides, block_shape, padding_option)`: a block pointer
+    without offsets (each `.load(offsets)` / `.store(offsets, v)` supplies them, bounds always checked)."""
+
+    array: Ptr
+    shape: tuple  # of Values
+    strides: tuple
+    block: tuple  # Dims
+    padding: str  # "zero" or "nan"
+
+
+@dataclass(frozen=True)
 class Method:
     """`x.to`, `x.dtype`, ... bound to its object."""
 
