@@ -42,6 +42,7 @@ from typing import Any, Iterable, Sequence
 
 from tileport.launches import LaunchRecord, load_spec, write_spec
 from tileport.wild import write_atomic
+from tileport.wild_gpu import port_key
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "scripts" / "wild_drivers" / "liger_driver.py"
@@ -325,22 +326,29 @@ def pack_files(files: dict[str, Path], dest: Path) -> None:
     tmp.replace(dest)
 
 
-def b_verdicts(port_out: Path, kernels: Iterable[str]) -> dict[str, dict]:
-    """kernel -> {verdict, reason, library (crate, so) when built} of `tileport port --until B`."""
+def target_id(target: str) -> str:
+    """The kernel id (`liger_kernel/ops/x.py::kernel`) of a FILE::KERNEL target."""
+    path, kernel = target.rsplit("::", 1)
+    return kernel_id(package_path(path), kernel)
+
+
+def b_verdicts(port_out: Path, targets: Sequence[str]) -> dict[str, dict]:
+    """kernel id -> {verdict, reason, library (crate, so) when built} of `tileport port --until B` of
+    `targets` (each under the folder port gives it: its name, with its file's stem when files share it)."""
     out = {}
-    for k in kernels:
-        v = port_out / k / "B" / "verdict.json"
-        a = port_out / k / "A" / "verdict.json"
+    for t in targets:
+        d = port_out / port_key(t, targets)
+        v, a = d / "B" / "verdict.json", d / "A" / "verdict.json"
         if v.is_file():
-            d = json.loads(v.read_text())
-            lib = (d.get("details") or {}).get("library") or {}
-            out[k] = {"verdict": d["verdict"], "reason": d.get("reason", ""),
-                      "crate": lib.get("crate"), "so": lib.get("library")}
+            doc = json.loads(v.read_text())
+            lib = (doc.get("details") or {}).get("library") or {}
+            out[target_id(t)] = {"verdict": doc["verdict"], "reason": doc.get("reason", ""),
+                                 "crate": lib.get("crate"), "so": lib.get("library")}
         elif a.is_file():
-            d = json.loads(a.read_text())
-            out[k] = {"verdict": f"A {d['verdict']}", "reason": d.get("reason", "")}
+            doc = json.loads(a.read_text())
+            out[target_id(t)] = {"verdict": f"A {doc['verdict']}", "reason": doc.get("reason", "")}
         else:
-            out[k] = {"verdict": "not run", "reason": "tileport port wrote no verdict for this kernel"}
+            out[target_id(t)] = {"verdict": "not run", "reason": "tileport port wrote no verdict for this kernel"}
     return out
 
 
@@ -349,7 +357,7 @@ def port_to_b(targets: list[str], launches: Path, port_out: Path, profile: str, 
     run locks it and skips the stages whose inputs did not change); the kernels' B verdicts."""
     subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(launches), "--until", "B",
                     "--no-gpu", "--profile", profile, "-j", str(jobs), "--out", str(port_out)], check=False)
-    return b_verdicts(port_out, [t.rsplit("::", 1)[1] for t in targets])
+    return b_verdicts(port_out, targets)
 
 
 def compiled_crates(verdicts: dict[str, dict]) -> dict[tuple[str, str], int]:
@@ -374,7 +382,7 @@ def bundle_manifest(selected: list[LaunchRecord], counts: dict[str, int], verdic
         row["dtypes"].append(dtype_key(r))
         row["launches"].append(r.label)
     for row in rows.values():
-        v = verdicts.get(row["kernel"], {"verdict": "not run", "reason": ""})
+        v = verdicts.get(kernel_id(row["file"], row["kernel"]), {"verdict": "not run", "reason": ""})
         row["b_verdict"] = v["verdict"]
         row["built"] = v["verdict"] == "COMPILED" and row["kernel"] in crate_kernels
         row["why_not"] = "" if row["built"] else (v.get("reason") or f"B {v['verdict']}")[:500]
@@ -406,7 +414,7 @@ def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUN
     verdicts = port_to_b(targets, chosen, work / "gpu-bundle", profile, jobs)
     crates = compiled_crates(verdicts)
     if len(crates) > 1:  # the kernels of a file cargo rejected built alone: a run of the compiled ones joins them
-        compiled = [t for t in targets if verdicts[t.rsplit("::", 1)[1]]["verdict"] == "COMPILED"]
+        compiled = [t for t in targets if verdicts[target_id(t)]["verdict"] == "COMPILED"]
         verdicts |= port_to_b(compiled, chosen, work / "gpu-bundle-compiled", profile, jobs)
         crates = compiled_crates(verdicts)
     if not crates:

@@ -56,15 +56,28 @@ def test_selection_keeps_one_launch_per_kernel_and_dtype():
 def test_bundle_manifest_says_what_was_built_and_why_not():
     selected = [_launch("_a", f"{SITE}/a.py", "float32"), _launch("_a", f"{SITE}/a.py", "bfloat16"),
                 _launch("_b", f"{SITE}/b.py", "float32"), _launch("_c", f"{SITE}/c.py", "float32")]
-    verdicts = {"_a": {"verdict": "COMPILED", "reason": ""},
-                "_b": {"verdict": "BLOCKED", "reason": "b.py:3:5 [tl.atomic_add] atomics are not supported"},
-                "_c": {"verdict": "COMPILED", "reason": ""}}
+    verdicts = {"liger_kernel/ops/a.py::_a": {"verdict": "COMPILED", "reason": ""},
+                "liger_kernel/ops/b.py::_b": {"verdict": "BLOCKED",
+                                              "reason": "b.py:3:5 [tl.atomic_add] atomics are not supported"},
+                "liger_kernel/ops/c.py::_c": {"verdict": "COMPILED", "reason": ""}}
     m = flow.bundle_manifest(selected, {"liger_kernel/ops/a.py::_a": 5}, verdicts, {"_a", "_b"}, [], 1000)
     rows = {r["kernel"]: r for r in m["kernels"]}
     assert rows["_a"]["built"] and rows["_a"]["dtypes"] == ["float32", "bfloat16+float32"]
     assert rows["_a"]["recorded"] == 5 and len(rows["_a"]["launches"]) == 2
     assert not rows["_b"]["built"] and "atomics" in rows["_b"]["why_not"]
     assert not rows["_c"]["built"] and "other than the bundled one" in rows["_c"]["why_not"]
+
+
+def test_b_verdicts_keep_same_named_kernels_of_two_files_apart(tmp_path):
+    """`tileport port` puts a kernel whose name another targeted file has under `<stem>.<kernel>`."""
+    targets = [f"{SITE}/a.py::k", f"{SITE}/b.py::k", f"{SITE}/c.py::only"]
+    for key, verdict in (("a.k", "COMPILED"), ("b.k", "FAIL_COMPILE"), ("only", "COMPILED")):
+        (tmp_path / key / "B").mkdir(parents=True)
+        (tmp_path / key / "B" / "verdict.json").write_text(json.dumps({"verdict": verdict, "reason": key}))
+    got = flow.b_verdicts(tmp_path, targets)
+    assert {k: v["verdict"] for k, v in got.items()} == {
+        "liger_kernel/ops/a.py::k": "COMPILED", "liger_kernel/ops/b.py::k": "FAIL_COMPILE",
+        "liger_kernel/ops/c.py::only": "COMPILED"}
 
 
 def test_verdict_of_check_results():
