@@ -96,6 +96,7 @@ def record_drivers(out: Path, site: Path, bundle: Path = BUNDLE) -> dict[str, An
 
 def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
     """The GPU step (see the module docstring); writes out/wild-gpu.json and returns it."""
+    from tileport.wild import write_atomic
     out.mkdir(parents=True, exist_ok=True)
     site = out / "site"
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": _gpu_name()}
@@ -105,7 +106,8 @@ def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
     spec = Path(doc["record"]["spec"]) if doc["record"]["spec"] else None
     lib = _library(bundle, out)
     doc["check"] = "not finished (the step ended during the differential test)"
-    _write_doc(out, doc)  # a time limit during the check keeps what the drivers recorded
+    # written now too: a time limit during the check keeps what the drivers recorded
+    write_atomic(out / "wild-gpu.json", json.dumps(doc, indent=1, default=str))
     if spec is None:
         doc["check"] = "no launch recorded (see the drivers' output)"
     elif lib is None:
@@ -124,14 +126,8 @@ def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - reported in the JSON: the lead reads why
             doc["check"] = f"launch_check failed: {type(e).__name__}: {e}"[:2000]
     doc["kernels"] = kernel_rows(spec, evidence)
-    _write_doc(out, doc)
+    write_atomic(out / "wild-gpu.json", json.dumps(doc, indent=1, default=str))
     return doc
-
-
-def _write_doc(out: Path, doc: dict[str, Any]) -> None:
-    tmp = out / "wild-gpu.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=1, default=str))
-    tmp.replace(out / "wild-gpu.json")
 
 
 def _library(bundle: Path, out: Path) -> Path | None:

@@ -13,8 +13,9 @@ rounding), its atol scaled by the RMS of the source kernel's array (`tolerance`)
 atomics fix no order, in Triton as in the port: the source kernel also runs a second time with another
 num_warps (another order inside each program; atomics arrive in another order), and each float array's
 atol grows by SPREAD_FACTOR times the largest difference between the two Triton results (`source_spread`;
-zero for a kernel whose results do not depend on the order, so its tolerance stays as it is). A Triton pointer is the first element of the recorded tensor's buffer; the port receives
-the array its manifest describes over that buffer: the pointer's view contract (`view`: strides and
+zero for a kernel whose results do not depend on the order, so its tolerance stays as it is). A Triton
+pointer is the first element of the recorded tensor's buffer; the port receives the array its manifest
+describes over that buffer: the pointer's view contract (`view`: strides and
 mask extents as expressions of the kernel's parameters, evaluated on the launch), else, for a rank-1
 array, the whole flat buffer (`port_layouts`).
 

@@ -33,8 +33,8 @@ from tileport.model.types import ArrayT, ConstT, DVar, ScalarT
 DEFAULT_FLOAT_DTYPES = ("f32", "f16", "bf16")
 INDEX_DTYPE = "i64"
 ARRAY_DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "i16", "i8", "u8", "bool")
-SINKS = {"load": 0, "store": 0, "make_block_ptr": 0, "make_tensor_descriptor": 0, "atomic_add": 0, "atomic_max": 0, "atomic_min": 0,
-         "atomic_xchg": 0, "atomic_cas": 0, "atomic_and": 0, "atomic_or": 0, "atomic_xor": 0}
+SINKS = {"load": 0, "store": 0, "make_block_ptr": 0, "make_tensor_descriptor": 0, "atomic_add": 0, "atomic_max": 0,
+         "atomic_min": 0, "atomic_xchg": 0, "atomic_cas": 0, "atomic_and": 0, "atomic_or": 0, "atomic_xor": 0}
 # Scalar parameters whose names say they are real numbers (Triton passes Python floats as f32).
 FLOAT_NAME = re.compile(r"(^|_)(eps|epsilon|scale|alpha|beta\d?|gamma|temperature|lr|momentum|weight_decay|"
                         r"softcap|smoothing|margin|lambda|lamb|threshold|dropout|z_loss|coeff?)($|_)",
