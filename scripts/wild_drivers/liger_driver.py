@@ -376,7 +376,7 @@ def fused_moe() -> None:
 def mlp() -> None:  # gate/up GEMM + SwiGLU on tensor descriptors (TMA), down projection by torch
     f = ops("mlp").LigerMLPFunction
     for dt in DTYPES:
-        x, gate, up = rand(256, 512, dtype=dt), rand(1024, 512, dtype=dt), rand(1024, 512, dtype=dt)
+        x, gate, up = rand(2, 128, 512, dtype=dt), rand(1024, 512, dtype=dt), rand(1024, 512, dtype=dt)  # [B, S, dim]
         backward(f.apply(x, gate, up, rand(512, 1024, dtype=dt)))
     sync()
 

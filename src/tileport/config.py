@@ -7,7 +7,9 @@ One format, three spellings: JSON (`.json`), TOML (`.toml`, read with the standa
 
 or, shorter, `{"my_kernel": [{"x": "float16", "TILE": 1024}]}`. A configuration maps array parameters to
 an element dtype (torch or short name: "float16" / "f16"), runtime scalars to a dtype, and
-`ct.Constant` parameters to their value. `ranks` gives array ranks the source does not show.
+`ct.Constant` parameters to their value. `ranks` gives array ranks the source does not show. A Triton
+kernel's host-side tensor descriptor `d` (a `TensorDescriptor` argument) takes its element dtype under `d`
+and its block shape under `d.block_shape` (a list; padding under `d.padding`: "zero" or "nan").
 """
 
 from __future__ import annotations
@@ -62,14 +64,21 @@ def load_config(path: str | Path) -> dict[str, dict[str, Any]]:
             raise ConfigError(f"{path}: kernel `{name}` needs a list of configurations")
         configs = spec.get("configs", [])
         for c in configs:
-            if not isinstance(c, dict) or not all(isinstance(v, (str, int, float, bool)) for v in c.values()):
+            if not isinstance(c, dict) or not all(_config_value(k, v) for k, v in c.items()):
                 raise ConfigError(f"{path}: kernel `{name}`: a configuration maps parameter names to a dtype "
-                                  f"name or a number, got {c!r}")
+                                  f"name or a number (a host-side tensor descriptor's `PARAM.block_shape` to a "
+                                  f"list of positive integers), got {c!r}")
         ranks = spec.get("ranks", {})
         if not isinstance(ranks, dict) or not all(isinstance(r, int) and r > 0 for r in ranks.values()):
             raise ConfigError(f"{path}: kernel `{name}`: ranks map array names to positive integers")
         out[str(name)] = {"configs": [dict(c) for c in configs], "ranks": dict(ranks)}
     return out
+
+
+def _config_value(key: Any, value: Any) -> bool:
+    if str(key).endswith(".block_shape"):
+        return isinstance(value, list) and bool(value) and all(type(x) is int and x > 0 for x in value)
+    return isinstance(value, (str, int, float, bool))
 
 
 def short_dtype(v: Any) -> Any:

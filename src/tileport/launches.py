@@ -12,7 +12,9 @@ A spec file is JSON (the schema is `SPEC_SCHEMA`, documented in docs/pipeline.md
                             {"name": "alpha", "kind": "scalar", "dtype": "float32", "value": 2.0},
                             {"name": "TILE", "kind": "const", "value": 256}]}]}
 
-`kind` is array | scalar | const | other (a value tileport cannot replay, e.g. a tuple of arrays);
+`kind` is array | scalar | const | other (a value tileport cannot replay, e.g. a tuple of arrays); an
+array passed as a Triton host-side tensor descriptor (`TensorDescriptor`) has the descriptor's shape and
+strides and `"descriptor": {"block_shape": [...], "padding": "zero" | "nan"}`;
 `range` is [min, max] of an integer array's values when recorded (inputs are drawn in it); `where`
 is the file:line:col of an inferred launch site. `framework` is cutile or triton; a Triton launch may
 carry `options` (launch options that are not kernel arguments: num_warps, num_stages, ...), and its
@@ -70,7 +72,11 @@ SPEC_SCHEMA = {
                         "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
                         "strides": {"type": "array", "items": {"type": "integer"}},
                         "range": {"type": ["array", "null"]}, "type": {"type": "string"},
-                        "values": {"type": "array", "items": {"type": "integer"}}},
+                        "values": {"type": "array", "items": {"type": "integer"}},
+                        "descriptor": {"type": "object", "required": ["block_shape"], "properties": {
+                            "block_shape": {"type": "array", "minItems": 1,
+                                            "items": {"type": "integer", "minimum": 1}},
+                            "padding": {"enum": ["zero", "nan"]}}}},
                     "allOf": [
                         {"if": {"properties": {"kind": {"const": "array"}}},
                          "then": {"required": ["dtype", "shape", "strides"]}},
@@ -105,6 +111,8 @@ class LaunchArg:
     value: Any = None
     type: str = ""                 # for `other`: what the value was; for `const`: TRITON_DTYPE or ""
     values: list[int] | None = None  # a small integer array's values in memory order, when recorded
+    block: list[int] | None = None   # an array passed as a host-side tensor descriptor (Triton): its block shape
+    padding: str = ""                # ... and its padding ("zero" / "nan")
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "kind": self.kind}
@@ -112,6 +120,8 @@ class LaunchArg:
             d.update(dtype=self.dtype, shape=list(self.shape or []), strides=list(self.strides or []), range=self.range)
             if self.values is not None:
                 d["values"] = list(self.values)
+            if self.block is not None:
+                d["descriptor"] = {"block_shape": list(self.block), "padding": self.padding or "zero"}
         elif self.kind == "scalar":
             d.update(dtype=self.dtype, value=self.value)
         elif self.kind == "const":
@@ -199,10 +209,13 @@ def record_from_dict(d: dict) -> LaunchRecord:
         value, type_ = a.get("value"), a.get("type", "")
         if kind == "const":
             value, type_ = const_from_spec(value, type_, framework)
+        desc = a.get("descriptor") if kind == "array" else None
         args.append(LaunchArg(a["name"], kind, canonical_dtype(a["dtype"]) if a.get("dtype") else "",
                               [int(x) for x in a["shape"]] if kind == "array" else None,
                               [int(x) for x in a["strides"]] if kind == "array" else None,
-                              a.get("range"), value, type_, a.get("values")))
+                              a.get("range"), value, type_, a.get("values"),
+                              [int(x) for x in desc["block_shape"]] if desc else None,
+                              desc.get("padding", "zero") if desc else ""))
     return LaunchRecord(framework, d["kernel"], d["file"], grid3(d["grid"]), args,
                         d.get("qualname", d["kernel"]), d.get("origin", "recorded"), d.get("where", ""),
                         int(d.get("count", 1)), dict(d.get("options") or {}))
@@ -225,6 +238,9 @@ def parse_spec(data: Any, source: str = "<spec>") -> list[LaunchRecord]:
             if a.kind == "array" and len(a.shape or []) != len(a.strides or []):
                 raise LaunchSpecError(f"{source}: launches/{i}: array `{a.name}` has {len(a.shape or [])} extents "
                                       f"and {len(a.strides or [])} strides")
+            if a.block is not None and len(a.block) != len(a.shape or []):
+                raise LaunchSpecError(f"{source}: launches/{i}: descriptor `{a.name}` has a block shape of rank "
+                                      f"{len(a.block)} over an array of rank {len(a.shape or [])}")
         out.append(rec)
     return out
 
@@ -308,6 +324,17 @@ def fit_problems(record: LaunchRecord, params: list[dict]) -> list[str]:
     return problems
 
 
+def descriptor_fields(record: LaunchRecord) -> dict[str, Any]:
+    """A host-side tensor descriptor's block shape and padding, under the keys the Triton frontend reads
+    (`PARAM.block_shape`, `PARAM.padding`: tileport.frontends.triton.descriptors)."""
+    out: dict[str, Any] = {}
+    for a in record.args:
+        if a.block is not None:
+            out[f"{a.name}.block_shape"] = tuple(a.block)
+            out[f"{a.name}.padding"] = a.padding or "zero"
+    return out
+
+
 def captures(records: Iterable[LaunchRecord]):
     """The distinct signatures (dtypes, ranks, scalar dtypes, constant values) of the records, as
     `Capture`s for the reference IR (one per specialization, first-seen order)."""
@@ -317,6 +344,7 @@ def captures(records: Iterable[LaunchRecord]):
         arrays = {a.name: (a.dtype, len(a.shape or [])) for a in r.args if a.kind == "array"}
         scalars = {a.name: a.dtype for a in r.args if a.kind == "scalar"}
         consts = {a.name: a.value for a in r.args if a.kind == "const"}
+        consts.update(descriptor_fields(r))
         c = Capture(r.kernel, arrays, scalars, consts)
         out.setdefault(json.dumps([sorted(arrays.items()), sorted(scalars.items()), sorted(consts.items())],
                                   default=str), c)

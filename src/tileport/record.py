@@ -136,6 +136,8 @@ def describe_value(name: str, value: Any, is_const: bool) -> LaunchArg:
         return LaunchArg(name, "scalar", "int32" if -2**31 <= value < 2**31 else "int64", value=value)
     if isinstance(value, float):
         return LaunchArg(name, "scalar", "float32", value=value)
+    if _is_tensor_descriptor(value):
+        return describe_descriptor(name, value)
     shape = getattr(value, "shape", None)
     if shape is not None and hasattr(value, "dtype"):
         dt = dtype_name(value.dtype)
@@ -147,6 +149,22 @@ def describe_value(name: str, value: Any, is_const: bool) -> LaunchArg:
         return LaunchArg(name, "array", dt, [int(n) for n in shape], _strides(value), _range(value, dt),
                          values=_values(value, dt))
     return LaunchArg(name, "other", type=type(value).__name__)
+
+
+def _is_tensor_descriptor(value: Any) -> bool:
+    """Triton's host-side `TensorDescriptor` (base tensor, shape, strides, block_shape, padding)."""
+    return type(value).__name__ == "TensorDescriptor" and all(
+        hasattr(value, f) for f in ("base", "shape", "strides", "block_shape"))
+
+
+def describe_descriptor(name: str, value: Any) -> LaunchArg:
+    """A tensor descriptor as the array it describes (its shape and strides over its base's elements) with
+    its block shape and padding, read when the kernel runs (an autotune pre_hook sets the block shape)."""
+    dt = DTYPE_NAMES.get(dtype_name(getattr(value.base, "dtype", "")))
+    if dt is None:
+        return LaunchArg(name, "other", type=f"TensorDescriptor of {dtype_name(getattr(value.base, 'dtype', ''))}")
+    return LaunchArg(name, "array", dt, [int(n) for n in value.shape], [int(s) for s in value.strides],
+                     block=[int(n) for n in value.block_shape], padding=str(getattr(value, "padding", "zero")))
 
 
 def _strides(value: Any) -> list[int]:

@@ -139,7 +139,7 @@ def diagnostic(tmp_path: Path, body: str):
         def k(desc, out_ptr, BLOCK: tl.constexpr):
             t = desc.load([0, 0])
             tl.store(out_ptr + tl.arange(0, BLOCK), t)
-    """, "tensor descriptor", 6),
+    """, "tensor descriptor", 5),  # a host-side descriptor without a block shape: located at the parameter
     ("""
         @triton.jit
         def k(x_ptr, n, BLOCK: tl.constexpr):

@@ -80,6 +80,7 @@ class ArgPlan:
     value: Any = None
     type: str = ""             # const: launches.TRITON_DTYPE for a Triton dtype given by its name
     values: list[int] | None = None  # integer arrays: the recorded values, replayed as they were
+    descriptor: tuple | None = None  # (block shape, padding) of an array a Triton kernel takes as a TensorDescriptor
 
 
 @dataclass
@@ -121,7 +122,8 @@ def plan_launches(key: str, records: list[LaunchRecord], params: list[dict]) -> 
                 storage = storage_elements(a.shape or (), a.strides or ())
                 values = a.values if a.values is not None and len(a.values) == storage and low is not None else None
                 args.append(ArgPlan(a.name, "array", a.dtype, tuple(a.shape or ()), tuple(a.strides or ()),
-                                    storage, low, high, values=values))
+                                    storage, low, high, values=values,
+                                    descriptor=None if a.block is None else (tuple(a.block), a.padding or "zero")))
             else:
                 args.append(ArgPlan(a.name, a.kind, a.dtype, value=a.value, type=a.type))
         if bad:

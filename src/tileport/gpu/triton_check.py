@@ -135,6 +135,9 @@ def port_layouts(record: LaunchRecord, params: list[dict]) -> tuple[list[dict], 
         if p.get("kind") != "array" or arg is None:
             out.append(p)
             continue
+        if arg.block is not None:  # a tensor descriptor: the port takes the array it describes, as it is
+            out.append(p)
+            continue
         storage = storage_elements(arg.shape or (), arg.strides or ())
         if p.get("view"):
             try:
@@ -292,9 +295,19 @@ class TritonDevice(TorchDevice):
 
 def source_arguments(plan: TritonPlan, values: list) -> list:
     """The values the Triton kernel receives: a Triton dtype constant as the dtype (the spec keeps its name,
-    which the port's entries are pinned to; `.to("fp32")` does not compile in Triton)."""
+    which the port's entries are pinned to; `.to("fp32")` does not compile in Triton); an array recorded as a
+    host-side tensor descriptor wrapped again in one, with its recorded block shape and padding."""
     import triton.language as tl
-    return [tl.dtype(v) if a.kind == "const" and a.type == TRITON_DTYPE else v for a, v in zip(plan.args, values)]
+    out = []
+    for a, v in zip(plan.args, values):
+        if a.kind == "const" and a.type == TRITON_DTYPE:
+            v = tl.dtype(v)
+        elif a.kind == "array" and a.descriptor is not None:
+            from triton.tools.tensor_descriptor import TensorDescriptor
+            block, padding = a.descriptor
+            v = TensorDescriptor(v, list(v.shape), list(v.stride()), list(block), padding)
+        out.append(v)
+    return out
 
 
 def port_arguments(plan: TritonPlan, values: list, restride: Callable[[Any, tuple, tuple], Any]) -> list:

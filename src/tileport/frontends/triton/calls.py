@@ -84,6 +84,10 @@ def attribute(lw, obj: Any, attr: str, node) -> Any:
         return Method(obj, attr)
     if isinstance(obj, Descriptor) and attr in ("load", "store"):
         return Method(obj, attr)
+    if isinstance(obj, Descriptor) and attr == "dtype":
+        return DT(obj.array.array.ty.dtype)
+    if isinstance(obj, Descriptor) and attr == "block_shape":
+        return tuple(CV(d) for d in obj.block)
     if isinstance(obj, DT):
         if attr == "element_ty" and isinstance(obj.dtype, tuple):
             return DT(obj.dtype[1])

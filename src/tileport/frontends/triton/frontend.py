@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.base import Translation
+from tileport.frontends.triton import descriptors as D
 from tileport.frontends.triton.calls import TL_DTYPE_NAMES, TL_DTYPES
 from tileport.frontends.triton.lower import TritonLowerer
 from tileport.frontends.triton.values import Retry
@@ -178,6 +179,8 @@ class KernelPlan:
     configured: bool = False  # element dtypes come from the configuration
     assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
     absent: set = field(default_factory=set)  # arguments every configuration passes as None (pinned None)
+    descriptors: dict = field(default_factory=dict)  # host-side tensor descriptors -> rank (array params)
+    configs: tuple = ()  # the configurations (descriptor block shapes per launch)
 
 
 def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
@@ -185,12 +188,16 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
         raise Diagnostic("kernels take plain positional parameters only", loc_of(tm.path, fn), "signature")
     configured = cfg_configs(cfg)[0] if cfg_configs(cfg) else {}
     ptrs = pointer_params(tm, fn)
-    plan = KernelPlan([], {}, [], set(), set(), set(), configured=bool(cfg_configs(cfg)))
+    plan = KernelPlan([], {}, [], set(), set(), set(), configured=bool(cfg_configs(cfg)), configs=cfg_configs(cfg))
     plan.absent = absent_params(tm, fn, cfg)
+    found = {n: r for n, r in D.descriptor_params(fn).items() if n not in ptrs}  # a pointer misused stays one
+    plan.descriptors = D.check_ranks(tm.path, fn, found, getattr(cfg, "ranks", {}) or {})
     for a in fn.args.args:
         if a.arg in plan.absent:
             continue  # a constant None: Triton specializes it (the kernel guards its use with `is not None`)
-        if _is_constexpr(a):
+        if a.arg in plan.descriptors:
+            plan.pointers.append(a.arg)
+        elif _is_constexpr(a):
             plan.constexprs.append(a.arg)
             if is_dtype_constexpr(tm, fn, a.arg):
                 plan.dtypes.add(a.arg)
@@ -258,20 +265,23 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
                 if dt is None:
                     dt = by_vector[vec] = DVar("E" if not by_vector else f"E{len(by_vector) + 1}")
                     space.vectors[dt] = vec
-            params.append(Param(name, ArrayT(dt, 1), ident_name=ident))
+            params.append(Param(name, ArrayT(dt, plan.descriptors.get(name, 1)), ident_name=ident))
         elif name in plan.absent or name in plan.constexprs and name not in plan.runtime:
             params.append(Param(name, ConstT("int"), "int", ident_name=ident))
         elif name in plan.constexprs:
             params.append(Param(name, ScalarT("i32"), ident_name=ident))
         else:
             params.append(Param(name, ScalarT(plan.scalars[name]), ident_name=ident))
-    lw = TritonLowerer(tm, fn, params, space, [], pinned, plan.flat)
+    blocks = D.resolve(tm.path, fn, list(plan.descriptors), plan.configs,
+                       [c for c in plan.constexprs if c not in plan.dtypes], pinned)
+    lw = TritonLowerer(tm, fn, params, space, [], pinned, plan.flat, blocks)
     lw.maybe_float = {tm.naming.ident(n) for n in plan.maybe_float}
     lw.default_float = set() if plan.configured else \
         {tm.naming.ident(n) for n in plan.pointers if n not in plan.index | plan.ints}
     kernel = lw.lower()
     ranks = {r: len(v) for r, v in lw.views.items()}
-    kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.ident, 1) if p.name not in plan.flat else 1),
+    kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.ident, plan.descriptors.get(p.name, 1))
+                                          if p.name not in plan.flat else 1),
                            ident_name=p.ident_name) if p.is_array else p for p in kernel.params
                      if p.name not in plan.dtypes]  # an entry that does not need a dtype constexpr ignores it
     kernel.notes = assumption_notes(plan) + [f"pointer `{p}`: assumed to hold i32 (the kernel stores i32 values "
@@ -291,6 +301,10 @@ def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], p
                 plan.scalars[r.param], plan.maybe_float = "f32", plan.maybe_float - {r.param}
                 continue
             target = {"flat": plan.flat, "int": plan.ints}.get(r.what, plan.index)
+            if r.param in plan.descriptors:
+                raise Diagnostic(f"host-side tensor descriptor `{r.param}`: its accesses are not partitions of one "
+                                 "view (offsets must be multiples of the block shape)", loc_of(tm.path, fn),
+                                 "tensor descriptor")
             if r.param in target:
                 raise Diagnostic(f"internal: repeated decision about `{r.param}`", loc_of(tm.path, fn), "internal")
             target.add(r.param)

@@ -63,8 +63,10 @@ class Scope:
 
 class TritonLowerer:
     def __init__(self, tm: TritonModule, fn: ast.FunctionDef, params: list[Param], space: DTypeSpace,
-                 const_values: list[dict[str, Any]], pinned: dict[str, Any], flat: set[str]):
+                 const_values: list[dict[str, Any]], pinned: dict[str, Any], flat: set[str],
+                 descriptor_blocks: dict[str, tuple[tuple[int, ...], str]] | None = None):
         self.tm, self.fn, self.path = tm, fn, tm.path
+        self.descriptor_blocks = descriptor_blocks or {}  # host-side descriptor param -> (block shape, padding)
         self.calls, self.memory = calls, memory
         self.params = params
         self.pinned = pinned
@@ -98,6 +100,23 @@ class TritonLowerer:
     def fail(self, node: ast.AST, message: str, construct: str = "", hint: str = "") -> Diagnostic:
         return Diagnostic(message, self.loc(node), construct, hint)
 
+    def host_descriptor(self, p: Param, ptr: Ptr) -> Descriptor:
+        """A descriptor parameter: the array with the descriptor's own shape and strides (symbols the launch
+        fills: `PARAM__shape<d>`, `PARAM__stride<d>`; the last stride is 1, as TMA descriptors require)."""
+        block, padding = self.descriptor_blocks[p.name]
+        rank = p.ty.rank
+        if len(block) != rank:
+            raise Diagnostic(f"host-side tensor descriptor `{p.name}`: block shape {list(block)} for offsets of rank "
+                             f"{rank}", loc_of(self.path, self.fn), "tensor descriptor")
+
+        def symbol(field: str, d: int) -> Ref:
+            ref = Ref(f"{p.ident}__{field}{d}", ScalarT("i32"))
+            self.scalar_params.add(ref.name)
+            return ref
+        shape = tuple(symbol("shape", d) for d in range(rank))
+        strides = tuple(symbol("stride", d) for d in range(rank - 1)) + (CV(1),)
+        return Descriptor(ptr, shape, strides, block, padding)
+
     # ---- entry
     def lower(self) -> Kernel:
         fn = self.fn
@@ -110,7 +129,8 @@ class TritonLowerer:
                 else:
                     self.scopes[-1].vars[p.name] = CV(Sym(p.name))
             elif p.is_array:
-                self.scopes[-1].vars[p.name] = Ptr(Ref(p.ident, p.ty), None)
+                ptr = Ptr(Ref(p.ident, p.ty), None)
+                self.scopes[-1].vars[p.name] = self.host_descriptor(p, ptr) if p.name in self.descriptor_blocks else ptr
                 self.b.scope_names[-1].add(p.ident)
             else:
                 ref = Ref(p.ident, p.ty)
