@@ -303,17 +303,28 @@ def grade(results: Path, work: Path = Path("out/wild"), table: Path = Path("benc
                         "--gpu-results", str(results), "--no-gpu", "--out", str(out)], check=False)
         try:
             summary = json.loads((out / "summary.json").read_text())
-            by_key = {k["key"]: {s["stage"]: s["verdict"] for s in k.get("route", [])} for k in summary["kernels"]}
+            by_key = {k["key"]: k for k in summary["kernels"]}
         except (OSError, ValueError, KeyError):
             by_key = {}
         verdicts = {(Path(t.rsplit("::", 1)[0]).name, t.rsplit("::", 1)[1]): by_key.get(port_key(t, targets), {})
                     for t in targets}
     for row in gpu.get("kernels", []):
-        row["port_verdicts"] = verdicts.get((row["file"], row["kernel"]), {})
+        ported = verdicts.get((row["file"], row["kernel"]), {})
+        row["port_verdicts"] = {s["stage"]: s["verdict"] for s in ported.get("route", [])}
+        row["port_why"] = stopped_why(ported)
     write_atomic(table / "wild-gpu.json", json.dumps(gpu, indent=1, default=str) + "\n")
     write_atomic(table / "wild-gpu.md", render(gpu))
     print(f"wild_gpu grade: {table / 'wild-gpu.md'}")
     return 0
+
+
+def stopped_why(kernel: dict[str, Any]) -> str:
+    """Why a port stopped before D/E: the failing stage and the first line of its reason ('' when it did not)."""
+    route = kernel.get("route") or []
+    if kernel.get("terminal") != "STOPPED" or not route:
+        return ""
+    last = route[-1]
+    return f"{last['stage']} {last['verdict']}: {(last.get('reason') or '').splitlines()[0] if last.get('reason') else ''}"
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -327,7 +338,8 @@ def render(doc: dict[str, Any]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         pv = r.get("port_verdicts") or {}
-        why = "; ".join(r["failures"] + r["problems"])[:200].replace("|", "/")
+        why = "; ".join(r["failures"] + r["problems"] + ([r["port_why"]] if r.get("port_why") else []))
+        why = why[:240].replace("|", "/")
         parity = "-" if r["parity"] is None else f"{r['parity']:.2f}"
         lines.append(f"| {r['file']} | `{r['kernel']}` | {r['launches']} | {r['checked']} | "
                      f"{'yes' if r['correct'] else 'no'} | {parity} | {pv.get('D', '-')} / {pv.get('E', '-')} | "

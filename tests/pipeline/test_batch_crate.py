@@ -69,3 +69,25 @@ def test_rejected_sources_reads_error_locations_only(tmp_path):
     assert builds.rejected_sources(builds.CrateBuild(crate, "c", "h", log=log, error="cargo build failed")) == {"x/b.py"}
     assert builds.rejected_sources(builds.CrateBuild(crate, "c", "h", log="error: linker `cc` not found\n",
                                                      error="cargo build failed")) == set()
+
+
+def test_host_check_reads_the_launcher_of_the_kernel_and_the_symbol_of_the_library(tmp_path):
+    """A kernel whose name another file of the batch also defines is exported as tileport_<module>_<kernel>
+    by the batch library, while B's kernel.rs (translated alone) declares tileport_<kernel>: D's host check
+    looks for each where it is (regression: every such port of the wild corpus failed D as `host`)."""
+    from tileport.pipeline.stage_d import host_checks
+    crate = tmp_path / "crate"
+    crate.mkdir()
+    (crate / "kernels.json").write_text(json.dumps({"entries": [
+        {"kernel": "heat", "module": "heat_tb", "symbol": "tileport_heat_tb_heat", "params": [{"name": "u"}]}]}))
+    ctx = SimpleNamespace(kernel="heat", target=SimpleNamespace(module="heat_tb"))
+    ffi = '#[unsafe(no_mangle)]\npub unsafe extern "C" fn tileport_heat(u: *const TensorDesc) {}'
+    translation = {"manifest_entry": [{"symbol": "tileport_heat", "params": [{"name": "u"}]}]}
+    checks = {c["check"]: c for c in host_checks(ctx, ffi, {"crate": str(crate)}, {"params": [
+        {"name": "u", "kind": "array"}]}, translation)}
+    assert checks["ffi.rs declares the C symbol"]["ok"], checks
+    assert checks["manifest parameters = kernel parameters (in order)"]["ok"]
+    assert not checks["library built"]["ok"]  # no library in this build record: the check says so
+    bad = host_checks(ctx, ffi.replace("tileport_heat(", "tileport_other("), {"crate": str(crate)},
+                      {"params": [{"name": "u", "kind": "array"}]}, translation)
+    assert not bad[0]["ok"]

@@ -151,3 +151,16 @@ def test_every_driver_adds_to_one_spec(tmp_path, monkeypatch):
     wild_gpu.record_drivers(out, tmp_path / "site")
     assert len(commands) == 2 and all("--append" in c for c in commands)
     assert not (out / "wild-launches.json").exists()  # the stale spec of an earlier run is not appended to
+
+
+def test_a_port_that_stopped_says_why_in_the_table(tmp_path):
+    """A kernel with no check result (here: cuTile cannot compile the source on its launch) names the stage
+    that stopped it and why, instead of an empty `why not` cell."""
+    stopped = {"terminal": "STOPPED", "route": [{"stage": "A", "verdict": "FAIL_FIXABLE",
+                                                 "reason": "cuTile Python cannot compile k[float32](N=768)\nmore"}]}
+    assert wild_gpu.stopped_why(stopped) == "A FAIL_FIXABLE: cuTile Python cannot compile k[float32](N=768)"
+    assert wild_gpu.stopped_why({"terminal": "DONE", "route": [{"stage": "E", "verdict": "DONE"}]}) == ""
+    rows = wild_gpu.kernel_rows(_spec(tmp_path / "s.json"), None)
+    rows[0]["port_why"] = wild_gpu.stopped_why(stopped)
+    md = wild_gpu.render({"kernels": rows})
+    assert "| no | - | - / - | A FAIL_FIXABLE: cuTile Python cannot compile k[float32](N=768) |" in md

@@ -47,13 +47,15 @@ def host_checks(ctx: KernelContext, ffi: str, build: dict, analysis: dict, trans
     def check(name: str, ok: bool, detail: str = "") -> None:
         checks.append({"check": name, "ok": bool(ok), "detail": detail})
     entry = (translation.get("manifest_entry") or [{}])[0]
+    own_symbol = entry.get("symbol", f"tileport_{ctx.kernel}")  # B's kernel, translated alone
     crate_manifest = Path(build.get("crate", "")) / "kernels.json"
-    if crate_manifest.is_file():  # the entry of the library actually built (its symbol may carry a module prefix)
+    if crate_manifest.is_file():  # the entry of the library actually built: in a crate of several files, a kernel
+        # name two modules define gets the module as prefix (tileport_<module>_<kernel>)
         entry = next((e for e in read_json(crate_manifest)["entries"]
                       if e["kernel"] == ctx.kernel and e["module"] == ctx.target.module), entry)
-    symbol = entry.get("symbol", f"tileport_{ctx.kernel}")
-    check("ffi.rs declares the C symbol", re.search(rf'extern\s+"C"\s+fn\s+{re.escape(symbol)}\s*\(', ffi) is not None,
-          symbol)
+    symbol = entry.get("symbol", own_symbol)
+    check("ffi.rs declares the C symbol", re.search(rf'extern\s+"C"\s+fn\s+{re.escape(own_symbol)}\s*\(', ffi)
+          is not None, own_symbol)
     check("arrays cross as *const TensorDesc", "*const TensorDesc" in ffi or not any(
         p["kind"] == "array" for p in analysis["params"]))
     check("#[unsafe(no_mangle)]", "#[unsafe(no_mangle)]" in ffi)
