@@ -350,11 +350,13 @@ def _alignment_lines(variant: Kernel, st: Let, arg_names) -> list[str]:
     array = next(p for p in variant.params if p.name == st.op.attr("view_of"))
     desc = arg_names[array.name]
     element = array.ty.dtype.name if isinstance(array.ty.dtype, DVar) else L.HOST_DTYPE[array.ty.dtype]
-    terms = [f"{start} * size" if last else f"if {desc}.strides[{axis}] * size % 16 == 0 {{ 0 }} else {{ {start} * size }}"
+    terms = [f"{start} * size" if last
+             else f"if {desc}.strides[{axis}] * size % 16 == 0 {{ 0 }} else {{ {start} * size }}"
              for axis, start, last in st.op.attr("steps")]
+    gcd16 = "fold(16i64, |d, t| if t == 0 { d } else { d.min(t & -t) })"  # gcd(16, t, ..): lowest set bits, at most 16
     return [f"let {alignment_generic(st).lower()}: i32 = {{",
             f"    let size = std::mem::size_of::<{element}>() as i64;",
-            f"    [{', '.join(terms)}].into_iter().fold(16i64, |d, t| if t == 0 {{ d }} else {{ d.min(t & -t) }}) as i32",
+            f"    [{', '.join(terms)}].into_iter().{gcd16} as i32",
             "};"]
 
 
