@@ -172,12 +172,14 @@ def test_the_capture_ir_of_the_port_is_still_cuTile_pythons(tmp_path):
         pytest.skip("cargo, tileiras or tileirdisasm not found (bash scripts/setup.sh)")
     path = write_kernels(tmp_path, STENCIL)
     crate = tmp_path / "crate"
-    report = run(path, CONFIG, out_dir=crate, crate="tileport_slice_alignment")
+    half = {**CONFIG["k"][0], "u": "float16", "out": "float16"}  # an entry per dtype: its own generic values
+    report = run(path, {"k": [CONFIG["k"][0], half]}, out_dir=crate, crate="tileport_slice_alignment")
     assert report.ok, [str(r.diagnostic) for r in report.results if not r.ok]
     shutil.copy(Path(__file__).resolve().parents[2] / "rust" / "Cargo.lock", crate / "Cargo.lock")
     lib = KernelLibrary(build(crate, "dev"), crate / "kernels.json")
     constants = {k: v for k, v in CONFIG["k"][0].items() if k not in ("u", "out")}
-    capture = Capture("k", {"u": ("float64", 2), "out": ("float64", 2)}, {}, constants)
-    r = verify_capture(lib, path, capture, None, archs=("sm_90",))
-    assert not r.error and r.critical == 0, (r.error, r.findings)
-    assert r.sass["sm_90"].get("same_except_parameter_offsets"), r.sass
+    for dtype in ("float64", "float16"):
+        capture = Capture("k", {"u": (dtype, 2), "out": (dtype, 2)}, {}, constants)
+        r = verify_capture(lib, path, capture, None, archs=("sm_90",))
+        assert not r.error and r.critical == 0, (dtype, r.error, r.findings)
+        assert r.sass["sm_90"].get("same_except_parameter_offsets"), (dtype, r.sass)
