@@ -401,6 +401,7 @@ ROWS: list[Row] = [
     Row("ptr_offset", template=PTR_OFFSET),
     Row("view_offset", method="view_offset", shims=("muli_fixed",)),
     Row("make_view", method="make_view"),
+    Row("assume_div_by", when={"at_launch": True}, method="assume_div_by_at_launch"),
     Row("assume_div_by", template="unsafe {{ assume_div_by::<_, {divisor}>({x}) }}"),
     Row("entry_token", template="{x}.token()"),
     Row("join_tokens", template="join_tokens(&[{tokens}])"),

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.emit.names import fresh_name
-from tileport.emit.rust_kernel import array_roots, derived_dims, derived_name, stride_param_name, stride_params, type_dims
+from tileport.emit.rust_kernel import (alignment_generic, array_roots, derived_dims, derived_name, launch_alignments,
+                                       stride_param_name, stride_params, type_dims)
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.model.types import DVar, Sym
 
@@ -342,6 +343,23 @@ def _resolved_lines(variant: Kernel, arg_names, strides) -> list[str]:
     return lines
 
 
+def _alignment_lines(variant: Kernel, st: Let, arg_names) -> list[str]:
+    """A view's alignment as cuTile Python's launcher specializes it (`view_alignment` in the cuTile frontend):
+    gcd(16, each `Array.slice` offset in bytes), where a non-last axis' offset is a multiple of 16 bytes when its
+    stride is (`stride_divisible_by`), else of start x element bytes; the key holds the strides it reads."""
+    array = next(p for p in variant.params if p.name == st.op.attr("view_of"))
+    desc = arg_names[array.name]
+    element = array.ty.dtype.name if isinstance(array.ty.dtype, DVar) else L.HOST_DTYPE[array.ty.dtype]
+    terms = [f"{start} * size" if last
+             else f"if {desc}.strides[{axis}] * size % 16 == 0 {{ 0 }} else {{ {start} * size }}"
+             for axis, start, last in st.op.attr("steps")]
+    gcd16 = "fold(16i64, |d, t| if t == 0 { d } else { d.min(t & -t) })"  # gcd(16, t, ..): lowest set bits, at most 16
+    return [f"let {alignment_generic(st).lower()}: i32 = {{",
+            f"    let size = std::mem::size_of::<{element}>() as i64;",
+            f"    [{', '.join(terms)}].into_iter().{gcd16} as i32",
+            "};"]
+
+
 def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]:
     args, lines, tensors, ints = [], [], [], []
     for p in variant.params:
@@ -361,6 +379,9 @@ def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]
     generics = [f"dtype_names[{i}].to_string()" for i in range(len(dvars))]
     generics += [f"{arg_names[p.name]}.to_string()" for p in variant.const_params]
     generics += [f"{derived_name(d).lower()}.to_string()" for d in derived_dims(variant)]
+    for st in launch_alignments(variant):
+        lines += _alignment_lines(variant, st, arg_names)
+        generics.append(f"{alignment_generic(st).lower()}.to_string()")
     listed = f"vec![{', '.join(generics)}]"
     lines.append(f"let spec = Specialization {{ generics: {listed}, tensors: vec![{', '.join(tensors)}], "
                  f"int_scalars: vec![{', '.join(ints)}] }};")

@@ -90,6 +90,18 @@ def unused_views(kernel: Kernel) -> set[int]:
         dead = frozenset(new)
 
 
+def launch_alignments(kernel: Kernel) -> list[Let]:
+    """The view alignment assumptions (`Array.slice`) whose divisor the launcher computes from the strides
+    (`at_launch`), in first-use order: each is an entry const generic (`alignment_generic`)."""
+    dead = unused_views(kernel)
+    return [st for st in walk(kernel.body) if isinstance(st, Let) and st.op.kind == "assume_div_by"
+            and st.op.attr("at_launch") and id(st) not in dead]
+
+
+def alignment_generic(st: Let) -> str:
+    return st.name.upper()
+
+
 def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
     """(array, dim) of every non-last stride a gather/scatter or a view needs, in first-use order.
 
@@ -195,6 +207,7 @@ class KernelEmitter:
                         if isinstance(st, Let) and st.op.kind == "make_view"}
         self.local_views: list[str] = []  # partition views of views, emitted before the statement using them
         self.unused = unused_views(self.kernel)
+        self.alignments = {id(st.op): alignment_generic(st) for st in launch_alignments(self.kernel)}
 
     # ---- helpers
     def fail(self, op: Op, message: str) -> Diagnostic:
@@ -257,6 +270,7 @@ class KernelEmitter:
         for p in k.const_params:
             generics.append(f"const {p.name}: {'bool' if p.const_type == 'bool' else 'i32'}")
         generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
+        generics += [f"const {alignment_generic(st)}: i32" for st in launch_alignments(k)]
         params = [f"{p.ident}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
         params += [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
         attrs = self.entry_attrs()
@@ -406,6 +420,10 @@ class KernelEmitter:
     def lower_array_stride(self, op: Op, name: str) -> str:
         array = op.args[0].name
         return stride_param_name(self.roots.get(array, array), op.attr("axis"))
+
+    def lower_assume_div_by_at_launch(self, op: Op, name: str) -> str:
+        """A view's alignment as the launcher computes it (`launch_alignments`)."""
+        return f"unsafe {{ assume_div_by::<_, {self.alignments[id(op)]}>({self.atom(op.args[0])}) }}"
 
     def lower_view_offset(self, op: Op, name: str):
         """`start * stride` on 0-d i32 tiles, widened to u64 (`Array.slice`)."""

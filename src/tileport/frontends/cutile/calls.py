@@ -1324,12 +1324,12 @@ def array_slice(lw, arr: Ref, args, kwargs, node) -> Ref:
         # for a pointer that becomes a view), its extents and strides; the view itself need not exist
         array, ptr, (dims, strides) = parent.args[1], parent.args[0], _split_view_operands(parent)
         aligned = _definition(lw, ptr.name)
-        base_div = 1  # no assumption: the parent view was not known aligned
+        base_div, steps = 1, None  # no assumption: the parent view was not known aligned
         if aligned is not None and aligned.kind == "assume_div_by":
-            ptr, base_div = aligned.args[0], aligned.attr("divisor")
+            ptr, base_div, steps = aligned.args[0], aligned.attr("divisor"), aligned.attr("steps")
         stride = CDim(1) if last else strides[axis]
     else:
-        array, ptr, base_div = arr, None, BASE_ALIGNMENT
+        array, ptr, base_div, steps = arr, None, BASE_ALIGNMENT, ()
         dims = [array_dim(lw, arr, d, node) for d in range(rank)]
         strides = [array_stride(lw, arr, d, loc) for d in range(rank - 1)]
         stride = CDim(1) if last else strides[axis]
@@ -1337,9 +1337,12 @@ def array_slice(lw, arr: Ref, args, kwargs, node) -> Ref:
     if ptr is None:
         ptr = lw.b.value("ptr_base", (arr,), T.PtrT(arr.ty.dtype, ()), loc, hint=f"{arr.name}_base")
     ptr = lw.b.value("ptr_offset", (ptr, offset), ptr.ty, loc, hint=f"{arr.name}_at")
-    divisor = _view_alignment(lw, arr.ty.dtype, base_div, _div_by(lw, start, node))  # a stride divides by 1
+    start_div = _div_by(lw, start, node)
+    divisor = _view_alignment(lw, arr.ty.dtype, base_div, start_div)  # a stride divides by 1
     if divisor > 1:
-        ptr = lw.b.value("assume_div_by", (ptr,), ptr.ty, loc, hint=f"{arr.name}_aligned", divisor=divisor)
+        steps = None if steps is None else (*steps, (axis, start_div, last))
+        ptr = lw.b.value("assume_div_by", (ptr,), ptr.ty, loc, hint=f"{arr.name}_aligned", divisor=divisor,
+                         **_launch_alignment(lw, arr.ty.dtype, array.name, steps))
     extent = lw.b.value("binary", (stop, start), ScalarT("i32"), loc, hint=f"{arr.name}_n", op="sub", rounding=None,
                         ftz=None, nan=None)
     dims = [extent if d == axis else dim for d, dim in enumerate(dims)]
@@ -1410,6 +1413,28 @@ def _div_by(lw, atom: Atom, node) -> int:
                                                                                    "scalar_of"):
         return _div_by(lw, op.args[0], node)
     return 1
+
+
+def view_alignment(steps, element_bytes: int, strides_aligned: bool) -> int:
+    """cuTile Python's alignment of a view's pointer, the base 16-byte aligned, after the `Array.slice` steps
+    (axis, start divisibility, last axis?): the gcd of 16 and of every offset in bytes. The capture signature
+    knows no stride divisible (a non-last axis' offset divides by start x element bytes); cuTile's launcher
+    specializes a stride it finds 16-byte divisible (`stride_divisible_by`), and that axis' offset is then
+    a multiple of 16 bytes (`strides_aligned`: every non-last stride is)."""
+    return math.gcd(BASE_ALIGNMENT, *(0 if strides_aligned and not last else start_div * element_bytes
+                                      for _axis, start_div, last in steps))
+
+
+def _launch_alignment(lw, dtype, array: str, steps) -> dict:
+    """The attributes of a view's alignment assumption: its slicing `steps` (a view of it continues them), and
+    `at_launch` when the launch's strides can make it more aligned than captured: the port then takes the
+    alignment as its launcher computes it (an entry const generic), as cuTile Python compiles one kernel per
+    stride divisibility; a fixed, smaller assumption would hide what the JIT knows of the strides."""
+    if steps is None:
+        return {}
+    sizes = [ELEMENT_BYTES[d] for d in lw.b.dspace.values(dtype) if d in ELEMENT_BYTES]
+    at_launch = any(view_alignment(steps, n, False) != view_alignment(steps, n, True) for n in sizes)
+    return {"steps": steps, "view_of": array, **({"at_launch": True} if at_launch else {})}
 
 
 def _view_alignment(lw, dtype, base_div: int, offset_div: int) -> int:
