@@ -49,7 +49,8 @@ def descriptor_params(fn: ast.FunctionDef) -> dict[str, int | None]:
         seen = ranks.setdefault(desc, set())
         if isinstance(offsets, (ast.List, ast.Tuple)):
             seen.add(len(offsets.elts))
-    return {name: (next(iter(r)) if len(r) == 1 else None) for name, r in ranks.items()}
+    return {a.arg: (next(iter(ranks[a.arg])) if len(ranks[a.arg]) == 1 else None) for a in fn.args.args
+            if a.arg in ranks}  # in parameter order (a diagnostic names the first)
 
 
 def check_ranks(path: str, fn: ast.FunctionDef, found: Mapping[str, int | None],
