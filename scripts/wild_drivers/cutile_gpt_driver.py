@@ -30,6 +30,7 @@ def gelu() -> None:
     x = cp.random.randn(B, T, 4 * C).astype(cp.float32)
     cutile_gelu(x)
     cutile_gelu(x.reshape(-1))
+    cutile_gelu(x.reshape(B * T, 4 * C))  # a 2-D input takes the package's gelu_kernel_2d
     gelu_tile(x)
     cp.cuda.runtime.deviceSynchronize()
 

@@ -500,10 +500,26 @@ def render_markdown(table: dict[str, Any]) -> str:
     lines += ["", "Causes, by weight:", ""] + [f"- {n} × {cause}" for cause, n in failure_causes(table["kernels"])]
     if table.get("generated"):
         lines += _generated_section(table["generated"])
+        lines += ["", "## All wild kernels (the packages' and the generated ones)", "",
+                  *combined_rate_lines(s, table["generated"]["summary"])]
     lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
               "`--config bench/results/wild-config.json` for the second column; `--stencil-gen` for the kernels "
               "cutile-stencil generates)."]
     return "\n".join(lines) + "\n"
+
+
+def combined_rate_lines(packages: dict[str, Any], generated: dict[str, Any]) -> list[str]:
+    """The rates over every wild kernel: the downloaded sources' and the ones cutile-stencil generates."""
+    kernels = packages["kernels"] + generated["kernels"]
+    invalid = packages["invalid_source"] + generated["invalid_source"]
+    ok = packages["translate_ok"] + generated["translate_ok"]
+    lines = [f"- translate (no config, no edits): **{ok}/{kernels}** ({100 * ok / kernels:.1f} %); of the kernels "
+             f"cuTile Python accepts: **{ok}/{kernels - invalid}** ({100 * ok / max(1, kernels - invalid):.1f} %)"]
+    if "ir_diff_clean" in packages and "ir_diff_clean" in generated:
+        clean = packages["ir_diff_clean"] + generated["ir_diff_clean"]
+        lines.append(f"- `tileport port --no-gpu` (no config): IR diff ran with 0 CRITICAL (reach stage C): "
+                     f"**{clean}/{kernels}** ({100 * clean / kernels:.1f} %)")
+    return lines
 
 
 def _translate_rate_line(s: dict[str, Any]) -> str:
