@@ -4,21 +4,24 @@ the launch's?
 On the CPU the two sides compile to the same machine code at launch: cuTile Python's launch signature for the
 recorded arrays (f32 [256,768] @ [768,2304], strides 16-byte divisible, shapes divisible by 16) and cutile-rs's
 (`compute_spec` of the same arrays) give SASS that `tileport.sass.compare` calls `same` (608 / 648 instructions,
-64 registers, 2 UTMALDG + 1 UTMASTG, 8 HMMA.1688.F32.TF32). The four cubins in data/matmul_launch are those
+64 registers, 2 UTMALDG (3 with the bias) + 1 UTMASTG, 8 HMMA.1688.F32.TF32). The four cubins in data/matmul_launch are those
 (`ref_*`: cuTile Python's `export_kernel` for `KernelSignature.from_kernel_args` of the launch; `port_*`: the
 port's entry compiled by cutile's `KernelCompiler` with the launch's `SpecializationBits`; tileiras 13.4,
 sm_90).
 
-What still differs is how each side launches them. The port's resolved path calls `cuLaunchKernel` with block
-(1,1,1), no dynamic shared memory and no function attribute; cuTile Python's launcher raises the function's
-`MAX_DYNAMIC_SHARED_SIZE_BYTES` to the device's opt-in limit less the static size when it loads a kernel. This
-test launches each cubin through the driver (ctypes) under each launch configuration, interleaved in rotated
-order on the same buffers, and times them as the parity stage does (CUPTI kernel time after an L2 flush):
+What still differs is how each side launches them: cuTile Python's launcher runs the kernel's host program
+itself and raises the function's `MAX_DYNAMIC_SHARED_SIZE_BYTES` to the device's opt-in limit less the static
+size when it loads a kernel; the port's resolved path calls `cuLaunchKernel` (block (1,1,1), no dynamic shared
+memory), leaving the host program to the driver, and (since support.rs `configure_as_cutile_python`) sets the
+same attribute. This test launches each cubin through the driver (ctypes) under each function configuration,
+interleaved in rotated order on the same buffers, and times them as the parity stage does (CUPTI kernel time
+after an L2 flush):
 
-- same cubin, different configuration, different time: the launch configuration explains the gap;
-- ref and port cubin equal under one configuration: the kernels are the same at run time;
-- `cutile_python` (ct.launch of the source kernel, when the source file is found) against `ref/plain`: how much
-  of cuTile Python's time is its launch configuration.
+- `cutile_python` (ct.launch of the source kernel, when the source file is found) against `ref/plain` and
+  `ref/max_dynamic_shared` (the same machine code launched by the driver): what cuTile Python's launcher
+  itself is worth;
+- same cubin, different configuration, different time: the function configuration matters;
+- ref and port cubin equal under one configuration: the kernels are the same at run time.
 
 Results: $TILEPORT_RESULTS_DIR/matmul-launch-config-<kernel>.json (default out/matmul-launch-gpu). Marked
 `gpu`. The source kernel file: $TILEPORT_MATMUL_SOURCE (default out/wild/src/cutile_gpt/cutile_gpt/kernels/

@@ -1,13 +1,15 @@
 """A resolved kernel runs under the function configuration cuTile Python gives the source kernel.
 
-cuTile Python's launcher raises the dynamic shared memory limit of each kernel it loads to the device's
-opt-in maximum less the kernel's static shared memory (`cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES,
-optin - static)`, in its `prepare_launch_with_extracted_args`); the port's launcher left the driver default
-(48 KB less the static size, or 0 above 48 KB). The cutile_gpt GEMM ports, whose machine code at launch equals
-cuTile Python's (tests/gpu/test_matmul_launch_config.py), timed 1.06x the source on an H200: the launch
-configuration is what differed. `resolve` (support.rs) now configures the function it keeps as cuTile Python
-does, once per specialization: the resolved launches themselves stay one `cuLaunchKernel`
-(tests/runtime/test_launch_target.py).
+cuTile Python's launcher, when it loads a kernel that comes with a host program (each cubin tileiras makes
+carries one, `.nv.host`), raises the kernel's dynamic shared memory limit on each device to the device's opt-in
+maximum less the kernel's static shared memory (`cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, optin -
+static)` in its `prepare_launch_with_extracted_args`). The port's launcher left the driver's default (48 KB less
+the static size; 0 above 48 KB). The cutile_gpt GEMM ports, whose machine code at launch equals cuTile Python's
+(tests/gpu/test_matmul_launch_config.py), timed 1.06x the source on an H200, so what differs is the launch;
+this is one of its two differences (the other: cuTile Python runs the host program itself, the port leaves it
+to the driver). `resolve` (support.rs) now configures the function it keeps as cuTile Python does, once per
+specialization; the resolved launches stay one `cuLaunchKernel` (tests/runtime/test_launch_target.py).
+Whether this closes the GEMM gap is for the GPU test above to show.
 """
 
 from __future__ import annotations

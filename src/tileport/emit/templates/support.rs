@@ -572,10 +572,10 @@ pub fn resolve(
     Ok(())
 }
 
-/// Configure a loaded kernel as cuTile Python's launcher configures each kernel it loads: its dynamic
-/// shared memory limit raised to the device's opt-in maximum less its static shared memory
-/// (`cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - static)` for each device). The
-/// resolved launches then run under the function configuration the source kernel runs under.
+/// Configure a loaded kernel as cuTile Python's launcher configures each kernel it loads with a host
+/// program (every tileiras cubin carries one): its dynamic shared memory limit raised to the device's
+/// opt-in maximum less its static shared memory (`cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES,
+/// optin - static)`). The resolved launches then run under the source kernel's function configuration.
 fn configure_as_cutile_python(
     target: &LaunchTarget,
     function: &cutile::cuda_core::Function,
