@@ -4,10 +4,10 @@ the launch's?
 On the CPU the two sides compile to the same machine code at launch: cuTile Python's launch signature for the
 recorded arrays (f32 [256,768] @ [768,2304], strides 16-byte divisible, shapes divisible by 16) and cutile-rs's
 (`compute_spec` of the same arrays) give SASS that `tileport.sass.compare` calls `same` (608 / 648 instructions,
-64 registers, 2 UTMALDG (3 with the bias) + 1 UTMASTG, 8 HMMA.1688.F32.TF32). The four cubins in data/matmul_launch are those
-(`ref_*`: cuTile Python's `export_kernel` for `KernelSignature.from_kernel_args` of the launch; `port_*`: the
-port's entry compiled by cutile's `KernelCompiler` with the launch's `SpecializationBits`; tileiras 13.4,
-sm_90).
+64 registers, 2 UTMALDG (3 with the bias) + 1 UTMASTG, 8 HMMA.1688.F32.TF32; tests/capture/
+test_matmul_launch_cubins.py). The four cubins in data/matmul_launch are those (`ref_*`: cuTile Python's
+`export_kernel` for `KernelSignature.from_kernel_args` of the launch; `port_*`: the port's entry compiled by
+cutile's `KernelCompiler` with the launch's `SpecializationBits`; tileiras 13.4, sm_90).
 
 What still differs is how each side launches them: cuTile Python's launcher runs the kernel's host program
 itself and raises the function's `MAX_DYNAMIC_SHARED_SIZE_BYTES` to the device's opt-in limit less the static
