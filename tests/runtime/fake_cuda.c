@@ -92,15 +92,8 @@ CUresult cuLaunchHostFunc(void *s, void *fn, void *data) { (void)s; (void)fn; (v
 CUresult cuModuleLoadData(void **m, const void *image) { (void)image; *m = handle(); OK(cuModuleLoadData); }
 CUresult cuModuleUnload(void *m) { (void)m; OK(cuModuleUnload); }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; (void)name; *f = handle(); OK(cuModuleGetFunction); }
-/* A kernel's static shared memory (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1) is 256 bytes; every other
- * function attribute reads 0. */
-CUresult cuFuncGetAttribute(int *v, int attr, void *f) { (void)f; *v = attr == 1 ? 256 : 0; OK(cuFuncGetAttribute); }
-/* The last function attribute set: attribute, value. */
-static int last_func_attribute[2] = {-1, -1};
-const int *fake_cuda_last_func_attribute(void) { return last_func_attribute; }
-CUresult cuFuncSetAttribute(void *f, int attr, int v) {
-    (void)f; last_func_attribute[0] = attr; last_func_attribute[1] = v; OK(cuFuncSetAttribute);
-}
+CUresult cuFuncGetAttribute(int *v, int attr, void *f) { (void)attr; (void)f; *v = 0; OK(cuFuncGetAttribute); }
+CUresult cuFuncSetAttribute(void *f, int attr, int v) { (void)f; (void)attr; (void)v; OK(cuFuncSetAttribute); }
 /* The last launch, as the driver saw it: function, grid, block, shared memory, stream, and the
  * first 8 bytes of each of the first `param_count` parameters (set by the test, which knows the
  * kernel's parameter list: the driver itself cannot tell). */

@@ -566,45 +566,8 @@ pub fn resolve(
     .map_err(|e| Error::new(Code::Launch, format!("resolving `{module}::{function}` for later launches: {e}")))?;
     // One reference is leaked on purpose: the function (and its module) stay loaded for good.
     let loaded: &'static cutile::cuda_core::Function = unsafe { &*Arc::into_raw(loaded) };
-    configure_as_cutile_python(target, loaded)
-        .map_err(|e| Error::new(Code::Launch, format!("configuring `{module}::{function}`: {e}")))?;
     resolved_map().write().unwrap_or_else(|p| p.into_inner()).insert(key, loaded);
     Ok(())
-}
-
-/// Configure a loaded kernel as cuTile Python's launcher configures each kernel it loads with a host
-/// program (every tileiras cubin carries one): its dynamic shared memory limit raised to the device's
-/// opt-in maximum less its static shared memory (`cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES,
-/// optin - static)`). The resolved launches then run under the source kernel's function configuration.
-fn configure_as_cutile_python(
-    target: &LaunchTarget,
-    function: &cutile::cuda_core::Function,
-) -> std::result::Result<(), cutile::cuda_core::DriverError> {
-    use cutile::cuda_core::sys;
-    let check = |rc: sys::CUresult| match rc {
-        sys::cudaError_enum_CUDA_SUCCESS => Ok(()),
-        rc => Err(cutile::cuda_core::DriverError(rc)),
-    };
-    target.context.bind_to_thread()?;
-    let mut optin = 0i32;
-    check(unsafe {
-        sys::cuDeviceGetAttribute(
-            &mut optin,
-            sys::CUdevice_attribute_enum_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            target.context.cu_device(),
-        )
-    })?;
-    let static_bytes = function.static_shared_memory_bytes()? as i32;
-    if optin <= static_bytes {
-        return Ok(());
-    }
-    check(unsafe {
-        sys::cuFuncSetAttribute(
-            function.cu_function(),
-            sys::CUfunction_attribute_enum_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            optin - static_bytes,
-        )
-    })
 }
 
 /// The path every resolved launch takes, with no kernel of its own: the (device, stream) target,
