@@ -49,8 +49,11 @@ GENERATED_DRIVERS = {"stencil_driver.py": STENCIL_GEN}
 
 def drivers() -> list[Path]:
     """`<package>_driver.py` files: a driver named like its package would shadow it (the script's folder is
-    first on sys.path). The Triton wild set's driver is tileport.wild_triton_gpu's, not this flow's."""
-    return sorted(d for d in DRIVERS.glob("*_driver.py") if d.name not in TRITON_DRIVERS)
+    first on sys.path). The Triton wild set's driver is tileport.wild_triton_gpu's, not this flow's.
+    $WILD_DRIVERS (comma-separated package names, e.g. `cutile_gpt`) keeps only those."""
+    only = set(os.environ.get("WILD_DRIVERS", "").split(",")) - {""}
+    return sorted(d for d in DRIVERS.glob("*_driver.py") if d.name not in TRITON_DRIVERS
+                  and (not only or package_of(d) in only))
 
 
 def package_of(driver: Path) -> str:

@@ -164,3 +164,10 @@ def test_a_port_that_stopped_says_why_in_the_table(tmp_path):
     rows[0]["port_why"] = wild_gpu.stopped_why(stopped)
     md = wild_gpu.render({"kernels": rows})
     assert "| no | - | - / - | A FAIL_FIXABLE: cuTile Python cannot compile k[float32](N=768) |" in md
+
+
+def test_wild_drivers_selects_packages(monkeypatch):
+    monkeypatch.setenv("WILD_DRIVERS", "cutile_gpt")
+    assert [wild_gpu.package_of(d) for d in wild_gpu.drivers()] == ["cutile_gpt"]
+    monkeypatch.delenv("WILD_DRIVERS")
+    assert {"bastile", "cutile_gpt", "stencil"} <= {wild_gpu.package_of(d) for d in wild_gpu.drivers()}
