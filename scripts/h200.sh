@@ -19,6 +19,7 @@
 #   from `python3 -m tileport.wild_gpu prepare`, then `... bundle DIR`): wild-gpu.json, wild-launches.json,
 #   gpu-evidence-launches.json and wild.log. cutile-stencil's generated kernels travel in .device/wild/stencil-gen
 #   (scripts/wild_drivers/stencil_driver.py launches them; WILD_STENCIL_DOMAINS=all|ends|largest, default ends).
+#   WILD_DRIVERS=cutile_gpt,... runs only those packages' drivers.
 # triton: the Triton corpus (src/tileport/ops/triton_kernels). Records its launches with `tileport record` of
 #   scripts/triton_corpus_driver.py (which also checks every corpus kernel against PyTorch: triton-driver.json) into
 #   triton-launches.json; when the port bundle of scripts/triton-bundle.sh is in .device/ (triton-crate/,
