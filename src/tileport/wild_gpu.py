@@ -327,7 +327,8 @@ def stopped_why(kernel: dict[str, Any]) -> str:
     if kernel.get("terminal") != "STOPPED" or not route:
         return ""
     last = route[-1]
-    return f"{last['stage']} {last['verdict']}: {(last.get('reason') or '').splitlines()[0] if last.get('reason') else ''}"
+    reason = (last.get("reason") or "").splitlines()
+    return f"{last['stage']} {last['verdict']}: {reason[0] if reason else ''}"
 
 
 def render(doc: dict[str, Any]) -> str:

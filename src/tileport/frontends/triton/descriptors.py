@@ -82,9 +82,10 @@ def launch_fields(configs: Sequence[Mapping[str, Any]], descriptors: Sequence[st
 
 def resolve(path: str, fn: ast.FunctionDef, descriptors: Sequence[str], configs: Sequence[Mapping[str, Any]],
             constexprs: Sequence[str], pinned: Mapping[str, Any]) -> dict[str, tuple[tuple[int, ...], str]]:
-    """{descriptor: (block shape, padding)} of the entry pinned on `pinned`. Raises NeedsSpecialization on the
-    configured constexprs not pinned yet (`constexprs`: the kernel's value constexprs, not its dtype ones) (one entry per value set), a located diagnostic when no
-    configuration, or two with the same constexpr values, give a descriptor's block shape."""
+    """{descriptor: (block shape, padding)} of the entry pinned on `pinned`. `constexprs` are the kernel's value
+    constexprs (not its dtype ones). Raises NeedsSpecialization on those the configurations give and `pinned`
+    does not fix yet (one entry per value set); a located diagnostic when no configuration, or two with the
+    same constexpr values, give a descriptor's block shape."""
     if not descriptors:
         return {}
     fields = launch_fields(configs, descriptors)
