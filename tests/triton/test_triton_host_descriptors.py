@@ -160,3 +160,19 @@ def test_host_descriptor_ports_build_from_recorded_launches(tmp_path):
     for ir in irs:
         text = ir.read_text()
         assert text.count("load_view_tko") == 1 and "padding_value = zero" in text
+
+
+def test_a_descriptor_reached_through_another_name_is_located(tmp_path):
+    """Only the parameter's own `.load`/`.store` marks it a descriptor: an alias is a located diagnostic that
+    says so (the message used to claim descriptors have no lowering at all)."""
+    path = tmp_path / "alias.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def alias_desc(x_desc, y_ptr, BLOCK: tl.constexpr):
+            d = x_desc
+            x = d.load([0, 0])
+            tl.store(y_ptr + tl.arange(0, BLOCK), x)
+    """).lstrip("\n"))
+    (d,) = translate_file(str(path), naming=RUST_NAMING).diagnostics
+    assert d.construct == "tensor descriptor" and d.loc.line == 7
+    assert "parameter itself is accessed" in d.message and "no lowering" not in d.message

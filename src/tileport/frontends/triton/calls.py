@@ -222,9 +222,9 @@ def method(lw, obj, name: str, args, kwargs, node):
     if isinstance(obj, Descriptor) and name in DESCRIPTOR_METHODS:
         return DESCRIPTOR_METHODS[name](lw, obj, args, kwargs, node)
     if name in ("load", "store") and isinstance(obj, Ref) and not isinstance(obj.ty, TileT):
-        raise lw.fail(node, f"`.{name}()` on a parameter: host-side tensor descriptors have no lowering in "
-                      "tileport's kernel model yet", "tensor descriptor",
-                      "build the descriptor in the kernel with tl.make_tensor_descriptor")
+        raise lw.fail(node, f"`.{name}()` on {lw.describe(obj)}: a host-side tensor descriptor is recognized "
+                      "where its parameter itself is accessed (`param.load(...)`), not through another name",
+                      "tensor descriptor", "call .load/.store on the descriptor parameter directly")
     raise lw.fail(node, f"method `.{name}()` of {lw.describe(obj)} is not supported", "method")
 
 
