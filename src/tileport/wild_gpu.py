@@ -126,7 +126,7 @@ def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
         try:
             evidence = record_evidence(files, spec, bundle / "crate", lib, out)
             doc["check"] = "ok"
-        except Exception as e:  # noqa: BLE001 - reported in the JSON: the lead reads why
+        except Exception as e:  # noqa: BLE001 - reported in the JSON, which says why
             doc["check"] = f"launch_check failed: {type(e).__name__}: {e}"[:2000]
     doc["kernels"] = kernel_rows(spec, evidence)
     write_atomic(out / "wild-gpu.json", json.dumps(doc, indent=1, default=str))

@@ -25,7 +25,7 @@ after an L2 flush):
 
 Results: $TILEPORT_RESULTS_DIR/matmul-launch-config-<kernel>.json (default out/matmul-launch-gpu). Marked
 `gpu`. The source kernel file: $TILEPORT_MATMUL_SOURCE (default out/wild/src/cutile_gpt/cutile_gpt/kernels/
-linear.py). Run after the wild GPU check in the same session, `test_runtime_cubins_are_kept` also copies the
+linear.py). Run after the wild GPU check on the same machine, `test_runtime_cubins_are_kept` also copies the
 cubins both runtimes compiled for these kernels out of their disk caches (runtime-cubins/<side>/), so that
 their SASS can be compared on the CPU with the ones above (`tileport.sass.compare`).
 """
