@@ -10,7 +10,8 @@ every sequence at full length: the kernel time (CUPTI, L2 flushed, median) of `f
 this machine runs (flash, cuDNN, memory-efficient; `enable_gqa=True`), TFLOP/s (causal counts half
 the score matrix) and the share of the bf16 dense peak; outputs are checked against the first
 SDPA backend that runs before timing. A backend that cannot run a case is recorded with its
-error, never dropped.
+error, never dropped. `kernels` holds, per column, the kernels one call runs with their launch
+attributes (block size, registers, shared memory, occupancy): how cuDNN's kernel is built beside ours.
 
 Decode (`decode_cases`): one query token per sequence against a full KV cache of batch x seq >= 64k
 tokens, bf16, head dim 128, 32 query / 8 KV heads: `flash_decode` on both tile backends (at each
@@ -119,6 +120,8 @@ def case(seq: int, causal: bool, budget_s: float, flush) -> dict:
         rec["columns"][name] = col
         torch.cuda.synchronize()
     rec["reference"] = reference_name
+    rec["kernels"] = {name: profiled_kernels(fn) for name, (fn, _) in runners.items()
+                      if "median_us" in rec["columns"][name]}
     sdpa = {n: c["median_us"] for n, c in rec["columns"].items() if n.startswith("sdpa_") and "median_us" in c}
     if sdpa:
         fastest = min(sdpa, key=sdpa.get)
@@ -301,33 +304,37 @@ def kernels_of_trace(events: list[dict], reps: int) -> list[dict]:
             for name, evs in by_name.items()]
 
 
-def kernel_breakdown(op: str, shape, dtype: str) -> dict:
+def profiled_kernels(fn: Callable[[], Any], reps: int = BREAKDOWN_REPS) -> list[dict] | dict:
+    """The kernels `reps` calls of `fn` run, from the profiler trace (`kernels_of_trace`); an error is
+    a result (a dict with `error`), never dropped."""
     import json as _json
     import tempfile
 
     import torch
     from torch.profiler import ProfilerActivity, profile
+    try:
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(reps):
+                fn()
+            torch.cuda.synchronize()
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "trace.json"
+            prof.export_chrome_trace(str(trace))
+            events = _json.loads(trace.read_text()).get("traceEvents", [])
+        return kernels_of_trace(events, reps)
+    except Exception as e:  # noqa: BLE001 - a backend that cannot run is a result
+        return {"error": f"{type(e).__name__}: {e}"[:500]}
 
+
+def kernel_breakdown(op: str, shape, dtype: str) -> dict:
     import tileport.ops as ops
     from tileport.ops.specs import get_spec
     inputs = get_spec(op).make_inputs(tuple(shape), dtype, "cuda", 0)
-    rec: dict[str, Any] = {"op": op, "shape": list(shape), "dtype": dtype, "backends": {}}
-    for be in ("cutile", "cutile-rs"):
-        try:
-            getattr(ops, op)(*inputs, backend=be)
-            torch.cuda.synchronize()
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(BREAKDOWN_REPS):
-                    getattr(ops, op)(*inputs, backend=be)
-                torch.cuda.synchronize()
-            with tempfile.TemporaryDirectory() as tmp:
-                trace = Path(tmp) / "trace.json"
-                prof.export_chrome_trace(str(trace))
-                events = _json.loads(trace.read_text()).get("traceEvents", [])
-            rec["backends"][be] = kernels_of_trace(events, BREAKDOWN_REPS)
-        except Exception as e:  # noqa: BLE001 - a backend that cannot run is a result
-            rec["backends"][be] = {"error": f"{type(e).__name__}: {e}"[:500]}
-    return rec
+    call = lambda be: lambda: getattr(ops, op)(*inputs, backend=be)  # noqa: E731
+    return {"op": op, "shape": list(shape), "dtype": dtype,
+            "backends": {be: profiled_kernels(call(be)) for be in ("cutile", "cutile-rs")}}
 
 
 def _write(path: Path, data: dict) -> None:
