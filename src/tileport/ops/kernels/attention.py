@@ -34,6 +34,8 @@ ConstBool = ct.Constant[bool]
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
+# Latency hint of fmha_fwd_kernel's K and V tile loads (how far ahead tileiras pipelines them).
+PREFILL_KV_LATENCY = 2
 
 
 def masked_scores(s, q_pos, k_pos, seq_len, window, CAUSAL, SLIDING):
@@ -113,14 +115,14 @@ def fmha_fwd_kernel(q, k, v, o, lse, seq_lens, sinks, qk_scale: float, softcap: 
     acc = ct.zeros((BLOCK_M, HEAD_DIM), dtype=ct.float32)
     for j in range(lo, hi):
         kt = ct.load(k, index=(b, kvh, 0, j), shape=(1, 1, HEAD_DIM, BLOCK_N), order=(0, 1, 3, 2),
-                     padding_mode=ct.PaddingMode.ZERO, latency=2)
+                     padding_mode=ct.PaddingMode.ZERO, latency=PREFILL_KV_LATENCY)
         kt = ct.reshape(kt, (HEAD_DIM, BLOCK_N))
         s = ct.mma(qt, kt, ct.zeros((BLOCK_M, BLOCK_N), dtype=ct.float32))
         s = scaled_scores(s, qk_scale, softcap, SOFTCAP)
         k_pos = ct.reshape(j * BLOCK_N + ct.arange(BLOCK_N, dtype=ct.int32), (1, BLOCK_N))
         s = masked_scores(s, q_pos, k_pos, seq_len, window, CAUSAL, SLIDING)
         vt = ct.load(v, index=(b, kvh, j, 0), shape=(1, 1, BLOCK_N, HEAD_DIM),
-                     padding_mode=ct.PaddingMode.ZERO, latency=2)
+                     padding_mode=ct.PaddingMode.ZERO, latency=PREFILL_KV_LATENCY)
         vt = ct.reshape(vt, (BLOCK_N, HEAD_DIM))
         m_i, l_i, acc = softmax_step(s, vt, m_i, l_i, acc, SLIDING)
 
