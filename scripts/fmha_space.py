@@ -11,7 +11,9 @@ closes the gap or the gap is structural:
 1. BLOCK_M x BLOCK_N x PREFILL_KV_LATENCY at the kernel's own occupancy / worker warps (seq 8192,
    non-causal);
 2. the best of 1 under each occupancy x num_worker_warps;
-3. the default and the best configuration against cuDNN at every sequence length and both maskings.
+3. the default and the best configuration against cuDNN at every sequence length and both maskings,
+   with `heavy_first`: the default with its query tiles taken in reverse order (under a causal mask the
+   last tiles have the most key tiles, so they start first and the light ones fill the tail).
 
 A candidate is a copy of our kernel module with PREFILL_KV_LATENCY set (cuTile reads module constants
 when the kernel is decorated), `kernel.replace_hints` for occupancy / worker warps, and the plan's own
@@ -53,16 +55,24 @@ class Variants:
         self.workdir = workdir
         self.modules: dict[int, Any] = {}
 
-    def kernel(self, latency: int, occupancy: int | None, warps: int | None):
+    def kernel(self, latency: int, occupancy: int | None, warps: int | None, heavy_first: bool = False):
         from tileport.ops.capture_ref import load_kernel_module
-        if latency not in self.modules:
-            marker = "\nPREFILL_KV_LATENCY = 2\n"
-            if marker not in self.source:
-                raise RuntimeError("attention.py no longer declares PREFILL_KV_LATENCY = 2")
-            path = self.workdir / f"attention_latency{latency}.py"
-            path.write_text(self.source.replace(marker, f"\nPREFILL_KV_LATENCY = {latency}\n"))
-            self.modules[latency] = load_kernel_module(path)
-        return self.modules[latency].fmha_fwd_kernel.replace_hints(occupancy=occupancy, num_worker_warps=warps)
+        key = (latency, heavy_first)
+        if key not in self.modules:
+            text = self._edit(self.source, "\nPREFILL_KV_LATENCY = 2\n", f"\nPREFILL_KV_LATENCY = {latency}\n")
+            if heavy_first:
+                text = self._edit(text, "    mb = ct.bid(0)\n    bh = ct.bid(1)\n",
+                                  "    mb = ct.num_blocks(0) - 1 - ct.bid(0)\n    bh = ct.bid(1)\n")
+            path = self.workdir / f"attention_latency{latency}_{'heavy' if heavy_first else 'plain'}.py"
+            path.write_text(text)
+            self.modules[key] = load_kernel_module(path)
+        return self.modules[key].fmha_fwd_kernel.replace_hints(occupancy=occupancy, num_worker_warps=warps)
+
+    @staticmethod
+    def _edit(text: str, old: str, new: str) -> str:
+        if text.count(old) != 1:
+            raise RuntimeError(f"attention.py no longer has exactly one {old.strip()!r}")
+        return text.replace(old, new)
 
 
 def launcher(variants: Variants, q, k, v, lens, causal: bool, cfg: dict) -> Callable[[], Any]:
@@ -78,7 +88,7 @@ def launcher(variants: Variants, q, k, v, lens, causal: bool, cfg: dict) -> Call
     [launch] = spec.plan(q, k, v, lens, causal, outs)
     grid = (-(-q.shape[2] // cfg["BLOCK_M"]), launch.grid[1], 1)
     launch = Launch(launch.kernel, grid, {**launch.args, "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"]})
-    kernel = variants.kernel(cfg["latency"], cfg["occupancy"], cfg["num_worker_warps"])
+    kernel = variants.kernel(cfg["latency"], cfg["occupancy"], cfg["num_worker_warps"], cfg.get("heavy_first", False))
     args = positional_args(kernel_parameters(kernel), launch)
 
     def run():
@@ -112,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--budget", type=float, default=0.05)
+    ap.add_argument("--no-search", action="store_true", help="step 3 only, with the default as the best")
     args = ap.parse_args(argv)
     import torch
 
@@ -136,12 +147,16 @@ def main(argv: list[str] | None = None) -> int:
             print(cfg, rec.get("median_us", rec.get("error")), flush=True)
             return rec
 
-        stage1 = [try_cfg({**default, "BLOCK_M": bm, "BLOCK_N": bn, "latency": lat})
-                  for bm, bn, lat in itertools.product(space["BLOCK_M"], space["BLOCK_N"], (2, 3, 4))]
+        if args.no_search:
+            stage1 = [try_cfg(default)]
+        else:
+            stage1 = [try_cfg({**default, "BLOCK_M": bm, "BLOCK_N": bn, "latency": lat})
+                      for bm, bn, lat in itertools.product(space["BLOCK_M"], space["BLOCK_N"], (2, 3, 4))]
         best = min((r for r in stage1 if "median_us" in r), key=lambda r: r["median_us"])["config"]
-        stage2 = [try_cfg({**best, "occupancy": occ, "num_worker_warps": w})
-                  for occ, w in itertools.product(space["occupancy"], (*space["num_worker_warps"], None))
-                  if (occ, w) != (best["occupancy"], best["num_worker_warps"])]
+        stage2 = [] if args.no_search else [
+            try_cfg({**best, "occupancy": occ, "num_worker_warps": w})
+            for occ, w in itertools.product(space["occupancy"], (*space["num_worker_warps"], None))
+            if (occ, w) != (best["occupancy"], best["num_worker_warps"])]
         ok = [r for r in stage1 + stage2 if "median_us" in r]
         best = min(ok, key=lambda r: r["median_us"])["config"]
         result["best"] = best
@@ -150,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                 inputs, reference, cudnn, work = case_inputs(seq, causal, flush, args.budget)
                 cols = {"sdpa_cudnn_attention": cudnn}
                 fns = {"default": launcher(variants, *inputs, causal, default),
-                       "best": launcher(variants, *inputs, causal, best)}
+                       "best": launcher(variants, *inputs, causal, best),
+                       "heavy_first": launcher(variants, *inputs, causal, {**default, "heavy_first": True})}
                 cols.update({n: measure(fn, reference, flush, args.budget) for n, fn in fns.items()})
                 for c in cols.values():
                     if "median_us" in c:
