@@ -60,9 +60,10 @@ class Variants:
         key = (latency, heavy_first)
         if key not in self.modules:
             text = self._edit(self.source, "\nPREFILL_KV_LATENCY = 2\n", f"\nPREFILL_KV_LATENCY = {latency}\n")
-            if heavy_first:
-                text = self._edit(text, "    mb = ct.bid(0)\n    bh = ct.bid(1)\n",
-                                  "    mb = ct.num_blocks(0) - 1 - ct.bid(0)\n    bh = ct.bid(1)\n")
+            if heavy_first:  # the first block-index line after fmha_fwd_kernel's def (mla_prefill has one too)
+                head, _, body = text.partition("\ndef fmha_fwd_kernel(")
+                body = body.replace("    mb = ct.bid(0)\n", "    mb = ct.num_blocks(0) - 1 - ct.bid(0)\n", 1)
+                text = head + "\ndef fmha_fwd_kernel(" + body
             path = self.workdir / f"attention_latency{latency}_{'heavy' if heavy_first else 'plain'}.py"
             path.write_text(text)
             self.modules[key] = load_kernel_module(path)
