@@ -17,7 +17,8 @@ Decode (`decode_cases`): one query token per sequence against a full KV cache of
 tokens, bf16, head dim 128, 32 query / 8 KV heads: `flash_decode` on both tile backends (at each
 split setting of DECODE_SWEEP: blocks per SM the split-KV plan aims for) against SDPA (query length
 1, `enable_gqa`), with the achieved bandwidth on the KV cache bytes as a share of the measured
-device copy bandwidth (`copy_bandwidth`: read + write bytes of a copy of DECODE_COPY_BYTES).
+device copy bandwidth (`copy_bandwidth`: read + write bytes of a copy of DECODE_COPY_BYTES), and
+`kernels`: the kernels one call of each SDPA backend and of our plan runs, with their launch attributes.
 
 Kernel breakdown (`kernel_breakdown`, with decode): every kernel one call of BREAKDOWN_CASES runs
 on each tile backend, from the profiler trace (name, median device time, grid, block, registers,
@@ -256,6 +257,9 @@ def decode_case(batch: int, seq: int, copy_gbs: float, budget_s: float, flush) -
                     col = {"error": f"{type(e).__name__}: {e}"[:500]}
                 rec["columns"][name] = col
         torch.cuda.synchronize()
+    rec["kernels"] = {name: profiled_kernels(_decode_sdpa(q, k, v, b), 5) for b in SDPA_BACKENDS
+                      if "median_us" in rec["columns"][name := f"sdpa_{b.lower()}"]}
+    rec["kernels"].update({be: profiled_kernels(_decode_ours(q, k, v, lens, be), 5) for be in ("cutile", "cutile-rs")})
     _decode_summary(rec)
     return rec
 
