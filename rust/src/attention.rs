@@ -5,7 +5,7 @@
 pub mod attention {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:85`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:87`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0<
         E: ElementType,
@@ -242,7 +242,7 @@ pub mod attention {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:85`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:87`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1<
         E: ElementType,
@@ -488,7 +488,7 @@ pub mod attention {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:85`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:87`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1<
         E: ElementType,
@@ -739,7 +739,7 @@ pub mod attention {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:85`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:87`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1<
         E: ElementType,
@@ -1035,7 +1035,7 @@ pub mod attention {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/attention.py:85`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:87`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1<
         E: ElementType,
@@ -1355,7 +1355,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:151`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0<
         E: ElementType,
@@ -1586,7 +1586,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:151`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0<
         E: ElementType,
@@ -1822,7 +1822,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:151`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0<
         E: ElementType,
@@ -2120,7 +2120,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:151`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0<
         E: ElementType,
@@ -2442,7 +2442,7 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
-    /// Translated from `src/tileport/ops/kernels/attention.py:151`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1<
         E: ElementType,
@@ -2714,7 +2714,7 @@ pub mod attention {
     /// One block per (batch, query head): merges the split partials (o_part [B, Hq, n_splits, D],
     /// lse_part [B, Hq, n_splits] in log2 units) with a running max, writes o [B, Hq, D] and the
     /// natural-log lse [B, Hq].
-    /// Translated from `src/tileport/ops/kernels/attention.py:218`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:220`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn flash_decode_combine_kernel<E: ElementType, const HEAD_DIM: i32>(
         o_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
@@ -2823,7 +2823,7 @@ pub mod attention {
     /// time, transposed through the view's `order`: transposing the loaded tile in registers spilled
     /// 952 B of stack per thread on sm_90) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
     /// [B, H, n_splits] (log2 units), combined by flash_decode_combine_kernel.
-    /// Translated from `src/tileport/ops/kernels/attention.py:243`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:245`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
     pub unsafe fn mla_decode_partial_kernel<
         E: ElementType,
@@ -3088,7 +3088,7 @@ pub mod attention {
     /// padding rows get 0 and -inf). Grid (cdiv(S, BLOCK_M), B * H). The latent tile is loaded
     /// twice, transposed through the view's `order` as the key and as loaded as the value, so no
     /// MMA operand is transposed in registers.
-    /// Translated from `src/tileport/ops/kernels/attention.py:294`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:296`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn mla_prefill_kernel<
         E: ElementType,

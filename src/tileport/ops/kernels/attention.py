@@ -36,6 +36,8 @@ LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 # Latency hint of fmha_fwd_kernel's K and V tile loads (how far ahead tileiras pipelines them).
 PREFILL_KV_LATENCY = 2
+# The same for flash_decode_partial_kernel's K and V tiles.
+DECODE_KV_LATENCY = 4
 
 
 def masked_scores(s, q_pos, k_pos, seq_len, window, CAUSAL, SLIDING):
@@ -180,14 +182,14 @@ def flash_decode_partial_kernel(q, k, v, block_table, kv_lens, sinks, o_part, ls
         if PAGED:
             page = ct.gather(block_table, (b, j))
             kt = ct.load(k, index=(page, kvh, 0, 0), shape=(1, 1, HEAD_DIM, BLOCK_N),
-                         order=(0, 1, 3, 2), padding_mode=ct.PaddingMode.ZERO, latency=4)
+                         order=(0, 1, 3, 2), padding_mode=ct.PaddingMode.ZERO, latency=DECODE_KV_LATENCY)
             vt = ct.load(v, index=(page, kvh, 0, 0), shape=(1, 1, BLOCK_N, HEAD_DIM),
-                         padding_mode=ct.PaddingMode.ZERO, latency=4)
+                         padding_mode=ct.PaddingMode.ZERO, latency=DECODE_KV_LATENCY)
         else:
             kt = ct.load(k, index=(b, kvh, 0, j), shape=(1, 1, HEAD_DIM, BLOCK_N),
-                         order=(0, 1, 3, 2), padding_mode=ct.PaddingMode.ZERO, latency=4)
+                         order=(0, 1, 3, 2), padding_mode=ct.PaddingMode.ZERO, latency=DECODE_KV_LATENCY)
             vt = ct.load(v, index=(b, kvh, j, 0), shape=(1, 1, BLOCK_N, HEAD_DIM),
-                         padding_mode=ct.PaddingMode.ZERO, latency=4)
+                         padding_mode=ct.PaddingMode.ZERO, latency=DECODE_KV_LATENCY)
         kt = ct.reshape(kt, (HEAD_DIM, BLOCK_N))
         vt = ct.reshape(vt, (BLOCK_N, HEAD_DIM))
         s = ct.mma(qt, kt, ct.zeros((GROUP_TILE, BLOCK_N), dtype=ct.float32))
