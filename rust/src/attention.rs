@@ -1355,9 +1355,11 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
     /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
-    pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0<
+    pub unsafe fn flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0<
         E: ElementType,
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
@@ -1586,9 +1588,248 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
     /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
-    pub unsafe fn flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0<
+    pub unsafe fn flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0<
+        E: ElementType,
+        const GROUP_TILE: i32,
+        const BLOCK_N: i32,
+        const HEAD_DIM: i32,
+    >(
+        q: &Tensor<E, { [-1, -1, -1, -1] }>,
+        k: &Tensor<E, { [-1, -1, -1, -1] }>,
+        v: &Tensor<E, { [-1, -1, -1, -1] }>,
+        block_table: &Tensor<i32, { [-1, -1] }>,
+        kv_lens: &Tensor<i32, { [-1] }>,
+        sinks: &Tensor<f32, { [-1] }>,
+        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
+        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        qk_scale: f32,
+        softcap: f32,
+        window: i32,
+        tiles_per_split: i32,
+    ) {
+        let q_view: Partition<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                q,
+                shape![1, 1, GROUP_TILE, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                q.token(),
+            )
+        };
+        let k_view: Partition<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                k,
+                shape![1, 1, HEAD_DIM, BLOCK_N],
+                padding::Zero,
+                const_array![0, 1, 3, 2],
+                k.token(),
+            )
+        };
+        let v_view: Partition<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                v,
+                shape![1, 1, BLOCK_N, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                v.token(),
+            )
+        };
+        let mut o_part_out: PartitionMut<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            unsafe { o_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]) };
+        let mut lse_part_out: PartitionMut<f32, { [1, 1, GROUP_TILE, 1] }> =
+            unsafe { lse_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1]) };
+        let kv_lens_token: Token = kv_lens.token();
+        let split: i32 = get_tile_block_id().0;
+        let bh: i32 = get_tile_block_id().1;
+        let n_kv_heads: i32 = q.shape()[1];
+        let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
+        let b: i32 = tile_to_scalar(b_floordiv);
+        let kvh_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let kvh_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let kvh_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let kvh_rem: Tile<i32, { [] }> = remi(kvh_lhs_t, kvh_rhs_t);
+        let kvh_rem_neg: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::LessThan);
+        let kvh_div_neg: Tile<bool, { [] }> = cmpi(kvh_rhs_t, kvh_zero, predicate::LessThan);
+        let kvh_xor: Tile<bool, { [] }> = xori(kvh_rem_neg, kvh_div_neg);
+        let kvh_nonzero: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::NotEqual);
+        let kvh_and: Tile<bool, { [] }> = andi(kvh_xor, kvh_nonzero);
+        let kvh_add: Tile<i32, { [] }> = kvh_rem + kvh_rhs_t;
+        let kvh_sel: Tile<i32, { [] }> = select(kvh_and, kvh_add, kvh_rem);
+        let kvh: i32 = tile_to_scalar(kvh_sel);
+        let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
+        let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
+        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
+        let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
+        let kv_len_in0: Tile<bool, { [] }> =
+            cmpi(kv_len_i0_u64, kv_len_n0_u64, predicate::LessThan);
+        let kv_len_one: Tile<u64, { [] }> = constant(1u64, shape![]);
+        let kv_len_off0: Tile<u64, { [] }> = kv_len_i0_u64 * kv_len_one;
+        let kv_len_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(kv_lens.as_ptr()));
+        let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
+        let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                kv_len_aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(kv_len_in0),
+                Some(kv_len_pad),
+                Some(kv_lens_token),
+                Latency::<0>,
+            )
+        };
+        let c: Tile<i32, { [] }> = constant(1i32, shape![]);
+        let q_pos: Tile<i32, { [] }> = kv_len - c;
+        let qt: Tile<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = load_view_tko(
+            &q_view,
+            [b, kvh, 0i32, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qt: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = qt.reshape(shape![GROUP_TILE, HEAD_DIM]);
+        let lo: i32 = split * tiles_per_split;
+        let sum: i32 = lo + tiles_per_split;
+        let c_1: i32 = BLOCK_N;
+        let c_1_tile: Tile<i32, { [] }> = c_1.broadcast(shape![]);
+        let n: Tile<i32, { [] }> = divi(kv_len, c_1_tile, rounding::PositiveInf);
+        let sum_tile: Tile<i32, { [] }> = sum.broadcast(shape![]);
+        let hi: Tile<i32, { [] }> = mini(sum_tile, n);
+        let mut m_i: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
+        let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
+        let c_2: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(0.0f32, shape![GROUP_TILE, BLOCK_N]);
+        let qk_scale_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            qk_scale.broadcast(shape![GROUP_TILE, BLOCK_N]);
+        let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
+        let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
+        let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
+        let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
+        for j in lo..hi_s {
+            let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
+                &k_view,
+                [b, kvh, 0i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let vt: Tile<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = load_view_tko(
+                &v_view,
+                [b, kvh, j, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let kt: Tile<E, { [HEAD_DIM, BLOCK_N] }> = kt.reshape(shape![HEAD_DIM, BLOCK_N]);
+            let vt: Tile<E, { [BLOCK_N, HEAD_DIM] }> = vt.reshape(shape![BLOCK_N, HEAD_DIM]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = mmaf(qt, kt, c_2);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s * qk_scale_tile;
+            let prod: i32 = j * BLOCK_N;
+            let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
+            let sum_1: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
+            let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_1.reshape(shape![1, BLOCK_N]);
+            let keep: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, kv_len_b, predicate::LessThan);
+            let keep_b: Tile<bool, { [GROUP_TILE, BLOCK_N] }> =
+                keep.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = select(keep_b, s, c_3);
+            let s_max: Tile<f32, { [GROUP_TILE] }> = reduce_max(s, 1i32);
+            let s_max_r: Tile<f32, { [GROUP_TILE, 1] }> = s_max.reshape(shape![GROUP_TILE, 1]);
+            let m_new: Tile<f32, { [GROUP_TILE, 1] }> =
+                maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
+            let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = m_new;
+            let m_ref_b: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+                m_ref.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let diff: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s - m_ref_b;
+            let p: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = exp2(diff, ftz::Enabled);
+            let diff_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i - m_ref;
+            let alpha: Tile<f32, { [GROUP_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
+            let p_sum: Tile<f32, { [GROUP_TILE] }> = reduce_sum(p, 1i32);
+            let p_sum_r: Tile<f32, { [GROUP_TILE, 1] }> = p_sum.reshape(shape![GROUP_TILE, 1]);
+            let l_i_1: Tile<f32, { [GROUP_TILE, 1] }> =
+                fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
+            let p_e: Tile<E, { [GROUP_TILE, BLOCK_N] }> = convert_tile(p);
+            let alpha_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+                alpha.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+            let prod_2: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = acc * alpha_b;
+            let acc_2: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = mmaf(p_e, vt, prod_2);
+            m_i = m_new;
+            l_i = l_i_1;
+            acc = acc_2;
+        }
+        let c_2: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
+        let nonempty: Tile<bool, { [GROUP_TILE, 1] }> = gt_tile(l_i, c_2);
+        let l_i_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            l_i.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let quot: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            divf(acc, l_i_b, rounding::Approx, ftz::Enabled);
+        let nonempty_b: Tile<bool, { [GROUP_TILE, HEAD_DIM] }> =
+            nonempty.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let c_3: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            0.0f32.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let out: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = select(nonempty_b, quot, c_3);
+        let out_e: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = convert_tile(out);
+        let out_e_r: Tile<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            out_e.reshape(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]);
+        unsafe {
+            store_view_tko_mut(
+                &mut o_part_out,
+                out_e_r,
+                [b, kvh, 0i32, split, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+        let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
+        let sum_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
+        let c_4: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_1, c_4);
+        let c_5: Tile<f32, { [GROUP_TILE, 1] }> =
+            0.6931471805599453f32.broadcast(shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = part_lse * c_5;
+        let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
+            part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
+        unsafe {
+            store_view_tko_mut(
+                &mut lse_part_out,
+                part_lse_r,
+                [b, kvh, 0i32, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+    }
+
+    /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
+    /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
+    /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
+    pub unsafe fn flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0<
         E: ElementType,
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
@@ -1822,9 +2063,253 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
     /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
-    pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0<
+    pub unsafe fn flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0<
+        E: ElementType,
+        const GROUP_TILE: i32,
+        const BLOCK_N: i32,
+        const HEAD_DIM: i32,
+    >(
+        q: &Tensor<E, { [-1, -1, -1, -1] }>,
+        k: &Tensor<E, { [-1, -1, -1, -1] }>,
+        v: &Tensor<E, { [-1, -1, -1, -1] }>,
+        block_table: &Tensor<i32, { [-1, -1] }>,
+        kv_lens: &Tensor<i32, { [-1] }>,
+        sinks: &Tensor<f32, { [-1] }>,
+        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
+        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        qk_scale: f32,
+        softcap: f32,
+        window: i32,
+        tiles_per_split: i32,
+    ) {
+        let q_view: Partition<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                q,
+                shape![1, 1, GROUP_TILE, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                q.token(),
+            )
+        };
+        let k_view: Partition<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                k,
+                shape![1, 1, HEAD_DIM, BLOCK_N],
+                padding::Zero,
+                const_array![0, 1, 3, 2],
+                k.token(),
+            )
+        };
+        let v_view: Partition<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                v,
+                shape![1, 1, BLOCK_N, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                v.token(),
+            )
+        };
+        let mut o_part_out: PartitionMut<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            unsafe { o_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]) };
+        let mut lse_part_out: PartitionMut<f32, { [1, 1, GROUP_TILE, 1] }> =
+            unsafe { lse_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1]) };
+        let kv_lens_token: Token = kv_lens.token();
+        let split: i32 = get_tile_block_id().0;
+        let bh: i32 = get_tile_block_id().1;
+        let n_kv_heads: i32 = q.shape()[1];
+        let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
+        let b: i32 = tile_to_scalar(b_floordiv);
+        let kvh_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let kvh_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let kvh_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let kvh_rem: Tile<i32, { [] }> = remi(kvh_lhs_t, kvh_rhs_t);
+        let kvh_rem_neg: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::LessThan);
+        let kvh_div_neg: Tile<bool, { [] }> = cmpi(kvh_rhs_t, kvh_zero, predicate::LessThan);
+        let kvh_xor: Tile<bool, { [] }> = xori(kvh_rem_neg, kvh_div_neg);
+        let kvh_nonzero: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::NotEqual);
+        let kvh_and: Tile<bool, { [] }> = andi(kvh_xor, kvh_nonzero);
+        let kvh_add: Tile<i32, { [] }> = kvh_rem + kvh_rhs_t;
+        let kvh_sel: Tile<i32, { [] }> = select(kvh_and, kvh_add, kvh_rem);
+        let kvh: i32 = tile_to_scalar(kvh_sel);
+        let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
+        let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
+        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
+        let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
+        let kv_len_in0: Tile<bool, { [] }> =
+            cmpi(kv_len_i0_u64, kv_len_n0_u64, predicate::LessThan);
+        let kv_len_one: Tile<u64, { [] }> = constant(1u64, shape![]);
+        let kv_len_off0: Tile<u64, { [] }> = kv_len_i0_u64 * kv_len_one;
+        let kv_len_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(kv_lens.as_ptr()));
+        let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
+        let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                kv_len_aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(kv_len_in0),
+                Some(kv_len_pad),
+                Some(kv_lens_token),
+                Latency::<0>,
+            )
+        };
+        let c: Tile<i32, { [] }> = constant(1i32, shape![]);
+        let q_pos: Tile<i32, { [] }> = kv_len - c;
+        let qt: Tile<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = load_view_tko(
+            &q_view,
+            [b, kvh, 0i32, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qt: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = qt.reshape(shape![GROUP_TILE, HEAD_DIM]);
+        let lo: i32 = split * tiles_per_split;
+        let sum: i32 = lo + tiles_per_split;
+        let c_1: i32 = BLOCK_N;
+        let c_1_tile: Tile<i32, { [] }> = c_1.broadcast(shape![]);
+        let n: Tile<i32, { [] }> = divi(kv_len, c_1_tile, rounding::PositiveInf);
+        let sum_tile: Tile<i32, { [] }> = sum.broadcast(shape![]);
+        let hi: Tile<i32, { [] }> = mini(sum_tile, n);
+        let mut m_i: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
+        let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
+        let c_2: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(0.0f32, shape![GROUP_TILE, BLOCK_N]);
+        let qk_scale_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            qk_scale.broadcast(shape![GROUP_TILE, BLOCK_N]);
+        let prod_1: f32 = softcap * 1.4426950408889634f32;
+        let prod_1_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            prod_1.broadcast(shape![GROUP_TILE, BLOCK_N]);
+        let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
+        let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
+        let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
+        let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
+        for j in lo..hi_s {
+            let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
+                &k_view,
+                [b, kvh, 0i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let vt: Tile<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = load_view_tko(
+                &v_view,
+                [b, kvh, j, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let kt: Tile<E, { [HEAD_DIM, BLOCK_N] }> = kt.reshape(shape![HEAD_DIM, BLOCK_N]);
+            let vt: Tile<E, { [BLOCK_N, HEAD_DIM] }> = vt.reshape(shape![BLOCK_N, HEAD_DIM]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = mmaf(qt, kt, c_2);
+            let prod: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s * qk_scale_tile;
+            let tanh_: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = tanh(prod);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = tanh_ * prod_1_tile;
+            let prod_2: i32 = j * BLOCK_N;
+            let prod_2_tile: Tile<i32, { [BLOCK_N] }> = prod_2.broadcast(shape![BLOCK_N]);
+            let sum_1: Tile<i32, { [BLOCK_N] }> = prod_2_tile + offsets;
+            let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_1.reshape(shape![1, BLOCK_N]);
+            let keep: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, kv_len_b, predicate::LessThan);
+            let keep_b: Tile<bool, { [GROUP_TILE, BLOCK_N] }> =
+                keep.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = select(keep_b, s, c_3);
+            let s_max: Tile<f32, { [GROUP_TILE] }> = reduce_max(s, 1i32);
+            let s_max_r: Tile<f32, { [GROUP_TILE, 1] }> = s_max.reshape(shape![GROUP_TILE, 1]);
+            let m_new: Tile<f32, { [GROUP_TILE, 1] }> =
+                maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
+            let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = m_new;
+            let m_ref_b: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+                m_ref.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let diff: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s - m_ref_b;
+            let p: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = exp2(diff, ftz::Enabled);
+            let diff_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i - m_ref;
+            let alpha: Tile<f32, { [GROUP_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
+            let p_sum: Tile<f32, { [GROUP_TILE] }> = reduce_sum(p, 1i32);
+            let p_sum_r: Tile<f32, { [GROUP_TILE, 1] }> = p_sum.reshape(shape![GROUP_TILE, 1]);
+            let l_i_1: Tile<f32, { [GROUP_TILE, 1] }> =
+                fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
+            let p_e: Tile<E, { [GROUP_TILE, BLOCK_N] }> = convert_tile(p);
+            let alpha_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+                alpha.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+            let prod_4: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = acc * alpha_b;
+            let acc_2: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = mmaf(p_e, vt, prod_4);
+            m_i = m_new;
+            l_i = l_i_1;
+            acc = acc_2;
+        }
+        let c_2: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
+        let nonempty: Tile<bool, { [GROUP_TILE, 1] }> = gt_tile(l_i, c_2);
+        let l_i_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            l_i.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let quot: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            divf(acc, l_i_b, rounding::Approx, ftz::Enabled);
+        let nonempty_b: Tile<bool, { [GROUP_TILE, HEAD_DIM] }> =
+            nonempty.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let c_3: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            0.0f32.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let out: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = select(nonempty_b, quot, c_3);
+        let out_e: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = convert_tile(out);
+        let out_e_r: Tile<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            out_e.reshape(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]);
+        unsafe {
+            store_view_tko_mut(
+                &mut o_part_out,
+                out_e_r,
+                [b, kvh, 0i32, split, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+        let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
+        let sum_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
+        let c_4: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_1, c_4);
+        let c_5: Tile<f32, { [GROUP_TILE, 1] }> =
+            0.6931471805599453f32.broadcast(shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = part_lse * c_5;
+        let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
+            part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
+        unsafe {
+            store_view_tko_mut(
+                &mut lse_part_out,
+                part_lse_r,
+                [b, kvh, 0i32, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+    }
+
+    /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
+    /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
+    /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
+    pub unsafe fn flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0<
         E: ElementType,
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
@@ -2120,9 +2605,315 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
     /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
-    pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0<
+    pub unsafe fn flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0<
+        E: ElementType,
+        const GROUP_TILE: i32,
+        const BLOCK_N: i32,
+        const HEAD_DIM: i32,
+    >(
+        q: &Tensor<E, { [-1, -1, -1, -1] }>,
+        k: &Tensor<E, { [-1, -1, -1, -1] }>,
+        v: &Tensor<E, { [-1, -1, -1, -1] }>,
+        block_table: &Tensor<i32, { [-1, -1] }>,
+        kv_lens: &Tensor<i32, { [-1] }>,
+        sinks: &Tensor<f32, { [-1] }>,
+        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
+        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        qk_scale: f32,
+        softcap: f32,
+        window: i32,
+        tiles_per_split: i32,
+    ) {
+        let q_view: Partition<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                q,
+                shape![1, 1, GROUP_TILE, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                q.token(),
+            )
+        };
+        let k_view: Partition<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                k,
+                shape![1, 1, HEAD_DIM, BLOCK_N],
+                padding::Zero,
+                const_array![0, 1, 3, 2],
+                k.token(),
+            )
+        };
+        let v_view: Partition<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                v,
+                shape![1, 1, BLOCK_N, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                v.token(),
+            )
+        };
+        let mut o_part_out: PartitionMut<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            unsafe { o_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]) };
+        let mut lse_part_out: PartitionMut<f32, { [1, 1, GROUP_TILE, 1] }> =
+            unsafe { lse_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1]) };
+        let kv_lens_token: Token = kv_lens.token();
+        let sinks_token: Token = sinks.token();
+        let split: i32 = get_tile_block_id().0;
+        let bh: i32 = get_tile_block_id().1;
+        let n_kv_heads: i32 = q.shape()[1];
+        let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
+        let b: i32 = tile_to_scalar(b_floordiv);
+        let kvh_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let kvh_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let kvh_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let kvh_rem: Tile<i32, { [] }> = remi(kvh_lhs_t, kvh_rhs_t);
+        let kvh_rem_neg: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::LessThan);
+        let kvh_div_neg: Tile<bool, { [] }> = cmpi(kvh_rhs_t, kvh_zero, predicate::LessThan);
+        let kvh_xor: Tile<bool, { [] }> = xori(kvh_rem_neg, kvh_div_neg);
+        let kvh_nonzero: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::NotEqual);
+        let kvh_and: Tile<bool, { [] }> = andi(kvh_xor, kvh_nonzero);
+        let kvh_add: Tile<i32, { [] }> = kvh_rem + kvh_rhs_t;
+        let kvh_sel: Tile<i32, { [] }> = select(kvh_and, kvh_add, kvh_rem);
+        let kvh: i32 = tile_to_scalar(kvh_sel);
+        let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
+        let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
+        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
+        let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
+        let kv_len_in0: Tile<bool, { [] }> =
+            cmpi(kv_len_i0_u64, kv_len_n0_u64, predicate::LessThan);
+        let kv_len_one: Tile<u64, { [] }> = constant(1u64, shape![]);
+        let kv_len_off0: Tile<u64, { [] }> = kv_len_i0_u64 * kv_len_one;
+        let kv_len_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(kv_lens.as_ptr()));
+        let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
+        let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                kv_len_aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(kv_len_in0),
+                Some(kv_len_pad),
+                Some(kv_lens_token),
+                Latency::<0>,
+            )
+        };
+        let c: Tile<i32, { [] }> = constant(1i32, shape![]);
+        let q_pos: Tile<i32, { [] }> = kv_len - c;
+        let qt: Tile<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = load_view_tko(
+            &q_view,
+            [b, kvh, 0i32, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qt: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = qt.reshape(shape![GROUP_TILE, HEAD_DIM]);
+        let lo: i32 = split * tiles_per_split;
+        let sum: i32 = lo + tiles_per_split;
+        let c_1: i32 = BLOCK_N;
+        let c_1_tile: Tile<i32, { [] }> = c_1.broadcast(shape![]);
+        let n: Tile<i32, { [] }> = divi(kv_len, c_1_tile, rounding::PositiveInf);
+        let sum_tile: Tile<i32, { [] }> = sum.broadcast(shape![]);
+        let hi: Tile<i32, { [] }> = mini(sum_tile, n);
+        let mut m_i: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
+        let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
+        let c_2: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(0.0f32, shape![GROUP_TILE, BLOCK_N]);
+        let qk_scale_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            qk_scale.broadcast(shape![GROUP_TILE, BLOCK_N]);
+        let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
+        let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
+        let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
+        let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
+        for j in lo..hi_s {
+            let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
+                &k_view,
+                [b, kvh, 0i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let vt: Tile<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = load_view_tko(
+                &v_view,
+                [b, kvh, j, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let kt: Tile<E, { [HEAD_DIM, BLOCK_N] }> = kt.reshape(shape![HEAD_DIM, BLOCK_N]);
+            let vt: Tile<E, { [BLOCK_N, HEAD_DIM] }> = vt.reshape(shape![BLOCK_N, HEAD_DIM]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = mmaf(qt, kt, c_2);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s * qk_scale_tile;
+            let prod: i32 = j * BLOCK_N;
+            let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
+            let sum_1: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
+            let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_1.reshape(shape![1, BLOCK_N]);
+            let keep: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, kv_len_b, predicate::LessThan);
+            let keep_b: Tile<bool, { [GROUP_TILE, BLOCK_N] }> =
+                keep.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = select(keep_b, s, c_3);
+            let s_max: Tile<f32, { [GROUP_TILE] }> = reduce_max(s, 1i32);
+            let s_max_r: Tile<f32, { [GROUP_TILE, 1] }> = s_max.reshape(shape![GROUP_TILE, 1]);
+            let m_new: Tile<f32, { [GROUP_TILE, 1] }> =
+                maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
+            let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = m_new;
+            let m_ref_b: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+                m_ref.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let diff: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s - m_ref_b;
+            let p: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = exp2(diff, ftz::Enabled);
+            let diff_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i - m_ref;
+            let alpha: Tile<f32, { [GROUP_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
+            let p_sum: Tile<f32, { [GROUP_TILE] }> = reduce_sum(p, 1i32);
+            let p_sum_r: Tile<f32, { [GROUP_TILE, 1] }> = p_sum.reshape(shape![GROUP_TILE, 1]);
+            let l_i_1: Tile<f32, { [GROUP_TILE, 1] }> =
+                fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
+            let p_e: Tile<E, { [GROUP_TILE, BLOCK_N] }> = convert_tile(p);
+            let alpha_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+                alpha.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+            let prod_2: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = acc * alpha_b;
+            let acc_2: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = mmaf(p_e, vt, prod_2);
+            m_i = m_new;
+            l_i = l_i_1;
+            acc = acc_2;
+        }
+        let rows: Tile<i32, { [GROUP_TILE] }> = iota(shape![GROUP_TILE]);
+        let sinks_dim0: i32 = sinks.shape()[0];
+        let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(sinks_dim0);
+        let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let group_floordiv: Tile<i32, { [] }> =
+            divi(group_lhs_t, group_rhs_t, rounding::NegativeInf);
+        let group: i32 = tile_to_scalar(group_floordiv);
+        let prod: i32 = kvh * group;
+        let prod_tile: Tile<i32, { [GROUP_TILE] }> = prod.broadcast(shape![GROUP_TILE]);
+        let sum_1: Tile<i32, { [GROUP_TILE] }> = prod_tile + rows;
+        let group_tile: Tile<i32, { [GROUP_TILE] }> = group.broadcast(shape![GROUP_TILE]);
+        let mask: Tile<bool, { [GROUP_TILE] }> = cmpi(rows, group_tile, predicate::LessThan);
+        let cond: bool = split == 0i32;
+        let cond_tile: Tile<bool, { [GROUP_TILE] }> = cond.broadcast(shape![GROUP_TILE]);
+        let v_1: Tile<bool, { [GROUP_TILE] }> = andi(mask, cond_tile);
+        let sink_i0_u64: Tile<u64, { [GROUP_TILE] }> = exti(sum_1);
+        let sink_n0: i32 = sinks.shape()[0];
+        let sink_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sink_n0);
+        let sink_n0_u64: Tile<u64, { [] }> = exti(sink_n0_0d);
+        let sink_n0_u64_r: Tile<u64, { [1] }> = sink_n0_u64.reshape(shape![1]);
+        let sink_n0_u64_r_b: Tile<u64, { [GROUP_TILE] }> =
+            sink_n0_u64_r.broadcast(shape![GROUP_TILE]);
+        let sink_in0: Tile<bool, { [GROUP_TILE] }> =
+            cmpi(sink_i0_u64, sink_n0_u64_r_b, predicate::LessThan);
+        let sink_one: Tile<u64, { [GROUP_TILE] }> = constant(1u64, shape![GROUP_TILE]);
+        let sink_off0: Tile<u64, { [GROUP_TILE] }> = sink_i0_u64 * sink_one;
+        let sink_base: PointerTile<*mut f32, { [] }> = pointer_to_tile(cast_mut(sinks.as_ptr()));
+        let sink_base_r: PointerTile<*mut f32, { [1] }> = sink_base.reshape(shape![1]);
+        let sink_base_r_b: PointerTile<*mut f32, { [GROUP_TILE] }> =
+            sink_base_r.broadcast(shape![GROUP_TILE]);
+        let sink_ptrs: PointerTile<*mut f32, { [GROUP_TILE] }> =
+            sink_base_r_b.offset_tile(sink_off0);
+        let sink_mask: Tile<bool, { [GROUP_TILE] }> = andi(sink_in0, v_1);
+        let sink_pad: Tile<f32, { [GROUP_TILE] }> = constant(f32::NEG_INFINITY, shape![GROUP_TILE]);
+        let (sink, _): (Tile<f32, { [GROUP_TILE] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                sink_ptrs,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(sink_mask),
+                Some(sink_pad),
+                Some(sinks_token),
+                Latency::<0>,
+            )
+        };
+        let c_2: Tile<f32, { [GROUP_TILE] }> = 1.4426950408889634f32.broadcast(shape![GROUP_TILE]);
+        let prod_1: Tile<f32, { [GROUP_TILE] }> = sink * c_2;
+        let prod_1_r: Tile<f32, { [GROUP_TILE, 1] }> = prod_1.reshape(shape![GROUP_TILE, 1]);
+        let m_new: Tile<f32, { [GROUP_TILE, 1] }> =
+            maxf(m_i, prod_1_r, nan::Disabled, ftz::Disabled);
+        let c_3: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let mask_1: Tile<bool, { [GROUP_TILE, 1] }> = eq_tile(m_new, c_3);
+        let c_4: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
+        let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = select(mask_1, c_4, m_new);
+        let diff: Tile<f32, { [GROUP_TILE, 1] }> = m_i - m_ref;
+        let alpha: Tile<f32, { [GROUP_TILE, 1] }> = exp2(diff, ftz::Enabled);
+        let diff_1: Tile<f32, { [GROUP_TILE, 1] }> = prod_1_r - m_ref;
+        let exp2_: Tile<f32, { [GROUP_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
+        let l_i: Tile<f32, { [GROUP_TILE, 1] }> =
+            fma(l_i, alpha, exp2_, rounding::NearestEven, ftz::Disabled);
+        let alpha_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            alpha.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let prod_3: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = acc * alpha_b;
+        let m_i: Tile<f32, { [GROUP_TILE, 1] }> = m_new;
+        let acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = prod_3;
+        let c_5: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
+        let nonempty: Tile<bool, { [GROUP_TILE, 1] }> = gt_tile(l_i, c_5);
+        let l_i_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            l_i.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let quot: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            divf(acc, l_i_b, rounding::Approx, ftz::Enabled);
+        let nonempty_b: Tile<bool, { [GROUP_TILE, HEAD_DIM] }> =
+            nonempty.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let c_6: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            0.0f32.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let out: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = select(nonempty_b, quot, c_6);
+        let out_e: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = convert_tile(out);
+        let out_e_r: Tile<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            out_e.reshape(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]);
+        unsafe {
+            store_view_tko_mut(
+                &mut o_part_out,
+                out_e_r,
+                [b, kvh, 0i32, split, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+        let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
+        let sum_2: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
+        let c_7: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_2, c_7);
+        let c_8: Tile<f32, { [GROUP_TILE, 1] }> =
+            0.6931471805599453f32.broadcast(shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = part_lse * c_8;
+        let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
+            part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
+        unsafe {
+            store_view_tko_mut(
+                &mut lse_part_out,
+                part_lse_r,
+                [b, kvh, 0i32, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+    }
+
+    /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
+    /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
+    /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
+    pub unsafe fn flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0<
         E: ElementType,
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
@@ -2442,9 +3233,339 @@ pub mod attention {
     /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
     /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
     /// Translated from `src/tileport/ops/kernels/attention.py:153`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
-    pub unsafe fn flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1<
+    pub unsafe fn flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0<
+        E: ElementType,
+        const GROUP_TILE: i32,
+        const BLOCK_N: i32,
+        const HEAD_DIM: i32,
+    >(
+        q: &Tensor<E, { [-1, -1, -1, -1] }>,
+        k: &Tensor<E, { [-1, -1, -1, -1] }>,
+        v: &Tensor<E, { [-1, -1, -1, -1] }>,
+        block_table: &Tensor<i32, { [-1, -1] }>,
+        kv_lens: &Tensor<i32, { [-1] }>,
+        sinks: &Tensor<f32, { [-1] }>,
+        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
+        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        qk_scale: f32,
+        softcap: f32,
+        window: i32,
+        tiles_per_split: i32,
+    ) {
+        let q_view: Partition<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                q,
+                shape![1, 1, GROUP_TILE, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                q.token(),
+            )
+        };
+        let k_view: Partition<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                k,
+                shape![1, 1, HEAD_DIM, BLOCK_N],
+                padding::Zero,
+                const_array![0, 1, 3, 2],
+                k.token(),
+            )
+        };
+        let v_view: Partition<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                v,
+                shape![1, 1, BLOCK_N, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                v.token(),
+            )
+        };
+        let mut o_part_out: PartitionMut<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            unsafe { o_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]) };
+        let mut lse_part_out: PartitionMut<f32, { [1, 1, GROUP_TILE, 1] }> =
+            unsafe { lse_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1]) };
+        let kv_lens_token: Token = kv_lens.token();
+        let sinks_token: Token = sinks.token();
+        let split: i32 = get_tile_block_id().0;
+        let bh: i32 = get_tile_block_id().1;
+        let n_kv_heads: i32 = q.shape()[1];
+        let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
+        let b: i32 = tile_to_scalar(b_floordiv);
+        let kvh_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let kvh_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let kvh_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let kvh_rem: Tile<i32, { [] }> = remi(kvh_lhs_t, kvh_rhs_t);
+        let kvh_rem_neg: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::LessThan);
+        let kvh_div_neg: Tile<bool, { [] }> = cmpi(kvh_rhs_t, kvh_zero, predicate::LessThan);
+        let kvh_xor: Tile<bool, { [] }> = xori(kvh_rem_neg, kvh_div_neg);
+        let kvh_nonzero: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::NotEqual);
+        let kvh_and: Tile<bool, { [] }> = andi(kvh_xor, kvh_nonzero);
+        let kvh_add: Tile<i32, { [] }> = kvh_rem + kvh_rhs_t;
+        let kvh_sel: Tile<i32, { [] }> = select(kvh_and, kvh_add, kvh_rem);
+        let kvh: i32 = tile_to_scalar(kvh_sel);
+        let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
+        let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
+        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
+        let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
+        let kv_len_in0: Tile<bool, { [] }> =
+            cmpi(kv_len_i0_u64, kv_len_n0_u64, predicate::LessThan);
+        let kv_len_one: Tile<u64, { [] }> = constant(1u64, shape![]);
+        let kv_len_off0: Tile<u64, { [] }> = kv_len_i0_u64 * kv_len_one;
+        let kv_len_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(kv_lens.as_ptr()));
+        let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
+        let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                kv_len_aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(kv_len_in0),
+                Some(kv_len_pad),
+                Some(kv_lens_token),
+                Latency::<0>,
+            )
+        };
+        let c: Tile<i32, { [] }> = constant(1i32, shape![]);
+        let q_pos: Tile<i32, { [] }> = kv_len - c;
+        let qt: Tile<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = load_view_tko(
+            &q_view,
+            [b, kvh, 0i32, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qt: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = qt.reshape(shape![GROUP_TILE, HEAD_DIM]);
+        let lo: i32 = split * tiles_per_split;
+        let sum: i32 = lo + tiles_per_split;
+        let c_1: i32 = BLOCK_N;
+        let c_1_tile: Tile<i32, { [] }> = c_1.broadcast(shape![]);
+        let n: Tile<i32, { [] }> = divi(kv_len, c_1_tile, rounding::PositiveInf);
+        let sum_tile: Tile<i32, { [] }> = sum.broadcast(shape![]);
+        let hi: Tile<i32, { [] }> = mini(sum_tile, n);
+        let window_tile: Tile<i32, { [] }> = window.broadcast(shape![]);
+        let diff: Tile<i32, { [] }> = q_pos - window_tile;
+        let c_2: Tile<i32, { [] }> = constant(1i32, shape![]);
+        let sum_1: Tile<i32, { [] }> = diff + c_2;
+        let c_3: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let hi_1: Tile<i32, { [] }> = maxi(sum_1, c_3);
+        let c_4: i32 = BLOCK_N;
+        let c_4_tile: Tile<i32, { [] }> = c_4.broadcast(shape![]);
+        let quot: Tile<i32, { [] }> = divi(hi_1, c_4_tile, rounding::NegativeInf);
+        let lo_tile: Tile<i32, { [] }> = lo.broadcast(shape![]);
+        let lo: Tile<i32, { [] }> = maxi(lo_tile, quot);
+        let mut m_i: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
+        let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let lo_s: i32 = tile_to_scalar(lo);
+        let hi_s: i32 = tile_to_scalar(hi);
+        let c_5: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(0.0f32, shape![GROUP_TILE, BLOCK_N]);
+        let qk_scale_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            qk_scale.broadcast(shape![GROUP_TILE, BLOCK_N]);
+        let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
+        let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
+        let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
+        let q_pos_r: Tile<i32, { [1, 1] }> = q_pos.reshape(shape![1, 1]);
+        let q_pos_b: Tile<i32, { [1, BLOCK_N] }> = q_pos_r.broadcast(shape![1, BLOCK_N]);
+        let window_tile_1: Tile<i32, { [1, BLOCK_N] }> = window.broadcast(shape![1, BLOCK_N]);
+        let c_6: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
+        let c_7: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let c_8: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
+        for j in lo_s..hi_s {
+            let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
+                &k_view,
+                [b, kvh, 0i32, j],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let vt: Tile<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = load_view_tko(
+                &v_view,
+                [b, kvh, j, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let kt: Tile<E, { [HEAD_DIM, BLOCK_N] }> = kt.reshape(shape![HEAD_DIM, BLOCK_N]);
+            let vt: Tile<E, { [BLOCK_N, HEAD_DIM] }> = vt.reshape(shape![BLOCK_N, HEAD_DIM]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = mmaf(qt, kt, c_5);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s * qk_scale_tile;
+            let prod: i32 = j * BLOCK_N;
+            let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
+            let sum_2: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
+            let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_2.reshape(shape![1, BLOCK_N]);
+            let keep: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, kv_len_b, predicate::LessThan);
+            let diff_1: Tile<i32, { [1, BLOCK_N] }> = q_pos_b - k_pos;
+            let mask: Tile<bool, { [1, BLOCK_N] }> =
+                cmpi(diff_1, window_tile_1, predicate::LessThan);
+            let keep: Tile<bool, { [1, BLOCK_N] }> = andi(keep, mask);
+            let keep_b: Tile<bool, { [GROUP_TILE, BLOCK_N] }> =
+                keep.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = select(keep_b, s, c_6);
+            let s_max: Tile<f32, { [GROUP_TILE] }> = reduce_max(s, 1i32);
+            let s_max_r: Tile<f32, { [GROUP_TILE, 1] }> = s_max.reshape(shape![GROUP_TILE, 1]);
+            let m_new: Tile<f32, { [GROUP_TILE, 1] }> =
+                maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
+            let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = m_new;
+            let mask_1: Tile<bool, { [GROUP_TILE, 1] }> = eq_tile(m_new, c_7);
+            let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = select(mask_1, c_8, m_new);
+            let m_ref_b: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+                m_ref.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let diff_2: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s - m_ref_b;
+            let p: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = exp2(diff_2, ftz::Enabled);
+            let diff_3: Tile<f32, { [GROUP_TILE, 1] }> = m_i - m_ref;
+            let alpha: Tile<f32, { [GROUP_TILE, 1] }> = exp2(diff_3, ftz::Enabled);
+            let p_sum: Tile<f32, { [GROUP_TILE] }> = reduce_sum(p, 1i32);
+            let p_sum_r: Tile<f32, { [GROUP_TILE, 1] }> = p_sum.reshape(shape![GROUP_TILE, 1]);
+            let l_i_1: Tile<f32, { [GROUP_TILE, 1] }> =
+                fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
+            let p_e: Tile<E, { [GROUP_TILE, BLOCK_N] }> = convert_tile(p);
+            let alpha_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+                alpha.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+            let prod_2: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = acc * alpha_b;
+            let acc_2: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = mmaf(p_e, vt, prod_2);
+            m_i = m_new;
+            l_i = l_i_1;
+            acc = acc_2;
+        }
+        let rows: Tile<i32, { [GROUP_TILE] }> = iota(shape![GROUP_TILE]);
+        let sinks_dim0: i32 = sinks.shape()[0];
+        let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(sinks_dim0);
+        let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let group_floordiv: Tile<i32, { [] }> =
+            divi(group_lhs_t, group_rhs_t, rounding::NegativeInf);
+        let group: i32 = tile_to_scalar(group_floordiv);
+        let prod: i32 = kvh * group;
+        let prod_tile: Tile<i32, { [GROUP_TILE] }> = prod.broadcast(shape![GROUP_TILE]);
+        let sum_2: Tile<i32, { [GROUP_TILE] }> = prod_tile + rows;
+        let group_tile: Tile<i32, { [GROUP_TILE] }> = group.broadcast(shape![GROUP_TILE]);
+        let mask: Tile<bool, { [GROUP_TILE] }> = cmpi(rows, group_tile, predicate::LessThan);
+        let cond: bool = split == 0i32;
+        let cond_tile: Tile<bool, { [GROUP_TILE] }> = cond.broadcast(shape![GROUP_TILE]);
+        let v_1: Tile<bool, { [GROUP_TILE] }> = andi(mask, cond_tile);
+        let sink_i0_u64: Tile<u64, { [GROUP_TILE] }> = exti(sum_2);
+        let sink_n0: i32 = sinks.shape()[0];
+        let sink_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sink_n0);
+        let sink_n0_u64: Tile<u64, { [] }> = exti(sink_n0_0d);
+        let sink_n0_u64_r: Tile<u64, { [1] }> = sink_n0_u64.reshape(shape![1]);
+        let sink_n0_u64_r_b: Tile<u64, { [GROUP_TILE] }> =
+            sink_n0_u64_r.broadcast(shape![GROUP_TILE]);
+        let sink_in0: Tile<bool, { [GROUP_TILE] }> =
+            cmpi(sink_i0_u64, sink_n0_u64_r_b, predicate::LessThan);
+        let sink_one: Tile<u64, { [GROUP_TILE] }> = constant(1u64, shape![GROUP_TILE]);
+        let sink_off0: Tile<u64, { [GROUP_TILE] }> = sink_i0_u64 * sink_one;
+        let sink_base: PointerTile<*mut f32, { [] }> = pointer_to_tile(cast_mut(sinks.as_ptr()));
+        let sink_base_r: PointerTile<*mut f32, { [1] }> = sink_base.reshape(shape![1]);
+        let sink_base_r_b: PointerTile<*mut f32, { [GROUP_TILE] }> =
+            sink_base_r.broadcast(shape![GROUP_TILE]);
+        let sink_ptrs: PointerTile<*mut f32, { [GROUP_TILE] }> =
+            sink_base_r_b.offset_tile(sink_off0);
+        let sink_mask: Tile<bool, { [GROUP_TILE] }> = andi(sink_in0, v_1);
+        let sink_pad: Tile<f32, { [GROUP_TILE] }> = constant(f32::NEG_INFINITY, shape![GROUP_TILE]);
+        let (sink, _): (Tile<f32, { [GROUP_TILE] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                sink_ptrs,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(sink_mask),
+                Some(sink_pad),
+                Some(sinks_token),
+                Latency::<0>,
+            )
+        };
+        let c_5: Tile<f32, { [GROUP_TILE] }> = 1.4426950408889634f32.broadcast(shape![GROUP_TILE]);
+        let prod_1: Tile<f32, { [GROUP_TILE] }> = sink * c_5;
+        let prod_1_r: Tile<f32, { [GROUP_TILE, 1] }> = prod_1.reshape(shape![GROUP_TILE, 1]);
+        let m_new: Tile<f32, { [GROUP_TILE, 1] }> =
+            maxf(m_i, prod_1_r, nan::Disabled, ftz::Disabled);
+        let c_6: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let mask_1: Tile<bool, { [GROUP_TILE, 1] }> = eq_tile(m_new, c_6);
+        let c_7: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
+        let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = select(mask_1, c_7, m_new);
+        let diff_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i - m_ref;
+        let alpha: Tile<f32, { [GROUP_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
+        let diff_2: Tile<f32, { [GROUP_TILE, 1] }> = prod_1_r - m_ref;
+        let exp2_: Tile<f32, { [GROUP_TILE, 1] }> = exp2(diff_2, ftz::Enabled);
+        let l_i: Tile<f32, { [GROUP_TILE, 1] }> =
+            fma(l_i, alpha, exp2_, rounding::NearestEven, ftz::Disabled);
+        let alpha_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            alpha.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let prod_3: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = acc * alpha_b;
+        let m_i: Tile<f32, { [GROUP_TILE, 1] }> = m_new;
+        let acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = prod_3;
+        let c_8: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
+        let nonempty: Tile<bool, { [GROUP_TILE, 1] }> = gt_tile(l_i, c_8);
+        let l_i_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            l_i.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let quot_1: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            divf(acc, l_i_b, rounding::Approx, ftz::Enabled);
+        let nonempty_b: Tile<bool, { [GROUP_TILE, HEAD_DIM] }> =
+            nonempty.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let c_9: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            0.0f32.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let out: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = select(nonempty_b, quot_1, c_9);
+        let out_e: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = convert_tile(out);
+        let out_e_r: Tile<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            out_e.reshape(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]);
+        unsafe {
+            store_view_tko_mut(
+                &mut o_part_out,
+                out_e_r,
+                [b, kvh, 0i32, split, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+        let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
+        let sum_3: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
+        let c_10: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_3, c_10);
+        let c_11: Tile<f32, { [GROUP_TILE, 1] }> =
+            0.6931471805599453f32.broadcast(shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = part_lse * c_11;
+        let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
+            part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
+        unsafe {
+            store_view_tko_mut(
+                &mut lse_part_out,
+                part_lse_r,
+                [b, kvh, 0i32, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+    }
+
+    /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
+    /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
+    /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
+    pub unsafe fn flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1<
         E: ElementType,
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
@@ -2711,10 +3832,288 @@ pub mod attention {
         };
     }
 
+    /// One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
+    /// each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
+    /// their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    /// FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    /// stored in o's dtype and the lse in natural-log units, and no combine kernel runs.
+    /// Translated from `src/tileport/ops/kernels/attention.py:153`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
+    pub unsafe fn flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1<
+        E: ElementType,
+        const GROUP_TILE: i32,
+        const BLOCK_N: i32,
+        const HEAD_DIM: i32,
+    >(
+        q: &Tensor<E, { [-1, -1, -1, -1] }>,
+        k: &Tensor<E, { [-1, -1, -1, -1] }>,
+        v: &Tensor<E, { [-1, -1, -1, -1] }>,
+        block_table: &Tensor<i32, { [-1, -1] }>,
+        kv_lens: &Tensor<i32, { [-1] }>,
+        sinks: &Tensor<f32, { [-1] }>,
+        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
+        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        qk_scale: f32,
+        softcap: f32,
+        window: i32,
+        tiles_per_split: i32,
+        block_table_stride0: i32,
+    ) {
+        let q_view: Partition<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                q,
+                shape![1, 1, GROUP_TILE, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                q.token(),
+            )
+        };
+        let k_view: Partition<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = unsafe {
+            make_partition_view(
+                k,
+                shape![1, 1, HEAD_DIM, BLOCK_N],
+                padding::Zero,
+                const_array![0, 1, 3, 2],
+                k.token(),
+            )
+        };
+        let v_view: Partition<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = unsafe {
+            make_partition_view(
+                v,
+                shape![1, 1, BLOCK_N, HEAD_DIM],
+                padding::Zero,
+                dim_map::Identity,
+                v.token(),
+            )
+        };
+        let mut o_part_out: PartitionMut<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            unsafe { o_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]) };
+        let mut lse_part_out: PartitionMut<f32, { [1, 1, GROUP_TILE, 1] }> =
+            unsafe { lse_part.partition_full_mut(shape![1, 1, GROUP_TILE, 1]) };
+        let block_table_token: Token = block_table.token();
+        let kv_lens_token: Token = kv_lens.token();
+        let split: i32 = get_tile_block_id().0;
+        let bh: i32 = get_tile_block_id().1;
+        let n_kv_heads: i32 = q.shape()[1];
+        let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
+        let b: i32 = tile_to_scalar(b_floordiv);
+        let kvh_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
+        let kvh_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
+        let kvh_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let kvh_rem: Tile<i32, { [] }> = remi(kvh_lhs_t, kvh_rhs_t);
+        let kvh_rem_neg: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::LessThan);
+        let kvh_div_neg: Tile<bool, { [] }> = cmpi(kvh_rhs_t, kvh_zero, predicate::LessThan);
+        let kvh_xor: Tile<bool, { [] }> = xori(kvh_rem_neg, kvh_div_neg);
+        let kvh_nonzero: Tile<bool, { [] }> = cmpi(kvh_rem, kvh_zero, predicate::NotEqual);
+        let kvh_and: Tile<bool, { [] }> = andi(kvh_xor, kvh_nonzero);
+        let kvh_add: Tile<i32, { [] }> = kvh_rem + kvh_rhs_t;
+        let kvh_sel: Tile<i32, { [] }> = select(kvh_and, kvh_add, kvh_rem);
+        let kvh: i32 = tile_to_scalar(kvh_sel);
+        let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
+        let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
+        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
+        let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
+        let kv_len_in0: Tile<bool, { [] }> =
+            cmpi(kv_len_i0_u64, kv_len_n0_u64, predicate::LessThan);
+        let kv_len_one: Tile<u64, { [] }> = constant(1u64, shape![]);
+        let kv_len_off0: Tile<u64, { [] }> = kv_len_i0_u64 * kv_len_one;
+        let kv_len_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(kv_lens.as_ptr()));
+        let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
+        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
+            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
+        let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                kv_len_aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(kv_len_in0),
+                Some(kv_len_pad),
+                Some(kv_lens_token),
+                Latency::<0>,
+            )
+        };
+        let c: Tile<i32, { [] }> = constant(1i32, shape![]);
+        let q_pos: Tile<i32, { [] }> = kv_len - c;
+        let qt: Tile<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = load_view_tko(
+            &q_view,
+            [b, kvh, 0i32, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let qt: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = qt.reshape(shape![GROUP_TILE, HEAD_DIM]);
+        let lo: i32 = split * tiles_per_split;
+        let sum: i32 = lo + tiles_per_split;
+        let c_1: i32 = BLOCK_N;
+        let c_1_tile: Tile<i32, { [] }> = c_1.broadcast(shape![]);
+        let n: Tile<i32, { [] }> = divi(kv_len, c_1_tile, rounding::PositiveInf);
+        let sum_tile: Tile<i32, { [] }> = sum.broadcast(shape![]);
+        let hi: Tile<i32, { [] }> = mini(sum_tile, n);
+        let mut m_i: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let mut l_i: Tile<f32, { [GROUP_TILE, 1] }> = constant(0.0f32, shape![GROUP_TILE, 1]);
+        let mut acc: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            constant(0.0f32, shape![GROUP_TILE, HEAD_DIM]);
+        let hi_s: i32 = tile_to_scalar(hi);
+        let page_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
+        let page_i0_u64: Tile<u64, { [] }> = exti(page_i0_0d);
+        let page_n0: i32 = block_table.shape()[0];
+        let page_n0_0d: Tile<i32, { [] }> = scalar_to_tile(page_n0);
+        let page_n0_u64: Tile<u64, { [] }> = exti(page_n0_0d);
+        let page_in0: Tile<bool, { [] }> = cmpi(page_i0_u64, page_n0_u64, predicate::LessThan);
+        let page_s0: i32 = block_table_stride0;
+        let page_s0_0d: Tile<i32, { [] }> = scalar_to_tile(page_s0);
+        let page_s0_u64: Tile<u64, { [] }> = exti(page_s0_0d);
+        let page_off0: Tile<u64, { [] }> = page_i0_u64 * page_s0_u64;
+        let page_n1: i32 = block_table.shape()[1];
+        let page_n1_0d: Tile<i32, { [] }> = scalar_to_tile(page_n1);
+        let page_n1_u64: Tile<u64, { [] }> = exti(page_n1_0d);
+        let page_one: Tile<u64, { [] }> = constant(1u64, shape![]);
+        let page_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(block_table.as_ptr()));
+        let page_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let c_2: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(0.0f32, shape![GROUP_TILE, BLOCK_N]);
+        let qk_scale_tile: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            qk_scale.broadcast(shape![GROUP_TILE, BLOCK_N]);
+        let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
+        let kv_len_r: Tile<i32, { [1, 1] }> = kv_len.reshape(shape![1, 1]);
+        let kv_len_b: Tile<i32, { [1, BLOCK_N] }> = kv_len_r.broadcast(shape![1, BLOCK_N]);
+        let c_3: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, BLOCK_N]);
+        for j in lo..hi_s {
+            let page_i1_0d: Tile<i32, { [] }> = scalar_to_tile(j);
+            let page_i1_u64: Tile<u64, { [] }> = exti(page_i1_0d);
+            let page_in1: Tile<bool, { [] }> = cmpi(page_i1_u64, page_n1_u64, predicate::LessThan);
+            let page_in: Tile<bool, { [] }> = andi(page_in0, page_in1);
+            let page_off1: Tile<u64, { [] }> = page_i1_u64 * page_one;
+            let page_off: Tile<u64, { [] }> = page_off0 + page_off1;
+            let page_ptrs: PointerTile<*mut i32, { [] }> = page_base.offset_tile(page_off);
+            let page_aligned: PointerTile<*mut i32, { [] }> =
+                unsafe { assume_div_by::<_, 4>(page_ptrs) };
+            let (page, _): (Tile<i32, { [] }>, Token) = unsafe {
+                load_ptr_tko_tpad(
+                    page_aligned,
+                    ordering::Weak,
+                    None::<scope::TileBlock>,
+                    Some(page_in),
+                    Some(page_pad),
+                    Some(block_table_token),
+                    Latency::<0>,
+                )
+            };
+            let page_s: i32 = tile_to_scalar(page);
+            let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
+                &k_view,
+                [page_s, kvh, 0i32, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let page_s_1: i32 = tile_to_scalar(page);
+            let vt: Tile<E, { [1, 1, BLOCK_N, HEAD_DIM] }> = load_view_tko(
+                &v_view,
+                [page_s_1, kvh, 0i32, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(4),
+                tma::Enabled,
+            );
+            let kt: Tile<E, { [HEAD_DIM, BLOCK_N] }> = kt.reshape(shape![HEAD_DIM, BLOCK_N]);
+            let vt: Tile<E, { [BLOCK_N, HEAD_DIM] }> = vt.reshape(shape![BLOCK_N, HEAD_DIM]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = mmaf(qt, kt, c_2);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s * qk_scale_tile;
+            let prod: i32 = j * BLOCK_N;
+            let prod_tile: Tile<i32, { [BLOCK_N] }> = prod.broadcast(shape![BLOCK_N]);
+            let sum_1: Tile<i32, { [BLOCK_N] }> = prod_tile + offsets;
+            let k_pos: Tile<i32, { [1, BLOCK_N] }> = sum_1.reshape(shape![1, BLOCK_N]);
+            let keep: Tile<bool, { [1, BLOCK_N] }> = cmpi(k_pos, kv_len_b, predicate::LessThan);
+            let keep_b: Tile<bool, { [GROUP_TILE, BLOCK_N] }> =
+                keep.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let s: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = select(keep_b, s, c_3);
+            let s_max: Tile<f32, { [GROUP_TILE] }> = reduce_max(s, 1i32);
+            let s_max_r: Tile<f32, { [GROUP_TILE, 1] }> = s_max.reshape(shape![GROUP_TILE, 1]);
+            let m_new: Tile<f32, { [GROUP_TILE, 1] }> =
+                maxf(m_i, s_max_r, nan::Disabled, ftz::Disabled);
+            let m_ref: Tile<f32, { [GROUP_TILE, 1] }> = m_new;
+            let m_ref_b: Tile<f32, { [GROUP_TILE, BLOCK_N] }> =
+                m_ref.broadcast(shape![GROUP_TILE, BLOCK_N]);
+            let diff: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = s - m_ref_b;
+            let p: Tile<f32, { [GROUP_TILE, BLOCK_N] }> = exp2(diff, ftz::Enabled);
+            let diff_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i - m_ref;
+            let alpha: Tile<f32, { [GROUP_TILE, 1] }> = exp2(diff_1, ftz::Enabled);
+            let p_sum: Tile<f32, { [GROUP_TILE] }> = reduce_sum(p, 1i32);
+            let p_sum_r: Tile<f32, { [GROUP_TILE, 1] }> = p_sum.reshape(shape![GROUP_TILE, 1]);
+            let l_i_1: Tile<f32, { [GROUP_TILE, 1] }> =
+                fma(l_i, alpha, p_sum_r, rounding::NearestEven, ftz::Disabled);
+            let p_e: Tile<E, { [GROUP_TILE, BLOCK_N] }> = convert_tile(p);
+            let alpha_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+                alpha.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+            let prod_2: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = acc * alpha_b;
+            let acc_2: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = mmaf(p_e, vt, prod_2);
+            m_i = m_new;
+            l_i = l_i_1;
+            acc = acc_2;
+        }
+        let c_2: Tile<f32, { [GROUP_TILE, 1] }> = 0.0f32.broadcast(shape![GROUP_TILE, 1]);
+        let nonempty: Tile<bool, { [GROUP_TILE, 1] }> = gt_tile(l_i, c_2);
+        let l_i_b: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            l_i.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let quot: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            divf(acc, l_i_b, rounding::Approx, ftz::Enabled);
+        let nonempty_b: Tile<bool, { [GROUP_TILE, HEAD_DIM] }> =
+            nonempty.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let c_3: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> =
+            0.0f32.broadcast(shape![GROUP_TILE, HEAD_DIM]);
+        let out: Tile<f32, { [GROUP_TILE, HEAD_DIM] }> = select(nonempty_b, quot, c_3);
+        let out_e: Tile<E, { [GROUP_TILE, HEAD_DIM] }> = convert_tile(out);
+        let out_e_r: Tile<E, { [1, 1, GROUP_TILE, 1, HEAD_DIM] }> =
+            out_e.reshape(shape![1, 1, GROUP_TILE, 1, HEAD_DIM]);
+        unsafe {
+            store_view_tko_mut(
+                &mut o_part_out,
+                out_e_r,
+                [b, kvh, 0i32, split, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+        let log2_: Tile<f32, { [GROUP_TILE, 1] }> = log2(l_i);
+        let sum_1: Tile<f32, { [GROUP_TILE, 1] }> = m_i + log2_;
+        let c_4: Tile<f32, { [GROUP_TILE, 1] }> =
+            constant(f32::NEG_INFINITY, shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = select(nonempty, sum_1, c_4);
+        let c_5: Tile<f32, { [GROUP_TILE, 1] }> =
+            0.6931471805599453f32.broadcast(shape![GROUP_TILE, 1]);
+        let part_lse: Tile<f32, { [GROUP_TILE, 1] }> = part_lse * c_5;
+        let part_lse_r: Tile<f32, { [1, 1, GROUP_TILE, 1] }> =
+            part_lse.reshape(shape![1, 1, GROUP_TILE, 1]);
+        unsafe {
+            store_view_tko_mut(
+                &mut lse_part_out,
+                part_lse_r,
+                [b, kvh, 0i32, split],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+    }
+
     /// One block per (batch, query head): merges the split partials (o_part [B, Hq, n_splits, D],
     /// lse_part [B, Hq, n_splits] in log2 units) with a running max, writes o [B, Hq, D] and the
     /// natural-log lse [B, Hq].
-    /// Translated from `src/tileport/ops/kernels/attention.py:220`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:224`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub unsafe fn flash_decode_combine_kernel<E: ElementType, const HEAD_DIM: i32>(
         o_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
@@ -2823,7 +4222,7 @@ pub mod attention {
     /// time, transposed through the view's `order`: transposing the loaded tile in registers spilled
     /// 952 B of stack per thread on sm_90) and as value. Partials as flash_decode's: o_part [B, H, n_splits, LORA], lse_part
     /// [B, H, n_splits] (log2 units), combined by flash_decode_combine_kernel.
-    /// Translated from `src/tileport/ops/kernels/attention.py:245`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:249`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 1,),))]
     pub unsafe fn mla_decode_partial_kernel<
         E: ElementType,
@@ -3088,7 +4487,7 @@ pub mod attention {
     /// padding rows get 0 and -inf). Grid (cdiv(S, BLOCK_M), B * H). The latent tile is loaded
     /// twice, transposed through the view's `order` as the key and as loaded as the value, so no
     /// MMA operand is transposed in registers.
-    /// Translated from `src/tileport/ops/kernels/attention.py:296`.
+    /// Translated from `src/tileport/ops/kernels/attention.py:300`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub unsafe fn mla_prefill_kernel<
         E: ElementType,
@@ -4073,7 +5472,7 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
 }
 
 /// Enqueue `attention::flash_decode_partial_kernel` on `stream` (no host synchronization).
-/// Arguments follow the kernel's parameters (q, k, v, block_table, kv_lens, sinks, o_part, lse_part, qk_scale, softcap, window, tiles_per_split, GROUP_TILE, BLOCK_N, HEAD_DIM, PAGED, SLIDING, HAS_SINKS, SOFTCAP), then the grid,
+/// Arguments follow the kernel's parameters (q, k, v, block_table, kv_lens, sinks, o_part, lse_part, qk_scale, softcap, window, tiles_per_split, GROUP_TILE, BLOCK_N, HEAD_DIM, PAGED, SLIDING, HAS_SINKS, SOFTCAP, FINAL), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
 /// `tileport_last_error`.
 #[unsafe(no_mangle)]
@@ -4097,6 +5496,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
     sliding: bool,
     has_sinks: bool,
     softcap_1: bool,
+    final_: bool,
     grid_x: u32,
     grid_y: u32,
     grid_z: u32,
@@ -4116,7 +5516,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
         require_disjoint("o_part", o_part)?;
         let grid = (grid_x, grid_y, grid_z);
         check_grid(grid)?;
-        if !has_sinks && !paged && !sliding && !softcap_1 {
+        if !final_ && !has_sinks && !paged && !sliding && !softcap_1 {
             let e_code = common_dtype(&[("q", q), ("k", k), ("v", v)], &[dtype::F16, dtype::BF16])?;
             require_dtype("block_table", block_table, dtype::I32)?;
             require_dtype("kv_lens", kv_lens, dtype::I32)?;
@@ -4131,7 +5531,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
-                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", device_id, grid);
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0", device_id, grid);
                     key.text(dtype_names[0]);
                     key.word(group_tile as i64);
                     key.word(block_n as i64);
@@ -4162,7 +5562,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         params.push(softcap);
                         params.push(window);
                         params.push(tiles_per_split);
-                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", e));
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
@@ -4173,11 +5573,11 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
                     let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", e))?;
-                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -4189,12 +5589,14 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                 }
             };
         }
-        if !has_sinks && !paged && !sliding && softcap_1 {
-            let e_code = common_dtype(&[("q", q), ("k", k), ("v", v)], &[dtype::F16, dtype::BF16])?;
+        if final_ && !has_sinks && !paged && !sliding && !softcap_1 {
+            let e_code = common_dtype(
+                &[("q", q), ("k", k), ("v", v), ("o_part", o_part)],
+                &[dtype::F16, dtype::BF16],
+            )?;
             require_dtype("block_table", block_table, dtype::I32)?;
             require_dtype("kv_lens", kv_lens, dtype::I32)?;
             require_dtype("sinks", sinks, dtype::F32)?;
-            require_dtype("o_part", o_part, dtype::F32)?;
             require_dtype("lse_part", lse_part, dtype::F32)?;
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
@@ -4204,7 +5606,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
-                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", device_id, grid);
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0", device_id, grid);
                     key.text(dtype_names[0]);
                     key.word(group_tile as i64);
                     key.word(block_n as i64);
@@ -4235,7 +5637,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         params.push(softcap);
                         params.push(window);
                         params.push(tiles_per_split);
-                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", e));
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
@@ -4243,14 +5645,14 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let block_table_t = target.tensor::<i32>(block_table);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
                     let sinks_t = target.tensor::<f32>(sinks);
-                    let o_part_t = target.tensor::<f32>(o_part);
+                    let o_part_t = target.tensor::<E>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
                     let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", e))?;
-                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -4262,7 +5664,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                 }
             };
         }
-        if has_sinks && !paged && !sliding && !softcap_1 {
+        if !final_ && !has_sinks && !paged && !sliding && softcap_1 {
             let e_code = common_dtype(&[("q", q), ("k", k), ("v", v)], &[dtype::F16, dtype::BF16])?;
             require_dtype("block_table", block_table, dtype::I32)?;
             require_dtype("kv_lens", kv_lens, dtype::I32)?;
@@ -4277,7 +5679,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
-                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", device_id, grid);
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0", device_id, grid);
                     key.text(dtype_names[0]);
                     key.word(group_tile as i64);
                     key.word(block_n as i64);
@@ -4308,7 +5710,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         params.push(softcap);
                         params.push(window);
                         params.push(tiles_per_split);
-                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", e));
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
@@ -4319,11 +5721,11 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
                     let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", e))?;
-                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0", attention::_SOURCE_HASH, spec)
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -4335,12 +5737,14 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                 }
             };
         }
-        if has_sinks && !paged && sliding && !softcap_1 {
-            let e_code = common_dtype(&[("q", q), ("k", k), ("v", v)], &[dtype::F16, dtype::BF16])?;
+        if final_ && !has_sinks && !paged && !sliding && softcap_1 {
+            let e_code = common_dtype(
+                &[("q", q), ("k", k), ("v", v), ("o_part", o_part)],
+                &[dtype::F16, dtype::BF16],
+            )?;
             require_dtype("block_table", block_table, dtype::I32)?;
             require_dtype("kv_lens", kv_lens, dtype::I32)?;
             require_dtype("sinks", sinks, dtype::F32)?;
-            require_dtype("o_part", o_part, dtype::F32)?;
             require_dtype("lse_part", lse_part, dtype::F32)?;
             check_tile_dim("GROUP_TILE", group_tile)?;
             check_tile_dim("HEAD_DIM", head_dim)?;
@@ -4350,7 +5754,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
-                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", device_id, grid);
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0", device_id, grid);
                     key.text(dtype_names[0]);
                     key.word(group_tile as i64);
                     key.word(block_n as i64);
@@ -4381,7 +5785,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         params.push(softcap);
                         params.push(window);
                         params.push(tiles_per_split);
-                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", e));
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
@@ -4389,14 +5793,14 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let block_table_t = target.tensor::<i32>(block_table);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
                     let sinks_t = target.tensor::<f32>(sinks);
-                    let o_part_t = target.tensor::<f32>(o_part);
+                    let o_part_t = target.tensor::<E>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
                     let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", e))?;
-                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0", attention::_SOURCE_HASH, spec)
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -4408,7 +5812,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                 }
             };
         }
-        if !has_sinks && paged && !sliding && !softcap_1 {
+        if !final_ && has_sinks && !paged && !sliding && !softcap_1 {
             let e_code = common_dtype(&[("q", q), ("k", k), ("v", v)], &[dtype::F16, dtype::BF16])?;
             require_dtype("block_table", block_table, dtype::I32)?;
             require_dtype("kv_lens", kv_lens, dtype::I32)?;
@@ -4423,7 +5827,303 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                 macro_rules! launch { ($E:ty, $names:expr) => {{
                     type E = $E;
                     let dtype_names: [&str; 1] = $names;
-                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", device_id, grid);
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0", e));
+                    }
+                    let q_t = target.tensor::<E>(q);
+                    let k_t = target.tensor::<E>(k);
+                    let v_t = target.tensor::<E>(v);
+                    let block_table_t = target.tensor::<i32>(block_table);
+                    let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let sinks_t = target.tensor::<f32>(sinks);
+                    let o_part_t = target.tensor::<f32>(o_part);
+                    let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0", attention::_SOURCE_HASH, spec)
+                }}; }
+                match (e_code,) {
+                    (dtype::F16,) => launch!(f16, ["f16"]),
+                    (dtype::BF16,) => launch!(bf16, ["bf16"]),
+                    _ => Err(Error::new(
+                        Code::DType,
+                        "unsupported dtype combination".to_string(),
+                    )),
+                }
+            };
+        }
+        if final_ && has_sinks && !paged && !sliding && !softcap_1 {
+            let e_code = common_dtype(
+                &[("q", q), ("k", k), ("v", v), ("o_part", o_part)],
+                &[dtype::F16, dtype::BF16],
+            )?;
+            require_dtype("block_table", block_table, dtype::I32)?;
+            require_dtype("kv_lens", kv_lens, dtype::I32)?;
+            require_dtype("sinks", sinks, dtype::F32)?;
+            require_dtype("lse_part", lse_part, dtype::F32)?;
+            check_tile_dim("GROUP_TILE", group_tile)?;
+            check_tile_dim("HEAD_DIM", head_dim)?;
+            check_tile_dim("BLOCK_N", block_n)?;
+            let target = LaunchTarget::get(device_id, stream)?;
+            return {
+                macro_rules! launch { ($E:ty, $names:expr) => {{
+                    type E = $E;
+                    let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0", e));
+                    }
+                    let q_t = target.tensor::<E>(q);
+                    let k_t = target.tensor::<E>(k);
+                    let v_t = target.tensor::<E>(v);
+                    let block_table_t = target.tensor::<i32>(block_table);
+                    let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let sinks_t = target.tensor::<f32>(sinks);
+                    let o_part_t = target.tensor::<E>(o_part);
+                    let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0", attention::_SOURCE_HASH, spec)
+                }}; }
+                match (e_code,) {
+                    (dtype::F16,) => launch!(f16, ["f16"]),
+                    (dtype::BF16,) => launch!(bf16, ["bf16"]),
+                    _ => Err(Error::new(
+                        Code::DType,
+                        "unsupported dtype combination".to_string(),
+                    )),
+                }
+            };
+        }
+        if !final_ && has_sinks && !paged && sliding && !softcap_1 {
+            let e_code = common_dtype(&[("q", q), ("k", k), ("v", v)], &[dtype::F16, dtype::BF16])?;
+            require_dtype("block_table", block_table, dtype::I32)?;
+            require_dtype("kv_lens", kv_lens, dtype::I32)?;
+            require_dtype("sinks", sinks, dtype::F32)?;
+            require_dtype("o_part", o_part, dtype::F32)?;
+            require_dtype("lse_part", lse_part, dtype::F32)?;
+            check_tile_dim("GROUP_TILE", group_tile)?;
+            check_tile_dim("HEAD_DIM", head_dim)?;
+            check_tile_dim("BLOCK_N", block_n)?;
+            let target = LaunchTarget::get(device_id, stream)?;
+            return {
+                macro_rules! launch { ($E:ty, $names:expr) => {{
+                    type E = $E;
+                    let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0", e));
+                    }
+                    let q_t = target.tensor::<E>(q);
+                    let k_t = target.tensor::<E>(k);
+                    let v_t = target.tensor::<E>(v);
+                    let block_table_t = target.tensor::<i32>(block_table);
+                    let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let sinks_t = target.tensor::<f32>(sinks);
+                    let o_part_t = target.tensor::<f32>(o_part);
+                    let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0", attention::_SOURCE_HASH, spec)
+                }}; }
+                match (e_code,) {
+                    (dtype::F16,) => launch!(f16, ["f16"]),
+                    (dtype::BF16,) => launch!(bf16, ["bf16"]),
+                    _ => Err(Error::new(
+                        Code::DType,
+                        "unsupported dtype combination".to_string(),
+                    )),
+                }
+            };
+        }
+        if final_ && has_sinks && !paged && sliding && !softcap_1 {
+            let e_code = common_dtype(
+                &[("q", q), ("k", k), ("v", v), ("o_part", o_part)],
+                &[dtype::F16, dtype::BF16],
+            )?;
+            require_dtype("block_table", block_table, dtype::I32)?;
+            require_dtype("kv_lens", kv_lens, dtype::I32)?;
+            require_dtype("sinks", sinks, dtype::F32)?;
+            require_dtype("lse_part", lse_part, dtype::F32)?;
+            check_tile_dim("GROUP_TILE", group_tile)?;
+            check_tile_dim("HEAD_DIM", head_dim)?;
+            check_tile_dim("BLOCK_N", block_n)?;
+            let target = LaunchTarget::get(device_id, stream)?;
+            return {
+                macro_rules! launch { ($E:ty, $names:expr) => {{
+                    type E = $E;
+                    let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0", e));
+                    }
+                    let q_t = target.tensor::<E>(q);
+                    let k_t = target.tensor::<E>(k);
+                    let v_t = target.tensor::<E>(v);
+                    let block_table_t = target.tensor::<i32>(block_table);
+                    let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let sinks_t = target.tensor::<f32>(sinks);
+                    let o_part_t = target.tensor::<E>(o_part);
+                    let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0", attention::_SOURCE_HASH, spec)
+                }}; }
+                match (e_code,) {
+                    (dtype::F16,) => launch!(f16, ["f16"]),
+                    (dtype::BF16,) => launch!(bf16, ["bf16"]),
+                    _ => Err(Error::new(
+                        Code::DType,
+                        "unsupported dtype combination".to_string(),
+                    )),
+                }
+            };
+        }
+        if !final_ && !has_sinks && paged && !sliding && !softcap_1 {
+            let e_code = common_dtype(&[("q", q), ("k", k), ("v", v)], &[dtype::F16, dtype::BF16])?;
+            require_dtype("block_table", block_table, dtype::I32)?;
+            require_dtype("kv_lens", kv_lens, dtype::I32)?;
+            require_dtype("sinks", sinks, dtype::F32)?;
+            require_dtype("o_part", o_part, dtype::F32)?;
+            require_dtype("lse_part", lse_part, dtype::F32)?;
+            check_tile_dim("GROUP_TILE", group_tile)?;
+            check_tile_dim("HEAD_DIM", head_dim)?;
+            check_tile_dim("BLOCK_N", block_n)?;
+            let target = LaunchTarget::get(device_id, stream)?;
+            return {
+                macro_rules! launch { ($E:ty, $names:expr) => {{
+                    type E = $E;
+                    let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", device_id, grid);
                     key.text(dtype_names[0]);
                     key.word(group_tile as i64);
                     key.word(block_n as i64);
@@ -4455,7 +6155,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         params.push(window);
                         params.push(tiles_per_split);
                         params.push(block_table.strides[0] as i32);
-                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", e));
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", e));
                     }
                     let q_t = target.tensor::<E>(q);
                     let k_t = target.tensor::<E>(k);
@@ -4466,11 +6166,87 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
                     let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
                         .grid(grid);
-                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", e))?;
-                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1", attention::_SOURCE_HASH, spec)
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", attention::_SOURCE_HASH, spec)
+                }}; }
+                match (e_code,) {
+                    (dtype::F16,) => launch!(f16, ["f16"]),
+                    (dtype::BF16,) => launch!(bf16, ["bf16"]),
+                    _ => Err(Error::new(
+                        Code::DType,
+                        "unsupported dtype combination".to_string(),
+                    )),
+                }
+            };
+        }
+        if final_ && !has_sinks && paged && !sliding && !softcap_1 {
+            let e_code = common_dtype(
+                &[("q", q), ("k", k), ("v", v), ("o_part", o_part)],
+                &[dtype::F16, dtype::BF16],
+            )?;
+            require_dtype("block_table", block_table, dtype::I32)?;
+            require_dtype("kv_lens", kv_lens, dtype::I32)?;
+            require_dtype("sinks", sinks, dtype::F32)?;
+            require_dtype("lse_part", lse_part, dtype::F32)?;
+            check_tile_dim("GROUP_TILE", group_tile)?;
+            check_tile_dim("HEAD_DIM", head_dim)?;
+            check_tile_dim("BLOCK_N", block_n)?;
+            let target = LaunchTarget::get(device_id, stream)?;
+            return {
+                macro_rules! launch { ($E:ty, $names:expr) => {{
+                    type E = $E;
+                    let dtype_names: [&str; 1] = $names;
+                    let mut key = LaunchKey::new("attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", device_id, grid);
+                    key.text(dtype_names[0]);
+                    key.word(group_tile as i64);
+                    key.word(block_n as i64);
+                    key.word(head_dim as i64);
+                    key.array(q);
+                    key.array(k);
+                    key.array(v);
+                    key.array(block_table);
+                    key.array(kv_lens);
+                    key.array(sinks);
+                    key.array(o_part);
+                    key.array(lse_part);
+                    key.float(f64::from(qk_scale));
+                    key.float(f64::from(softcap));
+                    key.word(window as i64);
+                    key.word(tiles_per_split as i64);
+                    if let Some(function) = resolved(&key) {
+                        let mut params = KernelParams::new();
+                        params.array(q);
+                        params.array(k);
+                        params.array(v);
+                        params.array(block_table);
+                        params.array(kv_lens);
+                        params.array(sinks);
+                        params.array(o_part);
+                        params.array(lse_part);
+                        params.push(qk_scale);
+                        params.push(softcap);
+                        params.push(window);
+                        params.push(tiles_per_split);
+                        params.push(block_table.strides[0] as i32);
+                        return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", e));
+                    }
+                    let q_t = target.tensor::<E>(q);
+                    let k_t = target.tensor::<E>(k);
+                    let v_t = target.tensor::<E>(v);
+                    let block_table_t = target.tensor::<i32>(block_table);
+                    let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let sinks_t = target.tensor::<f32>(sinks);
+                    let o_part_t = target.tensor::<E>(o_part);
+                    let lse_part_t = target.tensor::<f32>(lse_part);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .grid(grid);
+                    unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", e))?;
+                    resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", attention::_SOURCE_HASH, spec)
                 }}; }
                 match (e_code,) {
                     (dtype::F16,) => launch!(f16, ["f16"]),
@@ -4485,7 +6261,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
         Err(Error::new(
             Code::InvalidArgument,
             format!(
-                "no entry of `flash_decode_partial_kernel` is specialized for HAS_SINKS={has_sinks}, PAGED={paged}, SLIDING={sliding}, SOFTCAP={softcap_1}"
+                "no entry of `flash_decode_partial_kernel` is specialized for FINAL={final_}, HAS_SINKS={has_sinks}, PAGED={paged}, SLIDING={sliding}, SOFTCAP={softcap_1}"
             ),
         ))
     })

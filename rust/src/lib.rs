@@ -93,10 +93,10 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("sinks", 1),
             ],
         },
-        "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0" => EntryInfo {
+        "flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0" => EntryInfo {
             module_ast: attention::attention::__module_ast_self,
             module: "attention",
-            function: "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged0",
+            function: "flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0",
             arrays: &[
                 ("q", 4),
                 ("k", 4),
@@ -108,10 +108,10 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("lse_part", 4),
             ],
         },
-        "flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0" => EntryInfo {
+        "flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0" => EntryInfo {
             module_ast: attention::attention::__module_ast_self,
             module: "attention",
-            function: "flash_decode_partial_kernel_softcap1_has_sinks0_sliding0_paged0",
+            function: "flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0",
             arrays: &[
                 ("q", 4),
                 ("k", 4),
@@ -123,10 +123,10 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("lse_part", 4),
             ],
         },
-        "flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0" => EntryInfo {
+        "flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0" => EntryInfo {
             module_ast: attention::attention::__module_ast_self,
             module: "attention",
-            function: "flash_decode_partial_kernel_softcap0_has_sinks1_sliding0_paged0",
+            function: "flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0",
             arrays: &[
                 ("q", 4),
                 ("k", 4),
@@ -138,10 +138,10 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("lse_part", 4),
             ],
         },
-        "flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0" => EntryInfo {
+        "flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0" => EntryInfo {
             module_ast: attention::attention::__module_ast_self,
             module: "attention",
-            function: "flash_decode_partial_kernel_softcap0_has_sinks1_sliding1_paged0",
+            function: "flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0",
             arrays: &[
                 ("q", 4),
                 ("k", 4),
@@ -153,10 +153,85 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("lse_part", 4),
             ],
         },
-        "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1" => EntryInfo {
+        "flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0" => EntryInfo {
             module_ast: attention::attention::__module_ast_self,
             module: "attention",
-            function: "flash_decode_partial_kernel_softcap0_has_sinks0_sliding0_paged1",
+            function: "flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("block_table", 2),
+                ("kv_lens", 1),
+                ("sinks", 1),
+                ("o_part", 5),
+                ("lse_part", 4),
+            ],
+        },
+        "flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0" => EntryInfo {
+            module_ast: attention::attention::__module_ast_self,
+            module: "attention",
+            function: "flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("block_table", 2),
+                ("kv_lens", 1),
+                ("sinks", 1),
+                ("o_part", 5),
+                ("lse_part", 4),
+            ],
+        },
+        "flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0" => EntryInfo {
+            module_ast: attention::attention::__module_ast_self,
+            module: "attention",
+            function: "flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("block_table", 2),
+                ("kv_lens", 1),
+                ("sinks", 1),
+                ("o_part", 5),
+                ("lse_part", 4),
+            ],
+        },
+        "flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0" => EntryInfo {
+            module_ast: attention::attention::__module_ast_self,
+            module: "attention",
+            function: "flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("block_table", 2),
+                ("kv_lens", 1),
+                ("sinks", 1),
+                ("o_part", 5),
+                ("lse_part", 4),
+            ],
+        },
+        "flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1" => EntryInfo {
+            module_ast: attention::attention::__module_ast_self,
+            module: "attention",
+            function: "flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("block_table", 2),
+                ("kv_lens", 1),
+                ("sinks", 1),
+                ("o_part", 5),
+                ("lse_part", 4),
+            ],
+        },
+        "flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1" => EntryInfo {
+            module_ast: attention::attention::__module_ast_self,
+            module: "attention",
+            function: "flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1",
             arrays: &[
                 ("q", 4),
                 ("k", 4),

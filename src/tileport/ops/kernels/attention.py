@@ -154,10 +154,12 @@ def flash_decode_partial_kernel(q, k, v, block_table, kv_lens, sinks, o_part, ls
                                 qk_scale: float, softcap: float, window: int,
                                 tiles_per_split: int, GROUP_TILE: ConstInt, BLOCK_N: ConstInt,
                                 HEAD_DIM: ConstInt, PAGED: ConstBool, SLIDING: ConstBool,
-                                HAS_SINKS: ConstBool, SOFTCAP: ConstBool):
+                                HAS_SINKS: ConstBool, SOFTCAP: ConstBool, FINAL: ConstBool):
     """One block per (split, batch x kv head): all QUERY_GROUP query heads of the kv head share
     each key/value tile (GROUP_TILE >= QUERY_GROUP rows of one MMA; padded rows are zeros and
-    their stores are dropped). Writes the split's normalized output and its lse (log2 units)."""
+    their stores are dropped). Writes the split's normalized output and its lse (log2 units).
+    FINAL (a plan of one split): o_part and lse_part are the op's o and lse, so the output is
+    stored in o's dtype and the lse in natural-log units, and no combine kernel runs."""
     split = ct.bid(0)
     bh = ct.bid(1)
     n_kv_heads = q.shape[1]
@@ -211,8 +213,10 @@ def flash_decode_partial_kernel(q, k, v, block_table, kv_lens, sinks, o_part, ls
     out = ct.where(nonempty, ct.truediv(acc, l_i, rounding_mode=ct.RoundingMode.APPROX,
                                         flush_to_zero=True), 0.0)
     ct.store(o_part, index=(b, kvh, 0, split, 0),
-             tile=ct.reshape(out, (1, 1, GROUP_TILE, 1, HEAD_DIM)))
+             tile=ct.reshape(ct.astype(out, o_part.dtype), (1, 1, GROUP_TILE, 1, HEAD_DIM)))
     part_lse = ct.where(nonempty, m_i + ct.log2(l_i), -float("inf"))
+    if FINAL:
+        part_lse = part_lse * LN2
     ct.store(lse_part, index=(b, kvh, 0, split), tile=ct.reshape(part_lse, (1, 1, GROUP_TILE, 1)))
 
 

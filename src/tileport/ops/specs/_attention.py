@@ -12,6 +12,7 @@ Lengths are ragged whenever B > 1: sequence b holds S - b * (S // (B + 1)) - 3 b
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from ..spec import Capture, Launch, Tolerance
@@ -310,13 +311,17 @@ def decode_plan(name, q, k, v, kv_lens, outs, block_table=None, window=0, sinks=
         raise ValueError(f"{name}: pages hold {PAGE_SIZE} positions; block_table is [B, pages]")
     max_len = block_table.shape[1] * PAGE_SIZE if paged else k.shape[2]
     splits, per_split = decode_splits(batch, hkv, max_len, num_sms(q.device))
-    o_part = t.empty((batch, hq, splits, d), dtype=t.float32, device=q.device)
-    lse_part = t.empty((batch, hq, splits), dtype=t.float32, device=q.device)
+    o, lse = outs
+    # one split: the partial kernel writes o and lse (views of them), no combine kernel
+    final = splits == 1 and o.is_contiguous() and lse.is_contiguous()
+    o_part = o.view(batch, hq, 1, d) if final else t.empty((batch, hq, splits, d), dtype=t.float32,
+                                                             device=q.device)
+    lse_part = lse.view(batch, hq, 1) if final else t.empty((batch, hq, splits), dtype=t.float32,
+                                                             device=q.device)
     group = hq // hkv
     dummy_table = t.zeros((1, 1), dtype=t.int32, device=q.device)
     dummy_sinks = t.zeros((1,), dtype=t.float32, device=q.device)
     scale = 1.0 / math.sqrt(d)
-    o, lse = outs
     partial = {
         "q": q.view(batch, hkv, group, d), "k": k, "v": v,
         "block_table": block_table if paged else dummy_table, "kv_lens": kv_lens,
@@ -326,31 +331,33 @@ def decode_plan(name, q, k, v, kv_lens, outs, block_table=None, window=0, sinks=
         "qk_scale": scale / softcap if softcap else scale * LOG2E, "softcap": float(softcap),
         "window": int(window), "tiles_per_split": per_split,
         **decode_constants(d, paged=paged, sliding=window > 0, sinks=sinks is not None,
-                           softcap=bool(softcap))}
-    combine = {"o_part": o_part, "lse_part": lse_part, "o": o, "lse": lse, "n_splits": splits,
-               "HEAD_DIM": d}
-    return [Launch("flash_decode_partial_kernel", (splits, batch * hkv, 1), partial),
-            Launch("flash_decode_combine_kernel", (batch, hq, 1), combine)]
+                           softcap=bool(softcap), final=final)}
+    launches = [Launch("flash_decode_partial_kernel", (splits, batch * hkv, 1), partial)]
+    if not final:
+        combine = {"o_part": o_part, "lse_part": lse_part, "o": o, "lse": lse, "n_splits": splits,
+                   "HEAD_DIM": d}
+        launches.append(Launch("flash_decode_combine_kernel", (batch, hq, 1), combine))
+    return launches
 
 
-def decode_constants(d, paged=False, sliding=False, sinks=False, softcap=False) -> dict:
+def decode_constants(d, paged=False, sliding=False, sinks=False, softcap=False, final=False) -> dict:
     return {"GROUP_TILE": GROUP_TILE, "BLOCK_N": DECODE_BLOCK_N, "HEAD_DIM": d,
             "PAGED": bool(paged), "SLIDING": bool(sliding), "HAS_SINKS": bool(sinks),
-            "SOFTCAP": bool(softcap)}
+            "SOFTCAP": bool(softcap), "FINAL": bool(final)}
 
 
 def decode_captures(head_dims=HEAD_DIMS, combine=True, **variant) -> list[Capture]:
-    """The partial kernel's captures for one variant (and the combine kernel's, if `combine`)."""
+    """The partial kernel's captures for one variant, split (f32 partials) and final (o in the
+    input dtype), and the combine kernel's, if `combine`."""
     out = []
-    for dt in ATTN_DTYPES:
-        for d in head_dims:
-            arrays = {n: (dt, 4) for n in ("q", "k", "v")}
-            arrays.update(block_table=("int32", 2), kv_lens=("int32", 1), sinks=("float32", 1),
-                          o_part=("float32", 5), lse_part=("float32", 4))
-            out.append(Capture("flash_decode_partial_kernel", arrays,
-                               {"qk_scale": "float32", "softcap": "float32", "window": "int32",
-                                "tiles_per_split": "int32"},
-                               decode_constants(d, **variant)))
+    for dt, d, final in itertools.product(ATTN_DTYPES, head_dims, (False, True)):
+        arrays = {n: (dt, 4) for n in ("q", "k", "v")}
+        arrays.update(block_table=("int32", 2), kv_lens=("int32", 1), sinks=("float32", 1),
+                      o_part=(dt if final else "float32", 5), lse_part=("float32", 4))
+        out.append(Capture("flash_decode_partial_kernel", arrays,
+                           {"qk_scale": "float32", "softcap": "float32", "window": "int32",
+                            "tiles_per_split": "int32"},
+                           decode_constants(d, final=final, **variant)))
     for dt in ATTN_DTYPES if combine else ():
         for d in head_dims:
             # the output first: tools take a capture's tolerance from its first array's dtype

@@ -286,11 +286,14 @@ def _fmha_fwd(b: _Builder, c: dict) -> tuple:
 
 def _flash_decode_partial(b: _Builder, c: dict) -> tuple:
     """3 sequences (one a key tile + 5 long, one 1 long, one ending inside a tile), 2 kv heads
-    with 4 query heads each, 3 splits of 2 key tiles: the short ones leave empty splits. PAGED
-    stores the cache as shuffled pages of one key tile."""
+    with 4 query heads each, 3 splits of 2 key tiles: the short ones leave empty splits (FINAL:
+    one split over every tile, its lse in natural-log units). PAGED stores the cache as shuffled
+    pages of one key tile."""
     batch, hkv, group, d, bn = 3, 2, 4, c["HEAD_DIM"], c["BLOCK_N"]
     per_split, splits = 2, 3
     s = splits * per_split * bn - bn // 2
+    if c.get("FINAL"):
+        per_split, splits = _cdiv(s, bn), 1
     lens = [bn + 5, 1, s]
     window = bn // 2 + 3 if c["SLIDING"] else 0
     cap = 5.0 if c["SOFTCAP"] else 0.0
@@ -316,6 +319,8 @@ def _flash_decode_partial(b: _Builder, c: dict) -> tuple:
     b.arrays["tiles_per_split"] = Scalar(per_split, "i32")
     o, lse = _split_partials(q, k, v, lens, per_split * bn, splits, window,
                              sinks if c["HAS_SINKS"] else None, cap)
+    if c.get("FINAL"):
+        lse = lse * math.log(2)
     return (splits, batch * hkv, 1), ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
 
 
