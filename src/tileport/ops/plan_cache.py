@@ -25,6 +25,7 @@ import functools
 import json
 import sys
 import threading
+import weakref
 from dataclasses import dataclass
 from threading import get_ident
 from typing import Any, Callable, Sequence
@@ -318,9 +319,32 @@ def _raw_stream() -> Callable[[int], int]:
     return lambda index: torch.cuda.current_stream(index).cuda_stream
 
 
+# Launches of a cutile-rs plan that try to record a prepared launch (library.ReplayApi): the first
+# launch of a new specialization goes through cutile's own launcher (compile, load) and records
+# nothing; the next one is resolved and recorded.
+PREPARE_ATTEMPTS = 3
+MISALIGNED = "{}: an array's base address is not 16-byte aligned"
+
+
+class _Replay:
+    """A prepared launch in the library, freed once nothing holds this object."""
+
+    __slots__ = ("handle", "__weakref__")
+
+    def __init__(self, handle: int, free: Callable[[int], None]):
+        import ctypes
+        self.handle = ctypes.c_uint64(handle)
+        weakref.finalize(self, free, handle)
+
+
 class RustLaunch:
-    """One launch through the generated C ABI: prepared ctypes arguments (library.PreparedLaunch),
-    one copy per thread since a call writes the descriptors' pointers. `run(groups, device_index)`
+    """One launch through the generated C ABI. Every value but the array addresses and the stream is
+    a function of the call key, so once the library recorded one resolved launch of it (a prepared
+    launch: library.ReplayApi), a call passes only the addresses and the stream to
+    `tileport_launch_prepared`, which skips the launcher's checks, key and lookup, all of which
+    would give the same result. Until then (and with a library that predates prepared launches) it
+    calls the entry's launcher with prepared ctypes arguments (library.PreparedLaunch), one copy
+    per thread since a call writes the descriptors' pointers. `run(groups, device_index)`
     launches: a closure over what it reads (calling a function costs less than an instance's
     __call__, and each lookup on `self` it avoids is one less per launch)."""
 
@@ -339,6 +363,10 @@ class RustLaunch:
         self._slots = {get_ident(): self._thread_slots(prepared)}
         self._stream = _raw_stream()
         self._raw, self._lib = entry.raw, entry.lib
+        self._api = entry.lib.replay
+        self._attempts = PREPARE_ATTEMPTS if self._api is not None else 0
+        self._replay: _Replay | None = None
+        self._fast: dict[int, tuple] = {}  # thread -> (address array, stream slot, C arguments, _Replay)
         self.kernel = recorded.kernel
         self.run = self._launcher()
 
@@ -352,22 +380,72 @@ class RustLaunch:
         slots = self._slots[get_ident()] = self._thread_slots(prepared)
         return slots
 
-    def _launcher(self) -> Callable[[tuple, int], None]:
-        slots_of, stream_of, kernel = self._slots, self._stream, self.kernel
+    def _fast_for_this_thread(self, replay: _Replay) -> tuple:
+        """This thread's arguments of the prepared launch (a call writes the addresses and stream)."""
+        import ctypes
+        addresses = (ctypes.c_uint64 * len(self.sources))()
+        stream = ctypes.c_uint64(0)
+        fast = self._fast[get_ident()] = (addresses, stream, (replay.handle, addresses, stream), replay)
+        return fast
 
-        def run(groups: tuple, device_index: int) -> None:  # PreparedLaunch.__call__, inlined
-            slots, stream, args = slots_of.get(get_ident()) or self._for_this_thread()
+    def _launcher(self) -> Callable[[tuple, int], None]:
+        fast_of, stream_of, kernel = self._fast, self._stream, self.kernel
+        sources = tuple((k, g, i, off) for k, (g, i, off) in enumerate(self.sources))
+        replay = self._api.launch if self._api is not None else None
+        by_entry = self._launch_entry
+
+        def run(groups: tuple, device_index: int) -> None:
+            fast = fast_of.get(get_ident())
+            if fast is None:  # no prepared launch yet, or not on this thread
+                return by_entry(groups, device_index)
+            addresses, stream, args, _ = fast
             acc = 0
-            for desc, g, i, off in slots:
-                desc.ptr = ptr = groups[g][i].data_ptr() + off
+            for k, g, i, off in sources:
+                addresses[k] = ptr = groups[g][i].data_ptr() + off
                 acc |= ptr
             if acc & 15:  # the key holds layouts, not addresses: a view of the same layout may sit anywhere
-                raise MisalignedError(f"{kernel}: an array's base address is not 16-byte aligned")
+                raise MisalignedError(MISALIGNED.format(kernel))
             stream.value = stream_of(device_index)  # read per launch: the caller's stream (or capture stream) now
-            rc = self._raw(*args)
+            rc = replay(*args)
             if rc:
                 raise_for(rc, self._lib.last_error())
         return run
+
+    def _launch_entry(self, groups: tuple, device_index: int) -> None:
+        """The launch through the entry's launcher (PreparedLaunch.__call__, inlined), recording a
+        prepared launch while attempts remain; a thread that finds one made switches to it."""
+        if self._replay is not None:
+            self._fast_for_this_thread(self._replay)
+            return self.run(groups, device_index)
+        slots, stream, args = self._slots.get(get_ident()) or self._for_this_thread()
+        acc = 0
+        for desc, g, i, off in slots:
+            desc.ptr = ptr = groups[g][i].data_ptr() + off
+            acc |= ptr
+        if acc & 15:  # the key holds layouts, not addresses: a view of the same layout may sit anywhere
+            raise MisalignedError(MISALIGNED.format(self.kernel))
+        stream.value = self._stream(device_index)
+        if self._attempts <= 0:
+            rc = self._raw(*args)
+        else:
+            rc = self._recording(args, [desc for desc, *_ in slots])
+        if rc:
+            raise_for(rc, self._lib.last_error())
+
+    def _recording(self, args: tuple, descs: list) -> int:
+        """The entry's launch with the library recording it; keeps the prepared launch made of it."""
+        import ctypes
+        self._attempts -= 1
+        api = self._api
+        api.record_next()
+        rc = self._raw(*args)
+        addresses = (ctypes.c_uint64 * len(descs))(*map(ctypes.addressof, descs))
+        handle = api.take(self._prepared.device, addresses, len(descs))  # also ends the recording
+        if handle and not rc and self._replay is None:
+            self._replay = _Replay(handle, api.free)
+        elif handle:
+            api.free(handle)
+        return rc
 
     def __call__(self, groups: tuple, device_index: int) -> None:
         self.run(groups, device_index)
