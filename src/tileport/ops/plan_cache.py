@@ -236,8 +236,10 @@ class CachedPlan:
     """The launches of one call key, replayed on new tensors of the same layout."""
 
     def __init__(self, spec: OpSpec, device: Any, out_layouts: tuple | None, multi_output: bool,
-                 temps: list[tuple], launches: list):
+                 temps: list[tuple], launches: list, like: int | None = None):
+        """`like`: an input that torch.empty_like turns into the one output's layout (_template_input)."""
         self.spec, self.device, self.device_index = spec, device, device.index or 0
+        self.like = like
         self.out_layouts, self.multi_output, self.temps, self.launches = out_layouts, multi_output, temps, launches
         self._empty = _torch().empty_strided
         self._extents: tuple | None = None  # (input index, bytes) per tensor input, bytes per output
@@ -251,6 +253,7 @@ class CachedPlan:
         ((shape, stride, dtype),) = self.out_layouts
         empty, dev, index, launch = self._empty, self.device, self.device_index, self.launches[0].run
         general = CachedPlan.run.__get__(self)  # the class's run: this closure shadows it on the instance
+        like, tensor, empty_like = self.like, _tensor_type(), _torch().empty_like
 
         def run(inputs: tuple, out: Any) -> Any:
             if out is not None:
@@ -258,7 +261,15 @@ class CachedPlan:
             o = empty(shape, stride, dtype=dtype, device=dev)
             launch((inputs, (o,), ()), index)
             return o
-        return run
+
+        def run_like(inputs: tuple, out: Any) -> Any:  # empty_like parses fewer arguments than empty_strided
+            if out is not None:
+                return general(inputs, out)
+            x = inputs[like]  # its layout and device are in the key, its type is not: a subclass takes `empty`
+            o = empty_like(x) if type(x) is tensor else empty(shape, stride, dtype=dtype, device=dev)
+            launch((inputs, (o,), ()), index)
+            return o
+        return run if like is None else run_like
 
     def run(self, inputs: tuple, out: Any) -> Any:
         empty, dev = self._empty, self.device
@@ -367,6 +378,7 @@ class RustLaunch:
         self._attempts = PREPARE_ATTEMPTS if self._api is not None else 0
         self._replay: _Replay | None = None
         self._fast: dict[int, tuple] = {}  # thread -> (address array, stream slot, C arguments, _Replay)
+        self._local = threading.local()  # .fast: this thread's entry of _fast (cheaper to read per call)
         self.kernel = recorded.kernel
         self.run = self._launcher()
 
@@ -385,20 +397,21 @@ class RustLaunch:
         import ctypes
         addresses = (ctypes.c_uint64 * len(self.sources))()
         stream = ctypes.c_uint64(0)
-        fast = self._fast[get_ident()] = (addresses, stream, (replay.handle, addresses, stream), replay)
+        fast = self._fast[get_ident()] = self._local.fast = (addresses, stream, (replay.handle, addresses, stream),
+                                                              replay)
         return fast
 
     def _launcher(self) -> Callable[[tuple, int], None]:
-        fast_of, stream_of, kernel = self._fast, self._stream, self.kernel
+        local, stream_of, kernel = self._local, self._stream, self.kernel
         sources = tuple((k, g, i, off) for k, (g, i, off) in enumerate(self.sources))
         replay = self._api.launch if self._api is not None else None
         by_entry = self._launch_entry
 
         def run(groups: tuple, device_index: int) -> None:
-            fast = fast_of.get(get_ident())
-            if fast is None:  # no prepared launch yet, or not on this thread
+            try:
+                addresses, stream, args, _ = local.fast
+            except AttributeError:  # no prepared launch yet, or not on this thread
                 return by_entry(groups, device_index)
-            addresses, stream, args, _ = fast
             acc = 0
             for k, g, i, off in sources:
                 addresses[k] = ptr = groups[g][i].data_ptr() + off
@@ -493,4 +506,17 @@ def record(spec: OpSpec, backend: str, inputs: tuple, outs: tuple, launches: Seq
     else:
         bound = [CutileLaunch(spec, r) for r in recorded]
     out_layouts = tuple(_layout(o) for o in outs) if allocated else None
-    return CachedPlan(spec, device, out_layouts, multi_output, temps, bound)
+    like = _template_input(inputs, outs[0]) if allocated and len(outs) == 1 else None
+    return CachedPlan(spec, device, out_layouts, multi_output, temps, bound, like)
+
+
+def _template_input(inputs: tuple, out: Any) -> int | None:
+    """The index of a plain tensor input of `out`'s device and layout that torch.empty_like turns
+    into a tensor of that layout (it keeps the strides of dense tensors only), else None. Found
+    from the key's layouts and devices, so it holds for every call with that key."""
+    torch = _torch()
+    for i, x in enumerate(inputs):
+        if type(x) is torch.Tensor and x.device == out.device and _layout(x) == _layout(out) \
+                and _layout(torch.empty_like(x)) == _layout(out):
+            return i
+    return None
