@@ -211,6 +211,12 @@ PROBE = textwrap.dedent("""
     out["null_rc"] = api.launch(handle, addresses, stream)
     out["refused_calls"] = calls()
     api.free(handle)
+    from tileport.gpu import callcost  # its GPU case of the same: a new grid, so a new specialization
+    other = entry.prepare((8,), 0, {n: describe(x, n).desc for n, x in arrays.items()}, {"TILE": 128})
+    case = callcost.replay_case(other, ptrs, 0x3000)
+    calls()
+    case()
+    out["case"], out["case_calls"] = seen(), calls()
     print(json.dumps(out))
 """)
 
@@ -247,3 +253,6 @@ def test_the_library_replays_the_recorded_launch_with_new_addresses(library, tmp
     assert moved[8:] == [params[0] + 0x100, *params[1:6], params[6] + 0x2000, *params[7:]]
     assert out["misaligned_rc"] == -9 and "aligned otherwise" in out["misaligned_error"]
     assert out["null_rc"] == -1 and "cuLaunchKernel" not in out["refused_calls"]
+    # callcost's c_abi_replay case: recorded after cutile's own first launch, then replayed
+    assert out["case"][1:4] == [8, 1, 1] and out["case"][7] == 0x3000 and out["case"][8] == params[0]
+    assert set(out["case_calls"]) <= HOT_PATH_CALLS and out["case_calls"]["cuLaunchKernel"] == "1"
