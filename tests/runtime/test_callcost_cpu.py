@@ -155,13 +155,10 @@ def test_driver_floors_run_on_the_default_stream(library, tmp_path):
     import sys
     from pathlib import Path
 
+    from fake_driver import build_fake_driver
+
     from tileport import toolchain
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc is None:
-        pytest.skip("no C compiler to build the fake CUDA driver")
-    fake = tmp_path / "libcuda.so.1"
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(fake),
-                    str(Path(__file__).with_name("fake_cuda.c"))], check=True, capture_output=True, text=True)
+    fake = build_fake_driver(tmp_path)
     env = toolchain.env()
     env.update(LD_LIBRARY_PATH=f"{tmp_path}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
                TILEPORT_LIB=str(library.path), TILEPORT_JIT_CACHE="0",

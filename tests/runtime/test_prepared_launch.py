@@ -23,7 +23,6 @@ import pytest
 from tileport.ops import plan_cache
 
 REPO = Path(__file__).resolve().parents[2]
-FAKE_DRIVER_C = Path(__file__).with_name("fake_cuda.c")
 HOT_PATH_CALLS = {"cuLaunchKernel", "cuCtxGetCurrent", "cuCtxSetCurrent"}
 
 
@@ -153,15 +152,6 @@ def test_recording_stops_after_its_attempts(stub_plan, monkeypatch):
 # ---------------------------------------------------------------------------------------------
 # The library side, on a fake CUDA driver
 
-FAKE_TILEIRAS = """#!/bin/sh
-# A stand-in for tileiras: its version, or an ELF-headed placeholder cubin at -o (the fake driver
-# loads anything; cuda-core only checks the ELF magic).
-if [ "$1" = "--version" ]; then echo "fake tileiras 0"; exit 0; fi
-out=""
-while [ $# -gt 0 ]; do if [ "$1" = "-o" ]; then out="$2"; shift; fi; shift; done
-printf '\\177ELF-fake-cubin' > "$out"
-"""
-
 PROBE = textwrap.dedent("""
     import ctypes, json, sys
     fake = ctypes.CDLL(sys.argv[1])
@@ -228,14 +218,10 @@ def test_the_library_replays_the_recorded_launch_with_new_addresses(library, tmp
     stream, all nine parameter values) with only the hot path's driver calls; new addresses and a
     new stream reach the launch, the other parameters stay; an address of another alignment class
     and a null address are refused before any driver call."""
-    cc = _cc()
+    from fake_driver import build_fake_driver, fake_tileiras
+
     from tileport import toolchain
-    fake = tmp_path / "libcuda.so.1"
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(fake), str(FAKE_DRIVER_C)],
-                   check=True, capture_output=True, text=True)
-    tileiras = tmp_path / "tileiras"
-    tileiras.write_text(FAKE_TILEIRAS)
-    tileiras.chmod(0o755)
+    fake, tileiras = build_fake_driver(tmp_path), fake_tileiras(tmp_path)
     env = toolchain.env()
     env.update(LD_LIBRARY_PATH=f"{tmp_path}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
                TILEPORT_LIB=str(library.path), TILEPORT_JIT_CACHE="0", CUTILE_TILEIRAS_PATH=str(tileiras),
