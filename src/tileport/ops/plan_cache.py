@@ -243,9 +243,11 @@ class CachedPlan:
         self.out_layouts, self.multi_output, self.temps, self.launches = out_layouts, multi_output, temps, launches
         self._empty = _torch().empty_strided
         self._extents: tuple | None = None  # (input index, bytes) per tensor input, bytes per output
-        if out_layouts is not None and len(out_layouts) == 1 and not multi_output and not temps \
-                and len(launches) == 1:
-            self.run = self._one_launch()  # most ops: one output, one kernel
+        if not multi_output and not temps and len(launches) == 1:  # most ops: one output, one kernel
+            if out_layouts is None:
+                self.run = self._one_launch_into()
+            elif len(out_layouts) == 1:
+                self.run = self._one_launch()
 
     def _one_launch(self) -> Callable[[tuple, Any], Any]:
         """`run` of a plan that allocates one output and launches one kernel, its values held by a
@@ -270,6 +272,32 @@ class CachedPlan:
             launch((inputs, (o,), ()), index)
             return o
         return run if like is None else run_like
+
+    def _one_launch_into(self) -> Callable[[tuple, Any], Any]:
+        """`run` of a plan that launches one kernel into one given output (`out=`): the general path's
+        aliasing check (_check_disjoint) for one output, in a closure; a tuple or list as `out=`,
+        or a tensor subclass, takes the general path."""
+        index, launch, tensor, name = self.device_index, self.launches[0].run, _tensor_type(), self.spec.name
+        general = CachedPlan.run.__get__(self)  # the class's run: this closure shadows it on the instance
+
+        def run(inputs: tuple, out: Any) -> Any:
+            if type(out) is not tensor:
+                return general(inputs, out)
+            extents = self._extents
+            if extents is None:  # a function of the key's layouts: computed once per plan
+                extents = self._extents = _extents(inputs, (out,))
+            in_extents, out_extents = extents
+            if out_extents:  # an empty output aliases nothing
+                lo = out.data_ptr()
+                hi = lo + out_extents[0][1]
+                for i, n in in_extents:
+                    start = inputs[i].data_ptr()
+                    if lo < start + n and start < hi:
+                        raise AliasingError(f"{name}: an output shares memory with another argument "
+                                            "(the port assumes no aliasing)")
+            launch((inputs, (out,), ()), index)
+            return out
+        return run
 
     def run(self, inputs: tuple, out: Any) -> Any:
         empty, dev = self._empty, self.device
