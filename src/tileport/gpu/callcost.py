@@ -30,7 +30,7 @@ GPU. Medians over the rounds, and the best round.
 | c_abi_empty            | the empty kernel through the launchers' shared path (tileport_launch_empty) |
 | py_call_key            | the cached op call's key alone (vector_add only)                          |
 | py_alloc_output        | the output allocation alone (torch.empty_strided, vector_add only)         |
-| py_alloc_like          | the same through torch.empty_like of a tensor of that layout              |
+| py_alloc_like          | the same through torch.empty_like of a tensor of that layout (the op's way) |
 | py_plan_launches       | the cached plan's C-ABI launches alone, into a given output (vector_add)   |
 | py_stream              | the current stream's handle as the launch reads it (plan_cache._raw_stream) |
 | py_stream_public       | the same through torch.cuda.current_stream(device).cuda_stream            |
@@ -735,6 +735,7 @@ PY_CASES = {
     "call_key": "the call key alone",
     "lookup": "the plan lookup by a ready key",
     "alloc_output": "torch.empty_strided of the output (CPU allocator here; CUDA's caching allocator on a GPU)",
+    "alloc_like": "torch.empty_like of an input of the output's layout (what the op call allocates with)",
     "plan_run_out": "the cached plan's run with out= (aliasing check, launches)",
     "launch": "the plan's one launch: data pointers, stream, the prepared launch (ctypes) of the no-op stub",
     "data_ptrs": "the three data_ptr() reads alone",
@@ -776,6 +777,7 @@ def _python_cases(spec, a, b, out, stub) -> dict[str, Callable[[], Any]]:
         "call_key": lambda: plan_cache.call_key(spec, "cutile-rs", inputs, None),
         "lookup": lambda: plan_cache.lookup(key),
         "alloc_output": lambda: torch.empty_strided(shape, stride, dtype=dtype, device=out.device),
+        "alloc_like": lambda: torch.empty_like(a),
         "plan_run_out": lambda: plan_out.run(inputs, out),
         "launch": lambda: launch.run(groups, 0),
         "data_ptrs": lambda: (a.data_ptr(), b.data_ptr(), out.data_ptr()),
