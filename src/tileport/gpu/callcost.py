@@ -200,10 +200,14 @@ def replay_case(prepared: Any, ptrs: list[int], stream: int) -> Callable[[], Any
     api = lib.replay
     if api is None:
         return _case_error(f"{lib.path.name} predates prepared launches (no tileport_launch_prepared)")
-    prepared(ptrs, stream)
-    api.record_next()
-    prepared(ptrs, stream)
     descs = (ctypes.c_uint64 * len(prepared.descs))(*map(ctypes.addressof, prepared.descs))
+    try:
+        prepared(ptrs, stream)
+        api.record_next()
+        prepared(ptrs, stream)
+    except Exception as e:  # noqa: BLE001 - recorded as the case's error
+        api.take(prepared.device, descs, len(prepared.descs))  # ends the recording
+        return _case_error(f"{type(e).__name__}: {e}")
     handle = api.take(prepared.device, descs, len(prepared.descs))
     if not handle:
         return _case_error(f"no prepared launch was recorded: {lib.last_error()}")
@@ -685,8 +689,6 @@ def python_breakdown() -> dict:
     the library is a stub whose vector_add launcher does nothing (same C signature), the stream
     accessor returns a constant. What each case is: PY_CASES."""
     import tempfile
-
-    import torch
 
     from tileport.ops import api, backends, plan_cache
     from tileport.ops import plan_cache as pc
