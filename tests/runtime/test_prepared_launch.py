@@ -242,3 +242,21 @@ def test_the_library_replays_the_recorded_launch_with_new_addresses(library, tmp
     # callcost's c_abi_replay case: recorded after cutile's own first launch, then replayed
     assert out["case"][1:4] == [8, 1, 1] and out["case"][7] == 0x3000 and out["case"][8] == params[0]
     assert set(out["case_calls"]) <= HOT_PATH_CALLS and out["case_calls"]["cuLaunchKernel"] == "1"
+
+
+def test_a_launch_that_raises_still_ends_the_recording(stub_plan, monkeypatch):
+    """Recording stays on until taken (the library copies every resolved launch meanwhile): an
+    exception out of the entry's launch must not leave it on."""
+    plan, stub, (a, b), _, _ = stub_plan
+    (launch,) = plan.launches
+    taken = []
+    api = stub.replay
+    monkeypatch.setattr(launch, "_api", type(api)(api.record_next, lambda *args: taken.append(args) or api.take(*args),
+                                                  api.launch, api.free))
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(launch, "_raw", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        plan.run((a, b), None)
+    assert len(taken) == 1 and launch._replay is None

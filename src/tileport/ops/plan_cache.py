@@ -478,10 +478,14 @@ class RustLaunch:
         import ctypes
         self._attempts -= 1
         api = self._api
-        api.record_next()
-        rc = self._raw(*args)
         addresses = (ctypes.c_uint64 * len(descs))(*map(ctypes.addressof, descs))
-        handle = api.take(self._prepared.device, addresses, len(descs))  # also ends the recording
+        api.record_next()
+        try:
+            rc = self._raw(*args)
+        except BaseException:  # end the recording anyway: a recording thread copies every resolved launch
+            api.free(api.take(self._prepared.device, addresses, len(descs)))
+            raise
+        handle = api.take(self._prepared.device, addresses, len(descs))
         if handle and not rc and self._replay is None:
             self._replay = _Replay(handle, api.free)
         elif handle:
