@@ -396,6 +396,8 @@ impl LaunchTarget {
 pub const KEY_WORDS: usize = 192;
 /// Kernel parameters a resolved launch passes at most (the translator checks every kernel fits).
 pub const MAX_PARAMS: usize = 128;
+/// Array arguments a prepared launch rebinds at most (a launch with more is never prepared).
+pub const MAX_ARRAYS: usize = 32;
 
 /// Everything a launch's specialization and its launch-time checks depend on: the entry, the
 /// device, the grid, the element types and constants, every array's extents, strides and base
@@ -531,6 +533,9 @@ pub fn resolved(key: &LaunchKey) -> Option<&'static cutile::cuda_core::Function>
 pub struct KernelParams {
     len: usize,
     slots: [MaybeUninit<u128>; MAX_PARAMS],
+    /// (slot of the base address, descriptor address) of each array pushed, for `PreparedLaunch`.
+    arrays: [MaybeUninit<(usize, usize)>; MAX_ARRAYS],
+    n_arrays: usize,
 }
 
 impl KernelParams {
@@ -538,6 +543,8 @@ impl KernelParams {
         KernelParams {
             len: 0,
             slots: [MaybeUninit::uninit(); MAX_PARAMS],
+            arrays: [MaybeUninit::uninit(); MAX_ARRAYS],
+            n_arrays: 0,
         }
     }
 
@@ -553,6 +560,10 @@ impl KernelParams {
 
     pub fn array(&mut self, d: &TensorDesc) {
         let n = d.ndim as usize;
+        if self.n_arrays < MAX_ARRAYS {
+            self.arrays[self.n_arrays].write((self.len, d as *const TensorDesc as usize));
+        }
+        self.n_arrays += 1; // past MAX_ARRAYS: such a launch is never prepared
         self.push(d.ptr);
         for i in 0..n {
             self.push(d.shape[i] as i32);
@@ -566,10 +577,13 @@ impl KernelParams {
 /// Launch a resolved function on the target's stream: one `cuLaunchKernel`, nothing else.
 pub fn launch_resolved(
     target: &LaunchTarget,
-    function: &cutile::cuda_core::Function,
+    function: &'static cutile::cuda_core::Function,
     grid: (u32, u32, u32),
     params: &mut KernelParams,
 ) -> std::result::Result<(), cutile::cuda_core::DriverError> {
+    if RECORDING.with(Cell::get) {
+        record(function, grid, params);
+    }
     let mut pointers = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
     for (pointer, slot) in pointers
         .iter_mut()
@@ -591,6 +605,206 @@ pub fn launch_resolved(
             target.stream.cu_stream(),
             pointers,
         )
+    }
+}
+
+// ---------------------------------------------------------------- prepared launches
+//
+// A caller that launches one entry again and again with the same descriptors (extents, strides,
+// dtypes), scalars, constants, grid and device, and only new base addresses and streams (the
+// Python plan cache: every value but the addresses and the stream is a function of its call key),
+// records one resolved launch of it and replays that: the launch key, and so every check the
+// launcher made and the function it chose, is the same as long as each address keeps its
+// alignment class, which a replay checks. A replay copies the recorded parameters, writes the
+// new addresses and launches: no checks of unchanged descriptors, no key, no map lookup.
+
+thread_local! {
+    /// Set by `tileport_record_next`: the next resolved launch on this thread is also recorded.
+    static RECORDING: Cell<bool> = const { Cell::new(false) };
+    static RECORDED: Cell<Option<Box<Recorded>>> = const { Cell::new(None) };
+}
+
+/// One resolved launch as `launch_resolved` saw it.
+struct Recorded {
+    function: &'static cutile::cuda_core::Function,
+    grid: (u32, u32, u32),
+    len: usize,
+    slots: [u128; MAX_PARAMS],
+    arrays: Vec<(usize, usize)>, // (slot, descriptor address); empty past MAX_ARRAYS
+    launches: usize,             // resolved launches while recording (a prepared launch needs one)
+}
+
+fn record(
+    function: &'static cutile::cuda_core::Function,
+    grid: (u32, u32, u32),
+    params: &KernelParams,
+) {
+    let mut slots = [0u128; MAX_PARAMS];
+    for (slot, value) in slots.iter_mut().zip(params.slots.iter()).take(params.len) {
+        // SAFETY: the first `len` slots were written by `push`.
+        *slot = unsafe { value.assume_init() };
+    }
+    let arrays = if params.n_arrays <= MAX_ARRAYS {
+        // SAFETY: the first `n_arrays` entries were written by `array`.
+        params.arrays[..params.n_arrays]
+            .iter()
+            .map(|a| unsafe { a.assume_init() })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let launches = RECORDED.with(|r| r.take()).map_or(0, |r| r.launches);
+    let recorded = Recorded {
+        function,
+        grid,
+        len: params.len,
+        slots,
+        arrays,
+        launches: launches + 1,
+    };
+    RECORDED.with(|r| r.set(Some(Box::new(recorded))));
+}
+
+/// A recorded launch ready for replay: immutable, so any thread may replay it at once.
+struct PreparedLaunch {
+    function: &'static cutile::cuda_core::Function,
+    grid: (u32, u32, u32),
+    device_id: i32,
+    len: usize,
+    slots: [u128; MAX_PARAMS],
+    /// (index into the caller's address list, parameter slot, alignment class at recording)
+    rebind: Vec<(usize, usize, i64)>,
+    n_addresses: usize,
+}
+
+/// Record the next resolved launch this thread makes (`tileport_take_prepared` collects it).
+#[unsafe(no_mangle)]
+pub extern "C" fn tileport_record_next() {
+    RECORDED.with(|r| r.take());
+    RECORDING.with(|r| r.set(true));
+}
+
+/// The launch recorded since `tileport_record_next`, as a prepared launch on `device_id` whose
+/// arrays are rebound from an address list in the order of `descs` (the `n` descriptor addresses
+/// the recorded call was given); 0 (and the reason as the last error) when none can be made: the
+/// call took cutile's own launcher (its first launch), made no launch or more than one, or pushed
+/// an array whose descriptor is not in `descs`. Recording stops either way.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_take_prepared(
+    device_id: i32,
+    descs: *const u64,
+    n: usize,
+) -> u64 {
+    RECORDING.with(|r| r.set(false));
+    let Some(recorded) = RECORDED.with(|r| r.take()) else {
+        set_last_error("tileport_take_prepared: no resolved launch was recorded");
+        return 0;
+    };
+    if recorded.launches != 1
+        || recorded.arrays.is_empty()
+        || descs.is_null()
+        || n == 0
+        || n > MAX_ARRAYS
+    {
+        set_last_error("tileport_take_prepared: the recorded call cannot be prepared");
+        return 0;
+    }
+    // SAFETY: the caller passes `n` descriptor addresses.
+    let descs = unsafe { std::slice::from_raw_parts(descs, n) };
+    let mut rebind = Vec::with_capacity(recorded.arrays.len());
+    for &(slot, desc) in &recorded.arrays {
+        let Some(index) = descs.iter().position(|&d| d as usize == desc) else {
+            set_last_error(
+                "tileport_take_prepared: an array of the recorded launch is not among the descriptors",
+            );
+            return 0;
+        };
+        // SAFETY: a base address slot holds the u64 `push` wrote at its start.
+        let address = unsafe { *std::ptr::from_ref(&recorded.slots[slot]).cast::<u64>() };
+        rebind.push((index, slot, alignment_class(address)));
+    }
+    let prepared = PreparedLaunch {
+        function: recorded.function,
+        grid: recorded.grid,
+        device_id,
+        len: recorded.len,
+        slots: recorded.slots,
+        rebind,
+        n_addresses: n,
+    };
+    Box::into_raw(Box::new(prepared)) as u64
+}
+
+/// Launch a prepared launch with the arrays at `addresses` (as many as its descriptors) on
+/// `stream`: each address must be non-null and keep its alignment class (else the launch key,
+/// and so the function and its checks, could differ: the caller launches through the entry).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_launch_prepared(
+    prepared: u64,
+    addresses: *const u64,
+    stream: u64,
+) -> i32 {
+    guard("tileport_launch_prepared", || {
+        // SAFETY: `prepared` comes from `tileport_take_prepared` and is not freed yet.
+        let p = unsafe { (prepared as *const PreparedLaunch).as_ref() }
+            .ok_or_else(|| Error::new(Code::NullPointer, "null prepared launch"))?;
+        if addresses.is_null() {
+            return Err(Error::new(Code::NullPointer, "null address list"));
+        }
+        // SAFETY: the caller passes one address per descriptor of the recorded call.
+        let addresses = unsafe { std::slice::from_raw_parts(addresses, p.n_addresses) };
+        let target = LaunchTarget::get(p.device_id, stream)?;
+        let mut slots = [MaybeUninit::<u128>::uninit(); MAX_PARAMS];
+        for (slot, value) in slots.iter_mut().zip(p.slots.iter()).take(p.len) {
+            slot.write(*value);
+        }
+        for &(index, slot, class) in &p.rebind {
+            let address = addresses[index];
+            if address == 0 {
+                return Err(Error::new(
+                    Code::NullPointer,
+                    format!("array {index} has a null data pointer"),
+                ));
+            }
+            if alignment_class(address) != class {
+                return Err(Error::new(
+                    Code::Layout,
+                    format!(
+                        "array {index} at {address:#x} is aligned otherwise than the prepared launch's"
+                    ),
+                ));
+            }
+            slots[slot].write(0); // as `push` writes it
+            // SAFETY: the slot is 16 bytes, 16-byte aligned.
+            unsafe { std::ptr::write(slots[slot].as_mut_ptr().cast::<u64>(), address) };
+        }
+        let mut pointers = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
+        for (pointer, slot) in pointers.iter_mut().zip(slots.iter_mut()).take(p.len) {
+            pointer.write(slot.as_mut_ptr().cast::<c_void>());
+        }
+        // SAFETY: the first `len` pointers were written above.
+        let pointers = unsafe {
+            std::slice::from_raw_parts_mut(pointers.as_mut_ptr().cast::<*mut c_void>(), p.len)
+        };
+        unsafe {
+            cutile::cuda_core::launch_kernel(
+                p.function.cu_function(),
+                p.grid,
+                (1, 1, 1),
+                0,
+                target.stream.cu_stream(),
+                pointers,
+            )
+        }
+        .map_err(|e| launch_error("tileport_launch_prepared", e))
+    })
+}
+
+/// Free a prepared launch (no launch may use it after).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_free_prepared(prepared: u64) {
+    if prepared != 0 {
+        drop(unsafe { Box::from_raw(prepared as *mut PreparedLaunch) });
     }
 }
 

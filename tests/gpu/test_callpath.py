@@ -98,7 +98,8 @@ def test_call_cost_per_backend():
               if "error" in r}
     errors.update({op: rec["error"] for op, rec in cost.items() if "error" in rec})
     assert not errors, f"call-cost cases failed: {errors}"
-    assert s["c_abi_target_met"], (f"prepared C-ABI call {s['c_abi_prepared_host_us']:.2f} µs > {TARGET_C_ABI_US} µs; "
+    assert s["c_abi_target_met"], (f"C-ABI launch ({s['c_abi_case']}) {s['c_abi_host_us']:.2f} µs > "
+                                   f"{TARGET_C_ABI_US} µs; "
                                    f"floors {s['c_abi_floors_us']}, launcher's own {s.get('c_abi_ours_us')} µs")
     assert s["op_target_met"], (f"cutile-rs op call {s['cutile_rs_op_host_us']:.2f} µs vs torch eager "
                                 f"{s['torch_eager_host_us']:.2f} µs (target: <= eager and <= {TARGET_OP_US} µs)")

@@ -68,8 +68,14 @@ def test_summary_splits_the_c_abi_call_into_floors_and_ours():
     cases = {"c_abi_prepared": {"host_us": 9.5}, "binding_floor": {"host_us": 1.0}, "driver_args": {"host_us": 3.0},
              "driver_noop": {"host_us": 2.5}}
     s = callcost.summary({"vector_add": {"cases": cases}})
-    assert s["c_abi_floors_us"] == {"binding_floor": 1.0, "driver_noop": 2.5, "driver_args": 3.0}
-    assert s["c_abi_ours_us"] == pytest.approx(5.5)
+    assert s["c_abi_floors_us"] == {"binding_floor": 1.0, "binding_floor_replay": None, "driver_noop": 2.5,
+                                    "driver_args": 3.0}
+    assert s["c_abi_case"] == "c_abi_prepared" and s["c_abi_ours_us"] == pytest.approx(5.5)
+    # the op path's prepared launch, over its own binding floor, when measured
+    replay = dict(cases, c_abi_replay={"host_us": 6.0}, binding_floor_replay={"host_us": 0.5})
+    s = callcost.summary({"vector_add": {"cases": replay}})
+    assert s["c_abi_case"] == "c_abi_replay" and s["c_abi_host_us"] == 6.0
+    assert s["c_abi_ours_us"] == pytest.approx(2.5) and s["c_abi_target_met"] is False
     missing = callcost.summary({"vector_add": {"cases": {"c_abi_prepared": {"host_us": 9.5},
                                                         "driver_args": {"error": "no libcuda"}}}})
     assert "c_abi_ours_us" not in missing and missing["c_abi_floors_us"]["driver_args"] is None
@@ -99,6 +105,10 @@ def test_floor_table_puts_the_cases_side_by_side_cheapest_first():
     s = callcost.summary({"vector_add": {"cases": cases}})
     assert s["floors_us"] == table
     assert s["shares_us"] == {"op_python": pytest.approx(5.5), "launch_over_call": pytest.approx(2.3)}
+    replay = dict(cases, c_abi_replay={"host_us": 3.5})
+    s = callcost.summary({"vector_add": {"cases": replay}})
+    assert s["shares_us"] == {"op_python": pytest.approx(6.5), "replay_saves": pytest.approx(1.0),
+                              "launch_over_call": pytest.approx(2.3)}
 
 
 def test_python_breakdown_times_every_layer_on_cpu(tmp_path, monkeypatch):
@@ -118,3 +128,44 @@ def test_python_breakdown_times_every_layer_on_cpu(tmp_path, monkeypatch):
     assert set(us) == set(callcost.PY_CASES) and all(v > 0 for v in us.values())
     assert us["op_backend"] > max(us["call_key"], us["launch"], us["alloc_output"])
     assert api._default is default and plan_cache.size() == 0  # the default backend restored, no plan left
+
+
+DRIVER_FLOOR_PROBE = """
+import ctypes, json, sys
+fake = ctypes.CDLL(sys.argv[1])
+fake.cuCtxSetCurrent(ctypes.c_void_p(0x1234))  # a current context, as torch's would be
+fake.fake_cuda_last_launch.restype = ctypes.POINTER(ctypes.c_uint64)
+from tileport.gpu import callcost
+cases = callcost.driver_floor_cases(stream_handle=0, device=0)  # torch's default stream has handle 0
+streams = []
+for name in callcost.DRIVER_CASES:
+    cases[name]()
+    streams.append(fake.fake_cuda_last_launch()[7])
+print(json.dumps({"cases": sorted(cases), "streams": streams}))
+"""
+
+
+@pytest.mark.cargo
+def test_driver_floors_run_on_the_default_stream(library, tmp_path):
+    """Regression: on torch's default stream (handle 0) every driver floor case failed to set up
+    (ctypes.c_void_p(0).value is None, and the empty launch's stream argument was built from it).
+    On the fake CUDA driver: each floor case runs, and the launches go to stream 0."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fake_driver import build_fake_driver
+
+    from tileport import toolchain
+    fake = build_fake_driver(tmp_path)
+    env = toolchain.env()
+    env.update(LD_LIBRARY_PATH=f"{tmp_path}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
+               TILEPORT_LIB=str(library.path), TILEPORT_JIT_CACHE="0",
+               PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    proc = subprocess.run([sys.executable, "-c", DRIVER_FLOOR_PROBE, str(fake)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["cases"] == sorted(callcost.DRIVER_CASES)
+    assert out["streams"][1:] == [0, 0, 0]  # driver_noop, driver_args, c_abi_empty (driver_call launches nothing)

@@ -33,6 +33,10 @@ from tileport.ops.spec import OpSpec
 from tileport.ops.specs._common import dtype_name
 
 DEFAULT_BACKEND = "cutile-rs"
+# Ops with a backward (torch_ops registers their autograd formulas): tileport.ops.<op> runs them as
+# the torch custom op when an input requires grad. Here, not in torch_ops, so that the operator
+# wrappers know it without importing torch.
+AUTOGRAD_OPS = frozenset({"fmha_fwd"})
 BACKEND_ENV = "TILEPORT_BACKEND"
 
 _default: list[str | None] = [None]  # set_backend's choice; None: $TILEPORT_BACKEND or DEFAULT_BACKEND

@@ -18,19 +18,16 @@ def _compiling() -> bool:
     return torch is not None and torch.compiler.is_compiling()
 
 
-def _needs_grad(name: str, inputs: tuple) -> bool:
-    """True when an op with an autograd formula (torch_ops.AUTOGRAD_OPS) gets an input that
-    requires grad: then it runs as the torch custom op, so that backward reaches our kernels."""
+def _needs_grad(inputs: tuple) -> bool:
+    """True when grad mode is on and an input requires grad: an op with an autograd formula
+    (api.AUTOGRAD_OPS) then runs as the torch custom op, so that backward reaches our kernels."""
     torch = sys.modules.get("torch")
     if torch is None or not torch.is_grad_enabled():
         return False
-    for x in inputs:  # a loop, not any(<generator>): this runs on every default op call
+    for x in inputs:  # a loop, not any(<generator>)
         if isinstance(x, torch.Tensor) and x.requires_grad:
-            break
-    else:
-        return False
-    from tileport.ops import torch_ops
-    return name in torch_ops.AUTOGRAD_OPS
+            return True
+    return False
 
 
 @functools.cache
@@ -43,8 +40,10 @@ def get_op(name: str):
     if spec is None:
         raise AttributeError(f"tileport.ops has no operator {name!r} (have: {', '.join(api.op_names())})")
 
+    routes_grad = name in api.AUTOGRAD_OPS  # other ops never look at requires_grad (no backward to reach)
+
     def op(*inputs: Any, out: Any = None, backend: str | None = None) -> Any:
-        if out is None and backend is None and (_compiling() or _needs_grad(name, inputs)):
+        if out is None and backend is None and (_compiling() or (routes_grad and _needs_grad(inputs))):
             from tileport.ops import torch_ops
             return getattr(torch_ops, name)(*inputs)
         return api.call_with(spec, inputs, out, backend)

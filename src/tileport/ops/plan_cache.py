@@ -25,6 +25,7 @@ import functools
 import json
 import sys
 import threading
+import weakref
 from dataclasses import dataclass
 from threading import get_ident
 from typing import Any, Callable, Sequence
@@ -235,14 +236,18 @@ class CachedPlan:
     """The launches of one call key, replayed on new tensors of the same layout."""
 
     def __init__(self, spec: OpSpec, device: Any, out_layouts: tuple | None, multi_output: bool,
-                 temps: list[tuple], launches: list):
+                 temps: list[tuple], launches: list, like: int | None = None):
+        """`like`: an input that torch.empty_like turns into the one output's layout (_template_input)."""
         self.spec, self.device, self.device_index = spec, device, device.index or 0
+        self.like = like
         self.out_layouts, self.multi_output, self.temps, self.launches = out_layouts, multi_output, temps, launches
         self._empty = _torch().empty_strided
         self._extents: tuple | None = None  # (input index, bytes) per tensor input, bytes per output
-        if out_layouts is not None and len(out_layouts) == 1 and not multi_output and not temps \
-                and len(launches) == 1:
-            self.run = self._one_launch()  # most ops: one output, one kernel
+        if not multi_output and not temps and len(launches) == 1:  # most ops: one output, one kernel
+            if out_layouts is None:
+                self.run = self._one_launch_into()
+            elif len(out_layouts) == 1:
+                self.run = self._one_launch()
 
     def _one_launch(self) -> Callable[[tuple, Any], Any]:
         """`run` of a plan that allocates one output and launches one kernel, its values held by a
@@ -250,6 +255,7 @@ class CachedPlan:
         ((shape, stride, dtype),) = self.out_layouts
         empty, dev, index, launch = self._empty, self.device, self.device_index, self.launches[0].run
         general = CachedPlan.run.__get__(self)  # the class's run: this closure shadows it on the instance
+        like, tensor, empty_like = self.like, _tensor_type(), _torch().empty_like
 
         def run(inputs: tuple, out: Any) -> Any:
             if out is not None:
@@ -257,6 +263,40 @@ class CachedPlan:
             o = empty(shape, stride, dtype=dtype, device=dev)
             launch((inputs, (o,), ()), index)
             return o
+
+        def run_like(inputs: tuple, out: Any) -> Any:  # empty_like parses fewer arguments than empty_strided
+            if out is not None:
+                return general(inputs, out)
+            x = inputs[like]  # its layout and device are in the key, its type is not: a subclass takes `empty`
+            o = empty_like(x) if type(x) is tensor else empty(shape, stride, dtype=dtype, device=dev)
+            launch((inputs, (o,), ()), index)
+            return o
+        return run if like is None else run_like
+
+    def _one_launch_into(self) -> Callable[[tuple, Any], Any]:
+        """`run` of a plan that launches one kernel into one given output (`out=`): the general path's
+        aliasing check (_check_disjoint) for one output, in a closure; a tuple or list as `out=`,
+        or a tensor subclass, takes the general path."""
+        index, launch, tensor, name = self.device_index, self.launches[0].run, _tensor_type(), self.spec.name
+        general = CachedPlan.run.__get__(self)  # the class's run: this closure shadows it on the instance
+
+        def run(inputs: tuple, out: Any) -> Any:
+            if type(out) is not tensor:
+                return general(inputs, out)
+            extents = self._extents
+            if extents is None:  # a function of the key's layouts: computed once per plan
+                extents = self._extents = _extents(inputs, (out,))
+            in_extents, out_extents = extents
+            if out_extents:  # an empty output aliases nothing
+                lo = out.data_ptr()
+                hi = lo + out_extents[0][1]
+                for i, n in in_extents:
+                    start = inputs[i].data_ptr()
+                    if lo < start + n and start < hi:
+                        raise AliasingError(f"{name}: an output shares memory with another argument "
+                                            "(the port assumes no aliasing)")
+            launch((inputs, (out,), ()), index)
+            return out
         return run
 
     def run(self, inputs: tuple, out: Any) -> Any:
@@ -318,9 +358,32 @@ def _raw_stream() -> Callable[[int], int]:
     return lambda index: torch.cuda.current_stream(index).cuda_stream
 
 
+# Launches of a cutile-rs plan that try to record a prepared launch (library.ReplayApi): the first
+# launch of a new specialization goes through cutile's own launcher (compile, load) and records
+# nothing; the next one is resolved and recorded.
+PREPARE_ATTEMPTS = 3
+MISALIGNED = "{}: an array's base address is not 16-byte aligned"
+
+
+class _Replay:
+    """A prepared launch in the library, freed once nothing holds this object."""
+
+    __slots__ = ("handle", "__weakref__")
+
+    def __init__(self, handle: int, free: Callable[[int], None]):
+        import ctypes
+        self.handle = ctypes.c_uint64(handle)
+        weakref.finalize(self, free, handle)
+
+
 class RustLaunch:
-    """One launch through the generated C ABI: prepared ctypes arguments (library.PreparedLaunch),
-    one copy per thread since a call writes the descriptors' pointers. `run(groups, device_index)`
+    """One launch through the generated C ABI. Every value but the array addresses and the stream is
+    a function of the call key, so once the library recorded one resolved launch of it (a prepared
+    launch: library.ReplayApi), a call passes only the addresses and the stream to
+    `tileport_launch_prepared`, which skips the launcher's checks, key and lookup, all of which
+    would give the same result. Until then (and with a library that predates prepared launches) it
+    calls the entry's launcher with prepared ctypes arguments (library.PreparedLaunch), one copy
+    per thread since a call writes the descriptors' pointers. `run(groups, device_index)`
     launches: a closure over what it reads (calling a function costs less than an instance's
     __call__, and each lookup on `self` it avoids is one less per launch)."""
 
@@ -339,6 +402,11 @@ class RustLaunch:
         self._slots = {get_ident(): self._thread_slots(prepared)}
         self._stream = _raw_stream()
         self._raw, self._lib = entry.raw, entry.lib
+        self._api = entry.lib.replay
+        self._attempts = PREPARE_ATTEMPTS if self._api is not None else 0
+        self._replay: _Replay | None = None
+        self._fast: dict[int, tuple] = {}  # thread -> (address array, stream slot, C arguments, _Replay)
+        self._local = threading.local()  # .fast: this thread's entry of _fast (cheaper to read per call)
         self.kernel = recorded.kernel
         self.run = self._launcher()
 
@@ -352,22 +420,77 @@ class RustLaunch:
         slots = self._slots[get_ident()] = self._thread_slots(prepared)
         return slots
 
-    def _launcher(self) -> Callable[[tuple, int], None]:
-        slots_of, stream_of, kernel = self._slots, self._stream, self.kernel
+    def _fast_for_this_thread(self, replay: _Replay) -> tuple:
+        """This thread's arguments of the prepared launch (a call writes the addresses and stream)."""
+        import ctypes
+        addresses = (ctypes.c_uint64 * len(self.sources))()
+        stream = ctypes.c_uint64(0)
+        fast = self._fast[get_ident()] = self._local.fast = (addresses, stream, (replay.handle, addresses, stream),
+                                                              replay)
+        return fast
 
-        def run(groups: tuple, device_index: int) -> None:  # PreparedLaunch.__call__, inlined
-            slots, stream, args = slots_of.get(get_ident()) or self._for_this_thread()
+    def _launcher(self) -> Callable[[tuple, int], None]:
+        local, stream_of, kernel = self._local, self._stream, self.kernel
+        sources = tuple((k, g, i, off) for k, (g, i, off) in enumerate(self.sources))
+        replay = self._api.launch if self._api is not None else None
+        by_entry = self._launch_entry
+
+        def run(groups: tuple, device_index: int) -> None:
+            try:
+                addresses, stream, args, _ = local.fast
+            except AttributeError:  # no prepared launch yet, or not on this thread
+                return by_entry(groups, device_index)
             acc = 0
-            for desc, g, i, off in slots:
-                desc.ptr = ptr = groups[g][i].data_ptr() + off
+            for k, g, i, off in sources:
+                addresses[k] = ptr = groups[g][i].data_ptr() + off
                 acc |= ptr
             if acc & 15:  # the key holds layouts, not addresses: a view of the same layout may sit anywhere
-                raise MisalignedError(f"{kernel}: an array's base address is not 16-byte aligned")
+                raise MisalignedError(MISALIGNED.format(kernel))
             stream.value = stream_of(device_index)  # read per launch: the caller's stream (or capture stream) now
-            rc = self._raw(*args)
+            rc = replay(*args)
             if rc:
                 raise_for(rc, self._lib.last_error())
         return run
+
+    def _launch_entry(self, groups: tuple, device_index: int) -> None:
+        """The launch through the entry's launcher (PreparedLaunch.__call__, inlined), recording a
+        prepared launch while attempts remain; a thread that finds one made switches to it."""
+        if self._replay is not None:
+            self._fast_for_this_thread(self._replay)
+            return self.run(groups, device_index)
+        slots, stream, args = self._slots.get(get_ident()) or self._for_this_thread()
+        acc = 0
+        for desc, g, i, off in slots:
+            desc.ptr = ptr = groups[g][i].data_ptr() + off
+            acc |= ptr
+        if acc & 15:  # the key holds layouts, not addresses: a view of the same layout may sit anywhere
+            raise MisalignedError(MISALIGNED.format(self.kernel))
+        stream.value = self._stream(device_index)
+        if self._attempts <= 0:
+            rc = self._raw(*args)
+        else:
+            rc = self._recording(args, [desc for desc, *_ in slots])
+        if rc:
+            raise_for(rc, self._lib.last_error())
+
+    def _recording(self, args: tuple, descs: list) -> int:
+        """The entry's launch with the library recording it; keeps the prepared launch made of it."""
+        import ctypes
+        self._attempts -= 1
+        api = self._api
+        addresses = (ctypes.c_uint64 * len(descs))(*map(ctypes.addressof, descs))
+        api.record_next()
+        try:
+            rc = self._raw(*args)
+        except BaseException:  # end the recording anyway: a recording thread copies every resolved launch
+            api.free(api.take(self._prepared.device, addresses, len(descs)))
+            raise
+        handle = api.take(self._prepared.device, addresses, len(descs))
+        if handle and not rc and self._replay is None:
+            self._replay = _Replay(handle, api.free)
+        elif handle:
+            api.free(handle)
+        return rc
 
     def __call__(self, groups: tuple, device_index: int) -> None:
         self.run(groups, device_index)
@@ -415,4 +538,17 @@ def record(spec: OpSpec, backend: str, inputs: tuple, outs: tuple, launches: Seq
     else:
         bound = [CutileLaunch(spec, r) for r in recorded]
     out_layouts = tuple(_layout(o) for o in outs) if allocated else None
-    return CachedPlan(spec, device, out_layouts, multi_output, temps, bound)
+    like = _template_input(inputs, outs[0]) if allocated and len(outs) == 1 else None
+    return CachedPlan(spec, device, out_layouts, multi_output, temps, bound, like)
+
+
+def _template_input(inputs: tuple, out: Any) -> int | None:
+    """The index of a plain tensor input of `out`'s device and layout that torch.empty_like turns
+    into a tensor of that layout (it keeps the strides of dense tensors only), else None. Found
+    from the key's layouts and devices, so it holds for every call with that key."""
+    torch = _torch()
+    for i, x in enumerate(inputs):
+        if type(x) is torch.Tensor and x.device == out.device and _layout(x) == _layout(out) \
+                and _layout(torch.empty_like(x)) == _layout(out):
+            return i
+    return None

@@ -111,7 +111,7 @@ def register_all() -> dict[str, Any]:
 
 # ---- attention: autograd formulas -------------------------------------------------------------
 
-AUTOGRAD_OPS = frozenset({"fmha_fwd"})  # ops with a backward (tileport.ops.<op> routes them here)
+AUTOGRAD_OPS = api.AUTOGRAD_OPS  # ops with a backward (tileport.ops.<op> routes them here)
 _with_autograd: set[str] = set()
 
 

@@ -245,6 +245,35 @@ def _current_stream(device: int) -> int:
         return 0  # the legacy default stream
 
 
+@dataclass(frozen=True)
+class ReplayApi:
+    """The library's prepared launches (support.rs): `record_next()` before a launcher call records
+    the resolved launch it makes; `take(device, descriptor addresses, n)` turns it into a handle (0:
+    none; the reason is the last error); `launch(handle, addresses, stream)` replays it with new
+    array addresses (ctypes objects as they are, no conversion); `free(handle)`."""
+
+    record_next: Any
+    take: Any
+    launch: Any
+    free: Any
+
+    @staticmethod
+    def of(dll: Any) -> "ReplayApi | None":
+        """The API of `dll`, or None when it predates prepared launches (a launch then always goes
+        through the entry's own launcher)."""
+        names = ("tileport_record_next", "tileport_take_prepared", "tileport_launch_prepared",
+                 "tileport_free_prepared")
+        fns = [getattr(dll, name, None) for name in names]
+        if any(fn is None for fn in fns):
+            return None
+        record_next, take, launch, free = fns
+        record_next.restype, record_next.argtypes = None, []
+        take.restype, take.argtypes = ctypes.c_uint64, [ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t]
+        launch.restype = ctypes.c_int32  # no argtypes: the caller passes ready ctypes objects
+        free.restype, free.argtypes = None, [ctypes.c_uint64]
+        return ReplayApi(record_next, take, launch, free)
+
+
 class KernelLibrary:
     """The generated cdylib plus its manifest."""
 
@@ -260,6 +289,7 @@ class KernelLibrary:
         self.entries = {e.spec["kernel"]: e for e in every}
         # kernels of the same name in several source files (a batch crate) differ by module
         self.module_entries = {(e.spec.get("module"), e.spec["kernel"]): e for e in every}
+        self.replay = ReplayApi.of(self.dll)
         if os.environ.get("TILEPORT_JIT_CACHE", "1") != "0":
             rc = self.dll.tileport_enable_jit_cache()
             if rc:
