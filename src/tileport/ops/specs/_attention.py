@@ -36,15 +36,17 @@ SOFTCAP = 5.0  # small enough that tanh bends these scores (Gemma 2 uses 50 on r
 # Prefill tiles per head dim: BLOCK_M query rows x BLOCK_N keys, with the kernel hints
 # occupancy=1, num_worker_warps=8 (not yet measured on a GPU: chosen as the largest tiles that
 # compile without spills for sm_90, tileiras -O3: 128x128 uses 245 / 247 registers for D 64 / 128,
-# no stack; with the default warps, 128x64 already spills). Decode: key tiles of BLOCK_N
-# (= the page size of the paged cache), the query group padded to GROUP_TILE rows of one MMA.
+# no stack; with the default warps, 128x64 already spills). Decode: key tiles of DECODE_BLOCK_N
+# positions of a contiguous cache, or one page (PAGE_SIZE) of a paged one; the query group padded to
+# GROUP_TILE rows of one MMA. 128-key tiles over 64: 80.8 -> 77.8 us (16 x 4096) and 148.1 -> 142.3
+# us (128 x 1024) on the H200, bf16 (bench/results/2026-12-02-h200-decode-space.json).
 PREFILL_TILES = {64: (128, 128), 128: (128, 128)}
 # Head dims of the ops. Each (variant, head dim, dtype) is a specialization the port is generated
 # for, so the variants take only the head dims of the models that use them: sinks (gpt-oss) 64,
 # softcap 128.
 HEAD_DIMS = (64, 128)
-DECODE_BLOCK_N = 64
-PAGE_SIZE = DECODE_BLOCK_N
+DECODE_BLOCK_N = 128
+PAGE_SIZE = 64
 GROUP_TILE = 16
 # Decode splits target this many tile blocks per SM (split-KV fills the machine at small batch).
 DECODE_BLOCKS_PER_SM = 2
@@ -52,7 +54,7 @@ DECODE_BLOCKS_PER_SM = 2
 TUNE_SPACE = {
     "fmha_fwd_kernel": {"BLOCK_M": (128, 64), "BLOCK_N": (128, 64), "occupancy": (1, 2),
                         "num_worker_warps": (8, 4)},
-    "flash_decode_partial_kernel": {"BLOCK_N": (64, 128), "DECODE_BLOCKS_PER_SM": (2, 1, 4),
+    "flash_decode_partial_kernel": {"BLOCK_N": (128, 64), "DECODE_BLOCKS_PER_SM": (2, 1, 4),
                                     "latency": (4, 2, 8)},
     "flash_decode_combine_kernel": {"occupancy": (4, 8)},
 }
@@ -274,13 +276,13 @@ MAX_DECODE_SPLITS = 64
 BLOCK_OVERHEAD_TILES = 4
 
 
-def decode_splits(batch, hkv, max_len, sms) -> tuple[int, int]:
+def decode_splits(batch, hkv, max_len, sms, block_n=None) -> tuple[int, int]:
     """(n_splits, key tiles per split) that minimize the longest block chain: waves of
     DECODE_BLOCKS_PER_SM x SMs concurrent blocks times the key tiles of one split plus
     BLOCK_OVERHEAD_TILES (fewer splits on a tie). Filling only part of the last wave wastes bandwidth: 16 x 8192 tokens with 8 kv
     heads took 3 splits (384 blocks, 1.45 waves of 264: 74 % of copy bandwidth measured on the
     H200) where 2 splits fill one wave (256 blocks)."""
-    tiles = max(1, cdiv(max_len, DECODE_BLOCK_N))
+    tiles = max(1, cdiv(max_len, block_n or DECODE_BLOCK_N))
     slots = DECODE_BLOCKS_PER_SM * sms
     best = None
     for splits in range(1, min(tiles, MAX_DECODE_SPLITS) + 1):
@@ -310,7 +312,7 @@ def decode_plan(name, q, k, v, kv_lens, outs, block_table=None, window=0, sinks=
     if paged and (k.shape[2] != PAGE_SIZE or block_table.shape[0] != batch):
         raise ValueError(f"{name}: pages hold {PAGE_SIZE} positions; block_table is [B, pages]")
     max_len = block_table.shape[1] * PAGE_SIZE if paged else k.shape[2]
-    splits, per_split = decode_splits(batch, hkv, max_len, num_sms(q.device))
+    splits, per_split = decode_splits(batch, hkv, max_len, num_sms(q.device), decode_block_n(paged))
     o, lse = outs
     # one split: the partial kernel writes o and lse (views of them), no combine kernel
     final = splits == 1 and o.is_contiguous() and lse.is_contiguous()
@@ -340,8 +342,13 @@ def decode_plan(name, q, k, v, kv_lens, outs, block_table=None, window=0, sinks=
     return launches
 
 
+def decode_block_n(paged: bool) -> int:
+    """Key positions per tile: one page of a paged cache."""
+    return PAGE_SIZE if paged else DECODE_BLOCK_N
+
+
 def decode_constants(d, paged=False, sliding=False, sinks=False, softcap=False, final=False) -> dict:
-    return {"GROUP_TILE": GROUP_TILE, "BLOCK_N": DECODE_BLOCK_N, "HEAD_DIM": d,
+    return {"GROUP_TILE": GROUP_TILE, "BLOCK_N": decode_block_n(paged), "HEAD_DIM": d,
             "PAGED": bool(paged), "SLIDING": bool(sliding), "HAS_SINKS": bool(sinks),
             "SOFTCAP": bool(softcap), "FINAL": bool(final)}
 
