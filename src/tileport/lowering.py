@@ -307,6 +307,7 @@ ROWS: list[Row] = [
     # ---- grid, arrays, plain values
     Row("bid", template=GRID["bid"]),
     Row("num_blocks", template=GRID["num_blocks"]),
+    Row("array_dim", when={"unit_axis": True}, method="array_dim_at_launch"),
     Row("array_dim", template=ARRAY_DIM),
     Row("array_stride", method="array_stride"),
     Row("num_tiles", method="num_tiles"),
