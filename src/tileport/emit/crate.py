@@ -198,6 +198,8 @@ def manifest_entry(group: KernelGroup, source: str) -> dict:
             "derived": {derived_name(d): str(d) for d in derived_dims(v)}
             | {alignment_generic(st): str(st.op.attr("divisor")) for st in launch_alignments(v)}
             | {g: str(UNIT_AXIS_CAPTURE) for g in unit_axis_generics(v).values()},
+            # the array axis each unit-axis generic gives a static length (1 or -1, the launcher's choice)
+            "unit_axes": {g: [array, axis] for (array, axis), g in unit_axis_generics(v).items()},
         } for v in group.variants],
     }
 
