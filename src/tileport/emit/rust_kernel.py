@@ -111,7 +111,8 @@ def unit_axis_generics(kernel: Kernel) -> dict[tuple[str, int], str]:
     if not kernel.launch_unit_axes:
         return {}
     taken = ({dv.name for dv in kernel.dtype_vars} | {p.name for p in kernel.const_params}
-             | {derived_name(d) for d in derived_dims(kernel)} | {alignment_generic(st) for st in launch_alignments(kernel)})
+             | {derived_name(d) for d in derived_dims(kernel)}
+             | {alignment_generic(st) for st in launch_alignments(kernel)})
     return {(p.name, axis): fresh_name(f"{p.ident.upper()}_LEN{axis}", taken)
             for p in kernel.array_params for axis in range(p.ty.rank)}
 
