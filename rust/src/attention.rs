@@ -12,14 +12,35 @@ pub mod attention {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const O_LEN0: i32,
+        const O_LEN1: i32,
+        const O_LEN2: i32,
+        const O_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        o: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        o: &Tensor<E, { [O_LEN0, O_LEN1, O_LEN2, O_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -58,7 +79,15 @@ pub mod attention {
         let seq_lens_token: Token = seq_lens.token();
         let mb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_heads: i32 = q.shape()[1];
+        let n_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -75,7 +104,15 @@ pub mod attention {
         let h_add: Tile<i32, { [] }> = h_rem + h_rhs_t;
         let h_sel: Tile<i32, { [] }> = select(h_and, h_add, h_rem);
         let h: i32 = tile_to_scalar(h_sel);
-        let k_dim1: i32 = k.shape()[1];
+        let k_dim1: i32 = if K_LEN1 == 1 {
+            1i32
+        } else {
+            if K_LEN0 == 1 {
+                k.shape()[0]
+            } else {
+                k.shape()[1]
+            }
+        };
         let quot_lhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let quot_rhs_t: Tile<i32, { [] }> = scalar_to_tile(k_dim1);
         let quot_floordiv: Tile<i32, { [] }> = divi(quot_lhs_t, quot_rhs_t, rounding::NegativeInf);
@@ -86,7 +123,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_floordiv);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -249,14 +290,35 @@ pub mod attention {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const O_LEN0: i32,
+        const O_LEN1: i32,
+        const O_LEN2: i32,
+        const O_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        o: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        o: &Tensor<E, { [O_LEN0, O_LEN1, O_LEN2, O_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -295,7 +357,15 @@ pub mod attention {
         let seq_lens_token: Token = seq_lens.token();
         let mb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_heads: i32 = q.shape()[1];
+        let n_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -312,7 +382,15 @@ pub mod attention {
         let h_add: Tile<i32, { [] }> = h_rem + h_rhs_t;
         let h_sel: Tile<i32, { [] }> = select(h_and, h_add, h_rem);
         let h: i32 = tile_to_scalar(h_sel);
-        let k_dim1: i32 = k.shape()[1];
+        let k_dim1: i32 = if K_LEN1 == 1 {
+            1i32
+        } else {
+            if K_LEN0 == 1 {
+                k.shape()[0]
+            } else {
+                k.shape()[1]
+            }
+        };
         let quot_lhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let quot_rhs_t: Tile<i32, { [] }> = scalar_to_tile(k_dim1);
         let quot_floordiv: Tile<i32, { [] }> = divi(quot_lhs_t, quot_rhs_t, rounding::NegativeInf);
@@ -323,7 +401,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_floordiv);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -495,14 +577,35 @@ pub mod attention {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const O_LEN0: i32,
+        const O_LEN1: i32,
+        const O_LEN2: i32,
+        const O_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        o: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        o: &Tensor<E, { [O_LEN0, O_LEN1, O_LEN2, O_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -541,7 +644,15 @@ pub mod attention {
         let seq_lens_token: Token = seq_lens.token();
         let mb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_heads: i32 = q.shape()[1];
+        let n_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -558,7 +669,15 @@ pub mod attention {
         let h_add: Tile<i32, { [] }> = h_rem + h_rhs_t;
         let h_sel: Tile<i32, { [] }> = select(h_and, h_add, h_rem);
         let h: i32 = tile_to_scalar(h_sel);
-        let k_dim1: i32 = k.shape()[1];
+        let k_dim1: i32 = if K_LEN1 == 1 {
+            1i32
+        } else {
+            if K_LEN0 == 1 {
+                k.shape()[0]
+            } else {
+                k.shape()[1]
+            }
+        };
         let quot_lhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let quot_rhs_t: Tile<i32, { [] }> = scalar_to_tile(k_dim1);
         let quot_floordiv: Tile<i32, { [] }> = divi(quot_lhs_t, quot_rhs_t, rounding::NegativeInf);
@@ -569,7 +688,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_floordiv);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -746,14 +869,35 @@ pub mod attention {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const O_LEN0: i32,
+        const O_LEN1: i32,
+        const O_LEN2: i32,
+        const O_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        o: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        o: &Tensor<E, { [O_LEN0, O_LEN1, O_LEN2, O_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -793,7 +937,15 @@ pub mod attention {
         let sinks_token: Token = sinks.token();
         let mb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_heads: i32 = q.shape()[1];
+        let n_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -810,7 +962,15 @@ pub mod attention {
         let h_add: Tile<i32, { [] }> = h_rem + h_rhs_t;
         let h_sel: Tile<i32, { [] }> = select(h_and, h_add, h_rem);
         let h: i32 = tile_to_scalar(h_sel);
-        let k_dim1: i32 = k.shape()[1];
+        let k_dim1: i32 = if K_LEN1 == 1 {
+            1i32
+        } else {
+            if K_LEN0 == 1 {
+                k.shape()[0]
+            } else {
+                k.shape()[1]
+            }
+        };
         let quot_lhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let quot_rhs_t: Tile<i32, { [] }> = scalar_to_tile(k_dim1);
         let quot_floordiv: Tile<i32, { [] }> = divi(quot_lhs_t, quot_rhs_t, rounding::NegativeInf);
@@ -821,7 +981,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_floordiv);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -944,7 +1108,11 @@ pub mod attention {
         }
         let sinks_tile_i0_0d: Tile<i32, { [] }> = scalar_to_tile(h);
         let sinks_tile_i0_u64: Tile<u64, { [] }> = exti(sinks_tile_i0_0d);
-        let sinks_tile_n0: i32 = sinks.shape()[0];
+        let sinks_tile_n0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let sinks_tile_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sinks_tile_n0);
         let sinks_tile_n0_u64: Tile<u64, { [] }> = exti(sinks_tile_n0_0d);
         let sinks_tile_in0: Tile<bool, { [] }> =
@@ -1042,14 +1210,35 @@ pub mod attention {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const O_LEN0: i32,
+        const O_LEN1: i32,
+        const O_LEN2: i32,
+        const O_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        o: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        o: &Tensor<E, { [O_LEN0, O_LEN1, O_LEN2, O_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -1089,7 +1278,15 @@ pub mod attention {
         let sinks_token: Token = sinks.token();
         let mb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_heads: i32 = q.shape()[1];
+        let n_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -1106,7 +1303,15 @@ pub mod attention {
         let h_add: Tile<i32, { [] }> = h_rem + h_rhs_t;
         let h_sel: Tile<i32, { [] }> = select(h_and, h_add, h_rem);
         let h: i32 = tile_to_scalar(h_sel);
-        let k_dim1: i32 = k.shape()[1];
+        let k_dim1: i32 = if K_LEN1 == 1 {
+            1i32
+        } else {
+            if K_LEN0 == 1 {
+                k.shape()[0]
+            } else {
+                k.shape()[1]
+            }
+        };
         let quot_lhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let quot_rhs_t: Tile<i32, { [] }> = scalar_to_tile(k_dim1);
         let quot_floordiv: Tile<i32, { [] }> = divi(quot_lhs_t, quot_rhs_t, rounding::NegativeInf);
@@ -1117,7 +1322,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_floordiv);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -1261,7 +1470,11 @@ pub mod attention {
         }
         let sinks_tile_i0_0d: Tile<i32, { [] }> = scalar_to_tile(h);
         let sinks_tile_i0_u64: Tile<u64, { [] }> = exti(sinks_tile_i0_0d);
-        let sinks_tile_n0: i32 = sinks.shape()[0];
+        let sinks_tile_n0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let sinks_tile_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sinks_tile_n0);
         let sinks_tile_n0_u64: Tile<u64, { [] }> = exti(sinks_tile_n0_0d);
         let sinks_tile_in0: Tile<bool, { [] }> =
@@ -1364,15 +1577,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<f32, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            f32,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -1412,7 +1661,15 @@ pub mod attention {
         let kv_lens_token: Token = kv_lens.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -1431,7 +1688,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -1597,15 +1858,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            E,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -1645,7 +1942,15 @@ pub mod attention {
         let kv_lens_token: Token = kv_lens.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -1664,7 +1969,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -1834,15 +2143,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<f32, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            f32,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -1882,7 +2227,15 @@ pub mod attention {
         let kv_lens_token: Token = kv_lens.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -1901,7 +2254,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -2072,15 +2429,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            E,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -2120,7 +2513,15 @@ pub mod attention {
         let kv_lens_token: Token = kv_lens.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -2139,7 +2540,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -2314,15 +2719,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<f32, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            f32,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -2363,7 +2804,15 @@ pub mod attention {
         let sinks_token: Token = sinks.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -2382,7 +2831,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -2493,7 +2946,11 @@ pub mod attention {
             acc = acc_2;
         }
         let rows: Tile<i32, { [GROUP_TILE] }> = iota(shape![GROUP_TILE]);
-        let sinks_dim0: i32 = sinks.shape()[0];
+        let sinks_dim0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(sinks_dim0);
         let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let group_floordiv: Tile<i32, { [] }> =
@@ -2508,7 +2965,11 @@ pub mod attention {
         let cond_tile: Tile<bool, { [GROUP_TILE] }> = cond.broadcast(shape![GROUP_TILE]);
         let v_1: Tile<bool, { [GROUP_TILE] }> = andi(mask, cond_tile);
         let sink_i0_u64: Tile<u64, { [GROUP_TILE] }> = exti(sum_1);
-        let sink_n0: i32 = sinks.shape()[0];
+        let sink_n0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let sink_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sink_n0);
         let sink_n0_u64: Tile<u64, { [] }> = exti(sink_n0_0d);
         let sink_n0_u64_r: Tile<u64, { [1] }> = sink_n0_u64.reshape(shape![1]);
@@ -2614,15 +3075,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            E,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -2663,7 +3160,15 @@ pub mod attention {
         let sinks_token: Token = sinks.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -2682,7 +3187,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -2793,7 +3302,11 @@ pub mod attention {
             acc = acc_2;
         }
         let rows: Tile<i32, { [GROUP_TILE] }> = iota(shape![GROUP_TILE]);
-        let sinks_dim0: i32 = sinks.shape()[0];
+        let sinks_dim0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(sinks_dim0);
         let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let group_floordiv: Tile<i32, { [] }> =
@@ -2808,7 +3321,11 @@ pub mod attention {
         let cond_tile: Tile<bool, { [GROUP_TILE] }> = cond.broadcast(shape![GROUP_TILE]);
         let v_1: Tile<bool, { [GROUP_TILE] }> = andi(mask, cond_tile);
         let sink_i0_u64: Tile<u64, { [GROUP_TILE] }> = exti(sum_1);
-        let sink_n0: i32 = sinks.shape()[0];
+        let sink_n0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let sink_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sink_n0);
         let sink_n0_u64: Tile<u64, { [] }> = exti(sink_n0_0d);
         let sink_n0_u64_r: Tile<u64, { [1] }> = sink_n0_u64.reshape(shape![1]);
@@ -2918,15 +3435,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<f32, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            f32,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -2967,7 +3520,15 @@ pub mod attention {
         let sinks_token: Token = sinks.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -2986,7 +3547,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -3121,7 +3686,11 @@ pub mod attention {
             acc = acc_2;
         }
         let rows: Tile<i32, { [GROUP_TILE] }> = iota(shape![GROUP_TILE]);
-        let sinks_dim0: i32 = sinks.shape()[0];
+        let sinks_dim0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(sinks_dim0);
         let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let group_floordiv: Tile<i32, { [] }> =
@@ -3136,7 +3705,11 @@ pub mod attention {
         let cond_tile: Tile<bool, { [GROUP_TILE] }> = cond.broadcast(shape![GROUP_TILE]);
         let v_1: Tile<bool, { [GROUP_TILE] }> = andi(mask, cond_tile);
         let sink_i0_u64: Tile<u64, { [GROUP_TILE] }> = exti(sum_2);
-        let sink_n0: i32 = sinks.shape()[0];
+        let sink_n0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let sink_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sink_n0);
         let sink_n0_u64: Tile<u64, { [] }> = exti(sink_n0_0d);
         let sink_n0_u64_r: Tile<u64, { [1] }> = sink_n0_u64.reshape(shape![1]);
@@ -3242,15 +3815,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            E,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -3291,7 +3900,15 @@ pub mod attention {
         let sinks_token: Token = sinks.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -3310,7 +3927,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -3445,7 +4066,11 @@ pub mod attention {
             acc = acc_2;
         }
         let rows: Tile<i32, { [GROUP_TILE] }> = iota(shape![GROUP_TILE]);
-        let sinks_dim0: i32 = sinks.shape()[0];
+        let sinks_dim0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(sinks_dim0);
         let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let group_floordiv: Tile<i32, { [] }> =
@@ -3460,7 +4085,11 @@ pub mod attention {
         let cond_tile: Tile<bool, { [GROUP_TILE] }> = cond.broadcast(shape![GROUP_TILE]);
         let v_1: Tile<bool, { [GROUP_TILE] }> = andi(mask, cond_tile);
         let sink_i0_u64: Tile<u64, { [GROUP_TILE] }> = exti(sum_2);
-        let sink_n0: i32 = sinks.shape()[0];
+        let sink_n0: i32 = if SINKS_LEN0 == 1 {
+            1i32
+        } else {
+            sinks.shape()[0]
+        };
         let sink_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sink_n0);
         let sink_n0_u64: Tile<u64, { [] }> = exti(sink_n0_0d);
         let sink_n0_u64_r: Tile<u64, { [1] }> = sink_n0_u64.reshape(shape![1]);
@@ -3570,15 +4199,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<f32, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            f32,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -3620,7 +4285,15 @@ pub mod attention {
         let kv_lens_token: Token = kv_lens.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -3639,7 +4312,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -3689,7 +4366,11 @@ pub mod attention {
         let hi_s: i32 = tile_to_scalar(hi);
         let page_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let page_i0_u64: Tile<u64, { [] }> = exti(page_i0_0d);
-        let page_n0: i32 = block_table.shape()[0];
+        let page_n0: i32 = if BLOCK_TABLE_LEN0 == 1 {
+            1i32
+        } else {
+            block_table.shape()[0]
+        };
         let page_n0_0d: Tile<i32, { [] }> = scalar_to_tile(page_n0);
         let page_n0_u64: Tile<u64, { [] }> = exti(page_n0_0d);
         let page_in0: Tile<bool, { [] }> = cmpi(page_i0_u64, page_n0_u64, predicate::LessThan);
@@ -3697,7 +4378,15 @@ pub mod attention {
         let page_s0_0d: Tile<i32, { [] }> = scalar_to_tile(page_s0);
         let page_s0_u64: Tile<u64, { [] }> = exti(page_s0_0d);
         let page_off0: Tile<u64, { [] }> = page_i0_u64 * page_s0_u64;
-        let page_n1: i32 = block_table.shape()[1];
+        let page_n1: i32 = if BLOCK_TABLE_LEN1 == 1 {
+            1i32
+        } else {
+            if BLOCK_TABLE_LEN0 == 1 {
+                block_table.shape()[0]
+            } else {
+                block_table.shape()[1]
+            }
+        };
         let page_n1_0d: Tile<i32, { [] }> = scalar_to_tile(page_n1);
         let page_n1_u64: Tile<u64, { [] }> = exti(page_n1_0d);
         let page_one: Tile<u64, { [] }> = constant(1u64, shape![]);
@@ -3844,15 +4533,51 @@ pub mod attention {
         const GROUP_TILE: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const BLOCK_TABLE_LEN0: i32,
+        const BLOCK_TABLE_LEN1: i32,
+        const KV_LENS_LEN0: i32,
+        const SINKS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const O_PART_LEN4: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const LSE_PART_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        block_table: &Tensor<i32, { [-1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        sinks: &Tensor<f32, { [-1] }>,
-        o_part: &Tensor<E, { [-1, -1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        block_table: &Tensor<i32, { [BLOCK_TABLE_LEN0, BLOCK_TABLE_LEN1] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        sinks: &Tensor<f32, { [SINKS_LEN0] }>,
+        o_part: &Tensor<
+            E,
+            {
+                [
+                    O_PART_LEN0,
+                    O_PART_LEN1,
+                    O_PART_LEN2,
+                    O_PART_LEN3,
+                    O_PART_LEN4,
+                ]
+            },
+        >,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2, LSE_PART_LEN3] }>,
         qk_scale: f32,
         softcap: f32,
         window: i32,
@@ -3894,7 +4619,15 @@ pub mod attention {
         let kv_lens_token: Token = kv_lens.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = q.shape()[1];
+        let n_kv_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -3913,7 +4646,11 @@ pub mod attention {
         let kvh: i32 = tile_to_scalar(kvh_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -3963,7 +4700,11 @@ pub mod attention {
         let hi_s: i32 = tile_to_scalar(hi);
         let page_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let page_i0_u64: Tile<u64, { [] }> = exti(page_i0_0d);
-        let page_n0: i32 = block_table.shape()[0];
+        let page_n0: i32 = if BLOCK_TABLE_LEN0 == 1 {
+            1i32
+        } else {
+            block_table.shape()[0]
+        };
         let page_n0_0d: Tile<i32, { [] }> = scalar_to_tile(page_n0);
         let page_n0_u64: Tile<u64, { [] }> = exti(page_n0_0d);
         let page_in0: Tile<bool, { [] }> = cmpi(page_i0_u64, page_n0_u64, predicate::LessThan);
@@ -3971,7 +4712,15 @@ pub mod attention {
         let page_s0_0d: Tile<i32, { [] }> = scalar_to_tile(page_s0);
         let page_s0_u64: Tile<u64, { [] }> = exti(page_s0_0d);
         let page_off0: Tile<u64, { [] }> = page_i0_u64 * page_s0_u64;
-        let page_n1: i32 = block_table.shape()[1];
+        let page_n1: i32 = if BLOCK_TABLE_LEN1 == 1 {
+            1i32
+        } else {
+            if BLOCK_TABLE_LEN0 == 1 {
+                block_table.shape()[0]
+            } else {
+                block_table.shape()[1]
+            }
+        };
         let page_n1_0d: Tile<i32, { [] }> = scalar_to_tile(page_n1);
         let page_n1_u64: Tile<u64, { [] }> = exti(page_n1_0d);
         let page_one: Tile<u64, { [] }> = constant(1u64, shape![]);
@@ -4115,11 +4864,26 @@ pub mod attention {
     /// natural-log lse [B, Hq].
     /// Translated from `src/tileport/ops/kernels/attention.py:224`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
-    pub unsafe fn flash_decode_combine_kernel<E: ElementType, const HEAD_DIM: i32>(
-        o_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1] }>,
-        o: &Tensor<E, { [-1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1] }>,
+    pub unsafe fn flash_decode_combine_kernel<
+        E: ElementType,
+        const HEAD_DIM: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
+        const O_LEN0: i32,
+        const O_LEN1: i32,
+        const O_LEN2: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+    >(
+        o_part: &Tensor<f32, { [O_PART_LEN0, O_PART_LEN1, O_PART_LEN2, O_PART_LEN3] }>,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2] }>,
+        o: &Tensor<E, { [O_LEN0, O_LEN1, O_LEN2] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1] }>,
         n_splits: i32,
     ) {
         let lse_part_view: Partition<f32, { [1, 1, 1] }> = unsafe {
@@ -4230,14 +4994,34 @@ pub mod attention {
         const BLOCK_N: i32,
         const LORA: i32,
         const ROPE: i32,
+        const Q_NOPE_LEN0: i32,
+        const Q_NOPE_LEN1: i32,
+        const Q_NOPE_LEN2: i32,
+        const Q_PE_LEN0: i32,
+        const Q_PE_LEN1: i32,
+        const Q_PE_LEN2: i32,
+        const CKV_LEN0: i32,
+        const CKV_LEN1: i32,
+        const CKV_LEN2: i32,
+        const KPE_LEN0: i32,
+        const KPE_LEN1: i32,
+        const KPE_LEN2: i32,
+        const KV_LENS_LEN0: i32,
+        const O_PART_LEN0: i32,
+        const O_PART_LEN1: i32,
+        const O_PART_LEN2: i32,
+        const O_PART_LEN3: i32,
+        const LSE_PART_LEN0: i32,
+        const LSE_PART_LEN1: i32,
+        const LSE_PART_LEN2: i32,
     >(
-        q_nope: &Tensor<E, { [-1, -1, -1] }>,
-        q_pe: &Tensor<E, { [-1, -1, -1] }>,
-        ckv: &Tensor<E, { [-1, -1, -1] }>,
-        kpe: &Tensor<E, { [-1, -1, -1] }>,
-        kv_lens: &Tensor<i32, { [-1] }>,
-        o_part: &Tensor<f32, { [-1, -1, -1, -1] }>,
-        lse_part: &Tensor<f32, { [-1, -1, -1] }>,
+        q_nope: &Tensor<E, { [Q_NOPE_LEN0, Q_NOPE_LEN1, Q_NOPE_LEN2] }>,
+        q_pe: &Tensor<E, { [Q_PE_LEN0, Q_PE_LEN1, Q_PE_LEN2] }>,
+        ckv: &Tensor<E, { [CKV_LEN0, CKV_LEN1, CKV_LEN2] }>,
+        kpe: &Tensor<E, { [KPE_LEN0, KPE_LEN1, KPE_LEN2] }>,
+        kv_lens: &Tensor<i32, { [KV_LENS_LEN0] }>,
+        o_part: &Tensor<f32, { [O_PART_LEN0, O_PART_LEN1, O_PART_LEN2, O_PART_LEN3] }>,
+        lse_part: &Tensor<f32, { [LSE_PART_LEN0, LSE_PART_LEN1, LSE_PART_LEN2] }>,
         qk_scale: f32,
         tiles_per_split: i32,
     ) {
@@ -4293,7 +5077,15 @@ pub mod attention {
         let kv_lens_token: Token = kv_lens.token();
         let split: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let q_nope_dim1: i32 = q_nope.shape()[1];
+        let q_nope_dim1: i32 = if Q_NOPE_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_NOPE_LEN0 == 1 {
+                q_nope.shape()[0]
+            } else {
+                q_nope.shape()[1]
+            }
+        };
         let n_head_blocks: i32 = ceil_div(q_nope_dim1, HEAD_TILE);
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_head_blocks);
@@ -4313,7 +5105,11 @@ pub mod attention {
         let hb: i32 = tile_to_scalar(hb_sel);
         let kv_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let kv_len_i0_u64: Tile<u64, { [] }> = exti(kv_len_i0_0d);
-        let kv_len_n0: i32 = kv_lens.shape()[0];
+        let kv_len_n0: i32 = if KV_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            kv_lens.shape()[0]
+        };
         let kv_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(kv_len_n0);
         let kv_len_n0_u64: Tile<u64, { [] }> = exti(kv_len_n0_0d);
         let kv_len_in0: Tile<bool, { [] }> =
@@ -4495,14 +5291,36 @@ pub mod attention {
         const BLOCK_N: i32,
         const LORA: i32,
         const ROPE: i32,
+        const Q_NOPE_LEN0: i32,
+        const Q_NOPE_LEN1: i32,
+        const Q_NOPE_LEN2: i32,
+        const Q_NOPE_LEN3: i32,
+        const Q_PE_LEN0: i32,
+        const Q_PE_LEN1: i32,
+        const Q_PE_LEN2: i32,
+        const Q_PE_LEN3: i32,
+        const CKV_LEN0: i32,
+        const CKV_LEN1: i32,
+        const CKV_LEN2: i32,
+        const KPE_LEN0: i32,
+        const KPE_LEN1: i32,
+        const KPE_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const O_LEN0: i32,
+        const O_LEN1: i32,
+        const O_LEN2: i32,
+        const O_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
     >(
-        q_nope: &Tensor<E, { [-1, -1, -1, -1] }>,
-        q_pe: &Tensor<E, { [-1, -1, -1, -1] }>,
-        ckv: &Tensor<E, { [-1, -1, -1] }>,
-        kpe: &Tensor<E, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        o: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
+        q_nope: &Tensor<E, { [Q_NOPE_LEN0, Q_NOPE_LEN1, Q_NOPE_LEN2, Q_NOPE_LEN3] }>,
+        q_pe: &Tensor<E, { [Q_PE_LEN0, Q_PE_LEN1, Q_PE_LEN2, Q_PE_LEN3] }>,
+        ckv: &Tensor<E, { [CKV_LEN0, CKV_LEN1, CKV_LEN2] }>,
+        kpe: &Tensor<E, { [KPE_LEN0, KPE_LEN1, KPE_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        o: &Tensor<E, { [O_LEN0, O_LEN1, O_LEN2, O_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
         qk_scale: f32,
     ) {
         let q_nope_view: Partition<E, { [1, 1, BLOCK_M, LORA] }> = unsafe {
@@ -4557,7 +5375,15 @@ pub mod attention {
         let seq_lens_token: Token = seq_lens.token();
         let mb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_heads: i32 = q_nope.shape()[1];
+        let n_heads: i32 = if Q_NOPE_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_NOPE_LEN0 == 1 {
+                q_nope.shape()[0]
+            } else {
+                q_nope.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -4576,7 +5402,11 @@ pub mod attention {
         let h: i32 = tile_to_scalar(h_sel);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -4897,6 +5727,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
+                                unit_axis(q, 0).to_string(),
+                                unit_axis(q, 1).to_string(),
+                                unit_axis(q, 2).to_string(),
+                                unit_axis(q, 3).to_string(),
+                                unit_axis(k, 0).to_string(),
+                                unit_axis(k, 1).to_string(),
+                                unit_axis(k, 2).to_string(),
+                                unit_axis(k, 3).to_string(),
+                                unit_axis(v, 0).to_string(),
+                                unit_axis(v, 1).to_string(),
+                                unit_axis(v, 2).to_string(),
+                                unit_axis(v, 3).to_string(),
+                                unit_axis(o, 0).to_string(),
+                                unit_axis(o, 1).to_string(),
+                                unit_axis(o, 2).to_string(),
+                                unit_axis(o, 3).to_string(),
+                                unit_axis(lse, 0).to_string(),
+                                unit_axis(lse, 1).to_string(),
+                                unit_axis(lse, 2).to_string(),
+                                unit_axis(seq_lens, 0).to_string(),
+                                unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
@@ -4928,6 +5779,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
+                            unit_axis(q, 0).to_string(),
+                            unit_axis(q, 1).to_string(),
+                            unit_axis(q, 2).to_string(),
+                            unit_axis(q, 3).to_string(),
+                            unit_axis(k, 0).to_string(),
+                            unit_axis(k, 1).to_string(),
+                            unit_axis(k, 2).to_string(),
+                            unit_axis(k, 3).to_string(),
+                            unit_axis(v, 0).to_string(),
+                            unit_axis(v, 1).to_string(),
+                            unit_axis(v, 2).to_string(),
+                            unit_axis(v, 3).to_string(),
+                            unit_axis(o, 0).to_string(),
+                            unit_axis(o, 1).to_string(),
+                            unit_axis(o, 2).to_string(),
+                            unit_axis(o, 3).to_string(),
+                            unit_axis(lse, 0).to_string(),
+                            unit_axis(lse, 1).to_string(),
+                            unit_axis(lse, 2).to_string(),
+                            unit_axis(seq_lens, 0).to_string(),
+                            unit_axis(sinks, 0).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
@@ -5024,6 +5896,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
+                                unit_axis(q, 0).to_string(),
+                                unit_axis(q, 1).to_string(),
+                                unit_axis(q, 2).to_string(),
+                                unit_axis(q, 3).to_string(),
+                                unit_axis(k, 0).to_string(),
+                                unit_axis(k, 1).to_string(),
+                                unit_axis(k, 2).to_string(),
+                                unit_axis(k, 3).to_string(),
+                                unit_axis(v, 0).to_string(),
+                                unit_axis(v, 1).to_string(),
+                                unit_axis(v, 2).to_string(),
+                                unit_axis(v, 3).to_string(),
+                                unit_axis(o, 0).to_string(),
+                                unit_axis(o, 1).to_string(),
+                                unit_axis(o, 2).to_string(),
+                                unit_axis(o, 3).to_string(),
+                                unit_axis(lse, 0).to_string(),
+                                unit_axis(lse, 1).to_string(),
+                                unit_axis(lse, 2).to_string(),
+                                unit_axis(seq_lens, 0).to_string(),
+                                unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
@@ -5055,6 +5948,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
+                            unit_axis(q, 0).to_string(),
+                            unit_axis(q, 1).to_string(),
+                            unit_axis(q, 2).to_string(),
+                            unit_axis(q, 3).to_string(),
+                            unit_axis(k, 0).to_string(),
+                            unit_axis(k, 1).to_string(),
+                            unit_axis(k, 2).to_string(),
+                            unit_axis(k, 3).to_string(),
+                            unit_axis(v, 0).to_string(),
+                            unit_axis(v, 1).to_string(),
+                            unit_axis(v, 2).to_string(),
+                            unit_axis(v, 3).to_string(),
+                            unit_axis(o, 0).to_string(),
+                            unit_axis(o, 1).to_string(),
+                            unit_axis(o, 2).to_string(),
+                            unit_axis(o, 3).to_string(),
+                            unit_axis(lse, 0).to_string(),
+                            unit_axis(lse, 1).to_string(),
+                            unit_axis(lse, 2).to_string(),
+                            unit_axis(seq_lens, 0).to_string(),
+                            unit_axis(sinks, 0).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
@@ -5151,6 +6065,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
+                                unit_axis(q, 0).to_string(),
+                                unit_axis(q, 1).to_string(),
+                                unit_axis(q, 2).to_string(),
+                                unit_axis(q, 3).to_string(),
+                                unit_axis(k, 0).to_string(),
+                                unit_axis(k, 1).to_string(),
+                                unit_axis(k, 2).to_string(),
+                                unit_axis(k, 3).to_string(),
+                                unit_axis(v, 0).to_string(),
+                                unit_axis(v, 1).to_string(),
+                                unit_axis(v, 2).to_string(),
+                                unit_axis(v, 3).to_string(),
+                                unit_axis(o, 0).to_string(),
+                                unit_axis(o, 1).to_string(),
+                                unit_axis(o, 2).to_string(),
+                                unit_axis(o, 3).to_string(),
+                                unit_axis(lse, 0).to_string(),
+                                unit_axis(lse, 1).to_string(),
+                                unit_axis(lse, 2).to_string(),
+                                unit_axis(seq_lens, 0).to_string(),
+                                unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
@@ -5182,6 +6117,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
+                            unit_axis(q, 0).to_string(),
+                            unit_axis(q, 1).to_string(),
+                            unit_axis(q, 2).to_string(),
+                            unit_axis(q, 3).to_string(),
+                            unit_axis(k, 0).to_string(),
+                            unit_axis(k, 1).to_string(),
+                            unit_axis(k, 2).to_string(),
+                            unit_axis(k, 3).to_string(),
+                            unit_axis(v, 0).to_string(),
+                            unit_axis(v, 1).to_string(),
+                            unit_axis(v, 2).to_string(),
+                            unit_axis(v, 3).to_string(),
+                            unit_axis(o, 0).to_string(),
+                            unit_axis(o, 1).to_string(),
+                            unit_axis(o, 2).to_string(),
+                            unit_axis(o, 3).to_string(),
+                            unit_axis(lse, 0).to_string(),
+                            unit_axis(lse, 1).to_string(),
+                            unit_axis(lse, 2).to_string(),
+                            unit_axis(seq_lens, 0).to_string(),
+                            unit_axis(sinks, 0).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
@@ -5278,6 +6234,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
+                                unit_axis(q, 0).to_string(),
+                                unit_axis(q, 1).to_string(),
+                                unit_axis(q, 2).to_string(),
+                                unit_axis(q, 3).to_string(),
+                                unit_axis(k, 0).to_string(),
+                                unit_axis(k, 1).to_string(),
+                                unit_axis(k, 2).to_string(),
+                                unit_axis(k, 3).to_string(),
+                                unit_axis(v, 0).to_string(),
+                                unit_axis(v, 1).to_string(),
+                                unit_axis(v, 2).to_string(),
+                                unit_axis(v, 3).to_string(),
+                                unit_axis(o, 0).to_string(),
+                                unit_axis(o, 1).to_string(),
+                                unit_axis(o, 2).to_string(),
+                                unit_axis(o, 3).to_string(),
+                                unit_axis(lse, 0).to_string(),
+                                unit_axis(lse, 1).to_string(),
+                                unit_axis(lse, 2).to_string(),
+                                unit_axis(seq_lens, 0).to_string(),
+                                unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
@@ -5309,6 +6286,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
+                            unit_axis(q, 0).to_string(),
+                            unit_axis(q, 1).to_string(),
+                            unit_axis(q, 2).to_string(),
+                            unit_axis(q, 3).to_string(),
+                            unit_axis(k, 0).to_string(),
+                            unit_axis(k, 1).to_string(),
+                            unit_axis(k, 2).to_string(),
+                            unit_axis(k, 3).to_string(),
+                            unit_axis(v, 0).to_string(),
+                            unit_axis(v, 1).to_string(),
+                            unit_axis(v, 2).to_string(),
+                            unit_axis(v, 3).to_string(),
+                            unit_axis(o, 0).to_string(),
+                            unit_axis(o, 1).to_string(),
+                            unit_axis(o, 2).to_string(),
+                            unit_axis(o, 3).to_string(),
+                            unit_axis(lse, 0).to_string(),
+                            unit_axis(lse, 1).to_string(),
+                            unit_axis(lse, 2).to_string(),
+                            unit_axis(seq_lens, 0).to_string(),
+                            unit_axis(sinks, 0).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
@@ -5405,6 +6403,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
+                                unit_axis(q, 0).to_string(),
+                                unit_axis(q, 1).to_string(),
+                                unit_axis(q, 2).to_string(),
+                                unit_axis(q, 3).to_string(),
+                                unit_axis(k, 0).to_string(),
+                                unit_axis(k, 1).to_string(),
+                                unit_axis(k, 2).to_string(),
+                                unit_axis(k, 3).to_string(),
+                                unit_axis(v, 0).to_string(),
+                                unit_axis(v, 1).to_string(),
+                                unit_axis(v, 2).to_string(),
+                                unit_axis(v, 3).to_string(),
+                                unit_axis(o, 0).to_string(),
+                                unit_axis(o, 1).to_string(),
+                                unit_axis(o, 2).to_string(),
+                                unit_axis(o, 3).to_string(),
+                                unit_axis(lse, 0).to_string(),
+                                unit_axis(lse, 1).to_string(),
+                                unit_axis(lse, 2).to_string(),
+                                unit_axis(seq_lens, 0).to_string(),
+                                unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
@@ -5436,6 +6455,27 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
+                            unit_axis(q, 0).to_string(),
+                            unit_axis(q, 1).to_string(),
+                            unit_axis(q, 2).to_string(),
+                            unit_axis(q, 3).to_string(),
+                            unit_axis(k, 0).to_string(),
+                            unit_axis(k, 1).to_string(),
+                            unit_axis(k, 2).to_string(),
+                            unit_axis(k, 3).to_string(),
+                            unit_axis(v, 0).to_string(),
+                            unit_axis(v, 1).to_string(),
+                            unit_axis(v, 2).to_string(),
+                            unit_axis(v, 3).to_string(),
+                            unit_axis(o, 0).to_string(),
+                            unit_axis(o, 1).to_string(),
+                            unit_axis(o, 2).to_string(),
+                            unit_axis(o, 3).to_string(),
+                            unit_axis(lse, 0).to_string(),
+                            unit_axis(lse, 1).to_string(),
+                            unit_axis(lse, 2).to_string(),
+                            unit_axis(seq_lens, 0).to_string(),
+                            unit_axis(sinks, 0).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }.map_err(|e| {
@@ -5572,9 +6612,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
@@ -5647,9 +6687,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<E>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
@@ -5720,9 +6760,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
@@ -5795,9 +6835,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<E>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0", attention::_SOURCE_HASH, spec)
@@ -5868,9 +6908,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0", attention::_SOURCE_HASH, spec)
@@ -5943,9 +6983,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<E>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0", attention::_SOURCE_HASH, spec)
@@ -6016,9 +7056,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0", attention::_SOURCE_HASH, spec)
@@ -6091,9 +7131,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<E>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0", attention::_SOURCE_HASH, spec)
@@ -6165,9 +7205,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<f32>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", attention::_SOURCE_HASH, spec)
@@ -6241,9 +7281,9 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let sinks_t = target.tensor::<f32>(sinks);
                     let o_part_t = target.tensor::<E>(o_part);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
                     let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
-                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string()])
+                        .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", e))?;
                     resolve(key, target, attention::__module_ast_self, "attention", "flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", attention::_SOURCE_HASH, spec)
@@ -6328,7 +7368,22 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
                 let o_t = target.tensor::<E>(o);
                 let lse_t = target.tensor::<f32>(lse);
                 let spec = Specialization {
-                    generics: vec![dtype_names[0].to_string(), head_dim.to_string()],
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        head_dim.to_string(),
+                        unit_axis(o_part, 0).to_string(),
+                        unit_axis(o_part, 1).to_string(),
+                        unit_axis(o_part, 2).to_string(),
+                        unit_axis(o_part, 3).to_string(),
+                        unit_axis(lse_part, 0).to_string(),
+                        unit_axis(lse_part, 1).to_string(),
+                        unit_axis(lse_part, 2).to_string(),
+                        unit_axis(o, 0).to_string(),
+                        unit_axis(o, 1).to_string(),
+                        unit_axis(o, 2).to_string(),
+                        unit_axis(lse, 0).to_string(),
+                        unit_axis(lse, 1).to_string(),
+                    ],
                     tensors: vec![
                         ("o_part", o_part_t.spec().clone()),
                         ("lse_part", lse_part_t.spec().clone()),
@@ -6346,7 +7401,22 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
                         n_splits,
                     )
                 }
-                .generics(vec![dtype_names[0].to_string(), head_dim.to_string()])
+                .generics(vec![
+                    dtype_names[0].to_string(),
+                    head_dim.to_string(),
+                    unit_axis(o_part, 0).to_string(),
+                    unit_axis(o_part, 1).to_string(),
+                    unit_axis(o_part, 2).to_string(),
+                    unit_axis(o_part, 3).to_string(),
+                    unit_axis(lse_part, 0).to_string(),
+                    unit_axis(lse_part, 1).to_string(),
+                    unit_axis(lse_part, 2).to_string(),
+                    unit_axis(o, 0).to_string(),
+                    unit_axis(o, 1).to_string(),
+                    unit_axis(o, 2).to_string(),
+                    unit_axis(lse, 0).to_string(),
+                    unit_axis(lse, 1).to_string(),
+                ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("flash_decode_combine_kernel", e))?;
@@ -6474,6 +7544,26 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                         block_n.to_string(),
                         lora.to_string(),
                         rope.to_string(),
+                        unit_axis(q_nope, 0).to_string(),
+                        unit_axis(q_nope, 1).to_string(),
+                        unit_axis(q_nope, 2).to_string(),
+                        unit_axis(q_pe, 0).to_string(),
+                        unit_axis(q_pe, 1).to_string(),
+                        unit_axis(q_pe, 2).to_string(),
+                        unit_axis(ckv, 0).to_string(),
+                        unit_axis(ckv, 1).to_string(),
+                        unit_axis(ckv, 2).to_string(),
+                        unit_axis(kpe, 0).to_string(),
+                        unit_axis(kpe, 1).to_string(),
+                        unit_axis(kpe, 2).to_string(),
+                        unit_axis(kv_lens, 0).to_string(),
+                        unit_axis(o_part, 0).to_string(),
+                        unit_axis(o_part, 1).to_string(),
+                        unit_axis(o_part, 2).to_string(),
+                        unit_axis(o_part, 3).to_string(),
+                        unit_axis(lse_part, 0).to_string(),
+                        unit_axis(lse_part, 1).to_string(),
+                        unit_axis(lse_part, 2).to_string(),
                     ],
                     tensors: vec![
                         ("q_nope", q_nope_t.spec().clone()),
@@ -6505,6 +7595,26 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                     block_n.to_string(),
                     lora.to_string(),
                     rope.to_string(),
+                    unit_axis(q_nope, 0).to_string(),
+                    unit_axis(q_nope, 1).to_string(),
+                    unit_axis(q_nope, 2).to_string(),
+                    unit_axis(q_pe, 0).to_string(),
+                    unit_axis(q_pe, 1).to_string(),
+                    unit_axis(q_pe, 2).to_string(),
+                    unit_axis(ckv, 0).to_string(),
+                    unit_axis(ckv, 1).to_string(),
+                    unit_axis(ckv, 2).to_string(),
+                    unit_axis(kpe, 0).to_string(),
+                    unit_axis(kpe, 1).to_string(),
+                    unit_axis(kpe, 2).to_string(),
+                    unit_axis(kv_lens, 0).to_string(),
+                    unit_axis(o_part, 0).to_string(),
+                    unit_axis(o_part, 1).to_string(),
+                    unit_axis(o_part, 2).to_string(),
+                    unit_axis(o_part, 3).to_string(),
+                    unit_axis(lse_part, 0).to_string(),
+                    unit_axis(lse_part, 1).to_string(),
+                    unit_axis(lse_part, 2).to_string(),
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -6629,6 +7739,28 @@ pub unsafe extern "C" fn tileport_mla_prefill_kernel(
                         block_n.to_string(),
                         lora.to_string(),
                         rope.to_string(),
+                        unit_axis(q_nope, 0).to_string(),
+                        unit_axis(q_nope, 1).to_string(),
+                        unit_axis(q_nope, 2).to_string(),
+                        unit_axis(q_nope, 3).to_string(),
+                        unit_axis(q_pe, 0).to_string(),
+                        unit_axis(q_pe, 1).to_string(),
+                        unit_axis(q_pe, 2).to_string(),
+                        unit_axis(q_pe, 3).to_string(),
+                        unit_axis(ckv, 0).to_string(),
+                        unit_axis(ckv, 1).to_string(),
+                        unit_axis(ckv, 2).to_string(),
+                        unit_axis(kpe, 0).to_string(),
+                        unit_axis(kpe, 1).to_string(),
+                        unit_axis(kpe, 2).to_string(),
+                        unit_axis(seq_lens, 0).to_string(),
+                        unit_axis(o, 0).to_string(),
+                        unit_axis(o, 1).to_string(),
+                        unit_axis(o, 2).to_string(),
+                        unit_axis(o, 3).to_string(),
+                        unit_axis(lse, 0).to_string(),
+                        unit_axis(lse, 1).to_string(),
+                        unit_axis(lse, 2).to_string(),
                     ],
                     tensors: vec![
                         ("q_nope", q_nope_t.spec().clone()),
@@ -6659,6 +7791,28 @@ pub unsafe extern "C" fn tileport_mla_prefill_kernel(
                     block_n.to_string(),
                     lora.to_string(),
                     rope.to_string(),
+                    unit_axis(q_nope, 0).to_string(),
+                    unit_axis(q_nope, 1).to_string(),
+                    unit_axis(q_nope, 2).to_string(),
+                    unit_axis(q_nope, 3).to_string(),
+                    unit_axis(q_pe, 0).to_string(),
+                    unit_axis(q_pe, 1).to_string(),
+                    unit_axis(q_pe, 2).to_string(),
+                    unit_axis(q_pe, 3).to_string(),
+                    unit_axis(ckv, 0).to_string(),
+                    unit_axis(ckv, 1).to_string(),
+                    unit_axis(ckv, 2).to_string(),
+                    unit_axis(kpe, 0).to_string(),
+                    unit_axis(kpe, 1).to_string(),
+                    unit_axis(kpe, 2).to_string(),
+                    unit_axis(seq_lens, 0).to_string(),
+                    unit_axis(o, 0).to_string(),
+                    unit_axis(o, 1).to_string(),
+                    unit_axis(o, 2).to_string(),
+                    unit_axis(o, 3).to_string(),
+                    unit_axis(lse, 0).to_string(),
+                    unit_axis(lse, 1).to_string(),
+                    unit_axis(lse, 2).to_string(),
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }

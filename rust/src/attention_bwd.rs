@@ -12,11 +12,25 @@ pub mod attention_bwd {
         E: ElementType,
         const BLOCK_M: i32,
         const HEAD_DIM: i32,
+        const O_LEN0: i32,
+        const O_LEN1: i32,
+        const O_LEN2: i32,
+        const O_LEN3: i32,
+        const DO_LEN0: i32,
+        const DO_LEN1: i32,
+        const DO_LEN2: i32,
+        const DO_LEN3: i32,
+        const DLSE_LEN0: i32,
+        const DLSE_LEN1: i32,
+        const DLSE_LEN2: i32,
+        const DELTA_LEN0: i32,
+        const DELTA_LEN1: i32,
+        const DELTA_LEN2: i32,
     >(
-        o: &Tensor<E, { [-1, -1, -1, -1] }>,
-        do_: &Tensor<E, { [-1, -1, -1, -1] }>,
-        dlse: &Tensor<f32, { [-1, -1, -1] }>,
-        delta: &Tensor<f32, { [-1, -1, -1] }>,
+        o: &Tensor<E, { [O_LEN0, O_LEN1, O_LEN2, O_LEN3] }>,
+        do_: &Tensor<E, { [DO_LEN0, DO_LEN1, DO_LEN2, DO_LEN3] }>,
+        dlse: &Tensor<f32, { [DLSE_LEN0, DLSE_LEN1, DLSE_LEN2] }>,
+        delta: &Tensor<f32, { [DELTA_LEN0, DELTA_LEN1, DELTA_LEN2] }>,
     ) {
         let o_view: Partition<E, { [1, 1, BLOCK_M, HEAD_DIM] }> = unsafe {
             make_partition_view(
@@ -49,12 +63,28 @@ pub mod attention_bwd {
             unsafe { delta.partition_full_mut(shape![1, 1, BLOCK_M]) };
         let mb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let o_dim1: i32 = o.shape()[1];
+        let o_dim1: i32 = if O_LEN1 == 1 {
+            1i32
+        } else {
+            if O_LEN0 == 1 {
+                o.shape()[0]
+            } else {
+                o.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(o_dim1);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
         let b: i32 = tile_to_scalar(b_floordiv);
-        let o_dim1_1: i32 = o.shape()[1];
+        let o_dim1_1: i32 = if O_LEN1 == 1 {
+            1i32
+        } else {
+            if O_LEN0 == 1 {
+                o.shape()[0]
+            } else {
+                o.shape()[1]
+            }
+        };
         let h_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let h_rhs_t: Tile<i32, { [] }> = scalar_to_tile(o_dim1_1);
         let h_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
@@ -121,16 +151,47 @@ pub mod attention_bwd {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const DO_LEN0: i32,
+        const DO_LEN1: i32,
+        const DO_LEN2: i32,
+        const DO_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
+        const DELTA_LEN0: i32,
+        const DELTA_LEN1: i32,
+        const DELTA_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const DK_LEN0: i32,
+        const DK_LEN1: i32,
+        const DK_LEN2: i32,
+        const DK_LEN3: i32,
+        const DV_LEN0: i32,
+        const DV_LEN1: i32,
+        const DV_LEN2: i32,
+        const DV_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        do_: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
-        delta: &Tensor<f32, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        dk: &Tensor<E, { [-1, -1, -1, -1] }>,
-        dv: &Tensor<E, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        do_: &Tensor<E, { [DO_LEN0, DO_LEN1, DO_LEN2, DO_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
+        delta: &Tensor<f32, { [DELTA_LEN0, DELTA_LEN1, DELTA_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        dk: &Tensor<E, { [DK_LEN0, DK_LEN1, DK_LEN2, DK_LEN3] }>,
+        dv: &Tensor<E, { [DV_LEN0, DV_LEN1, DV_LEN2, DV_LEN3] }>,
         qk_scale: f32,
         sm_scale: f32,
     ) {
@@ -213,7 +274,15 @@ pub mod attention_bwd {
         let seq_lens_token: Token = seq_lens.token();
         let nb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = k.shape()[1];
+        let n_kv_heads: i32 = if K_LEN1 == 1 {
+            1i32
+        } else {
+            if K_LEN0 == 1 {
+                k.shape()[0]
+            } else {
+                k.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -230,7 +299,15 @@ pub mod attention_bwd {
         let kvh_add: Tile<i32, { [] }> = kvh_rem + kvh_rhs_t;
         let kvh_sel: Tile<i32, { [] }> = select(kvh_and, kvh_add, kvh_rem);
         let kvh: i32 = tile_to_scalar(kvh_sel);
-        let q_dim1: i32 = q.shape()[1];
+        let q_dim1: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(q_dim1);
         let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let group_floordiv: Tile<i32, { [] }> =
@@ -238,7 +315,11 @@ pub mod attention_bwd {
         let group: i32 = tile_to_scalar(group_floordiv);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -448,16 +529,47 @@ pub mod attention_bwd {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const DO_LEN0: i32,
+        const DO_LEN1: i32,
+        const DO_LEN2: i32,
+        const DO_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
+        const DELTA_LEN0: i32,
+        const DELTA_LEN1: i32,
+        const DELTA_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const DK_LEN0: i32,
+        const DK_LEN1: i32,
+        const DK_LEN2: i32,
+        const DK_LEN3: i32,
+        const DV_LEN0: i32,
+        const DV_LEN1: i32,
+        const DV_LEN2: i32,
+        const DV_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        do_: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
-        delta: &Tensor<f32, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        dk: &Tensor<E, { [-1, -1, -1, -1] }>,
-        dv: &Tensor<E, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        do_: &Tensor<E, { [DO_LEN0, DO_LEN1, DO_LEN2, DO_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
+        delta: &Tensor<f32, { [DELTA_LEN0, DELTA_LEN1, DELTA_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        dk: &Tensor<E, { [DK_LEN0, DK_LEN1, DK_LEN2, DK_LEN3] }>,
+        dv: &Tensor<E, { [DV_LEN0, DV_LEN1, DV_LEN2, DV_LEN3] }>,
         qk_scale: f32,
         sm_scale: f32,
     ) {
@@ -540,7 +652,15 @@ pub mod attention_bwd {
         let seq_lens_token: Token = seq_lens.token();
         let nb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = k.shape()[1];
+        let n_kv_heads: i32 = if K_LEN1 == 1 {
+            1i32
+        } else {
+            if K_LEN0 == 1 {
+                k.shape()[0]
+            } else {
+                k.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -557,7 +677,15 @@ pub mod attention_bwd {
         let kvh_add: Tile<i32, { [] }> = kvh_rem + kvh_rhs_t;
         let kvh_sel: Tile<i32, { [] }> = select(kvh_and, kvh_add, kvh_rem);
         let kvh: i32 = tile_to_scalar(kvh_sel);
-        let q_dim1: i32 = q.shape()[1];
+        let q_dim1: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(q_dim1);
         let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let group_floordiv: Tile<i32, { [] }> =
@@ -565,7 +693,11 @@ pub mod attention_bwd {
         let group: i32 = tile_to_scalar(group_floordiv);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -785,15 +917,42 @@ pub mod attention_bwd {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const DO_LEN0: i32,
+        const DO_LEN1: i32,
+        const DO_LEN2: i32,
+        const DO_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
+        const DELTA_LEN0: i32,
+        const DELTA_LEN1: i32,
+        const DELTA_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const DQ_LEN0: i32,
+        const DQ_LEN1: i32,
+        const DQ_LEN2: i32,
+        const DQ_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        do_: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
-        delta: &Tensor<f32, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        dq: &Tensor<E, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        do_: &Tensor<E, { [DO_LEN0, DO_LEN1, DO_LEN2, DO_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
+        delta: &Tensor<f32, { [DELTA_LEN0, DELTA_LEN1, DELTA_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        dq: &Tensor<E, { [DQ_LEN0, DQ_LEN1, DQ_LEN2, DQ_LEN3] }>,
         qk_scale: f32,
         sm_scale: f32,
     ) {
@@ -865,7 +1024,15 @@ pub mod attention_bwd {
         let seq_lens_token: Token = seq_lens.token();
         let mb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_heads: i32 = q.shape()[1];
+        let n_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -882,7 +1049,15 @@ pub mod attention_bwd {
         let h_add: Tile<i32, { [] }> = h_rem + h_rhs_t;
         let h_sel: Tile<i32, { [] }> = select(h_and, h_add, h_rem);
         let h: i32 = tile_to_scalar(h_sel);
-        let k_dim1: i32 = k.shape()[1];
+        let k_dim1: i32 = if K_LEN1 == 1 {
+            1i32
+        } else {
+            if K_LEN0 == 1 {
+                k.shape()[0]
+            } else {
+                k.shape()[1]
+            }
+        };
         let quot_lhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let quot_rhs_t: Tile<i32, { [] }> = scalar_to_tile(k_dim1);
         let quot_floordiv: Tile<i32, { [] }> = divi(quot_lhs_t, quot_rhs_t, rounding::NegativeInf);
@@ -893,7 +1068,11 @@ pub mod attention_bwd {
         let kvh: i32 = tile_to_scalar(kvh_floordiv);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -1067,15 +1246,42 @@ pub mod attention_bwd {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
+        const Q_LEN0: i32,
+        const Q_LEN1: i32,
+        const Q_LEN2: i32,
+        const Q_LEN3: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const DO_LEN0: i32,
+        const DO_LEN1: i32,
+        const DO_LEN2: i32,
+        const DO_LEN3: i32,
+        const LSE_LEN0: i32,
+        const LSE_LEN1: i32,
+        const LSE_LEN2: i32,
+        const DELTA_LEN0: i32,
+        const DELTA_LEN1: i32,
+        const DELTA_LEN2: i32,
+        const SEQ_LENS_LEN0: i32,
+        const DQ_LEN0: i32,
+        const DQ_LEN1: i32,
+        const DQ_LEN2: i32,
+        const DQ_LEN3: i32,
     >(
-        q: &Tensor<E, { [-1, -1, -1, -1] }>,
-        k: &Tensor<E, { [-1, -1, -1, -1] }>,
-        v: &Tensor<E, { [-1, -1, -1, -1] }>,
-        do_: &Tensor<E, { [-1, -1, -1, -1] }>,
-        lse: &Tensor<f32, { [-1, -1, -1] }>,
-        delta: &Tensor<f32, { [-1, -1, -1] }>,
-        seq_lens: &Tensor<i32, { [-1] }>,
-        dq: &Tensor<E, { [-1, -1, -1, -1] }>,
+        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
+        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        do_: &Tensor<E, { [DO_LEN0, DO_LEN1, DO_LEN2, DO_LEN3] }>,
+        lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
+        delta: &Tensor<f32, { [DELTA_LEN0, DELTA_LEN1, DELTA_LEN2] }>,
+        seq_lens: &Tensor<i32, { [SEQ_LENS_LEN0] }>,
+        dq: &Tensor<E, { [DQ_LEN0, DQ_LEN1, DQ_LEN2, DQ_LEN3] }>,
         qk_scale: f32,
         sm_scale: f32,
     ) {
@@ -1147,7 +1353,15 @@ pub mod attention_bwd {
         let seq_lens_token: Token = seq_lens.token();
         let mb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_heads: i32 = q.shape()[1];
+        let n_heads: i32 = if Q_LEN1 == 1 {
+            1i32
+        } else {
+            if Q_LEN0 == 1 {
+                q.shape()[0]
+            } else {
+                q.shape()[1]
+            }
+        };
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -1164,7 +1378,15 @@ pub mod attention_bwd {
         let h_add: Tile<i32, { [] }> = h_rem + h_rhs_t;
         let h_sel: Tile<i32, { [] }> = select(h_and, h_add, h_rem);
         let h: i32 = tile_to_scalar(h_sel);
-        let k_dim1: i32 = k.shape()[1];
+        let k_dim1: i32 = if K_LEN1 == 1 {
+            1i32
+        } else {
+            if K_LEN0 == 1 {
+                k.shape()[0]
+            } else {
+                k.shape()[1]
+            }
+        };
         let quot_lhs_t: Tile<i32, { [] }> = scalar_to_tile(n_heads);
         let quot_rhs_t: Tile<i32, { [] }> = scalar_to_tile(k_dim1);
         let quot_floordiv: Tile<i32, { [] }> = divi(quot_lhs_t, quot_rhs_t, rounding::NegativeInf);
@@ -1175,7 +1397,11 @@ pub mod attention_bwd {
         let kvh: i32 = tile_to_scalar(kvh_floordiv);
         let seq_len_i0_0d: Tile<i32, { [] }> = scalar_to_tile(b);
         let seq_len_i0_u64: Tile<u64, { [] }> = exti(seq_len_i0_0d);
-        let seq_len_n0: i32 = seq_lens.shape()[0];
+        let seq_len_n0: i32 = if SEQ_LENS_LEN0 == 1 {
+            1i32
+        } else {
+            seq_lens.shape()[0]
+        };
         let seq_len_n0_0d: Tile<i32, { [] }> = scalar_to_tile(seq_len_n0);
         let seq_len_n0_u64: Tile<u64, { [] }> = exti(seq_len_n0_0d);
         let seq_len_in0: Tile<bool, { [] }> =
@@ -1444,6 +1670,20 @@ pub unsafe extern "C" fn tileport_fmha_bwd_preprocess_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         head_dim.to_string(),
+                        unit_axis(o, 0).to_string(),
+                        unit_axis(o, 1).to_string(),
+                        unit_axis(o, 2).to_string(),
+                        unit_axis(o, 3).to_string(),
+                        unit_axis(do_, 0).to_string(),
+                        unit_axis(do_, 1).to_string(),
+                        unit_axis(do_, 2).to_string(),
+                        unit_axis(do_, 3).to_string(),
+                        unit_axis(dlse, 0).to_string(),
+                        unit_axis(dlse, 1).to_string(),
+                        unit_axis(dlse, 2).to_string(),
+                        unit_axis(delta, 0).to_string(),
+                        unit_axis(delta, 1).to_string(),
+                        unit_axis(delta, 2).to_string(),
                     ],
                     tensors: vec![
                         ("o", o_t.spec().clone()),
@@ -1460,6 +1700,20 @@ pub unsafe extern "C" fn tileport_fmha_bwd_preprocess_kernel(
                     dtype_names[0].to_string(),
                     block_m.to_string(),
                     head_dim.to_string(),
+                    unit_axis(o, 0).to_string(),
+                    unit_axis(o, 1).to_string(),
+                    unit_axis(o, 2).to_string(),
+                    unit_axis(o, 3).to_string(),
+                    unit_axis(do_, 0).to_string(),
+                    unit_axis(do_, 1).to_string(),
+                    unit_axis(do_, 2).to_string(),
+                    unit_axis(do_, 3).to_string(),
+                    unit_axis(dlse, 0).to_string(),
+                    unit_axis(dlse, 1).to_string(),
+                    unit_axis(dlse, 2).to_string(),
+                    unit_axis(delta, 0).to_string(),
+                    unit_axis(delta, 1).to_string(),
+                    unit_axis(delta, 2).to_string(),
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -1602,6 +1856,37 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
+                                unit_axis(q, 0).to_string(),
+                                unit_axis(q, 1).to_string(),
+                                unit_axis(q, 2).to_string(),
+                                unit_axis(q, 3).to_string(),
+                                unit_axis(k, 0).to_string(),
+                                unit_axis(k, 1).to_string(),
+                                unit_axis(k, 2).to_string(),
+                                unit_axis(k, 3).to_string(),
+                                unit_axis(v, 0).to_string(),
+                                unit_axis(v, 1).to_string(),
+                                unit_axis(v, 2).to_string(),
+                                unit_axis(v, 3).to_string(),
+                                unit_axis(do_, 0).to_string(),
+                                unit_axis(do_, 1).to_string(),
+                                unit_axis(do_, 2).to_string(),
+                                unit_axis(do_, 3).to_string(),
+                                unit_axis(lse, 0).to_string(),
+                                unit_axis(lse, 1).to_string(),
+                                unit_axis(lse, 2).to_string(),
+                                unit_axis(delta, 0).to_string(),
+                                unit_axis(delta, 1).to_string(),
+                                unit_axis(delta, 2).to_string(),
+                                unit_axis(seq_lens, 0).to_string(),
+                                unit_axis(dk, 0).to_string(),
+                                unit_axis(dk, 1).to_string(),
+                                unit_axis(dk, 2).to_string(),
+                                unit_axis(dk, 3).to_string(),
+                                unit_axis(dv, 0).to_string(),
+                                unit_axis(dv, 1).to_string(),
+                                unit_axis(dv, 2).to_string(),
+                                unit_axis(dv, 3).to_string(),
                             ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
@@ -1636,6 +1921,37 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
+                            unit_axis(q, 0).to_string(),
+                            unit_axis(q, 1).to_string(),
+                            unit_axis(q, 2).to_string(),
+                            unit_axis(q, 3).to_string(),
+                            unit_axis(k, 0).to_string(),
+                            unit_axis(k, 1).to_string(),
+                            unit_axis(k, 2).to_string(),
+                            unit_axis(k, 3).to_string(),
+                            unit_axis(v, 0).to_string(),
+                            unit_axis(v, 1).to_string(),
+                            unit_axis(v, 2).to_string(),
+                            unit_axis(v, 3).to_string(),
+                            unit_axis(do_, 0).to_string(),
+                            unit_axis(do_, 1).to_string(),
+                            unit_axis(do_, 2).to_string(),
+                            unit_axis(do_, 3).to_string(),
+                            unit_axis(lse, 0).to_string(),
+                            unit_axis(lse, 1).to_string(),
+                            unit_axis(lse, 2).to_string(),
+                            unit_axis(delta, 0).to_string(),
+                            unit_axis(delta, 1).to_string(),
+                            unit_axis(delta, 2).to_string(),
+                            unit_axis(seq_lens, 0).to_string(),
+                            unit_axis(dk, 0).to_string(),
+                            unit_axis(dk, 1).to_string(),
+                            unit_axis(dk, 2).to_string(),
+                            unit_axis(dk, 3).to_string(),
+                            unit_axis(dv, 0).to_string(),
+                            unit_axis(dv, 1).to_string(),
+                            unit_axis(dv, 2).to_string(),
+                            unit_axis(dv, 3).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
@@ -1736,6 +2052,37 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
+                                unit_axis(q, 0).to_string(),
+                                unit_axis(q, 1).to_string(),
+                                unit_axis(q, 2).to_string(),
+                                unit_axis(q, 3).to_string(),
+                                unit_axis(k, 0).to_string(),
+                                unit_axis(k, 1).to_string(),
+                                unit_axis(k, 2).to_string(),
+                                unit_axis(k, 3).to_string(),
+                                unit_axis(v, 0).to_string(),
+                                unit_axis(v, 1).to_string(),
+                                unit_axis(v, 2).to_string(),
+                                unit_axis(v, 3).to_string(),
+                                unit_axis(do_, 0).to_string(),
+                                unit_axis(do_, 1).to_string(),
+                                unit_axis(do_, 2).to_string(),
+                                unit_axis(do_, 3).to_string(),
+                                unit_axis(lse, 0).to_string(),
+                                unit_axis(lse, 1).to_string(),
+                                unit_axis(lse, 2).to_string(),
+                                unit_axis(delta, 0).to_string(),
+                                unit_axis(delta, 1).to_string(),
+                                unit_axis(delta, 2).to_string(),
+                                unit_axis(seq_lens, 0).to_string(),
+                                unit_axis(dk, 0).to_string(),
+                                unit_axis(dk, 1).to_string(),
+                                unit_axis(dk, 2).to_string(),
+                                unit_axis(dk, 3).to_string(),
+                                unit_axis(dv, 0).to_string(),
+                                unit_axis(dv, 1).to_string(),
+                                unit_axis(dv, 2).to_string(),
+                                unit_axis(dv, 3).to_string(),
                             ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
@@ -1770,6 +2117,37 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
+                            unit_axis(q, 0).to_string(),
+                            unit_axis(q, 1).to_string(),
+                            unit_axis(q, 2).to_string(),
+                            unit_axis(q, 3).to_string(),
+                            unit_axis(k, 0).to_string(),
+                            unit_axis(k, 1).to_string(),
+                            unit_axis(k, 2).to_string(),
+                            unit_axis(k, 3).to_string(),
+                            unit_axis(v, 0).to_string(),
+                            unit_axis(v, 1).to_string(),
+                            unit_axis(v, 2).to_string(),
+                            unit_axis(v, 3).to_string(),
+                            unit_axis(do_, 0).to_string(),
+                            unit_axis(do_, 1).to_string(),
+                            unit_axis(do_, 2).to_string(),
+                            unit_axis(do_, 3).to_string(),
+                            unit_axis(lse, 0).to_string(),
+                            unit_axis(lse, 1).to_string(),
+                            unit_axis(lse, 2).to_string(),
+                            unit_axis(delta, 0).to_string(),
+                            unit_axis(delta, 1).to_string(),
+                            unit_axis(delta, 2).to_string(),
+                            unit_axis(seq_lens, 0).to_string(),
+                            unit_axis(dk, 0).to_string(),
+                            unit_axis(dk, 1).to_string(),
+                            unit_axis(dk, 2).to_string(),
+                            unit_axis(dk, 3).to_string(),
+                            unit_axis(dv, 0).to_string(),
+                            unit_axis(dv, 1).to_string(),
+                            unit_axis(dv, 2).to_string(),
+                            unit_axis(dv, 3).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
@@ -1905,6 +2283,33 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
+                                unit_axis(q, 0).to_string(),
+                                unit_axis(q, 1).to_string(),
+                                unit_axis(q, 2).to_string(),
+                                unit_axis(q, 3).to_string(),
+                                unit_axis(k, 0).to_string(),
+                                unit_axis(k, 1).to_string(),
+                                unit_axis(k, 2).to_string(),
+                                unit_axis(k, 3).to_string(),
+                                unit_axis(v, 0).to_string(),
+                                unit_axis(v, 1).to_string(),
+                                unit_axis(v, 2).to_string(),
+                                unit_axis(v, 3).to_string(),
+                                unit_axis(do_, 0).to_string(),
+                                unit_axis(do_, 1).to_string(),
+                                unit_axis(do_, 2).to_string(),
+                                unit_axis(do_, 3).to_string(),
+                                unit_axis(lse, 0).to_string(),
+                                unit_axis(lse, 1).to_string(),
+                                unit_axis(lse, 2).to_string(),
+                                unit_axis(delta, 0).to_string(),
+                                unit_axis(delta, 1).to_string(),
+                                unit_axis(delta, 2).to_string(),
+                                unit_axis(seq_lens, 0).to_string(),
+                                unit_axis(dq, 0).to_string(),
+                                unit_axis(dq, 1).to_string(),
+                                unit_axis(dq, 2).to_string(),
+                                unit_axis(dq, 3).to_string(),
                             ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
@@ -1937,6 +2342,33 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
+                            unit_axis(q, 0).to_string(),
+                            unit_axis(q, 1).to_string(),
+                            unit_axis(q, 2).to_string(),
+                            unit_axis(q, 3).to_string(),
+                            unit_axis(k, 0).to_string(),
+                            unit_axis(k, 1).to_string(),
+                            unit_axis(k, 2).to_string(),
+                            unit_axis(k, 3).to_string(),
+                            unit_axis(v, 0).to_string(),
+                            unit_axis(v, 1).to_string(),
+                            unit_axis(v, 2).to_string(),
+                            unit_axis(v, 3).to_string(),
+                            unit_axis(do_, 0).to_string(),
+                            unit_axis(do_, 1).to_string(),
+                            unit_axis(do_, 2).to_string(),
+                            unit_axis(do_, 3).to_string(),
+                            unit_axis(lse, 0).to_string(),
+                            unit_axis(lse, 1).to_string(),
+                            unit_axis(lse, 2).to_string(),
+                            unit_axis(delta, 0).to_string(),
+                            unit_axis(delta, 1).to_string(),
+                            unit_axis(delta, 2).to_string(),
+                            unit_axis(seq_lens, 0).to_string(),
+                            unit_axis(dq, 0).to_string(),
+                            unit_axis(dq, 1).to_string(),
+                            unit_axis(dq, 2).to_string(),
+                            unit_axis(dq, 3).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
@@ -2027,6 +2459,33 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
+                                unit_axis(q, 0).to_string(),
+                                unit_axis(q, 1).to_string(),
+                                unit_axis(q, 2).to_string(),
+                                unit_axis(q, 3).to_string(),
+                                unit_axis(k, 0).to_string(),
+                                unit_axis(k, 1).to_string(),
+                                unit_axis(k, 2).to_string(),
+                                unit_axis(k, 3).to_string(),
+                                unit_axis(v, 0).to_string(),
+                                unit_axis(v, 1).to_string(),
+                                unit_axis(v, 2).to_string(),
+                                unit_axis(v, 3).to_string(),
+                                unit_axis(do_, 0).to_string(),
+                                unit_axis(do_, 1).to_string(),
+                                unit_axis(do_, 2).to_string(),
+                                unit_axis(do_, 3).to_string(),
+                                unit_axis(lse, 0).to_string(),
+                                unit_axis(lse, 1).to_string(),
+                                unit_axis(lse, 2).to_string(),
+                                unit_axis(delta, 0).to_string(),
+                                unit_axis(delta, 1).to_string(),
+                                unit_axis(delta, 2).to_string(),
+                                unit_axis(seq_lens, 0).to_string(),
+                                unit_axis(dq, 0).to_string(),
+                                unit_axis(dq, 1).to_string(),
+                                unit_axis(dq, 2).to_string(),
+                                unit_axis(dq, 3).to_string(),
                             ],
                             tensors: vec![
                                 ("q", q_t.spec().clone()),
@@ -2059,6 +2518,33 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
+                            unit_axis(q, 0).to_string(),
+                            unit_axis(q, 1).to_string(),
+                            unit_axis(q, 2).to_string(),
+                            unit_axis(q, 3).to_string(),
+                            unit_axis(k, 0).to_string(),
+                            unit_axis(k, 1).to_string(),
+                            unit_axis(k, 2).to_string(),
+                            unit_axis(k, 3).to_string(),
+                            unit_axis(v, 0).to_string(),
+                            unit_axis(v, 1).to_string(),
+                            unit_axis(v, 2).to_string(),
+                            unit_axis(v, 3).to_string(),
+                            unit_axis(do_, 0).to_string(),
+                            unit_axis(do_, 1).to_string(),
+                            unit_axis(do_, 2).to_string(),
+                            unit_axis(do_, 3).to_string(),
+                            unit_axis(lse, 0).to_string(),
+                            unit_axis(lse, 1).to_string(),
+                            unit_axis(lse, 2).to_string(),
+                            unit_axis(delta, 0).to_string(),
+                            unit_axis(delta, 1).to_string(),
+                            unit_axis(delta, 2).to_string(),
+                            unit_axis(seq_lens, 0).to_string(),
+                            unit_axis(dq, 0).to_string(),
+                            unit_axis(dq, 1).to_string(),
+                            unit_axis(dq, 2).to_string(),
+                            unit_axis(dq, 3).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }

@@ -7,13 +7,25 @@ pub mod layer_norm {
 
     /// Translated from `src/tileport/ops/kernels/layer_norm.py:56`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
-    pub unsafe fn layer_norm_fwd_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        w: &Tensor<E, { [-1] }>,
-        b: &Tensor<E, { [-1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
-        mean: &Tensor<f32, { [-1] }>,
-        rstd: &Tensor<f32, { [-1] }>,
+    pub unsafe fn layer_norm_fwd_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const W_LEN0: i32,
+        const B_LEN0: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+        const MEAN_LEN0: i32,
+        const RSTD_LEN0: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        w: &Tensor<E, { [W_LEN0] }>,
+        b: &Tensor<E, { [B_LEN0] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
+        mean: &Tensor<f32, { [MEAN_LEN0] }>,
+        rstd: &Tensor<f32, { [RSTD_LEN0] }>,
         eps: f32,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
@@ -49,7 +61,15 @@ pub mod layer_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = x.shape()[1];
+        let n_cols: i32 = if X_LEN1 == 1 {
+            1i32
+        } else {
+            if X_LEN0 == 1 {
+                x.shape()[0]
+            } else {
+                x.shape()[1]
+            }
+        };
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
@@ -155,13 +175,21 @@ pub mod layer_norm {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const W_LEN0: i32,
+        const B_LEN0: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+        const MEAN_LEN0: i32,
+        const RSTD_LEN0: i32,
     >(
-        x: &Tensor<E, { [-1, -1] }>,
-        w: &Tensor<E, { [-1] }>,
-        b: &Tensor<E, { [-1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
-        mean: &Tensor<f32, { [-1] }>,
-        rstd: &Tensor<f32, { [-1] }>,
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        w: &Tensor<E, { [W_LEN0] }>,
+        b: &Tensor<E, { [B_LEN0] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
+        mean: &Tensor<f32, { [MEAN_LEN0] }>,
+        rstd: &Tensor<f32, { [RSTD_LEN0] }>,
         eps: f32,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
@@ -197,7 +225,15 @@ pub mod layer_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = x.shape()[1];
+        let n_cols: i32 = if X_LEN1 == 1 {
+            1i32
+        } else {
+            if X_LEN0 == 1 {
+                x.shape()[0]
+            } else {
+                x.shape()[1]
+            }
+        };
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
@@ -304,13 +340,21 @@ pub mod layer_norm {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const W_LEN0: i32,
+        const B_LEN0: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+        const MEAN_LEN0: i32,
+        const RSTD_LEN0: i32,
     >(
-        x: &Tensor<E, { [-1, -1] }>,
-        w: &Tensor<E, { [-1] }>,
-        b: &Tensor<E, { [-1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
-        mean: &Tensor<f32, { [-1] }>,
-        rstd: &Tensor<f32, { [-1] }>,
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        w: &Tensor<E, { [W_LEN0] }>,
+        b: &Tensor<E, { [B_LEN0] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
+        mean: &Tensor<f32, { [MEAN_LEN0] }>,
+        rstd: &Tensor<f32, { [RSTD_LEN0] }>,
         eps: f32,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
@@ -355,7 +399,15 @@ pub mod layer_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = x.shape()[1];
+        let n_cols: i32 = if X_LEN1 == 1 {
+            1i32
+        } else {
+            if X_LEN0 == 1 {
+                x.shape()[0]
+            } else {
+                x.shape()[1]
+            }
+        };
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
@@ -468,13 +520,25 @@ pub mod layer_norm {
 
     /// Translated from `src/tileport/ops/kernels/layer_norm.py:87`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 2,),))]
-    pub unsafe fn layer_norm_fwd_w8_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        w: &Tensor<E, { [-1] }>,
-        b: &Tensor<E, { [-1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
-        mean: &Tensor<f32, { [-1] }>,
-        rstd: &Tensor<f32, { [-1] }>,
+    pub unsafe fn layer_norm_fwd_w8_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const W_LEN0: i32,
+        const B_LEN0: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+        const MEAN_LEN0: i32,
+        const RSTD_LEN0: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        w: &Tensor<E, { [W_LEN0] }>,
+        b: &Tensor<E, { [B_LEN0] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
+        mean: &Tensor<f32, { [MEAN_LEN0] }>,
+        rstd: &Tensor<f32, { [RSTD_LEN0] }>,
         eps: f32,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
@@ -510,7 +574,15 @@ pub mod layer_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = x.shape()[1];
+        let n_cols: i32 = if X_LEN1 == 1 {
+            1i32
+        } else {
+            if X_LEN0 == 1 {
+                x.shape()[0]
+            } else {
+                x.shape()[1]
+            }
+        };
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
@@ -697,6 +769,14 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(w, 0).to_string(),
+                        unit_axis(b, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
+                        unit_axis(mean, 0).to_string(),
+                        unit_axis(rstd, 0).to_string(),
                     ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
@@ -715,6 +795,14 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                     dtype_names[0].to_string(),
                     block_m.to_string(),
                     tile.to_string(),
+                    unit_axis(x, 0).to_string(),
+                    unit_axis(x, 1).to_string(),
+                    unit_axis(w, 0).to_string(),
+                    unit_axis(b, 0).to_string(),
+                    unit_axis(y, 0).to_string(),
+                    unit_axis(y, 1).to_string(),
+                    unit_axis(mean, 0).to_string(),
+                    unit_axis(rstd, 0).to_string(),
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -823,6 +911,14 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_occ4_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(w, 0).to_string(),
+                        unit_axis(b, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
+                        unit_axis(mean, 0).to_string(),
+                        unit_axis(rstd, 0).to_string(),
                     ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
@@ -843,6 +939,14 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_occ4_kernel(
                     dtype_names[0].to_string(),
                     block_m.to_string(),
                     tile.to_string(),
+                    unit_axis(x, 0).to_string(),
+                    unit_axis(x, 1).to_string(),
+                    unit_axis(w, 0).to_string(),
+                    unit_axis(b, 0).to_string(),
+                    unit_axis(y, 0).to_string(),
+                    unit_axis(y, 1).to_string(),
+                    unit_axis(mean, 0).to_string(),
+                    unit_axis(rstd, 0).to_string(),
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -954,6 +1058,14 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_prefetch_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(w, 0).to_string(),
+                        unit_axis(b, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
+                        unit_axis(mean, 0).to_string(),
+                        unit_axis(rstd, 0).to_string(),
                     ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
@@ -974,6 +1086,14 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_prefetch_kernel(
                     dtype_names[0].to_string(),
                     block_m.to_string(),
                     tile.to_string(),
+                    unit_axis(x, 0).to_string(),
+                    unit_axis(x, 1).to_string(),
+                    unit_axis(w, 0).to_string(),
+                    unit_axis(b, 0).to_string(),
+                    unit_axis(y, 0).to_string(),
+                    unit_axis(y, 1).to_string(),
+                    unit_axis(mean, 0).to_string(),
+                    unit_axis(rstd, 0).to_string(),
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -1082,6 +1202,14 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_w8_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(w, 0).to_string(),
+                        unit_axis(b, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
+                        unit_axis(mean, 0).to_string(),
+                        unit_axis(rstd, 0).to_string(),
                     ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
@@ -1102,6 +1230,14 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_w8_kernel(
                     dtype_names[0].to_string(),
                     block_m.to_string(),
                     tile.to_string(),
+                    unit_axis(x, 0).to_string(),
+                    unit_axis(x, 1).to_string(),
+                    unit_axis(w, 0).to_string(),
+                    unit_axis(b, 0).to_string(),
+                    unit_axis(y, 0).to_string(),
+                    unit_axis(y, 1).to_string(),
+                    unit_axis(mean, 0).to_string(),
+                    unit_axis(rstd, 0).to_string(),
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }

@@ -12,10 +12,17 @@ pub mod matmul_splitk {
         const TILE_N: i32,
         const TILE_K: i32,
         const GROUP_M: i32,
+        const A_LEN0: i32,
+        const A_LEN1: i32,
+        const B_LEN0: i32,
+        const B_LEN1: i32,
+        const WS_LEN0: i32,
+        const WS_LEN1: i32,
+        const WS_LEN2: i32,
     >(
-        a: &Tensor<f32, { [-1, -1] }>,
-        b: &Tensor<f32, { [-1, -1] }>,
-        ws: &Tensor<f32, { [-1, -1, -1] }>,
+        a: &Tensor<f32, { [A_LEN0, A_LEN1] }>,
+        b: &Tensor<f32, { [B_LEN0, B_LEN1] }>,
+        ws: &Tensor<f32, { [WS_LEN0, WS_LEN1, WS_LEN2] }>,
         k_tiles_per_split: i32,
     ) {
         let a_view: Partition<f32, { [TILE_M, TILE_K] }> = unsafe {
@@ -48,9 +55,17 @@ pub mod matmul_splitk {
         let mut ws_out: PartitionMut<f32, { [1, TILE_M, TILE_N] }> =
             unsafe { ws.partition_full_mut(shape![1, TILE_M, TILE_N]) };
         let split: i32 = get_tile_block_id().1;
-        let a_dim0: i32 = a.shape()[0];
+        let a_dim0: i32 = if A_LEN0 == 1 { 1i32 } else { a.shape()[0] };
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
-        let b_dim1: i32 = b.shape()[1];
+        let b_dim1: i32 = if B_LEN1 == 1 {
+            1i32
+        } else {
+            if B_LEN0 == 1 {
+                b.shape()[0]
+            } else {
+                b.shape()[1]
+            }
+        };
         let num_bn: i32 = ceil_div(b_dim1, TILE_N);
         let bid: i32 = get_tile_block_id().0;
         let blocks_per_group: i32 = GROUP_M * num_bn;
@@ -141,10 +156,17 @@ pub mod matmul_splitk {
         const TILE_N: i32,
         const TILE_K: i32,
         const GROUP_M: i32,
+        const A_LEN0: i32,
+        const A_LEN1: i32,
+        const B_LEN0: i32,
+        const B_LEN1: i32,
+        const WS_LEN0: i32,
+        const WS_LEN1: i32,
+        const WS_LEN2: i32,
     >(
-        a: &Tensor<E, { [-1, -1] }>,
-        b: &Tensor<E, { [-1, -1] }>,
-        ws: &Tensor<f32, { [-1, -1, -1] }>,
+        a: &Tensor<E, { [A_LEN0, A_LEN1] }>,
+        b: &Tensor<E, { [B_LEN0, B_LEN1] }>,
+        ws: &Tensor<f32, { [WS_LEN0, WS_LEN1, WS_LEN2] }>,
         k_tiles_per_split: i32,
     ) {
         let a_view: Partition<E, { [TILE_M, TILE_K] }> = unsafe {
@@ -177,9 +199,17 @@ pub mod matmul_splitk {
         let mut ws_out: PartitionMut<f32, { [1, TILE_M, TILE_N] }> =
             unsafe { ws.partition_full_mut(shape![1, TILE_M, TILE_N]) };
         let split: i32 = get_tile_block_id().1;
-        let a_dim0: i32 = a.shape()[0];
+        let a_dim0: i32 = if A_LEN0 == 1 { 1i32 } else { a.shape()[0] };
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
-        let b_dim1: i32 = b.shape()[1];
+        let b_dim1: i32 = if B_LEN1 == 1 {
+            1i32
+        } else {
+            if B_LEN0 == 1 {
+                b.shape()[0]
+            } else {
+                b.shape()[1]
+            }
+        };
         let num_bn: i32 = ceil_div(b_dim1, TILE_N);
         let bid: i32 = get_tile_block_id().0;
         let blocks_per_group: i32 = GROUP_M * num_bn;
@@ -262,9 +292,18 @@ pub mod matmul_splitk {
 
     /// Translated from `src/tileport/ops/kernels/matmul_splitk.py:54`.
     #[cutile::entry()]
-    pub unsafe fn splitk_reduce_kernel<E: ElementType, const TILE_M: i32, const TILE_N: i32>(
-        ws: &Tensor<f32, { [-1, -1, -1] }>,
-        c: &Tensor<E, { [-1, -1] }>,
+    pub unsafe fn splitk_reduce_kernel<
+        E: ElementType,
+        const TILE_M: i32,
+        const TILE_N: i32,
+        const WS_LEN0: i32,
+        const WS_LEN1: i32,
+        const WS_LEN2: i32,
+        const C_LEN0: i32,
+        const C_LEN1: i32,
+    >(
+        ws: &Tensor<f32, { [WS_LEN0, WS_LEN1, WS_LEN2] }>,
+        c: &Tensor<E, { [C_LEN0, C_LEN1] }>,
     ) {
         let ws_view: Partition<f32, { [1, TILE_M, TILE_N] }> = unsafe {
             make_partition_view(
@@ -288,7 +327,7 @@ pub mod matmul_splitk {
             unsafe { c.partition_full_mut(shape![TILE_M, TILE_N]) };
         let bm: i32 = get_tile_block_id().0;
         let bn: i32 = get_tile_block_id().1;
-        let n_splits: i32 = ws.shape()[0];
+        let n_splits: i32 = if WS_LEN0 == 1 { 1i32 } else { ws.shape()[0] };
         let ws_tile: Tile<f32, { [1, TILE_M, TILE_N] }> = load_view_tko(
             &ws_view,
             [0i32, bm, bn],
@@ -400,6 +439,13 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                             tile_n.to_string(),
                             tile_k.to_string(),
                             group_m.to_string(),
+                            unit_axis(a, 0).to_string(),
+                            unit_axis(a, 1).to_string(),
+                            unit_axis(b, 0).to_string(),
+                            unit_axis(b, 1).to_string(),
+                            unit_axis(ws, 0).to_string(),
+                            unit_axis(ws, 1).to_string(),
+                            unit_axis(ws, 2).to_string(),
                         ],
                         tensors: vec![
                             ("a", a_t.spec().clone()),
@@ -421,6 +467,13 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                         tile_n.to_string(),
                         tile_k.to_string(),
                         group_m.to_string(),
+                        unit_axis(a, 0).to_string(),
+                        unit_axis(a, 1).to_string(),
+                        unit_axis(b, 0).to_string(),
+                        unit_axis(b, 1).to_string(),
+                        unit_axis(ws, 0).to_string(),
+                        unit_axis(ws, 1).to_string(),
+                        unit_axis(ws, 2).to_string(),
                     ])
                     .grid(grid);
                     unsafe { op.async_on(&target.stream) }
@@ -482,6 +535,13 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                                 tile_n.to_string(),
                                 tile_k.to_string(),
                                 group_m.to_string(),
+                                unit_axis(a, 0).to_string(),
+                                unit_axis(a, 1).to_string(),
+                                unit_axis(b, 0).to_string(),
+                                unit_axis(b, 1).to_string(),
+                                unit_axis(ws, 0).to_string(),
+                                unit_axis(ws, 1).to_string(),
+                                unit_axis(ws, 2).to_string(),
                             ],
                             tensors: vec![
                                 ("a", a_t.spec().clone()),
@@ -504,6 +564,13 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                             tile_n.to_string(),
                             tile_k.to_string(),
                             group_m.to_string(),
+                            unit_axis(a, 0).to_string(),
+                            unit_axis(a, 1).to_string(),
+                            unit_axis(b, 0).to_string(),
+                            unit_axis(b, 1).to_string(),
+                            unit_axis(ws, 0).to_string(),
+                            unit_axis(ws, 1).to_string(),
+                            unit_axis(ws, 2).to_string(),
                         ])
                         .grid(grid);
                         unsafe { op.async_on(&target.stream) }
@@ -588,6 +655,11 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
                         dtype_names[0].to_string(),
                         tile_m.to_string(),
                         tile_n.to_string(),
+                        unit_axis(ws, 0).to_string(),
+                        unit_axis(ws, 1).to_string(),
+                        unit_axis(ws, 2).to_string(),
+                        unit_axis(c, 0).to_string(),
+                        unit_axis(c, 1).to_string(),
                     ],
                     tensors: vec![("ws", ws_t.spec().clone()), ("c", c_t.spec().clone())],
                     int_scalars: vec![],
@@ -597,6 +669,11 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
                         dtype_names[0].to_string(),
                         tile_m.to_string(),
                         tile_n.to_string(),
+                        unit_axis(ws, 0).to_string(),
+                        unit_axis(ws, 1).to_string(),
+                        unit_axis(ws, 2).to_string(),
+                        unit_axis(c, 0).to_string(),
+                        unit_axis(c, 1).to_string(),
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }

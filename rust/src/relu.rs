@@ -7,9 +7,14 @@ pub mod relu {
 
     /// Translated from `src/tileport/ops/kernels/relu.py:12`.
     #[cutile::entry()]
-    pub unsafe fn relu_kernel<E: ElementType, const TILE: i32>(
-        x: &Tensor<E, { [-1] }>,
-        y: &Tensor<E, { [-1] }>,
+    pub unsafe fn relu_kernel<
+        E: ElementType,
+        const TILE: i32,
+        const X_LEN0: i32,
+        const Y_LEN0: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0] }>,
+        y: &Tensor<E, { [Y_LEN0] }>,
     ) {
         let x_view: Partition<E, { [TILE] }> = unsafe {
             make_partition_view(x, shape![TILE], padding::None, dim_map::Identity, x.token())
@@ -105,12 +110,22 @@ pub unsafe extern "C" fn tileport_relu_kernel(
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
                 let spec = Specialization {
-                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                    ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
                 };
                 let op = unsafe { relu::relu_kernel(&x_t, &y_t) }
-                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("relu_kernel", e))?;

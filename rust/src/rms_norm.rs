@@ -7,10 +7,19 @@ pub mod rms_norm {
 
     /// Translated from `src/tileport/ops/kernels/rms_norm.py:16`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
-    pub unsafe fn rms_norm_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        w: &Tensor<E, { [-1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+    pub unsafe fn rms_norm_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const W_LEN0: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        w: &Tensor<E, { [W_LEN0] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
         eps: f32,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
@@ -39,7 +48,15 @@ pub mod rms_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = x.shape()[1];
+        let n_cols: i32 = if X_LEN1 == 1 {
+            1i32
+        } else {
+            if X_LEN0 == 1 {
+                x.shape()[0]
+            } else {
+                x.shape()[1]
+            }
+        };
         let w_tile: Tile<E, { [TILE] }> = load_view_tko(
             &w_view,
             [0i32],
@@ -157,6 +174,11 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(w, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
@@ -170,6 +192,11 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(w, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }

@@ -12,9 +12,13 @@ pub mod silu_and_mul {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const BLOCK_M_X_2: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [-1, -1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M_X_2, BLOCK_N] }> = unsafe {
             make_partition_view(
@@ -136,6 +140,10 @@ pub unsafe extern "C" fn tileport_silu_and_mul_kernel(
                         block_m.to_string(),
                         block_n.to_string(),
                         block_m_x_2.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
@@ -146,6 +154,10 @@ pub unsafe extern "C" fn tileport_silu_and_mul_kernel(
                         block_m.to_string(),
                         block_n.to_string(),
                         block_m_x_2.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }

@@ -7,9 +7,17 @@ pub mod softmax {
 
     /// Translated from `src/tileport/ops/kernels/softmax.py:69`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
-    pub unsafe fn softmax_tma_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+    pub unsafe fn softmax_tma_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
             make_partition_view(
@@ -73,9 +81,17 @@ pub mod softmax {
 
     /// Translated from `src/tileport/ops/kernels/softmax.py:74`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
-    pub unsafe fn softmax_tma_wide_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+    pub unsafe fn softmax_tma_wide_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
             make_partition_view(
@@ -145,9 +161,13 @@ pub mod softmax {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [-1, -1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
             make_partition_view(
@@ -231,9 +251,16 @@ pub mod softmax {
 
     /// Translated from `src/tileport/ops/kernels/softmax.py:99`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
-    pub unsafe fn softmax_gather_kernel<E: ElementType, const TILE: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+    pub unsafe fn softmax_gather_kernel<
+        E: ElementType,
+        const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
         x_stride0: i32,
         y_stride0: i32,
     ) {
@@ -241,9 +268,17 @@ pub mod softmax {
         let y_token: Token = y.token();
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
-        let n_rows: i32 = x.shape()[0];
+        let n_rows: i32 = if X_LEN0 == 1 { 1i32 } else { x.shape()[0] };
         let cols: Tile<i32, { [TILE] }> = iota(shape![TILE]);
-        let x_dim1: i32 = x.shape()[1];
+        let x_dim1: i32 = if X_LEN1 == 1 {
+            1i32
+        } else {
+            if X_LEN0 == 1 {
+                x.shape()[0]
+            } else {
+                x.shape()[1]
+            }
+        };
         let x_dim1_tile: Tile<i32, { [TILE] }> = x_dim1.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(cols, x_dim1_tile, predicate::LessThan);
         let t_s0: i32 = x_stride0;
@@ -330,9 +365,17 @@ pub mod softmax {
 
     /// Translated from `src/tileport/ops/kernels/softmax.py:167`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
-    pub unsafe fn softmax_online_kernel<E: ElementType, const BLOCK_M: i32, const CHUNK: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+    pub unsafe fn softmax_online_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const CHUNK: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
@@ -498,9 +541,13 @@ pub mod softmax {
         E: ElementType,
         const BLOCK_M: i32,
         const CHUNK: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [-1, -1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
             make_partition_view(
@@ -706,9 +753,17 @@ pub mod softmax {
     /// without TMA (plain vector accesses, no copy warps or shared-memory staging).
     /// Translated from `src/tileport/ops/kernels/softmax.py:198`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 2,),))]
-    pub unsafe fn softmax_tma_lean_kernel<E: ElementType, const BLOCK_M: i32, const TILE: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+    pub unsafe fn softmax_tma_lean_kernel<
+        E: ElementType,
+        const BLOCK_M: i32,
+        const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
             make_partition_view(
@@ -778,10 +833,19 @@ pub mod softmax {
     /// Pass 1 of (d): block (split, row) stores the max and sum(exp(x - max)) of its column tile.
     /// Translated from `src/tileport/ops/kernels/softmax.py:215`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
-    pub unsafe fn softmax_split_stats_kernel<E: ElementType, const TILE: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        part_max: &Tensor<f32, { [-1, -1] }>,
-        part_sum: &Tensor<f32, { [-1, -1] }>,
+    pub unsafe fn softmax_split_stats_kernel<
+        E: ElementType,
+        const TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const PART_MAX_LEN0: i32,
+        const PART_MAX_LEN1: i32,
+        const PART_SUM_LEN0: i32,
+        const PART_SUM_LEN1: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        part_max: &Tensor<f32, { [PART_MAX_LEN0, PART_MAX_LEN1] }>,
+        part_sum: &Tensor<f32, { [PART_SUM_LEN0, PART_SUM_LEN1] }>,
     ) {
         let x_view: Partition<E, { [1, TILE] }> = unsafe {
             make_partition_view(
@@ -844,11 +908,23 @@ pub mod softmax {
     /// shared-memory staging, no copy warps, no barrier).
     /// Translated from `src/tileport/ops/kernels/softmax.py:228`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
-    pub unsafe fn softmax_split_write_kernel<E: ElementType, const TILE: i32, const SPLITS: i32>(
-        x: &Tensor<E, { [-1, -1] }>,
-        part_max: &Tensor<f32, { [-1, -1] }>,
-        part_sum: &Tensor<f32, { [-1, -1] }>,
-        y: &Tensor<E, { [-1, -1] }>,
+    pub unsafe fn softmax_split_write_kernel<
+        E: ElementType,
+        const TILE: i32,
+        const SPLITS: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const PART_MAX_LEN0: i32,
+        const PART_MAX_LEN1: i32,
+        const PART_SUM_LEN0: i32,
+        const PART_SUM_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        part_max: &Tensor<f32, { [PART_MAX_LEN0, PART_MAX_LEN1] }>,
+        part_sum: &Tensor<f32, { [PART_SUM_LEN0, PART_SUM_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let part_max_view: Partition<f32, { [1, SPLITS] }> = unsafe {
             make_partition_view(
@@ -1037,6 +1113,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
@@ -1046,6 +1126,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -1126,6 +1210,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
@@ -1135,6 +1223,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -1216,6 +1308,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
@@ -1225,6 +1321,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -1300,7 +1400,14 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 let x_t = target.tensor::<E>(x);
                 let y_t = target.tensor::<E>(y);
                 let spec = Specialization {
-                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
+                    ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![
                         ("x_stride0", x.strides[0] as i32),
@@ -1315,7 +1422,14 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                         y.strides[0] as i32,
                     )
                 }
-                .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                .generics(vec![
+                    dtype_names[0].to_string(),
+                    tile.to_string(),
+                    unit_axis(x, 0).to_string(),
+                    unit_axis(x, 1).to_string(),
+                    unit_axis(y, 0).to_string(),
+                    unit_axis(y, 1).to_string(),
+                ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("softmax_gather_kernel", e))?;
@@ -1395,6 +1509,10 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         chunk.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
@@ -1404,6 +1522,10 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         chunk.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -1484,6 +1606,10 @@ pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         chunk.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
@@ -1493,6 +1619,10 @@ pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         chunk.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -1573,6 +1703,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_lean_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
                     int_scalars: vec![],
@@ -1582,6 +1716,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_lean_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
@@ -1661,7 +1799,16 @@ pub unsafe extern "C" fn tileport_softmax_split_stats_kernel(
                 let part_max_t = target.tensor::<f32>(part_max);
                 let part_sum_t = target.tensor::<f32>(part_sum);
                 let spec = Specialization {
-                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(part_max, 0).to_string(),
+                        unit_axis(part_max, 1).to_string(),
+                        unit_axis(part_sum, 0).to_string(),
+                        unit_axis(part_sum, 1).to_string(),
+                    ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
                         ("part_max", part_max_t.spec().clone()),
@@ -1671,7 +1818,16 @@ pub unsafe extern "C" fn tileport_softmax_split_stats_kernel(
                 };
                 let op =
                     unsafe { softmax::softmax_split_stats_kernel(&x_t, &part_max_t, &part_sum_t) }
-                        .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                        .generics(vec![
+                            dtype_names[0].to_string(),
+                            tile.to_string(),
+                            unit_axis(x, 0).to_string(),
+                            unit_axis(x, 1).to_string(),
+                            unit_axis(part_max, 0).to_string(),
+                            unit_axis(part_max, 1).to_string(),
+                            unit_axis(part_sum, 0).to_string(),
+                            unit_axis(part_sum, 1).to_string(),
+                        ])
                         .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("softmax_split_stats_kernel", e))?;
@@ -1764,6 +1920,14 @@ pub unsafe extern "C" fn tileport_softmax_split_write_kernel(
                         dtype_names[0].to_string(),
                         tile.to_string(),
                         splits.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(part_max, 0).to_string(),
+                        unit_axis(part_max, 1).to_string(),
+                        unit_axis(part_sum, 0).to_string(),
+                        unit_axis(part_sum, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![
                         ("x", x_t.spec().clone()),
@@ -1780,6 +1944,14 @@ pub unsafe extern "C" fn tileport_softmax_split_write_kernel(
                     dtype_names[0].to_string(),
                     tile.to_string(),
                     splits.to_string(),
+                    unit_axis(x, 0).to_string(),
+                    unit_axis(x, 1).to_string(),
+                    unit_axis(part_max, 0).to_string(),
+                    unit_axis(part_max, 1).to_string(),
+                    unit_axis(part_sum, 0).to_string(),
+                    unit_axis(part_sum, 1).to_string(),
+                    unit_axis(y, 0).to_string(),
+                    unit_axis(y, 1).to_string(),
                 ])
                 .grid(grid);
                 unsafe { op.async_on(&target.stream) }

@@ -232,6 +232,23 @@ pub fn require_dtype(name: &str, d: &TensorDesc, code: i32) -> Result<()> {
     Ok(())
 }
 
+/// The static length an entry takes for `axis` of an array (its unit-axis generic): 1 where the launch's
+/// length is 1, as cuTile Python's launcher compiles such an axis, else -1 (dynamic). cutile 0.5.0 gives the
+/// k-th dynamic axis of an entry's tensor the shape divisibility of axis k, not of its own axis (the two
+/// differ once a static axis precedes it): the array's axes of length 1 are static only where what that
+/// claims of each dynamic length holds, else every axis of the array stays dynamic.
+pub fn unit_axis(d: &TensorDesc, axis: usize) -> i32 {
+    let n = (d.ndim.max(0) as usize).min(MAX_DIMS);
+    let dims = &d.shape[..n];
+    // cutile's `DivHint::from_value`: the largest power of two dividing the length, at most 16 (0: 16)
+    let div = |v: i64| if v == 0 { 16 } else { (v & -v).min(16) };
+    let sound = (0..n)
+        .filter(|&i| dims[i] != 1)
+        .enumerate()
+        .all(|(k, i)| dims[i] % div(dims[k]) == 0);
+    if sound && dims[axis] == 1 { 1 } else { -1 }
+}
+
 /// Outputs are written by many blocks at once: their elements must not overlap (the dimensions,
 /// sorted by stride, each start past the span of the ones below; no heap allocation).
 pub fn require_disjoint(name: &str, d: &TensorDesc) -> Result<()> {

@@ -7,10 +7,16 @@ pub mod swiglu {
 
     /// Translated from `src/tileport/ops/kernels/swiglu.py:18`.
     #[cutile::entry()]
-    pub unsafe fn swiglu_kernel<E: ElementType, const TILE: i32>(
-        a: &Tensor<E, { [-1] }>,
-        b: &Tensor<E, { [-1] }>,
-        y: &Tensor<E, { [-1] }>,
+    pub unsafe fn swiglu_kernel<
+        E: ElementType,
+        const TILE: i32,
+        const A_LEN0: i32,
+        const B_LEN0: i32,
+        const Y_LEN0: i32,
+    >(
+        a: &Tensor<E, { [A_LEN0] }>,
+        b: &Tensor<E, { [B_LEN0] }>,
+        y: &Tensor<E, { [Y_LEN0] }>,
     ) {
         let a_view: Partition<E, { [TILE] }> = unsafe {
             make_partition_view(a, shape![TILE], padding::None, dim_map::Identity, a.token())
@@ -116,7 +122,13 @@ pub unsafe extern "C" fn tileport_swiglu_kernel(
                 let b_t = target.tensor::<E>(b);
                 let y_t = target.tensor::<E>(y);
                 let spec = Specialization {
-                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        tile.to_string(),
+                        unit_axis(a, 0).to_string(),
+                        unit_axis(b, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                    ],
                     tensors: vec![
                         ("a", a_t.spec().clone()),
                         ("b", b_t.spec().clone()),
@@ -125,7 +137,13 @@ pub unsafe extern "C" fn tileport_swiglu_kernel(
                     int_scalars: vec![],
                 };
                 let op = unsafe { swiglu::swiglu_kernel(&a_t, &b_t, &y_t) }
-                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        tile.to_string(),
+                        unit_axis(a, 0).to_string(),
+                        unit_axis(b, 0).to_string(),
+                        unit_axis(y, 0).to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("swiglu_kernel", e))?;

@@ -7,10 +7,16 @@ pub mod vector_add {
 
     /// Translated from `src/tileport/ops/kernels/vector_add.py:15`.
     #[cutile::entry()]
-    pub unsafe fn vector_add_kernel<E: ElementType, const TILE: i32>(
-        a: &Tensor<E, { [-1] }>,
-        b: &Tensor<E, { [-1] }>,
-        c: &Tensor<E, { [-1] }>,
+    pub unsafe fn vector_add_kernel<
+        E: ElementType,
+        const TILE: i32,
+        const A_LEN0: i32,
+        const B_LEN0: i32,
+        const C_LEN0: i32,
+    >(
+        a: &Tensor<E, { [A_LEN0] }>,
+        b: &Tensor<E, { [B_LEN0] }>,
+        c: &Tensor<E, { [C_LEN0] }>,
     ) {
         let a_view: Partition<E, { [TILE] }> = unsafe {
             make_partition_view(a, shape![TILE], padding::None, dim_map::Identity, a.token())
@@ -108,7 +114,13 @@ pub unsafe extern "C" fn tileport_vector_add_kernel(
                 let b_t = target.tensor::<E>(b);
                 let c_t = target.tensor::<E>(c);
                 let spec = Specialization {
-                    generics: vec![dtype_names[0].to_string(), tile.to_string()],
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        tile.to_string(),
+                        unit_axis(a, 0).to_string(),
+                        unit_axis(b, 0).to_string(),
+                        unit_axis(c, 0).to_string(),
+                    ],
                     tensors: vec![
                         ("a", a_t.spec().clone()),
                         ("b", b_t.spec().clone()),
@@ -117,7 +129,13 @@ pub unsafe extern "C" fn tileport_vector_add_kernel(
                     int_scalars: vec![],
                 };
                 let op = unsafe { vector_add::vector_add_kernel(&a_t, &b_t, &c_t) }
-                    .generics(vec![dtype_names[0].to_string(), tile.to_string()])
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        tile.to_string(),
+                        unit_axis(a, 0).to_string(),
+                        unit_axis(b, 0).to_string(),
+                        unit_axis(c, 0).to_string(),
+                    ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
                     .map_err(|e| launch_error("vector_add_kernel", e))?;

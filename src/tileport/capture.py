@@ -146,6 +146,8 @@ def _eval_dim(expr: str, consts: dict) -> int:
     def ev(n):
         if isinstance(n, ast.Constant):
             return int(n.value)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):  # a capture value -1 (a dynamic length)
+            return -ev(n.operand)
         if isinstance(n, ast.Name):
             return int(consts[n.id])
         if isinstance(n, ast.BinOp) and type(n.op) in ops:

@@ -276,7 +276,8 @@ class Row:
 
     Facts: `value` ("tile" / "scalar": the result), `elem` and `operand` (the element kind of the
     result and of the first operand: "f", "i", "u", "b"), `width` (an integer cast: "narrow", "same",
-    "widen"), and every attribute of the operation by its name."""
+    "widen"), `unit_axis` (an `array_dim` of an axis whose static length the launcher chooses), and every
+    attribute of the operation by its name."""
 
     kind: str
     when: Mapping[str, Any] = field(default_factory=dict)
@@ -307,6 +308,7 @@ ROWS: list[Row] = [
     # ---- grid, arrays, plain values
     Row("bid", template=GRID["bid"]),
     Row("num_blocks", template=GRID["num_blocks"]),
+    Row("array_dim", when={"unit_axis": True}, method="array_dim_at_launch"),
     Row("array_dim", template=ARRAY_DIM),
     Row("array_stride", method="array_stride"),
     Row("num_tiles", method="num_tiles"),

@@ -65,4 +65,5 @@ def test_derived_constant_with_a_parenthesized_operand(tmp_path):
     assert "let block_x_2_plus_n = (block * 2i32) + n;" in lines
     manifest = json.loads(report.files["kernels.json"])["entries"][0]["variants"][0]
     assert manifest["derived"] == {"BLOCK_PLUS_BLOCK_DIV_2": "((BLOCK + BLOCK) // 2)",
-                                   "BLOCK_X_2_PLUS_N": "((BLOCK * 2) + N)"}
+                                   "BLOCK_X_2_PLUS_N": "((BLOCK * 2) + N)",
+                                   "X_LEN0": "-1", "Y_LEN0": "-1"}  # the arrays' lengths: dynamic when captured

@@ -67,8 +67,9 @@ def test_load_store_index_and_shape(tmp_path):
     """)
     vadd = entry_text(mod, "vadd")
     assert_lines(vadd,
-                 "pub unsafe fn vadd<E: ElementType, const TILE: i32>(a: &Tensor<E, { [-1] }>, "
-                 "b: &Tensor<E, { [-1] }>, c: &Tensor<E, { [-1] }>) {",
+                 "pub unsafe fn vadd<E: ElementType, const TILE: i32, const A_LEN0: i32, const B_LEN0: i32, "
+                 "const C_LEN0: i32>(a: &Tensor<E, { [A_LEN0] }>, b: &Tensor<E, { [B_LEN0] }>, "
+                 "c: &Tensor<E, { [C_LEN0] }>) {",
                  "let a_view: Partition<E, { [TILE] }> = unsafe { make_partition_view(a, shape![TILE], "
                  "padding::None, dim_map::Identity, a.token()) };",
                  "let mut c_out: PartitionMut<E, { [TILE] }> = unsafe { c.partition_full_mut(shape![TILE]) };",
@@ -169,7 +170,7 @@ def test_gather_scatter_with_bounds_checks_mask_and_padding(tmp_path):
                  # (unsigned), multiply by the constant last stride 1, offset the broadcast base pointer.
                  "let x_token: Token = x.token();",
                  "let {_}: Tile<u64, { [TILE] }> = exti(offs);",
-                 "let {_}: i32 = x.shape()[0];",
+                 "let {_}: i32 = if X_LEN0 == 1 { 1i32 } else { x.shape()[0] };",
                  "let {_}: Tile<i32, { [] }> = scalar_to_tile({_});",
                  "let {_}: Tile<u64, { [] }> = exti({_});",
                  "let {_}: Tile<u64, { [1] }> = {_}.reshape(shape![1]);",
@@ -206,8 +207,9 @@ def test_gather_2d_int_padding_and_unchecked_scatter(tmp_path):
     entry = entry_text(mod, "g2")
     assert_lines(entry,
                  # the row stride is the only dynamic stride: the launcher passes it as an argument
-                 "pub unsafe fn g2<const TM: i32, const TN: i32>(x: &Tensor<i32, { [-1, -1] }>, "
-                 "y: &Tensor<i32, { [-1, -1] }>, x_stride0: i32, y_stride0: i32) {",
+                 "pub unsafe fn g2<const TM: i32, const TN: i32, const X_LEN0: i32, const X_LEN1: i32, "
+                 "const Y_LEN0: i32, const Y_LEN1: i32>(x: &Tensor<i32, { [X_LEN0, X_LEN1] }>, "
+                 "y: &Tensor<i32, { [Y_LEN0, Y_LEN1] }>, x_stride0: i32, y_stride0: i32) {",
                  "let {_}: Tile<u64, { [TM, 1] }> = exti(rows_r);",
                  "let {_}: Tile<u64, { [TM, TN] }> = {_}.broadcast(shape![TM, TN]);",
                  "let {_}: i32 = x_stride0;",
@@ -562,9 +564,10 @@ def test_transpose_permute_reshape_and_broadcasts(tmp_path):
                  "let tt: Tile<f32, { [TN, TM] }> = t.transpose();",
                  "let p2: Tile<f32, { [TM, TN] }> = tt.transpose();",
                  # TM * TN in a type position: a derived const generic
-                 "pub unsafe fn shapes<const TM: i32, const TN: i32, const TM_X_TN: i32>(x: &Tensor<f32, "
-                 "{ [-1, -1] }>, v: &Tensor<f32, { [-1] }>, y: &Tensor<f32, { [-1, -1] }>, "
-                 "z: &Tensor<f32, { [-1] }>) {",
+                 "pub unsafe fn shapes<const TM: i32, const TN: i32, const TM_X_TN: i32, const X_LEN0: i32, "
+                 "const X_LEN1: i32, const V_LEN0: i32, const Y_LEN0: i32, const Y_LEN1: i32, const Z_LEN0: i32>("
+                 "x: &Tensor<f32, { [X_LEN0, X_LEN1] }>, v: &Tensor<f32, { [V_LEN0] }>, "
+                 "y: &Tensor<f32, { [Y_LEN0, Y_LEN1] }>, z: &Tensor<f32, { [Z_LEN0] }>) {",
                  "let flat: Tile<f32, { [TM_X_TN] }> = p2.reshape(shape![TM_X_TN]);",
                  "let e: Tile<f32, { [1, TN] }> = row.reshape(shape![1, TN]);",
                  "let bt: Tile<f32, { [TM, TN] }> = e.broadcast(shape![TM, TN]);",
@@ -575,7 +578,9 @@ def test_transpose_permute_reshape_and_broadcasts(tmp_path):
                  "let {_}: Tile<f32, { [1, TN] }> = row.reshape(shape![1, TN]);")
     launcher = launcher_text(mod, "tileport_shapes")
     assert_lines(launcher, "let tm_x_tn = tm * tn;", 'check_tile_dim("TM_X_TN", tm_x_tn)?;',
-                 ".generics(vec![tm.to_string(), tn.to_string(), tm_x_tn.to_string()])")
+                 ".generics(vec![tm.to_string(), tn.to_string(), tm_x_tn.to_string(), unit_axis(x, 0).to_string(), "
+                 "unit_axis(x, 1).to_string(), unit_axis(v, 0).to_string(), unit_axis(y, 0).to_string(), "
+                 "unit_axis(y, 1).to_string(), unit_axis(z, 0).to_string()])")
 
 
 # ---------------------------------------------------------------- scalars: cdiv, num_tiles, shapes
@@ -591,7 +596,7 @@ def test_cdiv_num_tiles_and_array_shape(tmp_path):
                 ct.store(y, index=(num_bm, k), tile=ct.load(a, index=(0, k), shape=(TM, TK)))
     """)
     assert_lines(mod,
-                 "let {_}: i32 = a.shape()[0];",
+                 "let {_}: i32 = if A_LEN0 == 1 { 1i32 } else { a.shape()[0] };",
                  "let num_bm: i32 = ceil_div({_}, TM);",
                  "let num_k: i32 = num_tiles(&a_view, 1i32);",
                  "for k in 0i32..num_k {")
@@ -747,15 +752,18 @@ def test_constant_int_becomes_const_generic(tmp_path):
             t = ct.load(x, index=(ct.bid(0), 0), shape=(BLOCK_M, TILE))
             ct.store(y, index=(ct.bid(0), 0), tile=t)
     """)
-    assert_lines(mod, "pub unsafe fn generic<E: ElementType, const BLOCK_M: i32, const TILE: i32>("
-                      "x: &Tensor<E, { [-1, -1] }>, y: &Tensor<E, { [-1, -1] }>) {")
+    assert_lines(mod, "pub unsafe fn generic<E: ElementType, const BLOCK_M: i32, const TILE: i32, "
+                      "const X_LEN0: i32, const X_LEN1: i32, const Y_LEN0: i32, const Y_LEN1: i32>(x: &Tensor<E, { [X_LEN0, X_LEN1] }>, "
+                      "y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>) {")
     launcher = launcher_text(mod, "tileport_generic")
     assert_lines(launcher,
                  "pub unsafe extern \"C\" fn tileport_generic(x: *const TensorDesc, y: *const TensorDesc, "
                  "block_m: i32, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, "
                  "stream: u64) -> i32 {",
                  'check_tile_dim("BLOCK_M", block_m)?;', 'check_tile_dim("TILE", tile)?;',
-                 ".generics(vec![dtype_names[0].to_string(), block_m.to_string(), tile.to_string()])")
+                 ".generics(vec![dtype_names[0].to_string(), block_m.to_string(), tile.to_string(), "
+                 "unit_axis(x, 0).to_string(), unit_axis(x, 1).to_string(), unit_axis(y, 0).to_string(), "
+                 "unit_axis(y, 1).to_string()])")
     assert len(json.loads(report.files["kernels.json"])["entries"][0]["variants"]) == 1
 
 
@@ -771,7 +779,8 @@ def test_dtype_generic_dispatches_exactly_the_configured_dtypes(tmp_path, dtypes
     consts = {"f32": "F32", "f16": "F16", "bf16": "BF16"}
     if dtypes is not None and len(dtypes) == 1:
         # one dtype in use: no generic, a fixed element type checked by the launcher
-        assert "pub unsafe fn relu<const TILE: i32>(x: &Tensor<bf16, { [-1] }>" in mod
+        assert "pub unsafe fn relu<const TILE: i32, const X_LEN0: i32, const Y_LEN0: i32>(" in mod
+        assert "x: &Tensor<bf16, { [X_LEN0] }>" in mod
         assert_lines(launcher, 'require_dtype("x", x, dtype::BF16)?;', 'require_dtype("y", y, dtype::BF16)?;')
         return
     expected = dtypes or ("f32", "f16", "bf16")  # no configuration: the float dtypes
@@ -789,7 +798,7 @@ def test_two_dtype_groups_dispatch_over_used_combinations(tmp_path):
         def cast(x, y, TILE: ConstInt):
             ct.store(y, index=(ct.bid(0),), tile=ct.astype(ct.load(x, index=(ct.bid(0),), shape=(TILE,)), y.dtype))
     """, {"cast": [{"x": "f32", "y": "f16"}, {"x": "f16", "y": "f32"}, {"x": "bf16", "y": "f32"}]})
-    assert "pub unsafe fn cast<E: ElementType, E2: ElementType, const TILE: i32>(" in mod
+    assert "pub unsafe fn cast<E: ElementType, E2: ElementType, const TILE: i32, const X_LEN0: i32, " in mod
     launcher = launcher_text(mod, "tileport_cast")
     arms = [line for line in lines(launcher) if line.startswith("(dtype::")]
     assert arms == ['(dtype::F32, dtype::F16) => launch!(f32, f16, ["f32", "f16"]),',
@@ -815,10 +824,10 @@ def test_bool_constant_changing_types_gives_entries_selected_by_the_launcher(tmp
                      {"x": "f32", "y": "f32", "MODE": 2, "UPCAST": False}]})
     assert report.results[0].entries == ["branch_mode1_upcast1", "branch_mode2_upcast0"]
     up = entry_text(mod, "branch_mode1_upcast1")
-    assert_lines(up, "pub unsafe fn branch_mode1_upcast1<const TILE: i32>(x: &Tensor<f16, { [-1] }>, "
-                     "y: &Tensor<f16, { [-1] }>) {",
+    assert_lines(up, "pub unsafe fn branch_mode1_upcast1<const TILE: i32, const X_LEN0: i32, const Y_LEN0: i32>("
+                     "x: &Tensor<f16, { [X_LEN0] }>, y: &Tensor<f16, { [Y_LEN0] }>) {",
                  "let t: Tile<f32, { [TILE] }> = convert_tile(t);")
-    assert "pub unsafe fn branch_mode2_upcast0<E: ElementType, const TILE: i32>(" in mod
+    assert "pub unsafe fn branch_mode2_upcast0<E: ElementType, const TILE: i32, const X_LEN0: i32, " in mod
     launcher = launcher_text(mod, "tileport_branch")
     # pinned constants stay C arguments: they select the entry
     assert ("fn tileport_branch(x: *const TensorDesc, y: *const TensorDesc, tile: i32, mode: i32, upcast: bool, "
@@ -845,8 +854,9 @@ def test_constant_arithmetic_in_type_positions_gives_derived_const_generics(tmp_
     """, {"derived": [{"x": "f32", "y": "f32", "h": "f32"}]})
     assert_lines(mod,
                  "pub unsafe fn derived<const BLOCK: i32, const N: i32, const BLOCK_X_2: i32, "
-                 "const BLOCK_DIV_2: i32>(x: &Tensor<f32, { [-1, -1] }>, y: &Tensor<f32, { [-1, -1] }>, "
-                 "h: &Tensor<f32, { [-1, -1] }>) {",
+                 "const BLOCK_DIV_2: i32, const X_LEN0: i32, const X_LEN1: i32, const Y_LEN0: i32, const Y_LEN1: i32, const H_LEN0: i32, const H_LEN1: i32>("
+                 "x: &Tensor<f32, { [X_LEN0, X_LEN1] }>, y: &Tensor<f32, { [Y_LEN0, Y_LEN1] }>, "
+                 "h: &Tensor<f32, { [H_LEN0, H_LEN1] }>) {",
                  "let t: Tile<f32, { [BLOCK_X_2, N] }> = load_view_tko(&x_view, [{_}, 0i32], ordering::Weak, "
                  "scope::TileBlock, None, tma::Enabled);")
     launcher = launcher_text(mod, "tileport_derived")
@@ -854,9 +864,12 @@ def test_constant_arithmetic_in_type_positions_gives_derived_const_generics(tmp_
                  "let block_x_2 = 2i32 * block;", 'check_tile_dim("BLOCK_X_2", block_x_2)?;',
                  "let block_div_2 = block.div_euclid(2i32);",
                  ".generics(vec![block.to_string(), n.to_string(), block_x_2.to_string(), "
-                 "block_div_2.to_string()])")
+                 "block_div_2.to_string(), unit_axis(x, 0).to_string(), unit_axis(x, 1).to_string(), "
+                 "unit_axis(y, 0).to_string(), unit_axis(y, 1).to_string(), unit_axis(h, 0).to_string(), "
+                 "unit_axis(h, 1).to_string()])")
     variant = json.loads(report.files["kernels.json"])["entries"][0]["variants"][0]
-    assert variant["derived"] == {"BLOCK_X_2": "(2 * BLOCK)", "BLOCK_DIV_2": "(BLOCK // 2)"}
+    assert variant["derived"] == {"BLOCK_X_2": "(2 * BLOCK)", "BLOCK_DIV_2": "(BLOCK // 2)"} | {
+        f"{a}_LEN{i}": "-1" for a in "XYH" for i in (0, 1)}  # the arrays' lengths: dynamic in the capture
 
 
 def test_float_constants_become_decimal_literals(tmp_path):

@@ -50,7 +50,7 @@ def test_an_alignment_the_strides_can_raise_is_a_generic_of_the_entry(tmp_path):
     text, _ = _translated(tmp_path)
     body = entry_text(text, "k_hy16_hx2")
     # row HX - 1 = 1: 1 x stride x 8 bytes is 8-byte aligned as captured, 16 when the stride is 16-byte divisible
-    assert "const U_SLICE_ALIGNED: i32>(" in body.splitlines()[0], body.splitlines()[0]
+    assert "const U_SLICE_ALIGNED: i32, const U_LEN0: i32" in body.splitlines()[0], body.splitlines()[0]
     assert "unsafe { assume_div_by::<_, U_SLICE_ALIGNED>(u_slice_at) }" in body, body
     # row 2 (2 x stride x 8 bytes) is 16-byte aligned whatever the stride; column 15 is 8 whatever it is
     assert "unsafe { assume_div_by::<_, 16>(u_slice_1_at) }" in body, body
@@ -63,14 +63,17 @@ def test_the_manifest_gives_the_capture_value_and_the_launcher_the_launch_value(
     text, report = _translated(tmp_path)
     (entry,) = json.loads(report.files["kernels.json"])["entries"]
     (variant,) = entry["variants"]
-    assert variant["generics"] == ["TX", "TY", "U_SLICE_ALIGNED"], variant["generics"]
-    assert variant["derived"] == {"U_SLICE_ALIGNED": "8"}, variant["derived"]  # what the capture IR export uses
+    lengths = ["U_LEN0", "U_LEN1", "OUT_LEN0", "OUT_LEN1"]  # the arrays' (tests/translator/test_unit_axis.py)
+    assert variant["generics"] == ["TX", "TY", "U_SLICE_ALIGNED", *lengths], variant["generics"]
+    # what the capture IR export uses
+    assert variant["derived"] == {"U_SLICE_ALIGNED": "8"} | dict.fromkeys(lengths, "-1"), variant["derived"]
     launcher = " ".join(launcher_text(text, "tileport_k").split())
     # the row stride is 16-byte divisible: the row offset drops out; else 1 x 8 bytes; the column offset 16 x 8
     assert ("let u_slice_aligned: i32 = { let size = std::mem::size_of::<f64>() as i64; "
             "[if u.strides[0] * size % 16 == 0 { 0 } else { 1 * size }, 16 * size].into_iter()"
             ".fold(16i64, |d, t| if t == 0 { d } else { d.min(t & -t) }) as i32 };") in launcher, launcher
-    generics = "vec![tx.to_string(), ty.to_string(), u_slice_aligned.to_string()]"
+    generics = ("vec![tx.to_string(), ty.to_string(), u_slice_aligned.to_string(), unit_axis(u, 0).to_string(), "
+                "unit_axis(u, 1).to_string(), unit_axis(out, 0).to_string(), unit_axis(out, 1).to_string()]")
     assert f"Specialization {{ generics: {generics}," in launcher and f".generics({generics})" in launcher
 
 
@@ -91,7 +94,8 @@ def test_last_axis_slices_and_even_rows_stay_constant(tmp_path):
     body = entry_text(module_text(report, path), "k")
     assert "ALIGNED" not in body, body
     assert "assume_div_by::<_, 8>(u_at)" in body and "assume_div_by::<_, 16>(u_at_1)" in body, body
-    assert json.loads(report.files["kernels.json"])["entries"][0]["variants"][0]["derived"] == {}
+    assert set(json.loads(report.files["kernels.json"])["entries"][0]["variants"][0]["derived"]) == {
+        "U_LEN0", "U_LEN1", "OUT_LEN0", "OUT_LEN1"}  # the arrays' lengths only
 
 
 @pytest.mark.parametrize("steps, size, captured, launched", [

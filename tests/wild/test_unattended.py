@@ -151,7 +151,7 @@ def test_unconfigured_dtypes_are_those_the_kernel_type_checks_with(tmp_path):
             ct.store(out, index=(ct.bid(0),), tile=acc)
     """)
     _, text = translated(path)
-    assert "x: &Tensor<f32, { [-1] }>" in entry_text(text, "k")
+    assert "x: &Tensor<f32, { [X_LEN0] }>" in entry_text(text, "k")
     assert "ElementType" not in entry_text(text, "k")
 
 
@@ -187,7 +187,7 @@ def test_index_arrays_are_integers(tmp_path):
     """)
     _, text = translated(path)
     body = entry_text(text, "k")
-    assert "ids: &Tensor<i64, { [-1] }>" in body
+    assert "ids: &Tensor<i64, { [IDS_LEN0] }>" in body
     # an i64 index is reinterpreted as u64 for the address arithmetic (no trunci: same width)
     assert has_line(body, "let {_}: Tile<u64, { [TILE, 1] }> = bitcast(rows2);") and "trunci" not in body
 
@@ -379,7 +379,7 @@ def test_helpers_imported_from_a_sibling_module(tmp_path):
     """)
     _, text = translated(path)
     body = entry_text(text, "k")
-    assert "padding::Zero" in body and "x: &Tensor<E, { [-1] }>" in body
+    assert "padding::Zero" in body and "x: &Tensor<E, { [X_LEN0] }>" in body
 
 
 def test_imported_name_that_is_not_a_helper_is_located(tmp_path):
@@ -541,9 +541,10 @@ def test_entries_split_by_dtype_are_selected_by_dtype(tmp_path):
                  if e["kernel"] == "fma_per_dtype_kernel")
     kernels, _ = lower(str(DATA), None, only=["fma_per_dtype_kernel"])
     variants = [{"entry": k.name, "pinned": {}, "dtypes": _array_dtypes(k)} for k in kernels]
-    for dt, name, generics in (("float32", "fma_per_dtype_kernel_f32", ["64"]),
-                               ("float16", "fma_per_dtype_kernel_f16_bf16", ["f16", "64"]),
-                               ("bfloat16", "fma_per_dtype_kernel_f16_bf16", ["bf16", "64"])):
+    lengths = ["-1"] * 4  # x, y: every length dynamic in a capture (the arrays' unit-axis generics)
+    for dt, name, generics in (("float32", "fma_per_dtype_kernel_f32", ["64", *lengths]),
+                               ("float16", "fma_per_dtype_kernel_f16_bf16", ["f16", "64", *lengths]),
+                               ("bfloat16", "fma_per_dtype_kernel_f16_bf16", ["bf16", "64", *lengths])):
         cap = Capture("fma_per_dtype_kernel", {"x": (dt, 2), "y": (dt, 2)}, {}, {"TILE": 64})
         assert generic_arguments(entry, cap) == (name, generics), dt
         assert _variant_of(cap, variants) == name, dt

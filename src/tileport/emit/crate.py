@@ -25,8 +25,8 @@ from tileport.diagnostics import Diagnostic
 from tileport.emit.rust_ffi import (KernelGroup, emit_launcher, pinned_codes, pinned_kind, signature,
                                    tile_dim_consts, written_arrays)
 from tileport.emit.names import RESERVED_MODULES, RUST_KEYWORDS
-from tileport.emit.rust_kernel import (alignment_generic, derived_dims, derived_name, emit_kernel, launch_alignments,
-                                       stride_params)
+from tileport.emit.rust_kernel import (UNIT_AXIS_CAPTURE, alignment_generic, derived_dims, derived_name, emit_kernel,
+                                       launch_alignments, stride_params, unit_axis_generics)
 from tileport.model.ir import Kernel
 from tileport.runtime.abi import ABI_VERSION
 from tileport.toolchain import CUTILE_CRATE_VERSION
@@ -191,10 +191,15 @@ def manifest_entry(group: KernelGroup, source: str) -> dict:
             "dtype_vars": {dv.name: list(vals) for dv, vals in v.dtype_vars.items()},
             "stride_args": [[a, d] for a, d in stride_params(v)],
             "generics": [dv.name for dv in v.dtype_vars] + [p.name for p in v.const_params]
-            + [derived_name(d) for d in derived_dims(v)] + [alignment_generic(st) for st in launch_alignments(v)],
-            # a view alignment the launcher computes: its value for the capture signature (no stride divisible)
+            + [derived_name(d) for d in derived_dims(v)] + [alignment_generic(st) for st in launch_alignments(v)]
+            + list(unit_axis_generics(v).values()),
+            # a generic the launcher computes: its value for the capture signature (no stride divisible, no
+            # length known)
             "derived": {derived_name(d): str(d) for d in derived_dims(v)}
-            | {alignment_generic(st): str(st.op.attr("divisor")) for st in launch_alignments(v)},
+            | {alignment_generic(st): str(st.op.attr("divisor")) for st in launch_alignments(v)}
+            | {g: str(UNIT_AXIS_CAPTURE) for g in unit_axis_generics(v).values()},
+            # the array axis each unit-axis generic gives a static length (1 or -1, the launcher's choice)
+            "unit_axes": {g: [array, axis] for (array, axis), g in unit_axis_generics(v).items()},
         } for v in group.variants],
     }
 

@@ -14,7 +14,7 @@ from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.emit.names import fresh_name
 from tileport.emit.rust_kernel import (alignment_generic, array_roots, derived_dims, derived_name, launch_alignments,
-                                       stride_param_name, stride_params, type_dims)
+                                       stride_param_name, stride_params, type_dims, unit_axis_generics)
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.model.types import DVar, Sym
 
@@ -382,6 +382,8 @@ def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]
     for st in launch_alignments(variant):
         lines += _alignment_lines(variant, st, arg_names)
         generics.append(f"{alignment_generic(st).lower()}.to_string()")
+    # the static length of each array axis, chosen from the launch's lengths (support.rs `unit_axis`)
+    generics += [f"unit_axis({arg_names[array]}, {axis}).to_string()" for array, axis in unit_axis_generics(variant)]
     listed = f"vec![{', '.join(generics)}]"
     lines.append(f"let spec = Specialization {{ generics: {listed}, tensors: vec![{', '.join(tensors)}], "
                  f"int_scalars: vec![{', '.join(ints)}] }};")

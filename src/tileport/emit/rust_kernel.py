@@ -102,6 +102,24 @@ def alignment_generic(st: Let) -> str:
     return st.name.upper()
 
 
+def unit_axis_generics(kernel: Kernel) -> dict[tuple[str, int], str]:
+    """The entry const generic of each array parameter axis whose static length the launcher chooses, by
+    (parameter, axis), in parameter order: 1 where the launch's length is 1, -1 (dynamic) elsewhere. cuTile
+    Python's launcher compiles a length-1 axis as the constant 1 (a kernel per such launch); a port that kept
+    it dynamic lost what that constant folds (a split axis of length 1: 3x the instructions). Only kernels
+    whose source launcher does so (`Kernel.launch_unit_axes`) get them."""
+    if not kernel.launch_unit_axes:
+        return {}
+    taken = ({dv.name for dv in kernel.dtype_vars} | {p.name for p in kernel.const_params}
+             | {derived_name(d) for d in derived_dims(kernel)}
+             | {alignment_generic(st) for st in launch_alignments(kernel)})
+    return {(p.name, axis): fresh_name(f"{p.ident.upper()}_LEN{axis}", taken)
+            for p in kernel.array_params for axis in range(p.ty.rank)}
+
+
+UNIT_AXIS_CAPTURE = -1  # a unit-axis generic's value for the capture signature (no length known): dynamic
+
+
 def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
     """(array, dim) of every non-last stride a gather/scatter or a view needs, in first-use order.
 
@@ -208,6 +226,8 @@ class KernelEmitter:
         self.local_views: list[str] = []  # partition views of views, emitted before the statement using them
         self.unused = unused_views(self.kernel)
         self.alignments = {id(st.op): alignment_generic(st) for st in launch_alignments(self.kernel)}
+        self.unit_axes = {(self.kernel.param(a).ident, axis): g
+                          for (a, axis), g in unit_axis_generics(self.kernel).items()}
 
     # ---- helpers
     def fail(self, op: Op, message: str) -> Diagnostic:
@@ -271,7 +291,8 @@ class KernelEmitter:
             generics.append(f"const {p.name}: {'bool' if p.const_type == 'bool' else 'i32'}")
         generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
         generics += [f"const {alignment_generic(st)}: i32" for st in launch_alignments(k)]
-        params = [f"{p.ident}: {type_rs(p.ty)}" for p in k.params if not p.is_const]
+        generics += [f"const {g}: i32" for g in self.unit_axes.values()]
+        params = [f"{p.ident}: {self.param_type(p)}" for p in k.params if not p.is_const]
         params += [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
         attrs = self.entry_attrs()
         out = []
@@ -282,11 +303,18 @@ class KernelEmitter:
         gen = f"<{', '.join(generics)}>" if generics else ""
         out.append(f"{INDENT}pub unsafe fn {k.name}{gen}({', '.join(params)}) {{")
         out += [INDENT * 2 + d for d in self.view_decls]
-        types = {p.ident: type_rs(p.ty) for p in k.params if not p.is_const}  # Rust parameters are immutable
+        types = {p.ident: self.param_type(p) for p in k.params if not p.is_const}  # Rust parameters are immutable
         out += [f"{INDENT * 2}let mut {name}: {types[name]} = {name};" for name in updated_params(k)]
         out += body
         out.append(f"{INDENT}}}")
         return "\n".join(out)
+
+    def param_type(self, p) -> str:
+        """A parameter's Rust type; an array's axes with a unit-axis generic take it as their static length."""
+        if not p.is_array or (p.ident, 0) not in self.unit_axes:
+            return type_rs(p.ty)
+        dims = ", ".join(self.unit_axes[(p.ident, axis)] for axis in range(p.ty.rank))
+        return f"&Tensor<{dtype_rs(p.ty.dtype)}, {{ [{dims}] }}>"
 
     def entry_attrs(self) -> str:
         hints = {L.ENTRY_HINT_KEYS[k]: v for k, v in self.kernel.hints.items() if k in L.ENTRY_HINT_KEYS}
@@ -398,6 +426,8 @@ class KernelEmitter:
             return self.kind(op.ty.dtype)
         if key == "operand":
             return self.kind(op.args[0].ty.dtype)
+        if key == "unit_axis":  # an array parameter's length whose static value the launcher chooses
+            return op.kind == "array_dim" and (op.args[0].name, op.attr("axis")) in self.unit_axes
         if key == "width":
             src, dst = _bits(op.args[0].ty.dtype), _bits(op.ty.dtype)
             return "same" if src == dst else "widen" if src < dst else "narrow"
@@ -424,6 +454,20 @@ class KernelEmitter:
     def lower_assume_div_by_at_launch(self, op: Op, name: str) -> str:
         """A view's alignment as the launcher computes it (`launch_alignments`)."""
         return f"unsafe {{ assume_div_by::<_, {self.alignments[id(op)]}>({self.atom(op.args[0])}) }}"
+
+    def lower_array_dim_at_launch(self, op: Op, name: str) -> str:
+        """A parameter's length along an axis with a unit-axis generic: 1 where static; else `shape()`'s entry,
+        which lists the dynamic lengths only, so its index is the axis less the static axes before it. Each
+        condition compares a const generic with 1: the JIT folds it and compiles the one branch taken."""
+        array, axis = op.args[0].name, op.attr("axis")
+
+        def dynamic(earlier: list[str], static: int) -> str:
+            if not earlier:
+                return L.ARRAY_DIM.format(array=array, axis=axis - static)
+            return (f"if {earlier[0]} == 1 {{ {dynamic(earlier[1:], static + 1)} }} "
+                    f"else {{ {dynamic(earlier[1:], static)} }}")
+        earlier = [self.unit_axes[(array, a)] for a in range(axis)]
+        return f"if {self.unit_axes[(array, axis)]} == 1 {{ 1i32 }} else {{ {dynamic(earlier, 0)} }}"
 
     def lower_view_offset(self, op: Op, name: str):
         """`start * stride` on 0-d i32 tiles, widened to u64 (`Array.slice`)."""

@@ -197,6 +197,8 @@ class Kernel:
     # array parameter -> the N-D view a pointer-based source (Triton) addresses it through: {"strides": [...],
     # "extents": [... | None]}, expressions over the kernel's scalar and constant parameters
     views: dict[str, dict] = field(default_factory=dict)
+    # the arrays' length-1 axes get the static length 1 at launch, as cuTile Python's launcher specializes them
+    launch_unit_axes: bool = False
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)

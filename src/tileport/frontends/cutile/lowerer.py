@@ -540,7 +540,8 @@ class KernelLowerer:
         ident = self.b.naming.ident
         return Kernel(ident(fn.name), params, body, self.loc(fn), hints, dict(self.b.dspace.vectors), doc,
                       module_name=ident(Path(self.path).stem), base_name=fn.name, pinned=dict(self.cfg.pinned),
-                      signature=tuple(p.name for p in self.params), notes=notes)
+                      signature=tuple(p.name for p in self.params), notes=notes,
+                      launch_unit_axes=True)
 
     def _assumed_i32(self, a: ast.arg) -> bool:
         p = next((p for p in self.params if p.name == a.arg), None)
