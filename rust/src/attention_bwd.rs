@@ -151,14 +151,6 @@ pub mod attention_bwd {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
-        const Q_LEN0: i32,
-        const Q_LEN1: i32,
-        const Q_LEN2: i32,
-        const Q_LEN3: i32,
-        const K_LEN0: i32,
-        const K_LEN1: i32,
-        const K_LEN2: i32,
-        const K_LEN3: i32,
         const V_LEN0: i32,
         const V_LEN1: i32,
         const V_LEN2: i32,
@@ -183,8 +175,8 @@ pub mod attention_bwd {
         const DV_LEN2: i32,
         const DV_LEN3: i32,
     >(
-        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
-        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        q: &Tensor<E, { [-1, -1, -1, -1] }>,
+        k: &Tensor<E, { [-1, -1, -1, -1] }>,
         v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
         do_: &Tensor<E, { [DO_LEN0, DO_LEN1, DO_LEN2, DO_LEN3] }>,
         lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
@@ -274,15 +266,7 @@ pub mod attention_bwd {
         let seq_lens_token: Token = seq_lens.token();
         let nb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = if K_LEN1 == 1 {
-            1i32
-        } else {
-            if K_LEN0 == 1 {
-                k.shape()[0]
-            } else {
-                k.shape()[1]
-            }
-        };
+        let n_kv_heads: i32 = k.shape()[1];
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -299,15 +283,7 @@ pub mod attention_bwd {
         let kvh_add: Tile<i32, { [] }> = kvh_rem + kvh_rhs_t;
         let kvh_sel: Tile<i32, { [] }> = select(kvh_and, kvh_add, kvh_rem);
         let kvh: i32 = tile_to_scalar(kvh_sel);
-        let q_dim1: i32 = if Q_LEN1 == 1 {
-            1i32
-        } else {
-            if Q_LEN0 == 1 {
-                q.shape()[0]
-            } else {
-                q.shape()[1]
-            }
-        };
+        let q_dim1: i32 = q.shape()[1];
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(q_dim1);
         let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let group_floordiv: Tile<i32, { [] }> =
@@ -529,14 +505,6 @@ pub mod attention_bwd {
         const BLOCK_M: i32,
         const BLOCK_N: i32,
         const HEAD_DIM: i32,
-        const Q_LEN0: i32,
-        const Q_LEN1: i32,
-        const Q_LEN2: i32,
-        const Q_LEN3: i32,
-        const K_LEN0: i32,
-        const K_LEN1: i32,
-        const K_LEN2: i32,
-        const K_LEN3: i32,
         const V_LEN0: i32,
         const V_LEN1: i32,
         const V_LEN2: i32,
@@ -561,8 +529,8 @@ pub mod attention_bwd {
         const DV_LEN2: i32,
         const DV_LEN3: i32,
     >(
-        q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
-        k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        q: &Tensor<E, { [-1, -1, -1, -1] }>,
+        k: &Tensor<E, { [-1, -1, -1, -1] }>,
         v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
         do_: &Tensor<E, { [DO_LEN0, DO_LEN1, DO_LEN2, DO_LEN3] }>,
         lse: &Tensor<f32, { [LSE_LEN0, LSE_LEN1, LSE_LEN2] }>,
@@ -652,15 +620,7 @@ pub mod attention_bwd {
         let seq_lens_token: Token = seq_lens.token();
         let nb: i32 = get_tile_block_id().0;
         let bh: i32 = get_tile_block_id().1;
-        let n_kv_heads: i32 = if K_LEN1 == 1 {
-            1i32
-        } else {
-            if K_LEN0 == 1 {
-                k.shape()[0]
-            } else {
-                k.shape()[1]
-            }
-        };
+        let n_kv_heads: i32 = k.shape()[1];
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let b_floordiv: Tile<i32, { [] }> = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);
@@ -677,15 +637,7 @@ pub mod attention_bwd {
         let kvh_add: Tile<i32, { [] }> = kvh_rem + kvh_rhs_t;
         let kvh_sel: Tile<i32, { [] }> = select(kvh_and, kvh_add, kvh_rem);
         let kvh: i32 = tile_to_scalar(kvh_sel);
-        let q_dim1: i32 = if Q_LEN1 == 1 {
-            1i32
-        } else {
-            if Q_LEN0 == 1 {
-                q.shape()[0]
-            } else {
-                q.shape()[1]
-            }
-        };
+        let q_dim1: i32 = q.shape()[1];
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(q_dim1);
         let group_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_kv_heads);
         let group_floordiv: Tile<i32, { [] }> =
@@ -1856,14 +1808,6 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
-                                unit_axis(q, 0).to_string(),
-                                unit_axis(q, 1).to_string(),
-                                unit_axis(q, 2).to_string(),
-                                unit_axis(q, 3).to_string(),
-                                unit_axis(k, 0).to_string(),
-                                unit_axis(k, 1).to_string(),
-                                unit_axis(k, 2).to_string(),
-                                unit_axis(k, 3).to_string(),
                                 unit_axis(v, 0).to_string(),
                                 unit_axis(v, 1).to_string(),
                                 unit_axis(v, 2).to_string(),
@@ -1921,14 +1865,6 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
-                            unit_axis(q, 0).to_string(),
-                            unit_axis(q, 1).to_string(),
-                            unit_axis(q, 2).to_string(),
-                            unit_axis(q, 3).to_string(),
-                            unit_axis(k, 0).to_string(),
-                            unit_axis(k, 1).to_string(),
-                            unit_axis(k, 2).to_string(),
-                            unit_axis(k, 3).to_string(),
                             unit_axis(v, 0).to_string(),
                             unit_axis(v, 1).to_string(),
                             unit_axis(v, 2).to_string(),
@@ -2052,14 +1988,6 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                                 block_m.to_string(),
                                 block_n.to_string(),
                                 head_dim.to_string(),
-                                unit_axis(q, 0).to_string(),
-                                unit_axis(q, 1).to_string(),
-                                unit_axis(q, 2).to_string(),
-                                unit_axis(q, 3).to_string(),
-                                unit_axis(k, 0).to_string(),
-                                unit_axis(k, 1).to_string(),
-                                unit_axis(k, 2).to_string(),
-                                unit_axis(k, 3).to_string(),
                                 unit_axis(v, 0).to_string(),
                                 unit_axis(v, 1).to_string(),
                                 unit_axis(v, 2).to_string(),
@@ -2117,14 +2045,6 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                             block_m.to_string(),
                             block_n.to_string(),
                             head_dim.to_string(),
-                            unit_axis(q, 0).to_string(),
-                            unit_axis(q, 1).to_string(),
-                            unit_axis(q, 2).to_string(),
-                            unit_axis(q, 3).to_string(),
-                            unit_axis(k, 0).to_string(),
-                            unit_axis(k, 1).to_string(),
-                            unit_axis(k, 2).to_string(),
-                            unit_axis(k, 3).to_string(),
                             unit_axis(v, 0).to_string(),
                             unit_axis(v, 1).to_string(),
                             unit_axis(v, 2).to_string(),

@@ -12,18 +12,12 @@ pub mod bmm {
         const TILE_N: i32,
         const TILE_K: i32,
         const GROUP_M: i32,
-        const A_LEN0: i32,
-        const A_LEN1: i32,
-        const A_LEN2: i32,
-        const B_LEN0: i32,
-        const B_LEN1: i32,
-        const B_LEN2: i32,
         const C_LEN0: i32,
         const C_LEN1: i32,
         const C_LEN2: i32,
     >(
-        a: &Tensor<f32, { [A_LEN0, A_LEN1, A_LEN2] }>,
-        b: &Tensor<f32, { [B_LEN0, B_LEN1, B_LEN2] }>,
+        a: &Tensor<f32, { [-1, -1, -1] }>,
+        b: &Tensor<f32, { [-1, -1, -1] }>,
         c: &Tensor<f32, { [C_LEN0, C_LEN1, C_LEN2] }>,
     ) {
         let a_view: Partition<f32, { [1, TILE_M, TILE_K] }> = unsafe {
@@ -63,38 +57,14 @@ pub mod bmm {
             )
         };
         let c_token: Token = c.token();
-        let a_dim1: i32 = if A_LEN1 == 1 {
-            1i32
-        } else {
-            if A_LEN0 == 1 {
-                a.shape()[0]
-            } else {
-                a.shape()[1]
-            }
-        };
+        let a_dim1: i32 = a.shape()[1];
         let num_bm: i32 = ceil_div(a_dim1, TILE_M);
-        let b_dim2: i32 = if B_LEN2 == 1 {
-            1i32
-        } else {
-            if B_LEN0 == 1 {
-                if B_LEN1 == 1 {
-                    b.shape()[0]
-                } else {
-                    b.shape()[1]
-                }
-            } else {
-                if B_LEN1 == 1 {
-                    b.shape()[1]
-                } else {
-                    b.shape()[2]
-                }
-            }
-        };
+        let b_dim2: i32 = b.shape()[2];
         let num_bn: i32 = ceil_div(b_dim2, TILE_N);
         let tiles_per_batch: i32 = num_bm * num_bn;
         let num_k: i32 = num_tiles(&a_view, 2i32);
         let bid: i32 = get_tile_block_id().0;
-        let a_dim0: i32 = if A_LEN0 == 1 { 1i32 } else { a.shape()[0] };
+        let a_dim0: i32 = a.shape()[0];
         let prod: i32 = tiles_per_batch * a_dim0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let batch_rhs_t: Tile<i32, { [] }> = scalar_to_tile(tiles_per_batch);
@@ -213,18 +183,12 @@ pub mod bmm {
         const TILE_N: i32,
         const TILE_K: i32,
         const GROUP_M: i32,
-        const A_LEN0: i32,
-        const A_LEN1: i32,
-        const A_LEN2: i32,
-        const B_LEN0: i32,
-        const B_LEN1: i32,
-        const B_LEN2: i32,
         const C_LEN0: i32,
         const C_LEN1: i32,
         const C_LEN2: i32,
     >(
-        a: &Tensor<E, { [A_LEN0, A_LEN1, A_LEN2] }>,
-        b: &Tensor<E, { [B_LEN0, B_LEN1, B_LEN2] }>,
+        a: &Tensor<E, { [-1, -1, -1] }>,
+        b: &Tensor<E, { [-1, -1, -1] }>,
         c: &Tensor<E, { [C_LEN0, C_LEN1, C_LEN2] }>,
     ) {
         let a_view: Partition<E, { [1, TILE_M, TILE_K] }> = unsafe {
@@ -264,38 +228,14 @@ pub mod bmm {
             )
         };
         let c_token: Token = c.token();
-        let a_dim1: i32 = if A_LEN1 == 1 {
-            1i32
-        } else {
-            if A_LEN0 == 1 {
-                a.shape()[0]
-            } else {
-                a.shape()[1]
-            }
-        };
+        let a_dim1: i32 = a.shape()[1];
         let num_bm: i32 = ceil_div(a_dim1, TILE_M);
-        let b_dim2: i32 = if B_LEN2 == 1 {
-            1i32
-        } else {
-            if B_LEN0 == 1 {
-                if B_LEN1 == 1 {
-                    b.shape()[0]
-                } else {
-                    b.shape()[1]
-                }
-            } else {
-                if B_LEN1 == 1 {
-                    b.shape()[1]
-                } else {
-                    b.shape()[2]
-                }
-            }
-        };
+        let b_dim2: i32 = b.shape()[2];
         let num_bn: i32 = ceil_div(b_dim2, TILE_N);
         let tiles_per_batch: i32 = num_bm * num_bn;
         let num_k: i32 = num_tiles(&a_view, 2i32);
         let bid: i32 = get_tile_block_id().0;
-        let a_dim0: i32 = if A_LEN0 == 1 { 1i32 } else { a.shape()[0] };
+        let a_dim0: i32 = a.shape()[0];
         let prod: i32 = tiles_per_batch * a_dim0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let batch_rhs_t: Tile<i32, { [] }> = scalar_to_tile(tiles_per_batch);
@@ -474,12 +414,6 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                             tile_n.to_string(),
                             tile_k.to_string(),
                             group_m.to_string(),
-                            unit_axis(a, 0).to_string(),
-                            unit_axis(a, 1).to_string(),
-                            unit_axis(a, 2).to_string(),
-                            unit_axis(b, 0).to_string(),
-                            unit_axis(b, 1).to_string(),
-                            unit_axis(b, 2).to_string(),
                             unit_axis(c, 0).to_string(),
                             unit_axis(c, 1).to_string(),
                             unit_axis(c, 2).to_string(),
@@ -497,12 +431,6 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                             tile_n.to_string(),
                             tile_k.to_string(),
                             group_m.to_string(),
-                            unit_axis(a, 0).to_string(),
-                            unit_axis(a, 1).to_string(),
-                            unit_axis(a, 2).to_string(),
-                            unit_axis(b, 0).to_string(),
-                            unit_axis(b, 1).to_string(),
-                            unit_axis(b, 2).to_string(),
                             unit_axis(c, 0).to_string(),
                             unit_axis(c, 1).to_string(),
                             unit_axis(c, 2).to_string(),
@@ -560,12 +488,6 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                                 tile_n.to_string(),
                                 tile_k.to_string(),
                                 group_m.to_string(),
-                                unit_axis(a, 0).to_string(),
-                                unit_axis(a, 1).to_string(),
-                                unit_axis(a, 2).to_string(),
-                                unit_axis(b, 0).to_string(),
-                                unit_axis(b, 1).to_string(),
-                                unit_axis(b, 2).to_string(),
                                 unit_axis(c, 0).to_string(),
                                 unit_axis(c, 1).to_string(),
                                 unit_axis(c, 2).to_string(),
@@ -584,12 +506,6 @@ pub unsafe extern "C" fn tileport_bmm_kernel(
                                 tile_n.to_string(),
                                 tile_k.to_string(),
                                 group_m.to_string(),
-                                unit_axis(a, 0).to_string(),
-                                unit_axis(a, 1).to_string(),
-                                unit_axis(a, 2).to_string(),
-                                unit_axis(b, 0).to_string(),
-                                unit_axis(b, 1).to_string(),
-                                unit_axis(b, 2).to_string(),
                                 unit_axis(c, 0).to_string(),
                                 unit_axis(c, 1).to_string(),
                                 unit_axis(c, 2).to_string(),

@@ -11,8 +11,6 @@ pub mod layer_norm {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const W_LEN0: i32,
         const B_LEN0: i32,
         const Y_LEN0: i32,
@@ -20,7 +18,7 @@ pub mod layer_norm {
         const MEAN_LEN0: i32,
         const RSTD_LEN0: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         w: &Tensor<E, { [W_LEN0] }>,
         b: &Tensor<E, { [B_LEN0] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
@@ -61,15 +59,7 @@ pub mod layer_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = if X_LEN1 == 1 {
-            1i32
-        } else {
-            if X_LEN0 == 1 {
-                x.shape()[0]
-            } else {
-                x.shape()[1]
-            }
-        };
+        let n_cols: i32 = x.shape()[1];
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
@@ -175,8 +165,6 @@ pub mod layer_norm {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const W_LEN0: i32,
         const B_LEN0: i32,
         const Y_LEN0: i32,
@@ -184,7 +172,7 @@ pub mod layer_norm {
         const MEAN_LEN0: i32,
         const RSTD_LEN0: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         w: &Tensor<E, { [W_LEN0] }>,
         b: &Tensor<E, { [B_LEN0] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
@@ -225,15 +213,7 @@ pub mod layer_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = if X_LEN1 == 1 {
-            1i32
-        } else {
-            if X_LEN0 == 1 {
-                x.shape()[0]
-            } else {
-                x.shape()[1]
-            }
-        };
+        let n_cols: i32 = x.shape()[1];
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
@@ -340,8 +320,6 @@ pub mod layer_norm {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const W_LEN0: i32,
         const B_LEN0: i32,
         const Y_LEN0: i32,
@@ -349,7 +327,7 @@ pub mod layer_norm {
         const MEAN_LEN0: i32,
         const RSTD_LEN0: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         w: &Tensor<E, { [W_LEN0] }>,
         b: &Tensor<E, { [B_LEN0] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
@@ -399,15 +377,7 @@ pub mod layer_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = if X_LEN1 == 1 {
-            1i32
-        } else {
-            if X_LEN0 == 1 {
-                x.shape()[0]
-            } else {
-                x.shape()[1]
-            }
-        };
+        let n_cols: i32 = x.shape()[1];
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
@@ -524,8 +494,6 @@ pub mod layer_norm {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const W_LEN0: i32,
         const B_LEN0: i32,
         const Y_LEN0: i32,
@@ -533,7 +501,7 @@ pub mod layer_norm {
         const MEAN_LEN0: i32,
         const RSTD_LEN0: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         w: &Tensor<E, { [W_LEN0] }>,
         b: &Tensor<E, { [B_LEN0] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
@@ -574,15 +542,7 @@ pub mod layer_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = if X_LEN1 == 1 {
-            1i32
-        } else {
-            if X_LEN0 == 1 {
-                x.shape()[0]
-            } else {
-                x.shape()[1]
-            }
-        };
+        let n_cols: i32 = x.shape()[1];
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let n_cols_tile: Tile<i32, { [TILE] }> = n_cols.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(offsets, n_cols_tile, predicate::LessThan);
@@ -769,8 +729,6 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(w, 0).to_string(),
                         unit_axis(b, 0).to_string(),
                         unit_axis(y, 0).to_string(),
@@ -795,8 +753,6 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                     dtype_names[0].to_string(),
                     block_m.to_string(),
                     tile.to_string(),
-                    unit_axis(x, 0).to_string(),
-                    unit_axis(x, 1).to_string(),
                     unit_axis(w, 0).to_string(),
                     unit_axis(b, 0).to_string(),
                     unit_axis(y, 0).to_string(),
@@ -911,8 +867,6 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_occ4_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(w, 0).to_string(),
                         unit_axis(b, 0).to_string(),
                         unit_axis(y, 0).to_string(),
@@ -939,8 +893,6 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_occ4_kernel(
                     dtype_names[0].to_string(),
                     block_m.to_string(),
                     tile.to_string(),
-                    unit_axis(x, 0).to_string(),
-                    unit_axis(x, 1).to_string(),
                     unit_axis(w, 0).to_string(),
                     unit_axis(b, 0).to_string(),
                     unit_axis(y, 0).to_string(),
@@ -1058,8 +1010,6 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_prefetch_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(w, 0).to_string(),
                         unit_axis(b, 0).to_string(),
                         unit_axis(y, 0).to_string(),
@@ -1086,8 +1036,6 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_prefetch_kernel(
                     dtype_names[0].to_string(),
                     block_m.to_string(),
                     tile.to_string(),
-                    unit_axis(x, 0).to_string(),
-                    unit_axis(x, 1).to_string(),
                     unit_axis(w, 0).to_string(),
                     unit_axis(b, 0).to_string(),
                     unit_axis(y, 0).to_string(),
@@ -1202,8 +1150,6 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_w8_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(w, 0).to_string(),
                         unit_axis(b, 0).to_string(),
                         unit_axis(y, 0).to_string(),
@@ -1230,8 +1176,6 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_w8_kernel(
                     dtype_names[0].to_string(),
                     block_m.to_string(),
                     tile.to_string(),
-                    unit_axis(x, 0).to_string(),
-                    unit_axis(x, 1).to_string(),
                     unit_axis(w, 0).to_string(),
                     unit_axis(b, 0).to_string(),
                     unit_axis(y, 0).to_string(),

@@ -12,15 +12,11 @@ pub mod matmul {
         const TILE_N: i32,
         const TILE_K: i32,
         const GROUP_M: i32,
-        const A_LEN0: i32,
-        const A_LEN1: i32,
-        const B_LEN0: i32,
-        const B_LEN1: i32,
         const C_LEN0: i32,
         const C_LEN1: i32,
     >(
-        a: &Tensor<f32, { [A_LEN0, A_LEN1] }>,
-        b: &Tensor<f32, { [B_LEN0, B_LEN1] }>,
+        a: &Tensor<f32, { [-1, -1] }>,
+        b: &Tensor<f32, { [-1, -1] }>,
         c: &Tensor<f32, { [C_LEN0, C_LEN1] }>,
     ) {
         let a_view: Partition<f32, { [TILE_M, TILE_K] }> = unsafe {
@@ -60,17 +56,9 @@ pub mod matmul {
             )
         };
         let c_token: Token = c.token();
-        let a_dim0: i32 = if A_LEN0 == 1 { 1i32 } else { a.shape()[0] };
+        let a_dim0: i32 = a.shape()[0];
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
-        let b_dim1: i32 = if B_LEN1 == 1 {
-            1i32
-        } else {
-            if B_LEN0 == 1 {
-                b.shape()[0]
-            } else {
-                b.shape()[1]
-            }
-        };
+        let b_dim1: i32 = b.shape()[1];
         let num_bn: i32 = ceil_div(b_dim1, TILE_N);
         let num_k: i32 = num_tiles(&a_view, 1i32);
         let bid: i32 = get_tile_block_id().0;
@@ -169,15 +157,11 @@ pub mod matmul {
         const TILE_N: i32,
         const TILE_K: i32,
         const GROUP_M: i32,
-        const A_LEN0: i32,
-        const A_LEN1: i32,
-        const B_LEN0: i32,
-        const B_LEN1: i32,
         const C_LEN0: i32,
         const C_LEN1: i32,
     >(
-        a: &Tensor<E, { [A_LEN0, A_LEN1] }>,
-        b: &Tensor<E, { [B_LEN0, B_LEN1] }>,
+        a: &Tensor<E, { [-1, -1] }>,
+        b: &Tensor<E, { [-1, -1] }>,
         c: &Tensor<E, { [C_LEN0, C_LEN1] }>,
     ) {
         let a_view: Partition<E, { [TILE_M, TILE_K] }> = unsafe {
@@ -217,17 +201,9 @@ pub mod matmul {
             )
         };
         let c_token: Token = c.token();
-        let a_dim0: i32 = if A_LEN0 == 1 { 1i32 } else { a.shape()[0] };
+        let a_dim0: i32 = a.shape()[0];
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
-        let b_dim1: i32 = if B_LEN1 == 1 {
-            1i32
-        } else {
-            if B_LEN0 == 1 {
-                b.shape()[0]
-            } else {
-                b.shape()[1]
-            }
-        };
+        let b_dim1: i32 = b.shape()[1];
         let num_bn: i32 = ceil_div(b_dim1, TILE_N);
         let num_k: i32 = num_tiles(&a_view, 1i32);
         let bid: i32 = get_tile_block_id().0;
@@ -387,10 +363,6 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
                             tile_n.to_string(),
                             tile_k.to_string(),
                             group_m.to_string(),
-                            unit_axis(a, 0).to_string(),
-                            unit_axis(a, 1).to_string(),
-                            unit_axis(b, 0).to_string(),
-                            unit_axis(b, 1).to_string(),
                             unit_axis(c, 0).to_string(),
                             unit_axis(c, 1).to_string(),
                         ],
@@ -407,10 +379,6 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
                             tile_n.to_string(),
                             tile_k.to_string(),
                             group_m.to_string(),
-                            unit_axis(a, 0).to_string(),
-                            unit_axis(a, 1).to_string(),
-                            unit_axis(b, 0).to_string(),
-                            unit_axis(b, 1).to_string(),
                             unit_axis(c, 0).to_string(),
                             unit_axis(c, 1).to_string(),
                         ])
@@ -468,10 +436,6 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
                                 tile_n.to_string(),
                                 tile_k.to_string(),
                                 group_m.to_string(),
-                                unit_axis(a, 0).to_string(),
-                                unit_axis(a, 1).to_string(),
-                                unit_axis(b, 0).to_string(),
-                                unit_axis(b, 1).to_string(),
                                 unit_axis(c, 0).to_string(),
                                 unit_axis(c, 1).to_string(),
                             ],
@@ -489,10 +453,6 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
                                 tile_n.to_string(),
                                 tile_k.to_string(),
                                 group_m.to_string(),
-                                unit_axis(a, 0).to_string(),
-                                unit_axis(a, 1).to_string(),
-                                unit_axis(b, 0).to_string(),
-                                unit_axis(b, 1).to_string(),
                                 unit_axis(c, 0).to_string(),
                                 unit_axis(c, 1).to_string(),
                             ])

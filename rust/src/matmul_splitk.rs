@@ -12,15 +12,13 @@ pub mod matmul_splitk {
         const TILE_N: i32,
         const TILE_K: i32,
         const GROUP_M: i32,
-        const A_LEN0: i32,
-        const A_LEN1: i32,
         const B_LEN0: i32,
         const B_LEN1: i32,
         const WS_LEN0: i32,
         const WS_LEN1: i32,
         const WS_LEN2: i32,
     >(
-        a: &Tensor<f32, { [A_LEN0, A_LEN1] }>,
+        a: &Tensor<f32, { [-1, -1] }>,
         b: &Tensor<f32, { [B_LEN0, B_LEN1] }>,
         ws: &Tensor<f32, { [WS_LEN0, WS_LEN1, WS_LEN2] }>,
         k_tiles_per_split: i32,
@@ -55,7 +53,7 @@ pub mod matmul_splitk {
         let mut ws_out: PartitionMut<f32, { [1, TILE_M, TILE_N] }> =
             unsafe { ws.partition_full_mut(shape![1, TILE_M, TILE_N]) };
         let split: i32 = get_tile_block_id().1;
-        let a_dim0: i32 = if A_LEN0 == 1 { 1i32 } else { a.shape()[0] };
+        let a_dim0: i32 = a.shape()[0];
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1: i32 = if B_LEN1 == 1 {
             1i32
@@ -156,15 +154,13 @@ pub mod matmul_splitk {
         const TILE_N: i32,
         const TILE_K: i32,
         const GROUP_M: i32,
-        const A_LEN0: i32,
-        const A_LEN1: i32,
         const B_LEN0: i32,
         const B_LEN1: i32,
         const WS_LEN0: i32,
         const WS_LEN1: i32,
         const WS_LEN2: i32,
     >(
-        a: &Tensor<E, { [A_LEN0, A_LEN1] }>,
+        a: &Tensor<E, { [-1, -1] }>,
         b: &Tensor<E, { [B_LEN0, B_LEN1] }>,
         ws: &Tensor<f32, { [WS_LEN0, WS_LEN1, WS_LEN2] }>,
         k_tiles_per_split: i32,
@@ -199,7 +195,7 @@ pub mod matmul_splitk {
         let mut ws_out: PartitionMut<f32, { [1, TILE_M, TILE_N] }> =
             unsafe { ws.partition_full_mut(shape![1, TILE_M, TILE_N]) };
         let split: i32 = get_tile_block_id().1;
-        let a_dim0: i32 = if A_LEN0 == 1 { 1i32 } else { a.shape()[0] };
+        let a_dim0: i32 = a.shape()[0];
         let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1: i32 = if B_LEN1 == 1 {
             1i32
@@ -296,13 +292,10 @@ pub mod matmul_splitk {
         E: ElementType,
         const TILE_M: i32,
         const TILE_N: i32,
-        const WS_LEN0: i32,
-        const WS_LEN1: i32,
-        const WS_LEN2: i32,
         const C_LEN0: i32,
         const C_LEN1: i32,
     >(
-        ws: &Tensor<f32, { [WS_LEN0, WS_LEN1, WS_LEN2] }>,
+        ws: &Tensor<f32, { [-1, -1, -1] }>,
         c: &Tensor<E, { [C_LEN0, C_LEN1] }>,
     ) {
         let ws_view: Partition<f32, { [1, TILE_M, TILE_N] }> = unsafe {
@@ -327,7 +320,7 @@ pub mod matmul_splitk {
             unsafe { c.partition_full_mut(shape![TILE_M, TILE_N]) };
         let bm: i32 = get_tile_block_id().0;
         let bn: i32 = get_tile_block_id().1;
-        let n_splits: i32 = if WS_LEN0 == 1 { 1i32 } else { ws.shape()[0] };
+        let n_splits: i32 = ws.shape()[0];
         let ws_tile: Tile<f32, { [1, TILE_M, TILE_N] }> = load_view_tko(
             &ws_view,
             [0i32, bm, bn],
@@ -439,8 +432,6 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                             tile_n.to_string(),
                             tile_k.to_string(),
                             group_m.to_string(),
-                            unit_axis(a, 0).to_string(),
-                            unit_axis(a, 1).to_string(),
                             unit_axis(b, 0).to_string(),
                             unit_axis(b, 1).to_string(),
                             unit_axis(ws, 0).to_string(),
@@ -467,8 +458,6 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                         tile_n.to_string(),
                         tile_k.to_string(),
                         group_m.to_string(),
-                        unit_axis(a, 0).to_string(),
-                        unit_axis(a, 1).to_string(),
                         unit_axis(b, 0).to_string(),
                         unit_axis(b, 1).to_string(),
                         unit_axis(ws, 0).to_string(),
@@ -535,8 +524,6 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                                 tile_n.to_string(),
                                 tile_k.to_string(),
                                 group_m.to_string(),
-                                unit_axis(a, 0).to_string(),
-                                unit_axis(a, 1).to_string(),
                                 unit_axis(b, 0).to_string(),
                                 unit_axis(b, 1).to_string(),
                                 unit_axis(ws, 0).to_string(),
@@ -564,8 +551,6 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                             tile_n.to_string(),
                             tile_k.to_string(),
                             group_m.to_string(),
-                            unit_axis(a, 0).to_string(),
-                            unit_axis(a, 1).to_string(),
                             unit_axis(b, 0).to_string(),
                             unit_axis(b, 1).to_string(),
                             unit_axis(ws, 0).to_string(),
@@ -655,9 +640,6 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
                         dtype_names[0].to_string(),
                         tile_m.to_string(),
                         tile_n.to_string(),
-                        unit_axis(ws, 0).to_string(),
-                        unit_axis(ws, 1).to_string(),
-                        unit_axis(ws, 2).to_string(),
                         unit_axis(c, 0).to_string(),
                         unit_axis(c, 1).to_string(),
                     ],
@@ -669,9 +651,6 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
                         dtype_names[0].to_string(),
                         tile_m.to_string(),
                         tile_n.to_string(),
-                        unit_axis(ws, 0).to_string(),
-                        unit_axis(ws, 1).to_string(),
-                        unit_axis(ws, 2).to_string(),
                         unit_axis(c, 0).to_string(),
                         unit_axis(c, 1).to_string(),
                     ])

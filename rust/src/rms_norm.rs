@@ -11,13 +11,11 @@ pub mod rms_norm {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const W_LEN0: i32,
         const Y_LEN0: i32,
         const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         w: &Tensor<E, { [W_LEN0] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
         eps: f32,
@@ -48,15 +46,7 @@ pub mod rms_norm {
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
         let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
-        let n_cols: i32 = if X_LEN1 == 1 {
-            1i32
-        } else {
-            if X_LEN0 == 1 {
-                x.shape()[0]
-            } else {
-                x.shape()[1]
-            }
-        };
+        let n_cols: i32 = x.shape()[1];
         let w_tile: Tile<E, { [TILE] }> = load_view_tko(
             &w_view,
             [0i32],
@@ -174,8 +164,6 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(w, 0).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
@@ -192,8 +180,6 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(w, 0).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),

@@ -11,12 +11,10 @@ pub mod softmax {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const Y_LEN0: i32,
         const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
@@ -85,12 +83,10 @@ pub mod softmax {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const Y_LEN0: i32,
         const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
@@ -161,12 +157,10 @@ pub mod softmax {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const Y_LEN0: i32,
         const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
@@ -254,12 +248,10 @@ pub mod softmax {
     pub unsafe fn softmax_gather_kernel<
         E: ElementType,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const Y_LEN0: i32,
         const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
         x_stride0: i32,
         y_stride0: i32,
@@ -268,17 +260,9 @@ pub mod softmax {
         let y_token: Token = y.token();
         let bid: i32 = get_tile_block_id().0;
         let num_blocks: i32 = get_num_tile_blocks().0;
-        let n_rows: i32 = if X_LEN0 == 1 { 1i32 } else { x.shape()[0] };
+        let n_rows: i32 = x.shape()[0];
         let cols: Tile<i32, { [TILE] }> = iota(shape![TILE]);
-        let x_dim1: i32 = if X_LEN1 == 1 {
-            1i32
-        } else {
-            if X_LEN0 == 1 {
-                x.shape()[0]
-            } else {
-                x.shape()[1]
-            }
-        };
+        let x_dim1: i32 = x.shape()[1];
         let x_dim1_tile: Tile<i32, { [TILE] }> = x_dim1.broadcast(shape![TILE]);
         let in_row: Tile<bool, { [TILE] }> = cmpi(cols, x_dim1_tile, predicate::LessThan);
         let t_s0: i32 = x_stride0;
@@ -369,12 +353,10 @@ pub mod softmax {
         E: ElementType,
         const BLOCK_M: i32,
         const CHUNK: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const Y_LEN0: i32,
         const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
@@ -541,12 +523,10 @@ pub mod softmax {
         E: ElementType,
         const BLOCK_M: i32,
         const CHUNK: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const Y_LEN0: i32,
         const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, CHUNK] }> = unsafe {
@@ -757,12 +737,10 @@ pub mod softmax {
         E: ElementType,
         const BLOCK_M: i32,
         const TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
         const Y_LEN0: i32,
         const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1] }>,
+        x: &Tensor<E, { [-1, -1] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_view: Partition<E, { [BLOCK_M, TILE] }> = unsafe {
@@ -1113,8 +1091,6 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
@@ -1126,8 +1102,6 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ])
@@ -1210,8 +1184,6 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
@@ -1223,8 +1195,6 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ])
@@ -1308,8 +1278,6 @@ pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
@@ -1321,8 +1289,6 @@ pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ])
@@ -1403,8 +1369,6 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                     generics: vec![
                         dtype_names[0].to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
@@ -1425,8 +1389,6 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 .generics(vec![
                     dtype_names[0].to_string(),
                     tile.to_string(),
-                    unit_axis(x, 0).to_string(),
-                    unit_axis(x, 1).to_string(),
                     unit_axis(y, 0).to_string(),
                     unit_axis(y, 1).to_string(),
                 ])
@@ -1509,8 +1471,6 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         chunk.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
@@ -1522,8 +1482,6 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         chunk.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ])
@@ -1606,8 +1564,6 @@ pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         chunk.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
@@ -1619,8 +1575,6 @@ pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         chunk.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ])
@@ -1703,8 +1657,6 @@ pub unsafe extern "C" fn tileport_softmax_tma_lean_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
@@ -1716,8 +1668,6 @@ pub unsafe extern "C" fn tileport_softmax_tma_lean_kernel(
                         dtype_names[0].to_string(),
                         block_m.to_string(),
                         tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ])

@@ -260,3 +260,22 @@ def test_a_launch_that_raises_still_ends_the_recording(stub_plan, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         plan.run((a, b), None)
     assert len(taken) == 1 and launch._replay is None
+
+
+def test_a_failed_recorded_launch_raises_its_own_error(stub_plan, monkeypatch):
+    """Regression (H200: six launches failed as "tileport_take_prepared: no resolved launch was recorded"):
+    the entry's error was read after `take`, whose own message had replaced it."""
+    plan, stub, (a, b), _, _ = stub_plan
+    (launch,) = plan.launches
+    errors = ["launching `vector_add_kernel` failed: the JIT refused it"]
+    api = stub.replay
+
+    def take(*args):
+        errors.append("tileport_take_prepared: no resolved launch was recorded")
+        return 0
+    monkeypatch.setattr(launch, "_api", type(api)(api.record_next, take, api.launch, api.free))
+    monkeypatch.setattr(launch, "_raw", lambda *args: -5)
+    monkeypatch.setattr(launch, "_lib", type("Lib", (), {"last_error": staticmethod(lambda: errors[-1])}))
+    with pytest.raises(Exception, match="the JIT refused it"):
+        plan.run((a, b), None)
+    assert len(errors) == 2  # take was called: the recording ended

@@ -95,6 +95,33 @@ def test_a_length_read_is_one_where_static_else_indexes_past_the_static_axes(tmp
     assert "let x_dim0: i32 = if X_LEN0 == 1 { 1i32 } else { x.shape()[0] };" in body, body
 
 
+CHUNKS = """
+    @ct.kernel
+    def chunks(x, y, rows, T: ConstInt):
+        n = ct.num_tiles(x, 1, shape=(1, T))
+        m = ct.gather(rows, y.shape[0] - 1)
+        acc = ct.load(x, index=(ct.bid(0), 0), shape=(1, T))
+        for c in range(1, n):
+            acc = acc + ct.load(x, index=(ct.bid(0), c), shape=(1, T))
+        for j in range(m):
+            acc = acc * 2.0
+        ct.store(y, index=(ct.bid(0), 0), tile=acc)
+"""
+CHUNKS_CONFIG = {"chunks": [{"x": "float32", "y": "float32", "rows": "int32", "T": 128}]}
+
+
+def test_an_array_whose_length_bounds_a_loop_keeps_dynamic_lengths(tmp_path):
+    """Regression (H200: softmax_online and matmul_splitk at [1, 1] did not compile): cutile 0.5.0 states
+    `assume_bounds [1, n - 1]` for `for c in 1..n` once it knows n, and with x's second axis static 1, n folds
+    to 1 and the assumption [1, 0] is invalid. x bounds a loop through num_tiles: its axes stay dynamic. y's length
+    reaches the other loop's bound only through a gather's index (the gathered value is memory, never folded),
+    so y keeps its generics."""
+    path, report = _translated(tmp_path, CHUNKS, CHUNKS_CONFIG)
+    head = entry_text(module_text(report, path), "chunks").split(") {")[0]
+    assert "x: &Tensor<f32, { [-1, -1] }>" in head, head
+    assert "y: &Tensor<f32, { [Y_LEN0, Y_LEN1] }>" in head, head
+
+
 def test_a_generic_name_taken_by_a_constant_is_not_reused(tmp_path):
     path, report = _translated(tmp_path, """
         @ct.kernel

@@ -113,8 +113,42 @@ def unit_axis_generics(kernel: Kernel) -> dict[tuple[str, int], str]:
     taken = ({dv.name for dv in kernel.dtype_vars} | {p.name for p in kernel.const_params}
              | {derived_name(d) for d in derived_dims(kernel)}
              | {alignment_generic(st) for st in launch_alignments(kernel)})
+    bounding = loop_bound_arrays(kernel)
     return {(p.name, axis): fresh_name(f"{p.ident.upper()}_LEN{axis}", taken)
-            for p in kernel.array_params for axis in range(p.ty.rank)}
+            for p in kernel.array_params if p.ident not in bounding for axis in range(p.ty.rank)}
+
+
+LENGTH_READS = ("array_dim", "num_tiles")  # ops whose value is a function of an array's lengths
+# ops whose value the JIT never knows (memory, whatever their operands): a length reaching a loop bound only
+# through one of them cannot fold that bound
+MEMORY_READS = ("load", "gather", "load_ptr", "atomic_rmw", "atomic_cas", "atomic_rmw_ptr", "atomic_cas_ptr")
+
+
+def loop_bound_arrays(kernel: Kernel) -> set[str]:
+    """The array parameters (idents) a `for` loop's bounds depend on through a length. Their axes keep dynamic
+    lengths: cutile 0.5.0 states `assume_bounds [start, stop - 1]` for a loop whose bounds it knows, and a
+    loop it knows to be empty (`for c in 1..n_chunks`, n_chunks folded to 1 by a static length) makes that
+    assumption invalid, so the kernel would not compile (softmax_online at [1, 1]). A whole array, not one
+    axis: `unit_axis` decides an array's static axes together (see support.rs)."""
+    roots = array_roots(kernel)
+    lets = [st for st in walk(kernel.body) if isinstance(st, Let)]
+    depends: dict[str, set[str]] = {}
+    changed = True
+    while changed:  # to a fixpoint: a loop-carried value may be read before its reassignment in the body
+        changed = False
+        for st in lets:
+            found = set()
+            if st.op.kind in LENGTH_READS and isinstance(st.op.args[0], Ref):
+                found.add(roots.get(st.op.args[0].name, st.op.args[0].name))
+            for a in st.op.args if st.op.kind not in MEMORY_READS else ():
+                if isinstance(a, Ref):
+                    found |= depends.get(a.name, set())
+            if not found <= depends.get(st.name, set()):
+                depends[st.name] = depends.get(st.name, set()) | found
+                changed = True
+    return {array for st in walk(kernel.body) if isinstance(st, For)
+            for atom in (st.start, st.stop, st.step) if isinstance(atom, Ref)
+            for array in depends.get(atom.name, ())}
 
 
 UNIT_AXIS_CAPTURE = -1  # a unit-axis generic's value for the capture signature (no length known): dynamic

@@ -468,13 +468,14 @@ class RustLaunch:
         stream.value = self._stream(device_index)
         if self._attempts <= 0:
             rc = self._raw(*args)
+            if rc:
+                raise_for(rc, self._lib.last_error())
         else:
-            rc = self._recording(args, [desc for desc, *_ in slots])
-        if rc:
-            raise_for(rc, self._lib.last_error())
+            self._recording(args, [desc for desc, *_ in slots])
 
-    def _recording(self, args: tuple, descs: list) -> int:
-        """The entry's launch with the library recording it; keeps the prepared launch made of it."""
+    def _recording(self, args: tuple, descs: list) -> None:
+        """The entry's launch with the library recording it; keeps the prepared launch made of it. A failed
+        launch raises its own error (read before `take`, whose "nothing recorded" would replace it)."""
         import ctypes
         self._attempts -= 1
         api = self._api
@@ -485,12 +486,14 @@ class RustLaunch:
         except BaseException:  # end the recording anyway: a recording thread copies every resolved launch
             api.free(api.take(self._prepared.device, addresses, len(descs)))
             raise
+        error = self._lib.last_error() if rc else ""
         handle = api.take(self._prepared.device, addresses, len(descs))
         if handle and not rc and self._replay is None:
             self._replay = _Replay(handle, api.free)
         elif handle:
             api.free(handle)
-        return rc
+        if rc:
+            raise_for(rc, error)
 
     def __call__(self, groups: tuple, device_index: int) -> None:
         self.run(groups, device_index)
