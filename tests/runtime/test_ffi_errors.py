@@ -334,13 +334,14 @@ PANIC_SCRIPT = textwrap.dedent('''
     from tileport.runtime.library import KernelLibrary
     lib = KernelLibrary(Path(sys.argv[1]), Path(sys.argv[2]))
     out = {}
-    for label, generics in (("panic", ["notadtype", "1", "256"]), ("jit", ["f32", "notanumber", "256"])):
+    for label, generics in (("panic", ["notadtype", "1", "256", "-1", "-1"]),
+                              ("jit", ["f32", "notanumber", "256", "-1", "-1"])):
         try:
             lib.ir("softmax_tma_kernel", generics)
             out[label] = None
         except Exception as e:
             out[label] = [type(e).__name__, getattr(e, "code", None), str(e)[:400]]
-    out["after"] = len(lib.ir("vector_add_kernel", ["f32", "256"])[1]) > 0
+    out["after"] = len(lib.ir("vector_add_kernel", ["f32", "256", "-1", "-1", "-1"])[1]) > 0
     print(json.dumps(out))
 ''')
 
@@ -373,7 +374,7 @@ def test_missing_launcher_symbol_fails_only_when_called(library, tmp_path):
     lib = KernelLibrary(library.path, tmp_path / "kernels.json")
     with pytest.raises(MissingSymbolError, match="does not export `tileport_no_such_launcher`"):
         lib["ghost_kernel"](f32(N), f32(N), f32(N), 256, grid=(4,))
-    assert len(lib.ir("vector_add_kernel", ["f32", "256"])[1]) > 0
+    assert len(lib.ir("vector_add_kernel", ["f32", "256", "-1", "-1", "-1"])[1]) > 0
     with pytest.raises(InvalidArgumentError, match="has an empty dimension"):  # the other entries work
         lib["vector_add_kernel"](f32(N), f32(N), f32(N), 256, grid=(0,))
 
