@@ -191,6 +191,7 @@ class _Sources:
         self.groups += [(OUTPUT, i, t) for i, t in enumerate(outs)]
         self.temps: list[tuple] = []  # layouts
         self._temp_ptrs: dict[int, int] = {}  # data_ptr -> temp index
+        self._temp_ends: list[int] = []  # each temporary's end address
 
     def locate(self, kernel: str, param: str, arg: Any) -> ArrayRef:
         lo, hi = _span(arg)
@@ -202,14 +203,19 @@ class _Sources:
             return ArrayRef(g, i, lo - t.data_ptr(), _layout(arg), lo == t.data_ptr() and _layout(arg) == _layout(t))
         if lo in self._temp_ptrs:
             index = self._temp_ptrs[lo]
-            if self.temps[index] != _layout(arg):
+            if self.temps[index] == _layout(arg):
+                return ArrayRef(TEMP, index, 0, _layout(arg), True)
+            if hi != self._temp_ends[index]:
                 raise NotCacheable(f"{kernel}.{param}: a plan buffer used with two layouts")
-            return ArrayRef(TEMP, index, 0, _layout(arg), True)
+            # the whole buffer under another shape (split-KV partials: [B, Hkv, G, splits, D] for the kernel
+            # that writes them, [B, Hq, splits, D] for the one that reads them): a view of the temporary
+            return ArrayRef(TEMP, index, 0, _layout(arg), False)
         if param not in _written_params().get(kernel, ()):
             raise NotCacheable(f"{kernel}.{param}: a buffer the plan made is read before a kernel writes it")
         if hi == lo or arg.untyped_storage().nbytes() != hi - lo or not arg.is_contiguous():
             raise NotCacheable(f"{kernel}.{param}: a plan buffer that is a view")
         self._temp_ptrs[lo] = len(self.temps)
+        self._temp_ends.append(hi)
         self.temps.append(_layout(arg))
         return ArrayRef(TEMP, len(self.temps) - 1, 0, _layout(arg), True)
 

@@ -161,12 +161,18 @@ def prefill_plan(name, q, k, v, seq_lens, outs, causal=False, window=0, sinks=No
     consts = prefill_constants(d, causal=causal or window > 0, sliding=window > 0,
                                sinks=sinks is not None, softcap=bool(softcap))
     scale = 1.0 / math.sqrt(d)
-    dummy = sinks if sinks is not None else torch().zeros((1,), dtype=torch().float32,
-                                                          device=q.device)
+    dummy = sinks if sinks is not None else unused_view(lse, 1)
     args = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "seq_lens": seq_lens, "sinks": dummy,
             "qk_scale": scale / softcap if softcap else scale * LOG2E,
             "softcap": float(softcap), "window": int(window), **consts}
     return [Launch("fmha_fwd_kernel", (cdiv(s, consts["BLOCK_M"]), b * hq, 1), args)]
+
+
+def unused_view(tensor, rank: int):
+    """A parameter the launch's variant never reads (no sinks, no block table): a view of one element of
+    an input or output of that dtype. A buffer of the plan's own that a kernel only reads would keep the
+    call out of the plan cache (plan_cache: it is allocated again per call, so it holds no data)."""
+    return tensor.as_strided((1,) * rank, (1,) * rank)
 
 
 def prefill_constants(d, causal=False, sliding=False, sinks=False, softcap=False) -> dict:
@@ -321,8 +327,7 @@ def decode_plan(name, q, k, v, kv_lens, outs, block_table=None, window=0, sinks=
     lse_part = lse.view(batch, hq, 1) if final else t.empty((batch, hq, splits), dtype=t.float32,
                                                              device=q.device)
     group = hq // hkv
-    dummy_table = t.zeros((1, 1), dtype=t.int32, device=q.device)
-    dummy_sinks = t.zeros((1,), dtype=t.float32, device=q.device)
+    dummy_table, dummy_sinks = unused_view(kv_lens, 2), unused_view(lse, 1)
     scale = 1.0 / math.sqrt(d)
     partial = {
         "q": q.view(batch, hkv, group, d), "k": k, "v": v,
