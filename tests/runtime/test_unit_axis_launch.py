@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -46,15 +47,27 @@ CASES = [
 ]
 
 
+def repo_library(tmp_path: Path) -> Path:
+    """A copy of the repository crate's cdylib ($TILEPORT_LIB, else cargo's build of rust/, which also puts it
+    back where a test that built another crate of the same name in the shared target directory replaced it)."""
+    from tileport.runtime.library import build
+    so = Path(os.environ.get("TILEPORT_LIB") or build(REPO / "rust", os.environ.get("TILEPORT_PROFILE", "dev")))
+    copy = tmp_path / "lib" / so.name
+    copy.parent.mkdir()
+    shutil.copy(so, copy)
+    return copy
+
+
 @pytest.mark.cargo
-def test_launches_with_length_one_axes_compile(library, tmp_path):
+def test_launches_with_length_one_axes_compile(tmp_path):
     from fake_driver import build_fake_driver, fake_tileiras
 
     from tileport import toolchain
+    lib = repo_library(tmp_path)
     fake, tileiras = build_fake_driver(tmp_path), fake_tileiras(tmp_path)
     env = toolchain.env()
     env.update(LD_LIBRARY_PATH=f"{tmp_path}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
-               TILEPORT_LIB=str(library.path), TILEPORT_JIT_CACHE="0", CUTILE_TILEIRAS_PATH=str(tileiras),
+               TILEPORT_LIB=str(lib), TILEPORT_JIT_CACHE="0", CUTILE_TILEIRAS_PATH=str(tileiras),
                TMPDIR=str(tmp_path), PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(Path(__file__).parent)]))
     proc = subprocess.run([sys.executable, "-c", PROBE, str(fake), json.dumps(CASES)], env=env,
                           capture_output=True, text=True, timeout=900)

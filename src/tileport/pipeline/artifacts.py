@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -52,8 +53,16 @@ def read_json(path: Path) -> Any:
     return json.loads(Path(path).read_text())
 
 
+SLUG_MAX = 150  # characters of a file name made from a label
+
+
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_")[:150]
+    """A file name for `text`; one cut to SLUG_MAX ends in a hash of the whole text, so labels that differ only
+    past the cut (flash_decode's `..._SOFTCAP=False` / `=True`) keep distinct files."""
+    name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_")
+    if len(name) <= SLUG_MAX:
+        return name
+    return f"{name[:SLUG_MAX - 9]}_{hashlib.sha1(text.encode()).hexdigest()[:8]}"
 
 
 def ir_errors(path: Path, kernel: str) -> list[str]:
