@@ -168,23 +168,45 @@ def test_grid_policies_of_a_row_kernel():
     assert full.args["BLOCK_M"] == pers.args["BLOCK_M"] == 2
 
 
-def test_default_plans_keep_the_measured_configurations():
-    """Without a cache the plans are what they were before the spaces (H200 measurements)."""
+def test_default_plans_are_the_measured_configurations():
+    """Without a cache the plans take the configurations measured fastest on H200 (the op specs'
+    default rules)."""
     (x,), y = fake_call("softmax", (1024, 16384), "float16")
     (launch,) = SPECS["softmax"].plan(x, y)
-    assert (launch.kernel, launch.grid, launch.args["BLOCK_M"]) == ("softmax_tma_wide_kernel", (264, 1, 1), 1)
+    assert (launch.kernel, launch.grid, launch.args["BLOCK_M"]) == ("softmax_tma_prefetch_kernel", (264, 1, 1), 1)
+    (x,), y = fake_call("softmax", (1024, 16384), "float32")  # the prefetch entry cannot hold an f32 row
+    (launch,) = SPECS["softmax"].plan(x, y)
+    assert launch.kernel == "softmax_tma_wide_kernel"
     (x,), y = fake_call("softmax", (8192, 1000), "float16")
     (launch,) = SPECS["softmax"].plan(x, y)
     assert (launch.kernel, launch.grid) == ("softmax_gather_kernel", (8192, 1, 1))
-    (x,), y = fake_call("softmax_online", (256, 131072), "bfloat16")
+    (x,), y = fake_call("softmax_online", (256, 131072), "bfloat16")  # few long rows: split
+    stats, write = SPECS["softmax_online"].plan(x, y)
+    assert (stats.kernel, write.kernel, stats.grid) == ("softmax_split_stats_kernel", "softmax_split_write_kernel",
+                                                        (64, 256, 1))
+    (x,), y = fake_call("softmax_online", (1024, 16384), "bfloat16")  # enough rows: online
     (launch,) = SPECS["softmax_online"].plan(x, y)
-    assert (launch.grid, launch.args["BLOCK_M"], launch.args["CHUNK"]) == ((256, 1, 1), 1, 4096)
+    assert (launch.kernel, launch.grid, launch.args["CHUNK"]) == ("softmax_online_kernel", (528, 1, 1), 4096)
     inputs, outs = fake_call("layer_norm", (16384, 2048), "float16")
     (launch,) = SPECS["layer_norm"].plan(*inputs, outs)
-    assert (launch.kernel, launch.grid, launch.args["BLOCK_M"]) == ("layer_norm_fwd_kernel", (264, 1, 1), 2)
+    assert (launch.kernel, launch.grid, launch.args["BLOCK_M"]) == ("layer_norm_fwd_occ4_kernel", (528, 1, 1), 1)
+    inputs, outs = fake_call("layer_norm", (8192, 4096), "float16")
+    (launch,) = SPECS["layer_norm"].plan(*inputs, outs)
+    assert (launch.kernel, launch.args["BLOCK_M"]) == ("layer_norm_fwd_kernel", 1)
     inputs, outs = fake_call("rope", (1, 16384, 8, 128), "float16")
     (launch,) = SPECS["rope"].plan(*inputs, outs)
     assert launch.grid == (16384, 1, 1) and (launch.args["BLOCK_S"], launch.args["BLOCK_H"]) == (1, 8)
+    inputs, outs = fake_call("rope", (4, 4096, 32, 128), "float16")
+    (launch,) = SPECS["rope"].plan(*inputs, outs)
+    assert launch.kernel == "rope_persistent_kernel" and launch.args["BLOCK_H"] == 16
+
+
+def test_layer_norm_prefetch_candidates_are_one_row_blocks():
+    """Two-row blocks of the prefetch entry computed wrong results on H200: the search leaves them out."""
+    space = SPECS["layer_norm"].tune
+    prefetch = [c for shape in ((16384, 2048), (8192, 4096), (37, 1000)) for c in space.candidates(shape, "float16")
+                if c["kernel"] == "layer_norm_fwd_prefetch_kernel"]
+    assert prefetch and all(c["BLOCK_M"] == 1 for c in prefetch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,15 +237,15 @@ def test_plan_uses_the_entry_of_its_backend_gpu_and_shape_class(monkeypatch):
     assert (launch.kernel, launch.args["BLOCK_M"], launch.grid) == ("layer_norm_fwd_occ4_kernel", 4, (4096, 1, 1))
     with autotune.planning_for("cutile"):  # no entry for this backend: the default
         (launch,) = spec.plan(*inputs, outs)
-    assert (launch.kernel, launch.args["BLOCK_M"]) == ("layer_norm_fwd_kernel", 2)
+    assert (launch.kernel, launch.args["BLOCK_M"]) == ("layer_norm_fwd_occ4_kernel", 1)
     other, outs2 = fake_call("layer_norm", (16000, 2000), "float16", device="cuda")  # same shape class
     with autotune.planning_for("cutile-rs"):
         (launch,) = spec.plan(*other, outs2)
-    assert launch.kernel == "layer_norm_fwd_occ4_kernel"
+    assert (launch.kernel, launch.args["BLOCK_M"]) == ("layer_norm_fwd_occ4_kernel", 4)
     meta, outs3 = fake_call("layer_norm", (16384, 2048), "float16")  # not a CUDA tensor: the default
     with autotune.planning_for("cutile-rs"):
         (launch,) = spec.plan(*meta, outs3)
-    assert launch.kernel == "layer_norm_fwd_kernel"
+    assert launch.args["BLOCK_M"] == 1
 
 
 def test_cache_can_be_switched_off(monkeypatch):
@@ -233,7 +255,7 @@ def test_cache_can_be_switched_off(monkeypatch):
     monkeypatch.setenv(autotune.ENABLE_ENV, "0")
     with autotune.planning_for("cutile"):
         (launch,) = SPECS["layer_norm"].plan(*inputs, outs)
-    assert launch.kernel == "layer_norm_fwd_kernel"
+    assert launch.args["BLOCK_M"] == 1  # the default, not the entry's 4
 
 
 def test_entry_of_another_space_or_kernel_is_a_miss(monkeypatch):
@@ -244,7 +266,7 @@ def test_entry_of_another_space_or_kernel_is_a_miss(monkeypatch):
     autotune.store(GPU, stale, {"config": {"kernel": "layer_norm_fwd_occ4_kernel", "BLOCK_M": 4, "grid": "full"}})
     with autotune.planning_for("cutile"):
         (launch,) = spec.plan(*inputs, outs)
-    assert launch.kernel == "layer_norm_fwd_kernel"
+    assert launch.args["BLOCK_M"] == 1  # the default, not the stale entry's 4
     assert key.endswith(autotune.fingerprint(spec)) and len(autotune.fingerprint(spec)) == 16
 
 

@@ -31,6 +31,7 @@ BLOCK_SS = (1, 2, 4, 8)
 BLOCK_HS = tuple(1 << i for i in range(13))
 MAX_HALF_TILE_ELEMS = 4096
 PERSISTENT_BLOCKS_PER_SM = 4
+PERSISTENT_MIN_HEADS = 32
 
 
 def tiles(s: int, h: int, half: int) -> tuple[int, int, int]:
@@ -53,8 +54,13 @@ def candidates(shape, dtype) -> list[dict]:
 
 
 def default(shape, dtype) -> dict:
+    """One tile per block; for full tiles of PERSISTENT_MIN_HEADS heads or more, the persistent
+    entry on half of them (H200, f16 4x4096x32x128: 78.8 % of the copy bandwidth vs 74.1 %; with 8
+    heads the one-tile entry stays ahead, 67.1 % vs 65.4 %)."""
     _, s, h, d = shape
     block_s, block_h, _ = tiles(s, h, d // 2)
+    if block_h >= PERSISTENT_MIN_HEADS:
+        return {"kernel": "rope_persistent_kernel", "BLOCK_S": block_s, "BLOCK_H": block_h // 2}
     return {"kernel": "rope_kernel", "BLOCK_S": block_s, "BLOCK_H": block_h}
 
 

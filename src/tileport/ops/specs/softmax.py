@@ -4,8 +4,11 @@
   flushed, GB/s, see docs/corpus.md) unless a tuned configuration is cached (ops/autotune.py):
     next_pow2(N) <= 8192   -> (b) gather rows, one block per row (f16 4096^2: 3641 vs 2919 for (a);
                               bf16 8192x1000: 2265 vs 828; f32 4096^2: 3938 vs 3580)
-    next_pow2(N) <= 16384  -> (a) TMA rows, occupancy-2 entry (f32 1024x16384: 3207 vs 2938 for (b))
-    longer rows            -> (c) chunked online softmax
+    next_pow2(N) <= 16384  -> (a) TMA rows, occupancy 2: the prefetch entry where it holds the row
+                              (f16 1024x16384: 72.4 % of the copy bandwidth vs 55.3 % without
+                              prefetch), else the wide entry (f32 1024x16384: 3207 vs 2938 for (b))
+    longer rows            -> (d) split rows when there are fewer than SPLIT_MAX_ROWS of them
+                              (f16 256x131072: 48.2 % vs 35.2 %), else (c) chunked online softmax
 - `softmax_tma` (specs/softmax_tma.py) pins variant (a) (the occupancy-4 entry up to 8192 columns,
   the occupancy-2 entry up to 16384; BLOCK_M rows per tile for short rows, ROW_TILE_BYTES per load),
   `softmax_gather` (specs/softmax_gather.py) pins (b) and `softmax_online` (specs/softmax_online.py)
@@ -45,6 +48,10 @@ SPLIT_ENTRIES = ("softmax_split_stats_kernel", "softmax_split_write_kernel")
 SPLIT_TILES = (2048, 4096, 8192)  # columns per block (<= 8192 f32: the occupancy-4 budget)
 SPLIT_GROUPS = (1, 2, 4)  # row groups; a pair per group, so that a group's tiles stay in L2 for pass 2
 MAX_GRID_Y = 65535  # the split grid's row axis
+# The long-row default splits rows when there are fewer than this many (fewer than 4 online blocks
+# per SM on a 132-SM H200 leave SMs idle), into tiles of this many columns.
+SPLIT_MAX_ROWS = 512
+SPLIT_DEFAULT_TILE = 2048
 GROUP_ROW_ALIGN = 16  # rows per group: a multiple of this (row r0 of any array then starts 16-byte aligned)
 ONLINE_ENTRIES = ("softmax_online_kernel", "softmax_online_rev_kernel")
 REV_MIN_CHUNKS = 16  # the last-first pass 2 for rows of at least this many chunks, or of one (read once)
@@ -129,10 +136,16 @@ def tma_candidates(shape, dtype) -> list[dict]:
 
 
 def tma_default(shape, dtype) -> dict:
+    """Wide rows (beyond MAX_NARROW_TILE) take the prefetch entry where its registers hold the row
+    (H200, f16 1024x16384: 72.4 % of the copy bandwidth vs 55.3 % for the wide entry; the wide entry
+    for f32 rows)."""
     tile = next_pow2(shape[1])
-    kernel = "softmax_tma_kernel" if tile <= MAX_NARROW_TILE else "softmax_tma_wide_kernel"
-    return {"variant": "tma", "kernel": kernel, "BLOCK_M": rows_per_block(shape[0], tile, dtype),
-            "grid": "persistent"}
+    block_m = rows_per_block(shape[0], tile, dtype)
+    if tile <= MAX_NARROW_TILE:
+        kernel = "softmax_tma_kernel"
+    else:
+        kernel = PREFETCH if prefetch_fits(block_m, tile, dtype) else "softmax_tma_wide_kernel"
+    return {"variant": "tma", "kernel": kernel, "BLOCK_M": block_m, "grid": "persistent"}
 
 
 def online_candidates(shape, dtype) -> list[dict]:
@@ -148,6 +161,15 @@ def online_candidates(shape, dtype) -> list[dict]:
 def online_default(shape, dtype) -> dict:
     return {"variant": "online", "kernel": "softmax_online_kernel", "CHUNK": online_chunk(shape[1], dtype),
             "BLOCK_M": 1, "grid": "persistent"}
+
+
+def long_row_default(shape, dtype) -> dict:
+    """Rows beyond one tile: the split pair when the rows are too few to fill the GPU with one online
+    block each (H200, f16 256x131072: 48.2 % of the copy bandwidth vs 35.2 % online), else the
+    online kernel (f16 1024x16384: 55.9 % vs 47.5 % split)."""
+    if shape[0] < SPLIT_MAX_ROWS and next_pow2(shape[1]) >= 2 * SPLIT_DEFAULT_TILE:
+        return {"variant": "split", "TILE": SPLIT_DEFAULT_TILE, "GROUPS": 1}
+    return online_default(shape, dtype)
 
 
 def split_candidates(shape, dtype) -> list[dict]:
@@ -182,7 +204,7 @@ def operator_default(shape, dtype) -> dict:
         return gather_default(shape, dtype)
     if tile <= MAX_TMA_TILE:
         return tma_default(shape, dtype)
-    return online_default(shape, dtype)
+    return long_row_default(shape, dtype)
 
 
 def tma_or_online_candidates(shape, dtype) -> list[dict]:

@@ -16,5 +16,5 @@ SPEC = dataclasses.replace(
     shapes=[(1, 1), (3, 7), (256, 1009), (1823, 781), (64, 4097), (1024, 16384)] + SHAPES_LONG,
     bench_shapes=[(4096, 4096), (1024, 16384), (256, 131_072)],
     captures=ONLINE_CAPTURES + SPLIT_CAPTURES,
-    tune=softmax.space(softmax.online_or_split_candidates, softmax.online_default),
+    tune=softmax.space(softmax.online_or_split_candidates, softmax.long_row_default),
 )
