@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from tileport.gpu.bench import parse_shapes
 from tileport.gpu.check import TILE_BACKENDS, compare
 from tileport.gpu.timing import gpu_time, make_flush
 from tileport.ops import autotune
@@ -204,13 +205,6 @@ def summarize(cases: list[dict]) -> dict:
     geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
     return {"per_case": rows, "geomean_ratio_rs_over_cutile_chosen": geo,
             "cases_without_winner": sum(1 for r in rows if r["chosen"] is None)}
-
-
-def parse_shapes(text: str) -> set[tuple[int, ...]] | None:
-    """"1024x16384,1x16384x8x128" -> {(1024, 16384), (1, 16384, 8, 128)}; "" -> None (every shape)."""
-    if not text:
-        return None
-    return {tuple(int(d) for d in item.split("x")) for item in text.split(",") if item}
 
 
 def run(ops: list[str], out: Path, backends: list[str], dtypes: list[str] | None, max_shapes: int | None,

@@ -251,21 +251,23 @@ def summarize(records: list[dict]) -> dict:
 
 
 def run(ops: list[str], out: Path, columns: Iterable[str] = COLUMNS, budget_s: float = 0.3,
-        dtypes: Iterable[str] | None = None, max_shapes: int | None = None) -> dict:
-    """Benchmark `ops` (every dtype of each, or `dtypes`; the first `max_shapes` bench shapes) and
-    write the results to `out` after every case (partial results survive a timeout)."""
+        dtypes: Iterable[str] | None = None, max_shapes: int | None = None,
+        shapes: set[tuple[int, ...]] | None = None) -> dict:
+    """Benchmark `ops` (every dtype of each, or `dtypes`; the first `max_shapes` bench shapes, of
+    those only `shapes` when given) and write the results to `out` after every case (partial results
+    survive a timeout)."""
     import torch
 
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True  # torch f32 GEMMs like the kernels' (TF32)
     try:
-        return _run(ops, out, list(columns), budget_s, dtypes, max_shapes)
+        return _run(ops, out, list(columns), budget_s, dtypes, max_shapes, shapes)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def _run(ops: list[str], out: Path, columns: list[str], budget_s: float, dtypes: Iterable[str] | None,
-         max_shapes: int | None) -> dict:
+         max_shapes: int | None, shapes: set[tuple[int, ...]] | None) -> dict:
     from tileport.ops.specs import get_spec
     flush = make_flush("cuda")
     result: dict[str, Any] = {"environment": environment(), "ceilings": ceilings(flush), "columns": list(columns),
@@ -277,6 +279,8 @@ def _run(ops: list[str], out: Path, columns: list[str], budget_s: float, dtypes:
             if dtype not in spec.dtypes:
                 continue
             for shape in list(spec.bench_shapes)[:max_shapes]:
+                if shapes is not None and tuple(shape) not in shapes:
+                    continue
                 for dist in INPUT_DISTRIBUTIONS[spec.kind]:
                     rec = bench_case(spec, dtype, tuple(shape), flush, columns, result["ceilings"], budget_s, dist)
                     result["records" if dist == "randn" else "rand_input_records"].append(rec)
@@ -285,6 +289,13 @@ def _run(ops: list[str], out: Path, columns: list[str], budget_s: float, dtypes:
     result["summary"] = summarize(result["records"])
     _write(out, result)
     return result
+
+
+def parse_shapes(text: str) -> set[tuple[int, ...]] | None:
+    """"1024x16384,1x16384x8x128" -> {(1024, 16384), (1, 16384, 8, 128)}; "" -> None (every shape)."""
+    if not text:
+        return None
+    return {tuple(int(d) for d in item.split("x")) for item in text.split(",") if item}
 
 
 def _write(path: Path, data: dict) -> None:
@@ -303,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=0.3, help="seconds of repetitions per case, column and timer")
     ap.add_argument("--dtypes", default="", help="comma-separated dtypes (default: each op's)")
     ap.add_argument("--max-shapes", type=int, default=None, help="only the first N bench shapes of each op")
+    ap.add_argument("--shapes", default="", help="only these bench shapes, e.g. 1024x16384,1x16384x8x128")
     ap.add_argument("--columns", default=",".join(COLUMNS), help=f"comma-separated subset of {','.join(COLUMNS)}")
     args = ap.parse_args(argv)
     from tileport.ops.backends import cuda_unavailable_reason
@@ -316,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown columns / ops: {', '.join(unknown)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     result = run(args.ops or op_names(), args.out, columns, args.budget,
-                 [d for d in args.dtypes.split(",") if d] or None, args.max_shapes)
+                 [d for d in args.dtypes.split(",") if d] or None, args.max_shapes, parse_shapes(args.shapes))
     s = result["summary"]
     print(f"geomean t(cutile-rs)/t(cuTile Python): kernel {s['overall_geomean_ratio']}, call "
           f"{s['overall_call_geomean_ratio']}; t(cutile-rs)/t(best torch) {s['geomean_rs_over_best_torch']}")
