@@ -12,7 +12,7 @@ fallback to another backend. Non-torch arrays (CuPy, JAX, NumPy, any DLPack prod
 and viewed as torch tensors without a copy; results are always torch tensors.
 
 Backend selection: `set_backend(name)` sets the process-wide default (every thread; the initial
-default is $TILEPORT_BACKEND, else "cutile-rs"); `use_backend(name)` overrides it in the current
+default is $TILEPORT_BACKEND, read once by the first call that needs it, else "cutile-rs"); `use_backend(name)` overrides it in the current
 thread / async task until the block exits, and nests. A `backend=` argument overrides both for one
 call. Nothing here imports torch until an operator runs.
 """
@@ -39,7 +39,9 @@ DEFAULT_BACKEND = "cutile-rs"
 AUTOGRAD_OPS = frozenset({"fmha_fwd"})
 BACKEND_ENV = "TILEPORT_BACKEND"
 
-_default: list[str | None] = [None]  # set_backend's choice; None: $TILEPORT_BACKEND or DEFAULT_BACKEND
+# set_backend's choice, or the initial default once a call resolved it ($TILEPORT_BACKEND, read once, else
+# DEFAULT_BACKEND); None: not resolved yet
+_default: list[str | None] = [None]
 _scoped: contextvars.ContextVar[str | None] = contextvars.ContextVar("tileport_backend", default=None)
 
 
@@ -63,8 +65,13 @@ def get_backend() -> str:
     scoped = _scoped.get()
     if scoped is not None:
         return scoped
-    if _default[0] is not None:
-        return _default[0]
+    chosen = _default[0]
+    if chosen is None:  # the initial default: the environment is read once, not on every call
+        chosen = _default[0] = _initial_backend()
+    return chosen
+
+
+def _initial_backend() -> str:
     env = os.environ.get(BACKEND_ENV)
     if env:
         return _validate(env, f"backend in ${BACKEND_ENV}")
