@@ -137,6 +137,22 @@ def test_backend_from_the_environment(monkeypatch):
         ops.get_backend()
 
 
+def test_the_environment_is_read_once(monkeypatch):
+    """$TILEPORT_BACKEND is the *initial* default: read by the first call that needs it, not on every
+    call; set_backend and use_backend still override it as before."""
+    monkeypatch.setenv(api.BACKEND_ENV, "cutile")
+    assert ops.get_backend() == "cutile"
+    monkeypatch.setenv(api.BACKEND_ENV, "torch")
+    assert ops.get_backend() == "cutile"  # a later change of the environment is not the default
+    monkeypatch.delenv(api.BACKEND_ENV)
+    assert ops.get_backend() == "cutile"
+    with ops.use_backend("torch"):
+        assert ops.get_backend() == "torch"
+    assert ops.get_backend() == "cutile"
+    ops.set_backend("cutile-rs")
+    assert ops.get_backend() == "cutile-rs"
+
+
 def test_unknown_backend_in_a_call_is_a_value_error():
     with pytest.raises(ValueError, match="unknown backend 'triton'"):
         ops.relu(object(), backend="triton")
