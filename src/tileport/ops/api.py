@@ -24,6 +24,7 @@ import contextvars
 import functools
 import inspect
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -42,6 +43,7 @@ BACKEND_ENV = "TILEPORT_BACKEND"
 # set_backend's choice, or the initial default once a call resolved it ($TILEPORT_BACKEND, read once, else
 # DEFAULT_BACKEND); None: not resolved yet
 _default: list[str | None] = [None]
+_default_lock = threading.Lock()  # writes of _default only; reads take no lock
 _scoped: contextvars.ContextVar[str | None] = contextvars.ContextVar("tileport_backend", default=None)
 
 
@@ -55,7 +57,9 @@ def set_backend(name: str) -> None:
     """Make `name` the default backend of the process (all threads), effective at once.
 
     Inside a `use_backend` block it also replaces that block's backend until the block exits."""
-    _default[0] = _validate(name)
+    name = _validate(name)
+    with _default_lock:
+        _default[0] = name
     if _scoped.get() is not None:
         _scoped.set(name)
 
@@ -67,7 +71,10 @@ def get_backend() -> str:
         return scoped
     chosen = _default[0]
     if chosen is None:  # the initial default: the environment is read once, not on every call
-        chosen = _default[0] = _initial_backend()
+        with _default_lock:  # a set_backend in another thread meanwhile wins over the environment
+            if _default[0] is None:
+                _default[0] = _initial_backend()
+            chosen = _default[0]
     return chosen
 
 
