@@ -1,6 +1,7 @@
-"""`tileport.ops.<op>`: each operator as a callable, eager through `tileport.ops.api.call`, or, while
-torch.compile traces it, the `torch.ops.tileport.<op>` custom op (tileport.ops.torch_ops, which wraps
-`api.call` in turn: this module sits above both, so neither imports the other's caller)."""
+"""`tileport.ops.<op>`: each operator as a callable, eager through its cached plan (plan_cache; a call
+not seen yet goes through `tileport.ops.api.call_with`), or, while torch.compile traces it, the
+`torch.ops.tileport.<op>` custom op (tileport.ops.torch_ops, which wraps `api.call` in turn: this
+module sits above both, so neither imports the other's caller)."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ from tileport.runtime.abi import AliasingError, MisalignedError, raise_for
 MAX_PLANS = 4096
 INPUT, OUTPUT, TEMP = 0, 1, 2  # where an array argument lives (index into the call's tensor groups)
 
-_PLANS: dict[tuple, "CachedPlan | TorchPlan"] = {}
+_PLANS: dict[tuple, "CachedPlan | TorchPlan"] = {}  # cleared, never replaced: op wrappers hold its `get`
 _LOCK = threading.Lock()
 
 
