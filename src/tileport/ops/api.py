@@ -12,9 +12,10 @@ fallback to another backend. Non-torch arrays (CuPy, JAX, NumPy, any DLPack prod
 and viewed as torch tensors without a copy; results are always torch tensors.
 
 Backend selection: `set_backend(name)` sets the process-wide default (every thread; the initial
-default is $TILEPORT_BACKEND, read once by the first call that needs it, else "cutile-rs"); `use_backend(name)` overrides it in the current
-thread / async task until the block exits, and nests. A `backend=` argument overrides both for one
-call. Nothing here imports torch until an operator runs.
+default is $TILEPORT_BACKEND, read once by the first call that needs it, else "cutile-rs");
+`use_backend(name)` overrides it in the current thread / async task until the block exits, and
+nests. A `backend=` argument overrides both for one call. Nothing here imports torch until an
+operator runs.
 """
 
 from __future__ import annotations
