@@ -137,6 +137,38 @@ def test_backend_from_the_environment(monkeypatch):
         ops.get_backend()
 
 
+def test_the_environment_is_read_once(monkeypatch):
+    """$TILEPORT_BACKEND is the *initial* default: read by the first call that needs it, not on every
+    call; set_backend and use_backend still override it as before."""
+    monkeypatch.setenv(api.BACKEND_ENV, "cutile")
+    assert ops.get_backend() == "cutile"
+    monkeypatch.setenv(api.BACKEND_ENV, "torch")
+    assert ops.get_backend() == "cutile"  # a later change of the environment is not the default
+    monkeypatch.delenv(api.BACKEND_ENV)
+    assert ops.get_backend() == "cutile"
+    with ops.use_backend("torch"):
+        assert ops.get_backend() == "torch"
+    assert ops.get_backend() == "cutile"
+    ops.set_backend("cutile-rs")
+    assert ops.get_backend() == "cutile-rs"
+
+
+def test_set_backend_in_another_thread_while_the_environment_is_read_wins(monkeypatch):
+    """The first call's read of the environment never overwrites a set_backend made meanwhile."""
+    other = []
+
+    def slow_initial_backend():  # another thread chooses a backend while this one reads the environment
+        other.append(threading.Thread(target=ops.set_backend, args=("torch",)))
+        other[0].start()
+        other[0].join(timeout=0.2)  # it waits for this resolution to end (or, unserialized, is done already)
+        return "cutile"
+
+    monkeypatch.setattr(api, "_initial_backend", slow_initial_backend)
+    assert ops.get_backend() in ("cutile", "torch")
+    other[0].join()
+    assert ops.get_backend() == "torch"
+
+
 def test_unknown_backend_in_a_call_is_a_value_error():
     with pytest.raises(ValueError, match="unknown backend 'triton'"):
         ops.relu(object(), backend="triton")

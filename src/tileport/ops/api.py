@@ -12,9 +12,10 @@ fallback to another backend. Non-torch arrays (CuPy, JAX, NumPy, any DLPack prod
 and viewed as torch tensors without a copy; results are always torch tensors.
 
 Backend selection: `set_backend(name)` sets the process-wide default (every thread; the initial
-default is $TILEPORT_BACKEND, else "cutile-rs"); `use_backend(name)` overrides it in the current
-thread / async task until the block exits, and nests. A `backend=` argument overrides both for one
-call. Nothing here imports torch until an operator runs.
+default is $TILEPORT_BACKEND, read once by the first call that needs it, else "cutile-rs");
+`use_backend(name)` overrides it in the current thread / async task until the block exits, and
+nests. A `backend=` argument overrides both for one call. Nothing here imports torch until an
+operator runs.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import contextvars
 import functools
 import inspect
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -39,7 +41,10 @@ DEFAULT_BACKEND = "cutile-rs"
 AUTOGRAD_OPS = frozenset({"fmha_fwd"})
 BACKEND_ENV = "TILEPORT_BACKEND"
 
-_default: list[str | None] = [None]  # set_backend's choice; None: $TILEPORT_BACKEND or DEFAULT_BACKEND
+# set_backend's choice, or the initial default once a call resolved it ($TILEPORT_BACKEND, read once, else
+# DEFAULT_BACKEND); None: not resolved yet
+_default: list[str | None] = [None]
+_default_lock = threading.Lock()  # writes of _default only; reads take no lock
 _scoped: contextvars.ContextVar[str | None] = contextvars.ContextVar("tileport_backend", default=None)
 
 
@@ -53,7 +58,9 @@ def set_backend(name: str) -> None:
     """Make `name` the default backend of the process (all threads), effective at once.
 
     Inside a `use_backend` block it also replaces that block's backend until the block exits."""
-    _default[0] = _validate(name)
+    name = _validate(name)
+    with _default_lock:
+        _default[0] = name
     if _scoped.get() is not None:
         _scoped.set(name)
 
@@ -63,8 +70,16 @@ def get_backend() -> str:
     scoped = _scoped.get()
     if scoped is not None:
         return scoped
-    if _default[0] is not None:
-        return _default[0]
+    chosen = _default[0]
+    if chosen is None:  # the initial default: the environment is read once, not on every call
+        with _default_lock:  # a set_backend in another thread meanwhile wins over the environment
+            if _default[0] is None:
+                _default[0] = _initial_backend()
+            chosen = _default[0]
+    return chosen
+
+
+def _initial_backend() -> str:
     env = os.environ.get(BACKEND_ENV)
     if env:
         return _validate(env, f"backend in ${BACKEND_ENV}")

@@ -1,6 +1,7 @@
-"""`tileport.ops.<op>`: each operator as a callable, eager through `tileport.ops.api.call`, or, while
-torch.compile traces it, the `torch.ops.tileport.<op>` custom op (tileport.ops.torch_ops, which wraps
-`api.call` in turn: this module sits above both, so neither imports the other's caller)."""
+"""`tileport.ops.<op>`: each operator as a callable, eager through its cached plan (plan_cache; a call
+not seen yet goes through `tileport.ops.api.call_with`), or, while torch.compile traces it, the
+`torch.ops.tileport.<op>` custom op (tileport.ops.torch_ops, which wraps `api.call` in turn: this
+module sits above both, so neither imports the other's caller)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,21 @@ import inspect
 import sys
 from typing import Any
 
-from tileport.ops import api
+from tileport.ops import api, plan_cache
+
+
+_IS_COMPILING: list = [None]  # torch.compiler.is_compiling once torch is imported
 
 
 def _compiling() -> bool:
     """True while torch.compile (dynamo) traces the caller; never imports torch."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.compiler.is_compiling()
+    is_compiling = _IS_COMPILING[0]
+    if is_compiling is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return False
+        is_compiling = _IS_COMPILING[0] = torch.compiler.is_compiling
+    return is_compiling()
 
 
 def _needs_grad(inputs: tuple) -> bool:
@@ -41,12 +50,20 @@ def get_op(name: str):
         raise AttributeError(f"tileport.ops has no operator {name!r} (have: {', '.join(api.op_names())})")
 
     routes_grad = name in api.AUTOGRAD_OPS  # other ops never look at requires_grad (no backward to reach)
+    # api.call_with's cached path, inlined (one call layer less on every call): the key, its plan, the run
+    call_key, lookup, get_backend = plan_cache.call_key, plan_cache.lookup, api.get_backend
 
     def op(*inputs: Any, out: Any = None, backend: str | None = None) -> Any:
-        if out is None and backend is None and (_compiling() or (routes_grad and _needs_grad(inputs))):
-            from tileport.ops import torch_ops
-            return getattr(torch_ops, name)(*inputs)
-        return api.call_with(spec, inputs, out, backend)
+        if out is None and backend is None:
+            if _compiling() or (routes_grad and _needs_grad(inputs)):
+                from tileport.ops import torch_ops
+                return getattr(torch_ops, name)(*inputs)
+            plan = lookup(call_key(spec, get_backend(), inputs, None))
+        else:
+            plan = lookup(call_key(spec, get_backend() if backend is None else backend, inputs, out))
+        if plan is not None:
+            return plan.run(inputs, out)
+        return api.call_with(spec, inputs, out, backend)  # not seen yet: checked, planned, cached there
 
     P = inspect.Parameter
     op.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

@@ -36,7 +36,7 @@ from tileport.runtime.abi import AliasingError, MisalignedError, raise_for
 MAX_PLANS = 4096
 INPUT, OUTPUT, TEMP = 0, 1, 2  # where an array argument lives (index into the call's tensor groups)
 
-_PLANS: dict[tuple, "CachedPlan | TorchPlan"] = {}
+_PLANS: dict[tuple, "CachedPlan | TorchPlan"] = {}  # cleared, never replaced: op wrappers hold its `get`
 _LOCK = threading.Lock()
 
 
@@ -68,8 +68,8 @@ def call_key(spec: OpSpec, backend: str, inputs: tuple, out: Any) -> tuple | Non
     if torch is None:
         return None
     tensor = torch.Tensor
-    key = [id(spec), backend]  # plans hold their spec, so its id stays unique while cached
-    for x in inputs:
+    key: tuple = (id(spec), backend)  # plans hold their spec, so its id stays unique while cached
+    for x in inputs:  # tuple concatenation: cheaper than a list grown and turned into a tuple
         if isinstance(x, tensor):
             key += (x.dtype, x.shape, x.stride(), x.device)
         elif isinstance(x, _SCALARS):
@@ -81,7 +81,7 @@ def call_key(spec: OpSpec, backend: str, inputs: tuple, out: Any) -> tuple | Non
             if not isinstance(o, tensor):
                 return None
             key += ("out", o.dtype, o.shape, o.stride(), o.device)
-    return tuple(key)
+    return key
 
 
 lookup: Callable[[Any], "CachedPlan | TorchPlan | None"] = _PLANS.get  # the plan of a key (None: none, or no key)
