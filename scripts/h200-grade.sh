@@ -4,7 +4,8 @@
 #   bash scripts/h200-grade.sh DIR          # DIR: the files the GPU run copied to $OUT (gpu-evidence-*.json, gpu.txt...)
 # runs `tileport port --corpus src/tileport/ops/kernels -j $JOBS --gpu-results DIR --out $PORT_OUT` (stages A-C
 # here, D and E graded from the evidence; fresh only when it was recorded for this very tree) and writes to
-# $RESULTS (default bench/results), named $NAME (default <today>-h200-port):
+# $RESULTS (default bench/results), named $NAME (default <today>-h200-port); $GPU_COMMAND: the command the GPU run
+# ran, for the report's provenance (default: the evidence step of scripts/h200.sh):
 #   NAME.md / NAME.html / NAME.png   the batch report (markdown, HTML, parity chart), with the provenance on top
 #   NAME.json                        tileport port's summary.json (route, verdicts and reasons per kernel)
 #   NAME-evidence.tar.gz             the evidence graded (DIR's JSON files and gpu.txt), to grade it again later
@@ -25,7 +26,7 @@ set -e
 [ -f "$port_out/report.md" ] && [ -f "$port_out/summary.json" ] || { echo "h200-grade: no report in $port_out" >&2; exit 1; }
 mkdir -p "$results"
 python3 - "$dir" "$port_out" "$results" "$name" <<'EOS'
-import json, sys
+import json, os, sys
 from pathlib import Path
 
 src, port_out, results, name = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
@@ -38,7 +39,7 @@ for f in sorted(src.glob("gpu-evidence*.json")):
                 f"selection {json.dumps(p.get('selection', {}))}; incomplete {json.dumps(p.get('incomplete', {}))}")
 done = sum(1 for k in summary["kernels"] if k["terminal"] == "DONE")
 head = [f"- GPU (nvidia-smi: name, driver, memory): {gpu}",
-        "- GPU run: `bash .device/enter.sh bash scripts/h200.sh evidence pytest` (scripts/h200.sh), graded here: "
+        f"- GPU run: `{os.environ.get('GPU_COMMAND') or 'bash .device/enter.sh bash scripts/h200.sh evidence'}`, graded here: "
         f"`{summary['command']}`", *prov,
         f"- **{done}/{len(summary['kernels'])} kernel(s) DONE**", ""]
 md = (port_out / "report.md").read_text().splitlines()

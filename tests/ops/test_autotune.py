@@ -193,9 +193,13 @@ def test_default_plans_are_the_measured_configurations():
     inputs, outs = fake_call("layer_norm", (8192, 4096), "float16")
     (launch,) = SPECS["layer_norm"].plan(*inputs, outs)
     assert (launch.kernel, launch.args["BLOCK_M"]) == ("layer_norm_fwd_kernel", 1)
-    inputs, outs = fake_call("rope", (1, 16384, 8, 128), "float16")
+    inputs, outs = fake_call("rope", (1, 16384, 8, 128), "float16")  # a batch of one: no length-1 axis
     (launch,) = SPECS["rope"].plan(*inputs, outs)
+    assert launch.kernel == "rope_rows_kernel" and tuple(launch.args["x"].shape) == (16384, 8, 2, 64)
     assert launch.grid == (16384, 1, 1) and (launch.args["BLOCK_S"], launch.args["BLOCK_H"]) == (1, 8)
+    inputs, outs = fake_call("rope", (2, 4096, 8, 128), "float16")
+    (launch,) = SPECS["rope"].plan(*inputs, outs)
+    assert launch.kernel == "rope_kernel"
     inputs, outs = fake_call("rope", (4, 4096, 32, 128), "float16")
     (launch,) = SPECS["rope"].plan(*inputs, outs)
     assert launch.kernel == "rope_persistent_kernel" and launch.args["BLOCK_H"] == 16
