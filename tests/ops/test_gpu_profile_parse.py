@@ -37,6 +37,15 @@ def test_case_syntax():
     assert parse_case("softmax/bfloat16/1024x16384/cutile-rs")[3] == "cutile-rs"
     with pytest.raises(ValueError, match="OP/DTYPE/SHAPE"):
         parse_case("softmax")
+    with pytest.raises(ValueError, match="OP/DTYPE/SHAPE"):
+        parse_case("softmax/float16/1024xwide")
+
+
+def test_cli_refuses_a_bad_case_without_a_traceback(capsys):
+    from tileport.gpu.profile import main
+    with pytest.raises(SystemExit) as exc:
+        main(["softmax/float16/abc"])
+    assert exc.value.code == 2 and "OP/DTYPE/SHAPE" in capsys.readouterr().err
 
 
 def test_winners_of_an_autotune_result(tmp_path):
@@ -45,3 +54,11 @@ def test_winners_of_an_autotune_result(tmp_path):
                                         "backends": {"cutile": {"chosen": {"BLOCK_M": 1}},
                                                      "cutile-rs": {"chosen": None}}}]}))
     assert winners(p) == {("softmax", "float16", (1024, 16384), "cutile"): {"BLOCK_M": 1}}
+
+
+def test_cli_without_a_gpu_says_so(capsys, monkeypatch):
+    from tileport.gpu import profile
+    from tileport.ops import backends
+    monkeypatch.setattr(backends, "cuda_unavailable_reason", lambda: "no CUDA device")
+    assert profile.main(["softmax/float16/1024x16384"]) == 2
+    assert "needs a CUDA GPU: no CUDA device" in capsys.readouterr().err

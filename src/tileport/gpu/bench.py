@@ -326,9 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(columns) - set(COLUMNS)) + sorted(set(args.ops) - set(op_names()))
     if unknown:
         ap.error(f"unknown columns / ops: {', '.join(unknown)}")
+    try:
+        shapes = parse_shapes(args.shapes)
+    except ValueError:
+        ap.error(f"--shapes: {args.shapes!r} is not a comma-separated list of AxBx... sizes")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     result = run(args.ops or op_names(), args.out, columns, args.budget,
-                 [d for d in args.dtypes.split(",") if d] or None, args.max_shapes, parse_shapes(args.shapes))
+                 [d for d in args.dtypes.split(",") if d] or None, args.max_shapes, shapes)
     s = result["summary"]
     print(f"geomean t(cutile-rs)/t(cuTile Python): kernel {s['overall_geomean_ratio']}, call "
           f"{s['overall_call_geomean_ratio']}; t(cutile-rs)/t(best torch) {s['geomean_rs_over_best_torch']}")

@@ -50,9 +50,12 @@ NCU_TIMEOUT_S = 240
 
 def parse_case(text: str) -> tuple[str, str, tuple[int, ...], str]:
     parts = text.split("/")
-    if len(parts) not in (3, 4):
-        raise ValueError(f"case {text!r}: expected OP/DTYPE/SHAPE[/BACKEND], e.g. softmax/float16/1024x16384")
-    shape = tuple(int(d) for d in parts[2].split("x"))
+    try:
+        if len(parts) not in (3, 4):
+            raise ValueError
+        shape = tuple(int(d) for d in parts[2].split("x"))
+    except ValueError:
+        raise ValueError(f"case {text!r}: expected OP/DTYPE/SHAPE[/BACKEND], e.g. softmax/float16/1024x16384") from None
     return parts[0], parts[1], shape, parts[3] if len(parts) == 4 else "cutile"
 
 
@@ -179,6 +182,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.cases:
         ap.error("give at least one case")
+    try:
+        for case in args.cases:
+            parse_case(case)
+    except ValueError as e:
+        ap.error(str(e))
+    from tileport.ops.backends import cuda_unavailable_reason
+    reason = cuda_unavailable_reason()
+    if reason:
+        print(f"{ap.prog}: needs a CUDA GPU: {reason}", file=sys.stderr)
+        return 2
     return run(args.cases, args.out, args.configs_from)
 
 
