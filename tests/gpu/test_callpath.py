@@ -122,3 +122,70 @@ def test_cached_call_path_does_not_synchronize():
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
+
+
+def _compiled_replays(op: str):
+    """The op's compiled replays on cutile-rs (runtime.fastcall), or a skip saying why there are none."""
+    from tileport.ops import plan_cache
+    from tileport.runtime import fastcall
+    if fastcall.module() is None:
+        pytest.skip(f"runtime.fastcall: {fastcall.status()}")
+    return plan_cache.fast_table(op)
+
+
+def test_compiled_replay_launches_what_the_python_path_launches():
+    """Once built (python3 -m tileport.runtime.fastcall build), a repeated cutile-rs op call is
+    promoted to the compiled replay, whose outputs equal the Python path's (out=) bitwise, on the
+    current stream; another layout is declined, then promoted beside it."""
+    import torch
+
+    import tileport.ops as ops
+    from tileport.ops import plan_cache
+    _require_rs()
+    plan_cache.clear()
+    table = _compiled_replays("softmax")
+    x = torch.randn(64, 1000, device="cuda", dtype=torch.float16)
+    for _ in range(4):
+        ops.softmax(x, backend="cutile-rs")
+    assert "cutile-rs" in table, "four calls of one signature left no compiled replay"
+    compiled = table["cutile-rs"]
+    side = torch.cuda.Stream()
+    for stream in (torch.cuda.current_stream(), side):
+        with torch.cuda.stream(stream):
+            x2 = torch.randn_like(x)
+            got = compiled((x2,))
+            assert got is not None, "the compiled replay declined a call of its own signature"
+            want = torch.empty_like(x2)
+            ops.softmax(x2, out=want, backend="cutile-rs")  # out=: the Python path
+        stream.synchronize()
+        assert torch.equal(got, want)
+    other = torch.randn(32, 1000, device="cuda", dtype=torch.float16)
+    assert compiled((other,)) is None  # another shape: not its signature
+    for _ in range(4):
+        ops.softmax(other, backend="cutile-rs")
+    assert len(table["cutile-rs"].args[0]) == 2
+    want = torch.empty_like(other)
+    ops.softmax(other, out=want, backend="cutile-rs")
+    assert torch.equal(table["cutile-rs"]((other,)), want)
+
+
+def test_compiled_replay_leaves_a_misaligned_view_to_the_python_path():
+    """Same layout, base 2 bytes off: the key matches, the compiled replay declines, and the Python
+    path raises its typed error (never a launch at a misaligned address)."""
+    import torch
+
+    import tileport.ops as ops
+    from tileport.ops import plan_cache
+    from tileport.runtime.abi import MisalignedError
+    _require_rs()
+    plan_cache.clear()
+    table = _compiled_replays("vector_add")
+    a = torch.randn(4096, device="cuda", dtype=torch.float16)
+    b = torch.randn(4096, device="cuda", dtype=torch.float16)
+    for _ in range(4):
+        got = ops.vector_add(a, b, backend="cutile-rs")
+    assert "cutile-rs" in table and torch.equal(got, a + b)
+    shifted = torch.randn(4097, device="cuda", dtype=torch.float16)[1:]
+    assert table["cutile-rs"]((shifted, b)) is None
+    with pytest.raises(MisalignedError):
+        ops.vector_add(shifted, b, backend="cutile-rs")

@@ -104,11 +104,12 @@ def test_floor_table_puts_the_cases_side_by_side_cheapest_first():
     assert list(table) == ["driver_call", "driver_noop", "c_abi_prepared", "tileport_cutile_rs", "torch_eager"]
     s = callcost.summary({"vector_add": {"cases": cases}})
     assert s["floors_us"] == table
-    assert s["shares_us"] == {"op_python": pytest.approx(5.5), "launch_over_call": pytest.approx(2.3)}
-    replay = dict(cases, c_abi_replay={"host_us": 3.5})
+    assert s["shares_us"] == {"op_compiled": pytest.approx(5.5), "launch_over_call": pytest.approx(2.3)}
+    replay = dict(cases, c_abi_replay={"host_us": 3.5}, tileport_cutile_rs_python={"host_us": 12.0})
     s = callcost.summary({"vector_add": {"cases": replay}})
-    assert s["shares_us"] == {"op_python": pytest.approx(6.5), "replay_saves": pytest.approx(1.0),
-                              "launch_over_call": pytest.approx(2.3)}
+    assert s["shares_us"] == {"op_python": pytest.approx(8.5), "op_compiled": pytest.approx(6.5),
+                              "replay_saves": pytest.approx(1.0), "launch_over_call": pytest.approx(2.3)}
+    assert s["cutile_rs_op_python_host_us"] == 12.0 and s["fastcall"]  # which path the op call took, said
 
 
 def test_python_breakdown_times_every_layer_on_cpu(tmp_path, monkeypatch):

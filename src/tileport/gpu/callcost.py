@@ -17,6 +17,7 @@ GPU. Medians over the rounds, and the best round.
 | ct_launch              | `ct.launch` alone with ready arguments (vector_add only)                   |
 | tileport_cutile_rs     | `tileport.ops.<op>(...)` on `cutile-rs`, allocating its output            |
 | tileport_cutile_rs_out | the same with `out=`                                                       |
+| tileport_cutile_rs_python | `tileport_cutile_rs` with the compiled replay (runtime.fastcall) taken away: the Python path |
 | op_default             | `tileport.ops.<op>(...)` with no `backend=` (the default, set to cutile-rs) |
 | custom_op_cutile_rs    | `torch.ops.tileport.<op>` (the torch.compile path) on `cutile-rs`          |
 | c_abi_prepared         | the C symbol with prepared ctypes arguments (library.PreparedLaunch)       |
@@ -131,7 +132,22 @@ def _cases(op: str, dtype: str) -> dict[str, Callable[[], Any]]:
             cases.update(_breakdown_cases(spec, fn, inputs, outs))
         except Exception as e:  # noqa: BLE001 - recorded as the case's error, the other cases still run
             cases["py_breakdown"] = functools.partial(_reraise, e)
+    cases["tileport_cutile_rs_python"] = _python_path(op, cases["tileport_cutile_rs"])  # last: it drops the replay
     return cases
+
+
+def _python_path(op: str, call: Callable[[], Any]) -> Callable[[], Any]:
+    """`call` on the Python path: the first call forgets the op's compiled replays (runtime.fastcall),
+    and its plans, already promoted, are not promoted again."""
+    from tileport.ops import plan_cache
+    table = plan_cache.fast_table(op)
+    forgotten: list = []
+
+    def python_call():
+        if not forgotten:
+            forgotten.append(table.pop("cutile-rs", None))
+        return call()
+    return python_call
 
 
 def _reraise(error: Exception) -> None:
@@ -399,6 +415,9 @@ def graph_check(backend: str = "cutile-rs", dtype: str = "bfloat16", trials: int
                 _sequence(x, w, wm)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
+        from tileport.ops import plan_cache  # which ops the capture replays through runtime.fastcall
+        rec["compiled_replays"] = {op: len(t[backend].args[0]) if backend in t else 0
+                                   for op in rec["ops"] for t in [plan_cache.fast_table(op)]}
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, capture_error_mode=mode):
             static_y, static_s = _sequence(x, w, wm)
@@ -803,10 +822,13 @@ def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
     def host(case: str) -> float | None:
         return va.get(case, {}).get("host_us")
     rs, eager = host("tileport_cutile_rs"), host("torch_eager")
+    from tileport.runtime import fastcall
     # the raw C-ABI launch the op path makes: the prepared launch, or the entry's with an older library
     c_abi_case = "c_abi_replay" if host("c_abi_replay") is not None else "c_abi_prepared"
     raw = host(c_abi_case)
-    out = {"cutile_rs_op_host_us": rs, "torch_eager_host_us": eager, "c_abi_host_us": raw, "c_abi_case": c_abi_case,
+    out = {"cutile_rs_op_host_us": rs, "torch_eager_host_us": eager, "fastcall": fastcall.status(),
+           "cutile_rs_op_python_host_us": host("tileport_cutile_rs_python"),
+           "c_abi_host_us": raw, "c_abi_case": c_abi_case,
            "c_abi_prepared_host_us": host("c_abi_prepared"), "c_abi_replay_host_us": host("c_abi_replay"),
            "ct_launch_host_us": host("ct_launch"),
            "op_target_met": rs is not None and eager is not None and rs <= eager and rs <= TARGET_OP_US,
@@ -831,7 +853,7 @@ def summary(cost: dict, graph: dict | None = None, compiled: dict | None = None,
 
 FLOOR_CASES = ("driver_call", "binding_floor_replay", "binding_floor", "driver_noop", "driver_args", "c_abi_empty",
                "py_stream", "c_abi_replay", "c_abi_prepared", "py_plan_launches", "ct_launch", "torch_eager",
-               "tileport_cutile_rs", "op_default", "tileport_cutile_rs_out")
+               "tileport_cutile_rs", "op_default", "tileport_cutile_rs_out", "tileport_cutile_rs_python")
 
 
 def floor_table(cases: dict) -> dict:
@@ -843,7 +865,9 @@ def floor_table(cases: dict) -> dict:
 
 SHARES = {  # share of a call: (case, the case under it)
     # key, lookup, allocation, plan run over the op's launch (a library without prepared launches: the entry's)
-    "op_python": ("tileport_cutile_rs", ("c_abi_replay", "c_abi_prepared")),
+    "op_python": ("tileport_cutile_rs_python", ("c_abi_replay", "c_abi_prepared")),
+    # the same through the compiled replay (runtime.fastcall; the Python path when it is not built)
+    "op_compiled": ("tileport_cutile_rs", ("c_abi_replay", "c_abi_prepared")),
     "kernel_launcher": ("c_abi_prepared", "c_abi_empty"),  # a kernel's checks, key, params; 6 more arguments
     "replay_saves": ("c_abi_prepared", "c_abi_replay"),  # the launcher's checks, key and lookup, 6 arguments
     "replay_over_empty": ("c_abi_replay", "c_abi_empty"),  # copying the recorded parameters, the addresses

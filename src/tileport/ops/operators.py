@@ -1,5 +1,6 @@
-"""`tileport.ops.<op>`: each operator as a callable, eager through its cached plan (plan_cache; a call
-not seen yet goes through `tileport.ops.api.call_with`), or, while torch.compile traces it, the
+"""`tileport.ops.<op>`: each operator as a callable, eager through its compiled replay when it has one
+(tileport.runtime.fastcall), else its cached plan (plan_cache; a call not seen yet goes through
+`tileport.ops.api.call_with`), or, while torch.compile traces it, the
 `torch.ops.tileport.<op>` custom op (tileport.ops.torch_ops, which wraps `api.call` in turn: this
 module sits above both, so neither imports the other's caller)."""
 
@@ -52,13 +53,27 @@ def get_op(name: str):
     routes_grad = name in api.AUTOGRAD_OPS  # other ops never look at requires_grad (no backward to reach)
     # api.call_with's cached path, inlined (one call layer less on every call): the key, its plan, the run
     call_key, lookup, get_backend = plan_cache.call_key, plan_cache.lookup, api.get_backend
+    fast_by_backend = plan_cache.fast_table(name)  # backend -> compiled replays (runtime.fastcall)
 
     def op(*inputs: Any, out: Any = None, backend: str | None = None) -> Any:
-        if out is None and backend is None:
-            if _compiling() or (routes_grad and _needs_grad(inputs)):
+        if out is None:
+            if backend is not None:
+                chosen = backend
+            elif _compiling() or (routes_grad and _needs_grad(inputs)):
                 from tileport.ops import torch_ops
                 return getattr(torch_ops, name)(*inputs)
-            plan = lookup(call_key(spec, get_backend(), inputs, None))
+            else:
+                chosen = get_backend()
+            fast = fast_by_backend.get(chosen)
+            if fast is not None:
+                result = fast(inputs)
+                if result is not None:
+                    return result
+            plan = lookup(call_key(spec, chosen, inputs, None))
+            if getattr(plan, "fast_pending", False):  # None and plans without a compiled form: False
+                result = plan.run(inputs, None)
+                plan_cache.promote(fast_by_backend, chosen, plan, inputs, result)
+                return result
         else:
             plan = lookup(call_key(spec, get_backend() if backend is None else backend, inputs, out))
         if plan is not None:

@@ -37,6 +37,8 @@ MAX_PLANS = 4096
 INPUT, OUTPUT, TEMP = 0, 1, 2  # where an array argument lives (index into the call's tensor groups)
 
 _PLANS: dict[tuple, "CachedPlan | TorchPlan"] = {}  # cleared, never replaced: op wrappers hold its `get`
+_FAST: dict[str, dict[str, Any]] = {}  # op -> fast_table
+MAX_FAST = 4  # compiled replays an op call tries per backend (each a guard check of a few comparisons)
 _LOCK = threading.Lock()
 
 
@@ -100,6 +102,26 @@ def clear() -> None:
     """Forget every cached plan (e.g. after the library was rebuilt)."""
     with _LOCK:
         _PLANS.clear()
+        for table in _FAST.values():
+            table.clear()
+
+
+def fast_table(op: str) -> dict[str, Any]:
+    """backend -> the op's compiled replays (tileport.runtime.fastcall.runner), newest first; the
+    op wrapper holds the dict, `clear` empties it."""
+    with _LOCK:
+        return _FAST.setdefault(op, {})
+
+
+def promote(table: dict[str, Any], backend: str, plan: "CachedPlan", inputs: tuple, output: Any) -> None:
+    """Add `plan`'s compiled replay, once it has one, to the op's `table` (at most MAX_FAST per backend)."""
+    fast = plan.fastcall_plan(inputs, output)
+    if fast is None:
+        return
+    from tileport.runtime import fastcall
+    with _LOCK:
+        old = table.get(backend)
+        table[backend] = fastcall.runner((fast, *(old.args[0][:MAX_FAST - 1] if old is not None else ())))
 
 
 def size() -> int:
@@ -116,6 +138,8 @@ def as_tuple(out: Any) -> tuple:
 
 class TorchPlan:
     """A checked call signature of the `torch` backend: runs `fn` (the op's PyTorch baseline)."""
+
+    fast_pending = False  # never replayed by the compiled path (CachedPlan.fastcall_plan)
 
     def __init__(self, spec: OpSpec, fn: Callable[..., Any], multi_output: bool):
         self.spec, self.fn, self.multi_output = spec, fn, multi_output
@@ -249,11 +273,33 @@ class CachedPlan:
         self.out_layouts, self.multi_output, self.temps, self.launches = out_layouts, multi_output, temps, launches
         self._empty = _torch().empty_strided
         self._extents: tuple | None = None  # (input index, bytes) per tensor input, bytes per output
+        self.fast_pending = False  # True while the compiled path (fastcall) may still take this plan over
         if not multi_output and not temps and len(launches) == 1:  # most ops: one output, one kernel
             if out_layouts is None:
                 self.run = self._one_launch_into()
             elif len(out_layouts) == 1:
                 self.run = self._one_launch()
+                self.fast_pending = isinstance(launches[0], RustLaunch)
+
+    def fastcall_plan(self, inputs: tuple, output: Any) -> Any:
+        """The compiled replay of this plan (tileport.runtime.fastcall), made from a call it just ran
+        (`inputs` -> `output`), or None: not yet (the library records the launch on a later call),
+        or never (no compiled path here, or one it cannot guard; `fast_pending` is then cleared)."""
+        launch = self.launches[0]
+        replay = launch._replay
+        if replay is None:
+            if launch._attempts <= 0:
+                self.fast_pending = False
+            return None
+        self.fast_pending = False
+        from tileport.runtime import fastcall
+        if fastcall.module() is None:
+            return None
+        import ctypes
+        lib = launch._lib
+        return fastcall.plan(inputs, output, tuple(launch.sources), replay.handle.value,
+                             ctypes.cast(lib.replay.launch, ctypes.c_void_p).value, _raw_stream(),
+                             lambda rc: raise_for(rc, lib.last_error()), replay)
 
     def _one_launch(self) -> Callable[[tuple, Any], Any]:
         """`run` of a plan that allocates one output and launches one kernel, its values held by a
