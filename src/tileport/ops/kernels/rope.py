@@ -26,7 +26,9 @@ bytes per block for the batch-of-one / few-heads case (one (1, 8, 1, 64) f16 hal
 `rope_rows_pair_kernel` loads both halves of its rows as one (BLOCK_S, BLOCK_H, 2, HALF_TILE) tile
 (one load of twice the bytes), splits it with extract and writes the rotated pair back as one tile
 (cat); `rope_rows_persistent_kernel` loops over row blocks with a grid stride, so the compiler
-software-pipelines its loads (the next block's loads in flight during this block's math and stores).
+software-pipelines its loads (the next block's loads in flight during this block's math and stores);
+`rope_rows_notma_kernel` is `rope_rows_kernel` with x and y accessed without TMA (vector loads and
+stores straight between global memory and registers, no shared-memory staging).
 """
 
 import cuda.tile as ct
@@ -74,29 +76,35 @@ def rows_tables(cos, sin, rb, BLOCK_S, HALF_TILE):
     return c, s
 
 
-def rows_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE):
-    """One (row block rb, head block bid(1)) tile of the [B * S, H, 2, D/2] views, one load per half."""
+def rows_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, ALLOW_TMA):
+    """One (row block rb, head block bid(1)) tile of the [B * S, H, 2, D/2] views, one load per half;
+    ALLOW_TMA for x and y: None (the compiler's choice) or False (no TMA); the tables keep None."""
     hb = ct.bid(1)
     c, s = rows_tables(cos, sin, rb, BLOCK_S, HALF_TILE)
     tile_shape = (BLOCK_S, BLOCK_H, 1, HALF_TILE)
-    x1 = ct.load(x, index=(rb, hb, 0, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
-    x2 = ct.load(x, index=(rb, hb, 1, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
+    x1 = ct.load(x, index=(rb, hb, 0, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO, allow_tma=ALLOW_TMA)
+    x2 = ct.load(x, index=(rb, hb, 1, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO, allow_tma=ALLOW_TMA)
     x1 = ct.astype(x1, ct.float32)
     x2 = ct.astype(x2, ct.float32)
-    ct.store(y, index=(rb, hb, 0, 0), tile=ct.astype(x1 * c - x2 * s, y.dtype))
-    ct.store(y, index=(rb, hb, 1, 0), tile=ct.astype(x2 * c + x1 * s, y.dtype))
+    ct.store(y, index=(rb, hb, 0, 0), tile=ct.astype(x1 * c - x2 * s, y.dtype), allow_tma=ALLOW_TMA)
+    ct.store(y, index=(rb, hb, 1, 0), tile=ct.astype(x2 * c + x1 * s, y.dtype), allow_tma=ALLOW_TMA)
 
 
 @ct.kernel
 def rope_rows_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
-    rows_block(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE)
+    rows_block(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE, None)
+
+
+@ct.kernel
+def rope_rows_notma_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    rows_block(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE, False)
 
 
 @ct.kernel
 def rope_rows_persistent_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
     n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_S, BLOCK_H, 1, HALF_TILE))
     for rb in range(ct.bid(0), n_row_blocks, ct.num_blocks(0)):
-        rows_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE)
+        rows_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, None)
 
 
 @ct.kernel

@@ -30,11 +30,13 @@ BLOCK_S = 1
 ROWS = "rope_rows_kernel"
 ROWS_PAIR = "rope_rows_pair_kernel"
 ROWS_PERSISTENT = "rope_rows_persistent_kernel"
+ROWS_NOTMA = "rope_rows_notma_kernel"
 # The entries over [B * S, H, 2, D/2]: a row block of BLOCK_S rows must not straddle two sequences
 # (its table rows are one sequence block), so they take BLOCK_S only where it divides S.
-ROWS_ENTRIES = (ROWS, ROWS_PAIR, ROWS_PERSISTENT)
+ROWS_ENTRIES = (ROWS, ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA)
 # one tile per block / a loop over sequence blocks / the rows entries: one tile per block, one load
-# of both halves per block, a loop over row blocks
+# of both halves per block, a loop over row blocks, one tile per block with x and y accessed without
+# TMA (vector loads and stores straight to and from registers)
 ENTRIES = ("rope_kernel", "rope_persistent_kernel") + ROWS_ENTRIES
 BLOCK_SS = (1, 2, 4, 8)
 BLOCK_HS = tuple(1 << i for i in range(13))
@@ -172,7 +174,7 @@ SPEC = OpSpec(
               # the rows entries on the [1, 16384, 8, 128] benchmark's rows with several positions per block
               + [Capture(ROWS, {"x": ("float16", 4), "y": ("float16", 4), "cos": ("float32", 2),
                                 "sin": ("float32", 2)}, constants={"BLOCK_S": 4, "BLOCK_H": 8, "HALF_TILE": 64})]
-              + [cap for entry in (ROWS_PAIR, ROWS_PERSISTENT)
+              + [cap for entry in (ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA)
                  for cap in per_dtype_captures(entry, {"x": 4, "y": 4},
                                                lambda dt: {"BLOCK_S": 2, "BLOCK_H": 8, "HALF_TILE": 64},
                                                fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})]),
