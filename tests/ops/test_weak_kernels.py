@@ -121,16 +121,16 @@ def test_rope_shape_class_separates_the_rows_candidates():
 
 @pytest.mark.parametrize("kernel,grid", [("rope_rows_kernel", (4096, 1, 1)), ("rope_rows_pair_kernel", (4096, 1, 1)),
                                          ("rope_rows_notma_kernel", (4096, 1, 1)),
-                                         ("rope_rows_persistent_kernel", (132 * rope.ROWS_PERSISTENT_BLOCKS_PER_SM, 1, 1))])
+                                         ("rope_rows_persistent_kernel", (132 * 4, 1, 1))])
 def test_rope_rows_entries_plan_the_merged_rows(kernel, grid):
     """[1, 16384, 8, 128] with 4 positions per block: the [B * S, H, 2, D/2] views, one block per row
-    block (the persistent entry: 8 per SM, each looping over row blocks)."""
+    block (the persistent entry: 4 per SM, each looping over row blocks)."""
     inputs, outs = fake_call("rope", (1, 16384, 8, 128), "float16")
     (launch,) = SPECS["rope"].plan(*inputs, outs, config={"kernel": kernel, "BLOCK_S": 4, "BLOCK_H": 8})
     assert launch.kernel == kernel and launch.grid == grid
     assert launch.args["x"].shape == launch.args["y"].shape == (16384, 8, 2, 64)
     assert (launch.args["BLOCK_S"], launch.args["BLOCK_H"], launch.args["HALF_TILE"]) == (4, 8, 64)
-    inputs, outs = fake_call("rope", (2, 64, 8, 128), "float16")  # fewer row blocks than 8 per SM
+    inputs, outs = fake_call("rope", (2, 64, 8, 128), "float16")  # fewer row blocks than the persistent grid
     (launch,) = SPECS["rope"].plan(*inputs, outs, config={"kernel": kernel, "BLOCK_S": 4, "BLOCK_H": 4})
     assert launch.grid == (32, 2, 1) and launch.args["x"].shape == (128, 8, 2, 64)
 

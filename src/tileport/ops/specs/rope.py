@@ -43,9 +43,10 @@ BLOCK_HS = tuple(1 << i for i in range(13))
 MAX_HALF_TILE_ELEMS = 4096
 PERSISTENT_BLOCKS_PER_SM = 4
 PERSISTENT_MIN_HEADS = 32
-# Blocks per SM of the persistent rows entry: with its loop pipelined (about twice the registers of
-# the one-tile entry's 30) 8 blocks of 128 threads are what an SM holds.
-ROWS_PERSISTENT_BLOCKS_PER_SM = 8
+# Blocks per SM of the persistent rows entry: its pipelined loop takes 88 to 162 registers per thread
+# at the [1, 16384, 8, 128] f16 candidates' tiles (sm_90, compiled on the CPU; 35 to 126 without the
+# loop), so 4 blocks of 128 threads are about what an SM holds.
+ROWS_PERSISTENT_BLOCKS_PER_SM = 4
 
 
 def tiles(s: int, h: int, half: int) -> tuple[int, int, int]:
