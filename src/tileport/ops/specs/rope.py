@@ -36,7 +36,9 @@ ROWS_NOTMA = "rope_rows_notma_kernel"
 ROWS_ENTRIES = (ROWS, ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA)
 # one tile per block / a loop over sequence blocks / the rows entries: one tile per block, one load
 # of both halves per block, a loop over row blocks, one tile per block with x and y accessed without
-# TMA (vector loads and stores straight to and from registers)
+# TMA (vector loads and stores straight to and from registers). Registers per thread on sm_90
+# (compiled on the CPU, f16 [1, 16384, 8, 128], (BLOCK_S, BLOCK_H) = (1, 8) / (2, 8) / (4, 8)):
+# rows 35 / 68 / 126, pair 32 / 56 / 64, so the pair entry keeps 8 blocks of (4, 8) resident per SM.
 ENTRIES = ("rope_kernel", "rope_persistent_kernel") + ROWS_ENTRIES
 BLOCK_SS = (1, 2, 4, 8)
 BLOCK_HS = tuple(1 << i for i in range(13))
