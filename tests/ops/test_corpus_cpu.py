@@ -307,8 +307,22 @@ EXPECT = {
                                  (r"occupancy = 2", 1, 1), (r"num_worker_warps_per_cta = 8", 1, 1)] + NO_POINTER,
     # [B * S, H, 2, D/2]: 4-D tiles, the table row block as the row block modulo the sequence blocks
     "rope_rows_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2), (FOR, 0, 0), (r"= remi ", 1, None),
-                         (r"partition_view<tile=\(1x\d+x1x\d+\), padding_value = zero", 2, None)]
+                         (r"partition_view<tile=\(\d+x\d+x1x\d+\), padding_value = zero", 2, None)]
                         + NO_POINTER,
+    # ... with both halves as one (BLOCK_S, BLOCK_H, 2, HALF_TILE) load, split by extract, joined by cat
+    "rope_rows_pair_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 1, 1), (FOR, 0, 0), (r"= remi ", 1, None),
+                              (r"= extract ", 2, 2), (r"= cat ", 1, 1),
+                              (r"partition_view<tile=\(\d+x\d+x2x\d+\), padding_value = zero", 1, None)]
+                             + NO_POINTER,
+    # ... with x and y accessed without TMA (the four x / y accesses carry the hint, the tables do not)
+    "rope_rows_notma_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2), (FOR, 0, 0), (r"= remi ", 1, None),
+                               (r"optimization_hints = <default = \{allow_tma = false\}>", 4, 4),
+                               (r"partition_view<tile=\(\d+x\d+x1x\d+\), padding_value = zero", 2, None)]
+                              + NO_POINTER,
+    # ... in a grid-stride loop over row blocks (the table row block inside the loop)
+    "rope_rows_persistent_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2), (FOR, 1, 1), (r"= remi ", 1, None),
+                                    (r"partition_view<tile=\(\d+x\d+x1x\d+\), padding_value = zero", 2, None)]
+                                   + NO_POINTER,
     "rope_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2),
                     (r"partition_view<tile=\(1x\d+x\d+x1x\d+\), padding_value = zero", 2, None)]
                    + NO_POINTER,
@@ -355,7 +369,7 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "softmax_tma_prefetch_kernel", "softmax_online_rev_kernel", "layer_norm_fwd_occ4_kernel",
             "layer_norm_fwd_prefetch_kernel", "rope_persistent_kernel", "softmax_tma_lean_kernel",
             "softmax_split_stats_kernel", "softmax_split_write_kernel", "layer_norm_fwd_w8_kernel",
-            "rope_rows_kernel"}
+            "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 

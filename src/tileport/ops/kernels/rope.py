@@ -21,7 +21,14 @@ blocks, head blocks): no batch axis, so a batch of 1 is no size-1 axis either (t
 specializes a size-1 axis as a static shape, the cutile-rs launcher does not: 34 vs 32 registers and
 an rs/cuTile time ratio of 1.11 on [1, 16384, 8, 128] f16 with the 5-D entries). A row block of
 BLOCK_S rows never straddles two sequences (the plan offers it only when BLOCK_S divides S), so its
-table rows are the row block modulo the sequence blocks.
+table rows are the row block modulo the sequence blocks. Two more entries over the same view move more
+bytes per block for the batch-of-one / few-heads case (one (1, 8, 1, 64) f16 half is 1 KiB):
+`rope_rows_pair_kernel` loads both halves of its rows as one (BLOCK_S, BLOCK_H, 2, HALF_TILE) tile
+(one load of twice the bytes), splits it with extract and writes the rotated pair back as one tile
+(cat); `rope_rows_persistent_kernel` loops over row blocks with a grid stride, so the compiler
+software-pipelines its loads (the next block's loads in flight during this block's math and stores);
+`rope_rows_notma_kernel` is `rope_rows_kernel` with x and y accessed without TMA (vector loads and
+stores straight between global memory and registers, no shared-memory staging).
 """
 
 import cuda.tile as ct
@@ -58,19 +65,56 @@ def rope_persistent_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt,
         rope_block(x, cos, sin, y, sb, BLOCK_S, BLOCK_H, HALF_TILE)
 
 
-@ct.kernel
-def rope_rows_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
-    rb = ct.bid(0)
-    hb = ct.bid(1)
+def rows_tables(cos, sin, rb, BLOCK_S, HALF_TILE):
+    """The (BLOCK_S, 1, 1, HALF_TILE) f32 cos / sin rows of row block rb (a row block never straddles
+    two sequences, so its table block is rb modulo the sequence blocks)."""
     sb = rb % ct.num_tiles(cos, 0, shape=(BLOCK_S, HALF_TILE))
-    tile_shape = (BLOCK_S, BLOCK_H, 1, HALF_TILE)
     c = ct.load(cos, index=(sb, 0), shape=(BLOCK_S, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
     s = ct.load(sin, index=(sb, 0), shape=(BLOCK_S, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
     c = ct.reshape(ct.astype(c, ct.float32), (BLOCK_S, 1, 1, HALF_TILE))
     s = ct.reshape(ct.astype(s, ct.float32), (BLOCK_S, 1, 1, HALF_TILE))
-    x1 = ct.load(x, index=(rb, hb, 0, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
-    x2 = ct.load(x, index=(rb, hb, 1, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO)
+    return c, s
+
+
+def rows_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, ALLOW_TMA):
+    """One (row block rb, head block bid(1)) tile of the [B * S, H, 2, D/2] views, one load per half;
+    ALLOW_TMA for x and y: None (the compiler's choice) or False (no TMA); the tables keep None."""
+    hb = ct.bid(1)
+    c, s = rows_tables(cos, sin, rb, BLOCK_S, HALF_TILE)
+    tile_shape = (BLOCK_S, BLOCK_H, 1, HALF_TILE)
+    x1 = ct.load(x, index=(rb, hb, 0, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO, allow_tma=ALLOW_TMA)
+    x2 = ct.load(x, index=(rb, hb, 1, 0), shape=tile_shape, padding_mode=ct.PaddingMode.ZERO, allow_tma=ALLOW_TMA)
     x1 = ct.astype(x1, ct.float32)
     x2 = ct.astype(x2, ct.float32)
-    ct.store(y, index=(rb, hb, 0, 0), tile=ct.astype(x1 * c - x2 * s, y.dtype))
-    ct.store(y, index=(rb, hb, 1, 0), tile=ct.astype(x2 * c + x1 * s, y.dtype))
+    ct.store(y, index=(rb, hb, 0, 0), tile=ct.astype(x1 * c - x2 * s, y.dtype), allow_tma=ALLOW_TMA)
+    ct.store(y, index=(rb, hb, 1, 0), tile=ct.astype(x2 * c + x1 * s, y.dtype), allow_tma=ALLOW_TMA)
+
+
+@ct.kernel
+def rope_rows_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    rows_block(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE, None)
+
+
+@ct.kernel
+def rope_rows_notma_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    rows_block(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE, False)
+
+
+@ct.kernel
+def rope_rows_persistent_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_S, BLOCK_H, 1, HALF_TILE))
+    for rb in range(ct.bid(0), n_row_blocks, ct.num_blocks(0)):
+        rows_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, None)
+
+
+@ct.kernel
+def rope_rows_pair_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    rb = ct.bid(0)
+    hb = ct.bid(1)
+    c, s = rows_tables(cos, sin, rb, BLOCK_S, HALF_TILE)
+    half_shape = (BLOCK_S, BLOCK_H, 1, HALF_TILE)
+    pair = ct.load(x, index=(rb, hb, 0, 0), shape=(BLOCK_S, BLOCK_H, 2, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
+    x1 = ct.astype(ct.extract(pair, index=(0, 0, 0, 0), shape=half_shape), ct.float32)
+    x2 = ct.astype(ct.extract(pair, index=(0, 0, 1, 0), shape=half_shape), ct.float32)
+    rotated = ct.cat((x1 * c - x2 * s, x2 * c + x1 * s), 2)
+    ct.store(y, index=(rb, hb, 0, 0), tile=ct.astype(rotated, y.dtype))

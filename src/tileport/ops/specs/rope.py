@@ -1,7 +1,7 @@
 """rope: rotary embedding (rotate-half) of x [batch, seq, heads, head_dim] with cos/sin [seq, D/2] f32.
 
 Tables: cos[s, i] = cos(s * base^(-2i/D)), sin likewise (positions = sequence index). The plan passes
-the free [B, S, H, 2, D/2] views of x and y to the kernel ([B * S, H, 2, D/2] to rope_rows_kernel).
+the free [B, S, H, 2, D/2] views of x and y to the kernel ([B * S, H, 2, D/2] to the rows entries).
 """
 
 from __future__ import annotations
@@ -9,29 +9,46 @@ from __future__ import annotations
 from itertools import product
 
 from .. import autotune
-from ..spec import ConfigSpace, Launch, OpSpec
+from ..spec import Capture, ConfigSpace, Launch, OpSpec
 from ._common import (ELEMENT_SIZE, FLOAT_DTYPES, TOL_POINTWISE, cdiv, generator, next_pow2, num_sms,
                       numel, per_dtype_captures, randn, torch)
 
 BASE = 10000.0
 # Elements of one half-tile (x1 or x2) a block aims for: all heads of one position up to this size.
 HALF_TILE_ELEMS = 2048
-# Positions per block. One position per block measured best on H200 (bf16 4x4096x32x128: 3143 GB/s
-# with BLOCK_S=1, 757 with 2, 916 with 4), so the plan keeps 1.
+# Positions per block. One position per block measured best on H200 for rope_kernel (bf16
+# 4x4096x32x128: 3143 GB/s with BLOCK_S=1, 757 with 2, 916 with 4), so the default keeps 1; the
+# search still offers 2 to 8 (the rows entries with 8 heads move only 2 KiB per block at 1).
 BLOCK_S = 1
 
 
 # The search: the entry, positions and heads per block, with at most MAX_HALF_TILE_ELEMS elements per
 # half-tile (x1 and x2 in f32 registers). rope_persistent_kernel runs PERSISTENT_BLOCKS_PER_SM blocks
-# per SM over all (head block, batch) pairs, each looping over sequence blocks.
-# one tile per block / a loop over sequence blocks / one tile per block over [B * S, H, 2, D/2]
-ENTRIES = ("rope_kernel", "rope_persistent_kernel", "rope_rows_kernel")
-ROWS = "rope_rows_kernel"  # BLOCK_S = 1 only: a row block must not straddle two sequences
+# per SM over all (head block, batch) pairs, each looping over sequence blocks;
+# rope_rows_persistent_kernel ROWS_PERSISTENT_BLOCKS_PER_SM blocks per SM over the head blocks, each
+# looping over row blocks.
+ROWS = "rope_rows_kernel"
+ROWS_PAIR = "rope_rows_pair_kernel"
+ROWS_PERSISTENT = "rope_rows_persistent_kernel"
+ROWS_NOTMA = "rope_rows_notma_kernel"
+# The entries over [B * S, H, 2, D/2]: a row block of BLOCK_S rows must not straddle two sequences
+# (its table rows are one sequence block), so they take BLOCK_S only where it divides S.
+ROWS_ENTRIES = (ROWS, ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA)
+# one tile per block / a loop over sequence blocks / the rows entries: one tile per block, one load
+# of both halves per block, a loop over row blocks, one tile per block with x and y accessed without
+# TMA (vector loads and stores straight to and from registers). Registers per thread on sm_90
+# (compiled on the CPU, f16 [1, 16384, 8, 128], (BLOCK_S, BLOCK_H) = (1, 8) / (2, 8) / (4, 8)):
+# rows 35 / 68 / 126, pair 32 / 56 / 64, so the pair entry keeps 8 blocks of (4, 8) resident per SM.
+ENTRIES = ("rope_kernel", "rope_persistent_kernel") + ROWS_ENTRIES
 BLOCK_SS = (1, 2, 4, 8)
 BLOCK_HS = tuple(1 << i for i in range(13))
 MAX_HALF_TILE_ELEMS = 4096
 PERSISTENT_BLOCKS_PER_SM = 4
 PERSISTENT_MIN_HEADS = 32
+# Blocks per SM of the persistent rows entry: its pipelined loop takes 88 to 162 registers per thread
+# at the [1, 16384, 8, 128] f16 candidates' tiles (sm_90, compiled on the CPU; 35 to 126 without the
+# loop), so 4 blocks of 128 threads are about what an SM holds.
+ROWS_PERSISTENT_BLOCKS_PER_SM = 4
 
 
 def tiles(s: int, h: int, half: int) -> tuple[int, int, int]:
@@ -42,15 +59,17 @@ def tiles(s: int, h: int, half: int) -> tuple[int, int, int]:
 
 def candidates(shape, dtype) -> list[dict]:
     """BLOCK_H: the default's (all heads up to HALF_TILE_ELEMS) or half of it; BLOCK_S: 1 to 8
-    positions (rope_rows_kernel: 1); tiles between a quarter of the default's size (at most
-    HALF_TILE_ELEMS / 4: smaller blocks only add per-block cost) and MAX_HALF_TILE_ELEMS; every entry."""
+    positions (the rows entries: those dividing S); tiles between a quarter of the default's size
+    (at most HALF_TILE_ELEMS / 4: smaller blocks only add per-block cost) and MAX_HALF_TILE_ELEMS;
+    every entry."""
     _, s, h, d = shape
     block_s, block_h, half_tile = tiles(s, h, d // 2)
     lo = min(HALF_TILE_ELEMS // 4, block_s * block_h * half_tile)
     hi = max(MAX_HALF_TILE_ELEMS, half_tile)
     return [{"kernel": k, "BLOCK_S": bs, "BLOCK_H": bh}
             for k, bs, bh in product(ENTRIES, BLOCK_SS, sorted({block_h, max(1, block_h // 2)}))
-            if bs <= next_pow2(s) and lo <= bs * bh * half_tile <= hi and (k != ROWS or bs == 1)]
+            if bs <= next_pow2(s) and lo <= bs * bh * half_tile <= hi
+            and (k not in ROWS_ENTRIES or s % bs == 0)]
 
 
 def default(shape, dtype) -> dict:
@@ -72,13 +91,17 @@ def default(shape, dtype) -> dict:
 
 
 def shape_class(shape) -> str:
+    """The padded sizes, and the largest BLOCK_S dividing S (it decides the rows entries' candidates)."""
     b, s, h, d = shape
-    return f"B{next_pow2(b)}xS{next_pow2(s)}xH{next_pow2(h)}xD{next_pow2(d // 2) * 2}"
+    rows_block_s = max(bs for bs in BLOCK_SS if s % bs == 0)
+    return f"B{next_pow2(b)}xS{next_pow2(s)}/{rows_block_s}xH{next_pow2(h)}xD{next_pow2(d // 2) * 2}"
 
 
 def grid_for(config: dict, s: int, h: int, b: int, sms: int) -> tuple[int, int, int]:
     seq_blocks, head_blocks = cdiv(s, config["BLOCK_S"]), cdiv(h, config["BLOCK_H"])
-    if config["kernel"] == ROWS:
+    if config["kernel"] == ROWS_PERSISTENT:
+        return (min(b * seq_blocks, max(1, sms * ROWS_PERSISTENT_BLOCKS_PER_SM // head_blocks)), head_blocks, 1)
+    if config["kernel"] in ROWS_ENTRIES:
         return (b * seq_blocks, head_blocks, 1)
     if config["kernel"] == "rope_persistent_kernel":
         seq_blocks = min(seq_blocks, max(1, sms * PERSISTENT_BLOCKS_PER_SM // (head_blocks * b)))
@@ -120,7 +143,7 @@ def plan(x, cos, sin, outs, config=None):
     if d % 2 or not x.is_contiguous() or cos.shape != (s, half) or sin.shape != (s, half):
         raise ValueError("rope takes contiguous x [B, S, H, D] (D even) and cos/sin [S, D/2]")
     cfg = autotune.resolve(SPEC, x, config)
-    split_heads = (b * s, h, 2, half) if cfg["kernel"] == ROWS else (b, s, h, 2, half)
+    split_heads = (b * s, h, 2, half) if cfg["kernel"] in ROWS_ENTRIES else (b, s, h, 2, half)
     return [Launch(cfg["kernel"], grid_for(cfg, s, h, b, num_sms(x.device)), {
         "x": x.view(*split_heads), "cos": cos, "sin": sin, "y": outs.view(*split_heads),
         "BLOCK_S": cfg["BLOCK_S"], "BLOCK_H": cfg["BLOCK_H"], "HALF_TILE": next_pow2(half)})]
@@ -150,7 +173,14 @@ SPEC = OpSpec(
                                    lambda dt: {"BLOCK_S": 1, "BLOCK_H": 8, "HALF_TILE": 64},
                                    fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
               + per_dtype_captures(ROWS, {"x": 4, "y": 4}, _constants,
-                                   fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})),
+                                   fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})
+              # the rows entries on the [1, 16384, 8, 128] benchmark's rows with several positions per block
+              + [Capture(ROWS, {"x": ("float16", 4), "y": ("float16", 4), "cos": ("float32", 2),
+                                "sin": ("float32", 2)}, constants={"BLOCK_S": 4, "BLOCK_H": 8, "HALF_TILE": 64})]
+              + [cap for entry in (ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA)
+                 for cap in per_dtype_captures(entry, {"x": 4, "y": 4},
+                                               lambda dt: {"BLOCK_S": 2, "BLOCK_H": 8, "HALF_TILE": 64},
+                                               fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})]),
     bytes=lambda shape, dt: (2 * numel(shape) * ELEMENT_SIZE[dt]
                              + 2 * shape[1] * (shape[3] // 2) * 4),
     flops=lambda shape: 3 * numel(shape),

@@ -182,8 +182,8 @@ def _rope(b: _Builder, c: dict) -> tuple:
 
 
 def _rope_rows(b: _Builder, c: dict) -> tuple:
-    """_rope's problem on the [B * S, H, 2, D/2] view (one position per row block)."""
-    batch, seq, heads, half = 2, 3, c["BLOCK_H"] + 8, c["HALF_TILE"] - 16
+    """_rope's problem on the [B * S, H, 2, D/2] view (S a multiple of BLOCK_S, as the plan needs)."""
+    batch, seq, heads, half = 2, 3 * c["BLOCK_S"], c["BLOCK_H"] + 8, c["HALF_TILE"] - 16
     x = b.input("x", (batch * seq, heads, 2, half))
     cos, sin = b.input("cos", (seq, half)), b.input("sin", (seq, half))
     b.output("y", x.shape)
@@ -191,6 +191,12 @@ def _rope_rows(b: _Builder, c: dict) -> tuple:
     x1, x2 = x[:, :, 0], x[:, :, 1]
     y = np.stack([x1 * cc - x2 * ss, x2 * cc + x1 * ss], axis=2)
     return (_cdiv(batch * seq, c["BLOCK_S"]), _cdiv(heads, c["BLOCK_H"]), 1), ["y"], {"y": y}
+
+
+def _rope_rows_persistent(b: _Builder, c: dict) -> tuple:
+    """_rope_rows with 2 blocks along the rows: each loops over 3 of the 6 row blocks."""
+    (_, head_blocks, _), outputs, reference = _rope_rows(b, c)
+    return (2, head_blocks, 1), outputs, reference
 
 
 def _matmul(b: _Builder, c: dict) -> tuple:
@@ -524,6 +530,9 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "rope_kernel": (_rope,),
     "rope_persistent_kernel": (_rope,),
     "rope_rows_kernel": (_rope_rows,),
+    "rope_rows_pair_kernel": (_rope_rows,),
+    "rope_rows_notma_kernel": (_rope_rows,),
+    "rope_rows_persistent_kernel": (_rope_rows_persistent,),
     "matmul_kernel": (_matmul,),
     "bmm_kernel": (_bmm,),
     "matmul_splitk_kernel": (_matmul_splitk,),
