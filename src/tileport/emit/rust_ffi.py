@@ -381,7 +381,7 @@ def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]
             tensor, claimed = arg_names[f"{p.name}#tensor"], arg_names[f"{p.name}#claimed"]
             lines.append(f"let {tensor} = target.tensor::<{dt}>({a});")
             lines.append(f"let {claimed} = Claimed::new(&{tensor}, {a}, &[{static_axes(variant, p, a)}]);")
-            args.append(f"cutile::cuda_async::device_operation::value({claimed})")
+            args.append(claimed)
             tensors.append(f'("{p.rust}", {claimed}.spec().clone())')
         elif not p.is_const:
             args.append(a)

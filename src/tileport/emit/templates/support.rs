@@ -309,6 +309,16 @@ unsafe impl<'a, E: cutile::cuda_core::DType + Sync> cutile::tensor::KernelInputS
     }
 }
 
+/// Passed to a launcher as is, as a `&Tensor` is.
+impl<'a, E: cutile::cuda_core::DType + Sync> cutile::cuda_async::device_operation::IntoDeviceOp<Claimed<'a, E>>
+    for Claimed<'a, E>
+{
+    type Op = cutile::cuda_async::device_operation::Value<Claimed<'a, E>>;
+    fn into_op(self) -> Self::Op {
+        cutile::cuda_async::device_operation::value(self)
+    }
+}
+
 impl<'a, E: cutile::cuda_core::DType + Sync> cutile::tensor::KernelInput<E> for Claimed<'a, E> {
     type Stored = Self;
     type Returned = Self;
