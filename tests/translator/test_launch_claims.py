@@ -42,3 +42,24 @@ def test_each_array_goes_to_cutile_with_cuTile_Pythons_claims(tmp_path):
     support = report.files["src/support.rs"]
     assert "unsafe impl<'a, E: cutile::cuda_core::DType + Sync> cutile::tensor::KernelInputStored for Claimed<'a, E>" \
         in support
+
+
+def test_a_kernel_cuTile_python_does_not_launch_keeps_cutiles_claims():
+    """A Triton port (no `launch_unit_axes`): Triton's launcher claims 16 elements of a stride, so the port
+    keeps cutile's claims (`compute_spec`) rather than cuTile Python's 16 bytes."""
+    import dataclasses
+    import tempfile
+    from pathlib import Path
+
+    from tileport.emit.names import RUST_NAMING
+    from tileport.emit.rust_ffi import KernelGroup, emit_launcher
+    from tileport.frontends.cutile import translate_file
+    from tp_helpers import kernel_configs
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_kernels(Path(tmp), COMBINE)
+        (kernel,) = translate_file(str(path), kernel_configs(COMBINE_CONFIG), None, RUST_NAMING).module.kernels
+    triton_like = dataclasses.replace(kernel, launch_unit_axes=False)
+    for k, claimed in ((kernel, True), (triton_like, False)):
+        launcher = " ".join(emit_launcher(KernelGroup("tileport_combine", "combine", "kern", [k])).split())
+        assert ("Claimed::new(" in launcher) is claimed, launcher
+        assert ('("o_part", o_part_t.spec().clone())' in launcher) is not claimed, launcher

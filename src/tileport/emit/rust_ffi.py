@@ -362,6 +362,13 @@ def _alignment_lines(variant: Kernel, st: Let, arg_names) -> list[str]:
             "};"]
 
 
+def claims_cutile_python(variant: Kernel) -> bool:
+    """Whether the launch claims the divisibility cuTile Python's launcher claims (support.rs `Claimed`): for
+    a kernel cuTile Python launches (the cuTile frontend marks them, `Kernel.launch_unit_axes`). A Triton
+    port keeps cutile's claims: Triton's launcher claims 16 elements of a stride, more than 16 bytes."""
+    return variant.launch_unit_axes
+
+
 def static_axes(variant: Kernel, array, desc: str) -> str:
     """The axes of `array` the entry takes as constants (its unit-axis generics at 1), as Rust bools: where
     the launch claims cuTile Python's divisibility (support.rs `Claimed`) lays the lengths' claims out."""
@@ -380,9 +387,13 @@ def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]
             dt = p.ty.dtype.name if isinstance(p.ty.dtype, DVar) else L.RUST_DTYPE[p.ty.dtype]
             tensor, claimed = arg_names[f"{p.name}#tensor"], arg_names[f"{p.name}#claimed"]
             lines.append(f"let {tensor} = target.tensor::<{dt}>({a});")
-            lines.append(f"let {claimed} = Claimed::new(&{tensor}, {a}, &[{static_axes(variant, p, a)}]);")
-            args.append(claimed)
-            tensors.append(f'("{p.rust}", {claimed}.spec().clone())')
+            if claims_cutile_python(variant):
+                lines.append(f"let {claimed} = Claimed::new(&{tensor}, {a}, &[{static_axes(variant, p, a)}]);")
+                args.append(claimed)
+                tensors.append(f'("{p.rust}", {claimed}.spec().clone())')
+            else:
+                args.append(f"&{tensor}")
+                tensors.append(f'("{p.rust}", {tensor}.spec().clone())')
         elif not p.is_const:
             args.append(a)
             if p.ty.dtype in INTEGER_SCALARS:
