@@ -1198,6 +1198,7 @@ pub unsafe extern "C" fn tileport_ir(
     out_bytecode: *mut *mut u8,
     out_bytecode_len: *mut usize,
 ) -> i32 {
+    let specs = |info: &EntryInfo| Ok(capture_specs(info));
     unsafe {
         export_ir(
             entry,
@@ -1207,7 +1208,7 @@ pub unsafe extern "C" fn tileport_ir(
             out_text_len,
             out_bytecode,
             out_bytecode_len,
-            |info| Ok(capture_specs(info)),
+            specs,
         )
     }
 }

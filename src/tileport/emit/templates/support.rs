@@ -998,7 +998,8 @@ pub unsafe extern "C" fn tileport_ir(
     out_bytecode: *mut *mut u8,
     out_bytecode_len: *mut usize,
 ) -> i32 {
-    unsafe { export_ir(entry, generics, target, out_text, out_text_len, out_bytecode, out_bytecode_len, |info| Ok(capture_specs(info))) }
+    let specs = |info: &EntryInfo| Ok(capture_specs(info));
+    unsafe { export_ir(entry, generics, target, out_text, out_text_len, out_bytecode, out_bytecode_len, specs) }
 }
 
 /// `tileport_ir` at a launch's signature: the entry's `n` arrays are `descs` (in the entry's order, only
