@@ -5715,12 +5715,64 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             );
                         }
                         let q_t = target.tensor::<E>(q);
+                        let q_c = Claimed::new(
+                            &q_t,
+                            q,
+                            &[
+                                unit_axis(q, 0) == 1,
+                                unit_axis(q, 1) == 1,
+                                unit_axis(q, 2) == 1,
+                                unit_axis(q, 3) == 1,
+                            ],
+                        );
                         let k_t = target.tensor::<E>(k);
+                        let k_c = Claimed::new(
+                            &k_t,
+                            k,
+                            &[
+                                unit_axis(k, 0) == 1,
+                                unit_axis(k, 1) == 1,
+                                unit_axis(k, 2) == 1,
+                                unit_axis(k, 3) == 1,
+                            ],
+                        );
                         let v_t = target.tensor::<E>(v);
+                        let v_c = Claimed::new(
+                            &v_t,
+                            v,
+                            &[
+                                unit_axis(v, 0) == 1,
+                                unit_axis(v, 1) == 1,
+                                unit_axis(v, 2) == 1,
+                                unit_axis(v, 3) == 1,
+                            ],
+                        );
                         let o_t = target.tensor::<E>(o);
+                        let o_c = Claimed::new(
+                            &o_t,
+                            o,
+                            &[
+                                unit_axis(o, 0) == 1,
+                                unit_axis(o, 1) == 1,
+                                unit_axis(o, 2) == 1,
+                                unit_axis(o, 3) == 1,
+                            ],
+                        );
                         let lse_t = target.tensor::<f32>(lse);
+                        let lse_c = Claimed::new(
+                            &lse_t,
+                            lse,
+                            &[
+                                unit_axis(lse, 0) == 1,
+                                unit_axis(lse, 1) == 1,
+                                unit_axis(lse, 2) == 1,
+                            ],
+                        );
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
+                        let seq_lens_c =
+                            Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -5750,27 +5802,19 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
-                                ("q", q_t.spec().clone()),
-                                ("k", k_t.spec().clone()),
-                                ("v", v_t.spec().clone()),
-                                ("o", o_t.spec().clone()),
-                                ("lse", lse_t.spec().clone()),
-                                ("seq_lens", seq_lens_t.spec().clone()),
-                                ("sinks", sinks_t.spec().clone()),
+                                ("q", q_c.spec().clone()),
+                                ("k", k_c.spec().clone()),
+                                ("v", v_c.spec().clone()),
+                                ("o", o_c.spec().clone()),
+                                ("lse", lse_c.spec().clone()),
+                                ("seq_lens", seq_lens_c.spec().clone()),
+                                ("sinks", sinks_c.spec().clone()),
                             ],
                             int_scalars: vec![("window", window as i32)],
                         };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0(
-                                &q_t,
-                                &k_t,
-                                &v_t,
-                                &o_t,
-                                &lse_t,
-                                &seq_lens_t,
-                                &sinks_t,
-                                qk_scale,
-                                softcap,
+                                q_c, k_c, v_c, o_c, lse_c, seq_lens_c, sinks_c, qk_scale, softcap,
                                 window,
                             )
                         }
@@ -5884,12 +5928,64 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             );
                         }
                         let q_t = target.tensor::<E>(q);
+                        let q_c = Claimed::new(
+                            &q_t,
+                            q,
+                            &[
+                                unit_axis(q, 0) == 1,
+                                unit_axis(q, 1) == 1,
+                                unit_axis(q, 2) == 1,
+                                unit_axis(q, 3) == 1,
+                            ],
+                        );
                         let k_t = target.tensor::<E>(k);
+                        let k_c = Claimed::new(
+                            &k_t,
+                            k,
+                            &[
+                                unit_axis(k, 0) == 1,
+                                unit_axis(k, 1) == 1,
+                                unit_axis(k, 2) == 1,
+                                unit_axis(k, 3) == 1,
+                            ],
+                        );
                         let v_t = target.tensor::<E>(v);
+                        let v_c = Claimed::new(
+                            &v_t,
+                            v,
+                            &[
+                                unit_axis(v, 0) == 1,
+                                unit_axis(v, 1) == 1,
+                                unit_axis(v, 2) == 1,
+                                unit_axis(v, 3) == 1,
+                            ],
+                        );
                         let o_t = target.tensor::<E>(o);
+                        let o_c = Claimed::new(
+                            &o_t,
+                            o,
+                            &[
+                                unit_axis(o, 0) == 1,
+                                unit_axis(o, 1) == 1,
+                                unit_axis(o, 2) == 1,
+                                unit_axis(o, 3) == 1,
+                            ],
+                        );
                         let lse_t = target.tensor::<f32>(lse);
+                        let lse_c = Claimed::new(
+                            &lse_t,
+                            lse,
+                            &[
+                                unit_axis(lse, 0) == 1,
+                                unit_axis(lse, 1) == 1,
+                                unit_axis(lse, 2) == 1,
+                            ],
+                        );
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
+                        let seq_lens_c =
+                            Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -5919,27 +6015,19 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
-                                ("q", q_t.spec().clone()),
-                                ("k", k_t.spec().clone()),
-                                ("v", v_t.spec().clone()),
-                                ("o", o_t.spec().clone()),
-                                ("lse", lse_t.spec().clone()),
-                                ("seq_lens", seq_lens_t.spec().clone()),
-                                ("sinks", sinks_t.spec().clone()),
+                                ("q", q_c.spec().clone()),
+                                ("k", k_c.spec().clone()),
+                                ("v", v_c.spec().clone()),
+                                ("o", o_c.spec().clone()),
+                                ("lse", lse_c.spec().clone()),
+                                ("seq_lens", seq_lens_c.spec().clone()),
+                                ("sinks", sinks_c.spec().clone()),
                             ],
                             int_scalars: vec![("window", window as i32)],
                         };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1(
-                                &q_t,
-                                &k_t,
-                                &v_t,
-                                &o_t,
-                                &lse_t,
-                                &seq_lens_t,
-                                &sinks_t,
-                                qk_scale,
-                                softcap,
+                                q_c, k_c, v_c, o_c, lse_c, seq_lens_c, sinks_c, qk_scale, softcap,
                                 window,
                             )
                         }
@@ -6053,12 +6141,64 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             );
                         }
                         let q_t = target.tensor::<E>(q);
+                        let q_c = Claimed::new(
+                            &q_t,
+                            q,
+                            &[
+                                unit_axis(q, 0) == 1,
+                                unit_axis(q, 1) == 1,
+                                unit_axis(q, 2) == 1,
+                                unit_axis(q, 3) == 1,
+                            ],
+                        );
                         let k_t = target.tensor::<E>(k);
+                        let k_c = Claimed::new(
+                            &k_t,
+                            k,
+                            &[
+                                unit_axis(k, 0) == 1,
+                                unit_axis(k, 1) == 1,
+                                unit_axis(k, 2) == 1,
+                                unit_axis(k, 3) == 1,
+                            ],
+                        );
                         let v_t = target.tensor::<E>(v);
+                        let v_c = Claimed::new(
+                            &v_t,
+                            v,
+                            &[
+                                unit_axis(v, 0) == 1,
+                                unit_axis(v, 1) == 1,
+                                unit_axis(v, 2) == 1,
+                                unit_axis(v, 3) == 1,
+                            ],
+                        );
                         let o_t = target.tensor::<E>(o);
+                        let o_c = Claimed::new(
+                            &o_t,
+                            o,
+                            &[
+                                unit_axis(o, 0) == 1,
+                                unit_axis(o, 1) == 1,
+                                unit_axis(o, 2) == 1,
+                                unit_axis(o, 3) == 1,
+                            ],
+                        );
                         let lse_t = target.tensor::<f32>(lse);
+                        let lse_c = Claimed::new(
+                            &lse_t,
+                            lse,
+                            &[
+                                unit_axis(lse, 0) == 1,
+                                unit_axis(lse, 1) == 1,
+                                unit_axis(lse, 2) == 1,
+                            ],
+                        );
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
+                        let seq_lens_c =
+                            Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -6088,27 +6228,19 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
-                                ("q", q_t.spec().clone()),
-                                ("k", k_t.spec().clone()),
-                                ("v", v_t.spec().clone()),
-                                ("o", o_t.spec().clone()),
-                                ("lse", lse_t.spec().clone()),
-                                ("seq_lens", seq_lens_t.spec().clone()),
-                                ("sinks", sinks_t.spec().clone()),
+                                ("q", q_c.spec().clone()),
+                                ("k", k_c.spec().clone()),
+                                ("v", v_c.spec().clone()),
+                                ("o", o_c.spec().clone()),
+                                ("lse", lse_c.spec().clone()),
+                                ("seq_lens", seq_lens_c.spec().clone()),
+                                ("sinks", sinks_c.spec().clone()),
                             ],
                             int_scalars: vec![("window", window as i32)],
                         };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1(
-                                &q_t,
-                                &k_t,
-                                &v_t,
-                                &o_t,
-                                &lse_t,
-                                &seq_lens_t,
-                                &sinks_t,
-                                qk_scale,
-                                softcap,
+                                q_c, k_c, v_c, o_c, lse_c, seq_lens_c, sinks_c, qk_scale, softcap,
                                 window,
                             )
                         }
@@ -6222,12 +6354,64 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             );
                         }
                         let q_t = target.tensor::<E>(q);
+                        let q_c = Claimed::new(
+                            &q_t,
+                            q,
+                            &[
+                                unit_axis(q, 0) == 1,
+                                unit_axis(q, 1) == 1,
+                                unit_axis(q, 2) == 1,
+                                unit_axis(q, 3) == 1,
+                            ],
+                        );
                         let k_t = target.tensor::<E>(k);
+                        let k_c = Claimed::new(
+                            &k_t,
+                            k,
+                            &[
+                                unit_axis(k, 0) == 1,
+                                unit_axis(k, 1) == 1,
+                                unit_axis(k, 2) == 1,
+                                unit_axis(k, 3) == 1,
+                            ],
+                        );
                         let v_t = target.tensor::<E>(v);
+                        let v_c = Claimed::new(
+                            &v_t,
+                            v,
+                            &[
+                                unit_axis(v, 0) == 1,
+                                unit_axis(v, 1) == 1,
+                                unit_axis(v, 2) == 1,
+                                unit_axis(v, 3) == 1,
+                            ],
+                        );
                         let o_t = target.tensor::<E>(o);
+                        let o_c = Claimed::new(
+                            &o_t,
+                            o,
+                            &[
+                                unit_axis(o, 0) == 1,
+                                unit_axis(o, 1) == 1,
+                                unit_axis(o, 2) == 1,
+                                unit_axis(o, 3) == 1,
+                            ],
+                        );
                         let lse_t = target.tensor::<f32>(lse);
+                        let lse_c = Claimed::new(
+                            &lse_t,
+                            lse,
+                            &[
+                                unit_axis(lse, 0) == 1,
+                                unit_axis(lse, 1) == 1,
+                                unit_axis(lse, 2) == 1,
+                            ],
+                        );
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
+                        let seq_lens_c =
+                            Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -6257,27 +6441,19 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
-                                ("q", q_t.spec().clone()),
-                                ("k", k_t.spec().clone()),
-                                ("v", v_t.spec().clone()),
-                                ("o", o_t.spec().clone()),
-                                ("lse", lse_t.spec().clone()),
-                                ("seq_lens", seq_lens_t.spec().clone()),
-                                ("sinks", sinks_t.spec().clone()),
+                                ("q", q_c.spec().clone()),
+                                ("k", k_c.spec().clone()),
+                                ("v", v_c.spec().clone()),
+                                ("o", o_c.spec().clone()),
+                                ("lse", lse_c.spec().clone()),
+                                ("seq_lens", seq_lens_c.spec().clone()),
+                                ("sinks", sinks_c.spec().clone()),
                             ],
                             int_scalars: vec![("window", window as i32)],
                         };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1(
-                                &q_t,
-                                &k_t,
-                                &v_t,
-                                &o_t,
-                                &lse_t,
-                                &seq_lens_t,
-                                &sinks_t,
-                                qk_scale,
-                                softcap,
+                                q_c, k_c, v_c, o_c, lse_c, seq_lens_c, sinks_c, qk_scale, softcap,
                                 window,
                             )
                         }
@@ -6391,12 +6567,64 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                             );
                         }
                         let q_t = target.tensor::<E>(q);
+                        let q_c = Claimed::new(
+                            &q_t,
+                            q,
+                            &[
+                                unit_axis(q, 0) == 1,
+                                unit_axis(q, 1) == 1,
+                                unit_axis(q, 2) == 1,
+                                unit_axis(q, 3) == 1,
+                            ],
+                        );
                         let k_t = target.tensor::<E>(k);
+                        let k_c = Claimed::new(
+                            &k_t,
+                            k,
+                            &[
+                                unit_axis(k, 0) == 1,
+                                unit_axis(k, 1) == 1,
+                                unit_axis(k, 2) == 1,
+                                unit_axis(k, 3) == 1,
+                            ],
+                        );
                         let v_t = target.tensor::<E>(v);
+                        let v_c = Claimed::new(
+                            &v_t,
+                            v,
+                            &[
+                                unit_axis(v, 0) == 1,
+                                unit_axis(v, 1) == 1,
+                                unit_axis(v, 2) == 1,
+                                unit_axis(v, 3) == 1,
+                            ],
+                        );
                         let o_t = target.tensor::<E>(o);
+                        let o_c = Claimed::new(
+                            &o_t,
+                            o,
+                            &[
+                                unit_axis(o, 0) == 1,
+                                unit_axis(o, 1) == 1,
+                                unit_axis(o, 2) == 1,
+                                unit_axis(o, 3) == 1,
+                            ],
+                        );
                         let lse_t = target.tensor::<f32>(lse);
+                        let lse_c = Claimed::new(
+                            &lse_t,
+                            lse,
+                            &[
+                                unit_axis(lse, 0) == 1,
+                                unit_axis(lse, 1) == 1,
+                                unit_axis(lse, 2) == 1,
+                            ],
+                        );
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
+                        let seq_lens_c =
+                            Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                         let sinks_t = target.tensor::<f32>(sinks);
+                        let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -6426,27 +6654,19 @@ pub unsafe extern "C" fn tileport_fmha_fwd_kernel(
                                 unit_axis(sinks, 0).to_string(),
                             ],
                             tensors: vec![
-                                ("q", q_t.spec().clone()),
-                                ("k", k_t.spec().clone()),
-                                ("v", v_t.spec().clone()),
-                                ("o", o_t.spec().clone()),
-                                ("lse", lse_t.spec().clone()),
-                                ("seq_lens", seq_lens_t.spec().clone()),
-                                ("sinks", sinks_t.spec().clone()),
+                                ("q", q_c.spec().clone()),
+                                ("k", k_c.spec().clone()),
+                                ("v", v_c.spec().clone()),
+                                ("o", o_c.spec().clone()),
+                                ("lse", lse_c.spec().clone()),
+                                ("seq_lens", seq_lens_c.spec().clone()),
+                                ("sinks", sinks_c.spec().clone()),
                             ],
                             int_scalars: vec![("window", window as i32)],
                         };
                         let op = unsafe {
                             attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1(
-                                &q_t,
-                                &k_t,
-                                &v_t,
-                                &o_t,
-                                &lse_t,
-                                &seq_lens_t,
-                                &sinks_t,
-                                qk_scale,
-                                softcap,
+                                q_c, k_c, v_c, o_c, lse_c, seq_lens_c, sinks_c, qk_scale, softcap,
                                 window,
                             )
                         }
@@ -6605,15 +6825,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<f32>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0", e))?;
@@ -6680,15 +6908,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<E>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0", e))?;
@@ -6753,15 +6989,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<f32>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0", e))?;
@@ -6828,15 +7072,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<E>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0", e))?;
@@ -6901,15 +7153,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<f32>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0", e))?;
@@ -6976,15 +7236,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<E>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0", e))?;
@@ -7049,15 +7317,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<f32>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0", e))?;
@@ -7124,15 +7400,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<E>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0", e))?;
@@ -7198,15 +7482,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<f32>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", e))?;
@@ -7274,15 +7566,23 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", e));
                     }
                     let q_t = target.tensor::<E>(q);
+                    let q_c = Claimed::new(&q_t, q, &[unit_axis(q, 0) == 1, unit_axis(q, 1) == 1, unit_axis(q, 2) == 1, unit_axis(q, 3) == 1]);
                     let k_t = target.tensor::<E>(k);
+                    let k_c = Claimed::new(&k_t, k, &[unit_axis(k, 0) == 1, unit_axis(k, 1) == 1, unit_axis(k, 2) == 1, unit_axis(k, 3) == 1]);
                     let v_t = target.tensor::<E>(v);
+                    let v_c = Claimed::new(&v_t, v, &[unit_axis(v, 0) == 1, unit_axis(v, 1) == 1, unit_axis(v, 2) == 1, unit_axis(v, 3) == 1]);
                     let block_table_t = target.tensor::<i32>(block_table);
+                    let block_table_c = Claimed::new(&block_table_t, block_table, &[unit_axis(block_table, 0) == 1, unit_axis(block_table, 1) == 1]);
                     let kv_lens_t = target.tensor::<i32>(kv_lens);
+                    let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                     let sinks_t = target.tensor::<f32>(sinks);
+                    let sinks_c = Claimed::new(&sinks_t, sinks, &[unit_axis(sinks, 0) == 1]);
                     let o_part_t = target.tensor::<E>(o_part);
+                    let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_t.spec().clone()), ("k", k_t.spec().clone()), ("v", v_t.spec().clone()), ("block_table", block_table_t.spec().clone()), ("kv_lens", kv_lens_t.spec().clone()), ("sinks", sinks_t.spec().clone()), ("o_part", o_part_t.spec().clone()), ("lse_part", lse_part_t.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1(&q_t, &k_t, &v_t, &block_table_t, &kv_lens_t, &sinks_t, &o_part_t, &lse_part_t, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
+                    let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", e))?;
@@ -7364,9 +7664,42 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
                         .map_err(|e| launch_error("flash_decode_combine_kernel", e));
                 }
                 let o_part_t = target.tensor::<f32>(o_part);
+                let o_part_c = Claimed::new(
+                    &o_part_t,
+                    o_part,
+                    &[
+                        unit_axis(o_part, 0) == 1,
+                        unit_axis(o_part, 1) == 1,
+                        unit_axis(o_part, 2) == 1,
+                        unit_axis(o_part, 3) == 1,
+                    ],
+                );
                 let lse_part_t = target.tensor::<f32>(lse_part);
+                let lse_part_c = Claimed::new(
+                    &lse_part_t,
+                    lse_part,
+                    &[
+                        unit_axis(lse_part, 0) == 1,
+                        unit_axis(lse_part, 1) == 1,
+                        unit_axis(lse_part, 2) == 1,
+                    ],
+                );
                 let o_t = target.tensor::<E>(o);
+                let o_c = Claimed::new(
+                    &o_t,
+                    o,
+                    &[
+                        unit_axis(o, 0) == 1,
+                        unit_axis(o, 1) == 1,
+                        unit_axis(o, 2) == 1,
+                    ],
+                );
                 let lse_t = target.tensor::<f32>(lse);
+                let lse_c = Claimed::new(
+                    &lse_t,
+                    lse,
+                    &[unit_axis(lse, 0) == 1, unit_axis(lse, 1) == 1],
+                );
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -7385,20 +7718,16 @@ pub unsafe extern "C" fn tileport_flash_decode_combine_kernel(
                         unit_axis(lse, 1).to_string(),
                     ],
                     tensors: vec![
-                        ("o_part", o_part_t.spec().clone()),
-                        ("lse_part", lse_part_t.spec().clone()),
-                        ("o", o_t.spec().clone()),
-                        ("lse", lse_t.spec().clone()),
+                        ("o_part", o_part_c.spec().clone()),
+                        ("lse_part", lse_part_c.spec().clone()),
+                        ("o", o_c.spec().clone()),
+                        ("lse", lse_c.spec().clone()),
                     ],
                     int_scalars: vec![("n_splits", n_splits as i32)],
                 };
                 let op = unsafe {
                     attention::flash_decode_combine_kernel(
-                        &o_part_t,
-                        &lse_part_t,
-                        &o_t,
-                        &lse_t,
-                        n_splits,
+                        o_part_c, lse_part_c, o_c, lse_c, n_splits,
                     )
                 }
                 .generics(vec![
@@ -7531,12 +7860,68 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                         .map_err(|e| launch_error("mla_decode_partial_kernel", e));
                 }
                 let q_nope_t = target.tensor::<E>(q_nope);
+                let q_nope_c = Claimed::new(
+                    &q_nope_t,
+                    q_nope,
+                    &[
+                        unit_axis(q_nope, 0) == 1,
+                        unit_axis(q_nope, 1) == 1,
+                        unit_axis(q_nope, 2) == 1,
+                    ],
+                );
                 let q_pe_t = target.tensor::<E>(q_pe);
+                let q_pe_c = Claimed::new(
+                    &q_pe_t,
+                    q_pe,
+                    &[
+                        unit_axis(q_pe, 0) == 1,
+                        unit_axis(q_pe, 1) == 1,
+                        unit_axis(q_pe, 2) == 1,
+                    ],
+                );
                 let ckv_t = target.tensor::<E>(ckv);
+                let ckv_c = Claimed::new(
+                    &ckv_t,
+                    ckv,
+                    &[
+                        unit_axis(ckv, 0) == 1,
+                        unit_axis(ckv, 1) == 1,
+                        unit_axis(ckv, 2) == 1,
+                    ],
+                );
                 let kpe_t = target.tensor::<E>(kpe);
+                let kpe_c = Claimed::new(
+                    &kpe_t,
+                    kpe,
+                    &[
+                        unit_axis(kpe, 0) == 1,
+                        unit_axis(kpe, 1) == 1,
+                        unit_axis(kpe, 2) == 1,
+                    ],
+                );
                 let kv_lens_t = target.tensor::<i32>(kv_lens);
+                let kv_lens_c = Claimed::new(&kv_lens_t, kv_lens, &[unit_axis(kv_lens, 0) == 1]);
                 let o_part_t = target.tensor::<f32>(o_part);
+                let o_part_c = Claimed::new(
+                    &o_part_t,
+                    o_part,
+                    &[
+                        unit_axis(o_part, 0) == 1,
+                        unit_axis(o_part, 1) == 1,
+                        unit_axis(o_part, 2) == 1,
+                        unit_axis(o_part, 3) == 1,
+                    ],
+                );
                 let lse_part_t = target.tensor::<f32>(lse_part);
+                let lse_part_c = Claimed::new(
+                    &lse_part_t,
+                    lse_part,
+                    &[
+                        unit_axis(lse_part, 0) == 1,
+                        unit_axis(lse_part, 1) == 1,
+                        unit_axis(lse_part, 2) == 1,
+                    ],
+                );
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -7566,25 +7951,25 @@ pub unsafe extern "C" fn tileport_mla_decode_partial_kernel(
                         unit_axis(lse_part, 2).to_string(),
                     ],
                     tensors: vec![
-                        ("q_nope", q_nope_t.spec().clone()),
-                        ("q_pe", q_pe_t.spec().clone()),
-                        ("ckv", ckv_t.spec().clone()),
-                        ("kpe", kpe_t.spec().clone()),
-                        ("kv_lens", kv_lens_t.spec().clone()),
-                        ("o_part", o_part_t.spec().clone()),
-                        ("lse_part", lse_part_t.spec().clone()),
+                        ("q_nope", q_nope_c.spec().clone()),
+                        ("q_pe", q_pe_c.spec().clone()),
+                        ("ckv", ckv_c.spec().clone()),
+                        ("kpe", kpe_c.spec().clone()),
+                        ("kv_lens", kv_lens_c.spec().clone()),
+                        ("o_part", o_part_c.spec().clone()),
+                        ("lse_part", lse_part_c.spec().clone()),
                     ],
                     int_scalars: vec![("tiles_per_split", tiles_per_split as i32)],
                 };
                 let op = unsafe {
                     attention::mla_decode_partial_kernel(
-                        &q_nope_t,
-                        &q_pe_t,
-                        &ckv_t,
-                        &kpe_t,
-                        &kv_lens_t,
-                        &o_part_t,
-                        &lse_part_t,
+                        q_nope_c,
+                        q_pe_c,
+                        ckv_c,
+                        kpe_c,
+                        kv_lens_c,
+                        o_part_c,
+                        lse_part_c,
                         qk_scale,
                         tiles_per_split,
                     )
@@ -7726,12 +8111,71 @@ pub unsafe extern "C" fn tileport_mla_prefill_kernel(
                         .map_err(|e| launch_error("mla_prefill_kernel", e));
                 }
                 let q_nope_t = target.tensor::<E>(q_nope);
+                let q_nope_c = Claimed::new(
+                    &q_nope_t,
+                    q_nope,
+                    &[
+                        unit_axis(q_nope, 0) == 1,
+                        unit_axis(q_nope, 1) == 1,
+                        unit_axis(q_nope, 2) == 1,
+                        unit_axis(q_nope, 3) == 1,
+                    ],
+                );
                 let q_pe_t = target.tensor::<E>(q_pe);
+                let q_pe_c = Claimed::new(
+                    &q_pe_t,
+                    q_pe,
+                    &[
+                        unit_axis(q_pe, 0) == 1,
+                        unit_axis(q_pe, 1) == 1,
+                        unit_axis(q_pe, 2) == 1,
+                        unit_axis(q_pe, 3) == 1,
+                    ],
+                );
                 let ckv_t = target.tensor::<E>(ckv);
+                let ckv_c = Claimed::new(
+                    &ckv_t,
+                    ckv,
+                    &[
+                        unit_axis(ckv, 0) == 1,
+                        unit_axis(ckv, 1) == 1,
+                        unit_axis(ckv, 2) == 1,
+                    ],
+                );
                 let kpe_t = target.tensor::<E>(kpe);
+                let kpe_c = Claimed::new(
+                    &kpe_t,
+                    kpe,
+                    &[
+                        unit_axis(kpe, 0) == 1,
+                        unit_axis(kpe, 1) == 1,
+                        unit_axis(kpe, 2) == 1,
+                    ],
+                );
                 let seq_lens_t = target.tensor::<i32>(seq_lens);
+                let seq_lens_c =
+                    Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                 let o_t = target.tensor::<E>(o);
+                let o_c = Claimed::new(
+                    &o_t,
+                    o,
+                    &[
+                        unit_axis(o, 0) == 1,
+                        unit_axis(o, 1) == 1,
+                        unit_axis(o, 2) == 1,
+                        unit_axis(o, 3) == 1,
+                    ],
+                );
                 let lse_t = target.tensor::<f32>(lse);
+                let lse_c = Claimed::new(
+                    &lse_t,
+                    lse,
+                    &[
+                        unit_axis(lse, 0) == 1,
+                        unit_axis(lse, 1) == 1,
+                        unit_axis(lse, 2) == 1,
+                    ],
+                );
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -7763,26 +8207,19 @@ pub unsafe extern "C" fn tileport_mla_prefill_kernel(
                         unit_axis(lse, 2).to_string(),
                     ],
                     tensors: vec![
-                        ("q_nope", q_nope_t.spec().clone()),
-                        ("q_pe", q_pe_t.spec().clone()),
-                        ("ckv", ckv_t.spec().clone()),
-                        ("kpe", kpe_t.spec().clone()),
-                        ("seq_lens", seq_lens_t.spec().clone()),
-                        ("o", o_t.spec().clone()),
-                        ("lse", lse_t.spec().clone()),
+                        ("q_nope", q_nope_c.spec().clone()),
+                        ("q_pe", q_pe_c.spec().clone()),
+                        ("ckv", ckv_c.spec().clone()),
+                        ("kpe", kpe_c.spec().clone()),
+                        ("seq_lens", seq_lens_c.spec().clone()),
+                        ("o", o_c.spec().clone()),
+                        ("lse", lse_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
                 let op = unsafe {
                     attention::mla_prefill_kernel(
-                        &q_nope_t,
-                        &q_pe_t,
-                        &ckv_t,
-                        &kpe_t,
-                        &seq_lens_t,
-                        &o_t,
-                        &lse_t,
-                        qk_scale,
+                        q_nope_c, q_pe_c, ckv_c, kpe_c, seq_lens_c, o_c, lse_c, qk_scale,
                     )
                 }
                 .generics(vec![

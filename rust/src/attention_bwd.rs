@@ -1614,9 +1614,47 @@ pub unsafe extern "C" fn tileport_fmha_bwd_preprocess_kernel(
                         .map_err(|e| launch_error("fmha_bwd_preprocess_kernel", e));
                 }
                 let o_t = target.tensor::<E>(o);
+                let o_c = Claimed::new(
+                    &o_t,
+                    o,
+                    &[
+                        unit_axis(o, 0) == 1,
+                        unit_axis(o, 1) == 1,
+                        unit_axis(o, 2) == 1,
+                        unit_axis(o, 3) == 1,
+                    ],
+                );
                 let do_t = target.tensor::<E>(do_);
+                let do_c = Claimed::new(
+                    &do_t,
+                    do_,
+                    &[
+                        unit_axis(do_, 0) == 1,
+                        unit_axis(do_, 1) == 1,
+                        unit_axis(do_, 2) == 1,
+                        unit_axis(do_, 3) == 1,
+                    ],
+                );
                 let dlse_t = target.tensor::<f32>(dlse);
+                let dlse_c = Claimed::new(
+                    &dlse_t,
+                    dlse,
+                    &[
+                        unit_axis(dlse, 0) == 1,
+                        unit_axis(dlse, 1) == 1,
+                        unit_axis(dlse, 2) == 1,
+                    ],
+                );
                 let delta_t = target.tensor::<f32>(delta);
+                let delta_c = Claimed::new(
+                    &delta_t,
+                    delta,
+                    &[
+                        unit_axis(delta, 0) == 1,
+                        unit_axis(delta, 1) == 1,
+                        unit_axis(delta, 2) == 1,
+                    ],
+                );
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1638,15 +1676,15 @@ pub unsafe extern "C" fn tileport_fmha_bwd_preprocess_kernel(
                         unit_axis(delta, 2).to_string(),
                     ],
                     tensors: vec![
-                        ("o", o_t.spec().clone()),
-                        ("do_", do_t.spec().clone()),
-                        ("dlse", dlse_t.spec().clone()),
-                        ("delta", delta_t.spec().clone()),
+                        ("o", o_c.spec().clone()),
+                        ("do_", do_c.spec().clone()),
+                        ("dlse", dlse_c.spec().clone()),
+                        ("delta", delta_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
                 let op = unsafe {
-                    attention_bwd::fmha_bwd_preprocess_kernel(&o_t, &do_t, &dlse_t, &delta_t)
+                    attention_bwd::fmha_bwd_preprocess_kernel(o_c, do_c, dlse_c, delta_c)
                 }
                 .generics(vec![
                     dtype_names[0].to_string(),
@@ -1794,14 +1832,76 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                                 .map_err(|e| launch_error("fmha_bwd_dkdv_kernel_causal0", e));
                         }
                         let q_t = target.tensor::<E>(q);
+                        let q_c = Claimed::new(&q_t, q, &[]);
                         let k_t = target.tensor::<E>(k);
+                        let k_c = Claimed::new(&k_t, k, &[]);
                         let v_t = target.tensor::<E>(v);
+                        let v_c = Claimed::new(
+                            &v_t,
+                            v,
+                            &[
+                                unit_axis(v, 0) == 1,
+                                unit_axis(v, 1) == 1,
+                                unit_axis(v, 2) == 1,
+                                unit_axis(v, 3) == 1,
+                            ],
+                        );
                         let do_t = target.tensor::<E>(do_);
+                        let do_c = Claimed::new(
+                            &do_t,
+                            do_,
+                            &[
+                                unit_axis(do_, 0) == 1,
+                                unit_axis(do_, 1) == 1,
+                                unit_axis(do_, 2) == 1,
+                                unit_axis(do_, 3) == 1,
+                            ],
+                        );
                         let lse_t = target.tensor::<f32>(lse);
+                        let lse_c = Claimed::new(
+                            &lse_t,
+                            lse,
+                            &[
+                                unit_axis(lse, 0) == 1,
+                                unit_axis(lse, 1) == 1,
+                                unit_axis(lse, 2) == 1,
+                            ],
+                        );
                         let delta_t = target.tensor::<f32>(delta);
+                        let delta_c = Claimed::new(
+                            &delta_t,
+                            delta,
+                            &[
+                                unit_axis(delta, 0) == 1,
+                                unit_axis(delta, 1) == 1,
+                                unit_axis(delta, 2) == 1,
+                            ],
+                        );
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
+                        let seq_lens_c =
+                            Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                         let dk_t = target.tensor::<E>(dk);
+                        let dk_c = Claimed::new(
+                            &dk_t,
+                            dk,
+                            &[
+                                unit_axis(dk, 0) == 1,
+                                unit_axis(dk, 1) == 1,
+                                unit_axis(dk, 2) == 1,
+                                unit_axis(dk, 3) == 1,
+                            ],
+                        );
                         let dv_t = target.tensor::<E>(dv);
+                        let dv_c = Claimed::new(
+                            &dv_t,
+                            dv,
+                            &[
+                                unit_axis(dv, 0) == 1,
+                                unit_axis(dv, 1) == 1,
+                                unit_axis(dv, 2) == 1,
+                                unit_axis(dv, 3) == 1,
+                            ],
+                        );
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -1833,31 +1933,22 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                                 unit_axis(dv, 3).to_string(),
                             ],
                             tensors: vec![
-                                ("q", q_t.spec().clone()),
-                                ("k", k_t.spec().clone()),
-                                ("v", v_t.spec().clone()),
-                                ("do_", do_t.spec().clone()),
-                                ("lse", lse_t.spec().clone()),
-                                ("delta", delta_t.spec().clone()),
-                                ("seq_lens", seq_lens_t.spec().clone()),
-                                ("dk", dk_t.spec().clone()),
-                                ("dv", dv_t.spec().clone()),
+                                ("q", q_c.spec().clone()),
+                                ("k", k_c.spec().clone()),
+                                ("v", v_c.spec().clone()),
+                                ("do_", do_c.spec().clone()),
+                                ("lse", lse_c.spec().clone()),
+                                ("delta", delta_c.spec().clone()),
+                                ("seq_lens", seq_lens_c.spec().clone()),
+                                ("dk", dk_c.spec().clone()),
+                                ("dv", dv_c.spec().clone()),
                             ],
                             int_scalars: vec![],
                         };
                         let op = unsafe {
                             attention_bwd::fmha_bwd_dkdv_kernel_causal0(
-                                &q_t,
-                                &k_t,
-                                &v_t,
-                                &do_t,
-                                &lse_t,
-                                &delta_t,
-                                &seq_lens_t,
-                                &dk_t,
-                                &dv_t,
-                                qk_scale,
-                                sm_scale,
+                                q_c, k_c, v_c, do_c, lse_c, delta_c, seq_lens_c, dk_c, dv_c,
+                                qk_scale, sm_scale,
                             )
                         }
                         .generics(vec![
@@ -1974,14 +2065,76 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                                 .map_err(|e| launch_error("fmha_bwd_dkdv_kernel_causal1", e));
                         }
                         let q_t = target.tensor::<E>(q);
+                        let q_c = Claimed::new(&q_t, q, &[]);
                         let k_t = target.tensor::<E>(k);
+                        let k_c = Claimed::new(&k_t, k, &[]);
                         let v_t = target.tensor::<E>(v);
+                        let v_c = Claimed::new(
+                            &v_t,
+                            v,
+                            &[
+                                unit_axis(v, 0) == 1,
+                                unit_axis(v, 1) == 1,
+                                unit_axis(v, 2) == 1,
+                                unit_axis(v, 3) == 1,
+                            ],
+                        );
                         let do_t = target.tensor::<E>(do_);
+                        let do_c = Claimed::new(
+                            &do_t,
+                            do_,
+                            &[
+                                unit_axis(do_, 0) == 1,
+                                unit_axis(do_, 1) == 1,
+                                unit_axis(do_, 2) == 1,
+                                unit_axis(do_, 3) == 1,
+                            ],
+                        );
                         let lse_t = target.tensor::<f32>(lse);
+                        let lse_c = Claimed::new(
+                            &lse_t,
+                            lse,
+                            &[
+                                unit_axis(lse, 0) == 1,
+                                unit_axis(lse, 1) == 1,
+                                unit_axis(lse, 2) == 1,
+                            ],
+                        );
                         let delta_t = target.tensor::<f32>(delta);
+                        let delta_c = Claimed::new(
+                            &delta_t,
+                            delta,
+                            &[
+                                unit_axis(delta, 0) == 1,
+                                unit_axis(delta, 1) == 1,
+                                unit_axis(delta, 2) == 1,
+                            ],
+                        );
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
+                        let seq_lens_c =
+                            Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                         let dk_t = target.tensor::<E>(dk);
+                        let dk_c = Claimed::new(
+                            &dk_t,
+                            dk,
+                            &[
+                                unit_axis(dk, 0) == 1,
+                                unit_axis(dk, 1) == 1,
+                                unit_axis(dk, 2) == 1,
+                                unit_axis(dk, 3) == 1,
+                            ],
+                        );
                         let dv_t = target.tensor::<E>(dv);
+                        let dv_c = Claimed::new(
+                            &dv_t,
+                            dv,
+                            &[
+                                unit_axis(dv, 0) == 1,
+                                unit_axis(dv, 1) == 1,
+                                unit_axis(dv, 2) == 1,
+                                unit_axis(dv, 3) == 1,
+                            ],
+                        );
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -2013,31 +2166,22 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dkdv_kernel(
                                 unit_axis(dv, 3).to_string(),
                             ],
                             tensors: vec![
-                                ("q", q_t.spec().clone()),
-                                ("k", k_t.spec().clone()),
-                                ("v", v_t.spec().clone()),
-                                ("do_", do_t.spec().clone()),
-                                ("lse", lse_t.spec().clone()),
-                                ("delta", delta_t.spec().clone()),
-                                ("seq_lens", seq_lens_t.spec().clone()),
-                                ("dk", dk_t.spec().clone()),
-                                ("dv", dv_t.spec().clone()),
+                                ("q", q_c.spec().clone()),
+                                ("k", k_c.spec().clone()),
+                                ("v", v_c.spec().clone()),
+                                ("do_", do_c.spec().clone()),
+                                ("lse", lse_c.spec().clone()),
+                                ("delta", delta_c.spec().clone()),
+                                ("seq_lens", seq_lens_c.spec().clone()),
+                                ("dk", dk_c.spec().clone()),
+                                ("dv", dv_c.spec().clone()),
                             ],
                             int_scalars: vec![],
                         };
                         let op = unsafe {
                             attention_bwd::fmha_bwd_dkdv_kernel_causal1(
-                                &q_t,
-                                &k_t,
-                                &v_t,
-                                &do_t,
-                                &lse_t,
-                                &delta_t,
-                                &seq_lens_t,
-                                &dk_t,
-                                &dv_t,
-                                qk_scale,
-                                sm_scale,
+                                q_c, k_c, v_c, do_c, lse_c, delta_c, seq_lens_c, dk_c, dv_c,
+                                qk_scale, sm_scale,
                             )
                         }
                         .generics(vec![
@@ -2190,13 +2334,83 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                                 .map_err(|e| launch_error("fmha_bwd_dq_kernel_causal0", e));
                         }
                         let q_t = target.tensor::<E>(q);
+                        let q_c = Claimed::new(
+                            &q_t,
+                            q,
+                            &[
+                                unit_axis(q, 0) == 1,
+                                unit_axis(q, 1) == 1,
+                                unit_axis(q, 2) == 1,
+                                unit_axis(q, 3) == 1,
+                            ],
+                        );
                         let k_t = target.tensor::<E>(k);
+                        let k_c = Claimed::new(
+                            &k_t,
+                            k,
+                            &[
+                                unit_axis(k, 0) == 1,
+                                unit_axis(k, 1) == 1,
+                                unit_axis(k, 2) == 1,
+                                unit_axis(k, 3) == 1,
+                            ],
+                        );
                         let v_t = target.tensor::<E>(v);
+                        let v_c = Claimed::new(
+                            &v_t,
+                            v,
+                            &[
+                                unit_axis(v, 0) == 1,
+                                unit_axis(v, 1) == 1,
+                                unit_axis(v, 2) == 1,
+                                unit_axis(v, 3) == 1,
+                            ],
+                        );
                         let do_t = target.tensor::<E>(do_);
+                        let do_c = Claimed::new(
+                            &do_t,
+                            do_,
+                            &[
+                                unit_axis(do_, 0) == 1,
+                                unit_axis(do_, 1) == 1,
+                                unit_axis(do_, 2) == 1,
+                                unit_axis(do_, 3) == 1,
+                            ],
+                        );
                         let lse_t = target.tensor::<f32>(lse);
+                        let lse_c = Claimed::new(
+                            &lse_t,
+                            lse,
+                            &[
+                                unit_axis(lse, 0) == 1,
+                                unit_axis(lse, 1) == 1,
+                                unit_axis(lse, 2) == 1,
+                            ],
+                        );
                         let delta_t = target.tensor::<f32>(delta);
+                        let delta_c = Claimed::new(
+                            &delta_t,
+                            delta,
+                            &[
+                                unit_axis(delta, 0) == 1,
+                                unit_axis(delta, 1) == 1,
+                                unit_axis(delta, 2) == 1,
+                            ],
+                        );
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
+                        let seq_lens_c =
+                            Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                         let dq_t = target.tensor::<E>(dq);
+                        let dq_c = Claimed::new(
+                            &dq_t,
+                            dq,
+                            &[
+                                unit_axis(dq, 0) == 1,
+                                unit_axis(dq, 1) == 1,
+                                unit_axis(dq, 2) == 1,
+                                unit_axis(dq, 3) == 1,
+                            ],
+                        );
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -2232,28 +2446,20 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                                 unit_axis(dq, 3).to_string(),
                             ],
                             tensors: vec![
-                                ("q", q_t.spec().clone()),
-                                ("k", k_t.spec().clone()),
-                                ("v", v_t.spec().clone()),
-                                ("do_", do_t.spec().clone()),
-                                ("lse", lse_t.spec().clone()),
-                                ("delta", delta_t.spec().clone()),
-                                ("seq_lens", seq_lens_t.spec().clone()),
-                                ("dq", dq_t.spec().clone()),
+                                ("q", q_c.spec().clone()),
+                                ("k", k_c.spec().clone()),
+                                ("v", v_c.spec().clone()),
+                                ("do_", do_c.spec().clone()),
+                                ("lse", lse_c.spec().clone()),
+                                ("delta", delta_c.spec().clone()),
+                                ("seq_lens", seq_lens_c.spec().clone()),
+                                ("dq", dq_c.spec().clone()),
                             ],
                             int_scalars: vec![],
                         };
                         let op = unsafe {
                             attention_bwd::fmha_bwd_dq_kernel_causal0(
-                                &q_t,
-                                &k_t,
-                                &v_t,
-                                &do_t,
-                                &lse_t,
-                                &delta_t,
-                                &seq_lens_t,
-                                &dq_t,
-                                qk_scale,
+                                q_c, k_c, v_c, do_c, lse_c, delta_c, seq_lens_c, dq_c, qk_scale,
                                 sm_scale,
                             )
                         }
@@ -2366,13 +2572,83 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                                 .map_err(|e| launch_error("fmha_bwd_dq_kernel_causal1", e));
                         }
                         let q_t = target.tensor::<E>(q);
+                        let q_c = Claimed::new(
+                            &q_t,
+                            q,
+                            &[
+                                unit_axis(q, 0) == 1,
+                                unit_axis(q, 1) == 1,
+                                unit_axis(q, 2) == 1,
+                                unit_axis(q, 3) == 1,
+                            ],
+                        );
                         let k_t = target.tensor::<E>(k);
+                        let k_c = Claimed::new(
+                            &k_t,
+                            k,
+                            &[
+                                unit_axis(k, 0) == 1,
+                                unit_axis(k, 1) == 1,
+                                unit_axis(k, 2) == 1,
+                                unit_axis(k, 3) == 1,
+                            ],
+                        );
                         let v_t = target.tensor::<E>(v);
+                        let v_c = Claimed::new(
+                            &v_t,
+                            v,
+                            &[
+                                unit_axis(v, 0) == 1,
+                                unit_axis(v, 1) == 1,
+                                unit_axis(v, 2) == 1,
+                                unit_axis(v, 3) == 1,
+                            ],
+                        );
                         let do_t = target.tensor::<E>(do_);
+                        let do_c = Claimed::new(
+                            &do_t,
+                            do_,
+                            &[
+                                unit_axis(do_, 0) == 1,
+                                unit_axis(do_, 1) == 1,
+                                unit_axis(do_, 2) == 1,
+                                unit_axis(do_, 3) == 1,
+                            ],
+                        );
                         let lse_t = target.tensor::<f32>(lse);
+                        let lse_c = Claimed::new(
+                            &lse_t,
+                            lse,
+                            &[
+                                unit_axis(lse, 0) == 1,
+                                unit_axis(lse, 1) == 1,
+                                unit_axis(lse, 2) == 1,
+                            ],
+                        );
                         let delta_t = target.tensor::<f32>(delta);
+                        let delta_c = Claimed::new(
+                            &delta_t,
+                            delta,
+                            &[
+                                unit_axis(delta, 0) == 1,
+                                unit_axis(delta, 1) == 1,
+                                unit_axis(delta, 2) == 1,
+                            ],
+                        );
                         let seq_lens_t = target.tensor::<i32>(seq_lens);
+                        let seq_lens_c =
+                            Claimed::new(&seq_lens_t, seq_lens, &[unit_axis(seq_lens, 0) == 1]);
                         let dq_t = target.tensor::<E>(dq);
+                        let dq_c = Claimed::new(
+                            &dq_t,
+                            dq,
+                            &[
+                                unit_axis(dq, 0) == 1,
+                                unit_axis(dq, 1) == 1,
+                                unit_axis(dq, 2) == 1,
+                                unit_axis(dq, 3) == 1,
+                            ],
+                        );
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -2408,28 +2684,20 @@ pub unsafe extern "C" fn tileport_fmha_bwd_dq_kernel(
                                 unit_axis(dq, 3).to_string(),
                             ],
                             tensors: vec![
-                                ("q", q_t.spec().clone()),
-                                ("k", k_t.spec().clone()),
-                                ("v", v_t.spec().clone()),
-                                ("do_", do_t.spec().clone()),
-                                ("lse", lse_t.spec().clone()),
-                                ("delta", delta_t.spec().clone()),
-                                ("seq_lens", seq_lens_t.spec().clone()),
-                                ("dq", dq_t.spec().clone()),
+                                ("q", q_c.spec().clone()),
+                                ("k", k_c.spec().clone()),
+                                ("v", v_c.spec().clone()),
+                                ("do_", do_c.spec().clone()),
+                                ("lse", lse_c.spec().clone()),
+                                ("delta", delta_c.spec().clone()),
+                                ("seq_lens", seq_lens_c.spec().clone()),
+                                ("dq", dq_c.spec().clone()),
                             ],
                             int_scalars: vec![],
                         };
                         let op = unsafe {
                             attention_bwd::fmha_bwd_dq_kernel_causal1(
-                                &q_t,
-                                &k_t,
-                                &v_t,
-                                &do_t,
-                                &lse_t,
-                                &delta_t,
-                                &seq_lens_t,
-                                &dq_t,
-                                qk_scale,
+                                q_c, k_c, v_c, do_c, lse_c, delta_c, seq_lens_c, dq_c, qk_scale,
                                 sm_scale,
                             )
                         }

@@ -106,7 +106,9 @@ pub unsafe extern "C" fn tileport_gelu_tanh_kernel(
                         .map_err(|e| launch_error("gelu_tanh_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[unit_axis(x, 0) == 1]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -114,10 +116,10 @@ pub unsafe extern "C" fn tileport_gelu_tanh_kernel(
                         unit_axis(x, 0).to_string(),
                         unit_axis(y, 0).to_string(),
                     ],
-                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    tensors: vec![("x", x_c.spec().clone()), ("y", y_c.spec().clone())],
                     int_scalars: vec![],
                 };
-                let op = unsafe { gelu::gelu_tanh_kernel(&x_t, &y_t) }
+                let op = unsafe { gelu::gelu_tanh_kernel(x_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         tile.to_string(),

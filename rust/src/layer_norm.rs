@@ -719,11 +719,17 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                         .map_err(|e| launch_error("layer_norm_fwd_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let w_t = target.tensor::<E>(w);
+                let w_c = Claimed::new(&w_t, w, &[unit_axis(w, 0) == 1]);
                 let b_t = target.tensor::<E>(b);
+                let b_c = Claimed::new(&b_t, b, &[unit_axis(b, 0) == 1]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let mean_t = target.tensor::<f32>(mean);
+                let mean_c = Claimed::new(&mean_t, mean, &[unit_axis(mean, 0) == 1]);
                 let rstd_t = target.tensor::<f32>(rstd);
+                let rstd_c = Claimed::new(&rstd_t, rstd, &[unit_axis(rstd, 0) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -737,17 +743,17 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_kernel(
                         unit_axis(rstd, 0).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("w", w_t.spec().clone()),
-                        ("b", b_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
-                        ("mean", mean_t.spec().clone()),
-                        ("rstd", rstd_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("w", w_c.spec().clone()),
+                        ("b", b_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
+                        ("mean", mean_c.spec().clone()),
+                        ("rstd", rstd_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
                 let op = unsafe {
-                    layer_norm::layer_norm_fwd_kernel(&x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps)
+                    layer_norm::layer_norm_fwd_kernel(x_c, w_c, b_c, y_c, mean_c, rstd_c, eps)
                 }
                 .generics(vec![
                     dtype_names[0].to_string(),
@@ -857,11 +863,17 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_occ4_kernel(
                         .map_err(|e| launch_error("layer_norm_fwd_occ4_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let w_t = target.tensor::<E>(w);
+                let w_c = Claimed::new(&w_t, w, &[unit_axis(w, 0) == 1]);
                 let b_t = target.tensor::<E>(b);
+                let b_c = Claimed::new(&b_t, b, &[unit_axis(b, 0) == 1]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let mean_t = target.tensor::<f32>(mean);
+                let mean_c = Claimed::new(&mean_t, mean, &[unit_axis(mean, 0) == 1]);
                 let rstd_t = target.tensor::<f32>(rstd);
+                let rstd_c = Claimed::new(&rstd_t, rstd, &[unit_axis(rstd, 0) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -875,19 +887,17 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_occ4_kernel(
                         unit_axis(rstd, 0).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("w", w_t.spec().clone()),
-                        ("b", b_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
-                        ("mean", mean_t.spec().clone()),
-                        ("rstd", rstd_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("w", w_c.spec().clone()),
+                        ("b", b_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
+                        ("mean", mean_c.spec().clone()),
+                        ("rstd", rstd_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
                 let op = unsafe {
-                    layer_norm::layer_norm_fwd_occ4_kernel(
-                        &x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps,
-                    )
+                    layer_norm::layer_norm_fwd_occ4_kernel(x_c, w_c, b_c, y_c, mean_c, rstd_c, eps)
                 }
                 .generics(vec![
                     dtype_names[0].to_string(),
@@ -1000,11 +1010,17 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_prefetch_kernel(
                         .map_err(|e| launch_error("layer_norm_fwd_prefetch_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let w_t = target.tensor::<E>(w);
+                let w_c = Claimed::new(&w_t, w, &[unit_axis(w, 0) == 1]);
                 let b_t = target.tensor::<E>(b);
+                let b_c = Claimed::new(&b_t, b, &[unit_axis(b, 0) == 1]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let mean_t = target.tensor::<f32>(mean);
+                let mean_c = Claimed::new(&mean_t, mean, &[unit_axis(mean, 0) == 1]);
                 let rstd_t = target.tensor::<f32>(rstd);
+                let rstd_c = Claimed::new(&rstd_t, rstd, &[unit_axis(rstd, 0) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1018,18 +1034,18 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_prefetch_kernel(
                         unit_axis(rstd, 0).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("w", w_t.spec().clone()),
-                        ("b", b_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
-                        ("mean", mean_t.spec().clone()),
-                        ("rstd", rstd_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("w", w_c.spec().clone()),
+                        ("b", b_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
+                        ("mean", mean_c.spec().clone()),
+                        ("rstd", rstd_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
                 let op = unsafe {
                     layer_norm::layer_norm_fwd_prefetch_kernel(
-                        &x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps,
+                        x_c, w_c, b_c, y_c, mean_c, rstd_c, eps,
                     )
                 }
                 .generics(vec![
@@ -1140,11 +1156,17 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_w8_kernel(
                         .map_err(|e| launch_error("layer_norm_fwd_w8_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let w_t = target.tensor::<E>(w);
+                let w_c = Claimed::new(&w_t, w, &[unit_axis(w, 0) == 1]);
                 let b_t = target.tensor::<E>(b);
+                let b_c = Claimed::new(&b_t, b, &[unit_axis(b, 0) == 1]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let mean_t = target.tensor::<f32>(mean);
+                let mean_c = Claimed::new(&mean_t, mean, &[unit_axis(mean, 0) == 1]);
                 let rstd_t = target.tensor::<f32>(rstd);
+                let rstd_c = Claimed::new(&rstd_t, rstd, &[unit_axis(rstd, 0) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1158,19 +1180,17 @@ pub unsafe extern "C" fn tileport_layer_norm_fwd_w8_kernel(
                         unit_axis(rstd, 0).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("w", w_t.spec().clone()),
-                        ("b", b_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
-                        ("mean", mean_t.spec().clone()),
-                        ("rstd", rstd_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("w", w_c.spec().clone()),
+                        ("b", b_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
+                        ("mean", mean_c.spec().clone()),
+                        ("rstd", rstd_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
                 let op = unsafe {
-                    layer_norm::layer_norm_fwd_w8_kernel(
-                        &x_t, &w_t, &b_t, &y_t, &mean_t, &rstd_t, eps,
-                    )
+                    layer_norm::layer_norm_fwd_w8_kernel(x_c, w_c, b_c, y_c, mean_c, rstd_c, eps)
                 }
                 .generics(vec![
                     dtype_names[0].to_string(),

@@ -355,8 +355,11 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
                             .map_err(|e| launch_error("matmul_kernel_use_tf321", e));
                     }
                     let a_t = target.tensor::<f32>(a);
+                    let a_c = Claimed::new(&a_t, a, &[]);
                     let b_t = target.tensor::<f32>(b);
+                    let b_c = Claimed::new(&b_t, b, &[]);
                     let c_t = target.tensor::<f32>(c);
+                    let c_c = Claimed::new(&c_t, c, &[unit_axis(c, 0) == 1, unit_axis(c, 1) == 1]);
                     let spec = Specialization {
                         generics: vec![
                             tile_m.to_string(),
@@ -367,13 +370,13 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
                             unit_axis(c, 1).to_string(),
                         ],
                         tensors: vec![
-                            ("a", a_t.spec().clone()),
-                            ("b", b_t.spec().clone()),
-                            ("c", c_t.spec().clone()),
+                            ("a", a_c.spec().clone()),
+                            ("b", b_c.spec().clone()),
+                            ("c", c_c.spec().clone()),
                         ],
                         int_scalars: vec![],
                     };
-                    let op = unsafe { matmul::matmul_kernel_use_tf321(&a_t, &b_t, &c_t) }
+                    let op = unsafe { matmul::matmul_kernel_use_tf321(a_c, b_c, c_c) }
                         .generics(vec![
                             tile_m.to_string(),
                             tile_n.to_string(),
@@ -427,8 +430,12 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
                                 .map_err(|e| launch_error("matmul_kernel_use_tf320", e));
                         }
                         let a_t = target.tensor::<E>(a);
+                        let a_c = Claimed::new(&a_t, a, &[]);
                         let b_t = target.tensor::<E>(b);
+                        let b_c = Claimed::new(&b_t, b, &[]);
                         let c_t = target.tensor::<E>(c);
+                        let c_c =
+                            Claimed::new(&c_t, c, &[unit_axis(c, 0) == 1, unit_axis(c, 1) == 1]);
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -440,13 +447,13 @@ pub unsafe extern "C" fn tileport_matmul_kernel(
                                 unit_axis(c, 1).to_string(),
                             ],
                             tensors: vec![
-                                ("a", a_t.spec().clone()),
-                                ("b", b_t.spec().clone()),
-                                ("c", c_t.spec().clone()),
+                                ("a", a_c.spec().clone()),
+                                ("b", b_c.spec().clone()),
+                                ("c", c_c.spec().clone()),
                             ],
                             int_scalars: vec![],
                         };
-                        let op = unsafe { matmul::matmul_kernel_use_tf320(&a_t, &b_t, &c_t) }
+                        let op = unsafe { matmul::matmul_kernel_use_tf320(a_c, b_c, c_c) }
                             .generics(vec![
                                 dtype_names[0].to_string(),
                                 tile_m.to_string(),

@@ -424,8 +424,19 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                             .map_err(|e| launch_error("matmul_splitk_kernel_use_tf321", e));
                     }
                     let a_t = target.tensor::<f32>(a);
+                    let a_c = Claimed::new(&a_t, a, &[]);
                     let b_t = target.tensor::<f32>(b);
+                    let b_c = Claimed::new(&b_t, b, &[unit_axis(b, 0) == 1, unit_axis(b, 1) == 1]);
                     let ws_t = target.tensor::<f32>(ws);
+                    let ws_c = Claimed::new(
+                        &ws_t,
+                        ws,
+                        &[
+                            unit_axis(ws, 0) == 1,
+                            unit_axis(ws, 1) == 1,
+                            unit_axis(ws, 2) == 1,
+                        ],
+                    );
                     let spec = Specialization {
                         generics: vec![
                             tile_m.to_string(),
@@ -439,17 +450,17 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                             unit_axis(ws, 2).to_string(),
                         ],
                         tensors: vec![
-                            ("a", a_t.spec().clone()),
-                            ("b", b_t.spec().clone()),
-                            ("ws", ws_t.spec().clone()),
+                            ("a", a_c.spec().clone()),
+                            ("b", b_c.spec().clone()),
+                            ("ws", ws_c.spec().clone()),
                         ],
                         int_scalars: vec![("k_tiles_per_split", k_tiles_per_split as i32)],
                     };
                     let op = unsafe {
                         matmul_splitk::matmul_splitk_kernel_use_tf321(
-                            &a_t,
-                            &b_t,
-                            &ws_t,
+                            a_c,
+                            b_c,
+                            ws_c,
                             k_tiles_per_split,
                         )
                     }
@@ -515,8 +526,20 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                                 .map_err(|e| launch_error("matmul_splitk_kernel_use_tf320", e));
                         }
                         let a_t = target.tensor::<E>(a);
+                        let a_c = Claimed::new(&a_t, a, &[]);
                         let b_t = target.tensor::<E>(b);
+                        let b_c =
+                            Claimed::new(&b_t, b, &[unit_axis(b, 0) == 1, unit_axis(b, 1) == 1]);
                         let ws_t = target.tensor::<f32>(ws);
+                        let ws_c = Claimed::new(
+                            &ws_t,
+                            ws,
+                            &[
+                                unit_axis(ws, 0) == 1,
+                                unit_axis(ws, 1) == 1,
+                                unit_axis(ws, 2) == 1,
+                            ],
+                        );
                         let spec = Specialization {
                             generics: vec![
                                 dtype_names[0].to_string(),
@@ -531,17 +554,17 @@ pub unsafe extern "C" fn tileport_matmul_splitk_kernel(
                                 unit_axis(ws, 2).to_string(),
                             ],
                             tensors: vec![
-                                ("a", a_t.spec().clone()),
-                                ("b", b_t.spec().clone()),
-                                ("ws", ws_t.spec().clone()),
+                                ("a", a_c.spec().clone()),
+                                ("b", b_c.spec().clone()),
+                                ("ws", ws_c.spec().clone()),
                             ],
                             int_scalars: vec![("k_tiles_per_split", k_tiles_per_split as i32)],
                         };
                         let op = unsafe {
                             matmul_splitk::matmul_splitk_kernel_use_tf320(
-                                &a_t,
-                                &b_t,
-                                &ws_t,
+                                a_c,
+                                b_c,
+                                ws_c,
                                 k_tiles_per_split,
                             )
                         }
@@ -634,7 +657,9 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
                         .map_err(|e| launch_error("splitk_reduce_kernel", e));
                 }
                 let ws_t = target.tensor::<f32>(ws);
+                let ws_c = Claimed::new(&ws_t, ws, &[]);
                 let c_t = target.tensor::<E>(c);
+                let c_c = Claimed::new(&c_t, c, &[unit_axis(c, 0) == 1, unit_axis(c, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -643,10 +668,10 @@ pub unsafe extern "C" fn tileport_splitk_reduce_kernel(
                         unit_axis(c, 0).to_string(),
                         unit_axis(c, 1).to_string(),
                     ],
-                    tensors: vec![("ws", ws_t.spec().clone()), ("c", c_t.spec().clone())],
+                    tensors: vec![("ws", ws_c.spec().clone()), ("c", c_c.spec().clone())],
                     int_scalars: vec![],
                 };
-                let op = unsafe { matmul_splitk::splitk_reduce_kernel(&ws_t, &c_t) }
+                let op = unsafe { matmul_splitk::splitk_reduce_kernel(ws_c, c_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         tile_m.to_string(),

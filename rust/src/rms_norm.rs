@@ -157,8 +157,11 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                         .map_err(|e| launch_error("rms_norm_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let w_t = target.tensor::<E>(w);
+                let w_c = Claimed::new(&w_t, w, &[unit_axis(w, 0) == 1]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -169,13 +172,13 @@ pub unsafe extern "C" fn tileport_rms_norm_kernel(
                         unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("w", w_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("w", w_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
-                let op = unsafe { rms_norm::rms_norm_kernel(&x_t, &w_t, &y_t, eps) }
+                let op = unsafe { rms_norm::rms_norm_kernel(x_c, w_c, y_c, eps) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_m.to_string(),

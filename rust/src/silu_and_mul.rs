@@ -133,7 +133,9 @@ pub unsafe extern "C" fn tileport_silu_and_mul_kernel(
                         .map_err(|e| launch_error("silu_and_mul_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[unit_axis(x, 0) == 1, unit_axis(x, 1) == 1]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -145,10 +147,10 @@ pub unsafe extern "C" fn tileport_silu_and_mul_kernel(
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
-                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    tensors: vec![("x", x_c.spec().clone()), ("y", y_c.spec().clone())],
                     int_scalars: vec![],
                 };
-                let op = unsafe { silu_and_mul::silu_and_mul_kernel(&x_t, &y_t) }
+                let op = unsafe { silu_and_mul::silu_and_mul_kernel(x_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_m.to_string(),

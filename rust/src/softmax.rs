@@ -1085,7 +1085,9 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
                         .map_err(|e| launch_error("softmax_tma_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1094,10 +1096,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_kernel(
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
-                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    tensors: vec![("x", x_c.spec().clone()), ("y", y_c.spec().clone())],
                     int_scalars: vec![],
                 };
-                let op = unsafe { softmax::softmax_tma_kernel(&x_t, &y_t) }
+                let op = unsafe { softmax::softmax_tma_kernel(x_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_m.to_string(),
@@ -1178,7 +1180,9 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
                         .map_err(|e| launch_error("softmax_tma_wide_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1187,10 +1191,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_wide_kernel(
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
-                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    tensors: vec![("x", x_c.spec().clone()), ("y", y_c.spec().clone())],
                     int_scalars: vec![],
                 };
-                let op = unsafe { softmax::softmax_tma_wide_kernel(&x_t, &y_t) }
+                let op = unsafe { softmax::softmax_tma_wide_kernel(x_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_m.to_string(),
@@ -1272,7 +1276,9 @@ pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
                         .map_err(|e| launch_error("softmax_tma_prefetch_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1281,10 +1287,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_prefetch_kernel(
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
-                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    tensors: vec![("x", x_c.spec().clone()), ("y", y_c.spec().clone())],
                     int_scalars: vec![],
                 };
-                let op = unsafe { softmax::softmax_tma_prefetch_kernel(&x_t, &y_t) }
+                let op = unsafe { softmax::softmax_tma_prefetch_kernel(x_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_m.to_string(),
@@ -1364,7 +1370,9 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                         .map_err(|e| launch_error("softmax_gather_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1372,7 +1380,7 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
-                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    tensors: vec![("x", x_c.spec().clone()), ("y", y_c.spec().clone())],
                     int_scalars: vec![
                         ("x_stride0", x.strides[0] as i32),
                         ("y_stride0", y.strides[0] as i32),
@@ -1380,8 +1388,8 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 };
                 let op = unsafe {
                     softmax::softmax_gather_kernel(
-                        &x_t,
-                        &y_t,
+                        x_c,
+                        y_c,
                         x.strides[0] as i32,
                         y.strides[0] as i32,
                     )
@@ -1465,7 +1473,9 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                         .map_err(|e| launch_error("softmax_online_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1474,10 +1484,10 @@ pub unsafe extern "C" fn tileport_softmax_online_kernel(
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
-                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    tensors: vec![("x", x_c.spec().clone()), ("y", y_c.spec().clone())],
                     int_scalars: vec![],
                 };
-                let op = unsafe { softmax::softmax_online_kernel(&x_t, &y_t) }
+                let op = unsafe { softmax::softmax_online_kernel(x_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_m.to_string(),
@@ -1558,7 +1568,9 @@ pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
                         .map_err(|e| launch_error("softmax_online_rev_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1567,10 +1579,10 @@ pub unsafe extern "C" fn tileport_softmax_online_rev_kernel(
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
-                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    tensors: vec![("x", x_c.spec().clone()), ("y", y_c.spec().clone())],
                     int_scalars: vec![],
                 };
-                let op = unsafe { softmax::softmax_online_rev_kernel(&x_t, &y_t) }
+                let op = unsafe { softmax::softmax_online_rev_kernel(x_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_m.to_string(),
@@ -1651,7 +1663,9 @@ pub unsafe extern "C" fn tileport_softmax_tma_lean_kernel(
                         .map_err(|e| launch_error("softmax_tma_lean_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1660,10 +1674,10 @@ pub unsafe extern "C" fn tileport_softmax_tma_lean_kernel(
                         unit_axis(y, 0).to_string(),
                         unit_axis(y, 1).to_string(),
                     ],
-                    tensors: vec![("x", x_t.spec().clone()), ("y", y_t.spec().clone())],
+                    tensors: vec![("x", x_c.spec().clone()), ("y", y_c.spec().clone())],
                     int_scalars: vec![],
                 };
-                let op = unsafe { softmax::softmax_tma_lean_kernel(&x_t, &y_t) }
+                let op = unsafe { softmax::softmax_tma_lean_kernel(x_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_m.to_string(),
@@ -1746,8 +1760,19 @@ pub unsafe extern "C" fn tileport_softmax_split_stats_kernel(
                         .map_err(|e| launch_error("softmax_split_stats_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[unit_axis(x, 0) == 1, unit_axis(x, 1) == 1]);
                 let part_max_t = target.tensor::<f32>(part_max);
+                let part_max_c = Claimed::new(
+                    &part_max_t,
+                    part_max,
+                    &[unit_axis(part_max, 0) == 1, unit_axis(part_max, 1) == 1],
+                );
                 let part_sum_t = target.tensor::<f32>(part_sum);
+                let part_sum_c = Claimed::new(
+                    &part_sum_t,
+                    part_sum,
+                    &[unit_axis(part_sum, 0) == 1, unit_axis(part_sum, 1) == 1],
+                );
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1760,14 +1785,14 @@ pub unsafe extern "C" fn tileport_softmax_split_stats_kernel(
                         unit_axis(part_sum, 1).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("part_max", part_max_t.spec().clone()),
-                        ("part_sum", part_sum_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("part_max", part_max_c.spec().clone()),
+                        ("part_sum", part_sum_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
                 let op =
-                    unsafe { softmax::softmax_split_stats_kernel(&x_t, &part_max_t, &part_sum_t) }
+                    unsafe { softmax::softmax_split_stats_kernel(x_c, part_max_c, part_sum_c) }
                         .generics(vec![
                             dtype_names[0].to_string(),
                             tile.to_string(),
@@ -1862,9 +1887,21 @@ pub unsafe extern "C" fn tileport_softmax_split_write_kernel(
                         .map_err(|e| launch_error("softmax_split_write_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[unit_axis(x, 0) == 1, unit_axis(x, 1) == 1]);
                 let part_max_t = target.tensor::<f32>(part_max);
+                let part_max_c = Claimed::new(
+                    &part_max_t,
+                    part_max,
+                    &[unit_axis(part_max, 0) == 1, unit_axis(part_max, 1) == 1],
+                );
                 let part_sum_t = target.tensor::<f32>(part_sum);
+                let part_sum_c = Claimed::new(
+                    &part_sum_t,
+                    part_sum,
+                    &[unit_axis(part_sum, 0) == 1, unit_axis(part_sum, 1) == 1],
+                );
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1, unit_axis(y, 1) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1880,15 +1917,15 @@ pub unsafe extern "C" fn tileport_softmax_split_write_kernel(
                         unit_axis(y, 1).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("part_max", part_max_t.spec().clone()),
-                        ("part_sum", part_sum_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("part_max", part_max_c.spec().clone()),
+                        ("part_sum", part_sum_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
                 let op = unsafe {
-                    softmax::softmax_split_write_kernel(&x_t, &part_max_t, &part_sum_t, &y_t)
+                    softmax::softmax_split_write_kernel(x_c, part_max_c, part_sum_c, y_c)
                 }
                 .generics(vec![
                     dtype_names[0].to_string(),

@@ -54,6 +54,17 @@ pub mod dtype {
             _ => "unknown",
         }
     }
+
+    /// Bytes per element.
+    pub fn size(code: i32) -> Option<i64> {
+        match code {
+            F64 | I64 => Some(8),
+            F32 | I32 => Some(4),
+            F16 | BF16 | I16 => Some(2),
+            I8 | U8 | BOOL => Some(1),
+            _ => None,
+        }
+    }
 }
 
 /// Return codes (kept in sync with tileport.runtime.abi.ERRORS).
@@ -247,6 +258,129 @@ pub fn unit_axis(d: &TensorDesc, axis: usize) -> i32 {
         .enumerate()
         .all(|(k, i)| dims[i] % div(dims[k]) == 0);
     if sound && dims[axis] == 1 { 1 } else { -1 }
+}
+
+/// The divisibility cuTile Python's launcher claims of a launch's array, as cutile's entry reads it: per
+/// dynamic length, 16 where 16 divides it, else nothing; per dynamic stride, 16 bytes (16 / element size
+/// elements) where that divides it, else nothing; the base address 16-byte aligned, else nothing. cutile's own
+/// claim (`compute_spec`: the largest power of two dividing each value, up to 16) says more of some launches
+/// (a row of 1000 f32: 8 and 8 where cuTile Python says 1 and 4), and the entry compiles to other machine code;
+/// what cuTile Python claims holds wherever cutile's does. cutile 0.5.0 gives the k-th dynamic length (stride)
+/// of an entry's tensor the divisibility at position k (kernel_entry_generator.rs, `generate_statements`), so
+/// each claim sits at its dynamic axis' position: `static_axes[i]` is true where the entry takes axis i's
+/// length as a constant (a unit axis), and an axis of stride 1 is static (`stride_one`).
+pub fn python_claims(
+    d: &TensorDesc,
+    element_bytes: i64,
+    static_axes: &[bool],
+) -> cutile::tensor::SpecializationBits {
+    use cutile::cutile_compiler::specialization::DivHint;
+    let n = (d.ndim.max(0) as usize).min(MAX_DIMS);
+    let claim = |divisor: i64, v: i64| DivHint {
+        divisor: if v % divisor == 0 { divisor as i32 } else { 1 },
+        max: 16,
+    };
+    let stride_divisor = if element_bytes > 0 && 16 % element_bytes == 0 {
+        16 / element_bytes
+    } else {
+        1
+    };
+    let mut shape_div = vec![DivHint::default(); n];
+    let dynamic_lengths = (0..n).filter(|&i| !static_axes.get(i).copied().unwrap_or(false));
+    for (k, i) in dynamic_lengths.enumerate() {
+        shape_div[k] = claim(16, d.shape[i]);
+    }
+    let mut stride_div = vec![DivHint::default(); n];
+    for (k, i) in (0..n).filter(|&i| d.strides[i] != 1).enumerate() {
+        stride_div[k] = claim(stride_divisor, d.strides[i]);
+    }
+    let shape: Vec<i32> = d.shape[..n].iter().map(|&v| v as i32).collect();
+    let strides: Vec<i32> = d.strides[..n].iter().map(|&v| v as i32).collect();
+    let own = cutile::tensor::compute_spec(d.ptr, &shape, &strides, element_bytes as i32);
+    cutile::tensor::SpecializationBits {
+        shape_div,
+        stride_div,
+        stride_one: own.stride_one,
+        base_ptr_div: DivHint {
+            divisor: if d.ptr % 16 == 0 { 16 } else { 1 },
+            max: 16,
+        },
+        elements_disjoint: own.elements_disjoint,
+    }
+}
+
+/// A borrowed tensor passed to cutile's launcher with cuTile Python's divisibility claims
+/// (`python_claims`) in place of cutile's: cutile's `KernelInput` / `KernelInputStored` (tensor.rs) are
+/// its public interface for kernel inputs; everything but the claims is the tensor's own.
+pub struct Claimed<'a, E: cutile::cuda_core::DType + Sync> {
+    tensor: &'a Tensor<E>,
+    spec: cutile::tensor::SpecializationBits,
+}
+
+impl<'a, E: cutile::cuda_core::DType + Sync> Claimed<'a, E> {
+    pub fn new(tensor: &'a Tensor<E>, d: &TensorDesc, static_axes: &[bool]) -> Self {
+        Self {
+            tensor,
+            spec: python_claims(d, std::mem::size_of::<E>() as i64, static_axes),
+        }
+    }
+
+    pub fn spec(&self) -> &cutile::tensor::SpecializationBits {
+        &self.spec
+    }
+}
+
+// SAFETY: the borrowed tensor supplies the arguments, their retention and the dtype (its own
+// `KernelInputStored`); the claims are its own specialization facts or weaker ones (each divisor divides
+// the one cutile computes for the same value), laid out where cutile's entry reads them.
+unsafe impl<'a, E: cutile::cuda_core::DType + Sync> cutile::tensor::KernelInputStored
+    for Claimed<'a, E>
+{
+    fn retain(
+        &self,
+        ctx: &cutile::cuda_async::device_operation::ExecutionContext,
+    ) -> std::result::Result<(), cutile::cuda_async::error::DeviceError> {
+        cutile::tensor::KernelInputStored::retain(&self.tensor, ctx)
+    }
+    fn push_kernel_args(
+        &self,
+        launcher: &mut cutile::cuda_async::launch::AsyncKernelLaunchBuilder,
+    ) {
+        cutile::tensor::KernelInputStored::push_kernel_args(&self.tensor, launcher)
+    }
+    fn shape(&self) -> &[i32] {
+        self.tensor.shape()
+    }
+    fn strides(&self) -> &[i32] {
+        self.tensor.strides()
+    }
+    fn spec(&self) -> &cutile::tensor::SpecializationBits {
+        &self.spec
+    }
+    fn dtype_str(&self) -> &'static str {
+        cutile::tensor::KernelInputStored::dtype_str(&self.tensor)
+    }
+}
+
+/// Passed to a launcher as is, as a `&Tensor` is.
+impl<'a, E: cutile::cuda_core::DType + Sync>
+    cutile::cuda_async::device_operation::IntoDeviceOp<Claimed<'a, E>> for Claimed<'a, E>
+{
+    type Op = cutile::cuda_async::device_operation::Value<Claimed<'a, E>>;
+    fn into_op(self) -> Self::Op {
+        cutile::cuda_async::device_operation::value(self)
+    }
+}
+
+impl<'a, E: cutile::cuda_core::DType + Sync> cutile::tensor::KernelInput<E> for Claimed<'a, E> {
+    type Stored = Self;
+    type Returned = Self;
+    fn prepare(self) -> Self {
+        self
+    }
+    fn recover(stored: Self) -> Self {
+        stored
+    }
 }
 
 /// Outputs are written by many blocks at once: their elements must not overlap (the dimensions,
@@ -947,45 +1081,101 @@ fn leak(bytes: Vec<u8>) -> (*mut u8, usize) {
     (Box::into_raw(boxed) as *mut u8, len)
 }
 
-fn compile_ir(info: &EntryInfo, generics: Vec<String>, target: &str) -> Result<(Vec<u8>, Vec<u8>)> {
-    use cutile::compile_api::KernelCompiler;
-    use cutile::cutile_compiler::specialization::{DivHint, SpecializationBits};
-    // The capture signature: last dimension stride one, 16-byte aligned base, nothing else known.
-    let strides: Vec<(&str, Vec<i32>)> = info
-        .arrays
+/// Per array of an entry (in `EntryInfo::arrays` order): which strides are one, and the divisibility claimed.
+type ArraySpecs = Vec<(Vec<i32>, cutile::tensor::SpecializationBits)>;
+
+/// The capture signature: last dimension stride one, 16-byte aligned base, nothing else known.
+fn capture_specs(info: &EntryInfo) -> ArraySpecs {
+    use cutile::cutile_compiler::specialization::DivHint;
+    info.arrays
         .iter()
-        .map(|(name, rank)| {
-            (
-                *name,
-                (0..*rank)
-                    .map(|i| if i + 1 == *rank { 1 } else { -1 })
-                    .collect(),
-            )
-        })
-        .collect();
-    let stride_refs: Vec<(&str, &[i32])> =
-        strides.iter().map(|(n, s)| (*n, s.as_slice())).collect();
-    let specs: Vec<(&str, SpecializationBits)> = info
-        .arrays
-        .iter()
-        .map(|(name, rank)| {
-            let bits = SpecializationBits {
-                shape_div: vec![DivHint::default(); *rank],
-                stride_div: vec![DivHint::default(); *rank],
-                stride_one: (0..*rank).map(|i| i + 1 == *rank).collect(),
+        .map(|&(_, rank)| {
+            let bits = cutile::tensor::SpecializationBits {
+                shape_div: vec![DivHint::default(); rank],
+                stride_div: vec![DivHint::default(); rank],
+                stride_one: (0..rank).map(|i| i + 1 == rank).collect(),
                 base_ptr_div: DivHint {
                     divisor: 16,
                     max: 16,
                 },
                 elements_disjoint: true,
             };
-            (*name, bits)
+            (
+                (0..rank)
+                    .map(|i| if i + 1 == rank { 1 } else { -1 })
+                    .collect(),
+                bits,
+            )
         })
+        .collect()
+}
+
+/// A launch's signature: each array's descriptor with the claims a launcher makes of it (cutile's own,
+/// `compute_spec`, or cuTile Python's, `python_claims`), `static_axes[a]` bit i set where the entry takes
+/// axis i of array a as a constant.
+fn launch_specs(
+    info: &EntryInfo,
+    descs: &[TensorDesc],
+    static_axes: &[u32],
+    python: bool,
+) -> Result<ArraySpecs> {
+    if descs.len() != info.arrays.len() || static_axes.len() != info.arrays.len() {
+        return Err(Error::new(
+            Code::InvalidArgument,
+            format!("the entry has {} arrays", info.arrays.len()),
+        ));
+    }
+    let mut specs = Vec::new();
+    for (((name, rank), d), &mask) in info.arrays.iter().zip(descs).zip(static_axes) {
+        let d = check_desc(name, d, *rank)?;
+        let bytes = dtype::size(d.dtype).ok_or_else(|| {
+            Error::new(
+                Code::DType,
+                format!("tensor `{name}` has an unknown dtype code {}", d.dtype),
+            )
+        })?;
+        let statics: Vec<bool> = (0..*rank).map(|i| mask >> i & 1 == 1).collect();
+        let shape: Vec<i32> = d.shape[..*rank].iter().map(|&v| v as i32).collect();
+        let strides: Vec<i32> = d.strides[..*rank].iter().map(|&v| v as i32).collect();
+        let bits = if python {
+            python_claims(d, bytes, &statics)
+        } else {
+            cutile::tensor::compute_spec(d.ptr, &shape, &strides, bytes as i32)
+        };
+        specs.push((
+            bits.stride_one
+                .iter()
+                .map(|&one| if one { 1 } else { -1 })
+                .collect(),
+            bits,
+        ));
+    }
+    Ok(specs)
+}
+
+fn compile_ir(
+    info: &EntryInfo,
+    generics: Vec<String>,
+    target: &str,
+    specs: ArraySpecs,
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    use cutile::compile_api::KernelCompiler;
+    let stride_refs: Vec<(&str, &[i32])> = info
+        .arrays
+        .iter()
+        .zip(&specs)
+        .map(|((name, _), (strides, _))| (*name, strides.as_slice()))
+        .collect();
+    let bits: Vec<(&str, cutile::tensor::SpecializationBits)> = info
+        .arrays
+        .iter()
+        .zip(&specs)
+        .map(|((name, _), (_, bits))| (*name, bits.clone()))
         .collect();
     let artifacts = KernelCompiler::new(info.module_ast, info.module, info.function)
         .generics(generics)
         .strides(&stride_refs)
-        .spec_args(&specs)
+        .spec_args(&bits)
         .target(target)
         .bytecode_version(cutile_ir::bytecode::BytecodeVersion::V13_4)
         .compile()
@@ -1007,6 +1197,80 @@ pub unsafe extern "C" fn tileport_ir(
     out_text_len: *mut usize,
     out_bytecode: *mut *mut u8,
     out_bytecode_len: *mut usize,
+) -> i32 {
+    let specs = |info: &EntryInfo| Ok(capture_specs(info));
+    unsafe {
+        export_ir(
+            entry,
+            generics,
+            target,
+            out_text,
+            out_text_len,
+            out_bytecode,
+            out_bytecode_len,
+            specs,
+        )
+    }
+}
+
+/// `tileport_ir` at a launch's signature: the entry's `n` arrays are `descs` (in the entry's order, only
+/// extents, strides, dtype and the base address's alignment are read), `static_axes` one axis mask per array
+/// (see `launch_specs`), and `python` selects cuTile Python's claims (1) or cutile's own (0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_ir_launch(
+    entry: *const c_char,
+    generics: *const c_char,
+    target: *const c_char,
+    descs: *const TensorDesc,
+    static_axes: *const u32,
+    n: usize,
+    python: i32,
+    out_text: *mut *mut u8,
+    out_text_len: *mut usize,
+    out_bytecode: *mut *mut u8,
+    out_bytecode_len: *mut usize,
+) -> i32 {
+    if descs.is_null() || static_axes.is_null() {
+        set_last_error("tileport_ir_launch: null argument");
+        return Code::NullPointer as i32;
+    }
+    // SAFETY: the caller passes `n` descriptors and `n` masks; both are copied before the compiler thread runs.
+    let descs: Vec<TensorDesc> = unsafe { std::slice::from_raw_parts(descs, n) }
+        .iter()
+        .map(|d| TensorDesc {
+            ptr: d.ptr,
+            ndim: d.ndim,
+            shape: d.shape,
+            strides: d.strides,
+            dtype: d.dtype,
+        })
+        .collect();
+    let masks = unsafe { std::slice::from_raw_parts(static_axes, n) }.to_vec();
+    let specs = move |info: &EntryInfo| launch_specs(info, &descs, &masks, python != 0);
+    unsafe {
+        export_ir(
+            entry,
+            generics,
+            target,
+            out_text,
+            out_text_len,
+            out_bytecode,
+            out_bytecode_len,
+            specs,
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn export_ir(
+    entry: *const c_char,
+    generics: *const c_char,
+    target: *const c_char,
+    out_text: *mut *mut u8,
+    out_text_len: *mut usize,
+    out_bytecode: *mut *mut u8,
+    out_bytecode_len: *mut usize,
+    specs: impl FnOnce(&EntryInfo) -> Result<ArraySpecs> + Send + 'static,
 ) -> i32 {
     if entry.is_null()
         || generics.is_null()
@@ -1034,7 +1298,8 @@ pub unsafe extern "C" fn tileport_ir(
                     .filter(|g| !g.is_empty())
                     .map(|g| g.trim().to_string())
                     .collect();
-                result = Some(compile_ir(&info, list, &target)?);
+                let specs = specs(&info)?;
+                result = Some(compile_ir(&info, list, &target, specs)?);
                 Ok(())
             });
             (

@@ -119,8 +119,11 @@ pub unsafe extern "C" fn tileport_swiglu_kernel(
                         .map_err(|e| launch_error("swiglu_kernel", e));
                 }
                 let a_t = target.tensor::<E>(a);
+                let a_c = Claimed::new(&a_t, a, &[unit_axis(a, 0) == 1]);
                 let b_t = target.tensor::<E>(b);
+                let b_c = Claimed::new(&b_t, b, &[unit_axis(b, 0) == 1]);
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(&y_t, y, &[unit_axis(y, 0) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -130,13 +133,13 @@ pub unsafe extern "C" fn tileport_swiglu_kernel(
                         unit_axis(y, 0).to_string(),
                     ],
                     tensors: vec![
-                        ("a", a_t.spec().clone()),
-                        ("b", b_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
+                        ("a", a_c.spec().clone()),
+                        ("b", b_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
-                let op = unsafe { swiglu::swiglu_kernel(&a_t, &b_t, &y_t) }
+                let op = unsafe { swiglu::swiglu_kernel(a_c, b_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         tile.to_string(),

@@ -111,8 +111,11 @@ pub unsafe extern "C" fn tileport_vector_add_kernel(
                         .map_err(|e| launch_error("vector_add_kernel", e));
                 }
                 let a_t = target.tensor::<E>(a);
+                let a_c = Claimed::new(&a_t, a, &[unit_axis(a, 0) == 1]);
                 let b_t = target.tensor::<E>(b);
+                let b_c = Claimed::new(&b_t, b, &[unit_axis(b, 0) == 1]);
                 let c_t = target.tensor::<E>(c);
+                let c_c = Claimed::new(&c_t, c, &[unit_axis(c, 0) == 1]);
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -122,13 +125,13 @@ pub unsafe extern "C" fn tileport_vector_add_kernel(
                         unit_axis(c, 0).to_string(),
                     ],
                     tensors: vec![
-                        ("a", a_t.spec().clone()),
-                        ("b", b_t.spec().clone()),
-                        ("c", c_t.spec().clone()),
+                        ("a", a_c.spec().clone()),
+                        ("b", b_c.spec().clone()),
+                        ("c", c_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
-                let op = unsafe { vector_add::vector_add_kernel(&a_t, &b_t, &c_t) }
+                let op = unsafe { vector_add::vector_add_kernel(a_c, b_c, c_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         tile.to_string(),

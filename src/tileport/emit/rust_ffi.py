@@ -112,7 +112,8 @@ def signature(group: KernelGroup) -> list[tuple[str, str, str]]:
 
 
 def launcher_names(group: KernelGroup) -> dict[str, str]:
-    """C argument names, by source and by Rust parameter name, plus `<name>#tensor` temporaries."""
+    """C argument names, by source and by Rust parameter name, plus `<name>#tensor` and `<name>#claimed`
+    temporaries."""
     taken = set(LAUNCHER_LOCALS) | {f"{dv.name.lower()}_code" for v in group.variants for dv in v.dtype_vars}
     names: dict[str, str] = {}
     for name, kind, _ in signature(group):
@@ -123,6 +124,7 @@ def launcher_names(group: KernelGroup) -> dict[str, str]:
             names[p.ident] = names[p.name]
     for p in group.first.array_params:
         names[f"{p.name}#tensor"] = fresh_name(f"{names[p.name]}_t", taken)
+        names[f"{p.name}#claimed"] = fresh_name(f"{names[p.name]}_c", taken)
     return names
 
 
@@ -360,16 +362,38 @@ def _alignment_lines(variant: Kernel, st: Let, arg_names) -> list[str]:
             "};"]
 
 
+def claims_cutile_python(variant: Kernel) -> bool:
+    """Whether the launch claims the divisibility cuTile Python's launcher claims (support.rs `Claimed`): for
+    a kernel cuTile Python launches (the cuTile frontend marks them, `Kernel.launch_unit_axes`). A Triton
+    port keeps cutile's claims: Triton's launcher claims 16 elements of a stride, more than 16 bytes."""
+    return variant.launch_unit_axes
+
+
+def static_axes(variant: Kernel, array, desc: str) -> str:
+    """The axes of `array` the entry takes as constants (its unit-axis generics at 1), as Rust bools: where
+    the launch claims cuTile Python's divisibility (support.rs `Claimed`) lays the lengths' claims out."""
+    generics = unit_axis_generics(variant)
+    if not any((array.name, axis) in generics for axis in range(array.ty.rank)):
+        return ""
+    return ", ".join(f"unit_axis({desc}, {axis}) == 1" if (array.name, axis) in generics else "false"
+                     for axis in range(array.ty.rank))
+
+
 def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]:
     args, lines, tensors, ints = [], [], [], []
     for p in variant.params:
         a = arg_names[p.name]
         if p.is_array:
             dt = p.ty.dtype.name if isinstance(p.ty.dtype, DVar) else L.RUST_DTYPE[p.ty.dtype]
-            tensor = arg_names[f"{p.name}#tensor"]
+            tensor, claimed = arg_names[f"{p.name}#tensor"], arg_names[f"{p.name}#claimed"]
             lines.append(f"let {tensor} = target.tensor::<{dt}>({a});")
-            args.append(f"&{tensor}")
-            tensors.append(f'("{p.rust}", {tensor}.spec().clone())')
+            if claims_cutile_python(variant):
+                lines.append(f"let {claimed} = Claimed::new(&{tensor}, {a}, &[{static_axes(variant, p, a)}]);")
+                args.append(claimed)
+                tensors.append(f'("{p.rust}", {claimed}.spec().clone())')
+            else:
+                args.append(f"&{tensor}")
+                tensors.append(f'("{p.rust}", {tensor}.spec().clone())')
         elif not p.is_const:
             args.append(a)
             if p.ty.dtype in INTEGER_SCALARS:
