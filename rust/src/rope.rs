@@ -1651,9 +1651,39 @@ pub unsafe extern "C" fn tileport_rope_rows_notma_kernel(
                         .map_err(|e| launch_error("rope_rows_notma_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(
+                    &x_t,
+                    x,
+                    &[
+                        unit_axis(x, 0) == 1,
+                        unit_axis(x, 1) == 1,
+                        unit_axis(x, 2) == 1,
+                        unit_axis(x, 3) == 1,
+                    ],
+                );
                 let cos_t = target.tensor::<f32>(cos_);
+                let cos_c = Claimed::new(
+                    &cos_t,
+                    cos_,
+                    &[unit_axis(cos_, 0) == 1, unit_axis(cos_, 1) == 1],
+                );
                 let sin_t = target.tensor::<f32>(sin_);
+                let sin_c = Claimed::new(
+                    &sin_t,
+                    sin_,
+                    &[unit_axis(sin_, 0) == 1, unit_axis(sin_, 1) == 1],
+                );
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(
+                    &y_t,
+                    y,
+                    &[
+                        unit_axis(y, 0) == 1,
+                        unit_axis(y, 1) == 1,
+                        unit_axis(y, 2) == 1,
+                        unit_axis(y, 3) == 1,
+                    ],
+                );
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1674,14 +1704,14 @@ pub unsafe extern "C" fn tileport_rope_rows_notma_kernel(
                         unit_axis(y, 3).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("cos_", cos_t.spec().clone()),
-                        ("sin_", sin_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("cos_", cos_c.spec().clone()),
+                        ("sin_", sin_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
-                let op = unsafe { rope::rope_rows_notma_kernel(&x_t, &cos_t, &sin_t, &y_t) }
+                let op = unsafe { rope::rope_rows_notma_kernel(x_c, cos_c, sin_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
@@ -1786,9 +1816,30 @@ pub unsafe extern "C" fn tileport_rope_rows_persistent_kernel(
                         .map_err(|e| launch_error("rope_rows_persistent_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let cos_t = target.tensor::<f32>(cos_);
+                let cos_c = Claimed::new(
+                    &cos_t,
+                    cos_,
+                    &[unit_axis(cos_, 0) == 1, unit_axis(cos_, 1) == 1],
+                );
                 let sin_t = target.tensor::<f32>(sin_);
+                let sin_c = Claimed::new(
+                    &sin_t,
+                    sin_,
+                    &[unit_axis(sin_, 0) == 1, unit_axis(sin_, 1) == 1],
+                );
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(
+                    &y_t,
+                    y,
+                    &[
+                        unit_axis(y, 0) == 1,
+                        unit_axis(y, 1) == 1,
+                        unit_axis(y, 2) == 1,
+                        unit_axis(y, 3) == 1,
+                    ],
+                );
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1805,14 +1856,14 @@ pub unsafe extern "C" fn tileport_rope_rows_persistent_kernel(
                         unit_axis(y, 3).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("cos_", cos_t.spec().clone()),
-                        ("sin_", sin_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("cos_", cos_c.spec().clone()),
+                        ("sin_", sin_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
-                let op = unsafe { rope::rope_rows_persistent_kernel(&x_t, &cos_t, &sin_t, &y_t) }
+                let op = unsafe { rope::rope_rows_persistent_kernel(x_c, cos_c, sin_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
@@ -1913,9 +1964,39 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_kernel(
                         .map_err(|e| launch_error("rope_rows_pair_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(
+                    &x_t,
+                    x,
+                    &[
+                        unit_axis(x, 0) == 1,
+                        unit_axis(x, 1) == 1,
+                        unit_axis(x, 2) == 1,
+                        unit_axis(x, 3) == 1,
+                    ],
+                );
                 let cos_t = target.tensor::<f32>(cos_);
+                let cos_c = Claimed::new(
+                    &cos_t,
+                    cos_,
+                    &[unit_axis(cos_, 0) == 1, unit_axis(cos_, 1) == 1],
+                );
                 let sin_t = target.tensor::<f32>(sin_);
+                let sin_c = Claimed::new(
+                    &sin_t,
+                    sin_,
+                    &[unit_axis(sin_, 0) == 1, unit_axis(sin_, 1) == 1],
+                );
                 let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(
+                    &y_t,
+                    y,
+                    &[
+                        unit_axis(y, 0) == 1,
+                        unit_axis(y, 1) == 1,
+                        unit_axis(y, 2) == 1,
+                        unit_axis(y, 3) == 1,
+                    ],
+                );
                 let spec = Specialization {
                     generics: vec![
                         dtype_names[0].to_string(),
@@ -1936,14 +2017,14 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_kernel(
                         unit_axis(y, 3).to_string(),
                     ],
                     tensors: vec![
-                        ("x", x_t.spec().clone()),
-                        ("cos_", cos_t.spec().clone()),
-                        ("sin_", sin_t.spec().clone()),
-                        ("y", y_t.spec().clone()),
+                        ("x", x_c.spec().clone()),
+                        ("cos_", cos_c.spec().clone()),
+                        ("sin_", sin_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
                     ],
                     int_scalars: vec![],
                 };
-                let op = unsafe { rope::rope_rows_pair_kernel(&x_t, &cos_t, &sin_t, &y_t) }
+                let op = unsafe { rope::rope_rows_pair_kernel(x_c, cos_c, sin_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
