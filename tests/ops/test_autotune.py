@@ -195,8 +195,12 @@ def test_default_plans_are_the_measured_configurations():
     assert (launch.kernel, launch.args["BLOCK_M"]) == ("layer_norm_fwd_kernel", 1)
     inputs, outs = fake_call("rope", (1, 16384, 8, 128), "float16")  # a batch of one: no length-1 axis
     (launch,) = SPECS["rope"].plan(*inputs, outs)
-    assert launch.kernel == "rope_rows_kernel" and tuple(launch.args["x"].shape) == (16384, 8, 2, 64)
-    assert launch.grid == (16384, 1, 1) and (launch.args["BLOCK_S"], launch.args["BLOCK_H"]) == (1, 8)
+    assert launch.kernel == "rope_rows_pair_kernel" and tuple(launch.args["x"].shape) == (16384, 8, 2, 64)
+    assert (launch.args["BLOCK_S"], launch.grid[0]) == (2, 8192)  # two positions per block
+    inputs, outs = fake_call("rope", (1, 4097, 8, 128), "float16")  # an odd sequence: one position per block
+    (launch,) = SPECS["rope"].plan(*inputs, outs)
+    assert (launch.kernel, launch.args["BLOCK_S"]) == ("rope_rows_kernel", 1)
+    assert launch.grid == (4097, 1, 1) and (launch.args["BLOCK_S"], launch.args["BLOCK_H"]) == (1, 8)
     inputs, outs = fake_call("rope", (2, 4096, 8, 128), "float16")
     (launch,) = SPECS["rope"].plan(*inputs, outs)
     assert launch.kernel == "rope_kernel"
