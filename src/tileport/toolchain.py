@@ -277,6 +277,19 @@ def _check_torch() -> Component:
                      "pip install torch", required=False)
 
 
+def _check_fastcall() -> Component:
+    """The compiled op-call replay (runtime.fastcall), built for the installed torch and this Python."""
+    from tileport.runtime import fastcall
+    name, fix = "compiled op-call replay (runtime.fastcall)", "python3 -m tileport.runtime.fastcall build"
+    if not _pkg_version("torch"):
+        return Component(name, False, "", "", "needs torch: pip install torch", required=False)
+    import torch  # its own version string names the build (the package metadata drops the local part)
+    v = torch.__version__
+    path = fastcall.built_path(v)
+    return Component(name, path.is_file(), f"torch {v}" if path.is_file() else "", str(path) if path.is_file() else "",
+                     fix, required=False)
+
+
 def check_all() -> list[Component]:
     return [
         _check_cuda_tile(),
@@ -292,4 +305,5 @@ def check_all() -> list[Component]:
         _check_nvdisasm(),
         _check_gpu(),
         _check_torch(),
+        _check_fastcall(),
     ]

@@ -6,6 +6,7 @@ cannot launch (CPU tensors) by declining. Launches themselves need a GPU (tests/
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,14 @@ def test_the_extension_declines_what_it_cannot_launch(built):
         built.run(("not a plan",), (a, a))
     with pytest.raises(TypeError):
         built.run([], (a, a))
+
+
+def test_doctor_lists_the_build(built, tmp_path, monkeypatch):
+    """`tileport doctor` shows the build as an optional component: ok where it was built, else the command."""
+    from tileport import toolchain
+    monkeypatch.setenv(fastcall.DIR_ENV, str(tmp_path))
+    missing = toolchain._check_fastcall()
+    assert not missing.ok and not missing.required and missing.fix == "python3 -m tileport.runtime.fastcall build"
+    monkeypatch.setenv(fastcall.DIR_ENV, str(Path(built.__file__).parents[1]))
+    found = toolchain._check_fastcall()
+    assert found.ok and found.path == built.__file__ and torch.__version__ in found.version

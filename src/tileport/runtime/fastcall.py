@@ -54,7 +54,8 @@ def module_name(torch_version: str) -> str:
     return f"tileport_fastcall_{digest.hexdigest()[:16]}"
 
 
-def _built_path(torch_version: str) -> Path:
+def built_path(torch_version: str) -> Path:
+    """Where `build` leaves the extension for this torch version, source and Python."""
     name = module_name(torch_version)
     return cache_dir() / name / f"{name}.so"  # torch.utils.cpp_extension's naming
 
@@ -68,7 +69,7 @@ def build(verbose: bool = False) -> Path:
     build_dir.mkdir(parents=True, exist_ok=True)
     cpp_extension.load(name=name, sources=[str(SOURCE)], build_directory=str(build_dir), extra_cflags=["-O2"],
                        verbose=verbose)
-    path = _built_path(torch.__version__)
+    path = built_path(torch.__version__)
     if not path.is_file():  # cpp_extension names the library itself: say what it left instead
         raise RuntimeError(f"the build left no {path.name} in {build_dir}: {sorted(p.name for p in build_dir.iterdir())}")
     _loaded.clear()  # the next lookup loads the new build
@@ -81,7 +82,7 @@ def _load() -> tuple[Any, str]:
     torch = sys.modules.get("torch")
     if torch is None:
         return None, "torch is not imported"
-    path = _built_path(torch.__version__)
+    path = built_path(torch.__version__)
     if not path.is_file():
         return None, f"not built for torch {torch.__version__} (run: python3 -m tileport.runtime.fastcall build)"
     name = module_name(torch.__version__)
