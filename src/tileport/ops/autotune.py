@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from tileport.atomic import write_text_atomic
+from tileport.cache import user_cache_dir
 from tileport.ops.spec import ConfigSpace, OpSpec
 
 DIR_ENV = "TILEPORT_AUTOTUNE_DIR"
@@ -56,10 +57,7 @@ def planning_for(backend: str) -> Iterator[None]:
 
 
 def cache_dir() -> Path:
-    if os.environ.get(DIR_ENV):
-        return Path(os.environ[DIR_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tileport" / "autotune"
+    return user_cache_dir(DIR_ENV, "autotune")
 
 
 def cache_path(gpu: str) -> Path:

@@ -31,6 +31,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tileport.cache import user_cache_dir
+
 SOURCE = Path(__file__).with_name("fastcall.cpp")
 ENV = "TILEPORT_FASTCALL"
 DIR_ENV = "TILEPORT_FASTCALL_DIR"
@@ -40,10 +42,7 @@ _lock = threading.Lock()
 
 
 def cache_dir() -> Path:
-    if os.environ.get(DIR_ENV):
-        return Path(os.environ[DIR_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tileport" / "fastcall"
+    return user_cache_dir(DIR_ENV, "fastcall")
 
 
 def module_name(torch_version: str) -> str:
