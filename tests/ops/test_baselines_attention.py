@@ -230,7 +230,7 @@ def test_bench_compiles_the_attention_baselines_with_their_graph_break(monkeypat
         inputs = spec.make_inputs(spec.shapes[1], spec.dtypes[-1], "cpu", 0)
         for column in ("torch", "torch.compile"):
             tol = spec.tolerances[spec.dtypes[-1]]
-            assert compare(bench._runner(spec, column, inputs)(), spec.reference(*inputs), tol.rtol, tol.atol)[0]
+            assert compare(bench.column_runner(spec, column, inputs)(), spec.reference(*inputs), tol.rtol, tol.atol)[0]
         assert seen[B.BASELINES[name]]["fullgraph"] is (name not in B.ATTENTION_HOST_LENGTHS)
 
 

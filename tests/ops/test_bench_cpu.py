@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed: the benchmark record checks need it (CI has none)")
 
 from tileport.gpu import bench  # noqa: E402
-from tileport.gpu.timing import Timing  # noqa: E402
+from tileport.gpu.timing import Timing, TimingError  # noqa: E402
 from tileport.ops.specs import get_spec  # noqa: E402
 
 CEIL = {"copy_gbps": 4000.0, "cublas_bf16_tflops": 700.0, "bf16_datasheet_tflops": 989.0}
@@ -16,14 +16,15 @@ CEIL = {"copy_gbps": 4000.0, "cublas_bf16_tflops": 700.0, "bf16_datasheet_tflops
 
 @pytest.fixture
 def fake_timers(monkeypatch):
-    """Kernel time 10 µs and call time 15 µs for every column; each timer runs the function once."""
+    """Kernel time 10 µs and call time 15 µs for every column; each timer runs every function once."""
     def timer(us):
-        def run(fn, flush, budget_s=0.3):
-            fn()
-            return Timing(us, us, us, us, 1, 1)
+        def run(fns, flush, budget_s=0.3):
+            for fn in fns.values():
+                fn()
+            return {name: Timing(us, us, us, us, 1, 1) for name in fns}
         return run
-    monkeypatch.setattr(bench, "gpu_time", timer(10.0))
-    monkeypatch.setattr(bench, "call_time", timer(15.0))
+    monkeypatch.setattr(bench, "gpu_times", timer(10.0))
+    monkeypatch.setattr(bench, "call_times", timer(15.0))
 
 
 def test_case_record_has_both_timers_and_errors_against_the_reference(fake_timers):
@@ -66,3 +67,13 @@ def test_summary_has_kernel_call_and_torch_ratios():
     assert s["overall_geomean_ratio"] == pytest.approx((1.1 * 1.0) ** 0.5)
     assert s["overall_call_geomean_ratio"] == pytest.approx(0.9)
     assert s["geomean_rs_over_best_torch"] == pytest.approx(1.0)
+
+
+def test_a_timing_failure_is_recorded_for_every_column_timed_with_it(monkeypatch):
+    def fail(fns, flush, budget_s=0.3):
+        raise TimingError("expected 20 repetitions with kernels, the profiler saw 19")
+    monkeypatch.setattr(bench, "gpu_times", fail)
+    rec = bench.bench_case(get_spec("softmax"), "float32", (8, 16), None, ["torch", "cutile-rs"], CEIL, 0.01,
+                           device="cpu")
+    assert rec["times_us"] == {} and "BackendUnavailable" in rec["errors"]["cutile-rs"]
+    assert rec["errors"]["torch"].startswith("timing: TimingError: expected 20 repetitions")

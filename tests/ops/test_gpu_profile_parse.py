@@ -35,6 +35,9 @@ def test_no_kernel_rows_is_empty():
 def test_case_syntax():
     assert parse_case("rope/float16/4x4096x32x128") == ("rope", "float16", (4, 4096, 32, 128), "cutile")
     assert parse_case("softmax/bfloat16/1024x16384/cutile-rs")[3] == "cutile-rs"
+    assert parse_case("rope/float16/1x16384x8x128/torch.compile")[3] == "torch.compile"
+    with pytest.raises(ValueError, match="backend 'cutlass' is none of cutile, cutile-rs, torch, torch.compile"):
+        parse_case("rope/float16/1x16384x8x128/cutlass")
     with pytest.raises(ValueError, match="OP/DTYPE/SHAPE"):
         parse_case("softmax")
     with pytest.raises(ValueError, match="OP/DTYPE/SHAPE"):

@@ -11,8 +11,8 @@ Columns (backends) of every case:
 | `cutile-rs`     | `tileport.ops` on the generated Rust ports                                       |
 
 For every op, dtype and benchmark shape it records each column's median kernel time (`times_us`:
-L2 flushed, CUPTI kernel durations) and call-level time (`call_us`: host launch work included,
-timing.call_time), each column's error against the spec's f32 reference relative to the op's
+L2 flushed, CUPTI kernel durations) and call-level time (`call_us`: host launch work included), the
+columns' repetitions alternating in one measurement (timing.gpu_times, timing.call_times), each column's error against the spec's f32 reference relative to the op's
 tolerance (`err_over_tol`; the reference is used for nothing else), the ratio t(cutile-rs) /
 t(cuTile Python), achieved GB/s (memory-bound ops) or TFLOP/s (GEMMs) and their share of the
 ceilings measured in the same run (device copy bandwidth, cuBLAS bf16 GEMM rate). Ops with a
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from tileport.gpu.timing import call_time, gpu_time, host_overhead_us, make_flush
+from tileport.gpu.timing import call_times, gpu_time, gpu_times, host_overhead_us, make_flush
 from tileport.ops.spec import OpSpec
 
 COLUMNS = ("torch", "torch.compile", "cutile", "cutile-rs")
@@ -114,7 +114,7 @@ def case_inputs(spec: OpSpec, dtype: str, shape: tuple, distribution: str, devic
                  if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs)
 
 
-def _runner(spec: OpSpec, column: str, inputs: tuple):
+def column_runner(spec: OpSpec, column: str, inputs: tuple):
     """A no-argument callable for one column (outputs allocated once for the tile backends)."""
     import torch
 
@@ -163,22 +163,36 @@ def bench_case(spec: OpSpec, dtype: str, shape: tuple, flush, columns: Iterable[
     rec: dict[str, Any] = {"op": spec.name, "dtype": dtype, "shape": list(shape), "kind": spec.kind,
                            "inputs": distribution, "times_us": {}, "call_us": {}, "timings": {},
                            "call_timings": {}, "err_over_tol": {}, "errors": {}}
+    runs = {}
     for column in columns:
         try:
             if spec.tune is not None and column in ("cutile", "cutile-rs"):
                 rec.setdefault("configs", {})[column] = tuned_config(spec, column, inputs)
-            run = _runner(spec, column, inputs)
+            run = column_runner(spec, column, inputs)
             rec["err_over_tol"][column] = _err_over_tol(spec, dtype, run(), ref)
-            t = gpu_time(run, flush, budget_s=budget_s)
-            rec["times_us"][column] = t.median_us
-            rec["timings"][column] = t.to_dict()
-            c = call_time(run, flush, budget_s=budget_s)
-            rec["call_us"][column] = c.median_us
-            rec["call_timings"][column] = c.to_dict()
+            runs[column] = run
         except Exception as e:  # noqa: BLE001 - recorded, and the report lists it
             rec["errors"][column] = f"{type(e).__name__}: {e}"[:1000]
+    if runs:
+        _time_side_by_side(runs, flush, budget_s, rec)
     _rates(spec, dtype, shape, rec, ceil)
     return rec
+
+
+def _time_side_by_side(runs: dict, flush, budget_s: float, rec: dict) -> None:
+    """Kernel and call times of the columns that ran, their repetitions alternating (timing.gpu_times)."""
+    try:
+        kernel = gpu_times(runs, flush, budget_s=budget_s)
+        call = call_times(runs, flush, budget_s=budget_s)
+    except Exception as e:  # noqa: BLE001 - every column timed together shares the failure
+        for column in runs:
+            rec["errors"][column] = f"timing: {type(e).__name__}: {e}"[:1000]
+        return
+    for column in runs:
+        rec["times_us"][column] = kernel[column].median_us
+        rec["timings"][column] = kernel[column].to_dict()
+        rec["call_us"][column] = call[column].median_us
+        rec["call_timings"][column] = call[column].to_dict()
 
 
 def _rates(spec: OpSpec, dtype: str, shape: tuple, rec: dict, ceil: dict) -> None:

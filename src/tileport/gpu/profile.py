@@ -4,7 +4,8 @@ the memory roofline with measured data rather than guesses.
     python3 -m tileport.gpu.profile softmax_online/float16/256x131072/cutile layer_norm/float16/16384x2048 \
         --configs-from out/autotune.json --out out/profile.json
 
-A case is OP/DTYPE/SHAPE[/BACKEND] (backend default: cutile). Each case is profiled once with the
+A case is OP/DTYPE/SHAPE[/BACKEND] (backend default: cutile; `torch` and `torch.compile` profile the
+benchmark's baseline columns on the same inputs, so their kernels' counters stand next to ours). Each case is profiled once with the
 plan's default configuration and, with --configs-from (a `tileport.gpu.autotune` result), once more
 with that search's winner for the case and backend. For each, `ncu` runs this module's `launch`
 mode in a child process: the plan runs twice outside the profiled range (JIT, first-launch costs),
@@ -46,6 +47,8 @@ HEADLINE = {  # headline name -> (section, metric name) as ncu's details page pr
     "waves_per_sm": ("Launch Statistics", "Waves Per SM"),
 }
 NCU_TIMEOUT_S = 240
+TILE_BACKENDS = ("cutile", "cutile-rs")
+BASELINES = ("torch", "torch.compile")  # the benchmark's baseline columns (gpu.bench.column_runner)
 
 
 def parse_case(text: str) -> tuple[str, str, tuple[int, ...], str]:
@@ -56,7 +59,10 @@ def parse_case(text: str) -> tuple[str, str, tuple[int, ...], str]:
         shape = tuple(int(d) for d in parts[2].split("x"))
     except ValueError:
         raise ValueError(f"case {text!r}: expected OP/DTYPE/SHAPE[/BACKEND], e.g. softmax/float16/1024x16384") from None
-    return parts[0], parts[1], shape, parts[3] if len(parts) == 4 else "cutile"
+    backend = parts[3] if len(parts) == 4 else "cutile"
+    if backend not in TILE_BACKENDS + BASELINES:
+        raise ValueError(f"case {text!r}: backend {backend!r} is none of {', '.join(TILE_BACKENDS + BASELINES)}")
+    return parts[0], parts[1], shape, backend
 
 
 def parse_details(text: str) -> dict[str, dict]:
@@ -118,24 +124,34 @@ def winners(path: Path) -> dict[tuple, dict]:
 
 
 def launch(case: str, config: dict | None) -> None:
-    """The child ncu profiles: plan, two unprofiled runs, one profiled run."""
+    """The child ncu profiles: plan (or baseline), two unprofiled runs, one profiled run."""
     import torch
 
-    from tileport.ops.backends import run_plan
+    from tileport.gpu.bench import column_runner
     from tileport.ops.specs import get_spec
     op, dtype, shape, backend = parse_case(case)
     spec = get_spec(op)
     inputs = spec.make_inputs(shape, dtype, "cuda", 0)
+    # a baseline column's first call compiles it (torch.compile), outside the profiled range
+    run = column_runner(spec, backend, inputs) if backend in BASELINES else _plan_run(spec, backend, inputs, config)
+    for _ in range(2):
+        run()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    run()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+def _plan_run(spec, backend: str, inputs: tuple, config: dict | None):
+    """The op's plan (default, or `config`) on a tile backend, as one callable."""
+    import torch
+
+    from tileport.ops.backends import run_plan
     outs = spec.allocate(*inputs)
     launches = spec.plan(*inputs, outs, config=config) if config is not None else spec.plan(*inputs, outs)
     stream = torch.cuda.current_stream()
-    for _ in range(2):
-        run_plan(backend, spec, launches, stream)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    run_plan(backend, spec, launches, stream)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    return lambda: run_plan(backend, spec, launches, stream)
 
 
 def run(cases: list[str], out: Path, configs_from: Path | None) -> int:

@@ -11,6 +11,11 @@ L2, drains the queue (synchronize), records a CUDA event, calls the function and
 the GPU is idle when the first event is recorded, so the interval spans the host's launch work and
 every kernel (do_bench-style events, without letting the flush hide the host cost).
 
+Side by side (`gpu_times`, `call_times`): the repetitions of several functions alternate within one
+measurement, in the order A B .. B A, A B .. so that a drift of clocks or temperature over the measurement
+(a GEMM heats the GPU for the next function timed after it) falls on every function alike, and their ratios
+compare like with like.
+
 Warm-up and the number of repetitions follow a time budget; results are medians with their spread.
 """
 
@@ -61,11 +66,12 @@ def _cuda_kernels(prof) -> list[tuple[str, int, int]]:
     return sorted(events, key=lambda x: x[1])
 
 
-def _profile(fn: Callable[[], None], reps: int, flush: Callable[[], None] | None) -> list[list[tuple]]:
+def _profile(fns: list[Callable[[], None]], flush: Callable[[], None] | None) -> list[list[tuple]]:
+    """The GPU activity of running `fns` in order, each after `flush`."""
     torch = _torch()
     activities = [torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities) as prof:
-        for _ in range(reps):
+        for fn in fns:
             if flush is not None:
                 flush()
             fn()
@@ -79,7 +85,7 @@ _FLUSH_NAMES: dict = {}
 def flush_kernel_name(flush: Callable[[], None]) -> str:
     key = id(flush)
     if key not in _FLUSH_NAMES:
-        events = _profile(lambda: None, 1, flush)
+        events = _profile([lambda: None], flush)
         if len(events) != 1:
             raise TimingError(f"the L2 flush should be one kernel, the profiler saw {len(events)}")
         _FLUSH_NAMES[key] = events[0][0]
@@ -89,19 +95,49 @@ def flush_kernel_name(flush: Callable[[], None]) -> str:
 def gpu_time(fn: Callable[[], None], flush: Callable[[], None], *, budget_s: float = 0.3,
              min_reps: int = 10, max_reps: int = 500, warmup_s: float = 0.05) -> Timing:
     """Median GPU time of `fn` (all its kernels) over repetitions, each after an L2 flush."""
+    return gpu_times({"fn": fn}, flush, budget_s=budget_s, min_reps=min_reps, max_reps=max_reps,
+                     warmup_s=warmup_s)["fn"]
+
+
+def gpu_times(fns: dict[str, Callable[[], None]], flush: Callable[[], None], *, budget_s: float = 0.3,
+              min_reps: int = 10, max_reps: int = 500, warmup_s: float = 0.05) -> dict[str, Timing]:
+    """Median GPU time of each function, their repetitions alternating in one profiler session
+    (`alternating_order`), each after an L2 flush; `budget_s` is each function's share."""
     flush_name = flush_kernel_name(flush)
-    reps = _reps_for(fn, flush, budget_s, min_reps, max_reps, warmup_s)
-    events = _profile(fn, reps, flush)
+    reps = min(_reps_for(fn, flush, budget_s, min_reps, max_reps, warmup_s) for fn in fns.values())
+    order = alternating_order(list(fns), reps)
+    events = _profile([fns[name] for name in order], flush)
+    return {name: _summarize(times, kernels) for name, (times, kernels) in
+            split_repetitions(events, flush_name, order).items()}
+
+
+def alternating_order(names: list[str], reps: int) -> list[str]:
+    """`reps` repetitions of every name, forward and backward in turn (A B C C B A A B C ..)."""
+    order: list[str] = []
+    for r in range(reps):
+        order += names if r % 2 == 0 else names[::-1]
+    return order
+
+
+def split_repetitions(events: list[tuple], flush_name: str, order: list[str]) -> dict[str, tuple[list[float], int]]:
+    """{name: (its repetitions' times in µs, most kernels in one repetition)} from the profiler's events
+    (name, start ns, duration ns): the flush kernel opens each repetition, `order` names whose it is, and a
+    repetition's time is the sum of its kernels' durations."""
     groups: list[list[int]] = []
     for name, _start, dur in events:
         if name == flush_name:
             groups.append([])
         elif groups:
             groups[-1].append(dur)
-    if len(groups) != reps or any(not g for g in groups):
-        raise TimingError(f"expected {reps} repetitions with kernels, the profiler saw {len(groups)} "
+    if len(groups) != len(order) or any(not g for g in groups):
+        raise TimingError(f"expected {len(order)} repetitions with kernels, the profiler saw {len(groups)} "
                           f"(empty: {sum(1 for g in groups if not g)})")
-    return _summarize([sum(g) / 1e3 for g in groups], max(len(g) for g in groups))
+    found: dict[str, tuple[list[float], int]] = {}
+    for name, g in zip(order, groups):
+        times, kernels = found.setdefault(name, ([], 0))
+        times.append(sum(g) / 1e3)
+        found[name] = (times, max(kernels, len(g)))
+    return found
 
 
 def _reps_for(fn: Callable[[], None], flush: Callable[[], None], budget_s: float, min_reps: int, max_reps: int,
@@ -131,18 +167,28 @@ def call_time(fn: Callable[[], None], flush: Callable[[], None], *, budget_s: fl
               min_reps: int = 10, max_reps: int = 500, warmup_s: float = 0.05) -> Timing:
     """Median call-level time of `fn` (host launch work + its kernels), each call after an L2 flush
     and a drained queue (see the module docstring). `kernels_per_rep` is 0: events do not count."""
+    return call_times({"fn": fn}, flush, budget_s=budget_s, min_reps=min_reps, max_reps=max_reps,
+                      warmup_s=warmup_s)["fn"]
+
+
+def call_times(fns: dict[str, Callable[[], None]], flush: Callable[[], None], *, budget_s: float = 0.3,
+               min_reps: int = 10, max_reps: int = 500, warmup_s: float = 0.05) -> dict[str, Timing]:
+    """`call_time` of each function, their repetitions alternating (`alternating_order`)."""
     torch = _torch()
-    reps = _reps_for(fn, flush, budget_s, min_reps, max_reps, warmup_s)
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for start, end in zip(starts, ends):
+    reps = min(_reps_for(fn, flush, budget_s, min_reps, max_reps, warmup_s) for fn in fns.values())
+    order = alternating_order(list(fns), reps)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in order]
+    for name, (start, end) in zip(order, events):
         flush()
         torch.cuda.synchronize()
         start.record()
-        fn()
+        fns[name]()
         end.record()
     torch.cuda.synchronize()
-    return _summarize([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)], 0)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for name, (start, end) in zip(order, events):
+        times[name].append(start.elapsed_time(end) * 1e3)
+    return {name: _summarize(t, 0) for name, t in times.items()}
 
 
 def host_overhead_us(fn: Callable[[], None], calls: int = 2000) -> float:

@@ -354,14 +354,14 @@ def anchor_case(plan: TritonPlan, op: str) -> tuple[tuple, str]:
 
 def time_anchor(plan: TritonPlan, op: str, device: TorchDevice) -> dict:
     """The cuTile Python op of the same semantics on the launch's shape: {op, shape, dtype, times_us}."""
-    from tileport.gpu.bench import _runner, case_inputs
+    from tileport.gpu.bench import case_inputs, column_runner
     from tileport.ops.api import library_spec
     out: dict[str, Any] = {"op": op}
     try:
         shape, dtype = anchor_case(plan, op)
         out.update(shape=list(shape), dtype=dtype)
         spec = library_spec(op)
-        run = _runner(spec, "cutile", case_inputs(spec, dtype, shape, "randn"))
+        run = column_runner(spec, "cutile", case_inputs(spec, dtype, shape, "randn"))
         out["times_us"] = {"cutile": device.time_us(run)}
     except Exception as e:  # noqa: BLE001 - an anchor that cannot run is reported, it grades nothing
         out["error"] = f"{type(e).__name__}: {e}"[:1000]
