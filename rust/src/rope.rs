@@ -5,7 +5,7 @@
 pub mod rope {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:57`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:61`.
     #[cutile::entry()]
     pub unsafe fn rope_kernel<
         E: ElementType,
@@ -173,7 +173,7 @@ pub mod rope {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:62`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:66`.
     #[cutile::entry()]
     pub unsafe fn rope_persistent_kernel<
         E: ElementType,
@@ -354,7 +354,7 @@ pub mod rope {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:94`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:98`.
     #[cutile::entry()]
     pub unsafe fn rope_rows_kernel<
         E: ElementType,
@@ -541,7 +541,7 @@ pub mod rope {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:99`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:103`.
     #[cutile::entry()]
     pub unsafe fn rope_rows_notma_kernel<
         E: ElementType,
@@ -728,7 +728,7 @@ pub mod rope {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:104`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:108`.
     #[cutile::entry()]
     pub unsafe fn rope_rows_persistent_kernel<
         E: ElementType,
@@ -926,9 +926,168 @@ pub mod rope {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:111`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:128`.
     #[cutile::entry()]
     pub unsafe fn rope_rows_pair_kernel<
+        E: ElementType,
+        const BLOCK_S: i32,
+        const BLOCK_H: i32,
+        const HALF_TILE: i32,
+        const X_LEN0: i32,
+        const X_LEN1: i32,
+        const X_LEN2: i32,
+        const X_LEN3: i32,
+        const COS_LEN0: i32,
+        const COS_LEN1: i32,
+        const SIN_LEN0: i32,
+        const SIN_LEN1: i32,
+        const Y_LEN0: i32,
+        const Y_LEN1: i32,
+        const Y_LEN2: i32,
+        const Y_LEN3: i32,
+    >(
+        x: &Tensor<E, { [X_LEN0, X_LEN1, X_LEN2, X_LEN3] }>,
+        cos_: &Tensor<f32, { [COS_LEN0, COS_LEN1] }>,
+        sin_: &Tensor<f32, { [SIN_LEN0, SIN_LEN1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1, Y_LEN2, Y_LEN3] }>,
+    ) {
+        let cos_view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
+            make_partition_view(
+                cos_,
+                shape![BLOCK_S, HALF_TILE],
+                padding::None,
+                dim_map::Identity,
+                cos_.token(),
+            )
+        };
+        let cos_view_1: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
+            make_partition_view(
+                cos_,
+                shape![BLOCK_S, HALF_TILE],
+                padding::Zero,
+                dim_map::Identity,
+                cos_.token(),
+            )
+        };
+        let sin_view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
+            make_partition_view(
+                sin_,
+                shape![BLOCK_S, HALF_TILE],
+                padding::Zero,
+                dim_map::Identity,
+                sin_.token(),
+            )
+        };
+        let x_view: Partition<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_S, BLOCK_H, 2, HALF_TILE],
+                padding::Zero,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
+        let mut y_out: PartitionMut<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> =
+            unsafe { y.partition_full_mut(shape![BLOCK_S, BLOCK_H, 2, HALF_TILE]) };
+        let rb: i32 = get_tile_block_id().0;
+        let hb: i32 = get_tile_block_id().1;
+        let cos_tiles: i32 = num_tiles(&cos_view, 0i32);
+        let sb_lhs_t: Tile<i32, { [] }> = scalar_to_tile(rb);
+        let sb_rhs_t: Tile<i32, { [] }> = scalar_to_tile(cos_tiles);
+        let sb_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
+        let sb_rem: Tile<i32, { [] }> = remi(sb_lhs_t, sb_rhs_t);
+        let sb_rem_neg: Tile<bool, { [] }> = cmpi(sb_rem, sb_zero, predicate::LessThan);
+        let sb_div_neg: Tile<bool, { [] }> = cmpi(sb_rhs_t, sb_zero, predicate::LessThan);
+        let sb_xor: Tile<bool, { [] }> = xori(sb_rem_neg, sb_div_neg);
+        let sb_nonzero: Tile<bool, { [] }> = cmpi(sb_rem, sb_zero, predicate::NotEqual);
+        let sb_and: Tile<bool, { [] }> = andi(sb_xor, sb_nonzero);
+        let sb_add: Tile<i32, { [] }> = sb_rem + sb_rhs_t;
+        let sb_sel: Tile<i32, { [] }> = select(sb_and, sb_add, sb_rem);
+        let sb: i32 = tile_to_scalar(sb_sel);
+        let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
+            &cos_view_1,
+            [sb, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let s: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
+            &sin_view,
+            [sb, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let c: Tile<f32, { [BLOCK_S, 1, 1, HALF_TILE] }> =
+            c.reshape(shape![BLOCK_S, 1, 1, HALF_TILE]);
+        let s: Tile<f32, { [BLOCK_S, 1, 1, HALF_TILE] }> =
+            s.reshape(shape![BLOCK_S, 1, 1, HALF_TILE]);
+        let pair: Tile<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = load_view_tko(
+            &x_view,
+            [rb, hb, 0i32, 0i32],
+            ordering::Weak,
+            scope::TileBlock,
+            None,
+            tma::Enabled,
+        );
+        let pair_part_i0: Tile<i32, { [] }> = scalar_to_tile(0i32);
+        let pair_part_i1: Tile<i32, { [] }> = scalar_to_tile(0i32);
+        let pair_part_i2: Tile<i32, { [] }> = scalar_to_tile(0i32);
+        let pair_part_i3: Tile<i32, { [] }> = scalar_to_tile(0i32);
+        let pair_part: Tile<E, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = extract(
+            pair,
+            [pair_part_i0, pair_part_i1, pair_part_i2, pair_part_i3],
+        );
+        let x1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(pair_part);
+        let pair_part_1_i0: Tile<i32, { [] }> = scalar_to_tile(0i32);
+        let pair_part_1_i1: Tile<i32, { [] }> = scalar_to_tile(0i32);
+        let pair_part_1_i2: Tile<i32, { [] }> = scalar_to_tile(1i32);
+        let pair_part_1_i3: Tile<i32, { [] }> = scalar_to_tile(0i32);
+        let pair_part_1: Tile<E, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = extract(
+            pair,
+            [
+                pair_part_1_i0,
+                pair_part_1_i1,
+                pair_part_1_i2,
+                pair_part_1_i3,
+            ],
+        );
+        let x2: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(pair_part_1);
+        let c_b: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            c.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+        let s_b: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            s.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+        let prod_1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x2 * s_b;
+        let prod_1_neg: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = negf(prod_1);
+        let diff: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            fma(x1, c_b, prod_1_neg, rounding::NearestEven, ftz::Disabled);
+        let c_b_1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            c.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+        let s_b_1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            s.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+        let prod_3: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x1 * s_b_1;
+        let sum: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+            fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
+        let rotated: Tile<f32, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = cat(diff, sum, 2i32);
+        let rotated_e: Tile<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = convert_tile(rotated);
+        unsafe {
+            store_view_tko_mut(
+                &mut y_out,
+                rotated_e,
+                [rb, hb, 0i32, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            )
+        };
+    }
+
+    /// Translated from `src/tileport/ops/kernels/rope.py:133`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 8,),))]
+    pub unsafe fn rope_rows_pair_occ8_kernel<
         E: ElementType,
         const BLOCK_S: i32,
         const BLOCK_H: i32,
@@ -2052,6 +2211,171 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_kernel(
                     rope::__module_ast_self,
                     "rope",
                     "rope_rows_pair_kernel",
+                    rope::_SOURCE_HASH,
+                    spec,
+                )
+            }};
+        }
+        match (e_code,) {
+            (dtype::F32,) => launch!(f32, ["f32"]),
+            (dtype::F16,) => launch!(f16, ["f16"]),
+            (dtype::BF16,) => launch!(bf16, ["bf16"]),
+            _ => Err(Error::new(
+                Code::DType,
+                "unsupported dtype combination".to_string(),
+            )),
+        }
+    })
+}
+
+/// Enqueue `rope::rope_rows_pair_occ8_kernel` on `stream` (no host synchronization).
+/// Arguments follow the kernel's parameters (x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE), then the grid,
+/// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
+/// `tileport_last_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tileport_rope_rows_pair_occ8_kernel(
+    x: *const TensorDesc,
+    cos_: *const TensorDesc,
+    sin_: *const TensorDesc,
+    y: *const TensorDesc,
+    block_s: i32,
+    block_h: i32,
+    half_tile: i32,
+    grid_x: u32,
+    grid_y: u32,
+    grid_z: u32,
+    device_id: i32,
+    stream: u64,
+) -> i32 {
+    guard("rope_rows_pair_occ8_kernel", || {
+        let x = check_desc("x", x, 4)?;
+        let cos_ = check_desc("cos", cos_, 2)?;
+        let sin_ = check_desc("sin", sin_, 2)?;
+        let y = check_desc("y", y, 4)?;
+        require_disjoint("y", y)?;
+        let grid = (grid_x, grid_y, grid_z);
+        check_grid(grid)?;
+        let e_code = common_dtype(
+            &[("x", x), ("y", y)],
+            &[dtype::F32, dtype::F16, dtype::BF16],
+        )?;
+        require_dtype("cos", cos_, dtype::F32)?;
+        require_dtype("sin", sin_, dtype::F32)?;
+        check_tile_dim("BLOCK_S", block_s)?;
+        check_tile_dim("HALF_TILE", half_tile)?;
+        check_tile_dim("BLOCK_H", block_h)?;
+        let target = LaunchTarget::get(device_id, stream)?;
+        macro_rules! launch {
+            ($E:ty, $names:expr) => {{
+                type E = $E;
+                let dtype_names: [&str; 1] = $names;
+                let mut key = LaunchKey::new("rope::rope_rows_pair_occ8_kernel", device_id, grid);
+                key.text(dtype_names[0]);
+                key.word(block_s as i64);
+                key.word(block_h as i64);
+                key.word(half_tile as i64);
+                key.array(x);
+                key.array(cos_);
+                key.array(sin_);
+                key.array(y);
+                if let Some(function) = resolved(&key) {
+                    let mut params = KernelParams::new();
+                    params.array(x);
+                    params.array(cos_);
+                    params.array(sin_);
+                    params.array(y);
+                    return launch_resolved(target, function, grid, &mut params)
+                        .map_err(|e| launch_error("rope_rows_pair_occ8_kernel", e));
+                }
+                let x_t = target.tensor::<E>(x);
+                let x_c = Claimed::new(
+                    &x_t,
+                    x,
+                    &[
+                        unit_axis(x, 0) == 1,
+                        unit_axis(x, 1) == 1,
+                        unit_axis(x, 2) == 1,
+                        unit_axis(x, 3) == 1,
+                    ],
+                );
+                let cos_t = target.tensor::<f32>(cos_);
+                let cos_c = Claimed::new(
+                    &cos_t,
+                    cos_,
+                    &[unit_axis(cos_, 0) == 1, unit_axis(cos_, 1) == 1],
+                );
+                let sin_t = target.tensor::<f32>(sin_);
+                let sin_c = Claimed::new(
+                    &sin_t,
+                    sin_,
+                    &[unit_axis(sin_, 0) == 1, unit_axis(sin_, 1) == 1],
+                );
+                let y_t = target.tensor::<E>(y);
+                let y_c = Claimed::new(
+                    &y_t,
+                    y,
+                    &[
+                        unit_axis(y, 0) == 1,
+                        unit_axis(y, 1) == 1,
+                        unit_axis(y, 2) == 1,
+                        unit_axis(y, 3) == 1,
+                    ],
+                );
+                let spec = Specialization {
+                    generics: vec![
+                        dtype_names[0].to_string(),
+                        block_s.to_string(),
+                        block_h.to_string(),
+                        half_tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(x, 2).to_string(),
+                        unit_axis(x, 3).to_string(),
+                        unit_axis(cos_, 0).to_string(),
+                        unit_axis(cos_, 1).to_string(),
+                        unit_axis(sin_, 0).to_string(),
+                        unit_axis(sin_, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
+                        unit_axis(y, 2).to_string(),
+                        unit_axis(y, 3).to_string(),
+                    ],
+                    tensors: vec![
+                        ("x", x_c.spec().clone()),
+                        ("cos_", cos_c.spec().clone()),
+                        ("sin_", sin_c.spec().clone()),
+                        ("y", y_c.spec().clone()),
+                    ],
+                    int_scalars: vec![],
+                };
+                let op = unsafe { rope::rope_rows_pair_occ8_kernel(x_c, cos_c, sin_c, y_c) }
+                    .generics(vec![
+                        dtype_names[0].to_string(),
+                        block_s.to_string(),
+                        block_h.to_string(),
+                        half_tile.to_string(),
+                        unit_axis(x, 0).to_string(),
+                        unit_axis(x, 1).to_string(),
+                        unit_axis(x, 2).to_string(),
+                        unit_axis(x, 3).to_string(),
+                        unit_axis(cos_, 0).to_string(),
+                        unit_axis(cos_, 1).to_string(),
+                        unit_axis(sin_, 0).to_string(),
+                        unit_axis(sin_, 1).to_string(),
+                        unit_axis(y, 0).to_string(),
+                        unit_axis(y, 1).to_string(),
+                        unit_axis(y, 2).to_string(),
+                        unit_axis(y, 3).to_string(),
+                    ])
+                    .grid(grid);
+                unsafe { op.async_on(&target.stream) }
+                    .map_err(|e| launch_error("rope_rows_pair_occ8_kernel", e))?;
+                resolve(
+                    key,
+                    target,
+                    rope::__module_ast_self,
+                    "rope",
+                    "rope_rows_pair_occ8_kernel",
                     rope::_SOURCE_HASH,
                     spec,
                 )

@@ -314,6 +314,9 @@ EXPECT = {
                               (r"= extract ", 2, 2), (r"= cat ", 1, 1),
                               (r"partition_view<tile=\(\d+x\d+x2x\d+\), padding_value = zero", 1, None)]
                              + NO_POINTER,
+    # ... compiled for 8 blocks per SM
+    "rope_rows_pair_occ8_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 1, 1), (FOR, 0, 0), (r"= extract ", 2, 2),
+                                   (r"= cat ", 1, 1), (r"occupancy = 8", 1, 1)] + NO_POINTER,
     # ... with x and y accessed without TMA (the four x / y accesses carry the hint, the tables do not)
     "rope_rows_notma_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2), (FOR, 0, 0), (r"= remi ", 1, None),
                                (r"optimization_hints = <default = \{allow_tma = false\}>", 4, 4),
@@ -369,7 +372,8 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "softmax_tma_prefetch_kernel", "softmax_online_rev_kernel", "layer_norm_fwd_occ4_kernel",
             "layer_norm_fwd_prefetch_kernel", "rope_persistent_kernel", "softmax_tma_lean_kernel",
             "softmax_split_stats_kernel", "softmax_split_write_kernel", "layer_norm_fwd_w8_kernel",
-            "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel"}
+            "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel",
+            "rope_rows_pair_occ8_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 

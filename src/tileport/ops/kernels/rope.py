@@ -28,7 +28,11 @@ bytes per block for the batch-of-one / few-heads case (one (1, 8, 1, 64) f16 hal
 (cat); `rope_rows_persistent_kernel` loops over row blocks with a grid stride, so the compiler
 software-pipelines its loads (the next block's loads in flight during this block's math and stores);
 `rope_rows_notma_kernel` is `rope_rows_kernel` with x and y accessed without TMA (vector loads and
-stores straight between global memory and registers, no shared-memory staging).
+stores straight between global memory and registers, no shared-memory staging);
+`rope_rows_pair_occ8_kernel` is the pair entry compiled for 8 blocks per SM (occupancy hint): on
+[1, 16384, 8, 128] f16 with 4 positions per block it reached 83.1 % of the copy bandwidth against 79.2 %
+without the hint and 79.5 % for the pair entry on 2 positions (H200, side by side,
+bench/results/2026-12-02-h200-rope-pair-hints.json).
 """
 
 import cuda.tile as ct
@@ -107,8 +111,8 @@ def rope_rows_persistent_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: Cons
         rows_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, None)
 
 
-@ct.kernel
-def rope_rows_pair_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+def pair_block(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE):
+    """One (row block bid(0), head block bid(1)) tile of the [B * S, H, 2, D/2] views, both halves in one load."""
     rb = ct.bid(0)
     hb = ct.bid(1)
     c, s = rows_tables(cos, sin, rb, BLOCK_S, HALF_TILE)
@@ -118,3 +122,13 @@ def rope_rows_pair_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, 
     x2 = ct.astype(ct.extract(pair, index=(0, 0, 1, 0), shape=half_shape), ct.float32)
     rotated = ct.cat((x1 * c - x2 * s, x2 * c + x1 * s), 2)
     ct.store(y, index=(rb, hb, 0, 0), tile=ct.astype(rotated, y.dtype))
+
+
+@ct.kernel
+def rope_rows_pair_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    pair_block(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE)
+
+
+@ct.kernel(occupancy=8)
+def rope_rows_pair_occ8_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    pair_block(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE)

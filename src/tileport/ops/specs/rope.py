@@ -29,14 +29,15 @@ BLOCK_S = 1
 # looping over row blocks.
 ROWS = "rope_rows_kernel"
 ROWS_PAIR = "rope_rows_pair_kernel"
+ROWS_PAIR_OCC8 = "rope_rows_pair_occ8_kernel"
 ROWS_PERSISTENT = "rope_rows_persistent_kernel"
 ROWS_NOTMA = "rope_rows_notma_kernel"
 # The entries over [B * S, H, 2, D/2]: a row block of BLOCK_S rows must not straddle two sequences
 # (its table rows are one sequence block), so they take BLOCK_S only where it divides S.
-ROWS_ENTRIES = (ROWS, ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA)
+ROWS_ENTRIES = (ROWS, ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA, ROWS_PAIR_OCC8)
 # one tile per block / a loop over sequence blocks / the rows entries: one tile per block, one load
 # of both halves per block, a loop over row blocks, one tile per block with x and y accessed without
-# TMA (vector loads and stores straight to and from registers). Registers per thread on sm_90
+# TMA (vector loads and stores straight to and from registers), the one-load entry for 8 blocks per SM. Registers per thread on sm_90
 # (compiled on the CPU, f16 [1, 16384, 8, 128], (BLOCK_S, BLOCK_H) = (1, 8) / (2, 8) / (4, 8)):
 # rows 35 / 68 / 126, pair 32 / 56 / 64, so the pair entry keeps 8 blocks of (4, 8) resident per SM.
 ENTRIES = ("rope_kernel", "rope_persistent_kernel") + ROWS_ENTRIES
@@ -82,12 +83,18 @@ def default(shape, dtype) -> dict:
     time (H200, f16 and bf16); on cuTile Python the rows entry runs as fast as the one-tile entry
     (66.6 % vs 67.1 %). With an even sequence it takes the pair entry on two positions per block
     (both halves in one load): the search's H200 winner on f16 [1, 16384, 8, 128], 73.8 % of the
-    copy bandwidth vs 66.7 % for the rows entry (both backends, rs/cuTile 1.001)."""
+    copy bandwidth vs 66.7 % for the rows entry (both backends, rs/cuTile 1.001). Where 4 divides the
+    sequence and 4 positions of the block's heads are at most HALF_TILE_ELEMS per half (that tile's
+    size), 4 positions per block with the entry compiled for 8 blocks per SM: 83.1 % vs 79.5 % for
+    the pair entry on 2 positions, timed side by side (H200, f16 [1, 16384, 8, 128],
+    bench/results/2026-12-02-h200-rope-pair-hints.json)."""
     b, s, h, d = shape
-    block_s, block_h, _ = tiles(s, h, d // 2)
+    block_s, block_h, half_tile = tiles(s, h, d // 2)
     if block_h >= PERSISTENT_MIN_HEADS:
         return {"kernel": "rope_persistent_kernel", "BLOCK_S": block_s, "BLOCK_H": block_h // 2}
     if b == 1:
+        if s % 4 == 0 and 4 * block_h * half_tile <= HALF_TILE_ELEMS:
+            return {"kernel": ROWS_PAIR_OCC8, "BLOCK_S": 4, "BLOCK_H": block_h}
         if s % 2 == 0:
             return {"kernel": ROWS_PAIR, "BLOCK_S": 2, "BLOCK_H": block_h}
         return {"kernel": ROWS, "BLOCK_S": 1, "BLOCK_H": block_h}
@@ -167,7 +174,8 @@ SPEC = OpSpec(
     reference=reference,
     allocate=allocate,
     plan=plan,
-    shapes=[(1, 1, 1, 2), (2, 7, 3, 80), (1, 129, 8, 128), (1, 130, 5, 96), (3, 33, 5, 96), (4, 1024, 32, 128)],
+    shapes=[(1, 1, 1, 2), (2, 7, 3, 80), (1, 129, 8, 128), (1, 130, 5, 96), (1, 132, 5, 96), (3, 33, 5, 96),
+            (4, 1024, 32, 128)],
     bench_shapes=[(4, 4096, 32, 128), (1, 16384, 8, 128)],
     tolerances=TOL_POINTWISE,
     captures=(per_dtype_captures("rope_kernel", {"x": 5, "y": 5}, _constants,
@@ -184,7 +192,10 @@ SPEC = OpSpec(
               + [cap for entry in (ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA)
                  for cap in per_dtype_captures(entry, {"x": 4, "y": 4},
                                                lambda dt: {"BLOCK_S": 2, "BLOCK_H": 8, "HALF_TILE": 64},
-                                               fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})]),
+                                               fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})]
+              + per_dtype_captures(ROWS_PAIR_OCC8, {"x": 4, "y": 4},
+                                   lambda dt: {"BLOCK_S": 4, "BLOCK_H": 8, "HALF_TILE": 64},
+                                   fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})),
     bytes=lambda shape, dt: (2 * numel(shape) * ELEMENT_SIZE[dt]
                              + 2 * shape[1] * (shape[3] // 2) * 4),
     flops=lambda shape: 3 * numel(shape),
