@@ -12,8 +12,9 @@ Columns (backends) of every case:
 
 For every op, dtype and benchmark shape it records each column's median kernel time (`times_us`:
 L2 flushed, CUPTI kernel durations) and call-level time (`call_us`: host launch work included), the
-columns' repetitions alternating in one measurement (timing.gpu_times, timing.call_times), each column's error against the spec's f32 reference relative to the op's
-tolerance (`err_over_tol`; the reference is used for nothing else), the ratio t(cutile-rs) /
+columns' repetitions alternating in one measurement (timing.gpu_times, timing.call_times); each
+column's error against the spec's f32 reference relative to the op's tolerance (`err_over_tol`; the
+reference is used for nothing else), the ratio t(cutile-rs) /
 t(cuTile Python), achieved GB/s (memory-bound ops) or TFLOP/s (GEMMs) and their share of the
 ceilings measured in the same run (device copy bandwidth, cuBLAS bf16 GEMM rate). Ops with a
 configuration space also record the configuration each tile column ran (`configs`: the one cached by

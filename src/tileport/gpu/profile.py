@@ -5,11 +5,12 @@ the memory roofline with measured data rather than guesses.
         --configs-from out/autotune.json --out out/profile.json
 
 A case is OP/DTYPE/SHAPE[/BACKEND] (backend default: cutile; `torch` and `torch.compile` profile the
-benchmark's baseline columns on the same inputs, so their kernels' counters stand next to ours). Each case is profiled once with the
-plan's default configuration and, with --configs-from (a `tileport.gpu.autotune` result), once more
-with that search's winner for the case and backend. For each, `ncu` runs this module's `launch`
-mode in a child process: the plan runs twice outside the profiled range (JIT, first-launch costs),
-then once inside `cudaProfilerStart/Stop`, so only that call's kernels are profiled.
+benchmark's baseline columns on the same inputs, so their kernels' counters stand next to ours). Each
+case is profiled once with the plan's default configuration and, with --configs-from (a
+`tileport.gpu.autotune` result), once more with that search's winner for the case and backend. For
+each, `ncu` runs this module's `launch` mode in a child process: the plan (or baseline) runs twice
+outside the profiled range (JIT, compilation, first-launch costs), then once inside
+`cudaProfilerStart/Stop`, so only that call's kernels are profiled.
 `--clock-control none` leaves the clocks as they are (the benchmark runs with them the same way).
 
 Per kernel, the JSON keeps the sections' metrics ncu reports (speed of light, occupancy, launch
