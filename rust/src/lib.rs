@@ -499,10 +499,10 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "rope_rows_pair_kernel",
             arrays: &[("x", 4), ("cos_", 2), ("sin_", 2), ("y", 4)],
         },
-        "rope_rows_pair_occ8_kernel" => EntryInfo {
+        "rope_rows_pair_persistent_kernel" => EntryInfo {
             module_ast: rope::rope::__module_ast_self,
             module: "rope",
-            function: "rope_rows_pair_occ8_kernel",
+            function: "rope_rows_pair_persistent_kernel",
             arrays: &[("x", 4), ("cos_", 2), ("sin_", 2), ("y", 4)],
         },
         "silu_and_mul_kernel" => EntryInfo {

@@ -5,7 +5,7 @@
 pub mod rope {
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:61`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:62`.
     #[cutile::entry()]
     pub unsafe fn rope_kernel<
         E: ElementType,
@@ -173,7 +173,7 @@ pub mod rope {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:66`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:67`.
     #[cutile::entry()]
     pub unsafe fn rope_persistent_kernel<
         E: ElementType,
@@ -354,7 +354,7 @@ pub mod rope {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:98`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:99`.
     #[cutile::entry()]
     pub unsafe fn rope_rows_kernel<
         E: ElementType,
@@ -541,7 +541,7 @@ pub mod rope {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:103`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:104`.
     #[cutile::entry()]
     pub unsafe fn rope_rows_notma_kernel<
         E: ElementType,
@@ -728,7 +728,7 @@ pub mod rope {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:108`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:109`.
     #[cutile::entry()]
     pub unsafe fn rope_rows_persistent_kernel<
         E: ElementType,
@@ -926,7 +926,7 @@ pub mod rope {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:128`.
+    /// Translated from `src/tileport/ops/kernels/rope.py:134`.
     #[cutile::entry()]
     pub unsafe fn rope_rows_pair_kernel<
         E: ElementType,
@@ -989,10 +989,10 @@ pub mod rope {
         };
         let mut y_out: PartitionMut<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> =
             unsafe { y.partition_full_mut(shape![BLOCK_S, BLOCK_H, 2, HALF_TILE]) };
-        let rb: i32 = get_tile_block_id().0;
+        let bid: i32 = get_tile_block_id().0;
         let hb: i32 = get_tile_block_id().1;
         let cos_tiles: i32 = num_tiles(&cos_view, 0i32);
-        let sb_lhs_t: Tile<i32, { [] }> = scalar_to_tile(rb);
+        let sb_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bid);
         let sb_rhs_t: Tile<i32, { [] }> = scalar_to_tile(cos_tiles);
         let sb_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
         let sb_rem: Tile<i32, { [] }> = remi(sb_lhs_t, sb_rhs_t);
@@ -1026,7 +1026,7 @@ pub mod rope {
             s.reshape(shape![BLOCK_S, 1, 1, HALF_TILE]);
         let pair: Tile<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = load_view_tko(
             &x_view,
-            [rb, hb, 0i32, 0i32],
+            [bid, hb, 0i32, 0i32],
             ordering::Weak,
             scope::TileBlock,
             None,
@@ -1076,7 +1076,7 @@ pub mod rope {
             store_view_tko_mut(
                 &mut y_out,
                 rotated_e,
-                [rb, hb, 0i32, 0i32],
+                [bid, hb, 0i32, 0i32],
                 ordering::Weak,
                 scope::TileBlock,
                 None,
@@ -1085,17 +1085,13 @@ pub mod rope {
         };
     }
 
-    /// Translated from `src/tileport/ops/kernels/rope.py:133`.
-    #[cutile::entry(optimization_hints = (default = (occupancy = 8,),))]
-    pub unsafe fn rope_rows_pair_occ8_kernel<
+    /// Translated from `src/tileport/ops/kernels/rope.py:139`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
+    pub unsafe fn rope_rows_pair_persistent_kernel<
         E: ElementType,
         const BLOCK_S: i32,
         const BLOCK_H: i32,
         const HALF_TILE: i32,
-        const X_LEN0: i32,
-        const X_LEN1: i32,
-        const X_LEN2: i32,
-        const X_LEN3: i32,
         const COS_LEN0: i32,
         const COS_LEN1: i32,
         const SIN_LEN0: i32,
@@ -1105,11 +1101,20 @@ pub mod rope {
         const Y_LEN2: i32,
         const Y_LEN3: i32,
     >(
-        x: &Tensor<E, { [X_LEN0, X_LEN1, X_LEN2, X_LEN3] }>,
+        x: &Tensor<E, { [-1, -1, -1, -1] }>,
         cos_: &Tensor<f32, { [COS_LEN0, COS_LEN1] }>,
         sin_: &Tensor<f32, { [SIN_LEN0, SIN_LEN1] }>,
         y: &Tensor<E, { [Y_LEN0, Y_LEN1, Y_LEN2, Y_LEN3] }>,
     ) {
+        let x_view: Partition<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = unsafe {
+            make_partition_view(
+                x,
+                shape![BLOCK_S, BLOCK_H, 2, HALF_TILE],
+                padding::None,
+                dim_map::Identity,
+                x.token(),
+            )
+        };
         let cos_view: Partition<f32, { [BLOCK_S, HALF_TILE] }> = unsafe {
             make_partition_view(
                 cos_,
@@ -1137,7 +1142,7 @@ pub mod rope {
                 sin_.token(),
             )
         };
-        let x_view: Partition<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = unsafe {
+        let x_view_1: Partition<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = unsafe {
             make_partition_view(
                 x,
                 shape![BLOCK_S, BLOCK_H, 2, HALF_TILE],
@@ -1148,100 +1153,104 @@ pub mod rope {
         };
         let mut y_out: PartitionMut<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> =
             unsafe { y.partition_full_mut(shape![BLOCK_S, BLOCK_H, 2, HALF_TILE]) };
-        let rb: i32 = get_tile_block_id().0;
-        let hb: i32 = get_tile_block_id().1;
+        let n_row_blocks: i32 = num_tiles(&x_view, 0i32);
+        let bid: i32 = get_tile_block_id().0;
+        let num_blocks: i32 = get_num_tile_blocks().0;
         let cos_tiles: i32 = num_tiles(&cos_view, 0i32);
-        let sb_lhs_t: Tile<i32, { [] }> = scalar_to_tile(rb);
         let sb_rhs_t: Tile<i32, { [] }> = scalar_to_tile(cos_tiles);
         let sb_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let sb_rem: Tile<i32, { [] }> = remi(sb_lhs_t, sb_rhs_t);
-        let sb_rem_neg: Tile<bool, { [] }> = cmpi(sb_rem, sb_zero, predicate::LessThan);
         let sb_div_neg: Tile<bool, { [] }> = cmpi(sb_rhs_t, sb_zero, predicate::LessThan);
-        let sb_xor: Tile<bool, { [] }> = xori(sb_rem_neg, sb_div_neg);
-        let sb_nonzero: Tile<bool, { [] }> = cmpi(sb_rem, sb_zero, predicate::NotEqual);
-        let sb_and: Tile<bool, { [] }> = andi(sb_xor, sb_nonzero);
-        let sb_add: Tile<i32, { [] }> = sb_rem + sb_rhs_t;
-        let sb_sel: Tile<i32, { [] }> = select(sb_and, sb_add, sb_rem);
-        let sb: i32 = tile_to_scalar(sb_sel);
-        let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-            &cos_view_1,
-            [sb, 0i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let s: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
-            &sin_view,
-            [sb, 0i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let c: Tile<f32, { [BLOCK_S, 1, 1, HALF_TILE] }> =
-            c.reshape(shape![BLOCK_S, 1, 1, HALF_TILE]);
-        let s: Tile<f32, { [BLOCK_S, 1, 1, HALF_TILE] }> =
-            s.reshape(shape![BLOCK_S, 1, 1, HALF_TILE]);
-        let pair: Tile<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = load_view_tko(
-            &x_view,
-            [rb, hb, 0i32, 0i32],
-            ordering::Weak,
-            scope::TileBlock,
-            None,
-            tma::Enabled,
-        );
-        let pair_part_i0: Tile<i32, { [] }> = scalar_to_tile(0i32);
-        let pair_part_i1: Tile<i32, { [] }> = scalar_to_tile(0i32);
-        let pair_part_i2: Tile<i32, { [] }> = scalar_to_tile(0i32);
-        let pair_part_i3: Tile<i32, { [] }> = scalar_to_tile(0i32);
-        let pair_part: Tile<E, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = extract(
-            pair,
-            [pair_part_i0, pair_part_i1, pair_part_i2, pair_part_i3],
-        );
-        let x1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(pair_part);
-        let pair_part_1_i0: Tile<i32, { [] }> = scalar_to_tile(0i32);
-        let pair_part_1_i1: Tile<i32, { [] }> = scalar_to_tile(0i32);
-        let pair_part_1_i2: Tile<i32, { [] }> = scalar_to_tile(1i32);
-        let pair_part_1_i3: Tile<i32, { [] }> = scalar_to_tile(0i32);
-        let pair_part_1: Tile<E, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = extract(
-            pair,
-            [
-                pair_part_1_i0,
-                pair_part_1_i1,
-                pair_part_1_i2,
-                pair_part_1_i3,
-            ],
-        );
-        let x2: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(pair_part_1);
-        let c_b: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            c.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-        let s_b: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            s.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-        let prod_1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x2 * s_b;
-        let prod_1_neg: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = negf(prod_1);
-        let diff: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            fma(x1, c_b, prod_1_neg, rounding::NearestEven, ftz::Disabled);
-        let c_b_1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            c.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-        let s_b_1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            s.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
-        let prod_3: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x1 * s_b_1;
-        let sum: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
-            fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
-        let rotated: Tile<f32, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = cat(diff, sum, 2i32);
-        let rotated_e: Tile<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = convert_tile(rotated);
-        unsafe {
-            store_view_tko_mut(
-                &mut y_out,
-                rotated_e,
-                [rb, hb, 0i32, 0i32],
+        for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
+            let hb: i32 = get_tile_block_id().1;
+            let sb_lhs_t: Tile<i32, { [] }> = scalar_to_tile(rb);
+            let sb_rem: Tile<i32, { [] }> = remi(sb_lhs_t, sb_rhs_t);
+            let sb_rem_neg: Tile<bool, { [] }> = cmpi(sb_rem, sb_zero, predicate::LessThan);
+            let sb_xor: Tile<bool, { [] }> = xori(sb_rem_neg, sb_div_neg);
+            let sb_nonzero: Tile<bool, { [] }> = cmpi(sb_rem, sb_zero, predicate::NotEqual);
+            let sb_and: Tile<bool, { [] }> = andi(sb_xor, sb_nonzero);
+            let sb_add: Tile<i32, { [] }> = sb_rem + sb_rhs_t;
+            let sb_sel: Tile<i32, { [] }> = select(sb_and, sb_add, sb_rem);
+            let sb: i32 = tile_to_scalar(sb_sel);
+            let c: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
+                &cos_view_1,
+                [sb, 0i32],
                 ordering::Weak,
                 scope::TileBlock,
                 None,
                 tma::Enabled,
-            )
-        };
+            );
+            let s: Tile<f32, { [BLOCK_S, HALF_TILE] }> = load_view_tko(
+                &sin_view,
+                [sb, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                None,
+                tma::Enabled,
+            );
+            let c: Tile<f32, { [BLOCK_S, 1, 1, HALF_TILE] }> =
+                c.reshape(shape![BLOCK_S, 1, 1, HALF_TILE]);
+            let s: Tile<f32, { [BLOCK_S, 1, 1, HALF_TILE] }> =
+                s.reshape(shape![BLOCK_S, 1, 1, HALF_TILE]);
+            let pair: Tile<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = load_view_tko(
+                &x_view_1,
+                [rb, hb, 0i32, 0i32],
+                ordering::Weak,
+                scope::TileBlock,
+                Some(10),
+                tma::Enabled,
+            );
+            let pair_part_i0: Tile<i32, { [] }> = scalar_to_tile(0i32);
+            let pair_part_i1: Tile<i32, { [] }> = scalar_to_tile(0i32);
+            let pair_part_i2: Tile<i32, { [] }> = scalar_to_tile(0i32);
+            let pair_part_i3: Tile<i32, { [] }> = scalar_to_tile(0i32);
+            let pair_part: Tile<E, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = extract(
+                pair,
+                [pair_part_i0, pair_part_i1, pair_part_i2, pair_part_i3],
+            );
+            let x1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(pair_part);
+            let pair_part_1_i0: Tile<i32, { [] }> = scalar_to_tile(0i32);
+            let pair_part_1_i1: Tile<i32, { [] }> = scalar_to_tile(0i32);
+            let pair_part_1_i2: Tile<i32, { [] }> = scalar_to_tile(1i32);
+            let pair_part_1_i3: Tile<i32, { [] }> = scalar_to_tile(0i32);
+            let pair_part_1: Tile<E, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = extract(
+                pair,
+                [
+                    pair_part_1_i0,
+                    pair_part_1_i1,
+                    pair_part_1_i2,
+                    pair_part_1_i3,
+                ],
+            );
+            let x2: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(pair_part_1);
+            let c_b: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                c.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+            let s_b: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                s.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+            let prod_1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x2 * s_b;
+            let prod_1_neg: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = negf(prod_1);
+            let diff: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                fma(x1, c_b, prod_1_neg, rounding::NearestEven, ftz::Disabled);
+            let c_b_1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                c.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+            let s_b_1: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                s.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
+            let prod_3: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = x1 * s_b_1;
+            let sum: Tile<f32, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> =
+                fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
+            let rotated: Tile<f32, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = cat(diff, sum, 2i32);
+            let rotated_e: Tile<E, { [BLOCK_S, BLOCK_H, 2, HALF_TILE] }> = convert_tile(rotated);
+            unsafe {
+                store_view_tko_mut(
+                    &mut y_out,
+                    rotated_e,
+                    [rb, hb, 0i32, 0i32],
+                    ordering::Weak,
+                    scope::TileBlock,
+                    Some(10),
+                    tma::Enabled,
+                )
+            };
+        }
     }
 }
 
@@ -2228,12 +2237,12 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_kernel(
     })
 }
 
-/// Enqueue `rope::rope_rows_pair_occ8_kernel` on `stream` (no host synchronization).
+/// Enqueue `rope::rope_rows_pair_persistent_kernel` on `stream` (no host synchronization).
 /// Arguments follow the kernel's parameters (x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE), then the grid,
 /// the device id and the raw CUDA stream. Returns 0, or a negative code with a message from
 /// `tileport_last_error`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn tileport_rope_rows_pair_occ8_kernel(
+pub unsafe extern "C" fn tileport_rope_rows_pair_persistent_kernel(
     x: *const TensorDesc,
     cos_: *const TensorDesc,
     sin_: *const TensorDesc,
@@ -2247,7 +2256,7 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_occ8_kernel(
     device_id: i32,
     stream: u64,
 ) -> i32 {
-    guard("rope_rows_pair_occ8_kernel", || {
+    guard("rope_rows_pair_persistent_kernel", || {
         let x = check_desc("x", x, 4)?;
         let cos_ = check_desc("cos", cos_, 2)?;
         let sin_ = check_desc("sin", sin_, 2)?;
@@ -2262,14 +2271,15 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_occ8_kernel(
         require_dtype("cos", cos_, dtype::F32)?;
         require_dtype("sin", sin_, dtype::F32)?;
         check_tile_dim("BLOCK_S", block_s)?;
-        check_tile_dim("HALF_TILE", half_tile)?;
         check_tile_dim("BLOCK_H", block_h)?;
+        check_tile_dim("HALF_TILE", half_tile)?;
         let target = LaunchTarget::get(device_id, stream)?;
         macro_rules! launch {
             ($E:ty, $names:expr) => {{
                 type E = $E;
                 let dtype_names: [&str; 1] = $names;
-                let mut key = LaunchKey::new("rope::rope_rows_pair_occ8_kernel", device_id, grid);
+                let mut key =
+                    LaunchKey::new("rope::rope_rows_pair_persistent_kernel", device_id, grid);
                 key.text(dtype_names[0]);
                 key.word(block_s as i64);
                 key.word(block_h as i64);
@@ -2285,19 +2295,10 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_occ8_kernel(
                     params.array(sin_);
                     params.array(y);
                     return launch_resolved(target, function, grid, &mut params)
-                        .map_err(|e| launch_error("rope_rows_pair_occ8_kernel", e));
+                        .map_err(|e| launch_error("rope_rows_pair_persistent_kernel", e));
                 }
                 let x_t = target.tensor::<E>(x);
-                let x_c = Claimed::new(
-                    &x_t,
-                    x,
-                    &[
-                        unit_axis(x, 0) == 1,
-                        unit_axis(x, 1) == 1,
-                        unit_axis(x, 2) == 1,
-                        unit_axis(x, 3) == 1,
-                    ],
-                );
+                let x_c = Claimed::new(&x_t, x, &[]);
                 let cos_t = target.tensor::<f32>(cos_);
                 let cos_c = Claimed::new(
                     &cos_t,
@@ -2327,10 +2328,6 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_occ8_kernel(
                         block_s.to_string(),
                         block_h.to_string(),
                         half_tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
-                        unit_axis(x, 2).to_string(),
-                        unit_axis(x, 3).to_string(),
                         unit_axis(cos_, 0).to_string(),
                         unit_axis(cos_, 1).to_string(),
                         unit_axis(sin_, 0).to_string(),
@@ -2348,16 +2345,12 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_occ8_kernel(
                     ],
                     int_scalars: vec![],
                 };
-                let op = unsafe { rope::rope_rows_pair_occ8_kernel(x_c, cos_c, sin_c, y_c) }
+                let op = unsafe { rope::rope_rows_pair_persistent_kernel(x_c, cos_c, sin_c, y_c) }
                     .generics(vec![
                         dtype_names[0].to_string(),
                         block_s.to_string(),
                         block_h.to_string(),
                         half_tile.to_string(),
-                        unit_axis(x, 0).to_string(),
-                        unit_axis(x, 1).to_string(),
-                        unit_axis(x, 2).to_string(),
-                        unit_axis(x, 3).to_string(),
                         unit_axis(cos_, 0).to_string(),
                         unit_axis(cos_, 1).to_string(),
                         unit_axis(sin_, 0).to_string(),
@@ -2369,13 +2362,13 @@ pub unsafe extern "C" fn tileport_rope_rows_pair_occ8_kernel(
                     ])
                     .grid(grid);
                 unsafe { op.async_on(&target.stream) }
-                    .map_err(|e| launch_error("rope_rows_pair_occ8_kernel", e))?;
+                    .map_err(|e| launch_error("rope_rows_pair_persistent_kernel", e))?;
                 resolve(
                     key,
                     target,
                     rope::__module_ast_self,
                     "rope",
-                    "rope_rows_pair_occ8_kernel",
+                    "rope_rows_pair_persistent_kernel",
                     rope::_SOURCE_HASH,
                     spec,
                 )

@@ -195,8 +195,8 @@ def test_default_plans_are_the_measured_configurations():
     assert (launch.kernel, launch.args["BLOCK_M"]) == ("layer_norm_fwd_kernel", 1)
     inputs, outs = fake_call("rope", (1, 16384, 8, 128), "float16")  # a batch of one: no length-1 axis
     (launch,) = SPECS["rope"].plan(*inputs, outs)
-    assert launch.kernel == "rope_rows_pair_occ8_kernel" and tuple(launch.args["x"].shape) == (16384, 8, 2, 64)
-    assert (launch.args["BLOCK_S"], launch.grid[0]) == (4, 4096)  # four positions per block, 8 blocks per SM
+    assert launch.kernel == "rope_rows_pair_persistent_kernel" and tuple(launch.args["x"].shape) == (16384, 8, 2, 64)
+    assert (launch.args["BLOCK_S"], launch.grid[0]) == (4, 132 * 4)  # four positions per block, 4 blocks per SM
     for shape in ((1, 16386, 8, 128), (1, 16384, 16, 128)):  # 4 does not divide S / 4 x 16 x 64 is over the tile
         inputs, outs = fake_call("rope", shape, "float16")
         (launch,) = SPECS["rope"].plan(*inputs, outs)

@@ -77,3 +77,31 @@ def test_a_timing_failure_is_recorded_for_every_column_timed_with_it(monkeypatch
                            device="cpu")
     assert rec["times_us"] == {} and "BackendUnavailable" in rec["errors"]["cutile-rs"]
     assert rec["errors"]["torch"].startswith("timing: TimingError: expected 20 repetitions")
+
+
+def test_tile_columns_write_one_output_poisoned_before_each_check(fake_timers, monkeypatch):
+    """Both tile backends get the same output tensor (its place in memory must not differ between them), and
+    it is filled with NaN before each column's check: a column that writes nothing fails instead of passing
+    on the other column's result."""
+    from tileport.ops import api
+    spec = get_spec("softmax")
+    seen = []
+
+    def fake_call(spec_, *inputs, out=None, backend=None):
+        seen.append((backend, out))
+        if backend == "cutile":
+            out.copy_(spec.reference(*inputs).to(out.dtype))
+        return out
+    monkeypatch.setattr(api, "call", fake_call)
+    monkeypatch.setattr(bench, "tuned_config", lambda spec_, backend, inputs: {})
+    rec = bench.bench_case(spec, "float32", (8, 16), None, ["cutile", "cutile-rs"], CEIL, 0.01, device="cpu")
+    assert {b for b, _ in seen} == {"cutile", "cutile-rs"}
+    assert len({id(o) for _, o in seen}) == 1
+    assert rec["err_over_tol"]["cutile"] <= 1.0
+    assert rec["err_over_tol"]["cutile-rs"] == float("inf")
+
+
+def test_poison_fills_floating_and_integer_outputs():
+    f, i = torch.zeros(3), torch.zeros(2, dtype=torch.int32)
+    bench.poison((f, i))
+    assert torch.isnan(f).all() and (i == torch.iinfo(torch.int32).max).all()

@@ -314,9 +314,10 @@ EXPECT = {
                               (r"= extract ", 2, 2), (r"= cat ", 1, 1),
                               (r"partition_view<tile=\(\d+x\d+x2x\d+\), padding_value = zero", 1, None)]
                              + NO_POINTER,
-    # ... compiled for 8 blocks per SM
-    "rope_rows_pair_occ8_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 1, 1), (FOR, 0, 0), (r"= extract ", 2, 2),
-                                   (r"= cat ", 1, 1), (r"occupancy = 8", 1, 1)] + NO_POINTER,
+    # ... in a grid-stride loop compiled for 4 blocks per SM, its x / y accesses hinted at the highest latency
+    "rope_rows_pair_persistent_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 1, 1), (FOR, 1, 1), (r"= extract ", 2, 2),
+                                         (r"= cat ", 1, 1), (r"occupancy = 4", 1, 1), (r"latency = 10", 2, 2)]
+                                        + NO_POINTER,
     # ... with x and y accessed without TMA (the four x / y accesses carry the hint, the tables do not)
     "rope_rows_notma_kernel": [(LOAD_VIEW, 4, 4), (STORE_VIEW, 2, 2), (FOR, 0, 0), (r"= remi ", 1, None),
                                (r"optimization_hints = <default = \{allow_tma = false\}>", 4, 4),
@@ -373,7 +374,7 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "layer_norm_fwd_prefetch_kernel", "rope_persistent_kernel", "softmax_tma_lean_kernel",
             "softmax_split_stats_kernel", "softmax_split_write_kernel", "layer_norm_fwd_w8_kernel",
             "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel",
-            "rope_rows_pair_occ8_kernel"}
+            "rope_rows_pair_persistent_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 

@@ -31,7 +31,7 @@ def test_new_variants_are_searched_at_the_large_shapes(dtype):
     assert "layer_norm_fwd_w8_kernel" in _kernels("layer_norm", (16384, 2048), dtype)
     for shape in ((4, 4096, 32, 128), (1, 16384, 8, 128)):
         assert {"rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel",
-                "rope_rows_notma_kernel", "rope_rows_pair_occ8_kernel"} <= _kernels("rope", shape, dtype)
+                "rope_rows_notma_kernel", "rope_rows_pair_persistent_kernel"} <= _kernels("rope", shape, dtype)
 
 
 def test_register_limits_of_the_new_entries():
@@ -121,11 +121,11 @@ def test_rope_shape_class_separates_the_rows_candidates():
 
 @pytest.mark.parametrize("kernel,grid", [("rope_rows_kernel", (4096, 1, 1)), ("rope_rows_pair_kernel", (4096, 1, 1)),
                                          ("rope_rows_notma_kernel", (4096, 1, 1)),
-                                         ("rope_rows_pair_occ8_kernel", (4096, 1, 1)),
+                                         ("rope_rows_pair_persistent_kernel", (132 * 4, 1, 1)),
                                          ("rope_rows_persistent_kernel", (132 * 4, 1, 1))])
 def test_rope_rows_entries_plan_the_merged_rows(kernel, grid):
     """[1, 16384, 8, 128] with 4 positions per block: the [B * S, H, 2, D/2] views, one block per row
-    block (the persistent entry: 4 per SM, each looping over row blocks)."""
+    block (the persistent entries: 4 per SM, each looping over row blocks)."""
     inputs, outs = fake_call("rope", (1, 16384, 8, 128), "float16")
     (launch,) = SPECS["rope"].plan(*inputs, outs, config={"kernel": kernel, "BLOCK_S": 4, "BLOCK_H": 8})
     assert launch.kernel == kernel and launch.grid == grid

@@ -29,10 +29,11 @@ bytes per block for the batch-of-one / few-heads case (one (1, 8, 1, 64) f16 hal
 software-pipelines its loads (the next block's loads in flight during this block's math and stores);
 `rope_rows_notma_kernel` is `rope_rows_kernel` with x and y accessed without TMA (vector loads and
 stores straight between global memory and registers, no shared-memory staging);
-`rope_rows_pair_occ8_kernel` is the pair entry compiled for 8 blocks per SM (occupancy hint): on
-[1, 16384, 8, 128] f16 with 4 positions per block it reached 83.1 % of the copy bandwidth against 79.2 %
-without the hint and 79.5 % for the pair entry on 2 positions (H200, side by side,
-bench/results/2026-12-02-h200-rope-pair-hints.json).
+`rope_rows_pair_persistent_kernel` loops the pair tile over row blocks with a grid stride, compiled for 4
+blocks per SM (occupancy hint) with the DRAM-latency hint at its maximum on the pair's load and store, so
+the compiler keeps the next row blocks' loads in flight: on [1, 16384, 8, 128] f16 with 4 positions per
+block it reached 87.2 % of the copy bandwidth against 83.1 % for the pair entry with 4 positions and 8
+blocks per SM (H200, side by side, bench/results/2026-12-02-h200-rope-latency.json).
 """
 
 import cuda.tile as ct
@@ -111,24 +112,31 @@ def rope_rows_persistent_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: Cons
         rows_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, None)
 
 
-def pair_block(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE):
-    """One (row block bid(0), head block bid(1)) tile of the [B * S, H, 2, D/2] views, both halves in one load."""
-    rb = ct.bid(0)
+# The DRAM-latency hint (1 low .. 10 high) of the persistent pair entry's load and store.
+PAIR_PERSISTENT_LATENCY = 10
+
+
+def pair_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, LATENCY):
+    """One (row block rb, head block bid(1)) tile of the [B * S, H, 2, D/2] views, both halves in one load;
+    LATENCY: the load's and store's DRAM-latency hint (None: the compiler's inference)."""
     hb = ct.bid(1)
     c, s = rows_tables(cos, sin, rb, BLOCK_S, HALF_TILE)
     half_shape = (BLOCK_S, BLOCK_H, 1, HALF_TILE)
-    pair = ct.load(x, index=(rb, hb, 0, 0), shape=(BLOCK_S, BLOCK_H, 2, HALF_TILE), padding_mode=ct.PaddingMode.ZERO)
+    pair = ct.load(x, index=(rb, hb, 0, 0), shape=(BLOCK_S, BLOCK_H, 2, HALF_TILE), padding_mode=ct.PaddingMode.ZERO,
+                   latency=LATENCY)
     x1 = ct.astype(ct.extract(pair, index=(0, 0, 0, 0), shape=half_shape), ct.float32)
     x2 = ct.astype(ct.extract(pair, index=(0, 0, 1, 0), shape=half_shape), ct.float32)
     rotated = ct.cat((x1 * c - x2 * s, x2 * c + x1 * s), 2)
-    ct.store(y, index=(rb, hb, 0, 0), tile=ct.astype(rotated, y.dtype))
+    ct.store(y, index=(rb, hb, 0, 0), tile=ct.astype(rotated, y.dtype), latency=LATENCY)
 
 
 @ct.kernel
 def rope_rows_pair_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
-    pair_block(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE)
+    pair_block(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE, None)
 
 
-@ct.kernel(occupancy=8)
-def rope_rows_pair_occ8_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
-    pair_block(x, cos, sin, y, BLOCK_S, BLOCK_H, HALF_TILE)
+@ct.kernel(occupancy=4)
+def rope_rows_pair_persistent_kernel(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt):
+    n_row_blocks = ct.num_tiles(x, 0, shape=(BLOCK_S, BLOCK_H, 2, HALF_TILE))
+    for rb in range(ct.bid(0), n_row_blocks, ct.num_blocks(0)):
+        pair_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, PAIR_PERSISTENT_LATENCY)

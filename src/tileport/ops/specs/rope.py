@@ -25,21 +25,22 @@ BLOCK_S = 1
 # The search: the entry, positions and heads per block, with at most MAX_HALF_TILE_ELEMS elements per
 # half-tile (x1 and x2 in f32 registers). rope_persistent_kernel runs PERSISTENT_BLOCKS_PER_SM blocks
 # per SM over all (head block, batch) pairs, each looping over sequence blocks;
-# rope_rows_persistent_kernel ROWS_PERSISTENT_BLOCKS_PER_SM blocks per SM over the head blocks, each
-# looping over row blocks.
+# rope_rows_persistent_kernel and rope_rows_pair_persistent_kernel ROWS_PERSISTENT_BLOCKS_PER_SM blocks per SM
+# over the head blocks, each looping over row blocks.
 ROWS = "rope_rows_kernel"
 ROWS_PAIR = "rope_rows_pair_kernel"
-ROWS_PAIR_OCC8 = "rope_rows_pair_occ8_kernel"
+ROWS_PAIR_PERSISTENT = "rope_rows_pair_persistent_kernel"
 ROWS_PERSISTENT = "rope_rows_persistent_kernel"
 ROWS_NOTMA = "rope_rows_notma_kernel"
 # The entries over [B * S, H, 2, D/2]: a row block of BLOCK_S rows must not straddle two sequences
 # (its table rows are one sequence block), so they take BLOCK_S only where it divides S.
-ROWS_ENTRIES = (ROWS, ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA, ROWS_PAIR_OCC8)
+ROWS_ENTRIES = (ROWS, ROWS_PAIR, ROWS_PERSISTENT, ROWS_NOTMA, ROWS_PAIR_PERSISTENT)
 # one tile per block / a loop over sequence blocks / the rows entries: one tile per block, one load
 # of both halves per block, a loop over row blocks, one tile per block with x and y accessed without
-# TMA (vector loads and stores straight to and from registers), the one-load entry for 8 blocks per SM. Registers per thread on sm_90
+# TMA (vector loads and stores straight to and from registers), the one-load entry looping over row
+# blocks (4 blocks per SM, loads and stores hinted at the highest DRAM latency). Registers per thread on sm_90
 # (compiled on the CPU, f16 [1, 16384, 8, 128], (BLOCK_S, BLOCK_H) = (1, 8) / (2, 8) / (4, 8)):
-# rows 35 / 68 / 126, pair 32 / 56 / 64, so the pair entry keeps 8 blocks of (4, 8) resident per SM.
+# rows 35 / 68 / 126, pair 32 / 56 / 64.
 ENTRIES = ("rope_kernel", "rope_persistent_kernel") + ROWS_ENTRIES
 BLOCK_SS = (1, 2, 4, 8)
 BLOCK_HS = tuple(1 << i for i in range(13))
@@ -48,7 +49,8 @@ PERSISTENT_BLOCKS_PER_SM = 4
 PERSISTENT_MIN_HEADS = 32
 # Blocks per SM of the persistent rows entry: its pipelined loop takes 88 to 162 registers per thread
 # at the [1, 16384, 8, 128] f16 candidates' tiles (sm_90, compiled on the CPU; 35 to 126 without the
-# loop), so 4 blocks of 128 threads are about what an SM holds.
+# loop), so 4 blocks of 128 threads are about what an SM holds; the persistent pair entry is compiled for
+# 4 blocks per SM (its occupancy hint).
 ROWS_PERSISTENT_BLOCKS_PER_SM = 4
 
 
@@ -85,16 +87,16 @@ def default(shape, dtype) -> dict:
     (both halves in one load): the search's H200 winner on f16 [1, 16384, 8, 128], 73.8 % of the
     copy bandwidth vs 66.7 % for the rows entry (both backends, rs/cuTile 1.001). Where 4 divides the
     sequence and 4 positions of the block's heads are at most HALF_TILE_ELEMS per half (that tile's
-    size), 4 positions per block with the entry compiled for 8 blocks per SM: 83.1 % vs 79.5 % for
-    the pair entry on 2 positions, timed side by side (H200, f16 [1, 16384, 8, 128],
-    bench/results/2026-12-02-h200-rope-pair-hints.json)."""
+    size), the persistent pair entry on 4 positions per block: 87.2 % vs 83.1 % for the pair entry on 4
+    positions compiled for 8 blocks per SM and 79.5 % on 2 positions, timed side by side (H200, f16
+    [1, 16384, 8, 128], bench/results/2026-12-02-h200-rope-latency.json)."""
     b, s, h, d = shape
     block_s, block_h, half_tile = tiles(s, h, d // 2)
     if block_h >= PERSISTENT_MIN_HEADS:
         return {"kernel": "rope_persistent_kernel", "BLOCK_S": block_s, "BLOCK_H": block_h // 2}
     if b == 1:
         if s % 4 == 0 and 4 * block_h * half_tile <= HALF_TILE_ELEMS:
-            return {"kernel": ROWS_PAIR_OCC8, "BLOCK_S": 4, "BLOCK_H": block_h}
+            return {"kernel": ROWS_PAIR_PERSISTENT, "BLOCK_S": 4, "BLOCK_H": block_h}
         if s % 2 == 0:
             return {"kernel": ROWS_PAIR, "BLOCK_S": 2, "BLOCK_H": block_h}
         return {"kernel": ROWS, "BLOCK_S": 1, "BLOCK_H": block_h}
@@ -110,7 +112,7 @@ def shape_class(shape) -> str:
 
 def grid_for(config: dict, s: int, h: int, b: int, sms: int) -> tuple[int, int, int]:
     seq_blocks, head_blocks = cdiv(s, config["BLOCK_S"]), cdiv(h, config["BLOCK_H"])
-    if config["kernel"] == ROWS_PERSISTENT:
+    if config["kernel"] in (ROWS_PERSISTENT, ROWS_PAIR_PERSISTENT):
         return (min(b * seq_blocks, max(1, sms * ROWS_PERSISTENT_BLOCKS_PER_SM // head_blocks)), head_blocks, 1)
     if config["kernel"] in ROWS_ENTRIES:
         return (b * seq_blocks, head_blocks, 1)
@@ -193,7 +195,7 @@ SPEC = OpSpec(
                  for cap in per_dtype_captures(entry, {"x": 4, "y": 4},
                                                lambda dt: {"BLOCK_S": 2, "BLOCK_H": 8, "HALF_TILE": 64},
                                                fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})]
-              + per_dtype_captures(ROWS_PAIR_OCC8, {"x": 4, "y": 4},
+              + per_dtype_captures(ROWS_PAIR_PERSISTENT, {"x": 4, "y": 4},
                                    lambda dt: {"BLOCK_S": 4, "BLOCK_H": 8, "HALF_TILE": 64},
                                    fixed_arrays={"cos": ("float32", 2), "sin": ("float32", 2)})),
     bytes=lambda shape, dt: (2 * numel(shape) * ELEMENT_SIZE[dt]

@@ -531,7 +531,7 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "rope_persistent_kernel": (_rope,),
     "rope_rows_kernel": (_rope_rows,),
     "rope_rows_pair_kernel": (_rope_rows,),
-    "rope_rows_pair_occ8_kernel": (_rope_rows,),
+    "rope_rows_pair_persistent_kernel": (_rope_rows_persistent,),
     "rope_rows_notma_kernel": (_rope_rows,),
     "rope_rows_persistent_kernel": (_rope_rows_persistent,),
     "matmul_kernel": (_matmul,),
