@@ -63,6 +63,9 @@ export PATH=/tmp/tp-tools/nvidia/cu13/bin:$PATH
 export PYTHONPATH=/tmp/tp-site:$PWD/src${PYTHONPATH:+:$PYTHONPATH}
 export TILEPORT_DEVICE_EXTRA=/tmp/tp-extra CUTILE_TILEIRAS_PATH=/tmp/tp-tools/nvidia/cu13/bin/tileiras
 export PYTHONUNBUFFERED=1
+# the commit the bundle was made for (scripts/device-bundle.sh writes it): the GPU machine's copy of the tree
+# need not carry the git history that `git rev-parse HEAD` would read
+if [ -z "${TILEPORT_COMMIT:-}" ] && [ -s "$d/COMMIT" ]; then export TILEPORT_COMMIT=$(cat "$d/COMMIT"); fi
 exec "$@"
 EOS
 chmod +x "$root/.device/enter.sh"
