@@ -205,7 +205,9 @@ def _blocks(result: dict, investigations: dict, charts: dict[str, str],
     if mem_ops:
         B.append(("h", 2, "Memory-bound ops at their largest benchmark size"))
         B.append(("p", f"Achieved bandwidth as % of the device copy bandwidth measured in the same run "
-                       f"(f32 / f16 / bf16). Bar: ≥ {COPY_BW_BAR:.0f} % for cutile-rs."))
+                       f"(f32 / f16 / bf16). Bar: ≥ {COPY_BW_BAR:.0f} % for cutile-rs. Last column: the time of a "
+                       "copy of the case's bytes timed in the same rotation over cutile-rs's time, in % (what else "
+                       "runs in a measurement moves every kernel's time, and the copy's with them)."))
         rows = []
         for op in mem_ops:
             big = _largest(by_op[op])
@@ -215,10 +217,11 @@ def _blocks(result: dict, investigations: dict, charts: dict[str, str],
             rs_vals = [(r.get("pct_copy_bw") or {}).get("cutile-rs") for r in big]
             worst = min((v for v in rs_vals if v is not None), default=None)
             meets = "-" if worst is None else ("yes" if worst >= COPY_BW_BAR else f"no (min {worst:.1f})")
-            rows.append([op, _shape(big[0]), gbps, pct["cutile-rs"], pct["cutile"], pct["torch"], meets])
+            beside = " / ".join(_fmt((r.get("pct_copy_side_by_side") or {}).get("cutile-rs"), ".1f") for r in big)
+            rows.append([op, _shape(big[0]), gbps, pct["cutile-rs"], pct["cutile"], pct["torch"], meets, beside])
         B.append(("table", ["op", "shape", "cutile-rs GB/s", "% copy BW cutile-rs", "% copy BW cuTile",
                             "% copy BW torch" + ("" if "columns" in result else " ref"),
-                            f"≥ {COPY_BW_BAR:.0f} %"], rows))
+                            f"≥ {COPY_BW_BAR:.0f} %", "% of a same-bytes copy beside it, cutile-rs"], rows))
     if gemm_ops:
         B.append(("h", 2, "GEMMs at their largest benchmark size"))
         B.append(("p", "Achieved TFLOP/s as % of the cuBLAS bf16 8192^3 rate measured in the same run and of the "

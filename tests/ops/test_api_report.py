@@ -143,3 +143,19 @@ def test_committed_report_is_regenerated_from_the_committed_results(tmp_path):
     committed = RESULTS.with_suffix(".md").read_text()
     assert (tmp_path / RESULTS.with_suffix(".md").name).read_text() == committed, (
         "bench/results is stale: run tileport report bench/results/2026-11-29-h200-bench.json -o bench/results")
+
+
+def test_memory_table_gives_the_share_of_a_copy_timed_beside_the_kernel(results, tmp_path):
+    """A record with a same-bytes copy in its rotation (bench `copy_us`) shows cutile-rs's share of it; a
+    record without one shows '-'."""
+    data = json.loads(results.read_text())
+    relu = [r for r in data["records"] if r["op"] == "relu"]
+    largest = max(r["shape"][0] * r["shape"][1] for r in relu)
+    for r in relu:
+        if r["shape"][0] * r["shape"][1] == largest and r["dtype"] == "float16":
+            r["pct_copy_side_by_side"] = {"cutile-rs": 97.25, "cutile": 97.0}
+    results.write_text(json.dumps(data))
+    report.write_bench_report(results, tmp_path / "out")
+    md = (tmp_path / "out" / "bench.md").read_text()
+    assert "% of a same-bytes copy beside it, cutile-rs" in md
+    assert "| yes | - / 97.2 / - |" in md

@@ -105,3 +105,23 @@ def test_poison_fills_floating_and_integer_outputs():
     f, i = torch.zeros(3), torch.zeros(2, dtype=torch.int32)
     bench.poison((f, i))
     assert torch.isnan(f).all() and (i == torch.iinfo(torch.int32).max).all()
+
+
+def test_memory_bound_cases_time_a_same_bytes_copy_in_their_rotation(fake_timers, monkeypatch):
+    """A memory-bound case times a copy of its bytes beside its columns (kernel time only) and gives each
+    column's share of it; a GEMM case does not."""
+    rotations = []
+
+    def timer(fns, flush, budget_s=0.3):
+        rotations.append(list(fns))
+        for fn in fns.values():
+            fn()
+        return {name: Timing(20.0 if name == "torch" else 10.0, 0, 0, 0, 1, 1) for name in fns}
+    monkeypatch.setattr(bench, "gpu_times", timer)
+    rec = bench.bench_case(get_spec("softmax"), "float32", (64, 1000), None, ["torch"], CEIL, 0.01, device="cpu")
+    assert rotations == [["torch", bench.COPY_REFERENCE]]
+    assert rec["copy_us"] == 10.0 and rec["pct_copy_side_by_side"] == {"torch": 50.0}
+    assert bench.COPY_REFERENCE not in rec["times_us"]
+    rotations.clear()
+    rec = bench.bench_case(get_spec("matmul"), "float32", (64, 32, 48), None, ["torch"], CEIL, 0.01, device="cpu")
+    assert rotations == [["torch"]] and "copy_us" not in rec and "pct_copy_side_by_side" not in rec

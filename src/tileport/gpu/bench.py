@@ -193,20 +193,40 @@ def bench_case(spec: OpSpec, dtype: str, shape: tuple, flush, columns: Iterable[
         except Exception as e:  # noqa: BLE001 - recorded, and the report lists it
             rec["errors"][column] = f"{type(e).__name__}: {e}"[:1000]
     if runs:
-        _time_side_by_side(runs, flush, budget_s, rec)
+        _time_side_by_side(runs, flush, budget_s, rec, _copy_reference(spec, dtype, shape, device))
     _rates(spec, dtype, shape, rec, ceil)
     return rec
 
 
-def _time_side_by_side(runs: dict, flush, budget_s: float, rec: dict) -> None:
-    """Kernel and call times of the columns that ran, their repetitions alternating (timing.gpu_times)."""
+COPY_REFERENCE = "copy (same bytes)"
+
+
+def _copy_reference(spec: OpSpec, dtype: str, shape: tuple, device: str):
+    """For a memory-bound case, a torch copy moving the case's bytes (half read, half written), timed in the
+    same rotation as the columns: what else runs in a measurement moves every kernel's time (H200: 8 % less with
+    a torch.compile column, a copy included; bench/results/2026-12-02-h200-rope-copy-side-by-side.json), which
+    the run's copy bandwidth, measured alone, does not see."""
+    if spec.kind != "memory" or not spec.bytes:
+        return None
+    import torch
+    half = spec.bytes(tuple(shape), dtype) // 2
+    src = torch.empty(half, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
+def _time_side_by_side(runs: dict, flush, budget_s: float, rec: dict, copy=None) -> None:
+    """Kernel and call times of the columns that ran, their repetitions alternating (timing.gpu_times), with
+    `copy` (a same-bytes copy, or None) in the kernel-time rotation: `copy_us`."""
     try:
-        kernel = gpu_times(runs, flush, budget_s=budget_s)
+        kernel = gpu_times(runs | ({COPY_REFERENCE: copy} if copy else {}), flush, budget_s=budget_s)
         call = call_times(runs, flush, budget_s=budget_s)
     except Exception as e:  # noqa: BLE001 - every column timed together shares the failure
         for column in runs:
             rec["errors"][column] = f"timing: {type(e).__name__}: {e}"[:1000]
         return
+    if copy:
+        rec["copy_us"] = kernel[COPY_REFERENCE].median_us
     for column in runs:
         rec["times_us"][column] = kernel[column].median_us
         rec["timings"][column] = kernel[column].to_dict()
@@ -229,6 +249,8 @@ def _rates(spec: OpSpec, dtype: str, shape: tuple, rec: dict, ceil: dict) -> Non
         rec["bytes"] = nbytes
         rec["gbps"] = {b: nbytes / (t * 1e-6) / 1e9 for b, t in times.items()}
         rec["pct_copy_bw"] = {b: 100 * g / ceil["copy_gbps"] for b, g in rec["gbps"].items()}
+        if "copy_us" in rec:
+            rec["pct_copy_side_by_side"] = {b: 100 * rec["copy_us"] / t for b, t in times.items()}
     if spec.flops:
         flops = spec.flops(tuple(shape))
         rec["flops"] = flops
