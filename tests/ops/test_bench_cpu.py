@@ -125,3 +125,17 @@ def test_memory_bound_cases_time_a_same_bytes_copy_in_their_rotation(fake_timers
     rotations.clear()
     rec = bench.bench_case(get_spec("matmul"), "float32", (64, 32, 48), None, ["torch"], CEIL, 0.01, device="cpu")
     assert rotations == [["torch"]] and "copy_us" not in rec and "pct_copy_side_by_side" not in rec
+
+
+def test_torch_compile_column_reads_its_own_copies_of_the_inputs(monkeypatch):
+    """torch.compile's kernels load with evict_last, which outlasts the L2 flush: its column gets copies of the
+    tensor inputs (equal values, other memory), so the other columns never read what it left in L2."""
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: lambda *args: seen.append(args))
+    spec = get_spec("softmax")
+    inputs = bench.case_inputs(spec, "float32", (8, 16), "randn", device="cpu")
+    bench.column_runner(spec, "torch.compile", inputs)()
+    (args,) = seen
+    assert len(args) == len(inputs)
+    for a, x in zip(args, inputs):
+        assert a is not x and a.data_ptr() != x.data_ptr() and torch.equal(a, x)

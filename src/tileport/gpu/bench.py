@@ -132,10 +132,20 @@ def column_runner(spec: OpSpec, column: str, inputs: tuple, outs: Any = None):
         torch._dynamo.reset()  # a fresh compilation per case: the recompile limit counts per function
         # the attention baselines read their lengths on the host: one graph break there
         compiled = torch.compile(baseline(spec), fullgraph=spec.name not in ATTENTION_HOST_LENGTHS, dynamic=False)
-        return lambda: compiled(*inputs)
+        own = own_copies(inputs)
+        return lambda: compiled(*own)
     if outs is None:
         outs = spec.allocate(*inputs)
     return lambda: call(spec, *inputs, out=outs, backend=column)
+
+
+def own_copies(inputs: tuple) -> tuple:
+    """Copies of the tensor inputs (same values, other memory). Inductor's kernels load with the
+    `evict_last` L2 hint, and lines so loaded outlast the L2 flush: with the inputs shared, every other
+    column reading them after torch.compile ran read part of them from L2 (H200: a copy of x 8 % faster,
+    bench/results/2026-12-02-h200-evict-last.json)."""
+    import torch
+    return tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs)
 
 
 def poison(outs: Any) -> None:
