@@ -206,8 +206,8 @@ def _blocks(result: dict, investigations: dict, charts: dict[str, str],
         B.append(("h", 2, "Memory-bound ops at their largest benchmark size"))
         B.append(("p", f"Achieved bandwidth as % of the device copy bandwidth measured in the same run "
                        f"(f32 / f16 / bf16). Bar: ≥ {COPY_BW_BAR:.0f} % for cutile-rs. Last column: the time of a "
-                       "copy of the case's bytes timed in the same rotation over cutile-rs's time, in % (what else "
-                       "runs in a measurement moves every kernel's time, and the copy's with them)."))
+                       "copy of the case's bytes timed in the same rotation over cutile-rs's time, in % (a roofline "
+                       "of the case's own size, in the kernels' conditions)."))
         rows = []
         for op in mem_ops:
             big = _largest(by_op[op])

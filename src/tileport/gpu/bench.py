@@ -190,10 +190,12 @@ def bench_case(spec: OpSpec, dtype: str, shape: tuple, flush, columns: Iterable[
     runs = {}
     # both tile backends write the same output tensors: where an output lies in memory moves a
     # memory-bound kernel's time by up to 1 % (H200, bench/results/2026-12-02-h200-parity-buffers.json)
-    tile_outs = spec.allocate(*inputs) if set(TILE_COLUMNS) & set(columns) else None
+    tile_outs = None
     for column in columns:
         try:
             if column in TILE_COLUMNS:
+                if tile_outs is None:
+                    tile_outs = spec.allocate(*inputs)
                 if spec.tune is not None:
                     rec.setdefault("configs", {})[column] = tuned_config(spec, column, inputs)
                 poison(tile_outs)
@@ -213,9 +215,8 @@ COPY_REFERENCE = "copy (same bytes)"
 
 def _copy_reference(spec: OpSpec, dtype: str, shape: tuple, device: str):
     """For a memory-bound case, a torch copy moving the case's bytes (half read, half written), timed in the
-    same rotation as the columns: what else runs in a measurement moves every kernel's time (H200: 8 % less with
-    a torch.compile column, a copy included; bench/results/2026-12-02-h200-rope-copy-side-by-side.json), which
-    the run's copy bandwidth, measured alone, does not see."""
+    same rotation as the columns: a roofline of the case's own size, in the columns' conditions (the run's
+    copy bandwidth is measured alone, on 1 GiB)."""
     if spec.kind != "memory" or not spec.bytes:
         return None
     import torch
