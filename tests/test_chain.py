@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tileport.cache import DiskCache, default_root
 from tileport.corpus import captures_by_kernel
 from tileport.ops.specs import all_specs
 from tileport.verify import verify_all
@@ -16,7 +17,9 @@ SAME_SASS_AT_LEAST = 41  # of 51 captures: bench/results/2026-12-01-cpu-verify-s
 @pytest.fixture(scope="module")
 def results(library, tmp_path_factory):
     items = [(path, c) for _k, (path, caps) in captures_by_kernel(all_specs()).items() for c in caps]
-    return verify_all(library, items, tmp_path_factory.mktemp("verify"), jobs=2)
+    # Cubins of bytes that an earlier test (port's stage B, the corpus compile) compiled come from the
+    # session's capture cache (conftest: $TILEPORT_CACHE_DIR); the SASS is disassembled here either way.
+    return verify_all(library, items, tmp_path_factory.mktemp("verify"), jobs=2, cache=DiskCache(default_root()))
 
 
 def test_every_capture_is_clean(results):
@@ -66,7 +69,7 @@ def test_verify_counts_findings_without_match_lines(monkeypatch):
     frontend = SimpleNamespace(name="cutile", reference_bytecode=lambda path, capture: b"ref")
     monkeypatch.setattr(verify, "frontend_for", lambda path: frontend)
     monkeypatch.setattr(verify, "generated_bytecode", lambda lib, capture: ("", b"gen"))
-    monkeypatch.setattr(verify, "capture_side", lambda bc, d, stem, archs: SideCapture(bc, ""))
+    monkeypatch.setattr(verify, "capture_side", lambda bc, d, stem, archs, cache: SideCapture(bc, ""))
     monkeypatch.setattr(verify, "diff_port", lambda lib, capture, ref, gen: report)
     res = verify.verify_capture(None, None, Capture("k", {}), None)
     assert (res.verdict, res.critical, res.warn, res.info, res.error) == ("PASS_WITH_NOTES", 0, 1, 1, "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import linecache
 import subprocess
 import tempfile
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tileport import toolchain
+from tileport.cache import DiskCache, content_key, tool_key
 from tileport.capture_source import SanitizedModule, SourceError, restricted_builtins, sanitize
 from tileport.model.types import dim_op
 from tileport.ops.capture_ref import export_bytecode
@@ -232,26 +234,23 @@ class CubinResult:
     sass_error: str = ""  # why there is no machine code although the cubin compiled
 
 
-def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None, sass: bool = True) -> CubinResult:
+def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None, sass: bool = True,
+                  cache: DiskCache | None = None) -> CubinResult:
     """tileiras on the CPU; failures come back as a result with tileiras' message.
 
     `sass`: also disassemble the machine code (`tileport.sass`); a failed disassembly is recorded in
-    `sass_error`, and `out` then also gets the listing (`<stem>.sass`)."""
+    `sass_error`, and `out` then also gets the listing (`<stem>.sass`). `cache`: tileiras' result for
+    these bytes, this architecture and this tileiras, kept by content (`tileport.cache`)."""
     tool = toolchain.tileiras()
     if tool is None:
         return CubinResult(arch, False, error="tileiras not found (run: bash scripts/setup.sh)")
     with tempfile.TemporaryDirectory() as tmp:
-        src, dst = Path(tmp) / "k.tileirbc", Path(tmp) / "k.cubin"
-        src.write_bytes(bytecode)
-        proc = subprocess.run([str(tool), "--gpu-name", arch, "-O3", "-o", str(dst), str(src)],
-                              capture_output=True, text=True, env=toolchain.env(), timeout=600)
-        if proc.returncode != 0 or not dst.exists():
-            return CubinResult(arch, False, error=(proc.stderr or proc.stdout).strip()[-2000:]
-                               or f"tileiras exited with {proc.returncode}")
-        data = dst.read_bytes()
+        dst = Path(tmp) / "k.cubin"
+        result = _cached_tileiras(tool, bytecode, arch, dst, cache)
+        if not result.ok:
+            return result
         if out is not None:
-            out.write_bytes(data)
-        result = CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest())
+            out.write_bytes(dst.read_bytes())
         if sass:
             try:
                 result.sass = disassemble_sass(dst, toolchain.nvdisasm(), toolchain.cuobjdump())
@@ -262,6 +261,38 @@ def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None, sass: boo
         return result
 
 
+def _cached_tileiras(tool: Path, bytecode: bytes, arch: str, dst: Path, cache: DiskCache | None) -> CubinResult:
+    """tileiras' result (the cubin written to `dst`), from the cache when it holds it intact."""
+    key = content_key("cubin", bytecode, arch, "-O3", tool_key(tool))
+    if cache is not None and (meta := cache.get("cubin", key, "json")) is not None:
+        known = json.loads(meta)
+        if not known["ok"]:
+            return CubinResult(arch, False, error=known["error"])
+        data = cache.get("cubin", key, "cubin")
+        if data is not None and hashlib.sha256(data).hexdigest() == known["sha256"]:
+            dst.write_bytes(data)
+            return CubinResult(arch, True, len(data), known["sha256"])
+    result = _tileiras(tool, bytecode, arch, dst)
+    if cache is not None:
+        if result.ok:
+            cache.put("cubin", key, "cubin", dst.read_bytes())
+        cache.put("cubin", key, "json", json.dumps({"ok": result.ok, "sha256": result.sha256,
+                                                    "error": result.error}).encode())
+    return result
+
+
+def _tileiras(tool: Path, bytecode: bytes, arch: str, dst: Path) -> CubinResult:
+    src = dst.with_suffix(".tileirbc")
+    src.write_bytes(bytecode)
+    proc = subprocess.run([str(tool), "--gpu-name", arch, "-O3", "-o", str(dst), str(src)],
+                          capture_output=True, text=True, env=toolchain.env(), timeout=600)
+    if proc.returncode != 0 or not dst.exists():
+        return CubinResult(arch, False, error=(proc.stderr or proc.stdout).strip()[-2000:]
+                           or f"tileiras exited with {proc.returncode}")
+    data = dst.read_bytes()
+    return CubinResult(arch, True, len(data), hashlib.sha256(data).hexdigest())
+
+
 @dataclass
 class SideCapture:
     bytecode: bytes
@@ -269,11 +300,13 @@ class SideCapture:
     cubins: list[CubinResult] = field(default_factory=list)
 
 
-def capture_side(bytecode: bytes, out_dir: Path | None, stem: str, archs=ARCHS) -> SideCapture:
+def capture_side(bytecode: bytes, out_dir: Path | None, stem: str, archs=ARCHS,
+                 cache: DiskCache | None = None) -> SideCapture:
     text = disassemble(bytecode)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-    cubins = [compile_cubin(bytecode, a, out_dir / f"{stem}.{a}.cubin" if out_dir else None) for a in archs]
+    cubins = [compile_cubin(bytecode, a, out_dir / f"{stem}.{a}.cubin" if out_dir else None, cache=cache)
+              for a in archs]
     if out_dir is not None:
         (out_dir / f"{stem}.tileirbc").write_bytes(bytecode)
         (out_dir / f"{stem}.tileir").write_text(text)

@@ -216,8 +216,12 @@ def verify(
     kernel: Annotated[Optional[list[str]], typer.Option(help="Only these kernels of the corpus.")] = None,
     jobs: Annotated[int, typer.Option("-j", min=1, help="Captures in parallel.")] = 2,
     profile: Annotated[Profile, typer.Option(help="Cargo profile of the library.")] = Profile.release,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Compile every cubin again instead of taking it from "
+                                        "the capture cache ($TILEPORT_CACHE_DIR) that `tileport port` shares.")]
+    = False,
 ) -> None:
     """CPU proof of the reference corpus's ports: IR both sides, cubins (sm_80/90/100), structural IR diff."""
+    from tileport.cache import DiskCache, default_root
     from tileport.corpus import REPO, captures_by_kernel
     from tileport.ops.specs import all_specs
     from tileport.runtime.library import load
@@ -233,7 +237,8 @@ def verify(
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
         task = progress.add_task("verifying captures", total=len(items))
-        results = verify_all(lib, items, out, jobs, lambda r: progress.advance(task))
+        results = verify_all(lib, items, out, jobs, lambda r: progress.advance(task),
+                             cache=None if fresh else DiskCache(default_root()))
     table = Table(title="Tile IR: cuTile Python vs cutile-rs port")
     for col in ("capture", "verdict", "crit", "warn", "info", "cubins gen", "same SASS", "note"):
         table.add_column(col)

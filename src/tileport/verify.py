@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from tileport.atomic import write_text_atomic
+from tileport.cache import DiskCache
 from tileport.capture import ARCHS, CaptureError, CubinResult, capture_side, diff_port, generated_bytecode
 from tileport.frontends.registry import frontend_for
 from tileport.ops.spec import Capture
@@ -51,7 +52,7 @@ def slug(text: str) -> str:
 
 
 def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Path | None,
-                   archs=ARCHS) -> CaptureResult:
+                   archs=ARCHS, cache: DiskCache | None = None) -> CaptureResult:
     res = CaptureResult(capture.kernel, capture.label)
     t0 = time.perf_counter()
     d = out_dir / capture.kernel / slug(capture.label) if out_dir else None
@@ -61,8 +62,8 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
         if ref_bc is None:
             raise CaptureError(f"{path}: {frontend.name} kernels have no reference Tile IR compiler")
         _, gen_bc = generated_bytecode(lib, capture)
-        ref = capture_side(ref_bc, d, "reference", archs)
-        gen = capture_side(gen_bc, d, "generated", archs)
+        ref = capture_side(ref_bc, d, "reference", archs, cache)
+        gen = capture_side(gen_bc, d, "generated", archs, cache)
         res.cubins_ref = {c.arch: c.ok for c in ref.cubins}
         res.cubins_gen = {c.arch: c.ok for c in gen.cubins}
         sass_errors = compare_machine_code(ref.cubins, gen.cubins, res)
@@ -105,10 +106,12 @@ def compare_machine_code(ref: list[CubinResult], gen: list[CubinResult], res: Ca
 
 
 def verify_all(lib: KernelLibrary, items: list[tuple[Path, Capture]], out_dir: Path | None, jobs: int = 2,
-               progress: Callable[[CaptureResult], None] | None = None) -> list[CaptureResult]:
-    """Every capture, `jobs` at a time (tileiras runs as a subprocess, so threads overlap well)."""
+               progress: Callable[[CaptureResult], None] | None = None,
+               cache: DiskCache | None = None) -> list[CaptureResult]:
+    """Every capture, `jobs` at a time (tileiras runs as a subprocess, so threads overlap well); cubins
+    come from `cache` when it holds them (`tileport.cache`: the pipeline's captures share it)."""
     def one(item):
-        r = verify_capture(lib, item[0], item[1], out_dir)
+        r = verify_capture(lib, item[0], item[1], out_dir, cache=cache)
         if progress:
             progress(r)
         return r

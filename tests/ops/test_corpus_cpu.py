@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from tileport import toolchain
+from tileport.cache import DiskCache, default_root
+from tileport.capture import compile_cubin
 from tileport.ops.capture_ref import reference_bytecode
 from tileport.ops.spec import KERNELS_DIR, Capture, Launch
 from tileport.ops.specs import SPEC_MODULES, all_specs
@@ -210,13 +212,12 @@ def _need(tool: str):
 
 @pytest.mark.parametrize("spec,cap", CAPTURES)
 def test_bytecode_compiles_to_sm90_cubin(spec, cap, tmp_path):
-    tileiras = _need("tileiras")
-    src = tmp_path / "k.tileirbc"
+    """Through the capture cache the test session shares (conftest: $TILEPORT_CACHE_DIR), so the later
+    proofs of the same bytes (`port`'s stage B, `verify`) take this cubin instead of compiling it again."""
+    _need("tileiras")
     out = tmp_path / "k.cubin"
-    src.write_bytes(_bytecode(spec, cap))
-    proc = subprocess.run([str(tileiras), "--gpu-name", "sm_90", "-O3", "-o", str(out), str(src)],
-                          capture_output=True, text=True, env=toolchain.env(), timeout=300)
-    assert proc.returncode == 0, f"tileiras rc={proc.returncode}: {proc.stderr[-2000:]}"
+    r = compile_cubin(_bytecode(spec, cap), "sm_90", out, sass=False, cache=DiskCache(default_root()))
+    assert r.ok, f"tileiras: {r.error}"
     assert out.read_bytes()[:4] == b"\x7fELF"
 
 

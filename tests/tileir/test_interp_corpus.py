@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -133,7 +134,8 @@ def test_cli_writes_reports_and_exit_status(tmp_path, library):
 
     from tileport.tileir.interp.__main__ import main
     out = tmp_path / "interp.json"
-    assert main(["--kernel", "vector_add_kernel[float16]", "--json", str(out)]) == 0
+    profile = ["--profile", os.environ.get("TILEPORT_PROFILE", "dev")]  # the `library` fixture's build, no other
+    assert main(["--kernel", "vector_add_kernel[float16]", "--json", str(out), *profile]) == 0
     reports = json.loads(out.read_text())["reports"]
     assert [r["verdict"] for r in reports] == ["AGREE"]
     assert main(["--kernel", "no such kernel"]) == 2

@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from tileport.cache import default_root
 from tileport.corpus import REPO
 from tileport.ops.spec import KERNELS_DIR
 
@@ -82,8 +83,7 @@ class Options:
             raise ValueError(f"jobs must be at least 1, got {self.jobs}")
 
     def cache(self) -> Path:
-        return Path(self.cache_dir or os.environ.get("TILEPORT_CACHE_DIR")
-                    or Path.home() / ".cache" / "tileport" / "pipeline")
+        return Path(self.cache_dir) if self.cache_dir else default_root()
 
 
 # ------------------------------------------------------------------------------------ contexts

@@ -1,9 +1,10 @@
 """Differential runs of the corpus on the CPU: every capture's reference and port, interpreted.
 
-    python3 -m tileport.tileir.interp [--kernel SUBSTRING] [--seed N] [--json report.json]
+    python3 -m tileport.tileir.interp [--kernel SUBSTRING] [--seed N] [--json report.json] [--profile dev]
 
 Needs cuTile Python (reference export) and the generated library ($TILEPORT_LIB, or built with
-cargo). Exit status: 0 when every capture AGREEs, 1 when one DIFFERs, 2 when one is an ERROR.
+cargo in the given profile: `dev` builds in a fraction of `release`'s time and exports the same IR).
+Exit status: 0 when every capture AGREEs, 1 when one DIFFERs, 2 when one is an ERROR.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from tileport.runtime.library import PROFILES
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tileport.tileir.interp",
@@ -23,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", default="", help="only captures whose label contains this")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     parser.add_argument("--json", type=Path, help="write every report here")
+    parser.add_argument("--profile", choices=PROFILES, default="release",
+                        help="cargo profile of the generated library when $TILEPORT_LIB is not set")
     args = parser.parse_args(argv)
 
     from tileport.capture import generated_arg_roles, generated_bytecode
@@ -34,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from .corpus import problems
     from .differential import differential
 
-    lib = load()
+    lib = load(profile=args.profile)
     reports, seen = [], set()
     for spec in all_specs().values():
         for cap in spec.captures:
