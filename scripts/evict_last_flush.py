@@ -11,17 +11,16 @@ op's torch.compile baseline (do they ask for evict_last?). It changes nothing in
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import torch
 import triton
 import triton.language as tl
 
-from tileport.gpu.bench import case_inputs, column_runner
-from tileport.gpu.timing import gpu_times, make_flush
+from rope_rotation import rope_case, time_rotations
+from tileport.gpu.bench import column_runner
+from tileport.gpu.timing import make_flush
 from tileport.ops.baselines import baseline
-from tileport.ops.specs import get_spec
 
 
 @triton.jit
@@ -35,12 +34,8 @@ def read_x(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVICT: tl.constexpr):
     tl.store(out_ptr + offs, v * 2, mask=m)
 
 
-spec = get_spec("rope")
-shape, dt = (1, 16384, 8, 128), "float16"
 flush = make_flush("cuda")
-inputs = case_inputs(spec, dt, shape, "randn")
-x = inputs[0]
-y = torch.empty_like(x)
+spec, inputs, x, y = rope_case()
 z = torch.empty_like(x)
 n = x.numel()
 
@@ -50,14 +45,8 @@ def reader(evict):
 
 
 base = {"copy_x": lambda: y.copy_(x), "cutile-rs": column_runner(spec, "cutile-rs", inputs)}
-res = []
-for rep in range(2):
-    for name, cols in (("none", {}), ("triton_normal", {"reader": reader(0)}), ("triton_evict_last", {"reader": reader(1)}),
-                       ("none_after", {})):
-        t = gpu_times({**base, **cols}, flush, budget_s=0.1)
-        rec = {"rotation": name, "median_us": {k: round(v.median_us, 3) for k, v in t.items()}}
-        res.append(rec)
-        print(json.dumps(rec), flush=True)
+res = time_rotations(base, {"none": {}, "triton_normal": {"reader": reader(0)},
+                            "triton_evict_last": {"reader": reader(1)}, "none_after": {}}, flush)
 # Inductor's code for the rope baseline: does it ask for evict_last?
 from torch._inductor.utils import run_and_get_code
 torch._dynamo.reset()

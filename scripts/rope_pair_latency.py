@@ -29,28 +29,16 @@ from tileport.ops.specs import get_spec
 ConstInt = ct.Constant[int]
 
 
-def pair_at(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, LAT):
-    hb = ct.bid(1)
-    c, s = K.rows_tables(cos, sin, rb, BLOCK_S, HALF_TILE)
-    half_shape = (BLOCK_S, BLOCK_H, 1, HALF_TILE)
-    pair = ct.load(x, index=(rb, hb, 0, 0), shape=(BLOCK_S, BLOCK_H, 2, HALF_TILE), padding_mode=ct.PaddingMode.ZERO,
-                   latency=LAT)
-    x1 = ct.astype(ct.extract(pair, index=(0, 0, 0, 0), shape=half_shape), ct.float32)
-    x2 = ct.astype(ct.extract(pair, index=(0, 0, 1, 0), shape=half_shape), ct.float32)
-    rotated = ct.cat((x1 * c - x2 * s, x2 * c + x1 * s), 2)
-    ct.store(y, index=(rb, hb, 0, 0), tile=ct.astype(rotated, y.dtype), latency=LAT)
-
-
 @ct.kernel
 def pair_lat(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt, LAT: ConstInt):
-    pair_at(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE, LAT)
+    K.pair_block(x, cos, sin, y, ct.bid(0), BLOCK_S, BLOCK_H, HALF_TILE, LAT)
 
 
 @ct.kernel
 def pair_persistent(x, cos, sin, y, BLOCK_S: ConstInt, BLOCK_H: ConstInt, HALF_TILE: ConstInt, LAT: ConstInt):
     n = ct.num_tiles(x, 0, shape=(BLOCK_S, BLOCK_H, 2, HALF_TILE))
     for rb in range(ct.bid(0), n, ct.num_blocks(0)):
-        pair_at(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, LAT)
+        K.pair_block(x, cos, sin, y, rb, BLOCK_S, BLOCK_H, HALF_TILE, LAT)
 
 
 def main(out):

@@ -16,16 +16,12 @@ import time
 
 import torch
 
-from tileport.gpu.bench import case_inputs, column_runner, copy_bandwidth
-from tileport.gpu.timing import gpu_times, make_flush
-from tileport.ops.specs import get_spec
+from rope_rotation import rope_case, time_rotations
+from tileport.gpu.bench import column_runner, copy_bandwidth
+from tileport.gpu.timing import make_flush
 
-spec = get_spec("rope")
-shape, dt = (1, 16384, 8, 128), "float16"
 flush = make_flush("cuda")
-inputs = case_inputs(spec, dt, shape, "randn")
-x = inputs[0]
-y = torch.empty_like(x)
+spec, inputs, x, y = rope_case()
 tiny = torch.empty(1, device="cuda")
 base = {"copy_x": lambda: y.copy_(x), "cutile": column_runner(spec, "cutile", inputs),
         "cutile-rs": column_runner(spec, "cutile-rs", inputs)}
@@ -47,12 +43,6 @@ def gpu_sleep(cycles):
 extra = {"none": {}, "torch.compile": {"torch.compile": column_runner(spec, "torch.compile", inputs)},
          "host_gap_20us": {"host_gap": host_gap(20)}, "host_gap_60us": {"host_gap": host_gap(60)},
          "host_gap_150us": {"host_gap": host_gap(150)}, "gpu_sleep_60us": {"gpu_sleep": gpu_sleep(120000)}}
-res = []
-for rep in range(2):
-    for name, cols in extra.items():
-        t = gpu_times({**base, **cols}, flush, budget_s=0.1)
-        rec = {"rotation": name, "median_us": {k: round(v.median_us, 3) for k, v in t.items()}}
-        res.append(rec)
-        print(json.dumps(rec), flush=True)
+res = time_rotations(base, extra, flush)
 g, _ = copy_bandwidth(flush)
 json.dump({"copy_gbps": g, "runs": res}, open(sys.argv[1], "w"), indent=1)

@@ -29,11 +29,11 @@ bytes per block for the batch-of-one / few-heads case (one (1, 8, 1, 64) f16 hal
 software-pipelines its loads (the next block's loads in flight during this block's math and stores);
 `rope_rows_notma_kernel` is `rope_rows_kernel` with x and y accessed without TMA (vector loads and
 stores straight between global memory and registers, no shared-memory staging);
-`rope_rows_pair_persistent_kernel` loops the pair tile over row blocks with a grid stride, compiled for 4
-blocks per SM (occupancy hint) with the DRAM-latency hint at its maximum on the pair's load and store, so
-the compiler keeps the next row blocks' loads in flight: on [1, 16384, 8, 128] f16 with 4 positions per
-block it reached 87.2 % of the copy bandwidth against 83.1 % for the pair entry with 4 positions and 8
-blocks per SM (H200, side by side, bench/results/2026-12-02-h200-rope-latency.json).
+`rope_rows_pair_persistent_kernel` loops the pair tile over row blocks with a grid stride, 4 blocks per SM (occupancy
+hint), the pair's load and store hinted at the highest DRAM latency, so the next row blocks' loads stay in flight: on
+[1, 16384, 8, 128] f16, 4 positions per block, 0.953x the time of the pair entry on 4 positions and 8 blocks per SM
+side by side (H200, bench/results/2026-12-02-h200-rope-latency.json), and 80.7 % of the copy bandwidth, 91 % of a
+same-bytes copy timed beside it (bench/results/2026-12-02-h200-bench-weak-copy-nocompile.json).
 """
 
 import cuda.tile as ct

@@ -87,9 +87,11 @@ def default(shape, dtype) -> dict:
     (both halves in one load): the search's H200 winner on f16 [1, 16384, 8, 128], 73.8 % of the
     copy bandwidth vs 66.7 % for the rows entry (both backends, rs/cuTile 1.001). Where 4 divides the
     sequence and 4 positions of the block's heads are at most HALF_TILE_ELEMS per half (that tile's
-    size), the persistent pair entry on 4 positions per block: 87.2 % vs 83.1 % for the pair entry on 4
-    positions compiled for 8 blocks per SM and 79.5 % on 2 positions, timed side by side (H200, f16
-    [1, 16384, 8, 128], bench/results/2026-12-02-h200-rope-latency.json)."""
+    size), the persistent pair entry on 4 positions per block: 0.953x the time of the pair entry on 4
+    positions compiled for 8 blocks per SM and 0.912x that of the pair entry on 2 positions, timed side
+    by side (H200, f16 [1, 16384, 8, 128], bench/results/2026-12-02-h200-rope-latency.json; its shares of
+    the copy bandwidth read high, as its caveat says); 80.7 % of the copy bandwidth measured without that
+    effect (bench/results/2026-12-02-h200-bench-weak-copy-nocompile.json)."""
     b, s, h, d = shape
     block_s, block_h, half_tile = tiles(s, h, d // 2)
     if block_h >= PERSISTENT_MIN_HEADS:
