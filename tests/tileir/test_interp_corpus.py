@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -129,13 +128,18 @@ def test_planted_defect_in_the_port_differs(kernel_file, label, mutation, librar
 
 
 @pytest.mark.cargo
-def test_cli_writes_reports_and_exit_status(tmp_path, library):
+def test_cli_writes_reports_and_exit_status(tmp_path, library, monkeypatch):
     import json
 
+    from tileport.runtime import library as library_module
     from tileport.tileir.interp.__main__ import main
+    # The session's loaded library, never a cargo run: in CI a cargo run here rebuilt the crate (312 s; other
+    # tests build crates into the same target directory after the fixture's build).
+    loads = []
+    monkeypatch.setattr(library_module, "load", lambda **kw: loads.append(kw) or library)
     out = tmp_path / "interp.json"
-    profile = ["--profile", os.environ.get("TILEPORT_PROFILE", "dev")]  # the `library` fixture's build, no other
-    assert main(["--kernel", "vector_add_kernel[float16]", "--json", str(out), *profile]) == 0
+    assert main(["--kernel", "vector_add_kernel[float16]", "--json", str(out), "--profile", "dev"]) == 0
+    assert loads == [{"profile": "dev"}]
     reports = json.loads(out.read_text())["reports"]
     assert [r["verdict"] for r in reports] == ["AGREE"]
     assert main(["--kernel", "no such kernel"]) == 2
