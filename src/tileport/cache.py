@@ -10,9 +10,11 @@ else ~/.cache/tileport/pipeline.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 
 def user_cache_dir(env: str, name: str) -> Path:
@@ -63,11 +65,16 @@ class DiskCache:
             pass  # a cache that cannot be written only costs time
 
 
-def content_key(*parts: bytes | str) -> str:
-    """One hash over `parts`, each length-prefixed (no two part lists share a key)."""
+def sha256(*parts: Any) -> str:
+    """One hash over `parts` (cache keys, the pipeline's fingerprints): bytes as they are, a Path by its file's
+    bytes, anything else as sorted JSON."""
     h = hashlib.sha256()
-    for part in parts:
-        data = part.encode() if isinstance(part, str) else part
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
+    for p in parts:
+        if isinstance(p, bytes):
+            h.update(p)
+        elif isinstance(p, Path):
+            h.update(p.read_bytes() if p.is_file() else b"<missing>")
+        else:
+            h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\x00")
     return h.hexdigest()

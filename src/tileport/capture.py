@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tileport import toolchain
-from tileport.cache import DiskCache, content_key, tool_key
+from tileport.cache import DiskCache, sha256, tool_key
 from tileport.capture_source import SanitizedModule, SourceError, restricted_builtins, sanitize
 from tileport.model.types import dim_op
 from tileport.ops.capture_ref import export_bytecode
@@ -33,6 +33,7 @@ from tileport.sass import disassemble as disassemble_sass
 from tileport.sass import listing as sass_listing
 
 ARCHS = ("sm_80", "sm_90", "sm_100")
+TILEIRAS_FLAGS = ["-O3"]  # part of the cubin cache key: other flags, other cubins
 
 _MODULES: dict[tuple[str, str], tuple[dict, SanitizedModule]] = {}
 
@@ -263,7 +264,7 @@ def compile_cubin(bytecode: bytes, arch: str, out: Path | None = None, sass: boo
 
 def _cached_tileiras(tool: Path, bytecode: bytes, arch: str, dst: Path, cache: DiskCache | None) -> CubinResult:
     """tileiras' result (the cubin written to `dst`), from the cache when it holds it intact."""
-    key = content_key("cubin", bytecode, arch, "-O3", tool_key(tool))
+    key = sha256("cubin", bytecode, arch, TILEIRAS_FLAGS, tool_key(tool))
     if cache is not None and (meta := cache.get("cubin", key, "json")) is not None:
         known = json.loads(meta)
         if not known["ok"]:
@@ -284,7 +285,7 @@ def _cached_tileiras(tool: Path, bytecode: bytes, arch: str, dst: Path, cache: D
 def _tileiras(tool: Path, bytecode: bytes, arch: str, dst: Path) -> CubinResult:
     src = dst.with_suffix(".tileirbc")
     src.write_bytes(bytecode)
-    proc = subprocess.run([str(tool), "--gpu-name", arch, "-O3", "-o", str(dst), str(src)],
+    proc = subprocess.run([str(tool), "--gpu-name", arch, *TILEIRAS_FLAGS, "-o", str(dst), str(src)],
                           capture_output=True, text=True, env=toolchain.env(), timeout=600)
     if proc.returncode != 0 or not dst.exists():
         return CubinResult(arch, False, error=(proc.stderr or proc.stdout).strip()[-2000:]

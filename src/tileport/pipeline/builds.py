@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tileport import toolchain
-from tileport.cache import DiskCache, tool_key
+from tileport.cache import DiskCache, sha256, tool_key
 from tileport.corpus import REPO
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import REPO_CRATE, KernelLibrary, cargo_build, load
 
-from .digest import sha256
 
 if TYPE_CHECKING:
     from tileport.ops.spec import Capture

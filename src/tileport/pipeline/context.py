@@ -24,11 +24,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from tileport.cache import default_root
+from tileport.cache import default_root, sha256
 from tileport.corpus import REPO
 from tileport.ops.spec import KERNELS_DIR
 
-from .digest import sha256
 from .target import Target, primary_op
 from .verdicts import Stage, Verdict
 

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
+from tileport.cache import sha256
 from tileport.launches import records_hash
 
 from . import stage_a, stage_b, stage_c, stage_d, stage_e, stage_f
 from .artifacts import inside, remove_tree, stage_verdict, write_json, write_text_atomic
 from .context import KernelContext, Session, Target, pipeline_fingerprint, translator_fingerprint
-from .digest import sha256
 from .final import gate
 from .routing import RunState, Step, Terminal, next_step
 from .verdicts import REJECTED, Stage, Verdict

@@ -35,12 +35,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from tileport.atomic import write_text_atomic
+from tileport.cache import sha256
 from tileport.corpus import REPO
 from tileport.gpu.bench import geomean
 
-from tileport.atomic import write_text_atomic
-
-from .digest import sha256
 
 THRESHOLD = 1.05  # E: DONE when geomean t(cutile-rs) / t(faster reference) <= THRESHOLD
 REFERENCE_BACKENDS = ("cutile", "torch", "triton")  # triton: the source of a Triton port (its only reference)
