@@ -4225,6 +4225,7 @@ pub mod attention {
         const LSE_PART_LEN2: i32,
         const LSE_PART_LEN3: i32,
     >(
+        block_table_stride0: i32,
         q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
         k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
         v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
@@ -4248,7 +4249,6 @@ pub mod attention {
         softcap: f32,
         window: i32,
         tiles_per_split: i32,
-        block_table_stride0: i32,
     ) {
         let q_view: Partition<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = unsafe {
             make_partition_view(
@@ -4559,6 +4559,7 @@ pub mod attention {
         const LSE_PART_LEN2: i32,
         const LSE_PART_LEN3: i32,
     >(
+        block_table_stride0: i32,
         q: &Tensor<E, { [Q_LEN0, Q_LEN1, Q_LEN2, Q_LEN3] }>,
         k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
         v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
@@ -4582,7 +4583,6 @@ pub mod attention {
         softcap: f32,
         window: i32,
         tiles_per_split: i32,
-        block_table_stride0: i32,
     ) {
         let q_view: Partition<E, { [1, 1, GROUP_TILE, HEAD_DIM] }> = unsafe {
             make_partition_view(
@@ -7466,6 +7466,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     key.word(tiles_per_split as i64);
                     if let Some(function) = resolved(&key) {
                         let mut params = KernelParams::new();
+                        params.push(block_table.strides[0] as i32);
                         params.array(q);
                         params.array(k);
                         params.array(v);
@@ -7478,7 +7479,6 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         params.push(softcap);
                         params.push(window);
                         params.push(tiles_per_split);
-                        params.push(block_table.strides[0] as i32);
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", e));
                     }
                     let q_t = target.tensor::<E>(q);
@@ -7497,8 +7497,8 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
                     let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("block_table_stride0", block_table.strides[0] as i32), ("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1(block_table.strides[0] as i32, q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1", e))?;
@@ -7550,6 +7550,7 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     key.word(tiles_per_split as i64);
                     if let Some(function) = resolved(&key) {
                         let mut params = KernelParams::new();
+                        params.push(block_table.strides[0] as i32);
                         params.array(q);
                         params.array(k);
                         params.array(v);
@@ -7562,7 +7563,6 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                         params.push(softcap);
                         params.push(window);
                         params.push(tiles_per_split);
-                        params.push(block_table.strides[0] as i32);
                         return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", e));
                     }
                     let q_t = target.tensor::<E>(q);
@@ -7581,8 +7581,8 @@ pub unsafe extern "C" fn tileport_flash_decode_partial_kernel(
                     let o_part_c = Claimed::new(&o_part_t, o_part, &[unit_axis(o_part, 0) == 1, unit_axis(o_part, 1) == 1, unit_axis(o_part, 2) == 1, unit_axis(o_part, 3) == 1, unit_axis(o_part, 4) == 1]);
                     let lse_part_t = target.tensor::<f32>(lse_part);
                     let lse_part_c = Claimed::new(&lse_part_t, lse_part, &[unit_axis(lse_part, 0) == 1, unit_axis(lse_part, 1) == 1, unit_axis(lse_part, 2) == 1, unit_axis(lse_part, 3) == 1]);
-                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("window", window as i32), ("tiles_per_split", tiles_per_split as i32), ("block_table_stride0", block_table.strides[0] as i32)] };
-                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1(q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split, block_table.strides[0] as i32) }
+                    let spec = Specialization { generics: vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()], tensors: vec![("q", q_c.spec().clone()), ("k", k_c.spec().clone()), ("v", v_c.spec().clone()), ("block_table", block_table_c.spec().clone()), ("kv_lens", kv_lens_c.spec().clone()), ("sinks", sinks_c.spec().clone()), ("o_part", o_part_c.spec().clone()), ("lse_part", lse_part_c.spec().clone())], int_scalars: vec![("block_table_stride0", block_table.strides[0] as i32), ("window", window as i32), ("tiles_per_split", tiles_per_split as i32)] };
+                    let op = unsafe { attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1(block_table.strides[0] as i32, q_c, k_c, v_c, block_table_c, kv_lens_c, sinks_c, o_part_c, lse_part_c, qk_scale, softcap, window, tiles_per_split) }
                         .generics(vec![dtype_names[0].to_string(), group_tile.to_string(), block_n.to_string(), head_dim.to_string(), unit_axis(q, 0).to_string(), unit_axis(q, 1).to_string(), unit_axis(q, 2).to_string(), unit_axis(q, 3).to_string(), unit_axis(k, 0).to_string(), unit_axis(k, 1).to_string(), unit_axis(k, 2).to_string(), unit_axis(k, 3).to_string(), unit_axis(v, 0).to_string(), unit_axis(v, 1).to_string(), unit_axis(v, 2).to_string(), unit_axis(v, 3).to_string(), unit_axis(block_table, 0).to_string(), unit_axis(block_table, 1).to_string(), unit_axis(kv_lens, 0).to_string(), unit_axis(sinks, 0).to_string(), unit_axis(o_part, 0).to_string(), unit_axis(o_part, 1).to_string(), unit_axis(o_part, 2).to_string(), unit_axis(o_part, 3).to_string(), unit_axis(o_part, 4).to_string(), unit_axis(lse_part, 0).to_string(), unit_axis(lse_part, 1).to_string(), unit_axis(lse_part, 2).to_string(), unit_axis(lse_part, 3).to_string()])
                         .grid(grid);
                     unsafe { op.async_on(&target.stream) }.map_err(|e| launch_error("flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1", e))?;

@@ -251,10 +251,10 @@ pub mod softmax {
         const Y_LEN0: i32,
         const Y_LEN1: i32,
     >(
-        x: &Tensor<E, { [-1, -1] }>,
-        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
         x_stride0: i32,
         y_stride0: i32,
+        x: &Tensor<E, { [-1, -1] }>,
+        y: &Tensor<E, { [Y_LEN0, Y_LEN1] }>,
     ) {
         let x_token: Token = x.token();
         let y_token: Token = y.token();
@@ -1362,10 +1362,10 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 key.array(y);
                 if let Some(function) = resolved(&key) {
                     let mut params = KernelParams::new();
-                    params.array(x);
-                    params.array(y);
                     params.push(x.strides[0] as i32);
                     params.push(y.strides[0] as i32);
+                    params.array(x);
+                    params.array(y);
                     return launch_resolved(target, function, grid, &mut params)
                         .map_err(|e| launch_error("softmax_gather_kernel", e));
                 }
@@ -1388,10 +1388,10 @@ pub unsafe extern "C" fn tileport_softmax_gather_kernel(
                 };
                 let op = unsafe {
                     softmax::softmax_gather_kernel(
-                        x_c,
-                        y_c,
                         x.strides[0] as i32,
                         y.strides[0] as i32,
+                        x_c,
+                        y_c,
                     )
                 }
                 .generics(vec![

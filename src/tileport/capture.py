@@ -187,7 +187,7 @@ def generated_bytecode(lib: KernelLibrary, capture: Capture, target: str = "sm_9
 
 
 def generated_arg_roles(lib: KernelLibrary, capture: Capture, generated, module: str | None = None) -> dict[int, tuple]:
-    """The shape/stride parameters of the generated entry (a read module), including the trailing
+    """The shape/stride parameters of the generated entry (a read module), including the leading
     launcher-filled strides, for the IR diff."""
     from tileport.tileir.roles import manifest_generated_roles
     entry = _entry(lib, capture, module)

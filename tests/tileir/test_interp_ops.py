@@ -20,6 +20,7 @@ from tileport.tileir.interp import (ArgumentError, Array, MemoryFault, Scalar, U
                                     run_kernel)
 from tileport.tileir.interp.values import round_bf16
 from tileport.tileir.model import clone_module, walk
+from tileport.tileir.roles import manifest_generated_roles
 
 ConstInt = ct.Constant[int]
 
@@ -38,6 +39,13 @@ def k_gather_unchecked(x, idx, y, TILE: ConstInt):
     offs = ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
     v = ct.gather(x, ct.gather(idx, offs), check_bounds=False)
     ct.scatter(y, offs, v)
+
+
+@ct.kernel
+def k_leading_stride(s, x, y, TILE: ConstInt):
+    # a port's entry shape: a launcher-filled stride first, then the arrays (x only lends its stride)
+    offs = ct.arange(TILE, dtype=ct.int32)
+    ct.scatter(y, offs, offs * s)
 
 
 @ct.kernel
@@ -276,6 +284,22 @@ def test_wrong_argument_count_is_an_argument_error():
     m = _module(k_add, [("float32", 1)] * 3 + [16])
     with pytest.raises(ArgumentError, match="takes 9 parameters"):
         run_kernel(m, [("a", Array(np.zeros(16, np.float32), "f32"))], (1,))
+
+
+def test_leading_launcher_arguments_take_their_values_from_their_roles():
+    m = _module(k_leading_stride, [("scalar", "int32"), ("int32", 2), ("int32", 1), 8])
+    args = [("x", Array(np.zeros((3, 5), np.int32), "i32")), ("y", Array(np.zeros(8, np.int32), "i32"))]
+    # the port's roles (what the IR diff gets too): its leading stride, then cuTile Python's layout
+    entry = {"params": [{"name": "x", "kind": "array", "rank": 2}, {"name": "y", "kind": "array", "rank": 1},
+                        {"name": "TILE", "kind": "const"}]}
+    roles = manifest_generated_roles(entry, {"stride_args": [["x", 0]]}, m.entries[0])
+    assert roles == {0: ("stride", 0, 0), 2: ("shape", 0, 0), 3: ("shape", 0, 1), 4: ("stride", 0, 0),
+                     5: ("stride", 0, 1), 7: ("shape", 1, 0), 8: ("stride", 1, 0)}
+    np.testing.assert_array_equal(run_kernel(m, args, (1,), roles)["y"], np.arange(8) * 5)
+    with pytest.raises(ArgumentError, match="takes 9 parameters"):
+        run_kernel(m, args, (1,))  # no role for the leading argument
+    with pytest.raises(ArgumentError, match="unknown extra argument role"):
+        run_kernel(m, args, (1,), {0: ("shape", 0, 0)})
 
 
 @pytest.mark.parametrize("rounding,quotients", [("zero", [-3, -3, 2, -2, -1]),

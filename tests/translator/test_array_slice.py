@@ -82,7 +82,7 @@ def test_a_view_of_a_view_makes_only_the_view_in_use(tmp_path):
     # captured; a row stride of 16 bytes makes it gcd(16, 2 * 4) = 8, so the launcher computes it (a generic)
     assert "scalar_to_tile(u_stride0)" in body and "= u_at.offset_tile(u_slice_off);" in body, body
     assert body.count("assume_div_by") == 1 and "assume_div_by::<_, U_SLICE_ALIGNED>(u_slice_at)" in body, body
-    assert "Array::<{ [-1, 1] }> { dims: &[v_s0] }" in body and ", u_stride0: i32)" in body.splitlines()[0]
+    assert "Array::<{ [-1, 1] }> { dims: &[v_s0] }" in body and "(u_stride0: i32, u: &Tensor<" in body.splitlines()[0]
     assert "params.push(u.strides[0] as i32);" in launcher_text(text, "tileport_k")
 
 

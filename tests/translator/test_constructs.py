@@ -206,10 +206,10 @@ def test_gather_2d_int_padding_and_unchecked_scatter(tmp_path):
     """, {"g2": [{"x": "i32", "y": "i32"}]})
     entry = entry_text(mod, "g2")
     assert_lines(entry,
-                 # the row stride is the only dynamic stride: the launcher passes it as an argument
+                 # the row stride is the only dynamic stride: the launcher passes it as an argument, first
                  "pub unsafe fn g2<const TM: i32, const TN: i32, const X_LEN0: i32, const X_LEN1: i32, "
-                 "const Y_LEN0: i32, const Y_LEN1: i32>(x: &Tensor<i32, { [X_LEN0, X_LEN1] }>, "
-                 "y: &Tensor<i32, { [Y_LEN0, Y_LEN1] }>, x_stride0: i32, y_stride0: i32) {",
+                 "const Y_LEN0: i32, const Y_LEN1: i32>(x_stride0: i32, y_stride0: i32, "
+                 "x: &Tensor<i32, { [X_LEN0, X_LEN1] }>, y: &Tensor<i32, { [Y_LEN0, Y_LEN1] }>) {",
                  "let {_}: Tile<u64, { [TM, 1] }> = exti(rows_r);",
                  "let {_}: Tile<u64, { [TM, TN] }> = {_}.broadcast(shape![TM, TN]);",
                  "let {_}: i32 = x_stride0;",
@@ -221,7 +221,9 @@ def test_gather_2d_int_padding_and_unchecked_scatter(tmp_path):
     scatter = entry[entry.index("let (t, _)"):]
     assert "cmpi(" not in scatter and "y.shape()" not in scatter  # check_bounds=False: no mask at all
     launcher = launcher_text(mod, "tileport_g2")
-    assert "x.strides[0] as i32, y.strides[0] as i32" in launcher
+    assert "(x.strides[0] as i32, y.strides[0] as i32, x_c, y_c)" in launcher
+    resolved = launcher[launcher.index("KernelParams::new()"):]
+    assert resolved.index("params.push(y.strides[0] as i32);") < resolved.index("params.array(x);")
     variant = json.loads(report.files["kernels.json"])["entries"][0]["variants"][0]
     assert variant["stride_args"] == [["x", 0], ["y", 0]]
 

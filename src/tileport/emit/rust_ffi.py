@@ -334,12 +334,12 @@ def _key_lines(variant: Kernel, arg_names, dvars) -> list[str]:
 
 def _resolved_lines(variant: Kernel, arg_names, strides) -> list[str]:
     lines = ["if let Some(function) = resolved(&key) {", "    let mut params = KernelParams::new();"]
+    lines += [f"    params.push({expr});" for expr, _ in strides]
     for p in variant.params:
         if p.is_array:
             lines.append(f"    params.array({arg_names[p.name]});")
         elif not p.is_const:
             lines.append(f"    params.push({arg_names[p.name]});")
-    lines += [f"    params.push({expr});" for expr, _ in strides]
     lines.append(f'    return launch_resolved(target, function, grid, &mut params).map_err(|e| launch_error("{variant.name}", e));')
     lines.append("}")
     return lines
@@ -380,7 +380,8 @@ def static_axes(variant: Kernel, array, desc: str) -> str:
 
 
 def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]:
-    args, lines, tensors, ints = [], [], [], []
+    args, lines, tensors = [expr for expr, _ in strides], [], []
+    ints = [f'("{name}", {expr})' for expr, name in strides]
     for p in variant.params:
         a = arg_names[p.name]
         if p.is_array:
@@ -398,8 +399,6 @@ def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]
             args.append(a)
             if p.ty.dtype in INTEGER_SCALARS:
                 ints.append(f'("{p.rust}", {a} as i32)')
-    args += [expr for expr, _ in strides]
-    ints += [f'("{name}", {expr})' for expr, name in strides]
     generics = [f"dtype_names[{i}].to_string()" for i in range(len(dvars))]
     generics += [f"{arg_names[p.name]}.to_string()" for p in variant.const_params]
     generics += [f"{derived_name(d).lower()}.to_string()" for d in derived_dims(variant)]

@@ -155,10 +155,13 @@ UNIT_AXIS_CAPTURE = -1  # a unit-axis generic's value for the capture signature 
 
 
 def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
-    """(array, dim) of every non-last stride a gather/scatter or a view needs, in first-use order.
+    """(array, dim) of every non-last stride a gather/scatter or a view needs, sorted.
 
     cutile 0.5.0 kernels cannot read a stride the JIT specialized to a constant (a column array's
-    row stride is 1), so the launcher passes these strides as extra i32 arguments.
+    row stride is 1), so the launcher passes these strides as extra i32 arguments, first: after the
+    arrays they would move the kernel's reads past the constant-bank line cuTile Python's reads
+    stay in (softmax_gather 16-bit: 0.3-0.5 % slower on the H200,
+    bench/results/2026-12-03-h200-param-offsets.json).
     """
     roots = array_roots(kernel)
     found: dict[tuple[str, int], None] = {}
@@ -326,8 +329,8 @@ class KernelEmitter:
         generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
         generics += [f"const {alignment_generic(st)}: i32" for st in launch_alignments(k)]
         generics += [f"const {g}: i32" for g in self.unit_axes.values()]
-        params = [f"{p.ident}: {self.param_type(p)}" for p in k.params if not p.is_const]
-        params += [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
+        params = [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
+        params += [f"{p.ident}: {self.param_type(p)}" for p in k.params if not p.is_const]
         attrs = self.entry_attrs()
         out = []
         if k.doc:

@@ -688,11 +688,10 @@ class CorpusCase:
         """(verdict, reason) of the interpreter on reference vs `generated`; never raises: an
         interpreter failure is an ERROR with its message."""
         from .interp import outputs_differ
-        # the port's trailing launcher-filled strides (negative positions) are the extra arguments
-        extra = {k: v for k, v in self.generated_roles.items() if k < 0}
+        # the roles of the port's leading launcher-filled strides give the interpreter their values
         try:
             report = outputs_differ(self.reference, generated, self.capture, self.kernel_file,
-                                    port_extra_args=extra)
+                                    port_extra_args=self.generated_roles)
         except Exception as e:  # noqa: BLE001 - an interpreter defect is recorded, not fatal
             return "ERROR", f"interpreter raised {type(e).__name__}: {e}"
         if report is None:

@@ -8,9 +8,9 @@ what they pass:
 - cuTile Python passes every array parameter as its pointer, then one i32 per dimension for the
   shape, then one per dimension for the strides; a scalar parameter as one value; a constant not at
   all (`cutile_python_roles`).
-- The generated crate's entries pass the same layout, and the manifest (`kernels.json`) lists, per
-  specialized entry, the strides the launcher appends as trailing scalars (`stride_args`)
-  (`manifest_generated_roles`).
+- The generated crate's entries pass the same layout after the strides the launcher passes first,
+  as leading i32 scalars, which the manifest (`kernels.json`) lists per specialized entry
+  (`stride_args`, `manifest_generated_roles`).
 
 A role map is {parameter index (negative: from the end) -> ("shape" | "stride", tensor, dim)}.
 """
@@ -26,15 +26,16 @@ Roles = dict[int, tuple]
 
 
 def cutile_python_roles(params: list[dict[str, Any]], function: Function | None = None,
-                        trailing: int = 0) -> Roles:
-    """Roles of an entry's parameters in cuTile Python's layout, from the kernel's parameter list
-    (manifest `params`: kind array (with rank) / scalar / const, in declaration order). When
-    `function` is given, the layout must match its parameters (pointers where the arrays are, the
-    same count plus `trailing` extra parameters); otherwise no roles are declared (the diff then
-    infers what it can)."""
+                        leading: int = 0) -> Roles:
+    """Roles of an entry's parameters in cuTile Python's layout, after `leading` other parameters, from
+    the kernel's parameter list (manifest `params`: kind array (with rank) / scalar / const, in
+    declaration order). When `function` is given, the layout must match its parameters (pointers where
+    the arrays are, the same count); otherwise no roles are declared (the diff then infers what it
+    can)."""
     roles: Roles = {}
     pointers: list[int] = []
-    i = tensor = 0
+    i = leading
+    tensor = 0
     for p in params:
         if p["kind"] == "array":
             rank = int(p["rank"])
@@ -48,7 +49,7 @@ def cutile_python_roles(params: list[dict[str, Any]], function: Function | None 
             i += 1
     if function is not None:
         args = function.args
-        if len(args) != i + trailing or [k for k, a in enumerate(args) if is_pointer_tile(a.type)] != pointers:
+        if len(args) != i or [k for k, a in enumerate(args) if is_pointer_tile(a.type)] != pointers:
             return {}
     return roles
 
@@ -64,10 +65,10 @@ def manifest_variant(entry: dict[str, Any], function_name: str) -> dict[str, Any
 
 def manifest_generated_roles(entry: dict[str, Any], variant: dict[str, Any],
                              function: Function | None = None) -> Roles:
-    """The generated entry's shape/stride parameters for `variant`: cuTile Python's layout (checked
-    against `function` when given), then the trailing strides its launcher passes."""
+    """The generated entry's shape/stride parameters for `variant`: the strides its launcher passes
+    first, then cuTile Python's layout (checked against `function` when given)."""
     arrays = [p["name"] for p in entry["params"] if p["kind"] == "array"]
     strides = variant["stride_args"]
     roles = cutile_python_roles(entry["params"], function, len(strides)) if function is not None else {}
-    roles.update({i - len(strides): ("stride", arrays.index(a), d) for i, (a, d) in enumerate(strides)})
+    roles.update({i: ("stride", arrays.index(a), d) for i, (a, d) in enumerate(strides)})
     return roles

@@ -2,7 +2,7 @@
 
 Arguments follow the calling convention both sides use: an array parameter is its base pointer,
 then its shape, then its strides (in elements), each a scalar parameter; a runtime scalar is one
-parameter. The port's entry may take extra trailing arguments (strides the launcher passes again),
+parameter. The port's entry may take extra leading arguments (strides the launcher passes again),
 described by `extra_args` roles as `tileport.capture.generated_arg_roles` gives them.
 """
 
@@ -136,8 +136,8 @@ def _scalar(value: Any, elem: ScalarType) -> np.ndarray:
 
 def bind(function: Function, memory: Memory, args: Sequence[tuple[str, Argument]],
          extra_args: dict[int, tuple] | None = None) -> list[Any]:
-    """The entry's parameter values: arrays placed in `memory`, then flattened to pointer, shape and
-    strides; runtime scalars as 0-d tiles; then the port's extra trailing arguments."""
+    """The entry's parameter values: the port's extra leading arguments; then arrays placed in `memory`,
+    flattened to pointer, shape and strides; runtime scalars as 0-d tiles."""
     values: list[Any] = []
     arrays: list[tuple[int, np.ndarray]] = []
     for name, arg in args:
@@ -151,14 +151,8 @@ def bind(function: Function, memory: Memory, args: Sequence[tuple[str, Argument]
             arrays.append((data.shape, strides))
         else:
             values.append(np.asarray(arg.value))
-    # Roles at negative positions are the port's trailing launcher-filled arguments; the others
-    # describe the cuTile layout of the array parameters, which the flattening above already follows.
-    extra = sorted((i, role) for i, role in (extra_args or {}).items() if i < 0)
-    for _, role in extra:
-        if role[0] != "stride":
-            raise ArgumentError(f"unknown extra argument role {role}")
-        values.append(np.asarray(arrays[role[1]][1][role[2]]))
     params = function.body.args
+    values[:0] = _leading_args(len(params) - len(values), extra_args or {}, arrays)
     if len(params) != len(values):
         raise ArgumentError(f"@{function.name} takes {len(params)} parameters; the arguments give "
                             f"{len(values)} (arrays count 1 + 2 x rank)", where=function.loc)
@@ -173,6 +167,20 @@ def bind(function: Function, memory: Memory, args: Sequence[tuple[str, Argument]
             out.append(TOKEN)
         else:
             raise ArgumentError(f"parameter of type {t} is not supported", where=function.loc)
+    return out
+
+
+def _leading_args(count: int, roles: dict[int, tuple], arrays: list[tuple]) -> list[np.ndarray]:
+    """The values of the port's `count` launcher-filled leading parameters (strides), from their roles at
+    positions 0..count-1; the other roles describe the cuTile layout, which the flattening follows."""
+    out = []
+    for i in range(max(count, 0)):
+        role = roles.get(i)
+        if role is None:
+            break  # the count check reports the mismatch
+        if role[0] != "stride":
+            raise ArgumentError(f"unknown extra argument role {role}")
+        out.append(np.asarray(arrays[role[1]][1][role[2]]))
     return out
 
 

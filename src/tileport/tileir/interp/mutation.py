@@ -19,7 +19,7 @@ def outputs_differ(reference: Module, port: Module, capture: Capture, kernel_fil
     last). `report.differs` is the answer; `report.verdict == "ERROR"` means the run says nothing
     (the reference failed, or an op is outside the interpreter's subset).
 
-    `port_extra_args`: the port entry's trailing launcher arguments
+    `port_extra_args`: the port entry's leading launcher arguments
     (`tileport.capture.generated_arg_roles(lib, capture, port_module)`); `kernel_file`: the kernel file name
     under ops/kernels (the op spec's `kernel_file`) or a path.
     """
