@@ -2,15 +2,17 @@
 
     python3 scripts/param_offsets.py OUT.json        (on the GPU machine)
 
-The port of softmax_gather compiles to the same machine code as cuTile Python but for parameter offsets: its entry
-takes the two row strides as trailing i32 parameters (c[0x0][0x240], c[0x0][0x244] on sm_90), where cuTile Python
-reads them inside the arrays' own parameters (all below 0x240). This script times, side by side (gpu.timing.gpu_times,
-L2 flushed, all writing the same output), three cuTile Python kernels with the same body and the port:
+softmax_gather's port compiles to cuTile Python's machine code but for parameter offsets: the launcher passes the
+two row strides as extra i32 parameters (cutile 0.5.0 kernels cannot read an array's own strides). Placed after the
+arrays, they were read at c[0x0][0x240] and c[0x0][0x244] on sm_90, past the 0x210-0x23f cuTile Python reads; placed
+first, as the emitter does now, every parameter the port reads lies in 0x210-0x23f. This script times, side by side
+(gpu.timing.gpu_times, L2 flushed, all writing the same output), three cuTile Python kernels with the same body and
+the port:
   base      - the library's softmax_gather_kernel (10 parameters: 0x210-0x23f);
   trail     - the same kernel with two trailing i32 parameters that it reads (added to the loop bounds as 0);
   unused    - the same two trailing parameters, not read (the parameter block alone grows);
   cutile-rs - the port, as the library launches it.
-If `trail` is slower than `base` by what the port is and `unused` is not, the offsets are the cost.
+Results: bench/results/2026-12-03-h200-param-offsets.json (before and after the strides moved first).
 """
 import json
 import sys

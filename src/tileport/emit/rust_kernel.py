@@ -160,7 +160,7 @@ def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
     cutile 0.5.0 kernels cannot read a stride the JIT specialized to a constant (a column array's
     row stride is 1), so the launcher passes these strides as extra i32 arguments, first: after the
     arrays they would move the kernel's reads past the constant-bank line cuTile Python's reads
-    stay in (softmax_gather 16-bit: 0.3-0.5 % slower on the H200,
+    stay in (softmax_gather 16-bit: 0.3-0.9 % slower on the H200,
     bench/results/2026-12-03-h200-param-offsets.json).
     """
     roots = array_roots(kernel)
