@@ -28,14 +28,12 @@ from tileport.ops.specs import get_spec
 ConstInt = ct.Constant[int]
 
 
-@ct.kernel(occupancy=4)
-def gather_trailing_read(x, y, z0, z1, TILE: ConstInt):
-    bid = ct.bid(0)
+def softmax_rows(x, y, start, stop, TILE):
+    """softmax_gather_kernel's body over rows start, start + num_blocks, .. < stop."""
     num_blocks = ct.num_blocks(0)
-    n_rows = x.shape[0]
     cols = ct.arange(TILE, dtype=ct.int32)
     in_row = cols < x.shape[1]
-    for row in range(bid + z0, n_rows + z1, num_blocks):
+    for row in range(start, stop, num_blocks):
         t = ct.gather(x, (row, cols), mask=in_row, padding_value=float("-inf"), check_bounds=False)
         t = ct.astype(t, ct.float32)
         row_max = ct.max(t, 0, keepdims=True)
@@ -43,23 +41,16 @@ def gather_trailing_read(x, y, z0, z1, TILE: ConstInt):
         den = ct.sum(num, 0, keepdims=True)
         out = ct.truediv(num, den, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
         ct.scatter(y, (row, cols), ct.astype(out, y.dtype), mask=in_row, check_bounds=False)
+
+
+@ct.kernel(occupancy=4)
+def gather_trailing_read(x, y, z0, z1, TILE: ConstInt):
+    softmax_rows(x, y, ct.bid(0) + z0, x.shape[0] + z1, TILE)
 
 
 @ct.kernel(occupancy=4)
 def gather_trailing_unused(x, y, z0, z1, TILE: ConstInt):
-    bid = ct.bid(0)
-    num_blocks = ct.num_blocks(0)
-    n_rows = x.shape[0]
-    cols = ct.arange(TILE, dtype=ct.int32)
-    in_row = cols < x.shape[1]
-    for row in range(bid, n_rows, num_blocks):
-        t = ct.gather(x, (row, cols), mask=in_row, padding_value=float("-inf"), check_bounds=False)
-        t = ct.astype(t, ct.float32)
-        row_max = ct.max(t, 0, keepdims=True)
-        num = ct.exp(t - row_max, rounding_mode=ct.RoundingMode.APPROX)
-        den = ct.sum(num, 0, keepdims=True)
-        out = ct.truediv(num, den, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
-        ct.scatter(y, (row, cols), ct.astype(out, y.dtype), mask=in_row, check_bounds=False)
+    softmax_rows(x, y, ct.bid(0), x.shape[0], TILE)
 
 
 def runs_for(dtype: str, shape: tuple) -> dict:
