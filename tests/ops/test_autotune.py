@@ -184,9 +184,10 @@ def test_default_plans_are_the_measured_configurations():
     stats, write = SPECS["softmax_online"].plan(x, y)
     assert (stats.kernel, write.kernel, stats.grid) == ("softmax_split_stats_kernel", "softmax_split_write_kernel",
                                                         (64, 256, 1))
-    (x,), y = fake_call("softmax_online", (1024, 16384), "bfloat16")  # enough rows: online
-    (launch,) = SPECS["softmax_online"].plan(x, y)
-    assert (launch.kernel, launch.grid, launch.args["CHUNK"]) == ("softmax_online_kernel", (528, 1, 1), 4096)
+    for dtype in ("bfloat16", "float32"):  # enough rows: online, pass 2 last chunk first, 4096-wide chunks
+        (x,), y = fake_call("softmax_online", (1024, 16384), dtype)
+        (launch,) = SPECS["softmax_online"].plan(x, y)
+        assert (launch.kernel, launch.grid, launch.args["CHUNK"]) == ("softmax_online_rev_kernel", (528, 1, 1), 4096)
     inputs, outs = fake_call("layer_norm", (16384, 2048), "float16")
     (launch,) = SPECS["layer_norm"].plan(*inputs, outs)
     assert (launch.kernel, launch.grid, launch.args["BLOCK_M"]) == ("layer_norm_fwd_occ4_kernel", (528, 1, 1), 1)

@@ -17,7 +17,7 @@
 Configuration space (`spec.tune`, searched by `python3 -m tileport.gpu.autotune`): a configuration
 is {"variant": "gather" | "tma" | "online" | "split", knobs}: gather {grid}; tma {kernel (occupancy 4,
 2, 2 with the next row block prefetched, or 2 with 8 worker warps holding the row in its own dtype),
-BLOCK_M, grid}; online {kernel (pass 2 forward, or last chunk first for rows of >= 16 chunks), CHUNK,
+BLOCK_M, grid}; online {kernel (pass 2 forward, or last chunk first), CHUNK,
 BLOCK_M, grid}; split {TILE (columns per block), GROUPS (row groups run as one stats + write pair
 each)}. The operator searches gather and tma while a row fits one tile, split too for rows of
 MAX_NARROW_TILE columns and more, online and split beyond one tile; softmax_online searches online and
@@ -54,15 +54,19 @@ SPLIT_MAX_ROWS = 512
 SPLIT_DEFAULT_TILE = 2048
 GROUP_ROW_ALIGN = 16  # rows per group: a multiple of this (row r0 of any array then starts 16-byte aligned)
 ONLINE_ENTRIES = ("softmax_online_kernel", "softmax_online_rev_kernel")
-REV_MIN_CHUNKS = 16  # the last-first pass 2 for rows of at least this many chunks, or of one (read once)
+# The online default walks pass 2 last chunk first: a row of one chunk is read once, and on H200 it beat
+# the forward pass 2 on cuTile Python at every bench shape it was timed on (4096x4096: f16 27.4 vs
+# 30.7 us, bf16 28.7 vs 35.8, f32 38.4 vs 39.5; 1024x16384: f16 27.9 vs 28.6, bf16 30.2 vs 31.7, f32
+# 46.6 vs 52.2 at CHUNK 8192), bench/results/2026-12-03-h200-softmax-online-configs.json.
+ONLINE_DEFAULT_KERNEL = "softmax_online_rev_kernel"
 # Row tiles up to MAX_NARROW_TILE columns use softmax_tma_kernel (occupancy 4), up to MAX_TMA_TILE
 # softmax_tma_wide_kernel (occupancy 2); longer rows the online kernel.
 MAX_NARROW_TILE = 8192
 MAX_TMA_TILE = 16384
 MAX_GATHER_TILE = 16384
-# Column chunk of the online kernel per dtype (H200: f16 1024x16384 2351 GB/s at 4096 vs 2076 at
-# 8192; f32 256x131072 2477 GB/s at 8192 vs 2164 at 4096).
-ONLINE_CHUNK = {"float32": 8192, "float16": 4096, "bfloat16": 4096}
+# Column chunk of the online default, every dtype (H200, last-first kernel, 1024x16384: f16 27.9 us at
+# 4096 vs 30.1 at 8192, bf16 30.2 vs 30.9, f32 46.6 vs 49.3).
+ONLINE_CHUNK = 4096
 ONLINE_CHUNKS = (1024, 2048, 4096, 8192)  # the search's chunks (<= 8192 f32: occupancy 4 budget)
 CHUNK_AXIS = tuple(1 << i for i in range(14))  # declared: a short row is one chunk of next_pow2(N)
 ONLINE_TOP_BLOCK_MS = 2
@@ -87,8 +91,8 @@ def tma_constants(n_rows: int, n_cols: int, dtype: str) -> dict:
     return {"BLOCK_M": rows_per_block(n_rows, tile, dtype), "TILE": tile}
 
 
-def online_chunk(n_cols: int, dtype: str) -> int:
-    return min(next_pow2(n_cols), ONLINE_CHUNK[dtype])
+def online_chunk(n_cols: int) -> int:
+    return min(next_pow2(n_cols), ONLINE_CHUNK)
 
 
 def _check(x):
@@ -151,15 +155,14 @@ def tma_default(shape, dtype) -> dict:
 def online_candidates(shape, dtype) -> list[dict]:
     m, n = shape
     occ = OCCUPANCY["softmax_online_kernel"]
-    chunks = sorted({min(next_pow2(n), c) for c in ONLINE_CHUNKS} | {online_chunk(n, dtype)})
+    chunks = sorted({min(next_pow2(n), c) for c in ONLINE_CHUNKS} | {online_chunk(n)})
     return [{"variant": "online", "kernel": k, "CHUNK": chunk, "BLOCK_M": bm, "grid": g}
             for k in ONLINE_ENTRIES for chunk in chunks
-            if k == "softmax_online_kernel" or next_pow2(n) // chunk >= REV_MIN_CHUNKS or chunk == next_pow2(n)
             for bm in block_ms(m, chunk, occ, ONLINE_TOP_BLOCK_MS, keep=1) for g in GRIDS]
 
 
 def online_default(shape, dtype) -> dict:
-    return {"variant": "online", "kernel": "softmax_online_kernel", "CHUNK": online_chunk(shape[1], dtype),
+    return {"variant": "online", "kernel": ONLINE_DEFAULT_KERNEL, "CHUNK": online_chunk(shape[1]),
             "BLOCK_M": 1, "grid": "persistent"}
 
 
@@ -320,9 +323,9 @@ TMA_CAPTURES = (per_dtype_captures("softmax_tma_kernel", IO_RANKS, lambda dt: tm
 TMA_WIDE_CAPTURES = per_dtype_captures("softmax_tma_wide_kernel", IO_RANKS,
                                        lambda dt: tma_constants(1024, 16384, dt))
 ONLINE_CAPTURES = (per_dtype_captures("softmax_online_kernel", IO_RANKS,
-                                      lambda dt: {"BLOCK_M": 1, "CHUNK": ONLINE_CHUNK[dt]})
+                                      lambda dt: {"BLOCK_M": 1, "CHUNK": ONLINE_CHUNK})
                    + per_dtype_captures("softmax_online_rev_kernel", IO_RANKS,
-                                        lambda dt: {"BLOCK_M": 1, "CHUNK": ONLINE_CHUNK[dt]})
+                                        lambda dt: {"BLOCK_M": 1, "CHUNK": ONLINE_CHUNK})
                    + [Capture("softmax_online_kernel", {"x": ("float16", 2), "y": ("float16", 2)},
                               constants={"BLOCK_M": 2, "CHUNK": 4096})])  # several rows per tile
 PARTIALS = {"part_max": ("float32", 2), "part_sum": ("float32", 2)}
