@@ -6,7 +6,7 @@ The forward kernel (softmax_online_kernel, BLOCK_M 1, CHUNK 4096) was the defaul
 machine code than cuTile Python's for f16 and bf16 on sm_90 (the IR differs only by the cutile crate's bounded
 assumptions). BLOCK_M 2, and the last-first kernel (softmax_online_rev_kernel) at CHUNK 4096, compile to cuTile
 Python's machine code on sm_80, sm_90 and sm_100 (`tileport verify`). This script times configurations on both tile
-backends side by side (gpu.timing.gpu_times, L2 flushed, every runner in one alternating rotation, three rounds)
+backends side by side (gpu.timing.gpu_times, L2 flushed, every runner in one interleaved rotation, three rounds)
 so that the default follows cuTile Python's fastest configuration, not the port's. Stages, in the order they ran:
   block_m     forward kernel, BLOCK_M 1 / 2 x CHUNK 4096 / 2048, 16-bit, 4096x4096 and 1024x16384;
   one_chunk   forward and last-first, BLOCK_M 1 / 2, CHUNK 4096, every dtype, 4096x4096 (rows of one chunk);

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tileport.gpu.timing import TimingError, alternating_order, split_repetitions
+from tileport.gpu.timing import TimingError, balanced_order, split_repetitions
 
 FLUSH = "flush_kernel"
 
@@ -22,22 +22,33 @@ def _events(order, kernels):
     return events
 
 
-def test_repetitions_alternate_forward_and_backward():
-    assert alternating_order(["a", "b", "c"], 3) == ["a", "b", "c", "c", "b", "a", "a", "b", "c"]
-    assert alternating_order(["a"], 2) == ["a", "a"]
-    order = alternating_order(["a", "b"], 7)
-    assert order.count("a") == order.count("b") == 7
+def test_repetitions_follow_every_function_equally_often():
+    assert balanced_order(["a", "b", "c"], 3) == ["a", "a", "b", "a", "c", "b", "b", "c", "c"]
+    assert balanced_order(["a"], 2) == ["a", "a"]
+    assert balanced_order(["a", "b"], 4) == ["a", "a", "b", "b"] * 2  # two: the order A B B A .. up to phase
+    for n in range(1, 7):
+        names = [f"f{i}" for i in range(n)]
+        for reps in (1, n, 3 * n + 1, 500):
+            order = balanced_order(names, reps)
+            counts = {name: order.count(name) for name in names}
+            assert len(set(counts.values())) == 1 and reps <= counts[names[0]] < reps + n
+            cycle = order[:n * n]
+            pairs = [(cycle[i - 1], cycle[i]) for i in range(len(cycle))]  # cyclic: the cycle repeats
+            assert sorted(pairs) == sorted((a, b) for a in names for b in names)
+    # in the order it replaced (A B C C B A ..), only B was ever timed right after C
+    after_c = balanced_order(["a", "b", "c"], 6)
+    assert {after_c[i] for i in range(1, len(after_c)) if after_c[i - 1] == "c"} == {"a", "b", "c"}
 
 
 def test_each_function_gets_the_sum_of_its_own_kernels():
-    order = alternating_order(["rs", "py"], 4)
+    order = balanced_order(["rs", "py"], 4)
     found = split_repetitions(_events(order, {"rs": [("k1", 2.0), ("k2", 1.0)], "py": [("k", 4.5)]}), FLUSH, order)
     assert found["rs"] == ([3.0] * 4, 2)
     assert found["py"] == ([4.5] * 4, 1)
 
 
 def test_a_repetition_without_kernels_or_a_missing_one_fails():
-    order = alternating_order(["rs", "py"], 2)
+    order = balanced_order(["rs", "py"], 2)
     with pytest.raises(TimingError, match="empty: 2"):
         split_repetitions(_events(order, {"rs": [("k", 1.0)], "py": []}), FLUSH, order)
     with pytest.raises(TimingError, match="expected 4 repetitions"):

@@ -12,7 +12,7 @@ Columns (backends) of every case:
 
 For every op, dtype and benchmark shape it records each column's median kernel time (`times_us`:
 L2 flushed, CUPTI kernel durations) and call-level time (`call_us`: host launch work included), the
-columns' repetitions alternating in one measurement (timing.gpu_times, timing.call_times); each
+columns' repetitions interleaved in one measurement (timing.gpu_times, timing.call_times); each
 column's error against the spec's f32 reference relative to the op's tolerance (`err_over_tol`; the
 reference is used for nothing else), the ratio t(cutile-rs) /
 t(cuTile Python), achieved GB/s (memory-bound ops) or TFLOP/s (GEMMs) and their share of the
@@ -227,7 +227,7 @@ def _copy_reference(spec: OpSpec, dtype: str, shape: tuple, device: str):
 
 
 def _time_side_by_side(runs: dict, flush, budget_s: float, rec: dict, copy=None) -> None:
-    """Kernel and call times of the columns that ran, their repetitions alternating (timing.gpu_times), with
+    """Kernel and call times of the columns that ran, their repetitions interleaved (timing.gpu_times), with
     `copy` (a same-bytes copy, or None) in the kernel-time rotation: `copy_us`."""
     try:
         kernel = gpu_times(runs | ({COPY_REFERENCE: copy} if copy else {}), flush, budget_s=budget_s)

@@ -11,10 +11,12 @@ L2, drains the queue (synchronize), records a CUDA event, calls the function and
 the GPU is idle when the first event is recorded, so the interval spans the host's launch work and
 every kernel (do_bench-style events, without letting the flush hide the host cost).
 
-Side by side (`gpu_times`, `call_times`): the repetitions of several functions alternate within one
-measurement, in the order A B .. B A, A B .. so that a drift of clocks or temperature over the measurement
-(a GEMM heats the GPU for the next function timed after it) falls on every function alike, and their ratios
-compare like with like.
+Side by side (`gpu_times`, `call_times`): the repetitions of several functions interleave within one
+measurement, so that a drift of clocks or temperature over the measurement falls on every function alike,
+in an order where every function follows every function (itself included) equally often (`balanced_order`),
+so that what one function leaves behind that the flush does not undo (a GEMM heats the GPU; some kernels'
+L2 lines outlast the flush) falls on every function alike too, and their ratios compare like with like.
+The order A B C C B A A B C .. it replaces had the middle function alone follow the last one.
 
 Warm-up and the number of repetitions follow a time budget; results are medians with their spread.
 """
@@ -101,22 +103,27 @@ def gpu_time(fn: Callable[[], None], flush: Callable[[], None], *, budget_s: flo
 
 def gpu_times(fns: dict[str, Callable[[], None]], flush: Callable[[], None], *, budget_s: float = 0.3,
               min_reps: int = 10, max_reps: int = 500, warmup_s: float = 0.05) -> dict[str, Timing]:
-    """Median GPU time of each function, their repetitions alternating in one profiler session
-    (`alternating_order`), each after an L2 flush; `budget_s` is each function's share."""
+    """Median GPU time of each function, their repetitions interleaved in one profiler session
+    (`balanced_order`), each after an L2 flush; `budget_s` is each function's share."""
     flush_name = flush_kernel_name(flush)
     reps = min(_reps_for(fn, flush, budget_s, min_reps, max_reps, warmup_s) for fn in fns.values())
-    order = alternating_order(list(fns), reps)
+    order = balanced_order(list(fns), reps)
     events = _profile([fns[name] for name in order], flush)
     return {name: _summarize(times, kernels) for name, (times, kernels) in
             split_repetitions(events, flush_name, order).items()}
 
 
-def alternating_order(names: list[str], reps: int) -> list[str]:
-    """`reps` repetitions of every name, forward and backward in turn (A B C C B A A B C ..)."""
-    order: list[str] = []
-    for r in range(reps):
-        order += names if r % 2 == 0 else names[::-1]
-    return order
+def balanced_order(names: list[str], reps: int) -> list[str]:
+    """At least `reps` repetitions of every name (rounded up to whole cycles), as a repeated cycle in which
+    every ordered pair of names, (a, a) included, is adjacent exactly once (a de Bruijn sequence of order 2:
+    per name i, i itself, then i j for each later name j; for A B C: A A B A C B B C C, then A again)."""
+    cycle: list[str] = []
+    for i, name in enumerate(names):
+        cycle.append(name)
+        for later in names[i + 1:]:
+            cycle += [name, later]
+    per_cycle = max(len(names), 1)
+    return cycle * -(-reps // per_cycle)
 
 
 def split_repetitions(events: list[tuple], flush_name: str, order: list[str]) -> dict[str, tuple[list[float], int]]:
@@ -173,10 +180,10 @@ def call_time(fn: Callable[[], None], flush: Callable[[], None], *, budget_s: fl
 
 def call_times(fns: dict[str, Callable[[], None]], flush: Callable[[], None], *, budget_s: float = 0.3,
                min_reps: int = 10, max_reps: int = 500, warmup_s: float = 0.05) -> dict[str, Timing]:
-    """`call_time` of each function, their repetitions alternating (`alternating_order`)."""
+    """`call_time` of each function, their repetitions interleaved (`balanced_order`)."""
     torch = _torch()
     reps = min(_reps_for(fn, flush, budget_s, min_reps, max_reps, warmup_s) for fn in fns.values())
-    order = alternating_order(list(fns), reps)
+    order = balanced_order(list(fns), reps)
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in order]
     for name, (start, end) in zip(order, events):
         flush()
