@@ -127,6 +127,40 @@ def test_memory_bound_cases_time_a_same_bytes_copy_in_their_rotation(fake_timers
     assert rotations == [["torch"]] and "copy_us" not in rec and "pct_copy_side_by_side" not in rec
 
 
+def test_tile_columns_are_timed_in_a_rotation_of_their_own(monkeypatch):
+    """With both tile columns, their kernel times (and the parity ratio) come from a rotation of the two alone;
+    torch and the copy are timed beside cutile-rs in a second rotation, whose times give the ratios against
+    them. Call times stay one rotation of every column."""
+    from tileport.ops import api
+    spec = get_spec("softmax")
+    rotations = []
+    us = {"cutile": 10.0, "cutile-rs": 11.0, "torch": 30.0, bench.COPY_REFERENCE: 6.0}
+
+    def timer(fns, flush, budget_s=0.3):
+        rotations.append(list(fns))
+        for fn in fns.values():
+            fn()
+        # cutile-rs reads slower beside the baselines than beside cuTile Python
+        extra = 1.0 if "torch" in fns else 0.0
+        return {n: Timing(us[n] + (extra if n == "cutile-rs" else 0.0), 0, 0, 0, 1, 1) for n in fns}
+
+    def fake_call(spec_, *inputs, out=None, backend=None):
+        return out.copy_(spec.reference(*inputs).to(out.dtype))
+    monkeypatch.setattr(bench, "gpu_times", timer)
+    monkeypatch.setattr(bench, "call_times", lambda fns, flush, budget_s=0.3: {
+        n: Timing(20.0, 0, 0, 0, 1, 0) for n in fns})
+    monkeypatch.setattr(api, "call", fake_call)
+    monkeypatch.setattr(bench, "tuned_config", lambda spec_, backend, inputs: {})
+    rec = bench.bench_case(spec, "float32", (64, 1000), None, ["torch", "cutile", "cutile-rs"], CEIL, 0.01,
+                           device="cpu")
+    assert rotations == [["cutile", "cutile-rs"], ["cutile-rs", "torch", bench.COPY_REFERENCE]]
+    assert rec["times_us"] == {"torch": 30.0, "cutile": 10.0, "cutile-rs": 11.0}
+    assert rec["ratio_rs_over_cutile"] == pytest.approx(1.1)
+    assert rec["baseline_rotation_us"] == {"cutile-rs": 12.0, "torch": 30.0, bench.COPY_REFERENCE: 6.0}
+    assert rec["ratio_rs_over_best_torch"] == pytest.approx(12.0 / 30.0)
+    assert rec["pct_copy_side_by_side"] == {"cutile-rs": 50.0, "torch": 20.0}
+
+
 def test_torch_compile_column_reads_its_own_copies_of_the_inputs(monkeypatch):
     """torch.compile's kernels load with evict_last, which outlasts the L2 flush: its column gets copies of the
     tensor inputs (equal values, other memory), so the other columns never read what it left in L2."""
