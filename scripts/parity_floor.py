@@ -1,7 +1,9 @@
 """GPU measurement: is the benchmark's small excess of rs/cuTile kernel time on kernels with the same machine code
 the backends', or the timer's?
 
-    python3 scripts/parity_floor.py OUT.json        (on the GPU machine)
+    python3 scripts/parity_floor.py OUT.json [OP:DTYPE:SHAPE ...]        (on the GPU machine)
+
+Without cases it times CASES below; a case is given as op, dtype and shape, e.g. softmax_tma:float16:4096x4096.
 
 For each case, four runners write the same output tensor: cuTile Python twice (c1, c2: two closures of the same
 call) and cutile-rs twice (r1, r2), timed side by side as the benchmark times its columns (gpu.timing, L2
@@ -55,10 +57,15 @@ def one_round(fns: dict, flush) -> dict:
             "r/c": (times["r1"] * times["r2"] / (times["c1"] * times["c2"])) ** 0.5}
 
 
-def main(out: str) -> None:
+def parse_case(text: str) -> tuple:
+    op, dtype, shape = text.split(":")
+    return op, dtype, tuple(int(n) for n in shape.split("x"))
+
+
+def main(out: str, cases: list[tuple]) -> None:
     flush = make_flush("cuda")
     results = []
-    for op, dtype, shape in CASES:
+    for op, dtype, shape in cases:
         spec = get_spec(op)
         inputs = case_inputs(spec, dtype, shape, "randn")
         outs = call(spec, *inputs, backend="cutile")
@@ -75,4 +82,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], [parse_case(c) for c in sys.argv[2:]] or CASES)
