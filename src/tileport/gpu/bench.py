@@ -232,7 +232,7 @@ PARITY_ANCHOR = "cutile-rs"  # the tile column timed again beside the baselines,
 
 def _time_side_by_side(runs: dict, flush, budget_s: float, rec: dict, copy=None) -> None:
     """Kernel and call times of the columns that ran, their repetitions interleaved (timing.gpu_times), with
-    `copy` (a same-bytes copy, or None) in the kernel-time rotation: `copy_us`.
+    `copy` (a same-bytes copy, or None) in the baselines' kernel-time rotation: `copy_us`.
 
     With both tile columns, kernel time comes from two rotations: the tile columns alone (their times, the
     parity ratio), and the baselines with the copy and cutile-rs again (`baseline_rotation_us`: the ratios
