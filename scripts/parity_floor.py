@@ -20,9 +20,8 @@ import json
 import statistics
 import sys
 
-from tileport.gpu.bench import case_inputs
+from tileport.gpu.bench import case_inputs, column_runner
 from tileport.gpu.timing import _profile, balanced_order, flush_kernel_name, make_flush, split_repetitions
-from tileport.ops.api import call
 from tileport.ops.specs import get_spec
 
 # kernels whose port compiles to cuTile Python's machine code on sm_90 (bench/results/*-cpu-verify-sass*.json),
@@ -68,9 +67,8 @@ def main(out: str, cases: list[tuple]) -> None:
     for op, dtype, shape in cases:
         spec = get_spec(op)
         inputs = case_inputs(spec, dtype, shape, "randn")
-        outs = call(spec, *inputs, backend="cutile")
-        call(spec, *inputs, out=outs, backend="cutile-rs")
-        fns = {k: (lambda b=backend: call(spec, *inputs, out=outs, backend=b))
+        outs = spec.allocate(*inputs)
+        fns = {k: column_runner(spec, backend, inputs, outs)
                for k, backend in (("c1", "cutile"), ("r1", "cutile-rs"), ("c2", "cutile"), ("r2", "cutile-rs"))}
         for fn in fns.values():  # warm: first calls plan and compile
             fn()
