@@ -1,12 +1,14 @@
 """GPU measurement: stage E's parity benchmark of the two tile columns, repeated in several processes and pooled.
 
-    python3 scripts/parity_pooled.py OUT_DIR [SECONDS]          (on the GPU machine)
+    python3 scripts/parity_pooled.py run OUT_DIR [SECONDS]      (on the GPU machine)
+    python3 scripts/parity_pooled.py pool OUT.json DIR [DIR ...]  (anywhere: pools the process files of DIRs)
 
 Each process runs the cases stage E grades (`--bench-ops primary --bench-shapes 1`, budget 0.1 s) with the
 columns cuTile Python and cutile-rs only, as `tileport.pipeline.evidence record` does, and writes
 OUT_DIR/process-K.json. Processes start one after another until SECONDS (default 480) have passed, at least two.
-OUT_DIR/pooled.json then holds, per case, rs/cuTile in every process, and overall the geomean of each process and
-of all of them, with a standard error taken across processes.
+OUT_DIR/pooled.json then holds, per case, rs/cuTile in every process, and overall the geomean of each process
+(with its standard error over cases) and of all of them (with a standard error across processes), for all cases
+and for two groups: the kernels whose port compiles to cuTile Python's machine code on sm_90 and the others.
 
 Why processes: one process times each case's two kernels with their code and buffers at one set of addresses. The
 same pair re-timed in a new process moved by up to 0.6 % on compute-bound attention kernels (fmha_fwd_sinks f16
@@ -25,6 +27,13 @@ import time
 from pathlib import Path
 
 COLUMNS = ["cutile", "cutile-rs"]
+# (op, dtype) whose kernels' ports compile to cuTile Python's sm_90 machine code, or to it but for the offsets of
+# the parameters (bench/results/2026-12-01-cpu-verify-sass.json; softmax_online's default last-first kernel,
+# README); None: every dtype. The other cases' machine code differs where cutile 0.5.0 assumes bounds cuTile
+# Python does not (bench/results/2026-12-03-cpu-verify-sass-attention.json for the attention kernels).
+SAME_MACHINE_CODE = {"vector_add": None, "relu": None, "gelu": None, "silu_and_mul": None, "swiglu": None,
+                     "geglu": None, "softmax_gather": None, "softmax_tma": None, "softmax_online": None,
+                     "rms_norm": None, "layer_norm": None, "rope": None, "matmul_splitk": None, "bmm": {"float32"}}
 BUDGET_S = 0.1
 SHAPES = 1
 
@@ -45,19 +54,44 @@ def geomean(values: list[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
+def same_machine_code(key: str) -> bool:
+    op, dtype, _shape = key.split(":")
+    return op in SAME_MACHINE_CODE and (SAME_MACHINE_CODE[op] is None or dtype in SAME_MACHINE_CODE[op])
+
+
+def summarize(ratios: list[dict], keys: list[str]) -> dict:
+    """Geomean of rs/cuTile over `keys` in each process (with the standard error of its mean log over the
+    cases) and over all processes (with the standard error of the processes' mean logs)."""
+    logs = [[math.log(r[k]) for k in keys] for r in ratios]
+    means = [statistics.fmean(x) for x in logs]
+    return {"cases": len(keys),
+            "geomean_per_process": [round(math.exp(m), 5) for m in means],
+            "standard_error_per_process": [round(statistics.stdev(x) / math.sqrt(len(x)), 5) for x in logs],
+            "pooled_geomean": round(math.exp(statistics.fmean(means)), 5),
+            "standard_error_across_processes": round(statistics.stdev(means) / math.sqrt(len(means)), 5)}
+
+
 def pool(runs: list[dict]) -> dict:
     """Per case rs/cuTile in each process, and the geomeans, over the cases every process timed."""
     ratios = [{case_key(r): r["ratio_rs_over_cutile"] for r in run["records"] if r.get("ratio_rs_over_cutile")}
               for run in runs]
     common = sorted(set.intersection(*(set(r) for r in ratios)))
-    per_process = [geomean([r[k] for k in common]) for r in ratios]
-    logs = [math.log(g) for g in per_process]
-    return {"cases": len(common), "processes": len(runs),
-            "geomean_per_process": [round(g, 5) for g in per_process],
-            "pooled_geomean": round(math.exp(statistics.fmean(logs)), 5),
-            "standard_error_across_processes": round(statistics.stdev(logs) / math.sqrt(len(logs)), 5),
+    same = [k for k in common if same_machine_code(k)]
+    return {"processes": len(runs), "all": summarize(ratios, common),
+            "same_machine_code": summarize(ratios, same),
+            "other_machine_code": summarize(ratios, [k for k in common if k not in same]),
             "per_case": {k: {"per_process": [round(r[k], 4) for r in ratios],
                              "geomean": round(geomean([r[k] for r in ratios]), 5)} for k in common}}
+
+
+def summary_of(paths: list[Path], command: str) -> dict:
+    runs = [json.loads(p.read_text()) for p in paths]
+    env = runs[0]["environment"] if runs else {}
+    return {"command": command, "commit": env.get("commit"), "gpu": env.get("gpu"),
+            "nvidia_smi": env.get("nvidia_smi"), "dates": [r["environment"].get("date") for r in runs],
+            "columns": COLUMNS, "budget_s": BUDGET_S, "selection": "--bench-ops primary --bench-shapes 1",
+            "process_files": [str(p) for p in paths],
+            **(pool(runs) if len(runs) >= 2 else {"error": f"{len(runs)} process(es) finished, 2 needed"})}
 
 
 def main(out: Path, seconds: float) -> None:
@@ -74,19 +108,22 @@ def main(out: Path, seconds: float) -> None:
         per_run = time.monotonic() - t0
         if time.monotonic() - start + per_run > seconds and len(paths) >= 2:
             break
-    runs = [json.loads(p.read_text()) for p in paths]
-    env = runs[0]["environment"] if runs else {}
-    summary = {"command": " ".join([os.path.basename(sys.executable)] + sys.argv), "commit": env.get("commit"),
-               "gpu": env.get("gpu"), "nvidia_smi": env.get("nvidia_smi"), "date": env.get("date"),
-               "columns": COLUMNS, "budget_s": BUDGET_S, "selection": "--bench-ops primary --bench-shapes 1",
-               **(pool(runs) if len(runs) >= 2 else {"error": f"{len(runs)} process(es) finished, 2 needed"})}
+    summary = summary_of(paths, command_line())
     (out / "pooled.json").write_text(json.dumps(summary, indent=1))
-    print({k: summary.get(k) for k in ("cases", "processes", "geomean_per_process", "pooled_geomean",
-                                       "standard_error_across_processes", "error")})
+    print(json.dumps(summary.get("all") or summary.get("error")))
+
+
+def command_line() -> str:
+    return " ".join([os.path.basename(sys.executable)] + sys.argv)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--one":
         one_process(Path(sys.argv[2]))
+    elif sys.argv[1] == "pool":
+        files = sorted((p for d in sys.argv[3:] for p in Path(d).glob("process-*.json")),
+                       key=lambda p: (str(p.parent), int(p.stem.split("-")[1])))
+        Path(sys.argv[2]).write_text(json.dumps(summary_of(files, command_line()), indent=1))
+        print(json.dumps(summary_of(files, command_line())["all"]))
     else:
-        main(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 480.0)
+        main(Path(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else 480.0)
