@@ -59,16 +59,23 @@ def same_machine_code(key: str) -> bool:
     return op in SAME_MACHINE_CODE and (SAME_MACHINE_CODE[op] is None or dtype in SAME_MACHINE_CODE[op])
 
 
+def standard_error(values: list[float]) -> float | None:
+    """Of the mean of `values`; None for fewer than two."""
+    return round(statistics.stdev(values) / math.sqrt(len(values)), 5) if len(values) > 1 else None
+
+
 def summarize(ratios: list[dict], keys: list[str]) -> dict:
     """Geomean of rs/cuTile over `keys` in each process (with the standard error of its mean log over the
     cases) and over all processes (with the standard error of the processes' mean logs)."""
+    if not keys:
+        return {"cases": 0}
     logs = [[math.log(r[k]) for k in keys] for r in ratios]
     means = [statistics.fmean(x) for x in logs]
     return {"cases": len(keys),
             "geomean_per_process": [round(math.exp(m), 5) for m in means],
-            "standard_error_per_process": [round(statistics.stdev(x) / math.sqrt(len(x)), 5) for x in logs],
+            "standard_error_per_process": [standard_error(x) for x in logs],
             "pooled_geomean": round(math.exp(statistics.fmean(means)), 5),
-            "standard_error_across_processes": round(statistics.stdev(means) / math.sqrt(len(means)), 5)}
+            "standard_error_across_processes": standard_error(means)}
 
 
 def pool(runs: list[dict]) -> dict:
