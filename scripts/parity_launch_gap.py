@@ -90,4 +90,6 @@ def main(out, cases):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__.split("\n\n")[1])
     main(sys.argv[1], sys.argv[2:])

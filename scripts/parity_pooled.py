@@ -10,10 +10,12 @@ OUT_DIR/pooled.json then holds, per case, rs/cuTile in every process, and overal
 (with its standard error over cases) and of all of them (with a standard error across processes), for all cases
 and for two groups: the kernels whose port compiles to cuTile Python's machine code on sm_90 and the others.
 
-Why processes: one process times each case's two kernels with their code and buffers at one set of addresses. The
-same pair re-timed in a new process moved by up to 0.6 % on compute-bound attention kernels (fmha_fwd_sinks f16
-0.9971 against 1.0000 in stage E), more than the standard error within one run, so a single run's geomean carries
-an error its own repetitions do not show. It changes nothing in the library.
+Why: a single run's geomean carries an error its own repetitions do not show. Re-timed on another machine start,
+single compute-bound cases moved by up to 0.6 % (fmha_fwd_sinks f16 0.9971 against 1.0000 in stage E) and the
+89-case geomean by 0.00015, while two processes on one machine start agreed to 0.0001
+(bench/results/2026-12-03-h200-parity-pooled.json). So the processes of one call measure the error of a run on
+that machine, and `pool` over the directories of several calls (one machine start each) measures the rest. It
+changes nothing in the library.
 """
 from __future__ import annotations
 
@@ -124,13 +126,21 @@ def command_line() -> str:
     return " ".join([os.path.basename(sys.executable)] + sys.argv)
 
 
+def pool_dirs(out: Path, dirs: list[str]) -> None:
+    files = sorted((p for d in dirs for p in Path(d).glob("process-*.json")),
+                   key=lambda p: (str(p.parent), int(p.stem.split("-")[1])))
+    summary = summary_of(files, command_line())
+    out.write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary.get("all") or summary.get("error")))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "--one":
-        one_process(Path(sys.argv[2]))
-    elif sys.argv[1] == "pool":
-        files = sorted((p for d in sys.argv[3:] for p in Path(d).glob("process-*.json")),
-                       key=lambda p: (str(p.parent), int(p.stem.split("-")[1])))
-        Path(sys.argv[2]).write_text(json.dumps(summary_of(files, command_line()), indent=1))
-        print(json.dumps(summary_of(files, command_line())["all"]))
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--one":
+        one_process(Path(args[1]))
+    elif len(args) >= 3 and args[0] == "pool":
+        pool_dirs(Path(args[1]), args[2:])
+    elif len(args) in (2, 3) and args[0] == "run":
+        main(Path(args[1]), float(args[2]) if len(args) == 3 else 480.0)
     else:
-        main(Path(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else 480.0)
+        sys.exit(__doc__.split("\n\n")[1])
