@@ -98,6 +98,7 @@ def summary_of(paths: list[Path], command: str) -> dict:
     env = runs[0]["environment"] if runs else {}
     return {"command": command, "commit": env.get("commit"), "gpu": env.get("gpu"),
             "nvidia_smi": env.get("nvidia_smi"), "dates": [r["environment"].get("date") for r in runs],
+            "gpu_uuids": [r["environment"].get("gpu_uuid") for r in runs],
             "columns": COLUMNS, "budget_s": BUDGET_S, "selection": "--bench-ops primary --bench-shapes 1",
             "process_files": [str(p) for p in paths],
             **(pool(runs) if len(runs) >= 2 else {"error": f"{len(runs)} process(es) finished, 2 needed"})}

@@ -64,6 +64,9 @@ def environment() -> dict:
     return {
         "gpu": torch.cuda.get_device_name(0),
         "nvidia_smi": smi,
+        # which physical GPU: parity geomeans moved by 0.00015 between machine starts of one kind
+        # (bench/results/2026-12-03-h200-parity-pooled.json)
+        "gpu_uuid": _cmd(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"]),
         "torch": torch.__version__,
         "cuda_runtime": torch.version.cuda,
         "cuda_tile": toolchain._pkg_version("cuda-tile"),
