@@ -11,8 +11,8 @@ OUT_DIR/pooled.json then holds, per case, rs/cuTile in every process, and overal
 and for two groups: the kernels whose port compiles to cuTile Python's machine code on sm_90 and the others.
 
 Why: a single run's geomean carries an error its own repetitions do not show. Re-timed on another machine start,
-single compute-bound cases moved by up to 0.6 % (fmha_fwd_sinks f16 0.9971 against 1.0000 in stage E) and the
-89-case geomean by 0.00015, while two processes on one machine start agreed to 0.0001
+single cases moved by more than their in-run standard error (fmha_fwd_sinks f16 0.9971 in one run, 0.9984-1.0002
+in seven others) and the 89-case geomean by 0.00015, while two processes on one machine start agreed to 0.0001
 (bench/results/2026-12-03-h200-parity-pooled.json). So the processes of one call measure the error of a run on
 that machine, and `pool` over the directories of several calls (one machine start each) measures the rest. It
 changes nothing in the library.
