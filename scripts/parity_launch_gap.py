@@ -17,44 +17,33 @@ import sys
 
 import torch
 
+from parity_floor import gaps_after_flush, parse_case
 from tileport.gpu.bench import case_inputs, column_runner
-from tileport.gpu.timing import _cuda_kernels, balanced_order, flush_kernel_name, make_flush, split_repetitions
+from tileport.gpu.timing import _profile, balanced_order, flush_kernel_name, make_flush, split_repetitions
 from tileport.ops.specs import get_spec
 
 REPS = 600
 ROUNDS = 3
 
 
-def profile(fns, flush, drained):
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for fn in fns:
-            flush()
-            if drained:
-                torch.cuda.synchronize()
-            fn()
+def drained(flush):
+    """The flush, then a wait until the GPU has finished it: the call that follows starts on an idle GPU."""
+    def flush_and_wait():
+        flush()
         torch.cuda.synchronize()
-    return _cuda_kernels(prof)
+    return flush_and_wait
 
 
-def gaps(events, flush_name, order):
-    out = {n: [] for n in set(order)}
-    reps = iter(order)
-    for i, (name, start, dur) in enumerate(events):
-        if name == flush_name and i + 1 < len(events):
-            out[next(reps)].append((events[i + 1][1] - (start + dur)) / 1e3)
-    return {n: statistics.median(g) for n, g in out.items()}
-
-
-def one(fns, flush, drained, first):
+def one(fns, flush, drain, first):
     names = [first] + [n for n in fns if n != first]
     order = balanced_order(names, REPS)
-    ev = profile([fns[n] for n in order], flush, drained)
+    ev = _profile([fns[n] for n in order], drained(flush) if drain else flush)
     fname = flush_kernel_name(flush)
     split = split_repetitions(ev, fname, order)
     med = {k: statistics.median(t) for k, (t, _) in split.items()}
     mean = {k: statistics.fmean(sorted(t)[len(t) // 10: -len(t) // 10]) for k, (t, _) in split.items()}
-    return {"drained": drained, "first": first, "median_us": med, "trimmed_mean_us": mean,
-            "gap_us": gaps(ev, fname, order), "r/c": med["cutile-rs"] / med["cutile"],
+    return {"drained": drain, "first": first, "median_us": med, "trimmed_mean_us": mean,
+            "gap_us": gaps_after_flush(ev, fname, order), "r/c": med["cutile-rs"] / med["cutile"],
             "r/c_trimmed": mean["cutile-rs"] / mean["cutile"]}
 
 
@@ -62,8 +51,7 @@ def main(out, cases):
     flush = make_flush("cuda")
     results = []
     for text in cases:
-        op, dtype, shape = text.split(":")
-        shape = tuple(int(n) for n in shape.split("x"))
+        op, dtype, shape = parse_case(text)
         spec = get_spec(op)
         inputs = case_inputs(spec, dtype, shape, "randn")
         outs = spec.allocate(*inputs)
@@ -74,8 +62,8 @@ def main(out, cases):
         torch.cuda.synchronize()
         rounds = []
         for i in range(ROUNDS):
-            for drained in (False, True):
-                rounds.append(one(fns, flush, drained, ("cutile", "cutile-rs")[i % 2]))
+            for drain in (False, True):
+                rounds.append(one(fns, flush, drain, ("cutile", "cutile-rs")[i % 2]))
         rec = {"case": text, "rounds": rounds}
         for d in (False, True):
             rs = [r for r in rounds if r["drained"] == d]

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from tileport.gpu.bench import geomean
+
 COLUMNS = ["cutile", "cutile-rs"]
 # (op, dtype) whose kernels' ports compile to cuTile Python's sm_90 machine code, or to it but for the offsets of
 # the parameters (bench/results/2026-12-01-cpu-verify-sass.json; softmax_online's default last-first kernel,
@@ -50,10 +52,6 @@ def one_process(path: Path) -> None:
 
 def case_key(rec: dict) -> str:
     return f"{rec['op']}:{rec['dtype']}:{'x'.join(map(str, rec['shape']))}"
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
 def same_machine_code(key: str) -> bool:
@@ -118,21 +116,18 @@ def main(out: Path, seconds: float) -> None:
         per_run = time.monotonic() - t0
         if time.monotonic() - start + per_run > seconds and len(paths) >= 2:
             break
-    summary = summary_of(paths, command_line())
-    (out / "pooled.json").write_text(json.dumps(summary, indent=1))
+    write_summary(out / "pooled.json", paths)
+
+
+def write_summary(out: Path, paths: list[Path]) -> None:
+    summary = summary_of(paths, " ".join([os.path.basename(sys.executable)] + sys.argv))
+    out.write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary.get("all") or summary.get("error")))
-
-
-def command_line() -> str:
-    return " ".join([os.path.basename(sys.executable)] + sys.argv)
 
 
 def pool_dirs(out: Path, dirs: list[str]) -> None:
-    files = sorted((p for d in dirs for p in Path(d).glob("process-*.json")),
-                   key=lambda p: (str(p.parent), int(p.stem.split("-")[1])))
-    summary = summary_of(files, command_line())
-    out.write_text(json.dumps(summary, indent=1))
-    print(json.dumps(summary.get("all") or summary.get("error")))
+    write_summary(out, sorted((p for d in dirs for p in Path(d).glob("process-*.json")),
+                              key=lambda p: (str(p.parent), int(p.stem.split("-")[1]))))
 
 
 if __name__ == "__main__":
