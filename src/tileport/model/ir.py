@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from tileport.model import ops
+from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, ConstT, Dim, DimOp, DType, DVar, ScalarT, Sym, TileT, Type
 
 
@@ -59,15 +60,17 @@ Atom = Union[Ref, Lit, CDim]
 
 @dataclass(frozen=True)
 class Op:
-    """One operation. `kind` names it; `tileport.model.ops` declares every kind (checked on construction)."""
+    """One operation. `kind` names it; `tileport.model.ops` declares every kind (checked on construction). A
+    plain string naming a kind is taken for its `OpKind`."""
 
-    kind: str
+    kind: OpKind
     args: tuple[Atom, ...]
     ty: Type | None
     loc: Loc
     attrs: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ops.kind(self))
         ops.check(self)
 
     def attr(self, key: str, default: Any = None) -> Any:
@@ -251,7 +254,7 @@ def walk(block: Block):
 
 
 __all__ = [
-    "Loc", "Ref", "Lit", "CDim", "Atom", "Op", "Let", "Do", "For", "While", "If", "Return", "Break", "Continue",
+    "Loc", "Ref", "Lit", "CDim", "Atom", "Op", "OpKind", "Let", "Do", "For", "While", "If", "Return", "Break", "Continue",
     "Stmt", "Block", "Param", "Kernel", "KernelModule", "sym_names", "walk",
     "ArrayT", "ConstT", "ScalarT", "TileT", "DType", "DVar",
 ]

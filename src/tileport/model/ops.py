@@ -1,6 +1,7 @@
 """The operation catalogue of the kernel model: every `Op.kind`, declared once.
 
-Each kind states its operands (how many, of which type classes), its result (type class and the
+`OpKind` (an enum whose values are the kind names) is derived from the catalogue, so code names a kind as
+`OpKind.LOAD` and a misspelled one fails where it is written. Each kind states its operands (how many, of which type classes), its result (type class and the
 typing rule that relates it to the operands) and the attributes it may carry, with the values a
 moded attribute may take. `Op` checks itself against its declaration when it is built, so a frontend
 or pass that builds a malformed operation fails there, naming the kind, not later in an emitter.
@@ -9,6 +10,7 @@ Emitters declare how they lower each kind (`tileport.lowering`); a test keeps bo
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -198,18 +200,26 @@ _DECLS = [
     OpDecl("yield", (VALUE,), VALUE, rule="identity"),
 ]
 
-CATALOGUE: dict[str, OpDecl] = {d.kind: d for d in _DECLS}
+# Every kind, as an enum derived from the declarations: `OpKind.LOAD == "load"`, and a string is a kind's name.
+OpKind = enum.StrEnum("OpKind", [(d.kind.upper(), d.kind) for d in _DECLS], module=__name__)
+CATALOGUE: dict[OpKind, OpDecl] = {OpKind(d.kind): d for d in _DECLS}
 
 
 def _classes(spec) -> tuple[type, ...]:
     return spec if isinstance(spec, tuple) else (spec,)
 
 
+def kind(op: Any) -> OpKind:
+    """The kind `op` names (an OpKind, or its name as a string); ModelError when no kind has that name."""
+    try:
+        return OpKind(op.kind)
+    except ValueError:
+        raise ModelError(f"kernel model: operation `{op.kind}` at {op.loc} is not a declared operation kind") from None
+
+
 def problem(op: Any) -> str | None:
     """What is wrong with `op` against its declaration, or None (duck-typed: an `ir.Op`)."""
-    decl = CATALOGUE.get(op.kind)
-    if decl is None:
-        return "is not a declared operation kind"
+    decl = CATALOGUE[op.kind]
     lo, hi = decl.arity
     if not lo <= len(op.args) <= hi:
         return f"takes {lo}..{hi} operands, got {len(op.args)}" if lo != hi else \
