@@ -19,6 +19,7 @@ from tileport.frontends.cutile.values import (CV, MATH, ConstFoldError, DTypeVal
 from tileport.model import types as T
 from tileport.model.builder import lit_dtype, weak_result_dtype
 from tileport.model.ir import Atom, CDim, Lit, Ref, sym_names
+from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, ScalarT, Sym, TileT
 
 Handler = Callable[..., Any]  # (lowerer, args, kwargs, node) -> Value
@@ -193,9 +194,9 @@ def array_dim(lw, arr: Ref, axis: Any, node) -> Ref:
         raise lw.fail(node, f"shape index {axis} out of range for rank {arr.ty.rank}", "array.shape")
     axis %= arr.ty.rank
     view = _definition(lw, arr.name)
-    if view is not None and view.kind == "make_view":  # an `Array.slice` view's extent, as cuTile reads it
+    if view is not None and view.kind == OpKind.MAKE_VIEW:  # an `Array.slice` view's extent, as cuTile reads it
         return _split_view_operands(view)[0][axis]
-    return lw.b.value("array_dim", (arr,), ScalarT("i32"), lw.loc(node), hint=f"{arr.name}_dim{axis}", axis=axis)
+    return lw.b.value(OpKind.ARRAY_DIM, (arr,), ScalarT("i32"), lw.loc(node), hint=f"{arr.name}_dim{axis}", axis=axis)
 
 
 def materialize(lw, v: Value, node) -> Value:
@@ -361,13 +362,13 @@ def _memory_model(lw, bound: dict, node, fn: str) -> None:
 @handler
 def ct_bid(lw, args, kwargs, node):
     axis = _kw(lw, args, kwargs, ("axis",), node, "bid", 1)["axis"]
-    return lw.b.value("bid", (), ScalarT("i32"), lw.loc(node), hint="bid", axis=_axis_const(lw, axis, node))
+    return lw.b.value(OpKind.BID, (), ScalarT("i32"), lw.loc(node), hint="bid", axis=_axis_const(lw, axis, node))
 
 
 @handler
 def ct_num_blocks(lw, args, kwargs, node):
     axis = _kw(lw, args, kwargs, ("axis",), node, "num_blocks", 1)["axis"]
-    return lw.b.value("num_blocks", (), ScalarT("i32"), lw.loc(node), hint="num_blocks",
+    return lw.b.value(OpKind.NUM_BLOCKS, (), ScalarT("i32"), lw.loc(node), hint="num_blocks",
                       axis=_axis_const(lw, axis, node))
 
 
@@ -399,10 +400,11 @@ def ct_load(lw, args, kwargs, node):
                  check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                  latency=_opt_const(lw, b.get("latency"), node, "latency"),
                  allow_tma=_opt_const(lw, b.get("allow_tma"), node, "allow_tma", (bool,)))
-    tile = lw.b.value("load", (arr, *index), TileT(arr.ty.dtype, shape), lw.loc(node),
+    tile = lw.b.value(OpKind.LOAD, (arr, *index), TileT(arr.ty.dtype, shape), lw.loc(node),
                       hint=f"{arr.name}_tile", **attrs, **_accessed_array(lw, arr))
     if scalar:
-        return lw.b.value("reshape", (tile,), TileT(arr.ty.dtype, ()), lw.loc(node), hint=f"{arr.name}_0d", shape=())
+        return lw.b.value(OpKind.RESHAPE, (tile,), TileT(arr.ty.dtype, ()), lw.loc(node), hint=f"{arr.name}_0d",
+                          shape=())
     return tile
 
 
@@ -420,7 +422,8 @@ def ct_store(lw, args, kwargs, node):
     tile = b["tile"]
     if isinstance(tile, Ref) and isinstance(tile.ty, TileT) and tile.ty.rank == 0 < arr.ty.rank:
         full = (1,) * arr.ty.rank  # a 0-d store: reshaped to (1, ..), as cuTile does
-        tile = lw.b.value("reshape", (tile,), TileT(tile.ty.dtype, full), lw.loc(node), hint=f"{arr.name}_1", shape=full)
+        tile = lw.b.value(OpKind.RESHAPE, (tile,), TileT(tile.ty.dtype, full), lw.loc(node), hint=f"{arr.name}_1",
+                          shape=full)
     if isinstance(tile, Ref) and isinstance(tile.ty, TileT):
         if tile.ty.rank != arr.ty.rank:
             raise lw.fail(node, f"ct.store: tile rank {tile.ty.rank} differs from the array rank {arr.ty.rank}",
@@ -430,7 +433,7 @@ def ct_store(lw, args, kwargs, node):
     else:
         tile = lw.b.to_tile(lw.scalar_atom(tile, node), arr.ty.dtype, (1,) * arr.ty.rank, lw.loc(node))
     _memory_model(lw, b, node, "store")
-    lw.b.effect("store", (arr, tile, *index), lw.loc(node), **_accessed_array(lw, arr),
+    lw.b.effect(OpKind.STORE, (arr, tile, *index), lw.loc(node), **_accessed_array(lw, arr),
                 order=_order(lw, b.get("order"), arr.ty.rank, node),
                 check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                 latency=_opt_const(lw, b.get("latency"), node, "latency"),
@@ -487,7 +490,7 @@ def ct_gather(lw, args, kwargs, node):
     args_ = (arr, *idx)
     if mask is not None:
         args_ += (lw.b.to_tile(mask, "bool", shape, loc),)
-    return lw.b.value("gather", args_, TileT(arr.ty.dtype, shape), loc, hint=f"{arr.name}_tile",
+    return lw.b.value(OpKind.GATHER, args_, TileT(arr.ty.dtype, shape), loc, hint=f"{arr.name}_tile",
                       padding_value=pad, has_mask=mask is not None, shape=shape,
                       check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                       latency=_opt_const(lw, b.get("latency"), node, "latency"))
@@ -514,7 +517,7 @@ def ct_scatter(lw, args, kwargs, node):
     args_ = (arr, value, *idx)
     if mask is not None:
         args_ += (lw.b.to_tile(mask, "bool", shape, loc),)
-    lw.b.effect("scatter", args_, loc, has_mask=mask is not None, shape=shape,
+    lw.b.effect(OpKind.SCATTER, args_, loc, has_mask=mask is not None, shape=shape,
                 check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)),
                 latency=_opt_const(lw, b.get("latency"), node, "latency"))
     return CV(None)
@@ -568,7 +571,7 @@ def _atomic(lw, fn: str, mode: str, args, kwargs, node):
                  check_bounds=_opt_const(lw, b.get("check_bounds"), node, "check_bounds", (bool,)))
     if mode != "cas":
         attrs["mode"] = mode
-    return lw.b.value("atomic_cas" if mode == "cas" else "atomic_rmw", (arr, *operands, *idx),
+    return lw.b.value(OpKind.ATOMIC_CAS if mode == "cas" else OpKind.ATOMIC_RMW, (arr, *operands, *idx),
                       TileT(arr.ty.dtype, shape), lw.loc(node), hint=f"{arr.name}_old", **attrs)
 
 
@@ -596,7 +599,7 @@ def ct_num_tiles(lw, args, kwargs, node):
     shape = _shape(lw, b["shape"], node, "ct.num_tiles")
     if len(shape) != arr.ty.rank or not 0 <= axis < arr.ty.rank:
         raise lw.fail(node, "ct.num_tiles: shape rank or axis does not match the array", "ct.num_tiles")
-    return lw.b.value("num_tiles", (arr,), ScalarT("i32"), lw.loc(node), hint=f"{arr.name}_tiles",
+    return lw.b.value(OpKind.NUM_TILES, (arr,), ScalarT("i32"), lw.loc(node), hint=f"{arr.name}_tiles",
                       axis=axis, shape=shape, order=_order(lw, b.get("order"), arr.ty.rank, node))
 
 
@@ -611,7 +614,7 @@ def ct_arange(lw, args, kwargs, node):
     b = _kw(lw, args, kwargs, ("size", "dtype", "start", "step"), node, "arange", 2)
     size = _shape(lw, b["size"], node, "ct.arange")
     dtype = _dtype(lw, b["dtype"], node, "ct.arange dtype")
-    out = lw.b.value("arange", (), TileT(dtype, size), lw.loc(node), hint="offsets", dtype=dtype, size=size[0])
+    out = lw.b.value(OpKind.ARANGE, (), TileT(dtype, size), lw.loc(node), hint="offsets", dtype=dtype, size=size[0])
     for key, op in (("step", "*"), ("start", "+")):
         v = b.get(key)
         if v is not None and not (isinstance(v, CV) and v.value == (1 if key == "step" else 0)):
@@ -645,7 +648,7 @@ def _fill(lw, shape_v, value, dtype_v, node) -> Ref:
         raise lw.fail(node, "a fill value computed from constants is not supported", "ct.full")
     if isinstance(atom, Ref):
         return lw.b.to_tile(atom, dtype, shape, lw.loc(node))
-    return lw.b.value("full", (_lit(lw, value, dtype, node),), TileT(dtype, shape), lw.loc(node), hint="c",
+    return lw.b.value(OpKind.FULL, (_lit(lw, value, dtype, node),), TileT(dtype, shape), lw.loc(node), hint="c",
                       dtype=dtype, shape=shape)
 
 
@@ -674,13 +677,13 @@ def unary_math(lw, name: str, args, kwargs, node) -> Ref:
 
 def unary_fn(lw, name: str, x: Value, modes: dict, node) -> Value:
     if isinstance(x, Ref) and isinstance(x.ty, ScalarT) and name == "negative":
-        return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint="neg", fn="negative")
+        return lw.b.value(OpKind.UNARY, (x,), x.ty, lw.loc(node), hint="neg", fn="negative")
     if isinstance(x, CV) and name == "negative":
         return negate(lw, x, node)
     x = _tile(lw, x, node, f"ct.{name}")
     if name not in ("negative", "abs", "not"):
         lw.b.require(x.ty.dtype, T.is_float, f"ct.{name} needs a floating-point tile", lw.loc(node))
-    return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint=name, fn=name,
+    return lw.b.value(OpKind.UNARY, (x,), x.ty, lw.loc(node), hint=name, fn=name,
                       rounding=modes.get("rounding_mode"), ftz=modes.get("flush_to_zero"))
 
 
@@ -697,7 +700,7 @@ def ct_negative(lw, args, kwargs, node):
 def logical_not(lw, x: Value, node) -> Value:
     x = _tile(lw, x, node, "not")
     lw.b.require(x.ty.dtype, lambda d: d == "bool", "`not` needs a bool tile", lw.loc(node))
-    return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint="not", fn="not")
+    return lw.b.value(OpKind.UNARY, (x,), x.ty, lw.loc(node), hint="not", fn="not")
 
 
 def invert(lw, x: Value, node) -> Value:
@@ -740,7 +743,7 @@ def where(lw, cond, x, y, node) -> Ref:
     c = lw.b.to_tile(lw.scalar_atom(cond, node) if not isinstance(cond, Ref) else cond, "bool", shape, loc)
     xs = lw.b.to_tile(x if isinstance(x, Ref) else _const_operand(lw, x, dtype, node), dtype, shape, loc)
     ys = lw.b.to_tile(y if isinstance(y, Ref) else _const_operand(lw, y, dtype, node), dtype, shape, loc)
-    return lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
+    return lw.b.value(OpKind.SELECT, (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
 
 
 def common_value_type(lw, a: Value, b: Value, node):
@@ -810,8 +813,8 @@ def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_z
         dtype = "f32"
     x, y, shape = _operands(lw, a, b, dtype, node)
     ty = ScalarT(dtype) if shape is None else TileT(dtype, shape)
-    return lw.b.value("binary", (x, y), ty, loc, hint=_HINTS.get(op, "v"), op=_OP_NAMES[op], rounding=rounding_mode,
-                      ftz=flush_to_zero, nan=propagate_nan)
+    return lw.b.value(OpKind.BINARY, (x, y), ty, loc, hint=_HINTS.get(op, "v"), op=_OP_NAMES[op],
+                      rounding=rounding_mode, ftz=flush_to_zero, nan=propagate_nan)
 
 
 # cuTile's `x ** n` with a float tile x and an integer n: fpowi, n as the smallest of i8/i16/i32 that holds it.
@@ -837,7 +840,7 @@ def _integer_power(lw, a, b, node) -> Ref | None:
     shape = lw.b.broadcast_shape(a.ty.shape, _shape_of(b), loc)
     base = lw.b.to_tile(a, a.ty.dtype, shape, loc)
     exponent = lw.b.to_tile(atom, exp_dtype, shape, loc)
-    return lw.b.value("fpowi", (base, exponent), TileT(a.ty.dtype, shape), loc, hint="pw")
+    return lw.b.value(OpKind.FPOWI, (base, exponent), TileT(a.ty.dtype, shape), loc, hint="pw")
 
 
 _OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",
@@ -867,7 +870,7 @@ def _const_operand(lw, v, dtype, node) -> Atom:
     if isinstance(v, CV) and isinstance(v.value, (Sym, T.DimOp)):
         atom = _scalar_operand(lw, v, dtype, node)
         if isinstance(atom, CDim):  # a runtime i32 value, broadcast like any scalar
-            atom = lw.b.value("scalar", (atom,), ScalarT("i32"), lw.loc(node), hint="c")
+            atom = lw.b.value(OpKind.SCALAR, (atom,), ScalarT("i32"), lw.loc(node), hint="c")
         return atom
     return _lit(lw, v, dtype, node)
 
@@ -881,7 +884,8 @@ def _scalar_operand(lw, v, dtype, node) -> Atom:
     if isinstance(atom, CDim) and dtype == "i32":
         return atom
     if isinstance(atom, CDim) and not isinstance(atom.dim, int):
-        return lw.b.cast(lw.b.value("scalar", (atom,), ScalarT("i32"), lw.loc(node), hint="c"), dtype, lw.loc(node))
+        return lw.b.cast(lw.b.value(OpKind.SCALAR, (atom,), ScalarT("i32"), lw.loc(node), hint="c"), dtype,
+                         lw.loc(node))
     return _lit(lw, v, dtype, node)
 
 
@@ -972,8 +976,8 @@ def compare(lw, op: str, a: Value, b: Value, node) -> Value:
     loc = lw.loc(node)
     x, y, shape = _operands(lw, a, b, _operand_dtype(lw, a, b, node, f"comparison {op}"), node)
     if shape is None:
-        return lw.b.value("compare", (x, y), ScalarT("bool"), loc, hint="cond", op=op)
-    return lw.b.value("compare", (x, y), TileT("bool", shape), loc, hint="mask", op=op)
+        return lw.b.value(OpKind.COMPARE, (x, y), ScalarT("bool"), loc, hint="cond", op=op)
+    return lw.b.value(OpKind.COMPARE, (x, y), TileT("bool", shape), loc, hint="mask", op=op)
 
 
 @handler
@@ -996,7 +1000,7 @@ def reduce(lw, fn: str, args, kwargs, node) -> Ref:
     out = x
     for ax in axes:
         shape = tuple(d for i, d in enumerate(out.ty.shape) if i != ax)
-        out = lw.b.value("reduce", (out,), TileT(out.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_{fn}",
+        out = lw.b.value(OpKind.REDUCE, (out,), TileT(out.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_{fn}",
                          fn=fn, axis=ax, rounding=modes.get("rounding_mode"), ftz=modes.get("flush_to_zero"),
                          nan=modes.get("propagate_nan"))
     if keepdims:
@@ -1006,7 +1010,7 @@ def reduce(lw, fn: str, args, kwargs, node) -> Ref:
 
 
 def reshape(lw, x: Ref, shape: tuple, node) -> Ref:
-    return lw.b.value("reshape", (x,), TileT(x.ty.dtype, tuple(shape)), lw.loc(node), hint=f"{x.name}_r",
+    return lw.b.value(OpKind.RESHAPE, (x,), TileT(x.ty.dtype, tuple(shape)), lw.loc(node), hint=f"{x.name}_r",
                       shape=tuple(shape))
 
 
@@ -1014,7 +1018,8 @@ def permute(lw, x: Ref, axes: tuple, node) -> Ref:
     if sorted(axes) != list(range(x.ty.rank)):
         raise lw.fail(node, f"{axes} is not a permutation of the tile's axes", "permute")
     shape = tuple(x.ty.shape[a] for a in axes)
-    return lw.b.value("permute", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_t", axes=tuple(axes))
+    return lw.b.value(OpKind.PERMUTE, (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_t",
+                      axes=tuple(axes))
 
 
 @handler
@@ -1098,7 +1103,7 @@ def ct_extract(lw, args, kwargs, node):
     for full, sub in zip(x.ty.shape, shape):
         if isinstance(full, int) and isinstance(sub, int) and full % sub:
             raise lw.fail(node, f"ct.extract: {sub} does not divide {full}", "ct.extract")
-    return lw.b.value("extract", (x, *index), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_part",
+    return lw.b.value(OpKind.EXTRACT, (x, *index), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_part",
                       shape=shape)
 
 
@@ -1121,7 +1126,7 @@ def ct_bitcast(lw, args, kwargs, node):
                      loc=lw.loc(node))
     if x.ty.dtype == dst:
         return x
-    return lw.b.value("bitcast", (x,), TileT(dst, x.ty.shape), lw.loc(node), hint=f"{x.name}_bits")
+    return lw.b.value(OpKind.BITCAST, (x,), TileT(dst, x.ty.shape), lw.loc(node), hint=f"{x.name}_bits")
 
 
 @handler
@@ -1142,11 +1147,11 @@ def ct_pack_to_bytes(lw, args, kwargs, node):
     if x.ty.shape != (count,):
         x = reshape(lw, x, (count,), node)
     if bits == 8:
-        return lw.b.value("bitcast", (x,), TileT("u8", (count,)), lw.loc(node), hint=f"{x.name}_bytes")
+        return lw.b.value(OpKind.BITCAST, (x,), TileT("u8", (count,)), lw.loc(node), hint=f"{x.name}_bytes")
     if bits % 8:
         raise lw.fail(node, f"ct.pack_to_bytes of {bits}-bit elements is not supported", "ct.pack_to_bytes")
     size = T.dim_op("*", count, bits // 8)
-    return lw.b.value("pack", (x,), TileT("u8", (size,)), lw.loc(node), hint=f"{x.name}_bytes")
+    return lw.b.value(OpKind.PACK, (x,), TileT("u8", (size,)), lw.loc(node), hint=f"{x.name}_bytes")
 
 
 @handler
@@ -1162,14 +1167,14 @@ def ct_unpack_from_bytes(lw, args, kwargs, node):
     dtype = b["dtype"].dtype
     bits = _BITS[dtype]
     if bits == 8:
-        return lw.b.value("bitcast", (x,), TileT(dtype, x.ty.shape), lw.loc(node), hint=f"{x.name}_{dtype}")
+        return lw.b.value(OpKind.BITCAST, (x,), TileT(dtype, x.ty.shape), lw.loc(node), hint=f"{x.name}_{dtype}")
     (n,) = x.ty.shape
     for value in _dim_values(lw, n, node):
         if value * 8 % bits:
             raise lw.fail(node, f"ct.unpack_from_bytes: {value} bytes are not a whole number of {dtype}",
                           "ct.unpack_from_bytes")
     size = T.dim_op("//", n, bits // 8)
-    return lw.b.value("unpack", (x,), TileT(dtype, (size,)), lw.loc(node), hint=f"{x.name}_{dtype}")
+    return lw.b.value(OpKind.UNPACK, (x,), TileT(dtype, (size,)), lw.loc(node), hint=f"{x.name}_{dtype}")
 
 
 SCAN_DTYPES = ("f32", "f64", "i32", "i64")  # scan_sum takes its identity as a literal of the element type
@@ -1193,7 +1198,7 @@ def ct_cumsum(lw, args, kwargs, node):
     lw.b.require(x.ty.dtype, lambda d: d in SCAN_DTYPES and not isinstance(x.ty.dtype, T.DVar),
                  f"ct.cumsum on {x.ty.dtype}: only one of {', '.join(SCAN_DTYPES)} per kernel is supported yet",
                  lw.loc(node))
-    return lw.b.value("scan_sum", (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
+    return lw.b.value(OpKind.SCAN_SUM, (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
                       reverse=reverse)
 
 
@@ -1220,7 +1225,7 @@ def ct_cat(lw, args, kwargs, node):
             lw.b.check_dims_equal(dx, dy, lw.loc(node), "ct.cat")
     shape = list(x.ty.shape)
     shape[axis] = T.dim_op("+", x.ty.shape[axis], y.ty.shape[axis])
-    return lw.b.value("cat", (x, y), TileT(x.ty.dtype, tuple(shape)), lw.loc(node), hint="cat", axis=axis)
+    return lw.b.value(OpKind.CAT, (x, y), TileT(x.ty.dtype, tuple(shape)), lw.loc(node), hint="cat", axis=axis)
 
 
 MMA_ACC = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "tf32": ("f32",), "f64": ("f64",),
@@ -1250,7 +1255,7 @@ def _mma(lw, x: Ref, y: Ref, acc: Ref, node) -> Ref:
         return ad if xd == yd and ad in MMA_ACC.get(xd, ()) else None
     lw.b.dspace.lift(acc_ok, x.ty.dtype, y.ty.dtype, acc.ty.dtype,
                      what="ct.mma operand/accumulator dtypes", loc=loc)
-    return lw.b.value("mma", (x, y, acc), acc.ty, loc, hint="acc")
+    return lw.b.value(OpKind.MMA, (x, y, acc), acc.ty, loc, hint="acc")
 
 
 def matmul(lw, x, y, node) -> Ref:
@@ -1319,13 +1324,13 @@ def array_slice(lw, arr: Ref, args, kwargs, node) -> Ref:
         raise lw.fail(node, "Array.slice: stop must be greater than or equal to start", "array.slice")
     last = axis == rank - 1  # the last stride is the constant 1 of the capture signature
     parent = _definition(lw, arr.name)
-    if parent is not None and parent.kind == "make_view":
+    if parent is not None and parent.kind == OpKind.MAKE_VIEW:
         # a view of a view: from its pointer (before its alignment assumption, which cuTile Python makes only
         # for a pointer that becomes a view), its extents and strides; the view itself need not exist
         array, ptr, (dims, strides) = parent.args[1], parent.args[0], _split_view_operands(parent)
         aligned = _definition(lw, ptr.name)
         base_div, steps = 1, None  # no assumption: the parent view was not known aligned
-        if aligned is not None and aligned.kind == "assume_div_by":
+        if aligned is not None and aligned.kind == OpKind.ASSUME_DIV_BY:
             ptr, base_div, steps = aligned.args[0], aligned.attr("divisor"), aligned.attr("steps")
         stride = CDim(1) if last else strides[axis]
     else:
@@ -1333,20 +1338,20 @@ def array_slice(lw, arr: Ref, args, kwargs, node) -> Ref:
         dims = [array_dim(lw, arr, d, node) for d in range(rank)]
         strides = [array_stride(lw, arr, d, loc) for d in range(rank - 1)]
         stride = CDim(1) if last else strides[axis]
-    offset = lw.b.value("view_offset", (start, stride), TileT("u64", ()), loc, hint=f"{arr.name}_off")
+    offset = lw.b.value(OpKind.VIEW_OFFSET, (start, stride), TileT("u64", ()), loc, hint=f"{arr.name}_off")
     if ptr is None:
-        ptr = lw.b.value("ptr_base", (arr,), T.PtrT(arr.ty.dtype, ()), loc, hint=f"{arr.name}_base")
-    ptr = lw.b.value("ptr_offset", (ptr, offset), ptr.ty, loc, hint=f"{arr.name}_at")
+        ptr = lw.b.value(OpKind.PTR_BASE, (arr,), T.PtrT(arr.ty.dtype, ()), loc, hint=f"{arr.name}_base")
+    ptr = lw.b.value(OpKind.PTR_OFFSET, (ptr, offset), ptr.ty, loc, hint=f"{arr.name}_at")
     start_div = _div_by(lw, start, node)
     divisor = _view_alignment(lw, arr.ty.dtype, base_div, start_div)  # a stride divides by 1
     if divisor > 1:
         steps = None if steps is None else (*steps, (axis, start_div, last))
-        ptr = lw.b.value("assume_div_by", (ptr,), ptr.ty, loc, hint=f"{arr.name}_aligned", divisor=divisor,
+        ptr = lw.b.value(OpKind.ASSUME_DIV_BY, (ptr,), ptr.ty, loc, hint=f"{arr.name}_aligned", divisor=divisor,
                          **_launch_alignment(lw, arr.ty.dtype, array.name, steps))
-    extent = lw.b.value("binary", (stop, start), ScalarT("i32"), loc, hint=f"{arr.name}_n", op="sub", rounding=None,
-                        ftz=None, nan=None)
+    extent = lw.b.value(OpKind.BINARY, (stop, start), ScalarT("i32"), loc, hint=f"{arr.name}_n", op="sub",
+                        rounding=None, ftz=None, nan=None)
     dims = [extent if d == axis else dim for d, dim in enumerate(dims)]
-    return lw.b.value("make_view", (ptr, array, *dims, *strides), arr.ty, loc, hint=f"{arr.name}_slice",
+    return lw.b.value(OpKind.MAKE_VIEW, (ptr, array, *dims, *strides), arr.ty, loc, hint=f"{arr.name}_slice",
                       strides=(-1,) * (rank - 1) + (1,))
 
 
@@ -1354,12 +1359,12 @@ def _accessed_array(lw, arr: Ref) -> dict:
     """A load/store through an `Array.slice` view names the parameter it accesses: cuTile Python orders the
     memory operations of an array and of its views as one (their pointers share its alias set)."""
     op = _definition(lw, arr.name)
-    return {"array": op.args[1].name} if op is not None and op.kind == "make_view" else {}
+    return {"array": op.args[1].name} if op is not None and op.kind == OpKind.MAKE_VIEW else {}
 
 
 def _not_a_view(lw, arr: Ref, node, fn: str) -> None:
     op = _definition(lw, arr.name)
-    if op is not None and op.kind == "make_view":
+    if op is not None and op.kind == OpKind.MAKE_VIEW:
         raise lw.fail(node, f"ct.{fn} on an `Array.slice` view is not supported by the translator yet", f"ct.{fn}",
                       "index the array itself, adding the slice's start to the indices")
 
@@ -1381,7 +1386,7 @@ def _slice_bound(lw, v: Value, node, what: str) -> Atom:
 
 
 def array_stride(lw, arr: Ref, axis: int, loc) -> Ref:
-    return lw.b.value("array_stride", (arr,), ScalarT("i32"), loc, hint=f"{arr.name}_stride{axis}", axis=axis)
+    return lw.b.value(OpKind.ARRAY_STRIDE, (arr,), ScalarT("i32"), loc, hint=f"{arr.name}_stride{axis}", axis=axis)
 
 
 def _definition(lw, name: str):
@@ -1405,12 +1410,12 @@ def _div_by(lw, atom: Atom, node) -> int:
     op = _definition(lw, atom.name)
     if op is None or not all(T.is_int(d) for d in lw.b.dspace.values(op.ty.dtype)):
         return 1
-    if op.kind == "binary" and op.attr("op") in ("add", "sub"):
+    if op.kind == OpKind.BINARY and op.attr("op") in ("add", "sub"):
         return math.gcd(_div_by(lw, op.args[0], node), _div_by(lw, op.args[1], node))
-    if op.kind == "binary" and op.attr("op") == "mul":
+    if op.kind == OpKind.BINARY and op.attr("op") == "mul":
         return _div_by(lw, op.args[0], node) * _div_by(lw, op.args[1], node)
-    if (op.kind == "unary" and op.attr("fn") in ("negative", "abs")) or op.kind in ("copy", "scalar", "tile0",
-                                                                                   "scalar_of"):
+    if (op.kind == OpKind.UNARY and op.attr("fn") in ("negative", "abs")) or op.kind in (
+            OpKind.COPY, OpKind.SCALAR, OpKind.TILE0, OpKind.SCALAR_OF):
         return _div_by(lw, op.args[0], node)
     return 1
 

@@ -29,6 +29,7 @@ from tileport.model.builder import Builder, DTypeSpace, lit_dtype
 from tileport.model.naming import Naming
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc,
                                Param, Ref, Return, While, sym_names, walk)
+from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
 from tileport.ops.dtypes import TORCH_DTYPES
 from tileport.runtime.abi import DTYPE_CODES
@@ -696,7 +697,7 @@ class KernelLowerer:
             if isinstance(old, Ref) and isinstance(old.ty, ScalarT) and _const_number(value) \
                     and isinstance(value.value, bool) == (old.ty.dtype == "bool"):
                 # `done = True` in a loop over a runtime `done`: the constant becomes a value of its type
-                value = self.b.value("scalar", (Lit(value.value, old.ty),), old.ty, self.loc(node), hint=name)
+                value = self.b.value(OpKind.SCALAR, (Lit(value.value, old.ty),), old.ty, self.loc(node), hint=name)
             elif isinstance(old, Ref):
                 raise self.fail(node, f"`{name}` is a runtime value outside this block and cannot become a "
                                       "compile-time value inside it", "assignment")
@@ -743,7 +744,7 @@ class KernelLowerer:
 
     def b_copy(self, value: Ref):
         from tileport.model.ir import Op
-        return Op("copy", (value,), value.ty, Loc(self.path, 0, 0))
+        return Op(OpKind.COPY, (value,), value.ty, Loc(self.path, 0, 0))
 
     # ---- statements
     def block(self, stmts: Sequence[ast.stmt], owner: ast.AST) -> None:
@@ -856,7 +857,7 @@ class KernelLowerer:
             if isinstance(v, CV) and _const_number(v) and (bools or not isinstance(v.value, bool)):
                 atom = self.scalar_atom(v, node)
                 ty = ScalarT(lit_dtype(v.value)) if isinstance(atom, Lit) else ScalarT("i32")
-                ref = self.b.value("scalar", (atom,), ty, self.loc(node), hint=name)
+                ref = self.b.value(OpKind.SCALAR, (atom,), ty, self.loc(node), hint=name)
                 self.scopes[owner].vars[name] = ref
 
     def stmt_While(self, s: ast.While) -> None:
@@ -1050,7 +1051,7 @@ class KernelLowerer:
             self.scopes.append(scope)
             self.b.resume(blk, names)
             atom = self.calls.as_type(self, value, ty, sub)
-            self.b.emit(Do(Op("yield", (atom,), ty, self.loc(sub))))
+            self.b.emit(Do(Op(OpKind.YIELD, (atom,), ty, self.loc(sub))))
             self.b.pop()
             self.scopes.pop()
             blocks.append(blk)
@@ -1062,9 +1063,9 @@ class KernelLowerer:
     def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
         """A bool scalar from a scalar or 0-d tile condition (`!= 0` for numbers)."""
         if isinstance(cond.ty, TileT):
-            cond = self.b.value("scalar_of", (cond,), ScalarT(cond.ty.dtype), self.loc(test), hint="cond")
+            cond = self.b.value(OpKind.SCALAR_OF, (cond,), ScalarT(cond.ty.dtype), self.loc(test), hint="cond")
         if cond.ty.dtype != "bool":
-            cond = self.b.value("compare", (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
+            cond = self.b.value(OpKind.COMPARE, (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
                                 self.loc(test), hint="cond", op="!=")
         return cond
 
@@ -1131,7 +1132,7 @@ class KernelLowerer:
             return v
         if isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0:
             # a 0-d tile (e.g. a gathered length) is a scalar in cuTile; cutile-rs needs the scalar
-            return self.b.value("scalar_of", (v,), ScalarT(v.ty.dtype), self.loc(node), hint=f"{v.name}_s")
+            return self.b.value(OpKind.SCALAR_OF, (v,), ScalarT(v.ty.dtype), self.loc(node), hint=f"{v.name}_s")
         if isinstance(v, CV) and v.is_dim:
             self.check_literal(v.value, "i32", node)
             return CDim(v.value)
@@ -1220,7 +1221,7 @@ DtypeFacts = tuple[int, tuple[int, ...]]
 
 def _view_alignments(kernel: Kernel) -> tuple[int, ...]:
     return tuple(st.op.attr("divisor") for st in walk(kernel.body)
-                 if isinstance(st, Let) and st.op.kind == "assume_div_by")
+                 if isinstance(st, Let) and st.op.kind == OpKind.ASSUME_DIV_BY)
 
 
 def _generic_arrays(kernel: Kernel) -> list[Param]:

@@ -18,6 +18,7 @@ from tileport.frontends.triton.values import CV, DT, Builtin, Descriptor, Method
 from tileport.model import types as T
 from tileport.model.builder import weak_result_dtype
 from tileport.model.ir import Lit, Ref, sym_names
+from tileport.model.ops import OpKind
 from tileport.model.types import DimOp, ScalarT, Sym, TileT
 
 TL_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
@@ -144,7 +145,7 @@ def expand(lw, x: Ref, items, node) -> Ref:
                 new.append(old[j])
                 j += 1
     r, r2 = len(old), len(new)
-    out = lw.b.value("reshape", (x,), TileT(x.ty.dtype, tuple(new)), lw.loc(node), hint=f"{x.name}_e",
+    out = lw.b.value(OpKind.RESHAPE, (x,), TileT(x.ty.dtype, tuple(new)), lw.loc(node), hint=f"{x.name}_e",
                      shape=tuple(new))
     axes = {r - 1 - a: r2 - 1 - b for a, b in mapping.items()}
     if x.name in lw.poly:
@@ -245,7 +246,7 @@ def program_id(lw, args, kwargs, node):
     axis = lw.compile_time(b["axis"], node, "axis")
     if axis not in (0, 1, 2):
         raise lw.fail(node, "program_id axis must be 0, 1 or 2", "tl.program_id")
-    out = lw.b.value("bid", (), ScalarT("i32"), lw.loc(node), hint="pid", axis=axis)
+    out = lw.b.value(OpKind.BID, (), ScalarT("i32"), lw.loc(node), hint="pid", axis=axis)
     lw.track_scalar(out)
     return out
 
@@ -255,7 +256,7 @@ def num_programs(lw, args, kwargs, node):
     axis = lw.compile_time(b["axis"], node, "axis")
     if axis not in (0, 1, 2):
         raise lw.fail(node, "num_programs axis must be 0, 1 or 2", "tl.num_programs")
-    out = lw.b.value("num_blocks", (), ScalarT("i32"), lw.loc(node), hint="num_pids", axis=axis)
+    out = lw.b.value(OpKind.NUM_BLOCKS, (), ScalarT("i32"), lw.loc(node), hint="num_pids", axis=axis)
     lw.track_scalar(out)
     return out
 
@@ -272,7 +273,7 @@ def arange(lw, args, kwargs, node):
         size = T.dim_op("-", end, start)
     if isinstance(size, int) and (size <= 0 or size & (size - 1)):
         raise lw.fail(node, f"tl.arange size {size} must be a positive power of two", "tl.arange")
-    out = lw.b.value("arange", (), TileT("i32", (size,)), lw.loc(node), hint="offs", dtype="i32", size=size)
+    out = lw.b.value(OpKind.ARANGE, (), TileT("i32", (size,)), lw.loc(node), hint="offs", dtype="i32", size=size)
     ar = ("a", next(_uid), size, 0)
     lw.poly[out.name] = A.add(A.factor(ar), A.dim_poly(start) if start != 0 else {})
     if start != 0:
@@ -357,7 +358,7 @@ def where(lw, cond, x, y, node) -> Ref:
             shape = lw.b.broadcast_shape(shape, v.ty.shape, loc)
     c = lw.b.to_tile(lw.b.cast(cond, "bool", loc) if cond.ty.dtype != "bool" else cond, "bool", shape, loc)
     xs, ys = (lw.b.to_tile(_operand_atom(lw, v, dtype, node), dtype, shape, loc) for v in (x, y))
-    out = lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
+    out = lw.b.value(OpKind.SELECT, (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
     _keep_loaded(lw, (x, y), out)
     return out
 
@@ -390,7 +391,7 @@ def math_fn(lw, fn: str, args, kwargs, node) -> Ref:
     if fn in FLOAT_ONLY and not lw.b.is_float(x.ty.dtype):
         x = lw.b.cast(x, "f32", lw.loc(node))
     rounding = "approx" if fn == "exp" and x.ty.dtype == "f32" else None  # Triton: ex2.approx.f32(x * log2e)
-    return lw.b.value("unary", (x,), x.ty, lw.loc(node), hint=fn, fn=fn, rounding=rounding, ftz=None)
+    return lw.b.value(OpKind.UNARY, (x,), x.ty, lw.loc(node), hint=fn, fn=fn, rounding=rounding, ftz=None)
 
 
 def sigmoid(lw, args, kwargs, node):
@@ -463,11 +464,11 @@ def _reduce(lw, fn: str, x: Ref, axis_v, keep_v, node) -> Ref:
     out = x
     for ax in sorted((a % rank for a in axes), reverse=True):
         shape = tuple(d for i, d in enumerate(out.ty.shape) if i != ax)
-        out = lw.b.value("reduce", (out,), TileT(out.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_{fn}", fn=fn,
+        out = lw.b.value(OpKind.REDUCE, (out,), TileT(out.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_{fn}", fn=fn,
                          axis=ax, rounding=None, ftz=None, nan=None)
     if keep:
         shape = tuple(1 if (axis is None or i == axis % rank) else d for i, d in enumerate(x.ty.shape))
-        out = lw.b.value("reshape", (out,), TileT(out.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_k",
+        out = lw.b.value(OpKind.RESHAPE, (out,), TileT(out.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_k",
                          shape=shape)
     return out
 
@@ -484,10 +485,10 @@ def arg_reduction(fn):
         best = _reduce(lw, "max" if fn == "argmax" else "min", x, CV(axis), CV(True), node)
         hit = compare(lw, "==", x, best, node)
         n = x.ty.shape[axis]
-        idx = lw.b.value("arange", (), TileT("i32", (n,)), lw.loc(node), hint="idx", dtype="i32", size=n)
+        idx = lw.b.value(OpKind.ARANGE, (), TileT("i32", (n,)), lw.loc(node), hint="idx", dtype="i32", size=n)
         shape = tuple(1 if i != axis else d for i, d in enumerate(x.ty.shape))
         if len(shape) > 1:
-            idx = lw.b.value("reshape", (idx,), TileT("i32", shape), lw.loc(node), hint="idx_r", shape=shape)
+            idx = lw.b.value(OpKind.RESHAPE, (idx,), TileT("i32", shape), lw.loc(node), hint="idx_r", shape=shape)
         big = materialize_int(lw, CV(n), node) if not isinstance(n, int) else CV(n)
         cand = where(lw, hit, idx, big, node)
         return _reduce(lw, "min", cand, CV(axis), b.get("keep_dims"), node)
@@ -518,18 +519,18 @@ def dot(lw, args, kwargs, node):
             raise lw.fail(node, f"tl.dot: acc shape {acc.ty.shape} is not {shape}", "tl.dot")
     precision = _dot_precision(lw, b, node)
     if precision == "ieee" or "f32" not in lw.b.dspace.values(x.ty.dtype):
-        return lw.b.value("mma", (x, y, acc), acc.ty, loc, hint="acc")
+        return lw.b.value(OpKind.MMA, (x, y, acc), acc.ty, loc, hint="acc")
     _note(lw, "tl.dot of f32 tiles: inputs rounded to tf32 (round to nearest; Triton's tf32 tensor cores drop "
           "the low mantissa bits) as Triton's input_precision=" + repr(precision))
     xh, yh = _tf32(lw, x, loc), _tf32(lw, y, loc)
     if precision == "tf32":
-        return lw.b.value("mma", (xh, yh, acc), acc.ty, loc, hint="acc")
+        return lw.b.value(OpKind.MMA, (xh, yh, acc), acc.ty, loc, hint="acc")
     # tf32x3: a = hi + lo in tf32 each; a.b ~ hi.lo + lo.hi + hi.hi (small terms first), then the accumulator
     xl, yl = (_tf32(lw, binary(lw, "-", v, lw.b.cast(h, v.ty.dtype, loc), node), loc) for v, h in ((x, xh), (y, yh)))
     zero = lw.b.to_tile(Lit(0.0, ScalarT(acc.ty.dtype)), acc.ty.dtype, shape, loc) if given else acc
-    part = lw.b.value("mma", (xh, yl, zero), acc.ty, loc, hint="d3")
-    part = lw.b.value("mma", (xl, yh, part), acc.ty, loc, hint="d3")
-    part = lw.b.value("mma", (xh, yh, part), acc.ty, loc, hint="d3")
+    part = lw.b.value(OpKind.MMA, (xh, yl, zero), acc.ty, loc, hint="d3")
+    part = lw.b.value(OpKind.MMA, (xl, yh, part), acc.ty, loc, hint="d3")
+    part = lw.b.value(OpKind.MMA, (xh, yh, part), acc.ty, loc, hint="d3")
     return binary(lw, "+", part, acc, node) if given else part
 
 
@@ -575,7 +576,7 @@ def cumsum(lw, args, kwargs, node):
     if not isinstance(x.ty.dtype, str):  # the scan's identity is a literal of the element type
         raise lw.fail(node, f"tl.cumsum of a tile whose element type is generic ({x.ty.dtype})", "tl.cumsum",
                       "give the pointer's element dtype in the configuration, or cast the tile with .to()")
-    return lw.b.value("scan_sum", (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
+    return lw.b.value(OpKind.SCAN_SUM, (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
                       reverse=bool(reverse))
 
 
@@ -629,7 +630,7 @@ def _atomic(lw, fn: str, mode: str, b: dict, values: tuple, node) -> Ref:
                  shape=shape, check_bounds=None, has_mask=mask is not None)
     if mode != "cas":
         attrs["mode"] = mode
-    return lw.b.value("atomic_cas" if mode == "cas" else "atomic_rmw", args, TileT(dtype, shape), loc,
+    return lw.b.value(OpKind.ATOMIC_CAS if mode == "cas" else OpKind.ATOMIC_RMW, args, TileT(dtype, shape), loc,
                       hint=f"{ptr.array.name}_old", **attrs)
 
 
@@ -649,7 +650,8 @@ def permute(lw, x: Ref, axes: tuple, node) -> Ref:
     if sorted(axes) != list(range(x.ty.rank)):
         raise lw.fail(node, f"permutation {axes} does not match a rank-{x.ty.rank} tile", "permute")
     shape = tuple(x.ty.shape[a] for a in axes)
-    return lw.b.value("permute", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_t", axes=tuple(axes))
+    return lw.b.value(OpKind.PERMUTE, (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_t",
+                      axes=tuple(axes))
 
 
 def trans(lw, args, kwargs, node):
@@ -666,7 +668,7 @@ def reshape(lw, args, kwargs, node):
     x = _tile(lw, args[0] if args else kwargs.get("input"), node, "tl.reshape")
     rest = args[1:] if len(args) > 1 else [kwargs.get("shape")]
     shape = _shape(lw, rest[0] if len(rest) == 1 else tuple(rest), node, "tl.reshape")
-    out = lw.b.value("reshape", (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_r", shape=shape)
+    out = lw.b.value(OpKind.RESHAPE, (x,), TileT(x.ty.dtype, shape), lw.loc(node), hint=f"{x.name}_r", shape=shape)
     _keep_loaded(lw, (x,), out)
     return out
 
@@ -701,9 +703,9 @@ def split(lw, args, kwargs, node):
     halves = []
     for i in (0, 1):
         index = tuple(Lit(0, ScalarT("i32")) for _ in out) + (Lit(i, ScalarT("i32")),)
-        e = lw.b.value("extract", (x, *index), TileT(x.ty.dtype, part), lw.loc(node), hint=f"{x.name}_h{i}",
+        e = lw.b.value(OpKind.EXTRACT, (x, *index), TileT(x.ty.dtype, part), lw.loc(node), hint=f"{x.name}_h{i}",
                        shape=part)
-        halves.append(lw.b.value("reshape", (e,), TileT(x.ty.dtype, out), lw.loc(node), hint=f"{x.name}_{i}",
+        halves.append(lw.b.value(OpKind.RESHAPE, (e,), TileT(x.ty.dtype, out), lw.loc(node), hint=f"{x.name}_{i}",
                                  shape=out))
     return tuple(halves)
 
@@ -715,10 +717,10 @@ def join(lw, args, kwargs, node):
     loc = lw.loc(node)
     dtype = lw.b.promote(x.ty.dtype, y.ty.dtype, loc, "tl.join")
     shape = lw.b.broadcast_shape(x.ty.shape, y.ty.shape, loc)
-    parts = [lw.b.value("reshape", (lw.b.to_tile(lw.b.cast(v, dtype, loc), dtype, shape, loc),),
+    parts = [lw.b.value(OpKind.RESHAPE, (lw.b.to_tile(lw.b.cast(v, dtype, loc), dtype, shape, loc),),
                         TileT(dtype, tuple(shape) + (1,)), loc, hint=f"{v.name}_j", shape=tuple(shape) + (1,))
              for v in (x, y)]
-    return lw.b.value("cat", tuple(parts), TileT(dtype, tuple(shape) + (2,)), loc, hint="joined",
+    return lw.b.value(OpKind.CAT, tuple(parts), TileT(dtype, tuple(shape) + (2,)), loc, hint="joined",
                       axis=len(shape))
 
 
@@ -767,7 +769,7 @@ def to(lw, x, dtype: str, node) -> Any:
 
 def materialize_int(lw, v: CV, node) -> Ref:
     atom = lw.atom(v, node, "i32")
-    out = lw.b.value("scalar", (atom,), ScalarT(atom.ty.dtype if isinstance(atom, Lit) else "i32"), lw.loc(node),
+    out = lw.b.value(OpKind.SCALAR, (atom,), ScalarT(atom.ty.dtype if isinstance(atom, Lit) else "i32"), lw.loc(node),
                      hint="c")
     p = lw.poly_of(v)
     if p is not None:
@@ -864,8 +866,8 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
         ty = ScalarT(dtype)
     name = OP_NAMES[op]
     if op == "//" and lw.b.is_float(dtype):  # Triton: floor(a / b) for floats
-        q = lw.b.value("binary", (x, y), ty, loc, hint="quot", op="div", rounding=None, ftz=None, nan=None)
-        return lw.b.value("unary", (q,), ty, loc, hint="fl", fn="floor", rounding=None, ftz=None) \
+        q = lw.b.value(OpKind.BINARY, (x, y), ty, loc, hint="quot", op="div", rounding=None, ftz=None, nan=None)
+        return lw.b.value(OpKind.UNARY, (q,), ty, loc, hint="fl", fn="floor", rounding=None, ftz=None) \
             if isinstance(ty, TileT) else _fail_scalar(lw, node, "//")
     if op in ("//", "%") and not lw.b.is_float(dtype):
         note = ("integer // and % on scalars round toward -inf (Python) and // on tiles too; Triton truncates "
@@ -874,16 +876,16 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
             lw.notes.append(note)
     if op in ("//", "%") and isinstance(ty, ScalarT) and dtype in ("i64", "u64", "u32"):
         # the model's scalar // and % are i32 only: 64-bit ones run on 0-d tiles
-        tx, ty0 = (lw.b.value("tile0", (v,), TileT(dtype, ()), loc, hint="t") for v in (x, y))
-        t = lw.b.value("binary", (tx, ty0), TileT(dtype, ()), loc, hint="q", op="floordiv" if op == "//" else "rem",
-                       rounding=None, ftz=None, nan=None)
-        return lw.b.value("scalar_of", (t,), ty, loc, hint="q")
+        tx, ty0 = (lw.b.value(OpKind.TILE0, (v,), TileT(dtype, ()), loc, hint="t") for v in (x, y))
+        t = lw.b.value(OpKind.BINARY, (tx, ty0), TileT(dtype, ()), loc, hint="q",
+                       op="floordiv" if op == "//" else "rem", rounding=None, ftz=None, nan=None)
+        return lw.b.value(OpKind.SCALAR_OF, (t,), ty, loc, hint="q")
     if op == "%" and isinstance(ty, TileT):
         if lw.b.is_float(dtype):
             raise lw.fail(node, "float % on tiles has no lowering in tileport's kernel model yet", "operator")
         name = "rem"  # Triton's % on integers is C's remainder (remi)
     full = name == "div" and dtype == "f32" and isinstance(ty, TileT) and not ieee
-    out = lw.b.value("binary", (x, y), ty, loc, hint={"+": "sum", "-": "diff", "*": "prod"}.get(op, "v"),
+    out = lw.b.value(OpKind.BINARY, (x, y), ty, loc, hint={"+": "sum", "-": "diff", "*": "prod"}.get(op, "v"),
                      op=name, rounding="full" if full else None, ftz=None, nan=None)
     _affine(lw, op, a, b, out)
     for v in (a, b):
@@ -954,10 +956,10 @@ def compare(lw, op: str, a, b, node) -> Any:
         shape = lw.b.broadcast_shape(*(v.ty.shape if isinstance(v, Ref) and isinstance(v.ty, TileT) else ()
                                        for v in (a, b)), loc)
         x, y = (lw.b.to_tile(v, dtype, shape, loc) for v in (x, y))
-        out = lw.b.value("compare", (x, y), TileT("bool", shape), loc, hint="mask", op=op)
+        out = lw.b.value(OpKind.COMPARE, (x, y), TileT("bool", shape), loc, hint="mask", op=op)
     else:
         x, y = (lw.b.cast(v, dtype, loc) if isinstance(v, Ref) else v for v in (x, y))
-        return lw.b.value("compare", (x, y), ScalarT("bool"), loc, hint="cond", op=op)
+        return lw.b.value(OpKind.COMPARE, (x, y), ScalarT("bool"), loc, hint="cond", op=op)
     lhs, rhs = (a, b) if op == "<" else (b, a) if op == ">" else (None, None)
     if lhs is not None:
         pl, pr = lw.poly_of(lhs), lw.poly_of(rhs)
@@ -985,20 +987,21 @@ def unary(lw, op: str, x, node) -> Any:
     loc = lw.loc(node)
     if op == "USub":
         if isinstance(x.ty, TileT):
-            out = lw.b.value("unary", (x,), x.ty, loc, hint="neg", fn="negative", rounding=None, ftz=None)
+            out = lw.b.value(OpKind.UNARY, (x,), x.ty, loc, hint="neg", fn="negative", rounding=None, ftz=None)
         else:  # cutile-rs negates runtime scalars only as `0 - x`
             zero = Lit(0.0 if lw.b.is_float(x.ty.dtype) else 0, ScalarT(x.ty.dtype))
-            out = lw.b.value("binary", (zero, x), x.ty, loc, hint="neg", op="sub", rounding=None, ftz=None, nan=None)
+            out = lw.b.value(OpKind.BINARY, (zero, x), x.ty, loc, hint="neg", op="sub", rounding=None, ftz=None,
+                             nan=None)
         if x.name in lw.poly:
             lw.poly[out.name] = A.scale(lw.poly[x.name], -1)
         return out
     if op in ("Not", "Invert") and x.ty.dtype == "bool":
         t = lw.b.to_tile(Lit(True, ScalarT("bool")), "bool", tuple(x.ty.shape), loc) \
             if isinstance(x.ty, TileT) else Lit(True, ScalarT("bool"))
-        return lw.b.value("binary", (x, t), x.ty, loc, hint="not", op="xor", rounding=None, ftz=None, nan=None)
+        return lw.b.value(OpKind.BINARY, (x, t), x.ty, loc, hint="not", op="xor", rounding=None, ftz=None, nan=None)
     if op == "Invert" and isinstance(x.ty, TileT):
         ones = lw.b.to_tile(Lit(-1, ScalarT(x.ty.dtype)), x.ty.dtype, tuple(x.ty.shape), loc)
-        return lw.b.value("binary", (x, ones), x.ty, loc, hint="inv", op="xor", rounding=None, ftz=None, nan=None)
+        return lw.b.value(OpKind.BINARY, (x, ones), x.ty, loc, hint="inv", op="xor", rounding=None, ftz=None, nan=None)
     raise lw.fail(node, f"operator {op} on {x.ty} is not supported", "operator")
 
 

@@ -22,6 +22,7 @@ from tileport.frontends.triton.values import CV, Retry, DT, BlockPtr, Builtin, D
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, Let, Lit, Loc, Op, Param, Ref,
                                Return, sym_names, walk)
+from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, DimOp, ScalarT, Sym, TileT
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -49,9 +50,9 @@ class _Builder(Builder):
         """As the model's cast, but scalar integer conversions go through 0-d tiles (cutile-rs converts
         integer scalars of different widths only as tiles)."""
         if isinstance(x.ty, ScalarT) and x.ty.dtype != dtype and _is_int(x.ty.dtype) and _is_int(dtype):
-            t = self.value("tile0", (x,), TileT(x.ty.dtype, ()), loc, hint=f"{x.name}_t")
+            t = self.value(OpKind.TILE0, (x,), TileT(x.ty.dtype, ()), loc, hint=f"{x.name}_t")
             t = super().cast(t, dtype, loc, rounding)
-            return self.value("scalar_of", (t,), ScalarT(dtype), loc, hint=f"{x.name}_{dtype}")
+            return self.value(OpKind.SCALAR_OF, (t,), ScalarT(dtype), loc, hint=f"{x.name}_{dtype}")
         return super().cast(x, dtype, loc, rounding)
 
 
@@ -273,7 +274,7 @@ class TritonLowerer:
             self.b.release(last.name)
             last.name, last.update = target, True
         else:
-            self.b.emit(Let(target, Op("copy", (value,), value.ty, Loc(self.path, 0, 0)), update=True))
+            self.b.emit(Let(target, Op(OpKind.COPY, (value,), value.ty, Loc(self.path, 0, 0)), update=True))
 
     def as_value_of(self, value: Any, ty, node: ast.AST, name: str) -> Ref:
         """`value` converted to the type of the carried variable `name` (Triton keeps loop-carried types)."""
@@ -282,7 +283,7 @@ class TritonLowerer:
         loc = self.loc(node)
         if isinstance(ty, ScalarT) and isinstance(value, Ref) and isinstance(value.ty, TileT) and value.ty.rank == 0:
             value = self.b.cast(value, ty.dtype, loc)  # Triton's scalars and 0-d tensors are one thing
-            return self.b.value("scalar_of", (value,), ty, loc, hint=name)
+            return self.b.value(OpKind.SCALAR_OF, (value,), ty, loc, hint=name)
         if isinstance(ty, TileT) and isinstance(value, (Ref, CV)):
             if isinstance(value, Ref) and isinstance(value.ty, TileT) and \
                     len(value.ty.shape) > len(ty.shape):
@@ -448,8 +449,8 @@ class TritonLowerer:
         if start_p is not None and step_p == A.const(1):
             return A.sub(k, start_p)
         # k = start + step * i: name i as a fresh scalar so that `k` itself stays divisible by the step
-        i = self.b.value("binary", (self.b.value("binary", (index, start), ScalarT("i32"), self.loc(node), hint="k0",
-                                                 op="sub", rounding=None, ftz=None, nan=None), step),
+        i = self.b.value(OpKind.BINARY, (self.b.value(OpKind.BINARY, (index, start), ScalarT("i32"), self.loc(node),
+                                                      hint="k0", op="sub", rounding=None, ftz=None, nan=None), step),
                          ScalarT("i32"), self.loc(node), hint=f"{index.name}_iter", op="floordiv", rounding=None,
                          ftz=None, nan=None)
         self.track_scalar(i)
@@ -540,10 +541,10 @@ class TritonLowerer:
             zero = Lit(False if ty.dtype == "bool" else 0.0 if self.b.is_float(ty.dtype) else 0, ScalarT(ty.dtype))
             loc = self.loc(node)
             declared = self.b.to_tile(zero, ty.dtype, ty.shape, loc) if isinstance(ty, TileT) else \
-                self.b.value("scalar", (zero,), ty, loc, hint=name)
+                self.b.value(OpKind.SCALAR, (zero,), ty, loc, hint=name)
             declared = self.rename(declared, name)
             for (blk, _), v in zip(branches, converted):
-                blk.stmts.append(Let(declared.name, Op("copy", (v,), ty, loc), update=True))
+                blk.stmts.append(Let(declared.name, Op(OpKind.COPY, (v,), ty, loc), update=True))
             self.scopes[-1].vars[name] = declared
 
     def join_branch_pointers(self, scopes: list[Scope], branches: list, node: ast.If) -> None:
@@ -566,7 +567,7 @@ class TritonLowerer:
             loc = self.loc(node)
             zero = Lit(0, ScalarT(dtype))
             declared = self.b.to_tile(zero, dtype, ty.shape, loc) if isinstance(ty, TileT) else \
-                self.b.value("scalar", (zero,), ty, loc, hint=f"{name}_off")
+                self.b.value(OpKind.SCALAR, (zero,), ty, loc, hint=f"{name}_off")
             declared = self.rename(declared, f"{name}_off")
             for (blk, names), off in zip(branches, offsets):
                 self.b.resume(blk, names)
@@ -574,14 +575,14 @@ class TritonLowerer:
                     v = self.as_value_of(CV(0) if off is None else off, ty, node, f"{name}_at")
                 finally:
                     self.b.pop()
-                blk.stmts.append(Let(declared.name, Op("copy", (v,), ty, loc), update=True))
+                blk.stmts.append(Let(declared.name, Op(OpKind.COPY, (v,), ty, loc), update=True))
             self.scopes[-1].vars[name] = Ptr(outer.array, declared)
 
     def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
         if isinstance(cond.ty, TileT):
-            cond = self.b.value("scalar_of", (cond,), ScalarT(cond.ty.dtype), self.loc(test), hint="cond")
+            cond = self.b.value(OpKind.SCALAR_OF, (cond,), ScalarT(cond.ty.dtype), self.loc(test), hint="cond")
         if cond.ty.dtype != "bool":
-            cond = self.b.value("compare", (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
+            cond = self.b.value(OpKind.COMPARE, (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
                                 self.loc(test), hint="cond", op="!=")
         return cond
 
@@ -735,7 +736,7 @@ class TritonLowerer:
                 if f[0] == "v":
                     x: Atom = self.factors[f]
                     if isinstance(x.ty, TileT):
-                        x = self.b.value("scalar_of", (x,), ScalarT(x.ty.dtype), loc, hint="idx")
+                        x = self.b.value(OpKind.SCALAR_OF, (x,), ScalarT(x.ty.dtype), loc, hint="idx")
                     x = self.b.cast(x, "i32", loc)
                 elif f[0] == "c":
                     x = CDim(Sym(f[1]))
@@ -752,13 +753,13 @@ class TritonLowerer:
         (cutile-rs takes `f32::INFINITY` only as an operand of a tile constant)."""
         if isinstance(atom, Lit) and isinstance(atom.value, float) and not math.isfinite(atom.value):
             t = self.b.to_tile(Lit(atom.value, ty), ty.dtype, (), loc)
-            return self.b.value("scalar_of", (t,), ty, loc, hint=hint)
-        return self.b.value("scalar", (atom,), ty, loc, hint=hint)
+            return self.b.value(OpKind.SCALAR_OF, (t,), ty, loc, hint=hint)
+        return self.b.value(OpKind.SCALAR, (atom,), ty, loc, hint=hint)
 
     def scalar_op(self, op: str, a: Atom, b: Atom, loc: Loc) -> Ref:
         if isinstance(a, CDim) and isinstance(b, CDim):
-            a = self.b.value("scalar", (a,), ScalarT("i32"), loc, hint="c")
-        return self.b.value("binary", (a, b), ScalarT("i32"), loc, hint="idx", op=op, rounding=None, ftz=None,
+            a = self.b.value(OpKind.SCALAR, (a,), ScalarT("i32"), loc, hint="c")
+        return self.b.value(OpKind.BINARY, (a, b), ScalarT("i32"), loc, hint="idx", op=op, rounding=None, ftz=None,
                             nan=None)
 
     def atom(self, v: Any, node: ast.AST, dtype) -> Atom:
@@ -787,7 +788,7 @@ class TritonLowerer:
         if isinstance(v, Ref) and isinstance(v.ty, ScalarT) and v.ty.dtype in ("i32", "i64", "i16", "i8"):
             return v if v.ty.dtype == "i32" else self.b.cast(v, "i32", self.loc(node))
         if isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0:
-            s = self.b.value("scalar_of", (v,), ScalarT(v.ty.dtype), self.loc(node), hint="n")
+            s = self.b.value(OpKind.SCALAR_OF, (v,), ScalarT(v.ty.dtype), self.loc(node), hint="n")
             return self.int_atom(s, node)
         if isinstance(v, CV) and (type(v.value) is int or isinstance(v.value, (Sym, DimOp))):
             return self.atom(v, node, "i32")
@@ -848,8 +849,9 @@ def _target_names(st: ast.stmt) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
-PURE_KINDS = {"binary", "compare", "select", "unary", "astype", "splat", "full", "arange", "reshape",
-              "broadcast", "scalar", "copy", "bid", "num_blocks", "scalar_of", "tile0", "permute", "reduce"}
+PURE_KINDS = {OpKind.BINARY, OpKind.COMPARE, OpKind.SELECT, OpKind.UNARY, OpKind.ASTYPE, OpKind.SPLAT, OpKind.FULL,
+              OpKind.ARANGE, OpKind.RESHAPE, OpKind.BROADCAST, OpKind.SCALAR, OpKind.COPY, OpKind.BID,
+              OpKind.NUM_BLOCKS, OpKind.SCALAR_OF, OpKind.TILE0, OpKind.PERMUTE, OpKind.REDUCE}
 
 
 def prune_dead(body: Block) -> None:

@@ -18,6 +18,7 @@ from tileport.frontends.triton import affine as A
 from tileport.frontends.triton.values import Retry
 from tileport.frontends.triton.values import CV, BlockPtr, Descriptor, Ptr
 from tileport.model.ir import Lit, Ref
+from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, ScalarT, TileT, is_float
 
 PADDING = {0.0: "zero", math.inf: "pos_inf", -math.inf: "neg_inf"}
@@ -70,7 +71,7 @@ def ptr_add(lw, ptr: Ptr, v: Any, node: ast.AST, negate: bool = False) -> Ptr:
 def advanced(lw, p0, inc, iteration: A.Poly, node: ast.AST):
     """The value inside a loop of a pointer advanced by `inc` per iteration: `p0 + iteration * inc`."""
     it = lw.poly_atom(iteration, node)
-    it_ref = it if isinstance(it, Ref) else lw.b.value("scalar", (it,), ScalarT("i32"), lw.loc(node), hint="it")
+    it_ref = it if isinstance(it, Ref) else lw.b.value(OpKind.SCALAR, (it,), ScalarT("i32"), lw.loc(node), hint="it")
     lw.track_scalar(it_ref)
     if isinstance(it, Ref):
         lw.poly[it_ref.name] = iteration
@@ -134,7 +135,7 @@ def load(lw, args, kwargs, node):
     if acc is not None and pad is not None:
         order = register_view(lw, ptr.array.name, acc, transposable=True)
         index = tuple(lw.poly_atom(p, node) for p in acc.index)
-        out = lw.b.value("load", (array(lw, ptr, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)), loc,
+        out = lw.b.value(OpKind.LOAD, (array(lw, ptr, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)), loc,
                          hint=f"{ptr.array.name}_tile", shape=tuple(acc.tile), order=order, padding=pad,
                          check_bounds=None, latency=None, allow_tma=None)
         out = _reshape(lw, out, ptr.shape, node)
@@ -211,7 +212,7 @@ def _record_view(lw, name: str, strides: tuple, extents: list) -> None:
 def _reshape(lw, t: Ref, shape: tuple, node) -> Ref:
     if tuple(t.ty.shape) == tuple(shape):
         return t
-    return lw.b.value("reshape", (t,), TileT(t.ty.dtype, tuple(shape)), lw.loc(node), hint=f"{t.name}_r",
+    return lw.b.value(OpKind.RESHAPE, (t,), TileT(t.ty.dtype, tuple(shape)), lw.loc(node), hint=f"{t.name}_r",
                       shape=tuple(shape))
 
 
@@ -253,10 +254,10 @@ def _gather(lw, ptr: Ptr, mask, other, node) -> Ref:
     args = (array(lw, ptr, 1), _offsets(lw, ptr, shape, node))
     if mask is not None:
         args += (lw.b.to_tile(mask, "bool", shape, loc),)
-    out = lw.b.value("gather", args, TileT(dtype, shape), loc, hint=f"{ptr.array.name}_tile", padding_value=pad,
+    out = lw.b.value(OpKind.GATHER, args, TileT(dtype, shape), loc, hint=f"{ptr.array.name}_tile", padding_value=pad,
                      has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
     # a copy: the variable it is bound to may be reassigned later (a gather result is destructured)
-    return lw.b.value("copy", (out,), out.ty, loc, hint=f"{ptr.array.name}_vals")
+    return lw.b.value(OpKind.COPY, (out,), out.ty, loc, hint=f"{ptr.array.name}_vals")
 
 
 def store(lw, args, kwargs, node):
@@ -283,7 +284,7 @@ def store(lw, args, kwargs, node):
         tile = _value_tile(lw, value, dtype, ptr.shape, node)
         tile = _reshape(lw, tile, tuple(acc.tile), node)
         index = tuple(lw.poly_atom(p, node) for p in acc.index)
-        lw.b.effect("store", (array(lw, ptr, len(acc.tile)), tile, *index), loc, order=None, check_bounds=None,
+        lw.b.effect(OpKind.STORE, (array(lw, ptr, len(acc.tile)), tile, *index), loc, order=None, check_bounds=None,
                     latency=None, allow_tma=None)
         return CV(None)
     _go_flat(lw, ptr)
@@ -292,7 +293,7 @@ def store(lw, args, kwargs, node):
     args_ = (array(lw, ptr, 1), tile, _offsets(lw, ptr, shape, node))
     if mask is not None:
         args_ += (lw.b.to_tile(mask, "bool", shape, loc),)
-    lw.b.effect("scatter", args_, loc, has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
+    lw.b.effect(OpKind.SCATTER, args_, loc, has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
     return CV(None)
 
 
@@ -369,7 +370,7 @@ def _block_load(lw, bp: BlockPtr, checked: tuple, pad: str, node, construct: str
     order = register_view(lw, bp.array.array.name, acc, transposable=True)
     index = tuple(lw.poly_atom(p, node) for p in acc.index)
     dtype = bp.array.array.ty.dtype
-    out = lw.b.value("load", (array(lw, bp.array, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)),
+    out = lw.b.value(OpKind.LOAD, (array(lw, bp.array, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)),
                      lw.loc(node), hint=f"{bp.array.array.name}_tile", shape=tuple(acc.tile), order=order,
                      padding=pad, check_bounds=None, latency=None, allow_tma=None)
     return _reshape(lw, out, tuple(bp.block), node)
@@ -389,7 +390,7 @@ def _block_store(lw, bp: BlockPtr, checked: tuple, value, node, construct: str) 
     dtype = bp.array.array.ty.dtype
     tile = _reshape(lw, _value_tile(lw, value, dtype, tuple(bp.block), node), tuple(acc.tile), node)
     index = tuple(lw.poly_atom(p, node) for p in acc.index)
-    lw.b.effect("store", (array(lw, bp.array, len(acc.tile)), tile, *index), lw.loc(node), order=None,
+    lw.b.effect(OpKind.STORE, (array(lw, bp.array, len(acc.tile)), tile, *index), lw.loc(node), order=None,
                 check_bounds=None, latency=None, allow_tma=None)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from tileport.model.ir import Do, Kernel, Let, walk
+from tileport.model.ops import OpKind
 from tileport.model.types import TileT, concrete_dtypes, eval_dim
 
 LIMITS = ((8192, 4), (16384, 2))
@@ -39,8 +40,8 @@ def _tiles(kernel: Kernel):
     gathered or scattered element also holds its offset."""
     for s in walk(kernel.body):
         if isinstance(s, Let) and isinstance(s.op.ty, TileT):
-            yield s.op.ty, 1 if s.op.kind == "gather" else 0
-        elif isinstance(s, Do) and s.op.kind == "scatter" and isinstance(s.op.args[1].ty, TileT):
+            yield s.op.ty, 1 if s.op.kind == OpKind.GATHER else 0
+        elif isinstance(s, Do) and s.op.kind == OpKind.SCATTER and isinstance(s.op.args[1].ty, TileT):
             yield s.op.args[1].ty, 1
 
 
@@ -60,7 +61,7 @@ def largest_tile(kernel: Kernel, values: Mapping[str, Any]) -> int | None:
 
 
 def occupancy(kernel: Kernel, value_sets: Iterable[Mapping[str, Any]]) -> int | None:
-    if any(isinstance(s, Let) and s.op.kind == "mma" for s in walk(kernel.body)):
+    if any(isinstance(s, Let) and s.op.kind == OpKind.MMA for s in walk(kernel.body)):
         return None
     sizes = [largest_tile(kernel, v) for v in (list(value_sets) or [{}])]
     if any(n is None for n in sizes):
