@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, While
 from tileport.model.naming import Naming
+from tileport.model.ops import OpKind
 from tileport.model.types import TileT, concrete_dtypes
 from tileport.passes.uses import taken_names, use_counts
 
@@ -31,14 +32,14 @@ def fuse_fma(kernel: Kernel, naming: Naming) -> int:
             return None
         m = block_defs[atom.name]
         op = m.op
-        if op.kind != "binary" or op.attr("op") != "mul" or (not m.update and counts[id(m)] != 1):
+        if op.kind != OpKind.BINARY or op.attr("op") != "mul" or (not m.update and counts[id(m)] != 1):
             return None
         if (op.attr("rounding"), bool(op.attr("ftz"))) != (add.attr("rounding"), bool(add.attr("ftz"))):
             return None
         return m
 
     def is_float_mul(m: Let | None) -> bool:
-        return m is not None and m.op.kind == "binary" and m.op.attr("op") == "mul" \
+        return m is not None and m.op.kind == OpKind.BINARY and m.op.attr("op") == "mul" \
             and _is_float(kernel, m.op.ty.dtype)
 
     def visit(block: Block, reaching: dict[str, Let]) -> None:
@@ -52,7 +53,7 @@ def fuse_fma(kernel: Kernel, naming: Naming) -> int:
         for st in block.stmts:
             if isinstance(st, Let):
                 op = st.op
-                if (op.kind == "binary" and op.attr("op") in ("add", "sub") and isinstance(op.ty, TileT)
+                if (op.kind == OpKind.BINARY and op.attr("op") in ("add", "sub") and isinstance(op.ty, TileT)
                         and _is_float(kernel, op.ty.dtype)):
                     chained = _chained_product(st, updated_mul)
                     lhs = op.args[0]
@@ -68,7 +69,7 @@ def fuse_fma(kernel: Kernel, naming: Naming) -> int:
                     defs[st.name] = st
                 else:
                     defs.pop(st.name, None)
-                    if st.op.kind == "binary" and st.op.attr("op") == "mul":
+                    if st.op.kind == OpKind.BINARY and st.op.attr("op") == "mul":
                         updated_mul[st.name] = st
             else:
                 updated_mul.clear()  # loops, branches and effects: keep the chain to straight-line code
@@ -128,11 +129,11 @@ def _try_fuse(op: Op, st: Let, defs, out: list, fusable_mul, fresh, lhs_is_mul: 
             else:  # c - a*b -> fma(-a, b, c)
                 a = _negate(a, op, out, fresh)
         out.remove(m)
-        return Let(st.name, Op("fma", (a, b, c), op.ty, op.loc, modes), st.update)
+        return Let(st.name, Op(OpKind.FMA, (a, b, c), op.ty, op.loc, modes), st.update)
     return None
 
 
 def _negate(atom: Ref, op: Op, out: list, fresh) -> Ref:
     name = fresh(f"{atom.name}_neg")
-    out.append(Let(name, Op("unary", (atom,), atom.ty, op.loc, (("fn", "negative"),))))
+    out.append(Let(name, Op(OpKind.UNARY, (atom,), atom.ty, op.loc, (("fn", "negative"),))))
     return Ref(name, atom.ty)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from tileport.model.ir import Block, For, If, Kernel, Let, Op, Ref, While, walk
 from tileport.model.naming import Naming
+from tileport.model.ops import OpKind
 from tileport.passes.uses import atoms_of, taken_names
 
 # Operations without memory effects; everything else stays where the source put it.
-PURE = {"full", "splat", "broadcast", "reshape", "astype", "binary", "compare", "unary", "select", "arange",
-        "permute", "array_dim", "array_stride", "scalar", "copy", "fma", "reduce", "mma", "num_tiles", "tile0",
-        "ptr_base", "ptr_offset", "extract", "scalar_of", "cat", "bitcast", "fpowi", "scan_sum", "view_offset",
-        "assume_div_by", "make_view"}
+PURE = {OpKind.FULL, OpKind.SPLAT, OpKind.BROADCAST, OpKind.RESHAPE, OpKind.ASTYPE, OpKind.BINARY, OpKind.COMPARE,
+        OpKind.UNARY, OpKind.SELECT, OpKind.ARANGE, OpKind.PERMUTE, OpKind.ARRAY_DIM, OpKind.ARRAY_STRIDE,
+        OpKind.SCALAR, OpKind.COPY, OpKind.FMA, OpKind.REDUCE, OpKind.MMA, OpKind.NUM_TILES, OpKind.TILE0,
+        OpKind.PTR_BASE, OpKind.PTR_OFFSET, OpKind.EXTRACT, OpKind.SCALAR_OF, OpKind.CAT, OpKind.BITCAST, OpKind.FPOWI,
+        OpKind.SCAN_SUM, OpKind.VIEW_OFFSET, OpKind.ASSUME_DIV_BY, OpKind.MAKE_VIEW}
 
 
 def hoist_invariants(kernel: Kernel, naming: Naming) -> int:
@@ -71,12 +73,12 @@ def _hoist_block(block: Block, lets: list[Let], updated: set[str], variant: set[
             if st.name not in updated:
                 hoisted.append(st)
                 continue
-            if st.op.kind != "copy":
+            if st.op.kind != OpKind.COPY:
                 # The initial value of a variable the body then updates (an accumulator): compute it
                 # once before the loop, and start each iteration from a copy of it.
                 temp = fresh(f"{st.name}_init")
                 hoisted.append(Let(temp, st.op))
-                st = Let(st.name, Op("copy", (Ref(temp, st.op.ty),), st.op.ty, st.op.loc))
+                st = Let(st.name, Op(OpKind.COPY, (Ref(temp, st.op.ty),), st.op.ty, st.op.loc))
         kept.append(st)
         for inner in _defined_names(st):
             variant.add(inner)

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 
 from tileport.model.ir import Block, Break, Continue, Do, For, If, Kernel, Let, Op, Ref, Return, While, walk
 from tileport.model.naming import Naming
+from tileport.model.ops import OpKind
 from tileport.model.types import TokenT
 from tileport.passes.uses import taken_names
 
-LOADS = ("load", "load_ptr")
-STORES = ("store", "store_ptr")
-ATOMICS = ("atomic_rmw_ptr", "atomic_cas_ptr")  # stores to their array, ordered by their memory_order
+LOADS = (OpKind.LOAD, OpKind.LOAD_PTR)
+STORES = (OpKind.STORE, OpKind.STORE_PTR)
+ATOMICS = (OpKind.ATOMIC_RMW_PTR, OpKind.ATOMIC_CAS_PTR)  # stores to their array, ordered by their memory_order
 LAST_OP, LAST_STORE = "op", "store"
 # The last acquiring operation (an atomic with acquire semantics): every later memory operation waits for it.
 ACQUIRE = ("", "acquire")
@@ -281,7 +282,7 @@ def _parallel_stores(loop: For) -> set[int]:
             nested = _union(nested, _effects(st.then), _effects(st.orelse))
     out = set()
     for a, ops in direct.items():
-        if len(ops) != 1 or ops[0].op.kind != "store" or a in nested:
+        if len(ops) != 1 or ops[0].op.kind != OpKind.STORE or a in nested:
             continue
         index = ops[0].op.args[2:]
         if any(isinstance(i, Ref) and i.name == loop.index for i in index):
@@ -375,11 +376,11 @@ class _Materialize:
         loc = self.kernel.loc
         if m.kind == "join":
             parts = [self.ref(p) for p in m.node.parts]
-            return [Let(self.name(m.node), Op("join_tokens", tuple(parts), TokenT(), loc))]
+            return [Let(self.name(m.node), Op(OpKind.JOIN_TOKENS, tuple(parts), TokenT(), loc))]
         if m.kind in ("carry_init", "phi_init"):
             init = m.node.init if m.kind == "carry_init" else m.node.before
-            return [Let(self.name(m.node), Op("copy", (self.ref(init),), TokenT(), loc))]
-        return [Let(self.name(m.node), Op("copy", (self.ref(m.value),), TokenT(), loc), update=True)]
+            return [Let(self.name(m.node), Op(OpKind.COPY, (self.ref(init),), TokenT(), loc))]
+        return [Let(self.name(m.node), Op(OpKind.COPY, (self.ref(m.value),), TokenT(), loc), update=True)]
 
     def memory_op(self, st) -> Let | Do:
         op = st.op
@@ -387,7 +388,7 @@ class _Materialize:
         result = next(iter(self._results.get(id(st), ())), None)
         # A view op on the array's entry token whose result nobody needs keeps the implicit token
         # of its view; everything else names its input token explicitly.
-        implicit = isinstance(node, Root) and op.kind in ("load", "store") and result is None
+        implicit = isinstance(node, Root) and op.kind in (OpKind.LOAD, OpKind.STORE) and result is None
         attrs = dict(op.attrs)
         attrs["token"] = None if implicit else self.name(node)
         attrs["result_token"] = self.name(result) if result is not None else None
@@ -399,7 +400,8 @@ class _Materialize:
     def run(self, results: dict[int, list]) -> None:
         self._results = results
         self.block(self.kernel.body)
-        roots = [Let(name, Op("entry_token", (Ref(a, self.kernel.param_by_ident(a).ty),), TokenT(), self.kernel.loc))
+        roots = [Let(name, Op(OpKind.ENTRY_TOKEN, (Ref(a, self.kernel.param_by_ident(a).ty),), TokenT(),
+                              self.kernel.loc))
                  for a, name in sorted(self.roots.items())]
         self.kernel.body.stmts[:0] = roots
 
