@@ -15,6 +15,7 @@ from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.model import types as T
 from tileport.model.ir import Atom, Block, CDim, Do, Let, Lit, Loc, Op, Ref, Stmt, sym_names
 from tileport.model.naming import Naming
+from tileport.model.ops import OpKind
 from tileport.model.types import DType, DVar, Dim, ScalarT, TileT
 
 
@@ -147,7 +148,7 @@ class Builder:
         self.scope_names[-1].add(name)
         return name
 
-    def value(self, kind: str, args: tuple[Atom, ...], ty, loc: Loc, hint: str = "t", **attrs) -> Ref:
+    def value(self, kind: OpKind, args: tuple[Atom, ...], ty, loc: Loc, hint: str = "t", **attrs) -> Ref:
         """Emit `let <fresh> = kind(args)` and return a reference to it."""
         self.count_op(loc)
         op = Op(kind, args, ty, loc, tuple(sorted(attrs.items())))
@@ -156,7 +157,7 @@ class Builder:
         self.emit(Let(name, op))
         return Ref(name, ty)
 
-    def effect(self, kind: str, args: tuple[Atom, ...], loc: Loc, **attrs) -> None:
+    def effect(self, kind: OpKind, args: tuple[Atom, ...], loc: Loc, **attrs) -> None:
         self.count_op(loc)
         self.emit(Do(Op(kind, args, None, loc, tuple(sorted(attrs.items())))))
 
@@ -183,7 +184,7 @@ class Builder:
         if ty.dtype == dtype and rounding is None:
             return x
         new_ty = TileT(dtype, ty.shape) if isinstance(ty, TileT) else ScalarT(dtype)
-        return self.value("astype", (x,), new_ty, loc, hint=f"{x.name}_{_dt_name(dtype)}",
+        return self.value(OpKind.ASTYPE, (x,), new_ty, loc, hint=f"{x.name}_{_dt_name(dtype)}",
                           dtype=dtype, rounding=rounding)
 
     # ---- shapes
@@ -216,27 +217,28 @@ class Builder:
         if isinstance(x, Lit) and isinstance(x.value, float):
             # cuTile Python materializes a float literal as a 0-d constant, reshaped and broadcast.
             lit = Lit(x.value, ScalarT(dtype))
-            return self.value("splat", (lit,), TileT(dtype, shape), loc, hint="c", shape=shape)
+            return self.value(OpKind.SPLAT, (lit,), TileT(dtype, shape), loc, hint="c", shape=shape)
         if isinstance(x, (Lit, CDim)):
             # ... and an integer or bool literal as a splat constant.
             lit = Lit(x.value, ScalarT(dtype)) if isinstance(x, Lit) else x
-            return self.value("full", (lit,), TileT(dtype, shape), loc, hint="c", dtype=dtype, shape=shape)
+            return self.value(OpKind.FULL, (lit,), TileT(dtype, shape), loc, hint="c", dtype=dtype, shape=shape)
         if isinstance(x.ty, ScalarT):
             s = self.cast(x, dtype, loc)
-            return self.value("splat", (s,), TileT(dtype, shape), loc, hint=f"{x.name}_tile", shape=shape)
+            return self.value(OpKind.SPLAT, (s,), TileT(dtype, shape), loc, hint=f"{x.name}_tile", shape=shape)
         t = self.cast(x, dtype, loc)
         src = t.ty.shape
         if tuple(src) == tuple(shape):
             return t
         if len(src) < len(shape):
             padded = (1,) * (len(shape) - len(src)) + tuple(src)
-            t = self.value("reshape", (t,), TileT(dtype, padded), loc, hint=f"{x.name}_r", shape=padded)
+            t = self.value(OpKind.RESHAPE, (t,), TileT(dtype, padded), loc, hint=f"{x.name}_r", shape=padded)
             src = padded
         if tuple(src) != tuple(shape):
             for ds, dd in zip(src, shape):
                 if ds != 1 and not same_dim(ds, dd):
                     self.check_dims_equal(ds, dd, loc, "broadcast")
-            t = self.value("broadcast", (t,), TileT(dtype, tuple(shape)), loc, hint=f"{x.name}_b", shape=tuple(shape))
+            t = self.value(OpKind.BROADCAST, (t,), TileT(dtype, tuple(shape)), loc, hint=f"{x.name}_b",
+                           shape=tuple(shape))
         return t
 
 
