@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from tileport.model.ops import OpKind
+
 # ---- element types
 RUST_DTYPE = {
     "f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64", "tf32": "tf32",
@@ -44,7 +46,7 @@ PADDING = {
 TMA = {None: "tma::Enabled", True: "tma::Enabled", False: "tma::Disabled"}
 
 # ---- grid
-GRID = {"bid": "get_tile_block_id().{axis}", "num_blocks": "get_num_tile_blocks().{axis}"}
+GRID = {OpKind.BID: "get_tile_block_id().{axis}", OpKind.NUM_BLOCKS: "get_num_tile_blocks().{axis}"}
 
 # ---- views
 # `{tensor}`: the `&Tensor` (a parameter, or `&view` for a view made in the kernel: `Array.slice`)
@@ -277,14 +279,18 @@ class Row:
     Facts: `value` ("tile" / "scalar": the result), `elem` and `operand` (the element kind of the
     result and of the first operand: "f", "i", "u", "b"), `width` (an integer cast: "narrow", "same",
     "widen"), `unit_axis` (an `array_dim` of an axis whose static length the launcher chooses), and every
-    attribute of the operation by its name."""
+    attribute of the operation by its name. A plain string names a kind too (its OpKind: an unknown
+    name fails where the row is written)."""
 
-    kind: str
+    kind: OpKind
     when: Mapping[str, Any] = field(default_factory=dict)
     template: str | None = None
     method: str | None = None
     refuse: str | None = None
     shims: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", OpKind(self.kind))
 
     def matches(self, fact: Callable[[str], Any]) -> bool:
         return all(_holds(want, fact(key)) for key, want in self.when.items())
@@ -306,114 +312,119 @@ _unset = lambda v: not v  # noqa: E731 - a reduction's rounding/ftz/nan: any fal
 
 ROWS: list[Row] = [
     # ---- grid, arrays, plain values
-    Row("bid", template=GRID["bid"]),
-    Row("num_blocks", template=GRID["num_blocks"]),
-    Row("array_dim", when={"unit_axis": True}, method="array_dim_at_launch"),
-    Row("array_dim", template=ARRAY_DIM),
-    Row("array_stride", method="array_stride"),
-    Row("num_tiles", method="num_tiles"),
-    Row("scalar", template="{x}"),
-    Row("copy", template="{x}"),
-    Row("arange", template=IOTA),
-    Row("full", method="full"),
-    Row("splat", method="splat"),
-    Row("tile0", template="scalar_to_tile({x})"),
-    Row("scalar_of", template="tile_to_scalar({x})"),
+    Row(OpKind.BID, template=GRID[OpKind.BID]),
+    Row(OpKind.NUM_BLOCKS, template=GRID[OpKind.NUM_BLOCKS]),
+    Row(OpKind.ARRAY_DIM, when={"unit_axis": True}, method="array_dim_at_launch"),
+    Row(OpKind.ARRAY_DIM, template=ARRAY_DIM),
+    Row(OpKind.ARRAY_STRIDE, method="array_stride"),
+    Row(OpKind.NUM_TILES, method="num_tiles"),
+    Row(OpKind.SCALAR, template="{x}"),
+    Row(OpKind.COPY, template="{x}"),
+    Row(OpKind.ARANGE, template=IOTA),
+    Row(OpKind.FULL, method="full"),
+    Row(OpKind.SPLAT, method="splat"),
+    Row(OpKind.TILE0, template="scalar_to_tile({x})"),
+    Row(OpKind.SCALAR_OF, template="tile_to_scalar({x})"),
     # ---- casts
-    Row("astype", {"rounding": Not((None, "nearest_even"))},
+    Row(OpKind.ASTYPE, {"rounding": Not((None, "nearest_even"))},
         refuse="ct.astype with rounding_mode={rounding} is not supported yet"),
-    Row("astype", {"value": "scalar"}, CAST_SCALAR),
-    Row("astype", {"operand": "b"}, refuse="casts from or to bool are not supported yet"),
-    Row("astype", {"elem": "b"}, refuse="casts from or to bool are not supported yet"),
-    Row("astype", {"operand": INTS, "elem": INTS, "width": "same"}, CAST[("i", "i=")]),
-    Row("astype", {"operand": INTS, "elem": INTS, "width": "widen"}, CAST[("i", "i+")]),
-    Row("astype", {"operand": INTS, "elem": INTS, "width": "narrow"}, CAST[("i", "i-")], shims=("trunci_fixed",)),
-    *[Row("astype", {"operand": ks, "elem": kd}, spelling) for (ks, kd), spelling in CAST.items() if kd in ("f", "i")],
-    Row("bitcast", template=BITCAST),
-    Row("pack", template="pack({x})"),
-    Row("unpack", template="unpack({x})"),
+    Row(OpKind.ASTYPE, {"value": "scalar"}, CAST_SCALAR),
+    Row(OpKind.ASTYPE, {"operand": "b"}, refuse="casts from or to bool are not supported yet"),
+    Row(OpKind.ASTYPE, {"elem": "b"}, refuse="casts from or to bool are not supported yet"),
+    Row(OpKind.ASTYPE, {"operand": INTS, "elem": INTS, "width": "same"}, CAST[("i", "i=")]),
+    Row(OpKind.ASTYPE, {"operand": INTS, "elem": INTS, "width": "widen"}, CAST[("i", "i+")]),
+    Row(OpKind.ASTYPE, {"operand": INTS, "elem": INTS, "width": "narrow"}, CAST[("i", "i-")], shims=("trunci_fixed",)),
+    *[Row(OpKind.ASTYPE, {"operand": ks, "elem": kd}, spelling)
+      for (ks, kd), spelling in CAST.items() if kd in ("f", "i")],
+    Row(OpKind.BITCAST, template=BITCAST),
+    Row(OpKind.PACK, template="pack({x})"),
+    Row(OpKind.UNPACK, template="unpack({x})"),
     # ---- binary arithmetic: scalars, then float, bool and integer tiles
-    *[Row("binary", {"value": "scalar", "op": k}, s) for k, s in SCALAR_FN.items()],
-    Row("binary", {"value": "scalar", "op": "div", "elem": Not(("f",))},
+    *[Row(OpKind.BINARY, {"value": "scalar", "op": k}, s) for k, s in SCALAR_FN.items()],
+    Row(OpKind.BINARY, {"value": "scalar", "op": "div", "elem": Not(("f",))},
         refuse="scalar operator `{op}` on {dtype} is not supported yet"),
-    *[Row("binary", {"value": "scalar", "op": k}, f"{{a}} {s} {{b}}") for k, s in SCALAR_OPERATOR.items()],
-    Row("binary", {"value": "scalar"}, refuse="scalar operator `{op}` on {dtype} is not supported yet"),
-    *[Row("binary", {"elem": "f", "op": k, "rounding": (None, "nearest_even"), "ftz": UNSET}, f"{{a}} {s} {{b}}")
+    *[Row(OpKind.BINARY, {"value": "scalar", "op": k}, f"{{a}} {s} {{b}}") for k, s in SCALAR_OPERATOR.items()],
+    Row(OpKind.BINARY, {"value": "scalar"}, refuse="scalar operator `{op}` on {dtype} is not supported yet"),
+    *[Row(OpKind.BINARY, {"elem": "f", "op": k, "rounding": (None, "nearest_even"), "ftz": UNSET}, f"{{a}} {s} {{b}}")
       for k, s in FLOAT_OPERATOR.items()],
-    Row("binary", {"elem": "f", "op": "div", "rounding": "full"}, DIVF_FULL, shims=("divf_full",)),
-    Row("binary", {"elem": "f", "op": tuple(FLOAT_MODED), "rounding": Not(tuple(ROUNDING))},
+    Row(OpKind.BINARY, {"elem": "f", "op": "div", "rounding": "full"}, DIVF_FULL, shims=("divf_full",)),
+    Row(OpKind.BINARY, {"elem": "f", "op": tuple(FLOAT_MODED), "rounding": Not(tuple(ROUNDING))},
         refuse="operator `{op}` with rounding_mode={rounding} is not supported yet"),
-    *[Row("binary", {"elem": "f", "op": k}, f"{s}({{a}}, {{b}}, {{rounding}}, {{ftz}})")
+    *[Row(OpKind.BINARY, {"elem": "f", "op": k}, f"{s}({{a}}, {{b}}, {{rounding}}, {{ftz}})")
       for k, s in FLOAT_MODED.items()],
-    *[Row("binary", {"elem": "f", "op": k}, s) for k, s in FLOAT_FN.items()],
-    *[Row("binary", {"elem": "b", "op": k}, s) for k, s in BOOL_FN.items()],
-    *[Row("binary", {"elem": INTS, "op": k}, f"{{a}} {s} {{b}}") for k, s in INT_OPERATOR.items()],
-    *[Row("binary", {"elem": INTS, "op": k}, s, shims=(INT_FN_SHIM[k],) if k in INT_FN_SHIM else ())
+    *[Row(OpKind.BINARY, {"elem": "f", "op": k}, s) for k, s in FLOAT_FN.items()],
+    *[Row(OpKind.BINARY, {"elem": "b", "op": k}, s) for k, s in BOOL_FN.items()],
+    *[Row(OpKind.BINARY, {"elem": INTS, "op": k}, f"{{a}} {s} {{b}}") for k, s in INT_OPERATOR.items()],
+    *[Row(OpKind.BINARY, {"elem": INTS, "op": k}, s, shims=(INT_FN_SHIM[k],) if k in INT_FN_SHIM else ())
       for k, s in INT_FN.items()],
-    Row("binary", refuse="operator `{op}` on {ty} is not supported yet"),
-    Row("fma", {"rounding": Not(tuple(ROUNDING))}, refuse="fma with rounding_mode={rounding} is not supported yet"),
-    Row("fma", template=FMA),
-    Row("fpowi", template=FPOWI),
+    Row(OpKind.BINARY, refuse="operator `{op}` on {ty} is not supported yet"),
+    Row(OpKind.FMA, {"rounding": Not(tuple(ROUNDING))},
+        refuse="fma with rounding_mode={rounding} is not supported yet"),
+    Row(OpKind.FMA, template=FMA),
+    Row(OpKind.FPOWI, template=FPOWI),
     # ---- comparisons and selection
-    *[Row("compare", {"value": "scalar", "op": k}, f"{{a}} {s} {{b}}") for k, s in COMPARE_SCALAR.items()],
-    *[Row("compare", {"operand": Not(("f",)), "op": k}, COMPARE_INT.replace("{predicate}", p))
+    *[Row(OpKind.COMPARE, {"value": "scalar", "op": k}, f"{{a}} {s} {{b}}") for k, s in COMPARE_SCALAR.items()],
+    *[Row(OpKind.COMPARE, {"operand": Not(("f",)), "op": k}, COMPARE_INT.replace("{predicate}", p))
       for k, p in PREDICATE.items()],
-    *[Row("compare", {"op": k}, f"{s}({{a}}, {{b}})") for k, s in COMPARE_TILE.items()],
-    Row("select", template=SELECT),
+    *[Row(OpKind.COMPARE, {"op": k}, f"{s}({{a}}, {{b}})") for k, s in COMPARE_TILE.items()],
+    Row(OpKind.SELECT, template=SELECT),
     # ---- unary math
-    Row("unary", {"value": "scalar", "fn": "negative"}, "-{x}"),
-    Row("unary", {"value": "scalar"}, refuse="`{fn}` on a scalar is not supported yet"),
-    *[Row("unary", {"fn": fn, "rounding": "approx"}, UNARY[f"{fn}:approx"]) for fn in ("exp", "tanh")],
-    *[Row("unary", {"fn": fn, "rounding": (None, "full")}, UNARY[fn]) for fn in ("exp", "tanh")],
-    Row("unary", {"fn": ("exp", "tanh")}, refuse="ct.{fn} with rounding_mode={rounding} is not supported yet"),
-    Row("unary", {"fn": "sqrt", "rounding": Not(tuple(ROUNDING))},
+    Row(OpKind.UNARY, {"value": "scalar", "fn": "negative"}, "-{x}"),
+    Row(OpKind.UNARY, {"value": "scalar"}, refuse="`{fn}` on a scalar is not supported yet"),
+    *[Row(OpKind.UNARY, {"fn": fn, "rounding": "approx"}, UNARY[f"{fn}:approx"]) for fn in ("exp", "tanh")],
+    *[Row(OpKind.UNARY, {"fn": fn, "rounding": (None, "full")}, UNARY[fn]) for fn in ("exp", "tanh")],
+    Row(OpKind.UNARY, {"fn": ("exp", "tanh")}, refuse="ct.{fn} with rounding_mode={rounding} is not supported yet"),
+    Row(OpKind.UNARY, {"fn": "sqrt", "rounding": Not(tuple(ROUNDING))},
         refuse="ct.sqrt with rounding_mode={rounding} is not supported yet"),
-    Row("unary", {"fn": "sqrt"}, UNARY["sqrt"]),
-    *[Row("unary", {"fn": fn, "rounding": (None, "full", "approx")}, UNARY[fn])
+    Row(OpKind.UNARY, {"fn": "sqrt"}, UNARY["sqrt"]),
+    *[Row(OpKind.UNARY, {"fn": fn, "rounding": (None, "full", "approx")}, UNARY[fn])
       for fn in UNARY if ":" not in fn and fn not in ("exp", "tanh", "sqrt")],
-    *[Row("unary", {"fn": fn, "rounding": (None, "full", "approx"), "elem": "f"}, UNARY[f"{fn}:f"])
+    *[Row(OpKind.UNARY, {"fn": fn, "rounding": (None, "full", "approx"), "elem": "f"}, UNARY[f"{fn}:f"])
       for fn in ("abs", "negative")],
-    *[Row("unary", {"fn": fn, "rounding": (None, "full", "approx")}, UNARY[f"{fn}:i"]) for fn in ("abs", "negative")],
-    Row("unary", {"fn": tuple({key.split(":")[0] for key in UNARY})},
+    *[Row(OpKind.UNARY, {"fn": fn, "rounding": (None, "full", "approx")}, UNARY[f"{fn}:i"])
+      for fn in ("abs", "negative")],
+    Row(OpKind.UNARY, {"fn": tuple({key.split(":")[0] for key in UNARY})},
         refuse="ct.{fn} with rounding_mode={rounding} is not supported yet"),
-    Row("unary", refuse="`{fn}` is not supported yet"),
+    Row(OpKind.UNARY, refuse="`{fn}` is not supported yet"),
     # ---- reductions, scans, shapes, matrix multiply
-    *[Row("reduce", {"fn": fn, "rounding": _unset, "ftz": _unset, "nan": _unset}, s) for fn, s in REDUCE.items()],
-    Row("reduce", refuse="reductions with rounding_mode/flush_to_zero/propagate_nan are not supported yet"),
-    Row("scan_sum", template=SCAN_SUM),
-    Row("reshape", template=RESHAPE),
-    Row("broadcast", template=BROADCAST),
-    Row("permute", {"axes": lambda axes: axes == (1, 0)}, TRANSPOSE),
-    Row("permute", template=PERMUTE),
-    Row("cat", template=CAT),
-    Row("extract", method="extract"),
-    Row("mma", {"operand": "f"}, MMA_FLOAT),
-    Row("mma", template=MMA_INT),
+    *[Row(OpKind.REDUCE, {"fn": fn, "rounding": _unset, "ftz": _unset, "nan": _unset}, s) for fn, s in REDUCE.items()],
+    Row(OpKind.REDUCE, refuse="reductions with rounding_mode/flush_to_zero/propagate_nan are not supported yet"),
+    Row(OpKind.SCAN_SUM, template=SCAN_SUM),
+    Row(OpKind.RESHAPE, template=RESHAPE),
+    Row(OpKind.BROADCAST, template=BROADCAST),
+    Row(OpKind.PERMUTE, {"axes": lambda axes: axes == (1, 0)}, TRANSPOSE),
+    Row(OpKind.PERMUTE, template=PERMUTE),
+    Row(OpKind.CAT, template=CAT),
+    Row(OpKind.EXTRACT, method="extract"),
+    Row(OpKind.MMA, {"operand": "f"}, MMA_FLOAT),
+    Row(OpKind.MMA, template=MMA_INT),
     # ---- memory: views, pointers, tokens
-    Row("load", {"check_bounds": False}, refuse="ct.load(check_bounds=False) is not supported by the translator yet"),
-    Row("load", method="load"),
-    Row("store", {"order": bool}, refuse="ct.store with order= is not supported by the translator yet"),
-    Row("store", {"check_bounds": False}, refuse="ct.store(check_bounds=False) is not supported by the translator yet"),
-    Row("store", method="store"),
-    Row("load_ptr", method="load_ptr", shims=("load_ptr_tko_tpad",)),
-    Row("store_ptr", method="store_ptr"),
-    Row("atomic_rmw_ptr", method="atomic_rmw"),
-    Row("atomic_cas_ptr", method="atomic_cas"),
-    Row("ptr_base", template=PTR_BASE),
-    Row("ptr_offset", template=PTR_OFFSET),
-    Row("view_offset", method="view_offset", shims=("muli_fixed",)),
-    Row("make_view", method="make_view"),
-    Row("assume_div_by", when={"at_launch": True}, method="assume_div_by_at_launch"),
-    Row("assume_div_by", template="unsafe {{ assume_div_by::<_, {divisor}>({x}) }}"),
-    Row("entry_token", template="{x}.token()"),
-    Row("join_tokens", template="join_tokens(&[{tokens}])"),
-    Row("yield", template="{x}"),
+    Row(OpKind.LOAD, {"check_bounds": False},
+        refuse="ct.load(check_bounds=False) is not supported by the translator yet"),
+    Row(OpKind.LOAD, method="load"),
+    Row(OpKind.STORE, {"order": bool}, refuse="ct.store with order= is not supported by the translator yet"),
+    Row(OpKind.STORE, {"check_bounds": False},
+        refuse="ct.store(check_bounds=False) is not supported by the translator yet"),
+    Row(OpKind.STORE, method="store"),
+    Row(OpKind.LOAD_PTR, method="load_ptr", shims=("load_ptr_tko_tpad",)),
+    Row(OpKind.STORE_PTR, method="store_ptr"),
+    Row(OpKind.ATOMIC_RMW_PTR, method="atomic_rmw"),
+    Row(OpKind.ATOMIC_CAS_PTR, method="atomic_cas"),
+    Row(OpKind.PTR_BASE, template=PTR_BASE),
+    Row(OpKind.PTR_OFFSET, template=PTR_OFFSET),
+    Row(OpKind.VIEW_OFFSET, method="view_offset", shims=("muli_fixed",)),
+    Row(OpKind.MAKE_VIEW, method="make_view"),
+    Row(OpKind.ASSUME_DIV_BY, when={"at_launch": True}, method="assume_div_by_at_launch"),
+    Row(OpKind.ASSUME_DIV_BY, template="unsafe {{ assume_div_by::<_, {divisor}>({x}) }}"),
+    Row(OpKind.ENTRY_TOKEN, template="{x}.token()"),
+    Row(OpKind.JOIN_TOKENS, template="join_tokens(&[{tokens}])"),
+    Row(OpKind.YIELD, template="{x}"),
 ]
 
-def by_kind(rows: list[Row]) -> dict[str, list[Row]]:
+def by_kind(rows: list[Row]) -> dict[OpKind, list[Row]]:
     """Rows grouped by kind, in order. A backend that spells some operations differently puts its own rows
     first (`by_kind([*mine, *ROWS])`): the first row that matches wins."""
-    out: dict[str, list[Row]] = {}
+    out: dict[OpKind, list[Row]] = {}
     for row in rows:
         out.setdefault(row.kind, []).append(row)
     return out
@@ -422,6 +433,6 @@ def by_kind(rows: list[Row]) -> dict[str, list[Row]]:
 ROWS_BY_KIND = by_kind(ROWS)
 
 
-def lowered_kinds() -> set[str]:
+def lowered_kinds() -> set[OpKind]:
     """Every operation kind this table lowers."""
     return set(ROWS_BY_KIND)

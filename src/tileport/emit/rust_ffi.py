@@ -16,6 +16,7 @@ from tileport.emit.names import fresh_name
 from tileport.emit.rust_kernel import (alignment_generic, array_roots, derived_dims, derived_name, launch_alignments,
                                        stride_param_name, stride_params, type_dims, unit_axis_generics)
 from tileport.model.ir import Do, Kernel, Let, walk
+from tileport.model.ops import OpKind
 from tileport.model.types import DVar, Sym
 
 GRID_ARGS = ("grid_x: u32", "grid_y: u32", "grid_z: u32", "device_id: i32", "stream: u64")
@@ -43,9 +44,9 @@ def written_arrays(kernel: Kernel) -> set[str]:
     """The array parameters the kernel writes (directly, or through views of them)."""
     out = set()
     for st in walk(kernel.body):
-        if isinstance(st, (Let, Do)) and st.op.kind == "store":
+        if isinstance(st, (Let, Do)) and st.op.kind == OpKind.STORE:
             out.add(st.op.args[0].name)
-        elif isinstance(st, (Let, Do)) and st.op.kind in ("store_ptr", "scatter"):
+        elif isinstance(st, (Let, Do)) and st.op.kind in (OpKind.STORE_PTR, OpKind.SCATTER):
             out.add(st.op.attr("array") or st.op.args[0].name)
     roots = array_roots(kernel)
     return {roots.get(name, name) for name in out}

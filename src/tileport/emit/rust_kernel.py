@@ -16,6 +16,7 @@ from tileport.model import types as T
 from tileport.emit.names import fresh_name
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref, While,
                                Return, walk)
+from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
 from tileport.passes.uses import bindings_needing_mut, updated_params, use_counts
 
@@ -64,7 +65,7 @@ def array_roots(kernel: Kernel) -> dict[str, str]:
     """The parameter each view of the kernel (`Array.slice`: a `make_view`) looks into, by the view's name:
     a view has its array's strides."""
     parent = {st.name: st.op.args[1].name for st in walk(kernel.body)
-              if isinstance(st, Let) and st.op.kind == "make_view"}
+              if isinstance(st, Let) and st.op.kind == OpKind.MAKE_VIEW}
     roots = {}
     for name in parent:
         root = name
@@ -74,7 +75,7 @@ def array_roots(kernel: Kernel) -> dict[str, str]:
     return roots
 
 
-VIEW_PLUMBING = ("make_view", "assume_div_by")  # dropped when nothing reads them (cuTile Python's dead code)
+VIEW_PLUMBING = (OpKind.MAKE_VIEW, OpKind.ASSUME_DIV_BY)  # dropped when nothing reads them (cuTile Python's dead code)
 
 
 def unused_views(kernel: Kernel) -> set[int]:
@@ -94,7 +95,7 @@ def launch_alignments(kernel: Kernel) -> list[Let]:
     """The view alignment assumptions (`Array.slice`) whose divisor the launcher computes from the strides
     (`at_launch`), in first-use order: each is an entry const generic (`alignment_generic`)."""
     dead = unused_views(kernel)
-    return [st for st in walk(kernel.body) if isinstance(st, Let) and st.op.kind == "assume_div_by"
+    return [st for st in walk(kernel.body) if isinstance(st, Let) and st.op.kind == OpKind.ASSUME_DIV_BY
             and st.op.attr("at_launch") and id(st) not in dead]
 
 
@@ -118,10 +119,11 @@ def unit_axis_generics(kernel: Kernel) -> dict[tuple[str, int], str]:
             for p in kernel.array_params if p.ident not in bounding for axis in range(p.ty.rank)}
 
 
-LENGTH_READS = ("array_dim", "num_tiles")  # ops whose value is a function of an array's lengths
+LENGTH_READS = (OpKind.ARRAY_DIM, OpKind.NUM_TILES)  # ops whose value is a function of an array's lengths
 # ops whose value the JIT never knows (memory, whatever their operands): a length reaching a loop bound only
 # through one of them cannot fold that bound
-MEMORY_READS = ("load", "gather", "load_ptr", "atomic_rmw", "atomic_cas", "atomic_rmw_ptr", "atomic_cas_ptr")
+MEMORY_READS = (OpKind.LOAD, OpKind.GATHER, OpKind.LOAD_PTR, OpKind.ATOMIC_RMW, OpKind.ATOMIC_CAS, OpKind.ATOMIC_RMW_PTR,
+                OpKind.ATOMIC_CAS_PTR)
 
 
 def loop_bound_arrays(kernel: Kernel) -> set[str]:
@@ -166,7 +168,7 @@ def stride_params(kernel: Kernel) -> list[tuple[str, int]]:
     roots = array_roots(kernel)
     found: dict[tuple[str, int], None] = {}
     for st in walk(kernel.body):
-        if isinstance(st, Let) and st.op.kind == "array_stride":
+        if isinstance(st, Let) and st.op.kind == OpKind.ARRAY_STRIDE:
             name = st.op.args[0].name
             found.setdefault((roots.get(name, name), st.op.attr("axis")), None)
     return sorted(found)
@@ -259,7 +261,7 @@ class KernelEmitter:
         self.arrays = {p.ident: p.ty for p in self.kernel.params if p.is_array}
         self.roots = array_roots(self.kernel)  # view -> the parameter it looks into
         self.arrays |= {st.name: st.op.ty for st in walk(self.kernel.body)
-                        if isinstance(st, Let) and st.op.kind == "make_view"}
+                        if isinstance(st, Let) and st.op.kind == OpKind.MAKE_VIEW}
         self.local_views: list[str] = []  # partition views of views, emitted before the statement using them
         self.unused = unused_views(self.kernel)
         self.alignments = {id(st.op): alignment_generic(st) for st in launch_alignments(self.kernel)}
@@ -380,7 +382,7 @@ class KernelEmitter:
                 continue
             if isinstance(st, Let):
                 lines += [pad + line for line in self.let(st)]
-            elif isinstance(st, Do) and st.op.kind == "yield":  # the value of an if-expression's branch
+            elif isinstance(st, Do) and st.op.kind == OpKind.YIELD:  # the value of an if-expression's branch
                 lines.append(pad + self.render(st.op, ""))
             elif isinstance(st, Do):
                 lines += [pad + line for line in self.effect(st.op)]
@@ -431,7 +433,7 @@ class KernelEmitter:
         pre = self.take_local_views() + pre
         if expr is None:  # the handler bound the name itself (destructuring)
             if st.update or id(st) in self.needs_mut:
-                if st.op.kind == "make_view":  # a cutile-rs Tensor made in the kernel is no loop/branch value
+                if st.op.kind == OpKind.MAKE_VIEW:  # a cutile-rs Tensor made in the kernel is no loop/branch value
                     raise Diagnostic("an `Array.slice` view cannot be reassigned in loops or branches yet",
                                      st.op.loc, "array.slice", "slice in each branch where the view is used",
                                      kernel=self.kernel.name)
@@ -464,7 +466,7 @@ class KernelEmitter:
         if key == "operand":
             return self.kind(op.args[0].ty.dtype)
         if key == "unit_axis":  # an array parameter's length whose static value the launcher chooses
-            return op.kind == "array_dim" and (op.args[0].name, op.attr("axis")) in self.unit_axes
+            return op.kind == OpKind.ARRAY_DIM and (op.args[0].name, op.attr("axis")) in self.unit_axes
         if key == "width":
             src, dst = _bits(op.args[0].ty.dtype), _bits(op.ty.dtype)
             return "same" if src == dst else "widen" if src < dst else "narrow"
