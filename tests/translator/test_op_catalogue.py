@@ -1,13 +1,17 @@
 """The op catalogue (tileport.model.ops) and the Rust lowering rows (tileport.lowering) agree, and a
-malformed operation fails where it is built, naming its kind."""
+malformed operation (a misspelled kind, an undeclared attribute, a value of the wrong type) fails where
+it is built, naming its kind."""
 
 from __future__ import annotations
+
+import importlib.util
 
 import pytest
 
 from tileport import lowering as L
 from tileport.model import ops
 from tileport.model.ir import Lit, Loc, Op, Ref
+from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, ScalarT, TileT
 
 LOC = Loc("k.py", 3, 4)
@@ -73,6 +77,18 @@ def tile(name: str, ty=F32) -> Ref:
     (lambda: Op("store", (Ref("y", ArrayT("f32", 1)), tile("t"), Lit(0, ScalarT("i32"))), F32, LOC),
      "`store` at k.py:3:4 result is TileT, expected NoneType"),
     (lambda: Op("compare", (tile("a"), tile("b")), F32, LOC, (("op", "<"),)), "compares operands of one element type"),
+    (lambda: Op("laod", (Ref("x", ArrayT("f32", 1)),), F32, LOC),
+     "`laod` at k.py:3:4 is not a declared operation kind"),
+    (lambda: Op(OpKind.BID, (), ScalarT("i32"), LOC, (("axis", "0"),)), "attribute axis='0' is str, expected int"),
+    (lambda: Op(OpKind.RESHAPE, (tile("a"),), F32, LOC, (("shape", [16]),)),
+     "attribute shape=[16] is list, expected tuple"),
+    (lambda: Op(OpKind.RESHAPE, (tile("a"),), F32, LOC, (("shape", (16.0,)),)),
+     "attribute shape=(16.0,) holds float, expected DimOp/Sym/int"),
+    (lambda: Op(OpKind.UNARY, (tile("a"),), F32, LOC, (("fn", "exp"), ("ftz", "yes"))),
+     "attribute ftz='yes' is not one of"),
+    (lambda: Op(OpKind.REDUCE, (tile("a"),), F32, LOC, (("axis", 0), ("fn", "exp"))),
+     "attribute fn='exp' is not one of"),
+    (lambda: Op(OpKind.BID, (), ScalarT("i32"), LOC, (("axis", 0), ("axis", 1))), "repeats an attribute"),
 ])
 def test_a_malformed_operation_fails_where_it_is_built(build, message):
     with pytest.raises(ops.ModelError, match="kernel model: operation") as e:
@@ -83,6 +99,30 @@ def test_a_malformed_operation_fails_where_it_is_built(build, message):
 def test_a_wellformed_operation_builds():
     op = Op("binary", (tile("a"), tile("b")), F32, LOC, (("op", "add"), ("rounding", None)))
     assert op.attr("op") == "add"
+    assert op.kind is OpKind.BINARY, "a kind's name is taken for its OpKind"
+
+
+def test_the_kind_enum_is_the_catalogue():
+    assert [k.value for k in OpKind] == [d.kind for d in ops.CATALOGUE.values()]
+    assert OpKind.ATOMIC_CAS_PTR == "atomic_cas_ptr" and f"{OpKind.YIELD}" == "yield"
+
+
+def test_a_misspelled_kind_in_a_module_level_row_fails_at_import(tmp_path):
+    module = tmp_path / "my_rows.py"
+    module.write_text("from tileport.lowering import Row\nfrom tileport.model.ops import OpKind\n"
+                      "ROWS = [Row(OpKind.UNARY, template='{x}'), Row(OpKind.LAOD, template='{x}')]\n")
+    spec = importlib.util.spec_from_file_location("my_rows", module)
+    with pytest.raises(AttributeError, match="LAOD"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    with pytest.raises(ValueError, match="'laod' is not a valid OpKind"):
+        L.Row("laod", template="{x}")
+    assert L.Row("load", method="load").kind is OpKind.LOAD
+
+
+def test_every_attribute_a_kind_declares_has_a_type():
+    ops._check_declarations(list(ops.CATALOGUE.values()))
+    with pytest.raises(ops.ModelError, match="`k` names attribute.s. colour"):
+        ops._check_declarations([ops.OpDecl("k", (), ops.SCALAR, attrs=frozenset({"colour"}))])
 
 
 

@@ -1,10 +1,12 @@
 """The operation catalogue of the kernel model: every `Op.kind`, declared once.
 
-`OpKind` (an enum whose values are the kind names) is derived from the catalogue, so code names a kind as
-`OpKind.LOAD` and a misspelled one fails where it is written. Each kind states its operands (how many, of which type classes), its result (type class and the
-typing rule that relates it to the operands) and the attributes it may carry, with the values a
-moded attribute may take. `Op` checks itself against its declaration when it is built, so a frontend
-or pass that builds a malformed operation fails there, naming the kind, not later in an emitter.
+`OpKind` (an enum whose values are the kind names) is derived from the catalogue, so code names a kind
+as `OpKind.LOAD` and a misspelled one fails where it is written. Each kind states its operands (how
+many, of which type classes), its result (type class and the typing rule that relates it to the
+operands) and the attributes it may carry, with the values a moded attribute may take; `ATTRS` gives
+each attribute's type (a name means one thing in every kind). `Op` checks itself against its
+declaration when it is built, so a frontend or pass that builds a malformed operation fails there,
+naming the kind, not later in an emitter.
 Emitters declare how they lower each kind (`tileport.lowering`); a test keeps both in step.
 """
 
@@ -14,7 +16,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from tileport.model.types import ArrayT, PtrT, ScalarT, TileT, TokenT
+from tileport.model.types import ArrayT, DimOp, DVar, PtrT, ScalarT, Sym, TileT, TokenT
 
 # ---- attribute domains: every value a frontend or pass may give (an emitter may lower fewer and refuse the rest)
 ROUNDING_MODES = (None, "nearest_even", "zero", "negative_inf", "positive_inf", "approx", "full", "nearest_away",
@@ -30,8 +32,6 @@ REDUCE_FNS = ("sum", "max", "min", "prod")
 ATOMIC_MODES = ("add", "max", "min", "and", "or", "xor", "xchg")
 MEMORY_ORDERS = ("relaxed", "acquire", "release", "acq_rel")
 MEMORY_SCOPES = ("block", "device", "sys")
-DOMAINS: dict[str, tuple] = {"rounding": ROUNDING_MODES, "ftz": FLAGS, "nan": FLAGS, "allow_tma": FLAGS,
-                             "padding": PADDING_MODES}
 
 # ---- operand and result type classes
 TILE, SCALAR, ARRAY, PTR, TOKEN = TileT, ScalarT, ArrayT, PtrT, TokenT
@@ -44,11 +44,50 @@ class ModelError(TypeError):
 
 
 @dataclass(frozen=True)
+class Attr:
+    """An attribute's type: its value is an instance of `types` (a tuple of them: its items of `items`), or,
+    for a moded attribute, one of `values`."""
+
+    types: tuple[type, ...] = ()
+    items: tuple[type, ...] = ()
+    values: tuple = ()
+
+    def problem(self, value: Any) -> str | None:
+        if self.values:
+            return None if value in self.values else f"is not one of {self.values}"
+        if not isinstance(value, self.types):
+            return f"is {type(value).__name__}, expected {_names(self.types)}"
+        if isinstance(value, tuple) and not all(isinstance(v, self.items) for v in value):
+            return f"holds {_names({type(v) for v in value} - set(self.items))}, expected {_names(self.items)}"
+        return None
+
+
+def _names(classes) -> str:
+    return "/".join(sorted(c.__name__ for c in classes))
+
+
+DIMS = (int, Sym, DimOp)  # a length: static, or over constant parameters
+NAME = (str,)  # a variable or parameter of the kernel
+# Every attribute a kind may declare, by name; `OpDecl.values` narrows a moded one (`op`, `fn`, ...) per kind.
+ATTRS: dict[str, Attr] = {
+    "axis": Attr((int,)), "axes": Attr((tuple,), (int,)), "shape": Attr((tuple,), DIMS), "size": Attr(DIMS),
+    "order": Attr((tuple, NONE), (int,)), "strides": Attr((tuple,), (int,)), "dtype": Attr((str, DVar)),
+    "op": Attr((str,)), "fn": Attr((str,)), "mode": Attr((str,)), "memory_order": Attr((str,)),
+    "memory_scope": Attr((str,)), "rounding": Attr(values=ROUNDING_MODES), "ftz": Attr(values=FLAGS),
+    "nan": Attr(values=FLAGS), "allow_tma": Attr(values=FLAGS), "padding": Attr(values=PADDING_MODES),
+    "reverse": Attr((bool,)), "check_bounds": Attr((bool, NONE)), "has_mask": Attr((bool,)),
+    "padding_value": Attr((int, float)), "latency": Attr((int, NONE)), "token": Attr((*NAME, NONE)),
+    "result_token": Attr((*NAME, NONE)), "array": Attr(NAME), "view_of": Attr(NAME), "divisor": Attr((int,)),
+    "steps": Attr((tuple,), (tuple,)), "at_launch": Attr((bool,)),
+}
+
+
+@dataclass(frozen=True)
 class OpDecl:
     """One kind. `operands`: the type classes of each operand, the last entry repeating up to
     `max_args`; `result`: the classes the result type may have (NONE: an effect, built as `Do`);
-    `rule`: operands/result relation (one of RULES); `attrs`: the keys it may carry, `required`
-    those it must."""
+    `rule`: operands/result relation (one of RULES); `attrs`: the keys it may carry (each typed in
+    ATTRS), `required` those it must."""
 
     kind: str
     operands: tuple[tuple[type, ...] | type, ...]
@@ -58,7 +97,7 @@ class OpDecl:
     rule: str = "any"
     attrs: frozenset[str] = frozenset()
     required: frozenset[str] = frozenset()
-    values: tuple[tuple[str, tuple], ...] = ()  # attribute -> allowed values, beyond DOMAINS
+    values: tuple[tuple[str, tuple], ...] = ()  # attribute -> the values it may take in this kind
 
     @property
     def arity(self) -> tuple[int, int]:
@@ -200,6 +239,16 @@ _DECLS = [
     OpDecl("yield", (VALUE,), VALUE, rule="identity"),
 ]
 
+
+def _check_declarations(decls: list[OpDecl]) -> None:
+    """Every attribute a kind names is typed in ATTRS, and one it requires it carries (checked on import)."""
+    for d in decls:
+        if bad := (d.attrs | {k for k, _ in d.values}) - ATTRS.keys() | (d.required - d.attrs):
+            raise ModelError(f"op catalogue: `{d.kind}` names attribute(s) {', '.join(sorted(bad))} that ATTRS does "
+                             "not type or that it does not carry")
+
+
+_check_declarations(_DECLS)
 # Every kind, as an enum derived from the declarations: `OpKind.LOAD == "load"`, and a string is a kind's name.
 OpKind = enum.StrEnum("OpKind", [(d.kind.upper(), d.kind) for d in _DECLS], module=__name__)
 CATALOGUE: dict[OpKind, OpDecl] = {OpKind(d.kind): d for d in _DECLS}
@@ -236,8 +285,12 @@ def problem(op: Any) -> str | None:
         return f"has undeclared attribute(s) {', '.join(sorted(unknown))}"
     if missing := decl.required - keys:
         return f"lacks attribute(s) {', '.join(sorted(missing))}"
-    domains = {**DOMAINS, **dict(decl.values)}
+    if len(keys) != len(op.attrs):
+        return "repeats an attribute"
+    domains = dict(decl.values)
     for k, v in op.attrs:
+        if (why := ATTRS[k].problem(v)) is not None:
+            return f"attribute {k}={v!r} {why}"
         if k in domains and v not in domains[k]:
             return f"attribute {k}={v!r} is not one of {domains[k]}"
     if decl.operands and op.args and (why := RULES[decl.rule](op.args, op.ty, op)):
