@@ -152,7 +152,7 @@ def test_file_names_become_distinct_safe_modules(tmp_path):
 
 
 def test_module_names_are_rust_identifiers():
-    from tileport.emit.names import module_name
+    from tileport.emit.rust.names import module_name
     taken: set[str] = set()
     names = [module_name(s, taken) for s in ["support", "lib", "k", "k", "Self", "type", "my-kernels", "é", "2d"]]
     assert names == ["support_", "lib_", "k", "k_1", "Self_", "type_", "my_kernels", "module", "k_2d"]

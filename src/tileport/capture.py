@@ -172,7 +172,7 @@ def _entry(lib: KernelLibrary, capture: Capture, module: str | None = None) -> d
 
 def ir_entry_name(manifest: dict, entry: dict, name: str) -> str:
     """How `tileport_ir` knows the variant `name` of `entry`: `module::name` when another module of the crate
-    has a variant of that name (emit.crate.lib_rs's rule), else the name alone."""
+    has a variant of that name (emit.rust.crate.lib_rs's rule), else the name alone."""
     elsewhere = any(v["entry"] == name for e in manifest["entries"] if e["module"] != entry["module"]
                     for v in e["variants"])
     return f"{entry['module']}::{name}" if elsewhere else name

@@ -136,7 +136,7 @@ def translate(
     """Translate cuTile Python kernels to a cutile-rs crate (device code, C-ABI launchers, manifest).
 
     Only the files tileport generated before (listed by the crate's kernels.json) are replaced."""
-    from tileport.emit.crate import OutputDirError, check_output_dir, crate_name_error
+    from tileport.emit.rust.crate import OutputDirError, check_output_dir, crate_name_error
     from tileport.translate import translate as run
     t0 = time.perf_counter()
     if error := crate_name_error(crate):
@@ -177,7 +177,7 @@ def _load_configs(path: Path) -> dict:
 
 def _check_drift(crate_dir: Path) -> int:
     from tileport.corpus import translate_corpus
-    from tileport.emit.crate import format_crate
+    from tileport.emit.rust.crate import format_crate
     report = translate_corpus(None)
     files = format_crate(report.files)
     drift = [rel for rel, text in files.items()

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic
-from tileport.emit.crate import ModuleSource, crate_name_error, render_crate, write_crate
-from tileport.emit.names import RUST_NAMING, module_name
+from tileport.emit.rust.crate import ModuleSource, crate_name_error, render_crate, write_crate
+from tileport.emit.rust.names import RUST_NAMING, module_name
 from tileport.frontends.base import KernelConfig
 from tileport.frontends.registry import frontend_for
 from tileport.model.ir import Kernel
@@ -89,8 +89,8 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
     `configs` maps a file path to per-kernel configurations; `only` to the kernels to translate
     (every kernel of a file it does not name). `record_path(path)` gives the source
     path recorded in generated files (default: as given). Each file becomes one Rust module named
-    after its stem (`emit.names.module_name`: `a/k.py` and `b/k.py` become `k` and `k_1`). ValueError
-    for an invalid crate name; `emit.crate.OutputDirError` when `out_dir` cannot take the crate
+    after its stem (`emit.rust.names.module_name`: `a/k.py` and `b/k.py` become `k` and `k_1`). ValueError
+    for an invalid crate name; `emit.rust.crate.OutputDirError` when `out_dir` cannot take the crate
     (a non-empty directory that tileport did not write needs `force`).
     """
     if error := crate_name_error(crate):

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from fake_arrays import FakeArray, f32
-from tileport import lowering
+from tileport.emit.rust import lowering
 from tileport.runtime import abi
 from tileport.runtime.abi import (DTypeError, FFIError, InternalError, InvalidArgumentError, KernelLaunchError,
                                   LayoutError, NullTensorError, RankError, ShapeError, TileportError,
@@ -31,7 +31,7 @@ from tileport.runtime.abi import (DTypeError, FFIError, InternalError, InvalidAr
 pytestmark = pytest.mark.cargo
 
 REPO = Path(__file__).resolve().parents[2]
-SUPPORT_RS = REPO / "src" / "tileport" / "emit" / "templates" / "support.rs"
+SUPPORT_RS = REPO / "src" / "tileport" / "emit" / "rust" / "templates" / "support.rs"
 N = 1024
 
 

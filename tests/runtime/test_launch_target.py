@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SUPPORT_RS = REPO / "src" / "tileport" / "emit" / "templates" / "support.rs"
+SUPPORT_RS = REPO / "src" / "tileport" / "emit" / "rust" / "templates" / "support.rs"
 CRATE_SRC = REPO / "rust" / "src"
 LAUNCHER = re.compile(r'pub unsafe extern "C" fn (tileport_\w+)\(.*?\n\}\n', re.S)
 

@@ -259,7 +259,7 @@ def test_unknown_kernel_in_only_list(tmp_path):
 
 def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     """The crate is written to a temporary sibling and moved into place only when complete."""
-    import tileport.emit.crate as crate_mod
+    import tileport.emit.rust.crate as crate_mod
 
     def broken_rustfmt(paths):
         raise RuntimeError("rustfmt rejected the generated code")

@@ -51,8 +51,8 @@ def test_a_kernel_cuTile_python_does_not_launch_keeps_cutiles_claims():
     import tempfile
     from pathlib import Path
 
-    from tileport.emit.names import RUST_NAMING
-    from tileport.emit.rust_ffi import KernelGroup, emit_launcher
+    from tileport.emit.rust.names import RUST_NAMING
+    from tileport.emit.rust.ffi import KernelGroup, emit_launcher
     from tileport.frontends.cutile import translate_file
     from tp_helpers import kernel_configs
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tileport.emit.names import RUST_NAMING
+from tileport.emit.rust.names import RUST_NAMING
 from tileport.model.naming import Naming
 
 

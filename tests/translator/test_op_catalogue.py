@@ -1,6 +1,6 @@
-"""The op catalogue (tileport.model.ops) and the Rust lowering rows (tileport.lowering) agree, and a
-malformed operation (a misspelled kind, an undeclared attribute, a value of the wrong type) fails where
-it is built, naming its kind."""
+"""The op catalogue (tileport.model.ops) and the Rust lowering rows (tileport.emit.rust.lowering) agree,
+and a malformed operation (a misspelled kind, an undeclared attribute, a value of the wrong type) fails
+where it is built, naming its kind."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from tileport import lowering as L
+from tileport.emit.rust import lowering as L
 from tileport.model import ops
 from tileport.model.ir import Lit, Loc, Op, Ref
 from tileport.model.ops import OpKind
@@ -109,7 +109,7 @@ def test_the_kind_enum_is_the_catalogue():
 
 def test_a_misspelled_kind_in_a_module_level_row_fails_at_import(tmp_path):
     module = tmp_path / "my_rows.py"
-    module.write_text("from tileport.lowering import Row\nfrom tileport.model.ops import OpKind\n"
+    module.write_text("from tileport.emit.rust.lowering import Row\nfrom tileport.model.ops import OpKind\n"
                       "ROWS = [Row(OpKind.UNARY, template='{x}'), Row(OpKind.LAOD, template='{x}')]\n")
     spec = importlib.util.spec_from_file_location("my_rows", module)
     with pytest.raises(AttributeError, match="LAOD"):
@@ -127,7 +127,7 @@ def test_every_attribute_a_kind_declares_has_a_type():
 
 
 def test_a_backend_row_put_first_overrides_the_default():
-    from tileport.emit.rust_kernel import KernelEmitter
+    from tileport.emit.rust.kernel import KernelEmitter
     from tileport.model.ir import Block, Kernel, Let
     a = tile("a")
     op = Op("unary", (a,), F32, LOC, (("fn", "exp"),))

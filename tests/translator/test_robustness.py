@@ -421,7 +421,7 @@ def test_a_pass_bug_fails_only_its_kernel(tmp_path, monkeypatch):
 
 def test_an_emitter_bug_fails_only_its_kernel(tmp_path, monkeypatch):
     """An emitter exception (once a KeyError aborting the whole run) is an `internal` diagnostic of its kernel."""
-    import tileport.emit.rust_kernel as rk
+    import tileport.emit.rust.kernel as rk
 
     class Failing(rk.KernelEmitter):
         def emit(self):

@@ -134,8 +134,8 @@ def test_a_generic_name_taken_by_a_constant_is_not_reused(tmp_path):
 
 def test_only_kernels_whose_launcher_specializes_length_one_get_them():
     """The cuTile frontend marks its kernels (`launch_unit_axes`); a Triton port's arrays keep dynamic lengths."""
-    from tileport.emit.names import RUST_NAMING
-    from tileport.emit.rust_kernel import KernelEmitter, unit_axis_generics
+    from tileport.emit.rust.names import RUST_NAMING
+    from tileport.emit.rust.kernel import KernelEmitter, unit_axis_generics
     from tileport.frontends.cutile import translate_file
     from tp_helpers import kernel_configs
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from tileport.emit.names import RUST_NAMING
+from tileport.emit.rust.names import RUST_NAMING
 from tileport.frontends.triton import translate_file
 from tileport.model.ir import Ref, walk
 from tileport.passes.uses import atoms_of, taken_names

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from tileport.capture import generic_arguments
-from tileport.emit.names import RUST_NAMING
+from tileport.emit.rust.names import RUST_NAMING
 from tileport.frontends.base import KernelConfig
 from tileport.frontends.triton import translate_file
 from tileport.ops.spec import Capture

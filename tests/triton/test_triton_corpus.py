@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport.emit.names import RUST_NAMING
+from tileport.emit.rust.names import RUST_NAMING
 from tileport.frontends.triton import translate_file
 
 CORPUS = Path(__file__).resolve().parents[2] / "src" / "tileport" / "ops" / "triton_kernels"

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from tileport.config import ConfigError, load_config
-from tileport.emit.names import RUST_NAMING
+from tileport.emit.rust.names import RUST_NAMING
 from tileport.frontends.base import KernelConfig
 from tileport.frontends.triton import translate_file
 from tileport.launches import LaunchArg, LaunchRecord, captures, parse_spec, spec_document

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tileport.emit.names import RUST_NAMING
+from tileport.emit.rust.names import RUST_NAMING
 from tileport.frontends.base import KernelConfig
 from tileport.frontends.triton import translate_file
 

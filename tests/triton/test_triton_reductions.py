@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tileport.emit.names import RUST_NAMING
+from tileport.emit.rust.names import RUST_NAMING
 from tileport.frontends.triton import translate_file
 from tileport.model.ir import Let, walk
 from tileport.translate import translate

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport.emit.names import RUST_NAMING
+from tileport.emit.rust.names import RUST_NAMING
 from tileport.frontends.triton import translate_file
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from tileport.emit.names import RUST_NAMING
+from tileport.emit.rust.names import RUST_NAMING
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import translate_file
 from tileport.gpu.triton_check import view_layout

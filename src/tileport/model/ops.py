@@ -7,7 +7,7 @@ operands) and the attributes it may carry, with the values a moded attribute may
 each attribute's type (a name means one thing in every kind). `Op` checks itself against its
 declaration when it is built, so a frontend or pass that builds a malformed operation fails there,
 naming the kind, not later in an emitter.
-Emitters declare how they lower each kind (`tileport.lowering`); a test keeps both in step.
+Emitters declare how they lower each kind (`tileport.emit.rust.lowering`); a test keeps both in step.
 """
 
 from __future__ import annotations

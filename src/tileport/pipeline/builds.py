@@ -199,7 +199,7 @@ class BuildManager:
 
     def _batch_crate(self, report, kind: str) -> CrateBuild:
         """The crate of a translation (the repository crate rust/ when it is the corpus and matches), built."""
-        from tileport.emit.crate import format_crate
+        from tileport.emit.rust.crate import format_crate
         kernels = {r.kernel for r in report.results if r.ok}
         if not report.files:
             return CrateBuild(Path("."), "", "", kernels, error="no kernel of the batch translated")

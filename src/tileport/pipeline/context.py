@@ -32,8 +32,7 @@ from .target import Target, primary_op
 from .verdicts import Stage, Verdict
 
 PIPELINE_DIR = Path(__file__).parent
-TRANSLATOR_PARTS = ("frontends", "emit", "passes", "model", "lowering.py", "translate.py", "diagnostics.py",
-                    "corpus.py")
+TRANSLATOR_PARTS = ("frontends", "emit", "passes", "model", "translate.py", "diagnostics.py", "corpus.py")
 
 
 def _tree_hash(paths: list[Path]) -> str:

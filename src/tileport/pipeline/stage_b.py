@@ -109,7 +109,7 @@ def run(ctx: KernelContext) -> Verdict:
 def translate_alone(ctx: KernelContext, d: Path) -> tuple[dict, str, list[str]] | Verdict:
     """Phase 1: the crate the translator renders for this kernel alone, written (formatted) under
     `translation/`; (its files, the kernel's module text, the entries), or the diagnostic's verdict."""
-    from tileport.emit.crate import ModuleSource, render_crate, write_crate
+    from tileport.emit.rust.crate import ModuleSource, render_crate, write_crate
     from tileport.translate import lower
 
     t = ctx.target

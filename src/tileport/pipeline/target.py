@@ -36,7 +36,7 @@ class Target:
     @property
     def module(self) -> str:
         """The Rust module of the kernel's file (as `tileport translate` names it: `support.py` -> `support_`)."""
-        from tileport.emit.names import module_name
+        from tileport.emit.rust.names import module_name
         return module_name(self.path.stem, set())
 
 

@@ -1,6 +1,6 @@
 """The C ABI shared with the generated crate: descriptor layout, dtype codes, return codes -> exceptions.
 
-Keep in sync with src/tileport/emit/templates/support.rs (tests check both sides agree).
+Keep in sync with src/tileport/emit/rust/templates/support.rs (tests check both sides agree).
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
+from tileport.emit.rust import lowering as L
+from tileport.emit.rust.names import fresh_name
 from tileport.model import types as T
-from tileport.emit.names import fresh_name
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, Kernel, Let, Lit, Op, Ref, While,
                                Return, walk)
 from tileport.model.ops import OpKind
@@ -444,7 +444,7 @@ class KernelEmitter:
         mut = "mut " if id(st) in self.needs_mut else ""
         return pre + [f"let {mut}{st.name}: {type_rs(st.op.ty)} = {expr};"]
 
-    # ---- operations: one row lookup (tileport.lowering.ROWS), then the row's rendering
+    # ---- operations: one row lookup (tileport.emit.rust.lowering.ROWS), then the row's rendering
     def row(self, op: Op) -> L.Row:
         facts: dict[str, object] = {}
 

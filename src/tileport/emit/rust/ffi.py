@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
-from tileport.emit.names import fresh_name
-from tileport.emit.rust_kernel import (alignment_generic, array_roots, derived_dims, derived_name, launch_alignments,
+from tileport.emit.rust import lowering as L
+from tileport.emit.rust.kernel import (alignment_generic, array_roots, derived_dims, derived_name, launch_alignments,
                                        stride_param_name, stride_params, type_dims, unit_axis_generics)
+from tileport.emit.rust.names import fresh_name
 from tileport.model.ir import Do, Kernel, Let, walk
 from tileport.model.ops import OpKind
 from tileport.model.types import DVar, Sym

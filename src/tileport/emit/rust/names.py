@@ -31,7 +31,7 @@ EMITTER_FUNCTIONS = {"join_tokens", "scalar_to_tile", "tile_to_scalar"}
 @functools.cache
 def dsl_functions() -> frozenset[str]:
     """Every function the lowering table (its spellings and rows), shims and emitter call."""
-    from tileport import lowering
+    from tileport.emit.rust import lowering
     names: set[str] = set(EMITTER_FUNCTIONS)
     texts: list = [row.template for row in lowering.ROWS]
     for key, value in vars(lowering).items():

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileport import __version__
-from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
-from tileport.emit.rust_ffi import (KernelGroup, emit_launcher, pinned_codes, pinned_kind, signature,
+from tileport.emit.rust import lowering as L
+from tileport.emit.rust.ffi import (KernelGroup, emit_launcher, pinned_codes, pinned_kind, signature,
                                    tile_dim_consts, written_arrays)
-from tileport.emit.names import RESERVED_MODULES, RUST_KEYWORDS
-from tileport.emit.rust_kernel import (UNIT_AXIS_CAPTURE, alignment_generic, derived_dims, derived_name, emit_kernel,
+from tileport.emit.rust.kernel import (UNIT_AXIS_CAPTURE, alignment_generic, derived_dims, derived_name, emit_kernel,
                                        launch_alignments, stride_params, unit_axis_generics)
+from tileport.emit.rust.names import RESERVED_MODULES, RUST_KEYWORDS
 from tileport.model.ir import Kernel
 from tileport.runtime.abi import ABI_VERSION
 from tileport.toolchain import CUTILE_CRATE_VERSION
@@ -266,7 +266,7 @@ def render_crate(mods: list[ModuleSource], crate: str = "tileport_kernels",
     names = [m.name for m in mods]
     bad = [n for n in names if not MODULE_RE.fullmatch(n) or n in RESERVED_MODULES or n in RUST_KEYWORDS
            or names.count(n) > 1]
-    if bad:  # translate() names modules with emit.names.module_name; anything else would overwrite files
+    if bad:  # translate() names modules with emit.rust.names.module_name; anything else would overwrite files
         raise ValueError(f"module name(s) {', '.join(sorted(set(bad)))}: reserved, duplicated or not an identifier")
     mods, emitted = _emit_modules(mods, failures)
     if failures is not None and not mods:
