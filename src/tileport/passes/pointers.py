@@ -16,6 +16,8 @@ from tileport.model.types import PtrT, ScalarT, TileT, TokenT, concrete_dtypes, 
 from tileport.passes.uses import expand_statements, taken_names
 
 U64 = "u64"
+# an atomic on an array -> the pointer-tile operation it becomes
+ATOMIC_ON_POINTERS = {OpKind.ATOMIC_RMW: OpKind.ATOMIC_RMW_PTR, OpKind.ATOMIC_CAS: OpKind.ATOMIC_CAS_PTR}
 
 
 # Bytes per element of the dtypes whose single-element accesses get an alignment assumption.
@@ -166,4 +168,4 @@ def _lower_atomic(em: _Emitter, st: Let, op: Op, check: bool) -> None:
     if op.kind == OpKind.ATOMIC_RMW:
         attrs["mode"] = op.attr("mode")
     args = (ptrs, *values) + ((mask,) if mask is not None else ())
-    em.out.append(Let(st.name, Op(f"{op.kind}_ptr", args, op.ty, op.loc, tuple(sorted(attrs.items())))))
+    em.out.append(Let(st.name, Op(ATOMIC_ON_POINTERS[op.kind], args, op.ty, op.loc, tuple(sorted(attrs.items())))))
