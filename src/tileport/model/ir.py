@@ -254,7 +254,7 @@ def walk(block: Block):
 
 
 __all__ = [
-    "Loc", "Ref", "Lit", "CDim", "Atom", "Op", "OpKind", "Let", "Do", "For", "While", "If", "Return", "Break", "Continue",
-    "Stmt", "Block", "Param", "Kernel", "KernelModule", "sym_names", "walk",
+    "Loc", "Ref", "Lit", "CDim", "Atom", "Op", "OpKind", "Let", "Do", "For", "While", "If", "Return", "Break",
+    "Continue", "Stmt", "Block", "Param", "Kernel", "KernelModule", "sym_names", "walk",
     "ArrayT", "ConstT", "ScalarT", "TileT", "DType", "DVar",
 ]

@@ -45,8 +45,8 @@ class ModelError(TypeError):
 
 @dataclass(frozen=True)
 class Attr:
-    """An attribute's type: its value is an instance of `types` (a tuple of them: its items of `items`), or,
-    for a moded attribute, one of `values`."""
+    """An attribute's type: its value is an instance of one of `types` (and a tuple's items, of one of
+    `items`) or, for a moded attribute, one of `values`."""
 
     types: tuple[type, ...] = ()
     items: tuple[type, ...] = ()
@@ -249,6 +249,7 @@ def _check_declarations(decls: list[OpDecl]) -> None:
 
 
 _check_declarations(_DECLS)
+
 # Every kind, as an enum derived from the declarations: `OpKind.LOAD == "load"`, and a string is a kind's name.
 OpKind = enum.StrEnum("OpKind", [(d.kind.upper(), d.kind) for d in _DECLS], module=__name__)
 CATALOGUE: dict[OpKind, OpDecl] = {OpKind(d.kind): d for d in _DECLS}
@@ -263,7 +264,8 @@ def kind(op: Any) -> OpKind:
     try:
         return OpKind(op.kind)
     except ValueError:
-        raise ModelError(f"kernel model: operation `{op.kind}` at {op.loc} is not a declared operation kind") from None
+        raise ModelError(f"kernel model: operation `{op.kind}` at {op.loc} is not a declared operation "
+                         "kind") from None
 
 
 def problem(op: Any) -> str | None:

@@ -122,8 +122,8 @@ def unit_axis_generics(kernel: Kernel) -> dict[tuple[str, int], str]:
 LENGTH_READS = (OpKind.ARRAY_DIM, OpKind.NUM_TILES)  # ops whose value is a function of an array's lengths
 # ops whose value the JIT never knows (memory, whatever their operands): a length reaching a loop bound only
 # through one of them cannot fold that bound
-MEMORY_READS = (OpKind.LOAD, OpKind.GATHER, OpKind.LOAD_PTR, OpKind.ATOMIC_RMW, OpKind.ATOMIC_CAS, OpKind.ATOMIC_RMW_PTR,
-                OpKind.ATOMIC_CAS_PTR)
+MEMORY_READS = (OpKind.LOAD, OpKind.GATHER, OpKind.LOAD_PTR, OpKind.ATOMIC_RMW, OpKind.ATOMIC_CAS,
+                OpKind.ATOMIC_RMW_PTR, OpKind.ATOMIC_CAS_PTR)
 
 
 def loop_bound_arrays(kernel: Kernel) -> set[str]:
