@@ -35,7 +35,17 @@ def gpu_unavailable_reason() -> str | None:
     return None
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true",
+                     help="also run the exhaustive sweeps (tests marked slow); by default only their fixed sample runs")
+
+
 def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--slow"):
+        slow = [item for item in items if "slow" in item.keywords]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if "slow" not in item.keywords]
     reason = gpu_unavailable_reason()
     if reason is None:
         return

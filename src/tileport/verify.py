@@ -107,11 +107,11 @@ def compare_machine_code(ref: list[CubinResult], gen: list[CubinResult], res: Ca
 
 def verify_all(lib: KernelLibrary, items: list[tuple[Path, Capture]], out_dir: Path | None, jobs: int = 2,
                progress: Callable[[CaptureResult], None] | None = None,
-               cache: DiskCache | None = None) -> list[CaptureResult]:
-    """Every capture, `jobs` at a time (tileiras runs as a subprocess, so threads overlap well); cubins
-    come from `cache` when it holds them (`tileport.cache`: the pipeline's captures share it)."""
+               cache: DiskCache | None = None, archs=ARCHS) -> list[CaptureResult]:
+    """Every capture on `archs`, `jobs` at a time (tileiras runs as a subprocess, so threads overlap well);
+    cubins come from `cache` when it holds them (`tileport.cache`: the pipeline's captures share it)."""
     def one(item):
-        r = verify_capture(lib, item[0], item[1], out_dir, cache=cache)
+        r = verify_capture(lib, item[0], item[1], out_dir, archs, cache)
         if progress:
             progress(r)
         return r

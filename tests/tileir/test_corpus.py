@@ -12,6 +12,7 @@ import io
 import pytest
 
 import tir_oracle
+from sampling import first_of_each, sweep
 from tileport.ops.capture_ref import build_signature, reference_bytecode, reference_kernel
 from tileport.ops.specs import all_specs
 from tileport.tileir import diff, read_module
@@ -34,13 +35,16 @@ def _export_13_3(spec, capture) -> bytes:
     return buf.getvalue()
 
 
+# Exported, read and diffed for the first capture of each kernel; every capture with --slow.
+CAPTURE_SAMPLE = sweep([pytest.param(*c, id=_id(c)) for c in CAPTURES], first_of_each(lambda p: p.values[1].kernel))
+
+
 def test_corpus_is_not_empty():
     assert len(CAPTURES) >= 10
 
 
-@pytest.mark.parametrize("item", CAPTURES, ids=[_id(c) for c in CAPTURES])
-def test_corpus_capture(item, tmp_path):
-    spec, capture = item
+@pytest.mark.parametrize("spec,capture", CAPTURE_SAMPLE)
+def test_corpus_capture(spec, capture, tmp_path):
     data = reference_bytecode(spec, capture)
     module = read_module(data)
     if tir_oracle.disasm_path() is not None:

@@ -15,6 +15,7 @@ import time
 import pytest
 
 import tir_mutations
+from sampling import first_of_each, sweep
 from tileport.capture import generated_arg_roles, generated_bytecode
 from tileport.ops.capture_ref import reference_bytecode
 from tileport.ops.specs import all_specs
@@ -37,6 +38,8 @@ def _captures():
 
 
 CAPTURES = _captures()
+# The interpreter sweeps run for the first capture of each kernel; every capture with --slow.
+CAPTURE_SAMPLE = sweep(CAPTURES, first_of_each(lambda p: p.values[1].kernel))
 _REFERENCE: dict[tuple, bytes] = {}
 
 
@@ -60,7 +63,7 @@ def test_every_corpus_kernel_has_a_problem():
     assert not kernels - set(PROBLEMS), f"captured kernels without an interpreter problem: {kernels - set(PROBLEMS)}"
 
 
-@pytest.mark.parametrize("spec,cap", CAPTURES)
+@pytest.mark.parametrize("spec,cap", CAPTURE_SAMPLE)
 def test_reference_matches_numpy(spec, cap):
     module = read_module(_reference(spec, cap))
     for prob in _problems(spec, cap):
@@ -76,7 +79,7 @@ def test_reference_matches_numpy(spec, cap):
 
 
 @pytest.mark.cargo
-@pytest.mark.parametrize("spec,cap", CAPTURES)
+@pytest.mark.parametrize("spec,cap", CAPTURE_SAMPLE)
 def test_port_agrees_with_reference(spec, cap, library):
     _, gen = generated_bytecode(library, cap)
     for prob in _problems(spec, cap):
