@@ -361,6 +361,8 @@ def port(
     profile: Annotated[Profile, typer.Option(help="Cargo profile of the libraries built for IR capture.")] = Profile.dev,
     launches: Annotated[Optional[Path], typer.Option("--launches", help="Launch spec (from `tileport record`) of "
                                                      "kernels outside the library: configurations, D and E.")] = None,
+    force: Annotated[bool, typer.Option(help="Write into a non-empty --out that holds no port run (files tileport "
+                                        "did not write are never replaced or deleted).")] = False,
 ) -> None:
     """Port kernels through the bounded pipeline A-F with verdicts, routing, caps and reports.
 
@@ -368,7 +370,8 @@ def port(
     BLOCKED(env) at D/E with only GPU evidence missing), 1 otherwise, 2 for usage errors."""
     from tileport.pipeline import Options, TargetError, resolve_targets
     from tileport.pipeline.artifacts import UnsafePathError
-    from tileport.pipeline.batch import OutLockedError, run_batch, summary_table
+    from tileport.pipeline.batch import run_batch, summary_table
+    from tileport.pipeline.outdir import OutDirError, OutLockedError
     from tileport.pipeline.verdicts import Stage
     from rich.markup import escape as esc
     output_dir(out)
@@ -377,13 +380,13 @@ def port(
         stop = Stage(until.upper()) if until else None
         options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
                           gpu_results=list(gpu_results or []), residual=residual, profile=profile.value,
-                          native_gpu=False if no_gpu else None, until=stop)
+                          native_gpu=False if no_gpu else None, until=stop, force=force)
     except (TargetError, ValueError) as e:
         fail(str(e))
     t0 = time.perf_counter()
     try:
         outcomes, session = run_batch(targets, options, console)
-    except (OutLockedError, UnsafePathError) as e:
+    except (OutLockedError, OutDirError, UnsafePathError) as e:
         fail(str(e))
     print_wide(summary_table(outcomes, out))
     gpu_ok, gpu_why = session.gpu()
