@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tileport import toolchain
+from tileport.proc import ToolTimeout
 from tileport.tileir.cli import irdiff_command  # typer needs its signature now (imports the Tile IR toolkit)
 
 # rich_markup_mode=None: plain help (the rich one shows a type for every flag: `--help <bool>`).
@@ -39,7 +40,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def diagnosed(command):
     """`command` with file-system errors (a path that is a file, unwritable, missing) reported as a
-    diagnostic with exit code 2 instead of a traceback."""
+    diagnostic with exit code 2 instead of a traceback, and an external tool stopped at its time limit
+    with exit code 1."""
     @functools.wraps(command)
     def run(*args, **kwargs):
         try:
@@ -47,6 +49,8 @@ def diagnosed(command):
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
             fail(f"{where}{e.strerror or e}")
+        except ToolTimeout as e:
+            fail(str(e), 1)
     return run
 
 
