@@ -4,6 +4,9 @@ are killed (none is left running) and the caller gets a clear error, never a han
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -32,7 +35,7 @@ def k(x, y):
 def hanging_tool(tmp_path: Path, name: str) -> Path:
     """A fake `name` on a directory to put first on PATH."""
     bin_dir, pids = tmp_path / "bin", tmp_path / "pids"
-    bin_dir.mkdir(exist_ok=True)
+    bin_dir.mkdir(parents=True, exist_ok=True)
     pids.mkdir(exist_ok=True)
     tool = bin_dir / name
     tool.write_text(HANGING_TOOL.format(pids=pids))
@@ -120,3 +123,30 @@ def test_every_tool_call_goes_through_the_bounded_runner():
     found = [f"{p.relative_to(SRC)}: {s}" for p in sorted(SRC.rglob("*.py")) if p not in allowed
              for s in starters if s in p.read_text()]
     assert not found, found
+
+
+SIGNALLED = """import sys, threading
+from tileport import proc
+threading.Thread(target=proc.run, args=([sys.argv[1]], 60)).start()  # a worker thread's tool
+proc.run([sys.argv[2]], 60)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_to_tileport_reaches_its_tools(tmp_path, signum):
+    """Tools run in groups of their own: a signal tileport receives (Ctrl-C, `timeout`, a kill) kills them
+    first, whichever thread started them."""
+    first = hanging_tool(tmp_path / "a", "slowtool") / "slowtool"
+    second = hanging_tool(tmp_path / "b", "slowtool") / "slowtool"
+    env = {**os.environ, "PYTHONPATH": str(SRC.parent)}
+    runner = subprocess.Popen([sys.executable, "-c", SIGNALLED, str(first), str(second)], env=env,
+                              stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not all((d / "pids" / "grandchild").exists() for d in (tmp_path / "a", tmp_path / "b")):
+        assert time.monotonic() < deadline and runner.poll() is None, runner.stderr.read()
+        time.sleep(0.05)
+    runner.send_signal(signum)
+    assert runner.wait(timeout=20) != 0
+    runner.stderr.close()
+    assert_none_left(tmp_path / "a")
+    assert_none_left(tmp_path / "b")

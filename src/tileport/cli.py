@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tileport import toolchain
-from tileport.proc import ToolTimeout
+from tileport.proc import ToolTimeout, stop_tools_on_signals
 from tileport.tileir.cli import irdiff_command  # typer needs its signature now (imports the Tile IR toolkit)
 
 # rich_markup_mode=None: plain help (the rich one shows a type for every flag: `--help <bool>`).
@@ -76,6 +76,7 @@ def build_progress(what: str):
 @app.callback()
 def main() -> None:
     """tileport: deterministic cuTile Python -> cuTile Rust porting with Tile IR proofs."""
+    stop_tools_on_signals()  # tools run by worker threads too: a signal must reach them (tileport.proc)
 
 
 @command()

@@ -2,19 +2,28 @@
 with a time limit. Each runs in a process group of its own; past its limit, or when the caller is
 interrupted, the whole group is killed, so nothing it started keeps running (`subprocess.run` kills
 only the direct child, and then waits for pipes its children still hold open).
+
+A group of its own no longer receives what is sent to tileport's (Ctrl-C at the terminal, `timeout`,
+`kill -- -PGID`): while tools run, SIGINT, SIGTERM and SIGHUP (where their handler is Python's default)
+first kill every running tool's group, then act as before; so does the interpreter's exit. Only a
+SIGKILL of tileport itself leaves its tools to finish on their own.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from typing import Callable, Sequence
 
 KILL_WAIT_S = 5.0  # after the kill: how long to collect the output of a group that should be gone
 PROGRESS_EVERY_S = 30.0
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_running: set[int] = set()  # process groups of the tools running now
 
 
 class ToolTimeout(subprocess.TimeoutExpired):
@@ -43,8 +52,10 @@ def run(cmd: Sequence | str, timeout: float, what: str = "", capture: bool = Tru
     `progress(seconds)` is called every `every` seconds while it runs. stdin is /dev/null unless given."""
     popen.setdefault("stdin", subprocess.DEVNULL)
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} if capture else {}
+    stop_tools_on_signals()
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, start_new_session=True, text=True, **pipes, **popen)
+    _running.add(proc.pid)
     try:
         while True:
             left = timeout - (time.monotonic() - t0)
@@ -62,6 +73,8 @@ def run(cmd: Sequence | str, timeout: float, what: str = "", capture: bool = Tru
     except BaseException:  # an interrupt or an error here: the tool must not outlive it
         stop(proc)
         raise
+    finally:
+        _running.discard(proc.pid)
 
 
 def stop(proc: subprocess.Popen) -> tuple[str | None, str | None]:
@@ -79,3 +92,34 @@ def stop(proc: subprocess.Popen) -> tuple[str | None, str | None]:
         proc.kill()
         proc.wait()
         return None, None
+
+
+def stop_all() -> None:
+    """Kill the process group of every tool running now."""
+    for group in list(_running):
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _stop_then_default(signum: int, frame) -> None:
+    stop_all()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def stop_tools_on_signals() -> None:
+    """Make FORWARDED signals kill the running tools first (see the module doc). Only a handler still at
+    Python's default is replaced, and only from the main thread (the only one that can set handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in FORWARDED:
+        default = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+        if signal.getsignal(signum) is default:
+            signal.signal(signum, _stop_then_default)
+
+
+atexit.register(stop_all)
