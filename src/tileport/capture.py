@@ -15,7 +15,6 @@ import ast
 import hashlib
 import json
 import linecache
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,8 @@ from tileport.capture_source import SanitizedModule, SourceError, restricted_bui
 from tileport.model.types import dim_op
 from tileport.ops.capture_ref import export_bytecode
 from tileport.ops.spec import Capture
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 from tileport.runtime.library import KernelLibrary
 from tileport.sass import Sass, SassError
 from tileport.sass import disassemble as disassemble_sass
@@ -34,6 +35,8 @@ from tileport.sass import listing as sass_listing
 
 ARCHS = ("sm_80", "sm_90", "sm_100")
 TILEIRAS_FLAGS = ["-O3"]  # part of the cubin cache key: other flags, other cubins
+TILEIRAS_TIMEOUT_S = 600.0  # one kernel, one architecture (seconds for the corpus's largest)
+DISASM_TIMEOUT_S = 120.0
 
 _MODULES: dict[tuple[str, str], tuple[dict, SanitizedModule]] = {}
 
@@ -218,7 +221,10 @@ def disassemble(bytecode: bytes) -> str:
     with tempfile.NamedTemporaryFile(suffix=".tileirbc") as f:
         f.write(bytecode)
         f.flush()
-        proc = subprocess.run([str(tool), f.name], capture_output=True, text=True, env=toolchain.env())
+        try:
+            proc = run_tool([str(tool), f.name], DISASM_TIMEOUT_S, env=toolchain.env())
+        except ToolTimeout as e:
+            raise CaptureError(str(e)) from None
     if proc.returncode != 0:
         raise CaptureError(f"tileirdisasm failed: {proc.stderr.strip()}")
     return proc.stdout
@@ -273,7 +279,10 @@ def _cached_tileiras(tool: Path, bytecode: bytes, arch: str, dst: Path, cache: D
         if data is not None and hashlib.sha256(data).hexdigest() == known["sha256"]:
             dst.write_bytes(data)
             return CubinResult(arch, True, len(data), known["sha256"])
-    result = _tileiras(tool, bytecode, arch, dst)
+    try:
+        result = _tileiras(tool, bytecode, arch, dst)
+    except ToolTimeout as e:  # not the compiler's answer for these bytes: not cached
+        return CubinResult(arch, False, error=str(e))
     if cache is not None:
         if result.ok:
             cache.put("cubin", key, "cubin", dst.read_bytes())
@@ -285,8 +294,8 @@ def _cached_tileiras(tool: Path, bytecode: bytes, arch: str, dst: Path, cache: D
 def _tileiras(tool: Path, bytecode: bytes, arch: str, dst: Path) -> CubinResult:
     src = dst.with_suffix(".tileirbc")
     src.write_bytes(bytecode)
-    proc = subprocess.run([str(tool), "--gpu-name", arch, *TILEIRAS_FLAGS, "-o", str(dst), str(src)],
-                          capture_output=True, text=True, env=toolchain.env(), timeout=600)
+    proc = run_tool([str(tool), "--gpu-name", arch, *TILEIRAS_FLAGS, "-o", str(dst), str(src)], TILEIRAS_TIMEOUT_S,
+                    env=toolchain.env())
     if proc.returncode != 0 or not dst.exists():
         return CubinResult(arch, False, error=(proc.stderr or proc.stdout).strip()[-2000:]
                            or f"tileiras exited with {proc.returncode}")

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tileport import toolchain
+from tileport.proc import ToolTimeout, stop_tools_on_signals
 from tileport.tileir.cli import irdiff_command  # typer needs its signature now (imports the Tile IR toolkit)
 
 # rich_markup_mode=None: plain help (the rich one shows a type for every flag: `--help <bool>`).
@@ -39,7 +40,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def diagnosed(command):
     """`command` with file-system errors (a path that is a file, unwritable, missing) reported as a
-    diagnostic with exit code 2 instead of a traceback."""
+    diagnostic with exit code 2 instead of a traceback, and an external tool stopped at its time limit
+    with exit code 1."""
     @functools.wraps(command)
     def run(*args, **kwargs):
         try:
@@ -47,6 +49,8 @@ def diagnosed(command):
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
             fail(f"{where}{e.strerror or e}")
+        except ToolTimeout as e:
+            fail(str(e), 1)
     return run
 
 
@@ -72,6 +76,7 @@ def build_progress(what: str):
 @app.callback()
 def main() -> None:
     """tileport: deterministic cuTile Python -> cuTile Rust porting with Tile IR proofs."""
+    stop_tools_on_signals()  # tools run by worker threads too: a signal must reach them (tileport.proc)
 
 
 @command()
@@ -361,6 +366,8 @@ def port(
     profile: Annotated[Profile, typer.Option(help="Cargo profile of the libraries built for IR capture.")] = Profile.dev,
     launches: Annotated[Optional[Path], typer.Option("--launches", help="Launch spec (from `tileport record`) of "
                                                      "kernels outside the library: configurations, D and E.")] = None,
+    force: Annotated[bool, typer.Option(help="Write into a non-empty --out that holds no port run (files tileport "
+                                        "did not write are never replaced or deleted).")] = False,
 ) -> None:
     """Port kernels through the bounded pipeline A-F with verdicts, routing, caps and reports.
 
@@ -368,7 +375,8 @@ def port(
     BLOCKED(env) at D/E with only GPU evidence missing), 1 otherwise, 2 for usage errors."""
     from tileport.pipeline import Options, TargetError, resolve_targets
     from tileport.pipeline.artifacts import UnsafePathError
-    from tileport.pipeline.batch import OutLockedError, run_batch, summary_table
+    from tileport.pipeline.batch import run_batch, summary_table
+    from tileport.pipeline.outdir import OutDirError, OutLockedError
     from tileport.pipeline.verdicts import Stage
     from rich.markup import escape as esc
     output_dir(out)
@@ -377,13 +385,13 @@ def port(
         stop = Stage(until.upper()) if until else None
         options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
                           gpu_results=list(gpu_results or []), residual=residual, profile=profile.value,
-                          native_gpu=False if no_gpu else None, until=stop)
+                          native_gpu=False if no_gpu else None, until=stop, force=force)
     except (TargetError, ValueError) as e:
         fail(str(e))
     t0 = time.perf_counter()
     try:
         outcomes, session = run_batch(targets, options, console)
-    except (OutLockedError, UnsafePathError) as e:
+    except (OutLockedError, OutDirError, UnsafePathError) as e:
         fail(str(e))
     print_wide(summary_table(outcomes, out))
     gpu_ok, gpu_why = session.gpu()

@@ -399,6 +399,8 @@ def run(command: list[str], out: Path, append: bool = False) -> tuple[int, list[
     if not append and out.exists():
         out.unlink()  # the spec describes this run only
     try:
+        # The user's own program, in the foreground with the terminal (Ctrl-C reaches it): no time limit of
+        # tileport's, as `time` or `timeout` would set none (a wrapper can: `tileport record -- timeout 1h ...`).
         rc = subprocess.run(command, env=child_env(out)).returncode
         rc = 128 - rc if rc < 0 else rc  # killed by a signal: the shell's convention
     except OSError as e:

@@ -21,9 +21,11 @@ fails; it never reports two empty listings as identical.
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 # A tiny kernel (stores 42) for `probe`: ptxas compiles it in milliseconds, nvdisasm must list STG and EXIT.
 PROBE_PTX = """.version 8.0
@@ -39,6 +41,7 @@ PROBE_PTX = """.version 8.0
 }}
 """
 PROBE_OPCODES = ("STG", "EXIT")
+DISASM_TIMEOUT_S = 300.0  # nvdisasm / cuobjdump on one cubin
 
 _ADDRESS = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s*(.*?)\s*;?\s*$")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
@@ -68,8 +71,8 @@ class Sass:
 
 def _run(cmd: list[str], what: str) -> str:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        proc = run_tool(cmd, DISASM_TIMEOUT_S)
+    except (OSError, ToolTimeout) as e:
         raise SassError(f"{what} could not run: {e}") from None
     if proc.returncode != 0:
         raise SassError(f"{what} exited with {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-500:]}")

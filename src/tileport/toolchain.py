@@ -17,6 +17,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
+
 SETUP_COMMAND = "bash scripts/setup.sh"
 CUTILE_CRATE_VERSION = "0.5.0"
 CUDA_TILE_VERSION = "1.7.0"
@@ -40,8 +43,8 @@ class Component:
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess | None:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, **kw)
-    except (OSError, subprocess.TimeoutExpired):
+        return run_tool(cmd, 60, **kw)
+    except (OSError, ToolTimeout):
         return None
 
 

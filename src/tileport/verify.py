@@ -136,12 +136,10 @@ def sass_totals(results: list[CaptureResult]) -> dict:
 
 def run_metadata(command: str) -> dict:
     """What produced a summary: command, commit, tool versions."""
-    import subprocess
-
     from tileport import toolchain
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                           cwd=Path(__file__).parent)
+    from tileport.proc import run as run_tool
+    git = run_tool(["git", "rev-parse", "HEAD"], 60, cwd=Path(__file__).parent)
+    dirty = run_tool(["git", "status", "--porcelain", "--untracked-files=no"], 60, cwd=Path(__file__).parent)
     tools = {name: toolchain._version_of(path) if path else "missing" for name, path in (
         ("tileiras", toolchain.tileiras()), ("tileirdisasm", toolchain.tileirdisasm()),
         ("nvdisasm", toolchain.nvdisasm()), ("cuobjdump", toolchain.cuobjdump()))}

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tileport.frontends.cutile.lowerer import FMA_PER_DTYPE
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 # (distribution, version): pinned so the table is reproducible.
 PACKAGES = (("bastile", "0.1.3"), ("cutile-gpt", "0.2.1"), ("cutile-stencil", "0.3.0"))
@@ -57,8 +58,8 @@ def download(package: str, version: str, dest: Path, cache: Path) -> Path:
                "-q", "-d", str(dest),
                f"{package}=={version}"]
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        except subprocess.TimeoutExpired:
+            r = run_tool(cmd, 300)
+        except ToolTimeout:
             raise WildError(f"pip download {package}=={version}: timed out") from None
         stem = package.replace("-", "_")
         wheels = sorted(dest.glob(f"{stem}-{version}-*.whl"))
@@ -141,19 +142,18 @@ def generate_stencils(work: Path) -> tuple[Path, list[dict], str]:
     steps = ([sys.executable, "-m", "venv", str(venv)],
              [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{STENCIL[0]}=={STENCIL[1]}"])
     for cmd in steps if not python.exists() else steps[1:]:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        r = run_tool(cmd, 900)
         if r.returncode != 0:
             raise WildError(f"{' '.join(cmd[-2:])}: {(r.stderr or r.stdout).strip()[-400:]}")
     shutil.rmtree(gen, ignore_errors=True)
     gen.mkdir(parents=True)
-    r = subprocess.run([str(python), "-c", STENCIL_DRIVER, str(gen), json.dumps(STENCIL_MODES)],
-                       capture_output=True, text=True, timeout=900, cwd=gen)
+    r = run_tool([str(python), "-c", STENCIL_DRIVER, str(gen), json.dumps(STENCIL_MODES)], 900, cwd=gen)
     try:
         outcome = json.loads(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise WildError(f"cutile-stencil's compile path failed: {(r.stderr or r.stdout).strip()[-400:]}") from None
-    freeze = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
-                            capture_output=True, text=True, timeout=120).stdout.split()
+    freeze = run_tool([str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+                      120).stdout.split()
     versions = ", ".join(f"`{x}`" for x in freeze if x.split("==")[0].lower() in ("cutile-stencil", "xdsl", "numpy"))
     write_atomic(gen / STENCIL_MANIFEST, json.dumps({"package": STENCIL[0], "version": STENCIL[1], "versions": versions,
                                                      "files": outcome}, indent=1) + "\n")
@@ -367,9 +367,9 @@ def port_step(rows: Sequence[Row], roots: dict[str, Path], out: Path, timeout: f
         cmd += ["--config", str(config)] if config else []
         t0 = time.perf_counter()
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            r = run_tool(cmd, timeout)
             tail = (r.stdout + r.stderr)[-400:]
-        except subprocess.TimeoutExpired:
+        except ToolTimeout:
             result = {"stage": None, "error": f"port timed out after {timeout:.0f} s"}
         else:
             result = read_port(kdir, row.kernel, tail) | {"seconds": round(time.perf_counter() - t0, 1)}

@@ -28,18 +28,21 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from statistics import median
 from typing import Any, Sequence
 
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
+
 REPO = Path(__file__).resolve().parents[2]
 DRIVERS = REPO / "scripts" / "wild_drivers"
 BUNDLE = REPO / ".device" / "wild"  # wheels, launches.json, crate/, libwild_port.so.xz
 LIB_NAME = "libwild_port.so"
 DRIVER_TIMEOUT_S = 300
+PORT_TIMEOUT_S = 3600  # `tileport port` of a package's kernels (one crate, cargo included)
 TRITON_DRIVERS = ("liger_driver.py",)  # run by tileport.wild_triton_gpu
 STENCIL_GEN = "stencil-gen"  # cutile-stencil's generated files + manifest: under the work directory and the bundle
 STENCIL_DIR_ENV = "WILD_STENCIL_DIR"  # where stencil_driver.py finds them
@@ -67,9 +70,9 @@ def install_wheels(wheels: Sequence[Path], site: Path) -> str:
     dependencies are either on the machine, e.g. torch, or reported missing by the drivers)."""
     if not wheels:
         return "no wheels bundled"
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
-                        "--ignore-requires-python",  # cutile-gpt says >=3.13; the GPU machine has 3.12
-                        "--target", str(site), *map(str, wheels)], capture_output=True, text=True, timeout=300)
+    r = run_tool([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
+                  "--ignore-requires-python",  # cutile-gpt says >=3.13; the GPU machine has 3.12
+                  "--target", str(site), *map(str, wheels)], 300)
     return "" if r.returncode == 0 else (r.stderr or r.stdout)[-1000:]
 
 
@@ -86,11 +89,10 @@ def record_drivers(out: Path, site: Path, bundle: Path = BUNDLE) -> dict[str, An
         env["WILD_DRIVER_OUT"] = str(summary)
         t0 = time.perf_counter()
         try:
-            r = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--append", "--out", str(spec), "--",
-                                sys.executable, str(drv)], capture_output=True, text=True, env=env,
-                               timeout=DRIVER_TIMEOUT_S)
+            r = run_tool([sys.executable, "-m", "tileport.cli", "record", "--append", "--out", str(spec), "--",
+                          sys.executable, str(drv)], DRIVER_TIMEOUT_S, env=env)
             rc, tail = r.returncode, (r.stdout + r.stderr)[-3000:]
-        except subprocess.TimeoutExpired:
+        except ToolTimeout:
             rc, tail = None, f"timed out after {DRIVER_TIMEOUT_S} s"
         cases = json.loads(summary.read_text())["cases"] if summary.is_file() else {}
         results[package_of(drv)] = {"rc": rc, "seconds": round(time.perf_counter() - t0, 1), "cases": cases, "tail": tail}
@@ -264,8 +266,8 @@ def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, pr
         print(f"wild_gpu bundle: {spec} names no kernel of the wild packages", file=sys.stderr)
         return 2
     out = work / "gpu-bundle"
-    subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(spec), "--until", "B",
-                    "--no-gpu", "--profile", profile, "--out", str(out)], check=False)
+    run_tool([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(spec), "--until", "B",
+              "--no-gpu", "--profile", profile, "--out", str(out)], PORT_TIMEOUT_S, capture=False)
     libs = {}
     for t in targets:
         v = out / port_key(t, targets) / "B" / "verdict.json"
@@ -282,7 +284,9 @@ def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, pr
     for part in ("Cargo.toml", "kernels.json"):
         shutil.copy(Path(crate) / part, dest / "crate" / part)
     shutil.copytree(Path(crate) / "src", dest / "crate" / "src")
-    subprocess.run(f"xz -9 -T2 -c {so} > {dest / (LIB_NAME + '.xz')}", shell=True, check=True)
+    xz = run_tool(f"xz -9 -T2 -c {so} > {dest / (LIB_NAME + '.xz')}", 600, capture=False, shell=True)
+    if xz.returncode != 0:
+        raise RuntimeError(f"xz exited with {xz.returncode} compressing {so}")
     shutil.copy(spec, dest / "launches.json")
     copy_wheels(work / "wheels", dest)
     copy_stencil_gen(work / STENCIL_GEN, dest)  # the very files the port was made from
@@ -302,8 +306,8 @@ def grade(results: Path, work: Path = Path("out/wild"), table: Path = Path("benc
     verdicts = {}
     if targets:
         out = work / "gpu-grade"
-        subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(spec),
-                        "--gpu-results", str(results), "--no-gpu", "--out", str(out)], check=False)
+        run_tool([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(spec),
+                  "--gpu-results", str(results), "--no-gpu", "--out", str(out)], PORT_TIMEOUT_S, capture=False)
         try:
             summary = json.loads((out / "summary.json").read_text())
             by_key = {k["key"]: k for k in summary["kernels"]}

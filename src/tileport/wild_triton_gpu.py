@@ -32,7 +32,6 @@ import json
 import lzma
 import os
 import shutil
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +41,9 @@ from typing import Any, Iterable, Sequence
 
 from tileport.launches import LaunchRecord, load_spec, write_spec
 from tileport.wild import write_atomic
-from tileport.wild_gpu import port_key
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
+from tileport.wild_gpu import PORT_TIMEOUT_S, port_key
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "scripts" / "wild_drivers" / "liger_driver.py"
@@ -104,10 +105,10 @@ def record(out: Path, site: Path, timeout_s: float = RECORD_TIMEOUT_S) -> dict[s
                                           if p))
     t0 = time.perf_counter()
     try:
-        r = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(spec), "--",
-                            sys.executable, str(DRIVER)], capture_output=True, text=True, env=env, timeout=timeout_s)
+        r = run_tool([sys.executable, "-m", "tileport.cli", "record", "--out", str(spec), "--",
+                      sys.executable, str(DRIVER)], timeout_s, env=env)
         rc, tail = r.returncode, (r.stdout + r.stderr)[-4000:]
-    except subprocess.TimeoutExpired:
+    except ToolTimeout:
         rc, tail = None, f"timed out after {timeout_s} s"
     cases = json.loads(summary.read_text())["cases"] if summary.is_file() else {}
     return {"rc": rc, "seconds": round(time.perf_counter() - t0, 1), "spec": str(spec) if spec.is_file() else None,
@@ -147,9 +148,9 @@ def _triton_check(files: list[str], bundle: Path, lib: Path, out: Path, timeout_
            "--crate", str(lib.parent / "crate"), "--lib", str(lib), "--out", str(out), "--no-anchors",
            "--budget", str(budget), *([] if bench else ["--no-bench"]), *files]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=max(timeout_s, 1))
+        r = run_tool(cmd, max(timeout_s, 1))
         rc, tail = r.returncode, (r.stdout + r.stderr)[-2000:]
-    except subprocess.TimeoutExpired:
+    except ToolTimeout:
         rc, tail = None, f"timed out after {timeout_s:.0f} s"
     evidence = out / "gpu-evidence-triton.json"
     doc = json.loads(evidence.read_text()) if evidence.is_file() else {}
@@ -308,7 +309,7 @@ def carry_report(dest: Path) -> str:
     """Sizes that decide whether a GPU call can carry the bundle (64 MiB in all)."""
     def mib(files: Iterable[Path]) -> float:
         return sum(f.stat().st_size for f in files if f.is_file()) / 2**20
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True).stdout
+    tracked = run_tool(["git", "ls-files", "-z"], 60, cwd=REPO).stdout
     tree = mib(REPO / f for f in tracked.split("\0") if f)
     device = dest.parent
     others = {f.name: f.stat().st_size / 2**20 for f in device.glob("*") if f.is_file()}
@@ -355,8 +356,8 @@ def b_verdicts(port_out: Path, targets: Sequence[str]) -> dict[str, dict]:
 def port_to_b(targets: list[str], launches: Path, port_out: Path, profile: str, jobs: int) -> dict[str, dict]:
     """`tileport port --until B` of `targets` (FILE::KERNEL) on `launches`, into `port_out` (reused: the
     run locks it and skips the stages whose inputs did not change); the kernels' B verdicts."""
-    subprocess.run([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(launches), "--until", "B",
-                    "--no-gpu", "--profile", profile, "-j", str(jobs), "--out", str(port_out)], check=False)
+    run_tool([sys.executable, "-m", "tileport.cli", "port", *targets, "--launches", str(launches), "--until", "B",
+              "--no-gpu", "--profile", profile, "-j", str(jobs), "--out", str(port_out)], PORT_TIMEOUT_S, capture=False)
     return b_verdicts(port_out, targets)
 
 

@@ -45,7 +45,7 @@ def test_write_json_is_atomic(tmp_path, monkeypatch):
 
 
 def test_a_second_run_into_the_same_out_is_refused(tmp_path, pipeline):
-    from tileport.pipeline.batch import OutLockedError, out_lock
+    from tileport.pipeline.outdir import OutLockedError, out_lock
     src, cfg = kernel_with_config(tmp_path)
     out = tmp_path / "out"
     with out_lock(out):

@@ -54,6 +54,8 @@ CAPTURES = [
     Capture("fma_kernel", {"a": (F32, 1), "b": (F32, 1), "c": (F32, 1), "y": (F32, 1)}, {}, {"TILE": 128}),
     Capture("persistent_kernel", {"x": (F32, 2), "w": (F32, 1), "y": (F32, 2)}, {"n_rows": I32}, {"TILE": 256}),
     Capture("inplace_kernel", {"x": (F32, 2)}, {"n_rows": I32}, {"TILE": 256}),
+    Capture("cond_chain_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": I32}, {"TILE": 128}),
+    Capture("cond_chain_kernel", {"x": (F16, 1), "y": (F16, 1)}, {"n": I32}, {"TILE": 128}),
 ]
 
 # Entries the translation must produce (literal-specialized kernels get one per constant value in use).

@@ -33,7 +33,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,6 +40,8 @@ from typing import Any, Iterable
 
 from tileport.gpu.timing import call_times, gpu_time, gpu_times, host_overhead_us, make_flush
 from tileport.ops.spec import OpSpec
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 COLUMNS = ("torch", "torch.compile", "cutile", "cutile-rs")
 INPUT_DISTRIBUTIONS = {"memory": ("randn",), "compute": ("randn", "rand")}
@@ -50,8 +51,8 @@ H200_BF16_DATASHEET_TFLOPS = 989.0  # dense bf16, vendor datasheet (for referenc
 
 def _cmd(args: list[str]) -> str:
     try:
-        return subprocess.run(args, capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
+        return run_tool(args, 30).stdout.strip()
+    except (OSError, ToolTimeout):
         return ""
 
 

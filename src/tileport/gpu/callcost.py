@@ -584,15 +584,15 @@ def _host_us(fn: Callable[[], Any], calls: int | None = None, rounds: int | None
 
 def _build_stub(directory: Path) -> Path:
     import shutil
-    import subprocess
+
+    from tileport.proc import run as run_tool
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         raise RuntimeError("no C compiler (cc, gcc, clang) to build the stub")
     src, lib = directory / "stub.c", directory / "libstub.so"
     src.write_text(STUB_C)
     from tileport.runtime.abi import ABI_VERSION
-    proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", f"-DABI_VERSION={ABI_VERSION}", "-o", str(lib), str(src)],
-                          capture_output=True, text=True)
+    proc = run_tool([cc, "-O2", "-shared", "-fPIC", f"-DABI_VERSION={ABI_VERSION}", "-o", str(lib), str(src)], 300)
     if proc.returncode != 0:
         raise RuntimeError(f"{cc} failed: {proc.stderr[-500:]}")
     return lib
@@ -935,14 +935,16 @@ def _section(fn: Callable[[], dict]) -> dict:
 
 def check_in_subprocess(kind: str, mode: str) -> dict:
     """A graph / compile check in a fresh process: a failed capture leaves the CUDA state unusable."""
-    import subprocess
     import tempfile
+
+    from tileport.proc import ToolTimeout
+    from tileport.proc import run as run_tool
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "check.json"
         cmd = [sys.executable, "-m", "tileport.gpu.callcost", "--only", f"{kind}:{mode}", "--out", str(path)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+            proc = run_tool(cmd, CHECK_TIMEOUT_S)
+        except ToolTimeout:
             return {"ok": False, "mode": mode, "error": f"timed out after {CHECK_TIMEOUT_S} s"}
         if path.is_file():
             return json.loads(path.read_text())

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,8 +16,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tileport.ops.spec import OpSpec
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 TILE_BACKENDS = ("cutile", "cutile-rs")
+OP_TIMEOUT_S = 1800.0  # one operator's checker process (every dtype, shape and backend, JIT compiles included)
 
 
 def _tensors(x: Any) -> tuple:
@@ -117,7 +119,10 @@ def run_parallel(ops: list[str], jobs: int, out_dir: Path, backends: Iterable[st
     def one(op: str) -> list[dict]:
         path = out_dir / f"check-{op}.json"
         cmd = [sys.executable, "-m", "tileport.gpu.check", op, "--json", str(path), "--backends", *backends]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            proc = run_tool(cmd, OP_TIMEOUT_S)
+        except ToolTimeout as e:
+            return [{"op": op, "backend": "*", "dtype": "*", "shape": [], "ok": False, "error": str(e)}]
         if proc.returncode != 0 or not path.exists():
             return [{"op": op, "backend": "*", "dtype": "*", "shape": [], "ok": False,
                      "error": f"checker process failed: {proc.stderr[-2000:]}"}]

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 from tileport.gpu.bench import PARITY_BAR
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 WRAPPER = """#!/usr/bin/env bash
 for a in "$@"; do last="$a"; done
@@ -53,7 +54,11 @@ def dump_case(op: str, dtype: str, shape: list[int], out_dir: Path) -> dict:
                    TILEPORT_JIT_CACHE="0", TILEPORT_REAL_TILEIRAS=str(toolchain.tileiras()),
                    CUTILE_TILEIRAS_PATH=str(wrapper))
         cmd = [sys.executable, "-m", "tileport.gpu.dump", "--run", op, dtype, ",".join(map(str, shape)), backend]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        try:
+            proc = run_tool(cmd, 300, env=env)
+        except ToolTimeout as e:
+            result[backend] = {"rc": None, "files": sorted(p.name for p in d.iterdir()), "stderr": str(e)}
+            continue
         result[backend] = {"rc": proc.returncode, "files": sorted(p.name for p in d.iterdir()),
                            "stderr": proc.stderr[-1500:] if proc.returncode else ""}
     return result

@@ -26,11 +26,13 @@ import csv
 import io
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats")
 HEADLINE = {  # headline name -> (section, metric name) as ncu's details page prints them
@@ -100,8 +102,8 @@ def profile_case(case: str, config: dict | None, ncu: str) -> dict[str, Any]:
         cmd += ["--config", json.dumps(config)]
     rec: dict[str, Any] = {"case": case, "config": config if config is not None else "default", "command": cmd}
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+        proc = run_tool(cmd, NCU_TIMEOUT_S)
+    except ToolTimeout:
         rec["error"] = f"ncu did not finish in {NCU_TIMEOUT_S} s"
         return rec
     kernels = parse_details(proc.stdout)

@@ -20,12 +20,13 @@ import hashlib
 import json
 import os
 import shlex
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from tileport.atomic import write_text_atomic
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 from .context import KernelContext
 
@@ -89,10 +90,10 @@ def invoke(ctx: KernelContext, prompt_text: str, editable: list[Path]) -> dict[s
     t0 = time.perf_counter()
     exit_code: int | None
     try:
-        proc = subprocess.run(f"{cmd} {shlex.quote(str(prompt))}", shell=True, cwd=ctx.dir, env=env, capture_output=True,
-                              text=True, timeout=ctx.options.agent_timeout)
+        proc = run_tool(f"{cmd} {shlex.quote(str(prompt))}", ctx.options.agent_timeout, what="the agent", shell=True,
+                        cwd=ctx.dir, env=env)
         exit_code, out = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as e:
+    except ToolTimeout as e:
         exit_code = None
         out = f"{e.stdout or ''}{e.stderr or ''}\n(killed after {ctx.options.agent_timeout:.0f} s)"
         if isinstance(out, bytes):

@@ -5,9 +5,6 @@ tileirdisasm) runs in subprocesses and the library's IR export releases the GIL.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import sys
 import time
 import traceback
@@ -23,45 +20,22 @@ from rich.table import Table
 from .artifacts import inside, write_json, write_text_atomic
 from .context import Options, Session, Target
 from .engine import Outcome, route_label, run_kernel
+from .outdir import check_out, out_lock, run_entries
 
 TERMINAL_STYLE = {"DONE": "bold green", "BLOCKED_ENV": "yellow", "COMPLETE": "cyan", "STOPPED": "red",
                   "PAUSED": "dim", "ERROR": "bold red"}
 
 
-LOCK_FILE = ".tileport.lock"
-
-
-class OutLockedError(RuntimeError):
-    """Another run holds the lock of the output directory."""
-
-
-@contextlib.contextmanager
-def out_lock(out: Path):
-    """Hold an exclusive lock on `out` for a whole run: a second run into the same directory is
-    refused at once (two runs would interleave verdicts, run.json and summary.json)."""
-    out.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            raise OutLockedError(f"another `tileport port` (pid {holder}) is writing into {out}; wait for it "
-                                 "to finish or give another --out") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
 def run_batch(targets: list[Target], options: Options, console: Console | None = None,
               progress: bool = True) -> tuple[list[Outcome], Session]:
     """Port `targets` under the lock of `options.out` (OutLockedError if another run holds it;
-    UnsafePathError if a target's folder would lie outside it)."""
+    UnsafePathError if a target's folder would lie outside it; OutDirError if the run would replace
+    what no port run wrote there, see outdir.py)."""
     for t in targets:
         inside(options.out, options.out / t.key)
-    with out_lock(options.out):
+    entries = run_entries([t.key for t in targets], gpu=options.native_gpu is not False)
+    check_out(options.out, entries, options.force)
+    with out_lock(options.out, entries):
         return _run_batch(targets, options, console or Console(), progress)
 
 

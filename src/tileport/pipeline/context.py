@@ -70,6 +70,7 @@ class Options:
     native_gpu: bool | None = None  # None: detect (torch + a CUDA device)
     until: Stage | None = None     # stop after this stage (resume later)
     cache_dir: Path | None = None
+    force: bool = False            # write into a non-empty `out` that holds no port run (outdir.py)
     # Tests only: kernel -> a translator defect planted into B(1)'s kernel text (stage_b.PlantedDefect).
     planted: Mapping[str, Any] = field(default_factory=dict)
 

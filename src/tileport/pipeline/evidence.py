@@ -39,6 +39,8 @@ from tileport.atomic import write_text_atomic
 from tileport.cache import sha256
 from tileport.corpus import REPO
 from tileport.gpu.bench import geomean
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 
 THRESHOLD = 1.05  # E: DONE when geomean t(cutile-rs) / t(faster reference) <= THRESHOLD
@@ -100,8 +102,8 @@ def worktree_reader(crate_dir: Path | None = None) -> Reader:
 
 def _git(*args: str) -> subprocess.CompletedProcess | None:
     try:
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        return run_tool(["git", "-C", str(REPO), *args], 60)
+    except (OSError, ToolTimeout):
         return None
 
 

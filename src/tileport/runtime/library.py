@@ -11,14 +11,14 @@ import ctypes
 import json
 import os
 import shutil
-import subprocess
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tileport import toolchain
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 from tileport.runtime.abi import ABI_VERSION, TensorDesc, TileportError, WrongDeviceError, raise_for
 from tileport.runtime.tensors import check_arrays, describe
 
@@ -29,6 +29,9 @@ CONST_CTYPES = {"int": ctypes.c_int32, "bool": ctypes.c_bool, "float": ctypes.c_
                 "none": ctypes.c_void_p}  # "none": an argument every entry takes as None (a null pointer)
 PROFILES = ("release", "dev")  # cargo profiles of the generated crate (Cargo.toml)
 PROGRESS_EVERY_S = 30.0  # a build reports that it is still running this often
+# A cold release build of the corpus crate (LTO) takes minutes, and a build may first wait for another one's
+# lock on the shared target directory.
+CARGO_TIMEOUT_S = float(os.environ.get("TILEPORT_CARGO_TIMEOUT_S", 3600))
 
 
 class BuildError(TileportError):
@@ -72,16 +75,13 @@ def cargo_build(crate_dir: Path, profile: str = "release",
 
 def _run_reporting(cmd: list[str], env: dict[str, str],
                    progress: Callable[[float], None] | None) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `cmd`, calling `progress(seconds)` while it runs."""
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while True:
-        try:
-            stdout, stderr = proc.communicate(timeout=PROGRESS_EVERY_S)
-            return proc.returncode, stdout, stderr
-        except subprocess.TimeoutExpired:
-            if progress:
-                progress(time.monotonic() - t0)
+    """(exit code, stdout, stderr) of `cmd`, calling `progress(seconds)` while it runs; past
+    CARGO_TIMEOUT_S, cargo and every compiler it started are stopped (exit code -1, the reason last)."""
+    try:
+        proc = run_tool(cmd, CARGO_TIMEOUT_S, progress=progress, every=PROGRESS_EVERY_S, env=env)
+    except ToolTimeout as e:
+        return -1, e.stdout or "", f"{e.stderr or ''}\nerror: {e}\n"
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def build(crate_dir: Path = REPO_CRATE, profile: str = "release",

@@ -8,7 +8,7 @@ from .attrs import Bounded, DivBy, Hints
 from .canon import assume_root
 from .compare import Findings, _opt
 from .equiv import hint_key_differs
-from .match import FunctionIndex, Matching, describe_role
+from .match import FunctionIndex, Keys, Matching, describe_role
 from .model import Op, Value, walk
 from .ops import is_function_arg, is_transparent
 from .rules import Status
@@ -73,14 +73,23 @@ def compare_entry_hints(m: Matching, out: Findings) -> None:
                 f"entry hints under '{hr.selected_from}' in ref, '{hg.selected_from}' in gen")
 
 
-def _assumptions(fx: FunctionIndex) -> dict[Any, tuple[Value, set, Op]]:
-    """Assumed predicates per assumed value: parameters by role, op results by (op, index)."""
+def _assumptions(fx: FunctionIndex, m: Matching, strict: Keys, to_ref: Callable[[Op], Op]
+                 ) -> dict[Any, tuple[Value, set, Op]]:
+    """Assumed predicates per assumed value, keyed alike on both sides: a parameter by its role, the
+    result of a paired op by (its reference op, index), any other value (a constant, a loop argument,
+    a view of a value, a combiner's op: nothing pairs them) by its strict key, equal for equal
+    computations."""
     out: dict[Any, tuple[Value, set, Op]] = {}
     for op in walk(fx.function):
         if op.name != "assume" or not is_transparent(op):
             continue
         v = assume_root(op.operands[0])
-        key: Any = ("arg", fx.arg_role[v]) if is_function_arg(v) else ("op", v.op, v.index)
+        if is_function_arg(v):
+            key: Any = ("arg", fx.arg_role[v])
+        elif v.op is not None and v.op in m.partner:
+            key = ("op", to_ref(v.op), v.index)
+        else:
+            key = ("value", strict.value(v))
         entry = out.setdefault(key, (v, set(), op))
         entry[1].add(op.attributes["predicate"])
     return out
@@ -100,20 +109,15 @@ def _assumption_order(m: Matching) -> Callable[[tuple], tuple]:
     def key(k: tuple) -> tuple:
         if k[0] == "arg":
             return (0, str(k[1]), 0)
+        if k[0] == "value":
+            return (2, k[1], 0)
         return (1, position.get(k[1], len(position)), k[2])
     return key
 
 
 def compare_assumptions(m: Matching, out: Findings) -> None:
-    ref, gen = _assumptions(m.ref), _assumptions(m.gen)
-    translated: dict[Any, tuple[Value, set, Op]] = {}
-    for key, entry in gen.items():
-        if key[0] == "op":
-            partner = m.partner.get(key[1])
-            if partner is None:
-                continue
-            key = ("op", partner, key[2])
-        translated[key] = entry
+    ref = _assumptions(m.ref, m, m.ref_strict, lambda op: op)
+    translated = _assumptions(m.gen, m, m.gen_strict, m.partner.__getitem__)
     for key in sorted(set(ref) | set(translated), key=_assumption_order(m)):
         r, g = ref.get(key), translated.get(key)
         value = (r or g)[0]  # type: ignore[index]

@@ -326,6 +326,8 @@ class Matching:
     gen: FunctionIndex
     ref_loose: Keys
     gen_loose: Keys
+    ref_strict: Keys
+    gen_strict: Keys
     pairs: list[tuple[Op, Op]]
     partner: dict[Op, Op]          # both directions, weak pairs included
     strict_equal: set[Op]          # ref ops paired in the strict pass
@@ -392,7 +394,7 @@ def match(ref: FunctionIndex, gen: FunctionIndex) -> Matching:
         partner[r] = g
         partner[g] = r
     pairs.sort(key=lambda p: ref.order[p[0]])
-    return Matching(ref, gen, rl, gl, pairs, partner, strict_equal, ref_only, gen_only, weak, merged)
+    return Matching(ref, gen, rl, gl, rs, gs, pairs, partner, strict_equal, ref_only, gen_only, weak, merged)
 
 
 def _merged_pairs(left_r: list[Op], left_g: list[Op], pairs: list[tuple[Op, Op]], rl: Keys,

@@ -27,12 +27,14 @@ import json
 import os
 import random
 import struct
-import subprocess
 import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
+
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 from . import ops as K
 from .attrs import Dense, DictAttr, Hints, constant_value
@@ -813,9 +815,8 @@ def run(library, kernels: list[str] | None = None) -> dict:
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent).stdout.strip() or "unknown"
-    except OSError:
+        return run_tool(["git", "rev-parse", "--short", "HEAD"], 60, cwd=Path(__file__).parent).stdout.strip() or "unknown"
+    except (OSError, ToolTimeout):
         return "unknown"
 
 

@@ -217,3 +217,15 @@ def inplace_kernel(x, n_rows, TILE: ConstInt):
     for row in range(ct.bid(0), n_rows, ct.num_blocks(0)):
         t = ct.load(x, index=(row, 0), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
         ct.store(x, index=(row, 0), tile=t * 2.0 + 1.0)
+
+
+@ct.kernel
+def cond_chain_kernel(x, y, n, TILE: ConstInt):
+    """Chains of conditional expressions: down the else branches (the port's `else if`, a reduction
+    in the condition's block) and down the then branches (nested, each `if` its block's value)."""
+    i = ct.bid(0)
+    t = ct.load(x, index=(i,), shape=(TILE,))
+    s = 1.0 if n == 1 else (2.0 if n == 2 else (3.0 if n == 3 else 0.5))
+    u = ((0.25 if n == 7 else 3.0) if n == 6 else 2.0) if n > 5 else 1.0
+    r = t * 2.0 if ct.sum(t) > 0.0 else (t * 3.0 if ct.max(t) > 1.0 else (t + 1.0 if ct.min(t) < -1.0 else t))
+    ct.store(y, index=(i,), tile=ct.astype(r * s * u, y.dtype))

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import re
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,8 @@ from tileport.emit.rust.kernel import (UNIT_AXIS_CAPTURE, alignment_generic, der
                                        launch_alignments, stride_params, unit_axis_generics)
 from tileport.emit.rust.names import RESERVED_MODULES, RUST_KEYWORDS
 from tileport.model.ir import Kernel
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 from tileport.runtime.abi import ABI_VERSION
 from tileport.toolchain import CUTILE_CRATE_VERSION
 
@@ -44,6 +45,8 @@ class ModuleSource:
     kernels: list[Kernel]
 
 
+# rustfmt formats the corpus crate in about a second; a kernel that keeps it busy this long is refused
+RUSTFMT_TIMEOUT_S = 120.0
 FIXED_FILES = ("Cargo.toml", "kernels.json", "src/lib.rs", "src/support.rs")
 MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 CRATE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
@@ -222,9 +225,13 @@ def group_kernels(mods: list[ModuleSource]) -> dict[str, list[KernelGroup]]:
 
 
 def rustfmt(paths: list[Path]) -> None:
+    """Format `paths` in place; RuntimeError when rustfmt rejects them or runs past RUSTFMT_TIMEOUT_S."""
     if not paths:
         return
-    proc = subprocess.run(["rustfmt", "--edition", "2024", *map(str, paths)], capture_output=True, text=True)
+    try:
+        proc = run_tool(["rustfmt", "--edition", "2024", *map(str, paths)], RUSTFMT_TIMEOUT_S)
+    except ToolTimeout as e:
+        raise RuntimeError(str(e)) from None
     if proc.returncode != 0:
         raise RuntimeError(f"rustfmt rejected the generated code:\n{proc.stderr}")
 

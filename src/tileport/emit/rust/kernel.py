@@ -18,7 +18,7 @@ from tileport.model.ir import (Atom, Block, Break, CDim, Continue, Do, For, If, 
                                Return, walk)
 from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, DVar, Dim, DimOp, PtrT, ScalarT, Sym, TileT, TokenT
-from tileport.passes.uses import bindings_needing_mut, updated_params, use_counts
+from tileport.passes.uses import atoms_of, bindings_needing_mut, updated_params, use_counts
 
 INDENT = "    "
 
@@ -377,9 +377,10 @@ class KernelEmitter:
     def block(self, block: Block, depth: int) -> list[str]:
         lines: list[str] = []
         pad = INDENT * depth
-        for st in block.stmts:
-            if id(st) in self.unused:
-                continue
+        live = [st for st in block.stmts if id(st) not in self.unused]
+        if len(live) >= 2 and _yields_result_of(live[-2], live[-1]):  # the branch's value is an `if`: its tail
+            return self.block(Block(live[:-2]), depth) + self.if_lines(live[-2], pad, depth, tail=True)
+        for st in live:
             if isinstance(st, Let):
                 lines += [pad + line for line in self.let(st)]
             elif isinstance(st, Do) and st.op.kind == OpKind.YIELD:  # the value of an if-expression's branch
@@ -395,13 +396,7 @@ class KernelEmitter:
                 lines += self.block(st.body, depth + 1)
                 lines.append(pad + "}")
             elif isinstance(st, If):
-                bind = f"let {st.result}: {type_rs(st.result_ty)} = " if st.result else ""
-                lines.append(f"{pad}{bind}if {self.atom(st.cond)} {{")
-                lines += self.block(st.then, depth + 1)
-                if st.orelse.stmts:
-                    lines.append(f"{pad}}} else {{")
-                    lines += self.block(st.orelse, depth + 1)
-                lines.append(pad + ("};" if st.result else "}"))
+                lines += self.if_lines(st, pad, depth)
             elif isinstance(st, Return):
                 lines.append(pad + "return;")
             elif isinstance(st, Break):
@@ -409,6 +404,41 @@ class KernelEmitter:
             elif isinstance(st, Continue):
                 lines.append(pad + "continue;")
         return lines
+
+    def if_lines(self, st: If, pad: str, depth: int, tail: bool = False) -> list[str]:
+        """An `if` statement, or a conditional expression bound to its result (`tail`: the value of the
+        enclosing block). An else branch that is itself a conditional expression continues as
+        `else if`, so that a chain `a if c else (b if d else ...)` stays at one depth (nested, rustfmt's
+        time grows exponentially with the depth); cutile-rs compiles `else if` as the nested `if`."""
+        bind = f"let {st.result}: {type_rs(st.result_ty)} = " if st.result and not tail else ""
+        lines = [f"{pad}{bind}if {self.atom(st.cond)} {{"] + self.block(st.then, depth + 1)
+        while st.result and (link := self.else_if(st.orelse)):
+            before, st = link
+            if before:  # computed in the else branch, before its `if`: the condition's block
+                inner = INDENT * (depth + 1)
+                lines += [f"{pad}}} else if {{", *self.block(Block(before), depth + 1), inner + self.atom(st.cond),
+                          f"{pad}}} {{"]
+            else:
+                lines.append(f"{pad}}} else if {self.atom(st.cond)} {{")
+            lines += self.block(st.then, depth + 1)
+        if st.orelse.stmts:
+            lines.append(f"{pad}}} else {{")
+            lines += self.block(st.orelse, depth + 1)
+        return lines + [pad + ("};" if bind else "}")]
+
+    def else_if(self, orelse: Block) -> tuple[list, If] | None:
+        """(the statements before it, the conditional expression) when an else branch's value is a
+        conditional expression whose branches read none of those statements' names (they move into the
+        `else if` condition's block, out of the branches' scope); else None."""
+        live = [st for st in orelse.stmts if id(st) not in self.unused]
+        if len(live) < 2 or not _yields_result_of(live[-2], live[-1]):
+            return None
+        before, inner = live[:-2], live[-2]
+        if not all(isinstance(st, Let) and not st.update for st in before):
+            return None
+        if {st.name for st in before} & (_names_read(inner.then) | _names_read(inner.orelse)):
+            return None
+        return before, inner
 
     def while_header(self, st: While, pad: str, depth: int) -> list[str]:
         """`while test {`, `while { <condition block>; test } {`, or `loop {` (no test: `while True`).
@@ -695,6 +725,25 @@ class _Raw(dict):
 
     def __missing__(self, key: str):
         return self.op.attr(key)
+
+
+def _yields_result_of(st, last) -> bool:
+    """`st` is a conditional expression whose result `last` yields as its branch's value."""
+    return (isinstance(st, If) and st.result is not None and isinstance(last, Do) and last.op.kind == "yield"
+            and isinstance(last.op.args[0], Ref) and last.op.args[0].name == st.result)
+
+
+def _names_read(block: Block) -> set[str]:
+    """Every name the statements of `block`, nested ones included, read or reassign."""
+    names: set[str] = set()
+    for st in walk(block):
+        names |= {a.name for a in atoms_of(st) if isinstance(a, Ref)}
+        names |= set(getattr(st, "carried", ())) | set(getattr(st, "assigned", ()))
+        if isinstance(st, While) and isinstance(st.test, Ref):
+            names.add(st.test.name)
+        if isinstance(st, Let) and st.update:
+            names.add(st.name)
+    return names
 
 
 def _some(token: str | None) -> str:
