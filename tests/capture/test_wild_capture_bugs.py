@@ -98,3 +98,45 @@ def test_wild_style_kernel_captures(tmp_path, text, capture):
     assert "torch" not in s.source and "np." not in s.source and "cp." not in s.source
     ir = disassemble(reference_bytecode(path, capture))
     assert capture.kernel in ir
+
+
+# A name the installed cuda.tile lacks, imported for host code (an autotuner) or for one kernel only: the
+# rebuilt module imported every name of the file, so one failed import stopped every kernel's capture.
+UNUSED_IMPORTS = '''\
+import cuda.tile as ct
+from cuda.tile import something_new_in_a_later_release
+from cuda.tile.tune import exhaustive_search as search
+from cuda.tile import RoundingMode as RM
+
+ConstInt = ct.Constant[int]
+TUNER = search
+
+
+@ct.kernel
+def scale_kernel(x, y, TILE: ConstInt):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    ct.store(y, index=(ct.bid(0),), tile=ct.truediv(t, 3.0, rounding_mode=RM.APPROX))
+
+
+@ct.kernel
+def new_kernel(x, TILE: ConstInt):
+    something_new_in_a_later_release(x)
+
+
+def tune(x, y):
+    return TUNER(scale_kernel, x, y)
+'''
+
+
+def test_imports_the_kernels_do_not_use_are_left_out(tmp_path):
+    path = tmp_path / "unused_imports.py"
+    path.write_text(UNUSED_IMPORTS)
+    s = sanitize(path, UNUSED_IMPORTS, available={"RoundingMode", "exhaustive_search"})
+    assert "something_new" not in s.source and "search" not in s.source and "TUNER" not in s.source
+    assert "from cuda.tile import RoundingMode as RM" in s.source
+    assert s.kernels == ["scale_kernel"]
+    problem = s.problems["new_kernel"]
+    assert problem.construct == "import" and (problem.loc.line, problem.loc.col) == (18, 5), problem
+    assert "something_new_in_a_later_release" in problem.message
+    capture = Capture("scale_kernel", {"x": ("float32", 1), "y": ("float32", 1)}, {}, {"TILE": 64})
+    assert "scale_kernel" in disassemble(reference_bytecode(path, capture))
