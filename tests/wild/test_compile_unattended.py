@@ -1,4 +1,5 @@
-"""The constructs of tests/wild/data/unattended.py, compiled and IR-diffed against cuTile Python.
+"""The constructs of tests/wild/data/unattended.py and real_constructs.py, compiled and IR-diffed against
+cuTile Python.
 
 Same method as tests/translator/test_compile_constructs.py: one crate (cargo, dev profile), then for
 every capture both sides' Tile IR, sm_90 cubins, and the structural IR diff with no CRITICAL finding.
@@ -21,6 +22,7 @@ from tileport.translate import translate
 pytestmark = pytest.mark.cargo
 
 DATA = Path(__file__).parent / "data" / "unattended.py"
+REAL = Path(__file__).parent / "data" / "real_constructs.py"  # built into the same crate
 REPO = Path(__file__).resolve().parents[2]
 F32, F16, I32 = "float32", "float16", "int32"
 
@@ -92,10 +94,19 @@ CAPTURES = [
     Capture("slice_inplace_kernel", {"x": (F32, 1)}, {}, {"TILE": 128}),
 ]
 
+# Kernels of REAL: constructs and translator slips seen on real packages.
+REAL_CAPTURES = [
+    # Was a slip: the helper's `b = ct.astype(b, ..)` rebound the caller's `b` (the block index) in Rust.
+    Capture("helper_rebinds_param_kernel", {"x": (F32, 2), "w": (F32, 2), "y": (F32, 2)}, {}, {"TILE": 128}),
+    # Was a slip: the token of the atomic in a `while` condition was read by the body and after the loop as
+    # a name local to the condition's block (`locks_tok` not in scope).
+    Capture("spin_lock_kernel", {"x": (F32, 1), "acc": (F32, 1), "locks": (I32, 1)}, {}, {"TILE": 128, "GROUPS": 4}),
+]
 
-def configs() -> dict[str, KernelConfig]:
+
+def configs(captures: list[Capture]) -> dict[str, KernelConfig]:
     by_kernel: dict[str, list[Capture]] = {}
-    for c in _captures():
+    for c in captures:
         by_kernel.setdefault(c.kernel, []).append(c)
     return {k: KernelConfig(tuple(_config_entry(c) for c in caps),
                             {n: rank for c in caps for n, (_dt, rank) in c.arrays.items()})
@@ -111,15 +122,17 @@ def verified(tmp_path_factory):
     from tileport.runtime.library import KernelLibrary, build
     from tileport.verify import verify_capture
     crate = tmp_path_factory.mktemp("unattended") / "crate"
-    report = translate([str(DATA)], crate, {str(DATA): configs()}, crate="tileport_unattended")
+    report = translate([str(DATA), str(REAL)], crate, {str(DATA): configs(_captures()),
+                                                       str(REAL): configs(REAL_CAPTURES)}, crate="tileport_unattended")
     assert report.ok, [str(r.diagnostic) for r in report.results if not r.ok]
     shutil.copy(REPO / "rust" / "Cargo.lock", crate / "Cargo.lock")
     lib = KernelLibrary(build(crate, "dev"), crate / "kernels.json")
 
-    def one(capture):
-        return verify_capture(lib, DATA, capture, None, archs=("sm_90",))
+    def one(item):
+        path, capture = item
+        return verify_capture(lib, path, capture, None, archs=("sm_90",))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(one, _captures()))
+        results = list(pool.map(one, [(DATA, c) for c in _captures()] + [(REAL, c) for c in REAL_CAPTURES]))
     for r in results:
         print(f"  {r.capture:60s} {r.verdict:16s} {r.critical}/{r.warn}/{r.info} {r.error}")
     return {r.capture: r for r in results}
@@ -129,7 +142,7 @@ def _captures() -> list[Capture]:
     return [c.values[0] if hasattr(c, "values") else c for c in CAPTURES]
 
 
-@pytest.mark.parametrize("capture", CAPTURES, ids=[c.label for c in _captures()])
+@pytest.mark.parametrize("capture", CAPTURES + REAL_CAPTURES, ids=[c.label for c in _captures() + REAL_CAPTURES])
 def test_construct_ir_matches_reference(verified, capture):
     r = verified[capture.label]
     assert not r.error, r.error

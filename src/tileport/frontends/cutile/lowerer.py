@@ -499,6 +499,7 @@ class KernelLowerer:
         self.scopes: list[_Scope] = []
         self.frames = Frames()
         self.inline_depth = 0
+        self.inline_calls: list[ast.Call] = []  # the helper calls being inlined, innermost last
         self.active_aliases: set[str] = set()
         self.inlined = 0  # helper bodies inlined so far (bounded: see MAX_INLINED_CALLS)
         self.stmt: ast.AST = fn  # the statement being lowered (where a too-deep nesting is reported)
@@ -718,9 +719,30 @@ class KernelLowerer:
             self._bind_update(old.name, value, node)
             self.scopes[owner].vars[name] = Ref(old.name, old.ty)
             return
-        rust_name = name if name in self.b.scope_names[-1] else self.b.fresh(name)
+        reuse = name in self.b.scope_names[-1] and not self._held_by_caller(name)
+        rust_name = name if reuse else self.b.fresh(name)
         self._bind_new(rust_name, value)
         self.scopes[cur].vars[name] = Ref(rust_name, value.ty)
+
+    def _held_by_caller(self, rust_name: str) -> bool:
+        """A variable of the code that called the inlined helper being lowered is bound to `rust_name` and
+        still needed: rebinding the name would change the caller's variable (inlining is hygienic). Not
+        needed: the caller's statement (`s = helper(s)`) itself rebinds it, in the same block, and reads it
+        no more after the call."""
+        frame = max(i for i, s in enumerate(self.scopes) if s.kind == "fn")
+        held = {py for s in self.scopes[:frame] for py, v in s.vars.items() if isinstance(v, Ref) and v.name == rust_name}
+        if not held:
+            return False
+        body = max(i for i, f in enumerate(self.frames.stack) if isinstance(f[2], ast.FunctionDef))
+        stmts, index, _ = self.frames.stack[body - 1]
+        stmt, call = stmts[index], self.inline_calls[-1]
+        rebound = _assigned_names(stmt)
+        for py in held:
+            later = any(isinstance(n, ast.Name) and n.id == py
+                        and (n.lineno, n.col_offset) >= (call.end_lineno, call.end_col_offset) for n in ast.walk(stmt))
+            if later or py not in rebound or py not in self.scopes[frame - 1].vars:
+                return True
+        return False
 
     def _bind_new(self, rust_name: str, value: Ref) -> None:
         last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
@@ -1106,6 +1128,7 @@ class KernelLowerer:
         scope.vars.update(bound)
         self.scopes.append(scope)
         self.inline_depth += 1
+        self.inline_calls.append(call)
         saved_sm, saved_path = self.sm, self.path
         if module is not None:  # an imported helper sees its own module's names, and reports its own file
             self.sm, self.path = module, module.path
@@ -1115,6 +1138,7 @@ class KernelLowerer:
         finally:
             self.sm, self.path = saved_sm, saved_path
             self.inline_depth -= 1
+            self.inline_calls.pop()
             self.scopes.pop()
         return result
 
@@ -1163,6 +1187,17 @@ class KernelLowerer:
 _INT_RANGES = {f"{s}{bits}": ((-(1 << bits - 1), (1 << bits - 1) - 1) if s == "i" else (0, (1 << bits) - 1))
                for s in "iu" for bits in (8, 16, 32, 64)}
 _F32_MAX = 3.4028234663852886e38
+
+
+def _assigned_names(stmt: ast.stmt) -> set[str]:
+    """The names an assignment statement binds (none for other statements)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def _safely_named(p: Param, loc: Loc, naming: Naming) -> Param:

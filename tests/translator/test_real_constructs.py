@@ -1,0 +1,62 @@
+"""Constructs and translator slips seen on real cuTile packages (translation level, fast).
+
+The IR diffs of their kernels against cuTile Python: tests/wild/test_compile_unattended.py
+(kernels in tests/wild/data/real_constructs.py).
+"""
+
+from __future__ import annotations
+
+from tp_helpers import entry_text, has_line, module_text, run, write_kernels
+
+
+def _entry(tmp_path, body: str, kernel: str = "k", configs=None) -> str:
+    path = write_kernels(tmp_path, body)
+    report = run(path, configs)
+    assert report.ok, [str(r.diagnostic) for r in report.results if not r.ok]
+    return entry_text(module_text(report, path), kernel)
+
+
+def test_inlining_is_hygienic_a_helper_rebinding_its_parameter_keeps_the_callers_variable(tmp_path):
+    """A helper's `b = ct.astype(b, ..)` became `let b: Tile<..> = ..` in the caller's block, so the caller's
+    `b` (a block index, read after the call) was a tile: `expected i32, found Tile` in cargo."""
+    body = _entry(tmp_path, """
+        def scaled(t, b):
+            b = ct.astype(b, ct.float32)
+            s = t * b
+            return s
+
+        @ct.kernel
+        def k(x, w, y, TILE: ConstInt):
+            b = ct.bid(0)
+            s = ct.load(x, index=(b, 0), shape=(1, TILE))
+            tw = ct.load(w, index=(0, 0), shape=(1, TILE))
+            r = scaled(s, tw)
+            ct.store(y, index=(b, 0), tile=r + s)
+    """)
+    assert has_line(body, "let b_1: Tile<f32, { [1, TILE] }> = tw;"), body
+    assert has_line(body, "let s_1: Tile<f32, { [1, TILE] }> = s * b_1;"), body
+    assert has_line(body, "let sum: Tile<f32, { [1, TILE] }> = r + s;"), body
+    assert "[b, 0i32], ordering" in body.split("store_view_tko_mut")[1]
+
+
+def test_a_spin_lock_condition_hands_its_atomic_token_to_the_loop_carries(tmp_path):
+    """The token of the CAS in a `while` condition was used by the body and after the loop, but it is a
+    name local to the condition's block in Rust (`locks_tok` not in scope), and cutile-rs carries nothing
+    assigned there: the loop computes the test first and breaks, as cuTile's loop does."""
+    body = _entry(tmp_path, """
+        @ct.kernel
+        def k(x, acc, locks, TILE: ConstInt):
+            g = ct.bid(0)
+            while ct.atomic_cas(locks, g, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:
+                pass
+            a = ct.load(acc, index=(g,), shape=(TILE,))
+            ct.store(acc, index=(g,), tile=a + ct.load(x, index=(g,), shape=(TILE,)))
+            ct.atomic_xchg(locks, g, 0, memory_order=ct.MemoryOrder.RELEASE)
+    """, configs={"k": [{"x": "f32", "acc": "f32", "locks": "i32", "TILE": 128}]})
+    assert "while" not in body, body
+    end = body.index("load_view_raw(&acc_view")
+    loop = body[body.index("loop {"):end]
+    assert "atomic_cas_tko(" in loop and loop.count("locks_last_op = locks_tok;") == 2, loop
+    assert loop.count("acquire_last_acquire = locks_tok;") == 2, loop
+    assert "locks_tok" not in body[end:]
+    assert has_line(loop, "let {_}: Token = join_tokens(&[acc_token, acquire_last_acquire]);"), loop

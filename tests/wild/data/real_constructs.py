@@ -1,0 +1,36 @@
+"""Constructs and translator slips seen on real cuTile packages, in kernels written for tileport's tests
+(IR-diffed against cuTile Python by tests/wild/test_compile_unattended.py)."""
+
+import cuda.tile as ct
+
+ConstInt = ct.Constant[int]
+
+
+def scaled_rows(t, b):
+    """Rebinds its own parameter `b`, a name its caller uses for another value."""
+    b = ct.astype(b, ct.float32)
+    t = t * b
+    return t
+
+
+@ct.kernel
+def helper_rebinds_param_kernel(x, w, y, TILE: ConstInt):
+    b = ct.bid(0)
+    t = ct.load(x, index=(b, 0), shape=(1, TILE))
+    tw = ct.load(w, index=(0, 0), shape=(1, TILE))
+    t = scaled_rows(t, tw)
+    ct.store(y, index=(b, 0), tile=t)
+
+
+@ct.kernel
+def spin_lock_kernel(x, acc, locks, TILE: ConstInt, GROUPS: ConstInt):
+    """Blocks of a group add their tile into the group's row under a lock (atomic CAS to take it,
+    exchange to give it back)."""
+    bid = ct.bid(0)
+    g = bid % GROUPS
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    while ct.atomic_cas(locks, g, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:
+        pass
+    a = ct.load(acc, index=(g,), shape=(TILE,))
+    ct.store(acc, index=(g,), tile=a + t)
+    ct.atomic_xchg(locks, g, 0, memory_order=ct.MemoryOrder.RELEASE)
