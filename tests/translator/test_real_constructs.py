@@ -60,3 +60,30 @@ def test_a_spin_lock_condition_hands_its_atomic_token_to_the_loop_carries(tmp_pa
     assert loop.count("acquire_last_acquire = locks_tok;") == 2, loop
     assert "locks_tok" not in body[end:]
     assert has_line(loop, "let {_}: Token = join_tokens(&[acc_token, acquire_last_acquire]);"), loop
+
+
+def test_and_or_of_runtime_scalars_short_circuit_as_cutile_does(tmp_path):
+    """`a and b` of runtime scalars was `a & b`; cuTile evaluates `b` only when `a` holds: an `if` with a
+    bool result (`or`: `if a { a } else { b }`). A constant first operand folds the branch."""
+    body = _entry(tmp_path, """
+        @ct.kernel
+        def k(x, y, TM: ConstInt, TN: ConstInt, FLAG: ConstBool):
+            bm = ct.bid(0)
+            bn = ct.bid(1)
+            if bm < ct.cdiv(x.shape[0], TM) and bn < ct.cdiv(x.shape[1], TN):
+                t = ct.load(x, index=(bm, bn), shape=(TM, TN))
+                ct.store(y, index=(bn, bm), tile=ct.transpose(t))
+            if bm > 2 or bn > 3:
+                ct.store(y, index=(bm, bn), tile=ct.zeros((TN, TM), dtype=ct.float32))
+            if FLAG and bm > 4:
+                ct.store(y, index=(bn, bn), tile=ct.zeros((TN, TM), dtype=ct.float32))
+    """, kernel="k_flag1", configs={"k": [{"x": "f32", "y": "f32", "TM": 32, "TN": 64, "FLAG": True}]})
+    lines = [ln.strip() for ln in body.splitlines()]
+    at = lines.index("let sel: bool = if cond {")  # `and`: the second test computed in the branch
+    assert lines[at + 1:at + 8] == ["let x_dim1: i32 = if X_LEN1 == 1 { 1i32 } else { if X_LEN0 == 1 "
+                                    "{ x.shape()[0] } else { x.shape()[1] } };",
+                                    "let n_1: i32 = ceil_div(x_dim1, TN);", "let cond_1: bool = bn < n_1;",
+                                    "cond_1", "} else {", "cond", "};"], lines[at:]
+    at = lines.index("let sel_1: bool = if cond_1 {")  # `or`: the first test, else the second
+    assert lines[at + 1:at + 6] == ["cond_1", "} else {", "let cond_2: bool = bn > 3i32;", "cond_2", "};"]
+    assert "let cond_2: bool = bm > 4i32;" in lines and "if cond_2 {" in lines  # `FLAG and ..`, FLAG true

@@ -101,6 +101,8 @@ REAL_CAPTURES = [
     # Was a slip: the token of the atomic in a `while` condition was read by the body and after the loop as
     # a name local to the condition's block (`locks_tok` not in scope).
     Capture("spin_lock_kernel", {"x": (F32, 1), "acc": (F32, 1), "locks": (I32, 1)}, {}, {"TILE": 128, "GROUPS": 4}),
+    # Was a slip: `a and b` of runtime scalars was `a & b`; cuTile short-circuits it (`if a { b } else { a }`).
+    Capture("transpose_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TM": 32, "TN": 64}),
 ]
 
 

@@ -34,3 +34,14 @@ def spin_lock_kernel(x, acc, locks, TILE: ConstInt, GROUPS: ConstInt):
     a = ct.load(acc, index=(g,), shape=(TILE,))
     ct.store(acc, index=(g,), tile=a + t)
     ct.atomic_xchg(locks, g, 0, memory_order=ct.MemoryOrder.RELEASE)
+
+
+@ct.kernel
+def transpose_kernel(x, y, TM: ConstInt, TN: ConstInt):
+    """A 2-D tile of x stored transposed at the swapped tile index; blocks past x's last tile do nothing."""
+    bm = ct.bid(0)
+    bn = ct.bid(1)
+    if bm < ct.cdiv(x.shape[0], TM) and bn < ct.cdiv(x.shape[1], TN):
+        t = ct.load(x, index=(bm, bn), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(y, index=(bn, bm), tile=ct.transpose(t))
+

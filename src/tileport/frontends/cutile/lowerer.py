@@ -1019,7 +1019,20 @@ class KernelLowerer:
         raise self.fail(node, f"operator {type(node.op).__name__} is not supported", "operator")
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Value:
-        vals = [self.expr(v) for v in node.values]
+        first = self.expr(node.values[0])
+        rest = node.values[1] if len(node.values) == 2 else ast.copy_location(
+            ast.BoolOp(node.op, node.values[1:]), node.values[1])
+        if isinstance(first, Ref) and (isinstance(first.ty, ScalarT) or first.ty.rank == 0):
+            return self.short_circuit(first, rest, node)
+        if isinstance(first, CV) and not isinstance(first.value, (Sym, T.DimOp)):
+            if bool(first.value) != isinstance(node.op, ast.And):
+                return first  # `False and b`, `True or b`: b is not evaluated (cuTile folds the branch)
+            second = self.expr(rest)
+            if isinstance(second, Ref) and (isinstance(second.ty, ScalarT) or second.ty.rank == 0):
+                return self.scalar_condition(second, rest)
+            vals = [first, second]
+        else:
+            vals = [first, *(self.expr(v) for v in node.values[1:])]
         if all(isinstance(v, CV) and not isinstance(v.value, (Sym, T.DimOp)) for v in vals):
             out = vals[0].value
             for v in vals[1:]:
@@ -1030,6 +1043,22 @@ class KernelLowerer:
         for v in vals[1:]:
             acc = self.binop(op, acc, v, node)
         return acc
+
+    def short_circuit(self, first: Ref, rest: ast.expr, node: ast.BoolOp) -> Ref:
+        """`a and b` / `a or b` on a runtime scalar `a`, as cuTile evaluates it: `b` only in the branch that
+        needs it (`if a { b } else { a }` / `if a { a } else { b }`), each side a bool."""
+        cond = self.scalar_condition(first, node.values[0])
+
+        def other() -> Value:
+            v = self.expr(rest)
+            if isinstance(v, CV) and not isinstance(v.value, (Sym, T.DimOp)):
+                return CV(bool(v.value))
+            if not (isinstance(v, Ref) and (isinstance(v.ty, ScalarT) or v.ty.rank == 0)):
+                raise self.fail(rest, f"`{'and' if isinstance(node.op, ast.And) else 'or'}` takes scalar "
+                                      f"conditions, got {describe(v)}", "condition")
+            return self.scalar_condition(v, rest)
+        arms = [(rest, other), (node.values[0], lambda: cond)]
+        return self.branch_value(cond, arms if isinstance(node.op, ast.And) else arms[::-1], node)
 
     def expr_Compare(self, node: ast.Compare) -> Value:
         if len(node.ops) != 1:
@@ -1053,22 +1082,28 @@ class KernelLowerer:
     def if_value(self, cond: Ref, node: ast.IfExp) -> Ref:
         """`a if c else b` on a runtime scalar `c`: each arm evaluated in its own branch, as cuTile does
         (`%r = if %c -> (type) { yield a } else { yield b }`); the value type is the arms' common type."""
-        from tileport.model.ir import Do, Op
         cond = self.scalar_condition(cond, node.test)
-        arms = []
-        for sub in (node.body, node.orelse):  # each arm lowered once (nested arms would otherwise double)
+        return self.branch_value(cond, [(node.body, lambda: self.expr(node.body)),
+                                        (node.orelse, lambda: self.expr(node.orelse))], node)
+
+    def branch_value(self, cond: Ref, arms, node: ast.AST) -> Ref:
+        """An `if` with a result: each (node, thunk) arm computed in its own branch, the value of their
+        common type."""
+        from tileport.model.ir import Do, Op
+        lowered = []
+        for sub, thunk in arms:  # each arm lowered once (nested arms would otherwise double)
             scope = _Scope("if", set())
             self.scopes.append(scope)
             blk = self.b.push()
             names = self.b.scope_names[-1]
             try:
-                arms.append((sub, scope, blk, names, self.calls.materialize(self, self.expr(sub), sub)))
+                lowered.append((sub, scope, blk, names, self.calls.materialize(self, thunk(), sub)))
             finally:
                 self.b.pop()
                 self.scopes.pop()
-        ty = self.calls.common_value_type(self, arms[0][4], arms[1][4], node)
+        ty = self.calls.common_value_type(self, lowered[0][4], lowered[1][4], node)
         blocks = []
-        for sub, scope, blk, names, value in arms:  # back into each arm: the value as the common type
+        for sub, scope, blk, names, value in lowered:  # back into each arm: the value as the common type
             self.scopes.append(scope)
             self.b.resume(blk, names)
             atom = self.calls.as_type(self, value, ty, sub)
