@@ -87,3 +87,35 @@ def test_and_or_of_runtime_scalars_short_circuit_as_cutile_does(tmp_path):
     at = lines.index("let sel_1: bool = if cond_1 {")  # `or`: the first test, else the second
     assert lines[at + 1:at + 6] == ["cond_1", "} else {", "let cond_2: bool = bn > 3i32;", "cond_2", "};"]
     assert "let cond_2: bool = bm > 4i32;" in lines and "if cond_2 {" in lines  # `FLAG and ..`, FLAG true
+
+
+def test_rank_from_a_scalar_index_and_an_index_read_from_memory(tmp_path):
+    """`ct.load(a, i, shape=())` indexes a rank-1 array (one index, not a tuple): the rank was unknown
+    ("cannot tell the rank of array parameter"). An index loaded from memory makes its array an index
+    array (i64, as token ids are), converted to i32 for the view access as cuTile does (`trunci`)."""
+    body = _entry(tmp_path, """
+        @ct.kernel
+        def k(x, ids, scale, y, TILE: ConstInt):
+            row = ct.bid(0)
+            j = row + 1
+            s = ct.load(scale, j, shape=())
+            for i in range(2):
+                ct.store(scale, i, tile=s)
+            src = ct.load(ids, j, shape=())
+            t = ct.load(x, index=(src, 0), shape=(1, TILE))
+            ct.store(y, index=(row, 0), tile=t * s)
+    """)
+    assert "ids: &Tensor<i64, { [IDS_LEN0] }>" in body and "scale: &Tensor<E, { [SCALE_LEN0] }>" in body, body
+    assert has_line(body, "let src_i32: Tile<i32, { [] }> = trunci_fixed(src, overflow::None);"), body
+    assert "load_view_tko(&x_view, [src_i32_s, 0i32]," in body
+
+
+def test_an_index_that_may_be_a_tuple_leaves_the_rank_unknown(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            idx = (ct.bid(0), 0)
+            ct.store(y, idx, tile=ct.load(x, index=(0, 0), shape=(1, TILE)))
+    """)
+    (result,) = run(path).results
+    assert not result.ok and "rank of array parameter `y`" in result.diagnostic.message

@@ -103,6 +103,11 @@ REAL_CAPTURES = [
     Capture("spin_lock_kernel", {"x": (F32, 1), "acc": (F32, 1), "locks": (I32, 1)}, {}, {"TILE": 128, "GROUPS": 4}),
     # Was a slip: `a and b` of runtime scalars was `a & b`; cuTile short-circuits it (`if a { b } else { a }`).
     Capture("transpose_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TM": 32, "TN": 64}),
+    # Arrays whose rank shows only in a scalar index; a tile index read from memory as i64 (cuTile: trunci)
+    Capture("scalar_index_kernel", {"x": (F32, 2), "ids": ("int64", 1), "scale": (F32, 1), "y": (F32, 2)}, {},
+            {"TILE": 128}),
+    Capture("scalar_index_kernel", {"x": (F16, 2), "ids": ("int64", 1), "scale": (F16, 1), "y": (F16, 2)}, {},
+            {"TILE": 128}),
 ]
 
 

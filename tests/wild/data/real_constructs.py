@@ -45,3 +45,15 @@ def transpose_kernel(x, y, TM: ConstInt, TN: ConstInt):
         t = ct.load(x, index=(bm, bn), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)
         ct.store(y, index=(bn, bm), tile=ct.transpose(t))
 
+
+
+@ct.kernel
+def scalar_index_kernel(x, ids, scale, y, TILE: ConstInt):
+    """Arrays whose rank shows only in a scalar index (`ct.load(a, i, shape=())`), and tiles indexed by a
+    0-d tile read from memory."""
+    row = ct.bid(0)
+    s = ct.load(scale, 0, shape=())
+    src = ct.load(ids, row, shape=())
+    t = ct.load(x, index=(src, 0), shape=(1, TILE))
+    ct.store(y, index=(row, 0), tile=t * s)
+    ct.store(scale, row + 1, tile=s)

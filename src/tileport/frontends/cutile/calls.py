@@ -327,7 +327,22 @@ def _index(lw, v: Value, rank: int, node, fn: str) -> tuple[Atom, ...]:
     items = v if isinstance(v, tuple) else (v,)
     if len(items) != rank:
         raise lw.fail(node, f"ct.{fn}: index has {len(items)} entries, the array has rank {rank}", f"ct.{fn}")
-    return tuple(lw.int_atom(i, node, f"ct.{fn} index") for i in items)
+    return tuple(lw.int_atom(_index_i32(lw, i, node), node, f"ct.{fn} index") for i in items)
+
+
+def _index_i32(lw, v: Value, node) -> Value:
+    """A 0-d integer tile of another width as a tile index (an i64 token id read from memory): cuTile
+    converts it to i32 (`trunci`) before the view access."""
+    if not (isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0):
+        return v
+    dtypes = set(lw.b.dspace.values(v.ty.dtype))
+    if len(dtypes) > 1 and dtypes != {"i32"} and all(T.is_int(d) for d in dtypes):
+        raise lw.fail(node, f"a tile index whose dtype differs between configurations ({', '.join(sorted(dtypes))}): "
+                            "cuTile converts all but i32 to i32, a port generic over the dtype cannot", "dtype",
+                      "translate one index dtype per configuration (--config)")
+    if v.ty.dtype != "i32" and isinstance(v.ty.dtype, str) and T.is_int(v.ty.dtype):
+        return lw.b.cast(v, "i32", lw.loc(node))
+    return v
 
 
 def _order(lw, v: Value | None, rank: int, node) -> tuple[int, ...] | None:

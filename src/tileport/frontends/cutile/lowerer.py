@@ -371,7 +371,7 @@ def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str],
         if isinstance(node, ast.Call):
             name = _ct_call_name(sm, node.func)
             if name in ARRAY_USES and node.args and isinstance(node.args[0], ast.Name):
-                note(node.args[0].id, _rank_from_call(name, node))
+                note(node.args[0].id, _rank_from_call(name, node, fn))
             elif (isinstance(node.func, ast.Name) and helper_def(sm, node.func.id)
                   and node.func.id not in active):
                 owner, helper = helper_def(sm, node.func.id)
@@ -414,13 +414,57 @@ def _ct_call_name(sm: ScannedModule, func: ast.AST) -> str | None:
     return None
 
 
-def _rank_from_call(name: str, call: ast.Call) -> int | None:
+def _rank_from_call(name: str, call: ast.Call, fn: ast.FunctionDef) -> int | None:
     idx = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg in ("index", "indices")), None)
     if isinstance(idx, ast.Tuple):
         return len(idx.elts)
     if (name in ("gather", "scatter") or name.startswith("atomic_")) and idx is not None:
         return 1
+    if idx is not None and _scalar_index(idx, fn):  # ct.load(x, i, shape=()): one index, a rank-1 array
+        return 1
     return None
+
+
+def _scalar_index(node: ast.expr, fn: ast.FunctionDef, seen: frozenset[str] = frozenset()) -> bool:
+    """An index expression that is a single number, never a tuple of indices: a literal, arithmetic, a call
+    of a `ct` function, a `range` loop variable, or a name bound to such values only (a kernel's parameter
+    is a scalar; a helper's may be a tuple)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        return True
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Attribute)  # ct.bid(0), ct.astype(..): not a helper that may build a tuple
+    if not isinstance(node, ast.Name) or node.id in seen:
+        return False
+    if any(isinstance(t, ast.arg) and t.arg == node.id for t in ast.walk(fn.args)):
+        return _is_kernel_decorator(fn) and not _bindings(fn, node.id)
+    bindings = _bindings(fn, node.id)
+    return bool(bindings) and all(b is None or (not isinstance(b, (ast.Tuple, ast.List))
+                                                and _scalar_index(b, fn, seen | {node.id})) for b in bindings)
+
+
+def _bindings(fn: ast.FunctionDef, name: str) -> list[ast.expr | None]:
+    """What `fn` assigns to `name` (None: a `range` loop variable); a tuple unpacking counts as a tuple."""
+    out: list[ast.expr | None] = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.For):
+            if isinstance(n.target, ast.Name) and n.target.id == name:
+                out.append(None)
+            elif name in _assigned_names(ast.Assign([n.target], n.iter)):
+                out.append(ast.Tuple([], ast.Load()))
+        elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and n.value is not None \
+                and name in _assigned_names(n):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            direct = any(isinstance(t, ast.Name) and t.id == name for t in targets)
+            out.append(n.value if direct else ast.Tuple([], ast.Load()))
+    return out
+
+
+def _is_kernel_decorator(fn: ast.FunctionDef) -> bool:
+    """`fn` is decorated `@<module>.kernel` (a kernel: its parameters are arrays, scalars or constants)."""
+    heads = [d.func if isinstance(d, ast.Call) else d for d in fn.decorator_list]
+    return any(isinstance(h, ast.Attribute) and h.attr == "kernel" for h in heads)
 
 
 # What a configuration may give a `ct.Constant[kind]` parameter (bool is not an int here, as in a Rust const).
@@ -1412,9 +1456,10 @@ def index_arrays(sm: ScannedModule, fn: ast.FunctionDef) -> set[str]:
         if sum(map(len, loads_of.values())) == before:
             break
     found: set[str] = set()
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and _ct_call_name(sm, n.func) in ("gather", "scatter"):
-            idx = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords if k.arg == "indices"), None)
+    for n in ast.walk(fn):  # gather/scatter indices, and tile indices of loads and stores
+        if isinstance(n, ast.Call) and _ct_call_name(sm, n.func) in ("gather", "scatter", "load", "store"):
+            idx = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords
+                                                         if k.arg in ("indices", "index")), None)
             if idx is not None:
                 found |= sources(idx)
     return found
