@@ -420,7 +420,7 @@ def _rank_from_call(name: str, call: ast.Call, fn: ast.FunctionDef) -> int | Non
         return len(idx.elts)
     if (name in ("gather", "scatter") or name.startswith("atomic_")) and idx is not None:
         return 1
-    if idx is not None and _scalar_index(idx, fn):  # ct.load(x, i, shape=()): one index, a rank-1 array
+    if name in ("load", "store") and idx is not None and _scalar_index(idx, fn):  # ct.load(x, i, shape=())
         return 1
     return None
 
