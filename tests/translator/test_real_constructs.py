@@ -119,3 +119,82 @@ def test_an_index_that_may_be_a_tuple_leaves_the_rank_unknown(tmp_path):
     """)
     (result,) = run(path).results
     assert not result.ok and "rank of array parameter `y`" in result.diagnostic.message
+
+
+def test_constants_without_values_stay_generic_or_runtime(tmp_path):
+    """No values known: a float constant is a runtime parameter even when a bool of the kernel is
+    enumerated (it was refused once anything was pinned); int constants compared with each other or a
+    literal stay const generics, the comparison computed from them (it was refused)."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, eps: ct.Constant[float], MODE: ConstInt, FLAG: ConstBool, N: ConstInt, TILE: ConstInt):
+            row = ct.bid(0)
+            t = ct.load(x, index=(row, 0), shape=(1, TILE))
+            if MODE == 2:
+                t = t * 2.0
+            if FLAG:
+                t = t + eps
+            if N * TILE < x.shape[1]:
+                t = t / eps
+            ct.store(y, index=(row, 0), tile=t)
+    """)
+    report = run(path)
+    (result,) = report.results
+    assert result.ok, result.diagnostic
+    assert result.entries == ["k_flag0", "k_flag1"]
+    body = entry_text(module_text(report, path), "k_flag1")
+    assert body.splitlines()[0].strip().endswith("eps: f32) {"), body
+    assert "const MODE: i32, const N: i32, const TILE: i32" in body.splitlines()[0]
+    assert has_line(body, "let cond: bool = MODE == 2i32;"), body
+    assert has_line(body, "let cond_1: bool = (N * TILE) < x_dim1;"), body
+
+
+def test_a_constant_whose_branch_changes_a_type_still_needs_values(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, MODE: ConstInt, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            if MODE == 2:
+                t = ct.astype(t, ct.float16)
+            ct.store(y, index=(ct.bid(0),), tile=t)
+    """)
+    (result,) = run(path).results
+    assert not result.ok and result.diagnostic.construct == "specialization", result.diagnostic
+    assert "MODE" in result.diagnostic.message
+
+
+def test_a_variable_defined_in_both_branches_of_a_runtime_if_is_the_ifs_result(tmp_path):
+    """`if n > 4: res = a` / `else: res = b`, `res` read after: "undefined name `res`" once; cuTile yields
+    it from the `if`."""
+    body = _entry(tmp_path, """
+        @ct.kernel
+        def k(x, y, n, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            if n > 4:
+                res = ct.exp(t)
+            else:
+                res = t + 1.0
+            ct.store(y, index=(ct.bid(0),), tile=res)
+    """, configs={"k": [{"x": "f32", "y": "f32", "n": "i32", "TILE": 128}]})
+    lines = [ln.strip() for ln in body.splitlines()]
+    at = lines.index("let sel: Tile<f32, { [TILE] }> = if cond {")
+    assert lines[at + 1:at + 3] == ["let res: Tile<f32, { [TILE] }> = exp(t);", "res"], lines[at:]
+    assert has_line(body, "};") and "store_view_tko_mut(&mut y_out, res," in body, body
+
+
+def test_both_branches_defining_two_new_variables_is_located(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, n, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            if n > 4:
+                a = t
+                b = t
+            else:
+                a = t + 1.0
+                b = t
+            ct.store(y, index=(ct.bid(0),), tile=a + b)
+    """)
+    (result,) = run(path).results
+    d = result.diagnostic
+    assert d.construct == "if" and d.loc.line == 9 and "`a`, `b`" in d.message, d

@@ -57,3 +57,33 @@ def scalar_index_kernel(x, ids, scale, y, TILE: ConstInt):
     t = ct.load(x, index=(src, 0), shape=(1, TILE))
     ct.store(y, index=(row, 0), tile=t * s)
     ct.store(scale, row + 1, tile=s)
+
+
+@ct.kernel
+def branch_defines_kernel(x, y, n, TILE: ConstInt):
+    """A variable first defined in both branches of a runtime `if` and read after it."""
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    if n > 4:
+        res = ct.exp(t) * 2.0
+    else:
+        res = t + 1.0
+    ct.store(y, index=(ct.bid(0),), tile=res)
+
+
+@ct.kernel
+def unvalued_constants_kernel(x, y, eps: ct.Constant[float], MODE: ConstInt, FLAG: ct.Constant[bool],
+                              N_CHUNKS: ConstInt, TILE: ConstInt):
+    """Constants that steer code with no value known (translated without a configuration, compiled): a
+    float (a runtime parameter), an int compared in `if` and in a comparison with a tile size (const
+    generics compared), a bool (one entry per value)."""
+    row = ct.bid(0)
+    for c in range(N_CHUNKS):
+        t = ct.load(x, index=(row, c), shape=(1, TILE))
+        if MODE == 2:
+            t = t * 2.0
+        if FLAG:
+            t = t + eps
+        ct.store(y, index=(row, c), tile=t)
+    if N_CHUNKS * TILE < x.shape[1]:
+        t = ct.load(x, index=(row, N_CHUNKS), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(y, index=(row, N_CHUNKS), tile=t / eps)

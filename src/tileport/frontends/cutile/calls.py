@@ -795,6 +795,10 @@ def _operand_dtype(lw, a, b, node, what) -> T.DType:
     loc = lw.loc(node)
     da = a.ty.dtype if isinstance(a, Ref) else None
     db = b.ty.dtype if isinstance(b, Ref) else None
+    weak_a, weak_b = (isinstance(v, Ref) and v.name in lw.weak_scalars for v in (a, b))
+    if da is not None and db is not None and weak_a != weak_b:  # a constant passed at run time: as its literal
+        strong, weak = (db, da) if weak_a else (da, db)
+        return weak_result_dtype(lw.b, strong, {"bool": True, "i32": 1}.get(weak, 0.5))
     if da is not None and db is not None:
         return lw.b.promote(da, db, loc, what)
     if da is None and db is None:
@@ -974,7 +978,8 @@ def compare(lw, op: str, a: Value, b: Value, node) -> Value:
     _check_operands(lw, op, (a, b), node)
     if isinstance(a, tuple) or isinstance(b, tuple):
         raise lw.fail(node, "comparison of tuples is not supported", "comparison")
-    if isinstance(a, CV) and isinstance(b, CV):
+    syms = (sym_names(a.value) if isinstance(a, CV) else set()) | (sym_names(b.value) if isinstance(b, CV) else set())
+    if isinstance(a, CV) and isinstance(b, CV) and not (syms and syms <= lw.cfg.generic):
         if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)),
                                       "a comparison of constants", lw.loc(node))
@@ -985,6 +990,9 @@ def compare(lw, op: str, a: Value, b: Value, node) -> Value:
         except TypeError:
             raise lw.fail(node, f"cannot compare constants {a.value!r} and {b.value!r}", "comparison") from None
     loc = lw.loc(node)
+    if isinstance(a, CV) and isinstance(b, CV):  # const generics compared as such (KernelConfig.generic)
+        x, y = lw.int_atom(a, node, "a compared constant"), lw.int_atom(b, node, "a compared constant")
+        return lw.b.value("compare", (x, y), ScalarT("bool"), loc, hint="cond", op=op)
     x, y, shape = _operands(lw, a, b, _operand_dtype(lw, a, b, node, f"comparison {op}"), node)
     if shape is None:
         return lw.b.value("compare", (x, y), ScalarT("bool"), loc, hint="cond", op=op)

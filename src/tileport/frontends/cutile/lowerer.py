@@ -323,6 +323,9 @@ def launch_scalar_dtype(sm: ScannedModule, kernel: str, index: int) -> str | Non
 def _host_dtype(node: ast.expr, params: dict[str, ast.arg], defaults: dict[str, ast.expr]) -> str | None:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
         return {int: "i32", float: "f32", bool: "bool"}[type(node.value)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _SCALAR_ANNOTATIONS \
+            and len(node.args) == 1:  # `float(scale)` at the launch site: a Python float, whatever scale is
+        return _SCALAR_ANNOTATIONS[node.func.id]
     if isinstance(node, ast.Name) and node.id in params:
         ann = params[node.id].annotation
         if isinstance(ann, ast.Name) and ann.id in _SCALAR_ANNOTATIONS:
@@ -544,6 +547,9 @@ class KernelLowerer:
         self.frames = Frames()
         self.inline_depth = 0
         self.inline_calls: list[ast.Call] = []  # the helper calls being inlined, innermost last
+        # ct.Constant parameters passed at run time (no values known): typed against a tile as cuTile types
+        # their literal (weakly: `f16_tile + eps` stays f16)
+        self.weak_scalars: set[str] = set()
         self.active_aliases: set[str] = set()
         self.inlined = 0  # helper bodies inlined so far (bounded: see MAX_INLINED_CALLS)
         self.stmt: ast.AST = fn  # the statement being lowered (where a too-deep nesting is reported)
@@ -572,6 +578,8 @@ class KernelLowerer:
             else:
                 self.scopes[-1].vars[p.name] = Ref(p.ident, p.ty)
                 self.b.scope_names[-1].add(p.ident)
+                if p.name in self.cfg.runtime:
+                    self.weak_scalars.add(p.ident)
         try:
             self.block(fn.body, fn)
         except RecursionError:
@@ -975,6 +983,11 @@ class KernelLowerer:
         if not (isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0)):
             raise self.fail(s.test, "an `if` condition must be a scalar", "if")
         cond = self.scalar_condition(cond, s.test)
+        defined = sorted(n for n in assigned(s.body) & assigned(s.orelse)
+                         if self._owner(n) is None and self.frames.live_after(n))
+        if defined:
+            self.if_defining(cond, s, defined)
+            return
         branches = []
         for stmts in (s.body, s.orelse):
             self.scopes.append(_Scope("if", self.block_locals(stmts, loop=False)))
@@ -987,6 +1000,28 @@ class KernelLowerer:
             del self.b.blocks[-1].stmts[before:]  # an `if` that does nothing: cuTile Python drops it, condition too
             return
         self.b.emit(If(cond, branches[0], branches[1], self.loc(s), self.outer_updates(*branches)))
+
+    def if_defining(self, cond: Ref, s: ast.If, names: list[str]) -> None:
+        """An `if` on a runtime value whose branches both define a new variable read afterwards: an `if` with
+        that variable as its result, as cuTile yields it (`res = a` / `res = b` -> `let res = if c {..; a}
+        else {..; b};`)."""
+        if len(names) > 1:
+            raise self.fail(s, f"both branches of this `if` define {', '.join(f'`{n}`' for n in names)}, read "
+                               "after it: one such variable is supported", "if",
+                            f"assign {', '.join(names[1:])} before the `if`")
+        name = names[0]
+
+        def arm(stmts):
+            def lower() -> Value:
+                self.block(stmts, s)
+                if name not in self.scopes[-1].vars:
+                    raise self.fail(stmts[0], f"`{name}` is defined in both branches of the `if` but not in "
+                                              "this branch's own statements", "if",
+                                    f"assign `{name}` before the `if`")
+                return self.scopes[-1].vars[name]
+            return lower
+        ref = self.branch_value(cond, [(s.body[0], arm(s.body)), (s.orelse[0], arm(s.orelse))], s)
+        self.assign(name, ref, s)
 
     def outer_updates(self, *blocks: Block) -> tuple[str, ...]:
         """Variables of the enclosing blocks that `blocks` (just closed) reassign, sorted."""
@@ -1479,15 +1514,21 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: N
         if enumerated:  # a bool has two values: one entry for each, as cuTile compiles one per value
             names = sorted(need.constants)
             values = [dict(zip(names, combo)) for combo in product((False, True), repeat=len(names))]
-        elif not values and not cfg.pinned and not need.constants <= cfg.runtime:
-            # no values known: the constants become typed runtime parameters (cuTile folds them; the
-            # port computes with them), so the kernel still translates without a configuration
-            try:
-                return _lower_configured(sm, name, replace(cfg, runtime=cfg.runtime | need.constants), naming)
-            except Diagnostic as d:
-                if d.construct == "dtype":
-                    raise  # about element types, not the constant (unconfigured kernels try several)
-                raise unknown from None  # e.g. the constant is also a tile dimension: values are needed
+        elif not values and not need.constants <= cfg.runtime | cfg.generic:
+            # no values known: int constants stay const generics and are compared as such, or the constants
+            # become typed runtime parameters (cuTile folds them; the port computes with them), so the
+            # kernel still translates without a configuration
+            ints = need.constants <= _int_constants(sm, name)
+            tries = ([replace(cfg, generic=cfg.generic | need.constants)] if ints else []) \
+                + [replace(cfg, runtime=cfg.runtime | need.constants)]
+            for i, retry in enumerate(tries):
+                try:
+                    return _lower_configured(sm, name, retry, naming)
+                except Diagnostic as d:
+                    if d.construct == "dtype":
+                        raise  # about element types, not the constant (unconfigured kernels try several)
+                    if i == len(tries) - 1:  # e.g. a branch on it changes a type: values are needed
+                        raise unknown from None
         if not values:
             raise unknown from None
         out = []
@@ -1504,6 +1545,11 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: N
 
 
 MAX_ENUMERATED_BOOLS = 3  # at most 8 entries per kernel without values
+
+
+def _int_constants(sm: ScannedModule, name: str) -> set[str]:
+    fn = sm.kernels[name]
+    return {a.arg for a in fn.args.args if _const_annotation(sm, a.annotation) == "int"}
 
 
 def _bool_constants(sm: ScannedModule, name: str) -> set[str]:
