@@ -198,3 +198,30 @@ def test_both_branches_defining_two_new_variables_is_located(tmp_path):
     (result,) = run(path).results
     d = result.diagnostic
     assert d.construct == "if" and d.loc.line == 9 and "`a`, `b`" in d.message, d
+
+
+def test_a_fill_computed_from_constants_is_a_literal_per_value(tmp_path):
+    """`ct.full((TILE,), K * 2 + 3, ..)` was refused; cuTile folds it: one entry per value of K (computed
+    from K when no value is known)."""
+    src = """
+        @ct.kernel
+        def k(y, TILE: ConstInt, K: ConstInt):
+            ct.store(y, index=(ct.bid(0),), tile=ct.full((TILE,), K * 2 + 3, dtype=ct.float32))
+    """
+    body = _entry(tmp_path, src, kernel="k_k4", configs={"k": [{"y": "f32", "TILE": 128, "K": 4}]})
+    assert has_line(body, "let c: Tile<f32, { [TILE] }> = constant(11.0f32, shape![TILE]);"), body
+    body = _entry(tmp_path, src)
+    assert body.splitlines()[0].strip().startswith("pub unsafe fn k<const TILE: i32, const K: i32,"), body
+    assert has_line(body, "let fill: i32 = ((K * 2i32) + 3i32);"), body
+
+
+def test_integer_power_of_runtime_values_is_refused_as_cutile_refuses_it(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(a, y, n, TILE: ConstInt):
+            t = ct.load(a, index=(ct.bid(0) ** 2 + n,), shape=(TILE,))
+            ct.store(y, index=(ct.bid(0),), tile=t)
+    """)
+    (result,) = run(path).results
+    d = result.diagnostic
+    assert d.construct == "operator" and (d.loc.line, d.loc.col) == (8, 27) and "cuTile Python" in d.message, d

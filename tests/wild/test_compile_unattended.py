@@ -110,6 +110,10 @@ REAL_CAPTURES = [
             {"TILE": 128}),
     # A variable first defined in both branches of a runtime `if` ("undefined name" after it): an if result
     Capture("branch_defines_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": I32}, {"TILE": 128}),
+    # A fill computed from constants was refused
+    Capture("fill_from_constants_kernel", {"y": (F32, 1)}, {}, {"TILE": 128, "K": 4}),
+    Capture("signed_shift_kernel", {"a": (I32, 1), "b": (I32, 1), "y": (I32, 1)}, {}, {"TILE": 128}),
+    Capture("unsigned_shift_kernel", {"a": ("uint8", 1), "b": ("uint8", 1), "y": ("uint8", 1)}, {}, {"TILE": 128}),
 ]
 
 

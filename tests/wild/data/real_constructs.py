@@ -87,3 +87,26 @@ def unvalued_constants_kernel(x, y, eps: ct.Constant[float], MODE: ConstInt, FLA
     if N_CHUNKS * TILE < x.shape[1]:
         t = ct.load(x, index=(row, N_CHUNKS), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
         ct.store(y, index=(row, N_CHUNKS), tile=t / eps)
+
+
+@ct.kernel
+def fill_from_constants_kernel(y, TILE: ConstInt, K: ConstInt):
+    """`ct.full` with a fill value computed from constants (cuTile folds it: a literal per value)."""
+    t = ct.full((TILE,), K * 2 + 3, dtype=ct.float32)
+    u = ct.full((TILE,), 1.0 / K, dtype=ct.float32)
+    ct.store(y, index=(ct.bid(0),), tile=t + u)
+
+
+@ct.kernel
+def signed_shift_kernel(a, b, y, TILE: ConstInt):
+    t = ct.load(a, index=(ct.bid(0),), shape=(TILE,))
+    u = ct.load(b, index=(ct.bid(0),), shape=(TILE,))
+    ct.store(y, index=(ct.bid(0),), tile=(t << 3) + (u >> 2) + (t >> u))
+
+
+@ct.kernel
+def unsigned_shift_kernel(a, b, y, TILE: ConstInt):
+    """`>>` of an unsigned tile shifts zeros in (logical), of a signed one the sign (arithmetic)."""
+    t = ct.load(a, index=(ct.bid(0),), shape=(TILE,))
+    u = ct.load(b, index=(ct.bid(0),), shape=(TILE,))
+    ct.store(y, index=(ct.bid(0),), tile=(t >> 1) | (u << 2) | (t >> u))

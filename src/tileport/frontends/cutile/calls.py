@@ -655,9 +655,13 @@ def ct_ones(lw, args, kwargs, node):
 def _fill(lw, shape_v, value, dtype_v, node) -> Ref:
     shape = _shape(lw, shape_v, node, "ct.full")
     dtype = _dtype(lw, dtype_v, node, "dtype")
+    if isinstance(value, CV) and isinstance(value.value, (Sym, T.DimOp)) \
+            and not sym_names(value.value) <= lw.cfg.generic:  # cuTile folds it: a literal per value
+        raise NeedsSpecialization(frozenset(sym_names(value.value)), "a fill value computed from constants",
+                                  lw.loc(node))
     atom = lw.scalar_atom(value, node)
-    if isinstance(atom, CDim) and not isinstance(atom.dim, int):
-        raise lw.fail(node, "a fill value computed from constants is not supported", "ct.full")
+    if isinstance(atom, CDim) and not isinstance(atom.dim, int):  # no values known: computed from the generics
+        atom = lw.b.value("scalar", (atom,), ScalarT("i32"), lw.loc(node), hint="fill")
     if isinstance(atom, Ref):
         return lw.b.to_tile(atom, dtype, shape, lw.loc(node))
     return lw.b.value("full", (_lit(lw, value, dtype, node),), TileT(dtype, shape), lw.loc(node), hint="c",
@@ -825,6 +829,10 @@ def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_z
     if op == "**" and (power := _integer_power(lw, a, b, node)) is not None:
         return power
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
+    if op == "**" and all(T.is_int(d) for d in lw.b.dspace.values(dtype)):
+        raise lw.fail(node, f"`**` of integer values computed at run time ({dtype}): cuTile Python has no integer "
+                            "power either (\"Missing binary arithmetic implementation for pow, int\")", "operator",
+                      "multiply (`n * n`), or compute the power of constants (they fold)")
     if op == "/" and not lw.b.is_float(dtype):
         dtype = "f32"
     x, y, shape = _operands(lw, a, b, dtype, node)
