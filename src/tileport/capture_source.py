@@ -12,6 +12,8 @@ with the user's file so that cuTile's locations point at the user's lines:
 | aliases (`PAD = ct.PaddingMode.ZERO`, `DT = torch.float16`, `ConstInt = ct.Constant[int]`, `h2 = helper`) |
 |                                                          | resolved assignments (last line)          |
 | `@ct.kernel` functions and the helpers they use          | the same lines; other decorators dropped  |
+| `def make(occupancy): SHIFT = 6; @ct.kernel(..) def k..; return k` with `K = make(4)` in the file |
+|                                                          | `def make(occupancy):`, `SHIFT = 6`, the kernel and `return (k,)` on the factory's lines; `(k,) = make(occupancy=4)` last |
 | `@ct.kernel(...)`/`@ct.function(...)` arguments          | kept when static (literals, `ct.*` calls) |
 | annotations                                              | resolved `ct`/builtin ones, others dropped|
 | default arguments                                        | literals and constants; others dropped    |
@@ -29,7 +31,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Collection
 
@@ -463,6 +465,57 @@ def _closure(functions: dict[str, _Function], roots: list[str]) -> list[str]:
     return seen
 
 
+def _factories(names: _Names) -> dict[str, ast.FunctionDef]:
+    """Kernels built by a factory function of the module: kernel -> its factory."""
+    out = {}
+    for kernel, closure in names.sm.closures.items():
+        factory = names.functions.get(closure.factory)
+        if factory is not None:
+            out[kernel] = factory
+    return out
+
+
+def _factory_problem(names: _Names, kernel: str, factory: ast.FunctionDef) -> Diagnostic | None:
+    """A factory kernel is rebuilt inside a generated function of the factory's name, lines kept, which the
+    module calls with the values of the factory's parameters: the kernel must be a direct statement of its
+    factory, followed by a line of the factory (its `return`) that can return it."""
+    node = names.sm.kernels[kernel]
+    if node not in factory.body:
+        return _problem(names, node, "factory", f"`{kernel}` is nested in a block of its factory `{factory.name}`",
+                        "define the kernel directly in the factory's body")
+    if factory.end_lineno <= max(k.end_lineno for k in factory.body if isinstance(k, ast.FunctionDef)):
+        return _problem(names, node, "factory", f"the factory `{factory.name}` ends with the definition of "
+                        f"`{kernel}`", "return the kernel from the factory")
+    if any(_literal(v) is None for v in names.sm.closures[kernel].constants.values()):
+        return _problem(names, node, "factory", f"the factory `{factory.name}` of `{kernel}` binds a value that "
+                        "is no number", "make it a module constant or a ct.Constant parameter")
+    return None
+
+
+def _write_factories(names: _Names, out: list[bytes], kept: set[str], factories: dict[str, ast.FunctionDef]) -> list[str]:
+    """Each factory of kept kernels as a generated function (its header, its constant locals, the kernels,
+    a `return` of them) on the factory's own lines; the statements that call it (postlude lines)."""
+    calls = []
+    for factory in sorted({id(f): f for k, f in factories.items() if k in kept}.values(), key=lambda f: f.lineno):
+        kernels = [k for k in sorted(kept) if factories.get(k) is factory]
+        closure = names.sm.closures[kernels[0]]
+        a = factory.args
+        params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+        pad, body_pad = b" " * factory.col_offset, b" " * factory.body[0].col_offset
+        out[factory.lineno - 1] = pad + f"def {factory.name}({', '.join(params)}):".encode()
+        for st in factory.body:
+            targets = st.targets if isinstance(st, ast.Assign) else [getattr(st, "target", None)]
+            bound = {t.id for t in targets if isinstance(t, ast.Name)}
+            if isinstance(st, (ast.Assign, ast.AnnAssign)) and len(bound) == 1 and bound <= set(closure.constants):
+                (name,) = bound
+                out[st.lineno - 1] = body_pad + f"{name} = {ast.unparse(_literal(closure.constants[name]))}".encode()
+        out[factory.end_lineno - 1] = body_pad + f"return ({', '.join(kernels)},)".encode()
+        args = ", ".join(f"{p}={ast.unparse(_literal(closure.constants[p])) if p in closure.constants else None}"
+                         for p in params)
+        calls.append(f"({', '.join(kernels)},) = {factory.name}({args})")
+    return calls
+
+
 def sanitize(path: str | Path, text: str, available: Collection[str] | None = None) -> SanitizedModule:
     """The module text cuTile compiles instead of the user's file (see the module docstring).
 
@@ -477,6 +530,11 @@ def sanitize(path: str | Path, text: str, available: Collection[str] | None = No
                                      "module")) from None
     names = _names(sm)
     analyzed = {name: _analyze(names, fn) for name, fn in names.functions.items()}
+    factories = _factories(names)
+    for kernel, factory in factories.items():  # its factory's constants are module constants for it
+        scoped = replace(names, sm=replace(sm, constants={**sm.constants, **sm.closures[kernel].constants}))
+        analyzed[kernel] = _analyze(scoped, sm.kernels[kernel])
+        analyzed[kernel].problem = analyzed[kernel].problem or _factory_problem(names, kernel, factory)
     problems: dict[str, Diagnostic] = {}
     kept: set[str] = set()
     used: set[str] = set()
@@ -492,7 +550,8 @@ def sanitize(path: str | Path, text: str, available: Collection[str] | None = No
             used.update(reads)
     lines = text.encode().split(b"\n")
     out = [b""] * len(lines)
-    for name in sorted(kept, key=lambda n: names.functions[n].lineno):
+    made = _write_factories(names, out, kept, factories)
+    for name in sorted(kept, key=lambda n: analyzed[n].node.lineno):
         f = analyzed[name]
         first = min([f.node.lineno] + f.decorator_lines + [d.lineno for d in f.node.decorator_list])
         if first < 2:
@@ -504,5 +563,6 @@ def sanitize(path: str | Path, text: str, available: Collection[str] | None = No
         for text_, line in zip(f.decorators, f.decorator_lines):
             out[line - 1] = b" " * f.node.col_offset + b"@" + text_.encode()
     out[0] = _prelude(names, used).encode()
-    source = b"\n".join(out).decode() + "\n" + "\n".join(_postlude(names, kept, used)) + "\n"
+    postlude = _postlude(names, kept, used) + made
+    source = b"\n".join(out).decode() + "\n" + "\n".join(postlude) + "\n"
     return SanitizedModule(Path(path), source, [k for k in sm.kernels if k in kept], problems)

@@ -225,3 +225,28 @@ def test_integer_power_of_runtime_values_is_refused_as_cutile_refuses_it(tmp_pat
     (result,) = run(path).results
     d = result.diagnostic
     assert d.construct == "operator" and (d.loc.line, d.loc.col) == (8, 27) and "cuTile Python" in d.message, d
+
+
+def test_a_factory_argument_every_call_gives_the_same_value_is_a_constant(tmp_path):
+    """`def make(occupancy): @ct.kernel(occupancy=occupancy) ...` with `K = make(4)` in the file: the kernel
+    is that one kernel (its hint 4); with calls that differ, the argument is a located `closure` refusal."""
+    src = """
+        def make(occupancy, scale):
+            @ct.kernel(occupancy=occupancy)
+            def k(x, y, TILE: ConstInt):
+                t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+                ct.store(y, index=(ct.bid(0),), tile=t * scale)
+            return k
+
+        K = make(4, scale=0.5)
+    """
+    path = write_kernels(tmp_path, src)
+    report = run(path)
+    assert report.ok, [str(r.diagnostic) for r in report.results]
+    text = module_text(report, path)
+    assert "#[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]" in text
+    assert "0.5f32" in entry_text(text, "k")
+    path = write_kernels(tmp_path, src.replace("K = make(4, scale=0.5)", "K = make(4, scale=0.5)\n        K2 = make(2, scale=0.5)"),
+                         name="two.py")
+    (result,) = run(path).results
+    assert result.diagnostic.construct == "closure" and "occupancy" in result.diagnostic.message

@@ -114,6 +114,9 @@ REAL_CAPTURES = [
     Capture("fill_from_constants_kernel", {"y": (F32, 1)}, {}, {"TILE": 128, "K": 4}),
     Capture("signed_shift_kernel", {"a": (I32, 1), "b": (I32, 1), "y": (I32, 1)}, {}, {"TILE": 128}),
     Capture("unsigned_shift_kernel", {"a": ("uint8", 1), "b": ("uint8", 1), "y": ("uint8", 1)}, {}, {"TILE": 128}),
+    # A kernel under a host decorator, and one a factory builds from its arguments (the capture had no kernel)
+    Capture("stacked_decorator_kernel", {"x": (F32, 1), "y": (F32, 1)}, {}, {"TILE": 128}),
+    Capture("factory_kernel", {"x": (F16, 1), "y": (F16, 1)}, {}, {"TILE": 128}),
 ]
 
 

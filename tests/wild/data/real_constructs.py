@@ -4,6 +4,15 @@
 import cuda.tile as ct
 
 ConstInt = ct.Constant[int]
+REGISTRY = {}
+
+
+def register(name):
+    """A host-side decorator stacked on kernels (never run by tileport)."""
+    def wrap(fn):
+        REGISTRY[name] = fn
+        return fn
+    return wrap
 
 
 def scaled_rows(t, b):
@@ -110,3 +119,24 @@ def unsigned_shift_kernel(a, b, y, TILE: ConstInt):
     t = ct.load(a, index=(ct.bid(0),), shape=(TILE,))
     u = ct.load(b, index=(ct.bid(0),), shape=(TILE,))
     ct.store(y, index=(ct.bid(0),), tile=(t >> 1) | (u << 2) | (t >> u))
+
+
+@register("stacked")
+@ct.kernel(occupancy=2)
+def stacked_decorator_kernel(x, y, TILE: ConstInt):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    ct.store(y, index=(ct.bid(0),), tile=t * 2.0)
+
+
+def make_scaled_kernel(occupancy, scale):
+    """A kernel factory closing over its arguments and a constant local."""
+    SHIFT = 2 * 3
+
+    @ct.kernel(occupancy=occupancy)
+    def factory_kernel(x, y, TILE: ConstInt):
+        t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+        ct.store(y, index=(ct.bid(0),), tile=t * scale + SHIFT)
+    return factory_kernel
+
+
+SCALED = make_scaled_kernel(4, scale=0.5)

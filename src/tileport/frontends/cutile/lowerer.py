@@ -165,9 +165,10 @@ def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
         return
     a = factory.args
     runtime = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
-    constants: dict[str, Any] = {}
-    scoped = ScannedModule(sm.path, sm.tree, sm.ct_names, sm.ct_imports, {**sm.constants}, sm.const_aliases,
-                           {}, {}, sm.math_names)
+    constants: dict[str, Any] = _factory_arguments(sm, factory)
+    runtime -= set(constants)
+    scoped = ScannedModule(sm.path, sm.tree, sm.ct_names, sm.ct_imports, {**sm.constants, **constants},
+                           sm.const_aliases, {}, {}, sm.math_names)
     for st in factory.body:  # straight-line constant locals; anything else is known only at run time
         names = [t.id for t in getattr(st, "targets", [getattr(st, "target", None)]) if isinstance(t, ast.Name)]
         if isinstance(st, (ast.Assign, ast.AnnAssign)) and len(names) == 1 and st.value is not None:
@@ -182,6 +183,35 @@ def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
         if kernel.name not in sm.kernels:
             sm.kernels[kernel.name] = kernel
             sm.closures[kernel.name] = Closure(factory.name, constants, runtime - {kernel.name})
+
+
+def _factory_arguments(sm: ScannedModule, factory: ast.FunctionDef) -> dict[str, Any]:
+    """Parameters of a kernel factory that every call of it in the file gives the same compile-time value
+    (`KERNEL = make(8)`; literals, module constants, or the parameter's default): the kernel it builds is
+    then that one kernel, and the value a constant of its closure."""
+    a = factory.args
+    if a.vararg or a.kwarg or a.posonlyargs:
+        return {}
+    params = [x.arg for x in a.args] + [x.arg for x in a.kwonlyargs]
+    defaults = dict(zip([x.arg for x in a.args][len(a.args) - len(a.defaults):], a.defaults))
+    defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+    calls = [n for n in ast.walk(sm.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == factory.name]
+    if not calls:
+        return {}
+    seen: dict[str, set] = {p: set() for p in params}
+    for call in calls:
+        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+            return {}
+        given = dict(zip(params[:len(a.args)], call.args)) | {k.arg: k.value for k in call.keywords}
+        for p in params:
+            node = given.get(p, defaults.get(p))
+            try:
+                value = _eval_const(sm, node) if node is not None else None
+            except (ValueError, TypeError, ZeroDivisionError, KeyError, RecursionError):
+                value = None
+            seen[p].add((type(value), value))
+    return {p: next(iter(v))[1] for p, v in seen.items() if len(v) == 1 and next(iter(v))[1] is not None}
 
 
 def _is_ct_attr(sm: ScannedModule, node: ast.AST, attr: str) -> bool:
