@@ -117,6 +117,10 @@ REAL_CAPTURES = [
     # A kernel under a host decorator, and one a factory builds from its arguments (the capture had no kernel)
     Capture("stacked_decorator_kernel", {"x": (F32, 1), "y": (F32, 1)}, {}, {"TILE": 128}),
     Capture("factory_kernel", {"x": (F16, 1), "y": (F16, 1)}, {}, {"TILE": 128}),
+    # Mixed precision: f16 / bf16 operands, f32 accumulator, f16 result
+    Capture("mixed_mma_kernel", {"a": (F16, 2), "b": (F16, 2), "c": (F16, 2)}, {}, {"TM": 64, "TN": 64, "TK": 32}),
+    Capture("mixed_mma_kernel", {"a": ("bfloat16", 2), "b": ("bfloat16", 2), "c": (F16, 2)}, {},
+            {"TM": 64, "TN": 64, "TK": 32}),
 ]
 
 

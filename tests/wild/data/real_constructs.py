@@ -140,3 +140,14 @@ def make_scaled_kernel(occupancy, scale):
 
 
 SCALED = make_scaled_kernel(4, scale=0.5)
+
+
+@ct.kernel
+def mixed_mma_kernel(a, b, c, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """16-bit operands into an f32 accumulator, stored as f16."""
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(a, 1, shape=(TM, TK))):
+        ta = ct.load(a, index=(ct.bid(0), k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        tb = ct.load(b, index=(k, ct.bid(1)), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(ta, tb, acc)
+    ct.store(c, index=(ct.bid(0), ct.bid(1)), tile=ct.astype(acc, ct.float16))

@@ -210,7 +210,9 @@ def materialize(lw, v: Value, node) -> Value:
 # cuTile operations cutile-rs 0.5.0 has a counterpart for but the translator does not lower yet: the hint
 # names the counterpart, so the user knows a hand port is possible.
 NOT_TRANSLATED = {
-    "mma_scaled": "not lowered yet; cutile-rs has mmaf_scaled for a hand port",
+    "mma_scaled": "cutile 0.5.0 can express it (mmaf_scaled: f8e4m3fn/f8e5m2/f4e2m1fn operands, f8e8m0fnu scales, "
+                  "sm_100), but tileport has no 8-bit or 4-bit float element types (array dtypes, the launcher "
+                  "ABI) yet, so it is not lowered; port it by hand with mmaf_scaled",
 }
 
 def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
