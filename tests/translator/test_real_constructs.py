@@ -250,3 +250,30 @@ def test_a_factory_argument_every_call_gives_the_same_value_is_a_constant(tmp_pa
                          name="two.py")
     (result,) = run(path).results
     assert result.diagnostic.construct == "closure" and "occupancy" in result.diagnostic.message
+
+
+def test_an_early_return_guards_the_rest_of_the_kernel(tmp_path):
+    """`if c: ..; return` then more statements: the port had `return;` in a branch, which cutile-rs refuses
+    ("`return` is only supported at the top level"); the rest now runs in the branches that do not return,
+    nested returns included."""
+    body = _entry(tmp_path, """
+        @ct.kernel
+        def k(x, y, a, b, TILE: ConstInt):
+            row = ct.bid(0)
+            if a > 0:
+                if b > 0:
+                    return
+                ct.store(y, index=(row,), tile=ct.zeros((TILE,), dtype=ct.float32))
+            ct.store(y, index=(row + 1,), tile=ct.load(x, index=(row,), shape=(TILE,)))
+    """, configs={"k": [{"x": "f32", "y": "f32", "a": "i32", "b": "i32", "TILE": 128}]})
+    assert "return" not in body, body
+    lines = [ln.strip() for ln in body.splitlines()]
+    at = lines.index("if cond {")
+    shape = [("if" if ln.startswith("if ") else ln) for ln in lines[at:] if ln.startswith(("if ", "}"))
+             or "[sum]" in ln or "[row]" in ln and "store" in ln]
+    assert shape == ["if", "if", "} else {", "let y_tok: Token = unsafe { store_view_raw(&y_view, c, [row], Some(y_token), ordering::Weak, "
+                     "scope::TileBlock, tma::Enabled, None, [false]) };",
+                     "unsafe { store_view_raw(&y_view_1, x_tile, [sum], Some(y_tok), ordering::Weak, scope::TileBlock, "
+                     "tma::Enabled, None, [false]) };", "}", "} else {",
+                     "unsafe { store_view_tko_mut(&mut y_out, x_tile, [sum], ordering::Weak, scope::TileBlock, None, "
+                     "tma::Enabled) };", "}", "}"], shape

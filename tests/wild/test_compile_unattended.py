@@ -121,6 +121,8 @@ REAL_CAPTURES = [
     Capture("mixed_mma_kernel", {"a": (F16, 2), "b": (F16, 2), "c": (F16, 2)}, {}, {"TM": 64, "TN": 64, "TK": 32}),
     Capture("mixed_mma_kernel", {"a": ("bfloat16", 2), "b": ("bfloat16", 2), "c": (F16, 2)}, {},
             {"TM": 64, "TN": 64, "TK": 32}),
+    Capture("early_return_kernel", {"x": (F32, 2), "ids": ("int64", 1), "y": (F32, 2)}, {"ignore_index": "int64"},
+            {"TILE": 128}),
 ]
 
 

@@ -151,3 +151,15 @@ def mixed_mma_kernel(a, b, c, TM: ConstInt, TN: ConstInt, TK: ConstInt):
         tb = ct.load(b, index=(k, ct.bid(1)), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
         acc = ct.mma(ta, tb, acc)
     ct.store(c, index=(ct.bid(0), ct.bid(1)), tile=ct.astype(acc, ct.float16))
+
+
+@ct.kernel
+def early_return_kernel(x, ids, y, ignore_index, TILE: ConstInt):
+    """Rows whose id is ignored are zeroed and the block returns early."""
+    row = ct.bid(0)
+    lbl = ct.load(ids, row, shape=())
+    if lbl == ignore_index:
+        ct.store(y, index=(row, 0), tile=ct.zeros((1, TILE), dtype=y.dtype))
+        return
+    t = ct.load(x, index=(row, 0), shape=(1, TILE))
+    ct.store(y, index=(row, 0), tile=t * 2.0)

@@ -611,7 +611,7 @@ class KernelLowerer:
                 if p.name in self.cfg.runtime:
                     self.weak_scalars.add(p.ident)
         try:
-            self.block(fn.body, fn)
+            self.block(guard_returns(fn.body), fn)
         except RecursionError:
             raise self.fail(self.stmt, "this statement nests too deeply to translate (an expression or a chain "
                             "of helper calls)", "nesting", "split it into several statements") from None
@@ -1331,6 +1331,36 @@ class KernelLowerer:
 _INT_RANGES = {f"{s}{bits}": ((-(1 << bits - 1), (1 << bits - 1) - 1) if s == "i" else (0, (1 << bits) - 1))
                for s in "iu" for bits in (8, 16, 32, 64)}
 _F32_MAX = 3.4028234663852886e38
+
+
+def guard_returns(stmts: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """A kernel body whose `if` branches return early, as nested branches instead: the statements after the
+    `if` move into each branch that does not end with a bare `return` (`if c: ..; return` then `rest` ->
+    `if c: .. else: rest`). cutile-rs lowers a `return` only at the end of the kernel body; cuTile Python
+    returns from the branch; both run `rest` exactly when no return was taken. A `return` in a loop stays
+    (cutile-rs refuses it, located)."""
+    for i, st in enumerate(stmts):
+        if not (isinstance(st, ast.If) and _may_return(st)):
+            continue
+        rest = list(stmts[i + 1:])
+        branches = [guard_returns(b[:-1] if _returns(b) else b + rest) for b in (st.body, st.orelse)]
+        then = branches[0] or [ast.copy_location(ast.Pass(), st)]
+        return [*stmts[:i], ast.copy_location(ast.If(st.test, then, branches[1]), st)]
+    return list(stmts)
+
+
+def _may_return(st: ast.stmt) -> bool:
+    """A `return` in `st` outside loops (and nested functions)."""
+    if isinstance(st, ast.Return):
+        return True
+    if isinstance(st, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    return any(_may_return(c) for c in ast.iter_child_nodes(st) if isinstance(c, ast.stmt))
+
+
+def _returns(stmts: Sequence[ast.stmt]) -> bool:
+    """The statements end with a bare `return` (always leave the kernel)."""
+    return bool(stmts) and isinstance(stmts[-1], ast.Return) and stmts[-1].value is None
 
 
 def _assigned_names(stmt: ast.stmt) -> set[str]:
