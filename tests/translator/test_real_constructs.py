@@ -277,3 +277,22 @@ def test_an_early_return_guards_the_rest_of_the_kernel(tmp_path):
                      "tma::Enabled, None, [false]) };", "}", "} else {",
                      "unsafe { store_view_tko_mut(&mut y_out, x_tile, [sum], ordering::Weak, scope::TileBlock, None, "
                      "tma::Enabled) };", "}", "}"], shape
+
+
+def test_casts_from_and_to_bool_as_cutile_converts_them(tmp_path):
+    """Refused once ("casts from or to bool are not supported yet"): bool -> float `itof` and bool -> int
+    `exti` (unsigned), float -> bool `ftoi` toward zero, int -> bool a comparison with zero."""
+    body = _entry(tmp_path, """
+        @ct.kernel
+        def k(x, y, z, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            m = t > 0.5
+            i = ct.astype(m, ct.int32)
+            f = ct.astype(m, ct.float32) + ct.astype(ct.astype(t, ct.bool_), ct.float32)
+            ct.store(y, index=(ct.bid(0),), tile=f)
+            ct.store(z, index=(ct.bid(0),), tile=ct.astype(ct.astype(i, ct.bool_), ct.int32))
+    """, configs={"k": [{"x": "f32", "y": "f32", "z": "i32", "TILE": 128}]})
+    assert has_line(body, "let m_f32: Tile<f32, { [TILE] }> = itof(m, rounding::NearestEven);"), body
+    assert has_line(body, "let i: Tile<i32, { [TILE] }> = exti(m);"), body
+    assert has_line(body, "let t_bool: Tile<bool, { [TILE] }> = ftoi(t, rounding::NearestIntToZero);"), body
+    assert "cmpi(i, " in body and "predicate::NotEqual" in body, body

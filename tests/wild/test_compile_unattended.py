@@ -121,6 +121,9 @@ REAL_CAPTURES = [
     Capture("mixed_mma_kernel", {"a": (F16, 2), "b": (F16, 2), "c": (F16, 2)}, {}, {"TM": 64, "TN": 64, "TK": 32}),
     Capture("mixed_mma_kernel", {"a": ("bfloat16", 2), "b": ("bfloat16", 2), "c": (F16, 2)}, {},
             {"TM": 64, "TN": 64, "TK": 32}),
+    # Casts from and to bool were refused
+    Capture("bool_cast_kernel", {"x": (F32, 1), "y": (F32, 1), "z": (I32, 1)}, {}, {"TILE": 128}),
+    Capture("bool_cast_kernel", {"x": (F16, 1), "y": (F32, 1), "z": (I32, 1)}, {}, {"TILE": 128}),
     Capture("early_return_kernel", {"x": (F32, 2), "ids": ("int64", 1), "y": (F32, 2)}, {"ignore_index": "int64"},
             {"TILE": 128}),
 ]

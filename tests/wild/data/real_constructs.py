@@ -163,3 +163,15 @@ def early_return_kernel(x, ids, y, ignore_index, TILE: ConstInt):
         return
     t = ct.load(x, index=(row, 0), shape=(1, TILE))
     ct.store(y, index=(row, 0), tile=t * 2.0)
+
+
+@ct.kernel
+def bool_cast_kernel(x, y, z, TILE: ConstInt):
+    """Casts from and to bool: unsigned conversions, an integer to bool a comparison with zero (as cuTile)."""
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    m = t > 0.5
+    f = ct.astype(m, ct.float32)
+    i = ct.astype(m, ct.int32)
+    b = ct.astype(t, ct.bool_)
+    ct.store(y, index=(ct.bid(0),), tile=f + ct.astype(i, ct.float32) + ct.astype(b, ct.float32))
+    ct.store(z, index=(ct.bid(0),), tile=ct.astype(ct.astype(i, ct.bool_), ct.int32))

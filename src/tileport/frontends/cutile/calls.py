@@ -683,6 +683,9 @@ def astype(lw, x, dtype_v, rounding_v, node) -> Ref:
         x = lw.b.to_tile(lw.scalar_atom(x, node), dtype, (), lw.loc(node))
     if not isinstance(x, Ref):
         raise lw.fail(node, "ct.astype expects a tile or scalar", "ct.astype")
+    if dtype == "bool" and isinstance(x.ty, TileT) and x.ty.dtype != "bool" \
+            and all(T.is_int(d) for d in lw.b.dspace.values(x.ty.dtype)):
+        return compare(lw, "!=", x, CV(0), node)  # an integer to bool: cuTile compares with zero
     return lw.b.cast(x, dtype, lw.loc(node), rounding)
 
 
