@@ -296,3 +296,15 @@ def test_casts_from_and_to_bool_as_cutile_converts_them(tmp_path):
     assert has_line(body, "let i: Tile<i32, { [TILE] }> = exti(m);"), body
     assert has_line(body, "let t_bool: Tile<bool, { [TILE] }> = ftoi(t, rounding::NearestIntToZero);"), body
     assert "cmpi(i, " in body and "predicate::NotEqual" in body, body
+
+
+def test_a_gather_from_a_0d_array_is_located_not_an_internal_error(tmp_path):
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, g, TILE: ConstInt):
+            s = ct.gather(g, (), check_bounds=False)
+            ct.store(x, index=(ct.bid(0),), tile=ct.load(x, index=(ct.bid(0),), shape=(TILE,)) * s)
+    """)
+    (result,) = run(path).results
+    d = result.diagnostic
+    assert d.construct == "ct.gather" and (d.loc.line, d.loc.col) == (8, 9) and "0-d array" in d.message, d

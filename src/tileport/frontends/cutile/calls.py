@@ -465,6 +465,9 @@ def _indices(lw, v, rank, node, fn) -> list[Ref | Atom]:
     items = list(v) if isinstance(v, tuple) else [v]
     if len(items) != rank:
         raise lw.fail(node, f"ct.{fn}: {len(items)} index tiles for an array of rank {rank}", f"ct.{fn}")
+    if rank == 0:  # a 0-d tensor (a scalar loss gradient): no launcher or capture path takes rank 0 yet
+        raise lw.fail(node, f"ct.{fn} of a 0-d array is not supported yet", f"ct.{fn}",
+                      "pass the value as a 1-element array and gather index 0, or as a scalar parameter")
     out = []
     for it in items:
         if isinstance(it, Ref) and isinstance(it.ty, TileT):
