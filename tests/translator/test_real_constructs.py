@@ -308,3 +308,23 @@ def test_a_gather_from_a_0d_array_is_located_not_an_internal_error(tmp_path):
     (result,) = run(path).results
     d = result.diagnostic
     assert d.construct == "ct.gather" and (d.loc.line, d.loc.col) == (8, 9) and "0-d array" in d.message, d
+
+
+def test_bitwise_on_a_dtype_conditional_integer_type_gets_one_entry_per_dtype(tmp_path):
+    """`it = ct.int32 if a.dtype == ct.float32 else ct.int16` and a literal of `it`: "literal of generic
+    integer type E2" (cutile-rs spells no such literal); now one entry per dtype, each with its literal."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(a, y, TILE: ConstInt):
+            t = ct.load(a, index=(ct.bid(0),), shape=(TILE,))
+            it = ct.int32 if a.dtype == ct.float32 else ct.int16
+            bits = ct.bitcast(t, it)
+            mask = ct.full((TILE,), 0x7F, dtype=it)
+            ct.store(y, index=(ct.bid(0),), tile=ct.bitcast((bits & ~mask) | (bits ^ mask), a.dtype))
+    """)
+    report = run(path, {"k": [{"a": "f32", "y": "f32", "TILE": 128}, {"a": "f16", "y": "f16", "TILE": 128}]})
+    (result,) = report.results
+    assert result.ok and result.entries == ["k_f32", "k_f16"], result.diagnostic
+    text = module_text(report, path)
+    assert has_line(entry_text(text, "k_f32"), "let mask: Tile<i32, { [TILE] }> = constant(127i32, shape![TILE]);")
+    assert has_line(entry_text(text, "k_f16"), "let mask: Tile<i16, { [TILE] }> = constant(127i16, shape![TILE]);")

@@ -124,6 +124,9 @@ REAL_CAPTURES = [
     # Casts from and to bool were refused
     Capture("bool_cast_kernel", {"x": (F32, 1), "y": (F32, 1), "z": (I32, 1)}, {}, {"TILE": 128}),
     Capture("bool_cast_kernel", {"x": (F16, 1), "y": (F32, 1), "z": (I32, 1)}, {}, {"TILE": 128}),
+    # A literal of an integer dtype chosen by the arrays' dtype: one entry per dtype (was: no Rust spelling)
+    Capture("dtype_bits_kernel", {"a": (F32, 1), "y": (F32, 1)}, {}, {"TILE": 128}),
+    Capture("dtype_bits_kernel", {"a": (F16, 1), "y": (F16, 1)}, {}, {"TILE": 128}),
     Capture("early_return_kernel", {"x": (F32, 2), "ids": ("int64", 1), "y": (F32, 2)}, {"ignore_index": "int64"},
             {"TILE": 128}),
 ]

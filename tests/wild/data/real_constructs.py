@@ -175,3 +175,13 @@ def bool_cast_kernel(x, y, z, TILE: ConstInt):
     b = ct.astype(t, ct.bool_)
     ct.store(y, index=(ct.bid(0),), tile=f + ct.astype(i, ct.float32) + ct.astype(b, ct.float32))
     ct.store(z, index=(ct.bid(0),), tile=ct.astype(ct.astype(i, ct.bool_), ct.int32))
+
+
+@ct.kernel
+def dtype_bits_kernel(a, y, TILE: ConstInt):
+    """Bitwise operators on a dtype chosen by the array's dtype, with literals of that dtype."""
+    t = ct.load(a, index=(ct.bid(0),), shape=(TILE,))
+    it = ct.int32 if a.dtype == ct.float32 else ct.int16
+    bits = ct.bitcast(t, it)
+    mask = ct.full((TILE,), 0x7F, dtype=it)
+    ct.store(y, index=(ct.bid(0),), tile=ct.bitcast((bits & ~mask) | (bits ^ mask), a.dtype))

@@ -1407,6 +1407,11 @@ def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig, naming: Naming
     kernels = _lower_configured(sm, name, cfg, naming) if cfg.configs else _lower_unconfigured(sm, name, cfg, naming)
     if len(kernels) != 1 or not kernels[0].dtype_vars:
         return kernels
+    if _generic_int_literal(kernels[0]):  # cutile-rs spells no literal of a generic integer type: one per dtype
+        arrays = _generic_arrays(kernels[0])
+        combos = list(dict.fromkeys(zip(*(kernels[0].dtype_vars[p.ty.dtype] for p in arrays))))
+        split = _split_by_fma(sm, name, cfg, kernels[0], [(None, [c]) for c in combos], naming)
+        return split if split is not None else kernels
     groups = _fma_groups(sm, name, cfg, kernels[0], naming)
     if groups is None:
         return kernels
@@ -1425,6 +1430,22 @@ DtypeCombo = tuple[str, ...]  # the dtypes of a kernel's generic arrays, in para
 # What must be equal for dtype combinations to share one entry: the fused a*b+c pairs and the alignments
 # cuTile Python assumes for the kernel's `Array.slice` views (a byte offset: a multiple of the element size).
 DtypeFacts = tuple[int, tuple[int, ...]]
+
+
+def _generic_int_literal(kernel: Kernel) -> bool:
+    """A literal (a fill, an operand) of an integer type the kernel is generic over (`ct.full(.., 0x7F,
+    dtype=ct.int32 if x.dtype == ct.float32 else ct.int16)`)."""
+    def generic_int(dt) -> bool:
+        return isinstance(dt, DVar) and all(T.is_int(d) for d in kernel.dtype_vars.get(dt, ("f32",)))
+    for st in walk(kernel.body):
+        op = getattr(st, "op", None)
+        if op is None:
+            continue
+        if op.kind == "full" and generic_int(op.ty.dtype):
+            return True
+        if any(isinstance(a, Lit) and generic_int(a.ty.dtype) for a in op.args):
+            return True
+    return False
 
 
 def _view_alignments(kernel: Kernel) -> tuple[int, ...]:
