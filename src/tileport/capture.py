@@ -52,6 +52,15 @@ def _register_source(sanitized: SanitizedModule) -> None:
     linecache.cache[str(sanitized.path)] = (len(sanitized.source), None, lines, str(sanitized.path))
 
 
+def _cuda_tile_names() -> frozenset[str] | None:
+    """What `from cuda.tile import X` can import here (None without cuda.tile: then nothing is checked)."""
+    try:
+        import cuda.tile
+    except ImportError:
+        return None
+    return frozenset(dir(cuda.tile))
+
+
 def _load(path: str | Path) -> tuple[dict, SanitizedModule]:
     resolved = Path(path).resolve()
     try:
@@ -61,7 +70,7 @@ def _load(path: str | Path) -> tuple[dict, SanitizedModule]:
     key = (str(resolved), hashlib.sha256(text.encode()).hexdigest())
     if key not in _MODULES:
         try:
-            sanitized = sanitize(resolved, text)
+            sanitized = sanitize(resolved, text, _cuda_tile_names())
         except SourceError as e:
             raise CaptureError(f"{path}: {e.diagnostic}") from None
         name = f"tileport_kernels_{key[1][:16]}"

@@ -6,11 +6,14 @@ with the user's file so that cuTile's locations point at the user's lines:
 
 | in the user's file                                       | in the sanitized module                   |
 |----------------------------------------------------------|-------------------------------------------|
-| `import cuda.tile as ct`, `from cuda.tile import X`, `import math` | the same imports (line 1)       |
+| `import cuda.tile as ct`, `import math`                  | the same imports (line 1)                 |
+| `from cuda.tile import X` (any `cuda.tile.*` module)     | `from cuda.tile import X`, if a kernel uses it (line 1) |
 | module constants (`BLOCK = 64 * 2`, `math.pi / 2`)       | values folded by the frontend (line 1)    |
 | aliases (`PAD = ct.PaddingMode.ZERO`, `DT = torch.float16`, `ConstInt = ct.Constant[int]`, `h2 = helper`) |
 |                                                          | resolved assignments (last line)          |
 | `@ct.kernel` functions and the helpers they use          | the same lines; other decorators dropped  |
+| `def make(occupancy): SHIFT = 6; @ct.kernel(..) def k..; return k` with `K = make(4)` in the file |
+|                                                          | `def make(occupancy):`, `SHIFT = 6`, the kernel and `return (k,)` on the factory's lines; `(k,) = make(occupancy=4)` last |
 | `@ct.kernel(...)`/`@ct.function(...)` arguments          | kept when static (literals, `ct.*` calls) |
 | annotations                                              | resolved `ct`/builtin ones, others dropped|
 | default arguments                                        | literals and constants; others dropped    |
@@ -28,9 +31,9 @@ from __future__ import annotations
 import ast
 import builtins
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from tileport.diagnostics import Diagnostic
 from tileport.frontends.cutile.lowerer import ScannedModule, _eval_const, _is_ct_attr, loc_of, scan_module
@@ -224,6 +227,7 @@ class _Function:
     edits: list[_Edit]
     uses: set[str]  # top-level functions it references
     problem: Diagnostic | None = None
+    free: dict[str, ast.AST] = field(default_factory=dict)  # module names it reads -> first read
 
 
 def _locals(fn: ast.FunctionDef) -> set[str]:
@@ -371,7 +375,37 @@ def _analyze(names: _Names, fn: ast.FunctionDef) -> _Function:
     _decorators(names, fn, f)
     _signature(names, fn, f)
     _body(names, fn, f)
+    local = _locals(fn)
+    for n in ast.walk(fn):  # decorators, annotations and defaults too: they are evaluated in the module
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local:
+            f.free.setdefault(n.id, n)
     return f
+
+
+def _module_names(names: _Names, functions: list[_Function]) -> dict[str, ast.AST]:
+    """The module-level names `functions` read, through the aliases they use (name -> where it is read)."""
+    out: dict[str, ast.AST] = {}
+    for f in functions:
+        for name, node in f.free.items():
+            out.setdefault(name, node)
+    todo = [n for n in out if n in names.aliases]
+    while todo:
+        for n in ast.walk(names.aliases[todo.pop()]):
+            if isinstance(n, ast.Name) and n.id not in out:
+                out[n.id] = n
+                if n.id in names.aliases:
+                    todo.append(n.id)
+    return out
+
+
+def _missing_import(names: _Names, used: dict[str, ast.AST], available: Collection[str] | None) -> Diagnostic | None:
+    """A `from cuda.tile import X` the kernel uses that the installed cuda.tile does not have."""
+    for name, node in used.items():
+        attr = names.sm.ct_imports.get(name)
+        if attr is not None and available is not None and attr not in available:
+            return _problem(names, node, "import", f"`{name}` is `cuda.tile.{attr}`, which the installed cuda.tile "
+                            "does not have", "use a cuda.tile name of the installed version (cuda-tile 1.7.0)")
+    return None
 
 
 # ---------------------------------------------------------------- the module
@@ -387,12 +421,15 @@ def _apply(lines: list[bytes], edits: list[_Edit]) -> None:
         lines[l0:l1] = [b""] * (l1 - l0)
 
 
-def _prelude(names: _Names) -> str:
+def _prelude(names: _Names, used: Collection[str]) -> str:
+    """Imports and folded constants on line 1: of cuda.tile's names, only those the kept kernels use (an
+    import for host code, or of a name the installed cuda.tile lacks, would stop every kernel of the file)."""
     sm = names.sm
     # postponed annotations: one annotation cuTile lacks fails only the kernel that carries it
     parts = ["from __future__ import annotations", f"import cuda.tile as {CT}", f"import math as {MATH}"]
     parts += [f"import cuda.tile as {n}" for n in sorted(sm.ct_names)]
-    parts += [f"from cuda.tile import {attr} as {local}" for local, attr in sorted(sm.ct_imports.items())]
+    parts += [f"from cuda.tile import {attr} as {local}" for local, attr in sorted(sm.ct_imports.items())
+              if local in used]
     parts += [f"import math as {n}" for n in sorted(sm.math_names)]
     for name, value in sm.constants.items():
         lit = _literal(value)
@@ -401,10 +438,12 @@ def _prelude(names: _Names) -> str:
     return "; ".join(parts)
 
 
-def _postlude(names: _Names, defined: set[str]) -> list[str]:
-    """Aliases the kernels may use, resolved (functions only when defined)."""
+def _postlude(names: _Names, defined: set[str], used: Collection[str]) -> list[str]:
+    """Aliases the kept kernels use, resolved (functions only when defined)."""
     out = []
     for name, value in names.aliases.items():
+        if name not in used:
+            continue
         target = _resolve_function(names, name)
         if target is not None:
             if target in defined and target != name:
@@ -426,8 +465,62 @@ def _closure(functions: dict[str, _Function], roots: list[str]) -> list[str]:
     return seen
 
 
-def sanitize(path: str | Path, text: str) -> SanitizedModule:
-    """The module text cuTile compiles instead of the user's file (see the module docstring)."""
+def _factories(names: _Names) -> dict[str, ast.FunctionDef]:
+    """Kernels built by a factory function of the module: kernel -> its factory."""
+    out = {}
+    for kernel, closure in names.sm.closures.items():
+        factory = names.functions.get(closure.factory)
+        if factory is not None:
+            out[kernel] = factory
+    return out
+
+
+def _factory_problem(names: _Names, kernel: str, factory: ast.FunctionDef) -> Diagnostic | None:
+    """A factory kernel is rebuilt inside a generated function of the factory's name, lines kept, which the
+    module calls with the values of the factory's parameters: the kernel must be a direct statement of its
+    factory, followed by a line of the factory (its `return`) that can return it."""
+    node = names.sm.kernels[kernel]
+    if node not in factory.body:
+        return _problem(names, node, "factory", f"`{kernel}` is nested in a block of its factory `{factory.name}`",
+                        "define the kernel directly in the factory's body")
+    if factory.end_lineno <= max(k.end_lineno for k in factory.body if isinstance(k, ast.FunctionDef)):
+        return _problem(names, node, "factory", f"the factory `{factory.name}` ends with the definition of "
+                        f"`{kernel}`", "return the kernel from the factory")
+    if any(_literal(v) is None for v in names.sm.closures[kernel].constants.values()):
+        return _problem(names, node, "factory", f"the factory `{factory.name}` of `{kernel}` binds a value that "
+                        "is no number", "make it a module constant or a ct.Constant parameter")
+    return None
+
+
+def _write_factories(names: _Names, out: list[bytes], kept: set[str], factories: dict[str, ast.FunctionDef]) -> list[str]:
+    """Each factory of kept kernels as a generated function (its header, its constant locals, the kernels,
+    a `return` of them) on the factory's own lines; the statements that call it (postlude lines)."""
+    calls = []
+    for factory in sorted({id(f): f for k, f in factories.items() if k in kept}.values(), key=lambda f: f.lineno):
+        kernels = [k for k in sorted(kept) if factories.get(k) is factory]
+        closure = names.sm.closures[kernels[0]]
+        a = factory.args
+        params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+        pad, body_pad = b" " * factory.col_offset, b" " * factory.body[0].col_offset
+        out[factory.lineno - 1] = pad + f"def {factory.name}({', '.join(params)}):".encode()
+        for st in factory.body:
+            targets = st.targets if isinstance(st, ast.Assign) else [getattr(st, "target", None)]
+            bound = {t.id for t in targets if isinstance(t, ast.Name)}
+            if isinstance(st, (ast.Assign, ast.AnnAssign)) and len(bound) == 1 and bound <= set(closure.constants):
+                (name,) = bound
+                out[st.lineno - 1] = body_pad + f"{name} = {ast.unparse(_literal(closure.constants[name]))}".encode()
+        out[factory.end_lineno - 1] = body_pad + f"return ({', '.join(kernels)},)".encode()
+        args = ", ".join(f"{p}={ast.unparse(_literal(closure.constants[p])) if p in closure.constants else None}"
+                         for p in params)
+        calls.append(f"({', '.join(kernels)},) = {factory.name}({args})")
+    return calls
+
+
+def sanitize(path: str | Path, text: str, available: Collection[str] | None = None) -> SanitizedModule:
+    """The module text cuTile compiles instead of the user's file (see the module docstring).
+
+    `available`: the names the installed cuda.tile has; a kernel that imports another one is not defined
+    (a located problem), the file's other kernels are."""
     try:
         sm = scan_module(str(path), text)
     except Diagnostic as d:
@@ -437,18 +530,28 @@ def sanitize(path: str | Path, text: str) -> SanitizedModule:
                                      "module")) from None
     names = _names(sm)
     analyzed = {name: _analyze(names, fn) for name, fn in names.functions.items()}
+    factories = _factories(names)
+    for kernel, factory in factories.items():  # its factory's constants are module constants for it
+        scoped = replace(names, sm=replace(sm, constants={**sm.constants, **sm.closures[kernel].constants}))
+        analyzed[kernel] = _analyze(scoped, sm.kernels[kernel])
+        analyzed[kernel].problem = analyzed[kernel].problem or _factory_problem(names, kernel, factory)
     problems: dict[str, Diagnostic] = {}
     kept: set[str] = set()
+    used: set[str] = set()
     for kernel in sm.kernels:
         reach = _closure(analyzed, [kernel])
-        bad = next((analyzed[n].problem for n in reach if analyzed[n].problem), None)
+        reads = _module_names(names, [analyzed[n] for n in reach])
+        bad = next((analyzed[n].problem for n in reach if analyzed[n].problem), None) \
+            or _missing_import(names, reads, available)
         if bad is not None:
             problems[kernel] = bad
         else:
             kept.update(reach)
+            used.update(reads)
     lines = text.encode().split(b"\n")
     out = [b""] * len(lines)
-    for name in sorted(kept, key=lambda n: names.functions[n].lineno):
+    made = _write_factories(names, out, kept, factories)
+    for name in sorted(kept, key=lambda n: analyzed[n].node.lineno):
         f = analyzed[name]
         first = min([f.node.lineno] + f.decorator_lines + [d.lineno for d in f.node.decorator_list])
         if first < 2:
@@ -459,6 +562,7 @@ def sanitize(path: str | Path, text: str) -> SanitizedModule:
         out[f.node.lineno - 1:f.node.end_lineno] = body[f.node.lineno - 1:f.node.end_lineno]
         for text_, line in zip(f.decorators, f.decorator_lines):
             out[line - 1] = b" " * f.node.col_offset + b"@" + text_.encode()
-    out[0] = _prelude(names).encode()
-    source = b"\n".join(out).decode() + "\n" + "\n".join(_postlude(names, kept)) + "\n"
+    out[0] = _prelude(names, used).encode()
+    postlude = _postlude(names, kept, used) + made
+    source = b"\n".join(out).decode() + "\n" + "\n".join(postlude) + "\n"
     return SanitizedModule(Path(path), source, [k for k in sm.kernels if k in kept], problems)

@@ -98,3 +98,105 @@ def test_wild_style_kernel_captures(tmp_path, text, capture):
     assert "torch" not in s.source and "np." not in s.source and "cp." not in s.source
     ir = disassemble(reference_bytecode(path, capture))
     assert capture.kernel in ir
+
+
+# A name the installed cuda.tile lacks, imported for host code (an autotuner) or for one kernel only: the
+# rebuilt module imported every name of the file, so one failed import stopped every kernel's capture.
+UNUSED_IMPORTS = '''\
+import cuda.tile as ct
+from cuda.tile import something_new_in_a_later_release
+from cuda.tile.tune import exhaustive_search as search
+from cuda.tile import RoundingMode as RM
+
+ConstInt = ct.Constant[int]
+TUNER = search
+
+
+@ct.kernel
+def scale_kernel(x, y, TILE: ConstInt):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    ct.store(y, index=(ct.bid(0),), tile=ct.truediv(t, 3.0, rounding_mode=RM.APPROX))
+
+
+@ct.kernel
+def new_kernel(x, TILE: ConstInt):
+    something_new_in_a_later_release(x)
+
+
+def tune(x, y):
+    return TUNER(scale_kernel, x, y)
+'''
+
+
+def test_imports_the_kernels_do_not_use_are_left_out(tmp_path):
+    path = tmp_path / "unused_imports.py"
+    path.write_text(UNUSED_IMPORTS)
+    s = sanitize(path, UNUSED_IMPORTS, available={"RoundingMode", "exhaustive_search"})
+    assert "something_new" not in s.source and "search" not in s.source and "TUNER" not in s.source
+    assert "from cuda.tile import RoundingMode as RM" in s.source
+    assert s.kernels == ["scale_kernel"]
+    problem = s.problems["new_kernel"]
+    assert problem.construct == "import" and (problem.loc.line, problem.loc.col) == (18, 5), problem
+    assert "something_new_in_a_later_release" in problem.message
+    capture = Capture("scale_kernel", {"x": ("float32", 1), "y": ("float32", 1)}, {}, {"TILE": 64})
+    assert "scale_kernel" in disassemble(reference_bytecode(path, capture))
+
+
+FACTORIES = '''\
+import cuda.tile as ct
+import torch
+
+ConstInt = ct.Constant[int]
+
+
+def make_add(occupancy, bias):
+    STEP = 2 * 4
+
+    @ct.kernel(occupancy=occupancy)
+    def add_kernel(x, y, TILE: ConstInt):
+        t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+        ct.store(y, index=(ct.bid(0),), tile=t + bias * STEP)
+    return add_kernel
+
+
+def make_mul(occupancy):
+    @ct.kernel(occupancy=occupancy)
+    @torch.compiler.disable
+    def mul_kernel(x, y, TILE: ConstInt):
+        t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+        ct.store(y, index=(ct.bid(0),), tile=t * 3.0)
+    return mul_kernel
+
+
+def make_nested(flag):
+    if flag:
+        @ct.kernel
+        def nested_kernel(x, TILE: ConstInt):
+            pass
+        return nested_kernel
+
+
+ADD = make_add(4, bias=0.5)
+MUL = make_mul(occupancy=2)
+'''
+
+
+def test_kernels_built_by_factories_capture_with_their_closures(tmp_path):
+    """A kernel built by a factory (closing over the factory's arguments, the same in every call of the file,
+    and its constant locals) had no capture ("has no kernel"): the factory is rebuilt as a generated
+    function on its own lines and called with those values; two factories may use the same names."""
+    path = tmp_path / "factories.py"
+    path.write_text(FACTORIES)
+    s = sanitize(path, FACTORIES)
+    assert s.kernels == ["add_kernel", "mul_kernel"], s.problems
+    assert s.problems["nested_kernel"].construct == "factory"
+    assert "(add_kernel,) = make_add(occupancy=4, bias=0.5)" in s.source
+    lines = s.source.splitlines()
+    assert lines[10 - 1] == "    @ct.kernel(occupancy=4)" and lines[8 - 1] == "    STEP = 8"
+    for kernel, hint in (("add_kernel", "occupancy = 4"), ("mul_kernel", "occupancy = 2")):
+        ir = disassemble(reference_bytecode(path, Capture(kernel, {"x": ("float32", 1), "y": ("float32", 1)}, {},
+                                                          {"TILE": 64})))
+        assert f"optimization_hints=<default = {{{hint}}}>" in ir, ir
+    add = disassemble(reference_bytecode(path, Capture("add_kernel", {"x": ("float32", 1), "y": ("float32", 1)},
+                                                       {}, {"TILE": 64})))
+    assert "constant <f32: 4.000000e+00>" in add, add  # bias * STEP = 0.5 * 8, folded from the closure

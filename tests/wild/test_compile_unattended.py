@@ -1,4 +1,5 @@
-"""The constructs of tests/wild/data/unattended.py, compiled and IR-diffed against cuTile Python.
+"""The constructs of tests/wild/data/unattended.py and real_constructs.py, compiled and IR-diffed against
+cuTile Python.
 
 Same method as tests/translator/test_compile_constructs.py: one crate (cargo, dev profile), then for
 every capture both sides' Tile IR, sm_90 cubins, and the structural IR diff with no CRITICAL finding.
@@ -21,6 +22,7 @@ from tileport.translate import translate
 pytestmark = pytest.mark.cargo
 
 DATA = Path(__file__).parent / "data" / "unattended.py"
+REAL = Path(__file__).parent / "data" / "real_constructs.py"  # built into the same crate
 REPO = Path(__file__).resolve().parents[2]
 F32, F16, I32 = "float32", "float16", "int32"
 
@@ -92,10 +94,47 @@ CAPTURES = [
     Capture("slice_inplace_kernel", {"x": (F32, 1)}, {}, {"TILE": 128}),
 ]
 
+# Kernels of REAL: constructs and translator slips seen on real packages.
+REAL_CAPTURES = [
+    # Was a slip: the helper's `b = ct.astype(b, ..)` rebound the caller's `b` (the block index) in Rust.
+    Capture("helper_rebinds_param_kernel", {"x": (F32, 2), "w": (F32, 2), "y": (F32, 2)}, {}, {"TILE": 128}),
+    # Was a slip: the token of the atomic in a `while` condition was read by the body and after the loop as
+    # a name local to the condition's block (`locks_tok` not in scope).
+    Capture("spin_lock_kernel", {"x": (F32, 1), "acc": (F32, 1), "locks": (I32, 1)}, {}, {"TILE": 128, "GROUPS": 4}),
+    # Was a slip: `a and b` of runtime scalars was `a & b`; cuTile short-circuits it (`if a { b } else { a }`).
+    Capture("transpose_kernel", {"x": (F32, 2), "y": (F32, 2)}, {}, {"TM": 32, "TN": 64}),
+    # Arrays whose rank shows only in a scalar index; a tile index read from memory as i64 (cuTile: trunci)
+    Capture("scalar_index_kernel", {"x": (F32, 2), "ids": ("int64", 1), "scale": (F32, 1), "y": (F32, 2)}, {},
+            {"TILE": 128}),
+    Capture("scalar_index_kernel", {"x": (F16, 2), "ids": ("int64", 1), "scale": (F16, 1), "y": (F16, 2)}, {},
+            {"TILE": 128}),
+    # A variable first defined in both branches of a runtime `if` ("undefined name" after it): an if result
+    Capture("branch_defines_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": I32}, {"TILE": 128}),
+    # A fill computed from constants was refused
+    Capture("fill_from_constants_kernel", {"y": (F32, 1)}, {}, {"TILE": 128, "K": 4}),
+    Capture("signed_shift_kernel", {"a": (I32, 1), "b": (I32, 1), "y": (I32, 1)}, {}, {"TILE": 128}),
+    Capture("unsigned_shift_kernel", {"a": ("uint8", 1), "b": ("uint8", 1), "y": ("uint8", 1)}, {}, {"TILE": 128}),
+    # A kernel under a host decorator, and one a factory builds from its arguments (the capture had no kernel)
+    Capture("stacked_decorator_kernel", {"x": (F32, 1), "y": (F32, 1)}, {}, {"TILE": 128}),
+    Capture("factory_kernel", {"x": (F16, 1), "y": (F16, 1)}, {}, {"TILE": 128}),
+    # Mixed precision: f16 / bf16 operands, f32 accumulator, f16 result
+    Capture("mixed_mma_kernel", {"a": (F16, 2), "b": (F16, 2), "c": (F16, 2)}, {}, {"TM": 64, "TN": 64, "TK": 32}),
+    Capture("mixed_mma_kernel", {"a": ("bfloat16", 2), "b": ("bfloat16", 2), "c": (F16, 2)}, {},
+            {"TM": 64, "TN": 64, "TK": 32}),
+    # Casts from and to bool were refused
+    Capture("bool_cast_kernel", {"x": (F32, 1), "y": (F32, 1), "z": (I32, 1)}, {}, {"TILE": 128}),
+    Capture("bool_cast_kernel", {"x": (F16, 1), "y": (F32, 1), "z": (I32, 1)}, {}, {"TILE": 128}),
+    # A literal of an integer dtype chosen by the arrays' dtype: one entry per dtype (was: no Rust spelling)
+    Capture("dtype_bits_kernel", {"a": (F32, 1), "y": (F32, 1)}, {}, {"TILE": 128}),
+    Capture("dtype_bits_kernel", {"a": (F16, 1), "y": (F16, 1)}, {}, {"TILE": 128}),
+    Capture("early_return_kernel", {"x": (F32, 2), "ids": ("int64", 1), "y": (F32, 2)}, {"ignore_index": "int64"},
+            {"TILE": 128}),
+]
 
-def configs() -> dict[str, KernelConfig]:
+
+def configs(captures: list[Capture]) -> dict[str, KernelConfig]:
     by_kernel: dict[str, list[Capture]] = {}
-    for c in _captures():
+    for c in captures:
         by_kernel.setdefault(c.kernel, []).append(c)
     return {k: KernelConfig(tuple(_config_entry(c) for c in caps),
                             {n: rank for c in caps for n, (_dt, rank) in c.arrays.items()})
@@ -103,33 +142,51 @@ def configs() -> dict[str, KernelConfig]:
 
 
 @pytest.fixture(scope="module")
-def verified(tmp_path_factory):
+def built(tmp_path_factory):
+    """(report, library) of DATA and REAL in one crate: one translation, one cargo build."""
     if shutil.which("cargo") is None:
         pytest.skip("cargo is not installed")
-    if toolchain.tileiras() is None or toolchain.tileirdisasm() is None:
-        pytest.skip("tileiras/tileirdisasm not found (bash scripts/setup.sh)")
     from tileport.runtime.library import KernelLibrary, build
-    from tileport.verify import verify_capture
     crate = tmp_path_factory.mktemp("unattended") / "crate"
-    report = translate([str(DATA)], crate, {str(DATA): configs()}, crate="tileport_unattended")
+    report = translate([str(DATA), str(REAL)], crate, {str(DATA): configs(_captures()),
+                                                       str(REAL): configs(REAL_CAPTURES)}, crate="tileport_unattended")
     assert report.ok, [str(r.diagnostic) for r in report.results if not r.ok]
     shutil.copy(REPO / "rust" / "Cargo.lock", crate / "Cargo.lock")
-    lib = KernelLibrary(build(crate, "dev"), crate / "kernels.json")
+    return report, KernelLibrary(build(crate, "dev"), crate / "kernels.json")
 
-    def one(capture):
-        return verify_capture(lib, DATA, capture, None, archs=("sm_90",))
+
+@pytest.fixture(scope="module")
+def verified(built):
+    if toolchain.tileiras() is None or toolchain.tileirdisasm() is None:
+        pytest.skip("tileiras/tileirdisasm not found (bash scripts/setup.sh)")
+    from tileport.verify import verify_capture
+    _, lib = built
+
+    def one(item):
+        path, capture = item
+        return verify_capture(lib, path, capture, None, archs=("sm_90",))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(one, _captures()))
+        results = list(pool.map(one, [(DATA, c) for c in _captures()] + [(REAL, c) for c in REAL_CAPTURES]))
     for r in results:
         print(f"  {r.capture:60s} {r.verdict:16s} {r.critical}/{r.warn}/{r.info} {r.error}")
     return {r.capture: r for r in results}
+
+
+def test_kernels_translated_without_values_compile(built):
+    """REAL's kernels without a capture are translated with no configuration (runtime and const-generic
+    constants, bool entries) and must compile: cuTile folds their constants, so no reference IR matches."""
+    report, lib = built
+    entries = {r.kernel: r.entries for r in report.results if r.file == str(REAL)}
+    assert entries["unvalued_constants_kernel"] == ["unvalued_constants_kernel_flag0",
+                                                    "unvalued_constants_kernel_flag1"]
+    assert "unvalued_constants_kernel" in lib.entries
 
 
 def _captures() -> list[Capture]:
     return [c.values[0] if hasattr(c, "values") else c for c in CAPTURES]
 
 
-@pytest.mark.parametrize("capture", CAPTURES, ids=[c.label for c in _captures()])
+@pytest.mark.parametrize("capture", CAPTURES + REAL_CAPTURES, ids=[c.label for c in _captures() + REAL_CAPTURES])
 def test_construct_ir_matches_reference(verified, capture):
     r = verified[capture.label]
     assert not r.error, r.error

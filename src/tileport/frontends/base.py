@@ -26,13 +26,16 @@ class KernelConfig:
     Each configuration maps array and scalar parameters to a dtype name ("f16", "i32", ...) and
     constant parameters to a value. `ranks` gives array ranks when they are known from outside.
     `pinned` fixes constants to literals (literal-specialized entries). `runtime` names constants that
-    become typed runtime parameters: no values are known and they cannot stay const generics.
+    become typed runtime parameters: no values are known and they cannot stay const generics. `generic`
+    names int constants that stay const generics although the kernel compares them (no values are known):
+    the comparison is computed from the const generics.
     """
 
     configs: tuple[Mapping[str, Any], ...] = ()
     ranks: Mapping[str, int] = field(default_factory=dict)
     pinned: Mapping[str, Any] = field(default_factory=dict)
     runtime: frozenset[str] = frozenset()
+    generic: frozenset[str] = frozenset()
 
 
 @dataclass

@@ -406,8 +406,34 @@ class _Materialize:
         self.kernel.body.stmts[:0] = roots
 
 
+def _open_memory_conditions(block: Block) -> None:
+    """`while <memory op in the test>` (a spin lock's `while ct.atomic_cas(..) == 1`) -> `while True` whose
+    body computes the test first and breaks when it is false, as cuTile's loop does: the test's tokens are
+    then the loop's carried values, which the body and the code after the loop wait for (a Rust `while`
+    condition block can hand nothing on: its names are local to it, and cutile-rs carries nothing
+    assigned there)."""
+    for st in block.stmts:
+        for inner in _children(st):
+            _open_memory_conditions(inner)
+        if isinstance(st, While) and st.test is not None and _effects(st.cond):
+            leave = If(st.test, Block([]), Block([Break(st.loc)]), st.loc)
+            st.body.stmts[:0] = [*st.cond.stmts, leave]
+            st.cond, st.test = Block([]), None
+
+
+def _children(st) -> tuple[Block, ...]:
+    if isinstance(st, For):
+        return (st.body,)
+    if isinstance(st, While):
+        return st.blocks
+    if isinstance(st, If):
+        return (st.then, st.orelse)
+    return ()
+
+
 def order_memory(kernel: Kernel, naming: Naming) -> None:
     """Give every memory operation of the kernel its cuTile input token (in place)."""
+    _open_memory_conditions(kernel.body)
     assign = _Assign()
     assign.block(kernel.body, {}, None)
     needed = _needed(assign.inputs)

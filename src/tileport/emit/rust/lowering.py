@@ -80,6 +80,9 @@ CAST = {
     ("i", "i+"): "exti({x})",                       # widening
     ("i", "i-"): "trunci_fixed({x}, overflow::None)",  # narrowing (shim)
     ("i", "i="): "bitcast({x})",                     # same width, other signedness (i64 index -> u64)
+    ("b", "f"): "itof({x}, rounding::NearestEven)",  # bool: unsigned, as cuTile converts it
+    ("b", "i"): "exti({x})",
+    ("f", "b"): "ftoi({x}, rounding::NearestIntToZero)",
 }
 BITCAST = "bitcast({x})"
 SCAN_SUM = "scan_sum({x}, {axis}i32, {reverse}, {zero})"  # ct.cumsum: identity 0 of the element type
@@ -260,6 +263,10 @@ ROWS: list[Row] = [
     Row(OpKind.ASTYPE, {"rounding": Not((None, "nearest_even"))},
         refuse="ct.astype with rounding_mode={rounding} is not supported yet"),
     Row(OpKind.ASTYPE, {"value": "scalar"}, CAST_SCALAR),
+    # from bool as cuTile casts it: unsigned (`itof unsigned`, `exti unsigned`); float -> bool: `ftoi unsigned`
+    Row(OpKind.ASTYPE, {"operand": "b", "elem": "f"}, CAST[("b", "f")]),
+    Row(OpKind.ASTYPE, {"operand": "b", "elem": INTS}, CAST[("b", "i")]),
+    Row(OpKind.ASTYPE, {"operand": "f", "elem": "b"}, CAST[("f", "b")]),
     Row(OpKind.ASTYPE, {"operand": "b"}, refuse="casts from or to bool are not supported yet"),
     Row(OpKind.ASTYPE, {"elem": "b"}, refuse="casts from or to bool are not supported yet"),
     Row(OpKind.ASTYPE, {"operand": INTS, "elem": INTS, "width": "same"}, CAST[("i", "i=")]),

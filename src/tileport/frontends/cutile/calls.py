@@ -211,7 +211,9 @@ def materialize(lw, v: Value, node) -> Value:
 # cuTile operations cutile-rs 0.5.0 has a counterpart for but the translator does not lower yet: the hint
 # names the counterpart, so the user knows a hand port is possible.
 NOT_TRANSLATED = {
-    "mma_scaled": "not lowered yet; cutile-rs has mmaf_scaled for a hand port",
+    "mma_scaled": "cutile 0.5.0 can express it (mmaf_scaled: f8e4m3fn/f8e5m2/f4e2m1fn operands, f8e8m0fnu scales, "
+                  "sm_100), but tileport has no 8-bit or 4-bit float element types (array dtypes, the launcher "
+                  "ABI) yet, so it is not lowered; port it by hand with mmaf_scaled",
 }
 
 def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
@@ -328,7 +330,22 @@ def _index(lw, v: Value, rank: int, node, fn: str) -> tuple[Atom, ...]:
     items = v if isinstance(v, tuple) else (v,)
     if len(items) != rank:
         raise lw.fail(node, f"ct.{fn}: index has {len(items)} entries, the array has rank {rank}", f"ct.{fn}")
-    return tuple(lw.int_atom(i, node, f"ct.{fn} index") for i in items)
+    return tuple(lw.int_atom(_index_i32(lw, i, node), node, f"ct.{fn} index") for i in items)
+
+
+def _index_i32(lw, v: Value, node) -> Value:
+    """A 0-d integer tile of another width as a tile index (an i64 token id read from memory): cuTile
+    converts it to i32 (`trunci`) before the view access."""
+    if not (isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0):
+        return v
+    dtypes = set(lw.b.dspace.values(v.ty.dtype))
+    if len(dtypes) > 1 and dtypes != {"i32"} and all(T.is_int(d) for d in dtypes):
+        raise lw.fail(node, f"a tile index whose dtype differs between configurations ({', '.join(sorted(dtypes))}): "
+                            "cuTile converts all but i32 to i32, a port generic over the dtype cannot", "dtype",
+                      "translate one index dtype per configuration (--config)")
+    if v.ty.dtype != "i32" and isinstance(v.ty.dtype, str) and T.is_int(v.ty.dtype):
+        return lw.b.cast(v, "i32", lw.loc(node))
+    return v
 
 
 def _order(lw, v: Value | None, rank: int, node) -> tuple[int, ...] | None:
@@ -451,6 +468,9 @@ def _indices(lw, v, rank, node, fn) -> list[Ref | Atom]:
     items = list(v) if isinstance(v, tuple) else [v]
     if len(items) != rank:
         raise lw.fail(node, f"ct.{fn}: {len(items)} index tiles for an array of rank {rank}", f"ct.{fn}")
+    if rank == 0:  # a 0-d tensor (a scalar loss gradient): no launcher or capture path takes rank 0 yet
+        raise lw.fail(node, f"ct.{fn} of a 0-d array is not supported yet", f"ct.{fn}",
+                      "pass the value as a 1-element array and gather index 0, or as a scalar parameter")
     out = []
     for it in items:
         if isinstance(it, Ref) and isinstance(it.ty, TileT):
@@ -643,9 +663,13 @@ def ct_ones(lw, args, kwargs, node):
 def _fill(lw, shape_v, value, dtype_v, node) -> Ref:
     shape = _shape(lw, shape_v, node, "ct.full")
     dtype = _dtype(lw, dtype_v, node, "dtype")
+    if isinstance(value, CV) and isinstance(value.value, (Sym, T.DimOp)) \
+            and not sym_names(value.value) <= lw.cfg.generic:  # cuTile folds it: a literal per value
+        raise NeedsSpecialization(frozenset(sym_names(value.value)), "a fill value computed from constants",
+                                  lw.loc(node))
     atom = lw.scalar_atom(value, node)
-    if isinstance(atom, CDim) and not isinstance(atom.dim, int):
-        raise lw.fail(node, "a fill value computed from constants is not supported", "ct.full")
+    if isinstance(atom, CDim) and not isinstance(atom.dim, int):  # no values known: computed from the generics
+        atom = lw.b.value(OpKind.SCALAR, (atom,), ScalarT("i32"), lw.loc(node), hint="fill")
     if isinstance(atom, Ref):
         return lw.b.to_tile(atom, dtype, shape, lw.loc(node))
     return lw.b.value(OpKind.FULL, (_lit(lw, value, dtype, node),), TileT(dtype, shape), lw.loc(node), hint="c",
@@ -665,6 +689,9 @@ def astype(lw, x, dtype_v, rounding_v, node) -> Ref:
         x = lw.b.to_tile(lw.scalar_atom(x, node), dtype, (), lw.loc(node))
     if not isinstance(x, Ref):
         raise lw.fail(node, "ct.astype expects a tile or scalar", "ct.astype")
+    if dtype == "bool" and isinstance(x.ty, TileT) and x.ty.dtype != "bool" \
+            and all(T.is_int(d) for d in lw.b.dspace.values(x.ty.dtype)):
+        return compare(lw, "!=", x, CV(0), node)  # an integer to bool: cuTile compares with zero
     return lw.b.cast(x, dtype, lw.loc(node), rounding)
 
 
@@ -783,6 +810,10 @@ def _operand_dtype(lw, a, b, node, what) -> T.DType:
     loc = lw.loc(node)
     da = a.ty.dtype if isinstance(a, Ref) else None
     db = b.ty.dtype if isinstance(b, Ref) else None
+    weak_a, weak_b = (isinstance(v, Ref) and v.name in lw.weak_scalars for v in (a, b))
+    if da is not None and db is not None and weak_a != weak_b:  # a constant passed at run time: as its literal
+        strong, weak = (db, da) if weak_a else (da, db)
+        return weak_result_dtype(lw.b, strong, {"bool": True, "i32": 1}.get(weak, 0.5))
     if da is not None and db is not None:
         return lw.b.promote(da, db, loc, what)
     if da is None and db is None:
@@ -809,6 +840,10 @@ def binary(lw, op: str, a: Value, b: Value, node, rounding_mode=None, flush_to_z
     if op == "**" and (power := _integer_power(lw, a, b, node)) is not None:
         return power
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
+    if op == "**" and all(T.is_int(d) for d in lw.b.dspace.values(dtype)):
+        raise lw.fail(node, f"`**` of integer values computed at run time ({dtype}): cuTile Python has no integer "
+                            "power either (\"Missing binary arithmetic implementation for pow, int\")", "operator",
+                      "multiply (`n * n`), or compute the power of constants (they fold)")
     if op == "/" and not lw.b.is_float(dtype):
         dtype = "f32"
     x, y, shape = _operands(lw, a, b, dtype, node)
@@ -963,7 +998,8 @@ def compare(lw, op: str, a: Value, b: Value, node) -> Value:
     _check_operands(lw, op, (a, b), node)
     if isinstance(a, tuple) or isinstance(b, tuple):
         raise lw.fail(node, "comparison of tuples is not supported", "comparison")
-    if isinstance(a, CV) and isinstance(b, CV):
+    syms = (sym_names(a.value) if isinstance(a, CV) else set()) | (sym_names(b.value) if isinstance(b, CV) else set())
+    if isinstance(a, CV) and isinstance(b, CV) and not (syms and syms <= lw.cfg.generic):
         if isinstance(a.value, (Sym, T.DimOp)) or isinstance(b.value, (Sym, T.DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)),
                                       "a comparison of constants", lw.loc(node))
@@ -974,6 +1010,9 @@ def compare(lw, op: str, a: Value, b: Value, node) -> Value:
         except TypeError:
             raise lw.fail(node, f"cannot compare constants {a.value!r} and {b.value!r}", "comparison") from None
     loc = lw.loc(node)
+    if isinstance(a, CV) and isinstance(b, CV):  # const generics compared as such (KernelConfig.generic)
+        x, y = lw.int_atom(a, node, "a compared constant"), lw.int_atom(b, node, "a compared constant")
+        return lw.b.value(OpKind.COMPARE, (x, y), ScalarT("bool"), loc, hint="cond", op=op)
     x, y, shape = _operands(lw, a, b, _operand_dtype(lw, a, b, node, f"comparison {op}"), node)
     if shape is None:
         return lw.b.value(OpKind.COMPARE, (x, y), ScalarT("bool"), loc, hint="cond", op=op)

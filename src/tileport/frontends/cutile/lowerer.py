@@ -166,9 +166,10 @@ def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
         return
     a = factory.args
     runtime = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
-    constants: dict[str, Any] = {}
-    scoped = ScannedModule(sm.path, sm.tree, sm.ct_names, sm.ct_imports, {**sm.constants}, sm.const_aliases,
-                           {}, {}, sm.math_names)
+    constants: dict[str, Any] = _factory_arguments(sm, factory)
+    runtime -= set(constants)
+    scoped = ScannedModule(sm.path, sm.tree, sm.ct_names, sm.ct_imports, {**sm.constants, **constants},
+                           sm.const_aliases, {}, {}, sm.math_names)
     for st in factory.body:  # straight-line constant locals; anything else is known only at run time
         names = [t.id for t in getattr(st, "targets", [getattr(st, "target", None)]) if isinstance(t, ast.Name)]
         if isinstance(st, (ast.Assign, ast.AnnAssign)) and len(names) == 1 and st.value is not None:
@@ -183,6 +184,35 @@ def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
         if kernel.name not in sm.kernels:
             sm.kernels[kernel.name] = kernel
             sm.closures[kernel.name] = Closure(factory.name, constants, runtime - {kernel.name})
+
+
+def _factory_arguments(sm: ScannedModule, factory: ast.FunctionDef) -> dict[str, Any]:
+    """Parameters of a kernel factory that every call of it in the file gives the same compile-time value
+    (`KERNEL = make(8)`; literals, module constants, or the parameter's default): the kernel it builds is
+    then that one kernel, and the value a constant of its closure."""
+    a = factory.args
+    if a.vararg or a.kwarg or a.posonlyargs:
+        return {}
+    params = [x.arg for x in a.args] + [x.arg for x in a.kwonlyargs]
+    defaults = dict(zip([x.arg for x in a.args][len(a.args) - len(a.defaults):], a.defaults))
+    defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+    calls = [n for n in ast.walk(sm.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == factory.name]
+    if not calls:
+        return {}
+    seen: dict[str, set] = {p: set() for p in params}
+    for call in calls:
+        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+            return {}
+        given = dict(zip(params[:len(a.args)], call.args)) | {k.arg: k.value for k in call.keywords}
+        for p in params:
+            node = given.get(p, defaults.get(p))
+            try:
+                value = _eval_const(sm, node) if node is not None else None
+            except (ValueError, TypeError, ZeroDivisionError, KeyError, RecursionError):
+                value = None
+            seen[p].add((type(value), value))
+    return {p: next(iter(v))[1] for p, v in seen.items() if len(v) == 1 and next(iter(v))[1] is not None}
 
 
 def _is_ct_attr(sm: ScannedModule, node: ast.AST, attr: str) -> bool:
@@ -324,6 +354,9 @@ def launch_scalar_dtype(sm: ScannedModule, kernel: str, index: int) -> str | Non
 def _host_dtype(node: ast.expr, params: dict[str, ast.arg], defaults: dict[str, ast.expr]) -> str | None:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
         return {int: "i32", float: "f32", bool: "bool"}[type(node.value)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _SCALAR_ANNOTATIONS \
+            and len(node.args) == 1:  # `float(scale)` at the launch site: a Python float, whatever scale is
+        return _SCALAR_ANNOTATIONS[node.func.id]
     if isinstance(node, ast.Name) and node.id in params:
         ann = params[node.id].annotation
         if isinstance(ann, ast.Name) and ann.id in _SCALAR_ANNOTATIONS:
@@ -372,7 +405,7 @@ def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str],
         if isinstance(node, ast.Call):
             name = _ct_call_name(sm, node.func)
             if name in ARRAY_USES and node.args and isinstance(node.args[0], ast.Name):
-                note(node.args[0].id, _rank_from_call(name, node))
+                note(node.args[0].id, _rank_from_call(name, node, fn))
             elif (isinstance(node.func, ast.Name) and helper_def(sm, node.func.id)
                   and node.func.id not in active):
                 owner, helper = helper_def(sm, node.func.id)
@@ -415,13 +448,57 @@ def _ct_call_name(sm: ScannedModule, func: ast.AST) -> str | None:
     return None
 
 
-def _rank_from_call(name: str, call: ast.Call) -> int | None:
+def _rank_from_call(name: str, call: ast.Call, fn: ast.FunctionDef) -> int | None:
     idx = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg in ("index", "indices")), None)
     if isinstance(idx, ast.Tuple):
         return len(idx.elts)
     if (name in ("gather", "scatter") or name.startswith("atomic_")) and idx is not None:
         return 1
+    if name in ("load", "store") and idx is not None and _scalar_index(idx, fn):  # ct.load(x, i, shape=())
+        return 1
     return None
+
+
+def _scalar_index(node: ast.expr, fn: ast.FunctionDef, seen: frozenset[str] = frozenset()) -> bool:
+    """An index expression that is a single number, never a tuple of indices: a literal, arithmetic, a call
+    of a `ct` function, a `range` loop variable, or a name bound to such values only (a kernel's parameter
+    is a scalar; a helper's may be a tuple)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        return True
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Attribute)  # ct.bid(0), ct.astype(..): not a helper that may build a tuple
+    if not isinstance(node, ast.Name) or node.id in seen:
+        return False
+    if any(isinstance(t, ast.arg) and t.arg == node.id for t in ast.walk(fn.args)):
+        return _is_kernel_decorator(fn) and not _bindings(fn, node.id)
+    bindings = _bindings(fn, node.id)
+    return bool(bindings) and all(b is None or (not isinstance(b, (ast.Tuple, ast.List))
+                                                and _scalar_index(b, fn, seen | {node.id})) for b in bindings)
+
+
+def _bindings(fn: ast.FunctionDef, name: str) -> list[ast.expr | None]:
+    """What `fn` assigns to `name` (None: a `range` loop variable); a tuple unpacking counts as a tuple."""
+    out: list[ast.expr | None] = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.For):
+            if isinstance(n.target, ast.Name) and n.target.id == name:
+                out.append(None)
+            elif name in _assigned_names(ast.Assign([n.target], n.iter)):
+                out.append(ast.Tuple([], ast.Load()))
+        elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and n.value is not None \
+                and name in _assigned_names(n):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            direct = any(isinstance(t, ast.Name) and t.id == name for t in targets)
+            out.append(n.value if direct else ast.Tuple([], ast.Load()))
+    return out
+
+
+def _is_kernel_decorator(fn: ast.FunctionDef) -> bool:
+    """`fn` is decorated `@<module>.kernel` (a kernel: its parameters are arrays, scalars or constants)."""
+    heads = [d.func if isinstance(d, ast.Call) else d for d in fn.decorator_list]
+    return any(isinstance(h, ast.Attribute) and h.attr == "kernel" for h in heads)
 
 
 # What a configuration may give a `ct.Constant[kind]` parameter (bool is not an int here, as in a Rust const).
@@ -500,6 +577,10 @@ class KernelLowerer:
         self.scopes: list[_Scope] = []
         self.frames = Frames()
         self.inline_depth = 0
+        self.inline_calls: list[ast.Call] = []  # the helper calls being inlined, innermost last
+        # ct.Constant parameters passed at run time (no values known): typed against a tile as cuTile types
+        # their literal (weakly: `f16_tile + eps` stays f16)
+        self.weak_scalars: set[str] = set()
         self.active_aliases: set[str] = set()
         self.inlined = 0  # helper bodies inlined so far (bounded: see MAX_INLINED_CALLS)
         self.stmt: ast.AST = fn  # the statement being lowered (where a too-deep nesting is reported)
@@ -528,8 +609,10 @@ class KernelLowerer:
             else:
                 self.scopes[-1].vars[p.name] = Ref(p.ident, p.ty)
                 self.b.scope_names[-1].add(p.ident)
+                if p.name in self.cfg.runtime:
+                    self.weak_scalars.add(p.ident)
         try:
-            self.block(fn.body, fn)
+            self.block(guard_returns(fn.body), fn)
         except RecursionError:
             raise self.fail(self.stmt, "this statement nests too deeply to translate (an expression or a chain "
                             "of helper calls)", "nesting", "split it into several statements") from None
@@ -719,9 +802,30 @@ class KernelLowerer:
             self._bind_update(old.name, value, node)
             self.scopes[owner].vars[name] = Ref(old.name, old.ty)
             return
-        rust_name = name if name in self.b.scope_names[-1] else self.b.fresh(name)
+        reuse = name in self.b.scope_names[-1] and not self._held_by_caller(name)
+        rust_name = name if reuse else self.b.fresh(name)
         self._bind_new(rust_name, value)
         self.scopes[cur].vars[name] = Ref(rust_name, value.ty)
+
+    def _held_by_caller(self, rust_name: str) -> bool:
+        """A variable of the code that called the inlined helper being lowered is bound to `rust_name` and
+        still needed: rebinding the name would change the caller's variable (inlining is hygienic). Not
+        needed: the caller's statement (`s = helper(s)`) itself rebinds it, in the same block, and reads it
+        no more after the call."""
+        frame = max(i for i, s in enumerate(self.scopes) if s.kind == "fn")
+        held = {py for s in self.scopes[:frame] for py, v in s.vars.items() if isinstance(v, Ref) and v.name == rust_name}
+        if not held:
+            return False
+        body = max(i for i, f in enumerate(self.frames.stack) if isinstance(f[2], ast.FunctionDef))
+        stmts, index, _ = self.frames.stack[body - 1]
+        stmt, call = stmts[index], self.inline_calls[-1]
+        rebound = _assigned_names(stmt)
+        for py in held:
+            later = any(isinstance(n, ast.Name) and n.id == py
+                        and (n.lineno, n.col_offset) >= (call.end_lineno, call.end_col_offset) for n in ast.walk(stmt))
+            if later or py not in rebound or py not in self.scopes[frame - 1].vars:
+                return True
+        return False
 
     def _bind_new(self, rust_name: str, value: Ref) -> None:
         last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
@@ -910,6 +1014,11 @@ class KernelLowerer:
         if not (isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0)):
             raise self.fail(s.test, "an `if` condition must be a scalar", "if")
         cond = self.scalar_condition(cond, s.test)
+        defined = sorted(n for n in assigned(s.body) & assigned(s.orelse)
+                         if self._owner(n) is None and self.frames.live_after(n))
+        if defined:
+            self.if_defining(cond, s, defined)
+            return
         branches = []
         for stmts in (s.body, s.orelse):
             self.scopes.append(_Scope("if", self.block_locals(stmts, loop=False)))
@@ -922,6 +1031,28 @@ class KernelLowerer:
             del self.b.blocks[-1].stmts[before:]  # an `if` that does nothing: cuTile Python drops it, condition too
             return
         self.b.emit(If(cond, branches[0], branches[1], self.loc(s), self.outer_updates(*branches)))
+
+    def if_defining(self, cond: Ref, s: ast.If, names: list[str]) -> None:
+        """An `if` on a runtime value whose branches both define a new variable read afterwards: an `if` with
+        that variable as its result, as cuTile yields it (`res = a` / `res = b` -> `let res = if c {..; a}
+        else {..; b};`)."""
+        if len(names) > 1:
+            raise self.fail(s, f"both branches of this `if` define {', '.join(f'`{n}`' for n in names)}, read "
+                               "after it: one such variable is supported", "if",
+                            f"assign {', '.join(names[1:])} before the `if`")
+        name = names[0]
+
+        def arm(stmts):
+            def lower() -> Value:
+                self.block(stmts, s)
+                if name not in self.scopes[-1].vars:
+                    raise self.fail(stmts[0], f"`{name}` is defined in both branches of the `if` but not in "
+                                              "this branch's own statements", "if",
+                                    f"assign `{name}` before the `if`")
+                return self.scopes[-1].vars[name]
+            return lower
+        ref = self.branch_value(cond, [(s.body[0], arm(s.body)), (s.orelse[0], arm(s.orelse))], s)
+        self.assign(name, ref, s)
 
     def outer_updates(self, *blocks: Block) -> tuple[str, ...]:
         """Variables of the enclosing blocks that `blocks` (just closed) reassign, sorted."""
@@ -998,7 +1129,20 @@ class KernelLowerer:
         raise self.fail(node, f"operator {type(node.op).__name__} is not supported", "operator")
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Value:
-        vals = [self.expr(v) for v in node.values]
+        first = self.expr(node.values[0])
+        rest = node.values[1] if len(node.values) == 2 else ast.copy_location(
+            ast.BoolOp(node.op, node.values[1:]), node.values[1])
+        if isinstance(first, Ref) and (isinstance(first.ty, ScalarT) or first.ty.rank == 0):
+            return self.short_circuit(first, rest, node)
+        if isinstance(first, CV) and not isinstance(first.value, (Sym, T.DimOp)):
+            if bool(first.value) != isinstance(node.op, ast.And):
+                return first  # `False and b`, `True or b`: b is not evaluated (cuTile folds the branch)
+            second = self.expr(rest)
+            if isinstance(second, Ref) and (isinstance(second.ty, ScalarT) or second.ty.rank == 0):
+                return self.scalar_condition(second, rest)
+            vals = [first, second]
+        else:
+            vals = [first, *(self.expr(v) for v in node.values[1:])]
         if all(isinstance(v, CV) and not isinstance(v.value, (Sym, T.DimOp)) for v in vals):
             out = vals[0].value
             for v in vals[1:]:
@@ -1009,6 +1153,22 @@ class KernelLowerer:
         for v in vals[1:]:
             acc = self.binop(op, acc, v, node)
         return acc
+
+    def short_circuit(self, first: Ref, rest: ast.expr, node: ast.BoolOp) -> Ref:
+        """`a and b` / `a or b` on a runtime scalar `a`, as cuTile evaluates it: `b` only in the branch that
+        needs it (`if a { b } else { a }` / `if a { a } else { b }`), each side a bool."""
+        cond = self.scalar_condition(first, node.values[0])
+
+        def other() -> Value:
+            v = self.expr(rest)
+            if isinstance(v, CV) and not isinstance(v.value, (Sym, T.DimOp)):
+                return CV(bool(v.value))
+            if not (isinstance(v, Ref) and (isinstance(v.ty, ScalarT) or v.ty.rank == 0)):
+                raise self.fail(rest, f"`{'and' if isinstance(node.op, ast.And) else 'or'}` takes scalar "
+                                      f"conditions, got {describe(v)}", "condition")
+            return self.scalar_condition(v, rest)
+        arms = [(rest, other), (node.values[0], lambda: cond)]
+        return self.branch_value(cond, arms if isinstance(node.op, ast.And) else arms[::-1], node)
 
     def expr_Compare(self, node: ast.Compare) -> Value:
         if len(node.ops) != 1:
@@ -1032,22 +1192,28 @@ class KernelLowerer:
     def if_value(self, cond: Ref, node: ast.IfExp) -> Ref:
         """`a if c else b` on a runtime scalar `c`: each arm evaluated in its own branch, as cuTile does
         (`%r = if %c -> (type) { yield a } else { yield b }`); the value type is the arms' common type."""
-        from tileport.model.ir import Do, Op
         cond = self.scalar_condition(cond, node.test)
-        arms = []
-        for sub in (node.body, node.orelse):  # each arm lowered once (nested arms would otherwise double)
+        return self.branch_value(cond, [(node.body, lambda: self.expr(node.body)),
+                                        (node.orelse, lambda: self.expr(node.orelse))], node)
+
+    def branch_value(self, cond: Ref, arms, node: ast.AST) -> Ref:
+        """An `if` with a result: each (node, thunk) arm computed in its own branch, the value of their
+        common type."""
+        from tileport.model.ir import Do, Op
+        lowered = []
+        for sub, thunk in arms:  # each arm lowered once (nested arms would otherwise double)
             scope = _Scope("if", set())
             self.scopes.append(scope)
             blk = self.b.push()
             names = self.b.scope_names[-1]
             try:
-                arms.append((sub, scope, blk, names, self.calls.materialize(self, self.expr(sub), sub)))
+                lowered.append((sub, scope, blk, names, self.calls.materialize(self, thunk(), sub)))
             finally:
                 self.b.pop()
                 self.scopes.pop()
-        ty = self.calls.common_value_type(self, arms[0][4], arms[1][4], node)
+        ty = self.calls.common_value_type(self, lowered[0][4], lowered[1][4], node)
         blocks = []
-        for sub, scope, blk, names, value in arms:  # back into each arm: the value as the common type
+        for sub, scope, blk, names, value in lowered:  # back into each arm: the value as the common type
             self.scopes.append(scope)
             self.b.resume(blk, names)
             atom = self.calls.as_type(self, value, ty, sub)
@@ -1107,6 +1273,7 @@ class KernelLowerer:
         scope.vars.update(bound)
         self.scopes.append(scope)
         self.inline_depth += 1
+        self.inline_calls.append(call)
         saved_sm, saved_path = self.sm, self.path
         if module is not None:  # an imported helper sees its own module's names, and reports its own file
             self.sm, self.path = module, module.path
@@ -1116,6 +1283,7 @@ class KernelLowerer:
         finally:
             self.sm, self.path = saved_sm, saved_path
             self.inline_depth -= 1
+            self.inline_calls.pop()
             self.scopes.pop()
         return result
 
@@ -1166,6 +1334,47 @@ _INT_RANGES = {f"{s}{bits}": ((-(1 << bits - 1), (1 << bits - 1) - 1) if s == "i
 _F32_MAX = 3.4028234663852886e38
 
 
+def guard_returns(stmts: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """A kernel body whose `if` branches return early, as nested branches instead: the statements after the
+    `if` move into each branch that does not end with a bare `return` (`if c: ..; return` then `rest` ->
+    `if c: .. else: rest`). cutile-rs lowers a `return` only at the end of the kernel body; cuTile Python
+    returns from the branch; both run `rest` exactly when no return was taken. A `return` in a loop stays
+    (cutile-rs refuses it, located)."""
+    for i, st in enumerate(stmts):
+        if not (isinstance(st, ast.If) and _may_return(st)):
+            continue
+        rest = list(stmts[i + 1:])
+        branches = [guard_returns(b[:-1] if _returns(b) else b + rest) for b in (st.body, st.orelse)]
+        then = branches[0] or [ast.copy_location(ast.Pass(), st)]
+        return [*stmts[:i], ast.copy_location(ast.If(st.test, then, branches[1]), st)]
+    return list(stmts)
+
+
+def _may_return(st: ast.stmt) -> bool:
+    """A `return` in `st` outside loops (and nested functions)."""
+    if isinstance(st, ast.Return):
+        return True
+    if isinstance(st, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    return any(_may_return(c) for c in ast.iter_child_nodes(st) if isinstance(c, ast.stmt))
+
+
+def _returns(stmts: Sequence[ast.stmt]) -> bool:
+    """The statements end with a bare `return` (always leave the kernel)."""
+    return bool(stmts) and isinstance(stmts[-1], ast.Return) and stmts[-1].value is None
+
+
+def _assigned_names(stmt: ast.stmt) -> set[str]:
+    """The names an assignment statement binds (none for other statements)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
 def _safely_named(p: Param, loc: Loc, naming: Naming) -> Param:
     """Give a parameter whose name is a Rust keyword or DSL name a safe Rust identifier."""
     ident = naming.ident(p.name)
@@ -1199,6 +1408,11 @@ def lower_kernel(sm: ScannedModule, name: str, cfg: KernelConfig, naming: Naming
     kernels = _lower_configured(sm, name, cfg, naming) if cfg.configs else _lower_unconfigured(sm, name, cfg, naming)
     if len(kernels) != 1 or not kernels[0].dtype_vars:
         return kernels
+    if _generic_int_literal(kernels[0]):  # cutile-rs spells no literal of a generic integer type: one per dtype
+        arrays = _generic_arrays(kernels[0])
+        combos = list(dict.fromkeys(zip(*(kernels[0].dtype_vars[p.ty.dtype] for p in arrays))))
+        split = _split_by_fma(sm, name, cfg, kernels[0], [(None, [c]) for c in combos], naming)
+        return split if split is not None else kernels
     groups = _fma_groups(sm, name, cfg, kernels[0], naming)
     if groups is None:
         return kernels
@@ -1217,6 +1431,22 @@ DtypeCombo = tuple[str, ...]  # the dtypes of a kernel's generic arrays, in para
 # What must be equal for dtype combinations to share one entry: the fused a*b+c pairs and the alignments
 # cuTile Python assumes for the kernel's `Array.slice` views (a byte offset: a multiple of the element size).
 DtypeFacts = tuple[int, tuple[int, ...]]
+
+
+def _generic_int_literal(kernel: Kernel) -> bool:
+    """A literal (a fill, an operand) of an integer type the kernel is generic over (`ct.full(.., 0x7F,
+    dtype=ct.int32 if x.dtype == ct.float32 else ct.int16)`)."""
+    def generic_int(dt) -> bool:
+        return isinstance(dt, DVar) and all(T.is_int(d) for d in kernel.dtype_vars.get(dt, ("f32",)))
+    for st in walk(kernel.body):
+        op = getattr(st, "op", None)
+        if op is None:
+            continue
+        if op.kind == "full" and generic_int(op.ty.dtype):
+            return True
+        if any(isinstance(a, Lit) and generic_int(a.ty.dtype) for a in op.args):
+            return True
+    return False
 
 
 def _view_alignments(kernel: Kernel) -> tuple[int, ...]:
@@ -1343,9 +1573,10 @@ def index_arrays(sm: ScannedModule, fn: ast.FunctionDef) -> set[str]:
         if sum(map(len, loads_of.values())) == before:
             break
     found: set[str] = set()
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and _ct_call_name(sm, n.func) in ("gather", "scatter"):
-            idx = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords if k.arg == "indices"), None)
+    for n in ast.walk(fn):  # gather/scatter indices, and tile indices of loads and stores
+        if isinstance(n, ast.Call) and _ct_call_name(sm, n.func) in ("gather", "scatter", "load", "store"):
+            idx = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords
+                                                         if k.arg in ("indices", "index")), None)
             if idx is not None:
                 found |= sources(idx)
     return found
@@ -1365,15 +1596,21 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: N
         if enumerated:  # a bool has two values: one entry for each, as cuTile compiles one per value
             names = sorted(need.constants)
             values = [dict(zip(names, combo)) for combo in product((False, True), repeat=len(names))]
-        elif not values and not cfg.pinned and not need.constants <= cfg.runtime:
-            # no values known: the constants become typed runtime parameters (cuTile folds them; the
-            # port computes with them), so the kernel still translates without a configuration
-            try:
-                return _lower_configured(sm, name, replace(cfg, runtime=cfg.runtime | need.constants), naming)
-            except Diagnostic as d:
-                if d.construct == "dtype":
-                    raise  # about element types, not the constant (unconfigured kernels try several)
-                raise unknown from None  # e.g. the constant is also a tile dimension: values are needed
+        elif not values and not need.constants <= cfg.runtime | cfg.generic:
+            # no values known: int constants stay const generics and are compared as such, or the constants
+            # become typed runtime parameters (cuTile folds them; the port computes with them), so the
+            # kernel still translates without a configuration
+            ints = need.constants <= _int_constants(sm, name)
+            tries = ([replace(cfg, generic=cfg.generic | need.constants)] if ints else []) \
+                + [replace(cfg, runtime=cfg.runtime | need.constants)]
+            for i, retry in enumerate(tries):
+                try:
+                    return _lower_configured(sm, name, retry, naming)
+                except Diagnostic as d:
+                    if d.construct == "dtype":
+                        raise  # about element types, not the constant (unconfigured kernels try several)
+                    if i == len(tries) - 1:  # e.g. a branch on it changes a type: values are needed
+                        raise unknown from None
         if not values:
             raise unknown from None
         out = []
@@ -1390,6 +1627,11 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: N
 
 
 MAX_ENUMERATED_BOOLS = 3  # at most 8 entries per kernel without values
+
+
+def _int_constants(sm: ScannedModule, name: str) -> set[str]:
+    fn = sm.kernels[name]
+    return {a.arg for a in fn.args.args if _const_annotation(sm, a.annotation) == "int"}
 
 
 def _bool_constants(sm: ScannedModule, name: str) -> set[str]:
