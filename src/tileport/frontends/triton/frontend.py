@@ -325,6 +325,9 @@ def lower_kernel(tm: TritonModule, name: str, cfg) -> list[Kernel]:
     pinned = {**dict(getattr(cfg, "pinned", {}) or {}), **{name: None for name in plan.absent}}
     kernels = _specialized(tm, fn, plan, cfg, pinned)
     add_hints(kernels, [*cfg_configs(cfg), *tm.candidates.get(name, [])])
+    for k in kernels:  # decorators Triton does not know wrap the launch, not the kernel's code
+        k.notes += [f"decorator `@{d}` is not Triton's: the port is the jit function it wraps"
+                    for d in tm.wrappers.get(name, [])]
     return kernels
 
 

@@ -37,6 +37,9 @@ class TritonModule:
     helpers: dict[str, ast.FunctionDef] = field(default_factory=dict)  # @triton.jit functions (inlined)
     candidates: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # autotune configs per kernel
     heuristics: dict[str, set[str]] = field(default_factory=dict)  # constants a heuristic decides
+    aliases: dict[str, str] = field(default_factory=dict)  # k = triton.jit(fn), k = fn -> {"k": "fn"}
+    wrappers: dict[str, list[str]] = field(default_factory=dict)  # decorators of a kernel that are not Triton's
+    decorators: dict[str, list[ast.expr]] = field(default_factory=dict)  # of jit functions, function forms included
     naming: Any = None  # the target's Naming (identifiers), set by the frontend before lowering
 
 
@@ -101,23 +104,58 @@ def scan(path: str, text: str | None = None) -> TritonModule:
             _scan_import(tm, node)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
-            _scan_function(tm, node)
+            _scan_function(tm, node, node.decorator_list)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             _scan_constant(tm, node)
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            _scan_wrapped(tm, node)
     _called_kernels_are_helpers(tm)
     return tm
+
+
+def _scan_wrapped(tm: TritonModule, node: ast.Assign) -> None:
+    """`k = triton.jit(fn)`, `k = triton.autotune(...)(triton.jit(fn))`, `k = triton.heuristics({..})(k0)`
+    and `k = k0` at module level: the decorators in function form. The kernel keeps the function's name (as
+    Triton's launches report it); `k` is an alias of it (calls and launches through `k`)."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        return
+    layers, e = [], node.value
+    while isinstance(e, ast.Call) and len(e.args) == 1:
+        layers.append(e.func)
+        e = e.args[0]
+    if not isinstance(e, ast.Name):
+        return
+    name = tm.aliases.get(e.id, e.id)
+    fn = next((n for n in tm.tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None:
+        return
+    jitted = fn.name in tm.kernels or fn.name in tm.helpers
+    if layers:
+        tm.kernels.pop(fn.name, None)
+        tm.helpers.pop(fn.name, None)
+        _scan_function(tm, fn, [*layers, *tm.decorators.get(fn.name, fn.decorator_list)])
+    if not (jitted or fn.name in tm.kernels or fn.name in tm.helpers):
+        return  # a function Triton never compiles
+    if node.targets[0].id != fn.name:
+        tm.aliases[node.targets[0].id] = fn.name
 
 
 def _called_kernels_are_helpers(tm: TritonModule) -> None:
     """A jit function another jit function calls, and which this module never launches (`f[grid](...)`), is a
     helper (inlined where it is called) even when it stores like a kernel."""
     jit = {**tm.kernels, **tm.helpers}
-    called = {n.func.id for fn in jit.values() for n in ast.walk(fn)
-              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id != fn.name}
-    launched = {n.value.id for n in ast.walk(tm.tree) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)}
+    called = {tm.aliases.get(n.func.id, n.func.id) for fn in jit.values() for n in ast.walk(fn)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+              and tm.aliases.get(n.func.id, n.func.id) != fn.name}
+    launched = {tm.aliases.get(n.value.id, n.value.id) for n in ast.walk(tm.tree)
+                if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)}
     for name in sorted(called & tm.kernels.keys() - launched):
         if name not in tm.candidates and name not in tm.heuristics:
             tm.helpers[name] = tm.kernels.pop(name)
+    for alias, name in tm.aliases.items():  # helpers are called by the name bound to them
+        if name in tm.helpers:
+            tm.helpers[alias] = tm.helpers[name]
 
 
 def _module_level(stmts):
@@ -162,13 +200,18 @@ def _scan_import(tm: TritonModule, node: ast.Import | ast.ImportFrom) -> None:
             tm.tl_imports[local] = a.name
 
 
-def _scan_function(tm: TritonModule, fn: ast.FunctionDef) -> None:
-    kinds = [_decorator_name(tm, d) for d in fn.decorator_list]
+def _scan_function(tm: TritonModule, fn: ast.FunctionDef, decorators: list[ast.expr]) -> None:
+    """A function with `decorators` (outermost first): a kernel or a helper when Triton's jit is one of them."""
+    kinds = [_decorator_name(tm, d) for d in decorators]
     if "jit" not in kinds:
         return
+    tm.decorators[fn.name] = decorators
     is_kernel = any(k in ("autotune", "heuristics") for k in kinds) or _looks_like_kernel(tm, fn)
     (tm.kernels if is_kernel else tm.helpers)[fn.name] = fn
-    for d, k in zip(fn.decorator_list, kinds):
+    others = [ast.unparse(d) for d, k in zip(decorators, kinds) if k is None]
+    if others:
+        tm.wrappers[fn.name] = others
+    for d, k in zip(decorators, kinds):
         if k == "autotune" and isinstance(d, ast.Call):
             tm.candidates[fn.name] = _autotune_configs(tm, d)
         elif k == "heuristics" and isinstance(d, ast.Call) and d.args and isinstance(d.args[0], ast.Dict):
