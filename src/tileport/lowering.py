@@ -18,6 +18,7 @@ RUST_DTYPE = {
     "f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64", "tf32": "tf32",
     "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
     "u8": "u8", "u16": "u16", "u32": "u32", "u64": "u64", "bool": "bool",
+    "f8e4m3fn": "f8e4m3fn", "f8e5m2": "f8e5m2",
 }
 # Dtype codes of the C ABI descriptor (support.rs `dtype` module).
 DTYPE_CODE = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "i16": 6, "i8": 7, "u8": 8, "bool": 9}

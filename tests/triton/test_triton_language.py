@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 from tileport.emit.names import RUST_NAMING
+from tileport.frontends.base import KernelConfig
 from tileport.frontends.triton import translate_file
 from tileport.model.ir import walk
 from tileport.translate import translate
@@ -362,3 +363,108 @@ def test_cumsum_dtype_argument_casts_first(tmp_path):
     assert not tr.diagnostics, tr.diagnostics
     (scan,) = ops(tr.module.kernels[0], "scan_sum")
     assert scan.ty.dtype == "f32"
+
+
+def test_a_variable_both_branches_define_is_assigned_by_each(tmp_path):
+    """Regression: the variable declared before the `if` took the name each branch gave its own value, so the
+    branches assigned their value to itself (`z = z`) and the declared one stayed zero."""
+    path, _ = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, n, BK: tl.constexpr):
+            offs = tl.arange(0, BK)
+            x = tl.load(x_ptr + offs)
+            if n > 3:
+                z = x * 2
+            else:
+                z = x + 1
+            tl.store(y_ptr + offs, z)
+    """)
+    text = translate([str(path)], None).files["src/kern.rs"]
+    assert "let mut z_1: Tile<E, { [BK] }>" in text and text.count("z_1 = z;") == 2
+    assert "z = z;" not in text
+
+
+def test_helpers_return_from_branches(tmp_path):
+    """`if FLAG: return x` (folded) and `if n > 4: return ..` (a runtime branch) before the helper's end: the rest
+    is the other branch and the helper's value is one variable both paths set."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def pick(x, n, LINEAR: tl.constexpr):
+            if LINEAR:
+                return x
+            if n > 4:
+                return x * 2.0
+            y = x + 1.0
+            return y * y
+
+        @triton.jit
+        def k(x_ptr, n, LINEAR: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, pick(tl.load(x_ptr + offs), n, LINEAR))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    k = {k.name: k for k in tr.module.kernels}
+    assert sorted(k) == ["k_linear0", "k_linear1"]
+    assert not ops(k["k_linear1"], "binary") and len(ops(k["k_linear0"], "binary")) == 3
+
+
+def test_a_return_inside_a_helper_loop_is_a_located_diagnostic(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def first(x_ptr, n):
+            for i in range(n):
+                if tl.load(x_ptr + i) > 0:
+                    return i
+            return n
+
+        @triton.jit
+        def k(x_ptr, n):
+            tl.store(x_ptr, first(x_ptr, n))
+    """)
+    (d,) = tr.diagnostics
+    assert d.construct == "return" and "inside a loop of a helper" in d.message and d.loc.line == 8
+
+
+MIXED_DOT = """
+    @triton.jit
+    def k(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rm = tl.arange(0, BM)
+        rn = tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros([BM, BN], dtype=tl.float32)
+        acc16 = tl.zeros([BM, BN], dtype=tl.float16)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+            acc = tl.dot(a, b, acc)
+            acc16 += tl.dot(a, b, out_dtype=tl.float16)
+            acc = tl.dot(a.to(tl.float8e4nv), b.to(tl.float8e4nv), acc)
+        tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16) + acc16)
+"""
+
+
+def test_dots_of_narrow_floats_into_f32_or_f16_accumulators(tmp_path):
+    """f16 and fp8 operands accumulate in f32 (the default, or the given accumulator's type) or in f16
+    (`out_dtype=tl.float16`), as Tile IR's mmaf takes them."""
+    path, tr = translated(tmp_path, MIXED_DOT, {"k": KernelConfig(({"a_ptr": "f16", "b_ptr": "f16", "c_ptr": "f16"},))})
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert [(str(o.args[0].ty.dtype), str(o.ty.dtype)) for o in ops(k, "mma")] == [
+        ("f16", "f32"), ("f16", "f16"), ("f8e4m3fn", "f32")]
+    text = translate([str(path)], None, configs={str(path): {"k": KernelConfig(
+        ({"a_ptr": "f16", "b_ptr": "f16", "c_ptr": "f16"},))}}).files["src/kern.rs"]
+    assert "Tile<f8e4m3fn, { [BM, BK] }> = convert_tile(" in text
+
+
+def test_a_dot_without_a_tile_ir_form_is_a_located_dtype_diagnostic(tmp_path):
+    """bf16 operands have no f16 accumulator in Tile IR: the bf16 configuration is refused where the dot is."""
+    _, tr = translated(tmp_path, MIXED_DOT, {"k": KernelConfig(({"a_ptr": "bf16", "b_ptr": "bf16",
+                                                                  "c_ptr": "bf16"},))})
+    (d,) = tr.diagnostics
+    assert d.construct == "dtype" and d.message == (
+        "tl.dot of bf16 operands into a f16 accumulator: Tile IR's mma has no such form (it accumulates bf16 in f32)")
+    assert d.loc.line == 15
+    _, tr = translated(tmp_path, MIXED_DOT)  # unconfigured: the generic keeps the element types that have it
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert {p.ty.dtype for p in k.array_params} == {"f16"}

@@ -20,6 +20,12 @@ ELEMENT_DTYPES = ("bool", *INTS, *FLOATS)
 DTYPES = (*ELEMENT_DTYPES, "f8e4m3fn", "f8e5m2")
 
 
+# The accumulator element types of Tile IR's mma by operand element type (cutile 0.5.0 `mmaf` / `mmai`), first the
+# default one.
+MMA_ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "tf32": ("f32",), "f64": ("f64",),
+                    "f8e4m3fn": ("f16", "f32"), "f8e5m2": ("f16", "f32"), "i8": ("i32",), "u8": ("i32",)}
+
+
 def is_float(dt: str) -> bool:
     return dt in FLOATS or dt.startswith("f8")
 

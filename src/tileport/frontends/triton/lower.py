@@ -85,6 +85,10 @@ class TritonLowerer:
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
         self.maybe_float: set[str] = set()  # scalar parameters assumed i32 that may be Python floats
         self.default_float: set[str] = set()  # pointers whose float element type is assumed (none configured)
+        # runtime values Triton knows at compile time (constexprs passed at run time, tests of constexprs kept
+        # generic): they promote as Python numbers, and Triton folds the branches they steer
+        self.static: set[str] = set()
+        self.dynamic: set[str] = set()  # constexprs (const generics) whose tests run at run time
 
     def describe(self, v: Any) -> str:
         return describe(v)
@@ -92,6 +96,7 @@ class TritonLowerer:
     def forget(self, name: str) -> None:
         for table in (self.poly, self.bounds, self.loaded):
             table.pop(name, None)
+        self.static.discard(name)
         self.factors.pop(("v", name), None)
 
     def loc(self, node: ast.AST) -> Loc:
@@ -244,12 +249,18 @@ class TritonLowerer:
         """True when blocks inside scope `owner` rebind `name` as a fresh local (not carried)."""
         return any(name in s.vars for s in self.scopes[owner + 1:])
 
-    def rename(self, value: Ref, name: str) -> Ref:
-        """The temporary that produced `value` takes the variable's name (readable Rust)."""
+    def rename(self, value: Ref, name: str, avoid: frozenset = frozenset()) -> Ref:
+        """The temporary that produced `value` takes the variable's name (readable Rust), or a variant of it
+        none of `avoid` is (names of blocks already closed that the value is assigned in)."""
         last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
         if not (isinstance(last, Let) and last.name == value.name) or name in self.b.scope_names[-1]:
             return value
-        new = self.b.fresh(name)
+        self.b.scope_names.append(set(avoid))
+        try:
+            new = self.b.fresh(name)
+        finally:
+            self.b.scope_names.pop()
+        self.b.scope_names[-1].add(new)
         self.forget(new)
         self.b.temps.discard(last.name)
         self.b.release(last.name)
@@ -258,6 +269,8 @@ class TritonLowerer:
         for table in (self.poly, self.bounds, self.loaded):
             if value.name in table:
                 table[new] = table.pop(value.name)
+        if value.name in self.static:
+            self.static.add(new)
         if ("v", value.name) in self.factors:
             self.factors.pop(("v", value.name))
             self.track_scalar(ref)
@@ -366,7 +379,12 @@ class TritonLowerer:
 
     def stmt_Return(self, s: ast.Return) -> None:
         if self.inline_depth:
-            raise self.fail(s, "`return` inside a helper must be its last statement", "return")
+            inner = self.scopes[max(i for i, sc in enumerate(self.scopes) if sc.kind == "fn"):]
+            if any(sc.kind == "loop" for sc in inner):
+                raise self.fail(s, "`return` inside a loop of a helper is not supported (cutile-rs has no early "
+                                "exit from a loop)", "return", "break out of the loop, then return")
+            self.scopes[-1].vars[RETURN] = CV(None) if s.value is None else self.expr(s.value)
+            return
         if s.value is not None:
             raise self.fail(s, "kernels cannot return a value", "return")
         if len(self.scopes) > 1:
@@ -499,6 +517,9 @@ class TritonLowerer:
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, DimOp)):
             self.block(s.body if cond.value else s.orelse)  # a constexpr condition folds
             return
+        if self.calls.dynamic(self, cond):
+            cond = self.calls.compare(self, "!=", self.calls.at_run_time(self, cond, s.test), CV(0), s.test)
+        tests_constexpr = isinstance(cond, Ref) and cond.name in self.static
         if isinstance(cond, CV):
             raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a branch on a constexpr", self.loc(s))
         if not (isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0)):
@@ -514,22 +535,28 @@ class TritonLowerer:
             self.b.pop()
             branches.append((blk, names))
             scopes.append(self.scopes.pop())
-        self.join_branch_locals(scopes, branches, s)
+        self.join_branch_locals(scopes, branches, s, tests_constexpr)
         self.join_branch_pointers(scopes, branches, s)
         blocks = [blk for blk, _ in branches]
         self.b.emit(If(cond, blocks[0], blocks[1], self.loc(s), self.outer_updates(*blocks)))
 
-    def join_branch_locals(self, scopes: list[Scope], branches: list, node: ast.If) -> None:
+    def join_branch_locals(self, scopes: list[Scope], branches: list, node: ast.If, tests_constexpr: bool) -> None:
         """A new variable both branches define (`if c: loss = a  else: loss = b`) is declared before the
-        `if` and each branch assigns it, so that it is defined after the `if`."""
-        for name in sorted(scopes[0].vars.keys() & scopes[1].vars.keys()):
+        `if` and each branch assigns it, so that it is defined after the `if`. Under a test of a constexpr (run
+        at run time for want of values) a variable one branch defines is declared too, zero in the other
+        branch: Triton folds the test, so the source reads it only where the same test holds."""
+        names = scopes[0].vars.keys() & scopes[1].vars.keys()
+        if tests_constexpr:
+            names = scopes[0].vars.keys() | scopes[1].vars.keys()
+        for name in sorted(names):
             if self.owner(name) is not None:
                 continue
-            values = [sc.vars[name] for sc in scopes]
+            values = [sc.vars.get(name) for sc in scopes]
             refs = [v for v in values if isinstance(v, Ref) and isinstance(v.ty, (ScalarT, TileT))]
-            if not refs or not all(isinstance(v, (Ref, CV)) for v in values):
+            if not refs or not all(isinstance(v, (Ref, CV)) or v is None for v in values):
                 continue
             ty = refs[0].ty
+            values = [CV(False if ty.dtype == "bool" else 0) if v is None else v for v in values]
             converted = []
             for (blk, names), v in zip(branches, values):
                 self.b.resume(blk, names)
@@ -541,7 +568,8 @@ class TritonLowerer:
             loc = self.loc(node)
             declared = self.b.to_tile(zero, ty.dtype, ty.shape, loc) if isinstance(ty, TileT) else \
                 self.b.value("scalar", (zero,), ty, loc, hint=name)
-            declared = self.rename(declared, name)
+            # not a name a branch binds: its `name = value` would assign the branch's own variable
+            declared = self.rename(declared, name, frozenset().union(*(names for _, names in branches)))
             for (blk, _), v in zip(branches, converted):
                 blk.stmts.append(Let(declared.name, Op("copy", (v,), ty, loc), update=True))
             self.scopes[-1].vars[name] = declared
@@ -567,7 +595,7 @@ class TritonLowerer:
             zero = Lit(0, ScalarT(dtype))
             declared = self.b.to_tile(zero, dtype, ty.shape, loc) if isinstance(ty, TileT) else \
                 self.b.value("scalar", (zero,), ty, loc, hint=f"{name}_off")
-            declared = self.rename(declared, f"{name}_off")
+            declared = self.rename(declared, f"{name}_off", frozenset().union(*(names for _, names in branches)))
             for (blk, names), off in zip(branches, offsets):
                 self.b.resume(blk, names)
                 try:
@@ -661,7 +689,7 @@ class TritonLowerer:
         cond = self.expr(node.test)
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, DimOp)):
             return self.expr(node.body if cond.value else node.orelse)
-        if isinstance(cond, CV):
+        if isinstance(cond, CV) and not self.calls.dynamic(self, cond):
             raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a conditional expression on a constexpr",
                                       self.loc(node))
         return self.calls.where(self, cond, self.expr(node.body), self.expr(node.orelse), node)
@@ -689,11 +717,15 @@ class TritonLowerer:
                 bound[name] = self.expr(defaults[name])
         body = fn.body
         ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
+        early = any(isinstance(n, ast.Return) for st in (body[:-1] if ret else body) for n in _same_loop([st]))
         scope = Scope("fn")
         scope.vars.update(bound)
         self.scopes.append(scope)
         self.inline_depth += 1
         try:
+            if early:  # returns inside branches: each path ends in one, which sets the helper's value
+                self.block(single_exit(list(body)))
+                return scope.vars.get(RETURN, CV(None))
             self.block(body[:-1] if ret else body)
             return self.expr(ret.value) if ret is not None and ret.value is not None else CV(None)
         finally:
@@ -803,6 +835,22 @@ def pinned_value(v: Any) -> Any:
     """A specialization value as the kernel sees it: a dtype constexpr is pinned by its Triton name
     (`"fp16"`, as `str(tl.float16)`), anything else is a constant."""
     return DT(calls.TL_DTYPE_NAMES[v]) if isinstance(v, str) and v in calls.TL_DTYPE_NAMES else CV(v)
+
+
+RETURN = "return"  # a helper's value, in its scope (a keyword: no source variable has this name)
+
+
+def single_exit(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """`stmts` with every `return` at the end of its path: what follows an `if` holding a return moves into
+    both of its branches (the branch that returns drops it), and what follows a return is dead."""
+    for i, st in enumerate(stmts):
+        if isinstance(st, ast.Return):
+            return stmts[:i + 1]
+        if isinstance(st, ast.If) and any(isinstance(n, ast.Return) for n in _same_loop([st])):
+            rest = stmts[i + 1:]
+            branch = ast.If(st.test, single_exit([*st.body, *rest]), single_exit([*st.orelse, *rest]) or [ast.Pass()])
+            return [*stmts[:i], ast.copy_location(branch, st)]
+    return stmts
 
 
 def _returns(stmts: Sequence[ast.stmt]) -> bool:

@@ -40,6 +40,7 @@ class TritonModule:
     aliases: dict[str, str] = field(default_factory=dict)  # k = triton.jit(fn), k = fn -> {"k": "fn"}
     wrappers: dict[str, list[str]] = field(default_factory=dict)  # decorators of a kernel that are not Triton's
     decorators: dict[str, list[ast.expr]] = field(default_factory=dict)  # of jit functions, function forms included
+    launches: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # literal arguments of `k[grid](..)`
     naming: Any = None  # the target's Naming (identifiers), set by the frontend before lowering
 
 
@@ -111,7 +112,38 @@ def scan(path: str, text: str | None = None) -> TritonModule:
         if isinstance(node, ast.Assign):
             _scan_wrapped(tm, node)
     _called_kernels_are_helpers(tm)
+    _scan_launches(tm)
     return tm
+
+
+def _scan_launches(tm: TritonModule) -> None:
+    """The literal arguments (numbers, bools, strings, module constants) of each launch `k[grid](...)` of a
+    kernel in the file's host code, by parameter name: values the launches give its constexprs. A module constant
+    counts where no function binds the name too (a local of the launching function could shadow it)."""
+    local = {n.id for f in ast.walk(tm.tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+             for n in ast.walk(f) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | {
+        a.arg for f in ast.walk(tm.tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for a in ast.walk(f.args) if isinstance(a, ast.arg)}
+    for call in ast.walk(tm.tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
+                and isinstance(call.func.value, ast.Name)):
+            continue
+        fn = tm.kernels.get(tm.aliases.get(call.func.value.id, call.func.value.id))
+        if fn is None or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        params = [a.arg for a in fn.args.args]
+        given = [*zip(params, call.args), *((k.arg, k.value) for k in call.keywords if k.arg in params)]
+        values = {name: v for name, node in given if (v := _launch_literal(tm, node, local)) is not None}
+        if values and values not in tm.launches.setdefault(fn.name, []):
+            tm.launches[fn.name].append(values)
+
+
+def _launch_literal(tm: TritonModule, node: ast.AST, local: set[str]) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return None if node.id in local else tm.constants.get(node.id)
+    return _literal(node)
 
 
 def _scan_wrapped(tm: TritonModule, node: ast.Assign) -> None:
