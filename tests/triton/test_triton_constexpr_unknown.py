@@ -145,3 +145,68 @@ def test_a_variable_only_one_branch_of_a_runtime_test_defines_is_undefined_after
     """)
     (d,) = tr.diagnostics
     assert d.construct == "name" and "`y`" in d.message and d.loc.line == 9
+
+
+def test_an_int_named_or_used_constexpr_next_to_a_float_literal_stays_an_int(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, n_cols: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            inv = 1.0 / n_cols
+            for i in range(tl.cdiv(n_cols, BLOCK)):
+                tl.store(x_ptr + i * BLOCK + offs, tl.load(x_ptr + i * BLOCK + offs) * inv)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert param_types(k)["n_cols"] == ConstT("int")
+
+
+def test_a_pointer_one_branch_of_a_constexpr_test_defines_is_declared(tmp_path):
+    """Five flags: four make 16 entries (MAX_ENTRIES), the fifth's tests run at run time, and `z_ptr_row` defined
+    under `if RETURN_Z:` is used under the same test later."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, z_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, D: tl.constexpr,
+              RETURN_Z: tl.constexpr, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            x = tl.load(x_ptr + row * BLOCK + tl.arange(0, BLOCK))
+            s = tl.sum(x)
+            if A:
+                s += 1.0
+            if B:
+                s += 2.0
+            if C:
+                s += 3.0
+            if D:
+                s += 4.0
+            if RETURN_Z:
+                z_ptr_row = z_ptr + row
+            if RETURN_Z:
+                tl.store(z_ptr_row, s)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    assert len(tr.module.kernels) == 16
+    for k in tr.module.kernels:
+        assert sum(isinstance(st, If) for st in walk(k.body)) == 2
+        assert [o.args[0].name for o in ops(k, "store") + ops(k, "scatter")] == ["z_ptr"]
+        assert "constexpr `RETURN_Z`: no values are known, its tests run at run time (the value is still a const " \
+               "generic)" in k.notes
+
+
+def test_the_arguments_of_asserts_and_prints_are_not_computed(tmp_path):
+    """Triton checks static asserts while compiling and drops device asserts and prints: the port computes none of
+    their arguments (an interleave, which has no lowering, in a print is no diagnostic)."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, M: tl.constexpr, N: tl.constexpr):
+            BLOCK: tl.constexpr = M * N
+            tl.static_assert(BLOCK <= 32768)
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            tl.device_assert(tl.sum(x) > 0, "positive")
+            tl.device_print("pairs", tl.interleave(x, x))
+            tl.store(x_ptr + offs, x + 1)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert not ops(k, "compare") and not ops(k, "reduce")

@@ -229,8 +229,8 @@ RUNTIME_DTYPES = {"float": "f32", "bool": "bool", "int": "i32"}
 
 def constexpr_kind(tm: TritonModule, fn: ast.FunctionDef, name: str, cfg) -> str:
     """"float", "bool" or "int": the type of a constexpr's values, from the values the configuration, autotune
-    configs and launches give it, its default, its name (`eps`, `softcap`: FLOAT_NAME) or a float literal it
-    meets; int when nothing says."""
+    configs and launches give it, its default, its name (`n_cols`: INT_NAME; `eps`, `softcap`: FLOAT_NAME) or
+    its uses (range bounds, `//`, `%`: int; next to a float literal: float); int when nothing says."""
     values = [c[name] for c in value_sources(tm, fn.name, cfg) if name in c]
     defaults = dict(zip([a.arg for a in fn.args.args][len(fn.args.args) - len(fn.args.defaults):], fn.args.defaults))
     if name in defaults and isinstance(defaults[name], ast.Constant):
@@ -242,7 +242,9 @@ def constexpr_kind(tm: TritonModule, fn: ast.FunctionDef, name: str, cfg) -> str
         return "float"
     if numbers:
         return "int"
-    if FLOAT_NAME.search(name) and not INT_NAME.search(name) or name in _float_literal_uses(fn):
+    if INT_NAME.search(name) or name in _int_uses(fn):
+        return "int"
+    if FLOAT_NAME.search(name) or name in _float_literal_uses(fn):
         return "float"
     return "int"
 
@@ -431,7 +433,9 @@ def merge_views(views: list) -> dict | None | bool:
     return {"strides": list(views[0]["strides"]), "extents": extents}
 
 
-def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
+def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> list[Kernel]:
+    """The kernel's entries for the `pinned` values; `width`: how many entries the enclosing specializations
+    already make (past MAX_ENTRIES in all, a further constexpr goes without values: `_without_values`)."""
     try:
         kernels = _typed(tm, fn, plan, cfg, pinned)
         unfit = frozenset().union(*(no_const_generic(k, value_sources(tm, fn.name, cfg), tm.naming) for k in kernels))
@@ -440,18 +444,19 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
         return kernels
     except NeedsSpecialization as need:
         values = specialization_values(tm, fn.name, cfg, need.constants)
-        if not values:
-            return _without_values(tm, fn, plan, cfg, pinned, need)
+        if not values or width > 1 and width * len(values) > MAX_ENTRIES:
+            return _without_values(tm, fn, plan, cfg, pinned, need, width)
         out = []
         for v in values[:MAX_ENTRIES]:
-            for k in _entries(tm, fn, plan, cfg, {**pinned, **v}):
+            for k in _entries(tm, fn, plan, cfg, {**pinned, **v}, width * len(values[:MAX_ENTRIES])):
                 suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items()))
                 k.name = f"{k.name}_{suffix}"
                 out.append(k)
         return out
 
 
-def _without_values(tm, fn, plan: KernelPlan, cfg, pinned: dict, need: NeedsSpecialization) -> list[Kernel]:
+def _without_values(tm, fn, plan: KernelPlan, cfg, pinned: dict, need: NeedsSpecialization,
+                    width: int) -> list[Kernel]:
     """Constexprs whose values a test needs, with none known: they stay const generics and their tests run at
     run time (`if MODE == 2`, `K == K_POW2`: each launch's values still compile a kernel of their own); where
     that does not translate, or values are needed beyond tests, they are passed at run time (typed, weak
@@ -465,13 +470,13 @@ def _without_values(tm, fn, plan: KernelPlan, cfg, pinned: dict, need: NeedsSpec
     if not names & plan.dynamic:
         plan.dynamic |= names
         try:
-            return _entries(tm, fn, plan, cfg, pinned)
+            return _entries(tm, fn, plan, cfg, pinned, width)
         except Diagnostic as d:
             first = d
     plan.dynamic -= names
     plan.runtime |= names
     try:
-        return _entries(tm, fn, plan, cfg, pinned)
+        return _entries(tm, fn, plan, cfg, pinned, width)
     except Diagnostic as d:
         tried = f"tested at run time: {first.message}; " if first is not None else ""
         raise Diagnostic(f"{need.reason}: constexpr(s) {listed} need values ({tried}as runtime values instead: "

@@ -536,7 +536,7 @@ class TritonLowerer:
             branches.append((blk, names))
             scopes.append(self.scopes.pop())
         self.join_branch_locals(scopes, branches, s, tests_constexpr)
-        self.join_branch_pointers(scopes, branches, s)
+        self.join_branch_pointers(scopes, branches, s, tests_constexpr)
         blocks = [blk for blk, _ in branches]
         self.b.emit(If(cond, blocks[0], blocks[1], self.loc(s), self.outer_updates(*blocks)))
 
@@ -574,15 +574,22 @@ class TritonLowerer:
                 blk.stmts.append(Let(declared.name, Op("copy", (v,), ty, loc), update=True))
             self.scopes[-1].vars[name] = declared
 
-    def join_branch_pointers(self, scopes: list[Scope], branches: list, node: ast.If) -> None:
+    def join_branch_pointers(self, scopes: list[Scope], branches: list, node: ast.If, tests_constexpr: bool) -> None:
         """A pointer a branch moves (`if c: p += off`): its offset becomes a variable declared before the `if`,
-        which each branch assigns; accesses through it are gathers (the offset has no single affine form)."""
+        which each branch assigns; accesses through it are gathers (the offset has no single affine form). Under
+        a test of a constexpr, a pointer a branch defines is joined too (as `join_branch_locals` does)."""
         for name in sorted(scopes[0].vars.keys() | scopes[1].vars.keys()):
             owner = self.owner(name)
             values = [sc.vars.get(name) for sc in scopes]
-            if owner is None or not any(isinstance(v, Ptr) for v in values):
+            if not any(isinstance(v, Ptr) for v in values) or owner is None and not tests_constexpr:
                 continue
-            outer = self.lookup(name, node)
+            if owner is None:
+                arrays = {v.array.name: v.array for v in values if isinstance(v, Ptr)}
+                if len(arrays) != 1 or not all(isinstance(v, Ptr) or v is None for v in values):
+                    continue  # not one pointer after the `if`: undefined there
+                outer = Ptr(next(iter(arrays.values())), None)
+            else:
+                outer = self.lookup(name, node)
             values = [outer if v is None else v for v in values]
             if not all(isinstance(v, Ptr) and v.array.name == outer.array.name for v in [outer, *values]):
                 raise self.fail(node, f"pointer `{name}` points into different arrays after this `if`", "pointer")
@@ -649,6 +656,8 @@ class TritonLowerer:
         f = self.expr(node.func)
         if isinstance(f, Helper):
             return self.inline(f.node, node)
+        if isinstance(f, Method) and isinstance(f.obj, Module) and f.name in self.calls.NO_OP:
+            return CV(None)  # asserts and prints: their arguments are not computed either
         args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise self.fail(node, "*args / **kwargs in calls are not supported", "call")
