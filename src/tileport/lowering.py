@@ -330,6 +330,9 @@ ROWS: list[Row] = [
     Row("astype", {"operand": INTS, "elem": INTS, "width": "widen"}, CAST[("i", "i+")]),
     Row("astype", {"operand": INTS, "elem": INTS, "width": "narrow"}, CAST[("i", "i-")], shims=("trunci_fixed",)),
     *[Row("astype", {"operand": ks, "elem": kd}, spelling) for (ks, kd), spelling in CAST.items() if kd in ("f", "i")],
+    # unsigned <-> float: convert_tile takes the signedness from the integer type (uitofp / fptoui)
+    Row("astype", {"operand": "u", "elem": "f"}, CAST[("i", "f")]),
+    Row("astype", {"operand": "f", "elem": "u"}, CAST[("f", "i")]),
     Row("bitcast", template=BITCAST),
     Row("pack", template="pack({x})"),
     Row("unpack", template="unpack({x})"),

@@ -119,7 +119,8 @@ def test_shifts_and_integer_powers(tmp_path):
     assert not tr.diagnostics, tr.diagnostics
     (k,) = tr.module.kernels
     assert {p.name: str(p.ty.dtype) for p in k.array_params}["w_ptr"] == "i32"
-    assert "pointer `w_ptr`: assumed to hold i32 (the kernel applies bitwise operators to its values)" in k.notes
+    assert "pointer `w_ptr`: assumed to hold i32 (the kernel uses its values as integers: bitwise operands, `%`, " \
+           "`//`)" in k.notes
     assert sorted(str(o.ty.dtype) for o in ops(k, "binary", op="shr")) == ["i32", "u32"]
     assert len(ops(k, "binary", op="shl")) == 2  # hi << 2, and 1 << BITS
     assert len(ops(k, "binary", op="mul")) == 2  # w * w, then * w
@@ -136,7 +137,7 @@ def test_shifts_of_floats_are_a_located_diagnostic(tmp_path):
             tl.store(x_ptr + offs, x >> 1)
     """)
     (d,) = tr.diagnostics
-    assert d.construct == "operator" and "Triton takes integers" in d.message and d.loc.line == 8
+    assert d.construct == "dtype" and "Triton takes integers" in d.message and d.loc.line == 8
 
 
 def test_math_on_constants_is_computed_as_triton_does(tmp_path):
@@ -177,3 +178,50 @@ def test_code_on_a_dtype_test_is_one_entry_per_dtype(tmp_path):
     assert not ops(k["k_f32"], "bitcast") and not ops(k["k_bf16"], "bitcast")
     text = rust(path)
     assert "if matches!(x_ptr.dtype, dtype::F16) && matches!(y_ptr.dtype, dtype::F16) {" in text
+
+
+def test_float_remainder_on_tiles_is_pythons(tmp_path):
+    """Triton's float `%` is `a - floor(a / b) * b` (the sign of b)."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs).to(tl.float32)
+            tl.store(y_ptr + offs, x % 2.5)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert [o.attr("fn") for o in ops(k, "unary")] == ["floor"]
+    assert [o.attr("op") for o in ops(k, "binary")] == ["div", "mul", "sub"]
+
+
+def test_loaded_values_split_by_integers_make_the_pointer_an_integer_one(tmp_path):
+    """`pos % PAGE` and `pos // PAGE` on values of an unconfigured pointer: positions, not floats; a constexpr
+    that reaches a pointer offset is an integer whatever its name says (`scale_off`)."""
+    path, tr = translated(tmp_path, """
+        @triton.jit
+        def k(pos_ptr, buf_ptr, out_ptr, PAGE: tl.constexpr, scale_off: tl.constexpr, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            pos = tl.load(pos_ptr + row)
+            src = (pos // PAGE) * BLOCK + (pos % PAGE) + scale_off + tl.arange(0, BLOCK)
+            tl.store(out_ptr + row * BLOCK + tl.arange(0, BLOCK), tl.load(buf_ptr + src).to(tl.uint8))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    types = {p.name: p.ty for p in k.params}
+    assert str(types["pos_ptr"].dtype) in ("i32", "i64") and str(types["scale_off"]) == "Const[int]"
+    assert "Tile<u8, { [BLOCK] }> = convert_tile(" in rust(path)  # float -> unsigned: fptoui
+
+
+def test_a_dtype_constexpr_no_float_type_checks_with_takes_integer_dtypes(tmp_path):
+    path, tr = translated(tmp_path, """
+        @triton.jit
+        def k(w_ptr, out_ptr, W_nbits: tl.constexpr, out_dtype: tl.constexpr, PER: tl.constexpr):
+            pid = tl.program_id(0)
+            cols = tl.arange(0, PER)
+            values = tl.load(w_ptr + pid * PER + cols).to(out_dtype)
+            tl.store(out_ptr + pid, tl.sum(values << (cols * W_nbits).to(out_dtype), axis=0))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    assert [k.name for k in tr.module.kernels] == [f"k_out_dtype{d}" for d in ("int32", "int16", "int8", "uint8")]
+    assert "Tile<u8, { [PER] }> = trunci_fixed(" in rust(path)

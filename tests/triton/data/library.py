@@ -97,3 +97,20 @@ def abs_bits_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     else:
         y = tl.abs(x)
     tl.store(y_ptr + offs, y, mask=offs < n)
+
+
+@triton.jit
+def paged_bytes_kernel(pos_ptr, buf_ptr, out_ptr, PAGE: tl.constexpr, scale_off: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    pos = tl.load(pos_ptr + row)
+    src = (pos // PAGE) * BLOCK + (pos % PAGE) + scale_off + tl.arange(0, BLOCK)
+    x = tl.load(buf_ptr + src)
+    tl.store(out_ptr + row * BLOCK + tl.arange(0, BLOCK), (x % 2.5).to(tl.uint8))
+
+
+@triton.jit
+def pack_bits_kernel(w_ptr, out_ptr, W_nbits: tl.constexpr, out_dtype: tl.constexpr, PER: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, PER)
+    values = tl.load(w_ptr + pid * PER + cols).to(out_dtype)
+    tl.store(out_ptr + pid, tl.sum(values << (cols * W_nbits).to(out_dtype), axis=0))

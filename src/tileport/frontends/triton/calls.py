@@ -816,7 +816,7 @@ def to(lw, x, dtype: str, node, rounding: str | None = None) -> Any:
         lw.poly[out.name] = lw.poly[x.name]  # integer widening keeps the value (indices are in range)
         if isinstance(out.ty, ScalarT):
             lw.factors[("v", out.name)] = out
-    if x.name in lw.loaded:
+    if x.name in lw.loaded and not lw.b.is_float(dtype):  # made a float on purpose: not an integer array's
         lw.loaded[out.name] = lw.loaded[x.name]
     return out
 
@@ -935,10 +935,12 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
         return int_power(lw, a, b, node)
     if op in ("&", "|", "^", "<<", ">>") and not all(T.is_int(v) or v == "bool" and op not in ("<<", ">>")
                                                      for v in lw.b.dspace.values(dtype)):
-        for v in (a, b):  # values of a pointer whose float dtype is only assumed: it holds integers
-            if isinstance(v, Ref) and lw.loaded.get(v.name) in lw.default_float:
-                raise Retry("bits", lw.loaded[v.name])
-        raise lw.fail(node, f"operator {op} on {dtype} (Triton takes integers)", "operator")
+        _assumed_float_holds_ints(lw, a, b)
+        raise lw.fail(node, f"operator {op} on {dtype} (Triton takes integers)", "dtype")
+    if op in ("%", "//") and lw.b.is_float(dtype) and any(
+            isinstance(v, CV) and type(v.value) is int or isinstance(v, Ref) and T.is_int(str(v.ty.dtype))
+            for v in (a, b)):
+        _assumed_float_holds_ints(lw, a, b)  # an index split into parts (`pos % BLOCK`)
     tiles = [v for v in (a, b) if isinstance(v, Ref) and isinstance(v.ty, TileT)]
     x, y = _operand_atom(lw, a, dtype, node), _operand_atom(lw, b, dtype, node)
     if tiles:
@@ -966,8 +968,8 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
                        op={"//": "floordiv", "%": "rem"}.get(op, OP_NAMES[op]), rounding=None, ftz=None, nan=None)
         return lw.b.value("scalar_of", (t,), ty, loc, hint="q")
     if op == "%" and isinstance(ty, TileT):
-        if lw.b.is_float(dtype):
-            raise lw.fail(node, "float % on tiles has no lowering in tileport's kernel model yet", "operator")
+        if lw.b.is_float(dtype):  # Triton: a - floor(a / b) * b (the sign of b, as Python's)
+            return binary(lw, "-", a, binary(lw, "*", binary(lw, "//", a, b, node), b, node), node)
         name = "rem"  # Triton's % on integers is C's remainder (remi)
     full = name == "div" and dtype == "f32" and isinstance(ty, TileT) and not ieee
     out = lw.b.value("binary", (x, y), ty, loc, hint={"+": "sum", "-": "diff", "*": "prod"}.get(op, "v"),
@@ -1004,6 +1006,14 @@ def int_power(lw, a, b, node) -> Any:
         raise NeedsSpecialization(frozenset(sym_names(b.value)), "integer ** by a constexpr", lw.loc(node))
     raise lw.fail(node, "integer ** by a runtime exponent (other than a power of two's) has no lowering",
                   "operator", f"write the product, or a constant exponent up to {MAX_POWER}")
+
+
+def _assumed_float_holds_ints(lw, *values) -> None:
+    """Values loaded through a pointer whose float element type is only assumed, used as integers: the pointer
+    holds integers (the kernel is lowered again with it i32)."""
+    for v in values:
+        if isinstance(v, Ref) and lw.loaded.get(v.name) in lw.default_float:
+            raise Retry("bits", lw.loaded[v.name])
 
 
 def _float_scalar_params(lw, a, b) -> None:

@@ -163,6 +163,36 @@ def _int_uses(fn: ast.FunctionDef) -> set[str]:
     return out
 
 
+# Calls whose value is their first argument's (hints): an offset through them is still an offset.
+_SAME_VALUE = {"multiple_of", "max_contiguous", "max_constancy", "assume_aligned"}
+
+
+def _offset_names(fn: ast.FunctionDef) -> set[str]:
+    """Names whose values reach the pointer operand of a load, store or atomic through arithmetic (not through a
+    call: `(x * scale).to(tl.int32)` makes an integer of anything): integers, as Triton's offsets are."""
+    values: dict[str, list[ast.expr]] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and n.value is not None:
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                if isinstance(t, ast.Name):
+                    values.setdefault(t.id, []).append(n.value)
+    todo = [n.args[0] for n in ast.walk(fn) if isinstance(n, ast.Call) and n.args
+            and (dotted(n.func) or "").rpartition(".")[2] in SINKS]
+    out: set[str] = set()
+    while todo:
+        e = todo.pop()
+        if isinstance(e, ast.Name):
+            if e.id not in out:
+                out.add(e.id)
+                todo += values.get(e.id, [])
+        elif isinstance(e, ast.Call):
+            if (dotted(e.func) or "").rpartition(".")[2] in _SAME_VALUE and e.args:
+                todo.append(e.args[0])
+        elif isinstance(e, (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.IfExp)):
+            todo += [c for c in ast.iter_child_nodes(e) if isinstance(c, ast.expr)]
+    return out
+
+
 @dataclass
 class KernelPlan:
     """Decisions about one kernel's parameters (refined by retries)."""
@@ -176,7 +206,7 @@ class KernelPlan:
     maybe_float: set = field(default_factory=set)  # i32 by assumption, f32 if met with float tiles
     dtypes: set = field(default_factory=set)  # dtype constexprs: specialization values only, never parameters
     ints: set = field(default_factory=set)  # unconfigured pointers the kernel stores i32 tiles into
-    bits: set = field(default_factory=set)  # unconfigured pointers whose values meet bitwise operators (i32)
+    bits: set = field(default_factory=set)  # unconfigured pointers whose values are used as integers (i32)
     configured: bool = False  # element dtypes come from the configuration
     assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
     absent: set = field(default_factory=set)  # arguments every configuration passes as None (pinned None)
@@ -242,11 +272,26 @@ def constexpr_kind(tm: TritonModule, fn: ast.FunctionDef, name: str, cfg) -> str
         return "float"
     if numbers:
         return "int"
-    if INT_NAME.search(name) or name in _int_uses(fn):
+    if name in _int_uses(fn) or name in _offset_names(fn):
         return "int"
-    if FLOAT_NAME.search(name) or name in _float_literal_uses(fn):
-        return "float"
-    return "int"
+    return _name_kind(name) or ("float" if name in _float_literal_uses(fn) else "int")
+
+
+# Words of names that say an integer (counts, sizes, exponents, bit widths) or a real number; the last such word
+# of a name decides (`eps_exp` is an exponent, `exp_scale` a scale).
+INT_WORDS = {"n", "num", "size", "len", "idx", "index", "offset", "count", "row", "rows", "col", "cols", "stride",
+             "exp", "bits", "nbits", "shift", "dim", "block"}
+FLOAT_WORDS = {"eps", "epsilon", "scale", "alpha", "beta", "gamma", "temperature", "lr", "momentum", "decay",
+               "softcap", "smoothing", "margin", "lambda", "lamb", "threshold", "dropout", "coef", "coeff"}
+
+
+def _name_kind(name: str) -> str | None:
+    for word in reversed(re.split(r"_+", re.sub(r"\d+$", "", name).lower())):
+        if word in INT_WORDS or word.startswith("stride"):
+            return "int"
+        if word in FLOAT_WORDS:
+            return "float"
+    return None
 
 
 def _float_literal_uses(fn: ast.FunctionDef) -> set[str]:
@@ -338,7 +383,7 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
                      if p.name not in plan.dtypes]  # an entry that does not need a dtype constexpr ignores it
     kernel.notes = assumption_notes(plan) + [f"pointer `{p}`: assumed to hold i32 (the kernel stores i32 values "
                                              "into it)" for p in sorted(plan.ints - plan.index)] + [
-        f"pointer `{p}`: assumed to hold i32 (the kernel applies bitwise operators to its values)"
+        f"pointer `{p}`: assumed to hold i32 (the kernel uses its values as integers: bitwise operands, `%`, `//`)"
         for p in sorted(plan.bits - plan.ints - plan.index)] + [
         f"constexpr `{c}` is passed at run time ({plan.runtime_dtypes.get(c, 'i32')}): no values are known"
         for c in sorted(plan.runtime)] + [f"constexpr `{c}`: no values are known, its tests run at run time (the value "
@@ -446,13 +491,40 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> lis
         values = specialization_values(tm, fn.name, cfg, need.constants)
         if not values or width > 1 and width * len(values) > MAX_ENTRIES:
             return _without_values(tm, fn, plan, cfg, pinned, need, width)
-        out = []
-        for v in values[:MAX_ENTRIES]:
-            for k in _entries(tm, fn, plan, cfg, {**pinned, **v}, width * len(values[:MAX_ENTRIES])):
-                suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items()))
-                k.name = f"{k.name}_{suffix}"
-                out.append(k)
+        enumerated = _enumerated_dtypes(tm, fn, plan, cfg, need.constants)
+        out = _value_entries(tm, fn, plan, cfg, pinned, values[:MAX_ENTRIES], width, enumerated)
+        if not out and enumerated:  # no float dtype type-checks (`x.to(OUT_DTYPE) << 4`): the integer ones
+            choices = list(product(INT_DTYPE_CHOICES, repeat=len(need.constants)))
+            out = _value_entries(tm, fn, plan, cfg, pinned, [dict(zip(sorted(need.constants), c)) for c in choices],
+                                 width, False)
         return out
+
+
+def _value_entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, values: list[dict], width: int,
+                   droppable: bool) -> list[Kernel]:
+    """One set of entries per value set, named after its values; with `droppable`, a value set whose lowering
+    is a dtype diagnostic is left out (enumerated dtypes the kernel does not type-check with), unless all are."""
+    out, first = [], None
+    for v in values:
+        try:
+            kernels = _entries(tm, fn, plan, cfg, {**pinned, **v}, width * len(values))
+        except Diagnostic as d:
+            if not (droppable and d.construct == "dtype"):
+                raise
+            first = first or d
+            continue
+        for k in kernels:
+            suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items()))
+            k.name = f"{k.name}_{suffix}"
+            out.append(k)
+    if not out and first is not None and not droppable:
+        raise first
+    return out
+
+
+def _enumerated_dtypes(tm, fn, plan: KernelPlan, cfg, names: frozenset) -> bool:
+    """Dtype constexprs whose values no configuration, autotune config or launch gives (enumerated choices)."""
+    return names <= plan.dtypes and not any(names & c.keys() for c in value_sources(tm, fn.name, cfg))
 
 
 def _without_values(tm, fn, plan: KernelPlan, cfg, pinned: dict, need: NeedsSpecialization,
@@ -615,6 +687,7 @@ def _suffix(v: Any) -> str:
 # A dtype constexpr with no configured value takes each float element type unconfigured pointers take, by the
 # name `str(tl.<dtype>)` gives (the launch's value selects the entry).
 DTYPE_CHOICES = ("bf16", "fp16", "fp32")
+INT_DTYPE_CHOICES = ("int32", "int16", "int8", "uint8")  # where no float one type-checks
 DTYPE_POSITION = {"zeros": 1, "full": 2}  # the positional dtype argument of tl.zeros(shape, dtype), tl.full
 _DTYPE_SPELLINGS = {**{k: k for k in TL_DTYPE_NAMES}, **{v: k for k, v in TL_DTYPE_NAMES.items()},
                     "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
