@@ -210,3 +210,23 @@ def test_the_arguments_of_asserts_and_prints_are_not_computed(tmp_path):
     assert not tr.diagnostics, tr.diagnostics
     (k,) = tr.module.kernels
     assert not ops(k, "compare") and not ops(k, "reduce")
+
+
+def test_a_dtype_constexpr_past_the_entry_cap_is_still_specialized(tmp_path):
+    """Three flags make 8 entries; the dtype constexpr met next cannot go without values (no dtype is known at
+    run time), so each flag entry takes the three float dtypes."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, X_dtype: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs).to(tl.float32)
+            if A:
+                x += 1.0
+            if B:
+                x += 2.0
+            if C:
+                x += 3.0
+            tl.store(x_ptr + offs, x.to(X_dtype))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    assert len(tr.module.kernels) == 24 and all("x_dtype" in k.name for k in tr.module.kernels)

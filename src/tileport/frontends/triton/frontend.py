@@ -480,7 +480,8 @@ def merge_views(views: list) -> dict | None | bool:
 
 def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> list[Kernel]:
     """The kernel's entries for the `pinned` values; `width`: how many entries the enclosing specializations
-    already make (past MAX_ENTRIES in all, a further constexpr goes without values: `_without_values`)."""
+    already make (past MAX_ENTRIES in all, a further constexpr goes without values, `_without_values`, unless it
+    is a dtype, which cannot)."""
     try:
         kernels = _typed(tm, fn, plan, cfg, pinned)
         unfit = frozenset().union(*(no_const_generic(k, value_sources(tm, fn.name, cfg), tm.naming) for k in kernels))
@@ -489,7 +490,7 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> lis
         return kernels
     except NeedsSpecialization as need:
         values = specialization_values(tm, fn.name, cfg, need.constants)
-        if not values or width > 1 and width * len(values) > MAX_ENTRIES:
+        if not values or width > 1 and width * len(values) > MAX_ENTRIES and not need.constants & plan.dtypes:
             return _without_values(tm, fn, plan, cfg, pinned, need, width)
         enumerated = _enumerated_dtypes(tm, fn, plan, cfg, need.constants)
         out = _value_entries(tm, fn, plan, cfg, pinned, values[:MAX_ENTRIES], width, enumerated)
