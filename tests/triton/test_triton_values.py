@@ -225,3 +225,21 @@ def test_a_dtype_constexpr_no_float_type_checks_with_takes_integer_dtypes(tmp_pa
     assert not tr.diagnostics, tr.diagnostics
     assert [k.name for k in tr.module.kernels] == [f"k_out_dtype{d}" for d in ("int32", "int16", "int8", "uint8")]
     assert "Tile<u8, { [PER] }> = trunci_fixed(" in rust(path)
+
+
+def test_an_offset_from_several_loaded_values_retries_the_pointer_still_float(tmp_path):
+    """Regression: the offset carried the last loaded operand's pointer, already an integer one, and the retry
+    was an internal error ("repeated decision")."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(req_ptr, start_ptr, out_ptr, stride, T: tl.constexpr, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            req = tl.load(req_ptr + row)
+            start = tl.load(start_ptr + row)
+            dst = req * stride + (start % T) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + dst, 1.0)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    types = {p.name: str(p.ty.dtype) for p in k.array_params}
+    assert types["req_ptr"] == "i64" and types["start_ptr"] in ("i32", "i64")

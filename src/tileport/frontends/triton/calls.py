@@ -386,10 +386,12 @@ def where(lw, cond, x, y, node) -> Ref:
 
 
 def _keep_loaded(lw, sources, out: Ref) -> None:
-    """`out` carries values loaded from a pointer (an index array if they end up in pointer offsets)."""
-    for v in sources:
-        if isinstance(v, Ref) and v.name in lw.loaded:
-            lw.loaded[out.name] = lw.loaded[v.name]
+    """`out` carries values loaded from a pointer (an index array if they end up in pointer offsets): of several,
+    one whose values are floats (the pointer whose element type a retry must change)."""
+    loaded = [v for v in sources if isinstance(v, Ref) and v.name in lw.loaded]
+    if loaded:
+        floats = [v for v in loaded if lw.b.is_float(v.ty.dtype)]
+        lw.loaded[out.name] = lw.loaded[(floats or loaded)[0].name]
 
 
 def tl_where(lw, args, kwargs, node):
@@ -975,9 +977,7 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
     out = lw.b.value("binary", (x, y), ty, loc, hint={"+": "sum", "-": "diff", "*": "prod"}.get(op, "v"),
                      op=name, rounding="full" if full else None, ftz=None, nan=None)
     _affine(lw, op, a, b, out)
-    for v in (a, b):
-        if isinstance(v, Ref) and v.name in lw.loaded:
-            lw.loaded[out.name] = lw.loaded[v.name]
+    _keep_loaded(lw, (a, b), out)
     if all(isinstance(v, CV) or v.name in lw.static for v in (a, b)):
         lw.static.add(out.name)  # arithmetic on constexprs is a constant for Triton
     if op in ("&",) and dtype == "bool":
