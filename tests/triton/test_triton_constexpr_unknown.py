@@ -148,17 +148,21 @@ def test_a_variable_only_one_branch_of_a_runtime_test_defines_is_undefined_after
 
 
 def test_an_int_named_or_used_constexpr_next_to_a_float_literal_stays_an_int(tmp_path):
+    """`n_cols` is a count by name and use; `BLOCK_SCALE` (a float by its last word) is an arange bound and a tile
+    shape: integers."""
     _, tr = translated(tmp_path, """
         @triton.jit
-        def k(x_ptr, n_cols: tl.constexpr, BLOCK: tl.constexpr):
+        def k(x_ptr, s_ptr, n_cols: tl.constexpr, BLOCK: tl.constexpr, BLOCK_SCALE: tl.constexpr):
             offs = tl.arange(0, BLOCK)
             inv = 1.0 / n_cols
             for i in range(tl.cdiv(n_cols, BLOCK)):
                 tl.store(x_ptr + i * BLOCK + offs, tl.load(x_ptr + i * BLOCK + offs) * inv)
+            s = tl.zeros([BLOCK_SCALE], tl.float32) + tl.arange(0, BLOCK_SCALE) * 0.5
+            tl.store(s_ptr + tl.arange(0, BLOCK_SCALE), s)
     """)
     assert not tr.diagnostics, tr.diagnostics
     (k,) = tr.module.kernels
-    assert param_types(k)["n_cols"] == ConstT("int")
+    assert param_types(k)["n_cols"] == ConstT("int") and param_types(k)["BLOCK_SCALE"] == ConstT("int")
 
 
 def test_a_pointer_one_branch_of_a_constexpr_test_defines_is_declared(tmp_path):

@@ -153,11 +153,16 @@ def scalar_dtype(fn: ast.FunctionDef, name: str) -> str:
 
 
 def _int_uses(fn: ast.FunctionDef) -> set[str]:
-    """Names used as range bounds or with `//`, `%` (integers in Triton)."""
+    """Names used as range bounds, arange bounds, tile shapes (in a list or tuple passed to a call) or with `//`,
+    `%` (integers in Triton)."""
     out: set[str] = set()
     for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and (dotted(n.func) or "").rpartition(".")[2] in ("range", "static_range", "cdiv"):
+        if isinstance(n, ast.Call) and (dotted(n.func) or "").rpartition(".")[2] in ("range", "static_range", "cdiv",
+                                                                                    "arange"):
             out |= {a.id for a in n.args if isinstance(a, ast.Name)}
+        if isinstance(n, ast.Call):
+            out |= {e.id for a in [*n.args, *(k.value for k in n.keywords)] if isinstance(a, (ast.List, ast.Tuple))
+                    for e in a.elts if isinstance(e, ast.Name)}
         elif isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.Mod)):
             out |= {a.id for a in (n.left, n.right) if isinstance(a, ast.Name)}
     return out
