@@ -151,6 +151,7 @@ MMA_INT = "mmai({a}, {b}, {acc}, signedness::Signed, signedness::Signed)"
 # ---- pointer path (ct.gather / ct.scatter), expanded per call as cuTile does
 PTR_BASE = "pointer_to_tile(cast_mut({array}.as_ptr()))"
 PTR_OFFSET = "{ptr}.offset_tile({offset})"
+PTR_CAST = "ptr_to_ptr({x})"  # the element type comes from the let annotation
 # ---- Array.slice: a tensor view built in the kernel, as cutile's entry wrapper builds a parameter's (the extents
 # and dynamic strides assumed non-negative, as cuTile Python's make_tensor_view operands are)
 VIEW_OFFSET = "muli_fixed({a}, {b}, overflow::None)"  # not `*`: cutile-rs folds `*` of two constants, cuTile not
@@ -405,6 +406,7 @@ ROWS: list[Row] = [
     Row("atomic_cas_ptr", method="atomic_cas"),
     Row("ptr_base", template=PTR_BASE),
     Row("ptr_offset", template=PTR_OFFSET),
+    Row("ptr_cast", template=PTR_CAST),
     Row("view_offset", method="view_offset", shims=("muli_fixed",)),
     Row("make_view", method="make_view"),
     Row("assume_div_by", when={"at_launch": True}, method="assume_div_by_at_launch"),

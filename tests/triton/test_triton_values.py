@@ -243,3 +243,35 @@ def test_an_offset_from_several_loaded_values_retries_the_pointer_still_float(tm
     (k,) = tr.module.kernels
     types = {p.name: str(p.ty.dtype) for p in k.array_params}
     assert types["req_ptr"] == "i64" and types["start_ptr"] in ("i32", "i64")
+
+
+def test_pointers_re_cast_to_another_element_type(tmp_path):
+    """`p.to(tl.pointer_type(tl.uint8))` reads the same buffer as bytes: gathers/scatters through the parameter's
+    base pointer cast with cutile's ptr_to_ptr, offsets counting bytes, no extent check (Triton has none)."""
+    path, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, n_bytes, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            src = x_ptr.to(tl.pointer_type(tl.uint8))
+            b = tl.load(src + offs, mask=offs < n_bytes, other=0)
+            tl.static_assert(src.dtype.element_ty == tl.uint8)
+            tl.store(y_ptr.to(tl.pointer_type(tl.uint8)) + offs, b ^ 0xFF, mask=offs < n_bytes)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    (g,) = ops(k, "gather")
+    (sc,) = ops(k, "scatter")
+    assert str(g.ty.dtype) == "u8" and all(o.attr("elem") == "u8" and o.attr("check_bounds") is False for o in (g, sc))
+    text = rust(path)
+    assert text.count("PointerTile<*mut u8, { [] }> = ptr_to_ptr(") == 2 and ".shape()[" not in text
+
+
+def test_a_pointer_made_from_an_integer_is_a_located_diagnostic(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(table_ptr, y_ptr, BLOCK: tl.constexpr):
+            base = tl.load(table_ptr + tl.program_id(0)).to(tl.pointer_type(tl.float16))
+            tl.store(y_ptr + tl.arange(0, BLOCK), tl.load(base + tl.arange(0, BLOCK)))
+    """)
+    (d,) = tr.diagnostics
+    assert d.construct == "tl.pointer_type" and "kernel's pointer parameters only" in d.message and d.loc.line == 6

@@ -14,7 +14,7 @@ from tileport.passes.uses import atoms_of, taken_names
 # Operations without memory effects; everything else stays where the source put it.
 PURE = {"full", "splat", "broadcast", "reshape", "astype", "binary", "compare", "unary", "select", "arange",
         "permute", "array_dim", "array_stride", "scalar", "copy", "fma", "reduce", "mma", "num_tiles", "tile0",
-        "ptr_base", "ptr_offset", "extract", "scalar_of", "cat", "bitcast", "fpowi", "scan_sum", "view_offset",
+        "ptr_base", "ptr_offset", "ptr_cast", "extract", "scalar_of", "cat", "bitcast", "fpowi", "scan_sum", "view_offset",
         "assume_div_by", "make_view"}
 
 

@@ -114,3 +114,10 @@ def pack_bits_kernel(w_ptr, out_ptr, W_nbits: tl.constexpr, out_dtype: tl.conste
     cols = tl.arange(0, PER)
     values = tl.load(w_ptr + pid * PER + cols).to(out_dtype)
     tl.store(out_ptr + pid, tl.sum(values << (cols * W_nbits).to(out_dtype), axis=0))
+
+
+@triton.jit
+def flip_bytes_kernel(x_ptr, y_ptr, n_bytes, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    b = tl.load(x_ptr.to(tl.pointer_type(tl.uint8)) + offs, mask=offs < n_bytes, other=0)
+    tl.store(y_ptr.to(tl.pointer_type(tl.uint8)) + offs, b ^ 0xFF, mask=offs < n_bytes)

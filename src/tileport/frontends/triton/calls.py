@@ -82,7 +82,7 @@ def attribute(lw, obj: Any, attr: str, node) -> Any:
         return Method(obj, attr)
     if isinstance(obj, Ptr):
         if attr in ("dtype", "type"):  # a pointer (tile)'s type: `.element_ty` is the pointee's dtype
-            return DT(("pointer", obj.array.ty.dtype))
+            return DT(("pointer", obj.dtype))
         return Method(obj, attr)
     if isinstance(obj, Descriptor) and attr in ("load", "store"):
         return Method(obj, attr)
@@ -119,7 +119,7 @@ def subscript(lw, obj: Any, node: ast.Subscript) -> Any:
     if isinstance(obj, Ptr):
         if obj.offset is None:
             raise lw.fail(node, "indexing a bare pointer is not supported", "subscript")
-        return Ptr(obj.array, expand(lw, obj.offset, items, node))
+        return Ptr(obj.array, expand(lw, obj.offset, items, node), obj.elem)
     if isinstance(obj, Ref) and isinstance(obj.ty, TileT):
         return expand(lw, obj, items, node)
     raise lw.fail(node, f"indexing {lw.describe(obj)} is not supported", "subscript")
@@ -218,6 +218,12 @@ def method(lw, obj, name: str, args, kwargs, node):
         if isinstance(dt, CV) and isinstance(dt.value, (Sym, DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(dt.value)), f"a constexpr dtype (.{name}({dt.value}))",
                                       lw.loc(node))
+        if isinstance(obj, Ptr) and isinstance(dt, DT) and isinstance(dt.dtype, tuple) and dt.dtype[0] == "pointer":
+            return recast(lw, obj, dt.dtype[1], node)
+        if isinstance(dt, DT) and isinstance(dt.dtype, tuple) and dt.dtype[0] == "pointer":
+            raise lw.fail(node, f"a pointer made from {lw.describe(obj)} (an address computed or loaded as an "
+                          "integer) has no lowering: the port addresses memory through the kernel's pointer "
+                          "parameters only", "tl.pointer_type", "pass the tensor itself as a kernel parameter")
         if not isinstance(dt, DT) or isinstance(dt.dtype, tuple):
             raise lw.fail(node, f".{name}() takes an element dtype", f".{name}")
         if not M._none(b.get("bitcast")) and lw.compile_time(b["bitcast"], node, "bitcast"):
@@ -353,6 +359,23 @@ def _filled(lw, shape, value, dtype, node) -> Ref:
             raise lw.fail(node, f"the fill value of a tile must be a scalar, got {value.ty}", "tl.full")
         value = lw.b.value("scalar_of", (value,), ScalarT(value.ty.dtype), lw.loc(node), hint="fill")
     return lw.b.to_tile(lw.atom(value, node, dtype), dtype, tuple(shape), lw.loc(node))
+
+
+def pointer_type(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("element_ty", "address_space", "const"), node, "pointer_type", 1)
+    return DT(("pointer", _dtype(lw, b["element_ty"], node, "tl.pointer_type")))
+
+
+def recast(lw, ptr: Ptr, elem: str, node) -> Ptr:
+    """`p.to(tl.pointer_type(dt))`: the same address read as `dt` elements (its offset counts the array's
+    elements, so a re-cast of a moved pointer is refused unless the element types are the same width)."""
+    if elem == ptr.dtype:
+        return ptr
+    if ptr.offset is not None and _BITS.get(str(ptr.dtype)) != _BITS.get(elem):
+        raise lw.fail(node, "re-casting a pointer already moved from its parameter to another element width is not "
+                      "supported", "tl.pointer_type", "re-cast the parameter itself, then add the offset in the new "
+                      "element type")
+    return Ptr(ptr.array, ptr.offset, elem)
 
 
 def cdiv(lw, args, kwargs, node):
@@ -641,6 +664,9 @@ def _atomic(lw, fn: str, mode: str, b: dict, values: tuple, node) -> Ref:
     if not isinstance(ptr, Ptr):
         raise lw.fail(node, f"tl.{fn} of {lw.describe(ptr)}: a pointer (or a tile of pointers) is expected",
                       f"tl.{fn}")
+    if ptr.elem is not None:
+        raise lw.fail(node, f"tl.{fn} through a re-cast pointer is not supported (cutile-rs atomics take the "
+                      "array's element type)", f"tl.{fn}", "apply the atomic through the pointer parameter itself")
     M._go_flat(lw, ptr)  # atomics address elements of the 1-D buffer
     dtype = ptr.array.ty.dtype
     loc = lw.loc(node)
@@ -762,6 +788,7 @@ def tl_range(lw, args, kwargs, node):
 
 TL = {
     "program_id": program_id, "num_programs": num_programs, "arange": arange, "full": full, "zeros": zeros,
+    "pointer_type": pointer_type,
     "zeros_like": zeros_like, "full_like": full_like, "cdiv": cdiv, "where": tl_where, "load": M.load,
     "store": M.store, "make_block_ptr": M.make_block_ptr, "advance": M.advance,
     "make_tensor_descriptor": M.make_tensor_descriptor, "load_tensor_descriptor": M.load_tensor_descriptor,

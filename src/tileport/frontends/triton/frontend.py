@@ -90,6 +90,9 @@ def pointer_params(tm: TritonModule, fn: ast.FunctionDef, memo: dict | None = No
             return roots(e.value, seen)
         if isinstance(e, ast.IfExp):
             return roots(e.body, seen) | roots(e.orelse, seen)
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("to", "cast") \
+                and not (dotted(e.func.value) or "").split(".")[0] in tm.tl_names | tm.triton_names:
+            return roots(e.func.value, seen)  # `p.to(tl.pointer_type(..))`: the same pointer re-cast
         if isinstance(e, ast.Call) and e.args and (dotted(e.func) or "").rpartition(".")[2] in (
                 "multiple_of", "max_contiguous", "advance", "to"):
             return roots(e.args[0], seen)

@@ -587,12 +587,17 @@ class TritonLowerer:
                 arrays = {v.array.name: v.array for v in values if isinstance(v, Ptr)}
                 if len(arrays) != 1 or not all(isinstance(v, Ptr) or v is None for v in values):
                     continue  # not one pointer after the `if`: undefined there
-                outer = Ptr(next(iter(arrays.values())), None)
+                elems = {v.elem for v in values if isinstance(v, Ptr)}
+                if len(elems) != 1:
+                    continue
+                outer = Ptr(next(iter(arrays.values())), None, elems.pop())
             else:
                 outer = self.lookup(name, node)
             values = [outer if v is None else v for v in values]
-            if not all(isinstance(v, Ptr) and v.array.name == outer.array.name for v in [outer, *values]):
-                raise self.fail(node, f"pointer `{name}` points into different arrays after this `if`", "pointer")
+            if not all(isinstance(v, Ptr) and (v.array.name, v.elem) == (outer.array.name, outer.elem)
+                       for v in [outer, *values]):
+                raise self.fail(node, f"pointer `{name}` points into different arrays (or element types) after this "
+                                "`if`", "pointer")
             offsets = [v.offset for v in values]
             refs = [o for o in offsets if o is not None]
             dtype = "i64" if any(o.ty.dtype == "i64" for o in refs) else "i32"
@@ -610,7 +615,7 @@ class TritonLowerer:
                 finally:
                     self.b.pop()
                 blk.stmts.append(Let(declared.name, Op("copy", (v,), ty, loc), update=True))
-            self.scopes[-1].vars[name] = Ptr(outer.array, declared)
+            self.scopes[-1].vars[name] = Ptr(outer.array, declared, outer.elem)
 
     def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
         if isinstance(cond.ty, TileT):
