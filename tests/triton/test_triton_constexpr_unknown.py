@@ -234,3 +234,30 @@ def test_a_dtype_constexpr_past_the_entry_cap_is_still_specialized(tmp_path):
     """)
     assert not tr.diagnostics, tr.diagnostics
     assert len(tr.module.kernels) == 24 and all("x_dtype" in k.name for k in tr.module.kernels)
+
+
+def test_a_string_constexpr_past_the_entry_cap_is_still_specialized(tmp_path):
+    """Four flags make 16 entries; `ACTIVATION == "swish"` cannot be tested at run time (a string), so the cap
+    gives way rather than the kernel."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, D: tl.constexpr, ACTIVATION: tl.constexpr,
+              BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs).to(tl.float32)
+            if A:
+                x += 1.0
+            if B:
+                x += 2.0
+            if C:
+                x += 3.0
+            if D:
+                x += 4.0
+            if ACTIVATION == "swish":
+                x = x * tl.sigmoid(x)
+            elif ACTIVATION == "relu":
+                x = tl.maximum(x, 0.0)
+            tl.store(x_ptr + offs, x)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    assert len(tr.module.kernels) == 32 and all("activation" in k.name for k in tr.module.kernels)

@@ -488,8 +488,8 @@ def merge_views(views: list) -> dict | None | bool:
 
 def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> list[Kernel]:
     """The kernel's entries for the `pinned` values; `width`: how many entries the enclosing specializations
-    already make (past MAX_ENTRIES in all, a further constexpr goes without values, `_without_values`, unless it
-    is a dtype, which cannot)."""
+    already make (past MAX_ENTRIES in all, a further constexpr goes without values, `_without_values`, where it
+    can: not a dtype, not one that must be known)."""
     try:
         kernels = _typed(tm, fn, plan, cfg, pinned)
         unfit = frozenset().union(*(no_const_generic(k, value_sources(tm, fn.name, cfg), tm.naming) for k in kernels))
@@ -498,8 +498,14 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> lis
         return kernels
     except NeedsSpecialization as need:
         values = specialization_values(tm, fn.name, cfg, need.constants)
-        if not values or width > 1 and width * len(values) > MAX_ENTRIES and not need.constants & plan.dtypes:
+        if not values:
             return _without_values(tm, fn, plan, cfg, pinned, need, width)
+        if width > 1 and width * len(values) > MAX_ENTRIES and not need.constants & plan.dtypes:
+            before = set(plan.runtime), set(plan.dynamic)
+            try:
+                return _without_values(tm, fn, plan, cfg, pinned, need, width)
+            except Diagnostic:  # not without values (strings, tile shapes): more entries than the cap
+                plan.runtime, plan.dynamic = before
         enumerated = _enumerated_dtypes(tm, fn, plan, cfg, need.constants)
         out = _value_entries(tm, fn, plan, cfg, pinned, values[:MAX_ENTRIES], width, enumerated)
         if not out and enumerated:  # no float dtype type-checks (`x.to(OUT_DTYPE) << 4`): the integer ones
