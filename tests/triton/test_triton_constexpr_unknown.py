@@ -261,3 +261,19 @@ def test_a_string_constexpr_past_the_entry_cap_is_still_specialized(tmp_path):
     """)
     assert not tr.diagnostics, tr.diagnostics
     assert len(tr.module.kernels) == 32 and all("activation" in k.name for k in tr.module.kernels)
+
+
+def test_a_constexpr_tested_for_truth_is_a_flag_whatever_its_name(tmp_path):
+    """`USE_G_GAMMA` ends in a float word, but `if USE_G or USE_G_GAMMA:` tests it: a flag (two entries)."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, USE_G: tl.constexpr, USE_G_GAMMA: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            if USE_G or USE_G_GAMMA:
+                x = x * USE_G_GAMMA
+            tl.store(x_ptr + offs, x)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    assert all(not any(p.name == "USE_G_GAMMA" and p.ty == ScalarT("f32") for p in k.params)
+               for k in tr.module.kernels)

@@ -9,7 +9,7 @@ from pathlib import Path
 from tileport.emit.names import RUST_NAMING
 from tileport.frontends.base import KernelConfig
 from tileport.frontends.triton import translate_file
-from tileport.model.ir import walk
+from tileport.model.ir import If, walk
 from tileport.translate import translate
 
 HEADER = "import triton\nimport triton.language as tl\n\n"
@@ -468,3 +468,67 @@ def test_a_dot_without_a_tile_ir_form_is_a_located_dtype_diagnostic(tmp_path):
     assert not tr.diagnostics, tr.diagnostics
     (k,) = tr.module.kernels
     assert {p.ty.dtype for p in k.array_params} == {"f16"}
+
+
+def test_and_or_fold_known_operands_and_test_the_others(tmp_path):
+    """Regression: `IS_RMS and HAS_X` with the first folded to False made a bool literal an operand of an i32 `&`
+    (an internal model error). Every operand is lowered (entries keep one signature), known ones decide or drop
+    out, runtime ones are tested for truth."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, n, FLAG: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            if FLAG and n:
+                x = x * 2
+            if (not FLAG) or n > 3:
+                x = x + 1
+            tl.store(x_ptr + offs, x)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    k = {k.name: k for k in tr.module.kernels}
+    assert sorted(k) == ["k_flag0", "k_flag1"]
+    assert sum(isinstance(st, If) for st in walk(k["k_flag0"].body)) == 0  # False and n; True or ..: folded
+    assert sum(isinstance(st, If) for st in walk(k["k_flag1"].body)) == 2
+
+
+def test_products_and_sums_of_bool_tiles_are_and_and_xor(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, n, B: tl.constexpr):
+            o = tl.arange(0, B)
+            m = (o[:, None] >= o[None, :]) * (o[None, :] < n)
+            x = tl.load(x_ptr + o[:, None] * B + o[None, :])
+            tl.store(x_ptr + o[:, None] * B + o[None, :], x * m)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert [o.attr("op") for o in ops(k, "binary") if str(o.ty.dtype) == "bool"] == ["and"]
+
+
+def test_a_choice_between_pointers_into_one_array(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(eta, o, T, H, BT: tl.constexpr):
+            i_t = tl.program_id(0)
+            p_last = eta + (T - 1) * H if i_t == tl.cdiv(T, BT) - 1 else eta + (i_t * BT + BT - 1) * H
+            tl.store(o + i_t, tl.load(p_last))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    (g,) = ops(k, "gather") + ops(k, "load")
+    assert g.args[0].name == "eta" and ops(k, "select")
+
+
+def test_block_pointer_element_types_and_constexpr_dot_precisions(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(a_ptr, c_ptr, N, B: tl.constexpr, DOT_PRECISION: tl.constexpr):
+            p_a = tl.make_block_ptr(a_ptr, (N, N), (N, 1), (0, 0), (B, B), (1, 0))
+            p_c = tl.make_block_ptr(c_ptr, (N, N), (N, 1), (0, 0), (B, B), (1, 0))
+            a = tl.load(p_a, boundary_check=(0, 1))
+            c = tl.dot(a, a, input_precision=DOT_PRECISION)
+            tl.store(p_c, c.to(p_c.dtype.element_ty), boundary_check=(0, 1))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    assert sorted(k.name for k in tr.module.kernels) == [f"k_dot_precision{p}" for p in ("ieee", "tf32", "tf32x3")]

@@ -121,3 +121,19 @@ def flip_bytes_kernel(x_ptr, y_ptr, n_bytes, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     b = tl.load(x_ptr.to(tl.pointer_type(tl.uint8)) + offs, mask=offs < n_bytes, other=0)
     tl.store(y_ptr.to(tl.pointer_type(tl.uint8)) + offs, b ^ 0xFF, mask=offs < n_bytes)
+
+
+@triton.jit
+def masked_last_kernel(a_ptr, c_ptr, eta, N, T, H, B: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                       USE_G: tl.constexpr, USE_G_GAMMA: tl.constexpr):
+    i_t = tl.program_id(0)
+    o = tl.arange(0, B)
+    p_a = tl.make_block_ptr(a_ptr, (N, N), (N, 1), (0, 0), (B, B), (1, 0))
+    p_c = tl.make_block_ptr(c_ptr, (N, N), (N, 1), (0, 0), (B, B), (1, 0))
+    a = tl.load(p_a, boundary_check=(0, 1))
+    m = (o[:, None] >= o[None, :]) * (o[None, :] < N)
+    c = tl.dot(a, a, input_precision=DOT_PRECISION) * m
+    if USE_G or USE_G_GAMMA:
+        p_last = eta + (T - 1) * H if i_t == tl.cdiv(T, B) - 1 else eta + (i_t * B + B - 1) * H
+        c = c * tl.load(p_last)
+    tl.store(p_c, c.to(p_c.dtype.element_ty), boundary_check=(0, 1))

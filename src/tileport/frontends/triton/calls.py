@@ -13,7 +13,7 @@ from typing import Any
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import memory as M
-from tileport.frontends.triton.values import CV, DT, Builtin, Descriptor, Method, Module, Ptr, Retry
+from tileport.frontends.triton.values import CV, DT, BlockPtr, Builtin, Descriptor, Method, Module, Ptr, Retry
 from tileport.model import types as T
 from tileport.model.builder import lit_dtype, weak_result_dtype
 from tileport.model.ir import Lit, Ref, sym_names
@@ -88,6 +88,8 @@ def attribute(lw, obj: Any, attr: str, node) -> Any:
         return Method(obj, attr)
     if isinstance(obj, Descriptor) and attr == "dtype":
         return DT(obj.array.array.ty.dtype)
+    if isinstance(obj, BlockPtr) and attr in ("dtype", "type"):  # a block pointer's type: `.element_ty` is its data's
+        return DT(("pointer", obj.array.dtype))
     if isinstance(obj, Descriptor) and attr == "block_shape":
         return tuple(CV(d) for d in obj.block)
     if isinstance(obj, DT):
@@ -396,6 +398,8 @@ def where(lw, cond, x, y, node) -> Ref:
         return x if cond.value else y
     if not isinstance(cond, Ref):
         raise lw.fail(node, "tl.where: the condition must be a boolean tile", "tl.where")
+    if isinstance(x, Ptr) and isinstance(y, Ptr):
+        return _where_pointer(lw, cond, x, y, node)
     dtype = _operand_dtype(lw, x, y, node, "tl.where")
     shape = tuple(cond.ty.shape) if isinstance(cond.ty, TileT) else ()
     for v in (x, y):
@@ -406,6 +410,15 @@ def where(lw, cond, x, y, node) -> Ref:
     out = lw.b.value("select", (c, xs, ys), TileT(dtype, shape), loc, hint="sel")
     _keep_loaded(lw, (x, y), out)
     return out
+
+
+def _where_pointer(lw, cond: Ref, x: Ptr, y: Ptr, node) -> Ptr:
+    """`p + a if c else p + b` (or tl.where) of pointers into one array: the pointer at the chosen offset."""
+    if (x.array.name, x.elem) != (y.array.name, y.elem):
+        raise lw.fail(node, f"a choice between {lw.describe(x)} and {lw.describe(y)}: pointers into different "
+                      "arrays (or element types) are not supported", "pointer", "choose the offset, not the array")
+    offset = where(lw, cond, CV(0) if x.offset is None else x.offset, CV(0) if y.offset is None else y.offset, node)
+    return Ptr(x.array, offset, x.elem)
 
 
 def _keep_loaded(lw, sources, out: Ref) -> None:
@@ -598,6 +611,8 @@ def _dot_precision(lw, b: dict, node) -> str:
     (its default on sm_80+)."""
     if not M._none(b.get("input_precision")):
         p = lw.compile_time(b["input_precision"], node, "tl.dot input_precision")
+        if isinstance(p, (Sym, DimOp)):
+            raise NeedsSpecialization(frozenset(sym_names(p)), "tl.dot input_precision of a constexpr", lw.loc(node))
         if p not in DOT_PRECISIONS:
             raise lw.fail(node, f"tl.dot: input_precision={p!r} is not supported", "tl.dot",
                           f"use one of {', '.join(DOT_PRECISIONS)}")
@@ -960,6 +975,8 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
     if op == "/" and not lw.b.is_float(dtype):
         dtype = "f32"
+    if dtype == "bool" and op in BOOL_ARITHMETIC:  # i1 arithmetic wraps: a product is `and`, a sum `xor`
+        return binary(lw, BOOL_ARITHMETIC[op], a, b, node)
     if op == "**" and not lw.b.is_float(dtype):
         return int_power(lw, a, b, node)
     if op in ("&", "|", "^", "<<", ">>") and not all(T.is_int(v) or v == "bool" and op not in ("<<", ">>")
@@ -1059,6 +1076,7 @@ OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%
             "&": "and", "|": "or", "^": "xor", "<<": "shl", ">>": "shr", "min": "min", "max": "max", "cdiv": "cdiv",
             "maximum": "max", "minimum": "min"}
 MAX_POWER = 64  # integer ** by a constant exponent: repeated squaring up to this exponent
+BOOL_ARITHMETIC = {"*": "&", "+": "^", "-": "^"}
 
 
 def _affine(lw, op: str, a, b, out: Ref) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.base import Translation
 from tileport.frontends.triton import descriptors as D
-from tileport.frontends.triton.calls import TL_DTYPE_NAMES, TL_DTYPES
+from tileport.frontends.triton.calls import DOT_PRECISIONS, TL_DTYPE_NAMES, TL_DTYPES
 from tileport.frontends.triton.lower import TritonLowerer
 from tileport.frontends.triton.values import Retry
 from tileport.frontends.triton.scan import TritonModule, dotted, loc_of, scan
@@ -267,8 +267,9 @@ RUNTIME_DTYPES = {"float": "f32", "bool": "bool", "int": "i32"}
 
 def constexpr_kind(tm: TritonModule, fn: ast.FunctionDef, name: str, cfg) -> str:
     """"float", "bool" or "int": the type of a constexpr's values, from the values the configuration, autotune
-    configs and launches give it, its default, its name (`n_cols`: INT_NAME; `eps`, `softcap`: FLOAT_NAME) or
-    its uses (range bounds, `//`, `%`: int; next to a float literal: float); int when nothing says."""
+    configs and launches give it, its default, its uses (range bounds, shapes, offsets, `//`, `%`: int; tested
+    for truth: bool), its name (`n_cols`; `eps`, `softcap`: `_name_kind`) or a float literal it meets; int when
+    nothing says."""
     values = [c[name] for c in value_sources(tm, fn.name, cfg) if name in c]
     defaults = dict(zip([a.arg for a in fn.args.args][len(fn.args.args) - len(fn.args.defaults):], fn.args.defaults))
     if name in defaults and isinstance(defaults[name], ast.Constant):
@@ -282,6 +283,8 @@ def constexpr_kind(tm: TritonModule, fn: ast.FunctionDef, name: str, cfg) -> str
         return "int"
     if name in _int_uses(fn) or name in _offset_names(fn):
         return "int"
+    if name in _condition_uses(fn):
+        return "bool"
     return _name_kind(name) or ("float" if name in _float_literal_uses(fn) else "int")
 
 
@@ -300,6 +303,14 @@ def _name_kind(name: str) -> str | None:
         if word in FLOAT_WORDS:
             return "float"
     return None
+
+
+def _condition_uses(fn: ast.FunctionDef) -> set[str]:
+    """Names tested for truth (`if USE_G_GAMMA:`, `A or B`, `not A`): flags."""
+    tests = [n.test for n in ast.walk(fn) if isinstance(n, (ast.If, ast.IfExp))]
+    tests += [v for n in ast.walk(fn) if isinstance(n, ast.BoolOp) for v in n.values]
+    tests += [n.operand for n in ast.walk(fn) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)]
+    return {t.id for t in tests if isinstance(t, ast.Name)}
 
 
 def _float_literal_uses(fn: ast.FunctionDef) -> set[str]:
@@ -656,7 +667,9 @@ def enumerable_values(tm: TritonModule, fn: ast.FunctionDef, name: str, seen: fr
             continue
         p = parents.get(n)
         inner = _helper_parameter(tm, n, p, parents.get(p))
-        if inner is not None:
+        if isinstance(p, ast.keyword) and p.arg in KEYWORD_DOMAINS:
+            compared |= set(KEYWORD_DOMAINS[p.arg])
+        elif inner is not None:
             values = enumerable_values(tm, *inner, seen | {(fn.name, name)})
             if not values:
                 return ()
@@ -676,6 +689,10 @@ def enumerable_values(tm: TritonModule, fn: ast.FunctionDef, name: str, seen: fr
     if compared:
         return tuple(sorted(compared, key=lambda v: (isinstance(v, str), v)))
     return (False, True) if flags else ()
+
+
+# Keyword arguments of tl functions that take one of a few strings: a constexpr passed there takes each.
+KEYWORD_DOMAINS = {"input_precision": DOT_PRECISIONS}
 
 
 def _helper_parameter(tm: TritonModule, n: ast.Name, parent: ast.AST, grandparent: ast.AST):

@@ -679,11 +679,20 @@ class TritonLowerer:
         return self.calls.unary(self, type(node.op).__name__, self.expr(node.operand), node)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
-        op = "&" if isinstance(node.op, ast.And) else "|"
-        out = self.expr(node.values[0])
-        for v in node.values[1:]:
-            out = self.calls.binary(self, op, out, self.expr(v), node)
-        return out
+        """`and`/`or` as a truth: a known operand that decides it (`False and ..`) is the answer, one that does not
+        drops out; the others are tested (`!= 0`) and combined with `&` / `|`."""
+        is_and = isinstance(node.op, ast.And)
+        values = [(self.expr(v), v) for v in node.values]  # every operand, as Triton does (no short circuit)
+        out = None
+        for x, v in values:
+            if isinstance(x, CV) and not isinstance(x.value, (Sym, DimOp)):
+                if bool(x.value) != is_and:
+                    return CV(not is_and)
+                continue
+            if isinstance(x, Ref) and x.ty.dtype != "bool":
+                x = self.calls.compare(self, "!=", x, CV(0), v)
+            out = x if out is None else self.calls.binary(self, "&" if is_and else "|", out, x, node)
+        return CV(is_and) if out is None else out
 
     def expr_Compare(self, node: ast.Compare) -> Any:
         if len(node.ops) != 1:

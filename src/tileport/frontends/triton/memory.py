@@ -96,8 +96,8 @@ def make_block_ptr(lw, args, kwargs, node):
     b = _bind(lw, args, kwargs, ("base", "shape", "strides", "offsets", "block_shape", "order"), node,
               "make_block_ptr", 5)
     base = b["base"]
-    if not isinstance(base, Ptr):
-        raise lw.fail(node, "tl.make_block_ptr: `base` must be a pointer parameter (plus an offset)",
+    if not isinstance(base, Ptr) or base.elem is not None:
+        raise lw.fail(node, "tl.make_block_ptr: `base` must be a pointer parameter (plus an offset), not re-cast",
                       "tl.make_block_ptr")
     fields = [b[k] for k in ("shape", "strides", "offsets", "block_shape")]
     if not all(isinstance(f, tuple) for f in fields) or len({len(f) for f in fields}) != 1:
