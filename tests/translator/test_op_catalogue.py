@@ -49,8 +49,8 @@ def test_the_frontend_gives_only_declared_values():
 
 
 def test_the_rust_target_spells_every_element_dtype_of_the_model():
-    from tileport.model.types import ELEMENT_DTYPES
-    assert set(L.RUST_DTYPE) == set(ELEMENT_DTYPES)
+    from tileport.model.types import DTYPES
+    assert set(L.RUST_DTYPE) == set(DTYPES)  # fp8 included (tile element types, not array ones)
 
 
 def test_rows_name_a_template_a_method_or_a_refusal():

@@ -7,8 +7,9 @@ import textwrap
 from pathlib import Path
 
 from tileport.emit.rust.names import RUST_NAMING
+from tileport.frontends.base import KernelConfig
 from tileport.frontends.triton import translate_file
-from tileport.model.ir import walk
+from tileport.model.ir import If, walk
 from tileport.translate import translate
 
 HEADER = "import triton\nimport triton.language as tl\n\n"
@@ -362,3 +363,172 @@ def test_cumsum_dtype_argument_casts_first(tmp_path):
     assert not tr.diagnostics, tr.diagnostics
     (scan,) = ops(tr.module.kernels[0], "scan_sum")
     assert scan.ty.dtype == "f32"
+
+
+def test_a_variable_both_branches_define_is_assigned_by_each(tmp_path):
+    """Regression: the variable declared before the `if` took the name each branch gave its own value, so the
+    branches assigned their value to itself (`z = z`) and the declared one stayed zero."""
+    path, _ = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, n, BK: tl.constexpr):
+            offs = tl.arange(0, BK)
+            x = tl.load(x_ptr + offs)
+            if n > 3:
+                z = x * 2
+            else:
+                z = x + 1
+            tl.store(y_ptr + offs, z)
+    """)
+    text = translate([str(path)], None).files["src/kern.rs"]
+    assert "let mut z_1: Tile<E, { [BK] }>" in text and text.count("z_1 = z;") == 2
+    assert "z = z;" not in text
+
+
+def test_helpers_return_from_branches(tmp_path):
+    """`if FLAG: return x` (folded) and `if n > 4: return ..` (a runtime branch) before the helper's end: the rest
+    is the other branch and the helper's value is one variable both paths set."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def pick(x, n, LINEAR: tl.constexpr):
+            if LINEAR:
+                return x
+            if n > 4:
+                return x * 2.0
+            y = x + 1.0
+            return y * y
+
+        @triton.jit
+        def k(x_ptr, n, LINEAR: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, pick(tl.load(x_ptr + offs), n, LINEAR))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    k = {k.name: k for k in tr.module.kernels}
+    assert sorted(k) == ["k_linear0", "k_linear1"]
+    assert not ops(k["k_linear1"], "binary") and len(ops(k["k_linear0"], "binary")) == 3
+
+
+def test_a_return_inside_a_helper_loop_is_a_located_diagnostic(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def first(x_ptr, n):
+            for i in range(n):
+                if tl.load(x_ptr + i) > 0:
+                    return i
+            return n
+
+        @triton.jit
+        def k(x_ptr, n):
+            tl.store(x_ptr, first(x_ptr, n))
+    """)
+    (d,) = tr.diagnostics
+    assert d.construct == "return" and "inside a loop of a helper" in d.message and d.loc.line == 8
+
+
+MIXED_DOT = """
+    @triton.jit
+    def k(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rm = tl.arange(0, BM)
+        rn = tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros([BM, BN], dtype=tl.float32)
+        acc16 = tl.zeros([BM, BN], dtype=tl.float16)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+            acc = tl.dot(a, b, acc)
+            acc16 += tl.dot(a, b, out_dtype=tl.float16)
+            acc = tl.dot(a.to(tl.float8e4nv), b.to(tl.float8e4nv), acc)
+        tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16) + acc16)
+"""
+
+
+def test_dots_of_narrow_floats_into_f32_or_f16_accumulators(tmp_path):
+    """f16 and fp8 operands accumulate in f32 (the default, or the given accumulator's type) or in f16
+    (`out_dtype=tl.float16`), as Tile IR's mmaf takes them."""
+    path, tr = translated(tmp_path, MIXED_DOT, {"k": KernelConfig(({"a_ptr": "f16", "b_ptr": "f16", "c_ptr": "f16"},))})
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert [(str(o.args[0].ty.dtype), str(o.ty.dtype)) for o in ops(k, "mma")] == [
+        ("f16", "f32"), ("f16", "f16"), ("f8e4m3fn", "f32")]
+    text = translate([str(path)], None, configs={str(path): {"k": KernelConfig(
+        ({"a_ptr": "f16", "b_ptr": "f16", "c_ptr": "f16"},))}}).files["src/kern.rs"]
+    assert "Tile<f8e4m3fn, { [BM, BK] }> = convert_tile(" in text
+
+
+def test_a_dot_without_a_tile_ir_form_is_a_located_dtype_diagnostic(tmp_path):
+    """bf16 operands have no f16 accumulator in Tile IR: the bf16 configuration is refused where the dot is."""
+    _, tr = translated(tmp_path, MIXED_DOT, {"k": KernelConfig(({"a_ptr": "bf16", "b_ptr": "bf16",
+                                                                  "c_ptr": "bf16"},))})
+    (d,) = tr.diagnostics
+    assert d.construct == "dtype" and d.message == (
+        "tl.dot of bf16 operands into a f16 accumulator: Tile IR's mma has no such form (it accumulates bf16 in f32)")
+    assert d.loc.line == 15
+    _, tr = translated(tmp_path, MIXED_DOT)  # unconfigured: the generic keeps the element types that have it
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert {p.ty.dtype for p in k.array_params} == {"f16"}
+
+
+def test_and_or_fold_known_operands_and_test_the_others(tmp_path):
+    """Regression: `IS_RMS and HAS_X` with the first folded to False made a bool literal an operand of an i32 `&`
+    (an internal model error). Every operand is lowered (entries keep one signature), known ones decide or drop
+    out, runtime ones are tested for truth."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, n, FLAG: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            if FLAG and n:
+                x = x * 2
+            if (not FLAG) or n > 3:
+                x = x + 1
+            tl.store(x_ptr + offs, x)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    k = {k.name: k for k in tr.module.kernels}
+    assert sorted(k) == ["k_flag0", "k_flag1"]
+    assert sum(isinstance(st, If) for st in walk(k["k_flag0"].body)) == 0  # False and n; True or ..: folded
+    assert sum(isinstance(st, If) for st in walk(k["k_flag1"].body)) == 2
+
+
+def test_products_and_sums_of_bool_tiles_are_and_and_xor(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, n, B: tl.constexpr):
+            o = tl.arange(0, B)
+            m = (o[:, None] >= o[None, :]) * (o[None, :] < n)
+            x = tl.load(x_ptr + o[:, None] * B + o[None, :])
+            tl.store(x_ptr + o[:, None] * B + o[None, :], x * m)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert [o.attr("op") for o in ops(k, "binary") if str(o.ty.dtype) == "bool"] == ["and"]
+
+
+def test_a_choice_between_pointers_into_one_array(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(eta, o, T, H, BT: tl.constexpr):
+            i_t = tl.program_id(0)
+            p_last = eta + (T - 1) * H if i_t == tl.cdiv(T, BT) - 1 else eta + (i_t * BT + BT - 1) * H
+            tl.store(o + i_t, tl.load(p_last))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    (g,) = ops(k, "gather") + ops(k, "load")
+    assert g.args[0].name == "eta" and ops(k, "select")
+
+
+def test_block_pointer_element_types_and_constexpr_dot_precisions(tmp_path):
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(a_ptr, c_ptr, N, B: tl.constexpr, DOT_PRECISION: tl.constexpr):
+            p_a = tl.make_block_ptr(a_ptr, (N, N), (N, 1), (0, 0), (B, B), (1, 0))
+            p_c = tl.make_block_ptr(c_ptr, (N, N), (N, 1), (0, 0), (B, B), (1, 0))
+            a = tl.load(p_a, boundary_check=(0, 1))
+            c = tl.dot(a, a, input_precision=DOT_PRECISION)
+            tl.store(p_c, c.to(p_c.dtype.element_ty), boundary_check=(0, 1))
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    assert sorted(k.name for k in tr.module.kernels) == [f"k_dot_precision{p}" for p in ("ieee", "tf32", "tf32x3")]

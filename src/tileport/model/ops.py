@@ -78,7 +78,7 @@ ATTRS: dict[str, Attr] = {
     "reverse": Attr((bool,)), "check_bounds": Attr((bool, NONE)), "has_mask": Attr((bool,)),
     "padding_value": Attr((int, float)), "latency": Attr((int, NONE)), "token": Attr((*NAME, NONE)),
     "result_token": Attr((*NAME, NONE)), "array": Attr(NAME), "view_of": Attr(NAME), "divisor": Attr((int,)),
-    "steps": Attr((tuple,), (tuple,)), "at_launch": Attr((bool,)),
+    "steps": Attr((tuple,), (tuple,)), "at_launch": Attr((bool,)), "elem": Attr((str, DVar)),
 }
 
 
@@ -202,12 +202,14 @@ _DECLS = [
     OpDecl("store", (ARRAY, TILE, SCALAR), NONE, min_args=2, max_args=8,
            attrs=MEMORY | {"order", "allow_tma", "check_bounds", "array"}),
     # ---- memory through pointers: gather/scatter, then what the pointer pass lowers them to
+    # `elem`: the element type the access reads or writes when it is not the array's (a re-cast pointer)
     OpDecl("gather", (ARRAY, VALUE), TILE, min_args=2, max_args=9,
-           attrs=MEMORY | {"shape", "has_mask", "padding_value", "check_bounds"}),
+           attrs=MEMORY | {"shape", "has_mask", "padding_value", "check_bounds", "elem"}),
     OpDecl("scatter", (ARRAY, VALUE), NONE, min_args=3, max_args=10,
-           attrs=MEMORY | {"shape", "has_mask", "check_bounds"}),
+           attrs=MEMORY | {"shape", "has_mask", "check_bounds", "elem"}),
     OpDecl("ptr_base", (ARRAY,), PTR),
     OpDecl("ptr_offset", (PTR, TILE), PTR),
+    OpDecl("ptr_cast", (PTR,), PTR),  # the same addresses, pointing to another element type
     # `Array.slice`: the element offset `start * stride` as a 0-d u64 tile (a multiply even of two constants, then a
     # sign extension, as cuTile Python computes it); then a tensor view at a pointer (the array's base, offset) with an extent per dimension, then
     # one value per dynamic (-1) entry of `strides`; the array gives the element type, rank and memory token

@@ -14,10 +14,16 @@ from typing import Mapping, Union
 # Element dtype names of the model (short, target-neutral: f32, bf16, i64, ...).
 FLOATS = ("f16", "bf16", "f32", "f64", "tf32")
 INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-# What tiles and scalars of the model compute with; the float8 types are known by name only (no
-# operation takes them yet).
+# What tiles and scalars of the model compute with; the float8 types are tile element types of casts and
+# matrix multiplies only (no array or scalar parameter holds them).
 ELEMENT_DTYPES = ("bool", *INTS, *FLOATS)
 DTYPES = (*ELEMENT_DTYPES, "f8e4m3fn", "f8e5m2")
+
+
+# The accumulator element types of Tile IR's mma by operand element type (cutile 0.5.0 `mmaf` / `mmai`), first the
+# default one.
+MMA_ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "tf32": ("f32",), "f64": ("f64",),
+                    "f8e4m3fn": ("f16", "f32"), "f8e5m2": ("f16", "f32"), "i8": ("i32",), "u8": ("i32",)}
 
 
 def is_float(dt: str) -> bool:

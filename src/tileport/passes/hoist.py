@@ -13,11 +13,12 @@ from tileport.model.ops import OpKind
 from tileport.passes.uses import atoms_of, taken_names
 
 # Operations without memory effects; everything else stays where the source put it.
-PURE = {OpKind.FULL, OpKind.SPLAT, OpKind.BROADCAST, OpKind.RESHAPE, OpKind.ASTYPE, OpKind.BINARY, OpKind.COMPARE,
-        OpKind.UNARY, OpKind.SELECT, OpKind.ARANGE, OpKind.PERMUTE, OpKind.ARRAY_DIM, OpKind.ARRAY_STRIDE,
-        OpKind.SCALAR, OpKind.COPY, OpKind.FMA, OpKind.REDUCE, OpKind.MMA, OpKind.NUM_TILES, OpKind.TILE0,
-        OpKind.PTR_BASE, OpKind.PTR_OFFSET, OpKind.EXTRACT, OpKind.SCALAR_OF, OpKind.CAT, OpKind.BITCAST, OpKind.FPOWI,
-        OpKind.SCAN_SUM, OpKind.VIEW_OFFSET, OpKind.ASSUME_DIV_BY, OpKind.MAKE_VIEW}
+PURE = {OpKind.FULL, OpKind.SPLAT, OpKind.BROADCAST, OpKind.RESHAPE, OpKind.ASTYPE, OpKind.BINARY,
+        OpKind.COMPARE, OpKind.UNARY, OpKind.SELECT, OpKind.ARANGE, OpKind.PERMUTE, OpKind.ARRAY_DIM,
+        OpKind.ARRAY_STRIDE, OpKind.SCALAR, OpKind.COPY, OpKind.FMA, OpKind.REDUCE, OpKind.MMA,
+        OpKind.NUM_TILES, OpKind.TILE0, OpKind.PTR_BASE, OpKind.PTR_OFFSET, OpKind.PTR_CAST, OpKind.EXTRACT,
+        OpKind.SCALAR_OF, OpKind.CAT, OpKind.BITCAST, OpKind.FPOWI, OpKind.SCAN_SUM, OpKind.VIEW_OFFSET,
+        OpKind.ASSUME_DIV_BY, OpKind.MAKE_VIEW}
 
 
 def hoist_invariants(kernel: Kernel, naming: Naming) -> int:

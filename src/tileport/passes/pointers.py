@@ -64,7 +64,7 @@ class _Emitter:
     def scalar_u64(self, atom: Atom, shape: tuple, name: str, loc) -> Ref:
         return self.broadcast_to(self.widen(atom, name, loc), shape, loc)
 
-    def pointers(self, arr: Ref, indices, shape: tuple, check_bounds: bool, base: str, loc):
+    def pointers(self, arr: Ref, indices, shape: tuple, check_bounds: bool, base: str, loc, elem=None):
         rank = arr.ty.rank
         offset, mask = None, None
         for d, idx in enumerate(indices):
@@ -87,12 +87,14 @@ class _Emitter:
                                                           TileT(U64, shape), loc, op="add", rounding=None,
                                                           ftz=None, nan=None)
         ptr = self.let(f"{base}_base", OpKind.PTR_BASE, (arr,), PtrT(arr.ty.dtype, ()), loc)
+        dtype = arr.ty.dtype if elem is None else elem
+        if elem is not None:  # a re-cast pointer: the base's address as a pointer to `elem`
+            ptr = self.let(f"{base}_cast", OpKind.PTR_CAST, (ptr,), PtrT(elem, ()), loc)
         ptr = self.broadcast_to(ptr, shape, loc)
-        ptrs = self.let(f"{base}_ptrs", OpKind.PTR_OFFSET, (ptr, offset), PtrT(arr.ty.dtype, shape), loc)
-        if not shape and arr.ty.dtype in ELEMENT_BYTES:
+        ptrs = self.let(f"{base}_ptrs", OpKind.PTR_OFFSET, (ptr, offset), PtrT(dtype, shape), loc)
+        if not shape and dtype in ELEMENT_BYTES:
             # a single-element access: cuTile Python states the element alignment of its pointer
-            ptrs = self.let(f"{base}_aligned", OpKind.ASSUME_DIV_BY, (ptrs,), ptrs.ty, loc,
-                            divisor=ELEMENT_BYTES[arr.ty.dtype])
+            ptrs = self.let(f"{base}_aligned", OpKind.ASSUME_DIV_BY, (ptrs,), ptrs.ty, loc, divisor=ELEMENT_BYTES[dtype])
         return ptrs, mask
 
     def with_user_mask(self, bounds, user, shape, base, loc):
@@ -135,7 +137,7 @@ def _lower(em: _Emitter, st, op: Op) -> None:
         indices, user = rest[:rank], (rest[rank] if op.attr("has_mask") else None)
         shape = op.ty.shape
         base = st.name
-        ptrs, bounds = em.pointers(arr, indices, shape, check, base, loc)
+        ptrs, bounds = em.pointers(arr, indices, shape, check, base, loc, op.attr("elem"))
         mask = em.with_user_mask(bounds, user, shape, base, loc)
         pad = em.pad(op.attr("padding_value"), op.ty.dtype, shape, base, loc)
         args = (ptrs, pad) + ((mask,) if mask is not None else ())
@@ -148,7 +150,7 @@ def _lower(em: _Emitter, st, op: Op) -> None:
         indices, user = rest[:rank], (rest[rank] if op.attr("has_mask") else None)
         shape = value.ty.shape
         base = em.fresh(f"{arr.name}_scatter")
-        ptrs, bounds = em.pointers(arr, indices, shape, check, base, loc)
+        ptrs, bounds = em.pointers(arr, indices, shape, check, base, loc, op.attr("elem"))
         mask = em.with_user_mask(bounds, user, shape, base, loc)
         args = (ptrs, value) + ((mask,) if mask is not None else ())
         em.out.append(Do(Op(OpKind.STORE_PTR, args, TokenT(), loc,

@@ -24,6 +24,7 @@ RUST_DTYPE = {
     "f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64", "tf32": "tf32",
     "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
     "u8": "u8", "u16": "u16", "u32": "u32", "u64": "u64", "bool": "bool",
+    "f8e4m3fn": "f8e4m3fn", "f8e5m2": "f8e5m2",
 }
 # Dtype codes of the C ABI descriptor (support.rs `dtype` module).
 DTYPE_CODE = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "i16": 6, "i8": 7, "u8": 8, "bool": 9}
@@ -159,6 +160,7 @@ MMA_INT = "mmai({a}, {b}, {acc}, signedness::Signed, signedness::Signed)"
 # ---- pointer path (ct.gather / ct.scatter), expanded per call as cuTile does
 PTR_BASE = "pointer_to_tile(cast_mut({array}.as_ptr()))"
 PTR_OFFSET = "{ptr}.offset_tile({offset})"
+PTR_CAST = "ptr_to_ptr({x})"  # the element type comes from the let annotation
 # ---- Array.slice: a tensor view built in the kernel, as cutile's entry wrapper builds a parameter's (the extents
 # and dynamic strides assumed non-negative, as cuTile Python's make_tensor_view operands are)
 VIEW_OFFSET = "muli_fixed({a}, {b}, overflow::None)"  # not `*`: cutile-rs folds `*` of two constants, cuTile not
@@ -263,17 +265,15 @@ ROWS: list[Row] = [
     Row(OpKind.ASTYPE, {"rounding": Not((None, "nearest_even"))},
         refuse="ct.astype with rounding_mode={rounding} is not supported yet"),
     Row(OpKind.ASTYPE, {"value": "scalar"}, CAST_SCALAR),
-    # from bool as cuTile casts it: unsigned (`itof unsigned`, `exti unsigned`); float -> bool: `ftoi unsigned`
-    Row(OpKind.ASTYPE, {"operand": "b", "elem": "f"}, CAST[("b", "f")]),
-    Row(OpKind.ASTYPE, {"operand": "b", "elem": INTS}, CAST[("b", "i")]),
-    Row(OpKind.ASTYPE, {"operand": "f", "elem": "b"}, CAST[("f", "b")]),
     Row(OpKind.ASTYPE, {"operand": "b"}, refuse="casts from or to bool are not supported yet"),
     Row(OpKind.ASTYPE, {"elem": "b"}, refuse="casts from or to bool are not supported yet"),
     Row(OpKind.ASTYPE, {"operand": INTS, "elem": INTS, "width": "same"}, CAST[("i", "i=")]),
     Row(OpKind.ASTYPE, {"operand": INTS, "elem": INTS, "width": "widen"}, CAST[("i", "i+")]),
     Row(OpKind.ASTYPE, {"operand": INTS, "elem": INTS, "width": "narrow"}, CAST[("i", "i-")], shims=("trunci_fixed",)),
-    *[Row(OpKind.ASTYPE, {"operand": ks, "elem": kd}, spelling)
-      for (ks, kd), spelling in CAST.items() if kd in ("f", "i")],
+    *[Row(OpKind.ASTYPE, {"operand": ks, "elem": kd}, spelling) for (ks, kd), spelling in CAST.items() if kd in ("f", "i")],
+    # unsigned <-> float: convert_tile takes the signedness from the integer type (uitofp / fptoui)
+    Row(OpKind.ASTYPE, {"operand": "u", "elem": "f"}, CAST[("i", "f")]),
+    Row(OpKind.ASTYPE, {"operand": "f", "elem": "u"}, CAST[("f", "i")]),
     Row(OpKind.BITCAST, template=BITCAST),
     Row(OpKind.PACK, template="pack({x})"),
     Row(OpKind.UNPACK, template="unpack({x})"),
@@ -337,12 +337,10 @@ ROWS: list[Row] = [
     Row(OpKind.MMA, {"operand": "f"}, MMA_FLOAT),
     Row(OpKind.MMA, template=MMA_INT),
     # ---- memory: views, pointers, tokens
-    Row(OpKind.LOAD, {"check_bounds": False},
-        refuse="ct.load(check_bounds=False) is not supported by the translator yet"),
+    Row(OpKind.LOAD, {"check_bounds": False}, refuse="ct.load(check_bounds=False) is not supported by the translator yet"),
     Row(OpKind.LOAD, method="load"),
     Row(OpKind.STORE, {"order": bool}, refuse="ct.store with order= is not supported by the translator yet"),
-    Row(OpKind.STORE, {"check_bounds": False},
-        refuse="ct.store(check_bounds=False) is not supported by the translator yet"),
+    Row(OpKind.STORE, {"check_bounds": False}, refuse="ct.store(check_bounds=False) is not supported by the translator yet"),
     Row(OpKind.STORE, method="store"),
     Row(OpKind.LOAD_PTR, method="load_ptr", shims=("load_ptr_tko_tpad",)),
     Row(OpKind.STORE_PTR, method="store_ptr"),
@@ -350,6 +348,7 @@ ROWS: list[Row] = [
     Row(OpKind.ATOMIC_CAS_PTR, method="atomic_cas"),
     Row(OpKind.PTR_BASE, template=PTR_BASE),
     Row(OpKind.PTR_OFFSET, template=PTR_OFFSET),
+    Row(OpKind.PTR_CAST, template=PTR_CAST),
     Row(OpKind.VIEW_OFFSET, method="view_offset", shims=("muli_fixed",)),
     Row(OpKind.MAKE_VIEW, method="make_view"),
     Row(OpKind.ASSUME_DIV_BY, when={"at_launch": True}, method="assume_div_by_at_launch"),

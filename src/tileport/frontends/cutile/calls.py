@@ -1267,8 +1267,7 @@ def ct_cat(lw, args, kwargs, node):
     return lw.b.value(OpKind.CAT, (x, y), TileT(x.ty.dtype, tuple(shape)), lw.loc(node), hint="cat", axis=axis)
 
 
-MMA_ACC = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "tf32": ("f32",), "f64": ("f64",),
-           "f8e4m3fn": ("f16", "f32"), "f8e5m2": ("f16", "f32"), "i8": ("i32",), "u8": ("i32",)}
+MMA_ACC = T.MMA_ACCUMULATORS
 
 
 @handler

@@ -8,26 +8,26 @@ from __future__ import annotations
 
 import ast
 import itertools
-import math
 from typing import Any
 
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import memory as M
-from tileport.frontends.triton.values import CV, DT, Builtin, Descriptor, Method, Module, Ptr, Retry
+from tileport.frontends.triton.values import CV, DT, BlockPtr, Builtin, Descriptor, Method, Module, Ptr, Retry
 from tileport.model import types as T
-from tileport.model.builder import weak_result_dtype
+from tileport.model.builder import lit_dtype, weak_result_dtype
 from tileport.model.ir import Lit, Ref, sym_names
 from tileport.model.ops import OpKind
 from tileport.model.types import DimOp, ScalarT, Sym, TileT
 
 TL_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
              "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "uint32": "u32", "int1": "bool",
-             "fp32": "f32", "fp16": "f16", "bf16": "bf16", "fp64": "f64", "uint16": "u16", "uint64": "u64"}
+             "fp32": "f32", "fp16": "f16", "bf16": "bf16", "fp64": "f64", "uint16": "u16", "uint64": "u64",
+             "float8e4nv": "f8e4m3fn", "float8e5": "f8e5m2"}
 # the names `str(tl.<dtype>)` gives (how a dtype constexpr is pinned), by model dtype
 TL_DTYPE_NAMES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "fp64": "f64", "int1": "bool", "int8": "i8",
                   "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32",
-                  "uint64": "u64"}
+                  "uint64": "u64", "fp8e4nv": "f8e4m3fn", "fp8e5": "f8e5m2"}
 UNARY = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "sqrt_rn": "sqrt",
          "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh", "cosh": "cosh",
          "floor": "floor", "ceil": "ceil", "abs": "abs", "fabs": "abs", "exp_ftz": "exp", "expf": "exp",
@@ -74,19 +74,23 @@ def attribute(lw, obj: Any, attr: str, node) -> Any:
     if isinstance(obj, Ref):
         if attr == "dtype":
             return DT(obj.ty.dtype)
+        if attr == "type":  # a block's (or scalar's) type: its element type is the dtype
+            return DT(("block", obj.ty.dtype))
         if attr == "shape" and isinstance(obj.ty, TileT):
             return tuple(CV(d) for d in obj.ty.shape)
         if attr == "T":
             return permute(lw, obj, (1, 0), node)
         return Method(obj, attr)
     if isinstance(obj, Ptr):
-        if attr == "dtype":
-            return DT(("pointer", obj.array.ty.dtype))
+        if attr in ("dtype", "type"):  # a pointer (tile)'s type: `.element_ty` is the pointee's dtype
+            return DT(("pointer", obj.dtype))
         return Method(obj, attr)
     if isinstance(obj, Descriptor) and attr in ("load", "store"):
         return Method(obj, attr)
     if isinstance(obj, Descriptor) and attr == "dtype":
         return DT(obj.array.array.ty.dtype)
+    if isinstance(obj, BlockPtr) and attr in ("dtype", "type"):  # a block pointer's type: `.element_ty` is its data's
+        return DT(("pointer", obj.array.dtype))
     if isinstance(obj, Descriptor) and attr == "block_shape":
         return tuple(CV(d) for d in obj.block)
     if isinstance(obj, DT):
@@ -118,7 +122,7 @@ def subscript(lw, obj: Any, node: ast.Subscript) -> Any:
     if isinstance(obj, Ptr):
         if obj.offset is None:
             raise lw.fail(node, "indexing a bare pointer is not supported", "subscript")
-        return Ptr(obj.array, expand(lw, obj.offset, items, node))
+        return Ptr(obj.array, expand(lw, obj.offset, items, node), obj.elem)
     if isinstance(obj, Ref) and isinstance(obj.ty, TileT):
         return expand(lw, obj, items, node)
     raise lw.fail(node, f"indexing {lw.describe(obj)} is not supported", "subscript")
@@ -183,6 +187,8 @@ def builtin(lw, name: str, args, kwargs, node):
             raise lw.fail(node, f"float({args[0].value!r}) is not a number", "float") from None
     if name == "int" and len(args) == 1 and isinstance(args[0], CV) and isinstance(args[0].value, (int, float)):
         return CV(int(args[0].value))
+    if name == "abs" and len(args) == 1 and isinstance(args[0], CV) and type(args[0].value) in (int, float):
+        return CV(abs(args[0].value))  # Python's abs of a constant
     if name == "abs" and len(args) == 1:
         return tl_call(lw, "abs", args, kwargs, node, "tl")
     if name == "constexpr" and len(args) == 1:
@@ -210,13 +216,27 @@ def tl_call(lw, name: str, args, kwargs, node, module: str):
 
 def method(lw, obj, name: str, args, kwargs, node):
     if name in ("to", "cast"):
-        dt = args[0] if args else kwargs.get("dtype")
+        b = _bind(lw, args, kwargs, ("dtype", "fp_downcast_rounding", "bitcast"), node, name, 1)
+        dt = b["dtype"]
         if isinstance(dt, CV) and isinstance(dt.value, (Sym, DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(dt.value)), f"a constexpr dtype (.{name}({dt.value}))",
                                       lw.loc(node))
+        if isinstance(obj, Ptr) and isinstance(dt, DT) and isinstance(dt.dtype, tuple) and dt.dtype[0] == "pointer":
+            return recast(lw, obj, dt.dtype[1], node)
+        if isinstance(dt, DT) and isinstance(dt.dtype, tuple) and dt.dtype[0] == "pointer":
+            raise lw.fail(node, f"a pointer made from {lw.describe(obj)} (an address computed or loaded as an "
+                          "integer) has no lowering: the port addresses memory through the kernel's pointer "
+                          "parameters only", "tl.pointer_type", "pass the tensor itself as a kernel parameter")
         if not isinstance(dt, DT) or isinstance(dt.dtype, tuple):
             raise lw.fail(node, f".{name}() takes an element dtype", f".{name}")
-        return to(lw, obj, dt.dtype, node)
+        if not M._none(b.get("bitcast")) and lw.compile_time(b["bitcast"], node, "bitcast"):
+            return bitcast(lw, obj, dt.dtype, node)
+        rounding = None if M._none(b.get("fp_downcast_rounding")) else \
+            lw.compile_time(b["fp_downcast_rounding"], node, "fp_downcast_rounding")
+        if rounding not in DOWNCAST_ROUNDING:
+            raise lw.fail(node, f"fp_downcast_rounding={rounding!r} is not supported", f".{name}",
+                          f"use one of {', '.join(map(repr, filter(None, DOWNCAST_ROUNDING)))}")
+        return to(lw, obj, dt.dtype, node, DOWNCAST_ROUNDING[rounding])
     if name in ("sum", "max", "min", "reshape", "trans", "permute", "broadcast_to", "cumsum", "argmax", "argmin",
                 "exp", "log", "sqrt", "abs", "split"):
         return tl_call(lw, name, [obj, *args], kwargs, node, "tl")
@@ -328,11 +348,37 @@ def full_like(lw, args, kwargs, node):
 
 
 def _filled(lw, shape, value, dtype, node) -> Ref:
-    if dtype == "bool":
-        raise lw.fail(node, "boolean tiles from tl.full are not supported yet", "tl.full")
     if isinstance(value, CV) and isinstance(value.value, (Sym, DimOp)):
         value = materialize_int(lw, value, node)
+    if dtype == "bool":  # the truth of the fill (the model has no casts to bool)
+        if isinstance(value, CV):
+            value = CV(bool(value.value))
+        elif value.ty.dtype != "bool":
+            value = compare(lw, "!=", value, CV(0), node)
+    elif isinstance(value, Ref) and value.ty.dtype == "bool":
+        value = to(lw, value, dtype, node)
+    if isinstance(value, Ref) and isinstance(value.ty, TileT):
+        if value.ty.rank:
+            raise lw.fail(node, f"the fill value of a tile must be a scalar, got {value.ty}", "tl.full")
+        value = lw.b.value(OpKind.SCALAR_OF, (value,), ScalarT(value.ty.dtype), lw.loc(node), hint="fill")
     return lw.b.to_tile(lw.atom(value, node, dtype), dtype, tuple(shape), lw.loc(node))
+
+
+def pointer_type(lw, args, kwargs, node):
+    b = _bind(lw, args, kwargs, ("element_ty", "address_space", "const"), node, "pointer_type", 1)
+    return DT(("pointer", _dtype(lw, b["element_ty"], node, "tl.pointer_type")))
+
+
+def recast(lw, ptr: Ptr, elem: str, node) -> Ptr:
+    """`p.to(tl.pointer_type(dt))`: the same address read as `dt` elements (its offset counts the array's
+    elements, so a re-cast of a moved pointer is refused unless the element types are the same width)."""
+    if elem == ptr.dtype:
+        return ptr
+    if ptr.offset is not None and _BITS.get(str(ptr.dtype)) != _BITS.get(elem):
+        raise lw.fail(node, "re-casting a pointer already moved from its parameter to another element width is not "
+                      "supported", "tl.pointer_type", "re-cast the parameter itself, then add the offset in the new "
+                      "element type")
+    return Ptr(ptr.array, ptr.offset, elem)
 
 
 def cdiv(lw, args, kwargs, node):
@@ -345,12 +391,16 @@ def cdiv(lw, args, kwargs, node):
 
 def where(lw, cond, x, y, node) -> Ref:
     loc = lw.loc(node)
+    if isinstance(cond, CV) and dynamic(lw, cond):
+        cond = compare(lw, "!=", at_run_time(lw, cond, node), CV(0), node)
     if isinstance(cond, CV):
         if isinstance(cond.value, (Sym, DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(cond.value)), "tl.where on a constexpr", loc)
         return x if cond.value else y
     if not isinstance(cond, Ref):
         raise lw.fail(node, "tl.where: the condition must be a boolean tile", "tl.where")
+    if isinstance(x, Ptr) and isinstance(y, Ptr):
+        return _where_pointer(lw, cond, x, y, node)
     dtype = _operand_dtype(lw, x, y, node, "tl.where")
     shape = tuple(cond.ty.shape) if isinstance(cond.ty, TileT) else ()
     for v in (x, y):
@@ -363,11 +413,22 @@ def where(lw, cond, x, y, node) -> Ref:
     return out
 
 
+def _where_pointer(lw, cond: Ref, x: Ptr, y: Ptr, node) -> Ptr:
+    """`p + a if c else p + b` (or tl.where) of pointers into one array: the pointer at the chosen offset."""
+    if (x.array.name, x.elem) != (y.array.name, y.elem):
+        raise lw.fail(node, f"a choice between {lw.describe(x)} and {lw.describe(y)}: pointers into different "
+                      "arrays (or element types) are not supported", "pointer", "choose the offset, not the array")
+    offset = where(lw, cond, CV(0) if x.offset is None else x.offset, CV(0) if y.offset is None else y.offset, node)
+    return Ptr(x.array, offset, x.elem)
+
+
 def _keep_loaded(lw, sources, out: Ref) -> None:
-    """`out` carries values loaded from a pointer (an index array if they end up in pointer offsets)."""
-    for v in sources:
-        if isinstance(v, Ref) and v.name in lw.loaded:
-            lw.loaded[out.name] = lw.loaded[v.name]
+    """`out` carries values loaded from a pointer (an index array if they end up in pointer offsets): of several,
+    one whose values are floats (the pointer whose element type a retry must change)."""
+    loaded = [v for v in sources if isinstance(v, Ref) and v.name in lw.loaded]
+    if loaded:
+        floats = [v for v in loaded if lw.b.is_float(v.ty.dtype)]
+        lw.loaded[out.name] = lw.loaded[(floats or loaded)[0].name]
 
 
 def tl_where(lw, args, kwargs, node):
@@ -379,14 +440,10 @@ def math_fn(lw, fn: str, args, kwargs, node) -> Ref:
     if len(args) + len(kwargs) != 1:
         raise lw.fail(node, f"{fn} takes one argument", fn)
     x = args[0] if args else next(iter(kwargs.values()))
-    if isinstance(x, CV) and isinstance(x.value, (int, float)) and not isinstance(x.value, (bool,)):
-        fold = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "abs": abs, "exp2": lambda v: 2.0 ** v,
-                "log2": math.log2}.get(fn)
-        if fold is not None:
-            try:
-                return CV(fold(x.value))
-            except (ValueError, OverflowError):
-                raise lw.fail(node, f"{fn}({x.value!r}) is undefined", fn) from None
+    if isinstance(x, CV) and isinstance(x.value, (int, float, Sym, DimOp)) and not isinstance(x.value, bool):
+        # Triton makes a constant a 0-d tensor (fp32 / int32) and computes on it as on any tensor
+        x = materialize_int(lw, x, node) if isinstance(x.value, (Sym, DimOp)) else \
+            lw.b.to_tile(lw.atom(x, node, None), lit_dtype(x.value), (), lw.loc(node))
     x = _tile(lw, x, node, f"tl.{fn}")
     if fn in FLOAT_ONLY and not lw.b.is_float(x.ty.dtype):
         x = lw.b.cast(x, "f32", lw.loc(node))
@@ -517,6 +574,7 @@ def dot(lw, args, kwargs, node):
         acc = _tile(lw, acc, node, "tl.dot")
         if tuple(acc.ty.shape) != shape:
             raise lw.fail(node, f"tl.dot: acc shape {acc.ty.shape} is not {shape}", "tl.dot")
+    _check_accumulator(lw, x.ty.dtype, acc.ty.dtype, node)
     precision = _dot_precision(lw, b, node)
     if precision == "ieee" or "f32" not in lw.b.dspace.values(x.ty.dtype):
         return lw.b.value(OpKind.MMA, (x, y, acc), acc.ty, loc, hint="acc")
@@ -534,6 +592,18 @@ def dot(lw, args, kwargs, node):
     return binary(lw, "+", part, acc, node) if given else part
 
 
+def _check_accumulator(lw, operand, accumulator, node) -> None:
+    """Tile IR's mma (cutile 0.5.0 `mmaf`/`mmai`) takes these operands into this accumulator in every dtype
+    configuration (a `dtype` diagnostic drops a configuration that does not from a generic kernel)."""
+    ops, accs = lw.b.dspace.values(operand), lw.b.dspace.values(accumulator)
+    for o, a in zip(ops * (len(accs) if len(ops) == 1 else 1), accs * (len(ops) if len(accs) == 1 else 1)):
+        if a not in T.MMA_ACCUMULATORS.get(o, ()):
+            allowed = " or ".join(T.MMA_ACCUMULATORS.get(o, ())) or "nothing"
+            raise lw.fail(node, f"tl.dot of {o} operands into a {a} accumulator: Tile IR's mma has no such form "
+                          f"(it accumulates {o} in {allowed})", "dtype",
+                          "accumulate in a type Tile IR takes (out_dtype=, or the acc argument's type)")
+
+
 DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
 
 
@@ -542,6 +612,8 @@ def _dot_precision(lw, b: dict, node) -> str:
     (its default on sm_80+)."""
     if not M._none(b.get("input_precision")):
         p = lw.compile_time(b["input_precision"], node, "tl.dot input_precision")
+        if isinstance(p, (Sym, DimOp)):
+            raise NeedsSpecialization(frozenset(sym_names(p)), "tl.dot input_precision of a constexpr", lw.loc(node))
         if p not in DOT_PRECISIONS:
             raise lw.fail(node, f"tl.dot: input_precision={p!r} is not supported", "tl.dot",
                           f"use one of {', '.join(DOT_PRECISIONS)}")
@@ -608,6 +680,9 @@ def _atomic(lw, fn: str, mode: str, b: dict, values: tuple, node) -> Ref:
     if not isinstance(ptr, Ptr):
         raise lw.fail(node, f"tl.{fn} of {lw.describe(ptr)}: a pointer (or a tile of pointers) is expected",
                       f"tl.{fn}")
+    if ptr.elem is not None:
+        raise lw.fail(node, f"tl.{fn} through a re-cast pointer is not supported (cutile-rs atomics take the "
+                      "array's element type)", f"tl.{fn}", "apply the atomic through the pointer parameter itself")
     M._go_flat(lw, ptr)  # atomics address elements of the 1-D buffer
     dtype = ptr.array.ty.dtype
     loc = lw.loc(node)
@@ -730,6 +805,7 @@ def tl_range(lw, args, kwargs, node):
 
 TL = {
     "program_id": program_id, "num_programs": num_programs, "arange": arange, "full": full, "zeros": zeros,
+    "pointer_type": pointer_type,
     "zeros_like": zeros_like, "full_like": full_like, "cdiv": cdiv, "where": tl_where, "load": M.load,
     "store": M.store, "make_block_ptr": M.make_block_ptr, "advance": M.advance,
     "make_tensor_descriptor": M.make_tensor_descriptor, "load_tensor_descriptor": M.load_tensor_descriptor,
@@ -747,7 +823,30 @@ TL = {
 
 # ---------------------------------------------------------------- operators
 
-def to(lw, x, dtype: str, node) -> Any:
+# `.to(dtype, fp_downcast_rounding=..)`: Triton's rounding of a float narrowing, by the model's rounding modes
+DOWNCAST_ROUNDING = {None: None, "rtne": None, "rtz": "zero"}
+_BITS = {"bool": 1, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "f16": 16, "bf16": 16, "i32": 32, "u32": 32, "f32": 32,
+         "i64": 64, "u64": 64, "f64": 64}
+
+
+def bitcast(lw, x, dtype: str, node) -> Any:
+    """`.to(dtype, bitcast=True)`: the same bits as `dtype` (of the same width, in every dtype configuration)."""
+    if not isinstance(x, Ref):
+        raise lw.fail(node, f"bitcast of {lw.describe(x)} is not supported", ".to")
+
+    def same_width(src, dst):
+        return dst if "bool" not in (src, dst) and _BITS.get(src) == _BITS.get(dst) else None
+    lw.b.dspace.lift(same_width, x.ty.dtype, dtype, what=".to(bitcast=True): the bit widths differ (or a bool)",
+                     loc=lw.loc(node))
+    if x.ty.dtype == dtype:
+        return x
+    t = _tile(lw, x, node, ".to(bitcast=True)")
+    out = lw.b.value(OpKind.BITCAST, (t,), TileT(dtype, t.ty.shape), lw.loc(node), hint=f"{x.name}_bits")
+    return out if isinstance(x.ty, TileT) else lw.b.value(OpKind.SCALAR_OF, (out,), ScalarT(dtype), lw.loc(node),
+                                                           hint=f"{x.name}_bits")
+
+
+def to(lw, x, dtype: str, node, rounding: str | None = None) -> Any:
     if isinstance(x, CV):
         return x
     if not isinstance(x, Ref):
@@ -757,13 +856,29 @@ def to(lw, x, dtype: str, node) -> Any:
     if x.ty.dtype == "bool":  # the model has no bool casts: select 1 or 0
         return where(lw, x, CV(1.0 if lw.b.is_float(dtype) else 1), CV(0.0 if lw.b.is_float(dtype) else 0), node) \
             if dtype == "f32" or dtype == "i32" else to(lw, where(lw, x, CV(1), CV(0), node), dtype, node)
-    out = lw.b.cast(x, dtype, lw.loc(node))
+    narrowing = rounding and lw.b.is_float(x.ty.dtype) and lw.b.is_float(dtype) and x.ty.dtype != dtype
+    out = lw.b.cast(x, dtype, lw.loc(node), rounding if narrowing else None)
     if out is not x and x.name in lw.poly and dtype in ("i32", "i64"):
         lw.poly[out.name] = lw.poly[x.name]  # integer widening keeps the value (indices are in range)
         if isinstance(out.ty, ScalarT):
             lw.factors[("v", out.name)] = out
-    if x.name in lw.loaded:
+    if x.name in lw.loaded and not lw.b.is_float(dtype):  # made a float on purpose: not an integer array's
         lw.loaded[out.name] = lw.loaded[x.name]
+    return out
+
+
+def dynamic(lw, *values) -> bool:
+    """Constexprs among `values` with no known values, whose tests run at run time (they stay const generics)."""
+    names = set().union(*(sym_names(v.value) for v in values if isinstance(v, CV)))
+    return bool(names) and names <= lw.dynamic
+
+
+def at_run_time(lw, v, node):
+    """A symbolic constexpr value as a runtime i32 scalar (others as they are)."""
+    if not (isinstance(v, CV) and isinstance(v.value, (Sym, DimOp))):
+        return v
+    out = materialize_int(lw, v, node)
+    lw.static.add(out.name)
     return out
 
 
@@ -797,8 +912,21 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "min": min, "max": max, "cdiv": lambda a, b: -(-a // b)}
 
 
+# A Python value of each dtype kind: what a runtime value Triton knows at compile time stands for in promotion.
+_STATIC_SAMPLE = {"bool": True, "f32": 0.5}
+
+
+def _as_constant(lw, v, other):
+    """A runtime value that is a constant for Triton (`lw.static`) promotes as a Python number next to a value
+    that is not (a Python number adopts the tile's dtype): for promotion it is a sample of its kind."""
+    if isinstance(v, Ref) and v.name in lw.static and isinstance(other, Ref) and other.name not in lw.static:
+        return CV(_STATIC_SAMPLE.get(v.ty.dtype, 1))
+    return v
+
+
 def _operand_dtype(lw, a, b, node, what):
     loc = lw.loc(node)
+    a, b = _as_constant(lw, a, b), _as_constant(lw, b, a)
     da = a.ty.dtype if isinstance(a, Ref) else None
     db = b.ty.dtype if isinstance(b, Ref) else None
     if da is not None and db is not None:
@@ -839,21 +967,28 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
     _check(lw, op, (a, b), node)
     if isinstance(a, CV) and isinstance(b, CV):
         symbolic = any(isinstance(v.value, (Sym, DimOp)) for v in (a, b))
-        if not (symbolic and op in ("/", "**", "min", "max", "cdiv")):
+        at_run = op in ("/", "**", "min", "max", "cdiv") or op not in ("+", "-", "*", "//", "%") and dynamic(lw, a, b)
+        if not (symbolic and at_run):
             return _fold(lw, op, a, b, node)
         a = materialize_int(lw, a, node) if isinstance(a.value, (Sym, DimOp)) else a  # computed at run time
         b = materialize_int(lw, b, node) if isinstance(b.value, (Sym, DimOp)) else b
-    if op in ("<<", ">>"):
-        raise lw.fail(node, f"operator {op} has no lowering in tileport's kernel model yet", "operator")
     loc = lw.loc(node)
     _float_scalar_params(lw, a, b)
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
     if op == "/" and not lw.b.is_float(dtype):
         dtype = "f32"
+    if dtype == "bool" and op in BOOL_ARITHMETIC:  # i1 arithmetic wraps: a product is `and`, a sum `xor`
+        return binary(lw, BOOL_ARITHMETIC[op], a, b, node)
     if op == "**" and not lw.b.is_float(dtype):
-        raise lw.fail(node, "integer ** is not supported", "operator")
-    if op in ("&", "|", "^") and lw.b.is_float(dtype):
-        raise lw.fail(node, f"operator {op} on floats", "operator")
+        return int_power(lw, a, b, node)
+    if op in ("&", "|", "^", "<<", ">>") and not all(T.is_int(v) or v == "bool" and op not in ("<<", ">>")
+                                                     for v in lw.b.dspace.values(dtype)):
+        _assumed_float_holds_ints(lw, a, b)
+        raise lw.fail(node, f"operator {op} on {dtype} (Triton takes integers)", "dtype")
+    if op in ("%", "//") and lw.b.is_float(dtype) and any(
+            isinstance(v, CV) and type(v.value) is int or isinstance(v, Ref) and T.is_int(str(v.ty.dtype))
+            for v in (a, b)):
+        _assumed_float_holds_ints(lw, a, b)  # an index split into parts (`pos % BLOCK`)
     tiles = [v for v in (a, b) if isinstance(v, Ref) and isinstance(v.ty, TileT)]
     x, y = _operand_atom(lw, a, dtype, node), _operand_atom(lw, b, dtype, node)
     if tiles:
@@ -874,28 +1009,57 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
                 "toward zero: results differ for negative operands")
         if note not in lw.notes:
             lw.notes.append(note)
-    if op in ("//", "%") and isinstance(ty, ScalarT) and dtype in ("i64", "u64", "u32"):
-        # the model's scalar // and % are i32 only: 64-bit ones run on 0-d tiles
+    if isinstance(ty, ScalarT) and (op in ("<<", ">>") or op in ("//", "%") and dtype in ("i64", "u64", "u32")):
+        # the model's scalar // and % are i32 only, and it shifts tiles only: these run on 0-d tiles
         tx, ty0 = (lw.b.value(OpKind.TILE0, (v,), TileT(dtype, ()), loc, hint="t") for v in (x, y))
         t = lw.b.value(OpKind.BINARY, (tx, ty0), TileT(dtype, ()), loc, hint="q",
-                       op="floordiv" if op == "//" else "rem", rounding=None, ftz=None, nan=None)
+                       op={"//": "floordiv", "%": "rem"}.get(op, OP_NAMES[op]), rounding=None, ftz=None, nan=None)
         return lw.b.value(OpKind.SCALAR_OF, (t,), ty, loc, hint="q")
     if op == "%" and isinstance(ty, TileT):
-        if lw.b.is_float(dtype):
-            raise lw.fail(node, "float % on tiles has no lowering in tileport's kernel model yet", "operator")
+        if lw.b.is_float(dtype):  # Triton: a - floor(a / b) * b (the sign of b, as Python's)
+            return binary(lw, "-", a, binary(lw, "*", binary(lw, "//", a, b, node), b, node), node)
         name = "rem"  # Triton's % on integers is C's remainder (remi)
     full = name == "div" and dtype == "f32" and isinstance(ty, TileT) and not ieee
     out = lw.b.value(OpKind.BINARY, (x, y), ty, loc, hint={"+": "sum", "-": "diff", "*": "prod"}.get(op, "v"),
                      op=name, rounding="full" if full else None, ftz=None, nan=None)
     _affine(lw, op, a, b, out)
-    for v in (a, b):
-        if isinstance(v, Ref) and v.name in lw.loaded:
-            lw.loaded[out.name] = lw.loaded[v.name]
+    _keep_loaded(lw, (a, b), out)
+    if all(isinstance(v, CV) or v.name in lw.static for v in (a, b)):
+        lw.static.add(out.name)  # arithmetic on constexprs is a constant for Triton
     if op in ("&",) and dtype == "bool":
         ba, bb = (lw.bounds.get(v.name) if isinstance(v, Ref) else None for v in (a, b))
         if ba is not None and bb is not None:
             lw.bounds[out.name] = ba + bb
     return out
+
+
+def int_power(lw, a, b, node) -> Any:
+    """Integer `a ** b`: by a constant exponent, repeated squaring (products wrap as Triton's do); a power of
+    two with an integer exponent, `1 << b` times the rest. Else a located diagnostic."""
+    if isinstance(b, CV) and type(b.value) is int and 0 <= b.value <= MAX_POWER:
+        out, base, e = None, a, b.value
+        while e:
+            if e & 1:
+                out = base if out is None else binary(lw, "*", out, base, node)
+            e >>= 1
+            if e:
+                base = binary(lw, "*", base, base, node)
+        return CV(1) if out is None else out
+    if isinstance(a, CV) and type(a.value) is int and a.value > 0 and a.value & (a.value - 1) == 0:
+        log2 = a.value.bit_length() - 1
+        return binary(lw, "<<", CV(1), b if log2 == 1 else binary(lw, "*", b, CV(log2), node), node)
+    if isinstance(b, CV) and isinstance(b.value, (Sym, DimOp)):
+        raise NeedsSpecialization(frozenset(sym_names(b.value)), "integer ** by a constexpr", lw.loc(node))
+    raise lw.fail(node, "integer ** by a runtime exponent (other than a power of two's) has no lowering",
+                  "operator", f"write the product, or a constant exponent up to {MAX_POWER}")
+
+
+def _assumed_float_holds_ints(lw, *values) -> None:
+    """Values loaded through a pointer whose float element type is only assumed, used as integers: the pointer
+    holds integers (the kernel is lowered again with it i32)."""
+    for v in values:
+        if isinstance(v, Ref) and lw.loaded.get(v.name) in lw.default_float:
+            raise Retry("bits", lw.loaded[v.name])
 
 
 def _float_scalar_params(lw, a, b) -> None:
@@ -911,8 +1075,10 @@ def _fail_scalar(lw, node, op):
 
 
 OP_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",
-            "&": "and", "|": "or", "^": "xor", "min": "min", "max": "max", "cdiv": "cdiv", "maximum": "max",
-            "minimum": "min"}
+            "&": "and", "|": "or", "^": "xor", "<<": "shl", ">>": "shr", "min": "min", "max": "max", "cdiv": "cdiv",
+            "maximum": "max", "minimum": "min"}
+MAX_POWER = 64  # integer ** by a constant exponent: repeated squaring up to this exponent
+BOOL_ARITHMETIC = {"*": "&", "+": "^", "-": "^"}
 
 
 def _affine(lw, op: str, a, b, out: Ref) -> None:
@@ -931,13 +1097,16 @@ def compare(lw, op: str, a, b, node) -> Any:
     if isinstance(a, DT) and isinstance(b, DT) and op in ("==", "!="):
         va, vb = lw.b.dspace.values(a.dtype) if isinstance(a.dtype, str) or hasattr(a.dtype, "name") else (), \
             lw.b.dspace.values(b.dtype) if isinstance(b.dtype, str) or hasattr(b.dtype, "name") else ()
-        answers = {(x == y) == (op == "==") for x in va for y in vb} if len(va) == len(vb) == 1 else \
-            {(x == y) == (op == "==") for x, y in zip(va, vb)}
+        if len(va) == 1 or len(vb) == 1:  # a concrete dtype against each configuration's
+            va, vb = va * len(vb) if len(va) == 1 else va, vb * len(va) if len(vb) == 1 else vb
+        answers = {(x == y) == (op == "==") for x, y in zip(va, vb)}
         if len(answers) == 1:
             return CV(answers.pop())
         raise lw.fail(node, "a dtype comparison whose answer differs between the element types in use", "dtype",
                       "translate one dtype configuration at a time")
     _check(lw, op, (a, b), node)
+    if isinstance(a, CV) and isinstance(b, CV) and dynamic(lw, a, b):
+        a, b = at_run_time(lw, a, node), at_run_time(lw, b, node)
     if isinstance(a, CV) and isinstance(b, CV):
         if isinstance(a.value, (Sym, DimOp)) or isinstance(b.value, (Sym, DimOp)):
             raise NeedsSpecialization(frozenset(sym_names(a.value) | sym_names(b.value)),
@@ -959,7 +1128,10 @@ def compare(lw, op: str, a, b, node) -> Any:
         out = lw.b.value(OpKind.COMPARE, (x, y), TileT("bool", shape), loc, hint="mask", op=op)
     else:
         x, y = (lw.b.cast(v, dtype, loc) if isinstance(v, Ref) else v for v in (x, y))
-        return lw.b.value(OpKind.COMPARE, (x, y), ScalarT("bool"), loc, hint="cond", op=op)
+        out = lw.b.value(OpKind.COMPARE, (x, y), ScalarT("bool"), loc, hint="cond", op=op)
+        if all(isinstance(v, CV) or v.name in lw.static for v in (a, b)):
+            lw.static.add(out.name)  # a test of constexprs: Triton folds it
+        return out
     lhs, rhs = (a, b) if op == "<" else (b, a) if op == ">" else (None, None)
     if lhs is not None:
         pl, pr = lw.poly_of(lhs), lw.poly_of(rhs)
@@ -976,6 +1148,8 @@ def unary(lw, op: str, x, node) -> Any:
         v = x.value
         if op == "USub" and isinstance(v, (Sym, DimOp)):
             return CV(T.dim_op("-", 0, v))
+        if isinstance(v, (Sym, DimOp)) and op == "Not" and dynamic(lw, x):
+            return compare(lw, "==", at_run_time(lw, x, node), CV(0), node)
         if isinstance(v, (Sym, DimOp)):  # `not FLAG` has no value before FLAG's (Python's truth of a Sym lies)
             raise NeedsSpecialization(frozenset(sym_names(v)), f"operator {op} on a constexpr", lw.loc(node))
         try:
@@ -999,6 +1173,8 @@ def unary(lw, op: str, x, node) -> Any:
         t = lw.b.to_tile(Lit(True, ScalarT("bool")), "bool", tuple(x.ty.shape), loc) \
             if isinstance(x.ty, TileT) else Lit(True, ScalarT("bool"))
         return lw.b.value(OpKind.BINARY, (x, t), x.ty, loc, hint="not", op="xor", rounding=None, ftz=None, nan=None)
+    if op == "Not":  # Python's truth of a number
+        return compare(lw, "==", x, CV(0), node)
     if op == "Invert" and isinstance(x.ty, TileT):
         ones = lw.b.to_tile(Lit(-1, ScalarT(x.ty.dtype)), x.ty.dtype, tuple(x.ty.shape), loc)
         return lw.b.value(OpKind.BINARY, (x, ones), x.ty, loc, hint="inv", op="xor", rounding=None, ftz=None, nan=None)

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
 from tileport.frontends.base import Translation
 from tileport.frontends.triton import descriptors as D
-from tileport.frontends.triton.calls import TL_DTYPE_NAMES, TL_DTYPES
+from tileport.frontends.triton.calls import DOT_PRECISIONS, TL_DTYPE_NAMES, TL_DTYPES
 from tileport.frontends.triton.lower import TritonLowerer
 from tileport.frontends.triton.values import Retry
 from tileport.frontends.triton.scan import TritonModule, dotted, loc_of, scan
@@ -90,6 +90,9 @@ def pointer_params(tm: TritonModule, fn: ast.FunctionDef, memo: dict | None = No
             return roots(e.value, seen)
         if isinstance(e, ast.IfExp):
             return roots(e.body, seen) | roots(e.orelse, seen)
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("to", "cast") \
+                and not (dotted(e.func.value) or "").split(".")[0] in tm.tl_names | tm.triton_names:
+            return roots(e.func.value, seen)  # `p.to(tl.pointer_type(..))`: the same pointer re-cast
         if isinstance(e, ast.Call) and e.args and (dotted(e.func) or "").rpartition(".")[2] in (
                 "multiple_of", "max_contiguous", "advance", "to"):
             return roots(e.args[0], seen)
@@ -153,13 +156,48 @@ def scalar_dtype(fn: ast.FunctionDef, name: str) -> str:
 
 
 def _int_uses(fn: ast.FunctionDef) -> set[str]:
-    """Names used as range bounds or with `//`, `%` (integers in Triton)."""
+    """Names used as range bounds, arange bounds, tile shapes (in a list or tuple passed to a call) or with `//`,
+    `%` (integers in Triton)."""
     out: set[str] = set()
     for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and (dotted(n.func) or "").rpartition(".")[2] in ("range", "static_range", "cdiv"):
+        if isinstance(n, ast.Call) and (dotted(n.func) or "").rpartition(".")[2] in ("range", "static_range", "cdiv",
+                                                                                    "arange"):
             out |= {a.id for a in n.args if isinstance(a, ast.Name)}
+        if isinstance(n, ast.Call):
+            out |= {e.id for a in [*n.args, *(k.value for k in n.keywords)] if isinstance(a, (ast.List, ast.Tuple))
+                    for e in a.elts if isinstance(e, ast.Name)}
         elif isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.Mod)):
             out |= {a.id for a in (n.left, n.right) if isinstance(a, ast.Name)}
+    return out
+
+
+# Calls whose value is their first argument's (hints): an offset through them is still an offset.
+_SAME_VALUE = {"multiple_of", "max_contiguous", "max_constancy", "assume_aligned"}
+
+
+def _offset_names(fn: ast.FunctionDef) -> set[str]:
+    """Names whose values reach the pointer operand of a load, store or atomic through arithmetic (not through a
+    call: `(x * scale).to(tl.int32)` makes an integer of anything): integers, as Triton's offsets are."""
+    values: dict[str, list[ast.expr]] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and n.value is not None:
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                if isinstance(t, ast.Name):
+                    values.setdefault(t.id, []).append(n.value)
+    todo = [n.args[0] for n in ast.walk(fn) if isinstance(n, ast.Call) and n.args
+            and (dotted(n.func) or "").rpartition(".")[2] in SINKS]
+    out: set[str] = set()
+    while todo:
+        e = todo.pop()
+        if isinstance(e, ast.Name):
+            if e.id not in out:
+                out.add(e.id)
+                todo += values.get(e.id, [])
+        elif isinstance(e, ast.Call):
+            if (dotted(e.func) or "").rpartition(".")[2] in _SAME_VALUE and e.args:
+                todo.append(e.args[0])
+        elif isinstance(e, (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.IfExp)):
+            todo += [c for c in ast.iter_child_nodes(e) if isinstance(c, ast.expr)]
     return out
 
 
@@ -170,17 +208,20 @@ class KernelPlan:
     pointers: list[str]
     scalars: dict[str, str]  # name -> dtype
     constexprs: list[str]
-    runtime: set  # constexprs passed as runtime i32 scalars
+    runtime: set  # constexprs passed as runtime scalars (typed by `runtime_dtypes`, else i32)
     flat: set  # pointers accessed through gathers/scatters only
     index: set  # pointers whose elements index other arrays (i64)
     maybe_float: set = field(default_factory=set)  # i32 by assumption, f32 if met with float tiles
     dtypes: set = field(default_factory=set)  # dtype constexprs: specialization values only, never parameters
     ints: set = field(default_factory=set)  # unconfigured pointers the kernel stores i32 tiles into
+    bits: set = field(default_factory=set)  # unconfigured pointers whose values are used as integers (i32)
     configured: bool = False  # element dtypes come from the configuration
     assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
     absent: set = field(default_factory=set)  # arguments every configuration passes as None (pinned None)
     descriptors: dict = field(default_factory=dict)  # host-side tensor descriptors -> rank (array params)
     configs: tuple = ()  # the configurations (descriptor block shapes per launch)
+    runtime_dtypes: dict = field(default_factory=dict)  # runtime constexpr -> f32 / bool (its values' type)
+    dynamic: set = field(default_factory=set)  # constexprs kept generic whose tests run at run time
 
 
 def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
@@ -201,6 +242,12 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
             plan.constexprs.append(a.arg)
             if is_dtype_constexpr(tm, fn, a.arg):
                 plan.dtypes.add(a.arg)
+                continue
+            kind = constexpr_kind(tm, fn, a.arg, cfg)
+            if kind != "int":
+                plan.runtime_dtypes[a.arg] = RUNTIME_DTYPES[kind]
+            if kind == "float" and not any(a.arg in c for c in value_sources(tm, fn.name, cfg)):
+                plan.runtime.add(a.arg)  # no float const generics in Rust, no values to specialize on
         elif a.arg in ptrs or (str(configured.get(a.arg, "")) in ARRAY_DTYPES and a.arg in getattr(cfg, "ranks", {})):
             plan.pointers.append(a.arg)
         else:
@@ -213,6 +260,73 @@ def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
                     plan.maybe_float.add(a.arg)
             plan.scalars[a.arg] = dt
     return plan
+
+
+RUNTIME_DTYPES = {"float": "f32", "bool": "bool", "int": "i32"}
+
+
+def constexpr_kind(tm: TritonModule, fn: ast.FunctionDef, name: str, cfg) -> str:
+    """"float", "bool" or "int": the type of a constexpr's values, from the values the configuration, autotune
+    configs and launches give it, its default, its uses (range bounds, shapes, offsets, `//`, `%`: int; tested
+    for truth: bool), its name (`n_cols`; `eps`, `softcap`: `_name_kind`) or a float literal it meets; int when
+    nothing says."""
+    values = [c[name] for c in value_sources(tm, fn.name, cfg) if name in c]
+    defaults = dict(zip([a.arg for a in fn.args.args][len(fn.args.args) - len(fn.args.defaults):], fn.args.defaults))
+    if name in defaults and isinstance(defaults[name], ast.Constant):
+        values.append(defaults[name].value)
+    numbers = [v for v in values if isinstance(v, (int, float))]
+    if numbers and all(isinstance(v, bool) for v in numbers):
+        return "bool"
+    if any(isinstance(v, float) for v in numbers):
+        return "float"
+    if numbers:
+        return "int"
+    if name in _int_uses(fn) or name in _offset_names(fn):
+        return "int"
+    if name in _condition_uses(fn):
+        return "bool"
+    return _name_kind(name) or ("float" if name in _float_literal_uses(fn) else "int")
+
+
+# Words of names that say an integer (counts, sizes, exponents, bit widths) or a real number; the last such word
+# of a name decides (`eps_exp` is an exponent, `exp_scale` a scale).
+INT_WORDS = {"n", "num", "size", "len", "idx", "index", "offset", "count", "row", "rows", "col", "cols", "stride",
+             "exp", "bits", "nbits", "shift", "dim", "block"}
+FLOAT_WORDS = {"eps", "epsilon", "scale", "alpha", "beta", "gamma", "temperature", "lr", "momentum", "decay",
+               "softcap", "smoothing", "margin", "lambda", "lamb", "threshold", "dropout", "coef", "coeff"}
+
+
+def _name_kind(name: str) -> str | None:
+    for word in reversed(re.split(r"_+", re.sub(r"\d+$", "", name).lower())):
+        if word in INT_WORDS or word.startswith("stride"):
+            return "int"
+        if word in FLOAT_WORDS:
+            return "float"
+    return None
+
+
+def _condition_uses(fn: ast.FunctionDef) -> set[str]:
+    """Names tested for truth (`if USE_G_GAMMA:`, `A or B`, `not A`): flags."""
+    tests = [n.test for n in ast.walk(fn) if isinstance(n, (ast.If, ast.IfExp))]
+    tests += [v for n in ast.walk(fn) if isinstance(n, ast.BoolOp) for v in n.values]
+    tests += [n.operand for n in ast.walk(fn) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)]
+    return {t.id for t in tests if isinstance(t, ast.Name)}
+
+
+def _float_literal_uses(fn: ast.FunctionDef) -> set[str]:
+    """Names combined with or compared to a float literal (`x * (1.0 / T)`, `p == 2.0`)."""
+    out: set[str] = set()
+    for n in ast.walk(fn):
+        sides = (n.left, n.right) if isinstance(n, ast.BinOp) else (n.left, *n.comparators) \
+            if isinstance(n, ast.Compare) else ()
+        if any(isinstance(s, ast.Constant) and type(s.value) is float for s in sides):
+            out |= {s.id for s in sides if isinstance(s, ast.Name)}
+    return out
+
+
+def value_sources(tm: TritonModule, kernel: str, cfg) -> list[dict[str, Any]]:
+    """Value sets of a kernel's parameters: the configurations, the autotune configs, the file's launches."""
+    return [dict(c) for c in cfg_configs(cfg)] + tm.candidates.get(kernel, []) + tm.launches.get(kernel, [])
 
 
 def absent_params(tm: TritonModule, fn: ast.FunctionDef, cfg) -> set[str]:
@@ -269,15 +383,17 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
         elif name in plan.absent or name in plan.constexprs and name not in plan.runtime:
             params.append(Param(name, ConstT("int"), "int", ident_name=ident))
         elif name in plan.constexprs:
-            params.append(Param(name, ScalarT("i32"), ident_name=ident))
+            params.append(Param(name, ScalarT(plan.runtime_dtypes.get(name, "i32")), ident_name=ident))
         else:
             params.append(Param(name, ScalarT(plan.scalars[name]), ident_name=ident))
     blocks = D.resolve(tm.path, fn, list(plan.descriptors), plan.configs,
                        [c for c in plan.constexprs if c not in plan.dtypes], pinned)
     lw = TritonLowerer(tm, fn, params, space, [], pinned, plan.flat, blocks)
     lw.maybe_float = {tm.naming.ident(n) for n in plan.maybe_float}
+    lw.static = {tm.naming.ident(n) for n in plan.runtime}
+    lw.dynamic = set(plan.dynamic)
     lw.default_float = set() if plan.configured else \
-        {tm.naming.ident(n) for n in plan.pointers if n not in plan.index | plan.ints}
+        {tm.naming.ident(n) for n in plan.pointers if n not in plan.index | plan.ints | plan.bits}
     kernel = lw.lower()
     ranks = {r: len(v) for r, v in lw.views.items()}
     kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.ident, plan.descriptors.get(p.name, 1))
@@ -285,22 +401,26 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
                            ident_name=p.ident_name) if p.is_array else p for p in kernel.params
                      if p.name not in plan.dtypes]  # an entry that does not need a dtype constexpr ignores it
     kernel.notes = assumption_notes(plan) + [f"pointer `{p}`: assumed to hold i32 (the kernel stores i32 values "
-                                             "into it)" for p in sorted(plan.ints - plan.index)] + [f"constexpr `{c}` is passed at run time (i32): no values are known"
-                                             for c in sorted(plan.runtime)] + kernel.notes
+                                             "into it)" for p in sorted(plan.ints - plan.index)] + [
+        f"pointer `{p}`: assumed to hold i32 (the kernel uses its values as integers: bitwise operands, `%`, `//`)"
+        for p in sorted(plan.bits - plan.ints - plan.index)] + [
+        f"constexpr `{c}` is passed at run time ({plan.runtime_dtypes.get(c, 'i32')}): no values are known"
+        for c in sorted(plan.runtime)] + [f"constexpr `{c}`: no values are known, its tests run at run time (the value "
+                                          "is still a const generic)" for c in sorted(plan.dynamic)] + kernel.notes
     return kernel
 
 
 def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: dict) -> Kernel:
     for _ in range(MAX_RETRIES):
         try:
-            effective = [{**d, **{p: "i32" for p in plan.ints}, **{p: INDEX_DTYPE for p in plan.index}}
+            effective = [{**d, **{p: "i32" for p in plan.ints | plan.bits}, **{p: INDEX_DTYPE for p in plan.index}}
                          for d in dtypes]
             return lower_once(tm, fn, plan, effective, pinned)
         except Retry as r:
             if r.what == "float":
                 plan.scalars[r.param], plan.maybe_float = "f32", plan.maybe_float - {r.param}
                 continue
-            target = {"flat": plan.flat, "int": plan.ints}.get(r.what, plan.index)
+            target = {"flat": plan.flat, "int": plan.ints, "bits": plan.bits}.get(r.what, plan.index)
             if r.param in plan.descriptors:
                 raise Diagnostic(f"host-side tensor descriptor `{r.param}`: its accesses are not partitions of one "
                                  "view (offsets must be multiples of the block shape)", loc_of(tm.path, fn),
@@ -325,6 +445,9 @@ def lower_kernel(tm: TritonModule, name: str, cfg) -> list[Kernel]:
     pinned = {**dict(getattr(cfg, "pinned", {}) or {}), **{name: None for name in plan.absent}}
     kernels = _specialized(tm, fn, plan, cfg, pinned)
     add_hints(kernels, [*cfg_configs(cfg), *tm.candidates.get(name, [])])
+    for k in kernels:  # decorators Triton does not know wrap the launch, not the kernel's code
+        k.notes += [f"decorator `@{d}` is not Triton's: the port is the jit function it wraps"
+                    for d in tm.wrappers.get(name, [])]
     return kernels
 
 
@@ -353,8 +476,8 @@ def _specialized(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
 
 
 def _decisions(plan: KernelPlan) -> tuple:
-    return (frozenset(plan.runtime), frozenset(plan.flat), frozenset(plan.index), frozenset(plan.ints),
-            tuple(sorted(plan.scalars.items())))
+    return (frozenset(plan.runtime), frozenset(plan.dynamic), frozenset(plan.flat), frozenset(plan.index),
+            frozenset(plan.ints), frozenset(plan.bits), tuple(sorted(plan.scalars.items())))
 
 
 def merge_views(views: list) -> dict | None | bool:
@@ -374,39 +497,94 @@ def merge_views(views: list) -> dict | None | bool:
     return {"strides": list(views[0]["strides"]), "extents": extents}
 
 
-def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
+def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> list[Kernel]:
+    """The kernel's entries for the `pinned` values; `width`: how many entries the enclosing specializations
+    already make (past MAX_ENTRIES in all, a further constexpr goes without values, `_without_values`, where it
+    can: not a dtype, not one that must be known)."""
     try:
-        kernel = _typed(tm, fn, plan, cfg, pinned)
-        unfit = no_const_generic(kernel, cfg, tm.naming)
+        kernels = _typed(tm, fn, plan, cfg, pinned)
+        unfit = frozenset().union(*(no_const_generic(k, value_sources(tm, fn.name, cfg), tm.naming) for k in kernels))
         if unfit:
-            raise NeedsSpecialization(unfit, "constexprs no Rust const generic can be", kernel.loc)
-        return [kernel]
+            raise NeedsSpecialization(unfit, "constexprs no Rust const generic can be", kernels[0].loc)
+        return kernels
     except NeedsSpecialization as need:
         values = specialization_values(tm, fn.name, cfg, need.constants)
         if not values:
-            if need.constants <= plan.runtime or not need.constants <= set(plan.constexprs):
-                raise Diagnostic(f"{need.reason}: constexpr(s) {', '.join(sorted(need.constants))} need values",
-                                 need.loc, "specialization", "give the values in use (--config)") from None
-            plan.runtime |= need.constants
+            return _without_values(tm, fn, plan, cfg, pinned, need, width)
+        if width > 1 and width * len(values) > MAX_ENTRIES and not need.constants & plan.dtypes:
+            before = set(plan.runtime), set(plan.dynamic)
             try:
-                return _entries(tm, fn, plan, cfg, pinned)
-            except Diagnostic as d:
-                names = ", ".join(sorted(need.constants))
-                raise Diagnostic(f"{need.reason}: constexpr(s) {names} need values (as runtime values instead: "
-                                 f"{d.message})", need.loc, "specialization",
-                                 "give the values in use (--config), or list them in @triton.autotune") from None
-        out = []
-        for v in values[:MAX_ENTRIES]:
-            for k in _entries(tm, fn, plan, cfg, {**pinned, **v}):
-                suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items()))
-                k.name = f"{k.name}_{suffix}"
-                out.append(k)
+                return _without_values(tm, fn, plan, cfg, pinned, need, width)
+            except Diagnostic:  # not without values (strings, tile shapes): more entries than the cap
+                plan.runtime, plan.dynamic = before
+        enumerated = _enumerated_dtypes(tm, fn, plan, cfg, need.constants)
+        out = _value_entries(tm, fn, plan, cfg, pinned, values[:MAX_ENTRIES], width, enumerated)
+        if not out and enumerated:  # no float dtype type-checks (`x.to(OUT_DTYPE) << 4`): the integer ones
+            choices = list(product(INT_DTYPE_CHOICES, repeat=len(need.constants)))
+            out = _value_entries(tm, fn, plan, cfg, pinned, [dict(zip(sorted(need.constants), c)) for c in choices],
+                                 width, False)
         return out
 
 
-def no_const_generic(kernel: Kernel, cfg, naming: Naming) -> frozenset:
-    """Constant parameters of `kernel` that cannot stay `const NAME: i32` generics: a configuration gives them a
-    value no i32 holds (a float, a bool, a string, None, a wide int; the cutile JIT parses const generic
+def _value_entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, values: list[dict], width: int,
+                   droppable: bool) -> list[Kernel]:
+    """One set of entries per value set, named after its values; with `droppable`, a value set whose lowering
+    is a dtype diagnostic is left out (enumerated dtypes the kernel does not type-check with), unless all are."""
+    out, first = [], None
+    for v in values:
+        try:
+            kernels = _entries(tm, fn, plan, cfg, {**pinned, **v}, width * len(values))
+        except Diagnostic as d:
+            if not (droppable and d.construct == "dtype"):
+                raise
+            first = first or d
+            continue
+        for k in kernels:
+            suffix = "_".join(f"{key.lower()}{_suffix(val)}" for key, val in sorted(v.items()))
+            k.name = f"{k.name}_{suffix}"
+            out.append(k)
+    if not out and first is not None and not droppable:
+        raise first
+    return out
+
+
+def _enumerated_dtypes(tm, fn, plan: KernelPlan, cfg, names: frozenset) -> bool:
+    """Dtype constexprs whose values no configuration, autotune config or launch gives (enumerated choices)."""
+    return names <= plan.dtypes and not any(names & c.keys() for c in value_sources(tm, fn.name, cfg))
+
+
+def _without_values(tm, fn, plan: KernelPlan, cfg, pinned: dict, need: NeedsSpecialization,
+                    width: int) -> list[Kernel]:
+    """Constexprs whose values a test needs, with none known: they stay const generics and their tests run at
+    run time (`if MODE == 2`, `K == K_POW2`: each launch's values still compile a kernel of their own); where
+    that does not translate, or values are needed beyond tests, they are passed at run time (typed, weak
+    as Triton's constants); else a diagnostic naming them."""
+    names = need.constants
+    listed = ", ".join(sorted(names))
+    if names <= plan.runtime or not names <= set(plan.constexprs):
+        raise Diagnostic(f"{need.reason}: constexpr(s) {listed} need values", need.loc, "specialization",
+                         "give the values in use (--config)") from None
+    first = None
+    if not names & plan.dynamic:
+        plan.dynamic |= names
+        try:
+            return _entries(tm, fn, plan, cfg, pinned, width)
+        except Diagnostic as d:
+            first = d
+    plan.dynamic -= names
+    plan.runtime |= names
+    try:
+        return _entries(tm, fn, plan, cfg, pinned, width)
+    except Diagnostic as d:
+        tried = f"tested at run time: {first.message}; " if first is not None else ""
+        raise Diagnostic(f"{need.reason}: constexpr(s) {listed} need values ({tried}as runtime values instead: "
+                         f"{d.message})", need.loc, "specialization",
+                         "give the values in use (--config), or list them in @triton.autotune") from None
+
+
+def no_const_generic(kernel: Kernel, sources: list[dict[str, Any]], naming: Naming) -> frozenset:
+    """Constant parameters of `kernel` that cannot stay `const NAME: i32` generics: a value set (`value_sources`)
+    gives them a value no i32 holds (a float, a bool, a string, None, a wide int; the cutile JIT parses const generic
     arguments as i32 or bool, Rust has no float const generics), or their name is no safe generic name (a
     Rust keyword, a DSL type such as `E`, which the cutile compiler resolves as the type; a dtype generic).
     They are specialized instead (with no values: passed at run time)."""
@@ -414,17 +592,20 @@ def no_const_generic(kernel: Kernel, cfg, naming: Naming) -> frozenset:
         return type(v) is int and I32_MIN <= v <= I32_MAX
     dtype_generics = {dv.name for dv in kernel.dtype_vars}
     return frozenset(p.name for p in kernel.const_params
-                     if any(p.name in c and not fits(c[p.name]) for c in cfg_configs(cfg))
+                     if any(p.name in c and not fits(c[p.name]) for c in sources)
                      or naming.ident(p.name) != p.name or p.name in dtype_generics)
 
 
-def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> Kernel:
-    """The kernel over every element dtype that type-checks (one generic), as cuTile does unconfigured."""
+def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
+    """The kernel over every element dtype that type-checks (one generic), as cuTile does unconfigured; where
+    no one generic holds them (code that depends on the dtype, `if x.dtype == tl.float16:`), the element type a
+    pinned dtype constexpr names (X_dtype = X.dtype), else one entry per dtype configuration (the launcher
+    picks the entry by its arrays' dtypes)."""
     kept, first = [], None
     for dtypes in candidate_dtypes(plan, cfg):
         try:
             lower_with_retries(tm, fn, plan, dtypes, pinned)
-            kept += dtypes
+            kept += [d for d in dtypes if d not in kept]
         except Diagnostic as d:
             if d.construct != "dtype":
                 raise
@@ -432,21 +613,27 @@ def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> Kernel:
     if not kept:
         raise first
     try:
-        return lower_with_retries(tm, fn, plan, kept, pinned)
+        return [lower_with_retries(tm, fn, plan, kept, pinned)]
     except Diagnostic as d:
         if d.construct != "dtype":
             raise
-        # no one generic: the element type a pinned dtype constexpr names (X_dtype = X.dtype), else the first
-        named = {TL_DTYPE_NAMES.get(v) for k, v in pinned.items() if k in plan.dtypes}
-        pick = next((c for c in kept if set(c.values()) & named), kept[0])
-        return lower_with_retries(tm, fn, plan, [pick], pinned)
+    named = {TL_DTYPE_NAMES.get(v) for k, v in pinned.items() if k in plan.dtypes}
+    pick = next((c for c in kept if set(c.values()) & named), None)
+    if pick is not None:
+        return [lower_with_retries(tm, fn, plan, [pick], pinned)]
+    out = []
+    for dtypes in kept:
+        k = lower_with_retries(tm, fn, plan, [dtypes], pinned)
+        k.name = f"{k.name}_{'_'.join(dict.fromkeys(dtypes.values()))}"
+        out.append(k)
+    return out
 
 
 def specialization_values(tm: TritonModule, kernel: str, cfg, names: frozenset) -> list[dict[str, Any]]:
-    """Distinct value combinations of `names` from the configuration and the autotune configs; bool
-    heuristics (EVEN_K...) enumerate both values."""
+    """Distinct value combinations of `names` from the configuration, the autotune configs and the file's
+    launches; bool heuristics (EVEN_K...) enumerate both values."""
     fn = tm.kernels[kernel]
-    sources = [dict(c) for c in cfg_configs(cfg)] + tm.candidates.get(kernel, [])
+    sources = value_sources(tm, kernel, cfg)
     seen, out = set(), []
     for c in sources:
         if names <= c.keys():
@@ -464,19 +651,31 @@ def specialization_values(tm: TritonModule, kernel: str, cfg, names: frozenset) 
     return [dict(zip(choices, c)) for c in combos] if len(combos) <= MAX_ENTRIES else []
 
 
-def enumerable_values(tm: TritonModule, fn: ast.FunctionDef, name: str) -> tuple:
+def enumerable_values(tm: TritonModule, fn: ast.FunctionDef, name: str, seen: frozenset = frozenset()) -> tuple:
     """The values a constexpr can take that change the kernel, when its uses tell: a flag only used as a
     condition -> (False, True); a mode only compared (==, !=) with constants (numbers or strings) -> those
-    constants; a dtype -> the float element types unconfigured pointers take. Else ()."""
+    constants; a dtype -> the float element types unconfigured pointers take; passed to a helper, what the
+    helper's uses tell. Else ()."""
     if is_dtype_constexpr(tm, fn, name):
         return DTYPE_CHOICES
+    if (fn.name, name) in seen:
+        return ()
     parents = {child: node for node in ast.walk(fn) for child in ast.iter_child_nodes(node)}
     flags, compared = False, set()
     for n in ast.walk(fn):
         if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)):
             continue
         p = parents.get(n)
-        if isinstance(p, (ast.If, ast.IfExp)) and p.test is n or isinstance(p, ast.BoolOp) \
+        inner = _helper_parameter(tm, n, p, parents.get(p))
+        if isinstance(p, ast.keyword) and p.arg in KEYWORD_DOMAINS:
+            compared |= set(KEYWORD_DOMAINS[p.arg])
+        elif inner is not None:
+            values = enumerable_values(tm, *inner, seen | {(fn.name, name)})
+            if not values:
+                return ()
+            flags |= values == (False, True)
+            compared |= set(values) if values != (False, True) else set()
+        elif isinstance(p, (ast.If, ast.IfExp)) and p.test is n or isinstance(p, ast.BoolOp) \
                 or isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not):
             flags = True
         elif isinstance(p, ast.Compare) and len(p.ops) == 1 and isinstance(p.ops[0], (ast.Eq, ast.NotEq)):
@@ -492,6 +691,23 @@ def enumerable_values(tm: TritonModule, fn: ast.FunctionDef, name: str) -> tuple
     return (False, True) if flags else ()
 
 
+# Keyword arguments of tl functions that take one of a few strings: a constexpr passed there takes each.
+KEYWORD_DOMAINS = {"input_precision": DOT_PRECISIONS}
+
+
+def _helper_parameter(tm: TritonModule, n: ast.Name, parent: ast.AST, grandparent: ast.AST):
+    """(helper, parameter name) when `n` is an argument of a call to a jit helper, else None."""
+    call, keyword = (grandparent, parent.arg) if isinstance(parent, ast.keyword) else (parent, None)
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in tm.helpers):
+        return None
+    helper = tm.helpers[call.func.id]
+    params = [a.arg for a in helper.args.args]
+    if keyword is None:
+        i = next((i for i, a in enumerate(call.args) if a is n), None)
+        keyword = params[i] if i is not None and i < len(params) else None
+    return (helper, keyword) if keyword in params else None
+
+
 def _suffix(v: Any) -> str:
     if isinstance(v, bool):
         return "1" if v else "0"
@@ -503,6 +719,7 @@ def _suffix(v: Any) -> str:
 # A dtype constexpr with no configured value takes each float element type unconfigured pointers take, by the
 # name `str(tl.<dtype>)` gives (the launch's value selects the entry).
 DTYPE_CHOICES = ("bf16", "fp16", "fp32")
+INT_DTYPE_CHOICES = ("int32", "int16", "int8", "uint8")  # where no float one type-checks
 DTYPE_POSITION = {"zeros": 1, "full": 2}  # the positional dtype argument of tl.zeros(shape, dtype), tl.full
 _DTYPE_SPELLINGS = {**{k: k for k in TL_DTYPE_NAMES}, **{v: k for k, v in TL_DTYPE_NAMES.items()},
                     "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}

@@ -86,6 +86,10 @@ class TritonLowerer:
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
         self.maybe_float: set[str] = set()  # scalar parameters assumed i32 that may be Python floats
         self.default_float: set[str] = set()  # pointers whose float element type is assumed (none configured)
+        # runtime values Triton knows at compile time (constexprs passed at run time, tests of constexprs kept
+        # generic): they promote as Python numbers, and Triton folds the branches they steer
+        self.static: set[str] = set()
+        self.dynamic: set[str] = set()  # constexprs (const generics) whose tests run at run time
 
     def describe(self, v: Any) -> str:
         return describe(v)
@@ -93,6 +97,7 @@ class TritonLowerer:
     def forget(self, name: str) -> None:
         for table in (self.poly, self.bounds, self.loaded):
             table.pop(name, None)
+        self.static.discard(name)
         self.factors.pop(("v", name), None)
 
     def loc(self, node: ast.AST) -> Loc:
@@ -245,12 +250,18 @@ class TritonLowerer:
         """True when blocks inside scope `owner` rebind `name` as a fresh local (not carried)."""
         return any(name in s.vars for s in self.scopes[owner + 1:])
 
-    def rename(self, value: Ref, name: str) -> Ref:
-        """The temporary that produced `value` takes the variable's name (readable Rust)."""
+    def rename(self, value: Ref, name: str, avoid: frozenset = frozenset()) -> Ref:
+        """The temporary that produced `value` takes the variable's name (readable Rust), or a variant of it
+        none of `avoid` is (names of blocks already closed that the value is assigned in)."""
         last = self.b.blocks[-1].stmts[-1] if self.b.blocks[-1].stmts else None
         if not (isinstance(last, Let) and last.name == value.name) or name in self.b.scope_names[-1]:
             return value
-        new = self.b.fresh(name)
+        self.b.scope_names.append(set(avoid))
+        try:
+            new = self.b.fresh(name)
+        finally:
+            self.b.scope_names.pop()
+        self.b.scope_names[-1].add(new)
         self.forget(new)
         self.b.temps.discard(last.name)
         self.b.release(last.name)
@@ -259,6 +270,8 @@ class TritonLowerer:
         for table in (self.poly, self.bounds, self.loaded):
             if value.name in table:
                 table[new] = table.pop(value.name)
+        if value.name in self.static:
+            self.static.add(new)
         if ("v", value.name) in self.factors:
             self.factors.pop(("v", value.name))
             self.track_scalar(ref)
@@ -367,7 +380,12 @@ class TritonLowerer:
 
     def stmt_Return(self, s: ast.Return) -> None:
         if self.inline_depth:
-            raise self.fail(s, "`return` inside a helper must be its last statement", "return")
+            inner = self.scopes[max(i for i, sc in enumerate(self.scopes) if sc.kind == "fn"):]
+            if any(sc.kind == "loop" for sc in inner):
+                raise self.fail(s, "`return` inside a loop of a helper is not supported (cutile-rs has no early "
+                                "exit from a loop)", "return", "break out of the loop, then return")
+            self.scopes[-1].vars[RETURN] = CV(None) if s.value is None else self.expr(s.value)
+            return
         if s.value is not None:
             raise self.fail(s, "kernels cannot return a value", "return")
         if len(self.scopes) > 1:
@@ -500,6 +518,9 @@ class TritonLowerer:
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, DimOp)):
             self.block(s.body if cond.value else s.orelse)  # a constexpr condition folds
             return
+        if self.calls.dynamic(self, cond):
+            cond = self.calls.compare(self, "!=", self.calls.at_run_time(self, cond, s.test), CV(0), s.test)
+        tests_constexpr = isinstance(cond, Ref) and cond.name in self.static
         if isinstance(cond, CV):
             raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a branch on a constexpr", self.loc(s))
         if not (isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0)):
@@ -515,22 +536,28 @@ class TritonLowerer:
             self.b.pop()
             branches.append((blk, names))
             scopes.append(self.scopes.pop())
-        self.join_branch_locals(scopes, branches, s)
-        self.join_branch_pointers(scopes, branches, s)
+        self.join_branch_locals(scopes, branches, s, tests_constexpr)
+        self.join_branch_pointers(scopes, branches, s, tests_constexpr)
         blocks = [blk for blk, _ in branches]
         self.b.emit(If(cond, blocks[0], blocks[1], self.loc(s), self.outer_updates(*blocks)))
 
-    def join_branch_locals(self, scopes: list[Scope], branches: list, node: ast.If) -> None:
+    def join_branch_locals(self, scopes: list[Scope], branches: list, node: ast.If, tests_constexpr: bool) -> None:
         """A new variable both branches define (`if c: loss = a  else: loss = b`) is declared before the
-        `if` and each branch assigns it, so that it is defined after the `if`."""
-        for name in sorted(scopes[0].vars.keys() & scopes[1].vars.keys()):
+        `if` and each branch assigns it, so that it is defined after the `if`. Under a test of a constexpr (run
+        at run time for want of values) a variable one branch defines is declared too, zero in the other
+        branch: Triton folds the test, so the source reads it only where the same test holds."""
+        names = scopes[0].vars.keys() & scopes[1].vars.keys()
+        if tests_constexpr:
+            names = scopes[0].vars.keys() | scopes[1].vars.keys()
+        for name in sorted(names):
             if self.owner(name) is not None:
                 continue
-            values = [sc.vars[name] for sc in scopes]
+            values = [sc.vars.get(name) for sc in scopes]
             refs = [v for v in values if isinstance(v, Ref) and isinstance(v.ty, (ScalarT, TileT))]
-            if not refs or not all(isinstance(v, (Ref, CV)) for v in values):
+            if not refs or not all(isinstance(v, (Ref, CV)) or v is None for v in values):
                 continue
             ty = refs[0].ty
+            values = [CV(False if ty.dtype == "bool" else 0) if v is None else v for v in values]
             converted = []
             for (blk, names), v in zip(branches, values):
                 self.b.resume(blk, names)
@@ -542,23 +569,36 @@ class TritonLowerer:
             loc = self.loc(node)
             declared = self.b.to_tile(zero, ty.dtype, ty.shape, loc) if isinstance(ty, TileT) else \
                 self.b.value(OpKind.SCALAR, (zero,), ty, loc, hint=name)
-            declared = self.rename(declared, name)
+            # not a name a branch binds: its `name = value` would assign the branch's own variable
+            declared = self.rename(declared, name, frozenset().union(*(names for _, names in branches)))
             for (blk, _), v in zip(branches, converted):
                 blk.stmts.append(Let(declared.name, Op(OpKind.COPY, (v,), ty, loc), update=True))
             self.scopes[-1].vars[name] = declared
 
-    def join_branch_pointers(self, scopes: list[Scope], branches: list, node: ast.If) -> None:
+    def join_branch_pointers(self, scopes: list[Scope], branches: list, node: ast.If, tests_constexpr: bool) -> None:
         """A pointer a branch moves (`if c: p += off`): its offset becomes a variable declared before the `if`,
-        which each branch assigns; accesses through it are gathers (the offset has no single affine form)."""
+        which each branch assigns; accesses through it are gathers (the offset has no single affine form). Under
+        a test of a constexpr, a pointer a branch defines is joined too (as `join_branch_locals` does)."""
         for name in sorted(scopes[0].vars.keys() | scopes[1].vars.keys()):
             owner = self.owner(name)
             values = [sc.vars.get(name) for sc in scopes]
-            if owner is None or not any(isinstance(v, Ptr) for v in values):
+            if not any(isinstance(v, Ptr) for v in values) or owner is None and not tests_constexpr:
                 continue
-            outer = self.lookup(name, node)
+            if owner is None:
+                arrays = {v.array.name: v.array for v in values if isinstance(v, Ptr)}
+                if len(arrays) != 1 or not all(isinstance(v, Ptr) or v is None for v in values):
+                    continue  # not one pointer after the `if`: undefined there
+                elems = {v.elem for v in values if isinstance(v, Ptr)}
+                if len(elems) != 1:
+                    continue
+                outer = Ptr(next(iter(arrays.values())), None, elems.pop())
+            else:
+                outer = self.lookup(name, node)
             values = [outer if v is None else v for v in values]
-            if not all(isinstance(v, Ptr) and v.array.name == outer.array.name for v in [outer, *values]):
-                raise self.fail(node, f"pointer `{name}` points into different arrays after this `if`", "pointer")
+            if not all(isinstance(v, Ptr) and (v.array.name, v.elem) == (outer.array.name, outer.elem)
+                       for v in [outer, *values]):
+                raise self.fail(node, f"pointer `{name}` points into different arrays (or element types) after this "
+                                "`if`", "pointer")
             offsets = [v.offset for v in values]
             refs = [o for o in offsets if o is not None]
             dtype = "i64" if any(o.ty.dtype == "i64" for o in refs) else "i32"
@@ -568,7 +608,7 @@ class TritonLowerer:
             zero = Lit(0, ScalarT(dtype))
             declared = self.b.to_tile(zero, dtype, ty.shape, loc) if isinstance(ty, TileT) else \
                 self.b.value(OpKind.SCALAR, (zero,), ty, loc, hint=f"{name}_off")
-            declared = self.rename(declared, f"{name}_off")
+            declared = self.rename(declared, f"{name}_off", frozenset().union(*(names for _, names in branches)))
             for (blk, names), off in zip(branches, offsets):
                 self.b.resume(blk, names)
                 try:
@@ -576,7 +616,7 @@ class TritonLowerer:
                 finally:
                     self.b.pop()
                 blk.stmts.append(Let(declared.name, Op(OpKind.COPY, (v,), ty, loc), update=True))
-            self.scopes[-1].vars[name] = Ptr(outer.array, declared)
+            self.scopes[-1].vars[name] = Ptr(outer.array, declared, outer.elem)
 
     def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
         if isinstance(cond.ty, TileT):
@@ -622,6 +662,8 @@ class TritonLowerer:
         f = self.expr(node.func)
         if isinstance(f, Helper):
             return self.inline(f.node, node)
+        if isinstance(f, Method) and isinstance(f.obj, Module) and f.name in self.calls.NO_OP:
+            return CV(None)  # asserts and prints: their arguments are not computed either
         args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise self.fail(node, "*args / **kwargs in calls are not supported", "call")
@@ -638,11 +680,20 @@ class TritonLowerer:
         return self.calls.unary(self, type(node.op).__name__, self.expr(node.operand), node)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
-        op = "&" if isinstance(node.op, ast.And) else "|"
-        out = self.expr(node.values[0])
-        for v in node.values[1:]:
-            out = self.calls.binary(self, op, out, self.expr(v), node)
-        return out
+        """`and`/`or` as a truth: a known operand that decides it (`False and ..`) is the answer, one that does not
+        drops out; the others are tested (`!= 0`) and combined with `&` / `|`."""
+        is_and = isinstance(node.op, ast.And)
+        values = [(self.expr(v), v) for v in node.values]  # every operand, as Triton does (no short circuit)
+        out = None
+        for x, v in values:
+            if isinstance(x, CV) and not isinstance(x.value, (Sym, DimOp)):
+                if bool(x.value) != is_and:
+                    return CV(not is_and)
+                continue
+            if isinstance(x, Ref) and x.ty.dtype != "bool":
+                x = self.calls.compare(self, "!=", x, CV(0), v)
+            out = x if out is None else self.calls.binary(self, "&" if is_and else "|", out, x, node)
+        return CV(is_and) if out is None else out
 
     def expr_Compare(self, node: ast.Compare) -> Any:
         if len(node.ops) != 1:
@@ -662,7 +713,7 @@ class TritonLowerer:
         cond = self.expr(node.test)
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, DimOp)):
             return self.expr(node.body if cond.value else node.orelse)
-        if isinstance(cond, CV):
+        if isinstance(cond, CV) and not self.calls.dynamic(self, cond):
             raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a conditional expression on a constexpr",
                                       self.loc(node))
         return self.calls.where(self, cond, self.expr(node.body), self.expr(node.orelse), node)
@@ -690,11 +741,15 @@ class TritonLowerer:
                 bound[name] = self.expr(defaults[name])
         body = fn.body
         ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
+        early = any(isinstance(n, ast.Return) for st in (body[:-1] if ret else body) for n in _same_loop([st]))
         scope = Scope("fn")
         scope.vars.update(bound)
         self.scopes.append(scope)
         self.inline_depth += 1
         try:
+            if early:  # returns inside branches: each path ends in one, which sets the helper's value
+                self.block(single_exit(list(body)))
+                return scope.vars.get(RETURN, CV(None))
             self.block(body[:-1] if ret else body)
             return self.expr(ret.value) if ret is not None and ret.value is not None else CV(None)
         finally:
@@ -804,6 +859,22 @@ def pinned_value(v: Any) -> Any:
     """A specialization value as the kernel sees it: a dtype constexpr is pinned by its Triton name
     (`"fp16"`, as `str(tl.float16)`), anything else is a constant."""
     return DT(calls.TL_DTYPE_NAMES[v]) if isinstance(v, str) and v in calls.TL_DTYPE_NAMES else CV(v)
+
+
+RETURN = "return"  # a helper's value, in its scope (a keyword: no source variable has this name)
+
+
+def single_exit(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """`stmts` with every `return` at the end of its path: what follows an `if` holding a return moves into
+    both of its branches (the branch that returns drops it), and what follows a return is dead."""
+    for i, st in enumerate(stmts):
+        if isinstance(st, ast.Return):
+            return stmts[:i + 1]
+        if isinstance(st, ast.If) and any(isinstance(n, ast.Return) for n in _same_loop([st])):
+            rest = stmts[i + 1:]
+            branch = ast.If(st.test, single_exit([*st.body, *rest]), single_exit([*st.orelse, *rest]) or [ast.Pass()])
+            return [*stmts[:i], ast.copy_location(branch, st)]
+    return stmts
 
 
 def _returns(stmts: Sequence[ast.stmt]) -> bool:

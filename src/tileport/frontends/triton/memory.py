@@ -65,7 +65,7 @@ def ptr_add(lw, ptr: Ptr, v: Any, node: ast.AST, negate: bool = False) -> Ptr:
         offset = v if isinstance(v, Ref) else lw.calls.materialize_int(lw, v, node)
     else:
         offset = lw.calls.binary(lw, "+", ptr.offset, v, node)
-    return Ptr(ptr.array, offset)
+    return Ptr(ptr.array, offset, ptr.elem)
 
 
 def advanced(lw, p0, inc, iteration: A.Poly, node: ast.AST):
@@ -97,8 +97,8 @@ def make_block_ptr(lw, args, kwargs, node):
     b = _bind(lw, args, kwargs, ("base", "shape", "strides", "offsets", "block_shape", "order"), node,
               "make_block_ptr", 5)
     base = b["base"]
-    if not isinstance(base, Ptr):
-        raise lw.fail(node, "tl.make_block_ptr: `base` must be a pointer parameter (plus an offset)",
+    if not isinstance(base, Ptr) or base.elem is not None:
+        raise lw.fail(node, "tl.make_block_ptr: `base` must be a pointer parameter (plus an offset), not re-cast",
                       "tl.make_block_ptr")
     fields = [b[k] for k in ("shape", "strides", "offsets", "block_shape")]
     if not all(isinstance(f, tuple) for f in fields) or len({len(f) for f in fields}) != 1:
@@ -128,7 +128,7 @@ def load(lw, args, kwargs, node):
             mask = None
         else:
             raise lw.fail(node, "tl.load: mask must be a boolean tile", "tl.load")
-    dtype = ptr.array.ty.dtype
+    dtype = ptr.dtype
     pad, select_other = _padding(lw, other, mask, node)
     acc = _access(lw, ptr, mask)
     loc = lw.loc(node)
@@ -162,7 +162,7 @@ def _padding(lw, other, mask, node) -> tuple[str | None, Any]:
 
 
 def _access(lw, ptr: Ptr, mask) -> A.BlockAccess | None:
-    if ptr.array.name in lw.flat:
+    if ptr.array.name in lw.flat or ptr.elem is not None:  # a re-cast pointer: element-wise, in its own type
         return None
     poly = A.const(0) if ptr.offset is None else lw.poly_of(ptr.offset)
     if poly is None:
@@ -242,7 +242,7 @@ def _go_flat(lw, ptr: Ptr) -> None:
 def _gather(lw, ptr: Ptr, mask, other, node) -> Ref:
     _go_flat(lw, ptr)
     loc = lw.loc(node)
-    dtype = ptr.array.ty.dtype
+    dtype = ptr.dtype
     shape = _common_shape(lw, ptr, [mask], node)
     pad = 0
     if other is not None:
@@ -255,7 +255,7 @@ def _gather(lw, ptr: Ptr, mask, other, node) -> Ref:
     if mask is not None:
         args += (lw.b.to_tile(mask, "bool", shape, loc),)
     out = lw.b.value(OpKind.GATHER, args, TileT(dtype, shape), loc, hint=f"{ptr.array.name}_tile", padding_value=pad,
-                     has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
+                     has_mask=mask is not None, shape=shape, **_recast(ptr), latency=None)
     # a copy: the variable it is bound to may be reassigned later (a gather result is destructured)
     return lw.b.value(OpKind.COPY, (out,), out.ty, loc, hint=f"{ptr.array.name}_vals")
 
@@ -274,7 +274,7 @@ def store(lw, args, kwargs, node):
             mask = None
         else:
             raise lw.fail(node, "tl.store: mask must be a boolean tile", "tl.store")
-    dtype = ptr.array.ty.dtype
+    dtype = ptr.dtype
     value = b["value"]
     stored_ints(lw, ptr, value)
     loc = lw.loc(node)
@@ -293,8 +293,16 @@ def store(lw, args, kwargs, node):
     args_ = (array(lw, ptr, 1), tile, _offsets(lw, ptr, shape, node))
     if mask is not None:
         args_ += (lw.b.to_tile(mask, "bool", shape, loc),)
-    lw.b.effect(OpKind.SCATTER, args_, loc, has_mask=mask is not None, shape=shape, check_bounds=None, latency=None)
+    lw.b.effect(OpKind.SCATTER, args_, loc, has_mask=mask is not None, shape=shape, **_recast(ptr), latency=None)
     return CV(None)
+
+
+def _recast(ptr: Ptr) -> dict:
+    """Attributes of a gather/scatter through `ptr`: a re-cast pointer's accesses reinterpret the buffer as its
+    element type (`elem`), unchecked against the array's extent (in other elements; Triton checks nothing)."""
+    if ptr.elem is None:
+        return {"check_bounds": None}
+    return {"check_bounds": False, "elem": ptr.elem}
 
 
 def stored_ints(lw, ptr: Ptr, value) -> None:

@@ -37,6 +37,10 @@ class TritonModule:
     helpers: dict[str, ast.FunctionDef] = field(default_factory=dict)  # @triton.jit functions (inlined)
     candidates: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # autotune configs per kernel
     heuristics: dict[str, set[str]] = field(default_factory=dict)  # constants a heuristic decides
+    aliases: dict[str, str] = field(default_factory=dict)  # k = triton.jit(fn), k = fn -> {"k": "fn"}
+    wrappers: dict[str, list[str]] = field(default_factory=dict)  # decorators of a kernel that are not Triton's
+    decorators: dict[str, list[ast.expr]] = field(default_factory=dict)  # of jit functions, function forms included
+    launches: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # literal arguments of `k[grid](..)`
     naming: Any = None  # the target's Naming (identifiers), set by the frontend before lowering
 
 
@@ -101,23 +105,89 @@ def scan(path: str, text: str | None = None) -> TritonModule:
             _scan_import(tm, node)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
-            _scan_function(tm, node)
+            _scan_function(tm, node, node.decorator_list)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             _scan_constant(tm, node)
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            _scan_wrapped(tm, node)
     _called_kernels_are_helpers(tm)
+    _scan_launches(tm)
     return tm
+
+
+def _scan_launches(tm: TritonModule) -> None:
+    """The literal arguments (numbers, bools, strings, module constants) of each launch `k[grid](...)` of a
+    kernel in the file's host code, by parameter name: values the launches give its constexprs. A module constant
+    counts where no function binds the name too (a local of the launching function could shadow it)."""
+    local = {n.id for f in ast.walk(tm.tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+             for n in ast.walk(f) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | {
+        a.arg for f in ast.walk(tm.tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for a in ast.walk(f.args) if isinstance(a, ast.arg)}
+    for call in ast.walk(tm.tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
+                and isinstance(call.func.value, ast.Name)):
+            continue
+        fn = tm.kernels.get(tm.aliases.get(call.func.value.id, call.func.value.id))
+        if fn is None or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        params = [a.arg for a in fn.args.args]
+        given = [*zip(params, call.args), *((k.arg, k.value) for k in call.keywords if k.arg in params)]
+        values = {name: v for name, node in given if (v := _launch_literal(tm, node, local)) is not None}
+        if values and values not in tm.launches.setdefault(fn.name, []):
+            tm.launches[fn.name].append(values)
+
+
+def _launch_literal(tm: TritonModule, node: ast.AST, local: set[str]) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return None if node.id in local else tm.constants.get(node.id)
+    return _literal(node)
+
+
+def _scan_wrapped(tm: TritonModule, node: ast.Assign) -> None:
+    """`k = triton.jit(fn)`, `k = triton.autotune(...)(triton.jit(fn))`, `k = triton.heuristics({..})(k0)`
+    and `k = k0` at module level: the decorators in function form. The kernel keeps the function's name (as
+    Triton's launches report it); `k` is an alias of it (calls and launches through `k`)."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        return
+    layers, e = [], node.value
+    while isinstance(e, ast.Call) and len(e.args) == 1:
+        layers.append(e.func)
+        e = e.args[0]
+    if not isinstance(e, ast.Name):
+        return
+    name = tm.aliases.get(e.id, e.id)
+    fn = next((n for n in tm.tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None:
+        return
+    jitted = fn.name in tm.kernels or fn.name in tm.helpers
+    if layers:
+        tm.kernels.pop(fn.name, None)
+        tm.helpers.pop(fn.name, None)
+        _scan_function(tm, fn, [*layers, *tm.decorators.get(fn.name, fn.decorator_list)])
+    if not (jitted or fn.name in tm.kernels or fn.name in tm.helpers):
+        return  # a function Triton never compiles
+    if node.targets[0].id != fn.name:
+        tm.aliases[node.targets[0].id] = fn.name
 
 
 def _called_kernels_are_helpers(tm: TritonModule) -> None:
     """A jit function another jit function calls, and which this module never launches (`f[grid](...)`), is a
     helper (inlined where it is called) even when it stores like a kernel."""
     jit = {**tm.kernels, **tm.helpers}
-    called = {n.func.id for fn in jit.values() for n in ast.walk(fn)
-              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id != fn.name}
-    launched = {n.value.id for n in ast.walk(tm.tree) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)}
+    called = {tm.aliases.get(n.func.id, n.func.id) for fn in jit.values() for n in ast.walk(fn)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+              and tm.aliases.get(n.func.id, n.func.id) != fn.name}
+    launched = {tm.aliases.get(n.value.id, n.value.id) for n in ast.walk(tm.tree)
+                if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)}
     for name in sorted(called & tm.kernels.keys() - launched):
         if name not in tm.candidates and name not in tm.heuristics:
             tm.helpers[name] = tm.kernels.pop(name)
+    for alias, name in tm.aliases.items():  # helpers are called by the name bound to them
+        if name in tm.helpers:
+            tm.helpers[alias] = tm.helpers[name]
 
 
 def _module_level(stmts):
@@ -162,13 +232,18 @@ def _scan_import(tm: TritonModule, node: ast.Import | ast.ImportFrom) -> None:
             tm.tl_imports[local] = a.name
 
 
-def _scan_function(tm: TritonModule, fn: ast.FunctionDef) -> None:
-    kinds = [_decorator_name(tm, d) for d in fn.decorator_list]
+def _scan_function(tm: TritonModule, fn: ast.FunctionDef, decorators: list[ast.expr]) -> None:
+    """A function with `decorators` (outermost first): a kernel or a helper when Triton's jit is one of them."""
+    kinds = [_decorator_name(tm, d) for d in decorators]
     if "jit" not in kinds:
         return
+    tm.decorators[fn.name] = decorators
     is_kernel = any(k in ("autotune", "heuristics") for k in kinds) or _looks_like_kernel(tm, fn)
     (tm.kernels if is_kernel else tm.helpers)[fn.name] = fn
-    for d, k in zip(fn.decorator_list, kinds):
+    others = [ast.unparse(d) for d, k in zip(decorators, kinds) if k is None]
+    if others:
+        tm.wrappers[fn.name] = others
+    for d, k in zip(decorators, kinds):
         if k == "autotune" and isinstance(d, ast.Call):
             tm.candidates[fn.name] = _autotune_configs(tm, d)
         elif k == "heuristics" and isinstance(d, ast.Call) and d.args and isinstance(d.args[0], ast.Dict):

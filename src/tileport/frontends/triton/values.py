@@ -49,6 +49,11 @@ class Ptr:
 
     array: Ref  # the array parameter (rank decided per parameter: see `Access`)
     offset: Ref | None
+    elem: Any = None  # re-cast (`p.to(tl.pointer_type(tl.uint8))`): the element type read, offsets count its elements
+
+    @property
+    def dtype(self) -> Any:
+        return self.elem if self.elem is not None else self.array.ty.dtype
 
     @property
     def shape(self) -> tuple:
