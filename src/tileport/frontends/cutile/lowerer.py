@@ -1442,7 +1442,7 @@ def _generic_int_literal(kernel: Kernel) -> bool:
         op = getattr(st, "op", None)
         if op is None:
             continue
-        if op.kind == "full" and generic_int(op.ty.dtype):
+        if op.kind == OpKind.FULL and generic_int(op.ty.dtype):
             return True
         if any(isinstance(a, Lit) and generic_int(a.ty.dtype) for a in op.args):
             return True
