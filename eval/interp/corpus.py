@@ -11,35 +11,21 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from tileport.ops.spec import KERNELS_DIR, Capture
-
-from ..types import ScalarType
-from .executor import Argument, Array, Scalar
-from .values import to_elem
+from tileport.tileir.interp.differential import Problem
+from tileport.tileir.interp.executor import Argument, Array, Scalar
+from tileport.tileir.interp.values import to_elem
+from tileport.tileir.types import ScalarType
 
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
           "float64": "f64"}
 # Kernels whose outputs are a copy or one correctly rounded op of their inputs: compared exactly.
 EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel"})
-
-
-@dataclass
-class Problem:
-    """One run of a kernel: arguments in the kernel's parameter order, the grid, the outputs."""
-    kernel: str
-    args: list[tuple[str, Argument]]
-    grid: tuple[int, int, int]
-    outputs: list[str]
-    exact: bool = False
-    rtol: float = 1e-5
-    atol: float = 1e-6
-    reference: dict[str, np.ndarray] = field(default_factory=dict)  # NumPy results, float64
 
 
 def kernel_parameters(kernel_file: Path, kernel: str) -> list[str]:
@@ -581,5 +567,5 @@ def _builders(capture: Capture) -> tuple[Callable, ...]:
     builders = PROBLEMS.get(capture.kernel)
     if builders is None:
         raise LookupError(f"no interpreter problem for kernel `{capture.kernel}` "
-                          f"(add one to tileport.tileir.interp.corpus.PROBLEMS)")
+                          f"(add one to eval.interp.corpus.PROBLEMS)")
     return builders

@@ -3,7 +3,7 @@
 The package needs cupy (cupy-cuda13x): where it is missing, every case reports the ImportError and
 nothing is recorded for this package (the wheel is ~100 MB: not carried to the GPU machine).
 
-    tileport record --out launches.json -- python3 scripts/wild_drivers/cutile_gpt_driver.py
+    tileport record --out launches.json -- python3 eval/wild_drivers/cutile_gpt_driver.py
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ read -> canonicalize -> to_text -> diff against the original -> report JSON. Wha
 `BytecodeError` from the reader, or a clean run. What is counted as a defect: any other exception
 (a traceback), a case that takes more than `--hang` seconds, or one that runs out of the memory cap.
 
-    nice python3 scripts/fuzz_ir.py --n 5000 --out bench/results/<date>-fuzz-ir.json
+    nice python3 eval/fuzz_ir.py --n 5000 --out bench/results/<date>-fuzz-ir.json
 
 Cases run in worker processes under a memory cap (RLIMIT_AS) and a per-case watchdog: a hung or
 exploding case is killed and recorded, and the run goes on. The figures (files, typed errors,
@@ -376,7 +376,7 @@ def _commit() -> str:
     try:
         head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--", "src", "scripts"]).returncode
+        dirty = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--", "src", "eval"]).returncode
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")

@@ -4,21 +4,21 @@ test the ports against their source kernels on the GPU, and tabulate correct / p
 The GPU machine has no Rust, and the port library must hold the constant values of the recorded launches,
 so the flow has a CPU step between two runs of the same GPU command:
 
-    CPU   python3 -m tileport.wild_gpu prepare                # the drivers' wheels, cutile-stencil's generated
+    CPU   python3 -m eval.wild_gpu prepare                    # the drivers' wheels, cutile-stencil's generated
                                                               # kernels (stencil-gen/) into .device/wild
     GPU   bash .device/enter.sh bash scripts/h200.sh wild     # 1: records wild-launches.json
-    CPU   python3 -m tileport.wild_gpu bundle DIR             # ports on those launches (to B), packs the library
+    CPU   python3 -m eval.wild_gpu bundle DIR                 # ports on those launches (to B), packs the library
     GPU   bash .device/enter.sh bash scripts/h200.sh wild     # 2: records again, differential test + parity
-    CPU   python3 -m tileport.wild_gpu grade DIR              # tileport port --launches --gpu-results; the table
+    CPU   python3 -m eval.wild_gpu grade DIR                  # tileport port --launches --gpu-results; the table
 
 `device` (what h200.sh runs) installs the pinned wheels (no dependencies, no network) beside the
-checkout, runs every driver of scripts/wild_drivers/ under `tileport record`, then, when a port library
+checkout, runs every driver of eval/wild_drivers/ under `tileport record`, then, when a port library
 is bundled, `tileport.gpu.launch_check` on the recorded launches; it writes `wild-gpu.json` (per
 kernel: launches, correct, parity) whatever happened, saying why a kernel has no result.
 
 cutile-stencil's kernels exist only as files its compile path writes (xdsl, on the CPU machine: `prepare`
-runs it, as `scripts/wild.sh --stencil-gen` does); the files and their manifest travel in
-.device/wild/stencil-gen, where scripts/wild_drivers/stencil_driver.py launches them (torch, no cupy), and
+runs it, as `eval/wild.sh --stencil-gen` does); the files and their manifest travel in
+.device/wild/stencil-gen, where eval/wild_drivers/stencil_driver.py launches them (torch, no cupy), and
 `bundle` / `grade` read the same files under the work directory (the evidence fingerprints their text).
 """
 
@@ -35,12 +35,12 @@ from pathlib import Path
 from statistics import median
 from typing import Any, Sequence
 
-REPO = Path(__file__).resolve().parents[2]
-DRIVERS = REPO / "scripts" / "wild_drivers"
+REPO = Path(__file__).resolve().parents[1]
+DRIVERS = REPO / "eval" / "wild_drivers"
 BUNDLE = REPO / ".device" / "wild"  # wheels, launches.json, crate/, libwild_port.so.xz
 LIB_NAME = "libwild_port.so"
 DRIVER_TIMEOUT_S = 300
-TRITON_DRIVERS = ("liger_driver.py",)  # run by tileport.wild_triton_gpu
+TRITON_DRIVERS = ("liger_driver.py",)  # run by eval.wild_triton_gpu
 STENCIL_GEN = "stencil-gen"  # cutile-stencil's generated files + manifest: under the work directory and the bundle
 STENCIL_DIR_ENV = "WILD_STENCIL_DIR"  # where stencil_driver.py finds them
 # drivers of generated kernel files (no package to import: they load the files of this bundle folder)
@@ -49,7 +49,7 @@ GENERATED_DRIVERS = {"stencil_driver.py": STENCIL_GEN}
 
 def drivers() -> list[Path]:
     """`<package>_driver.py` files: a driver named like its package would shadow it (the script's folder is
-    first on sys.path). The Triton wild set's driver is tileport.wild_triton_gpu's, not this flow's.
+    first on sys.path). The Triton wild set's driver is eval.wild_triton_gpu's, not this flow's.
     $WILD_DRIVERS (comma-separated package names, e.g. `cutile_gpt`) keeps only those."""
     only = set(os.environ.get("WILD_DRIVERS", "").split(",")) - {""}
     return sorted(d for d in DRIVERS.glob("*_driver.py") if d.name not in TRITON_DRIVERS
@@ -99,7 +99,7 @@ def record_drivers(out: Path, site: Path, bundle: Path = BUNDLE) -> dict[str, An
 
 def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
     """The GPU step (see the module docstring); writes out/wild-gpu.json and returns it."""
-    from tileport.wild import write_atomic
+    from eval.wild import write_atomic
     out.mkdir(parents=True, exist_ok=True)
     site = out / "site"
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": _gpu_name()}
@@ -115,7 +115,7 @@ def device(out: Path, bundle: Path = BUNDLE) -> dict[str, Any]:
         doc["check"] = "no launch recorded (see the drivers' output)"
     elif lib is None:
         doc["check"] = ("no port library bundled for these launches: bring wild-launches.json back and run "
-                        "`python3 -m tileport.wild_gpu bundle DIR` where cargo is, then this command again")
+                        "`python3 -m eval.wild_gpu bundle DIR` where cargo is, then this command again")
     else:
         from tileport.launches import load_spec, records_hash
         built_for = bundle / "launches.json"
@@ -195,7 +195,7 @@ def kernel_files(spec: Path, roots: dict[str, Path]) -> list[str]:
 
 def local_roots(work: Path) -> dict[str, Path]:
     """Where the kernel files live here: the downloaded packages and, once generated, cutile-stencil's output."""
-    from tileport.wild import GENERATED, STENCIL_MANIFEST, fetch_all
+    from eval.wild import GENERATED, STENCIL_MANIFEST, fetch_all
     roots = {p: r for p, _v, r in fetch_all(work)}
     if (work / STENCIL_GEN / STENCIL_MANIFEST).is_file():
         roots[GENERATED] = work / STENCIL_GEN
@@ -213,7 +213,7 @@ def port_key(target: str, targets: Sequence[str]) -> str:
 def copy_stencil_gen(gen: Path, dest: Path) -> list[str]:
     """cutile-stencil's generated files and their manifest into dest/stencil-gen (the GPU machine cannot
     generate them: no xdsl); [] when they were not generated."""
-    from tileport.wild import STENCIL_MANIFEST
+    from eval.wild import STENCIL_MANIFEST
     if not (gen / STENCIL_MANIFEST).is_file():
         return []
     target = dest / STENCIL_GEN
@@ -240,7 +240,7 @@ def copy_wheels(wheels: Path, dest: Path) -> list[str]:
 def prepare(work: Path = Path("out/wild"), dest: Path = BUNDLE, stencil: bool = True) -> int:
     """Before the first GPU run: the wheels the drivers import and (unless `stencil` is false) the kernels
     cutile-stencil generates, in .device/wild (no port library yet)."""
-    from tileport.wild import WildError, fetch_all, generate_stencils
+    from eval.wild import WildError, fetch_all, generate_stencils
     fetch_all(work)
     names = copy_wheels(work / "wheels", dest)
     print(f"wild_gpu prepare: {', '.join(names) or 'no wheel'} in {dest}")
@@ -295,7 +295,7 @@ def bundle(results: Path, work: Path = Path("out/wild"), dest: Path = BUNDLE, pr
 
 def grade(results: Path, work: Path = Path("out/wild"), table: Path = Path("bench/results")) -> int:
     """`tileport port --launches --gpu-results` on the GPU run's results, then bench/results/wild-gpu.*."""
-    from tileport.wild import write_atomic
+    from eval.wild import write_atomic
     spec = results / "wild-launches.json"
     gpu = json.loads((results / "wild-gpu.json").read_text())
     targets = kernel_files(spec, local_roots(work)) if spec.is_file() else []
@@ -335,7 +335,7 @@ def render(doc: dict[str, Any]) -> str:
     rows = doc.get("kernels", [])
     correct = sum(r["correct"] for r in rows)
     lines = [f"# Wild corpus on the GPU: stages D and E ({doc.get('date', '?')}, {doc.get('gpu', '?')})", "",
-             f"- kernels launched by the drivers (scripts/wild_drivers/, the packages' own host functions): "
+             f"- kernels launched by the drivers (eval/wild_drivers/, the packages' own host functions): "
              f"**{len(rows)}**; correct on every recorded launch: **{correct}/{len(rows)}**",
              f"- differential test and parity: {doc.get('check', '-')}", "",
              "| file | kernel | launches | checked | correct | parity t(port)/t(source) | D / E | why not |",
@@ -358,7 +358,7 @@ def render(doc: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m tileport.wild_gpu", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python3 -m eval.wild_gpu", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("device", help="on the GPU machine: record the drivers, check the ports")
     d.add_argument("--out", type=Path, required=True)

@@ -3,7 +3,7 @@
 encodings, garbage) through `translate()` in process and through the CLI, and the corpus kernels under randomly
 broken configurations; writes its figures as JSON.
 
-    python3 scripts/fuzz_translator.py --n 5000 --out bench/results/<date>-fuzz-translator.json
+    python3 eval/fuzz_translator.py --n 5000 --out bench/results/<date>-fuzz-translator.json
 
 Exit status 0 when no input produced a traceback, an internal error, an unlocated diagnostic, a hang or a write
 outside the output folder; 1 otherwise (the JSON lists the first problems with the index that reproduces them:
@@ -65,7 +65,7 @@ def main() -> int:
                        progress=progress)
         configs = fuzz_configs(args.config_runs, args.seed, Path(work), args.timeout)
     result = {"what": "translator fuzz run (tests/fuzz/fuzz_generator.py, tests/fuzz/fuzz_harness.py)",
-              "command": " ".join(["python3", "scripts/fuzz_translator.py", *sys.argv[1:]]),
+              "command": " ".join(["python3", "eval/fuzz_translator.py", *sys.argv[1:]]),
               "commit": commit(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "python": platform.python_version(), "timeout_s": args.timeout,
               "clean": figures.clean and configs.clean, **figures.to_dict(), "configs": configs.to_dict()}

@@ -1,7 +1,7 @@
 """Wild driver for bastile==0.1.3: its own host functions (autograd functions and launchers) on
 representative shapes, forward and backward, float32 and bfloat16 (the package targets bf16 training).
 
-    tileport record --out launches.json -- python3 scripts/wild_drivers/bastile_driver.py
+    tileport record --out launches.json -- python3 eval/wild_drivers/bastile_driver.py
 """
 
 from __future__ import annotations

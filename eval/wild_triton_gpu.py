@@ -5,14 +5,14 @@ and tabulate per kernel: translates, recorded, built, correct, parity t(port)/t(
 The GPU machine has no Rust, and the ports are specialized on the recorded constexpr values, so a CPU
 step sits between two GPU runs of the same command:
 
-    CPU   python3 -m tileport.wild_triton_gpu prepare            # the pinned wheel into .device/liger/
+    CPU   python3 -m eval.wild_triton_gpu prepare                # the pinned wheel into .device/liger/
     GPU   bash .device/enter.sh bash scripts/h200.sh liger       # 1: records liger-launches.json
-    CPU   python3 -m tileport.wild_triton_gpu bundle DIR         # selection, port to B, pack .device/liger/
+    CPU   python3 -m eval.wild_triton_gpu bundle DIR             # selection, port to B, pack .device/liger/
     GPU   bash .device/enter.sh bash scripts/h200.sh liger       # 2: every bundled port vs its Liger kernel
-    CPU   python3 -m tileport.wild_triton_gpu grade DIR          # bench/results/wild-triton-gpu.json / .md
+    CPU   python3 -m eval.wild_triton_gpu grade DIR              # bench/results/wild-triton-gpu.json / .md
 
 `device` installs the wheel (no dependencies, no network) beside the checkout. Without a port bundle it
-runs scripts/wild_drivers/liger_driver.py under `tileport record` (liger-launches.json, liger-driver.json).
+runs eval/wild_drivers/liger_driver.py under `tileport record` (liger-launches.json, liger-driver.json).
 With one (crate/, libliger_port.so.xz, launches.json: the launches the ports were built for, bundle.json)
 it runs `tileport.gpu.triton_check` on those launches: first the differential test of every kernel in a
 process of its own (`--jobs` at a time: a port that faults the GPU context takes only its own kernel down),
@@ -41,11 +41,11 @@ from statistics import median
 from typing import Any, Iterable, Sequence
 
 from tileport.launches import LaunchRecord, load_spec, write_spec
-from tileport.wild import write_atomic
-from tileport.wild_gpu import port_key
+from eval.wild import write_atomic
+from eval.wild_gpu import port_key
 
-REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "scripts" / "wild_drivers" / "liger_driver.py"
+REPO = Path(__file__).resolve().parents[1]
+DRIVER = REPO / "eval" / "wild_drivers" / "liger_driver.py"
 BUNDLE = REPO / ".device" / "liger"   # wheel, launches.json, bundle.json, crate/, libliger_port.so.xz
 PACKAGE, VERSION = "liger-kernel", "0.8.5"
 ROOT_DIR = "liger_kernel"             # the package folder: record paths are matched from it on
@@ -90,7 +90,7 @@ def kernel_id(file: str, kernel: str) -> str:
 # ------------------------------------------------------------------------------------ on the GPU machine
 
 def install_wheel(bundle: Path, site: Path) -> str:
-    from tileport.wild_gpu import install_wheels
+    from eval.wild_gpu import install_wheels
     wheels = sorted(bundle.glob(f"{PACKAGE.replace('-', '_')}-{VERSION}-*.whl"))
     return install_wheels(wheels, site) or "ok"
 
@@ -224,7 +224,7 @@ def device(out: Path, bundle: Path = BUNDLE, jobs: int = 8, timeout_s: float = 5
         doc["mode"] = "record"
         doc["record"] = record(out, site, max(timeout_s - 15, 30))
         doc["check"] = ("no port bundle in .device/liger: bring liger-launches.json back and run `python3 -m "
-                        "tileport.wild_triton_gpu bundle DIR` where cargo is, then this step again")
+                        "eval.wild_triton_gpu bundle DIR` where cargo is, then this step again")
         write()
         return doc
     doc["mode"] = "check"
@@ -246,7 +246,7 @@ def device(out: Path, bundle: Path = BUNDLE, jobs: int = 8, timeout_s: float = 5
 
 
 def _gpu_name() -> str:
-    from tileport.wild_gpu import _gpu_name as name
+    from eval.wild_gpu import _gpu_name as name
     return name()
 
 
@@ -288,7 +288,7 @@ def recorded_counts(records: Iterable[LaunchRecord]) -> dict[str, int]:
 
 def prepare(work: Path = Path("out/wild-triton"), dest: Path = BUNDLE, wheel_dir: Path | None = None) -> int:
     """Before the first GPU run: the pinned wheel in .device/liger (no port library yet)."""
-    from tileport.wild_triton import fetch
+    from eval.wild_triton import fetch
     fetch(work, wheel_dir)
     return 0 if copy_wheel(work / "wheels" if wheel_dir is None else wheel_dir, dest) else 1
 
@@ -401,7 +401,7 @@ def bundle(results: Path, work: Path = Path("out/wild-triton"), dest: Path = BUN
     spec = results / SPEC
     records = load_spec(spec)
     if root is None:
-        from tileport.wild_triton import fetch
+        from eval.wild_triton import fetch
         (_pkg, _ver, root), = fetch(work, wheel_dir)
     selected, left = select_launches(records, exclude)
     selected = [r for r in selected if (root / package_path(r.file)).is_file()]
@@ -510,7 +510,7 @@ def render(doc: dict) -> str:
              f"Package `{doc.get('package')}`, its CUDA kernels (role kernel in wild-triton.json; Ascend excluded): "
              f"**{t['kernels']}**.", "",
              f"- translate unattended: **{t['translate']}/{t['kernels']}**",
-             f"- launched by scripts/wild_drivers/liger_driver.py (recorded): **{t['recorded']}/{t['kernels']}**",
+             f"- launched by eval/wild_drivers/liger_driver.py (recorded): **{t['recorded']}/{t['kernels']}**",
              f"- built into the port library (stage B on the recorded launches, one per kernel and dtype): "
              f"**{t['built']}**",
              f"- **H200-verified** (every bundled launch matches the Liger kernel): **{t['h200_verified']}** of "
@@ -529,9 +529,9 @@ def render(doc: dict) -> str:
         bad = {k: v.get("error", "") for k, v in cases.items() if not v["ok"]}
         lines += ["", f"Driver: {len(cases) - len(bad)}/{len(cases)} cases ran"
                   + ("; " + "; ".join(f"{k}: {e[:120]}" for k, e in bad.items()) if bad else "")]
-    lines += ["", "Reproduce: `python3 -m tileport.wild_triton_gpu prepare`, `bash scripts/h200.sh liger` on the GPU, "
+    lines += ["", "Reproduce: `python3 -m eval.wild_triton_gpu prepare`, `bash scripts/h200.sh liger` on the GPU, "
               "`... bundle DIR`, `bash scripts/h200.sh liger` again, `... grade DIR` (docstring of "
-              "src/tileport/wild_triton_gpu.py)."]
+              "eval/wild_triton_gpu.py)."]
     return "\n".join(lines) + "\n"
 
 
@@ -555,7 +555,7 @@ def grade(results: Path, table: Path = Path("bench/results")) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m tileport.wild_triton_gpu", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python3 -m eval.wild_triton_gpu", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("device", help="on the GPU machine: record the driver, or check the bundled ports")
     d.add_argument("--out", type=Path, required=True)

@@ -111,7 +111,7 @@ STENCIL_MODES = {"tb": {"autotune": False}, "flat": {"autotune": False, "tempora
 # Run by the package's own interpreter (a venv under the work directory), never imported by tileport: for
 # every @stencil of the package's own benchmark set and every mode, compile and emit_to_file, and keep the
 # compile result's metadata and the benchmark domains of its rank (what the package's own benchmark launches:
-# the GPU driver scripts/wild_drivers/stencil_driver.py reads them from STENCIL_MANIFEST).
+# the GPU driver eval/wild_drivers/stencil_driver.py reads them from STENCIL_MANIFEST).
 STENCIL_DRIVER = """
 import json, sys
 import cutile
@@ -502,7 +502,7 @@ def render_markdown(table: dict[str, Any]) -> str:
         lines += _generated_section(table["generated"])
         lines += ["", "## All wild kernels (the packages' and the generated ones)", "",
                   *combined_rate_lines(s, table["generated"]["summary"])]
-    lines += ["", "Reproduce: `bash scripts/wild.sh` (add `--no-port` for the translate step only; "
+    lines += ["", "Reproduce: `bash eval/wild.sh` (add `--no-port` for the translate step only; "
               "`--config bench/results/wild-config.json` for the second column; `--stencil-gen` for the kernels "
               "cutile-stencil generates)."]
     return "\n".join(lines) + "\n"

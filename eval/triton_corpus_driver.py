@@ -2,7 +2,7 @@
 launcher on representative shapes and dtypes (ragged edges included), and checks each result against
 PyTorch, so that
 
-    tileport record --out triton-launches.json -- python3 scripts/triton_corpus_driver.py
+    tileport record --out triton-launches.json -- python3 eval/triton_corpus_driver.py
 
 records the launch spec of the whole corpus. Needs a GPU, torch and triton. Exit status 1 when a
 corpus kernel disagrees with PyTorch (error normalized by the reference's largest magnitude above

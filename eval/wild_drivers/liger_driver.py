@@ -2,7 +2,7 @@
 liger_kernel.ops.*), forward and backward, on small realistic shapes, float32 and bfloat16 where Liger
 supports them, so that `tileport record` captures every Triton launch they make.
 
-    tileport record --out launches.json -- python3 scripts/wild_drivers/liger_driver.py
+    tileport record --out launches.json -- python3 eval/wild_drivers/liger_driver.py
 
 Only liger_kernel.ops.* modules are imported, never the package's `__init__` files: `liger_kernel/__init__`
 imports `liger_kernel.functional` and `liger_kernel/ops/__init__` imports every op module and auto-selects

@@ -1,6 +1,6 @@
 """Differential runs of the corpus on the CPU: every capture's reference and port, interpreted.
 
-    python3 -m tileport.tileir.interp [--kernel SUBSTRING] [--seed N] [--json report.json] [--profile dev]
+    python3 -m eval.interp [--kernel SUBSTRING] [--seed N] [--json report.json] [--profile dev]
 
 Needs cuTile Python (reference export) and the generated library ($TILEPORT_LIB, or built with
 cargo in the given profile: `dev` builds in a fraction of `release`'s time and exports the same IR).
@@ -21,7 +21,7 @@ from tileport.runtime.library import PROFILES
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m tileport.tileir.interp",
+    parser = argparse.ArgumentParser(prog="python3 -m eval.interp",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--kernel", default="", help="only captures whose label contains this")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from tileport.runtime.library import load
 
     from .corpus import problems
-    from .differential import differential
+    from tileport.tileir.interp.differential import differential
 
     lib = load(profile=args.profile)
     reports, seen = [], set()

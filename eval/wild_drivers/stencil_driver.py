@@ -1,10 +1,10 @@
 """Wild driver for the kernels cutile-stencil==0.3.0 generates: each generated file's own launcher on the
 package's benchmark domains, with torch tensors (float64, as the package's benchmark).
 
-    tileport record --out launches.json -- python3 scripts/wild_drivers/stencil_driver.py
+    tileport record --out launches.json -- python3 eval/wild_drivers/stencil_driver.py
 
-The files are written on the CPU machine by the package's own compile path (`python3 -m tileport.wild_gpu
-prepare`, or `scripts/wild.sh --stencil-gen`), with `stencils.json` beside them: per file, the compile
+The files are written on the CPU machine by the package's own compile path (`python3 -m eval.wild_gpu
+prepare`, or `eval/wild.sh --stencil-gen`), with `stencils.json` beside them: per file, the compile
 result's metadata (name, rank, halo widths) and the benchmark domains of its rank (BENCHMARK_DOMAINS of
 cutile.benchmarks.stencils). They are carried in .device/wild/stencil-gen ($WILD_STENCIL_DIR overrides).
 
@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = REPO / ".device" / "wild" / "stencil-gen"
-MANIFEST = "stencils.json"  # tileport.wild.STENCIL_MANIFEST (the driver does not import tileport)
+MANIFEST = "stencils.json"  # eval.wild.STENCIL_MANIFEST (the driver does not import tileport)
 
 
 class StencilSetupError(RuntimeError):
@@ -57,7 +57,7 @@ def load_manifest(folder: Path) -> list[dict]:
     """The generated files the manifest lists as compiled, each present in `folder`."""
     path = folder / MANIFEST
     if not path.is_file():
-        raise StencilSetupError(f"{path} is missing: run `python3 -m tileport.wild_gpu prepare` where the network "
+        raise StencilSetupError(f"{path} is missing: run `python3 -m eval.wild_gpu prepare` where the network "
                                 "is, then carry .device/")
     entries = [e for e in json.loads(path.read_text())["files"] if e.get("ok")]
     missing = [e["file"] for e in entries if not (folder / e["file"]).is_file()]

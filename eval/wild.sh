@@ -6,10 +6,10 @@
 # --stencil-gen (opt-in: install cutile-stencil==0.3.0 and its dependencies in a venv under the work directory,
 # run the package's own compile path on the CPU on its benchmark stencils, and port the files it emits: a
 # section of its own in the table).
-# --triton (first argument): the Triton wild set instead (tileport.wild_triton: Liger-Kernel, every @triton.jit,
+# --triton (first argument): the Triton wild set instead (eval.wild_triton: Liger-Kernel, every @triton.jit,
 # translate only; bench/results/wild-triton.json + .md; --wheel-dir DIR takes the pinned wheel from DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-if [ "${1:-}" = "--triton" ]; then shift; exec nice python3 -m tileport.wild_triton "$@"; fi
-exec nice python3 -m tileport.wild "$@"
+if [ "${1:-}" = "--triton" ]; then shift; exec nice python3 -m eval.wild_triton "$@"; fi
+exec nice python3 -m eval.wild "$@"

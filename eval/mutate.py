@@ -17,7 +17,7 @@ random problems and compares the outputs; its verdict (DIFFER / AGREE / ERROR, w
 the `second_checker` column. A semantic mutation neither checker catches is reported and fails the
 run, as does a benign rewrite either checker flags.
 
-    python3 -m tileport.tileir.mutate --out bench/results/<date>-mutations.json
+    python3 -m eval.mutate --out bench/results/<date>-mutations.json
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import ops as K
-from .attrs import Dense, DictAttr, Hints, constant_value
-from .canon import is_effectful
-from .diff import diff, prepare
-from .model import Block, Function, Module, Op, Value, blocks, clone_module, redirect, walk
-from .printer import to_text
-from .types import PartitionViewType, ScalarType, TileType, is_token
+from tileport.tileir import ops as K
+from tileport.tileir.attrs import Dense, DictAttr, Hints, constant_value
+from tileport.tileir.canon import is_effectful
+from tileport.tileir.diff import diff, prepare
+from tileport.tileir.model import Block, Function, Module, Op, Value, blocks, clone_module, redirect, walk
+from tileport.tileir.printer import to_text
+from tileport.tileir.types import PartitionViewType, ScalarType, TileType, is_token
 
 I32 = ScalarType("i32")
 F16 = ScalarType("f16")
@@ -687,7 +687,7 @@ class CorpusCase:
     def interpret(self, generated: Module) -> tuple[str, str]:
         """(verdict, reason) of the interpreter on reference vs `generated`; never raises: an
         interpreter failure is an ERROR with its message."""
-        from .interp import outputs_differ
+        from eval.interp import outputs_differ
         # the roles of the port's leading launcher-filled strides give the interpreter their values
         try:
             report = outputs_differ(self.reference, generated, self.capture, self.kernel_file,
@@ -744,7 +744,7 @@ def corpus_cases(library, kernels: list[str] | None = None, dtype: str = "float1
                                   reference_bytecode)
     from tileport.corpus import captures_by_kernel
     from tileport.ops.specs import all_specs
-    from .reader import read_module
+    from tileport.tileir.reader import read_module
     cases = []
     for kernel, (path, caps) in sorted(captures_by_kernel(all_specs()).items()):
         if kernels is not None and kernel not in kernels:
@@ -820,7 +820,7 @@ def _commit() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m tileport.tileir.mutate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m eval.mutate", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="JSON result file to write")
     parser.add_argument("--crate", type=Path, default=None, help="generated crate (default: the repo's rust/)")
     parser.add_argument("--kernel", action="append", help="only these corpus kernels (repeatable)")

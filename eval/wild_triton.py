@@ -10,7 +10,7 @@ of the package calls it and nothing launches it (`name[grid](...)`), else a *ker
 translated as part of the kernels that call them, and the rate is over kernels. The third-party code is
 never imported or run, and never copied into the repository: only the table is committed
 (bench/results/wild-triton.json and .md). Shared steps (download, extraction, translation, table
-cells) are tileport.wild's.
+cells) are eval.wild's.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from tileport.wild import (KernelSite, Row, WildError, _cell, _is_located, _relative, build_table, collect_kernels,
+from eval.wild import (KernelSite, Row, WildError, _cell, _is_located, _relative, build_table, collect_kernels,
                            download, extract, translate_step, write_atomic)
 
 PACKAGES = (("liger-kernel", "0.8.5"),)
@@ -128,7 +128,7 @@ def roles(sites: Sequence[KernelSite], roots: dict[str, Path]) -> dict[tuple[str
 
 # ---------------------------------------------------------------- the table
 
-NOT_REPORTED = "the translator did not report this kernel"  # tileport.wild's text for a function it did not see
+NOT_REPORTED = "the translator did not report this kernel"  # eval.wild's text for a function it did not see
 
 
 def status(rec: dict) -> str:
@@ -157,7 +157,7 @@ def make_table(rows: Sequence[Row], roots: Sequence[tuple[str, str, Path]], role
     for rec in table["kernels"]:
         rec["role"] = role[(rec["package"], rec["file"], rec["kernel"])]
         rec["status"] = status(rec)
-        if rec["translate_diagnostic"]:  # paths relative to the package, as tileport.wild's own diagnostics
+        if rec["translate_diagnostic"]:  # paths relative to the package, as eval.wild's own diagnostics
             rec["translate_diagnostic"] = _relative(rec["translate_diagnostic"], by_pkg[rec["package"]])
             rec["first_diagnostic"] = "" if rec["status"] == "inlined" else _first(rec["translate_diagnostic"])
     table["summary"] = summarize(table["kernels"])
@@ -199,7 +199,7 @@ def render_markdown(table: dict[str, Any]) -> str:
         lines.append(f"| {r['package']} | {r['file']} | `{name}` | {r['role']} | "
                      f"{r['status']} | {_cell(r['first_diagnostic'])} |")
     lines += ["", "Causes, by weight:", ""] + [f"- {n} × {c}" for c, n in failure_causes(table["kernels"])]
-    lines += ["", "Reproduce: `bash scripts/wild.sh --triton` (`--wheel-dir DIR` to use a downloaded wheel)."]
+    lines += ["", "Reproduce: `bash eval/wild.sh --triton` (`--wheel-dir DIR` to use a downloaded wheel)."]
     return "\n".join(lines) + "\n"
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tileport.ops.spec import Capture
+from tileport.tileir.interp.differential import DifferentialReport, run_pair
+from tileport.tileir.model import Module
 
-from ..model import Module
 from .corpus import problems
-from .differential import DifferentialReport, run_pair
 
 
 def outputs_differ(reference: Module, port: Module, capture: Capture, kernel_file: str | Path, *,
