@@ -1,7 +1,7 @@
 """GPU measurement: stage E's parity benchmark of the two tile columns, repeated in several processes and pooled.
 
-    python3 scripts/parity_pooled.py run OUT_DIR [SECONDS]      (on the GPU machine)
-    python3 scripts/parity_pooled.py pool OUT.json DIR [DIR ...]  (anywhere: pools the process files of DIRs)
+    python3 eval/measure/parity_pooled.py run OUT_DIR [SECONDS]      (on the GPU machine)
+    python3 eval/measure/parity_pooled.py pool OUT.json DIR [DIR ...]  (anywhere: pools the process files of DIRs)
 
 Each process runs the cases stage E grades (`--bench-ops primary --bench-shapes 1`, budget 0.1 s) with the
 columns cuTile Python and cutile-rs only, as `tileport.pipeline.evidence record` does, and writes

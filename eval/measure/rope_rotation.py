@@ -1,4 +1,4 @@
-"""Shared set-up of the rope rotation measurements (scripts/evict_last_flush.py, scripts/rope_rotation_gaps.py).
+"""Shared set-up of the rope rotation measurements (eval/measure/evict_last_flush.py).
 
 rope f16 [1, 16384, 8, 128]: the op's inputs and an output for a copy of x; `time_rotations` times a base set of
 functions side by side (gpu.timing.gpu_times, L2 flushed) with each rotation's extra functions, twice, printing

@@ -1,6 +1,6 @@
 """Where our attention kernels stand against cuDNN's SDPA kernels (GPU only, bf16, head dim 128).
 
-    python3 scripts/attention_space.py --out FILE.json [--budget 0.05] [--only prefill|decode|all]
+    python3 eval/measure/attention_space.py --out FILE.json [--budget 0.05] [--only prefill|decode|all]
         [--no-search]
 
 The issue's goals are fmha forward at or above the fastest SDPA backend at 4k-16k tokens and flash
@@ -40,7 +40,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
 

@@ -1,6 +1,6 @@
 """GPU measurement: does rs/cuTile kernel time depend on how soon the kernel starts after the L2 flush?
 
-    python3 scripts/parity_launch_gap.py OUT.json OP:DTYPE:SHAPE ...      (on the GPU machine)
+    python3 eval/measure/parity_launch_gap.py OUT.json OP:DTYPE:SHAPE ...      (on the GPU machine)
 
 cutile-rs queues its kernel sooner after a call than cuTile Python, so in the benchmark's timing (flush, then the
 call, no wait between) its kernel may start while the flush's writes still drain. Per case, the two tile columns

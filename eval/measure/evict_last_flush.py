@@ -1,6 +1,6 @@
 """GPU measurement: do lines a kernel loads with the `evict_last` L2 hint outlast the benchmark's L2 flush?
 
-    python3 scripts/evict_last_flush.py OUT.json        (on the GPU machine; needs triton)
+    python3 eval/measure/evict_last_flush.py OUT.json        (on the GPU machine; needs triton)
 
 rope f16 [1, 16384, 8, 128]: a torch copy of x and cutile-rs's rope timed side by side (gpu.timing.gpu_times, L2
 flushed before every repetition) with nothing else, with a Triton kernel reading x without a hint, with the same

@@ -1,7 +1,7 @@
 """GPU measurement: rope's pair tile on [1, 16384, 8, 128] under DRAM-latency and occupancy hints, one tile per
 block and in a grid-stride loop, side by side.
 
-    python3 scripts/rope_pair_latency.py OUT.json [DTYPE]        (on the GPU machine; DTYPE default float16)
+    python3 eval/measure/rope_pair_latency.py OUT.json [DTYPE]        (on the GPU machine; DTYPE default float16)
 
 The pair tile of ops/kernels/rope.py (both halves of BLOCK_S positions in one load, rotated, one store), with
 the load's and store's latency hint at 1, 3, 6 or 10: one tile per block (`pair_lat`) at 2, 4 or 8 positions

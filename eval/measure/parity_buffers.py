@@ -1,7 +1,7 @@
 """GPU measurement: does the small rs/cuTile kernel-time difference of the benchmark follow the backend, the
 output tensor, or the column's place in the alternating order?
 
-    python3 scripts/parity_buffers.py OUT.json        (on the GPU machine)
+    python3 eval/measure/parity_buffers.py OUT.json        (on the GPU machine)
 
 For each case, two output tensors: o1 (allocated first) and o2. Both tile backends run into both (c@o1 is
 cuTile Python writing o1, r@o2 cutile-rs writing o2, ...), the four timed side by side (gpu.timing.gpu_times,

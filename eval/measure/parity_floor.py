@@ -1,7 +1,7 @@
 """GPU measurement: is the benchmark's small excess of rs/cuTile kernel time on kernels with the same machine code
 the backends', or the timer's?
 
-    python3 scripts/parity_floor.py OUT.json [OP:DTYPE:SHAPE ...]        (on the GPU machine)
+    python3 eval/measure/parity_floor.py OUT.json [OP:DTYPE:SHAPE ...]        (on the GPU machine)
 
 Without cases it times CASES below; a case is given as op, dtype and shape, e.g. softmax_tma:float16:4096x4096.
 

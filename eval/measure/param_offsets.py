@@ -1,6 +1,6 @@
 """GPU measurement: does reading kernel parameters past the first 64 bytes of the parameter block cost time?
 
-    python3 scripts/param_offsets.py OUT.json        (on the GPU machine)
+    python3 eval/measure/param_offsets.py OUT.json        (on the GPU machine)
 
 softmax_gather's port compiles to cuTile Python's machine code but for parameter offsets: the launcher passes the
 two row strides as extra i32 parameters (cutile 0.5.0 kernels cannot read an array's own strides). Placed after the

@@ -1,6 +1,6 @@
 """GPU measurement: which online-softmax configuration should be softmax_online's default?
 
-    python3 scripts/online_configs.py STAGE OUT.json        (on the GPU machine; STAGE below)
+    python3 eval/measure/online_configs.py STAGE OUT.json        (on the GPU machine; STAGE below)
 
 The forward kernel (softmax_online_kernel, BLOCK_M 1, CHUNK 4096) was the default; its port compiles to other
 machine code than cuTile Python's for f16 and bf16 on sm_90 (the IR differs only by the cutile crate's bounded

@@ -1,7 +1,7 @@
 """CPU evidence for the Triton ports: the machine code (SASS) each port compiles to for the largest
 recorded launch of its kernel, as the GPU launch would specialize it.
 
-    python3 scripts/triton_sass_evidence.py --launches SPEC --label after --out bench/results/X.json FILE...
+    python3 eval/measure/triton_sass_evidence.py --launches SPEC --label after --out bench/results/X.json FILE...
 
 1. `tileport port FILE... --launches SPEC --until B --no-gpu` ports the kernels (dtypes and constants of
    the recorded launches) and builds their crate;
@@ -33,7 +33,7 @@ from tileport import toolchain
 from tileport.capture import compile_cubin, generic_arguments
 from tileport.runtime.library import KernelLibrary
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # The export's capture signature in the generated support.rs, and what replaces it (the launch's spec).
 SIGNATURE = {
     ".map(|i| if i + 1 == *rank { 1 } else { -1 })": ".map(|i| if i == ir_unit(name, *rank) { 1 } else { -1 })",
@@ -224,7 +224,7 @@ def main() -> int:
                                                          "global_loads", "mufu", "calls")})
     doc = json.loads(args.out.read_text()) if args.out.exists() else {}
     doc.setdefault("runs", {})[args.label] = {
-        "command": "python3 scripts/triton_sass_evidence.py " + " ".join(sys.argv[1:]),
+        "command": "python3 eval/measure/triton_sass_evidence.py " + " ".join(sys.argv[1:]),
         "note": args.note, "div": args.div, "occupancy_hint": args.occupancy, "kernels": results}
     if {"before", "after"} <= set(doc["runs"]):
         doc["summary"] = summarize(doc["runs"]["before"]["kernels"], doc["runs"]["after"]["kernels"])
