@@ -62,7 +62,7 @@ class Variants:
         self.modules: dict[tuple, Any] = {}
 
     def kernel(self, name: str, constants: dict[str, int], heavy_first: bool = False, **hints):
-        from tileport.ops.capture_ref import load_kernel_module
+        from tileport.capture.export import load_kernel_module
         key = (tuple(sorted(constants.items())), heavy_first)
         if key not in self.modules:
             text = self.source
@@ -104,7 +104,7 @@ def run_launches(launches, kernels) -> Callable[[], None]:
     import torch
 
     from tileport.ops.backends_cutile import positional_args
-    from tileport.ops.capture_ref import kernel_parameters
+    from tileport.capture.export import kernel_parameters
     calls = [(tuple(int(g) for g in launch.grid), kernel,
               positional_args(kernel_parameters(kernel), launch)) for launch, kernel in zip(launches, kernels)]
 

@@ -225,7 +225,7 @@ def verify(
     from tileport.corpus import REPO, captures_by_kernel
     from tileport.ops.specs import all_specs
     from tileport.runtime.library import load
-    from tileport.verify import verify_all, write_summary
+    from tileport.capture.verify import verify_all, write_summary
     output_dir(out)
     by_kernel = captures_by_kernel(all_specs())
     unknown = sorted(set(kernel or []) - set(by_kernel))

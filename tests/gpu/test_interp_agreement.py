@@ -105,7 +105,7 @@ def _run_gpu(backend: str, spec, cap, prob) -> dict:
     args, tensors = _launch_args(prob, cap)
     if backend == "cutile":
         import cuda.tile as ct
-        from tileport.ops.capture_ref import kernel_parameters
+        from tileport.capture.export import kernel_parameters
         kernel = reference_kernel(spec, cap.kernel)
         positional = tuple(args[p] for p in kernel_parameters(kernel))
         ct.launch(torch.cuda.current_stream(), prob.grid, kernel, positional)

@@ -109,7 +109,7 @@ def verified(tmp_path_factory):
     if toolchain.tileiras() is None or toolchain.tileirdisasm() is None:
         pytest.skip("tileiras/tileirdisasm not found (bash scripts/setup.sh)")
     from tileport.runtime.library import KernelLibrary, build
-    from tileport.verify import verify_capture
+    from tileport.capture.verify import verify_capture
     crate = tmp_path_factory.mktemp("unattended") / "crate"
     report = translate([str(DATA)], crate, {str(DATA): configs()}, crate="tileport_unattended")
     assert report.ok, [str(r.diagnostic) for r in report.results if not r.ok]

@@ -225,7 +225,7 @@ def test_ir_export_names_same_named_entries_by_module(tmp_path):
     """Regression: the crate's `entry_info` matched entries by name alone, so the IR export of every module's
     `shared_kernel` compiled the first module's (and stage B's capture took the first manifest entry of
     that name: with other pinned constants, no variant matched and B failed to compile)."""
-    from tileport.capture import _entry, ir_entry_name
+    from tileport.capture.ir import _entry, ir_entry_name
     from tileport.ops.spec import Capture
     lib_rs, manifest = _crate_of_same_named_kernels(tmp_path)
     keys = [line.split('"')[1] for line in lib_rs.splitlines() if "=> EntryInfo" in line]

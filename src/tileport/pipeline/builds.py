@@ -274,18 +274,16 @@ def capture_repr(capture: "Capture") -> dict:
 
 def reference_bytecode(session: "Session", path: Path, source: str, capture: "Capture") -> bytes:
     """The reference Tile IR of one configuration, exported by the file's frontend (its language's compiler)."""
-    from tileport.capture import CaptureError
+    from tileport.capture import frontend_reference
+    from tileport.capture.export import BYTECODE_VERSION
     from tileport.frontends.registry import frontend_for
-    from tileport.ops.capture_ref import BYTECODE_VERSION
     frontend = frontend_for(str(path))
     cache = session.builds.cache
     key = sha256("ref", source, capture_repr(capture), _cuda_tile_version(), BYTECODE_VERSION)
     data = cache.get("ref", key, "tileirbc")
     if data is None:
         with session.export_lock:
-            data = frontend.reference_bytecode(str(path), capture)
-        if data is None:
-            raise CaptureError(f"{path}: {frontend.name} kernels have no reference Tile IR compiler")
+            data = frontend_reference(frontend, str(path), capture)
         cache.put("ref", key, "tileirbc", data)
     return data
 

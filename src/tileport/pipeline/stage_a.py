@@ -3,7 +3,7 @@
 Reads the cuTile Python file with the translator's frontend (`ast` only: the user module is never
 imported or executed) and writes `A/analysis.json` plus the reference Tile IR of every configuration
 (`A/reference/<config>.tileirbc` and its `tileirdisasm` text), exported by cuTile Python on the CPU
-from a module rebuilt from the file's AST (`tileport.capture_source`): nothing of the file runs.
+from a module rebuilt from the file's AST (`tileport.capture.source`): nothing of the file runs.
 
 - Structural variants are the entries the translator specializes (e.g. `matmul_kernel_use_tf321`
   and `..._use_tf320` for the two values of a `ct.Constant[bool]` that changes the program).

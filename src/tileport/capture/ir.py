@@ -2,7 +2,7 @@
 
 - Reference: the cuTile Python kernel exported with `cuda.tile.compilation.export_kernel` for an
   explicit signature (bytecode 13.4, no GPU). The kernel file is never imported or executed: cuTile
-  compiles a module rebuilt from its AST (`tileport.capture_source`).
+  compiles a module rebuilt from its AST (`tileport.capture.source`).
 - Generated: the same kernel's cutile-rs port compiled by the cutile compiler inside the generated
   cdylib (`tileport_ir`), for the same signature.
 - Both: text with `tileirdisasm`, cubins with `tileiras` for several architectures; a compile
@@ -23,10 +23,10 @@ from typing import Any
 
 from tileport import toolchain
 from tileport.cache import DiskCache, sha256, tool_key
-from tileport.capture_source import SanitizedModule, SourceError, restricted_builtins, sanitize
+from tileport.capture.export import export_bytecode
+from tileport.capture.signature import Capture
+from tileport.capture.source import SanitizedModule, SourceError, restricted_builtins, sanitize
 from tileport.model.types import dim_op
-from tileport.ops.capture_ref import export_bytecode
-from tileport.ops.spec import Capture
 from tileport.runtime.library import KernelLibrary
 from tileport.sass import Sass, SassError
 from tileport.sass import disassemble as disassemble_sass
@@ -78,7 +78,7 @@ def _load(path: str | Path) -> tuple[dict, SanitizedModule]:
 def kernel_namespace(path: str | Path) -> dict:
     """The kernels of a file (and the helpers, constants and aliases they use), rebuilt from its AST.
 
-    Nothing of the file runs (`tileport.capture_source`): kernels that would need it are left out
+    Nothing of the file runs (`tileport.capture.source`): kernels that would need it are left out
     (`reference_bytecode` says why)."""
     return _load(path)[0]
 
@@ -96,6 +96,19 @@ def reference_bytecode(path: str | Path, capture: Capture) -> bytes:
         return export_bytecode(kernel, capture)
     except Exception as e:  # noqa: BLE001 - cuTile's own diagnostics are passed on
         raise CaptureError(f"cuTile Python could not compile {capture.label}: {e}") from e
+
+
+# The compilers whose own Tile IR export is a language's reference, by the name its frontend gives
+# (`Frontend.reference_compiler`).
+REFERENCE_COMPILERS = {"cuda.tile": reference_bytecode}
+
+
+def frontend_reference(frontend: Any, path: str | Path, capture: Capture) -> bytes:
+    """The reference Tile IR of one configuration, compiled by the frontend's language's own compiler."""
+    export = REFERENCE_COMPILERS.get(frontend.reference_compiler)
+    if export is None:
+        raise CaptureError(f"{path}: {frontend.name} kernels have no reference Tile IR compiler")
+    return export(path, capture)
 
 
 def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tileport.diagnostics import Diagnostic
-from tileport.frontends.cutile.lowerer import ScannedModule, _eval_const, _is_ct_attr, loc_of, scan_module
+from tileport.frontends.cutile.lowerer import ScannedModule, eval_const, is_ct_attr, loc_of, scan_module
 from tileport.model.ir import Loc
 
 CT = "_tileport_ct"  # the sanitized module's own names for cuda.tile and math
@@ -188,7 +188,7 @@ def _static(names: _Names, node: ast.AST, depth: int = 0, calls: bool = False) -
 def _fold(sm: ScannedModule, node: ast.AST) -> ast.expr | None:
     """A compile-time number through the frontend's constant evaluator (it runs no user code)."""
     try:
-        return _literal(_eval_const(sm, node))
+        return _literal(eval_const(sm, node))
     except (ValueError, TypeError, ZeroDivisionError, KeyError, OverflowError, AttributeError, RecursionError,
             MemoryError):
         return None
@@ -283,7 +283,7 @@ def _body(names: _Names, fn: ast.FunctionDef, f: _Function) -> None:
             if host is not None:
                 f.edits.append(_Edit((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset), ast.unparse(host)))
                 skip.add(id(n.value))
-            elif isinstance(n, ast.Call) and any(_is_ct_attr(sm, n.func, a) for a in STATIC_EVAL):
+            elif isinstance(n, ast.Call) and any(is_ct_attr(sm, n.func, a) for a in STATIC_EVAL):
                 f.problem = f.problem or _static_eval_problem(names, fn, n, local)
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip:
                 if n.id in local:

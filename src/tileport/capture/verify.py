@@ -21,9 +21,10 @@ from typing import Callable
 
 from tileport.atomic import write_text_atomic
 from tileport.cache import DiskCache
-from tileport.capture import ARCHS, CaptureError, CubinResult, capture_side, diff_port, generated_bytecode
+from tileport.capture.ir import (ARCHS, CaptureError, CubinResult, capture_side, diff_port, frontend_reference,
+                                 generated_bytecode)
+from tileport.capture.signature import Capture
 from tileport.frontends.registry import frontend_for
-from tileport.ops.spec import Capture
 from tileport.runtime.abi import TileportError
 from tileport.runtime.library import KernelLibrary
 from tileport.sass import compare as compare_sass
@@ -57,10 +58,7 @@ def verify_capture(lib: KernelLibrary, path: Path, capture: Capture, out_dir: Pa
     t0 = time.perf_counter()
     d = out_dir / capture.kernel / slug(capture.label) if out_dir else None
     try:
-        frontend = frontend_for(str(path))
-        ref_bc = frontend.reference_bytecode(str(path), capture)
-        if ref_bc is None:
-            raise CaptureError(f"{path}: {frontend.name} kernels have no reference Tile IR compiler")
+        ref_bc = frontend_reference(frontend_for(str(path)), str(path), capture)
         _, gen_bc = generated_bytecode(lib, capture)
         ref = capture_side(ref_bc, d, "reference", archs, cache)
         gen = capture_side(gen_bc, d, "generated", archs, cache)
