@@ -18,7 +18,7 @@ import numpy as np
 
 from tileport.ops.spec import KERNELS_DIR, Capture
 from tileport.tileir.interp.differential import Problem
-from tileport.tileir.interp.executor import Argument, Array, Scalar
+from tileport.tileir.interp.executor import Array, Scalar
 from tileport.tileir.interp.values import to_elem
 from tileport.tileir.types import ScalarType
 

@@ -410,7 +410,7 @@ def record(
     """Run YOUR program (on a GPU machine) and record every kernel launch into a launch spec for
     `tileport port --launches` (docs/pipeline.md, 'Launch specs'). Exits with the program's code."""
     from tileport.launches import LaunchSpecError
-    from tileport.record import run as run_recorded
+    from tileport.launches.record import run as run_recorded
     try:
         rc, records = run_recorded(list(command), out, append)
     except LaunchSpecError as e:

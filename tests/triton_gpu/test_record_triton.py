@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tileport import record
+from tileport.launches import record
 from tileport.launches import load_spec, parse_spec, spec_document
 
 FAKE_JIT = '''

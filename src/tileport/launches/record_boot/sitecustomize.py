@@ -13,7 +13,7 @@ _home = os.environ.get("TILEPORT_RECORD_HOME")
 if _home:
     sys.path.insert(0, _home)
     try:
-        from tileport.record import install_hooks
+        from tileport.launches.record import install_hooks
     finally:
         sys.path.remove(_home)
     install_hooks()

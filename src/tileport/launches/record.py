@@ -1,5 +1,5 @@
 """`tileport record -- <command>`: run the user's own program (or tests) and record every kernel launch
-into a launch spec (tileport.launches; schema in docs/pipeline.md, "Launch specs").
+into a launch spec (tileport.launches.spec; schema in docs/pipeline.md, "Launch specs").
 
 This is the one tileport command that executes user code, because the user asks it to run their
 program. It starts the command with a bootstrap directory first on PYTHONPATH whose `sitecustomize`
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from tileport.launches import (DTYPE_NAMES, TRITON_DTYPE, LaunchArg, LaunchRecord, grid3, load_spec, merge,
-                               record_from_dict, write_spec)
+from tileport.launches.spec import (DTYPE_NAMES, TRITON_DTYPE, LaunchArg, LaunchRecord, grid3, load_spec, merge,
+                                    record_from_dict, write_spec)
 
 SPEC_ENV = "TILEPORT_RECORD_SPEC"
 HOME_ENV = "TILEPORT_RECORD_HOME"
@@ -388,7 +388,7 @@ def child_env(spec: Path, base: dict[str, str] | None = None) -> dict[str, str]:
     where this tileport lives, and the spec to write."""
     env = dict(os.environ if base is None else base)
     env["PYTHONPATH"] = os.pathsep.join([str(BOOT_DIR)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env[HOME_ENV] = str(Path(__file__).resolve().parents[1])  # the directory holding the tileport package
+    env[HOME_ENV] = str(Path(__file__).resolve().parents[2])  # the directory holding the tileport package
     env[SPEC_ENV] = str(spec.resolve())
     return env
 
