@@ -1,6 +1,6 @@
 """tileport: deterministic cuTile Python -> cuTile Rust porting, with proofs."""
 
-__version__ = "0.1.0"
+from tileport.version import __version__
 
 
 def __getattr__(name: str):

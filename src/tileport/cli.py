@@ -77,12 +77,13 @@ def main() -> None:
 @command()
 def doctor() -> None:
     """Check every toolchain component; exit 1 if a required one is missing."""
+    from tileport.doctor import check_all
     table = Table(title="tileport doctor")
     for col in ("", "component", "version"):
         table.add_column(col)
     table.add_column("path / how to fix", no_wrap=True, overflow="ignore")  # full paths, never cut
     missing = 0
-    for c in toolchain.check_all():
+    for c in check_all():
         if c.ok:
             mark, detail = "[green]ok[/]", c.path
         elif c.required:

@@ -113,7 +113,7 @@ def frontend_reference(frontend: Any, path: str | Path, capture: Capture) -> byt
 
 def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
     """The variant of a manifest entry that serves `capture`, and its generic argument list."""
-    from tileport.ops.dtypes import TORCH_DTYPES
+    from tileport.dtypes import TORCH_DTYPES
 
     consts = dict(capture.constants)
     for variant in entry["variants"]:
@@ -140,7 +140,7 @@ def generic_arguments(entry: dict, capture: Capture) -> tuple[str, list[str]]:
 
 def _takes_dtypes(variant: dict, capture: Capture) -> bool:
     """The entry accepts the capture's array dtypes (entries of one kernel may be split by dtype)."""
-    from tileport.ops.dtypes import TORCH_DTYPES
+    from tileport.dtypes import TORCH_DTYPES
     for name, (dt, _rank) in capture.arrays.items():
         declared = variant["array_dtypes"].get(name)
         allowed = variant["dtype_vars"].get(declared, [declared])

@@ -143,7 +143,7 @@ def run_metadata(command: str) -> dict:
     tools = {name: toolchain._version_of(path) if path else "missing" for name, path in (
         ("tileiras", toolchain.tileiras()), ("tileirdisasm", toolchain.tileirdisasm()),
         ("nvdisasm", toolchain.nvdisasm()), ("cuobjdump", toolchain.cuobjdump()))}
-    tools["cuda-tile"] = toolchain._pkg_version("cuda-tile") or "missing"
+    tools["cuda-tile"] = toolchain.package_version("cuda-tile") or "missing"
     return {"command": command, "commit": git.stdout.strip(), "uncommitted_changes": bool(dirty.stdout.strip()),
             "tools": tools}
 

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport import __version__
+from tileport.version import __version__
 from tileport import lowering as L
 from tileport.diagnostics import Diagnostic
 from tileport.emit.rust_ffi import (KernelGroup, emit_launcher, pinned_codes, pinned_kind, signature,

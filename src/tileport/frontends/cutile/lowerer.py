@@ -30,7 +30,7 @@ from tileport.model.naming import Naming
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc,
                                Param, Ref, Return, While, sym_names, walk)
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
-from tileport.ops.dtypes import TORCH_DTYPES
+from tileport.dtypes import TORCH_DTYPES
 from tileport.runtime.abi import DTYPE_CODES
 
 CT_MODULE = "cuda.tile"
