@@ -50,7 +50,7 @@ INT_LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-2**15, 2**15 - 
               "int64": (-2**63, 2**63 - 1)}
 ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2}
 MAX_ARRAY_BYTES = 16 << 30  # one replayed array (it exists three times: inputs, source copy, port copy)
-HARNESS_FILES = ("gpu/launch_check.py", "runtime/library.py", "runtime/abi.py", "runtime/tensors.py", "capture.py")
+HARNESS_FILES = ("gpu/launch_check.py", "runtime/library.py", "runtime/abi.py", "runtime/tensors.py", "capture/ir.py")
 PKG = Path(__file__).resolve().parents[1]
 
 
