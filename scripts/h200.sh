@@ -15,21 +15,21 @@
 #   $PYTEST_JOBS (8) shards at a time, $PYTEST_TIMEOUT (300) s each; pytest-gpu.json sums up every shard (counts, failures, skip reasons), pytest-gpu.tar.gz holds the junit files,
 #   the logs and what the tests wrote. With `evidence` in the same call the shards run beside the correctness
 #   check (no timing there), and the benchmark starts when both are over, on an otherwise idle GPU.
-# wild: the wild corpus through D and E (python3 -m tileport.wild_gpu; the flow is in its docstring; .device/wild
-#   from `python3 -m tileport.wild_gpu prepare`, then `... bundle DIR`): wild-gpu.json, wild-launches.json,
+# wild: the wild corpus through D and E (python3 -m eval.wild_gpu; the flow is in its docstring; .device/wild
+#   from `python3 -m eval.wild_gpu prepare`, then `... bundle DIR`): wild-gpu.json, wild-launches.json,
 #   gpu-evidence-launches.json and wild.log. cutile-stencil's generated kernels travel in .device/wild/stencil-gen
-#   (scripts/wild_drivers/stencil_driver.py launches them; WILD_STENCIL_DOMAINS=all|ends|largest, default ends).
+#   (eval/wild_drivers/stencil_driver.py launches them; WILD_STENCIL_DOMAINS=all|ends|largest, default ends).
 #   WILD_DRIVERS=cutile_gpt,... runs only those packages' drivers.
 # triton: the Triton corpus (src/tileport/ops/triton_kernels). Records its launches with `tileport record` of
-#   scripts/triton_corpus_driver.py (which also checks every corpus kernel against PyTorch: triton-driver.json) into
+#   eval/triton_corpus_driver.py (which also checks every corpus kernel against PyTorch: triton-driver.json) into
 #   triton-launches.json; when the port bundle of scripts/triton-bundle.sh is in .device/ (triton-crate/,
 #   libtriton_port.so.xz, triton-launches.json: the spec the ports were made for), it then runs every corpus port
 #   against its source Triton kernel on that spec (python -m tileport.gpu.triton_check: correctness, parity
 #   t(cutile-rs)/t(Triton), the cuTile Python op beside unless TRITON_NO_ANCHORS=1) into triton-evidence.json +
 #   triton-summary.json (rewritten after every kernel: a time limit keeps what finished).
 #   Back here: `bash scripts/triton-bundle.sh grade DIR`.
-# liger: Liger-Kernel 0.8.5's Triton kernels (python3 -m tileport.wild_triton_gpu; the flow is in its docstring;
-#   .device/liger from its `prepare`, then `bundle DIR`). Without a port bundle: scripts/wild_drivers/liger_driver.py
+# liger: Liger-Kernel 0.8.5's Triton kernels (python3 -m eval.wild_triton_gpu; the flow is in its docstring;
+#   .device/liger from its `prepare`, then `bundle DIR`). Without a port bundle: eval/wild_drivers/liger_driver.py
 #   under `tileport record` (liger-launches.json, liger-driver.json); with one: every bundled port against its Liger
 #   kernel on the bundle's launches (correctness in parallel, $LIGER_JOBS kernels at once, then parity serially):
 #   liger-gpu.json (rewritten as it goes), liger-evidence.json, liger.log. LIGER_RECORD=1 records despite a bundle.
@@ -94,7 +94,7 @@ triton_corpus() {
   local t="$work/triton" spec files
   rm -rf "$t" && mkdir -p "$t"
   timeout -k 10 "${TRITON_RECORD_TIMEOUT:-300}" python3 -m tileport.cli record --out "$t/triton-recorded.json" -- \
-    python3 scripts/triton_corpus_driver.py --out "$t/triton-driver.json" > "$t/triton.log" 2>&1
+    python3 eval/triton_corpus_driver.py --out "$t/triton-driver.json" > "$t/triton.log" 2>&1
   echo "triton record rc=$?"; tail -n 3 "$t/triton.log"
   spec="$t/triton-recorded.json"
   if [ -d .device/triton-crate ] && [ -f .device/triton-launches.json ] \
@@ -138,13 +138,13 @@ for step in $steps; do
               tests/gpu/test_ffi_threads.py > "$work/ffi.log" 2>&1; echo "ffi rc=$?"; tail -n 15 "$work/ffi.log" ;;
     pytest) has evidence || pytest_gpu ;;  # with evidence, it runs beside the correctness check
     wild)   # the wild corpus's drivers under tileport record, then (with .device/wild from
-            # `python3 -m tileport.wild_gpu bundle DIR`) the ports against their source kernels: wild-gpu.json
-            timeout -k 20 "${WILD_TIMEOUT:-540}" python3 -m tileport.wild_gpu device --out "$work/wild" \
+            # `python3 -m eval.wild_gpu bundle DIR`) the ports against their source kernels: wild-gpu.json
+            timeout -k 20 "${WILD_TIMEOUT:-540}" python3 -m eval.wild_gpu device --out "$work/wild" \
               > "$work/wild.log" 2>&1; echo "wild rc=$?"; tail -n 30 "$work/wild.log"
             for f in wild-gpu.json wild-launches.json gpu-evidence-launches.json; do
               cp "$work/wild/$f" "$work/" 2>/dev/null; done ;;
     triton) triton_corpus ;;
-    liger)  timeout -k 20 "${LIGER_TIMEOUT:-540}" python3 -m tileport.wild_triton_gpu device --out "$work/liger" \
+    liger)  timeout -k 20 "${LIGER_TIMEOUT:-540}" python3 -m eval.wild_triton_gpu device --out "$work/liger" \
               --timeout "${LIGER_STEP_S:-510}" --jobs "${LIGER_JOBS:-8}" ${LIGER_RECORD:+--record} \
               > "$work/liger.log" 2>&1; echo "liger rc=$?"; tail -n 20 "$work/liger.log"
             for f in liger-gpu.json liger-launches.json liger-driver.json liger-evidence.json; do

@@ -17,7 +17,7 @@ from tileport.cache import DiskCache, default_root
 from tileport.capture import ARCHS
 from tileport.corpus import REPO, captures_by_kernel
 from tileport.ops.specs import all_specs
-from tileport.verify import verify_all
+from tileport.capture.verify import verify_all
 
 pytestmark = pytest.mark.cargo
 KERNELS = captures_by_kernel(all_specs())
@@ -92,7 +92,7 @@ def test_verify_counts_findings_without_match_lines(monkeypatch):
     """MATCH lines of the IR diff are INFO-severity records of agreement, not findings to count."""
     from types import SimpleNamespace
 
-    from tileport import verify
+    from tileport.capture import verify
     from tileport.capture import SideCapture
     from tileport.ops.spec import Capture
     from tileport.tileir import DiffReport, Finding, Owner, Severity, Status
@@ -102,8 +102,8 @@ def test_verify_counts_findings_without_match_lines(monkeypatch):
     findings = [finding(Status.MATCH, Severity.INFO, "ops"), finding(Status.MATCH, Severity.INFO, "types"),
                 finding(Status.DIFFERS, Severity.WARN, "hints"), finding(Status.DIFFERS, Severity.INFO, "names")]
     report = DiffReport("ref", "gen", "sm_90", findings)
-    frontend = SimpleNamespace(name="cutile", reference_bytecode=lambda path, capture: b"ref")
-    monkeypatch.setattr(verify, "frontend_for", lambda path: frontend)
+    monkeypatch.setattr(verify, "frontend_for", lambda path: SimpleNamespace(name="cutile"))
+    monkeypatch.setattr(verify, "frontend_reference", lambda frontend, path, capture: b"ref")
     monkeypatch.setattr(verify, "generated_bytecode", lambda lib, capture: ("", b"gen"))
     monkeypatch.setattr(verify, "capture_side", lambda bc, d, stem, archs, cache: SideCapture(bc, ""))
     monkeypatch.setattr(verify, "diff_port", lambda lib, capture, ref, gen: report)

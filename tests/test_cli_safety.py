@@ -247,10 +247,10 @@ def test_help_shows_no_type_for_flags():
 
 
 def test_doctor_prints_full_paths_off_a_terminal(monkeypatch):
-    from tileport import toolchain
+    from tileport import doctor
     from tileport.toolchain import Component
     long_path = "/opt/" + "/".join(f"very-long-directory-name-{i}" for i in range(6)) + "/bin/tileiras"
-    monkeypatch.setattr(toolchain, "check_all", lambda: [Component("tileiras", True, "13.4.92", long_path)])
+    monkeypatch.setattr(doctor, "check_all", lambda: [Component("tileiras", True, "13.4.92", long_path)])
     r = cli("doctor", terminal_width=80)
     assert r.exit_code == 0 and long_path in r.output, r.output
 

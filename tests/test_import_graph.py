@@ -1,9 +1,12 @@
 """The layering of tileport's modules, read from the source with `ast` (nothing is imported).
 
-- the kernel model (`tileport.model`) is target-neutral: it imports nothing of an emitter (`tileport.emit`);
-- passes work on the model and import nothing of an emitter either;
+- every module belongs to a unit (`tileport.<unit>`: a top-level module or package; the package module
+  `tileport` itself is the unit `tileport`) and every unit has a rank in `LAYERS` (docs/design.md, "Layers"):
+  an import goes to a unit of a lower rank or stays inside its own unit; a module of a unit without a rank
+  fails (a new unit is given its rank here and in the design document);
 - a frontend (a module or package under `tileport.frontends`) imports no other frontend;
-- no import cycle among tileport modules (imports inside functions count: they only defer the cycle).
+- no import cycle among tileport modules (imports inside functions count: they only defer the cycle);
+- the installed package imports nothing of the evaluation lab (`eval/` at the repository root).
 """
 
 from __future__ import annotations
@@ -21,6 +24,27 @@ FRONTENDS = f"{PACKAGE}.frontends"
 # frontend, by design).
 FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base", f"{FRONTENDS}.source", f"{FRONTENDS}.liveness"}
 FRONTEND_REGISTRY = f"{FRONTENDS}.registry"
+LAB = "eval"  # the evaluation lab's package at the repository root: never imported by the product
+
+# Units by rank, lowest first (docs/design.md, "Layers"). Units of one rank do not import each other.
+LAYERS: list[tuple[str, ...]] = [
+    ("proc",),                            # bounded runs of external tools: imports nothing of tileport
+    ("version", "dtypes", "atomic", "cache", "diagnostics", "sass"),  # import nothing above proc
+    ("tileir", "model", "toolchain"),     # the Tile IR toolkit; the kernel model; tool discovery
+    ("passes", "runtime"),                # model -> model; C ABI and library loading
+    ("frontends", "emit"),                # source -> model; model -> Rust
+    ("translate", "config", "doctor"),    # the translator's driver; --config files; `tileport doctor`
+    ("capture",),                         # Tile IR of both sides, cubins, the CPU proof
+    ("launches",),                        # launch specs, inference, `tileport record`
+    ("ops",),                             # the operator library
+    ("corpus",),                          # the reference corpus as translator input
+    ("gpu",),                             # GPU check, timing, benchmarks, launch tests
+    ("pipeline",),                        # stages A-F
+    ("packages", "report"),               # package mode; benchmark reports
+    ("cli", PACKAGE),                     # the command; the package's top-level API
+    ("__main__",),                        # `python -m tileport`
+]
+RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
 
 def module_files(src: Path = SRC) -> dict[str, Path]:
@@ -99,13 +123,23 @@ def frontend_of(module: str) -> str | None:
     return ".".join(module.split(".")[:3])
 
 
+def unit_of(module: str) -> str:
+    """`tileport.<unit>...` -> unit; the package module itself is the unit `tileport`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
 def layering_violations(graph: dict[str, set[str]]) -> list[str]:
     out = []
+    for module in sorted(graph):
+        if unit_of(module) not in RANK:
+            out.append(f"{module}: unit `{unit_of(module)}` has no layer (give it a rank in LAYERS and docs/design.md)")
     for module, targets in sorted(graph.items()):
         for target in sorted(targets):
-            for layer in (f"{PACKAGE}.model", f"{PACKAGE}.passes"):
-                if inside(module, layer) and inside(target, f"{PACKAGE}.emit"):
-                    out.append(f"{module} imports {target} (the {layer.split('.')[-1]} layer must not import emit)")
+            a, b = unit_of(module), unit_of(target)
+            if a != b and a in RANK and b in RANK and RANK[b] >= RANK[a]:
+                where = "the same layer as" if RANK[b] == RANK[a] else "a layer above"
+                out.append(f"{module} imports {target} (`{b}` is in {where} `{a}`)")
             a, b = frontend_of(module), frontend_of(target)
             if a and b and a != b:
                 out.append(f"{module} imports {target} (one frontend imports another)")
@@ -171,9 +205,30 @@ def _cycle_path(component: list[str], graph: dict[str, set[str]]) -> list[str]:
     raise AssertionError(f"no cycle through {start}")  # a component of more than one module has one
 
 
+def lab_imports(src: Path = SRC) -> list[str]:
+    """Modules of the package that import the evaluation lab."""
+    out = []
+    for module, path in module_files(src).items():
+        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            out += [f"{module} imports {name}" for name in names if name.split(".")[0] == LAB]
+    return out
+
+
 def test_layers_are_respected():
     violations = layering_violations(import_graph())
     assert not violations, "\n".join(violations)
+
+
+def test_the_product_imports_nothing_of_the_lab():
+    found = lab_imports()
+    assert not found, "\n".join(found)
+
+
+def test_layers_name_each_unit_once():
+    units = [u for layer in LAYERS for u in layer]
+    assert len(units) == len(set(units)), units
 
 
 def test_no_import_cycles():
@@ -227,6 +282,9 @@ def bad_tree(tmp_path):
         "frontends/a.py": "from tileport.frontends.base import *\n",
         "frontends/b/__init__.py": "",
         "frontends/b/calls.py": "from tileport.frontends import a\n",
+        "frontends/c.py": "from tileport.emit import names\n",
+        "translate.py": "from tileport.frontends import registry\nimport eval.wild\n",
+        "wild.py": "from tileport import translate\n",
     })
 
 
@@ -240,4 +298,9 @@ def test_checks_find_each_defect(bad_tree):
     assert any("tileport.frontends.base imports tileport.frontends.b (shared" in v for v in violations)
     assert not any("tileport.frontends.registry" in v for v in violations)
     assert not any("tileport.model.types" in v for v in violations)  # under TYPE_CHECKING: no import at run time
+    assert "tileport.model.ir imports tileport.emit.names (`emit` is in a layer above `model`)" in violations
+    assert "tileport.frontends.c imports tileport.emit.names (`emit` is in the same layer as `frontends`)" in violations
+    assert not any(v.startswith("tileport.translate imports") for v in violations)  # down a layer
+    assert any(v.startswith("tileport.wild: unit `wild` has no layer") for v in violations)
+    assert lab_imports(bad_tree) == ["tileport.translate imports eval.wild"]
     assert cycles(graph) == [["tileport.emit.names", "tileport.model.ir", "tileport.emit.names"]]

@@ -137,7 +137,8 @@ def test_tests_keep_out_of_the_home_cache():
 
 
 def test_docs_and_scripts_speak_of_the_project_alone():
-    texts = [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "scripts").glob("*.sh")]
+    texts = [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "scripts").glob("*.sh"),
+             *(REPO / "eval").glob("*.md"), *(REPO / "eval").glob("*.sh")]
     for path in texts:
         text = path.read_text()
         for phrase in ("../shared", "device tool", "the session", "session's"):

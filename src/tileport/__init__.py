@@ -50,7 +50,7 @@ def _from_folder(name: str, module, folder: str) -> bool:
 
 _safe_path()
 
-__version__ = "0.1.0"
+from tileport.version import __version__  # noqa: E402 - after the path is safe
 
 
 def __getattr__(name: str):

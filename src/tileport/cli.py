@@ -82,12 +82,13 @@ def main() -> None:
 @command()
 def doctor() -> None:
     """Check every toolchain component; exit 1 if a required one is missing."""
+    from tileport.doctor import check_all
     table = Table(title="tileport doctor")
     for col in ("", "component", "version"):
         table.add_column(col)
     table.add_column("path / how to fix", no_wrap=True, overflow="ignore")  # full paths, never cut
     missing = 0
-    for c in toolchain.check_all():
+    for c in check_all():
         if c.ok:
             mark, detail = "[green]ok[/]", c.path
         elif c.required:
@@ -230,7 +231,7 @@ def verify(
     from tileport.corpus import REPO, captures_by_kernel
     from tileport.ops.specs import all_specs
     from tileport.runtime.library import load
-    from tileport.verify import verify_all, write_summary
+    from tileport.capture.verify import verify_all, write_summary
     output_dir(out)
     by_kernel = captures_by_kernel(all_specs())
     unknown = sorted(set(kernel or []) - set(by_kernel))
@@ -418,7 +419,7 @@ def record(
     """Run YOUR program (on a GPU machine) and record every kernel launch into a launch spec for
     `tileport port --launches` (docs/pipeline.md, 'Launch specs'). Exits with the program's code."""
     from tileport.launches import LaunchSpecError
-    from tileport.record import run as run_recorded
+    from tileport.launches.record import run as run_recorded
     try:
         rc, records = run_recorded(list(command), out, append)
     except LaunchSpecError as e:

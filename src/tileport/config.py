@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tileport.frontends.base import KernelConfig
-from tileport.ops.dtypes import TORCH_DTYPES
+from tileport.dtypes import TORCH_DTYPES
 
 
 class ConfigError(ValueError):

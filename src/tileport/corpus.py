@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tileport.frontends.base import KernelConfig
-from tileport.ops.dtypes import TORCH_DTYPES
+from tileport.dtypes import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture, OpSpec
 
 REPO = Path(__file__).resolve().parents[2]

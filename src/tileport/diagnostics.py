@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tileport.model.ir import Loc
+
+@dataclass(frozen=True)
+class Loc:
+    """A place in a source file (1-based line and column): where a construct is, where a diagnostic points."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
 
 
 @dataclass

@@ -157,7 +157,7 @@ def cuda_header_version(root: Path | None) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _pkg_version(dist: str) -> str:
+def package_version(dist: str) -> str:
     import importlib.metadata  # only `tileport doctor` needs it (keeps `import tileport.toolchain` light)
     try:
         return importlib.metadata.version(dist)
@@ -166,7 +166,7 @@ def _pkg_version(dist: str) -> str:
 
 
 def _check_cuda_tile() -> Component:
-    v = _pkg_version("cuda-tile")
+    v = package_version("cuda-tile")
     spec = importlib.util.find_spec("cuda.tile") if v else None
     return Component("cuTile Python (cuda-tile)", v == CUDA_TILE_VERSION, v,
                      str(Path(spec.origin).parent) if spec and spec.origin else "",
@@ -185,7 +185,7 @@ def _check_libnvvm() -> Component:
     root = cu13_root()
     lib = root / "lib" / "libnvvm.so.4" if root else None
     ok = bool(lib and lib.is_file())
-    return Component("libnvvm (for tileiras)", ok, _pkg_version("nvidia-nvvm"), str(lib) if ok else "",
+    return Component("libnvvm (for tileiras)", ok, package_version("nvidia-nvvm"), str(lib) if ok else "",
                      f"pip install 'nvidia-nvvm=={TILEIRAS_RELEASE}.92'  (or: {SETUP_COMMAND})")
 
 
@@ -200,7 +200,7 @@ def _check_headers() -> list[Component]:
     for header, dist in (("curand.h", "nvidia-curand"), ("crt/host_config.h", "nvidia-cuda-crt")):
         path = inc / header if inc else None
         ok = bool(path and path.is_file())
-        out.append(Component(f"CUDA headers: {header}", ok, _pkg_version(dist), str(path) if ok else "",
+        out.append(Component(f"CUDA headers: {header}", ok, package_version(dist), str(path) if ok else "",
                              f"pip install '{dist}'  (or: {SETUP_COMMAND})"))
     return out
 
@@ -275,25 +275,13 @@ def _check_gpu() -> Component:
 
 
 def _check_torch() -> Component:
-    v = _pkg_version("torch")
+    v = package_version("torch")
     return Component("PyTorch (operator library, GPU tests)", bool(v), v, "",
                      "pip install torch", required=False)
 
 
-def _check_fastcall() -> Component:
-    """The compiled op-call replay (runtime.fastcall), built for the installed torch and this Python."""
-    from tileport.runtime import fastcall
-    name, fix = "compiled op-call replay (runtime.fastcall)", "python3 -m tileport.runtime.fastcall build"
-    if not _pkg_version("torch"):
-        return Component(name, False, "", "", "needs torch: pip install torch", required=False)
-    import torch  # its own version string names the build (the package metadata drops the local part)
-    v = torch.__version__
-    path = fastcall.built_path(v)
-    return Component(name, path.is_file(), f"torch {v}" if path.is_file() else "", str(path) if path.is_file() else "",
-                     fix, required=False)
-
-
 def check_all() -> list[Component]:
+    """The toolchain's components, in the order `tileport doctor` lists them (tileport.doctor adds the runtime's)."""
     return [
         _check_cuda_tile(),
         _check_binary("tileiras", tileiras, "nvidia-cuda-tileiras"),
@@ -308,5 +296,4 @@ def check_all() -> list[Component]:
         _check_nvdisasm(),
         _check_gpu(),
         _check_torch(),
-        _check_fastcall(),
     ]

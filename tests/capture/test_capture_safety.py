@@ -1,4 +1,4 @@
-"""Capture without executing the user's file (tileport.capture_source).
+"""Capture without executing the user's file (tileport.capture.source).
 
 A kernel file plants a side effect (a marker file, `os.system`, a raise) in every place Python would
 run: top-level code, module values, decorators and their arguments, default arguments, annotations,
@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tileport.capture import CaptureError, disassemble, kernel_namespace, reference_bytecode
-from tileport.capture_source import restricted_builtins, sanitize
+from tileport.capture.source import restricted_builtins, sanitize
 from tileport.cli import app
 from tileport.ops.spec import Capture
 

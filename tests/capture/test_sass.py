@@ -10,7 +10,7 @@ import pytest
 
 from tileport import sass, toolchain
 from tileport.capture import CubinResult
-from tileport.verify import CaptureResult, compare_machine_code
+from tileport.capture.verify import CaptureResult, compare_machine_code
 
 TOOLS = pytest.mark.skipif(toolchain.nvdisasm() is None or toolchain._bin("ptxas") is None
                            or toolchain.cuobjdump() is None, reason="needs ptxas, nvdisasm and cuobjdump")
@@ -110,7 +110,7 @@ def test_verify_fails_a_capture_whose_machine_code_is_missing():
 def test_summary_totals_count_only_real_comparisons(tmp_path):
     import json
 
-    from tileport.verify import write_summary
+    from tileport.capture.verify import write_summary
     same = {"same": True, "same_except_parameter_offsets": True, "registers": [8, 8], "instructions": [5, 5],
             "first_difference": None}
     other = {"same": False, "same_except_parameter_offsets": False, "registers": [8, 9], "instructions": [5, 5],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tileport.capture import disassemble, reference_bytecode
-from tileport.capture_source import sanitize
+from tileport.capture.source import sanitize
 from tileport.ops.spec import Capture
 
 TORCH_HOST = '''\

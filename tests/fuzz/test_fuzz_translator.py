@@ -1,5 +1,5 @@
 """Bounded fuzz run of the translator (CI): a few hundred generated inputs, no traceback, internal error,
-unlocated diagnostic, hang or write outside the output folder. The long run is scripts/fuzz_translator.py."""
+unlocated diagnostic, hang or write outside the output folder. The long run is eval/fuzz_translator.py."""
 
 from __future__ import annotations
 

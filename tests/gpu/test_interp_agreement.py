@@ -1,6 +1,6 @@
 """The Tile IR interpreter agrees with the GPU: every corpus capture, both tile backends.
 
-For each capture, the interpreter's small problem (tileport.tileir.interp.problem: same inputs,
+For each capture, the interpreter's small problem (eval.interp.problem: same inputs,
 same grid, outputs poisoned with NaN) runs
 - on the GPU through cuTile Python (`ct.launch`) and through the cutile-rs library, and
 - in the interpreter, on the Tile IR of the same side (cuTile Python's export for `cutile`, the
@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eval.interp import problem, variants
 from tileport.ops.backends import unavailable_reason
 from tileport.ops.capture_ref import reference_bytecode, reference_kernel
 from tileport.ops.specs import all_specs
 from tileport.tileir import read_module
-from tileport.tileir.interp import compare, problem, run_kernel
-from tileport.tileir.interp.corpus import variants
+from tileport.tileir.interp import compare, run_kernel
 
 pytestmark = pytest.mark.gpu
 
@@ -105,7 +105,7 @@ def _run_gpu(backend: str, spec, cap, prob) -> dict:
     args, tensors = _launch_args(prob, cap)
     if backend == "cutile":
         import cuda.tile as ct
-        from tileport.ops.capture_ref import kernel_parameters
+        from tileport.capture.export import kernel_parameters
         kernel = reference_kernel(spec, cap.kernel)
         positional = tuple(args[p] for p in kernel_parameters(kernel))
         ct.launch(torch.cuda.current_stream(), prob.grid, kernel, positional)

@@ -198,7 +198,7 @@ def _numpy(*ts):
                                         ("fmha_fwd_sinks", (2, 4, 2, 77, 64, 35)),
                                         ("fmha_fwd_softcap", (2, 4, 2, 77, 128))])
 def test_prefill_reference_matches_numpy(torch_mod, name, shape):
-    from tileport.tileir.interp.corpus import _attention_reference
+    from eval.interp.corpus import _attention_reference
 
     spec = SPECS[name]
     inputs = spec.make_inputs(shape, "float16", "cpu", 0)
@@ -222,7 +222,7 @@ DECODE_SHAPES = {"flash_decode": (3, 8, 2, 130, 64), "flash_decode_paged": (3, 8
 
 @pytest.mark.parametrize("name", DECODE)
 def test_decode_reference_matches_numpy(torch_mod, name):
-    from tileport.tileir.interp.corpus import _attention_reference
+    from eval.interp.corpus import _attention_reference
 
     spec = SPECS[name]
     shape = DECODE_SHAPES[name]

@@ -54,7 +54,7 @@ def torch_mod():
 
 @pytest.mark.parametrize("causal", [0, 1])
 def test_autograd_reference_matches_numpy_gradients(torch_mod, causal):
-    from tileport.tileir.interp.corpus import _attention_grads
+    from eval.interp.corpus import _attention_grads
 
     inputs = SPEC.make_inputs((2, 4, 2, 77, 64, causal), "float16", "cpu", 0)
     got = SPEC.reference(*inputs)

@@ -167,10 +167,10 @@ def test_the_extension_declines_what_it_cannot_launch(built):
 
 def test_doctor_lists_the_build(built, tmp_path, monkeypatch):
     """`tileport doctor` shows the build as an optional component: ok where it was built, else the command."""
-    from tileport import toolchain
+    from tileport import doctor
     monkeypatch.setenv(fastcall.DIR_ENV, str(tmp_path))
-    missing = toolchain._check_fastcall()
+    missing = doctor.check_fastcall()
     assert not missing.ok and not missing.required and missing.fix == "python3 -m tileport.runtime.fastcall build"
     monkeypatch.setenv(fastcall.DIR_ENV, str(Path(built.__file__).parents[1]))
-    found = toolchain._check_fastcall()
+    found = doctor.check_fastcall()
     assert found.ok and found.path == built.__file__ and torch.__version__ in found.version

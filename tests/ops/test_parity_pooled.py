@@ -1,4 +1,4 @@
-"""scripts/parity_pooled.py's pooling (no GPU): per-process and pooled geomeans of rs/cuTile, their standard
+"""eval/measure/parity_pooled.py's pooling (no GPU): per-process and pooled geomeans of rs/cuTile, their standard
 errors, and the split between cases whose port has cuTile Python's machine code and the others."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "parity_pooled.py"
-COMMITTED = SCRIPT.parents[1] / "bench" / "results" / "2026-12-03-h200-parity-pooled.json"
+SCRIPT = Path(__file__).resolve().parents[2] / "eval" / "measure" / "parity_pooled.py"
+COMMITTED = SCRIPT.parents[2] / "bench" / "results" / "2026-12-03-h200-parity-pooled.json"
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,6 @@ from tileport.pipeline import builds
 DATA = Path(__file__).resolve().parents[1] / "triton" / "data" / "basic.py"
 
 
-def _session(tmp_path: Path, targets: list) -> SimpleNamespace:
-    return SimpleNamespace(targets=targets, options=SimpleNamespace(cache=lambda: tmp_path / "cache", profile="dev"))
-
-
 def _target(path: Path, kernel: str) -> SimpleNamespace:
     return SimpleNamespace(path=path, kernel=kernel, configs={}, library=False)
 
@@ -43,7 +39,7 @@ def test_the_batch_leaves_out_the_file_cargo_rejects(tmp_path, monkeypatch):
                _target(tmp_path / "bad.py", "gather_kernel")]
     seen: list = []
     monkeypatch.setattr(builds, "cargo_build", _cargo_rejecting("bad", seen))
-    batch = builds.BuildManager(_session(tmp_path, targets)).batch_for(targets[0])
+    batch = builds.BuildManager(tmp_path / "cache", "dev", targets).batch_for(targets[0])
     assert seen == [["bad", "good"], ["good"]]
     assert batch.ok and batch.kernels == {"add_kernel", "row_softmax_kernel"}  # the targeted ones only
     assert list(batch.left_out) == [str(tmp_path / "bad.py")] and "x_f32" in batch.left_out[str(tmp_path / "bad.py")]
@@ -55,7 +51,7 @@ def test_a_batch_whose_every_file_is_rejected_stays_failed(tmp_path, monkeypatch
     targets = [_target(tmp_path / "bad.py", "add_kernel")]
     seen: list = []
     monkeypatch.setattr(builds, "cargo_build", _cargo_rejecting("bad", seen))
-    batch = builds.BuildManager(_session(tmp_path, targets)).batch_for(targets[0])
+    batch = builds.BuildManager(tmp_path / "cache", "dev", targets).batch_for(targets[0])
     assert seen == [["bad"]] and not batch.ok and "x_f32" in batch.error and batch.left_out == {}
 
 

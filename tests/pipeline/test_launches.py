@@ -256,7 +256,7 @@ def test_triton_dtype_constants_read_as_triton_names():
     """Liger's launches recorded `X_dtype=tl.float32` as its repr "triton.language.float32": the port's
     entries are pinned to Triton's name "fp32", so no entry matched and 9 kernels failed stage B."""
     from tileport.launches import TRITON_DTYPE, parse_spec
-    from tileport.record import const_value
+    from tileport.launches.record import const_value
     rec = {"framework": "triton", "kernel": "k", "file": "k.py", "grid": [1],
            "args": [{"name": "D", "kind": "const", "value": "triton.language.float32"},
                     {"name": "E", "kind": "const", "value": "triton.language.bfloat16"},
@@ -301,7 +301,7 @@ def test_recorded_index_values_round_trip_and_survive_merge_only_when_equal():
 
 def test_record_keeps_the_values_of_small_contiguous_integer_arrays():
     import numpy as np
-    from tileport.record import MAX_RECORDED_VALUES, _values
+    from tileport.launches.record import MAX_RECORDED_VALUES, _values
     assert _values(np.array([[3, 1], [2, 0]], np.int32), "int32") == [3, 1, 2, 0]
     assert _values(np.arange(8, dtype=np.int64)[::2], "int64") is None  # strided: memory order is not the list
     assert _values(np.zeros(MAX_RECORDED_VALUES + 1, np.int32), "int32") is None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport import record
+from tileport.launches import record
 from tileport.launches import load_spec
 
 FAKE_TILE = '''
@@ -59,7 +59,7 @@ print("program ran", sys.argv[1:])
 '''
 
 
-SRC = Path(record.__file__).resolve().parents[1]  # this tileport (the test runs `python -m tileport.cli`)
+SRC = Path(record.__file__).resolve().parents[2]  # this tileport (the test runs `python -m tileport.cli`)
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ def test_no_hook_without_the_spec_variable(fake_env, monkeypatch):
     tmp, prog = fake_env
     monkeypatch.setenv("PYTHONPATH", f"{tmp / 'site'}{os.pathsep}{SRC}")
     out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
-        import tileport.record as r, cuda.tile as ct
+        import tileport.launches.record as r, cuda.tile as ct
         r.install_hooks()
         print(getattr(ct.launch, '__tileport_recording__', False))""")], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr

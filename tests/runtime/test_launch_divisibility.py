@@ -3,7 +3,7 @@
 Regression: softmax_tma_kernel at f32 [8192, 1000] was compiled with cutile's claims (`compute_spec`: the
 row length and the row stride divisible by 8), where cuTile Python's launcher claims 1 and 4 (16 or nothing
 for a length, 16 bytes for a stride): other sm_90 code, 1.077x cuTile Python's time on the H200
-(scripts/divisibility_sass.py). The fake driver and a fake `tileiras` that keeps the bytecode it is given
+(bench/results/2026-12-02-cpu-softmax-tma-divisibility-sass.json). The fake driver and a fake `tileiras` that keeps the bytecode it is given
 (tests/runtime/fake_driver.py) let the first launch run cutile's own JIT; its Tile IR must carry the
 divisibility assumptions of `tileport_ir_launch` under cuTile Python's claims, and not those under cutile's.
 """

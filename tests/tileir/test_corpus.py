@@ -13,7 +13,8 @@ import pytest
 
 import tir_oracle
 from sampling import first_of_each, sweep
-from tileport.ops.capture_ref import build_signature, reference_bytecode, reference_kernel
+from tileport.capture.export import build_signature
+from tileport.ops.capture_ref import reference_bytecode, reference_kernel
 from tileport.ops.specs import all_specs
 from tileport.tileir import diff, read_module
 from tileport.tileir.rules import Severity

@@ -1,7 +1,7 @@
 """Index expressions, arithmetic precision, merged extracts and cause order (issue 14 items 2, 3, 6).
 
 Real reference programs of the product corpus, each with one change planted by the mutation
-suite's own mutators (tileport.tileir.mutate): the diff must report exactly the expected CRITICAL
+suite's own mutators (eval.mutate): the diff must report exactly the expected CRITICAL
 rule. No cargo needed: the reference is diffed against its mutated self.
 """
 
@@ -13,7 +13,7 @@ import tir_mutations
 from tileport.ops.capture_ref import reference_bytecode
 from tileport.ops.specs import all_specs
 from tileport.tileir import diff, read_module
-from tileport.tileir import mutate as M
+from eval import mutate as M
 from tileport.tileir.model import clone_module, walk
 from tileport.tileir.rules import Severity
 

@@ -15,12 +15,13 @@ import time
 import pytest
 
 import tir_mutations
+from eval.interp import outputs_differ, problems
 from sampling import first_of_each, sweep
 from tileport.capture import generated_arg_roles, generated_bytecode
 from tileport.ops.capture_ref import reference_bytecode
 from tileport.ops.specs import all_specs
 from tileport.tileir import canonicalize, read_module
-from tileport.tileir.interp import differential, outputs_differ, problems, run_pair
+from tileport.tileir.interp import differential, run_pair
 from tileport.tileir.model import clone_module, walk
 
 SECONDS_PER_CAPTURE = 5.0  # interpreter time of both sides; the corpus takes ~0.1 s on average
@@ -59,7 +60,7 @@ def test_every_corpus_kernel_has_a_problem():
     assert len(CAPTURES) >= 45
     kernels = {p.values[1].kernel for p in CAPTURES}
     assert len(kernels) >= 17
-    from tileport.tileir.interp.corpus import PROBLEMS
+    from eval.interp.corpus import PROBLEMS
     assert not kernels - set(PROBLEMS), f"captured kernels without an interpreter problem: {kernels - set(PROBLEMS)}"
 
 
@@ -135,7 +136,7 @@ def test_cli_writes_reports_and_exit_status(tmp_path, library, monkeypatch):
     import json
 
     from tileport.runtime import library as library_module
-    from tileport.tileir.interp.__main__ import main
+    from eval.interp.__main__ import main
     # The session's loaded library, never a cargo run: in CI a cargo run here rebuilt the crate (312 s; other
     # tests build crates into the same target directory after the fixture's build).
     loads = []

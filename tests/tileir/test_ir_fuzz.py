@@ -1,4 +1,4 @@
-"""Fast fuzz run of the Tile IR reader and differ (the long run: scripts/fuzz_ir.py).
+"""Fast fuzz run of the Tile IR reader and differ (the long run: eval/fuzz_ir.py).
 
 A few hundred corrupted real bytecode files go through read -> canonicalize -> to_text -> diff ->
 report in this process: each must end in a `BytecodeError` or a clean report, within 10 s, and the
@@ -22,7 +22,7 @@ import pytest
 from tileport.tileir import BytecodeError, read_module
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "fuzz_ir.py"
+SCRIPT = REPO / "eval" / "fuzz_ir.py"
 N_CASES = 400
 HANG_S = 10
 

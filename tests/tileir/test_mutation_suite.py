@@ -1,4 +1,4 @@
-"""The mutation suite on real ports (fast subset; the full run is `python3 -m tileport.tileir.mutate`).
+"""The mutation suite on real ports (fast subset; the full run is `python3 -m eval.mutate`).
 
 For a few corpus kernels, both sides are captured once per test session (the port through the
 cargo-built cdylib), every semantic mutation must be flagged CRITICAL or WARN and every benign
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport.tileir import mutate as M
+from eval import mutate as M
 from tileport.tileir.cli import irdiff
 
 pytestmark = pytest.mark.cargo

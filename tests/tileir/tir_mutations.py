@@ -11,12 +11,12 @@ import struct
 
 from tileport.tileir.attrs import DivBy, Dense, DictAttr, Hints, TypedFloat
 from tileport.tileir.model import Block, Function, Module, Op, Region, Value, clone_module, redirect, walk
-from tileport.tileir.mutate import all_values
-from tileport.tileir.mutate import const_op as _const
-from tileport.tileir.mutate import insert_before as _insert_before
-from tileport.tileir.mutate import new_op as _op
-from tileport.tileir.mutate import remove as _remove
-from tileport.tileir.mutate import rename_values, reorder_independent  # noqa: F401 (neutral changes)
+from eval.mutate import all_values
+from eval.mutate import const_op as _const
+from eval.mutate import insert_before as _insert_before
+from eval.mutate import new_op as _op
+from eval.mutate import remove as _remove
+from eval.mutate import rename_values, reorder_independent  # noqa: F401 (neutral changes)
 from tileport.tileir.types import (FunctionType, PartitionViewType, PointerType, ScalarType, TileType,
                                    is_pointer_tile)
 

@@ -115,7 +115,7 @@ def verified(constructs):
     """verify_capture (reference IR, generated IR, sm_90 cubins, IR diff) for every capture, 2 at a time."""
     if toolchain.tileiras() is None or toolchain.tileirdisasm() is None:
         pytest.skip("tileiras/tileirdisasm not found (bash scripts/setup.sh)")
-    from tileport.verify import verify_capture
+    from tileport.capture.verify import verify_capture
     _, lib = constructs
 
     def one(capture):

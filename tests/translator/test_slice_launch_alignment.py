@@ -128,7 +128,7 @@ def _reference_view_alignments(tmp_path, dtype: str, strides_divisible: bool) ->
     import cuda.tile as ct
     from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, export_kernel
 
-    from tileport.ops.capture_ref import BYTECODE_VERSION, load_kernel_module
+    from tileport.capture.export import BYTECODE_VERSION, load_kernel_module
     path = tmp_path / "ref_kernel.py"
     path.write_text(KERNEL)
     kernel = load_kernel_module(path).k
@@ -171,7 +171,7 @@ def test_the_capture_ir_of_the_port_is_still_cuTile_pythons(tmp_path):
 
     from tileport.ops.spec import Capture
     from tileport.runtime.library import KernelLibrary, build
-    from tileport.verify import verify_capture
+    from tileport.capture.verify import verify_capture
     if shutil.which("cargo") is None or toolchain.tileiras() is None or toolchain.tileirdisasm() is None:
         pytest.skip("cargo, tileiras or tileirdisasm not found (bash scripts/setup.sh)")
     path = write_kernels(tmp_path, STENCIL)

@@ -148,7 +148,7 @@ def test_only_kernels_whose_launcher_specializes_length_one_get_them():
 
 
 def test_the_capture_value_minus_one_evaluates():
-    from tileport.capture import _eval_dim
+    from tileport.capture.ir import _eval_dim
     assert _eval_dim("-1", {}) == -1 and _eval_dim("(BLOCK // 2)", {"BLOCK": 64}) == 32
 
 
@@ -198,7 +198,7 @@ def test_the_port_at_a_one_split_launch_compiles_to_cuTile_pythons_machine_code(
     from tileport.capture import compile_cubin
     from tileport.ops.spec import Capture
     from tileport.runtime.library import KernelLibrary, build, cargo_target_dir
-    from tileport.verify import verify_capture
+    from tileport.capture.verify import verify_capture
     crate = tmp_path / "crate"
     path = write_kernels(tmp_path, COMBINE + READS)
     report = run(path, COMBINE_CONFIG | READS_CONFIG, out_dir=crate, crate="tileport_unit_axis")
@@ -250,7 +250,7 @@ def _reference(path: Path, name: str, ranks: dict, unit: dict, rest: list) -> by
 
     import cuda.tile as ct
     from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, export_kernel
-    from tileport.ops.capture_ref import BYTECODE_VERSION, load_kernel_module
+    from tileport.capture.export import BYTECODE_VERSION, load_kernel_module
     kernel = getattr(load_kernel_module(path), name)
     arrays = [ArrayConstraint(ct.float32, n, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
                               may_alias_internally=False, stride_constant=(None,) * (n - 1) + (1,),

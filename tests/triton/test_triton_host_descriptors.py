@@ -108,7 +108,7 @@ class TensorDescriptor:  # the shape of triton.tools.tensor_descriptor.TensorDes
 
 
 def test_record_keeps_block_shape_and_padding_through_the_spec():
-    from tileport.record import describe_value
+    from tileport.launches.record import describe_value
     base = SimpleNamespace(dtype=SimpleNamespace(name="bfloat16"), shape=(4, 96))
     arg = describe_value("w_desc", TensorDescriptor(base, [4, 96], [96, 1], [4, 32], "nan"), False)
     assert (arg.kind, arg.dtype, arg.shape, arg.strides, arg.block, arg.padding) == \

@@ -75,7 +75,7 @@ def test_first_run_records_the_launches_only(tmp_path):
     assert "triton record rc=0" in proc.stdout, proc.stdout + proc.stderr
     assert "no port bundle in .device" in proc.stdout
     log = (tmp_path / "log").read_text()
-    assert "scripts/triton_corpus_driver.py --out" in log and "triton_check" not in log
+    assert "eval/triton_corpus_driver.py --out" in log and "triton_check" not in log
     assert sorted(p.name for p in Path(env["OUT"]).iterdir()) == ["gpu.txt", "triton-driver.json",
                                                                  "triton-launches.json", "triton.log"]
 

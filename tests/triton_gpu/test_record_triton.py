@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tileport import record
+from tileport.launches import record
 from tileport.launches import load_spec, parse_spec, spec_document
 
 FAKE_JIT = '''
@@ -203,7 +203,7 @@ def test_corpus_driver_records_every_corpus_kernel_statically():
     import ast
 
     from tileport.ops.triton_kernels import CORPUS
-    driver = Path(__file__).resolve().parents[2] / "scripts" / "triton_corpus_driver.py"
+    driver = Path(__file__).resolve().parents[2] / "eval" / "triton_corpus_driver.py"
     tree = ast.parse(driver.read_text())
     used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     for k in CORPUS:

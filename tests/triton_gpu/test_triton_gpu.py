@@ -1,4 +1,4 @@
-"""On a GPU with Triton: the Triton corpus against PyTorch (scripts/triton_corpus_driver.py), `tileport
+"""On a GPU with Triton: the Triton corpus against PyTorch (eval/triton_corpus_driver.py), `tileport
 record` of its launches, the differential harness end to end with the Triton kernel rebuilt from the
 AST on one side and the module's own kernel on the other (equal; a tampered side fails), and, when the
 port bundle of scripts/triton-bundle.sh is present, every corpus port against its source Triton kernel.
@@ -24,7 +24,7 @@ from tileport.launches import load_spec
 pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "scripts" / "triton_corpus_driver.py"
+DRIVER = REPO / "eval" / "triton_corpus_driver.py"
 RESULTS = Path(os.environ.get("TILEPORT_RESULTS_DIR") or REPO / "out" / "triton-gpu")
 OPS = ["vector_add", "relu", "gelu", "swiglu", "geglu", "silu_and_mul", "softmax", "layer_norm", "rms_norm", "rope",
        "matmul", "matmul_block_ptr", "attention", "flash_decode"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from tileport import wild_triton as wt
-from tileport.wild import Row
+from eval import wild_triton as wt
+from eval.wild import Row
 
 KERNELS = '''
 import triton

@@ -147,6 +147,7 @@ def built(tmp_path_factory):
     if shutil.which("cargo") is None:
         pytest.skip("cargo is not installed")
     from tileport.runtime.library import KernelLibrary, build
+    from tileport.capture.verify import verify_capture
     crate = tmp_path_factory.mktemp("unattended") / "crate"
     report = translate([str(DATA), str(REAL)], crate, {str(DATA): configs(_captures()),
                                                        str(REAL): configs(REAL_CAPTURES)}, crate="tileport_unattended")
@@ -159,7 +160,7 @@ def built(tmp_path_factory):
 def verified(built):
     if toolchain.tileiras() is None or toolchain.tileirdisasm() is None:
         pytest.skip("tileiras/tileirdisasm not found (bash scripts/setup.sh)")
-    from tileport.verify import verify_capture
+    from tileport.capture.verify import verify_capture
     _, lib = built
 
     def one(item):

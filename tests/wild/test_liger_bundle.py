@@ -1,4 +1,4 @@
-"""`python3 -m tileport.wild_triton_gpu bundle` end to end on the CPU (marker cargo: it builds the port
+"""`python3 -m eval.wild_triton_gpu bundle` end to end on the CPU (marker cargo: it builds the port
 crate): a synthetic record run of two kernels, placed in a package folder laid out as Liger's
 (liger_kernel/ops/), is selected, ported to stage B, built and packed; the bundle is what the GPU step
 reads. The kernels are our own (tests/triton/data/basic.py), not Liger's."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport import wild_triton_gpu as flow
+from eval import wild_triton_gpu as flow
 from tileport.launches import LaunchArg, LaunchRecord, load_spec, write_spec
 
 DATA = Path(__file__).resolve().parents[1] / "triton" / "data" / "basic.py"

@@ -1,4 +1,4 @@
-"""scripts/wild_drivers/liger_driver.py without a GPU: it reaches Liger's op modules without running the
+"""eval/wild_drivers/liger_driver.py without a GPU: it reaches Liger's op modules without running the
 package's `__init__` files, and its cases drive every CUDA file of Liger-Kernel 0.8.5 that holds a kernel
 (the committed wild-triton.json lists them)."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "scripts" / "wild_drivers" / "liger_driver.py"
+DRIVER = REPO / "eval" / "wild_drivers" / "liger_driver.py"
 # files whose kernels the driver reaches through another op module (the file -> the case that launches it)
 INDIRECT = {"liger_kernel/ops/utils.py": "cross_entropy", "liger_kernel/ops/fused_moe_kernels.py": "fused_moe"}
 

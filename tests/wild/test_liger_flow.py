@@ -1,4 +1,4 @@
-"""tileport.wild_triton_gpu without a GPU: launch selection for the bundle, the device step's two modes
+"""eval.wild_triton_gpu without a GPU: launch selection for the bundle, the device step's two modes
 (record; check, with the triton_check runs replaced by stand-ins), grading of a synthetic device result,
 and the `liger` step of scripts/h200.sh (with stand-ins for python3 and nvidia-smi)."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport import wild_triton_gpu as flow
+from eval import wild_triton_gpu as flow
 from tileport.launches import LaunchArg, LaunchRecord, load_spec, write_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -223,7 +223,7 @@ def test_device_with_a_bundle_checks_each_kernel_then_times_the_correct_ones(tmp
 PYTHON_SHIM = f'''#!/usr/bin/env bash
 echo "python3 $*" >> "$SHIM_LOG"
 case "$*" in
-  *"-m tileport.wild_triton_gpu device --out "*)
+  *"-m eval.wild_triton_gpu device --out "*)
     out=$5; mkdir -p "$out"
     for f in liger-gpu.json liger-launches.json liger-driver.json; do echo '{{}}' > "$out/$f"; done
     echo "device ran"; exit 0 ;;
@@ -256,7 +256,7 @@ def test_h200_liger_step(tmp_path):
     proc, out = _run_step(tmp_path)
     assert "liger rc=0" in proc.stdout and "device ran" in proc.stdout, proc.stdout + proc.stderr
     log = (tmp_path / "log").read_text()
-    assert "-m tileport.wild_triton_gpu device --out " in log and "--jobs 8" in log and "--record" not in log
+    assert "-m eval.wild_triton_gpu device --out " in log and "--jobs 8" in log and "--record" not in log
     assert sorted(p.name for p in out.iterdir()) == ["gpu.txt", "liger-driver.json", "liger-gpu.json",
                                                     "liger-launches.json", "liger.log"]
 
@@ -269,10 +269,10 @@ def test_h200_liger_step_can_force_a_record_run(tmp_path):
 
 @pytest.mark.gpu
 def test_liger_ports_on_the_gpu(tmp_path):
-    """On a GPU machine with the bundle of `python3 -m tileport.wild_triton_gpu bundle DIR` in .device/liger:
+    """On a GPU machine with the bundle of `python3 -m eval.wild_triton_gpu bundle DIR` in .device/liger:
     every bundled port matches its Liger kernel on the bundle's launches."""
     if not (flow.BUNDLE / f"{flow.LIB_NAME}.xz").is_file():
-        pytest.skip("no Liger port bundle in .device/liger (python3 -m tileport.wild_triton_gpu bundle DIR)")
+        pytest.skip("no Liger port bundle in .device/liger (python3 -m eval.wild_triton_gpu bundle DIR)")
     doc = flow.device(tmp_path, timeout_s=540)
     bad = {k: v["failures"] + v["problems"] for k, v in doc["kernels"].items() if not v["correct"]}
     assert doc["kernels"] and not bad, bad

@@ -1,4 +1,4 @@
-"""scripts/wild_drivers/stencil_driver.py without a GPU: what it launches (the manifest the stencil
+"""eval/wild_drivers/stencil_driver.py without a GPU: what it launches (the manifest the stencil
 generation writes, the benchmark's domains and shapes), the cupy stand-in it loads generated files with,
 the bricked wrapper's view handed to the flat launcher with its strides, and a missing setup reported as a
 failing case. The generated files here are this test's own stand-ins (same host-code shape: a cupy import,
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "scripts" / "wild_drivers" / "stencil_driver.py"
+DRIVER = REPO / "eval" / "wild_drivers" / "stencil_driver.py"
 
 GENERATED = '''
 import cupy as cp

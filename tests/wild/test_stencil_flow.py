@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tileport import wild_gpu
+from eval import wild_gpu
 from tileport.capture import CaptureError
 from tileport.gpu import launch_check
 from tileport.launches import LaunchArg, LaunchRecord, write_spec
 from tileport.pipeline.target import Target
 from tileport.pipeline.targets import dedupe_keys
-from tileport.wild import GENERATED, STENCIL_MANIFEST
+from eval.wild import GENERATED, STENCIL_MANIFEST
 
 MODES = ("tb", "flat", "bricked")
 KERNEL = "heat_2d_kernel"
@@ -75,7 +75,7 @@ def test_port_key_is_the_pipelines_directory_rule(tmp_path):
 def test_spec_files_map_to_the_generated_copies(tmp_path, monkeypatch):
     work = tmp_path / "work"
     gen = _generated(work / "stencil-gen")
-    monkeypatch.setattr("tileport.wild.fetch_all", lambda w: [])
+    monkeypatch.setattr("eval.wild.fetch_all", lambda w: [])
     roots = wild_gpu.local_roots(work)
     assert roots == {GENERATED: gen}
     targets = wild_gpu.kernel_files(_spec(tmp_path / "s.json", Path("/gpu/.device/wild/stencil-gen")), roots)
@@ -131,7 +131,7 @@ def test_bundle_builds_every_generated_kernel_and_carries_the_files(tmp_path, mo
     (crate / "Cargo.toml").write_text("")
     (crate / "kernels.json").write_text("{}")
     so.write_bytes(b"so")
-    monkeypatch.setattr("tileport.wild.fetch_all", lambda w: [])
+    monkeypatch.setattr("eval.wild.fetch_all", lambda w: [])
     calls = []
     monkeypatch.setattr(wild_gpu.subprocess, "run", _fake_port(work / "gpu-bundle", crate, so, calls))
     assert wild_gpu.bundle(results, work=work, dest=dest) == 0
@@ -151,7 +151,7 @@ def test_grade_gives_each_file_its_own_verdicts(tmp_path, monkeypatch):
     results.mkdir()
     spec = _spec(results / "wild-launches.json", Path("/gpu/.device/wild/stencil-gen"))
     (results / "wild-gpu.json").write_text(json.dumps({"kernels": wild_gpu.kernel_rows(spec, None)}))
-    monkeypatch.setattr("tileport.wild.fetch_all", lambda w: [])
+    monkeypatch.setattr("eval.wild.fetch_all", lambda w: [])
     monkeypatch.setattr(wild_gpu.subprocess, "run", _fake_port(work / "gpu-grade", tmp_path, tmp_path, []))
     assert wild_gpu.grade(results, work=work, table=table) == 0
     rows = {r["file"]: r["port_verdicts"] for r in json.loads((table / "wild-gpu.json").read_text())["kernels"]}
@@ -225,7 +225,7 @@ def test_ir_export_names_same_named_entries_by_module(tmp_path):
     """Regression: the crate's `entry_info` matched entries by name alone, so the IR export of every module's
     `shared_kernel` compiled the first module's (and stage B's capture took the first manifest entry of
     that name: with other pinned constants, no variant matched and B failed to compile)."""
-    from tileport.capture import _entry, ir_entry_name
+    from tileport.capture.ir import _entry, ir_entry_name
     from tileport.ops.spec import Capture
     lib_rs, manifest = _crate_of_same_named_kernels(tmp_path)
     keys = [line.split('"')[1] for line in lib_rs.splitlines() if "=> EntryInfo" in line]

@@ -2,7 +2,7 @@
 
 Downloads the pinned wheels into a temporary directory (pip's cache too: nothing under ~/.cache),
 finds every `@ct.kernel` with `ast`, translates each without configuration, and fails if the rate
-drops below the committed table (bench/results/wild.json, written by `bash scripts/wild.sh`). Skips,
+drops below the committed table (bench/results/wild.json, written by `bash eval/wild.sh`). Skips,
 with the reason, when PyPI cannot be reached.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport import wild
+from eval import wild
 
 TABLE = Path(__file__).resolve().parents[2] / "bench" / "results" / "wild.json"
 

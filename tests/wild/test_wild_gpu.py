@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport import wild_gpu
+from eval import wild_gpu
 from tileport.launches import LaunchArg, LaunchRecord, write_spec
 
 

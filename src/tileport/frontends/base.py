@@ -55,6 +55,10 @@ class Frontend(Protocol):
 
     name: str  # "cutile", ...
     passes: Sequence[Pass]  # run in this order on every kernel the frontend produced
+    # The language's own compiler whose Tile IR export of a configuration is the reference ("cuda.tile";
+    # `tileport.capture` runs it on the CPU), None when the language has no Tile IR compiler (the port is
+    # then proven against the source kernel on the GPU only).
+    reference_compiler: str | None
 
     def accepts(self, path: str, tree: ast.Module) -> bool:
         """Whether the file (its parsed AST: nothing of it runs) is written in this language."""
@@ -62,8 +66,3 @@ class Frontend(Protocol):
     def parse(self, path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
               naming: Naming) -> Translation:
         """Every kernel of `path` (those in `only`), one `Kernel` per specialized entry."""
-
-    def reference_bytecode(self, path: str, capture: Any) -> bytes | None:
-        """The reference Tile IR bytecode of one configuration (a `tileport.ops.spec.Capture`) compiled
-        by the language's own compiler, on the CPU; None when the language has no Tile IR compiler
-        (the port is then proven against the source kernel on the GPU only)."""

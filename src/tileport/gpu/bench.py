@@ -70,7 +70,7 @@ def environment() -> dict:
         "gpu_uuid": _cmd(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"]),
         "torch": torch.__version__,
         "cuda_runtime": torch.version.cuda,
-        "cuda_tile": toolchain._pkg_version("cuda-tile"),
+        "cuda_tile": toolchain.package_version("cuda-tile"),
         "tileiras": _cmd([str(ti), "--version"]).splitlines()[-1] if ti else "",
         "python": platform.python_version(),
         "commit": os.environ.get("TILEPORT_COMMIT") or _cmd(["git", "rev-parse", "HEAD"]),

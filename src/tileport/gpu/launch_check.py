@@ -50,7 +50,7 @@ INT_LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-2**15, 2**15 - 
               "int64": (-2**63, 2**63 - 1)}
 ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2}
 MAX_ARRAY_BYTES = 16 << 30  # one replayed array (it exists three times: inputs, source copy, port copy)
-HARNESS_FILES = ("gpu/launch_check.py", "runtime/library.py", "runtime/abi.py", "runtime/tensors.py", "capture.py")
+HARNESS_FILES = ("gpu/launch_check.py", "runtime/library.py", "runtime/abi.py", "runtime/tensors.py", "capture/ir.py")
 PKG = Path(__file__).resolve().parents[1]
 
 
@@ -331,7 +331,7 @@ def _read(p: Path) -> str | None:
 def launch_components(source_text: str, crate_dir: Path, module: str, kernel: str,
                       records: list[LaunchRecord]) -> dict[str, str | None]:
     """What the GPU results of one kernel's launches depend on, file by file (hashes)."""
-    from tileport.pipeline.builds import cargo_dependencies
+    from tileport.runtime.library import cargo_dependencies
     crate_dir = Path(crate_dir)
     manifest = json.loads(_read(crate_dir / "kernels.json") or "{}")
     entry = next((e for e in manifest.get("entries", []) if e.get("kernel") == kernel and e.get("module") == module),
@@ -415,7 +415,7 @@ def evidence_document(fps: dict, comps: dict, check: list[dict], bench: list[dic
                       library: str = "", problems: dict | None = None, synthetic: bool = False,
                       note: str = "launch differential test: port vs source cuTile kernel") -> dict:
     """GPU evidence (the format `tileport port --gpu-results` reads) of launch checks and timings."""
-    from tileport.pipeline.evidence import EVIDENCE_KIND, current_commit
+    from tileport.gpu.provenance import EVIDENCE_KIND, current_commit
     commit, dirty = current_commit()
     return {"kind": EVIDENCE_KIND,
             "provenance": {"commit": commit, "dirty": dirty, "fingerprints": fps, "components": comps,

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileport.capture_source import SAFE_BUILTINS
+from tileport.capture.source import SAFE_BUILTINS
 from tileport.diagnostics import Diagnostic
 from tileport.model.ir import Loc
 

@@ -11,19 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from tileport.diagnostics import Loc
 from tileport.model import ops
 from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, ConstT, Dim, DimOp, DType, DVar, ScalarT, Sym, TileT, Type
-
-
-@dataclass(frozen=True)
-class Loc:
-    file: str
-    line: int
-    col: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
 
 
 # ---------------------------------------------------------------- atoms

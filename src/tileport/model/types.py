@@ -175,8 +175,8 @@ Type = Union[TileT, ScalarT, ArrayT, ConstT, PtrT, TokenT]
 
 
 def __getattr__(name: str):
-    # Former home of the torch dtype names, kept for frontends written against it (they live in the ops library).
+    # Former home of the torch dtype names, kept for frontends written against it (they live in tileport.dtypes).
     if name == "TORCH_DTYPES":
-        from tileport.ops.dtypes import TORCH_DTYPES
+        from tileport.dtypes import TORCH_DTYPES
         return TORCH_DTYPES
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

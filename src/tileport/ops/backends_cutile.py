@@ -11,7 +11,8 @@ import functools
 from pathlib import Path
 from typing import Any, Sequence
 
-from .capture_ref import kernel_parameters, load_kernel_module
+from tileport.capture.export import kernel_parameters, load_kernel_module
+
 from .spec import Launch, OpSpec
 
 

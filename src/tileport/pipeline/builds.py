@@ -22,19 +22,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tileport import toolchain
 from tileport.cache import DiskCache, sha256, tool_key
 from tileport.corpus import REPO
 from tileport.runtime.abi import TileportError
-from tileport.runtime.library import REPO_CRATE, KernelLibrary, cargo_build, load
+from tileport.capture.signature import Capture
+from tileport.runtime.library import REPO_CRATE, KernelLibrary, cargo_build, cargo_dependencies, load
 
-
-if TYPE_CHECKING:
-    from tileport.ops.spec import Capture
-
-    from .context import Session, Target
+from .target import Target
 
 GENERATED = ("Cargo.toml", "kernels.json")
 
@@ -102,12 +98,6 @@ def crate_hash(files: dict[str, str]) -> str:
     return sha256(body, manifest, deps)
 
 
-def cargo_dependencies(cargo_toml: str) -> str:
-    """The [dependencies] section of a Cargo.toml (what a crate's build depends on besides its sources)."""
-    m = re.search(r"^\[dependencies\]\n(.*?)(?=^\[|\Z)", cargo_toml, re.S | re.M)
-    return "\n".join(line for line in (m.group(1) if m else "").splitlines() if line and not line.startswith("#"))
-
-
 def rename_crate(files: dict[str, str], name: str) -> dict[str, str]:
     out = dict(files)
     out["Cargo.toml"] = re.sub(r'^name = "[^"]*"', f'name = "{name}"', files["Cargo.toml"], count=1, flags=re.M)
@@ -138,17 +128,20 @@ def write_files(files: dict[str, str], crate_dir: Path) -> None:
 
 
 class BuildManager:
-    """Batch crates (built once per run, on first use) and private crates."""
+    """Batch crates (built once per run, on first use) and private crates of a run's `targets`, built in the
+    cargo `profile`, with the captures cached on disk under `cache_root`."""
 
-    def __init__(self, session: "Session"):
-        self.session = session
+    def __init__(self, cache_root: Path, profile: str, targets: list[Target]):
+        self.profile = profile
+        self.targets = targets
         self._lock = threading.Lock()
         self._batches: dict[str, CrateBuild] = {}
         self._private: dict[str, CrateBuild] = {}
-        self.cache = DiskCache(session.options.cache())
+        self.cache = DiskCache(cache_root)
+        self.export_lock = threading.Lock()  # cuTile Python's export is not known to be thread-safe
 
     # -------------------------------------------------------------- batch crates
-    def batch_for(self, target: "Target") -> CrateBuild:
+    def batch_for(self, target: Target) -> CrateBuild:
         kind = "corpus" if target.library else "files"
         with self._lock:
             if kind not in self._batches:
@@ -172,11 +165,11 @@ class BuildManager:
             build = self._batch_crate(translate(corpus_files(specs), None, kernel_configs(specs),
                                                 record_path=repo_relative), kind)
         else:
-            build = self._files_batch([t for t in self.session.targets if not t.library])
+            build = self._files_batch([t for t in self.targets if not t.library])
         build.seconds = time.perf_counter() - t0
         return build
 
-    def _files_batch(self, targets: list["Target"]) -> CrateBuild:
+    def _files_batch(self, targets: list[Target]) -> CrateBuild:
         """The batch crate of the run's own files, holding the targeted kernels. A file whose module cargo
         rejects is left out and the batch built again without it (its kernels then build in crates of
         their own, each showing its own error), so one bad kernel does not scatter the others over
@@ -236,7 +229,7 @@ class BuildManager:
         return build
 
     def _build(self, build: CrateBuild) -> None:
-        so, log, error = cargo_build(build.crate_dir, self.session.options.profile)
+        so, log, error = cargo_build(build.crate_dir, self.profile)
         build.log, build.error = log, error
         if so is not None and not so.is_file():
             build.error = f"cargo succeeded but {so} is missing"
@@ -267,33 +260,31 @@ def _cuda_tile_version() -> str:
         return "missing"
 
 
-def capture_repr(capture: "Capture") -> dict:
+def capture_repr(capture: Capture) -> dict:
     return {"kernel": capture.kernel, "arrays": {k: list(v) for k, v in sorted(capture.arrays.items())},
             "scalars": dict(sorted(capture.scalars.items())), "constants": dict(sorted(capture.constants.items()))}
 
 
-def reference_bytecode(session: "Session", path: Path, source: str, capture: "Capture") -> bytes:
+def reference_bytecode(manager: BuildManager, path: Path, source: str, capture: Capture) -> bytes:
     """The reference Tile IR of one configuration, exported by the file's frontend (its language's compiler)."""
-    from tileport.capture import CaptureError
+    from tileport.capture import frontend_reference
+    from tileport.capture.export import BYTECODE_VERSION
     from tileport.frontends.registry import frontend_for
-    from tileport.ops.capture_ref import BYTECODE_VERSION
     frontend = frontend_for(str(path))
-    cache = session.builds.cache
+    cache = manager.cache
     key = sha256("ref", source, capture_repr(capture), _cuda_tile_version(), BYTECODE_VERSION)
     data = cache.get("ref", key, "tileirbc")
     if data is None:
-        with session.export_lock:
-            data = frontend.reference_bytecode(str(path), capture)
-        if data is None:
-            raise CaptureError(f"{path}: {frontend.name} kernels have no reference Tile IR compiler")
+        with manager.export_lock:
+            data = frontend_reference(frontend, str(path), capture)
         cache.put("ref", key, "tileirbc", data)
     return data
 
 
-def generated_bytecode(session: "Session", build: CrateBuild, capture: "Capture",
+def generated_bytecode(manager: BuildManager, build: CrateBuild, capture: Capture,
                        target: str = "sm_90", module: str | None = None) -> tuple[str, bytes]:
     from tileport.capture import generated_bytecode as gen
-    cache = session.builds.cache
+    cache = manager.cache
     key = sha256("gen", build.content_hash, capture_repr(capture), target, module or "")
     text, data = cache.get("gen", key, "tileir"), cache.get("gen", key, "tileirbc")
     if text is None or data is None:
@@ -304,9 +295,9 @@ def generated_bytecode(session: "Session", build: CrateBuild, capture: "Capture"
     return text.decode(), data
 
 
-def disassemble(session: "Session", bytecode: bytes) -> str:
+def disassemble(manager: BuildManager, bytecode: bytes) -> str:
     from tileport.capture import disassemble as dis
-    cache = session.builds.cache
+    cache = manager.cache
     key = sha256("dis", bytecode, tool_key(toolchain.tileirdisasm()))
     text = cache.get("dis", key, "txt")
     if text is None:
@@ -316,12 +307,12 @@ def disassemble(session: "Session", bytecode: bytes) -> str:
     return text.decode()
 
 
-def cubin(session: "Session", bytecode: bytes, arch: str, out: Path | None) -> dict:
+def cubin(manager: BuildManager, bytecode: bytes, arch: str, out: Path | None) -> dict:
     """tileiras result for one architecture ({arch, ok, size, sha256, error}), cached."""
     from tileport.capture import compile_cubin
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-    r = compile_cubin(bytecode, arch, out, sass=False, cache=session.builds.cache)
+    r = compile_cubin(bytecode, arch, out, sass=False, cache=manager.cache)
     return {"arch": arch, "ok": r.ok, "size": r.size, "sha256": r.sha256, "error": r.error}
 
 

@@ -28,6 +28,8 @@ from tileport.cache import default_root, sha256
 from tileport.corpus import REPO
 from tileport.ops.spec import KERNELS_DIR
 
+from .builds import BuildManager
+from .evidence import EvidenceStore, record
 from .target import Target, primary_op
 from .verdicts import Stage, Verdict
 
@@ -91,14 +93,11 @@ class Session:
     """State shared by every kernel of a run: builds, capture caches, GPU evidence, locks."""
 
     def __init__(self, options: Options, targets: list[Target]):
-        from .builds import BuildManager
-        from .evidence import EvidenceStore
         self.options = options
         self.targets = targets
-        self.builds = BuildManager(self)
+        self.builds = BuildManager(options.cache(), options.profile, targets)
         self.evidence = EvidenceStore.load(options.gpu_results)
         self.lock = threading.Lock()
-        self.export_lock = threading.Lock()  # cuTile Python's export is not known to be thread-safe
         self._gpu: tuple[bool, str] | None = None
         self._toolchain: dict[str, object] | None = None
         self._native_ops: set[str] = set()
@@ -113,7 +112,6 @@ class Session:
         ok, _ = self.gpu()
         if not ok or not ctx.target.library or not build.get("shared_repo_crate"):
             return None
-        from .evidence import EvidenceStore, record
         with self.lock:
             todo = [op for op in ops if op not in self._native_ops]
             if todo:
@@ -138,8 +136,8 @@ class Session:
         """name -> toolchain Component (tileport doctor's checks), computed once per run."""
         with self.lock:
             if self._toolchain is None:
-                from tileport import toolchain
-                self._toolchain = {c.name: c for c in toolchain.check_all()}
+                from tileport import doctor
+                self._toolchain = {c.name: c for c in doctor.check_all()}
             return self._toolchain
 
     def missing_tools(self, prefixes: tuple[str, ...]) -> list[str]:

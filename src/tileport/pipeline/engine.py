@@ -86,7 +86,7 @@ def inputs_hash(ctx: KernelContext) -> str:
         parts += [_cuda_tile_version()]
     elif s == Stage.B:
         parts += [_sig(ctx.latest("A")), translator_fingerprint(), o.archs, o.profile,
-                  _code_hash(("tileir", "capture.py", "runtime"))]
+                  _code_hash(("tileir", "capture", "runtime"))]
         if ctx.attempt == 1:
             parts.append(o.planted[t.kernel].name if t.kernel in o.planted else None)
         else:

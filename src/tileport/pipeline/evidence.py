@@ -27,7 +27,6 @@ import ast
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,15 +38,13 @@ from tileport.atomic import write_text_atomic
 from tileport.cache import sha256
 from tileport.corpus import REPO
 from tileport.gpu.bench import geomean
-from tileport.proc import ToolTimeout
-from tileport.proc import run as run_tool
+from tileport.gpu.provenance import EVIDENCE_KIND, current_commit, git
 
 
 THRESHOLD = 1.05  # E: DONE when geomean t(cutile-rs) / t(faster reference) <= THRESHOLD
 REFERENCE_BACKENDS = ("cutile", "torch", "triton")  # triton: the source of a Triton port (its only reference)
 HOST_FILES = ("src/tileport/ops/api.py", "src/tileport/ops/backends.py", "src/tileport/runtime/abi.py",
               "src/tileport/runtime/tensors.py")
-EVIDENCE_KIND = "tileport-gpu-evidence"
 
 
 # ------------------------------------------------------------------------------------ fingerprints
@@ -100,22 +97,15 @@ def worktree_reader(crate_dir: Path | None = None) -> Reader:
     return read
 
 
-def _git(*args: str) -> subprocess.CompletedProcess | None:
-    try:
-        return run_tool(["git", "-C", str(REPO), *args], 60)
-    except (OSError, ToolTimeout):
-        return None
-
-
 @lru_cache(maxsize=64)
 def commit_exists(commit: str) -> bool:
-    proc = _git("cat-file", "-e", f"{commit}^{{commit}}")
+    proc = git("cat-file", "-e", f"{commit}^{{commit}}")
     return bool(proc and proc.returncode == 0)
 
 
 @lru_cache(maxsize=4096)
 def _git_show(commit: str, rel: str) -> str | None:
-    proc = _git("show", f"{commit}:{rel}")
+    proc = git("show", f"{commit}:{rel}")
     return proc.stdout if proc and proc.returncode == 0 else None
 
 
@@ -127,7 +117,7 @@ def _component_hash(rel: str, text: str | None) -> str | None:
     if text is None:
         return None
     if rel.endswith("Cargo.toml"):
-        from .builds import cargo_dependencies
+        from tileport.runtime.library import cargo_dependencies
         text = cargo_dependencies(text)
     return sha256(text)[:16]
 
@@ -413,16 +403,6 @@ def _device_defaults() -> None:
         f = REPO / ".device" / "COMMIT"
         if f.is_file():
             os.environ["TILEPORT_COMMIT"] = f.read_text().strip()
-
-
-def current_commit() -> tuple[str | None, bool | None]:
-    commit = os.environ.get("TILEPORT_COMMIT")
-    proc = _git("rev-parse", "HEAD")
-    if not commit and proc and proc.returncode == 0:
-        commit = proc.stdout.strip()
-    st = _git("status", "--porcelain", "--", "rust", "src")
-    dirty = bool(st.stdout.strip()) if st and st.returncode == 0 else None
-    return commit or None, dirty
 
 
 BENCH_COLUMNS = ("cutile", "cutile-rs", "torch")  # what E grades: the port, its source and PyTorch

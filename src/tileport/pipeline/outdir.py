@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from tileport import __version__
+from tileport.version import __version__
 from tileport.atomic import write_text_atomic
 
 MANIFEST = ".tileport-port.json"

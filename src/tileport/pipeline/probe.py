@@ -33,7 +33,7 @@ from pathlib import Path
 from tileport.diagnostics import Diagnostic
 from tileport.frontends.cutile.lowerer import KernelConfig, ScannedModule, _ct_call_name, index_arrays, loc_of
 from tileport.model.ir import Param
-from tileport.ops.dtypes import TORCH_DTYPES
+from tileport.dtypes import TORCH_DTYPES
 from tileport.ops.spec import Capture
 
 SYNTHESIZED = "probe (synthesized)"  # the config source of a probe: never a real launch

@@ -3,7 +3,7 @@
 Reads the cuTile Python file with the translator's frontend (`ast` only: the user module is never
 imported or executed) and writes `A/analysis.json` plus the reference Tile IR of every configuration
 (`A/reference/<config>.tileirbc` and its `tileirdisasm` text), exported by cuTile Python on the CPU
-from a module rebuilt from the file's AST (`tileport.capture_source`): nothing of the file runs.
+from a module rebuilt from the file's AST (`tileport.capture.source`): nothing of the file runs.
 
 - Structural variants are the entries the translator specializes (e.g. `matmul_kernel_use_tf321`
   and `..._use_tf320` for the two values of a `ct.Constant[bool]` that changes the program).
@@ -30,7 +30,7 @@ from pathlib import Path
 from tileport.capture import CaptureError
 from tileport.diagnostics import Diagnostic
 from tileport.frontends.cutile import KernelConfig, classify_params, scan_module
-from tileport.ops.dtypes import TORCH_DTYPES
+from tileport.dtypes import TORCH_DTYPES
 
 from . import probe
 from .probe import SYNTHESIZED
@@ -147,8 +147,8 @@ def run(ctx: KernelContext) -> Verdict:
     for c in captures:
         s = slug(c.label)
         try:
-            data = builds.reference_bytecode(ctx.session, t.path, source, c)
-            text = builds.disassemble(ctx.session, data)
+            data = builds.reference_bytecode(ctx.session.builds, t.path, source, c)
+            text = builds.disassemble(ctx.session.builds, data)
         except CaptureError as e:
             return _fail(ctx, "FAIL_FIXABLE", f"cuTile Python cannot compile configuration {c.label}: {e}")
         write_bytes_atomic(ref_dir / f"{s}.tileirbc", data)

@@ -59,7 +59,7 @@ def capture_and_diff(ctx: KernelContext, d: Path, build, arts: dict,
     for c in analysis["configurations"]:
         cap = capture_of(c, t.kernel)
         try:
-            gen_text, gen_bc = builds.generated_bytecode(ctx.session, build, cap, module=t.module)
+            gen_text, gen_bc = builds.generated_bytecode(ctx.session.builds, build, cap, module=t.module)
         except (CaptureError, TileportError) as e:
             return verdict("FAIL_COMPILE", f"the cutile compiler cannot compile {c['label']}: {e}", artifacts=arts)
         write_text_atomic(gen_dir / f"{c['slug']}.tileir", gen_text)
@@ -86,13 +86,13 @@ def compile_variants(ctx: KernelContext, analysis: dict, gen_dir: Path, cubin_di
         if conf is not None:
             gen_bc = (gen_dir / f"{conf['slug']}.tileirbc").read_bytes()
             for arch in ctx.options.archs:
-                res = builds.cubin(ctx.session, gen_bc, arch, cubin_dir / f"{v['entry']}.{arch}.cubin")
+                res = builds.cubin(ctx.session.builds, gen_bc, arch, cubin_dir / f"{v['entry']}.{arch}.cubin")
                 rec["cubins"][arch] = res["ok"]
                 if not res["ok"] and not has_reference:
                     cubin_fail.append(f"{v['entry']} {arch}: {res['error'][:500]}")
                 elif not res["ok"]:
                     ref_bc = (ctx.kernel_dir / conf["reference_bytecode"]).read_bytes()
-                    ref = builds.cubin(ctx.session, ref_bc, arch, None)
+                    ref = builds.cubin(ctx.session.builds, ref_bc, arch, None)
                     if ref["ok"]:
                         cubin_fail.append(f"{v['entry']} {arch}: {res['error'][:500]}")
                     else:
@@ -143,7 +143,7 @@ def own_ir_checks(ctx: KernelContext, analysis: dict, build, d: Path, verdict, a
         p.mkdir()
     for c in analysis["configurations"]:
         try:
-            gen_text, gen_bc = builds.generated_bytecode(ctx.session, build, capture_of(c, t.kernel), module=t.module)
+            gen_text, gen_bc = builds.generated_bytecode(ctx.session.builds, build, capture_of(c, t.kernel), module=t.module)
         except (CaptureError, TileportError) as e:
             return verdict("FAIL_COMPILE", f"the cutile compiler cannot compile {c['label']}: {e}", artifacts=arts)
         write_text_atomic(gen_dir / f"{c['slug']}.tileir", gen_text)

@@ -8,7 +8,7 @@ from typing import Any
 
 from tileport.config import ConfigError, load_config
 from tileport.frontends.cutile import KernelConfig, classify_params, scan_module
-from tileport.ops.dtypes import TORCH_DTYPES
+from tileport.dtypes import TORCH_DTYPES
 from tileport.ops.spec import KERNELS_DIR, Capture
 
 from .probe import SYNTHESIZED

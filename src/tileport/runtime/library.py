@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import shutil
 import threading
 from dataclasses import dataclass
@@ -71,6 +72,12 @@ def cargo_build(crate_dir: Path, profile: str = "release",
         return None, log, "cargo build failed: " + ("; ".join(errors[:5]) or f"exit {returncode}")
     name = json.loads((crate_dir / "kernels.json").read_text())["crate"].replace("-", "_")  # cargo's lib name
     return cargo_target_dir() / ("release" if profile == "release" else "debug") / f"lib{name}.so", log, ""
+
+
+def cargo_dependencies(cargo_toml: str) -> str:
+    """The [dependencies] section of a Cargo.toml (what a crate's build depends on besides its sources)."""
+    m = re.search(r"^\[dependencies\]\n(.*?)(?=^\[|\Z)", cargo_toml, re.S | re.M)
+    return "\n".join(line for line in (m.group(1) if m else "").splitlines() if line and not line.startswith("#"))
 
 
 def _run_reporting(cmd: list[str], env: dict[str, str],

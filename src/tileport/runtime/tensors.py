@@ -19,7 +19,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-from tileport.ops import dtypes
+from tileport import dtypes
 from tileport.runtime.abi import (DTYPE_CODES, MAX_DIMS, AliasingError, DTypeError, LayoutError, MisalignedError,
                                   RankError, TensorDesc, WrongDeviceError)
 

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport import __version__
+from tileport.version import __version__
 from tileport.diagnostics import Diagnostic
 from tileport.emit.rust import lowering as L
 from tileport.emit.rust.ffi import (KernelGroup, emit_launcher, pinned_codes, pinned_kind, signature,

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from tileport.frontends.base import KernelConfig, Translation
 from tileport.frontends.cutile.lowerer import (CT_MODULE, ScannedModule, classify_params, loc_of, scan_module,
@@ -32,6 +32,7 @@ class CuTileFrontend:
     # fuse_fma and order_memory reproduce what cuTile Python's compiler does (its fma contraction and its
     # memory-token order), so that the port's Tile IR matches the reference op for op.
     passes = (lower_pointers, expand_int_division, fuse_fma, hoist_invariants, order_memory)
+    reference_compiler = "cuda.tile"  # its own export, on the CPU
 
     def accepts(self, path: str, tree: ast.Module) -> bool:
         for node in ast.walk(tree):
@@ -45,10 +46,6 @@ class CuTileFrontend:
     def parse(self, path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
               naming: Naming) -> Translation:
         return translate_file(path, configs, only, naming)
-
-    def reference_bytecode(self, path: str, capture: Any) -> bytes | None:
-        from tileport.capture import reference_bytecode  # cuda.tile's own export, on the CPU
-        return reference_bytecode(path, capture)
 
 
 FRONTEND = CuTileFrontend()

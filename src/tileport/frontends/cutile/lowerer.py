@@ -31,7 +31,7 @@ from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kern
                                Param, Ref, Return, While, sym_names, walk)
 from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
-from tileport.ops.dtypes import TORCH_DTYPES
+from tileport.dtypes import TORCH_DTYPES
 from tileport.runtime.abi import DTYPE_CODES
 
 CT_MODULE = "cuda.tile"
@@ -123,7 +123,7 @@ def scan_module(path: str, source: str | None = None) -> ScannedModule:
                 file = target / "__init__.py" if target.is_dir() else target.with_suffix(".py")
                 sm.imports.update({a.asname or a.name: (file, a.name) for a in node.names if a.name != "*"})
         elif isinstance(node, ast.FunctionDef):
-            if any(_is_ct_attr(sm, d, "kernel") for d in node.decorator_list):
+            if any(is_ct_attr(sm, d, "kernel") for d in node.decorator_list):
                 sm.kernels[node.name] = node
             else:
                 sm.helpers[node.name] = node
@@ -161,7 +161,7 @@ def helper_def(sm: ScannedModule, name: str, depth: int = 0) -> tuple[ScannedMod
 def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
     """Kernels a function builds (`def make(n): @ct.kernel def k(..): ..; return k`), with its closure."""
     nested = [n for n in ast.walk(factory) if isinstance(n, ast.FunctionDef) and n is not factory
-              and any(_is_ct_attr(sm, d, "kernel") for d in n.decorator_list)]
+              and any(is_ct_attr(sm, d, "kernel") for d in n.decorator_list)]
     if not nested:
         return
     a = factory.args
@@ -174,7 +174,7 @@ def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
         names = [t.id for t in getattr(st, "targets", [getattr(st, "target", None)]) if isinstance(t, ast.Name)]
         if isinstance(st, (ast.Assign, ast.AnnAssign)) and len(names) == 1 and st.value is not None:
             try:
-                constants[names[0]] = scoped.constants[names[0]] = _eval_const(scoped, st.value)
+                constants[names[0]] = scoped.constants[names[0]] = eval_const(scoped, st.value)
                 runtime.discard(names[0])
                 continue
             except (ValueError, TypeError, ZeroDivisionError, KeyError, RecursionError):
@@ -208,14 +208,14 @@ def _factory_arguments(sm: ScannedModule, factory: ast.FunctionDef) -> dict[str,
         for p in params:
             node = given.get(p, defaults.get(p))
             try:
-                value = _eval_const(sm, node) if node is not None else None
+                value = eval_const(sm, node) if node is not None else None
             except (ValueError, TypeError, ZeroDivisionError, KeyError, RecursionError):
                 value = None
             seen[p].add((type(value), value))
     return {p: next(iter(v))[1] for p, v in seen.items() if len(v) == 1 and next(iter(v))[1] is not None}
 
 
-def _is_ct_attr(sm: ScannedModule, node: ast.AST, attr: str) -> bool:
+def is_ct_attr(sm: ScannedModule, node: ast.AST, attr: str) -> bool:
     if isinstance(node, ast.Call):
         node = node.func
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
@@ -235,7 +235,7 @@ def _scan_assign(sm: ScannedModule, node: ast.Assign | ast.AnnAssign) -> None:
     sm.constants.pop(name, None)
     sm.bad_constants.pop(name, None)
     try:
-        sm.constants[name] = _eval_const(sm, value)
+        sm.constants[name] = eval_const(sm, value)
     except NotConstant:
         sm.aliases[name] = value  # evaluated (as kernel code would be) where a kernel uses the name
     except ConstFoldError as e:  # a constant expression that does not fold: a kernel that uses it gets this
@@ -258,7 +258,7 @@ def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
         return None
     if isinstance(node, ast.Name) and node.id in sm.const_aliases:
         return sm.const_aliases[node.id]
-    if isinstance(node, ast.Subscript) and _is_ct_attr(sm, node.value, "Constant"):
+    if isinstance(node, ast.Subscript) and is_ct_attr(sm, node.value, "Constant"):
         inner = node.slice
         if isinstance(inner, ast.Name) and inner.id in ("int", "bool", "float"):
             return inner.id
@@ -266,23 +266,23 @@ def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
     return None
 
 
-def _eval_const(sm: ScannedModule, node: ast.AST) -> Any:
+def eval_const(sm: ScannedModule, node: ast.AST) -> Any:
     """Evaluate a module-level constant expression without executing user code."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
         return checked(node.value, ConstFoldError(f"{node.value} exceeds {MAX_FOLD_BITS} bits", node))
     if isinstance(node, ast.Name) and node.id in sm.constants:
         return sm.constants[node.id]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _located(node, fold, "*", -1 if isinstance(node.op, ast.USub) else 1, _eval_const(sm, node.operand))
+        return _located(node, fold, "*", -1 if isinstance(node.op, ast.USub) else 1, eval_const(sm, node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in BINOPS:
-        left, right = _eval_const(sm, node.left), _eval_const(sm, node.right)
+        left, right = eval_const(sm, node.left), eval_const(sm, node.right)
         return _located(node, fold, BINOPS[type(node.op)], left, right)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in sm.math_names:
         if node.attr in MATH and not callable(MATH[node.attr]):
             return MATH[node.attr]
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords
             and isinstance(node.func.value, ast.Name) and node.func.value.id in sm.math_names):
-        return _located(node, call_math, node.func.attr, [_eval_const(sm, a) for a in node.args])
+        return _located(node, call_math, node.func.attr, [eval_const(sm, a) for a in node.args])
     raise NotConstant("not a compile-time constant (numbers, + - * / // % ** and math.* only)", node)
 
 
@@ -639,7 +639,7 @@ class KernelLowerer:
         self.b.push()  # a scratch block: an option that is not a constant is refused, whatever it emits
         try:
             for d in self.fn.decorator_list:
-                if isinstance(d, ast.Call) and _is_ct_attr(self.sm, d, "kernel"):
+                if isinstance(d, ast.Call) and is_ct_attr(self.sm, d, "kernel"):
                     for kw in d.keywords:
                         if kw.arg not in KERNEL_OPTIONS:
                             raise self.fail(kw, f"kernel option `{kw.arg}` is not supported", "ct.kernel")

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from tileport.frontends.base import KernelConfig, Translation
 from tileport.frontends.triton.frontend import is_triton_source, translate_file
@@ -25,6 +25,7 @@ class TritonFrontend:
     # The same passes as cuTile's: the tokens pass also orders the memory accesses of in-place kernels
     # (a load and a later store of one array), which a Triton kernel relies on as much as a cuTile one.
     passes = (lower_pointers, expand_int_division, fuse_fma, hoist_invariants, order_memory)
+    reference_compiler = None  # no Tile IR compiler: the port is proven against the Triton kernel on a GPU
 
     def accepts(self, path: str, tree: ast.Module) -> bool:
         imports_triton = any(
@@ -36,9 +37,6 @@ class TritonFrontend:
     def parse(self, path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
               naming: Naming) -> Translation:
         return translate_file(path, configs, only, naming=naming)
-
-    def reference_bytecode(self, path: str, capture: Any) -> bytes | None:
-        return None  # Triton has no Tile IR compiler: the port is proven against the Triton kernel on a GPU
 
 
 FRONTEND = TritonFrontend()

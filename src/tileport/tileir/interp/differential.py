@@ -27,9 +27,21 @@ import numpy as np
 
 from ..model import Module, walk
 from ..reader import read_module
-from .corpus import Problem
 from .errors import InterpError, UnsupportedOp
-from .executor import run_kernel
+from .executor import Argument, run_kernel
+
+
+@dataclass
+class Problem:
+    """One run of a kernel: arguments in the kernel's parameter order, the grid, the outputs."""
+    kernel: str
+    args: list[tuple[str, Argument]]
+    grid: tuple[int, int, int]
+    outputs: list[str]
+    exact: bool = False
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    reference: dict[str, np.ndarray] = field(default_factory=dict)  # NumPy results, float64
 
 
 # (rtol, atol) of port vs reference per output dtype; integer outputs compare exactly.

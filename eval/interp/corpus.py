@@ -1,0 +1,571 @@
+"""Small problems for the corpus kernels: the arguments, grid and outputs of one run per capture.
+
+A capture fixes the kernel's dtypes and constants (its tile sizes); the problem picks small array
+shapes around them (a few tile blocks, a ragged edge in every tiled dimension) so that the
+interpreter runs each kernel in a fraction of a second. Float inputs are standard normal draws
+rounded to the array's dtype; outputs start as NaN, so an element a kernel never writes is visible.
+Where the math is short, a NumPy reference (computed in float64) comes with the problem.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from tileport.ops.spec import KERNELS_DIR, Capture
+from tileport.tileir.interp.differential import Problem
+from tileport.tileir.interp.executor import Array, Scalar
+from tileport.tileir.interp.values import to_elem
+from tileport.tileir.types import ScalarType
+
+DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
+          "float64": "f64"}
+# Kernels whose outputs are a copy or one correctly rounded op of their inputs: compared exactly.
+EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel"})
+
+
+def kernel_parameters(kernel_file: Path, kernel: str) -> list[str]:
+    """Parameter names of a kernel, read from its file with `ast` (the file is not executed)."""
+    tree = ast.parse(kernel_file.read_text(), str(kernel_file))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == kernel:
+            return [a.arg for a in node.args.args]
+    raise LookupError(f"{kernel_file} has no function {kernel}")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class _Builder:
+    """Arrays for one capture: inputs drawn from `rng`, outputs filled with NaN."""
+
+    def __init__(self, capture: Capture, seed: int):
+        self.capture = capture
+        self.rng = np.random.default_rng(seed)
+        self.arrays: dict[str, Array] = {}
+
+    def elem(self, name: str) -> str:
+        return DTYPES[self.capture.arrays[name][0]]
+
+    def input(self, name: str, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
+        elem = self.elem(name)
+        data = to_elem(self.rng.standard_normal(shape) * scale, ScalarType(elem))
+        self.arrays[name] = Array(data, elem)
+        return data.astype(np.float64)
+
+    def output(self, name: str, shape: tuple[int, ...]) -> None:
+        elem = self.elem(name)
+        self.arrays[name] = Array(to_elem(np.full(shape, np.nan), ScalarType(elem)), elem)
+
+
+def _elementwise(inputs: dict[str, float], output: str, fn: Callable) -> Callable:
+    """`inputs`: parameter -> scale of its random data (as in the op spec)."""
+    def build(b: _Builder, c: dict) -> tuple:
+        n = 2 * c["TILE"] + 452  # three blocks, the last one ragged
+        xs = [b.input(name, (n,), scale) for name, scale in inputs.items()]
+        b.output(output, (n,))
+        return (_cdiv(n, c["TILE"]), 1, 1), [output], {output: fn(*xs)}
+    return build
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _softmax_problem(cols: Callable[[dict], int]) -> Callable:
+    def build(b: _Builder, c: dict) -> tuple:
+        m, n = 5, cols(c)
+        x = b.input("x", (m, n), 4.0)
+        b.output("y", (m, n))
+        return (2, 1, 1), ["y"], {"y": _softmax(x)}
+    return build
+
+
+def _softmax_row_partials(x: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per (row, column tile): the tile's max and sum(exp(x - max)) (softmax split pass 1)."""
+    splits = _cdiv(x.shape[1], tile)
+    pad = np.full((x.shape[0], splits * tile), -np.inf)
+    pad[:, :x.shape[1]] = x
+    tiles = pad.reshape(x.shape[0], splits, tile)
+    tile_max = tiles.max(axis=2)
+    return tile_max, np.exp(tiles - tile_max[..., None]).sum(axis=2)
+
+
+def _softmax_split(write: bool) -> Callable:
+    """3 rows of two full column tiles and a ragged one: the stats pass (partials out) or the write
+    pass (f32 partials of the same rows in, y out)."""
+    def build(b: _Builder, c: dict) -> tuple:
+        m, n = 3, 2 * c["TILE"] + 904
+        x = b.input("x", (m, n), 4.0)
+        tile_max, tile_sum = _softmax_row_partials(x, c["TILE"])
+        grid = (tile_max.shape[1], m, 1)
+        if not write:
+            b.output("part_max", tile_max.shape)
+            b.output("part_sum", tile_sum.shape)
+            return grid, ["part_max", "part_sum"], {"part_max": tile_max, "part_sum": tile_sum}
+        b.arrays["part_max"] = Array(tile_max.astype(np.float32), "f32")
+        b.arrays["part_sum"] = Array(tile_sum.astype(np.float32), "f32")
+        b.output("y", (m, n))
+        return grid, ["y"], {"y": _softmax(x)}
+    return build
+
+
+def _silu_and_mul(b: _Builder, c: dict) -> tuple:
+    m, n = 3, c["BLOCK_N"] + 476
+    x = b.input("x", (2 * m, n))  # the free [2M, N] view of the [M, 2N] input
+    b.output("y", (m, n))
+    return (_cdiv(n, c["BLOCK_N"]), _cdiv(m, c["BLOCK_M"]), 1), ["y"], \
+        {"y": _silu(x[0::2]) * x[1::2]}
+
+
+def _rms_norm(m: int, n: int) -> Callable:
+    def build(b: _Builder, c: dict) -> tuple:
+        x, w = b.input("x", (m, n)), b.input("w", (n,))
+        b.output("y", (m, n))
+        b.arrays["eps"] = Scalar(1e-6, "f32")
+        y = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w
+        return (2, 1, 1), ["y"], {"y": y}
+    return build
+
+
+def _layer_norm(m: int, n: int) -> Callable:
+    def build(b: _Builder, c: dict) -> tuple:
+        x, w, bias = b.input("x", (m, n)), b.input("w", (n,)), b.input("b", (n,))
+        for name, shape in (("y", (m, n)), ("mean", (m,)), ("rstd", (m,))):
+            b.output(name, shape)
+        b.arrays["eps"] = Scalar(1e-5, "f32")
+        mean = x.mean(axis=1)
+        rstd = 1 / np.sqrt(x.var(axis=1) + 1e-5)
+        y = (x - mean[:, None]) * rstd[:, None] * w + bias
+        return (2, 1, 1), ["y", "mean", "rstd"], {"y": y, "mean": mean, "rstd": rstd}
+    return build
+
+
+def _rope(b: _Builder, c: dict) -> tuple:
+    batch, seq, heads, half = 2, 3, c["BLOCK_H"] + 8, c["HALF_TILE"] - 16
+    x = b.input("x", (batch, seq, heads, 2, half))
+    cos, sin = b.input("cos", (seq, half)), b.input("sin", (seq, half))
+    b.output("y", x.shape)
+    cc, ss = cos[None, :, None, :], sin[None, :, None, :]
+    x1, x2 = x[:, :, :, 0], x[:, :, :, 1]
+    y = np.stack([x1 * cc - x2 * ss, x2 * cc + x1 * ss], axis=3)
+    grid = (_cdiv(seq, c["BLOCK_S"]), _cdiv(heads, c["BLOCK_H"]), batch)
+    return grid, ["y"], {"y": y}
+
+
+def _rope_rows(b: _Builder, c: dict) -> tuple:
+    """_rope's problem on the [B * S, H, 2, D/2] view (S a multiple of BLOCK_S, as the plan needs)."""
+    batch, seq, heads, half = 2, 3 * c["BLOCK_S"], c["BLOCK_H"] + 8, c["HALF_TILE"] - 16
+    x = b.input("x", (batch * seq, heads, 2, half))
+    cos, sin = b.input("cos", (seq, half)), b.input("sin", (seq, half))
+    b.output("y", x.shape)
+    cc, ss = np.tile(cos, (batch, 1))[:, None, :], np.tile(sin, (batch, 1))[:, None, :]
+    x1, x2 = x[:, :, 0], x[:, :, 1]
+    y = np.stack([x1 * cc - x2 * ss, x2 * cc + x1 * ss], axis=2)
+    return (_cdiv(batch * seq, c["BLOCK_S"]), _cdiv(heads, c["BLOCK_H"]), 1), ["y"], {"y": y}
+
+
+def _rope_rows_persistent(b: _Builder, c: dict) -> tuple:
+    """_rope_rows with 2 blocks along the rows: each loops over 3 of the 6 row blocks."""
+    (_, head_blocks, _), outputs, reference = _rope_rows(b, c)
+    return (2, head_blocks, 1), outputs, reference
+
+
+def _matmul(b: _Builder, c: dict) -> tuple:
+    m, n, k = c["TILE_M"] + 44, c["TILE_N"] + 4, c["TILE_K"] + 36
+    a, bb = b.input("a", (m, k), 0.3), b.input("b", (k, n), 0.3)
+    b.output("c", (m, n))
+    return (3, 1, 1), ["c"], {"c": a @ bb}
+
+
+def _bmm(b: _Builder, c: dict) -> tuple:
+    batch, m, n, k = 2, c["TILE_M"] + 4, 100, c["TILE_K"] + 6
+    a, bb = b.input("a", (batch, m, k), 0.3), b.input("b", (batch, k, n), 0.3)
+    b.output("c", (batch, m, n))
+    return (3, 1, 1), ["c"], {"c": a @ bb}
+
+
+def _matmul_splitk(b: _Builder, c: dict) -> tuple:
+    m, n, k_tiles, per_split = c["TILE_M"] + 72, c["TILE_N"] + 22, 5, 2
+    k = k_tiles * c["TILE_K"] - 20
+    splits = _cdiv(k_tiles, per_split)
+    a, bb = b.input("a", (m, k), 0.3), b.input("b", (k, n), 0.3)
+    b.output("ws", (splits, m, n))
+    b.arrays["k_tiles_per_split"] = Scalar(per_split, "i32")
+    tiles = _cdiv(m, c["TILE_M"]) * _cdiv(n, c["TILE_N"])
+    parts = [a[:, s * per_split * c["TILE_K"]:(s + 1) * per_split * c["TILE_K"]]
+             @ bb[s * per_split * c["TILE_K"]:(s + 1) * per_split * c["TILE_K"]] for s in range(splits)]
+    return (tiles, splits, 1), ["ws"], {"ws": np.stack(parts)}
+
+
+def _splitk_reduce(b: _Builder, c: dict) -> tuple:
+    splits, m, n = 3, c["TILE_M"] + 36, c["TILE_N"] + 22
+    ws = b.input("ws", (splits, m, n))
+    b.output("c", (m, n))
+    return (_cdiv(m, c["TILE_M"]), _cdiv(n, c["TILE_N"]), 1), ["c"], {"c": ws.sum(axis=0)}
+
+
+def _attention_reference(q, k, v, lens, causal=False, window=0, sinks=None, softcap=0.0):
+    """float64 attention per (batch, query head) over the first lens[b] keys; padded query rows
+    give 0 and lse -inf. q [B, Hq, Sq, D], k/v [B, Hkv, Sk, D]; queries sit at the end of the keys
+    (query i is key position i + Sk_b - Sq_b when lens are (q lens, k lens) pairs)."""
+    batch, hq, sq, d = q.shape
+    group = hq // k.shape[1]
+    o = np.zeros(q.shape)
+    lse = np.full((batch, hq, sq), -np.inf)
+    for b in range(batch):
+        n_q, n_k = lens[b]
+        qpos = np.arange(n_q)[:, None] + (n_k - n_q)
+        kpos = np.arange(n_k)[None, :]
+        keep = np.ones((n_q, n_k), bool)
+        if causal:
+            keep &= kpos <= qpos
+        if window:
+            keep &= qpos - kpos < window
+        for h in range(hq):
+            s = q[b, h, :n_q] @ k[b, h // group, :n_k].T / math.sqrt(d)
+            if softcap:
+                s = softcap * np.tanh(s / softcap)
+            s = np.where(keep, s, -np.inf)
+            m = s.max(axis=1, keepdims=True)
+            if sinks is not None:
+                m = np.maximum(m, sinks[h])
+            e = np.exp(s - m)
+            den = e.sum(axis=1, keepdims=True) + (np.exp(sinks[h] - m) if sinks is not None else 0)
+            o[b, h, :n_q] = e @ v[b, h // group, :n_k] / den
+            lse[b, h, :n_q] = (m + np.log(den))[:, 0]
+    return o, lse
+
+
+def _fmha_fwd(b: _Builder, c: dict) -> tuple:
+    """Two ragged sequences (a full one of BLOCK_M + BLOCK_N / 2 + 13 positions, a shorter one
+    ending inside a key tile), 2 kv heads with 2 query heads each; a window shorter than a key
+    tile when sliding (rows whose first key tile holds none of their window)."""
+    batch, hkv, group, d = 2, 2, 2, c["HEAD_DIM"]
+    s = c["BLOCK_M"] + c["BLOCK_N"] // 2 + 13
+    lens = [s, c["BLOCK_N"] + 7]
+    window = c["BLOCK_N"] // 2 + 3 if c["SLIDING"] else 0
+    cap = 5.0 if c["SOFTCAP"] else 0.0
+    q = b.input("q", (batch, hkv * group, s, d))
+    k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
+    sinks = b.input("sinks", (hkv * group,))
+    b.arrays["seq_lens"] = Array(np.array(lens, np.int32), "i32")
+    for name, shape in (("o", q.shape), ("lse", (batch, hkv * group, s))):
+        b.output(name, shape)
+    scale = 1 / math.sqrt(d)
+    # log2(e) is folded into qk_scale, or into the cap the kernel multiplies the tanh with
+    b.arrays["qk_scale"] = Scalar(scale / cap if cap else scale * math.log2(math.e), "f32")
+    b.arrays["softcap"] = Scalar(cap, "f32")
+    b.arrays["window"] = Scalar(window, "i32")
+    o, lse = _attention_reference(q, k, v, [(n, n) for n in lens], c["CAUSAL"], window,
+                                  sinks if c["HAS_SINKS"] else None, cap)
+    return (_cdiv(s, c["BLOCK_M"]), batch * hkv * group, 1), ["o", "lse"], {"o": o, "lse": lse}
+
+
+def _flash_decode_partial(b: _Builder, c: dict) -> tuple:
+    """3 sequences (one a key tile + 5 long, one 1 long, one ending inside a tile), 2 kv heads
+    with 4 query heads each, 3 splits of 2 key tiles: the short ones leave empty splits (FINAL:
+    one split over every tile, its lse in natural-log units). PAGED stores the cache as shuffled
+    pages of one key tile."""
+    batch, hkv, group, d, bn = 3, 2, 4, c["HEAD_DIM"], c["BLOCK_N"]
+    per_split, splits = 2, 3
+    s = splits * per_split * bn - bn // 2
+    if c.get("FINAL"):
+        per_split, splits = _cdiv(s, bn), 1
+    lens = [bn + 5, 1, s]
+    window = bn // 2 + 3 if c["SLIDING"] else 0
+    cap = 5.0 if c["SOFTCAP"] else 0.0
+    q = b.input("q", (batch, hkv, group, d))
+    k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
+    sinks = b.input("sinks", (hkv * group,))
+    if c["PAGED"]:
+        pages = _cdiv(s, bn)
+        order = b.rng.permutation(batch * pages)  # page of (sequence, tile) t is order[t]
+        pool = lambda x: _to_pages(x, order, bn)  # noqa: E731
+        for name, x in (("k", k), ("v", v)):
+            b.arrays[name] = Array(to_elem(pool(x), ScalarType(b.elem(name))), b.elem(name))
+        b.arrays["block_table"] = Array(order.reshape(batch, pages).astype(np.int32), "i32")
+    else:
+        b.arrays["block_table"] = Array(np.zeros((1, 1), np.int32), "i32")
+    b.arrays["kv_lens"] = Array(np.array(lens, np.int32), "i32")
+    b.output("o_part", (batch, hkv, group, splits, d))
+    b.output("lse_part", (batch, hkv, group, splits))
+    scale = 1 / math.sqrt(d)
+    b.arrays["qk_scale"] = Scalar(scale / cap if cap else scale * math.log2(math.e), "f32")
+    b.arrays["softcap"] = Scalar(cap, "f32")
+    b.arrays["window"] = Scalar(window, "i32")
+    b.arrays["tiles_per_split"] = Scalar(per_split, "i32")
+    o, lse = _split_partials(q, k, v, lens, per_split * bn, splits, window,
+                             sinks if c["HAS_SINKS"] else None, cap)
+    if c.get("FINAL"):
+        lse = lse * math.log(2)
+    return (splits, batch * hkv, 1), ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
+
+
+def _split_partials(q, k, v, lens, split_len, splits, window, sinks, cap):
+    """Each split's normalized output and lse in log2 units over its keys (sinks in split 0);
+    an empty split gives 0 and -inf. q [B, Hkv, G, D]."""
+    batch, hkv, group, d = q.shape
+    o = np.zeros((batch, hkv, group, splits, d))
+    lse = np.full((batch, hkv, group, splits), -np.inf)
+    for bi, n in enumerate(lens):
+        for sp in range(splits):
+            first = max(sp * split_len, n - window if window else 0)
+            keys = np.arange(first, min((sp + 1) * split_len, n))
+            for h in range(hkv):
+                for g in range(group):
+                    sc = k[bi, h, keys] @ q[bi, h, g] / math.sqrt(d)
+                    if cap:
+                        sc = cap * np.tanh(sc / cap)
+                    extra = [sinks[h * group + g]] if sinks is not None and sp == 0 else []
+                    if len(keys) + len(extra) == 0:
+                        continue
+                    m = max(sc.max(initial=-np.inf), *extra, -np.inf)
+                    e = np.exp(sc - m)
+                    den = e.sum() + sum(np.exp(x - m) for x in extra)
+                    o[bi, h, g, sp] = e @ v[bi, h, keys] / den
+                    lse[bi, h, g, sp] = (m + np.log(den)) / math.log(2)
+    return o, lse
+
+
+def _to_pages(x: np.ndarray, order: np.ndarray, page: int) -> np.ndarray:
+    """[B, H, S, D] -> a page pool [P, H, page, D] with (sequence b, tile t) at order[b * pages + t]."""
+    batch, heads, s, d = x.shape
+    pages = _cdiv(s, page)
+    padded = np.zeros((batch, heads, pages * page, d))
+    padded[:, :, :s] = x
+    tiles = padded.reshape(batch, heads, pages, page, d).transpose(0, 2, 1, 3, 4)
+    pool = np.zeros((batch * pages, heads, page, d))
+    pool[order] = tiles.reshape(batch * pages, heads, page, d)
+    return pool
+
+
+def _flash_decode_combine(b: _Builder, c: dict) -> tuple:
+    """Partials of 3 splits, one of them empty (lse -inf, output 0) for the first sequence."""
+    batch, hq, splits, d = 2, 3, 3, c["HEAD_DIM"]
+    part = b.input("o_part", (batch, hq, splits, d))
+    lse2 = b.input("lse_part", (batch, hq, splits), 2.0)
+    lse2[0, :, 1] = -np.inf
+    b.arrays["lse_part"] = Array(lse2.astype(np.float32), "f32")
+    b.output("o", (batch, hq, d))
+    b.output("lse", (batch, hq))
+    b.arrays["n_splits"] = Scalar(splits, "i32")
+    w = np.exp2(lse2 - lse2.max(axis=2, keepdims=True))
+    o = (w[..., None] * part).sum(axis=2) / w.sum(axis=2)[..., None]
+    lse = (np.log2(np.exp2(lse2).sum(axis=2))) * math.log(2)
+    return (batch, hq, 1), ["o", "lse"], {"o": o, "lse": lse}
+
+
+def _mla_decode_partial(b: _Builder, c: dict) -> tuple:
+    """2 sequences (one ending inside a key tile, one of 3 tiles) over 2 splits of 2 tiles,
+    HEAD_TILE + 3 heads (a ragged head block); the first sequence leaves split 1 empty."""
+    batch, heads, bn, lora, rope = 2, c["HEAD_TILE"] + 3, c["BLOCK_N"], c["LORA"], c["ROPE"]
+    per_split, splits = 2, 2
+    s = 3 * bn + 5
+    lens = [bn - 3, s]
+    qn, qp = b.input("q_nope", (batch, heads, lora), 0.1), b.input("q_pe", (batch, heads, rope))
+    ckv, kpe = b.input("ckv", (batch, s, lora)), b.input("kpe", (batch, s, rope))
+    b.arrays["kv_lens"] = Array(np.array(lens, np.int32), "i32")
+    b.output("o_part", (batch, heads, splits, lora))
+    b.output("lse_part", (batch, heads, splits))
+    scale = 1 / math.sqrt(lora // 4 + rope)
+    b.arrays["qk_scale"] = Scalar(scale * math.log2(math.e), "f32")
+    b.arrays["tiles_per_split"] = Scalar(per_split, "i32")
+    o = np.zeros((batch, heads, splits, lora))
+    lse = np.full((batch, heads, splits), -np.inf)
+    for bi, n in enumerate(lens):
+        for sp in range(splits):
+            keys = np.arange(sp * per_split * bn, min((sp + 1) * per_split * bn, n))
+            if not len(keys):
+                continue
+            sc = (qn[bi] @ ckv[bi, keys].T + qp[bi] @ kpe[bi, keys].T) * scale
+            m = sc.max(axis=1, keepdims=True)
+            e = np.exp(sc - m)
+            o[bi, :, sp] = e @ ckv[bi, keys] / e.sum(axis=1, keepdims=True)
+            lse[bi, :, sp] = (m[:, 0] + np.log(e.sum(axis=1))) / math.log(2)
+    grid = (splits, batch * _cdiv(heads, c["HEAD_TILE"]), 1)
+    return grid, ["o_part", "lse_part"], {"o_part": o, "lse_part": lse}
+
+def _mla_prefill(b: _Builder, c: dict) -> tuple:
+    """2 causal sequences (BLOCK_M + 13 positions, one ending inside a key tile), 3 heads."""
+    batch, heads, lora, rope = 2, 3, c["LORA"], c["ROPE"]
+    s = c["BLOCK_M"] + 13
+    lens = [s, c["BLOCK_N"] + 5]
+    qn, qp = b.input("q_nope", (batch, heads, s, lora), 0.1), b.input("q_pe", (batch, heads, s, rope))
+    ckv, kpe = b.input("ckv", (batch, s, lora)), b.input("kpe", (batch, s, rope))
+    b.arrays["seq_lens"] = Array(np.array(lens, np.int32), "i32")
+    b.output("o", qn.shape)
+    b.output("lse", (batch, heads, s))
+    scale = 1 / math.sqrt(lora // 4 + rope)
+    b.arrays["qk_scale"] = Scalar(scale * math.log2(math.e), "f32")
+    o, lse = np.zeros(qn.shape), np.full((batch, heads, s), -np.inf)
+    for bi, n in enumerate(lens):
+        sc = (qn[bi, :, :n] @ ckv[bi, :n].T + qp[bi, :, :n] @ kpe[bi, :n].T) * scale
+        sc = np.where(np.tril(np.ones((n, n), bool)), sc, -np.inf)
+        m = sc.max(axis=2, keepdims=True)
+        e = np.exp(sc - m)
+        o[bi, :, :n] = e @ ckv[bi, :n] / e.sum(axis=2, keepdims=True)
+        lse[bi, :, :n] = m[..., 0] + np.log(e.sum(axis=2))
+    return (_cdiv(s, c["BLOCK_M"]), batch * heads, 1), ["o", "lse"], {"o": o, "lse": lse}
+
+
+
+def _attention_grads(q, k, v, do, dlse, lens, causal):
+    """float64 gradients (dq, dk, dv) of o and lse, with lse and delta = rowsum(do * o) - dlse;
+    zero on padding rows. Shapes as _attention_reference's (Sq = Sk)."""
+    batch, hq, s, d = q.shape
+    group = hq // k.shape[1]
+    dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    lse, delta = np.full((batch, hq, s), -np.inf), np.zeros((batch, hq, s))
+    for b in range(batch):
+        n = lens[b]
+        keep = np.tril(np.ones((n, n), bool)) if causal else np.ones((n, n), bool)
+        for h in range(hq):
+            kh, vh = k[b, h // group, :n], v[b, h // group, :n]
+            sc = np.where(keep, q[b, h, :n] @ kh.T / math.sqrt(d), -np.inf)
+            m = sc.max(axis=1, keepdims=True)
+            e = np.exp(sc - m)
+            p = e / e.sum(axis=1, keepdims=True)
+            lse[b, h, :n] = (m + np.log(e.sum(axis=1, keepdims=True)))[:, 0]
+            g = do[b, h, :n]
+            delta[b, h, :n] = (g * (p @ vh)).sum(axis=1) - dlse[b, h, :n]
+            ds = p * (g @ vh.T - delta[b, h, :n, None])
+            dq[b, h, :n] = ds @ kh / math.sqrt(d)
+            dk[b, h // group, :n] += ds.T @ q[b, h, :n] / math.sqrt(d)
+            dv[b, h // group, :n] += p.T @ g
+    return dq, dk, dv, lse, delta
+
+
+def _fmha_bwd_preprocess(b: _Builder, c: dict) -> tuple:
+    """delta of 2 x 3 heads x (BLOCK_M + 13) rows: a ragged last row tile."""
+    shape = (2, 3, c["BLOCK_M"] + 13, c["HEAD_DIM"])
+    o, do = b.input("o", shape), b.input("do", shape)
+    dlse = b.input("dlse", shape[:3], 0.5)
+    b.output("delta", shape[:3])
+    return ((_cdiv(shape[2], c["BLOCK_M"]), 6, 1), ["delta"],
+            {"delta": (o * do).sum(axis=3) - dlse})
+
+
+def _fmha_bwd(outputs: tuple[str, ...]) -> Callable:
+    """fmha_fwd's problem (two ragged sequences, 2 kv heads x 2 query heads) with random do and
+    dlse; lse and delta in f32 from float64; the grid of the key-tile or the query-tile kernel."""
+    def build(b: _Builder, c: dict) -> tuple:
+        batch, hkv, group, d = 2, 2, 2, c["HEAD_DIM"]
+        s = c["BLOCK_M"] + c["BLOCK_N"] // 2 + 13
+        lens = [s, c["BLOCK_N"] + 7]
+        q = b.input("q", (batch, hkv * group, s, d))
+        k, v = b.input("k", (batch, hkv, s, d)), b.input("v", (batch, hkv, s, d))
+        do = b.input("do", q.shape)
+        dlse = b.rng.standard_normal(q.shape[:3]) * 0.5
+        dq, dk, dv, lse, delta = _attention_grads(q, k, v, do, dlse, lens, c["CAUSAL"])
+        b.arrays["lse"] = Array(lse.astype(np.float32), "f32")
+        b.arrays["delta"] = Array(delta.astype(np.float32), "f32")
+        b.arrays["seq_lens"] = Array(np.array(lens, np.int32), "i32")
+        b.arrays["qk_scale"] = Scalar(math.log2(math.e) / math.sqrt(d), "f32")
+        b.arrays["sm_scale"] = Scalar(1 / math.sqrt(d), "f32")
+        grads = {"dq": dq, "dk": dk, "dv": dv}
+        for name in outputs:
+            b.output(name, grads[name].shape)
+        if outputs == ("dq",):
+            grid = (_cdiv(s, c["BLOCK_M"]), batch * hkv * group, 1)
+        else:
+            grid = (_cdiv(s, c["BLOCK_N"]), batch * hkv, 1)
+        return grid, list(outputs), {n: grads[n] for n in outputs}
+    return build
+
+
+# Per kernel, one or more problems (variants): the first is the default; further ones cover what
+# the first cannot (a row shorter than one chunk, a persistent block without work).
+PROBLEMS: dict[str, tuple[Callable, ...]] = {
+    "vector_add_kernel": (_elementwise({"a": 1.0, "b": 1.0}, "c", lambda a, b: a + b),),
+    "relu_kernel": (_elementwise({"x": 1.0}, "y", lambda x: np.maximum(x, 0)),),
+    "gelu_tanh_kernel": (_elementwise({"x": 3.0}, "y", _gelu),),
+    "swiglu_kernel": (_elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _silu(a) * b),),
+    "geglu_kernel": (_elementwise({"a": 3.0, "b": 1.0}, "y", lambda a, b: _gelu(a) * b),),
+    "silu_and_mul_kernel": (_silu_and_mul,),
+    "softmax_gather_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_tma_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_tma_wide_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_online_kernel": (_softmax_problem(lambda c: c["CHUNK"] + 904),
+                              _softmax_problem(lambda c: 1000)),
+    "softmax_online_rev_kernel": (_softmax_problem(lambda c: c["CHUNK"] + 904),
+                                  _softmax_problem(lambda c: 1000)),
+    "softmax_tma_prefetch_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_tma_lean_kernel": (_softmax_problem(lambda c: 1000),),
+    "softmax_split_stats_kernel": (_softmax_split(write=False),),
+    "softmax_split_write_kernel": (_softmax_split(write=True),),
+    "rms_norm_kernel": (_rms_norm(5, 1000), _rms_norm(1, 37)),
+    "layer_norm_fwd_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
+    "layer_norm_fwd_occ4_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
+    "layer_norm_fwd_prefetch_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
+    "layer_norm_fwd_w8_kernel": (_layer_norm(5, 1000), _layer_norm(1, 37)),
+    "rope_kernel": (_rope,),
+    "rope_persistent_kernel": (_rope,),
+    "rope_rows_kernel": (_rope_rows,),
+    "rope_rows_pair_kernel": (_rope_rows,),
+    "rope_rows_pair_persistent_kernel": (_rope_rows_persistent,),
+    "rope_rows_notma_kernel": (_rope_rows,),
+    "rope_rows_persistent_kernel": (_rope_rows_persistent,),
+    "matmul_kernel": (_matmul,),
+    "bmm_kernel": (_bmm,),
+    "matmul_splitk_kernel": (_matmul_splitk,),
+    "splitk_reduce_kernel": (_splitk_reduce,),
+    "fmha_fwd_kernel": (_fmha_fwd,),
+    "flash_decode_partial_kernel": (_flash_decode_partial,),
+    "flash_decode_combine_kernel": (_flash_decode_combine,),
+    "mla_decode_partial_kernel": (_mla_decode_partial,),
+    "mla_prefill_kernel": (_mla_prefill,),
+    "fmha_bwd_preprocess_kernel": (_fmha_bwd_preprocess,),
+    "fmha_bwd_dkdv_kernel": (_fmha_bwd(("dk", "dv")),),
+    "fmha_bwd_dq_kernel": (_fmha_bwd(("dq",)),),
+}
+
+
+def problem(capture: Capture, kernel_file: str | Path, seed: int = 0,
+            tolerance: tuple[float, float] = (1e-5, 1e-6), variant: int = 0) -> Problem:
+    """A small problem of a corpus capture (`kernel_file`: name under ops/kernels or a path);
+    `tolerance` (rtol, atol) is the one of the capture's dtype (the op spec's `tolerances`);
+    `variant` picks one of the kernel's problems (`variants(capture)` of them)."""
+    build = _builders(capture)[variant]
+    path = Path(kernel_file)
+    path = path if path.is_absolute() else KERNELS_DIR / path
+    b = _Builder(capture, seed)
+    grid, outputs, reference = build(b, dict(capture.constants))
+    params = [p for p in kernel_parameters(path, capture.kernel) if p not in capture.constants]
+    missing = [p for p in params if p not in b.arrays]
+    if missing:
+        raise LookupError(f"{capture.label}: the problem gives no value for {missing}")
+    return Problem(capture.kernel, [(p, b.arrays[p]) for p in params], grid, outputs,
+                   capture.kernel in EXACT, tolerance[0], tolerance[1], reference)
+
+
+def variants(capture: Capture) -> int:
+    return len(_builders(capture))
+
+
+def problems(capture: Capture, kernel_file: str | Path, seed: int = 0,
+             tolerance: tuple[float, float] = (1e-5, 1e-6)) -> list[Problem]:
+    """Every problem of a capture."""
+    return [problem(capture, kernel_file, seed, tolerance, v) for v in range(variants(capture))]
+
+
+def _builders(capture: Capture) -> tuple[Callable, ...]:
+    builders = PROBLEMS.get(capture.kernel)
+    if builders is None:
+        raise LookupError(f"no interpreter problem for kernel `{capture.kernel}` "
+                          f"(add one to eval.interp.corpus.PROBLEMS)")
+    return builders

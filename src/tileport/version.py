@@ -1,0 +1,3 @@
+"""tileport's version (the generated crates name it)."""
+
+__version__ = "0.1.0"
