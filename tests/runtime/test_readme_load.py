@@ -1,4 +1,4 @@
-"""The README's "call a translated crate from Python" snippet, run as written on the CPU: the crate is
+"""docs/usage.md's "call a translated crate from Python" snippet, run as written on the CPU: the crate is
 translated and built, the snippet's torch is a stand-in whose tensors are device arrays with made-up
 pointers, so everything up to the launch is real and the launch itself fails cleanly on the missing
 GPU driver with a typed TileportError (a wrong API use in the snippet would raise something else)."""
@@ -50,7 +50,7 @@ def fake_torch() -> types.ModuleType:
 
 
 def readme_blocks() -> tuple[str, str]:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "usage.md").read_text()
     at = text.index("Call a translated crate from Python")
     bash = re.search(r"```bash\n(.*?)```", text[at:], re.S).group(1).strip()
     python = re.search(r"```python\n(.*?)```", text[at:], re.S).group(1)
@@ -79,6 +79,6 @@ def test_readme_snippet_loads_a_translated_crate_and_calls_an_entry(tmp_path, mo
     monkeypatch.delenv("TILEPORT_LIB", raising=False)
     code = python.replace('profile="release"', 'profile="dev"')  # the same build, minutes faster
     with pytest.raises(TileportError) as e:  # no GPU driver here: the launch fails, typed, after every check passed
-        exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - our own README's snippet
+        exec(compile(code, "usage.md", "exec"), {})  # noqa: S102 - our own guide's snippet
     assert "[('a', 'array'), ('b', 'array'), ('c', 'array'), ('TILE', 'const')]" in capsys.readouterr().out
     assert "driver" in str(e.value).lower() or "cuda" in str(e.value).lower(), e.value  # not an argument error
