@@ -34,6 +34,9 @@ from pathlib import Path
 from statistics import median
 from typing import Any, Sequence
 
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
+
 REPO = Path(__file__).resolve().parents[1]
 DRIVERS = REPO / "eval" / "wild_drivers"
 BUNDLE = REPO / ".device" / "wild"  # wheels, launches.json, crate/, libwild_port.so.xz

@@ -41,6 +41,8 @@ from typing import Any, Iterable, Sequence
 
 from tileport.launches import LaunchRecord, load_spec, write_spec
 from eval.wild import write_atomic
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 from eval.wild_gpu import PORT_TIMEOUT_S, port_key
 
 REPO = Path(__file__).resolve().parents[1]

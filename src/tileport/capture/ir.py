@@ -26,6 +26,8 @@ from tileport.capture.export import export_bytecode
 from tileport.capture.signature import Capture
 from tileport.capture.source import SanitizedModule, SourceError, restricted_builtins, sanitize
 from tileport.model.types import dim_op
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 from tileport.runtime.library import KernelLibrary
 from tileport.sass import Sass, SassError
 from tileport.sass import disassemble as disassemble_sass
