@@ -47,8 +47,8 @@ def test_the_driver_is_told_where_the_bundled_files_are(tmp_path, monkeypatch):
     (drivers / "stencil_driver.py").write_text("")
     monkeypatch.setattr(wild_gpu, "DRIVERS", drivers)
     envs = []
-    monkeypatch.setattr(wild_gpu.subprocess, "run",
-                        lambda cmd, **kw: envs.append(kw["env"]) or subprocess.CompletedProcess(cmd, 0, "", ""))
+    monkeypatch.setattr(wild_gpu, "run_tool",
+                        lambda cmd, *_, **kw: envs.append(kw["env"]) or subprocess.CompletedProcess(cmd, 0, "", ""))
     (tmp_path / "out").mkdir()
     wild_gpu.record_drivers(tmp_path / "out", tmp_path / "site", tmp_path / "bundle")
     assert envs[0][wild_gpu.STENCIL_DIR_ENV] == str(tmp_path / "bundle" / "stencil-gen")
@@ -96,9 +96,9 @@ def test_rows_keep_same_named_kernels_of_different_files_apart(tmp_path):
 
 
 def _fake_port(out_root: Path, crate: Path, so: Path, calls: list):
-    """subprocess.run of bundle/grade: `tileport port` writes B verdicts and a summary under the pipeline's
+    """The tool runs of bundle/grade: `tileport port` writes B verdicts and a summary under the pipeline's
     directory names; the xz of the library writes its output."""
-    def run(cmd, **kw):
+    def run(cmd, *_, **kw):
         calls.append(cmd)
         if isinstance(cmd, str):  # xz -c SO > DEST
             Path(cmd.rsplit("> ", 1)[1]).write_bytes(b"xz")
@@ -133,7 +133,7 @@ def test_bundle_builds_every_generated_kernel_and_carries_the_files(tmp_path, mo
     so.write_bytes(b"so")
     monkeypatch.setattr("eval.wild.fetch_all", lambda w: [])
     calls = []
-    monkeypatch.setattr(wild_gpu.subprocess, "run", _fake_port(work / "gpu-bundle", crate, so, calls))
+    monkeypatch.setattr(wild_gpu, "run_tool", _fake_port(work / "gpu-bundle", crate, so, calls))
     assert wild_gpu.bundle(results, work=work, dest=dest) == 0
     port = calls[0]
     assert port[port.index("--launches") + 1] == str(results / "wild-launches.json")
@@ -152,7 +152,7 @@ def test_grade_gives_each_file_its_own_verdicts(tmp_path, monkeypatch):
     spec = _spec(results / "wild-launches.json", Path("/gpu/.device/wild/stencil-gen"))
     (results / "wild-gpu.json").write_text(json.dumps({"kernels": wild_gpu.kernel_rows(spec, None)}))
     monkeypatch.setattr("eval.wild.fetch_all", lambda w: [])
-    monkeypatch.setattr(wild_gpu.subprocess, "run", _fake_port(work / "gpu-grade", tmp_path, tmp_path, []))
+    monkeypatch.setattr(wild_gpu, "run_tool", _fake_port(work / "gpu-grade", tmp_path, tmp_path, []))
     assert wild_gpu.grade(results, work=work, table=table) == 0
     rows = {r["file"]: r["port_verdicts"] for r in json.loads((table / "wild-gpu.json").read_text())["kernels"]}
     assert rows == {"heat_2d_tb.py": {"D": "FAIL"}, "heat_2d_flat.py": {"D": "PASS"},

@@ -143,11 +143,11 @@ def test_every_driver_adds_to_one_spec(tmp_path, monkeypatch):
     (out / "wild-launches.json").write_text("{stale}")
     commands = []
 
-    def fake_run(cmd, **kw):
+    def fake_run(cmd, *_, **kw):
         commands.append(cmd)
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
-    monkeypatch.setattr(wild_gpu.subprocess, "run", fake_run)
+    monkeypatch.setattr(wild_gpu, "run_tool", fake_run)
     wild_gpu.record_drivers(out, tmp_path / "site")
     assert len(commands) == 2 and all("--append" in c for c in commands)
     assert not (out / "wild-launches.json").exists()  # the stale spec of an earlier run is not appended to
