@@ -83,7 +83,7 @@ def test_an_interrupted_caller_leaves_no_tool_running(tmp_path):
 
 
 def test_rustfmt_past_its_limit_is_a_clear_error(tmp_path, monkeypatch):
-    from tileport.emit import crate
+    from tileport.emit.rust import crate
     monkeypatch.setenv("PATH", f"{hanging_tool(tmp_path, 'rustfmt')}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(crate, "RUSTFMT_TIMEOUT_S", 0.5)
     t0 = time.monotonic()
@@ -94,7 +94,7 @@ def test_rustfmt_past_its_limit_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_translate_reports_a_rustfmt_timeout_without_a_traceback(tmp_path, monkeypatch):
-    from tileport.emit import crate
+    from tileport.emit.rust import crate
     monkeypatch.setenv("PATH", f"{hanging_tool(tmp_path, 'rustfmt')}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(crate, "RUSTFMT_TIMEOUT_S", 0.5)
     src = tmp_path / "k.py"

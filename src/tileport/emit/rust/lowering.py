@@ -265,6 +265,10 @@ ROWS: list[Row] = [
     Row(OpKind.ASTYPE, {"rounding": Not((None, "nearest_even"))},
         refuse="ct.astype with rounding_mode={rounding} is not supported yet"),
     Row(OpKind.ASTYPE, {"value": "scalar"}, CAST_SCALAR),
+    # from bool as cuTile casts it: unsigned (`itof unsigned`, `exti unsigned`); float -> bool: `ftoi unsigned`
+    Row(OpKind.ASTYPE, {"operand": "b", "elem": "f"}, CAST[("b", "f")]),
+    Row(OpKind.ASTYPE, {"operand": "b", "elem": INTS}, CAST[("b", "i")]),
+    Row(OpKind.ASTYPE, {"operand": "f", "elem": "b"}, CAST[("f", "b")]),
     Row(OpKind.ASTYPE, {"operand": "b"}, refuse="casts from or to bool are not supported yet"),
     Row(OpKind.ASTYPE, {"elem": "b"}, refuse="casts from or to bool are not supported yet"),
     Row(OpKind.ASTYPE, {"operand": INTS, "elem": INTS, "width": "same"}, CAST[("i", "i=")]),
