@@ -188,7 +188,8 @@ def _static(node: ast.expr):
             return _NOT_STATIC
         op = type(node.ops[0])
         compare = {ast.Eq: lambda: a == b, ast.NotEq: lambda: a != b, ast.Is: lambda: a is b,
-                   ast.IsNot: lambda: a is not b, ast.In: lambda: a in b, ast.NotIn: lambda: a not in b}
+                   ast.IsNot: lambda: a is not b, ast.In: lambda: a in b, ast.NotIn: lambda: a not in b,
+                   ast.Lt: lambda: a < b, ast.LtE: lambda: a <= b, ast.Gt: lambda: a > b, ast.GtE: lambda: a >= b}
         try:
             return compare[op]() if op in compare else _NOT_STATIC
         except TypeError:

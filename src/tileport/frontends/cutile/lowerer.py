@@ -9,6 +9,7 @@ a `Diagnostic` with file:line:col.
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
 from dataclasses import dataclass, field, replace
 from itertools import product
@@ -579,7 +580,9 @@ class KernelLowerer:
         self.scopes: list[_Scope] = []
         self.frames = Frames()
         self.inline_depth = 0
-        self.active_aliases: set[tuple[str, str]] = set()
+        self.active_aliases: set[tuple[str, str]] = set()  # (file, name) of module aliases being evaluated
+        self.use_site: tuple[str, ast.AST] | None = None  # where a name chased through other modules is used
+        self.chasing: set[tuple[str, str]] = set()  # (file, name) of imported names being looked up there
         self.inlined = 0  # helper bodies inlined so far (bounded: see MAX_INLINED_CALLS)
         self.stmt: ast.AST = fn  # the statement being lowered (where a too-deep nesting is reported)
 
@@ -711,37 +714,63 @@ class KernelLowerer:
         in that module's scope. None when no star import brings it."""
         binding = self.sm.imports.names.get(name)
         if isinstance(binding, Outside):
-            raise self.fail(node, f"`{name}` is imported from `{binding.module}`, which tileport does not read",
-                            "import", outside_hint(self.sm.resolver, binding))
+            raise self.fail_at_use(node, f"`{name}` is imported from `{binding.module}`, which tileport does not "
+                                   "read", "import", outside_hint(self.sm.resolver, binding))
         if isinstance(binding, WholeModule):
             module = imported_module(Path(binding.file), self.sm.resolver)
             if module is None:
-                raise self.fail(node, f"{self.sm.imports.describe(name)}, which cannot be read or parsed", "import")
+                raise self.fail_at_use(node, f"{self.sm.imports.describe(name)}, which cannot be read or parsed",
+                                       "import")
             return SourceModule(module)
         owner = defining_module(self.sm, name)
         if owner is None:
             if binding is None:
                 return None  # no star import brings it
-            raise self.fail(node, f"{self.sm.imports.describe(name)}, which cannot be read or parsed", "import")
+            raise self.fail_at_use(node, f"{self.sm.imports.describe(name)}, which cannot be read or parsed", "import")
         return self.module_attribute(SourceModule(owner[0]), owner[1], node, name)
 
     def module_attribute(self, module: SourceModule, attr: str, node: ast.AST, name: str | None = None) -> Value:
         """`attr` of another module of the package, in that module's scope (its own names, its imports, its
         submodules)."""
         other = module.module
-        if _own_name(other, attr) or attr in other.imports.names or defining_module(other, attr) is not None:
-            saved = self.sm, self.path, self.scopes
-            self.sm, self.path, self.scopes = other, other.path, []  # that module's scope, not the kernel's
-            try:
-                return self.lookup(attr, node)
-            finally:
-                self.sm, self.path, self.scopes = saved
-        sub = submodule(other.resolver, other.path, attr)
-        found = imported_module(Path(sub), other.resolver) if sub else None
-        if found is not None:
-            return SourceModule(found)
-        what = f"`{name}` is imported from {Path(other.path).name}" if name else f"{Path(other.path).name}"
-        raise self.fail(node, f"{what}, which defines no helper function, constant or alias `{attr}`", "import")
+        with self.at_use(node):
+            if _own_name(other, attr) or attr in other.imports.names or defining_module(other, attr) is not None:
+                key = (other.path, attr)
+                if key in self.chasing:  # modules that take the name from each other, none defining it
+                    raise self.fail_at_use(node, f"`{name or attr}` is imported from module to module in a cycle; "
+                                           "none of them defines it", "import")
+                saved = self.sm, self.path, self.scopes
+                self.sm, self.path, self.scopes = other, other.path, []  # that module's scope, not the kernel's
+                self.chasing.add(key)
+                try:
+                    return self.lookup(attr, node)
+                finally:
+                    self.chasing.discard(key)
+                    self.sm, self.path, self.scopes = saved
+            sub = submodule(other.resolver, other.path, attr)
+            found = imported_module(Path(sub), other.resolver) if sub else None
+            if found is not None:
+                return SourceModule(found)
+            what = f"`{name}` is imported from {Path(other.path).name}" if name else f"{Path(other.path).name}"
+            raise self.fail_at_use(node, f"{what}, which defines no helper function, constant or alias `{attr}`",
+                                   "import")
+
+    @contextlib.contextmanager
+    def at_use(self, node: ast.AST):
+        """While a name is chased through other modules, its resolution errors are located where the name is
+        used (the node and file it started from), not in the modules it passes through."""
+        outer = self.use_site is None
+        if outer:
+            self.use_site = (self.path, node)
+        try:
+            yield
+        finally:
+            if outer:
+                self.use_site = None
+
+    def fail_at_use(self, node: ast.AST, message: str, construct: str = "", hint: str = "") -> Diagnostic:
+        path, node = self.use_site or (self.path, node)
+        return Diagnostic(message, loc_of(path, node), construct, hint)
 
     def module_alias(self, name: str, node: ast.AST) -> Value:
         """A module-level name bound to an expression, evaluated in the module's scope (not the kernel's)."""

@@ -85,6 +85,8 @@ class TritonLowerer:
         self.notes: list[str] = []
         self.inline_depth = 0
         self.active_aliases: set[tuple[str, str]] = set()  # (file, name) of module aliases being evaluated
+        self.use_site: tuple[str, ast.AST] | None = None  # where a name chased through other modules is used
+        self.chasing: set[tuple[str, str]] = set()  # (file, name) of imported names being looked up there
         self.skip: dict[int, Any] = {}  # statement id -> what it does instead (pointer increments)
         self.scalar_params = {p.ident for p in params if isinstance(p.ty, ScalarT)}
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
@@ -232,18 +234,19 @@ class TritonLowerer:
         re-export, `from .a import *`), in that module's scope; None when no star import brings it."""
         binding = self.tm.imports.names.get(name)
         if isinstance(binding, Outside):
-            raise self.fail(node, f"`{name}` is imported from `{binding.module}`, which tileport does not read",
-                            "import", outside_hint(self.tm.resolver, binding))
+            raise self.fail_at_use(node, f"`{name}` is imported from `{binding.module}`, which tileport does not "
+                                   "read", "import", outside_hint(self.tm.resolver, binding))
         if isinstance(binding, WholeModule):
             module = imported_module(binding.file, self.tm.resolver)
             if module is None:
-                raise self.fail(node, f"{self.tm.imports.describe(name)}, which cannot be read or parsed", "import")
+                raise self.fail_at_use(node, f"{self.tm.imports.describe(name)}, which cannot be read or parsed",
+                                       "import")
             return SourceModule(module)
         owner = defining_module(self.tm, name)
         if owner is None:
             if binding is None:
                 return None
-            raise self.fail(node, f"{self.tm.imports.describe(name)}, which cannot be read or parsed", "import")
+            raise self.fail_at_use(node, f"{self.tm.imports.describe(name)}, which cannot be read or parsed", "import")
         return self.module_attribute(SourceModule(owner[0]), owner[1], node, name)
 
     def module_attribute(self, module: SourceModule, attr: str, node: ast.AST, name: str | None = None) -> Any:
@@ -254,15 +257,42 @@ class TritonLowerer:
         found = helper_of(other, ast.Name(attr), 1)
         if found is not None:
             return Helper(found[1], found[0])
-        if defines(other, attr) or attr in other.imports.names or defining_module(other, attr) is not None:
-            with self.in_module(other):
-                return self.lookup(attr, node)
-        sub = submodule(other.resolver, other.path, attr)
-        inner = imported_module(sub, other.resolver) if sub else None
-        if inner is not None:
-            return SourceModule(inner)
-        what = f"`{name}` is imported from {Path(other.path).name}" if name else Path(other.path).name
-        raise self.fail(node, f"{what}, which defines no jit function, constant or alias `{attr}`", "import")
+        with self.at_use(node):
+            if defines(other, attr) or attr in other.imports.names or defining_module(other, attr) is not None:
+                key = (other.path, attr)
+                if key in self.chasing:  # modules that take the name from each other, none defining it
+                    raise self.fail_at_use(node, f"`{name or attr}` is imported from module to module in a cycle; "
+                                           "none of them defines it", "import")
+                self.chasing.add(key)
+                try:
+                    with self.in_module(other):
+                        return self.lookup(attr, node)
+                finally:
+                    self.chasing.discard(key)
+            sub = submodule(other.resolver, other.path, attr)
+            inner = imported_module(sub, other.resolver) if sub else None
+            if inner is not None:
+                return SourceModule(inner)
+            what = f"`{name}` is imported from {Path(other.path).name}" if name else Path(other.path).name
+            raise self.fail_at_use(node, f"{what}, which defines no jit function, constant or alias `{attr}`",
+                                   "import")
+
+    @contextlib.contextmanager
+    def at_use(self, node: ast.AST):
+        """While a name is chased through other modules, its resolution errors are located where the name is
+        used (the node and file it started from), not in the modules it passes through."""
+        outer = self.use_site is None
+        if outer:
+            self.use_site = (self.path, node)
+        try:
+            yield
+        finally:
+            if outer:
+                self.use_site = None
+
+    def fail_at_use(self, node: ast.AST, message: str, construct: str = "", hint: str = "") -> Diagnostic:
+        path, node = self.use_site or (self.path, node)
+        return Diagnostic(message, loc_of(path, node), construct, hint)
 
     @contextlib.contextmanager
     def in_module(self, tm: TritonModule, scopes: bool = False):
