@@ -201,7 +201,15 @@ def _translate_package(arg: str, out: Path, crate: str, jobs: int, force: bool) 
     console.print(escape(f"{ok}/{len(lib.rows)} kernels of {arg} translated in {lib.seconds:.1f} s"
                          + (f"; crate written to {lib.crate}" if lib.crate else "") + f"; report: {html_path}"),
                   highlight=False, soft_wrap=True)
-    return 0 if ok == len(lib.rows) and not lib.problems else 1
+    return _package_exit(lib, arg, ok)
+
+
+def _package_exit(lib, arg: str, best: int) -> int:
+    """0 when the package has kernels and every one of them is at `best`, else 1 (saying so when none)."""
+    if not lib.rows:
+        console.print(escape(f"no @triton.jit or @ct.kernel kernel found in {arg} ({lib.modules} modules, "
+                             f"{lib.scanned} naming triton or cuda.tile)"), style="red", soft_wrap=True)
+    return 0 if lib.rows and best == len(lib.rows) and not lib.problems else 1
 
 
 def _load_configs(path: Path) -> dict:
@@ -465,7 +473,7 @@ def _port_package(arg: str, options, launches: Optional[Path]) -> int:
     console.print(escape(f"{len(lib.rows)} kernels found in {arg}, {translated} translated, {best} reached the best "
                          f"state attainable here; {len(lib.skipped)} files of other vendors' back ends skipped; "
                          f"{lib.seconds:.1f} s; report: {html_path}"), highlight=False, soft_wrap=True)
-    return 0 if best == len(lib.rows) and not lib.problems else 1
+    return _package_exit(lib, arg, best)
 
 
 @command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

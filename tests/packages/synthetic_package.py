@@ -25,8 +25,11 @@ def modules(markers: Path) -> dict[str, str]:
             from .utils import *
             """,
         "consts.py": """
+            import triton.language as tl
+
             BLOCK = 128
             SCALE = 2.0
+            ACC_DTYPE = tl.float32
             """,
         "utils/__init__.py": """
             from .tl_math import fast_exp as fexp
@@ -62,7 +65,7 @@ def modules(markers: Path) -> dict[str, str]:
             except ImportError:
                 triton = None
 
-            from tilelib.consts import BLOCK
+            from tilelib.consts import ACC_DTYPE, BLOCK
             from ..runtime import tl_extra as ext
             from ..utils import fexp, twice
 
@@ -71,7 +74,7 @@ def modules(markers: Path) -> dict[str, str]:
             def softmax_kernel(x_ptr, y_ptr, n):
                 offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
                 mask = offs < n
-                x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+                x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(ACC_DTYPE)
                 e = fexp(x - tl.max(x, axis=0)) + ext.exp2(x) * 0.0
                 tl.store(y_ptr + offs, twice(e / tl.sum(e, axis=0)), mask=mask)
 
@@ -84,9 +87,11 @@ def modules(markers: Path) -> dict[str, str]:
 
             from ..consts import SCALE
 
+            ACC = ct.float32
+
 
             def scaled_load(a, i, n):
-                return ct.load(a, index=(i,), shape=(n,)) * SCALE
+                return ct.astype(ct.load(a, index=(i,), shape=(n,)), ACC) * SCALE
             """,
         "ops/scale.py": """
             try:
@@ -102,7 +107,8 @@ def modules(markers: Path) -> dict[str, str]:
 
             @ct.kernel
             def scale_kernel(x, y, TILE: ConstInt):
-                ct.store(y, index=(ct.bid(0),), tile=ct_helpers.scaled_load(x, ct.bid(0), TILE) + BLOCK)
+                t = ct_helpers.scaled_load(x, ct.bid(0), TILE) + BLOCK
+                ct.store(y, index=(ct.bid(0),), tile=ct.astype(t, y.dtype))
             """,
         "backends/_ascend/__init__.py": "",
         "backends/_ascend/softmax.py": """

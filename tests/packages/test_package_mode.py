@@ -73,8 +73,10 @@ def check_crate(crate: Path) -> None:
     assert "pub mod ops_softmax {" in softmax and "Translated from `tilelib/ops/softmax.py:14`" in softmax
     assert "exp_with_rounding(" in softmax and "exp2(" in softmax  # fexp (a re-export) and ext.exp2 (tl_extra)
     assert "shape![128]" in softmax  # BLOCK, an absolute import of tilelib.consts
+    assert "let x: Tile<f32, { [128] }> = convert_tile(" in softmax  # ACC_DTYPE, an alias of another module
     scale = (crate / "src" / "ops_scale.rs").read_text()
-    assert "2.0f32" in scale and "128" in scale  # SCALE inside the sibling's helper, BLOCK in the kernel
+    assert "2.0f32" in scale and "128.0f32" in scale  # SCALE inside the sibling's helper, BLOCK in the kernel
+    assert "let x_tile_f32: Tile<f32, { [TILE] }> = convert_tile(x_tile);" in scale  # the helper module's ACC
     manifest = json.loads((crate / "kernels.json").read_text())
     assert {(e["kernel"], e["module"], e["source"]) for e in manifest["entries"]} == {
         ("softmax_kernel", "ops_softmax", "tilelib/ops/softmax.py"), ("scale_kernel", "ops_scale", "tilelib/ops/scale.py")}
@@ -146,6 +148,19 @@ def test_a_requirement_without_a_wheel_is_a_diagnostic(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "no wheel of tilelib==9.9" in r.output and "PIP_NO_INDEX" in r.output
     r = cli("translate", "no_such_folder", "-o", tmp_path / "out")
     assert r.exit_code == 2 and "no such file" in r.output  # a bare word is a path, never a download
+
+
+def test_a_package_without_kernels_and_an_output_inside_it(tmp_path, markers):
+    """No kernel: exit 1, saying so. An OUT inside the package is not read as part of it on the next run."""
+    root = synthetic.write_package(tmp_path, markers)
+    (root / "ops" / "softmax.py").unlink()
+    (root / "ops" / "scale.py").unlink()
+    r = cli("translate", root, "-o", root / "out")
+    assert r.exit_code == 1 and "no @triton.jit or @ct.kernel kernel found" in r.output, r.output
+    (root / "out" / "stray.py").write_text((root / "backends" / "_ascend" / "softmax.py").read_text()
+                                           .replace("npu_softmax_kernel", "stray_kernel"))
+    r = cli("translate", root, "-o", root / "out")
+    assert "no @triton.jit or @ct.kernel kernel found" in r.output, r.output
 
 
 def test_port_a_package_runs_nothing(tmp_path, markers):

@@ -51,7 +51,7 @@ def _clock(seconds: float) -> str:
 
 def open_index(arg: str, out: Path, timeout: float = 300.0) -> tuple[PackageSource, PackageIndex]:
     source = open_package(arg, out, timeout)
-    return source, build_index(source.root)
+    return source, build_index(source.root, skip=out)
 
 
 def translate(arg: str, out: Path, crate: str = "tileport_kernels", jobs: int = 1, force: bool = False,

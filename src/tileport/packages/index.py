@@ -59,12 +59,13 @@ class PackageIndex:
         return sorted({name.split(".")[0] for name in self.modules})
 
 
-def build_index(root: Path) -> PackageIndex:
-    """Every `.py` file under the folder `root` (folders of metadata, caches and environments left out)."""
+def build_index(root: Path, skip: Path | None = None) -> PackageIndex:
+    """Every `.py` file under the folder `root` (folders of metadata, caches and environments left out, and
+    `skip`: the run's output when it lies inside the package)."""
     root = root.resolve()
     index = PackageIndex(root)
     prefix = root_prefix(root)
-    for path in _python_files(root):
+    for path in _python_files(root, skip.resolve() if skip else None):
         name = base = module_name(path, root, prefix)
         for k in range(1, len(index.by_path) + 2):  # two files of one name (`a-b/x.py`, `a_b/x.py`): both kept
             if name not in index.modules:
@@ -80,10 +81,11 @@ def build_index(root: Path) -> PackageIndex:
     return index
 
 
-def _python_files(root: Path) -> list[Path]:
+def _python_files(root: Path, skip: Path | None) -> list[Path]:
     out = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not SKIP_DIRS.match(d) and not os.path.islink(os.path.join(folder, d)))
+        dirs[:] = sorted(d for d in dirs if not SKIP_DIRS.match(d) and not os.path.islink(os.path.join(folder, d))
+                         and Path(folder, d) != skip)
         out += [Path(folder) / f for f in sorted(files) if f.endswith(".py")]
     return out
 

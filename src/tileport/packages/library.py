@@ -20,6 +20,7 @@ from typing import Callable
 
 from tileport.diagnostics import Diagnostic
 from tileport.emit.names import module_name as rust_module_name
+from tileport.frontends.imports import Resolver
 from tileport.frontends.registry import FRONTENDS
 from tileport.frontends.source import parse_source, read_source
 from tileport.model.ir import Kernel, Loc
@@ -86,9 +87,11 @@ class FileOutcome:
 Progress = Callable[[int, int, int, int], None]  # (files done, files, kernels found, kernels translated)
 
 
-def lower_package(index: PackageIndex, jobs: int = 1, progress: Progress | None = None) -> list[FileOutcome]:
-    """Every kernel file of the package lowered (largest first, `jobs` processes), in module order."""
-    resolver = PackageResolver(index)
+def lower_package(index: PackageIndex, jobs: int = 1, progress: Progress | None = None,
+                  resolver: Resolver | None = None) -> list[FileOutcome]:
+    """Every kernel file of the package lowered (largest first, `jobs` processes), in module order, with the
+    package's resolver (another `resolver`: e.g. `frontends.imports.FILES`, each file on its own)."""
+    resolver = resolver or PackageResolver(index)
     modules = sorted(index.kernel_candidates(), key=lambda m: -_size(m.path))
     outcomes: dict[str, FileOutcome] = {}
     found = translated = 0
@@ -123,7 +126,7 @@ def _size(path: str) -> int:
         return 0
 
 
-def lower_module(m: Module, resolver: PackageResolver) -> FileOutcome:
+def lower_module(m: Module, resolver: Resolver) -> FileOutcome:
     """One module: its frontend (by its own imports: nothing runs), its kernels lowered with the package's
     resolver; never raises (a translator bug is the kernel's diagnostic)."""
     try:
@@ -149,7 +152,7 @@ def _internal(m: Module, e: BaseException) -> Diagnostic:
                       "internal", "please report this file")
 
 
-def _kernel_sites(m: Module, frontend: str, resolver: PackageResolver) -> FileOutcome:
+def _kernel_sites(m: Module, frontend: str, resolver: Resolver) -> FileOutcome:
     """The kernels of a file (name -> line), and for Triton, the jit functions of other modules its jit
     functions call and the names it launches."""
     if frontend == "cutile":
