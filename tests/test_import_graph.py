@@ -3,6 +3,7 @@
 - the kernel model (`tileport.model`) is target-neutral: it imports nothing of an emitter (`tileport.emit`);
 - passes work on the model and import nothing of an emitter either;
 - a frontend (a module or package under `tileport.frontends`) imports no other frontend;
+- package mode (`tileport.packages`) is imported by the command line only;
 - no import cycle among tileport modules (imports inside functions count: they only defer the cycle).
 """
 
@@ -19,7 +20,11 @@ FRONTENDS = f"{PACKAGE}.frontends"
 # Modules of the frontends package that belong to no single frontend: the package, the shared interface,
 # source reading and Python liveness (they import no frontend), and the registry (it imports every
 # frontend, by design).
-FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base", f"{FRONTENDS}.source", f"{FRONTENDS}.liveness"}
+FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base", f"{FRONTENDS}.source", f"{FRONTENDS}.liveness",
+                   f"{FRONTENDS}.imports"}
+# Package mode sits above the pipeline: only the command line (and package mode itself) imports it.
+PACKAGES = f"{PACKAGE}.packages"
+PACKAGES_USERS = {f"{PACKAGE}.cli"}
 FRONTEND_REGISTRY = f"{FRONTENDS}.registry"
 
 
@@ -111,6 +116,8 @@ def layering_violations(graph: dict[str, set[str]]) -> list[str]:
                 out.append(f"{module} imports {target} (one frontend imports another)")
             if module in FRONTEND_SHARED and b:
                 out.append(f"{module} imports {target} (shared frontend code imports a frontend)")
+            if inside(target, PACKAGES) and not inside(module, PACKAGES) and module not in PACKAGES_USERS:
+                out.append(f"{module} imports {target} (package mode sits above every layer but the CLI)")
     return out
 
 

@@ -279,7 +279,9 @@ def reference_bytecode(session: "Session", path: Path, source: str, capture: "Ca
     from tileport.ops.capture_ref import BYTECODE_VERSION
     frontend = frontend_for(str(path))
     cache = session.builds.cache
-    key = sha256("ref", source, capture_repr(capture), _cuda_tile_version(), BYTECODE_VERSION)
+    imported = _imported_sources(frontend.name, path)
+    key = sha256("ref", source, capture_repr(capture), _cuda_tile_version(), BYTECODE_VERSION,
+                 *([imported] if imported else []))
     data = cache.get("ref", key, "tileirbc")
     if data is None:
         with session.export_lock:
@@ -288,6 +290,17 @@ def reference_bytecode(session: "Session", path: Path, source: str, capture: "Ca
             raise CaptureError(f"{path}: {frontend.name} kernels have no reference Tile IR compiler")
         cache.put("ref", key, "tileirbc", data)
     return data
+
+
+def _imported_sources(frontend: str, path: Path) -> list[str]:
+    """The texts of the other modules of the package whose helpers a cuTile kernel file uses."""
+    from tileport.capture import CaptureError, source_files
+    if frontend != "cutile":
+        return []
+    try:
+        return [p.read_text() for p in source_files(path)[1:]]
+    except (CaptureError, OSError, UnicodeDecodeError):
+        return []  # the export itself reports why the file cannot be rebuilt
 
 
 def generated_bytecode(session: "Session", build: CrateBuild, capture: "Capture",
