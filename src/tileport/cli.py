@@ -467,12 +467,13 @@ def _port_package(arg: str, options, launches: Optional[Path]) -> int:
     from tileport.packages import FetchError, StderrProgress, port as run_package
     from tileport.pipeline import TargetError
     from tileport.pipeline.artifacts import UnsafePathError
-    from tileport.pipeline.batch import OutLockedError, summary_table
+    from tileport.pipeline.batch import summary_table
+    from tileport.pipeline.outdir import OutDirError, OutLockedError
     try:
         lib, ported, session, (_json_path, html_path) = run_package(arg, options, launches, console, StderrProgress())
     except FetchError as e:
         fail(str(e))
-    except (OutLockedError, UnsafePathError, TargetError) as e:
+    except (OutLockedError, OutDirError, UnsafePathError, TargetError) as e:
         fail(str(e))
     if ported:
         print_wide(summary_table(ported, options.out))
