@@ -598,6 +598,16 @@ def _foreign_problem(names: _Names, f: _Function, available: Collection[str] | N
     return None
 
 
+def _host_problem(names: _Names, f: _Function) -> Diagnostic | None:
+    """A function other than a kernel that refers to a kernel launches it: host code, never a helper (device
+    code cannot call a kernel); kept, it would bring the host's imports and aliases into the module."""
+    kernel = next((k for k in sorted(f.uses) if k in names.sm.kernels), None)
+    if kernel is None or f.node.name in names.sm.kernels:
+        return None
+    return _problem(names, f.node, "host", f"`{f.node.name}` refers to the kernel `{kernel}`: host code",
+                    "call only helpers from kernels and helpers")
+
+
 def sanitize(path: str | Path, text: str, available: Collection[str] | None = None) -> SanitizedModule:
     """The module text cuTile compiles instead of the user's file (see the module docstring): every
     function whose code (and the helpers it calls, in this module or another one of the package) needs
@@ -632,7 +642,8 @@ def sanitize(path: str | Path, text: str, available: Collection[str] | None = No
     for name in [n for n in analyzed if n not in makers]:
         reach = _closure(analyzed, [name])
         reads = _module_names(names, [analyzed[n] for n in reach])
-        bad = next((analyzed[n].problem for n in reach if analyzed[n].problem), None) \
+        bad = _host_problem(names, analyzed[name]) \
+            or next((analyzed[n].problem for n in reach if analyzed[n].problem), None) \
             or _missing_import(names, reads, available)
         if bad is not None:
             problems[name] = bad

@@ -464,7 +464,7 @@ command("port")(port)
 def _port_package(arg: str, options, launches: Optional[Path]) -> int:
     """Package mode of `port` (tileport.packages): exit 0 when every kernel found translated and reached
     the best state attainable here."""
-    from tileport.packages import FetchError, StderrProgress, port as run_package
+    from tileport.packages import FetchError, StderrProgress, port_input as run_package
     from tileport.pipeline import TargetError
     from tileport.pipeline.artifacts import UnsafePathError
     from tileport.pipeline.batch import summary_table

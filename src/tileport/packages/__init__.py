@@ -65,7 +65,8 @@ def translate(arg: str, out: Path, crate: str = "tileport_kernels", jobs: int = 
     return lib, report, write_library(lib, out)
 
 
-def port(arg: str, options, launches: Path | None, console, progress: StderrProgress | None = None):
+def port_input(arg: str, options, launches: Path | None, console, progress: StderrProgress | None = None):
+    # not named `port`: importing the `port` submodule would rebind that attribute of the package
     """Package mode's `port`: the pipeline under OUT, OUT/library.json and OUT/library.html. FetchError for
     an input that is no package; the pipeline's own errors (a locked OUT, a bad launch spec) pass through."""
     from .port import port_package
@@ -75,4 +76,4 @@ def port(arg: str, options, launches: Path | None, console, progress: StderrProg
 
 
 __all__ = ["FetchError", "Library", "PackageIndex", "PackageResolver", "StderrProgress", "build_index",
-           "is_package_input", "open_index", "port", "translate", "write_library", "CRATE_DIR"]
+           "is_package_input", "open_index", "port_input", "translate", "write_library", "CRATE_DIR"]
