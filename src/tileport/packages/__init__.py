@@ -67,8 +67,8 @@ def translate(arg: str, out: Path, crate: str = "tileport_kernels", jobs: int = 
 
 def port_input(arg: str, options, launches: Path | None, console, progress: StderrProgress | None = None):
     """Package mode's `port`: the pipeline under OUT, OUT/library.json and OUT/library.html. FetchError for
-    an input that is no package; the pipeline's own errors (a locked OUT, a bad launch spec) pass through. Not named `port`: importing the
-    `port` submodule rebinds that attribute of the package."""
+    an input that is no package; the pipeline's own errors (a locked OUT, a bad launch spec) pass through.
+    Not named `port`: importing the `port` submodule rebinds that attribute of the package."""
     from .port import port_package
     source, index = open_index(arg, options.out)
     lib, ported, session = port_package(index, source.label, source.kind, options, launches, console, progress)
