@@ -5,6 +5,7 @@
   an import goes to a unit of a lower rank or stays inside its own unit; a module of a unit without a rank
   fails (a new unit is given its rank here and in the design document);
 - a frontend (a module or package under `tileport.frontends`) imports no other frontend;
+- package mode (`tileport.packages`) is imported by the command line only;
 - no import cycle among tileport modules (imports inside functions count: they only defer the cycle);
 - the installed package imports nothing of the evaluation lab (`eval/` at the repository root).
 """
@@ -22,7 +23,11 @@ FRONTENDS = f"{PACKAGE}.frontends"
 # Modules of the frontends package that belong to no single frontend: the package, the shared interface,
 # source reading and Python liveness (they import no frontend), and the registry (it imports every
 # frontend, by design).
-FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base", f"{FRONTENDS}.source", f"{FRONTENDS}.liveness"}
+FRONTEND_SHARED = {FRONTENDS, f"{FRONTENDS}.base", f"{FRONTENDS}.source", f"{FRONTENDS}.liveness",
+                   f"{FRONTENDS}.imports"}
+# Package mode sits above the pipeline: only the command line (and package mode itself) imports it.
+PACKAGES = f"{PACKAGE}.packages"
+PACKAGES_USERS = {f"{PACKAGE}.cli"}
 FRONTEND_REGISTRY = f"{FRONTENDS}.registry"
 LAB = "eval"  # the evaluation lab's package at the repository root: never imported by the product
 
@@ -145,6 +150,8 @@ def layering_violations(graph: dict[str, set[str]]) -> list[str]:
                 out.append(f"{module} imports {target} (one frontend imports another)")
             if module in FRONTEND_SHARED and b:
                 out.append(f"{module} imports {target} (shared frontend code imports a frontend)")
+            if inside(target, PACKAGES) and not inside(module, PACKAGES) and module not in PACKAGES_USERS:
+                out.append(f"{module} imports {target} (package mode sits above every layer but the CLI)")
     return out
 
 

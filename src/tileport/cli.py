@@ -129,7 +129,9 @@ def _print_translation(report) -> None:
 
 @command()
 def translate(
-    files: Annotated[Optional[list[Path]], typer.Argument(help="cuTile Python files to translate.")] = None,
+    files: Annotated[Optional[list[Path]], typer.Argument(
+        help="cuTile Python / Triton files to translate; or ONE package: a folder, a wheel, an sdist or a pip "
+             "requirement (name==version), translated whole (package mode, docs/packages.md).")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output crate directory.")] = Path("out/crate"),
     corpus: Annotated[bool, typer.Option(help="Translate the reference corpus into rust/.")] = False,
     crate: Annotated[str, typer.Option(help="Name of the generated crate.")] = "tileport_kernels",
@@ -138,15 +140,22 @@ def translate(
                                         "generated (only the crate's files are written).")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constant values) "
                                                    "per kernel: JSON, TOML or YAML (README, 'Configurations').")] = None,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Package mode: files lowered in parallel "
+                                      "processes.")] = 1,
 ) -> None:
-    """Translate cuTile Python kernels to a cutile-rs crate (device code, C-ABI launchers, manifest).
+    """Translate cuTile Python and Triton kernels to a cutile-rs crate (device code, C-ABI launchers, manifest).
 
-    Only the files tileport generated before (listed by the crate's kernels.json) are replaced."""
+    Only the files tileport generated before (listed by the crate's kernels.json) are replaced. Given one
+    package (folder, wheel, sdist, pip requirement): OUT/crate, OUT/library.json and OUT/library.html."""
     from tileport.emit.rust.crate import OutputDirError, check_output_dir, crate_name_error
     from tileport.translate import translate as run
     t0 = time.perf_counter()
     if error := crate_name_error(crate):
         fail(error)
+    if not corpus and files and len(files) == 1 and _package_input(files[0]):
+        if config:
+            fail("--config applies to files, not to a package")
+        raise typer.Exit(_translate_package(str(files[0]), output_dir(out, "-o"), crate, jobs, force))
     if corpus:
         from tileport.corpus import REPO, translate_corpus
         if check:
@@ -171,6 +180,42 @@ def translate(
     console.print(f"{n_ok}/{len(report.results)} kernels translated in {time.perf_counter() - t0:.2f} s"
                   + (f"; crate written to {where}" if report.written else ""))
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _package_input(path: Path) -> bool:
+    from tileport.packages import is_package_input
+    return is_package_input(str(path))
+
+
+def _translate_package(arg: str, out: Path, crate: str, jobs: int, force: bool) -> int:
+    """Package mode of `translate` (tileport.packages): exit 0 when every kernel found translated."""
+    from tileport.emit.rust.crate import OutputDirError
+    from tileport.packages import FetchError, StderrProgress, translate as run_package
+    try:
+        lib, _report, (json_path, html_path) = run_package(arg, out, crate, jobs, force, StderrProgress())
+    except FetchError as e:
+        fail(str(e))
+    except OutputDirError as e:
+        fail(f"-o {e}")
+    ok = sum(r.translated for r in lib.rows)
+    for note in lib.skipped[:5]:
+        console.print(f"[yellow]skipped[/] {escape(note['file'])}: {escape(note['why'])}", highlight=False,
+                      soft_wrap=True)
+    if len(lib.skipped) > 5:
+        console.print(f"[yellow]skipped[/] {len(lib.skipped) - 5} more files of other vendors' back ends "
+                      f"(listed in {escape(str(json_path))})", soft_wrap=True)
+    console.print(escape(f"{ok}/{len(lib.rows)} kernels of {arg} translated in {lib.seconds:.1f} s"
+                         + (f"; crate written to {lib.crate}" if lib.crate else "") + f"; report: {html_path}"),
+                  highlight=False, soft_wrap=True)
+    return _package_exit(lib, arg, ok)
+
+
+def _package_exit(lib, arg: str, best: int) -> int:
+    """0 when the package has kernels and every one of them is at `best`, else 1 (saying so when none)."""
+    if not lib.rows:
+        console.print(escape(f"no @triton.jit or @ct.kernel kernel found in {arg} ({lib.modules} modules, "
+                             f"{lib.scanned} naming triton or cuda.tile)"), style="red", soft_wrap=True)
+    return 0 if lib.rows and best == len(lib.rows) and not lib.problems else 1
 
 
 def _load_configs(path: Path) -> dict:
@@ -346,7 +391,9 @@ def report(
 
 
 def port(
-    target: Annotated[Optional[list[str]], typer.Argument(help="FILE.py or FILE.py::kernel (several allowed).")] = None,
+    target: Annotated[Optional[list[str]], typer.Argument(
+        help="FILE.py or FILE.py::kernel (several allowed); or ONE package: a folder, a wheel, an sdist or a pip "
+             "requirement (name==version), ported whole (package mode, docs/packages.md).")] = None,
     op: Annotated[Optional[str], typer.Option("--op", help="A library operator: port its kernels.")] = None,
     corpus: Annotated[Optional[Path], typer.Option("--corpus", help="Port every kernel of every .py file in DIR "
                                                    "(the reference corpus: src/tileport/ops/kernels).")] = None,
@@ -381,14 +428,19 @@ def port(
     from tileport.pipeline.verdicts import Stage
     from rich.markup import escape as esc
     output_dir(out)
+    package = bool(target) and len(target) == 1 and not op and corpus is None and _package_input(Path(target[0]))
+    if package and config:
+        fail("--config applies to files, not to a package (give its launches with --launches)")
     try:
-        targets = resolve_targets(target, op, corpus, config, launches)
+        targets = [] if package else resolve_targets(target, op, corpus, config, launches)
         stop = Stage(until.upper()) if until else None
         options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
                           gpu_results=list(gpu_results or []), residual=residual, profile=profile.value,
                           native_gpu=False if no_gpu else None, until=stop, force=force)
     except (TargetError, ValueError) as e:
         fail(str(e))
+    if package:
+        raise typer.Exit(_port_package(target[0], options, launches))
     t0 = time.perf_counter()
     try:
         outcomes, session = run_batch(targets, options, console)
@@ -408,6 +460,30 @@ def port(
 
 
 command("port")(port)
+
+
+def _port_package(arg: str, options, launches: Optional[Path]) -> int:
+    """Package mode of `port` (tileport.packages): exit 0 when every kernel found translated and reached
+    the best state attainable here."""
+    from tileport.packages import FetchError, StderrProgress, port_input as run_package
+    from tileport.pipeline import TargetError
+    from tileport.pipeline.artifacts import UnsafePathError
+    from tileport.pipeline.batch import summary_table
+    from tileport.pipeline.outdir import OutDirError, OutLockedError
+    try:
+        lib, ported, session, (_json_path, html_path) = run_package(arg, options, launches, console, StderrProgress())
+    except FetchError as e:
+        fail(str(e))
+    except (OutLockedError, OutDirError, UnsafePathError, TargetError) as e:
+        fail(str(e))
+    if ported:
+        print_wide(summary_table(ported, options.out))
+    best = sum(1 for o in ported if o.ok)
+    translated = sum(r.translated for r in lib.rows)
+    console.print(escape(f"{len(lib.rows)} kernels found in {arg}, {translated} translated, {best} reached the best "
+                         f"state attainable here; {len(lib.skipped)} files of other vendors' back ends skipped; "
+                         f"{lib.seconds:.1f} s; report: {html_path}"), highlight=False, soft_wrap=True)
+    return _package_exit(lib, arg, best)
 
 
 @command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -15,6 +15,7 @@ from tileport.diagnostics import Diagnostic
 from tileport.emit.rust.crate import ModuleSource, crate_name_error, render_crate, write_crate
 from tileport.emit.rust.names import RUST_NAMING, module_name
 from tileport.frontends.base import KernelConfig
+from tileport.frontends.imports import Resolver
 from tileport.frontends.registry import frontend_for
 from tileport.model.ir import Kernel
 
@@ -45,13 +46,14 @@ class TranslateReport:
 
 
 def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
-          only: Sequence[str] | None = None) -> tuple[list[Kernel], list[KernelResult]]:
-    """Frontend + its passes for one file; timings are per source kernel."""
+          only: Sequence[str] | None = None, resolver: Resolver | None = None) -> tuple[list[Kernel], list[KernelResult]]:
+    """Frontend + its passes for one file; timings are per source kernel. `resolver`: where the modules
+    the file imports lie (`frontends.imports`)."""
     results: dict[str, KernelResult] = {}
     kernels: list[Kernel] = []
     t0 = time.perf_counter()
     frontend = frontend_for(path)
-    tr = frontend.parse(path, configs, only, RUST_NAMING)
+    tr = frontend.parse(path, configs, only, RUST_NAMING, resolver)
     for d in tr.diagnostics:
         results[d.kernel or "<file>"] = KernelResult(path, d.kernel or "<file>", diagnostic=d)
     for k in tr.module.kernels:
@@ -80,6 +82,17 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
     return kernels, list(results.values())
 
 
+@dataclass
+class Lowered:
+    """One source file's translated kernels and per-kernel results, and its Rust module's name."""
+
+    path: str
+    kernels: list[Kernel]
+    results: list[KernelResult]
+    module: str  # Rust module name
+    source: str  # source path recorded in the generated files
+
+
 def translate(paths: Sequence[str], out_dir: str | Path | None,
               configs: Mapping[str, Mapping[str, KernelConfig]] | None = None,
               crate: str = "tileport_kernels", record_path=None, force: bool = False,
@@ -95,28 +108,39 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
     """
     if error := crate_name_error(crate):
         raise ValueError(error)
-    mods, results, results_of_module, taken = [], [], {}, set()
+    files, taken = [], set()
     for path in paths:
         kernels, res = lower(str(path), (configs or {}).get(str(path)), (only or {}).get(str(path)))
-        results += res
-        if kernels:
-            source = record_path(path) if record_path else str(path)
-            name = module_name(Path(path).stem, taken)
-            for k in kernels:
-                k.module_name = name
-            mods.append(ModuleSource(name, source, kernels))
-            results_of_module[name] = res
+        name = module_name(Path(path).stem, taken) if kernels else ""
+        files.append(Lowered(str(path), kernels, res, name, record_path(path) if record_path else str(path)))
+    return assemble(files, out_dir, crate, force)
+
+
+def assemble(files: Sequence[Lowered], out_dir: str | Path | None, crate: str = "tileport_kernels",
+             force: bool = False) -> TranslateReport:
+    """The crate of translated files (one Rust module each), written to `out_dir` (None: render only); a
+    kernel the emitter rejects gets its diagnostic in its result instead."""
+    if error := crate_name_error(crate):
+        raise ValueError(error)
+    mods, results, results_of_module = [], [], {}
+    for f in files:
+        results += f.results
+        if f.kernels:
+            for k in f.kernels:
+                k.module_name = f.module
+            mods.append(ModuleSource(f.module, f.source, f.kernels))
+            results_of_module[f.module] = f.results
     failures: list = []
-    files = render_crate(mods, crate, failures) if mods else {}
+    rendered = render_crate(mods, crate, failures) if mods else {}
     for module, d in failures:  # matched within its file: other files may have kernels of the same name
         r = next(r for r in results_of_module[module] if r.kernel == d.kernel)
         r.diagnostic, r.entries = d, []
     try:
-        written = write_crate(files, Path(out_dir), force) if (out_dir is not None and files) else []
+        written = write_crate(rendered, Path(out_dir), force) if (out_dir is not None and rendered) else []
     except RuntimeError as e:  # rustfmt rejected the output: a translator bug, reported, never half-written
         for r in results:
             if r.ok:
                 r.diagnostic = Diagnostic(f"internal translator error: {e}", None, "internal", "please report",
                                           kernel=r.kernel)
         return TranslateReport(results, {}, [])
-    return TranslateReport(results, files, written)
+    return TranslateReport(results, rendered, written)

@@ -70,6 +70,40 @@ def test_translate_and_port_stage_a_run_nothing(planted, tmp_path):
     assert verdict["verdict"] == "PASS", verdict["reason"]
 
 
+@pytest.fixture
+def planted_package(tmp_path) -> tuple[Path, Path]:
+    """A package whose `__init__.py` and sibling module are planted files (the sibling also holds a helper and
+    a constant), and a kernel module that uses them (`from .sibling import ...`, `from . import sibling`)."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    planted_text = (HERE / "planted.py.txt").read_text().replace("@MARKERS@", str(markers))
+    pkg = tmp_path / "plantedpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(planted_text)
+    (pkg / "sibling.py").write_text(planted_text + "\n\nWIDTH = 2\n\n\ndef double(t):\n    return t + t\n")
+    (pkg / "kernels.py").write_text(
+        "import cuda.tile as ct\n\nfrom . import sibling as sib\nfrom .sibling import WIDTH, double\n\n"
+        f"open({str(markers / 'kernels_top_level')!r}, 'w').close()\n\n\n"
+        "@ct.kernel\ndef uses_siblings(a, c, BLOCK: ct.Constant[int]):\n"
+        "    x = ct.load(a, index=(ct.bid(0),), shape=(BLOCK,))\n"
+        "    ct.store(c, index=(ct.bid(0),), tile=sib.double(double(x)) * WIDTH)\n")
+    return pkg, markers
+
+
+def test_package_mode_runs_nothing_of_a_planted_package(planted_package, tmp_path):
+    """Package mode reads the kernel module's sibling and `__init__.py` (both planted) to translate it and to
+    capture its reference IR; none of them runs."""
+    pkg, markers = planted_package
+    cli("translate", pkg, "-o", tmp_path / "crate")
+    rows = {r["kernel"]: r for r in json.loads((tmp_path / "crate" / "library.json").read_text())["rows"]}
+    assert rows["uses_siblings"]["translated"], rows["uses_siblings"]["diagnostic"]
+    assert rows["planted_add"]["translated"] and rows["planted_add"]["module"] == "plantedpkg.sibling"
+    cli("port", pkg, "--until", "A", "--out", tmp_path / "out", "--no-gpu")
+    verdict = json.loads((tmp_path / "out" / "kernels.uses_siblings" / "A" / "verdict.json").read_text())
+    assert verdict["verdict"] == "PASS", verdict["reason"]
+    assert sorted(p.name for p in markers.iterdir()) == []
+
+
 @pytest.mark.cargo
 def test_port_stage_b_runs_nothing(planted, tmp_path):
     src, markers = planted
@@ -121,7 +155,7 @@ def test_defaults_annotations_and_host_dtypes(tmp_path):
     assert s.source.splitlines()[9] == "      C = None, *, D: ct.Constant[float] = -_tileport_math.inf):"
     assert "ct.full((N,), _tileport_math.inf, dtype=_tileport_ct.bfloat16)" in s.source
     assert "ct.astype(t, _tileport_ct.int32)" in s.source
-    assert "def host" not in s.source and s.kernels == ["k"]
+    assert "= host()" not in s.source and s.kernels == ["k"]
 
 
 def test_restricted_builtins_refuse_imports_and_files():

@@ -200,3 +200,21 @@ def test_kernels_built_by_factories_capture_with_their_closures(tmp_path):
     add = disassemble(reference_bytecode(path, Capture("add_kernel", {"x": ("float32", 1), "y": ("float32", 1)},
                                                        {}, {"TILE": 64})))
     assert "constant <f32: 4.000000e+00>" in add, add  # bias * STEP = 0.5 * 8, folded from the closure
+
+
+def test_a_kernel_of_a_package_binds_its_sibling_helper_and_imports_only_used_names(tmp_path):
+    """The rebuilt module binds the helper and constant taken from a sibling module, and still leaves out a
+    cuda.tile import no kernel uses and the host function that launches the kernel."""
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "utils.py").write_text("import cuda.tile as ct\n\nSCALE = 2\n\n\ndef double(t):\n    return t + t\n")
+    text = ("import cuda.tile as ct\nfrom cuda.tile import something_new_in_a_later_release\n"
+            "from .utils import SCALE, double\n\n\n@ct.kernel\ndef k(x, TILE: ct.Constant[int]):\n"
+            "    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))\n"
+            "    ct.store(x, index=(ct.bid(0),), tile=double(t) * SCALE)\n\n\n"
+            "def launch(x):\n    return something_new_in_a_later_release(k, x)\n")
+    path = tmp_path / "kernels.py"
+    path.write_text(text)
+    s = sanitize(path, text, available={"RoundingMode"})
+    assert s.kernels == ["k"] and not s.problems
+    assert s.imports == {"double": (str(tmp_path / "utils.py"), "double")} and "SCALE = 2" in s.source
+    assert "something_new" not in s.source and "def launch" not in s.source

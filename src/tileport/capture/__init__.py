@@ -16,7 +16,7 @@ from tileport.capture.signature import Capture
 _IR = frozenset({"ARCHS", "CaptureError", "CubinResult", "SideCapture", "capture_side", "compile_cubin", "diff_port",
                  "disassemble", "frontend_reference", "generated_arg_roles", "generated_bytecode",
                  "generic_arguments", "ir_entry_name", "kernel_namespace", "reference_arg_roles",
-                 "reference_bytecode"})
+                 "reference_bytecode", "source_files"})
 
 
 def __getattr__(name: str):

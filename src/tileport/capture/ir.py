@@ -16,6 +16,7 @@ import hashlib
 import json
 import linecache
 import tempfile
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,15 +77,64 @@ def _load(path: str | Path) -> tuple[dict, SanitizedModule]:
         name = f"tileport_kernels_{key[1][:16]}"
         namespace: dict[str, Any] = {"__name__": name, "__file__": str(resolved),
                                      "__builtins__": restricted_builtins()}
-        _register_source(sanitized)
+        _MODULES[key] = namespace, sanitized  # before its imports: a module they import back finds it
         try:
+            _bind_imports(namespace, sanitized)
+            _register_source(sanitized)
             exec(compile(sanitized.source, str(resolved), "exec"), namespace)  # tileport-generated text only
         except Exception as e:  # noqa: BLE001 - e.g. `from cuda.tile import <name cuTile lacks>`
+            del _MODULES[key]
             raise CaptureError(f"{path}: the kernel definitions rebuilt from the file do not load: {e}") from e
-        _MODULES[key] = namespace, sanitized
     namespace, sanitized = _MODULES[key]
-    _register_source(sanitized)  # again: a `linecache.clearcache()` elsewhere must not expose the raw file
+    _register_tree(sanitized, set())  # again: a `linecache.clearcache()` elsewhere must not expose a raw file
     return namespace, sanitized
+
+
+def _register_tree(sanitized: SanitizedModule, seen: set[str]) -> None:
+    """The rebuilt text of a module and of every module of the package it takes helpers from."""
+    seen.add(str(sanitized.path))
+    _register_source(sanitized)
+    for file in sorted(_imported_files(sanitized) - seen):
+        found = next((m for (p, _), (_, m) in reversed(_MODULES.items()) if p == file), None)
+        if found is not None:
+            _register_tree(found, seen)
+
+
+def _imported_files(sanitized: SanitizedModule) -> set[str]:
+    files = {f for f, _ in sanitized.imports.values()} | {f for attrs in sanitized.modules.values()
+                                                          for f, _ in attrs.values() if f}
+    return {str(Path(f).resolve()) for f in files}
+
+
+def source_files(path: str | Path) -> list[Path]:
+    """The files the rebuilt module of `path` is made of: the file, then (recursively) the modules of its
+    package whose helpers its functions use (a cache of its reference IR depends on all of them)."""
+    seen: list[str] = []
+    todo = [str(Path(path).resolve())]
+    while todo:
+        file = todo.pop()
+        if file in seen:
+            continue
+        seen.append(file)
+        todo += sorted(_imported_files(_load(file)[1]))
+    return [Path(f) for f in seen]
+
+
+def _bind_imports(namespace: dict, sanitized: SanitizedModule) -> None:
+    """The helpers (and modules) of other modules of the package the kept functions use, from those modules
+    rebuilt the same way (their functions compile from their own files' rebuilt text)."""
+    def function(file: str, fn: str):
+        other, _ = _load(file)
+        if fn not in other:
+            raise CaptureError(f"`{fn}` of {file} is not defined yet (modules importing each other)")
+        return other[fn]
+    for local, (file, fn) in sanitized.imports.items():
+        namespace[local] = function(file, fn)
+    for local, attrs in sanitized.modules.items():
+        module = types.ModuleType(local)
+        for attr, (file, value) in attrs.items():
+            setattr(module, attr, function(file, value) if file else value)
+        namespace[local] = module
 
 
 def kernel_namespace(path: str | Path) -> dict:

@@ -18,6 +18,8 @@ with the user's file so that cuTile's locations point at the user's lines:
 | annotations                                              | resolved `ct`/builtin ones, others dropped|
 | default arguments                                        | literals and constants; others dropped    |
 | `torch.float16`, `np.int32`, `cp.inf` in a body          | `ct.float16`, `ct.int32`, `math.inf`      |
+| helpers and constants of other modules of the package   | bound before the module runs: helpers from|
+|   (`from .utils import swizzle`, `utils.swizzle`)        | their own module rebuilt the same way     |
 | everything else (host code, classes, loggers, imports)   | blank lines                               |
 
 A kernel that needs a value the AST cannot give (a module name bound at run time, a decorator argument
@@ -30,13 +32,17 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Collection
 
 from tileport.diagnostics import Diagnostic
-from tileport.frontends.cutile.lowerer import ScannedModule, eval_const, is_ct_attr, loc_of, scan_module
+from tileport.frontends.cutile.lowerer import (ScannedModule, eval_const, helper_def, imported_value, is_ct_attr,
+                                              loc_of, module_binding, scan_module)
+from tileport.frontends.imports import module_statements, resolver_for
+from tileport.frontends.source import read_source
 from tileport.model.ir import Loc
 
 CT = "_tileport_ct"  # the sanitized module's own names for cuda.tile and math
@@ -70,6 +76,12 @@ class SanitizedModule:
     source: str  # the generated module text (line-aligned with the user's file)
     kernels: list[str]  # kernels defined in `source`
     problems: dict[str, Diagnostic] = field(default_factory=dict)  # kernel -> why it is not defined
+    functions: set[str] = field(default_factory=set)  # every function defined in `source` (helpers too)
+    unkept: dict[str, Diagnostic] = field(default_factory=dict)  # every other function -> why
+    # names bound before `source` runs: a helper of another module (`local` -> (file, function)), and
+    # modules of the package (`local` -> {attribute: (file, function) or ("", constant value)})
+    imports: dict[str, tuple[str, str]] = field(default_factory=dict)
+    modules: dict[str, dict[str, tuple[str, Any]]] = field(default_factory=dict)
 
 
 def _restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -109,12 +121,13 @@ class _Names:
 
 def _names(sm: ScannedModule) -> _Names:
     host: dict[str, str] = {}
-    for node in sm.tree.body:
+    statements = list(module_statements(sm.tree.body, sm.path))  # guards read as the frontend reads them
+    for node in statements:
         if isinstance(node, ast.Import):
             host.update({a.asname or a.name: a.name for a in node.names if a.name in HOST_MODULES})
-    functions = {n.name: n for n in sm.tree.body if isinstance(n, ast.FunctionDef)}
+    functions = {n.name: n for n in statements if isinstance(n, ast.FunctionDef)}
     aliases = {}
-    for node in sm.tree.body:
+    for node in statements:
         if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
                 and len(getattr(node, "targets", [None])) == 1):
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
@@ -228,6 +241,9 @@ class _Function:
     uses: set[str]  # top-level functions it references
     problem: Diagnostic | None = None
     free: dict[str, ast.AST] = field(default_factory=dict)  # module names it reads -> first read
+    imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # helpers of other modules it calls
+    constants: dict[str, Any] = field(default_factory=dict)  # constants of other modules it reads
+    modules: dict[str, dict[str, tuple[str, Any]]] = field(default_factory=dict)  # `utils.x` it reads
 
 
 def _locals(fn: ast.FunctionDef) -> set[str]:
@@ -281,6 +297,7 @@ def _body(names: _Names, fn: ast.FunctionDef, f: _Function) -> None:
     known = (set(sm.ct_names) | set(sm.ct_imports) | set(sm.math_names) | set(sm.constants) | aliases
              | set(names.functions) | set(SAFE_BUILTINS))
     skip: set[int] = set()
+    parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
     for stmt in fn.body:
         for n in ast.walk(stmt):
             host = _host_rewrite(names, n)
@@ -292,6 +309,8 @@ def _body(names: _Names, fn: ast.FunctionDef, f: _Function) -> None:
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip:
                 if n.id in local:
                     continue
+                if n.id not in known and _imported(names, n, parents.get(id(n)), f):
+                    continue
                 if n.id not in known:
                     f.problem = f.problem or _problem(
                         names, n, "module name", f"`{fn.name}` uses `{n.id}`, which is not a cuda.tile or math "
@@ -299,6 +318,32 @@ def _body(names: _Names, fn: ast.FunctionDef, f: _Function) -> None:
                         "running it: give the value as a literal constant at module level or a ct.Constant parameter")
                 f.uses.add(_resolve_function(names, n.id) or "")
     f.uses.discard("")
+
+
+def _imported(names: _Names, node: ast.Name, parent: ast.AST | None, f: _Function) -> bool:
+    """`node` names a helper or constant of another module of the package, or such a module whose attribute
+    `parent` reads (`utils.swizzle`): recorded on `f` (bound before the module runs); False otherwise."""
+    sm = names.sm
+    found = helper_def(sm, node)
+    if found is not None and found[0] is not sm:
+        f.imports[node.id] = (found[0].path, found[1].name)
+        return True
+    value = imported_value(sm, node.id, "constant")
+    if value is not None and _literal(value) is not None:
+        f.constants[node.id] = value
+        return True
+    module = module_binding(sm, node.id)
+    if module is None or not (isinstance(parent, ast.Attribute) and parent.value is node):
+        return False
+    found = helper_def(module, ast.Name(parent.attr))
+    value = module.constants.get(parent.attr, imported_value(module, parent.attr, "constant"))
+    if found is not None:
+        f.modules.setdefault(node.id, {})[parent.attr] = (found[0].path, found[1].name)
+    elif value is not None:
+        f.modules.setdefault(node.id, {})[parent.attr] = ("", value)
+    else:
+        return False
+    return True
 
 
 def _resolve_function(names: _Names, name: str, depth: int = 0) -> str | None:
@@ -421,9 +466,10 @@ def _apply(lines: list[bytes], edits: list[_Edit]) -> None:
         lines[l0:l1] = [b""] * (l1 - l0)
 
 
-def _prelude(names: _Names, used: Collection[str]) -> str:
-    """Imports and folded constants on line 1: of cuda.tile's names, only those the kept kernels use (an
-    import for host code, or of a name the installed cuda.tile lacks, would stop every kernel of the file)."""
+def _prelude(names: _Names, used: Collection[str], constants: dict[str, Any]) -> str:
+    """Imports and folded constants on line 1: of cuda.tile's names, only those the kept functions use (an
+    import for host code, or of a name the installed cuda.tile lacks, would stop every kernel of the file);
+    module constants and the other modules' constants kept functions read."""
     sm = names.sm
     # postponed annotations: one annotation cuTile lacks fails only the kernel that carries it
     parts = ["from __future__ import annotations", f"import cuda.tile as {CT}", f"import math as {MATH}"]
@@ -431,7 +477,7 @@ def _prelude(names: _Names, used: Collection[str]) -> str:
     parts += [f"from cuda.tile import {attr} as {local}" for local, attr in sorted(sm.ct_imports.items())
               if local in used]
     parts += [f"import math as {n}" for n in sorted(sm.math_names)]
-    for name, value in sm.constants.items():
+    for name, value in {**constants, **sm.constants}.items():
         lit = _literal(value)
         if lit is not None:
             parts.append(f"{name} = {ast.unparse(lit)}")
@@ -516,11 +562,59 @@ def _write_factories(names: _Names, out: list[bytes], kept: set[str], factories:
     return calls
 
 
-def sanitize(path: str | Path, text: str, available: Collection[str] | None = None) -> SanitizedModule:
-    """The module text cuTile compiles instead of the user's file (see the module docstring).
+_SIBLINGS: dict[tuple, SanitizedModule | None] = {}
 
-    `available`: the names the installed cuda.tile has; a kernel that imports another one is not defined
-    (a located problem), the file's other kernels are."""
+
+def _sibling(file: str, available: Collection[str] | None) -> SanitizedModule | None:
+    """Another module of the package, rebuilt the same way (once per text); None while it is being rebuilt
+    (modules importing each other) or when it cannot be."""
+    try:
+        text = read_source(file)
+    except Diagnostic:
+        return None
+    key = (file, hashlib.sha256(text.encode()).hexdigest(), resolver_for(None).key,
+           None if available is None else tuple(sorted(available)))
+    if key not in _SIBLINGS:
+        _SIBLINGS[key] = None
+        try:
+            _SIBLINGS[key] = sanitize(file, text, available)
+        except SourceError:
+            pass
+    return _SIBLINGS[key]
+
+
+def _foreign_problem(names: _Names, f: _Function, available: Collection[str] | None) -> Diagnostic | None:
+    """Why a helper of another module that `f` uses cannot be rebuilt, if one cannot."""
+    used = list(f.imports.values()) + [t for attrs in f.modules.values() for t in attrs.values() if t[0]]
+    for file, fn in used:
+        other = _sibling(file, available)
+        if other is None and any(k[0] == file for k in _SIBLINGS if _SIBLINGS[k] is None):
+            continue  # being rebuilt (a module importing this one back): its own rebuild reports it
+        if other is None or fn not in other.functions:
+            why = other.unkept.get(fn) if other is not None else None
+            return _problem(names, f.node, "import", f"`{f.node.name}` uses `{fn}` of {Path(file).name}, which "
+                            f"cannot be rebuilt without running code" + (f": {why}" if why else ""),
+                            "give the helper only literal constants, cuda.tile and math names")
+    return None
+
+
+def _host_problem(names: _Names, f: _Function) -> Diagnostic | None:
+    """A function other than a kernel that refers to a kernel launches it: host code, never a helper (device
+    code cannot call a kernel); kept, it would bring the host's imports and aliases into the module."""
+    kernel = next((k for k in sorted(f.uses) if k in names.sm.kernels), None)
+    if kernel is None or f.node.name in names.sm.kernels:
+        return None
+    return _problem(names, f.node, "host", f"`{f.node.name}` refers to the kernel `{kernel}`: host code",
+                    "call only helpers from kernels and helpers")
+
+
+def sanitize(path: str | Path, text: str, available: Collection[str] | None = None) -> SanitizedModule:
+    """The module text cuTile compiles instead of the user's file (see the module docstring): every
+    function whose code (and the helpers it calls, in this module or another one of the package) needs
+    nothing that would have to run; the others are recorded with why.
+
+    `available`: the names the installed cuda.tile has; a function that imports another one is not defined
+    (a located problem), the file's other functions are."""
     try:
         sm = scan_module(str(path), text)
     except Diagnostic as d:
@@ -535,34 +629,45 @@ def sanitize(path: str | Path, text: str, available: Collection[str] | None = No
         scoped = replace(names, sm=replace(sm, constants={**sm.constants, **sm.closures[kernel].constants}))
         analyzed[kernel] = _analyze(scoped, sm.kernels[kernel])
         analyzed[kernel].problem = analyzed[kernel].problem or _factory_problem(names, kernel, factory)
+    for f in analyzed.values():
+        first = min([f.node.lineno] + f.decorator_lines + [d.lineno for d in f.node.decorator_list])
+        if first < 2:
+            f.problem = f.problem or _problem(names, f.node, "layout", f"`{f.node.name}` begins on the first line "
+                                              "of its file", "start the file with its imports")
+        f.problem = f.problem or _foreign_problem(names, f, available)
     problems: dict[str, Diagnostic] = {}
     kept: set[str] = set()
     used: set[str] = set()
-    for kernel in sm.kernels:
-        reach = _closure(analyzed, [kernel])
+    makers = {f.name for f in factories.values()}  # rebuilt by _write_factories, never kept as they are
+    for name in [n for n in analyzed if n not in makers]:
+        reach = _closure(analyzed, [name])
         reads = _module_names(names, [analyzed[n] for n in reach])
-        bad = next((analyzed[n].problem for n in reach if analyzed[n].problem), None) \
+        bad = _host_problem(names, analyzed[name]) \
+            or next((analyzed[n].problem for n in reach if analyzed[n].problem), None) \
             or _missing_import(names, reads, available)
         if bad is not None:
-            problems[kernel] = bad
+            problems[name] = bad
         else:
             kept.update(reach)
             used.update(reads)
     lines = text.encode().split(b"\n")
     out = [b""] * len(lines)
     made = _write_factories(names, out, kept, factories)
+    result = SanitizedModule(Path(path), "", [k for k in sm.kernels if k in kept],
+                             {k: d for k, d in problems.items() if k in sm.kernels}, kept,
+                             {k: d for k, d in problems.items() if k not in kept})
+    constants: dict[str, Any] = {}
     for name in sorted(kept, key=lambda n: analyzed[n].node.lineno):
         f = analyzed[name]
-        first = min([f.node.lineno] + f.decorator_lines + [d.lineno for d in f.node.decorator_list])
-        if first < 2:
-            raise SourceError(Diagnostic("a kernel on the first line of its file", loc_of(str(path), f.node),
-                                         "layout", hint="start the file with its imports"))
         body = list(lines)
         _apply(body, f.edits)
         out[f.node.lineno - 1:f.node.end_lineno] = body[f.node.lineno - 1:f.node.end_lineno]
         for text_, line in zip(f.decorators, f.decorator_lines):
             out[line - 1] = b" " * f.node.col_offset + b"@" + text_.encode()
-    out[0] = _prelude(names, used).encode()
-    postlude = _postlude(names, kept, used) + made
-    source = b"\n".join(out).decode() + "\n" + "\n".join(postlude) + "\n"
-    return SanitizedModule(Path(path), source, [k for k in sm.kernels if k in kept], problems)
+        result.imports.update(f.imports)
+        constants.update(f.constants)
+        for local, attrs in f.modules.items():
+            result.modules.setdefault(local, {}).update(attrs)
+    out[0] = _prelude(names, used, constants).encode()
+    result.source = b"\n".join(out).decode() + "\n" + "\n".join(_postlude(names, kept, used) + made) + "\n"
+    return result

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from tileport.diagnostics import Diagnostic
+from tileport.frontends.imports import Resolver
 from tileport.model.ir import Kernel, KernelModule
 from tileport.model.naming import Naming
 
@@ -64,5 +65,8 @@ class Frontend(Protocol):
         """Whether the file (its parsed AST: nothing of it runs) is written in this language."""
 
     def parse(self, path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
-              naming: Naming) -> Translation:
-        """Every kernel of `path` (those in `only`), one `Kernel` per specialized entry."""
+              naming: Naming, resolver: Resolver | None = None) -> Translation:
+        """Every kernel of `path` (those in `only`), one `Kernel` per specialized entry. Names the file
+        imports from other modules are read through `resolver` (`frontends.imports`: by default relative
+        imports only, or the package's resolver while one is active)."""
+

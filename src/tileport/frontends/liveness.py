@@ -12,7 +12,17 @@ from typing import Sequence
 
 
 def reads(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+    return name in _loads(node)
+
+
+def _loads(node: ast.AST) -> frozenset[str]:
+    """The names `node` reads, kept on the node: lowering asks about the same statements again and again
+    (every specialization, every retry), and a walk each time made it quadratic in the kernel's size."""
+    found = node.__dict__.get("_tileport_loads")
+    if found is None:
+        found = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+        node._tileport_loads = found
+    return found
 
 
 def _targets(st: ast.stmt) -> set[str]:
@@ -54,10 +64,18 @@ def exposed_read(stmts: Sequence[ast.stmt], name: str) -> bool:
 def assigned(stmts: Sequence[ast.stmt]) -> set[str]:
     out: set[str] = set()
     for st in stmts:
-        for n in ast.walk(st):
-            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                out |= _targets(n)
+        out |= _assigned_in(st)
     return out
+
+
+def _assigned_in(st: ast.stmt) -> frozenset[str]:
+    """The names a statement assigns anywhere inside it, kept on the node (see `_loads`)."""
+    found = st.__dict__.get("_tileport_assigned")
+    if found is None:
+        found = frozenset().union(*(_targets(n) for n in ast.walk(st)
+                                    if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))))
+        st._tileport_assigned = found
+    return found
 
 
 class Frames:

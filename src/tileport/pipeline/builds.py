@@ -272,13 +272,26 @@ def reference_bytecode(manager: BuildManager, path: Path, source: str, capture: 
     from tileport.frontends.registry import frontend_for
     frontend = frontend_for(str(path))
     cache = manager.cache
-    key = sha256("ref", source, capture_repr(capture), _cuda_tile_version(), BYTECODE_VERSION)
+    imported = _imported_sources(frontend.name, path)
+    key = sha256("ref", source, capture_repr(capture), _cuda_tile_version(), BYTECODE_VERSION,
+                 *([imported] if imported else []))
     data = cache.get("ref", key, "tileirbc")
     if data is None:
         with manager.export_lock:
             data = frontend_reference(frontend, str(path), capture)
         cache.put("ref", key, "tileirbc", data)
     return data
+
+
+def _imported_sources(frontend: str, path: Path) -> list[str]:
+    """The texts of the other modules of the package whose helpers a cuTile kernel file uses."""
+    from tileport.capture import CaptureError, source_files
+    if frontend != "cutile":
+        return []
+    try:
+        return [p.read_text() for p in source_files(path)[1:]]
+    except (CaptureError, OSError, UnicodeDecodeError):
+        return []  # the export itself reports why the file cannot be rebuilt
 
 
 def generated_bytecode(manager: BuildManager, build: CrateBuild, capture: Capture,

@@ -15,6 +15,7 @@ import ast
 from typing import Mapping, Sequence
 
 from tileport.frontends.base import KernelConfig, Translation
+from tileport.frontends.imports import Resolver
 from tileport.frontends.cutile.lowerer import (CT_MODULE, ScannedModule, classify_params, loc_of, scan_module,
                                               translate_file)
 from tileport.model.naming import Naming
@@ -44,8 +45,8 @@ class CuTileFrontend:
         return False
 
     def parse(self, path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
-              naming: Naming) -> Translation:
-        return translate_file(path, configs, only, naming)
+              naming: Naming, resolver: Resolver | None = None) -> Translation:
+        return translate_file(path, configs, only, naming, resolver)
 
 
 FRONTEND = CuTileFrontend()

@@ -9,6 +9,7 @@ a `Diagnostic` with file:line:col.
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
 from dataclasses import dataclass, field, replace
 from itertools import product
@@ -21,8 +22,11 @@ from tileport.frontends.cutile import calls
 from tileport.frontends.liveness import Frames, assigned, exposed_read, reads
 from tileport.frontends.cutile.dtypes import promote
 from tileport.frontends.cutile.values import (BINOPS, CV, MATH, MAX_FOLD_BITS, ConstFoldError, DTypeVal, EnumVal,
-                                              Helper, ModuleRef, NotConstant, Value, call_math, checked, describe,
-                                              fold)
+                                              Helper, ModuleRef, NotConstant, SourceModule, Value, call_math, checked,
+                                              describe, fold)
+from tileport.frontends.imports import (FILES, FromModule, Guards, Imports, Outside, Resolver, WholeModule,
+                                        module_statements, outside_hint, read_imports, resolver_for, star_exports,
+                                        submodule)
 from tileport.frontends.source import parse_module, read_source
 from tileport.model import types as T
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
@@ -76,7 +80,9 @@ class ScannedModule:
     aliases: dict[str, ast.expr] = field(default_factory=dict)
     dtype_modules: dict[str, str] = field(default_factory=dict)  # np -> "numpy", torch -> "torch"
     closures: dict[str, "Closure"] = field(default_factory=dict)  # kernels built inside a factory function
-    imports: dict[str, tuple[Path, str]] = field(default_factory=dict)  # from .utils import f -> (file, "f")
+    imports: Imports = field(default_factory=Imports)  # names bound to other modules (`from .utils import f`)
+    resolver: Resolver = FILES  # where those modules lie
+    guard_notes: list[str] = field(default_factory=list)  # module-level guards read as intended (`try: import ..`)
     bad_constants: dict[str, Diagnostic] = field(default_factory=dict)  # module constants that do not fold
     parse_diagnostics: list[Diagnostic] = field(default_factory=list)  # statements the parser could not take
 
@@ -95,12 +101,20 @@ def loc_of(path: str, node: ast.AST) -> Loc:
     return Loc(path, getattr(node, "lineno", 0), getattr(node, "col_offset", -1) + 1)
 
 
-def scan_module(path: str, source: str | None = None) -> ScannedModule:
-    """Find kernels, helpers, constants and imports. Raises Diagnostic on unreadable or invalid source."""
+def scan_module(path: str, source: str | None = None, resolver: Resolver | None = None) -> ScannedModule:
+    """Find kernels, helpers, constants and imports. Raises Diagnostic on unreadable or invalid source.
+
+    Imports of other modules are read with `resolver` (`frontends.imports`); what the names they bind are
+    there (cuda.tile, a constant, a helper, an alias) is looked up where this module uses them."""
     text = read_source(path) if source is None else source
     tree, parse_diagnostics = parse_module(path, text)
-    sm = ScannedModule(path, tree, set(), {}, {}, {}, {}, {}, set(), parse_diagnostics=parse_diagnostics)
-    for node in tree.body:
+    sm = ScannedModule(path, tree, set(), {}, {}, {}, {}, {}, set(), parse_diagnostics=parse_diagnostics,
+                       resolver=resolver_for(resolver))
+    guards = Guards()
+    statements = list(module_statements(tree.body, path, guards))
+    sm.guard_notes = guards.notes
+    sm.imports = read_imports(path, statements, sm.resolver)
+    for node in statements:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == CT_MODULE and a.asname:
@@ -115,13 +129,6 @@ def scan_module(path: str, source: str | None = None) -> ScannedModule:
             elif node.module and (node.module == CT_MODULE or node.module.startswith(CT_MODULE + ".")):
                 # `from cuda.tile._numeric_semantics import RoundingMode`: the same object as ct.RoundingMode
                 sm.ct_imports.update({a.asname or a.name: a.name for a in node.names})
-            elif node.level > 0 and node.module:  # `from .utils import swizzle`: read (never run) that file
-                base = Path(path).resolve().parent
-                for _ in range(node.level - 1):
-                    base = base.parent
-                target = base.joinpath(*node.module.split("."))
-                file = target / "__init__.py" if target.is_dir() else target.with_suffix(".py")
-                sm.imports.update({a.asname or a.name: (file, a.name) for a in node.names if a.name != "*"})
         elif isinstance(node, ast.FunctionDef):
             if any(is_ct_attr(sm, d, "kernel") for d in node.decorator_list):
                 sm.kernels[node.name] = node
@@ -129,33 +136,94 @@ def scan_module(path: str, source: str | None = None) -> ScannedModule:
                 sm.helpers[node.name] = node
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             _scan_assign(sm, node)
-    for factory in [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in sm.helpers]:
+    for factory in [n for n in statements if isinstance(n, ast.FunctionDef) and n.name in sm.helpers]:
         _scan_factory(sm, factory)
     return sm
 
 
-_IMPORTED: dict[tuple[str, int], ScannedModule] = {}
+MAX_IMPORT_DEPTH = 16  # re-exports followed through at most this many modules (they may import each other)
 
 
-def imported_module(file: Path) -> ScannedModule:
-    """The scan of a sibling module a kernel file imports helpers from (parsed once per file version)."""
-    key = (str(file), file.stat().st_mtime_ns)
+def imported_value(sm: ScannedModule, name: str, kind: str, depth: int = 0) -> Any:
+    """What a name this module imports is in the module that defines it, when that is a cuda.tile name
+    (`kind` "ct": True), a cuda.tile attribute ("ct_import": its name) or a constant ("constant": its value);
+    None otherwise. A kernel file may take `ct` or a constant from another module of its package."""
+    if depth > MAX_IMPORT_DEPTH or (name not in sm.imports.names and not sm.imports.stars):
+        return None
+    owner = defining_module(sm, name, depth)
+    if owner is None:
+        return None
+    other, attr = owner
+    own = {"ct": attr in other.ct_names or None, "ct_import": other.ct_imports.get(attr),
+           "constant": other.constants.get(attr)}[kind]
+    return own if own is not None else imported_value(other, attr, kind, depth + 1)
+
+
+_IMPORTED: dict[tuple, ScannedModule | None] = {}
+
+
+def imported_module(file: Path, resolver: Resolver) -> ScannedModule | None:
+    """The scan of another module of the package (parsed once per file version and resolver); None while
+    it is being scanned (modules that import each other) or when it cannot be read or parsed."""
+    try:
+        key = (str(file), file.stat().st_mtime_ns, resolver.key)
+    except OSError:
+        return None
     if key not in _IMPORTED:
-        _IMPORTED[key] = scan_module(str(file))
+        _IMPORTED[key] = None  # a module importing this one back finds nothing more while it is scanned
+        try:
+            _IMPORTED[key] = scan_module(str(file), resolver=resolver)
+        except (Diagnostic, RecursionError):
+            pass
     return _IMPORTED[key]
 
 
-def helper_def(sm: ScannedModule, name: str, depth: int = 0) -> tuple[ScannedModule, ast.FunctionDef] | None:
-    """A helper function by the name the module uses: its own, or one it imports from a sibling file."""
-    if name in sm.helpers:
-        return sm, sm.helpers[name]
-    if name in sm.imports and depth < 8:
-        file, attr = sm.imports[name]
-        try:
-            return helper_def(imported_module(file), attr, depth + 1)
-        except (OSError, Diagnostic):
-            return None
+def helper_def(sm: ScannedModule, func: ast.AST, depth: int = 0) -> tuple[ScannedModule, ast.FunctionDef] | None:
+    """The helper function a call names (`helper`, `utils.helper`): its own, or one of another module."""
+    if depth > MAX_IMPORT_DEPTH:
+        return None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        module = module_binding(sm, func.value.id, depth)
+        return None if module is None else helper_def(module, ast.Name(func.attr), depth + 1)
+    if not isinstance(func, ast.Name):
+        return None
+    if func.id in sm.helpers:
+        return sm, sm.helpers[func.id]
+    owner = defining_module(sm, func.id, depth) if not _own_name(sm, func.id) else None
+    return None if owner is None else helper_def(owner[0], ast.Name(owner[1]), depth + 1)
+
+
+def _own_name(sm: ScannedModule, name: str) -> bool:
+    return (name in sm.helpers or name in sm.constants or name in sm.aliases or name in sm.ct_names
+            or name in sm.ct_imports or name in sm.math_names or name in sm.kernels)
+
+
+def defining_module(sm: ScannedModule, name: str, depth: int = 0) -> tuple[ScannedModule, str] | None:
+    """The module (and its name there) that a name this module imports comes from: a `from M import name`,
+    else the first `from M import *` that brings it."""
+    binding = sm.imports.names.get(name)
+    if isinstance(binding, FromModule):
+        other = imported_module(Path(binding.file), sm.resolver)
+        return (other, binding.attr) if other is not None else None
+    if binding is None and depth <= MAX_IMPORT_DEPTH:
+        for file in sm.imports.stars:
+            other = imported_module(Path(file), sm.resolver)
+            if other is not None and star_exports(other.tree, name) and (
+                    _own_name(other, name) or name in other.imports.names
+                    or defining_module(other, name, depth + 1) is not None):
+                return other, name
     return None
+
+
+def module_binding(sm: ScannedModule, name: str, depth: int = 0) -> ScannedModule | None:
+    """The scan of the package module a name is bound to (`from ..runtime import tl_extra as ext`)."""
+    binding = sm.imports.names.get(name)
+    if isinstance(binding, WholeModule):
+        return imported_module(Path(binding.file), sm.resolver)
+    if _own_name(sm, name) or isinstance(binding, Outside) or depth > MAX_IMPORT_DEPTH:
+        return None
+    owner = defining_module(sm, name, depth)
+    return None if owner is None else module_binding(owner[0], owner[1], depth + 1)
 
 
 def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
@@ -219,8 +287,18 @@ def is_ct_attr(sm: ScannedModule, node: ast.AST, attr: str) -> bool:
     if isinstance(node, ast.Call):
         node = node.func
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.value.id in sm.ct_names and node.attr == attr
-    return isinstance(node, ast.Name) and sm.ct_imports.get(node.id) == attr
+        return node.attr == attr and is_ct_name(sm, node.value.id)
+    return isinstance(node, ast.Name) and ct_import(sm, node.id) == attr
+
+
+def is_ct_name(sm: ScannedModule, name: str) -> bool:
+    """`name` is bound to the cuda.tile module (here, or in the module of the package it is imported from)."""
+    return name in sm.ct_names or bool(imported_value(sm, name, "ct"))
+
+
+def ct_import(sm: ScannedModule, name: str) -> str | None:
+    """The cuda.tile attribute `name` is bound to (`from cuda.tile import load as ld`: "load"), if any."""
+    return sm.ct_imports.get(name) or imported_value(sm, name, "ct_import")
 
 
 def _scan_assign(sm: ScannedModule, node: ast.Assign | ast.AnnAssign) -> None:
@@ -272,6 +350,8 @@ def eval_const(sm: ScannedModule, node: ast.AST) -> Any:
         return checked(node.value, ConstFoldError(f"{node.value} exceeds {MAX_FOLD_BITS} bits", node))
     if isinstance(node, ast.Name) and node.id in sm.constants:
         return sm.constants[node.id]
+    if isinstance(node, ast.Name) and imported_value(sm, node.id, "constant") is not None:
+        return imported_value(sm, node.id, "constant")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return _located(node, fold, "*", -1 if isinstance(node.op, ast.USub) else 1, eval_const(sm, node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in BINOPS:
@@ -404,11 +484,11 @@ def array_uses(sm: ScannedModule, fn: ast.FunctionDef, active: set[str],
     for node in ast.walk(fn):
         if isinstance(node, ast.Call):
             name = _ct_call_name(sm, node.func)
+            found = helper_def(sm, node.func) if name not in ARRAY_USES else None
             if name in ARRAY_USES and node.args and isinstance(node.args[0], ast.Name):
                 note(node.args[0].id, _rank_from_call(name, node, fn))
-            elif (isinstance(node.func, ast.Name) and helper_def(sm, node.func.id)
-                  and node.func.id not in active):
-                owner, helper = helper_def(sm, node.func.id)
+            elif found is not None and found[1].name not in active:
+                owner, helper = found
                 key = (str(owner.path), helper.name)
                 if key not in memo:
                     memo[key] = array_uses(owner, helper, active | {fn.name}, memo)
@@ -441,10 +521,10 @@ def _array_views(fn: ast.FunctionDef) -> list[tuple[str, str]]:
 
 
 def _ct_call_name(sm: ScannedModule, func: ast.AST) -> str | None:
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in sm.ct_names:
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and is_ct_name(sm, func.value.id):
         return func.attr
-    if isinstance(func, ast.Name) and func.id in sm.ct_imports:
-        return sm.ct_imports[func.id]
+    if isinstance(func, ast.Name):
+        return ct_import(sm, func.id)
     return None
 
 
@@ -564,6 +644,7 @@ class _Scope:
 class KernelLowerer:
     def __init__(self, sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig, naming: Naming):
         self.sm, self.fn, self.cfg = sm, fn, cfg
+        self.home = sm  # the kernel's own module (helpers of other modules are lowered in theirs)
         self.path = sm.path
         self.calls = calls
         params = classify_params(sm, fn, cfg)
@@ -581,7 +662,9 @@ class KernelLowerer:
         # ct.Constant parameters passed at run time (no values known): typed against a tile as cuTile types
         # their literal (weakly: `f16_tile + eps` stays f16)
         self.weak_scalars: set[str] = set()
-        self.active_aliases: set[str] = set()
+        self.active_aliases: set[tuple[str, str]] = set()  # (file, name) of module aliases being evaluated
+        self.use_site: tuple[str, ast.AST] | None = None  # where a name chased through other modules is used
+        self.chasing: set[tuple[str, str]] = set()  # (file, name) of imported names being looked up there
         self.inlined = 0  # helper bodies inlined so far (bounded: see MAX_INLINED_CALLS)
         self.stmt: ast.AST = fn  # the statement being lowered (where a too-deep nesting is reported)
 
@@ -679,7 +762,7 @@ class KernelLowerer:
         for s in reversed(self.scopes):
             if name in s.vars:
                 return s.vars[name]
-        closure = self.sm.closures.get(self.fn.name)
+        closure = self.sm.closures.get(self.fn.name) if self.sm is self.home else None
         if closure and name in closure.constants:
             return CV(closure.constants[name])
         if closure and name in closure.runtime:
@@ -689,7 +772,7 @@ class KernelLowerer:
         if name in self.sm.constants:
             return CV(self.sm.constants[name])
         if name in self.sm.helpers:
-            return Helper(self.sm.helpers[name])
+            return Helper(self.sm.helpers[name], self.sm)
         if name in self.sm.ct_names:
             return ModuleRef("ct")
         if name in self.sm.math_names:
@@ -700,49 +783,90 @@ class KernelLowerer:
             return ModuleRef(self.sm.dtype_modules[name])
         if name in self.sm.aliases:
             return self.module_alias(name, node)
-        if name in self.sm.imports:
-            return self.imported(name, node)
+        imported = self.imported(name, node) if name in self.sm.imports.names or self.sm.imports.stars else None
+        if imported is not None:
+            return imported
         if name in ("range", "min", "max", "len", "int", "float", "bool", "abs"):
             return ("builtin", name)
         if name in self.sm.bad_constants:
             raise replace(self.sm.bad_constants[name])
         raise self.fail(node, f"undefined name `{name}`", "name")
 
-    def imported(self, name: str, node: ast.AST) -> Value:
-        """A name imported from a sibling module (`from .utils import swizzle`): a helper, a constant or an
-        alias of that module, evaluated in that module's scope."""
-        file, attr = self.sm.imports[name]
+    def imported(self, name: str, node: ast.AST) -> Value | None:
+        """A name this module imports from another module of the package (`from .utils import swizzle`, a
+        re-export, `from .a import *`): a helper, a constant, an alias or a module of that module, evaluated
+        in that module's scope. None when no star import brings it."""
+        binding = self.sm.imports.names.get(name)
+        if isinstance(binding, Outside):
+            raise self.fail_at_use(node, f"`{name}` is imported from `{binding.module}`, which tileport does not "
+                                   "read", "import", outside_hint(self.sm.resolver, binding))
+        if isinstance(binding, WholeModule):
+            module = imported_module(Path(binding.file), self.sm.resolver)
+            if module is None:
+                raise self.fail_at_use(node, f"{self.sm.imports.describe(name)}, which cannot be read or parsed",
+                                       "import")
+            return SourceModule(module)
+        owner = defining_module(self.sm, name)
+        if owner is None:
+            if binding is None:
+                return None  # no star import brings it
+            raise self.fail_at_use(node, f"{self.sm.imports.describe(name)}, which cannot be read or parsed", "import")
+        return self.module_attribute(SourceModule(owner[0]), owner[1], node, name)
+
+    def module_attribute(self, module: SourceModule, attr: str, node: ast.AST, name: str | None = None) -> Value:
+        """`attr` of another module of the package, in that module's scope (its own names, its imports, its
+        submodules)."""
+        other = module.module
+        with self.at_use(node):
+            if _own_name(other, attr) or attr in other.imports.names or defining_module(other, attr) is not None:
+                key = (other.path, attr)
+                if key in self.chasing:  # modules that take the name from each other, none defining it
+                    raise self.fail_at_use(node, f"`{name or attr}` is imported from module to module in a cycle; "
+                                           "none of them defines it", "import")
+                saved = self.sm, self.path, self.scopes
+                self.sm, self.path, self.scopes = other, other.path, []  # that module's scope, not the kernel's
+                self.chasing.add(key)
+                try:
+                    return self.lookup(attr, node)
+                finally:
+                    self.chasing.discard(key)
+                    self.sm, self.path, self.scopes = saved
+            sub = submodule(other.resolver, other.path, attr)
+            found = imported_module(Path(sub), other.resolver) if sub else None
+            if found is not None:
+                return SourceModule(found)
+            what = f"`{name}` is imported from {Path(other.path).name}" if name else f"{Path(other.path).name}"
+            raise self.fail_at_use(node, f"{what}, which defines no helper function, constant or alias `{attr}`",
+                                   "import")
+
+    @contextlib.contextmanager
+    def at_use(self, node: ast.AST):
+        """While a name is chased through other modules, its resolution errors are located where the name is
+        used (the node and file it started from), not in the modules it passes through."""
+        outer = self.use_site is None
+        if outer:
+            self.use_site = (self.path, node)
         try:
-            other = imported_module(file)
-        except OSError:
-            raise self.fail(node, f"`{name}` is imported from {file.name}, which cannot be read", "import") from None
-        except Diagnostic as d:
-            raise self.fail(node, f"`{name}` is imported from {file.name}, which does not parse: {d.message}",
-                            "import") from None
-        if attr in other.helpers:
-            return Helper(other.helpers[attr], other)
-        if attr in other.constants:
-            return CV(other.constants[attr])
-        if attr in other.aliases or attr in other.imports or attr in other.ct_imports:
-            saved = self.sm, self.path, self.scopes
-            self.sm, self.path, self.scopes = other, other.path, []  # that module's scope, not the kernel's
-            try:
-                return self.lookup(attr, node)
-            finally:
-                self.sm, self.path, self.scopes = saved
-        raise self.fail(node, f"`{name}` imported from {file.name} is not a helper function or constant there",
-                        "import")
+            yield
+        finally:
+            if outer:
+                self.use_site = None
+
+    def fail_at_use(self, node: ast.AST, message: str, construct: str = "", hint: str = "") -> Diagnostic:
+        path, node = self.use_site or (self.path, node)
+        return Diagnostic(message, loc_of(path, node), construct, hint)
 
     def module_alias(self, name: str, node: ast.AST) -> Value:
         """A module-level name bound to an expression, evaluated in the module's scope (not the kernel's)."""
-        if name in self.active_aliases:
+        key = (self.sm.path, name)
+        if key in self.active_aliases:
             raise self.fail(node, f"module-level name `{name}` is defined in terms of itself", "name")
         saved, self.scopes = self.scopes, []
-        self.active_aliases.add(name)
+        self.active_aliases.add(key)
         try:
             return self.expr(self.sm.aliases[name])
         finally:
-            self.active_aliases.discard(name)
+            self.active_aliases.discard(key)
             self.scopes = saved
 
     def end_scope(self) -> None:
@@ -1083,6 +1207,8 @@ class KernelLowerer:
 
     def expr_Attribute(self, node: ast.Attribute) -> Value:
         base = self.expr(node.value)
+        if isinstance(base, SourceModule):
+            return self.module_attribute(base, node.attr, node)
         return self.calls.attribute(self, base, node.attr, node)
 
     def expr_Subscript(self, node: ast.Subscript) -> Value:
@@ -1646,10 +1772,11 @@ def _suffix(v: Any) -> str:
 
 
 def translate_file(path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
-                   naming: Naming) -> Translation:
-    """Parse `path` and lower every kernel (or those in `only`); diagnostics are per kernel."""
+                   naming: Naming, resolver: Resolver | None = None) -> Translation:
+    """Parse `path` and lower every kernel (or those in `only`); diagnostics are per kernel. Imports of
+    other modules are read with `resolver` (`frontends.imports.resolver_for`)."""
     try:
-        sm = scan_module(path)
+        sm = scan_module(path, resolver=resolver)
     except Diagnostic as d:  # unreadable or a syntax error: nothing of the file can be translated
         return Translation(KernelModule(path, Path(path).stem, []), [d])
     except Exception as e:  # noqa: BLE001 - a translator bug: reported, never a traceback
@@ -1663,7 +1790,10 @@ def translate_file(path: str, configs: Mapping[str, KernelConfig] | None, only: 
             diags.append(Diagnostic(f"no `@ct.kernel` function named `{name}`", Loc(path, 1, 1), "kernel"))
             continue
         try:
-            kernels += lower_kernel(sm, name, (configs or {}).get(name, KernelConfig()), naming)
+            lowered = lower_kernel(sm, name, (configs or {}).get(name, KernelConfig()), naming)
+            for k in lowered:
+                k.notes += [n for n in sm.guard_notes if n not in k.notes]
+            kernels += lowered
         except Diagnostic as d:
             d.kernel = d.kernel or name
             if d.loc is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tileport.model import types as T
@@ -38,7 +38,14 @@ class EnumVal:
 @dataclass(frozen=True)
 class Helper:
     node: ast.FunctionDef
-    module: Any = None  # the ScannedModule it comes from, when imported from another file
+    module: Any = field(default=None, compare=False)  # the ScannedModule it is defined in
+
+
+@dataclass(frozen=True, eq=False)
+class SourceModule:
+    """A module of the kernel's package, bound to a name (`from ..runtime import tl_extra as ext`)."""
+
+    module: Any  # its ScannedModule
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import ast
 from typing import Mapping, Sequence
 
 from tileport.frontends.base import KernelConfig, Translation
+from tileport.frontends.imports import Resolver, module_statements
 from tileport.frontends.triton.frontend import is_triton_source, translate_file
 from tileport.model.naming import Naming
 from tileport.passes.fma import fuse_fma
@@ -28,15 +29,15 @@ class TritonFrontend:
     reference_compiler = None  # no Tile IR compiler: the port is proven against the Triton kernel on a GPU
 
     def accepts(self, path: str, tree: ast.Module) -> bool:
-        imports_triton = any(
+        imports_triton = any(  # guarded imports count (`try: import triton`)
             isinstance(n, ast.Import) and any(a.name.split(".")[0] == "triton" for a in n.names)
             or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "triton"
-            for n in tree.body)
+            for n in module_statements(tree.body, path))
         return imports_triton and is_triton_source(ast.unparse(tree))
 
     def parse(self, path: str, configs: Mapping[str, KernelConfig] | None, only: Sequence[str] | None,
-              naming: Naming) -> Translation:
-        return translate_file(path, configs, only, naming=naming)
+              naming: Naming, resolver: Resolver | None = None) -> Translation:
+        return translate_file(path, configs, only, naming=naming, resolver=resolver)
 
 
 FRONTEND = TritonFrontend()

@@ -23,7 +23,8 @@ from tileport.frontends.triton import descriptors as D
 from tileport.frontends.triton.calls import DOT_PRECISIONS, TL_DTYPE_NAMES, TL_DTYPES
 from tileport.frontends.triton.lower import TritonLowerer
 from tileport.frontends.triton.values import Retry
-from tileport.frontends.triton.scan import TritonModule, dotted, loc_of, scan
+from tileport.frontends.imports import Resolver
+from tileport.frontends.triton.scan import TritonModule, dotted, helper_of, loc_of, scan
 from tileport.frontends.triton.occupancy import add_hints
 from tileport.model import types as T
 from tileport.model.builder import DTypeSpace
@@ -60,9 +61,9 @@ def pointer_params(tm: TritonModule, fn: ast.FunctionDef, memo: dict | None = No
     """Parameters that are pointers: they reach the pointer operand of a load/store/make_block_ptr (or
     of a helper that loads through them) through additions, and are never multiplied or compared."""
     memo = {} if memo is None else memo
-    if fn.name in memo:
-        return memo[fn.name]
-    memo[fn.name] = set()
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = set()
     params = {a.arg for a in fn.args.args}
     values: dict[str, list[ast.expr]] = {}
     for n in ast.walk(fn):
@@ -107,9 +108,9 @@ def pointer_params(tm: TritonModule, fn: ast.FunctionDef, memo: dict | None = No
             arg = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg in ("pointer", "base")), None)
             if arg is not None:
                 found |= roots(arg, frozenset())
-        elif isinstance(n.func, ast.Name) and n.func.id in tm.helpers:
-            helper = tm.helpers[n.func.id]
-            inner = pointer_params(tm, helper, memo)
+        elif helper_of(tm, n.func) is not None:
+            owner, helper = helper_of(tm, n.func)
+            inner = pointer_params(owner, helper, memo)
             names = [a.arg for a in helper.args.args]
             for i, a in enumerate(n.args):
                 if i < len(names) and names[i] in inner:
@@ -117,8 +118,8 @@ def pointer_params(tm: TritonModule, fn: ast.FunctionDef, memo: dict | None = No
             for k in n.keywords:
                 if k.arg in inner:
                     found |= roots(k.value, frozenset())
-    memo[fn.name] = found - _non_pointer_uses(fn)
-    return memo[fn.name]
+    memo[id(fn)] = found - _non_pointer_uses(fn)
+    return memo[id(fn)]
 
 
 def _non_pointer_uses(fn: ast.FunctionDef) -> set[str]:
@@ -735,7 +736,7 @@ def dtype_name(v: Any) -> Any:
 def is_dtype_constexpr(tm: TritonModule, fn: ast.FunctionDef, name: str, seen: frozenset = frozenset()) -> bool:
     """A constexpr used as a dtype: `.to(NAME)` / `.cast`, `dtype=NAME`, compared with `tl.<dtype>`, or
     passed to a helper parameter that is one."""
-    key = (fn.name, name)
+    key = (id(fn), name)
     if key in seen:
         return False
     for n in ast.walk(fn):
@@ -755,12 +756,13 @@ def is_dtype_constexpr(tm: TritonModule, fn: ast.FunctionDef, name: str, seen: f
         at = DTYPE_POSITION.get((dotted(n.func) or "").rpartition(".")[2])
         if at is not None and len(n.args) > at and _is_name(n.args[at], name):
             return True
-        helper = tm.helpers.get(n.func.id) if isinstance(n.func, ast.Name) else None
-        if helper is not None:
+        found = helper_of(tm, n.func)
+        if found is not None:
+            owner, helper = found
             params = [a.arg for a in helper.args.args]
             passed = [params[i] for i, a in enumerate(n.args) if i < len(params) and _is_name(a, name)]
             passed += [k.arg for k in n.keywords if _is_name(k.value, name)]
-            if any(is_dtype_constexpr(tm, helper, p, seen | {key}) for p in passed):
+            if any(is_dtype_constexpr(owner, helper, p, seen | {key}) for p in passed):
                 return True
     return False
 
@@ -772,12 +774,12 @@ def _is_name(e: ast.AST, name: str) -> bool:
 # ---------------------------------------------------------------- the file
 
 def translate_file(path: str, configs: Mapping[str, Any] | None = None, only: Sequence[str] | None = None, *,
-                   naming: Naming, text: str | None = None) -> Translation:
+                   naming: Naming, text: str | None = None, resolver: Resolver | None = None) -> Translation:
     """Parse `path` (or `text`) and lower every `@triton.jit` kernel (or those in `only`), naming
-    identifiers with the target's `naming`."""
+    identifiers with the target's `naming`; imports of other modules are read with `resolver`."""
     stem = Path(path).stem
     try:
-        tm = scan(path, text)
+        tm = scan(path, text, resolver)
         tm.naming = naming
     except Diagnostic as d:
         return Translation(KernelModule(path, stem, []), [d])
@@ -790,7 +792,10 @@ def translate_file(path: str, configs: Mapping[str, Any] | None = None, only: Se
             continue
         where = loc_of(path, tm.kernels[name])
         try:
-            kernels += lower_kernel(tm, name, (configs or {}).get(name))
+            lowered = lower_kernel(tm, name, (configs or {}).get(name))
+            for k in lowered:
+                k.notes += [n for n in tm.guard_notes if n not in k.notes]
+            kernels += lowered
         except Diagnostic as d:
             d.kernel = d.kernel or name
             d.loc = d.loc or where

@@ -8,7 +8,9 @@ polynomial form (`affine.py`) so that pointer arithmetic can be recognized as bl
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
+from pathlib import Path
 from typing import Any, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
@@ -16,9 +18,11 @@ from tileport.frontends.liveness import assigned, exposed_read
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton import calls, memory
 from tileport.frontends.triton.dtypes import promote
-from tileport.frontends.triton.scan import TritonModule, dotted, loc_of
+from tileport.frontends.imports import Outside, WholeModule, outside_hint, submodule
+from tileport.frontends.triton.scan import (TritonModule, defines, defining_module, dotted, helper_of,
+                                            imported_module, loc_of)
 from tileport.frontends.triton.values import CV, Retry, DT, BlockPtr, Builtin, Descriptor, Gone, Helper, Method, \
-    Module, Ptr
+    Module, Ptr, SourceModule
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, Let, Lit, Loc, Op, Param, Ref,
                                Return, sym_names, walk)
@@ -81,6 +85,9 @@ class TritonLowerer:
         self.extents: dict[str, list[set[str]]] = {}
         self.notes: list[str] = []
         self.inline_depth = 0
+        self.active_aliases: set[tuple[str, str]] = set()  # (file, name) of module aliases being evaluated
+        self.use_site: tuple[str, ast.AST] | None = None  # where a name chased through other modules is used
+        self.chasing: set[tuple[str, str]] = set()  # (file, name) of imported names being looked up there
         self.skip: dict[int, Any] = {}  # statement id -> what it does instead (pointer increments)
         self.scalar_params = {p.ident for p in params if isinstance(p.ty, ScalarT)}
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
@@ -195,7 +202,7 @@ class TritonLowerer:
         if name in self.tm.constants:
             return CV(self.tm.constants[name])
         if name in self.tm.helpers:
-            return Helper(self.tm.helpers[name])
+            return Helper(self.tm.helpers[name], self.tm)
         if name in self.tm.tl_names:
             return Module("tl")
         if name in self.tm.triton_names:
@@ -206,9 +213,106 @@ class TritonLowerer:
             return self.calls.attribute(self, Module("tl"), self.tm.tl_imports[name], node)
         if name in self.tm.libdevice_imports:
             return self.calls.attribute(self, Module("libdevice"), self.tm.libdevice_imports[name], node)
+        if name in self.tm.value_aliases:
+            return self.module_alias(name)
+        imported = self.imported(name, node) if name in self.tm.imports.names or self.tm.imports.stars else None
+        if imported is not None:
+            return imported
         if name in ("range", "min", "max", "float", "int", "len", "abs", "bool", "print"):
             return Builtin(name)
         raise self.fail(node, f"undefined name `{name}`", "name")
+
+    def module_alias(self, name: str) -> Any:
+        """A module-level name bound to an expression (`exp = tl.exp`), evaluated in its module's scope."""
+        key = (self.tm.path, name)
+        if key in self.active_aliases:
+            raise self.fail(self.tm.value_aliases[name], f"module-level name `{name}` is defined in terms of itself",
+                            "name")
+        saved, self.scopes = self.scopes, []
+        self.active_aliases.add(key)
+        try:
+            return self.expr(self.tm.value_aliases[name])
+        finally:
+            self.active_aliases.discard(key)
+            self.scopes = saved
+
+    def imported(self, name: str, node: ast.AST) -> Any:
+        """A name this module imports from another module of the package (`from .utils import helper`, a
+        re-export, `from .a import *`), in that module's scope; None when no star import brings it."""
+        binding = self.tm.imports.names.get(name)
+        if isinstance(binding, Outside):
+            raise self.fail_at_use(node, f"`{name}` is imported from `{binding.module}`, which tileport does not "
+                                   "read", "import", outside_hint(self.tm.resolver, binding))
+        if isinstance(binding, WholeModule):
+            module = imported_module(binding.file, self.tm.resolver)
+            if module is None:
+                raise self.fail_at_use(node, f"{self.tm.imports.describe(name)}, which cannot be read or parsed",
+                                       "import")
+            return SourceModule(module)
+        owner = defining_module(self.tm, name)
+        if owner is None:
+            if binding is None:
+                return None
+            raise self.fail_at_use(node, f"{self.tm.imports.describe(name)}, which cannot be read or parsed", "import")
+        return self.module_attribute(SourceModule(owner[0]), owner[1], node, name)
+
+    def module_attribute(self, module: SourceModule, attr: str, node: ast.AST, name: str | None = None) -> Any:
+        """`attr` of another module of the package, in that module's scope (its names, imports, submodules)."""
+        other = module.module
+        if other.naming is None:
+            other.naming = self.tm.naming
+        found = helper_of(other, ast.Name(attr), 1)
+        if found is not None:
+            return Helper(found[1], found[0])
+        with self.at_use(node):
+            if defines(other, attr) or attr in other.imports.names or defining_module(other, attr) is not None:
+                key = (other.path, attr)
+                if key in self.chasing:  # modules that take the name from each other, none defining it
+                    raise self.fail_at_use(node, f"`{name or attr}` is imported from module to module in a cycle; "
+                                           "none of them defines it", "import")
+                self.chasing.add(key)
+                try:
+                    with self.in_module(other):
+                        return self.lookup(attr, node)
+                finally:
+                    self.chasing.discard(key)
+            sub = submodule(other.resolver, other.path, attr)
+            inner = imported_module(sub, other.resolver) if sub else None
+            if inner is not None:
+                return SourceModule(inner)
+            what = f"`{name}` is imported from {Path(other.path).name}" if name else Path(other.path).name
+            raise self.fail_at_use(node, f"{what}, which defines no jit function, constant or alias `{attr}`",
+                                   "import")
+
+    @contextlib.contextmanager
+    def at_use(self, node: ast.AST):
+        """While a name is chased through other modules, its resolution errors are located where the name is
+        used (the node and file it started from), not in the modules it passes through."""
+        outer = self.use_site is None
+        if outer:
+            self.use_site = (self.path, node)
+        try:
+            yield
+        finally:
+            if outer:
+                self.use_site = None
+
+    def fail_at_use(self, node: ast.AST, message: str, construct: str = "", hint: str = "") -> Diagnostic:
+        path, node = self.use_site or (self.path, node)
+        return Diagnostic(message, loc_of(path, node), construct, hint)
+
+    @contextlib.contextmanager
+    def in_module(self, tm: TritonModule, scopes: bool = False):
+        """Names resolve in `tm` (a helper's or alias's own module) and diagnostics name its file; without
+        `scopes` the kernel's variables are out of sight too."""
+        saved = self.tm, self.path, self.scopes
+        self.tm, self.path = tm, tm.path
+        if not scopes:
+            self.scopes = []
+        try:
+            yield
+        finally:
+            self.tm, self.path, self.scopes = saved
 
     def owner(self, name: str) -> int | None:
         for i in range(len(self.scopes) - 1, -1, -1):
@@ -653,7 +757,10 @@ class TritonLowerer:
     expr_List = expr_Tuple
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
-        return self.calls.attribute(self, self.expr(node.value), node.attr, node)
+        base = self.expr(node.value)
+        if isinstance(base, SourceModule):
+            return self.module_attribute(base, node.attr, node)
+        return self.calls.attribute(self, base, node.attr, node)
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         return self.calls.subscript(self, self.expr(node.value), node)
@@ -661,7 +768,7 @@ class TritonLowerer:
     def expr_Call(self, node: ast.Call) -> Any:
         f = self.expr(node.func)
         if isinstance(f, Helper):
-            return self.inline(f.node, node)
+            return self.inline(f.node, node, f.module)
         if isinstance(f, Method) and isinstance(f.obj, Module) and f.name in self.calls.NO_OP:
             return CV(None)  # asserts and prints: their arguments are not computed either
         args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
@@ -721,8 +828,9 @@ class TritonLowerer:
     def expr_JoinedStr(self, node: ast.JoinedStr) -> Any:
         return CV("")  # messages of static/device asserts
 
-    def inline(self, fn: ast.FunctionDef, call: ast.Call) -> Any:
-        """A `@triton.jit` helper, inlined at its call site (its parameters bound to the arguments)."""
+    def inline(self, fn: ast.FunctionDef, call: ast.Call, module: TritonModule | None = None) -> Any:
+        """A `@triton.jit` helper, inlined at its call site (its parameters bound to the arguments); its
+        body sees its own module's names (`module`, when it is another module's)."""
         if self.inline_depth >= MAX_INLINE_DEPTH:
             raise self.fail(call, "helpers call each other too deeply (recursion?)", "helper")
         params = [a.arg for a in fn.args.args]
@@ -744,17 +852,18 @@ class TritonLowerer:
         early = any(isinstance(n, ast.Return) for st in (body[:-1] if ret else body) for n in _same_loop([st]))
         scope = Scope("fn")
         scope.vars.update(bound)
-        self.scopes.append(scope)
         self.inline_depth += 1
-        try:
-            if early:  # returns inside branches: each path ends in one, which sets the helper's value
-                self.block(single_exit(list(body)))
-                return scope.vars.get(RETURN, CV(None))
-            self.block(body[:-1] if ret else body)
-            return self.expr(ret.value) if ret is not None and ret.value is not None else CV(None)
-        finally:
-            self.inline_depth -= 1
-            self.scopes.pop()
+        with self.in_module(module or self.tm, scopes=True):
+            self.scopes.append(scope)
+            try:
+                if early:  # returns inside branches: each path ends in one, which sets the helper's value
+                    self.block(single_exit(list(body)))
+                    return scope.vars.get(RETURN, CV(None))
+                self.block(body[:-1] if ret else body)
+                return self.expr(ret.value) if ret is not None and ret.value is not None else CV(None)
+            finally:
+                self.inline_depth -= 1
+                self.scopes.pop()
 
     # ---- atoms and affine forms
     def track_scalar(self, ref: Ref) -> None:

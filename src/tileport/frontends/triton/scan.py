@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileport.diagnostics import Diagnostic
+from tileport.frontends.imports import (FILES, FromModule, Guards, Imports, Outside, Resolver, WholeModule,
+                                        module_statements, read_imports, resolver_for, star_exports)
 from tileport.model.ir import Loc
 
 MAX_SOURCE_BYTES = 1 << 20
@@ -42,6 +44,10 @@ class TritonModule:
     decorators: dict[str, list[ast.expr]] = field(default_factory=dict)  # of jit functions, function forms included
     launches: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # literal arguments of `k[grid](..)`
     naming: Any = None  # the target's Naming (identifiers), set by the frontend before lowering
+    value_aliases: dict[str, ast.expr] = field(default_factory=dict)  # exp = tl.exp: evaluated where a kernel uses it
+    imports: Imports = field(default_factory=Imports)  # names bound to other modules (`from .utils import f`)
+    resolver: Resolver = FILES  # where those modules lie
+    guard_notes: list[str] = field(default_factory=list)  # module-level guards read as intended
 
 
 def read_source(path: str) -> str:
@@ -96,14 +102,20 @@ def _decorator_name(tm: TritonModule, d: ast.AST) -> str | None:
     return None
 
 
-def scan(path: str, text: str | None = None) -> TritonModule:
+def scan(path: str, text: str | None = None, resolver: Resolver | None = None) -> TritonModule:
+    """The module's kernels, helpers, constants and imports; imports of other modules are read with
+    `resolver` (`frontends.imports`), module-level guards as intended (`try: import triton`)."""
     text = read_source(path) if text is None else text
     tree = parse(path, text)
-    tm = TritonModule(path, tree)
+    tm = TritonModule(path, tree, resolver=resolver_for(resolver))
+    guards = Guards()
+    statements = list(module_statements(tree.body, path, guards))
+    tm.guard_notes = guards.notes
+    tm.imports = read_imports(path, statements, tm.resolver)
     for node in _module_level(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             _scan_import(tm, node)
-    for node in tree.body:
+    for node in statements:
         if isinstance(node, ast.FunctionDef):
             _scan_function(tm, node, node.decorator_list)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -169,8 +181,82 @@ def _scan_wrapped(tm: TritonModule, node: ast.Assign) -> None:
         _scan_function(tm, fn, [*layers, *tm.decorators.get(fn.name, fn.decorator_list)])
     if not (jitted or fn.name in tm.kernels or fn.name in tm.helpers):
         return  # a function Triton never compiles
+    tm.value_aliases.pop(node.targets[0].id, None)  # a function, not a value
     if node.targets[0].id != fn.name:
         tm.aliases[node.targets[0].id] = fn.name
+
+
+_IMPORTED: dict[tuple, TritonModule | None] = {}
+MAX_IMPORT_DEPTH = 16  # re-exports followed through at most this many modules (they may import each other)
+
+
+def imported_module(file: str, resolver: Resolver) -> TritonModule | None:
+    """The scan of another module of the package (parsed once per file version and resolver); None while it
+    is being scanned (modules that import each other) or when it cannot be read or parsed."""
+    try:
+        key = (file, os.stat(file).st_mtime_ns, resolver.key)
+    except OSError:
+        return None
+    if key not in _IMPORTED:
+        _IMPORTED[key] = None
+        try:
+            _IMPORTED[key] = scan(file, resolver=resolver)
+        except (Diagnostic, RecursionError):
+            pass
+    return _IMPORTED[key]
+
+
+def defines(tm: TritonModule, name: str) -> bool:
+    """Whether the module binds `name` itself (not through an import)."""
+    return (name in tm.constants or name in tm.helpers or name in tm.kernels or name in tm.aliases
+            or name in tm.value_aliases or name in tm.tl_names or name in tm.triton_names or name in tm.libdevice_names
+            or name in tm.tl_imports or name in tm.libdevice_imports)
+
+
+def defining_module(tm: TritonModule, name: str, depth: int = 0) -> tuple[TritonModule, str] | None:
+    """The module (and its name there) a name this module imports comes from: `from M import name`, else
+    the first `from M import *` that brings it."""
+    binding = tm.imports.names.get(name)
+    if isinstance(binding, FromModule):
+        other = imported_module(binding.file, tm.resolver)
+        return (other, binding.attr) if other is not None else None
+    if binding is None and depth <= MAX_IMPORT_DEPTH:
+        for file in tm.imports.stars:
+            other = imported_module(file, tm.resolver)
+            if other is not None and star_exports(other.tree, name) and (
+                    defines(other, name) or name in other.imports.names
+                    or defining_module(other, name, depth + 1) is not None):
+                return other, name
+    return None
+
+
+def module_binding(tm: TritonModule, name: str, depth: int = 0) -> TritonModule | None:
+    """The scan of the package module a name is bound to (`from ..runtime import tl_extra as ext`)."""
+    binding = tm.imports.names.get(name)
+    if isinstance(binding, WholeModule):
+        return imported_module(binding.file, tm.resolver)
+    if defines(tm, name) or isinstance(binding, Outside) or depth > MAX_IMPORT_DEPTH:
+        return None
+    owner = defining_module(tm, name, depth)
+    return None if owner is None else module_binding(owner[0], owner[1], depth + 1)
+
+
+def helper_of(tm: TritonModule, func: ast.AST, depth: int = 0) -> tuple[TritonModule, ast.FunctionDef] | None:
+    """The `@triton.jit` function a call names (`helper`, `utils.helper`): this module's, or one another
+    module of the package defines (a jit function there is a helper here whatever it looks like)."""
+    if depth > MAX_IMPORT_DEPTH:
+        return None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        module = module_binding(tm, func.value.id, depth)
+        return None if module is None else helper_of(module, ast.Name(func.attr), depth + 1)
+    if not isinstance(func, ast.Name):
+        return None
+    if func.id in tm.helpers:
+        return tm, tm.helpers[func.id]
+    if depth and func.id in tm.kernels:
+        return tm, tm.kernels[func.id]
+    owner = defining_module(tm, func.id, depth) if not defines(tm, func.id) else None
+    return None if owner is None else helper_of(owner[0], ast.Name(owner[1]), depth + 1)
 
 
 def _called_kernels_are_helpers(tm: TritonModule) -> None:
@@ -303,12 +389,18 @@ def _literal(node: ast.AST) -> Any:
 
 
 def _scan_constant(tm: TritonModule, node: ast.Assign | ast.AnnAssign) -> None:
+    """A literal (`tl.constexpr(literal)`) is a constant; another expression an alias, evaluated where a
+    kernel uses it (`exp = tl.exp`, `DTYPE = tl.float16`)."""
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     if len(targets) != 1 or not isinstance(targets[0], ast.Name) or node.value is None:
         return
-    value = node.value
+    name, value = targets[0].id, node.value
+    tm.constants.pop(name, None)
+    tm.value_aliases.pop(name, None)
     if isinstance(value, ast.Call) and (dotted(value.func) or "").endswith("constexpr") and len(value.args) == 1:
         value = value.args[0]
     v = _literal(value)
     if v is not None:
-        tm.constants[targets[0].id] = v
+        tm.constants[name] = v
+    else:
+        tm.value_aliases[name] = node.value

@@ -8,7 +8,7 @@ block pointers (`tl.make_block_ptr`).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tileport.model.ir import Ref
@@ -41,6 +41,14 @@ class Builtin:
 @dataclass(frozen=True)
 class Helper:
     node: ast.FunctionDef
+    module: Any = field(default=None, compare=False)  # the TritonModule it is defined in
+
+
+@dataclass(frozen=True, eq=False)
+class SourceModule:
+    """A module of the kernel's package, bound to a name (`from ..runtime import tl_extra as ext`)."""
+
+    module: Any  # its TritonModule
 
 
 @dataclass(frozen=True)
