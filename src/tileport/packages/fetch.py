@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 import tarfile
 import urllib.parse
@@ -22,6 +21,9 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tileport.proc import ToolTimeout
+from tileport.proc import run as run_tool
 
 # A requirement with a version specifier (a bare word is taken for a path: no surprise download).
 REQUIREMENT = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9._,-]*\])?\s*"
@@ -99,8 +101,8 @@ def download(requirement: str, out: Path, timeout: float) -> Path:
                    "--progress-bar", "off", "--retries", "1", "--timeout", "30", "-q", "-d", str(dest)]
             cmd += ["--python-version", version] if version else []
             try:
-                r = subprocess.run(cmd + [requirement], capture_output=True, text=True, timeout=timeout, env=env)
-            except subprocess.TimeoutExpired:
+                r = run_tool(cmd + [requirement], timeout, env=env)
+            except ToolTimeout:
                 raise FetchError(f"pip download {requirement}: no answer in {timeout:.0f} s") from None
             new = sorted(p for p in set(dest.iterdir()) - before if p.name.endswith(".whl"))
             wheels = new or _matching(dest, requirement, ".whl")
