@@ -55,9 +55,9 @@ def test_port_a_kernel_prints_what_the_readme_shows(tmp_path):
     (tmp_path / "src").symlink_to(REPO / "src")
     r = tileport(args, tmp_path)
     assert r.returncode in (0, 1), r.stdout + r.stderr
-    assert shown[0].strip() in r.stdout, r.stdout
-    assert "B COMPILED: builds; IR of 2 configuration(s) captured and diffed (0 CRITICAL, 0 WARN)" in \
-        " ".join(r.stdout.split())
+    printed = " ".join(r.stdout.split())
+    for line in (shown[0], shown[1], shown[2], shown[-1].split(" in ")[0]):
+        assert " ".join(line.split()) in printed, (line, r.stdout)
     assert (tmp_path / "out" / "port" / "report.html").is_file()
 
 
