@@ -52,6 +52,11 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
+def recorded(pids: Path) -> bool:
+    """Both of a hanging tool's pids are written (its child's last): signalling it before would race them."""
+    return all((pids / who).is_file() and (pids / who).read_text().strip() for who in ("grandchild", "child"))
+
+
 def assert_none_left(tmp_path: Path) -> None:
     pids = [int((tmp_path / "pids" / who).read_text()) for who in ("child", "grandchild")]
     deadline = time.monotonic() + 5
@@ -142,7 +147,7 @@ def test_a_signal_to_tileport_reaches_its_tools(tmp_path, signum):
     runner = subprocess.Popen([sys.executable, "-c", SIGNALLED, str(first), str(second)], env=env,
                               stderr=subprocess.PIPE)
     deadline = time.monotonic() + 20
-    while not all((d / "pids" / "grandchild").exists() for d in (tmp_path / "a", tmp_path / "b")):
+    while not all(recorded(d / "pids") for d in (tmp_path / "a", tmp_path / "b")):
         assert time.monotonic() < deadline and runner.poll() is None, runner.stderr.read()
         time.sleep(0.05)
     runner.send_signal(signum)
