@@ -199,3 +199,17 @@ def test_bad_files_and_helper_problems_are_diagnostics(tmp_path):
         str(s.problems["uses_bad"])
     assert "def good(x):" in s.source and "def bad(x):" not in s.source
     reference_bytecode(src, Capture("uses_good", {"x": ("int32", 1)}, {}, {}))
+
+
+def test_threads_rebuilding_one_file_all_see_its_kernels(tmp_path):
+    """Threads that rebuild the same file at once (verify's worker pool) wait for one complete rebuild: none
+    may take the half-built namespace (a kernel missing, or a module constant not bound yet)."""
+    from concurrent.futures import ThreadPoolExecutor
+    body = "".join(f"C{i} = {i}\n" for i in range(400))
+    for round_ in range(6):
+        src = tmp_path / f"k{round_}.py"
+        src.write_text(f"import cuda.tile as ct\n{body}\n@ct.kernel\ndef k(x, T: ct.Constant[int]):\n"
+                       f"    ct.store(x, index=(0,), tile=ct.full((T,), C399 + {round_}, dtype=ct.float32))\n")
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            seen = list(pool.map(lambda _: sorted(k for k in ("k", "C399") if k in kernel_namespace(src)), range(8)))
+        assert seen == [["C399", "k"]] * 8

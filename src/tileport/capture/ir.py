@@ -16,6 +16,7 @@ import hashlib
 import json
 import linecache
 import tempfile
+import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,9 @@ TILEIRAS_TIMEOUT_S = 600.0  # one kernel, one architecture (seconds for the corp
 DISASM_TIMEOUT_S = 120.0
 
 _MODULES: dict[tuple[str, str], tuple[dict, SanitizedModule]] = {}
+# One rebuild at a time: a module is registered before its text has run (so that a module importing it back
+# finds it), and another thread must not take that half-built namespace. Reentrant: imports rebuild too.
+_MODULES_LOCK = threading.RLock()
 
 
 class CaptureError(RuntimeError):
@@ -63,6 +67,11 @@ def _cuda_tile_names() -> frozenset[str] | None:
 
 
 def _load(path: str | Path) -> tuple[dict, SanitizedModule]:
+    with _MODULES_LOCK:
+        return _load_locked(path)
+
+
+def _load_locked(path: str | Path) -> tuple[dict, SanitizedModule]:
     resolved = Path(path).resolve()
     try:
         text = resolved.read_text()

@@ -34,6 +34,7 @@ import ast
 import builtins
 import hashlib
 import math
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Collection
@@ -563,6 +564,7 @@ def _write_factories(names: _Names, out: list[bytes], kept: set[str], factories:
 
 
 _SIBLINGS: dict[tuple, SanitizedModule | None] = {}
+_SIBLINGS_LOCK = threading.RLock()  # a sibling is marked "being rebuilt" (None) while it is: per thread, once
 
 
 def _sibling(file: str, available: Collection[str] | None) -> SanitizedModule | None:
@@ -574,13 +576,14 @@ def _sibling(file: str, available: Collection[str] | None) -> SanitizedModule | 
         return None
     key = (file, hashlib.sha256(text.encode()).hexdigest(), resolver_for(None).key,
            None if available is None else tuple(sorted(available)))
-    if key not in _SIBLINGS:
-        _SIBLINGS[key] = None
-        try:
-            _SIBLINGS[key] = sanitize(file, text, available)
-        except SourceError:
-            pass
-    return _SIBLINGS[key]
+    with _SIBLINGS_LOCK:
+        if key not in _SIBLINGS:
+            _SIBLINGS[key] = None
+            try:
+                _SIBLINGS[key] = sanitize(file, text, available)
+            except SourceError:
+                pass
+        return _SIBLINGS[key]
 
 
 def _foreign_problem(names: _Names, f: _Function, available: Collection[str] | None) -> Diagnostic | None:
