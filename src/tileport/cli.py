@@ -132,6 +132,8 @@ def translate(
                                         "generated (only the crate's files are written).")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constant values) "
                                                    "per kernel: JSON, TOML or YAML (README, 'Configurations').")] = None,
+    faithful: Annotated[bool, typer.Option("--faithful", help="Write one Tile IR operation per line, every view and "
+                                           "memory mode spelled (default: idiomatic Rust, same Tile IR).")] = False,
 ) -> None:
     """Translate cuTile Python kernels to a cutile-rs crate (device code, C-ABI launchers, manifest).
 
@@ -144,7 +146,7 @@ def translate(
     if corpus:
         from tileport.corpus import REPO, translate_corpus
         if check:
-            raise typer.Exit(_check_drift(REPO / "rust"))
+            raise typer.Exit(_check_drift(REPO / "rust", faithful))
         out = REPO / "rust" if out == Path("out/crate") else out
     elif not files:
         fail("give cuTile Python files, or --corpus")
@@ -155,8 +157,8 @@ def translate(
     try:
         check_output_dir(out, force)
         configs = _load_configs(config) if config else {}
-        report = translate_corpus(out) if corpus else run(
-            [str(f) for f in files], out, {str(f): configs for f in files}, crate=crate, force=force)
+        report = translate_corpus(out, faithful) if corpus else run(
+            [str(f) for f in files], out, {str(f): configs for f in files}, crate=crate, force=force, faithful=faithful)
     except OutputDirError as e:
         fail(f"-o {e}")
     _print_translation(report)
@@ -175,10 +177,10 @@ def _load_configs(path: Path) -> dict:
         fail(f"--config {e}")
 
 
-def _check_drift(crate_dir: Path) -> int:
+def _check_drift(crate_dir: Path, faithful: bool = False) -> int:
     from tileport.corpus import translate_corpus
     from tileport.emit.rust.crate import format_crate
-    report = translate_corpus(None)
+    report = translate_corpus(None, faithful)
     files = format_crate(report.files)
     drift = [rel for rel, text in files.items()
              if not (crate_dir / rel).is_file() or (crate_dir / rel).read_text() != text]
@@ -361,6 +363,8 @@ def port(
     profile: Annotated[Profile, typer.Option(help="Cargo profile of the libraries built for IR capture.")] = Profile.dev,
     launches: Annotated[Optional[Path], typer.Option("--launches", help="Launch spec (from `tileport record`) of "
                                                      "kernels outside the library: configurations, D and E.")] = None,
+    faithful: Annotated[bool, typer.Option("--faithful", help="Port to Rust written one Tile IR operation per line "
+                                           "(default: idiomatic Rust, same Tile IR).")] = False,
 ) -> None:
     """Port kernels through the bounded pipeline A-F with verdicts, routing, caps and reports.
 
@@ -377,7 +381,7 @@ def port(
         stop = Stage(until.upper()) if until else None
         options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
                           gpu_results=list(gpu_results or []), residual=residual, profile=profile.value,
-                          native_gpu=False if no_gpu else None, until=stop)
+                          native_gpu=False if no_gpu else None, until=stop, faithful=faithful)
     except (TargetError, ValueError) as e:
         fail(str(e))
     t0 = time.perf_counter()

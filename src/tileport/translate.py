@@ -83,7 +83,7 @@ def lower(path: str, configs: Mapping[str, KernelConfig] | None = None,
 def translate(paths: Sequence[str], out_dir: str | Path | None,
               configs: Mapping[str, Mapping[str, KernelConfig]] | None = None,
               crate: str = "tileport_kernels", record_path=None, force: bool = False,
-              only: Mapping[str, Sequence[str]] | None = None) -> TranslateReport:
+              only: Mapping[str, Sequence[str]] | None = None, faithful: bool = False) -> TranslateReport:
     """Translate every kernel of `paths`; write the crate to `out_dir` (None: render only).
 
     `configs` maps a file path to per-kernel configurations; `only` to the kernels to translate
@@ -91,7 +91,8 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
     path recorded in generated files (default: as given). Each file becomes one Rust module named
     after its stem (`emit.rust.names.module_name`: `a/k.py` and `b/k.py` become `k` and `k_1`). ValueError
     for an invalid crate name; `emit.rust.crate.OutputDirError` when `out_dir` cannot take the crate
-    (a non-empty directory that tileport did not write needs `force`).
+    (a non-empty directory that tileport did not write needs `force`). `faithful`: the translation written
+    one Tile IR operation per line (emit.rust.crate.render_crate), else its idiomatic rendering.
     """
     if error := crate_name_error(crate):
         raise ValueError(error)
@@ -107,7 +108,7 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
             mods.append(ModuleSource(name, source, kernels))
             results_of_module[name] = res
     failures: list = []
-    files = render_crate(mods, crate, failures) if mods else {}
+    files = render_crate(mods, crate, failures, faithful) if mods else {}
     for module, d in failures:  # matched within its file: other files may have kernels of the same name
         r = next(r for r in results_of_module[module] if r.kernel == d.kernel)
         r.diagnostic, r.entries = d, []
