@@ -85,8 +85,8 @@ def entry_body(text: list[str], entry: str) -> Item | None:
     item = rust_item(text, rf"pub (unsafe )?fn {entry}\b", "    ")
     if item is None:
         return None
-    code = [line for line in item.body if line.strip()]
-    call = re.match(r"\s*(\w+)(::<.*>)?\(.*\);$", code[0]) if len(code) == 1 else None
+    code = " ".join(line.strip() for line in item.body if line.strip())
+    call = re.fullmatch(r"(\w+)(::<[^;]*>)?\([^;]*\);", code)  # the body is one call (rustfmt may wrap it)
     if call:
         shared = rust_item(text, rf"fn {call.group(1)}\b", "    ")
         if shared is not None:

@@ -309,7 +309,7 @@ def render_crate(mods: list[ModuleSource], crate: str = "tileport_kernels",
     extra: tuple[str, ...] = ()
     if not faithful:
         files["rustfmt.toml"] = RUSTFMT_TOML
-        files["src/support.rs"] += LAUNCH_RS.read_text()
+        files["src/support.rs"] = idiom.support_rs(files["src/support.rs"], LAUNCH_RS.read_text())
         if helpers or shims:
             extra = (idiom.TILES_MODULE,)
             files[f"src/{idiom.TILES_MODULE}.rs"] = idiom.tiles_rs(helpers, shims, __version__)

@@ -49,7 +49,11 @@ def owned_outputs(kernel: Kernel) -> dict[str, Do | Let]:
     nothing of and stores once, outside loops and branches, at the tile (bid(0), .., bid(rank - 1)) of a
     tile as wide as the array's rank, with the default memory modes. cutile's launcher hands such a
     parameter to each block as its own tile of the output (`&mut Tensor`); `Tensor::store` writes it at
-    the block's tile, the view and store cuTile Python makes."""
+    the block's tile, the view and store cuTile Python makes. cutile passes a `&mut Tensor` with its
+    partition's shape and strides, after the array's own: only the entry's last parameter can take them
+    without moving the others' (the machine code reads every later parameter at another offset)."""
+    values = [p for p in kernel.params if not p.is_const]
+    last = values[-1].ident if values and values[-1].is_array else None
     bids = {st.name: st.op.attr("axis") for st in kernel.body.stmts
             if isinstance(st, Let) and not st.update and st.op.kind == OpKind.BID}
     refs: dict[str, int] = {}
@@ -63,7 +67,7 @@ def owned_outputs(kernel: Kernel) -> dict[str, Do | Let]:
             continue
         arr, tile, *index = st.op.args
         p = next((p for p in kernel.array_params if p.ident == arr.name), None)
-        if (p is None or refs.get(arr.name) != 1 or not 1 <= p.ty.rank <= OWNED_MAX_RANK
+        if (p is None or p.ident != last or refs.get(arr.name) != 1 or not 1 <= p.ty.rank <= OWNED_MAX_RANK
                 or len(tile.ty.shape) != p.ty.rank or st.op.attr("token") is not None
                 or st.op.attr("latency") is not None or st.op.attr("allow_tma") is False
                 or [bids.get(a.name) if isinstance(a, Ref) else None for a in index] != list(range(p.ty.rank))):
@@ -100,10 +104,14 @@ def template_fields(template: str) -> list[str]:
 
 @dataclass
 class Inline:
-    """A value written inside its one use: the expression and its precedence."""
+    """A value written inside its one use: the expression, its precedence and its `let` (by id)."""
 
     text: str
     precedence: int
+    let_id: int
+
+
+WIDTH = 100  # rustfmt's line width: a statement a fold makes wider than this is written with that value bound
 
 
 # ---------------------------------------------------------------- the source's comments
@@ -251,6 +259,7 @@ def stmt_loc(st: Stmt):
 @dataclass
 class IdiomaticEmitter(KernelEmitter):
     helpers: set[str] = field(default_factory=set)  # the `tiles` helpers the kernel calls
+    unfold: frozenset[int] = frozenset()  # `let`s (by id) kept bound: folded, their use was too wide
 
     ENTRY_FN = "pub fn"
 
@@ -263,6 +272,10 @@ class IdiomaticEmitter(KernelEmitter):
         self.comments = Comments()
         self.dead_bids = self._dead_bids()
         self.folded = self.fold_plan()
+        self.depth = 0
+        # (characters it saves a line, let id) of each fold written into the statement being rendered
+        self.consumed: list[tuple[int, int]] = []
+        self.too_wide: set[int] = set()  # folds whose use came out wider than a line
 
     def unit_axis_generics(self) -> dict[tuple[str, int], str]:
         owned = {self.kernel.param_by_ident(i).name for i in self.owned}
@@ -301,15 +314,20 @@ class IdiomaticEmitter(KernelEmitter):
         return super().fact(op, key)
 
     # ---- operands: a folded value is written where it is used
+    def take_inline(self, name: str) -> Inline:
+        inline = self.inline.pop(name)
+        self.consumed.append((len(inline.text) - len(name), inline.let_id))
+        return inline
+
     def atom(self, a) -> str:
         if isinstance(a, Ref) and a.name in self.inline:
-            return self.inline.pop(a.name).text
+            return self.take_inline(a.name).text
         return super().atom(a)
 
     def operand(self, a, need: int) -> str:
         """An operand in a position that binds at `need` (parenthesized when its expression binds looser)."""
         if isinstance(a, Ref) and a.name in self.inline:
-            inline = self.inline.pop(a.name)
+            inline = self.take_inline(a.name)
             return inline.text if inline.precedence >= need else f"({inline.text})"
         text = super().atom(a)
         return f"({text})" if text.startswith("-") and need > UNARY_PREC else text
@@ -323,21 +341,41 @@ class IdiomaticEmitter(KernelEmitter):
         return row.template.format_map(_OperandFields(self, op, row.template))
 
     # ---- statements
+    def block(self, block: Block, depth: int) -> list[str]:
+        outer, self.depth = self.depth, depth
+        try:
+            return super().block(block, depth)
+        finally:
+            self.depth = outer
+
+    def measured(self, lines: list[str]) -> list[str]:
+        """A statement's lines; when one is too wide, the fold kept bound next time is the smallest whose name
+        alone would make it fit, else the largest."""
+        over = max(len(INDENT * self.depth + line) for line in lines) - WIDTH if lines else 0
+        if self.consumed and over > 0:
+            enough = [c for c in self.consumed if c[0] >= over]
+            self.too_wide.add(min(enough)[1] if enough else max(self.consumed)[1])
+        self.consumed = []
+        return lines
+
+    def effect(self, op: Op) -> list[str]:
+        return self.measured(super().effect(op))
+
     def let(self, st: Let) -> list[str]:
         if id(st) in self.dead_bids:
             return []
         if id(st) in self.folded:
+            outer, self.consumed = self.consumed, []
             pre, expr = self.expr(st.op, st.name)
-            self.inline[st.name] = Inline(expr, self.precedence(st.op))
+            self.inline[st.name] = Inline(expr, self.precedence(st.op), id(st))
+            self.consumed = outer + self.consumed  # its folds count with the statement that takes it
             return self.take_local_views() + pre
         lines = super().let(st)
-        if st.update or id(st) in self.needs_mut or not self.inferred(st.op):
-            return lines
-        # the last line binds the name: `let name: T = expr;` -> `let name = expr;`
         head = f"let {st.name}: {type_rs(st.op.ty)} = "
-        if lines and lines[-1].startswith(head):
+        if (not st.update and id(st) not in self.needs_mut and self.inferred(st.op) and lines
+                and lines[-1].startswith(head)):  # `let name: T = expr;` -> `let name = expr;`
             lines[-1] = f"let {st.name} = " + lines[-1][len(head):]
-        return lines
+        return self.measured(lines)
 
     def precedence(self, op: Op) -> int:
         row = self.row(op)
@@ -374,6 +412,7 @@ class IdiomaticEmitter(KernelEmitter):
 
         def foldable(st) -> bool:  # a value the source names keeps its name
             return (isinstance(st, Let) and not st.update and id(st) not in self.needs_mut and st.name not in named
+                    and id(st) not in self.unfold
                     and counts[id(st)] == 1 and self.inferred(st.op) and id(st) not in self.dead_bids)
 
         def walk_block(block: Block, env: dict[str, Let]) -> None:
@@ -481,6 +520,13 @@ class IdiomaticEmitter(KernelEmitter):
 
     def lower_load(self, op: Op, name: str):
         token, result = op.attr("token"), op.attr("result_token")
+        if token is not None and op.attr("latency") is None and op.attr("allow_tma") is not False:
+            arr, *index = op.args
+            view = self.view(arr.name, op.attr("shape"), op.attr("padding"), op.attr("order"), False)
+            self.helpers.add("load_after")
+            expr = L.IDIOM_LOAD_AFTER.format(view=view, index=self.index(index), token=token,
+                                             inbounds=", ".join(["false"] * len(index)))
+            return [f"let ({name}, {result or '_'}): ({type_rs(op.ty)}, Token) = {expr};"], None
         if token is not None or result is not None:
             return super().lower_load(op, name)
         arr, *index = op.args
@@ -497,6 +543,11 @@ class IdiomaticEmitter(KernelEmitter):
         arr, tile, *index = op.args
         if arr.name in self.owned:
             return L.IDIOM_STORE_OWNED.format(array=arr.name, tile=self.atom(tile))
+        if op.attr("token") is not None and op.attr("latency") is None and op.attr("allow_tma") is not False:
+            view = self.view(arr.name, tile.ty.shape, "undetermined", None, False)
+            self.helpers.add("store_after")
+            return L.IDIOM_STORE_AFTER.format(view=view, tile=self.atom(tile), index=self.index(index),
+                                              token=op.attr("token"), inbounds=", ".join(["false"] * len(index)))
         if op.attr("token") is not None or op.attr("latency") is not None:  # the raw store, its modes spelled
             return super().lower_store(op, name)
         view = self.view(arr.name, tile.ty.shape, "undetermined", None, True)
@@ -573,13 +624,21 @@ class GroupText:
     helpers: set[str]
 
 
+FOLD_PASSES = 16
+
+
 def emit_entry(kernel: Kernel, source: str = "") -> IdiomaticEmitter:
     """The idiomatic rendering of one entry (its `entry`, `shims` and `helpers`); Diagnostic if it cannot be
     written."""
     from tileport.diagnostics import Diagnostic
-    em = IdiomaticEmitter(kernel, source)
+    unfold: frozenset[int] = frozenset()
     try:
-        em.emit()
+        for _ in range(FOLD_PASSES):  # fold less where a statement came out too wide, until none does
+            em = IdiomaticEmitter(kernel, source, unfold=unfold)
+            em.emit()
+            if not em.too_wide - unfold:
+                break
+            unfold |= em.too_wide
     except Diagnostic:
         raise
     except Exception as e:  # noqa: BLE001 - an emitter bug fails this kernel only, with its location
@@ -621,6 +680,23 @@ def module_rs(mod, parts: list[GroupText], version: str, doc_path: str = "") -> 
     body = "\n\n".join(shared + [e.render() for e in entries])
     launchers = "\n\n".join(part.launcher for part in parts)
     return "\n".join(head + ["", body, "}", "", "use crate::support::*;", "", launchers, ""])
+
+
+# Items of support.rs only the faithful launchers use (cutile's own launcher, called with borrowed tensors), cut
+# from the idiomatic crate's copy: (first line, the line after the item).
+FAITHFUL_SUPPORT = (("use cutile::tensor::Tensor;\n", "\n"),
+                    ("/// A borrowed tensor passed to cutile's launcher", "/// Outputs are written by many blocks"),
+                    ("    /// A non-owning view of caller memory", "}\n\n// ----"))
+
+
+def support_rs(template: str, launch: str) -> str:
+    """The idiomatic crate's support.rs: the template without what only the faithful launchers use, then the
+    launch path its launchers share. A template that lost one of those items is a translator bug (raised)."""
+    for first, after in FAITHFUL_SUPPORT:
+        start = template.index(first)  # ValueError: the template changed
+        end = template.index(after, start + len(first))
+        template = template[:start] + template[end:]
+    return template + launch
 
 
 def tiles_rs(helpers: set[str], shims: set[str], version: str) -> str:

@@ -21,9 +21,21 @@ from tileport.model.ir import Kernel, Let
 from tileport.model.types import DVar, Sym
 
 MAX_GENERICS = 64  # templates/launch.rs
+FLOATS = ["f32", "f16", "bf16"]  # templates/launch.rs `FLOATS`
 # Locals of every launcher; C parameter names must not collide with them.
 LOCALS = frozenset({"grid", "grid_x", "grid_y", "grid_z", "device_id", "stream", "l", "call", "launch", "dtype"})
 LINE = 88  # a launch's calls are grouped in statements of at most this many characters (rustfmt's width less indent)
+
+
+def _packed(items: list[tuple[str, str]], statement, width: int = LINE) -> list[str]:
+    """`statement(items, bound names)` over consecutive (item, name) pairs, as few as fit in `width` each."""
+    out, group = [], []
+    for item in items:
+        if group and len(statement([i for i, _ in group + [item]], [n for _, n in group + [item]])) > width:
+            out.append(statement([i for i, _ in group], [n for _, n in group]))
+            group = []
+        group.append(item)
+    return out + ([statement([i for i, _ in group], [n for _, n in group])] if group else [])
 
 
 def c_type(ty: str) -> str:
@@ -56,29 +68,51 @@ def _launcher(group: KernelGroup, owned_of) -> str:
     c_params = [f"{names[n]}: {c_type(ty)}" for n, _kind, ty in signature(group)] + list(GRID_ARGS)
     body = []
     arrays = k.array_params
-    if arrays:
-        listed = ", ".join(f'("{p.name}", {names[p.name]}, {p.ty.rank})' for p in arrays)
-        body.append(f"let [{', '.join(names[p.name] for p in arrays)}] = l.arrays([{listed}])?;")
+    body += _packed([(f'("{p.name}", {names[p.name]}, {p.ty.rank})', names[p.name]) for p in arrays],
+                    lambda items, bound: f"let [{', '.join(bound)}] = l.arrays([{', '.join(items)}])?;")
     written = sorted(set().union(*(written_arrays(v) for v in group.variants)))
     body.append(f"l.writes(&[{', '.join(names[w] for w in written)}])?;")
     by_dtype = _split_by_dtype(group)
-    for variant in group.variants:
-        cond = " && ".join([_pinned_test(names[n], pinned_code(group, n, v)).replace(".is_null()", ".is_none()")
-                            for n, v in sorted(variant.pinned.items())]
-                           + (_dtype_tests(variant, names) if by_dtype else []))
-        lines = _variant(variant, names, owned_of(variant))
+    conds = [" && ".join([_pinned_test(names[n], pinned_code(group, n, v)).replace(".is_null()", ".is_none()")
+                          for n, v in sorted(variant.pinned.items())]
+                         + (_dtype_tests(variant, names) if by_dtype else [])) for variant in group.variants]
+    bodies = [_variant(v, names, owned_of(v)) for v in group.variants]
+    if group.pinned_names:
+        shown = ", ".join(f"{n}={{{names[n]}{':?' if pinned_kind(group, n) == 'none' else ''}}}"
+                          for n in group.pinned_names)
+        none = f'Err(l.unspecialized(format!("{shown}")))'
+    else:
+        none = "Err(l.no_dtype_entry())"
+    # entries whose launches differ in the entry only share one body, the entry chosen first
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, (v, b) in enumerate(zip(group.variants, bodies)):
+        groups.setdefault(tuple(line.replace(_entry(v), "entry") for line in b), []).append(i)
+    if len(groups) == 1 and len(group.variants) > 1:  # one body: the entry chosen, else no entry takes the call
+        (shared, members), = groups.items()
+        chain = " else ".join(f"if {conds[i]} {{ {_entry(group.variants[i])} }}" for i in members)
+        body.append(f"let entry = {chain} else {{ return {none}; }};")
+        body += shared
+        groups = {}
+        by_dtype = False
+        group_pinned = False
+    else:
+        group_pinned = bool(group.pinned_names)
+    for shared, members in groups.items():
+        if len(members) == 1:
+            i = members[0]
+            lines = bodies[i]
+        else:
+            chain = " else ".join(f"if {conds[i]} {{ {_entry(group.variants[i])} }}" for i in members[:-1])
+            lines = [f"let entry = {chain} else {{ {_entry(group.variants[members[-1]])} }};", *shared]
+        cond = " || ".join(f"({conds[i]})" if " && " in conds[i] and len(members) > 1 else conds[i]
+                           for i in members)
         if cond:
             body.append(f"if {cond} {{")
             body += ["    " + x for x in lines[:-1]] + [f"    return {lines[-1]};", "}"]
         else:
             body += lines
-    if group.pinned_names:
-        shown = ", ".join(f"{n}={{{names[n]}{':?' if pinned_kind(group, n) == 'none' else ''}}}"
-                          for n in group.pinned_names)
-        body.append(f'Err(Error::new(Code::InvalidArgument, format!("no entry of `{group.base}` is '
-                    f'specialized for {shown}")))')
-    elif by_dtype:
-        body.append(f'Err(Error::new(Code::DType, "no entry of `{group.base}` takes these dtypes".to_string()))')
+    if group_pinned or by_dtype:
+        body.append(none)
     doc = [f"/// Enqueue `{k.module_name}::{group.base}` on `stream` with the grid, without waiting: 0, or a negative",
            "/// code with a message from `tileport_last_error`."]
     head = ["let grid = [grid_x, grid_y, grid_z];", f'launch("{group.base}", grid, device_id, stream, |l| {{']
@@ -99,13 +133,21 @@ def _variant(k: Kernel, names: dict[str, str], owned: dict) -> list[str]:
     for dv in k.dtype_vars:
         members = [p for p in k.array_params if p.ty.dtype == dv]
         if members:
-            allowed = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in dict.fromkeys(k.dtype_vars[dv]))
+            allowed = list(dict.fromkeys(k.dtype_vars[dv]))
+            allowed_rs = "FLOATS" if allowed == FLOATS else f"&[{', '.join(f'dtype::{L.DTYPE_CONST[d]}' for d in allowed)}]"
             codes[dv] = fresh_name(f"{dv.name.lower()}_code", set(names.values()))
-            lines.append(f"let {codes[dv]} = l.dtype(&[{', '.join(names[p.name] for p in members)}], &[{allowed}])?;")
+            lines.append(f"let {codes[dv]} = l.dtype(&[{', '.join(names[p.name] for p in members)}], {allowed_rs})?;")
+    fixed: dict[str, list[str]] = {}
     for p in k.array_params:
         if not isinstance(p.ty.dtype, DVar):
-            lines.append(f"l.require({names[p.name]}, dtype::{L.DTYPE_CONST[p.ty.dtype]})?;")
-    lines += [f'l.tile("{n}", {names[n]})?;' for n in tile_dim_consts(k)]
+            fixed.setdefault(p.ty.dtype, []).append(names[p.name])
+    lines += [f"l.require(&[{', '.join(arrs)}], dtype::{L.DTYPE_CONST[dt]})?;" for dt, arrs in fixed.items()]
+    consts = tile_dim_consts(k)
+    if len(consts) == 1:
+        lines.append(f'l.tile("{consts[0]}", {names[consts[0]]})?;')
+    elif consts:
+        listed = ", ".join(f'("{n}", {names[n]})' for n in consts)
+        lines.append(f"l.tiles(&[{listed}])?;")
     derived = {}
     for d in derived_dims(k):
         derived[d] = derived_name(d).lower()
@@ -114,7 +156,7 @@ def _variant(k: Kernel, names: dict[str, str], owned: dict) -> list[str]:
     lines += dtype_lines
     for st in launch_alignments(k):
         lines += _alignment(k, st, names)
-    lines.append(f"let mut call = l.call(crate::entry!({k.module_name}::{k.name}));")
+    lines.append(f"let mut call = l.call({_entry(k)});")
     specialization, arguments = _chain(k, names, owned, call, derived)
     lines += _statements(specialization, ";") + _statements(arguments + [".go()"], "")
     return lines
@@ -129,6 +171,10 @@ def _statements(calls: list[str], end: str) -> list[str]:
             line = "call"
         line += c
     return out + [line + end] if line != "call" else out
+
+
+def _entry(k: Kernel) -> str:
+    return f"crate::entry!({k.module_name}::{k.name})"
 
 
 def _dtype_generics(k: Kernel, codes: dict) -> tuple[list[str], list[str]]:
@@ -176,16 +222,24 @@ def _chain(k: Kernel, names: dict[str, str], owned: dict, dtype_calls: list[str]
     out += [f".aligned({alignment_generic(st).lower()})" for st in launch_alignments(k)]
     unit = idiomatic_unit_axes(k, set(owned))
     with_axes = list(dict.fromkeys(a for a, _axis in unit))
-    out += [f".unit_axes({_arr(k.param(a), names)})" for a in with_axes]
+    if with_axes:
+        out.append(f".unit_axes(&[{', '.join(_arr(k.param(a), names) for a in with_axes)}])")
     spec, out = out, [f'.stride({names[a]}, {d}, "{a}_stride{d}")' for a, d in stride_params(k)]
+    arrays: list[str] = []  # consecutive array arguments, passed together
     for p in k.params:
-        if p.is_array and p.ident in owned:
+        if p.is_array and p.ident not in owned:
+            arrays.append(_arr(p, names))
+            continue
+        if arrays:
+            out.append(f".arrays(&[{', '.join(arrays)}])")
+            arrays = []
+        if p.is_array:
             tile = ", ".join(_host_dim(d, names, derived) for d in owned[p.ident].op.args[1].ty.shape)
             out.append(f".owned({_arr(p, names)}, &[{tile}])")
-        elif p.is_array:
-            out.append(f".array({_arr(p, names)}, {'true' if p.name in with_axes else 'false'})")
         elif not p.is_const:
             out.append(f'.scalar("{p.ident}", {names[p.name]})')
+    if arrays:
+        out.append(f".arrays(&[{', '.join(arrays)}])")
     return spec, out
 
 

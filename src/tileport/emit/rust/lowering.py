@@ -208,6 +208,9 @@ IDIOM_VIEW_MUT = "view_mut({tensor}, shape![{shape}])"
 IDIOM_LOAD = {True: "load(&{view}, [{index}])", False: "load_no_tma(&{view}, [{index}])"}  # by allow_tma
 IDIOM_LOAD_MODES = "load_view_tko(&{view}, [{index}], ordering::Weak, scope::TileBlock, {latency}, {tma})"
 IDIOM_STORE = {True: "store(&mut {view}, {tile}, [{index}])", False: "store_no_tma(&mut {view}, {tile}, [{index}])"}
+# with an input token (cuTile's ordering of accesses to one array) and the default modes
+IDIOM_LOAD_AFTER = "load_after(&{view}, [{index}], {token}, [{inbounds}])"
+IDIOM_STORE_AFTER = "store_after(&{view}, {tile}, [{index}], {token}, [{inbounds}])"
 # an output the kernel writes once, at the tile of its block (`&mut Tensor`): cutile's `Tensor::store`
 IDIOM_STORE_OWNED = "{array}.store({tile})"
 IDIOM_APPROX_F32 = {"exp": "exp_approx({x})", "tanh": "tanh_approx({x})"}  # rounding_mode=APPROX on f32 tiles

@@ -65,6 +65,9 @@ impl Arr<'_> {
     }
 }
 
+/// The element types of floating-point generics the kernels take (f32, f16, bf16).
+pub const FLOATS: &[i32] = &[dtype::F32, dtype::F16, dtype::BF16];
+
 /// An array argument of a launcher: its name, descriptor and the rank the entry takes.
 pub type ArrayArg<'a> = (&'static str, Option<&'a TensorDesc>, usize);
 
@@ -99,9 +102,9 @@ impl Launch {
         common_dtype(&[(head.name, head.desc)], allowed)
     }
 
-    /// An array of a fixed element type has it.
-    pub fn require(&self, a: Arr, code: i32) -> Result<()> {
-        require_dtype(a.name, a.desc, code)
+    /// Arrays of a fixed element type have it.
+    pub fn require(&self, arrays: &[Arr], code: i32) -> Result<()> {
+        arrays.iter().try_for_each(|a| require_dtype(a.name, a.desc, code))
     }
 
     /// A tile-shape constant (a positive power of two), returned.
@@ -109,10 +112,19 @@ impl Launch {
         check_tile_dim(name, value).map(|()| value)
     }
 
-    /// No entry takes this combination of constants or dtypes.
-    pub fn no_entry(&self, what: &str) -> Error {
-        let code = if what.starts_with("dtype") { Code::DType } else { Code::InvalidArgument };
-        Error::new(code, format!("no entry of `{}` takes {what}", self.kernel))
+    /// Tile-shape constants, in order (see `tile`).
+    pub fn tiles(&self, constants: &[(&str, i32)]) -> Result<()> {
+        constants.iter().try_for_each(|&(name, value)| check_tile_dim(name, value))
+    }
+
+    /// No entry is specialized for these constants (`values`: `NAME=value, ..`).
+    pub fn unspecialized(&self, values: String) -> Error {
+        Error::new(Code::InvalidArgument, format!("no entry of `{}` is specialized for {values}", self.kernel))
+    }
+
+    /// No entry takes the arrays' dtypes.
+    pub fn no_dtype_entry(&self) -> Error {
+        Error::new(Code::DType, format!("no entry of `{}` takes these dtypes", self.kernel))
     }
 
     /// The launch of `entry`, described by the `Call` methods in the entry's order.
@@ -126,6 +138,8 @@ impl Launch {
             n_generics: 0,
             tensors: [None; MAX_ARRAYS],
             n_tensors: 0,
+            unit_axes: [""; MAX_ARRAYS],
+            n_unit_axes: 0,
             ints: [("", 0); MAX_PARAMS],
             n_ints: 0,
             python_claims: false,
@@ -159,6 +173,8 @@ pub struct Call<'a> {
     n_generics: usize,
     tensors: [SpecTensor<'a>; MAX_ARRAYS],
     n_tensors: usize,
+    unit_axes: [&'static str; MAX_ARRAYS],  // the arrays whose length-1 axes the entry takes as constants
+    n_unit_axes: usize,
     ints: [(&'static str, i32); MAX_PARAMS],
     n_ints: usize,
     python_claims: bool,
@@ -254,10 +270,14 @@ impl<'a> Call<'a> {
         self.generic(Generic::Int(value))
     }
 
-    /// The static length of each axis of `a`: 1 where the launch's is (`unit_axis`), else dynamic.
-    pub fn unit_axes(&mut self, a: Arr<'a>) -> &mut Self {
-        for axis in 0..a.desc.ndim.max(0) as usize {
-            self.generic(Generic::UnitAxis(a.desc, axis));
+    /// The static length of each axis of each array: 1 where the launch's is (`unit_axis`), else dynamic.
+    pub fn unit_axes(&mut self, arrays: &[Arr<'a>]) -> &mut Self {
+        for a in arrays {
+            for axis in 0..a.desc.ndim.max(0) as usize {
+                self.generic(Generic::UnitAxis(a.desc, axis));
+            }
+            self.unit_axes[self.n_unit_axes] = a.name;
+            self.n_unit_axes += 1;
         }
         self
     }
@@ -281,12 +301,15 @@ impl<'a> Call<'a> {
         self.n_tensors += 1;
     }
 
-    /// An array argument (`&Tensor`); its unit axes (see `unit_axes`) are static when `unit_axes` is set.
-    pub fn array(&mut self, a: Arr<'a>, unit_axes: bool) -> &mut Self {
-        let n = a.desc.ndim.max(0) as usize;
-        let statics = if unit_axes { (0..n).filter(|&i| unit_axis(a.desc, i) == 1).fold(0, |m, i| m | 1 << i) } else { 0 };
-        self.tensor(a, statics);
-        self.params.array(a.desc);
+    /// Array arguments (`&Tensor`), in order; an array given to `unit_axes` has its length-1 axes static.
+    pub fn arrays(&mut self, arrays: &[Arr<'a>]) -> &mut Self {
+        for &a in arrays {
+            let n = a.desc.ndim.max(0) as usize;
+            let unit = self.unit_axes[..self.n_unit_axes].contains(&a.name);
+            let statics = (0..n).filter(|&i| unit && unit_axis(a.desc, i) == 1).fold(0, |m, i| m | 1 << i);
+            self.tensor(a, statics);
+            self.params.array(a.desc);
+        }
         self
     }
 
