@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -81,7 +80,8 @@ def compare(faithful, idiomatic, path: Path, capture, archs, cache=None) -> Comp
         for arch in archs:
             a, b = compile_cubin(baseline, arch, cache=cache), compile_cubin(port, arch, cache=cache)
             if not (a.ok and b.ok and a.sass and b.sass):
-                out.error += f"{arch}: no machine code to compare ({a.error or a.sass_error or b.error or b.sass_error}) "
+                why = a.error or a.sass_error or b.error or b.sass_error
+                out.error += f"{arch}: no machine code to compare ({why}) "
                 continue
             cmp = compare_sass(a.sass, b.sass)
             out.sass_equal_to_faithful[arch] = cmp["same"]

@@ -34,9 +34,9 @@ from pathlib import Path
 from tileport.emit.rust import lowering as L
 from tileport.emit.rust.kernel import (INDENT, KernelEmitter, _Fields, dtype_rs, shape_rs, type_rs,
                                        unit_axis_generics)
-from tileport.model.ir import Block, CDim, Do, For, If, Kernel, Let, Lit, Op, Ref, Stmt, While, walk
+from tileport.model.ir import Block, Do, For, If, Kernel, Let, Op, Ref, Stmt, While, walk
 from tileport.model.ops import OpKind
-from tileport.model.types import PtrT, TileT
+from tileport.model.types import PtrT
 from tileport.passes.uses import atoms_of, updated_params, use_counts
 
 # ---------------------------------------------------------------- owned outputs
@@ -141,7 +141,8 @@ def _source(path: str) -> SourceFile | None:
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     names |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
               for a in n.posonlyargs + n.args + n.kwonlyargs}
-    calls = {n.name: frozenset(c.func.id for c in ast.walk(n) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name))
+    calls = {n.name: frozenset(c.func.id for c in ast.walk(n)
+                               if isinstance(c, ast.Call) and isinstance(c.func, ast.Name))
              for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     return SourceFile(comments, functions, frozenset(names), calls)
 

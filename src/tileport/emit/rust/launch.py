@@ -134,7 +134,8 @@ def _variant(k: Kernel, names: dict[str, str], owned: dict) -> list[str]:
         members = [p for p in k.array_params if p.ty.dtype == dv]
         if members:
             allowed = list(dict.fromkeys(k.dtype_vars[dv]))
-            allowed_rs = "FLOATS" if allowed == FLOATS else f"&[{', '.join(f'dtype::{L.DTYPE_CONST[d]}' for d in allowed)}]"
+            listed = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in allowed)
+            allowed_rs = "FLOATS" if allowed == FLOATS else f"&[{listed}]"
             codes[dv] = fresh_name(f"{dv.name.lower()}_code", set(names.values()))
             lines.append(f"let {codes[dv]} = l.dtype(&[{', '.join(names[p.name] for p in members)}], {allowed_rs})?;")
     fixed: dict[str, list[str]] = {}
