@@ -6,7 +6,8 @@ bench/results/idiomatic-vs-faithful.json.
     PYTHONPATH=src python3 eval/idiomatic_proof.py [--kernel K ...] [--arch sm_90 ...] [-j 2]
 
 The idiomatic port is the committed crate (`rust/`); the faithful one is `tileport translate --corpus --faithful`,
-written under --work (crate `tileport_faithful`) and built there.
+written under --work (crate `tileport_faithful`) and built there. Each capture's result is appended to
+--work/progress.jsonl as it comes: a run that stops resumes from there (--fresh starts over).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -112,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="dev", help="cargo profile of both libraries")
     ap.add_argument("--work", type=Path, default=REPO / "out" / "idiomatic-proof", help="the faithful crate's folder")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--fresh", action="store_true", help="forget the results of a previous run")
     args = ap.parse_args(argv)
     archs = tuple(args.arch or ["sm_90"])
     by_kernel = captures_by_kernel(all_specs())
@@ -121,8 +124,24 @@ def main(argv: list[str] | None = None) -> int:
     faithful = KernelLibrary(build(faithful_crate, args.profile), faithful_crate / "kernels.json")
     idiomatic = load(REPO / "rust", profile=args.profile)
     cache = DiskCache(default_root())
+    progress = args.work / "progress.jsonl"
+    if args.fresh:
+        progress.unlink(missing_ok=True)
+    done = {}
+    for line in progress.read_text().splitlines() if progress.is_file() else []:
+        r = Comparison(**json.loads(line))
+        done[r.capture] = r
+    lock = threading.Lock()
+
+    def one(item) -> Comparison:
+        if item[1].label in done:
+            return done[item[1].label]
+        r = compare(faithful, idiomatic, *item, archs, cache)
+        with lock, progress.open("a") as f:
+            f.write(json.dumps(asdict(r)) + "\n")
+        return r
     with ThreadPoolExecutor(max(1, args.j)) as pool:
-        results = list(pool.map(lambda item: compare(faithful, idiomatic, *item, archs, cache), items))
+        results = list(pool.map(one, items))
     for r in results:
         if not r.clean or not all(r.sass_equal_to_faithful.get(a) for a in archs):
             print(f"{r.capture}: IR {r.ir_verdict} ({r.critical} critical, {r.warn} warn), SASS equal "

@@ -134,8 +134,8 @@ def _source(path: str) -> SourceFile | None:
         tree = ast.parse(text)
         comments = {tok.start[0]: tok.string[1:].strip()
                     for tok in tokenize.generate_tokens(io.StringIO(text).readline) if tok.type == tokenize.COMMENT}
-    except (OSError, SyntaxError, UnicodeDecodeError, tokenize.TokenError, ValueError):
-        return None
+    except (OSError, SyntaxError, UnicodeDecodeError, tokenize.TokenError, ValueError, RecursionError):
+        return None  # (a file too deeply nested for `ast`: the frontend reported it)
     functions = [(n.lineno, n.end_lineno or n.lineno, n.name, ast.get_docstring(n) or "")
                  for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -659,7 +659,7 @@ def module_doc(path: str) -> str:
     """The docstring of a source file (its module's doc comment)."""
     try:
         return ast.get_docstring(ast.parse(Path(path).read_text())) or ""
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
         return ""
 
 
