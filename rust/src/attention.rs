@@ -915,7 +915,8 @@ pub mod attention {
         let n = divi(kv_end, c.broadcast(shape![]), rounding::PositiveInf);
         let c_1: Tile<i32, { [] }> = constant(0i32, shape![]);
         let hi = select(mask, n, c_1);
-        let lo_lhs_t: Tile<i32, { [] }> = scalar_to_tile(max(q_first - window + 1i32, 0i32));
+        let sum_2 = q_first - window + 1i32;
+        let lo_lhs_t: Tile<i32, { [] }> = scalar_to_tile(max(sum_2, 0i32));
         let lo_rhs_t: Tile<i32, { [] }> = scalar_to_tile(BLOCK_N);
         let lo_floordiv = divi(lo_lhs_t, lo_rhs_t, rounding::NegativeInf);
         let lo: i32 = tile_to_scalar(lo_floordiv);

@@ -102,7 +102,7 @@ pub mod rope {
         let prod_3 = x1 * s.broadcast(shape![1, BLOCK_S, BLOCK_H, 1, HALF_TILE]);
         let sum = fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
         let sum_e: Tile<E, { [1, BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(sum);
-        store_after(
+        let _stored: Token = store_after(
             &y_tiles,
             sum_e,
             [batch, bid, hb, 1i32, 0i32],
@@ -251,7 +251,13 @@ pub mod rope {
         let prod_3 = x1 * s.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
         let sum = fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
         let sum_e: Tile<E, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(sum);
-        store_after(&y_tiles, sum_e, [bid, hb, 1i32, 0i32], y_tok, [false, false, false, false]);
+        let _stored: Token = store_after(
+            &y_tiles,
+            sum_e,
+            [bid, hb, 1i32, 0i32],
+            y_tok,
+            [false, false, false, false],
+        );
     }
 
     /// Translated from `src/tileport/ops/kernels/rope.py:104`.

@@ -89,6 +89,9 @@ ABSORBING_METHODS = ("load", "store", "splat", "extract")
 # Operations that take no expression operand: cutile types `tile_to_scalar` by its operand's binding (given an
 # expression, the scalar stays a 0-d tile, and a view index made of it fails).
 OPAQUE_ABSORBERS = (OpKind.SCALAR_OF,)
+# Scalar functions (`min`, `max`, `ceil_div` on i32): cutile types an expression argument of theirs by the
+# kernel's element type, not i32 (`binary Max requires operands of the same type`).
+SCALAR_CALLS = frozenset(L.SCALAR_FN.values())
 OPERAND_FIELDS = {"a": 0, "x": 0, "array": 0, "ptr": 0, "b": 1, "y": 1, "offset": 1, "c": 2, "acc": 2}
 
 # Rust operator precedence of a template `{a} OP {b}` (higher binds tighter); calls and paths are atoms.
@@ -274,8 +277,9 @@ class IdiomaticEmitter(KernelEmitter):
         self.dead_bids = self._dead_bids()
         self.folded = self.fold_plan()
         self.depth = 0
-        # (characters it saves a line, let id) of each fold written into the statement being rendered
-        self.consumed: list[tuple[int, int]] = []
+        # (characters it saves a line, its position, let id) of each fold written into the statement being rendered
+        self.consumed: list[tuple[int, int, int]] = []
+        self.position = {id(st): i for i, st in enumerate(walk(self.kernel.body))}  # a stable order of statements
         self.too_wide: set[int] = set()  # folds whose use came out wider than a line
 
     def unit_axis_generics(self) -> dict[tuple[str, int], str]:
@@ -317,7 +321,7 @@ class IdiomaticEmitter(KernelEmitter):
     # ---- operands: a folded value is written where it is used
     def take_inline(self, name: str) -> Inline:
         inline = self.inline.pop(name)
-        self.consumed.append((len(inline.text) - len(name), inline.let_id))
+        self.consumed.append((len(inline.text) - len(name), self.position[inline.let_id], inline.let_id))
         return inline
 
     def atom(self, a) -> str:
@@ -355,12 +359,15 @@ class IdiomaticEmitter(KernelEmitter):
         over = max(len(INDENT * self.depth + line) for line in lines) - WIDTH if lines else 0
         if self.consumed and over > 0:
             enough = [c for c in self.consumed if c[0] >= over]
-            self.too_wide.add(min(enough)[1] if enough else max(self.consumed)[1])
+            self.too_wide.add(min(enough)[2] if enough else max(self.consumed)[2])
         self.consumed = []
         return lines
 
     def effect(self, op: Op) -> list[str]:
-        return self.measured(super().effect(op))
+        lines = super().effect(op)
+        if lines and lines[-1].startswith("store_after("):  # cutile types a module function's call by its binding
+            lines[-1] = "let _stored: Token = " + lines[-1]
+        return self.measured(lines)
 
     def let(self, st: Let) -> list[str]:
         if id(st) in self.dead_bids:
@@ -459,6 +466,8 @@ class IdiomaticEmitter(KernelEmitter):
             return None
         op = st.op
         row = self.row(op)
+        if row.template in SCALAR_CALLS:
+            return None
         if row.template is not None and row.refuse is None:
             names = []
             for f in template_fields(row.template):
