@@ -16,6 +16,7 @@ pub mod silu_and_mul;
 pub mod softmax;
 pub mod support;
 pub mod swiglu;
+pub mod tiles;
 pub mod vector_add;
 
 use support::EntryInfo;
@@ -373,53 +374,25 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module_ast: layer_norm::layer_norm::__module_ast_self,
             module: "layer_norm",
             function: "layer_norm_fwd_kernel",
-            arrays: &[
-                ("x", 2),
-                ("w", 1),
-                ("b", 1),
-                ("y", 2),
-                ("mean", 1),
-                ("rstd", 1),
-            ],
+            arrays: &[("x", 2), ("w", 1), ("b", 1), ("y", 2), ("mean", 1), ("rstd", 1)],
         },
         "layer_norm_fwd_occ4_kernel" => EntryInfo {
             module_ast: layer_norm::layer_norm::__module_ast_self,
             module: "layer_norm",
             function: "layer_norm_fwd_occ4_kernel",
-            arrays: &[
-                ("x", 2),
-                ("w", 1),
-                ("b", 1),
-                ("y", 2),
-                ("mean", 1),
-                ("rstd", 1),
-            ],
+            arrays: &[("x", 2), ("w", 1), ("b", 1), ("y", 2), ("mean", 1), ("rstd", 1)],
         },
         "layer_norm_fwd_prefetch_kernel" => EntryInfo {
             module_ast: layer_norm::layer_norm::__module_ast_self,
             module: "layer_norm",
             function: "layer_norm_fwd_prefetch_kernel",
-            arrays: &[
-                ("x", 2),
-                ("w", 1),
-                ("b", 1),
-                ("y", 2),
-                ("mean", 1),
-                ("rstd", 1),
-            ],
+            arrays: &[("x", 2), ("w", 1), ("b", 1), ("y", 2), ("mean", 1), ("rstd", 1)],
         },
         "layer_norm_fwd_w8_kernel" => EntryInfo {
             module_ast: layer_norm::layer_norm::__module_ast_self,
             module: "layer_norm",
             function: "layer_norm_fwd_w8_kernel",
-            arrays: &[
-                ("x", 2),
-                ("w", 1),
-                ("b", 1),
-                ("y", 2),
-                ("mean", 1),
-                ("rstd", 1),
-            ],
+            arrays: &[("x", 2), ("w", 1), ("b", 1), ("y", 2), ("mean", 1), ("rstd", 1)],
         },
         "matmul_kernel_use_tf321" => EntryInfo {
             module_ast: matmul::matmul::__module_ast_self,

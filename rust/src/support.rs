@@ -11,7 +11,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cutile::cuda_core::{Context, Stream};
-use cutile::tensor::Tensor;
 
 /// Largest array rank a descriptor carries (cutile-rs kernels support up to rank 6).
 pub const MAX_DIMS: usize = 6;
@@ -91,10 +90,7 @@ pub struct Error {
 
 impl Error {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
+        Self { code, message: message.into() }
     }
 }
 
@@ -156,18 +152,12 @@ pub fn guard(what: &str, body: impl FnOnce() -> Result<()>) -> i32 {
 /// strides that fit the i32 indexing cutile kernels use.
 pub fn check_desc<'a>(name: &str, desc: *const TensorDesc, rank: usize) -> Result<&'a TensorDesc> {
     let d = unsafe { desc.as_ref() }.ok_or_else(|| {
-        Error::new(
-            Code::NullPointer,
-            format!("tensor `{name}` is a null descriptor"),
-        )
+        Error::new(Code::NullPointer, format!("tensor `{name}` is a null descriptor"))
     })?;
     if d.ndim != rank as i32 {
         return Err(Error::new(
             Code::Rank,
-            format!(
-                "tensor `{name}` has rank {}, the kernel needs rank {rank}",
-                d.ndim
-            ),
+            format!("tensor `{name}` has rank {}, the kernel needs rank {rank}", d.ndim),
         ));
     }
     if d.ptr == 0 {
@@ -180,19 +170,13 @@ pub fn check_desc<'a>(name: &str, desc: *const TensorDesc, rank: usize) -> Resul
         if d.shape[i] < 0 || d.shape[i] > i32::MAX as i64 {
             return Err(Error::new(
                 Code::Shape,
-                format!(
-                    "tensor `{name}` extent {} of dim {i} is outside 0..=i32::MAX",
-                    d.shape[i]
-                ),
+                format!("tensor `{name}` extent {} of dim {i} is outside 0..=i32::MAX", d.shape[i]),
             ));
         }
         if d.strides[i].abs() > i32::MAX as i64 {
             return Err(Error::new(
                 Code::Layout,
-                format!(
-                    "tensor `{name}` stride {} of dim {i} does not fit in i32",
-                    d.strides[i]
-                ),
+                format!("tensor `{name}` stride {} of dim {i} does not fit in i32", d.strides[i]),
             ));
         }
     }
@@ -233,11 +217,7 @@ pub fn require_dtype(name: &str, d: &TensorDesc, code: i32) -> Result<()> {
     if d.dtype != code {
         return Err(Error::new(
             Code::DType,
-            format!(
-                "tensor `{name}` must be {}, got {}",
-                dtype::name(code),
-                dtype::name(d.dtype)
-            ),
+            format!("tensor `{name}` must be {}, got {}", dtype::name(code), dtype::name(d.dtype)),
         ));
     }
     Ok(())
@@ -253,10 +233,8 @@ pub fn unit_axis(d: &TensorDesc, axis: usize) -> i32 {
     let dims = &d.shape[..n];
     // cutile's `DivHint::from_value`: the largest power of two dividing the length, at most 16 (0: 16)
     let div = |v: i64| if v == 0 { 16 } else { (v & -v).min(16) };
-    let sound = (0..n)
-        .filter(|&i| dims[i] != 1)
-        .enumerate()
-        .all(|(k, i)| dims[i] % div(dims[k]) == 0);
+    let sound =
+        (0..n).filter(|&i| dims[i] != 1).enumerate().all(|(k, i)| dims[i] % div(dims[k]) == 0);
     if sound && dims[axis] == 1 { 1 } else { -1 }
 }
 
@@ -270,9 +248,7 @@ pub fn unit_axis(d: &TensorDesc, axis: usize) -> i32 {
 /// each claim sits at its dynamic axis' position: `static_axes[i]` is true where the entry takes axis i's
 /// length as a constant (a unit axis), and an axis of stride 1 is static (`stride_one`).
 pub fn python_claims(
-    d: &TensorDesc,
-    element_bytes: i64,
-    static_axes: &[bool],
+    d: &TensorDesc, element_bytes: i64, static_axes: &[bool],
 ) -> cutile::tensor::SpecializationBits {
     use cutile::cutile_compiler::specialization::DivHint;
     let n = (d.ndim.max(0) as usize).min(MAX_DIMS);
@@ -280,11 +256,8 @@ pub fn python_claims(
         divisor: if v % divisor == 0 { divisor as i32 } else { 1 },
         max: 16,
     };
-    let stride_divisor = if element_bytes > 0 && 16 % element_bytes == 0 {
-        16 / element_bytes
-    } else {
-        1
-    };
+    let stride_divisor =
+        if element_bytes > 0 && 16 % element_bytes == 0 { 16 / element_bytes } else { 1 };
     let mut shape_div = vec![DivHint::default(); n];
     let dynamic_lengths = (0..n).filter(|&i| !static_axes.get(i).copied().unwrap_or(false));
     for (k, i) in dynamic_lengths.enumerate() {
@@ -301,85 +274,8 @@ pub fn python_claims(
         shape_div,
         stride_div,
         stride_one: own.stride_one,
-        base_ptr_div: DivHint {
-            divisor: if d.ptr % 16 == 0 { 16 } else { 1 },
-            max: 16,
-        },
+        base_ptr_div: DivHint { divisor: if d.ptr % 16 == 0 { 16 } else { 1 }, max: 16 },
         elements_disjoint: own.elements_disjoint,
-    }
-}
-
-/// A borrowed tensor passed to cutile's launcher with cuTile Python's divisibility claims
-/// (`python_claims`) in place of cutile's: cutile's `KernelInput` / `KernelInputStored` (tensor.rs) are
-/// its public interface for kernel inputs; everything but the claims is the tensor's own.
-pub struct Claimed<'a, E: cutile::cuda_core::DType + Sync> {
-    tensor: &'a Tensor<E>,
-    spec: cutile::tensor::SpecializationBits,
-}
-
-impl<'a, E: cutile::cuda_core::DType + Sync> Claimed<'a, E> {
-    pub fn new(tensor: &'a Tensor<E>, d: &TensorDesc, static_axes: &[bool]) -> Self {
-        Self {
-            tensor,
-            spec: python_claims(d, std::mem::size_of::<E>() as i64, static_axes),
-        }
-    }
-
-    pub fn spec(&self) -> &cutile::tensor::SpecializationBits {
-        &self.spec
-    }
-}
-
-// SAFETY: the borrowed tensor supplies the arguments, their retention and the dtype (its own
-// `KernelInputStored`); the claims are its own specialization facts or weaker ones (each divisor divides
-// the one cutile computes for the same value), laid out where cutile's entry reads them.
-unsafe impl<'a, E: cutile::cuda_core::DType + Sync> cutile::tensor::KernelInputStored
-    for Claimed<'a, E>
-{
-    fn retain(
-        &self,
-        ctx: &cutile::cuda_async::device_operation::ExecutionContext,
-    ) -> std::result::Result<(), cutile::cuda_async::error::DeviceError> {
-        cutile::tensor::KernelInputStored::retain(&self.tensor, ctx)
-    }
-    fn push_kernel_args(
-        &self,
-        launcher: &mut cutile::cuda_async::launch::AsyncKernelLaunchBuilder,
-    ) {
-        cutile::tensor::KernelInputStored::push_kernel_args(&self.tensor, launcher)
-    }
-    fn shape(&self) -> &[i32] {
-        self.tensor.shape()
-    }
-    fn strides(&self) -> &[i32] {
-        self.tensor.strides()
-    }
-    fn spec(&self) -> &cutile::tensor::SpecializationBits {
-        &self.spec
-    }
-    fn dtype_str(&self) -> &'static str {
-        cutile::tensor::KernelInputStored::dtype_str(&self.tensor)
-    }
-}
-
-/// Passed to a launcher as is, as a `&Tensor` is.
-impl<'a, E: cutile::cuda_core::DType + Sync>
-    cutile::cuda_async::device_operation::IntoDeviceOp<Claimed<'a, E>> for Claimed<'a, E>
-{
-    type Op = cutile::cuda_async::device_operation::Value<Claimed<'a, E>>;
-    fn into_op(self) -> Self::Op {
-        cutile::cuda_async::device_operation::value(self)
-    }
-}
-
-impl<'a, E: cutile::cuda_core::DType + Sync> cutile::tensor::KernelInput<E> for Claimed<'a, E> {
-    type Stored = Self;
-    type Returned = Self;
-    fn prepare(self) -> Self {
-        self
-    }
-    fn recover(stored: Self) -> Self {
-        stored
     }
 }
 
@@ -440,19 +336,14 @@ fn primary_context(device_id: i32) -> Result<Arc<Context>> {
     static CONTEXTS: OnceLock<Mutex<Vec<Option<Arc<Context>>>>> = OnceLock::new();
     let ordinal = usize::try_from(device_id)
         .map_err(|_| Error::new(Code::Device, format!("invalid device id {device_id}")))?;
-    let mut contexts = CONTEXTS
-        .get_or_init(|| Mutex::new(Vec::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
+    let mut contexts =
+        CONTEXTS.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|p| p.into_inner());
     if contexts.len() <= ordinal {
         contexts.resize(ordinal + 1, None);
     }
     if contexts[ordinal].is_none() {
         let ctx = Context::new(ordinal).map_err(|e| {
-            Error::new(
-                Code::Device,
-                format!("cannot open CUDA device {device_id}: {e}"),
-            )
+            Error::new(Code::Device, format!("cannot open CUDA device {device_id}: {e}"))
         })?;
         contexts[ordinal] = Some(ctx);
     }
@@ -500,16 +391,11 @@ impl LaunchTarget {
 
     /// The process-wide target of `(device_id, stream)`, made at its first use.
     fn shared(
-        targets: &'static OnceLock<TargetMap>,
-        device_id: i32,
-        stream: u64,
+        targets: &'static OnceLock<TargetMap>, device_id: i32, stream: u64,
     ) -> Result<&'static LaunchTarget> {
         let targets = targets.get_or_init(|| RwLock::new(HashMap::new()));
-        let cached = targets
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(device_id, stream))
-            .copied();
+        let cached =
+            targets.read().unwrap_or_else(|p| p.into_inner()).get(&(device_id, stream)).copied();
         Ok(match cached {
             Some(target) => target,
             None => {
@@ -520,24 +406,14 @@ impl LaunchTarget {
                         let context = primary_context(device_id)?;
                         let stream_ref =
                             unsafe { Stream::borrow_raw(stream as *mut c_void, &context) };
-                        let target: &'static LaunchTarget = Box::leak(Box::new(LaunchTarget {
-                            context,
-                            stream: stream_ref,
-                        }));
+                        let target: &'static LaunchTarget =
+                            Box::leak(Box::new(LaunchTarget { context, stream: stream_ref }));
                         map.insert((device_id, stream), target);
                         target
                     }
                 }
             }
         })
-    }
-
-    /// A non-owning view of caller memory: no copy, no device allocation, never freed by cutile.
-    pub fn tensor<E: cutile::cuda_core::DType>(&self, d: &TensorDesc) -> Tensor<E> {
-        let n = d.ndim as usize;
-        let shape: Vec<i32> = d.shape[..n].iter().map(|&v| v as i32).collect();
-        let strides: Vec<i32> = d.strides[..n].iter().map(|&v| v as i32).collect();
-        unsafe { Tensor::<E>::borrow_raw_parts(d.ptr, self.context.clone(), shape, strides) }
     }
 }
 
@@ -564,10 +440,7 @@ pub struct LaunchKey {
 
 impl LaunchKey {
     pub fn new(entry: &'static str, device_id: i32, grid: (u32, u32, u32)) -> Self {
-        let mut key = LaunchKey {
-            len: 0,
-            words: [MaybeUninit::uninit(); KEY_WORDS],
-        };
+        let mut key = LaunchKey { len: 0, words: [MaybeUninit::uninit(); KEY_WORDS] };
         key.text(entry);
         key.word(device_id as i64);
         key.word(grid.0 as i64);
@@ -670,11 +543,7 @@ fn resolved_map() -> &'static RwLock<Resolved> {
 
 /// The loaded function of a key launched before, if any.
 pub fn resolved(key: &LaunchKey) -> Option<&'static cutile::cuda_core::Function> {
-    resolved_map()
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(key)
-        .copied()
+    resolved_map().read().unwrap_or_else(|p| p.into_inner()).get(key).copied()
 }
 
 /// The kernel parameters of a resolved launch, in the order cutile's launcher pushes them: an
@@ -727,20 +596,14 @@ impl KernelParams {
 
 /// Launch a resolved function on the target's stream: one `cuLaunchKernel`, nothing else.
 pub fn launch_resolved(
-    target: &LaunchTarget,
-    function: &'static cutile::cuda_core::Function,
-    grid: (u32, u32, u32),
+    target: &LaunchTarget, function: &'static cutile::cuda_core::Function, grid: (u32, u32, u32),
     params: &mut KernelParams,
 ) -> std::result::Result<(), cutile::cuda_core::DriverError> {
     if RECORDING.with(Cell::get) {
         record(function, grid, params);
     }
     let mut pointers = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
-    for (pointer, slot) in pointers
-        .iter_mut()
-        .zip(params.slots.iter_mut())
-        .take(params.len)
-    {
+    for (pointer, slot) in pointers.iter_mut().zip(params.slots.iter_mut()).take(params.len) {
         pointer.write(slot.as_mut_ptr().cast::<c_void>());
     }
     // SAFETY: the first `len` pointers were written above.
@@ -786,9 +649,7 @@ struct Recorded {
 }
 
 fn record(
-    function: &'static cutile::cuda_core::Function,
-    grid: (u32, u32, u32),
-    params: &KernelParams,
+    function: &'static cutile::cuda_core::Function, grid: (u32, u32, u32), params: &KernelParams,
 ) {
     let mut slots = [0u128; MAX_PARAMS];
     for (slot, value) in slots.iter_mut().zip(params.slots.iter()).take(params.len) {
@@ -797,22 +658,13 @@ fn record(
     }
     let arrays = if params.n_arrays <= MAX_ARRAYS {
         // SAFETY: the first `n_arrays` entries were written by `array`.
-        params.arrays[..params.n_arrays]
-            .iter()
-            .map(|a| unsafe { a.assume_init() })
-            .collect()
+        params.arrays[..params.n_arrays].iter().map(|a| unsafe { a.assume_init() }).collect()
     } else {
         Vec::new()
     };
     let launches = RECORDED.with(|r| r.take()).map_or(0, |r| r.launches);
-    let recorded = Recorded {
-        function,
-        grid,
-        len: params.len,
-        slots,
-        arrays,
-        launches: launches + 1,
-    };
+    let recorded =
+        Recorded { function, grid, len: params.len, slots, arrays, launches: launches + 1 };
     RECORDED.with(|r| r.set(Some(Box::new(recorded))));
 }
 
@@ -842,9 +694,7 @@ pub extern "C" fn tileport_record_next() {
 /// an array whose descriptor is not in `descs`. Recording stops either way.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tileport_take_prepared(
-    device_id: i32,
-    descs: *const u64,
-    n: usize,
+    device_id: i32, descs: *const u64, n: usize,
 ) -> u64 {
     RECORDING.with(|r| r.set(false));
     let Some(recorded) = RECORDED.with(|r| r.take()) else {
@@ -891,9 +741,7 @@ pub unsafe extern "C" fn tileport_take_prepared(
 /// and so the function and its checks, could differ: the caller launches through the entry).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tileport_launch_prepared(
-    prepared: u64,
-    addresses: *const u64,
-    stream: u64,
+    prepared: u64, addresses: *const u64, stream: u64,
 ) -> i32 {
     guard("tileport_launch_prepared", || {
         // SAFETY: `prepared` comes from `tileport_take_prepared` and is not freed yet.
@@ -962,10 +810,7 @@ pub unsafe extern "C" fn tileport_free_prepared(prepared: u64) {
 /// What cutile's launcher keys a specialization on, taken from the tensors it was launched with.
 pub struct Specialization {
     pub generics: Vec<String>,
-    pub tensors: Vec<(
-        &'static str,
-        cutile::cutile_compiler::specialization::SpecializationBits,
-    )>,
+    pub tensors: Vec<(&'static str, cutile::cutile_compiler::specialization::SpecializationBits)>,
     pub int_scalars: Vec<(&'static str, i32)>,
 }
 
@@ -973,13 +818,9 @@ pub struct Specialization {
 /// specialization key as its launcher builds, so cutile's kernel cache answers without compiling)
 /// and keep it for the key's later launches.
 pub fn resolve(
-    key: LaunchKey,
-    target: &LaunchTarget,
-    module_ast: fn() -> cutile::cutile_compiler::ast::Module,
-    module: &str,
-    function: &str,
-    source_hash: &str,
-    spec: Specialization,
+    key: LaunchKey, target: &LaunchTarget,
+    module_ast: fn() -> cutile::cutile_compiler::ast::Module, module: &str, function: &str,
+    source_hash: &str, spec: Specialization,
 ) -> Result<()> {
     use cutile::cutile_compiler::specialization::DivHint;
     let stride_args = spec
@@ -988,10 +829,7 @@ pub fn resolve(
         .map(|(name, bits)| {
             (
                 name.to_string(),
-                bits.stride_one
-                    .iter()
-                    .map(|&one| if one { 1 } else { -1 })
-                    .collect(),
+                bits.stride_one.iter().map(|&one| if one { 1 } else { -1 }).collect(),
             )
         })
         .collect();
@@ -1000,11 +838,7 @@ pub fn resolve(
         .iter()
         .map(|(name, value)| (name.to_string(), DivHint::from_value(*value)))
         .collect();
-    let spec_args = spec
-        .tensors
-        .into_iter()
-        .map(|(name, bits)| (name.to_string(), bits))
-        .collect();
+    let spec_args = spec.tensors.into_iter().map(|(name, bits)| (name.to_string(), bits)).collect();
     let ctx = cutile::cuda_async::device_operation::ExecutionContext::new(target.stream.clone());
     let entry = cutile::cutile_compiler::kernel_naming::KernelNaming::new(function).entry_name();
     let (loaded, _validator) = cutile::tile_kernel::compile_from_context(
@@ -1029,10 +863,7 @@ pub fn resolve(
     })?;
     // One reference is leaked on purpose: the function (and its module) stay loaded for good.
     let loaded: &'static cutile::cuda_core::Function = unsafe { &*Arc::into_raw(loaded) };
-    resolved_map()
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key, loaded);
+    resolved_map().write().unwrap_or_else(|p| p.into_inner()).insert(key, loaded);
     Ok(())
 }
 
@@ -1094,18 +925,10 @@ fn capture_specs(info: &EntryInfo) -> ArraySpecs {
                 shape_div: vec![DivHint::default(); rank],
                 stride_div: vec![DivHint::default(); rank],
                 stride_one: (0..rank).map(|i| i + 1 == rank).collect(),
-                base_ptr_div: DivHint {
-                    divisor: 16,
-                    max: 16,
-                },
+                base_ptr_div: DivHint { divisor: 16, max: 16 },
                 elements_disjoint: true,
             };
-            (
-                (0..rank)
-                    .map(|i| if i + 1 == rank { 1 } else { -1 })
-                    .collect(),
-                bits,
-            )
+            ((0..rank).map(|i| if i + 1 == rank { 1 } else { -1 }).collect(), bits)
         })
         .collect()
 }
@@ -1114,10 +937,7 @@ fn capture_specs(info: &EntryInfo) -> ArraySpecs {
 /// `compute_spec`, or cuTile Python's, `python_claims`), `static_axes[a]` bit i set where the entry takes
 /// axis i of array a as a constant.
 fn launch_specs(
-    info: &EntryInfo,
-    descs: &[TensorDesc],
-    static_axes: &[u32],
-    python: bool,
+    info: &EntryInfo, descs: &[TensorDesc], static_axes: &[u32], python: bool,
 ) -> Result<ArraySpecs> {
     if descs.len() != info.arrays.len() || static_axes.len() != info.arrays.len() {
         return Err(Error::new(
@@ -1142,22 +962,13 @@ fn launch_specs(
         } else {
             cutile::tensor::compute_spec(d.ptr, &shape, &strides, bytes as i32)
         };
-        specs.push((
-            bits.stride_one
-                .iter()
-                .map(|&one| if one { 1 } else { -1 })
-                .collect(),
-            bits,
-        ));
+        specs.push((bits.stride_one.iter().map(|&one| if one { 1 } else { -1 }).collect(), bits));
     }
     Ok(specs)
 }
 
 fn compile_ir(
-    info: &EntryInfo,
-    generics: Vec<String>,
-    target: &str,
-    specs: ArraySpecs,
+    info: &EntryInfo, generics: Vec<String>, target: &str, specs: ArraySpecs,
 ) -> Result<(Vec<u8>, Vec<u8>)> {
     use cutile::compile_api::KernelCompiler;
     let stride_refs: Vec<(&str, &[i32])> = info
@@ -1180,9 +991,7 @@ fn compile_ir(
         .bytecode_version(cutile_ir::bytecode::BytecodeVersion::V13_4)
         .compile()
         .map_err(|e| Error::new(Code::Launch, format!("{e}")))?;
-    let bytecode = artifacts
-        .bytecode()
-        .map_err(|e| Error::new(Code::Launch, format!("{e}")))?;
+    let bytecode = artifacts.bytecode().map_err(|e| Error::new(Code::Launch, format!("{e}")))?;
     Ok((artifacts.ir_text().into_bytes(), bytecode))
 }
 
@@ -1190,13 +999,8 @@ fn compile_ir(
 /// generic argument list in declaration order. Buffers are freed with `tileport_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tileport_ir(
-    entry: *const c_char,
-    generics: *const c_char,
-    target: *const c_char,
-    out_text: *mut *mut u8,
-    out_text_len: *mut usize,
-    out_bytecode: *mut *mut u8,
-    out_bytecode_len: *mut usize,
+    entry: *const c_char, generics: *const c_char, target: *const c_char, out_text: *mut *mut u8,
+    out_text_len: *mut usize, out_bytecode: *mut *mut u8, out_bytecode_len: *mut usize,
 ) -> i32 {
     let specs = |info: &EntryInfo| Ok(capture_specs(info));
     unsafe {
@@ -1218,17 +1022,9 @@ pub unsafe extern "C" fn tileport_ir(
 /// (see `launch_specs`), and `python` selects cuTile Python's claims (1) or cutile's own (0).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tileport_ir_launch(
-    entry: *const c_char,
-    generics: *const c_char,
-    target: *const c_char,
-    descs: *const TensorDesc,
-    static_axes: *const u32,
-    n: usize,
-    python: i32,
-    out_text: *mut *mut u8,
-    out_text_len: *mut usize,
-    out_bytecode: *mut *mut u8,
-    out_bytecode_len: *mut usize,
+    entry: *const c_char, generics: *const c_char, target: *const c_char, descs: *const TensorDesc,
+    static_axes: *const u32, n: usize, python: i32, out_text: *mut *mut u8,
+    out_text_len: *mut usize, out_bytecode: *mut *mut u8, out_bytecode_len: *mut usize,
 ) -> i32 {
     if descs.is_null() || static_axes.is_null() {
         set_last_error("tileport_ir_launch: null argument");
@@ -1263,13 +1059,8 @@ pub unsafe extern "C" fn tileport_ir_launch(
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn export_ir(
-    entry: *const c_char,
-    generics: *const c_char,
-    target: *const c_char,
-    out_text: *mut *mut u8,
-    out_text_len: *mut usize,
-    out_bytecode: *mut *mut u8,
-    out_bytecode_len: *mut usize,
+    entry: *const c_char, generics: *const c_char, target: *const c_char, out_text: *mut *mut u8,
+    out_text_len: *mut usize, out_bytecode: *mut *mut u8, out_bytecode_len: *mut usize,
     specs: impl FnOnce(&EntryInfo) -> Result<ArraySpecs> + Send + 'static,
 ) -> i32 {
     if entry.is_null()
@@ -1285,29 +1076,23 @@ unsafe fn export_ir(
     let (entry, generics, target) = (text(entry), text(generics), text(target));
     // The compiler recurses deeply: run it on a thread with a large stack, and carry the
     // thread-local error message back.
-    let worker = std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(move || {
-            let mut result = None;
-            let rc = guard("tileport_ir", || {
-                let info = crate::entry_info(&entry).ok_or_else(|| {
-                    Error::new(Code::InvalidArgument, format!("unknown entry `{entry}`"))
-                })?;
-                let list = generics
-                    .split(',')
-                    .filter(|g| !g.is_empty())
-                    .map(|g| g.trim().to_string())
-                    .collect();
-                let specs = specs(&info)?;
-                result = Some(compile_ir(&info, list, &target, specs)?);
-                Ok(())
-            });
-            (
-                rc,
-                LAST_ERROR.with(|slot| slot.borrow().to_string_lossy().into_owned()),
-                result,
-            )
+    let worker = std::thread::Builder::new().stack_size(64 << 20).spawn(move || {
+        let mut result = None;
+        let rc = guard("tileport_ir", || {
+            let info = crate::entry_info(&entry).ok_or_else(|| {
+                Error::new(Code::InvalidArgument, format!("unknown entry `{entry}`"))
+            })?;
+            let list = generics
+                .split(',')
+                .filter(|g| !g.is_empty())
+                .map(|g| g.trim().to_string())
+                .collect();
+            let specs = specs(&info)?;
+            result = Some(compile_ir(&info, list, &target, specs)?);
+            Ok(())
         });
+        (rc, LAST_ERROR.with(|slot| slot.borrow().to_string_lossy().into_owned()), result)
+    });
     match worker.map(|handle| handle.join()) {
         Ok(Ok((0, _, Some((ir, bytecode))))) => {
             let (tp, tl) = leak(ir);
@@ -1336,5 +1121,403 @@ unsafe fn export_ir(
 pub unsafe extern "C" fn tileport_free(ptr: *mut u8, len: usize) {
     if !ptr.is_null() {
         drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+    }
+}
+
+// ---------------------------------------------------------------- launches: one generic path
+//
+// Every launcher of the crate describes its launch to `launch`: its arguments checked (`Launch`), then the
+// entry and, in the entry's order, what the launch key, the kernel parameters and the specialization hold
+// (`Call`). A launch whose key was launched before takes the loaded function (`resolved`); the first one
+// compiles the entry for the specialization cutile's own launcher would build (`resolve`: its kernel cache
+// then answers the same) and launches it the same way, with the parameters in cutile's order.
+
+/// A generated entry: what cutile's JIT compiles it from, and its name in launch keys.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    pub path: &'static str,
+    pub module_ast: fn() -> cutile::cutile_compiler::ast::Module,
+    pub module: &'static str,
+    pub function: &'static str,
+    pub source_hash: &'static str,
+}
+
+/// `entry!(module::function)`: the `Entry` of a generated entry.
+#[macro_export]
+macro_rules! entry {
+    ($module:ident :: $function:ident) => {
+        $crate::support::Entry {
+            path: concat!(stringify!($module), "::", stringify!($function)),
+            module_ast: $module::__module_ast_self,
+            module: stringify!($module),
+            function: stringify!($function),
+            source_hash: $module::_SOURCE_HASH,
+        }
+    };
+}
+
+/// Run a C launcher: `body` checks the arguments and makes the launch (`Launch::call`); errors come back as
+/// return codes with a message (`tileport_last_error`), panics as `Code::Panic`.
+pub fn launch(
+    kernel: &'static str, grid: [u32; 3], device_id: i32, stream: u64,
+    body: impl FnOnce(&Launch) -> Result<()>,
+) -> i32 {
+    guard(kernel, || body(&Launch { kernel, grid: (grid[0], grid[1], grid[2]), device_id, stream }))
+}
+
+/// The arguments of one C launcher call.
+pub struct Launch {
+    pub kernel: &'static str,
+    pub grid: (u32, u32, u32),
+    pub device_id: i32,
+    pub stream: u64,
+}
+
+/// An array argument, checked: its name in messages and specializations, its descriptor.
+#[derive(Clone, Copy)]
+pub struct Arr<'a> {
+    pub name: &'static str,
+    pub desc: &'a TensorDesc,
+}
+
+impl Arr<'_> {
+    /// The same array under the entry's identifier for it (a source name that is no Rust identifier).
+    pub fn ident(self, name: &'static str) -> Self {
+        Arr { name, ..self }
+    }
+}
+
+/// The element types of floating-point generics the kernels take (f32, f16, bf16).
+pub const FLOATS: &[i32] = &[dtype::F32, dtype::F16, dtype::BF16];
+
+/// An array argument of a launcher: its name, descriptor and the rank the entry takes.
+pub type ArrayArg<'a> = (&'static str, Option<&'a TensorDesc>, usize);
+
+impl Launch {
+    /// The array descriptors, in order: each present, of its rank, with extents and strides the kernels'
+    /// i32 indexing takes (`check_desc`).
+    pub fn arrays<'a, const N: usize>(&self, args: [ArrayArg<'a>; N]) -> Result<[Arr<'a>; N]> {
+        let mut out = [None; N];
+        for (slot, (name, desc, rank)) in out.iter_mut().zip(args) {
+            let desc =
+                check_desc(name, desc.map_or(std::ptr::null(), |d| d as *const TensorDesc), rank)?;
+            *slot = Some(Arr { name, desc });
+        }
+        Ok(out.map(|a| a.expect("every array was checked")))
+    }
+
+    /// The outputs' elements do not overlap (many blocks write them at once) and the grid is not empty.
+    pub fn writes(&self, outputs: &[Arr]) -> Result<()> {
+        for a in outputs {
+            require_disjoint(a.name, a.desc)?;
+        }
+        check_grid(self.grid)
+    }
+
+    /// The dtype code the arrays of one generic element type share, one of `allowed`.
+    pub fn dtype(&self, arrays: &[Arr], allowed: &[i32]) -> Result<i32> {
+        let head = arrays[0];
+        if let Some(a) = arrays[1..].iter().find(|a| a.desc.dtype != head.desc.dtype) {
+            let (name, first) = (dtype::name(a.desc.dtype), dtype::name(head.desc.dtype));
+            let message = format!(
+                "tensor `{}` is {name} but `{}` is {first}; they must match",
+                a.name, head.name
+            );
+            return Err(Error::new(Code::DType, message));
+        }
+        common_dtype(&[(head.name, head.desc)], allowed)
+    }
+
+    /// Arrays of a fixed element type have it.
+    pub fn require(&self, arrays: &[Arr], code: i32) -> Result<()> {
+        arrays.iter().try_for_each(|a| require_dtype(a.name, a.desc, code))
+    }
+
+    /// A tile-shape constant (a positive power of two), returned.
+    pub fn tile(&self, name: &str, value: i32) -> Result<i32> {
+        check_tile_dim(name, value).map(|()| value)
+    }
+
+    /// Tile-shape constants, in order (see `tile`).
+    pub fn tiles(&self, constants: &[(&str, i32)]) -> Result<()> {
+        constants.iter().try_for_each(|&(name, value)| check_tile_dim(name, value))
+    }
+
+    /// No entry is specialized for these constants (`values`: `NAME=value, ..`).
+    pub fn unspecialized(&self, values: String) -> Error {
+        Error::new(
+            Code::InvalidArgument,
+            format!("no entry of `{}` is specialized for {values}", self.kernel),
+        )
+    }
+
+    /// No entry takes the arrays' dtypes.
+    pub fn no_dtype_entry(&self) -> Error {
+        Error::new(Code::DType, format!("no entry of `{}` takes these dtypes", self.kernel))
+    }
+
+    /// The launch of `entry`, described by the `Call` methods in the entry's order.
+    pub fn call(&self, entry: Entry) -> Call<'_> {
+        Call {
+            launch: self,
+            entry,
+            key: LaunchKey::new(entry.path, self.device_id, self.grid),
+            params: KernelParams::new(),
+            generics: [Generic::Int(0); MAX_GENERICS],
+            n_generics: 0,
+            tensors: [None; MAX_ARRAYS],
+            n_tensors: 0,
+            unit_axes: [""; MAX_ARRAYS],
+            n_unit_axes: 0,
+            ints: [("", 0); MAX_PARAMS],
+            n_ints: 0,
+            python_claims: false,
+        }
+    }
+}
+
+/// Generic arguments an entry takes at most (the translator checks every entry fits).
+pub const MAX_GENERICS: usize = 64;
+
+/// A generic argument, kept as a value until a first launch renders it.
+#[derive(Clone, Copy)]
+pub enum Generic<'a> {
+    Text(&'static str),
+    Int(i32),
+    Bool(bool),
+    Float(f64),
+    UnitAxis(&'a TensorDesc, usize),
+}
+
+/// An array of the specialization: its name, descriptor and the axes the entry takes as constants.
+type SpecTensor<'a> = Option<(&'static str, &'a TensorDesc, u32)>;
+
+/// One launch being described: its key, kernel parameters and specialization, built on the stack.
+pub struct Call<'a> {
+    launch: &'a Launch,
+    entry: Entry,
+    key: LaunchKey,
+    params: KernelParams,
+    generics: [Generic<'a>; MAX_GENERICS],
+    n_generics: usize,
+    tensors: [SpecTensor<'a>; MAX_ARRAYS],
+    n_tensors: usize,
+    unit_axes: [&'static str; MAX_ARRAYS], // the arrays whose length-1 axes the entry takes as constants
+    n_unit_axes: usize,
+    ints: [(&'static str, i32); MAX_PARAMS],
+    n_ints: usize,
+    python_claims: bool,
+}
+
+/// A scalar kernel argument: how the launch key holds it and the divisibility hint an integer gives.
+pub trait Scalar: Copy {
+    fn key(self, key: &mut LaunchKey);
+    fn hint(self) -> Option<i32>;
+}
+
+macro_rules! integer_scalars {
+    ($($t:ty),*) => {$(
+        impl Scalar for $t {
+            fn key(self, key: &mut LaunchKey) {
+                key.word(self as i64);
+            }
+            fn hint(self) -> Option<i32> {
+                Some(self as i32)
+            }
+        }
+    )*};
+}
+integer_scalars!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+macro_rules! float_scalars {
+    ($($t:ty),*) => {$(
+        impl Scalar for $t {
+            fn key(self, key: &mut LaunchKey) {
+                key.float(f64::from(self));
+            }
+            fn hint(self) -> Option<i32> {
+                None
+            }
+        }
+    )*};
+}
+float_scalars!(f32, f64, cutile::half::f16, cutile::half::bf16);
+
+impl Scalar for bool {
+    fn key(self, key: &mut LaunchKey) {
+        key.word(self as i64);
+    }
+    fn hint(self) -> Option<i32> {
+        None
+    }
+}
+
+impl<'a> Call<'a> {
+    fn generic(&mut self, g: Generic<'a>) -> &mut Self {
+        self.generics[self.n_generics] = g;
+        self.n_generics += 1;
+        self
+    }
+
+    /// The arrays claim the divisibility cuTile Python's launcher claims (`python_claims`), not cutile's.
+    pub fn python_claims(&mut self) -> &mut Self {
+        self.python_claims = true;
+        self
+    }
+
+    /// An element type generic, by dtype code.
+    pub fn dtype(&mut self, code: i32) -> &mut Self {
+        self.dtype_name(dtype::name(code))
+    }
+
+    /// An element type generic, by name (a derived one: `tf32`).
+    pub fn dtype_name(&mut self, name: &'static str) -> &mut Self {
+        self.key.text(name);
+        self.generic(Generic::Text(name))
+    }
+
+    /// An integer constant generic (a constant parameter, a derived tile dimension).
+    pub fn int(&mut self, value: i32) -> &mut Self {
+        self.key.word(value as i64);
+        self.generic(Generic::Int(value))
+    }
+
+    /// A boolean constant generic.
+    pub fn bool(&mut self, value: bool) -> &mut Self {
+        self.key.word(value as i64);
+        self.generic(Generic::Bool(value))
+    }
+
+    /// A float constant generic.
+    pub fn float(&mut self, value: f64) -> &mut Self {
+        self.key.float(value);
+        self.generic(Generic::Float(value))
+    }
+
+    /// A generic computed from the arrays' layout (a view's alignment): the arrays' words in the key fix it.
+    pub fn aligned(&mut self, value: i32) -> &mut Self {
+        self.generic(Generic::Int(value))
+    }
+
+    /// The static length of each axis of each array: 1 where the launch's is (`unit_axis`), else dynamic.
+    pub fn unit_axes(&mut self, arrays: &[Arr<'a>]) -> &mut Self {
+        for a in arrays {
+            for axis in 0..a.desc.ndim.max(0) as usize {
+                self.generic(Generic::UnitAxis(a.desc, axis));
+            }
+            self.unit_axes[self.n_unit_axes] = a.name;
+            self.n_unit_axes += 1;
+        }
+        self
+    }
+
+    /// A stride the kernel reads as an i32 argument (passed first).
+    pub fn stride(&mut self, a: Arr<'a>, axis: usize, name: &'static str) -> &mut Self {
+        let value = a.desc.strides[axis] as i32;
+        self.params.push(value);
+        self.int_hint(name, value)
+    }
+
+    fn int_hint(&mut self, name: &'static str, value: i32) -> &mut Self {
+        self.ints[self.n_ints] = (name, value);
+        self.n_ints += 1;
+        self
+    }
+
+    fn tensor(&mut self, a: Arr<'a>, statics: u32) {
+        self.key.array(a.desc);
+        self.tensors[self.n_tensors] = Some((a.name, a.desc, statics));
+        self.n_tensors += 1;
+    }
+
+    /// Array arguments (`&Tensor`), in order; an array given to `unit_axes` has its length-1 axes static.
+    pub fn arrays(&mut self, arrays: &[Arr<'a>]) -> &mut Self {
+        for &a in arrays {
+            let n = a.desc.ndim.max(0) as usize;
+            let unit = self.unit_axes[..self.n_unit_axes].contains(&a.name);
+            let statics =
+                (0..n).filter(|&i| unit && unit_axis(a.desc, i) == 1).fold(0, |m, i| m | 1 << i);
+            self.tensor(a, statics);
+            self.params.array(a.desc);
+        }
+        self
+    }
+
+    /// An output each tile block owns a `tile` of (`&mut Tensor`): cutile's launcher passes it with its
+    /// partition's shape and strides.
+    pub fn owned(&mut self, a: Arr<'a>, tile: &[i32]) -> &mut Self {
+        self.tensor(a, 0);
+        self.params.array(a.desc);
+        for &t in tile {
+            self.params.push(t);
+        }
+        for i in 0..a.desc.ndim.max(0) as usize {
+            self.params.push(a.desc.strides[i] as i32);
+        }
+        self
+    }
+
+    /// A scalar argument, named as the entry names it.
+    pub fn scalar<T: Scalar>(&mut self, name: &'static str, value: T) -> &mut Self {
+        value.key(&mut self.key);
+        self.params.push(value);
+        match value.hint() {
+            Some(hint) => self.int_hint(name, hint),
+            None => self,
+        }
+    }
+
+    /// Launch: the function loaded for an equal key, else the entry compiled for this specialization.
+    pub fn go(&mut self) -> Result<()> {
+        let name = self.launch.kernel;
+        let target = LaunchTarget::get(self.launch.device_id, self.launch.stream)?;
+        if resolved(&self.key).is_none() {
+            resolve(
+                self.key,
+                target,
+                self.entry.module_ast,
+                self.entry.module,
+                self.entry.function,
+                self.entry.source_hash,
+                self.specialization(),
+            )?;
+        }
+        let function = resolved(&self.key)
+            .ok_or_else(|| Error::new(Code::Launch, "the entry did not load"))?;
+        launch_resolved(target, function, self.launch.grid, &mut self.params)
+            .map_err(|e| launch_error(name, e))
+    }
+
+    /// What cutile's launcher keys the entry's specialization on, for this launch.
+    fn specialization(&self) -> Specialization {
+        let generics = self.generics[..self.n_generics]
+            .iter()
+            .map(|g| match *g {
+                Generic::Text(t) => t.to_string(),
+                Generic::Int(v) => v.to_string(),
+                Generic::Bool(v) => v.to_string(),
+                Generic::Float(v) => v.to_string(),
+                Generic::UnitAxis(d, axis) => unit_axis(d, axis).to_string(),
+            })
+            .collect();
+        let tensors = self.tensors[..self.n_tensors]
+            .iter()
+            .flatten()
+            .map(|&(name, d, statics)| {
+                let bytes = dtype::size(d.dtype).unwrap_or(1);
+                let bits = if self.python_claims {
+                    let axes: Vec<bool> =
+                        (0..d.ndim.max(0) as usize).map(|i| statics >> i & 1 == 1).collect();
+                    python_claims(d, bytes, &axes)
+                } else {
+                    let n = d.ndim.max(0) as usize;
+                    let shape: Vec<i32> = d.shape[..n].iter().map(|&v| v as i32).collect();
+                    let strides: Vec<i32> = d.strides[..n].iter().map(|&v| v as i32).collect();
+                    cutile::tensor::compute_spec(d.ptr, &shape, &strides, bytes as i32)
+                };
+                (name, bits)
+            })
+            .collect();
+        Specialization { generics, tensors, int_scalars: self.ints[..self.n_ints].to_vec() }
     }
 }

@@ -142,6 +142,8 @@ def translate(
                                                    "per kernel: JSON, TOML or YAML (README, 'Configurations').")] = None,
     jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Package mode: files lowered in parallel "
                                       "processes.")] = 1,
+    faithful: Annotated[bool, typer.Option("--faithful", help="Write one Tile IR operation per line, every view and "
+                                           "memory mode spelled (default: idiomatic Rust, same Tile IR).")] = False,
 ) -> None:
     """Translate cuTile Python and Triton kernels to a cutile-rs crate (device code, C-ABI launchers, manifest).
 
@@ -155,11 +157,11 @@ def translate(
     if not corpus and files and len(files) == 1 and _package_input(files[0]):
         if config:
             fail("--config applies to files, not to a package")
-        raise typer.Exit(_translate_package(str(files[0]), output_dir(out, "-o"), crate, jobs, force))
+        raise typer.Exit(_translate_package(str(files[0]), output_dir(out, "-o"), crate, jobs, force, faithful))
     if corpus:
         from tileport.corpus import REPO, translate_corpus
         if check:
-            raise typer.Exit(_check_drift(REPO / "rust"))
+            raise typer.Exit(_check_drift(REPO / "rust", faithful))
         out = REPO / "rust" if out == Path("out/crate") else out
     elif not files:
         fail("give cuTile Python files, or --corpus")
@@ -170,8 +172,8 @@ def translate(
     try:
         check_output_dir(out, force)
         configs = _load_configs(config) if config else {}
-        report = translate_corpus(out) if corpus else run(
-            [str(f) for f in files], out, {str(f): configs for f in files}, crate=crate, force=force)
+        report = translate_corpus(out, faithful) if corpus else run(
+            [str(f) for f in files], out, {str(f): configs for f in files}, crate=crate, force=force, faithful=faithful)
     except OutputDirError as e:
         fail(f"-o {e}")
     _print_translation(report)
@@ -187,12 +189,12 @@ def _package_input(path: Path) -> bool:
     return is_package_input(str(path))
 
 
-def _translate_package(arg: str, out: Path, crate: str, jobs: int, force: bool) -> int:
+def _translate_package(arg: str, out: Path, crate: str, jobs: int, force: bool, faithful: bool) -> int:
     """Package mode of `translate` (tileport.packages): exit 0 when every kernel found translated."""
     from tileport.emit.rust.crate import OutputDirError
     from tileport.packages import FetchError, StderrProgress, translate as run_package
     try:
-        lib, _report, (json_path, html_path) = run_package(arg, out, crate, jobs, force, StderrProgress())
+        lib, _report, (json_path, html_path) = run_package(arg, out, crate, jobs, force, StderrProgress(), faithful)
     except FetchError as e:
         fail(str(e))
     except OutputDirError as e:
@@ -226,10 +228,10 @@ def _load_configs(path: Path) -> dict:
         fail(f"--config {e}")
 
 
-def _check_drift(crate_dir: Path) -> int:
+def _check_drift(crate_dir: Path, faithful: bool = False) -> int:
     from tileport.corpus import translate_corpus
     from tileport.emit.rust.crate import format_crate
-    report = translate_corpus(None)
+    report = translate_corpus(None, faithful)
     files = format_crate(report.files)
     drift = [rel for rel, text in files.items()
              if not (crate_dir / rel).is_file() or (crate_dir / rel).read_text() != text]
@@ -416,6 +418,8 @@ def port(
                                                      "kernels outside the library: configurations, D and E.")] = None,
     force: Annotated[bool, typer.Option(help="Write into a non-empty --out that holds no port run (files tileport "
                                         "did not write are never replaced or deleted).")] = False,
+    faithful: Annotated[bool, typer.Option("--faithful", help="Port to Rust written one Tile IR operation per line "
+                                           "(default: idiomatic Rust, same Tile IR).")] = False,
 ) -> None:
     """Port kernels through the bounded pipeline A-F with verdicts, routing, caps and reports.
 
@@ -436,7 +440,7 @@ def port(
         stop = Stage(until.upper()) if until else None
         options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
                           gpu_results=list(gpu_results or []), residual=residual, profile=profile.value,
-                          native_gpu=False if no_gpu else None, until=stop, force=force)
+                          native_gpu=False if no_gpu else None, until=stop, force=force, faithful=faithful)
     except (TargetError, ValueError) as e:
         fail(str(e))
     if package:

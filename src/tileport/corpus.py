@@ -56,12 +56,13 @@ def repo_relative(path) -> str:
         return str(path)
 
 
-def translate_corpus(out_dir: Path | None = REPO / "rust"):
+def translate_corpus(out_dir: Path | None = REPO / "rust", faithful: bool = False):
     from tileport.ops.specs import all_specs
     from tileport.translate import translate
 
     specs = all_specs()
-    return translate(corpus_files(specs), out_dir, kernel_configs(specs), record_path=repo_relative)
+    return translate(corpus_files(specs), out_dir, kernel_configs(specs), record_path=repo_relative,
+                     faithful=faithful)
 
 
 __all__ = ["kernel_configs", "corpus_files", "captures_by_kernel", "translate_corpus", "KERNELS_DIR"]

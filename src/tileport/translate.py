@@ -96,7 +96,7 @@ class Lowered:
 def translate(paths: Sequence[str], out_dir: str | Path | None,
               configs: Mapping[str, Mapping[str, KernelConfig]] | None = None,
               crate: str = "tileport_kernels", record_path=None, force: bool = False,
-              only: Mapping[str, Sequence[str]] | None = None) -> TranslateReport:
+              only: Mapping[str, Sequence[str]] | None = None, faithful: bool = False) -> TranslateReport:
     """Translate every kernel of `paths`; write the crate to `out_dir` (None: render only).
 
     `configs` maps a file path to per-kernel configurations; `only` to the kernels to translate
@@ -104,7 +104,8 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
     path recorded in generated files (default: as given). Each file becomes one Rust module named
     after its stem (`emit.rust.names.module_name`: `a/k.py` and `b/k.py` become `k` and `k_1`). ValueError
     for an invalid crate name; `emit.rust.crate.OutputDirError` when `out_dir` cannot take the crate
-    (a non-empty directory that tileport did not write needs `force`).
+    (a non-empty directory that tileport did not write needs `force`). `faithful`: the translation written
+    one Tile IR operation per line (emit.rust.crate.render_crate), else its idiomatic rendering.
     """
     if error := crate_name_error(crate):
         raise ValueError(error)
@@ -113,13 +114,13 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
         kernels, res = lower(str(path), (configs or {}).get(str(path)), (only or {}).get(str(path)))
         name = module_name(Path(path).stem, taken) if kernels else ""
         files.append(Lowered(str(path), kernels, res, name, record_path(path) if record_path else str(path)))
-    return assemble(files, out_dir, crate, force)
+    return assemble(files, out_dir, crate, force, faithful)
 
 
 def assemble(files: Sequence[Lowered], out_dir: str | Path | None, crate: str = "tileport_kernels",
-             force: bool = False) -> TranslateReport:
+             force: bool = False, faithful: bool = False) -> TranslateReport:
     """The crate of translated files (one Rust module each), written to `out_dir` (None: render only); a
-    kernel the emitter rejects gets its diagnostic in its result instead."""
+    kernel the emitter rejects gets its diagnostic in its result instead. `faithful` as in `translate`."""
     if error := crate_name_error(crate):
         raise ValueError(error)
     mods, results, results_of_module = [], [], {}
@@ -131,7 +132,7 @@ def assemble(files: Sequence[Lowered], out_dir: str | Path | None, crate: str = 
             mods.append(ModuleSource(f.module, f.source, f.kernels))
             results_of_module[f.module] = f.results
     failures: list = []
-    rendered = render_crate(mods, crate, failures) if mods else {}
+    rendered = render_crate(mods, crate, failures, faithful) if mods else {}
     for module, d in failures:  # matched within its file: other files may have kernels of the same name
         r = next(r for r in results_of_module[module] if r.kernel == d.kernel)
         r.diagnostic, r.entries = d, []

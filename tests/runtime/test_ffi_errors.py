@@ -32,6 +32,7 @@ pytestmark = pytest.mark.cargo
 
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT_RS = REPO / "src" / "tileport" / "emit" / "rust" / "templates" / "support.rs"
+LAUNCH_RS = SUPPORT_RS.with_name("launch.rs")
 N = 1024
 
 
@@ -341,7 +342,9 @@ PANIC_SCRIPT = textwrap.dedent('''
             out[label] = None
         except Exception as e:
             out[label] = [type(e).__name__, getattr(e, "code", None), str(e)[:400]]
-    out["after"] = len(lib.ir("vector_add_kernel", ["f32", "256", "-1", "-1", "-1"])[1]) > 0
+    vadd = next(e for e in lib.manifest["entries"] if e["kernel"] == "vector_add_kernel")["variants"][0]
+    generics = ["f32", "256"] + ["-1"] * (len(vadd["generics"]) - 2)  # E, TILE, then the unit-axis lengths
+    out["after"] = len(lib.ir("vector_add_kernel", generics)[1]) > 0
     print(json.dumps(out))
 ''')
 
@@ -363,6 +366,12 @@ def test_no_panic_crosses_the_boundary(library):
     assert out["after"] is True  # the library still works after the panic
 
 
+def vadd_generics(manifest: dict) -> list[str]:
+    """Generic arguments of vector_add's entry: E, TILE, then its unit-axis lengths (dynamic)."""
+    variant = next(e for e in manifest["entries"] if e["kernel"] == "vector_add_kernel")["variants"][0]
+    return ["f32", "256"] + ["-1"] * (len(variant["generics"]) - 2)
+
+
 def test_missing_launcher_symbol_fails_only_when_called(library, tmp_path):
     """A manifest entry whose launcher the library lacks (a host-side defect) does not stop the library
     from loading (the CPU Tile IR export needs no launcher); calling that entry is a typed error."""
@@ -374,7 +383,7 @@ def test_missing_launcher_symbol_fails_only_when_called(library, tmp_path):
     lib = KernelLibrary(library.path, tmp_path / "kernels.json")
     with pytest.raises(MissingSymbolError, match="does not export `tileport_no_such_launcher`"):
         lib["ghost_kernel"](f32(N), f32(N), f32(N), 256, grid=(4,))
-    assert len(lib.ir("vector_add_kernel", ["f32", "256", "-1", "-1", "-1"])[1]) > 0
+    assert len(lib.ir("vector_add_kernel", vadd_generics(manifest))[1]) > 0
     with pytest.raises(InvalidArgumentError, match="has an empty dimension"):  # the other entries work
         lib["vector_add_kernel"](f32(N), f32(N), f32(N), 256, grid=(0,))
 
@@ -416,10 +425,14 @@ def test_abi_version_and_support_copy(library, tmp_path):
     rust_version = int(re.search(r"fn tileport_abi_version\(\) -> i32 \{\s*(\d+)", text).group(1))
     assert rust_version == abi.ABI_VERSION == library.dll.tileport_abi_version()
     assert library.manifest["abi_version"] == abi.ABI_VERSION
-    # the generated crate carries the template, formatted
+    # the generated crate carries the template (and, idiomatic, the launch path's), formatted as the crate is
     if shutil.which("rustfmt") is None:
         pytest.skip("rustfmt is not installed")
+    crate = REPO / "rust"
+    if (crate / "rustfmt.toml").is_file():
+        text += LAUNCH_RS.read_text()
+        shutil.copy(crate / "rustfmt.toml", tmp_path / "rustfmt.toml")
     copy = tmp_path / "support.rs"
     copy.write_text(text)
     subprocess.run(["rustfmt", "--edition", "2024", str(copy)], check=True)
-    assert (REPO / "rust" / "src" / "support.rs").read_text() == copy.read_text()
+    assert (crate / "src" / "support.rs").read_text() == copy.read_text()

@@ -24,8 +24,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT_RS = REPO / "src" / "tileport" / "emit" / "rust" / "templates" / "support.rs"
+LAUNCH_RS = SUPPORT_RS.with_name("launch.rs")  # the idiomatic launchers' shared path
 CRATE_SRC = REPO / "rust" / "src"
-LAUNCHER = re.compile(r'pub unsafe extern "C" fn (tileport_\w+)\(.*?\n\}\n', re.S)
+LAUNCHER = re.compile(r'pub (?:unsafe )?extern "C" fn (tileport_\w+)\(.*?\n\}\n', re.S)
 
 
 def _launchers() -> dict[str, str]:
@@ -47,10 +48,13 @@ def _function(text: str, name: str) -> str:
 
 
 def test_every_launcher_takes_the_cached_target():
+    """A faithful launcher takes the target itself; an idiomatic one launches through `Call::go`, which does."""
     launchers = _launchers()
     assert len(launchers) >= 21, sorted(launchers)  # one per corpus kernel at least
+    go = _function(LAUNCH_RS.read_text(), "go")
+    assert "LaunchTarget::get(self.launch.device_id, self.launch.stream)?" in go
     for symbol, body in launchers.items():
-        assert "LaunchTarget::get(device_id, stream)?" in body, symbol
+        assert "LaunchTarget::get(device_id, stream)?" in body or ".go()" in body, symbol
         assert "LaunchTarget::new" not in body and "Stream::borrow_raw" not in body, symbol
 
 
@@ -81,10 +85,11 @@ def test_output_overlap_check_allocates_nothing():
 # The only driver calls a launch may make once its kernel is loaded: the launch, and the checks
 # that the device's context is current.
 HOT_PATH_CALLS = {"cuLaunchKernel", "cuCtxGetCurrent", "cuCtxSetCurrent"}
-# (kernel, arrays {name: (shape, typestr)}, other arguments, grid, kernel parameter count)
+# (kernel, arrays {name: (shape, typestr)}, other arguments, grid, kernel parameter count); vector_add's
+# output `c` is a block's `&mut Tensor` in the idiomatic crate, passed with its partition's shape and stride
 CASES = {
     "vector_add": ("vector_add_kernel", {"a": ((1000,), "<f4"), "b": ((1000,), "<f4"), "c": ((1000,), "<f4")},
-                   {"TILE": 256}, (4,), 9),
+                   {"TILE": 256}, (4,), 11),
     "softmax_gather": ("softmax_gather_kernel", {"x": ((8, 1000), "<f2"), "y": ((8, 1000), "<f2")},
                        {"TILE": 1024}, (8,), 12),
     "rms_norm": ("rms_norm_kernel", {"x": ((8, 1024), "<f4"), "w": ((1024,), "<f4"), "y": ((8, 1024), "<f4")},
@@ -138,7 +143,8 @@ def _fake_driver(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_launch_makes_no_driver_call_but_the_launch(library, tmp_path, case):
     """On a fake driver that counts calls and records what each launch passes: the first launch of
-    a specialization goes through cutile's launcher (JIT compile, module load, launch checks); a
+    a specialization compiles and loads it (cutile's launcher in the faithful crate, cutile's compile and
+    the launch path of later launches in the idiomatic one: JIT compile, module load); a
     later one calls cuLaunchKernel (and the current-context checks) and nothing else: no stream
     query (illegal during graph capture), no event, no synchronization, no allocation, no second
     module load (the resolved function is the one cutile loaded), with the very same function,

@@ -58,11 +58,15 @@ def test_derived_constant_with_a_parenthesized_operand(tmp_path):
             u = ct.load(x, index=(ct.bid(0),), shape=(BLOCK * 2 + N,))
             ct.store(y, index=(ct.bid(0),), tile=u)
     '''))
-    report = translate([str(src)], None, {str(src): {"half": KernelConfig(({"x": "f32", "y": "f32"},))}})
+    configs = {str(src): {"half": KernelConfig(({"x": "f32", "y": "f32"},))}}
+    report = translate([str(src)], None, configs, faithful=True)
     assert report.ok, [str(r.diagnostic) for r in report.results]
     lines = [line.strip() for line in report.files["src/half.rs"].splitlines()]
     assert "let block_plus_block_div_2 = (block + block).div_euclid(2i32);" in lines
     assert "let block_x_2_plus_n = (block * 2i32) + n;" in lines
+    idiomatic = [line.strip() for line in translate([str(src)], None, configs).files["src/half.rs"].splitlines()]
+    assert 'let block_plus_block_div_2 = l.tile("BLOCK_PLUS_BLOCK_DIV_2", (block + block).div_euclid(2i32))?;' \
+        in idiomatic
     manifest = json.loads(report.files["kernels.json"])["entries"][0]["variants"][0]
     assert manifest["derived"] == {"BLOCK_PLUS_BLOCK_DIV_2": "((BLOCK + BLOCK) // 2)",
                                    "BLOCK_X_2_PLUS_N": "((BLOCK * 2) + N)",

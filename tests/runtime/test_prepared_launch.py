@@ -157,7 +157,7 @@ PROBE = textwrap.dedent("""
     fake = ctypes.CDLL(sys.argv[1])
     fake.fake_cuda_calls.restype = ctypes.c_char_p
     fake.fake_cuda_last_launch.restype = ctypes.POINTER(ctypes.c_uint64)
-    fake.fake_cuda_expect_params(9)
+    fake.fake_cuda_expect_params(11)
     from fake_arrays import FakeArray
     from tileport.runtime.library import load
     from tileport.runtime.tensors import describe
@@ -175,11 +175,13 @@ PROBE = textwrap.dedent("""
 
     def seen():
         last = fake.fake_cuda_last_launch()
-        return [last[i] for i in range(17)]
+        return [last[i] for i in range(19)]
     out = {}
     api.record_next()
-    launch(ptrs, 0x1000)  # the first launch: cutile's launcher, nothing recorded
-    out["after_first"] = api.take(0, descs, 3)
+    launch(ptrs, 0x1000)  # the first launch: the entry compiled, then launched as a resolved launch, recorded
+    first = api.take(0, descs, 3)
+    out["after_first"] = first
+    api.free(first)
     calls()
     api.record_next()
     launch(ptrs, 0x1000)  # resolved, recorded
@@ -213,11 +215,13 @@ PROBE = textwrap.dedent("""
 
 @pytest.mark.cargo
 def test_the_library_replays_the_recorded_launch_with_new_addresses(library, tmp_path):
-    """On the fake driver: nothing is recorded from cutile's own (first) launch; the resolved launch
-    is, once; its replay makes the very launch the resolved path made (function, grid, block,
-    stream, all nine parameter values) with only the hot path's driver calls; new addresses and a
-    new stream reach the launch, the other parameters stay; an address of another alignment class
-    and a null address are refused before any driver call."""
+    """On the fake driver (the idiomatic crate: the first launch compiles the entry and takes the resolved
+    path, so it is recorded too; vector_add's output is a block's `&mut Tensor`, passed with its
+    partition's extent and stride): a resolved launch is recorded, once; its replay makes the very
+    launch the resolved path made (function, grid, block, stream, all eleven parameter values) with
+    only the hot path's driver calls; new addresses and a new stream reach the launch, the other
+    parameters stay; an address of another alignment class and a null address are refused before any
+    driver call."""
     from fake_driver import build_fake_driver, fake_tileiras
 
     from tileport import toolchain
@@ -230,12 +234,12 @@ def test_the_library_replays_the_recorded_launch_with_new_addresses(library, tmp
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.splitlines()[-1])
-    assert out["after_first"] == 0 and out["handle"] != 0 and out["again"] == 0
+    assert out["after_first"] != 0 and out["handle"] != 0 and out["again"] == 0
     assert out["replay_rc"] == 0 and out["replay"] == out["resolved"]
     assert set(out["replay_calls"]) <= HOT_PATH_CALLS and out["replay_calls"]["cuLaunchKernel"] == "1"
     resolved, moved = out["resolved"], out["moved"]
     assert out["moved_rc"] == 0 and moved[:7] == resolved[:7] and moved[7] == 0x2000
-    params = resolved[8:]  # a: ptr, extent, stride; b: ...; c: ...
+    params = resolved[8:]  # a: ptr, extent, stride; b: ...; c: ..., partition extent and stride
     assert moved[8:] == [params[0] + 0x100, *params[1:6], params[6] + 0x2000, *params[7:]]
     assert out["misaligned_rc"] == -9 and "aligned otherwise" in out["misaligned_error"]
     assert out["null_rc"] == -1 and "cuLaunchKernel" not in out["refused_calls"]

@@ -24,8 +24,10 @@ def kernel_configs(configs: Mapping[str, Sequence[Mapping[str, Any]]] | None) ->
 
 
 def run(path: Path, configs: Mapping[str, Sequence[Mapping[str, Any]]] | None = None, out_dir=None,
-        crate: str = "tileport_kernels") -> TranslateReport:
-    return translate([str(path)], out_dir, {str(path): kernel_configs(configs)}, crate=crate)
+        crate: str = "tileport_kernels", faithful: bool = True) -> TranslateReport:
+    """The translation of one file; `faithful` (the default here): the lowering spelled op by op, which these
+    tests pin (the idiomatic rendering has tests of its own: test_idiomatic.py)."""
+    return translate([str(path)], out_dir, {str(path): kernel_configs(configs)}, crate=crate, faithful=faithful)
 
 
 def module_text(report: TranslateReport, path: Path) -> str:

@@ -27,7 +27,7 @@ HEADER = "import triton\nimport triton.language as tl\n\n"
 @pytest.fixture(scope="module")
 def report():
     paths = [str(DATA / f) for f in KERNELS]
-    return translate(paths, None, crate="tileport_triton_tests")
+    return translate(paths, None, crate="tileport_triton_tests", faithful=True)
 
 
 def kernels_of(file: str):
@@ -100,7 +100,7 @@ def test_mask_that_is_not_a_bounds_check_is_a_masked_gather(tmp_path):
             tl.store(y_ptr + offs, z, mask=offs < n)
     """)
     assert not tr.diagnostics, tr.diagnostics
-    r = translate([str(path)], None)
+    r = translate([str(path)], None, faithful=True)
     text = r.files["src/kern.rs"]
     assert "store_ptr_tko" in text  # mask x > 0
     assert "load_ptr_tko_tpad" in text  # other=1.5 is no padding mode
@@ -214,7 +214,7 @@ def test_pointer_increment_mid_body_and_runtime_step(tmp_path):
                 q += BLOCK
     """)
     assert not tr.diagnostics, tr.diagnostics
-    text = translate([str(path)], None).files["src/kern.rs"]
+    text = translate([str(path)], None, faithful=True).files["src/kern.rs"]
     body = text[text.index("for i in"):]
     loads = [line for line in body.splitlines() if "load_view_tko(" in line]
     assert len(loads) == 2 and loads[0].split("[")[-1] != loads[1].split("[")[-1], loads
@@ -267,7 +267,7 @@ def test_scalar_pointer_and_infinite_scalar(tmp_path):
     assert not tr.diagnostics, tr.diagnostics
     (kernel,) = tr.module.kernels
     assert kernel.views["a_ptr"] == {"strides": ["1"], "extents": [None]}
-    text = translate([str(path)], None).files["src/kern.rs"]
+    text = translate([str(path)], None, faithful=True).files["src/kern.rs"]
     assert "f32 = f32::NEG_INFINITY" not in text and "constant(f32::NEG_INFINITY, shape![])" in text
     assert "[]," not in text.replace(" ", "")
 
@@ -304,7 +304,7 @@ def test_early_return_and_integer_scalar_casts(tmp_path):
             tl.store(x_ptr + row * stride + offs, 1.0, mask=offs < n)
     """)
     assert not tr.diagnostics, tr.diagnostics
-    text = translate([str(path)], None).files["src/kern.rs"]
+    text = translate([str(path)], None, faithful=True).files["src/kern.rs"]
     assert "return" not in text.split("pub unsafe fn k")[1].split("\n    }\n")[0]
     assert "convert_scalar" not in text and "exti(" in text
     d = diagnostic(tmp_path, """
@@ -331,7 +331,7 @@ def test_int64_scalar_division(tmp_path):
             tl.store(x_ptr + pos * stride + blk + offs, 1.0)
     """)
     assert not tr.diagnostics, tr.diagnostics
-    r = translate([str(path)], None)
+    r = translate([str(path)], None, faithful=True)
     assert r.ok, [str(x.diagnostic) for x in r.results]
     text = r.files["src/kern.rs"]
     assert "remi(" in text and "divi(" in text
@@ -347,5 +347,5 @@ def test_scalar_negation(tmp_path):
             tl.store(x_ptr + offs, tl.load(x_ptr + offs) * -scale)
     """)
     assert not tr.diagnostics, tr.diagnostics
-    text = translate([str(path)], None).files["src/kern.rs"]
+    text = translate([str(path)], None, faithful=True).files["src/kern.rs"]
     assert "= -scale" not in text and "0.0f32 - scale" in text

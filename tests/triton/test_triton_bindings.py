@@ -58,7 +58,7 @@ def test_a_parameter_updated_in_a_branch_gets_a_mutable_copy(tmp_path):
             x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
             tl.store(x_ptr + offs, x * scale + softcap, mask=offs < n)
     """).lstrip("\n"))
-    report = translate([str(path)], None)
+    report = translate([str(path)], None, faithful=True)
     assert report.ok, [str(r.diagnostic) for r in report.results]
     text = report.files["src/kern.rs"]
     body = text[text.index("pub unsafe fn k"):text.index('extern "C"')]

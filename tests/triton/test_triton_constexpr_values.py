@@ -30,7 +30,7 @@ def write(tmp_path: Path, body: str) -> Path:
 
 def port(path: Path, configs: list[dict] | None = None):
     cfg = {"k": KernelConfig(tuple(configs))} if configs else None
-    return translate([str(path)], None, configs={str(path): cfg} if cfg else None)
+    return translate([str(path)], None, configs={str(path): cfg} if cfg else None, faithful=True)
 
 
 def entry_text(files: dict, name: str) -> str:

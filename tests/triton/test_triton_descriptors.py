@@ -56,7 +56,7 @@ def translated(tmp_path: Path, body: str):
 
 
 def entry(tmp_path: Path, body: str, name: str) -> str:
-    report = translate([str(write(tmp_path, body))], None, crate="tileport_desc_tests")
+    report = translate([str(write(tmp_path, body))], None, crate="tileport_desc_tests", faithful=True)
     assert all(r.ok for r in report.results), [str(r.diagnostic) for r in report.results]
     text = report.files["src/desc.rs"]
     start = text.index(f"pub unsafe fn {name}")
@@ -75,7 +75,7 @@ def test_descriptor_accesses_are_zero_padded_partition_views(tmp_path):
 
 
 def test_descriptor_tiles_and_padding_in_rust(tmp_path):
-    report = translate([str(write(tmp_path, SCALE))], None, crate="tileport_desc_tests")
+    report = translate([str(write(tmp_path, SCALE))], None, crate="tileport_desc_tests", faithful=True)
     text = report.files["src/desc.rs"]
     assert "padding::Zero" in text  # out-of-bounds elements read as zero, as Triton's descriptors do
     assert "Tile<E, { [BLOCK_M, BLOCK_N] }>" in text
@@ -95,7 +95,7 @@ def test_descriptor_loop_and_function_forms(tmp_path):
 
 def test_nan_padding(tmp_path):
     body = SCALE.replace("block_shape=[BLOCK_M, BLOCK_N])", "block_shape=[BLOCK_M, BLOCK_N], padding_option=\"nan\")")
-    report = translate([str(write(tmp_path, body))], None, crate="tileport_desc_tests")
+    report = translate([str(write(tmp_path, body))], None, crate="tileport_desc_tests", faithful=True)
     assert all(r.ok for r in report.results)
     assert "padding::Nan" in report.files["src/desc.rs"]
 

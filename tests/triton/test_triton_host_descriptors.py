@@ -62,7 +62,7 @@ def test_descriptor_params_are_arrays_of_their_rank_with_the_recorded_block(tmp_
         assert {p.name: p.ty.rank for p in k.params if p.is_array} == {"x_desc": 3, "y_desc": 3}
         assert k.views["x_desc"]["strides"] == ["x_desc__stride0", "x_desc__stride1", "1"]
     path = str(write(tmp_path))
-    report = translate([path], None, {path: config_of([launch(128), launch(64)])}, crate="tileport_hostdesc")
+    report = translate([path], None, {path: config_of([launch(128), launch(64)])}, crate="tileport_hostdesc", faithful=True)
     assert all(r.ok for r in report.results), [str(r.diagnostic) for r in report.results]
     text = report.files["src/hostdesc.rs"]
     assert "x_desc: &Tensor<f16, { [-1, -1, -1] }>" in text
@@ -72,7 +72,7 @@ def test_descriptor_params_are_arrays_of_their_rank_with_the_recorded_block(tmp_
 
 def test_nan_padding_is_kept(tmp_path):
     path = str(write(tmp_path))
-    report = translate([path], None, {path: config_of([launch(64, padding="nan")])}, crate="tileport_hostdesc")
+    report = translate([path], None, {path: config_of([launch(64, padding="nan")])}, crate="tileport_hostdesc", faithful=True)
     assert all(r.ok for r in report.results), [str(r.diagnostic) for r in report.results]
     assert "padding::Nan" in report.files["src/hostdesc.rs"]
 

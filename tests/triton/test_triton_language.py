@@ -67,7 +67,7 @@ def test_atomics_lower_to_model_atomics_with_mask_sem_and_scope(tmp_path):
 
 def test_atomics_in_rust_carry_the_mask_and_the_result(tmp_path):
     path, _ = translated(tmp_path, ATOMICS)
-    r = translate([str(path)], None)
+    r = translate([str(path)], None, faithful=True)
     assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
     text = r.files["src/kern.rs"]
     dw = text[text.index("fn dw_kernel"):text.index("fn total_kernel")]
@@ -131,7 +131,7 @@ def _cfg(values: dict):
 def test_string_specializations_reach_the_launcher_as_codes(tmp_path):
     import json
     path, _ = translated(tmp_path, MODES)
-    r = translate([str(path)], None)
+    r = translate([str(path)], None, faithful=True)
     assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
     spec = next(e for e in json.loads(r.files["kernels.json"])["entries"] if e["kernel"] == "loss_kernel")
     params = {p["name"]: p for p in spec["params"]}
@@ -241,7 +241,7 @@ def test_split_and_join_are_extracts_and_a_concatenation(tmp_path):
     assert [o.args[2].value for o in ex] == [0, 1]
     (cat,) = ops(k, "cat")
     assert cat.attr("axis") == 1 and cat.ty.shape[1] == 2
-    r = translate([str(path)], None)
+    r = translate([str(path)], None, faithful=True)
     assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
     _, tr = translated(tmp_path, """
         @triton.jit
@@ -294,7 +294,7 @@ def test_a_pointer_moved_in_a_runtime_branch_is_joined_after_it(tmp_path):
         assert [st.name for st in blk.stmts if getattr(st, "update", False)][-1:] == ["ref_ptr_off"]
     (scatter,) = ops(k, "scatter")
     assert scatter.args[0].name == "ref_ptr"
-    r = translate([str(path)], None)
+    r = translate([str(path)], None, faithful=True)
     assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
     _, tr = translated(tmp_path, """
         @triton.jit

@@ -99,7 +99,7 @@ def test_narrow_int_reductions_widen_as_triton(tmp_path, x_dtype, summed, maxed)
 def test_rust_reduces_the_max_of_a_generic_tile_in_f32(tmp_path):
     path = tmp_path / "red.py"
     path.write_text(SOURCE)
-    r = translate([str(path)], None)
+    r = translate([str(path)], None, faithful=True)
     text = r.files["src/red.rs"]
     body = text[text.index("fn red_kernel"):text.index("fn scan_kernel")] if "fn scan_kernel" in text else \
         text[text.index("fn red_kernel"):]

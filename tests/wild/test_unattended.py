@@ -255,7 +255,7 @@ def test_translate_cli_accepts_config(tmp_path):
     res = CliRunner().invoke(app, ["translate", str(kern), "-o", str(out), "--config", str(cfg)])
     assert res.exit_code == 0, res.output
     rust = (out / "src" / "kern.rs").read_text()
-    assert "pub unsafe fn k_eps0p5" in rust and "dtype::F16" in rust and "dtype::F32" not in rust
+    assert "pub fn k_eps0p5" in rust and "dtype::F16" in rust and "dtype::F32" not in rust
 
 
 @pytest.mark.parametrize("text,needle", [

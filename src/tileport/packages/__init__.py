@@ -55,13 +55,16 @@ def open_index(arg: str, out: Path, timeout: float = 300.0) -> tuple[PackageSour
 
 
 def translate(arg: str, out: Path, crate: str = "tileport_kernels", jobs: int = 1, force: bool = False,
-              progress: StderrProgress | None = None) -> tuple[Library, object, tuple[Path, Path]]:
-    """Package mode's `translate`: OUT/crate, OUT/library.json, OUT/library.html. FetchError for an input
-    that is no package; `emit.crate.OutputDirError` when OUT/crate cannot take the crate."""
+              progress: StderrProgress | None = None, faithful: bool = False
+              ) -> tuple[Library, object, tuple[Path, Path]]:
+    """Package mode's `translate`: OUT/crate, OUT/library.json, OUT/library.html (`faithful` as in
+    `tileport.translate.translate`). FetchError for an input that is no package; `emit.crate.OutputDirError`
+    when OUT/crate cannot take the crate."""
     from tileport.emit.rust.crate import check_output_dir
     check_output_dir(out / CRATE_DIR, force)
     source, index = open_index(arg, out)
-    lib, report = translate_package(index, source.label, source.kind, out / CRATE_DIR, crate, jobs, force, progress)
+    lib, report = translate_package(index, source.label, source.kind, out / CRATE_DIR, crate, jobs, force, progress,
+                                    faithful)
     return lib, report, write_library(lib, out)
 
 

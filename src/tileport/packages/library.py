@@ -202,12 +202,12 @@ def rust_module_names(modules: list[str]) -> dict[str, str]:
 
 
 def build_crate(index: PackageIndex, outcomes: list[FileOutcome], out_dir: Path | None, crate: str,
-                force: bool) -> tuple[TranslateReport, dict[str, str]]:
+                force: bool, faithful: bool = False) -> tuple[TranslateReport, dict[str, str]]:
     """One crate for the package (None: rendered only): one Rust module per module with translated kernels."""
     names = rust_module_names([o.module for o in outcomes if o.kernels])
     files = [Lowered(index.modules[o.module].path, o.kernels, o.results, names.get(o.module, ""),
                      index.modules[o.module].rel) for o in outcomes]
-    return assemble(files, out_dir, crate, force), names
+    return assemble(files, out_dir, crate, force, faithful), names
 
 
 def library_of(label: str, kind: str, index: PackageIndex, outcomes: list[FileOutcome], seconds: float,
@@ -242,10 +242,11 @@ def _relative(d: Diagnostic, index: PackageIndex) -> dict:
 
 
 def translate_package(index: PackageIndex, label: str, kind: str, out_dir: Path | None, crate: str, jobs: int,
-                      force: bool, progress: Progress | None = None) -> tuple[Library, TranslateReport]:
+                      force: bool, progress: Progress | None = None, faithful: bool = False
+                      ) -> tuple[Library, TranslateReport]:
     """Package mode's translation: lowered in `jobs` processes, one crate under `out_dir` (None: none)."""
     t0 = time.perf_counter()
     outcomes = lower_package(index, jobs, progress)
-    report, names = build_crate(index, outcomes, out_dir, crate, force)
+    report, names = build_crate(index, outcomes, out_dir, crate, force, faithful)
     crate_dir = out_dir if report.written else None
     return library_of(label, kind, index, outcomes, time.perf_counter() - t0, crate_dir, names), report

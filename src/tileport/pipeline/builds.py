@@ -163,7 +163,8 @@ class BuildManager:
             from tileport.ops.specs import all_specs
             specs = all_specs()
             build = self._batch_crate(translate(corpus_files(specs), None, kernel_configs(specs),
-                                                record_path=repo_relative), kind)
+                                                record_path=repo_relative, faithful=self.session.options.faithful),
+                                      kind)
         else:
             build = self._files_batch([t for t in self.targets if not t.library])
         build.seconds = time.perf_counter() - t0
@@ -181,7 +182,8 @@ class BuildManager:
         configs = {str(t.path): t.configs for t in targets}
         left_out: dict[str, str] = {}
         while True:
-            build = self._batch_crate(translate(sorted(only), None, configs, only=only), "files")
+            build = self._batch_crate(translate(sorted(only), None, configs, only=only,
+                                                faithful=self.session.options.faithful), "files")
             rejected = rejected_sources(build) & set(only)
             if build.ok or not rejected or rejected == set(only):
                 build.left_out = left_out

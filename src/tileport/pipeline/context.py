@@ -71,6 +71,7 @@ class Options:
     archs: tuple[str, ...] = ("sm_80", "sm_90", "sm_100")
     native_gpu: bool | None = None  # None: detect (torch + a CUDA device)
     until: Stage | None = None     # stop after this stage (resume later)
+    faithful: bool = False         # ports written one Tile IR operation per line (else idiomatic Rust)
     cache_dir: Path | None = None
     force: bool = False            # write into a non-empty `out` that holds no port run (outdir.py)
     # Tests only: kernel -> a translator defect planted into B(1)'s kernel text (stage_b.PlantedDefect).

@@ -85,7 +85,7 @@ def inputs_hash(ctx: KernelContext) -> str:
         from .builds import _cuda_tile_version
         parts += [_cuda_tile_version()]
     elif s == Stage.B:
-        parts += [_sig(ctx.latest("A")), translator_fingerprint(), o.archs, o.profile,
+        parts += [_sig(ctx.latest("A")), translator_fingerprint(), o.archs, o.profile, o.faithful,
                   _code_hash(("tileir", "capture", "runtime"))]
         if ctx.attempt == 1:
             parts.append(o.planted[t.kernel].name if t.kernel in o.planted else None)

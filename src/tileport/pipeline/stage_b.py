@@ -121,7 +121,8 @@ def translate_alone(ctx: KernelContext, d: Path) -> tuple[dict, str, list[str]] 
     failures: list = []
     for k in kernels:
         k.module_name = t.module
-    files = render_crate([ModuleSource(t.module, source, kernels)], "tileport_port", failures)
+    files = render_crate([ModuleSource(t.module, source, kernels)], "tileport_port", failures,
+                         faithful=ctx.options.faithful)
     if failures:
         return _diag_verdict(ctx, failures[0][1], "the emitter cannot generate this kernel")
     pristine_dir = d / "translation"  # kept: D(2) rebuilds a repaired launcher from it

@@ -112,10 +112,10 @@ def signature(group: KernelGroup) -> list[tuple[str, str, str]]:
     return out
 
 
-def launcher_names(group: KernelGroup) -> dict[str, str]:
+def launcher_names(group: KernelGroup, locals_: frozenset[str] | set[str] = LAUNCHER_LOCALS) -> dict[str, str]:
     """C argument names, by source and by Rust parameter name, plus `<name>#tensor` and `<name>#claimed`
-    temporaries."""
-    taken = set(LAUNCHER_LOCALS) | {f"{dv.name.lower()}_code" for v in group.variants for dv in v.dtype_vars}
+    temporaries; none is one of the launcher's `locals_`."""
+    taken = set(locals_) | {f"{dv.name.lower()}_code" for v in group.variants for dv in v.dtype_vars}
     names: dict[str, str] = {}
     for name, kind, _ in signature(group):
         base = name.lower() if kind == "const" else name

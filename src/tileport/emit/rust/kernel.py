@@ -266,7 +266,10 @@ class KernelEmitter:
         self.unused = unused_views(self.kernel)
         self.alignments = {id(st.op): alignment_generic(st) for st in launch_alignments(self.kernel)}
         self.unit_axes = {(self.kernel.param(a).ident, axis): g
-                          for (a, axis), g in unit_axis_generics(self.kernel).items()}
+                          for (a, axis), g in self.unit_axis_generics().items()}
+
+    def unit_axis_generics(self) -> dict[tuple[str, int], str]:
+        return unit_axis_generics(self.kernel)
 
     # ---- helpers
     def fail(self, op: Op, message: str) -> Diagnostic:
@@ -325,28 +328,40 @@ class KernelEmitter:
     def emit(self) -> str:
         k = self.kernel
         body = self.block(k.body, 2)
-        generics = [f"{v.name}: ElementType" for v in k.dtype_vars]
-        for p in k.const_params:
-            generics.append(f"const {p.name}: {'bool' if p.const_type == 'bool' else 'i32'}")
-        generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
-        generics += [f"const {alignment_generic(st)}: i32" for st in launch_alignments(k)]
-        generics += [f"const {g}: i32" for g in self.unit_axes.values()]
-        params = [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
-        params += [f"{p.ident}: {self.param_type(p)}" for p in k.params if not p.is_const]
-        attrs = self.entry_attrs()
-        out = []
-        if k.doc:
-            out += [f"{INDENT}/// {line}".rstrip() for line in k.doc.splitlines()]
-        out.append(f"{INDENT}/// Translated from `{self.source or k.loc.file}:{k.loc.line}`.")
-        out.append(f"{INDENT}#[cutile::entry({attrs})]")
+        generics = self.generic_params()
+        out = self.doc_lines()
+        out.append(f"{INDENT}#[cutile::entry({self.entry_attrs()})]")
         gen = f"<{', '.join(generics)}>" if generics else ""
-        out.append(f"{INDENT}pub unsafe fn {k.name}{gen}({', '.join(params)}) {{")
+        out.append(f"{INDENT}{self.ENTRY_FN} {k.name}{gen}({', '.join(self.entry_params())}) {{")
         out += [INDENT * 2 + d for d in self.view_decls]
         types = {p.ident: self.param_type(p) for p in k.params if not p.is_const}  # Rust parameters are immutable
         out += [f"{INDENT * 2}let mut {name}: {types[name]} = {name};" for name in updated_params(k)]
         out += body
         out.append(f"{INDENT}}}")
         return "\n".join(out)
+
+    ENTRY_FN = "pub unsafe fn"  # R1: every entry is `unsafe` (its views and stores are)
+
+    def doc_lines(self) -> list[str]:
+        k = self.kernel
+        out = [f"{INDENT}/// {line}".rstrip() for line in k.doc.splitlines()] if k.doc else []
+        out.append(f"{INDENT}/// Translated from `{self.source or k.loc.file}:{k.loc.line}`.")
+        return out
+
+    def generic_params(self) -> list[str]:
+        k = self.kernel
+        generics = [f"{v.name}: ElementType" for v in k.dtype_vars]
+        for p in k.const_params:
+            generics.append(f"const {p.name}: {'bool' if p.const_type == 'bool' else 'i32'}")
+        generics += [f"const {derived_name(d)}: i32" for d in derived_dims(k)]
+        generics += [f"const {alignment_generic(st)}: i32" for st in launch_alignments(k)]
+        generics += [f"const {g}: i32" for g in self.unit_axes.values()]
+        return generics
+
+    def entry_params(self) -> list[str]:
+        k = self.kernel
+        params = [f"{stride_param_name(a, d)}: i32" for a, d in stride_params(k)]
+        return params + [f"{p.ident}: {self.param_type(p)}" for p in k.params if not p.is_const]
 
     def param_type(self, p) -> str:
         """A parameter's Rust type; an array's axes with a unit-axis generic take it as their static length."""
@@ -379,8 +394,10 @@ class KernelEmitter:
         pad = INDENT * depth
         live = [st for st in block.stmts if id(st) not in self.unused]
         if len(live) >= 2 and _yields_result_of(live[-2], live[-1]):  # the branch's value is an `if`: its tail
-            return self.block(Block(live[:-2]), depth) + self.if_lines(live[-2], pad, depth, tail=True)
+            return (self.block(Block(live[:-2]), depth) + [pad + line for line in self.lead_in(live[-2])]
+                    + self.if_lines(live[-2], pad, depth, tail=True))
         for st in live:
+            lines += [pad + line for line in self.lead_in(st)]
             if isinstance(st, Let):
                 lines += [pad + line for line in self.let(st)]
             elif isinstance(st, Do) and st.op.kind == OpKind.YIELD:  # the value of an if-expression's branch
@@ -439,6 +456,10 @@ class KernelEmitter:
         if {st.name for st in before} & (_names_read(inner.then) | _names_read(inner.orelse)):
             return None
         return before, inner
+
+    def lead_in(self, st) -> list[str]:
+        """Lines before a statement (none here: a rendering that carries the source's comments adds them)."""
+        return []
 
     def while_header(self, st: While, pad: str, depth: int) -> list[str]:
         """`while test {`, `while { <condition block>; test } {`, or `loop {` (no test: `while True`).

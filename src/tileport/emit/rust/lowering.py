@@ -199,6 +199,29 @@ def _read_shims(path: Path) -> dict[str, str]:
 
 SHIMS = _read_shims(Path(__file__).parent / "templates" / "shims.rs")
 
+# ---- idiomatic spellings (tileport.emit.rust.idiom): the DSL's safe default forms and the crate's device
+# helpers (templates/tiles.rs, the generated `tiles` module), each compiling to the Tile IR of the spelling
+# above it replaces (the corpus comparison: bench/results/idiomatic-vs-faithful.json).
+TILE_HELPERS = _read_shims(Path(__file__).parent / "templates" / "tiles.rs")
+# a read-only view by its padding (`{tensor}`: a parameter, or `&view` for a view made in the kernel); cutile's
+# `Tensor::partition` is the view with zero padding
+IDIOM_VIEW = {"zero": "{tensor}.partition(shape![{shape}])", "undetermined": "view({tensor}, shape![{shape}])",
+              "neg_inf": "view_neg_inf({tensor}, shape![{shape}])", "pos_inf": "view_pos_inf({tensor}, shape![{shape}])",
+              "nan": "view_nan({tensor}, shape![{shape}])", "neg_zero": "view_neg_zero({tensor}, shape![{shape}])"}
+IDIOM_VIEW_PERMUTED = "{tensor}.partition_permuted(shape![{shape}], const_array![{order}])"  # zero padding
+IDIOM_VIEW_MUT = "view_mut({tensor}, shape![{shape}])"
+IDIOM_LOAD = {True: "load(&{view}, [{index}])", False: "load_no_tma(&{view}, [{index}])"}  # by allow_tma
+IDIOM_LOAD_MODES = "load_view_tko(&{view}, [{index}], ordering::Weak, scope::TileBlock, {latency}, {tma})"
+IDIOM_STORE = {True: "store(&mut {view}, {tile}, [{index}])", False: "store_no_tma(&mut {view}, {tile}, [{index}])"}
+# with an input token (cuTile's ordering of accesses to one array) and the default modes
+IDIOM_LOAD_AFTER = "load_after(&{view}, [{index}], {token}, [{inbounds}])"
+IDIOM_STORE_AFTER = "store_after(&{view}, {tile}, [{index}], {token}, [{inbounds}])"
+# an output the kernel writes once, at the tile of its block (`&mut Tensor`): cutile's `Tensor::store`
+IDIOM_STORE_OWNED = "{array}.store({tile})"
+IDIOM_APPROX_F32 = {"exp": "exp_approx({x})", "tanh": "tanh_approx({x})"}  # rounding_mode=APPROX on f32 tiles
+IDIOM_SPLAT_LIT = "{scalar}.reshape(shape![{ones}]).broadcast(shape![{shape}])"  # a 0-d constant, as cuTile
+IDIOM_EXTRACT_INDEX = "scalar_to_tile({x})"
+
 
 # ---------------------------------------------------------------- lowering rows
 

@@ -57,9 +57,10 @@ rust_ident = RUST_NAMING.ident
 fresh_name = RUST_NAMING.fresh
 
 
-# Module names a source file may not take: the crate's own files (src/support.rs, src/lib.rs, src/main.rs)
+# Module names a source file may not take: the crate's own files (src/support.rs, src/lib.rs, src/main.rs,
+# src/tiles.rs)
 # and crates the generated code names in paths (`use cutile::...` would resolve to a local module).
-RESERVED_MODULES = {"support", "lib", "main", "std", "core", "alloc", "cutile", "cutile_ir"}
+RESERVED_MODULES = {"support", "lib", "main", "std", "core", "alloc", "cutile", "cutile_ir", "tiles"}
 
 
 def module_name(stem: str, taken: set[str]) -> str:

@@ -1,0 +1,216 @@
+"""How the corpus port reads: per kernel, lines of Rust against the cuTile Python source, `unsafe` count, launcher
+lines and a side-by-side excerpt, for the committed (idiomatic) crate and the faithful rendering of the same
+translation. Writes docs/readability.md.
+
+    PYTHONPATH=src python3 eval/readability.py [--out docs/readability.md]
+
+Lines are code lines: not blank, not a comment, not a docstring. A kernel's Python lines are its function's body
+and the bodies of the module functions it calls (the translator inlines them); its Rust lines are the body of its
+entry (of the shared device function when the entry only calls one), the largest over its specialized entries.
+Nothing of a kernel file runs (it is read with `ast`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# The kernels the body target applies to (lines of Rust at most twice the Python source's).
+TARGET_FAMILIES = {"element-wise": ("vector_add", "relu", "gelu", "silu_and_mul", "swiglu", "geglu"),
+                   "norm": ("rms_norm", "layer_norm"), "softmax": ("softmax",)}
+TARGET_RATIO = 2.0
+EXCERPT_LINES = 24
+
+
+# ---------------------------------------------------------------- Python
+
+def _code_lines(lines: list[str]) -> int:
+    return sum(1 for line in lines if line.strip() and not line.strip().startswith(("#", "//")))
+
+
+def python_body(tree: ast.Module, text: list[str], name: str) -> tuple[list[str], list[str]]:
+    """(code lines of `name`'s body and of the module functions it calls, transitively; the function's own
+    source lines from its decorator to its end)."""
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    seen, order, todo = set(), [], [name]
+    while todo:
+        fn = functions.get(todo.pop(0))
+        if fn is None or fn.name in seen:
+            continue
+        seen.add(fn.name)
+        order.append(fn)
+        todo += [c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]
+    body: list[str] = []
+    for fn in order:
+        stmts = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
+        if stmts:
+            body += text[stmts[0].lineno - 1:fn.end_lineno]
+    own = functions[name]
+    start = min([d.lineno for d in own.decorator_list] + [own.lineno])
+    return body, text[start - 1:own.end_lineno]
+
+
+# ---------------------------------------------------------------- Rust
+
+@dataclass
+class Item:
+    """A Rust item of a module file: its lines (doc comment to closing brace) and its body's lines."""
+
+    lines: list[str]
+    body: list[str]
+
+
+def rust_item(text: list[str], pattern: str, indent: str) -> Item | None:
+    """The item whose signature line matches `pattern` (at `indent`), with the doc and attribute lines above it."""
+    start = next((i for i, line in enumerate(text) if re.match(indent + pattern, line)), None)
+    if start is None:
+        return None
+    first = start
+    while first > 0 and text[first - 1].startswith((indent + "///", indent + "#[")):
+        first -= 1
+    open_ = next(i for i in range(start, len(text)) if text[i].rstrip().endswith("{"))
+    end = next(i for i in range(open_ + 1, len(text)) if text[i].rstrip() == indent + "}")
+    return Item(text[first:end + 1], text[open_ + 1:end])
+
+
+def entry_body(text: list[str], entry: str) -> Item | None:
+    """An entry; when its body only calls a shared device function, that function's body."""
+    item = rust_item(text, rf"pub (unsafe )?fn {entry}\b", "    ")
+    if item is None:
+        return None
+    code = " ".join(line.strip() for line in item.body if line.strip())
+    call = re.fullmatch(r"(\w+)(::<[^;]*>)?\([^;]*\);", code)  # the body is one call (rustfmt may wrap it)
+    if call:
+        shared = rust_item(text, rf"fn {call.group(1)}\b", "    ")
+        if shared is not None:
+            return Item(item.lines, shared.body)
+    return item
+
+
+def unsafe_count(lines: list[str]) -> int:
+    return sum(len(re.findall(r"\bunsafe\b", line)) for line in lines)
+
+
+# ---------------------------------------------------------------- the table
+
+@dataclass
+class Row:
+    kernel: str
+    module: str
+    python: int
+    rust: int
+    faithful: int
+    entries: int
+    unsafe: int
+    unsafe_faithful: int
+    launcher: int
+    launcher_faithful: int
+    family: str = ""
+    excerpt: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))
+
+    @property
+    def ratio(self) -> float:
+        return self.rust / max(1, self.python)
+
+
+def family_of(module: str) -> str:
+    return next((f for f, mods in TARGET_FAMILIES.items() if module in mods), "")
+
+
+def measure(entry: dict, idiomatic: dict[str, list[str]], faithful: dict[str, list[str]]) -> Row:
+    source = REPO / entry["source"]
+    text = source.read_text().splitlines()
+    body, own = python_body(ast.parse("\n".join(text)), text, entry["kernel"])
+    mod = f"src/{entry['module']}.rs"
+    names = [v["entry"] for v in entry["variants"]]
+
+    def side(files: dict[str, list[str]]) -> tuple[int, int, int, Item]:
+        items = [entry_body(files[mod], n) for n in names]
+        launcher = rust_item(files[mod], rf'pub (unsafe )?extern "C" fn {entry["symbol"]}\b', "")
+        biggest = max(items, key=lambda it: _code_lines(it.body))
+        device_unsafe = sum(unsafe_count(it.lines) + unsafe_count(it.body) for it in items)
+        return _code_lines(biggest.body), device_unsafe, len(launcher.lines) if launcher else 0, biggest
+    rust, unsafe, launcher, biggest = side(idiomatic)
+    faithful_rust, unsafe_f, launcher_f, _ = side(faithful)
+    return Row(entry["kernel"], entry["module"], _code_lines(body), rust, faithful_rust, len(names), unsafe,
+               unsafe_f, launcher, launcher_f, family_of(entry["module"]),
+               ([line for line in own if line.strip()][:EXCERPT_LINES],
+                [line[8:] if line.startswith(" " * 8) else line.strip() for line in biggest.body
+                 if line.strip()][:EXCERPT_LINES]))
+
+
+def crate_totals(files: dict[str, list[str]]) -> dict:
+    rs = {k: v for k, v in files.items() if k.endswith(".rs")}
+    return {"lines": sum(len(v) for v in rs.values()), "unsafe": sum(unsafe_count(v) for v in rs.values()),
+            "pub_unsafe_fn": sum(len(re.findall(r"\bpub unsafe fn\b", "\n".join(v))) for v in rs.values())}
+
+
+def render(rows: list[Row], totals: dict, totals_f: dict) -> str:
+    launchers = [r.launcher for r in rows]
+    met = [r for r in rows if r.family]
+    out = ["# Readability of the corpus port", "",
+           "Generated by `eval/readability.py` from the committed crate (`rust/`, idiomatic: the default of "
+           "`tileport translate`) and the faithful rendering of the same translation (`tileport translate "
+           "--faithful`); do not edit by hand. Both compile to the same Tile IR "
+           "([proof](../bench/results/idiomatic-vs-faithful.json)).", "",
+           "| | idiomatic | faithful |", "| --- | --- | --- |",
+           f"| lines in `rust/src` | {totals['lines']} | {totals_f['lines']} |",
+           f"| `unsafe` in `rust/src` | {totals['unsafe']} | {totals_f['unsafe']} |",
+           f"| `pub unsafe fn` | {totals['pub_unsafe_fn']} | {totals_f['pub_unsafe_fn']} |",
+           f"| launcher lines (max / median) | {max(launchers)} / {statistics.median(launchers):g} | "
+           f"{max(r.launcher_faithful for r in rows)} / {statistics.median(r.launcher_faithful for r in rows):g} |",
+           f"| element-wise, norm and softmax kernels with Rust ≤ {TARGET_RATIO:g}× Python | "
+           f"{sum(r.ratio <= TARGET_RATIO for r in met)} / {len(met)} | "
+           f"{sum(r.faithful <= TARGET_RATIO * r.python for r in met)} / {len(met)} |", "",
+           "Per kernel: code lines of the Python kernel (with the helpers it calls) and of one Rust entry's body "
+           "(the largest of its specialized entries), `unsafe` in its entries, lines of its C launcher (doc "
+           "comment included).", "",
+           "| kernel | family | Python | Rust | ratio | faithful Rust | entries | `unsafe` | faithful `unsafe` "
+           "| launcher | faithful launcher |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        mark = "" if not r.family else " ✓" if r.ratio <= TARGET_RATIO else " ✗"
+        out.append(f"| `{r.kernel}` | {r.family or '-'} | {r.python} | {r.rust} | {r.ratio:.2f}{mark} | "
+                   f"{r.faithful} | {r.entries} | {r.unsafe} | {r.unsafe_faithful} | {r.launcher} | "
+                   f"{r.launcher_faithful} |")
+    out += ["", "## Side by side", "", f"The first {EXCERPT_LINES} lines of each kernel: the cuTile Python "
+            "function, and the body of its idiomatic Rust entry (or of the device function it shares).", ""]
+    for r in rows:
+        py, rs = r.excerpt
+        out += [f"<details><summary><code>{r.kernel}</code> ({r.module})</summary>", "",
+                "<table><tr><th>cuTile Python</th><th>cuTile Rust</th></tr><tr><td>", "",
+                "```python", *py, "```", "", "</td><td>", "", "```rust", *rs, "```", "", "</td></tr></table>", "",
+                "</details>", ""]
+    return "\n".join(out)
+
+
+def faithful_files() -> dict[str, list[str]]:
+    from tileport.corpus import translate_corpus
+    from tileport.emit.rust.crate import format_crate
+    report = translate_corpus(None, faithful=True)
+    return {k: v.splitlines() for k, v in format_crate(report.files).items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=REPO / "docs" / "readability.md")
+    ap.add_argument("--crate", type=Path, default=REPO / "rust", help="the idiomatic crate")
+    args = ap.parse_args(argv)
+    idiomatic = {str(p.relative_to(args.crate)): p.read_text().splitlines() for p in args.crate.glob("src/*.rs")}
+    faithful = faithful_files()
+    manifest = json.loads((args.crate / "kernels.json").read_text())
+    rows = [measure(e, idiomatic, faithful) for e in manifest["entries"]]
+    args.out.write_text(render(rows, crate_totals(idiomatic), crate_totals(faithful)) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
