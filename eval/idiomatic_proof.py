@@ -65,13 +65,13 @@ def write_faithful_crate(work: Path, files: list[str] | None = None) -> Path:
 
 def compare(faithful, idiomatic, path: Path, capture, archs, cache=None) -> Comparison:
     """One capture: the idiomatic library's Tile IR against the reference, its cubins against the faithful's."""
-    from tileport.capture import CaptureError, compile_cubin, diff_port, generated_bytecode
+    from tileport.capture import CaptureError, compile_cubin, diff_port, frontend_reference, generated_bytecode
     from tileport.frontends.registry import frontend_for
     from tileport.runtime.abi import TileportError
     from tileport.sass import compare as compare_sass
     out = Comparison(capture.kernel, capture.label)
     try:
-        reference = frontend_for(str(path)).reference_bytecode(str(path), capture)
+        reference = frontend_reference(frontend_for(str(path)), str(path), capture)
         _, port = generated_bytecode(idiomatic, capture)
         report = diff_port(idiomatic, capture, reference, port)
         counts = report.counts()
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     from tileport.corpus import captures_by_kernel
     from tileport.ops.specs import all_specs
     from tileport.runtime.library import KernelLibrary, build, load
-    from tileport.verify import run_metadata
+    from tileport.capture.verify import run_metadata
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel", action="append", help="only these corpus kernels")
     ap.add_argument("--arch", action="append", help="architectures whose machine code is compared (default sm_90)")

@@ -134,7 +134,7 @@ def test_symlinked_src_is_refused(tmp_path):
 def test_file_names_become_distinct_safe_modules(tmp_path):
     files = [kernel_file(tmp_path / "support.py", "support_kernel"), kernel_file(tmp_path / "lib.py", "lib_kernel"),
              kernel_file(tmp_path / "a" / "k.py", "twin"), kernel_file(tmp_path / "b" / "k.py", "twin"),
-             kernel_file(tmp_path / "type.py", "Self")]
+             kernel_file(tmp_path / "type.py", "Self"), kernel_file(tmp_path / "tiles.py", "tiles_kernel")]
     out = tmp_path / "crate"
     r = cli("translate", *files, "-o", out)
     assert r.exit_code == 0, r.output
@@ -142,13 +142,14 @@ def test_file_names_become_distinct_safe_modules(tmp_path):
     assert (out / "src" / "support.rs").read_text() == runtime  # the runtime module, intact
     lib = (out / "src" / "lib.rs").read_text()
     assert "pub mod support;" in lib and "pub mod support_;" in lib and "pub mod lib_;" in lib
+    assert "pub mod tiles;" in lib and "pub mod tiles_;" in lib  # the crate's device helpers, the file's module
     manifest = json.loads((out / "kernels.json").read_text())
     modules = sorted(e["module"] for e in manifest["entries"])
-    assert modules == ["k", "k_1", "lib_", "support_", "type_"]
+    assert modules == ["k", "k_1", "lib_", "support_", "tiles_", "type_"]
     symbols = [e["symbol"] for e in manifest["entries"]]
     assert len(set(symbols)) == len(symbols)
     assert sorted(p.name for p in (out / "src").iterdir()) == sorted(
-        ["lib.rs", "support.rs", "k.rs", "k_1.rs", "lib_.rs", "support_.rs", "type_.rs"])
+        ["lib.rs", "support.rs", "tiles.rs", "k.rs", "k_1.rs", "lib_.rs", "support_.rs", "tiles_.rs", "type_.rs"])
 
 
 def test_module_names_are_rust_identifiers():

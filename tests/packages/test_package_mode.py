@@ -64,14 +64,15 @@ def check_library(out: Path, markers: Path) -> dict:
 
 
 def check_crate(crate: Path) -> None:
-    """One Rust module per source module, named by its path in the package; helpers of other modules inlined."""
+    """One Rust module per source module, named by its path in the package; helpers of other modules inlined
+    (the crate's own modules besides: `support`, and `tiles`, the idiomatic rendering's device helpers)."""
     assert sorted(p.name for p in (crate / "src").glob("*.rs")) == ["lib.rs", "ops_scale.rs", "ops_softmax.rs",
-                                                                    "support.rs"]
+                                                                    "support.rs", "tiles.rs"]
     lib = (crate / "src" / "lib.rs").read_text()
     assert "pub mod ops_scale;" in lib and "pub mod ops_softmax;" in lib
     softmax = (crate / "src" / "ops_softmax.rs").read_text()
     assert "pub mod ops_softmax {" in softmax and "Translated from `tilelib/ops/softmax.py:14`" in softmax
-    assert "exp_with_rounding(" in softmax and "exp2(" in softmax  # fexp (a re-export) and ext.exp2 (tl_extra)
+    assert "exp_approx(" in softmax and "exp2(" in softmax  # fexp (a re-export) and ext.exp2 (tl_extra)
     assert "shape![128]" in softmax  # BLOCK, an absolute import of tilelib.consts
     assert "let x: Tile<f32, { [128] }> = convert_tile(" in softmax  # ACC_DTYPE, an alias of another module
     scale = (crate / "src" / "ops_scale.rs").read_text()
@@ -93,6 +94,19 @@ def test_translate_a_package_folder(tmp_path, markers):
     assert doc["rust_modules"] == {"tilelib.ops.scale": "ops_scale", "tilelib.ops.softmax": "ops_softmax"}
     check_crate(tmp_path / "out" / "crate")
     assert tree(tmp_path, tmp_path / "out") == before  # nothing written outside OUT
+
+
+def test_translate_a_package_faithfully(tmp_path, markers):
+    """`--faithful` reaches package mode: the crate is the one-operation-per-line rendering (no `tiles`
+    module, every entry `pub unsafe fn`, the approximate exp spelled with its rounding mode)."""
+    root = synthetic.write_package(tmp_path / "src", markers)
+    r = cli("translate", root, "-o", tmp_path / "out", "--faithful")
+    assert r.exit_code == 0, r.output
+    crate = tmp_path / "out" / "crate"
+    assert sorted(p.name for p in (crate / "src").glob("*.rs")) == ["lib.rs", "ops_scale.rs", "ops_softmax.rs",
+                                                                    "support.rs"]
+    softmax = (crate / "src" / "ops_softmax.rs").read_text()
+    assert "exp_with_rounding(" in softmax and "pub unsafe fn softmax_kernel" in softmax
 
 
 def test_one_file_in_place_names_the_package_mode(tmp_path, markers):
