@@ -916,7 +916,8 @@ pub mod attention {
         let c_1: Tile<i32, { [] }> = constant(0i32, shape![]);
         let hi = select(mask, n, c_1);
         let sum_2 = q_first - window + 1i32;
-        let lo_lhs_t: Tile<i32, { [] }> = scalar_to_tile(max(sum_2, 0i32));
+        let hi_1: i32 = max(sum_2, 0i32);
+        let lo_lhs_t: Tile<i32, { [] }> = scalar_to_tile(hi_1);
         let lo_rhs_t: Tile<i32, { [] }> = scalar_to_tile(BLOCK_N);
         let lo_floordiv = divi(lo_lhs_t, lo_rhs_t, rounding::NegativeInf);
         let lo: i32 = tile_to_scalar(lo_floordiv);
@@ -3275,7 +3276,7 @@ pub mod attention {
         } else {
             if Q_NOPE_LEN0 == 1 { q_nope.shape()[0] } else { q_nope.shape()[1] }
         };
-        let n_head_blocks = ceil_div(q_nope_dim1, HEAD_TILE);
+        let n_head_blocks: i32 = ceil_div(q_nope_dim1, HEAD_TILE);
         let b_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bh);
         let b_rhs_t: Tile<i32, { [] }> = scalar_to_tile(n_head_blocks);
         let b_floordiv = divi(b_lhs_t, b_rhs_t, rounding::NegativeInf);

@@ -34,9 +34,9 @@ pub mod bmm {
         let c_tiles = view(c, shape![1, TILE_M, TILE_N]);
         let c_token: Token = c.token();
         let a_dim1 = a.shape()[1];
-        let num_bm = ceil_div(a_dim1, TILE_M);
+        let num_bm: i32 = ceil_div(a_dim1, TILE_M);
         let b_dim2 = b.shape()[2];
-        let num_bn = ceil_div(b_dim2, TILE_N);
+        let num_bn: i32 = ceil_div(b_dim2, TILE_N);
         let tiles_per_batch = num_bm * num_bn;
         let num_k = num_tiles(&a_tiles, 2i32);
         let bid = get_tile_block_id().0;
@@ -69,7 +69,7 @@ pub mod bmm {
             let group: i32 = tile_to_scalar(group_floordiv);
             let first_bm = group * GROUP_M;
             let diff = num_bm - first_bm;
-            let group_rows = min(diff, GROUP_M);
+            let group_rows: i32 = min(diff, GROUP_M);
             let local_lhs_t: Tile<i32, { [] }> = scalar_to_tile(rem);
             let local_rem = remi(local_lhs_t, local_rhs_t);
             let local_xor = xori(cmpi(local_rem, local_zero, predicate::LessThan), local_div_neg);
@@ -129,9 +129,9 @@ pub mod bmm {
         let c_tiles = view(c, shape![1, TILE_M, TILE_N]);
         let c_token: Token = c.token();
         let a_dim1 = a.shape()[1];
-        let num_bm = ceil_div(a_dim1, TILE_M);
+        let num_bm: i32 = ceil_div(a_dim1, TILE_M);
         let b_dim2 = b.shape()[2];
-        let num_bn = ceil_div(b_dim2, TILE_N);
+        let num_bn: i32 = ceil_div(b_dim2, TILE_N);
         let tiles_per_batch = num_bm * num_bn;
         let num_k = num_tiles(&a_tiles, 2i32);
         let bid = get_tile_block_id().0;
@@ -164,7 +164,7 @@ pub mod bmm {
             let group: i32 = tile_to_scalar(group_floordiv);
             let first_bm = group * GROUP_M;
             let diff = num_bm - first_bm;
-            let group_rows = min(diff, GROUP_M);
+            let group_rows: i32 = min(diff, GROUP_M);
             let local_lhs_t: Tile<i32, { [] }> = scalar_to_tile(rem);
             let local_rem = remi(local_lhs_t, local_rhs_t);
             let local_xor = xori(cmpi(local_rem, local_zero, predicate::LessThan), local_div_neg);

@@ -197,7 +197,7 @@ pub mod layer_norm {
         for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
             let t: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(ahead);
             let sum = rb + num_blocks;
-            let nxt = min(sum, diff);
+            let nxt: i32 = min(sum, diff);
             ahead = load(&x_zero, [nxt, 0i32]);
             let t_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(t, 1i32);
             let mu = t_sum.reshape(shape![BLOCK_M, 1]) / n_cols_tile_1;

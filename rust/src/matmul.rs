@@ -48,9 +48,9 @@ pub mod matmul {
         let c_tiles = view(c, shape![TILE_M, TILE_N]);
         let c_token: Token = c.token();
         let a_dim0 = a.shape()[0];
-        let num_bm = ceil_div(a_dim0, TILE_M);
+        let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1 = b.shape()[1];
-        let num_bn = ceil_div(b_dim1, TILE_N);
+        let num_bn: i32 = ceil_div(b_dim1, TILE_N);
         let num_k = num_tiles(&a_tiles, 1i32);
         let bid = get_tile_block_id().0;
         let prod = num_bm * num_bn;
@@ -69,7 +69,7 @@ pub mod matmul {
             let group: i32 = tile_to_scalar(group_floordiv);
             let first_bm = group * GROUP_M;
             let diff = num_bm - first_bm;
-            let group_rows = min(diff, GROUP_M);
+            let group_rows: i32 = min(diff, GROUP_M);
             let local_lhs_t: Tile<i32, { [] }> = scalar_to_tile(tile);
             let local_rem = remi(local_lhs_t, local_rhs_t);
             let local_xor = xori(cmpi(local_rem, local_zero, predicate::LessThan), local_div_neg);
@@ -124,9 +124,9 @@ pub mod matmul {
         let c_tiles = view(c, shape![TILE_M, TILE_N]);
         let c_token: Token = c.token();
         let a_dim0 = a.shape()[0];
-        let num_bm = ceil_div(a_dim0, TILE_M);
+        let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1 = b.shape()[1];
-        let num_bn = ceil_div(b_dim1, TILE_N);
+        let num_bn: i32 = ceil_div(b_dim1, TILE_N);
         let num_k = num_tiles(&a_tiles, 1i32);
         let bid = get_tile_block_id().0;
         let prod = num_bm * num_bn;
@@ -145,7 +145,7 @@ pub mod matmul {
             let group: i32 = tile_to_scalar(group_floordiv);
             let first_bm = group * GROUP_M;
             let diff = num_bm - first_bm;
-            let group_rows = min(diff, GROUP_M);
+            let group_rows: i32 = min(diff, GROUP_M);
             let local_lhs_t: Tile<i32, { [] }> = scalar_to_tile(tile);
             let local_rem = remi(local_lhs_t, local_rhs_t);
             let local_xor = xori(cmpi(local_rem, local_zero, predicate::LessThan), local_div_neg);

@@ -42,10 +42,10 @@ pub mod matmul_splitk {
         let mut ws_tiles = view_mut(ws, shape![1, TILE_M, TILE_N]);
         let split = get_tile_block_id().1;
         let a_dim0 = a.shape()[0];
-        let num_bm = ceil_div(a_dim0, TILE_M);
+        let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1: i32 =
             if B_LEN1 == 1 { 1i32 } else { if B_LEN0 == 1 { b.shape()[0] } else { b.shape()[1] } };
-        let num_bn = ceil_div(b_dim1, TILE_N);
+        let num_bn: i32 = ceil_div(b_dim1, TILE_N);
         let bid = get_tile_block_id().0;
         let blocks_per_group = GROUP_M * num_bn;
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bid);
@@ -54,7 +54,7 @@ pub mod matmul_splitk {
         let group: i32 = tile_to_scalar(group_floordiv);
         let first_bm = group * GROUP_M;
         let diff = num_bm - first_bm;
-        let group_rows = min(diff, GROUP_M);
+        let group_rows: i32 = min(diff, GROUP_M);
         let local_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bid);
         let local_rhs_t: Tile<i32, { [] }> = scalar_to_tile(blocks_per_group);
         let local_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
@@ -83,7 +83,7 @@ pub mod matmul_splitk {
         let num_k = num_tiles(&a_tiles, 1i32);
         let k_begin = split * k_tiles_per_split;
         let sum_1 = k_begin + k_tiles_per_split;
-        let k_end = min(sum_1, num_k);
+        let k_end: i32 = min(sum_1, num_k);
         let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
         for k in k_begin..k_end {
             let ta: Tile<f32, { [TILE_M, TILE_K] }> = load(&a_zero, [bm, k]);
@@ -119,10 +119,10 @@ pub mod matmul_splitk {
         let mut ws_tiles = view_mut(ws, shape![1, TILE_M, TILE_N]);
         let split = get_tile_block_id().1;
         let a_dim0 = a.shape()[0];
-        let num_bm = ceil_div(a_dim0, TILE_M);
+        let num_bm: i32 = ceil_div(a_dim0, TILE_M);
         let b_dim1: i32 =
             if B_LEN1 == 1 { 1i32 } else { if B_LEN0 == 1 { b.shape()[0] } else { b.shape()[1] } };
-        let num_bn = ceil_div(b_dim1, TILE_N);
+        let num_bn: i32 = ceil_div(b_dim1, TILE_N);
         let bid = get_tile_block_id().0;
         let blocks_per_group = GROUP_M * num_bn;
         let group_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bid);
@@ -131,7 +131,7 @@ pub mod matmul_splitk {
         let group: i32 = tile_to_scalar(group_floordiv);
         let first_bm = group * GROUP_M;
         let diff = num_bm - first_bm;
-        let group_rows = min(diff, GROUP_M);
+        let group_rows: i32 = min(diff, GROUP_M);
         let local_lhs_t: Tile<i32, { [] }> = scalar_to_tile(bid);
         let local_rhs_t: Tile<i32, { [] }> = scalar_to_tile(blocks_per_group);
         let local_zero: Tile<i32, { [] }> = constant(0i32, shape![]);
@@ -160,7 +160,7 @@ pub mod matmul_splitk {
         let num_k = num_tiles(&a_tiles, 1i32);
         let k_begin = split * k_tiles_per_split;
         let sum_1 = k_begin + k_tiles_per_split;
-        let k_end = min(sum_1, num_k);
+        let k_end: i32 = min(sum_1, num_k);
         let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
         for k in k_begin..k_end {
             let ta: Tile<E, { [TILE_M, TILE_K] }> = load(&a_zero, [bm, k]);

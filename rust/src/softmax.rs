@@ -137,7 +137,7 @@ pub mod softmax {
         for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
             let t: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(ahead);
             let sum = rb + num_blocks;
-            let nxt = min(sum, diff);
+            let nxt: i32 = min(sum, diff);
             ahead = load(&x_neg_inf, [nxt, 0i32]);
             let t_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t, 1i32);
             let row_max = t_max.reshape(shape![BLOCK_M, 1]);

@@ -111,6 +111,23 @@ def test_source_names_comments_and_docstrings_are_kept(tmp_path):
     assert any(line.startswith("let doubled = ") for line in lines)  # a source name stays bound
 
 
+def test_scalar_functions_keep_their_type(tmp_path):
+    """`min` / `max` / `ceil_div` of i32 scalars stay typed `let`s with plain operands: cutile types an
+    unannotated one, or one written inside another expression, by the kernel's element type."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            n = ct.num_tiles(x, axis=0, shape=(TILE,))
+            last = min(ct.bid(0) + 1, n - 1)
+            ct.store(y, index=(ct.bid(0),), tile=ct.load(x, index=(max(last - 1, 0),), shape=(TILE,)))
+    """)
+    text = idiomatic(path, {"k": [{"x": "f16", "y": "f16", "TILE": 128}, {"x": "f32", "y": "f32", "TILE": 128}]})
+    lines = [line.strip() for line in text.splitlines()]
+    assert [line.split(" = ")[0] for line in lines if re.search(r"\b(min|max)\(", line)] == \
+        ["let last: i32", "let hi: i32"], lines
+    assert not any(re.search(r"\b(min|max)\([^)]*[-+]", line) for line in lines)
+
+
 def test_kernels_with_one_body_share_it(tmp_path):
     path = write_kernels(tmp_path, '''
         def body(x, y, TILE):

@@ -89,8 +89,9 @@ ABSORBING_METHODS = ("load", "store", "splat", "extract")
 # Operations that take no expression operand: cutile types `tile_to_scalar` by its operand's binding (given an
 # expression, the scalar stays a 0-d tile, and a view index made of it fails).
 OPAQUE_ABSORBERS = (OpKind.SCALAR_OF,)
-# Scalar functions (`min`, `max`, `ceil_div` on i32): cutile types an expression argument of theirs by the
-# kernel's element type, not i32 (`binary Max requires operands of the same type`).
+# Scalar functions (`min`, `max`, `ceil_div` on i32): cutile types an expression argument of theirs, and their
+# value bound by an unannotated `let`, by the kernel's element type, not i32 (`binary Min requires operands of
+# the same type, but got i32 and E`): they take no folded operand and keep their `let`'s type.
 SCALAR_CALLS = frozenset(L.SCALAR_FN.values())
 OPERAND_FIELDS = {"a": 0, "x": 0, "array": 0, "ptr": 0, "b": 1, "y": 1, "offset": 1, "c": 2, "acc": 2}
 
@@ -406,7 +407,7 @@ class IdiomaticEmitter(KernelEmitter):
                     or (dt not in ("f32", "f64") and bool(op.ty.shape)))
         if row.method == "num_tiles":
             return True
-        return (row.template is not None and not row.shims
+        return (row.template is not None and row.template not in SCALAR_CALLS and not row.shims
                 and not any(re.search(rf"(?<![\w.]){h}\(", row.template) for h in L.TILE_HELPERS))
 
     def fold_plan(self) -> set[int]:
