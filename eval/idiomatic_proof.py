@@ -7,7 +7,9 @@ bench/results/idiomatic-vs-faithful.json.
 
 The idiomatic port is the committed crate (`rust/`); the faithful one is `tileport translate --corpus --faithful`,
 written under --work (crate `tileport_faithful`) and built there. Each capture's result is appended to
---work/progress.jsonl as it comes: a run that stops resumes from there (--fresh starts over).
+--work/progress.jsonl as it comes: a run that stops resumes from there (--fresh starts over). Give it a
+CARGO_TARGET_DIR no other checkout builds a `tileport_kernels` crate into: cargo puts every build of that crate
+name at the same library path, and another checkout's build there would be the one compared.
 """
 
 from __future__ import annotations
