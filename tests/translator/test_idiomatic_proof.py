@@ -9,43 +9,36 @@ reference, compile (sm_90) to the faithful port's instruction stream, and read a
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from eval import idiomatic_proof as proof
 from tileport.corpus import captures_by_kernel
 from tileport.ops.specs import all_specs
 
 pytestmark = pytest.mark.cargo
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "eval" / "idiomatic_proof.py"
 RESULT = REPO / "bench" / "results" / "idiomatic-vs-faithful.json"
 # (kernel, capture index): an owned output and folded sum; views, a loop and folds; a shared body with the NEG_INF
-# view and the approximate exp helper; no-TMA loads and stores; token-ordered stores; a gather.
+# view and the approximate exp helper; no-TMA loads and stores; token-ordered stores; a gather; scalar min and
+# ceil_div in an f16 kernel (typed `let`s).
 SAMPLE = [("vector_add_kernel", 1), ("rms_norm_kernel", 2), ("softmax_tma_kernel", 0),
-          ("softmax_tma_lean_kernel", 1), ("softmax_online_kernel", 0), ("softmax_gather_kernel", 0)]
-FILES = ("vector_add.py", "rms_norm.py", "softmax.py")
-
-
-def _proof():
-    spec = importlib.util.spec_from_file_location("idiomatic_proof_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+          ("softmax_tma_lean_kernel", 1), ("softmax_online_kernel", 0), ("softmax_gather_kernel", 0),
+          ("matmul_splitk_kernel", 1)]
+FILES = ("vector_add.py", "rms_norm.py", "softmax.py", "matmul_splitk.py")
 
 
 @pytest.fixture(scope="module")
 def faithful(tmp_path_factory):
     from tileport.runtime.library import KernelLibrary, build
-    crate = _proof().write_faithful_crate(tmp_path_factory.mktemp("faithful"), list(FILES))
+    crate = proof.write_faithful_crate(tmp_path_factory.mktemp("faithful"), list(FILES))
     return KernelLibrary(build(crate, "dev"), crate / "kernels.json")
 
 
 def test_sample_diffs_clean_and_compiles_to_the_faithful_machine_code(library, faithful):
-    proof = _proof()
     committed = {c["capture"]: c for c in json.loads(RESULT.read_text())["captures"]}
     by_kernel = captures_by_kernel(all_specs())
     for kernel, index in SAMPLE:
