@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from fake_arrays import FakeArray, f32
-from tileport.emit.rust import lowering
+from tileport.emit.rust import idiom, lowering
 from tileport.runtime import abi
 from tileport.runtime.abi import (DTypeError, FFIError, InternalError, InvalidArgumentError, KernelLaunchError,
                                   LayoutError, NullTensorError, RankError, ShapeError, TileportError,
@@ -425,12 +425,13 @@ def test_abi_version_and_support_copy(library, tmp_path):
     rust_version = int(re.search(r"fn tileport_abi_version\(\) -> i32 \{\s*(\d+)", text).group(1))
     assert rust_version == abi.ABI_VERSION == library.dll.tileport_abi_version()
     assert library.manifest["abi_version"] == abi.ABI_VERSION
-    # the generated crate carries the template (and, idiomatic, the launch path's), formatted as the crate is
+    # the generated crate carries the template (idiomatic: without the faithful launchers' items, then the launch
+    # path), formatted as the crate is
     if shutil.which("rustfmt") is None:
         pytest.skip("rustfmt is not installed")
     crate = REPO / "rust"
     if (crate / "rustfmt.toml").is_file():
-        text += LAUNCH_RS.read_text()
+        text = idiom.support_rs(text, LAUNCH_RS.read_text())
         shutil.copy(crate / "rustfmt.toml", tmp_path / "rustfmt.toml")
     copy = tmp_path / "support.rs"
     copy.write_text(text)
