@@ -128,6 +128,21 @@ def test_scalar_functions_keep_their_type(tmp_path):
     assert not any(re.search(r"\b(min|max)\([^)]*[-+]", line) for line in lines)
 
 
+def test_block_ids_stay_bound_before_a_helper_call(tmp_path):
+    """`ct.bid(0)` written inside a load's index is bound first: cutile cannot type `get_tile_block_id().0` passed
+    to a `tiles` helper (an inlined function); an operator takes it as it is."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y):
+            t = ct.load(x, index=(ct.bid(0),), shape=(16,))
+            ct.store(y, index=(ct.bid(0) + ct.num_blocks(0) - 1,), tile=t)
+    """)
+    text = idiomatic(path, {"k": [{"x": "f32", "y": "f32"}]})
+    calls = [line.strip() for line in text.splitlines() if "load(" in line or "store(" in line]
+    assert calls and not any("get_tile_block_id" in line or "get_num_tile_blocks" in line for line in calls), calls
+    assert "get_tile_block_id().0 + get_num_tile_blocks().0 - 1i32" in text
+
+
 def test_kernels_with_one_body_share_it(tmp_path):
     path = write_kernels(tmp_path, '''
         def body(x, y, TILE):
