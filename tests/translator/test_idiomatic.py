@@ -143,6 +143,24 @@ def test_block_ids_stay_bound_before_a_helper_call(tmp_path):
     assert "get_tile_block_id().0 + get_num_tile_blocks().0 - 1i32" in text
 
 
+def test_method_chains_stay_bound_before_a_helper_call(tmp_path):
+    """A 0-d tile broadcast into a product (`s.reshape(..).broadcast(..)`, a method called on a method call's
+    value) is bound before the store helper takes it: cutile cannot type the chain inside an inlined function's
+    argument. One method call there is taken as it is (softmax's `exp_approx(t - m.broadcast(..))`)."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, scale, y, TILE: ConstInt):
+            row = ct.bid(0)
+            s = ct.load(scale, 0, shape=())
+            t = ct.load(x, index=(0, row), shape=(1, TILE))
+            ct.store(y, index=(0, row), tile=t * s)
+    """)
+    text = idiomatic(path, {"k": [{"x": "f16", "scale": "f16", "y": "f16", "TILE": 128}]})
+    lines = [line.strip() for line in text.splitlines()]
+    assert "let prod = t * s.reshape(shape![1, 1]).broadcast(shape![1, TILE]);" in lines, lines
+    assert "store(&mut y_tiles, prod, [0i32, row]);" in lines, lines
+
+
 def test_kernels_with_one_body_share_it(tmp_path):
     path = write_kernels(tmp_path, '''
         def body(x, y, TILE):
@@ -184,6 +202,22 @@ def test_owned_outputs_only_where_cutile_passes_the_same_parameters(tmp_path):
     text = idiomatic(path, {"last": config, "first": config, "shifted": config})
     assert text.count("&mut Tensor") == 1 and "y: &mut Tensor<f32, { [TILE] }>" in text
     assert text.count("view_mut(y, shape![TILE])") == 2
+
+
+def test_entries_split_by_dtype_are_chosen_by_the_descriptors_dtype(tmp_path):
+    """A kernel compiled per dtype (its body depends on `a.dtype`) has one entry per dtype; the launcher picks it
+    by the checked array's descriptor (`a.desc.dtype`)."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(a, y, TILE: ConstInt):
+            t = ct.load(a, index=(ct.bid(0),), shape=(TILE,))
+            it = ct.int32 if a.dtype == ct.float32 else ct.int16
+            ct.store(y, index=(ct.bid(0),), tile=ct.bitcast(ct.bitcast(t, it) ^ 1, a.dtype))
+    """)
+    text = idiomatic(path, {"k": [{"a": dt, "y": dt, "TILE": 128} for dt in ("f32", "f16")]})
+    assert "pub fn k_f32<" in text and "pub fn k_f16<" in text
+    assert "if matches!(a.desc.dtype, dtype::F32) && matches!(y.desc.dtype, dtype::F32) {" in text
+    assert "matches!(a.dtype" not in text
 
 
 def _c_signatures(text: str) -> dict[str, list[tuple[str, str]]]:

@@ -416,7 +416,10 @@ class IdiomaticEmitter(KernelEmitter):
         the last ones computed before it, in the order it reads them (so the order of operations stays)."""
         counts = use_counts(self.kernel)
         folded: set[int] = set()
-        grid: set[int] = set()  # `let`s whose expression holds a block id or count (`get_tile_block_id().0`)
+        # `let`s whose written expression holds a call cutile's type check cannot type inside an inlined
+        # function's argument: a block id or count (`get_tile_block_id().0`), a method called on a method call's
+        # value (`s.reshape(..).broadcast(..)`)
+        untyped: set[int] = set()
         src = _source(self.kernel.loc.file)
         named = src.names if src else frozenset()
 
@@ -432,15 +435,16 @@ class IdiomaticEmitter(KernelEmitter):
                     continue
                 reads = self.eval_refs(st)
                 mine = [env[n] for n in reads or () if n in env and any(env[n] is p for p in pending)]
-                if self.calls_helper(st) and any(self.method_call(m.op) or id(m) in grid for m in mine):
+                if self.calls_helper(st) and any(self.method_call(m.op) or id(m) in untyped for m in mine):
                     mine = []  # cutile's type check cannot type such a value passed to an inlined function
                 if mine and len({id(m) for m in mine}) == len(mine) and pending[len(pending) - len(mine):] == mine:
                     folded.update(id(m) for m in mine)
                     pending = pending[:len(pending) - len(mine)]
-                    if isinstance(st, Let) and any(id(m) in grid for m in mine):
-                        grid.add(id(st))
+                    if isinstance(st, Let) and any(id(m) in untyped or (self.method_call(st.op)
+                                                                         and self.method_call(m.op)) for m in mine):
+                        untyped.add(id(st))
                 if isinstance(st, Let) and st.op.kind in L.GRID:
-                    grid.add(id(st))
+                    untyped.add(id(st))
                 for inner in _blocks(st):
                     walk_block(inner, dict(env))
                 if isinstance(st, Let) and not st.update:

@@ -73,9 +73,10 @@ def _launcher(group: KernelGroup, owned_of) -> str:
     written = sorted(set().union(*(written_arrays(v) for v in group.variants)))
     body.append(f"l.writes(&[{', '.join(names[w] for w in written)}])?;")
     by_dtype = _split_by_dtype(group)
+    descs = {p.name: f"{names[p.name]}.desc" for p in arrays}  # an array's descriptor, under its checked `Arr`
     conds = [" && ".join([_pinned_test(names[n], pinned_code(group, n, v)).replace(".is_null()", ".is_none()")
                           for n, v in sorted(variant.pinned.items())]
-                         + (_dtype_tests(variant, names) if by_dtype else [])) for variant in group.variants]
+                         + (_dtype_tests(variant, descs) if by_dtype else [])) for variant in group.variants]
     bodies = [_variant(v, names, owned_of(v)) for v in group.variants]
     if group.pinned_names:
         shown = ", ".join(f"{n}={{{names[n]}{':?' if pinned_kind(group, n) == 'none' else ''}}}"
