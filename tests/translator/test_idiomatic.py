@@ -161,6 +161,16 @@ def test_method_chains_stay_bound_before_a_helper_call(tmp_path):
     assert "store(&mut y_tiles, prod, [0i32, row]);" in lines, lines
 
 
+def test_calls_stay_bound_before_a_load_or_store_helper(tmp_path):
+    """A store helper (generic in the element type) takes no call (`maxf(..)`): cutile cannot type it inside the
+    helper's argument. An output's own `Tensor::store` does (the corpus relu: `y.store(maxf(..))`)."""
+    text = idiomatic(REPO / "src" / "tileport" / "ops" / "triton_kernels" / "relu.py")
+    lines = [line.strip() for line in text.splitlines()]
+    assert "let v = maxf(x, c_1, nan::Disabled, ftz::Disabled);" in lines, lines
+    assert "store(&mut y_ptr_tiles, v, [pid]);" in lines, lines
+    assert "y.store(maxf(tx, c, nan::Disabled, ftz::Disabled));" in (CRATE / "src" / "relu.rs").read_text()
+
+
 def test_kernels_with_one_body_share_it(tmp_path):
     path = write_kernels(tmp_path, '''
         def body(x, y, TILE):

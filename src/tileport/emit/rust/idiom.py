@@ -242,7 +242,8 @@ def share_bodies(entries: list[EntryText], taken: set[str]) -> list[str]:
 
 def _shared_name(entry: EntryText, kernels: set[str], taken: set[str]) -> tuple[str, str]:
     """The source helper the body was inlined from (name, docstring) when the body's operations come from one
-    function besides the sharing kernels themselves, else `<kernel>_body`."""
+    function besides the sharing kernels themselves, else `<kernel>_body` (numbered when another group of the
+    module's entries took it)."""
     k = entry.kernel
     found = {fn for st in walk(k.body) if isinstance(st, (Let, Do)) and st.op.loc
              for fn in [enclosing_function(st.op.loc.file, st.op.loc.line)] if fn and fn[2] not in kernels}
@@ -251,8 +252,12 @@ def _shared_name(entry: EntryText, kernels: set[str], taken: set[str]) -> tuple[
     outer = [fn for fn in found if fn[2] in called] if len(found) > 1 else list(found)
     if len(outer) == 1 and outer[0][2] not in taken:  # the helper the kernels call (it may call others)
         return outer[0][2], outer[0][3]
-    base = f"{k.base_name or k.name}_body"
-    return base, f"The body of `{k.base_name or k.name}` and of the entries that share it."
+    base = name = f"{k.base_name or k.name}_body"
+    n = 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name, f"The body of `{k.base_name or k.name}` and of the entries that share it."
 
 
 # ---------------------------------------------------------------- the emitter
@@ -418,8 +423,10 @@ class IdiomaticEmitter(KernelEmitter):
         folded: set[int] = set()
         # `let`s whose written expression holds a call cutile's type check cannot type inside an inlined
         # function's argument: a block id or count (`get_tile_block_id().0`), a method called on a method call's
-        # value (`s.reshape(..).broadcast(..)`)
+        # value (`s.reshape(..).broadcast(..)`); inside a load helper's or a store helper's (generic in the element
+        # type), any call (`maxf(x, c, ..)`): `calls`
         untyped: set[int] = set()
+        calls: set[int] = set()
         src = _source(self.kernel.loc.file)
         named = src.names if src else frozenset()
 
@@ -435,7 +442,10 @@ class IdiomaticEmitter(KernelEmitter):
                     continue
                 reads = self.eval_refs(st)
                 mine = [env[n] for n in reads or () if n in env and any(env[n] is p for p in pending)]
-                if self.calls_helper(st) and any(self.method_call(m.op) or id(m) in untyped for m in mine):
+                memory = (isinstance(st, (Let, Do)) and self.row(st.op).method in ("load", "store")
+                          and not any(st is o for o in self.owned.values()))  # `Tensor::store` types its tile
+                if ((memory and any(id(m) in calls for m in mine))
+                        or (self.calls_helper(st) and any(self.method_call(m.op) or id(m) in untyped for m in mine))):
                     mine = []  # cutile's type check cannot type such a value passed to an inlined function
                 if mine and len({id(m) for m in mine}) == len(mine) and pending[len(pending) - len(mine):] == mine:
                     folded.update(id(m) for m in mine)
@@ -443,8 +453,12 @@ class IdiomaticEmitter(KernelEmitter):
                     if isinstance(st, Let) and any(id(m) in untyped or (self.method_call(st.op)
                                                                          and self.method_call(m.op)) for m in mine):
                         untyped.add(id(st))
+                    if isinstance(st, Let) and any(id(m) in calls for m in mine):
+                        calls.add(id(st))
                 if isinstance(st, Let) and st.op.kind in L.GRID:
                     untyped.add(id(st))
+                if isinstance(st, Let) and self.written_as_call(st.op):
+                    calls.add(id(st))
                 for inner in _blocks(st):
                     walk_block(inner, dict(env))
                 if isinstance(st, Let) and not st.update:
@@ -462,6 +476,12 @@ class IdiomaticEmitter(KernelEmitter):
         if row.method == "store" or row.method == "load":
             return True
         return row.template is not None and any(re.search(rf"(?<![\w.]){h}\(", row.template) for h in L.TILE_HELPERS)
+
+    def written_as_call(self, op: Op) -> bool:
+        """Whether the op's value is written as a call: a function (`maxf(..)`), a method, a block id."""
+        row = self.row(op)
+        return (op.kind in L.GRID or self.method_call(op)
+                or (row.template is not None and "(" in row.template and not OPERATOR.match(row.template)))
 
     def method_call(self, op: Op) -> bool:
         """Whether the op's value is written as a method call (`x.reshape(..)`, `s.broadcast(..)`)."""
