@@ -192,6 +192,15 @@ def test_kernels_with_one_body_share_it(tmp_path):
     assert text.count("body::<TILE, X_LEN0, X_LEN1, Y_LEN0, Y_LEN1>(x, y);") == 2
 
 
+def test_shared_bodies_of_one_kernel_get_distinct_names():
+    """Groups of one kernel's entries (different generics, each group one body) share one function each, named
+    `<kernel>_body`, `<kernel>_body_1`, .., each called by its own group."""
+    text = idiomatic(REPO / "tests" / "triton" / "data" / "library.py")
+    names = re.findall(r"^    fn (masked_last_kernel_body\w*)<", text, re.M)
+    assert names == ["masked_last_kernel_body", "masked_last_kernel_body_1", "masked_last_kernel_body_2"], names
+    assert all(text.count(f"{n}::<") >= 1 for n in names)
+
+
 def test_owned_outputs_only_where_cutile_passes_the_same_parameters(tmp_path):
     """An output is a block's `&mut Tensor` only when stored once at the block's tile and last among the entry's
     parameters (cutile passes it with its partition's shape and strides after it)."""
