@@ -55,6 +55,22 @@ def test_a_batch_whose_every_file_is_rejected_stays_failed(tmp_path, monkeypatch
     assert seen == [["bad"]] and not batch.ok and "x_f32" in batch.error and batch.left_out == {}
 
 
+def test_the_batch_crate_takes_the_runs_rendering(tmp_path, monkeypatch):
+    """`port --faithful` builds its batch crate in the faithful rendering, a default run in the idiomatic one."""
+    shutil.copy(DATA, tmp_path / "good.py")
+    targets = [_target(tmp_path / "good.py", "add_kernel")]
+    entries = []
+
+    def cargo_build(crate_dir: Path, profile: str):
+        entries.append("pub unsafe fn add_kernel" in (crate_dir / "src" / "good.rs").read_text())
+        return _cargo_rejecting("none", [])(crate_dir, profile)
+    monkeypatch.setattr(builds, "cargo_build", cargo_build)
+    for faithful in (False, True):
+        batch = builds.BuildManager(tmp_path / f"cache{faithful}", "dev", targets, faithful).batch_for(targets[0])
+        assert batch.ok, batch.error
+    assert entries == [False, True]
+
+
 def test_rejected_sources_reads_error_locations_only(tmp_path):
     crate = tmp_path / "crate"
     crate.mkdir()

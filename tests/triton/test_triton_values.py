@@ -177,7 +177,7 @@ def test_code_on_a_dtype_test_is_one_entry_per_dtype(tmp_path):
     assert len(ops(k["k_f16"], "bitcast")) == 2 and not ops(k["k_f16"], "unary")
     assert not ops(k["k_f32"], "bitcast") and not ops(k["k_bf16"], "bitcast")
     text = rust(path)
-    assert "if matches!(x_ptr.dtype, dtype::F16) && matches!(y_ptr.dtype, dtype::F16) {" in text
+    assert "if matches!(x_ptr.desc.dtype, dtype::F16) && matches!(y_ptr.desc.dtype, dtype::F16) {" in text
 
 
 def test_float_remainder_on_tiles_is_pythons(tmp_path):

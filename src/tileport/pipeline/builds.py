@@ -129,10 +129,12 @@ def write_files(files: dict[str, str], crate_dir: Path) -> None:
 
 class BuildManager:
     """Batch crates (built once per run, on first use) and private crates of a run's `targets`, built in the
-    cargo `profile`, with the captures cached on disk under `cache_root`."""
+    cargo `profile`, with the captures cached on disk under `cache_root`; `faithful`: the batch crates in the
+    faithful rendering (`translate(..., faithful=True)`), else the idiomatic one."""
 
-    def __init__(self, cache_root: Path, profile: str, targets: list[Target]):
+    def __init__(self, cache_root: Path, profile: str, targets: list[Target], faithful: bool = False):
         self.profile = profile
+        self.faithful = faithful
         self.targets = targets
         self._lock = threading.Lock()
         self._batches: dict[str, CrateBuild] = {}
@@ -163,7 +165,7 @@ class BuildManager:
             from tileport.ops.specs import all_specs
             specs = all_specs()
             build = self._batch_crate(translate(corpus_files(specs), None, kernel_configs(specs),
-                                                record_path=repo_relative, faithful=self.session.options.faithful),
+                                                record_path=repo_relative, faithful=self.faithful),
                                       kind)
         else:
             build = self._files_batch([t for t in self.targets if not t.library])
@@ -183,7 +185,7 @@ class BuildManager:
         left_out: dict[str, str] = {}
         while True:
             build = self._batch_crate(translate(sorted(only), None, configs, only=only,
-                                                faithful=self.session.options.faithful), "files")
+                                                faithful=self.faithful), "files")
             rejected = rejected_sources(build) & set(only)
             if build.ok or not rejected or rejected == set(only):
                 build.left_out = left_out

@@ -96,7 +96,7 @@ class Session:
     def __init__(self, options: Options, targets: list[Target]):
         self.options = options
         self.targets = targets
-        self.builds = BuildManager(options.cache(), options.profile, targets)
+        self.builds = BuildManager(options.cache(), options.profile, targets, options.faithful)
         self.evidence = EvidenceStore.load(options.gpu_results)
         self.lock = threading.Lock()
         self._gpu: tuple[bool, str] | None = None
