@@ -25,7 +25,7 @@ from tileport.frontends.triton.values import CV, Retry, DT, BlockPtr, Builtin, D
     Module, Ptr, SourceModule
 from tileport.model.builder import Builder, DTypeSpace, lit_dtype
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, Let, Lit, Loc, Op, Param, Ref,
-                               Return, sym_names, walk)
+                               Return, While, sym_names, walk)
 from tileport.model.ops import OpKind
 from tileport.model.types import ArrayT, DimOp, ScalarT, Sym, TileT
 
@@ -505,7 +505,38 @@ class TritonLowerer:
         self.b.emit(Continue(self.loc(s)))
 
     def stmt_While(self, s: ast.While) -> None:
-        raise self.fail(s, "`while` loops are not supported yet", "while", "rewrite as a `for ... in range` loop")
+        if s.orelse:
+            raise self.fail(s, "`while ... else` is not supported", "while-else")
+        self.materialize_carried(s, also=frozenset(n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)))
+        self.scopes.append(Scope("loop"))
+        cond = self.b.push()
+        test = self.while_test(s)
+        self.b.pop()
+        if test is False:  # `while False:` never runs (Triton folds the constant condition)
+            self.scopes.pop()
+            return
+        body = self.b.push()
+        self.block(s.body)
+        self.b.pop()
+        self.scopes.pop()
+        self.b.emit(While(cond, test, body, self.loc(s), self.outer_updates(cond, body)))
+
+    def while_test(self, s: ast.While) -> Ref | None | bool:
+        """The loop's scalar condition, evaluated in the condition block; None for a constant true
+        condition, False for a constant false one."""
+        test = self.expr(s.test)
+        if isinstance(test, CV) and any(isinstance(n, ast.Name) and n.id in assigned(s.body)
+                                        for n in ast.walk(s.test)):
+            raise self.fail(s.test, "the `while` condition is a compile-time value that the body reassigns",
+                            "while", "start the loop variables from runtime values")
+        if isinstance(test, CV) and not isinstance(test.value, (Sym, DimOp)):
+            return None if test.value else False
+        if isinstance(test, CV):
+            raise NeedsSpecialization(frozenset(sym_names(test.value)), "a `while` on a constexpr", self.loc(s))
+        if not (isinstance(test, Ref) and (isinstance(test.ty, ScalarT) or test.ty.rank == 0)):
+            raise self.fail(s.test, "a `while` condition must be a scalar", "while",
+                            "reduce the tile to a scalar (tl.max, tl.sum) first")
+        return self.scalar_condition(test, s.test)
 
     def stmt_For(self, s: ast.For) -> None:
         if s.orelse:
@@ -605,19 +636,37 @@ class TritonLowerer:
                             "pointer", "advance the pointers before `continue`, or recompute them from the index")
         return out
 
-    def materialize_carried(self, s: ast.For) -> None:
-        """Compile-time numbers a loop body reassigns and reads become runtime scalars first."""
+    def materialize_carried(self, s: ast.For | ast.While, also: frozenset = frozenset()) -> None:
+        """Compile-time numbers a loop body reassigns and reads become runtime scalars first; so do those
+        the loop's test reads (`also`), bools included (`while not done:`)."""
+        self.unshare_assigned(s.body, s)
         for name in sorted(assigned(s.body)):
             owner = self.owner(name)
-            if owner is None or not exposed_read(s.body, name):
+            if owner is None or not (name in also or exposed_read(s.body, name)):
                 continue
             v = self.scopes[owner].vars[name]
-            if isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, bool):
+            if isinstance(v, CV) and isinstance(v.value, (int, float)) and (
+                    name in also or not isinstance(v.value, bool)):
                 atom = self.atom(v, s, None)
                 ty = ScalarT(lit_dtype(v.value)) if isinstance(atom, Lit) else ScalarT("i32")
                 self.scopes[owner].vars[name] = self.scalar_value(atom, ty, self.loc(s), name)
 
+    def unshare_assigned(self, stmts: list[ast.stmt], node: ast.AST) -> None:
+        """A variable the statements reassign in place (a loop, a branch) that shares its value with another
+        variable (`steps = n`) gets its own copy first: its updates must not change the other."""
+        for name in sorted(assigned(stmts)):
+            owner = self.owner(name)
+            v = self.scopes[owner].vars[name] if owner is not None else None
+            if not isinstance(v, Ref) or isinstance(v.ty, ArrayT):
+                continue
+            if any(other != name and isinstance(w, Ref) and w.name == v.name
+                   for sc in self.scopes for other, w in sc.vars.items()):
+                copy = self.b.value(OpKind.COPY, (v,), v.ty, self.loc(node), hint=name)
+                self.b.temps.discard(copy.name)
+                self.scopes[owner].vars[name] = copy
+
     def stmt_If(self, s: ast.If) -> None:
+        self.unshare_assigned([*s.body, *s.orelse], s)
         cond = self.expr(s.test)
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, DimOp)):
             self.block(s.body if cond.value else s.orelse)  # a constexpr condition folds
