@@ -458,6 +458,26 @@ def sigmoid(lw, args, kwargs, node):
     return binary(lw, "/", CV(1.0), binary(lw, "+", CV(1.0), e, node), node)
 
 
+def trunc(lw, args, kwargs, node) -> Ref:
+    """libdevice.trunc: toward zero (the model has floor and ceil)."""
+    b = _bind(lw, args, kwargs, ("x",), node, "trunc", 1)
+    x = math_fn(lw, "floor", [b["x"]], {}, node)  # the float tile of the argument, floored
+    ceil = math_fn(lw, "ceil", [b["x"]], {}, node)
+    return where(lw, compare(lw, "<", b["x"], CV(0.0), node), ceil, x, node)
+
+
+def round_away(lw, args, kwargs, node) -> Ref:
+    """libdevice.round: to the nearest integer, halves away from zero: trunc(x) moved one away from zero
+    where |x - trunc(x)| >= 0.5 (the difference is exact in floating point)."""
+    b = _bind(lw, args, kwargs, ("x",), node, "round", 1)
+    t = trunc(lw, [b["x"]], {}, node)
+    x = lw.b.cast(_tile(lw, b["x"], node, "round"), t.ty.dtype, lw.loc(node))
+    away = where(lw, compare(lw, "<", x, CV(0.0), node), binary(lw, "-", t, CV(1.0), node),
+                 binary(lw, "+", t, CV(1.0), node), node)
+    half = compare(lw, ">=", math_fn(lw, "abs", [binary(lw, "-", x, t, node)], {}, node), CV(0.5), node)
+    return where(lw, half, away, t, node)
+
+
 def two(name):
     def handler(lw, args, kwargs, node):
         b = _bind(lw, args, kwargs, ("x", "y", "propagate_nan"), node, name, 2)
@@ -809,7 +829,8 @@ TL = {
     "zeros_like": zeros_like, "full_like": full_like, "cdiv": cdiv, "where": tl_where, "load": M.load,
     "store": M.store, "make_block_ptr": M.make_block_ptr, "advance": M.advance,
     "make_tensor_descriptor": M.make_tensor_descriptor, "load_tensor_descriptor": M.load_tensor_descriptor,
-    "store_tensor_descriptor": M.store_tensor_descriptor, "sigmoid": sigmoid,
+    "store_tensor_descriptor": M.store_tensor_descriptor, "sigmoid": sigmoid, "round": round_away,
+    "trunc": trunc,
     "maximum": two("maximum"), "minimum": two("minimum"), "clamp": clamp, "fma": fma, "fdiv": fdiv,
     "div_rn": div_rn, "sum": reduction("sum"), "max": reduction("max"), "min": reduction("min"),
     "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"), "dot": dot, "cumsum": cumsum,

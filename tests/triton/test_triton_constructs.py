@@ -1,5 +1,5 @@
-"""Triton `while` loops: a runtime test evaluated before each iteration, carried variables (scalars and tiles)
-updated in place. Checked on the kernel model and the generated Rust (no GPU, no cargo)."""
+"""Triton constructs of real kernel libraries: `while` loops (a runtime test evaluated before each iteration,
+carried variables updated in place), libdevice rounding. Checked on the kernel model and the generated Rust."""
 
 from __future__ import annotations
 
@@ -96,3 +96,25 @@ def test_a_loop_updates_its_own_copy_of_a_shared_value(tmp_path):
     text = r.files["src/shared.rs"]
     assert "let mut steps: i32 = n;" in text and "let mut rest: i32 = n;" in text
     assert "\n            n = " not in text  # the parameter is never reassigned
+
+
+def test_libdevice_round_is_half_away_from_zero_and_trunc_toward_zero(tmp_path):
+    path = tmp_path / "rounding.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        from triton.language.extra import libdevice
+
+        @triton.jit
+        def round_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            tl.store(out_ptr + offs, libdevice.round(x) + libdevice.trunc(x))
+    """).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    fns = [st.op.attr("fn") for st in walk(k.body) if getattr(st, "op", None) is not None and st.op.kind == "unary"]
+    assert fns == ["floor", "ceil", "abs", "floor", "ceil"]  # round: trunc, |x - trunc| >= 0.5; then trunc
+    halves = [st.op for st in walk(k.body) if getattr(st, "op", None) is not None and st.op.kind == "compare"
+              and st.op.attr("op") == ">="]
+    assert len(halves) == 1
+    assert set(*k.dtype_vars.values()) == {"f32", "f16", "bf16"}  # the result keeps the argument's dtype
