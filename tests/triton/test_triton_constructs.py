@@ -118,3 +118,23 @@ def test_libdevice_round_is_half_away_from_zero_and_trunc_toward_zero(tmp_path):
               and st.op.attr("op") == ">="]
     assert len(halves) == 1
     assert set(*k.dtype_vars.values()) == {"f32", "f16", "bf16"}  # the result keeps the argument's dtype
+
+
+def test_values_cast_to_a_pointers_element_type_then_packed_make_it_an_integer_pointer(tmp_path):
+    """`.to(out_ptr.dtype.element_ty)` then `lo | (hi << 4)`: out_ptr holds integers (no float type-checks)."""
+    path = tmp_path / "pack.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def pack_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            out_dtype: tl.constexpr = out_ptr.dtype.element_ty
+            x = tl.load(x_ptr + tl.arange(0, 2 * BLOCK))
+            q = tl.where(x >= 0, 1, 9).to(out_dtype)
+            lo, hi = tl.split(q.reshape((BLOCK, 2)))
+            tl.store(out_ptr + tl.arange(0, BLOCK), lo | (hi << 4))
+    """).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    types = {p.name: p.ty.dtype for p in k.array_params}
+    assert types["out_ptr"] == "i32" and types["x_ptr"] != "i32"
+    assert any("out_ptr" in n and "integers" in n for n in k.notes)

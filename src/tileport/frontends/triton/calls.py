@@ -83,7 +83,7 @@ def attribute(lw, obj: Any, attr: str, node) -> Any:
         return Method(obj, attr)
     if isinstance(obj, Ptr):
         if attr in ("dtype", "type"):  # a pointer (tile)'s type: `.element_ty` is the pointee's dtype
-            return DT(("pointer", obj.dtype))
+            return DT(("pointer", obj.dtype), obj.array.name)
         return Method(obj, attr)
     if isinstance(obj, Descriptor) and attr in ("load", "store"):
         return Method(obj, attr)
@@ -95,7 +95,7 @@ def attribute(lw, obj: Any, attr: str, node) -> Any:
         return tuple(CV(d) for d in obj.block)
     if isinstance(obj, DT):
         if attr == "element_ty" and isinstance(obj.dtype, tuple):
-            return DT(obj.dtype[1])
+            return DT(obj.dtype[1], obj.of)
         if attr == "primitive_bitwidth" and isinstance(obj.dtype, str):
             return CV(_bits(obj.dtype))
     if isinstance(obj, CV) and attr == "value":
@@ -236,7 +236,10 @@ def method(lw, obj, name: str, args, kwargs, node):
         if rounding not in DOWNCAST_ROUNDING:
             raise lw.fail(node, f"fp_downcast_rounding={rounding!r} is not supported", f".{name}",
                           f"use one of {', '.join(map(repr, filter(None, DOWNCAST_ROUNDING)))}")
-        return to(lw, obj, dt.dtype, node, DOWNCAST_ROUNDING[rounding])
+        out = to(lw, obj, dt.dtype, node, DOWNCAST_ROUNDING[rounding])
+        if isinstance(out, Ref) and dt.of in lw.default_float:  # values of that array's (assumed) element type
+            lw.loaded[out.name] = dt.of
+        return out
     if name in ("sum", "max", "min", "reshape", "trans", "permute", "broadcast_to", "cumsum", "argmax", "argmin",
                 "exp", "log", "sqrt", "abs", "split"):
         return tl_call(lw, name, [obj, *args], kwargs, node, "tl")
@@ -802,6 +805,7 @@ def split(lw, args, kwargs, node):
                        shape=part)
         halves.append(lw.b.value(OpKind.RESHAPE, (e,), TileT(x.ty.dtype, out), lw.loc(node), hint=f"{x.name}_{i}",
                                  shape=out))
+        _keep_loaded(lw, (x,), halves[-1])
     return tuple(halves)
 
 

@@ -23,9 +23,11 @@ class CV:
 
 @dataclass(frozen=True)
 class DT:
-    """A dtype (`tl.float32`); `pointer` when it is a pointer dtype's element (`x.dtype.element_ty`)."""
+    """A dtype (`tl.float32`); `pointer` when it is a pointer dtype's element (`x.dtype.element_ty`);
+    `of`: the array parameter whose element type it is (`x_ptr.dtype.element_ty`)."""
 
     dtype: Any
+    of: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
