@@ -138,3 +138,22 @@ def test_values_cast_to_a_pointers_element_type_then_packed_make_it_an_integer_p
     types = {p.name: p.ty.dtype for p in k.array_params}
     assert types["out_ptr"] == "i32" and types["x_ptr"] != "i32"
     assert any("out_ptr" in n and "integers" in n for n in k.notes)
+
+
+def test_an_unconfigured_cumsum_has_one_entry_per_element_dtype(tmp_path):
+    """The scan's identity is a literal of the element type (a generic one rendered `0E`): no one generic
+    entry holds it, so each float dtype gets its own (bf16 scans in f32, as Triton's)."""
+    path = tmp_path / "scan.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def k(x_ptr, y_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), 0))
+    """).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    assert not tr.diagnostics, tr.diagnostics
+    assert sorted(k.name for k in tr.module.kernels) == ["k_bf16", "k_f16", "k_f32"]
+    assert all(not k.dtype_vars for k in tr.module.kernels)
+    r = translate([str(path)], None)
+    assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
+    assert "0E" not in r.files["src/scan.rs"]

@@ -668,8 +668,9 @@ def cumsum(lw, args, kwargs, node):
         x = lw.b.cast(x, _dtype(lw, b["dtype"], node, "tl.cumsum"), lw.loc(node))
     else:
         x = _reduction_input(lw, "cumsum", x, node)
-    if not isinstance(x.ty.dtype, str):  # the scan's identity is a literal of the element type
-        raise lw.fail(node, f"tl.cumsum of a tile whose element type is generic ({x.ty.dtype})", "tl.cumsum",
+    if not isinstance(x.ty.dtype, str):  # the scan's identity is a literal of the element type: a dtype
+        # question, so an unconfigured kernel gets one entry per element dtype instead of one generic
+        raise lw.fail(node, f"tl.cumsum of a tile whose element type is generic ({x.ty.dtype})", "dtype",
                       "give the pointer's element dtype in the configuration, or cast the tile with .to()")
     return lw.b.value(OpKind.SCAN_SUM, (x,), x.ty, lw.loc(node), hint=f"{x.name}_cumsum", axis=axis % x.ty.rank,
                       reverse=bool(reverse))
