@@ -157,3 +157,28 @@ def test_an_unconfigured_cumsum_has_one_entry_per_element_dtype(tmp_path):
     r = translate([str(path)], None)
     assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
     assert "0E" not in r.files["src/scan.rs"]
+
+
+def test_loaded_offsets_make_an_index_array_through_floor_division_and_scalar_strides(tmp_path):
+    """Offsets loaded from an unconfigured pointer (cu_seqlens) bound a loop after `//` and scale a stride:
+    the pointer holds integers, and the stride, taken for a float while they were assumed floats, is an int."""
+    path = tmp_path / "offsets.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def rows_kernel(cu_q, x_ptr, out_ptr, topk, stride_m, BLOCK_N: tl.constexpr):
+            b = tl.program_id(0)
+            q_start = tl.load(cu_q + b)
+            row = q_start + tl.program_id(1)
+            visible = tl.load(cu_q + b + 1) - q_start
+            limit = tl.minimum(topk, ((visible + BLOCK_N - 1) // BLOCK_N) * BLOCK_N)
+            acc = tl.zeros([BLOCK_N], tl.float32)
+            for start in range(0, limit, BLOCK_N):
+                acc += tl.load(x_ptr + row * stride_m + start + tl.arange(0, BLOCK_N))
+            tl.store(out_ptr + row * stride_m + tl.arange(0, BLOCK_N), acc)
+    """).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    types = {p.name: p.ty for p in k.params}
+    assert types["cu_q"].dtype == "i64"
+    assert types["stride_m"].dtype == "i32" and types["topk"].dtype == "i32"

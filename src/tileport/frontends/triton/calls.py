@@ -1027,9 +1027,12 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
         ty = ScalarT(dtype)
     name = OP_NAMES[op]
     if op == "//" and lw.b.is_float(dtype):  # Triton: floor(a / b) for floats
+        if not isinstance(ty, TileT):
+            _fail_scalar(lw, node, "//")
         q = lw.b.value(OpKind.BINARY, (x, y), ty, loc, hint="quot", op="div", rounding=None, ftz=None, nan=None)
-        return lw.b.value(OpKind.UNARY, (q,), ty, loc, hint="fl", fn="floor", rounding=None, ftz=None) \
-            if isinstance(ty, TileT) else _fail_scalar(lw, node, "//")
+        out = lw.b.value(OpKind.UNARY, (q,), ty, loc, hint="fl", fn="floor", rounding=None, ftz=None)
+        _keep_loaded(lw, (a, b), out)  # a loaded count divided: still an integer array's values
+        return out
     if op in ("//", "%") and not lw.b.is_float(dtype):
         note = ("integer // and % on scalars round toward -inf (Python) and // on tiles too; Triton truncates "
                 "toward zero: results differ for negative operands")

@@ -213,6 +213,7 @@ class KernelPlan:
     flat: set  # pointers accessed through gathers/scatters only
     index: set  # pointers whose elements index other arrays (i64)
     maybe_float: set = field(default_factory=set)  # i32 by assumption, f32 if met with float tiles
+    floated: set = field(default_factory=set)  # of those, the ones a retry made f32 (since the last pointer decision)
     dtypes: set = field(default_factory=set)  # dtype constexprs: specialization values only, never parameters
     ints: set = field(default_factory=set)  # unconfigured pointers the kernel stores i32 tiles into
     bits: set = field(default_factory=set)  # unconfigured pointers whose values are used as integers (i32)
@@ -420,6 +421,7 @@ def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], p
         except Retry as r:
             if r.what == "float":
                 plan.scalars[r.param], plan.maybe_float = "f32", plan.maybe_float - {r.param}
+                plan.floated.add(r.param)
                 continue
             target = {"flat": plan.flat, "int": plan.ints, "bits": plan.bits}.get(r.what, plan.index)
             if r.param in plan.descriptors:
@@ -429,6 +431,11 @@ def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], p
             if r.param in target:
                 raise Diagnostic(f"internal: repeated decision about `{r.param}`", loc_of(tm.path, fn), "internal")
             target.add(r.param)
+            # the float tiles those scalars met may have been this pointer's values, assumed float until now
+            for name in plan.floated:
+                plan.scalars[name] = "i32"
+            plan.maybe_float |= plan.floated
+            plan.floated = set()
     raise Diagnostic("the kernel's pointer accesses could not be settled", loc_of(tm.path, fn), "pointer")
 
 
