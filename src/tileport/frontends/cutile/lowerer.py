@@ -1717,26 +1717,26 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: N
         unknown = Diagnostic(f"{need.reason}; constant(s) {', '.join(sorted(need.constants))} must be "
                              "specialized, but no values are known", need.loc, "specialization",
                              "give the constant values in use (translate/port --config)")
-        enumerated = not values and need.constants <= _bool_constants(sm, name) - set(cfg.pinned) \
-            and len(need.constants) <= MAX_ENUMERATED_BOOLS
-        if enumerated:  # a bool has two values: one entry for each, as cuTile compiles one per value
-            names = sorted(need.constants)
-            values = [dict(zip(names, combo)) for combo in product((False, True), repeat=len(names))]
-        elif not values and not need.constants <= cfg.runtime | cfg.generic:
+        few = len(need.constants) <= MAX_ENUMERATED_BOOLS
+        enumerated = not values and need.constants <= _bool_constants(sm, name) - set(cfg.pinned) and few
+        if not values and not enumerated and not need.constants <= cfg.runtime | cfg.generic:
             # no values known: int constants stay const generics and are compared as such, or the constants
             # become typed runtime parameters (cuTile folds them; the port computes with them), so the
             # kernel still translates without a configuration
             ints = need.constants <= _int_constants(sm, name)
             tries = ([replace(cfg, generic=cfg.generic | need.constants)] if ints else []) \
                 + [replace(cfg, runtime=cfg.runtime | need.constants)]
-            for i, retry in enumerate(tries):
+            for retry in tries:
                 try:
                     return _lower_configured(sm, name, retry, naming)
                 except Diagnostic as d:
                     if d.construct == "dtype":
                         raise  # about element types, not the constant (unconfigured kernels try several)
-                    if i == len(tries) - 1:  # e.g. a branch on it changes a type: values are needed
-                        raise unknown from None
+            # e.g. a branch on it changes a type: values are needed; an int only tested for truth is a flag
+            if need.constants <= _flag_constants(sm, name) - set(cfg.pinned) and few:
+                values, enumerated = _combinations(need.constants, (0, 1)), True
+        elif enumerated:  # a bool has two values: one entry for each, as cuTile compiles one per value
+            values = _combinations(need.constants, (False, True))
         if not values:
             raise unknown from None
         out = []
@@ -1758,6 +1758,28 @@ MAX_ENUMERATED_BOOLS = 3  # at most 8 entries per kernel without values
 def _int_constants(sm: ScannedModule, name: str) -> set[str]:
     fn = sm.kernels[name]
     return {a.arg for a in fn.args.args if _const_annotation(sm, a.annotation) == "int"}
+
+
+def _combinations(names: frozenset, choices: tuple) -> list[dict]:
+    ordered = sorted(names)
+    return [dict(zip(ordered, combo)) for combo in product(choices, repeat=len(ordered))]
+
+
+def _flag_constants(sm: ScannedModule, name: str) -> set[str]:
+    """Int constants the kernel only tests for truth (`if HAS_BETA:`, `not C`, `C and D`, `a if C else b`):
+    flags, whose values are 0 and 1 (an entry for each; the launcher refuses another value)."""
+    fn = sm.kernels[name]
+
+    def truth(node: ast.AST) -> list[ast.AST]:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return truth(node.operand)
+        if isinstance(node, ast.BoolOp):
+            return [n for v in node.values for n in truth(v)]
+        return [node] if isinstance(node, ast.Name) else []
+    tested = {id(n) for t in ast.walk(fn) if isinstance(t, (ast.If, ast.While, ast.IfExp)) for n in truth(t.test)}
+    names = [n for st in fn.body for n in ast.walk(st) if isinstance(n, ast.Name)]
+    return {c for c in _int_constants(sm, name)
+            if any(n.id == c for n in names) and all(id(n) in tested for n in names if n.id == c)}
 
 
 def _bool_constants(sm: ScannedModule, name: str) -> set[str]:
