@@ -198,6 +198,19 @@ def test_an_int_constant_only_tested_for_truth_is_a_flag_with_an_entry_per_value
     assert not m.ok and m.diagnostic.construct == "specialization" and "MODE" in m.diagnostic.message
 
 
+def test_a_dtype_called_on_a_value_is_that_value_of_the_dtype(tmp_path):
+    """`ct.float32(0.0)` (a typed zero to accumulate into) was "this call is not supported in kernels"."""
+    body = _entry(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            total = ct.float32(0.0) + ct.sum(ct.astype(t, ct.float32), 0)
+            ct.store(y, index=(ct.bid(0),), tile=ct.astype(total, ct.float16) + ct.float16(1))
+    """, configs={"k": [{"x": "f32", "y": "f16", "TILE": 128}]})
+    assert has_line(body, "let c: Tile<f32, { [] }> = 0.0f32.broadcast(shape![]);"), body
+    assert has_line(body, "let c_1: Tile<f16, { [] }> = constant_lit(1.0f32, shape![]);"), body
+
+
 def test_a_variable_defined_in_both_branches_of_a_runtime_if_is_the_ifs_result(tmp_path):
     """`if n > 4: res = a` / `else: res = b`, `res` read after: "undefined name `res`" once; cuTile yields
     it from the `if`."""

@@ -238,6 +238,8 @@ def call(lw, callee: Value, args: list, kwargs: dict, node: ast.Call) -> Value:
         return method(lw, callee, args, kwargs, node)
     if isinstance(callee, tuple) and callee[:1] == ("builtin",):  # a builtin, not a tuple value
         return builtin(lw, callee[1], args, kwargs, node)
+    if isinstance(callee, DTypeVal) and len(args) == 1 and not kwargs:  # `ct.float32(0.0)`: a value of that type
+        return astype(lw, args[0], callee, None, node)
     raise lw.fail(node, "this call is not supported in kernels", "call")
 
 
