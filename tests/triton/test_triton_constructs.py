@@ -182,3 +182,53 @@ def test_loaded_offsets_make_an_index_array_through_floor_division_and_scalar_st
     types = {p.name: p.ty for p in k.params}
     assert types["cu_q"].dtype == "i64"
     assert types["stride_m"].dtype == "i32" and types["topk"].dtype == "i32"
+
+
+PACKED_MATMUL = """
+    @triton.jit
+    def packed_kernel(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        a_ptrs = a_ptr + offs[:, None] * K + offs[None, :]
+        acc = tl.zeros((BLOCK, BLOCK), dtype=tl.int32)
+        for i in range(4):
+            b_ptrs = b_ptr + offs[:, None] * BLOCK + offs[None, :]
+            for j in range(0, tl.cdiv(K, BLOCK)):
+                a = tl.load(a_ptrs)
+                b = (tl.load(b_ptrs) >> (2 * i)) & 3
+                acc += tl.dot(a, b.to(tl.int8), out_dtype=tl.int32)
+                a_ptrs += BLOCK
+                b_ptrs += BLOCK * BLOCK
+        tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], acc)
+"""
+
+
+def test_a_pointer_reset_each_outer_iteration_and_integer_dot_operands(tmp_path):
+    """`b_ptrs = b_ptr + ..` at the top of the outer loop, advanced in the inner one, was "reassigned inside a
+    loop"; the operands of a dot into int32 come from pointers that hold i8 (the integers Tile IR's mma takes)."""
+    path = tmp_path / "packed.py"
+    path.write_text(HEADER + textwrap.dedent(PACKED_MATMUL).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    types = {p.name: p.ty.dtype for p in k.array_params}
+    assert types["a_ptr"] == "i8" and types["b_ptr"] == "i8" and types["c_ptr"] == "i32"
+    assert any("`a_ptr`" in n and "i8" in n for n in k.notes)
+    r = translate([str(path)], None)
+    assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
+
+
+def test_a_pointer_reset_in_a_loop_and_read_after_it_is_a_located_diagnostic(tmp_path):
+    path = tmp_path / "after.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def after_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            p = x_ptr
+            acc = tl.zeros((BLOCK,), dtype=tl.float32)
+            for i in range(n):
+                p = x_ptr + i * BLOCK + tl.arange(0, BLOCK)
+                acc += tl.load(p)
+            tl.store(out_ptr + tl.arange(0, BLOCK), acc + tl.load(p))
+    """).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    (d,) = tr.diagnostics
+    assert d.construct == "pointer" and d.loc.line == 12 and "after the loop" in d.message, d

@@ -583,6 +583,11 @@ def dot(lw, args, kwargs, node):
     if x.ty.rank != 2 or y.ty.rank != 2:
         raise lw.fail(node, "tl.dot needs 2-D tiles", "tl.dot")
     lw.b.check_dims_equal(x.ty.shape[1], y.ty.shape[0], loc, "tl.dot contraction dimension")
+    out_int = not M._none(b.get("out_dtype")) and T.is_int(_dtype(lw, b["out_dtype"], node, "tl.dot"))
+    if out_int or any(T.is_int(str(v.ty.dtype)) for v in (x, y)):  # an integer product: i8 operands (mma's)
+        for v in (x, y):
+            if lw.loaded.get(v.name) in lw.default_float | lw.assumed_ints:
+                raise Retry("narrow", lw.loaded[v.name])
     if x.ty.dtype != y.ty.dtype:
         dt = lw.b.promote(x.ty.dtype, y.ty.dtype, loc, "tl.dot operands")
         x, y = lw.b.cast(x, dt, loc), lw.b.cast(y, dt, loc)

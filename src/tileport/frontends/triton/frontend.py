@@ -217,6 +217,7 @@ class KernelPlan:
     dtypes: set = field(default_factory=set)  # dtype constexprs: specialization values only, never parameters
     ints: set = field(default_factory=set)  # unconfigured pointers the kernel stores i32 tiles into
     bits: set = field(default_factory=set)  # unconfigured pointers whose values are used as integers (i32)
+    narrow: set = field(default_factory=set)  # unconfigured pointers whose values are integer tl.dot operands (i8)
     configured: bool = False  # element dtypes come from the configuration
     assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
     absent: set = field(default_factory=set)  # arguments every configuration passes as None (pinned None)
@@ -395,7 +396,8 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
     lw.static = {tm.naming.ident(n) for n in plan.runtime}
     lw.dynamic = set(plan.dynamic)
     lw.default_float = set() if plan.configured else \
-        {tm.naming.ident(n) for n in plan.pointers if n not in plan.index | plan.ints | plan.bits}
+        {tm.naming.ident(n) for n in plan.pointers if n not in plan.index | plan.ints | plan.bits | plan.narrow}
+    lw.assumed_ints = {tm.naming.ident(n) for n in (plan.ints | plan.bits) - plan.index - plan.narrow}
     kernel = lw.lower()
     ranks = {r: len(v) for r, v in lw.views.items()}
     kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.ident, plan.descriptors.get(p.name, 1))
@@ -405,7 +407,9 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
     kernel.notes = assumption_notes(plan) + [f"pointer `{p}`: assumed to hold i32 (the kernel stores i32 values "
                                              "into it)" for p in sorted(plan.ints - plan.index)] + [
         f"pointer `{p}`: assumed to hold i32 (the kernel uses its values as integers: bitwise operands, `%`, `//`)"
-        for p in sorted(plan.bits - plan.ints - plan.index)] + [
+        for p in sorted(plan.bits - plan.ints - plan.index - plan.narrow)] + [
+        f"pointer `{p}`: assumed to hold i8 (its values are operands of an integer tl.dot)"
+        for p in sorted(plan.narrow - plan.index)] + [
         f"constexpr `{c}` is passed at run time ({plan.runtime_dtypes.get(c, 'i32')}): no values are known"
         for c in sorted(plan.runtime)] + [f"constexpr `{c}`: no values are known, its tests run at run time (the value "
                                           "is still a const generic)" for c in sorted(plan.dynamic)] + kernel.notes
@@ -415,15 +419,16 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
 def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: dict) -> Kernel:
     for _ in range(MAX_RETRIES):
         try:
-            effective = [{**d, **{p: "i32" for p in plan.ints | plan.bits}, **{p: INDEX_DTYPE for p in plan.index}}
-                         for d in dtypes]
+            effective = [{**d, **{p: "i32" for p in plan.ints | plan.bits}, **{p: "i8" for p in plan.narrow},
+                          **{p: INDEX_DTYPE for p in plan.index}} for d in dtypes]
             return lower_once(tm, fn, plan, effective, pinned)
         except Retry as r:
             if r.what == "float":
                 plan.scalars[r.param], plan.maybe_float = "f32", plan.maybe_float - {r.param}
                 plan.floated.add(r.param)
                 continue
-            target = {"flat": plan.flat, "int": plan.ints, "bits": plan.bits}.get(r.what, plan.index)
+            target = {"flat": plan.flat, "int": plan.ints, "bits": plan.bits, "narrow": plan.narrow}.get(
+                r.what, plan.index)
             if r.param in plan.descriptors:
                 raise Diagnostic(f"host-side tensor descriptor `{r.param}`: its accesses are not partitions of one "
                                  "view (offsets must be multiples of the block shape)", loc_of(tm.path, fn),

@@ -93,6 +93,7 @@ class TritonLowerer:
         self.loaded: dict[str, str] = {}  # Ref name -> the pointer parameter its values were loaded from
         self.maybe_float: set[str] = set()  # scalar parameters assumed i32 that may be Python floats
         self.default_float: set[str] = set()  # pointers whose float element type is assumed (none configured)
+        self.assumed_ints: set[str] = set()  # pointers assumed to hold i32 (their values used as integers)
         # runtime values Triton knows at compile time (constexprs passed at run time, tests of constexprs kept
         # generic): they promote as Python numbers, and Triton folds the branches they steer
         self.static: set[str] = set()
@@ -196,8 +197,8 @@ class TritonLowerer:
             if name in s.vars:
                 v = s.vars[name]
                 if isinstance(v, Gone):
-                    raise self.fail(node, f"pointer `{name}` is read after the loop that advances it", "pointer",
-                                    "recompute the pointer after the loop")
+                    raise self.fail(node, f"pointer `{name}` is read after the loop that advances or reassigns it",
+                                    "pointer", "recompute the pointer after the loop")
                 return v
         if name in self.tm.constants:
             return CV(self.tm.constants[name])
@@ -507,8 +508,11 @@ class TritonLowerer:
     def stmt_While(self, s: ast.While) -> None:
         if s.orelse:
             raise self.fail(s, "`while ... else` is not supported", "while-else")
-        self.materialize_carried(s, also=frozenset(n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)))
+        tested = frozenset(n.id for n in ast.walk(s.test) if isinstance(n, ast.Name))
+        self.materialize_carried(s, also=tested)
+        fresh = [name for name in self.fresh_pointers(s) if name not in tested]
         self.scopes.append(Scope("loop"))
+        self.scopes[-1].vars.update({name: Gone(name) for name in fresh})
         cond = self.b.push()
         test = self.while_test(s)
         self.b.pop()
@@ -519,6 +523,8 @@ class TritonLowerer:
         self.block(s.body)
         self.b.pop()
         self.scopes.pop()
+        for name in fresh:
+            self.scopes[self.owner(name)].vars[name] = Gone(name)
         self.b.emit(While(cond, test, body, self.loc(s), self.outer_updates(cond, body)))
 
     def while_test(self, s: ast.While) -> Ref | None | bool:
@@ -548,11 +554,13 @@ class TritonLowerer:
             return self.unrolled(s, static)
         incs = self.pointer_increments(s)
         self.materialize_carried(s)
+        fresh = self.fresh_pointers(s)
         self.scopes.append(Scope("loop"))
         self.b.push()
         index = self.b.fresh(s.target.id)
         self.forget(index)
         ref = Ref(index, ScalarT("i32"))
+        self.scopes[-1].vars.update({name: Gone(name) for name in fresh})
         self.scopes[-1].vars[s.target.id] = ref
         self.track_scalar(ref)
         iteration = self.loop_iteration(ref, start, step, s)
@@ -564,7 +572,7 @@ class TritonLowerer:
         self.block(s.body)
         body = self.b.pop()
         self.scopes.pop()
-        for name in incs:
+        for name in [*incs, *fresh]:
             self.scopes[self.owner(name)].vars[name] = Gone(name)
         self.b.emit(For(index, start, stop, step, body, self.loc(s), self.outer_updates(body)))
 
@@ -634,6 +642,18 @@ class TritonLowerer:
         if out and any(isinstance(n, ast.Continue) for n in _same_loop(s.body)):
             raise self.fail(s, "a loop that advances pointers cannot `continue` (the increment would be skipped)",
                             "pointer", "advance the pointers before `continue`, or recompute them from the index")
+        return out
+
+    def fresh_pointers(self, s: ast.For | ast.While) -> list[str]:
+        """Pointers of the enclosing code that the loop body assigns before reading them (`p = base + offs`
+        at the top of each iteration): a new pointer each time round, local to the body; after the loop,
+        where Python would see the last iteration's, reading them is a diagnostic."""
+        out = []
+        for name in sorted(assigned(s.body)):
+            owner = self.owner(name)
+            if owner is not None and isinstance(self.scopes[owner].vars[name], (Ptr, BlockPtr)) \
+                    and not exposed_read(s.body, name):
+                out.append(name)
         return out
 
     def materialize_carried(self, s: ast.For | ast.While, also: frozenset = frozenset()) -> None:

@@ -104,7 +104,7 @@ class Method:
 
 @dataclass(frozen=True)
 class Gone:
-    """A pointer advanced in a loop, read after the loop (its value after the loop is not modelled)."""
+    """A pointer advanced or reassigned in a loop, read after the loop (its value after it is not modelled)."""
 
     name: str
 
