@@ -232,3 +232,23 @@ def test_a_pointer_reset_in_a_loop_and_read_after_it_is_a_located_diagnostic(tmp
     tr = translate_file(str(path), None, naming=RUST_NAMING)
     (d,) = tr.diagnostics
     assert d.construct == "pointer" and d.loc.line == 12 and "after the loop" in d.message, d
+
+
+def test_a_constexpr_no_launch_gives_takes_its_signature_default(tmp_path):
+    """`sem: tl.constexpr = "release"` (an atomic's ordering) with no launch or configuration giving it: it
+    cannot be a runtime value, so its entry is for the default, the value of every launch that omits it."""
+    path = tmp_path / "lock.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def locked_add(x_ptr, lock_ptr, value, sem: tl.constexpr = "release"):
+            while tl.atomic_cas(lock_ptr, 0, 1, sem=sem) == 1:
+                pass
+            tl.store(x_ptr, tl.load(x_ptr) + value)
+            tl.atomic_xchg(lock_ptr, 0)
+    """).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert k.pinned == {"sem": "release"}
+    (cas,) = [st.op for st in walk(k.body) if getattr(st, "op", None) is not None and st.op.kind == "atomic_cas"]
+    assert cas.attr("memory_order") == "release"

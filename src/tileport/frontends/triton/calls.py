@@ -697,6 +697,8 @@ def _atomic_enum(lw, v, table: dict, default: str, node, fn: str, what: str) -> 
     if M._none(v):
         return default
     s = lw.compile_time(v, node, f"tl.{fn} {what}")
+    if isinstance(s, Sym):  # a constexpr (`sem: tl.constexpr = "release"`): one entry per value
+        raise NeedsSpecialization(frozenset({s.name}), f"a constexpr {what} of tl.{fn}", lw.loc(node))
     if s not in table:
         raise lw.fail(node, f"tl.{fn}: {what}={s!r} is not one of {', '.join(sorted(table))}", f"tl.{fn}")
     return table[s]

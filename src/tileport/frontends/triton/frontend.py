@@ -523,7 +523,14 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> lis
     except NeedsSpecialization as need:
         values = specialization_values(tm, fn.name, cfg, need.constants)
         if not values:
-            return _without_values(tm, fn, plan, cfg, pinned, need, width)
+            before = set(plan.runtime), set(plan.dynamic)
+            try:
+                return _without_values(tm, fn, plan, cfg, pinned, need, width)
+            except Diagnostic:
+                values = signature_defaults(fn, need.constants)
+                if not values:
+                    raise
+                plan.runtime, plan.dynamic = before
         if width > 1 and width * len(values) > MAX_ENTRIES and not need.constants & plan.dtypes:
             before = set(plan.runtime), set(plan.dynamic)
             try:
@@ -537,6 +544,20 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> lis
             out = _value_entries(tm, fn, plan, cfg, pinned, [dict(zip(sorted(need.constants), c)) for c in choices],
                                  width, False)
         return out
+
+
+def signature_defaults(fn: ast.FunctionDef, names: frozenset) -> list[dict[str, Any]]:
+    """The one value set of `names` the signature gives (`sem: tl.constexpr = "release"`, `USE_TMA=False`):
+    what every launch that omits them passes; [] unless each has a literal default."""
+    args = fn.args.args
+    defaults = dict(zip([a.arg for a in args[len(args) - len(fn.args.defaults):]], fn.args.defaults))
+    out = {}
+    for name in names:
+        node = defaults.get(name)
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str))):
+            return []
+        out[name] = node.value
+    return [out]
 
 
 def _value_entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, values: list[dict], width: int,
