@@ -252,3 +252,71 @@ def test_a_constexpr_no_launch_gives_takes_its_signature_default(tmp_path):
     assert k.pinned == {"sem": "release"}
     (cas,) = [st.op for st in walk(k.body) if getattr(st, "op", None) is not None and st.op.kind == "atomic_cas"]
     assert cas.attr("memory_order") == "release"
+
+
+def _is_store(st) -> bool:
+    return getattr(st, "op", None) is not None and ("store" in st.op.kind or "scatter" in st.op.kind)
+
+
+def _stores_at_top(kernel) -> int:
+    return sum(1 for st in kernel.body.stmts if _is_store(st))
+
+
+def test_an_early_return_inside_a_branch_skips_the_rest_of_the_kernel(tmp_path):
+    """`if IS_VARLEN: ..; if n < 0: return` (a folded branch) and `if a: (if b: return) ..` (a runtime one):
+    the return ends the kernel, so the statements after the outer `if` run only where it does not (they were
+    out of reach of the rewrite: "undefined name `bos`", or run after a return)."""
+    path = tmp_path / "early.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.heuristics({"IS_VARLEN": lambda args: args["cu"] is not None})
+        @triton.jit
+        def varlen_kernel(x_ptr, cu, out_ptr, T, IS_VARLEN: tl.constexpr, BLOCK: tl.constexpr):
+            i = tl.program_id(0)
+            if IS_VARLEN:
+                n = tl.load(cu + i)
+                if n < 0:
+                    return
+                bos = n
+            else:
+                bos = i * T
+            offs = bos + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+        @triton.jit
+        def nested_kernel(x_ptr, out_ptr, a, b):
+            if a > 0:
+                if b > 0:
+                    return
+                tl.store(x_ptr, 1.0)
+            tl.store(out_ptr, 2.0)
+    """).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    assert not tr.diagnostics, tr.diagnostics
+    k = {k.name: k for k in tr.module.kernels}
+    assert set(k) == {"varlen_kernel_is_varlen0", "varlen_kernel_is_varlen1", "nested_kernel"}
+    assert _stores_at_top(k["varlen_kernel_is_varlen0"]) == 1
+    assert _stores_at_top(k["varlen_kernel_is_varlen1"]) == 0  # under the `if n < 0` that returns
+    nested = k["nested_kernel"]
+    assert _stores_at_top(nested) == 0
+    assert len([st for st in walk(nested.body) if _is_store(st)]) == 3  # x (a > 0, b <= 0), out there, and out where a <= 0
+
+
+def test_an_unsupported_call_is_named_before_its_arguments_are_read(tmp_path):
+    """`tl.inline_asm_elementwise(asm=ASM, ..)` with ASM built by a host function: the diagnostic names the
+    inline assembly, not the host function (its arguments are never computed)."""
+    path = tmp_path / "asm.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        def _make_asm(n):
+            return "mov.b32 $0, $1;" * n
+
+        ASM: tl.constexpr = tl.constexpr(_make_asm(1))
+
+        @triton.jit
+        def asm_kernel(x_ptr, BLOCK: tl.constexpr):
+            x = tl.load(x_ptr + tl.arange(0, BLOCK))
+            y = tl.inline_asm_elementwise(asm=ASM, constraints="=r,r", args=[x], dtype=tl.float32, is_pure=True,
+                                          pack=1)
+            tl.store(x_ptr + tl.arange(0, BLOCK), y)
+    """).lstrip("\\n"))
+    (d,) = translate_file(str(path), None, naming=RUST_NAMING).diagnostics
+    assert d.construct == "tl.inline_asm_elementwise" and d.loc.line == 13, d

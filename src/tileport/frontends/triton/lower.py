@@ -337,7 +337,7 @@ class TritonLowerer:
             self.bounds.pop(old.name, None)
             return
         if owner is not None and owner != cur and isinstance(value, Ptr) and not self.local_in(name, owner) \
-                and all(sc.kind == "if" for sc in self.scopes[owner + 1:]):
+                and all(sc.kind in ("if", "tail") for sc in self.scopes[owner + 1:]):
             self.scopes[cur].vars[name] = value  # joined with the other branch after the `if` (join_branch_pointers)
             return
         if owner is not None and owner != cur and isinstance(value, (Ptr, BlockPtr, Descriptor)) \
@@ -432,7 +432,10 @@ class TritonLowerer:
                 else:
                     s = ast.If(s.test, list(s.body) + rest, s.orelse[:-1])
                 ast.copy_location(s, stmts[i])
-                self.stmt_If(s)
+                self.stmt_If(s, [])  # both branches now run to the kernel's end
+                return
+            if isinstance(s, ast.If) and self.at_kernel_top() and _returns_inside(s):
+                self.stmt_If(s, list(stmts[i + 1:]))  # a folded test: its branch and the rest are one block
                 return
             handler = getattr(self, f"stmt_{type(s).__name__}", None)
             if handler is None:
@@ -480,8 +483,8 @@ class TritonLowerer:
             raise self.fail(node, f"assignment to `{type(target).__name__}` is not supported", "assignment")
 
     def at_kernel_top(self) -> bool:
-        """Lowering the kernel's own body or branches of its top-level `if`s (no loop, no helper)."""
-        return not self.inline_depth and all(sc.kind in ("fn", "if") for sc in self.scopes)
+        """Lowering the kernel's own body, or branches that run to its end (no loop, no helper)."""
+        return not self.inline_depth and all(sc.kind in ("fn", "tail") for sc in self.scopes)
 
     def stmt_Return(self, s: ast.Return) -> None:
         if self.inline_depth:
@@ -685,12 +688,19 @@ class TritonLowerer:
                 self.b.temps.discard(copy.name)
                 self.scopes[owner].vars[name] = copy
 
-    def stmt_If(self, s: ast.If) -> None:
+    def stmt_If(self, s: ast.If, rest: list[ast.stmt] | None = None) -> None:
+        """`rest`: the statements after the `if` (at the kernel's top, with a `return` inside), lowered after
+        it; a folded branch is lowered with them, so that its early return still skips them."""
         self.unshare_assigned([*s.body, *s.orelse], s)
         cond = self.expr(s.test)
         if isinstance(cond, CV) and not isinstance(cond.value, (Sym, DimOp)):
-            self.block(s.body if cond.value else s.orelse)  # a constexpr condition folds
+            self.block([*(s.body if cond.value else s.orelse), *(rest or [])])  # a constexpr condition folds
             return
+        self.runtime_if(s, cond, rest)
+
+    def runtime_if(self, s: ast.If, cond: Any, rest: list[ast.stmt] | None = None) -> None:
+        """A test at run time; with `rest` (a `return` inside), each branch continues with it (a "tail"
+        scope, where a nested `if ..: return` still ends the kernel)."""
         if self.calls.dynamic(self, cond):
             cond = self.calls.compare(self, "!=", self.calls.at_run_time(self, cond, s.test), CV(0), s.test)
         tests_constexpr = isinstance(cond, Ref) and cond.name in self.static
@@ -702,9 +712,9 @@ class TritonLowerer:
         cond = self.scalar_condition(cond, s.test)
         branches, scopes = [], []
         for stmts in (s.body, s.orelse):
-            self.scopes.append(Scope("if"))
+            self.scopes.append(Scope("if" if rest is None else "tail"))
             blk = self.b.push()
-            self.block(stmts)
+            self.block(stmts if rest is None else [*stmts, *rest])
             names = set(self.b.scope_names[-1])
             self.b.pop()
             branches.append((blk, names))
@@ -840,6 +850,8 @@ class TritonLowerer:
             return self.inline(f.node, node, f.module)
         if isinstance(f, Method) and isinstance(f.obj, Module) and f.name in self.calls.NO_OP:
             return CV(None)  # asserts and prints: their arguments are not computed either
+        if isinstance(f, Method) and isinstance(f.obj, Module) and f.name in self.calls.UNSUPPORTED:
+            return self.calls.tl_call(self, f.name, [], {}, node, f.obj.name)  # its diagnostic, before the args'
         args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise self.fail(node, "*args / **kwargs in calls are not supported", "call")
@@ -1057,6 +1069,11 @@ def single_exit(stmts: list[ast.stmt]) -> list[ast.stmt]:
 
 def _returns(stmts: Sequence[ast.stmt]) -> bool:
     return bool(stmts) and isinstance(stmts[-1], ast.Return) and stmts[-1].value is None
+
+
+def _returns_inside(s: ast.If) -> bool:
+    """A `return` somewhere in the branches (not of a nested function)."""
+    return any(isinstance(n, ast.Return) for st in [*s.body, *s.orelse] for n in ast.walk(st))
 
 
 def _is_int(dt) -> bool:
