@@ -278,3 +278,40 @@ def test_record_a_suite_then_port_every_recorded_specialization(site, monkeypatc
     configs = {(c["arrays"]["x"][0], c["constants"]["TILE"]) for c in analysis["configurations"]}
     assert configs == {("float16", 16), ("float16", 32), ("float32", 16)}
     assert all((out / "scale_kernel" / c["reference_ir"]).is_file() for c in analysis["configurations"])
+
+
+def test_on_a_terminal_the_command_keeps_a_terminal_and_the_progress_line_is_transient(site):
+    """stdout and stderr one terminal (a pseudo-terminal here): the command's output reaches it whole, the
+    command still sees a terminal, and the progress line is drawn and erased in place."""
+    import pty
+    import select
+    prog = program(site, """
+        print("tty:", os.isatty(1), os.isatty(2), flush=True)
+        for i in range(4):
+            scale(64, tile=16 * (i + 1))
+            time.sleep(0.2)
+        print("done", file=sys.stderr)
+        """)
+    driver = (f"import sys\nsys.path.insert(0, {str(SRC)!r})\nfrom tileport.launches import record\n"
+              f"rc, _ = record.run([sys.executable, {str(prog)!r}], __import__('pathlib').Path({str(site / 's.json')!r}),"
+              f" flush_every=0.05, progress_every=0.1)\nsys.exit(rc)\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", driver], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 30)
+        try:
+            chunk = os.read(master, 1 << 16) if ready else b""
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=30) == 0, out
+    os.close(master)
+    text = out.decode()
+    assert "tty: True True" in text and "done" in text
+    assert "\r\x1b[Ktileport record: " in text and "specializations of 1 kernels" in text
+    tail = text.rsplit("done", 1)[1]  # after the command's last output: no progress line left on the screen
+    assert tail.strip("\r\n") == "" or tail.endswith("\r\x1b[K"), repr(tail)
