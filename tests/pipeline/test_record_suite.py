@@ -315,3 +315,63 @@ def test_on_a_terminal_the_command_keeps_a_terminal_and_the_progress_line_is_tra
     assert "\r\x1b[Ktileport record: " in text and "specializations of 1 kernels" in text
     tail = text.rsplit("done", 1)[1]  # after the command's last output: no progress line left on the screen
     assert tail.strip("\r\n") == "" or tail.endswith("\r\x1b[K"), repr(tail)
+
+
+FAKE_TRITON_JIT = '''
+import inspect
+class KernelParam:
+    def __init__(self, p):
+        self.name, self.is_constexpr = p.name, "constexpr" in str(p.annotation)
+        self.has_default, self.default = p.default is not inspect.Parameter.empty, p.default
+class JITFunction:
+    def __init__(self, fn):
+        self.fn = fn
+        self.params = [KernelParam(p) for p in inspect.signature(fn).parameters.values()]
+    def run(self, *args, grid, warmup, **kwargs):
+        pass
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+def jit(fn):
+    return JITFunction(fn)
+'''
+
+TRITON_KERNELS = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+'''
+
+
+def test_record_a_triton_suite_then_port_every_recorded_specialization(site, monkeypatch):
+    tri = site / "site" / "triton"
+    (tri / "runtime").mkdir(parents=True)
+    (tri / "language").mkdir()
+    (tri / "__init__.py").write_text("from triton.runtime.jit import jit\n")
+    (tri / "runtime" / "__init__.py").write_text("")
+    (tri / "runtime" / "jit.py").write_text(FAKE_TRITON_JIT)
+    (tri / "language" / "__init__.py").write_text("class constexpr:\n    pass\n")
+    (site / "site" / "tkernels.py").write_text(TRITON_KERNELS)
+    launch = ("import numpy as np\nfrom tkernels import add_kernel\n\ndef run(n, dtype, block):\n"
+              "    x = np.zeros(n, dtype=dtype)\n    add_kernel[((n + block - 1) // block,)](x, x.copy(), n, block)\n")
+    tests = suite(site, {"tlaunch.py": launch,
+                         "test_t.py": ("from tlaunch import run\n\ndef test_f16():\n    run(100, 'float16', 64)\n"
+                                       "    run(96, 'float16', 64)\n\ndef test_f32():\n    run(100, 'float32', 128)\n")})
+    spec = site / "launches.json"
+    rc, records = record.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)], spec)
+    assert rc == 0 and len(records) == 3
+    assert len({r.specialization() for r in records}) == 3  # n = 96 is a multiple of 16: Triton specializes it
+    monkeypatch.setenv("PYTHONPATH", str(SRC))
+    out = site / "port"
+    proc = subprocess.run([sys.executable, "-m", "tileport.cli", "port", str(site / "site" / "tkernels.py"),
+                           "--launches", str(spec), "--until", "A", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    analysis = json.loads((out / "add_kernel" / "A" / "analysis.json").read_text())
+    configs = {(c["arrays"]["x_ptr"][0], c["constants"]["BLOCK"]) for c in analysis["configurations"]}
+    assert configs == {("float16", 64), ("float32", 128)}  # one port entry serves both values of n
