@@ -116,7 +116,7 @@ def test_caps_keep_the_first_and_count_every_launch_not_kept():
     new = [LaunchRecord(**{**r.__dict__, "count": 2}) for tile in (16, 32, 64) for r in
            [rec(tile=tile, shape=(n,), grid=(n // 16,)) for n in (32, 64, 96)]]
     records, dropped = merge_capped([], [], new, caps)
-    assert [(r.args[1].value, r.shape if False else r.args[0].shape, r.count) for r in records] == [
+    assert [(r.args[1].value, r.args[0].shape, r.count) for r in records] == [
         (16, [32], 2), (16, [64], 2), (32, [32], 2), (32, [64], 2)]
     (d,) = dropped
     assert (d.kernel, len(d.specializations), d.launches, d.extra_launches) == ("k", 1, 6, 4)
@@ -201,7 +201,8 @@ SUITE = {
     "test_a_ok.py": "from helpers import scale\n\ndef test_ok():\n    scale(64, times=3)\n",
     "test_b_fails.py": "from helpers import scale\n\ndef test_fails():\n    scale(48, 'float32')\n    assert False\n",
     "test_c_crash.py": ("import os, signal, time\nfrom helpers import scale\n\ndef test_crash():\n"
-                        "    scale(32, tile=32, times=2)\n    time.sleep(0.3)  # a flush interval: the repeat is written\n"
+                        "    scale(32, tile=32, times=2)\n"
+                        "    time.sleep(0.3)  # a flush interval: the repeat is written\n"
                         "    os.kill(os.getpid(), signal.SIGKILL)\n"),
     "test_d_never.py": "from helpers import scale\n\ndef test_never():\n    scale(256, 'float32', tile=64)\n",
 }
@@ -293,8 +294,9 @@ def test_on_a_terminal_the_command_keeps_a_terminal_and_the_progress_line_is_tra
         print("done", file=sys.stderr)
         """)
     driver = (f"import sys\nsys.path.insert(0, {str(SRC)!r})\nfrom tileport.launches import record\n"
-              f"rc, _ = record.run([sys.executable, {str(prog)!r}], __import__('pathlib').Path({str(site / 's.json')!r}),"
-              f" flush_every=0.05, progress_every=0.1)\nsys.exit(rc)\n")
+              f"rc, _ = record.run([sys.executable, {str(prog)!r}], "
+              f"__import__('pathlib').Path({str(site / 's.json')!r}), flush_every=0.05, progress_every=0.1)\n"
+              f"sys.exit(rc)\n")
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-c", driver], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
@@ -361,7 +363,8 @@ def test_record_a_triton_suite_then_port_every_recorded_specialization(site, mon
               "    x = np.zeros(n, dtype=dtype)\n    add_kernel[((n + block - 1) // block,)](x, x.copy(), n, block)\n")
     tests = suite(site, {"tlaunch.py": launch,
                          "test_t.py": ("from tlaunch import run\n\ndef test_f16():\n    run(100, 'float16', 64)\n"
-                                       "    run(96, 'float16', 64)\n\ndef test_f32():\n    run(100, 'float32', 128)\n")})
+                                       "    run(96, 'float16', 64)\n\n"
+                                       "def test_f32():\n    run(100, 'float32', 128)\n")})
     spec = site / "launches.json"
     rc, records = record.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)], spec)
     assert rc == 0 and len(records) == 3
@@ -375,3 +378,16 @@ def test_record_a_triton_suite_then_port_every_recorded_specialization(site, mon
     analysis = json.loads((out / "add_kernel" / "A" / "analysis.json").read_text())
     configs = {(c["arrays"]["x_ptr"][0], c["constants"]["BLOCK"]) for c in analysis["configurations"]}
     assert configs == {("float16", 64), ("float32", 128)}  # one port entry serves both values of n
+
+
+def test_cli_record_reports_what_the_caps_did_not_keep(site, monkeypatch):
+    prog = program(site, "scale(64, times=2)\nscale(128)\nscale(64, 'float32', times=3)\n")
+    monkeypatch.setenv("PYTHONPATH", f"{site / 'site'}{os.pathsep}{SRC}")
+    proc = subprocess.run([sys.executable, "-m", "tileport.cli", "record", "--out", str(site / "s.json"),
+                           "--max-specializations", "1", "--max-launches", "1", "--", sys.executable, str(prog)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 distinct launch(es), 1 specialization(s) of 1 kernel(s)" in proc.stdout
+    assert ("not kept over the caps: scale_kernel: 3 launch(es) of 1 more specialization(s) (--max-specializations "
+            "1), 1 launch(es) of kept specializations with other grids or extents (--max-launches 1)") in \
+        " ".join(proc.stdout.split())
