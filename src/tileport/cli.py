@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tileport import toolchain
+from tileport.launches.bounds import DEFAULT_LAUNCHES, DEFAULT_SPECIALIZATIONS
 from tileport.proc import ToolTimeout, stop_tools_on_signals
 from tileport.tileir.cli import irdiff_command  # typer needs its signature now (imports the Tile IR toolkit)
 
@@ -491,19 +492,35 @@ def record(
     command: Annotated[list[str], typer.Argument(help="The program to run, after `--` (e.g. -- python3 app.py).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Launch spec to write (JSON).")] = Path("launches.json"),
     append: Annotated[bool, typer.Option("--append", help="Add to an existing spec instead of replacing it.")] = False,
+    max_specializations: Annotated[int, typer.Option(
+        "--max-specializations", min=1, help="Distinct specializations kept per kernel (dtypes, ranks, constants, "
+        "divisibility, launch options); launches of others are counted, not kept.")] = DEFAULT_SPECIALIZATIONS,
+    max_launches: Annotated[int, typer.Option(
+        "--max-launches", min=1, help="Distinct launches (grids, extents) kept per specialization; others are "
+        "counted, not kept.")] = DEFAULT_LAUNCHES,
 ) -> None:
-    """Run YOUR program (on a GPU machine) and record every kernel launch into a launch spec for
-    `tileport port --launches` (docs/pipeline.md, 'Launch specs'). Exits with the program's code."""
+    """Run YOUR program or test suite (on a GPU machine) and record every kernel launch into a launch spec
+    for `tileport port --launches` (docs/pipeline.md, 'Launch specs'). Exits with the program's code."""
     from tileport.launches import LaunchSpecError
+    from tileport.launches.bounds import Caps
     from tileport.launches.record import run as run_recorded
+    from tileport.launches.spec import load_document
     try:
-        rc, records = run_recorded(list(command), out, append)
+        rc, records = run_recorded(list(command), out, append, Caps(max_specializations, max_launches))
+        dropped = load_document(out)[1] if records else []
     except LaunchSpecError as e:
         console.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
     for r in records:
         console.print(f"  {escape(r.label)}  x{r.count}", highlight=False)
-    console.print(f"{len(records)} distinct launch(es) of {len({r.kernel for r in records})} kernel(s) in {out}")
+    specs = len({r.specialization() for r in records})
+    console.print(f"{len(records)} distinct launch(es), {specs} specialization(s) of "
+                  f"{len({r.kernel_id() for r in records})} kernel(s) in {out}")
+    for d in dropped:
+        console.print(escape(f"  not kept over the caps: {d.kernel}: {d.launches} launch(es) of "
+                             f"{len(d.specializations)} more specialization(s) (--max-specializations "
+                             f"{max_specializations}), {d.extra_launches} launch(es) of kept specializations with "
+                             f"other grids or extents (--max-launches {max_launches})"), highlight=False)
     if not records:
         console.print("[red]no launch was recorded[/]: the command launched no cuTile or Triton kernel from a "
                       f"Python process it started (its exit code: {rc})")

@@ -156,7 +156,7 @@ def _kernel_sites(m: Module, frontend: str, resolver: Resolver) -> FileOutcome:
     """The kernels of a file (name -> line), and for Triton, the jit functions of other modules its jit
     functions call and the names it launches."""
     if frontend == "cutile":
-        from tileport.frontends.cutile.lowerer import scan_module
+        from tileport.frontends.cutile.scan import scan_module
         sm = scan_module(m.path, resolver=resolver)
         return FileOutcome(m.name, m.path, frontend, lines={k: fn.lineno for k, fn in sm.kernels.items()})
     from tileport.frontends.triton.scan import helper_of, scan
