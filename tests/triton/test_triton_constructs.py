@@ -320,3 +320,39 @@ def test_an_unsupported_call_is_named_before_its_arguments_are_read(tmp_path):
     """).lstrip("\\n"))
     (d,) = translate_file(str(path), None, naming=RUST_NAMING).diagnostics
     assert d.construct == "tl.inline_asm_elementwise" and d.loc.line == 13, d
+
+
+def test_increments_under_constexpr_flags_numbers_in_helpers_and_float_of_a_constexpr(tmp_path):
+    """`if USE_G: p_g += H` at the top of a loop (a flag the heuristics give) advances like a top-level
+    increment (it was "reassigned inside a loop or branch"); a helper's `x.to(tl.float32)` on a number
+    (`exp(1.0)`) takes it as a 0-d tensor; `float(BT)` and `~n` of a constexpr without values compute
+    at run time."""
+    path = tmp_path / "recurrent.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def exp(x):
+            return tl.exp(x.to(tl.float32))
+
+        @triton.heuristics({"USE_G": lambda args: args["g"] is not None})
+        @triton.jit
+        def recurrent_kernel(x, g, o, T, H: tl.constexpr, BT: tl.constexpr, USE_G: tl.constexpr):
+            p_x = x + tl.arange(0, H)
+            p_g = g + tl.arange(0, H)
+            p_o = o + tl.arange(0, H)
+            levels = (tl.log2(float(BT))).to(tl.int32)
+            h = tl.zeros([H], dtype=tl.float32) + exp(1.0) + levels + (~levels)
+            for t in range(T):
+                h += tl.load(p_x)
+                if USE_G:
+                    h *= tl.load(p_g)
+                tl.store(p_o, h)
+                p_x += H
+                p_o += H
+                if USE_G:
+                    p_g += H
+    """).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    assert not tr.diagnostics, tr.diagnostics
+    assert sorted(k.name for k in tr.module.kernels) == ["recurrent_kernel_use_g0", "recurrent_kernel_use_g1"]
+    r = translate([str(path)], None)
+    assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]

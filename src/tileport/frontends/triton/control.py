@@ -241,7 +241,7 @@ class ControlFlowMixin:
         (initial pointer, increment) per name; the statements are then skipped in the body."""
         written = assigned(s.body) | {s.target.id}
         out = {}
-        for st in s.body:
+        for st in self.top_statements(s.body):
             name, inc_node = _increment(st)
             if name is None or name in out:
                 continue
@@ -260,6 +260,20 @@ class ControlFlowMixin:
             raise self.fail(s, "a loop that advances pointers cannot `continue` (the increment would be skipped)",
                             "pointer", "advance the pointers before `continue`, or recompute them from the index")
         return out
+
+    def top_statements(self, stmts: list[ast.stmt]):
+        """The statements at the top level of a block, through `if FLAG:` / `if not FLAG:` on compile-time
+        values (folded: `if USE_G: p_g += H` advances `p_g` at the top of the loop body)."""
+        for st in stmts:
+            test = st.test.operand if isinstance(st, ast.If) and isinstance(st.test, ast.UnaryOp) \
+                and isinstance(st.test.op, ast.Not) else getattr(st, "test", None)
+            if isinstance(st, ast.If) and isinstance(test, ast.Name):
+                v = self.expr(test)  # a name: nothing is computed
+                if isinstance(v, CV) and not isinstance(v.value, (Sym, DimOp)):
+                    taken = bool(v.value) != (test is not st.test)
+                    yield from self.top_statements(st.body if taken else st.orelse)
+                    continue
+            yield st
 
     def fresh_pointers(self, s: ast.For | ast.While) -> list[str]:
         """Pointers of the enclosing code that the loop body assigns before reading them (`p = base + offs`

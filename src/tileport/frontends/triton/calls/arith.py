@@ -582,4 +582,7 @@ def unary(lw, op: str, x, node) -> Any:
     if op == "Invert" and isinstance(x.ty, TileT):
         ones = lw.b.to_tile(Lit(-1, ScalarT(x.ty.dtype)), x.ty.dtype, tuple(x.ty.shape), loc)
         return lw.b.value(OpKind.BINARY, (x, ones), x.ty, loc, hint="inv", op="xor", rounding=None, ftz=None, nan=None)
+    if op == "Invert" and T.is_int(str(x.ty.dtype)):  # an integer scalar: on a 0-d tile (the model's bitwise ops)
+        t = unary(lw, op, lw.b.value(OpKind.TILE0, (x,), TileT(x.ty.dtype, ()), loc, hint="t"), node)
+        return lw.b.value(OpKind.SCALAR_OF, (t,), x.ty, loc, hint="inv")
     raise lw.fail(node, f"operator {op} on {x.ty} is not supported", "operator")

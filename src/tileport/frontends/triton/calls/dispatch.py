@@ -10,8 +10,9 @@ from typing import Any
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import memory as M
 from tileport.frontends.triton.calls.arith import (DOWNCAST_ROUNDING, arange, binary, bitcast, cdiv, clamp, div_rn,
-                                                   fdiv, fma, full, full_like, math_fn, pointer_type, recast,
-                                                   round_away, sigmoid, tl_where, to, trunc, two, zeros, zeros_like)
+                                                   dynamic, fdiv, fma, full, full_like, materialize_int, math_fn,
+                                                   pointer_type, recast, round_away, sigmoid, tl_where, to, trunc, two,
+                                                   zeros, zeros_like)
 from tileport.frontends.triton.calls.atomics import ATOMIC_RMW, atomic_cas, atomic_rmw
 from tileport.frontends.triton.calls.base import (DESCRIPTOR_METHODS, IDENTITY, NO_OP, TL_DTYPES, UNARY, UNSUPPORTED,
                                                   _bind)
@@ -20,6 +21,7 @@ from tileport.frontends.triton.calls.reduce import arg_reduction, cumsum, reduct
 from tileport.frontends.triton.calls.shape import (broadcast_to, expand, expand_dims, join, permute, reshape, split,
                                                    trans)
 from tileport.frontends.triton.values import CV, DT, BlockPtr, Builtin, Descriptor, Method, Module, Ptr
+from tileport.model.builder import lit_dtype
 from tileport.model.ir import Ref, sym_names
 from tileport.model.ops import OpKind
 from tileport.model.types import DimOp, ScalarT, Sym, TileT
@@ -69,6 +71,9 @@ def attribute(lw, obj: Any, attr: str, node) -> Any:
             return CV(_bits(obj.dtype))
     if isinstance(obj, CV) and attr == "value":
         return obj
+    if isinstance(obj, CV) and type(obj.value) in (int, float) and attr in ("to", "cast"):
+        # a number a helper takes as an argument is a 0-d tensor there (`exp(1.0)` -> `x.to(tl.float32)`)
+        return Method(lw.b.to_tile(lw.atom(obj, node, None), lit_dtype(obj.value), (), lw.loc(node)), attr)
     raise lw.fail(node, f"attribute `.{attr}` of {lw.describe(obj)} is not supported", "attribute")
 
 
@@ -116,6 +121,10 @@ def call(lw, f: Any, args: list, kwargs: dict, node) -> Any:
 def builtin(lw, name: str, args, kwargs, node):
     if name in ("min", "max") and len(args) == 2:
         return binary(lw, name, args[0], args[1], node)
+    if name == "float" and len(args) == 1 and isinstance(args[0], CV) and isinstance(args[0].value, (Sym, DimOp)):
+        if not dynamic(lw, args[0]):  # a constexpr without a value: its values, else computed at run time
+            raise NeedsSpecialization(frozenset(sym_names(args[0].value)), "float() of a constexpr", lw.loc(node))
+        return to(lw, materialize_int(lw, args[0], node), "f32", node)
     if name == "float" and len(args) == 1 and isinstance(args[0], CV):
         try:
             return CV(float(args[0].value))
