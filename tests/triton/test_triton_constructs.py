@@ -356,3 +356,38 @@ def test_increments_under_constexpr_flags_numbers_in_helpers_and_float_of_a_cons
     assert sorted(k.name for k in tr.module.kernels) == ["recurrent_kernel_use_g0", "recurrent_kernel_use_g1"]
     r = translate([str(path)], None)
     assert all(x.ok for x in r.results), [str(x.diagnostic) for x in r.results]
+
+
+def test_a_pointer_each_runtime_branch_sets(tmp_path):
+    """A pointer both branches of a runtime `if` set was undefined after it: into one array, its offset is
+    joined (the accesses gather); into a different array in each branch (`if modality == 1: gate_ptr =
+    image_gate_ptr elif ..`), reading it is a located diagnostic naming the choice."""
+    path = tmp_path / "choose.py"
+    path.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def same_kernel(x_ptr, out_ptr, c, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            if c > 0:
+                p = x_ptr + offs
+            else:
+                p = x_ptr + BLOCK + offs
+            tl.store(out_ptr + offs, tl.load(p))
+
+        @triton.jit
+        def three_kernel(a_ptr, b_ptr, d_ptr, out_ptr, c, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            if c == 0:
+                p = a_ptr
+            elif c == 1:
+                p = b_ptr
+            else:
+                p = d_ptr
+            tl.store(out_ptr + offs, tl.load(p + offs))
+    """).lstrip("\\n"))
+    tr = translate_file(str(path), None, naming=RUST_NAMING)
+    (d,) = tr.diagnostics
+    assert d.kernel == "three_kernel" and d.construct == "pointer" and d.loc.line == 23, d
+    assert "different array in each branch of the `if` on line 17" in d.message
+    (k,) = tr.module.kernels
+    assert k.name == "same_kernel" and any(st.op.kind == "gather" for st in walk(k.body)
+                                           if getattr(st, "op", None) is not None)

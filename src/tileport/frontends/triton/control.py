@@ -12,7 +12,7 @@ from tileport.frontends.liveness import assigned, exposed_read
 from tileport.frontends.triton import affine as A
 from tileport.frontends.triton.expressions import BINOPS
 from tileport.frontends.triton.scan import TritonModule, dotted
-from tileport.frontends.triton.values import CV, BlockPtr, Builtin, Gone, Method, Ptr
+from tileport.frontends.triton.values import CV, BlockPtr, Builtin, Chosen, Gone, Method, Ptr
 from tileport.model.builder import lit_dtype
 from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Let, Lit, Op, Ref, Return, While, sym_names,
                                walk)
@@ -393,11 +393,15 @@ class ControlFlowMixin:
         for name in sorted(scopes[0].vars.keys() | scopes[1].vars.keys()):
             owner = self.owner(name)
             values = [sc.vars.get(name) for sc in scopes]
-            if not any(isinstance(v, Ptr) for v in values) or owner is None and not tests_constexpr:
+            both = all(isinstance(v, (Ptr, Chosen)) for v in values)  # a pointer after the `if`
+            if not any(isinstance(v, (Ptr, Chosen)) for v in values) or owner is None and not tests_constexpr \
+                    and not both:
                 continue
             if owner is None:
                 arrays = {v.array.name: v.array for v in values if isinstance(v, Ptr)}
                 if len(arrays) != 1 or not all(isinstance(v, Ptr) or v is None for v in values):
+                    if both:  # read after the `if`: a located diagnostic
+                        self.scopes[-1].vars[name] = Chosen(name, node.lineno)
                     continue  # not one pointer after the `if`: undefined there
                 elems = {v.elem for v in values if isinstance(v, Ptr)}
                 if len(elems) != 1:

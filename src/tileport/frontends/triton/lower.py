@@ -23,7 +23,7 @@ from tileport.frontends.triton.control import ControlFlowMixin, Scope
 from tileport.frontends.triton.dtypes import promote
 from tileport.frontends.triton.expressions import ExpressionMixin, describe
 from tileport.frontends.triton.scan import TritonModule, defines, defining_module, helper_of, imported_module, loc_of
-from tileport.frontends.triton.values import (CV, DT, BlockPtr, Builtin, Descriptor, Gone, Helper, Module, Ptr,
+from tileport.frontends.triton.values import (CV, DT, BlockPtr, Builtin, Chosen, Descriptor, Gone, Helper, Module, Ptr,
                                               SourceModule)
 from tileport.model.builder import Builder, DTypeSpace
 from tileport.model.ir import Block, For, If, Kernel, Let, Loc, Op, Param, Ref, walk
@@ -187,6 +187,11 @@ class TritonLowerer(ControlFlowMixin, ExpressionMixin):
                 if isinstance(v, Gone):
                     raise self.fail(node, f"pointer `{name}` is read after the loop that advances or reassigns it",
                                     "pointer", "recompute the pointer after the loop")
+                if isinstance(v, Chosen):
+                    raise self.fail(node, f"pointer `{name}` points into a different array in each branch of the "
+                                    f"`if` on line {v.line} (a choice of arrays at run time): a port addresses one "
+                                    "array per access", "pointer", "pass the chosen tensor as the kernel's argument, "
+                                    "or load from each array under its own branch")
                 return v
         if name in self.tm.constants:
             return CV(self.tm.constants[name])

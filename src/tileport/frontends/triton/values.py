@@ -109,6 +109,14 @@ class Gone:
     name: str
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """A pointer each branch of a runtime `if` (at `line`) sets into a different array: no one array after it."""
+
+    name: str
+    line: int
+
+
 class Retry(Exception):
     """Lowering must restart with a changed decision about one parameter (see `translate.lower_kernel`)."""
 
