@@ -73,6 +73,7 @@ class Options:
     until: Stage | None = None     # stop after this stage (resume later)
     cache_dir: Path | None = None
     force: bool = False            # write into a non-empty `out` that holds no port run (outdir.py)
+    executor: str = "local"        # where units run: local (threads), ray, ray=ADDRESS (tileport.executor)
     # Tests only: kernel -> a translator defect planted into B(1)'s kernel text (stage_b.PlantedDefect).
     planted: Mapping[str, Any] = field(default_factory=dict)
 
@@ -82,6 +83,11 @@ class Options:
             raise ValueError(f"unknown cargo profile {self.profile!r} (one of {', '.join(PROFILES)})")
         if self.jobs < 1:
             raise ValueError(f"jobs must be at least 1, got {self.jobs}")
+        from tileport.executor import ExecutorError, parse
+        try:
+            parse(self.executor)
+        except ExecutorError as e:
+            raise ValueError(str(e)) from None
 
     def cache(self) -> Path:
         return Path(self.cache_dir) if self.cache_dir else default_root()
