@@ -17,6 +17,7 @@ import fcntl
 import os
 import tempfile
 import time
+import warnings
 from abc import ABC, abstractmethod
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -94,8 +95,10 @@ class RayExecutor(Executor):
         self._owned = not ray.is_initialized()
         if self._owned:
             try:
-                ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                         logging_level="WARNING")
+                with warnings.catch_warnings():  # Ray's notes on its own future defaults are not the user's concern
+                    warnings.simplefilter("ignore", FutureWarning)
+                    ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                             logging_level="WARNING")
             except (ConnectionError, RuntimeError, ValueError) as e:
                 raise ExecutorError(f"cannot reach the Ray cluster {address or '(local)'}: {e}") from None
         self.address = address

@@ -54,13 +54,14 @@ class Costs:
             self.seen = {}
         self._ids: dict[str, str] = {}
 
-    def _id(self, target: Target) -> str:
+    def stage_key(self, target: Target, stage: Stage) -> str:
+        """The kernel source's and the stage's entry: the same kernel in another run or --out shares it."""
         if target.key not in self._ids:
             self._ids[target.key] = sha256(target.kernel, target.source_text, target.config_source)[:16]
-        return self._ids[target.key]
+        return f"{self._ids[target.key]}:{stage}"
 
     def estimate(self, target: Target, stage: Stage) -> float:
-        seen = self.seen.get(f"{self._id(target)}:{stage}")
+        seen = self.seen.get(self.stage_key(target, stage))
         return seen if seen is not None else PRIOR[stage] * max(1, len(target.captures))
 
     def remaining(self, target: Target, stage: Stage) -> float:
@@ -75,7 +76,7 @@ class Costs:
         self.seen[name] = round(seconds, 3)
 
     def measure_stage(self, target: Target, stage: Stage, seconds: float) -> None:
-        self.measure(f"{self._id(target)}:{stage}", seconds)
+        self.measure(self.stage_key(target, stage), seconds)
 
     def save(self) -> None:
         try:
