@@ -128,6 +128,34 @@ class RayExecutor(Executor):
             self._ray.shutdown()
 
 
+def ray_map(fn: Callable, items: list[tuple]) -> list:
+    """`[fn(*args) for args in items]` as Ray tasks, from inside a Ray task (a unit fanning out its parts): the
+    waiting task lends its CPU to them, so they run wherever the cluster has room."""
+    import ray
+    task = ray.remote(_call).options(num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
+    return ray.get([task.remote(fn, *args) for args in items])
+
+
+class ThreadMap:
+    """`map` over a pool of `jobs` threads of its own, beside the units' pool (a unit waiting on its parts never
+    holds the threads they need)."""
+
+    def __init__(self, jobs: int):
+        self.jobs = max(1, jobs)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __call__(self, fn: Callable, items: list[tuple]) -> list:
+        if len(items) <= 1 or self.jobs == 1:
+            return [fn(*args) for args in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="tileport-part")
+        return list(self._pool.map(lambda args: fn(*args), items))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
 def parse(spec: str) -> tuple[str, str | None]:
     """`local`, `ray` or `ray=ADDRESS` -> (name, address)."""
     name, _, address = spec.partition("=")

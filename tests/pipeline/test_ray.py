@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,9 @@ FILES = [str(DATA / "rp_scale.py"), str(DATA / "rp_take.py"), str(DATA / "rp_row
 def cluster():
     import ray
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the plant below travels to the workers
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # Ray's note on its own future defaults
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

@@ -78,7 +78,10 @@ def _run_batch(targets: list[Target], options: Options, pool: executor.Executor,
 
         scheduler = Scheduler(session, pool, report, lambda line: bars.update(run_line, description=escape(f"  {line}")),
                               finished)
-        ordered = scheduler.run()
+        try:
+            ordered = scheduler.run()
+        finally:
+            session.close()
     seconds = time.perf_counter() - t0
     write_summary(ordered, session, seconds, {**pool.describe(), **scheduler.stats.to_dict()})
     from .report import write_report

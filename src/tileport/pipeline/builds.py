@@ -332,6 +332,13 @@ def disassemble(manager: BuildManager, bytecode: bytes) -> str:
     return text.decode()
 
 
+def warm_cubin(cache_root: str, bytecode: bytes, arch: str) -> bool:
+    """tileiras on `bytecode` for `arch`, into the content-addressed cache: a part of B that runs apart (another
+    thread, another node sharing the cache), after which `cubin` reads the cache."""
+    from tileport.capture import compile_cubin
+    return compile_cubin(bytecode, arch, None, sass=False, cache=DiskCache(Path(cache_root))).ok
+
+
 def cubin(manager: BuildManager, bytecode: bytes, arch: str, out: Path | None) -> dict:
     """tileiras result for one architecture ({arch, ok, size, sha256, error}), cached."""
     from tileport.capture import compile_cubin

@@ -22,10 +22,11 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from tileport.cache import default_root, sha256
 from tileport.corpus import REPO
+from tileport.executor import ThreadMap
 from tileport.ops.spec import KERNELS_DIR
 
 from .builds import BuildManager
@@ -98,9 +99,11 @@ class Options:
 class Session:
     """State shared by every kernel of a run: builds, capture caches, GPU evidence, locks."""
 
-    def __init__(self, options: Options, targets: list[Target]):
+    def __init__(self, options: Options, targets: list[Target], fan_out: Callable | None = None):
         self.options = options
         self.targets = targets
+        # map(fn, [args...]) for the parts of a unit that run apart (B's cubins): threads here, Ray tasks on a cluster
+        self.fan_out = fan_out or ThreadMap(options.jobs)
         self.builds = BuildManager(options.cache(), options.profile, targets)
         self.evidence = EvidenceStore.load(options.gpu_results)
         self.lock = threading.Lock()
@@ -109,6 +112,10 @@ class Session:
         self._native_ops: set[str] = set()
         self._native_paths: list[Path] = []
         self._native = None  # EvidenceStore of _native_paths, reloaded when a recording adds one
+
+    def close(self) -> None:
+        """Release the threads of the fan-out (a Ray fan-out holds none)."""
+        getattr(self.fan_out, "close", lambda: None)()
 
     def native_evidence(self, ctx: "KernelContext", ops: list[str], build: dict):
         """Record GPU evidence here (torch + a CUDA device) for `ops`, once per run; None if impossible.

@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tileport.executor import ExecutorError
+from tileport.executor import ExecutorError, ray_map
 
 from .artifacts import inside, remove_tree
 from .builds import CrateBuild
@@ -127,7 +127,7 @@ def _session(spec: RunSpec) -> Session:
             scratch = Path(tempfile.gettempdir()) / "tileport-units" / spec.run_id / str(os.getpid())
             scratch.mkdir(parents=True, exist_ok=True)
             options = dataclasses.replace(spec.options, out=scratch, cache_dir=Path(spec.env["TILEPORT_CACHE_DIR"]))
-            session = Session(options, spec.targets)
+            session = Session(options, spec.targets, fan_out=ray_map)
             session.evidence = spec.evidence  # the driver's --gpu-results, as it read them
             _sessions.clear()  # one run at a time per worker: an earlier run's session is done
             _sessions[spec.run_id] = session
