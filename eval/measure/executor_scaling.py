@@ -1,15 +1,17 @@
 """(CPU) The pipeline's CPU stages on the local thread pool vs a local Ray cluster of the same CPUs.
 
-    python3 eval/measure/executor_scaling.py OUT.json [--rounds N] [KERNEL_SPEC ...]
+    python3 eval/measure/executor_scaling.py OUT.json [--rounds N] [--modes M,M] [--corpus | KERNEL_SPEC ...]
 
-Ports the same kernels (default: the corpus sample of tests/pipeline/test_batch.py) with `--no-gpu` (A, B:
-reference IR, generated IR, IR diff, cubins; D/E end BLOCKED(env) at once) in three modes, side by side,
+Ports the same kernels (default: the corpus sample of tests/pipeline/test_batch.py; `--corpus`: every kernel
+of the reference corpus) with `--no-gpu` (A, B: reference IR, generated IR, IR diff, cubins; D/E end
+BLOCKED(env) at once) in three modes (`--modes`: some of them), side by side,
 each with an empty capture cache of its own (a fresh TILEPORT_CACHE_DIR: every reference export, capture
 and tileiras compile runs): `local-j1`, `local-j2` (the default executor, 2 threads) and `ray-2cpu`
 (`ray.init(num_cpus=2)` in this process, started once; its start is timed apart). The order of the modes
 rotates each round. The machine is shared: each run records `uptime`'s load averages before and after.
 Per kernel and stage it keeps the seconds the verdicts report, and the batch crate unit's seconds: the
-per-kernel costs docs/scaling.md multiplies out. Result: bench/results/2026-12-07-cpu-executor-scaling.json.
+per-kernel costs docs/scaling.md multiplies out. Results: bench/results/2026-12-07-cpu-executor-scaling.json
+(six kernels, two rounds) and 2026-12-07-cpu-stage-costs-corpus.json (`--corpus`, its local-j1 mode).
 """
 
 from __future__ import annotations
@@ -39,11 +41,11 @@ def load() -> list[float]:
     return [float(x) for x in os.getloadavg()]
 
 
-def one(mode: str, specs: list[str], work: Path) -> dict:
+def one(mode: str, specs: list[str] | None, work: Path) -> dict:
     cache = work / f"cache-{mode}-{time.time_ns()}"
     os.environ["TILEPORT_CACHE_DIR"] = str(cache)
     out = work / f"out-{mode}-{time.time_ns()}"
-    targets = resolve_targets(specs)
+    targets = resolve_targets(specs) if specs else resolve_targets(corpus=KERNELS)
     before = load()
     t0 = time.perf_counter()
     outcomes, _ = run_batch(targets, Options(out=out, native_gpu=False, **MODES[mode]),
@@ -60,17 +62,23 @@ def one(mode: str, specs: list[str], work: Path) -> dict:
 def main() -> None:
     args = sys.argv[1:]
     out_json = Path(args.pop(0))
-    rounds = 1
-    if args[:1] == ["--rounds"]:
-        rounds = int(args[1])
-        args = args[2:]
-    specs = [str(KERNELS / s) for s in (args or SAMPLE)]
+    rounds, modes, specs = 1, list(MODES), [str(KERNELS / s) for s in SAMPLE]
+    while args:
+        flag = args.pop(0)
+        if flag == "--rounds":
+            rounds = int(args.pop(0))
+        elif flag == "--modes":
+            modes = args.pop(0).split(",")
+        elif flag == "--corpus":
+            specs = None
+        else:
+            specs = [str(KERNELS / flag)] + [str(KERNELS / s) for s in args]
+            args = []
     import ray
     t0 = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     ray_start = time.perf_counter() - t0
     runs = []
-    modes = list(MODES)
     with tempfile.TemporaryDirectory(prefix="tileport-scaling-") as tmp:
         for r in range(rounds):
             for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
@@ -82,7 +90,7 @@ def main() -> None:
     doc = {"question": "speed-up of the pipeline's CPU stages on a 2-CPU local Ray cluster vs the local pool",
            "command": "python3 eval/measure/executor_scaling.py " + " ".join(sys.argv[1:]),
            "commit": commit.strip(), "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
-           "kernels": specs, "ray_start_s": round(ray_start, 2), "runs": runs}
+           "kernels": specs or "every kernel of src/tileport/ops/kernels", "ray_start_s": round(ray_start, 2), "runs": runs}
     out_json.write_text(json.dumps(doc, indent=1) + "\n")
 
 

@@ -78,6 +78,9 @@ def test_same_verdicts_and_report_as_the_local_pool(cluster, tmp_path):
     summary = json.loads((ray_out / "summary.json").read_text())
     assert summary["executor"]["name"] == "ray" and summary["executor"]["cpu_slots"] == 2
     assert summary["executor"]["stage_units"] == 3 and summary["executor"]["nodes"]
+    again, _ = run(targets(), ray_out, until=Stage.A, executor="ray", resume=True)  # resumable: nothing re-runs
+    assert all(r["reused"] for o in again.values() for r in o.route)
+    assert verdicts(ray_out) == verdicts(local)
 
 
 @dataclass(frozen=True)
