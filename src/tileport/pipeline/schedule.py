@@ -7,7 +7,8 @@ run a unit on an executor (tileport.executor: the local thread pool or a Ray clu
   scaled by the kernel's configurations.
 - Cargo builds batched per crate: each batch crate (the corpus crate, the run's files crate) is one unit,
   built before the B units of its kernels, which then only capture, diff and compile cubins; a cluster
-  does not build it once per worker. Builds per machine are bounded by `executor.node_slot`.
+  does not build it once per worker. (A resumed run builds it only where a B runs again, as B's first use.)
+  Builds per machine are bounded by `executor.node_slot`.
 - Units go to the executor only as slots free up (CPU units and GPU units apart), so the order above
   holds on a cluster too; the driver alone writes into --out (units.land) and holds its lock.
 """
@@ -130,7 +131,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> list[Outcome]:
-        if self.options.until != Stage.A:
+        if self.options.until != Stage.A and not self.options.resume:  # resumed: B builds only if it re-runs
             for kind, target in {batch_kind(t): t for t in self.session.targets}.items():
                 self.crates[kind] = None
                 most = max(self.costs.remaining(t, Stage.B) for t in self.session.targets if batch_kind(t) == kind)
@@ -139,6 +140,8 @@ class Scheduler:
             self._advance(run)
         while len(self.outcomes) < len(self.runs):
             self._pump()
+            if not self.inflight:  # every unit waits for another: a scheduling error, never a hang
+                raise RuntimeError(f"no unit can run: {sorted(set(self.runs) - set(self.outcomes))} wait")
             done, _ = wait(list(self.inflight), return_when=FIRST_COMPLETED)
             for fut in done:
                 unit, gpu, t0 = self.inflight.pop(fut)
