@@ -90,7 +90,8 @@ def main() -> None:
     doc = {"question": "speed-up of the pipeline's CPU stages on a 2-CPU local Ray cluster vs the local pool",
            "command": "python3 eval/measure/executor_scaling.py " + " ".join(sys.argv[1:]),
            "commit": commit.strip(), "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
-           "kernels": specs or "every kernel of src/tileport/ops/kernels", "ray_start_s": round(ray_start, 2), "runs": runs}
+           "kernels": specs or "every kernel of src/tileport/ops/kernels", "ray_start_s": round(ray_start, 2),
+           "runs": runs}
     out_json.write_text(json.dumps(doc, indent=1) + "\n")
 
 

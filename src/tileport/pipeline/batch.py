@@ -76,8 +76,8 @@ def _run_batch(targets: list[Target], options: Options, pool: executor.Executor,
                 for line in reason_lines(out):
                     bars.console.print(escape(line), highlight=False)
 
-        scheduler = Scheduler(session, pool, report, lambda line: bars.update(run_line, description=escape(f"  {line}")),
-                              finished)
+        scheduler = Scheduler(session, pool, report,
+                              lambda line: bars.update(run_line, description=escape(f"  {line}")), finished)
         try:
             ordered = scheduler.run()
         finally:

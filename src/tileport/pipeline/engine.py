@@ -201,8 +201,8 @@ class KernelRun:
             return self.step.stage, self.step.attempt
         if self.terminal is None:
             self.terminal = str(self.step.terminal) if self.step.terminal else "PAUSED"
-            last = self.last
-            if self.step.terminal == Terminal.BLOCKED_ENV and last and last[0] == Stage.D and self.ctx.latest("E") is None:
+            after_d = self.last is not None and self.last[0] == Stage.D
+            if self.step.terminal == Terminal.BLOCKED_ENV and after_d and self.ctx.latest("E") is None:
                 return Stage.E, 1  # env close-out: for the record
         return None
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileport.executor import ExecutorError, ray_map
+from tileport.runtime.library import cargo_target_dir
 
 from .artifacts import inside, remove_tree
 from .builds import CrateBuild
@@ -32,7 +33,6 @@ from .context import KernelContext, Options, Session, Target
 from .evidence import EvidenceStore
 from .verdicts import Stage, Verdict
 
-SHARED_ENV = ("CARGO_TARGET_DIR", "TILEPORT_CACHE_DIR", "TILEPORT_CARGO_SLOTS")
 GPU_DIR = "_gpu"  # evidence recorded by D on a GPU node (context.Session.native_evidence)
 
 
@@ -69,10 +69,9 @@ class StageResult:
 
 
 def spec_of(run_id: str, session: Session) -> RunSpec:
-    env = {k: os.environ[k] for k in SHARED_ENV if os.environ.get(k)}
-    env["TILEPORT_CACHE_DIR"] = str(session.options.cache())
-    from tileport.runtime.library import cargo_target_dir
-    env["CARGO_TARGET_DIR"] = str(cargo_target_dir())
+    """The run as its units see it: the driver's cache and cargo target directory (shared paths on a cluster;
+    a node's own settings, such as its cargo slots, stay its own)."""
+    env = {"TILEPORT_CACHE_DIR": str(session.options.cache()), "CARGO_TARGET_DIR": str(cargo_target_dir())}
     return RunSpec(run_id, session.options, session.targets, session.evidence, env)
 
 
