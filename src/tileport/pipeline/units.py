@@ -15,6 +15,7 @@ which every node must see at the same path (a shared file system): the driver's 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -123,12 +124,13 @@ def _session(spec: RunSpec) -> Session:
     with _lock:
         if spec.run_id not in _sessions:
             os.environ.update(spec.env)
-            scratch = Path(tempfile.gettempdir()) / "tileport-units" / spec.run_id / str(os.getpid())
-            scratch.mkdir(parents=True, exist_ok=True)
+            scratch = Path(tempfile.gettempdir()) / f"tileport-unit-{spec.run_id}-{os.getpid()}"
             options = dataclasses.replace(spec.options, out=scratch, cache_dir=Path(spec.env["TILEPORT_CACHE_DIR"]))
             session = Session(options, spec.targets, fan_out=ray_map)
             session.evidence = spec.evidence  # the driver's --gpu-results, as it read them
-            _sessions.clear()  # one run at a time per worker: an earlier run's session is done
+            for done in _sessions.values():  # one run at a time per worker: an earlier run's session is over
+                shutil.rmtree(done.options.out, ignore_errors=True)
+            _sessions.clear()
             _sessions[spec.run_id] = session
         return _sessions[spec.run_id]
 
@@ -149,6 +151,7 @@ def stage_unit(spec: RunSpec, task: StageTask) -> StageResult:
         session.builds.adopt(target, build)
     ctx = KernelContext(session, target, verdicts=dict(task.verdicts), history=list(task.history))
     out = session.options.out
+    out.mkdir(parents=True, exist_ok=True)
     remove_tree(out, ctx.kernel_dir)  # a retried unit starts from the folder it was given, nothing else
     write_tree(ctx.kernel_dir, task.files)
     gpu_before = set(read_tree(out / GPU_DIR))
@@ -158,6 +161,8 @@ def stage_unit(spec: RunSpec, task: StageTask) -> StageResult:
         extra = {f"{GPU_DIR}/{rel}": data for rel, data in read_tree(out / GPU_DIR).items() if rel not in gpu_before}
     finally:
         shutil.rmtree(ctx.kernel_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            out.rmdir()  # nothing is left behind, unless GPU evidence this session reads again
     return StageResult(v, reused, files, extra, socket.gethostname(), os.getpid())
 
 
