@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 from tileport.cache import default_root, sha256
 from tileport.corpus import REPO
-from tileport.executor import ThreadMap
+from tileport.executor import ExecutorError, ThreadMap, parse
 from tileport.ops.spec import KERNELS_DIR
 
 from .builds import BuildManager
@@ -84,7 +84,6 @@ class Options:
             raise ValueError(f"unknown cargo profile {self.profile!r} (one of {', '.join(PROFILES)})")
         if self.jobs < 1:
             raise ValueError(f"jobs must be at least 1, got {self.jobs}")
-        from tileport.executor import ExecutorError, parse
         try:
             parse(self.executor)
         except ExecutorError as e:
