@@ -95,6 +95,7 @@ def markdown(doc: dict) -> str:
         lines.append(f"| `{r['label']}` | {r['found']} ({r['translated']}) | {r['scanned']} | {r['jobs']} | "
                      f"{r['wall_s']} | {r['cpu_s']} | {r['load_before'][0]} / {r['load_after'][0]} | {stages} | "
                      f"{r['progress_lines']} | `{(r['crate_digest'] or '-')[:12]}` |")
+    lines += [""] + [f"- {note}" for note in doc.get("notes", [])]
     return "\n".join(lines) + "\n"
 
 
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/tmp/tileport-speed"))
     ap.add_argument("--out", type=Path, help="OUT.json and OUT.md (default: print the JSON)")
+    ap.add_argument("--note", action="append", default=[], help="a line for the notes under the table")
     args = ap.parse_args(argv)
     targets = []
     if args.kernels:
@@ -120,9 +122,10 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         runs.append(run)
     from tileport.packages.library import STAGES
-    shown = " ".join(a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("--out")
-                     and a != str(args.out))
-    doc = {"machine": machine(), "args": shown, "stages": list(STAGES), "runs": runs}
+    given = argv if argv is not None else sys.argv[1:]
+    shown = " ".join(a for i, a in enumerate(given) if a not in ("--out", "--note")
+                     and (i == 0 or given[i - 1] not in ("--out", "--note")))
+    doc = {"machine": machine(), "args": shown, "stages": list(STAGES), "runs": runs, "notes": args.note}
     if args.out is None:
         print(json.dumps(doc, indent=1))
         return 0
