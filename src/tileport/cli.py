@@ -141,8 +141,8 @@ def translate(
                                         "generated (only the crate's files are written).")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constant values) "
                                                    "per kernel: JSON, TOML or YAML (README, 'Configurations').")] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Package mode: files lowered in parallel "
-                                      "processes.")] = 1,
+    jobs: Annotated[Optional[int], typer.Option("-j", "--jobs", min=1, help="Package mode: files lowered in "
+                                                "parallel processes (default: one per CPU, at most 8).")] = None,
 ) -> None:
     """Translate cuTile Python and Triton kernels to a cutile-rs crate (device code, C-ABI launchers, manifest).
 
@@ -188,7 +188,7 @@ def _package_input(path: Path) -> bool:
     return is_package_input(str(path))
 
 
-def _translate_package(arg: str, out: Path, crate: str, jobs: int, force: bool) -> int:
+def _translate_package(arg: str, out: Path, crate: str, jobs: int | None, force: bool) -> int:
     """Package mode of `translate` (tileport.packages): exit 0 when every kernel found translated."""
     from tileport.emit.rust.crate import OutputDirError
     from tileport.packages import FetchError, StderrProgress, translate as run_package
