@@ -141,8 +141,8 @@ def translate(
                                         "generated (only the crate's files are written).")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constant values) "
                                                    "per kernel: JSON, TOML or YAML (README, 'Configurations').")] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Package mode: files lowered in parallel "
-                                      "processes.")] = 1,
+    jobs: Annotated[Optional[int], typer.Option("-j", "--jobs", min=1, help="Package mode: files lowered in "
+                                                "parallel processes (default: one per CPU, at most 8).")] = None,
 ) -> None:
     """Translate cuTile Python and Triton kernels to a cutile-rs crate (device code, C-ABI launchers, manifest).
 
@@ -188,7 +188,7 @@ def _package_input(path: Path) -> bool:
     return is_package_input(str(path))
 
 
-def _translate_package(arg: str, out: Path, crate: str, jobs: int, force: bool) -> int:
+def _translate_package(arg: str, out: Path, crate: str, jobs: int | None, force: bool) -> int:
     """Package mode of `translate` (tileport.packages): exit 0 when every kernel found translated."""
     from tileport.emit.rust.crate import OutputDirError
     from tileport.packages import FetchError, StderrProgress, translate as run_package
@@ -399,6 +399,9 @@ def port(
     corpus: Annotated[Optional[Path], typer.Option("--corpus", help="Port every kernel of every .py file in DIR "
                                                    "(the reference corpus: src/tileport/ops/kernels).")] = None,
     jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Kernels in parallel.")] = 1,
+    executor: Annotated[str, typer.Option("--executor", help="Where the stages run: local (-j threads), ray (a "
+                                          "local Ray cluster, or the one $RAY_ADDRESS names) or ray=ADDRESS "
+                                          "(pip install 'tileport[ray]'; docs/scaling.md).")] = "local",
     out: Annotated[Path, typer.Option("--out", "-o", help="Artifacts, verdicts and reports.")] = Path("out/port"),
     agent_cmd: Annotated[Optional[str], typer.Option("--agent-cmd", help="External agent for the repair stages "
                                                      "B(2)/D(2): run as `CMD <prompt.md>` (docs/pipeline.md).")] = None,
@@ -422,6 +425,7 @@ def port(
 
     Exit code 0 when every kernel reached the best terminal state attainable here (DONE, or
     BLOCKED(env) at D/E with only GPU evidence missing), 1 otherwise, 2 for usage errors."""
+    from tileport.executor import ExecutorError
     from tileport.pipeline import Options, TargetError, resolve_targets
     from tileport.pipeline.artifacts import UnsafePathError
     from tileport.pipeline.batch import run_batch, summary_table
@@ -437,7 +441,7 @@ def port(
         stop = Stage(until.upper()) if until else None
         options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
                           gpu_results=list(gpu_results or []), residual=residual, profile=profile.value,
-                          native_gpu=False if no_gpu else None, until=stop, force=force)
+                          native_gpu=False if no_gpu else None, until=stop, force=force, executor=executor)
     except (TargetError, ValueError) as e:
         fail(str(e))
     if package:
@@ -445,7 +449,7 @@ def port(
     t0 = time.perf_counter()
     try:
         outcomes, session = run_batch(targets, options, console)
-    except (OutLockedError, OutDirError, UnsafePathError) as e:
+    except (OutLockedError, OutDirError, UnsafePathError, ExecutorError) as e:
         fail(str(e))
     print_wide(summary_table(outcomes, out))
     gpu_ok, gpu_why = session.gpu()
@@ -466,6 +470,7 @@ command("port")(port)
 def _port_package(arg: str, options, launches: Optional[Path]) -> int:
     """Package mode of `port` (tileport.packages): exit 0 when every kernel found translated and reached
     the best state attainable here."""
+    from tileport.executor import ExecutorError
     from tileport.packages import FetchError, StderrProgress, port_input as run_package
     from tileport.pipeline import TargetError
     from tileport.pipeline.artifacts import UnsafePathError
@@ -475,7 +480,7 @@ def _port_package(arg: str, options, launches: Optional[Path]) -> int:
         lib, ported, session, (_json_path, html_path) = run_package(arg, options, launches, console, StderrProgress())
     except FetchError as e:
         fail(str(e))
-    except (OutLockedError, OutDirError, UnsafePathError, TargetError) as e:
+    except (OutLockedError, OutDirError, UnsafePathError, TargetError, ExecutorError) as e:
         fail(str(e))
     if ported:
         print_wide(summary_table(ported, options.out))

@@ -23,8 +23,8 @@ from tileport.frontends.triton import descriptors as D
 from tileport.frontends.triton.calls import DOT_PRECISIONS, TL_DTYPE_NAMES, TL_DTYPES
 from tileport.frontends.triton.lower import TritonLowerer
 from tileport.frontends.triton.values import Retry
-from tileport.frontends.imports import Resolver
-from tileport.frontends.triton.scan import TritonModule, dotted, helper_of, loc_of, scan
+from tileport.frontends.imports import FILES, Resolver, resolver_for
+from tileport.frontends.triton.scan import TritonModule, dotted, helper_of, imported_module, loc_of, scan
 from tileport.frontends.triton.occupancy import add_hints
 from tileport.model import types as T
 from tileport.model.builder import DTypeSpace
@@ -225,6 +225,7 @@ class KernelPlan:
     configs: tuple = ()  # the configurations (descriptor block shapes per launch)
     runtime_dtypes: dict = field(default_factory=dict)  # runtime constexpr -> f32 / bool (its values' type)
     dynamic: set = field(default_factory=set)  # constexprs kept generic whose tests run at run time
+    outcomes: dict = field(default_factory=dict)  # `_check`: True or the exception, by the lowering's inputs
 
 
 def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
@@ -636,9 +637,14 @@ def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     pinned dtype constexpr names (X_dtype = X.dtype), else one entry per dtype configuration (the launcher
     picks the entry by its arrays' dtypes)."""
     kept, first = [], None
+    lowered: dict[tuple, Kernel] = {}  # the checks' lowerings, by their inputs (each reused once)
+
+    def lowering(dtypes: list[dict[str, str]]) -> Kernel:
+        found = lowered.pop(_inputs(plan, dtypes, pinned), None)
+        return found if found is not None else lower_with_retries(tm, fn, plan, dtypes, pinned)
     for dtypes in candidate_dtypes(plan, cfg):
         try:
-            lower_with_retries(tm, fn, plan, dtypes, pinned)
+            _check(tm, fn, plan, dtypes, pinned, lowered)
             kept += [d for d in dtypes if d not in kept]
         except Diagnostic as d:
             if d.construct != "dtype":
@@ -647,20 +653,46 @@ def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     if not kept:
         raise first
     try:
-        return [lower_with_retries(tm, fn, plan, kept, pinned)]
+        return [lowering(kept)]
     except Diagnostic as d:
         if d.construct != "dtype":
             raise
     named = {TL_DTYPE_NAMES.get(v) for k, v in pinned.items() if k in plan.dtypes}
     pick = next((c for c in kept if set(c.values()) & named), None)
     if pick is not None:
-        return [lower_with_retries(tm, fn, plan, [pick], pinned)]
+        return [lowering([pick])]
     out = []
     for dtypes in kept:
-        k = lower_with_retries(tm, fn, plan, [dtypes], pinned)
+        k = lowering([dtypes])
         k.name = f"{k.name}_{'_'.join(dict.fromkeys(dtypes.values()))}"
         out.append(k)
     return out
+
+
+def _inputs(plan: KernelPlan, dtypes: list[dict[str, str]], pinned: dict) -> tuple:
+    """What a lowering of the plan's kernel depends on: the dtypes, the pinned values, the plan's decisions."""
+    return repr(dtypes), repr(list(pinned.items())), _decisions(plan), frozenset(plan.maybe_float)
+
+
+def _check(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: dict, lowered: dict) -> None:
+    """Raise what lowering the kernel with `dtypes` raises. The specialization search asks again for inputs
+    it tried before (each value set, every time a decision changes): their outcome (`plan.outcomes`) is not
+    lowered again. A new lowering is kept in `lowered`, by its inputs."""
+    key = _inputs(plan, dtypes, pinned)
+    known = plan.outcomes.get(key)
+    if known is not None:
+        if isinstance(known, Exception):
+            raise replace(known)
+        return
+    try:
+        kernel = lower_with_retries(tm, fn, plan, dtypes, pinned)
+    except (Diagnostic, NeedsSpecialization) as e:
+        if _inputs(plan, dtypes, pinned) == key:  # no retry changed a decision: the outcome of these inputs
+            plan.outcomes[key] = replace(e)
+        raise
+    after = _inputs(plan, dtypes, pinned)  # a retry's decisions taken: a lowering with them succeeds at once
+    plan.outcomes[after] = True
+    lowered[after] = kernel
 
 
 def specialization_values(tm: TritonModule, kernel: str, cfg, names: frozenset) -> list[dict[str, Any]]:
@@ -812,7 +844,7 @@ def translate_file(path: str, configs: Mapping[str, Any] | None = None, only: Se
     identifiers with the target's `naming`; imports of other modules are read with `resolver`."""
     stem = Path(path).stem
     try:
-        tm = scan(path, text, resolver)
+        tm = _package_scan(path, text, resolver) or scan(path, text, resolver)
         tm.naming = naming
     except Diagnostic as d:
         return Translation(KernelModule(path, stem, []), [d])
@@ -843,6 +875,13 @@ def translate_file(path: str, configs: Mapping[str, Any] | None = None, only: Se
         diags.append(Diagnostic("no `@triton.jit` kernels found", Loc(path, 1, 1), "kernel",
                                 "decorate kernels with @triton.jit (import triton)"))
     return Translation(KernelModule(path, stem, kernels), diags)
+
+
+def _package_scan(path: str, text: str | None, resolver: Resolver | None) -> TritonModule | None:
+    """With a package's resolver, the file's scan is made once (package mode found its kernels with it, other
+    modules import from it); a file read on its own (FILES) is scanned afresh: it may have just changed."""
+    resolver = resolver_for(resolver)
+    return imported_module(path, resolver) if text is None and resolver is not FILES else None
 
 
 def _internal(e: Exception, loc: Loc, kernel: str) -> Diagnostic:
