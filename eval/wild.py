@@ -303,7 +303,8 @@ def cutile_check(path: Path, kernel: str, line: int | None) -> dict[str, Any]:
     nothing of the file runs) on every synthesized probe. The source is invalid, for cuTile too, when it
     rejects every probe and its first error points at the line of tileport's diagnostic."""
     from tileport.capture import CaptureError, reference_bytecode
-    from tileport.frontends.cutile.lowerer import KernelConfig, classify_params, scan_module
+    from tileport.frontends.cutile.lowerer import KernelConfig, classify_params
+    from tileport.frontends.cutile.scan import scan_module
     from tileport.pipeline import probe
     try:
         sm = scan_module(str(path))

@@ -480,7 +480,7 @@ def grade_rows(translate: dict, gpu: dict, record_doc: dict | None = None) -> li
 
 
 def why_not(t: dict, row: dict, b: dict | None, c: dict | None) -> str:
-    """Why a kernel is not H200-verified (or not timed); empty when it is both."""
+    """Why a kernel is not GPU-verified (or not timed); empty when it is both."""
     if row["built"]:  # the launches' values can make a kernel translate that did not unattended
         if c is None:
             return "built, not checked (no result from the GPU run)"
@@ -514,7 +514,7 @@ def render(doc: dict) -> str:
              f"- launched by eval/wild_drivers/liger_driver.py (recorded): **{t['recorded']}/{t['kernels']}**",
              f"- built into the port library (stage B on the recorded launches, one per kernel and dtype): "
              f"**{t['built']}**",
-             f"- **H200-verified** (every bundled launch matches the Liger kernel): **{t['h200_verified']}** of "
+             f"- **GPU-verified** (every bundled launch matches the Liger kernel): **{t['h200_verified']}** of "
              f"{t['built']} built ({t['checked']} with a launch checked)",
              f"- parity t(port)/t(Triton), geomean over {t['timed']} correct kernels timed: {parity}", "",
              "| file | kernel | translate | recorded | built | checked | correct | parity | why not |",
@@ -550,7 +550,7 @@ def grade(results: Path, table: Path = Path("bench/results")) -> int:
     write_atomic(table / "wild-triton-gpu.json", json.dumps(doc, indent=1, default=str) + "\n")
     write_atomic(table / "wild-triton-gpu.md", render(doc))
     t = doc["totals"]
-    print(f"wild_triton_gpu grade: {t['h200_verified']} H200-verified of {t['kernels']} kernels "
+    print(f"wild_triton_gpu grade: {t['h200_verified']} GPU-verified of {t['kernels']} kernels "
           f"({t['translate']} translate, {t['recorded']} recorded, {t['built']} built); {table / 'wild-triton-gpu.md'}")
     return 0
 

@@ -2,7 +2,8 @@
 # One command that installs everything tileport needs on a Debian/Ubuntu machine, then checks it:
 #   libclang (bindgen, for the cutile crate's CUDA bindings)     - apt, only if no loadable libclang.so
 #   Rust (cargo, rustc, rustfmt)                                  - rustup, only if cargo is missing
-#   tileport + the pinned CUDA Tile toolchain wheels (cuda-tile, tileiras, nvvm, nvcc/ptxas, headers) - pip,
+#   tileport + the pinned CUDA Tile toolchain wheels (cuda-tile, tileiras, nvvm, nvcc/ptxas, headers) and the
+#     pinned Ray of `--executor ray` (the extra `ray`)                                               - pip,
 #     into a project virtual environment .venv when the system Python refuses pip installs (PEP 668)
 #   the cutile crate and its dependencies                        - cargo fetch
 # Usage: bash scripts/setup.sh        (TILEPORT_PYTHON=python3 by default)
@@ -89,7 +90,7 @@ main() {
   local py
   py=$(choose_python)
   echo "== installing tileport with the CUDA Tile toolchain (pip, into $("$py" -c 'import sys; print(sys.prefix)'))"
-  "$py" -m pip install -q --disable-pip-version-check -e '.[toolchain,dev,report]'
+  "$py" -m pip install -q --disable-pip-version-check -e '.[toolchain,dev,report,ray]'
 
   if [ "$rust_ok" = 1 ] && [ -f rust/Cargo.toml ]; then
     echo "== fetching crates (cargo)"

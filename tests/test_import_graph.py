@@ -34,7 +34,7 @@ LAB = "eval"  # the evaluation lab's package at the repository root: never impor
 # Units by rank, lowest first (docs/design.md, "Layers"). Units of one rank do not import each other.
 LAYERS: list[tuple[str, ...]] = [
     ("proc",),                            # bounded runs of external tools: imports nothing of tileport
-    ("version", "dtypes", "atomic", "cache", "diagnostics", "sass"),  # import nothing above proc
+    ("version", "dtypes", "atomic", "cache", "diagnostics", "sass", "executor"),  # import nothing above proc
     ("tileir", "model", "toolchain"),     # the Tile IR toolkit; the kernel model; tool discovery
     ("passes", "runtime"),                # model -> model; C ABI and library loading
     ("frontends", "emit"),                # source -> model; model -> Rust

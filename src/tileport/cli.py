@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tileport import toolchain
+from tileport.launches.bounds import DEFAULT_LAUNCHES, DEFAULT_SPECIALIZATIONS
 from tileport.proc import ToolTimeout, stop_tools_on_signals
 from tileport.tileir.cli import irdiff_command  # typer needs its signature now (imports the Tile IR toolkit)
 
@@ -140,8 +141,8 @@ def translate(
                                         "generated (only the crate's files are written).")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help="Configurations (dtypes, constant values) "
                                                    "per kernel: JSON, TOML or YAML (README, 'Configurations').")] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Package mode: files lowered in parallel "
-                                      "processes.")] = 1,
+    jobs: Annotated[Optional[int], typer.Option("-j", "--jobs", min=1, help="Package mode: files lowered in "
+                                                "parallel processes (default: one per CPU, at most 8).")] = None,
     faithful: Annotated[bool, typer.Option("--faithful", help="Write one Tile IR operation per line, every view and "
                                            "memory mode spelled (default: idiomatic Rust, same Tile IR).")] = False,
 ) -> None:
@@ -189,7 +190,7 @@ def _package_input(path: Path) -> bool:
     return is_package_input(str(path))
 
 
-def _translate_package(arg: str, out: Path, crate: str, jobs: int, force: bool, faithful: bool) -> int:
+def _translate_package(arg: str, out: Path, crate: str, jobs: int | None, force: bool, faithful: bool) -> int:
     """Package mode of `translate` (tileport.packages): exit 0 when every kernel found translated."""
     from tileport.emit.rust.crate import OutputDirError
     from tileport.packages import FetchError, StderrProgress, translate as run_package
@@ -400,6 +401,9 @@ def port(
     corpus: Annotated[Optional[Path], typer.Option("--corpus", help="Port every kernel of every .py file in DIR "
                                                    "(the reference corpus: src/tileport/ops/kernels).")] = None,
     jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Kernels in parallel.")] = 1,
+    executor: Annotated[str, typer.Option("--executor", help="Where the stages run: local (-j threads), ray (a "
+                                          "local Ray cluster, or the one $RAY_ADDRESS names) or ray=ADDRESS "
+                                          "(pip install 'tileport[ray]'; docs/scaling.md).")] = "local",
     out: Annotated[Path, typer.Option("--out", "-o", help="Artifacts, verdicts and reports.")] = Path("out/port"),
     agent_cmd: Annotated[Optional[str], typer.Option("--agent-cmd", help="External agent for the repair stages "
                                                      "B(2)/D(2): run as `CMD <prompt.md>` (docs/pipeline.md).")] = None,
@@ -425,6 +429,7 @@ def port(
 
     Exit code 0 when every kernel reached the best terminal state attainable here (DONE, or
     BLOCKED(env) at D/E with only GPU evidence missing), 1 otherwise, 2 for usage errors."""
+    from tileport.executor import ExecutorError
     from tileport.pipeline import Options, TargetError, resolve_targets
     from tileport.pipeline.artifacts import UnsafePathError
     from tileport.pipeline.batch import run_batch, summary_table
@@ -440,7 +445,8 @@ def port(
         stop = Stage(until.upper()) if until else None
         options = Options(out=out, jobs=jobs, resume=resume, agent_cmd=agent_cmd, agent_timeout=agent_timeout,
                           gpu_results=list(gpu_results or []), residual=residual, profile=profile.value,
-                          native_gpu=False if no_gpu else None, until=stop, force=force, faithful=faithful)
+                          native_gpu=False if no_gpu else None, until=stop, force=force, executor=executor,
+                          faithful=faithful)
     except (TargetError, ValueError) as e:
         fail(str(e))
     if package:
@@ -448,7 +454,7 @@ def port(
     t0 = time.perf_counter()
     try:
         outcomes, session = run_batch(targets, options, console)
-    except (OutLockedError, OutDirError, UnsafePathError) as e:
+    except (OutLockedError, OutDirError, UnsafePathError, ExecutorError) as e:
         fail(str(e))
     print_wide(summary_table(outcomes, out))
     gpu_ok, gpu_why = session.gpu()
@@ -469,6 +475,7 @@ command("port")(port)
 def _port_package(arg: str, options, launches: Optional[Path]) -> int:
     """Package mode of `port` (tileport.packages): exit 0 when every kernel found translated and reached
     the best state attainable here."""
+    from tileport.executor import ExecutorError
     from tileport.packages import FetchError, StderrProgress, port_input as run_package
     from tileport.pipeline import TargetError
     from tileport.pipeline.artifacts import UnsafePathError
@@ -478,7 +485,7 @@ def _port_package(arg: str, options, launches: Optional[Path]) -> int:
         lib, ported, session, (_json_path, html_path) = run_package(arg, options, launches, console, StderrProgress())
     except FetchError as e:
         fail(str(e))
-    except (OutLockedError, OutDirError, UnsafePathError, TargetError) as e:
+    except (OutLockedError, OutDirError, UnsafePathError, TargetError, ExecutorError) as e:
         fail(str(e))
     if ported:
         print_wide(summary_table(ported, options.out))
@@ -495,19 +502,35 @@ def record(
     command: Annotated[list[str], typer.Argument(help="The program to run, after `--` (e.g. -- python3 app.py).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Launch spec to write (JSON).")] = Path("launches.json"),
     append: Annotated[bool, typer.Option("--append", help="Add to an existing spec instead of replacing it.")] = False,
+    max_specializations: Annotated[int, typer.Option(
+        "--max-specializations", min=1, help="Distinct specializations kept per kernel (dtypes, ranks, constants, "
+        "divisibility, launch options); launches of others are counted, not kept.")] = DEFAULT_SPECIALIZATIONS,
+    max_launches: Annotated[int, typer.Option(
+        "--max-launches", min=1, help="Distinct launches (grids, extents) kept per specialization; others are "
+        "counted, not kept.")] = DEFAULT_LAUNCHES,
 ) -> None:
-    """Run YOUR program (on a GPU machine) and record every kernel launch into a launch spec for
-    `tileport port --launches` (docs/pipeline.md, 'Launch specs'). Exits with the program's code."""
+    """Run YOUR program or test suite (on a GPU machine) and record every kernel launch into a launch spec
+    for `tileport port --launches` (docs/pipeline.md, 'Launch specs'). Exits with the program's code."""
     from tileport.launches import LaunchSpecError
+    from tileport.launches.bounds import Caps
     from tileport.launches.record import run as run_recorded
+    from tileport.launches.spec import load_document
     try:
-        rc, records = run_recorded(list(command), out, append)
+        rc, records = run_recorded(list(command), out, append, Caps(max_specializations, max_launches))
+        dropped = load_document(out)[1] if records else []
     except LaunchSpecError as e:
         console.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
     for r in records:
         console.print(f"  {escape(r.label)}  x{r.count}", highlight=False)
-    console.print(f"{len(records)} distinct launch(es) of {len({r.kernel for r in records})} kernel(s) in {out}")
+    specs = len({r.specialization() for r in records})
+    console.print(f"{len(records)} distinct launch(es), {specs} specialization(s) of "
+                  f"{len({r.kernel_id() for r in records})} kernel(s) in {out}")
+    for d in dropped:
+        console.print(escape(f"  not kept over the caps: {d.kernel}: {d.launches} launch(es) of "
+                             f"{len(d.specializations)} more specialization(s) (--max-specializations "
+                             f"{max_specializations}), {d.extra_launches} launch(es) of kept specializations with "
+                             f"other grids or extents (--max-launches {max_launches})"), highlight=False)
     if not records:
         console.print("[red]no launch was recorded[/]: the command launched no cuTile or Triton kernel from a "
                       f"Python process it started (its exit code: {rc})")

@@ -118,9 +118,11 @@ def translate(paths: Sequence[str], out_dir: str | Path | None,
 
 
 def assemble(files: Sequence[Lowered], out_dir: str | Path | None, crate: str = "tileport_kernels",
-             force: bool = False, faithful: bool = False) -> TranslateReport:
+             force: bool = False, faithful: bool = False, stages: dict[str, float] | None = None
+             ) -> TranslateReport:
     """The crate of translated files (one Rust module each), written to `out_dir` (None: render only); a
-    kernel the emitter rejects gets its diagnostic in its result instead. `faithful` as in `translate`."""
+    kernel the emitter rejects gets its diagnostic in its result instead. `faithful` as in `translate`.
+    `stages`: seconds of rendering ("render"), formatting ("rustfmt") and writing ("write") are added there."""
     if error := crate_name_error(crate):
         raise ValueError(error)
     mods, results, results_of_module = [], [], {}
@@ -132,12 +134,15 @@ def assemble(files: Sequence[Lowered], out_dir: str | Path | None, crate: str = 
             mods.append(ModuleSource(f.module, f.source, f.kernels))
             results_of_module[f.module] = f.results
     failures: list = []
+    stages = {} if stages is None else stages
+    t0 = time.perf_counter()
     rendered = render_crate(mods, crate, failures, faithful) if mods else {}
+    stages["render"] = stages.get("render", 0.0) + time.perf_counter() - t0
     for module, d in failures:  # matched within its file: other files may have kernels of the same name
         r = next(r for r in results_of_module[module] if r.kernel == d.kernel)
         r.diagnostic, r.entries = d, []
     try:
-        written = write_crate(rendered, Path(out_dir), force) if (out_dir is not None and rendered) else []
+        written = write_crate(rendered, Path(out_dir), force, stages) if (out_dir is not None and rendered) else []
     except RuntimeError as e:  # rustfmt rejected the output: a translator bug, reported, never half-written
         for r in results:
             if r.ok:

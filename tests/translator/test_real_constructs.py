@@ -163,6 +163,54 @@ def test_a_constant_whose_branch_changes_a_type_still_needs_values(tmp_path):
     assert "MODE" in result.diagnostic.message
 
 
+def test_an_int_constant_only_tested_for_truth_is_a_flag_with_an_entry_per_value(tmp_path):
+    """`HAS_BETA: ConstInt` passed as `int(beta is not None)`, tested by `if HAS_BETA:` around a variable
+    defined under it: neither generic nor runtime works (the variable exists for one value only), so it was
+    refused without values; its values are 0 and 1. `MODE`, compared with 2, still needs values."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, db, HAS_BETA: ConstInt, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            if HAS_BETA:
+                acc = t * 2.0
+            if not HAS_BETA:
+                t = t + 1.0
+            ct.store(y, index=(ct.bid(0),), tile=t)
+            if HAS_BETA:
+                ct.store(db, index=(ct.bid(0),), tile=acc)
+
+        @ct.kernel
+        def m(x, y, MODE: ConstInt, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            if MODE == 2:
+                acc = t * 2.0
+            if MODE == 2:
+                ct.store(y, index=(ct.bid(0),), tile=acc)
+    """)
+    report = run(path)
+    results = {r.kernel: r for r in report.results}
+    k, m = results["k"], results["m"]
+    assert k.ok, k.diagnostic
+    assert k.entries == ["k_has_beta0", "k_has_beta1"]
+    text = module_text(report, path)
+    assert "&mut db_out" not in entry_text(text, "k_has_beta0") and "&mut db_out" in entry_text(text, "k_has_beta1")
+    assert "if has_beta == 1 {" in text  # the launcher picks the entry by the argument's value
+    assert not m.ok and m.diagnostic.construct == "specialization" and "MODE" in m.diagnostic.message
+
+
+def test_a_dtype_called_on_a_value_is_that_value_of_the_dtype(tmp_path):
+    """`ct.float32(0.0)` (a typed zero to accumulate into) was "this call is not supported in kernels"."""
+    body = _entry(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            total = ct.float32(0.0) + ct.sum(ct.astype(t, ct.float32), 0)
+            ct.store(y, index=(ct.bid(0),), tile=ct.astype(total, ct.float16) + ct.float16(1))
+    """, configs={"k": [{"x": "f32", "y": "f16", "TILE": 128}]})
+    assert has_line(body, "let c: Tile<f32, { [] }> = 0.0f32.broadcast(shape![]);"), body
+    assert has_line(body, "let c_1: Tile<f16, { [] }> = constant_lit(1.0f32, shape![]);"), body
+
+
 def test_a_variable_defined_in_both_branches_of_a_runtime_if_is_the_ifs_result(tmp_path):
     """`if n > 4: res = a` / `else: res = b`, `res` read after: "undefined name `res`" once; cuTile yields
     it from the `if`."""

@@ -137,7 +137,7 @@ def test_grading_a_synthetic_device_result():
                  "timed": 1, "geomean_parity": 1.1}
     md = flow.render({**_gpu_doc(), "totals": t, "kernels": rows,
                       "driver_cases": {"rms_norm": {"ok": True}, "mlp": {"ok": False, "error": "TypeError: x"}}})
-    assert "**H200-verified** (every bundled launch matches the Liger kernel): **1** of 3 built (2 with a " \
+    assert "**GPU-verified** (every bundled launch matches the Liger kernel): **1** of 3 built (2 with a " \
         "launch checked)" in md
     assert "| ops/a.py | `_a` | yes | 2 | yes | 2 | yes | 1.10 |  |" in md
     assert "Driver: 1/2 cases ran; mlp: TypeError: x" in md

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any, Collection
 
 from tileport.diagnostics import Diagnostic
-from tileport.frontends.cutile.lowerer import (ScannedModule, eval_const, helper_def, imported_value, is_ct_attr,
-                                              loc_of, module_binding, scan_module)
+from tileport.frontends.cutile.scan import (ScannedModule, eval_const, helper_def, imported_value, is_ct_attr, loc_of,
+                                           module_binding, scan_module)
 from tileport.frontends.imports import module_statements, resolver_for
 from tileport.frontends.source import read_source
 from tileport.model.ir import Loc

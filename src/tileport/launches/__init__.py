@@ -3,7 +3,9 @@
 - `spec`: the spec file's schema, launch records, reading / writing / merging, what the pipeline takes from
   them (the records of a kernel, their capture signatures);
 - `infer`: launches derived from a kernel file's own host code (`ast` only);
-- `record`: `tileport record -- <command>`, the launch hooks run in the user's program (`record_boot/`).
+- `record`: `tileport record -- <command>`, the launch hooks run in the user's program (`record_boot/`);
+- `bounds`: the caps per kernel of a recording (specializations, launches) and the count of what they drop;
+- `progress`: the progress line of `tileport record` and the relay of the command's stderr around it.
 
 The names below are `spec`'s and `infer`'s, the ones callers use.
 """

@@ -15,8 +15,10 @@ dtype, shape, strides in elements, value range of integer arrays and the values 
 dtype and value; `ct.Constant` / `tl.constexpr` parameters: value; Triton launch options such as
 num_warps) before calling the real launch, which is never altered: a failure to describe or to write is
 reported once on stderr and the program runs on. A new launch is merged into the spec at once (under a
-file lock, written atomically, so several processes can record into one spec); repeats are counted and
-added when the process exits.
+file lock, written atomically, so several processes can record into one spec), within the caps per kernel
+of `tileport.launches.bounds`; repeats are counted in memory and merged every second and at exit, so a
+process that dies loses at most its last second of counts. `run` shows the progress line
+(`tileport.launches.progress`).
 """
 
 from __future__ import annotations
@@ -27,55 +29,94 @@ import importlib.util
 import json
 import math
 import os
-import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from tileport.launches.spec import (DTYPE_NAMES, TRITON_DTYPE, LaunchArg, LaunchRecord, grid3, load_spec, merge,
-                                    record_from_dict, write_spec)
+from tileport.launches.bounds import DEFAULT_LAUNCHES, DEFAULT_SPECIALIZATIONS, Caps, Fill, fill_of, merge_capped
+from tileport.launches.progress import run_with_progress
+from tileport.launches.spec import (DTYPE_NAMES, TRITON_DTYPE, Dropped, LaunchArg, LaunchRecord, absorb,
+                                    dropped_from_dict, grid3, load_spec, record_from_dict, write_spec)
 
 SPEC_ENV = "TILEPORT_RECORD_SPEC"
 HOME_ENV = "TILEPORT_RECORD_HOME"
+MAX_SPECIALIZATIONS_ENV = "TILEPORT_RECORD_MAX_SPECIALIZATIONS"
+MAX_LAUNCHES_ENV = "TILEPORT_RECORD_MAX_LAUNCHES"
+FLUSH_ENV = "TILEPORT_RECORD_FLUSH_SECONDS"
 BOOT_DIR = Path(__file__).parent / "record_boot"
 
 
 # ------------------------------------------------------------------------------------ the recorder
 
 class Recorder:
-    """Launch records of this process, merged into the spec file named by $TILEPORT_RECORD_SPEC."""
+    """Launch records of this process, merged into the spec file named by $TILEPORT_RECORD_SPEC.
 
-    def __init__(self, path: Path):
-        self.path = path
+    A launch not seen before is merged at once, with every pending count; repeats, and new launches the
+    caps would drop, are counted in memory and merged by a flusher thread every `flush_every` seconds and
+    at exit, so a process that dies (SIGKILL, os._exit) loses at most the counts of its last interval."""
+
+    def __init__(self, path: Path, caps: Caps = Caps(), flush_every: float = 1.0):
+        self.path, self.caps, self.flush_every = path, caps, flush_every
         self.seen: set[str] = set()
-        self.repeats: dict[str, LaunchRecord] = {}  # launches seen again: counts and value ranges, added at exit
-        self.lock = threading.Lock()
+        self.pending: dict[str, LaunchRecord]  # counts (and value ranges) not yet in the spec
+        self.fill = Fill()                          # the spec's fill as of this process's last merge
         self.warned = False
+        self.closed = False
+        self._fresh_state()
+        os.register_at_fork(after_in_child=self._fresh_state)
+
+    def _fresh_state(self) -> None:
+        """No pending counts, locks or thread of a parent: a forked child counts its own launches."""
+        self.lock = threading.Lock()     # seen / pending / fill
+        self.writing = threading.Lock()  # one merge into the spec at a time (exit waits for the flusher's)
+        self.flusher: threading.Thread | None = None
+        self.pending = {}
 
     def add(self, record: LaunchRecord) -> None:
         key = record.key()
         with self.lock:
-            if key in self.seen:
-                before = self.repeats.get(key)
-                self.repeats[key] = merge([before, record])[0] if before else record
+            if key in self.seen or self.fill.drops(record, self.caps):
+                self.seen.add(key)
+                if key in self.pending:
+                    absorb(self.pending[key], record)
+                else:
+                    self.pending[key] = record
+                self._start_flusher()
                 return
             self.seen.add(key)
         self.flush([record])
 
-    def flush_repeats(self) -> None:
-        with self.lock:
-            todo = list(self.repeats.values())
-            self.repeats.clear()
-        if todo:
-            self.flush(todo)
+    def _start_flusher(self) -> None:
+        if self.flusher is None:
+            self.flusher = threading.Thread(target=self._flush_periodically, name="tileport-record", daemon=True)
+            self.flusher.start()
 
-    def flush(self, records: list[LaunchRecord]) -> None:
-        try:
-            merge_into(self.path, records)
-        except Exception as e:  # noqa: BLE001 - recording must never break the user's program
-            self.warn(f"could not write {self.path}: {type(e).__name__}: {e}")
+    def _flush_periodically(self) -> None:
+        while not self.closed:
+            time.sleep(self.flush_every)
+            self.flush()
+
+    def close(self) -> None:
+        self.flush()
+        self.closed = True
+
+    def flush(self, records: list[LaunchRecord] = ()) -> None:
+        with self.writing:
+            with self.lock:
+                todo = list(self.pending.values()) + list(records)
+                self.pending.clear()
+            if not todo:
+                return
+            try:
+                fill = merge_into(self.path, todo, self.caps)
+            except Exception as e:  # noqa: BLE001 - recording must never break the user's program
+                self.warn(f"could not write {self.path}: {type(e).__name__}: {e}")
+                return
+            with self.lock:
+                self.fill = fill
 
     def warn(self, message: str) -> None:
         if not self.warned:
@@ -83,15 +124,21 @@ class Recorder:
             print(f"tileport record: {message}", file=sys.stderr)
 
 
-def merge_into(path: Path, records: list[LaunchRecord]) -> None:
-    """Merge records into the spec at `path` (created if absent), under an exclusive file lock."""
+def merge_into(path: Path, records: list[LaunchRecord], caps: Caps = Caps()) -> Fill:
+    """Merge records into the spec at `path` (created if absent) within `caps`, under an exclusive file
+    lock; returns the spec's fill after the merge."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         old: list[LaunchRecord] = []
+        dropped: list[Dropped] = []
         if path.is_file() and path.stat().st_size:
-            old = [record_from_dict(d) for d in json.loads(path.read_text())["launches"]]
-        write_spec(path, merge(old + records))
+            data = json.loads(path.read_text())
+            old = [record_from_dict(d) for d in data["launches"]]
+            dropped = [dropped_from_dict(d) for d in data.get("dropped", [])]
+        merged, dropped = merge_capped(old, dropped, records, caps)
+        write_spec(path, merged, dropped)
+        return fill_of(merged)
 
 
 _RECORDER: Recorder | None = None
@@ -100,9 +147,22 @@ _RECORDER: Recorder | None = None
 def recorder() -> Recorder | None:
     global _RECORDER
     if _RECORDER is None and os.environ.get(SPEC_ENV):
-        _RECORDER = Recorder(Path(os.environ[SPEC_ENV]))
-        atexit.register(_RECORDER.flush_repeats)
+        _RECORDER = Recorder(Path(os.environ[SPEC_ENV]), caps_from_env(), _env_number(FLUSH_ENV, 1.0, float))
+        atexit.register(_RECORDER.close)
     return _RECORDER
+
+
+def caps_from_env() -> Caps:
+    return Caps(_env_number(MAX_SPECIALIZATIONS_ENV, DEFAULT_SPECIALIZATIONS, int),
+                _env_number(MAX_LAUNCHES_ENV, DEFAULT_LAUNCHES, int))
+
+
+def _env_number(name: str, default, kind):
+    try:
+        value = kind(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
 
 
 # ------------------------------------------------------------------------------------ describing values
@@ -383,26 +443,29 @@ def install_hooks() -> None:
 
 # ------------------------------------------------------------------------------------ the command
 
-def child_env(spec: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+def child_env(spec: Path, base: dict[str, str] | None = None, caps: Caps = Caps(),
+              flush_every: float = 1.0) -> dict[str, str]:
     """The command's environment: the bootstrap first on PYTHONPATH (nothing else is added to it),
-    where this tileport lives, and the spec to write."""
+    where this tileport lives, the spec to write, its caps and how often counts are flushed."""
     env = dict(os.environ if base is None else base)
     env["PYTHONPATH"] = os.pathsep.join([str(BOOT_DIR)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env[HOME_ENV] = str(Path(__file__).resolve().parents[2])  # the directory holding the tileport package
     env[SPEC_ENV] = str(spec.resolve())
+    env[MAX_SPECIALIZATIONS_ENV] = str(caps.specializations)
+    env[MAX_LAUNCHES_ENV] = str(caps.launches)
+    env[FLUSH_ENV] = str(flush_every)
     return env
 
 
-def run(command: list[str], out: Path, append: bool = False) -> tuple[int, list[LaunchRecord]]:
-    """Run `command` with the launch hooks; returns (its exit code, the spec's records)."""
+def run(command: list[str], out: Path, append: bool = False, caps: Caps = Caps(), flush_every: float = 1.0,
+        progress_every: float | None = None) -> tuple[int, list[LaunchRecord]]:
+    """Run `command` with the launch hooks and the progress line on stderr; returns (its exit code, the
+    spec's records)."""
     out = Path(out)
     if not append and out.exists():
         out.unlink()  # the spec describes this run only
     try:
-        # The user's own program, in the foreground with the terminal (Ctrl-C reaches it): no time limit of
-        # tileport's, as `time` or `timeout` would set none (a wrapper can: `tileport record -- timeout 1h ...`).
-        rc = subprocess.run(command, env=child_env(out)).returncode
-        rc = 128 - rc if rc < 0 else rc  # killed by a signal: the shell's convention
+        rc = run_with_progress(command, child_env(out, caps=caps, flush_every=flush_every), out, progress_every)
     except OSError as e:
         print(f"tileport record: cannot run {command[0]!r}: {e}", file=sys.stderr)
         return 127, []
@@ -414,4 +477,4 @@ def run(command: list[str], out: Path, append: bool = False) -> tuple[int, list[
 
 __all__ = ["HOOKS", "Hook", "Recorder", "install_hooks", "run", "describe_value", "describe_cutile_launch",
            "describe_triton_launch",
-           "merge_into", "child_env", "SPEC_ENV", "BOOT_DIR"]
+           "merge_into", "child_env", "caps_from_env", "SPEC_ENV", "BOOT_DIR"]

@@ -20,6 +20,9 @@ is the file:line:col of an inferred launch site. `framework` is cutile or triton
 carry `options` (launch options that are not kernel arguments: num_warps, num_stages, ...), and its
 `tl.constexpr` parameters are `const` entries. Identical launches are one record with a `count`
 (launches that differ only in the values of their integer arrays are identical: their ranges merge).
+A recorded spec may carry `dropped`: per kernel, what the recording did not keep over its caps, counted
+(`Dropped`, `tileport.launches.bounds`). `LaunchRecord.specialization` says which launches run one
+compiled kernel.
 
 Launches inferred from a file's host code: `tileport.launches.infer`.
 """
@@ -77,6 +80,15 @@ SPEC_SCHEMA = {
                          "then": {"required": ["dtype", "shape", "strides"]}},
                         {"if": {"properties": {"kind": {"const": "scalar"}}}, "then": {"required": ["dtype", "value"]}},
                         {"if": {"properties": {"kind": {"const": "const"}}}, "then": {"required": ["value"]}}]}}}}},
+        "dropped": {"type": "array", "items": {
+            "type": "object",
+            "required": ["framework", "kernel", "file", "specializations", "launches", "extra_launches"],
+            "properties": {
+                "framework": {"type": "string"}, "kernel": {"type": "string"}, "qualname": {"type": "string"},
+                "file": {"type": "string"},
+                "specializations": {"type": "array", "items": {"type": "string"}},
+                "launches": {"type": "integer", "minimum": 0},
+                "extra_launches": {"type": "integer", "minimum": 0}}}},
     },
 }
 
@@ -148,6 +160,17 @@ class LaunchRecord:
                 [{k: v for k, v in a.to_dict().items() if k not in ("range", "values")} for a in self.args]]
         return json.dumps(what + ([self.options] if self.options else []), sort_keys=True, default=str)
 
+    def kernel_id(self) -> str:
+        """The kernel launched (framework, file, qualname)."""
+        return json.dumps([self.framework, self.file, self.qualname or self.kernel])
+
+    def specialization(self) -> str:
+        """Identity of the compiled kernel this launch runs: what the framework specializes on, not the
+        grid or the extents and strides themselves (docs/pipeline.md, "What is a specialization")."""
+        args = [_arg_specialization(a, self.framework) for a in self.args]
+        return json.dumps([self.framework, self.file, self.qualname or self.kernel, args, self.options],
+                          sort_keys=True, default=str)
+
     def to_dict(self) -> dict:
         d = {"framework": self.framework, "kernel": self.kernel, "qualname": self.qualname or self.kernel,
              "file": self.file, "grid": list(self.grid), "origin": self.origin, "where": self.where,
@@ -161,6 +184,69 @@ class LaunchRecord:
         arrays = ",".join(f"{a.name}:{a.dtype}{list(a.shape or [])}" for a in self.args if a.kind == "array")
         consts = ",".join(f"{a.name}={a.value}" for a in self.args if a.kind == "const")
         return f"{self.kernel} grid={list(self.grid)} {arrays}" + (f" {consts}" if consts else "")
+
+
+# Bytes per element of the canonical dtypes (a stride divisible by 16 bytes is a specialization).
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
+               "uint8": 1, "bool": 1, "tfloat32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def _extent_class(n: int) -> str:
+    """What cuTile specializes an extent on: 1, or divisible by 16."""
+    return "1" if n == 1 else "16k" if n % 16 == 0 else "n"
+
+
+def _stride_class(s: int, dtype: str) -> str:
+    """What a stride specializes on: 1 (contiguous), 0 (broadcast), negative, or a multiple of 16 bytes."""
+    per_16_bytes = max(16 // DTYPE_BYTES.get(dtype, 1), 1)
+    return "1" if s == 1 else "0" if s == 0 else "neg" if s < 0 else "16B" if s % per_16_bytes == 0 else "n"
+
+
+def _int_class(value: Any) -> str:
+    """What Triton specializes an integer argument on: == 1, or divisible by 16."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return "n"
+    return "1" if value == 1 else "16k" if value % 16 == 0 else "n"
+
+
+def _arg_specialization(a: LaunchArg, framework: str) -> list:
+    if a.kind == "array":
+        shape, strides = list(a.shape or []), list(a.strides or [])
+        return [a.name, a.kind, a.dtype, [_extent_class(n) for n in shape],
+                [_stride_class(s, a.dtype) for s in strides], a.block, a.padding]
+    if a.kind == "scalar":
+        ints = framework == "triton" and a.dtype.startswith(("int", "uint"))
+        return [a.name, a.kind, a.dtype] + ([_int_class(a.value)] if ints else [])
+    if a.kind == "const":
+        return [a.name, a.kind, a.value, a.type]
+    return [a.name, a.kind, a.type]
+
+
+@dataclass
+class Dropped:
+    """What a recording did not keep of one kernel (the caps of `tileport.launches.bounds`), counted:
+    digests of the specializations beyond the per-kernel cap and their launches, and the launches of kept
+    specializations beyond the per-specialization cap (other grids or extents)."""
+    framework: str
+    kernel: str
+    file: str
+    qualname: str = ""
+    specializations: list[str] = field(default_factory=list)
+    launches: int = 0
+    extra_launches: int = 0
+
+    def kernel_id(self) -> str:
+        return json.dumps([self.framework, self.file, self.qualname or self.kernel])
+
+    def to_dict(self) -> dict:
+        return {"framework": self.framework, "kernel": self.kernel, "qualname": self.qualname or self.kernel,
+                "file": self.file, "specializations": list(self.specializations), "launches": self.launches,
+                "extra_launches": self.extra_launches}
+
+
+def dropped_from_dict(d: dict) -> Dropped:
+    return Dropped(d["framework"], d["kernel"], d["file"], d.get("qualname", d["kernel"]),
+                   [str(x) for x in d["specializations"]], int(d["launches"]), int(d["extra_launches"]))
 
 
 def canonical_dtype(name: str) -> str:
@@ -241,11 +327,17 @@ def parse_spec(data: Any, source: str = "<spec>") -> list[LaunchRecord]:
 
 
 def load_spec(path: str | Path) -> list[LaunchRecord]:
+    return load_document(path)[0]
+
+
+def load_document(path: str | Path) -> tuple[list[LaunchRecord], list[Dropped]]:
+    """The spec's records and what its recording dropped over the caps."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise LaunchSpecError(f"launch spec {path}: {e}") from None
-    return parse_spec(data, str(path))
+    records = parse_spec(data, str(path))
+    return records, [dropped_from_dict(d) for d in data.get("dropped", [])]
 
 
 def merge(records: Iterable[LaunchRecord]) -> list[LaunchRecord]:
@@ -257,12 +349,17 @@ def merge(records: Iterable[LaunchRecord]) -> list[LaunchRecord]:
             out[k] = LaunchRecord(**{**r.__dict__, "args": [LaunchArg(**a.__dict__) for a in r.args],
                                      "options": dict(r.options)})
             continue
-        out[k].count += r.count
-        for mine, theirs in zip(out[k].args, r.args):
-            mine.range = _union(mine.range, theirs.range)
-            if mine.values != theirs.values:  # launches with other tables: only the range is known
-                mine.values = None
+        absorb(out[k], r)
     return list(out.values())
+
+
+def absorb(into: LaunchRecord, other: LaunchRecord) -> None:
+    """Add `other`, a repeat of the launch `into` (same key), to it: counts add, value ranges merge."""
+    into.count += other.count
+    for mine, theirs in zip(into.args, other.args):
+        mine.range = _union(mine.range, theirs.range)
+        if mine.values != theirs.values:  # launches with other tables: only the range is known
+            mine.values = None
 
 
 def _union(a: list | None, b: list | None) -> list | None:
@@ -272,17 +369,21 @@ def _union(a: list | None, b: list | None) -> list | None:
     return [min(a[0], b[0]), max(a[1], b[1])]
 
 
-def spec_document(records: Iterable[LaunchRecord]) -> dict:
-    return {"format": FORMAT, "version": VERSION, "launches": [r.to_dict() for r in records]}
+def spec_document(records: Iterable[LaunchRecord], dropped: Iterable[Dropped] = ()) -> dict:
+    doc = {"format": FORMAT, "version": VERSION, "launches": [r.to_dict() for r in records]}
+    dropped = [d.to_dict() for d in dropped]
+    if dropped:
+        doc["dropped"] = dropped
+    return doc
 
 
-def write_spec(path: str | Path, records: Iterable[LaunchRecord]) -> None:
+def write_spec(path: str | Path, records: Iterable[LaunchRecord], dropped: Iterable[Dropped] = ()) -> None:
     """Atomic write (a temporary file in the same directory, then rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with os.fdopen(fd, "w") as f:
-        json.dump(spec_document(records), f, indent=1, default=str)
+        json.dump(spec_document(records, dropped), f, indent=1, default=str)
     os.replace(tmp, path)
 
 
@@ -345,5 +446,6 @@ def captures(records: Iterable[LaunchRecord]):
     return list(out.values())
 
 
-__all__ = ["LaunchArg", "LaunchRecord", "LaunchSpecError", "SPEC_SCHEMA", "load_spec", "parse_spec", "write_spec",
+__all__ = ["Dropped", "LaunchArg", "LaunchRecord", "LaunchSpecError", "SPEC_SCHEMA", "load_document", "load_spec",
+           "parse_spec", "write_spec",
            "merge", "for_kernel", "fit_problems", "captures", "records_hash", "canonical_dtype", "spec_document"]

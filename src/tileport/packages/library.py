@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -64,6 +64,7 @@ class Library:
     seconds: float = 0.0
     crate: str | None = None  # the crate folder written
     rust_modules: dict[str, str] = field(default_factory=dict)  # dotted module -> Rust module
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage (`STAGES`; workers' summed)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -82,9 +83,24 @@ class FileOutcome:
     calls: set[tuple[str, str]] = field(default_factory=set)  # (file, jit function) of other modules called
     launched: set[str] = field(default_factory=set)  # names launched here (`f[grid](...)`)
     problem: Diagnostic | None = None  # the file cannot be read or parsed
+    seconds: dict[str, float] = field(default_factory=dict)  # "resolve" (the scans), "lower"
 
 
-Progress = Callable[[int, int, int, int], None]  # (files done, files, kernels found, kernels translated)
+@dataclass
+class Tally:
+    """How far `lower_package` is: what a progress callback is given after each file, and while it waits."""
+
+    files: int  # kernel files to lower
+    size: int  # their bytes
+    files_done: int = 0
+    size_done: int = 0
+    found: int = 0  # kernels found in the files done
+    translated: int = 0
+    last: str = ""  # the file done last and its kernels ("ops/x.py: 9 kernels, 8 translated"); "" while waiting
+
+
+Progress = Callable[[Tally], None]
+HEARTBEAT_S = 10.0  # with worker processes: progress is called at least this often while files are lowered
 
 
 def lower_package(index: PackageIndex, jobs: int = 1, progress: Progress | None = None,
@@ -92,29 +108,38 @@ def lower_package(index: PackageIndex, jobs: int = 1, progress: Progress | None 
     """Every kernel file of the package lowered (largest first, `jobs` processes), in module order, with the
     package's resolver (another `resolver`: e.g. `frontends.imports.FILES`, each file on its own)."""
     resolver = resolver or PackageResolver(index)
-    modules = sorted(index.kernel_candidates(), key=lambda m: -_size(m.path))
+    sizes = {m.name: _size(m.path) for m in index.kernel_candidates()}
+    modules = sorted((index.modules[name] for name in sizes), key=lambda m: -sizes[m.name])
     outcomes: dict[str, FileOutcome] = {}
-    found = translated = 0
+    tally = Tally(len(modules), sum(sizes.values()))
 
     def done(o: FileOutcome) -> None:
-        nonlocal found, translated
         outcomes[o.module] = o
-        found += len(o.results)
-        translated += sum(r.ok for r in o.results)
+        ok = sum(r.ok for r in o.results)
+        tally.files_done, tally.size_done = len(outcomes), tally.size_done + sizes[o.module]
+        tally.found, tally.translated = tally.found + len(o.results), tally.translated + ok
+        tally.last = f"{index.modules[o.module].rel}: " + (f"{len(o.results)} kernels, {ok} translated" if o.results
+                                                           else "no kernels")
         if progress:
-            progress(len(outcomes), len(modules), found, translated)
+            progress(tally)
     if jobs <= 1:
         for m in modules:
             done(lower_module(m, resolver))
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(lower_module, m, resolver): m for m in modules}
-            for fut in as_completed(futures):
-                m = futures[fut]
-                try:
-                    done(fut.result())
-                except Exception as e:  # noqa: BLE001 - a worker that died (memory, a signal): its file's problem
-                    done(FileOutcome(m.name, m.path, None, problem=_internal(m, e)))
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, HEARTBEAT_S, FIRST_COMPLETED)
+                if not finished and progress:
+                    tally.last = ""
+                    progress(tally)
+                for fut in sorted(finished, key=lambda f: futures[f].name):
+                    m = futures[fut]
+                    try:
+                        done(fut.result())
+                    except Exception as e:  # noqa: BLE001 - a worker that died (memory, a signal): its file's problem
+                        done(FileOutcome(m.name, m.path, None, problem=_internal(m, e)))
     _calls_are_helpers(outcomes)
     return [outcomes[name] for name in sorted(outcomes)]
 
@@ -136,14 +161,17 @@ def lower_module(m: Module, resolver: Resolver) -> FileOutcome:
     frontend = next((f for f in FRONTENDS if f.accepts(m.path, tree)), None)
     if frontend is None:
         return FileOutcome(m.name, m.path, None)
+    t0 = time.perf_counter()
     try:
         sites = _kernel_sites(m, frontend.name, resolver)
     except Diagnostic as d:
         return FileOutcome(m.name, m.path, frontend.name, problem=d)
     except Exception as e:  # noqa: BLE001 - a scan bug is the file's diagnostic, the package goes on
         return FileOutcome(m.name, m.path, frontend.name, problem=_internal(m, e))
+    t1 = time.perf_counter()
     if sites.lines:
         sites.kernels, sites.results = lower(m.path, None, list(sites.lines), resolver)
+    sites.seconds = {"resolve": t1 - t0, "lower": time.perf_counter() - t1}
     return sites
 
 
@@ -156,11 +184,11 @@ def _kernel_sites(m: Module, frontend: str, resolver: Resolver) -> FileOutcome:
     """The kernels of a file (name -> line), and for Triton, the jit functions of other modules its jit
     functions call and the names it launches."""
     if frontend == "cutile":
-        from tileport.frontends.cutile.lowerer import scan_module
+        from tileport.frontends.cutile.scan import scan_module
         sm = scan_module(m.path, resolver=resolver)
         return FileOutcome(m.name, m.path, frontend, lines={k: fn.lineno for k, fn in sm.kernels.items()})
-    from tileport.frontends.triton.scan import helper_of, scan
-    tm = scan(m.path, resolver=resolver)
+    from tileport.frontends.triton.scan import helper_of, imported_module, scan
+    tm = imported_module(m.path, resolver) or scan(m.path, resolver=resolver)  # the scan lowering reuses
     out = FileOutcome(m.name, m.path, frontend, lines={k: fn.lineno for k, fn in tm.kernels.items()})
     for fn in [*tm.kernels.values(), *tm.helpers.values()]:
         for node in ast.walk(fn):
@@ -202,12 +230,14 @@ def rust_module_names(modules: list[str]) -> dict[str, str]:
 
 
 def build_crate(index: PackageIndex, outcomes: list[FileOutcome], out_dir: Path | None, crate: str,
-                force: bool, faithful: bool = False) -> tuple[TranslateReport, dict[str, str]]:
-    """One crate for the package (None: rendered only): one Rust module per module with translated kernels."""
+                force: bool, stages: dict[str, float] | None = None, faithful: bool = False
+                ) -> tuple[TranslateReport, dict[str, str]]:
+    """One crate for the package (None: rendered only): one Rust module per module with translated kernels.
+    `stages`: seconds of rendering, rustfmt and writing are added there; `faithful` as in `translate`."""
     names = rust_module_names([o.module for o in outcomes if o.kernels])
     files = [Lowered(index.modules[o.module].path, o.kernels, o.results, names.get(o.module, ""),
                      index.modules[o.module].rel) for o in outcomes]
-    return assemble(files, out_dir, crate, force, faithful), names
+    return assemble(files, out_dir, crate, force, faithful, stages), names
 
 
 def library_of(label: str, kind: str, index: PackageIndex, outcomes: list[FileOutcome], seconds: float,
@@ -241,12 +271,27 @@ def _relative(d: Diagnostic, index: PackageIndex) -> dict:
     return out
 
 
+# Stages of package mode's translation, as `Library.stages` times them: reading the package's files, the
+# module scans with their imports, lowering the kernels (worker processes' times summed), rendering the
+# crate's files, formatting them, writing them.
+STAGES = ("index", "resolve", "lower", "render", "rustfmt", "write")
+
+
 def translate_package(index: PackageIndex, label: str, kind: str, out_dir: Path | None, crate: str, jobs: int,
-                      force: bool, progress: Progress | None = None, faithful: bool = False
+                      force: bool, progress: Progress | None = None,
+                      stages: dict[str, float] | None = None, faithful: bool = False
                       ) -> tuple[Library, TranslateReport]:
-    """Package mode's translation: lowered in `jobs` processes, one crate under `out_dir` (None: none)."""
+    """Package mode's translation: lowered in `jobs` processes, one crate under `out_dir` (None: none).
+    `stages`: seconds of stages timed before (the index), completed here (`STAGES`); `faithful` as in
+    `translate`."""
     t0 = time.perf_counter()
+    stages = dict.fromkeys(STAGES, 0.0) | (stages or {})
     outcomes = lower_package(index, jobs, progress)
-    report, names = build_crate(index, outcomes, out_dir, crate, force, faithful)
+    for o in outcomes:
+        for stage, seconds in o.seconds.items():
+            stages[stage] += seconds
+    report, names = build_crate(index, outcomes, out_dir, crate, force, stages, faithful)
     crate_dir = out_dir if report.written else None
-    return library_of(label, kind, index, outcomes, time.perf_counter() - t0, crate_dir, names), report
+    lib = library_of(label, kind, index, outcomes, time.perf_counter() - t0, crate_dir, names)
+    lib.stages = {stage: round(seconds, 2) for stage, seconds in stages.items()}
+    return lib, report

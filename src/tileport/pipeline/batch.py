@@ -1,14 +1,13 @@
-"""Run the pipeline over many kernels: a thread pool (`-j N`), rich progress bars, a summary table,
-`summary.json` and the HTML/markdown report. Threads suffice: the heavy work (cargo, tileiras,
-tileirdisasm) runs in subprocesses and the library's IR export releases the GIL.
+"""Run the pipeline over many kernels: their stage runs as units on an executor (`-j N` threads of this
+process by default, or a Ray cluster: schedule.py), rich progress bars, a summary table, `summary.json`
+and the HTML/markdown report. Threads suffice locally: the heavy work (cargo, tileiras, tileirdisasm) runs
+in subprocesses and the library's IR export releases the GIL.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
@@ -17,10 +16,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .artifacts import inside, write_json, write_text_atomic
+from tileport import executor
+
+from .artifacts import inside, write_json
 from .context import Options, Session, Target
-from .engine import Outcome, route_label, run_kernel
+from .engine import Outcome, route_label
 from .outdir import check_out, out_lock, run_entries
+from .schedule import Scheduler
 
 TERMINAL_STYLE = {"DONE": "bold green", "BLOCKED_ENV": "yellow", "COMPLETE": "cyan", "STOPPED": "red",
                   "PAUSED": "dim", "ERROR": "bold red"}
@@ -30,60 +32,58 @@ def run_batch(targets: list[Target], options: Options, console: Console | None =
               progress: bool = True) -> tuple[list[Outcome], Session]:
     """Port `targets` under the lock of `options.out` (OutLockedError if another run holds it;
     UnsafePathError if a target's folder would lie outside it; OutDirError if the run would replace
-    what no port run wrote there, see outdir.py)."""
+    what no port run wrote there, see outdir.py; ExecutorError if `options.executor` cannot run)."""
     for t in targets:
         inside(options.out, options.out / t.key)
     entries = run_entries([t.key for t in targets], gpu=options.native_gpu is not False)
     check_out(options.out, entries, options.force)
-    with out_lock(options.out, entries):
-        return _run_batch(targets, options, console or Console(), progress)
+    pool = executor.make(options.executor, options.jobs)
+    try:
+        with out_lock(options.out, entries):
+            return _run_batch(targets, options, pool, console or Console(), progress)
+    finally:
+        pool.close()
 
 
-def _run_batch(targets: list[Target], options: Options, console: Console,
+def _run_batch(targets: list[Target], options: Options, pool: executor.Executor, console: Console,
                progress: bool) -> tuple[list[Outcome], Session]:
     session = Session(options, targets)
     t0 = time.perf_counter()
-    outcomes: dict[str, Outcome] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    where = (f"{options.jobs} at a time" if pool.name == "local"
+             else f"on {pool.name} ({pool.describe().get('nodes', '?')} node(s))")
     with Progress(*columns, console=console, disable=not progress, transient=False) as bars:
-        overall = bars.add_task(f"porting {len(targets)} kernel(s), {options.jobs} at a time", total=len(targets))
+        overall = bars.add_task(f"porting {len(targets)} kernel(s), {where}", total=len(targets))
+        run_line = bars.add_task("", total=None, visible=progress)
         tasks = {t.key: bars.add_task(escape(f"  {t.key}"), total=6, visible=False) for t in targets}
         stages_seen: dict[str, int] = {}
 
         def report(key: str, message: str) -> None:
             if key not in tasks:
                 return
-            if message.endswith("running") or "unchanged" in message:
+            if message.endswith("running"):
                 stages_seen[key] = stages_seen.get(key, 0) + 1
             bars.update(tasks[key], description=escape(f"  {key}: {message}"), completed=min(6, stages_seen.get(key, 0)),
                         visible=True)
 
-        def one(t: Target) -> Outcome:
-            try:
-                return run_kernel(session, t, report)
-            except Exception as e:  # noqa: BLE001 - one kernel's crash must not stop the batch
-                write_text_atomic(options.out / t.key / "crash.log", traceback.format_exc())
-                return Outcome(t.key, t.kernel, "ERROR", [], {"missing": [f"pipeline error: {e}"],
-                                                              "best_attainable": False, "checks": []},
-                               why=f"{type(e).__name__}: {e}")
+        def finished(out: Outcome) -> None:
+            bars.update(tasks[out.key], visible=False)
+            bars.advance(overall)
+            if progress:
+                style = TERMINAL_STYLE.get(out.terminal, "")
+                steps = " → ".join(route_label(r, " (close-out)") for r in out.route)
+                bars.console.print(f"  [{style}]{out.terminal:<11}[/] " + escape(f"{out.key}  {steps}"))
+                for line in reason_lines(out):
+                    bars.console.print(escape(line), highlight=False)
 
-        with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-            futures = {pool.submit(one, t): t for t in targets}
-            for fut in as_completed(futures):
-                t = futures[fut]
-                out = fut.result()
-                outcomes[t.key] = out
-                bars.update(tasks[t.key], visible=False)
-                bars.advance(overall)
-                if progress:
-                    style = TERMINAL_STYLE.get(out.terminal, "")
-                    steps = " → ".join(route_label(r, " (close-out)") for r in out.route)
-                    bars.console.print(f"  [{style}]{out.terminal:<11}[/] " + escape(f"{t.key}  {steps}"))
-                    for line in reason_lines(out):
-                        bars.console.print(escape(line), highlight=False)
-    ordered = [outcomes[t.key] for t in targets]
+        scheduler = Scheduler(session, pool, report,
+                              lambda line: bars.update(run_line, description=escape(f"  {line}")), finished)
+        try:
+            ordered = scheduler.run()
+        finally:
+            session.close()
     seconds = time.perf_counter() - t0
-    write_summary(ordered, session, seconds)
+    write_summary(ordered, session, seconds, {**pool.describe(), **scheduler.stats.to_dict()})
     from .report import write_report
     write_report(options.out, ordered, session, seconds)
     return ordered, session
@@ -98,7 +98,7 @@ def reason_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
-def write_summary(outcomes: list[Outcome], session: Session, seconds: float) -> Path:
+def write_summary(outcomes: list[Outcome], session: Session, seconds: float, executor: dict | None = None) -> Path:
     o = session.options
     gpu_ok, gpu_why = session.gpu()
     doc = {
@@ -108,6 +108,7 @@ def write_summary(outcomes: list[Outcome], session: Session, seconds: float) -> 
         "options": {k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v)
                     for k, v in asdict(o).items()},
         "gpu": {"available": gpu_ok, "reason": gpu_why},
+        "executor": executor or {"name": "local"},
         "evidence": {"files": session.evidence.files, "errors": session.evidence.errors},
         "counts": _counts(outcomes),
         "kernels": [x.to_dict() for x in outcomes],

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tileport import toolchain
 from tileport.cache import DiskCache, sha256, tool_key
+from tileport.executor import cargo_slots, node_slot
 from tileport.corpus import REPO
 from tileport.runtime.abi import TileportError
 from tileport.capture.signature import Capture
@@ -68,6 +69,11 @@ class CrateBuild:
                 "content_hash": self.content_hash, "library": str(self.so) if self.so else None,
                 "error": self.error[-4000:] if self.error else "",
                 **({"left_out": {src: err[:500] for src, err in self.left_out.items()}} if self.left_out else {})}
+
+
+def batch_kind(target: Target) -> str:
+    """Which batch crate serves the target: the corpus crate (library kernels) or the run's files crate."""
+    return "corpus" if target.library else "files"
 
 
 def rejected_sources(build: CrateBuild) -> set[str]:
@@ -144,7 +150,7 @@ class BuildManager:
 
     # -------------------------------------------------------------- batch crates
     def batch_for(self, target: Target) -> CrateBuild:
-        kind = "corpus" if target.library else "files"
+        kind = batch_kind(target)
         with self._lock:
             if kind not in self._batches:
                 try:
@@ -232,8 +238,14 @@ class BuildManager:
             self._private[h] = build
         return build
 
+    def adopt(self, target: Target, build: CrateBuild) -> None:
+        """Use `build`, made by another process of the run, as the batch crate of `target`'s kind."""
+        with self._lock:
+            self._batches[batch_kind(target)] = build
+
     def _build(self, build: CrateBuild) -> None:
-        so, log, error = cargo_build(build.crate_dir, self.profile)
+        with node_slot("cargo", cargo_slots()):  # builds per machine are bounded (memory)
+            so, log, error = cargo_build(build.crate_dir, self.profile)
         build.log, build.error = log, error
         if so is not None and not so.is_file():
             build.error = f"cargo succeeded but {so} is missing"
@@ -322,6 +334,13 @@ def disassemble(manager: BuildManager, bytecode: bytes) -> str:
         cache.put("dis", key, "txt", s.encode())
         return s
     return text.decode()
+
+
+def warm_cubin(cache_root: str, bytecode: bytes, arch: str) -> bool:
+    """tileiras on `bytecode` for `arch`, into the content-addressed cache: a part of B that runs apart (another
+    thread, another node sharing the cache), after which `cubin` reads the cache."""
+    from tileport.capture import compile_cubin
+    return compile_cubin(bytecode, arch, None, sass=False, cache=DiskCache(Path(cache_root))).ok
 
 
 def cubin(manager: BuildManager, bytecode: bytes, arch: str, out: Path | None) -> dict:

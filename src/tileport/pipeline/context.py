@@ -22,10 +22,11 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from tileport.cache import default_root, sha256
 from tileport.corpus import REPO
+from tileport.executor import ExecutorError, ThreadMap, parse
 from tileport.ops.spec import KERNELS_DIR
 
 from .builds import BuildManager
@@ -74,6 +75,7 @@ class Options:
     faithful: bool = False         # ports written one Tile IR operation per line (else idiomatic Rust)
     cache_dir: Path | None = None
     force: bool = False            # write into a non-empty `out` that holds no port run (outdir.py)
+    executor: str = "local"        # where units run: local (threads), ray, ray=ADDRESS (tileport.executor)
     # Tests only: kernel -> a translator defect planted into B(1)'s kernel text (stage_b.PlantedDefect).
     planted: Mapping[str, Any] = field(default_factory=dict)
 
@@ -83,6 +85,10 @@ class Options:
             raise ValueError(f"unknown cargo profile {self.profile!r} (one of {', '.join(PROFILES)})")
         if self.jobs < 1:
             raise ValueError(f"jobs must be at least 1, got {self.jobs}")
+        try:
+            parse(self.executor)
+        except ExecutorError as e:
+            raise ValueError(str(e)) from None
 
     def cache(self) -> Path:
         return Path(self.cache_dir) if self.cache_dir else default_root()
@@ -93,9 +99,11 @@ class Options:
 class Session:
     """State shared by every kernel of a run: builds, capture caches, GPU evidence, locks."""
 
-    def __init__(self, options: Options, targets: list[Target]):
+    def __init__(self, options: Options, targets: list[Target], fan_out: Callable | None = None):
         self.options = options
         self.targets = targets
+        # map(fn, [args...]) for the parts of a unit that run apart (B's cubins): threads here, Ray tasks on a cluster
+        self.fan_out = fan_out or ThreadMap(options.jobs)
         self.builds = BuildManager(options.cache(), options.profile, targets, options.faithful)
         self.evidence = EvidenceStore.load(options.gpu_results)
         self.lock = threading.Lock()
@@ -104,6 +112,10 @@ class Session:
         self._native_ops: set[str] = set()
         self._native_paths: list[Path] = []
         self._native = None  # EvidenceStore of _native_paths, reloaded when a recording adds one
+
+    def close(self) -> None:
+        """Release the threads of the fan-out (a Ray fan-out holds none)."""
+        getattr(self.fan_out, "close", lambda: None)()
 
     def native_evidence(self, ctx: "KernelContext", ops: list[str], build: dict):
         """Record GPU evidence here (torch + a CUDA device) for `ops`, once per run; None if impossible.

@@ -174,43 +174,75 @@ def _finish(v: Verdict, h: str, t0: float, ctx: KernelContext) -> Verdict:
     return v
 
 
+class KernelRun:
+    """One kernel's route as a sequence of stage runs: `next_stage()` says which (stage, attempt) runs next
+    (None once the route ended), `record()` takes its verdict, `finish()` writes the final gate and run.json.
+    The stages themselves run wherever the caller runs them (inline, a thread pool, a cluster: schedule.py)."""
+
+    def __init__(self, session: Session, target: Target):
+        self.t0 = time.perf_counter()
+        self.session, self.target = session, target
+        self.ctx = KernelContext(session, target)
+        out = session.options.out
+        inside(out, self.ctx.kernel_dir)  # the key names a folder of --out, never anything else
+        if not session.options.resume:
+            remove_tree(out, self.ctx.kernel_dir)  # a fresh run: nothing from an earlier run counts
+        self.ctx.kernel_dir.mkdir(parents=True, exist_ok=True)
+        self.state = RunState(residual=session.options.residual)
+        self.step = Step(stage=Stage.A, attempt=1)
+        self.route: list[dict] = []
+        self.last: tuple[Stage, Verdict] | None = None
+        self.terminal: str | None = None
+        self.paused = False  # stopped by --until
+
+    def next_stage(self) -> tuple[Stage, int] | None:
+        """The stage run that comes next; None when the route is over (then `finish`)."""
+        if not self.step.is_terminal and not self.paused:
+            return self.step.stage, self.step.attempt
+        if self.terminal is None:
+            self.terminal = str(self.step.terminal) if self.step.terminal else "PAUSED"
+            after_d = self.last is not None and self.last[0] == Stage.D
+            if self.step.terminal == Terminal.BLOCKED_ENV and after_d and self.ctx.latest("E") is None:
+                return Stage.E, 1  # env close-out: for the record
+        return None
+
+    def record(self, stage: Stage, attempt: int, v: Verdict, reused: bool) -> None:
+        """The verdict of the stage run `next_stage` named."""
+        self.ctx.verdicts[(str(stage), attempt)] = v
+        if self.terminal is not None:  # the env close-out
+            self.route.append(route_entry(stage, attempt, v, reused, close_out=True))
+            return
+        self.state.record(stage, v.verdict)
+        self.route.append(route_entry(stage, attempt, v, reused))
+        self.last = (stage, v)
+        self.step = next_step(self.state, stage, attempt, v.verdict, v.fail_class, v.owner)
+        if self.session.options.until is not None and stage == self.session.options.until and not self.step.is_terminal:
+            self.step = Step(terminal=None, why=f"stopped after {stage} (--until)")
+            self.paused = True
+
+    def finish(self, progress: Progress | None = None) -> Outcome:
+        ctx, out, target = self.ctx, self.session.options.out, self.target
+        terminal = self.terminal or "PAUSED"
+        ran = {str(s) + ("" if a == 1 else str(a)) for s, a in ctx.verdicts}
+        for sdir in ctx.kernel_dir.iterdir():  # stage directories of an earlier, different route
+            if sdir.is_dir() and sdir.name not in ran and sdir.name.rstrip("2") in {str(x) for x in Stage}:
+                remove_tree(out, sdir)
+        final = gate(ctx, terminal)
+        write_json(ctx.kernel_dir / "final.json", final)
+        outcome = Outcome(target.key, target.kernel, terminal, self.route, final, time.perf_counter() - self.t0,
+                          self.step.why)
+        write_json(ctx.kernel_dir / "run.json", {**outcome.to_dict(), "source": str(target.path), "ops": target.ops,
+                                                 "primary_op": target.primary_op,
+                                                 "config_source": target.config_source})
+        if progress:
+            progress(target.key, f"{terminal}")
+        return outcome
+
+
 def run_kernel(session: Session, target: Target, progress: Progress | None = None) -> Outcome:
-    t0 = time.perf_counter()
-    ctx = KernelContext(session, target)
-    out = session.options.out
-    inside(out, ctx.kernel_dir)  # the key names a folder of --out, never anything else
-    if not session.options.resume:
-        remove_tree(out, ctx.kernel_dir)  # a fresh run: nothing from an earlier run counts
-    ctx.kernel_dir.mkdir(parents=True, exist_ok=True)
-    state = RunState(residual=session.options.residual)
-    step = Step(stage=Stage.A, attempt=1)
-    route: list[dict] = []
-    last: tuple[Stage, Verdict] | None = None
-    while not step.is_terminal:
-        stage, attempt = step.stage, step.attempt
-        v, reused = execute(ctx, stage, attempt, progress)
-        ctx.verdicts[(str(stage), attempt)] = v
-        state.record(stage, v.verdict)
-        route.append(route_entry(stage, attempt, v, reused))
-        last = (stage, v)
-        step = next_step(state, stage, attempt, v.verdict, v.fail_class, v.owner)
-        if session.options.until is not None and stage == session.options.until and not step.is_terminal:
-            step = Step(terminal=None, why=f"stopped after {stage} (--until)")
-            break
-    terminal = str(step.terminal) if step.terminal else "PAUSED"
-    if step.terminal == Terminal.BLOCKED_ENV and last and last[0] == Stage.D and ctx.latest("E") is None:
-        v, reused = execute(ctx, Stage.E, 1, progress)  # env close-out: for the record
-        ctx.verdicts[("E", 1)] = v
-        route.append(route_entry(Stage.E, 1, v, reused, close_out=True))
-    ran = {str(s) + ("" if a == 1 else str(a)) for s, a in ctx.verdicts}
-    for sdir in ctx.kernel_dir.iterdir():  # stage directories of an earlier, different route
-        if sdir.is_dir() and sdir.name not in ran and sdir.name.rstrip("2") in {str(x) for x in Stage}:
-            remove_tree(out, sdir)
-    final = gate(ctx, terminal)
-    write_json(ctx.kernel_dir / "final.json", final)
-    outcome = Outcome(target.key, target.kernel, terminal, route, final, time.perf_counter() - t0, step.why)
-    write_json(ctx.kernel_dir / "run.json", {**outcome.to_dict(), "source": str(target.path), "ops": target.ops,
-                                             "primary_op": target.primary_op, "config_source": target.config_source})
-    if progress:
-        progress(target.key, f"{terminal}")
-    return outcome
+    """One kernel's whole route, its stages run inline."""
+    run = KernelRun(session, target)
+    while (nxt := run.next_stage()) is not None:
+        v, reused = execute(run.ctx, *nxt, progress)
+        run.record(*nxt, v, reused)
+    return run.finish(progress)

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileport.diagnostics import Diagnostic
-from tileport.frontends.cutile.lowerer import KernelConfig, ScannedModule, _ct_call_name, index_arrays, loc_of
+from tileport.frontends.cutile.lowerer import KernelConfig, _ct_call_name, index_arrays
+from tileport.frontends.cutile.scan import ScannedModule, loc_of
 from tileport.model.ir import Param
 from tileport.dtypes import TORCH_DTYPES
 from tileport.ops.spec import Capture

@@ -80,6 +80,7 @@ def compile_variants(ctx: KernelContext, analysis: dict, gen_dir: Path, cubin_di
     """tileiras on one configuration of every variant, per architecture: (records, failures where the
     reference compiles; every failure when there is no reference)."""
     variants, cubin_fail = [], []
+    _compile_apart(ctx, analysis, gen_dir)
     for v in analysis["variants"]:
         conf = next((c for c in analysis["configurations"] if c["variant"] == v["entry"]), None)
         rec = {"entry": v["entry"], "configs": v["configs"], "cubins": {}}
@@ -99,6 +100,18 @@ def compile_variants(ctx: KernelContext, analysis: dict, gen_dir: Path, cubin_di
                         rec.setdefault("notes", []).append(f"{arch}: the reference does not compile either")
         variants.append(rec)
     return variants, cubin_fail
+
+
+def _compile_apart(ctx: KernelContext, analysis: dict, gen_dir: Path) -> None:
+    """Every cubin of the loop below, compiled at once by the session's fan-out into the capture cache, which the
+    loop then reads (tileiras takes seconds per variant and architecture: the longest part of B)."""
+    root = str(ctx.session.builds.cache.root)
+    todo = [(root, (gen_dir / f"{c['slug']}.tileirbc").read_bytes(), arch)
+            for v in analysis["variants"]
+            for c in [next((c for c in analysis["configurations"] if c["variant"] == v["entry"]), None)] if c
+            for arch in ctx.options.archs]
+    if len(todo) > 1:
+        ctx.session.fan_out(builds.warm_cubin, todo)
 
 
 def grade(ctx: KernelContext, d: Path, build, arts: dict, verdict: Callable[..., Verdict], variants: list,

@@ -14,8 +14,12 @@ import contextlib
 import json
 import os
 import re
+import subprocess
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from tileport.version import __version__
@@ -32,6 +36,7 @@ from tileport.emit.rust.names import RESERVED_MODULES, RUST_KEYWORDS
 from tileport.model.ir import Kernel
 from tileport.proc import ToolTimeout
 from tileport.proc import run as run_tool
+from tileport.proc import stop_tools_on_signals
 from tileport.runtime.abi import ABI_VERSION
 from tileport.toolchain import CUTILE_CRATE_VERSION
 
@@ -235,16 +240,61 @@ def group_kernels(mods: list[ModuleSource]) -> dict[str, list[KernelGroup]]:
     return out
 
 
+RUSTFMT_PROCESSES = 2  # rustfmt runs at once: a large crate's files are shared among them
+# `mod name;`: a module in a file of its own, which rustfmt formats too when it formats the declaring file
+OUT_OF_LINE_MOD = re.compile(r"^[ \t]*(?:pub(?:\([^)]*\))?[ \t]+)?mod[ \t]+\w+[ \t]*;", re.M)
+RUSTFMT = ["rustfmt", "--edition", "2024"]
+
+
 def rustfmt(paths: list[Path]) -> None:
-    """Format `paths` in place; RuntimeError when rustfmt rejects them or runs past RUSTFMT_TIMEOUT_S."""
+    """Format `paths` in place, in up to RUSTFMT_PROCESSES rustfmt runs at once, each bounded by
+    RUSTFMT_TIMEOUT_S; RuntimeError when rustfmt rejects them or a run passes its limit. A file that declares
+    modules of their own files (lib.rs) is formatted alone, through stdin: given its path, rustfmt would
+    format its modules' files as well (a second time, and while another run formats them)."""
     if not paths:
         return
+    declaring = [p for p in paths if _declares_modules(p)]
+    others = [p for p in paths if p not in declaring]
+    runs = [partial(_rustfmt_files, others[i::RUSTFMT_PROCESSES]) for i in range(RUSTFMT_PROCESSES)
+            if others[i::RUSTFMT_PROCESSES]] + [partial(_rustfmt_stdin, p) for p in declaring]
+    stop_tools_on_signals()  # from this (the main) thread: the runs' threads cannot set signal handlers
+    with ThreadPoolExecutor(RUSTFMT_PROCESSES) as pool:
+        errors = [e for e in pool.map(lambda run: run(), runs) if e]
+    if errors:
+        raise RuntimeError(errors[0])
+
+
+def _declares_modules(path: Path) -> bool:
     try:
-        proc = run_tool(["rustfmt", "--edition", "2024", *map(str, paths)], RUSTFMT_TIMEOUT_S)
+        return bool(OUT_OF_LINE_MOD.search(path.read_text()))
+    except (OSError, UnicodeDecodeError):  # rustfmt says what is wrong with the file
+        return False
+
+
+def _rustfmt_files(paths: list[Path]) -> str | None:
+    """Format the files in place: None, or why not."""
+    try:
+        proc = run_tool([*RUSTFMT, *map(str, paths)], RUSTFMT_TIMEOUT_S)
     except ToolTimeout as e:
-        raise RuntimeError(str(e)) from None
-    if proc.returncode != 0:
-        raise RuntimeError(f"rustfmt rejected the generated code:\n{proc.stderr}")
+        return str(e)
+    return _rejected(proc)
+
+
+def _rustfmt_stdin(path: Path) -> str | None:
+    """Format one file through stdin (its modules' files untouched), in its folder (rustfmt's configuration is
+    looked up from there, as for a file given by path): None, or why not."""
+    with open(path, "rb") as source:
+        try:
+            proc = run_tool(RUSTFMT, RUSTFMT_TIMEOUT_S, stdin=source, cwd=path.parent)
+        except ToolTimeout as e:
+            return str(e)
+    if (error := _rejected(proc)) is None and proc.stdout != path.read_text():
+        path.write_text(proc.stdout)
+    return error
+
+
+def _rejected(proc: subprocess.CompletedProcess) -> str | None:
+    return f"rustfmt rejected the generated code:\n{proc.stderr}" if proc.returncode != 0 else None
 
 
 def _emit_modules(mods: list[ModuleSource], failures: list[tuple[str, Diagnostic]] | None, emit=emit_group
@@ -331,13 +381,16 @@ def _idiomatic_unit_axes(kernel: Kernel) -> dict:
     return idiomatic_unit_axes(kernel, set(idiom.owned_outputs(kernel)))
 
 
-def _write_formatted(files: dict[str, str], root: Path) -> None:
-    """Write the files under `root` and format the Rust ones with rustfmt (RuntimeError if it refuses)."""
+def _write_formatted(files: dict[str, str], root: Path) -> float:
+    """Write the files under `root` and format the Rust ones with rustfmt (RuntimeError if it refuses); the
+    seconds rustfmt took."""
     for rel, text in files.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
+    t0 = time.perf_counter()
     rustfmt([root / rel for rel in files if rel.endswith(".rs")])
+    return time.perf_counter() - t0
 
 
 def format_crate(files: dict[str, str]) -> dict[str, str]:
@@ -380,12 +433,15 @@ def check_output_dir(out_dir: Path, force: bool = False) -> None:
                              "crate's files there (other files are left alone)")
 
 
-def write_crate(files: dict[str, str], out_dir: Path, force: bool = False) -> list[Path]:
+def write_crate(files: dict[str, str], out_dir: Path, force: bool = False,
+                stages: dict[str, float] | None = None) -> list[Path]:
     """Write into a temporary directory inside out_dir, format, then move the files into place.
 
     Only files tileport generates are replaced or removed (see the module doc); `target/` and anything
     else in out_dir stays. OutputDirError when out_dir cannot take the crate (`check_output_dir`).
+    `stages`: the seconds of rustfmt ("rustfmt") and of the rest ("write") are added there.
     """
+    t0, formatting = time.perf_counter(), 0.0
     out_dir = Path(out_dir)
     check_output_dir(out_dir, force)
     previous = generated_files(out_dir) or set()
@@ -393,7 +449,7 @@ def write_crate(files: dict[str, str], out_dir: Path, force: bool = False) -> li
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         with tempfile.TemporaryDirectory(dir=out_dir, prefix=".tileport-") as tmp:
-            _write_formatted(files, Path(tmp))
+            formatting = _write_formatted(files, Path(tmp))
             written = []
             for rel in sorted(files, key=lambda r: r == "kernels.json"):  # the manifest last
                 dst = out_dir / rel
@@ -409,4 +465,7 @@ def write_crate(files: dict[str, str], out_dir: Path, force: bool = False) -> li
         stale = out_dir / rel
         if stale.is_file() and not stale.is_symlink():
             stale.unlink()
+    if stages is not None:
+        stages["rustfmt"] = stages.get("rustfmt", 0.0) + formatting
+        stages["write"] = stages.get("write", 0.0) + time.perf_counter() - t0 - formatting
     return written

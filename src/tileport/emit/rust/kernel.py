@@ -514,6 +514,8 @@ class KernelEmitter:
             return "scalar" if isinstance(op.ty, ScalarT) else "tile"
         if key == "elem":
             return self.kind(op.ty.dtype)
+        if key == "result_dtype":
+            return getattr(op.ty, "dtype", None)
         if key == "operand":
             return self.kind(op.args[0].ty.dtype)
         if key == "unit_axis":  # an array parameter's length whose static value the launcher chooses
@@ -651,6 +653,13 @@ class KernelEmitter:
         pre.append(f"let {reshaped}: {tile_rs(TileT(dt, ones))} = "
                    f"{L.RESHAPE.format(x=scalar, shape=shape_rs(ones))};")
         return pre, L.BROADCAST.format(x=reshaped, shape=shape_rs(shape))
+
+    def lower_scan_sum_half(self, op: Op, name: str):
+        """An f16/bf16 scan: its identity is a scalar bound with its type (no f16/bf16 literal exists)."""
+        zero = self.fresh(f"{name}_zero")
+        pre = [f"let {zero}: {op.ty.dtype} = convert_scalar(0.0f32);"]
+        return pre, L.SCAN_SUM.format(x=self.atom(op.args[0]), axis=op.attr("axis"),
+                                      reverse=L.SCAN_REVERSE[op.attr("reverse")], zero=zero)
 
     def lower_extract(self, op: Op, name: str):
         x, *index = op.args

@@ -235,7 +235,7 @@ class Row:
     `template`, an emitter `method` (operations that bind several names or create views), or a
     `refuse` message. `shims`: user-declared ops the rendering needs.
 
-    Facts: `value` ("tile" / "scalar": the result), `elem` and `operand` (the element kind of the
+    Facts: `value` ("tile" / "scalar": the result), `result_dtype`, `elem` and `operand` (the element kind of the
     result and of the first operand: "f", "i", "u", "b"), `width` (an integer cast: "narrow", "same",
     "widen"), `unit_axis` (an `array_dim` of an axis whose static length the launcher chooses), and every
     attribute of the operation by its name. A plain string names a kind too (its OpKind: an unknown
@@ -354,6 +354,7 @@ ROWS: list[Row] = [
     # ---- reductions, scans, shapes, matrix multiply
     *[Row(OpKind.REDUCE, {"fn": fn, "rounding": _unset, "ftz": _unset, "nan": _unset}, s) for fn, s in REDUCE.items()],
     Row(OpKind.REDUCE, refuse="reductions with rounding_mode/flush_to_zero/propagate_nan are not supported yet"),
+    Row(OpKind.SCAN_SUM, {"result_dtype": HALF_TYPES}, method="scan_sum_half"),
     Row(OpKind.SCAN_SUM, template=SCAN_SUM),
     Row(OpKind.RESHAPE, template=RESHAPE),
     Row(OpKind.BROADCAST, template=BROADCAST),

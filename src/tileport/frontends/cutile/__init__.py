@@ -1,7 +1,10 @@
 """The cuTile Python frontend: `@ct.kernel` functions (cuda.tile 1.7.0) -> the kernel model.
 
-- `lowerer`: the module scan, configurations and specialization, one visitor method per Python construct;
-- `calls`: one handler per `ct.<fn>` (registered in `calls.HANDLERS`), typed with the model's builder;
+- `scan`: the module scan (cuda.tile imports, constants, helpers, closures, imported modules);
+- `lowerer`: configurations and specialization, the kernel visitor `KernelLowerer` (scopes, entry), whose
+  methods per Python construct are grouped in `control` (statements, helper inlining) and `expressions`;
+- `calls`: one handler per `ct.<fn>` (registered in `calls.HANDLERS`), one module per construct family,
+  typed with the model's builder;
 - `dtypes`: cuTile's dtype names and its implicit promotion (given to the builder);
 - `values`: compile-time values and constant folding (the shared `frontends.liveness` says which names a
   block reads and rebinds).
@@ -16,8 +19,8 @@ from typing import Mapping, Sequence
 
 from tileport.frontends.base import KernelConfig, Translation
 from tileport.frontends.imports import Resolver
-from tileport.frontends.cutile.lowerer import (CT_MODULE, ScannedModule, classify_params, loc_of, scan_module,
-                                              translate_file)
+from tileport.frontends.cutile.lowerer import classify_params, translate_file
+from tileport.frontends.cutile.scan import CT_MODULE, ScannedModule, loc_of, scan_module
 from tileport.model.naming import Naming
 from tileport.passes.fma import fuse_fma
 from tileport.passes.hoist import hoist_invariants

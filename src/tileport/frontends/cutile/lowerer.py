@@ -4,6 +4,10 @@ One visitor method per Python construct (`stmt_<Node>`, `expr_<Node>`); `ct.<fn>
 the handlers registered in `calls`. Kernel-level facts the source does not state (array element dtypes,
 scalar dtypes, constant values in use) come from `KernelConfig`s; what cannot be decided from them is
 a `Diagnostic` with file:line:col.
+
+`KernelLowerer` keeps the scopes, the kernel entry and specialization here; its statement methods are in
+`control` (`ControlFlowMixin`), its expression methods in `expressions` (`ExpressionMixin`), the module scan
+in `scan`.
 """
 
 from __future__ import annotations
@@ -11,42 +15,33 @@ from __future__ import annotations
 import ast
 import contextlib
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from itertools import product
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tileport.diagnostics import Diagnostic, NeedsSpecialization
+from tileport.dtypes import TORCH_DTYPES
 from tileport.frontends.base import KernelConfig, Translation
 from tileport.frontends.cutile import calls
-from tileport.frontends.liveness import Frames, assigned, exposed_read, reads
+from tileport.frontends.cutile.control import ControlFlowMixin, _Scope, _const_number
 from tileport.frontends.cutile.dtypes import promote
-from tileport.frontends.cutile.values import (BINOPS, CV, MATH, MAX_FOLD_BITS, ConstFoldError, DTypeVal, EnumVal,
-                                              Helper, ModuleRef, NotConstant, SourceModule, Value, call_math, checked,
-                                              describe, fold)
-from tileport.frontends.imports import (FILES, FromModule, Guards, Imports, Outside, Resolver, WholeModule,
-                                        module_statements, outside_hint, read_imports, resolver_for, star_exports,
-                                        submodule)
-from tileport.frontends.source import parse_module, read_source
+from tileport.frontends.cutile.expressions import ExpressionMixin
+from tileport.frontends.cutile.scan import (ScannedModule, _const_annotation, _own_name, ct_import, defining_module,
+                                            helper_def, imported_module, is_ct_attr, is_ct_name, loc_of, scan_module)
+from tileport.frontends.cutile.values import CV, DTypeVal, EnumVal, Helper, ModuleRef, SourceModule, Value
+from tileport.frontends.imports import Outside, Resolver, WholeModule, outside_hint, submodule
+from tileport.frontends.liveness import Frames
 from tileport.model import types as T
-from tileport.model.builder import Builder, DTypeSpace, lit_dtype
+from tileport.model.builder import Builder, DTypeSpace
+from tileport.model.ir import Kernel, KernelModule, Let, Lit, Loc, Param, Ref, walk
 from tileport.model.naming import Naming
-from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Kernel, KernelModule, Let, Lit, Loc,
-                               Param, Ref, Return, While, sym_names, walk)
 from tileport.model.ops import OpKind
-from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym, TileT
-from tileport.dtypes import TORCH_DTYPES
+from tileport.model.types import ArrayT, ConstT, DVar, ScalarT, Sym
 from tileport.runtime.abi import DTYPE_CODES
 
-CT_MODULE = "cuda.tile"
-DTYPE_MODULES = ("numpy", "torch")  # their dtype names and inf/nan/pi/e mean what cuTile's do
 ARRAY_USES = {"load", "store", "gather", "scatter", "num_tiles", "atomic_add", "atomic_max", "atomic_min",
               "atomic_xchg", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor"}
-
-
-def _const_number(v) -> bool:
-    """A compile-time int, float or bool."""
-    return isinstance(v, CV) and isinstance(v.value, (int, float)) and not isinstance(v.value, (Sym, T.DimOp))
 
 
 # ---------------------------------------------------------------- configuration
@@ -58,320 +53,6 @@ DEFAULT_FLOAT_DTYPES = ("f32", "f16", "bf16")
 # `@ct.kernel` options and their legal values (cuda.tile 1.7.0, _compiler_options.py).
 KERNEL_OPTIONS = {"occupancy": tuple(range(1, 33)), "num_ctas": (1, 2, 4, 8, 16),
                   "num_worker_warps": (1, 2, 4, 8, 16, 32), "opt_level": (0, 1, 2, 3)}
-# Every helper call is inlined: helpers that call each other twice per level grow exponentially.
-MAX_INLINED_CALLS = 4_096
-
-
-# ---------------------------------------------------------------- module scan
-
-@dataclass
-class ScannedModule:
-    path: str
-    tree: ast.Module
-    ct_names: set[str]  # names bound to the cuda.tile module
-    ct_imports: dict[str, str]  # local name -> cuda.tile attribute (from cuda.tile import X as Y)
-    constants: dict[str, Any]  # module-level compile-time constants (already evaluated)
-    const_aliases: dict[str, str]  # ConstInt = ct.Constant[int] -> {"ConstInt": "int"}
-    helpers: dict[str, ast.FunctionDef]
-    kernels: dict[str, ast.FunctionDef]
-    math_names: set[str]
-    # other module-level names bound to an expression (PAD = ct.PaddingMode.ZERO, fexp = ct.exp),
-    # evaluated where a kernel uses them
-    aliases: dict[str, ast.expr] = field(default_factory=dict)
-    dtype_modules: dict[str, str] = field(default_factory=dict)  # np -> "numpy", torch -> "torch"
-    closures: dict[str, "Closure"] = field(default_factory=dict)  # kernels built inside a factory function
-    imports: Imports = field(default_factory=Imports)  # names bound to other modules (`from .utils import f`)
-    resolver: Resolver = FILES  # where those modules lie
-    guard_notes: list[str] = field(default_factory=list)  # module-level guards read as intended (`try: import ..`)
-    bad_constants: dict[str, Diagnostic] = field(default_factory=dict)  # module constants that do not fold
-    parse_diagnostics: list[Diagnostic] = field(default_factory=list)  # statements the parser could not take
-
-
-@dataclass
-class Closure:
-    """The enclosing factory of a kernel defined inside a function: its constant locals, and the names
-    whose values exist only when the factory runs (its parameters, its other locals)."""
-
-    factory: str
-    constants: dict[str, Any]
-    runtime: set[str]
-
-
-def loc_of(path: str, node: ast.AST) -> Loc:
-    return Loc(path, getattr(node, "lineno", 0), getattr(node, "col_offset", -1) + 1)
-
-
-def scan_module(path: str, source: str | None = None, resolver: Resolver | None = None) -> ScannedModule:
-    """Find kernels, helpers, constants and imports. Raises Diagnostic on unreadable or invalid source.
-
-    Imports of other modules are read with `resolver` (`frontends.imports`); what the names they bind are
-    there (cuda.tile, a constant, a helper, an alias) is looked up where this module uses them."""
-    text = read_source(path) if source is None else source
-    tree, parse_diagnostics = parse_module(path, text)
-    sm = ScannedModule(path, tree, set(), {}, {}, {}, {}, {}, set(), parse_diagnostics=parse_diagnostics,
-                       resolver=resolver_for(resolver))
-    guards = Guards()
-    statements = list(module_statements(tree.body, path, guards))
-    sm.guard_notes = guards.notes
-    sm.imports = read_imports(path, statements, sm.resolver)
-    for node in statements:
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name == CT_MODULE and a.asname:
-                    sm.ct_names.add(a.asname)
-                elif a.name == "math":
-                    sm.math_names.add(a.asname or "math")
-                elif a.name in DTYPE_MODULES:
-                    sm.dtype_modules[a.asname or a.name] = a.name
-        elif isinstance(node, ast.ImportFrom):
-            if node.module == "cuda":
-                sm.ct_names.update(a.asname or a.name for a in node.names if a.name == "tile")
-            elif node.module and (node.module == CT_MODULE or node.module.startswith(CT_MODULE + ".")):
-                # `from cuda.tile._numeric_semantics import RoundingMode`: the same object as ct.RoundingMode
-                sm.ct_imports.update({a.asname or a.name: a.name for a in node.names})
-        elif isinstance(node, ast.FunctionDef):
-            if any(is_ct_attr(sm, d, "kernel") for d in node.decorator_list):
-                sm.kernels[node.name] = node
-            else:
-                sm.helpers[node.name] = node
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            _scan_assign(sm, node)
-    for factory in [n for n in statements if isinstance(n, ast.FunctionDef) and n.name in sm.helpers]:
-        _scan_factory(sm, factory)
-    return sm
-
-
-MAX_IMPORT_DEPTH = 16  # re-exports followed through at most this many modules (they may import each other)
-
-
-def imported_value(sm: ScannedModule, name: str, kind: str, depth: int = 0) -> Any:
-    """What a name this module imports is in the module that defines it, when that is a cuda.tile name
-    (`kind` "ct": True), a cuda.tile attribute ("ct_import": its name) or a constant ("constant": its value);
-    None otherwise. A kernel file may take `ct` or a constant from another module of its package."""
-    if depth > MAX_IMPORT_DEPTH or (name not in sm.imports.names and not sm.imports.stars):
-        return None
-    owner = defining_module(sm, name, depth)
-    if owner is None:
-        return None
-    other, attr = owner
-    own = {"ct": attr in other.ct_names or None, "ct_import": other.ct_imports.get(attr),
-           "constant": other.constants.get(attr)}[kind]
-    return own if own is not None else imported_value(other, attr, kind, depth + 1)
-
-
-_IMPORTED: dict[tuple, ScannedModule | None] = {}
-
-
-def imported_module(file: Path, resolver: Resolver) -> ScannedModule | None:
-    """The scan of another module of the package (parsed once per file version and resolver); None while
-    it is being scanned (modules that import each other) or when it cannot be read or parsed."""
-    try:
-        key = (str(file), file.stat().st_mtime_ns, resolver.key)
-    except OSError:
-        return None
-    if key not in _IMPORTED:
-        _IMPORTED[key] = None  # a module importing this one back finds nothing more while it is scanned
-        try:
-            _IMPORTED[key] = scan_module(str(file), resolver=resolver)
-        except (Diagnostic, RecursionError):
-            pass
-    return _IMPORTED[key]
-
-
-def helper_def(sm: ScannedModule, func: ast.AST, depth: int = 0) -> tuple[ScannedModule, ast.FunctionDef] | None:
-    """The helper function a call names (`helper`, `utils.helper`): its own, or one of another module."""
-    if depth > MAX_IMPORT_DEPTH:
-        return None
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        module = module_binding(sm, func.value.id, depth)
-        return None if module is None else helper_def(module, ast.Name(func.attr), depth + 1)
-    if not isinstance(func, ast.Name):
-        return None
-    if func.id in sm.helpers:
-        return sm, sm.helpers[func.id]
-    owner = defining_module(sm, func.id, depth) if not _own_name(sm, func.id) else None
-    return None if owner is None else helper_def(owner[0], ast.Name(owner[1]), depth + 1)
-
-
-def _own_name(sm: ScannedModule, name: str) -> bool:
-    return (name in sm.helpers or name in sm.constants or name in sm.aliases or name in sm.ct_names
-            or name in sm.ct_imports or name in sm.math_names or name in sm.kernels)
-
-
-def defining_module(sm: ScannedModule, name: str, depth: int = 0) -> tuple[ScannedModule, str] | None:
-    """The module (and its name there) that a name this module imports comes from: a `from M import name`,
-    else the first `from M import *` that brings it."""
-    binding = sm.imports.names.get(name)
-    if isinstance(binding, FromModule):
-        other = imported_module(Path(binding.file), sm.resolver)
-        return (other, binding.attr) if other is not None else None
-    if binding is None and depth <= MAX_IMPORT_DEPTH:
-        for file in sm.imports.stars:
-            other = imported_module(Path(file), sm.resolver)
-            if other is not None and star_exports(other.tree, name) and (
-                    _own_name(other, name) or name in other.imports.names
-                    or defining_module(other, name, depth + 1) is not None):
-                return other, name
-    return None
-
-
-def module_binding(sm: ScannedModule, name: str, depth: int = 0) -> ScannedModule | None:
-    """The scan of the package module a name is bound to (`from ..runtime import tl_extra as ext`)."""
-    binding = sm.imports.names.get(name)
-    if isinstance(binding, WholeModule):
-        return imported_module(Path(binding.file), sm.resolver)
-    if _own_name(sm, name) or isinstance(binding, Outside) or depth > MAX_IMPORT_DEPTH:
-        return None
-    owner = defining_module(sm, name, depth)
-    return None if owner is None else module_binding(owner[0], owner[1], depth + 1)
-
-
-def _scan_factory(sm: ScannedModule, factory: ast.FunctionDef) -> None:
-    """Kernels a function builds (`def make(n): @ct.kernel def k(..): ..; return k`), with its closure."""
-    nested = [n for n in ast.walk(factory) if isinstance(n, ast.FunctionDef) and n is not factory
-              and any(is_ct_attr(sm, d, "kernel") for d in n.decorator_list)]
-    if not nested:
-        return
-    a = factory.args
-    runtime = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
-    constants: dict[str, Any] = _factory_arguments(sm, factory)
-    runtime -= set(constants)
-    scoped = ScannedModule(sm.path, sm.tree, sm.ct_names, sm.ct_imports, {**sm.constants, **constants},
-                           sm.const_aliases, {}, {}, sm.math_names)
-    for st in factory.body:  # straight-line constant locals; anything else is known only at run time
-        names = [t.id for t in getattr(st, "targets", [getattr(st, "target", None)]) if isinstance(t, ast.Name)]
-        if isinstance(st, (ast.Assign, ast.AnnAssign)) and len(names) == 1 and st.value is not None:
-            try:
-                constants[names[0]] = scoped.constants[names[0]] = eval_const(scoped, st.value)
-                runtime.discard(names[0])
-                continue
-            except (ValueError, TypeError, ZeroDivisionError, KeyError, RecursionError):
-                pass
-        runtime |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    for kernel in nested:
-        if kernel.name not in sm.kernels:
-            sm.kernels[kernel.name] = kernel
-            sm.closures[kernel.name] = Closure(factory.name, constants, runtime - {kernel.name})
-
-
-def _factory_arguments(sm: ScannedModule, factory: ast.FunctionDef) -> dict[str, Any]:
-    """Parameters of a kernel factory that every call of it in the file gives the same compile-time value
-    (`KERNEL = make(8)`; literals, module constants, or the parameter's default): the kernel it builds is
-    then that one kernel, and the value a constant of its closure."""
-    a = factory.args
-    if a.vararg or a.kwarg or a.posonlyargs:
-        return {}
-    params = [x.arg for x in a.args] + [x.arg for x in a.kwonlyargs]
-    defaults = dict(zip([x.arg for x in a.args][len(a.args) - len(a.defaults):], a.defaults))
-    defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
-    calls = [n for n in ast.walk(sm.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id == factory.name]
-    if not calls:
-        return {}
-    seen: dict[str, set] = {p: set() for p in params}
-    for call in calls:
-        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
-            return {}
-        given = dict(zip(params[:len(a.args)], call.args)) | {k.arg: k.value for k in call.keywords}
-        for p in params:
-            node = given.get(p, defaults.get(p))
-            try:
-                value = eval_const(sm, node) if node is not None else None
-            except (ValueError, TypeError, ZeroDivisionError, KeyError, RecursionError):
-                value = None
-            seen[p].add((type(value), value))
-    return {p: next(iter(v))[1] for p, v in seen.items() if len(v) == 1 and next(iter(v))[1] is not None}
-
-
-def is_ct_attr(sm: ScannedModule, node: ast.AST, attr: str) -> bool:
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.attr == attr and is_ct_name(sm, node.value.id)
-    return isinstance(node, ast.Name) and ct_import(sm, node.id) == attr
-
-
-def is_ct_name(sm: ScannedModule, name: str) -> bool:
-    """`name` is bound to the cuda.tile module (here, or in the module of the package it is imported from)."""
-    return name in sm.ct_names or bool(imported_value(sm, name, "ct"))
-
-
-def ct_import(sm: ScannedModule, name: str) -> str | None:
-    """The cuda.tile attribute `name` is bound to (`from cuda.tile import load as ld`: "load"), if any."""
-    return sm.ct_imports.get(name) or imported_value(sm, name, "ct_import")
-
-
-def _scan_assign(sm: ScannedModule, node: ast.Assign | ast.AnnAssign) -> None:
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    if len(targets) != 1 or not isinstance(targets[0], ast.Name) or node.value is None:
-        return
-    name, value = targets[0].id, node.value
-    kind = None if isinstance(value, ast.Constant) else _const_annotation(sm, value)
-    if kind:
-        sm.const_aliases[name] = kind
-        return
-    sm.constants.pop(name, None)
-    sm.bad_constants.pop(name, None)
-    try:
-        sm.constants[name] = eval_const(sm, value)
-    except NotConstant:
-        sm.aliases[name] = value  # evaluated (as kernel code would be) where a kernel uses the name
-    except ConstFoldError as e:  # a constant expression that does not fold: a kernel that uses it gets this
-        sm.bad_constants[name] = Diagnostic(f"module constant `{name}` is not a compile-time constant: {e}",
-                                            loc_of(sm.path, e.node or value), "constant", e.hint)
-    except RecursionError:
-        sm.bad_constants[name] = Diagnostic(f"module constant `{name}` nests too deeply to evaluate",
-                                            loc_of(sm.path, value), "constant", "split it into several constants")
-
-
-def _const_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
-    """`ct.Constant[int]` (or an alias of it) -> "int"; a string annotation is parsed (once)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value.strip(), mode="eval").body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            raise Diagnostic(f"malformed string annotation {node.value[:40]!r}", loc_of(sm.path, node),
-                             "annotation", "write the annotation without quotes (ct.Constant[int])") from None
-    if node is None:
-        return None
-    if isinstance(node, ast.Name) and node.id in sm.const_aliases:
-        return sm.const_aliases[node.id]
-    if isinstance(node, ast.Subscript) and is_ct_attr(sm, node.value, "Constant"):
-        inner = node.slice
-        if isinstance(inner, ast.Name) and inner.id in ("int", "bool", "float"):
-            return inner.id
-        return "int"
-    return None
-
-
-def eval_const(sm: ScannedModule, node: ast.AST) -> Any:
-    """Evaluate a module-level constant expression without executing user code."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
-        return checked(node.value, ConstFoldError(f"{node.value} exceeds {MAX_FOLD_BITS} bits", node))
-    if isinstance(node, ast.Name) and node.id in sm.constants:
-        return sm.constants[node.id]
-    if isinstance(node, ast.Name) and imported_value(sm, node.id, "constant") is not None:
-        return imported_value(sm, node.id, "constant")
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _located(node, fold, "*", -1 if isinstance(node.op, ast.USub) else 1, eval_const(sm, node.operand))
-    if isinstance(node, ast.BinOp) and type(node.op) in BINOPS:
-        left, right = eval_const(sm, node.left), eval_const(sm, node.right)
-        return _located(node, fold, BINOPS[type(node.op)], left, right)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in sm.math_names:
-        if node.attr in MATH and not callable(MATH[node.attr]):
-            return MATH[node.attr]
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords
-            and isinstance(node.func.value, ast.Name) and node.func.value.id in sm.math_names):
-        return _located(node, call_math, node.func.attr, [eval_const(sm, a) for a in node.args])
-    raise NotConstant("not a compile-time constant (numbers, + - * / // % ** and math.* only)", node)
-
-
-def _located(node: ast.AST, fn, *args) -> Any:
-    try:
-        return fn(*args)
-    except ConstFoldError as e:
-        e.node = e.node or node
-        raise
 
 
 # ---------------------------------------------------------------- parameter classification
@@ -631,17 +312,7 @@ def dtype_space(params: list[Param], cfg: KernelConfig) -> tuple[DTypeSpace, dic
     return space, assigned
 
 
-# ---------------------------------------------------------------- the kernel visitor
-
-class _Scope:
-    def __init__(self, kind: str, locals_: set[str] | None = None):
-        self.kind = kind  # "fn" | "loop" | "if"
-        self.vars: dict[str, Value] = {}
-        self.locals = locals_ or set()  # outer names this block rebinds without carrying them out
-        self.shadows: dict[str, ast.AST] = {}  # carried names holding a value of another type for now
-
-
-class KernelLowerer:
+class KernelLowerer(ControlFlowMixin, ExpressionMixin):
     def __init__(self, sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig, naming: Naming):
         self.sm, self.fn, self.cfg = sm, fn, cfg
         self.home = sm  # the kernel's own module (helpers of other modules are lowered in theirs)
@@ -974,491 +645,6 @@ class KernelLowerer:
         from tileport.model.ir import Op
         return Op(OpKind.COPY, (value,), value.ty, Loc(self.path, 0, 0))
 
-    # ---- statements
-    def block(self, stmts: Sequence[ast.stmt], owner: ast.AST) -> None:
-        frame = [stmts, 0, owner]
-        self.frames.stack.append(frame)
-        try:
-            for i, s in enumerate(stmts):
-                frame[1] = i
-                self.stmt = s
-                handler = getattr(self, f"stmt_{type(s).__name__}", None)
-                if handler is None:
-                    raise self.fail(s, f"`{type(s).__name__}` statements are not supported in kernels",
-                                    type(s).__name__)
-                handler(s)
-        finally:
-            self.frames.stack.pop()
-
-    def block_locals(self, stmts: Sequence[ast.stmt], loop: bool) -> set[str]:
-        """Outer names `stmts` assigns that do not flow out of the block (see liveness.py)."""
-        return {n for n in assigned(stmts)
-                if self._owner(n) is not None and not self.frames.live_after(n)
-                and not (loop and exposed_read(stmts, n))}
-
-    def stmt_Expr(self, s: ast.Expr) -> None:
-        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
-            return  # docstring
-        self.expr(s.value)
-
-    def stmt_Pass(self, s: ast.Pass) -> None:
-        pass
-
-    def stmt_Assign(self, s: ast.Assign) -> None:
-        if len(s.targets) != 1:
-            raise self.fail(s, "chained assignment is not supported", "assignment")
-        self.assign_target(s.targets[0], self.expr(s.value), s)
-
-    def stmt_AnnAssign(self, s: ast.AnnAssign) -> None:
-        if s.value is None:
-            raise self.fail(s, "a declaration without a value is not supported", "assignment")
-        self.assign_target(s.target, self.expr(s.value), s)
-
-    def stmt_AugAssign(self, s: ast.AugAssign) -> None:
-        if not isinstance(s.target, ast.Name):
-            raise self.fail(s, "augmented assignment to anything but a name is not supported", "assignment")
-        cur = self.lookup(s.target.id, s.target)
-        self.assign_target(s.target, self.binop(BINOPS.get(type(s.op)), cur, self.expr(s.value), s), s)
-
-    def assign_target(self, target: ast.AST, value: Value, node: ast.AST) -> None:
-        if isinstance(target, ast.Name):
-            self.assign(target.id, value, node)
-        elif isinstance(target, ast.Tuple):
-            value = self.calls.materialize(self, value, node)
-            if not isinstance(value, tuple) or len(value) != len(target.elts):
-                raise self.fail(node, "tuple unpacking needs a tuple of the same length", "assignment")
-            for t, v in zip(target.elts, value):
-                self.assign_target(t, v, node)
-        else:
-            raise self.fail(node, f"assignment to `{type(target).__name__}` is not supported", "assignment")
-
-    def stmt_Return(self, s: ast.Return) -> None:
-        if self.inline_depth:
-            raise self.fail(s, "`return` inside a helper must be its last statement", "return")
-        if s.value is not None:
-            raise self.fail(s, "kernels cannot return a value", "return")
-        self.b.emit(Return(self.loc(s)))
-
-    def stmt_Break(self, s: ast.Break) -> None:
-        self.b.emit(Break(self.loc(s)))
-
-    def stmt_Continue(self, s: ast.Continue) -> None:
-        self.b.emit(Continue(self.loc(s)))
-
-    def stmt_For(self, s: ast.For) -> None:
-        if s.orelse:
-            raise self.fail(s, "`for ... else` is not supported", "for-else")
-        if not isinstance(s.target, ast.Name):
-            raise self.fail(s.target, "the loop variable must be a single name", "for")
-        it = s.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
-                and self.lookup("range", it) == ("builtin", "range")):
-            raise self.fail(it, "only `for ... in range(...)` loops are supported", "for",
-                            "iterate over range(start, stop, step)")
-        if it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.fail(it, "range() takes 1 to 3 positional arguments", "for")
-        bounds = [self.int_atom(self.expr(a), a, "a range() bound") for a in it.args]
-        start, stop, step = (CDim(0), bounds[0], CDim(1)) if len(bounds) == 1 else \
-            (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else CDim(1))
-        if isinstance(step, CDim) and isinstance(step.dim, int) and step.dim <= 0:
-            raise self.fail(it, "range() step must be positive", "for")
-        locals_ = self.block_locals(s.body, loop=True)
-        self.materialize_carried(s.body, s, locals_)
-        self.scopes.append(_Scope("loop", locals_))
-        body = self.b.push()
-        index = self.b.fresh(s.target.id)
-        self.scopes[-1].vars[s.target.id] = Ref(index, ScalarT("i32"))
-        self.block(s.body, s)
-        self.b.pop()
-        self.end_scope()
-        self.b.emit(For(index, start, stop, step, body, self.loc(s), self.outer_updates(body)))
-
-    def materialize_carried(self, body: Sequence[ast.stmt], node: ast.AST, locals_: set[str],
-                            bools: bool = False) -> None:
-        """Compile-time values that a loop body reassigns (and carries) become runtime variables first
-        (bools too with `bools`: a `while` test over a flag the body sets)."""
-        for name in sorted(assigned(body) - locals_):
-            owner = self._owner(name)
-            if owner is None:
-                continue
-            v = self.scopes[owner].vars[name]
-            if isinstance(v, CV) and _const_number(v) and (bools or not isinstance(v.value, bool)):
-                atom = self.scalar_atom(v, node)
-                ty = ScalarT(lit_dtype(v.value)) if isinstance(atom, Lit) else ScalarT("i32")
-                ref = self.b.value(OpKind.SCALAR, (atom,), ty, self.loc(node), hint=name)
-                self.scopes[owner].vars[name] = ref
-
-    def stmt_While(self, s: ast.While) -> None:
-        if s.orelse:
-            raise self.fail(s, "`while ... else` is not supported", "while-else")
-        # A name the test reads is carried even if the body only writes it.
-        locals_ = {n for n in self.block_locals(s.body, loop=True) if not reads(s.test, n)}
-        self.materialize_carried(s.body, s, locals_, bools=True)
-        self.scopes.append(_Scope("loop", locals_))
-        cond = self.b.push()
-        test = self.while_test(s)
-        self.b.pop()
-        if test is False:  # `while False:` never runs (cuTile Python folds the constant condition)
-            self.scopes.pop()
-            return
-        body = self.b.push()
-        self.block(s.body, s)
-        self.b.pop()
-        self.end_scope()
-        self.b.emit(While(cond, test, body, self.loc(s), self.outer_updates(cond, body)))
-
-    def while_test(self, s: ast.While) -> Atom | None | bool:
-        """The loop's scalar condition, evaluated in the current (condition) block; None for a constant
-        true condition, False for a constant false one."""
-        test = self.expr(s.test)
-        if isinstance(test, CV) and any(reads(s.test, n) for n in assigned(s.body)):
-            # never folded: the body changes what the test reads (folding would loop forever or never)
-            raise self.fail(s.test, "the `while` condition is a compile-time value that the body reassigns",
-                            "while", "start the loop variables from runtime values")
-        if isinstance(test, CV) and not isinstance(test.value, (Sym, T.DimOp)):
-            return None if test.value else False
-        if isinstance(test, CV):
-            raise NeedsSpecialization(frozenset(sym_names(test.value)), "a `while` on a constant", self.loc(s))
-        if not (isinstance(test, Ref) and (isinstance(test.ty, ScalarT) or test.ty.rank == 0)):
-            raise self.fail(s.test, "a `while` condition must be a scalar", "while")
-        return self.scalar_condition(test, s.test)
-
-    def stmt_If(self, s: ast.If) -> None:
-        before = len(self.b.blocks[-1].stmts)
-        cond = self.expr(s.test)
-        if isinstance(cond, CV) and not isinstance(cond.value, (Sym, T.DimOp)):
-            self.block(s.body if cond.value else s.orelse, s)  # folded, as cuTile Python folds it
-            return
-        if isinstance(cond, CV):
-            raise NeedsSpecialization(frozenset(sym_names(cond.value)), "a branch on a constant", self.loc(s))
-        if isinstance(cond, self.calls.DTypeCond):
-            raise self.fail(s.test, "a branch on an element dtype that differs between configurations", "dtype",
-                            "choose the dtype with a conditional expression, or translate one dtype per "
-                            "configuration (--config)")
-        if not (isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0)):
-            raise self.fail(s.test, "an `if` condition must be a scalar", "if")
-        cond = self.scalar_condition(cond, s.test)
-        defined = sorted(n for n in assigned(s.body) & assigned(s.orelse)
-                         if self._owner(n) is None and self.frames.live_after(n))
-        if defined:
-            self.if_defining(cond, s, defined)
-            return
-        branches = []
-        for stmts in (s.body, s.orelse):
-            self.scopes.append(_Scope("if", self.block_locals(stmts, loop=False)))
-            blk = self.b.push()
-            self.block(stmts, s)
-            self.b.pop()
-            self.end_scope()
-            branches.append(blk)
-        if not any(blk.stmts for blk in branches):
-            del self.b.blocks[-1].stmts[before:]  # an `if` that does nothing: cuTile Python drops it, condition too
-            return
-        self.b.emit(If(cond, branches[0], branches[1], self.loc(s), self.outer_updates(*branches)))
-
-    def if_defining(self, cond: Ref, s: ast.If, names: list[str]) -> None:
-        """An `if` on a runtime value whose branches both define a new variable read afterwards: an `if` with
-        that variable as its result, as cuTile yields it (`res = a` / `res = b` -> `let res = if c {..; a}
-        else {..; b};`)."""
-        if len(names) > 1:
-            raise self.fail(s, f"both branches of this `if` define {', '.join(f'`{n}`' for n in names)}, read "
-                               "after it: one such variable is supported", "if",
-                            f"assign {', '.join(names[1:])} before the `if`")
-        name = names[0]
-
-        def arm(stmts):
-            def lower() -> Value:
-                self.block(stmts, s)
-                if name not in self.scopes[-1].vars:
-                    raise self.fail(stmts[0], f"`{name}` is defined in both branches of the `if` but not in "
-                                              "this branch's own statements", "if",
-                                    f"assign `{name}` before the `if`")
-                return self.scopes[-1].vars[name]
-            return lower
-        ref = self.branch_value(cond, [(s.body[0], arm(s.body)), (s.orelse[0], arm(s.orelse))], s)
-        self.assign(name, ref, s)
-
-    def outer_updates(self, *blocks: Block) -> tuple[str, ...]:
-        """Variables of the enclosing blocks that `blocks` (just closed) reassign, sorted."""
-        outside = self.b.scope_names_outside()
-        return tuple(sorted({st.name for blk in blocks for st in walk(blk)
-                             if isinstance(st, Let) and st.update and st.name in outside}))
-
-    # ---- expressions
-    def expr(self, node: ast.expr) -> Value:
-        handler = getattr(self, f"expr_{type(node).__name__}", None)
-        if handler is None:
-            raise self.fail(node, f"`{type(node).__name__}` expressions are not supported in kernels",
-                            type(node).__name__)
-        return handler(node)
-
-    def expr_Constant(self, node: ast.Constant) -> Value:
-        if node.value is None or isinstance(node.value, (int, float, bool, str)):
-            return CV(node.value)
-        raise self.fail(node, f"literal {node.value!r} is not supported", "literal")
-
-    def expr_Name(self, node: ast.Name) -> Value:
-        return self.lookup(node.id, node)
-
-    def expr_Tuple(self, node: ast.Tuple) -> Value:
-        return tuple(self.expr(e) for e in node.elts)
-
-    expr_List = expr_Tuple
-
-    def expr_Attribute(self, node: ast.Attribute) -> Value:
-        base = self.expr(node.value)
-        if isinstance(base, SourceModule):
-            return self.module_attribute(base, node.attr, node)
-        return self.calls.attribute(self, base, node.attr, node)
-
-    def expr_Subscript(self, node: ast.Subscript) -> Value:
-        return self.calls.subscript(self, self.expr(node.value), node)
-
-    def expr_Call(self, node: ast.Call) -> Value:
-        callee = self.expr(node.func)
-        if isinstance(callee, Helper):
-            return self.inline(callee.node, node, callee.module)
-        args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            raise self.fail(node, "star-arguments are not supported", "call")
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        if None in kwargs:
-            raise self.fail(node, "**kwargs are not supported", "call")
-        return self.calls.call(self, callee, args, kwargs, node)
-
-    def expr_BinOp(self, node: ast.BinOp) -> Value:
-        op = BINOPS.get(type(node.op))
-        if op is None:
-            raise self.fail(node, f"operator {type(node.op).__name__} is not supported", "operator")
-        if op == "@":
-            return self.calls.matmul(self, self.expr(node.left), self.expr(node.right), node)
-        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
-
-    def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
-        v = self.expr(node.operand)
-        if isinstance(node.op, ast.UAdd):
-            return v
-        if isinstance(node.op, ast.USub):
-            if isinstance(v, CV):
-                return self.calls.negate(self, v, node)
-            return self.calls.unary_fn(self, "negative", v, {}, node)
-        if isinstance(node.op, ast.Not):
-            if isinstance(v, CV):
-                if isinstance(v.value, (Sym, T.DimOp)):
-                    raise NeedsSpecialization(frozenset(sym_names(v.value)), "`not` on a constant", self.loc(node))
-                return CV(not v.value)
-            return self.calls.logical_not(self, v, node)
-        if isinstance(node.op, ast.Invert):
-            if isinstance(v, CV) and isinstance(v.value, (Sym, T.DimOp)):
-                raise NeedsSpecialization(frozenset(sym_names(v.value)), "`~` on a constant", self.loc(node))
-            return self.calls.invert(self, v, node)
-        raise self.fail(node, f"operator {type(node.op).__name__} is not supported", "operator")
-
-    def expr_BoolOp(self, node: ast.BoolOp) -> Value:
-        first = self.expr(node.values[0])
-        rest = node.values[1] if len(node.values) == 2 else ast.copy_location(
-            ast.BoolOp(node.op, node.values[1:]), node.values[1])
-        if isinstance(first, Ref) and (isinstance(first.ty, ScalarT) or first.ty.rank == 0):
-            return self.short_circuit(first, rest, node)
-        if isinstance(first, CV) and not isinstance(first.value, (Sym, T.DimOp)):
-            if bool(first.value) != isinstance(node.op, ast.And):
-                return first  # `False and b`, `True or b`: b is not evaluated (cuTile folds the branch)
-            second = self.expr(rest)
-            if isinstance(second, Ref) and (isinstance(second.ty, ScalarT) or second.ty.rank == 0):
-                return self.scalar_condition(second, rest)
-            vals = [first, second]
-        else:
-            vals = [first, *(self.expr(v) for v in node.values[1:])]
-        if all(isinstance(v, CV) and not isinstance(v.value, (Sym, T.DimOp)) for v in vals):
-            out = vals[0].value
-            for v in vals[1:]:
-                out = (out and v.value) if isinstance(node.op, ast.And) else (out or v.value)
-            return CV(out)
-        op = "&" if isinstance(node.op, ast.And) else "|"
-        acc = vals[0]
-        for v in vals[1:]:
-            acc = self.binop(op, acc, v, node)
-        return acc
-
-    def short_circuit(self, first: Ref, rest: ast.expr, node: ast.BoolOp) -> Ref:
-        """`a and b` / `a or b` on a runtime scalar `a`, as cuTile evaluates it: `b` only in the branch that
-        needs it (`if a { b } else { a }` / `if a { a } else { b }`), each side a bool."""
-        cond = self.scalar_condition(first, node.values[0])
-
-        def other() -> Value:
-            v = self.expr(rest)
-            if isinstance(v, CV) and not isinstance(v.value, (Sym, T.DimOp)):
-                return CV(bool(v.value))
-            if not (isinstance(v, Ref) and (isinstance(v.ty, ScalarT) or v.ty.rank == 0)):
-                raise self.fail(rest, f"`{'and' if isinstance(node.op, ast.And) else 'or'}` takes scalar "
-                                      f"conditions, got {describe(v)}", "condition")
-            return self.scalar_condition(v, rest)
-        arms = [(rest, other), (node.values[0], lambda: cond)]
-        return self.branch_value(cond, arms if isinstance(node.op, ast.And) else arms[::-1], node)
-
-    def expr_Compare(self, node: ast.Compare) -> Value:
-        if len(node.ops) != 1:
-            raise self.fail(node, "chained comparisons are not supported", "comparison",
-                            "split into two comparisons joined with `and`")
-        op = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}.get(type(node.ops[0]))
-        if op is None:
-            raise self.fail(node, f"comparison {type(node.ops[0]).__name__} is not supported", "comparison")
-        return self.calls.compare(self, op, self.expr(node.left), self.expr(node.comparators[0]), node)
-
-    def expr_IfExp(self, node: ast.IfExp) -> Value:
-        cond = self.expr(node.test)
-        if isinstance(cond, CV) and not isinstance(cond.value, (Sym, T.DimOp)):
-            return self.expr(node.body if cond.value else node.orelse)
-        if isinstance(cond, self.calls.DTypeCond):
-            return self.calls.choose_dtype(self, cond, self.expr(node.body), self.expr(node.orelse), node)
-        if isinstance(cond, Ref) and (isinstance(cond.ty, ScalarT) or cond.ty.rank == 0):
-            return self.if_value(cond, node)  # a runtime scalar condition: cuTile branches (an `if` with a result)
-        return self.calls.where(self, cond, self.expr(node.body), self.expr(node.orelse), node)
-
-    def if_value(self, cond: Ref, node: ast.IfExp) -> Ref:
-        """`a if c else b` on a runtime scalar `c`: each arm evaluated in its own branch, as cuTile does
-        (`%r = if %c -> (type) { yield a } else { yield b }`); the value type is the arms' common type."""
-        cond = self.scalar_condition(cond, node.test)
-        return self.branch_value(cond, [(node.body, lambda: self.expr(node.body)),
-                                        (node.orelse, lambda: self.expr(node.orelse))], node)
-
-    def branch_value(self, cond: Ref, arms, node: ast.AST) -> Ref:
-        """An `if` with a result: each (node, thunk) arm computed in its own branch, the value of their
-        common type."""
-        from tileport.model.ir import Do, Op
-        lowered = []
-        for sub, thunk in arms:  # each arm lowered once (nested arms would otherwise double)
-            scope = _Scope("if", set())
-            self.scopes.append(scope)
-            blk = self.b.push()
-            names = self.b.scope_names[-1]
-            try:
-                lowered.append((sub, scope, blk, names, self.calls.materialize(self, thunk(), sub)))
-            finally:
-                self.b.pop()
-                self.scopes.pop()
-        ty = self.calls.common_value_type(self, lowered[0][4], lowered[1][4], node)
-        blocks = []
-        for sub, scope, blk, names, value in lowered:  # back into each arm: the value as the common type
-            self.scopes.append(scope)
-            self.b.resume(blk, names)
-            atom = self.calls.as_type(self, value, ty, sub)
-            self.b.emit(Do(Op(OpKind.YIELD, (atom,), ty, self.loc(sub))))
-            self.b.pop()
-            self.scopes.pop()
-            blocks.append(blk)
-        name = self.b.fresh("sel")
-        self.b.temps.add(name)
-        self.b.emit(If(cond, blocks[0], blocks[1], self.loc(node), self.outer_updates(*blocks), name, ty))
-        return Ref(name, ty)
-
-    def scalar_condition(self, cond: Ref, test: ast.AST) -> Ref:
-        """A bool scalar from a scalar or 0-d tile condition (`!= 0` for numbers)."""
-        if isinstance(cond.ty, TileT):
-            cond = self.b.value(OpKind.SCALAR_OF, (cond,), ScalarT(cond.ty.dtype), self.loc(test), hint="cond")
-        if cond.ty.dtype != "bool":
-            cond = self.b.value(OpKind.COMPARE, (cond, Lit(0, ScalarT(cond.ty.dtype))), ScalarT("bool"),
-                                self.loc(test), hint="cond", op="!=")
-        return cond
-
-    def binop(self, op: str | None, a: Value, b: Value, node: ast.AST) -> Value:
-        if op is None:
-            raise self.fail(node, "operator not supported", "operator")
-        return self.calls.binary(self, op, a, b, node)
-
-    # ---- helpers
-    def inline(self, fn: ast.FunctionDef, call: ast.Call, module: ScannedModule | None = None) -> Value:
-        if self.inline_depth > 16:
-            raise self.fail(call, f"helper `{fn.name}` is recursive (or nested too deeply)", "recursion",
-                            "kernels and helpers cannot recurse")
-        self.inlined += 1
-        if self.inlined > MAX_INLINED_CALLS:
-            raise self.fail(call, f"helper calls expand to more than {MAX_INLINED_CALLS} inlined bodies", "size",
-                            "call helpers fewer times (each call is inlined), or split the kernel")
-        params = [a.arg for a in fn.args.args]
-        defaults = fn.args.defaults
-        bound: dict[str, Value] = {}
-        if len(call.args) > len(params):
-            raise self.fail(call, f"`{fn.name}` takes {len(params)} arguments", "call")
-        for name, a in zip(params, call.args):
-            bound[name] = self.expr(a)
-        for kw in call.keywords:
-            if kw.arg not in params:
-                raise self.fail(kw, f"`{fn.name}` has no parameter `{kw.arg}`", "call")
-            bound[kw.arg] = self.expr(kw.value)
-        for name, d in zip(params[len(params) - len(defaults):], defaults):
-            bound.setdefault(name, self.expr(d))
-        missing = [p for p in params if p not in bound]
-        if missing:
-            raise self.fail(call, f"missing argument(s) {', '.join(missing)} for `{fn.name}`", "call")
-        body = fn.body
-        ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
-        if any(isinstance(n, ast.Return) for st in (body[:-1] if ret else body) for n in ast.walk(st)):
-            raise self.fail(call, f"helper `{fn.name}` may only return at its end", "return")
-        scope = _Scope("fn")
-        scope.vars.update(bound)
-        self.scopes.append(scope)
-        self.inline_depth += 1
-        self.inline_calls.append(call)
-        saved_sm, saved_path = self.sm, self.path
-        if module is not None:  # an imported helper sees its own module's names, and reports its own file
-            self.sm, self.path = module, module.path
-        try:
-            self.block(body[:-1] if ret else body, fn)
-            result = self.expr(ret.value) if ret and ret.value is not None else CV(None)
-        finally:
-            self.sm, self.path = saved_sm, saved_path
-            self.inline_depth -= 1
-            self.inline_calls.pop()
-            self.scopes.pop()
-        return result
-
-    # ---- conversions used by call handlers
-    def compile_time(self, node: ast.AST, what: str) -> Any:
-        v = self.expr(node) if isinstance(node, ast.AST) else node
-        if not isinstance(v, CV):
-            raise self.fail(node, f"{what} must be a compile-time constant", "constant")
-        return v.value
-
-    def scalar_atom(self, v: Value, node: ast.AST) -> Atom:
-        """A runtime-or-constant scalar usable as a loop bound, index or scalar operand."""
-        if isinstance(v, Ref) and isinstance(v.ty, ScalarT):
-            return v
-        if isinstance(v, Ref) and isinstance(v.ty, TileT) and v.ty.rank == 0:
-            # a 0-d tile (e.g. a gathered length) is a scalar in cuTile; cutile-rs needs the scalar
-            return self.b.value(OpKind.SCALAR_OF, (v,), ScalarT(v.ty.dtype), self.loc(node), hint=f"{v.name}_s")
-        if isinstance(v, CV) and v.is_dim:
-            self.check_literal(v.value, "i32", node)
-            return CDim(v.value)
-        if isinstance(v, CV) and isinstance(v.value, (float, bool)):
-            self.check_literal(v.value, lit_dtype(v.value), node)
-            return Lit(v.value, ScalarT(lit_dtype(v.value)))
-        raise self.fail(node, f"expected a scalar, got {describe(v)}", "scalar")
-
-    def int_atom(self, v: Value, node: ast.AST, what: str) -> Atom:
-        """A scalar that must be an integer (an index, a loop bound)."""
-        atom = self.scalar_atom(v, node)
-        dtype = None if isinstance(atom, CDim) else atom.ty.dtype
-        if dtype is not None and not all(T.is_int(d) for d in self.b.dspace.values(dtype)):
-            raise self.fail(node, f"{what} must be an integer, got {describe(v)}", "index",
-                            "convert it with int(...) or ct.astype")
-        return atom
-
-    def check_literal(self, value: Any, dtype: str, node: ast.AST) -> None:
-        """A literal the generated Rust spells with `dtype` must be representable in it."""
-        if isinstance(value, int) and not isinstance(value, bool) and dtype in _INT_RANGES:
-            lo, hi = _INT_RANGES[dtype]
-            if not lo <= value <= hi:
-                raise self.fail(node, f"integer constant {value} does not fit in {dtype}", "literal",
-                                f"constants must lie in [{lo}, {hi}]")
-        if isinstance(value, float) and dtype == "f32" and math.isfinite(value) and abs(value) > _F32_MAX:
-            raise self.fail(node, f"float constant {value!r} does not fit in f32", "literal")
-
-
-_INT_RANGES = {f"{s}{bits}": ((-(1 << bits - 1), (1 << bits - 1) - 1) if s == "i" else (0, (1 << bits) - 1))
-               for s in "iu" for bits in (8, 16, 32, 64)}
-_F32_MAX = 3.4028234663852886e38
-
 
 def guard_returns(stmts: Sequence[ast.stmt]) -> list[ast.stmt]:
     """A kernel body whose `if` branches return early, as nested branches instead: the statements after the
@@ -1717,26 +903,26 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: N
         unknown = Diagnostic(f"{need.reason}; constant(s) {', '.join(sorted(need.constants))} must be "
                              "specialized, but no values are known", need.loc, "specialization",
                              "give the constant values in use (translate/port --config)")
-        enumerated = not values and need.constants <= _bool_constants(sm, name) - set(cfg.pinned) \
-            and len(need.constants) <= MAX_ENUMERATED_BOOLS
-        if enumerated:  # a bool has two values: one entry for each, as cuTile compiles one per value
-            names = sorted(need.constants)
-            values = [dict(zip(names, combo)) for combo in product((False, True), repeat=len(names))]
-        elif not values and not need.constants <= cfg.runtime | cfg.generic:
+        few = len(need.constants) <= MAX_ENUMERATED_BOOLS
+        enumerated = not values and need.constants <= _bool_constants(sm, name) - set(cfg.pinned) and few
+        if not values and not enumerated and not need.constants <= cfg.runtime | cfg.generic:
             # no values known: int constants stay const generics and are compared as such, or the constants
             # become typed runtime parameters (cuTile folds them; the port computes with them), so the
             # kernel still translates without a configuration
             ints = need.constants <= _int_constants(sm, name)
             tries = ([replace(cfg, generic=cfg.generic | need.constants)] if ints else []) \
                 + [replace(cfg, runtime=cfg.runtime | need.constants)]
-            for i, retry in enumerate(tries):
+            for retry in tries:
                 try:
                     return _lower_configured(sm, name, retry, naming)
                 except Diagnostic as d:
                     if d.construct == "dtype":
                         raise  # about element types, not the constant (unconfigured kernels try several)
-                    if i == len(tries) - 1:  # e.g. a branch on it changes a type: values are needed
-                        raise unknown from None
+            # e.g. a branch on it changes a type: values are needed; an int only tested for truth is a flag
+            if need.constants <= _flag_constants(sm, name) - set(cfg.pinned) and few:
+                values, enumerated = _combinations(need.constants, (0, 1)), True
+        elif enumerated:  # a bool has two values: one entry for each, as cuTile compiles one per value
+            values = _combinations(need.constants, (False, True))
         if not values:
             raise unknown from None
         out = []
@@ -1758,6 +944,28 @@ MAX_ENUMERATED_BOOLS = 3  # at most 8 entries per kernel without values
 def _int_constants(sm: ScannedModule, name: str) -> set[str]:
     fn = sm.kernels[name]
     return {a.arg for a in fn.args.args if _const_annotation(sm, a.annotation) == "int"}
+
+
+def _combinations(names: frozenset, choices: tuple) -> list[dict]:
+    ordered = sorted(names)
+    return [dict(zip(ordered, combo)) for combo in product(choices, repeat=len(ordered))]
+
+
+def _flag_constants(sm: ScannedModule, name: str) -> set[str]:
+    """Int constants the kernel only tests for truth (`if HAS_BETA:`, `not C`, `C and D`, `a if C else b`):
+    flags, whose values are 0 and 1 (an entry for each; the launcher refuses another value)."""
+    fn = sm.kernels[name]
+
+    def truth(node: ast.AST) -> list[ast.AST]:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return truth(node.operand)
+        if isinstance(node, ast.BoolOp):
+            return [n for v in node.values for n in truth(v)]
+        return [node] if isinstance(node, ast.Name) else []
+    tested = {id(n) for t in ast.walk(fn) if isinstance(t, (ast.If, ast.While, ast.IfExp)) for n in truth(t.test)}
+    names = [n for st in fn.body for n in ast.walk(st) if isinstance(n, ast.Name)]
+    return {c for c in _int_constants(sm, name)
+            if any(n.id == c for n in names) and all(id(n) in tested for n in names if n.id == c)}
 
 
 def _bool_constants(sm: ScannedModule, name: str) -> set[str]:

@@ -23,8 +23,8 @@ from tileport.frontends.triton import descriptors as D
 from tileport.frontends.triton.calls import DOT_PRECISIONS, TL_DTYPE_NAMES, TL_DTYPES
 from tileport.frontends.triton.lower import TritonLowerer
 from tileport.frontends.triton.values import Retry
-from tileport.frontends.imports import Resolver
-from tileport.frontends.triton.scan import TritonModule, dotted, helper_of, loc_of, scan
+from tileport.frontends.imports import FILES, Resolver, resolver_for
+from tileport.frontends.triton.scan import TritonModule, dotted, helper_of, imported_module, loc_of, scan
 from tileport.frontends.triton.occupancy import add_hints
 from tileport.model import types as T
 from tileport.model.builder import DTypeSpace
@@ -213,9 +213,11 @@ class KernelPlan:
     flat: set  # pointers accessed through gathers/scatters only
     index: set  # pointers whose elements index other arrays (i64)
     maybe_float: set = field(default_factory=set)  # i32 by assumption, f32 if met with float tiles
+    floated: set = field(default_factory=set)  # of those, the ones a retry made f32 (since the last pointer decision)
     dtypes: set = field(default_factory=set)  # dtype constexprs: specialization values only, never parameters
     ints: set = field(default_factory=set)  # unconfigured pointers the kernel stores i32 tiles into
     bits: set = field(default_factory=set)  # unconfigured pointers whose values are used as integers (i32)
+    narrow: set = field(default_factory=set)  # unconfigured pointers whose values are integer tl.dot operands (i8)
     configured: bool = False  # element dtypes come from the configuration
     assumed: set = field(default_factory=set)  # scalars whose dtype no configuration gives
     absent: set = field(default_factory=set)  # arguments every configuration passes as None (pinned None)
@@ -223,6 +225,7 @@ class KernelPlan:
     configs: tuple = ()  # the configurations (descriptor block shapes per launch)
     runtime_dtypes: dict = field(default_factory=dict)  # runtime constexpr -> f32 / bool (its values' type)
     dynamic: set = field(default_factory=set)  # constexprs kept generic whose tests run at run time
+    outcomes: dict = field(default_factory=dict)  # `_check`: True or the exception, by the lowering's inputs
 
 
 def plan_kernel(tm: TritonModule, fn: ast.FunctionDef, cfg) -> KernelPlan:
@@ -394,7 +397,8 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
     lw.static = {tm.naming.ident(n) for n in plan.runtime}
     lw.dynamic = set(plan.dynamic)
     lw.default_float = set() if plan.configured else \
-        {tm.naming.ident(n) for n in plan.pointers if n not in plan.index | plan.ints | plan.bits}
+        {tm.naming.ident(n) for n in plan.pointers if n not in plan.index | plan.ints | plan.bits | plan.narrow}
+    lw.assumed_ints = {tm.naming.ident(n) for n in (plan.ints | plan.bits) - plan.index - plan.narrow}
     kernel = lw.lower()
     ranks = {r: len(v) for r, v in lw.views.items()}
     kernel.params = [Param(p.name, ArrayT(p.ty.dtype, ranks.get(p.ident, plan.descriptors.get(p.name, 1))
@@ -404,7 +408,9 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
     kernel.notes = assumption_notes(plan) + [f"pointer `{p}`: assumed to hold i32 (the kernel stores i32 values "
                                              "into it)" for p in sorted(plan.ints - plan.index)] + [
         f"pointer `{p}`: assumed to hold i32 (the kernel uses its values as integers: bitwise operands, `%`, `//`)"
-        for p in sorted(plan.bits - plan.ints - plan.index)] + [
+        for p in sorted(plan.bits - plan.ints - plan.index - plan.narrow)] + [
+        f"pointer `{p}`: assumed to hold i8 (its values are operands of an integer tl.dot)"
+        for p in sorted(plan.narrow - plan.index)] + [
         f"constexpr `{c}` is passed at run time ({plan.runtime_dtypes.get(c, 'i32')}): no values are known"
         for c in sorted(plan.runtime)] + [f"constexpr `{c}`: no values are known, its tests run at run time (the value "
                                           "is still a const generic)" for c in sorted(plan.dynamic)] + kernel.notes
@@ -414,14 +420,16 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
 def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: dict) -> Kernel:
     for _ in range(MAX_RETRIES):
         try:
-            effective = [{**d, **{p: "i32" for p in plan.ints | plan.bits}, **{p: INDEX_DTYPE for p in plan.index}}
-                         for d in dtypes]
+            effective = [{**d, **{p: "i32" for p in plan.ints | plan.bits}, **{p: "i8" for p in plan.narrow},
+                          **{p: INDEX_DTYPE for p in plan.index}} for d in dtypes]
             return lower_once(tm, fn, plan, effective, pinned)
         except Retry as r:
             if r.what == "float":
                 plan.scalars[r.param], plan.maybe_float = "f32", plan.maybe_float - {r.param}
+                plan.floated.add(r.param)
                 continue
-            target = {"flat": plan.flat, "int": plan.ints, "bits": plan.bits}.get(r.what, plan.index)
+            target = {"flat": plan.flat, "int": plan.ints, "bits": plan.bits, "narrow": plan.narrow}.get(
+                r.what, plan.index)
             if r.param in plan.descriptors:
                 raise Diagnostic(f"host-side tensor descriptor `{r.param}`: its accesses are not partitions of one "
                                  "view (offsets must be multiples of the block shape)", loc_of(tm.path, fn),
@@ -429,6 +437,11 @@ def lower_with_retries(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], p
             if r.param in target:
                 raise Diagnostic(f"internal: repeated decision about `{r.param}`", loc_of(tm.path, fn), "internal")
             target.add(r.param)
+            # the float tiles those scalars met may have been this pointer's values, assumed float until now
+            for name in plan.floated:
+                plan.scalars[name] = "i32"
+            plan.maybe_float |= plan.floated
+            plan.floated = set()
     raise Diagnostic("the kernel's pointer accesses could not be settled", loc_of(tm.path, fn), "pointer")
 
 
@@ -511,7 +524,14 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> lis
     except NeedsSpecialization as need:
         values = specialization_values(tm, fn.name, cfg, need.constants)
         if not values:
-            return _without_values(tm, fn, plan, cfg, pinned, need, width)
+            before = set(plan.runtime), set(plan.dynamic)
+            try:
+                return _without_values(tm, fn, plan, cfg, pinned, need, width)
+            except Diagnostic:
+                values = signature_defaults(fn, need.constants)
+                if not values:
+                    raise
+                plan.runtime, plan.dynamic = before
         if width > 1 and width * len(values) > MAX_ENTRIES and not need.constants & plan.dtypes:
             before = set(plan.runtime), set(plan.dynamic)
             try:
@@ -525,6 +545,20 @@ def _entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, width: int = 1) -> lis
             out = _value_entries(tm, fn, plan, cfg, pinned, [dict(zip(sorted(need.constants), c)) for c in choices],
                                  width, False)
         return out
+
+
+def signature_defaults(fn: ast.FunctionDef, names: frozenset) -> list[dict[str, Any]]:
+    """The one value set of `names` the signature gives (`sem: tl.constexpr = "release"`, `USE_TMA=False`):
+    what every launch that omits them passes; [] unless each has a literal default."""
+    args = fn.args.args
+    defaults = dict(zip([a.arg for a in args[len(args) - len(fn.args.defaults):]], fn.args.defaults))
+    out = {}
+    for name in names:
+        node = defaults.get(name)
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str))):
+            return []
+        out[name] = node.value
+    return [out]
 
 
 def _value_entries(tm, fn, plan: KernelPlan, cfg, pinned: dict, values: list[dict], width: int,
@@ -603,9 +637,14 @@ def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     pinned dtype constexpr names (X_dtype = X.dtype), else one entry per dtype configuration (the launcher
     picks the entry by its arrays' dtypes)."""
     kept, first = [], None
+    lowered: dict[tuple, Kernel] = {}  # the checks' lowerings, by their inputs (each reused once)
+
+    def lowering(dtypes: list[dict[str, str]]) -> Kernel:
+        found = lowered.pop(_inputs(plan, dtypes, pinned), None)
+        return found if found is not None else lower_with_retries(tm, fn, plan, dtypes, pinned)
     for dtypes in candidate_dtypes(plan, cfg):
         try:
-            lower_with_retries(tm, fn, plan, dtypes, pinned)
+            _check(tm, fn, plan, dtypes, pinned, lowered)
             kept += [d for d in dtypes if d not in kept]
         except Diagnostic as d:
             if d.construct != "dtype":
@@ -614,20 +653,46 @@ def _typed(tm, fn, plan: KernelPlan, cfg, pinned: dict) -> list[Kernel]:
     if not kept:
         raise first
     try:
-        return [lower_with_retries(tm, fn, plan, kept, pinned)]
+        return [lowering(kept)]
     except Diagnostic as d:
         if d.construct != "dtype":
             raise
     named = {TL_DTYPE_NAMES.get(v) for k, v in pinned.items() if k in plan.dtypes}
     pick = next((c for c in kept if set(c.values()) & named), None)
     if pick is not None:
-        return [lower_with_retries(tm, fn, plan, [pick], pinned)]
+        return [lowering([pick])]
     out = []
     for dtypes in kept:
-        k = lower_with_retries(tm, fn, plan, [dtypes], pinned)
+        k = lowering([dtypes])
         k.name = f"{k.name}_{'_'.join(dict.fromkeys(dtypes.values()))}"
         out.append(k)
     return out
+
+
+def _inputs(plan: KernelPlan, dtypes: list[dict[str, str]], pinned: dict) -> tuple:
+    """What a lowering of the plan's kernel depends on: the dtypes, the pinned values, the plan's decisions."""
+    return repr(dtypes), repr(list(pinned.items())), _decisions(plan), frozenset(plan.maybe_float)
+
+
+def _check(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: dict, lowered: dict) -> None:
+    """Raise what lowering the kernel with `dtypes` raises. The specialization search asks again for inputs
+    it tried before (each value set, every time a decision changes): their outcome (`plan.outcomes`) is not
+    lowered again. A new lowering is kept in `lowered`, by its inputs."""
+    key = _inputs(plan, dtypes, pinned)
+    known = plan.outcomes.get(key)
+    if known is not None:
+        if isinstance(known, Exception):
+            raise replace(known)
+        return
+    try:
+        kernel = lower_with_retries(tm, fn, plan, dtypes, pinned)
+    except (Diagnostic, NeedsSpecialization) as e:
+        if _inputs(plan, dtypes, pinned) == key:  # no retry changed a decision: the outcome of these inputs
+            plan.outcomes[key] = replace(e)
+        raise
+    after = _inputs(plan, dtypes, pinned)  # a retry's decisions taken: a lowering with them succeeds at once
+    plan.outcomes[after] = True
+    lowered[after] = kernel
 
 
 def specialization_values(tm: TritonModule, kernel: str, cfg, names: frozenset) -> list[dict[str, Any]]:
@@ -779,7 +844,7 @@ def translate_file(path: str, configs: Mapping[str, Any] | None = None, only: Se
     identifiers with the target's `naming`; imports of other modules are read with `resolver`."""
     stem = Path(path).stem
     try:
-        tm = scan(path, text, resolver)
+        tm = _package_scan(path, text, resolver) or scan(path, text, resolver)
         tm.naming = naming
     except Diagnostic as d:
         return Translation(KernelModule(path, stem, []), [d])
@@ -810,6 +875,13 @@ def translate_file(path: str, configs: Mapping[str, Any] | None = None, only: Se
         diags.append(Diagnostic("no `@triton.jit` kernels found", Loc(path, 1, 1), "kernel",
                                 "decorate kernels with @triton.jit (import triton)"))
     return Translation(KernelModule(path, stem, kernels), diags)
+
+
+def _package_scan(path: str, text: str | None, resolver: Resolver | None) -> TritonModule | None:
+    """With a package's resolver, the file's scan is made once (package mode found its kernels with it, other
+    modules import from it); a file read on its own (FILES) is scanned afresh: it may have just changed."""
+    resolver = resolver_for(resolver)
+    return imported_module(path, resolver) if text is None and resolver is not FILES else None
 
 
 def _internal(e: Exception, loc: Loc, kernel: str) -> Diagnostic:

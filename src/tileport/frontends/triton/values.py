@@ -23,9 +23,11 @@ class CV:
 
 @dataclass(frozen=True)
 class DT:
-    """A dtype (`tl.float32`); `pointer` when it is a pointer dtype's element (`x.dtype.element_ty`)."""
+    """A dtype (`tl.float32`); `pointer` when it is a pointer dtype's element (`x.dtype.element_ty`);
+    `of`: the array parameter whose element type it is (`x_ptr.dtype.element_ty`)."""
 
     dtype: Any
+    of: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -102,9 +104,17 @@ class Method:
 
 @dataclass(frozen=True)
 class Gone:
-    """A pointer advanced in a loop, read after the loop (its value after the loop is not modelled)."""
+    """A pointer advanced or reassigned in a loop, read after the loop (its value after it is not modelled)."""
 
     name: str
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A pointer each branch of a runtime `if` (at `line`) sets into a different array: no one array after it."""
+
+    name: str
+    line: int
 
 
 class Retry(Exception):
