@@ -78,3 +78,21 @@ def test_cutile_python_roles_follow_the_parameter_layout():
     assert roles == {1: ("shape", 0, 0), 2: ("stride", 0, 0), 4: ("shape", 1, 0), 5: ("stride", 1, 0),
                      7: ("shape", 2, 0), 8: ("stride", 2, 0)}
     assert cutile_python_roles(params[:2], f) == {}  # the layout does not match: nothing declared
+
+
+def test_an_owned_output_takes_its_partition_shape_and_strides_after_its_own():
+    """An array the idiomatic rendering passes as `&mut Tensor` (the variant's "owned") is followed by its
+    partition's shape and strides: the parameters after it keep their roles (without the rule the layout
+    does not match and nothing is declared, so a shape the kernel reads in arithmetic loses its role)."""
+    from types import SimpleNamespace
+
+    from tileport.tileir import read_module
+    from tileport.tileir.roles import manifest_generated_roles
+    f = read_module(tir_export.case("vec_add")).entries[0]  # a, b, c: 1-D arrays, TILE constant
+    owned_c = SimpleNamespace(args=[*f.args, f.args[1], f.args[2]])  # c's partition shape and stride last
+    entry = {"params": [{"name": n, "kind": "array", "rank": 1} for n in "abc"] + [{"name": "T", "kind": "const"}]}
+    variant = {"entry": "k", "stride_args": [], "owned": ["c"]}
+    roles = manifest_generated_roles(entry, variant, owned_c)
+    assert roles == {1: ("shape", 0, 0), 2: ("stride", 0, 0), 4: ("shape", 1, 0), 5: ("stride", 1, 0),
+                     7: ("shape", 2, 0), 8: ("stride", 2, 0)}
+    assert manifest_generated_roles(entry, variant | {"owned": []}, owned_c) == {}

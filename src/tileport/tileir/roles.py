@@ -10,7 +10,8 @@ what they pass:
   all (`cutile_python_roles`).
 - The generated crate's entries pass the same layout after the strides the launcher passes first,
   as leading i32 scalars, which the manifest (`kernels.json`) lists per specialized entry
-  (`stride_args`, `manifest_generated_roles`).
+  (`stride_args`, `manifest_generated_roles`); an array passed as `&mut Tensor` (the variant's
+  `owned`) is followed by its partition's shape and strides as well (scalars of no declared role).
 
 A role map is {parameter index (negative: from the end) -> ("shape" | "stride", tensor, dim)}.
 """
@@ -26,12 +27,12 @@ Roles = dict[int, tuple]
 
 
 def cutile_python_roles(params: list[dict[str, Any]], function: Function | None = None,
-                        leading: int = 0) -> Roles:
+                        leading: int = 0, partitioned: frozenset[str] = frozenset()) -> Roles:
     """Roles of an entry's parameters in cuTile Python's layout, after `leading` other parameters, from
     the kernel's parameter list (manifest `params`: kind array (with rank) / scalar / const, in
-    declaration order). When `function` is given, the layout must match its parameters (pointers where
-    the arrays are, the same count); otherwise no roles are declared (the diff then infers what it
-    can)."""
+    declaration order); an array named in `partitioned` takes its partition's shape and strides after
+    its own. When `function` is given, the layout must match its parameters (pointers where the arrays
+    are, the same count); otherwise no roles are declared (the diff then infers what it can)."""
     roles: Roles = {}
     pointers: list[int] = []
     i = leading
@@ -43,7 +44,7 @@ def cutile_python_roles(params: list[dict[str, Any]], function: Function | None 
             for d in range(rank):
                 roles[i + 1 + d] = ("shape", tensor, d)
                 roles[i + 1 + rank + d] = ("stride", tensor, d)
-            i += 1 + 2 * rank
+            i += 1 + 2 * rank * (2 if p.get("name") in partitioned else 1)
             tensor += 1
         elif p["kind"] == "scalar":
             i += 1
@@ -69,6 +70,7 @@ def manifest_generated_roles(entry: dict[str, Any], variant: dict[str, Any],
     first, then cuTile Python's layout (checked against `function` when given)."""
     arrays = [p["name"] for p in entry["params"] if p["kind"] == "array"]
     strides = variant["stride_args"]
-    roles = cutile_python_roles(entry["params"], function, len(strides)) if function is not None else {}
+    owned = frozenset(variant.get("owned", ()))
+    roles = cutile_python_roles(entry["params"], function, len(strides), owned) if function is not None else {}
     roles.update({i: ("stride", arrays.index(a), d) for i, (a, d) in enumerate(strides)})
     return roles

@@ -174,8 +174,10 @@ def lib_rs(mods: list[ModuleSource], extra: tuple[str, ...] = ()) -> str:
     return "\n".join(lines)
 
 
-def manifest_entry(group: KernelGroup, source: str, unit_axes=unit_axis_generics) -> dict:
-    """`unit_axes(kernel)`: the entry's unit-axis generics (the idiomatic rendering's owned outputs have none)."""
+def manifest_entry(group: KernelGroup, source: str, unit_axes=unit_axis_generics, owned=lambda kernel: ()) -> dict:
+    """`unit_axes(kernel)`: the entry's unit-axis generics (the idiomatic rendering's owned outputs have none);
+    `owned(kernel)`: the identifiers of its arrays passed as `&mut Tensor` (a variant's "owned", when any:
+    cutile passes their partition's shape and strides after their own, tileir.roles)."""
     k = group.first
     by_name = {p.name: p for p in k.params}
     written = set().union(*(written_arrays(v) for v in group.variants))
@@ -219,8 +221,13 @@ def manifest_entry(group: KernelGroup, source: str, unit_axes=unit_axis_generics
             | {g: str(UNIT_AXIS_CAPTURE) for g in unit_axes(v).values()},
             # the array axis each unit-axis generic gives a static length (1 or -1, the launcher's choice)
             "unit_axes": {g: [array, axis] for (array, axis), g in unit_axes(v).items()},
-        } for v in group.variants],
+        } | _owned_names(v, owned(v)) for v in group.variants],
     }
+
+
+def _owned_names(kernel: Kernel, owned) -> dict:
+    names = [p.name for p in kernel.array_params if p.ident in owned]
+    return {"owned": names} if names else {}
 
 
 def group_kernels(mods: list[ModuleSource]) -> dict[str, list[KernelGroup]]:
@@ -361,8 +368,11 @@ def render_crate(mods: list[ModuleSource], crate: str = "tileport_kernels",
                 shims |= part.shims
         files[f"src/{m.name}.rs"] = (module_rs(m, groups[m.name], parts) if faithful
                                      else idiom.module_rs(m, parts, __version__, m.kernels[0].loc.file))
-        unit_axes = unit_axis_generics if faithful else _idiomatic_unit_axes
-        entries += [manifest_entry(g, m.source, unit_axes) for g in groups[m.name]]
+        if faithful:
+            entries += [manifest_entry(g, m.source) for g in groups[m.name]]
+        else:
+            entries += [manifest_entry(g, m.source, _idiomatic_unit_axes, idiom.owned_outputs)
+                        for g in groups[m.name]]
     extra: tuple[str, ...] = ()
     if not faithful:
         files["rustfmt.toml"] = RUSTFMT_TOML
