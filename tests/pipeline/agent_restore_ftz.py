@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     kernel = Path(os.environ["TILEPORT_WORKDIR"]) / "kernel.rs"
     text = kernel.read_text()
     if vandalize:
-        kernel.write_text(re.sub(r"pub unsafe fn \w+", "pub unsafe fn vandalized", text))
+        kernel.write_text(re.sub(r"pub (unsafe )?fn \w+", r"pub \1fn vandalized", text))
         print("renamed every entry to `vandalized`")
         return 0
     lines = text.splitlines(keepends=True)
