@@ -116,6 +116,8 @@ def rename_crate(files: dict[str, str], name: str) -> dict[str, str]:
 def read_crate(crate_dir: Path) -> dict[str, str]:
     files = {"Cargo.toml": (crate_dir / "Cargo.toml").read_text(),
              "kernels.json": (crate_dir / "kernels.json").read_text()}
+    if (crate_dir / "rustfmt.toml").is_file():  # the idiomatic rendering's formatting
+        files["rustfmt.toml"] = (crate_dir / "rustfmt.toml").read_text()
     for p in sorted((crate_dir / "src").glob("*.rs")):
         files[f"src/{p.name}"] = p.read_text()
     return files
