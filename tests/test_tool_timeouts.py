@@ -121,7 +121,8 @@ def test_cargo_past_its_limit_is_a_build_error(tmp_path, monkeypatch):
 
 
 def test_every_tool_call_goes_through_the_bounded_runner():
-    """Only tileport.proc starts processes, except `tileport record`'s run of the user's own program."""
+    """Only tileport.proc starts processes, except `tileport record`'s run of the user's own program (record.py;
+    progress.py when it relays the program's output)."""
     allowed = {SRC / "proc.py", SRC / "launches" / "record.py", SRC / "launches" / "progress.py"}
     starters = ("subprocess.run(", "subprocess.Popen(", "subprocess.call(", "subprocess.check_output(",
                 "subprocess.check_call(", "os.system(", "os.popen(")

@@ -197,24 +197,23 @@ def method(lw, obj, name: str, args, kwargs, node):
     raise lw.fail(node, f"method `.{name}()` of {lw.describe(obj)} is not supported", "method")
 
 
-def program_id(lw, args, kwargs, node):
-    b = _bind(lw, args, kwargs, ("axis",), node, "program_id", 1)
+def _grid_value(lw, args, kwargs, node, name: str, kind: OpKind, hint: str):
+    """tl.program_id / tl.num_programs: an i32 of the launch grid along a compile-time axis."""
+    b = _bind(lw, args, kwargs, ("axis",), node, name, 1)
     axis = lw.compile_time(b["axis"], node, "axis")
     if axis not in (0, 1, 2):
-        raise lw.fail(node, "program_id axis must be 0, 1 or 2", "tl.program_id")
-    out = lw.b.value(OpKind.BID, (), ScalarT("i32"), lw.loc(node), hint="pid", axis=axis)
+        raise lw.fail(node, f"{name} axis must be 0, 1 or 2", f"tl.{name}")
+    out = lw.b.value(kind, (), ScalarT("i32"), lw.loc(node), hint=hint, axis=axis)
     lw.track_scalar(out)
     return out
+
+
+def program_id(lw, args, kwargs, node):
+    return _grid_value(lw, args, kwargs, node, "program_id", OpKind.BID, "pid")
 
 
 def num_programs(lw, args, kwargs, node):
-    b = _bind(lw, args, kwargs, ("axis",), node, "num_programs", 1)
-    axis = lw.compile_time(b["axis"], node, "axis")
-    if axis not in (0, 1, 2):
-        raise lw.fail(node, "num_programs axis must be 0, 1 or 2", "tl.num_programs")
-    out = lw.b.value(OpKind.NUM_BLOCKS, (), ScalarT("i32"), lw.loc(node), hint="num_pids", axis=axis)
-    lw.track_scalar(out)
-    return out
+    return _grid_value(lw, args, kwargs, node, "num_programs", OpKind.NUM_BLOCKS, "num_pids")
 
 
 def tl_range(lw, args, kwargs, node):
