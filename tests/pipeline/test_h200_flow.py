@@ -217,7 +217,11 @@ case "$1 $2" in
     for a in "$@"; do case $a in --junitxml=*) echo "<testsuites><testsuite><testcase classname='t' name='ok'/></testsuite></testsuites>" > "${a#--junitxml=}";; esac; done
     log "end pytest"; exit 0 ;;
   "-m tileport.pipeline.evidence")
-    log "start record $*"; case "$*" in *--no-bench*) sleep 3;; esac
+    log "start record $*"
+    # the check lasts until every test shard has ended (at most 60 s): were the shards not started beside it, the
+    # check would end first, and the test's order assertion fails
+    case "$*" in *--no-bench*) n=0
+      while [ "$(grep -c 'end pytest' "$FAKE_LOG")" -lt "${FAKE_SHARDS:-0}" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done;; esac
     out=""; prev=""; for a in "$@"; do [ "$prev" = --out ] && out=$a; prev=$a; done
     mkdir -p "$out"; case "$*" in *--no-bench*) part=check;; *) part=bench;; esac
     echo '{}' > "$out/gpu-evidence-$part.json"; log "end record-$part"; exit 0 ;;
@@ -236,7 +240,8 @@ def test_h200_sh_runs_the_tests_beside_the_check_and_benchmarks_alone(tmp_path):
     log, out = tmp_path / "log", tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_LOG": str(log), "REAL_PYTHON": sys.executable,
-           "OUT": str(out), "TILEPORT_DEVICE_EXTRA": str(tmp_path), "PYTHONPATH": str(REPO / "src")}
+           "OUT": str(out), "TILEPORT_DEVICE_EXTRA": str(tmp_path), "PYTHONPATH": str(REPO / "src"),
+           "FAKE_SHARDS": str(len(op_names()) + 6)}
     proc = subprocess.run(["bash", "scripts/h200.sh", "evidence", "pytest"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
