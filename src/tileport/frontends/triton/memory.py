@@ -380,7 +380,7 @@ def _block_load(lw, bp: BlockPtr, checked: tuple, pad: str, node, construct: str
     dtype = bp.array.array.ty.dtype
     out = lw.b.value(OpKind.LOAD, (array(lw, bp.array, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)),
                      lw.loc(node), hint=f"{bp.array.array.name}_tile", shape=tuple(acc.tile), order=order,
-                     padding=pad, check_bounds=None, latency=None, allow_tma=None)
+                     padding=pad, check_bounds=None, latency=None, allow_tma=_descriptor_tma(construct))
     return _reshape(lw, out, tuple(bp.block), node)
 
 
@@ -399,7 +399,12 @@ def _block_store(lw, bp: BlockPtr, checked: tuple, value, node, construct: str) 
     tile = _reshape(lw, _value_tile(lw, value, dtype, tuple(bp.block), node), tuple(acc.tile), node)
     index = tuple(lw.poly_atom(p, node) for p in acc.index)
     lw.b.effect(OpKind.STORE, (array(lw, bp.array, len(acc.tile)), tile, *index), lw.loc(node), order=None,
-                check_bounds=None, latency=None, allow_tma=None)
+                check_bounds=None, latency=None, allow_tma=_descriptor_tma(construct))
+
+
+def _descriptor_tma(construct: str) -> bool | None:
+    """Tensor-descriptor accesses take TMA, as Triton's do; the rest is decided per kernel (memory_paths.py)."""
+    return True if construct.startswith("tensor_descriptor.") else None
 
 
 # ---------------------------------------------------------------- tensor descriptors
