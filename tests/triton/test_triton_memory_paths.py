@@ -136,3 +136,28 @@ def test_observable_atomics_keep_their_order(tmp_path):
     assert orders(tmp_path, READ_BACK) == ["acq_rel"]
     assert orders(tmp_path, SCATTER_ADD.format(sem=", sem='release'").replace(
         "mask=mask[:, None], sem", "mask=mask[:, None], scope='sys', sem")) == ["release"]
+
+
+# a causal mask: a bounds check and a condition on the indices (Liger's multi-token attention mask)
+CAUSAL = """
+@triton.jit
+def causal_kernel(s_ptr, o_ptr, stride_m, L, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    in_bounds = (rows[:, None] < L) & (cols[None, :] < L)
+    keep = in_bounds & ~(cols[None, :] > rows[:, None])
+    offs = rows[:, None] * stride_m + cols[None, :]
+    x = tl.load(s_ptr + offs, mask=keep, other=-1e9)
+    tl.store(o_ptr + offs, x, mask=in_bounds)
+    tl.store(o_ptr + offs, x, mask=keep)
+"""
+
+
+def test_a_load_under_bounds_and_more_is_a_view_load_and_a_select(tmp_path):
+    """Its bounds part bounds the view (in-bounds elements may be read); `other` (no padding mode) is selected
+    where the whole mask is false. A store under such a mask writes through a scatter (it must not write)."""
+    kinds = [op.kind for op in memory_ops(tmp_path, CAUSAL)]
+    assert kinds[0] == "load"
+    text = rust(tmp_path, CAUSAL)
+    assert "select(keep, s_ptr_tile" in text and "load_ptr_tko" not in text
+    assert "store_ptr_tko" in text  # the store under `keep`
