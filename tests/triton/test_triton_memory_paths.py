@@ -30,6 +30,17 @@ def bp_copy_kernel(x_ptr, y_ptr, M, N, s, BM: tl.constexpr, BN: tl.constexpr):
     yb = tl.make_block_ptr(y_ptr, (M, N), (s, 1), (pid * BM, 0), (BM, BN), (1, 0))
     tl.store(yb, tl.load(xb, boundary_check=(0, 1)) * 2.0, boundary_check=(0, 1))
 """
+# a backward norm's shape: a weight row loaded once, rows loaded and stored in a loop (tileiras pipelines them)
+ROW_LOOP = """
+@triton.jit
+def row_loop_kernel(y_ptr, x_ptr, w_ptr, stride, n_rows, n_cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    for row in range(tl.program_id(0) * ROWS, min((tl.program_id(0) + 1) * ROWS, n_rows)):
+        x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+        tl.store(y_ptr + row * stride + cols, x * w, mask=mask)
+"""
 DESCRIPTOR = """
 @triton.jit
 def desc_copy_kernel(x_ptr, y_ptr, M, N, s, BM: tl.constexpr, BN: tl.constexpr):
@@ -117,6 +128,11 @@ def test_pointer_and_block_pointer_accesses_skip_tma(tmp_path):
     assert tma(tmp_path, BLOCK_PTR) == {False}
     text = rust(tmp_path, ROW)
     assert text.count("tma::Disabled") == 2 and "tma::Enabled" not in text
+
+
+def test_accesses_in_loops_keep_tma(tmp_path):
+    ops = [op for op in memory_ops(tmp_path, ROW_LOOP) if op.kind in ("load", "store")]
+    assert [op.attr("allow_tma") for op in ops] == [False, None, None]  # w once; x and y in the row loop
 
 
 def test_descriptors_and_matrix_multiplies_keep_tma(tmp_path):
