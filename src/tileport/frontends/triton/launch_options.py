@@ -23,9 +23,15 @@ TRITON_DEFAULT_WARPS = 4
 TILEIRAS_WARPS = (4, 8)  # worker warps tileiras 13.4 compiles
 
 
+def _num_warps(options: Mapping[str, Any]) -> int:
+    """A launch's num_warps (Triton's default where the launch gives none or no integer)."""
+    n = options.get("num_warps")
+    return n if type(n) is int and n > 0 else TRITON_DEFAULT_WARPS
+
+
 def worker_warps(options: Iterable[Mapping[str, Any]]) -> int | None:
     """The `num_worker_warps` hint of a kernel's launches (None: no launch, or none tileiras can take)."""
-    warps = [int(o.get("num_warps", TRITON_DEFAULT_WARPS)) for o in options]
+    warps = [_num_warps(o) for o in options]
     if not warps:
         return None
     fitting = [w for w in TILEIRAS_WARPS if w <= max(warps)]
@@ -41,6 +47,6 @@ def add_warps(kernels: list, options: Iterable[Mapping[str, Any]]) -> None:
         if "num_worker_warps" in k.hints or has_mma(k):
             continue
         k.hints["num_worker_warps"] = warps
-        asked = sorted({int(o.get("num_warps", TRITON_DEFAULT_WARPS)) for o in options})
+        asked = sorted({_num_warps(o) for o in options})
         k.notes.append(f"num_worker_warps hint {warps}: the launches' num_warps {asked}"
                        + (" (tileiras 13.4 compiles at most 8)" if max(asked) > warps else ""))
