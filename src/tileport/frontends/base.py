@@ -29,7 +29,9 @@ class KernelConfig:
     `pinned` fixes constants to literals (literal-specialized entries). `runtime` names constants that
     become typed runtime parameters: no values are known and they cannot stay const generics. `generic`
     names int constants that stay const generics although the kernel compares them (no values are known):
-    the comparison is computed from the const generics.
+    the comparison is computed from the const generics. `launch_options` are the options of the kernel's
+    recorded launches beside its arguments (Triton's num_warps, num_stages, ...; an autotuned launch records
+    the configuration the autotuner chose).
     """
 
     configs: tuple[Mapping[str, Any], ...] = ()
@@ -37,6 +39,7 @@ class KernelConfig:
     pinned: Mapping[str, Any] = field(default_factory=dict)
     runtime: frozenset[str] = frozenset()
     generic: frozenset[str] = frozenset()
+    launch_options: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass

@@ -130,7 +130,8 @@ def file_targets(path: Path, kernel: str | None = None, config_file: Path | None
         if recs:  # the launches give the configurations of the kernel (before --config)
             caps[k] = launch_captures(recs)
             configs[k] = KernelConfig(tuple(_config_entry(c) for c in caps[k]),
-                                      {n: r for c in caps[k] for n, (_dt, r) in c.arrays.items()})
+                                      {n: r for c in caps[k] for n, (_dt, r) in c.arrays.items()},
+                                      launch_options=tuple(dict(r.options) for r in recs))
     probed = {k for k in kernels if k not in caps and k not in cfg and _probe(path, k, caps, configs)}
     out = []
     for k in kernels:

@@ -25,6 +25,8 @@ from tileport.frontends.triton.lower import TritonLowerer
 from tileport.frontends.triton.values import Retry
 from tileport.frontends.imports import FILES, Resolver, resolver_for
 from tileport.frontends.triton.scan import TritonModule, dotted, helper_of, imported_module, loc_of, scan
+from tileport.frontends.triton import memory_paths
+from tileport.frontends.triton.launch_options import add_warps
 from tileport.frontends.triton.occupancy import add_hints
 from tileport.model import types as T
 from tileport.model.builder import DTypeSpace
@@ -459,6 +461,8 @@ def lower_kernel(tm: TritonModule, name: str, cfg) -> list[Kernel]:
     pinned = {**dict(getattr(cfg, "pinned", {}) or {}), **{name: None for name in plan.absent}}
     kernels = _specialized(tm, fn, plan, cfg, pinned)
     add_hints(kernels, [*cfg_configs(cfg), *tm.candidates.get(name, [])])
+    memory_paths.apply(kernels)
+    add_warps(kernels, getattr(cfg, "launch_options", ()) or ())
     for k in kernels:  # decorators Triton does not know wrap the launch, not the kernel's code
         k.notes += [f"decorator `@{d}` is not Triton's: the port is the jit function it wraps"
                     for d in tm.wrappers.get(name, [])]

@@ -69,6 +69,8 @@ class TritonLowerer(ControlFlowMixin, ExpressionMixin):
         self.poly: dict[str, A.Poly] = {}  # Ref name -> affine form
         self.factors: dict[A.Factor, Ref] = {}  # ("v", name) -> the scalar Ref
         self.bounds: dict[str, list[A.Bound]] = {}  # bool Ref name -> mask conjuncts
+        # bool Ref name -> the bounds a mask implies (its conjuncts that are bounds; the others are not)
+        self.implied: dict[str, list[A.Bound]] = {}
         self.views: dict[str, tuple] = {}  # array param -> (stride keys) of its view
         self.extents: dict[str, list[set[str]]] = {}
         self.notes: list[str] = []
@@ -91,7 +93,7 @@ class TritonLowerer(ControlFlowMixin, ExpressionMixin):
         return describe(v)
 
     def forget(self, name: str) -> None:
-        for table in (self.poly, self.bounds, self.loaded):
+        for table in (self.poly, self.bounds, self.implied, self.loaded):
             table.pop(name, None)
         self.static.discard(name)
         self.factors.pop(("v", name), None)
@@ -328,6 +330,7 @@ class TritonLowerer(ControlFlowMixin, ExpressionMixin):
             self.update(old.name, value)
             self.poly.pop(old.name, None)  # a reassigned variable has no single affine form
             self.bounds.pop(old.name, None)
+            self.implied.pop(old.name, None)
             return
         if owner is not None and owner != cur and isinstance(value, Ptr) and not self.local_in(name, owner) \
                 and all(sc.kind in ("if", "tail") for sc in self.scopes[owner + 1:]):
@@ -365,7 +368,7 @@ class TritonLowerer(ControlFlowMixin, ExpressionMixin):
         self.b.release(last.name)
         last.name = new
         ref = Ref(new, value.ty)
-        for table in (self.poly, self.bounds, self.loaded):
+        for table in (self.poly, self.bounds, self.implied, self.loaded):
             if value.name in table:
                 table[new] = table.pop(value.name)
         if value.name in self.static:

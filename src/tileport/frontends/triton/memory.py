@@ -130,9 +130,12 @@ def load(lw, args, kwargs, node):
             raise lw.fail(node, "tl.load: mask must be a boolean tile", "tl.load")
     dtype = ptr.dtype
     pad, select_other = _padding(lw, other, mask, node)
-    acc = _access(lw, ptr, mask)
+    acc, partial = _access(lw, ptr, mask, implied=True)
     loc = lw.loc(node)
-    if acc is not None and pad is not None:
+    if acc is not None and (pad is None or partial):
+        # the view pads out-of-bounds elements with zero; `other` goes where the whole mask is false
+        pad, select_other = pad or "zero", select_other or (other if other is not None else CV(0))
+    if acc is not None:
         order = register_view(lw, ptr.array.name, acc, transposable=True)
         index = tuple(lw.poly_atom(p, node) for p in acc.index)
         out = lw.b.value(OpKind.LOAD, (array(lw, ptr, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)), loc,
@@ -161,18 +164,23 @@ def _padding(lw, other, mask, node) -> tuple[str | None, Any]:
     return "zero", other
 
 
-def _access(lw, ptr: Ptr, mask) -> A.BlockAccess | None:
+def _access(lw, ptr: Ptr, mask, implied: bool = False) -> tuple[A.BlockAccess | None, bool]:
+    """(the block access of a pointer under a mask, whether the mask says more than its bounds). `implied`: a
+    mask that is bounds and more (`in_bounds & ~future`) bounds the view by its bounds part (a load: its
+    in-bounds elements may be read; the caller selects `other` where the whole mask is false)."""
     if ptr.array.name in lw.flat or ptr.elem is not None:  # a re-cast pointer: element-wise, in its own type
-        return None
+        return None, False
     poly = A.const(0) if ptr.offset is None else lw.poly_of(ptr.offset)
     if poly is None:
-        return None
-    bounds = None
+        return None, False
+    bounds, partial = None, False
     if mask is not None:
         bounds = lw.bounds.get(mask.name)
+        if bounds is None and implied:
+            bounds, partial = lw.implied.get(mask.name), True
         if bounds is None:
-            return None
-    return A.block_access(poly, ptr.shape, lw.scalar_params, bounds)
+            return None, False
+    return A.block_access(poly, ptr.shape, lw.scalar_params, bounds), partial
 
 
 def memory_order(acc: A.BlockAccess) -> list[int] | None:
@@ -278,7 +286,7 @@ def store(lw, args, kwargs, node):
     value = b["value"]
     stored_ints(lw, ptr, value)
     loc = lw.loc(node)
-    acc = _access(lw, ptr, mask)
+    acc, _ = _access(lw, ptr, mask)
     if acc is not None:
         register_view(lw, ptr.array.name, acc)
         tile = _value_tile(lw, value, dtype, ptr.shape, node)
@@ -380,7 +388,7 @@ def _block_load(lw, bp: BlockPtr, checked: tuple, pad: str, node, construct: str
     dtype = bp.array.array.ty.dtype
     out = lw.b.value(OpKind.LOAD, (array(lw, bp.array, len(acc.tile)), *index), TileT(dtype, tuple(acc.tile)),
                      lw.loc(node), hint=f"{bp.array.array.name}_tile", shape=tuple(acc.tile), order=order,
-                     padding=pad, check_bounds=None, latency=None, allow_tma=None)
+                     padding=pad, check_bounds=None, latency=None, allow_tma=_descriptor_tma(construct))
     return _reshape(lw, out, tuple(bp.block), node)
 
 
@@ -399,7 +407,12 @@ def _block_store(lw, bp: BlockPtr, checked: tuple, value, node, construct: str) 
     tile = _reshape(lw, _value_tile(lw, value, dtype, tuple(bp.block), node), tuple(acc.tile), node)
     index = tuple(lw.poly_atom(p, node) for p in acc.index)
     lw.b.effect(OpKind.STORE, (array(lw, bp.array, len(acc.tile)), tile, *index), lw.loc(node), order=None,
-                check_bounds=None, latency=None, allow_tma=None)
+                check_bounds=None, latency=None, allow_tma=_descriptor_tma(construct))
+
+
+def _descriptor_tma(construct: str) -> bool | None:
+    """Tensor-descriptor accesses take TMA, as Triton's do; the rest is decided per kernel (memory_paths.py)."""
+    return True if construct.startswith("tensor_descriptor.") else None
 
 
 # ---------------------------------------------------------------- tensor descriptors

@@ -60,8 +60,13 @@ def largest_tile(kernel: Kernel, values: Mapping[str, Any]) -> int | None:
     return largest
 
 
+def has_mma(kernel: Kernel) -> bool:
+    """Whether the kernel multiplies matrices (`tl.dot`): tileiras lays out its warps, tiles and memory path."""
+    return any(isinstance(s, Let) and s.op.kind == OpKind.MMA for s in walk(kernel.body))
+
+
 def occupancy(kernel: Kernel, value_sets: Iterable[Mapping[str, Any]]) -> int | None:
-    if any(isinstance(s, Let) and s.op.kind == OpKind.MMA for s in walk(kernel.body)):
+    if has_mma(kernel):
         return None
     sizes = [largest_tile(kernel, v) for v in (list(value_sets) or [{}])]
     if any(n is None for n in sizes):

@@ -434,7 +434,16 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
         ba, bb = (lw.bounds.get(v.name) if isinstance(v, Ref) else None for v in (a, b))
         if ba is not None and bb is not None:
             lw.bounds[out.name] = ba + bb
+        elif implied := [bd for v in (a, b) for bd in _implied_bounds(lw, v)]:
+            lw.implied[out.name] = implied  # a bounds check and more (`in_bounds & ~future`)
     return out
+
+
+def _implied_bounds(lw, v) -> list:
+    """The bounds a boolean operand of `&` implies: all of a bounds mask, the bounds part of a mixed one."""
+    if not isinstance(v, Ref):
+        return []
+    return lw.bounds.get(v.name, lw.implied.get(v.name, []))
 
 
 def int_power(lw, a, b, node) -> Any:

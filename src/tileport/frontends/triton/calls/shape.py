@@ -40,6 +40,8 @@ def expand(lw, x: Ref, items, node) -> Ref:
         lw.poly[out.name] = A.remap_axes(lw.poly[x.name], axes)
     if x.name in lw.bounds:  # the mask's aranges move with the tile's axes, as the offsets' do
         lw.bounds[out.name] = [A.remap_bound(bd, axes) for bd in lw.bounds[x.name]]
+    if x.name in lw.implied:
+        lw.implied[out.name] = [A.remap_bound(bd, axes) for bd in lw.implied[x.name]]
     if x.name in lw.loaded:
         lw.loaded[out.name] = lw.loaded[x.name]
     return out
