@@ -18,8 +18,8 @@
 //! | [`relu`], [`gelu`] | one tensor | its shape |
 //! | [`silu_and_mul`] | x [M, 2N] | [M, N] |
 //! | [`softmax`] | x [M, N] (last axis) | [M, N] |
-//! | [`rms_norm`] | x [M, N], w [N], eps | [M, N] |
-//! | [`layer_norm`] | x [M, N], w [N], b [N], eps | [`LayerNorm`]: y, mean, rstd |
+//! | [`rms_norm`] | x [M, N], w \[N\], eps | [M, N] |
+//! | [`layer_norm`] | x [M, N], w \[N\], b \[N\], eps | [`LayerNorm`]: y, mean, rstd |
 //! | [`rope`] | x [B, S, H, D], cos / sin [S, D/2] f32 | [B, S, H, D] |
 //! | [`matmul`] / [`bmm`] | [M, K] @ [K, N] / [B, M, K] @ [B, K, N] | [M, N] / [B, M, N] |
 //! | [`fmha`] / [`fmha_varlen`] | q [B, Hq, S, D], k, v [B, Hkv, S, D] (f16 / bf16) | [`Attention`]: o, lse |
@@ -67,12 +67,13 @@ mod error;
 mod launch;
 mod ops;
 pub mod plan;
+pub mod reference;
 
 use std::sync::Arc;
 
 pub use cutile::cuda_core::Stream;
 pub use cutile::half;
-pub use cutile::tensor::Tensor;
+pub use cutile::tensor::{Reshape, Tensor};
 
 pub use element::{DeviceElement, Dtype, Element};
 pub use error::{Error, Result};
@@ -84,7 +85,7 @@ pub use ops::{
 use cutile::api;
 use cutile::cuda_async::device_operation::DeviceOp;
 use cutile::cuda_core::Context;
-use cutile::tensor::{Reshape, ToHostVec};
+use cutile::tensor::ToHostVec;
 
 use error::cuda;
 

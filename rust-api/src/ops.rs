@@ -265,7 +265,7 @@ pub fn softmax<T: Element>(x: &Tensor<T>, stream: &Arc<Stream>) -> Result<Tensor
     Ok(y)
 }
 
-/// RMS norm of the rows of x [M, N] with weight w [N]: `x * rsqrt(mean(x^2) + eps) * w` (f32 math).
+/// RMS norm of the rows of x [M, N] with weight w \[N\]: `x * rsqrt(mean(x^2) + eps) * w` (f32 math).
 ///
 /// ```no_run
 /// # fn main() -> Result<(), tileport_ops::Error> {
@@ -312,7 +312,7 @@ pub struct LayerNorm<T: Element> {
     pub rstd: Tensor<f32>,
 }
 
-/// Layer norm of the rows of x [M, N] with weight w [N] and bias b [N] (f32 math).
+/// Layer norm of the rows of x [M, N] with weight w \[N\] and bias b \[N\] (f32 math).
 ///
 /// ```no_run
 /// # fn main() -> Result<(), tileport_ops::Error> {
@@ -482,7 +482,7 @@ pub fn fmha<T: Element>(
     prefill(q, k, v, None, causal, stream)
 }
 
-/// `fmha` over a ragged batch: sequence b holds `seq_lens[b]` positions (i32 [B], at most S) of
+/// `fmha` over a ragged batch: sequence b holds `seq_lens[b]` positions (i32 \[B\], at most S) of
 /// the padded layout; the outputs are 0 (o) and -inf (lse) on its padding.
 ///
 /// ```no_run

@@ -157,7 +157,7 @@ fn rows(op: &'static str, x: &[usize], params: &[(&str, &[usize])]) -> Result<us
     Ok(tile)
 }
 
-/// `rms_norm` (ops/specs/rms_norm.py): x [M, N], w [N]; about 16 KiB of rows per block, persistent.
+/// `rms_norm` (ops/specs/rms_norm.py): x [M, N], w \[N\]; about 16 KiB of rows per block, persistent.
 pub fn rms_norm(x: &[usize], w: &[usize], dtype: Dtype, sms: u32) -> Result<KernelLaunch> {
     let tile = rows("rms_norm", x, &[("w", w)])?;
     let block_m = rows_per_block(x[0], tile, dtype, ROW_TILE_BYTES);
