@@ -1,6 +1,10 @@
 """The Rust API over the generated kernels (rust-api/, crate `tileport-ops`): it names every operator of the library
-(or says why not), and it builds, passes its CPU tests (shape errors, the Tile IR of every plan; the GPU tests are
-`#[ignore]`d here), documents without warnings and is rustfmt-clean. One cargo build serves the three cargo steps."""
+(or says why not), its launch plans are the Python operators' (rust-api/tests/data/plans.json, written from the specs
+here and read by its CPU tests), and it builds, passes its CPU tests (shape errors, the plans, the Tile IR of every
+plan; the GPU tests are `#[ignore]`d here), documents without warnings and is rustfmt-clean. One cargo build serves
+the three cargo steps.
+
+Rewrite the plans fixture after a spec's default changed: `python3 tests/test_rust_api.py`."""
 
 from __future__ import annotations
 
@@ -10,10 +14,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import json
+import math
+import sys
+
 import pytest
 
 from tileport import toolchain
 from tileport.ops.specs import SPEC_MODULES
+from tileport.ops.specs import _attention, _common, _tune, layer_norm, matmul, rms_norm, rope, silu_and_mul, softmax
+from tileport.ops.specs import get_spec
 from tileport.runtime.library import cargo_target_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,6 +38,104 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
 NOT_IN_API = {"matmul_splitk", "fmha_fwd_sinks", "fmha_fwd_softcap", "fmha_bwd", "flash_decode", "flash_decode_paged",
               "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill"}
+
+
+PLANS = API / "tests" / "data" / "plans.json"
+SMS = _common.DEFAULT_NUM_SMS
+F32, F16, BF16 = "float32", "float16", "bfloat16"
+RUST_DTYPE = {F32: "f32", F16: "f16", BF16: "bf16"}
+# (op, input shapes, dtype, flag): the shapes of each spec's tests and benchmarks that pick every kernel entry
+PLAN_CASES = (
+    [(op, [[n]], dt, None) for op in ("vector_add", "relu") for n in (1, 1000, 4097, 1 << 24) for dt in (F32, BF16)]
+    + [(op, [[7, 33]], F16, None) for op in ("gelu", "swiglu", "geglu")]
+    + [("silu_and_mul", [[m, 2 * n]], F16, None) for m, n in ((1, 8), (7, 100), (129, 4097), (4096, 14336))]
+    + [("softmax", [[m, n]], dt, None) for m, n in ((1, 1), (3, 7), (8192, 1000), (4096, 4096), (1024, 16384),
+                                                    (16, 100_003), (4, 262_144), (1024, 32768))
+       for dt in (F32, F16)]
+    + [(op, [[m, n]], dt, None) for op in ("rms_norm", "layer_norm") for m, n in _common.NORM_SHAPES
+       + [(16384, 2048), (4096, 8192)] for dt in (F32, BF16)]
+    + [("rope", [list(x)], F16, None) for x in rope.SPEC.shapes + list(rope.SPEC.bench_shapes)]
+    + [("matmul", [[m, k], [k, n]], dt, None) for m, n, k in ((1, 1, 1), (1000, 1000, 1000), (8192, 8192, 8192))
+       for dt in (F32, BF16)]
+    + [("bmm", [[b, m, k], [b, k, n]], F16, None) for b, m, n, k in ((3, 17, 33, 65), (8, 2048, 2048, 2048))]
+    + [("fmha", [[b, hq, s, d], [b, hkv, s, d]], F16, bool(causal)) for b, hq, hkv, s, d, causal in
+       get_spec("fmha_fwd").shapes])
+
+
+def launch(kernel: str, grid, constants: dict) -> dict:
+    return {"kernel": kernel, "grid": [int(g) for g in grid], "constants": dict(sorted(constants.items()))}
+
+
+class _Rows:
+    """What softmax's `launches_for` reads of a row-kernel input: its shape."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+def softmax_plan(m: int, n: int, dtype: str) -> list[dict]:
+    cfg = softmax.operator_default((m, n), dtype)
+    if cfg["variant"] != "split":
+        return [launch(l.kernel, l.grid, {k: v for k, v in l.args.items() if k.isupper()})
+                for l in softmax.launches_for(_Rows((m, n)), None, cfg, SMS)]
+    tile, splits = cfg["TILE"], _common.cdiv(n, cfg["TILE"])  # split_launches' grids (it allocates with torch)
+    group = _common.cdiv(_common.cdiv(m, cfg["GROUPS"]), softmax.GROUP_ROW_ALIGN) * softmax.GROUP_ROW_ALIGN
+    out = []
+    for r0 in range(0, m, group):
+        grid = (splits, min(m, r0 + group) - r0, 1)
+        out += [launch(softmax.SPLIT_ENTRIES[0], grid, {"TILE": tile}),
+                launch(softmax.SPLIT_ENTRIES[1], grid, {"TILE": tile, "SPLITS": _common.next_pow2(splits)})]
+    return out
+
+
+def row_plan(spec_module, m: int, n: int, dtype: str) -> list[dict]:
+    cfg = spec_module.default((m, n), dtype)
+    k, bm = cfg["kernel"], cfg["BLOCK_M"]
+    grid = _tune.row_grid(cfg, _common.cdiv(m, bm), SMS, spec_module.OCCUPANCY[k])
+    return [launch(k, grid, {"BLOCK_M": bm, "TILE": _common.next_pow2(n)})]
+
+
+def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
+    """The launches the Python operator makes by default (no tuned configuration) on an H200 (132 SMs)."""
+    c = _common
+    if op in ("vector_add", "relu", "gelu", "swiglu", "geglu"):
+        n = math.prod(shapes[0])
+        tile = c.flat_tile(n)
+        return [launch(get_spec(op).kernels[0], (c.cdiv(n, tile), 1, 1), {"TILE": tile})]
+    if op == "silu_and_mul":
+        m, n = shapes[0][0], shapes[0][1] // 2
+        bm, bn = silu_and_mul.tiles(m, n)
+        return [launch("silu_and_mul_kernel", (c.cdiv(n, bn), c.cdiv(m, bm), 1), {"BLOCK_M": bm, "BLOCK_N": bn})]
+    if op == "softmax":
+        return softmax_plan(*shapes[0], dtype)
+    if op in ("rms_norm", "layer_norm"):
+        return row_plan(rms_norm if op == "rms_norm" else layer_norm, *shapes[0], dtype)
+    if op == "rope":
+        b, s, h, d = shapes[0]
+        cfg = rope.default((b, s, h, d), dtype)
+        consts = {"BLOCK_S": cfg["BLOCK_S"], "BLOCK_H": cfg["BLOCK_H"], "HALF_TILE": c.next_pow2(d // 2)}
+        return [launch(cfg["kernel"], rope.grid_for(cfg, s, h, b, SMS), consts)]
+    if op in ("matmul", "bmm"):
+        (*batch, m, _k), n = shapes[0], shapes[1][-1]
+        consts = matmul.constants(dtype)
+        tiles = c.cdiv(m, consts["TILE_M"]) * c.cdiv(n, consts["TILE_N"]) * math.prod(batch)
+        grid = (max(1, min(tiles, SMS // matmul.NUM_CTAS)), 1, 1)  # persistent_mma_grid on an H200
+        return [launch(f"{op}_kernel", grid, consts)]
+    b, hq, s, d = shapes[0]  # fmha
+    consts = _attention.prefill_constants(d, causal=flag)
+    return [launch("fmha_fwd_kernel", (c.cdiv(s, consts["BLOCK_M"]), b * hq, 1), consts)]
+
+
+def plans_document() -> dict:
+    cases = [{"op": op, "shapes": shapes, "dtype": RUST_DTYPE[dt], "flag": flag,
+              "launches": python_plan(op, shapes, dt, flag)} for op, shapes, dt, flag in PLAN_CASES]
+    return {"generated_by": "python3 tests/test_rust_api.py", "num_sms": SMS, "cases": cases}
+
+
+def test_the_plans_fixture_is_the_python_operators_plans():
+    assert PLANS.is_file(), "rust-api/tests/data/plans.json is missing: python3 tests/test_rust_api.py writes it"
+    assert json.loads(PLANS.read_text()) == plans_document(), \
+        "a spec's default changed: rewrite the fixture (python3 tests/test_rust_api.py), then match rust-api/src/plan.rs"
 
 
 def api_functions() -> set[str]:
@@ -105,3 +213,11 @@ def test_h200_rustapi_step_says_when_the_example_was_not_bundled(tmp_path):
     proc, out = _h200_rustapi(tmp_path, bundled=False)
     assert "rustapi: no " in (out / "rustapi.log").read_text(), proc.stdout + proc.stderr
     assert "rustapi rc=" not in proc.stdout
+
+
+if __name__ == "__main__":
+    PLANS.parent.mkdir(parents=True, exist_ok=True)
+    doc = plans_document()
+    cases = ",\n".join(f"  {json.dumps(case)}" for case in doc.pop("cases"))  # a case per line: diffs stay legible
+    PLANS.write_text(json.dumps(doc)[:-1] + f', "cases": [\n{cases}\n]}}\n')
+    print(f"{PLANS}: {len(PLAN_CASES)} cases", file=sys.stderr)

@@ -3,7 +3,9 @@
 //! `src/tileport/ops/specs` choose them by default (no tuned configuration).
 //!
 //! A plan validates its shapes first: every shape error an operator reports comes from here, so
-//! it can be checked without a GPU.
+//! it can be checked without a GPU. The CPU tests hold the plans to the Python operators' on the
+//! cases of `tests/data/plans.json`, which tileport's `tests/test_rust_api.py` writes from the
+//! specs and checks against them (a changed default fails there until both sides follow).
 
 use crate::element::Dtype;
 use crate::error::{Result, shape, unsupported};
@@ -27,6 +29,7 @@ pub struct KernelLaunch {
 impl KernelLaunch {
     fn new(kernel: &'static str, grid: [usize; 3], ints: &[(&'static str, usize)]) -> Self {
         let constants = ints.iter().map(|&(name, v)| (name, Constant::Int(v as i32))).collect();
+        // past u32 (never for i32 extents), the driver rejects the grid
         let grid = grid.map(|g| u32::try_from(g).unwrap_or(u32::MAX));
         KernelLaunch { kernel, grid, constants }
     }
@@ -88,8 +91,34 @@ fn rank(op: &'static str, name: &str, dims: &[usize], want: usize, layout: &str)
 /// 1-D tile of the flattened element-wise kernels (`FLAT_TILE`, measured on H200).
 const FLAT_TILE: usize = 1024;
 
-/// The flattened element-wise kernels: inputs of one shape (any rank), one launch over all elements.
-pub fn elementwise(
+/// `vector_add`: a + b, tensors of one shape.
+pub fn vector_add(a: &[usize], b: &[usize]) -> Result<KernelLaunch> {
+    elementwise("vector_add", "vector_add_kernel", &[("a", a), ("b", b)])
+}
+
+/// `relu` of a tensor.
+pub fn relu(x: &[usize]) -> Result<KernelLaunch> {
+    elementwise("relu", "relu_kernel", &[("x", x)])
+}
+
+/// `gelu` (tanh approximation) of a tensor.
+pub fn gelu(x: &[usize]) -> Result<KernelLaunch> {
+    elementwise("gelu", "gelu_tanh_kernel", &[("x", x)])
+}
+
+/// `swiglu`: silu(a) * b, tensors of one shape.
+pub fn swiglu(a: &[usize], b: &[usize]) -> Result<KernelLaunch> {
+    elementwise("swiglu", "swiglu_kernel", &[("a", a), ("b", b)])
+}
+
+/// `geglu`: gelu(a) * b, tensors of one shape.
+pub fn geglu(a: &[usize], b: &[usize]) -> Result<KernelLaunch> {
+    elementwise("geglu", "geglu_kernel", &[("a", a), ("b", b)])
+}
+
+/// The flattened element-wise kernels (ops/specs/_elementwise.py): inputs of one shape (any rank),
+/// one launch over all elements.
+fn elementwise(
     op: &'static str, kernel: &'static str, inputs: &[(&str, &[usize])],
 ) -> Result<KernelLaunch> {
     let (first, dims) = inputs[0];

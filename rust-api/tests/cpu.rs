@@ -28,10 +28,10 @@ fn assert_unsupported(result: tileport_ops::Result<impl std::fmt::Debug>, op: &s
 
 #[test]
 fn elementwise_shapes_must_match() {
-    let plan =
-        plan::elementwise("vector_add", "vector_add_kernel", &[("a", &[4, 5]), ("b", &[5, 4])]);
+    let plan = plan::vector_add(&[4, 5], &[5, 4]);
     assert_shape(plan, "vector_add", "`b` [5, 4] differs from `a` [4, 5]");
-    assert_shape(plan::elementwise("relu", "relu_kernel", &[("x", &[3, 0])]), "relu", "empty");
+    assert_shape(plan::relu(&[3, 0]), "relu", "empty");
+    assert_shape(plan::geglu(&[3], &[3, 1]), "geglu", "differs");
 }
 
 #[test]
@@ -75,6 +75,70 @@ fn fmha_checks_heads_dtype_and_head_dim() {
     assert_unsupported(plan::fmha(&q, &kv, &kv, true, Dtype::F32), "fmha", "f32");
     let (q, kv) = ([2, 8, 100, 80], [2, 2, 100, 80]);
     assert_unsupported(plan::fmha(&q, &kv, &kv, true, Dtype::BF16), "fmha", "head dim 80");
+}
+
+// ---------------------------------------------------------------- the Python operators' plans
+
+fn dtype_named(name: &str) -> Dtype {
+    FLOATS.into_iter().find(|d| d.name() == name).unwrap()
+}
+
+/// The plan of a fixture case, by the operator's name.
+fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
+    let shapes: Vec<Vec<usize>> = serde_json::from_value(case["shapes"].clone()).unwrap();
+    let dtype = dtype_named(case["dtype"].as_str().unwrap());
+    let x = &shapes[0][..];
+    let last = x.last().copied().unwrap_or(0);
+    let one = |launch: tileport_ops::Result<KernelLaunch>| vec![launch.unwrap()];
+    match case["op"].as_str().unwrap() {
+        "vector_add" => one(plan::vector_add(x, x)),
+        "relu" => one(plan::relu(x)),
+        "gelu" => one(plan::gelu(x)),
+        "swiglu" => one(plan::swiglu(x, x)),
+        "geglu" => one(plan::geglu(x, x)),
+        "silu_and_mul" => one(plan::silu_and_mul(x)),
+        "softmax" => plan::softmax(x, dtype, SMS).unwrap(),
+        "rms_norm" => one(plan::rms_norm(x, &[last], dtype, SMS)),
+        "layer_norm" => one(plan::layer_norm(x, &[last], &[last], dtype, SMS)),
+        "rope" => one(plan::rope(x, &[x[1], last / 2], &[x[1], last / 2], SMS)),
+        "matmul" => one(plan::matmul(x, &shapes[1], dtype, SMS)),
+        "bmm" => one(plan::bmm(x, &shapes[1], dtype, SMS)),
+        "fmha" => {
+            let causal = case["flag"].as_bool().unwrap();
+            one(plan::fmha(x, &shapes[1], &shapes[1], causal, dtype))
+        }
+        op => panic!("the fixture names an operator the API lacks: {op}"),
+    }
+}
+
+fn launch_json(launch: &KernelLaunch) -> Value {
+    let constants: serde_json::Map<String, Value> = launch
+        .constants
+        .iter()
+        .map(|(name, c)| {
+            let value = match *c {
+                Constant::Int(v) => Value::from(v),
+                Constant::Bool(v) => Value::from(v),
+            };
+            (name.to_string(), value)
+        })
+        .collect();
+    serde_json::json!({"kernel": launch.kernel, "grid": launch.grid, "constants": constants})
+}
+
+/// rust-api/tests/data/plans.json: the launches each Python operator makes by default, written from
+/// the specs by tests/test_rust_api.py (which also checks the fixture still says what they do).
+#[test]
+fn plans_are_the_python_operators() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/plans.json");
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(fixture["num_sms"], SMS);
+    let cases = fixture["cases"].as_array().unwrap();
+    assert!(cases.len() > 50, "the fixture has {} cases", cases.len());
+    for case in cases {
+        let ours: Vec<Value> = rust_plan(case).iter().map(launch_json).collect();
+        assert_eq!(&Value::from(ours), &case["launches"], "{} {}", case["op"], case["shapes"]);
+    }
 }
 
 // ---------------------------------------------------------------- Tile IR of every launch
@@ -208,13 +272,12 @@ fn assert_compiles(launches: &[KernelLaunch], dtype: Dtype) {
 
 #[test]
 fn elementwise_ops_compile() {
-    let kernels = ["vector_add_kernel", "relu_kernel", "gelu_tanh_kernel", "swiglu_kernel"];
-    for (kernel, dtype) in kernels.into_iter().zip(FLOATS.into_iter().cycle()) {
-        let launch = plan::elementwise("op", kernel, &[("x", &[1000, 1000])]).unwrap();
-        assert_compiles(&[launch], dtype);
+    let x = [1000, 1000];
+    let launches = [plan::vector_add(&x, &x), plan::relu(&x), plan::gelu(&x), plan::swiglu(&x, &x)];
+    for (launch, dtype) in launches.into_iter().zip(FLOATS.into_iter().cycle()) {
+        assert_compiles(&[launch.unwrap()], dtype);
     }
-    let launch = plan::elementwise("geglu", "geglu_kernel", &[("a", &[7, 33])]).unwrap();
-    assert_compiles(&[launch], Dtype::BF16);
+    assert_compiles(&[plan::geglu(&[7, 33], &[7, 33]).unwrap()], Dtype::BF16);
     assert_compiles(&[plan::silu_and_mul(&[300, 2000]).unwrap()], Dtype::F16);
 }
 
@@ -266,7 +329,7 @@ fn fmha_compiles_causal_and_not() {
 
 #[test]
 fn the_ir_carries_the_plans_tile() {
-    let launch = plan::elementwise("op", "vector_add_kernel", &[("x", &[1000, 1000])]).unwrap();
+    let launch = plan::vector_add(&[1000, 1000], &[1000, 1000]).unwrap();
     let (entry, generics) = entry_and_generics(&manifest(), &launch, Dtype::F16);
     assert_eq!(generics, "f16,1024,-1,-1");
     let ir = tile_ir(&entry, &generics).unwrap();
