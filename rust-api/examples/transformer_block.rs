@@ -8,11 +8,13 @@
 //! over a batch of sequences in bf16, checked against the same block computed on the CPU in f32
 //! (its inputs and each op's result rounded to bf16 as on the GPU). Prints the max error, the
 //! first run's time (it JIT-compiles every kernel) and per-op times of later runs (each op waits
-//! for its kernels). Exit code 1 when the error is over the tolerance.
+//! for its kernels). Exit code 1 when the error is over the tolerance, 2 on an error (no GPU, no
+//! tileiras, bad arguments).
 //!
 //! `cargo run --release --example transformer_block [-- BATCH SEQ]` (needs a GPU and `tileiras`,
 //! on PATH or named by CUTILE_TILEIRAS_PATH).
 
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -140,10 +142,30 @@ fn block_cpu(x: &[f32], w: &Weights, batch: usize, seq: usize) -> Vec<f32> {
     round(h1.iter().zip(&down).map(|(a, b)| a + b).collect())
 }
 
-fn main() -> Result<()> {
-    let args: Vec<usize> =
-        std::env::args().skip(1).map(|a| a.parse()).collect::<std::result::Result<_, _>>()?;
-    let (batch, seq) = (args.first().copied().unwrap_or(4), args.get(1).copied().unwrap_or(512));
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let sizes: Option<Vec<usize>> =
+        args.iter().map(|a| a.parse().ok().filter(|&n| n > 0)).collect();
+    let (batch, seq) = match sizes.as_deref() {
+        Some([]) => (4, 512),
+        Some([batch, seq]) => (*batch, *seq),
+        _ => {
+            eprintln!("usage: transformer_block [BATCH SEQ] (positive integers; default 4 512)");
+            return ExitCode::from(2);
+        }
+    };
+    match run(batch, seq) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("transformer_block: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Run and check the block; false when its error is over the tolerance.
+fn run(batch: usize, seq: usize) -> Result<bool> {
     let stream = tileport_ops::stream(0)?;
     let device = stream.context().name()?;
     println!(
@@ -190,8 +212,5 @@ fn main() -> Result<()> {
         first.as_secs_f64() * 1e3,
         median.as_secs_f64() * 1e3
     );
-    if err > TOLERANCE {
-        std::process::exit(1);
-    }
-    Ok(())
+    Ok(err <= TOLERANCE)
 }
