@@ -35,7 +35,7 @@
 #   kernel on the bundle's launches (correctness in parallel, $LIGER_JOBS kernels at once, then parity serially):
 #   liger-gpu.json (rewritten as it goes), liger-evidence.json, liger.log. LIGER_RECORD=1 records despite a bundle.
 # rustapi: the Rust API's example (rust-api/examples/transformer_block.rs, built in release by scripts/device-bundle.sh
-#   into .device/transformer_block.xz: no Rust or network needed here) runs a transformer block on the GPU from Rust
+#   into .device/rustapi.tar.xz: no Rust or network needed here) runs a transformer block on the GPU from Rust
 #   alone and checks it against its CPU reference, then the API's GPU tests (rust-api/tests/gpu.rs, every operator
 #   against its Rust reference) run: rustapi.log (max error, timings, a JSON summary line, the test results).
 #   RUSTAPI_ARGS: the example's batch and sequence length (default 4 512).
@@ -155,17 +155,18 @@ for step in $steps; do
               > "$work/liger.log" 2>&1; echo "liger rc=$?"; tail -n 20 "$work/liger.log"
             for f in liger-gpu.json liger-launches.json liger-driver.json liger-evidence.json; do
               cp "$work/liger/$f" "$work/" 2>/dev/null; done ;;
-    rustapi) example="$TILEPORT_DEVICE_EXTRA/transformer_block"
-            if [ -f "$example" ]; then
-              chmod +x "$example"  # unpacked from .xz without its mode
-              timeout -k 10 "${RUSTAPI_TIMEOUT:-300}" "$example" ${RUSTAPI_ARGS:-} > "$work/rustapi.log" 2>&1
+    rustapi) bundle="$TILEPORT_DEVICE_EXTRA/rustapi.tar"
+            if [ -f "$bundle" ]; then
+              bin="$work/rustapi-bin" && rm -rf "$bin" && mkdir -p "$bin" && tar -C "$bin" -xf "$bundle"
+              timeout -k 10 "${RUSTAPI_TIMEOUT:-300}" "$bin/transformer_block" ${RUSTAPI_ARGS:-} \
+                > "$work/rustapi.log" 2>&1
               echo "rustapi rc=$?" | tee -a "$work/rustapi.log"; tail -n 20 "$work/rustapi.log"
-              tests="$TILEPORT_DEVICE_EXTRA/tileport_ops_gpu_tests"  # the API's GPU tests (cargo test -- --ignored)
-              chmod +x "$tests" 2>/dev/null
-              timeout -k 10 "${RUSTAPI_TESTS_TIMEOUT:-600}" "$tests" --ignored --test-threads 1 >> "$work/rustapi.log" 2>&1
+              # the API's GPU tests (cargo test -- --ignored)
+              timeout -k 10 "${RUSTAPI_TESTS_TIMEOUT:-600}" "$bin/tileport_ops_gpu_tests" --ignored --test-threads 1 \
+                >> "$work/rustapi.log" 2>&1
               echo "rustapi tests rc=$?" | tee -a "$work/rustapi.log"; tail -n 12 "$work/rustapi.log"
             else
-              echo "rustapi: no $example (scripts/device-bundle.sh builds it where cargo is installed)" \
+              echo "rustapi: no $bundle (scripts/device-bundle.sh builds it where cargo is installed)" \
                 | tee "$work/rustapi.log"
             fi ;;
     *)      echo "unknown step: $step (check bench dump evidence pytest ffi wild triton liger rustapi)" ;;

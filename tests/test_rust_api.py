@@ -185,17 +185,22 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
 
 
 def _h200_rustapi(tmp_path: Path, bundled: bool) -> tuple[subprocess.CompletedProcess, Path]:
-    """`scripts/h200.sh rustapi` with nvidia-smi and the two bundled binaries replaced by stand-ins (modes dropped,
-    as .device/enter.sh's xz unpacking leaves them)."""
+    """`scripts/h200.sh rustapi` with nvidia-smi and the two bundled binaries replaced by stand-ins."""
     bin_dir, extra, out = tmp_path / "bin", tmp_path / "extra", tmp_path / "OUT"
     for d in (bin_dir, extra, out):
         d.mkdir()
     smi = bin_dir / "nvidia-smi"
     smi.write_text("#!/bin/sh\necho 'NVIDIA H200, 580.00, 143771 MiB'\n")
     smi.chmod(0o755)
-    if bundled:
-        (extra / "transformer_block").write_text('#!/bin/sh\necho "example $*"; echo \'{"verdict": "PASS"}\'\n')
-        (extra / "tileport_ops_gpu_tests").write_text('#!/bin/sh\necho "tests $*"; echo "test result: ok."\n')
+    if bundled:  # .device/rustapi.tar.xz as .device/enter.sh unpacks it
+        binaries = tmp_path / "binaries"
+        binaries.mkdir()
+        (binaries / "transformer_block").write_text('#!/bin/sh\necho "example $*"; echo \'{"verdict": "PASS"}\'\n')
+        (binaries / "tileport_ops_gpu_tests").write_text('#!/bin/sh\necho "tests $*"; echo "test result: ok."\n')
+        for f in binaries.iterdir():
+            f.chmod(0o755)
+        subprocess.run(["tar", "-C", str(binaries), "-cf", str(extra / "rustapi.tar"), "transformer_block",
+                        "tileport_ops_gpu_tests"], check=True)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(out),
            "TILEPORT_DEVICE_EXTRA": str(extra), "TILEPORT_WORK": str(tmp_path / "work"), "RUSTAPI_ARGS": "2 256"}
     proc = subprocess.run(["bash", "scripts/h200.sh", "rustapi"], cwd=REPO, env=env, capture_output=True, text=True,
