@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine (an H200) with the checkout and its .device/ (from `bash scripts/device-bundle.sh`):
 #   bash .device/enter.sh bash scripts/h200.sh [check] [bench] [dump] [evidence] [pytest] [ffi] [wild] [triton] [liger]
+#     [rustapi]
 # Work happens under /tmp/tileport-out; the few files worth keeping are copied to $OUT at the end
 # (at most 8, so that the result to copy back stays small). Each step has its own time limit, and partial results are
 # written as they come, so a slow step cannot lose the others.
@@ -33,6 +34,11 @@
 #   under `tileport record` (liger-launches.json, liger-driver.json); with one: every bundled port against its Liger
 #   kernel on the bundle's launches (correctness in parallel, $LIGER_JOBS kernels at once, then parity serially):
 #   liger-gpu.json (rewritten as it goes), liger-evidence.json, liger.log. LIGER_RECORD=1 records despite a bundle.
+# rustapi: the Rust API's example (rust-api/examples/transformer_block.rs, built in release by scripts/device-bundle.sh
+#   into .device/rustapi.tar.xz: no Rust or network needed here) runs a transformer block on the GPU from Rust
+#   alone and checks it against its CPU reference, then the API's GPU tests (rust-api/tests/gpu.rs, every operator
+#   against its Rust reference) run: rustapi.log (max error, timings, a JSON summary line, the test results).
+#   RUSTAPI_ARGS: the example's batch and sequence length (default 4 512).
 set -u
 steps=${*:-check bench dump}
 export TILEPORT_LIB="$TILEPORT_DEVICE_EXTRA/libtileport_kernels.so"
@@ -149,12 +155,26 @@ for step in $steps; do
               > "$work/liger.log" 2>&1; echo "liger rc=$?"; tail -n 20 "$work/liger.log"
             for f in liger-gpu.json liger-launches.json liger-driver.json liger-evidence.json; do
               cp "$work/liger/$f" "$work/" 2>/dev/null; done ;;
-    *)      echo "unknown step: $step (check bench dump evidence pytest ffi wild triton liger)" ;;
+    rustapi) bundle="$TILEPORT_DEVICE_EXTRA/rustapi.tar"
+            if [ -f "$bundle" ]; then
+              bin="$work/rustapi-bin" && rm -rf "$bin" && mkdir -p "$bin" && tar -C "$bin" -xf "$bundle"
+              timeout -k 10 "${RUSTAPI_TIMEOUT:-300}" "$bin/transformer_block" ${RUSTAPI_ARGS:-} \
+                > "$work/rustapi.log" 2>&1
+              echo "rustapi rc=$?" | tee -a "$work/rustapi.log"; tail -n 20 "$work/rustapi.log"
+              # the API's GPU tests (cargo test -- --ignored)
+              timeout -k 10 "${RUSTAPI_TESTS_TIMEOUT:-600}" "$bin/tileport_ops_gpu_tests" --ignored --test-threads 1 \
+                >> "$work/rustapi.log" 2>&1
+              echo "rustapi tests rc=$?" | tee -a "$work/rustapi.log"; tail -n 12 "$work/rustapi.log"
+            else
+              echo "rustapi: no $bundle (scripts/device-bundle.sh builds it where cargo is installed)" \
+                | tee "$work/rustapi.log"
+            fi ;;
+    *)      echo "unknown step: $step (check bench dump evidence pytest ffi wild triton liger rustapi)" ;;
   esac
 done
 if [ -n "${OUT:-}" ]; then
   n=0
-  for f in gpu.txt liger-gpu.json liger-launches.json liger-driver.json liger-evidence.json liger.log wild-gpu.json wild-launches.json gpu-evidence-launches.json wild.log \
+  for f in gpu.txt rustapi.log liger-gpu.json liger-launches.json liger-driver.json liger-evidence.json liger.log wild-gpu.json wild-launches.json gpu-evidence-launches.json wild.log \
            triton-launches.json triton-evidence.json triton-summary.json triton-driver.json triton.log \
            gpu-evidence-check.json gpu-evidence-bench.json evidence.log pytest-gpu.json pytest-gpu.log \
            pytest-gpu.tar.gz check.json check.log bench.json bench.log ir-dumps.tar.gz dump.log ffi-threads.json ffi.log; do

@@ -90,7 +90,8 @@ edition = "2024"
 publish = false
 
 [lib]
-crate-type = ["cdylib"]
+# cdylib: the C ABI Python loads; rlib: a Rust crate can depend on the kernels by path.
+crate-type = ["cdylib", "rlib"]
 
 [dependencies]
 # Pinned: the generated kernels use cutile {CUTILE_PIN[1:]}'s DSL spelling and op attributes.

@@ -1,0 +1,566 @@
+//! The operators: each checks its inputs, takes its plan (`crate::plan`), allocates its outputs,
+//! launches the generated kernels on the stream and waits for them.
+
+use std::sync::Arc;
+
+use cutile::cuda_core::Stream;
+use cutile::tensor::Tensor;
+use tileport_kernels::support::TensorDesc;
+use tileport_kernels::{attention, bmm, geglu, gelu, layer_norm as ln, matmul as mm, relu};
+use tileport_kernels::{rms_norm as rms, rope as rp, silu_and_mul as sm, softmax as sx};
+use tileport_kernels::{swiglu, vector_add as va};
+
+use crate::element::Element;
+use crate::launch::{Target, desc, view};
+use crate::plan::{self, KernelLaunch};
+use crate::{Result, upload};
+
+type Desc<'a> = Option<&'a TensorDesc>;
+/// An element-wise launcher of one input: (x, y, TILE, grid, device, stream).
+type Unary = extern "C" fn(Desc, Desc, i32, u32, u32, u32, i32, u64) -> i32;
+/// An element-wise launcher of two inputs: (a, b, y, TILE, grid, device, stream).
+type Binary = extern "C" fn(Desc, Desc, Desc, i32, u32, u32, u32, i32, u64) -> i32;
+
+fn unary<T: Element>(
+    op: &'static str, plan: fn(&[usize]) -> Result<KernelLaunch>, launcher: Unary, x: &Tensor<T>,
+    stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    let t = Target::new(op, stream)?;
+    let dims = t.input("x", x)?;
+    let l = plan(&dims)?;
+    let y = t.output::<T>(&dims)?;
+    let flat = [x.size()];
+    let [gx, gy, gz] = l.grid;
+    let (xd, yd) = (view(x, &flat), view(&y, &flat));
+    let code = launcher(Some(&xd), Some(&yd), l.int("TILE"), gx, gy, gz, t.device_id, t.handle());
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(y)
+}
+
+fn binary<T: Element>(
+    op: &'static str, plan: fn(&[usize], &[usize]) -> Result<KernelLaunch>, launcher: Binary,
+    a: &Tensor<T>, b: &Tensor<T>, stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    let t = Target::new(op, stream)?;
+    let (da, db) = (t.input("a", a)?, t.input("b", b)?);
+    let l = plan(&da, &db)?;
+    let y = t.output::<T>(&da)?;
+    let flat = [a.size()];
+    let [gx, gy, gz] = l.grid;
+    let (ad, bd, yd) = (view(a, &flat), view(b, &flat), view(&y, &flat));
+    let tile = l.int("TILE");
+    let code = launcher(Some(&ad), Some(&bd), Some(&yd), tile, gx, gy, gz, t.device_id, t.handle());
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(y)
+}
+
+/// `a + b`, element-wise, for tensors of one shape (any rank).
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let a = tileport_ops::upload(&[1.0f32, 2.0, 3.0], &[3], &stream)?;
+/// let b = tileport_ops::upload(&[10.0f32, 20.0, 30.0], &[3], &stream)?;
+/// let c = tileport_ops::vector_add(&a, &b, &stream)?;
+/// assert_eq!(tileport_ops::download(&c, &stream)?, [11.0, 22.0, 33.0]);
+/// # Ok(()) }
+/// ```
+pub fn vector_add<T: Element>(
+    a: &Tensor<T>, b: &Tensor<T>, stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    binary("vector_add", plan::vector_add, va::tileport_vector_add_kernel, a, b, stream)
+}
+
+/// `max(x, 0)`, element-wise.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let x = tileport_ops::upload(&[-1.0f32, 0.5, 2.0, -3.0], &[2, 2], &stream)?;
+/// let y = tileport_ops::relu(&x, &stream)?;
+/// assert_eq!(tileport_ops::download(&y, &stream)?, [0.0, 0.5, 2.0, 0.0]);
+/// # Ok(()) }
+/// ```
+pub fn relu<T: Element>(x: &Tensor<T>, stream: &Arc<Stream>) -> Result<Tensor<T>> {
+    unary("relu", plan::relu, relu::tileport_relu_kernel, x, stream)
+}
+
+/// GELU with the tanh approximation, element-wise (f32 math).
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::bf16;
+/// let stream = tileport_ops::stream(0)?;
+/// let host: Vec<bf16> = (0..4096).map(|i| bf16::from_f32(i as f32 / 512.0 - 4.0)).collect();
+/// let x = tileport_ops::upload(&host, &[64, 64], &stream)?;
+/// let y = tileport_ops::gelu(&x, &stream)?;
+/// assert_eq!(y.shape(), [64, 64]);
+/// # Ok(()) }
+/// ```
+pub fn gelu<T: Element>(x: &Tensor<T>, stream: &Arc<Stream>) -> Result<Tensor<T>> {
+    unary("gelu", plan::gelu, gelu::tileport_gelu_tanh_kernel, x, stream)
+}
+
+/// `silu(a) * b`, element-wise (f32 math): the gated MLP activation with gate and up projections
+/// as two tensors.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let gate = tileport_ops::upload(&vec![1.0f32; 8 * 256], &[8, 256], &stream)?;
+/// let up = tileport_ops::upload(&vec![2.0f32; 8 * 256], &[8, 256], &stream)?;
+/// let h = tileport_ops::swiglu(&gate, &up, &stream)?;
+/// assert_eq!(h.shape(), [8, 256]);
+/// # Ok(()) }
+/// ```
+pub fn swiglu<T: Element>(a: &Tensor<T>, b: &Tensor<T>, stream: &Arc<Stream>) -> Result<Tensor<T>> {
+    binary("swiglu", plan::swiglu, swiglu::tileport_swiglu_kernel, a, b, stream)
+}
+
+/// `gelu_tanh(a) * b`, element-wise (f32 math).
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let a = tileport_ops::upload(&vec![0.5f32; 1000], &[1000], &stream)?;
+/// let b = tileport_ops::upload(&vec![3.0f32; 1000], &[1000], &stream)?;
+/// let y = tileport_ops::geglu(&a, &b, &stream)?;
+/// assert_eq!(y.shape(), [1000]);
+/// # Ok(()) }
+/// ```
+pub fn geglu<T: Element>(a: &Tensor<T>, b: &Tensor<T>, stream: &Arc<Stream>) -> Result<Tensor<T>> {
+    binary("geglu", plan::geglu, geglu::tileport_geglu_kernel, a, b, stream)
+}
+
+/// `silu(x[:, :N]) * x[:, N:]` of x [M, 2N] (gate and up projections side by side): y [M, N].
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let x = tileport_ops::upload(&vec![1.0f32; 4 * 2 * 512], &[4, 1024], &stream)?;
+/// let y = tileport_ops::silu_and_mul(&x, &stream)?;
+/// assert_eq!(y.shape(), [4, 512]);
+/// # Ok(()) }
+/// ```
+pub fn silu_and_mul<T: Element>(x: &Tensor<T>, stream: &Arc<Stream>) -> Result<Tensor<T>> {
+    let t = Target::new("silu_and_mul", stream)?;
+    let dims = t.input("x", x)?;
+    let l = plan::silu_and_mul(&dims)?;
+    let (m, n) = (dims[0], dims[1] / 2);
+    let y = t.output::<T>(&[m, n])?;
+    // the kernel reads row r's gate and up halves as rows 2r and 2r + 1 of an [2M, N] view
+    let (xd, yd) = (view(x, &[2 * m, n]), desc(&y));
+    let [gx, gy, gz] = l.grid;
+    let (bm, bn) = (l.int("BLOCK_M"), l.int("BLOCK_N"));
+    let code = sm::tileport_silu_and_mul_kernel(
+        Some(&xd),
+        Some(&yd),
+        bm,
+        bn,
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(y)
+}
+
+/// Softmax over the last axis of x [M, N] (f32 math), with the variant the Python operator takes
+/// by default for the row width (`plan::softmax`).
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let x = tileport_ops::upload(&[0.0f32, 0.0, 1.0, 1.0], &[2, 2], &stream)?;
+/// let y = tileport_ops::softmax(&x, &stream)?;
+/// let p = tileport_ops::download(&y, &stream)?;
+/// assert!(p.iter().all(|v| (v - 0.5).abs() < 1e-6));
+/// # Ok(()) }
+/// ```
+pub fn softmax<T: Element>(x: &Tensor<T>, stream: &Arc<Stream>) -> Result<Tensor<T>> {
+    let t = Target::new("softmax", stream)?;
+    let dims = t.input("x", x)?;
+    let launches = plan::softmax(&dims, T::ELEMENT, t.sms)?;
+    let y = t.output::<T>(&dims)?;
+    let (xd, yd) = (desc(x), desc(&y));
+    // the split pair's f32 partials, kept until the stream is done with them
+    let mut partials = None;
+    if launches.len() == 2 {
+        let shape = plan::softmax_partials(&dims);
+        partials = Some((t.output::<f32>(&shape)?, t.output::<f32>(&shape)?));
+    }
+    for l in &launches {
+        let [gx, gy, gz] = l.grid;
+        let (dev, s) = (t.device_id, t.handle());
+        let code = match (l.kernel, &partials) {
+            ("softmax_gather_kernel", _) => sx::tileport_softmax_gather_kernel(
+                Some(&xd),
+                Some(&yd),
+                l.int("TILE"),
+                gx,
+                gy,
+                gz,
+                dev,
+                s,
+            ),
+            ("softmax_online_rev_kernel", _) => sx::tileport_softmax_online_rev_kernel(
+                Some(&xd),
+                Some(&yd),
+                l.int("BLOCK_M"),
+                l.int("CHUNK"),
+                gx,
+                gy,
+                gz,
+                dev,
+                s,
+            ),
+            ("softmax_split_stats_kernel", Some((pm, ps))) => {
+                let (pmd, psd) = (desc(pm), desc(ps));
+                let tile = l.int("TILE");
+                sx::tileport_softmax_split_stats_kernel(
+                    Some(&xd),
+                    Some(&pmd),
+                    Some(&psd),
+                    tile,
+                    gx,
+                    gy,
+                    gz,
+                    dev,
+                    s,
+                )
+            }
+            ("softmax_split_write_kernel", Some((pm, ps))) => {
+                let (pmd, psd) = (desc(pm), desc(ps));
+                let (tile, splits) = (l.int("TILE"), l.int("SPLITS"));
+                sx::tileport_softmax_split_write_kernel(
+                    Some(&xd),
+                    Some(&pmd),
+                    Some(&psd),
+                    Some(&yd),
+                    tile,
+                    splits,
+                    gx,
+                    gy,
+                    gz,
+                    dev,
+                    s,
+                )
+            }
+            (kernel, _) => {
+                let launcher = match kernel {
+                    "softmax_tma_prefetch_kernel" => sx::tileport_softmax_tma_prefetch_kernel,
+                    _ => sx::tileport_softmax_tma_wide_kernel,
+                };
+                let (bm, tile) = (l.int("BLOCK_M"), l.int("TILE"));
+                launcher(Some(&xd), Some(&yd), bm, tile, gx, gy, gz, dev, s)
+            }
+        };
+        t.check(l.kernel, code)?;
+    }
+    t.finish()?;
+    drop(partials);
+    Ok(y)
+}
+
+/// RMS norm of the rows of x [M, N] with weight w \[N\]: `x * rsqrt(mean(x^2) + eps) * w` (f32 math).
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let x = tileport_ops::upload(&[3.0f32, 4.0], &[1, 2], &stream)?;
+/// let w = tileport_ops::upload(&[1.0f32, 1.0], &[2], &stream)?;
+/// let y = tileport_ops::rms_norm(&x, &w, 1e-6, &stream)?;
+/// assert_eq!(y.shape(), [1, 2]);
+/// # Ok(()) }
+/// ```
+pub fn rms_norm<T: Element>(
+    x: &Tensor<T>, w: &Tensor<T>, eps: f32, stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    let t = Target::new("rms_norm", stream)?;
+    let (dx, dw) = (t.input("x", x)?, t.input("w", w)?);
+    let l = plan::rms_norm(&dx, &dw, T::ELEMENT, t.sms)?;
+    let y = t.output::<T>(&dx)?;
+    let (xd, wd, yd) = (desc(x), desc(w), desc(&y));
+    let [gx, gy, gz] = l.grid;
+    let (bm, tile) = (l.int("BLOCK_M"), l.int("TILE"));
+    let code = rms::tileport_rms_norm_kernel(
+        Some(&xd),
+        Some(&wd),
+        Some(&yd),
+        eps,
+        bm,
+        tile,
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(y)
+}
+
+/// What `layer_norm` returns: the normalized rows and each row's f32 mean and reciprocal std.
+#[derive(Debug)]
+pub struct LayerNorm<T: Element> {
+    pub y: Tensor<T>,
+    pub mean: Tensor<f32>,
+    pub rstd: Tensor<f32>,
+}
+
+/// Layer norm of the rows of x [M, N] with weight w \[N\] and bias b \[N\] (f32 math).
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let x = tileport_ops::upload(&[1.0f32, 3.0], &[1, 2], &stream)?;
+/// let w = tileport_ops::upload(&[1.0f32, 1.0], &[2], &stream)?;
+/// let b = tileport_ops::upload(&[0.0f32, 0.0], &[2], &stream)?;
+/// let out = tileport_ops::layer_norm(&x, &w, &b, 1e-5, &stream)?;
+/// assert_eq!(tileport_ops::download(&out.mean, &stream)?, [2.0]);
+/// # Ok(()) }
+/// ```
+pub fn layer_norm<T: Element>(
+    x: &Tensor<T>, w: &Tensor<T>, b: &Tensor<T>, eps: f32, stream: &Arc<Stream>,
+) -> Result<LayerNorm<T>> {
+    let t = Target::new("layer_norm", stream)?;
+    let (dx, dw, db) = (t.input("x", x)?, t.input("w", w)?, t.input("b", b)?);
+    let l = plan::layer_norm(&dx, &dw, &db, T::ELEMENT, t.sms)?;
+    let y = t.output::<T>(&dx)?;
+    let (mean, rstd) = (t.output::<f32>(&dx[..1])?, t.output::<f32>(&dx[..1])?);
+    let (xd, wd, bd, yd) = (desc(x), desc(w), desc(b), desc(&y));
+    let (md, rd) = (desc(&mean), desc(&rstd));
+    let launcher = match l.kernel {
+        "layer_norm_fwd_occ4_kernel" => ln::tileport_layer_norm_fwd_occ4_kernel,
+        _ => ln::tileport_layer_norm_fwd_kernel,
+    };
+    let [gx, gy, gz] = l.grid;
+    let (bm, tile) = (l.int("BLOCK_M"), l.int("TILE"));
+    let arrays = [Some(&xd), Some(&wd), Some(&bd), Some(&yd), Some(&md), Some(&rd)];
+    let [x_, w_, b_, y_, m_, r_] = arrays;
+    let code = launcher(x_, w_, b_, y_, m_, r_, eps, bm, tile, gx, gy, gz, t.device_id, t.handle());
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(LayerNorm { y, mean, rstd })
+}
+
+/// Rotary embedding (rotate-half) of x [B, S, H, D] with tables cos, sin [S, D/2] (f32):
+/// `[x1 * cos - x2 * sin, x2 * cos + x1 * sin]` of the halves x1, x2 of each head.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let (s, d) = (16, 64);
+/// let x = tileport_ops::upload(&vec![1.0f32; 2 * s * 4 * d], &[2, s, 4, d], &stream)?;
+/// let cos = tileport_ops::upload(&vec![1.0f32; s * d / 2], &[s, d / 2], &stream)?;
+/// let sin = tileport_ops::upload(&vec![0.0f32; s * d / 2], &[s, d / 2], &stream)?;
+/// let y = tileport_ops::rope(&x, &cos, &sin, &stream)?; // the identity rotation
+/// assert_eq!(y.shape(), [2, s as i32, 4, d as i32]);
+/// # Ok(()) }
+/// ```
+pub fn rope<T: Element>(
+    x: &Tensor<T>, cos: &Tensor<f32>, sin: &Tensor<f32>, stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    let t = Target::new("rope", stream)?;
+    let (dx, dc, ds) = (t.input("x", x)?, t.input("cos", cos)?, t.input("sin", sin)?);
+    let l = plan::rope(&dx, &dc, &ds, t.sms)?;
+    let y = t.output::<T>(&dx)?;
+    let (b, s, h, half) = (dx[0], dx[1], dx[2], dx[3] / 2);
+    // each head as its two halves: [B * S, H, 2, D/2] for the rows entries, else [B, S, H, 2, D/2]
+    let heads: Vec<usize> = if plan::ROPE_ROWS_ENTRIES.contains(&l.kernel) {
+        vec![b * s, h, 2, half]
+    } else {
+        vec![b, s, h, 2, half]
+    };
+    let (xd, yd, cd, sd) = (view(x, &heads), view(&y, &heads), desc(cos), desc(sin));
+    let launcher = match l.kernel {
+        "rope_persistent_kernel" => rp::tileport_rope_persistent_kernel,
+        "rope_rows_kernel" => rp::tileport_rope_rows_kernel,
+        "rope_rows_pair_kernel" => rp::tileport_rope_rows_pair_kernel,
+        "rope_rows_pair_persistent_kernel" => rp::tileport_rope_rows_pair_persistent_kernel,
+        _ => rp::tileport_rope_kernel,
+    };
+    let [gx, gy, gz] = l.grid;
+    let (bs, bh, ht) = (l.int("BLOCK_S"), l.int("BLOCK_H"), l.int("HALF_TILE"));
+    let (x_, c_, s_, y_) = (Some(&xd), Some(&cd), Some(&sd), Some(&yd));
+    let code = launcher(x_, c_, s_, y_, bs, bh, ht, gx, gy, gz, t.device_id, t.handle());
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(y)
+}
+
+fn mma<T: Element>(
+    t: &Target, l: &KernelLaunch, a: &Tensor<T>, b: &Tensor<T>, c: &Tensor<T>,
+) -> Result<()> {
+    let launcher = match l.kernel {
+        "bmm_kernel" => bmm::tileport_bmm_kernel,
+        _ => mm::tileport_matmul_kernel,
+    };
+    let (ad, bd, cd) = (desc(a), desc(b), desc(c));
+    let [gx, gy, gz] = l.grid;
+    let (tm, tn, tk, gm) = (l.int("TILE_M"), l.int("TILE_N"), l.int("TILE_K"), l.int("GROUP_M"));
+    let tf32 = l.bool("USE_TF32");
+    let (a_, b_, c_) = (Some(&ad), Some(&bd), Some(&cd));
+    let code = launcher(a_, b_, c_, tm, tn, tk, gm, tf32, gx, gy, gz, t.device_id, t.handle());
+    t.check(l.kernel, code)?;
+    t.finish()
+}
+
+/// a [M, K] @ b [K, N]: f16 / bf16 with f32 accumulation, f32 through TF32.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::f16;
+/// let stream = tileport_ops::stream(0)?;
+/// let a = tileport_ops::upload(&vec![f16::ONE; 128 * 64], &[128, 64], &stream)?;
+/// let b = tileport_ops::upload(&vec![f16::ONE; 64 * 32], &[64, 32], &stream)?;
+/// let c = tileport_ops::matmul(&a, &b, &stream)?;
+/// assert_eq!(tileport_ops::download(&c, &stream)?[0], f16::from_f32(64.0));
+/// # Ok(()) }
+/// ```
+pub fn matmul<T: Element>(a: &Tensor<T>, b: &Tensor<T>, stream: &Arc<Stream>) -> Result<Tensor<T>> {
+    let t = Target::new("matmul", stream)?;
+    let (da, db) = (t.input("a", a)?, t.input("b", b)?);
+    let l = plan::matmul(&da, &db, T::ELEMENT, t.sms)?;
+    let c = t.output::<T>(&[da[0], db[1]])?;
+    mma(&t, &l, a, b, &c)?;
+    Ok(c)
+}
+
+/// Batched a [B, M, K] @ b [B, K, N], as `matmul` per batch.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let a = tileport_ops::upload(&vec![1.0f32; 2 * 16 * 8], &[2, 16, 8], &stream)?;
+/// let b = tileport_ops::upload(&vec![1.0f32; 2 * 8 * 4], &[2, 8, 4], &stream)?;
+/// let c = tileport_ops::bmm(&a, &b, &stream)?;
+/// assert_eq!(c.shape(), [2, 16, 4]);
+/// # Ok(()) }
+/// ```
+pub fn bmm<T: Element>(a: &Tensor<T>, b: &Tensor<T>, stream: &Arc<Stream>) -> Result<Tensor<T>> {
+    let t = Target::new("bmm", stream)?;
+    let (da, db) = (t.input("a", a)?, t.input("b", b)?);
+    let l = plan::bmm(&da, &db, T::ELEMENT, t.sms)?;
+    let c = t.output::<T>(&[da[0], da[1], db[2]])?;
+    mma(&t, &l, a, b, &c)?;
+    Ok(c)
+}
+
+/// What `fmha` returns: the attention output [B, Hq, S, D] and the f32 log-sum-exp of each query's
+/// scores [B, Hq, S] (natural log; -inf on padding).
+#[derive(Debug)]
+pub struct Attention<T: Element> {
+    pub o: Tensor<T>,
+    pub lse: Tensor<f32>,
+}
+
+/// Attention prefill (flash attention forward), softmax scale 1/sqrt(D): q [B, Hq, S, D], k and v
+/// [B, Hkv, S, D] (grouped-query: Hkv divides Hq), f16 or bf16, head dim 64 or 128, causal or not.
+/// Every sequence of the batch is S long; `fmha_varlen` takes per-sequence lengths.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::bf16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, h, s, d) = (1, 4, 256, 64);
+/// let data = vec![bf16::from_f32(0.1); b * h * s * d];
+/// let q = tileport_ops::upload(&data, &[b, h, s, d], &stream)?;
+/// let k = tileport_ops::upload(&data[..b * s * d], &[b, 1, s, d], &stream)?; // one KV head
+/// let v = tileport_ops::upload(&data[..b * s * d], &[b, 1, s, d], &stream)?;
+/// let out = tileport_ops::fmha(&q, &k, &v, true, &stream)?;
+/// assert_eq!(out.o.shape(), q.shape());
+/// # Ok(()) }
+/// ```
+pub fn fmha<T: Element>(
+    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, causal: bool, stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    prefill(q, k, v, None, causal, stream)
+}
+
+/// `fmha` over a ragged batch: sequence b holds `seq_lens[b]` positions (i32 \[B\], at most S) of
+/// the padded layout; the outputs are 0 (o) and -inf (lse) on its padding.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::f16;
+/// let stream = tileport_ops::stream(0)?;
+/// let data = vec![f16::from_f32(0.5); 2 * 2 * 100 * 128];
+/// let q = tileport_ops::upload(&data, &[2, 2, 100, 128], &stream)?;
+/// let lens = tileport_ops::upload(&[100i32, 37], &[2], &stream)?;
+/// let out = tileport_ops::fmha_varlen(&q, &q, &q, &lens, false, &stream)?;
+/// assert_eq!(out.lse.shape(), [2, 2, 100]);
+/// # Ok(()) }
+/// ```
+pub fn fmha_varlen<T: Element>(
+    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, seq_lens: &Tensor<i32>, causal: bool,
+    stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    prefill(q, k, v, Some(seq_lens), causal, stream)
+}
+
+fn prefill<T: Element>(
+    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, seq_lens: Option<&Tensor<i32>>, causal: bool,
+    stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    let t = Target::new("fmha", stream)?;
+    let (dq, dk, dv) = (t.input("q", q)?, t.input("k", k)?, t.input("v", v)?);
+    let l = plan::fmha(&dq, &dk, &dv, causal, T::ELEMENT)?;
+    let (batch, seq) = (dq[0], dq[2]);
+    let full;
+    let lens = match seq_lens {
+        Some(lens) => lens,
+        None => {
+            full = upload(&vec![seq as i32; batch], &[batch], stream)?;
+            &full
+        }
+    };
+    let dl = t.input("seq_lens", lens)?;
+    if dl != [batch] {
+        return Err(crate::error::shape(
+            "fmha",
+            format!("`seq_lens` must be [{batch}], got {dl:?}"),
+        ));
+    }
+    let o = t.output::<T>(&dq)?;
+    let lse = t.output::<f32>(&dq[..3])?;
+    let (qd, kd, vd, od, ld, lensd) = (desc(q), desc(k), desc(v), desc(&o), desc(&lse), desc(lens));
+    // the kernel's sinks argument, unread without sinks: the first element of lse
+    let sinks =
+        TensorDesc { ndim: 1, shape: [1, 0, 0, 0, 0, 0], strides: [1, 0, 0, 0, 0, 0], ..ld };
+    let qk_scale = (dq[3] as f32).sqrt().recip() * std::f32::consts::LOG2_E;
+    let [gx, gy, gz] = l.grid;
+    let code = attention::tileport_fmha_fwd_kernel(
+        Some(&qd),
+        Some(&kd),
+        Some(&vd),
+        Some(&od),
+        Some(&ld),
+        Some(&lensd),
+        Some(&sinks),
+        qk_scale,
+        0.0,
+        0,
+        l.int("BLOCK_M"),
+        l.int("BLOCK_N"),
+        l.int("HEAD_DIM"),
+        l.bool("CAUSAL"),
+        l.bool("SLIDING"),
+        l.bool("HAS_SINKS"),
+        l.bool("SOFTCAP"),
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(Attention { o, lse })
+}

@@ -1,0 +1,444 @@
+//! Launch plans: per operator, the kernels it launches, their grids and tile constants, chosen from
+//! the shapes and the dtype alone (no device needed), as the Python operators of
+//! `src/tileport/ops/specs` choose them by default (no tuned configuration).
+//!
+//! A plan validates its shapes first: every shape error an operator reports comes from here, so
+//! it can be checked without a GPU. The CPU tests hold the plans to the Python operators' on the
+//! cases of `tests/data/plans.json`, which tileport's `tests/test_rust_api.py` writes from the
+//! specs and checks against them (a changed default fails there until both sides follow).
+
+use crate::element::Dtype;
+use crate::error::{Result, shape, unsupported};
+
+/// A tile constant or an entry-selecting flag of a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Constant {
+    Int(i32),
+    Bool(bool),
+}
+
+/// One kernel launch of a plan: the generated kernel (its name in `rust/kernels.json`), the grid
+/// and the constants, by the kernel's parameter names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelLaunch {
+    pub kernel: &'static str,
+    pub grid: [u32; 3],
+    pub constants: Vec<(&'static str, Constant)>,
+}
+
+impl KernelLaunch {
+    fn new(kernel: &'static str, grid: [usize; 3], ints: &[(&'static str, usize)]) -> Self {
+        let constants = ints.iter().map(|&(name, v)| (name, Constant::Int(v as i32))).collect();
+        // past u32 (never for i32 extents), the driver rejects the grid
+        let grid = grid.map(|g| u32::try_from(g).unwrap_or(u32::MAX));
+        KernelLaunch { kernel, grid, constants }
+    }
+
+    fn flag(mut self, name: &'static str, value: bool) -> Self {
+        self.constants.push((name, Constant::Bool(value)));
+        self
+    }
+
+    /// The integer constant `name` (a plan always sets the constants its launcher reads).
+    pub fn int(&self, name: &str) -> i32 {
+        match self.constant(name) {
+            Constant::Int(v) => v,
+            Constant::Bool(_) => panic!("constant `{name}` of `{}` is a flag", self.kernel),
+        }
+    }
+
+    /// The flag `name`.
+    pub fn bool(&self, name: &str) -> bool {
+        match self.constant(name) {
+            Constant::Bool(v) => v,
+            Constant::Int(_) => panic!("constant `{name}` of `{}` is an integer", self.kernel),
+        }
+    }
+
+    fn constant(&self, name: &str) -> Constant {
+        let found = self.constants.iter().find(|(n, _)| *n == name);
+        found.unwrap_or_else(|| panic!("`{}` has no constant `{name}`", self.kernel)).1
+    }
+}
+
+/// H200's SM count: what plans assume where the caller gives none (the CPU tests).
+pub const DEFAULT_NUM_SMS: u32 = 132;
+
+pub(crate) fn next_pow2(n: usize) -> usize {
+    n.max(1).next_power_of_two()
+}
+
+fn cdiv(a: usize, b: usize) -> usize {
+    a.div_ceil(b)
+}
+
+fn nonempty(op: &'static str, name: &str, dims: &[usize]) -> Result<()> {
+    if dims.contains(&0) {
+        return Err(shape(op, format!("`{name}` {dims:?} is empty")));
+    }
+    Ok(())
+}
+
+fn rank(op: &'static str, name: &str, dims: &[usize], want: usize, layout: &str) -> Result<()> {
+    if dims.len() != want {
+        return Err(shape(op, format!("`{name}` must be {layout}, got shape {dims:?}")));
+    }
+    nonempty(op, name, dims)
+}
+
+// ---------------------------------------------------------------- element-wise (ops/specs/_elementwise.py)
+
+/// 1-D tile of the flattened element-wise kernels (`FLAT_TILE`, measured on H200).
+const FLAT_TILE: usize = 1024;
+
+/// `vector_add`: a + b, tensors of one shape.
+pub fn vector_add(a: &[usize], b: &[usize]) -> Result<KernelLaunch> {
+    elementwise("vector_add", "vector_add_kernel", &[("a", a), ("b", b)])
+}
+
+/// `relu` of a tensor.
+pub fn relu(x: &[usize]) -> Result<KernelLaunch> {
+    elementwise("relu", "relu_kernel", &[("x", x)])
+}
+
+/// `gelu` (tanh approximation) of a tensor.
+pub fn gelu(x: &[usize]) -> Result<KernelLaunch> {
+    elementwise("gelu", "gelu_tanh_kernel", &[("x", x)])
+}
+
+/// `swiglu`: silu(a) * b, tensors of one shape.
+pub fn swiglu(a: &[usize], b: &[usize]) -> Result<KernelLaunch> {
+    elementwise("swiglu", "swiglu_kernel", &[("a", a), ("b", b)])
+}
+
+/// `geglu`: gelu(a) * b, tensors of one shape.
+pub fn geglu(a: &[usize], b: &[usize]) -> Result<KernelLaunch> {
+    elementwise("geglu", "geglu_kernel", &[("a", a), ("b", b)])
+}
+
+/// The flattened element-wise kernels (ops/specs/_elementwise.py): inputs of one shape (any rank),
+/// one launch over all elements.
+fn elementwise(
+    op: &'static str, kernel: &'static str, inputs: &[(&str, &[usize])],
+) -> Result<KernelLaunch> {
+    let (first, dims) = inputs[0];
+    nonempty(op, first, dims)?;
+    if let Some((name, other)) = inputs[1..].iter().find(|(_, d)| *d != dims) {
+        return Err(shape(op, format!("`{name}` {other:?} differs from `{first}` {dims:?}")));
+    }
+    let n: usize = dims.iter().product();
+    let tile = next_pow2(n).min(FLAT_TILE);
+    Ok(KernelLaunch::new(kernel, [cdiv(n, tile), 1, 1], &[("TILE", tile)]))
+}
+
+/// `silu_and_mul` (ops/specs/silu_and_mul.py): x [M, 2N] -> [M, N], one row of up to 1024 columns
+/// per block.
+pub fn silu_and_mul(x: &[usize]) -> Result<KernelLaunch> {
+    const OP: &str = "silu_and_mul";
+    rank(OP, "x", x, 2, "[M, 2N]")?;
+    if x[1] % 2 != 0 {
+        return Err(shape(OP, format!("`x` must be [M, 2N]: its {} columns are odd", x[1])));
+    }
+    let (m, n) = (x[0], x[1] / 2);
+    let block_n = next_pow2(n).min(1024);
+    let block_m = next_pow2(m).min(1024 / block_n).max(1);
+    let grid = [cdiv(n, block_n), cdiv(m, block_m), 1];
+    Ok(KernelLaunch::new(
+        "silu_and_mul_kernel",
+        grid,
+        &[("BLOCK_M", block_m), ("BLOCK_N", block_n)],
+    ))
+}
+
+// ---------------------------------------------------------------- row kernels (ops/specs/_common.py, _tune.py)
+
+/// Bytes one row tile load moves (`ROW_TILE_BYTES`).
+const ROW_TILE_BYTES: usize = 16384;
+/// The longest row (a power-of-two tile) the row kernels hold in one tile.
+const MAX_ROW_TILE: usize = 16384;
+
+/// BLOCK_M rows of `tile` columns per block: about `target` bytes, a power of two, at most the rows.
+fn rows_per_block(n_rows: usize, tile: usize, dtype: Dtype, target: usize) -> usize {
+    let bm = (target / (tile * dtype.size())).max(1);
+    let bm = 1 << bm.ilog2(); // round down to a power of two
+    bm.min(next_pow2(n_rows))
+}
+
+/// One resident wave of a grid-stride kernel: `sms * occupancy` blocks, at most one per tile.
+fn persistent(n_blocks: usize, sms: u32, occupancy: usize) -> [usize; 3] {
+    [n_blocks.min(sms as usize * occupancy).max(1), 1, 1]
+}
+
+fn rows(op: &'static str, x: &[usize], params: &[(&str, &[usize])]) -> Result<usize> {
+    rank(op, "x", x, 2, "[M, N]")?;
+    for (name, dims) in params {
+        if *dims != [x[1]] {
+            return Err(shape(
+                op,
+                format!("`{name}` must be [{}] (x's columns), got {dims:?}", x[1]),
+            ));
+        }
+    }
+    let tile = next_pow2(x[1]);
+    if tile > MAX_ROW_TILE {
+        return Err(unsupported(op, format!("rows longer than {MAX_ROW_TILE} columns")));
+    }
+    Ok(tile)
+}
+
+/// `rms_norm` (ops/specs/rms_norm.py): x [M, N], w \[N\]; about 16 KiB of rows per block, persistent.
+pub fn rms_norm(x: &[usize], w: &[usize], dtype: Dtype, sms: u32) -> Result<KernelLaunch> {
+    let tile = rows("rms_norm", x, &[("w", w)])?;
+    let block_m = rows_per_block(x[0], tile, dtype, ROW_TILE_BYTES);
+    let grid = persistent(cdiv(x[0], block_m), sms, 2);
+    Ok(KernelLaunch::new("rms_norm_kernel", grid, &[("BLOCK_M", block_m), ("TILE", tile)]))
+}
+
+/// `layer_norm` (ops/specs/layer_norm.py, `default`): rows of up to 2048 values one per block at
+/// occupancy 4 where the search offers it, else about 8 KiB of rows per block at occupancy 2.
+pub fn layer_norm(
+    x: &[usize], w: &[usize], b: &[usize], dtype: Dtype, sms: u32,
+) -> Result<KernelLaunch> {
+    const ROW_BYTES: usize = 8192;
+    let tile = rows("layer_norm", x, &[("w", w), ("b", b)])?;
+    let keep = rows_per_block(x[0], tile, dtype, ROW_BYTES);
+    // one-row blocks are among the occupancy-4 entry's candidates: its three largest row blocks
+    // (within 8192 f32 values per tile) reach down to one row, or the default's row block is one
+    let largest = next_pow2(x[0]).min(8192 / tile);
+    if tile <= 2048 && (largest <= 4 || keep == 1) {
+        let grid = persistent(x[0], sms, 4);
+        return Ok(KernelLaunch::new(
+            "layer_norm_fwd_occ4_kernel",
+            grid,
+            &[("BLOCK_M", 1), ("TILE", tile)],
+        ));
+    }
+    let grid = persistent(cdiv(x[0], keep), sms, 2);
+    Ok(KernelLaunch::new("layer_norm_fwd_kernel", grid, &[("BLOCK_M", keep), ("TILE", tile)]))
+}
+
+/// `softmax` over the last axis of x [M, N] (ops/specs/softmax.py, `operator_default`): per row
+/// width the variant measured fastest on H200: gather rows up to 8192 columns, TMA rows up to
+/// 16384, then the split pair (fewer than 512 rows) or the chunked online kernel. The split pair
+/// reads f32 partials [M, SPLITS] the caller allocates (`softmax_partials`).
+pub fn softmax(x: &[usize], dtype: Dtype, sms: u32) -> Result<Vec<KernelLaunch>> {
+    rank("softmax", "x", x, 2, "[M, N]")?;
+    let (m, n) = (x[0], x[1]);
+    let tile = next_pow2(n);
+    if tile <= 8192 {
+        let launch = KernelLaunch::new("softmax_gather_kernel", [m, 1, 1], &[("TILE", tile)]);
+        return Ok(vec![launch]);
+    }
+    if tile <= MAX_ROW_TILE {
+        let block_m = rows_per_block(m, tile, dtype, ROW_TILE_BYTES);
+        // the prefetch entry holds the next tile beside the f32 one: a 16384-wide f16 row at most
+        let prefetch = block_m * tile * (4 + dtype.size()) <= 16384 * 6;
+        let kernel =
+            if prefetch { "softmax_tma_prefetch_kernel" } else { "softmax_tma_wide_kernel" };
+        let grid = persistent(cdiv(m, block_m), sms, 2);
+        return Ok(vec![KernelLaunch::new(kernel, grid, &[("BLOCK_M", block_m), ("TILE", tile)])]);
+    }
+    if m < 512 {
+        let (stats, write) = softmax_split(m, n);
+        return Ok(vec![stats, write]);
+    }
+    let chunk = tile.min(4096);
+    let grid = persistent(m, sms, 4);
+    Ok(vec![KernelLaunch::new(
+        "softmax_online_rev_kernel",
+        grid,
+        &[("BLOCK_M", 1), ("CHUNK", chunk)],
+    )])
+}
+
+/// Columns per block of the split pair's default.
+const SPLIT_TILE: usize = 2048;
+
+/// The split pair over all rows at once (one row group: fewer than 512 rows).
+fn softmax_split(m: usize, n: usize) -> (KernelLaunch, KernelLaunch) {
+    let splits = cdiv(n, SPLIT_TILE);
+    let grid = [splits, m, 1];
+    let stats = KernelLaunch::new("softmax_split_stats_kernel", grid, &[("TILE", SPLIT_TILE)]);
+    let consts = [("TILE", SPLIT_TILE), ("SPLITS", next_pow2(splits))];
+    (stats, KernelLaunch::new("softmax_split_write_kernel", grid, &consts))
+}
+
+/// The shape [M, splits] of the split pair's f32 partials (row maxima and sums) for x [M, N].
+pub fn softmax_partials(x: &[usize]) -> [usize; 2] {
+    [x[0], cdiv(x[1], SPLIT_TILE)]
+}
+
+// ---------------------------------------------------------------- rope (ops/specs/rope.py)
+
+/// Rotary embedding kernels over [B * S, H, 2, D/2] (the others take [B, S, H, 2, D/2]).
+pub const ROPE_ROWS_ENTRIES: [&str; 3] =
+    ["rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_pair_persistent_kernel"];
+
+/// `rope` (`default`): x [B, S, H, D] (D even), cos / sin [S, D/2]; all heads of one position up to
+/// 2048 values per half-tile; the persistent entry on half of them from 32 heads per block; a batch
+/// of one through the rows entries (two or four positions per block where they divide S).
+pub fn rope(x: &[usize], cos: &[usize], sin: &[usize], sms: u32) -> Result<KernelLaunch> {
+    const OP: &str = "rope";
+    rank(OP, "x", x, 4, "[B, S, H, D]")?;
+    let (b, s, h, d) = (x[0], x[1], x[2], x[3]);
+    if d % 2 != 0 {
+        return Err(shape(OP, format!("the head dim {d} of `x` must be even")));
+    }
+    for (name, table) in [("cos", cos), ("sin", sin)] {
+        if table != [s, d / 2] {
+            return Err(shape(OP, format!("`{name}` must be [{s}, {}], got {table:?}", d / 2)));
+        }
+    }
+    let half_tile = next_pow2(d / 2);
+    let block_h = next_pow2(h).min((2048 / half_tile).max(1));
+    let (kernel, block_s, block_h) = if block_h >= 32 {
+        ("rope_persistent_kernel", 1, block_h / 2)
+    } else if b == 1 && s % 4 == 0 && 4 * block_h * half_tile <= 2048 {
+        (ROPE_ROWS_ENTRIES[2], 4, block_h)
+    } else if b == 1 && s % 2 == 0 {
+        (ROPE_ROWS_ENTRIES[1], 2, block_h)
+    } else if b == 1 {
+        (ROPE_ROWS_ENTRIES[0], 1, block_h)
+    } else {
+        ("rope_kernel", 1, block_h)
+    };
+    let (seq_blocks, head_blocks) = (cdiv(s, block_s), cdiv(h, block_h));
+    let sms = sms as usize;
+    let grid = match kernel {
+        "rope_rows_pair_persistent_kernel" => {
+            [(b * seq_blocks).min((sms * 4 / head_blocks).max(1)), head_blocks, 1]
+        }
+        "rope_rows_kernel" | "rope_rows_pair_kernel" => [b * seq_blocks, head_blocks, 1],
+        "rope_persistent_kernel" => {
+            [seq_blocks.min((sms * 4 / (head_blocks * b)).max(1)), head_blocks, b]
+        }
+        _ => [seq_blocks, head_blocks, b],
+    };
+    let consts = [("BLOCK_S", block_s), ("BLOCK_H", block_h), ("HALF_TILE", half_tile)];
+    Ok(KernelLaunch::new(kernel, grid, &consts))
+}
+
+// ---------------------------------------------------------------- matmul, bmm (ops/specs/matmul.py)
+
+/// (TILE_M, TILE_N, TILE_K) per dtype for the kernels' 2-CTA clusters (measured on H200; TF32
+/// halves TILE_K).
+fn mma_tiles(dtype: Dtype) -> [usize; 3] {
+    match dtype {
+        Dtype::F32 => [256, 256, 32],
+        Dtype::F16 | Dtype::BF16 => [256, 256, 64],
+    }
+}
+
+fn mma_launch(kernel: &'static str, tiles: usize, dtype: Dtype, sms: u32) -> KernelLaunch {
+    let [tm, tn, tk] = mma_tiles(dtype);
+    // one resident wave of 2-CTA clusters, at most one block per output tile
+    let grid = [tiles.min(sms as usize / 2).max(1), 1, 1];
+    let consts = [("TILE_M", tm), ("TILE_N", tn), ("TILE_K", tk), ("GROUP_M", 8)];
+    KernelLaunch::new(kernel, grid, &consts).flag("USE_TF32", dtype == Dtype::F32)
+}
+
+/// `matmul`: a [M, K] @ b [K, N]; f16 / bf16 with f32 accumulation, f32 through TF32.
+pub fn matmul(a: &[usize], b: &[usize], dtype: Dtype, sms: u32) -> Result<KernelLaunch> {
+    rank("matmul", "a", a, 2, "[M, K]")?;
+    rank("matmul", "b", b, 2, "[K, N]")?;
+    if a[1] != b[0] {
+        return Err(shape("matmul", format!("inner dims differ: a {a:?}, b {b:?}")));
+    }
+    let [tm, tn, _] = mma_tiles(dtype);
+    Ok(mma_launch("matmul_kernel", cdiv(a[0], tm) * cdiv(b[1], tn), dtype, sms))
+}
+
+/// `bmm`: a [B, M, K] @ b [B, K, N].
+pub fn bmm(a: &[usize], b: &[usize], dtype: Dtype, sms: u32) -> Result<KernelLaunch> {
+    rank("bmm", "a", a, 3, "[B, M, K]")?;
+    rank("bmm", "b", b, 3, "[B, K, N]")?;
+    if a[0] != b[0] || a[2] != b[1] {
+        return Err(shape("bmm", format!("batch or inner dims differ: a {a:?}, b {b:?}")));
+    }
+    let [tm, tn, _] = mma_tiles(dtype);
+    Ok(mma_launch("bmm_kernel", cdiv(a[1], tm) * cdiv(b[2], tn) * a[0], dtype, sms))
+}
+
+// ---------------------------------------------------------------- attention (ops/specs/_attention.py)
+
+/// Head dims the attention kernels are ported for.
+pub const HEAD_DIMS: [usize; 2] = [64, 128];
+
+/// `fmha` (attention prefill): q [B, Hq, S, D], k and v [B, Hkv, S, D] with Hkv dividing Hq, f16 or
+/// bf16; 128 query rows x 128 keys per step.
+pub fn fmha(
+    q: &[usize], k: &[usize], v: &[usize], causal: bool, dtype: Dtype,
+) -> Result<KernelLaunch> {
+    const OP: &str = "fmha";
+    rank(OP, "q", q, 4, "[B, Hq, S, D]")?;
+    rank(OP, "k", k, 4, "[B, Hkv, S, D]")?;
+    if k != v || q[0] != k[0] || q[2..] != k[2..] || q[1] % k[1] != 0 {
+        let msg = format!("q {q:?} takes k and v [B, Hkv, S, D] with Hkv | Hq: k {k:?}, v {v:?}");
+        return Err(shape(OP, msg));
+    }
+    if dtype == Dtype::F32 {
+        return Err(unsupported(OP, "f32 (the attention kernels take f16 and bf16)"));
+    }
+    let d = q[3];
+    if !HEAD_DIMS.contains(&d) {
+        return Err(unsupported(OP, format!("head dim {d} (ported for {HEAD_DIMS:?})")));
+    }
+    let (block_m, block_n) = (128, 128);
+    let grid = [cdiv(q[2], block_m), q[0] * q[1], 1];
+    let consts = [("BLOCK_M", block_m), ("BLOCK_N", block_n), ("HEAD_DIM", d)];
+    Ok(KernelLaunch::new("fmha_fwd_kernel", grid, &consts)
+        .flag("CAUSAL", causal)
+        .flag("SLIDING", false)
+        .flag("HAS_SINKS", false)
+        .flag("SOFTCAP", false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_per_block_follows_the_python_rule() {
+        // 16 KiB of f32 rows of 1024: 4 rows; bf16: 8; never more than the rows
+        assert_eq!(rows_per_block(4096, 1024, Dtype::F32, ROW_TILE_BYTES), 4);
+        assert_eq!(rows_per_block(4096, 1024, Dtype::BF16, ROW_TILE_BYTES), 8);
+        assert_eq!(rows_per_block(3, 1024, Dtype::BF16, ROW_TILE_BYTES), 4);
+        assert_eq!(rows_per_block(4096, 16384, Dtype::F32, ROW_TILE_BYTES), 1);
+    }
+
+    #[test]
+    fn layer_norm_takes_one_row_blocks_for_narrow_rows() {
+        let narrow = layer_norm(&[16384, 2048], &[2048], &[2048], Dtype::F16, 132).unwrap();
+        assert_eq!((narrow.kernel, narrow.int("BLOCK_M")), ("layer_norm_fwd_occ4_kernel", 1));
+        let wide = layer_norm(&[8192, 4096], &[4096], &[4096], Dtype::BF16, 132).unwrap();
+        assert_eq!((wide.kernel, wide.int("BLOCK_M")), ("layer_norm_fwd_kernel", 1));
+        let short = layer_norm(&[1000, 512], &[512], &[512], Dtype::F32, 132).unwrap();
+        assert_eq!((short.kernel, short.int("BLOCK_M")), ("layer_norm_fwd_kernel", 4));
+    }
+
+    #[test]
+    fn softmax_picks_the_variant_by_row_width() {
+        let kernels = |m, n, dt| -> Vec<&str> {
+            softmax(&[m, n], dt, 132).unwrap().iter().map(|l| l.kernel).collect()
+        };
+        assert_eq!(kernels(4096, 4096, Dtype::F16), ["softmax_gather_kernel"]);
+        assert_eq!(kernels(1024, 16384, Dtype::F16), ["softmax_tma_prefetch_kernel"]);
+        assert_eq!(kernels(1024, 16384, Dtype::F32), ["softmax_tma_wide_kernel"]);
+        assert_eq!(
+            kernels(16, 100_003, Dtype::F32),
+            ["softmax_split_stats_kernel", "softmax_split_write_kernel"]
+        );
+        assert_eq!(kernels(1024, 32768, Dtype::BF16), ["softmax_online_rev_kernel"]);
+    }
+
+    #[test]
+    fn rope_picks_the_entry_by_batch_and_heads() {
+        let cs = |s, d: usize| [s, d / 2];
+        let pick = |x: [usize; 4]| rope(&x, &cs(x[1], x[3]), &cs(x[1], x[3]), 132).unwrap();
+        assert_eq!(pick([4, 4096, 32, 128]).kernel, "rope_persistent_kernel");
+        assert_eq!(pick([1, 16384, 8, 128]).kernel, "rope_rows_pair_persistent_kernel");
+        assert_eq!(pick([1, 130, 5, 96]).kernel, "rope_rows_pair_kernel");
+        assert_eq!(pick([1, 129, 8, 128]).kernel, "rope_rows_kernel");
+        assert_eq!(pick([2, 7, 3, 80]).kernel, "rope_kernel");
+    }
+}

@@ -1,0 +1,141 @@
+//! CPU references of the operators, in f32 over row-major slices: what the GPU tests and the
+//! example check the kernels against.
+
+/// `silu(a) * b`.
+pub fn swiglu(a: &[f32], b: &[f32]) -> Vec<f32> {
+    a.iter().zip(b).map(|(&a, &b)| a / (1.0 + (-a).exp()) * b).collect()
+}
+
+/// GELU, tanh approximation.
+pub fn gelu(x: &[f32]) -> Vec<f32> {
+    let c = (2.0 / std::f32::consts::PI).sqrt();
+    x.iter().map(|&v| 0.5 * v * (1.0 + (c * (v + 0.044715 * v * v * v)).tanh())).collect()
+}
+
+/// `gelu(a) * b`.
+pub fn geglu(a: &[f32], b: &[f32]) -> Vec<f32> {
+    gelu(a).iter().zip(b).map(|(g, b)| g * b).collect()
+}
+
+/// `silu(x[:, :n]) * x[:, n:]` of x [m, 2n].
+pub fn silu_and_mul(x: &[f32], m: usize, n: usize) -> Vec<f32> {
+    let mut y = Vec::with_capacity(m * n);
+    for row in x.chunks(2 * n).take(m) {
+        y.extend(swiglu(&row[..n], &row[n..]));
+    }
+    y
+}
+
+/// Softmax of each row of x [m, n].
+pub fn softmax(x: &[f32], n: usize) -> Vec<f32> {
+    let mut y = Vec::with_capacity(x.len());
+    for row in x.chunks(n) {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let exp: Vec<f32> = row.iter().map(|v| (v - max).exp()).collect();
+        let sum: f32 = exp.iter().sum();
+        y.extend(exp.iter().map(|e| e / sum));
+    }
+    y
+}
+
+/// RMS norm of each row of x [m, n] with weight w \[n\].
+pub fn rms_norm(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
+    let n = w.len();
+    let mut y = Vec::with_capacity(x.len());
+    for row in x.chunks(n) {
+        let ms = row.iter().map(|v| v * v).sum::<f32>() / n as f32;
+        let inv = (ms + eps).sqrt().recip();
+        y.extend(row.iter().zip(w).map(|(v, w)| v * inv * w));
+    }
+    y
+}
+
+/// Layer norm of each row of x [m, n]: (y, mean, rstd).
+pub fn layer_norm(x: &[f32], w: &[f32], b: &[f32], eps: f32) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let n = w.len();
+    let (mut y, mut means, mut rstds) = (Vec::with_capacity(x.len()), vec![], vec![]);
+    for row in x.chunks(n) {
+        let mean = row.iter().sum::<f32>() / n as f32;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n as f32;
+        let rstd = (var + eps).sqrt().recip();
+        y.extend(row.iter().zip(w).zip(b).map(|((v, w), b)| (v - mean) * rstd * w + b));
+        means.push(mean);
+        rstds.push(rstd);
+    }
+    (y, means, rstds)
+}
+
+/// Rotate-half rotary embedding of x [b, s, h, d] with cos, sin [s, d/2].
+pub fn rope(x: &[f32], cos: &[f32], sin: &[f32], s: usize, h: usize, d: usize) -> Vec<f32> {
+    let half = d / 2;
+    let mut y = vec![0.0; x.len()];
+    for (i, (head, out)) in x.chunks(d).zip(y.chunks_mut(d)).enumerate() {
+        let pos = (i / h) % s;
+        let (c, sn) = (&cos[pos * half..][..half], &sin[pos * half..][..half]);
+        for j in 0..half {
+            let (x1, x2) = (head[j], head[half + j]);
+            out[j] = x1 * c[j] - x2 * sn[j];
+            out[half + j] = x2 * c[j] + x1 * sn[j];
+        }
+    }
+    y
+}
+
+/// a [m, k] @ b [k, n].
+pub fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let av = a[i * k + p];
+            let (brow, crow) = (&b[p * n..][..n], &mut c[i * n..][..n]);
+            for j in 0..n {
+                crow[j] += av * brow[j];
+            }
+        }
+    }
+    c
+}
+
+/// Attention of q [b, hq, s, d] over k, v [b, hkv, s, d], scale 1/sqrt(d): (o, lse) with
+/// sequence i of the batch `lens[i]` long (o 0 and lse -inf past it).
+pub fn attention(
+    q: &[f32], k: &[f32], v: &[f32], shape: [usize; 5], lens: &[usize], causal: bool,
+) -> (Vec<f32>, Vec<f32>) {
+    let [batch, hq, hkv, s, d] = shape;
+    let scale = (d as f32).sqrt().recip();
+    let (mut o, mut lse) = (vec![0.0f32; q.len()], vec![f32::NEG_INFINITY; batch * hq * s]);
+    for b in 0..batch {
+        for h in 0..hq {
+            let kv = (b * hkv + h / (hq / hkv)) * s * d;
+            for i in 0..lens[b] {
+                let row = ((b * hq + h) * s + i) * d;
+                let visible = if causal { i + 1 } else { lens[b] };
+                let scores: Vec<f32> = (0..visible)
+                    .map(|j| (0..d).map(|c| q[row + c] * k[kv + j * d + c]).sum::<f32>() * scale)
+                    .collect();
+                let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let p: Vec<f32> = scores.iter().map(|x| (x - max).exp()).collect();
+                let sum: f32 = p.iter().sum();
+                for (j, pj) in p.iter().enumerate() {
+                    for c in 0..d {
+                        o[row + c] += pj / sum * v[kv + j * d + c];
+                    }
+                }
+                lse[(b * hq + h) * s + i] = max + sum.ln();
+            }
+        }
+    }
+    (o, lse)
+}
+
+/// The largest |a - b| over two equally long slices (infinite values equal where both are; a NaN
+/// on either side is an infinite difference).
+pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "compared slices differ in length");
+    let diff = |(x, y): (&f32, &f32)| match (x == y, x.is_nan() || y.is_nan()) {
+        (true, _) => 0.0,
+        (false, true) => f32::INFINITY,
+        (false, false) => (x - y).abs(),
+    };
+    a.iter().zip(b).map(diff).fold(0.0, f32::max)
+}

@@ -1,0 +1,214 @@
+//! GPU tests (`cargo test -- --ignored` on a machine with a GPU and tileiras): every operator
+//! against its CPU reference (`tileport_ops::reference`) on ragged shapes, per dtype.
+
+use std::sync::Arc;
+
+use tileport_ops::half::{bf16, f16};
+use tileport_ops::reference::{self as r, max_abs_diff};
+use tileport_ops::{Element, Stream, Tensor, download, upload};
+
+fn stream() -> Arc<Stream> {
+    tileport_ops::stream(0).expect("a CUDA device")
+}
+
+/// Deterministic inputs in [-scale, scale), rounded to the element type.
+fn values<T: Element>(n: usize, seed: u64, scale: f32) -> Vec<T> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let unit = (state >> 40) as f32 / (1u64 << 24) as f32;
+            T::from_f32((2.0 * unit - 1.0) * scale)
+        })
+        .collect()
+}
+
+fn f32s<T: Element>(v: &[T]) -> Vec<f32> {
+    v.iter().map(|x| x.to_f32()).collect()
+}
+
+/// The tensor's values as f32.
+fn host<T: Element>(t: &Tensor<T>, s: &Arc<Stream>) -> Vec<f32> {
+    f32s(&download(t, s).unwrap())
+}
+
+/// Tolerance of element-wise ops and norms per element type (one rounding of an f32 result).
+fn tol<T: Element>() -> f32 {
+    match T::ELEMENT {
+        tileport_ops::Dtype::F32 => 1e-4,
+        tileport_ops::Dtype::F16 => 4e-3,
+        tileport_ops::Dtype::BF16 => 3e-2,
+    }
+}
+
+fn check(what: &str, got: &[f32], want: &[f32], tol: f32) {
+    let err = max_abs_diff(got, want);
+    assert!(err <= tol, "{what}: max |error| {err} > {tol}");
+}
+
+fn elementwise<T: Element>() {
+    let s = stream();
+    for shape in [vec![1usize], vec![7, 33], vec![1000, 1000], vec![4097]] {
+        let n: usize = shape.iter().product();
+        let (a, b) = (values::<T>(n, 1, 3.0), values::<T>(n, 2, 1.0));
+        let (da, db) = (upload(&a, &shape, &s).unwrap(), upload(&b, &shape, &s).unwrap());
+        let (fa, fb) = (f32s(&a), f32s(&b));
+        let sum: Vec<f32> = fa.iter().zip(&fb).map(|(x, y)| x + y).collect();
+        let relu: Vec<f32> = fa.iter().map(|x| x.max(0.0)).collect();
+        let t = tol::<T>() * 4.0;
+        check("vector_add", &host(&tileport_ops::vector_add(&da, &db, &s).unwrap(), &s), &sum, t);
+        check("relu", &host(&tileport_ops::relu(&da, &s).unwrap(), &s), &relu, t);
+        check("gelu", &host(&tileport_ops::gelu(&da, &s).unwrap(), &s), &r::gelu(&fa), t);
+        let swiglu = tileport_ops::swiglu(&da, &db, &s).unwrap();
+        check("swiglu", &host(&swiglu, &s), &r::swiglu(&fa, &fb), t);
+        let geglu = tileport_ops::geglu(&da, &db, &s).unwrap();
+        check("geglu", &host(&geglu, &s), &r::geglu(&fa, &fb), t);
+    }
+    for (m, n) in [(1, 8), (7, 100), (129, 4097)] {
+        let x = values::<T>(m * 2 * n, 3, 3.0);
+        let y = tileport_ops::silu_and_mul(&upload(&x, &[m, 2 * n], &s).unwrap(), &s).unwrap();
+        check("silu_and_mul", &host(&y, &s), &r::silu_and_mul(&f32s(&x), m, n), tol::<T>() * 4.0);
+    }
+}
+
+fn rows<T: Element>() {
+    let s = stream();
+    for (m, n) in [(1, 1), (3, 17), (37, 1000), (64, 16384), (16, 100_003), (600, 20000)] {
+        let x = values::<T>(m * n, 4, 4.0);
+        let dx = upload(&x, &[m, n], &s).unwrap();
+        let y = tileport_ops::softmax(&dx, &s).unwrap();
+        check(&format!("softmax {m}x{n}"), &host(&y, &s), &r::softmax(&f32s(&x), n), tol::<T>());
+        if n > 16384 {
+            continue; // the norms hold a row in one tile
+        }
+        let (w, b) = (values::<T>(n, 5, 1.0), values::<T>(n, 6, 0.1));
+        let (dw, db) = (upload(&w, &[n], &s).unwrap(), upload(&b, &[n], &s).unwrap());
+        let (fx, fw, fb) = (f32s(&x), f32s(&w), f32s(&b));
+        let rms = tileport_ops::rms_norm(&dx, &dw, 1e-6, &s).unwrap();
+        check("rms_norm", &host(&rms, &s), &r::rms_norm(&fx, &fw, 1e-6), tol::<T>() * 8.0);
+        let ln = tileport_ops::layer_norm(&dx, &dw, &db, 1e-5, &s).unwrap();
+        let (y, mean, rstd) = r::layer_norm(&fx, &fw, &fb, 1e-5);
+        check("layer_norm", &host(&ln.y, &s), &y, tol::<T>() * 8.0);
+        check("layer_norm mean", &host(&ln.mean, &s), &mean, 1e-4);
+        let rstd_got = host(&ln.rstd, &s);
+        let rel: Vec<f32> = rstd_got.iter().zip(&rstd).map(|(g, w)| g / w).collect();
+        check("layer_norm rstd (relative)", &rel, &vec![1.0; rel.len()], 1e-3);
+    }
+}
+
+fn rope<T: Element>() {
+    let s = stream();
+    for [b, sq, h, d] in
+        [[1, 1, 1, 2], [2, 7, 3, 80], [1, 129, 8, 128], [1, 132, 5, 96], [4, 64, 32, 128]]
+    {
+        let x = values::<T>(b * sq * h * d, 7, 1.0);
+        let half = d / 2;
+        let angle = |p: usize, i: usize| p as f32 * 10000f32.powf(-2.0 * i as f32 / d as f32);
+        let cos: Vec<f32> = (0..sq * half).map(|k| angle(k / half, k % half).cos()).collect();
+        let sin: Vec<f32> = (0..sq * half).map(|k| angle(k / half, k % half).sin()).collect();
+        let dx = upload(&x, &[b, sq, h, d], &s).unwrap();
+        let (dc, ds) =
+            (upload(&cos, &[sq, half], &s).unwrap(), upload(&sin, &[sq, half], &s).unwrap());
+        let y = tileport_ops::rope(&dx, &dc, &ds, &s).unwrap();
+        let want = r::rope(&f32s(&x), &cos, &sin, sq, h, d);
+        check(&format!("rope {b}x{sq}x{h}x{d}"), &host(&y, &s), &want, tol::<T>() * 4.0);
+    }
+}
+
+fn matmuls<T: Element>() {
+    let s = stream();
+    let tol = if T::ELEMENT == tileport_ops::Dtype::BF16 { 3e-2 } else { 1.5e-2 };
+    for (m, n, k) in [(1, 1, 1), (17, 33, 65), (129, 255, 100), (512, 768, 1024)] {
+        let scale = (k as f32).powf(-0.25);
+        let (a, b) = (values::<T>(m * k, 8, scale), values::<T>(k * n, 9, scale));
+        let (da, db) = (upload(&a, &[m, k], &s).unwrap(), upload(&b, &[k, n], &s).unwrap());
+        let c = tileport_ops::matmul(&da, &db, &s).unwrap();
+        let want = r::matmul(&f32s(&a), &f32s(&b), m, k, n);
+        check(&format!("matmul {m}x{n}x{k}"), &host(&c, &s), &want, tol);
+    }
+    let (bt, m, n, k) = (3, 17, 33, 65);
+    let (a, b) = (values::<T>(bt * m * k, 10, 0.5), values::<T>(bt * k * n, 11, 0.5));
+    let (da, db) = (upload(&a, &[bt, m, k], &s).unwrap(), upload(&b, &[bt, k, n], &s).unwrap());
+    let c = host(&tileport_ops::bmm(&da, &db, &s).unwrap(), &s);
+    let (fa, fb) = (f32s(&a), f32s(&b));
+    for i in 0..bt {
+        let want = r::matmul(&fa[i * m * k..][..m * k], &fb[i * k * n..][..k * n], m, k, n);
+        check("bmm", &c[i * m * n..][..m * n], &want, tol);
+    }
+}
+
+fn attention<T: Element>() {
+    let s = stream();
+    let tol = if T::ELEMENT == tileport_ops::Dtype::BF16 { 2e-2 } else { 4e-3 };
+    for (shape, causal) in
+        [([1, 1, 1, 1, 64], false), ([2, 4, 2, 77, 64], true), ([2, 8, 1, 300, 128], false)]
+    {
+        let [b, hq, hkv, sq, d] = shape;
+        let q = values::<T>(b * hq * sq * d, 12, 1.5);
+        let (k, v) =
+            (values::<T>(b * hkv * sq * d, 13, 1.5), values::<T>(b * hkv * sq * d, 14, 1.0));
+        let dq = upload(&q, &[b, hq, sq, d], &s).unwrap();
+        let dk = upload(&k, &[b, hkv, sq, d], &s).unwrap();
+        let dv = upload(&v, &[b, hkv, sq, d], &s).unwrap();
+        let lens: Vec<usize> = (0..b).map(|i| (sq - i * (sq / (b + 1)) - 3 * i).max(1)).collect();
+        let lens_i32: Vec<i32> = lens.iter().map(|&l| l as i32).collect();
+        let dl = upload(&lens_i32, &[b], &s).unwrap();
+        let out = tileport_ops::fmha_varlen(&dq, &dk, &dv, &dl, causal, &s).unwrap();
+        let (o, lse) = r::attention(&f32s(&q), &f32s(&k), &f32s(&v), shape, &lens, causal);
+        check(&format!("fmha o {shape:?}"), &host(&out.o, &s), &o, tol);
+        check(&format!("fmha lse {shape:?}"), &host(&out.lse, &s), &lse, 1e-3);
+        let full = tileport_ops::fmha(&dq, &dk, &dv, causal, &s).unwrap();
+        let (o, _) = r::attention(&f32s(&q), &f32s(&k), &f32s(&v), shape, &vec![sq; b], causal);
+        check(&format!("fmha (full lengths) o {shape:?}"), &host(&full.o, &s), &o, tol);
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn elementwise_ops_match_the_reference() {
+    elementwise::<f32>();
+    elementwise::<f16>();
+    elementwise::<bf16>();
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn row_ops_match_the_reference() {
+    rows::<f32>();
+    rows::<f16>();
+    rows::<bf16>();
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn rope_matches_the_reference() {
+    rope::<f32>();
+    rope::<bf16>();
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn matmuls_match_the_reference() {
+    matmuls::<f32>();
+    matmuls::<f16>();
+    matmuls::<bf16>();
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn attention_matches_the_reference() {
+    attention::<f16>();
+    attention::<bf16>();
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn operators_reject_bad_inputs_before_launching() {
+    let s = stream();
+    let a = upload(&vec![1.0f32; 6], &[2, 3], &s).unwrap();
+    let err = tileport_ops::matmul(&a, &a, &s).unwrap_err();
+    assert!(matches!(err, tileport_ops::Error::Shape { op: "matmul", .. }), "{err}");
+    let h = upload(&vec![f16::ONE; 6], &[1, 1, 1, 6], &s).unwrap();
+    let err = tileport_ops::fmha(&h, &h, &h, false, &s).unwrap_err();
+    assert!(matches!(err, tileport_ops::Error::Unsupported { op: "fmha", .. }), "{err}");
+}
