@@ -348,6 +348,29 @@ def test_variants_covering_a_boolean_make_the_last_one_the_fallthrough(tmp_path)
     assert "unspecialized" not in launcher
 
 
+def test_a_kernel_cuTile_python_does_not_launch_keeps_cutiles_claims(tmp_path):
+    """The launch claims cuTile Python's divisibility by default; a Triton port (no `launch_unit_axes`) asks for
+    cutile's own (`cutile_claims`) and passes its arrays with dynamic lengths."""
+    import dataclasses
+
+    from tileport.emit.rust.ffi import KernelGroup
+    from tileport.emit.rust.launch import emit_launcher
+    from tileport.emit.rust.names import RUST_NAMING
+    from tileport.frontends.cutile import translate_file
+    from tp_helpers import kernel_configs
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            ct.store(y, index=(ct.bid(0), 0), tile=ct.load(x, index=(ct.bid(0), 0), shape=(1, TILE)))
+    """)
+    configs = kernel_configs({"k": [{"x": "f32", "y": "f32", "TILE": 128}]})
+    (kernel,) = translate_file(str(path), configs, None, RUST_NAMING).module.kernels
+    for k, python in ((kernel, True), (dataclasses.replace(kernel, launch_unit_axes=False), False)):
+        launcher = emit_launcher(KernelGroup("tileport_k", "k", "kern", [k]), lambda _: {})
+        assert (".cutile_claims()" in launcher) is not python, launcher
+        assert (".unit_arrays(&[x, y])" in launcher) is python and (".arrays(&[x, y])" in launcher) is not python
+
+
 def test_array_arguments_bring_their_unit_axes(tmp_path):
     """A cuTile Python kernel's arrays take their length-1 axes as constants: given with the arguments
     (`unit_arrays`) when that keeps the generics' order."""
