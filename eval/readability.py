@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET_FAMILIES = {"element-wise": ("vector_add", "relu", "gelu", "silu_and_mul", "swiglu", "geglu"),
                    "norm": ("rms_norm", "layer_norm"), "softmax": ("softmax",)}
 TARGET_RATIO = 2.0
+LAUNCHER_LINES = 25  # the launcher target (lines of the C launcher, doc comment included)
 EXCERPT_LINES = 24
 
 
@@ -112,6 +113,7 @@ class Row:
     unsafe_faithful: int
     launcher: int
     launcher_faithful: int
+    tables: int = 0  # lines of the entry tables its launcher reads (consts written before it)
     family: str = ""
     excerpt: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))
 
@@ -140,16 +142,26 @@ def measure(entry: dict, idiomatic: dict[str, list[str]], faithful: dict[str, li
     rust, unsafe, launcher, biggest = side(idiomatic)
     faithful_rust, unsafe_f, launcher_f, _ = side(faithful)
     return Row(entry["kernel"], entry["module"], _code_lines(body), rust, faithful_rust, len(names), unsafe,
-               unsafe_f, launcher, launcher_f, family_of(entry["module"]),
+               unsafe_f, launcher, launcher_f, entry_tables(idiomatic[mod], entry["module"], entry["kernel"]),
+               family_of(entry["module"]),
                ([line for line in own if line.strip()][:EXCERPT_LINES],
                 [line[8:] if line.startswith(" " * 8) else line.strip() for line in biggest.body
                  if line.strip()][:EXCERPT_LINES]))
 
 
+def entry_tables(text: list[str], module: str, kernel: str) -> int:
+    """Lines of the entry tables (`Entries` consts, doc comment included) of a kernel's launcher."""
+    head = f"/// The entries of `{module}::{kernel}` "
+    starts = [i for i, line in enumerate(text) if line.startswith(head)]
+    return sum(next(j for j in range(i, len(text)) if text[j] == "};") - i + 1 for i in starts)
+
+
 def crate_totals(files: dict[str, list[str]]) -> dict:
     rs = {k: v for k, v in files.items() if k.endswith(".rs")}
+    entries = r"#\[cutile::entry\([^\n]*\)\]\n\s*pub unsafe fn\b"
     return {"lines": sum(len(v) for v in rs.values()), "unsafe": sum(unsafe_count(v) for v in rs.values()),
-            "pub_unsafe_fn": sum(len(re.findall(r"\bpub unsafe fn\b", "\n".join(v))) for v in rs.values())}
+            "pub_unsafe_fn": sum(len(re.findall(r"\bpub unsafe fn\b", "\n".join(v))) for v in rs.values()),
+            "unsafe_entries": sum(len(re.findall(entries, "\n".join(v))) for v in rs.values())}
 
 
 def render(rows: list[Row], totals: dict, totals_f: dict) -> str:
@@ -163,23 +175,29 @@ def render(rows: list[Row], totals: dict, totals_f: dict) -> str:
            "| | idiomatic | faithful |", "| --- | --- | --- |",
            f"| lines in `rust/src` | {totals['lines']} | {totals_f['lines']} |",
            f"| `unsafe` in `rust/src` | {totals['unsafe']} | {totals_f['unsafe']} |",
-           f"| `pub unsafe fn` | {totals['pub_unsafe_fn']} | {totals_f['pub_unsafe_fn']} |",
+           f"| `pub unsafe fn` kernel entries | {totals['unsafe_entries']} | {totals_f['unsafe_entries']} |",
+           f"| `pub unsafe fn` in all (with the Tile IR op declarations of `tiles.rs`) | "
+           f"{totals['pub_unsafe_fn']} | {totals_f['pub_unsafe_fn']} |",
            f"| launcher lines (max / median) | {max(launchers)} / {statistics.median(launchers):g} | "
            f"{max(r.launcher_faithful for r in rows)} / {statistics.median(r.launcher_faithful for r in rows):g} |",
+           f"| launchers within {LAUNCHER_LINES} lines | {sum(n <= LAUNCHER_LINES for n in launchers)} / {len(rows)} | "
+           f"{sum(r.launcher_faithful <= LAUNCHER_LINES for r in rows)} / {len(rows)} |",
+           f"| entry tables the launchers read (kernels / lines) | {sum(bool(r.tables) for r in rows)} / "
+           f"{sum(r.tables for r in rows)} | - |",
            f"| element-wise, norm and softmax kernels with Rust ≤ {TARGET_RATIO:g}× Python | "
            f"{sum(r.ratio <= TARGET_RATIO for r in met)} / {len(met)} | "
            f"{sum(r.faithful <= TARGET_RATIO * r.python for r in met)} / {len(met)} |", "",
            "Per kernel: code lines of the Python kernel (with the helpers it calls) and of one Rust entry's body "
            "(the largest of its specialized entries), `unsafe` in its entries, lines of its C launcher (doc "
-           "comment included).", "",
+           "comment included) and of the entry tables it reads (written before it).", "",
            "| kernel | family | Python | Rust | ratio | faithful Rust | entries | `unsafe` | faithful `unsafe` "
-           "| launcher | faithful launcher |",
-           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+           "| launcher | entry tables | faithful launcher |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         mark = "" if not r.family else " ✓" if r.ratio <= TARGET_RATIO else " ✗"
         out.append(f"| `{r.kernel}` | {r.family or '-'} | {r.python} | {r.rust} | {r.ratio:.2f}{mark} | "
                    f"{r.faithful} | {r.entries} | {r.unsafe} | {r.unsafe_faithful} | {r.launcher} | "
-                   f"{r.launcher_faithful} |")
+                   f"{r.tables or '-'} | {r.launcher_faithful} |")
     out += ["", "## Side by side", "", f"The first {EXCERPT_LINES} lines of each kernel: the cuTile Python "
             "function, and the body of its idiomatic Rust entry (or of the device function it shares).", ""]
     for r in rows:

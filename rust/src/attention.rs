@@ -3599,115 +3599,103 @@ pub mod attention {
 
 use crate::support::*;
 
-/// Enqueue `attention::fmha_fwd_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// The entries of `attention::fmha_fwd_kernel` and the constants each is specialized for.
+#[rustfmt::skip]
+const FMHA_FWD_KERNEL: Entries<bool, 4> = Entries {
+    names: ["CAUSAL", "HAS_SINKS", "SLIDING", "SOFTCAP"],
+    rows: &[
+        ([false, false, false, false], crate::entry!(attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0)),
+        ([true, false, false, false], crate::entry!(attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1)),
+        ([true, false, false, true], crate::entry!(attention::fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1)),
+        ([true, true, false, false], crate::entry!(attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1)),
+        ([true, true, true, false], crate::entry!(attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1)),
+    ],
+};
+
+/// Enqueue `attention::fmha_fwd_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_fmha_fwd_kernel(
-    q: Option<&TensorDesc>, k: Option<&TensorDesc>, v: Option<&TensorDesc>, o: Option<&TensorDesc>,
-    lse: Option<&TensorDesc>, seq_lens: Option<&TensorDesc>, sinks: Option<&TensorDesc>,
-    qk_scale: f32, softcap: f32, window: i32, block_m: i32, block_n: i32, head_dim: i32,
-    causal: bool, sliding: bool, has_sinks: bool, softcap_1: bool, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    q: Desc, k: Desc, v: Desc, o: Desc, lse: Desc, seq_lens: Desc, sinks: Desc, qk_scale: f32,
+    softcap: f32, window: i32, block_m: i32, block_n: i32, head_dim: i32, causal: bool,
+    sliding: bool, has_sinks: bool, softcap_1: bool, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("fmha_fwd_kernel", grid, device_id, stream, |l| {
+    launch("fmha_fwd_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [q, k, v, o] = l.arrays([("q", q, 4), ("k", k, 4), ("v", v, 4), ("o", o, 4)])?;
         let [lse, seq_lens] = l.arrays([("lse", lse, 3), ("seq_lens", seq_lens, 1)])?;
         let [sinks] = l.arrays([("sinks", sinks, 1)])?;
         l.writes(&[lse, o])?;
-        let entry = if !causal && !has_sinks && !sliding && !softcap_1 {
-            crate::entry!(attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0)
-        } else if causal && !has_sinks && !sliding && !softcap_1 {
-            crate::entry!(attention::fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal1)
-        } else if causal && !has_sinks && !sliding && softcap_1 {
-            crate::entry!(attention::fmha_fwd_kernel_softcap1_has_sinks0_sliding0_causal1)
-        } else if causal && has_sinks && !sliding && !softcap_1 {
-            crate::entry!(attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding0_causal1)
-        } else if causal && has_sinks && sliding && !softcap_1 {
-            crate::entry!(attention::fmha_fwd_kernel_softcap0_has_sinks1_sliding1_causal1)
-        } else {
-            return Err(l.unspecialized(format!(
-                "CAUSAL={causal}, HAS_SINKS={has_sinks}, SLIDING={sliding}, SOFTCAP={softcap_1}"
-            )));
-        };
+        let entry = l.entry(&FMHA_FWD_KERNEL, [causal, has_sinks, sliding, softcap_1])?;
         let e_code = l.dtype(&[q, k, v, o], &[dtype::F16, dtype::BF16])?;
-        l.require(&[lse, sinks], dtype::F32)?;
-        l.require(&[seq_lens], dtype::I32)?;
+        l.require(&[lse, sinks], dtype::F32)?.require(&[seq_lens], dtype::I32)?;
         l.tiles(&[("BLOCK_M", block_m), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-        let mut call = l.call(entry);
-        call.python_claims().dtype(e_code).int(block_m).int(block_n).int(head_dim);
-        call.unit_axes(&[q, k, v, o, lse, seq_lens, sinks]);
-        call.arrays(&[q, k, v, o, lse, seq_lens, sinks]).scalar("qk_scale", qk_scale);
-        call.scalar("softcap", softcap).scalar("window", window).go()
+        let call = l.call(entry).dtype(e_code).ints(&[block_m, block_n, head_dim]);
+        let call = call.unit_arrays(&[q, k, v, o, lse, seq_lens, sinks]).arg(qk_scale).arg(softcap);
+        call.scalar("window", window).go()
     })
 }
 
-/// Enqueue `attention::flash_decode_partial_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// The entries of `attention::flash_decode_partial_kernel` and the constants each is specialized for.
+#[rustfmt::skip]
+const FLASH_DECODE_PARTIAL_KERNEL_0: Entries<bool, 5> = Entries {
+    names: ["FINAL", "HAS_SINKS", "PAGED", "SLIDING", "SOFTCAP"],
+    rows: &[
+        ([false, false, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0)),
+        ([false, false, false, false, true], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0)),
+        ([false, true, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0)),
+        ([false, true, false, true, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0)),
+    ],
+};
+
+/// The entries of `attention::flash_decode_partial_kernel` and the constants each is specialized for.
+#[rustfmt::skip]
+const FLASH_DECODE_PARTIAL_KERNEL_1: Entries<bool, 5> = Entries {
+    names: ["FINAL", "HAS_SINKS", "PAGED", "SLIDING", "SOFTCAP"],
+    rows: &[
+        ([true, false, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0)),
+        ([true, false, false, false, true], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0)),
+        ([true, true, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0)),
+        ([true, true, false, true, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0)),
+    ],
+};
+
+/// Enqueue `attention::flash_decode_partial_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_flash_decode_partial_kernel(
-    q: Option<&TensorDesc>, k: Option<&TensorDesc>, v: Option<&TensorDesc>,
-    block_table: Option<&TensorDesc>, kv_lens: Option<&TensorDesc>, sinks: Option<&TensorDesc>,
-    o_part: Option<&TensorDesc>, lse_part: Option<&TensorDesc>, qk_scale: f32, softcap: f32,
-    window: i32, tiles_per_split: i32, group_tile: i32, block_n: i32, head_dim: i32, paged: bool,
-    sliding: bool, has_sinks: bool, softcap_1: bool, final_: bool, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    q: Desc, k: Desc, v: Desc, block_table: Desc, kv_lens: Desc, sinks: Desc, o_part: Desc,
+    lse_part: Desc, qk_scale: f32, softcap: f32, window: i32, tiles_per_split: i32,
+    group_tile: i32, block_n: i32, head_dim: i32, paged: bool, sliding: bool, has_sinks: bool,
+    softcap_1: bool, final_: bool, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32,
+    stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("flash_decode_partial_kernel", grid, device_id, stream, |l| {
+    launch("flash_decode_partial_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [q, k, v] = l.arrays([("q", q, 4), ("k", k, 4), ("v", v, 4)])?;
         let [block_table] = l.arrays([("block_table", block_table, 2)])?;
         let [kv_lens, sinks] = l.arrays([("kv_lens", kv_lens, 1), ("sinks", sinks, 1)])?;
         let [o_part, lse_part] = l.arrays([("o_part", o_part, 5), ("lse_part", lse_part, 4)])?;
         l.writes(&[lse_part, o_part])?;
-        if (!final_ && !has_sinks && !paged && !sliding && !softcap_1)
-            || (!final_ && !has_sinks && !paged && !sliding && softcap_1)
-            || (!final_ && has_sinks && !paged && !sliding && !softcap_1)
-            || (!final_ && has_sinks && !paged && sliding && !softcap_1)
+        if let Some(entry) =
+            FLASH_DECODE_PARTIAL_KERNEL_0.find([final_, has_sinks, paged, sliding, softcap_1])
         {
-            let entry = if !final_ && !has_sinks && !paged && !sliding && !softcap_1 {
-                crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0)
-            } else if !final_ && !has_sinks && !paged && !sliding && softcap_1 {
-                crate::entry!(attention::flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0)
-            } else if !final_ && has_sinks && !paged && !sliding && !softcap_1 {
-                crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0)
-            } else {
-                crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0)
-            };
             let e_code = l.dtype(&[q, k, v], &[dtype::F16, dtype::BF16])?;
             l.require(&[block_table, kv_lens], dtype::I32)?;
             l.require(&[sinks, o_part, lse_part], dtype::F32)?;
             l.tiles(&[("GROUP_TILE", group_tile), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-            let mut call = l.call(entry);
-            call.python_claims().dtype(e_code).int(group_tile).int(block_n).int(head_dim);
-            call.unit_axes(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            call.arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            call.scalar("qk_scale", qk_scale).scalar("softcap", softcap).scalar("window", window);
+            let call = l.call(entry).dtype(e_code).ints(&[group_tile, block_n, head_dim]);
+            let call = call.unit_arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
+            let call = call.arg(qk_scale).arg(softcap).scalar("window", window);
             return call.scalar("tiles_per_split", tiles_per_split).go();
         }
-        if (final_ && !has_sinks && !paged && !sliding && !softcap_1)
-            || (final_ && !has_sinks && !paged && !sliding && softcap_1)
-            || (final_ && has_sinks && !paged && !sliding && !softcap_1)
-            || (final_ && has_sinks && !paged && sliding && !softcap_1)
+        if let Some(entry) =
+            FLASH_DECODE_PARTIAL_KERNEL_1.find([final_, has_sinks, paged, sliding, softcap_1])
         {
-            let entry = if final_ && !has_sinks && !paged && !sliding && !softcap_1 {
-                crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0)
-            } else if final_ && !has_sinks && !paged && !sliding && softcap_1 {
-                crate::entry!(attention::flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0)
-            } else if final_ && has_sinks && !paged && !sliding && !softcap_1 {
-                crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0)
-            } else {
-                crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0)
-            };
             let e_code = l.dtype(&[q, k, v, o_part], &[dtype::F16, dtype::BF16])?;
             l.require(&[block_table, kv_lens], dtype::I32)?;
             l.require(&[sinks, lse_part], dtype::F32)?;
             l.tiles(&[("GROUP_TILE", group_tile), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-            let mut call = l.call(entry);
-            call.python_claims().dtype(e_code).int(group_tile).int(block_n).int(head_dim);
-            call.unit_axes(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            call.arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            call.scalar("qk_scale", qk_scale).scalar("softcap", softcap).scalar("window", window);
+            let call = l.call(entry).dtype(e_code).ints(&[group_tile, block_n, head_dim]);
+            let call = call.unit_arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
+            let call = call.arg(qk_scale).arg(softcap).scalar("window", window);
             return call.scalar("tiles_per_split", tiles_per_split).go();
         }
         if !final_ && !has_sinks && paged && !sliding && !softcap_1 {
@@ -3715,14 +3703,13 @@ pub extern "C" fn tileport_flash_decode_partial_kernel(
             l.require(&[block_table, kv_lens], dtype::I32)?;
             l.require(&[sinks, o_part, lse_part], dtype::F32)?;
             l.tiles(&[("GROUP_TILE", group_tile), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-            let mut call = l.call(crate::entry!(
+            let call = l.call(crate::entry!(
                 attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1
             ));
-            call.python_claims().dtype(e_code).int(group_tile).int(block_n).int(head_dim);
-            call.unit_axes(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            call.stride(block_table, 0, "block_table_stride0");
-            call.arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            call.scalar("qk_scale", qk_scale).scalar("softcap", softcap).scalar("window", window);
+            let call = call.dtype(e_code).ints(&[group_tile, block_n, head_dim]);
+            let call = call.stride(block_table, 0, "block_table_stride0");
+            let call = call.unit_arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
+            let call = call.arg(qk_scale).arg(softcap).scalar("window", window);
             return call.scalar("tiles_per_split", tiles_per_split).go();
         }
         if final_ && !has_sinks && paged && !sliding && !softcap_1 {
@@ -3730,95 +3717,78 @@ pub extern "C" fn tileport_flash_decode_partial_kernel(
             l.require(&[block_table, kv_lens], dtype::I32)?;
             l.require(&[sinks, lse_part], dtype::F32)?;
             l.tiles(&[("GROUP_TILE", group_tile), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-            let mut call = l.call(crate::entry!(
+            let call = l.call(crate::entry!(
                 attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1
             ));
-            call.python_claims().dtype(e_code).int(group_tile).int(block_n).int(head_dim);
-            call.unit_axes(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            call.stride(block_table, 0, "block_table_stride0");
-            call.arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            call.scalar("qk_scale", qk_scale).scalar("softcap", softcap).scalar("window", window);
+            let call = call.dtype(e_code).ints(&[group_tile, block_n, head_dim]);
+            let call = call.stride(block_table, 0, "block_table_stride0");
+            let call = call.unit_arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
+            let call = call.arg(qk_scale).arg(softcap).scalar("window", window);
             return call.scalar("tiles_per_split", tiles_per_split).go();
         }
         Err(l.unspecialized(format!("FINAL={final_}, HAS_SINKS={has_sinks}, PAGED={paged}, SLIDING={sliding}, SOFTCAP={softcap_1}")))
     })
 }
 
-/// Enqueue `attention::flash_decode_combine_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `attention::flash_decode_combine_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_flash_decode_combine_kernel(
-    o_part: Option<&TensorDesc>, lse_part: Option<&TensorDesc>, o: Option<&TensorDesc>,
-    lse: Option<&TensorDesc>, n_splits: i32, head_dim: i32, grid_x: u32, grid_y: u32, grid_z: u32,
-    device_id: i32, stream: u64,
+    o_part: Desc, lse_part: Desc, o: Desc, lse: Desc, n_splits: i32, head_dim: i32, grid_x: u32,
+    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("flash_decode_combine_kernel", grid, device_id, stream, |l| {
+    launch("flash_decode_combine_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [o_part, lse_part] = l.arrays([("o_part", o_part, 4), ("lse_part", lse_part, 3)])?;
         let [o, lse] = l.arrays([("o", o, 3), ("lse", lse, 2)])?;
         l.writes(&[lse, o])?;
         let e_code = l.dtype(&[o], &[dtype::F16, dtype::BF16])?;
-        l.require(&[o_part, lse_part, lse], dtype::F32)?;
-        l.tile("HEAD_DIM", head_dim)?;
-        let mut call = l.call(crate::entry!(attention::flash_decode_combine_kernel));
-        call.python_claims().dtype(e_code).int(head_dim).unit_axes(&[o_part, lse_part, o, lse]);
-        call.arrays(&[o_part, lse_part, o, lse]).scalar("n_splits", n_splits).go()
+        l.require(&[o_part, lse_part, lse], dtype::F32)?.tiles(&[("HEAD_DIM", head_dim)])?;
+        let call = l.call(crate::entry!(attention::flash_decode_combine_kernel)).dtype(e_code);
+        let call = call.int(head_dim).unit_arrays(&[o_part, lse_part, o, lse]);
+        call.scalar("n_splits", n_splits).go()
     })
 }
 
-/// Enqueue `attention::mla_decode_partial_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `attention::mla_decode_partial_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_mla_decode_partial_kernel(
-    q_nope: Option<&TensorDesc>, q_pe: Option<&TensorDesc>, ckv: Option<&TensorDesc>,
-    kpe: Option<&TensorDesc>, kv_lens: Option<&TensorDesc>, o_part: Option<&TensorDesc>,
-    lse_part: Option<&TensorDesc>, qk_scale: f32, tiles_per_split: i32, head_tile: i32,
-    block_n: i32, lora: i32, rope: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32,
-    stream: u64,
+    q_nope: Desc, q_pe: Desc, ckv: Desc, kpe: Desc, kv_lens: Desc, o_part: Desc, lse_part: Desc,
+    qk_scale: f32, tiles_per_split: i32, head_tile: i32, block_n: i32, lora: i32, rope: i32,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("mla_decode_partial_kernel", grid, device_id, stream, |l| {
+    launch("mla_decode_partial_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [q_nope, q_pe] = l.arrays([("q_nope", q_nope, 3), ("q_pe", q_pe, 3)])?;
         let [ckv, kpe] = l.arrays([("ckv", ckv, 3), ("kpe", kpe, 3)])?;
         let [kv_lens, o_part] = l.arrays([("kv_lens", kv_lens, 1), ("o_part", o_part, 4)])?;
         let [lse_part] = l.arrays([("lse_part", lse_part, 3)])?;
         l.writes(&[lse_part, o_part])?;
         let e_code = l.dtype(&[q_nope, q_pe, ckv, kpe], &[dtype::F16, dtype::BF16])?;
-        l.require(&[kv_lens], dtype::I32)?;
-        l.require(&[o_part, lse_part], dtype::F32)?;
+        l.require(&[kv_lens], dtype::I32)?.require(&[o_part, lse_part], dtype::F32)?;
         l.tiles(&[("HEAD_TILE", head_tile), ("LORA", lora), ("ROPE", rope), ("BLOCK_N", block_n)])?;
-        let mut call = l.call(crate::entry!(attention::mla_decode_partial_kernel));
-        call.python_claims().dtype(e_code).int(head_tile).int(block_n).int(lora).int(rope);
-        call.unit_axes(&[q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part]);
-        call.arrays(&[q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part]);
-        call.scalar("qk_scale", qk_scale).scalar("tiles_per_split", tiles_per_split).go()
+        let call = l.call(crate::entry!(attention::mla_decode_partial_kernel)).dtype(e_code);
+        let call = call.ints(&[head_tile, block_n, lora, rope]);
+        let call = call.unit_arrays(&[q_nope, q_pe, ckv, kpe, kv_lens, o_part, lse_part]);
+        call.arg(qk_scale).scalar("tiles_per_split", tiles_per_split).go()
     })
 }
 
-/// Enqueue `attention::mla_prefill_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `attention::mla_prefill_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_mla_prefill_kernel(
-    q_nope: Option<&TensorDesc>, q_pe: Option<&TensorDesc>, ckv: Option<&TensorDesc>,
-    kpe: Option<&TensorDesc>, seq_lens: Option<&TensorDesc>, o: Option<&TensorDesc>,
-    lse: Option<&TensorDesc>, qk_scale: f32, block_m: i32, block_n: i32, lora: i32, rope: i32,
-    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    q_nope: Desc, q_pe: Desc, ckv: Desc, kpe: Desc, seq_lens: Desc, o: Desc, lse: Desc,
+    qk_scale: f32, block_m: i32, block_n: i32, lora: i32, rope: i32, grid_x: u32, grid_y: u32,
+    grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("mla_prefill_kernel", grid, device_id, stream, |l| {
+    launch("mla_prefill_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [q_nope, q_pe] = l.arrays([("q_nope", q_nope, 4), ("q_pe", q_pe, 4)])?;
         let [ckv, kpe] = l.arrays([("ckv", ckv, 3), ("kpe", kpe, 3)])?;
         let [seq_lens, o] = l.arrays([("seq_lens", seq_lens, 1), ("o", o, 4)])?;
         let [lse] = l.arrays([("lse", lse, 3)])?;
         l.writes(&[lse, o])?;
         let e_code = l.dtype(&[q_nope, q_pe, ckv, kpe, o], &[dtype::F16, dtype::BF16])?;
-        l.require(&[seq_lens], dtype::I32)?;
-        l.require(&[lse], dtype::F32)?;
+        l.require(&[seq_lens], dtype::I32)?.require(&[lse], dtype::F32)?;
         l.tiles(&[("BLOCK_M", block_m), ("LORA", lora), ("ROPE", rope), ("BLOCK_N", block_n)])?;
-        let mut call = l.call(crate::entry!(attention::mla_prefill_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(block_n).int(lora).int(rope);
-        call.unit_axes(&[q_nope, q_pe, ckv, kpe, seq_lens, o, lse]);
-        call.arrays(&[q_nope, q_pe, ckv, kpe, seq_lens, o, lse]).scalar("qk_scale", qk_scale);
-        call.go()
+        let call = l.call(crate::entry!(attention::mla_prefill_kernel)).dtype(e_code);
+        let call = call.ints(&[block_m, block_n, lora, rope]);
+        call.unit_arrays(&[q_nope, q_pe, ckv, kpe, seq_lens, o, lse]).arg(qk_scale).go()
     })
 }

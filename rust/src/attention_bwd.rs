@@ -868,96 +868,72 @@ pub mod attention_bwd {
 
 use crate::support::*;
 
-/// Enqueue `attention_bwd::fmha_bwd_preprocess_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `attention_bwd::fmha_bwd_preprocess_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_fmha_bwd_preprocess_kernel(
-    o: Option<&TensorDesc>, do_: Option<&TensorDesc>, dlse: Option<&TensorDesc>,
-    delta: Option<&TensorDesc>, block_m: i32, head_dim: i32, grid_x: u32, grid_y: u32, grid_z: u32,
-    device_id: i32, stream: u64,
+    o: Desc, do_: Desc, dlse: Desc, delta: Desc, block_m: i32, head_dim: i32, grid_x: u32,
+    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("fmha_bwd_preprocess_kernel", grid, device_id, stream, |l| {
+    launch("fmha_bwd_preprocess_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [o, do_, dlse] = l.arrays([("o", o, 4), ("do", do_, 4), ("dlse", dlse, 3)])?;
         let [delta] = l.arrays([("delta", delta, 3)])?;
         l.writes(&[delta])?;
         let e_code = l.dtype(&[o, do_], &[dtype::F16, dtype::BF16])?;
         l.require(&[dlse, delta], dtype::F32)?;
         l.tiles(&[("BLOCK_M", block_m), ("HEAD_DIM", head_dim)])?;
-        let mut call = l.call(crate::entry!(attention_bwd::fmha_bwd_preprocess_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(head_dim);
-        call.unit_axes(&[o, do_.ident("do_"), dlse, delta]);
-        call.arrays(&[o, do_.ident("do_"), dlse, delta]).go()
+        let call = l.call(crate::entry!(attention_bwd::fmha_bwd_preprocess_kernel)).dtype(e_code);
+        let call = call.ints(&[block_m, head_dim]).unit_arrays(&[o, do_.ident("do_"), dlse, delta]);
+        call.go()
     })
 }
 
-/// Enqueue `attention_bwd::fmha_bwd_dkdv_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `attention_bwd::fmha_bwd_dkdv_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_fmha_bwd_dkdv_kernel(
-    q: Option<&TensorDesc>, k: Option<&TensorDesc>, v: Option<&TensorDesc>,
-    do_: Option<&TensorDesc>, lse: Option<&TensorDesc>, delta: Option<&TensorDesc>,
-    seq_lens: Option<&TensorDesc>, dk: Option<&TensorDesc>, dv: Option<&TensorDesc>, qk_scale: f32,
-    sm_scale: f32, block_m: i32, block_n: i32, head_dim: i32, causal: bool, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    q: Desc, k: Desc, v: Desc, do_: Desc, lse: Desc, delta: Desc, seq_lens: Desc, dk: Desc,
+    dv: Desc, qk_scale: f32, sm_scale: f32, block_m: i32, block_n: i32, head_dim: i32,
+    causal: bool, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("fmha_bwd_dkdv_kernel", grid, device_id, stream, |l| {
+    launch("fmha_bwd_dkdv_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [q, k, v, do_] = l.arrays([("q", q, 4), ("k", k, 4), ("v", v, 4), ("do", do_, 4)])?;
         let [lse, delta] = l.arrays([("lse", lse, 3), ("delta", delta, 3)])?;
         let [seq_lens, dk] = l.arrays([("seq_lens", seq_lens, 1), ("dk", dk, 4)])?;
         let [dv] = l.arrays([("dv", dv, 4)])?;
         l.writes(&[dk, dv])?;
-        let entry = if !causal {
-            crate::entry!(attention_bwd::fmha_bwd_dkdv_kernel_causal0)
-        } else if causal {
-            crate::entry!(attention_bwd::fmha_bwd_dkdv_kernel_causal1)
-        } else {
-            return Err(l.unspecialized(format!("CAUSAL={causal}")));
-        };
+        let entry = [
+            crate::entry!(attention_bwd::fmha_bwd_dkdv_kernel_causal0),
+            crate::entry!(attention_bwd::fmha_bwd_dkdv_kernel_causal1),
+        ][causal as usize];
         let e_code = l.dtype(&[q, k, v, do_, dk, dv], &[dtype::F16, dtype::BF16])?;
-        l.require(&[lse, delta], dtype::F32)?;
-        l.require(&[seq_lens], dtype::I32)?;
+        l.require(&[lse, delta], dtype::F32)?.require(&[seq_lens], dtype::I32)?;
         l.tiles(&[("BLOCK_N", block_n), ("HEAD_DIM", head_dim), ("BLOCK_M", block_m)])?;
-        let mut call = l.call(entry);
-        call.python_claims().dtype(e_code).int(block_m).int(block_n).int(head_dim);
-        call.unit_axes(&[v, do_.ident("do_"), lse, delta, seq_lens, dk, dv]);
-        call.arrays(&[q, k, v, do_.ident("do_"), lse, delta, seq_lens, dk, dv]);
-        call.scalar("qk_scale", qk_scale).scalar("sm_scale", sm_scale).go()
+        let call = l.call(entry).dtype(e_code).ints(&[block_m, block_n, head_dim]).arrays(&[q, k]);
+        let call = call.unit_arrays(&[v, do_.ident("do_"), lse, delta, seq_lens, dk, dv]);
+        call.arg(qk_scale).arg(sm_scale).go()
     })
 }
 
-/// Enqueue `attention_bwd::fmha_bwd_dq_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `attention_bwd::fmha_bwd_dq_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_fmha_bwd_dq_kernel(
-    q: Option<&TensorDesc>, k: Option<&TensorDesc>, v: Option<&TensorDesc>,
-    do_: Option<&TensorDesc>, lse: Option<&TensorDesc>, delta: Option<&TensorDesc>,
-    seq_lens: Option<&TensorDesc>, dq: Option<&TensorDesc>, qk_scale: f32, sm_scale: f32,
-    block_m: i32, block_n: i32, head_dim: i32, causal: bool, grid_x: u32, grid_y: u32, grid_z: u32,
-    device_id: i32, stream: u64,
+    q: Desc, k: Desc, v: Desc, do_: Desc, lse: Desc, delta: Desc, seq_lens: Desc, dq: Desc,
+    qk_scale: f32, sm_scale: f32, block_m: i32, block_n: i32, head_dim: i32, causal: bool,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("fmha_bwd_dq_kernel", grid, device_id, stream, |l| {
+    launch("fmha_bwd_dq_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [q, k, v, do_] = l.arrays([("q", q, 4), ("k", k, 4), ("v", v, 4), ("do", do_, 4)])?;
         let [lse, delta] = l.arrays([("lse", lse, 3), ("delta", delta, 3)])?;
         let [seq_lens, dq] = l.arrays([("seq_lens", seq_lens, 1), ("dq", dq, 4)])?;
         l.writes(&[dq])?;
-        let entry = if !causal {
-            crate::entry!(attention_bwd::fmha_bwd_dq_kernel_causal0)
-        } else if causal {
-            crate::entry!(attention_bwd::fmha_bwd_dq_kernel_causal1)
-        } else {
-            return Err(l.unspecialized(format!("CAUSAL={causal}")));
-        };
+        let entry = [
+            crate::entry!(attention_bwd::fmha_bwd_dq_kernel_causal0),
+            crate::entry!(attention_bwd::fmha_bwd_dq_kernel_causal1),
+        ][causal as usize];
         let e_code = l.dtype(&[q, k, v, do_, dq], &[dtype::F16, dtype::BF16])?;
-        l.require(&[lse, delta], dtype::F32)?;
-        l.require(&[seq_lens], dtype::I32)?;
+        l.require(&[lse, delta], dtype::F32)?.require(&[seq_lens], dtype::I32)?;
         l.tiles(&[("BLOCK_M", block_m), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-        let mut call = l.call(entry);
-        call.python_claims().dtype(e_code).int(block_m).int(block_n).int(head_dim);
-        call.unit_axes(&[q, k, v, do_.ident("do_"), lse, delta, seq_lens, dq]);
-        call.arrays(&[q, k, v, do_.ident("do_"), lse, delta, seq_lens, dq]);
-        call.scalar("qk_scale", qk_scale).scalar("sm_scale", sm_scale).go()
+        let call = l.call(entry).dtype(e_code).ints(&[block_m, block_n, head_dim]);
+        let call = call.unit_arrays(&[q, k, v, do_.ident("do_"), lse, delta, seq_lens, dq]);
+        call.arg(qk_scale).arg(sm_scale).go()
     })
 }

@@ -19,10 +19,8 @@ pub mod geglu {
         let a_tiles = view(a, shape![TILE]);
         let b_tiles = view(b, shape![TILE]);
         let bid = get_tile_block_id().0;
-        let a_tile: Tile<E, { [TILE] }> = load(&a_tiles, [bid]);
-        let ta: Tile<f32, { [TILE] }> = convert_tile(a_tile);
-        let b_tile: Tile<E, { [TILE] }> = load(&b_tiles, [bid]);
-        let tb: Tile<f32, { [TILE] }> = convert_tile(b_tile);
+        let ta: Tile<f32, { [TILE] }> = load_f32(&a_tiles, [bid]);
+        let tb: Tile<f32, { [TILE] }> = load_f32(&b_tiles, [bid]);
         let prod = ta * (-1.5957691216057308f32).broadcast(shape![TILE]);
         let prod_1 = 0.044715f32.broadcast(shape![TILE]) * ta;
         let c_2 = 1.0f32.broadcast(shape![TILE]);
@@ -30,29 +28,25 @@ pub mod geglu {
         let neg_two_u = prod * sum;
         let exp_: Tile<f32, { [TILE] }> = exp_approx(neg_two_u);
         let denom = 1.0f32.broadcast(shape![TILE]) + exp_;
-        let quot = divf(ta, denom, rounding::Approx, ftz::Enabled);
-        let prod_3_e: Tile<E, { [TILE] }> = convert_tile(quot * tb);
-        y.store(prod_3_e);
+        let prod_3 = divf(ta, denom, rounding::Approx, ftz::Enabled) * tb;
+        store_cast(y, prod_3);
     }
 }
 
 use crate::support::*;
 
-/// Enqueue `geglu::geglu_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `geglu::geglu_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_geglu_kernel(
-    a: Option<&TensorDesc>, b: Option<&TensorDesc>, y: Option<&TensorDesc>, tile: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    a: Desc, b: Desc, y: Desc, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32,
+    stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("geglu_kernel", grid, device_id, stream, |l| {
+    launch("geglu_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [a, b, y] = l.arrays([("a", a, 1), ("b", b, 1), ("y", y, 1)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[a, b, y], FLOATS)?;
-        l.tile("TILE", tile)?;
-        let mut call = l.call(crate::entry!(geglu::geglu_kernel));
-        call.python_claims().dtype(e_code).int(tile).unit_axes(&[a, b]);
-        call.arrays(&[a, b]).owned(y, &[tile]).go()
+        l.tiles(&[("TILE", tile)])?;
+        let call = l.call(crate::entry!(geglu::geglu_kernel)).dtype(e_code).int(tile);
+        call.unit_arrays(&[a, b]).owned(y, &[tile]).go()
     })
 }

@@ -22,8 +22,7 @@ pub mod gelu {
     ) {
         let x_tiles = view(x, shape![TILE]);
         let bid = get_tile_block_id().0;
-        let x_tile: Tile<E, { [TILE] }> = load(&x_tiles, [bid]);
-        let tx: Tile<f32, { [TILE] }> = convert_tile(x_tile);
+        let tx: Tile<f32, { [TILE] }> = load_f32(&x_tiles, [bid]);
         // -2u = x * (-2 sqrt(2/pi)) * (1 + 0.044715 x^2)
         let prod = tx * (-1.5957691216057308f32).broadcast(shape![TILE]);
         let prod_1 = 0.044715f32.broadcast(shape![TILE]) * tx;
@@ -33,28 +32,23 @@ pub mod gelu {
         let exp_: Tile<f32, { [TILE] }> = exp_approx(neg_two_u);
         let denom = 1.0f32.broadcast(shape![TILE]) + exp_;
         let quot = divf(tx, denom, rounding::Approx, ftz::Enabled);
-        let quot_e: Tile<E, { [TILE] }> = convert_tile(quot);
-        y.store(quot_e);
+        store_cast(y, quot);
     }
 }
 
 use crate::support::*;
 
-/// Enqueue `gelu::gelu_tanh_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `gelu::gelu_tanh_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_gelu_tanh_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("gelu_tanh_kernel", grid, device_id, stream, |l| {
+    launch("gelu_tanh_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 1), ("y", y, 1)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
-        l.tile("TILE", tile)?;
-        let mut call = l.call(crate::entry!(gelu::gelu_tanh_kernel));
-        call.python_claims().dtype(e_code).int(tile).unit_axes(&[x]);
-        call.arrays(&[x]).owned(y, &[tile]).go()
+        l.tiles(&[("TILE", tile)])?;
+        let call = l.call(crate::entry!(gelu::gelu_tanh_kernel)).dtype(e_code).int(tile);
+        call.unit_arrays(&[x]).owned(y, &[tile]).go()
     })
 }

@@ -54,10 +54,8 @@ pub mod layer_norm {
         let n_cols = x.shape()[1];
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let in_row = cmpi(offsets, n_cols.broadcast(shape![TILE]), predicate::LessThan);
-        let w_tile: Tile<E, { [TILE] }> = load(&w_tiles, [0i32]);
-        let wt: Tile<f32, { [TILE] }> = convert_tile(w_tile);
-        let b_tile: Tile<E, { [TILE] }> = load(&b_tiles, [0i32]);
-        let bt: Tile<f32, { [TILE] }> = convert_tile(b_tile);
+        let wt: Tile<f32, { [TILE] }> = load_f32(&w_tiles, [0i32]);
+        let bt: Tile<f32, { [TILE] }> = load_f32(&b_tiles, [0i32]);
         let n_cols_f32: f32 = convert_scalar(n_cols);
         let n_cols_tile_1 = n_cols_f32.broadcast(shape![BLOCK_M, 1]);
         let in_row_b = in_row.reshape(shape![1, TILE]).broadcast(shape![BLOCK_M, TILE]);
@@ -68,8 +66,7 @@ pub mod layer_norm {
         let wt_b = wt.reshape(shape![1, TILE]).broadcast(shape![BLOCK_M, TILE]);
         let bt_b = bt.reshape(shape![1, TILE]).broadcast(shape![BLOCK_M, TILE]);
         for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
-            let t: Tile<E, { [BLOCK_M, TILE] }> = load(&x_zero, [rb, 0i32]);
-            let t_f32: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(t);
+            let t_f32: Tile<f32, { [BLOCK_M, TILE] }> = load_f32(&x_zero, [rb, 0i32]);
             let t_f32_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(t_f32, 1i32);
             let mu = t_f32_sum.reshape(shape![BLOCK_M, 1]) / n_cols_tile_1;
             let centered = select(in_row_b, t_f32 - mu.broadcast(shape![BLOCK_M, TILE]), c);
@@ -178,10 +175,8 @@ pub mod layer_norm {
         let n_cols = x.shape()[1];
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let in_row = cmpi(offsets, n_cols.broadcast(shape![TILE]), predicate::LessThan);
-        let w_tile: Tile<E, { [TILE] }> = load(&w_tiles, [0i32]);
-        let wt: Tile<f32, { [TILE] }> = convert_tile(w_tile);
-        let b_tile: Tile<E, { [TILE] }> = load(&b_tiles, [0i32]);
-        let bt: Tile<f32, { [TILE] }> = convert_tile(b_tile);
+        let wt: Tile<f32, { [TILE] }> = load_f32(&w_tiles, [0i32]);
+        let bt: Tile<f32, { [TILE] }> = load_f32(&b_tiles, [0i32]);
         let mut ahead: Tile<E, { [BLOCK_M, TILE] }> = load(&x_zero, [bid, 0i32]);
         // a block's last iteration loads the final row block again (in range; the value is unused)
         let diff = n_row_blocks - 1i32;
@@ -246,10 +241,8 @@ pub mod layer_norm {
         let n_cols = x.shape()[1];
         let offsets: Tile<i32, { [TILE] }> = iota(shape![TILE]);
         let in_row = cmpi(offsets, n_cols.broadcast(shape![TILE]), predicate::LessThan);
-        let w_tile: Tile<E, { [TILE] }> = load_no_tma(&w_tiles, [0i32]);
-        let wt: Tile<f32, { [TILE] }> = convert_tile(w_tile);
-        let b_tile: Tile<E, { [TILE] }> = load_no_tma(&b_tiles, [0i32]);
-        let bt: Tile<f32, { [TILE] }> = convert_tile(b_tile);
+        let wt: Tile<f32, { [TILE] }> = load_no_tma_f32(&w_tiles, [0i32]);
+        let bt: Tile<f32, { [TILE] }> = load_no_tma_f32(&b_tiles, [0i32]);
         let n_cols_f32: f32 = convert_scalar(n_cols);
         let n_cols_tile_1 = n_cols_f32.broadcast(shape![BLOCK_M, 1]);
         let in_row_b = in_row.reshape(shape![1, TILE]).broadcast(shape![BLOCK_M, TILE]);
@@ -260,8 +253,7 @@ pub mod layer_norm {
         let wt_b = wt.reshape(shape![1, TILE]).broadcast(shape![BLOCK_M, TILE]);
         let bt_b = bt.reshape(shape![1, TILE]).broadcast(shape![BLOCK_M, TILE]);
         for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
-            let t: Tile<E, { [BLOCK_M, TILE] }> = load_no_tma(&x_zero, [rb, 0i32]);
-            let t_f32: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(t);
+            let t_f32: Tile<f32, { [BLOCK_M, TILE] }> = load_no_tma_f32(&x_zero, [rb, 0i32]);
             let t_f32_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(t_f32, 1i32);
             let mu = t_f32_sum.reshape(shape![BLOCK_M, 1]) / n_cols_tile_1;
             let centered = select(in_row_b, t_f32 - mu.broadcast(shape![BLOCK_M, TILE]), c);
@@ -282,94 +274,74 @@ pub mod layer_norm {
 
 use crate::support::*;
 
-/// Enqueue `layer_norm::layer_norm_fwd_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `layer_norm::layer_norm_fwd_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_layer_norm_fwd_kernel(
-    x: Option<&TensorDesc>, w: Option<&TensorDesc>, b: Option<&TensorDesc>, y: Option<&TensorDesc>,
-    mean: Option<&TensorDesc>, rstd: Option<&TensorDesc>, eps: f32, block_m: i32, tile: i32,
+    x: Desc, w: Desc, b: Desc, y: Desc, mean: Desc, rstd: Desc, eps: f32, block_m: i32, tile: i32,
     grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("layer_norm_fwd_kernel", grid, device_id, stream, |l| {
+    launch("layer_norm_fwd_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, w, b, y] = l.arrays([("x", x, 2), ("w", w, 1), ("b", b, 1), ("y", y, 2)])?;
         let [mean, rstd] = l.arrays([("mean", mean, 1), ("rstd", rstd, 1)])?;
         l.writes(&[mean, rstd, y])?;
         let e_code = l.dtype(&[x, w, b, y], FLOATS)?;
-        l.require(&[mean, rstd], dtype::F32)?;
-        l.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(layer_norm::layer_norm_fwd_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(tile);
-        call.unit_axes(&[w, b, y, mean, rstd]);
-        call.arrays(&[x, w, b, y, mean, rstd]).scalar("eps", eps).go()
+        l.require(&[mean, rstd], dtype::F32)?.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
+        let call = l.call(crate::entry!(layer_norm::layer_norm_fwd_kernel)).dtype(e_code);
+        let call = call.ints(&[block_m, tile]).arrays(&[x]).unit_arrays(&[w, b, y, mean, rstd]);
+        call.arg(eps).go()
     })
 }
 
-/// Enqueue `layer_norm::layer_norm_fwd_occ4_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `layer_norm::layer_norm_fwd_occ4_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_layer_norm_fwd_occ4_kernel(
-    x: Option<&TensorDesc>, w: Option<&TensorDesc>, b: Option<&TensorDesc>, y: Option<&TensorDesc>,
-    mean: Option<&TensorDesc>, rstd: Option<&TensorDesc>, eps: f32, block_m: i32, tile: i32,
+    x: Desc, w: Desc, b: Desc, y: Desc, mean: Desc, rstd: Desc, eps: f32, block_m: i32, tile: i32,
     grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("layer_norm_fwd_occ4_kernel", grid, device_id, stream, |l| {
+    launch("layer_norm_fwd_occ4_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, w, b, y] = l.arrays([("x", x, 2), ("w", w, 1), ("b", b, 1), ("y", y, 2)])?;
         let [mean, rstd] = l.arrays([("mean", mean, 1), ("rstd", rstd, 1)])?;
         l.writes(&[mean, rstd, y])?;
         let e_code = l.dtype(&[x, w, b, y], FLOATS)?;
-        l.require(&[mean, rstd], dtype::F32)?;
-        l.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(layer_norm::layer_norm_fwd_occ4_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(tile);
-        call.unit_axes(&[w, b, y, mean, rstd]);
-        call.arrays(&[x, w, b, y, mean, rstd]).scalar("eps", eps).go()
+        l.require(&[mean, rstd], dtype::F32)?.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
+        let call = l.call(crate::entry!(layer_norm::layer_norm_fwd_occ4_kernel)).dtype(e_code);
+        let call = call.ints(&[block_m, tile]).arrays(&[x]).unit_arrays(&[w, b, y, mean, rstd]);
+        call.arg(eps).go()
     })
 }
 
-/// Enqueue `layer_norm::layer_norm_fwd_prefetch_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `layer_norm::layer_norm_fwd_prefetch_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_layer_norm_fwd_prefetch_kernel(
-    x: Option<&TensorDesc>, w: Option<&TensorDesc>, b: Option<&TensorDesc>, y: Option<&TensorDesc>,
-    mean: Option<&TensorDesc>, rstd: Option<&TensorDesc>, eps: f32, block_m: i32, tile: i32,
+    x: Desc, w: Desc, b: Desc, y: Desc, mean: Desc, rstd: Desc, eps: f32, block_m: i32, tile: i32,
     grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("layer_norm_fwd_prefetch_kernel", grid, device_id, stream, |l| {
+    launch("layer_norm_fwd_prefetch_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, w, b, y] = l.arrays([("x", x, 2), ("w", w, 1), ("b", b, 1), ("y", y, 2)])?;
         let [mean, rstd] = l.arrays([("mean", mean, 1), ("rstd", rstd, 1)])?;
         l.writes(&[mean, rstd, y])?;
         let e_code = l.dtype(&[x, w, b, y], FLOATS)?;
-        l.require(&[mean, rstd], dtype::F32)?;
-        l.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(layer_norm::layer_norm_fwd_prefetch_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(tile);
-        call.unit_axes(&[w, b, y, mean, rstd]);
-        call.arrays(&[x, w, b, y, mean, rstd]).scalar("eps", eps).go()
+        l.require(&[mean, rstd], dtype::F32)?.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
+        let call = l.call(crate::entry!(layer_norm::layer_norm_fwd_prefetch_kernel)).dtype(e_code);
+        let call = call.ints(&[block_m, tile]).arrays(&[x]).unit_arrays(&[w, b, y, mean, rstd]);
+        call.arg(eps).go()
     })
 }
 
-/// Enqueue `layer_norm::layer_norm_fwd_w8_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `layer_norm::layer_norm_fwd_w8_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_layer_norm_fwd_w8_kernel(
-    x: Option<&TensorDesc>, w: Option<&TensorDesc>, b: Option<&TensorDesc>, y: Option<&TensorDesc>,
-    mean: Option<&TensorDesc>, rstd: Option<&TensorDesc>, eps: f32, block_m: i32, tile: i32,
+    x: Desc, w: Desc, b: Desc, y: Desc, mean: Desc, rstd: Desc, eps: f32, block_m: i32, tile: i32,
     grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("layer_norm_fwd_w8_kernel", grid, device_id, stream, |l| {
+    launch("layer_norm_fwd_w8_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, w, b, y] = l.arrays([("x", x, 2), ("w", w, 1), ("b", b, 1), ("y", y, 2)])?;
         let [mean, rstd] = l.arrays([("mean", mean, 1), ("rstd", rstd, 1)])?;
         l.writes(&[mean, rstd, y])?;
         let e_code = l.dtype(&[x, w, b, y], FLOATS)?;
-        l.require(&[mean, rstd], dtype::F32)?;
-        l.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(layer_norm::layer_norm_fwd_w8_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(tile);
-        call.unit_axes(&[w, b, y, mean, rstd]);
-        call.arrays(&[x, w, b, y, mean, rstd]).scalar("eps", eps).go()
+        l.require(&[mean, rstd], dtype::F32)?.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
+        let call = l.call(crate::entry!(layer_norm::layer_norm_fwd_w8_kernel)).dtype(e_code);
+        let call = call.ints(&[block_m, tile]).arrays(&[x]).unit_arrays(&[w, b, y, mean, rstd]);
+        call.arg(eps).go()
     })
 }

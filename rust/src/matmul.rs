@@ -182,33 +182,25 @@ pub mod matmul {
 
 use crate::support::*;
 
-/// Enqueue `matmul::matmul_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `matmul::matmul_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_matmul_kernel(
-    a: Option<&TensorDesc>, b: Option<&TensorDesc>, c: Option<&TensorDesc>, tile_m: i32,
-    tile_n: i32, tile_k: i32, group_m: i32, use_tf32: bool, grid_x: u32, grid_y: u32, grid_z: u32,
-    device_id: i32, stream: u64,
+    a: Desc, b: Desc, c: Desc, tile_m: i32, tile_n: i32, tile_k: i32, group_m: i32, use_tf32: bool,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("matmul_kernel", grid, device_id, stream, |l| {
+    launch("matmul_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [a, b, c] = l.arrays([("a", a, 2), ("b", b, 2), ("c", c, 2)])?;
         l.writes(&[c])?;
         if use_tf32 {
             l.require(&[a, b, c], dtype::F32)?;
             l.tiles(&[("TILE_M", tile_m), ("TILE_K", tile_k), ("TILE_N", tile_n)])?;
-            let mut call = l.call(crate::entry!(matmul::matmul_kernel_use_tf321));
-            call.python_claims().int(tile_m).int(tile_n).int(tile_k).int(group_m).unit_axes(&[c]);
-            return call.arrays(&[a, b, c]).go();
+            let call = l.call(crate::entry!(matmul::matmul_kernel_use_tf321));
+            let call = call.ints(&[tile_m, tile_n, tile_k, group_m]).arrays(&[a, b]);
+            return call.unit_arrays(&[c]).go();
         }
-        if !use_tf32 {
-            let e_code = l.dtype(&[a, b, c], &[dtype::F16, dtype::BF16])?;
-            l.tiles(&[("TILE_M", tile_m), ("TILE_K", tile_k), ("TILE_N", tile_n)])?;
-            let mut call = l.call(crate::entry!(matmul::matmul_kernel_use_tf320));
-            call.python_claims().dtype(e_code).int(tile_m).int(tile_n).int(tile_k).int(group_m);
-            call.unit_axes(&[c]);
-            return call.arrays(&[a, b, c]).go();
-        }
-        Err(l.unspecialized(format!("USE_TF32={use_tf32}")))
+        let e_code = l.dtype(&[a, b, c], &[dtype::F16, dtype::BF16])?;
+        l.tiles(&[("TILE_M", tile_m), ("TILE_K", tile_k), ("TILE_N", tile_n)])?;
+        let call = l.call(crate::entry!(matmul::matmul_kernel_use_tf320)).dtype(e_code);
+        call.ints(&[tile_m, tile_n, tile_k, group_m]).arrays(&[a, b]).unit_arrays(&[c]).go()
     })
 }

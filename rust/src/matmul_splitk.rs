@@ -186,62 +186,50 @@ pub mod matmul_splitk {
             let part: Tile<f32, { [1, TILE_M, TILE_N] }> = load(&ws_tiles, [s, bm, bn]);
             acc = acc + part.reshape(shape![TILE_M, TILE_N]);
         }
-        let acc_e: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(acc);
-        c.store(acc_e);
+        store_cast(c, acc);
     }
 }
 
 use crate::support::*;
 
-/// Enqueue `matmul_splitk::matmul_splitk_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `matmul_splitk::matmul_splitk_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_matmul_splitk_kernel(
-    a: Option<&TensorDesc>, b: Option<&TensorDesc>, ws: Option<&TensorDesc>,
-    k_tiles_per_split: i32, tile_m: i32, tile_n: i32, tile_k: i32, group_m: i32, use_tf32: bool,
-    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    a: Desc, b: Desc, ws: Desc, k_tiles_per_split: i32, tile_m: i32, tile_n: i32, tile_k: i32,
+    group_m: i32, use_tf32: bool, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32,
+    stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("matmul_splitk_kernel", grid, device_id, stream, |l| {
+    launch("matmul_splitk_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [a, b, ws] = l.arrays([("a", a, 2), ("b", b, 2), ("ws", ws, 3)])?;
         l.writes(&[ws])?;
         if use_tf32 {
             l.require(&[a, b, ws], dtype::F32)?;
             l.tiles(&[("TILE_M", tile_m), ("TILE_K", tile_k), ("TILE_N", tile_n)])?;
-            let mut call = l.call(crate::entry!(matmul_splitk::matmul_splitk_kernel_use_tf321));
-            call.python_claims().int(tile_m).int(tile_n).int(tile_k).int(group_m);
-            call.unit_axes(&[b, ws]);
-            return call.arrays(&[a, b, ws]).scalar("k_tiles_per_split", k_tiles_per_split).go();
+            let call = l.call(crate::entry!(matmul_splitk::matmul_splitk_kernel_use_tf321));
+            let call = call.ints(&[tile_m, tile_n, tile_k, group_m]).arrays(&[a]);
+            return call.unit_arrays(&[b, ws]).scalar("k_tiles_per_split", k_tiles_per_split).go();
         }
-        if !use_tf32 {
-            let e_code = l.dtype(&[a, b], &[dtype::F16, dtype::BF16])?;
-            l.require(&[ws], dtype::F32)?;
-            l.tiles(&[("TILE_M", tile_m), ("TILE_K", tile_k), ("TILE_N", tile_n)])?;
-            let mut call = l.call(crate::entry!(matmul_splitk::matmul_splitk_kernel_use_tf320));
-            call.python_claims().dtype(e_code).int(tile_m).int(tile_n).int(tile_k).int(group_m);
-            call.unit_axes(&[b, ws]);
-            return call.arrays(&[a, b, ws]).scalar("k_tiles_per_split", k_tiles_per_split).go();
-        }
-        Err(l.unspecialized(format!("USE_TF32={use_tf32}")))
+        let e_code = l.dtype(&[a, b], &[dtype::F16, dtype::BF16])?;
+        l.require(&[ws], dtype::F32)?;
+        l.tiles(&[("TILE_M", tile_m), ("TILE_K", tile_k), ("TILE_N", tile_n)])?;
+        let call = l.call(crate::entry!(matmul_splitk::matmul_splitk_kernel_use_tf320));
+        let call = call.dtype(e_code).ints(&[tile_m, tile_n, tile_k, group_m]).arrays(&[a]);
+        call.unit_arrays(&[b, ws]).scalar("k_tiles_per_split", k_tiles_per_split).go()
     })
 }
 
-/// Enqueue `matmul_splitk::splitk_reduce_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `matmul_splitk::splitk_reduce_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_splitk_reduce_kernel(
-    ws: Option<&TensorDesc>, c: Option<&TensorDesc>, tile_m: i32, tile_n: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    ws: Desc, c: Desc, tile_m: i32, tile_n: i32, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("splitk_reduce_kernel", grid, device_id, stream, |l| {
+    launch("splitk_reduce_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [ws, c] = l.arrays([("ws", ws, 3), ("c", c, 2)])?;
         l.writes(&[c])?;
         let e_code = l.dtype(&[c], FLOATS)?;
-        l.require(&[ws], dtype::F32)?;
-        l.tiles(&[("TILE_M", tile_m), ("TILE_N", tile_n)])?;
-        let mut call = l.call(crate::entry!(matmul_splitk::splitk_reduce_kernel));
-        call.python_claims().dtype(e_code).int(tile_m).int(tile_n);
-        call.arrays(&[ws]).owned(c, &[tile_m, tile_n]).go()
+        l.require(&[ws], dtype::F32)?.tiles(&[("TILE_M", tile_m), ("TILE_N", tile_n)])?;
+        let call = l.call(crate::entry!(matmul_splitk::splitk_reduce_kernel)).dtype(e_code);
+        call.ints(&[tile_m, tile_n]).arrays(&[ws]).owned(c, &[tile_m, tile_n]).go()
     })
 }

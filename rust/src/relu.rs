@@ -26,21 +26,17 @@ pub mod relu {
 
 use crate::support::*;
 
-/// Enqueue `relu::relu_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `relu::relu_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_relu_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("relu_kernel", grid, device_id, stream, |l| {
+    launch("relu_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 1), ("y", y, 1)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
-        l.tile("TILE", tile)?;
-        let mut call = l.call(crate::entry!(relu::relu_kernel));
-        call.python_claims().dtype(e_code).int(tile).unit_axes(&[x]);
-        call.arrays(&[x]).owned(y, &[tile]).go()
+        l.tiles(&[("TILE", tile)])?;
+        let call = l.call(crate::entry!(relu::relu_kernel)).dtype(e_code).int(tile);
+        call.unit_arrays(&[x]).owned(y, &[tile]).go()
     })
 }

@@ -35,15 +35,13 @@ pub mod rms_norm {
         let num_blocks = get_num_tile_blocks().0;
         let n_row_blocks = num_tiles(&x_tiles, 0i32);
         let n_cols = x.shape()[1];
-        let w_tile: Tile<E, { [TILE] }> = load(&w_tiles, [0i32]);
-        let wt: Tile<f32, { [TILE] }> = convert_tile(w_tile);
+        let wt: Tile<f32, { [TILE] }> = load_f32(&w_tiles, [0i32]);
         let n_cols_f32: f32 = convert_scalar(n_cols);
         let n_cols_tile = n_cols_f32.broadcast(shape![BLOCK_M, 1]);
         let eps_tile = eps.broadcast(shape![BLOCK_M, 1]);
         let wt_b = wt.reshape(shape![1, TILE]).broadcast(shape![BLOCK_M, TILE]);
         for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
-            let t: Tile<E, { [BLOCK_M, TILE] }> = load(&x_zero, [rb, 0i32]);
-            let t: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(t);
+            let t: Tile<f32, { [BLOCK_M, TILE] }> = load_f32(&x_zero, [rb, 0i32]);
             let prod_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(t * t, 1i32);
             let mean_sq = prod_sum.reshape(shape![BLOCK_M, 1]) / n_cols_tile;
             let inv_rms = rsqrt(mean_sq + eps_tile, ftz::Disabled);
@@ -56,21 +54,18 @@ pub mod rms_norm {
 
 use crate::support::*;
 
-/// Enqueue `rms_norm::rms_norm_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `rms_norm::rms_norm_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_rms_norm_kernel(
-    x: Option<&TensorDesc>, w: Option<&TensorDesc>, y: Option<&TensorDesc>, eps: f32, block_m: i32,
-    tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, w: Desc, y: Desc, eps: f32, block_m: i32, tile: i32, grid_x: u32, grid_y: u32,
+    grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("rms_norm_kernel", grid, device_id, stream, |l| {
+    launch("rms_norm_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, w, y] = l.arrays([("x", x, 2), ("w", w, 1), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, w, y], FLOATS)?;
         l.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(rms_norm::rms_norm_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(tile).unit_axes(&[w, y]);
-        call.arrays(&[x, w, y]).scalar("eps", eps).go()
+        let call = l.call(crate::entry!(rms_norm::rms_norm_kernel)).dtype(e_code);
+        call.ints(&[block_m, tile]).arrays(&[x]).unit_arrays(&[w, y]).arg(eps).go()
     })
 }

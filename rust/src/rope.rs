@@ -601,163 +601,135 @@ pub mod rope {
 
 use crate::support::*;
 
-/// Enqueue `rope::rope_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `rope::rope_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_rope_kernel(
-    x: Option<&TensorDesc>, cos_: Option<&TensorDesc>, sin_: Option<&TensorDesc>,
-    y: Option<&TensorDesc>, block_s: i32, block_h: i32, half_tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, cos_: Desc, sin_: Desc, y: Desc, block_s: i32, block_h: i32, half_tile: i32,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("rope_kernel", grid, device_id, stream, |l| {
+    launch("rope_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, cos_, sin_] = l.arrays([("x", x, 5), ("cos", cos_, 2), ("sin", sin_, 2)])?;
         let [y] = l.arrays([("y", y, 5)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.require(&[cos_, sin_], dtype::F32)?;
         l.tiles(&[("BLOCK_S", block_s), ("HALF_TILE", half_tile), ("BLOCK_H", block_h)])?;
-        let mut call = l.call(crate::entry!(rope::rope_kernel));
-        call.python_claims().dtype(e_code).int(block_s).int(block_h).int(half_tile);
-        call.unit_axes(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]);
-        call.arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
+        let call = l.call(crate::entry!(rope::rope_kernel)).dtype(e_code);
+        let call = call.ints(&[block_s, block_h, half_tile]);
+        call.unit_arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
     })
 }
 
-/// Enqueue `rope::rope_persistent_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `rope::rope_persistent_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_rope_persistent_kernel(
-    x: Option<&TensorDesc>, cos_: Option<&TensorDesc>, sin_: Option<&TensorDesc>,
-    y: Option<&TensorDesc>, block_s: i32, block_h: i32, half_tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, cos_: Desc, sin_: Desc, y: Desc, block_s: i32, block_h: i32, half_tile: i32,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("rope_persistent_kernel", grid, device_id, stream, |l| {
+    launch("rope_persistent_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, cos_, sin_] = l.arrays([("x", x, 5), ("cos", cos_, 2), ("sin", sin_, 2)])?;
         let [y] = l.arrays([("y", y, 5)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.require(&[cos_, sin_], dtype::F32)?;
         l.tiles(&[("BLOCK_S", block_s), ("HALF_TILE", half_tile), ("BLOCK_H", block_h)])?;
-        let mut call = l.call(crate::entry!(rope::rope_persistent_kernel));
-        call.python_claims().dtype(e_code).int(block_s).int(block_h).int(half_tile);
-        call.unit_axes(&[x, sin_.ident("sin_"), y]);
-        call.arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
+        let call = l.call(crate::entry!(rope::rope_persistent_kernel)).dtype(e_code);
+        let call = call.ints(&[block_s, block_h, half_tile]).unit_arrays(&[x]);
+        call.arrays(&[cos_.ident("cos_")]).unit_arrays(&[sin_.ident("sin_"), y]).go()
     })
 }
 
-/// Enqueue `rope::rope_rows_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `rope::rope_rows_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_rope_rows_kernel(
-    x: Option<&TensorDesc>, cos_: Option<&TensorDesc>, sin_: Option<&TensorDesc>,
-    y: Option<&TensorDesc>, block_s: i32, block_h: i32, half_tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, cos_: Desc, sin_: Desc, y: Desc, block_s: i32, block_h: i32, half_tile: i32,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("rope_rows_kernel", grid, device_id, stream, |l| {
+    launch("rope_rows_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, cos_, sin_] = l.arrays([("x", x, 4), ("cos", cos_, 2), ("sin", sin_, 2)])?;
         let [y] = l.arrays([("y", y, 4)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.require(&[cos_, sin_], dtype::F32)?;
         l.tiles(&[("BLOCK_S", block_s), ("HALF_TILE", half_tile), ("BLOCK_H", block_h)])?;
-        let mut call = l.call(crate::entry!(rope::rope_rows_kernel));
-        call.python_claims().dtype(e_code).int(block_s).int(block_h).int(half_tile);
-        call.unit_axes(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]);
-        call.arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
+        let call = l.call(crate::entry!(rope::rope_rows_kernel)).dtype(e_code);
+        let call = call.ints(&[block_s, block_h, half_tile]);
+        call.unit_arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
     })
 }
 
-/// Enqueue `rope::rope_rows_notma_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `rope::rope_rows_notma_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_rope_rows_notma_kernel(
-    x: Option<&TensorDesc>, cos_: Option<&TensorDesc>, sin_: Option<&TensorDesc>,
-    y: Option<&TensorDesc>, block_s: i32, block_h: i32, half_tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, cos_: Desc, sin_: Desc, y: Desc, block_s: i32, block_h: i32, half_tile: i32,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("rope_rows_notma_kernel", grid, device_id, stream, |l| {
+    launch("rope_rows_notma_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, cos_, sin_] = l.arrays([("x", x, 4), ("cos", cos_, 2), ("sin", sin_, 2)])?;
         let [y] = l.arrays([("y", y, 4)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.require(&[cos_, sin_], dtype::F32)?;
         l.tiles(&[("BLOCK_S", block_s), ("HALF_TILE", half_tile), ("BLOCK_H", block_h)])?;
-        let mut call = l.call(crate::entry!(rope::rope_rows_notma_kernel));
-        call.python_claims().dtype(e_code).int(block_s).int(block_h).int(half_tile);
-        call.unit_axes(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]);
-        call.arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
+        let call = l.call(crate::entry!(rope::rope_rows_notma_kernel)).dtype(e_code);
+        let call = call.ints(&[block_s, block_h, half_tile]);
+        call.unit_arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
     })
 }
 
-/// Enqueue `rope::rope_rows_persistent_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `rope::rope_rows_persistent_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_rope_rows_persistent_kernel(
-    x: Option<&TensorDesc>, cos_: Option<&TensorDesc>, sin_: Option<&TensorDesc>,
-    y: Option<&TensorDesc>, block_s: i32, block_h: i32, half_tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, cos_: Desc, sin_: Desc, y: Desc, block_s: i32, block_h: i32, half_tile: i32,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("rope_rows_persistent_kernel", grid, device_id, stream, |l| {
+    launch("rope_rows_persistent_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, cos_, sin_] = l.arrays([("x", x, 4), ("cos", cos_, 2), ("sin", sin_, 2)])?;
         let [y] = l.arrays([("y", y, 4)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.require(&[cos_, sin_], dtype::F32)?;
         l.tiles(&[("BLOCK_S", block_s), ("BLOCK_H", block_h), ("HALF_TILE", half_tile)])?;
-        let mut call = l.call(crate::entry!(rope::rope_rows_persistent_kernel));
-        call.python_claims().dtype(e_code).int(block_s).int(block_h).int(half_tile);
-        call.unit_axes(&[cos_.ident("cos_"), sin_.ident("sin_"), y]);
-        call.arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
+        let call = l.call(crate::entry!(rope::rope_rows_persistent_kernel)).dtype(e_code);
+        let call = call.ints(&[block_s, block_h, half_tile]).arrays(&[x]);
+        call.unit_arrays(&[cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
     })
 }
 
-/// Enqueue `rope::rope_rows_pair_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `rope::rope_rows_pair_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_rope_rows_pair_kernel(
-    x: Option<&TensorDesc>, cos_: Option<&TensorDesc>, sin_: Option<&TensorDesc>,
-    y: Option<&TensorDesc>, block_s: i32, block_h: i32, half_tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, cos_: Desc, sin_: Desc, y: Desc, block_s: i32, block_h: i32, half_tile: i32,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("rope_rows_pair_kernel", grid, device_id, stream, |l| {
+    launch("rope_rows_pair_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, cos_, sin_] = l.arrays([("x", x, 4), ("cos", cos_, 2), ("sin", sin_, 2)])?;
         let [y] = l.arrays([("y", y, 4)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.require(&[cos_, sin_], dtype::F32)?;
         l.tiles(&[("BLOCK_S", block_s), ("HALF_TILE", half_tile), ("BLOCK_H", block_h)])?;
-        let mut call = l.call(crate::entry!(rope::rope_rows_pair_kernel));
-        call.python_claims().dtype(e_code).int(block_s).int(block_h).int(half_tile);
-        call.unit_axes(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]);
-        call.arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
+        let call = l.call(crate::entry!(rope::rope_rows_pair_kernel)).dtype(e_code);
+        let call = call.ints(&[block_s, block_h, half_tile]);
+        call.unit_arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
     })
 }
 
-/// Enqueue `rope::rope_rows_pair_persistent_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `rope::rope_rows_pair_persistent_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_rope_rows_pair_persistent_kernel(
-    x: Option<&TensorDesc>, cos_: Option<&TensorDesc>, sin_: Option<&TensorDesc>,
-    y: Option<&TensorDesc>, block_s: i32, block_h: i32, half_tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, cos_: Desc, sin_: Desc, y: Desc, block_s: i32, block_h: i32, half_tile: i32,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("rope_rows_pair_persistent_kernel", grid, device_id, stream, |l| {
+    launch("rope_rows_pair_persistent_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, cos_, sin_] = l.arrays([("x", x, 4), ("cos", cos_, 2), ("sin", sin_, 2)])?;
         let [y] = l.arrays([("y", y, 4)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.require(&[cos_, sin_], dtype::F32)?;
         l.tiles(&[("BLOCK_S", block_s), ("BLOCK_H", block_h), ("HALF_TILE", half_tile)])?;
-        let mut call = l.call(crate::entry!(rope::rope_rows_pair_persistent_kernel));
-        call.python_claims().dtype(e_code).int(block_s).int(block_h).int(half_tile);
-        call.unit_axes(&[cos_.ident("cos_"), sin_.ident("sin_"), y]);
-        call.arrays(&[x, cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
+        let call = l.call(crate::entry!(rope::rope_rows_pair_persistent_kernel)).dtype(e_code);
+        let call = call.ints(&[block_s, block_h, half_tile]).arrays(&[x]);
+        call.unit_arrays(&[cos_.ident("cos_"), sin_.ident("sin_"), y]).go()
     })
 }

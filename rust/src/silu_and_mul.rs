@@ -56,23 +56,19 @@ pub mod silu_and_mul {
 
 use crate::support::*;
 
-/// Enqueue `silu_and_mul::silu_and_mul_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `silu_and_mul::silu_and_mul_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_silu_and_mul_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, block_m: i32, block_n: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, block_m: i32, block_n: i32, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("silu_and_mul_kernel", grid, device_id, stream, |l| {
+    launch("silu_and_mul_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 2), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.tiles(&[("BLOCK_N", block_n), ("BLOCK_M", block_m)])?;
         let block_m_x_2 = l.tile("BLOCK_M_X_2", 2i32 * block_m)?;
-        let mut call = l.call(crate::entry!(silu_and_mul::silu_and_mul_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(block_n).int(block_m_x_2);
-        call.unit_axes(&[x, y]);
-        call.arrays(&[x, y]).go()
+        let call = l.call(crate::entry!(silu_and_mul::silu_and_mul_kernel)).dtype(e_code);
+        call.ints(&[block_m, block_n, block_m_x_2]).unit_arrays(&[x, y]).go()
     })
 }

@@ -69,8 +69,7 @@ pub mod softmax {
         let num_blocks = get_num_tile_blocks().0;
         let n_row_blocks = num_tiles(&x_tiles, 0i32);
         for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
-            let t: Tile<E, { [BLOCK_M, TILE] }> = load(&x_neg_inf, [rb, 0i32]);
-            let t: Tile<f32, { [BLOCK_M, TILE] }> = convert_tile(t);
+            let t: Tile<f32, { [BLOCK_M, TILE] }> = load_f32(&x_neg_inf, [rb, 0i32]);
             let t_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t, 1i32);
             let row_max = t_max.reshape(shape![BLOCK_M, 1]);
             let row_max_b = row_max.broadcast(shape![BLOCK_M, TILE]);
@@ -261,8 +260,7 @@ pub mod softmax {
         let c = 1.0f32.broadcast(shape![BLOCK_M, 1]);
         let mut y_last_op: Token = y_token;
         for rb in (bid..n_row_blocks).step_by(num_blocks as usize) {
-            let t: Tile<E, { [BLOCK_M, CHUNK] }> = load(&x_neg_inf, [rb, 0i32]);
-            let t: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+            let t: Tile<f32, { [BLOCK_M, CHUNK] }> = load_f32(&x_neg_inf, [rb, 0i32]);
             let t_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t, 1i32);
             let mut run_max: Tile<f32, { [BLOCK_M, 1] }> = t_max.reshape(shape![BLOCK_M, 1]);
             let run_max_b = run_max.broadcast(shape![BLOCK_M, CHUNK]);
@@ -270,8 +268,7 @@ pub mod softmax {
             let exp_sum: Tile<f32, { [BLOCK_M] }> = reduce_sum(exp_, 1i32);
             let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = exp_sum.reshape(shape![BLOCK_M, 1]);
             for c in 1i32..n_chunks {
-                let chunk: Tile<E, { [BLOCK_M, CHUNK] }> = load(&x_neg_inf, [rb, c]);
-                let chunk_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(chunk);
+                let chunk_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = load_f32(&x_neg_inf, [rb, c]);
                 let chunk_f32_max: Tile<f32, { [BLOCK_M] }> = reduce_max(chunk_f32, 1i32);
                 let chunk_f32_max_r = chunk_f32_max.reshape(shape![BLOCK_M, 1]);
                 let new_max = maxf(run_max, chunk_f32_max_r, nan::Disabled, ftz::Disabled);
@@ -289,8 +286,7 @@ pub mod softmax {
             let inv_sum_b = inv_sum.broadcast(shape![BLOCK_M, CHUNK]);
             let mut y_last_op_1: Token = y_last_op;
             for c_1 in 0i32..n_chunks {
-                let t_1: Tile<E, { [BLOCK_M, CHUNK] }> = load(&x_neg_inf, [rb, c_1]);
-                let t_1_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t_1);
+                let t_1_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = load_f32(&x_neg_inf, [rb, c_1]);
                 let exp_1: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_approx(t_1_f32 - run_max_b_1);
                 let out = exp_1 * inv_sum_b;
                 let out_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(out);
@@ -338,8 +334,7 @@ pub mod softmax {
                 constant(f32::NEG_INFINITY, shape![BLOCK_M, 1]);
             let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = constant(0.0f32, shape![BLOCK_M, 1]);
             for c in 0i32..diff {
-                let t: Tile<E, { [BLOCK_M, CHUNK] }> = load(&x_neg_inf, [rb, c]);
-                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = load_f32(&x_neg_inf, [rb, c]);
                 let t_f32_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_f32, 1i32);
                 let t_f32_max_r = t_f32_max.reshape(shape![BLOCK_M, 1]);
                 let new_max = maxf(run_max, t_f32_max_r, nan::Disabled, ftz::Disabled);
@@ -352,8 +347,7 @@ pub mod softmax {
                 run_max = new_max;
                 run_sum = sum;
             }
-            let last: Tile<E, { [BLOCK_M, CHUNK] }> = load(&x_neg_inf, [rb, n_chunks - 1i32]);
-            let last: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(last);
+            let last: Tile<f32, { [BLOCK_M, CHUNK] }> = load_f32(&x_neg_inf, [rb, n_chunks - 1i32]);
             let last_max: Tile<f32, { [BLOCK_M] }> = reduce_max(last, 1i32);
             let last_max_r = last_max.reshape(shape![BLOCK_M, 1]);
             let new_max = maxf(run_max, last_max_r, nan::Disabled, ftz::Disabled);
@@ -377,8 +371,7 @@ pub mod softmax {
             let mut y_last_op_1: Token = y_tok;
             for c_1 in 2i32..sum_1 {
                 let diff_6 = n_chunks - c_1;
-                let t: Tile<E, { [BLOCK_M, CHUNK] }> = load(&x_neg_inf, [rb, diff_6]);
-                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = load_f32(&x_neg_inf, [rb, diff_6]);
                 let exp_2: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_approx(t_f32 - run_max_b_1);
                 let out_1_e: Tile<E, { [BLOCK_M, CHUNK] }> = convert_tile(exp_2 * inv_sum_b_1);
                 let y_tok_1: Token =
@@ -449,8 +442,7 @@ pub mod softmax {
         let mut part_sum_tiles = view_mut(part_sum, shape![1, 1]);
         let split = get_tile_block_id().0;
         let row = get_tile_block_id().1;
-        let t: Tile<E, { [1, TILE] }> = load(&x_tiles, [row, split]);
-        let t: Tile<f32, { [1, TILE] }> = convert_tile(t);
+        let t: Tile<f32, { [1, TILE] }> = load_f32(&x_tiles, [row, split]);
         let t_max: Tile<f32, { [1] }> = reduce_max(t, 1i32);
         let tile_max = t_max.reshape(shape![1, 1]);
         let exp_: Tile<f32, { [1, TILE] }> = exp_approx(t - tile_max.broadcast(shape![1, TILE]));
@@ -503,8 +495,7 @@ pub mod softmax {
         let total = prod_sum.reshape(shape![1, 1]);
         let c = 1.0f32.broadcast(shape![1, 1]);
         let inv_total = divf(c, total, rounding::Approx, ftz::Enabled);
-        let t: Tile<E, { [1, TILE] }> = load_no_tma(&x_tiles, [row, split]);
-        let t_f32: Tile<f32, { [1, TILE] }> = convert_tile(t);
+        let t_f32: Tile<f32, { [1, TILE] }> = load_no_tma_f32(&x_tiles, [row, split]);
         let row_max_b_1 = row_max.broadcast(shape![1, TILE]);
         let exp_1: Tile<f32, { [1, TILE] }> = exp_approx(t_f32 - row_max_b_1);
         let out = exp_1 * inv_total.broadcast(shape![1, TILE]);
@@ -515,179 +506,149 @@ pub mod softmax {
 
 use crate::support::*;
 
-/// Enqueue `softmax::softmax_tma_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `softmax::softmax_tma_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_softmax_tma_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, block_m: i32, tile: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, block_m: i32, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("softmax_tma_kernel", grid, device_id, stream, |l| {
+    launch("softmax_tma_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 2), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(softmax::softmax_tma_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(tile).unit_axes(&[y]);
-        call.arrays(&[x, y]).go()
+        let call = l.call(crate::entry!(softmax::softmax_tma_kernel)).dtype(e_code);
+        call.ints(&[block_m, tile]).arrays(&[x]).unit_arrays(&[y]).go()
     })
 }
 
-/// Enqueue `softmax::softmax_tma_wide_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `softmax::softmax_tma_wide_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_softmax_tma_wide_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, block_m: i32, tile: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, block_m: i32, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("softmax_tma_wide_kernel", grid, device_id, stream, |l| {
+    launch("softmax_tma_wide_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 2), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(softmax::softmax_tma_wide_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(tile).unit_axes(&[y]);
-        call.arrays(&[x, y]).go()
+        let call = l.call(crate::entry!(softmax::softmax_tma_wide_kernel)).dtype(e_code);
+        call.ints(&[block_m, tile]).arrays(&[x]).unit_arrays(&[y]).go()
     })
 }
 
-/// Enqueue `softmax::softmax_tma_prefetch_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `softmax::softmax_tma_prefetch_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_softmax_tma_prefetch_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, block_m: i32, tile: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, block_m: i32, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("softmax_tma_prefetch_kernel", grid, device_id, stream, |l| {
+    launch("softmax_tma_prefetch_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 2), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(softmax::softmax_tma_prefetch_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(tile).unit_axes(&[y]);
-        call.arrays(&[x, y]).go()
+        let call = l.call(crate::entry!(softmax::softmax_tma_prefetch_kernel)).dtype(e_code);
+        call.ints(&[block_m, tile]).arrays(&[x]).unit_arrays(&[y]).go()
     })
 }
 
-/// Enqueue `softmax::softmax_gather_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `softmax::softmax_gather_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_softmax_gather_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, tile: i32, grid_x: u32, grid_y: u32,
-    grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("softmax_gather_kernel", grid, device_id, stream, |l| {
+    launch("softmax_gather_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 2), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
-        l.tile("TILE", tile)?;
-        let mut call = l.call(crate::entry!(softmax::softmax_gather_kernel));
-        call.python_claims().dtype(e_code).int(tile).unit_axes(&[y]);
-        call.stride(x, 0, "x_stride0").stride(y, 0, "y_stride0").arrays(&[x, y]).go()
+        l.tiles(&[("TILE", tile)])?;
+        let call = l.call(crate::entry!(softmax::softmax_gather_kernel)).dtype(e_code).int(tile);
+        let call = call.stride(x, 0, "x_stride0").stride(y, 0, "y_stride0").arrays(&[x]);
+        call.unit_arrays(&[y]).go()
     })
 }
 
-/// Enqueue `softmax::softmax_online_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `softmax::softmax_online_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_softmax_online_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, block_m: i32, chunk: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, block_m: i32, chunk: i32, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("softmax_online_kernel", grid, device_id, stream, |l| {
+    launch("softmax_online_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 2), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.tiles(&[("BLOCK_M", block_m), ("CHUNK", chunk)])?;
-        let mut call = l.call(crate::entry!(softmax::softmax_online_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(chunk).unit_axes(&[y]);
-        call.arrays(&[x, y]).go()
+        let call = l.call(crate::entry!(softmax::softmax_online_kernel)).dtype(e_code);
+        call.ints(&[block_m, chunk]).arrays(&[x]).unit_arrays(&[y]).go()
     })
 }
 
-/// Enqueue `softmax::softmax_online_rev_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `softmax::softmax_online_rev_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_softmax_online_rev_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, block_m: i32, chunk: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, block_m: i32, chunk: i32, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("softmax_online_rev_kernel", grid, device_id, stream, |l| {
+    launch("softmax_online_rev_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 2), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.tiles(&[("BLOCK_M", block_m), ("CHUNK", chunk)])?;
-        let mut call = l.call(crate::entry!(softmax::softmax_online_rev_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(chunk).unit_axes(&[y]);
-        call.arrays(&[x, y]).go()
+        let call = l.call(crate::entry!(softmax::softmax_online_rev_kernel)).dtype(e_code);
+        call.ints(&[block_m, chunk]).arrays(&[x]).unit_arrays(&[y]).go()
     })
 }
 
-/// Enqueue `softmax::softmax_tma_lean_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `softmax::softmax_tma_lean_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_softmax_tma_lean_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, block_m: i32, tile: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, block_m: i32, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("softmax_tma_lean_kernel", grid, device_id, stream, |l| {
+    launch("softmax_tma_lean_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 2), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
         l.tiles(&[("BLOCK_M", block_m), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(softmax::softmax_tma_lean_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(tile).unit_axes(&[y]);
-        call.arrays(&[x, y]).go()
+        let call = l.call(crate::entry!(softmax::softmax_tma_lean_kernel)).dtype(e_code);
+        call.ints(&[block_m, tile]).arrays(&[x]).unit_arrays(&[y]).go()
     })
 }
 
-/// Enqueue `softmax::softmax_split_stats_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `softmax::softmax_split_stats_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_softmax_split_stats_kernel(
-    x: Option<&TensorDesc>, part_max: Option<&TensorDesc>, part_sum: Option<&TensorDesc>,
-    tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, part_max: Desc, part_sum: Desc, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("softmax_split_stats_kernel", grid, device_id, stream, |l| {
+    launch("softmax_split_stats_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, part_max] = l.arrays([("x", x, 2), ("part_max", part_max, 2)])?;
         let [part_sum] = l.arrays([("part_sum", part_sum, 2)])?;
         l.writes(&[part_max, part_sum])?;
         let e_code = l.dtype(&[x], FLOATS)?;
-        l.require(&[part_max, part_sum], dtype::F32)?;
-        l.tile("TILE", tile)?;
-        let mut call = l.call(crate::entry!(softmax::softmax_split_stats_kernel));
-        call.python_claims().dtype(e_code).int(tile).unit_axes(&[x, part_max, part_sum]);
-        call.arrays(&[x, part_max, part_sum]).go()
+        l.require(&[part_max, part_sum], dtype::F32)?.tiles(&[("TILE", tile)])?;
+        let call = l.call(crate::entry!(softmax::softmax_split_stats_kernel)).dtype(e_code);
+        call.int(tile).unit_arrays(&[x, part_max, part_sum]).go()
     })
 }
 
-/// Enqueue `softmax::softmax_split_write_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `softmax::softmax_split_write_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_softmax_split_write_kernel(
-    x: Option<&TensorDesc>, part_max: Option<&TensorDesc>, part_sum: Option<&TensorDesc>,
-    y: Option<&TensorDesc>, tile: i32, splits: i32, grid_x: u32, grid_y: u32, grid_z: u32,
-    device_id: i32, stream: u64,
+    x: Desc, part_max: Desc, part_sum: Desc, y: Desc, tile: i32, splits: i32, grid_x: u32,
+    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("softmax_split_write_kernel", grid, device_id, stream, |l| {
+    launch("softmax_split_write_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, part_max] = l.arrays([("x", x, 2), ("part_max", part_max, 2)])?;
         let [part_sum, y] = l.arrays([("part_sum", part_sum, 2), ("y", y, 2)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
-        l.require(&[part_max, part_sum], dtype::F32)?;
-        l.tiles(&[("SPLITS", splits), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(softmax::softmax_split_write_kernel));
-        call.python_claims().dtype(e_code).int(tile).int(splits);
-        call.unit_axes(&[x, part_max, part_sum, y]);
-        call.arrays(&[x, part_max, part_sum, y]).go()
+        l.require(&[part_max, part_sum], dtype::F32)?
+            .tiles(&[("SPLITS", splits), ("TILE", tile)])?;
+        let call = l.call(crate::entry!(softmax::softmax_split_write_kernel)).dtype(e_code);
+        call.ints(&[tile, splits]).unit_arrays(&[x, part_max, part_sum, y]).go()
     })
 }

@@ -34,21 +34,18 @@ pub mod vector_add {
 
 use crate::support::*;
 
-/// Enqueue `vector_add::vector_add_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `vector_add::vector_add_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_vector_add_kernel(
-    a: Option<&TensorDesc>, b: Option<&TensorDesc>, c: Option<&TensorDesc>, tile: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    a: Desc, b: Desc, c: Desc, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32,
+    stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("vector_add_kernel", grid, device_id, stream, |l| {
+    launch("vector_add_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [a, b, c] = l.arrays([("a", a, 1), ("b", b, 1), ("c", c, 1)])?;
         l.writes(&[c])?;
         let e_code = l.dtype(&[a, b, c], FLOATS)?;
-        l.tile("TILE", tile)?;
-        let mut call = l.call(crate::entry!(vector_add::vector_add_kernel));
-        call.python_claims().dtype(e_code).int(tile).unit_axes(&[a, b]);
-        call.arrays(&[a, b]).owned(c, &[tile]).go()
+        l.tiles(&[("TILE", tile)])?;
+        let call = l.call(crate::entry!(vector_add::vector_add_kernel)).dtype(e_code).int(tile);
+        call.unit_arrays(&[a, b]).owned(c, &[tile]).go()
     })
 }

@@ -1,8 +1,8 @@
 """Stage D, host/FFI + correctness.
 
 Host side (on any machine): the launcher of the port (`D/ffi.rs`, the C-ABI part of B's kernel.rs)
-declares `extern "C" fn tileport_<kernel>` with `*const TensorDesc` arrays (`Option<&TensorDesc>` in an idiomatic
-port: the same pointer, null or not) and `#[unsafe(no_mangle)]`;
+declares `extern "C" fn tileport_<kernel>` with `*const TensorDesc` arrays (`Desc`, an
+`Option<&TensorDesc>`, in an idiomatic port: the same pointer, null or not) and `#[unsafe(no_mangle)]`;
 the built library exports that symbol with the runtime's ABI version, and its manifest entry lists
 the kernel's parameters in order. A failure there is FAIL class host.
 
@@ -57,7 +57,7 @@ def host_checks(ctx: KernelContext, ffi: str, build: dict, analysis: dict, trans
     symbol = entry.get("symbol", own_symbol)
     check("ffi.rs declares the C symbol", re.search(rf'extern\s+"C"\s+fn\s+{re.escape(own_symbol)}\s*\(', ffi)
           is not None, own_symbol)
-    check("arrays cross as *const TensorDesc", "*const TensorDesc" in ffi or "Option<&TensorDesc>" in ffi or not any(
+    check("arrays cross as *const TensorDesc", "*const TensorDesc" in ffi or re.search(r": Desc\b", ffi) or not any(
         p["kind"] == "array" for p in analysis["params"]))
     check("#[unsafe(no_mangle)]", "#[unsafe(no_mangle)]" in ffi)
     check("no raw-memory escapes (from_raw_parts / mem::forget / transmute)",

@@ -281,6 +281,10 @@ class IdiomaticEmitter(KernelEmitter):
         self.inline: dict[str, Inline] = {}
         self.comments = Comments()
         self.dead_bids = self._dead_bids()
+        self.load_casts = self.load_cast_plan()  # cast let id -> the load it reads
+        self.cast_loads = {id(ld) for ld in self.load_casts.values()}
+        self.store_casts = self.stored_casts()  # owned store op id -> the cast it stores
+        self.stored = {id(c) for c in self.store_casts.values()}
         self.folded = self.fold_plan()
         self.depth = 0
         # (characters it saves a line, its position, let id) of each fold written into the statement being rendered
@@ -376,8 +380,15 @@ class IdiomaticEmitter(KernelEmitter):
         return self.measured(lines)
 
     def let(self, st: Let) -> list[str]:
-        if id(st) in self.dead_bids:
-            return []
+        if id(st) in self.dead_bids or id(st) in self.cast_loads or id(st) in self.stored:
+            return []  # a load read by its cast, a cast an owned output stores: written in their use
+        if id(st) in self.load_casts:
+            expr = self.load_as_f32(self.load_casts[id(st)])
+            pre = self.take_local_views()
+            if st.update:
+                return self.measured(pre + [f"{st.name} = {expr};"])
+            mut = "mut " if id(st) in self.needs_mut else ""
+            return self.measured(pre + [f"let {mut}{st.name}: {type_rs(st.op.ty)} = {expr};"])
         if id(st) in self.folded:
             outer, self.consumed = self.consumed, []
             pre, expr = self.expr(st.op, st.name)
@@ -442,8 +453,9 @@ class IdiomaticEmitter(KernelEmitter):
                     continue
                 reads = self.eval_refs(st)
                 mine = [env[n] for n in reads or () if n in env and any(env[n] is p for p in pending)]
-                memory = (isinstance(st, (Let, Do)) and self.row(st.op).method in ("load", "store")
-                          and not any(st is o for o in self.owned.values()))  # `Tensor::store` types its tile
+                memory = ((isinstance(st, (Let, Do)) and self.row(st.op).method in ("load", "store")
+                           and not any(st is o for o in self.owned.values()))  # `Tensor::store` types its tile
+                          or id(st) in self.stored)  # what it reads goes to `store_cast`
                 if ((memory and any(id(m) in calls for m in mine))
                         or (self.calls_helper(st) and any(self.method_call(m.op) or id(m) in untyped for m in mine))):
                     mine = []  # cutile's type check cannot type such a value passed to an inlined function
@@ -468,12 +480,66 @@ class IdiomaticEmitter(KernelEmitter):
         walk_block(self.kernel.body, {})
         return folded
 
+    def stored_casts(self) -> dict[int, Let]:
+        """Owned outputs' stores (by op id) of a cast (`convert_tile`) made by the statement before, for them
+        only: one `store_cast` (cutile types a cast by its `let` only, so it cannot be written inside
+        `Tensor::store`; the helper's `let` types it by the output's element type)."""
+        counts = use_counts(self.kernel)
+        owned = {id(st) for st in self.owned.values()}
+        live = [st for st in self.kernel.body.stmts if id(st) not in self.unused and id(st) not in self.dead_bids]
+        return {id(store.op): cast for cast, store in zip(live, live[1:])
+                if id(store) in owned and isinstance(cast, Let) and cast.op.kind == OpKind.ASTYPE
+                and not cast.update and counts[id(cast)] == 1 and isinstance(store.op.args[1], Ref)
+                and store.op.args[1].name == cast.name
+                and self.row(cast.op).template in (L.CAST[("f", "f")], L.CAST[("i", "f")], L.CAST[("f", "i")])}
+
+    def load_cast_plan(self) -> dict[int, Let]:
+        """Float tiles loaded (default memory modes) only to be cast to f32 by the next statement: the cast is
+        written as the load (`load_f32`, one helper for both operations, in their order). A load the source
+        names keeps its `let` unless the cast is named after it."""
+        counts = use_counts(self.kernel)
+        src = _source(self.kernel.loc.file)
+        named = src.names if src else frozenset()
+        out: dict[int, Let] = {}
+
+        def plain_load(st) -> bool:
+            if not isinstance(st, Let):
+                return False
+            op = st.op
+            return (op.kind == OpKind.LOAD and not st.update and id(st) not in self.needs_mut
+                    and counts[id(st)] == 1 and self.row(op).method == "load"
+                    and op.attr("token") is None and op.attr("result_token") is None and op.attr("latency") is None
+                    and self.kind(op.ty.dtype) == "f")
+
+        def walk_block(block: Block) -> None:
+            live = [st for st in block.stmts if id(st) not in self.unused and id(st) not in self.dead_bids]
+            for prev, st in zip(live, live[1:]):
+                if (plain_load(prev) and isinstance(st, Let) and st.op.kind == OpKind.ASTYPE
+                        and str(st.op.ty.dtype) == "f32" and isinstance(st.op.args[0], Ref)
+                        and st.op.args[0].name == prev.name and self.row(st.op).template == L.CAST[("f", "f")]
+                        and (prev.name not in named or st.name.startswith(prev.name))):
+                    out[id(st)] = prev
+            for st in live:
+                for inner in _blocks(st):
+                    walk_block(inner)
+
+        walk_block(self.kernel.body)
+        return out
+
+    def load_as_f32(self, load: Let) -> str:
+        """The load `load` cast to f32, as one helper call (see `load_cast_plan`)."""
+        expr = self.lower_load(load.op, load.name)
+        helper, rest = expr.split("(", 1)
+        self.helpers.add(f"{helper}_f32")
+        return f"{helper}_f32({rest}"
+
     def calls_helper(self, st) -> bool:
-        """Whether the statement's operation is written as a call of a `tiles` helper or a `Tensor::store`."""
+        """Whether the statement's operation is written as a call of a `tiles` helper or a `Tensor::store` (or is
+        a cast a `store_cast` takes)."""
         if not isinstance(st, (Let, Do)):
             return False
         row = self.row(st.op)
-        if row.method == "store" or row.method == "load":
+        if row.method == "store" or row.method == "load" or id(st) in self.stored:
             return True
         return row.template is not None and any(re.search(rf"(?<![\w.]){h}\(", row.template) for h in L.TILE_HELPERS)
 
@@ -581,6 +647,9 @@ class IdiomaticEmitter(KernelEmitter):
 
     def lower_store(self, op: Op, name: str) -> str:
         arr, tile, *index = op.args
+        if arr.name in self.owned and id(op) in self.store_casts:
+            self.helpers.add("store_cast")
+            return L.IDIOM_STORE_CAST.format(array=arr.name, tile=self.atom(self.store_casts[id(op)].op.args[0]))
         if arr.name in self.owned:
             return L.IDIOM_STORE_OWNED.format(array=arr.name, tile=self.atom(tile))
         if op.attr("token") is not None and op.attr("latency") is None and op.attr("allow_tma") is not False:

@@ -1,13 +1,16 @@
 """The idiomatic rendering's C-ABI launchers: a few lines each, over the crate's one generic launch path.
 
 The C symbols, argument order and C types are those of ffi.py's launchers (the Python runtime calls both the
-same way); an array descriptor crosses as `Option<&TensorDesc>`, a pointer that may be null, as before. The
+same way); an array descriptor crosses as `Desc` (`Option<&TensorDesc>`), a pointer that may be null, as before. The
 launcher checks its arguments through `Launch` and describes the launch to `Call` (support.rs, from
 templates/launch.rs), which keeps the key, the kernel parameters and the specialization in the order ffi.py's
 launchers build them, so both launch the same function with the same parameters.
 """
 
 from __future__ import annotations
+
+import itertools
+import re
 
 from tileport.diagnostics import Diagnostic
 from tileport.emit.rust import lowering as L
@@ -24,7 +27,9 @@ MAX_GENERICS = 64  # templates/launch.rs
 FLOATS = ["f32", "f16", "bf16"]  # templates/launch.rs `FLOATS`
 # Locals of every launcher; C parameter names must not collide with them.
 LOCALS = frozenset({"grid", "grid_x", "grid_y", "grid_z", "device_id", "stream", "l", "call", "launch", "dtype"})
+WIDTH = 100  # rustfmt's line width
 LINE = 88  # a launch's calls are grouped in statements of at most this many characters (rustfmt's width less indent)
+TOP = WIDTH - 8  # the same, for a launch at the top of the launcher's closure (not in an `if`)
 
 
 def _packed(items: list[tuple[str, str]], statement, width: int = LINE) -> list[str]:
@@ -39,7 +44,33 @@ def _packed(items: list[tuple[str, str]], statement, width: int = LINE) -> list[
 
 
 def c_type(ty: str) -> str:
-    return "Option<&TensorDesc>" if ty == "*const TensorDesc" else ty
+    return "Desc" if ty == "*const TensorDesc" else ty
+
+
+CHECK = re.compile(r"^l(\.(?:writes|require|tiles)\(.*\)\?);$")  # a check that returns the `Launch`
+
+
+def chained_checks(lines: list[str], width: int = LINE) -> list[str]:
+    """Consecutive `l.check(..)?;` statements as `l.a(..)?.b(..)?;` chains of at most `width` characters."""
+    out: list[str] = []
+    for line in lines:
+        m = CHECK.match(line)
+        prev = CHECK.match(out[-1][:-1] + ";") if out and out[-1].endswith("?;") else None
+        if m and prev and len(out[-1]) + len(m.group(1)) <= width:
+            out[-1] = out[-1][:-1] + m.group(1) + ";"
+        else:
+            out.append(line)
+    return out
+
+
+def exhaustive(group: KernelGroup) -> bool:
+    """The entries cover every value of the constants they are specialized for (booleans only): the last
+    one takes what the others do not, and no call is left unspecialized."""
+    names = group.pinned_names
+    pins = {tuple(v.pinned.get(n) for n in names) for v in group.variants}
+    return (bool(names) and all(pinned_kind(group, n) == "bool" for n in names)
+            and all(set(v.pinned) == set(names) for v in group.variants) and len(pins) == 2 ** len(names)
+            == len(group.variants))
 
 
 def idiomatic_unit_axes(kernel: Kernel, owned: set[str]) -> dict[tuple[str, int], str]:
@@ -77,53 +108,120 @@ def _launcher(group: KernelGroup, owned_of) -> str:
     conds = [" && ".join([_pinned_test(names[n], pinned_code(group, n, v)).replace(".is_null()", ".is_none()")
                           for n, v in sorted(variant.pinned.items())]
                          + (_dtype_tests(variant, descs) if by_dtype else [])) for variant in group.variants]
-    bodies = [_variant(v, names, owned_of(v)) for v in group.variants]
+    bodies = [_variant(v, names, owned_of(v), "entry") for v in group.variants]  # the entry chosen before
     if group.pinned_names:
         shown = ", ".join(f"{n}={{{names[n]}{':?' if pinned_kind(group, n) == 'none' else ''}}}"
                           for n in group.pinned_names)
         none = f'Err(l.unspecialized(format!("{shown}")))'
     else:
         none = "Err(l.no_dtype_entry())"
+    covered = not by_dtype and exhaustive(group)  # the last entry needs no test
+    tables: list[str] = []  # the entry tables the launcher reads, written before it
+    table_name = group.base.upper()
     # entries whose launches differ in the entry only share one body, the entry chosen first
     groups: dict[tuple[str, ...], list[int]] = {}
-    for i, (v, b) in enumerate(zip(group.variants, bodies)):
-        groups.setdefault(tuple(line.replace(_entry(v), "entry") for line in b), []).append(i)
+    for i, b in enumerate(bodies):
+        groups.setdefault(tuple(b), []).append(i)
     if len(groups) == 1 and len(group.variants) > 1:  # one body: the entry chosen, else no entry takes the call
-        (shared, members), = groups.items()
-        chain = " else ".join(f"if {conds[i]} {{ {_entry(group.variants[i])} }}" for i in members)
-        body.append(f"let entry = {chain} else {{ return {none}; }};")
-        body += shared
+        (members,) = groups.values()
+        if _tabled(group, members, covered):
+            tables.append(_table(group, members, table_name))
+            body.append(f"let entry = l.entry(&{table_name}, [{_pin_values(group, names)}])?;")
+        else:
+            body.append(_entry_choice(group, members, conds, none, covered))
+        body += _variant(group.variants[members[0]], names, owned_of(group.variants[members[0]]), "entry", TOP)
         groups = {}
         by_dtype = False
         group_pinned = False
     else:
-        group_pinned = bool(group.pinned_names)
-    for shared, members in groups.items():
-        if len(members) == 1:
-            i = members[0]
-            lines = bodies[i]
-        else:
-            chain = " else ".join(f"if {conds[i]} {{ {_entry(group.variants[i])} }}" for i in members[:-1])
-            lines = [f"let entry = {chain} else {{ {_entry(group.variants[members[-1]])} }};", *shared]
-        cond = " || ".join(f"({conds[i]})" if " && " in conds[i] and len(members) > 1 else conds[i]
-                           for i in members)
-        if cond:
-            body.append(f"if {cond} {{")
-            body += ["    " + x for x in lines[:-1]] + [f"    return {lines[-1]};", "}"]
-        else:
-            body += lines
+        group_pinned = bool(group.pinned_names) and not covered
+    for n, members in enumerate(groups.values()):
+        last = covered and n == len(groups) - 1  # launched without a test
+        body += _arm(group, members, conds, names, owned_of, last, tables)
     if group_pinned or by_dtype:
         body.append(none)
-    doc = [f"/// Enqueue `{k.module_name}::{group.base}` on `stream` with the grid, without waiting: 0, or a negative",
-           "/// code with a message from `tileport_last_error`."]
-    head = ["let grid = [grid_x, grid_y, grid_z];", f'launch("{group.base}", grid, device_id, stream, |l| {{']
+    doc = [f"/// Enqueue `{k.module_name}::{group.base}` on `stream`, not waiting: 0, or a negative code (see "
+           "`tileport_last_error`)."]
+    head = f'launch("{group.base}", [grid_x, grid_y, grid_z], device_id, stream, |l| {{'
+    head = [head] if len(head) + 4 <= WIDTH else ["let grid = [grid_x, grid_y, grid_z];",
+                                                  f'launch("{group.base}", grid, device_id, stream, |l| {{']
     sig = f"pub extern \"C\" fn {group.symbol}({', '.join(c_params)}) -> i32 {{"
-    return "\n".join(doc + ["#[unsafe(no_mangle)]", sig] + ["    " + h for h in head] + ["        " + b for b in body]
-                     + ["    })", "}"])
+    return "\n\n".join(tables + ["\n".join(doc + ["#[unsafe(no_mangle)]", sig] + ["    " + h for h in head]
+                                            + ["        " + b for b in chained_checks(body, TOP)] + ["    })", "}"])])
 
 
-def _variant(k: Kernel, names: dict[str, str], owned: dict) -> list[str]:
-    """The checks of one entry, then its launch (the last line, an expression)."""
+def _arm(group: KernelGroup, members: list[int], conds: list[str], names: dict[str, str], owned_of, last: bool,
+         tables: list[str]) -> list[str]:
+    """The launch of the entries `members`, which share one body: in `if <their constants> { .. }` (an
+    `if let` of their table's entry), unless `last` (the call takes no other entry)."""
+    first = group.variants[members[0]]
+    cond = " || ".join(f"({conds[i]})" if " && " in conds[i] and len(members) > 1 else conds[i] for i in members)
+    nested = bool(cond) and not last
+    if len(members) == 1:
+        lines = _variant(first, names, owned_of(first), _entry(first), LINE if nested else TOP)
+    elif nested and _tabled(group, members, False):  # the group's table finds the entry
+        name = f"{group.base.upper()}_{len(tables)}"
+        tables.append(_table(group, members, name))
+        cond = f"let Some(entry) = {name}.find([{_pin_values(group, names)}])"
+        lines = _variant(first, names, owned_of(first), "entry", LINE)
+    else:
+        chain = " else ".join(f"if {conds[i]} {{ {_entry(group.variants[i])} }}" for i in members[:-1])
+        lines = [f"let entry = {chain} else {{ {_entry(group.variants[members[-1]])} }};",
+                 *_variant(first, names, owned_of(first), "entry", LINE if nested else TOP)]
+    if not nested:
+        return lines
+    return [f"if {cond} {{", *["    " + x for x in chained_checks(lines[:-1])], f"    return {lines[-1]};", "}"]
+
+
+def _tabled(group: KernelGroup, members: list[int], covered: bool) -> bool:
+    """Whether the entries `members` are chosen from a table (`Entries`): several of them, each taking a value
+    of every constant that selects one, all booleans or all integers. One boolean that selects between two
+    entries indexes them in place (`_entry_choice`)."""
+    names = group.pinned_names
+    kinds = {pinned_kind(group, n) for n in names}
+    return (len(members) > 1 and bool(names) and kinds in ({"bool"}, {"int"})
+            and all(set(group.variants[i].pinned) == set(names) for i in members)
+            and not (covered and len(names) == 1))
+
+
+def _pin_values(group: KernelGroup, names: dict[str, str]) -> str:
+    return ", ".join(names[n] for n in group.pinned_names)
+
+
+def _table(group: KernelGroup, members: list[int], name: str) -> str:
+    """The `Entries` table of `members`: a row per entry, the values of its constants and the entry."""
+    kind = pinned_kind(group, group.pinned_names[0])
+    ty = "bool" if kind == "bool" else "i32"
+    listed = ", ".join(f'"{n}"' for n in group.pinned_names)
+
+    def value(v) -> str:
+        return ("true" if v else "false") if isinstance(v, bool) else str(v)
+    rows = [f"        ([{', '.join(value(pinned_code(group, n, group.variants[i].pinned[n])) for n in group.pinned_names)}], "
+            f"{_entry(group.variants[i])})," for i in members]
+    k = group.first
+    return "\n".join([f"/// The entries of `{k.module_name}::{group.base}` and the constants each is specialized for.",
+                      "#[rustfmt::skip]",
+                      f"const {name}: Entries<{ty}, {len(group.pinned_names)}> = Entries {{",
+                      f"    names: [{listed}],", "    rows: &[", *rows, "    ],", "};"])
+
+
+def _entry_choice(group: KernelGroup, members: list[int], conds: list[str], none: str, covered: bool) -> str:
+    """`let entry = ..;`: the entry whose constants the call's are. The entries of every value of one boolean
+    are a table indexed by it."""
+    entries = [_entry(group.variants[i]) for i in members]
+    if covered and len(group.pinned_names) == 1:
+        name = group.pinned_names[0]
+        by_value = sorted(members, key=lambda i: group.variants[i].pinned[name])
+        table = ", ".join(_entry(group.variants[i]) for i in by_value)
+        return f"let entry = [{table}][{conds[by_value[1]]} as usize];"
+    last = entries[-1] if covered else f"return {none};"
+    chain = " else ".join(f"if {conds[i]} {{ {e} }}" for i, e in zip(members, entries[:-1] if covered else entries))
+    return f"let entry = {chain} else {{ {last} }};"
+
+
+def _variant(k: Kernel, names: dict[str, str], owned: dict, entry: str, width: int = LINE) -> list[str]:
+    """The checks of one entry, then its launch (the last line, an expression) in statements of at most `width`
+    characters."""
     _check_fits(k, list(k.dtype_vars))
     if len(k.params) + len(k.dtype_vars) + len(derived_dims(k)) + sum(p.ty.rank for p in k.array_params) \
             > MAX_GENERICS:
@@ -145,9 +243,7 @@ def _variant(k: Kernel, names: dict[str, str], owned: dict) -> list[str]:
             fixed.setdefault(p.ty.dtype, []).append(names[p.name])
     lines += [f"l.require(&[{', '.join(arrs)}], dtype::{L.DTYPE_CONST[dt]})?;" for dt, arrs in fixed.items()]
     consts = tile_dim_consts(k)
-    if len(consts) == 1:
-        lines.append(f'l.tile("{consts[0]}", {names[consts[0]]})?;')
-    elif consts:
+    if consts:
         listed = ", ".join(f'("{n}", {names[n]})' for n in consts)
         lines.append(f"l.tiles(&[{listed}])?;")
     derived = {}
@@ -158,21 +254,22 @@ def _variant(k: Kernel, names: dict[str, str], owned: dict) -> list[str]:
     lines += dtype_lines
     for st in launch_alignments(k):
         lines += _alignment(k, st, names)
-    lines.append(f"let mut call = l.call({_entry(k)});")
     specialization, arguments = _chain(k, names, owned, call, derived)
-    lines += _statements(specialization, ";") + _statements(arguments + [".go()"], "")
-    return lines
+    return lines + _statements(f"l.call({entry})", specialization + arguments + [".go()"], width)
 
 
-def _statements(calls: list[str], end: str) -> list[str]:
-    """`call.a().b();` statements of the calls, each line at most LINE characters (the last ends with `end`)."""
-    out, line = [], "call"
-    for c in calls:
-        if len(line) + len(c) + 1 > LINE and line != "call":
-            out.append(line + ";")
+def _statements(start: str, calls: list[str], width: int) -> list[str]:
+    """The launch `start` and its calls as `let call = call.a().b();` statements of at most `width` characters,
+    the last one the launch's expression (`Call` is a by-value builder)."""
+    out, line = [], start
+    for i, c in enumerate(calls):
+        # a statement binds `call`; the last one is the launcher's value (`return ..;` in an `if`)
+        frame = len("let call = ;") if i < len(calls) - 1 else len("return ;")
+        if len(line) + len(c) + frame > width and line != "call":
+            out.append(f"let call = {line};")
             line = "call"
         line += c
-    return out + [line + end] if line != "call" else out
+    return out + [line]
 
 
 def _entry(k: Kernel) -> str:
@@ -215,34 +312,61 @@ def _chain(k: Kernel, names: dict[str, str], owned: dict, dtype_calls: list[str]
            ) -> tuple[list[str], list[str]]:
     """The `Call` methods of one entry's launch, in the order its key, parameters and generics take them:
     (the specialization's, the arguments')."""
-    out = [".python_claims()"] if claims_cutile_python(k) else []
+    out = [] if claims_cutile_python(k) else [".cutile_claims()"]
     out += dtype_calls
     for p in k.const_params:
         kind = {"bool": "bool", "float": "float"}.get(p.const_type, "int")
         out.append(f".{kind}({names[p.name]})")
     out += [f".int({derived[d]})" for d in derived_dims(k)]
-    out += [f".aligned({alignment_generic(st).lower()})" for st in launch_alignments(k)]
+    out = _ints(out) + [f".aligned({alignment_generic(st).lower()})" for st in launch_alignments(k)]
     unit = idiomatic_unit_axes(k, set(owned))
     with_axes = list(dict.fromkeys(a for a, _axis in unit))
-    if with_axes:
+    passed = [p.name for p in k.params if p.is_array and p.ident not in owned]
+    # an array argument's unit-axis generics come with it (`unit_arrays`) when they are the last generics, in
+    # the order of the arguments; else they are given first (`unit_axes`)
+    with_arrays = with_axes == [a for a in passed if a in with_axes]
+    if with_axes and not with_arrays:
         out.append(f".unit_axes(&[{', '.join(_arr(k.param(a), names) for a in with_axes)}])")
     spec, out = out, [f'.stride({names[a]}, {d}, "{a}_stride{d}")' for a, d in stride_params(k)]
     arrays: list[str] = []  # consecutive array arguments, passed together
+
+    def flush():
+        for unit_run, run in itertools.groupby(arrays, lambda p: with_arrays and p.name in with_axes):
+            out.append(f".{'unit_arrays' if unit_run else 'arrays'}(&[{', '.join(_arr(p, names) for p in run)}])")
+        arrays.clear()
     for p in k.params:
         if p.is_array and p.ident not in owned:
-            arrays.append(_arr(p, names))
+            arrays.append(p)
             continue
-        if arrays:
-            out.append(f".arrays(&[{', '.join(arrays)}])")
-            arrays = []
+        flush()
         if p.is_array:
             tile = ", ".join(_host_dim(d, names, derived) for d in owned[p.ident].op.args[1].ty.shape)
             out.append(f".owned({_arr(p, names)}, &[{tile}])")
-        elif not p.is_const:
+        elif not p.is_const and _hinted(p):
             out.append(f'.scalar("{p.ident}", {names[p.name]})')
-    if arrays:
-        out.append(f".arrays(&[{', '.join(arrays)}])")
+        elif not p.is_const:
+            out.append(f".arg({names[p.name]})")
+    flush()
     return spec, out
+
+
+def _hinted(p) -> bool:
+    """A scalar whose value is a divisibility hint of the launch (templates/launch.rs `Scalar`): an integer."""
+    return L.RUST_DTYPE[p.ty.dtype] in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+
+
+def _ints(calls: list[str]) -> list[str]:
+    """Consecutive `.int(a).int(b)` generics as one `.ints(&[a, b])`."""
+    out: list[str] = []
+    for c in calls:
+        value = c[len(".int("):-1] if c.startswith(".int(") else None
+        if value is not None and out and out[-1].startswith((".int(", ".ints(")):
+            prev = out[-1]
+            values = prev[len(".ints(&["):-2] if prev.startswith(".ints(") else prev[len(".int("):-1]
+            out[-1] = f".ints(&[{values}, {value}])"
+        else:
+            out.append(c)
+    return out
 
 
 def _arr(p, names: dict[str, str]) -> str:

@@ -218,6 +218,7 @@ IDIOM_LOAD_AFTER = "load_after(&{view}, [{index}], {token}, [{inbounds}])"
 IDIOM_STORE_AFTER = "store_after(&{view}, {tile}, [{index}], {token}, [{inbounds}])"
 # an output the kernel writes once, at the tile of its block (`&mut Tensor`): cutile's `Tensor::store`
 IDIOM_STORE_OWNED = "{array}.store({tile})"
+IDIOM_STORE_CAST = "store_cast({array}, {tile})"  # the same, of a tile cast to the output's element type
 IDIOM_APPROX_F32 = {"exp": "exp_approx({x})", "tanh": "tanh_approx({x})"}  # rounding_mode=APPROX on f32 tiles
 IDIOM_SPLAT_LIT = "{scalar}.reshape(shape![{ones}]).broadcast(shape![{shape}])"  # a 0-d constant, as cuTile
 IDIOM_EXTRACT_INDEX = "scalar_to_tile({x})"

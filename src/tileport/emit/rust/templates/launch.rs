@@ -31,6 +31,29 @@ macro_rules! entry {
     };
 }
 
+/// An array argument of a C launcher: a descriptor pointer that may be null (`*const TensorDesc` in C).
+pub type Desc<'a> = Option<&'a TensorDesc>;
+
+/// The entries of a kernel specialized for values of some of its constants: each entry with the values it
+/// takes, in the order of `names`.
+pub struct Entries<K: 'static, const N: usize> {
+    pub names: [&'static str; N],
+    pub rows: &'static [([K; N], Entry)],
+}
+
+impl<K: PartialEq + Copy + std::fmt::Display, const N: usize> Entries<K, N> {
+    /// The entry specialized for `values`.
+    pub fn find(&self, values: [K; N]) -> Option<Entry> {
+        self.rows.iter().find(|(row, _)| *row == values).map(|&(_, entry)| entry)
+    }
+
+    /// `NAME=value, ..`: the constants of a call, for messages.
+    fn shown(&self, values: [K; N]) -> String {
+        let pairs: Vec<String> = self.names.iter().zip(values).map(|(n, v)| format!("{n}={v}")).collect();
+        pairs.join(", ")
+    }
+}
+
 /// Run a C launcher: `body` checks the arguments and makes the launch (`Launch::call`); errors come back as
 /// return codes with a message (`tileport_last_error`), panics as `Code::Panic`.
 pub fn launch(
@@ -84,11 +107,11 @@ impl Launch {
     }
 
     /// The outputs' elements do not overlap (many blocks write them at once) and the grid is not empty.
-    pub fn writes(&self, outputs: &[Arr]) -> Result<()> {
+    pub fn writes(&self, outputs: &[Arr]) -> Result<&Self> {
         for a in outputs {
             require_disjoint(a.name, a.desc)?;
         }
-        check_grid(self.grid)
+        check_grid(self.grid).map(|()| self)
     }
 
     /// The dtype code the arrays of one generic element type share, one of `allowed`.
@@ -103,8 +126,8 @@ impl Launch {
     }
 
     /// Arrays of a fixed element type have it.
-    pub fn require(&self, arrays: &[Arr], code: i32) -> Result<()> {
-        arrays.iter().try_for_each(|a| require_dtype(a.name, a.desc, code))
+    pub fn require(&self, arrays: &[Arr], code: i32) -> Result<&Self> {
+        arrays.iter().try_for_each(|a| require_dtype(a.name, a.desc, code)).map(|()| self)
     }
 
     /// A tile-shape constant (a positive power of two), returned.
@@ -113,13 +136,22 @@ impl Launch {
     }
 
     /// Tile-shape constants, in order (see `tile`).
-    pub fn tiles(&self, constants: &[(&str, i32)]) -> Result<()> {
-        constants.iter().try_for_each(|&(name, value)| check_tile_dim(name, value))
+    pub fn tiles(&self, constants: &[(&str, i32)]) -> Result<&Self> {
+        constants.iter().try_for_each(|&(name, value)| check_tile_dim(name, value)).map(|()| self)
     }
 
     /// No entry is specialized for these constants (`values`: `NAME=value, ..`).
     pub fn unspecialized(&self, values: String) -> Error {
         Error::new(Code::InvalidArgument, format!("no entry of `{}` is specialized for {values}", self.kernel))
+    }
+
+    /// The entry of `table` specialized for `values`, else the error that none is.
+    pub fn entry<K: PartialEq + Copy + std::fmt::Display, const N: usize>(
+        &self,
+        table: &Entries<K, N>,
+        values: [K; N],
+    ) -> Result<Entry> {
+        table.find(values).ok_or_else(|| self.unspecialized(table.shown(values)))
     }
 
     /// No entry takes the arrays' dtypes.
@@ -142,7 +174,7 @@ impl Launch {
             n_unit_axes: 0,
             ints: [("", 0); MAX_PARAMS],
             n_ints: 0,
-            python_claims: false,
+            python_claims: true,
         }
     }
 }
@@ -163,7 +195,8 @@ pub enum Generic<'a> {
 /// An array of the specialization: its name, descriptor and the axes the entry takes as constants.
 type SpecTensor<'a> = Option<(&'static str, &'a TensorDesc, u32)>;
 
-/// One launch being described: its key, kernel parameters and specialization, built on the stack.
+/// One launch being described: its key, kernel parameters and specialization, built on the stack (a
+/// by-value builder: each method takes and returns it).
 pub struct Call<'a> {
     launch: &'a Launch,
     entry: Entry,
@@ -224,57 +257,77 @@ impl Scalar for bool {
 }
 
 impl<'a> Call<'a> {
-    fn generic(&mut self, g: Generic<'a>) -> &mut Self {
-        self.generics[self.n_generics] = g;
-        self.n_generics += 1;
+    #[inline]
+    fn generic(mut self, g: Generic<'a>) -> Self {
+        self.push_generic(g);
         self
     }
 
-    /// The arrays claim the divisibility cuTile Python's launcher claims (`python_claims`), not cutile's.
-    pub fn python_claims(&mut self) -> &mut Self {
-        self.python_claims = true;
+    fn push_generic(&mut self, g: Generic<'a>) {
+        self.generics[self.n_generics] = g;
+        self.n_generics += 1;
+    }
+
+    /// The arrays claim the divisibility cutile's launcher computes (`compute_spec`), not the one cuTile
+    /// Python's claims (`python_claims`, the default: the launch of a kernel cuTile Python launches).
+    #[inline]
+    pub fn cutile_claims(mut self) -> Self {
+        self.python_claims = false;
         self
     }
 
     /// An element type generic, by dtype code.
-    pub fn dtype(&mut self, code: i32) -> &mut Self {
+    #[inline]
+    pub fn dtype(self, code: i32) -> Self {
         self.dtype_name(dtype::name(code))
     }
 
     /// An element type generic, by name (a derived one: `tf32`).
-    pub fn dtype_name(&mut self, name: &'static str) -> &mut Self {
+    #[inline]
+    pub fn dtype_name(mut self, name: &'static str) -> Self {
         self.key.text(name);
         self.generic(Generic::Text(name))
     }
 
     /// An integer constant generic (a constant parameter, a derived tile dimension).
-    pub fn int(&mut self, value: i32) -> &mut Self {
+    #[inline]
+    pub fn int(mut self, value: i32) -> Self {
         self.key.word(value as i64);
         self.generic(Generic::Int(value))
     }
 
+    /// Integer constant generics, in order (see `int`).
+    #[inline]
+    pub fn ints(self, values: &[i32]) -> Self {
+        values.iter().fold(self, |call, &v| call.int(v))
+    }
+
     /// A boolean constant generic.
-    pub fn bool(&mut self, value: bool) -> &mut Self {
+    #[inline]
+    pub fn bool(mut self, value: bool) -> Self {
         self.key.word(value as i64);
         self.generic(Generic::Bool(value))
     }
 
     /// A float constant generic.
-    pub fn float(&mut self, value: f64) -> &mut Self {
+    #[inline]
+    pub fn float(mut self, value: f64) -> Self {
         self.key.float(value);
         self.generic(Generic::Float(value))
     }
 
     /// A generic computed from the arrays' layout (a view's alignment): the arrays' words in the key fix it.
-    pub fn aligned(&mut self, value: i32) -> &mut Self {
+    #[inline]
+    pub fn aligned(self, value: i32) -> Self {
         self.generic(Generic::Int(value))
     }
 
     /// The static length of each axis of each array: 1 where the launch's is (`unit_axis`), else dynamic.
-    pub fn unit_axes(&mut self, arrays: &[Arr<'a>]) -> &mut Self {
+    #[inline]
+    pub fn unit_axes(mut self, arrays: &[Arr<'a>]) -> Self {
         for a in arrays {
             for axis in 0..a.desc.ndim.max(0) as usize {
-                self.generic(Generic::UnitAxis(a.desc, axis));
+                self.push_generic(Generic::UnitAxis(a.desc, axis));
             }
             self.unit_axes[self.n_unit_axes] = a.name;
             self.n_unit_axes += 1;
@@ -283,13 +336,15 @@ impl<'a> Call<'a> {
     }
 
     /// A stride the kernel reads as an i32 argument (passed first).
-    pub fn stride(&mut self, a: Arr<'a>, axis: usize, name: &'static str) -> &mut Self {
+    #[inline]
+    pub fn stride(mut self, a: Arr<'a>, axis: usize, name: &'static str) -> Self {
         let value = a.desc.strides[axis] as i32;
         self.params.push(value);
         self.int_hint(name, value)
     }
 
-    fn int_hint(&mut self, name: &'static str, value: i32) -> &mut Self {
+    #[inline]
+    fn int_hint(mut self, name: &'static str, value: i32) -> Self {
         self.ints[self.n_ints] = (name, value);
         self.n_ints += 1;
         self
@@ -302,7 +357,8 @@ impl<'a> Call<'a> {
     }
 
     /// Array arguments (`&Tensor`), in order; an array given to `unit_axes` has its length-1 axes static.
-    pub fn arrays(&mut self, arrays: &[Arr<'a>]) -> &mut Self {
+    #[inline]
+    pub fn arrays(mut self, arrays: &[Arr<'a>]) -> Self {
         for &a in arrays {
             let n = a.desc.ndim.max(0) as usize;
             let unit = self.unit_axes[..self.n_unit_axes].contains(&a.name);
@@ -313,9 +369,16 @@ impl<'a> Call<'a> {
         self
     }
 
+    /// Array arguments whose length-1 axes the entry takes as constants (`unit_axes`, then `arrays`).
+    #[inline]
+    pub fn unit_arrays(self, arrays: &[Arr<'a>]) -> Self {
+        self.unit_axes(arrays).arrays(arrays)
+    }
+
     /// An output each tile block owns a `tile` of (`&mut Tensor`): cutile's launcher passes it with its
     /// partition's shape and strides.
-    pub fn owned(&mut self, a: Arr<'a>, tile: &[i32]) -> &mut Self {
+    #[inline]
+    pub fn owned(mut self, a: Arr<'a>, tile: &[i32]) -> Self {
         self.tensor(a, 0);
         self.params.array(a.desc);
         for &t in tile {
@@ -327,8 +390,17 @@ impl<'a> Call<'a> {
         self
     }
 
-    /// A scalar argument, named as the entry names it.
-    pub fn scalar<T: Scalar>(&mut self, name: &'static str, value: T) -> &mut Self {
+    /// A scalar argument that gives no divisibility hint (a float, a bool).
+    #[inline]
+    pub fn arg<T: Scalar>(mut self, value: T) -> Self {
+        value.key(&mut self.key);
+        self.params.push(value);
+        self
+    }
+
+    /// A scalar argument, named as the entry names it (an integer's hint is keyed by that name).
+    #[inline]
+    pub fn scalar<T: Scalar>(mut self, name: &'static str, value: T) -> Self {
         value.key(&mut self.key);
         self.params.push(value);
         match value.hint() {
@@ -338,7 +410,7 @@ impl<'a> Call<'a> {
     }
 
     /// Launch: the function loaded for an equal key, else the entry compiled for this specialization.
-    pub fn go(&mut self) -> Result<()> {
+    pub fn go(mut self) -> Result<()> {
         let name = self.launch.kernel;
         let target = LaunchTarget::get(self.launch.device_id, self.launch.stream)?;
         if resolved(&self.key).is_none() {

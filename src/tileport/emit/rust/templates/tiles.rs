@@ -84,6 +84,22 @@
         tile
     }
 
+    /// `ct.astype(ct.load(..), ct.float32)`: the tile at `index` of `view` (as `load`), converted to f32.
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn load_f32<E: ElementType, const S: [i32; N]>(view: &Partition<E, S>, index: [i32; N]) -> Tile<f32, S> {
+        let tile: Tile<E, S> = load_view_tko(view, index, ordering::Weak, scope::TileBlock, None, tma::Enabled);
+        let wide: Tile<f32, S> = convert_tile(tile);
+        wide
+    }
+
+    /// `ct.store(y, .., tile=ct.astype(tile, y.dtype))` of an output the tile block owns: `tile` cast to the
+    /// output's element type, stored by `Tensor::store` at the block's own tile.
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn store_cast<E: ElementType, F: ElementType, const S: [i32; N]>(y: &mut Tensor<E, S>, tile: Tile<F, S>) {
+        let cast: Tile<E, S> = convert_tile(tile);
+        y.store(cast);
+    }
+
     /// `ct.store` with the default memory modes: `tile` at `index` of `view` (a `view_mut`).
     #[cuda_tile::variadic_op(N = 6)]
     pub fn store<E: ElementType, const S: [i32; N]>(view: &mut PartitionMut<E, S>, tile: Tile<E, S>, index: [i32; N]) {
@@ -96,6 +112,14 @@
     pub fn load_no_tma<E: ElementType, const S: [i32; N]>(view: &Partition<E, S>, index: [i32; N]) -> Tile<E, S> {
         let tile: Tile<E, S> = load_view_tko(view, index, ordering::Weak, scope::TileBlock, None, tma::Disabled);
         tile
+    }
+
+    /// `ct.astype(ct.load(.., allow_tma=False), ct.float32)`: as `load_no_tma`, converted to f32.
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn load_no_tma_f32<E: ElementType, const S: [i32; N]>(view: &Partition<E, S>, index: [i32; N]) -> Tile<f32, S> {
+        let tile: Tile<E, S> = load_view_tko(view, index, ordering::Weak, scope::TileBlock, None, tma::Disabled);
+        let wide: Tile<f32, S> = convert_tile(tile);
+        wide
     }
 
     /// `ct.store(.., allow_tma=False)`: `tile` at `index` of `view` (a `view_mut`), without the TMA engine.
