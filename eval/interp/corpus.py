@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from tileport.ops.spec import KERNELS_DIR, Capture
+from tileport.ops.specs import dropout
 from tileport.tileir.interp.differential import Problem
 from tileport.tileir.interp.executor import Array, Scalar
 from tileport.tileir.interp.values import to_elem
@@ -25,7 +26,8 @@ from tileport.tileir.types import ScalarType
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
           "float64": "f64"}
 # Kernels whose outputs are a copy or one correctly rounded op of their inputs: compared exactly.
-EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel"})
+EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel", "dropout_fwd_kernel",
+                   "dropout_bwd_kernel"})
 
 
 def kernel_parameters(kernel_file: Path, kernel: str) -> list[str]:
@@ -488,6 +490,24 @@ def _fmha_bwd(outputs: tuple[str, ...]) -> Callable:
     return build
 
 
+
+def _dropout(src: str, dst: str) -> Callable:
+    """Three tiles, the last ragged, whose counters cross a 2^32 boundary (the high counter word
+    changes); the mask is the op spec's NumPy-evaluated Philox, so the outputs agree exactly."""
+    def build(b: _Builder, c: dict) -> tuple:
+        n = 2 * c["TILE"] + 452
+        x = b.input(src, (n,))
+        b.output(dst, (n,))
+        seed, offset, p = dropout.SEED, (1 << 32) - c["TILE"] - 7, dropout.P
+        scale = np.float32(dropout.scale_of(p))
+        for name, value, elem in (("seed", seed, "i64"), ("offset", offset, "i64"),
+                                  ("threshold", dropout.threshold_of(p), "i32"), ("scale", scale, "f32")):
+            b.arrays[name] = Scalar(value, elem)
+        keep = dropout.keep_mask(np.arange(n, dtype=np.int64), seed, offset, dropout.threshold_of(p))
+        ref = np.where(keep, x.astype(np.float32) * scale, 0.0)
+        return (_cdiv(n, c["TILE"]), 1, 1), [dst], {dst: ref}
+    return build
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -532,6 +552,8 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "fmha_bwd_preprocess_kernel": (_fmha_bwd_preprocess,),
     "fmha_bwd_dkdv_kernel": (_fmha_bwd(("dk", "dv")),),
     "fmha_bwd_dq_kernel": (_fmha_bwd(("dq",)),),
+    "dropout_fwd_kernel": (_dropout("x", "y"),),
+    "dropout_bwd_kernel": (_dropout("dy", "dx"),),
 }
 
 

@@ -4,6 +4,7 @@
 pub mod attention;
 pub mod attention_bwd;
 pub mod bmm;
+pub mod dropout;
 pub mod geglu;
 pub mod gelu;
 pub mod layer_norm;
@@ -357,6 +358,18 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "bmm",
             function: "bmm_kernel_use_tf320",
             arrays: &[("a", 3), ("b", 3), ("c", 3)],
+        },
+        "dropout_fwd_kernel" => EntryInfo {
+            module_ast: dropout::dropout::__module_ast_self,
+            module: "dropout",
+            function: "dropout_fwd_kernel",
+            arrays: &[("x", 1), ("y", 1)],
+        },
+        "dropout_bwd_kernel" => EntryInfo {
+            module_ast: dropout::dropout::__module_ast_self,
+            module: "dropout",
+            function: "dropout_bwd_kernel",
+            arrays: &[("dy", 1), ("dx", 1)],
         },
         "geglu_kernel" => EntryInfo {
             module_ast: geglu::geglu::__module_ast_self,

@@ -248,7 +248,14 @@ ATTENTION = [(LOAD_VIEW, 3, 3), (r"= mmaf %\S+, %\S+, %\S+ : tile<\d+x\d+x(f16|b
              (r"dim_map=\[0, 1, 3, 2\]", 1, None), (FOR, 1, 1), (EXP2_FTZ, 2, None), (MAX, 1, 1),
              (SUM, 1, 1), (DIV_APPROX_FTZ, 1, 1), (r"= log2 ", 1, 1), (r"load_ptr_tko", 1, 2),
              (r"store_ptr_tko", 0, 0)]
+# Dropout: Philox4x32-10 in one 10-round loop (two 32 x 32 -> 64 products as unsigned-extended u64 multiplies,
+# two xor pairs per round), the top 24 bits compared with the threshold, one select of the scaled value.
+DROPOUT = [(LOAD_VIEW, 1, 1), (STORE_VIEW, 1, 1), (FOR, 1, 1), (r"= exti %\S+ unsigned", 2, 2),
+           (r"= muli %\S+, %\S+ : tile<\d+xi64>", 2, None), (r"= xori ", 4, 4), (r"= shri .* unsigned", 4, None),
+           (r"= cmpi greater_than_or_equal", 1, 1), (r"= select ", 1, 1)] + NO_POINTER
 EXPECT = {
+    "dropout_fwd_kernel": DROPOUT,
+    "dropout_bwd_kernel": DROPOUT,
     "vector_add_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"= addf ", 1, 1)] + NO_POINTER,
     "relu_kernel": [(LOAD_VIEW, 1, 1), (STORE_VIEW, 1, 1), (r"= maxf ", 1, 1)] + NO_POINTER,
     "gelu_tanh_kernel": [(LOAD_VIEW, 1, 1), (STORE_VIEW, 1, 1)] + ELEMENTWISE_F32 + NO_POINTER,
@@ -378,7 +385,7 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "layer_norm_fwd_prefetch_kernel", "rope_persistent_kernel", "softmax_tma_lean_kernel",
             "softmax_split_stats_kernel", "softmax_split_write_kernel", "layer_norm_fwd_w8_kernel",
             "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel",
-            "rope_rows_pair_persistent_kernel"}
+            "rope_rows_pair_persistent_kernel", "dropout_fwd_kernel", "dropout_bwd_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 
@@ -401,7 +408,7 @@ def test_disassembly_has_expected_op_families(spec, cap, tmp_path):
         n = len(re.findall(pattern, text, flags=re.M))
         if n < lo or (hi is not None and n > hi):
             problems.append(f"{pattern!r}: {n} (expected {lo}..{'' if hi is None else hi})")
-    io_dtype = next(dt for name, (dt, _) in cap.arrays.items() if name in ("x", "a", "c", "y", "q", "o", "q_nope"))
+    io_dtype = next(dt for name, (dt, _) in cap.arrays.items() if name in ("x", "a", "c", "y", "q", "o", "q_nope", "dy"))
     short = SHORT[io_dtype]
     if cap.kernel in F32_MATH and io_dtype != "float32":
         if not re.search(rf"= ftof %\S+\s*: tile<[0-9x]+x{short}> -> tile<[0-9x]+xf32>", text):

@@ -36,6 +36,8 @@ SPEC_MODULES = (
     "flash_decode_softcap",
     "mla_decode",
     "mla_prefill",
+    "dropout",
+    "dropout_bwd",
 )
 
 
