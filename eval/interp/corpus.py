@@ -508,6 +508,38 @@ def _dropout(src: str, dst: str) -> Callable:
         return (_cdiv(n, c["TILE"]), 1, 1), [dst], {dst: ref}
     return build
 
+
+def _cross_entropy_rows(b: _Builder, c: dict) -> tuple:
+    """5 rows of two full chunks and a ragged one (row 3 ignored), as the spec's f32 references compute them."""
+    m, v = 5, 2 * c["CHUNK"] + 904
+    x = b.input("logits", (m, v), 4.0)
+    labels = b.rng.integers(0, v, m).astype(np.int32)
+    labels[3] = -100
+    b.arrays["labels"] = Array(labels, "i32")
+    b.arrays["ignore_index"] = Scalar(-100, "i32")
+    top = x.max(axis=1)
+    lse = top + np.log(np.exp(x - top[:, None]).sum(axis=1))
+    return x, labels, lse, labels != -100
+
+
+def _cross_entropy_fwd(b: _Builder, c: dict) -> tuple:
+    x, labels, lse, valid = _cross_entropy_rows(b, c)
+    b.output("loss", lse.shape)
+    b.output("lse", lse.shape)
+    target = x[np.arange(len(labels)), np.where(valid, labels, 0)]
+    return (2, 1, 1), ["loss", "lse"], {"loss": np.where(valid, lse - target, 0.0), "lse": lse}
+
+
+def _cross_entropy_bwd(b: _Builder, c: dict) -> tuple:
+    x, labels, lse, valid = _cross_entropy_rows(b, c)
+    b.arrays["lse"] = Array(lse.astype(np.float32), "f32")
+    dloss = b.input("dloss", lse.shape)
+    b.output("dlogits", x.shape)
+    onehot = np.zeros_like(x)
+    onehot[np.arange(len(labels))[valid], labels[valid]] = 1.0
+    grad = np.exp(x - lse[:, None]) - onehot
+    return (2, 1, 1), ["dlogits"], {"dlogits": grad * np.where(valid, dloss, 0.0)[:, None]}
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -554,6 +586,8 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "fmha_bwd_dq_kernel": (_fmha_bwd(("dq",)),),
     "dropout_fwd_kernel": (_dropout("x", "y"),),
     "dropout_bwd_kernel": (_dropout("dy", "dx"),),
+    "cross_entropy_fwd_kernel": (_cross_entropy_fwd,),
+    "cross_entropy_bwd_kernel": (_cross_entropy_bwd,),
 }
 
 

@@ -4,6 +4,7 @@
 pub mod attention;
 pub mod attention_bwd;
 pub mod bmm;
+pub mod cross_entropy;
 pub mod dropout;
 pub mod geglu;
 pub mod gelu;
@@ -358,6 +359,18 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "bmm",
             function: "bmm_kernel_use_tf320",
             arrays: &[("a", 3), ("b", 3), ("c", 3)],
+        },
+        "cross_entropy_fwd_kernel" => EntryInfo {
+            module_ast: cross_entropy::cross_entropy::__module_ast_self,
+            module: "cross_entropy",
+            function: "cross_entropy_fwd_kernel",
+            arrays: &[("logits", 2), ("labels", 1), ("loss", 1), ("lse", 1)],
+        },
+        "cross_entropy_bwd_kernel" => EntryInfo {
+            module_ast: cross_entropy::cross_entropy::__module_ast_self,
+            module: "cross_entropy",
+            function: "cross_entropy_bwd_kernel",
+            arrays: &[("logits", 2), ("labels", 1), ("lse", 1), ("dloss", 1), ("dlogits", 2)],
         },
         "dropout_fwd_kernel" => EntryInfo {
             module_ast: dropout::dropout::__module_ast_self,

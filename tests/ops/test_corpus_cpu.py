@@ -254,6 +254,15 @@ DROPOUT = [(LOAD_VIEW, 1, 1), (STORE_VIEW, 1, 1), (FOR, 1, 1), (r"= exti %\S+ un
            (r"= muli %\S+, %\S+ : tile<\d+xi64>", 2, None), (r"= xori ", 4, 4), (r"= shri .* unsigned", 4, None),
            (r"= cmpi greater_than_or_equal", 1, 1), (r"= select ", 1, 1)] + NO_POINTER
 EXPECT = {
+    # cross-entropy: one online log-sum-exp pass over the chunks of each row block in a grid-stride loop, the
+    # label's logit gathered by pointer (forward); exp(x - lse) minus the one-hot of the label (backward)
+    "cross_entropy_fwd_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 2, 2), (STORE_VIEW, 2, 2),
+                                 (r"load_ptr_tko", 1, 1), (r"store_ptr_tko", 0, 0), (FOR, 2, 2), (EXP_APPROX, 2, 2),
+                                 (r"= log ", 1, 1), (MAX, 1, 1), (SUM, 1, 1), (r"= cmpi not_equal", 1, 1),
+                                 (r"occupancy = 4", 1, 1)],
+    "cross_entropy_bwd_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 4, 4), (STORE_VIEW, 1, 1),
+                                 (FOR, 2, 2), (EXP_APPROX, 1, 1), (r"= cmpi equal", 1, 1),
+                                 (r"= cmpi not_equal", 1, 1), (r"occupancy = 4", 1, 1)] + NO_POINTER,
     "dropout_fwd_kernel": DROPOUT,
     "dropout_bwd_kernel": DROPOUT,
     "vector_add_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"= addf ", 1, 1)] + NO_POINTER,
@@ -385,7 +394,8 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "layer_norm_fwd_prefetch_kernel", "rope_persistent_kernel", "softmax_tma_lean_kernel",
             "softmax_split_stats_kernel", "softmax_split_write_kernel", "layer_norm_fwd_w8_kernel",
             "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel",
-            "rope_rows_pair_persistent_kernel", "dropout_fwd_kernel", "dropout_bwd_kernel"}
+            "rope_rows_pair_persistent_kernel", "dropout_fwd_kernel", "dropout_bwd_kernel",
+            "cross_entropy_fwd_kernel", "cross_entropy_bwd_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 
@@ -408,7 +418,7 @@ def test_disassembly_has_expected_op_families(spec, cap, tmp_path):
         n = len(re.findall(pattern, text, flags=re.M))
         if n < lo or (hi is not None and n > hi):
             problems.append(f"{pattern!r}: {n} (expected {lo}..{'' if hi is None else hi})")
-    io_dtype = next(dt for name, (dt, _) in cap.arrays.items() if name in ("x", "a", "c", "y", "q", "o", "q_nope", "dy"))
+    io_dtype = next(dt for name, (dt, _) in cap.arrays.items() if name in ("x", "a", "c", "y", "q", "o", "q_nope", "dy", "logits"))
     short = SHORT[io_dtype]
     if cap.kernel in F32_MATH and io_dtype != "float32":
         if not re.search(rf"= ftof %\S+\s*: tile<[0-9x]+x{short}> -> tile<[0-9x]+xf32>", text):

@@ -38,6 +38,8 @@ SPEC_MODULES = (
     "mla_prefill",
     "dropout",
     "dropout_bwd",
+    "cross_entropy",
+    "cross_entropy_bwd",
 )
 
 
