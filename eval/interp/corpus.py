@@ -27,7 +27,7 @@ DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32"
           "float64": "f64"}
 # Kernels whose outputs are a copy or one correctly rounded op of their inputs: compared exactly.
 EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel", "dropout_fwd_kernel",
-                   "dropout_bwd_kernel"})
+                   "dropout_bwd_kernel", "moe_align_kernel"})
 
 
 def kernel_parameters(kernel_file: Path, kernel: str) -> list[str]:
@@ -540,6 +540,49 @@ def _cross_entropy_bwd(b: _Builder, c: dict) -> tuple:
     grad = np.exp(x - lse[:, None]) - onehot
     return (2, 1, 1), ["dlogits"], {"dlogits": grad * np.where(valid, dloss, 0.0)[:, None]}
 
+
+def _moe_topk(b: _Builder, c: dict) -> tuple:
+    """Two row tiles and a ragged one over one expert fewer than E_PAD (a padded column), ties included."""
+    t, e, k = 2 * c["BLOCK_T"] + 3, max(c["K"], c["E_PAD"] - 1), c["K"]
+    x = b.input("logits", (t, e))
+    x[1, :] = x[1, 0]  # one token whose logits all tie: the lowest ids win
+    b.arrays["logits"] = Array(to_elem(x, ScalarType(b.elem("logits"))), b.elem("logits"))
+    b.output("topk_weights", (t, k))
+    b.output("topk_ids", (t, k))
+    rest, ids = x.copy(), np.zeros((t, k), dtype=np.int64)
+    for j in range(k):
+        ids[:, j] = rest.argmax(axis=1)
+        rest[np.arange(t), ids[:, j]] = -np.inf
+    chosen = np.take_along_axis(x, ids, axis=1)
+    w = 1 / (1 + np.exp(-chosen)) if c["SIGMOID"] else np.exp(chosen - chosen[:, :1])
+    return (_cdiv(t, c["BLOCK_T"]), 1, 1), ["topk_weights", "topk_ids"], \
+        {"topk_weights": w / w.sum(axis=1, keepdims=True), "topk_ids": ids}
+
+
+def _moe_align(b: _Builder, c: dict) -> tuple:
+    """Three tiles of token slots and a ragged one, most of them on a few experts, one on the last expert
+    (E_PAD - 1), the others empty."""
+    block, e = c["BLOCK"], c["E_PAD"]
+    n = 3 * c["TILE"] + 5
+    ids = b.rng.integers(0, min(e, 5), n)
+    ids[-2] = e - 1
+    b.arrays["topk_ids"] = Array(ids.astype(np.int32), "i32")
+    counts = np.bincount(ids, minlength=e)
+    padded = -(-counts // block) * block
+    ends = np.cumsum(padded)
+    starts = ends - padded
+    n_sorted = n + e * (block - 1)
+    sorted_ids = np.full(n_sorted, n)
+    for expert in range(e):
+        slots = np.flatnonzero(ids == expert)
+        sorted_ids[starts[expert]:starts[expert] + len(slots)] = slots
+    first = np.arange(_cdiv(n_sorted, block)) * block
+    expert_ids = np.where(first < ends[-1], np.searchsorted(ends, first, side="right"), -1)
+    for name, shape in (("sorted_ids", (n_sorted,)), ("expert_ids", expert_ids.shape), ("num_post_pad", (1,))):
+        b.output(name, shape)
+    return (1, 1, 1), ["sorted_ids", "expert_ids", "num_post_pad"], \
+        {"sorted_ids": sorted_ids, "expert_ids": expert_ids, "num_post_pad": ends[-1:]}
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -588,6 +631,8 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "dropout_bwd_kernel": (_dropout("dy", "dx"),),
     "cross_entropy_fwd_kernel": (_cross_entropy_fwd,),
     "cross_entropy_bwd_kernel": (_cross_entropy_bwd,),
+    "moe_topk_kernel": (_moe_topk,),
+    "moe_align_kernel": (_moe_align,),
 }
 
 

@@ -11,6 +11,7 @@ pub mod gelu;
 pub mod layer_norm;
 pub mod matmul;
 pub mod matmul_splitk;
+pub mod moe_routing;
 pub mod relu;
 pub mod rms_norm;
 pub mod rope;
@@ -449,6 +450,24 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "matmul_splitk",
             function: "splitk_reduce_kernel",
             arrays: &[("ws", 3), ("c", 2)],
+        },
+        "moe_topk_kernel_sigmoid0" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_topk_kernel_sigmoid0",
+            arrays: &[("logits", 2), ("topk_weights", 2), ("topk_ids", 2)],
+        },
+        "moe_topk_kernel_sigmoid1" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_topk_kernel_sigmoid1",
+            arrays: &[("logits", 2), ("topk_weights", 2), ("topk_ids", 2)],
+        },
+        "moe_align_kernel" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_align_kernel",
+            arrays: &[("topk_ids", 1), ("sorted_ids", 1), ("expert_ids", 1), ("num_post_pad", 1)],
         },
         "relu_kernel" => EntryInfo {
             module_ast: relu::relu::__module_ast_self,

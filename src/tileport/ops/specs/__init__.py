@@ -40,6 +40,9 @@ SPEC_MODULES = (
     "dropout_bwd",
     "cross_entropy",
     "cross_entropy_bwd",
+    "moe_topk_softmax",
+    "moe_topk_sigmoid",
+    "moe_route",
 )
 
 
