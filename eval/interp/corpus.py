@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from tileport.ops.spec import KERNELS_DIR, Capture
+from tileport.ops.specs import dropout
 from tileport.tileir.interp.differential import Problem
 from tileport.tileir.interp.executor import Array, Scalar
 from tileport.tileir.interp.values import to_elem
@@ -25,7 +26,8 @@ from tileport.tileir.types import ScalarType
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
           "float64": "f64"}
 # Kernels whose outputs are a copy or one correctly rounded op of their inputs: compared exactly.
-EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel"})
+EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel", "dropout_fwd_kernel",
+                   "dropout_bwd_kernel", "moe_align_kernel"})
 
 
 def kernel_parameters(kernel_file: Path, kernel: str) -> list[str]:
@@ -488,6 +490,99 @@ def _fmha_bwd(outputs: tuple[str, ...]) -> Callable:
     return build
 
 
+
+def _dropout(src: str, dst: str) -> Callable:
+    """Three tiles, the last ragged, whose counters cross a 2^32 boundary (the high counter word
+    changes); the mask is the op spec's NumPy-evaluated Philox, so the outputs agree exactly."""
+    def build(b: _Builder, c: dict) -> tuple:
+        n = 2 * c["TILE"] + 452
+        x = b.input(src, (n,))
+        b.output(dst, (n,))
+        seed, offset, p = dropout.SEED, (1 << 32) - c["TILE"] - 7, dropout.P
+        scale = np.float32(dropout.scale_of(p))
+        for name, value, elem in (("seed", seed, "i64"), ("offset", offset, "i64"),
+                                  ("threshold", dropout.threshold_of(p), "i32"), ("scale", scale, "f32")):
+            b.arrays[name] = Scalar(value, elem)
+        keep = dropout.keep_mask(np.arange(n, dtype=np.int64), seed, offset, dropout.threshold_of(p))
+        ref = np.where(keep, x.astype(np.float32) * scale, 0.0)
+        return (_cdiv(n, c["TILE"]), 1, 1), [dst], {dst: ref}
+    return build
+
+
+def _cross_entropy_rows(b: _Builder, c: dict) -> tuple:
+    """5 rows of two full chunks and a ragged one (row 3 ignored), as the spec's f32 references compute them."""
+    m, v = 5, 2 * c["CHUNK"] + 904
+    x = b.input("logits", (m, v), 4.0)
+    labels = b.rng.integers(0, v, m).astype(np.int32)
+    labels[3] = -100
+    b.arrays["labels"] = Array(labels, "i32")
+    b.arrays["ignore_index"] = Scalar(-100, "i32")
+    top = x.max(axis=1)
+    lse = top + np.log(np.exp(x - top[:, None]).sum(axis=1))
+    return x, labels, lse, labels != -100
+
+
+def _cross_entropy_fwd(b: _Builder, c: dict) -> tuple:
+    x, labels, lse, valid = _cross_entropy_rows(b, c)
+    b.output("loss", lse.shape)
+    b.output("lse", lse.shape)
+    target = x[np.arange(len(labels)), np.where(valid, labels, 0)]
+    return (2, 1, 1), ["loss", "lse"], {"loss": np.where(valid, lse - target, 0.0), "lse": lse}
+
+
+def _cross_entropy_bwd(b: _Builder, c: dict) -> tuple:
+    x, labels, lse, valid = _cross_entropy_rows(b, c)
+    b.arrays["lse"] = Array(lse.astype(np.float32), "f32")
+    dloss = b.input("dloss", lse.shape)
+    b.output("dlogits", x.shape)
+    onehot = np.zeros_like(x)
+    onehot[np.arange(len(labels))[valid], labels[valid]] = 1.0
+    grad = np.exp(x - lse[:, None]) - onehot
+    return (2, 1, 1), ["dlogits"], {"dlogits": grad * np.where(valid, dloss, 0.0)[:, None]}
+
+
+def _moe_topk(b: _Builder, c: dict) -> tuple:
+    """Two row tiles and a ragged one over one expert fewer than E_PAD (a padded column), ties included."""
+    t, e, k = 2 * c["BLOCK_T"] + 3, max(c["K"], c["E_PAD"] - 1), c["K"]
+    x = b.input("logits", (t, e))
+    x[1, :] = x[1, 0]  # one token whose logits all tie: the lowest ids win
+    b.arrays["logits"] = Array(to_elem(x, ScalarType(b.elem("logits"))), b.elem("logits"))
+    b.output("topk_weights", (t, k))
+    b.output("topk_ids", (t, k))
+    rest, ids = x.copy(), np.zeros((t, k), dtype=np.int64)
+    for j in range(k):
+        ids[:, j] = rest.argmax(axis=1)
+        rest[np.arange(t), ids[:, j]] = -np.inf
+    chosen = np.take_along_axis(x, ids, axis=1)
+    w = 1 / (1 + np.exp(-chosen)) if c["SIGMOID"] else np.exp(chosen - chosen[:, :1])
+    return (_cdiv(t, c["BLOCK_T"]), 1, 1), ["topk_weights", "topk_ids"], \
+        {"topk_weights": w / w.sum(axis=1, keepdims=True), "topk_ids": ids}
+
+
+def _moe_align(b: _Builder, c: dict) -> tuple:
+    """Three tiles of token slots and a ragged one, most of them on a few experts, one on the last expert
+    (E_PAD - 1), the others empty."""
+    block, e = c["BLOCK"], c["E_PAD"]
+    n = 3 * c["TILE"] + 5
+    ids = b.rng.integers(0, min(e, 5), n)
+    ids[-2] = e - 1
+    b.arrays["topk_ids"] = Array(ids.astype(np.int32), "i32")
+    counts = np.bincount(ids, minlength=e)
+    padded = -(-counts // block) * block
+    ends = np.cumsum(padded)
+    starts = ends - padded
+    n_sorted = n + e * (block - 1)
+    sorted_ids = np.full(n_sorted, n)
+    for expert in range(e):
+        slots = np.flatnonzero(ids == expert)
+        sorted_ids[starts[expert]:starts[expert] + len(slots)] = slots
+    first = np.arange(_cdiv(n_sorted, block)) * block
+    expert_ids = np.where(first < ends[-1], np.searchsorted(ends, first, side="right"), -1)
+    for name, shape in (("sorted_ids", (n_sorted,)), ("expert_ids", expert_ids.shape), ("num_post_pad", (1,))):
+        b.output(name, shape)
+    return (1, 1, 1), ["sorted_ids", "expert_ids", "num_post_pad"], \
+        {"sorted_ids": sorted_ids, "expert_ids": expert_ids, "num_post_pad": ends[-1:]}
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -532,6 +627,12 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "fmha_bwd_preprocess_kernel": (_fmha_bwd_preprocess,),
     "fmha_bwd_dkdv_kernel": (_fmha_bwd(("dk", "dv")),),
     "fmha_bwd_dq_kernel": (_fmha_bwd(("dq",)),),
+    "dropout_fwd_kernel": (_dropout("x", "y"),),
+    "dropout_bwd_kernel": (_dropout("dy", "dx"),),
+    "cross_entropy_fwd_kernel": (_cross_entropy_fwd,),
+    "cross_entropy_bwd_kernel": (_cross_entropy_bwd,),
+    "moe_topk_kernel": (_moe_topk,),
+    "moe_align_kernel": (_moe_align,),
 }
 
 

@@ -4,11 +4,14 @@
 pub mod attention;
 pub mod attention_bwd;
 pub mod bmm;
+pub mod cross_entropy;
+pub mod dropout;
 pub mod geglu;
 pub mod gelu;
 pub mod layer_norm;
 pub mod matmul;
 pub mod matmul_splitk;
+pub mod moe_routing;
 pub mod relu;
 pub mod rms_norm;
 pub mod rope;
@@ -358,6 +361,30 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "bmm_kernel_use_tf320",
             arrays: &[("a", 3), ("b", 3), ("c", 3)],
         },
+        "cross_entropy_fwd_kernel" => EntryInfo {
+            module_ast: cross_entropy::cross_entropy::__module_ast_self,
+            module: "cross_entropy",
+            function: "cross_entropy_fwd_kernel",
+            arrays: &[("logits", 2), ("labels", 1), ("loss", 1), ("lse", 1)],
+        },
+        "cross_entropy_bwd_kernel" => EntryInfo {
+            module_ast: cross_entropy::cross_entropy::__module_ast_self,
+            module: "cross_entropy",
+            function: "cross_entropy_bwd_kernel",
+            arrays: &[("logits", 2), ("labels", 1), ("lse", 1), ("dloss", 1), ("dlogits", 2)],
+        },
+        "dropout_fwd_kernel" => EntryInfo {
+            module_ast: dropout::dropout::__module_ast_self,
+            module: "dropout",
+            function: "dropout_fwd_kernel",
+            arrays: &[("x", 1), ("y", 1)],
+        },
+        "dropout_bwd_kernel" => EntryInfo {
+            module_ast: dropout::dropout::__module_ast_self,
+            module: "dropout",
+            function: "dropout_bwd_kernel",
+            arrays: &[("dy", 1), ("dx", 1)],
+        },
         "geglu_kernel" => EntryInfo {
             module_ast: geglu::geglu::__module_ast_self,
             module: "geglu",
@@ -423,6 +450,24 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "matmul_splitk",
             function: "splitk_reduce_kernel",
             arrays: &[("ws", 3), ("c", 2)],
+        },
+        "moe_topk_kernel_sigmoid0" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_topk_kernel_sigmoid0",
+            arrays: &[("logits", 2), ("topk_weights", 2), ("topk_ids", 2)],
+        },
+        "moe_topk_kernel_sigmoid1" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_topk_kernel_sigmoid1",
+            arrays: &[("logits", 2), ("topk_weights", 2), ("topk_ids", 2)],
+        },
+        "moe_align_kernel" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_align_kernel",
+            arrays: &[("topk_ids", 1), ("sorted_ids", 1), ("expert_ids", 1), ("num_post_pad", 1)],
         },
         "relu_kernel" => EntryInfo {
             module_ast: relu::relu::__module_ast_self,

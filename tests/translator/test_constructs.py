@@ -1130,3 +1130,48 @@ def test_no_hoisting_of_values_updated_in_nested_blocks(tmp_path, update):
             ct.store(y, index=(ct.bid(0),), tile=acc)
     """, {"nested_update": [{"y": "f32", "n": "i32"}]})
     assert has_line("\n".join(body_of_loop(mod, "for k in")), "let s: Tile<f32, { [TILE] }> = acc * {_};")
+
+
+# ---------------------------------------------------------------- integer casts and literals of scalars
+
+
+def test_scalar_integer_casts_go_through_a_0d_tile(tmp_path):
+    """cutile 0.5.0's convert_scalar refuses integer -> integer: the cast of a 0-d tile, as cuTile emits it."""
+    _, mod = translate_ok(tmp_path, """
+        @ct.kernel
+        def scalar_casts(y, seed, TILE: ConstInt):
+            wide = ct.astype(ct.bid(0), ct.int64) * TILE
+            low = ct.astype(seed, ct.int32)
+            bits = ct.astype(seed, ct.uint64)
+            t = ct.arange(TILE, dtype=ct.int64) + wide + ct.astype(low, ct.int64) + ct.astype(bits, ct.int64)
+            ct.store(y, index=(ct.bid(0),), tile=t)
+    """, {"scalar_casts": [{"y": "i64", "seed": "i64"}]})
+    assert_lines(mod,
+                 "let {_}: Tile<i32, { [] }> = scalar_to_tile(bid);",
+                 "let {_}: Tile<i64, { [] }> = exti({_});",
+                 "let {_}: Tile<i32, { [] }> = trunci_fixed({_}, overflow::None);",
+                 "let low: i32 = tile_to_scalar({_});",
+                 "let {_}: Tile<u64, { [] }> = bitcast({_});")
+    assert "convert_scalar" not in mod
+
+
+def test_unsigned_constant_past_the_signed_range_is_a_bitcast(tmp_path):
+    """cutile 0.5.0 parses an integer literal as the signed type of its width (one it cannot parse becomes 0):
+    an unsigned constant at or above 2^(bits - 1) is the bitcast of the signed constant with its bits."""
+    _, mod = translate_ok(tmp_path, """
+        @ct.kernel
+        def unsigned_consts(y, TILE: ConstInt):
+            big = ct.full((TILE,), 0x9E3779B9, dtype=ct.uint32)
+            small = ct.full((TILE,), 7, dtype=ct.uint32)
+            top = ct.full((TILE,), 0xFFFFFFFFFFFFFFFF, dtype=ct.uint64)
+            t = ct.astype(big + small, ct.uint64) ^ top
+            ct.store(y, index=(ct.bid(0),), tile=ct.astype(t, ct.int64))
+    """, {"unsigned_consts": [{"y": "i64"}]})
+    assert_lines(mod,
+                 "let big_bits: Tile<i32, { [TILE] }> = constant(-1640531527i32, shape![TILE]);",
+                 "let big: Tile<u32, { [TILE] }> = bitcast(big_bits);",
+                 "let small: Tile<u32, { [TILE] }> = constant(7u32, shape![TILE]);",
+                 "let top_bits: Tile<i64, { [TILE] }> = constant(-1i64, shape![TILE]);",
+                 "let top: Tile<u64, { [TILE] }> = bitcast(top_bits);")
+    assert "2654435769u32" not in mod
+

@@ -37,6 +37,12 @@ def compare(got: Any, ref: Any, rtol: float, atol: float) -> tuple[bool, float, 
     for i, (g, r) in enumerate(zip(gots, refs)):
         if g.shape != r.shape or g.dtype != r.dtype:
             return False, math.inf, math.inf, f"output {i}: {tuple(g.shape)} {g.dtype} vs {tuple(r.shape)} {r.dtype}"
+        if not r.is_floating_point():  # ids, counts, offsets: exact (rtol * |ref| could pass an off-by-one)
+            wrong = g.ne(r)
+            if wrong.any():
+                bad = float((g.double() - r.double()).abs().max())
+                return False, bad, math.inf, f"output {i}: {int(wrong.sum())} integer values differ (max |error| {bad:g})"
+            continue
         gf, rf = g.float(), r.float()
         if torch.isnan(gf).ne(torch.isnan(rf)).any():
             return False, math.inf, math.inf, f"output {i}: NaN where the reference has none (or vice versa)"
@@ -59,9 +65,9 @@ def compare(got: Any, ref: Any, rtol: float, atol: float) -> tuple[bool, float, 
 def run_case(spec: OpSpec, backend: str, dtype: str, shape: tuple, seed: int = 0, device: str = "cuda") -> dict:
     """One differential case through the public API (`call` with `out=`), raising on any error.
 
-    The outputs are allocated here and poisoned with NaN before the call, so an element the kernel
-    does not write fails the comparison; the inputs must come back unmodified, and the op must return
-    the `out=` tensors themselves. Returns the record (ok, max_abs_err, err_over_tol, error)."""
+    The outputs are allocated here and poisoned (NaN; an integer output with its largest value) before the
+    call, so an element the kernel does not write fails the comparison; the inputs must come back
+    unmodified, and the op must return the `out=` tensors themselves. Returns the record (ok, max_abs_err, err_over_tol, error)."""
     import torch
 
     from tileport.ops.api import call
@@ -72,8 +78,8 @@ def run_case(spec: OpSpec, backend: str, dtype: str, shape: tuple, seed: int = 0
     before = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
     ref = spec.reference(*inputs)
     outs = spec.allocate(*inputs)
-    for o in _tensors(outs):
-        o.fill_(float("nan"))
+    for o in _tensors(outs):  # integer outputs (ids, counts) with their largest value, as bench poisons them
+        o.fill_(float("nan") if o.is_floating_point() else torch.iinfo(o.dtype).max)
     got = call(spec, *inputs, out=outs, backend=backend)
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize()

@@ -573,6 +573,15 @@ class KernelEmitter:
         pre.append(f"let {product}: {i32} = {L.VIEW_OFFSET.format(a=tiles[0], b=tiles[1])};")
         return pre, L.CAST[("i", "i+")].format(x=product)
 
+    def lower_scalar_int_cast(self, op: Op, name: str):
+        """An integer scalar cast as the cast of a 0-d tile (cuTile's `exti` / `trunci` of `tile<i32>`)."""
+        x = op.args[0]
+        tile, cast = self.fresh(f"{name}_tile"), self.fresh(f"{name}_cast")
+        pre = [f"let {tile}: {tile_rs(TileT(x.ty.dtype, ()))} = scalar_to_tile({self.atom(x)});",
+               f"let {cast}: {tile_rs(TileT(op.ty.dtype, ()))} = "
+               f"{L.INT_CAST[self.fact(op, 'width')].format(x=tile)};"]
+        return pre, f"tile_to_scalar({cast})"
+
     def lower_make_view(self, op: Op, name: str):
         """`Array.slice`: the tensor view at the offset pointer, with the array's memory token."""
         ptr, array, *values = op.args
@@ -622,12 +631,26 @@ class KernelEmitter:
             return L.SPLAT_CONSTANT_LIT.format(value=float_lit(float(value), "f32"), shape=shape_rs(shape))
         return L.SPLAT_CONSTANT.format(value=lit_rs(value, dt), shape=shape_rs(shape))
 
+    def int_constant(self, value, dt, shape, name: str):
+        """A splat integer constant; an unsigned one at or above 2^(bits - 1) as the bitcast of the signed
+        constant with its bits: cutile 0.5.0 parses an integer literal as the signed type of its width
+        (and encodes one it cannot parse as 0)."""
+        signed = _signed_bits(value, dt)
+        if signed is None:
+            return [], self.constant(value, dt, shape)
+        bits = self.fresh(f"{name}_bits")
+        tile = tile_rs(TileT(f"i{dt[1:]}", tuple(shape)))
+        return ([f"let {bits}: {tile} = {L.SPLAT_CONSTANT.format(value=signed, shape=shape_rs(shape))};"],
+                L.BITCAST.format(x=bits))
+
     def lower_full(self, op: Op, name: str) -> str:
         (value,) = op.args
         if isinstance(value, CDim):
             if not isinstance(value.dim, int):
                 raise self.fail(op, "a tile filled with a constant parameter's value is not supported yet")
             value = Lit(value.dim, ScalarT(op.ty.dtype))
+        if self.kind(op.ty.dtype) == "u":
+            return self.int_constant(value.value, op.ty.dtype, op.ty.shape, name)
         return self.constant(value.value, op.ty.dtype, op.ty.shape)
 
     def lower_splat(self, op: Op, name: str):
@@ -643,9 +666,11 @@ class KernelEmitter:
             value = lit_rs(x.value, dt)
             value = f"({value})" if value.startswith("-") else value  # `-1.0f32.broadcast()` negates the tile
             return L.SCALAR_BROADCAST.format(scalar=value, shape=shape_rs(shape))
-        # f16/bf16/generic float literal: 0-d constant, reshape to rank, broadcast (as cuTile).
+        # f16/bf16/generic float or integer literal: 0-d constant, reshape to rank, broadcast (as cuTile).
         scalar = self.fresh(f"{name}_0d")
-        pre = [f"let {scalar}: {tile_rs(TileT(dt, ()))} = {self.constant(x.value, dt, ())};"]
+        pre, value = self.int_constant(x.value, dt, (), scalar) if self.kind(dt) == "u" else \
+            ([], self.constant(x.value, dt, ()))
+        pre.append(f"let {scalar}: {tile_rs(TileT(dt, ()))} = {value};")
         if not shape:
             return pre, scalar
         ones = (1,) * len(shape)
@@ -782,6 +807,14 @@ def _some(token: str | None) -> str:
 
 def _bits(dt: str) -> int:
     return {"i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 64, "u64": 64}[dt]
+
+
+def _signed_bits(value, dt: str) -> str | None:
+    """The literal of the signed type with the same bits as an unsigned `value` at or above 2^(bits - 1)
+    (None for any other value): cutile 0.5.0 parses an integer literal as the signed type of its width."""
+    if not (isinstance(dt, str) and dt.startswith("u")) or int(value) < 1 << (_bits(dt) - 1):
+        return None
+    return f"{int(value) - (1 << _bits(dt))}i{dt[1:]}"
 
 
 def emit_kernel(kernel: Kernel, source: str = "") -> tuple[str, set[str]]:

@@ -90,6 +90,7 @@ SCAN_SUM = "scan_sum({x}, {axis}i32, {reverse}, {zero})"  # ct.cumsum: identity 
 SCAN_REVERSE = {False: "reverse::Forward", True: "reverse::Reverse"}
 FPOWI = "unsafe {{ fpowi({a}, {b}) }}"  # float ** integer tile (Tile IR 13.4), as cuTile emits it  # ct.bitcast: the result type comes from the let annotation
 CAST_SCALAR = "convert_scalar({x})"
+INT_CAST = {"same": CAST[("i", "i=")], "widen": CAST[("i", "i+")], "narrow": CAST[("i", "i-")]}  # by width
 
 # ---- elementwise arithmetic on tiles
 FLOAT_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -288,6 +289,10 @@ ROWS: list[Row] = [
     # ---- casts
     Row(OpKind.ASTYPE, {"rounding": Not((None, "nearest_even"))},
         refuse="ct.astype with rounding_mode={rounding} is not supported yet"),
+    # cutile 0.5.0's convert_scalar refuses integer -> integer: a 0-d tile cast, as cuTile emits it
+    Row(OpKind.ASTYPE, {"value": "scalar", "operand": INTS, "elem": INTS, "width": "narrow"},
+        method="scalar_int_cast", shims=("trunci_fixed",)),
+    Row(OpKind.ASTYPE, {"value": "scalar", "operand": INTS, "elem": INTS}, method="scalar_int_cast"),
     Row(OpKind.ASTYPE, {"value": "scalar"}, CAST_SCALAR),
     # from bool as cuTile casts it: unsigned (`itof unsigned`, `exti unsigned`); float -> bool: `ftoi unsigned`
     Row(OpKind.ASTYPE, {"operand": "b", "elem": "f"}, CAST[("b", "f")]),

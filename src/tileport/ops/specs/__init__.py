@@ -36,6 +36,13 @@ SPEC_MODULES = (
     "flash_decode_softcap",
     "mla_decode",
     "mla_prefill",
+    "dropout",
+    "dropout_bwd",
+    "cross_entropy",
+    "cross_entropy_bwd",
+    "moe_topk_softmax",
+    "moe_topk_sigmoid",
+    "moe_route",
 )
 
 

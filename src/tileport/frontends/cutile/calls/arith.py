@@ -56,6 +56,9 @@ def _fill(lw, shape_v, value, dtype_v, node) -> Ref:
             and not sym_names(value.value) <= lw.cfg.generic:  # cuTile folds it: a literal per value
         raise NeedsSpecialization(frozenset(sym_names(value.value)), "a fill value computed from constants",
                                   lw.loc(node))
+    if isinstance(value, CV) and isinstance(value.value, (int, float, bool)):  # checked against `dtype`, not i32
+        return lw.b.value(OpKind.FULL, (_lit(lw, value, dtype, node),), TileT(dtype, shape), lw.loc(node), hint="c",
+                          dtype=dtype, shape=shape)
     atom = lw.scalar_atom(value, node)
     if isinstance(atom, CDim) and not isinstance(atom.dim, int):  # no values known: computed from the generics
         atom = lw.b.value(OpKind.SCALAR, (atom,), ScalarT("i32"), lw.loc(node), hint="fill")
