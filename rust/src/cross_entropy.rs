@@ -68,8 +68,7 @@ pub mod cross_entropy {
             let mut run_max: Tile<f32, { [BLOCK_M, 1] }> = run_max_init;
             let mut run_sum: Tile<f32, { [BLOCK_M, 1] }> = run_sum_init;
             for c in 0i32..n_chunks {
-                let t: Tile<E, { [BLOCK_M, CHUNK] }> = load(&logits_neg_inf, [rb, c]);
-                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = load_f32(&logits_neg_inf, [rb, c]);
                 let t_f32_max: Tile<f32, { [BLOCK_M] }> = reduce_max(t_f32, 1i32);
                 let t_f32_max_r = t_f32_max.reshape(shape![BLOCK_M, 1]);
                 let new_max = maxf(run_max, t_f32_max_r, nan::Disabled, ftz::Disabled);
@@ -160,8 +159,7 @@ pub mod cross_entropy {
             let grad_b = grad.broadcast(shape![BLOCK_M, CHUNK]);
             let mut dlogits_last_op_1: Token = dlogits_last_op;
             for c_1 in 0i32..n_chunks {
-                let t: Tile<E, { [BLOCK_M, CHUNK] }> = load(&logits_neg_inf, [rb, c_1]);
-                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = convert_tile(t);
+                let t_f32: Tile<f32, { [BLOCK_M, CHUNK] }> = load_f32(&logits_neg_inf, [rb, c_1]);
                 let p: Tile<f32, { [BLOCK_M, CHUNK] }> = exp_approx(t_f32 - lse_rows_b);
                 let prod = c_1 * CHUNK;
                 let cols = (prod.broadcast(shape![CHUNK]) + offsets).reshape(shape![1, CHUNK]);
@@ -181,53 +179,43 @@ pub mod cross_entropy {
 
 use crate::support::*;
 
-/// Enqueue `cross_entropy::cross_entropy_fwd_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `cross_entropy::cross_entropy_fwd_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_cross_entropy_fwd_kernel(
-    logits: Option<&TensorDesc>, labels: Option<&TensorDesc>, loss: Option<&TensorDesc>,
-    lse: Option<&TensorDesc>, ignore_index: i32, block_m: i32, chunk: i32, grid_x: u32,
-    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    logits: Desc, labels: Desc, loss: Desc, lse: Desc, ignore_index: i32, block_m: i32, chunk: i32,
+    grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("cross_entropy_fwd_kernel", grid, device_id, stream, |l| {
+    launch("cross_entropy_fwd_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [logits, labels] = l.arrays([("logits", logits, 2), ("labels", labels, 1)])?;
         let [loss, lse] = l.arrays([("loss", loss, 1), ("lse", lse, 1)])?;
         l.writes(&[loss, lse])?;
         let e_code = l.dtype(&[logits], FLOATS)?;
-        l.require(&[labels], dtype::I32)?;
-        l.require(&[loss, lse], dtype::F32)?;
+        l.require(&[labels], dtype::I32)?.require(&[loss, lse], dtype::F32)?;
         l.tiles(&[("BLOCK_M", block_m), ("CHUNK", chunk)])?;
-        let mut call = l.call(crate::entry!(cross_entropy::cross_entropy_fwd_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(chunk);
-        call.unit_axes(&[labels, loss, lse]);
-        call.stride(logits, 0, "logits_stride0").arrays(&[logits, labels, loss, lse]);
+        let call = l.call(crate::entry!(cross_entropy::cross_entropy_fwd_kernel)).dtype(e_code);
+        let call = call.ints(&[block_m, chunk]).stride(logits, 0, "logits_stride0");
+        let call = call.arrays(&[logits]).unit_arrays(&[labels, loss, lse]);
         call.scalar("ignore_index", ignore_index).go()
     })
 }
 
-/// Enqueue `cross_entropy::cross_entropy_bwd_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `cross_entropy::cross_entropy_bwd_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_cross_entropy_bwd_kernel(
-    logits: Option<&TensorDesc>, labels: Option<&TensorDesc>, lse: Option<&TensorDesc>,
-    dloss: Option<&TensorDesc>, dlogits: Option<&TensorDesc>, ignore_index: i32, block_m: i32,
-    chunk: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    logits: Desc, labels: Desc, lse: Desc, dloss: Desc, dlogits: Desc, ignore_index: i32,
+    block_m: i32, chunk: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("cross_entropy_bwd_kernel", grid, device_id, stream, |l| {
+    launch("cross_entropy_bwd_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [logits, labels] = l.arrays([("logits", logits, 2), ("labels", labels, 1)])?;
         let [lse, dloss] = l.arrays([("lse", lse, 1), ("dloss", dloss, 1)])?;
         let [dlogits] = l.arrays([("dlogits", dlogits, 2)])?;
         l.writes(&[dlogits])?;
         let e_code = l.dtype(&[logits, dlogits], FLOATS)?;
-        l.require(&[labels], dtype::I32)?;
-        l.require(&[lse, dloss], dtype::F32)?;
+        l.require(&[labels], dtype::I32)?.require(&[lse, dloss], dtype::F32)?;
         l.tiles(&[("BLOCK_M", block_m), ("CHUNK", chunk)])?;
-        let mut call = l.call(crate::entry!(cross_entropy::cross_entropy_bwd_kernel));
-        call.python_claims().dtype(e_code).int(block_m).int(chunk);
-        call.unit_axes(&[labels, lse, dloss, dlogits]);
-        call.arrays(&[logits, labels, lse, dloss, dlogits]);
+        let call = l.call(crate::entry!(cross_entropy::cross_entropy_bwd_kernel)).dtype(e_code);
+        let call = call.ints(&[block_m, chunk]).arrays(&[logits]);
+        let call = call.unit_arrays(&[labels, lse, dloss, dlogits]);
         call.scalar("ignore_index", ignore_index).go()
     })
 }

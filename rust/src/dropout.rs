@@ -90,8 +90,7 @@ pub mod dropout {
         let c_3: Tile<u32, { [TILE] }> = constant(8u32, shape![TILE]);
         let bits: Tile<i32, { [TILE] }> = bitcast(shri(c0, c_3));
         let keep = cmpi(bits, threshold.broadcast(shape![TILE]), predicate::GreaterThanOrEqual);
-        let t: Tile<E, { [TILE] }> = load(&x_tiles, [bid]);
-        let t_f32: Tile<f32, { [TILE] }> = convert_tile(t);
+        let t_f32: Tile<f32, { [TILE] }> = load_f32(&x_tiles, [bid]);
         let scale_tile = scale.broadcast(shape![TILE]);
         let sel = select(keep, t_f32 * scale_tile, 0.0f32.broadcast(shape![TILE]));
         let sel_e: Tile<E, { [TILE] }> = convert_tile(sel);
@@ -172,8 +171,7 @@ pub mod dropout {
         let c_3: Tile<u32, { [TILE] }> = constant(8u32, shape![TILE]);
         let bits: Tile<i32, { [TILE] }> = bitcast(shri(c0, c_3));
         let keep = cmpi(bits, threshold.broadcast(shape![TILE]), predicate::GreaterThanOrEqual);
-        let t: Tile<E, { [TILE] }> = load(&dy_tiles, [bid]);
-        let t_f32: Tile<f32, { [TILE] }> = convert_tile(t);
+        let t_f32: Tile<f32, { [TILE] }> = load_f32(&dy_tiles, [bid]);
         let scale_tile = scale.broadcast(shape![TILE]);
         let sel = select(keep, t_f32 * scale_tile, 0.0f32.broadcast(shape![TILE]));
         let sel_e: Tile<E, { [TILE] }> = convert_tile(sel);
@@ -183,42 +181,36 @@ pub mod dropout {
 
 use crate::support::*;
 
-/// Enqueue `dropout::dropout_fwd_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `dropout::dropout_fwd_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_dropout_fwd_kernel(
-    x: Option<&TensorDesc>, y: Option<&TensorDesc>, seed: i64, offset: i64, threshold: i32,
-    scale: f32, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    x: Desc, y: Desc, seed: i64, offset: i64, threshold: i32, scale: f32, tile: i32, grid_x: u32,
+    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("dropout_fwd_kernel", grid, device_id, stream, |l| {
+    launch("dropout_fwd_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [x, y] = l.arrays([("x", x, 1), ("y", y, 1)])?;
         l.writes(&[y])?;
         let e_code = l.dtype(&[x, y], FLOATS)?;
-        l.tile("TILE", tile)?;
-        let mut call = l.call(crate::entry!(dropout::dropout_fwd_kernel));
-        call.python_claims().dtype(e_code).int(tile).unit_axes(&[x, y]);
-        call.arrays(&[x, y]).scalar("seed", seed).scalar("offset", offset);
-        call.scalar("threshold", threshold).scalar("scale", scale).go()
+        l.tiles(&[("TILE", tile)])?;
+        let call = l.call(crate::entry!(dropout::dropout_fwd_kernel)).dtype(e_code).int(tile);
+        let call = call.unit_arrays(&[x, y]).scalar("seed", seed).scalar("offset", offset);
+        call.scalar("threshold", threshold).arg(scale).go()
     })
 }
 
-/// Enqueue `dropout::dropout_bwd_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `dropout::dropout_bwd_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_dropout_bwd_kernel(
-    dy: Option<&TensorDesc>, dx: Option<&TensorDesc>, seed: i64, offset: i64, threshold: i32,
-    scale: f32, tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    dy: Desc, dx: Desc, seed: i64, offset: i64, threshold: i32, scale: f32, tile: i32, grid_x: u32,
+    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("dropout_bwd_kernel", grid, device_id, stream, |l| {
+    launch("dropout_bwd_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [dy, dx] = l.arrays([("dy", dy, 1), ("dx", dx, 1)])?;
         l.writes(&[dx])?;
         let e_code = l.dtype(&[dy, dx], FLOATS)?;
-        l.tile("TILE", tile)?;
-        let mut call = l.call(crate::entry!(dropout::dropout_bwd_kernel));
-        call.python_claims().dtype(e_code).int(tile).unit_axes(&[dy, dx]);
-        call.arrays(&[dy, dx]).scalar("seed", seed).scalar("offset", offset);
-        call.scalar("threshold", threshold).scalar("scale", scale).go()
+        l.tiles(&[("TILE", tile)])?;
+        let call = l.call(crate::entry!(dropout::dropout_bwd_kernel)).dtype(e_code).int(tile);
+        let call = call.unit_arrays(&[dy, dx]).scalar("seed", seed).scalar("offset", offset);
+        call.scalar("threshold", threshold).arg(scale).go()
     })
 }

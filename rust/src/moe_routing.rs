@@ -332,48 +332,36 @@ pub mod moe_routing {
 
 use crate::support::*;
 
-/// Enqueue `moe_routing::moe_topk_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `moe_routing::moe_topk_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_moe_topk_kernel(
-    logits: Option<&TensorDesc>, topk_weights: Option<&TensorDesc>, topk_ids: Option<&TensorDesc>,
-    block_t: i32, e_pad: i32, k: i32, sigmoid: bool, grid_x: u32, grid_y: u32, grid_z: u32,
-    device_id: i32, stream: u64,
+    logits: Desc, topk_weights: Desc, topk_ids: Desc, block_t: i32, e_pad: i32, k: i32,
+    sigmoid: bool, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("moe_topk_kernel", grid, device_id, stream, |l| {
+    launch("moe_topk_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [logits] = l.arrays([("logits", logits, 2)])?;
         let [topk_weights] = l.arrays([("topk_weights", topk_weights, 2)])?;
         let [topk_ids] = l.arrays([("topk_ids", topk_ids, 2)])?;
         l.writes(&[topk_ids, topk_weights])?;
-        let entry = if !sigmoid {
-            crate::entry!(moe_routing::moe_topk_kernel_sigmoid0)
-        } else if sigmoid {
-            crate::entry!(moe_routing::moe_topk_kernel_sigmoid1)
-        } else {
-            return Err(l.unspecialized(format!("SIGMOID={sigmoid}")));
-        };
+        let entry = [
+            crate::entry!(moe_routing::moe_topk_kernel_sigmoid0),
+            crate::entry!(moe_routing::moe_topk_kernel_sigmoid1),
+        ][sigmoid as usize];
         let e_code = l.dtype(&[logits], FLOATS)?;
-        l.require(&[topk_weights], dtype::F32)?;
-        l.require(&[topk_ids], dtype::I32)?;
+        l.require(&[topk_weights], dtype::F32)?.require(&[topk_ids], dtype::I32)?;
         l.tiles(&[("BLOCK_T", block_t), ("E_PAD", e_pad), ("K", k)])?;
-        let mut call = l.call(entry);
-        call.python_claims().dtype(e_code).int(block_t).int(e_pad).int(k);
-        call.unit_axes(&[logits, topk_weights, topk_ids]);
-        call.arrays(&[logits, topk_weights, topk_ids]).go()
+        let call = l.call(entry).dtype(e_code).ints(&[block_t, e_pad, k]);
+        call.unit_arrays(&[logits, topk_weights, topk_ids]).go()
     })
 }
 
-/// Enqueue `moe_routing::moe_align_kernel` on `stream` with the grid, without waiting: 0, or a negative
-/// code with a message from `tileport_last_error`.
+/// Enqueue `moe_routing::moe_align_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_moe_align_kernel(
-    topk_ids: Option<&TensorDesc>, sorted_ids: Option<&TensorDesc>,
-    expert_ids: Option<&TensorDesc>, num_post_pad: Option<&TensorDesc>, block: i32, e_pad: i32,
+    topk_ids: Desc, sorted_ids: Desc, expert_ids: Desc, num_post_pad: Desc, block: i32, e_pad: i32,
     tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    let grid = [grid_x, grid_y, grid_z];
-    launch("moe_align_kernel", grid, device_id, stream, |l| {
+    launch("moe_align_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [topk_ids] = l.arrays([("topk_ids", topk_ids, 1)])?;
         let [sorted_ids] = l.arrays([("sorted_ids", sorted_ids, 1)])?;
         let [expert_ids] = l.arrays([("expert_ids", expert_ids, 1)])?;
@@ -381,8 +369,7 @@ pub extern "C" fn tileport_moe_align_kernel(
         l.writes(&[expert_ids, num_post_pad, sorted_ids])?;
         l.require(&[topk_ids, sorted_ids, expert_ids, num_post_pad], dtype::I32)?;
         l.tiles(&[("E_PAD", e_pad), ("TILE", tile)])?;
-        let mut call = l.call(crate::entry!(moe_routing::moe_align_kernel));
-        call.python_claims().int(block).int(e_pad).int(tile).unit_axes(&[num_post_pad]);
-        call.arrays(&[topk_ids, sorted_ids, expert_ids, num_post_pad]).go()
+        let call = l.call(crate::entry!(moe_routing::moe_align_kernel)).ints(&[block, e_pad, tile]);
+        call.arrays(&[topk_ids, sorted_ids, expert_ids]).unit_arrays(&[num_post_pad]).go()
     })
 }
