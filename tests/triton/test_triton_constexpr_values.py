@@ -154,6 +154,21 @@ def test_none_pointer_guarded_by_a_constexpr_is_specialized(tmp_path):
     assert name == variant["entry"] and not jit_accepts(r.files, name, generics)
 
 
+def test_the_idiomatic_launcher_names_a_none_array_in_its_unspecialized_error(tmp_path):
+    """An array pinned to None crosses the idiomatic ABI as an optional descriptor, which has no Debug form: the
+    unspecialized error says whether one was given (formatting it with `{:?}` did not compile)."""
+    path = write(tmp_path, NONE_POINTER)
+    cfg = {"k": KernelConfig(({"x_ptr": "f32", "w_ptr": None, "y_ptr": "f32", "n": "i32", "HAS_W": False,
+                               "BLOCK": 64},))}
+    r = translate([str(path)], None, configs={str(path): cfg})
+    assert r.ok, [str(x.diagnostic) for x in r.results]
+    text = r.files["src/kern.rs"]
+    launcher = text[text.index('extern "C" fn'):]
+    assert "w_ptr:?" not in launcher
+    assert re.search(r'unspecialized\(format!\("[^"]*w_ptr=\{\}[^"]*", if w_ptr\.is_none\(\) \{ "None" \} '
+                     r'else \{ "an array" \}\)\)', launcher), launcher
+
+
 def test_none_in_some_configurations_only_is_a_located_diagnostic(tmp_path):
     path = write(tmp_path, NONE_POINTER)
     base = {"x_ptr": "f32", "y_ptr": "f32", "n": "i32", "HAS_W": False, "BLOCK": 64}

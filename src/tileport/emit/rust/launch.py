@@ -92,6 +92,20 @@ def emit_launcher(group: KernelGroup, owned_of) -> str:
                          "please report this kernel", kernel=group.base) from None
 
 
+def _unspecialized_message(group: KernelGroup, names) -> str:
+    """format!(..) of the pinned parameters' values; an array pinned to None shows whether it was given (an
+    optional array descriptor has no Debug form)."""
+    shown, nones = [], []
+    for n in group.pinned_names:
+        if pinned_kind(group, n) == "none":
+            shown.append(f"{n}={{}}")
+            nones.append(f'if {names[n]}.is_none() {{ "None" }} else {{ "an array" }}')
+        else:
+            shown.append(f"{n}={{{names[n]}}}")
+    args = "".join(", " + a for a in nones)
+    return f'format!("{", ".join(shown)}"{args})'
+
+
 def _launcher(group: KernelGroup, owned_of) -> str:
     _check_same_signature(group)
     k = group.first
@@ -110,9 +124,7 @@ def _launcher(group: KernelGroup, owned_of) -> str:
                          + (_dtype_tests(variant, descs) if by_dtype else [])) for variant in group.variants]
     bodies = [_variant(v, names, owned_of(v), "entry") for v in group.variants]  # the entry chosen before
     if group.pinned_names:
-        shown = ", ".join(f"{n}={{{names[n]}{':?' if pinned_kind(group, n) == 'none' else ''}}}"
-                          for n in group.pinned_names)
-        none = f'Err(l.unspecialized(format!("{shown}")))'
+        none = f"Err(l.unspecialized({_unspecialized_message(group, names)}))"
     else:
         none = "Err(l.no_dtype_entry())"
     covered = not by_dtype and exhaustive(group)  # the last entry needs no test
