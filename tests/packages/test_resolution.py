@@ -39,7 +39,11 @@ def test_static_truth(test, expected):
 
 @pytest.mark.parametrize("test,taken", [
     ("_is_hip", False), ("not is_npu()", True), ("is_cuda()", True), ("HAS_TRITON", True),
-    ("os.environ.get('FLA_USE_FAST_OPS', '0') == '1'", False)])
+    ("os.environ.get('FLA_USE_FAST_OPS', '0') == '1'", False),
+    # a GPU generation: the branch that holds on Hopper (sm_90), where ports are proven (was: the first
+    # branch of any test naming NVIDIA, so a Blackwell-only workaround in inline assembly)
+    ("IS_NVIDIA_BLACKWELL", False), ("not is_blackwell()", True), ("IS_NVIDIA_HOPPER", True),
+    ("is_hopper() or is_blackwell()", True), ("not IS_HOPPER", False)])
 def test_module_level_if_takes_the_cuda_or_guarded_branch(test, taken):
     assert branch(ast.parse(test, mode="eval").body)[0] is taken
 

@@ -85,6 +85,45 @@ def test_no_block_shape_is_a_located_diagnostic(tmp_path):
     assert "x_desc.block_shape" in d.hint
 
 
+HOOKED = """
+def _set_blocks(nargs):
+    \"\"\"Block shapes from the config (an autotune pre_hook).\"\"\"
+    bm = nargs["BLOCK_M"]
+    nargs["x_desc"].block_shape = [1, bm, nargs["BLOCK_N"]]
+    nargs["y_desc"].block_shape = [1, bm, 64]
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, pre_hook=_set_blocks)
+             for bm in [32, 64] for bn in range(64, 65) for w in [4, 8] if bm * bn <= 4096],
+    key=["M"],
+)
+"""
+
+
+def test_an_autotune_pre_hook_gives_the_block_shapes(tmp_path):
+    """Configs built by a comprehension over literal lists, with a pre_hook that sets each descriptor's block
+    shape from the config (was: no block shape, and no configs read from a comprehension): one entry per
+    config's constexprs, each with its block shape."""
+    path = tmp_path / "hooked.py"
+    path.write_text(HEADER + textwrap.dedent(HOOKED).lstrip("\n") + textwrap.dedent(SCALE).lstrip("\n"))
+    tr = translate_file(str(path), naming=RUST_NAMING)
+    assert tr.diagnostics == [], [str(d) for d in tr.diagnostics]
+    assert sorted(k.name for k in tr.module.kernels) == ["host_desc_scale_block_m32_block_n64",
+                                                          "host_desc_scale_block_m64_block_n64"]
+    report = translate([str(path)], None, None, crate="tileport_hooked", faithful=True)
+    text = report.files["src/hooked.rs"]
+    assert "shape![1, 32, 64]" in text and "shape![1, 64, 64]" in text, text
+
+
+def test_a_pre_hook_that_is_not_plain_assignments_gives_no_block_shape(tmp_path):
+    path = tmp_path / "hooked.py"
+    hook = HOOKED.replace('    bm = nargs["BLOCK_M"]\n', '    bm = nargs["BLOCK_M"]\n    if bm > 32:\n        bm = 32\n')
+    path.write_text(HEADER + textwrap.dedent(hook).lstrip("\n") + textwrap.dedent(SCALE).lstrip("\n"))
+    (d,) = translate_file(str(path), naming=RUST_NAMING).diagnostics
+    assert d.construct == "tensor descriptor" and "block shape" in d.message, d
+
+
 def test_one_constexpr_set_with_two_block_shapes_is_refused(tmp_path):
     tr = translate_file(str(write(tmp_path)), config_of([launch(64), launch(64, padding="nan")]),
                         naming=RUST_NAMING)

@@ -110,6 +110,8 @@ REAL_CAPTURES = [
             {"TILE": 128}),
     # A variable first defined in both branches of a runtime `if` ("undefined name" after it): an if result
     Capture("branch_defines_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": I32}, {"TILE": 128}),
+    # ... and several of them: cuTile yields each from the `if` (was: one such variable is supported)
+    Capture("branch_defines_several_kernel", {"x": (F32, 1), "y": (F32, 1)}, {"n": I32}, {"TILE": 128}),
     # A fill computed from constants was refused
     Capture("fill_from_constants_kernel", {"y": (F32, 1)}, {}, {"TILE": 128, "K": 4}),
     Capture("signed_shift_kernel", {"a": (I32, 1), "b": (I32, 1), "y": (I32, 1)}, {}, {"TILE": 128}),

@@ -11,7 +11,8 @@ Module-level statements under a guard (`try: import triton` / `except ImportErro
 `if HAS_TRITON:`) are read as the guarded code intends (`module_statements`): the `try` body, and the
 branch of an `if` that holds when the test can be decided statically (an environment variable read with
 a default is taken as unset), else the branch for CUDA (a test naming another vendor's back end takes the
-other branch), else the body. Each guard read so is noted.
+other branch; one naming an NVIDIA GPU generation, the branch for Hopper, where ports are proven), else
+the body. Each guard read so is noted.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ VENDOR_WORDS = {
     "kunlun": "Kunlunxin XPU", "mthreads": "Moore Threads MUSA", "tpu": "Google TPU", "mps": "Apple MPS",
 }
 CUDA_WORDS = {"cuda", "nvidia", "cutlass", "sm90", "sm100", "hopper", "blackwell"}
+# NVIDIA GPU generations, as whole words of a guard's names (`IS_NVIDIA_BLACKWELL`, `is_hopper()`): a test of
+# one takes the branch that holds on PROVEN_ON, the generation the ports are proven on.
+GENERATION_WORDS = {"volta", "turing", "ampere", "ada", "hopper", "blackwell", "rubin"}
+PROVEN_ON = "hopper"  # sm_90 (H100 / H200)
 
 
 def words(name: str) -> list[str]:
@@ -148,6 +153,10 @@ def branch(test: ast.expr) -> tuple[bool, str]:
                                                         isinstance(n.value, str) else "")}
     if names & VENDOR_WORDS.keys():
         return _negated(test), "the test names another vendor's back end: the CUDA branch"
+    if names & GENERATION_WORDS:
+        holds = PROVEN_ON in names
+        return holds != _negated(test), f"the test names a GPU generation: the branch for {PROVEN_ON} (sm_90), " \
+            "where ports are proven"
     if names & CUDA_WORDS:
         return not _negated(test), "the test names CUDA"
     return True, "undecided: the guarded code is taken as intended"

@@ -80,6 +80,21 @@ def branch_defines_kernel(x, y, n, TILE: ConstInt):
 
 
 @ct.kernel
+def branch_defines_several_kernel(x, y, n, TILE: ConstInt):
+    """Several variables (tiles of two dtypes, a scalar) first defined in both branches of a runtime `if`."""
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    if n > 4:
+        a = ct.exp(t)
+        b = ct.astype(t, ct.float16)
+        s = n * 2
+    else:
+        b = ct.astype(t + 1.0, ct.float16)
+        a = t * 3.0
+        s = n
+    ct.store(y, index=(ct.bid(0),), tile=a + ct.astype(b, ct.float32) + s)
+
+
+@ct.kernel
 def unvalued_constants_kernel(x, y, eps: ct.Constant[float], MODE: ConstInt, FLAG: ct.Constant[bool],
                               N_CHUNKS: ConstInt, TILE: ConstInt):
     """Constants that steer code with no value known (translated without a configuration, compiled): a

@@ -13,7 +13,8 @@ from tileport.frontends.cutile.values import BINOPS, CV, Value
 from tileport.frontends.liveness import assigned, exposed_read, reads
 from tileport.model import types as T
 from tileport.model.builder import lit_dtype
-from tileport.model.ir import Atom, Block, Break, CDim, Continue, For, If, Let, Lit, Ref, Return, While, sym_names, walk
+from tileport.model.ir import (Atom, Block, Break, CDim, Continue, For, If, Let, Lit, Op, Ref, Return, While, sym_names,
+                               walk)
 from tileport.model.ops import OpKind
 from tileport.model.types import ScalarT, Sym
 
@@ -227,9 +228,8 @@ class ControlFlowMixin:
         that variable as its result, as cuTile yields it (`res = a` / `res = b` -> `let res = if c {..; a}
         else {..; b};`)."""
         if len(names) > 1:
-            raise self.fail(s, f"both branches of this `if` define {', '.join(f'`{n}`' for n in names)}, read "
-                               "after it: one such variable is supported", "if",
-                            f"assign {', '.join(names[1:])} before the `if`")
+            self.if_defining_several(cond, s, names)
+            return
         name = names[0]
 
         def arm(stmts):
@@ -243,6 +243,64 @@ class ControlFlowMixin:
             return lower
         ref = self.branch_value(cond, [(s.body[0], arm(s.body)), (s.orelse[0], arm(s.orelse))], s)
         self.assign(name, ref, s)
+
+    def if_defining_several(self, cond: Ref, s: ast.If, names: list[str]) -> None:
+        """Both branches define several new variables read after the `if` (cuTile yields each from it;
+        cutile-rs yields no tuple from an `if`, only the variables its branches assign): each is declared
+        before the `if` as a zero of its type, which no path reads (both branches assign it), and each
+        branch assigns it its value as the common type."""
+        arms = []
+        for stmts in (s.body, s.orelse):
+            scope = _Scope("if", self.block_locals(stmts, loop=False))
+            self.scopes.append(scope)
+            blk = self.b.push()
+            bound = self.b.scope_names[-1]
+            try:
+                self.block(stmts, s)
+                missing = [n for n in names if n not in scope.vars]
+                if missing:
+                    raise self.fail(stmts[0], f"`{missing[0]}` is defined in both branches of the `if` but not "
+                                              "in this branch's own statements", "if",
+                                    f"assign `{missing[0]}` before the `if`")
+                values = [self.calls.materialize(self, scope.vars[n], s) for n in names]
+            finally:
+                self.b.pop()
+                self.scopes.pop()
+            arms.append((scope, blk, bound, values))
+        types = [self.calls.common_value_type(self, a, b, s) for a, b in zip(arms[0][3], arms[1][3])]
+        declared = [self.declare_zero(n, ty, s, arms[0][2] | arms[1][2]) for n, ty in zip(names, types)]
+        loc = self.loc(s)
+        for scope, blk, bound, values in arms:
+            self.scopes.append(scope)
+            self.b.resume(blk, bound)
+            for ref, value in zip(declared, values):
+                atom = self.calls.as_type(self, value, ref.ty, s)
+                self.b.emit(Let(ref.name, Op(OpKind.COPY, (atom,), ref.ty, loc), update=True))
+            self.b.pop()
+            self.scopes.pop()
+        self.b.emit(If(cond, arms[0][1], arms[1][1], loc, self.outer_updates(arms[0][1], arms[1][1])))
+        for name, ref in zip(names, declared):
+            self.scopes[-1].vars[name] = ref
+
+    def declare_zero(self, name: str, ty, s: ast.If, taken: set[str]) -> Ref:
+        """`let mut <name> = 0` of type `ty`, named apart from `taken` (names the branches bind: a branch's
+        own `name` would take its assignment)."""
+        if not isinstance(ty, (ScalarT, T.TileT)):
+            raise self.fail(s, f"both branches of this `if` define `{name}`, read after it, as a value that is "
+                               "no scalar or tile", "if", f"assign `{name}` before the `if`")
+        dtype = ty.dtype
+        zero = Lit(False if dtype == "bool" else 0.0 if self.b.is_float(dtype) else 0, ScalarT(dtype))
+        loc, outer = self.loc(s), self.b.scope_names[-1]
+        hidden = taken - outer
+        outer |= hidden
+        try:
+            rust_name = self.b.fresh(name)
+        finally:
+            outer -= hidden
+        ref = self.b.to_tile(zero, dtype, ty.shape, loc) if isinstance(ty, T.TileT) else \
+            self.b.value(OpKind.SCALAR, (zero,), ty, loc, hint=name)
+        self._bind_new(rust_name, ref)
+        return Ref(rust_name, ty)
 
     def outer_updates(self, *blocks: Block) -> tuple[str, ...]:
         """Variables of the enclosing blocks that `blocks` (just closed) reassign, sorted."""

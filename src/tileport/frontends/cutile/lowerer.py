@@ -918,6 +918,7 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: N
                 except Diagnostic as d:
                     if d.construct == "dtype":
                         raise  # about element types, not the constant (unconfigured kernels try several)
+                    unknown.message += f" (as {_ROUTE[retry.runtime == cfg.runtime]}: {d.message})"
             # e.g. a branch on it changes a type: values are needed; an int only tested for truth is a flag
             if need.constants <= _flag_constants(sm, name) - set(cfg.pinned) and few:
                 values, enumerated = _combinations(need.constants, (0, 1)), True
@@ -938,6 +939,8 @@ def _lower_configured(sm: ScannedModule, name: str, cfg: KernelConfig, naming: N
         return out
 
 
+# how a retry without values passes the constants (by whether it added runtime parameters)
+_ROUTE = {False: "runtime values", True: "const generics compared at run time"}
 MAX_ENUMERATED_BOOLS = 3  # at most 8 entries per kernel without values
 
 

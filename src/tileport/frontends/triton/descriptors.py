@@ -4,7 +4,8 @@
 The kernel text shows the descriptor's rank (the length of its offset lists) but not its block shape, which
 the host sets (often in an autotune `pre_hook`, from the config's constexprs). The block shape and padding
 come from the launches (`tileport record` captures them) or the configuration, under the keys
-`PARAM.block_shape` and `PARAM.padding`. The port takes the descriptor as an array of its rank (its shape
+`PARAM.block_shape` and `PARAM.padding`; unconfigured, from the autotune configs whose pre_hook sets them
+(read by the scan). The port takes the descriptor as an array of its rank (its shape
 and strides are the descriptor's), and each entry is pinned on the constexprs the configurations give, so
 that one entry never serves two block shapes: the block shape is a literal of the entry that the launch's
 constexpr values select.
@@ -78,6 +79,12 @@ def launch_fields(configs: Sequence[Mapping[str, Any]], descriptors: Sequence[st
                 fields[d] = (tuple(int(x) for x in block), str(c.get(config_key(d, PADDING_KEY)) or "zero"))
         out.append(fields)
     return out
+
+
+def hooked(candidates: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The autotune configs whose pre_hook gives a descriptor's block shape (read statically by the scan):
+    the block shapes of an unconfigured kernel."""
+    return [c for c in candidates if any(k.endswith(f".{BLOCK_KEY}") for k in c)]
 
 
 def resolve(path: str, fn: ast.FunctionDef, descriptors: Sequence[str], configs: Sequence[Mapping[str, Any]],

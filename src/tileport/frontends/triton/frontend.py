@@ -392,7 +392,7 @@ def lower_once(tm, fn, plan: KernelPlan, dtypes: list[dict[str, str]], pinned: d
             params.append(Param(name, ScalarT(plan.runtime_dtypes.get(name, "i32")), ident_name=ident))
         else:
             params.append(Param(name, ScalarT(plan.scalars[name]), ident_name=ident))
-    blocks = D.resolve(tm.path, fn, list(plan.descriptors), plan.configs,
+    blocks = D.resolve(tm.path, fn, list(plan.descriptors), plan.configs or D.hooked(tm.candidates.get(fn.name, [])),
                        [c for c in plan.constexprs if c not in plan.dtypes], pinned)
     lw = TritonLowerer(tm, fn, params, space, [], pinned, plan.flat, blocks)
     lw.maybe_float = {tm.naming.ident(n) for n in plan.maybe_float}

@@ -352,23 +352,146 @@ def _looks_like_kernel(tm: TritonModule, fn: ast.FunctionDef) -> bool:
 
 
 def _autotune_configs(tm: TritonModule, call: ast.Call) -> list[dict[str, Any]]:
-    """The constexpr values of `triton.Config({...}, ...)` entries that are literal (others are skipped)."""
+    """The constexpr values of `triton.Config({...}, ...)` entries that are static: listed, or built by a
+    comprehension over literal lists (`for BM in [64, 128]`); others are skipped. A `pre_hook` of the
+    module that sets a host-side descriptor's block shape from the config (`nargs["d"].block_shape =
+    [1, nargs["BLOCK_M"]]`) adds that field (`d.block_shape`)."""
     configs_node = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "configs"), None)
     if isinstance(configs_node, ast.Name):
         configs_node = _module_value(tm, configs_node.id)
+    tuner_hook = next((k.value for k in call.keywords if k.arg == "pre_hook"), None)
     out: list[dict[str, Any]] = []
-    if not isinstance(configs_node, (ast.List, ast.Tuple)):
-        return out
-    for c in configs_node.elts:
+    for c, env in _elements(tm, configs_node):
         if not (isinstance(c, ast.Call) and c.args and isinstance(c.args[0], ast.Dict)):
             continue
         entry = {}
         for k, v in zip(c.args[0].keys, c.args[0].values):
-            value = _literal(v)
-            if isinstance(k, ast.Constant) and isinstance(k.value, str) and value is not None:
+            value = _static(tm, v, env)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(value, (int, float, bool)):
                 entry[k.value] = value
+        hook = next((k.value for k in c.keywords if k.arg == "pre_hook"), tuner_hook)
+        entry.update(_hook_fields(tm, hook, entry))
         if entry and entry not in out:
             out.append(entry)
+    return out
+
+
+MAX_EXPANDED = 1024  # configs a comprehension may make (beyond: not read)
+
+
+def _elements(tm: TritonModule, node: ast.AST | None) -> list[tuple[ast.expr, dict[str, Any]]]:
+    """The elements of a list or tuple, or of a comprehension over static iterables with static conditions,
+    each with the values of the comprehension's variables; [] when they are not static."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [(e, {}) for e in node.elts]
+    if not isinstance(node, ast.ListComp):
+        return []
+    envs: list[dict[str, Any]] = [{}]
+    for g in node.generators:
+        grown = []
+        for env in envs:
+            values = _static(tm, g.iter, env)
+            if g.is_async or not isinstance(values, (list, tuple)):
+                return []
+            for v in values:
+                inner = dict(env)
+                if not _bind(g.target, v, inner):
+                    return []
+                tests = [_static(tm, t, inner) for t in g.ifs]
+                if any(t is None for t in tests):
+                    return []
+                if all(tests):
+                    grown.append(inner)
+        envs = grown
+        if len(envs) > MAX_EXPANDED:
+            return []
+    return [(node.elt, env) for env in envs]
+
+
+def _bind(target: ast.AST, value: Any, env: dict[str, Any]) -> bool:
+    if isinstance(target, ast.Name):
+        env[target.id] = value
+        return True
+    if isinstance(target, ast.Tuple) and isinstance(value, (list, tuple)) and len(value) == len(target.elts):
+        return all(_bind(t, v, env) for t, v in zip(target.elts, value))
+    return False
+
+
+_STATIC_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+               ast.FloorDiv: lambda a, b: a // b if b else None, ast.Mod: lambda a, b: a % b if b else None,
+               ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+               ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+               ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+
+
+def _static(tm: TritonModule, node: ast.AST, env: dict[str, Any], nargs: tuple[str, dict] | None = None) -> Any:
+    """The value of an expression of literals, `env`'s names, the module's constants, `range(..)` and
+    arithmetic / comparisons on them (`nargs`: a hook's parameter name and the config it reads); None
+    when it is not static."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, (int, float, bool, str)) else None
+    if isinstance(node, ast.Name):
+        return env[node.id] if node.id in env else tm.constants.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        values = [_static(tm, e, env, nargs) for e in node.elts]
+        return None if any(v is None for v in values) else values if isinstance(node, ast.List) else tuple(values)
+    if isinstance(node, ast.Subscript) and nargs and isinstance(node.value, ast.Name) \
+            and node.value.id == nargs[0] and isinstance(node.slice, ast.Constant):
+        return nargs[1].get(node.slice.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _static(tm, node.operand, env, nargs)
+        return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _STATIC_OPS:
+        a, b = _static(tm, node.left, env, nargs), _static(tm, node.right, env, nargs)
+        ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        return _STATIC_OPS[type(node.op)](a, b) if ok else None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _STATIC_OPS:
+        a, b = _static(tm, node.left, env, nargs), _static(tm, node.comparators[0], env, nargs)
+        try:
+            return None if a is None or b is None else bool(_STATIC_OPS[type(node.ops[0])](a, b))
+        except TypeError:
+            return None
+    if isinstance(node, ast.BoolOp):
+        values = [_static(tm, v, env, nargs) for v in node.values]
+        if any(v is None for v in values):
+            return None
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" \
+            and "range" not in env and not node.keywords and 1 <= len(node.args) <= 3:
+        bounds = [_static(tm, a, env, nargs) for a in node.args]
+        if all(type(b) is int for b in bounds) and (len(bounds) < 3 or bounds[2]):
+            values = range(*bounds)
+            return list(values) if len(values) <= MAX_EXPANDED else None
+    return None
+
+
+# The fields a pre_hook may set on a host-side descriptor (`frontends.triton.descriptors` reads them under
+# `PARAM.FIELD`).
+HOOK_FIELDS = ("block_shape", "padding")
+
+
+def _hook_fields(tm: TritonModule, hook: ast.AST | None, entry: dict[str, Any]) -> dict[str, Any]:
+    """`{"d.block_shape": [..]}` of the descriptors a module-level pre_hook sets from the config `entry`;
+    {} unless its body is only assignments (of locals and descriptor fields) with static values."""
+    fn = next((n for n in tm.tree.body if isinstance(n, ast.FunctionDef) and isinstance(hook, ast.Name)
+               and n.name == hook.id), None)
+    if fn is None or not fn.args.args:
+        return {}
+    nargs, env, out = (fn.args.args[0].arg, entry), {}, {}
+    for st in fn.body:
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+            continue  # docstring
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1):
+            return {}
+        t, value = st.targets[0], _static(tm, st.value, env, nargs)
+        if isinstance(t, ast.Name):
+            env[t.id] = value
+        elif isinstance(t, ast.Attribute) and t.attr in HOOK_FIELDS and isinstance(t.value, ast.Subscript) \
+                and isinstance(t.value.value, ast.Name) and t.value.value.id == nargs[0] \
+                and isinstance(t.value.slice, ast.Constant) and value is not None:
+            out[f"{t.value.slice.value}.{t.attr}"] = value
+        else:
+            return {}
     return out
 
 
