@@ -74,10 +74,10 @@ def check_crate(crate: Path) -> None:
     assert "pub mod ops_softmax {" in softmax and "Translated from `tilelib/ops/softmax.py:14`" in softmax
     assert "exp_approx(" in softmax and "exp2(" in softmax  # fexp (a re-export) and ext.exp2 (tl_extra)
     assert "shape![128]" in softmax  # BLOCK, an absolute import of tilelib.consts
-    assert "let x: Tile<f32, { [128] }> = convert_tile(" in softmax  # ACC_DTYPE, an alias of another module
+    assert "let x: Tile<f32, { [128] }> = load_no_tma_f32(" in softmax  # ACC_DTYPE, an alias of another module
     scale = (crate / "src" / "ops_scale.rs").read_text()
     assert "2.0f32" in scale and "128.0f32" in scale  # SCALE inside the sibling's helper, BLOCK in the kernel
-    assert "let x_tile_f32: Tile<f32, { [TILE] }> = convert_tile(x_tile);" in scale  # the helper module's ACC
+    assert "let x_tile_f32: Tile<f32, { [TILE] }> = load_f32(&x_tiles, [bid]);" in scale  # the helper module's ACC
     manifest = json.loads((crate / "kernels.json").read_text())
     assert {(e["kernel"], e["module"], e["source"]) for e in manifest["entries"]} == {
         ("softmax_kernel", "ops_softmax", "tilelib/ops/softmax.py"), ("scale_kernel", "ops_scale", "tilelib/ops/scale.py")}

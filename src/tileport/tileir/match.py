@@ -71,7 +71,8 @@ class FunctionIndex:
         fx = cls(function)
         fx._roles()
         for index, role in (declared_roles or {}).items():
-            fx.arg_role[function.args[index]] = role
+            if role[0] in ("shape", "stride"):  # a partition's parameters are positional scalars to the diff
+                fx.arg_role[function.args[index]] = role
         fx._number_scalars()  # after the declared roles: a declared shape or stride is no positional scalar
         fx._walk(function.body, None, False)
         for op in fx.order:

@@ -11,7 +11,8 @@ what they pass:
 - The generated crate's entries pass the same layout after the strides the launcher passes first,
   as leading i32 scalars, which the manifest (`kernels.json`) lists per specialized entry
   (`stride_args`, `manifest_generated_roles`); an array passed as `&mut Tensor` (the variant's
-  `owned`) is followed by its partition's shape and strides as well (scalars of no declared role).
+  `owned`) is followed by its partition's shape and strides as well (roles `partition_shape` /
+  `partition_stride`: the diff gives them no meaning, the interpreter binds them).
 
 A role map is {parameter index (negative: from the end) -> ("shape" | "stride", tensor, dim)}.
 """
@@ -44,6 +45,9 @@ def cutile_python_roles(params: list[dict[str, Any]], function: Function | None 
             for d in range(rank):
                 roles[i + 1 + d] = ("shape", tensor, d)
                 roles[i + 1 + rank + d] = ("stride", tensor, d)
+                if p.get("name") in partitioned:
+                    roles[i + 1 + 2 * rank + d] = ("partition_shape", tensor, d)
+                    roles[i + 1 + 3 * rank + d] = ("partition_stride", tensor, d)
             i += 1 + 2 * rank * (2 if p.get("name") in partitioned else 1)
             tensor += 1
         elif p["kind"] == "scalar":

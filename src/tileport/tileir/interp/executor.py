@@ -140,6 +140,8 @@ def bind(function: Function, memory: Memory, args: Sequence[tuple[str, Argument]
     flattened to pointer, shape and strides; runtime scalars as 0-d tiles."""
     values: list[Any] = []
     arrays: list[tuple[int, np.ndarray]] = []
+    partitioned = {role[1] for role in (extra_args or {}).values() if role[0] == "partition_shape"}
+    partition_shapes: list[int] = []  # where the partition shapes of arrays passed as `&mut Tensor` stand
     for name, arg in args:
         if isinstance(arg, Array):
             data = np.ascontiguousarray(arg.data)
@@ -148,14 +150,20 @@ def bind(function: Function, memory: Memory, args: Sequence[tuple[str, Argument]
             values.append(np.asarray(buf.base, np.int64))
             values.extend(np.asarray(n) for n in data.shape)
             values.extend(np.asarray(s) for s in strides)
+            if len(arrays) in partitioned:  # cutile passes the partition's shape, then its strides (the tensor's)
+                partition_shapes.extend(range(len(values), len(values) + data.ndim))
+                values.extend(np.asarray(n) for n in data.shape)
+                values.extend(np.asarray(s) for s in strides)
             arrays.append((data.shape, strides))
         else:
             values.append(np.asarray(arg.value))
     params = function.body.args
-    values[:0] = _leading_args(len(params) - len(values), extra_args or {}, arrays)
+    leading = _leading_args(len(params) - len(values), extra_args or {}, arrays)
+    values[:0] = leading
     if len(params) != len(values):
         raise ArgumentError(f"@{function.name} takes {len(params)} parameters; the arguments give "
                             f"{len(values)} (arrays count 1 + 2 x rank)", where=function.loc)
+    _check_unread(function, [params[len(leading) + i] for i in partition_shapes])
     out = []
     for p, v in zip(params, values):
         t = p.type
@@ -168,6 +176,16 @@ def bind(function: Function, memory: Memory, args: Sequence[tuple[str, Argument]
         else:
             raise ArgumentError(f"parameter of type {t} is not supported", where=function.loc)
     return out
+
+
+def _check_unread(function: Function, params: list[Value]) -> None:
+    """A partition's shape is its tile shape, which the arguments do not give: the interpreter binds the
+    tensor's shape there, so the entry must not read it (its partition views carry the tile shape)."""
+    wanted = set(params)
+    for op in _walk_ops(function.body):
+        if wanted.intersection(op.operands):
+            raise ArgumentError(f"@{function.name} reads a partition's shape parameter, which the interpreter "
+                                f"does not know", where=function.loc)
 
 
 def _leading_args(count: int, roles: dict[int, tuple], arrays: list[tuple]) -> list[np.ndarray]:
