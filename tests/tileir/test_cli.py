@@ -83,7 +83,8 @@ def test_cutile_python_roles_follow_the_parameter_layout():
 def test_an_owned_output_takes_its_partition_shape_and_strides_after_its_own():
     """An array the idiomatic rendering passes as `&mut Tensor` (the variant's "owned") is followed by its
     partition's shape and strides: the parameters after it keep their roles (without the rule the layout
-    does not match and nothing is declared, so a shape the kernel reads in arithmetic loses its role)."""
+    does not match and nothing is declared, so a shape the kernel reads in arithmetic loses its role); the
+    partition's own parameters are declared for the interpreter, which binds them."""
     from types import SimpleNamespace
 
     from tileport.tileir import read_module
@@ -94,5 +95,6 @@ def test_an_owned_output_takes_its_partition_shape_and_strides_after_its_own():
     variant = {"entry": "k", "stride_args": [], "owned": ["c"]}
     roles = manifest_generated_roles(entry, variant, owned_c)
     assert roles == {1: ("shape", 0, 0), 2: ("stride", 0, 0), 4: ("shape", 1, 0), 5: ("stride", 1, 0),
-                     7: ("shape", 2, 0), 8: ("stride", 2, 0)}
+                     7: ("shape", 2, 0), 8: ("stride", 2, 0), 9: ("partition_shape", 2, 0),
+                     10: ("partition_stride", 2, 0)}
     assert manifest_generated_roles(entry, variant | {"owned": []}, owned_c) == {}
