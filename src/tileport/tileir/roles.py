@@ -14,7 +14,8 @@ what they pass:
   `owned`) is followed by its partition's shape and strides as well (roles `partition_shape` /
   `partition_stride`: the diff gives them no meaning, the interpreter binds them).
 
-A role map is {parameter index (negative: from the end) -> ("shape" | "stride", tensor, dim)}.
+A role map is {parameter index (negative: from the end) -> ("shape" | "stride" | "partition_shape" |
+"partition_stride", tensor, dim)}.
 """
 
 from __future__ import annotations

@@ -163,7 +163,8 @@ def bind(function: Function, memory: Memory, args: Sequence[tuple[str, Argument]
     if len(params) != len(values):
         raise ArgumentError(f"@{function.name} takes {len(params)} parameters; the arguments give "
                             f"{len(values)} (arrays count 1 + 2 x rank)", where=function.loc)
-    _check_unread(function, [params[len(leading) + i] for i in partition_shapes])
+    if partition_shapes:
+        _check_unread(function, [params[len(leading) + i] for i in partition_shapes])
     out = []
     for p, v in zip(params, values):
         t = p.type
