@@ -9,14 +9,15 @@
 //! kept value is scaled by `scale` (1 / (1 - p)) in f32 and rounded once to the output dtype. The mask
 //! is a pure function of (seed, offset, i): the backward recomputes it instead of reading one back, and
 //! any launch grid or tile size gives the same mask. Philox's 32 x 32 -> 64 multiplies are done in
-//! uint64 (cuTile has no mulhi), the rest in uint32 (wrapping adds for the key schedule).
+//! uint64 (cuTile has no mulhi), the rest in uint32 (wrapping adds for the key schedule). `seed` and
+//! `offset` are `ct.ScalarInt64`: cuTile launches a Python int as an int32 otherwise.
 
 #[cutile::module]
 pub mod dropout {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/dropout.py:58`.
+    /// Translated from `src/tileport/ops/kernels/dropout.py:59`.
     #[cutile::entry()]
     pub fn dropout_fwd_kernel<
         E: ElementType,
@@ -97,7 +98,7 @@ pub mod dropout {
         store(&mut y_tiles, sel_e, [bid]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/dropout.py:66`.
+    /// Translated from `src/tileport/ops/kernels/dropout.py:67`.
     #[cutile::entry()]
     pub fn dropout_bwd_kernel<
         E: ElementType,

@@ -407,3 +407,18 @@ def test_bitwise_on_a_dtype_conditional_integer_type_gets_one_entry_per_dtype(tm
     text = module_text(report, path)
     assert has_line(entry_text(text, "k_f32"), "let mask: Tile<i32, { [TILE] }> = constant(127i32, shape![TILE]);")
     assert has_line(entry_text(text, "k_f16"), "let mask: Tile<i16, { [TILE] }> = constant(127i16, shape![TILE]);")
+
+
+def test_a_scalar_annotated_scalarint64_is_an_i64_parameter(tmp_path):
+    """cuTile launches a Python int as an int32 unless the parameter says `ct.ScalarInt64`: the port's
+    parameter must be the i64 cuTile compiles (seeds, offsets past 2^31), imported name or attribute."""
+    body = _entry(tmp_path, """
+        from cuda.tile import ScalarInt64
+
+        @ct.kernel
+        def k(x, y, seed: ct.ScalarInt64, offset: ScalarInt64, n, TILE: ConstInt):
+            b = ct.bid(0)
+            t = ct.load(x, index=(b,), shape=(TILE,))
+            ct.store(y, index=(b,), tile=t + ct.astype(seed + offset + n, ct.float32))
+    """, configs={"k": [{"x": "f32", "y": "f32", "TILE": 128}]})
+    assert "seed: i64" in body and "offset: i64" in body and "n: i32" in body, body

@@ -81,7 +81,7 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
         else:
             configured = first.get(a.arg)
             dtype = (TORCH_DTYPES.get(str(configured), configured) if configured is not None else None) \
-                or _SCALAR_ANNOTATIONS.get(getattr(a.annotation, "id", None)) \
+                or _SCALAR_ANNOTATIONS.get(getattr(a.annotation, "id", None)) or _int64_annotation(sm, a.annotation) \
                 or launch_scalar_dtype(sm, fn.name, fn.args.args.index(a)) or scalar_use_dtype(fn, a.arg) or "i32"
             if dtype not in T.ELEMENT_DTYPES:
                 raise Diagnostic(f"unsupported dtype {dtype!r} configured for scalar `{a.arg}`", loc, "config")
@@ -90,6 +90,12 @@ def classify_params(sm: ScannedModule, fn: ast.FunctionDef, cfg: KernelConfig) -
 
 
 _SCALAR_ANNOTATIONS = {"float": "f32", "int": "i32", "bool": "bool"}
+
+
+def _int64_annotation(sm: ScannedModule, node: ast.AST | None) -> str | None:
+    """`ct.ScalarInt64` (or the name imported from cuda.tile): cuTile launches the argument as an int64."""
+    return "i64" if node is not None and not isinstance(node, ast.Call) and is_ct_attr(sm, node, "ScalarInt64") \
+        else None
 
 
 def launch_scalar_dtype(sm: ScannedModule, kernel: str, index: int) -> str | None:

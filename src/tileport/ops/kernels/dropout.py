@@ -6,7 +6,8 @@ shifted right by 8 (24 random bits) is >= `threshold` (round(p * 2^24), p the dr
 kept value is scaled by `scale` (1 / (1 - p)) in f32 and rounded once to the output dtype. The mask
 is a pure function of (seed, offset, i): the backward recomputes it instead of reading one back, and
 any launch grid or tile size gives the same mask. Philox's 32 x 32 -> 64 multiplies are done in
-uint64 (cuTile has no mulhi), the rest in uint32 (wrapping adds for the key schedule).
+uint64 (cuTile has no mulhi), the rest in uint32 (wrapping adds for the key schedule). `seed` and
+`offset` are `ct.ScalarInt64`: cuTile launches a Python int as an int32 otherwise.
 """
 
 import cuda.tile as ct
@@ -55,7 +56,7 @@ def scaled_where(t, keep, scale):
 
 
 @ct.kernel
-def dropout_fwd_kernel(x, y, seed, offset, threshold, scale, TILE: ConstInt):
+def dropout_fwd_kernel(x, y, seed: ct.ScalarInt64, offset: ct.ScalarInt64, threshold, scale, TILE: ConstInt):
     bid = ct.bid(0)
     keep = keep_mask(bid, seed, offset, threshold, TILE)
     t = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
@@ -63,7 +64,7 @@ def dropout_fwd_kernel(x, y, seed, offset, threshold, scale, TILE: ConstInt):
 
 
 @ct.kernel
-def dropout_bwd_kernel(dy, dx, seed, offset, threshold, scale, TILE: ConstInt):
+def dropout_bwd_kernel(dy, dx, seed: ct.ScalarInt64, offset: ct.ScalarInt64, threshold, scale, TILE: ConstInt):
     bid = ct.bid(0)
     keep = keep_mask(bid, seed, offset, threshold, TILE)
     t = ct.load(dy, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
