@@ -159,11 +159,17 @@ def _triton_check(files: list[str], bundle: Path, lib: Path, out: Path, timeout_
 
 
 def check_ports(bundle: Path, lib: Path, site: Path, out: Path, jobs: int, deadline: float,
-                budget: float, on_progress=None) -> dict[str, dict]:
+                budget: float, on_progress=None, known: dict[str, dict] | None = None) -> dict[str, dict]:
     """Differential test of every bundled kernel (one process each, `jobs` at once), then the parity
-    timing of the correct ones (one process, serially). kernel id -> {check, bench, problems, rc, tail}."""
+    timing of the correct ones (one process, serially). kernel id -> {check, bench, problems, rc, tail}.
+    `known`: verdicts of an earlier check run of this bundle; a kernel found correct there is not checked
+    again (its verdict is carried, marked so) and is timed only if that run did not time it."""
     kernels = [k for k in json.loads((bundle / "bundle.json").read_text())["kernels"] if k["built"]]
     results: dict[str, dict] = {}
+    carried = {kid: v for kid, v in (known or {}).items() if v.get("correct")}
+    for kid, v in carried.items():
+        results[kid] = {"carried": v, "check": [], "bench": [], "problems": {}, "rc": 0}
+    fresh = [k for k in kernels if kernel_id(k["file"], k["kernel"]) not in carried]
 
     def one(k: dict) -> None:
         kid = kernel_id(k["file"], k["kernel"])
@@ -175,10 +181,11 @@ def check_ports(bundle: Path, lib: Path, site: Path, out: Path, jobs: int, deadl
         results[kid] = _triton_check([f"{site / k['file']}::{k['kernel']}"], bundle, lib,
                                      out / "check" / k["kernel"], min(KERNEL_CHECK_TIMEOUT_S, left - 5), False, budget)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(one, kernels))
+        list(pool.map(one, fresh))
     if on_progress:
         on_progress(results)
-    correct = [k for k in kernels if verdict(results.get(kernel_id(k["file"], k["kernel"])))["correct"]]
+    correct = [k for k in kernels if verdict(results.get(kernel_id(k["file"], k["kernel"])))["correct"]
+               and verdict(results.get(kernel_id(k["file"], k["kernel"])))["parity"] is None]
     left = deadline - time.monotonic()
     if correct and left > 20:
         timed = _triton_check([f"{site / k['file']}::{k['kernel']}" for k in correct], bundle, lib, out / "time",
@@ -195,6 +202,10 @@ def verdict(result: dict | None) -> dict[str, Any]:
     parity (median t(port)/t(Triton) over the launches timed) of one kernel's check results."""
     if not result:
         return {"checked": 0, "correct": False, "parity": None, "timed": 0, "failures": [], "problems": []}
+    if "carried" in result:  # checked by an earlier run of the bundle; timed now unless it was then
+        mine = verdict({"check": [{"ok": True, "launch": ""}], "bench": result.get("bench", [])})
+        timed = {"parity": mine["parity"], "timed": mine["timed"]} if mine["timed"] else {}
+        return {**result["carried"], **timed, "carried": True}
     checks = result.get("check", [])
     problems = [p for v in (result.get("problems") or {}).values() for p in v]
     ratios = [b["times_us"]["cutile-rs"] / b["times_us"]["triton"] for b in result.get("bench", [])
@@ -208,9 +219,10 @@ def verdict(result: dict | None) -> dict[str, Any]:
 
 
 def device(out: Path, bundle: Path = BUNDLE, jobs: int = 8, timeout_s: float = 520, budget: float = 0.05,
-           force_record: bool = False) -> dict:
+           force_record: bool = False, previous: Path | None = None) -> dict:
     """The GPU step (see the module docstring); writes out/liger-gpu.json and returns it. `force_record`:
-    record even when a port bundle is there (and check nothing)."""
+    record even when a port bundle is there (and check nothing). `previous`: an earlier check run's
+    liger-gpu.json of the same bundle, whose correct kernels are carried (see check_ports)."""
     deadline = time.monotonic() + timeout_s
     out.mkdir(parents=True, exist_ok=True)
     site = out / "site"
@@ -234,7 +246,13 @@ def device(out: Path, bundle: Path = BUNDLE, jobs: int = 8, timeout_s: float = 5
     def progress(results: dict[str, dict]) -> None:
         doc["kernels"] = {kid: {**verdict(r), "rc": r.get("rc")} for kid, r in results.items() if "::" in kid}
         write()
-    results = check_ports(bundle, lib, site, out, jobs, deadline, budget, progress)
+    known = None
+    if previous is not None:
+        before = json.loads(previous.read_text())
+        if before.get("bundle") != doc["bundle"]:
+            raise SystemExit(f"{previous}: checked another bundle than .device/liger: nothing can be carried")
+        known, doc["carried_from"] = before.get("kernels") or {}, {"date": before.get("date"), "gpu": before.get("gpu")}
+    results = check_ports(bundle, lib, site, out, jobs, deadline, budget, progress, known)
     progress(results)
     doc["timing"] = results.get("(timing)", "no kernel correct: nothing timed")
     doc["check"] = "ok"
@@ -564,6 +582,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--timeout", type=float, default=520, help="seconds for the whole step")
     d.add_argument("--budget", type=float, default=0.05, help="timing budget per launch and side (s)")
     d.add_argument("--record", action="store_true", help="record the driver's launches even with a bundle")
+    d.add_argument("--previous", type=Path, metavar="LIGER_GPU_JSON",
+                   help="an earlier check run of this bundle: its correct kernels are not checked again, and "
+                        "timed only where it did not time them")
     p = sub.add_parser("prepare", help="on the CPU machine, before the first GPU run: the wheel into .device/liger")
     p.add_argument("--wheel-dir", type=Path, help="take the pinned wheel from here instead of downloading it")
     b = sub.add_parser("bundle", help="on the CPU machine: port on the recorded launches, pack .device/liger")
@@ -577,7 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("results", type=Path, help="the folder with the check run's liger-gpu.json")
     args = ap.parse_args(argv)
     if args.cmd == "device":
-        doc = device(args.out, jobs=args.jobs, timeout_s=args.timeout, budget=args.budget, force_record=args.record)
+        doc = device(args.out, jobs=args.jobs, timeout_s=args.timeout, budget=args.budget, force_record=args.record,
+                     previous=args.previous)
         print(json.dumps({k: doc.get(k) for k in ("mode", "install", "check")}, indent=1))
         cases = (doc.get("record") or {}).get("cases") or {}
         print(f"driver: {sum(v['ok'] for v in cases.values())}/{len(cases)} cases ran" if cases else "")

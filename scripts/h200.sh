@@ -152,6 +152,7 @@ for step in $steps; do
     triton) triton_corpus ;;
     liger)  timeout -k 20 "${LIGER_TIMEOUT:-540}" python3 -m eval.wild_triton_gpu device --out "$work/liger" \
               --timeout "${LIGER_STEP_S:-510}" --jobs "${LIGER_JOBS:-8}" ${LIGER_RECORD:+--record} \
+              ${LIGER_PREVIOUS:+--previous "$LIGER_PREVIOUS"} \
               > "$work/liger.log" 2>&1; echo "liger rc=$?"; tail -n 20 "$work/liger.log"
             for f in liger-gpu.json liger-launches.json liger-driver.json liger-evidence.json; do
               cp "$work/liger/$f" "$work/" 2>/dev/null; done ;;

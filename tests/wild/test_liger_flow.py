@@ -218,6 +218,37 @@ def test_device_with_a_bundle_checks_each_kernel_then_times_the_correct_ones(tmp
     assert len(evidence["check"]) == 2 and len(evidence["bench"]) == 1
 
 
+def test_a_second_run_carries_the_correct_kernels_and_times_only_the_untimed(tmp_path, monkeypatch):
+    """A run cut short times part of the correct kernels: the next run of the same bundle checks only what
+    was not found correct and times only what was not timed."""
+    calls = []
+
+    def fake_check(files, bundle, lib, out, timeout_s, bench, budget):
+        names = [Path(f).name for f in files]
+        calls.append((names, bench))
+        if bench:
+            return {"rc": 0, "tail": "", "check": [], "problems": {},
+                    "bench": [{"kernel": n.split("::")[1], "times_us": {"triton": 4.0, "cutile-rs": 3.0}}
+                              for n in names]}
+        return {"rc": 1, "tail": "", "bench": [], "problems": {},
+                "check": [{"launch": "l", "ok": False, "error": "`y` differs"}]}
+    monkeypatch.setattr(flow, "_triton_check", fake_check)
+    bundle = _bundle(tmp_path)
+    previous = tmp_path / "previous.json"
+    good = "liger_kernel/ops/good.py::good"
+    previous.write_text(json.dumps({"bundle": json.loads((bundle / "bundle.json").read_text()), "date": "d",
+                                    "kernels": {good: {"checked": 1, "correct": True, "parity": None, "timed": 0,
+                                                       "failures": [], "problems": []}}}))
+    doc = flow.device(tmp_path / "out", bundle=bundle, jobs=2, timeout_s=120, previous=previous)
+    assert calls == [(["wrong.py::wrong"], False), (["good.py::good"], True)]
+    k = doc["kernels"]
+    assert k[good]["correct"] and k[good]["carried"] and k[good]["parity"] == 0.75 and k[good]["checked"] == 1
+    assert not k["liger_kernel/ops/wrong.py::wrong"]["correct"]
+    previous.write_text(json.dumps({"bundle": {"kernels": []}, "kernels": {}}))
+    with pytest.raises(SystemExit, match="another bundle"):
+        flow.device(tmp_path / "out2", bundle=bundle, jobs=2, timeout_s=120, previous=previous)
+
+
 # ------------------------------------------------------------------------------------ scripts/h200.sh liger
 
 PYTHON_SHIM = f'''#!/usr/bin/env bash
