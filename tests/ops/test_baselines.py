@@ -11,13 +11,14 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the baselin
 
 from tileport.gpu.check import compare  # noqa: E402
 from tileport.ops import op_names  # noqa: E402
-from tileport.ops.baselines import ATTENTION_HOST_LENGTHS, BASELINES, baseline  # noqa: E402
+from tileport.ops.baselines import ATTENTION_HOST_LENGTHS, BASELINES, GRAPH_BREAKS, OWN_RANDOM_STREAM, baseline  # noqa: E402,E501
 from tileport.ops.specs import all_specs  # noqa: E402
 
 SPECS = all_specs()
 MAX_CPU_ELEMENTS = 1 << 18
 # the attention ops (shapes with flags, a different cost) are checked in test_baselines_attention.py
-CASES = [(name, dt, tuple(shape)) for name, spec in SPECS.items() if name not in ATTENTION_HOST_LENGTHS
+CASES = [(name, dt, tuple(shape)) for name, spec in SPECS.items()
+         if name not in ATTENTION_HOST_LENGTHS and name not in OWN_RANDOM_STREAM
          for dt in spec.dtypes for shape in spec.shapes if math.prod(shape) <= MAX_CPU_ELEMENTS]
 
 
@@ -42,6 +43,32 @@ def test_baseline_matches_the_reference(name, dtype, shape):
     assert ok, f"{name} {dtype} {shape}: {msg} (max |err| {max_abs:.3g}, err/tol {ratio:.2f})"
 
 
+@pytest.mark.parametrize("name", sorted(OWN_RANDOM_STREAM))
+def test_dropout_baselines_drop_about_p_and_scale_the_rest(name):
+    """torch's dropout draws another mask than the op's: the baseline is checked for what dropout is (about
+    p of the elements zero, the others x / (1 - p)), and the backward for reusing the forward's mask."""
+    spec = SPECS[name]
+    x, seed, offset, p = spec.make_inputs((512, 1024), "float32", "cpu", 0)
+    y = BASELINES[name](x, seed, offset, p)
+    kept = y != 0
+    assert abs(1 - kept.float().mean().item() - p) < 0.01
+    torch.testing.assert_close(y[kept], x[kept] / (1 - p))
+    if name == "dropout_bwd":
+        assert torch.equal(BASELINES[name](x, seed, offset, p), y)
+
+
+def test_graph_breaking_baselines_compile_to_their_eager_results():
+    """The baselines bench compiles without fullgraph (GRAPH_BREAKS, attention aside) give what they give eagerly."""
+    for name in sorted(GRAPH_BREAKS - ATTENTION_HOST_LENGTHS):
+        spec = SPECS[name]
+        inputs = spec.make_inputs(spec.shapes[1], "float32", "cpu", 0)
+        torch._dynamo.reset()
+        got = torch.compile(BASELINES[name], backend="eager", dynamic=False)(*inputs)
+        want = BASELINES[name](*inputs)
+        pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+        assert all(torch.equal(g, w) for g, w in pairs), name
+
+
 def test_baselines_compute_in_the_input_dtype():
     """Not the f32 reference in disguise: the element-wise baselines keep f16 intermediates, so their
     f16 result differs from the reference's single rounding somewhere."""
@@ -57,7 +84,7 @@ def test_every_baseline_traces_as_one_graph():
     attention baselines break once, at their lengths (test_baselines_attention.py)."""
     failures = {}
     for name, spec in SPECS.items():
-        if name in ATTENTION_HOST_LENGTHS:
+        if name in GRAPH_BREAKS or name in OWN_RANDOM_STREAM:
             continue
         inputs = spec.make_inputs(spec.shapes[1], "float32", "cpu", 0)
         torch._dynamo.reset()

@@ -24,6 +24,10 @@ are kept for correctness checks only.
 | flash_decode                             | SDPA's kernel per sequence, one query token (4)                      |
 | flash_decode_paged                       | the sequence's pages gathered (`index_select`), then as flash_decode |
 | mla_prefill, mla_decode                  | eager absorbed MLA as DeepSeek's reference code (7)                  |
+| dropout / dropout_bwd                    | `F.dropout(x, p)` / autograd's `native_dropout_backward` (8)         |
+| cross_entropy / cross_entropy_bwd        | `F.cross_entropy` of the f32 logits, and their logsumexp / its backward (9) |
+| moe_topk_softmax / moe_topk_sigmoid      | `torch.topk` of the f32 softmax / sigmoid scores, renormalized       |
+| moe_route                                | the above, then bincount / stable sort / cumsum alignment (10)       |
 
 (1) what `F.layer_norm` runs, with the mean / rstd the op returns. (2) `cat(x1 * cos - x2 * sin,
 x2 * cos + x1 * sin)` as in model code; type promotion computes in f32 like the kernel, one rounding.
@@ -59,6 +63,18 @@ materializes the scores as this does.
 (7) `(q_nope @ ckv^T + q_pe @ kpe^T) * scale` in the input dtype, causal mask for prefill,
 `softmax(dim=-1, dtype=float32).type_as(...)`, `@ ckv`, as DeepSeek-V3's inference code does in its
 absorbed mode (576-wide q / k, 512-wide v: no SDPA kernel takes these head dims).
+
+(8) torch's own Philox stream, so another mask than the op's (timed, not compared (OWN_RANDOM_STREAM): the GPU check
+compares the tile backends with the spec's reference, which draws the op's mask). The backward is
+what autograd runs after `F.dropout`: `native_dropout_backward(dy, mask, 1 / (1 - p))` with the mask
+the forward saved; that forward runs once per input tensor, outside the timed call (`_saved`).
+(9) Model code upcasts the logits (`logits.float()`) before `F.cross_entropy(..., reduction="none",
+ignore_index=...)`; the op's second output, the logsumexp, is `torch.logsumexp` of the same f32
+logits. The backward is autograd's for that forward: `nll_loss_backward`, then
+`_log_softmax_backward_data` from the saved f32 log-softmax (made once per input, outside the timed
+call), cast back to the logits' dtype (the backward of `.float()`). (10) The spec's own torch
+alignment (`specs/moe_route.py`: `bincount`, a stable `sort`, `cumsum`, `searchsorted`), as a
+PyTorch user writes moe_align_block_size without a custom kernel.
 
 A spec that is not one of the library's own (a user's spec, or a library spec modified) runs its
 reference on the `torch` backend.
@@ -348,6 +364,70 @@ def mla_decode(q_nope, q_pe, ckv, kpe, kv_lens):
     return o, lse
 
 
+_SAVED: dict[tuple, Any] = {}
+
+
+def _saved(key: tuple, make: Callable[[], Any]) -> Any:
+    """What autograd's forward saved for a backward baseline, made once per input tensor (the timed call
+    is the backward alone). Keyed by the tensor's storage, shape and version, so a new input is not
+    served another input's state."""
+    if key not in _SAVED:
+        _SAVED.clear()  # one input's state at a time: bench runs the cases one after another
+        _SAVED[key] = make()
+    return _SAVED[key]
+
+
+def _tensor_key(x) -> tuple:
+    return (x.data_ptr(), tuple(x.shape), x.dtype, x._version)
+
+
+def dropout(x, seed, offset, p):
+    return _F().dropout(x, p, training=True)
+
+
+def dropout_bwd(dy, seed, offset, p):
+    torch = _t()
+    mask = _saved(("dropout", _tensor_key(dy), p), lambda: torch.ops.aten.native_dropout(dy, p, True)[1])
+    return torch.ops.aten.native_dropout_backward(dy, mask, 1.0 / (1.0 - p))
+
+
+def cross_entropy(logits, labels, ignore_index):
+    x = logits.float()
+    loss = _F().cross_entropy(x, labels.long(), ignore_index=ignore_index, reduction="none")
+    return loss, _t().logsumexp(x, dim=1)
+
+
+def cross_entropy_bwd(logits, labels, lse, dloss, ignore_index):
+    torch = _t()
+    log_p = _saved(("cross_entropy", _tensor_key(logits)), lambda: torch.log_softmax(logits.float(), dim=1))
+    target = _saved(("labels", _tensor_key(labels)), lambda: labels.long())
+    total = torch.zeros((), dtype=torch.float32, device=logits.device)
+    grad = torch.ops.aten.nll_loss_backward(dloss, log_p, target, None, 0, ignore_index, total)
+    return torch.ops.aten._log_softmax_backward_data(grad, log_p, 1, torch.float32).to(logits.dtype)
+
+
+def _moe_topk(logits, k, sigmoid):
+    torch = _t()
+    x = logits.float()
+    scores = torch.sigmoid(x) if sigmoid else torch.softmax(x, dim=1)
+    w, ids = torch.topk(scores, k, dim=1)
+    return w / w.sum(dim=1, keepdim=True), ids.to(torch.int32)
+
+
+def moe_topk_softmax(logits, k):
+    return _moe_topk(logits, k, False)
+
+
+def moe_topk_sigmoid(logits, k):
+    return _moe_topk(logits, k, True)
+
+
+def moe_route(logits, k, block_size):
+    from tileport.ops.specs.moe_route import align_reference
+    weights, ids = _moe_topk(logits, k, False)
+    return (weights, ids, *align_reference(ids, logits.shape[1], block_size))
+
+
 BASELINES: dict[str, Callable[..., Any]] = {
     "vector_add": vector_add, "relu": relu, "gelu": gelu, "silu_and_mul": silu_and_mul, "swiglu": swiglu,
     "geglu": geglu, "softmax": softmax, "softmax_tma": softmax, "softmax_gather": softmax,
@@ -357,10 +437,18 @@ BASELINES: dict[str, Callable[..., Any]] = {
     "fmha_fwd_softcap": fmha_fwd_softcap, "flash_decode": flash_decode,
     "flash_decode_paged": flash_decode_paged, "flash_decode_sinks": flash_decode_sinks,
     "flash_decode_softcap": flash_decode_softcap, "mla_prefill": mla_prefill, "mla_decode": mla_decode,
+    "dropout": dropout, "dropout_bwd": dropout_bwd, "cross_entropy": cross_entropy,
+    "cross_entropy_bwd": cross_entropy_bwd, "moe_topk_softmax": moe_topk_softmax,
+    "moe_topk_sigmoid": moe_topk_sigmoid, "moe_route": moe_route,
 }
 # Baselines that read the sequence lengths on the host: `torch.compile` cannot trace them as one
 # graph (fullgraph=True); `bench` compiles them with the graph break at the lengths.
 ATTENTION_HOST_LENGTHS = frozenset(name for name in BASELINES if name.startswith(("fmha", "flash_decode", "mla")))
+# Baselines `torch.compile` traces with graph breaks: the attention lengths, the padded total moe_route's
+# alignment reads on the host, and the forward state a backward baseline reuses (`_saved`).
+GRAPH_BREAKS = ATTENTION_HOST_LENGTHS | {"moe_route", "dropout_bwd", "cross_entropy_bwd"}
+# Baselines that draw other random numbers than the op (timed beside it, not compared with its reference).
+OWN_RANDOM_STREAM = frozenset({"dropout", "dropout_bwd"})
 
 
 def baseline(spec: OpSpec) -> Callable[..., Any]:
