@@ -583,6 +583,51 @@ def _moe_align(b: _Builder, c: dict) -> tuple:
     return (1, 1, 1), ["sorted_ids", "expert_ids", "num_post_pad"], \
         {"sorted_ids": sorted_ids, "expert_ids": expert_ids, "num_post_pad": ends[-1:]}
 
+
+def _block_partials(terms: np.ndarray, block_m: int, blocks: int) -> np.ndarray:
+    """Row g: the sum of `terms` over the rows of the row blocks g, g + blocks, ... (a persistent block's)."""
+    owner = (np.arange(terms.shape[0]) // block_m) % blocks
+    return np.stack([terms[owner == g].sum(axis=0) for g in range(blocks)])
+
+
+def _rms_norm_bwd(m: int, n: int) -> Callable:
+    """m rows over 2 persistent blocks: dx and the blocks' dw partial rows."""
+    def build(b: _Builder, c: dict) -> tuple:
+        dy, x, w = b.input("dy", (m, n)), b.input("x", (m, n)), b.input("w", (n,))
+        b.output("dx", (m, n))
+        b.output("dw_part", (2, n))
+        b.arrays["eps"] = Scalar(1e-6, "f32")
+        r = 1 / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6)
+        gw = dy * w
+        dx = r * (gw - x * r * r * (gw * x).mean(axis=1, keepdims=True))
+        return (2, 1, 1), ["dx", "dw_part"], {"dx": dx, "dw_part": _block_partials(dy * x * r, c["BLOCK_M"], 2)}
+    return build
+
+
+def _layer_norm_bwd(m: int, n: int) -> Callable:
+    """m rows over 2 persistent blocks, the forward's f32 mean / rstd given: dx and the dw / db partial rows."""
+    def build(b: _Builder, c: dict) -> tuple:
+        dy, x, w = b.input("dy", (m, n)), b.input("x", (m, n), 2.0), b.input("w", (n,))
+        mean, rstd = x.mean(axis=1), 1 / np.sqrt(x.var(axis=1) + 1e-5)
+        b.arrays["mean"] = Array(mean.astype(np.float32), "f32")
+        b.arrays["rstd"] = Array(rstd.astype(np.float32), "f32")
+        for name, shape in (("dx", (m, n)), ("dw_part", (2, n)), ("db_part", (2, n))):
+            b.output(name, shape)
+        xhat = (x - mean[:, None]) * rstd[:, None]
+        gw = dy * w
+        dx = rstd[:, None] * (gw - gw.mean(axis=1, keepdims=True) - xhat * (gw * xhat).mean(axis=1, keepdims=True))
+        parts = {"dw_part": _block_partials(dy * xhat, c["BLOCK_M"], 2), "db_part": _block_partials(dy, c["BLOCK_M"], 2)}
+        return (2, 1, 1), ["dx", "dw_part", "db_part"], {"dx": dx, **parts}
+    return build
+
+
+def _norm_bwd_reduce(b: _Builder, c: dict) -> tuple:
+    """Partial rows over two row tiles and a ragged one, three column tiles (the last ragged)."""
+    g, n = 2 * c["TILE_G"] + 5, 2 * c["TILE_N"] + 44
+    part = b.input("part", (g, n))
+    b.output("out", (n,))
+    return (_cdiv(n, c["TILE_N"]), 1, 1), ["out"], {"out": part.sum(axis=0)}
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -633,6 +678,9 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "cross_entropy_bwd_kernel": (_cross_entropy_bwd,),
     "moe_topk_kernel": (_moe_topk,),
     "moe_align_kernel": (_moe_align,),
+    "rms_norm_bwd_kernel": (_rms_norm_bwd(5, 1000), _rms_norm_bwd(1, 37)),
+    "layer_norm_bwd_kernel": (_layer_norm_bwd(5, 1000), _layer_norm_bwd(1, 37)),
+    "norm_bwd_reduce_kernel": (_norm_bwd_reduce,),
 }
 
 

@@ -12,6 +12,7 @@ pub mod layer_norm;
 pub mod matmul;
 pub mod matmul_splitk;
 pub mod moe_routing;
+pub mod norm_bwd;
 pub mod relu;
 pub mod rms_norm;
 pub mod rope;
@@ -468,6 +469,33 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "moe_routing",
             function: "moe_align_kernel",
             arrays: &[("topk_ids", 1), ("sorted_ids", 1), ("expert_ids", 1), ("num_post_pad", 1)],
+        },
+        "rms_norm_bwd_kernel" => EntryInfo {
+            module_ast: norm_bwd::norm_bwd::__module_ast_self,
+            module: "norm_bwd",
+            function: "rms_norm_bwd_kernel",
+            arrays: &[("dy", 2), ("x", 2), ("w", 1), ("dx", 2), ("dw_part", 2)],
+        },
+        "layer_norm_bwd_kernel" => EntryInfo {
+            module_ast: norm_bwd::norm_bwd::__module_ast_self,
+            module: "norm_bwd",
+            function: "layer_norm_bwd_kernel",
+            arrays: &[
+                ("dy", 2),
+                ("x", 2),
+                ("w", 1),
+                ("mean", 1),
+                ("rstd", 1),
+                ("dx", 2),
+                ("dw_part", 2),
+                ("db_part", 2),
+            ],
+        },
+        "norm_bwd_reduce_kernel" => EntryInfo {
+            module_ast: norm_bwd::norm_bwd::__module_ast_self,
+            module: "norm_bwd",
+            function: "norm_bwd_reduce_kernel",
+            arrays: &[("part", 2), ("out", 1)],
         },
         "relu_kernel" => EntryInfo {
             module_ast: relu::relu::__module_ast_self,

@@ -271,6 +271,13 @@ EXPECT = {
     "cross_entropy_bwd_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 4, 4), (STORE_VIEW, 1, 1),
                                  (FOR, 2, 2), (EXP_APPROX, 1, 1), (r"= cmpi equal", 1, 1),
                                  (r"= cmpi not_equal", 1, 1), (r"occupancy = 4", 1, 1)] + NO_POINTER,
+    # norm backwards: the row sums of dx and the block's weight-gradient sums over its rows (axis 0) in one
+    # grid-stride loop, one store of each f32 partial row after it; the reduction sums the partial rows
+    "rms_norm_bwd_kernel": [(r"padding_value = zero", 3, None), (LOAD_VIEW, 3, 3), (STORE_VIEW, 2, 2),
+                            (SUM, 3, 3), (r"= rsqrt ", 1, 1), (FOR, 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "layer_norm_bwd_kernel": [(r"padding_value = zero", 5, None), (LOAD_VIEW, 5, 5), (STORE_VIEW, 3, 3),
+                              (SUM, 4, 4), (FOR, 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "norm_bwd_reduce_kernel": [(LOAD_VIEW, 1, 1), (STORE_VIEW, 1, 1), (SUM, 1, 1), (FOR, 1, 1)] + NO_POINTER,
     "dropout_fwd_kernel": DROPOUT,
     "dropout_bwd_kernel": DROPOUT,
     "vector_add_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"= addf ", 1, 1)] + NO_POINTER,
@@ -403,7 +410,8 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "softmax_split_stats_kernel", "softmax_split_write_kernel", "layer_norm_fwd_w8_kernel",
             "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel",
             "rope_rows_pair_persistent_kernel", "dropout_fwd_kernel", "dropout_bwd_kernel",
-            "cross_entropy_fwd_kernel", "cross_entropy_bwd_kernel", "moe_topk_kernel"}
+            "cross_entropy_fwd_kernel", "cross_entropy_bwd_kernel", "moe_topk_kernel", "rms_norm_bwd_kernel",
+            "layer_norm_bwd_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 

@@ -43,6 +43,8 @@ SPEC_MODULES = (
     "moe_topk_softmax",
     "moe_topk_sigmoid",
     "moe_route",
+    "rms_norm_bwd",
+    "layer_norm_bwd",
 )
 
 
