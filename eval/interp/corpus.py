@@ -628,6 +628,76 @@ def _norm_bwd_reduce(b: _Builder, c: dict) -> tuple:
     b.output("out", (n,))
     return (_cdiv(n, c["TILE_N"]), 1, 1), ["out"], {"out": part.sum(axis=0)}
 
+def _linear_ce_inputs(b: _Builder, n: int, h: int, v: int) -> tuple:
+    """hidden [n, h], weight [v, h] (logits of standard deviation ~3), labels with row 3 ignored, and the
+    float64 logits and their lse."""
+    x, w = b.input("hidden", (n, h)), b.input("weight", (v, h), 3.0 / math.sqrt(h))
+    labels = b.rng.integers(0, v, n).astype(np.int32)
+    labels[3] = -100
+    b.arrays["labels"] = Array(labels, "i32")
+    b.arrays["ignore_index"] = Scalar(-100, "i32")
+    z = x @ w.T
+    top = z.max(axis=1)
+    return x, w, labels, z, top + np.log(np.exp(z - top[:, None]).sum(axis=1))
+
+
+def _linear_ce_fwd(b: _Builder, c: dict) -> tuple:
+    """Two row blocks (the second ragged), three K steps and three vocabulary chunks (the last of each ragged)."""
+    n, h, v = c["BLOCK_M"] + 7, 2 * c["BLOCK_K"] + 10, 2 * c["BLOCK_V"] + 30
+    _, _, labels, z, lse = _linear_ce_inputs(b, n, h, v)
+    b.output("loss", (n,))
+    b.output("lse", (n,))
+    valid = labels != -100
+    target = z[np.arange(n), np.where(valid, labels, 0)]
+    return (2, 1, 1), ["loss", "lse"], {"loss": np.where(valid, lse - target, 0.0), "lse": lse}
+
+
+def _linear_ce_dlogits(b: _Builder, c: dict) -> tuple:
+    """The chunk of rows [BLOCK_M, 3 BLOCK_M) of a batch of 3 BLOCK_M - 5 rows (row_tile0 = 1): its last rows
+    lie past the batch (zero workspace rows); three vocabulary tiles, the last ragged."""
+    bm = c["BLOCK_M"]
+    n, h, v = 3 * bm - 5, c["BLOCK_K"] + 10, 2 * c["BLOCK_V"] + 30
+    _, _, labels, z, lse = _linear_ce_inputs(b, n, h, v)
+    b.arrays["lse"] = Array(lse.astype(np.float32), "f32")
+    dloss = b.input("dloss", (n,))
+    b.output("ws", (2 * bm, v))
+    b.arrays["row_tile0"] = Scalar(1, "i32")
+    valid = labels != -100
+    onehot = np.zeros_like(z)
+    onehot[np.arange(n)[valid], labels[valid]] = 1.0
+    grad = (np.exp(z - lse[:, None]) - onehot) * np.where(valid, dloss, 0.0)[:, None]
+    ws = np.zeros((2 * bm, v))
+    ws[:n - bm] = grad[bm:]
+    return (2, _cdiv(v, c["BLOCK_V"]), 1), ["ws"], {"ws": ws}
+
+
+def _linear_ce_dh(b: _Builder, c: dict) -> tuple:
+    """A 2 BLOCK_M-row workspace chunk at row tile 1 of a batch of 3 BLOCK_M - 5 rows: rows outside the chunk
+    stay unwritten (NaN), those past the batch are dropped; three K steps and two H tiles, the last ragged."""
+    bm = c["BLOCK_M"]
+    n, h, v = 3 * bm - 5, c["BLOCK_H"] + 12, 2 * c["BLOCK_K"] + 6
+    ws, w = b.input("ws", (2 * bm, v), 0.5), b.input("weight", (v, h), 0.3)
+    b.output("dhidden", (n, h))
+    b.arrays["row_tile0"] = Scalar(1, "i32")
+    dh = np.full((n, h), np.nan)
+    dh[bm:] = (ws @ w)[:n - bm]
+    return (2, 2, 1), ["dhidden"], {"dhidden": dh}
+
+
+def _linear_ce_dw(b: _Builder, c: dict) -> tuple:
+    """dw_acc (given) += ws^T @ hidden rows [BLOCK_K, 3 BLOCK_K) of a batch of 3 BLOCK_K - 5 rows (zero
+    workspace rows past it); two vocabulary and two H tiles, the last of each ragged."""
+    bk = c["BLOCK_K"]
+    n, h, v = 3 * bk - 5, c["BLOCK_H"] + 12, c["BLOCK_V"] + 20
+    ws = b.input("ws", (2 * bk, v), 0.5)
+    ws[n - bk:] = 0.0
+    b.arrays["ws"] = Array(to_elem(ws, ScalarType(b.elem("ws"))), b.elem("ws"))
+    x, acc = b.input("hidden", (n, h)), b.input("dw_acc", (v, h))
+    b.output("dweight", (v, h))
+    b.arrays["row_tile0"] = Scalar(1, "i32")
+    dw = acc + ws[:n - bk].T @ x[bk:]
+    return (2, 2, 1), ["dw_acc", "dweight"], {"dw_acc": dw, "dweight": dw}
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -681,6 +751,10 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "rms_norm_bwd_kernel": (_rms_norm_bwd(5, 1000), _rms_norm_bwd(1, 37)),
     "layer_norm_bwd_kernel": (_layer_norm_bwd(5, 1000), _layer_norm_bwd(1, 37)),
     "norm_bwd_reduce_kernel": (_norm_bwd_reduce,),
+    "linear_ce_fwd_kernel": (_linear_ce_fwd,),
+    "linear_ce_dlogits_kernel": (_linear_ce_dlogits,),
+    "linear_ce_dh_kernel": (_linear_ce_dh,),
+    "linear_ce_dw_kernel": (_linear_ce_dw,),
 }
 
 

@@ -9,6 +9,7 @@ pub mod dropout;
 pub mod geglu;
 pub mod gelu;
 pub mod layer_norm;
+pub mod linear_cross_entropy;
 pub mod matmul;
 pub mod matmul_splitk;
 pub mod moe_routing;
@@ -421,6 +422,37 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "layer_norm",
             function: "layer_norm_fwd_w8_kernel",
             arrays: &[("x", 2), ("w", 1), ("b", 1), ("y", 2), ("mean", 1), ("rstd", 1)],
+        },
+        "linear_ce_fwd_kernel" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_fwd_kernel",
+            arrays: &[("hidden", 2), ("weight", 2), ("labels", 1), ("loss", 1), ("lse", 1)],
+        },
+        "linear_ce_dlogits_kernel" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_dlogits_kernel",
+            arrays: &[
+                ("hidden", 2),
+                ("weight", 2),
+                ("labels", 1),
+                ("lse", 1),
+                ("dloss", 1),
+                ("ws", 2),
+            ],
+        },
+        "linear_ce_dh_kernel" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_dh_kernel",
+            arrays: &[("ws", 2), ("weight", 2), ("dhidden", 2)],
+        },
+        "linear_ce_dw_kernel" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_dw_kernel",
+            arrays: &[("ws", 2), ("hidden", 2), ("dw_acc", 2), ("dweight", 2)],
         },
         "matmul_kernel_use_tf321" => EntryInfo {
             module_ast: matmul::matmul::__module_ast_self,

@@ -278,6 +278,18 @@ EXPECT = {
     "layer_norm_bwd_kernel": [(r"padding_value = zero", 5, None), (LOAD_VIEW, 5, 5), (STORE_VIEW, 3, 3),
                               (SUM, 4, 4), (FOR, 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
     "norm_bwd_reduce_kernel": [(LOAD_VIEW, 1, 1), (STORE_VIEW, 1, 1), (SUM, 1, 1), (FOR, 1, 1)] + NO_POINTER,
+    # linear cross-entropy: logits tiles by MMA over H with the weight loaded transposed (the view's dim_map);
+    # forward: an online log-sum-exp over the vocabulary chunks; backward: the dlogits tile, then two MMA loops
+    "linear_ce_fwd_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 2, 2), (r"= mmaf ", 1, 1), (r"dim_map=\[1, 0\]", 1, None),
+                             (FOR, 2, 2), (EXP_APPROX, 2, 2), (r"= log ", 1, 1), (MAX, 1, 1), (SUM, 2, 2),
+                             (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "linear_ce_dlogits_kernel": [(LOAD_VIEW, 5, 5), (STORE_VIEW, 1, 1), (r"= mmaf ", 1, 1),
+                                 (r"dim_map=\[1, 0\]", 1, None), (FOR, 1, 1), (EXP_APPROX, 1, 1),
+                                 (r"= cmpi equal", 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "linear_ce_dh_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"= mmaf ", 1, 1), (FOR, 1, 1),
+                            (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "linear_ce_dw_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 2, 2), (r"= mmaf ", 1, 1), (r"dim_map=\[1, 0\]", 1, None),
+                            (FOR, 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
     "dropout_fwd_kernel": DROPOUT,
     "dropout_bwd_kernel": DROPOUT,
     "vector_add_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"= addf ", 1, 1)] + NO_POINTER,

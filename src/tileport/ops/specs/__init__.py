@@ -45,6 +45,8 @@ SPEC_MODULES = (
     "moe_route",
     "rms_norm_bwd",
     "layer_norm_bwd",
+    "linear_cross_entropy",
+    "linear_cross_entropy_bwd",
 )
 
 
