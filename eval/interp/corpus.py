@@ -698,6 +698,27 @@ def _linear_ce_dw(b: _Builder, c: dict) -> tuple:
     dw = acc + ws[:n - bk].T @ x[bk:]
     return (2, 2, 1), ["dw_acc", "dweight"], {"dw_acc": dw, "dweight": dw}
 
+def _gated_delta_rule(b: _Builder, c: dict) -> tuple:
+    """2 sequences of 3 tokens, 2 heads; Dk padded in its tile, two value tiles (the second ragged); the
+    recurrence in float64 from the given state."""
+    batch, seq, heads, dk, dv = 2, 3, 2, c["BLOCK_K"] - 28, c["BLOCK_V"] + 20
+    q, k = b.input("q", (batch, seq, heads, dk), 0.1), b.input("k", (batch, seq, heads, dk), 0.1)
+    v = b.input("v", (batch, seq, heads, dv))
+    g = -np.abs(b.rng.standard_normal((batch, seq, heads))).astype(np.float32) * 0.1
+    beta = b.rng.uniform(0.0, 1.0, (batch, seq, heads)).astype(np.float32)
+    b.arrays["g"], b.arrays["beta"] = Array(g, "f32"), Array(beta, "f32")
+    s = b.input("state", (batch, heads, dk, dv), 0.1)
+    b.output("o", v.shape)
+    b.output("new_state", s.shape)
+    b.arrays["scale"] = Scalar(dk ** -0.5, "f32")
+    o = np.zeros(v.shape)
+    for t in range(seq):
+        s = s * np.exp(g[:, t].astype(np.float64))[..., None, None]
+        delta = (v[:, t] - np.einsum("bhk,bhkv->bhv", k[:, t], s)) * beta[:, t][..., None]
+        s = s + k[:, t][..., None] * delta[..., None, :]
+        o[:, t] = np.einsum("bhk,bhkv->bhv", q[:, t], s) * dk ** -0.5
+    return (_cdiv(dv, c["BLOCK_V"]), heads, batch), ["o", "new_state"], {"o": o, "new_state": s}
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -755,6 +776,7 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "linear_ce_dlogits_kernel": (_linear_ce_dlogits,),
     "linear_ce_dh_kernel": (_linear_ce_dh,),
     "linear_ce_dw_kernel": (_linear_ce_dw,),
+    "gated_delta_rule_kernel": (_gated_delta_rule,),
 }
 
 

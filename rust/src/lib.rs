@@ -6,6 +6,7 @@ pub mod attention_bwd;
 pub mod bmm;
 pub mod cross_entropy;
 pub mod dropout;
+pub mod gated_delta;
 pub mod geglu;
 pub mod gelu;
 pub mod layer_norm;
@@ -386,6 +387,21 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "dropout",
             function: "dropout_bwd_kernel",
             arrays: &[("dy", 1), ("dx", 1)],
+        },
+        "gated_delta_rule_kernel" => EntryInfo {
+            module_ast: gated_delta::gated_delta::__module_ast_self,
+            module: "gated_delta",
+            function: "gated_delta_rule_kernel",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("g", 3),
+                ("beta", 3),
+                ("state", 4),
+                ("o", 4),
+                ("new_state", 4),
+            ],
         },
         "geglu_kernel" => EntryInfo {
             module_ast: geglu::geglu::__module_ast_self,

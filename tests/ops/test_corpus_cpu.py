@@ -290,6 +290,10 @@ EXPECT = {
                             (r"occupancy = 2", 1, 1)] + NO_POINTER,
     "linear_ce_dw_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 2, 2), (r"= mmaf ", 1, 1), (r"dim_map=\[1, 0\]", 1, None),
                             (FOR, 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    # gated delta rule: the block's f32 state slice loaded and stored once around the token loop, two column
+    # sums (k^T S, q^T S) and one exp (the decay) per token
+    "gated_delta_rule_kernel": [(LOAD_VIEW, 6, 6), (STORE_VIEW, 2, 2), (FOR, 1, 1), (SUM, 2, 2),
+                                (r"= exp ", 1, 1)] + NO_POINTER,
     "dropout_fwd_kernel": DROPOUT,
     "dropout_bwd_kernel": DROPOUT,
     "vector_add_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"= addf ", 1, 1)] + NO_POINTER,
@@ -423,7 +427,7 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel",
             "rope_rows_pair_persistent_kernel", "dropout_fwd_kernel", "dropout_bwd_kernel",
             "cross_entropy_fwd_kernel", "cross_entropy_bwd_kernel", "moe_topk_kernel", "rms_norm_bwd_kernel",
-            "layer_norm_bwd_kernel"}
+            "layer_norm_bwd_kernel", "gated_delta_rule_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 

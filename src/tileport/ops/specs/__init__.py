@@ -47,6 +47,8 @@ SPEC_MODULES = (
     "layer_norm_bwd",
     "linear_cross_entropy",
     "linear_cross_entropy_bwd",
+    "gated_delta_decode",
+    "gated_delta_prefill",
 )
 
 
