@@ -15,6 +15,9 @@ are kept for correctness checks only.
 | softmax, softmax_tma / _gather / _online | `F.softmax(x, dim=-1)`                                               |
 | rms_norm                                 | `F.rms_norm(x, (N,), w, eps=1e-6)`                                   |
 | layer_norm                               | `torch.native_layer_norm(x, (N,), w, b, 1e-5)` (1)                   |
+| rms_norm_bwd                             | the backward of `F.rms_norm` written out in f32 (8)                  |
+| layer_norm_bwd                           | `aten.native_layer_norm_backward` (what autograd runs)               |
+| linear_cross_entropy (_bwd)              | f32 logits `hidden @ weight.T` in memory, `F.cross_entropy` (9)      |
 | rope                                     | rotate-half on the op's f32 cos/sin tables (2)                       |
 | matmul, matmul_splitk / bmm              | `torch.matmul(a, b)` / `torch.bmm(a, b)` (3)                         |
 | fmha_fwd                                 | SDPA's kernel per sequence (cuDNN / flash), GQA native, its lse (4)  |
@@ -59,6 +62,12 @@ materializes the scores as this does.
 (7) `(q_nope @ ckv^T + q_pe @ kpe^T) * scale` in the input dtype, causal mask for prefill,
 `softmax(dim=-1, dtype=float32).type_as(...)`, `@ ckv`, as DeepSeek-V3's inference code does in its
 absorbed mode (576-wide q / k, 512-wide v: no SDPA kernel takes these head dims).
+(8) torch.compile traces no `torch.autograd.grad` (the specs' references): the same f32 formula as the
+kernel, `torch.compile` fusing it. (9) The [N, V] logits in memory, f32 from input-dtype operands (the
+tensor-core product, as the attention baselines' scores), loss and lse by `F.cross_entropy` and
+`torch.logsumexp`; the backward recomputes them and forms (softmax - onehot) * dloss in the dtype for
+two matmuls.
+The gated delta rule runs the specs' reference (the recurrence token by token).
 
 A spec that is not one of the library's own (a user's spec, or a library spec modified) runs its
 reference on the `torch` backend.
@@ -124,6 +133,40 @@ def layer_norm(x, w, b):
     y, mean, rstd = torch.native_layer_norm(x, (x.shape[-1],), w, b, LAYER_NORM_EPS)
     # [M, 1] statistics; f32 on CUDA (a no-op .to), the input dtype on some CPU builds
     return y, mean.reshape(-1).to(torch.float32), rstd.reshape(-1).to(torch.float32)
+
+
+def rms_norm_bwd(dy, x, w):
+    torch = _t()
+    xf, g = x.float(), dy.float() * w.float()
+    r = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + RMS_NORM_EPS)
+    dx = r * (g - xf * r * r * (g * xf).mean(dim=-1, keepdim=True))
+    return dx.to(x.dtype), (dy.float() * xf * r).sum(dim=0).to(w.dtype)
+
+
+def layer_norm_bwd(dy, x, w, mean, rstd):
+    # w stands in for the bias: its presence asks for db, its values are not read
+    return tuple(_t().ops.aten.native_layer_norm_backward(dy, x, (x.shape[-1],), mean[:, None], rstd[:, None],
+                                                          w, w, [True, True, True]))
+
+
+def _logits(hidden, weight):
+    return _matmul_f32(hidden[None], weight.T[None])[0]
+
+
+def linear_cross_entropy(hidden, weight, labels, ignore_index):
+    torch = _t()
+    logits = _logits(hidden, weight)
+    loss = _F().cross_entropy(logits, labels.long(), ignore_index=ignore_index, reduction="none")
+    return loss, torch.logsumexp(logits, dim=1)
+
+
+def linear_cross_entropy_bwd(hidden, weight, labels, lse, dloss, ignore_index):
+    torch = _t()
+    p = torch.exp(_logits(hidden, weight) - lse[:, None])
+    valid = labels != ignore_index
+    onehot = torch.zeros_like(p).scatter_(1, torch.where(valid, labels, 0).long()[:, None], 1.0)
+    d = ((p - onehot) * torch.where(valid, dloss, 0.0)[:, None]).to(hidden.dtype)
+    return d @ weight, d.T @ hidden
 
 
 def rope(x, cos, sin):
@@ -352,6 +395,8 @@ BASELINES: dict[str, Callable[..., Any]] = {
     "vector_add": vector_add, "relu": relu, "gelu": gelu, "silu_and_mul": silu_and_mul, "swiglu": swiglu,
     "geglu": geglu, "softmax": softmax, "softmax_tma": softmax, "softmax_gather": softmax,
     "softmax_online": softmax, "rms_norm": rms_norm, "layer_norm": layer_norm, "rope": rope,
+    "rms_norm_bwd": rms_norm_bwd, "layer_norm_bwd": layer_norm_bwd, "linear_cross_entropy": linear_cross_entropy,
+    "linear_cross_entropy_bwd": linear_cross_entropy_bwd,
     "matmul": matmul, "matmul_splitk": matmul, "bmm": bmm,
     "fmha_fwd": fmha_fwd, "fmha_bwd": fmha_bwd, "fmha_fwd_sinks": fmha_fwd_sinks,
     "fmha_fwd_softcap": fmha_fwd_softcap, "flash_decode": flash_decode,

@@ -119,7 +119,8 @@ SPEC = OpSpec(
     allocate=allocate,
     plan=plan,
     shapes=[(1, 1, 1, 16, 16), (2, 7, 3, 100, 72), (3, 33, 4, 128, 128), (2, 300, 2, 256, 96)],
-    bench_shapes=[(8, 1024, 16, 128, 128), (1, 4096, 32, 128, 128)],
+    # the torch baseline is the token loop, which torch.compile unrolls: at most 512 tokens
+    bench_shapes=[(8, 512, 16, 128, 128), (32, 128, 16, 128, 128)],
     tolerances=TOL_GATED_DELTA,
     captures=CAPTURES,
     bytes=lambda shape, dt: rule_bytes(*shape, dt),
