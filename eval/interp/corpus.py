@@ -698,10 +698,14 @@ def _linear_ce_dw(b: _Builder, c: dict) -> tuple:
     dw = acc + ws[:n - bk].T @ x[bk:]
     return (2, 2, 1), ["dw_acc", "dweight"], {"dw_acc": dw, "dweight": dw}
 
-def _gated_delta_rule(b: _Builder, c: dict) -> tuple:
-    """2 sequences of 3 tokens, 2 heads; Dk padded in its tile, two value tiles (the second ragged); the
-    recurrence in float64 from the given state."""
-    batch, seq, heads, dk, dv = 2, 3, 2, c["BLOCK_K"] - 28, c["BLOCK_V"] + 20
+def _gated_delta_rule(tokens: Callable[[dict], int]) -> Callable:
+    """2 sequences of `tokens(constants)` tokens, 2 heads; Dk padded in its tile, two value tiles (the second
+    ragged); the recurrence in float64 from the given state."""
+    return lambda b, c: _gated_delta_problem(b, c, tokens(c))
+
+
+def _gated_delta_problem(b: _Builder, c: dict, seq: int) -> tuple:
+    batch, heads, dk, dv = 2, 2, c["BLOCK_K"] - 28, c["BLOCK_V"] + 20
     q, k = b.input("q", (batch, seq, heads, dk), 0.1), b.input("k", (batch, seq, heads, dk), 0.1)
     v = b.input("v", (batch, seq, heads, dv))
     g = -np.abs(b.rng.standard_normal((batch, seq, heads))).astype(np.float32) * 0.1
@@ -776,7 +780,8 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "linear_ce_dlogits_kernel": (_linear_ce_dlogits,),
     "linear_ce_dh_kernel": (_linear_ce_dh,),
     "linear_ce_dw_kernel": (_linear_ce_dw,),
-    "gated_delta_rule_kernel": (_gated_delta_rule,),
+    "gated_delta_rule_kernel": (_gated_delta_rule(lambda c: 3),),
+    "gated_delta_chunk_kernel": (_gated_delta_rule(lambda c: c["CHUNK"] + 13), _gated_delta_rule(lambda c: 5)),
 }
 
 

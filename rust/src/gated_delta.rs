@@ -8,7 +8,9 @@
 //!     o_t = scale * q_t^T S
 //!
 //! q, k [B, T, H, Dk] and v, o [B, T, H, Dv] in the input dtype; g (log decay) and beta [B, T, H] f32;
-//! state (in) and new_state (out) [B, H, Dk, Dv] f32. T = 1 is a decode step.
+//! state (in) and new_state (out) [B, H, Dk, Dv] f32. T = 1 is a decode step. gated_delta_chunk_kernel
+//! computes the same CHUNK tokens at a time with MMAs (its docstring), with 8 worker warps: its f32 MMA
+//! operands take registers that 4 warps do not have.
 //!
 //! One block per (Dv tile, head, batch): the columns of S are independent, so a block keeps its
 //! (BLOCK_K, BLOCK_V) slice of the state in f32 registers across the token loop and writes it once.
@@ -20,7 +22,7 @@ pub mod gated_delta {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/gated_delta.py:33`.
+    /// Translated from `src/tileport/ops/kernels/gated_delta.py:35`.
     #[cutile::entry()]
     pub fn gated_delta_rule_kernel<
         E: ElementType,
@@ -106,6 +108,149 @@ pub mod gated_delta {
         let s_r = s.reshape(shape![1, 1, BLOCK_K, BLOCK_V]);
         store(&mut new_state_tiles, s_r, [b, h, 0i32, vb]);
     }
+
+    /// The rule of gated_delta_rule_kernel, CHUNK tokens at a time (the WY form of the delta rule). Within a
+    /// chunk, with G the cumulative log decay from its start and S0 the state before it:
+    ///     u = (I + L)^-1 (beta v - beta exp(G) k S0),  L[i, j] = beta_i exp(G_i - G_j) k_i . k_j (i > j)
+    ///     o = scale (exp(G) q S0 + (M * (q k^T)) u),  M[i, j] = exp(G_i - G_j) (i >= j)
+    ///     S = exp(G_last) S0 + (exp(G_last - G) k)^T u
+    /// u are the values the tokens add to the state in turn. Padded tokens (past T) have k = v = q = 0, beta = 0
+    /// and g = 0: they add nothing and decay nothing.
+    /// Translated from `src/tileport/ops/kernels/gated_delta.py:78`.
+    #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8,),))]
+    pub fn gated_delta_chunk_kernel<
+        E: ElementType,
+        const CHUNK: i32,
+        const LOG2_CHUNK: i32,
+        const BLOCK_K: i32,
+        const BLOCK_V: i32,
+        const K_LEN0: i32,
+        const K_LEN1: i32,
+        const K_LEN2: i32,
+        const K_LEN3: i32,
+        const V_LEN0: i32,
+        const V_LEN1: i32,
+        const V_LEN2: i32,
+        const V_LEN3: i32,
+        const G_LEN0: i32,
+        const G_LEN1: i32,
+        const G_LEN2: i32,
+        const BETA_LEN0: i32,
+        const BETA_LEN1: i32,
+        const BETA_LEN2: i32,
+        const STATE_LEN0: i32,
+        const STATE_LEN1: i32,
+        const STATE_LEN2: i32,
+        const STATE_LEN3: i32,
+        const O_LEN0: i32,
+        const O_LEN1: i32,
+        const O_LEN2: i32,
+        const O_LEN3: i32,
+        const NEW_STATE_LEN0: i32,
+        const NEW_STATE_LEN1: i32,
+        const NEW_STATE_LEN2: i32,
+        const NEW_STATE_LEN3: i32,
+    >(
+        q: &Tensor<E, { [-1, -1, -1, -1] }>, k: &Tensor<E, { [K_LEN0, K_LEN1, K_LEN2, K_LEN3] }>,
+        v: &Tensor<E, { [V_LEN0, V_LEN1, V_LEN2, V_LEN3] }>,
+        g: &Tensor<f32, { [G_LEN0, G_LEN1, G_LEN2] }>,
+        beta: &Tensor<f32, { [BETA_LEN0, BETA_LEN1, BETA_LEN2] }>,
+        state: &Tensor<f32, { [STATE_LEN0, STATE_LEN1, STATE_LEN2, STATE_LEN3] }>,
+        o: &Tensor<E, { [O_LEN0, O_LEN1, O_LEN2, O_LEN3] }>,
+        new_state: &Tensor<
+            f32,
+            { [NEW_STATE_LEN0, NEW_STATE_LEN1, NEW_STATE_LEN2, NEW_STATE_LEN3] },
+        >,
+        scale: f32,
+    ) {
+        let state_tiles = state.partition(shape![1, 1, BLOCK_K, BLOCK_V]);
+        let k_tiles = k.partition(shape![1, CHUNK, 1, BLOCK_K]);
+        let q_tiles = q.partition(shape![1, CHUNK, 1, BLOCK_K]);
+        let v_tiles = v.partition(shape![1, CHUNK, 1, BLOCK_V]);
+        let beta_tiles = beta.partition(shape![1, CHUNK, 1]);
+        let g_tiles = g.partition(shape![1, CHUNK, 1]);
+        let mut o_tiles = view_mut(o, shape![1, CHUNK, 1, BLOCK_V]);
+        let mut new_state_tiles = view_mut(new_state, shape![1, 1, BLOCK_K, BLOCK_V]);
+        let vb = get_tile_block_id().0;
+        let h = get_tile_block_id().1;
+        let b = get_tile_block_id().2;
+        let s: Tile<f32, { [1, 1, BLOCK_K, BLOCK_V] }> = load(&state_tiles, [b, h, 0i32, vb]);
+        let mut s: Tile<f32, { [BLOCK_K, BLOCK_V] }> = s.reshape(shape![BLOCK_K, BLOCK_V]);
+        let offsets: Tile<i32, { [CHUNK] }> = iota(shape![CHUNK]);
+        let rows = offsets.reshape(shape![CHUNK, 1]);
+        let offsets_1: Tile<i32, { [CHUNK] }> = iota(shape![CHUNK]);
+        let cols = offsets_1.reshape(shape![1, CHUNK]);
+        let rows_b = rows.broadcast(shape![CHUNK, CHUNK]);
+        let mask = cmpi(rows_b, cols.broadcast(shape![CHUNK, CHUNK]), predicate::Equal);
+        let c = 1.0f32.broadcast(shape![CHUNK, CHUNK]);
+        let eye = select(mask, c, 0.0f32.broadcast(shape![CHUNK, CHUNK]));
+        let zero: Tile<f32, { [CHUNK, CHUNK] }> = constant(0.0f32, shape![CHUNK, CHUNK]);
+        let q_dim1 = q.shape()[1];
+        let n: i32 = ceil_div(q_dim1, CHUNK);
+        let rows_b_1 = rows.broadcast(shape![CHUNK, CHUNK]);
+        let mask_1 = cmpi(rows_b_1, cols.broadcast(shape![CHUNK, CHUNK]), predicate::GreaterThan);
+        let c_3: Tile<f32, { [CHUNK, CHUNK] }> = constant(f32::NEG_INFINITY, shape![CHUNK, CHUNK]);
+        let c_4: Tile<f32, { [CHUNK, BLOCK_K] }> = constant(0.0f32, shape![CHUNK, BLOCK_K]);
+        let c_5: Tile<f32, { [CHUNK, BLOCK_V] }> = constant(0.0f32, shape![CHUNK, BLOCK_V]);
+        let c_6: Tile<f32, { [CHUNK, BLOCK_V] }> = constant(0.0f32, shape![CHUNK, BLOCK_V]);
+        let rows_b_2 = rows.broadcast(shape![CHUNK, CHUNK]);
+        let cols_b_2 = cols.broadcast(shape![CHUNK, CHUNK]);
+        let mask_2 = cmpi(rows_b_2, cols_b_2, predicate::GreaterThanOrEqual);
+        let c_7: Tile<f32, { [CHUNK, CHUNK] }> = constant(f32::NEG_INFINITY, shape![CHUNK, CHUNK]);
+        let c_8: Tile<f32, { [CHUNK, BLOCK_V] }> = constant(0.0f32, shape![CHUNK, BLOCK_V]);
+        let scale_tile = scale.broadcast(shape![CHUNK, BLOCK_V]);
+        for c_2 in 0i32..n {
+            let x_f32: Tile<f32, { [1, CHUNK, 1, BLOCK_K] }> =
+                load_f32(&k_tiles, [b, c_2, h, 0i32]);
+            let kc = x_f32.reshape(shape![CHUNK, BLOCK_K]);
+            let x_f32_1: Tile<f32, { [1, CHUNK, 1, BLOCK_K] }> =
+                load_f32(&q_tiles, [b, c_2, h, 0i32]);
+            let qc = x_f32_1.reshape(shape![CHUNK, BLOCK_K]);
+            let x_f32_2: Tile<f32, { [1, CHUNK, 1, BLOCK_V] }> =
+                load_f32(&v_tiles, [b, c_2, h, vb]);
+            let vc = x_f32_2.reshape(shape![CHUNK, BLOCK_V]);
+            let x: Tile<f32, { [1, CHUNK, 1] }> = load(&beta_tiles, [b, c_2, h]);
+            let bc = x.reshape(shape![CHUNK, 1]);
+            let x: Tile<f32, { [1, CHUNK, 1] }> = load(&g_tiles, [b, c_2, h]);
+            let g_step = x.reshape(shape![CHUNK, 1]);
+            let gc: Tile<f32, { [CHUNK, 1] }> = scan_sum(g_step, 0i32, reverse::Forward, 0.0f32);
+            let g_step_sum: Tile<f32, { [1] }> = reduce_sum(g_step, 0i32);
+            let g_last = g_step_sum.reshape(shape![1, 1]);
+            let gc_r = gc.reshape(shape![1, CHUNK]);
+            let gap = gc.broadcast(shape![CHUNK, CHUNK]) - gc_r.broadcast(shape![CHUNK, CHUNK]);
+            let kt: Tile<f32, { [BLOCK_K, CHUNK] }> = kc.transpose();
+            let acc: Tile<f32, { [CHUNK, CHUNK] }> = mmaf(kc, kt, zero);
+            let lower = bc.broadcast(shape![CHUNK, CHUNK]) * acc * exp(select(mask_1, gap, c_3));
+            let mut p: Tile<f32, { [CHUNK, CHUNK] }> = negf(lower);
+            let mut inv: Tile<f32, { [CHUNK, CHUNK] }> = eye + p;
+            for t in 0i32..(LOG2_CHUNK - 1i32) {
+                p = mmaf(p, p, zero);
+                inv = mmaf(inv, p, inv);
+            }
+            let prod_1_b = (bc * exp(gc)).broadcast(shape![CHUNK, BLOCK_K]);
+            let w: Tile<f32, { [CHUNK, BLOCK_K] }> = mmaf(inv, prod_1_b * kc, c_4);
+            let bc_b_1 = bc.broadcast(shape![CHUNK, BLOCK_V]);
+            let u: Tile<f32, { [CHUNK, BLOCK_V] }> = mmaf(inv, bc_b_1 * vc, c_5);
+            let acc_1: Tile<f32, { [CHUNK, BLOCK_V] }> = mmaf(w, s, c_6);
+            let u = u - acc_1;
+            let acc_2: Tile<f32, { [CHUNK, CHUNK] }> = mmaf(qc, kt, zero);
+            let attn = acc_2 * exp(select(mask_2, gap, c_7));
+            let exp_3 = exp(gc);
+            let acc_3: Tile<f32, { [CHUNK, BLOCK_V] }> = mmaf(qc, s, c_8);
+            let exp_3_b = exp_3.broadcast(shape![CHUNK, BLOCK_V]);
+            let acc_4: Tile<f32, { [CHUNK, BLOCK_V] }> = mmaf(attn, u, exp_3_b * acc_3);
+            let oc = acc_4 * scale_tile;
+            let oc_e: Tile<E, { [CHUNK, BLOCK_V] }> = convert_tile(oc);
+            let oc_e_r = oc_e.reshape(shape![1, CHUNK, 1, BLOCK_V]);
+            store(&mut o_tiles, oc_e_r, [b, c_2, h, vb]);
+            let g_last_b = g_last.broadcast(shape![CHUNK, 1]);
+            let exp_4_b = exp(g_last_b - gc).broadcast(shape![CHUNK, BLOCK_K]);
+            let kd: Tile<f32, { [BLOCK_K, CHUNK] }> = (kc * exp_4_b).transpose();
+            s = mmaf(kd, u, s * exp(g_last).broadcast(shape![BLOCK_K, BLOCK_V]));
+        }
+        let s_r = s.reshape(shape![1, 1, BLOCK_K, BLOCK_V]);
+        store(&mut new_state_tiles, s_r, [b, h, 0i32, vb]);
+    }
 }
 
 use crate::support::*;
@@ -127,6 +272,27 @@ pub extern "C" fn tileport_gated_delta_rule_kernel(
         l.tiles(&[("BLOCK_K", block_k), ("BLOCK_V", block_v)])?;
         let call = l.call(crate::entry!(gated_delta::gated_delta_rule_kernel)).dtype(e_code);
         let call = call.ints(&[block_k, block_v]).arrays(&[q]);
+        call.unit_arrays(&[k, v, g, beta, state, o, new_state]).arg(scale).go()
+    })
+}
+
+/// Enqueue `gated_delta::gated_delta_chunk_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
+#[unsafe(no_mangle)]
+pub extern "C" fn tileport_gated_delta_chunk_kernel(
+    q: Desc, k: Desc, v: Desc, g: Desc, beta: Desc, state: Desc, o: Desc, new_state: Desc,
+    scale: f32, chunk: i32, log2_chunk: i32, block_k: i32, block_v: i32, grid_x: u32, grid_y: u32,
+    grid_z: u32, device_id: i32, stream: u64,
+) -> i32 {
+    launch("gated_delta_chunk_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
+        let [q, k, v, g] = l.arrays([("q", q, 4), ("k", k, 4), ("v", v, 4), ("g", g, 3)])?;
+        let [beta, state, o] = l.arrays([("beta", beta, 3), ("state", state, 4), ("o", o, 4)])?;
+        let [new_state] = l.arrays([("new_state", new_state, 4)])?;
+        l.writes(&[new_state, o])?;
+        let e_code = l.dtype(&[q, k, v, o], FLOATS)?;
+        l.require(&[g, beta, state, new_state], dtype::F32)?;
+        l.tiles(&[("BLOCK_K", block_k), ("BLOCK_V", block_v), ("CHUNK", chunk)])?;
+        let call = l.call(crate::entry!(gated_delta::gated_delta_chunk_kernel)).dtype(e_code);
+        let call = call.ints(&[chunk, log2_chunk, block_k, block_v]).arrays(&[q]);
         call.unit_arrays(&[k, v, g, beta, state, o, new_state]).arg(scale).go()
     })
 }

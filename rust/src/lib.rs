@@ -403,6 +403,21 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
                 ("new_state", 4),
             ],
         },
+        "gated_delta_chunk_kernel" => EntryInfo {
+            module_ast: gated_delta::gated_delta::__module_ast_self,
+            module: "gated_delta",
+            function: "gated_delta_chunk_kernel",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("g", 3),
+                ("beta", 3),
+                ("state", 4),
+                ("o", 4),
+                ("new_state", 4),
+            ],
+        },
         "geglu_kernel" => EntryInfo {
             module_ast: geglu::geglu::__module_ast_self,
             module: "geglu",

@@ -294,6 +294,10 @@ EXPECT = {
     # sums (k^T S, q^T S) and one exp (the decay) per token
     "gated_delta_rule_kernel": [(LOAD_VIEW, 6, 6), (STORE_VIEW, 2, 2), (FOR, 1, 1), (SUM, 2, 2),
                                 (r"= exp ", 1, 1)] + NO_POINTER,
+    # chunked: per chunk the cumulative decay (a scan), (I + L)^-1 by squarings in a loop, the chunk's MMAs
+    "gated_delta_chunk_kernel": [(LOAD_VIEW, 6, 6), (STORE_VIEW, 2, 2), (FOR, 2, 2), (r"= scan ", 1, 1),
+                                 (r"= mmaf ", 10, 10), (r"= permute ", 1, None),
+                                 (r"num_worker_warps_per_cta = 8", 1, 1)] + NO_POINTER,
     "dropout_fwd_kernel": DROPOUT,
     "dropout_bwd_kernel": DROPOUT,
     "vector_add_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"= addf ", 1, 1)] + NO_POINTER,
@@ -427,7 +431,8 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel",
             "rope_rows_pair_persistent_kernel", "dropout_fwd_kernel", "dropout_bwd_kernel",
             "cross_entropy_fwd_kernel", "cross_entropy_bwd_kernel", "moe_topk_kernel", "rms_norm_bwd_kernel",
-            "layer_norm_bwd_kernel", "gated_delta_rule_kernel"}
+            "layer_norm_bwd_kernel", "gated_delta_rule_kernel",
+            "gated_delta_chunk_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 

@@ -49,6 +49,7 @@ SPEC_MODULES = (
     "linear_cross_entropy_bwd",
     "gated_delta_decode",
     "gated_delta_prefill",
+    "gated_delta_chunked",
 )
 
 
