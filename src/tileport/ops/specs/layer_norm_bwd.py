@@ -31,8 +31,8 @@ def make_inputs(shape, dtype, device, seed=0):
 def reference(dy, x, w, mean, rstd):
     t = torch()
     with t.enable_grad():
-        xf = x.float().requires_grad_()
-        wf = w.float().requires_grad_()
+        xf = x.detach().float().requires_grad_()
+        wf = w.detach().float().requires_grad_()
         bf = t.zeros_like(wf).requires_grad_()
         y = t.nn.functional.layer_norm(xf, (x.shape[1],), wf, bf, EPS)
         dx, dw, db = t.autograd.grad(y, (xf, wf, bf), dy.float())

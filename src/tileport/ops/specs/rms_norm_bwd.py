@@ -79,9 +79,9 @@ def make_inputs(shape, dtype, device, seed=0):
 
 def reference(dy, x, w):
     t = torch()
-    with t.enable_grad():
-        xf = x.float().requires_grad_()
-        wf = w.float().requires_grad_()
+    with t.enable_grad():  # detached: .float() of an f32 input is the input, whose flag must not change
+        xf = x.detach().float().requires_grad_()
+        wf = w.detach().float().requires_grad_()
         y = xf * t.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + EPS) * wf
         dx, dw = t.autograd.grad(y, (xf, wf), dy.float())
     return dx.to(x.dtype), dw.to(w.dtype)
