@@ -628,12 +628,12 @@ def _norm_bwd_reduce(b: _Builder, c: dict) -> tuple:
     b.output("out", (n,))
     return (_cdiv(n, c["TILE_N"]), 1, 1), ["out"], {"out": part.sum(axis=0)}
 
-def _linear_ce_inputs(b: _Builder, n: int, h: int, v: int) -> tuple:
-    """hidden [n, h], weight [v, h] (logits of standard deviation ~3), labels with row 3 ignored, and the
-    float64 logits and their lse."""
+def _linear_ce_inputs(b: _Builder, n: int, h: int, v: int, ignored: int = 3) -> tuple:
+    """hidden [n, h], weight [v, h] (logits of standard deviation ~3), labels with row `ignored` ignored, and
+    the float64 logits and their lse."""
     x, w = b.input("hidden", (n, h)), b.input("weight", (v, h), 3.0 / math.sqrt(h))
     labels = b.rng.integers(0, v, n).astype(np.int32)
-    labels[3] = -100
+    labels[ignored] = -100
     b.arrays["labels"] = Array(labels, "i32")
     b.arrays["ignore_index"] = Scalar(-100, "i32")
     z = x @ w.T
@@ -653,11 +653,11 @@ def _linear_ce_fwd(b: _Builder, c: dict) -> tuple:
 
 
 def _linear_ce_dlogits(b: _Builder, c: dict) -> tuple:
-    """The chunk of rows [BLOCK_M, 3 BLOCK_M) of a batch of 3 BLOCK_M - 5 rows (row_tile0 = 1): its last rows
-    lie past the batch (zero workspace rows); three vocabulary tiles, the last ragged."""
+    """The chunk of rows [BLOCK_M, 3 BLOCK_M) of a batch of 3 BLOCK_M - 5 rows (row_tile0 = 1), one of them
+    ignored: its last rows lie past the batch (zero workspace rows); three vocabulary tiles, the last ragged."""
     bm = c["BLOCK_M"]
     n, h, v = 3 * bm - 5, c["BLOCK_K"] + 10, 2 * c["BLOCK_V"] + 30
-    _, _, labels, z, lse = _linear_ce_inputs(b, n, h, v)
+    _, _, labels, z, lse = _linear_ce_inputs(b, n, h, v, ignored=bm + 3)
     b.arrays["lse"] = Array(lse.astype(np.float32), "f32")
     dloss = b.input("dloss", (n,))
     b.output("ws", (2 * bm, v))
