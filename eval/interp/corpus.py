@@ -685,14 +685,19 @@ def _linear_ce_dh(b: _Builder, c: dict) -> tuple:
 
 
 def _linear_ce_dw(b: _Builder, c: dict) -> tuple:
-    """dw_acc (given) += ws^T @ hidden rows [BLOCK_K, 3 BLOCK_K) of a batch of 3 BLOCK_K - 5 rows (zero
-    workspace rows past it); two vocabulary and two H tiles, the last of each ragged."""
+    """dw_acc (given, ACCUMULATE; else written) += ws^T @ hidden rows [BLOCK_K, 3 BLOCK_K) of a batch of
+    3 BLOCK_K - 5 rows (zero workspace rows past it); two vocabulary and two H tiles, the last of each ragged."""
     bk = c["BLOCK_K"]
     n, h, v = 3 * bk - 5, c["BLOCK_H"] + 12, c["BLOCK_V"] + 20
     ws = b.input("ws", (2 * bk, v), 0.5)
     ws[n - bk:] = 0.0
     b.arrays["ws"] = Array(to_elem(ws, ScalarType(b.elem("ws"))), b.elem("ws"))
-    x, acc = b.input("hidden", (n, h)), b.input("dw_acc", (v, h))
+    x = b.input("hidden", (n, h))
+    if c["ACCUMULATE"]:
+        acc = b.input("dw_acc", (v, h))
+    else:  # the first chunk: dw_acc is written, not read (NaN before)
+        acc = 0.0
+        b.output("dw_acc", (v, h))
     b.output("dweight", (v, h))
     b.arrays["row_tile0"] = Scalar(1, "i32")
     dw = acc + ws[:n - bk].T @ x[bk:]

@@ -479,10 +479,16 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "linear_ce_dh_kernel",
             arrays: &[("ws", 2), ("weight", 2), ("dhidden", 2)],
         },
-        "linear_ce_dw_kernel" => EntryInfo {
+        "linear_ce_dw_kernel_accumulate0" => EntryInfo {
             module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
             module: "linear_cross_entropy",
-            function: "linear_ce_dw_kernel",
+            function: "linear_ce_dw_kernel_accumulate0",
+            arrays: &[("ws", 2), ("hidden", 2), ("dw_acc", 2), ("dweight", 2)],
+        },
+        "linear_ce_dw_kernel_accumulate1" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_dw_kernel_accumulate1",
             arrays: &[("ws", 2), ("hidden", 2), ("dw_acc", 2), ("dweight", 2)],
         },
         "matmul_kernel_use_tf321" => EntryInfo {

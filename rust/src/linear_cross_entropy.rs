@@ -16,8 +16,10 @@
 //! - linear_ce_dlogits_kernel: ws[r, v] = (exp(logit - lse) - onehot(label)) * dloss, recomputing the
 //!   logits tile by MMA, rounded to the input dtype (the next MMAs' operand type); 0 for ignored rows.
 //! - linear_ce_dh_kernel: dhidden[rows] = ws @ weight.
-//! - linear_ce_dw_kernel: dw_acc += ws^T @ hidden[rows] in an f32 [V, H] accumulator that the plan
-//!   zeroes, stored again rounded as dweight after each chunk.
+//! - linear_ce_dw_kernel: dw_acc = ws^T @ hidden[rows] (first chunk) or dw_acc += it (ACCUMULATE, the
+//!   later chunks) in an f32 [V, H] accumulator, stored again rounded as dweight after each chunk. The
+//!   first chunk writes the accumulator without reading it: it is scratch memory of the call, which a
+//!   replayed plan allocates anew (ops/plan_cache.py).
 //! Operands are zero padded along every tiled dimension (padded K columns add 0; padded rows of the
 //! last chunk have hidden = 0, dloss = 0, so their ws rows are 0) and stores drop out-of-bounds tiles.
 
@@ -26,7 +28,7 @@ pub mod linear_cross_entropy {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:50`.
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:53`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub fn linear_ce_fwd_kernel<
         E: ElementType,
@@ -100,7 +102,7 @@ pub mod linear_cross_entropy {
         store(&mut lse_tiles, lse_rows_r, [rb]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:73`.
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:76`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub fn linear_ce_dlogits_kernel<
         E: ElementType,
@@ -159,7 +161,7 @@ pub mod linear_cross_entropy {
         store(&mut ws_tiles, d_e, [bm, vb]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:87`.
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:90`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub fn linear_ce_dh_kernel<
         E: ElementType,
@@ -192,9 +194,46 @@ pub mod linear_cross_entropy {
         store(&mut dhidden_tiles, acc_e, [sum, bh]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:99`.
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:102`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
-    pub fn linear_ce_dw_kernel<
+    pub fn linear_ce_dw_kernel_accumulate0<
+        E: ElementType,
+        const BLOCK_V: i32,
+        const BLOCK_H: i32,
+        const BLOCK_K: i32,
+        const HIDDEN_LEN0: i32,
+        const HIDDEN_LEN1: i32,
+        const DW_ACC_LEN0: i32,
+        const DW_ACC_LEN1: i32,
+        const DWEIGHT_LEN0: i32,
+        const DWEIGHT_LEN1: i32,
+    >(
+        ws: &Tensor<E, { [-1, -1] }>, hidden: &Tensor<E, { [HIDDEN_LEN0, HIDDEN_LEN1] }>,
+        dw_acc: &Tensor<f32, { [DW_ACC_LEN0, DW_ACC_LEN1] }>,
+        dweight: &Tensor<E, { [DWEIGHT_LEN0, DWEIGHT_LEN1] }>, row_tile0: i32,
+    ) {
+        let ws_tiles_1 = view(ws, shape![BLOCK_K, BLOCK_V]);
+        let ws_zero = ws.partition_permuted(shape![BLOCK_V, BLOCK_K], const_array![1, 0]);
+        let hidden_tiles = hidden.partition(shape![BLOCK_K, BLOCK_H]);
+        let mut dw_acc_tiles = view_mut(dw_acc, shape![BLOCK_V, BLOCK_H]);
+        let mut dweight_tiles = view_mut(dweight, shape![BLOCK_V, BLOCK_H]);
+        let vb = get_tile_block_id().0;
+        let bh = get_tile_block_id().1;
+        let mut acc: Tile<f32, { [BLOCK_V, BLOCK_H] }> = constant(0.0f32, shape![BLOCK_V, BLOCK_H]);
+        let ws_tiles = num_tiles(&ws_tiles_1, 0i32);
+        for k in 0i32..ws_tiles {
+            let g: Tile<E, { [BLOCK_V, BLOCK_K] }> = load(&ws_zero, [vb, k]);
+            let h: Tile<E, { [BLOCK_K, BLOCK_H] }> = load(&hidden_tiles, [row_tile0 + k, bh]);
+            acc = mmaf(g, h, acc);
+        }
+        store(&mut dw_acc_tiles, acc, [vb, bh]);
+        let acc_e: Tile<E, { [BLOCK_V, BLOCK_H] }> = convert_tile(acc);
+        store(&mut dweight_tiles, acc_e, [vb, bh]);
+    }
+
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:102`.
+    #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
+    pub fn linear_ce_dw_kernel_accumulate1<
         E: ElementType,
         const BLOCK_V: i32,
         const BLOCK_H: i32,
@@ -303,17 +342,21 @@ pub extern "C" fn tileport_linear_ce_dh_kernel(
 #[unsafe(no_mangle)]
 pub extern "C" fn tileport_linear_ce_dw_kernel(
     ws: Desc, hidden: Desc, dw_acc: Desc, dweight: Desc, row_tile0: i32, block_v: i32,
-    block_h: i32, block_k: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+    block_h: i32, block_k: i32, accumulate: bool, grid_x: u32, grid_y: u32, grid_z: u32,
+    device_id: i32, stream: u64,
 ) -> i32 {
     launch("linear_ce_dw_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [ws, hidden] = l.arrays([("ws", ws, 2), ("hidden", hidden, 2)])?;
         let [dw_acc, dweight] = l.arrays([("dw_acc", dw_acc, 2), ("dweight", dweight, 2)])?;
         l.writes(&[dw_acc, dweight])?;
+        let entry = [
+            crate::entry!(linear_cross_entropy::linear_ce_dw_kernel_accumulate0),
+            crate::entry!(linear_cross_entropy::linear_ce_dw_kernel_accumulate1),
+        ][accumulate as usize];
         let e_code = l.dtype(&[ws, hidden, dweight], FLOATS)?;
         l.require(&[dw_acc], dtype::F32)?;
         l.tiles(&[("BLOCK_V", block_v), ("BLOCK_H", block_h), ("BLOCK_K", block_k)])?;
-        let call = l.call(crate::entry!(linear_cross_entropy::linear_ce_dw_kernel)).dtype(e_code);
-        let call = call.ints(&[block_v, block_h, block_k]).arrays(&[ws]);
+        let call = l.call(entry).dtype(e_code).ints(&[block_v, block_h, block_k]).arrays(&[ws]);
         call.unit_arrays(&[hidden, dw_acc, dweight]).scalar("row_tile0", row_tile0).go()
     })
 }

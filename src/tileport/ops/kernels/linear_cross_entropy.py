@@ -13,8 +13,10 @@ never N x V), with row_tile0 the chunk's first row in tiles of the kernel's row 
 - linear_ce_dlogits_kernel: ws[r, v] = (exp(logit - lse) - onehot(label)) * dloss, recomputing the
   logits tile by MMA, rounded to the input dtype (the next MMAs' operand type); 0 for ignored rows.
 - linear_ce_dh_kernel: dhidden[rows] = ws @ weight.
-- linear_ce_dw_kernel: dw_acc += ws^T @ hidden[rows] in an f32 [V, H] accumulator that the plan
-  zeroes, stored again rounded as dweight after each chunk.
+- linear_ce_dw_kernel: dw_acc = ws^T @ hidden[rows] (first chunk) or dw_acc += it (ACCUMULATE, the
+  later chunks) in an f32 [V, H] accumulator, stored again rounded as dweight after each chunk. The
+  first chunk writes the accumulator without reading it: it is scratch memory of the call, which a
+  replayed plan allocates anew (ops/plan_cache.py).
 Operands are zero padded along every tiled dimension (padded K columns add 0; padded rows of the
 last chunk have hidden = 0, dloss = 0, so their ws rows are 0) and stores drop out-of-bounds tiles.
 """
@@ -22,6 +24,7 @@ last chunk have hidden = 0, dloss = 0, so their ws rows are 0) and stores drop o
 import cuda.tile as ct
 
 ConstInt = ct.Constant[int]
+ConstBool = ct.Constant[bool]
 
 
 def logits_tile(hidden, weight, rb, vb, BLOCK_M, BLOCK_V, BLOCK_K):
@@ -97,10 +100,13 @@ def linear_ce_dh_kernel(ws, weight, dhidden, row_tile0, BLOCK_M: ConstInt, BLOCK
 
 @ct.kernel(occupancy=2)
 def linear_ce_dw_kernel(ws, hidden, dw_acc, dweight, row_tile0, BLOCK_V: ConstInt, BLOCK_H: ConstInt,
-                        BLOCK_K: ConstInt):
+                        BLOCK_K: ConstInt, ACCUMULATE: ConstBool):
     vb = ct.bid(0)
     bh = ct.bid(1)
-    acc = ct.load(dw_acc, index=(vb, bh), shape=(BLOCK_V, BLOCK_H), padding_mode=ct.PaddingMode.ZERO)
+    if ACCUMULATE:
+        acc = ct.load(dw_acc, index=(vb, bh), shape=(BLOCK_V, BLOCK_H), padding_mode=ct.PaddingMode.ZERO)
+    else:
+        acc = ct.zeros((BLOCK_V, BLOCK_H), dtype=ct.float32)
     for k in range(ct.num_tiles(ws, 0, shape=(BLOCK_K, BLOCK_V))):
         g = ct.load(ws, index=(vb, k), shape=(BLOCK_V, BLOCK_K), order=(1, 0), padding_mode=ct.PaddingMode.ZERO)
         h = ct.load(hidden, index=(row_tile0 + k, bh), shape=(BLOCK_K, BLOCK_H), padding_mode=ct.PaddingMode.ZERO)

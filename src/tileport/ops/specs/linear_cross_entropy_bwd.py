@@ -6,7 +6,8 @@ input dtype; the test inputs' lse is the f32 logsumexp of the logits, dloss stan
 plan walks the batch in chunks of C rows (C x V input-dtype values of workspace, at most
 WS_BYTES, C a multiple of every row tile): per chunk the dlogits kernel writes (softmax - onehot) *
 dloss, then dh = ws @ weight and dw_acc += ws^T @ hidden (kernels/linear_cross_entropy.py); dweight
-needs an f32 [V, H] accumulator beside it. The reference is torch autograd of the f32 logits'
+needs an f32 [V, H] accumulator beside it, which the first chunk writes (ACCUMULATE false) and the later
+ones add to. The reference is torch autograd of the f32 logits'
 cross-entropy.
 
 Tolerance: the dlogits are rounded to the input dtype before the two MMAs (half an ulp of each
@@ -71,7 +72,7 @@ def plan(hidden, weight, labels, lse, dloss, ignore_index, outs):
     (n, h), v, dt = hidden.shape, weight.shape[0], dtype_name(hidden)
     rows = chunk_rows(n, v, dt)
     ws = t.empty((rows, v), dtype=hidden.dtype, device=hidden.device)
-    dw_acc = t.zeros((v, h), dtype=t.float32, device=hidden.device)
+    dw_acc = t.empty((v, h), dtype=t.float32, device=hidden.device)
     (bm, bv, bk), (hm, hh, hk), (wv, wh, wk) = FWD_TILES[dt], DH_TILES[dt], DW_TILES[dt]
     launches = []
     for row0 in range(0, n, rows):
@@ -85,13 +86,13 @@ def plan(hidden, weight, labels, lse, dloss, ignore_index, outs):
                     "BLOCK_H": hh, "BLOCK_K": hk}),
             Launch("linear_ce_dw_kernel", (cdiv(v, wv), cdiv(h, wh), 1),
                    {"ws": ws, "hidden": hidden, "dw_acc": dw_acc, "dweight": dweight, "row_tile0": row0 // wk,
-                    "BLOCK_V": wv, "BLOCK_H": wh, "BLOCK_K": wk}),
+                    "BLOCK_V": wv, "BLOCK_H": wh, "BLOCK_K": wk, "ACCUMULATE": row0 > 0}),
         ]
     return launches
 
 
-def _tiles(names: tuple[str, ...], table: dict) -> dict:
-    return {dt: dict(zip(names, t)) for dt, t in table.items()}
+def _tiles(names: tuple[str, ...], table: dict, **more) -> dict:
+    return {dt: {**dict(zip(names, t)), **more} for dt, t in table.items()}
 
 
 SPEC = OpSpec(
@@ -112,8 +113,10 @@ SPEC = OpSpec(
                        {"ignore_index": "int32", "row_tile0": "int32"})
               + captures("linear_ce_dh_kernel", {"ws": 2, "weight": 2, "dhidden": 2},
                          _tiles(("BLOCK_M", "BLOCK_H", "BLOCK_K"), DH_TILES), {"row_tile0": "int32"})
-              + captures("linear_ce_dw_kernel", {"ws": 2, "hidden": 2, "dw_acc": 2, "dweight": 2},
-                         _tiles(("BLOCK_V", "BLOCK_H", "BLOCK_K"), DW_TILES), {"row_tile0": "int32"})),
+              + [c for accumulate in (False, True)
+                 for c in captures("linear_ce_dw_kernel", {"ws": 2, "hidden": 2, "dw_acc": 2, "dweight": 2},
+                                   _tiles(("BLOCK_V", "BLOCK_H", "BLOCK_K"), DW_TILES, ACCUMULATE=accumulate),
+                                   {"row_tile0": "int32"})]),
     bytes=lambda shape, dt: (2 * (shape[0] + shape[2]) * shape[1] + 2 * shape[0] * shape[2]) * ELEMENT_SIZE[dt]
     + 8 * shape[2] * shape[1],
     flops=lambda shape: 6 * shape[0] * shape[1] * shape[2],
