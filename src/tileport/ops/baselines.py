@@ -15,8 +15,7 @@ are kept for correctness checks only.
 | softmax, softmax_tma / _gather / _online | `F.softmax(x, dim=-1)`                                               |
 | rms_norm                                 | `F.rms_norm(x, (N,), w, eps=1e-6)`                                   |
 | layer_norm                               | `torch.native_layer_norm(x, (N,), w, b, 1e-5)` (1)                   |
-| rms_norm_bwd                             | the backward of `F.rms_norm` written out in f32 (8)                  |
-| layer_norm_bwd                           | `aten.native_layer_norm_backward` (what autograd runs)               |
+| rms_norm_bwd, layer_norm_bwd             | `F.rms_norm` / `F.layer_norm` backwards written out in f32 (8)       |
 | linear_cross_entropy (_bwd)              | f32 logits `hidden @ weight.T` in memory, `F.cross_entropy` (9)      |
 | rope                                     | rotate-half on the op's f32 cos/sin tables (2)                       |
 | matmul, matmul_splitk / bmm              | `torch.matmul(a, b)` / `torch.bmm(a, b)` (3)                         |
@@ -63,7 +62,7 @@ materializes the scores as this does.
 `softmax(dim=-1, dtype=float32).type_as(...)`, `@ ckv`, as DeepSeek-V3's inference code does in its
 absorbed mode (576-wide q / k, 512-wide v: no SDPA kernel takes these head dims).
 (8) torch.compile traces no `torch.autograd.grad` (the specs' references): the same f32 formula as the
-kernel, `torch.compile` fusing it. (9) The [N, V] logits in memory, f32 from input-dtype operands (the
+kernel, `torch.compile` fusing it (layer_norm_bwd from the forward's saved mean and rstd). (9) The [N, V] logits in memory, f32 from input-dtype operands (the
 tensor-core product, as the attention baselines' scores), loss and lse by `F.cross_entropy` and
 `torch.logsumexp`; the backward recomputes them and forms (softmax - onehot) * dloss in the dtype for
 two matmuls.
@@ -144,9 +143,10 @@ def rms_norm_bwd(dy, x, w):
 
 
 def layer_norm_bwd(dy, x, w, mean, rstd):
-    # w stands in for the bias: its presence asks for db, its values are not read
-    return tuple(_t().ops.aten.native_layer_norm_backward(dy, x, (x.shape[-1],), mean[:, None], rstd[:, None],
-                                                          w, w, [True, True, True]))
+    g, dyf = dy.float() * w.float(), dy.float()
+    xhat = (x.float() - mean[:, None]) * rstd[:, None]
+    dx = rstd[:, None] * (g - g.mean(dim=-1, keepdim=True) - xhat * (g * xhat).mean(dim=-1, keepdim=True))
+    return dx.to(x.dtype), (dyf * xhat).sum(dim=0).to(w.dtype), dyf.sum(dim=0).to(w.dtype)
 
 
 def _logits(hidden, weight):
