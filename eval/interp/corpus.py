@@ -686,11 +686,13 @@ def _linear_ce_dh(b: _Builder, c: dict) -> tuple:
 
 def _linear_ce_dw(b: _Builder, c: dict) -> tuple:
     """dw_acc (given, ACCUMULATE; else written) += ws^T @ hidden rows [BLOCK_K, 3 BLOCK_K) of a batch of
-    3 BLOCK_K - 5 rows (zero workspace rows past it); two vocabulary and two H tiles, the last of each ragged."""
+    3 BLOCK_K - 5 rows, in a workspace of 3 BLOCK_K rows (zero rows past the batch in its last tile, NaN rows
+    past that tile); two vocabulary and two H tiles, the last of each ragged."""
     bk = c["BLOCK_K"]
     n, h, v = 3 * bk - 5, c["BLOCK_H"] + 12, c["BLOCK_V"] + 20
-    ws = b.input("ws", (2 * bk, v), 0.5)
-    ws[n - bk:] = 0.0
+    ws = b.input("ws", (3 * bk, v), 0.5)
+    ws[n - bk:2 * bk] = 0.0
+    ws[2 * bk:] = np.nan  # workspace rows past the batch's last row tile: never read
     b.arrays["ws"] = Array(to_elem(ws, ScalarType(b.elem("ws"))), b.elem("ws"))
     x = b.input("hidden", (n, h))
     if c["ACCUMULATE"]:

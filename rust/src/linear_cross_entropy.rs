@@ -20,15 +20,18 @@
 //!   later chunks) in an f32 [V, H] accumulator, stored again rounded as dweight after each chunk. The
 //!   first chunk writes the accumulator without reading it: it is scratch memory of the call, which a
 //!   replayed plan allocates anew (ops/plan_cache.py).
-//! Operands are zero padded along every tiled dimension (padded K columns add 0; padded rows of the
-//! last chunk have hidden = 0, dloss = 0, so their ws rows are 0) and stores drop out-of-bounds tiles.
+//! Operands are zero padded along every tiled dimension (padded K columns add 0) and stores drop what lies
+//! past the arrays. The last chunk may hold fewer rows than the workspace: its grids cover the row tiles
+//! that hold a row of the batch (a tile wholly past an array is undefined behaviour), rows past the batch
+//! in those tiles have hidden = 0 and dloss = 0 (ws rows of 0), and the dw loop stops at the last of them
+//! (ws rows past it hold an earlier chunk's values).
 
 #[cutile::module]
 pub mod linear_cross_entropy {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
-    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:53`.
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:56`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub fn linear_ce_fwd_kernel<
         E: ElementType,
@@ -102,7 +105,7 @@ pub mod linear_cross_entropy {
         store(&mut lse_tiles, lse_rows_r, [rb]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:76`.
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:79`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub fn linear_ce_dlogits_kernel<
         E: ElementType,
@@ -161,7 +164,7 @@ pub mod linear_cross_entropy {
         store(&mut ws_tiles, d_e, [bm, vb]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:90`.
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:93`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub fn linear_ce_dh_kernel<
         E: ElementType,
@@ -194,35 +197,36 @@ pub mod linear_cross_entropy {
         store(&mut dhidden_tiles, acc_e, [sum, bh]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:102`.
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:105`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub fn linear_ce_dw_kernel_accumulate0<
         E: ElementType,
         const BLOCK_V: i32,
         const BLOCK_H: i32,
         const BLOCK_K: i32,
-        const HIDDEN_LEN0: i32,
-        const HIDDEN_LEN1: i32,
         const DW_ACC_LEN0: i32,
         const DW_ACC_LEN1: i32,
         const DWEIGHT_LEN0: i32,
         const DWEIGHT_LEN1: i32,
     >(
-        ws: &Tensor<E, { [-1, -1] }>, hidden: &Tensor<E, { [HIDDEN_LEN0, HIDDEN_LEN1] }>,
+        ws: &Tensor<E, { [-1, -1] }>, hidden: &Tensor<E, { [-1, -1] }>,
         dw_acc: &Tensor<f32, { [DW_ACC_LEN0, DW_ACC_LEN1] }>,
         dweight: &Tensor<E, { [DWEIGHT_LEN0, DWEIGHT_LEN1] }>, row_tile0: i32,
     ) {
-        let ws_tiles_1 = view(ws, shape![BLOCK_K, BLOCK_V]);
-        let ws_zero = ws.partition_permuted(shape![BLOCK_V, BLOCK_K], const_array![1, 0]);
+        let ws_tiles = ws.partition_permuted(shape![BLOCK_V, BLOCK_K], const_array![1, 0]);
         let hidden_tiles = hidden.partition(shape![BLOCK_K, BLOCK_H]);
         let mut dw_acc_tiles = view_mut(dw_acc, shape![BLOCK_V, BLOCK_H]);
         let mut dweight_tiles = view_mut(dweight, shape![BLOCK_V, BLOCK_H]);
         let vb = get_tile_block_id().0;
         let bh = get_tile_block_id().1;
         let mut acc: Tile<f32, { [BLOCK_V, BLOCK_H] }> = constant(0.0f32, shape![BLOCK_V, BLOCK_H]);
-        let ws_tiles = num_tiles(&ws_tiles_1, 0i32);
-        for k in 0i32..ws_tiles {
-            let g: Tile<E, { [BLOCK_V, BLOCK_K] }> = load(&ws_zero, [vb, k]);
+        // the chunk's rows in the batch
+        let ws_dim0 = ws.shape()[0];
+        let diff = hidden.shape()[0] - row_tile0 * BLOCK_K;
+        let n_rows: i32 = min(ws_dim0, diff);
+        let n: i32 = ceil_div(n_rows, BLOCK_K);
+        for k in 0i32..n {
+            let g: Tile<E, { [BLOCK_V, BLOCK_K] }> = load(&ws_tiles, [vb, k]);
             let h: Tile<E, { [BLOCK_K, BLOCK_H] }> = load(&hidden_tiles, [row_tile0 + k, bh]);
             acc = mmaf(g, h, acc);
         }
@@ -231,27 +235,24 @@ pub mod linear_cross_entropy {
         store(&mut dweight_tiles, acc_e, [vb, bh]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:102`.
+    /// Translated from `src/tileport/ops/kernels/linear_cross_entropy.py:105`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
     pub fn linear_ce_dw_kernel_accumulate1<
         E: ElementType,
         const BLOCK_V: i32,
         const BLOCK_H: i32,
         const BLOCK_K: i32,
-        const HIDDEN_LEN0: i32,
-        const HIDDEN_LEN1: i32,
         const DW_ACC_LEN0: i32,
         const DW_ACC_LEN1: i32,
         const DWEIGHT_LEN0: i32,
         const DWEIGHT_LEN1: i32,
     >(
-        ws: &Tensor<E, { [-1, -1] }>, hidden: &Tensor<E, { [HIDDEN_LEN0, HIDDEN_LEN1] }>,
+        ws: &Tensor<E, { [-1, -1] }>, hidden: &Tensor<E, { [-1, -1] }>,
         dw_acc: &Tensor<f32, { [DW_ACC_LEN0, DW_ACC_LEN1] }>,
         dweight: &Tensor<E, { [DWEIGHT_LEN0, DWEIGHT_LEN1] }>, row_tile0: i32,
     ) {
         let dw_acc_tiles = dw_acc.partition(shape![BLOCK_V, BLOCK_H]);
-        let ws_tiles_1 = view(ws, shape![BLOCK_K, BLOCK_V]);
-        let ws_zero = ws.partition_permuted(shape![BLOCK_V, BLOCK_K], const_array![1, 0]);
+        let ws_tiles = ws.partition_permuted(shape![BLOCK_V, BLOCK_K], const_array![1, 0]);
         let hidden_tiles = hidden.partition(shape![BLOCK_K, BLOCK_H]);
         let dw_acc_tiles_1 = view(dw_acc, shape![BLOCK_V, BLOCK_H]);
         let mut dweight_tiles = view_mut(dweight, shape![BLOCK_V, BLOCK_H]);
@@ -262,9 +263,13 @@ pub mod linear_cross_entropy {
             load_after(&dw_acc_tiles, [vb, bh], dw_acc_token, [false, false]);
         let mut acc: Tile<f32, { [BLOCK_V, BLOCK_H] }> = acc_value;
         let joined_tok: Token = join_tokens(&[dw_acc_token, dw_acc_tok]);
-        let ws_tiles = num_tiles(&ws_tiles_1, 0i32);
-        for k in 0i32..ws_tiles {
-            let g: Tile<E, { [BLOCK_V, BLOCK_K] }> = load(&ws_zero, [vb, k]);
+        // the chunk's rows in the batch
+        let ws_dim0 = ws.shape()[0];
+        let diff = hidden.shape()[0] - row_tile0 * BLOCK_K;
+        let n_rows: i32 = min(ws_dim0, diff);
+        let n: i32 = ceil_div(n_rows, BLOCK_K);
+        for k in 0i32..n {
+            let g: Tile<E, { [BLOCK_V, BLOCK_K] }> = load(&ws_tiles, [vb, k]);
             let h: Tile<E, { [BLOCK_K, BLOCK_H] }> = load(&hidden_tiles, [row_tile0 + k, bh]);
             acc = mmaf(g, h, acc);
         }
@@ -356,7 +361,8 @@ pub extern "C" fn tileport_linear_ce_dw_kernel(
         let e_code = l.dtype(&[ws, hidden, dweight], FLOATS)?;
         l.require(&[dw_acc], dtype::F32)?;
         l.tiles(&[("BLOCK_V", block_v), ("BLOCK_H", block_h), ("BLOCK_K", block_k)])?;
-        let call = l.call(entry).dtype(e_code).ints(&[block_v, block_h, block_k]).arrays(&[ws]);
-        call.unit_arrays(&[hidden, dw_acc, dweight]).scalar("row_tile0", row_tile0).go()
+        let call = l.call(entry).dtype(e_code).ints(&[block_v, block_h, block_k]);
+        let call = call.arrays(&[ws, hidden]).unit_arrays(&[dw_acc, dweight]);
+        call.scalar("row_tile0", row_tile0).go()
     })
 }

@@ -17,8 +17,11 @@ never N x V), with row_tile0 the chunk's first row in tiles of the kernel's row 
   later chunks) in an f32 [V, H] accumulator, stored again rounded as dweight after each chunk. The
   first chunk writes the accumulator without reading it: it is scratch memory of the call, which a
   replayed plan allocates anew (ops/plan_cache.py).
-Operands are zero padded along every tiled dimension (padded K columns add 0; padded rows of the
-last chunk have hidden = 0, dloss = 0, so their ws rows are 0) and stores drop out-of-bounds tiles.
+Operands are zero padded along every tiled dimension (padded K columns add 0) and stores drop what lies
+past the arrays. The last chunk may hold fewer rows than the workspace: its grids cover the row tiles
+that hold a row of the batch (a tile wholly past an array is undefined behaviour), rows past the batch
+in those tiles have hidden = 0 and dloss = 0 (ws rows of 0), and the dw loop stops at the last of them
+(ws rows past it hold an earlier chunk's values).
 """
 
 import cuda.tile as ct
@@ -107,7 +110,8 @@ def linear_ce_dw_kernel(ws, hidden, dw_acc, dweight, row_tile0, BLOCK_V: ConstIn
         acc = ct.load(dw_acc, index=(vb, bh), shape=(BLOCK_V, BLOCK_H), padding_mode=ct.PaddingMode.ZERO)
     else:
         acc = ct.zeros((BLOCK_V, BLOCK_H), dtype=ct.float32)
-    for k in range(ct.num_tiles(ws, 0, shape=(BLOCK_K, BLOCK_V))):
+    n_rows = min(ws.shape[0], hidden.shape[0] - row_tile0 * BLOCK_K)  # the chunk's rows in the batch
+    for k in range(ct.cdiv(n_rows, BLOCK_K)):
         g = ct.load(ws, index=(vb, k), shape=(BLOCK_V, BLOCK_K), order=(1, 0), padding_mode=ct.PaddingMode.ZERO)
         h = ct.load(hidden, index=(row_tile0 + k, bh), shape=(BLOCK_K, BLOCK_H), padding_mode=ct.PaddingMode.ZERO)
         acc = ct.mma(g, h, acc)

@@ -28,7 +28,9 @@ from .linear_cross_entropy import make_inputs as forward_inputs
 # f32 in 64 x 64 x 16 tiles, which compile without spills on sm_90 (64 x 128 x 16: 299 spill instructions)
 DH_TILES = {"float16": (64, 128, 64), "bfloat16": (64, 128, 64), "float32": (64, 64, 16)}
 DW_TILES = {"float16": (64, 128, 64), "bfloat16": (64, 128, 64), "float32": (64, 64, 16)}
-ROW_ALIGN = 64  # the chunk's row count: a multiple of every row tile above (BLOCK_M and the dw BLOCK_K)
+# the chunk's row count: a multiple of every row tile (the dlogits and dh BLOCK_M, the dw BLOCK_K); the dlogits
+# BLOCK_M is a multiple of the dw BLOCK_K, so that the dw loop reads only ws rows the dlogits kernel wrote
+ROW_ALIGN = 64
 WS_BYTES = 256 << 20
 TOL_LINEAR_CE_BWD = {
     "float32": Tolerance(rtol=1e-4, atol=1e-5),
@@ -76,12 +78,13 @@ def plan(hidden, weight, labels, lse, dloss, ignore_index, outs):
     (bm, bv, bk), (hm, hh, hk), (wv, wh, wk) = FWD_TILES[dt], DH_TILES[dt], DW_TILES[dt]
     launches = []
     for row0 in range(0, n, rows):
+        in_batch = min(rows, n - row0)  # the last chunk's grids stop at its last row tile in the batch
         launches += [
-            Launch("linear_ce_dlogits_kernel", (rows // bm, cdiv(v, bv), 1),
+            Launch("linear_ce_dlogits_kernel", (cdiv(in_batch, bm), cdiv(v, bv), 1),
                    {"hidden": hidden, "weight": weight, "labels": labels, "lse": lse, "dloss": dloss, "ws": ws,
                     "ignore_index": ignore_index, "row_tile0": row0 // bm, "BLOCK_M": bm, "BLOCK_V": bv,
                     "BLOCK_K": bk}),
-            Launch("linear_ce_dh_kernel", (rows // hm, cdiv(h, hh), 1),
+            Launch("linear_ce_dh_kernel", (cdiv(in_batch, hm), cdiv(h, hh), 1),
                    {"ws": ws, "weight": weight, "dhidden": dhidden, "row_tile0": row0 // hm, "BLOCK_M": hm,
                     "BLOCK_H": hh, "BLOCK_K": hk}),
             Launch("linear_ce_dw_kernel", (cdiv(v, wv), cdiv(h, wh), 1),
