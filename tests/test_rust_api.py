@@ -38,7 +38,9 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
 NOT_IN_API = {"matmul_splitk", "fmha_fwd_sinks", "fmha_fwd_softcap", "fmha_bwd", "flash_decode", "flash_decode_paged",
               "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "dropout", "dropout_bwd",
-              "cross_entropy", "cross_entropy_bwd", "moe_topk_softmax", "moe_topk_sigmoid", "moe_route"}
+              "cross_entropy", "cross_entropy_bwd", "moe_topk_softmax", "moe_topk_sigmoid", "moe_route",
+              "rms_norm_bwd", "layer_norm_bwd", "linear_cross_entropy", "linear_cross_entropy_bwd",
+              "gated_delta_decode", "gated_delta_prefill", "gated_delta_chunked"}
 
 
 PLANS = API / "tests" / "data" / "plans.json"

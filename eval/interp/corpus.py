@@ -583,6 +583,153 @@ def _moe_align(b: _Builder, c: dict) -> tuple:
     return (1, 1, 1), ["sorted_ids", "expert_ids", "num_post_pad"], \
         {"sorted_ids": sorted_ids, "expert_ids": expert_ids, "num_post_pad": ends[-1:]}
 
+
+def _block_partials(terms: np.ndarray, block_m: int, blocks: int) -> np.ndarray:
+    """Row g: the sum of `terms` over the rows of the row blocks g, g + blocks, ... (a persistent block's)."""
+    owner = (np.arange(terms.shape[0]) // block_m) % blocks
+    return np.stack([terms[owner == g].sum(axis=0) for g in range(blocks)])
+
+
+def _rms_norm_bwd(m: int, n: int) -> Callable:
+    """m rows over 2 persistent blocks: dx and the blocks' dw partial rows."""
+    def build(b: _Builder, c: dict) -> tuple:
+        dy, x, w = b.input("dy", (m, n)), b.input("x", (m, n)), b.input("w", (n,))
+        b.output("dx", (m, n))
+        b.output("dw_part", (2, n))
+        b.arrays["eps"] = Scalar(1e-6, "f32")
+        r = 1 / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6)
+        gw = dy * w
+        dx = r * (gw - x * r * r * (gw * x).mean(axis=1, keepdims=True))
+        return (2, 1, 1), ["dx", "dw_part"], {"dx": dx, "dw_part": _block_partials(dy * x * r, c["BLOCK_M"], 2)}
+    return build
+
+
+def _layer_norm_bwd(m: int, n: int) -> Callable:
+    """m rows over 2 persistent blocks, the forward's f32 mean / rstd given: dx and the dw / db partial rows."""
+    def build(b: _Builder, c: dict) -> tuple:
+        dy, x, w = b.input("dy", (m, n)), b.input("x", (m, n), 2.0), b.input("w", (n,))
+        mean, rstd = x.mean(axis=1), 1 / np.sqrt(x.var(axis=1) + 1e-5)
+        b.arrays["mean"] = Array(mean.astype(np.float32), "f32")
+        b.arrays["rstd"] = Array(rstd.astype(np.float32), "f32")
+        for name, shape in (("dx", (m, n)), ("dw_part", (2, n)), ("db_part", (2, n))):
+            b.output(name, shape)
+        xhat = (x - mean[:, None]) * rstd[:, None]
+        gw = dy * w
+        dx = rstd[:, None] * (gw - gw.mean(axis=1, keepdims=True) - xhat * (gw * xhat).mean(axis=1, keepdims=True))
+        parts = {"dw_part": _block_partials(dy * xhat, c["BLOCK_M"], 2), "db_part": _block_partials(dy, c["BLOCK_M"], 2)}
+        return (2, 1, 1), ["dx", "dw_part", "db_part"], {"dx": dx, **parts}
+    return build
+
+
+def _norm_bwd_reduce(b: _Builder, c: dict) -> tuple:
+    """Partial rows over two row tiles and a ragged one, three column tiles (the last ragged)."""
+    g, n = 2 * c["TILE_G"] + 5, 2 * c["TILE_N"] + 44
+    part = b.input("part", (g, n))
+    b.output("out", (n,))
+    return (_cdiv(n, c["TILE_N"]), 1, 1), ["out"], {"out": part.sum(axis=0)}
+
+def _linear_ce_inputs(b: _Builder, n: int, h: int, v: int, ignored: int = 3) -> tuple:
+    """hidden [n, h], weight [v, h] (logits of standard deviation ~3), labels with row `ignored` ignored, and
+    the float64 logits and their lse."""
+    x, w = b.input("hidden", (n, h)), b.input("weight", (v, h), 3.0 / math.sqrt(h))
+    labels = b.rng.integers(0, v, n).astype(np.int32)
+    labels[ignored] = -100
+    b.arrays["labels"] = Array(labels, "i32")
+    b.arrays["ignore_index"] = Scalar(-100, "i32")
+    z = x @ w.T
+    top = z.max(axis=1)
+    return x, w, labels, z, top + np.log(np.exp(z - top[:, None]).sum(axis=1))
+
+
+def _linear_ce_fwd(b: _Builder, c: dict) -> tuple:
+    """Two row blocks (the second ragged), three K steps and three vocabulary chunks (the last of each ragged)."""
+    n, h, v = c["BLOCK_M"] + 7, 2 * c["BLOCK_K"] + 10, 2 * c["BLOCK_V"] + 30
+    _, _, labels, z, lse = _linear_ce_inputs(b, n, h, v)
+    b.output("loss", (n,))
+    b.output("lse", (n,))
+    valid = labels != -100
+    target = z[np.arange(n), np.where(valid, labels, 0)]
+    return (2, 1, 1), ["loss", "lse"], {"loss": np.where(valid, lse - target, 0.0), "lse": lse}
+
+
+def _linear_ce_dlogits(b: _Builder, c: dict) -> tuple:
+    """The chunk of rows [BLOCK_M, 3 BLOCK_M) of a batch of 3 BLOCK_M - 5 rows (row_tile0 = 1), one of them
+    ignored: its last rows lie past the batch (zero workspace rows); three vocabulary tiles, the last ragged."""
+    bm = c["BLOCK_M"]
+    n, h, v = 3 * bm - 5, c["BLOCK_K"] + 10, 2 * c["BLOCK_V"] + 30
+    _, _, labels, z, lse = _linear_ce_inputs(b, n, h, v, ignored=bm + 3)
+    b.arrays["lse"] = Array(lse.astype(np.float32), "f32")
+    dloss = b.input("dloss", (n,))
+    b.output("ws", (2 * bm, v))
+    b.arrays["row_tile0"] = Scalar(1, "i32")
+    valid = labels != -100
+    onehot = np.zeros_like(z)
+    onehot[np.arange(n)[valid], labels[valid]] = 1.0
+    grad = (np.exp(z - lse[:, None]) - onehot) * np.where(valid, dloss, 0.0)[:, None]
+    ws = np.zeros((2 * bm, v))
+    ws[:n - bm] = grad[bm:]
+    return (2, _cdiv(v, c["BLOCK_V"]), 1), ["ws"], {"ws": ws}
+
+
+def _linear_ce_dh(b: _Builder, c: dict) -> tuple:
+    """A 2 BLOCK_M-row workspace chunk at row tile 1 of a batch of 3 BLOCK_M - 5 rows: rows outside the chunk
+    stay unwritten (NaN), those past the batch are dropped; three K steps and two H tiles, the last ragged."""
+    bm = c["BLOCK_M"]
+    n, h, v = 3 * bm - 5, c["BLOCK_H"] + 12, 2 * c["BLOCK_K"] + 6
+    ws, w = b.input("ws", (2 * bm, v), 0.5), b.input("weight", (v, h), 0.3)
+    b.output("dhidden", (n, h))
+    b.arrays["row_tile0"] = Scalar(1, "i32")
+    dh = np.full((n, h), np.nan)
+    dh[bm:] = (ws @ w)[:n - bm]
+    return (2, 2, 1), ["dhidden"], {"dhidden": dh}
+
+
+def _linear_ce_dw(b: _Builder, c: dict) -> tuple:
+    """dw_acc (given, ACCUMULATE; else written) += ws^T @ hidden rows [BLOCK_K, 3 BLOCK_K) of a batch of
+    3 BLOCK_K - 5 rows, in a workspace of 3 BLOCK_K rows (zero rows past the batch in its last tile, NaN rows
+    past that tile); two vocabulary and two H tiles, the last of each ragged."""
+    bk = c["BLOCK_K"]
+    n, h, v = 3 * bk - 5, c["BLOCK_H"] + 12, c["BLOCK_V"] + 20
+    ws = b.input("ws", (3 * bk, v), 0.5)
+    ws[n - bk:2 * bk] = 0.0
+    ws[2 * bk:] = np.nan  # workspace rows past the batch's last row tile: never read
+    b.arrays["ws"] = Array(to_elem(ws, ScalarType(b.elem("ws"))), b.elem("ws"))
+    x = b.input("hidden", (n, h))
+    if c["ACCUMULATE"]:
+        acc = b.input("dw_acc", (v, h))
+    else:  # the first chunk: dw_acc is written, not read (NaN before)
+        acc = 0.0
+        b.output("dw_acc", (v, h))
+    b.output("dweight", (v, h))
+    b.arrays["row_tile0"] = Scalar(1, "i32")
+    dw = acc + ws[:n - bk].T @ x[bk:]
+    return (2, 2, 1), ["dw_acc", "dweight"], {"dw_acc": dw, "dweight": dw}
+
+def _gated_delta_rule(tokens: Callable[[dict], int]) -> Callable:
+    """2 sequences of `tokens(constants)` tokens, 2 heads; Dk padded in its tile, two value tiles (the second
+    ragged); the recurrence in float64 from the given state."""
+    return lambda b, c: _gated_delta_problem(b, c, tokens(c))
+
+
+def _gated_delta_problem(b: _Builder, c: dict, seq: int) -> tuple:
+    batch, heads, dk, dv = 2, 2, c["BLOCK_K"] - 28, c["BLOCK_V"] + 20
+    q, k = b.input("q", (batch, seq, heads, dk), 0.1), b.input("k", (batch, seq, heads, dk), 0.1)
+    v = b.input("v", (batch, seq, heads, dv))
+    g = -np.abs(b.rng.standard_normal((batch, seq, heads))).astype(np.float32) * 0.1
+    beta = b.rng.uniform(0.0, 1.0, (batch, seq, heads)).astype(np.float32)
+    b.arrays["g"], b.arrays["beta"] = Array(g, "f32"), Array(beta, "f32")
+    s = b.input("state", (batch, heads, dk, dv), 0.1)
+    b.output("o", v.shape)
+    b.output("new_state", s.shape)
+    b.arrays["scale"] = Scalar(dk ** -0.5, "f32")
+    o = np.zeros(v.shape)
+    for t in range(seq):
+        s = s * np.exp(g[:, t].astype(np.float64))[..., None, None]
+        delta = (v[:, t] - np.einsum("bhk,bhkv->bhv", k[:, t], s)) * beta[:, t][..., None]
+        s = s + k[:, t][..., None] * delta[..., None, :]
+        o[:, t] = np.einsum("bhk,bhkv->bhv", q[:, t], s) * dk ** -0.5
+    return (_cdiv(dv, c["BLOCK_V"]), heads, batch), ["o", "new_state"], {"o": o, "new_state": s}
+
 # Per kernel, one or more problems (variants): the first is the default; further ones cover what
 # the first cannot (a row shorter than one chunk, a persistent block without work).
 PROBLEMS: dict[str, tuple[Callable, ...]] = {
@@ -633,6 +780,15 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "cross_entropy_bwd_kernel": (_cross_entropy_bwd,),
     "moe_topk_kernel": (_moe_topk,),
     "moe_align_kernel": (_moe_align,),
+    "rms_norm_bwd_kernel": (_rms_norm_bwd(5, 1000), _rms_norm_bwd(1, 37)),
+    "layer_norm_bwd_kernel": (_layer_norm_bwd(5, 1000), _layer_norm_bwd(1, 37)),
+    "norm_bwd_reduce_kernel": (_norm_bwd_reduce,),
+    "linear_ce_fwd_kernel": (_linear_ce_fwd,),
+    "linear_ce_dlogits_kernel": (_linear_ce_dlogits,),
+    "linear_ce_dh_kernel": (_linear_ce_dh,),
+    "linear_ce_dw_kernel": (_linear_ce_dw,),
+    "gated_delta_rule_kernel": (_gated_delta_rule(lambda c: 3),),
+    "gated_delta_chunk_kernel": (_gated_delta_rule(lambda c: c["CHUNK"] + 13), _gated_delta_rule(lambda c: 5)),
 }
 
 

@@ -6,12 +6,15 @@ pub mod attention_bwd;
 pub mod bmm;
 pub mod cross_entropy;
 pub mod dropout;
+pub mod gated_delta;
 pub mod geglu;
 pub mod gelu;
 pub mod layer_norm;
+pub mod linear_cross_entropy;
 pub mod matmul;
 pub mod matmul_splitk;
 pub mod moe_routing;
+pub mod norm_bwd;
 pub mod relu;
 pub mod rms_norm;
 pub mod rope;
@@ -385,6 +388,36 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "dropout_bwd_kernel",
             arrays: &[("dy", 1), ("dx", 1)],
         },
+        "gated_delta_rule_kernel" => EntryInfo {
+            module_ast: gated_delta::gated_delta::__module_ast_self,
+            module: "gated_delta",
+            function: "gated_delta_rule_kernel",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("g", 3),
+                ("beta", 3),
+                ("state", 4),
+                ("o", 4),
+                ("new_state", 4),
+            ],
+        },
+        "gated_delta_chunk_kernel" => EntryInfo {
+            module_ast: gated_delta::gated_delta::__module_ast_self,
+            module: "gated_delta",
+            function: "gated_delta_chunk_kernel",
+            arrays: &[
+                ("q", 4),
+                ("k", 4),
+                ("v", 4),
+                ("g", 3),
+                ("beta", 3),
+                ("state", 4),
+                ("o", 4),
+                ("new_state", 4),
+            ],
+        },
         "geglu_kernel" => EntryInfo {
             module_ast: geglu::geglu::__module_ast_self,
             module: "geglu",
@@ -420,6 +453,43 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "layer_norm",
             function: "layer_norm_fwd_w8_kernel",
             arrays: &[("x", 2), ("w", 1), ("b", 1), ("y", 2), ("mean", 1), ("rstd", 1)],
+        },
+        "linear_ce_fwd_kernel" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_fwd_kernel",
+            arrays: &[("hidden", 2), ("weight", 2), ("labels", 1), ("loss", 1), ("lse", 1)],
+        },
+        "linear_ce_dlogits_kernel" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_dlogits_kernel",
+            arrays: &[
+                ("hidden", 2),
+                ("weight", 2),
+                ("labels", 1),
+                ("lse", 1),
+                ("dloss", 1),
+                ("ws", 2),
+            ],
+        },
+        "linear_ce_dh_kernel" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_dh_kernel",
+            arrays: &[("ws", 2), ("weight", 2), ("dhidden", 2)],
+        },
+        "linear_ce_dw_kernel_accumulate0" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_dw_kernel_accumulate0",
+            arrays: &[("ws", 2), ("hidden", 2), ("dw_acc", 2), ("dweight", 2)],
+        },
+        "linear_ce_dw_kernel_accumulate1" => EntryInfo {
+            module_ast: linear_cross_entropy::linear_cross_entropy::__module_ast_self,
+            module: "linear_cross_entropy",
+            function: "linear_ce_dw_kernel_accumulate1",
+            arrays: &[("ws", 2), ("hidden", 2), ("dw_acc", 2), ("dweight", 2)],
         },
         "matmul_kernel_use_tf321" => EntryInfo {
             module_ast: matmul::matmul::__module_ast_self,
@@ -468,6 +538,33 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "moe_routing",
             function: "moe_align_kernel",
             arrays: &[("topk_ids", 1), ("sorted_ids", 1), ("expert_ids", 1), ("num_post_pad", 1)],
+        },
+        "rms_norm_bwd_kernel" => EntryInfo {
+            module_ast: norm_bwd::norm_bwd::__module_ast_self,
+            module: "norm_bwd",
+            function: "rms_norm_bwd_kernel",
+            arrays: &[("dy", 2), ("x", 2), ("w", 1), ("dx", 2), ("dw_part", 2)],
+        },
+        "layer_norm_bwd_kernel" => EntryInfo {
+            module_ast: norm_bwd::norm_bwd::__module_ast_self,
+            module: "norm_bwd",
+            function: "layer_norm_bwd_kernel",
+            arrays: &[
+                ("dy", 2),
+                ("x", 2),
+                ("w", 1),
+                ("mean", 1),
+                ("rstd", 1),
+                ("dx", 2),
+                ("dw_part", 2),
+                ("db_part", 2),
+            ],
+        },
+        "norm_bwd_reduce_kernel" => EntryInfo {
+            module_ast: norm_bwd::norm_bwd::__module_ast_self,
+            module: "norm_bwd",
+            function: "norm_bwd_reduce_kernel",
+            arrays: &[("part", 2), ("out", 1)],
         },
         "relu_kernel" => EntryInfo {
             module_ast: relu::relu::__module_ast_self,

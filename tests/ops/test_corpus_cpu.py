@@ -271,6 +271,34 @@ EXPECT = {
     "cross_entropy_bwd_kernel": [(r"padding_value = neg_inf", 1, None), (LOAD_VIEW, 4, 4), (STORE_VIEW, 1, 1),
                                  (FOR, 2, 2), (EXP_APPROX, 1, 1), (r"= cmpi equal", 1, 1),
                                  (r"= cmpi not_equal", 1, 1), (r"occupancy = 4", 1, 1)] + NO_POINTER,
+    # norm backwards: the row sums of dx and the block's weight-gradient sums over its rows (axis 0) in one
+    # grid-stride loop, one store of each f32 partial row after it; the reduction sums the partial rows
+    "rms_norm_bwd_kernel": [(r"padding_value = zero", 3, None), (LOAD_VIEW, 3, 3), (STORE_VIEW, 2, 2),
+                            (SUM, 3, 3), (r"= rsqrt ", 1, 1), (FOR, 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "layer_norm_bwd_kernel": [(r"padding_value = zero", 5, None), (LOAD_VIEW, 5, 5), (STORE_VIEW, 3, 3),
+                              (SUM, 4, 4), (FOR, 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "norm_bwd_reduce_kernel": [(LOAD_VIEW, 1, 1), (STORE_VIEW, 1, 1), (SUM, 1, 1), (FOR, 1, 1)] + NO_POINTER,
+    # linear cross-entropy: logits tiles by MMA over H with the weight loaded transposed (the view's dim_map);
+    # forward: an online log-sum-exp over the vocabulary chunks; backward: the dlogits tile, then two MMA loops
+    # (dw: the accumulator loaded only where ACCUMULATE)
+    "linear_ce_fwd_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 2, 2), (r"= mmaf ", 1, 1), (r"dim_map=\[1, 0\]", 1, None),
+                             (FOR, 2, 2), (EXP_APPROX, 2, 2), (r"= log ", 1, 1), (MAX, 1, 1), (SUM, 2, 2),
+                             (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "linear_ce_dlogits_kernel": [(LOAD_VIEW, 5, 5), (STORE_VIEW, 1, 1), (r"= mmaf ", 1, 1),
+                                 (r"dim_map=\[1, 0\]", 1, None), (FOR, 1, 1), (EXP_APPROX, 1, 1),
+                                 (r"= cmpi equal", 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "linear_ce_dh_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"= mmaf ", 1, 1), (FOR, 1, 1),
+                            (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    "linear_ce_dw_kernel": [(LOAD_VIEW, 2, 3), (STORE_VIEW, 2, 2), (r"= mmaf ", 1, 1), (r"dim_map=\[1, 0\]", 1, None),
+                            (FOR, 1, 1), (r"occupancy = 2", 1, 1)] + NO_POINTER,
+    # gated delta rule: the block's f32 state slice loaded and stored once around the token loop, two column
+    # sums (k^T S, q^T S) and one exp (the decay) per token
+    "gated_delta_rule_kernel": [(LOAD_VIEW, 6, 6), (STORE_VIEW, 2, 2), (FOR, 1, 1), (SUM, 2, 2),
+                                (r"= exp ", 1, 1)] + NO_POINTER,
+    # chunked: per chunk the cumulative decay (a scan), (I + L)^-1 by squarings in a loop, the chunk's MMAs
+    "gated_delta_chunk_kernel": [(LOAD_VIEW, 6, 6), (STORE_VIEW, 2, 2), (FOR, 2, 2), (r"= scan ", 1, 1),
+                                 (r"= mmaf ", 10, 10), (r"= permute ", 1, None),
+                                 (r"num_worker_warps_per_cta = 8", 1, 1)] + NO_POINTER,
     "dropout_fwd_kernel": DROPOUT,
     "dropout_bwd_kernel": DROPOUT,
     "vector_add_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"= addf ", 1, 1)] + NO_POINTER,
@@ -403,7 +431,9 @@ F32_MATH = {"gelu_tanh_kernel", "swiglu_kernel", "geglu_kernel", "silu_and_mul_k
             "softmax_split_stats_kernel", "softmax_split_write_kernel", "layer_norm_fwd_w8_kernel",
             "rope_rows_kernel", "rope_rows_pair_kernel", "rope_rows_persistent_kernel", "rope_rows_notma_kernel",
             "rope_rows_pair_persistent_kernel", "dropout_fwd_kernel", "dropout_bwd_kernel",
-            "cross_entropy_fwd_kernel", "cross_entropy_bwd_kernel", "moe_topk_kernel"}
+            "cross_entropy_fwd_kernel", "cross_entropy_bwd_kernel", "moe_topk_kernel", "rms_norm_bwd_kernel",
+            "layer_norm_bwd_kernel", "gated_delta_rule_kernel",
+            "gated_delta_chunk_kernel"}
 MMA_KERNELS = {"matmul_kernel", "bmm_kernel", "matmul_splitk_kernel"}
 
 

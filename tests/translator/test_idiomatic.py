@@ -414,7 +414,7 @@ def test_committed_crate_counts():
     assert not any("macro_rules!" in t for name, t in texts.items() if name != "support.rs")
     for module in ("vector_add", "relu", "gelu", "geglu", "swiglu", "silu_and_mul", "rms_norm", "layer_norm",
                    "softmax", "matmul", "matmul_splitk", "bmm", "rope", "attention_bwd", "dropout", "cross_entropy",
-                   "moe_routing"):
+                   "moe_routing", "norm_bwd", "linear_cross_entropy", "gated_delta"):
         text = texts[f"{module}.rs"].splitlines()
         starts = [i for i, line in enumerate(text) if line.startswith("/// Enqueue")]
         for start in starts:

@@ -422,3 +422,26 @@ def test_a_scalar_annotated_scalarint64_is_an_i64_parameter(tmp_path):
             ct.store(y, index=(b,), tile=t + ct.astype(seed + offset + n, ct.float32))
     """, configs={"k": [{"x": "f32", "y": "f32", "TILE": 128}]})
     assert "seed: i64" in body and "offset: i64" in body and "n: i32" in body, body
+
+
+def test_a_token_ordered_load_reassigned_in_a_loop_binds_a_fresh_name(tmp_path):
+    """`acc = ct.load(out, ..)` (the array stored after it: the load is token-ordered and its handler binds
+    `(value, token)` itself), then `acc = acc + ..` in a loop: was "`load` results cannot be reassigned in
+    loops or branches yet". The load binds a fresh name, the loop variable is `let mut` of it; a load
+    reassigned inside the loop is assigned from its fresh name."""
+    body = _entry(tmp_path, """
+        @ct.kernel
+        def k(x, out, n, TILE: ConstInt):
+            b = ct.bid(0)
+            acc = ct.load(out, index=(b,), shape=(TILE,))
+            last = ct.load(out, index=(b,), shape=(TILE,))
+            for i in range(n):
+                acc = acc + ct.load(x, index=(i,), shape=(TILE,))
+                last = ct.load(out, index=(i,), shape=(TILE,))
+            ct.store(out, index=(b,), tile=acc + last)
+    """, configs={"k": [{"x": "f32", "out": "f32", "n": "i32", "TILE": 128}]})
+    lines = [ln.strip() for ln in body.splitlines()]
+    assert "let mut acc: Tile<f32, { [TILE] }> = acc_value;" in lines, body
+    assert "let mut last: Tile<f32, { [TILE] }> = last_value;" in lines, body
+    loop = lines[next(i for i, ln in enumerate(lines) if ln.startswith("for i in")):]
+    assert "last = last_value_1;" in loop and any(ln.startswith("let (last_value_1, ") for ln in loop), body

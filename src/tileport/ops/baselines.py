@@ -15,6 +15,8 @@ are kept for correctness checks only.
 | softmax, softmax_tma / _gather / _online | `F.softmax(x, dim=-1)`                                               |
 | rms_norm                                 | `F.rms_norm(x, (N,), w, eps=1e-6)`                                   |
 | layer_norm                               | `torch.native_layer_norm(x, (N,), w, b, 1e-5)` (1)                   |
+| rms_norm_bwd, layer_norm_bwd             | `F.rms_norm` / `F.layer_norm` backwards written out in f32 (8)       |
+| linear_cross_entropy (_bwd)              | f32 logits `hidden @ weight.T` in memory, `F.cross_entropy` (9)      |
 | rope                                     | rotate-half on the op's f32 cos/sin tables (2)                       |
 | matmul, matmul_splitk / bmm              | `torch.matmul(a, b)` / `torch.bmm(a, b)` (3)                         |
 | fmha_fwd                                 | SDPA's kernel per sequence (cuDNN / flash), GQA native, its lse (4)  |
@@ -24,10 +26,11 @@ are kept for correctness checks only.
 | flash_decode                             | SDPA's kernel per sequence, one query token (4)                      |
 | flash_decode_paged                       | the sequence's pages gathered (`index_select`), then as flash_decode |
 | mla_prefill, mla_decode                  | eager absorbed MLA as DeepSeek's reference code (7)                  |
-| dropout / dropout_bwd                    | `F.dropout(x, p)` / autograd's `native_dropout_backward` (8)         |
-| cross_entropy / cross_entropy_bwd        | `F.cross_entropy` of the f32 logits, and their logsumexp / its backward (9) |
+| dropout / dropout_bwd                    | `F.dropout(x, p)` / autograd's `native_dropout_backward` (10)        |
+| cross_entropy / cross_entropy_bwd        | `F.cross_entropy` of the f32 logits, their logsumexp / backward (11) |
 | moe_topk_softmax / moe_topk_sigmoid      | `torch.topk` of the f32 softmax / sigmoid scores, renormalized       |
-| moe_route                                | the above, then bincount / stable sort / cumsum alignment (10)       |
+| moe_route                                | the above, then bincount / stable sort / cumsum alignment (12)       |
+| gated_delta_decode / _prefill / _chunked | the recurrence token by token in f32 (the specs' reference)          |
 
 (1) what `F.layer_norm` runs, with the mean / rstd the op returns. (2) `cat(x1 * cos - x2 * sin,
 x2 * cos + x1 * sin)` as in model code; type promotion computes in f32 like the kernel, one rounding.
@@ -63,16 +66,20 @@ materializes the scores as this does.
 (7) `(q_nope @ ckv^T + q_pe @ kpe^T) * scale` in the input dtype, causal mask for prefill,
 `softmax(dim=-1, dtype=float32).type_as(...)`, `@ ckv`, as DeepSeek-V3's inference code does in its
 absorbed mode (576-wide q / k, 512-wide v: no SDPA kernel takes these head dims).
-
-(8) torch's own Philox stream, so another mask than the op's (timed, not compared (OWN_RANDOM_STREAM): the GPU check
+(8) torch.compile traces no `torch.autograd.grad` (the specs' references): the same f32 formula as the
+kernel, `torch.compile` fusing it (layer_norm_bwd from the forward's saved mean and rstd). (9) The [N, V] logits in memory, f32 from input-dtype operands (the
+tensor-core product, as the attention baselines' scores), loss and lse by `F.cross_entropy` and
+`torch.logsumexp`; the backward recomputes them and forms (softmax - onehot) * dloss in the dtype for
+two matmuls.
+(10) torch's own Philox stream, so another mask than the op's (timed, not compared (OWN_RANDOM_STREAM): the GPU check
 compares the tile backends with the spec's reference, which draws the op's mask). The backward is
 what autograd runs after `F.dropout`: `native_dropout_backward(dy, mask, 1 / (1 - p))` with the mask
 the forward saved; that forward runs once per input tensor, outside the timed call (`_saved`).
-(9) Model code upcasts the logits (`logits.float()`) before `F.cross_entropy(..., reduction="none",
+(11) Model code upcasts the logits (`logits.float()`) before `F.cross_entropy(..., reduction="none",
 ignore_index=...)`; the op's second output, the logsumexp, is `torch.logsumexp` of the same f32
 logits. The backward is autograd's for that forward: `nll_loss_backward`, then
 `_log_softmax_backward_data` from the saved f32 log-softmax (made once per input, outside the timed
-call), cast back to the logits' dtype (the backward of `.float()`). (10) The spec's own torch
+call), cast back to the logits' dtype (the backward of `.float()`). (12) The spec's own torch
 alignment (`specs/moe_route.py`: `bincount`, a stable `sort`, `cumsum`, `searchsorted`), as a
 PyTorch user writes moe_align_block_size without a custom kernel.
 
@@ -140,6 +147,41 @@ def layer_norm(x, w, b):
     y, mean, rstd = torch.native_layer_norm(x, (x.shape[-1],), w, b, LAYER_NORM_EPS)
     # [M, 1] statistics; f32 on CUDA (a no-op .to), the input dtype on some CPU builds
     return y, mean.reshape(-1).to(torch.float32), rstd.reshape(-1).to(torch.float32)
+
+
+def rms_norm_bwd(dy, x, w):
+    torch = _t()
+    xf, g = x.float(), dy.float() * w.float()
+    r = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + RMS_NORM_EPS)
+    dx = r * (g - xf * r * r * (g * xf).mean(dim=-1, keepdim=True))
+    return dx.to(x.dtype), (dy.float() * xf * r).sum(dim=0).to(w.dtype)
+
+
+def layer_norm_bwd(dy, x, w, mean, rstd):
+    g, dyf = dy.float() * w.float(), dy.float()
+    xhat = (x.float() - mean[:, None]) * rstd[:, None]
+    dx = rstd[:, None] * (g - g.mean(dim=-1, keepdim=True) - xhat * (g * xhat).mean(dim=-1, keepdim=True))
+    return dx.to(x.dtype), (dyf * xhat).sum(dim=0).to(w.dtype), dyf.sum(dim=0).to(w.dtype)
+
+
+def _logits(hidden, weight):
+    return _matmul_f32(hidden[None], weight.T[None])[0]
+
+
+def linear_cross_entropy(hidden, weight, labels, ignore_index):
+    torch = _t()
+    logits = _logits(hidden, weight)
+    loss = _F().cross_entropy(logits, labels.long(), ignore_index=ignore_index, reduction="none")
+    return loss, torch.logsumexp(logits, dim=1)
+
+
+def linear_cross_entropy_bwd(hidden, weight, labels, lse, dloss, ignore_index):
+    torch = _t()
+    p = torch.exp(_logits(hidden, weight) - lse[:, None])
+    valid = labels != ignore_index
+    onehot = torch.zeros_like(p).scatter_(1, torch.where(valid, labels, 0).long()[:, None], 1.0)
+    d = ((p - onehot) * torch.where(valid, dloss, 0.0)[:, None]).to(hidden.dtype)
+    return d @ weight, d.T @ hidden
 
 
 def rope(x, cos, sin):
@@ -428,10 +470,22 @@ def moe_route(logits, k, block_size):
     return (weights, ids, *align_reference(ids, logits.shape[1], block_size))
 
 
+def gated_delta_decode(q, k, v, g, beta, state, scale):
+    from tileport.ops.specs.gated_delta_decode import reference
+    return reference(q, k, v, g, beta, state, scale)
+
+
+def gated_delta_prefill(q, k, v, g, beta, state, scale):
+    from tileport.ops.specs.gated_delta_prefill import reference
+    return reference(q, k, v, g, beta, state, scale)
+
+
 BASELINES: dict[str, Callable[..., Any]] = {
     "vector_add": vector_add, "relu": relu, "gelu": gelu, "silu_and_mul": silu_and_mul, "swiglu": swiglu,
     "geglu": geglu, "softmax": softmax, "softmax_tma": softmax, "softmax_gather": softmax,
     "softmax_online": softmax, "rms_norm": rms_norm, "layer_norm": layer_norm, "rope": rope,
+    "rms_norm_bwd": rms_norm_bwd, "layer_norm_bwd": layer_norm_bwd, "linear_cross_entropy": linear_cross_entropy,
+    "linear_cross_entropy_bwd": linear_cross_entropy_bwd,
     "matmul": matmul, "matmul_splitk": matmul, "bmm": bmm,
     "fmha_fwd": fmha_fwd, "fmha_bwd": fmha_bwd, "fmha_fwd_sinks": fmha_fwd_sinks,
     "fmha_fwd_softcap": fmha_fwd_softcap, "flash_decode": flash_decode,
@@ -440,6 +494,8 @@ BASELINES: dict[str, Callable[..., Any]] = {
     "dropout": dropout, "dropout_bwd": dropout_bwd, "cross_entropy": cross_entropy,
     "cross_entropy_bwd": cross_entropy_bwd, "moe_topk_softmax": moe_topk_softmax,
     "moe_topk_sigmoid": moe_topk_sigmoid, "moe_route": moe_route,
+    "gated_delta_decode": gated_delta_decode, "gated_delta_prefill": gated_delta_prefill,
+    "gated_delta_chunked": gated_delta_prefill,
 }
 # Baselines that read the sequence lengths on the host: `torch.compile` cannot trace them as one
 # graph (fullgraph=True); `bench` compiles them with the graph break at the lengths.

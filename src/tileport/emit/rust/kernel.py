@@ -481,19 +481,34 @@ class KernelEmitter:
 
     def let(self, st: Let) -> list[str]:
         pre, expr = self.expr(st.op, st.name)
-        pre = self.take_local_views() + pre
+        views = self.take_local_views()
         if expr is None:  # the handler bound the name itself (destructuring)
             if st.update or id(st) in self.needs_mut:
-                if st.op.kind == OpKind.MAKE_VIEW:  # a cutile-rs Tensor made in the kernel is no loop/branch value
-                    raise Diagnostic("an `Array.slice` view cannot be reassigned in loops or branches yet",
-                                     st.op.loc, "array.slice", "slice in each branch where the view is used",
-                                     kernel=self.kernel.name)
-                raise self.fail(st.op, f"`{st.op.kind}` results cannot be reassigned in loops or branches yet")
-            return pre
+                return views + self.rebound(st)
+            return views + pre
+        pre = views + pre
         if st.update:
             return pre + [f"{st.name} = {expr};"]
         mut = "mut " if id(st) in self.needs_mut else ""
         return pre + [f"let {mut}{st.name}: {type_rs(st.op.ty)} = {expr};"]
+
+    def rebound(self, st: Let) -> list[str]:
+        """A destructuring operation's result that a loop or branch reassigns (a token-ordered load that
+        initialises an accumulator, say): the operation is rendered again binding a fresh name (its views
+        are already declared), which is then assigned to the variable, `let mut` where it is first defined.
+        A view made in the kernel is a cutile-rs Tensor, no loop or branch value."""
+        if st.op.kind == OpKind.MAKE_VIEW:
+            raise Diagnostic("an `Array.slice` view cannot be reassigned in loops or branches yet",
+                             st.op.loc, "array.slice", "slice in each branch where the view is used",
+                             kernel=self.kernel.name)
+        value = self.fresh(f"{st.name}_value")
+        pre, expr = self.expr(st.op, value)
+        if expr is not None:
+            raise self.fail(st.op, f"`{st.op.kind}` results cannot be reassigned in loops or branches yet")
+        pre = self.take_local_views() + pre
+        if st.update:
+            return pre + [f"{st.name} = {value};"]
+        return pre + [f"let mut {st.name}: {type_rs(st.op.ty)} = {value};"]
 
     # ---- operations: one row lookup (tileport.emit.rust.lowering.ROWS), then the row's rendering
     def row(self, op: Op) -> L.Row:

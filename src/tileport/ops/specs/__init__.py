@@ -43,6 +43,13 @@ SPEC_MODULES = (
     "moe_topk_softmax",
     "moe_topk_sigmoid",
     "moe_route",
+    "rms_norm_bwd",
+    "layer_norm_bwd",
+    "linear_cross_entropy",
+    "linear_cross_entropy_bwd",
+    "gated_delta_decode",
+    "gated_delta_prefill",
+    "gated_delta_chunked",
 )
 
 
