@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the baselin
 
 from tileport.gpu.check import compare  # noqa: E402
 from tileport.ops import op_names  # noqa: E402
-from tileport.ops.baselines import ATTENTION_HOST_LENGTHS, BASELINES, baseline  # noqa: E402
+from tileport.ops.baselines import ATTENTION_HOST_LENGTHS, BASELINES, HOST_READS, baseline  # noqa: E402
 from tileport.ops.specs import all_specs  # noqa: E402
 
 SPECS = all_specs()
@@ -57,9 +57,9 @@ def test_every_baseline_traces_as_one_graph():
     attention baselines break once, at their lengths (test_baselines_attention.py)."""
     failures = {}
     for name, spec in SPECS.items():
-        if name in ATTENTION_HOST_LENGTHS:
+        if name in HOST_READS:
             continue
-        inputs = spec.make_inputs(spec.shapes[1], "float32", "cpu", 0)
+        inputs = spec.make_inputs(spec.shapes[1], spec.dtypes[0], "cpu", 0)
         torch._dynamo.reset()
         try:
             got = torch.compile(BASELINES[name], fullgraph=True, backend="eager", dynamic=False)(*inputs)

@@ -129,14 +129,14 @@ def column_runner(spec: OpSpec, column: str, inputs: tuple, outs: Any = None):
     import torch
 
     from tileport.ops.api import call
-    from tileport.ops.baselines import ATTENTION_HOST_LENGTHS, baseline
+    from tileport.ops.baselines import HOST_READS, baseline
     if column == "torch":
         fn = baseline(spec)
         return lambda: fn(*inputs)
     if column == "torch.compile":
         torch._dynamo.reset()  # a fresh compilation per case: the recompile limit counts per function
-        # the attention baselines read their lengths on the host: one graph break there
-        compiled = torch.compile(baseline(spec), fullgraph=spec.name not in ATTENTION_HOST_LENGTHS, dynamic=False)
+        # the attention / MoE / grouped GEMM baselines read sizes on the host: one graph break there
+        compiled = torch.compile(baseline(spec), fullgraph=spec.name not in HOST_READS, dynamic=False)
         own = own_copies(inputs)
         return lambda: compiled(*own)
     if outs is None:

@@ -24,6 +24,9 @@ are kept for correctness checks only.
 | flash_decode                             | SDPA's kernel per sequence, one query token (4)                      |
 | flash_decode_paged                       | the sequence's pages gathered (`index_select`), then as flash_decode |
 | mla_prefill, mla_decode                  | eager absorbed MLA as DeepSeek's reference code (7)                  |
+| fused_moe                                | softmax top-k, then a loop over the experts' routed tokens (8)       |
+| grouped_gemm                             | one `torch.matmul` per problem into the packed output (8)            |
+| matmul_fp8                               | the operands dequantized to bf16, `torch.matmul` (9)                 |
 
 (1) what `F.layer_norm` runs, with the mean / rstd the op returns. (2) `cat(x1 * cos - x2 * sin,
 x2 * cos + x1 * sin)` as in model code; type promotion computes in f32 like the kernel, one rounding.
@@ -59,6 +62,12 @@ materializes the scores as this does.
 (7) `(q_nope @ ckv^T + q_pe @ kpe^T) * scale` in the input dtype, causal mask for prefill,
 `softmax(dim=-1, dtype=float32).type_as(...)`, `@ ckv`, as DeepSeek-V3's inference code does in its
 absorbed mode (576-wide q / k, 512-wide v: no SDPA kernel takes these head dims).
+
+(8) As Mixtral's reference MoE block: `topk(softmax(logits))` renormalized, then per expert its tokens
+(`nonzero`), gate / up / SiLU-and-mul / down in the input dtype, weighted, `index_add_`; grouped GEMM slices
+each problem out of the packed arrays. Both read sizes on the host (the tokens of each expert, the
+problem sizes): `torch.compile` breaks the graph there (HOST_READS). (9) What a PyTorch user without a
+block-scaled fp8 kernel writes; `torch._scaled_mm` takes per-tensor or per-row scales, not 128-blocks.
 
 A spec that is not one of the library's own (a user's spec, or a library spec modified) runs its
 reference on the `torch` backend.
@@ -348,6 +357,38 @@ def mla_decode(q_nope, q_pe, ckv, kpe, kv_lens):
     return o, lse
 
 
+def fused_moe(x, logits, w13, w2, k):
+    torch, F = _t(), _F()
+    weights, ids = torch.topk(torch.softmax(logits.float(), dim=-1), k, dim=-1)
+    weights = (weights / weights.sum(dim=-1, keepdim=True)).to(x.dtype)
+    f = w2.shape[2]
+    out = torch.zeros_like(x)
+    for e in range(w13.shape[0]):
+        token, slot = (ids == e).nonzero(as_tuple=True)
+        h = x[token] @ w13[e].T
+        y = (F.silu(h[:, :f]) * h[:, f:]) @ w2[e].T
+        out.index_add_(0, token, y * weights[token, slot, None])
+    return out
+
+
+def grouped_gemm(a, b, sizes):
+    c = a.new_zeros((a.shape[0], b.shape[1]))
+    ra = rb = 0
+    for m, n, k in sizes.tolist():
+        c[ra:ra + m, :n] = a[ra:ra + m, :k] @ b[rb:rb + k, :n]
+        ra, rb = ra + -(-m // 8) * 8, rb + -(-k // 8) * 8
+    return c
+
+
+def matmul_fp8(a, b, a_scale, b_scale):
+    torch = _t()
+
+    def dequantize(q, scale, rows):
+        s = scale.repeat_interleave(rows, 0).repeat_interleave(128, 1)[:q.shape[0], :q.shape[1]]
+        return (q.float() * s).to(torch.bfloat16)
+    return dequantize(a, a_scale, 1) @ dequantize(b, b_scale, 128).T
+
+
 BASELINES: dict[str, Callable[..., Any]] = {
     "vector_add": vector_add, "relu": relu, "gelu": gelu, "silu_and_mul": silu_and_mul, "swiglu": swiglu,
     "geglu": geglu, "softmax": softmax, "softmax_tma": softmax, "softmax_gather": softmax,
@@ -357,10 +398,13 @@ BASELINES: dict[str, Callable[..., Any]] = {
     "fmha_fwd_softcap": fmha_fwd_softcap, "flash_decode": flash_decode,
     "flash_decode_paged": flash_decode_paged, "flash_decode_sinks": flash_decode_sinks,
     "flash_decode_softcap": flash_decode_softcap, "mla_prefill": mla_prefill, "mla_decode": mla_decode,
+    "fused_moe": fused_moe, "grouped_gemm": grouped_gemm, "matmul_fp8": matmul_fp8,
 }
 # Baselines that read the sequence lengths on the host: `torch.compile` cannot trace them as one
 # graph (fullgraph=True); `bench` compiles them with the graph break at the lengths.
 ATTENTION_HOST_LENGTHS = frozenset(name for name in BASELINES if name.startswith(("fmha", "flash_decode", "mla")))
+# Every baseline that reads sizes on the host (also the experts' tokens, the problem sizes): one graph break.
+HOST_READS = ATTENTION_HOST_LENGTHS | {"fused_moe", "grouped_gemm"}
 
 
 def baseline(spec: OpSpec) -> Callable[..., Any]:

@@ -43,6 +43,9 @@ SPEC_MODULES = (
     "moe_topk_softmax",
     "moe_topk_sigmoid",
     "moe_route",
+    "fused_moe",
+    "grouped_gemm",
+    "matmul_fp8",
 )
 
 
