@@ -69,6 +69,16 @@ def test_float8_arrays_are_tensors_of_the_float8_types(tmp_path):
     assert "(dtype::F8E5M2,) => launch!(cutile::core::f8e5m2, [\"f8e5m2\"])" in launcher
 
 
+def test_a_fixed_float8_array_is_named_with_its_path_on_the_host(tmp_path):
+    """The launchers import no float8 type: a non-generic float8 tensor is spelled `cutile::core::f8e4m3fn`."""
+    configs = {"k": [{"a": "float8_e4m3fn", "b": "float8_e4m3fn", "c": "bfloat16", "TM": 64, "TN": 64, "TK": 64}]}
+    text = _translated(tmp_path, FP8_MMA, configs)
+    assert "a: &Tensor<f8e4m3fn, { [-1, -1] }>" in entry_text(text, "k")
+    launcher = launcher_text(text, "tileport_k")
+    assert "target.tensor::<cutile::core::f8e4m3fn>(a)" in launcher and "require_dtype(\"a\", a, dtype::F8E4M3FN)" \
+        in launcher, launcher
+
+
 def test_float8_dtype_codes_are_one_byte_in_both_abis():
     from tileport.emit.rust import lowering
     from tileport.runtime import abi, tensors
