@@ -39,7 +39,7 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
 NOT_IN_API = {"matmul_splitk", "fmha_fwd_sinks", "fmha_fwd_softcap", "fmha_bwd", "flash_decode", "flash_decode_paged",
               "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "dropout", "dropout_bwd",
               "cross_entropy", "cross_entropy_bwd", "moe_topk_softmax", "moe_topk_sigmoid", "moe_route",
-              "fused_moe", "grouped_gemm", "matmul_fp8"}
+              "fused_moe", "moe_experts", "grouped_gemm", "matmul_fp8"}
 
 
 PLANS = API / "tests" / "data" / "plans.json"

@@ -13,7 +13,7 @@ import ast
 import pytest
 
 from tileport.ops.spec import KERNELS_DIR
-from tileport.ops.specs import fused_moe, grouped_gemm, matmul_fp8
+from tileport.ops.specs import fused_moe, grouped_gemm, matmul_fp8, moe_experts
 
 
 def _module_constant(kernel_file: str, name: str):
@@ -64,6 +64,16 @@ def test_moe_reference_is_the_per_token_weighted_sum(torch_mod):
     assert t.allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_moe_experts_is_fused_moe_after_the_routing(torch_mod):
+    x, w13, w2, weights, ids = moe_experts.make_inputs((9, 16, 8, 8, 2), "float32", "cpu", 0)
+    assert ids.dtype == torch_mod.int32 and weights.dtype == torch_mod.float32 and ids.shape == (9, 2)
+    assert all(len(set(row)) == 2 for row in ids.tolist())  # k distinct experts per token
+    logits = torch_mod.full((9, 8), -10.0)
+    logits.scatter_(1, ids.long(), weights.log())  # softmax top-2 of these logits is the routing given
+    assert torch_mod.allclose(moe_experts.reference(x, w13, w2, weights, ids),
+                              fused_moe.reference(x, logits, w13, w2, 2), rtol=1e-4, atol=1e-4)
+
+
 def test_grouped_reference_is_each_product_in_its_rows(torch_mod):
     t = torch_mod
     a, b, sizes = grouped_gemm.make_inputs((3, 17, 33, 65), "float32", "cpu", 0)
@@ -90,13 +100,16 @@ def test_fp8_inputs_dequantize_close_to_the_samples(torch_mod):
 @pytest.mark.parametrize("name,make", [
     ("fused_moe", lambda t: (t.empty((4, 16), dtype=t.float16), t.empty((4, 8), dtype=t.float16),
                              t.empty((8, 20, 16), dtype=t.float16), t.empty((8, 16, 12), dtype=t.float16), 2)),
+    ("moe_experts", lambda t: (t.empty((4, 16), dtype=t.float16), t.empty((8, 20, 16), dtype=t.float16),
+                               t.empty((8, 16, 10), dtype=t.float16), t.empty((4, 2)), t.empty((4, 2), dtype=t.int64))),
     ("grouped_gemm", lambda t: (t.empty((8, 4), dtype=t.float16), t.empty((8, 4), dtype=t.float16),
                                 t.empty((2, 3), dtype=t.int64))),
     ("matmul_fp8", lambda t: (t.empty((4, 256), dtype=t.float8_e4m3fn), t.empty((8, 256), dtype=t.float8_e4m3fn),
                               t.empty((4, 2)), t.empty((1, 1)))),
 ])
 def test_plans_refuse_inconsistent_inputs(torch_mod, name, make):
-    spec = {"fused_moe": fused_moe, "grouped_gemm": grouped_gemm, "matmul_fp8": matmul_fp8}[name]
+    spec = {"fused_moe": fused_moe, "moe_experts": moe_experts, "grouped_gemm": grouped_gemm,
+            "matmul_fp8": matmul_fp8}[name]
     inputs = tuple(x.to("meta") if isinstance(x, torch_mod.Tensor) else x for x in make(torch_mod))
     with pytest.raises(ValueError, match=name):
         spec.plan(*inputs, spec.allocate(*inputs))

@@ -24,7 +24,7 @@ are kept for correctness checks only.
 | flash_decode                             | SDPA's kernel per sequence, one query token (4)                      |
 | flash_decode_paged                       | the sequence's pages gathered (`index_select`), then as flash_decode |
 | mla_prefill, mla_decode                  | eager absorbed MLA as DeepSeek's reference code (7)                  |
-| fused_moe                                | softmax top-k, then a loop over the experts' routed tokens (8)       |
+| fused_moe, moe_experts                   | softmax top-k, then a loop over the experts' routed tokens (8)       |
 | grouped_gemm                             | one `torch.matmul` per problem into the packed output (8)            |
 | matmul_fp8                               | the operands dequantized to bf16, `torch.matmul` (9)                 |
 
@@ -357,18 +357,23 @@ def mla_decode(q_nope, q_pe, ckv, kpe, kv_lens):
     return o, lse
 
 
-def fused_moe(x, logits, w13, w2, k):
+def moe_experts(x, w13, w2, topk_weights, topk_ids):
     torch, F = _t(), _F()
-    weights, ids = torch.topk(torch.softmax(logits.float(), dim=-1), k, dim=-1)
-    weights = (weights / weights.sum(dim=-1, keepdim=True)).to(x.dtype)
+    weights = topk_weights.to(x.dtype)
     f = w2.shape[2]
     out = torch.zeros_like(x)
     for e in range(w13.shape[0]):
-        token, slot = (ids == e).nonzero(as_tuple=True)
+        token, slot = (topk_ids == e).nonzero(as_tuple=True)
         h = x[token] @ w13[e].T
         y = (F.silu(h[:, :f]) * h[:, f:]) @ w2[e].T
         out.index_add_(0, token, y * weights[token, slot, None])
     return out
+
+
+def fused_moe(x, logits, w13, w2, k):
+    torch = _t()
+    weights, ids = torch.topk(torch.softmax(logits.float(), dim=-1), k, dim=-1)
+    return moe_experts(x, w13, w2, weights / weights.sum(dim=-1, keepdim=True), ids)
 
 
 def grouped_gemm(a, b, sizes):
@@ -398,13 +403,13 @@ BASELINES: dict[str, Callable[..., Any]] = {
     "fmha_fwd_softcap": fmha_fwd_softcap, "flash_decode": flash_decode,
     "flash_decode_paged": flash_decode_paged, "flash_decode_sinks": flash_decode_sinks,
     "flash_decode_softcap": flash_decode_softcap, "mla_prefill": mla_prefill, "mla_decode": mla_decode,
-    "fused_moe": fused_moe, "grouped_gemm": grouped_gemm, "matmul_fp8": matmul_fp8,
+    "fused_moe": fused_moe, "moe_experts": moe_experts, "grouped_gemm": grouped_gemm, "matmul_fp8": matmul_fp8,
 }
 # Baselines that read the sequence lengths on the host: `torch.compile` cannot trace them as one
 # graph (fullgraph=True); `bench` compiles them with the graph break at the lengths.
 ATTENTION_HOST_LENGTHS = frozenset(name for name in BASELINES if name.startswith(("fmha", "flash_decode", "mla")))
 # Every baseline that reads sizes on the host (also the experts' tokens, the problem sizes): one graph break.
-HOST_READS = ATTENTION_HOST_LENGTHS | {"fused_moe", "grouped_gemm"}
+HOST_READS = ATTENTION_HOST_LENGTHS | {"fused_moe", "moe_experts", "grouped_gemm"}
 
 
 def baseline(spec: OpSpec) -> Callable[..., Any]:

@@ -44,6 +44,7 @@ SPEC_MODULES = (
     "moe_topk_sigmoid",
     "moe_route",
     "fused_moe",
+    "moe_experts",
     "grouped_gemm",
     "matmul_fp8",
 )
