@@ -23,8 +23,8 @@ from tileport.tileir.interp.executor import Array, Scalar
 from tileport.tileir.interp.values import to_elem
 from tileport.tileir.types import ScalarType
 
-DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "f8E4M3FN", "int32": "i32", "int64": "i64",
-          "float64": "f64"}
+DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "f8E4M3FN", "int32": "i32",
+          "int64": "i64", "float64": "f64"}
 # Kernels whose outputs are a copy or one correctly rounded op of their inputs: compared exactly.
 EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel", "dropout_fwd_kernel",
                    "dropout_bwd_kernel", "moe_align_kernel"})

@@ -379,7 +379,8 @@ EXPECT = {
     "matmul_fp8_kernel": [(LOAD_VIEW, 3, 3), (STORE_VIEW, 1, 1), (r"load_ptr_tko", 1, 1), (r"store_ptr_tko", 0, 0),
                           (FOR, 2, 2), (r"= mmaf %\S+, %\S+, %\S+ : tile<\d+x\d+xf8E4M3FN>, tile<\d+x\d+xf8E4M3FN>, "
                                         r"tile<\d+x\d+xf32>", 1, 1),
-                          (r"dim_map=\[1, 0\]", 1, None), (r"= ftof %\S+\s*: tile<\d+x\d+xf32> -> tile<\d+x\d+xbf16>", 1, 1),
+                          (r"dim_map=\[1, 0\]", 1, None),
+                          (r"= ftof %\S+\s*: tile<\d+x\d+xf32> -> tile<\d+x\d+xbf16>", 1, 1),
                           (r"occupancy = 1", 1, 1), (r"num_worker_warps_per_cta = 8", 1, 1)],
     "matmul_kernel": PERSISTENT_MMA,
     "bmm_kernel": PERSISTENT_MMA,
