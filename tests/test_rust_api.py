@@ -40,7 +40,8 @@ NOT_IN_API = {"matmul_splitk", "fmha_fwd_sinks", "fmha_fwd_softcap", "fmha_bwd",
               "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "dropout", "dropout_bwd",
               "cross_entropy", "cross_entropy_bwd", "moe_topk_softmax", "moe_topk_sigmoid", "moe_route",
               "rms_norm_bwd", "layer_norm_bwd", "linear_cross_entropy", "linear_cross_entropy_bwd",
-              "gated_delta_decode", "gated_delta_prefill", "gated_delta_chunked"}
+              "gated_delta_decode", "gated_delta_prefill", "gated_delta_chunked",
+              "fused_moe", "moe_experts", "grouped_gemm", "matmul_fp8"}
 
 
 PLANS = API / "tests" / "data" / "plans.json"

@@ -23,8 +23,8 @@ from tileport.tileir.interp.executor import Array, Scalar
 from tileport.tileir.interp.values import to_elem
 from tileport.tileir.types import ScalarType
 
-DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
-          "float64": "f64"}
+DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "f8E4M3FN", "int32": "i32",
+          "int64": "i64", "float64": "f64"}
 # Kernels whose outputs are a copy or one correctly rounded op of their inputs: compared exactly.
 EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel", "dropout_fwd_kernel",
                    "dropout_bwd_kernel", "moe_align_kernel"})
@@ -559,14 +559,10 @@ def _moe_topk(b: _Builder, c: dict) -> tuple:
         {"topk_weights": w / w.sum(axis=1, keepdims=True), "topk_ids": ids}
 
 
-def _moe_align(b: _Builder, c: dict) -> tuple:
-    """Three tiles of token slots and a ragged one, most of them on a few experts, one on the last expert
-    (E_PAD - 1), the others empty."""
-    block, e = c["BLOCK"], c["E_PAD"]
-    n = 3 * c["TILE"] + 5
-    ids = b.rng.integers(0, min(e, 5), n)
-    ids[-2] = e - 1
-    b.arrays["topk_ids"] = Array(ids.astype(np.int32), "i32")
+def _align(ids: np.ndarray, e: int, block: int) -> tuple:
+    """moe_align_block_size of the expert ids of N token slots: (sorted_ids, expert_ids, ends of the padded
+    expert groups)."""
+    n = len(ids)
     counts = np.bincount(ids, minlength=e)
     padded = -(-counts // block) * block
     ends = np.cumsum(padded)
@@ -578,7 +574,107 @@ def _moe_align(b: _Builder, c: dict) -> tuple:
         sorted_ids[starts[expert]:starts[expert] + len(slots)] = slots
     first = np.arange(_cdiv(n_sorted, block)) * block
     expert_ids = np.where(first < ends[-1], np.searchsorted(ends, first, side="right"), -1)
-    for name, shape in (("sorted_ids", (n_sorted,)), ("expert_ids", expert_ids.shape), ("num_post_pad", (1,))):
+    return sorted_ids, expert_ids, ends
+
+
+def _moe_blocks(b: _Builder, c: dict, tokens: int, experts: int) -> tuple:
+    """Routing of `tokens` tokens over `experts` experts, TOP_K slots each (distinct experts per token, the
+    last expert without tokens): sorted_ids and expert_ids given to the kernel as int32 arrays."""
+    k = c["TOP_K"]
+    ids = np.stack([b.rng.permutation(experts - 1)[:k] for _ in range(tokens)]).reshape(-1)
+    sorted_ids, expert_ids, _ = _align(ids, experts, c["BLOCK"])
+    b.arrays["sorted_ids"] = Array(sorted_ids.astype(np.int32), "i32")
+    b.arrays["expert_ids"] = Array(expert_ids.astype(np.int32), "i32")
+    return sorted_ids, expert_ids
+
+
+def _moe_gate_up(b: _Builder, c: dict) -> tuple:
+    """Two K steps and two column blocks, both ragged; blocks of padding slots, blocks past the total (left
+    untouched: NaN)."""
+    block, k = c["BLOCK"], c["TOP_K"]
+    tokens, experts, h, f = 11, k + 2, c["TILE_K"] + 36, c["TILE_N"] + 20
+    sorted_ids, expert_ids = _moe_blocks(b, c, tokens, experts)
+    x = b.input("x", (tokens, h))
+    w13 = b.input("w13", (experts, 2, f, h), h ** -0.5)
+    b.output("act", (len(sorted_ids), f))
+    act = np.full((len(sorted_ids), f), np.nan)
+    for i, e in enumerate(expert_ids):
+        if e >= 0:
+            slots = sorted_ids[i * block:(i + 1) * block]
+            rows = np.where((slots < tokens * k)[:, None], x[np.minimum(slots // k, tokens - 1)], 0.0)
+            act[i * block:(i + 1) * block] = _silu(rows @ w13[e, 0].T) * (rows @ w13[e, 1].T)
+    return (len(expert_ids), _cdiv(f, c["TILE_N"]), 1), ["act"], {"act": act}
+
+
+def _moe_down(b: _Builder, c: dict) -> tuple:
+    """Two K steps and two column blocks, both ragged; every token slot written once."""
+    block, k = c["BLOCK"], 2
+    tokens, experts, h, f = 9, 4, c["TILE_N"] + 20, c["TILE_K"] + 36
+    sorted_ids, expert_ids = _moe_blocks(b, {**c, "TOP_K": k}, tokens, experts)
+    act = b.input("act", (len(sorted_ids), f))
+    w2 = b.input("w2", (experts, h, f), f ** -0.5)
+    weights = b.rng.random(tokens * k).astype(np.float32)
+    b.arrays["topk_weights"] = Array(weights, "f32")
+    b.output("y", (tokens * k, h))
+    y = np.zeros((tokens * k, h))
+    for i, e in enumerate(expert_ids):
+        for r, s in enumerate(sorted_ids[i * block:(i + 1) * block]):
+            if e >= 0 and s < tokens * k:
+                y[s] = weights[s] * (act[i * block + r] @ w2[e].T)
+    return (len(expert_ids), _cdiv(h, c["TILE_N"]), 1), ["y"], {"y": y}
+
+
+def _moe_sum(b: _Builder, c: dict) -> tuple:
+    tokens, h = 2 * c["BLOCK_T"] + 1, c["TILE_H"] + 20
+    y = b.input("y", (tokens, c["TOP_K"], h))
+    b.output("out", (tokens, h))
+    return (_cdiv(tokens, c["BLOCK_T"]), _cdiv(h, c["TILE_H"]), 1), ["out"], {"out": y.sum(axis=1)}
+
+
+def _matmul_fp8(b: _Builder, c: dict) -> tuple:
+    """fp8 operands (rounded to e4m3 by the builder), two column tiles over two b-scale blocks, three K steps
+    (the last ragged), per-row / per-block scales, fewer blocks than tiles."""
+    group = 128  # kernels/matmul_fp8.py's SCALE_BLOCK
+    m, n, k = c["TILE_M"] + 44, c["TILE_N"] + 4, 2 * c["TILE_K"] + 36
+    a, bb = b.input("a", (m, k)), b.input("b", (n, k))
+    a_scale = (b.rng.random((m, _cdiv(k, group))) + 0.5).astype(np.float32)
+    b_scale = (b.rng.random((_cdiv(n, group), _cdiv(k, group))) + 0.5).astype(np.float32)
+    b.arrays["a_scale"] = Array(a_scale, "f32")
+    b.arrays["b_scale"] = Array(b_scale, "f32")
+    b.output("c", (m, n))
+    sa = np.repeat(a_scale.astype(np.float64), group, axis=1)[:, :k]
+    sb = np.repeat(np.repeat(b_scale.astype(np.float64), group, axis=0), group, axis=1)[:n, :k]
+    return (3, 1, 1), ["c"], {"c": (a * sa) @ (bb * sb).T}
+
+
+def _grouped_gemm(b: _Builder, c: dict) -> tuple:
+    """Three problems of different ragged sizes (one of several tiles, one smaller than a tile, one empty in
+    N's padding), packed with random data around them, on fewer blocks than tiles."""
+    tm, tn, tk, align = c["TILE_M"], c["TILE_N"], c["TILE_K"], 8
+    probs = [(tm + 5, tn - 7, tk + 3), (3, 20, 9), (17, tn + 1, 2 * tk)]
+    rows = lambda ext: np.concatenate([[0], np.cumsum([-(-e // align) * align for e in ext])])  # noqa: E731
+    ra, rb = rows([m for m, _, _ in probs]), rows([k for _, _, k in probs])
+    nb = max(n for _, n, _ in probs)
+    a = b.input("a", (ra[-1], max(k for _, _, k in probs)), 0.3)
+    bb = b.input("b", (rb[-1], nb), 0.3)
+    b.arrays["sizes"] = Array(np.array(probs, dtype=np.int32), "i32")
+    b.output("c", (ra[-1], nb))
+    c_ref = np.zeros((ra[-1], nb))
+    for i, (m, n, k) in enumerate(probs):
+        c_ref[ra[i]:ra[i] + m, :n] = a[ra[i]:ra[i] + m, :k] @ bb[rb[i]:rb[i] + k, :n]
+    return (3, 1, 1), ["c"], {"c": c_ref}
+
+
+def _moe_align(b: _Builder, c: dict) -> tuple:
+    """Three tiles of token slots and a ragged one, most of them on a few experts, one on the last expert
+    (E_PAD - 1), the others empty."""
+    block, e = c["BLOCK"], c["E_PAD"]
+    n = 3 * c["TILE"] + 5
+    ids = b.rng.integers(0, min(e, 5), n)
+    ids[-2] = e - 1
+    b.arrays["topk_ids"] = Array(ids.astype(np.int32), "i32")
+    sorted_ids, expert_ids, ends = _align(ids, e, block)
+    for name, shape in (("sorted_ids", sorted_ids.shape), ("expert_ids", expert_ids.shape), ("num_post_pad", (1,))):
         b.output(name, shape)
     return (1, 1, 1), ["sorted_ids", "expert_ids", "num_post_pad"], \
         {"sorted_ids": sorted_ids, "expert_ids": expert_ids, "num_post_pad": ends[-1:]}
@@ -789,6 +885,11 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "linear_ce_dw_kernel": (_linear_ce_dw,),
     "gated_delta_rule_kernel": (_gated_delta_rule(lambda c: 3),),
     "gated_delta_chunk_kernel": (_gated_delta_rule(lambda c: c["CHUNK"] + 13), _gated_delta_rule(lambda c: 5)),
+    "moe_gate_up_kernel": (_moe_gate_up,),
+    "moe_down_kernel": (_moe_down,),
+    "moe_sum_kernel": (_moe_sum,),
+    "grouped_gemm_kernel": (_grouped_gemm,),
+    "matmul_fp8_kernel": (_matmul_fp8,),
 }
 
 

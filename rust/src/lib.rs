@@ -9,9 +9,11 @@ pub mod dropout;
 pub mod gated_delta;
 pub mod geglu;
 pub mod gelu;
+pub mod grouped_gemm;
 pub mod layer_norm;
 pub mod linear_cross_entropy;
 pub mod matmul;
+pub mod matmul_fp8;
 pub mod matmul_splitk;
 pub mod moe_routing;
 pub mod norm_bwd;
@@ -430,6 +432,12 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "gelu_tanh_kernel",
             arrays: &[("x", 1), ("y", 1)],
         },
+        "grouped_gemm_kernel" => EntryInfo {
+            module_ast: grouped_gemm::grouped_gemm::__module_ast_self,
+            module: "grouped_gemm",
+            function: "grouped_gemm_kernel",
+            arrays: &[("a", 2), ("b", 2), ("c", 2), ("sizes", 2)],
+        },
         "layer_norm_fwd_kernel" => EntryInfo {
             module_ast: layer_norm::layer_norm::__module_ast_self,
             module: "layer_norm",
@@ -503,6 +511,12 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "matmul_kernel_use_tf320",
             arrays: &[("a", 2), ("b", 2), ("c", 2)],
         },
+        "matmul_fp8_kernel" => EntryInfo {
+            module_ast: matmul_fp8::matmul_fp8::__module_ast_self,
+            module: "matmul_fp8",
+            function: "matmul_fp8_kernel",
+            arrays: &[("a", 2), ("b", 2), ("a_scale", 2), ("b_scale", 2), ("c", 2)],
+        },
         "matmul_splitk_kernel_use_tf321" => EntryInfo {
             module_ast: matmul_splitk::matmul_splitk::__module_ast_self,
             module: "matmul_splitk",
@@ -538,6 +552,31 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             module: "moe_routing",
             function: "moe_align_kernel",
             arrays: &[("topk_ids", 1), ("sorted_ids", 1), ("expert_ids", 1), ("num_post_pad", 1)],
+        },
+        "moe_gate_up_kernel" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_gate_up_kernel",
+            arrays: &[("x", 2), ("w13", 4), ("sorted_ids", 1), ("expert_ids", 1), ("act", 2)],
+        },
+        "moe_down_kernel" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_down_kernel",
+            arrays: &[
+                ("act", 2),
+                ("w2", 3),
+                ("sorted_ids", 1),
+                ("expert_ids", 1),
+                ("topk_weights", 1),
+                ("y", 2),
+            ],
+        },
+        "moe_sum_kernel" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_sum_kernel",
+            arrays: &[("y", 3), ("out", 2)],
         },
         "rms_norm_bwd_kernel" => EntryInfo {
             module_ast: norm_bwd::norm_bwd::__module_ast_self,

@@ -216,6 +216,15 @@ pub mod tiles {
         unreachable!()
     }
 
+    /// `muli` that writes its `overflow` attribute (cutile 0.5.0 omits it for `overflow::None`).
+    #[cuda_tile::op(name = "cuda_tile.muli", since = "V13_2", params = ["lhs", "rhs"], static_params = ["overflow={None: overflow=#cuda_tile.overflow<none>, NoSignedWrap: overflow=#cuda_tile.overflow<no_signed_wrap>, NoUnsignedWrap: overflow=#cuda_tile.overflow<no_unsigned_wrap>, NoWrap: overflow=#cuda_tile.overflow<no_wrap>}"])]
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn muli_fixed<E: ElementType, const S: [i32; N], O: overflow::Mode>(
+        lhs: Tile<E, S>, rhs: Tile<E, S>, overflow: O,
+    ) -> Tile<E, S> {
+        unreachable!()
+    }
+
     /// `trunci` that writes its `overflow` attribute (cutile 0.5.0 omits it for `overflow::None`).
     #[cuda_tile::op(name = "cuda_tile.trunci", since = "V13_2", params = ["from"], static_params = ["overflow={None: overflow=#cuda_tile.overflow<none>, NoSignedWrap: overflow=#cuda_tile.overflow<no_signed_wrap>, NoUnsignedWrap: overflow=#cuda_tile.overflow<no_unsigned_wrap>, NoWrap: overflow=#cuda_tile.overflow<no_wrap>}"])]
     #[cuda_tile::variadic_op(N = 6)]

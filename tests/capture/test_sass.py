@@ -10,7 +10,7 @@ import pytest
 
 from tileport import sass, toolchain
 from tileport.capture import CubinResult
-from tileport.capture.verify import CaptureResult, compare_machine_code
+from tileport.capture.verify import CaptureResult, compare_machine_code, port_cubin_failures
 
 TOOLS = pytest.mark.skipif(toolchain.nvdisasm() is None or toolchain._bin("ptxas") is None
                            or toolchain.cuobjdump() is None, reason="needs ptxas, nvdisasm and cuobjdump")
@@ -124,3 +124,10 @@ def test_summary_totals_count_only_real_comparisons(tmp_path):
     assert summary["sass"]["sm_80"] == {"compared": 0, "same": 0, "same_except_parameter_offsets": 0,
                                         "same_registers_and_count": 0, "not_compared": 1}
     assert summary["command"] == "tileport verify" and summary["tools"]["nvdisasm"]
+
+
+def test_a_port_fails_only_where_its_reference_compiles():
+    ref = {"sm_80": False, "sm_90": True, "sm_100": True}  # fp8 MMAs: no sm_80 code on either side
+    assert port_cubin_failures(ref, {"sm_80": False, "sm_90": True, "sm_100": True}) == []
+    assert port_cubin_failures(ref, {"sm_80": False, "sm_90": False, "sm_100": True}) == ["gen sm_90"]
+    assert port_cubin_failures({}, {"sm_90": False}) == ["gen sm_90"]  # no reference result: the port's failure

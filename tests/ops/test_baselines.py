@@ -86,7 +86,7 @@ def test_every_baseline_traces_as_one_graph():
     for name, spec in SPECS.items():
         if name in GRAPH_BREAKS or name in OWN_RANDOM_STREAM:
             continue
-        inputs = spec.make_inputs(spec.shapes[1], "float32", "cpu", 0)
+        inputs = spec.make_inputs(spec.shapes[1], spec.dtypes[0], "cpu", 0)
         torch._dynamo.reset()
         try:
             got = torch.compile(BASELINES[name], fullgraph=True, backend="eager", dynamic=False)(*inputs)

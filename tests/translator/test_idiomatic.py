@@ -404,17 +404,19 @@ def test_the_c_abi_and_the_manifest_parameters_are_the_faithful_ones(corpus_file
 
 
 def test_committed_crate_counts():
-    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 105 `unsafe` blocks and functions
-    besides each C-ABI launcher's `#[unsafe(no_mangle)]` (one per entry; 755 `unsafe` in the faithful rendering),
+    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 131 `unsafe` blocks and functions
+    besides each C-ABI launcher's `#[unsafe(no_mangle)]` (one per entry; 755 `unsafe` in the faithful rendering
+    before the expert, grouped and fp8 GEMMs, whose pointer gathers / scatters and `Array.slice` views add 28),
     no launcher macro, and the launchers within 25 lines but in attention.rs (flash decode's partial kernel
     launches entries of four kinds, 70 lines)."""
     texts = {p.name: p.read_text() for p in (CRATE / "src").glob("*.rs")}
     assert not any(re.search(r"#\[cutile::entry\([^\n]*\)\]\n\s*pub unsafe fn", t) for t in texts.values())
-    assert sum(len(re.findall(r"\bunsafe\b(?!\(no_mangle\))", t)) for t in texts.values()) <= 105
+    assert sum(len(re.findall(r"\bunsafe\b(?!\(no_mangle\))", t)) for t in texts.values()) <= 131
     assert not any("macro_rules!" in t for name, t in texts.items() if name != "support.rs")
     for module in ("vector_add", "relu", "gelu", "geglu", "swiglu", "silu_and_mul", "rms_norm", "layer_norm",
                    "softmax", "matmul", "matmul_splitk", "bmm", "rope", "attention_bwd", "dropout", "cross_entropy",
-                   "moe_routing", "norm_bwd", "linear_cross_entropy", "gated_delta"):
+                   "moe_routing", "norm_bwd", "linear_cross_entropy", "gated_delta",
+                   "grouped_gemm", "matmul_fp8"):
         text = texts[f"{module}.rs"].splitlines()
         starts = [i for i, line in enumerate(text) if line.startswith("/// Enqueue")]
         for start in starts:

@@ -60,7 +60,7 @@ def test_mma_scaled_is_located_and_names_mmaf_scaled(tmp_path):
             ct.store(c, index=(0, 0), tile=ct.mma_scaled(ta, xa, tb, xb, ct.zeros((TM, TN), dtype=ct.float32)))
     """)
     assert d.construct == "ct.mma_scaled" and "mmaf_scaled" in d.hint, str(d)
-    assert "no 8-bit or 4-bit float element types" in d.hint and "f8e8m0fnu scales" in d.hint, str(d)
+    assert "no f8e8m0fnu or f4e2m1fn element types" in d.hint and "f8e8m0fnu scales" in d.hint, str(d)
     assert (d.loc.line, d.loc.col) == _at(path, "ct.mma_scaled"), str(d)
 
 

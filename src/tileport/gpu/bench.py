@@ -135,7 +135,7 @@ def column_runner(spec: OpSpec, column: str, inputs: tuple, outs: Any = None):
         return lambda: fn(*inputs)
     if column == "torch.compile":
         torch._dynamo.reset()  # a fresh compilation per case: the recompile limit counts per function
-        # the attention baselines read their lengths on the host: one graph break there
+        # baselines that read sizes on the host or reuse saved state: graph breaks there (GRAPH_BREAKS)
         compiled = torch.compile(baseline(spec), fullgraph=spec.name not in GRAPH_BREAKS, dynamic=False)
         own = own_copies(inputs)
         return lambda: compiled(*own)

@@ -79,6 +79,7 @@ ATTRS: dict[str, Attr] = {
     "padding_value": Attr((int, float)), "latency": Attr((int, NONE)), "token": Attr((*NAME, NONE)),
     "result_token": Attr((*NAME, NONE)), "array": Attr(NAME), "view_of": Attr(NAME), "divisor": Attr((int,)),
     "steps": Attr((tuple,), (tuple,)), "at_launch": Attr((bool,)), "elem": Attr((str, DVar)),
+    "divisors": Attr((tuple,), (int,)),
 }
 
 
@@ -215,7 +216,7 @@ _DECLS = [
     # one value per dynamic (-1) entry of `strides`; the array gives the element type, rank and memory token
     OpDecl("view_offset", (SCALAR, SCALAR), TILE),
     OpDecl("make_view", (PTR, ARRAY, SCALAR), ARRAY, min_args=3, max_args=2 + 2 * 6, rule="view",
-           attrs=frozenset({"strides"}), required=frozenset({"strides"})),
+           attrs=frozenset({"strides", "divisors"}), required=frozenset({"strides"})),
     OpDecl("assume_div_by", (PTR,), PTR, rule="identity",
            attrs=frozenset({"divisor", "steps", "view_of", "at_launch"}),
            required=frozenset({"divisor"})),

@@ -14,8 +14,8 @@ from typing import Mapping, Union
 # Element dtype names of the model (short, target-neutral: f32, bf16, i64, ...).
 FLOATS = ("f16", "bf16", "f32", "f64", "tf32")
 INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-# What tiles and scalars of the model compute with; the float8 types are tile element types of casts and
-# matrix multiplies only (no array or scalar parameter holds them).
+# What tiles and scalars of the model compute with; the float8 types are element types of arrays and of the
+# tiles loaded from, stored to, cast and multiplied (MMA) with them only (no scalar holds them).
 ELEMENT_DTYPES = ("bool", *INTS, *FLOATS)
 DTYPES = (*ELEMENT_DTYPES, "f8e4m3fn", "f8e5m2")
 

@@ -31,6 +31,9 @@ are kept for correctness checks only.
 | moe_topk_softmax / moe_topk_sigmoid      | `torch.topk` of the f32 softmax / sigmoid scores, renormalized       |
 | moe_route                                | the above, then bincount / stable sort / cumsum alignment (12)       |
 | gated_delta_decode / _prefill / _chunked | the recurrence token by token in f32 (the specs' reference)          |
+| fused_moe, moe_experts                   | softmax top-k, then a loop over the experts' routed tokens (13)      |
+| grouped_gemm                             | one `torch.matmul` per problem into the packed output (13)           |
+| matmul_fp8                               | the operands dequantized to bf16, `torch.matmul` (14)                |
 
 (1) what `F.layer_norm` runs, with the mean / rstd the op returns. (2) `cat(x1 * cos - x2 * sin,
 x2 * cos + x1 * sin)` as in model code; type promotion computes in f32 like the kernel, one rounding.
@@ -82,6 +85,12 @@ logits. The backward is autograd's for that forward: `nll_loss_backward`, then
 call), cast back to the logits' dtype (the backward of `.float()`). (12) The spec's own torch
 alignment (`specs/moe_route.py`: `bincount`, a stable `sort`, `cumsum`, `searchsorted`), as a
 PyTorch user writes moe_align_block_size without a custom kernel.
+
+(13) As Mixtral's reference MoE block: `topk(softmax(logits))` renormalized, then per expert its tokens
+(`nonzero`), gate / up / SiLU-and-mul / down in the input dtype, weighted, `index_add_`; grouped GEMM slices
+each problem out of the packed arrays. Both read sizes on the host (the tokens of each expert, the
+problem sizes): `torch.compile` breaks the graph there (GRAPH_BREAKS). (14) What a PyTorch user without a
+block-scaled fp8 kernel writes; `torch._scaled_mm` takes per-tensor or per-row scales, not 128-blocks.
 
 A spec that is not one of the library's own (a user's spec, or a library spec modified) runs its
 reference on the `torch` backend.
@@ -480,6 +489,43 @@ def gated_delta_prefill(q, k, v, g, beta, state, scale):
     return reference(q, k, v, g, beta, state, scale)
 
 
+def moe_experts(x, w13, w2, topk_weights, topk_ids):
+    torch, F = _t(), _F()
+    weights = topk_weights.to(x.dtype)
+    f = w2.shape[2]
+    out = torch.zeros_like(x)
+    for e in range(w13.shape[0]):
+        token, slot = (topk_ids == e).nonzero(as_tuple=True)
+        h = x[token] @ w13[e].T
+        y = (F.silu(h[:, :f]) * h[:, f:]) @ w2[e].T
+        out.index_add_(0, token, y * weights[token, slot, None])
+    return out
+
+
+def fused_moe(x, logits, w13, w2, k):
+    torch = _t()
+    weights, ids = torch.topk(torch.softmax(logits.float(), dim=-1), k, dim=-1)
+    return moe_experts(x, w13, w2, weights / weights.sum(dim=-1, keepdim=True), ids)
+
+
+def grouped_gemm(a, b, sizes):
+    c = a.new_zeros((a.shape[0], b.shape[1]))
+    ra = rb = 0
+    for m, n, k in sizes.tolist():
+        c[ra:ra + m, :n] = a[ra:ra + m, :k] @ b[rb:rb + k, :n]
+        ra, rb = ra + -(-m // 8) * 8, rb + -(-k // 8) * 8
+    return c
+
+
+def matmul_fp8(a, b, a_scale, b_scale):
+    torch = _t()
+
+    def dequantize(q, scale, rows):
+        s = scale.repeat_interleave(rows, 0).repeat_interleave(128, 1)[:q.shape[0], :q.shape[1]]
+        return (q.float() * s).to(torch.bfloat16)
+    return dequantize(a, a_scale, 1) @ dequantize(b, b_scale, 128).T
+
+
 BASELINES: dict[str, Callable[..., Any]] = {
     "vector_add": vector_add, "relu": relu, "gelu": gelu, "silu_and_mul": silu_and_mul, "swiglu": swiglu,
     "geglu": geglu, "softmax": softmax, "softmax_tma": softmax, "softmax_gather": softmax,
@@ -496,13 +542,16 @@ BASELINES: dict[str, Callable[..., Any]] = {
     "moe_topk_sigmoid": moe_topk_sigmoid, "moe_route": moe_route,
     "gated_delta_decode": gated_delta_decode, "gated_delta_prefill": gated_delta_prefill,
     "gated_delta_chunked": gated_delta_prefill,
+    "fused_moe": fused_moe, "moe_experts": moe_experts, "grouped_gemm": grouped_gemm, "matmul_fp8": matmul_fp8,
 }
 # Baselines that read the sequence lengths on the host: `torch.compile` cannot trace them as one
 # graph (fullgraph=True); `bench` compiles them with the graph break at the lengths.
 ATTENTION_HOST_LENGTHS = frozenset(name for name in BASELINES if name.startswith(("fmha", "flash_decode", "mla")))
-# Baselines `torch.compile` traces with graph breaks: the attention lengths, the padded total moe_route's
-# alignment reads on the host, and the forward state a backward baseline reuses (`_saved`).
-GRAPH_BREAKS = ATTENTION_HOST_LENGTHS | {"moe_route", "dropout_bwd", "cross_entropy_bwd"}
+# Baselines `torch.compile` traces with graph breaks: sizes read on the host (the attention lengths,
+# the experts' tokens, the problem sizes, the padded total moe_route's alignment reads) and the
+# forward state a backward baseline reuses (`_saved`).
+GRAPH_BREAKS = ATTENTION_HOST_LENGTHS | {"fused_moe", "moe_experts", "grouped_gemm", "moe_route", "dropout_bwd",
+                                        "cross_entropy_bwd"}
 # Baselines that draw other random numbers than the op (timed beside it, not compared with its reference).
 OWN_RANDOM_STREAM = frozenset({"dropout", "dropout_bwd"})
 

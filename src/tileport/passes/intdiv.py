@@ -1,6 +1,7 @@
-"""Python integer `//` and `%` on scalars, spelled as cuTile Python lowers them.
+"""Python integer `//` and `%`, spelled as cuTile Python lowers them.
 
-`a // b` is `divi rounding<negative_inf>` and `a % b` is `remi` plus a sign fix-up, on 0-d tiles.
+On scalars, `a // b` is `divi rounding<negative_inf>` and `a % b` is `remi` plus a sign fix-up, on 0-d
+tiles; on integer tiles of any shape `%` is the same `remi` and fix-up (a tile's `//` is one operation).
 Expanding them into model operations (instead of opaque helper calls) lets loop-invariant parts,
 such as the sign test of a loop-invariant divisor, be hoisted as cuTile hoists them.
 """
@@ -10,53 +11,71 @@ from __future__ import annotations
 from tileport.model.ir import Kernel, Let, Lit, Op, Ref
 from tileport.model.naming import Naming
 from tileport.model.ops import OpKind
-from tileport.model.types import ScalarT, TileT
+from tileport.model.types import ScalarT, TileT, is_int
 from tileport.passes.uses import expand_statements, taken_names
 
 I32_0D = TileT("i32", ())
-BOOL_0D = TileT("bool", ())
 
 
 def expand_int_division(kernel: Kernel, naming: Naming) -> int:
     taken = taken_names(kernel)
 
     def expand(st):
-        if (isinstance(st, Let) and st.op.kind == OpKind.BINARY and st.op.attr("op") in ("floordiv", "mod")
-                and isinstance(st.op.ty, ScalarT) and st.op.ty.dtype == "i32"):
-            return _expand(st, lambda base: naming.fresh(base, taken))
+        if not (isinstance(st, Let) and st.op.kind == OpKind.BINARY):
+            return None
+        fresh = lambda base: naming.fresh(base, taken)  # noqa: E731
+        if st.op.attr("op") in ("floordiv", "mod") and isinstance(st.op.ty, ScalarT) and st.op.ty.dtype == "i32":
+            return _expand_scalar(st, fresh)
+        if st.op.attr("op") == "mod" and isinstance(st.op.ty, TileT) and is_int(st.op.ty.dtype):
+            return _expand_tile_mod(st, fresh)
         return None
 
     return expand_statements(kernel.body, expand)
 
 
-def _expand(st: Let, fresh) -> list[Let]:
-    op, loc = st.op, st.op.loc
-    out: list[Let] = []
+class _Lets:
+    """The statements an expansion of `st` makes, in order, under fresh names."""
 
-    def let(hint: str, kind: OpKind, args: tuple, ty, **attrs) -> Ref:
-        name = fresh(hint)
-        out.append(Let(name, Op(kind, args, ty, loc, tuple(sorted(attrs.items())))))
+    def __init__(self, st: Let, fresh):
+        self.st, self.fresh, self.out = st, fresh, []
+
+    def let(self, hint: str, kind: OpKind, args: tuple, ty, **attrs) -> Ref:
+        name = self.fresh(hint)
+        self.out.append(Let(name, Op(kind, args, ty, self.st.op.loc, tuple(sorted(attrs.items())))))
         return Ref(name, ty)
 
-    def tile(atom, hint: str) -> Ref:
-        return let(f"{hint}_t", OpKind.TILE0, (atom,), I32_0D)
+    def binary(self, name: str, a, b, ty) -> Ref:
+        return self.let(f"{self.st.name}_{name}", OpKind.BINARY, (a, b), ty, op=name, rounding=None, ftz=None,
+                        nan=None)
 
-    def binary(name: str, a, b, ty=I32_0D) -> Ref:
-        return let(f"{st.name}_{name}", OpKind.BINARY, (a, b), ty, op=name, rounding=None, ftz=None, nan=None)
+    def python_mod(self, a: Ref, b: Ref, ty: TileT) -> Ref:
+        """`remi`, then the divisor added where the remainder is non-zero and its sign differs from it."""
+        bools = TileT("bool", ty.shape)
+        zero = self.let(f"{self.st.name}_zero", OpKind.FULL, (Lit(0, ScalarT(ty.dtype)),), ty, dtype=ty.dtype,
+                        shape=ty.shape)
+        rem = self.binary("rem", a, b, ty)
+        rem_neg = self.let(f"{self.st.name}_rem_neg", OpKind.COMPARE, (rem, zero), bools, op="<")
+        div_neg = self.let(f"{self.st.name}_div_neg", OpKind.COMPARE, (b, zero), bools, op="<")
+        differ = self.binary("xor", rem_neg, div_neg, bools)
+        nonzero = self.let(f"{self.st.name}_nonzero", OpKind.COMPARE, (rem, zero), bools, op="!=")
+        fix = self.binary("and", differ, nonzero, bools)
+        adjusted = self.binary("add", rem, b, ty)
+        return self.let(f"{self.st.name}_sel", OpKind.SELECT, (fix, adjusted, rem), ty)
 
-    a, b = (tile(x, f"{st.name}_{side}") for x, side in zip(op.args, ("lhs", "rhs")))
+
+def _expand_scalar(st: Let, fresh) -> list[Let]:
+    op, lets = st.op, _Lets(st, fresh)
+    a, b = (lets.let(f"{st.name}_{side}_t", OpKind.TILE0, (x,), I32_0D) for x, side in zip(op.args, ("lhs", "rhs")))
     if op.attr("op") == "floordiv":
-        result = binary("floordiv", a, b)
+        result = lets.binary("floordiv", a, b, I32_0D)
     else:
-        zero = let(f"{st.name}_zero", OpKind.FULL, (Lit(0, ScalarT("i32")),), I32_0D, dtype="i32", shape=())
-        rem = binary("rem", a, b)
-        rem_neg = let(f"{st.name}_rem_neg", OpKind.COMPARE, (rem, zero), BOOL_0D, op="<")
-        div_neg = let(f"{st.name}_div_neg", OpKind.COMPARE, (b, zero), BOOL_0D, op="<")
-        differ = binary("xor", rem_neg, div_neg, BOOL_0D)
-        nonzero = let(f"{st.name}_nonzero", OpKind.COMPARE, (rem, zero), BOOL_0D, op="!=")
-        fix = binary("and", differ, nonzero, BOOL_0D)
-        adjusted = binary("add", rem, b)
-        result = let(f"{st.name}_sel", OpKind.SELECT, (fix, adjusted, rem), I32_0D)
-    out.append(Let(st.name, Op(OpKind.SCALAR_OF, (result,), op.ty, loc), st.update))
-    return out
+        result = lets.python_mod(a, b, I32_0D)
+    return lets.out + [Let(st.name, Op(OpKind.SCALAR_OF, (result,), op.ty, op.loc), st.update)]
+
+
+def _expand_tile_mod(st: Let, fresh) -> list[Let]:
+    lets = _Lets(st, fresh)
+    lets.python_mod(*st.op.args, st.op.ty)
+    *body, result = lets.out  # the select binds the statement's own name
+    return body + [Let(st.name, result.op, st.update)]
 

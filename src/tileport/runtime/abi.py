@@ -10,7 +10,8 @@ import ctypes
 MAX_DIMS = 6
 ABI_VERSION = 1
 
-DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "i16": 6, "i8": 7, "u8": 8, "bool": 9}
+DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "i16": 6, "i8": 7, "u8": 8, "bool": 9,
+               "f8e4m3fn": 10, "f8e5m2": 11}
 
 
 class TensorDesc(ctypes.Structure):

@@ -29,7 +29,8 @@ TYPESTR = {"f4": "f32", "f2": "f16", "f8": "f64", "i4": "i32", "i8": "i64", "i2"
 DLPACK_CODES = {(2, 32): "f32", (2, 16): "f16", (2, 64): "f64", (4, 16): "bf16", (0, 32): "i32", (0, 64): "i64",
                 (0, 16): "i16", (0, 8): "i8", (1, 8): "u8", (6, 8): "bool", (1, 1): "bool"}
 DL_CUDA = 2
-ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "i16": 2, "i8": 1, "u8": 1, "bool": 1}
+ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "i16": 2, "i8": 1, "u8": 1, "bool": 1,
+            "f8e4m3fn": 1, "f8e5m2": 1}
 # Base alignment the ports are captured and verified with (capture_ref: base_addr_divisible_by=16;
 # cutile-rs: base_ptr_div 16), and the one every CUDA allocator gives.
 ALIGNMENT = 16

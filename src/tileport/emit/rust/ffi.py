@@ -386,7 +386,7 @@ def _first_launch_lines(variant: Kernel, arg_names, dvars, strides) -> list[str]
     for p in variant.params:
         a = arg_names[p.name]
         if p.is_array:
-            dt = p.ty.dtype.name if isinstance(p.ty.dtype, DVar) else L.RUST_DTYPE[p.ty.dtype]
+            dt = p.ty.dtype.name if isinstance(p.ty.dtype, DVar) else L.HOST_DTYPE[p.ty.dtype]
             tensor, claimed = arg_names[f"{p.name}#tensor"], arg_names[f"{p.name}#claimed"]
             lines.append(f"let {tensor} = target.tensor::<{dt}>({a});")
             if claims_cutile_python(variant):

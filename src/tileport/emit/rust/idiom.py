@@ -589,15 +589,16 @@ class IdiomaticEmitter(KernelEmitter):
         key = (array, tuple(shape), padding, tuple(order or ()), mutable)
         if key in self.view_names:
             return self.view_names[key]
-        tensor = f"&{array}" if array in self.roots else array
+        tensor = f"&{array}" if array in self.roots else array  # a local view is lent to a function
         if mutable:
             expr = L.IDIOM_VIEW_MUT.format(tensor=tensor, shape=shape_rs(shape))
             self.helpers.add("view_mut")
-        elif order and padding == "zero":
-            expr = L.IDIOM_VIEW_PERMUTED.format(tensor=tensor, shape=shape_rs(shape),
+        elif order and padding == "zero":  # a method call borrows its receiver itself
+            expr = L.IDIOM_VIEW_PERMUTED.format(tensor=array, shape=shape_rs(shape),
                                                 order=", ".join(map(str, order)))
         elif not order:
-            expr = L.IDIOM_VIEW[padding].format(tensor=tensor, shape=shape_rs(shape))
+            template = L.IDIOM_VIEW[padding]
+            expr = template.format(tensor=array if template.startswith("{tensor}.") else tensor, shape=shape_rs(shape))
             self.helpers.update(h for h in L.TILE_HELPERS if expr.startswith(f"{h}("))
         else:  # a permuted view with another padding: the faithful spelling
             name = super().view(array, shape, padding, order, mutable)

@@ -601,11 +601,16 @@ class KernelEmitter:
         """`Array.slice`: the tensor view at the offset pointer, with the array's memory token."""
         ptr, array, *values = op.args
         rank, strides = op.ty.rank, op.attr("strides")
+        divisors = op.attr("divisors") or (1,) * rank
         pre, assumed = [], []
         for i, v in enumerate(values):  # extents, then dynamic strides: non-negative, as cuTile assumes them
             which = f"n{i}" if i < rank else f"s{i - rank}"
             bound = self.fresh(f"{name}_{which}")
             pre.append(f"let {bound}: i32 = {L.NON_NEGATIVE.format(x=self.atom(v))};")
+            if i < rank and divisors[i] > 1:  # an extent known divisible, then divisible as well
+                divisible = self.fresh(f"{bound}_div")
+                pre.append(f"let {divisible}: i32 = {L.DIVISIBLE.format(x=bound, divisor=divisors[i])};")
+                bound = divisible
             assumed.append(bound)
         dims = ", ".join(["-1"] * rank)
         shape, stride_rs = self.fresh(f"{name}_shape"), ", ".join(map(str, strides))

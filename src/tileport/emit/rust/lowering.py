@@ -27,12 +27,13 @@ RUST_DTYPE = {
     "f8e4m3fn": "f8e4m3fn", "f8e5m2": "f8e5m2",
 }
 # Dtype codes of the C ABI descriptor (support.rs `dtype` module).
-DTYPE_CODE = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "i16": 6, "i8": 7, "u8": 8, "bool": 9}
+DTYPE_CODE = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "i16": 6, "i8": 7, "u8": 8, "bool": 9,
+              "f8e4m3fn": 10, "f8e5m2": 11}
 # Rust constant names for those codes.
 DTYPE_CONST = {"f32": "F32", "f16": "F16", "bf16": "BF16", "f64": "F64", "i32": "I32", "i64": "I64",
-               "i16": "I16", "i8": "I8", "u8": "U8", "bool": "BOOL"}
-# Host-side (launcher) spelling: tf32 is not imported there (only derived generics use it).
-HOST_DTYPE = {**RUST_DTYPE, "tf32": "cutile::core::tf32"}
+               "i16": "I16", "i8": "I8", "u8": "U8", "bool": "BOOL", "f8e4m3fn": "F8E4M3FN", "f8e5m2": "F8E5M2"}
+# Host-side (launcher) spelling: tf32 and the float8 types are not imported there.
+HOST_DTYPE = {**RUST_DTYPE, **{dt: f"cutile::core::{dt}" for dt in ("tf32", "f8e4m3fn", "f8e5m2")}}
 # Types that need `use cutile::half::...` on the host side.
 HALF_TYPES = ("f16", "bf16")
 
@@ -166,6 +167,7 @@ PTR_CAST = "ptr_to_ptr({x})"  # the element type comes from the let annotation
 # and dynamic strides assumed non-negative, as cuTile Python's make_tensor_view operands are)
 VIEW_OFFSET = "muli_fixed({a}, {b}, overflow::None)"  # not `*`: cutile-rs folds `*` of two constants, cuTile not
 NON_NEGATIVE = "unsafe {{ assume_bounds_lower::<_, 0>({x}) }}"
+DIVISIBLE = "unsafe {{ assume_div_by::<_, {divisor}>({x}) }}"
 VIEW_SHAPE = "Shape::<{{ [{dims}] }}> {{ dims: &[{values}] }}"
 VIEW_STRIDES = "Array::<{{ [{strides}] }}> {{ dims: &[{values}] }}"
 MAKE_VIEW = "unsafe {{ make_tensor_view({ptr}, {shape}, {strides}, {array}.token()) }}"

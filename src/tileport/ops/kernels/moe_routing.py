@@ -1,4 +1,4 @@
-"""MoE routing: top-k experts per token from router logits, and the token order the expert GEMMs read.
+"""MoE: top-k experts per token from router logits, the token order the expert GEMMs read, the expert GEMMs.
 
 moe_topk_kernel: logits [T, E] (any float dtype) -> topk_weights [T, K] f32, topk_ids [T, K] int32. Each
 of the K steps takes the largest remaining logit of every token (the lowest expert id among equal
@@ -13,6 +13,18 @@ expert_ids [cdiv(len(sorted_ids), BLOCK)] the expert of each BLOCK-sized block (
 num_post_pad [1] the padded total. Counts come from one-hot sums (no atomics, so the order within an
 expert is the token order and the result is deterministic); the rank of a token within its expert is
 the running count before its tile plus an exclusive cumulative sum of the tile's one-hot rows.
+
+The expert GEMMs run over that order, one BLOCK-row block of sorted_ids per tile block (row axis of the
+grid), all of its rows of one expert (expert_ids; a block of -1 lies past the padded total and does
+nothing). A row's token slot s is token s // TOP_K; the padding slot N is past every array, so its
+gathered rows are 0 and its scattered rows are dropped (the bounds checks of gather / scatter):
+- moe_gate_up_kernel: act[P, F] (P = len(sorted_ids), rows in sorted order) = silu(x[tok] @ w_gate[e]^T)
+  * (x[tok] @ w_up[e]^T), with w13 [E, 2, F, H] (the [E, 2F, H] gate-and-up weights viewed per half):
+  the token rows gathered, the gate and up weight tiles loaded transposed through the view's order,
+  two f32 accumulators, SiLU-and-mul in f32, one store in the activation dtype.
+- moe_down_kernel: y[s] = topk_weight[s] * (act[row] @ w2[e]^T), w2 [E, H, F]: act read by view loads
+  (rows are sorted slots), each output row scattered to its token slot s of y [N, H].
+- moe_sum_kernel: out[t] = sum over k of y[t * TOP_K + k] (y viewed [T, TOP_K, H]), in f32.
 """
 
 import cuda.tile as ct
@@ -91,3 +103,59 @@ def moe_align_kernel(topk_ids, sorted_ids, expert_ids, num_post_pad, BLOCK: Cons
         rank = ct.sum((ct.cumsum(onehot, 0) - onehot) * onehot, 1)  # earlier tokens of its expert in the tile
         ct.scatter(sorted_ids, pick(onehot, starts + running) + rank, token, mask=token < n)
         running = running + ct.sum(onehot, 0)
+
+
+def silu(x):
+    denom = 1.0 + ct.exp(-x, rounding_mode=ct.RoundingMode.APPROX)
+    return ct.truediv(x, denom, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+
+
+def weight_tile(w, index, shape, order):
+    """A (TILE_K, TILE_N) tile of one expert's [out, in] weights, read transposed (in x out)."""
+    t = ct.load(w, index=index, shape=shape, order=order, padding_mode=ct.PaddingMode.ZERO)
+    return ct.reshape(t, (shape[-2], shape[-1]))
+
+
+@ct.kernel
+def moe_gate_up_kernel(x, w13, sorted_ids, expert_ids, act, BLOCK: ConstInt, TILE_N: ConstInt, TILE_K: ConstInt,
+                       TOP_K: ConstInt):
+    bm = ct.bid(0)
+    bn = ct.bid(1)
+    expert = ct.gather(expert_ids, bm)
+    if expert >= 0:
+        tokens = ct.load(sorted_ids, index=(bm,), shape=(BLOCK,)) // TOP_K
+        rows = ct.reshape(tokens, (BLOCK, 1))
+        lanes = ct.reshape(ct.arange(TILE_K, dtype=ct.int32), (1, TILE_K))
+        gate = ct.zeros((BLOCK, TILE_N), dtype=ct.float32)
+        up = ct.zeros((BLOCK, TILE_N), dtype=ct.float32)
+        for k in range(ct.cdiv(x.shape[1], TILE_K)):
+            a = ct.gather(x, (rows, k * TILE_K + lanes))
+            gate = ct.mma(a, weight_tile(w13, (expert, 0, k, bn), (1, 1, TILE_K, TILE_N), (0, 1, 3, 2)), gate)
+            up = ct.mma(a, weight_tile(w13, (expert, 1, k, bn), (1, 1, TILE_K, TILE_N), (0, 1, 3, 2)), up)
+        ct.store(act, index=(bm, bn), tile=ct.astype(silu(gate) * up, act.dtype))
+
+
+@ct.kernel
+def moe_down_kernel(act, w2, sorted_ids, expert_ids, topk_weights, y, BLOCK: ConstInt, TILE_N: ConstInt,
+                    TILE_K: ConstInt):
+    bm = ct.bid(0)
+    bn = ct.bid(1)
+    expert = ct.gather(expert_ids, bm)
+    if expert >= 0:
+        slots = ct.load(sorted_ids, index=(bm,), shape=(BLOCK,))
+        acc = ct.zeros((BLOCK, TILE_N), dtype=ct.float32)
+        for k in range(ct.num_tiles(act, 1, shape=(BLOCK, TILE_K))):
+            a = ct.load(act, index=(bm, k), shape=(BLOCK, TILE_K), padding_mode=ct.PaddingMode.ZERO)
+            acc = ct.mma(a, weight_tile(w2, (expert, k, bn), (1, TILE_K, TILE_N), (0, 2, 1)), acc)
+        scaled = acc * ct.reshape(ct.gather(topk_weights, slots), (BLOCK, 1))
+        cols = ct.reshape(bn * TILE_N + ct.arange(TILE_N, dtype=ct.int32), (1, TILE_N))
+        ct.scatter(y, (ct.reshape(slots, (BLOCK, 1)), cols), ct.astype(scaled, y.dtype))
+
+
+@ct.kernel
+def moe_sum_kernel(y, out, BLOCK_T: ConstInt, TOP_K: ConstInt, TILE_H: ConstInt):
+    bt = ct.bid(0)
+    bh = ct.bid(1)
+    t = ct.load(y, index=(bt, 0, bh), shape=(BLOCK_T, TOP_K, TILE_H), padding_mode=ct.PaddingMode.ZERO)
+    total = ct.sum(ct.astype(t, ct.float32), 1)
+    ct.store(out, index=(bt, bh), tile=ct.astype(total, out.dtype))

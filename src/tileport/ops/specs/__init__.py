@@ -50,6 +50,10 @@ SPEC_MODULES = (
     "gated_delta_decode",
     "gated_delta_prefill",
     "gated_delta_chunked",
+    "fused_moe",
+    "moe_experts",
+    "grouped_gemm",
+    "matmul_fp8",
 )
 
 

@@ -77,11 +77,16 @@ def plan(logits, k, block_size, outs):
     if block_size < 1 or block_size & (block_size - 1):
         raise ValueError(f"moe_route: block_size must be a power of two, got {block_size}")
     weights, ids, sorted_ids, expert_ids, num_post_pad = outs
-    tile, e_pad = align_tiles(ids.numel(), logits.shape[1])
     return [S.topk_launch(logits, k, False, weights, ids),
-            Launch("moe_align_kernel", (1, 1, 1),
-                   {"topk_ids": ids.view(-1), "sorted_ids": sorted_ids, "expert_ids": expert_ids,
-                    "num_post_pad": num_post_pad, "BLOCK": block_size, "E_PAD": e_pad, "TILE": tile})]
+            align_launch(ids, logits.shape[1], block_size, sorted_ids, expert_ids, num_post_pad)]
+
+
+def align_launch(ids, e: int, block_size: int, sorted_ids, expert_ids, num_post_pad) -> Launch:
+    """moe_align_block_size of topk_ids [T, k] over e experts (one tile block)."""
+    tile, e_pad = align_tiles(ids.numel(), e)
+    return Launch("moe_align_kernel", (1, 1, 1),
+                  {"topk_ids": ids.view(-1), "sorted_ids": sorted_ids, "expert_ids": expert_ids,
+                   "num_post_pad": num_post_pad, "BLOCK": block_size, "E_PAD": e_pad, "TILE": tile})
 
 
 def align_captures(shape) -> list[Capture]:

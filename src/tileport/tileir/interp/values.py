@@ -1,7 +1,7 @@
 """Runtime values of the interpreter and the memory they live in.
 
 - A tile is a NumPy array of the tile's shape (a 0-d array for `tile<i32>`), stored in the NumPy
-  dtype of `STORAGE`: f16 as float16; bf16 and tf32 as float32 holding only values of that format
+  dtype of `STORAGE`: f16 as float16; bf16, tf32 and the float8 types as float32 holding only values of that format
   (every result is rounded to it, nearest-even); i1 as bool; signed integer dtypes for every
   integer type (ops that are unsigned reinterpret the bits); pointers as int64 byte addresses.
 - A token is `TOKEN` (memory ordering is sequential here, so tokens carry nothing).
@@ -22,12 +22,12 @@ from .errors import MemoryFault, UnsupportedOp
 
 STORAGE = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
            "f16": np.float16, "bf16": np.float32, "tf32": np.float32, "f32": np.float32,
-           "f64": np.float64}
+           "f64": np.float64, "f8E4M3FN": np.float32, "f8E5M2": np.float32}
 UNSIGNED = {np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16,
             np.dtype(np.int32): np.uint32, np.dtype(np.int64): np.uint64}
 # Bytes per element in memory (bf16 occupies 2 bytes although it is computed as float32 here).
 ELEM_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "tf32": 4,
-              "f32": 4, "f64": 8}
+              "f32": 4, "f64": 8, "f8E4M3FN": 1, "f8E5M2": 1}
 PADDING = {"zero": 0.0, "neg_zero": -0.0, "nan": np.nan, "pos_inf": np.inf, "neg_inf": -np.inf}
 
 TOKEN = "token"
@@ -70,7 +70,29 @@ def round_tf32(x: np.ndarray) -> np.ndarray:
     return _round_mantissa(x, 13)
 
 
-_ROUNDERS = {"bf16": round_bf16, "tf32": round_tf32}
+def _round_small_float(x: np.ndarray, mantissa: int, min_exp: int, largest: float, overflow: float) -> np.ndarray:
+    """float32 values rounded to nearest-even in a float format of `mantissa` bits and smallest normal
+    exponent `min_exp` (subnormals below it); past `largest` (after rounding) they become `overflow`."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        exp = np.maximum(np.floor(np.log2(np.abs(np.where(x == 0, 1.0, x)))), min_exp)
+        quantum = np.exp2(exp - mantissa)
+        out = np.round(x / quantum) * quantum
+    out = np.where(np.abs(out) > largest, np.copysign(overflow, x), out)
+    return np.where(np.isfinite(x), out, x if overflow == np.inf else np.nan).astype(np.float32)
+
+
+def round_f8e4m3fn(x: np.ndarray) -> np.ndarray:
+    """float8_e4m3fn: 3 mantissa bits, normals from 2^-6, at most 448, no infinity (NaN past it)."""
+    return _round_small_float(x, 3, -6, 448.0, np.nan)
+
+
+def round_f8e5m2(x: np.ndarray) -> np.ndarray:
+    """float8_e5m2: 2 mantissa bits, normals from 2^-14, at most 57344, infinities."""
+    return _round_small_float(x, 2, -14, 57344.0, np.inf)
+
+
+_ROUNDERS = {"bf16": round_bf16, "tf32": round_tf32, "f8E4M3FN": round_f8e4m3fn, "f8E5M2": round_f8e5m2}
 
 
 def to_elem(x, elem) -> np.ndarray:

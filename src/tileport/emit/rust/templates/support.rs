@@ -38,6 +38,8 @@ pub mod dtype {
     pub const I8: i32 = 7;
     pub const U8: i32 = 8;
     pub const BOOL: i32 = 9;
+    pub const F8E4M3FN: i32 = 10;
+    pub const F8E5M2: i32 = 11;
 
     pub fn name(code: i32) -> &'static str {
         match code {
@@ -51,6 +53,8 @@ pub mod dtype {
             I8 => "i8",
             U8 => "u8",
             BOOL => "bool",
+            F8E4M3FN => "f8e4m3fn",
+            F8E5M2 => "f8e5m2",
             _ => "unknown",
         }
     }
@@ -61,7 +65,7 @@ pub mod dtype {
             F64 | I64 => Some(8),
             F32 | I32 => Some(4),
             F16 | BF16 | I16 => Some(2),
-            I8 | U8 | BOOL => Some(1),
+            I8 | U8 | BOOL | F8E4M3FN | F8E5M2 => Some(1),
             _ => None,
         }
     }

@@ -141,8 +141,9 @@ def _expand_with_none(lw, x: Ref, items, node) -> Ref:
 # names the counterpart, so the user knows a hand port is possible.
 NOT_TRANSLATED = {
     "mma_scaled": "cutile 0.5.0 can express it (mmaf_scaled: f8e4m3fn/f8e5m2/f4e2m1fn operands, f8e8m0fnu scales, "
-                  "sm_100), but tileport has no 8-bit or 4-bit float element types (array dtypes, the launcher "
-                  "ABI) yet, so it is not lowered; port it by hand with mmaf_scaled",
+                  "sm_100), but tileport has no f8e8m0fnu or f4e2m1fn element types (scale and packed fp4 arrays, "
+                  "the launcher ABI; f8e4m3fn / f8e5m2 arrays it has) yet, so it is not lowered; port it by hand "
+                  "with mmaf_scaled",
 }
 
 

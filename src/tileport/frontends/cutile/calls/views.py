@@ -87,8 +87,21 @@ def array_slice(lw, arr: Ref, args, kwargs, node) -> Ref:
     extent = lw.b.value(OpKind.BINARY, (stop, start), ScalarT("i32"), loc, hint=f"{arr.name}_n", op="sub",
                         rounding=None, ftz=None, nan=None)
     dims = [extent if d == axis else dim for d, dim in enumerate(dims)]
+    divisors = _extent_divisors(lw, parent, axis, extent, rank, node, constant=isinstance(start, CDim)
+                                and isinstance(stop, CDim))
     return lw.b.value(OpKind.MAKE_VIEW, (ptr, array, *dims, *strides), arr.ty, loc, hint=f"{arr.name}_slice",
-                      strides=(-1,) * (rank - 1) + (1,))
+                      strides=(-1,) * (rank - 1) + (1,), **({"divisors": divisors} if any(d > 1 for d in divisors)
+                                                           else {}))
+
+
+def _extent_divisors(lw, parent, axis: int, extent: Ref, rank: int, node, constant: bool) -> tuple[int, ...]:
+    """What cuTile Python assumes each extent of a slice divisible by (`assume div_by` after its non-negative
+    bound): the sliced axis' `stop - start` by the gcd of theirs (a constant difference: nothing), the other
+    axes as the parent view had them."""
+    inherited = parent.attr("divisors") if parent is not None and parent.kind == OpKind.MAKE_VIEW else None
+    out = list(inherited or (1,) * rank)
+    out[axis] = 1 if constant else min(_div_by(lw, extent, node), MAX_ASSUMED_DIV)
+    return tuple(out)
 
 
 def _accessed_array(lw, arr: Ref) -> dict:
@@ -134,8 +147,9 @@ def _definition(lw, name: str):
 
 def _div_by(lw, atom: Atom, node) -> int:
     """What cuTile Python's dataflow analysis knows an integer scalar divisible by: a constant by its
-    magnitude, a sum or difference by the gcd, a product by the product, a negation or an integer cast as
-    its operand; anything else (parameters, block ids, loop indices) by 1."""
+    magnitude (also as a tile of it: an operand of a tile product), a sum or difference by the gcd, a product by
+    the product, a negation or an integer cast as its operand; anything else (parameters, block ids, loop
+    indices, reductions) by 1."""
     if isinstance(atom, CDim):
         if not isinstance(atom.dim, int):  # the alignment of the view depends on the constant's value
             raise NeedsSpecialization(frozenset(sym_names(atom.dim)), "the alignment of an `Array.slice`",
@@ -151,7 +165,7 @@ def _div_by(lw, atom: Atom, node) -> int:
     if op.kind == OpKind.BINARY and op.attr("op") == "mul":
         return _div_by(lw, op.args[0], node) * _div_by(lw, op.args[1], node)
     if (op.kind == OpKind.UNARY and op.attr("fn") in ("negative", "abs")) or op.kind in (
-            OpKind.COPY, OpKind.SCALAR, OpKind.TILE0, OpKind.SCALAR_OF):
+            OpKind.COPY, OpKind.SCALAR, OpKind.TILE0, OpKind.SCALAR_OF, OpKind.FULL, OpKind.SPLAT):
         return _div_by(lw, op.args[0], node)
     return 1
 
