@@ -434,3 +434,51 @@ def test_committed_proof_covers_the_corpus():
     for c in doc["captures"]:
         assert (c["ir_verdict"] in ("PASS", "PASS_WITH_NOTES") and not c["critical"] and not c["warn"]
                 and not c["error"] and c["sass_equal_to_faithful"]["sm_90"] is True), c["capture"]
+
+
+def test_a_single_element_gather_is_one_call_of_the_modules_load_element(tmp_path):
+    """`ct.gather` of one element (its pointer's alignment stated, its bounds checked): one call of the module's
+    private `load_element`, written once per module, which holds the two `unsafe` operations; a gather of a tile
+    keeps the pointer load."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, lens, y, TILE: ConstInt):
+            b = ct.bid(0)
+            n = ct.gather(lens, b)
+            m = ct.gather(lens, b + 1)
+            t = ct.load(x, index=(b,), shape=(TILE,))
+            ct.store(y, index=(b,), tile=t + ct.gather(x, ct.arange(TILE, dtype=ct.int32)) + n * m)
+    """)
+    text = idiomatic(path, {"k": [{"x": "i32", "lens": "i32", "y": "i32", "TILE": 128}]})
+    device = text[:text.index("use crate::support::*;")]
+    assert device.count("fn load_element<E: ElementType, const ALIGN: i32>(") == 1
+    assert "pub fn load_element" not in device  # its safety rests on its callers: private to the module
+    entry = device[device.index("pub fn k<"):]
+    assert entry.count("load_element::<i32, 4>(") == 2 and "assume_div_by" not in entry
+    assert entry.count("unsafe") == 1 and "load_ptr_tko_tpad(" in entry  # the tile's gather
+
+
+def test_launches_differing_in_dtypes_and_strides_read_them_from_a_layout_table(tmp_path):
+    """Entries whose launches differ only in their arrays' dtypes (one element type generic each) and stride
+    arguments: one launch, the entry, dtypes and strides from a `Layouts` table."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt, NEG: ConstBool, WIDE: ConstBool):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            if NEG:
+                t = -t
+            if WIDE:
+                ct.store(y, index=(ct.bid(0),), tile=ct.astype(t, ct.float32))
+            else:
+                ct.store(y, index=(ct.bid(0),), tile=t)
+    """)
+    text = idiomatic(path, {"k": [{"x": dt, "y": "f32" if wide else dt, "TILE": 128, "NEG": neg, "WIDE": wide}
+                                  for dt in ("f16", "bf16") for neg in (False, True) for wide in (False, True)]})
+    assert "const K: Layouts<bool, 2> = Layouts {" in text
+    assert ("([false, true], crate::entry!(kern::k_wide1_neg0), "
+            "Layout { dtypes: &[GENERIC, dtype::F32], strides: &[] }),") in text
+    assert "Layout { dtypes: &[GENERIC, GENERIC], strides: &[] }" in text
+    launcher = _launcher(text, "tileport_k")
+    assert "let arrays = [x, y];" in launcher and "let (entry, layout) = l.layout(&K, [neg, wide])?;" in launcher
+    assert "l.typed(&arrays, layout, &[dtype::F16, dtype::BF16])?" in launcher
+    assert "if " not in launcher and "l.require(" not in launcher and "find(" not in launcher

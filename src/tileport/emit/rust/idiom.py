@@ -269,6 +269,7 @@ def stmt_loc(st: Stmt):
 @dataclass
 class IdiomaticEmitter(KernelEmitter):
     helpers: set[str] = field(default_factory=set)  # the `tiles` helpers the kernel calls
+    module_fns: set[str] = field(default_factory=set)  # the module's private device functions it calls
     unfold: frozenset[int] = frozenset()  # `let`s (by id) kept bound: folded, their use was too wide
 
     ENTRY_FN = "pub fn"
@@ -285,6 +286,8 @@ class IdiomaticEmitter(KernelEmitter):
         self.cast_loads = {id(ld) for ld in self.load_casts.values()}
         self.store_casts = self.stored_casts()  # owned store op id -> the cast it stores
         self.stored = {id(c) for c in self.store_casts.values()}
+        self.element_loads = self.element_load_plan()  # load op id -> the alignment `let` it takes in
+        self.aligned = {id(st) for st in self.element_loads.values()}
         self.folded = self.fold_plan()
         self.depth = 0
         # (characters it saves a line, its position, let id) of each fold written into the statement being rendered
@@ -380,8 +383,9 @@ class IdiomaticEmitter(KernelEmitter):
         return self.measured(lines)
 
     def let(self, st: Let) -> list[str]:
-        if id(st) in self.dead_bids or id(st) in self.cast_loads or id(st) in self.stored:
-            return []  # a load read by its cast, a cast an owned output stores: written in their use
+        if (id(st) in self.dead_bids or id(st) in self.cast_loads or id(st) in self.stored
+                or id(st) in self.aligned):
+            return []  # a load read by its cast, a cast an owned output stores, an element's alignment: in their use
         if id(st) in self.load_casts:
             expr = self.load_as_f32(self.load_casts[id(st)])
             pre = self.take_local_views()
@@ -525,6 +529,35 @@ class IdiomaticEmitter(KernelEmitter):
 
         walk_block(self.kernel.body)
         return out
+
+    def element_load_plan(self) -> dict[int, Let]:
+        """Single-element gathers, by load op id, with the `let` stating their pointer's alignment: each an
+        `assume_div_by` read by nothing else and a bounds-checked load after the array's token with the
+        default modes, written as one call of the module's `load_element` (its two `unsafe` operations
+        once per module, instead of at each gather)."""
+        counts = use_counts(self.kernel)
+        lets = {st.name: st for st in walk(self.kernel.body) if isinstance(st, Let) and not st.update}
+        out: dict[int, Let] = {}
+        for st in walk(self.kernel.body):
+            if not isinstance(st, Let) or st.op.kind != OpKind.LOAD_PTR or st.op.ty.shape:
+                continue
+            ptrs, _, *mask = st.op.args
+            aligned = lets.get(ptrs.name) if isinstance(ptrs, Ref) else None
+            if (aligned is not None and aligned.op.kind == OpKind.ASSUME_DIV_BY and counts[id(aligned)] == 1
+                    and self.row(aligned.op).method is None and mask and st.op.attr("token") is not None
+                    and st.op.attr("result_token") is None and not st.op.attr("latency")):
+                out[id(st.op)] = aligned
+        return out
+
+    def lower_load_ptr(self, op: Op, name: str):
+        aligned = self.element_loads.get(id(op))
+        if aligned is None:
+            return super().lower_load_ptr(op, name)
+        _, pad, mask = op.args
+        self.module_fns.add("load_element")
+        return L.IDIOM_LOAD_ELEMENT.format(dtype=dtype_rs(op.ty.dtype), align=aligned.op.attr("divisor"),
+                                           ptr=self.atom(aligned.op.args[0]), mask=self.atom(mask),
+                                           pad=self.atom(pad), token=op.attr("token"))
 
     def load_as_f32(self, load: Let) -> str:
         """The load `load` cast to f32, as one helper call (see `load_cast_plan`)."""
@@ -731,6 +764,7 @@ class GroupText:
     launcher: str
     shims: set[str]
     helpers: set[str]
+    module_fns: set[str]
 
 
 FOLD_PASSES = 16
@@ -760,7 +794,8 @@ def emit_group(group, source: str = "") -> GroupText:
     from tileport.emit.rust.launch import emit_launcher
     ems = [emit_entry(k, source) for k in group.variants]
     return GroupText([em.entry for em in ems], emit_launcher(group, owned_outputs),
-                     set().union(*(em.shims for em in ems)), set().union(*(em.helpers for em in ems)))
+                     set().union(*(em.shims for em in ems)), set().union(*(em.helpers for em in ems)),
+                     set().union(*(em.module_fns for em in ems)))
 
 
 def module_doc(path: str) -> str:
@@ -772,11 +807,13 @@ def module_doc(path: str) -> str:
 
 
 def module_rs(mod, parts: list[GroupText], version: str, doc_path: str = "") -> str:
-    """A module file: the source's docstring, the device module (shared bodies, then the entries in source
-    order) and the launchers."""
+    """A module file: the source's docstring, the device module (its private functions, shared bodies, then
+    the entries in source order) and the launchers."""
     entries = [e for part in parts for e in part.entries]
-    taken = {e.kernel.name for e in entries} | {h for part in parts for h in part.helpers | part.shims}
-    shared = share_bodies(entries, taken)
+    fns = [L.MODULE_FNS[f].rstrip("\n") for f in L.MODULE_FNS if any(f in part.module_fns for part in parts)]
+    taken = ({e.kernel.name for e in entries} | {h for part in parts for h in part.helpers | part.shims}
+             | set(L.MODULE_FNS))
+    shared = fns + share_bodies(entries, taken)
     uses_tiles = any(part.helpers or part.shims for part in parts)
     doc = module_doc(doc_path)
     head = [f"//! cuTile Rust port of `{mod.source}`, generated by tileport {version}.",
