@@ -3026,8 +3026,7 @@ pub mod attention {
         let out_e_r = out_e.reshape(shape![1, 1, HEAD_DIM]);
         store(&mut o_tiles, out_e_r, [b, h, 0i32]);
         let sum = m_i + log2(l_i);
-        let c = 0.6931471805599453f32.broadcast(shape![1, 1]);
-        let prod_r = (sum * c).reshape(shape![1, 1]);
+        let prod_r = (sum * 0.6931471805599453f32.broadcast(shape![1, 1])).reshape(shape![1, 1]);
         store(&mut lse_tiles, prod_r, [b, h]);
     }
 

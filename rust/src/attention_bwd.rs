@@ -290,8 +290,8 @@ pub mod attention_bwd {
                 dk_acc = mmaf(dsT_e, qt, dk_acc);
             }
         }
-        let prod = dk_acc * sm_scale.broadcast(shape![BLOCK_N, HEAD_DIM]);
-        let prod_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(prod);
+        let sm_scale_tile = sm_scale.broadcast(shape![BLOCK_N, HEAD_DIM]);
+        let prod_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(dk_acc * sm_scale_tile);
         let prod_e_r = prod_e.reshape(shape![1, 1, BLOCK_N, HEAD_DIM]);
         store(&mut dk_tiles, prod_e_r, [b, kvh, nb, 0i32]);
         let dv_acc_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(dv_acc);
@@ -484,8 +484,8 @@ pub mod attention_bwd {
                 dk_acc = mmaf(dsT_e, qt, dk_acc);
             }
         }
-        let prod = dk_acc * sm_scale.broadcast(shape![BLOCK_N, HEAD_DIM]);
-        let prod_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(prod);
+        let sm_scale_tile = sm_scale.broadcast(shape![BLOCK_N, HEAD_DIM]);
+        let prod_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(dk_acc * sm_scale_tile);
         let prod_e_r = prod_e.reshape(shape![1, 1, BLOCK_N, HEAD_DIM]);
         store(&mut dk_tiles, prod_e_r, [b, kvh, nb, 0i32]);
         let dv_acc_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(dv_acc);
@@ -662,8 +662,8 @@ pub mod attention_bwd {
             let ds_e: Tile<E, { [BLOCK_M, BLOCK_N] }> = convert_tile(ds);
             dq_acc = mmaf(ds_e, kt, dq_acc);
         }
-        let prod = dq_acc * sm_scale.broadcast(shape![BLOCK_M, HEAD_DIM]);
-        let prod_e: Tile<E, { [BLOCK_M, HEAD_DIM] }> = convert_tile(prod);
+        let sm_scale_tile = sm_scale.broadcast(shape![BLOCK_M, HEAD_DIM]);
+        let prod_e: Tile<E, { [BLOCK_M, HEAD_DIM] }> = convert_tile(dq_acc * sm_scale_tile);
         let prod_e_r = prod_e.reshape(shape![1, 1, BLOCK_M, HEAD_DIM]);
         store(&mut dq_tiles, prod_e_r, [b, h, mb, 0i32]);
     }
@@ -841,8 +841,8 @@ pub mod attention_bwd {
             let ds_e: Tile<E, { [BLOCK_M, BLOCK_N] }> = convert_tile(ds);
             dq_acc = mmaf(ds_e, kt, dq_acc);
         }
-        let prod = dq_acc * sm_scale.broadcast(shape![BLOCK_M, HEAD_DIM]);
-        let prod_e: Tile<E, { [BLOCK_M, HEAD_DIM] }> = convert_tile(prod);
+        let sm_scale_tile = sm_scale.broadcast(shape![BLOCK_M, HEAD_DIM]);
+        let prod_e: Tile<E, { [BLOCK_M, HEAD_DIM] }> = convert_tile(dq_acc * sm_scale_tile);
         let prod_e_r = prod_e.reshape(shape![1, 1, BLOCK_M, HEAD_DIM]);
         store(&mut dq_tiles, prod_e_r, [b, h, mb, 0i32]);
     }

@@ -126,7 +126,7 @@ class SourceFile:
 
     comments: dict[int, str]  # comment text by line
     functions: list[tuple[int, int, str, str]]  # every function: (def line, last line, name, docstring)
-    names: frozenset[str]  # every name a function assigns or takes
+    names: dict[int, frozenset[str]]  # the names each function assigns or takes, by its def line
     calls: dict[str, frozenset[str]]  # the names each function calls
 
 
@@ -142,13 +142,27 @@ def _source(path: str) -> SourceFile | None:
         return None  # (a file too deeply nested for `ast`: the frontend reported it)
     functions = [(n.lineno, n.end_lineno or n.lineno, n.name, ast.get_docstring(n) or "")
                  for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    names |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
-              for a in n.posonlyargs + n.args + n.kwonlyargs}
+    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    names = {n.lineno: frozenset({m.id for m in ast.walk(n) if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store)}
+                                 | {a.arg for m in ast.walk(n) if isinstance(m, ast.arguments)
+                                    for a in m.posonlyargs + m.args + m.kwonlyargs})
+             for n in defs}
     calls = {n.name: frozenset(c.func.id for c in ast.walk(n)
                                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name))
              for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return SourceFile(comments, functions, frozenset(names), calls)
+    return SourceFile(comments, functions, names, calls)
+
+
+def source_names(kernel: Kernel) -> frozenset[str]:
+    """The names the kernel's source assigns or takes: those of the functions its operations come from (the
+    kernel and the helpers it inlines)."""
+    out: set[str] = set()
+    for st in walk(kernel.body):
+        loc = stmt_loc(st)
+        fn = enclosing_function(loc.file, loc.line) if loc is not None and loc.file else None
+        if fn is not None:
+            out |= _source(loc.file).names[fn[0]]
+    return frozenset(out)
 
 
 TOOL_COMMENTS = re.compile(r"^(noqa|type:|pragma|fmt:|pylint|isort)", re.IGNORECASE)
@@ -281,6 +295,7 @@ class IdiomaticEmitter(KernelEmitter):
         self.view_names: dict[tuple, str] = {}
         self.inline: dict[str, Inline] = {}
         self.comments = Comments()
+        self.named = source_names(self.kernel)
         self.dead_bids = self._dead_bids()
         self.load_casts = self.load_cast_plan()  # cast let id -> the load it reads
         self.cast_loads = {id(ld) for ld in self.load_casts.values()}
@@ -442,8 +457,7 @@ class IdiomaticEmitter(KernelEmitter):
         # type), any call (`maxf(x, c, ..)`): `calls`
         untyped: set[int] = set()
         calls: set[int] = set()
-        src = _source(self.kernel.loc.file)
-        named = src.names if src else frozenset()
+        named = self.named
 
         def foldable(st) -> bool:  # a value the source names keeps its name
             return (isinstance(st, Let) and not st.update and id(st) not in self.needs_mut and st.name not in named
@@ -502,8 +516,7 @@ class IdiomaticEmitter(KernelEmitter):
         written as the load (`load_f32`, one helper for both operations, in their order). A load the source
         names keeps its `let` unless the cast is named after it."""
         counts = use_counts(self.kernel)
-        src = _source(self.kernel.loc.file)
-        named = src.names if src else frozenset()
+        named = self.named
         out: dict[int, Let] = {}
 
         def plain_load(st) -> bool:
