@@ -404,22 +404,23 @@ def test_the_c_abi_and_the_manifest_parameters_are_the_faithful_ones(corpus_file
 
 
 def test_committed_crate_counts():
-    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 105 `unsafe` blocks and functions
-    besides each C-ABI launcher's `#[unsafe(no_mangle)]` (one per entry; 755 `unsafe` in the faithful rendering),
-    no launcher macro, and the launchers within 25 lines but in attention.rs (flash decode's partial kernel
-    launches entries of four kinds, 70 lines)."""
+    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 130 `unsafe` in all (755 in the faithful
+    rendering; each C-ABI launcher's `#[unsafe(no_mangle)]` included), no launcher macro, and every launcher within
+    25 lines."""
     texts = {p.name: p.read_text() for p in (CRATE / "src").glob("*.rs")}
     assert not any(re.search(r"#\[cutile::entry\([^\n]*\)\]\n\s*pub unsafe fn", t) for t in texts.values())
-    assert sum(len(re.findall(r"\bunsafe\b(?!\(no_mangle\))", t)) for t in texts.values()) <= 105
+    assert sum(len(re.findall(r"\bunsafe\b", t)) for t in texts.values()) <= 130
+    assert texts["attention.rs"].count("assume_div_by::<") == 1  # single-element gathers: in `load_element` only
     assert not any("macro_rules!" in t for name, t in texts.items() if name != "support.rs")
-    for module in ("vector_add", "relu", "gelu", "geglu", "swiglu", "silu_and_mul", "rms_norm", "layer_norm",
-                   "softmax", "matmul", "matmul_splitk", "bmm", "rope", "attention_bwd", "dropout", "cross_entropy",
-                   "moe_routing"):
-        text = texts[f"{module}.rs"].splitlines()
-        starts = [i for i, line in enumerate(text) if line.startswith("/// Enqueue")]
+    for name, text in texts.items():
+        if name in ("support.rs", "tiles.rs", "lib.rs"):
+            continue
+        lines = text.splitlines()
+        starts = [i for i, line in enumerate(lines) if line.startswith("/// Enqueue")]
+        assert starts, name
         for start in starts:
-            end = next(i for i in range(start, len(text)) if text[i] == "}")
-            assert end - start + 1 <= 25, (module, text[start + 3])
+            end = next(i for i in range(start, len(lines)) if lines[i] == "}")
+            assert end - start + 1 <= 25, (name, lines[start + 3])
 
 
 def test_committed_proof_covers_the_corpus():
@@ -482,3 +483,23 @@ def test_launches_differing_in_dtypes_and_strides_read_them_from_a_layout_table(
     assert "let arrays = [x, y];" in launcher and "let (entry, layout) = l.layout(&K, [neg, wide])?;" in launcher
     assert "l.typed(&arrays, layout, &[dtype::F16, dtype::BF16])?" in launcher
     assert "if " not in launcher and "l.require(" not in launcher and "find(" not in launcher
+
+
+def test_a_name_another_function_of_the_file_assigns_does_not_keep_a_let(tmp_path):
+    """A value keeps its `let` when the kernel (or a helper it inlines) names it; a name only another function
+    of the file assigns does not keep one."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def a(x, y, TILE: ConstInt):
+            bid = ct.bid(0)
+            ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(TILE,)))
+
+        @ct.kernel
+        def b(x, y, TILE: ConstInt):
+            split = ct.num_blocks(0) - 1 - ct.bid(0)
+            ct.store(y, index=(split,), tile=ct.load(x, index=(split,), shape=(TILE,)))
+    """)
+    cfg = [{"x": "f32", "y": "f32", "TILE": 128}]
+    text = idiomatic(path, {"a": cfg, "b": cfg})
+    entry = text[text.index("pub fn b<"):]
+    assert "let split = get_num_tile_blocks().0 - 1i32 - get_tile_block_id().0;" in entry, entry
