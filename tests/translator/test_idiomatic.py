@@ -503,3 +503,17 @@ def test_a_name_another_function_of_the_file_assigns_does_not_keep_a_let(tmp_pat
     text = idiomatic(path, {"a": cfg, "b": cfg})
     entry = text[text.index("pub fn b<"):]
     assert "let split = get_num_tile_blocks().0 - 1i32 - get_tile_block_id().0;" in entry, entry
+
+
+def test_a_kernel_named_as_a_generated_helper_is_renamed(tmp_path):
+    """The module's and the crate's device helpers are reserved names: a kernel (or value) named `load_element`
+    does not shadow the helper its module calls."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def load_element(lens, y):
+            b = ct.bid(0)
+            ct.store(y, index=(b,), tile=ct.reshape(ct.gather(lens, b), (1,)))
+    """)
+    text = idiomatic(path, {"load_element": [{"lens": "i32", "y": "i32"}]})
+    assert text.count("fn load_element<") == 1 and "pub fn load_element<" not in text
+    assert "pub fn load_element_<" in text and "load_element::<i32, 4>(" in text
