@@ -34,9 +34,10 @@ API = REPO / "rust-api"
 IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_mul": "silu_and_mul",
           "swiglu": "swiglu", "geglu": "geglu", "softmax": "softmax", "softmax_tma": "softmax",
           "softmax_gather": "softmax", "softmax_online": "softmax", "rms_norm": "rms_norm",
-          "layer_norm": "layer_norm", "rope": "rope", "matmul": "matmul", "bmm": "bmm", "fmha_fwd": "fmha"}
+          "layer_norm": "layer_norm", "rope": "rope", "matmul": "matmul", "bmm": "bmm", "fmha_fwd": "fmha",
+          "fmha_fwd_sinks": "fmha_sinks", "fmha_fwd_softcap": "fmha_softcap"}
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
-NOT_IN_API = {"matmul_splitk", "fmha_fwd_sinks", "fmha_fwd_softcap", "fmha_bwd", "flash_decode", "flash_decode_paged",
+NOT_IN_API = {"matmul_splitk", "fmha_bwd", "flash_decode", "flash_decode_paged",
               "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "dropout", "dropout_bwd",
               "cross_entropy", "cross_entropy_bwd", "moe_topk_softmax", "moe_topk_sigmoid", "moe_route"}
 
@@ -60,7 +61,11 @@ PLAN_CASES = (
        for dt in (F32, BF16)]
     + [("bmm", [[b, m, k], [b, k, n]], F16, None) for b, m, n, k in ((3, 17, 33, 65), (8, 2048, 2048, 2048))]
     + [("fmha", [[b, hq, s, d], [b, hkv, s, d]], F16, bool(causal)) for b, hq, hkv, s, d, causal in
-       get_spec("fmha_fwd").shapes])
+       get_spec("fmha_fwd").shapes]
+    + [("fmha_sinks", [[b, hq, s, d], [b, hkv, s, d]], BF16, window) for b, hq, hkv, s, d, window in
+       get_spec("fmha_fwd_sinks").shapes]
+    + [("fmha_softcap", [[b, hq, s, d], [b, hkv, s, d]], F16, None) for b, hq, hkv, s, d in
+       get_spec("fmha_fwd_softcap").shapes])
 
 
 def launch(kernel: str, grid, constants: dict) -> dict:
@@ -122,8 +127,13 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
         tiles = c.cdiv(m, consts["TILE_M"]) * c.cdiv(n, consts["TILE_N"]) * math.prod(batch)
         grid = (max(1, min(tiles, SMS // matmul.NUM_CTAS)), 1, 1)  # persistent_mma_grid on an H200
         return [launch(f"{op}_kernel", grid, consts)]
-    b, hq, s, d = shapes[0]  # fmha
-    consts = _attention.prefill_constants(d, causal=flag)
+    b, hq, s, d = shapes[0]  # fmha and its variants (flag: causal, the window of fmha_sinks)
+    if op == "fmha_sinks":
+        consts = _attention.prefill_constants(d, causal=True, sliding=flag > 0, sinks=True)
+    elif op == "fmha_softcap":
+        consts = _attention.prefill_constants(d, causal=True, softcap=True)
+    else:
+        consts = _attention.prefill_constants(d, causal=flag)
     return [launch("fmha_fwd_kernel", (c.cdiv(s, consts["BLOCK_M"]), b * hq, 1), consts)]
 
 
@@ -173,9 +183,11 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
     log = test.stdout + test.stderr
     assert test.returncode == 0, log[-6000:]
     # the CPU tests ran, the GPU tests were ignored (they need a GPU), every doc example compiled
-    for name in ("plans_are_the_python_operators", "elementwise_ops_compile", "fmha_compiles_causal_and_not"):
+    for name in ("plans_are_the_python_operators", "elementwise_ops_compile", "fmha_compiles_causal_and_not",
+                 "attention_variants_compile", "attention_variants_check_sinks_cap_and_head_dim"):
         assert re.search(rf"test {name} \.\.\. ok", log), log[-4000:]
-    assert re.search(r"test attention_matches_the_reference \.\.\. ignored", log), log[-4000:]
+    for name in ("attention_matches_the_reference", "attention_variants_match_the_reference"):
+        assert re.search(rf"test {name} \.\.\. ignored", log), log[-4000:]
     assert re.search(r"ops::fmha \(line \d+\) - compile \.\.\. ok", log), log[-4000:]
     assert not re.search(r"test result: FAILED", log)
 

@@ -481,7 +481,10 @@ pub struct Attention<T: Element> {
 pub fn fmha<T: Element>(
     q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, causal: bool, stream: &Arc<Stream>,
 ) -> Result<Attention<T>> {
-    prefill(q, k, v, None, causal, stream)
+    let t = Target::new("fmha", stream)?;
+    let l =
+        plan::fmha(&t.input("q", q)?, &t.input("k", k)?, &t.input("v", v)?, causal, T::ELEMENT)?;
+    prefill(t, q, k, v, None, Extras::default(), &l, stream)
 }
 
 /// `fmha` over a ragged batch: sequence b holds `seq_lens[b]` positions (i32 \[B\], at most S) of
@@ -502,16 +505,81 @@ pub fn fmha_varlen<T: Element>(
     q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, seq_lens: &Tensor<i32>, causal: bool,
     stream: &Arc<Stream>,
 ) -> Result<Attention<T>> {
-    prefill(q, k, v, Some(seq_lens), causal, stream)
+    let t = Target::new("fmha", stream)?;
+    let l =
+        plan::fmha(&t.input("q", q)?, &t.input("k", k)?, &t.input("v", v)?, causal, T::ELEMENT)?;
+    prefill(t, q, k, v, Some(seq_lens), Extras::default(), &l, stream)
 }
 
-fn prefill<T: Element>(
-    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, seq_lens: Option<&Tensor<i32>>, causal: bool,
+/// Causal attention prefill with per-head sink logits (gpt-oss): `fmha_varlen` (causal) whose softmax
+/// denominators also hold `exp(sinks[h])` (f32 \[Hq\], no value row of their own), over the `window`
+/// keys ending at each query when `window` > 0 (a sliding window); head dim 64.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::bf16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, h, s, d) = (1, 4, 300, 64);
+/// let q = tileport_ops::upload(&vec![bf16::from_f32(0.1); b * h * s * d], &[b, h, s, d], &stream)?;
+/// let lens = tileport_ops::upload(&[300i32], &[1], &stream)?;
+/// let sinks = tileport_ops::upload(&[0.5f32, -1.0, 2.0, 0.0], &[4], &stream)?;
+/// let out = tileport_ops::fmha_sinks(&q, &q, &q, &lens, &sinks, 128, &stream)?;
+/// assert_eq!(out.o.shape(), q.shape());
+/// # Ok(()) }
+/// ```
+pub fn fmha_sinks<T: Element>(
+    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, seq_lens: &Tensor<i32>, sinks: &Tensor<f32>,
+    window: usize, stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    let t = Target::new("fmha_sinks", stream)?;
+    let (dq, dk, dv, ds) =
+        (t.input("q", q)?, t.input("k", k)?, t.input("v", v)?, t.input("sinks", sinks)?);
+    let l = plan::fmha_sinks(&dq, &dk, &dv, &ds, window, T::ELEMENT)?;
+    let extras = Extras { sinks: Some(sinks), window: window as i32, ..Extras::default() };
+    prefill(t, q, k, v, Some(seq_lens), extras, &l, stream)
+}
+
+/// Causal attention prefill with logit soft-capping (Gemma): `fmha_varlen` (causal) whose scaled
+/// scores s are `softcap * tanh(s / softcap)` before the softmax, `softcap` > 0; head dim 128.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::f16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, h, s, d) = (2, 2, 77, 128);
+/// let q = tileport_ops::upload(&vec![f16::from_f32(0.5); b * h * s * d], &[b, h, s, d], &stream)?;
+/// let lens = tileport_ops::upload(&[77i32, 40], &[2], &stream)?;
+/// let out = tileport_ops::fmha_softcap(&q, &q, &q, &lens, 50.0, &stream)?;
+/// assert_eq!(out.lse.shape(), [2, 2, 77]);
+/// # Ok(()) }
+/// ```
+pub fn fmha_softcap<T: Element>(
+    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, seq_lens: &Tensor<i32>, softcap: f32,
     stream: &Arc<Stream>,
 ) -> Result<Attention<T>> {
-    let t = Target::new("fmha", stream)?;
+    let t = Target::new("fmha_softcap", stream)?;
     let (dq, dk, dv) = (t.input("q", q)?, t.input("k", k)?, t.input("v", v)?);
-    let l = plan::fmha(&dq, &dk, &dv, causal, T::ELEMENT)?;
+    let l = plan::fmha_softcap(&dq, &dk, &dv, softcap, T::ELEMENT)?;
+    prefill(t, q, k, v, Some(seq_lens), Extras { softcap, ..Extras::default() }, &l, stream)
+}
+
+/// The arguments of `fmha_fwd_kernel` its variants read: sink logits, the soft cap (0: none), the
+/// window (0: none).
+#[derive(Default, Clone, Copy)]
+struct Extras<'a> {
+    sinks: Option<&'a Tensor<f32>>,
+    softcap: f32,
+    window: i32,
+}
+
+/// One `fmha_fwd_kernel` launch of the plan `l` (its checks made), then the wait.
+#[allow(clippy::too_many_arguments)]
+fn prefill<T: Element>(
+    t: Target<'_>, q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, seq_lens: Option<&Tensor<i32>>,
+    extras: Extras, l: &KernelLaunch, stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    let op = t.op;
+    let dq = t.input("q", q)?;
     let (batch, seq) = (dq[0], dq[2]);
     let full;
     let lens = match seq_lens {
@@ -523,18 +591,25 @@ fn prefill<T: Element>(
     };
     let dl = t.input("seq_lens", lens)?;
     if dl != [batch] {
-        return Err(crate::error::shape(
-            "fmha",
-            format!("`seq_lens` must be [{batch}], got {dl:?}"),
-        ));
+        return Err(crate::error::shape(op, format!("`seq_lens` must be [{batch}], got {dl:?}")));
     }
     let o = t.output::<T>(&dq)?;
     let lse = t.output::<f32>(&dq[..3])?;
     let (qd, kd, vd, od, ld, lensd) = (desc(q), desc(k), desc(v), desc(&o), desc(&lse), desc(lens));
     // the kernel's sinks argument, unread without sinks: the first element of lse
-    let sinks =
-        TensorDesc { ndim: 1, shape: [1, 0, 0, 0, 0, 0], strides: [1, 0, 0, 0, 0, 0], ..ld };
-    let qk_scale = (dq[3] as f32).sqrt().recip() * std::f32::consts::LOG2_E;
+    let sinks = match extras.sinks {
+        Some(s) => desc(s),
+        None => {
+            TensorDesc { ndim: 1, shape: [1, 0, 0, 0, 0, 0], strides: [1, 0, 0, 0, 0, 0], ..ld }
+        }
+    };
+    // as the Python operators: scores in log2 units, or divided by the cap (the kernel applies cap * log2(e))
+    let scale = (dq[3] as f32).sqrt().recip();
+    let qk_scale = if extras.softcap > 0.0 {
+        scale / extras.softcap
+    } else {
+        scale * std::f32::consts::LOG2_E
+    };
     let [gx, gy, gz] = l.grid;
     let code = attention::tileport_fmha_fwd_kernel(
         Some(&qd),
@@ -545,8 +620,8 @@ fn prefill<T: Element>(
         Some(&lensd),
         Some(&sinks),
         qk_scale,
-        0.0,
-        0,
+        extras.softcap,
+        extras.window,
         l.int("BLOCK_M"),
         l.int("BLOCK_N"),
         l.int("HEAD_DIM"),

@@ -369,28 +369,81 @@ pub const HEAD_DIMS: [usize; 2] = [64, 128];
 pub fn fmha(
     q: &[usize], k: &[usize], v: &[usize], causal: bool, dtype: Dtype,
 ) -> Result<KernelLaunch> {
-    const OP: &str = "fmha";
-    rank(OP, "q", q, 4, "[B, Hq, S, D]")?;
-    rank(OP, "k", k, 4, "[B, Hkv, S, D]")?;
+    prefill("fmha", q, k, v, dtype, &HEAD_DIMS, Variant { causal, ..Variant::default() })
+}
+
+/// The head dims `fmha_sinks` is ported for (gpt-oss).
+pub const SINKS_HEAD_DIMS: [usize; 1] = [64];
+/// The head dims `fmha_softcap` is ported for.
+pub const SOFTCAP_HEAD_DIMS: [usize; 1] = [128];
+
+/// `fmha_sinks` (`fmha_fwd_sinks`): causal prefill as `fmha`, with per-head sink logits `sinks`
+/// \[Hq\] f32 (in the softmax denominator only) and a sliding window of `window` keys ending at the
+/// query (0: none); head dim 64.
+pub fn fmha_sinks(
+    q: &[usize], k: &[usize], v: &[usize], sinks: &[usize], window: usize, dtype: Dtype,
+) -> Result<KernelLaunch> {
+    const OP: &str = "fmha_sinks";
+    let variant = Variant { causal: true, sliding: window > 0, sinks: true, softcap: false };
+    let launch = prefill(OP, q, k, v, dtype, &SINKS_HEAD_DIMS, variant)?;
+    if sinks != [q[1]] {
+        return Err(shape(OP, format!("`sinks` must be [{}], got {sinks:?}", q[1])));
+    }
+    if i32::try_from(window).is_err() {
+        return Err(shape(OP, format!("window {window} is past i32")));
+    }
+    Ok(launch)
+}
+
+/// `fmha_softcap` (`fmha_fwd_softcap`): causal prefill as `fmha`, the scaled logits capped as
+/// `softcap * tanh(s / softcap)` (Gemma), `softcap` > 0; head dim 128.
+pub fn fmha_softcap(
+    q: &[usize], k: &[usize], v: &[usize], softcap: f32, dtype: Dtype,
+) -> Result<KernelLaunch> {
+    const OP: &str = "fmha_softcap";
+    let variant = Variant { causal: true, softcap: true, ..Variant::default() };
+    let launch = prefill(OP, q, k, v, dtype, &SOFTCAP_HEAD_DIMS, variant)?;
+    if !(softcap > 0.0 && softcap.is_finite()) {
+        return Err(shape(OP, format!("softcap must be > 0 and finite, got {softcap}")));
+    }
+    Ok(launch)
+}
+
+/// The entry-selecting flags of `fmha_fwd_kernel`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Variant {
+    causal: bool,
+    sliding: bool,
+    sinks: bool,
+    softcap: bool,
+}
+
+/// One `fmha_fwd_kernel` launch of the variant, for the head dims `head_dims` its operator is ported for.
+fn prefill(
+    op: &'static str, q: &[usize], k: &[usize], v: &[usize], dtype: Dtype, head_dims: &[usize],
+    variant: Variant,
+) -> Result<KernelLaunch> {
+    rank(op, "q", q, 4, "[B, Hq, S, D]")?;
+    rank(op, "k", k, 4, "[B, Hkv, S, D]")?;
     if k != v || q[0] != k[0] || q[2..] != k[2..] || q[1] % k[1] != 0 {
         let msg = format!("q {q:?} takes k and v [B, Hkv, S, D] with Hkv | Hq: k {k:?}, v {v:?}");
-        return Err(shape(OP, msg));
+        return Err(shape(op, msg));
     }
     if dtype == Dtype::F32 {
-        return Err(unsupported(OP, "f32 (the attention kernels take f16 and bf16)"));
+        return Err(unsupported(op, "f32 (the attention kernels take f16 and bf16)"));
     }
     let d = q[3];
-    if !HEAD_DIMS.contains(&d) {
-        return Err(unsupported(OP, format!("head dim {d} (ported for {HEAD_DIMS:?})")));
+    if !head_dims.contains(&d) {
+        return Err(unsupported(op, format!("head dim {d} (ported for {head_dims:?})")));
     }
     let (block_m, block_n) = (128, 128);
     let grid = [cdiv(q[2], block_m), q[0] * q[1], 1];
     let consts = [("BLOCK_M", block_m), ("BLOCK_N", block_n), ("HEAD_DIM", d)];
     Ok(KernelLaunch::new("fmha_fwd_kernel", grid, &consts)
-        .flag("CAUSAL", causal)
-        .flag("SLIDING", false)
-        .flag("HAS_SINKS", false)
-        .flag("SOFTCAP", false))
+        .flag("CAUSAL", variant.causal)
+        .flag("SLIDING", variant.sliding)
+        .flag("HAS_SINKS", variant.sinks)
+        .flag("SOFTCAP", variant.softcap))
 }
 
 #[cfg(test)]

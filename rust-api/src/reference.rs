@@ -96,27 +96,53 @@ pub fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     c
 }
 
-/// Attention of q [b, hq, s, d] over k, v [b, hkv, s, d], scale 1/sqrt(d): (o, lse) with
-/// sequence i of the batch `lens[i]` long (o 0 and lse -inf past it).
+/// Attention of f32 q [B, Hq, S, D], k / v [B, Hkv, S, D] (`shape` = [B, Hq, Hkv, S, D]) over the
+/// first `lens[b]` positions of each sequence, scale 1/sqrt(D): (o, lse), zeros / -inf on padding.
 pub fn attention(
     q: &[f32], k: &[f32], v: &[f32], shape: [usize; 5], lens: &[usize], causal: bool,
 ) -> (Vec<f32>, Vec<f32>) {
+    attention_with(q, k, v, shape, lens, AttentionVariant { causal, ..AttentionVariant::default() })
+}
+
+/// What an attention variant changes (`fmha_sinks`, `fmha_softcap`): the keys each query sees
+/// (causal; the `window` keys ending at it when > 0), the scores (`softcap * tanh(s / softcap)`
+/// when `softcap` > 0), the softmax denominator (`exp(sinks[h])` added when given).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AttentionVariant<'a> {
+    pub causal: bool,
+    pub window: usize,
+    pub sinks: Option<&'a [f32]>,
+    pub softcap: f32,
+}
+
+/// `attention` of a variant.
+pub fn attention_with(
+    q: &[f32], k: &[f32], v: &[f32], shape: [usize; 5], lens: &[usize], variant: AttentionVariant,
+) -> (Vec<f32>, Vec<f32>) {
     let [batch, hq, hkv, s, d] = shape;
     let scale = (d as f32).sqrt().recip();
+    let cap = |x: f32| {
+        if variant.softcap > 0.0 { variant.softcap * (x / variant.softcap).tanh() } else { x }
+    };
     let (mut o, mut lse) = (vec![0.0f32; q.len()], vec![f32::NEG_INFINITY; batch * hq * s]);
     for b in 0..batch {
         for h in 0..hq {
             let kv = (b * hkv + h / (hq / hkv)) * s * d;
             for i in 0..lens[b] {
                 let row = ((b * hq + h) * s + i) * d;
-                let visible = if causal { i + 1 } else { lens[b] };
-                let scores: Vec<f32> = (0..visible)
-                    .map(|j| (0..d).map(|c| q[row + c] * k[kv + j * d + c]).sum::<f32>() * scale)
+                let end = if variant.causal || variant.window > 0 { i + 1 } else { lens[b] };
+                let start =
+                    if variant.window > 0 { (i + 1).saturating_sub(variant.window) } else { 0 };
+                let scores: Vec<f32> = (start..end)
+                    .map(|j| {
+                        cap((0..d).map(|c| q[row + c] * k[kv + j * d + c]).sum::<f32>() * scale)
+                    })
                     .collect();
-                let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let sink = variant.sinks.map(|sinks| sinks[h]);
+                let max = scores.iter().copied().chain(sink).fold(f32::NEG_INFINITY, f32::max);
                 let p: Vec<f32> = scores.iter().map(|x| (x - max).exp()).collect();
-                let sum: f32 = p.iter().sum();
-                for (j, pj) in p.iter().enumerate() {
+                let sum: f32 = p.iter().sum::<f32>() + sink.map_or(0.0, |x| (x - max).exp());
+                for (j, pj) in (start..end).zip(&p) {
                     for c in 0..d {
                         o[row + c] += pj / sum * v[kv + j * d + c];
                     }

@@ -77,6 +77,38 @@ fn fmha_checks_heads_dtype_and_head_dim() {
     assert_unsupported(plan::fmha(&q, &kv, &kv, true, Dtype::BF16), "fmha", "head dim 80");
 }
 
+#[test]
+fn attention_variants_check_sinks_cap_and_head_dim() {
+    let (q, kv) = ([2, 4, 100, 64], [2, 2, 100, 64]);
+    assert_shape(
+        plan::fmha_sinks(&q, &kv, &kv, &[2], 0, Dtype::F16),
+        "fmha_sinks",
+        "`sinks` must be [4]",
+    );
+    assert_shape(plan::fmha_sinks(&q, &q, &kv, &[4], 0, Dtype::F16), "fmha_sinks", "Hkv | Hq");
+    let long = [2, 4, 100, 128];
+    assert_unsupported(
+        plan::fmha_sinks(&long, &long, &long, &[4], 8, Dtype::BF16),
+        "fmha_sinks",
+        "head dim 128",
+    );
+    assert_shape(
+        plan::fmha_softcap(&long, &long, &long, 0.0, Dtype::F16),
+        "fmha_softcap",
+        "softcap must be > 0",
+    );
+    assert_unsupported(
+        plan::fmha_softcap(&q, &kv, &kv, 5.0, Dtype::F16),
+        "fmha_softcap",
+        "head dim 64",
+    );
+    assert_unsupported(
+        plan::fmha_softcap(&long, &long, &long, 5.0, Dtype::F32),
+        "fmha_softcap",
+        "f32",
+    );
+}
+
 // ---------------------------------------------------------------- the Python operators' plans
 
 fn dtype_named(name: &str) -> Dtype {
@@ -107,6 +139,11 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
             let causal = case["flag"].as_bool().unwrap();
             one(plan::fmha(x, &shapes[1], &shapes[1], causal, dtype))
         }
+        "fmha_sinks" => {
+            let window = case["flag"].as_u64().unwrap() as usize;
+            one(plan::fmha_sinks(x, &shapes[1], &shapes[1], &[x[1]], window, dtype))
+        }
+        "fmha_softcap" => one(plan::fmha_softcap(x, &shapes[1], &shapes[1], 5.0, dtype)),
         op => panic!("the fixture names an operator the API lacks: {op}"),
     }
 }
@@ -317,6 +354,16 @@ fn matmuls_compile() {
         &[plan::bmm(&[8, 512, 512], &[8, 512, 512], Dtype::F16, SMS).unwrap()],
         Dtype::F16,
     );
+}
+
+#[test]
+fn attention_variants_compile() {
+    let (q, kv) = ([2, 8, 1000, 64], [2, 2, 1000, 64]);
+    for (window, dtype) in [(0, Dtype::F16), (128, Dtype::BF16)] {
+        assert_compiles(&[plan::fmha_sinks(&q, &kv, &kv, &[8], window, dtype).unwrap()], dtype);
+    }
+    let (q, kv) = ([2, 16, 1000, 128], [2, 8, 1000, 128]);
+    assert_compiles(&[plan::fmha_softcap(&q, &kv, &kv, 5.0, Dtype::BF16).unwrap()], Dtype::BF16);
 }
 
 #[test]

@@ -163,6 +163,46 @@ fn attention<T: Element>() {
     }
 }
 
+/// `fmha_sinks` (head dim 64; without and with a sliding window) and `fmha_softcap` (head dim 128)
+/// on ragged batches, the window shorter than a key tile, longer than one, longer than the sequence.
+fn attention_variants<T: Element>() {
+    let s = stream();
+    let tol = if T::ELEMENT == tileport_ops::Dtype::BF16 { 2e-2 } else { 4e-3 };
+    let cases = [([2, 4, 2, 77, 64], 0), ([2, 4, 2, 300, 64], 35), ([3, 8, 1, 513, 64], 129)];
+    let cases = cases.into_iter().map(|(shape, w)| (shape, Some(w)));
+    let cases = cases.chain([([2, 4, 2, 77, 128], None), ([3, 8, 1, 200, 128], None)]);
+    for (shape, window) in cases {
+        let [b, hq, hkv, sq, d] = shape;
+        let q = values::<T>(b * hq * sq * d, 15, 1.5);
+        let (k, v) =
+            (values::<T>(b * hkv * sq * d, 16, 1.5), values::<T>(b * hkv * sq * d, 17, 1.0));
+        let dq = upload(&q, &[b, hq, sq, d], &s).unwrap();
+        let dk = upload(&k, &[b, hkv, sq, d], &s).unwrap();
+        let dv = upload(&v, &[b, hkv, sq, d], &s).unwrap();
+        let lens: Vec<usize> = (0..b).map(|i| (sq - i * (sq / (b + 1)) - 3 * i).max(1)).collect();
+        let lens_i32: Vec<i32> = lens.iter().map(|&l| l as i32).collect();
+        let dl = upload(&lens_i32, &[b], &s).unwrap();
+        let sinks: Vec<f32> = (0..hq).map(|h| h as f32 * 0.7 - 1.0).collect();
+        let (out, variant) = match window {
+            Some(window) => {
+                let ds = upload(&sinks, &[hq], &s).unwrap();
+                let out = tileport_ops::fmha_sinks(&dq, &dk, &dv, &dl, &ds, window, &s).unwrap();
+                (
+                    out,
+                    r::AttentionVariant { causal: true, window, sinks: Some(&sinks), softcap: 0.0 },
+                )
+            }
+            None => {
+                let out = tileport_ops::fmha_softcap(&dq, &dk, &dv, &dl, 5.0, &s).unwrap();
+                (out, r::AttentionVariant { causal: true, softcap: 5.0, ..Default::default() })
+            }
+        };
+        let (o, lse) = r::attention_with(&f32s(&q), &f32s(&k), &f32s(&v), shape, &lens, variant);
+        check(&format!("{variant:?} o {shape:?}"), &host(&out.o, &s), &o, tol);
+        check(&format!("{variant:?} lse {shape:?}"), &host(&out.lse, &s), &lse, 1e-3);
+    }
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn elementwise_ops_match_the_reference() {
@@ -199,6 +239,13 @@ fn matmuls_match_the_reference() {
 fn attention_matches_the_reference() {
     attention::<f16>();
     attention::<bf16>();
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn attention_variants_match_the_reference() {
+    attention_variants::<f16>();
+    attention_variants::<bf16>();
 }
 
 #[test]
