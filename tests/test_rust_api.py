@@ -35,11 +35,11 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
           "swiglu": "swiglu", "geglu": "geglu", "softmax": "softmax", "softmax_tma": "softmax",
           "softmax_gather": "softmax", "softmax_online": "softmax", "rms_norm": "rms_norm",
           "layer_norm": "layer_norm", "rope": "rope", "matmul": "matmul", "bmm": "bmm", "fmha_fwd": "fmha",
-          "fmha_fwd_sinks": "fmha_sinks", "fmha_fwd_softcap": "fmha_softcap"}
+          "fmha_fwd_sinks": "fmha_sinks", "fmha_fwd_softcap": "fmha_softcap", "dropout": "dropout",
+          "dropout_bwd": "dropout_bwd"}
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
 NOT_IN_API = {"matmul_splitk", "fmha_bwd", "flash_decode", "flash_decode_paged",
-              "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "dropout", "dropout_bwd",
-              "cross_entropy", "cross_entropy_bwd", "moe_topk_softmax", "moe_topk_sigmoid", "moe_route"}
+              "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "cross_entropy", "cross_entropy_bwd", "moe_topk_softmax", "moe_topk_sigmoid", "moe_route"}
 
 
 PLANS = API / "tests" / "data" / "plans.json"
@@ -65,7 +65,8 @@ PLAN_CASES = (
     + [("fmha_sinks", [[b, hq, s, d], [b, hkv, s, d]], BF16, window) for b, hq, hkv, s, d, window in
        get_spec("fmha_fwd_sinks").shapes]
     + [("fmha_softcap", [[b, hq, s, d], [b, hkv, s, d]], F16, None) for b, hq, hkv, s, d in
-       get_spec("fmha_fwd_softcap").shapes])
+       get_spec("fmha_fwd_softcap").shapes]
+    + [(op, [list(x)], F32, None) for op in ("dropout", "dropout_bwd") for x in get_spec(op).shapes])
 
 
 def launch(kernel: str, grid, constants: dict) -> dict:
@@ -104,7 +105,7 @@ def row_plan(spec_module, m: int, n: int, dtype: str) -> list[dict]:
 def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
     """The launches the Python operator makes by default (no tuned configuration) on an H200 (132 SMs)."""
     c = _common
-    if op in ("vector_add", "relu", "gelu", "swiglu", "geglu"):
+    if op in ("vector_add", "relu", "gelu", "swiglu", "geglu", "dropout", "dropout_bwd"):
         n = math.prod(shapes[0])
         tile = c.flat_tile(n)
         return [launch(get_spec(op).kernels[0], (c.cdiv(n, tile), 1, 1), {"TILE": tile})]
@@ -184,9 +185,11 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
     assert test.returncode == 0, log[-6000:]
     # the CPU tests ran, the GPU tests were ignored (they need a GPU), every doc example compiled
     for name in ("plans_are_the_python_operators", "elementwise_ops_compile", "fmha_compiles_causal_and_not",
-                 "attention_variants_compile", "attention_variants_check_sinks_cap_and_head_dim"):
+                 "attention_variants_compile", "attention_variants_check_sinks_cap_and_head_dim", "dropout_compiles",
+                 "dropout_checks_p_and_offset", "dropout_reference_mask_is_the_python_operators"):
         assert re.search(rf"test {name} \.\.\. ok", log), log[-4000:]
-    for name in ("attention_matches_the_reference", "attention_variants_match_the_reference"):
+    for name in ("attention_matches_the_reference", "attention_variants_match_the_reference",
+                 "dropout_matches_the_reference"):
         assert re.search(rf"test {name} \.\.\. ignored", log), log[-4000:]
     assert re.search(r"ops::fmha \(line \d+\) - compile \.\.\. ok", log), log[-4000:]
     assert not re.search(r"test result: FAILED", log)

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use cutile::cuda_core::Stream;
 use cutile::tensor::Tensor;
 use tileport_kernels::support::TensorDesc;
-use tileport_kernels::{attention, bmm, geglu, gelu, layer_norm as ln, matmul as mm, relu};
+use tileport_kernels::{
+    attention, bmm, dropout as dp, geglu, gelu, layer_norm as ln, matmul as mm, relu,
+};
 use tileport_kernels::{rms_norm as rms, rope as rp, silu_and_mul as sm, softmax as sx};
 use tileport_kernels::{swiglu, vector_add as va};
 
@@ -18,6 +20,8 @@ use crate::{Result, upload};
 type Desc<'a> = Option<&'a TensorDesc>;
 /// An element-wise launcher of one input: (x, y, TILE, grid, device, stream).
 type Unary = extern "C" fn(Desc, Desc, i32, u32, u32, u32, i32, u64) -> i32;
+/// A dropout launcher: (x, y, seed, offset, threshold, scale, TILE, grid, device, stream).
+type Dropout = extern "C" fn(Desc, Desc, i64, i64, i32, f32, i32, u32, u32, u32, i32, u64) -> i32;
 /// An element-wise launcher of two inputs: (a, b, y, TILE, grid, device, stream).
 type Binary = extern "C" fn(Desc, Desc, Desc, i32, u32, u32, u32, i32, u64) -> i32;
 
@@ -451,6 +455,78 @@ pub fn bmm<T: Element>(a: &Tensor<T>, b: &Tensor<T>, stream: &Arc<Stream>) -> Re
     let c = t.output::<T>(&[da[0], da[1], db[2]])?;
     mma(&t, &l, a, b, &c)?;
     Ok(c)
+}
+
+/// Dropout: `x / (1 - p)` where the mask keeps an element, 0 where it drops it, element i kept with
+/// probability 1 - p by Philox4x32-10 of the counter `offset` + i under the key `seed` (bit for bit
+/// the Python operator's mask: `reference::dropout_keep`). `p` in [0, 1); a caller drawing several
+/// masks from one seed advances `offset` by the elements each used; `dropout_bwd` recomputes it.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let x = tileport_ops::upload(&vec![1.0f32; 4096], &[64, 64], &stream)?;
+/// let y = tileport_ops::dropout(&x, 1234, 0, 0.25, &stream)?;
+/// let kept = tileport_ops::download(&y, &stream)?.iter().filter(|&&v| v != 0.0).count();
+/// assert!(kept > 2900 && kept < 3250); // about 3/4 of 4096, each 1 / 0.75
+/// # Ok(()) }
+/// ```
+pub fn dropout<T: Element>(
+    x: &Tensor<T>, seed: i64, offset: i64, p: f64, stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    masked("dropout", plan::dropout, dp::tileport_dropout_fwd_kernel, x, seed, offset, p, stream)
+}
+
+/// The gradient of `dropout`: `dy / (1 - p)` where `dropout`'s mask of the same `seed`, `offset`
+/// and `p` keeps an element (recomputed, not stored), 0 elsewhere.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let dy = tileport_ops::upload(&vec![2.0f32; 1000], &[1000], &stream)?;
+/// let dx = tileport_ops::dropout_bwd(&dy, 1234, 0, 0.5, &stream)?;
+/// assert!(tileport_ops::download(&dx, &stream)?.iter().all(|&v| v == 0.0 || v == 4.0));
+/// # Ok(()) }
+/// ```
+pub fn dropout_bwd<T: Element>(
+    dy: &Tensor<T>, seed: i64, offset: i64, p: f64, stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    let plan = plan::dropout_bwd;
+    masked("dropout_bwd", plan, dp::tileport_dropout_bwd_kernel, dy, seed, offset, p, stream)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn masked<T: Element>(
+    op: &'static str, plan: fn(&[usize], i64, f64) -> Result<KernelLaunch>, launcher: Dropout,
+    x: &Tensor<T>, seed: i64, offset: i64, p: f64, stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    let t = Target::new(op, stream)?;
+    let dims = t.input("x", x)?;
+    let l = plan(&dims, offset, p)?;
+    let y = t.output::<T>(&dims)?;
+    let flat = [x.size()];
+    let [gx, gy, gz] = l.grid;
+    let (xd, yd) = (view(x, &flat), view(&y, &flat));
+    let (threshold, scale) = (plan::dropout_threshold(p), plan::dropout_scale(p));
+    let tile = l.int("TILE");
+    let (device, handle) = (t.device_id, t.handle());
+    let code = launcher(
+        Some(&xd),
+        Some(&yd),
+        seed,
+        offset,
+        threshold,
+        scale,
+        tile,
+        gx,
+        gy,
+        gz,
+        device,
+        handle,
+    );
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(y)
 }
 
 /// What `fmha` returns: the attention output [B, Hq, S, D] and the f32 log-sum-exp of each query's

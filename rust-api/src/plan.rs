@@ -8,7 +8,7 @@
 //! specs and checks against them (a changed default fails there until both sides follow).
 
 use crate::element::Dtype;
-use crate::error::{Result, shape, unsupported};
+use crate::error::{Result, shape, unsupported, value};
 
 /// A tile constant or an entry-selecting flag of a kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -404,7 +404,45 @@ pub fn fmha_softcap(
     let variant = Variant { causal: true, softcap: true, ..Variant::default() };
     let launch = prefill(OP, q, k, v, dtype, &SOFTCAP_HEAD_DIMS, variant)?;
     if !(softcap > 0.0 && softcap.is_finite()) {
-        return Err(shape(OP, format!("softcap must be > 0 and finite, got {softcap}")));
+        return Err(value(OP, format!("softcap must be > 0 and finite, got {softcap}")));
+    }
+    Ok(launch)
+}
+
+/// `dropout` (ops/specs/dropout.py): one flattened launch over x, the keep mask of element i drawn by
+/// Philox4x32-10 from (seed, `offset` + i); `p` in [0, 1), 0 <= `offset`, `offset` + numel < 2^63.
+pub fn dropout(x: &[usize], offset: i64, p: f64) -> Result<KernelLaunch> {
+    dropout_launch("dropout", "dropout_fwd_kernel", "x", x, offset, p)
+}
+
+/// `dropout_bwd`: `dropout`'s launch over dy, the mask of the same (seed, offset, p) recomputed.
+pub fn dropout_bwd(dy: &[usize], offset: i64, p: f64) -> Result<KernelLaunch> {
+    dropout_launch("dropout_bwd", "dropout_bwd_kernel", "dy", dy, offset, p)
+}
+
+/// The 24-bit threshold a kept element's random word reaches: round(p * 2^24), ties to even (Python's).
+pub fn dropout_threshold(p: f64) -> i32 {
+    (p * f64::from(1u32 << 24)).round_ties_even() as i32
+}
+
+/// 1 / (1 - p) as the f32 the kernel multiplies kept elements by.
+pub fn dropout_scale(p: f64) -> f32 {
+    (1.0 / (1.0 - p)) as f32
+}
+
+fn dropout_launch(
+    op: &'static str, kernel: &'static str, name: &str, x: &[usize], offset: i64, p: f64,
+) -> Result<KernelLaunch> {
+    let launch = elementwise(op, kernel, &[(name, x)])?;
+    if !(0.0..1.0).contains(&p) {
+        return Err(value(op, format!("p must lie in [0, 1), got {p}")));
+    }
+    let n: usize = x.iter().product();
+    if offset < 0 || (offset as u64).checked_add(n as u64).is_none_or(|end| end >= 1 << 63) {
+        return Err(value(
+            op,
+            format!("0 <= offset and offset + numel < 2^63, got offset {offset}"),
+        ));
     }
     Ok(launch)
 }

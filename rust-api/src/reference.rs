@@ -154,6 +154,31 @@ pub fn attention_with(
     (o, lse)
 }
 
+/// Whether dropout keeps element `index` (the Python operator's mask, bit for bit): word 0 of
+/// Philox4x32-10 of the counter (lo32, hi32 of `offset` + `index`, 0, 0) under the key (lo32, hi32
+/// of `seed`), shifted right by 8, reaches `threshold` (`plan::dropout_threshold`).
+pub fn dropout_keep(index: u64, seed: i64, offset: i64, threshold: i32) -> bool {
+    let counter = (offset as u64).wrapping_add(index);
+    let (mut c0, mut c1, mut c2, mut c3) = (counter as u32, (counter >> 32) as u32, 0u32, 0u32);
+    let (mut k0, mut k1) = (seed as u64 as u32, (seed as u64 >> 32) as u32);
+    for _ in 0..10 {
+        let (p0, p1) = (u64::from(c0) * 0xD251_1F53, u64::from(c2) * 0xCD9E_8D57);
+        (c0, c1, c2, c3) =
+            ((p1 >> 32) as u32 ^ c1 ^ k0, p1 as u32, (p0 >> 32) as u32 ^ c3 ^ k1, p0 as u32);
+        (k0, k1) = (k0.wrapping_add(0x9E37_79B9), k1.wrapping_add(0xBB67_AE85));
+    }
+    i64::from(c0 >> 8) >= i64::from(threshold)
+}
+
+/// `dropout` of f32 values: x * scale where kept, 0 elsewhere (the caller rounds to its dtype).
+pub fn dropout(x: &[f32], seed: i64, offset: i64, p: f64) -> Vec<f32> {
+    let (threshold, scale) = (crate::plan::dropout_threshold(p), crate::plan::dropout_scale(p));
+    let kept = |(i, v): (usize, &f32)| {
+        if dropout_keep(i as u64, seed, offset, threshold) { v * scale } else { 0.0 }
+    };
+    x.iter().enumerate().map(kept).collect()
+}
+
 /// The largest |a - b| over two equally long slices (infinite values equal where both are; a NaN
 /// on either side is an infinite difference).
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

@@ -92,11 +92,8 @@ fn attention_variants_check_sinks_cap_and_head_dim() {
         "fmha_sinks",
         "head dim 128",
     );
-    assert_shape(
-        plan::fmha_softcap(&long, &long, &long, 0.0, Dtype::F16),
-        "fmha_softcap",
-        "softcap must be > 0",
-    );
+    let cap = plan::fmha_softcap(&long, &long, &long, 0.0, Dtype::F16);
+    assert!(matches!(cap, Err(Error::Value { op: "fmha_softcap", .. })), "{cap:?}");
     assert_unsupported(
         plan::fmha_softcap(&q, &kv, &kv, 5.0, Dtype::F16),
         "fmha_softcap",
@@ -107,6 +104,45 @@ fn attention_variants_check_sinks_cap_and_head_dim() {
         "fmha_softcap",
         "f32",
     );
+}
+
+#[test]
+fn dropout_checks_p_and_offset() {
+    let value = |r: tileport_ops::Result<KernelLaunch>, op: &str, says: &str| match r {
+        Err(Error::Value { op: o, message }) if o == op && message.contains(says) => {}
+        other => panic!("{op}: expected a value error saying `{says}`, got {other:?}"),
+    };
+    value(plan::dropout(&[4, 5], 0, 1.0), "dropout", "p must lie in [0, 1)");
+    value(plan::dropout_bwd(&[4, 5], 0, -0.1), "dropout_bwd", "p must lie in [0, 1)");
+    value(plan::dropout(&[4], -1, 0.5), "dropout", "offset");
+    value(plan::dropout(&[4], i64::MAX - 3, 0.5), "dropout", "offset");
+    assert_shape(plan::dropout(&[4, 0], 0, 0.5), "dropout", "empty");
+    // as the Python operator: round(p * 2^24) with ties to even, 1 / (1 - p) rounded to f32
+    assert_eq!(plan::dropout_threshold(0.3), 5033165);
+    assert_eq!(plan::dropout_threshold(0.5 / f64::from(1u32 << 24)), 0);
+    assert_eq!(plan::dropout_scale(0.3), (1.0f64 / 0.7) as f32);
+}
+
+/// The reference's mask is the Python operator's (`keep_mask` of ops/specs/dropout.py, p = 0.3, elements
+/// 2990..3010; the first seed and offset are the spec's, whose counters cross 2^32 there).
+#[test]
+fn dropout_reference_mask_is_the_python_operators() {
+    let threshold = plan::dropout_threshold(0.3);
+    for (seed, offset, want) in [
+        (0x5EED_1234_ABCD, (1i64 << 32) - 3000, "10111001111101001101"),
+        (-77, 5, "01100000110111000111"),
+    ] {
+        let got: String = (2990..3010)
+            .map(|i| {
+                if tileport_ops::reference::dropout_keep(i, seed, offset, threshold) {
+                    '1'
+                } else {
+                    '0'
+                }
+            })
+            .collect();
+        assert_eq!(got, want, "seed {seed}, offset {offset}");
+    }
 }
 
 // ---------------------------------------------------------------- the Python operators' plans
@@ -144,6 +180,8 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
             one(plan::fmha_sinks(x, &shapes[1], &shapes[1], &[x[1]], window, dtype))
         }
         "fmha_softcap" => one(plan::fmha_softcap(x, &shapes[1], &shapes[1], 5.0, dtype)),
+        "dropout" => one(plan::dropout(x, 1 << 32, 0.3)),
+        "dropout_bwd" => one(plan::dropout_bwd(x, 1 << 32, 0.3)),
         op => panic!("the fixture names an operator the API lacks: {op}"),
     }
 }
@@ -364,6 +402,14 @@ fn attention_variants_compile() {
     }
     let (q, kv) = ([2, 16, 1000, 128], [2, 8, 1000, 128]);
     assert_compiles(&[plan::fmha_softcap(&q, &kv, &kv, 5.0, Dtype::BF16).unwrap()], Dtype::BF16);
+}
+
+#[test]
+fn dropout_compiles() {
+    for (x, dtype) in [(&[4097][..], Dtype::F32), (&[1000, 1000][..], Dtype::BF16)] {
+        assert_compiles(&[plan::dropout(x, 0, 0.3).unwrap()], dtype);
+        assert_compiles(&[plan::dropout_bwd(x, 0, 0.3).unwrap()], dtype);
+    }
 }
 
 #[test]

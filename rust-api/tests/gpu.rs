@@ -203,6 +203,34 @@ fn attention_variants<T: Element>() {
     }
 }
 
+/// `dropout` and `dropout_bwd` against the reference mask and scale, exactly (one f32 product rounded
+/// once to the element type), the counters crossing 2^32 inside the tensor.
+fn dropouts<T: Element>() {
+    let s = stream();
+    let (seed, offset, p) = (0x5EED_1234_ABCD, (1i64 << 32) - 3000, 0.3);
+    for shape in [vec![1usize], vec![3, 50021], vec![1000, 1000]] {
+        let n: usize = shape.iter().product();
+        let x = values::<T>(n, 18, 2.0);
+        let dx = upload(&x, &shape, &s).unwrap();
+        let want: Vec<f32> = r::dropout(&f32s(&x), seed, offset, p)
+            .iter()
+            .map(|&v| T::from_f32(v).to_f32())
+            .collect();
+        let y = tileport_ops::dropout(&dx, seed, offset, p, &s).unwrap();
+        check(&format!("dropout {shape:?}"), &host(&y, &s), &want, 0.0);
+        let g = tileport_ops::dropout_bwd(&dx, seed, offset, p, &s).unwrap();
+        check(&format!("dropout_bwd {shape:?}"), &host(&g, &s), &want, 0.0);
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn dropout_matches_the_reference() {
+    dropouts::<f32>();
+    dropouts::<f16>();
+    dropouts::<bf16>();
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn elementwise_ops_match_the_reference() {
