@@ -24,6 +24,8 @@
 //! | [`matmul`] / [`bmm`] | [M, K] @ [K, N] / [B, M, K] @ [B, K, N] | [M, N] / [B, M, N] |
 //! | [`fmha`] / [`fmha_varlen`] | q [B, Hq, S, D], k, v [B, Hkv, S, D] (f16 / bf16) | [`Attention`]: o, lse |
 //! | [`dropout`] / [`dropout_bwd`] | x (dy), seed, offset, p | x's shape |
+//! | [`cross_entropy`] | logits [M, V], labels \[M\] i32, ignore_index | [`CrossEntropy`]: loss, lse |
+//! | [`cross_entropy_bwd`] | logits, labels, lse, dloss \[M\], ignore_index | [M, V] |
 //! | [`fmha_sinks`] / [`fmha_softcap`] | as [`fmha_varlen`], sinks \[Hq\] and a window / a cap | [`Attention`]: o, lse |
 //!
 //! Every operator takes f32, f16 and bf16 ([`Element`]) except attention (f16 and bf16), computes
@@ -80,9 +82,9 @@ pub use cutile::tensor::{Reshape, Tensor};
 pub use element::{DeviceElement, Dtype, Element};
 pub use error::{Error, Result};
 pub use ops::{
-    Attention, LayerNorm, bmm, dropout, dropout_bwd, fmha, fmha_sinks, fmha_softcap, fmha_varlen,
-    geglu, gelu, layer_norm, matmul, relu, rms_norm, rope, silu_and_mul, softmax, swiglu,
-    vector_add,
+    Attention, CrossEntropy, LayerNorm, bmm, cross_entropy, cross_entropy_bwd, dropout,
+    dropout_bwd, fmha, fmha_sinks, fmha_softcap, fmha_varlen, geglu, gelu, layer_norm, matmul,
+    relu, rms_norm, rope, silu_and_mul, softmax, swiglu, vector_add,
 };
 
 use cutile::api;

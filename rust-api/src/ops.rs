@@ -6,9 +6,8 @@ use std::sync::Arc;
 use cutile::cuda_core::Stream;
 use cutile::tensor::Tensor;
 use tileport_kernels::support::TensorDesc;
-use tileport_kernels::{
-    attention, bmm, dropout as dp, geglu, gelu, layer_norm as ln, matmul as mm, relu,
-};
+use tileport_kernels::{attention, bmm, cross_entropy as ce, dropout as dp, geglu, gelu};
+use tileport_kernels::{layer_norm as ln, matmul as mm, relu};
 use tileport_kernels::{rms_norm as rms, rope as rp, silu_and_mul as sm, softmax as sx};
 use tileport_kernels::{swiglu, vector_add as va};
 
@@ -527,6 +526,104 @@ fn masked<T: Element>(
     t.check(l.kernel, code)?;
     t.finish()?;
     Ok(y)
+}
+
+/// What `cross_entropy` returns: per row, the loss and the log-sum-exp of its logits, f32 \[M\].
+#[derive(Debug)]
+pub struct CrossEntropy {
+    pub loss: Tensor<f32>,
+    pub lse: Tensor<f32>,
+}
+
+/// Cross-entropy per row of logits [M, V] against labels \[M\] (i32 in [0, V), or `ignore_index`):
+/// `loss[i] = logsumexp(logits[i]) - logits[i, labels[i]]` (0 where the label is `ignore_index`) and
+/// `lse[i]` (what `cross_entropy_bwd` takes), f32 math over the logits as given. torch's mean loss is
+/// the sum of `loss` over the rows not ignored, divided by their count.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let logits = tileport_ops::upload(&vec![0.0f32; 4 * 1000], &[4, 1000], &stream)?;
+/// let labels = tileport_ops::upload(&[3i32, -100, 999, 0], &[4], &stream)?;
+/// let out = tileport_ops::cross_entropy(&logits, &labels, -100, &stream)?;
+/// let loss = tileport_ops::download(&out.loss, &stream)?;
+/// assert!((loss[0] - 1000f32.ln()).abs() < 1e-4 && loss[1] == 0.0);
+/// # Ok(()) }
+/// ```
+pub fn cross_entropy<T: Element>(
+    logits: &Tensor<T>, labels: &Tensor<i32>, ignore_index: i32, stream: &Arc<Stream>,
+) -> Result<CrossEntropy> {
+    let t = Target::new("cross_entropy", stream)?;
+    let (dx, dl) = (t.input("logits", logits)?, t.input("labels", labels)?);
+    let l = plan::cross_entropy(&dx, &dl, t.sms)?;
+    let (loss, lse) = (t.output::<f32>(&dl)?, t.output::<f32>(&dl)?);
+    let (xd, ld, lossd, lsed) = (desc(logits), desc(labels), desc(&loss), desc(&lse));
+    let [gx, gy, gz] = l.grid;
+    let (block_m, chunk) = (l.int("BLOCK_M"), l.int("CHUNK"));
+    let code = ce::tileport_cross_entropy_fwd_kernel(
+        Some(&xd),
+        Some(&ld),
+        Some(&lossd),
+        Some(&lsed),
+        ignore_index,
+        block_m,
+        chunk,
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(CrossEntropy { loss, lse })
+}
+
+/// The gradient of `cross_entropy` for the logits: `(exp(logits - lse) - onehot(labels)) * dloss`
+/// per row (f32 math, rounded once to the element type), 0 on rows whose label is `ignore_index`;
+/// `lse` is `cross_entropy`'s, `dloss` \[M\] f32 the loss's gradient.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let logits = tileport_ops::upload(&vec![0.0f32; 2 * 8], &[2, 8], &stream)?;
+/// let labels = tileport_ops::upload(&[1i32, 5], &[2], &stream)?;
+/// let out = tileport_ops::cross_entropy(&logits, &labels, -100, &stream)?;
+/// let dloss = tileport_ops::upload(&[1.0f32, 1.0], &[2], &stream)?;
+/// let g = tileport_ops::cross_entropy_bwd(&logits, &labels, &out.lse, &dloss, -100, &stream)?;
+/// assert!((tileport_ops::download(&g, &stream)?[1] - (0.125 - 1.0)).abs() < 1e-5);
+/// # Ok(()) }
+/// ```
+pub fn cross_entropy_bwd<T: Element>(
+    logits: &Tensor<T>, labels: &Tensor<i32>, lse: &Tensor<f32>, dloss: &Tensor<f32>,
+    ignore_index: i32, stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    let t = Target::new("cross_entropy_bwd", stream)?;
+    let (dx, dl) = (t.input("logits", logits)?, t.input("labels", labels)?);
+    let (dlse, dd) = (t.input("lse", lse)?, t.input("dloss", dloss)?);
+    let l = plan::cross_entropy_bwd(&dx, &dl, &dlse, &dd, t.sms)?;
+    let g = t.output::<T>(&dx)?;
+    let (xd, ld, lsed, dld, gd) = (desc(logits), desc(labels), desc(lse), desc(dloss), desc(&g));
+    let [gx, gy, gz] = l.grid;
+    let (block_m, chunk) = (l.int("BLOCK_M"), l.int("CHUNK"));
+    let code = ce::tileport_cross_entropy_bwd_kernel(
+        Some(&xd),
+        Some(&ld),
+        Some(&lsed),
+        Some(&dld),
+        Some(&gd),
+        ignore_index,
+        block_m,
+        chunk,
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(g)
 }
 
 /// What `fmha` returns: the attention output [B, Hq, S, D] and the f32 log-sum-exp of each query's

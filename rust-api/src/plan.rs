@@ -447,6 +447,41 @@ fn dropout_launch(
     Ok(launch)
 }
 
+// ---------------------------------------------------------------- cross-entropy (ops/specs/cross_entropy.py)
+
+/// Columns per chunk of the cross-entropy kernels, and BLOCK_M x CHUNK at most.
+const CE_MAX_CHUNK: usize = 4096;
+const CE_TILE_ELEMENTS: usize = 8192;
+
+/// `cross_entropy`: logits [M, V], labels \[M\] i32 -> loss and lse \[M\] f32; BLOCK_M rows x CHUNK
+/// columns (a power of two up to 4096) per step, BLOCK_M x CHUNK <= 8192; persistent (occupancy 4).
+pub fn cross_entropy(logits: &[usize], labels: &[usize], sms: u32) -> Result<KernelLaunch> {
+    ce_rows("cross_entropy", "cross_entropy_fwd_kernel", logits, &[("labels", labels)], sms)
+}
+
+/// `cross_entropy_bwd`: logits [M, V], labels \[M\] i32, lse and dloss \[M\] f32 -> dlogits [M, V];
+/// the tiles and grid of `cross_entropy`.
+pub fn cross_entropy_bwd(
+    logits: &[usize], labels: &[usize], lse: &[usize], dloss: &[usize], sms: u32,
+) -> Result<KernelLaunch> {
+    let rows = [("labels", labels), ("lse", lse), ("dloss", dloss)];
+    ce_rows("cross_entropy_bwd", "cross_entropy_bwd_kernel", logits, &rows, sms)
+}
+
+fn ce_rows(
+    op: &'static str, kernel: &'static str, logits: &[usize], rows: &[(&str, &[usize])], sms: u32,
+) -> Result<KernelLaunch> {
+    rank(op, "logits", logits, 2, "[M, V]")?;
+    let m = logits[0];
+    if let Some((name, dims)) = rows.iter().find(|(_, d)| *d != [m]) {
+        return Err(shape(op, format!("`{name}` must be [{m}] (a value per row), got {dims:?}")));
+    }
+    let chunk = next_pow2(logits[1]).min(CE_MAX_CHUNK);
+    let block_m = (CE_TILE_ELEMENTS / chunk).min(next_pow2(m));
+    let grid = persistent(cdiv(m, block_m), sms, 4);
+    Ok(KernelLaunch::new(kernel, grid, &[("BLOCK_M", block_m), ("CHUNK", chunk)]))
+}
+
 /// The entry-selecting flags of `fmha_fwd_kernel`.
 #[derive(Debug, Default, Clone, Copy)]
 struct Variant {

@@ -179,6 +179,40 @@ pub fn dropout(x: &[f32], seed: i64, offset: i64, p: f64) -> Vec<f32> {
     x.iter().enumerate().map(kept).collect()
 }
 
+/// Cross-entropy of f32 logits [M, V] (row-major) per row: (loss, lse), loss 0 where the label is
+/// `ignore_index`.
+pub fn cross_entropy(
+    logits: &[f32], labels: &[i32], v: usize, ignore_index: i32,
+) -> (Vec<f32>, Vec<f32>) {
+    let lse: Vec<f32> = logits.chunks(v).map(logsumexp).collect();
+    let loss = labels
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| if l == ignore_index { 0.0 } else { lse[i] - logits[i * v + l as usize] })
+        .collect();
+    (loss, lse)
+}
+
+/// The gradient of `cross_entropy` for the logits (f32): (exp(x - lse) - onehot) * dloss per row, 0 on
+/// ignored rows.
+pub fn cross_entropy_bwd(
+    logits: &[f32], labels: &[i32], lse: &[f32], dloss: &[f32], v: usize, ignore_index: i32,
+) -> Vec<f32> {
+    let mut g = vec![0.0f32; logits.len()];
+    for (i, &label) in labels.iter().enumerate().filter(|&(_, &l)| l != ignore_index) {
+        for j in 0..v {
+            let onehot = if j == label as usize { 1.0 } else { 0.0 };
+            g[i * v + j] = ((logits[i * v + j] - lse[i]).exp() - onehot) * dloss[i];
+        }
+    }
+    g
+}
+
+fn logsumexp(row: &[f32]) -> f32 {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    max + row.iter().map(|x| (x - max).exp()).sum::<f32>().ln()
+}
+
 /// The largest |a - b| over two equally long slices (infinite values equal where both are; a NaN
 /// on either side is an infinite difference).
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

@@ -145,6 +145,18 @@ fn dropout_reference_mask_is_the_python_operators() {
     }
 }
 
+#[test]
+fn cross_entropy_checks_rows() {
+    assert_shape(plan::cross_entropy(&[8], &[8], SMS), "cross_entropy", "[M, V]");
+    assert_shape(
+        plan::cross_entropy(&[8, 100], &[7], SMS),
+        "cross_entropy",
+        "`labels` must be [8]",
+    );
+    let bwd = plan::cross_entropy_bwd(&[8, 100], &[8], &[8], &[8, 1], SMS);
+    assert_shape(bwd, "cross_entropy_bwd", "`dloss` must be [8]");
+}
+
 // ---------------------------------------------------------------- the Python operators' plans
 
 fn dtype_named(name: &str) -> Dtype {
@@ -181,6 +193,8 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
         }
         "fmha_softcap" => one(plan::fmha_softcap(x, &shapes[1], &shapes[1], 5.0, dtype)),
         "dropout" => one(plan::dropout(x, 1 << 32, 0.3)),
+        "cross_entropy" => one(plan::cross_entropy(x, &x[..1], SMS)),
+        "cross_entropy_bwd" => one(plan::cross_entropy_bwd(x, &x[..1], &x[..1], &x[..1], SMS)),
         "dropout_bwd" => one(plan::dropout_bwd(x, 1 << 32, 0.3)),
         op => panic!("the fixture names an operator the API lacks: {op}"),
     }
@@ -402,6 +416,15 @@ fn attention_variants_compile() {
     }
     let (q, kv) = ([2, 16, 1000, 128], [2, 8, 1000, 128]);
     assert_compiles(&[plan::fmha_softcap(&q, &kv, &kv, 5.0, Dtype::BF16).unwrap()], Dtype::BF16);
+}
+
+#[test]
+fn cross_entropy_compiles() {
+    for (x, dtype) in [([8192, 32000], Dtype::BF16), ([37, 1000], Dtype::F32)] {
+        assert_compiles(&[plan::cross_entropy(&x, &x[..1], SMS).unwrap()], dtype);
+        let bwd = plan::cross_entropy_bwd(&x, &x[..1], &x[..1], &x[..1], SMS).unwrap();
+        assert_compiles(&[bwd], dtype);
+    }
 }
 
 #[test]
