@@ -22,8 +22,8 @@ import pytest
 
 from tileport import toolchain
 from tileport.ops.specs import SPEC_MODULES
-from tileport.ops.specs import (_attention, _common, _tune, cross_entropy, layer_norm, matmul, rms_norm, rope,
-                                silu_and_mul, softmax)
+from tileport.ops.specs import (_attention, _common, _tune, cross_entropy, layer_norm, matmul, matmul_splitk,
+                                rms_norm, rope, silu_and_mul, softmax)
 from tileport.ops.specs import get_spec
 from tileport.runtime.library import cargo_target_dir
 
@@ -37,9 +37,10 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
           "softmax_gather": "softmax", "softmax_online": "softmax", "rms_norm": "rms_norm",
           "layer_norm": "layer_norm", "rope": "rope", "matmul": "matmul", "bmm": "bmm", "fmha_fwd": "fmha",
           "fmha_fwd_sinks": "fmha_sinks", "fmha_fwd_softcap": "fmha_softcap", "dropout": "dropout",
-          "dropout_bwd": "dropout_bwd", "cross_entropy": "cross_entropy", "cross_entropy_bwd": "cross_entropy_bwd"}
+          "dropout_bwd": "dropout_bwd", "cross_entropy": "cross_entropy", "cross_entropy_bwd": "cross_entropy_bwd",
+          "matmul_splitk": "matmul_splitk"}
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
-NOT_IN_API = {"matmul_splitk", "fmha_bwd", "flash_decode", "flash_decode_paged",
+NOT_IN_API = {"fmha_bwd", "flash_decode", "flash_decode_paged",
               "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "moe_topk_softmax", "moe_topk_sigmoid", "moe_route"}
 
 
@@ -68,6 +69,8 @@ PLAN_CASES = (
     + [("fmha_softcap", [[b, hq, s, d], [b, hkv, s, d]], F16, None) for b, hq, hkv, s, d in
        get_spec("fmha_fwd_softcap").shapes]
     + [(op, [list(x)], F32, None) for op in ("dropout", "dropout_bwd") for x in get_spec(op).shapes]
+    + [("matmul_splitk", [[m, k], [k, n]], dt, None) for m, n, k in get_spec("matmul_splitk").shapes
+       + list(get_spec("matmul_splitk").bench_shapes) for dt in (F32, BF16)]
     + [(op, [list(x)], BF16, None) for op in ("cross_entropy", "cross_entropy_bwd")
        for x in get_spec(op).shapes + list(get_spec(op).bench_shapes)])
 
@@ -116,6 +119,14 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
         m, n = shapes[0][0], shapes[0][1] // 2
         bm, bn = silu_and_mul.tiles(m, n)
         return [launch("silu_and_mul_kernel", (c.cdiv(n, bn), c.cdiv(m, bm), 1), {"BLOCK_M": bm, "BLOCK_N": bn})]
+    if op == "matmul_splitk":
+        (m, k), n = shapes[0], shapes[1][1]
+        consts = matmul_splitk.constants(dtype)
+        splits, per_split = matmul_splitk.split_plan(m, n, k, dtype, SMS)
+        tiles = c.cdiv(m, consts["TILE_M"]) * c.cdiv(n, consts["TILE_N"])
+        rm, rn = matmul_splitk.REDUCE_TILE
+        return [launch("matmul_splitk_kernel", (tiles, splits, 1), {**consts, "k_tiles_per_split": per_split}),
+                launch("splitk_reduce_kernel", (c.cdiv(m, rm), c.cdiv(n, rn), 1), {"TILE_M": rm, "TILE_N": rn})]
     if op in ("cross_entropy", "cross_entropy_bwd"):
         m, v = shapes[0]
         bm, chunk = cross_entropy.tiles(m, v)
@@ -195,10 +206,11 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
     for name in ("plans_are_the_python_operators", "elementwise_ops_compile", "fmha_compiles_causal_and_not",
                  "attention_variants_compile", "attention_variants_check_sinks_cap_and_head_dim", "dropout_compiles",
                  "dropout_checks_p_and_offset", "dropout_reference_mask_is_the_python_operators",
-                 "cross_entropy_compiles", "cross_entropy_checks_rows"):
+                 "cross_entropy_compiles", "cross_entropy_checks_rows", "matmul_splitk_checks_and_compiles"):
         assert re.search(rf"test {name} \.\.\. ok", log), log[-4000:]
     for name in ("attention_matches_the_reference", "attention_variants_match_the_reference",
-                 "dropout_matches_the_reference", "cross_entropy_matches_the_reference"):
+                 "dropout_matches_the_reference", "cross_entropy_matches_the_reference",
+                 "matmul_splitk_matches_the_reference"):
         assert re.search(rf"test {name} \.\.\. ignored", log), log[-4000:]
     assert re.search(r"ops::fmha \(line \d+\) - compile \.\.\. ok", log), log[-4000:]
     assert not re.search(r"test result: FAILED", log)

@@ -7,7 +7,7 @@ use cutile::cuda_core::Stream;
 use cutile::tensor::Tensor;
 use tileport_kernels::support::TensorDesc;
 use tileport_kernels::{attention, bmm, cross_entropy as ce, dropout as dp, geglu, gelu};
-use tileport_kernels::{layer_norm as ln, matmul as mm, relu};
+use tileport_kernels::{layer_norm as ln, matmul as mm, matmul_splitk as mmk, relu};
 use tileport_kernels::{rms_norm as rms, rope as rp, silu_and_mul as sm, softmax as sx};
 use tileport_kernels::{swiglu, vector_add as va};
 
@@ -624,6 +624,71 @@ pub fn cross_entropy_bwd<T: Element>(
     t.check(l.kernel, code)?;
     t.finish()?;
     Ok(g)
+}
+
+/// a [M, K] @ b [K, N] with K split over several tile blocks per output tile: the partial products
+/// in an f32 workspace [S, M, N] (allocated here, S from `plan::matmul_splitk`), then their sum in
+/// the element type. For a long K and few output tiles (the product `matmul` computes, with more
+/// blocks busy).
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let a = tileport_ops::upload(&vec![1.0f32; 64 * 16384], &[64, 16384], &stream)?;
+/// let b = tileport_ops::upload(&vec![0.5f32; 16384 * 64], &[16384, 64], &stream)?;
+/// let c = tileport_ops::matmul_splitk(&a, &b, &stream)?;
+/// assert!((tileport_ops::download(&c, &stream)?[0] - 8192.0).abs() < 1.0); // TF32 products
+/// # Ok(()) }
+/// ```
+pub fn matmul_splitk<T: Element>(
+    a: &Tensor<T>, b: &Tensor<T>, stream: &Arc<Stream>,
+) -> Result<Tensor<T>> {
+    let t = Target::new("matmul_splitk", stream)?;
+    let (da, db) = (t.input("a", a)?, t.input("b", b)?);
+    let [split, reduce] =
+        <[KernelLaunch; 2]>::try_from(plan::matmul_splitk(&da, &db, T::ELEMENT, t.sms)?)
+            .expect("a split-K plan is two launches");
+    let ws = t.output::<f32>(&[split.grid[1] as usize, da[0], db[1]])?;
+    let c = t.output::<T>(&[da[0], db[1]])?;
+    let (ad, bd, wsd, cd) = (desc(a), desc(b), desc(&ws), desc(&c));
+    let [gx, gy, gz] = split.grid;
+    let (tm, tn, tk, gm) =
+        (split.int("TILE_M"), split.int("TILE_N"), split.int("TILE_K"), split.int("GROUP_M"));
+    let (per_split, tf32) = (split.int("k_tiles_per_split"), split.bool("USE_TF32"));
+    let (a_, b_, ws_) = (Some(&ad), Some(&bd), Some(&wsd));
+    let code = mmk::tileport_matmul_splitk_kernel(
+        a_,
+        b_,
+        ws_,
+        per_split,
+        tm,
+        tn,
+        tk,
+        gm,
+        tf32,
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(split.kernel, code)?;
+    let [gx, gy, gz] = reduce.grid;
+    let (rm, rn) = (reduce.int("TILE_M"), reduce.int("TILE_N"));
+    let code = mmk::tileport_splitk_reduce_kernel(
+        ws_,
+        Some(&cd),
+        rm,
+        rn,
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(reduce.kernel, code)?;
+    t.finish()?;
+    Ok(c)
 }
 
 /// What `fmha` returns: the attention output [B, Hq, S, D] and the f32 log-sum-exp of each query's

@@ -359,6 +359,42 @@ pub fn bmm(a: &[usize], b: &[usize], dtype: Dtype, sms: u32) -> Result<KernelLau
     Ok(mma_launch("bmm_kernel", cdiv(a[1], tm) * cdiv(b[2], tn) * a[0], dtype, sms))
 }
 
+/// `matmul_splitk` (ops/specs/matmul_splitk.py): a [M, K] @ b [K, N] with K split over S tile blocks
+/// per output tile into an f32 workspace [S, M, N] (`k_tiles_per_split` K tiles each; no split empty),
+/// then a reduce of the S partial sums into c: S = min(ceil(SMs / tiles), K tiles / 4), at least 1.
+pub fn matmul_splitk(
+    a: &[usize], b: &[usize], dtype: Dtype, sms: u32,
+) -> Result<Vec<KernelLaunch>> {
+    const OP: &str = "matmul_splitk";
+    rank(OP, "a", a, 2, "[M, K]")?;
+    rank(OP, "b", b, 2, "[K, N]")?;
+    if a[1] != b[0] {
+        return Err(shape(OP, format!("inner dims differ: a {a:?}, b {b:?}")));
+    }
+    let (m, k, n) = (a[0], a[1], b[1]);
+    let (tm, tn, tk) = (128, 128, if dtype == Dtype::F32 { 32 } else { 64 });
+    let tiles = cdiv(m, tm) * cdiv(n, tn);
+    let num_k = cdiv(k, tk).max(1);
+    let splits = cdiv(sms as usize, tiles).min(num_k / 4).max(1);
+    let per_split = cdiv(num_k, splits);
+    let consts = [
+        ("TILE_M", tm),
+        ("TILE_N", tn),
+        ("TILE_K", tk),
+        ("GROUP_M", 8),
+        ("k_tiles_per_split", per_split),
+    ];
+    let split =
+        KernelLaunch::new("matmul_splitk_kernel", [tiles, cdiv(num_k, per_split), 1], &consts);
+    let (rm, rn) = (64, 128);
+    let reduce = KernelLaunch::new(
+        "splitk_reduce_kernel",
+        [cdiv(m, rm), cdiv(n, rn), 1],
+        &[("TILE_M", rm), ("TILE_N", rn)],
+    );
+    Ok(vec![split.flag("USE_TF32", dtype == Dtype::F32), reduce])
+}
+
 // ---------------------------------------------------------------- attention (ops/specs/_attention.py)
 
 /// Head dims the attention kernels are ported for.

@@ -193,6 +193,7 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
         }
         "fmha_softcap" => one(plan::fmha_softcap(x, &shapes[1], &shapes[1], 5.0, dtype)),
         "dropout" => one(plan::dropout(x, 1 << 32, 0.3)),
+        "matmul_splitk" => plan::matmul_splitk(x, &shapes[1], dtype, SMS).unwrap(),
         "cross_entropy" => one(plan::cross_entropy(x, &x[..1], SMS)),
         "cross_entropy_bwd" => one(plan::cross_entropy_bwd(x, &x[..1], &x[..1], &x[..1], SMS)),
         "dropout_bwd" => one(plan::dropout_bwd(x, 1 << 32, 0.3)),
@@ -424,6 +425,18 @@ fn cross_entropy_compiles() {
         assert_compiles(&[plan::cross_entropy(&x, &x[..1], SMS).unwrap()], dtype);
         let bwd = plan::cross_entropy_bwd(&x, &x[..1], &x[..1], &x[..1], SMS).unwrap();
         assert_compiles(&[bwd], dtype);
+    }
+}
+
+#[test]
+fn matmul_splitk_checks_and_compiles() {
+    let bad = plan::matmul_splitk(&[4, 5], &[6, 7], Dtype::F16, SMS);
+    assert_shape(bad, "matmul_splitk", "inner dims");
+    for dtype in [Dtype::F32, Dtype::BF16] {
+        let launches = plan::matmul_splitk(&[128, 16384], &[16384, 256], dtype, SMS).unwrap();
+        assert_eq!(launches.len(), 2);
+        assert!(launches[0].grid[1] > 1, "{launches:?}"); // K is split
+        assert_compiles(&launches, dtype);
     }
 }
 

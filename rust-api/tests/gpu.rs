@@ -251,6 +251,34 @@ fn cross_entropy_matches_the_reference() {
     cross_entropies::<bf16>();
 }
 
+fn matmul_splitks<T: Element>() {
+    let s = stream();
+    let tol = match T::ELEMENT {
+        tileport_ops::Dtype::F32 => 2e-2, // TF32 products
+        tileport_ops::Dtype::F16 => 3e-2,
+        tileport_ops::Dtype::BF16 => 2e-1,
+    };
+    for (m, n, k) in [(1, 1, 1), (17, 33, 1000), (100, 300, 5000)] {
+        let (a, b) = (values::<T>(m * k, 20, 0.5), values::<T>(k * n, 21, 0.5));
+        let (da, db) = (upload(&a, &[m, k], &s).unwrap(), upload(&b, &[k, n], &s).unwrap());
+        let c = host(&tileport_ops::matmul_splitk(&da, &db, &s).unwrap(), &s);
+        check(
+            &format!("matmul_splitk {m}x{n}x{k}"),
+            &c,
+            &r::matmul(&f32s(&a), &f32s(&b), m, k, n),
+            tol,
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn matmul_splitk_matches_the_reference() {
+    matmul_splitks::<f32>();
+    matmul_splitks::<f16>();
+    matmul_splitks::<bf16>();
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn dropout_matches_the_reference() {
