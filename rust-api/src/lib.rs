@@ -21,6 +21,7 @@
 //! | [`rms_norm`] | x [M, N], w \[N\], eps | [M, N] |
 //! | [`layer_norm`] | x [M, N], w \[N\], b \[N\], eps | [`LayerNorm`]: y, mean, rstd |
 //! | [`rope`] | x [B, S, H, D], cos / sin [S, D/2] f32 | [B, S, H, D] |
+//! | [`moe_topk_softmax`] / [`moe_topk_sigmoid`] | router logits [T, E], k | [`TopK`]: weights f32, ids i32 [T, k] |
 //! | [`matmul_splitk`] | [M, K] @ [K, N] (K split, an f32 workspace) | [M, N] |
 //! | [`matmul`] / [`bmm`] | [M, K] @ [K, N] / [B, M, K] @ [B, K, N] | [M, N] / [B, M, N] |
 //! | [`fmha`] / [`fmha_varlen`] | q [B, Hq, S, D], k, v [B, Hkv, S, D] (f16 / bf16) | [`Attention`]: o, lse |
@@ -83,9 +84,10 @@ pub use cutile::tensor::{Reshape, Tensor};
 pub use element::{DeviceElement, Dtype, Element};
 pub use error::{Error, Result};
 pub use ops::{
-    Attention, CrossEntropy, LayerNorm, bmm, cross_entropy, cross_entropy_bwd, dropout,
+    Attention, CrossEntropy, LayerNorm, TopK, bmm, cross_entropy, cross_entropy_bwd, dropout,
     dropout_bwd, fmha, fmha_sinks, fmha_softcap, fmha_varlen, geglu, gelu, layer_norm, matmul,
-    matmul_splitk, relu, rms_norm, rope, silu_and_mul, softmax, swiglu, vector_add,
+    matmul_splitk, moe_topk_sigmoid, moe_topk_softmax, relu, rms_norm, rope, silu_and_mul, softmax,
+    swiglu, vector_add,
 };
 
 use cutile::api;

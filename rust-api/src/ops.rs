@@ -7,7 +7,7 @@ use cutile::cuda_core::Stream;
 use cutile::tensor::Tensor;
 use tileport_kernels::support::TensorDesc;
 use tileport_kernels::{attention, bmm, cross_entropy as ce, dropout as dp, geglu, gelu};
-use tileport_kernels::{layer_norm as ln, matmul as mm, matmul_splitk as mmk, relu};
+use tileport_kernels::{layer_norm as ln, matmul as mm, matmul_splitk as mmk, moe_routing, relu};
 use tileport_kernels::{rms_norm as rms, rope as rp, silu_and_mul as sm, softmax as sx};
 use tileport_kernels::{swiglu, vector_add as va};
 
@@ -526,6 +526,78 @@ fn masked<T: Element>(
     t.check(l.kernel, code)?;
     t.finish()?;
     Ok(y)
+}
+
+/// What the MoE top-k routers return: per token, the weights of its k experts (f32 [T, k], summing
+/// to 1) and their ids (i32 [T, k], in decreasing logit order, the lowest id first among equal logits).
+#[derive(Debug)]
+pub struct TopK {
+    pub weights: Tensor<f32>,
+    pub ids: Tensor<i32>,
+}
+
+/// MoE routing with softmax scores: the `k` experts of each token with the largest router logits
+/// (logits [T, E]; `k` a power of two <= min(16, E)), weighted by their softmax probabilities
+/// renormalized over the k.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let logits = tileport_ops::upload(&[0.0f32, 3.0, 1.0, 2.0], &[1, 4], &stream)?;
+/// let top = tileport_ops::moe_topk_softmax(&logits, 2, &stream)?;
+/// assert_eq!(tileport_ops::download(&top.ids, &stream)?, [1, 3]);
+/// # Ok(()) }
+/// ```
+pub fn moe_topk_softmax<T: Element>(
+    logits: &Tensor<T>, k: usize, stream: &Arc<Stream>,
+) -> Result<TopK> {
+    topk("moe_topk_softmax", logits, k, false, stream)
+}
+
+/// MoE routing with sigmoid scores (DeepSeek-V3 style): as `moe_topk_softmax`, the weights the k
+/// chosen logits' sigmoids renormalized to sum to 1.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let logits = tileport_ops::upload(&vec![0.5f32; 64 * 256], &[64, 256], &stream)?;
+/// let top = tileport_ops::moe_topk_sigmoid(&logits, 8, &stream)?;
+/// assert_eq!(top.weights.shape(), [64, 8]);
+/// # Ok(()) }
+/// ```
+pub fn moe_topk_sigmoid<T: Element>(
+    logits: &Tensor<T>, k: usize, stream: &Arc<Stream>,
+) -> Result<TopK> {
+    topk("moe_topk_sigmoid", logits, k, true, stream)
+}
+
+fn topk<T: Element>(
+    op: &'static str, logits: &Tensor<T>, k: usize, sigmoid: bool, stream: &Arc<Stream>,
+) -> Result<TopK> {
+    let t = Target::new(op, stream)?;
+    let dl = t.input("logits", logits)?;
+    let l = plan::moe_topk(&dl, k, sigmoid)?;
+    let (weights, ids) = (t.output::<f32>(&[dl[0], k])?, t.output::<i32>(&[dl[0], k])?);
+    let (ld, wd, id) = (desc(logits), desc(&weights), desc(&ids));
+    let [gx, gy, gz] = l.grid;
+    let (bt, e_pad, kk) = (l.int("BLOCK_T"), l.int("E_PAD"), l.int("K"));
+    let code = moe_routing::tileport_moe_topk_kernel(
+        Some(&ld),
+        Some(&wd),
+        Some(&id),
+        bt,
+        e_pad,
+        kk,
+        l.bool("SIGMOID"),
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(TopK { weights, ids })
 }
 
 /// What `cross_entropy` returns: per row, the loss and the log-sum-exp of its logits, f32 \[M\].

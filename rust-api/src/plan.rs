@@ -483,6 +483,31 @@ fn dropout_launch(
     Ok(launch)
 }
 
+// ---------------------------------------------------------------- MoE routing (ops/specs/moe_topk_softmax.py)
+
+/// The most experts a token is routed to.
+pub const MOE_MAX_K: usize = 16;
+
+/// `moe_topk_softmax` / `moe_topk_sigmoid`: router logits [T, E] -> the k experts of each token,
+/// k a power of two <= min(16, E); BLOCK_T tokens x E_PAD (E padded to a power of two) scores per
+/// block, BLOCK_T x E_PAD <= 4096.
+pub fn moe_topk(logits: &[usize], k: usize, sigmoid: bool) -> Result<KernelLaunch> {
+    let op = if sigmoid { "moe_topk_sigmoid" } else { "moe_topk_softmax" };
+    rank(op, "logits", logits, 2, "[T, E]")?;
+    let (t, e) = (logits[0], logits[1]);
+    if !(1..=MOE_MAX_K.min(e)).contains(&k) || !k.is_power_of_two() {
+        return Err(value(
+            op,
+            format!("k must be a power of two <= {MOE_MAX_K} and <= the experts ({e}), got {k}"),
+        ));
+    }
+    let e_pad = next_pow2(e);
+    let block_t = (4096 / e_pad).min(next_pow2(t)).max(1);
+    let consts = [("BLOCK_T", block_t), ("E_PAD", e_pad), ("K", k)];
+    Ok(KernelLaunch::new("moe_topk_kernel", [cdiv(t, block_t), 1, 1], &consts)
+        .flag("SIGMOID", sigmoid))
+}
+
 // ---------------------------------------------------------------- cross-entropy (ops/specs/cross_entropy.py)
 
 /// Columns per chunk of the cross-entropy kernels, and BLOCK_M x CHUNK at most.

@@ -213,6 +213,32 @@ fn logsumexp(row: &[f32]) -> f32 {
     max + row.iter().map(|x| (x - max).exp()).sum::<f32>().ln()
 }
 
+/// MoE top-k routing of f32 logits [T, E]: per token, k times the first largest remaining logit
+/// (its id; ties to the lowest id), weighted by softmax probabilities (or sigmoids) renormalized over
+/// the k: (weights, ids), [T, k] each.
+pub fn moe_topk(logits: &[f32], e: usize, k: usize, sigmoid: bool) -> (Vec<f32>, Vec<i32>) {
+    let (mut weights, mut ids) = (Vec::new(), Vec::new());
+    for row in logits.chunks(e) {
+        let mut left = row.to_vec();
+        let chosen: Vec<usize> = (0..k)
+            .map(|_| {
+                let best = (0..e).fold(0, |b, j| if left[j] > left[b] { j } else { b });
+                left[best] = f32::NEG_INFINITY;
+                best
+            })
+            .collect();
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let total: f32 = row.iter().map(|x| (x - max).exp()).sum();
+        let score =
+            |x: f32| if sigmoid { 1.0 / (1.0 + (-x).exp()) } else { (x - max).exp() / total };
+        let w: Vec<f32> = chosen.iter().map(|&j| score(row[j])).collect();
+        let sum: f32 = w.iter().sum();
+        weights.extend(w.iter().map(|x| x / sum));
+        ids.extend(chosen.iter().map(|&j| j as i32));
+    }
+    (weights, ids)
+}
+
 /// The largest |a - b| over two equally long slices (infinite values equal where both are; a NaN
 /// on either side is an infinite difference).
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

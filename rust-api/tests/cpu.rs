@@ -193,6 +193,10 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
         }
         "fmha_softcap" => one(plan::fmha_softcap(x, &shapes[1], &shapes[1], 5.0, dtype)),
         "dropout" => one(plan::dropout(x, 1 << 32, 0.3)),
+        "moe_topk_softmax" | "moe_topk_sigmoid" => {
+            let k = case["flag"].as_u64().unwrap() as usize;
+            one(plan::moe_topk(x, k, case["op"] == "moe_topk_sigmoid"))
+        }
         "matmul_splitk" => plan::matmul_splitk(x, &shapes[1], dtype, SMS).unwrap(),
         "cross_entropy" => one(plan::cross_entropy(x, &x[..1], SMS)),
         "cross_entropy_bwd" => one(plan::cross_entropy_bwd(x, &x[..1], &x[..1], &x[..1], SMS)),
@@ -437,6 +441,23 @@ fn matmul_splitk_checks_and_compiles() {
         assert_eq!(launches.len(), 2);
         assert!(launches[0].grid[1] > 1, "{launches:?}"); // K is split
         assert_compiles(&launches, dtype);
+    }
+}
+
+#[test]
+fn moe_topk_checks_k_and_compiles() {
+    for (k, says) in [(3, "power of two"), (32, "<= 16"), (16, "experts (8)")] {
+        let bad = plan::moe_topk(&[100, 8], k, false);
+        assert!(
+            matches!(&bad, Err(Error::Value { op: "moe_topk_softmax", message }) if message.contains(says)),
+            "{bad:?}"
+        );
+    }
+    assert_shape(plan::moe_topk(&[100], 2, true), "moe_topk_sigmoid", "[T, E]");
+    for (shape, k, sigmoid, dtype) in
+        [([4097, 128], 8, false, Dtype::BF16), ([3, 256], 16, true, Dtype::F32)]
+    {
+        assert_compiles(&[plan::moe_topk(&shape, k, sigmoid).unwrap()], dtype);
     }
 }
 

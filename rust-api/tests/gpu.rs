@@ -279,6 +279,42 @@ fn matmul_splitk_matches_the_reference() {
     matmul_splitks::<bf16>();
 }
 
+/// The MoE top-k routers: ids exactly (ties included: repeated values), weights within 1e-5.
+fn moe_topks<T: Element>() {
+    let s = stream();
+    for (t, e, k) in [(1, 8, 2), (7, 8, 2), (100, 60, 4), (1000, 64, 8), (3, 256, 16)] {
+        let mut x = values::<T>(t * e, 22, 2.0);
+        x[e / 2] = x[0]; // a tie in the first token
+        let dx = upload(&x, &[t, e], &s).unwrap();
+        for sigmoid in [false, true] {
+            let top = if sigmoid {
+                tileport_ops::moe_topk_sigmoid(&dx, k, &s).unwrap()
+            } else {
+                tileport_ops::moe_topk_softmax(&dx, k, &s).unwrap()
+            };
+            let (w, ids) = r::moe_topk(&f32s(&x), e, k, sigmoid);
+            assert_eq!(
+                download(&top.ids, &s).unwrap(),
+                ids,
+                "moe_topk ids {t}x{e}, k {k}, sigmoid {sigmoid}"
+            );
+            check(
+                &format!("moe_topk weights {t}x{e}, k {k}, sigmoid {sigmoid}"),
+                &host(&top.weights, &s),
+                &w,
+                1e-5,
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn moe_topk_matches_the_reference() {
+    moe_topks::<f32>();
+    moe_topks::<bf16>();
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn dropout_matches_the_reference() {
