@@ -39,9 +39,9 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
           "fmha_fwd_sinks": "fmha_sinks", "fmha_fwd_softcap": "fmha_softcap", "dropout": "dropout",
           "dropout_bwd": "dropout_bwd", "cross_entropy": "cross_entropy", "cross_entropy_bwd": "cross_entropy_bwd",
           "matmul_splitk": "matmul_splitk", "moe_topk_softmax": "moe_topk_softmax",
-          "moe_topk_sigmoid": "moe_topk_sigmoid"}
+          "moe_topk_sigmoid": "moe_topk_sigmoid", "flash_decode": "flash_decode"}
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
-NOT_IN_API = {"fmha_bwd", "flash_decode", "flash_decode_paged",
+NOT_IN_API = {"fmha_bwd", "flash_decode_paged",
               "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "moe_route"}
 
 
@@ -72,6 +72,8 @@ PLAN_CASES = (
     + [(op, [list(x)], F32, None) for op in ("dropout", "dropout_bwd") for x in get_spec(op).shapes]
     + [("matmul_splitk", [[m, k], [k, n]], dt, None) for m, n, k in get_spec("matmul_splitk").shapes
        + list(get_spec("matmul_splitk").bench_shapes) for dt in (F32, BF16)]
+    + [("flash_decode", [[b, hq, d], [b, hkv, s, d]], BF16, None) for b, hq, hkv, s, d in
+       get_spec("flash_decode").shapes + list(get_spec("flash_decode").bench_shapes)]
     + [(op, [[t, e]], F16, k) for op in ("moe_topk_softmax", "moe_topk_sigmoid")
        for t, e, k in get_spec(op).shapes + list(get_spec(op).bench_shapes)]
     + [(op, [list(x)], BF16, None) for op in ("cross_entropy", "cross_entropy_bwd")
@@ -127,6 +129,14 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
         bt, e_pad = moe_topk_softmax.routing_tiles(t, e)
         return [launch("moe_topk_kernel", (c.cdiv(t, bt), 1, 1),
                        {"BLOCK_T": bt, "E_PAD": e_pad, "K": k, "SIGMOID": op == "moe_topk_sigmoid"})]
+    if op == "flash_decode":
+        (b, hq, d), hkv, s = shapes[0], shapes[1][1], shapes[1][2]
+        splits, per_split = _attention.decode_splits(b, hkv, s, SMS, _attention.decode_block_n(False))
+        consts = _attention.decode_constants(d, final=splits == 1)
+        out = [launch("flash_decode_partial_kernel", (splits, b * hkv, 1), {**consts, "tiles_per_split": per_split})]
+        if splits > 1:
+            out.append(launch("flash_decode_combine_kernel", (b, hq, 1), {"HEAD_DIM": d, "n_splits": splits}))
+        return out
     if op == "matmul_splitk":
         (m, k), n = shapes[0], shapes[1][1]
         consts = matmul_splitk.constants(dtype)
@@ -215,11 +225,12 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
                  "attention_variants_compile", "attention_variants_check_sinks_cap_and_head_dim", "dropout_compiles",
                  "dropout_checks_p_and_offset", "dropout_reference_mask_is_the_python_operators",
                  "cross_entropy_compiles", "cross_entropy_checks_rows", "matmul_splitk_checks_and_compiles",
-                 "moe_topk_checks_k_and_compiles"):
+                 "moe_topk_checks_k_and_compiles", "flash_decode_checks_and_compiles"):
         assert re.search(rf"test {name} \.\.\. ok", log), log[-4000:]
     for name in ("attention_matches_the_reference", "attention_variants_match_the_reference",
                  "dropout_matches_the_reference", "cross_entropy_matches_the_reference",
-                 "matmul_splitk_matches_the_reference", "moe_topk_matches_the_reference"):
+                 "matmul_splitk_matches_the_reference", "moe_topk_matches_the_reference",
+                 "flash_decode_matches_the_reference"):
         assert re.search(rf"test {name} \.\.\. ignored", log), log[-4000:]
     assert re.search(r"ops::fmha \(line \d+\) - compile \.\.\. ok", log), log[-4000:]
     assert not re.search(r"test result: FAILED", log)

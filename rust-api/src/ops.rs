@@ -764,11 +764,111 @@ pub fn matmul_splitk<T: Element>(
 }
 
 /// What `fmha` returns: the attention output [B, Hq, S, D] and the f32 log-sum-exp of each query's
-/// scores [B, Hq, S] (natural log; -inf on padding).
+/// scores [B, Hq, S] (natural log; -inf on padding); `flash_decode`'s: o [B, Hq, D], lse [B, Hq].
 #[derive(Debug)]
 pub struct Attention<T: Element> {
     pub o: Tensor<T>,
     pub lse: Tensor<f32>,
+}
+
+/// Attention decode (split-KV flash decoding): one query token per sequence, q [B, Hq, D], against its
+/// caches k, v [B, Hkv, S, D] (grouped-query: Hkv divides Hq, at most 16 query heads per kv head) up to
+/// `kv_lens[b]` positions (i32 \[B\]), scale 1/sqrt(D); f16 or bf16, head dim 64 or 128. Returns o
+/// [B, Hq, D] and lse [B, Hq].
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::bf16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, hq, hkv, s, d) = (2, 8, 2, 1000, 128);
+/// let q = tileport_ops::upload(&vec![bf16::from_f32(0.1); b * hq * d], &[b, hq, d], &stream)?;
+/// let cache = vec![bf16::from_f32(0.2); b * hkv * s * d];
+/// let k = tileport_ops::upload(&cache, &[b, hkv, s, d], &stream)?;
+/// let lens = tileport_ops::upload(&[1000i32, 17], &[2], &stream)?;
+/// let out = tileport_ops::flash_decode(&q, &k, &k, &lens, &stream)?;
+/// assert_eq!(out.lse.shape(), [2, 8]);
+/// # Ok(()) }
+/// ```
+pub fn flash_decode<T: Element>(
+    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, kv_lens: &Tensor<i32>, stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    let t = Target::new("flash_decode", stream)?;
+    let (dq, dk, dv) = (t.input("q", q)?, t.input("k", k)?, t.input("v", v)?);
+    let dl = t.input("kv_lens", kv_lens)?;
+    let launches = plan::flash_decode(&dq, &dk, &dv, &dl, T::ELEMENT, t.sms)?;
+    let partial = &launches[0];
+    let (b, hq, d, hkv) = (dq[0], dq[1], dq[2], dk[1]);
+    let (group, splits) = (hq / hkv, partial.grid[0] as usize);
+    let o = t.output::<T>(&dq)?;
+    let lse = t.output::<f32>(&[b, hq])?;
+    // more than one split: f32 partials [B, Hq, splits, (D)] the combine kernel reads; else o and lse
+    let parts = match launches.get(1) {
+        Some(_) => {
+            Some((t.output::<f32>(&[b, hq, splits, d])?, t.output::<f32>(&[b, hq, splits])?))
+        }
+        None => None,
+    };
+    let (o_part, lse_part) = match &parts {
+        Some((op, lp)) => {
+            (view(op, &[b, hkv, group, splits, d]), view(lp, &[b, hkv, group, splits]))
+        }
+        None => (view(&o, &[b, hkv, group, 1, d]), view(&lse, &[b, hkv, group, 1])),
+    };
+    let (qd, kd, vd, lensd) = (view(q, &[b, hkv, group, d]), desc(k), desc(v), desc(kv_lens));
+    // the kernel's block table and sinks, unread by this variant: one element of kv_lens, of lse
+    let one = |d: TensorDesc, ndim: i32| TensorDesc { ndim, shape: [1; 6], strides: [1; 6], ..d };
+    let (table, sinks) = (one(desc(kv_lens), 2), one(desc(&lse), 1));
+    let qk_scale = (d as f32).sqrt().recip() * std::f32::consts::LOG2_E;
+    let [gx, gy, gz] = partial.grid;
+    let code = attention::tileport_flash_decode_partial_kernel(
+        Some(&qd),
+        Some(&kd),
+        Some(&vd),
+        Some(&table),
+        Some(&lensd),
+        Some(&sinks),
+        Some(&o_part),
+        Some(&lse_part),
+        qk_scale,
+        0.0,
+        0,
+        partial.int("tiles_per_split"),
+        partial.int("GROUP_TILE"),
+        partial.int("BLOCK_N"),
+        partial.int("HEAD_DIM"),
+        partial.bool("PAGED"),
+        partial.bool("SLIDING"),
+        partial.bool("HAS_SINKS"),
+        partial.bool("SOFTCAP"),
+        partial.bool("FINAL"),
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(partial.kernel, code)?;
+    if let (Some(combine), Some((op, lp))) = (launches.get(1), &parts) {
+        let (opd, lpd, od, ld) = (desc(op), desc(lp), desc(&o), desc(&lse));
+        let [gx, gy, gz] = combine.grid;
+        let (n, hd) = (combine.int("n_splits"), combine.int("HEAD_DIM"));
+        let code = attention::tileport_flash_decode_combine_kernel(
+            Some(&opd),
+            Some(&lpd),
+            Some(&od),
+            Some(&ld),
+            n,
+            hd,
+            gx,
+            gy,
+            gz,
+            t.device_id,
+            t.handle(),
+        );
+        t.check(combine.kernel, code)?;
+    }
+    t.finish()?;
+    Ok(Attention { o, lse })
 }
 
 /// Attention prefill (flash attention forward), softmax scale 1/sqrt(D): q [B, Hq, S, D], k and v

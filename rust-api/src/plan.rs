@@ -543,6 +543,88 @@ fn ce_rows(
     Ok(KernelLaunch::new(kernel, grid, &[("BLOCK_M", block_m), ("CHUNK", chunk)]))
 }
 
+/// Query heads per kv head `flash_decode` takes at most (a block's query tile).
+pub const DECODE_GROUP_TILE: usize = 16;
+const DECODE_BLOCK_N: usize = 128;
+const DECODE_BLOCKS_PER_SM: usize = 2;
+const MAX_DECODE_SPLITS: usize = 64;
+const BLOCK_OVERHEAD_TILES: usize = 4;
+
+/// `flash_decode` (ops/specs/flash_decode.py): one query token per sequence, q [B, Hq, D], against
+/// its caches k, v [B, Hkv, S, D] (Hkv | Hq, Hq / Hkv <= 16) up to `kv_lens` \[B\]; f16 or bf16, head
+/// dim 64 or 128. The keys split over `decode_splits` blocks per (sequence, kv head): the partial
+/// kernel, then (more than one split) the combine kernel; one split writes o and lse directly (FINAL).
+pub fn flash_decode(
+    q: &[usize], k: &[usize], v: &[usize], kv_lens: &[usize], dtype: Dtype, sms: u32,
+) -> Result<Vec<KernelLaunch>> {
+    const OP: &str = "flash_decode";
+    rank(OP, "q", q, 3, "[B, Hq, D]")?;
+    rank(OP, "k", k, 4, "[B, Hkv, S, D]")?;
+    let (batch, hq, d) = (q[0], q[1], q[2]);
+    if k != v || k[0] != batch || hq % k[1] != 0 || k[3] != d || kv_lens != [batch] {
+        let msg = format!(
+            "q {q:?} takes caches [B, Hkv, S, D] with Hkv | Hq and kv_lens [B]: k {k:?}, v {v:?}, kv_lens {kv_lens:?}"
+        );
+        return Err(shape(OP, msg));
+    }
+    if dtype == Dtype::F32 {
+        return Err(unsupported(OP, "f32 (the attention kernels take f16 and bf16)"));
+    }
+    let hkv = k[1];
+    if !HEAD_DIMS.contains(&d) || hq / hkv > DECODE_GROUP_TILE {
+        let msg = format!(
+            "head dim {d} / query group {} (head dims {HEAD_DIMS:?}, groups <= {DECODE_GROUP_TILE})",
+            hq / hkv
+        );
+        return Err(unsupported(OP, msg));
+    }
+    let (splits, per_split) = decode_splits(batch, hkv, k[2], sms, DECODE_BLOCK_N);
+    let last = splits == 1;
+    let consts = [
+        ("GROUP_TILE", DECODE_GROUP_TILE),
+        ("BLOCK_N", DECODE_BLOCK_N),
+        ("HEAD_DIM", d),
+        ("tiles_per_split", per_split),
+    ];
+    let partial =
+        KernelLaunch::new("flash_decode_partial_kernel", [splits, batch * hkv, 1], &consts)
+            .flag("PAGED", false)
+            .flag("SLIDING", false)
+            .flag("HAS_SINKS", false)
+            .flag("SOFTCAP", false)
+            .flag("FINAL", last);
+    if last {
+        return Ok(vec![partial]);
+    }
+    let combine = KernelLaunch::new(
+        "flash_decode_combine_kernel",
+        [batch, hq, 1],
+        &[("HEAD_DIM", d), ("n_splits", splits)],
+    );
+    Ok(vec![partial, combine])
+}
+
+/// (splits, key tiles per split) of a decode over `max_len` keys: the count that makes the longest
+/// chain of blocks shortest (waves of 2 blocks per SM, each split's tiles plus a block's fixed cost of
+/// 4 tiles), fewer splits on a tie; at most 64, none empty.
+pub fn decode_splits(
+    batch: usize, hkv: usize, max_len: usize, sms: u32, block_n: usize,
+) -> (usize, usize) {
+    let tiles = cdiv(max_len, block_n).max(1);
+    let slots = DECODE_BLOCKS_PER_SM * sms as usize;
+    let mut best: Option<((usize, usize), usize, usize)> = None;
+    for splits in 1..=tiles.min(MAX_DECODE_SPLITS) {
+        let per_split = cdiv(tiles, splits);
+        let used = cdiv(tiles, per_split);
+        let cost = (cdiv(batch * hkv * used, slots) * (per_split + BLOCK_OVERHEAD_TILES), used);
+        if best.is_none_or(|(c, ..)| cost < c) {
+            best = Some((cost, used, per_split));
+        }
+    }
+    let (_, used, per_split) = best.expect("at least one split");
+    (used, per_split)
+}
+
 /// The entry-selecting flags of `fmha_fwd_kernel`.
 #[derive(Debug, Default, Clone, Copy)]
 struct Variant {

@@ -239,6 +239,34 @@ pub fn moe_topk(logits: &[f32], e: usize, k: usize, sigmoid: bool) -> (Vec<f32>,
     (weights, ids)
 }
 
+/// Decode attention of f32 q [B, Hq, D] against k / v [B, Hkv, S, D] (`shape` = [B, Hq, Hkv, S, D]),
+/// sequence b's first `lens[b]` keys, scale 1/sqrt(D): (o [B, Hq, D], lse [B, Hq]).
+pub fn decode(
+    q: &[f32], k: &[f32], v: &[f32], shape: [usize; 5], lens: &[usize],
+) -> (Vec<f32>, Vec<f32>) {
+    let [batch, hq, hkv, s, d] = shape;
+    let scale = (d as f32).sqrt().recip();
+    let (mut o, mut lse) = (vec![0.0f32; q.len()], vec![0.0f32; batch * hq]);
+    for b in 0..batch {
+        for h in 0..hq {
+            let (row, kv) = ((b * hq + h) * d, (b * hkv + h / (hq / hkv)) * s * d);
+            let scores: Vec<f32> = (0..lens[b])
+                .map(|j| (0..d).map(|c| q[row + c] * k[kv + j * d + c]).sum::<f32>() * scale)
+                .collect();
+            let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let p: Vec<f32> = scores.iter().map(|x| (x - max).exp()).collect();
+            let sum: f32 = p.iter().sum();
+            for (j, pj) in p.iter().enumerate() {
+                for c in 0..d {
+                    o[row + c] += pj / sum * v[kv + j * d + c];
+                }
+            }
+            lse[b * hq + h] = max + sum.ln();
+        }
+    }
+    (o, lse)
+}
+
 /// The largest |a - b| over two equally long slices (infinite values equal where both are; a NaN
 /// on either side is an infinite difference).
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

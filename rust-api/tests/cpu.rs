@@ -193,6 +193,9 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
         }
         "fmha_softcap" => one(plan::fmha_softcap(x, &shapes[1], &shapes[1], 5.0, dtype)),
         "dropout" => one(plan::dropout(x, 1 << 32, 0.3)),
+        "flash_decode" => {
+            plan::flash_decode(x, &shapes[1], &shapes[1], &x[..1], dtype, SMS).unwrap()
+        }
         "moe_topk_softmax" | "moe_topk_sigmoid" => {
             let k = case["flag"].as_u64().unwrap() as usize;
             one(plan::moe_topk(x, k, case["op"] == "moe_topk_sigmoid"))
@@ -458,6 +461,27 @@ fn moe_topk_checks_k_and_compiles() {
         [([4097, 128], 8, false, Dtype::BF16), ([3, 256], 16, true, Dtype::F32)]
     {
         assert_compiles(&[plan::moe_topk(&shape, k, sigmoid).unwrap()], dtype);
+    }
+}
+
+#[test]
+fn flash_decode_checks_and_compiles() {
+    let (q, kv) = ([2, 8, 64], [2, 2, 1000, 64]);
+    assert_shape(
+        plan::flash_decode(&q, &kv, &kv, &[3], Dtype::F16, SMS),
+        "flash_decode",
+        "kv_lens [B]",
+    );
+    let wide = [2, 64, 64];
+    let many = plan::flash_decode(&wide, &kv, &kv, &[2], Dtype::F16, SMS);
+    assert_unsupported(many, "flash_decode", "query group 32");
+    // a long cache: split, then combined; a short one: one split that writes o and lse (FINAL)
+    for (s, launches, dtype) in [(16384, 2, Dtype::BF16), (77, 1, Dtype::F16)] {
+        let (q, kv) = ([2, 64, 128], [2, 8, s, 128]);
+        let plan = plan::flash_decode(&q, &kv, &kv, &[2], dtype, SMS).unwrap();
+        assert_eq!(plan.len(), launches, "{plan:?}");
+        assert_eq!(plan[0].bool("FINAL"), launches == 1);
+        assert_compiles(&plan, dtype);
     }
 }
 

@@ -315,6 +315,36 @@ fn moe_topk_matches_the_reference() {
     moe_topks::<bf16>();
 }
 
+/// `flash_decode` on ragged caches, one split (FINAL) and several.
+fn decodes<T: Element>() {
+    let s = stream();
+    let tol = if T::ELEMENT == tileport_ops::Dtype::BF16 { 2e-2 } else { 4e-3 };
+    for shape in [[1, 1, 1, 1, 64], [2, 8, 2, 77, 64], [3, 32, 8, 1000, 128], [4, 8, 1, 4099, 128]]
+    {
+        let [b, hq, hkv, sk, d] = shape;
+        let q = values::<T>(b * hq * d, 23, 1.5);
+        let (k, v) =
+            (values::<T>(b * hkv * sk * d, 24, 1.5), values::<T>(b * hkv * sk * d, 25, 1.0));
+        let lens: Vec<usize> = (0..b).map(|i| (sk - i * (sk / (b + 1)) - 3 * i).max(1)).collect();
+        let lens_i32: Vec<i32> = lens.iter().map(|&l| l as i32).collect();
+        let dq = upload(&q, &[b, hq, d], &s).unwrap();
+        let dk = upload(&k, &[b, hkv, sk, d], &s).unwrap();
+        let dv = upload(&v, &[b, hkv, sk, d], &s).unwrap();
+        let dl = upload(&lens_i32, &[b], &s).unwrap();
+        let out = tileport_ops::flash_decode(&dq, &dk, &dv, &dl, &s).unwrap();
+        let (o, lse) = r::decode(&f32s(&q), &f32s(&k), &f32s(&v), shape, &lens);
+        check(&format!("flash_decode o {shape:?}"), &host(&out.o, &s), &o, tol);
+        check(&format!("flash_decode lse {shape:?}"), &host(&out.lse, &s), &lse, 1e-3);
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn flash_decode_matches_the_reference() {
+    decodes::<f16>();
+    decodes::<bf16>();
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn dropout_matches_the_reference() {
