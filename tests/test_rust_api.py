@@ -22,7 +22,7 @@ import pytest
 
 from tileport import toolchain
 from tileport.ops.specs import SPEC_MODULES
-from tileport.ops.specs import (_attention, _common, _tune, cross_entropy, layer_norm, matmul, matmul_splitk,
+from tileport.ops.specs import (_attention, _common, _tune, cross_entropy, fmha_bwd, layer_norm, matmul, matmul_splitk,
                                 moe_topk_softmax, rms_norm, rope, silu_and_mul, softmax)
 from tileport.ops.specs import get_spec
 from tileport.runtime.library import cargo_target_dir
@@ -39,9 +39,10 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
           "fmha_fwd_sinks": "fmha_sinks", "fmha_fwd_softcap": "fmha_softcap", "dropout": "dropout",
           "dropout_bwd": "dropout_bwd", "cross_entropy": "cross_entropy", "cross_entropy_bwd": "cross_entropy_bwd",
           "matmul_splitk": "matmul_splitk", "moe_topk_softmax": "moe_topk_softmax",
-          "moe_topk_sigmoid": "moe_topk_sigmoid", "flash_decode": "flash_decode"}
+          "moe_topk_sigmoid": "moe_topk_sigmoid", "flash_decode": "flash_decode",
+          "fmha_bwd": "fmha_bwd"}
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
-NOT_IN_API = {"fmha_bwd", "flash_decode_paged",
+NOT_IN_API = {"flash_decode_paged",
               "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "moe_route"}
 
 
@@ -72,6 +73,8 @@ PLAN_CASES = (
     + [(op, [list(x)], F32, None) for op in ("dropout", "dropout_bwd") for x in get_spec(op).shapes]
     + [("matmul_splitk", [[m, k], [k, n]], dt, None) for m, n, k in get_spec("matmul_splitk").shapes
        + list(get_spec("matmul_splitk").bench_shapes) for dt in (F32, BF16)]
+    + [("fmha_bwd", [[b, hq, s, d], [b, hkv, s, d]], F16, bool(causal)) for b, hq, hkv, s, d, causal in
+       get_spec("fmha_bwd").shapes]
     + [("flash_decode", [[b, hq, d], [b, hkv, s, d]], BF16, None) for b, hq, hkv, s, d in
        get_spec("flash_decode").shapes + list(get_spec("flash_decode").bench_shapes)]
     + [(op, [[t, e]], F16, k) for op in ("moe_topk_softmax", "moe_topk_sigmoid")
@@ -129,6 +132,14 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
         bt, e_pad = moe_topk_softmax.routing_tiles(t, e)
         return [launch("moe_topk_kernel", (c.cdiv(t, bt), 1, 1),
                        {"BLOCK_T": bt, "E_PAD": e_pad, "K": k, "SIGMOID": op == "moe_topk_sigmoid"})]
+    if op == "fmha_bwd":
+        b, hq, s, d = shapes[0]
+        hkv = shapes[1][1]
+        pre = {"BLOCK_M": fmha_bwd.PRE_BLOCK_M, "HEAD_DIM": d}
+        dkdv, dq = fmha_bwd.constants(fmha_bwd.DKDV_TILES, d, flag), fmha_bwd.constants(fmha_bwd.DQ_TILES, d, flag)
+        return [launch("fmha_bwd_preprocess_kernel", (c.cdiv(s, fmha_bwd.PRE_BLOCK_M), b * hq, 1), pre),
+                launch("fmha_bwd_dkdv_kernel", (c.cdiv(s, dkdv["BLOCK_N"]), b * hkv, 1), dkdv),
+                launch("fmha_bwd_dq_kernel", (c.cdiv(s, dq["BLOCK_M"]), b * hq, 1), dq)]
     if op == "flash_decode":
         (b, hq, d), hkv, s = shapes[0], shapes[1][1], shapes[1][2]
         splits, per_split = _attention.decode_splits(b, hkv, s, SMS, _attention.decode_block_n(False))
@@ -225,12 +236,13 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
                  "attention_variants_compile", "attention_variants_check_sinks_cap_and_head_dim", "dropout_compiles",
                  "dropout_checks_p_and_offset", "dropout_reference_mask_is_the_python_operators",
                  "cross_entropy_compiles", "cross_entropy_checks_rows", "matmul_splitk_checks_and_compiles",
-                 "moe_topk_checks_k_and_compiles", "flash_decode_checks_and_compiles"):
+                 "moe_topk_checks_k_and_compiles", "flash_decode_checks_and_compiles",
+                 "fmha_bwd_checks_and_compiles"):
         assert re.search(rf"test {name} \.\.\. ok", log), log[-4000:]
     for name in ("attention_matches_the_reference", "attention_variants_match_the_reference",
                  "dropout_matches_the_reference", "cross_entropy_matches_the_reference",
                  "matmul_splitk_matches_the_reference", "moe_topk_matches_the_reference",
-                 "flash_decode_matches_the_reference"):
+                 "flash_decode_matches_the_reference", "fmha_bwd_matches_the_reference"):
         assert re.search(rf"test {name} \.\.\. ignored", log), log[-4000:]
     assert re.search(r"ops::fmha \(line \d+\) - compile \.\.\. ok", log), log[-4000:]
     assert not re.search(r"test result: FAILED", log)

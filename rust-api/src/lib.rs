@@ -29,6 +29,7 @@
 //! | [`cross_entropy`] | logits [M, V], labels \[M\] i32, ignore_index | [`CrossEntropy`]: loss, lse |
 //! | [`cross_entropy_bwd`] | logits, labels, lse, dloss \[M\], ignore_index | [M, V] |
 //! | [`flash_decode`] | q [B, Hq, D], k, v [B, Hkv, S, D], kv_lens \[B\] (f16 / bf16) | [`Attention`]: o [B, Hq, D], lse |
+//! | [`fmha_bwd`] | `fmha_varlen`'s inputs, o, lse, do, dlse | [`AttentionGrads`]: dq, dk, dv |
 //! | [`fmha_sinks`] / [`fmha_softcap`] | as [`fmha_varlen`], sinks \[Hq\] and a window / a cap | [`Attention`]: o, lse |
 //!
 //! Every operator takes f32, f16 and bf16 ([`Element`]) except attention (f16 and bf16), computes
@@ -85,10 +86,10 @@ pub use cutile::tensor::{Reshape, Tensor};
 pub use element::{DeviceElement, Dtype, Element};
 pub use error::{Error, Result};
 pub use ops::{
-    Attention, CrossEntropy, LayerNorm, TopK, bmm, cross_entropy, cross_entropy_bwd, dropout,
-    dropout_bwd, flash_decode, fmha, fmha_sinks, fmha_softcap, fmha_varlen, geglu, gelu,
-    layer_norm, matmul, matmul_splitk, moe_topk_sigmoid, moe_topk_softmax, relu, rms_norm, rope,
-    silu_and_mul, softmax, swiglu, vector_add,
+    Attention, AttentionGrads, CrossEntropy, LayerNorm, TopK, bmm, cross_entropy,
+    cross_entropy_bwd, dropout, dropout_bwd, flash_decode, fmha, fmha_bwd, fmha_sinks,
+    fmha_softcap, fmha_varlen, geglu, gelu, layer_norm, matmul, matmul_splitk, moe_topk_sigmoid,
+    moe_topk_softmax, relu, rms_norm, rope, silu_and_mul, softmax, swiglu, vector_add,
 };
 
 use cutile::api;

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use cutile::cuda_core::Stream;
 use cutile::tensor::Tensor;
 use tileport_kernels::support::TensorDesc;
-use tileport_kernels::{attention, bmm, cross_entropy as ce, dropout as dp, geglu, gelu};
+use tileport_kernels::{
+    attention, attention_bwd, bmm, cross_entropy as ce, dropout as dp, geglu, gelu,
+};
 use tileport_kernels::{layer_norm as ln, matmul as mm, matmul_splitk as mmk, moe_routing, relu};
 use tileport_kernels::{rms_norm as rms, rope as rp, silu_and_mul as sm, softmax as sx};
 use tileport_kernels::{swiglu, vector_add as va};
@@ -869,6 +871,126 @@ pub fn flash_decode<T: Element>(
     }
     t.finish()?;
     Ok(Attention { o, lse })
+}
+
+/// What `fmha_bwd` returns: the gradients of q, k and v, in their shapes and element type.
+#[derive(Debug)]
+pub struct AttentionGrads<T: Element> {
+    pub dq: Tensor<T>,
+    pub dk: Tensor<T>,
+    pub dv: Tensor<T>,
+}
+
+/// The backward pass of `fmha_varlen`: the gradients of q, k, v given the forward's inputs, its
+/// outputs o and lse, and the gradients `do_` of o and `dlse` of lse (f32 [B, Hq, S]; zeros when only
+/// o is used); 0 on padding positions. GQA: each kv head's gradients sum its query heads'.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::f16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, h, s, d) = (1, 2, 100, 64);
+/// let x = tileport_ops::upload(&vec![f16::from_f32(0.3); b * h * s * d], &[b, h, s, d], &stream)?;
+/// let lens = tileport_ops::upload(&[100i32], &[1], &stream)?;
+/// let fwd = tileport_ops::fmha_varlen(&x, &x, &x, &lens, true, &stream)?;
+/// let dlse = tileport_ops::upload(&vec![0.0f32; b * h * s], &[b, h, s], &stream)?;
+/// let g = tileport_ops::fmha_bwd(&x, &x, &x, &lens, true, &fwd.o, &fwd.lse, &x, &dlse, &stream)?;
+/// assert_eq!(g.dk.shape(), x.shape());
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn fmha_bwd<T: Element>(
+    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, seq_lens: &Tensor<i32>, causal: bool,
+    o: &Tensor<T>, lse: &Tensor<f32>, do_: &Tensor<T>, dlse: &Tensor<f32>, stream: &Arc<Stream>,
+) -> Result<AttentionGrads<T>> {
+    let t = Target::new("fmha_bwd", stream)?;
+    let (dq, dk, dv) = (t.input("q", q)?, t.input("k", k)?, t.input("v", v)?);
+    let (d_o, dl, ddo, ddl) =
+        (t.input("o", o)?, t.input("lse", lse)?, t.input("do", do_)?, t.input("dlse", dlse)?);
+    let launches = plan::fmha_bwd(&dq, &dk, &dv, &d_o, &dl, &ddo, &ddl, causal, T::ELEMENT)?;
+    let [pre, dkdv, dqk] = <[KernelLaunch; 3]>::try_from(launches).expect("three launches");
+    if t.input("seq_lens", seq_lens)? != [dq[0]] {
+        return Err(crate::error::shape("fmha_bwd", format!("`seq_lens` must be [{}]", dq[0])));
+    }
+    let delta = t.output::<f32>(&dq[..3])?;
+    let grads = AttentionGrads {
+        dq: t.output::<T>(&dq)?,
+        dk: t.output::<T>(&dk)?,
+        dv: t.output::<T>(&dv)?,
+    };
+    let (qd, kd, vd, od, lsed, dod) = (desc(q), desc(k), desc(v), desc(o), desc(lse), desc(do_));
+    let (dlsed, deltad, lensd) = (desc(dlse), desc(&delta), desc(seq_lens));
+    let (dqd, dkd, dvd) = (desc(&grads.dq), desc(&grads.dk), desc(&grads.dv));
+    let scale = (dq[3] as f32).sqrt().recip();
+    let qk_scale = scale * std::f32::consts::LOG2_E;
+    let (dev, handle) = (t.device_id, t.handle());
+    let [gx, gy, gz] = pre.grid;
+    let (bm, hd) = (pre.int("BLOCK_M"), pre.int("HEAD_DIM"));
+    let code = attention_bwd::tileport_fmha_bwd_preprocess_kernel(
+        Some(&od),
+        Some(&dod),
+        Some(&dlsed),
+        Some(&deltad),
+        bm,
+        hd,
+        gx,
+        gy,
+        gz,
+        dev,
+        handle,
+    );
+    t.check(pre.kernel, code)?;
+    let [gx, gy, gz] = dkdv.grid;
+    let (bm, bn) = (dkdv.int("BLOCK_M"), dkdv.int("BLOCK_N"));
+    let code = attention_bwd::tileport_fmha_bwd_dkdv_kernel(
+        Some(&qd),
+        Some(&kd),
+        Some(&vd),
+        Some(&dod),
+        Some(&lsed),
+        Some(&deltad),
+        Some(&lensd),
+        Some(&dkd),
+        Some(&dvd),
+        qk_scale,
+        scale,
+        bm,
+        bn,
+        hd,
+        dkdv.bool("CAUSAL"),
+        gx,
+        gy,
+        gz,
+        dev,
+        handle,
+    );
+    t.check(dkdv.kernel, code)?;
+    let [gx, gy, gz] = dqk.grid;
+    let (bm, bn) = (dqk.int("BLOCK_M"), dqk.int("BLOCK_N"));
+    let code = attention_bwd::tileport_fmha_bwd_dq_kernel(
+        Some(&qd),
+        Some(&kd),
+        Some(&vd),
+        Some(&dod),
+        Some(&lsed),
+        Some(&deltad),
+        Some(&lensd),
+        Some(&dqd),
+        qk_scale,
+        scale,
+        bm,
+        bn,
+        hd,
+        dqk.bool("CAUSAL"),
+        gx,
+        gy,
+        gz,
+        dev,
+        handle,
+    );
+    t.check(dqk.kernel, code)?;
+    t.finish()?;
+    Ok(grads)
 }
 
 /// Attention prefill (flash attention forward), softmax scale 1/sqrt(D): q [B, Hq, S, D], k and v

@@ -543,6 +543,38 @@ fn ce_rows(
     Ok(KernelLaunch::new(kernel, grid, &[("BLOCK_M", block_m), ("CHUNK", chunk)]))
 }
 
+/// `fmha_bwd` (ops/specs/fmha_bwd.py): the gradients of `fmha`'s attention, the forward's q, k, v
+/// (as `fmha`'s), o and do [B, Hq, S, D], lse and dlse [B, Hq, S]: delta = rowsum(do * o) - dlse
+/// (64 rows per block), then dk, dv over key tiles and dq over query tiles (per head dim: (32, 64)
+/// and (64, 64) query x key tiles at 128, (64, 64) both at 64).
+#[allow(clippy::too_many_arguments)]
+pub fn fmha_bwd(
+    q: &[usize], k: &[usize], v: &[usize], o: &[usize], lse: &[usize], do_: &[usize],
+    dlse: &[usize], causal: bool, dtype: Dtype,
+) -> Result<Vec<KernelLaunch>> {
+    const OP: &str = "fmha_bwd";
+    prefill(OP, q, k, v, dtype, &HEAD_DIMS, Variant { causal, ..Variant::default() })?;
+    if o != q || do_ != q || lse != &q[..3] || dlse != &q[..3] {
+        let msg = format!(
+            "o and do must be q's {q:?}, lse and dlse {:?}: o {o:?}, do {do_:?}, lse {lse:?}, dlse {dlse:?}",
+            &q[..3]
+        );
+        return Err(shape(OP, msg));
+    }
+    let (batch, hq, s, d) = (q[0], q[1], q[2], q[3]);
+    let pre = [("BLOCK_M", 64), ("HEAD_DIM", d)];
+    let grads = |kernel, [bm, bn]: [usize; 2], grid| {
+        let consts = [("BLOCK_M", bm), ("BLOCK_N", bn), ("HEAD_DIM", d)];
+        KernelLaunch::new(kernel, grid, &consts).flag("CAUSAL", causal)
+    };
+    let dkdv = if d == 128 { [32, 64] } else { [64, 64] };
+    Ok(vec![
+        KernelLaunch::new("fmha_bwd_preprocess_kernel", [cdiv(s, 64), batch * hq, 1], &pre),
+        grads("fmha_bwd_dkdv_kernel", dkdv, [cdiv(s, dkdv[1]), batch * k[1], 1]),
+        grads("fmha_bwd_dq_kernel", [64, 64], [cdiv(s, 64), batch * hq, 1]),
+    ])
+}
+
 /// Query heads per kv head `flash_decode` takes at most (a block's query tile).
 pub const DECODE_GROUP_TILE: usize = 16;
 const DECODE_BLOCK_N: usize = 128;

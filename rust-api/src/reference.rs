@@ -239,6 +239,50 @@ pub fn moe_topk(logits: &[f32], e: usize, k: usize, sigmoid: bool) -> (Vec<f32>,
     (weights, ids)
 }
 
+/// The gradients (dq, dk, dv) of `attention` (f32; `shape` = [B, Hq, Hkv, S, D]) given do [B, Hq, S, D]
+/// and dlse [B, Hq, S]: p = softmax(q k^T * scale) (causal or not) over sequence b's first `lens[b]`
+/// positions, delta = rowsum(do * p v) - dlse, ds = p * (do v^T - delta); 0 on padding.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_bwd(
+    q: &[f32], k: &[f32], v: &[f32], dout: &[f32], dlse: &[f32], shape: [usize; 5], lens: &[usize],
+    causal: bool,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let [batch, hq, hkv, s, d] = shape;
+    let scale = (d as f32).sqrt().recip();
+    let (mut dq, mut dk, mut dv) =
+        (vec![0.0f32; q.len()], vec![0.0f32; k.len()], vec![0.0f32; v.len()]);
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    for b in 0..batch {
+        for h in 0..hq {
+            let (qh, kv) = ((b * hq + h) * s * d, (b * hkv + h / (hq / hkv)) * s * d);
+            let n = lens[b];
+            for i in 0..n {
+                let row = &q[qh + i * d..][..d];
+                let visible = if causal { i + 1 } else { n };
+                let scores: Vec<f32> =
+                    (0..visible).map(|j| dot(row, &k[kv + j * d..][..d]) * scale).collect();
+                let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let e: Vec<f32> = scores.iter().map(|x| (x - max).exp()).collect();
+                let sum: f32 = e.iter().sum();
+                let p: Vec<f32> = e.iter().map(|x| x / sum).collect();
+                let g = &dout[qh + i * d..][..d];
+                let pv: Vec<f32> =
+                    (0..d).map(|c| (0..visible).map(|j| p[j] * v[kv + j * d + c]).sum()).collect();
+                let delta = dot(g, &pv) - dlse[(b * hq + h) * s + i];
+                for j in 0..visible {
+                    let ds = p[j] * (dot(g, &v[kv + j * d..][..d]) - delta);
+                    for c in 0..d {
+                        dq[qh + i * d + c] += ds * k[kv + j * d + c] * scale;
+                        dk[kv + j * d + c] += ds * row[c] * scale;
+                        dv[kv + j * d + c] += p[j] * g[c];
+                    }
+                }
+            }
+        }
+    }
+    (dq, dk, dv)
+}
+
 /// Decode attention of f32 q [B, Hq, D] against k / v [B, Hkv, S, D] (`shape` = [B, Hq, Hkv, S, D]),
 /// sequence b's first `lens[b]` keys, scale 1/sqrt(D): (o [B, Hq, D], lse [B, Hq]).
 pub fn decode(

@@ -193,6 +193,10 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
         }
         "fmha_softcap" => one(plan::fmha_softcap(x, &shapes[1], &shapes[1], 5.0, dtype)),
         "dropout" => one(plan::dropout(x, 1 << 32, 0.3)),
+        "fmha_bwd" => {
+            let (kv, causal, rows) = (&shapes[1], case["flag"].as_bool().unwrap(), &x[..3]);
+            plan::fmha_bwd(x, kv, kv, x, rows, x, rows, causal, dtype).unwrap()
+        }
         "flash_decode" => {
             plan::flash_decode(x, &shapes[1], &shapes[1], &x[..1], dtype, SMS).unwrap()
         }
@@ -481,6 +485,18 @@ fn flash_decode_checks_and_compiles() {
         let plan = plan::flash_decode(&q, &kv, &kv, &[2], dtype, SMS).unwrap();
         assert_eq!(plan.len(), launches, "{plan:?}");
         assert_eq!(plan[0].bool("FINAL"), launches == 1);
+        assert_compiles(&plan, dtype);
+    }
+}
+
+#[test]
+fn fmha_bwd_checks_and_compiles() {
+    let (q, kv) = ([2, 8, 300, 64], [2, 2, 300, 64]);
+    let bad = plan::fmha_bwd(&q, &kv, &kv, &q, &[2, 8, 299], &q, &q[..3], true, Dtype::F16);
+    assert_shape(bad, "fmha_bwd", "lse and dlse");
+    for (d, causal, dtype) in [(64, true, Dtype::F16), (128, false, Dtype::BF16)] {
+        let (q, kv) = ([2, 8, 300, d], [2, 2, 300, d]);
+        let plan = plan::fmha_bwd(&q, &kv, &kv, &q, &q[..3], &q, &q[..3], causal, dtype).unwrap();
         assert_compiles(&plan, dtype);
     }
 }

@@ -345,6 +345,52 @@ fn flash_decode_matches_the_reference() {
     decodes::<bf16>();
 }
 
+/// `fmha_bwd` after `fmha_varlen` on ragged batches, GQA, causal and not.
+fn attention_grads<T: Element>() {
+    let s = stream();
+    let tol = if T::ELEMENT == tileport_ops::Dtype::BF16 { 1e-1 } else { 2e-2 };
+    for (shape, causal) in
+        [([1, 1, 1, 1, 64], true), ([2, 4, 2, 77, 64], true), ([2, 4, 1, 150, 128], false)]
+    {
+        let [b, hq, hkv, sq, d] = shape;
+        let q = values::<T>(b * hq * sq * d, 26, 1.5);
+        let (k, v) =
+            (values::<T>(b * hkv * sq * d, 27, 1.5), values::<T>(b * hkv * sq * d, 28, 1.0));
+        let (g, dlse) =
+            (values::<T>(b * hq * sq * d, 29, 1.0), values::<f32>(b * hq * sq, 30, 0.5));
+        let lens: Vec<usize> = (0..b).map(|i| (sq - i * (sq / (b + 1)) - 3 * i).max(1)).collect();
+        let lens_i32: Vec<i32> = lens.iter().map(|&l| l as i32).collect();
+        let up = |x: &[T], h| upload(x, &[b, h, sq, d], &s).unwrap();
+        let (dq, dk, dv, dg) = (up(&q, hq), up(&k, hkv), up(&v, hkv), up(&g, hq));
+        let (dl, ddlse) =
+            (upload(&lens_i32, &[b], &s).unwrap(), upload(&dlse, &[b, hq, sq], &s).unwrap());
+        let fwd = tileport_ops::fmha_varlen(&dq, &dk, &dv, &dl, causal, &s).unwrap();
+        let out =
+            tileport_ops::fmha_bwd(&dq, &dk, &dv, &dl, causal, &fwd.o, &fwd.lse, &dg, &ddlse, &s)
+                .unwrap();
+        let (wq, wk, wv) = r::attention_bwd(
+            &f32s(&q),
+            &f32s(&k),
+            &f32s(&v),
+            &f32s(&g),
+            &dlse,
+            shape,
+            &lens,
+            causal,
+        );
+        check(&format!("fmha_bwd dq {shape:?}"), &host(&out.dq, &s), &wq, tol);
+        check(&format!("fmha_bwd dk {shape:?}"), &host(&out.dk, &s), &wk, tol);
+        check(&format!("fmha_bwd dv {shape:?}"), &host(&out.dv, &s), &wv, tol);
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn fmha_bwd_matches_the_reference() {
+    attention_grads::<f16>();
+    attention_grads::<bf16>();
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn dropout_matches_the_reference() {
