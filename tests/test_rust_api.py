@@ -40,10 +40,11 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
           "dropout_bwd": "dropout_bwd", "cross_entropy": "cross_entropy", "cross_entropy_bwd": "cross_entropy_bwd",
           "matmul_splitk": "matmul_splitk", "moe_topk_softmax": "moe_topk_softmax",
           "moe_topk_sigmoid": "moe_topk_sigmoid", "flash_decode": "flash_decode",
+          "flash_decode_paged": "flash_decode_paged", "flash_decode_sinks": "flash_decode_sinks",
+          "flash_decode_softcap": "flash_decode_softcap",
           "fmha_bwd": "fmha_bwd"}
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
-NOT_IN_API = {"flash_decode_paged",
-              "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "moe_route"}
+NOT_IN_API = {"mla_decode", "mla_prefill", "moe_route"}
 
 
 PLANS = API / "tests" / "data" / "plans.json"
@@ -73,6 +74,13 @@ PLAN_CASES = (
     + [(op, [list(x)], F32, None) for op in ("dropout", "dropout_bwd") for x in get_spec(op).shapes]
     + [("matmul_splitk", [[m, k], [k, n]], dt, None) for m, n, k in get_spec("matmul_splitk").shapes
        + list(get_spec("matmul_splitk").bench_shapes) for dt in (F32, BF16)]
+    + [("flash_decode_paged", [[b, hq, d], [b * _common.cdiv(s, 64), hkv, 64, d], [b, _common.cdiv(s, 64)]], F16,
+        None) for b, hq, hkv, s, d in get_spec("flash_decode_paged").shapes
+       + list(get_spec("flash_decode_paged").bench_shapes)]
+    + [("flash_decode_sinks", [[b, hq, d], [b, hkv, s, d]], BF16, window) for b, hq, hkv, s, d, window in
+       get_spec("flash_decode_sinks").shapes + list(get_spec("flash_decode_sinks").bench_shapes)]
+    + [("flash_decode_softcap", [[b, hq, d], [b, hkv, s, d]], F16, None) for b, hq, hkv, s, d in
+       get_spec("flash_decode_softcap").shapes + list(get_spec("flash_decode_softcap").bench_shapes)]
     + [("fmha_bwd", [[b, hq, s, d], [b, hkv, s, d]], F16, bool(causal)) for b, hq, hkv, s, d, causal in
        get_spec("fmha_bwd").shapes]
     + [("flash_decode", [[b, hq, d], [b, hkv, s, d]], BF16, None) for b, hq, hkv, s, d in
@@ -140,10 +148,14 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
         return [launch("fmha_bwd_preprocess_kernel", (c.cdiv(s, fmha_bwd.PRE_BLOCK_M), b * hq, 1), pre),
                 launch("fmha_bwd_dkdv_kernel", (c.cdiv(s, dkdv["BLOCK_N"]), b * hkv, 1), dkdv),
                 launch("fmha_bwd_dq_kernel", (c.cdiv(s, dq["BLOCK_M"]), b * hq, 1), dq)]
-    if op == "flash_decode":
-        (b, hq, d), hkv, s = shapes[0], shapes[1][1], shapes[1][2]
-        splits, per_split = _attention.decode_splits(b, hkv, s, SMS, _attention.decode_block_n(False))
-        consts = _attention.decode_constants(d, final=splits == 1)
+    if op.startswith("flash_decode"):
+        (b, hq, d), hkv = shapes[0], shapes[1][1]
+        paged = op == "flash_decode_paged"
+        max_len = shapes[2][1] * _attention.PAGE_SIZE if paged else shapes[1][2]
+        splits, per_split = _attention.decode_splits(b, hkv, max_len, SMS, _attention.decode_block_n(paged))
+        consts = _attention.decode_constants(d, paged=paged, sliding=op == "flash_decode_sinks" and flag > 0,
+                                             sinks=op == "flash_decode_sinks", softcap=op == "flash_decode_softcap",
+                                             final=splits == 1)
         out = [launch("flash_decode_partial_kernel", (splits, b * hkv, 1), {**consts, "tiles_per_split": per_split})]
         if splits > 1:
             out.append(launch("flash_decode_combine_kernel", (b, hq, 1), {"HEAD_DIM": d, "n_splits": splits}))
@@ -237,12 +249,13 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
                  "dropout_checks_p_and_offset", "dropout_reference_mask_is_the_python_operators",
                  "cross_entropy_compiles", "cross_entropy_checks_rows", "matmul_splitk_checks_and_compiles",
                  "moe_topk_checks_k_and_compiles", "flash_decode_checks_and_compiles",
-                 "fmha_bwd_checks_and_compiles"):
+                 "fmha_bwd_checks_and_compiles", "decode_variants_check_and_compile"):
         assert re.search(rf"test {name} \.\.\. ok", log), log[-4000:]
     for name in ("attention_matches_the_reference", "attention_variants_match_the_reference",
                  "dropout_matches_the_reference", "cross_entropy_matches_the_reference",
                  "matmul_splitk_matches_the_reference", "moe_topk_matches_the_reference",
-                 "flash_decode_matches_the_reference", "fmha_bwd_matches_the_reference"):
+                 "flash_decode_matches_the_reference", "fmha_bwd_matches_the_reference",
+                 "decode_variants_match_the_reference"):
         assert re.search(rf"test {name} \.\.\. ignored", log), log[-4000:]
     assert re.search(r"ops::fmha \(line \d+\) - compile \.\.\. ok", log), log[-4000:]
     assert not re.search(r"test result: FAILED", log)

@@ -798,6 +798,100 @@ pub fn flash_decode<T: Element>(
     let (dq, dk, dv) = (t.input("q", q)?, t.input("k", k)?, t.input("v", v)?);
     let dl = t.input("kv_lens", kv_lens)?;
     let launches = plan::flash_decode(&dq, &dk, &dv, &dl, T::ELEMENT, t.sms)?;
+    decode(t, q, k, v, kv_lens, None, Extras::default(), &launches)
+}
+
+/// `flash_decode` over paged caches: k and v are page pools [P, Hkv, 64, D] (64 positions a page)
+/// and sequence b's page t is pool page `block_table[b, t]` (i32 [B, pages]).
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::f16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, hq, hkv, d, pages) = (2, 8, 2, 128, 4);
+/// let q = tileport_ops::upload(&vec![f16::from_f32(0.1); b * hq * d], &[b, hq, d], &stream)?;
+/// let pool = vec![f16::from_f32(0.2); b * pages * hkv * 64 * d];
+/// let k = tileport_ops::upload(&pool, &[b * pages, hkv, 64, d], &stream)?;
+/// let table = tileport_ops::upload(&[7i32, 0, 3, 5, 1, 2, 4, 6], &[b, pages], &stream)?;
+/// let lens = tileport_ops::upload(&[256i32, 100], &[2], &stream)?;
+/// let out = tileport_ops::flash_decode_paged(&q, &k, &k, &table, &lens, &stream)?;
+/// assert_eq!(out.o.shape(), q.shape());
+/// # Ok(()) }
+/// ```
+pub fn flash_decode_paged<T: Element>(
+    q: &Tensor<T>, k_pages: &Tensor<T>, v_pages: &Tensor<T>, block_table: &Tensor<i32>,
+    kv_lens: &Tensor<i32>, stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    let t = Target::new("flash_decode_paged", stream)?;
+    let (dq, dk, dv) =
+        (t.input("q", q)?, t.input("k_pages", k_pages)?, t.input("v_pages", v_pages)?);
+    let (dt, dl) = (t.input("block_table", block_table)?, t.input("kv_lens", kv_lens)?);
+    let launches = plan::flash_decode_paged(&dq, &dk, &dv, &dt, &dl, T::ELEMENT, t.sms)?;
+    decode(t, q, k_pages, v_pages, kv_lens, Some(block_table), Extras::default(), &launches)
+}
+
+/// `flash_decode` with per-head sink logits (gpt-oss): the softmax denominators also hold
+/// `exp(sinks[h])` (f32 \[Hq\]), over the `window` keys ending at the query when `window` > 0;
+/// head dim 64.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::bf16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, hq, s, d) = (1, 4, 500, 64);
+/// let q = tileport_ops::upload(&vec![bf16::from_f32(0.1); b * hq * d], &[b, hq, d], &stream)?;
+/// let k = tileport_ops::upload(&vec![bf16::from_f32(0.2); b * s * d], &[b, 1, s, d], &stream)?;
+/// let lens = tileport_ops::upload(&[500i32], &[1], &stream)?;
+/// let sinks = tileport_ops::upload(&[0.5f32, -1.0, 2.0, 0.0], &[4], &stream)?;
+/// let out = tileport_ops::flash_decode_sinks(&q, &k, &k, &lens, &sinks, 128, &stream)?;
+/// assert_eq!(out.lse.shape(), [1, 4]);
+/// # Ok(()) }
+/// ```
+pub fn flash_decode_sinks<T: Element>(
+    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, kv_lens: &Tensor<i32>, sinks: &Tensor<f32>,
+    window: usize, stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    let t = Target::new("flash_decode_sinks", stream)?;
+    let (dq, dk, dv) = (t.input("q", q)?, t.input("k", k)?, t.input("v", v)?);
+    let (dl, ds) = (t.input("kv_lens", kv_lens)?, t.input("sinks", sinks)?);
+    let launches = plan::flash_decode_sinks(&dq, &dk, &dv, &dl, &ds, window, T::ELEMENT, t.sms)?;
+    let extras = Extras { sinks: Some(sinks), window: window as i32, ..Extras::default() };
+    decode(t, q, k, v, kv_lens, None, extras, &launches)
+}
+
+/// `flash_decode` with the scaled logits capped as `softcap * tanh(s / softcap)` (Gemma),
+/// `softcap` > 0; head dim 128.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::f16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, hq, s, d) = (2, 8, 300, 128);
+/// let q = tileport_ops::upload(&vec![f16::from_f32(0.1); b * hq * d], &[b, hq, d], &stream)?;
+/// let k = tileport_ops::upload(&vec![f16::from_f32(0.2); b * 2 * s * d], &[b, 2, s, d], &stream)?;
+/// let lens = tileport_ops::upload(&[300i32, 9], &[2], &stream)?;
+/// let out = tileport_ops::flash_decode_softcap(&q, &k, &k, &lens, 50.0, &stream)?;
+/// assert_eq!(out.o.shape(), q.shape());
+/// # Ok(()) }
+/// ```
+pub fn flash_decode_softcap<T: Element>(
+    q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, kv_lens: &Tensor<i32>, softcap: f32,
+    stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    let t = Target::new("flash_decode_softcap", stream)?;
+    let (dq, dk, dv) = (t.input("q", q)?, t.input("k", k)?, t.input("v", v)?);
+    let dl = t.input("kv_lens", kv_lens)?;
+    let launches = plan::flash_decode_softcap(&dq, &dk, &dv, &dl, softcap, T::ELEMENT, t.sms)?;
+    decode(t, q, k, v, kv_lens, None, Extras { softcap, ..Extras::default() }, &launches)
+}
+
+/// The launches of a decode plan (its checks made), then the wait.
+#[allow(clippy::too_many_arguments)]
+fn decode<T: Element>(
+    t: Target<'_>, q: &Tensor<T>, k: &Tensor<T>, v: &Tensor<T>, kv_lens: &Tensor<i32>,
+    block_table: Option<&Tensor<i32>>, extras: Extras, launches: &[KernelLaunch],
+) -> Result<Attention<T>> {
+    let (dq, dk) = (t.input("q", q)?, t.input("k", k)?);
     let partial = &launches[0];
     let (b, hq, d, hkv) = (dq[0], dq[1], dq[2], dk[1]);
     let (group, splits) = (hq / hkv, partial.grid[0] as usize);
@@ -817,10 +911,17 @@ pub fn flash_decode<T: Element>(
         None => (view(&o, &[b, hkv, group, 1, d]), view(&lse, &[b, hkv, group, 1])),
     };
     let (qd, kd, vd, lensd) = (view(q, &[b, hkv, group, d]), desc(k), desc(v), desc(kv_lens));
-    // the kernel's block table and sinks, unread by this variant: one element of kv_lens, of lse
+    // a block table and sinks the variant does not read: one element of kv_lens, of lse
     let one = |d: TensorDesc, ndim: i32| TensorDesc { ndim, shape: [1; 6], strides: [1; 6], ..d };
-    let (table, sinks) = (one(desc(kv_lens), 2), one(desc(&lse), 1));
-    let qk_scale = (d as f32).sqrt().recip() * std::f32::consts::LOG2_E;
+    let table = block_table.map_or_else(|| one(desc(kv_lens), 2), desc);
+    let sinks = extras.sinks.map_or_else(|| one(desc(&lse), 1), desc);
+    // as the Python operators: scores in log2 units, or divided by the cap (the kernel applies cap * log2(e))
+    let scale = (d as f32).sqrt().recip();
+    let qk_scale = if extras.softcap > 0.0 {
+        scale / extras.softcap
+    } else {
+        scale * std::f32::consts::LOG2_E
+    };
     let [gx, gy, gz] = partial.grid;
     let code = attention::tileport_flash_decode_partial_kernel(
         Some(&qd),
@@ -832,8 +933,8 @@ pub fn flash_decode<T: Element>(
         Some(&o_part),
         Some(&lse_part),
         qk_scale,
-        0.0,
-        0,
+        extras.softcap,
+        extras.window,
         partial.int("tiles_per_split"),
         partial.int("GROUP_TILE"),
         partial.int("BLOCK_N"),

@@ -589,51 +589,124 @@ const BLOCK_OVERHEAD_TILES: usize = 4;
 pub fn flash_decode(
     q: &[usize], k: &[usize], v: &[usize], kv_lens: &[usize], dtype: Dtype, sms: u32,
 ) -> Result<Vec<KernelLaunch>> {
-    const OP: &str = "flash_decode";
-    rank(OP, "q", q, 3, "[B, Hq, D]")?;
-    rank(OP, "k", k, 4, "[B, Hkv, S, D]")?;
+    let caches = Caches { k, v, block_table: None };
+    decode("flash_decode", q, caches, kv_lens, dtype, sms, &HEAD_DIMS, Variant::default())
+}
+
+/// `flash_decode_paged`: `flash_decode` over page pools k, v [P, Hkv, 64, D] (64 positions a page)
+/// and `block_table` [B, pages] (i32: sequence b's page t is pool page `block_table[b, t]`).
+pub fn flash_decode_paged(
+    q: &[usize], k: &[usize], v: &[usize], block_table: &[usize], kv_lens: &[usize], dtype: Dtype,
+    sms: u32,
+) -> Result<Vec<KernelLaunch>> {
+    let caches = Caches { k, v, block_table: Some(block_table) };
+    decode("flash_decode_paged", q, caches, kv_lens, dtype, sms, &HEAD_DIMS, Variant::default())
+}
+
+/// `flash_decode_sinks`: `flash_decode` with per-head sink logits `sinks` \[Hq\] and a sliding
+/// window of `window` keys (0: none); head dim 64.
+#[allow(clippy::too_many_arguments)]
+pub fn flash_decode_sinks(
+    q: &[usize], k: &[usize], v: &[usize], kv_lens: &[usize], sinks: &[usize], window: usize,
+    dtype: Dtype, sms: u32,
+) -> Result<Vec<KernelLaunch>> {
+    const OP: &str = "flash_decode_sinks";
+    let variant = Variant { sliding: window > 0, sinks: true, ..Variant::default() };
+    let caches = Caches { k, v, block_table: None };
+    let launches = decode(OP, q, caches, kv_lens, dtype, sms, &SINKS_HEAD_DIMS, variant)?;
+    if sinks != [q[1]] {
+        return Err(shape(OP, format!("`sinks` must be [{}], got {sinks:?}", q[1])));
+    }
+    if i32::try_from(window).is_err() {
+        return Err(value(OP, format!("window {window} is past i32")));
+    }
+    Ok(launches)
+}
+
+/// `flash_decode_softcap`: `flash_decode` with the scaled logits capped as `softcap * tanh(s /
+/// softcap)`, `softcap` > 0; head dim 128.
+pub fn flash_decode_softcap(
+    q: &[usize], k: &[usize], v: &[usize], kv_lens: &[usize], softcap: f32, dtype: Dtype, sms: u32,
+) -> Result<Vec<KernelLaunch>> {
+    const OP: &str = "flash_decode_softcap";
+    let variant = Variant { softcap: true, ..Variant::default() };
+    let caches = Caches { k, v, block_table: None };
+    let launches = decode(OP, q, caches, kv_lens, dtype, sms, &SOFTCAP_HEAD_DIMS, variant)?;
+    if !(softcap > 0.0 && softcap.is_finite()) {
+        return Err(value(OP, format!("softcap must be > 0 and finite, got {softcap}")));
+    }
+    Ok(launches)
+}
+
+/// Positions of a page of the paged caches.
+pub const PAGE_SIZE: usize = 64;
+
+/// The caches of a decode: contiguous [B, Hkv, S, D], or page pools with their block table.
+struct Caches<'a> {
+    k: &'a [usize],
+    v: &'a [usize],
+    block_table: Option<&'a [usize]>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decode(
+    op: &'static str, q: &[usize], caches: Caches, kv_lens: &[usize], dtype: Dtype, sms: u32,
+    head_dims: &[usize], variant: Variant,
+) -> Result<Vec<KernelLaunch>> {
+    let (k, v) = (caches.k, caches.v);
+    rank(op, "q", q, 3, "[B, Hq, D]")?;
+    rank(op, "k", k, 4, "[B, Hkv, S, D]")?;
     let (batch, hq, d) = (q[0], q[1], q[2]);
-    if k != v || k[0] != batch || hq % k[1] != 0 || k[3] != d || kv_lens != [batch] {
+    let same_batch = caches.block_table.is_some() || k[0] == batch;
+    if k != v || !same_batch || hq % k[1] != 0 || k[3] != d || kv_lens != [batch] {
         let msg = format!(
             "q {q:?} takes caches [B, Hkv, S, D] with Hkv | Hq and kv_lens [B]: k {k:?}, v {v:?}, kv_lens {kv_lens:?}"
         );
-        return Err(shape(OP, msg));
+        return Err(shape(op, msg));
     }
     if dtype == Dtype::F32 {
-        return Err(unsupported(OP, "f32 (the attention kernels take f16 and bf16)"));
+        return Err(unsupported(op, "f32 (the attention kernels take f16 and bf16)"));
     }
     let hkv = k[1];
-    if !HEAD_DIMS.contains(&d) || hq / hkv > DECODE_GROUP_TILE {
+    if !head_dims.contains(&d) || hq / hkv > DECODE_GROUP_TILE {
         let msg = format!(
-            "head dim {d} / query group {} (head dims {HEAD_DIMS:?}, groups <= {DECODE_GROUP_TILE})",
+            "head dim {d} / query group {} (head dims {head_dims:?}, groups <= {DECODE_GROUP_TILE})",
             hq / hkv
         );
-        return Err(unsupported(OP, msg));
+        return Err(unsupported(op, msg));
     }
-    let (splits, per_split) = decode_splits(batch, hkv, k[2], sms, DECODE_BLOCK_N);
+    let (block_n, max_len) = match caches.block_table {
+        Some(table) => {
+            if k[2] != PAGE_SIZE || table.len() != 2 || table[0] != batch {
+                let msg = format!(
+                    "pages hold {PAGE_SIZE} positions and block_table is [B, pages]: k {k:?}, block_table {table:?}"
+                );
+                return Err(shape(op, msg));
+            }
+            (PAGE_SIZE, table[1] * PAGE_SIZE)
+        }
+        None => (DECODE_BLOCK_N, k[2]),
+    };
+    let (splits, per_split) = decode_splits(batch, hkv, max_len, sms, block_n);
     let last = splits == 1;
     let consts = [
         ("GROUP_TILE", DECODE_GROUP_TILE),
-        ("BLOCK_N", DECODE_BLOCK_N),
+        ("BLOCK_N", block_n),
         ("HEAD_DIM", d),
         ("tiles_per_split", per_split),
     ];
     let partial =
         KernelLaunch::new("flash_decode_partial_kernel", [splits, batch * hkv, 1], &consts)
-            .flag("PAGED", false)
-            .flag("SLIDING", false)
-            .flag("HAS_SINKS", false)
-            .flag("SOFTCAP", false)
+            .flag("PAGED", caches.block_table.is_some())
+            .flag("SLIDING", variant.sliding)
+            .flag("HAS_SINKS", variant.sinks)
+            .flag("SOFTCAP", variant.softcap)
             .flag("FINAL", last);
     if last {
         return Ok(vec![partial]);
     }
-    let combine = KernelLaunch::new(
-        "flash_decode_combine_kernel",
-        [batch, hq, 1],
-        &[("HEAD_DIM", d), ("n_splits", splits)],
-    );
-    Ok(vec![partial, combine])
+    let combine = [("HEAD_DIM", d), ("n_splits", splits)];
+    Ok(vec![partial, KernelLaunch::new("flash_decode_combine_kernel", [batch, hq, 1], &combine)])
 }
 
 /// (splits, key tiles per split) of a decode over `max_len` keys: the count that makes the longest

@@ -288,19 +288,31 @@ pub fn attention_bwd(
 pub fn decode(
     q: &[f32], k: &[f32], v: &[f32], shape: [usize; 5], lens: &[usize],
 ) -> (Vec<f32>, Vec<f32>) {
+    decode_with(q, k, v, shape, lens, AttentionVariant::default())
+}
+
+/// `decode` of a variant (the query is the last of its sequence's positions: `window` keys end at it).
+pub fn decode_with(
+    q: &[f32], k: &[f32], v: &[f32], shape: [usize; 5], lens: &[usize], variant: AttentionVariant,
+) -> (Vec<f32>, Vec<f32>) {
     let [batch, hq, hkv, s, d] = shape;
+    let cap = |x: f32| {
+        if variant.softcap > 0.0 { variant.softcap * (x / variant.softcap).tanh() } else { x }
+    };
     let scale = (d as f32).sqrt().recip();
     let (mut o, mut lse) = (vec![0.0f32; q.len()], vec![0.0f32; batch * hq]);
     for b in 0..batch {
         for h in 0..hq {
             let (row, kv) = ((b * hq + h) * d, (b * hkv + h / (hq / hkv)) * s * d);
-            let scores: Vec<f32> = (0..lens[b])
-                .map(|j| (0..d).map(|c| q[row + c] * k[kv + j * d + c]).sum::<f32>() * scale)
+            let start = if variant.window > 0 { lens[b].saturating_sub(variant.window) } else { 0 };
+            let scores: Vec<f32> = (start..lens[b])
+                .map(|j| cap((0..d).map(|c| q[row + c] * k[kv + j * d + c]).sum::<f32>() * scale))
                 .collect();
-            let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let sink = variant.sinks.map(|sinks| sinks[h]);
+            let max = scores.iter().copied().chain(sink).fold(f32::NEG_INFINITY, f32::max);
             let p: Vec<f32> = scores.iter().map(|x| (x - max).exp()).collect();
-            let sum: f32 = p.iter().sum();
-            for (j, pj) in p.iter().enumerate() {
+            let sum: f32 = p.iter().sum::<f32>() + sink.map_or(0.0, |x| (x - max).exp());
+            for (j, pj) in (start..lens[b]).zip(&p) {
                 for c in 0..d {
                     o[row + c] += pj / sum * v[kv + j * d + c];
                 }

@@ -200,6 +200,18 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
         "flash_decode" => {
             plan::flash_decode(x, &shapes[1], &shapes[1], &x[..1], dtype, SMS).unwrap()
         }
+        "flash_decode_paged" => {
+            let (kv, table) = (&shapes[1], &shapes[2]);
+            plan::flash_decode_paged(x, kv, kv, table, &x[..1], dtype, SMS).unwrap()
+        }
+        "flash_decode_sinks" => {
+            let window = case["flag"].as_u64().unwrap() as usize;
+            let kv = &shapes[1];
+            plan::flash_decode_sinks(x, kv, kv, &x[..1], &x[1..2], window, dtype, SMS).unwrap()
+        }
+        "flash_decode_softcap" => {
+            plan::flash_decode_softcap(x, &shapes[1], &shapes[1], &x[..1], 5.0, dtype, SMS).unwrap()
+        }
         "moe_topk_softmax" | "moe_topk_sigmoid" => {
             let k = case["flag"].as_u64().unwrap() as usize;
             one(plan::moe_topk(x, k, case["op"] == "moe_topk_sigmoid"))
@@ -499,6 +511,27 @@ fn fmha_bwd_checks_and_compiles() {
         let plan = plan::fmha_bwd(&q, &kv, &kv, &q, &q[..3], &q, &q[..3], causal, dtype).unwrap();
         assert_compiles(&plan, dtype);
     }
+}
+
+#[test]
+fn decode_variants_check_and_compile() {
+    let (q, pool) = ([2, 8, 128], [8, 2, 64, 128]);
+    let bad = plan::flash_decode_paged(&q, &pool, &pool, &[3, 4], &[2], Dtype::F16, SMS);
+    assert_shape(bad, "flash_decode_paged", "block_table is [B, pages]");
+    let paged = plan::flash_decode_paged(&q, &pool, &pool, &[2, 4], &[2], Dtype::F16, SMS).unwrap();
+    assert!(paged[0].bool("PAGED") && paged[0].int("BLOCK_N") == 64);
+    assert_compiles(&paged, Dtype::F16);
+    let (q, kv) = ([2, 8, 64], [2, 2, 4096, 64]);
+    let sinks = plan::flash_decode_sinks(&q, &kv, &kv, &[2], &[8], 128, Dtype::BF16, SMS).unwrap();
+    assert!(sinks[0].bool("SLIDING") && sinks[0].bool("HAS_SINKS"));
+    assert_compiles(&sinks, Dtype::BF16);
+    let bad = plan::flash_decode_sinks(&q, &kv, &kv, &[2], &[2], 0, Dtype::BF16, SMS);
+    assert_shape(bad, "flash_decode_sinks", "`sinks` must be [8]");
+    let (q, kv) = ([2, 8, 128], [2, 2, 4096, 128]);
+    let cap = plan::flash_decode_softcap(&q, &kv, &kv, &[2], 5.0, Dtype::F16, SMS).unwrap();
+    assert_compiles(&cap, Dtype::F16);
+    let bad = plan::flash_decode_softcap(&q, &kv, &kv, &[2], -1.0, Dtype::F16, SMS);
+    assert!(matches!(bad, Err(Error::Value { op: "flash_decode_softcap", .. })), "{bad:?}");
 }
 
 #[test]

@@ -338,6 +338,89 @@ fn decodes<T: Element>() {
     }
 }
 
+/// The page pool of a contiguous cache [B, H, S, D]: sequence b's page t (64 positions, zero-padded)
+/// at pool page `table[b * pages + t]`.
+fn to_pages<T: Element>(cache: &[T], [b, h, s, d]: [usize; 4], table: &[i32]) -> Vec<T> {
+    let pages = s.div_ceil(64);
+    let mut pool = vec![T::from_f32(0.0); b * pages * h * 64 * d];
+    for (i, &page) in table.iter().enumerate() {
+        let (seq, t) = (i / pages, i % pages);
+        for head in 0..h {
+            for p in 0..64.min(s - t * 64) {
+                let from = ((seq * h + head) * s + t * 64 + p) * d;
+                let to = ((page as usize * h + head) * 64 + p) * d;
+                pool[to..to + d].copy_from_slice(&cache[from..from + d]);
+            }
+        }
+    }
+    pool
+}
+
+/// `flash_decode_paged`, `flash_decode_sinks` and `flash_decode_softcap` against `decode_with` over
+/// the same contiguous caches.
+fn decode_variants<T: Element>() {
+    let s = stream();
+    let tol = if T::ELEMENT == tileport_ops::Dtype::BF16 { 2e-2 } else { 4e-3 };
+    for (shape, kind) in
+        [([2, 8, 2, 77, 64], 0), ([3, 32, 8, 1000, 64], 1), ([2, 8, 2, 300, 128], 2)]
+    {
+        let [b, hq, hkv, sk, d] = shape;
+        let q = values::<T>(b * hq * d, 31, 1.5);
+        let (k, v) =
+            (values::<T>(b * hkv * sk * d, 32, 1.5), values::<T>(b * hkv * sk * d, 33, 1.0));
+        let lens: Vec<usize> = (0..b).map(|i| (sk - i * (sk / (b + 1)) - 3 * i).max(1)).collect();
+        let lens_i32: Vec<i32> = lens.iter().map(|&l| l as i32).collect();
+        let dq = upload(&q, &[b, hq, d], &s).unwrap();
+        let dl = upload(&lens_i32, &[b], &s).unwrap();
+        let sinks: Vec<f32> = (0..hq).map(|h| h as f32 * 0.3 - 2.0).collect();
+        let (dk, dv) =
+            (upload(&k, &[b, hkv, sk, d], &s).unwrap(), upload(&v, &[b, hkv, sk, d], &s).unwrap());
+        let (out, variant, what) = match kind {
+            0 => {
+                let pages = sk.div_ceil(64);
+                let table: Vec<i32> =
+                    (0..b * pages).map(|i| ((i * 5 + 3) % (b * pages)) as i32).collect();
+                let up = |x: &[T]| {
+                    upload(&to_pages(x, [b, hkv, sk, d], &table), &[b * pages, hkv, 64, d], &s)
+                        .unwrap()
+                };
+                let dt = upload(&table, &[b, pages], &s).unwrap();
+                let out =
+                    tileport_ops::flash_decode_paged(&dq, &up(&k), &up(&v), &dt, &dl, &s).unwrap();
+                (out, r::AttentionVariant::default(), "flash_decode_paged")
+            }
+            1 => {
+                let ds = upload(&sinks, &[hq], &s).unwrap();
+                let out =
+                    tileport_ops::flash_decode_sinks(&dq, &dk, &dv, &dl, &ds, 129, &s).unwrap();
+                (
+                    out,
+                    r::AttentionVariant { window: 129, sinks: Some(&sinks), ..Default::default() },
+                    "flash_decode_sinks",
+                )
+            }
+            _ => {
+                let out = tileport_ops::flash_decode_softcap(&dq, &dk, &dv, &dl, 5.0, &s).unwrap();
+                (
+                    out,
+                    r::AttentionVariant { softcap: 5.0, ..Default::default() },
+                    "flash_decode_softcap",
+                )
+            }
+        };
+        let (o, lse) = r::decode_with(&f32s(&q), &f32s(&k), &f32s(&v), shape, &lens, variant);
+        check(&format!("{what} o {shape:?}"), &host(&out.o, &s), &o, tol);
+        check(&format!("{what} lse {shape:?}"), &host(&out.lse, &s), &lse, 1e-3);
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn decode_variants_match_the_reference() {
+    decode_variants::<f16>();
+    decode_variants::<bf16>();
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn flash_decode_matches_the_reference() {
