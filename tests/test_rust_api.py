@@ -23,7 +23,7 @@ import pytest
 from tileport import toolchain
 from tileport.ops.specs import SPEC_MODULES
 from tileport.ops.specs import (_attention, _common, _tune, cross_entropy, fmha_bwd, layer_norm, matmul, matmul_splitk,
-                                moe_topk_softmax, rms_norm, rope, silu_and_mul, softmax)
+                                moe_route, moe_topk_softmax, rms_norm, rope, silu_and_mul, softmax)
 from tileport.ops.specs import get_spec
 from tileport.runtime.library import cargo_target_dir
 
@@ -39,12 +39,12 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
           "fmha_fwd_sinks": "fmha_sinks", "fmha_fwd_softcap": "fmha_softcap", "dropout": "dropout",
           "dropout_bwd": "dropout_bwd", "cross_entropy": "cross_entropy", "cross_entropy_bwd": "cross_entropy_bwd",
           "matmul_splitk": "matmul_splitk", "moe_topk_softmax": "moe_topk_softmax",
-          "moe_topk_sigmoid": "moe_topk_sigmoid", "flash_decode": "flash_decode",
+          "moe_topk_sigmoid": "moe_topk_sigmoid", "moe_route": "moe_route", "flash_decode": "flash_decode",
           "flash_decode_paged": "flash_decode_paged", "flash_decode_sinks": "flash_decode_sinks",
           "flash_decode_softcap": "flash_decode_softcap",
           "fmha_bwd": "fmha_bwd"}
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
-NOT_IN_API = {"mla_decode", "mla_prefill", "moe_route"}
+NOT_IN_API = {"mla_decode", "mla_prefill"}
 
 
 PLANS = API / "tests" / "data" / "plans.json"
@@ -85,6 +85,8 @@ PLAN_CASES = (
        get_spec("fmha_bwd").shapes]
     + [("flash_decode", [[b, hq, d], [b, hkv, s, d]], BF16, None) for b, hq, hkv, s, d in
        get_spec("flash_decode").shapes + list(get_spec("flash_decode").bench_shapes)]
+    + [("moe_route", [[t, e]], F16, [k, block]) for t, e, k, block in
+       get_spec("moe_route").shapes + list(get_spec("moe_route").bench_shapes)]
     + [(op, [[t, e]], F16, k) for op in ("moe_topk_softmax", "moe_topk_sigmoid")
        for t, e, k in get_spec(op).shapes + list(get_spec(op).bench_shapes)]
     + [(op, [list(x)], BF16, None) for op in ("cross_entropy", "cross_entropy_bwd")
@@ -135,6 +137,12 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
         m, n = shapes[0][0], shapes[0][1] // 2
         bm, bn = silu_and_mul.tiles(m, n)
         return [launch("silu_and_mul_kernel", (c.cdiv(n, bn), c.cdiv(m, bm), 1), {"BLOCK_M": bm, "BLOCK_N": bn})]
+    if op == "moe_route":
+        (t, e), (k, block) = shapes[0], flag
+        bt, topk_pad = moe_topk_softmax.routing_tiles(t, e)
+        tile, align_pad = moe_route.align_tiles(t * k, e)
+        return [launch("moe_topk_kernel", (c.cdiv(t, bt), 1, 1), {"BLOCK_T": bt, "E_PAD": topk_pad, "K": k, "SIGMOID": False}),
+                launch("moe_align_kernel", (1, 1, 1), {"BLOCK": block, "E_PAD": align_pad, "TILE": tile})]
     if op in ("moe_topk_softmax", "moe_topk_sigmoid"):
         (t, e), k = shapes[0], flag
         bt, e_pad = moe_topk_softmax.routing_tiles(t, e)
@@ -249,13 +257,14 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
                  "dropout_checks_p_and_offset", "dropout_reference_mask_is_the_python_operators",
                  "cross_entropy_compiles", "cross_entropy_checks_rows", "matmul_splitk_checks_and_compiles",
                  "moe_topk_checks_k_and_compiles", "flash_decode_checks_and_compiles",
-                 "fmha_bwd_checks_and_compiles", "decode_variants_check_and_compile"):
+                 "fmha_bwd_checks_and_compiles", "decode_variants_check_and_compile",
+                 "moe_route_checks_and_compiles"):
         assert re.search(rf"test {name} \.\.\. ok", log), log[-4000:]
     for name in ("attention_matches_the_reference", "attention_variants_match_the_reference",
                  "dropout_matches_the_reference", "cross_entropy_matches_the_reference",
                  "matmul_splitk_matches_the_reference", "moe_topk_matches_the_reference",
                  "flash_decode_matches_the_reference", "fmha_bwd_matches_the_reference",
-                 "decode_variants_match_the_reference"):
+                 "decode_variants_match_the_reference", "moe_route_matches_the_reference"):
         assert re.search(rf"test {name} \.\.\. ignored", log), log[-4000:]
     assert re.search(r"ops::fmha \(line \d+\) - compile \.\.\. ok", log), log[-4000:]
     assert not re.search(r"test result: FAILED", log)

@@ -22,6 +22,7 @@
 //! | [`layer_norm`] | x [M, N], w \[N\], b \[N\], eps | [`LayerNorm`]: y, mean, rstd |
 //! | [`rope`] | x [B, S, H, D], cos / sin [S, D/2] f32 | [B, S, H, D] |
 //! | [`moe_topk_softmax`] / [`moe_topk_sigmoid`] | router logits [T, E], k | [`TopK`]: weights f32, ids i32 [T, k] |
+//! | [`moe_route`] | router logits [T, E], k, block_size | [`MoeRoute`]: the top k, sorted_ids, expert_ids, num_post_pad |
 //! | [`matmul_splitk`] | [M, K] @ [K, N] (K split, an f32 workspace) | [M, N] |
 //! | [`matmul`] / [`bmm`] | [M, K] @ [K, N] / [B, M, K] @ [B, K, N] | [M, N] / [B, M, N] |
 //! | [`fmha`] / [`fmha_varlen`] | q [B, Hq, S, D], k, v [B, Hkv, S, D] (f16 / bf16) | [`Attention`]: o, lse |
@@ -87,11 +88,11 @@ pub use cutile::tensor::{Reshape, Tensor};
 pub use element::{DeviceElement, Dtype, Element};
 pub use error::{Error, Result};
 pub use ops::{
-    Attention, AttentionGrads, CrossEntropy, LayerNorm, TopK, bmm, cross_entropy,
+    Attention, AttentionGrads, CrossEntropy, LayerNorm, MoeRoute, TopK, bmm, cross_entropy,
     cross_entropy_bwd, dropout, dropout_bwd, flash_decode, flash_decode_paged, flash_decode_sinks,
     flash_decode_softcap, fmha, fmha_bwd, fmha_sinks, fmha_softcap, fmha_varlen, geglu, gelu,
-    layer_norm, matmul, matmul_splitk, moe_topk_sigmoid, moe_topk_softmax, relu, rms_norm, rope,
-    silu_and_mul, softmax, swiglu, vector_add,
+    layer_norm, matmul, matmul_splitk, moe_route, moe_topk_sigmoid, moe_topk_softmax, relu,
+    rms_norm, rope, silu_and_mul, softmax, swiglu, vector_add,
 };
 
 use cutile::api;

@@ -577,8 +577,16 @@ fn topk<T: Element>(
     op: &'static str, logits: &Tensor<T>, k: usize, sigmoid: bool, stream: &Arc<Stream>,
 ) -> Result<TopK> {
     let t = Target::new(op, stream)?;
+    let l = plan::moe_topk(&t.input("logits", logits)?, k, sigmoid)?;
+    let top = topk_launch(&t, logits, &l)?;
+    t.finish()?;
+    Ok(top)
+}
+
+/// The top-k launch `l` (its checks made), not waited for.
+fn topk_launch<T: Element>(t: &Target<'_>, logits: &Tensor<T>, l: &KernelLaunch) -> Result<TopK> {
     let dl = t.input("logits", logits)?;
-    let l = plan::moe_topk(&dl, k, sigmoid)?;
+    let k = l.int("K") as usize;
     let (weights, ids) = (t.output::<f32>(&[dl[0], k])?, t.output::<i32>(&[dl[0], k])?);
     let (ld, wd, id) = (desc(logits), desc(&weights), desc(&ids));
     let [gx, gy, gz] = l.grid;
@@ -598,8 +606,66 @@ fn topk<T: Element>(
         t.handle(),
     );
     t.check(l.kernel, code)?;
-    t.finish()?;
     Ok(TopK { weights, ids })
+}
+
+/// What `moe_route` returns: the routing (`TopK`) and what a fused-MoE expert GEMM reads of it.
+#[derive(Debug)]
+pub struct MoeRoute {
+    pub top: TopK,
+    /// The T * k token slots grouped by expert (ascending slots within a group), each group padded
+    /// to a multiple of `block_size` with the value T * k: i32 [T * k + E * (block_size - 1)].
+    pub sorted_ids: Tensor<i32>,
+    /// The expert of each `block_size` block of `sorted_ids`, -1 past the padded total.
+    pub expert_ids: Tensor<i32>,
+    /// The padded total, i32 \[1\].
+    pub num_post_pad: Tensor<i32>,
+}
+
+/// MoE routing for a fused expert GEMM: `moe_topk_softmax(logits, k)`, then its token slots sorted
+/// by expert and padded per expert to whole blocks of `block_size` (a power of two).
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// let stream = tileport_ops::stream(0)?;
+/// let logits = tileport_ops::upload(&[0.0f32, 3.0, 1.0, 2.0], &[1, 4], &stream)?;
+/// let r = tileport_ops::moe_route(&logits, 2, 4, &stream)?;
+/// // slot 0 (expert 1) and slot 1 (expert 3), each padded to a block of 4 with the value 2
+/// assert_eq!(tileport_ops::download(&r.num_post_pad, &stream)?, [8]);
+/// # Ok(()) }
+/// ```
+pub fn moe_route<T: Element>(
+    logits: &Tensor<T>, k: usize, block_size: usize, stream: &Arc<Stream>,
+) -> Result<MoeRoute> {
+    let t = Target::new("moe_route", stream)?;
+    let dl = t.input("logits", logits)?;
+    let launches = plan::moe_route(&dl, k, block_size)?;
+    let top = topk_launch(&t, logits, &launches[0])?;
+    let align = &launches[1];
+    let (n_sorted, n_blocks) = plan::moe_route_sizes(dl[0] * k, dl[1], block_size);
+    let sorted_ids = t.output::<i32>(&[n_sorted])?;
+    let (expert_ids, num_post_pad) = (t.output::<i32>(&[n_blocks])?, t.output::<i32>(&[1])?);
+    let ids = view(&top.ids, &[dl[0] * k]);
+    let (sd, ed, nd) = (desc(&sorted_ids), desc(&expert_ids), desc(&num_post_pad));
+    let [gx, gy, gz] = align.grid;
+    let (block, e_pad, tile) = (align.int("BLOCK"), align.int("E_PAD"), align.int("TILE"));
+    let code = moe_routing::tileport_moe_align_kernel(
+        Some(&ids),
+        Some(&sd),
+        Some(&ed),
+        Some(&nd),
+        block,
+        e_pad,
+        tile,
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(align.kernel, code)?;
+    t.finish()?;
+    Ok(MoeRoute { top, sorted_ids, expert_ids, num_post_pad })
 }
 
 /// What `cross_entropy` returns: per row, the loss and the log-sum-exp of its logits, f32 \[M\].

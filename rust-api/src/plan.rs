@@ -8,7 +8,7 @@
 //! specs and checks against them (a changed default fails there until both sides follow).
 
 use crate::element::Dtype;
-use crate::error::{Result, shape, unsupported, value};
+use crate::error::{Error, Result, shape, unsupported, value};
 
 /// A tile constant or an entry-selecting flag of a kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -506,6 +506,32 @@ pub fn moe_topk(logits: &[usize], k: usize, sigmoid: bool) -> Result<KernelLaunc
     let consts = [("BLOCK_T", block_t), ("E_PAD", e_pad), ("K", k)];
     Ok(KernelLaunch::new("moe_topk_kernel", [cdiv(t, block_t), 1, 1], &consts)
         .flag("SIGMOID", sigmoid))
+}
+
+/// `moe_route` (ops/specs/moe_route.py): `moe_topk(logits, k, false)`, then the align kernel (one
+/// block) over the T * k token slots: TILE slots x E_PAD experts per step, TILE x E_PAD <= 8192;
+/// `block_size` a power of two.
+pub fn moe_route(logits: &[usize], k: usize, block_size: usize) -> Result<Vec<KernelLaunch>> {
+    const OP: &str = "moe_route";
+    let topk = moe_topk(logits, k, false).map_err(|e| match e {
+        Error::Shape { message, .. } => shape(OP, message),
+        Error::Value { message, .. } => value(OP, message),
+        other => other,
+    })?;
+    if !block_size.is_power_of_two() || i32::try_from(block_size).is_err() {
+        return Err(value(OP, format!("block_size must be a power of two, got {block_size}")));
+    }
+    let (n, e_pad) = (logits[0] * k, next_pow2(logits[1]));
+    let tile = (8192 / e_pad).min(next_pow2(n)).max(1);
+    let consts = [("BLOCK", block_size), ("E_PAD", e_pad), ("TILE", tile)];
+    Ok(vec![topk, KernelLaunch::new("moe_align_kernel", [1, 1, 1], &consts)])
+}
+
+/// (len(sorted_ids), len(expert_ids)) of `moe_route` over `n` token slots: every expert's group
+/// may take `block_size - 1` padding slots.
+pub fn moe_route_sizes(n: usize, experts: usize, block_size: usize) -> (usize, usize) {
+    let padded = n + experts * (block_size - 1);
+    (padded, cdiv(padded, block_size))
 }
 
 // ---------------------------------------------------------------- cross-entropy (ops/specs/cross_entropy.py)

@@ -323,6 +323,44 @@ pub fn decode_with(
     (o, lse)
 }
 
+/// `moe_route`'s alignment of token slots `ids` (the flattened top-k ids) over `experts`:
+/// (sorted_ids, expert_ids, num_post_pad) as the Python operator's reference.
+pub fn moe_align(ids: &[i32], experts: usize, block: usize) -> (Vec<i32>, Vec<i32>, i32) {
+    let n = ids.len();
+    let mut counts = vec![0usize; experts];
+    for &e in ids {
+        counts[e as usize] += 1;
+    }
+    let padded: Vec<usize> = counts.iter().map(|c| c.div_ceil(block) * block).collect();
+    let starts: Vec<usize> = padded
+        .iter()
+        .scan(0, |acc, p| {
+            let s = *acc;
+            *acc += p;
+            Some(s)
+        })
+        .collect();
+    let total: usize = padded.iter().sum();
+    let (n_sorted, n_blocks) = crate::plan::moe_route_sizes(n, experts, block);
+    let mut sorted = vec![n as i32; n_sorted];
+    let mut next = starts.clone();
+    for (slot, &e) in ids.iter().enumerate() {
+        sorted[next[e as usize]] = slot as i32;
+        next[e as usize] += 1;
+    }
+    let expert_ids = (0..n_blocks)
+        .map(|b| {
+            let first = b * block;
+            if first >= total {
+                -1
+            } else {
+                (0..experts).rfind(|&e| starts[e] <= first && padded[e] > 0).unwrap() as i32
+            }
+        })
+        .collect();
+    (sorted, expert_ids, total as i32)
+}
+
 /// The largest |a - b| over two equally long slices (infinite values equal where both are; a NaN
 /// on either side is an infinite difference).
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

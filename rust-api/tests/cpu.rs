@@ -212,6 +212,10 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
         "flash_decode_softcap" => {
             plan::flash_decode_softcap(x, &shapes[1], &shapes[1], &x[..1], 5.0, dtype, SMS).unwrap()
         }
+        "moe_route" => {
+            let k = case["flag"][0].as_u64().unwrap() as usize;
+            plan::moe_route(x, k, case["flag"][1].as_u64().unwrap() as usize).unwrap()
+        }
         "moe_topk_softmax" | "moe_topk_sigmoid" => {
             let k = case["flag"].as_u64().unwrap() as usize;
             one(plan::moe_topk(x, k, case["op"] == "moe_topk_sigmoid"))
@@ -286,7 +290,9 @@ fn serves(variant: &Value, launch: &KernelLaunch, dtype: Dtype) -> bool {
         .collect();
     let generic: Vec<&&str> = declared.iter().filter(|d| vars.contains_key(**d)).collect();
     let takes = if generic.is_empty() {
-        declared.iter().all(|d| *d == dtype.name())
+        // an entry of integer arrays only (moe_align) serves any float dtype of the plan
+        let floats = declared.iter().filter(|d| FLOATS.iter().any(|f| f.name() == **d));
+        floats.into_iter().all(|d| *d == dtype.name())
     } else {
         generic.iter().all(|d| vars[**d].as_array().unwrap().iter().any(|a| a == dtype.name()))
     };
@@ -532,6 +538,22 @@ fn decode_variants_check_and_compile() {
     assert_compiles(&cap, Dtype::F16);
     let bad = plan::flash_decode_softcap(&q, &kv, &kv, &[2], -1.0, Dtype::F16, SMS);
     assert!(matches!(bad, Err(Error::Value { op: "flash_decode_softcap", .. })), "{bad:?}");
+}
+
+#[test]
+fn moe_route_checks_and_compiles() {
+    let bad = plan::moe_route(&[100, 8], 2, 48);
+    assert!(
+        matches!(&bad, Err(Error::Value { op: "moe_route", message }) if message.contains("block_size")),
+        "{bad:?}"
+    );
+    let bad = plan::moe_route(&[100, 8], 3, 64);
+    assert!(matches!(&bad, Err(Error::Value { op: "moe_route", .. })), "{bad:?}");
+    assert_eq!(plan::moe_route_sizes(16, 8, 16), (16 + 8 * 15, 9));
+    let (sorted, experts, total) = tileport_ops::reference::moe_align(&[1, 3, 1, 0], 4, 4);
+    assert_eq!(sorted[..12], [3, 4, 4, 4, 0, 2, 4, 4, 1, 4, 4, 4]);
+    assert_eq!((experts[..4].to_vec(), total), (vec![0, 1, 3, -1], 12));
+    assert_compiles(&plan::moe_route(&[4097, 128], 8, 128).unwrap(), Dtype::BF16);
 }
 
 #[test]

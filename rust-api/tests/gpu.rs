@@ -308,6 +308,36 @@ fn moe_topks<T: Element>() {
     }
 }
 
+/// `moe_route`: the routing as `moe_topk_softmax`'s, the alignment exactly.
+fn moe_routes<T: Element>() {
+    let s = stream();
+    for (t, e, k, block) in
+        [(1, 8, 2, 16), (7, 8, 2, 16), (100, 60, 4, 64), (1000, 64, 8, 64), (4097, 128, 8, 128)]
+    {
+        let x = values::<T>(t * e, 34, 2.0);
+        let dx = upload(&x, &[t, e], &s).unwrap();
+        let out = tileport_ops::moe_route(&dx, k, block, &s).unwrap();
+        let (w, ids) = r::moe_topk(&f32s(&x), e, k, false);
+        assert_eq!(download(&out.top.ids, &s).unwrap(), ids, "moe_route ids {t}x{e}");
+        check(&format!("moe_route weights {t}x{e}"), &host(&out.top.weights, &s), &w, 1e-5);
+        let (sorted, experts, total) = r::moe_align(&ids, e, block);
+        assert_eq!(download(&out.sorted_ids, &s).unwrap(), sorted, "moe_route sorted_ids {t}x{e}");
+        assert_eq!(download(&out.expert_ids, &s).unwrap(), experts, "moe_route expert_ids {t}x{e}");
+        assert_eq!(
+            download(&out.num_post_pad, &s).unwrap(),
+            [total],
+            "moe_route num_post_pad {t}x{e}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn moe_route_matches_the_reference() {
+    moe_routes::<f32>();
+    moe_routes::<f16>();
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn moe_topk_matches_the_reference() {
