@@ -23,7 +23,8 @@ import pytest
 from tileport import toolchain
 from tileport.ops.specs import SPEC_MODULES
 from tileport.ops.specs import (_attention, _common, _tune, cross_entropy, fmha_bwd, layer_norm, matmul, matmul_splitk,
-                                moe_route, moe_topk_softmax, rms_norm, rope, silu_and_mul, softmax)
+                                mla_decode, mla_prefill, moe_route, moe_topk_softmax, rms_norm, rope,
+                                silu_and_mul, softmax)
 from tileport.ops.specs import get_spec
 from tileport.runtime.library import cargo_target_dir
 
@@ -39,12 +40,13 @@ IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_
           "fmha_fwd_sinks": "fmha_sinks", "fmha_fwd_softcap": "fmha_softcap", "dropout": "dropout",
           "dropout_bwd": "dropout_bwd", "cross_entropy": "cross_entropy", "cross_entropy_bwd": "cross_entropy_bwd",
           "matmul_splitk": "matmul_splitk", "moe_topk_softmax": "moe_topk_softmax",
-          "moe_topk_sigmoid": "moe_topk_sigmoid", "moe_route": "moe_route", "flash_decode": "flash_decode",
+          "moe_topk_sigmoid": "moe_topk_sigmoid", "moe_route": "moe_route",
+          "mla_decode": "mla_decode", "mla_prefill": "mla_prefill", "flash_decode": "flash_decode",
           "flash_decode_paged": "flash_decode_paged", "flash_decode_sinks": "flash_decode_sinks",
           "flash_decode_softcap": "flash_decode_softcap",
           "fmha_bwd": "fmha_bwd"}
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
-NOT_IN_API = {"mla_decode", "mla_prefill"}
+NOT_IN_API: set[str] = set()
 
 
 PLANS = API / "tests" / "data" / "plans.json"
@@ -85,6 +87,10 @@ PLAN_CASES = (
        get_spec("fmha_bwd").shapes]
     + [("flash_decode", [[b, hq, d], [b, hkv, s, d]], BF16, None) for b, hq, hkv, s, d in
        get_spec("flash_decode").shapes + list(get_spec("flash_decode").bench_shapes)]
+    + [("mla_decode", [[b, h, 512], [b, s, 512]], BF16, None) for b, h, s in
+       get_spec("mla_decode").shapes + list(get_spec("mla_decode").bench_shapes)]
+    + [("mla_prefill", [[b, h, s, 512], [b, s, 512]], F16, None) for b, h, s in
+       get_spec("mla_prefill").shapes + list(get_spec("mla_prefill").bench_shapes)]
     + [("moe_route", [[t, e]], F16, [k, block]) for t, e, k, block in
        get_spec("moe_route").shapes + list(get_spec("moe_route").bench_shapes)]
     + [(op, [[t, e]], F16, k) for op in ("moe_topk_softmax", "moe_topk_sigmoid")
@@ -137,6 +143,22 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
         m, n = shapes[0][0], shapes[0][1] // 2
         bm, bn = silu_and_mul.tiles(m, n)
         return [launch("silu_and_mul_kernel", (c.cdiv(n, bn), c.cdiv(m, bm), 1), {"BLOCK_M": bm, "BLOCK_N": bn})]
+    if op == "mla_decode":
+        (b, h, _lora), s = shapes[0], shapes[1][1]
+        head_blocks = c.cdiv(h, mla_decode.HEAD_TILE)
+        tiles = max(1, c.cdiv(s, mla_decode.BLOCK_N))
+        splits = max(1, min(tiles, c.cdiv(_attention.DECODE_BLOCKS_PER_SM * SMS, b * head_blocks)))
+        per_split = c.cdiv(tiles, splits)
+        splits = c.cdiv(tiles, per_split)
+        consts = {"HEAD_TILE": mla_decode.HEAD_TILE, "BLOCK_N": mla_decode.BLOCK_N, "LORA": mla_decode.LORA,
+                  "ROPE": mla_decode.ROPE, "tiles_per_split": per_split}
+        return [launch("mla_decode_partial_kernel", (splits, b * head_blocks, 1), consts),
+                launch("flash_decode_combine_kernel", (b, h, 1), {"HEAD_DIM": mla_decode.LORA, "n_splits": splits})]
+    if op == "mla_prefill":
+        b, h, s, _lora = shapes[0]
+        consts = {"BLOCK_M": mla_prefill.BLOCK_M, "BLOCK_N": mla_prefill.BLOCK_N, "LORA": mla_decode.LORA,
+                  "ROPE": mla_decode.ROPE}
+        return [launch("mla_prefill_kernel", (c.cdiv(s, mla_prefill.BLOCK_M), b * h, 1), consts)]
     if op == "moe_route":
         (t, e), (k, block) = shapes[0], flag
         bt, topk_pad = moe_topk_softmax.routing_tiles(t, e)
@@ -258,13 +280,14 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
                  "cross_entropy_compiles", "cross_entropy_checks_rows", "matmul_splitk_checks_and_compiles",
                  "moe_topk_checks_k_and_compiles", "flash_decode_checks_and_compiles",
                  "fmha_bwd_checks_and_compiles", "decode_variants_check_and_compile",
-                 "moe_route_checks_and_compiles"):
+                 "moe_route_checks_and_compiles", "mla_checks_and_compiles"):
         assert re.search(rf"test {name} \.\.\. ok", log), log[-4000:]
     for name in ("attention_matches_the_reference", "attention_variants_match_the_reference",
                  "dropout_matches_the_reference", "cross_entropy_matches_the_reference",
                  "matmul_splitk_matches_the_reference", "moe_topk_matches_the_reference",
                  "flash_decode_matches_the_reference", "fmha_bwd_matches_the_reference",
-                 "decode_variants_match_the_reference", "moe_route_matches_the_reference"):
+                 "decode_variants_match_the_reference", "moe_route_matches_the_reference",
+                 "mla_matches_the_reference"):
         assert re.search(rf"test {name} \.\.\. ignored", log), log[-4000:]
     assert re.search(r"ops::fmha \(line \d+\) - compile \.\.\. ok", log), log[-4000:]
     assert not re.search(r"test result: FAILED", log)

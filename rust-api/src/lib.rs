@@ -31,6 +31,7 @@
 //! | [`cross_entropy_bwd`] | logits, labels, lse, dloss \[M\], ignore_index | [M, V] |
 //! | [`flash_decode`] | q [B, Hq, D], k, v [B, Hkv, S, D], kv_lens \[B\] (f16 / bf16) | [`Attention`]: o [B, Hq, D], lse |
 //! | [`flash_decode_paged`] / [`flash_decode_sinks`] / [`flash_decode_softcap`] | as [`flash_decode`]: page pools and a block table / sinks and a window / a cap | [`Attention`] |
+//! | [`mla_decode`] / [`mla_prefill`] | q_nope, q_pe; ckv [B, S, 512], kpe [B, S, 64]; lengths | [`Attention`]: o (latent, 512), lse |
 //! | [`fmha_bwd`] | `fmha_varlen`'s inputs, o, lse, do, dlse | [`AttentionGrads`]: dq, dk, dv |
 //! | [`fmha_sinks`] / [`fmha_softcap`] | as [`fmha_varlen`], sinks \[Hq\] and a window / a cap | [`Attention`]: o, lse |
 //!
@@ -91,8 +92,8 @@ pub use ops::{
     Attention, AttentionGrads, CrossEntropy, LayerNorm, MoeRoute, TopK, bmm, cross_entropy,
     cross_entropy_bwd, dropout, dropout_bwd, flash_decode, flash_decode_paged, flash_decode_sinks,
     flash_decode_softcap, fmha, fmha_bwd, fmha_sinks, fmha_softcap, fmha_varlen, geglu, gelu,
-    layer_norm, matmul, matmul_splitk, moe_route, moe_topk_sigmoid, moe_topk_softmax, relu,
-    rms_norm, rope, silu_and_mul, softmax, swiglu, vector_add,
+    layer_norm, matmul, matmul_splitk, mla_decode, mla_prefill, moe_route, moe_topk_sigmoid,
+    moe_topk_softmax, relu, rms_norm, rope, silu_and_mul, softmax, swiglu, vector_add,
 };
 
 use cutile::api;

@@ -1160,6 +1160,142 @@ pub fn fmha_bwd<T: Element>(
     Ok(grads)
 }
 
+/// 1 / sqrt(128 + 64): the MLA kernels' softmax scale (DeepSeek-V2/V3's qk head dim), in log2 units.
+fn mla_qk_scale() -> f32 {
+    (192f32).sqrt().recip() * std::f32::consts::LOG2_E
+}
+
+/// Multi-head latent attention decode (DeepSeek, absorbed): q_nope [B, H, 512] (in the latent space)
+/// and q_pe [B, H, 64] against the latent cache ckv [B, S, 512] and rope keys kpe [B, S, 64] up to
+/// `kv_lens[b]` (i32 \[B\], >= 1) positions, scale 1/sqrt(192): o [B, H, 512] (latent; the caller
+/// applies the value up-projection) and lse [B, H].
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::bf16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, h, s) = (2, 16, 300);
+/// let up = |n: usize, shape: &[usize]| tileport_ops::upload(&vec![bf16::from_f32(0.05); n], shape, &stream);
+/// let (q_nope, q_pe) = (up(b * h * 512, &[b, h, 512])?, up(b * h * 64, &[b, h, 64])?);
+/// let (ckv, kpe) = (up(b * s * 512, &[b, s, 512])?, up(b * s * 64, &[b, s, 64])?);
+/// let lens = tileport_ops::upload(&[300i32, 7], &[2], &stream)?;
+/// let out = tileport_ops::mla_decode(&q_nope, &q_pe, &ckv, &kpe, &lens, &stream)?;
+/// assert_eq!(out.o.shape(), [2, 16, 512]);
+/// # Ok(()) }
+/// ```
+pub fn mla_decode<T: Element>(
+    q_nope: &Tensor<T>, q_pe: &Tensor<T>, ckv: &Tensor<T>, kpe: &Tensor<T>, kv_lens: &Tensor<i32>,
+    stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    let t = Target::new("mla_decode", stream)?;
+    let (dn, dp) = (t.input("q_nope", q_nope)?, t.input("q_pe", q_pe)?);
+    let (dc, dk, dl) = (t.input("ckv", ckv)?, t.input("kpe", kpe)?, t.input("kv_lens", kv_lens)?);
+    let launches = plan::mla_decode(&dn, &dp, &dc, &dk, &dl, T::ELEMENT, t.sms)?;
+    let (partial, combine) = (&launches[0], &launches[1]);
+    let (b, h, splits) = (dn[0], dn[1], partial.grid[0] as usize);
+    let o = t.output::<T>(&dn)?;
+    let lse = t.output::<f32>(&[b, h])?;
+    let o_part = t.output::<f32>(&[b, h, splits, plan::MLA_LORA])?;
+    let lse_part = t.output::<f32>(&[b, h, splits])?;
+    let (nd, pd, cd, kd, ld) = (desc(q_nope), desc(q_pe), desc(ckv), desc(kpe), desc(kv_lens));
+    let (opd, lpd, od, lsed) = (desc(&o_part), desc(&lse_part), desc(&o), desc(&lse));
+    let (dev, handle) = (t.device_id, t.handle());
+    let [gx, gy, gz] = partial.grid;
+    let code = attention::tileport_mla_decode_partial_kernel(
+        Some(&nd),
+        Some(&pd),
+        Some(&cd),
+        Some(&kd),
+        Some(&ld),
+        Some(&opd),
+        Some(&lpd),
+        mla_qk_scale(),
+        partial.int("tiles_per_split"),
+        partial.int("HEAD_TILE"),
+        partial.int("BLOCK_N"),
+        partial.int("LORA"),
+        partial.int("ROPE"),
+        gx,
+        gy,
+        gz,
+        dev,
+        handle,
+    );
+    t.check(partial.kernel, code)?;
+    let [gx, gy, gz] = combine.grid;
+    let (n, hd) = (combine.int("n_splits"), combine.int("HEAD_DIM"));
+    let code = attention::tileport_flash_decode_combine_kernel(
+        Some(&opd),
+        Some(&lpd),
+        Some(&od),
+        Some(&lsed),
+        n,
+        hd,
+        gx,
+        gy,
+        gz,
+        dev,
+        handle,
+    );
+    t.check(combine.kernel, code)?;
+    t.finish()?;
+    Ok(Attention { o, lse })
+}
+
+/// Multi-head latent attention prefill (DeepSeek, absorbed), causal over ragged sequences: q_nope
+/// [B, H, S, 512], q_pe [B, H, S, 64], ckv [B, S, 512], kpe [B, S, 64], `seq_lens` (i32 \[B\]), scale
+/// 1/sqrt(192): o [B, H, S, 512] (latent) and lse [B, H, S]; 0 and -inf on padding rows.
+///
+/// ```no_run
+/// # fn main() -> Result<(), tileport_ops::Error> {
+/// use tileport_ops::half::f16;
+/// let stream = tileport_ops::stream(0)?;
+/// let (b, h, s) = (1, 4, 77);
+/// let up = |n: usize, shape: &[usize]| tileport_ops::upload(&vec![f16::from_f32(0.05); n], shape, &stream);
+/// let (q_nope, q_pe) = (up(b * h * s * 512, &[b, h, s, 512])?, up(b * h * s * 64, &[b, h, s, 64])?);
+/// let (ckv, kpe) = (up(b * s * 512, &[b, s, 512])?, up(b * s * 64, &[b, s, 64])?);
+/// let lens = tileport_ops::upload(&[77i32], &[1], &stream)?;
+/// let out = tileport_ops::mla_prefill(&q_nope, &q_pe, &ckv, &kpe, &lens, &stream)?;
+/// assert_eq!(out.lse.shape(), [1, 4, 77]);
+/// # Ok(()) }
+/// ```
+pub fn mla_prefill<T: Element>(
+    q_nope: &Tensor<T>, q_pe: &Tensor<T>, ckv: &Tensor<T>, kpe: &Tensor<T>, seq_lens: &Tensor<i32>,
+    stream: &Arc<Stream>,
+) -> Result<Attention<T>> {
+    let t = Target::new("mla_prefill", stream)?;
+    let (dn, dp) = (t.input("q_nope", q_nope)?, t.input("q_pe", q_pe)?);
+    let (dc, dk, dl) = (t.input("ckv", ckv)?, t.input("kpe", kpe)?, t.input("seq_lens", seq_lens)?);
+    let l = plan::mla_prefill(&dn, &dp, &dc, &dk, &dl, T::ELEMENT)?;
+    let o = t.output::<T>(&dn)?;
+    let lse = t.output::<f32>(&dn[..3])?;
+    let (nd, pd, cd, kd, ld) = (desc(q_nope), desc(q_pe), desc(ckv), desc(kpe), desc(seq_lens));
+    let (od, lsed) = (desc(&o), desc(&lse));
+    let [gx, gy, gz] = l.grid;
+    let code = attention::tileport_mla_prefill_kernel(
+        Some(&nd),
+        Some(&pd),
+        Some(&cd),
+        Some(&kd),
+        Some(&ld),
+        Some(&od),
+        Some(&lsed),
+        mla_qk_scale(),
+        l.int("BLOCK_M"),
+        l.int("BLOCK_N"),
+        l.int("LORA"),
+        l.int("ROPE"),
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(l.kernel, code)?;
+    t.finish()?;
+    Ok(Attention { o, lse })
+}
+
 /// Attention prefill (flash attention forward), softmax scale 1/sqrt(D): q [B, Hq, S, D], k and v
 /// [B, Hkv, S, D] (grouped-query: Hkv divides Hq), f16 or bf16, head dim 64 or 128, causal or not.
 /// Every sequence of the batch is S long; `fmha_varlen` takes per-sequence lengths.

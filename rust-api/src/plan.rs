@@ -601,6 +601,83 @@ pub fn fmha_bwd(
     ])
 }
 
+/// The latent (LORA) and rope widths of the MLA kernels (DeepSeek-V2/V3).
+pub const MLA_LORA: usize = 512;
+pub const MLA_ROPE: usize = 64;
+
+/// `mla_decode` (ops/specs/mla_decode.py): absorbed multi-head latent attention decode, q_nope
+/// [B, H, 512], q_pe [B, H, 64] against ckv [B, S, 512], kpe [B, S, 64] up to kv_lens \[B\]: the
+/// partial kernel over (splits, B x H/16 head blocks), 32 positions a tile, then the combine kernel.
+pub fn mla_decode(
+    q_nope: &[usize], q_pe: &[usize], ckv: &[usize], kpe: &[usize], kv_lens: &[usize],
+    dtype: Dtype, sms: u32,
+) -> Result<Vec<KernelLaunch>> {
+    const OP: &str = "mla_decode";
+    rank(OP, "q_nope", q_nope, 3, "[B, H, 512]")?;
+    rank(OP, "ckv", ckv, 3, "[B, S, 512]")?;
+    let (batch, heads, s) = (q_nope[0], q_nope[1], ckv[1]);
+    if q_nope[2] != MLA_LORA
+        || q_pe != [batch, heads, MLA_ROPE]
+        || ckv[0] != batch
+        || ckv[2] != MLA_LORA
+        || kpe != [batch, s, MLA_ROPE]
+        || kv_lens != [batch]
+    {
+        let msg = format!(
+            "takes q_nope [B, H, 512], q_pe [B, H, 64], ckv [B, S, 512], kpe [B, S, 64], kv_lens [B]: q_nope {q_nope:?}, q_pe {q_pe:?}, ckv {ckv:?}, kpe {kpe:?}, kv_lens {kv_lens:?}"
+        );
+        return Err(shape(OP, msg));
+    }
+    if dtype == Dtype::F32 {
+        return Err(unsupported(OP, "f32 (the attention kernels take f16 and bf16)"));
+    }
+    let (head_tile, block_n) = (16, 32);
+    let head_blocks = cdiv(heads, head_tile);
+    let tiles = cdiv(s, block_n).max(1);
+    let splits = tiles.min(cdiv(DECODE_BLOCKS_PER_SM * sms as usize, batch * head_blocks)).max(1);
+    let per_split = cdiv(tiles, splits);
+    let splits = cdiv(tiles, per_split);
+    let consts = [
+        ("HEAD_TILE", head_tile),
+        ("BLOCK_N", block_n),
+        ("LORA", MLA_LORA),
+        ("ROPE", MLA_ROPE),
+        ("tiles_per_split", per_split),
+    ];
+    let partial =
+        KernelLaunch::new("mla_decode_partial_kernel", [splits, batch * head_blocks, 1], &consts);
+    let combine = [("HEAD_DIM", MLA_LORA), ("n_splits", splits)];
+    Ok(vec![partial, KernelLaunch::new("flash_decode_combine_kernel", [batch, heads, 1], &combine)])
+}
+
+/// `mla_prefill` (ops/specs/mla_prefill.py): absorbed multi-head latent attention prefill, causal
+/// and ragged: q_nope [B, H, S, 512], q_pe [B, H, S, 64], ckv [B, S, 512], kpe [B, S, 64], seq_lens
+/// \[B\]; 64 query rows x 32 latent rows per step.
+pub fn mla_prefill(
+    q_nope: &[usize], q_pe: &[usize], ckv: &[usize], kpe: &[usize], seq_lens: &[usize],
+    dtype: Dtype,
+) -> Result<KernelLaunch> {
+    const OP: &str = "mla_prefill";
+    rank(OP, "q_nope", q_nope, 4, "[B, H, S, 512]")?;
+    let (batch, heads, s) = (q_nope[0], q_nope[1], q_nope[2]);
+    if q_nope[3] != MLA_LORA
+        || q_pe != [batch, heads, s, MLA_ROPE]
+        || ckv != [batch, s, MLA_LORA]
+        || kpe != [batch, s, MLA_ROPE]
+        || seq_lens != [batch]
+    {
+        let msg = format!(
+            "takes q_nope [B, H, S, 512], q_pe [B, H, S, 64], ckv [B, S, 512], kpe [B, S, 64], seq_lens [B]: q_nope {q_nope:?}, q_pe {q_pe:?}, ckv {ckv:?}, kpe {kpe:?}, seq_lens {seq_lens:?}"
+        );
+        return Err(shape(OP, msg));
+    }
+    if dtype == Dtype::F32 {
+        return Err(unsupported(OP, "f32 (the attention kernels take f16 and bf16)"));
+    }
+    let consts = [("BLOCK_M", 64), ("BLOCK_N", 32), ("LORA", MLA_LORA), ("ROPE", MLA_ROPE)];
+    Ok(KernelLaunch::new("mla_prefill_kernel", [cdiv(s, 64), batch * heads, 1], &consts))
+}
+
 /// Query heads per kv head `flash_decode` takes at most (a block's query tile).
 pub const DECODE_GROUP_TILE: usize = 16;
 const DECODE_BLOCK_N: usize = 128;

@@ -361,6 +361,48 @@ pub fn moe_align(ids: &[i32], experts: usize, block: usize) -> (Vec<i32>, Vec<i3
     (sorted, expert_ids, total as i32)
 }
 
+/// MLA attention of f32 inputs: queries q_nope [B, H, Q, 512], q_pe [B, H, Q, 64] (Q = 1: decode)
+/// against ckv [B, S, 512], kpe [B, S, 64], scale 1/sqrt(192); query i of sequence b sees keys
+/// `..lens[b]` (decode) or `..=i` below `lens[b]` (causal prefill; rows past it 0 / -inf):
+/// (o [B, H, Q, 512], lse [B, H, Q]).
+#[allow(clippy::too_many_arguments)]
+pub fn mla(
+    q_nope: &[f32], q_pe: &[f32], ckv: &[f32], kpe: &[f32], [batch, heads, nq, s]: [usize; 4],
+    lens: &[usize], causal: bool,
+) -> (Vec<f32>, Vec<f32>) {
+    let (lora, rope, scale) = (512, 64, (192f32).sqrt().recip());
+    let (mut o, mut lse) =
+        (vec![0.0f32; q_nope.len()], vec![f32::NEG_INFINITY; batch * heads * nq]);
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    for b in 0..batch {
+        for h in 0..heads {
+            for i in 0..nq.min(if causal { lens[b] } else { nq }) {
+                let row = (b * heads + h) * nq + i;
+                let keys = if causal { i + 1 } else { lens[b] };
+                let scores: Vec<f32> = (0..keys)
+                    .map(|j| {
+                        let c = &ckv[(b * s + j) * lora..][..lora];
+                        let r = &kpe[(b * s + j) * rope..][..rope];
+                        (dot(&q_nope[row * lora..][..lora], c)
+                            + dot(&q_pe[row * rope..][..rope], r))
+                            * scale
+                    })
+                    .collect();
+                let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let p: Vec<f32> = scores.iter().map(|x| (x - max).exp()).collect();
+                let sum: f32 = p.iter().sum();
+                for (j, pj) in p.iter().enumerate() {
+                    for c in 0..lora {
+                        o[row * lora + c] += pj / sum * ckv[(b * s + j) * lora + c];
+                    }
+                }
+                lse[row] = max + sum.ln();
+            }
+        }
+    }
+    (o, lse)
+}
+
 /// The largest |a - b| over two equally long slices (infinite values equal where both are; a NaN
 /// on either side is an infinite difference).
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

@@ -212,6 +212,14 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
         "flash_decode_softcap" => {
             plan::flash_decode_softcap(x, &shapes[1], &shapes[1], &x[..1], 5.0, dtype, SMS).unwrap()
         }
+        "mla_decode" => {
+            let (b, h, s) = (x[0], x[1], shapes[1][1]);
+            plan::mla_decode(x, &[b, h, 64], &shapes[1], &[b, s, 64], &[b], dtype, SMS).unwrap()
+        }
+        "mla_prefill" => {
+            let (b, h, s) = (x[0], x[1], x[2]);
+            one(plan::mla_prefill(x, &[b, h, s, 64], &shapes[1], &[b, s, 64], &[b], dtype))
+        }
         "moe_route" => {
             let k = case["flag"][0].as_u64().unwrap() as usize;
             plan::moe_route(x, k, case["flag"][1].as_u64().unwrap() as usize).unwrap()
@@ -554,6 +562,48 @@ fn moe_route_checks_and_compiles() {
     assert_eq!(sorted[..12], [3, 4, 4, 4, 0, 2, 4, 4, 1, 4, 4, 4]);
     assert_eq!((experts[..4].to_vec(), total), (vec![0, 1, 3, -1], 12));
     assert_compiles(&plan::moe_route(&[4097, 128], 8, 128).unwrap(), Dtype::BF16);
+}
+
+#[test]
+fn mla_checks_and_compiles() {
+    let bad = plan::mla_decode(
+        &[2, 16, 512],
+        &[2, 16, 32],
+        &[2, 100, 512],
+        &[2, 100, 64],
+        &[2],
+        Dtype::F16,
+        SMS,
+    );
+    assert_shape(bad, "mla_decode", "q_pe [B, H, 64]");
+    let decode = plan::mla_decode(
+        &[2, 128, 512],
+        &[2, 128, 64],
+        &[2, 4099, 512],
+        &[2, 4099, 64],
+        &[2],
+        Dtype::BF16,
+        SMS,
+    );
+    assert_compiles(&decode.unwrap(), Dtype::BF16);
+    let bad = plan::mla_prefill(
+        &[1, 16, 100, 512],
+        &[1, 16, 100, 64],
+        &[1, 99, 512],
+        &[1, 100, 64],
+        &[1],
+        Dtype::F16,
+    );
+    assert_shape(bad, "mla_prefill", "ckv [B, S, 512]");
+    let prefill = plan::mla_prefill(
+        &[1, 16, 100, 512],
+        &[1, 16, 100, 64],
+        &[1, 100, 512],
+        &[1, 100, 64],
+        &[1],
+        Dtype::F16,
+    );
+    assert_compiles(&[prefill.unwrap()], Dtype::F16);
 }
 
 #[test]

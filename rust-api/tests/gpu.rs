@@ -504,6 +504,50 @@ fn fmha_bwd_matches_the_reference() {
     attention_grads::<bf16>();
 }
 
+/// `mla_decode` and `mla_prefill` on ragged lengths against `reference::mla`.
+fn mlas<T: Element>() {
+    let s = stream();
+    let tol = if T::ELEMENT == tileport_ops::Dtype::BF16 { 2e-2 } else { 4e-3 };
+    for (b, h, sk) in [(1, 1, 1), (2, 16, 77), (3, 19, 1000)] {
+        let lens: Vec<usize> = (0..b).map(|i| (sk - i * (sk / (b + 1)) - 3 * i).max(1)).collect();
+        let dl = upload(&lens.iter().map(|&l| l as i32).collect::<Vec<_>>(), &[b], &s).unwrap();
+        let (ckv, kpe) = (values::<T>(b * sk * 512, 35, 1.0), values::<T>(b * sk * 64, 36, 1.0));
+        let (dc, dk) =
+            (upload(&ckv, &[b, sk, 512], &s).unwrap(), upload(&kpe, &[b, sk, 64], &s).unwrap());
+        for nq in [1, sk] {
+            let (qn, qp) =
+                (values::<T>(b * h * nq * 512, 37, 1.0), values::<T>(b * h * nq * 64, 38, 1.0));
+            let (o, lse) = r::mla(
+                &f32s(&qn),
+                &f32s(&qp),
+                &f32s(&ckv),
+                &f32s(&kpe),
+                [b, h, nq, sk],
+                &lens,
+                nq > 1,
+            );
+            let out = if nq == 1 {
+                let (dn, dp) =
+                    (upload(&qn, &[b, h, 512], &s).unwrap(), upload(&qp, &[b, h, 64], &s).unwrap());
+                tileport_ops::mla_decode(&dn, &dp, &dc, &dk, &dl, &s).unwrap()
+            } else {
+                let dn = upload(&qn, &[b, h, nq, 512], &s).unwrap();
+                let dp = upload(&qp, &[b, h, nq, 64], &s).unwrap();
+                tileport_ops::mla_prefill(&dn, &dp, &dc, &dk, &dl, &s).unwrap()
+            };
+            check(&format!("mla o {b}x{h}x{sk}, {nq} queries"), &host(&out.o, &s), &o, tol);
+            check(&format!("mla lse {b}x{h}x{sk}, {nq} queries"), &host(&out.lse, &s), &lse, 1e-3);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn mla_matches_the_reference() {
+    mlas::<f16>();
+    mlas::<bf16>();
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn dropout_matches_the_reference() {
