@@ -22,7 +22,9 @@ import pytest
 
 from tileport import toolchain
 from tileport.ops.specs import SPEC_MODULES
-from tileport.ops.specs import _attention, _common, _tune, layer_norm, matmul, rms_norm, rope, silu_and_mul, softmax
+from tileport.ops.specs import (_attention, _common, _tune, cross_entropy, fmha_bwd, layer_norm, matmul, matmul_splitk,
+                                mla_decode, mla_prefill, moe_route, moe_topk_softmax, rms_norm, rope,
+                                silu_and_mul, softmax)
 from tileport.ops.specs import get_spec
 from tileport.runtime.library import cargo_target_dir
 
@@ -34,12 +36,17 @@ API = REPO / "rust-api"
 IN_API = {"vector_add": "vector_add", "relu": "relu", "gelu": "gelu", "silu_and_mul": "silu_and_mul",
           "swiglu": "swiglu", "geglu": "geglu", "softmax": "softmax", "softmax_tma": "softmax",
           "softmax_gather": "softmax", "softmax_online": "softmax", "rms_norm": "rms_norm",
-          "layer_norm": "layer_norm", "rope": "rope", "matmul": "matmul", "bmm": "bmm", "fmha_fwd": "fmha"}
+          "layer_norm": "layer_norm", "rope": "rope", "matmul": "matmul", "bmm": "bmm", "fmha_fwd": "fmha",
+          "fmha_fwd_sinks": "fmha_sinks", "fmha_fwd_softcap": "fmha_softcap", "dropout": "dropout",
+          "dropout_bwd": "dropout_bwd", "cross_entropy": "cross_entropy", "cross_entropy_bwd": "cross_entropy_bwd",
+          "matmul_splitk": "matmul_splitk", "moe_topk_softmax": "moe_topk_softmax",
+          "moe_topk_sigmoid": "moe_topk_sigmoid", "moe_route": "moe_route",
+          "mla_decode": "mla_decode", "mla_prefill": "mla_prefill", "flash_decode": "flash_decode",
+          "flash_decode_paged": "flash_decode_paged", "flash_decode_sinks": "flash_decode_sinks",
+          "flash_decode_softcap": "flash_decode_softcap",
+          "fmha_bwd": "fmha_bwd"}
 # Operators the API leaves out, each with the reason docs/rust-api.md gives.
-NOT_IN_API = {"matmul_splitk", "fmha_fwd_sinks", "fmha_fwd_softcap", "fmha_bwd", "flash_decode", "flash_decode_paged",
-              "flash_decode_sinks", "flash_decode_softcap", "mla_decode", "mla_prefill", "dropout", "dropout_bwd",
-              "cross_entropy", "cross_entropy_bwd", "moe_topk_softmax", "moe_topk_sigmoid", "moe_route",
-              "rms_norm_bwd", "layer_norm_bwd", "linear_cross_entropy", "linear_cross_entropy_bwd",
+NOT_IN_API = {"rms_norm_bwd", "layer_norm_bwd", "linear_cross_entropy", "linear_cross_entropy_bwd",
               "gated_delta_decode", "gated_delta_prefill", "gated_delta_chunked",
               "fused_moe", "moe_experts", "grouped_gemm", "matmul_fp8"}
 
@@ -63,7 +70,35 @@ PLAN_CASES = (
        for dt in (F32, BF16)]
     + [("bmm", [[b, m, k], [b, k, n]], F16, None) for b, m, n, k in ((3, 17, 33, 65), (8, 2048, 2048, 2048))]
     + [("fmha", [[b, hq, s, d], [b, hkv, s, d]], F16, bool(causal)) for b, hq, hkv, s, d, causal in
-       get_spec("fmha_fwd").shapes])
+       get_spec("fmha_fwd").shapes]
+    + [("fmha_sinks", [[b, hq, s, d], [b, hkv, s, d]], BF16, window) for b, hq, hkv, s, d, window in
+       get_spec("fmha_fwd_sinks").shapes]
+    + [("fmha_softcap", [[b, hq, s, d], [b, hkv, s, d]], F16, None) for b, hq, hkv, s, d in
+       get_spec("fmha_fwd_softcap").shapes]
+    + [(op, [list(x)], F32, None) for op in ("dropout", "dropout_bwd") for x in get_spec(op).shapes]
+    + [("matmul_splitk", [[m, k], [k, n]], dt, None) for m, n, k in get_spec("matmul_splitk").shapes
+       + list(get_spec("matmul_splitk").bench_shapes) for dt in (F32, BF16)]
+    + [("flash_decode_paged", [[b, hq, d], [b * _common.cdiv(s, 64), hkv, 64, d], [b, _common.cdiv(s, 64)]], F16,
+        None) for b, hq, hkv, s, d in get_spec("flash_decode_paged").shapes
+       + list(get_spec("flash_decode_paged").bench_shapes)]
+    + [("flash_decode_sinks", [[b, hq, d], [b, hkv, s, d]], BF16, window) for b, hq, hkv, s, d, window in
+       get_spec("flash_decode_sinks").shapes + list(get_spec("flash_decode_sinks").bench_shapes)]
+    + [("flash_decode_softcap", [[b, hq, d], [b, hkv, s, d]], F16, None) for b, hq, hkv, s, d in
+       get_spec("flash_decode_softcap").shapes + list(get_spec("flash_decode_softcap").bench_shapes)]
+    + [("fmha_bwd", [[b, hq, s, d], [b, hkv, s, d]], F16, bool(causal)) for b, hq, hkv, s, d, causal in
+       get_spec("fmha_bwd").shapes]
+    + [("flash_decode", [[b, hq, d], [b, hkv, s, d]], BF16, None) for b, hq, hkv, s, d in
+       get_spec("flash_decode").shapes + list(get_spec("flash_decode").bench_shapes)]
+    + [("mla_decode", [[b, h, 512], [b, s, 512]], BF16, None) for b, h, s in
+       get_spec("mla_decode").shapes + list(get_spec("mla_decode").bench_shapes)]
+    + [("mla_prefill", [[b, h, s, 512], [b, s, 512]], F16, None) for b, h, s in
+       get_spec("mla_prefill").shapes + list(get_spec("mla_prefill").bench_shapes)]
+    + [("moe_route", [[t, e]], F16, [k, block]) for t, e, k, block in
+       get_spec("moe_route").shapes + list(get_spec("moe_route").bench_shapes)]
+    + [(op, [[t, e]], F16, k) for op in ("moe_topk_softmax", "moe_topk_sigmoid")
+       for t, e, k in get_spec(op).shapes + list(get_spec(op).bench_shapes)]
+    + [(op, [list(x)], BF16, None) for op in ("cross_entropy", "cross_entropy_bwd")
+       for x in get_spec(op).shapes + list(get_spec(op).bench_shapes)])
 
 
 def launch(kernel: str, grid, constants: dict) -> dict:
@@ -102,7 +137,7 @@ def row_plan(spec_module, m: int, n: int, dtype: str) -> list[dict]:
 def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
     """The launches the Python operator makes by default (no tuned configuration) on an H200 (132 SMs)."""
     c = _common
-    if op in ("vector_add", "relu", "gelu", "swiglu", "geglu"):
+    if op in ("vector_add", "relu", "gelu", "swiglu", "geglu", "dropout", "dropout_bwd"):
         n = math.prod(shapes[0])
         tile = c.flat_tile(n)
         return [launch(get_spec(op).kernels[0], (c.cdiv(n, tile), 1, 1), {"TILE": tile})]
@@ -110,6 +145,66 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
         m, n = shapes[0][0], shapes[0][1] // 2
         bm, bn = silu_and_mul.tiles(m, n)
         return [launch("silu_and_mul_kernel", (c.cdiv(n, bn), c.cdiv(m, bm), 1), {"BLOCK_M": bm, "BLOCK_N": bn})]
+    if op == "mla_decode":
+        (b, h, _lora), s = shapes[0], shapes[1][1]
+        head_blocks = c.cdiv(h, mla_decode.HEAD_TILE)
+        tiles = max(1, c.cdiv(s, mla_decode.BLOCK_N))
+        splits = max(1, min(tiles, c.cdiv(_attention.DECODE_BLOCKS_PER_SM * SMS, b * head_blocks)))
+        per_split = c.cdiv(tiles, splits)
+        splits = c.cdiv(tiles, per_split)
+        consts = {"HEAD_TILE": mla_decode.HEAD_TILE, "BLOCK_N": mla_decode.BLOCK_N, "LORA": mla_decode.LORA,
+                  "ROPE": mla_decode.ROPE, "tiles_per_split": per_split}
+        return [launch("mla_decode_partial_kernel", (splits, b * head_blocks, 1), consts),
+                launch("flash_decode_combine_kernel", (b, h, 1), {"HEAD_DIM": mla_decode.LORA, "n_splits": splits})]
+    if op == "mla_prefill":
+        b, h, s, _lora = shapes[0]
+        consts = {"BLOCK_M": mla_prefill.BLOCK_M, "BLOCK_N": mla_prefill.BLOCK_N, "LORA": mla_decode.LORA,
+                  "ROPE": mla_decode.ROPE}
+        return [launch("mla_prefill_kernel", (c.cdiv(s, mla_prefill.BLOCK_M), b * h, 1), consts)]
+    if op == "moe_route":
+        (t, e), (k, block) = shapes[0], flag
+        bt, topk_pad = moe_topk_softmax.routing_tiles(t, e)
+        tile, align_pad = moe_route.align_tiles(t * k, e)
+        return [launch("moe_topk_kernel", (c.cdiv(t, bt), 1, 1), {"BLOCK_T": bt, "E_PAD": topk_pad, "K": k, "SIGMOID": False}),
+                launch("moe_align_kernel", (1, 1, 1), {"BLOCK": block, "E_PAD": align_pad, "TILE": tile})]
+    if op in ("moe_topk_softmax", "moe_topk_sigmoid"):
+        (t, e), k = shapes[0], flag
+        bt, e_pad = moe_topk_softmax.routing_tiles(t, e)
+        return [launch("moe_topk_kernel", (c.cdiv(t, bt), 1, 1),
+                       {"BLOCK_T": bt, "E_PAD": e_pad, "K": k, "SIGMOID": op == "moe_topk_sigmoid"})]
+    if op == "fmha_bwd":
+        b, hq, s, d = shapes[0]
+        hkv = shapes[1][1]
+        pre = {"BLOCK_M": fmha_bwd.PRE_BLOCK_M, "HEAD_DIM": d}
+        dkdv, dq = fmha_bwd.constants(fmha_bwd.DKDV_TILES, d, flag), fmha_bwd.constants(fmha_bwd.DQ_TILES, d, flag)
+        return [launch("fmha_bwd_preprocess_kernel", (c.cdiv(s, fmha_bwd.PRE_BLOCK_M), b * hq, 1), pre),
+                launch("fmha_bwd_dkdv_kernel", (c.cdiv(s, dkdv["BLOCK_N"]), b * hkv, 1), dkdv),
+                launch("fmha_bwd_dq_kernel", (c.cdiv(s, dq["BLOCK_M"]), b * hq, 1), dq)]
+    if op.startswith("flash_decode"):
+        (b, hq, d), hkv = shapes[0], shapes[1][1]
+        paged = op == "flash_decode_paged"
+        max_len = shapes[2][1] * _attention.PAGE_SIZE if paged else shapes[1][2]
+        splits, per_split = _attention.decode_splits(b, hkv, max_len, SMS, _attention.decode_block_n(paged))
+        consts = _attention.decode_constants(d, paged=paged, sliding=op == "flash_decode_sinks" and flag > 0,
+                                             sinks=op == "flash_decode_sinks", softcap=op == "flash_decode_softcap",
+                                             final=splits == 1)
+        out = [launch("flash_decode_partial_kernel", (splits, b * hkv, 1), {**consts, "tiles_per_split": per_split})]
+        if splits > 1:
+            out.append(launch("flash_decode_combine_kernel", (b, hq, 1), {"HEAD_DIM": d, "n_splits": splits}))
+        return out
+    if op == "matmul_splitk":
+        (m, k), n = shapes[0], shapes[1][1]
+        consts = matmul_splitk.constants(dtype)
+        splits, per_split = matmul_splitk.split_plan(m, n, k, dtype, SMS)
+        tiles = c.cdiv(m, consts["TILE_M"]) * c.cdiv(n, consts["TILE_N"])
+        rm, rn = matmul_splitk.REDUCE_TILE
+        return [launch("matmul_splitk_kernel", (tiles, splits, 1), {**consts, "k_tiles_per_split": per_split}),
+                launch("splitk_reduce_kernel", (c.cdiv(m, rm), c.cdiv(n, rn), 1), {"TILE_M": rm, "TILE_N": rn})]
+    if op in ("cross_entropy", "cross_entropy_bwd"):
+        m, v = shapes[0]
+        bm, chunk = cross_entropy.tiles(m, v)
+        grid = (max(1, min(c.cdiv(m, bm), SMS * cross_entropy.OCCUPANCY[get_spec(op).kernels[0]])), 1, 1)
+        return [launch(get_spec(op).kernels[0], grid, {"BLOCK_M": bm, "CHUNK": chunk})]
     if op == "softmax":
         return softmax_plan(*shapes[0], dtype)
     if op in ("rms_norm", "layer_norm"):
@@ -125,8 +220,13 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
         tiles = c.cdiv(m, consts["TILE_M"]) * c.cdiv(n, consts["TILE_N"]) * math.prod(batch)
         grid = (max(1, min(tiles, SMS // matmul.NUM_CTAS)), 1, 1)  # persistent_mma_grid on an H200
         return [launch(f"{op}_kernel", grid, consts)]
-    b, hq, s, d = shapes[0]  # fmha
-    consts = _attention.prefill_constants(d, causal=flag)
+    b, hq, s, d = shapes[0]  # fmha and its variants (flag: causal, the window of fmha_sinks)
+    if op == "fmha_sinks":
+        consts = _attention.prefill_constants(d, causal=True, sliding=flag > 0, sinks=True)
+    elif op == "fmha_softcap":
+        consts = _attention.prefill_constants(d, causal=True, softcap=True)
+    else:
+        consts = _attention.prefill_constants(d, causal=flag)
     return [launch("fmha_fwd_kernel", (c.cdiv(s, consts["BLOCK_M"]), b * hq, 1), consts)]
 
 
@@ -176,9 +276,21 @@ def test_api_crate_passes_its_cpu_tests_and_documents_without_warnings():
     log = test.stdout + test.stderr
     assert test.returncode == 0, log[-6000:]
     # the CPU tests ran, the GPU tests were ignored (they need a GPU), every doc example compiled
-    for name in ("plans_are_the_python_operators", "elementwise_ops_compile", "fmha_compiles_causal_and_not"):
+    for name in ("plans_are_the_python_operators", "elementwise_ops_compile", "fmha_compiles_causal_and_not",
+                 "attention_variants_compile", "attention_variants_check_sinks_cap_and_head_dim", "dropout_compiles",
+                 "dropout_checks_p_and_offset", "dropout_reference_mask_is_the_python_operators",
+                 "cross_entropy_compiles", "cross_entropy_checks_rows", "matmul_splitk_checks_and_compiles",
+                 "moe_topk_checks_k_and_compiles", "flash_decode_checks_and_compiles",
+                 "fmha_bwd_checks_and_compiles", "decode_variants_check_and_compile",
+                 "moe_route_checks_and_compiles", "mla_checks_and_compiles"):
         assert re.search(rf"test {name} \.\.\. ok", log), log[-4000:]
-    assert re.search(r"test attention_matches_the_reference \.\.\. ignored", log), log[-4000:]
+    for name in ("attention_matches_the_reference", "attention_variants_match_the_reference",
+                 "dropout_matches_the_reference", "cross_entropy_matches_the_reference",
+                 "matmul_splitk_matches_the_reference", "moe_topk_matches_the_reference",
+                 "flash_decode_matches_the_reference", "fmha_bwd_matches_the_reference",
+                 "decode_variants_match_the_reference", "moe_route_matches_the_reference",
+                 "mla_matches_the_reference"):
+        assert re.search(rf"test {name} \.\.\. ignored", log), log[-4000:]
     assert re.search(r"ops::fmha \(line \d+\) - compile \.\.\. ok", log), log[-4000:]
     assert not re.search(r"test result: FAILED", log)
 

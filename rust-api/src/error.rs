@@ -8,6 +8,8 @@ use std::fmt;
 pub enum Error {
     /// An input's rank or extents do not fit the operator, or its operands do not fit each other.
     Shape { op: &'static str, message: String },
+    /// A scalar argument outside the values the operator takes (a probability, a cap, an offset).
+    Value { op: &'static str, message: String },
     /// A dtype, head dimension or row length the operator has no kernel for.
     Unsupported { op: &'static str, message: String },
     /// An input is not laid out as the operator reads it (the operators take contiguous tensors).
@@ -28,6 +30,7 @@ impl Error {
     pub fn op(&self) -> &'static str {
         match self {
             Error::Shape { op, .. }
+            | Error::Value { op, .. }
             | Error::Unsupported { op, .. }
             | Error::Layout { op, .. }
             | Error::Device { op, .. }
@@ -41,6 +44,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Shape { op, message } => write!(f, "{op}: shape: {message}"),
+            Error::Value { op, message } => write!(f, "{op}: value: {message}"),
             Error::Unsupported { op, message } => write!(f, "{op}: unsupported: {message}"),
             Error::Layout { op, message } => write!(f, "{op}: layout: {message}"),
             Error::Device { op, message } => write!(f, "{op}: device: {message}"),
@@ -56,6 +60,10 @@ impl std::error::Error for Error {}
 
 pub(crate) fn shape(op: &'static str, message: impl Into<String>) -> Error {
     Error::Shape { op, message: message.into() }
+}
+
+pub(crate) fn value(op: &'static str, message: impl Into<String>) -> Error {
+    Error::Value { op, message: message.into() }
 }
 
 pub(crate) fn unsupported(op: &'static str, message: impl Into<String>) -> Error {

@@ -21,8 +21,19 @@
 //! | [`rms_norm`] | x [M, N], w \[N\], eps | [M, N] |
 //! | [`layer_norm`] | x [M, N], w \[N\], b \[N\], eps | [`LayerNorm`]: y, mean, rstd |
 //! | [`rope`] | x [B, S, H, D], cos / sin [S, D/2] f32 | [B, S, H, D] |
+//! | [`moe_topk_softmax`] / [`moe_topk_sigmoid`] | router logits [T, E], k | [`TopK`]: weights f32, ids i32 [T, k] |
+//! | [`moe_route`] | router logits [T, E], k, block_size | [`MoeRoute`]: the top k, sorted_ids, expert_ids, num_post_pad |
+//! | [`matmul_splitk`] | [M, K] @ [K, N] (K split, an f32 workspace) | [M, N] |
 //! | [`matmul`] / [`bmm`] | [M, K] @ [K, N] / [B, M, K] @ [B, K, N] | [M, N] / [B, M, N] |
 //! | [`fmha`] / [`fmha_varlen`] | q [B, Hq, S, D], k, v [B, Hkv, S, D] (f16 / bf16) | [`Attention`]: o, lse |
+//! | [`dropout`] / [`dropout_bwd`] | x (dy), seed, offset, p | x's shape |
+//! | [`cross_entropy`] | logits [M, V], labels \[M\] i32, ignore_index | [`CrossEntropy`]: loss, lse |
+//! | [`cross_entropy_bwd`] | logits, labels, lse, dloss \[M\], ignore_index | [M, V] |
+//! | [`flash_decode`] | q [B, Hq, D], k, v [B, Hkv, S, D], kv_lens \[B\] (f16 / bf16) | [`Attention`]: o [B, Hq, D], lse |
+//! | [`flash_decode_paged`] / [`flash_decode_sinks`] / [`flash_decode_softcap`] | as [`flash_decode`]: page pools and a block table / sinks and a window / a cap | [`Attention`] |
+//! | [`mla_decode`] / [`mla_prefill`] | q_nope, q_pe; ckv [B, S, 512], kpe [B, S, 64]; lengths | [`Attention`]: o (latent, 512), lse |
+//! | [`fmha_bwd`] | `fmha_varlen`'s inputs, o, lse, do, dlse | [`AttentionGrads`]: dq, dk, dv |
+//! | [`fmha_sinks`] / [`fmha_softcap`] | as [`fmha_varlen`], sinks \[Hq\] and a window / a cap | [`Attention`]: o, lse |
 //!
 //! Every operator takes f32, f16 and bf16 ([`Element`]) except attention (f16 and bf16), computes
 //! in f32 and rounds once to the element type.
@@ -78,8 +89,11 @@ pub use cutile::tensor::{Reshape, Tensor};
 pub use element::{DeviceElement, Dtype, Element};
 pub use error::{Error, Result};
 pub use ops::{
-    Attention, LayerNorm, bmm, fmha, fmha_varlen, geglu, gelu, layer_norm, matmul, relu, rms_norm,
-    rope, silu_and_mul, softmax, swiglu, vector_add,
+    Attention, AttentionGrads, CrossEntropy, LayerNorm, MoeRoute, TopK, bmm, cross_entropy,
+    cross_entropy_bwd, dropout, dropout_bwd, flash_decode, flash_decode_paged, flash_decode_sinks,
+    flash_decode_softcap, fmha, fmha_bwd, fmha_sinks, fmha_softcap, fmha_varlen, geglu, gelu,
+    layer_norm, matmul, matmul_splitk, mla_decode, mla_prefill, moe_route, moe_topk_sigmoid,
+    moe_topk_softmax, relu, rms_norm, rope, silu_and_mul, softmax, swiglu, vector_add,
 };
 
 use cutile::api;

@@ -77,6 +77,86 @@ fn fmha_checks_heads_dtype_and_head_dim() {
     assert_unsupported(plan::fmha(&q, &kv, &kv, true, Dtype::BF16), "fmha", "head dim 80");
 }
 
+#[test]
+fn attention_variants_check_sinks_cap_and_head_dim() {
+    let (q, kv) = ([2, 4, 100, 64], [2, 2, 100, 64]);
+    assert_shape(
+        plan::fmha_sinks(&q, &kv, &kv, &[2], 0, Dtype::F16),
+        "fmha_sinks",
+        "`sinks` must be [4]",
+    );
+    assert_shape(plan::fmha_sinks(&q, &q, &kv, &[4], 0, Dtype::F16), "fmha_sinks", "Hkv | Hq");
+    let long = [2, 4, 100, 128];
+    assert_unsupported(
+        plan::fmha_sinks(&long, &long, &long, &[4], 8, Dtype::BF16),
+        "fmha_sinks",
+        "head dim 128",
+    );
+    let cap = plan::fmha_softcap(&long, &long, &long, 0.0, Dtype::F16);
+    assert!(matches!(cap, Err(Error::Value { op: "fmha_softcap", .. })), "{cap:?}");
+    assert_unsupported(
+        plan::fmha_softcap(&q, &kv, &kv, 5.0, Dtype::F16),
+        "fmha_softcap",
+        "head dim 64",
+    );
+    assert_unsupported(
+        plan::fmha_softcap(&long, &long, &long, 5.0, Dtype::F32),
+        "fmha_softcap",
+        "f32",
+    );
+}
+
+#[test]
+fn dropout_checks_p_and_offset() {
+    let value = |r: tileport_ops::Result<KernelLaunch>, op: &str, says: &str| match r {
+        Err(Error::Value { op: o, message }) if o == op && message.contains(says) => {}
+        other => panic!("{op}: expected a value error saying `{says}`, got {other:?}"),
+    };
+    value(plan::dropout(&[4, 5], 0, 1.0), "dropout", "p must lie in [0, 1)");
+    value(plan::dropout_bwd(&[4, 5], 0, -0.1), "dropout_bwd", "p must lie in [0, 1)");
+    value(plan::dropout(&[4], -1, 0.5), "dropout", "offset");
+    value(plan::dropout(&[4], i64::MAX - 3, 0.5), "dropout", "offset");
+    assert_shape(plan::dropout(&[4, 0], 0, 0.5), "dropout", "empty");
+    // as the Python operator: round(p * 2^24) with ties to even, 1 / (1 - p) rounded to f32
+    assert_eq!(plan::dropout_threshold(0.3), 5033165);
+    assert_eq!(plan::dropout_threshold(0.5 / f64::from(1u32 << 24)), 0);
+    assert_eq!(plan::dropout_scale(0.3), (1.0f64 / 0.7) as f32);
+}
+
+/// The reference's mask is the Python operator's (`keep_mask` of ops/specs/dropout.py, p = 0.3, elements
+/// 2990..3010; the first seed and offset are the spec's, whose counters cross 2^32 there).
+#[test]
+fn dropout_reference_mask_is_the_python_operators() {
+    let threshold = plan::dropout_threshold(0.3);
+    for (seed, offset, want) in [
+        (0x5EED_1234_ABCD, (1i64 << 32) - 3000, "10111001111101001101"),
+        (-77, 5, "01100000110111000111"),
+    ] {
+        let got: String = (2990..3010)
+            .map(|i| {
+                if tileport_ops::reference::dropout_keep(i, seed, offset, threshold) {
+                    '1'
+                } else {
+                    '0'
+                }
+            })
+            .collect();
+        assert_eq!(got, want, "seed {seed}, offset {offset}");
+    }
+}
+
+#[test]
+fn cross_entropy_checks_rows() {
+    assert_shape(plan::cross_entropy(&[8], &[8], SMS), "cross_entropy", "[M, V]");
+    assert_shape(
+        plan::cross_entropy(&[8, 100], &[7], SMS),
+        "cross_entropy",
+        "`labels` must be [8]",
+    );
+    let bwd = plan::cross_entropy_bwd(&[8, 100], &[8], &[8], &[8, 1], SMS);
+    assert_shape(bwd, "cross_entropy_bwd", "`dloss` must be [8]");
+}
+
 // ---------------------------------------------------------------- the Python operators' plans
 
 fn dtype_named(name: &str) -> Dtype {
@@ -107,6 +187,51 @@ fn rust_plan(case: &Value) -> Vec<KernelLaunch> {
             let causal = case["flag"].as_bool().unwrap();
             one(plan::fmha(x, &shapes[1], &shapes[1], causal, dtype))
         }
+        "fmha_sinks" => {
+            let window = case["flag"].as_u64().unwrap() as usize;
+            one(plan::fmha_sinks(x, &shapes[1], &shapes[1], &[x[1]], window, dtype))
+        }
+        "fmha_softcap" => one(plan::fmha_softcap(x, &shapes[1], &shapes[1], 5.0, dtype)),
+        "dropout" => one(plan::dropout(x, 1 << 32, 0.3)),
+        "fmha_bwd" => {
+            let (kv, causal, rows) = (&shapes[1], case["flag"].as_bool().unwrap(), &x[..3]);
+            plan::fmha_bwd(x, kv, kv, x, rows, x, rows, causal, dtype).unwrap()
+        }
+        "flash_decode" => {
+            plan::flash_decode(x, &shapes[1], &shapes[1], &x[..1], dtype, SMS).unwrap()
+        }
+        "flash_decode_paged" => {
+            let (kv, table) = (&shapes[1], &shapes[2]);
+            plan::flash_decode_paged(x, kv, kv, table, &x[..1], dtype, SMS).unwrap()
+        }
+        "flash_decode_sinks" => {
+            let window = case["flag"].as_u64().unwrap() as usize;
+            let kv = &shapes[1];
+            plan::flash_decode_sinks(x, kv, kv, &x[..1], &x[1..2], window, dtype, SMS).unwrap()
+        }
+        "flash_decode_softcap" => {
+            plan::flash_decode_softcap(x, &shapes[1], &shapes[1], &x[..1], 5.0, dtype, SMS).unwrap()
+        }
+        "mla_decode" => {
+            let (b, h, s) = (x[0], x[1], shapes[1][1]);
+            plan::mla_decode(x, &[b, h, 64], &shapes[1], &[b, s, 64], &[b], dtype, SMS).unwrap()
+        }
+        "mla_prefill" => {
+            let (b, h, s) = (x[0], x[1], x[2]);
+            one(plan::mla_prefill(x, &[b, h, s, 64], &shapes[1], &[b, s, 64], &[b], dtype))
+        }
+        "moe_route" => {
+            let k = case["flag"][0].as_u64().unwrap() as usize;
+            plan::moe_route(x, k, case["flag"][1].as_u64().unwrap() as usize).unwrap()
+        }
+        "moe_topk_softmax" | "moe_topk_sigmoid" => {
+            let k = case["flag"].as_u64().unwrap() as usize;
+            one(plan::moe_topk(x, k, case["op"] == "moe_topk_sigmoid"))
+        }
+        "matmul_splitk" => plan::matmul_splitk(x, &shapes[1], dtype, SMS).unwrap(),
+        "cross_entropy" => one(plan::cross_entropy(x, &x[..1], SMS)),
+        "cross_entropy_bwd" => one(plan::cross_entropy_bwd(x, &x[..1], &x[..1], &x[..1], SMS)),
+        "dropout_bwd" => one(plan::dropout_bwd(x, 1 << 32, 0.3)),
         op => panic!("the fixture names an operator the API lacks: {op}"),
     }
 }
@@ -173,7 +298,9 @@ fn serves(variant: &Value, launch: &KernelLaunch, dtype: Dtype) -> bool {
         .collect();
     let generic: Vec<&&str> = declared.iter().filter(|d| vars.contains_key(**d)).collect();
     let takes = if generic.is_empty() {
-        declared.iter().all(|d| *d == dtype.name())
+        // an entry of integer arrays only (moe_align) serves any float dtype of the plan
+        let floats = declared.iter().filter(|d| FLOATS.iter().any(|f| f.name() == **d));
+        floats.into_iter().all(|d| *d == dtype.name())
     } else {
         generic.iter().all(|d| vars[**d].as_array().unwrap().iter().any(|a| a == dtype.name()))
     };
@@ -317,6 +444,174 @@ fn matmuls_compile() {
         &[plan::bmm(&[8, 512, 512], &[8, 512, 512], Dtype::F16, SMS).unwrap()],
         Dtype::F16,
     );
+}
+
+#[test]
+fn attention_variants_compile() {
+    let (q, kv) = ([2, 8, 1000, 64], [2, 2, 1000, 64]);
+    for (window, dtype) in [(0, Dtype::F16), (128, Dtype::BF16)] {
+        assert_compiles(&[plan::fmha_sinks(&q, &kv, &kv, &[8], window, dtype).unwrap()], dtype);
+    }
+    let (q, kv) = ([2, 16, 1000, 128], [2, 8, 1000, 128]);
+    assert_compiles(&[plan::fmha_softcap(&q, &kv, &kv, 5.0, Dtype::BF16).unwrap()], Dtype::BF16);
+}
+
+#[test]
+fn cross_entropy_compiles() {
+    for (x, dtype) in [([8192, 32000], Dtype::BF16), ([37, 1000], Dtype::F32)] {
+        assert_compiles(&[plan::cross_entropy(&x, &x[..1], SMS).unwrap()], dtype);
+        let bwd = plan::cross_entropy_bwd(&x, &x[..1], &x[..1], &x[..1], SMS).unwrap();
+        assert_compiles(&[bwd], dtype);
+    }
+}
+
+#[test]
+fn matmul_splitk_checks_and_compiles() {
+    let bad = plan::matmul_splitk(&[4, 5], &[6, 7], Dtype::F16, SMS);
+    assert_shape(bad, "matmul_splitk", "inner dims");
+    for dtype in [Dtype::F32, Dtype::BF16] {
+        let launches = plan::matmul_splitk(&[128, 16384], &[16384, 256], dtype, SMS).unwrap();
+        assert_eq!(launches.len(), 2);
+        assert!(launches[0].grid[1] > 1, "{launches:?}"); // K is split
+        assert_compiles(&launches, dtype);
+    }
+}
+
+#[test]
+fn moe_topk_checks_k_and_compiles() {
+    for (k, says) in [(3, "power of two"), (32, "<= 16"), (16, "experts (8)")] {
+        let bad = plan::moe_topk(&[100, 8], k, false);
+        assert!(
+            matches!(&bad, Err(Error::Value { op: "moe_topk_softmax", message }) if message.contains(says)),
+            "{bad:?}"
+        );
+    }
+    assert_shape(plan::moe_topk(&[100], 2, true), "moe_topk_sigmoid", "[T, E]");
+    for (shape, k, sigmoid, dtype) in
+        [([4097, 128], 8, false, Dtype::BF16), ([3, 256], 16, true, Dtype::F32)]
+    {
+        assert_compiles(&[plan::moe_topk(&shape, k, sigmoid).unwrap()], dtype);
+    }
+}
+
+#[test]
+fn flash_decode_checks_and_compiles() {
+    let (q, kv) = ([2, 8, 64], [2, 2, 1000, 64]);
+    assert_shape(
+        plan::flash_decode(&q, &kv, &kv, &[3], Dtype::F16, SMS),
+        "flash_decode",
+        "kv_lens [B]",
+    );
+    let wide = [2, 64, 64];
+    let many = plan::flash_decode(&wide, &kv, &kv, &[2], Dtype::F16, SMS);
+    assert_unsupported(many, "flash_decode", "query group 32");
+    // a long cache: split, then combined; a short one: one split that writes o and lse (FINAL)
+    for (s, launches, dtype) in [(16384, 2, Dtype::BF16), (77, 1, Dtype::F16)] {
+        let (q, kv) = ([2, 64, 128], [2, 8, s, 128]);
+        let plan = plan::flash_decode(&q, &kv, &kv, &[2], dtype, SMS).unwrap();
+        assert_eq!(plan.len(), launches, "{plan:?}");
+        assert_eq!(plan[0].bool("FINAL"), launches == 1);
+        assert_compiles(&plan, dtype);
+    }
+}
+
+#[test]
+fn fmha_bwd_checks_and_compiles() {
+    let (q, kv) = ([2, 8, 300, 64], [2, 2, 300, 64]);
+    let bad = plan::fmha_bwd(&q, &kv, &kv, &q, &[2, 8, 299], &q, &q[..3], true, Dtype::F16);
+    assert_shape(bad, "fmha_bwd", "lse and dlse");
+    for (d, causal, dtype) in [(64, true, Dtype::F16), (128, false, Dtype::BF16)] {
+        let (q, kv) = ([2, 8, 300, d], [2, 2, 300, d]);
+        let plan = plan::fmha_bwd(&q, &kv, &kv, &q, &q[..3], &q, &q[..3], causal, dtype).unwrap();
+        assert_compiles(&plan, dtype);
+    }
+}
+
+#[test]
+fn decode_variants_check_and_compile() {
+    let (q, pool) = ([2, 8, 128], [8, 2, 64, 128]);
+    let bad = plan::flash_decode_paged(&q, &pool, &pool, &[3, 4], &[2], Dtype::F16, SMS);
+    assert_shape(bad, "flash_decode_paged", "block_table is [B, pages]");
+    let paged = plan::flash_decode_paged(&q, &pool, &pool, &[2, 4], &[2], Dtype::F16, SMS).unwrap();
+    assert!(paged[0].bool("PAGED") && paged[0].int("BLOCK_N") == 64);
+    assert_compiles(&paged, Dtype::F16);
+    let (q, kv) = ([2, 8, 64], [2, 2, 4096, 64]);
+    let sinks = plan::flash_decode_sinks(&q, &kv, &kv, &[2], &[8], 128, Dtype::BF16, SMS).unwrap();
+    assert!(sinks[0].bool("SLIDING") && sinks[0].bool("HAS_SINKS"));
+    assert_compiles(&sinks, Dtype::BF16);
+    let bad = plan::flash_decode_sinks(&q, &kv, &kv, &[2], &[2], 0, Dtype::BF16, SMS);
+    assert_shape(bad, "flash_decode_sinks", "`sinks` must be [8]");
+    let (q, kv) = ([2, 8, 128], [2, 2, 4096, 128]);
+    let cap = plan::flash_decode_softcap(&q, &kv, &kv, &[2], 5.0, Dtype::F16, SMS).unwrap();
+    assert_compiles(&cap, Dtype::F16);
+    let bad = plan::flash_decode_softcap(&q, &kv, &kv, &[2], -1.0, Dtype::F16, SMS);
+    assert!(matches!(bad, Err(Error::Value { op: "flash_decode_softcap", .. })), "{bad:?}");
+}
+
+#[test]
+fn moe_route_checks_and_compiles() {
+    let bad = plan::moe_route(&[100, 8], 2, 48);
+    assert!(
+        matches!(&bad, Err(Error::Value { op: "moe_route", message }) if message.contains("block_size")),
+        "{bad:?}"
+    );
+    let bad = plan::moe_route(&[100, 8], 3, 64);
+    assert!(matches!(&bad, Err(Error::Value { op: "moe_route", .. })), "{bad:?}");
+    assert_eq!(plan::moe_route_sizes(16, 8, 16), (16 + 8 * 15, 9));
+    let (sorted, experts, total) = tileport_ops::reference::moe_align(&[1, 3, 1, 0], 4, 4);
+    assert_eq!(sorted[..12], [3, 4, 4, 4, 0, 2, 4, 4, 1, 4, 4, 4]);
+    assert_eq!((experts[..4].to_vec(), total), (vec![0, 1, 3, -1], 12));
+    assert_compiles(&plan::moe_route(&[4097, 128], 8, 128).unwrap(), Dtype::BF16);
+}
+
+#[test]
+fn mla_checks_and_compiles() {
+    let bad = plan::mla_decode(
+        &[2, 16, 512],
+        &[2, 16, 32],
+        &[2, 100, 512],
+        &[2, 100, 64],
+        &[2],
+        Dtype::F16,
+        SMS,
+    );
+    assert_shape(bad, "mla_decode", "q_pe [B, H, 64]");
+    let decode = plan::mla_decode(
+        &[2, 128, 512],
+        &[2, 128, 64],
+        &[2, 4099, 512],
+        &[2, 4099, 64],
+        &[2],
+        Dtype::BF16,
+        SMS,
+    );
+    assert_compiles(&decode.unwrap(), Dtype::BF16);
+    let bad = plan::mla_prefill(
+        &[1, 16, 100, 512],
+        &[1, 16, 100, 64],
+        &[1, 99, 512],
+        &[1, 100, 64],
+        &[1],
+        Dtype::F16,
+    );
+    assert_shape(bad, "mla_prefill", "ckv [B, S, 512]");
+    let prefill = plan::mla_prefill(
+        &[1, 16, 100, 512],
+        &[1, 16, 100, 64],
+        &[1, 100, 512],
+        &[1, 100, 64],
+        &[1],
+        Dtype::F16,
+    );
+    assert_compiles(&[prefill.unwrap()], Dtype::F16);
+}
+
+#[test]
+fn dropout_compiles() {
+    for (x, dtype) in [(&[4097][..], Dtype::F32), (&[1000, 1000][..], Dtype::BF16)] {
+        assert_compiles(&[plan::dropout(x, 0, 0.3).unwrap()], dtype);
+        assert_compiles(&[plan::dropout_bwd(x, 0, 0.3).unwrap()], dtype);
+    }
 }
 
 #[test]

@@ -34,6 +34,32 @@ pub mod attention {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
+    /// `ct.gather` of one element: the element at `ptr`, or `pad` where `in_bounds` is false; `ptr` is
+    /// `ALIGN`-byte aligned (the element's size, as cuTile Python states it for a single-element access).
+    ///
+    /// Only this module's entries call it, each with a pointer into one of its own arrays at an index that
+    /// `in_bounds` checks against that array's extent, and the array's ordering `token`.
+    fn load_element<E: ElementType, const ALIGN: i32>(
+        ptr: PointerTile<*mut E, { [] }>, in_bounds: Tile<bool, { [] }>, pad: Tile<E, { [] }>,
+        token: Token,
+    ) -> Tile<E, { [] }> {
+        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size.
+        let aligned: PointerTile<*mut E, { [] }> = unsafe { assume_div_by::<_, ALIGN>(ptr) };
+        // SAFETY: the element is read only where `in_bounds` holds (inside its array), after the array's token.
+        let (x, _): (Tile<E, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(pad),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        x
+    }
+
     /// Translated from `src/tileport/ops/kernels/attention.py:87`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub fn fmha_fwd_kernel_softcap0_has_sinks0_sliding0_causal0<
@@ -117,20 +143,9 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let q_first = mb * BLOCK_M;
         let offsets: Tile<i32, { [BLOCK_M] }> = iota(shape![BLOCK_M]);
         let q_pos = (q_first.broadcast(shape![BLOCK_M]) + offsets).reshape(shape![BLOCK_M, 1]);
@@ -295,20 +310,9 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let q_first = mb * BLOCK_M;
         let offsets: Tile<i32, { [BLOCK_M] }> = iota(shape![BLOCK_M]);
         let q_pos = (q_first.broadcast(shape![BLOCK_M]) + offsets).reshape(shape![BLOCK_M, 1]);
@@ -479,20 +483,9 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let q_first = mb * BLOCK_M;
         let offsets: Tile<i32, { [BLOCK_M] }> = iota(shape![BLOCK_M]);
         let q_pos = (q_first.broadcast(shape![BLOCK_M]) + offsets).reshape(shape![BLOCK_M, 1]);
@@ -665,20 +658,9 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let q_first = mb * BLOCK_M;
         let offsets: Tile<i32, { [BLOCK_M] }> = iota(shape![BLOCK_M]);
         let q_pos = (q_first.broadcast(shape![BLOCK_M]) + offsets).reshape(shape![BLOCK_M, 1]);
@@ -761,20 +743,9 @@ pub mod attention {
             pointer_to_tile(cast_mut(sinks.as_ptr()));
         let sinks_tile_ptrs: PointerTile<*mut f32, { [] }> =
             sinks_tile_base.offset_tile(sinks_tile_off0);
-        let sinks_tile_aligned: PointerTile<*mut f32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(sinks_tile_ptrs) };
         let sinks_tile_pad = 0.0f32.broadcast(shape![]);
-        let (sinks_tile, _): (Tile<f32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                sinks_tile_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(sinks_tile_in0),
-                Some(sinks_tile_pad),
-                Some(sinks_token),
-                Latency::<0>,
-            )
-        };
+        let sinks_tile: Tile<f32, { [] }> =
+            load_element::<f32, 4>(sinks_tile_ptrs, sinks_tile_in0, sinks_tile_pad, sinks_token);
         let prod = sinks_tile * 1.4426950408889634f32.broadcast(shape![]);
         let prod_r = prod.reshape(shape![1, 1]);
         let m_new = maxf(m_i, prod_r.broadcast(shape![BLOCK_M, 1]), nan::Disabled, ftz::Disabled);
@@ -887,20 +858,9 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let q_first = mb * BLOCK_M;
         let offsets: Tile<i32, { [BLOCK_M] }> = iota(shape![BLOCK_M]);
         let q_pos = (q_first.broadcast(shape![BLOCK_M]) + offsets).reshape(shape![BLOCK_M, 1]);
@@ -996,20 +956,9 @@ pub mod attention {
             pointer_to_tile(cast_mut(sinks.as_ptr()));
         let sinks_tile_ptrs: PointerTile<*mut f32, { [] }> =
             sinks_tile_base.offset_tile(sinks_tile_off0);
-        let sinks_tile_aligned: PointerTile<*mut f32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(sinks_tile_ptrs) };
         let sinks_tile_pad = 0.0f32.broadcast(shape![]);
-        let (sinks_tile, _): (Tile<f32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                sinks_tile_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(sinks_tile_in0),
-                Some(sinks_tile_pad),
-                Some(sinks_token),
-                Latency::<0>,
-            )
-        };
+        let sinks_tile: Tile<f32, { [] }> =
+            load_element::<f32, 4>(sinks_tile_ptrs, sinks_tile_in0, sinks_tile_pad, sinks_token);
         let prod = sinks_tile * 1.4426950408889634f32.broadcast(shape![]);
         let prod_r = prod.reshape(shape![1, 1]);
         let m_new = maxf(m_i, prod_r.broadcast(shape![BLOCK_M, 1]), nan::Disabled, ftz::Disabled);
@@ -1120,20 +1069,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -1299,20 +1237,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -1480,20 +1407,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -1660,20 +1576,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -1843,20 +1748,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -2071,20 +1965,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -2301,20 +2184,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -2546,20 +2418,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -2793,20 +2654,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -2858,19 +2708,8 @@ pub mod attention {
             let page_in = andi(page_in0, cmpi(page_i1_u64, page_n1_u64, predicate::LessThan));
             let page_off = page_off0 + page_i1_u64 * page_one;
             let page_ptrs: PointerTile<*mut i32, { [] }> = page_base.offset_tile(page_off);
-            let page_aligned: PointerTile<*mut i32, { [] }> =
-                unsafe { assume_div_by::<_, 4>(page_ptrs) };
-            let (page, _): (Tile<i32, { [] }>, Token) = unsafe {
-                load_ptr_tko_tpad(
-                    page_aligned,
-                    ordering::Weak,
-                    None::<scope::TileBlock>,
-                    Some(page_in),
-                    Some(page_pad),
-                    Some(block_table_token),
-                    Latency::<0>,
-                )
-            };
+            let page: Tile<i32, { [] }> =
+                load_element::<i32, 4>(page_ptrs, page_in, page_pad, block_table_token);
             let page_s: i32 = tile_to_scalar(page);
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_tiles,
@@ -3014,20 +2853,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         // the query is the last position of the sequence
         let c: Tile<i32, { [] }> = constant(1i32, shape![]);
         let q_pos = kv_len - c;
@@ -3079,19 +2907,8 @@ pub mod attention {
             let page_in = andi(page_in0, cmpi(page_i1_u64, page_n1_u64, predicate::LessThan));
             let page_off = page_off0 + page_i1_u64 * page_one;
             let page_ptrs: PointerTile<*mut i32, { [] }> = page_base.offset_tile(page_off);
-            let page_aligned: PointerTile<*mut i32, { [] }> =
-                unsafe { assume_div_by::<_, 4>(page_ptrs) };
-            let (page, _): (Tile<i32, { [] }>, Token) = unsafe {
-                load_ptr_tko_tpad(
-                    page_aligned,
-                    ordering::Weak,
-                    None::<scope::TileBlock>,
-                    Some(page_in),
-                    Some(page_pad),
-                    Some(block_table_token),
-                    Latency::<0>,
-                )
-            };
+            let page: Tile<i32, { [] }> =
+                load_element::<i32, 4>(page_ptrs, page_in, page_pad, block_table_token);
             let page_s: i32 = tile_to_scalar(page);
             let kt: Tile<E, { [1, 1, HEAD_DIM, BLOCK_N] }> = load_view_tko(
                 &k_tiles,
@@ -3209,8 +3026,7 @@ pub mod attention {
         let out_e_r = out_e.reshape(shape![1, 1, HEAD_DIM]);
         store(&mut o_tiles, out_e_r, [b, h, 0i32]);
         let sum = m_i + log2(l_i);
-        let c = 0.6931471805599453f32.broadcast(shape![1, 1]);
-        let prod_r = (sum * c).reshape(shape![1, 1]);
+        let prod_r = (sum * 0.6931471805599453f32.broadcast(shape![1, 1])).reshape(shape![1, 1]);
         store(&mut lse_tiles, prod_r, [b, h]);
     }
 
@@ -3301,20 +3117,9 @@ pub mod attention {
         let kv_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(kv_lens.as_ptr()));
         let kv_len_ptrs: PointerTile<*mut i32, { [] }> = kv_len_base.offset_tile(kv_len_off0);
-        let kv_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(kv_len_ptrs) };
         let kv_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (kv_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                kv_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(kv_len_in0),
-                Some(kv_len_pad),
-                Some(kv_lens_token),
-                Latency::<0>,
-            )
-        };
+        let kv_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(kv_len_ptrs, kv_len_in0, kv_len_pad, kv_lens_token);
         let q_nope_tile: Tile<E, { [1, HEAD_TILE, LORA] }> = load(&q_nope_tiles, [b, hb, 0i32]);
         let qn = q_nope_tile.reshape(shape![HEAD_TILE, LORA]);
         let q_pe_tile: Tile<E, { [1, HEAD_TILE, ROPE] }> = load(&q_pe_tiles, [b, hb, 0i32]);
@@ -3488,20 +3293,9 @@ pub mod attention {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let q_first = mb * BLOCK_M;
         let offsets: Tile<i32, { [BLOCK_M] }> = iota(shape![BLOCK_M]);
         let q_pos = (q_first.broadcast(shape![BLOCK_M]) + offsets).reshape(shape![BLOCK_M, 1]);
@@ -3635,27 +3429,21 @@ pub extern "C" fn tileport_fmha_fwd_kernel(
     })
 }
 
-/// The entries of `attention::flash_decode_partial_kernel` and the constants each is specialized for.
+/// The entries of `attention::flash_decode_partial_kernel` and the constants each is specialized for, with their arrays' dtypes and strides.
 #[rustfmt::skip]
-const FLASH_DECODE_PARTIAL_KERNEL_0: Entries<bool, 5> = Entries {
+const FLASH_DECODE_PARTIAL_KERNEL: Layouts<bool, 5> = Layouts {
     names: ["FINAL", "HAS_SINKS", "PAGED", "SLIDING", "SOFTCAP"],
     rows: &[
-        ([false, false, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0)),
-        ([false, false, false, false, true], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0)),
-        ([false, true, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0)),
-        ([false, true, false, true, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0)),
-    ],
-};
-
-/// The entries of `attention::flash_decode_partial_kernel` and the constants each is specialized for.
-#[rustfmt::skip]
-const FLASH_DECODE_PARTIAL_KERNEL_1: Entries<bool, 5> = Entries {
-    names: ["FINAL", "HAS_SINKS", "PAGED", "SLIDING", "SOFTCAP"],
-    rows: &[
-        ([true, false, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0)),
-        ([true, false, false, false, true], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0)),
-        ([true, true, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0)),
-        ([true, true, false, true, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0)),
+        ([false, false, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged0), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, dtype::F32, dtype::F32], strides: &[] }),
+        ([true, false, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged0), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, GENERIC, dtype::F32], strides: &[] }),
+        ([false, false, false, false, true], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap1_has_sinks0_sliding0_paged0), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, dtype::F32, dtype::F32], strides: &[] }),
+        ([true, false, false, false, true], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap1_has_sinks0_sliding0_paged0), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, GENERIC, dtype::F32], strides: &[] }),
+        ([false, true, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding0_paged0), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, dtype::F32, dtype::F32], strides: &[] }),
+        ([true, true, false, false, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding0_paged0), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, GENERIC, dtype::F32], strides: &[] }),
+        ([false, true, false, true, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks1_sliding1_paged0), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, dtype::F32, dtype::F32], strides: &[] }),
+        ([true, true, false, true, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks1_sliding1_paged0), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, GENERIC, dtype::F32], strides: &[] }),
+        ([false, false, true, false, false], crate::entry!(attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, dtype::F32, dtype::F32], strides: &[(3, 0, "block_table_stride0")] }),
+        ([true, false, true, false, false], crate::entry!(attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1), Layout { dtypes: &[GENERIC, GENERIC, GENERIC, dtype::I32, dtype::I32, dtype::F32, GENERIC, dtype::F32], strides: &[(3, 0, "block_table_stride0")] }),
     ],
 };
 
@@ -3674,59 +3462,14 @@ pub extern "C" fn tileport_flash_decode_partial_kernel(
         let [kv_lens, sinks] = l.arrays([("kv_lens", kv_lens, 1), ("sinks", sinks, 1)])?;
         let [o_part, lse_part] = l.arrays([("o_part", o_part, 5), ("lse_part", lse_part, 4)])?;
         l.writes(&[lse_part, o_part])?;
-        if let Some(entry) =
-            FLASH_DECODE_PARTIAL_KERNEL_0.find([final_, has_sinks, paged, sliding, softcap_1])
-        {
-            let e_code = l.dtype(&[q, k, v], &[dtype::F16, dtype::BF16])?;
-            l.require(&[block_table, kv_lens], dtype::I32)?;
-            l.require(&[sinks, o_part, lse_part], dtype::F32)?;
-            l.tiles(&[("GROUP_TILE", group_tile), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-            let call = l.call(entry).dtype(e_code).ints(&[group_tile, block_n, head_dim]);
-            let call = call.unit_arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            let call = call.arg(qk_scale).arg(softcap).scalar("window", window);
-            return call.scalar("tiles_per_split", tiles_per_split).go();
-        }
-        if let Some(entry) =
-            FLASH_DECODE_PARTIAL_KERNEL_1.find([final_, has_sinks, paged, sliding, softcap_1])
-        {
-            let e_code = l.dtype(&[q, k, v, o_part], &[dtype::F16, dtype::BF16])?;
-            l.require(&[block_table, kv_lens], dtype::I32)?;
-            l.require(&[sinks, lse_part], dtype::F32)?;
-            l.tiles(&[("GROUP_TILE", group_tile), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-            let call = l.call(entry).dtype(e_code).ints(&[group_tile, block_n, head_dim]);
-            let call = call.unit_arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            let call = call.arg(qk_scale).arg(softcap).scalar("window", window);
-            return call.scalar("tiles_per_split", tiles_per_split).go();
-        }
-        if !final_ && !has_sinks && paged && !sliding && !softcap_1 {
-            let e_code = l.dtype(&[q, k, v], &[dtype::F16, dtype::BF16])?;
-            l.require(&[block_table, kv_lens], dtype::I32)?;
-            l.require(&[sinks, o_part, lse_part], dtype::F32)?;
-            l.tiles(&[("GROUP_TILE", group_tile), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-            let call = l.call(crate::entry!(
-                attention::flash_decode_partial_kernel_final0_softcap0_has_sinks0_sliding0_paged1
-            ));
-            let call = call.dtype(e_code).ints(&[group_tile, block_n, head_dim]);
-            let call = call.stride(block_table, 0, "block_table_stride0");
-            let call = call.unit_arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            let call = call.arg(qk_scale).arg(softcap).scalar("window", window);
-            return call.scalar("tiles_per_split", tiles_per_split).go();
-        }
-        if final_ && !has_sinks && paged && !sliding && !softcap_1 {
-            let e_code = l.dtype(&[q, k, v, o_part], &[dtype::F16, dtype::BF16])?;
-            l.require(&[block_table, kv_lens], dtype::I32)?;
-            l.require(&[sinks, lse_part], dtype::F32)?;
-            l.tiles(&[("GROUP_TILE", group_tile), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
-            let call = l.call(crate::entry!(
-                attention::flash_decode_partial_kernel_final1_softcap0_has_sinks0_sliding0_paged1
-            ));
-            let call = call.dtype(e_code).ints(&[group_tile, block_n, head_dim]);
-            let call = call.stride(block_table, 0, "block_table_stride0");
-            let call = call.unit_arrays(&[q, k, v, block_table, kv_lens, sinks, o_part, lse_part]);
-            let call = call.arg(qk_scale).arg(softcap).scalar("window", window);
-            return call.scalar("tiles_per_split", tiles_per_split).go();
-        }
-        Err(l.unspecialized(format!("FINAL={final_}, HAS_SINKS={has_sinks}, PAGED={paged}, SLIDING={sliding}, SOFTCAP={softcap_1}")))
+        let arrays = [q, k, v, block_table, kv_lens, sinks, o_part, lse_part];
+        let (entry, layout) =
+            l.layout(&FLASH_DECODE_PARTIAL_KERNEL, [final_, has_sinks, paged, sliding, softcap_1])?;
+        let e_code = l.typed(&arrays, layout, &[dtype::F16, dtype::BF16])?;
+        l.tiles(&[("GROUP_TILE", group_tile), ("HEAD_DIM", head_dim), ("BLOCK_N", block_n)])?;
+        let call = l.call(entry).dtype(e_code).ints(&[group_tile, block_n, head_dim]);
+        let call = call.strides(&arrays, layout).unit_arrays(&arrays).arg(qk_scale).arg(softcap);
+        call.scalar("window", window).scalar("tiles_per_split", tiles_per_split).go()
     })
 }
 

@@ -22,6 +22,32 @@ pub mod attention_bwd {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
+    /// `ct.gather` of one element: the element at `ptr`, or `pad` where `in_bounds` is false; `ptr` is
+    /// `ALIGN`-byte aligned (the element's size, as cuTile Python states it for a single-element access).
+    ///
+    /// Only this module's entries call it, each with a pointer into one of its own arrays at an index that
+    /// `in_bounds` checks against that array's extent, and the array's ordering `token`.
+    fn load_element<E: ElementType, const ALIGN: i32>(
+        ptr: PointerTile<*mut E, { [] }>, in_bounds: Tile<bool, { [] }>, pad: Tile<E, { [] }>,
+        token: Token,
+    ) -> Tile<E, { [] }> {
+        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size.
+        let aligned: PointerTile<*mut E, { [] }> = unsafe { assume_div_by::<_, ALIGN>(ptr) };
+        // SAFETY: the element is read only where `in_bounds` holds (inside its array), after the array's token.
+        let (x, _): (Tile<E, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(pad),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        x
+    }
+
     /// delta = rowsum(do * o) - dlse over BLOCK_M rows per block; grid (cdiv(S, BLOCK_M), B * Hq).
     /// Translated from `src/tileport/ops/kernels/attention_bwd.py:27`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 2,),))]
@@ -171,20 +197,9 @@ pub mod attention_bwd {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let k_first = nb * BLOCK_N;
         let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
         let k_pos = (k_first.broadcast(shape![BLOCK_N]) + offsets).reshape(shape![BLOCK_N, 1]);
@@ -275,8 +290,8 @@ pub mod attention_bwd {
                 dk_acc = mmaf(dsT_e, qt, dk_acc);
             }
         }
-        let prod = dk_acc * sm_scale.broadcast(shape![BLOCK_N, HEAD_DIM]);
-        let prod_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(prod);
+        let sm_scale_tile = sm_scale.broadcast(shape![BLOCK_N, HEAD_DIM]);
+        let prod_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(dk_acc * sm_scale_tile);
         let prod_e_r = prod_e.reshape(shape![1, 1, BLOCK_N, HEAD_DIM]);
         store(&mut dk_tiles, prod_e_r, [b, kvh, nb, 0i32]);
         let dv_acc_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(dv_acc);
@@ -369,20 +384,9 @@ pub mod attention_bwd {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let k_first = nb * BLOCK_N;
         let offsets: Tile<i32, { [BLOCK_N] }> = iota(shape![BLOCK_N]);
         let k_pos = (k_first.broadcast(shape![BLOCK_N]) + offsets).reshape(shape![BLOCK_N, 1]);
@@ -480,8 +484,8 @@ pub mod attention_bwd {
                 dk_acc = mmaf(dsT_e, qt, dk_acc);
             }
         }
-        let prod = dk_acc * sm_scale.broadcast(shape![BLOCK_N, HEAD_DIM]);
-        let prod_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(prod);
+        let sm_scale_tile = sm_scale.broadcast(shape![BLOCK_N, HEAD_DIM]);
+        let prod_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(dk_acc * sm_scale_tile);
         let prod_e_r = prod_e.reshape(shape![1, 1, BLOCK_N, HEAD_DIM]);
         store(&mut dk_tiles, prod_e_r, [b, kvh, nb, 0i32]);
         let dv_acc_e: Tile<E, { [BLOCK_N, HEAD_DIM] }> = convert_tile(dv_acc);
@@ -583,20 +587,9 @@ pub mod attention_bwd {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let q_first = mb * BLOCK_M;
         let offsets: Tile<i32, { [BLOCK_M] }> = iota(shape![BLOCK_M]);
         let q_pos = (q_first.broadcast(shape![BLOCK_M]) + offsets).reshape(shape![BLOCK_M, 1]);
@@ -669,8 +662,8 @@ pub mod attention_bwd {
             let ds_e: Tile<E, { [BLOCK_M, BLOCK_N] }> = convert_tile(ds);
             dq_acc = mmaf(ds_e, kt, dq_acc);
         }
-        let prod = dq_acc * sm_scale.broadcast(shape![BLOCK_M, HEAD_DIM]);
-        let prod_e: Tile<E, { [BLOCK_M, HEAD_DIM] }> = convert_tile(prod);
+        let sm_scale_tile = sm_scale.broadcast(shape![BLOCK_M, HEAD_DIM]);
+        let prod_e: Tile<E, { [BLOCK_M, HEAD_DIM] }> = convert_tile(dq_acc * sm_scale_tile);
         let prod_e_r = prod_e.reshape(shape![1, 1, BLOCK_M, HEAD_DIM]);
         store(&mut dq_tiles, prod_e_r, [b, h, mb, 0i32]);
     }
@@ -769,20 +762,9 @@ pub mod attention_bwd {
         let seq_len_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(seq_lens.as_ptr()));
         let seq_len_ptrs: PointerTile<*mut i32, { [] }> = seq_len_base.offset_tile(seq_len_off0);
-        let seq_len_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(seq_len_ptrs) };
         let seq_len_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (seq_len, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                seq_len_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(seq_len_in0),
-                Some(seq_len_pad),
-                Some(seq_lens_token),
-                Latency::<0>,
-            )
-        };
+        let seq_len: Tile<i32, { [] }> =
+            load_element::<i32, 4>(seq_len_ptrs, seq_len_in0, seq_len_pad, seq_lens_token);
         let q_first = mb * BLOCK_M;
         let offsets: Tile<i32, { [BLOCK_M] }> = iota(shape![BLOCK_M]);
         let q_pos = (q_first.broadcast(shape![BLOCK_M]) + offsets).reshape(shape![BLOCK_M, 1]);
@@ -859,8 +841,8 @@ pub mod attention_bwd {
             let ds_e: Tile<E, { [BLOCK_M, BLOCK_N] }> = convert_tile(ds);
             dq_acc = mmaf(ds_e, kt, dq_acc);
         }
-        let prod = dq_acc * sm_scale.broadcast(shape![BLOCK_M, HEAD_DIM]);
-        let prod_e: Tile<E, { [BLOCK_M, HEAD_DIM] }> = convert_tile(prod);
+        let sm_scale_tile = sm_scale.broadcast(shape![BLOCK_M, HEAD_DIM]);
+        let prod_e: Tile<E, { [BLOCK_M, HEAD_DIM] }> = convert_tile(dq_acc * sm_scale_tile);
         let prod_e_r = prod_e.reshape(shape![1, 1, BLOCK_M, HEAD_DIM]);
         store(&mut dq_tiles, prod_e_r, [b, h, mb, 0i32]);
     }

@@ -18,6 +18,32 @@ pub mod matmul_fp8 {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
+    /// `ct.gather` of one element: the element at `ptr`, or `pad` where `in_bounds` is false; `ptr` is
+    /// `ALIGN`-byte aligned (the element's size, as cuTile Python states it for a single-element access).
+    ///
+    /// Only this module's entries call it, each with a pointer into one of its own arrays at an index that
+    /// `in_bounds` checks against that array's extent, and the array's ordering `token`.
+    fn load_element<E: ElementType, const ALIGN: i32>(
+        ptr: PointerTile<*mut E, { [] }>, in_bounds: Tile<bool, { [] }>, pad: Tile<E, { [] }>,
+        token: Token,
+    ) -> Tile<E, { [] }> {
+        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size.
+        let aligned: PointerTile<*mut E, { [] }> = unsafe { assume_div_by::<_, ALIGN>(ptr) };
+        // SAFETY: the element is read only where `in_bounds` holds (inside its array), after the array's token.
+        let (x, _): (Tile<E, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(pad),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        x
+    }
+
     /// Translated from `src/tileport/ops/kernels/matmul_fp8.py:32`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub fn matmul_fp8_kernel<
@@ -125,19 +151,8 @@ pub mod matmul_fp8 {
                 let sb_in = andi(sb_in0, cmpi(sb_i1_u64, sb_n1_u64, predicate::LessThan));
                 let sb_off1 = sb_i1_u64 * sb_one;
                 let sb_ptrs: PointerTile<*mut f32, { [] }> = sb_base.offset_tile(sb_off0 + sb_off1);
-                let sb_aligned: PointerTile<*mut f32, { [] }> =
-                    unsafe { assume_div_by::<_, 4>(sb_ptrs) };
-                let (sb, _): (Tile<f32, { [] }>, Token) = unsafe {
-                    load_ptr_tko_tpad(
-                        sb_aligned,
-                        ordering::Weak,
-                        None::<scope::TileBlock>,
-                        Some(sb_in),
-                        Some(sb_pad),
-                        Some(b_scale_token),
-                        Latency::<0>,
-                    )
-                };
+                let sb: Tile<f32, { [] }> =
+                    load_element::<f32, 4>(sb_ptrs, sb_in, sb_pad, b_scale_token);
                 let sb_b = sb.reshape(shape![1, 1]).broadcast(shape![TILE_M, 1]);
                 let prod_2_b = (sa * sb_b).broadcast(shape![TILE_M, TILE_N]);
                 acc = fma(part, prod_2_b, acc, rounding::NearestEven, ftz::Disabled);

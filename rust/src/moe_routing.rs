@@ -34,6 +34,32 @@ pub mod moe_routing {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
+    /// `ct.gather` of one element: the element at `ptr`, or `pad` where `in_bounds` is false; `ptr` is
+    /// `ALIGN`-byte aligned (the element's size, as cuTile Python states it for a single-element access).
+    ///
+    /// Only this module's entries call it, each with a pointer into one of its own arrays at an index that
+    /// `in_bounds` checks against that array's extent, and the array's ordering `token`.
+    fn load_element<E: ElementType, const ALIGN: i32>(
+        ptr: PointerTile<*mut E, { [] }>, in_bounds: Tile<bool, { [] }>, pad: Tile<E, { [] }>,
+        token: Token,
+    ) -> Tile<E, { [] }> {
+        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size.
+        let aligned: PointerTile<*mut E, { [] }> = unsafe { assume_div_by::<_, ALIGN>(ptr) };
+        // SAFETY: the element is read only where `in_bounds` holds (inside its array), after the array's token.
+        let (x, _): (Tile<E, { [] }>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(pad),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        x
+    }
+
     /// Translated from `src/tileport/ops/kernels/moe_routing.py:37`.
     #[cutile::entry()]
     pub fn moe_topk_kernel_sigmoid0<
@@ -382,20 +408,9 @@ pub mod moe_routing {
         let expert_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(expert_ids.as_ptr()));
         let expert_ptrs: PointerTile<*mut i32, { [] }> = expert_base.offset_tile(expert_off0);
-        let expert_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(expert_ptrs) };
         let expert_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (expert, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                expert_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(expert_in0),
-                Some(expert_pad),
-                Some(expert_ids_token),
-                Latency::<0>,
-            )
-        };
+        let expert: Tile<i32, { [] }> =
+            load_element::<i32, 4>(expert_ptrs, expert_in0, expert_pad, expert_ids_token);
         let c: Tile<i32, { [] }> = constant(0i32, shape![]);
         let mask = cmpi(expert, c, predicate::GreaterThanOrEqual);
         let cond: bool = tile_to_scalar(mask);
@@ -509,20 +524,9 @@ pub mod moe_routing {
         let expert_base: PointerTile<*mut i32, { [] }> =
             pointer_to_tile(cast_mut(expert_ids.as_ptr()));
         let expert_ptrs: PointerTile<*mut i32, { [] }> = expert_base.offset_tile(expert_off0);
-        let expert_aligned: PointerTile<*mut i32, { [] }> =
-            unsafe { assume_div_by::<_, 4>(expert_ptrs) };
         let expert_pad: Tile<i32, { [] }> = constant(0i32, shape![]);
-        let (expert, _): (Tile<i32, { [] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                expert_aligned,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(expert_in0),
-                Some(expert_pad),
-                Some(expert_ids_token),
-                Latency::<0>,
-            )
-        };
+        let expert: Tile<i32, { [] }> =
+            load_element::<i32, 4>(expert_ptrs, expert_in0, expert_pad, expert_ids_token);
         let c: Tile<i32, { [] }> = constant(0i32, shape![]);
         let mask = cmpi(expert, c, predicate::GreaterThanOrEqual);
         let cond: bool = tile_to_scalar(mask);

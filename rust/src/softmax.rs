@@ -480,10 +480,7 @@ pub mod softmax {
         let part_sum_tiles = part_sum.partition(shape![1, SPLITS]);
         let x_tiles = view_neg_inf(x, shape![1, TILE]);
         let mut y_tiles = view_mut(y, shape![1, TILE]);
-        let num_blocks = get_num_tile_blocks().0;
-        let diff = num_blocks - 1i32;
-        let bid = get_tile_block_id().0;
-        let split = diff - bid;
+        let split = get_num_tile_blocks().0 - 1i32 - get_tile_block_id().0;
         let row = get_num_tile_blocks().1 - 1i32 - get_tile_block_id().1;
         let maxes: Tile<f32, { [1, SPLITS] }> = load_no_tma(&part_max_tiles, [row, 0i32]);
         let sums: Tile<f32, { [1, SPLITS] }> = load_no_tma(&part_sum_tiles, [row, 0i32]);
@@ -493,8 +490,7 @@ pub mod softmax {
         let exp_: Tile<f32, { [1, SPLITS] }> = exp_approx(maxes - row_max_b);
         let prod_sum: Tile<f32, { [1] }> = reduce_sum(sums * exp_, 1i32);
         let total = prod_sum.reshape(shape![1, 1]);
-        let c = 1.0f32.broadcast(shape![1, 1]);
-        let inv_total = divf(c, total, rounding::Approx, ftz::Enabled);
+        let inv_total = divf(1.0f32.broadcast(shape![1, 1]), total, rounding::Approx, ftz::Enabled);
         let t_f32: Tile<f32, { [1, TILE] }> = load_no_tma_f32(&x_tiles, [row, split]);
         let row_max_b_1 = row_max.broadcast(shape![1, TILE]);
         let exp_1: Tile<f32, { [1, TILE] }> = exp_approx(t_f32 - row_max_b_1);

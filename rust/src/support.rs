@@ -606,14 +606,20 @@ pub fn launch_resolved(
     if RECORDING.with(Cell::get) {
         record(function, grid, params);
     }
-    let mut pointers = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
-    for (pointer, slot) in pointers.iter_mut().zip(params.slots.iter_mut()).take(params.len) {
-        pointer.write(slot.as_mut_ptr().cast::<c_void>());
+    launch_slots(target, function, grid, &mut params.slots[..params.len])
+}
+
+/// Launch `function` with `slots` (each written, as `KernelParams::push` writes them) as its parameters.
+fn launch_slots(
+    target: &LaunchTarget, function: &'static cutile::cuda_core::Function, grid: (u32, u32, u32),
+    slots: &mut [MaybeUninit<u128>],
+) -> std::result::Result<(), cutile::cuda_core::DriverError> {
+    let mut pointers = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
+    for (pointer, slot) in pointers.iter_mut().zip(slots.iter_mut()) {
+        *pointer = slot.as_mut_ptr().cast::<c_void>();
     }
-    // SAFETY: the first `len` pointers were written above.
-    let pointers = unsafe {
-        std::slice::from_raw_parts_mut(pointers.as_mut_ptr().cast::<*mut c_void>(), params.len)
-    };
+    // SAFETY: one pointer per parameter of `function`, each to a written slot that outlives the call (the
+    // driver copies the values before it returns), on the target's live stream.
     unsafe {
         cutile::cuda_core::launch_kernel(
             function.cu_function(),
@@ -621,7 +627,7 @@ pub fn launch_resolved(
             (1, 1, 1),
             0,
             target.stream.cu_stream(),
-            pointers,
+            &mut pointers[..slots.len()],
         )
     }
 }
@@ -671,6 +677,9 @@ fn record(
         Recorded { function, grid, len: params.len, slots, arrays, launches: launches + 1 };
     RECORDED.with(|r| r.set(Some(Box::new(recorded))));
 }
+
+// A slot's bytes are the value `push` wrote, then zeros: on a little-endian target, the u128 of the same value.
+const _: () = assert!(cfg!(target_endian = "little"));
 
 /// A recorded launch ready for replay: immutable, so any thread may replay it at once.
 struct PreparedLaunch {
@@ -724,8 +733,7 @@ pub unsafe extern "C" fn tileport_take_prepared(
             );
             return 0;
         };
-        // SAFETY: a base address slot holds the u64 `push` wrote at its start.
-        let address = unsafe { *std::ptr::from_ref(&recorded.slots[slot]).cast::<u64>() };
+        let address = recorded.slots[slot] as u64; // the u64 `push` wrote at the slot's start (little-endian)
         rebind.push((index, slot, alignment_class(address)));
     }
     let prepared = PreparedLaunch {
@@ -777,29 +785,10 @@ pub unsafe extern "C" fn tileport_launch_prepared(
                     ),
                 ));
             }
-            slots[slot].write(0); // as `push` writes it
-            // SAFETY: the slot is 16 bytes, 16-byte aligned.
-            unsafe { std::ptr::write(slots[slot].as_mut_ptr().cast::<u64>(), address) };
+            slots[slot].write(u128::from(address)); // as `push` writes it (little-endian)
         }
-        let mut pointers = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
-        for (pointer, slot) in pointers.iter_mut().zip(slots.iter_mut()).take(p.len) {
-            pointer.write(slot.as_mut_ptr().cast::<c_void>());
-        }
-        // SAFETY: the first `len` pointers were written above.
-        let pointers = unsafe {
-            std::slice::from_raw_parts_mut(pointers.as_mut_ptr().cast::<*mut c_void>(), p.len)
-        };
-        unsafe {
-            cutile::cuda_core::launch_kernel(
-                p.function.cu_function(),
-                p.grid,
-                (1, 1, 1),
-                0,
-                target.stream.cu_stream(),
-                pointers,
-            )
-        }
-        .map_err(|e| launch_error("tileport_launch_prepared", e))
+        launch_slots(target, p.function, p.grid, &mut slots[..p.len])
+            .map_err(|e| launch_error("tileport_launch_prepared", e))
     })
 }
 
@@ -866,7 +855,7 @@ pub fn resolve(
         )
     })?;
     // One reference is leaked on purpose: the function (and its module) stay loaded for good.
-    let loaded: &'static cutile::cuda_core::Function = unsafe { &*Arc::into_raw(loaded) };
+    let loaded: &'static cutile::cuda_core::Function = Box::leak(Box::new(loaded));
     resolved_map().write().unwrap_or_else(|p| p.into_inner()).insert(key, loaded);
     Ok(())
 }
@@ -1184,6 +1173,24 @@ impl<K: PartialEq + Copy + std::fmt::Display, const N: usize> Entries<K, N> {
     }
 }
 
+/// The entries of a kernel whose launches also differ in their arrays' element types and stride arguments:
+/// each entry with the values it takes, in the order of `names`, and its `Layout`.
+pub struct Layouts<K: 'static, const N: usize> {
+    pub names: [&'static str; N],
+    pub rows: &'static [([K; N], Entry, Layout)],
+}
+
+/// What an entry takes of the launcher's arrays (in its order): each one's dtype code, `GENERIC` for the
+/// entry's element type, and the strides it passes as arguments (array, axis, name), in the entry's order.
+#[derive(Clone, Copy)]
+pub struct Layout {
+    pub dtypes: &'static [i32],
+    pub strides: &'static [(usize, usize, &'static str)],
+}
+
+/// The dtype code of a `Layout` array typed by the entry's element type generic (no array has it).
+pub const GENERIC: i32 = -1;
+
 /// Run a C launcher: `body` checks the arguments and makes the launch (`Launch::call`); errors come back as
 /// return codes with a message (`tileport_last_error`), panics as `Code::Panic`.
 pub fn launch(
@@ -1284,6 +1291,35 @@ impl Launch {
         &self, table: &Entries<K, N>, values: [K; N],
     ) -> Result<Entry> {
         table.find(values).ok_or_else(|| self.unspecialized(table.shown(values)))
+    }
+
+    /// The entry of `table` specialized for `values` and its layout, else the error that none is.
+    pub fn layout<K: PartialEq + Copy + std::fmt::Display, const N: usize>(
+        &self, table: &Layouts<K, N>, values: [K; N],
+    ) -> Result<(Entry, Layout)> {
+        let row = table.rows.iter().find(|(row, ..)| *row == values);
+        let shown = || Entries { names: table.names, rows: &[] }.shown(values);
+        row.map(|&(_, entry, layout)| (entry, layout)).ok_or_else(|| self.unspecialized(shown()))
+    }
+
+    /// The arrays as `layout` types them, checked in the order of the per-entry checks (`dtype` of the
+    /// generic ones, then `require` of each fixed dtype, in the order the arrays first have it): the
+    /// generic's dtype code, one of `allowed`.
+    pub fn typed(&self, arrays: &[Arr], layout: Layout, allowed: &[i32]) -> Result<i32> {
+        let of = |code: i32| {
+            arrays.iter().zip(layout.dtypes).filter(move |&(_, &d)| d == code).map(|(&a, _)| a)
+        };
+        let head = of(GENERIC).next().expect("a layout types an array by the generic");
+        if let Some(a) = of(GENERIC).find(|a| a.desc.dtype != head.desc.dtype) {
+            self.dtype(&[head, a], allowed)?;
+        }
+        let code = common_dtype(&[(head.name, head.desc)], allowed)?;
+        for (i, &fixed) in layout.dtypes.iter().enumerate() {
+            if fixed != GENERIC && !layout.dtypes[..i].contains(&fixed) {
+                of(fixed).try_for_each(|a| require_dtype(a.name, a.desc, fixed))?;
+            }
+        }
+        Ok(code)
     }
 
     /// No entry takes the arrays' dtypes.
@@ -1473,6 +1509,15 @@ impl<'a> Call<'a> {
         let value = a.desc.strides[axis] as i32;
         self.params.push(value);
         self.int_hint(name, value)
+    }
+
+    /// The strides `layout` passes as arguments (see `stride`), of `arrays` (the launcher's, in order).
+    #[inline]
+    pub fn strides(mut self, arrays: &[Arr<'a>], layout: Layout) -> Self {
+        for &(array, axis, name) in layout.strides {
+            self = self.stride(arrays[array], axis, name);
+        }
+        self
     }
 
     #[inline]

@@ -437,3 +437,31 @@ def test_abi_version_and_support_copy(library, tmp_path):
     copy.write_text(text)
     subprocess.run(["rustfmt", "--edition", "2024", str(copy)], check=True)
     assert (crate / "src" / "support.rs").read_text() == copy.read_text()
+
+
+# ---------------------------------------------------------------- a launcher over a `Layouts` table
+
+
+def _decode_partial_args(final: bool, o_part_dtype: str, paged=False, sinks=False):
+    """flash_decode_partial_kernel's arguments (q, k, v f16; block_table, kv_lens i32; sinks, lse_part f32)."""
+    f16 = lambda *s: FakeArray(s, "<f2")  # noqa: E731
+    i32 = lambda *s: FakeArray(s, "<i4")  # noqa: E731
+    arrays = (f16(2, 8, 1, 64), f16(2, 2, 256, 64), f16(2, 2, 256, 64), i32(2, 4), i32(2), f32(8),
+              FakeArray((2, 8, 4, 1, 64), o_part_dtype), f32(2, 8, 4, 1))
+    return (*arrays, 0.125, 0.0, 0, 2, 16, 64, 64, paged, False, sinks, False, final)
+
+
+def test_a_layouts_launcher_checks_each_entrys_dtypes_in_order(library):
+    """flash_decode_partial's entries differ in o_part's dtype (the element type when FINAL, else f32): one
+    launch reads it from the entry's row, with the messages of the per-entry checks."""
+    partial = library["flash_decode_partial_kernel"]
+    with pytest.raises(DTypeError, match="tensor `o_part` must be f32, got f16"):
+        partial(*_decode_partial_args(False, "<f2"), grid=(4, 16, 2))
+    with pytest.raises(DTypeError, match="tensor `o_part` is f32 but `q` is f16; they must match"):
+        partial(*_decode_partial_args(True, "<f4"), grid=(4, 16, 2))
+    with pytest.raises(InvalidArgumentError, match="no entry of `flash_decode_partial_kernel` is specialized for "
+                       "FINAL=false, HAS_SINKS=true, PAGED=true, SLIDING=false, SOFTCAP=false"):
+        partial(*_decode_partial_args(False, "<f4", paged=True, sinks=True), grid=(4, 16, 2))
+    if not driver_present():
+        call_ok_until_device(partial, *_decode_partial_args(True, "<f2"), grid=(4, 16, 2))
+        call_ok_until_device(partial, *_decode_partial_args(False, "<f4", paged=True), grid=(4, 16, 2))

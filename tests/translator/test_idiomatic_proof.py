@@ -24,11 +24,11 @@ REPO = Path(__file__).resolve().parents[2]
 RESULT = REPO / "bench" / "results" / "idiomatic-vs-faithful.json"
 # (kernel, capture index): an owned output and folded sum; views, a loop and folds; a shared body with the NEG_INF
 # view and the approximate exp helper; no-TMA loads and stores; token-ordered stores; a gather; scalar min and
-# ceil_div in an f16 kernel (typed `let`s).
+# ceil_div in an f16 kernel (typed `let`s); a single-element gather through the module's `load_element`.
 SAMPLE = [("vector_add_kernel", 1), ("rms_norm_kernel", 2), ("softmax_tma_kernel", 0),
           ("softmax_tma_lean_kernel", 1), ("softmax_online_kernel", 0), ("softmax_gather_kernel", 0),
-          ("matmul_splitk_kernel", 1)]
-FILES = ("vector_add.py", "rms_norm.py", "softmax.py", "matmul_splitk.py")
+          ("matmul_splitk_kernel", 1), ("fmha_bwd_dq_kernel", 0)]
+FILES = ("vector_add.py", "rms_norm.py", "softmax.py", "matmul_splitk.py", "attention_bwd.py")
 
 
 @pytest.fixture(scope="module")

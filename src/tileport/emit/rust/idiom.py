@@ -126,7 +126,7 @@ class SourceFile:
 
     comments: dict[int, str]  # comment text by line
     functions: list[tuple[int, int, str, str]]  # every function: (def line, last line, name, docstring)
-    names: frozenset[str]  # every name a function assigns or takes
+    names: dict[int, frozenset[str]]  # the names each function assigns or takes, by its def line
     calls: dict[str, frozenset[str]]  # the names each function calls
 
 
@@ -142,13 +142,27 @@ def _source(path: str) -> SourceFile | None:
         return None  # (a file too deeply nested for `ast`: the frontend reported it)
     functions = [(n.lineno, n.end_lineno or n.lineno, n.name, ast.get_docstring(n) or "")
                  for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    names |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
-              for a in n.posonlyargs + n.args + n.kwonlyargs}
+    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    names = {n.lineno: frozenset({m.id for m in ast.walk(n) if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store)}
+                                 | {a.arg for m in ast.walk(n) if isinstance(m, ast.arguments)
+                                    for a in m.posonlyargs + m.args + m.kwonlyargs})
+             for n in defs}
     calls = {n.name: frozenset(c.func.id for c in ast.walk(n)
                                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name))
              for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return SourceFile(comments, functions, frozenset(names), calls)
+    return SourceFile(comments, functions, names, calls)
+
+
+def source_names(kernel: Kernel) -> frozenset[str]:
+    """The names the kernel's source assigns or takes: those of the functions its operations come from (the
+    kernel and the helpers it inlines)."""
+    out: set[str] = set()
+    for st in walk(kernel.body):
+        loc = stmt_loc(st)
+        fn = enclosing_function(loc.file, loc.line) if loc is not None and loc.file else None
+        if fn is not None:
+            out |= _source(loc.file).names[fn[0]]
+    return frozenset(out)
 
 
 TOOL_COMMENTS = re.compile(r"^(noqa|type:|pragma|fmt:|pylint|isort)", re.IGNORECASE)
@@ -269,6 +283,7 @@ def stmt_loc(st: Stmt):
 @dataclass
 class IdiomaticEmitter(KernelEmitter):
     helpers: set[str] = field(default_factory=set)  # the `tiles` helpers the kernel calls
+    module_fns: set[str] = field(default_factory=set)  # the module's private device functions it calls
     unfold: frozenset[int] = frozenset()  # `let`s (by id) kept bound: folded, their use was too wide
 
     ENTRY_FN = "pub fn"
@@ -280,11 +295,14 @@ class IdiomaticEmitter(KernelEmitter):
         self.view_names: dict[tuple, str] = {}
         self.inline: dict[str, Inline] = {}
         self.comments = Comments()
+        self.named = source_names(self.kernel)
         self.dead_bids = self._dead_bids()
         self.load_casts = self.load_cast_plan()  # cast let id -> the load it reads
         self.cast_loads = {id(ld) for ld in self.load_casts.values()}
         self.store_casts = self.stored_casts()  # owned store op id -> the cast it stores
         self.stored = {id(c) for c in self.store_casts.values()}
+        self.element_loads = self.element_load_plan()  # load op id -> the alignment `let` it takes in
+        self.aligned = {id(st) for st in self.element_loads.values()}
         self.folded = self.fold_plan()
         self.depth = 0
         # (characters it saves a line, its position, let id) of each fold written into the statement being rendered
@@ -380,8 +398,9 @@ class IdiomaticEmitter(KernelEmitter):
         return self.measured(lines)
 
     def let(self, st: Let) -> list[str]:
-        if id(st) in self.dead_bids or id(st) in self.cast_loads or id(st) in self.stored:
-            return []  # a load read by its cast, a cast an owned output stores: written in their use
+        if (id(st) in self.dead_bids or id(st) in self.cast_loads or id(st) in self.stored
+                or id(st) in self.aligned):
+            return []  # a load read by its cast, a cast an owned output stores, an element's alignment: in their use
         if id(st) in self.load_casts:
             expr = self.load_as_f32(self.load_casts[id(st)])
             pre = self.take_local_views()
@@ -438,8 +457,7 @@ class IdiomaticEmitter(KernelEmitter):
         # type), any call (`maxf(x, c, ..)`): `calls`
         untyped: set[int] = set()
         calls: set[int] = set()
-        src = _source(self.kernel.loc.file)
-        named = src.names if src else frozenset()
+        named = self.named
 
         def foldable(st) -> bool:  # a value the source names keeps its name
             return (isinstance(st, Let) and not st.update and id(st) not in self.needs_mut and st.name not in named
@@ -498,8 +516,7 @@ class IdiomaticEmitter(KernelEmitter):
         written as the load (`load_f32`, one helper for both operations, in their order). A load the source
         names keeps its `let` unless the cast is named after it."""
         counts = use_counts(self.kernel)
-        src = _source(self.kernel.loc.file)
-        named = src.names if src else frozenset()
+        named = self.named
         out: dict[int, Let] = {}
 
         def plain_load(st) -> bool:
@@ -525,6 +542,35 @@ class IdiomaticEmitter(KernelEmitter):
 
         walk_block(self.kernel.body)
         return out
+
+    def element_load_plan(self) -> dict[int, Let]:
+        """Single-element gathers, by load op id, with the `let` stating their pointer's alignment: each an
+        `assume_div_by` read by nothing else and a bounds-checked load after the array's token with the
+        default modes, written as one call of the module's `load_element` (its two `unsafe` operations
+        once per module, instead of at each gather)."""
+        counts = use_counts(self.kernel)
+        lets = {st.name: st for st in walk(self.kernel.body) if isinstance(st, Let) and not st.update}
+        out: dict[int, Let] = {}
+        for st in walk(self.kernel.body):
+            if not isinstance(st, Let) or st.op.kind != OpKind.LOAD_PTR or st.op.ty.shape:
+                continue
+            ptrs, _, *mask = st.op.args
+            aligned = lets.get(ptrs.name) if isinstance(ptrs, Ref) else None
+            if (aligned is not None and aligned.op.kind == OpKind.ASSUME_DIV_BY and counts[id(aligned)] == 1
+                    and self.row(aligned.op).method is None and mask and st.op.attr("token") is not None
+                    and st.op.attr("result_token") is None and not st.op.attr("latency")):
+                out[id(st.op)] = aligned
+        return out
+
+    def lower_load_ptr(self, op: Op, name: str):
+        aligned = self.element_loads.get(id(op))
+        if aligned is None:
+            return super().lower_load_ptr(op, name)
+        _, pad, mask = op.args
+        self.module_fns.add("load_element")
+        return L.IDIOM_LOAD_ELEMENT.format(dtype=dtype_rs(op.ty.dtype), align=aligned.op.attr("divisor"),
+                                           ptr=self.atom(aligned.op.args[0]), mask=self.atom(mask),
+                                           pad=self.atom(pad), token=op.attr("token"))
 
     def load_as_f32(self, load: Let) -> str:
         """The load `load` cast to f32, as one helper call (see `load_cast_plan`)."""
@@ -732,6 +778,7 @@ class GroupText:
     launcher: str
     shims: set[str]
     helpers: set[str]
+    module_fns: set[str]
 
 
 FOLD_PASSES = 16
@@ -761,7 +808,8 @@ def emit_group(group, source: str = "") -> GroupText:
     from tileport.emit.rust.launch import emit_launcher
     ems = [emit_entry(k, source) for k in group.variants]
     return GroupText([em.entry for em in ems], emit_launcher(group, owned_outputs),
-                     set().union(*(em.shims for em in ems)), set().union(*(em.helpers for em in ems)))
+                     set().union(*(em.shims for em in ems)), set().union(*(em.helpers for em in ems)),
+                     set().union(*(em.module_fns for em in ems)))
 
 
 def module_doc(path: str) -> str:
@@ -773,11 +821,13 @@ def module_doc(path: str) -> str:
 
 
 def module_rs(mod, parts: list[GroupText], version: str, doc_path: str = "") -> str:
-    """A module file: the source's docstring, the device module (shared bodies, then the entries in source
-    order) and the launchers."""
+    """A module file: the source's docstring, the device module (its private functions, shared bodies, then
+    the entries in source order) and the launchers."""
     entries = [e for part in parts for e in part.entries]
-    taken = {e.kernel.name for e in entries} | {h for part in parts for h in part.helpers | part.shims}
-    shared = share_bodies(entries, taken)
+    fns = [L.MODULE_FNS[f].rstrip("\n") for f in L.MODULE_FNS if any(f in part.module_fns for part in parts)]
+    taken = ({e.kernel.name for e in entries} | {h for part in parts for h in part.helpers | part.shims}
+             | set(L.MODULE_FNS))
+    shared = fns + share_bodies(entries, taken)
     uses_tiles = any(part.helpers or part.shims for part in parts)
     doc = module_doc(doc_path)
     head = [f"//! cuTile Rust port of `{mod.source}`, generated by tileport {version}.",

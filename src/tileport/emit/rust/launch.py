@@ -26,7 +26,8 @@ from tileport.model.types import DVar, Sym
 MAX_GENERICS = 64  # templates/launch.rs
 FLOATS = ["f32", "f16", "bf16"]  # templates/launch.rs `FLOATS`
 # Locals of every launcher; C parameter names must not collide with them.
-LOCALS = frozenset({"grid", "grid_x", "grid_y", "grid_z", "device_id", "stream", "l", "call", "launch", "dtype"})
+LOCALS = frozenset({"grid", "grid_x", "grid_y", "grid_z", "device_id", "stream", "l", "call", "launch", "dtype",
+                    "arrays", "layout"})
 WIDTH = 100  # rustfmt's line width
 LINE = 88  # a launch's calls are grouped in statements of at most this many characters (rustfmt's width less indent)
 TOP = WIDTH - 8  # the same, for a launch at the top of the launcher's closure (not in an `if`)
@@ -145,6 +146,12 @@ def _launcher(group: KernelGroup, owned_of) -> str:
         groups = {}
         by_dtype = False
         group_pinned = False
+    elif len(groups) > 1 and not by_dtype and (laid := _layout_lines(group, names, owned_of, table_name)):
+        table, lines = laid  # launches that differ in their arrays' dtypes and strides: one, from the table
+        tables.append(table)
+        body += lines
+        groups = {}
+        group_pinned = False
     else:
         group_pinned = bool(group.pinned_names) and not covered
     for n, members in enumerate(groups.values()):
@@ -185,6 +192,36 @@ def _arm(group: KernelGroup, members: list[int], conds: list[str], names: dict[s
     return [f"if {cond} {{", *["    " + x for x in chained_checks(lines[:-1])], f"    return {lines[-1]};", "}"]
 
 
+def _layout_lines(group: KernelGroup, names: dict[str, str], owned_of, name: str) -> tuple[str, list[str]] | None:
+    """(the `Layouts` table, the launch) of a group whose entries' launches differ only in their arrays' dtypes
+    (one element type generic each) and stride arguments: one launch reads both from the entry's row. None
+    for any other group."""
+    every = list(range(len(group.variants)))
+    if not _tabled(group, every, False):
+        return None
+    if not all(len(k.dtype_vars) == 1 and any(p.ty.dtype in k.dtype_vars for p in k.array_params)
+               for k in group.variants):
+        return None
+    strided = any(stride_params(k) for k in group.variants)
+    bodies = {tuple(_variant(k, names, owned_of(k), "entry", TOP, layout=strided)) for k in group.variants}
+    if len(bodies) != 1:
+        return None
+    (body,) = bodies
+    arrays = ", ".join(names[p.name] for p in group.first.array_params)
+    return (_table(group, every, name, _layout),
+            [f"let arrays = [{arrays}];", f"let (entry, layout) = l.layout(&{name}, [{_pin_values(group, names)}])?;",
+             *body])
+
+
+def _layout(k: Kernel) -> str:
+    """The `Layout` of an entry: its arrays' dtypes and its stride arguments."""
+    arrays = [p.name for p in k.array_params]
+    dtypes = ", ".join("GENERIC" if isinstance(p.ty.dtype, DVar) else f"dtype::{L.DTYPE_CONST[p.ty.dtype]}"
+                       for p in k.array_params)
+    strides = ", ".join(f'({arrays.index(a)}, {d}, "{a}_stride{d}")' for a, d in stride_params(k))
+    return f"Layout {{ dtypes: &[{dtypes}], strides: &[{strides}] }}"
+
+
 def _tabled(group: KernelGroup, members: list[int], covered: bool) -> bool:
     """Whether the entries `members` are chosen from a table (`Entries`): several of them, each taking a value
     of every constant that selects one, all booleans or all integers. One boolean that selects between two
@@ -200,8 +237,9 @@ def _pin_values(group: KernelGroup, names: dict[str, str]) -> str:
     return ", ".join(names[n] for n in group.pinned_names)
 
 
-def _table(group: KernelGroup, members: list[int], name: str) -> str:
-    """The `Entries` table of `members`: a row per entry, the values of its constants and the entry."""
+def _table(group: KernelGroup, members: list[int], name: str, layout=None) -> str:
+    """The `Entries` table of `members`: a row per entry, the values of its constants and the entry (and its
+    `layout(kernel)`: a `Layouts` table)."""
     kind = pinned_kind(group, group.pinned_names[0])
     ty = "bool" if kind == "bool" else "i32"
     listed = ", ".join(f'"{n}"' for n in group.pinned_names)
@@ -209,11 +247,13 @@ def _table(group: KernelGroup, members: list[int], name: str) -> str:
     def value(v) -> str:
         return ("true" if v else "false") if isinstance(v, bool) else str(v)
     rows = [f"        ([{', '.join(value(pinned_code(group, n, group.variants[i].pinned[n])) for n in group.pinned_names)}], "
-            f"{_entry(group.variants[i])})," for i in members]
+            f"{_entry(group.variants[i])}{'' if layout is None else ', ' + layout(group.variants[i])}),"
+            for i in members]
     k = group.first
-    return "\n".join([f"/// The entries of `{k.module_name}::{group.base}` and the constants each is specialized for.",
+    kind, what = ("Entries", "") if layout is None else ("Layouts", ", with their arrays' dtypes and strides")
+    return "\n".join([f"/// The entries of `{k.module_name}::{group.base}` and the constants each is specialized for{what}.",
                       "#[rustfmt::skip]",
-                      f"const {name}: Entries<{ty}, {len(group.pinned_names)}> = Entries {{",
+                      f"const {name}: {kind}<{ty}, {len(group.pinned_names)}> = {kind} {{",
                       f"    names: [{listed}],", "    rows: &[", *rows, "    ],", "};"])
 
 
@@ -231,9 +271,11 @@ def _entry_choice(group: KernelGroup, members: list[int], conds: list[str], none
     return f"let entry = {chain} else {{ {last} }};"
 
 
-def _variant(k: Kernel, names: dict[str, str], owned: dict, entry: str, width: int = LINE) -> list[str]:
+def _variant(k: Kernel, names: dict[str, str], owned: dict, entry: str, width: int = LINE,
+             layout: bool | None = None) -> list[str]:
     """The checks of one entry, then its launch (the last line, an expression) in statements of at most `width`
-    characters."""
+    characters. With a `layout` (`_layout_lines`; True: it passes strides), the arrays' dtypes and the strides
+    come from it."""
     _check_fits(k, list(k.dtype_vars))
     if len(k.params) + len(k.dtype_vars) + len(derived_dims(k)) + sum(p.ty.rank for p in k.array_params) \
             > MAX_GENERICS:
@@ -248,10 +290,11 @@ def _variant(k: Kernel, names: dict[str, str], owned: dict, entry: str, width: i
             listed = ", ".join(f"dtype::{L.DTYPE_CONST[d]}" for d in allowed)
             allowed_rs = "FLOATS" if allowed == FLOATS else f"&[{listed}]"
             codes[dv] = fresh_name(f"{dv.name.lower()}_code", set(names.values()))
-            lines.append(f"let {codes[dv]} = l.dtype(&[{', '.join(names[p.name] for p in members)}], {allowed_rs})?;")
+            lines.append(f"let {codes[dv]} = l.typed(&arrays, layout, {allowed_rs})?;" if layout is not None else
+                         f"let {codes[dv]} = l.dtype(&[{', '.join(names[p.name] for p in members)}], {allowed_rs})?;")
     fixed: dict[str, list[str]] = {}
     for p in k.array_params:
-        if not isinstance(p.ty.dtype, DVar):
+        if not isinstance(p.ty.dtype, DVar) and layout is None:
             fixed.setdefault(p.ty.dtype, []).append(names[p.name])
     lines += [f"l.require(&[{', '.join(arrs)}], dtype::{L.DTYPE_CONST[dt]})?;" for dt, arrs in fixed.items()]
     consts = tile_dim_consts(k)
@@ -266,7 +309,7 @@ def _variant(k: Kernel, names: dict[str, str], owned: dict, entry: str, width: i
     lines += dtype_lines
     for st in launch_alignments(k):
         lines += _alignment(k, st, names)
-    specialization, arguments = _chain(k, names, owned, call, derived)
+    specialization, arguments = _chain(k, names, owned, call, derived, layout)
     return lines + _statements(f"l.call({entry})", specialization + arguments + [".go()"], width)
 
 
@@ -320,8 +363,8 @@ def _alignment(k: Kernel, st: Let, names: dict[str, str]) -> list[str]:
             "};"]
 
 
-def _chain(k: Kernel, names: dict[str, str], owned: dict, dtype_calls: list[str], derived: dict
-           ) -> tuple[list[str], list[str]]:
+def _chain(k: Kernel, names: dict[str, str], owned: dict, dtype_calls: list[str], derived: dict,
+           layout: bool | None = None) -> tuple[list[str], list[str]]:
     """The `Call` methods of one entry's launch, in the order its key, parameters and generics take them:
     (the specialization's, the arguments')."""
     out = [] if claims_cutile_python(k) else [".cutile_claims()"]
@@ -340,6 +383,8 @@ def _chain(k: Kernel, names: dict[str, str], owned: dict, dtype_calls: list[str]
     if with_axes and not with_arrays:
         out.append(f".unit_axes(&[{', '.join(_arr(k.param(a), names) for a in with_axes)}])")
     spec, out = out, [f'.stride({names[a]}, {d}, "{a}_stride{d}")' for a, d in stride_params(k)]
+    if layout is not None:
+        out = [".strides(&arrays, layout)"] if layout else []
     arrays: list[str] = []  # consecutive array arguments, passed together
 
     def flush():
@@ -359,6 +404,9 @@ def _chain(k: Kernel, names: dict[str, str], owned: dict, dtype_calls: list[str]
         elif not p.is_const:
             out.append(f".arg({names[p.name]})")
     flush()
+    if layout is not None:  # the launcher's arrays, in order: the ones the layout reads
+        every = f"(&[{', '.join(names[p.name] for p in k.array_params)}])"
+        out = [c.replace(every, "(&arrays)") for c in out]
     return spec, out
 
 

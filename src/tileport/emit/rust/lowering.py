@@ -197,7 +197,8 @@ ENTRY_HINT_KEYS = {"num_ctas": "num_cta_in_cga", "occupancy": "occupancy",
 def _read_shims(path: Path) -> dict[str, str]:
     """The shims of `path`, by function name: items after its header comment, one blank line apart."""
     _, *items = path.read_text().split("\n\n")
-    return {re.search(r"pub (?:unsafe )?fn (\w+)", item).group(1): item.rstrip("\n") + "\n" for item in items}
+    return {re.search(r"^ *(?:pub )?(?:unsafe )?fn (\w+)", item, re.M).group(1): item.rstrip("\n") + "\n"
+            for item in items}
 
 
 SHIMS = _read_shims(Path(__file__).parent / "templates" / "shims.rs")
@@ -225,6 +226,10 @@ IDIOM_STORE_CAST = "store_cast({array}, {tile})"  # the same, of a tile cast to 
 IDIOM_APPROX_F32 = {"exp": "exp_approx({x})", "tanh": "tanh_approx({x})"}  # rounding_mode=APPROX on f32 tiles
 IDIOM_SPLAT_LIT = "{scalar}.reshape(shape![{ones}]).broadcast(shape![{shape}])"  # a 0-d constant, as cuTile
 IDIOM_EXTRACT_INDEX = "scalar_to_tile({x})"
+# a kernel module's private device functions (templates/module_fns.rs), and the call of `load_element`: a
+# single-element gather's alignment assumption and load
+MODULE_FNS = _read_shims(Path(__file__).parent / "templates" / "module_fns.rs")
+IDIOM_LOAD_ELEMENT = "load_element::<{dtype}, {align}>({ptr}, {mask}, {pad}, {token})"
 
 
 # ---------------------------------------------------------------- lowering rows

@@ -43,7 +43,7 @@ def dsl_functions() -> frozenset[str]:
         if text.isidentifier():
             names.add(text)  # table entries that are bare function names (lt_tile, addf, ...)
         names |= set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", text))
-    return frozenset(names)
+    return frozenset(names | set(lowering.TILE_HELPERS) | set(lowering.MODULE_FNS))  # the generated helpers too
 
 
 def _reserved() -> frozenset[str]:

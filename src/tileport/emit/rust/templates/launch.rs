@@ -54,6 +54,24 @@ impl<K: PartialEq + Copy + std::fmt::Display, const N: usize> Entries<K, N> {
     }
 }
 
+/// The entries of a kernel whose launches also differ in their arrays' element types and stride arguments:
+/// each entry with the values it takes, in the order of `names`, and its `Layout`.
+pub struct Layouts<K: 'static, const N: usize> {
+    pub names: [&'static str; N],
+    pub rows: &'static [([K; N], Entry, Layout)],
+}
+
+/// What an entry takes of the launcher's arrays (in its order): each one's dtype code, `GENERIC` for the
+/// entry's element type, and the strides it passes as arguments (array, axis, name), in the entry's order.
+#[derive(Clone, Copy)]
+pub struct Layout {
+    pub dtypes: &'static [i32],
+    pub strides: &'static [(usize, usize, &'static str)],
+}
+
+/// The dtype code of a `Layout` array typed by the entry's element type generic (no array has it).
+pub const GENERIC: i32 = -1;
+
 /// Run a C launcher: `body` checks the arguments and makes the launch (`Launch::call`); errors come back as
 /// return codes with a message (`tileport_last_error`), panics as `Code::Panic`.
 pub fn launch(
@@ -152,6 +170,35 @@ impl Launch {
         values: [K; N],
     ) -> Result<Entry> {
         table.find(values).ok_or_else(|| self.unspecialized(table.shown(values)))
+    }
+
+    /// The entry of `table` specialized for `values` and its layout, else the error that none is.
+    pub fn layout<K: PartialEq + Copy + std::fmt::Display, const N: usize>(
+        &self,
+        table: &Layouts<K, N>,
+        values: [K; N],
+    ) -> Result<(Entry, Layout)> {
+        let row = table.rows.iter().find(|(row, ..)| *row == values);
+        let shown = || Entries { names: table.names, rows: &[] }.shown(values);
+        row.map(|&(_, entry, layout)| (entry, layout)).ok_or_else(|| self.unspecialized(shown()))
+    }
+
+    /// The arrays as `layout` types them, checked in the order of the per-entry checks (`dtype` of the
+    /// generic ones, then `require` of each fixed dtype, in the order the arrays first have it): the
+    /// generic's dtype code, one of `allowed`.
+    pub fn typed(&self, arrays: &[Arr], layout: Layout, allowed: &[i32]) -> Result<i32> {
+        let of = |code: i32| arrays.iter().zip(layout.dtypes).filter(move |&(_, &d)| d == code).map(|(&a, _)| a);
+        let head = of(GENERIC).next().expect("a layout types an array by the generic");
+        if let Some(a) = of(GENERIC).find(|a| a.desc.dtype != head.desc.dtype) {
+            self.dtype(&[head, a], allowed)?;
+        }
+        let code = common_dtype(&[(head.name, head.desc)], allowed)?;
+        for (i, &fixed) in layout.dtypes.iter().enumerate() {
+            if fixed != GENERIC && !layout.dtypes[..i].contains(&fixed) {
+                of(fixed).try_for_each(|a| require_dtype(a.name, a.desc, fixed))?;
+            }
+        }
+        Ok(code)
     }
 
     /// No entry takes the arrays' dtypes.
@@ -341,6 +388,15 @@ impl<'a> Call<'a> {
         let value = a.desc.strides[axis] as i32;
         self.params.push(value);
         self.int_hint(name, value)
+    }
+
+    /// The strides `layout` passes as arguments (see `stride`), of `arrays` (the launcher's, in order).
+    #[inline]
+    pub fn strides(mut self, arrays: &[Arr<'a>], layout: Layout) -> Self {
+        for &(array, axis, name) in layout.strides {
+            self = self.stride(arrays[array], axis, name);
+        }
+        self
     }
 
     #[inline]

@@ -649,12 +649,22 @@ pub fn launch_resolved(
     if RECORDING.with(Cell::get) {
         record(function, grid, params);
     }
-    let mut pointers = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
-    for (pointer, slot) in pointers.iter_mut().zip(params.slots.iter_mut()).take(params.len) {
-        pointer.write(slot.as_mut_ptr().cast::<c_void>());
+    launch_slots(target, function, grid, &mut params.slots[..params.len])
+}
+
+/// Launch `function` with `slots` (each written, as `KernelParams::push` writes them) as its parameters.
+fn launch_slots(
+    target: &LaunchTarget,
+    function: &'static cutile::cuda_core::Function,
+    grid: (u32, u32, u32),
+    slots: &mut [MaybeUninit<u128>],
+) -> std::result::Result<(), cutile::cuda_core::DriverError> {
+    let mut pointers = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
+    for (pointer, slot) in pointers.iter_mut().zip(slots.iter_mut()) {
+        *pointer = slot.as_mut_ptr().cast::<c_void>();
     }
-    // SAFETY: the first `len` pointers were written above.
-    let pointers = unsafe { std::slice::from_raw_parts_mut(pointers.as_mut_ptr().cast::<*mut c_void>(), params.len) };
+    // SAFETY: one pointer per parameter of `function`, each to a written slot that outlives the call (the
+    // driver copies the values before it returns), on the target's live stream.
     unsafe {
         cutile::cuda_core::launch_kernel(
             function.cu_function(),
@@ -662,7 +672,7 @@ pub fn launch_resolved(
             (1, 1, 1),
             0,
             target.stream.cu_stream(),
-            pointers,
+            &mut pointers[..slots.len()],
         )
     }
 }
@@ -710,6 +720,9 @@ fn record(function: &'static cutile::cuda_core::Function, grid: (u32, u32, u32),
     RECORDED.with(|r| r.set(Some(Box::new(recorded))));
 }
 
+// A slot's bytes are the value `push` wrote, then zeros: on a little-endian target, the u128 of the same value.
+const _: () = assert!(cfg!(target_endian = "little"));
+
 /// A recorded launch ready for replay: immutable, so any thread may replay it at once.
 struct PreparedLaunch {
     function: &'static cutile::cuda_core::Function,
@@ -753,8 +766,7 @@ pub unsafe extern "C" fn tileport_take_prepared(device_id: i32, descs: *const u6
             set_last_error("tileport_take_prepared: an array of the recorded launch is not among the descriptors");
             return 0;
         };
-        // SAFETY: a base address slot holds the u64 `push` wrote at its start.
-        let address = unsafe { *std::ptr::from_ref(&recorded.slots[slot]).cast::<u64>() };
+        let address = recorded.slots[slot] as u64; // the u64 `push` wrote at the slot's start (little-endian)
         rebind.push((index, slot, alignment_class(address)));
     }
     let prepared = PreparedLaunch {
@@ -799,27 +811,9 @@ pub unsafe extern "C" fn tileport_launch_prepared(prepared: u64, addresses: *con
                     format!("array {index} at {address:#x} is aligned otherwise than the prepared launch's"),
                 ));
             }
-            slots[slot].write(0); // as `push` writes it
-            // SAFETY: the slot is 16 bytes, 16-byte aligned.
-            unsafe { std::ptr::write(slots[slot].as_mut_ptr().cast::<u64>(), address) };
+            slots[slot].write(u128::from(address)); // as `push` writes it (little-endian)
         }
-        let mut pointers = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
-        for (pointer, slot) in pointers.iter_mut().zip(slots.iter_mut()).take(p.len) {
-            pointer.write(slot.as_mut_ptr().cast::<c_void>());
-        }
-        // SAFETY: the first `len` pointers were written above.
-        let pointers = unsafe { std::slice::from_raw_parts_mut(pointers.as_mut_ptr().cast::<*mut c_void>(), p.len) };
-        unsafe {
-            cutile::cuda_core::launch_kernel(
-                p.function.cu_function(),
-                p.grid,
-                (1, 1, 1),
-                0,
-                target.stream.cu_stream(),
-                pointers,
-            )
-        }
-        .map_err(|e| launch_error("tileport_launch_prepared", e))
+        launch_slots(target, p.function, p.grid, &mut slots[..p.len]).map_err(|e| launch_error("tileport_launch_prepared", e))
     })
 }
 
@@ -876,7 +870,7 @@ pub fn resolve(
     )
     .map_err(|e| Error::new(Code::Launch, format!("resolving `{module}::{function}` for later launches: {e}")))?;
     // One reference is leaked on purpose: the function (and its module) stay loaded for good.
-    let loaded: &'static cutile::cuda_core::Function = unsafe { &*Arc::into_raw(loaded) };
+    let loaded: &'static cutile::cuda_core::Function = Box::leak(Box::new(loaded));
     resolved_map().write().unwrap_or_else(|p| p.into_inner()).insert(key, loaded);
     Ok(())
 }
