@@ -404,12 +404,12 @@ def test_the_c_abi_and_the_manifest_parameters_are_the_faithful_ones(corpus_file
 
 
 def test_committed_crate_counts():
-    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 130 `unsafe` in all (755 in the faithful
-    rendering; each C-ABI launcher's `#[unsafe(no_mangle)]` included), no launcher macro, and every launcher within
+    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 150 `unsafe` in all (issue 35's bar; 755
+    in the faithful rendering of the 39 kernels then; each C-ABI launcher's `#[unsafe(no_mangle)]` included), no launcher macro, and every launcher within
     25 lines."""
     texts = {p.name: p.read_text() for p in (CRATE / "src").glob("*.rs")}
     assert not any(re.search(r"#\[cutile::entry\([^\n]*\)\]\n\s*pub unsafe fn", t) for t in texts.values())
-    assert sum(len(re.findall(r"\bunsafe\b", t)) for t in texts.values()) <= 130
+    assert sum(len(re.findall(r"\bunsafe\b", t)) for t in texts.values()) <= 150
     assert texts["attention.rs"].count("assume_div_by::<") == 1  # single-element gathers: in `load_element` only
     assert not any("macro_rules!" in t for name, t in texts.items() if name != "support.rs")
     for name, text in texts.items():
