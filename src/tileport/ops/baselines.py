@@ -554,6 +554,9 @@ GRAPH_BREAKS = ATTENTION_HOST_LENGTHS | {"fused_moe", "moe_experts", "grouped_ge
                                         "cross_entropy_bwd"}
 # Baselines that draw other random numbers than the op (timed beside it, not compared with its reference).
 OWN_RANDOM_STREAM = frozenset({"dropout", "dropout_bwd"})
+# Baselines whose `torch.topk` orders equal scores its own way (the op: the lowest expert id first): the same
+# scores are chosen, their ids may differ where scores tie (bf16 logits tie often).
+TOPK_TIES = frozenset({"moe_topk_softmax", "moe_topk_sigmoid"})
 
 
 def baseline(spec: OpSpec) -> Callable[..., Any]:
