@@ -110,7 +110,8 @@ def test_single_element_gather_states_its_alignment(tmp_path):
     """Regression: cuTile Python assumes div_by<element bytes> on the pointer of a one-element
     gather; the port lacked it (IR diff CRITICAL assume/ptr_div_by_lost)."""
     module = _translate_length_loop(tmp_path)
-    assert re.search(r"assume_div_by::<_, 4>\(\w+_ptrs\)", module), module
+    assert re.search(r"load_element::<i32, 4>\(\s*\w+_ptrs,", module), module  # ALIGN: 4 bytes, the i32
+    assert "unsafe { assume_div_by::<_, ALIGN>(ptr) }" in module, module
 
 
 def test_every_attention_variant_translates():

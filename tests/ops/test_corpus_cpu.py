@@ -609,10 +609,12 @@ def test_inputs_reference_and_outputs_on_cpu(torch_mod, name):
             for a, b in zip(inputs, again):
                 if isinstance(a, torch.Tensor):
                     assert torch.equal(a, b), "make_inputs must be deterministic for a seed"
-                    assert torch.isfinite(a.float()).all()
+                    # -inf is allowed: the logsumexp of an empty (padded) attention row (fmha_bwd's lse input)
+                    assert (torch.isfinite(a.float()) | torch.isneginf(a.float())).all()
             tensors = [t for t in inputs if isinstance(t, torch.Tensor) and t.numel() > 16]
             for t in tensors:  # not constant inputs (relative to their magnitude: fp8 scales are ~1e-3)
-                assert t.float().std() > 0.01 * t.float().abs().mean()
+                v = t.float()[torch.isfinite(t.float())]
+                assert v.std() > 0.01 * v.abs().mean()
             refs = _as_tuple(spec.reference(*inputs))
             outs = _as_tuple(spec.allocate(*inputs))
             assert len(refs) == len(outs)
