@@ -46,8 +46,7 @@ def dot(lw, args, kwargs, node):
         return lw.b.value(OpKind.MMA, (x, y, acc), acc.ty, loc, hint="acc")
     if precision == "tf32":
         _note(lw, "tl.dot of f32 tiles in tf32 (Triton's input_precision='tf32'): the low 13 mantissa bits of "
-              "each f32 input dropped, as Triton's tensor cores read them (the f32 arm of a generic element "
-              "type is rounded to nearest instead)")
+              "each f32 input dropped, as Triton's tensor cores read them")
         xt, yt = _tf32_truncated(lw, x, node), _tf32_truncated(lw, y, node)
         return lw.b.value(OpKind.MMA, (xt, yt, acc), acc.ty, loc, hint="acc")
     _note(lw, "tl.dot of f32 tiles in tf32x3: each input split into tf32 parts rounded to nearest, as Triton "
@@ -107,6 +106,8 @@ def _tf32_truncated(lw, x: Ref, node) -> Ref:
     the f32 bits unconverted; `mma.sync`/`wgmma` .tf32 ignore them). A generic element type has no bits to
     mask: its f32 arm is rounded to nearest."""
     if x.ty.dtype != "f32":
+        _note(lw, "tl.dot of a generic element type: its f32 arm rounds the inputs to tf32 (nearest) where "
+              "Triton's tensor cores drop their low 13 mantissa bits")
         return _tf32(lw, x, lw.loc(node))
     kept = binary(lw, "&", bitcast(lw, x, "i32", node), CV(TF32_KEPT_BITS), node)
     return _tf32(lw, bitcast(lw, kept, "f32", node), lw.loc(node))
