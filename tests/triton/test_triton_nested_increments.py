@@ -37,6 +37,22 @@ SOURCE = textwrap.dedent("""
         tl.store(out_ptr + offs_m[:, None] * BLOCK_K + offs_k[None, :], acc)
 """)
 
+BLOCK_POINTER = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def split_block_ptr_kernel(x_ptr, out_ptr, n, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+        x_bp = tl.make_block_ptr(x_ptr, (BLOCK_M, n), (n, 1), (0, 0), (BLOCK_M, BLOCK_K), (1, 0))
+        acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
+        for part in range(4):
+            for j in range(2):
+                acc += tl.load(x_bp).to(tl.float32) * (part + 1)
+                x_bp = tl.advance(x_bp, (0, BLOCK_K))
+        tl.store(out_ptr + tl.arange(0, BLOCK_M)[:, None] * BLOCK_K + tl.arange(0, BLOCK_K)[None, :], acc)
+""")
+
 TRIANGULAR = textwrap.dedent("""
     import triton
     import triton.language as tl
@@ -75,8 +91,9 @@ def _deps(kernel, names: set[str]) -> set[str]:
     return seen
 
 
-def test_inner_loop_pointer_starts_where_the_last_outer_iteration_left_it(tmp_path):
-    tr = _translate(tmp_path, SOURCE, "nested")
+@pytest.mark.parametrize("source", [SOURCE, BLOCK_POINTER], ids=["pointer", "block_pointer"])
+def test_inner_loop_pointer_starts_where_the_last_outer_iteration_left_it(tmp_path, source):
+    tr = _translate(tmp_path, source, "nested")
     assert not tr.diagnostics, [str(d) for d in tr.diagnostics]
     (k,) = tr.module.kernels
     outer = next(s for s in walk(k.body) if isinstance(s, For))
