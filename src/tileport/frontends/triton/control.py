@@ -170,6 +170,7 @@ class ControlFlowMixin:
         if static is not None:
             return self.unrolled(s, static)
         incs = self.pointer_increments(s)
+        nested = self.nested_increments(s, incs)
         self.materialize_carried(s)
         fresh = self.fresh_pointers(s)
         self.scopes.append(Scope("loop"))
@@ -186,10 +187,12 @@ class ControlFlowMixin:
             # after the increment statement, the rest of the body sees the next iteration's pointer
             self.skip[id(st)] = (lambda name=name, p0=p0, inc=inc, st=st: self.scopes[-1].vars.__setitem__(
                 name, self.memory.advanced(self, p0, inc, A.add(iteration, A.const(1)), st)))
+        for name, (p0, inc) in nested.items():
+            self.scopes[-1].vars[name] = self.memory.advanced(self, p0, inc, iteration, s)
         self.block(s.body)
         body = self.b.pop()
         self.scopes.pop()
-        for name in [*incs, *fresh]:
+        for name in [*incs, *nested, *fresh]:
             self.scopes[self.owner(name)].vars[name] = Gone(name)
         self.b.emit(For(index, start, stop, step, body, self.loc(s), self.outer_updates(body)))
 
@@ -249,6 +252,13 @@ class ControlFlowMixin:
             cur = self.scopes[owner].vars.get(name) if owner is not None else None
             if not isinstance(cur, (Ptr, BlockPtr)):
                 continue
+            if any(sc.kind == "loop" for sc in self.scopes[owner + 1:]):
+                # an enclosing loop carries the pointer on from one of its iterations to the next, but has
+                # not modelled where each of its iterations starts (nested_increments)
+                raise self.fail(st, f"pointer `{name}` advances in a nested loop and the enclosing loop carries "
+                                "it on, in a way that cannot be modelled", "pointer",
+                                "advance it only at the top of nested range loops (no break/continue, bounds and "
+                                "step that the enclosing loops do not change), or recompute it from the indices")
             if any(isinstance(n, ast.Name) and n.id in written for n in ast.walk(inc_node)):
                 raise self.fail(st, f"pointer `{name}` advances by an amount that changes inside the loop",
                                 "pointer", "advance by a loop-invariant step")
@@ -260,6 +270,65 @@ class ControlFlowMixin:
             raise self.fail(s, "a loop that advances pointers cannot `continue` (the increment would be skipped)",
                             "pointer", "advance the pointers before `continue`, or recompute them from the index")
         return out
+
+    def nested_increments(self, s: ast.For, incs: dict) -> dict[str, tuple[Any, Any]]:
+        """Pointers that range loops nested in the body advance and the body never resets (`for i: for j:
+        p += step`): each iteration of `s` starts where the previous one left the pointer, so `s` models
+        them as advancing by the nested loops' trip counts times the step per iteration. (initial pointer,
+        that advance) per name, computed before the loop."""
+        varying = assigned(s.body) | _loop_targets(s)
+        out = {}
+        for name in sorted(assigned(s.body) - incs.keys()):
+            owner = self.owner(name)
+            p0 = self.scopes[owner].vars.get(name) if owner is not None else None
+            if not isinstance(p0, (Ptr, BlockPtr)) or not exposed_read(s.body, name):
+                continue
+            chain = self.increment_chain(s.body, name)
+            if chain is None:
+                continue  # moved in another way: a diagnostic where it moves
+            loops, st, inc_node = chain
+            if any(isinstance(n, ast.Name) and n.id in varying
+                   for head in [*(lp.iter for lp in loops), inc_node] for n in ast.walk(head)):
+                continue  # the advance changes from one iteration of `s` to the next: diagnosed at the increment
+            amount = self.expr(inc_node)
+            for lp in loops:
+                amount = self.scaled(amount, self.trip_count(lp.iter), st)
+            out[name] = (p0, amount)
+        return out
+
+    def increment_chain(self, stmts: list[ast.stmt], name: str):
+        """(the range loops from the outermost in, the increment statement, its amount) when the only
+        assignment of `name` in `stmts` is `name += amount` at the top of nested loops that neither
+        `break` nor `continue`; None otherwise."""
+        holders = [st for st in self.top_statements(stmts) if name in assigned([st])]
+        if len(holders) != 1 or not isinstance(holders[0], ast.For):
+            return None
+        loop = holders[0]
+        if any(isinstance(n, (ast.Break, ast.Continue)) for n in _same_loop(loop.body)):
+            return None
+        inner = [st for st in self.top_statements(loop.body) if name in assigned([st])]
+        target, inc_node = _increment(inner[0]) if len(inner) == 1 else (None, None)
+        if target == name:
+            return [loop], inner[0], inc_node
+        deeper = self.increment_chain(loop.body, name)
+        return None if deeper is None else ([loop, *deeper[0]], deeper[1], deeper[2])
+
+    def trip_count(self, it: ast.expr) -> Any:
+        """How many times a range loop runs: max(cdiv(stop - start, step), 0)."""
+        _start, _stop, _step, static = self.loop_bounds(it)
+        if static is not None:
+            return CV(len(static))
+        v = [self.expr(a) for a in it.args]
+        start, stop, step = (CV(0), v[0], CV(1)) if len(v) == 1 else (v[0], v[1], v[2] if len(v) == 3 else CV(1))
+        span = stop if _is(start, 0) else self.calls.binary(self, "-", stop, start, it)
+        count = span if _is(step, 1) else self.calls.binary(self, "cdiv", span, step, it)
+        return self.calls.binary(self, "max", count, CV(0), it)
+
+    def scaled(self, amount: Any, count: Any, node: ast.AST) -> Any:
+        """A pointer increment (an offset, or a block pointer's offsets) times `count`."""
+        if isinstance(amount, tuple):
+            return tuple(self.calls.binary(self, "*", d, count, node) for d in amount)
+        return self.calls.binary(self, "*", amount, count, node)
 
     def top_statements(self, stmts: list[ast.stmt]):
         """The statements at the top level of a block, through `if FLAG:` / `if not FLAG:` on compile-time
@@ -517,6 +586,16 @@ def _same_loop(stmts):
             for child in ast.iter_child_nodes(st):
                 if isinstance(child, ast.stmt):
                     yield from _same_loop([child])
+
+
+def _is(v: Any, n: int) -> bool:
+    return isinstance(v, CV) and type(v.value) is int and v.value == n
+
+
+def _loop_targets(s: ast.For) -> set[str]:
+    """The names the loop and the loops nested in it count with."""
+    return {n.id for lp in ast.walk(s) if isinstance(lp, ast.For)
+            for n in ast.walk(lp.target) if isinstance(n, ast.Name)}
 
 
 def _increment(st: ast.stmt) -> tuple[str | None, ast.expr | None]:

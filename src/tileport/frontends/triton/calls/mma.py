@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import memory as M
-from tileport.frontends.triton.calls.arith import binary
+from tileport.frontends.triton.calls.arith import binary, bitcast
 from tileport.frontends.triton.calls.base import _bind, _dtype, _tile
-from tileport.frontends.triton.values import Retry
+from tileport.frontends.triton.values import CV, Retry
 from tileport.model import types as T
 from tileport.model.ir import Lit, Ref, sym_names
 from tileport.model.ops import OpKind
@@ -44,11 +44,14 @@ def dot(lw, args, kwargs, node):
     precision = _dot_precision(lw, b, node)
     if precision == "ieee" or "f32" not in lw.b.dspace.values(x.ty.dtype):
         return lw.b.value(OpKind.MMA, (x, y, acc), acc.ty, loc, hint="acc")
-    _note(lw, "tl.dot of f32 tiles: inputs rounded to tf32 (round to nearest; Triton's tf32 tensor cores drop "
-          "the low mantissa bits) as Triton's input_precision=" + repr(precision))
-    xh, yh = _tf32(lw, x, loc), _tf32(lw, y, loc)
     if precision == "tf32":
-        return lw.b.value(OpKind.MMA, (xh, yh, acc), acc.ty, loc, hint="acc")
+        _note(lw, "tl.dot of f32 tiles in tf32 (Triton's input_precision='tf32'): the low 13 mantissa bits of "
+              "each f32 input dropped, as Triton's tensor cores read them")
+        xt, yt = _tf32_truncated(lw, x, node), _tf32_truncated(lw, y, node)
+        return lw.b.value(OpKind.MMA, (xt, yt, acc), acc.ty, loc, hint="acc")
+    _note(lw, "tl.dot of f32 tiles in tf32x3: each input split into tf32 parts rounded to nearest, as Triton "
+          "splits them")
+    xh, yh = _tf32(lw, x, loc), _tf32(lw, y, loc)
     # tf32x3: a = hi + lo in tf32 each; a.b ~ hi.lo + lo.hi + hi.hi (small terms first), then the accumulator
     xl, yl = (_tf32(lw, binary(lw, "-", v, lw.b.cast(h, v.ty.dtype, loc), node), loc) for v, h in ((x, xh), (y, yh)))
     zero = lw.b.to_tile(Lit(0.0, ScalarT(acc.ty.dtype)), acc.ty.dtype, shape, loc) if given else acc
@@ -93,6 +96,21 @@ def _tf32(lw, x: Ref, loc) -> Ref:
     """`x` with its f32 elements as tf32 (other float element types of a generic stay as they are)."""
     tf32 = lw.b.dspace.generic(tuple("tf32" if v == "f32" else v for v in lw.b.dspace.values(x.ty.dtype)))
     return lw.b.cast(x, tf32, loc)
+
+
+TF32_KEPT_BITS = -(1 << 13)  # 0xFFFFE000 as an i32: sign, exponent and the 10 mantissa bits of tf32
+
+
+def _tf32_truncated(lw, x: Ref, node) -> Ref:
+    """`x` as a tensor core reads the f32 operands of a tf32 mma: its low 13 mantissa bits dropped (Triton passes
+    the f32 bits unconverted; `mma.sync`/`wgmma` .tf32 ignore them). A generic element type has no bits to
+    mask: its f32 arm is rounded to nearest."""
+    if x.ty.dtype != "f32":
+        _note(lw, "tl.dot of a generic element type: its f32 arm rounds the inputs to tf32 (nearest) where "
+              "Triton's tensor cores drop their low 13 mantissa bits")
+        return _tf32(lw, x, lw.loc(node))
+    kept = binary(lw, "&", bitcast(lw, x, "i32", node), CV(TF32_KEPT_BITS), node)
+    return _tf32(lw, bitcast(lw, kept, "f32", node), lw.loc(node))
 
 
 def _note(lw, text: str) -> None:
