@@ -170,21 +170,18 @@ pub mod moe_routing {
         let topk_ids_tiles = topk_ids.partition(shape![SLOTS]);
         let counts_tiles = view(counts, shape![1, E_PAD]);
         let sorted_ids_tiles_1 = view(sorted_ids, shape![SLOTS]);
+        let mut sorted_ids_out = view_mut(sorted_ids, shape![SLOTS]);
         let counts_token: Token = counts.token();
-        let sorted_ids_token: Token = sorted_ids.token();
-        let topk_ids_token: Token = topk_ids.token();
         let bid = get_tile_block_id().0;
         let n: i32 = if TOPK_IDS_LEN0 == 1 { 1i32 } else { topk_ids.shape()[0] };
         let prod = bid * SLOTS;
         let offsets: Tile<i32, { [SLOTS] }> = iota(shape![SLOTS]);
         let slot = prod.broadcast(shape![SLOTS]) + offsets;
-        let (ids, topk_ids_tok): (Tile<i32, { [SLOTS] }>, Token) =
-            load_after(&topk_ids_tiles, [bid], topk_ids_token, [false]);
-        let joined_tok: Token = join_tokens(&[topk_ids_token, topk_ids_tok]);
+        let ids: Tile<i32, { [SLOTS] }> = load(&topk_ids_tiles, [bid]);
         let c: Tile<i32, { [1, E_PAD] }> = constant(0i32, shape![1, E_PAD]);
         let counts_tok: Token =
             store_after(&counts_tiles, c, [bid, 0i32], counts_token, [false, false]);
-        // E_PAD: out of bounds, skipped
+        // E_PAD: out of bounds, skipped. Relaxed, block scope: only this block touches its row in this kernel
         let mask = cmpi(slot, n.broadcast(shape![SLOTS]), predicate::LessThan);
         let c_1: i32 = E_PAD;
         let sel = select(mask, ids, c_1.broadcast(shape![SLOTS]));
@@ -223,28 +220,26 @@ pub mod moe_routing {
             counts_old_base_r.broadcast(shape![SLOTS]);
         let counts_old_ptrs: PointerTile<*mut i32, { [SLOTS] }> =
             counts_old_base_r_b.offset_tile(counts_old_off);
-        let joined_tok_1: Token = join_tokens(&[counts_tok, joined_tok]);
-        let (counts_old, counts_tok_1): (Tile<i32, { [SLOTS] }>, Token) = unsafe {
+        let (counts_old, _): (Tile<i32, { [SLOTS] }>, Token) = unsafe {
             atomic_rmw_tko(
                 counts_old_ptrs,
                 c_2,
                 atomic::Add,
-                ordering::AcqRel,
-                scope::Device,
+                ordering::Relaxed,
+                scope::TileBlock,
                 Some(counts_old_in),
-                Some(joined_tok_1),
+                Some(counts_tok),
             )
         };
         let fill = n.broadcast(shape![SLOTS]);
         let sorted_ids_tiles = num_tiles(&sorted_ids_tiles_1, 0i32);
         let num_blocks = get_num_tile_blocks().0;
         for q in (bid..sorted_ids_tiles).step_by(num_blocks as usize) {
-            let joined_tok_2: Token = join_tokens(&[sorted_ids_token, counts_tok_1]);
-            let _stored: Token = store_after(&sorted_ids_tiles_1, fill, [q], joined_tok_2, [false]);
+            store(&mut sorted_ids_out, fill, [q]);
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/moe_routing.py:70`.
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:72`.
     #[cutile::entry()]
     pub fn moe_align_offsets_kernel<
         const BLOCK: i32,
@@ -295,7 +290,7 @@ pub mod moe_routing {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/moe_routing.py:89`.
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:91`.
     #[cutile::entry()]
     pub fn moe_align_scatter_kernel<
         const BLOCK: i32,

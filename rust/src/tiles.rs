@@ -132,30 +132,6 @@ pub mod tiles {
         };
     }
 
-    /// `ct.load` ordered after the access `token` completes (the same array written before it): the tile at
-    /// `index` of `view` and the load's own token; `inbounds` holds cuTile's `false` per index.
-    #[cuda_tile::variadic_op(N = 6)]
-    pub fn load_after<E: ElementType, const S: [i32; N]>(
-        view: &Partition<E, S>, index: [i32; N], token: Token, inbounds: [bool; N],
-    ) -> (Tile<E, S>, Token) {
-        let shape: Shape<S> = Shape::<S> { dims: &[] };
-        // SAFETY: a view load, ordered after `token`: its lanes past the array read as the view's padding.
-        let loaded: (Tile<E, S>, Token) = unsafe {
-            load_view_raw(
-                view,
-                index,
-                Some(token),
-                ordering::Weak,
-                scope::TileBlock,
-                tma::Enabled,
-                None,
-                inbounds,
-                shape,
-            )
-        };
-        loaded
-    }
-
     /// `ct.store` ordered after the access `token` completes (the same array read or written before it): `tile`
     /// at `index` of `view`, returning the store's token; `inbounds` holds cuTile's `false` per index.
     #[cuda_tile::variadic_op(N = 6)]

@@ -60,7 +60,9 @@ def moe_align_count_kernel(topk_ids, counts, sorted_ids, SLOTS: ConstInt, E_PAD:
     slot = bid * SLOTS + ct.arange(SLOTS, dtype=ct.int32)
     ids = ct.load(topk_ids, index=(bid,), shape=(SLOTS,), padding_mode=ct.PaddingMode.ZERO)
     ct.store(counts, index=(bid, 0), tile=ct.zeros((1, E_PAD), dtype=ct.int32))
-    ct.atomic_add(counts, (bid, ct.where(slot < n, ids, E_PAD)), 1)  # E_PAD: out of bounds, skipped
+    # E_PAD: out of bounds, skipped. Relaxed, block scope: only this block touches its row in this kernel
+    ct.atomic_add(counts, (bid, ct.where(slot < n, ids, E_PAD)), 1, memory_order=ct.MemoryOrder.RELAXED,
+                  memory_scope=ct.MemoryScope.BLOCK)
     fill = ct.full((SLOTS,), n, dtype=ct.int32)
     for q in range(bid, ct.num_tiles(sorted_ids, 0, shape=(SLOTS,)), ct.num_blocks(0)):
         ct.store(sorted_ids, index=(q,), tile=fill)
