@@ -9,14 +9,18 @@ padded total. block_size is a power of two. Everything but the weights is exact 
 
 The align runs as three kernels (kernels/moe_routing.py): per-chunk expert counts over up to
 ALIGN_BLOCKS blocks, one block of per-expert totals and chunk offsets, then the scatter over the same
-blocks. Bytes moved, N = T * k slots, S = len(sorted_ids), C = chunks: the ids read twice (8N), sorted_ids
-written twice (the fill with N, then the slots: 8S), expert_ids (4 cdiv(S, block_size)), and the counts /
-offsets [C, E_PAD] written, read twice and updated (about 20 C E_PAD bytes, C <= 128, mostly in L2).
-DeepSeek-like (T=16384, E=256, top-8, block 64): N = 131072, S = 147200: about 3.0 MB, 1 us at the
-H100's ~3 TB/s copy bandwidth; the op is bound by launch and latency instead (three launches, the offsets
-kernel's 2 C E_PAD / 4096 serial row tiles, the scatter's STEPS serial tiles per block): expected tens of
-microseconds, so well under 85 % of copy bandwidth at every bench shape, but a few times faster than the
-torch reference (sort, bincount, cumsum, a host sync).
+blocks. The single-block align it replaces did O(N * E) one-hot work on one SM (42 ms at T=4096, E=256,
+top-8 on an H100); here the work is O(N * TILE) spread over the blocks, plus O(C * E_PAD) in one block.
+
+Bytes moved, N = T * k slots, S = len(sorted_ids), C = chunks: the ids read twice (8N), sorted_ids written
+twice (the fill with N, then the slots: 8S), expert_ids (4 cdiv(S, block_size)), and the counts / offsets
+[C, E_PAD] written, read twice and updated (about 20 C E_PAD bytes, C <= 128, mostly in L2). DeepSeek-like
+(T=16384, E=256, top-8, block 64): N = 131072, S = 147200, C = 128: about 2.9 MB, 1 us at an H100's ~3 TB/s
+copy bandwidth. The op cannot reach 85 % of that: it is bound by launch and latency (three launches; the
+offsets kernel's 2 C / ROWS serial row tiles, 16 at E=256; the scatter's STEPS serial tiles per block, 16
+at that shape, each waiting on its block's offsets row). Expected (not yet measured): some 20-40 us at
+that shape (about 10 % of copy bandwidth), ~10-20 us at (4096, 256, 8, 64), ~5-10 us at (4096, 8, 2, 64):
+well under the torch reference's 270 / 172 us (sort, bincount, cumsums and a host sync) at every bench shape.
 """
 
 from __future__ import annotations
