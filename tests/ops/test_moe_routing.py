@@ -8,6 +8,8 @@ align kernels also run in turn in the interpreter, sized as the plan sizes them,
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tileport.ops.specs import moe_route, moe_topk_sigmoid, moe_topk_softmax
@@ -92,9 +94,11 @@ def _align_by_interpreter(ids: list[int], experts: int, block: int):
     return [arrays[name].tolist() for name in ("sorted_ids", "expert_ids", "num_post_pad")]
 
 
-@pytest.mark.parametrize("tokens,experts,k,block", [(3, 8, 2, 16), (300, 256, 8, 64), (1100, 256, 8, 16)])
+@pytest.mark.parametrize("tokens,experts,k,block", [(3, 8, 2, 16), (100, 60, 4, 64), (300, 256, 8, 64),
+                                                     (1100, 256, 8, 16)])
 def test_align_kernels_in_turn_match_the_definition(tokens, experts, k, block):
-    """Several chunks, a ragged last tile, several tiles per chunk (1100 x 8 slots: STEPS 2), empty experts."""
-    rng = __import__("random").Random(tokens)
+    """Several chunks, a ragged last tile, several tiles per chunk (1100 x 8 slots: STEPS 2), empty experts, E not
+    a power of two."""
+    rng = random.Random(tokens)
     ids = [min(int(rng.expovariate(0.05)), experts - 1) for _ in range(tokens * k)]
     assert _align_by_interpreter(ids, experts, block) == list(_align_by_hand(ids, experts, block))
