@@ -27,7 +27,8 @@ DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m3fn
           "int64": "i64", "float64": "f64"}
 # Kernels whose outputs are a copy or one correctly rounded op of their inputs: compared exactly.
 EXACT = frozenset({"vector_add_kernel", "relu_kernel", "splitk_reduce_kernel", "dropout_fwd_kernel",
-                   "dropout_bwd_kernel", "moe_align_kernel"})
+                   "dropout_bwd_kernel", "moe_align_count_kernel", "moe_align_offsets_kernel",
+                   "moe_align_scatter_kernel"})
 
 
 def kernel_parameters(kernel_file: Path, kernel: str) -> list[str]:
@@ -559,6 +560,72 @@ def _moe_topk(b: _Builder, c: dict) -> tuple:
         {"topk_weights": w / w.sum(axis=1, keepdims=True), "topk_ids": ids}
 
 
+def _moe_align_ids(b: _Builder, e: int, n: int) -> np.ndarray:
+    """n token slots, most of them on a few experts, one on the last expert (E_PAD - 1), the others empty."""
+    ids = b.rng.integers(0, min(e, 5), n)
+    ids[-2] = e - 1
+    b.arrays["topk_ids"] = Array(ids.astype(np.int32), "i32")
+    return ids
+
+
+def _chunk_counts(ids: np.ndarray, slots: int, e: int) -> np.ndarray:
+    """Tokens per expert of each chunk of `slots` slots: [chunks, e]."""
+    chunks = _cdiv(len(ids), slots)
+    return np.stack([np.bincount(ids[i * slots:(i + 1) * slots], minlength=e) for i in range(chunks)])
+
+
+def _align_layout(counts: np.ndarray, block: int) -> tuple:
+    """(chunk offsets, padded expert ends, padded total) of per-chunk counts: where each chunk's tokens of each
+    expert start in sorted_ids."""
+    padded = -(-counts.sum(axis=0) // block) * block
+    ends = np.cumsum(padded)
+    offsets = ends - padded + np.cumsum(counts, axis=0) - counts
+    return offsets, ends, ends[-1:]
+
+
+def _moe_align_count(b: _Builder, c: dict) -> tuple:
+    """Three chunks of token slots and a ragged one; sorted_ids longer than the chunks (the fill's loop)."""
+    e, slots = c["E_PAD"], c["SLOTS"]
+    ids = _moe_align_ids(b, e, 3 * slots + 5)
+    counts = _chunk_counts(ids, slots, e)
+    n_sorted = len(ids) + e * 15
+    b.output("counts", counts.shape)
+    b.output("sorted_ids", (n_sorted,))
+    return (len(counts), 1, 1), ["counts", "sorted_ids"], \
+        {"counts": counts, "sorted_ids": np.full(n_sorted, len(ids))}
+
+
+def _moe_align_offsets(b: _Builder, c: dict) -> tuple:
+    """Per-chunk counts over two row tiles and a ragged one, some experts empty."""
+    e = c["E_PAD"]
+    counts = b.rng.integers(0, 2 * c["BLOCK"], (2 * c["ROWS"] + 3, e)) * (b.rng.random(e) < 0.7)
+    b.arrays["counts"] = Array(counts.astype(np.int32), "i32")
+    offsets, ends, total = _align_layout(counts, c["BLOCK"])
+    for name, shape in (("offsets", counts.shape), ("expert_ends", (e,)), ("num_post_pad", (1,))):
+        b.output(name, shape)
+    return (1, 1, 1), ["offsets", "expert_ends", "num_post_pad"], \
+        {"offsets": offsets, "expert_ends": ends, "num_post_pad": total}
+
+
+def _moe_align_scatter(b: _Builder, c: dict) -> tuple:
+    """Three chunks of STEPS tiles and a ragged one: the offsets and ends the offsets kernel makes of them,
+    sorted_ids filled with N as the count kernel leaves it; out the slots in place, the expert ids, and each
+    chunk's offsets moved past its tokens."""
+    block, e, slots = c["BLOCK"], c["E_PAD"], c["TILE"] * c["STEPS"]
+    ids = _moe_align_ids(b, e, 3 * slots + 5)
+    n = len(ids)
+    counts = _chunk_counts(ids, slots, e)
+    offsets, ends, _ = _align_layout(counts, block)
+    sorted_ids, expert_ids, _ = _align(ids, e, block)
+    n_sorted = len(sorted_ids)
+    b.arrays["offsets"] = Array(offsets.astype(np.int32), "i32")
+    b.arrays["expert_ends"] = Array(ends.astype(np.int32), "i32")
+    b.arrays["sorted_ids"] = Array(np.full(n_sorted, n, dtype=np.int32), "i32")
+    b.output("expert_ids", expert_ids.shape)
+    return (len(counts), 1, 1), ["sorted_ids", "expert_ids", "offsets"], \
+        {"sorted_ids": sorted_ids, "expert_ids": expert_ids, "offsets": offsets + counts}
+
+
 def _align(ids: np.ndarray, e: int, block: int) -> tuple:
     """moe_align_block_size of the expert ids of N token slots: (sorted_ids, expert_ids, ends of the padded
     expert groups)."""
@@ -663,21 +730,6 @@ def _grouped_gemm(b: _Builder, c: dict) -> tuple:
     for i, (m, n, k) in enumerate(probs):
         c_ref[ra[i]:ra[i] + m, :n] = a[ra[i]:ra[i] + m, :k] @ bb[rb[i]:rb[i] + k, :n]
     return (3, 1, 1), ["c"], {"c": c_ref}
-
-
-def _moe_align(b: _Builder, c: dict) -> tuple:
-    """Three tiles of token slots and a ragged one, most of them on a few experts, one on the last expert
-    (E_PAD - 1), the others empty."""
-    block, e = c["BLOCK"], c["E_PAD"]
-    n = 3 * c["TILE"] + 5
-    ids = b.rng.integers(0, min(e, 5), n)
-    ids[-2] = e - 1
-    b.arrays["topk_ids"] = Array(ids.astype(np.int32), "i32")
-    sorted_ids, expert_ids, ends = _align(ids, e, block)
-    for name, shape in (("sorted_ids", sorted_ids.shape), ("expert_ids", expert_ids.shape), ("num_post_pad", (1,))):
-        b.output(name, shape)
-    return (1, 1, 1), ["sorted_ids", "expert_ids", "num_post_pad"], \
-        {"sorted_ids": sorted_ids, "expert_ids": expert_ids, "num_post_pad": ends[-1:]}
 
 
 def _block_partials(terms: np.ndarray, block_m: int, blocks: int) -> np.ndarray:
@@ -875,7 +927,9 @@ PROBLEMS: dict[str, tuple[Callable, ...]] = {
     "cross_entropy_fwd_kernel": (_cross_entropy_fwd,),
     "cross_entropy_bwd_kernel": (_cross_entropy_bwd,),
     "moe_topk_kernel": (_moe_topk,),
-    "moe_align_kernel": (_moe_align,),
+    "moe_align_count_kernel": (_moe_align_count,),
+    "moe_align_offsets_kernel": (_moe_align_offsets,),
+    "moe_align_scatter_kernel": (_moe_align_scatter,),
     "rms_norm_bwd_kernel": (_rms_norm_bwd(5, 1000), _rms_norm_bwd(1, 37)),
     "layer_norm_bwd_kernel": (_layer_norm_bwd(5, 1000), _layer_norm_bwd(1, 37)),
     "norm_bwd_reduce_kernel": (_norm_bwd_reduce,),

@@ -547,11 +547,29 @@ pub fn entry_info(entry: &str) -> Option<EntryInfo> {
             function: "moe_topk_kernel_sigmoid1",
             arrays: &[("logits", 2), ("topk_weights", 2), ("topk_ids", 2)],
         },
-        "moe_align_kernel" => EntryInfo {
+        "moe_align_count_kernel" => EntryInfo {
             module_ast: moe_routing::moe_routing::__module_ast_self,
             module: "moe_routing",
-            function: "moe_align_kernel",
-            arrays: &[("topk_ids", 1), ("sorted_ids", 1), ("expert_ids", 1), ("num_post_pad", 1)],
+            function: "moe_align_count_kernel",
+            arrays: &[("topk_ids", 1), ("counts", 2), ("sorted_ids", 1)],
+        },
+        "moe_align_offsets_kernel" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_align_offsets_kernel",
+            arrays: &[("counts", 2), ("offsets", 2), ("expert_ends", 1), ("num_post_pad", 1)],
+        },
+        "moe_align_scatter_kernel" => EntryInfo {
+            module_ast: moe_routing::moe_routing::__module_ast_self,
+            module: "moe_routing",
+            function: "moe_align_scatter_kernel",
+            arrays: &[
+                ("topk_ids", 1),
+                ("offsets", 2),
+                ("expert_ends", 1),
+                ("sorted_ids", 1),
+                ("expert_ids", 1),
+            ],
         },
         "moe_gate_up_kernel" => EntryInfo {
             module_ast: moe_routing::moe_routing::__module_ast_self,

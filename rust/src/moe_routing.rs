@@ -9,13 +9,20 @@
 //! scores renormalized to sum to 1. The selection runs on the f32 logits themselves: softmax and sigmoid
 //! are monotonic, so the experts are those of the scores, and no tie is made by rounding the scores.
 //!
-//! moe_align_kernel (one tile block): topk_ids [N] (flattened [T, K], N = T * K) -> the token slots grouped
-//! by expert, each expert's group padded to a multiple of BLOCK: sorted_ids [N + E * (BLOCK - 1)] holds the
-//! slot indices of expert 0's tokens (ascending), padding, expert 1's..., every other entry N;
-//! expert_ids [cdiv(len(sorted_ids), BLOCK)] the expert of each BLOCK-sized block (-1 past the last);
-//! num_post_pad [1] the padded total. Counts come from one-hot sums (no atomics, so the order within an
-//! expert is the token order and the result is deterministic); the rank of a token within its expert is
-//! the running count before its tile plus an exclusive cumulative sum of the tile's one-hot rows.
+//! moe_align_block_size, in three kernels over the N = T * K token slots (the flattened topk_ids [N]): the
+//! token slots grouped by expert, each expert's group padded to a multiple of BLOCK: sorted_ids [N + E *
+//! (BLOCK - 1)] holds the slot indices of expert 0's tokens (ascending), padding, expert 1's..., every other
+//! entry N; expert_ids [cdiv(len(sorted_ids), BLOCK)] the expert of each BLOCK-sized block (-1 past the
+//! last); num_post_pad [1] the padded total. The slots are cut into chunks of TILE * STEPS, one per block:
+//! 1. moe_align_count_kernel: each chunk's tokens per expert (counts [chunks, E_PAD], atomic adds into the
+//!    block's own row), and sorted_ids filled with N;
+//! 2. moe_align_offsets_kernel (one block): the experts' totals, padded groups and ends (expert_ends
+//!    [E_PAD]), num_post_pad, and where each chunk's tokens of each expert start (offsets [chunks, E_PAD]:
+//!    the group's start plus the earlier chunks' tokens of the expert: an exclusive cumulative sum);
+//! 3. moe_align_scatter_kernel: each slot's place is its chunk's offset of its expert plus its rank among
+//!    the earlier slots of its TILE with the same expert (a TILE x TILE comparison); the block keeps its
+//!    offsets row current from tile to tile. The blocks also share the expert_ids.
+//! Every count is exact and the order within an expert is the token order: the result is deterministic.
 //!
 //! The expert GEMMs run over that order, one BLOCK-row block of sorted_ids per tile block (row axis of the
 //! grid), all of its rows of one expert (expert_ids; a block of -1 lies past the padded total and does
@@ -60,7 +67,7 @@ pub mod moe_routing {
         x
     }
 
-    /// Translated from `src/tileport/ops/kernels/moe_routing.py:37`.
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:44`.
     #[cutile::entry()]
     pub fn moe_topk_kernel_sigmoid0<
         E: ElementType,
@@ -121,7 +128,7 @@ pub mod moe_routing {
         store(&mut topk_ids_tiles, ids, [bid, 0i32]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/moe_routing.py:37`.
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:44`.
     #[cutile::entry()]
     pub fn moe_topk_kernel_sigmoid1<
         E: ElementType,
@@ -186,79 +193,217 @@ pub mod moe_routing {
         store(&mut topk_ids_tiles, ids, [bid, 0i32]);
     }
 
-    /// Translated from `src/tileport/ops/kernels/moe_routing.py:72`.
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:69`.
     #[cutile::entry()]
-    pub fn moe_align_kernel<
+    pub fn moe_align_count_kernel<
+        const SLOTS: i32,
+        const E_PAD: i32,
+        const TOPK_IDS_LEN0: i32,
+        const COUNTS_LEN0: i32,
+        const COUNTS_LEN1: i32,
+    >(
+        counts_stride0: i32, topk_ids: &Tensor<i32, { [TOPK_IDS_LEN0] }>,
+        counts: &Tensor<i32, { [COUNTS_LEN0, COUNTS_LEN1] }>, sorted_ids: &Tensor<i32, { [-1] }>,
+    ) {
+        let topk_ids_tiles = topk_ids.partition(shape![SLOTS]);
+        let counts_tiles = view(counts, shape![1, E_PAD]);
+        let sorted_ids_tiles_1 = view(sorted_ids, shape![SLOTS]);
+        let mut sorted_ids_out = view_mut(sorted_ids, shape![SLOTS]);
+        let counts_token: Token = counts.token();
+        let bid = get_tile_block_id().0;
+        let n: i32 = if TOPK_IDS_LEN0 == 1 { 1i32 } else { topk_ids.shape()[0] };
+        let prod = bid * SLOTS;
+        let offsets: Tile<i32, { [SLOTS] }> = iota(shape![SLOTS]);
+        let slot = prod.broadcast(shape![SLOTS]) + offsets;
+        let ids: Tile<i32, { [SLOTS] }> = load(&topk_ids_tiles, [bid]);
+        let c: Tile<i32, { [1, E_PAD] }> = constant(0i32, shape![1, E_PAD]);
+        let counts_tok: Token =
+            store_after(&counts_tiles, c, [bid, 0i32], counts_token, [false, false]);
+        // E_PAD: out of bounds, skipped. Relaxed, block scope: only this block touches its row in this kernel
+        let mask = cmpi(slot, n.broadcast(shape![SLOTS]), predicate::LessThan);
+        let c_1: i32 = E_PAD;
+        let sel = select(mask, ids, c_1.broadcast(shape![SLOTS]));
+        let c_2: Tile<i32, { [SLOTS] }> = constant(1i32, shape![SLOTS]);
+        let counts_old_i0_0d: Tile<i32, { [] }> = scalar_to_tile(bid);
+        let counts_old_i0_u64: Tile<u64, { [] }> = exti(counts_old_i0_0d);
+        let counts_old_i0_u64_r_b = counts_old_i0_u64.reshape(shape![1]).broadcast(shape![SLOTS]);
+        let counts_old_n0: i32 = if COUNTS_LEN0 == 1 { 1i32 } else { counts.shape()[0] };
+        let counts_old_n0_0d: Tile<i32, { [] }> = scalar_to_tile(counts_old_n0);
+        let counts_old_n0_u64: Tile<u64, { [] }> = exti(counts_old_n0_0d);
+        let counts_old_n0_u64_r_b = counts_old_n0_u64.reshape(shape![1]).broadcast(shape![SLOTS]);
+        let counts_old_in0 =
+            cmpi(counts_old_i0_u64_r_b, counts_old_n0_u64_r_b, predicate::LessThan);
+        let counts_old_s0: i32 = counts_stride0;
+        let counts_old_s0_0d: Tile<i32, { [] }> = scalar_to_tile(counts_old_s0);
+        let counts_old_s0_u64: Tile<u64, { [] }> = exti(counts_old_s0_0d);
+        let counts_old_s0_u64_r = counts_old_s0_u64.reshape(shape![1]);
+        let counts_old_off0 = counts_old_i0_u64_r_b * counts_old_s0_u64_r.broadcast(shape![SLOTS]);
+        let counts_old_i1_u64: Tile<u64, { [SLOTS] }> = exti(sel);
+        let counts_old_n1: i32 = if COUNTS_LEN1 == 1 {
+            1i32
+        } else {
+            if COUNTS_LEN0 == 1 { counts.shape()[0] } else { counts.shape()[1] }
+        };
+        let counts_old_n1_0d: Tile<i32, { [] }> = scalar_to_tile(counts_old_n1);
+        let counts_old_n1_u64: Tile<u64, { [] }> = exti(counts_old_n1_0d);
+        let counts_old_n1_u64_r_b = counts_old_n1_u64.reshape(shape![1]).broadcast(shape![SLOTS]);
+        let counts_old_in1 = cmpi(counts_old_i1_u64, counts_old_n1_u64_r_b, predicate::LessThan);
+        let counts_old_in = andi(counts_old_in0, counts_old_in1);
+        let counts_old_one: Tile<u64, { [SLOTS] }> = constant(1u64, shape![SLOTS]);
+        let counts_old_off = counts_old_off0 + counts_old_i1_u64 * counts_old_one;
+        let counts_old_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(counts.as_ptr()));
+        let counts_old_base_r: PointerTile<*mut i32, { [1] }> = counts_old_base.reshape(shape![1]);
+        let counts_old_base_r_b: PointerTile<*mut i32, { [SLOTS] }> =
+            counts_old_base_r.broadcast(shape![SLOTS]);
+        let counts_old_ptrs: PointerTile<*mut i32, { [SLOTS] }> =
+            counts_old_base_r_b.offset_tile(counts_old_off);
+        let (counts_old, _): (Tile<i32, { [SLOTS] }>, Token) = unsafe {
+            atomic_rmw_tko(
+                counts_old_ptrs,
+                c_2,
+                atomic::Add,
+                ordering::Relaxed,
+                scope::TileBlock,
+                Some(counts_old_in),
+                Some(counts_tok),
+            )
+        };
+        let fill = n.broadcast(shape![SLOTS]);
+        let sorted_ids_tiles = num_tiles(&sorted_ids_tiles_1, 0i32);
+        let num_blocks = get_num_tile_blocks().0;
+        for q in (bid..sorted_ids_tiles).step_by(num_blocks as usize) {
+            store(&mut sorted_ids_out, fill, [q]);
+        }
+    }
+
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:84`.
+    #[cutile::entry()]
+    pub fn moe_align_offsets_kernel<
         const BLOCK: i32,
         const E_PAD: i32,
-        const TILE: i32,
+        const ROWS: i32,
+        const OFFSETS_LEN0: i32,
+        const OFFSETS_LEN1: i32,
+        const EXPERT_ENDS_LEN0: i32,
         const NUM_POST_PAD_LEN0: i32,
     >(
-        topk_ids: &Tensor<i32, { [-1] }>, sorted_ids: &Tensor<i32, { [-1] }>,
-        expert_ids: &Tensor<i32, { [-1] }>, num_post_pad: &Tensor<i32, { [NUM_POST_PAD_LEN0] }>,
+        counts: &Tensor<i32, { [-1, -1] }>,
+        offsets: &Tensor<i32, { [OFFSETS_LEN0, OFFSETS_LEN1] }>,
+        expert_ends: &Tensor<i32, { [EXPERT_ENDS_LEN0] }>,
+        num_post_pad: &Tensor<i32, { [NUM_POST_PAD_LEN0] }>,
     ) {
-        let topk_ids_tiles = view(topk_ids, shape![TILE]);
-        let topk_ids_zero = topk_ids.partition(shape![TILE]);
+        let counts_tiles = view(counts, shape![ROWS, E_PAD]);
+        let counts_zero = counts.partition(shape![ROWS, E_PAD]);
+        let mut expert_ends_tiles = view_mut(expert_ends, shape![E_PAD]);
         let mut num_post_pad_tiles = view_mut(num_post_pad, shape![1]);
-        let expert_ids_tiles_1 = view(expert_ids, shape![TILE]);
-        let mut expert_ids_out = view_mut(expert_ids, shape![TILE]);
-        let sorted_ids_tiles_1 = view(sorted_ids, shape![TILE]);
-        let sorted_ids_token: Token = sorted_ids.token();
-        let n = topk_ids.shape()[0];
-        let offsets: Tile<i32, { [E_PAD] }> = iota(shape![E_PAD]);
-        let experts = offsets.reshape(shape![1, E_PAD]);
-        let lanes: Tile<i32, { [TILE] }> = iota(shape![TILE]);
-        let n_tiles = num_tiles(&topk_ids_tiles, 0i32);
-        let mut counts: Tile<i32, { [E_PAD] }> = constant(0i32, shape![E_PAD]);
-        let n_tile = n.broadcast(shape![TILE]);
-        let experts_b = experts.broadcast(shape![TILE, E_PAD]);
-        for i in 0i32..n_tiles {
-            let topk_ids_tile: Tile<i32, { [TILE] }> = load(&topk_ids_zero, [i]);
-            let ids = topk_ids_tile.reshape(shape![TILE, 1]);
-            let sum = (i * TILE).broadcast(shape![TILE]) + lanes;
-            let valid = cmpi(sum, n_tile, predicate::LessThan).reshape(shape![TILE, 1]);
-            let mask_1 = cmpi(ids.broadcast(shape![TILE, E_PAD]), experts_b, predicate::Equal);
-            let v = andi(mask_1, valid.broadcast(shape![TILE, E_PAD]));
-            let v_i32: Tile<i32, { [TILE, E_PAD] }> = exti(v);
-            let v_i32_sum: Tile<i32, { [E_PAD] }> = reduce_sum(v_i32, 0i32);
-            counts = counts + v_i32_sum;
+        let mut offsets_tiles = view_mut(offsets, shape![ROWS, E_PAD]);
+        let n_row_tiles = num_tiles(&counts_tiles, 0i32);
+        let mut totals: Tile<i32, { [E_PAD] }> = constant(0i32, shape![E_PAD]);
+        for r in 0i32..n_row_tiles {
+            let rows: Tile<i32, { [ROWS, E_PAD] }> = load(&counts_zero, [r, 0i32]);
+            let rows_sum: Tile<i32, { [E_PAD] }> = reduce_sum(rows, 0i32);
+            totals = totals + rows_sum;
         }
         let c: i32 = (BLOCK - 1i32);
-        let sum = counts + c.broadcast(shape![E_PAD]);
+        let sum = totals + c.broadcast(shape![E_PAD]);
         let c_1: i32 = BLOCK;
         let quot = divi(sum, c_1.broadcast(shape![E_PAD]), rounding::NegativeInf);
         let c_2: i32 = BLOCK;
         let padded = quot * c_2.broadcast(shape![E_PAD]);
         let ends: Tile<i32, { [E_PAD] }> = scan_sum(padded, 0i32, reverse::Forward, 0i32);
-        let starts = ends - padded;
-        let total: Tile<i32, { [] }> = reduce_sum(padded, 0i32);
-        let total_r = total.reshape(shape![1]);
-        store(&mut num_post_pad_tiles, total_r, [0i32]);
-        let expert_ids_tiles = num_tiles(&expert_ids_tiles_1, 0i32);
-        let c_3: i32 = BLOCK;
-        let c_3_tile = c_3.broadcast(shape![TILE]);
-        let total_b = total.reshape(shape![1]).broadcast(shape![TILE]);
-        let ends_r_b = ends.reshape(shape![1, E_PAD]).broadcast(shape![TILE, E_PAD]);
-        let c_4: Tile<i32, { [TILE] }> = constant(-1i32, shape![TILE]);
-        for b in 0i32..expert_ids_tiles {
-            let prod_tile = (b * TILE).broadcast(shape![TILE]);
-            let first = ((prod_tile + lanes) * c_3_tile).reshape(shape![TILE, 1]);
-            let mask = cmpi(first.reshape(shape![TILE]), total_b, predicate::LessThan);
-            let first_b = first.broadcast(shape![TILE, E_PAD]);
-            let mask_1 = cmpi(ends_r_b, first_b, predicate::LessThanOrEqual);
-            let mask_1_i32: Tile<i32, { [TILE, E_PAD] }> = exti(mask_1);
-            let mask_1_i32_sum: Tile<i32, { [TILE] }> = reduce_sum(mask_1_i32, 1i32);
-            let owner = select(mask, mask_1_i32_sum, c_4);
-            store(&mut expert_ids_out, owner, [b]);
+        store(&mut expert_ends_tiles, ends, [0i32]);
+        let padded_sum: Tile<i32, { [] }> = reduce_sum(padded, 0i32);
+        let padded_sum_r = padded_sum.reshape(shape![1]);
+        store(&mut num_post_pad_tiles, padded_sum_r, [0i32]);
+        let mut running: Tile<i32, { [1, E_PAD] }> = (ends - padded).reshape(shape![1, E_PAD]);
+        for r in 0i32..n_row_tiles {
+            let rows: Tile<i32, { [ROWS, E_PAD] }> = load(&counts_zero, [r, 0i32]);
+            let rows_cumsum: Tile<i32, { [ROWS, E_PAD] }> =
+                scan_sum(rows, 0i32, reverse::Forward, 0i32);
+            let diff_1 = running.broadcast(shape![ROWS, E_PAD]) + rows_cumsum - rows;
+            store(&mut offsets_tiles, diff_1, [r, 0i32]);
+            let rows_sum: Tile<i32, { [E_PAD] }> = reduce_sum(rows, 0i32);
+            running = running + rows_sum.reshape(shape![1, E_PAD]);
         }
-        let sorted_ids_tiles = num_tiles(&sorted_ids_tiles_1, 0i32);
-        let ends_r_b = ends.reshape(shape![1, E_PAD]).broadcast(shape![TILE, E_PAD]);
-        let experts_b = experts.broadcast(shape![TILE, E_PAD]);
-        let starts_r_b = starts.reshape(shape![1, E_PAD]).broadcast(shape![TILE, E_PAD]);
-        let total_b = total.reshape(shape![1]).broadcast(shape![TILE]);
-        let counts_r_b = counts.reshape(shape![1, E_PAD]).broadcast(shape![TILE, E_PAD]);
+    }
+
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:103`.
+    #[cutile::entry()]
+    pub fn moe_align_scatter_kernel<
+        const BLOCK: i32,
+        const E_PAD: i32,
+        const TILE: i32,
+        const STEPS: i32,
+        const ID_TILE: i32,
+        const TOPK_IDS_LEN0: i32,
+        const OFFSETS_LEN0: i32,
+        const OFFSETS_LEN1: i32,
+        const EXPERT_ENDS_LEN0: i32,
+        const SORTED_IDS_LEN0: i32,
+    >(
+        offsets_stride0: i32, topk_ids: &Tensor<i32, { [TOPK_IDS_LEN0] }>,
+        offsets: &Tensor<i32, { [OFFSETS_LEN0, OFFSETS_LEN1] }>,
+        expert_ends: &Tensor<i32, { [EXPERT_ENDS_LEN0] }>,
+        sorted_ids: &Tensor<i32, { [SORTED_IDS_LEN0] }>, expert_ids: &Tensor<i32, { [-1] }>,
+    ) {
+        let topk_ids_tiles = topk_ids.partition(shape![TILE]);
+        let expert_ends_tiles = view(expert_ends, shape![E_PAD]);
+        let expert_ids_tiles_1 = view(expert_ids, shape![ID_TILE]);
+        let mut expert_ids_out = view_mut(expert_ids, shape![ID_TILE]);
+        let offsets_token: Token = offsets.token();
+        let sorted_ids_token: Token = sorted_ids.token();
+        let bid = get_tile_block_id().0;
+        let n: i32 = if TOPK_IDS_LEN0 == 1 { 1i32 } else { topk_ids.shape()[0] };
+        let lanes: Tile<i32, { [TILE] }> = iota(shape![TILE]);
+        // [i, j]: slot j comes before slot i
+        let lanes_r = lanes.reshape(shape![1, TILE]);
+        let lanes_r_1 = lanes.reshape(shape![TILE, 1]);
+        let lanes_r_b = lanes_r.broadcast(shape![TILE, TILE]);
+        let earlier = cmpi(lanes_r_b, lanes_r_1.broadcast(shape![TILE, TILE]), predicate::LessThan);
+        let prod = bid * STEPS;
         let n_tile = n.broadcast(shape![TILE]);
-        let sorted_ids_scatter_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sorted_ids.shape()[0]);
+        let prod_2 = bid * STEPS;
+        let c: i32 = E_PAD;
+        let c_tile = c.broadcast(shape![TILE]);
+        let c_1: Tile<i32, { [TILE] }> = constant(1i32, shape![TILE]);
+        let offsets_tile_i0_0d: Tile<i32, { [] }> = scalar_to_tile(bid);
+        let offsets_tile_i0_u64: Tile<u64, { [] }> = exti(offsets_tile_i0_0d);
+        let offsets_tile_i0_u64_r = offsets_tile_i0_u64.reshape(shape![1]);
+        let offsets_tile_i0_u64_r_b = offsets_tile_i0_u64_r.broadcast(shape![TILE]);
+        let offsets_tile_n0: i32 = if OFFSETS_LEN0 == 1 { 1i32 } else { offsets.shape()[0] };
+        let offsets_tile_n0_0d: Tile<i32, { [] }> = scalar_to_tile(offsets_tile_n0);
+        let offsets_tile_n0_u64: Tile<u64, { [] }> = exti(offsets_tile_n0_0d);
+        let offsets_tile_n0_u64_r = offsets_tile_n0_u64.reshape(shape![1]);
+        let offsets_tile_n0_u64_r_b = offsets_tile_n0_u64_r.broadcast(shape![TILE]);
+        let offsets_tile_in0 =
+            cmpi(offsets_tile_i0_u64_r_b, offsets_tile_n0_u64_r_b, predicate::LessThan);
+        let offsets_tile_s0: i32 = offsets_stride0;
+        let offsets_tile_s0_0d: Tile<i32, { [] }> = scalar_to_tile(offsets_tile_s0);
+        let offsets_tile_s0_u64: Tile<u64, { [] }> = exti(offsets_tile_s0_0d);
+        let offsets_tile_s0_u64_r = offsets_tile_s0_u64.reshape(shape![1]);
+        let offsets_tile_s0_u64_r_b = offsets_tile_s0_u64_r.broadcast(shape![TILE]);
+        let offsets_tile_off0 = offsets_tile_i0_u64_r_b * offsets_tile_s0_u64_r_b;
+        let offsets_tile_n1: i32 = if OFFSETS_LEN1 == 1 {
+            1i32
+        } else {
+            if OFFSETS_LEN0 == 1 { offsets.shape()[0] } else { offsets.shape()[1] }
+        };
+        let offsets_tile_n1_0d: Tile<i32, { [] }> = scalar_to_tile(offsets_tile_n1);
+        let offsets_tile_n1_u64: Tile<u64, { [] }> = exti(offsets_tile_n1_0d);
+        let offsets_tile_n1_u64_r = offsets_tile_n1_u64.reshape(shape![1]);
+        let offsets_tile_n1_u64_r_b = offsets_tile_n1_u64_r.broadcast(shape![TILE]);
+        let offsets_tile_one: Tile<u64, { [TILE] }> = constant(1u64, shape![TILE]);
+        let offsets_tile_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(offsets.as_ptr()));
+        let offsets_tile_base_r: PointerTile<*mut i32, { [1] }> =
+            offsets_tile_base.reshape(shape![1]);
+        let offsets_tile_base_r_b: PointerTile<*mut i32, { [TILE] }> =
+            offsets_tile_base_r.broadcast(shape![TILE]);
+        let offsets_tile_pad: Tile<i32, { [TILE] }> = constant(0i32, shape![TILE]);
+        let sorted_ids_scatter_n0: i32 =
+            if SORTED_IDS_LEN0 == 1 { 1i32 } else { sorted_ids.shape()[0] };
+        let sorted_ids_scatter_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sorted_ids_scatter_n0);
         let sorted_ids_scatter_n0_u64: Tile<u64, { [] }> = exti(sorted_ids_scatter_n0_0d);
         let sorted_ids_scatter_n0_u64_r = sorted_ids_scatter_n0_u64.reshape(shape![1]);
         let sorted_ids_scatter_n0_u64_r_b = sorted_ids_scatter_n0_u64_r.broadcast(shape![TILE]);
@@ -269,34 +414,90 @@ pub mod moe_routing {
             sorted_ids_scatter_base.reshape(shape![1]);
         let sorted_ids_scatter_base_r_b: PointerTile<*mut i32, { [TILE] }> =
             sorted_ids_scatter_base_r.broadcast(shape![TILE]);
+        // the next tile's start of the expert
+        let c_2: Tile<i32, { [TILE] }> = constant(1i32, shape![TILE]);
+        let offsets_scatter_i0_0d: Tile<i32, { [] }> = scalar_to_tile(bid);
+        let offsets_scatter_i0_u64: Tile<u64, { [] }> = exti(offsets_scatter_i0_0d);
+        let offsets_scatter_i0_u64_r = offsets_scatter_i0_u64.reshape(shape![1]);
+        let offsets_scatter_i0_u64_r_b = offsets_scatter_i0_u64_r.broadcast(shape![TILE]);
+        let offsets_scatter_n0: i32 = if OFFSETS_LEN0 == 1 { 1i32 } else { offsets.shape()[0] };
+        let offsets_scatter_n0_0d: Tile<i32, { [] }> = scalar_to_tile(offsets_scatter_n0);
+        let offsets_scatter_n0_u64: Tile<u64, { [] }> = exti(offsets_scatter_n0_0d);
+        let offsets_scatter_n0_u64_r = offsets_scatter_n0_u64.reshape(shape![1]);
+        let offsets_scatter_n0_u64_r_b = offsets_scatter_n0_u64_r.broadcast(shape![TILE]);
+        let offsets_scatter_in0 =
+            cmpi(offsets_scatter_i0_u64_r_b, offsets_scatter_n0_u64_r_b, predicate::LessThan);
+        let offsets_scatter_s0: i32 = offsets_stride0;
+        let offsets_scatter_s0_0d: Tile<i32, { [] }> = scalar_to_tile(offsets_scatter_s0);
+        let offsets_scatter_s0_u64: Tile<u64, { [] }> = exti(offsets_scatter_s0_0d);
+        let offsets_scatter_s0_u64_r = offsets_scatter_s0_u64.reshape(shape![1]);
+        let offsets_scatter_s0_u64_r_b = offsets_scatter_s0_u64_r.broadcast(shape![TILE]);
+        let offsets_scatter_off0 = offsets_scatter_i0_u64_r_b * offsets_scatter_s0_u64_r_b;
+        let offsets_scatter_n1: i32 = if OFFSETS_LEN1 == 1 {
+            1i32
+        } else {
+            if OFFSETS_LEN0 == 1 { offsets.shape()[0] } else { offsets.shape()[1] }
+        };
+        let offsets_scatter_n1_0d: Tile<i32, { [] }> = scalar_to_tile(offsets_scatter_n1);
+        let offsets_scatter_n1_u64: Tile<u64, { [] }> = exti(offsets_scatter_n1_0d);
+        let offsets_scatter_n1_u64_r = offsets_scatter_n1_u64.reshape(shape![1]);
+        let offsets_scatter_n1_u64_r_b = offsets_scatter_n1_u64_r.broadcast(shape![TILE]);
+        let offsets_scatter_one: Tile<u64, { [TILE] }> = constant(1u64, shape![TILE]);
+        let offsets_scatter_base: PointerTile<*mut i32, { [] }> =
+            pointer_to_tile(cast_mut(offsets.as_ptr()));
+        let offsets_scatter_base_r: PointerTile<*mut i32, { [1] }> =
+            offsets_scatter_base.reshape(shape![1]);
+        let offsets_scatter_base_r_b: PointerTile<*mut i32, { [TILE] }> =
+            offsets_scatter_base_r.broadcast(shape![TILE]);
+        let mut offsets_last_op: Token = offsets_token;
+        let mut offsets_last_store: Token = offsets_token;
         let mut sorted_ids_last_op: Token = sorted_ids_token;
-        for q in 0i32..sorted_ids_tiles {
-            let pos = (q * TILE).broadcast(shape![TILE]) + lanes;
-            let pos_r_b = pos.reshape(shape![TILE, 1]).broadcast(shape![TILE, E_PAD]);
-            let mask = cmpi(ends_r_b, pos_r_b, predicate::LessThanOrEqual);
-            let mask_i32: Tile<i32, { [TILE, E_PAD] }> = exti(mask);
-            let mask_i32_sum: Tile<i32, { [TILE] }> = reduce_sum(mask_i32, 1i32);
-            let mask_i32_sum_r = mask_i32_sum.reshape(shape![TILE, 1]);
-            let mask_i32_sum_r_b = mask_i32_sum_r.broadcast(shape![TILE, E_PAD]);
-            let group = cmpi(mask_i32_sum_r_b, experts_b, predicate::Equal);
-            let group_i32: Tile<i32, { [TILE, E_PAD] }> = exti(group);
-            let prod_1_sum: Tile<i32, { [TILE] }> = reduce_sum(group_i32 * starts_r_b, 1i32);
-            let slot = pos - prod_1_sum;
-            let mask_1 = cmpi(pos, total_b, predicate::GreaterThanOrEqual);
-            let group_i32_1: Tile<i32, { [TILE, E_PAD] }> = exti(group);
-            let prod_2_sum: Tile<i32, { [TILE] }> = reduce_sum(group_i32_1 * counts_r_b, 1i32);
-            let is_pad = ori(mask_1, cmpi(slot, prod_2_sum, predicate::GreaterThanOrEqual));
-            let sorted_ids_scatter_i0_u64: Tile<u64, { [TILE] }> = exti(pos);
+        for s in 0i32..STEPS {
+            let slot = ((prod + s) * TILE).broadcast(shape![TILE]) + lanes;
+            let valid = cmpi(slot, n_tile, predicate::LessThan);
+            let ids: Tile<i32, { [TILE] }> = load(&topk_ids_tiles, [prod_2 + s]);
+            let ids = select(valid, ids, c_tile);
+            let ids_r = ids.reshape(shape![TILE, 1]);
+            let ids_r_1 = ids.reshape(shape![1, TILE]);
+            let ids_r_b = ids_r.broadcast(shape![TILE, TILE]);
+            let same = cmpi(ids_r_b, ids_r_1.broadcast(shape![TILE, TILE]), predicate::Equal);
+            let v_i32: Tile<i32, { [TILE, TILE] }> = exti(andi(same, earlier));
+            let rank: Tile<i32, { [TILE] }> = reduce_sum(v_i32, 1i32);
+            let sum_2 = rank + c_1;
+            let same_i32: Tile<i32, { [TILE, TILE] }> = exti(same);
+            let same_i32_sum: Tile<i32, { [TILE] }> = reduce_sum(same_i32, 1i32);
+            let last = cmpi(sum_2, same_i32_sum, predicate::Equal);
+            let offsets_tile_i1_u64: Tile<u64, { [TILE] }> = exti(ids);
+            let offsets_tile_in1 =
+                cmpi(offsets_tile_i1_u64, offsets_tile_n1_u64_r_b, predicate::LessThan);
+            let offsets_tile_in = andi(offsets_tile_in0, offsets_tile_in1);
+            let offsets_tile_off = offsets_tile_off0 + offsets_tile_i1_u64 * offsets_tile_one;
+            let offsets_tile_ptrs: PointerTile<*mut i32, { [TILE] }> =
+                offsets_tile_base_r_b.offset_tile(offsets_tile_off);
+            let (offsets_tile, offsets_tok): (Tile<i32, { [TILE] }>, Token) = unsafe {
+                load_ptr_tko_tpad(
+                    offsets_tile_ptrs,
+                    ordering::Weak,
+                    None::<scope::TileBlock>,
+                    Some(offsets_tile_in),
+                    Some(offsets_tile_pad),
+                    Some(offsets_last_store),
+                    Latency::<0>,
+                )
+            };
+            let joined_tok: Token = join_tokens(&[offsets_last_op, offsets_tok]);
+            let place = offsets_tile + rank;
+            let sorted_ids_scatter_i0_u64: Tile<u64, { [TILE] }> = exti(place);
             let sorted_ids_scatter_in0 =
                 cmpi(sorted_ids_scatter_i0_u64, sorted_ids_scatter_n0_u64_r_b, predicate::LessThan);
             let sorted_ids_scatter_off0 = sorted_ids_scatter_i0_u64 * sorted_ids_scatter_one;
             let sorted_ids_scatter_ptrs: PointerTile<*mut i32, { [TILE] }> =
                 sorted_ids_scatter_base_r_b.offset_tile(sorted_ids_scatter_off0);
-            let sorted_ids_scatter_mask = andi(sorted_ids_scatter_in0, is_pad);
+            let sorted_ids_scatter_mask = andi(sorted_ids_scatter_in0, valid);
             let sorted_ids_tok: Token = unsafe {
                 store_ptr_tko(
                     sorted_ids_scatter_ptrs,
-                    n_tile,
+                    slot,
                     ordering::Weak,
                     None::<scope::TileBlock>,
                     Some(sorted_ids_scatter_mask),
@@ -304,70 +505,54 @@ pub mod moe_routing {
                     Latency::<0>,
                 )
             };
-            sorted_ids_last_op = sorted_ids_tok;
-        }
-        let mut running: Tile<i32, { [E_PAD] }> = constant(0i32, shape![E_PAD]);
-        let experts_b = experts.broadcast(shape![TILE, E_PAD]);
-        let n_tile = n.broadcast(shape![TILE]);
-        // earlier tokens of its expert in the tile
-        let n_tile_1 = n.broadcast(shape![TILE]);
-        let sorted_ids_scatter_1_n0_0d: Tile<i32, { [] }> = scalar_to_tile(sorted_ids.shape()[0]);
-        let sorted_ids_scatter_1_n0_u64: Tile<u64, { [] }> = exti(sorted_ids_scatter_1_n0_0d);
-        let sorted_ids_scatter_1_n0_u64_r = sorted_ids_scatter_1_n0_u64.reshape(shape![1]);
-        let sorted_ids_scatter_1_n0_u64_r_b = sorted_ids_scatter_1_n0_u64_r.broadcast(shape![TILE]);
-        let sorted_ids_scatter_1_one: Tile<u64, { [TILE] }> = constant(1u64, shape![TILE]);
-        let sorted_ids_scatter_1_base: PointerTile<*mut i32, { [] }> =
-            pointer_to_tile(cast_mut(sorted_ids.as_ptr()));
-        let sorted_ids_scatter_1_base_r: PointerTile<*mut i32, { [1] }> =
-            sorted_ids_scatter_1_base.reshape(shape![1]);
-        let sorted_ids_scatter_1_base_r_b: PointerTile<*mut i32, { [TILE] }> =
-            sorted_ids_scatter_1_base_r.broadcast(shape![TILE]);
-        let mut sorted_ids_last_op_1: Token = sorted_ids_last_op;
-        for i in 0i32..n_tiles {
-            let token = (i * TILE).broadcast(shape![TILE]) + lanes;
-            let topk_ids_tile: Tile<i32, { [TILE] }> = load(&topk_ids_zero, [i]);
-            let ids = topk_ids_tile.reshape(shape![TILE, 1]);
-            let mask = cmpi(ids.broadcast(shape![TILE, E_PAD]), experts_b, predicate::Equal);
-            let mask_1 = cmpi(token, n_tile, predicate::LessThan);
-            let mask_1_r_b = mask_1.reshape(shape![TILE, 1]).broadcast(shape![TILE, E_PAD]);
-            let v = andi(mask, mask_1_r_b);
-            let onehot: Tile<i32, { [TILE, E_PAD] }> = exti(v);
-            let onehot_cumsum: Tile<i32, { [TILE, E_PAD] }> =
-                scan_sum(onehot, 0i32, reverse::Forward, 0i32);
-            let rank: Tile<i32, { [TILE] }> = reduce_sum((onehot_cumsum - onehot) * onehot, 1i32);
-            let sum_1 = starts + running;
-            let sum_1_r_b = sum_1.reshape(shape![1, E_PAD]).broadcast(shape![TILE, E_PAD]);
-            let prod_2_sum: Tile<i32, { [TILE] }> = reduce_sum(onehot * sum_1_r_b, 1i32);
-            let sum_2 = prod_2_sum + rank;
-            let mask_2 = cmpi(token, n_tile_1, predicate::LessThan);
-            let sorted_ids_scatter_1_i0_u64: Tile<u64, { [TILE] }> = exti(sum_2);
-            let sorted_ids_scatter_1_in0 = cmpi(
-                sorted_ids_scatter_1_i0_u64,
-                sorted_ids_scatter_1_n0_u64_r_b,
-                predicate::LessThan,
-            );
-            let sorted_ids_scatter_1_off0 = sorted_ids_scatter_1_i0_u64 * sorted_ids_scatter_1_one;
-            let sorted_ids_scatter_1_ptrs: PointerTile<*mut i32, { [TILE] }> =
-                sorted_ids_scatter_1_base_r_b.offset_tile(sorted_ids_scatter_1_off0);
-            let sorted_ids_scatter_1_mask = andi(sorted_ids_scatter_1_in0, mask_2);
-            let sorted_ids_tok_1: Token = unsafe {
+            let sum_3 = place + c_2;
+            let v_1 = andi(valid, last);
+            let offsets_scatter_i1_u64: Tile<u64, { [TILE] }> = exti(ids);
+            let offsets_scatter_in1 =
+                cmpi(offsets_scatter_i1_u64, offsets_scatter_n1_u64_r_b, predicate::LessThan);
+            let offsets_scatter_in = andi(offsets_scatter_in0, offsets_scatter_in1);
+            let offsets_scatter_off1 = offsets_scatter_i1_u64 * offsets_scatter_one;
+            let offsets_scatter_off = offsets_scatter_off0 + offsets_scatter_off1;
+            let offsets_scatter_ptrs: PointerTile<*mut i32, { [TILE] }> =
+                offsets_scatter_base_r_b.offset_tile(offsets_scatter_off);
+            let offsets_scatter_mask = andi(offsets_scatter_in, v_1);
+            let offsets_tok_1: Token = unsafe {
                 store_ptr_tko(
-                    sorted_ids_scatter_1_ptrs,
-                    token,
+                    offsets_scatter_ptrs,
+                    sum_3,
                     ordering::Weak,
                     None::<scope::TileBlock>,
-                    Some(sorted_ids_scatter_1_mask),
-                    Some(sorted_ids_last_op_1),
+                    Some(offsets_scatter_mask),
+                    Some(joined_tok),
                     Latency::<0>,
                 )
             };
-            let onehot_sum: Tile<i32, { [E_PAD] }> = reduce_sum(onehot, 0i32);
-            running = running + onehot_sum;
-            sorted_ids_last_op_1 = sorted_ids_tok_1;
+            offsets_last_op = offsets_tok_1;
+            offsets_last_store = offsets_tok_1;
+            sorted_ids_last_op = sorted_ids_tok;
+        }
+        let ends: Tile<i32, { [E_PAD] }> = load(&expert_ends_tiles, [0i32]);
+        let total: Tile<i32, { [] }> = reduce_max(ends, 0i32);
+        let id_lanes: Tile<i32, { [ID_TILE] }> = iota(shape![ID_TILE]);
+        let expert_ids_tiles = num_tiles(&expert_ids_tiles_1, 0i32);
+        let num_blocks = get_num_tile_blocks().0;
+        let c: i32 = BLOCK;
+        let c_tile = c.broadcast(shape![ID_TILE]);
+        let ends_r_b = ends.reshape(shape![1, E_PAD]).broadcast(shape![ID_TILE, E_PAD]);
+        let total_b = total.reshape(shape![1]).broadcast(shape![ID_TILE]);
+        let c_1: Tile<i32, { [ID_TILE] }> = constant(-1i32, shape![ID_TILE]);
+        for q in (bid..expert_ids_tiles).step_by(num_blocks as usize) {
+            let first = ((q * ID_TILE).broadcast(shape![ID_TILE]) + id_lanes) * c_tile;
+            let first_r_b = first.reshape(shape![ID_TILE, 1]).broadcast(shape![ID_TILE, E_PAD]);
+            let mask = cmpi(ends_r_b, first_r_b, predicate::LessThanOrEqual);
+            let mask_i32: Tile<i32, { [ID_TILE, E_PAD] }> = exti(mask);
+            let owner: Tile<i32, { [ID_TILE] }> = reduce_sum(mask_i32, 1i32);
+            let sel = select(cmpi(first, total_b, predicate::LessThan), owner, c_1);
+            store(&mut expert_ids_out, sel, [q]);
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/moe_routing.py:120`.
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:141`.
     #[cutile::entry()]
     pub fn moe_gate_up_kernel<
         E: ElementType,
@@ -482,7 +667,7 @@ pub mod moe_routing {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/moe_routing.py:139`.
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:160`.
     #[cutile::entry()]
     pub fn moe_down_kernel<
         E: ElementType,
@@ -629,7 +814,7 @@ pub mod moe_routing {
         }
     }
 
-    /// Translated from `src/tileport/ops/kernels/moe_routing.py:156`.
+    /// Translated from `src/tileport/ops/kernels/moe_routing.py:177`.
     #[cutile::entry()]
     pub fn moe_sum_kernel<
         E: ElementType,
@@ -676,22 +861,63 @@ pub extern "C" fn tileport_moe_topk_kernel(
     })
 }
 
-/// Enqueue `moe_routing::moe_align_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
+/// Enqueue `moe_routing::moe_align_count_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
 #[unsafe(no_mangle)]
-pub extern "C" fn tileport_moe_align_kernel(
-    topk_ids: Desc, sorted_ids: Desc, expert_ids: Desc, num_post_pad: Desc, block: i32, e_pad: i32,
-    tile: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+pub extern "C" fn tileport_moe_align_count_kernel(
+    topk_ids: Desc, counts: Desc, sorted_ids: Desc, slots: i32, e_pad: i32, grid_x: u32,
+    grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
 ) -> i32 {
-    launch("moe_align_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
+    launch("moe_align_count_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
+        let [topk_ids, counts] = l.arrays([("topk_ids", topk_ids, 1), ("counts", counts, 2)])?;
+        let [sorted_ids] = l.arrays([("sorted_ids", sorted_ids, 1)])?;
+        l.writes(&[counts, sorted_ids])?.require(&[topk_ids, counts, sorted_ids], dtype::I32)?;
+        l.tiles(&[("SLOTS", slots), ("E_PAD", e_pad)])?;
+        let call = l.call(crate::entry!(moe_routing::moe_align_count_kernel)).ints(&[slots, e_pad]);
+        let call = call.stride(counts, 0, "counts_stride0").unit_arrays(&[topk_ids, counts]);
+        call.arrays(&[sorted_ids]).go()
+    })
+}
+
+/// Enqueue `moe_routing::moe_align_offsets_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
+#[unsafe(no_mangle)]
+pub extern "C" fn tileport_moe_align_offsets_kernel(
+    counts: Desc, offsets: Desc, expert_ends: Desc, num_post_pad: Desc, block: i32, e_pad: i32,
+    rows: i32, grid_x: u32, grid_y: u32, grid_z: u32, device_id: i32, stream: u64,
+) -> i32 {
+    launch("moe_align_offsets_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
+        let [counts, offsets] = l.arrays([("counts", counts, 2), ("offsets", offsets, 2)])?;
+        let [expert_ends] = l.arrays([("expert_ends", expert_ends, 1)])?;
+        let [num_post_pad] = l.arrays([("num_post_pad", num_post_pad, 1)])?;
+        l.writes(&[expert_ends, num_post_pad, offsets])?;
+        l.require(&[counts, offsets, expert_ends, num_post_pad], dtype::I32)?;
+        l.tiles(&[("ROWS", rows), ("E_PAD", e_pad)])?;
+        let call = l.call(crate::entry!(moe_routing::moe_align_offsets_kernel));
+        let call = call.ints(&[block, e_pad, rows]).arrays(&[counts]);
+        call.unit_arrays(&[offsets, expert_ends, num_post_pad]).go()
+    })
+}
+
+/// Enqueue `moe_routing::moe_align_scatter_kernel` on `stream`, not waiting: 0, or a negative code (see `tileport_last_error`).
+#[unsafe(no_mangle)]
+pub extern "C" fn tileport_moe_align_scatter_kernel(
+    topk_ids: Desc, offsets: Desc, expert_ends: Desc, sorted_ids: Desc, expert_ids: Desc,
+    block: i32, e_pad: i32, tile: i32, steps: i32, id_tile: i32, grid_x: u32, grid_y: u32,
+    grid_z: u32, device_id: i32, stream: u64,
+) -> i32 {
+    launch("moe_align_scatter_kernel", [grid_x, grid_y, grid_z], device_id, stream, |l| {
         let [topk_ids] = l.arrays([("topk_ids", topk_ids, 1)])?;
+        let [offsets] = l.arrays([("offsets", offsets, 2)])?;
+        let [expert_ends] = l.arrays([("expert_ends", expert_ends, 1)])?;
         let [sorted_ids] = l.arrays([("sorted_ids", sorted_ids, 1)])?;
         let [expert_ids] = l.arrays([("expert_ids", expert_ids, 1)])?;
-        let [num_post_pad] = l.arrays([("num_post_pad", num_post_pad, 1)])?;
-        l.writes(&[expert_ids, num_post_pad, sorted_ids])?;
-        l.require(&[topk_ids, sorted_ids, expert_ids, num_post_pad], dtype::I32)?;
-        l.tiles(&[("E_PAD", e_pad), ("TILE", tile)])?;
-        let call = l.call(crate::entry!(moe_routing::moe_align_kernel)).ints(&[block, e_pad, tile]);
-        call.arrays(&[topk_ids, sorted_ids, expert_ids]).unit_arrays(&[num_post_pad]).go()
+        l.writes(&[expert_ids, offsets, sorted_ids])?;
+        l.require(&[topk_ids, offsets, expert_ends, sorted_ids, expert_ids], dtype::I32)?;
+        l.tiles(&[("TILE", tile), ("E_PAD", e_pad), ("ID_TILE", id_tile)])?;
+        let call = l.call(crate::entry!(moe_routing::moe_align_scatter_kernel));
+        let call = call.ints(&[block, e_pad, tile, steps, id_tile]);
+        let call = call.stride(offsets, 0, "offsets_stride0");
+        let call = call.unit_arrays(&[topk_ids, offsets, expert_ends, sorted_ids]);
+        call.arrays(&[expert_ids]).go()
     })
 }
 

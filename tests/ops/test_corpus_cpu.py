@@ -257,11 +257,17 @@ DROPOUT = [(LOAD_VIEW, 1, 1), (STORE_VIEW, 1, 1), (FOR, 1, 1), (r"= exti %\S+ un
            (r"= cmpi greater_than_or_equal", 1, 1), (r"= select ", 1, 1)] + NO_POINTER
 EXPECT = {
     # MoE routing: K masked argmax steps in one loop (a max, then the min of the ids at it), weights renormalized;
-    # the align kernel's four passes over the slots / blocks (one-hot sums, cumulative sums), slots scattered
+    # the align: counts by atomic adds and the fill (a grid-stride loop); two passes over the chunk counts (sums,
+    # exclusive cumulative sums); slots ranked by a TILE x TILE comparison, gathered / scattered by pointer
     "moe_topk_kernel": [(LOAD_VIEW, 1, 1), (STORE_VIEW, 2, 2), (FOR, 1, 1), (MAX, 1, 2), (SUM, 1, 1),
                         (r"reduce .*identities=\[2147483647 : i32\]", 1, 1), (r"= exp ", 1, 1)] + NO_POINTER,
-    "moe_align_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 2, 2), (r"store_ptr_tko", 2, 2), (r"load_ptr_tko", 0, 0),
-                         (FOR, 4, 4), (r"= scan ", 2, 2), (r"reduce .*identities=\[0 : i32\]", 9, 9)],
+    "moe_align_count_kernel": [(LOAD_VIEW, 1, 1), (STORE_VIEW, 2, 2), (r"= atomic_rmw_tko .*, add, ", 1, 1),
+                               (FOR, 1, 1), (r"= scan ", 0, 0)] + NO_POINTER,
+    "moe_align_offsets_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 3, 3), (FOR, 2, 2), (r"= scan ", 2, 2),
+                                 (r"reduce .*identities=\[0 : i32\]", 3, 3), (r"atomic_rmw", 0, 0)] + NO_POINTER,
+    "moe_align_scatter_kernel": [(LOAD_VIEW, 2, 2), (STORE_VIEW, 1, 1), (r"load_ptr_tko", 1, 1),
+                                 (r"store_ptr_tko", 2, 2), (FOR, 2, 2), (r"reduce .*dim=1 identities=\[0 : i32\] : tile<\d+x\d+xi32>", 3, 3),
+                                 (r"= scan ", 0, 0), (r"atomic_rmw", 0, 0)],
     # expert GEMMs over the sorted slots: the block's expert gathered (a scalar), the work under one runtime if;
     # gate / up: token rows gathered, two weight tiles loaded transposed (dim_map), two MMAs into f32, SiLU in
     # f32; down: one MMA, the routing weights gathered, the rows scattered to their slots; combine: one f32 sum

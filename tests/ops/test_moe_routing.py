@@ -2,10 +2,13 @@
 
 The kernels themselves are held to NumPy references by the interpreter (eval/interp/corpus.py: moe
 problems, cuTile Python's IR and the port's); here the torch references the GPU check uses are held to
-a plain Python construction, and the integer comparison of the GPU check is shown to be exact.
+a plain Python construction, and the integer comparison of the GPU check is shown to be exact. The three
+align kernels also run in turn in the interpreter, sized as the plan sizes them, against the same construction.
 """
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
@@ -66,3 +69,36 @@ def test_gpu_compare_is_exact_on_integer_outputs(torch_mod):
     off[1] += 1  # within atol + rtol * |ref| = 2: a float comparison would pass it
     ok, max_abs, _, msg = compare(off, ref, 1e-5, 1e-5)
     assert not ok and max_abs == 1 and "integer values differ" in msg
+
+
+def _align_by_interpreter(ids: list[int], experts: int, block: int):
+    """The plan's three align kernels (cuTile Python's IR, its sizes from align_config) run in turn by the Tile IR
+    interpreter, each on the arrays the previous one left."""
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("cuda.tile", reason="cuda-tile is not installed: the kernels' IR needs it")
+    from tileport.ops.capture_ref import reference_bytecode
+    from tileport.tileir import read_module
+    from tileport.tileir.interp.executor import Array, run_kernel
+    n = len(ids)
+    c = moe_route.align_config(n, experts)
+    n_sorted, n_blocks = moe_route.sizes(n, experts, block)
+    arrays = {"topk_ids": np.array(ids, dtype=np.int32), "sorted_ids": np.full(n_sorted, -7, dtype=np.int32),
+              "counts": np.full((c["chunks"], c["E_PAD"]), -7, dtype=np.int32),
+              "offsets": np.full((c["chunks"], c["E_PAD"]), -7, dtype=np.int32),
+              "expert_ends": np.full(c["E_PAD"], -7, dtype=np.int32),
+              "expert_ids": np.full(n_blocks, -7, dtype=np.int32), "num_post_pad": np.full(1, -7, dtype=np.int32)}
+    for cap in moe_route.align_captures((n, experts, 1, block)):
+        module = read_module(reference_bytecode(moe_route.SPEC, cap))
+        grid = (1 if cap.kernel == "moe_align_offsets_kernel" else c["chunks"], 1, 1)
+        arrays.update(run_kernel(module, [(name, Array(arrays[name], "i32")) for name in cap.arrays], grid))
+    return [arrays[name].tolist() for name in ("sorted_ids", "expert_ids", "num_post_pad")]
+
+
+@pytest.mark.parametrize("tokens,experts,k,block", [(3, 8, 2, 16), (100, 60, 4, 64), (300, 256, 8, 64),
+                                                     (1100, 256, 8, 16)])
+def test_align_kernels_in_turn_match_the_definition(tokens, experts, k, block):
+    """Several chunks, a ragged last tile, several tiles per chunk (1100 x 8 slots: STEPS 2), empty experts, E not
+    a power of two."""
+    rng = random.Random(tokens)
+    ids = [min(int(rng.expovariate(0.05)), experts - 1) for _ in range(tokens * k)]
+    assert _align_by_interpreter(ids, experts, block) == list(_align_by_hand(ids, experts, block))

@@ -139,6 +139,34 @@ def test_an_acq_rel_atomic_orders_every_array_and_later_accesses_wait_for_it(tmp
     assert "cnt_tok" in store_join, store_join
 
 
+def test_a_row_of_counters_by_atomic_add_gather_and_scatter(tmp_path):
+    """A block's own row of a 2-D counter array (moe_align's counts / offsets): a scalar row index broadcast
+    against a tile of columns, a scalar update, both dimensions bounds-checked (an out-of-range column is
+    skipped), and the gather / scatter of the same row after the atomic wait for it."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(ids, cnt, TILE: ConstInt):
+            row = ct.bid(0)
+            t = ct.load(ids, index=(row,), shape=(TILE,))
+            ct.atomic_add(cnt, (row, t), 1)
+            before = ct.gather(cnt, (row, t))
+            ct.scatter(cnt, (row, t), before + 1, mask=t > 0)
+    """)
+    report = run(path, {"k": [{"ids": "int32", "cnt": "int32", "TILE": 64}]})
+    assert report.ok, [str(r.diagnostic) for r in report.results]
+    body = entry_text(module_text(report, path), "k")
+    lines = body.splitlines()
+    atomic = next(i for i, line in enumerate(lines) if "atomic_rmw_tko(" in line)
+    head = "\n".join(lines[:atomic])
+    assert "scalar_to_tile(row)" in head and "constant(1i32, shape![TILE])" in head, body
+    assert head.count("predicate::LessThan") == 2 and "= cnt_stride0;" in head, body  # row and column in bounds
+    assert "atomic::Add, ordering::AcqRel, scope::Device, Some(cnt_old_in), " in lines[atomic], body
+    gather = next(line for line in lines if "load_ptr_tko_tpad(" in line)
+    scatter = next(line for line in lines if "store_ptr_tko(" in line)
+    assert gather.endswith("Some(cnt_tok), Latency::<0>) };"), gather  # waits for the atomic's token
+    assert "Some(cnt_scatter_mask)" in scatter, scatter  # the user mask and-ed with both bounds
+
+
 def test_bitwise_atomics_take_the_array_dtype_exactly(tmp_path):
     path = write_kernels(tmp_path, """
         @ct.kernel

@@ -6,13 +6,20 @@ ones, as torch.argmax) and masks it out; the weights are the chosen experts' sof
 scores renormalized to sum to 1. The selection runs on the f32 logits themselves: softmax and sigmoid
 are monotonic, so the experts are those of the scores, and no tie is made by rounding the scores.
 
-moe_align_kernel (one tile block): topk_ids [N] (flattened [T, K], N = T * K) -> the token slots grouped
-by expert, each expert's group padded to a multiple of BLOCK: sorted_ids [N + E * (BLOCK - 1)] holds the
-slot indices of expert 0's tokens (ascending), padding, expert 1's..., every other entry N;
-expert_ids [cdiv(len(sorted_ids), BLOCK)] the expert of each BLOCK-sized block (-1 past the last);
-num_post_pad [1] the padded total. Counts come from one-hot sums (no atomics, so the order within an
-expert is the token order and the result is deterministic); the rank of a token within its expert is
-the running count before its tile plus an exclusive cumulative sum of the tile's one-hot rows.
+moe_align_block_size, in three kernels over the N = T * K token slots (the flattened topk_ids [N]): the
+token slots grouped by expert, each expert's group padded to a multiple of BLOCK: sorted_ids [N + E *
+(BLOCK - 1)] holds the slot indices of expert 0's tokens (ascending), padding, expert 1's..., every other
+entry N; expert_ids [cdiv(len(sorted_ids), BLOCK)] the expert of each BLOCK-sized block (-1 past the
+last); num_post_pad [1] the padded total. The slots are cut into chunks of TILE * STEPS, one per block:
+1. moe_align_count_kernel: each chunk's tokens per expert (counts [chunks, E_PAD], atomic adds into the
+   block's own row), and sorted_ids filled with N;
+2. moe_align_offsets_kernel (one block): the experts' totals, padded groups and ends (expert_ends
+   [E_PAD]), num_post_pad, and where each chunk's tokens of each expert start (offsets [chunks, E_PAD]:
+   the group's start plus the earlier chunks' tokens of the expert: an exclusive cumulative sum);
+3. moe_align_scatter_kernel: each slot's place is its chunk's offset of its expert plus its rank among
+   the earlier slots of its TILE with the same expert (a TILE x TILE comparison); the block keeps its
+   offsets row current from tile to tile. The blocks also share the expert_ids.
+Every count is exact and the order within an expert is the token order: the result is deterministic.
 
 The expert GEMMs run over that order, one BLOCK-row block of sorted_ids per tile block (row axis of the
 grid), all of its rows of one expert (expert_ids; a block of -1 lies past the padded total and does
@@ -58,51 +65,65 @@ def moe_topk_kernel(logits, topk_weights, topk_ids, BLOCK_T: ConstInt, E_PAD: Co
     ct.store(topk_ids, index=(bid, 0), tile=ids)
 
 
-def expert_of(pos, ends):
-    """The expert whose padded group holds each position: the number of groups ending at or before it."""
-    return ct.sum(ct.astype(ct.reshape(ends, (1, ends.shape[0])) <= pos, ct.int32), 1)
-
-
-def pick(onehot, row):
-    """Per row of a one-hot (n, E_PAD) tile, the entry of `row` (E_PAD,) its one is at."""
-    return ct.sum(onehot * ct.reshape(row, (1, row.shape[0])), 1)
+@ct.kernel
+def moe_align_count_kernel(topk_ids, counts, sorted_ids, SLOTS: ConstInt, E_PAD: ConstInt):
+    bid = ct.bid(0)
+    n = topk_ids.shape[0]
+    slot = bid * SLOTS + ct.arange(SLOTS, dtype=ct.int32)
+    ids = ct.load(topk_ids, index=(bid,), shape=(SLOTS,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(counts, index=(bid, 0), tile=ct.zeros((1, E_PAD), dtype=ct.int32))
+    # E_PAD: out of bounds, skipped. Relaxed, block scope: only this block touches its row in this kernel
+    ct.atomic_add(counts, (bid, ct.where(slot < n, ids, E_PAD)), 1, memory_order=ct.MemoryOrder.RELAXED,
+                  memory_scope=ct.MemoryScope.BLOCK)
+    fill = ct.full((SLOTS,), n, dtype=ct.int32)
+    for q in range(bid, ct.num_tiles(sorted_ids, 0, shape=(SLOTS,)), ct.num_blocks(0)):
+        ct.store(sorted_ids, index=(q,), tile=fill)
 
 
 @ct.kernel
-def moe_align_kernel(topk_ids, sorted_ids, expert_ids, num_post_pad, BLOCK: ConstInt, E_PAD: ConstInt,
-                     TILE: ConstInt):
-    n = topk_ids.shape[0]
-    experts = ct.reshape(ct.arange(E_PAD, dtype=ct.int32), (1, E_PAD))
-    lanes = ct.arange(TILE, dtype=ct.int32)
-    n_tiles = ct.num_tiles(topk_ids, 0, shape=(TILE,))
-    counts = ct.zeros((E_PAD,), dtype=ct.int32)
-    for i in range(n_tiles):
-        ids = ct.reshape(ct.load(topk_ids, index=(i,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO), (TILE, 1))
-        valid = ct.reshape(i * TILE + lanes < n, (TILE, 1))
-        counts = counts + ct.sum(ct.astype((ids == experts) & valid, ct.int32), 0)
-    padded = (counts + (BLOCK - 1)) // BLOCK * BLOCK
+def moe_align_offsets_kernel(counts, offsets, expert_ends, num_post_pad, BLOCK: ConstInt, E_PAD: ConstInt,
+                             ROWS: ConstInt):
+    n_row_tiles = ct.num_tiles(counts, 0, shape=(ROWS, E_PAD))
+    totals = ct.zeros((E_PAD,), dtype=ct.int32)
+    for r in range(n_row_tiles):
+        rows = ct.load(counts, index=(r, 0), shape=(ROWS, E_PAD), padding_mode=ct.PaddingMode.ZERO)
+        totals = totals + ct.sum(rows, 0)
+    padded = (totals + (BLOCK - 1)) // BLOCK * BLOCK
     ends = ct.cumsum(padded, 0)
-    starts = ends - padded
-    total = ct.sum(padded, 0)
-    ct.store(num_post_pad, index=(0,), tile=ct.reshape(total, (1,)))
-    for b in range(ct.num_tiles(expert_ids, 0, shape=(TILE,))):
-        first = ct.reshape((b * TILE + lanes) * BLOCK, (TILE, 1))
-        owner = ct.where(ct.reshape(first, (TILE,)) < total, expert_of(first, ends), -1)
-        ct.store(expert_ids, index=(b,), tile=owner)
-    for q in range(ct.num_tiles(sorted_ids, 0, shape=(TILE,))):
-        pos = q * TILE + lanes
-        group = ct.reshape(expert_of(ct.reshape(pos, (TILE, 1)), ends), (TILE, 1)) == experts
-        slot = pos - pick(ct.astype(group, ct.int32), starts)
-        is_pad = (pos >= total) | (slot >= pick(ct.astype(group, ct.int32), counts))
-        ct.scatter(sorted_ids, pos, ct.full((TILE,), n, dtype=ct.int32), mask=is_pad)
-    running = ct.zeros((E_PAD,), dtype=ct.int32)
-    for i in range(n_tiles):
-        token = i * TILE + lanes
-        ids = ct.reshape(ct.load(topk_ids, index=(i,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO), (TILE, 1))
-        onehot = ct.astype((ids == experts) & ct.reshape(token < n, (TILE, 1)), ct.int32)
-        rank = ct.sum((ct.cumsum(onehot, 0) - onehot) * onehot, 1)  # earlier tokens of its expert in the tile
-        ct.scatter(sorted_ids, pick(onehot, starts + running) + rank, token, mask=token < n)
-        running = running + ct.sum(onehot, 0)
+    ct.store(expert_ends, index=(0,), tile=ends)
+    ct.store(num_post_pad, index=(0,), tile=ct.reshape(ct.sum(padded, 0), (1,)))
+    running = ct.reshape(ends - padded, (1, E_PAD))
+    for r in range(n_row_tiles):
+        rows = ct.load(counts, index=(r, 0), shape=(ROWS, E_PAD), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(offsets, index=(r, 0), tile=running + ct.cumsum(rows, 0) - rows)
+        running = running + ct.sum(rows, 0, keepdims=True)
+
+
+@ct.kernel
+def moe_align_scatter_kernel(topk_ids, offsets, expert_ends, sorted_ids, expert_ids, BLOCK: ConstInt,
+                             E_PAD: ConstInt, TILE: ConstInt, STEPS: ConstInt, ID_TILE: ConstInt):
+    bid = ct.bid(0)
+    n = topk_ids.shape[0]
+    lanes = ct.arange(TILE, dtype=ct.int32)
+    earlier = ct.reshape(lanes, (1, TILE)) < ct.reshape(lanes, (TILE, 1))  # [i, j]: slot j comes before slot i
+    for s in range(STEPS):
+        slot = (bid * STEPS + s) * TILE + lanes
+        valid = slot < n
+        ids = ct.load(topk_ids, index=(bid * STEPS + s,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+        ids = ct.where(valid, ids, E_PAD)
+        same = ct.reshape(ids, (TILE, 1)) == ct.reshape(ids, (1, TILE))
+        rank = ct.sum(ct.astype(same & earlier, ct.int32), 1)
+        last = rank + 1 == ct.sum(ct.astype(same, ct.int32), 1)
+        place = ct.gather(offsets, (bid, ids)) + rank
+        ct.scatter(sorted_ids, place, slot, mask=valid)
+        ct.scatter(offsets, (bid, ids), place + 1, mask=valid & last)  # the next tile's start of the expert
+    ends = ct.load(expert_ends, index=(0,), shape=(E_PAD,))
+    total = ct.max(ends, 0)
+    id_lanes = ct.arange(ID_TILE, dtype=ct.int32)
+    for q in range(bid, ct.num_tiles(expert_ids, 0, shape=(ID_TILE,)), ct.num_blocks(0)):
+        first = (q * ID_TILE + id_lanes) * BLOCK
+        owner = ct.sum(ct.astype(ct.reshape(ends, (1, E_PAD)) <= ct.reshape(first, (ID_TILE, 1)), ct.int32), 1)
+        ct.store(expert_ids, index=(q,), tile=ct.where(first < total, owner, -1))
 
 
 def silu(x):

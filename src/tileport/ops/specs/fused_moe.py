@@ -4,7 +4,7 @@ Inputs (x [T, H], logits [T, E], w13 [E, 2F, H], w2 [E, H, F], k); output [T, H]
 is down(silu(gate(x)) * up(x)) with gate = w13[e, :F], up = w13[e, F:], down = w2[e] (the [out, in]
 layout of linear layers, as Mixtral's w1 / w3 stacked and w2). Shapes are (T, H, F, E, k).
 
-Plan (kernels/moe_routing.py): moe_topk_kernel and moe_align_kernel (moe_route, BLOCK = the expert GEMMs'
+Plan (kernels/moe_routing.py): moe_topk_kernel and the three align kernels (moe_route, BLOCK = the expert GEMMs'
 row block), moe_gate_up_kernel (gate and up projections and SiLU-and-mul in one launch, rows in sorted
 order: act [P, F]), moe_down_kernel (down projection times the token's routing weight, scattered to the
 token's slot: y [T * k, H]) and moe_sum_kernel (out[t] = sum of its k slots). act, y and the routing
@@ -163,7 +163,7 @@ def _captures(shape) -> list[Capture]:
 SPEC = OpSpec(
     name="fused_moe",
     kernel_file="moe_routing.py",
-    kernels=["moe_topk_kernel", "moe_align_kernel", "moe_gate_up_kernel", "moe_down_kernel", "moe_sum_kernel"],
+    kernels=["moe_topk_kernel", *R.ALIGN_KERNELS, "moe_gate_up_kernel", "moe_down_kernel", "moe_sum_kernel"],
     dtypes=list(DTYPES),
     make_inputs=make_inputs,
     reference=reference,

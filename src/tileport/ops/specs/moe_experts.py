@@ -3,7 +3,7 @@
 Inputs (x [T, H], w13 [E, 2F, H], w2 [E, H, F], topk_weights [T, k] f32, topk_ids [T, k] int32), as a
 serving engine's fused-experts call takes them; output [T, H] in x's dtype. Shapes are fused_moe's (T, H, F,
 E, k); the test inputs route by moe_topk_softmax's reference on normal logits (k distinct experts per
-token). Plan: moe_align_kernel (block fused_moe.BLOCK), then fused_moe's expert GEMMs and combine. Reference
+token). Plan: moe_route's three align kernels (block fused_moe.BLOCK), then fused_moe's expert GEMMs and combine. Reference
 and tolerance: fused_moe's per-expert loop in f32.
 """
 
@@ -43,8 +43,8 @@ def plan(x, w13, w2, topk_weights, topk_ids, outs):
             or topk_weights.dtype != t.float32 or not topk_ids.is_contiguous() or not topk_weights.is_contiguous()):
         raise ValueError("moe_experts takes contiguous topk_weights f32 and topk_ids int32 [T, k]")
     _, _, sorted_ids, expert_ids, num_post_pad = F.routing_workspace(tokens, w13.shape[0], k, x.device)
-    align = R.align_launch(topk_ids, w13.shape[0], F.BLOCK, sorted_ids, expert_ids, num_post_pad)
-    return [align] + F.expert_launches(x, w13, w2, topk_weights, topk_ids, sorted_ids, expert_ids, outs)
+    align = R.align_launches(topk_ids.view(-1), w13.shape[0], F.BLOCK, sorted_ids, expert_ids, num_post_pad)
+    return align + F.expert_launches(x, w13, w2, topk_weights, topk_ids, sorted_ids, expert_ids, outs)
 
 
 def _captures(shape):
@@ -55,7 +55,7 @@ def _captures(shape):
 SPEC = dataclasses.replace(
     F.SPEC,
     name="moe_experts",
-    kernels=["moe_align_kernel", "moe_gate_up_kernel", "moe_down_kernel", "moe_sum_kernel"],
+    kernels=[*R.ALIGN_KERNELS, "moe_gate_up_kernel", "moe_down_kernel", "moe_sum_kernel"],
     make_inputs=make_inputs,
     reference=reference,
     allocate=allocate,
