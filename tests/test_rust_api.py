@@ -164,9 +164,12 @@ def python_plan(op: str, shapes: list, dtype: str, flag) -> list[dict]:
     if op == "moe_route":
         (t, e), (k, block) = shapes[0], flag
         bt, topk_pad = moe_topk_softmax.routing_tiles(t, e)
-        tile, align_pad = moe_route.align_tiles(t * k, e)
+        a = moe_route.align_config(t * k, e)
         return [launch("moe_topk_kernel", (c.cdiv(t, bt), 1, 1), {"BLOCK_T": bt, "E_PAD": topk_pad, "K": k, "SIGMOID": False}),
-                launch("moe_align_kernel", (1, 1, 1), {"BLOCK": block, "E_PAD": align_pad, "TILE": tile})]
+                launch("moe_align_count_kernel", (a["chunks"], 1, 1), {"SLOTS": a["TILE"] * a["STEPS"], "E_PAD": a["E_PAD"]}),
+                launch("moe_align_offsets_kernel", (1, 1, 1), {"BLOCK": block, "E_PAD": a["E_PAD"], "ROWS": a["ROWS"]}),
+                launch("moe_align_scatter_kernel", (a["chunks"], 1, 1),
+                       {"BLOCK": block, "E_PAD": a["E_PAD"], "TILE": a["TILE"], "STEPS": a["STEPS"], "ID_TILE": a["ID_TILE"]})]
     if op in ("moe_topk_softmax", "moe_topk_sigmoid"):
         (t, e), k = shapes[0], flag
         bt, e_pad = moe_topk_softmax.routing_tiles(t, e)

@@ -641,29 +641,67 @@ pub fn moe_route<T: Element>(
     let dl = t.input("logits", logits)?;
     let launches = plan::moe_route(&dl, k, block_size)?;
     let top = topk_launch(&t, logits, &launches[0])?;
-    let align = &launches[1];
     let (n_sorted, n_blocks) = plan::moe_route_sizes(dl[0] * k, dl[1], block_size);
     let sorted_ids = t.output::<i32>(&[n_sorted])?;
     let (expert_ids, num_post_pad) = (t.output::<i32>(&[n_blocks])?, t.output::<i32>(&[1])?);
+    // the alignment's workspace: per block of slots its tokens per expert, then where they start
+    let c = plan::moe_align_config(dl[0] * k, dl[1]);
+    let counts = t.output::<i32>(&[c.chunks, c.e_pad])?;
+    let offsets = t.output::<i32>(&[c.chunks, c.e_pad])?;
+    let ends = t.output::<i32>(&[c.e_pad])?;
     let ids = view(&top.ids, &[dl[0] * k]);
     let (sd, ed, nd) = (desc(&sorted_ids), desc(&expert_ids), desc(&num_post_pad));
-    let [gx, gy, gz] = align.grid;
-    let (block, e_pad, tile) = (align.int("BLOCK"), align.int("E_PAD"), align.int("TILE"));
-    let code = moe_routing::tileport_moe_align_kernel(
+    let (cd, od, end) = (desc(&counts), desc(&offsets), desc(&ends));
+    let [count, offset, scatter] = [&launches[1], &launches[2], &launches[3]];
+    let [gx, gy, gz] = count.grid;
+    let code = moe_routing::tileport_moe_align_count_kernel(
         Some(&ids),
+        Some(&cd),
         Some(&sd),
-        Some(&ed),
-        Some(&nd),
-        block,
-        e_pad,
-        tile,
+        count.int("SLOTS"),
+        count.int("E_PAD"),
         gx,
         gy,
         gz,
         t.device_id,
         t.handle(),
     );
-    t.check(align.kernel, code)?;
+    t.check(count.kernel, code)?;
+    let [gx, gy, gz] = offset.grid;
+    let code = moe_routing::tileport_moe_align_offsets_kernel(
+        Some(&cd),
+        Some(&od),
+        Some(&end),
+        Some(&nd),
+        offset.int("BLOCK"),
+        offset.int("E_PAD"),
+        offset.int("ROWS"),
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(offset.kernel, code)?;
+    let [gx, gy, gz] = scatter.grid;
+    let code = moe_routing::tileport_moe_align_scatter_kernel(
+        Some(&ids),
+        Some(&od),
+        Some(&end),
+        Some(&sd),
+        Some(&ed),
+        scatter.int("BLOCK"),
+        scatter.int("E_PAD"),
+        scatter.int("TILE"),
+        scatter.int("STEPS"),
+        scatter.int("ID_TILE"),
+        gx,
+        gy,
+        gz,
+        t.device_id,
+        t.handle(),
+    );
+    t.check(scatter.kernel, code)?;
     t.finish()?;
     Ok(MoeRoute { top, sorted_ids, expert_ids, num_post_pad })
 }

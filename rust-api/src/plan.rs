@@ -508,9 +508,9 @@ pub fn moe_topk(logits: &[usize], k: usize, sigmoid: bool) -> Result<KernelLaunc
         .flag("SIGMOID", sigmoid))
 }
 
-/// `moe_route` (ops/specs/moe_route.py): `moe_topk(logits, k, false)`, then the align kernel (one
-/// block) over the T * k token slots: TILE slots x E_PAD experts per step, TILE x E_PAD <= 8192;
-/// `block_size` a power of two.
+/// `moe_route` (ops/specs/moe_route.py): `moe_topk(logits, k, false)`, then the alignment of the
+/// T * k token slots in three kernels over `chunks` blocks of TILE x STEPS slots (count, offsets,
+/// scatter; `moe_align_config`); `block_size` a power of two.
 pub fn moe_route(logits: &[usize], k: usize, block_size: usize) -> Result<Vec<KernelLaunch>> {
     const OP: &str = "moe_route";
     let topk = moe_topk(logits, k, false).map_err(|e| match e {
@@ -521,10 +521,48 @@ pub fn moe_route(logits: &[usize], k: usize, block_size: usize) -> Result<Vec<Ke
     if !block_size.is_power_of_two() || i32::try_from(block_size).is_err() {
         return Err(value(OP, format!("block_size must be a power of two, got {block_size}")));
     }
-    let (n, e_pad) = (logits[0] * k, next_pow2(logits[1]));
-    let tile = (8192 / e_pad).min(next_pow2(n)).max(1);
-    let consts = [("BLOCK", block_size), ("E_PAD", e_pad), ("TILE", tile)];
-    Ok(vec![topk, KernelLaunch::new("moe_align_kernel", [1, 1, 1], &consts)])
+    let c = moe_align_config(logits[0] * k, logits[1]);
+    let (e_pad, tile) = (("E_PAD", c.e_pad), ("TILE", c.tile));
+    let count = [("SLOTS", c.tile * c.steps), e_pad];
+    let offsets = [("BLOCK", block_size), e_pad, ("ROWS", c.rows)];
+    let scatter = [("BLOCK", block_size), e_pad, tile, ("STEPS", c.steps), ("ID_TILE", c.id_tile)];
+    Ok(vec![
+        topk,
+        KernelLaunch::new("moe_align_count_kernel", [c.chunks, 1, 1], &count),
+        KernelLaunch::new("moe_align_offsets_kernel", [1, 1, 1], &offsets),
+        KernelLaunch::new("moe_align_scatter_kernel", [c.chunks, 1, 1], &scatter),
+    ])
+}
+
+/// The alignment's tiling of `n` token slots over `experts` experts (ops/specs/moe_route.py's
+/// `align_config`): slots per tile and tiles per block, blocks (`chunks`, at most 128 unless a
+/// block takes more tiles), and the offsets kernel's row tile and the expert-id tile (each of at
+/// most 4096 entries with E_PAD).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MoeAlignConfig {
+    pub e_pad: usize,
+    pub tile: usize,
+    pub steps: usize,
+    pub chunks: usize,
+    pub rows: usize,
+    pub id_tile: usize,
+}
+
+/// See [`MoeAlignConfig`].
+pub fn moe_align_config(n: usize, experts: usize) -> MoeAlignConfig {
+    let e_pad = next_pow2(experts);
+    let tile = next_pow2(n).min(64);
+    let steps = next_pow2(cdiv(n, tile * 128));
+    let chunks = cdiv(n, tile * steps);
+    let width = (4096 / e_pad).max(1);
+    MoeAlignConfig {
+        e_pad,
+        tile,
+        steps,
+        chunks,
+        rows: width.min(next_pow2(chunks)),
+        id_tile: width.min(64),
+    }
 }
 
 /// (len(sorted_ids), len(expert_ids)) of `moe_route` over `n` token slots: every expert's group
