@@ -334,7 +334,7 @@ pub mod grouped_gemm {
             let acc_e: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(acc);
             let bm_s: i32 = tile_to_scalar(bm);
             let bn_s: i32 = tile_to_scalar(bn);
-            let cv_tiles = view(&cv, shape![TILE_M, TILE_N]);
+            let cv_tiles: Partition<E, { [TILE_M, TILE_N] }> = view(&cv, shape![TILE_M, TILE_N]);
             let c_tok: Token =
                 store_after(&cv_tiles, acc_e, [bm_s, bn_s], c_last_op, [false, false]);
             c_last_op = c_tok;

@@ -707,9 +707,17 @@ class IdiomaticEmitter(KernelEmitter):
             "out" if mutable else padding if padding != "undetermined" else "tiles"
         name = self.fresh(f"{array}_{suffix}")
         decls = self.local_views if array in self.roots else self.view_decls
-        decls.append(f"let {'mut ' if mutable else ''}{name} = {expr};")
+        decls.append(f"let {'mut ' if mutable else ''}{name}{self.local_view_type(array, shape, mutable, expr)} = {expr};")
         self.view_names[key] = name
         return name
+
+    def local_view_type(self, array: str, shape, mutable: bool, expr: str) -> str:
+        """The annotation of a helper's view of a view made in the kernel (`Array.slice`): cutile cannot derive the
+        type a function returns from such a tensor (made by a module function), so the binding gives it."""
+        if array not in self.roots or not re.match(r"\w+\(", expr):
+            return ""
+        dtype = next(st.op.ty.dtype for st in walk(self.kernel.body) if isinstance(st, Let) and st.name == array)
+        return f": {'PartitionMut' if mutable else 'Partition'}<{dtype_rs(dtype)}, {{ [{shape_rs(shape)}] }}>"
 
     def lower_splat(self, op: Op, name: str):
         (x,) = op.args
