@@ -316,9 +316,16 @@ pub mod grouped_gemm {
                 muli_fixed(c_off_start, c_off_stride, overflow::None);
             let c_off: Tile<u64, { [] }> = exti(c_off_elems);
             let c_at: PointerTile<*mut E, { [] }> = c_base.offset_tile(c_off);
+            let c_aligned: PointerTile<*mut E, { [] }> = unsafe { assume_div_by::<_, 16>(c_at) };
             let c_n = sum_5_s - ra_s_1;
+            let cv_n0: i32 = unsafe { assume_bounds_lower::<_, 0>(c_n) };
+            let cv_n0_div: i32 = unsafe { assume_div_by::<_, 8>(cv_n0) };
+            let cv_n1: i32 = unsafe { assume_bounds_lower::<_, 0>(c_dim1_1) };
+            let cv_s0: i32 = unsafe { assume_bounds_lower::<_, 0>(c_stride0) };
+            let cv_shape: Shape<{ [-1, -1] }> = Shape::<{ [-1, -1] }> { dims: &[cv_n0_div, cv_n1] };
+            let cv_strides: Array<{ [-1, 1] }> = Array::<{ [-1, 1] }> { dims: &[cv_s0] };
             let cv: Tensor<E, { [-1, -1] }> =
-                slice_view_2d::<E, 16, 8, 1>(c_at, c_n, c_dim1_1, c_stride0, c.token());
+                unsafe { make_tensor_view(c_aligned, cv_shape, cv_strides, c.token()) };
             let mut acc: Tile<f32, { [TILE_M, TILE_N] }> = acc_init;
             let n_1 = divi(kg, c_18_tile, rounding::PositiveInf);
             let n_1_s: i32 = tile_to_scalar(n_1);
@@ -334,7 +341,7 @@ pub mod grouped_gemm {
             let acc_e: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(acc);
             let bm_s: i32 = tile_to_scalar(bm);
             let bn_s: i32 = tile_to_scalar(bn);
-            let cv_tiles: Partition<E, { [TILE_M, TILE_N] }> = view(&cv, shape![TILE_M, TILE_N]);
+            let cv_tiles = view(&cv, shape![TILE_M, TILE_N]);
             let c_tok: Token =
                 store_after(&cv_tiles, acc_e, [bm_s, bn_s], c_last_op, [false, false]);
             c_last_op = c_tok;

@@ -404,15 +404,16 @@ def test_the_c_abi_and_the_manifest_parameters_are_the_faithful_ones(corpus_file
 
 
 def test_committed_crate_counts():
-    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 123 `unsafe` in all (120 now; issue 35's
+    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 129 `unsafe` in all (126 now; issue 35's
     bar is 150, 755 in the faithful rendering of the 39 kernels then; each C-ABI launcher's `#[unsafe(no_mangle)]`
     included), no launcher macro, and every launcher within 25 lines."""
     texts = {p.name: p.read_text() for p in (CRATE / "src").glob("*.rs")}
     assert not any(re.search(r"#\[cutile::entry\([^\n]*\)\]\n\s*pub unsafe fn", t) for t in texts.values())
-    assert sum(len(re.findall(r"\bunsafe\b", t)) for t in texts.values()) <= 123
+    assert sum(len(re.findall(r"\bunsafe\b", t)) for t in texts.values()) <= 129
     assert texts["attention.rs"].count("assume_div_by::<") == 1  # single-element gathers: in `load_element` only
-    # tile gathers and scatters, `Array.slice` views: in the module's `gather_tile`, `scatter_tile`, `slice_view_2d`
-    assert texts["moe_routing.rs"].count("store_ptr_tko(") == 1 and texts["grouped_gemm.rs"].count("unsafe") == 3
+    # tile gathers and scatters, `Array.slice` views loaded with zero padding: in the module's `gather_tile`,
+    # `scatter_tile`, `slice_view_2d` (grouped_gemm: c's view, stored through `store_after`, keeps its 6)
+    assert texts["moe_routing.rs"].count("store_ptr_tko(") == 1 and texts["grouped_gemm.rs"].count("unsafe") == 9
     assert not any("macro_rules!" in t for name, t in texts.items() if name != "support.rs")
     for name, text in texts.items():
         if name in ("support.rs", "tiles.rs", "lib.rs"):
@@ -548,20 +549,25 @@ def test_a_tile_gather_and_scatter_are_calls_of_the_modules_gather_tile_and_scat
 
 
 def test_an_array_slice_is_one_call_of_the_modules_slice_view(tmp_path):
-    """`Array.slice` views (last axis contiguous): one call each of the module's private `slice_view_<rank>d`,
-    written once per module and rank, which holds the view's alignment, extent and stride assumptions and the
-    view in one `unsafe` block; an extent known divisible passes its divisor (1: none)."""
+    """`Array.slice` views (last axis contiguous) that only zero-padded loads read: one call each of the module's
+    private `slice_view_<rank>d`, written once per module and rank, which holds the view's alignment, extent and
+    stride assumptions and the view in one `unsafe` block; an extent known divisible passes its divisor (1:
+    none). A view a `tiles` helper reads (a store's `view_mut`) keeps the faithful spelling: cutile cannot type
+    that helper's call on a tensor a module function returns."""
     path = write_kernels(tmp_path, """
         @ct.kernel
-        def k(x, y, n, TILE: ConstInt):
+        def k(x, w, y, n, TILE: ConstInt):
             b = ct.bid(0)
             xv = x.slice(0, 0, n).slice(1, 0, n)
             xw = x.slice(0, 0, n)
+            zv = w.slice(0, 0, n * 8)
             yv = y.slice(0, 0, n * 8)
-            t = ct.load(xv, index=(b, 0), shape=(TILE, TILE)) + ct.load(xw, index=(b, 0), shape=(TILE, TILE))
-            ct.store(yv, index=(b,), tile=ct.sum(t, axis=1))
+            zero = ct.PaddingMode.ZERO
+            t = ct.load(xv, index=(b, 0), shape=(TILE, TILE), padding_mode=zero) \\
+                + ct.load(xw, index=(b, 0), shape=(TILE, TILE), padding_mode=zero)
+            ct.store(yv, index=(b,), tile=ct.sum(t, axis=1) + ct.load(zv, index=(b,), shape=(TILE,), padding_mode=zero))
     """)
-    text = idiomatic(path, {"k": [{"x": "f32", "y": "f32", "n": "i32", "TILE": 64}]})
+    text = idiomatic(path, {"k": [{"x": "f32", "w": "f32", "y": "f32", "n": "i32", "TILE": 64}]})
     device = text[:text.index("use crate::support::*;")]
     assert device.count("    fn slice_view_2d<E: ElementType, const ALIGN: i32, const D0: i32, const D1: i32>(") == 1
     assert device.count("    fn slice_view_1d<E: ElementType, const ALIGN: i32, const D0: i32>(") == 1
@@ -569,9 +575,10 @@ def test_an_array_slice_is_one_call_of_the_modules_slice_view(tmp_path):
     helper = device[device.index("fn slice_view_2d<"):device.index("pub fn k<")]
     assert helper.count("unsafe") == 1 and "make_tensor_view(aligned, shape, strides, token)" in helper
     entry = device[device.index("pub fn k<"):]
-    assert "unsafe" not in entry and "make_tensor_view" not in entry and "assume_" not in entry
-    assert entry.count("slice_view_2d::<f32, 16, 1, 1>(") == 2
-    assert "let yv: Tensor<f32, { [-1] }> = slice_view_1d::<f32, 16, 8>(y_at, y_n, y.token());" in entry
+    assert entry.count("slice_view_2d::<f32, 16, 1, 1>(") == 2 and "xv.partition(" in entry
+    assert "let zv: Tensor<f32, { [-1] }> = slice_view_1d::<f32, 16, 8>(w_at, w_n, w.token());" in entry
+    assert entry.count("unsafe") == 4 and entry.count("make_tensor_view(") == 1  # yv's, as the faithful port's
+    assert "let yv: Tensor<f32, { [-1] }> = unsafe { make_tensor_view(y_aligned, yv_shape," in entry
 
 
 def test_a_token_ordered_store_without_tma_is_a_store_after_no_tma(tmp_path):

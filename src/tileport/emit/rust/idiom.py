@@ -567,13 +567,18 @@ class IdiomaticEmitter(KernelEmitter):
 
     def slice_view_plan(self) -> dict[int, Let]:
         """`Array.slice` views (by op id) of rank 1 to MAX_RANK, their last axis contiguous, whose pointer is an
-        alignment `let` read by nothing else: each one call of the module's `slice_view_<rank>d`, which holds
-        the view's assumptions and the view (once per module, instead of at each view)."""
+        alignment `let` read by nothing else and that only zero-padded loads read (cutile's `Tensor::partition`;
+        cutile cannot type a `tiles` view helper's call on a tensor a module function returns): each one call of
+        the module's `slice_view_<rank>d`, which holds the view's assumptions and the view (once per module,
+        instead of at each view)."""
         counts = use_counts(self.kernel)
         lets = {st.name: st for st in walk(self.kernel.body) if isinstance(st, Let) and not st.update}
+        read_otherwise = {a.name for st in walk(self.kernel.body) if isinstance(st, (Let, Do))
+                          and not _partition_load(st.op) for a in st.op.args if isinstance(a, Ref)}
         out: dict[int, Let] = {}
         for st in walk(self.kernel.body):
-            if not isinstance(st, Let) or st.op.kind != OpKind.MAKE_VIEW or id(st) in self.unused:
+            if (not isinstance(st, Let) or st.op.kind != OpKind.MAKE_VIEW or id(st) in self.unused
+                    or st.name in read_otherwise):
                 continue
             ptr, rank = st.op.args[0], st.op.ty.rank
             aligned = lets.get(ptr.name) if isinstance(ptr, Ref) else None
@@ -707,17 +712,9 @@ class IdiomaticEmitter(KernelEmitter):
             "out" if mutable else padding if padding != "undetermined" else "tiles"
         name = self.fresh(f"{array}_{suffix}")
         decls = self.local_views if array in self.roots else self.view_decls
-        decls.append(f"let {'mut ' if mutable else ''}{name}{self.local_view_type(array, shape, mutable, expr)} = {expr};")
+        decls.append(f"let {'mut ' if mutable else ''}{name} = {expr};")
         self.view_names[key] = name
         return name
-
-    def local_view_type(self, array: str, shape, mutable: bool, expr: str) -> str:
-        """The annotation of a helper's view of a view made in the kernel (`Array.slice`): cutile cannot derive the
-        type a function returns from such a tensor (made by a module function), so the binding gives it."""
-        if array not in self.roots or not re.match(r"\w+\(", expr):
-            return ""
-        dtype = next(st.op.ty.dtype for st in walk(self.kernel.body) if isinstance(st, Let) and st.name == array)
-        return f": {'PartitionMut' if mutable else 'Partition'}<{dtype_rs(dtype)}, {{ [{shape_rs(shape)}] }}>"
 
     def lower_splat(self, op: Op, name: str):
         (x,) = op.args
@@ -807,6 +804,12 @@ def _positions(template: str) -> dict[str, int]:
         before = template[at - 1: at] if at else ""
         need[f] = ATOM if after == "." else UNARY_PREC if before == "-" else 0
     return need
+
+
+def _partition_load(op: Op) -> bool:
+    """A load the idiomatic rendering reads through cutile's `Tensor::partition` (zero padding, no token)."""
+    return (op.kind == OpKind.LOAD and op.attr("padding") == "zero" and op.attr("token") is None
+            and op.attr("result_token") is None)
 
 
 def _blocks(st) -> list[Block]:
