@@ -43,12 +43,36 @@ pub mod attention {
         ptr: PointerTile<*mut E, { [] }>, in_bounds: Tile<bool, { [] }>, pad: Tile<E, { [] }>,
         token: Token,
     ) -> Tile<E, { [] }> {
-        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size.
-        let aligned: PointerTile<*mut E, { [] }> = unsafe { assume_div_by::<_, ALIGN>(ptr) };
-        // SAFETY: the element is read only where `in_bounds` holds (inside its array), after the array's token.
+        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size; the
+        // element is read only where `in_bounds` holds (inside its array), after the array's token.
         let (x, _): (Tile<E, { [] }>, Token) = unsafe {
+            let aligned: PointerTile<*mut E, { [] }> = assume_div_by::<_, ALIGN>(ptr);
             load_ptr_tko_tpad(
                 aligned,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(pad),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        x
+    }
+
+    /// `ct.gather` of a tile: the elements at `ptrs`, `pad` where `in_bounds` is false, after the array's
+    /// `token`.
+    ///
+    /// Only this module's entries call it, each with pointers into one of its own arrays at indices that
+    /// `in_bounds` checks against that array's extents, and the array's ordering `token`.
+    #[cuda_tile::variadic_op(N = 6)]
+    fn gather_tile<E: ElementType, const S: [i32; N]>(
+        ptrs: PointerTile<*mut E, S>, in_bounds: Tile<bool, S>, pad: Tile<E, S>, token: Token,
+    ) -> Tile<E, S> {
+        // SAFETY: each element is read only where `in_bounds` holds, so inside its array, after its token.
+        let (x, _): (Tile<E, S>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                ptrs,
                 ordering::Weak,
                 None::<scope::TileBlock>,
                 Some(in_bounds),
@@ -1842,17 +1866,8 @@ pub mod attention {
             sink_base_r_b.offset_tile(sink_off0);
         let sink_mask = andi(sink_in0, v_1);
         let sink_pad: Tile<f32, { [GROUP_TILE] }> = constant(f32::NEG_INFINITY, shape![GROUP_TILE]);
-        let (sink, _): (Tile<f32, { [GROUP_TILE] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                sink_ptrs,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(sink_mask),
-                Some(sink_pad),
-                Some(sinks_token),
-                Latency::<0>,
-            )
-        };
+        let sink: Tile<f32, { [GROUP_TILE] }> =
+            gather_tile(sink_ptrs, sink_mask, sink_pad, sinks_token);
         let c_2 = 1.4426950408889634f32.broadcast(shape![GROUP_TILE]);
         let prod_1_r = (sink * c_2).reshape(shape![GROUP_TILE, 1]);
         let m_new = maxf(m_i, prod_1_r, nan::Disabled, ftz::Disabled);
@@ -2059,17 +2074,8 @@ pub mod attention {
             sink_base_r_b.offset_tile(sink_off0);
         let sink_mask = andi(sink_in0, v_1);
         let sink_pad: Tile<f32, { [GROUP_TILE] }> = constant(f32::NEG_INFINITY, shape![GROUP_TILE]);
-        let (sink, _): (Tile<f32, { [GROUP_TILE] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                sink_ptrs,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(sink_mask),
-                Some(sink_pad),
-                Some(sinks_token),
-                Latency::<0>,
-            )
-        };
+        let sink: Tile<f32, { [GROUP_TILE] }> =
+            gather_tile(sink_ptrs, sink_mask, sink_pad, sinks_token);
         let c_2 = 1.4426950408889634f32.broadcast(shape![GROUP_TILE]);
         let prod_1_r = (sink * c_2).reshape(shape![GROUP_TILE, 1]);
         let m_new = maxf(m_i, prod_1_r, nan::Disabled, ftz::Disabled);
@@ -2295,17 +2301,8 @@ pub mod attention {
             sink_base_r_b.offset_tile(sink_off0);
         let sink_mask = andi(sink_in0, v_1);
         let sink_pad: Tile<f32, { [GROUP_TILE] }> = constant(f32::NEG_INFINITY, shape![GROUP_TILE]);
-        let (sink, _): (Tile<f32, { [GROUP_TILE] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                sink_ptrs,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(sink_mask),
-                Some(sink_pad),
-                Some(sinks_token),
-                Latency::<0>,
-            )
-        };
+        let sink: Tile<f32, { [GROUP_TILE] }> =
+            gather_tile(sink_ptrs, sink_mask, sink_pad, sinks_token);
         let c_5 = 1.4426950408889634f32.broadcast(shape![GROUP_TILE]);
         let prod_1_r = (sink * c_5).reshape(shape![GROUP_TILE, 1]);
         let m_new = maxf(m_i, prod_1_r, nan::Disabled, ftz::Disabled);
@@ -2529,17 +2526,8 @@ pub mod attention {
             sink_base_r_b.offset_tile(sink_off0);
         let sink_mask = andi(sink_in0, v_1);
         let sink_pad: Tile<f32, { [GROUP_TILE] }> = constant(f32::NEG_INFINITY, shape![GROUP_TILE]);
-        let (sink, _): (Tile<f32, { [GROUP_TILE] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                sink_ptrs,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(sink_mask),
-                Some(sink_pad),
-                Some(sinks_token),
-                Latency::<0>,
-            )
-        };
+        let sink: Tile<f32, { [GROUP_TILE] }> =
+            gather_tile(sink_ptrs, sink_mask, sink_pad, sinks_token);
         let c_5 = 1.4426950408889634f32.broadcast(shape![GROUP_TILE]);
         let prod_1_r = (sink * c_5).reshape(shape![GROUP_TILE, 1]);
         let m_new = maxf(m_i, prod_1_r, nan::Disabled, ftz::Disabled);

@@ -16,6 +16,30 @@ pub mod cross_entropy {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
+    /// `ct.gather` of a tile: the elements at `ptrs`, `pad` where `in_bounds` is false, after the array's
+    /// `token`.
+    ///
+    /// Only this module's entries call it, each with pointers into one of its own arrays at indices that
+    /// `in_bounds` checks against that array's extents, and the array's ordering `token`.
+    #[cuda_tile::variadic_op(N = 6)]
+    fn gather_tile<E: ElementType, const S: [i32; N]>(
+        ptrs: PointerTile<*mut E, S>, in_bounds: Tile<bool, S>, pad: Tile<E, S>, token: Token,
+    ) -> Tile<E, S> {
+        // SAFETY: each element is read only where `in_bounds` holds, so inside its array, after its token.
+        let (x, _): (Tile<E, S>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                ptrs,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(pad),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        x
+    }
+
     /// Translated from `src/tileport/ops/kernels/cross_entropy.py:37`.
     #[cutile::entry(optimization_hints = (default = (occupancy = 4,),))]
     pub fn cross_entropy_fwd_kernel<
@@ -95,17 +119,8 @@ pub mod cross_entropy {
             let target_off = target_off0 + target_i1_u64 * target_one;
             let target_ptrs: PointerTile<*mut E, { [BLOCK_M] }> =
                 target_base_r_b.offset_tile(target_off);
-            let (target, _): (Tile<E, { [BLOCK_M] }>, Token) = unsafe {
-                load_ptr_tko_tpad(
-                    target_ptrs,
-                    ordering::Weak,
-                    None::<scope::TileBlock>,
-                    Some(target_in),
-                    Some(target_pad),
-                    Some(logits_token),
-                    Latency::<0>,
-                )
-            };
+            let target: Tile<E, { [BLOCK_M] }> =
+                gather_tile(target_ptrs, target_in, target_pad, logits_token);
             let target_f32: Tile<f32, { [BLOCK_M] }> = convert_tile(target);
             let row_loss = select(valid, lse_rows - target_f32, c_1);
             store(&mut loss_tiles, row_loss, [rb]);

@@ -21,6 +21,54 @@ pub mod grouped_gemm {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
+    /// `ct.gather` of a tile: the elements at `ptrs`, `pad` where `in_bounds` is false, after the array's
+    /// `token`.
+    ///
+    /// Only this module's entries call it, each with pointers into one of its own arrays at indices that
+    /// `in_bounds` checks against that array's extents, and the array's ordering `token`.
+    #[cuda_tile::variadic_op(N = 6)]
+    fn gather_tile<E: ElementType, const S: [i32; N]>(
+        ptrs: PointerTile<*mut E, S>, in_bounds: Tile<bool, S>, pad: Tile<E, S>, token: Token,
+    ) -> Tile<E, S> {
+        // SAFETY: each element is read only where `in_bounds` holds, so inside its array, after its token.
+        let (x, _): (Tile<E, S>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                ptrs,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(pad),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        x
+    }
+
+    /// `Array.slice`: the view of 2 axes at `at`, `ALIGN`-byte aligned, its extents n0, n1, each
+    /// divisible by its D<i> where that is over 1, and its row strides s0 in elements, the last axis contiguous.
+    ///
+    /// Only this module's entries call it, each with a pointer into one of its own arrays, the extents and
+    /// strides of a range of that array, as `Array.slice` computes them, and the array's ordering `token`.
+    fn slice_view_2d<E: ElementType, const ALIGN: i32, const D0: i32, const D1: i32>(
+        at: PointerTile<*mut E, { [] }>, n0: i32, n1: i32, s0: i32, token: Token,
+    ) -> Tensor<E, { [-1, -1] }> {
+        // SAFETY: the range lies inside the array, as above: its start is aligned as the launcher computes
+        // it, its extents and strides are non-negative, and divisible where cuTile Python states it.
+        let view: Tensor<E, { [-1, -1] }> = unsafe {
+            let aligned: PointerTile<*mut E, { [] }> = assume_div_by::<_, ALIGN>(at);
+            let n0: i32 = assume_bounds_lower::<_, 0>(n0);
+            let n0: i32 = if D0 == 1 { n0 } else { assume_div_by::<_, D0>(n0) };
+            let n1: i32 = assume_bounds_lower::<_, 0>(n1);
+            let n1: i32 = if D1 == 1 { n1 } else { assume_div_by::<_, D1>(n1) };
+            let s0: i32 = assume_bounds_lower::<_, 0>(s0);
+            let shape: Shape<{ [-1, -1] }> = Shape::<{ [-1, -1] }> { dims: &[n0, n1] };
+            let strides: Array<{ [-1, 1] }> = Array::<{ [-1, 1] }> { dims: &[s0] };
+            make_tensor_view(aligned, shape, strides, token)
+        };
+        view
+    }
+
     /// Translated from `src/tileport/ops/kernels/grouped_gemm.py:30`.
     #[cutile::entry(optimization_hints = (default = (num_worker_warps_per_cta = 8, occupancy = 1,),))]
     pub fn grouped_gemm_kernel<
@@ -72,17 +120,7 @@ pub mod grouped_gemm {
         let m_base_r_b: PointerTile<*mut i32, { [G_PAD] }> = m_base_r.broadcast(shape![G_PAD]);
         let m_ptrs: PointerTile<*mut i32, { [G_PAD] }> = m_base_r_b.offset_tile(m_off);
         let m_pad: Tile<i32, { [G_PAD] }> = constant(0i32, shape![G_PAD]);
-        let (m, _): (Tile<i32, { [G_PAD] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                m_ptrs,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(m_in),
-                Some(m_pad),
-                Some(sizes_token),
-                Latency::<0>,
-            )
-        };
+        let m: Tile<i32, { [G_PAD] }> = gather_tile(m_ptrs, m_in, m_pad, sizes_token);
         let n_i0_u64: Tile<u64, { [G_PAD] }> = exti(lanes);
         let n_n0: i32 = if SIZES_LEN0 == 1 { 1i32 } else { sizes.shape()[0] };
         let n_n0_0d: Tile<i32, { [] }> = scalar_to_tile(n_n0);
@@ -112,17 +150,7 @@ pub mod grouped_gemm {
         let n_base_r_b: PointerTile<*mut i32, { [G_PAD] }> = n_base_r.broadcast(shape![G_PAD]);
         let n_ptrs: PointerTile<*mut i32, { [G_PAD] }> = n_base_r_b.offset_tile(n_off);
         let n_pad: Tile<i32, { [G_PAD] }> = constant(0i32, shape![G_PAD]);
-        let (n, _): (Tile<i32, { [G_PAD] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                n_ptrs,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(n_in),
-                Some(n_pad),
-                Some(sizes_token),
-                Latency::<0>,
-            )
-        };
+        let n: Tile<i32, { [G_PAD] }> = gather_tile(n_ptrs, n_in, n_pad, sizes_token);
         let k_i0_u64: Tile<u64, { [G_PAD] }> = exti(lanes);
         let k_n0: i32 = if SIZES_LEN0 == 1 { 1i32 } else { sizes.shape()[0] };
         let k_n0_0d: Tile<i32, { [] }> = scalar_to_tile(k_n0);
@@ -152,17 +180,7 @@ pub mod grouped_gemm {
         let k_base_r_b: PointerTile<*mut i32, { [G_PAD] }> = k_base_r.broadcast(shape![G_PAD]);
         let k_ptrs: PointerTile<*mut i32, { [G_PAD] }> = k_base_r_b.offset_tile(k_off);
         let k_pad: Tile<i32, { [G_PAD] }> = constant(0i32, shape![G_PAD]);
-        let (k, _): (Tile<i32, { [G_PAD] }>, Token) = unsafe {
-            load_ptr_tko_tpad(
-                k_ptrs,
-                ordering::Weak,
-                None::<scope::TileBlock>,
-                Some(k_in),
-                Some(k_pad),
-                Some(sizes_token),
-                Latency::<0>,
-            )
-        };
+        let k: Tile<i32, { [G_PAD] }> = gather_tile(k_ptrs, k_in, k_pad, sizes_token);
         let c_1: Tile<i32, { [G_PAD] }> = constant(7i32, shape![G_PAD]);
         let sum = m + c_1;
         let c_2: Tile<i32, { [G_PAD] }> = constant(8i32, shape![G_PAD]);
@@ -269,16 +287,9 @@ pub mod grouped_gemm {
             let a_n = sum_3_s - ra_s;
             let kg_s: i32 = tile_to_scalar(kg);
             let a_slice_at: PointerTile<*mut E, { [] }> = a_at.offset_tile(a_slice_off);
-            let a_slice_aligned: PointerTile<*mut E, { [] }> =
-                unsafe { assume_div_by::<_, 16>(a_slice_at) };
             let a_slice_n = kg_s - 0i32;
-            let av_n0: i32 = unsafe { assume_bounds_lower::<_, 0>(a_n) };
-            let av_n1: i32 = unsafe { assume_bounds_lower::<_, 0>(a_slice_n) };
-            let av_s0: i32 = unsafe { assume_bounds_lower::<_, 0>(a_stride0) };
-            let av_shape: Shape<{ [-1, -1] }> = Shape::<{ [-1, -1] }> { dims: &[av_n0, av_n1] };
-            let av_strides: Array<{ [-1, 1] }> = Array::<{ [-1, 1] }> { dims: &[av_s0] };
             let av: Tensor<E, { [-1, -1] }> =
-                unsafe { make_tensor_view(a_slice_aligned, av_shape, av_strides, a.token()) };
+                slice_view_2d::<E, 16, 1, 1>(a_slice_at, a_n, a_slice_n, a_stride0, a.token());
             let sum_4 = rb + kg;
             let rb_s: i32 = tile_to_scalar(rb);
             let sum_4_s: i32 = tile_to_scalar(sum_4);
@@ -292,16 +303,9 @@ pub mod grouped_gemm {
             let sel_5_sum: Tile<i32, { [] }> = reduce_sum(select(owner, n, c_15), 0i32);
             let sel_5_sum_s: i32 = tile_to_scalar(sel_5_sum);
             let b_slice_at: PointerTile<*mut E, { [] }> = b_at.offset_tile(b_slice_off);
-            let b_slice_aligned: PointerTile<*mut E, { [] }> =
-                unsafe { assume_div_by::<_, 16>(b_slice_at) };
             let b_slice_n = sel_5_sum_s - 0i32;
-            let bv_n0: i32 = unsafe { assume_bounds_lower::<_, 0>(b_n) };
-            let bv_n1: i32 = unsafe { assume_bounds_lower::<_, 0>(b_slice_n) };
-            let bv_s0: i32 = unsafe { assume_bounds_lower::<_, 0>(b_stride0) };
-            let bv_shape: Shape<{ [-1, -1] }> = Shape::<{ [-1, -1] }> { dims: &[bv_n0, bv_n1] };
-            let bv_strides: Array<{ [-1, 1] }> = Array::<{ [-1, 1] }> { dims: &[bv_s0] };
             let bv: Tensor<E, { [-1, -1] }> =
-                unsafe { make_tensor_view(b_slice_aligned, bv_shape, bv_strides, b.token()) };
+                slice_view_2d::<E, 16, 1, 1>(b_slice_at, b_n, b_slice_n, b_stride0, b.token());
             let sel_6_sum: Tile<i32, { [] }> = reduce_sum(select(owner, m_blocks, c_16), 0i32);
             let sum_5 = ra + sel_6_sum * c_17;
             let ra_s_1: i32 = tile_to_scalar(ra);

@@ -27,10 +27,10 @@ pub mod matmul_fp8 {
         ptr: PointerTile<*mut E, { [] }>, in_bounds: Tile<bool, { [] }>, pad: Tile<E, { [] }>,
         token: Token,
     ) -> Tile<E, { [] }> {
-        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size.
-        let aligned: PointerTile<*mut E, { [] }> = unsafe { assume_div_by::<_, ALIGN>(ptr) };
-        // SAFETY: the element is read only where `in_bounds` holds (inside its array), after the array's token.
+        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size; the
+        // element is read only where `in_bounds` holds (inside its array), after the array's token.
         let (x, _): (Tile<E, { [] }>, Token) = unsafe {
+            let aligned: PointerTile<*mut E, { [] }> = assume_div_by::<_, ALIGN>(ptr);
             load_ptr_tko_tpad(
                 aligned,
                 ordering::Weak,

@@ -50,10 +50,10 @@ pub mod moe_routing {
         ptr: PointerTile<*mut E, { [] }>, in_bounds: Tile<bool, { [] }>, pad: Tile<E, { [] }>,
         token: Token,
     ) -> Tile<E, { [] }> {
-        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size.
-        let aligned: PointerTile<*mut E, { [] }> = unsafe { assume_div_by::<_, ALIGN>(ptr) };
-        // SAFETY: the element is read only where `in_bounds` holds (inside its array), after the array's token.
+        // SAFETY: `ptr` is an element of an array of `E` (above), so it is aligned to the element's size; the
+        // element is read only where `in_bounds` holds (inside its array), after the array's token.
         let (x, _): (Tile<E, { [] }>, Token) = unsafe {
+            let aligned: PointerTile<*mut E, { [] }> = assume_div_by::<_, ALIGN>(ptr);
             load_ptr_tko_tpad(
                 aligned,
                 ordering::Weak,
@@ -65,6 +65,56 @@ pub mod moe_routing {
             )
         };
         x
+    }
+
+    /// `ct.gather` of a tile: the elements at `ptrs`, `pad` where `in_bounds` is false, after the array's
+    /// `token`.
+    ///
+    /// Only this module's entries call it, each with pointers into one of its own arrays at indices that
+    /// `in_bounds` checks against that array's extents, and the array's ordering `token`.
+    #[cuda_tile::variadic_op(N = 6)]
+    fn gather_tile<E: ElementType, const S: [i32; N]>(
+        ptrs: PointerTile<*mut E, S>, in_bounds: Tile<bool, S>, pad: Tile<E, S>, token: Token,
+    ) -> Tile<E, S> {
+        // SAFETY: each element is read only where `in_bounds` holds, so inside its array, after its token.
+        let (x, _): (Tile<E, S>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                ptrs,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(pad),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        x
+    }
+
+    /// `ct.scatter` of a tile: `value` written at `ptrs` where `in_bounds` holds, after the array's `token`;
+    /// returns the store's token.
+    ///
+    /// Only this module's entries call it, each with pointers into one of its own outputs at indices that
+    /// `in_bounds` checks against that output's extents, and the output's ordering `token`; the tile blocks
+    /// of a launch write disjoint elements, as cuTile Python's contract asks of `ct.scatter`.
+    #[cuda_tile::variadic_op(N = 6)]
+    fn scatter_tile<E: ElementType, const S: [i32; N]>(
+        ptrs: PointerTile<*mut E, S>, value: Tile<E, S>, in_bounds: Tile<bool, S>, token: Token,
+    ) -> Token {
+        // SAFETY: each element is written only where `in_bounds` holds, so inside its output, after the
+        // output's token, and by one tile block, as above.
+        let done: Token = unsafe {
+            store_ptr_tko(
+                ptrs,
+                value,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        done
     }
 
     /// Translated from `src/tileport/ops/kernels/moe_routing.py:44`.
@@ -494,17 +544,12 @@ pub mod moe_routing {
             let sorted_ids_scatter_ptrs: PointerTile<*mut i32, { [TILE] }> =
                 sorted_ids_scatter_base_r_b.offset_tile(sorted_ids_scatter_off0);
             let sorted_ids_scatter_mask = andi(sorted_ids_scatter_in0, valid);
-            let sorted_ids_tok: Token = unsafe {
-                store_ptr_tko(
-                    sorted_ids_scatter_ptrs,
-                    slot,
-                    ordering::Weak,
-                    None::<scope::TileBlock>,
-                    Some(sorted_ids_scatter_mask),
-                    Some(sorted_ids_last_op),
-                    Latency::<0>,
-                )
-            };
+            let sorted_ids_tok: Token = scatter_tile(
+                sorted_ids_scatter_ptrs,
+                slot,
+                sorted_ids_scatter_mask,
+                sorted_ids_last_op,
+            );
             let sum_3 = place + c_2;
             let v_1 = andi(valid, last);
             let offsets_scatter_i1_u64: Tile<u64, { [TILE] }> = exti(ids);
@@ -516,17 +561,8 @@ pub mod moe_routing {
             let offsets_scatter_ptrs: PointerTile<*mut i32, { [TILE] }> =
                 offsets_scatter_base_r_b.offset_tile(offsets_scatter_off);
             let offsets_scatter_mask = andi(offsets_scatter_in, v_1);
-            let offsets_tok_1: Token = unsafe {
-                store_ptr_tko(
-                    offsets_scatter_ptrs,
-                    sum_3,
-                    ordering::Weak,
-                    None::<scope::TileBlock>,
-                    Some(offsets_scatter_mask),
-                    Some(joined_tok),
-                    Latency::<0>,
-                )
-            };
+            let offsets_tok_1: Token =
+                scatter_tile(offsets_scatter_ptrs, sum_3, offsets_scatter_mask, joined_tok);
             offsets_last_op = offsets_tok_1;
             offsets_last_store = offsets_tok_1;
             sorted_ids_last_op = sorted_ids_tok;
@@ -641,17 +677,7 @@ pub mod moe_routing {
                 let a_off = a_off0 + a_i1_u64_b * a_one;
                 let a_ptrs: PointerTile<*mut E, { [BLOCK, TILE_K] }> =
                     a_base_r_b.offset_tile(a_off);
-                let (a, _): (Tile<E, { [BLOCK, TILE_K] }>, Token) = unsafe {
-                    load_ptr_tko_tpad(
-                        a_ptrs,
-                        ordering::Weak,
-                        None::<scope::TileBlock>,
-                        Some(a_in),
-                        Some(a_pad),
-                        Some(x_token),
-                        Latency::<0>,
-                    )
-                };
+                let a: Tile<E, { [BLOCK, TILE_K] }> = gather_tile(a_ptrs, a_in, a_pad, x_token);
                 let t: Tile<E, { [1, 1, TILE_K, TILE_N] }> =
                     load(&w13_tiles, [expert_s, 0i32, k, bn]);
                 gate = mmaf(a, t.reshape(shape![TILE_K, TILE_N]), gate);
@@ -745,17 +771,12 @@ pub mod moe_routing {
             let topk_weights_tile_ptrs: PointerTile<*mut f32, { [BLOCK] }> =
                 topk_weights_tile_base_r_b.offset_tile(topk_weights_tile_off0);
             let topk_weights_tile_pad = 0.0f32.broadcast(shape![BLOCK]);
-            let (topk_weights_tile, _): (Tile<f32, { [BLOCK] }>, Token) = unsafe {
-                load_ptr_tko_tpad(
-                    topk_weights_tile_ptrs,
-                    ordering::Weak,
-                    None::<scope::TileBlock>,
-                    Some(topk_weights_tile_in0),
-                    Some(topk_weights_tile_pad),
-                    Some(topk_weights_token),
-                    Latency::<0>,
-                )
-            };
+            let topk_weights_tile: Tile<f32, { [BLOCK] }> = gather_tile(
+                topk_weights_tile_ptrs,
+                topk_weights_tile_in0,
+                topk_weights_tile_pad,
+                topk_weights_token,
+            );
             let topk_weights_tile_r = topk_weights_tile.reshape(shape![BLOCK, 1]);
             let scaled = acc * topk_weights_tile_r.broadcast(shape![BLOCK, TILE_N]);
             let prod = bn * TILE_N;
@@ -800,17 +821,7 @@ pub mod moe_routing {
                 y_scatter_base_r.broadcast(shape![BLOCK, TILE_N]);
             let y_scatter_ptrs: PointerTile<*mut E, { [BLOCK, TILE_N] }> =
                 y_scatter_base_r_b.offset_tile(y_scatter_off);
-            unsafe {
-                store_ptr_tko(
-                    y_scatter_ptrs,
-                    scaled_e,
-                    ordering::Weak,
-                    None::<scope::TileBlock>,
-                    Some(y_scatter_in),
-                    Some(y_token),
-                    Latency::<0>,
-                )
-            };
+            let _stored: Token = scatter_tile(y_scatter_ptrs, scaled_e, y_scatter_in, y_token);
         }
     }
 

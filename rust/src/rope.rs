@@ -316,36 +316,24 @@ pub mod rope {
         let prod_1_neg = negf(x2 * s.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]));
         let diff = fma(x1, c_b, prod_1_neg, rounding::NearestEven, ftz::Disabled);
         let diff_e: Tile<E, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(diff);
-        let y_tok: Token = unsafe {
-            store_view_raw(
-                &y_tiles,
-                diff_e,
-                [bid, hb, 0i32, 0i32],
-                Some(y_token),
-                ordering::Weak,
-                scope::TileBlock,
-                tma::Disabled,
-                None,
-                [false, false, false, false],
-            )
-        };
+        let y_tok: Token = store_after_no_tma(
+            &y_tiles,
+            diff_e,
+            [bid, hb, 0i32, 0i32],
+            y_token,
+            [false, false, false, false],
+        );
         let c_b_1 = c.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
         let prod_3 = x1 * s.broadcast(shape![BLOCK_S, BLOCK_H, 1, HALF_TILE]);
         let sum = fma(x2, c_b_1, prod_3, rounding::NearestEven, ftz::Disabled);
         let sum_e: Tile<E, { [BLOCK_S, BLOCK_H, 1, HALF_TILE] }> = convert_tile(sum);
-        unsafe {
-            store_view_raw(
-                &y_tiles,
-                sum_e,
-                [bid, hb, 1i32, 0i32],
-                Some(y_tok),
-                ordering::Weak,
-                scope::TileBlock,
-                tma::Disabled,
-                None,
-                [false, false, false, false],
-            )
-        };
+        let _stored: Token = store_after_no_tma(
+            &y_tiles,
+            sum_e,
+            [bid, hb, 1i32, 0i32],
+            y_tok,
+            [false, false, false, false],
+        );
     }
 
     /// Translated from `src/tileport/ops/kernels/rope.py:109`.

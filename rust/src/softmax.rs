@@ -52,6 +52,56 @@ pub mod softmax {
     use crate::tiles::tiles::*;
     use cutile::core::*;
 
+    /// `ct.gather` of a tile: the elements at `ptrs`, `pad` where `in_bounds` is false, after the array's
+    /// `token`.
+    ///
+    /// Only this module's entries call it, each with pointers into one of its own arrays at indices that
+    /// `in_bounds` checks against that array's extents, and the array's ordering `token`.
+    #[cuda_tile::variadic_op(N = 6)]
+    fn gather_tile<E: ElementType, const S: [i32; N]>(
+        ptrs: PointerTile<*mut E, S>, in_bounds: Tile<bool, S>, pad: Tile<E, S>, token: Token,
+    ) -> Tile<E, S> {
+        // SAFETY: each element is read only where `in_bounds` holds, so inside its array, after its token.
+        let (x, _): (Tile<E, S>, Token) = unsafe {
+            load_ptr_tko_tpad(
+                ptrs,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(pad),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        x
+    }
+
+    /// `ct.scatter` of a tile: `value` written at `ptrs` where `in_bounds` holds, after the array's `token`;
+    /// returns the store's token.
+    ///
+    /// Only this module's entries call it, each with pointers into one of its own outputs at indices that
+    /// `in_bounds` checks against that output's extents, and the output's ordering `token`; the tile blocks
+    /// of a launch write disjoint elements, as cuTile Python's contract asks of `ct.scatter`.
+    #[cuda_tile::variadic_op(N = 6)]
+    fn scatter_tile<E: ElementType, const S: [i32; N]>(
+        ptrs: PointerTile<*mut E, S>, value: Tile<E, S>, in_bounds: Tile<bool, S>, token: Token,
+    ) -> Token {
+        // SAFETY: each element is written only where `in_bounds` holds, so inside its output, after the
+        // output's token, and by one tile block, as above.
+        let done: Token = unsafe {
+            store_ptr_tko(
+                ptrs,
+                value,
+                ordering::Weak,
+                None::<scope::TileBlock>,
+                Some(in_bounds),
+                Some(token),
+                Latency::<0>,
+            )
+        };
+        done
+    }
+
     /// Persistent grid-stride loop over (BLOCK_M, TILE) row blocks (shared by both TMA kernels).
     fn softmax_row_blocks_tma<
         E: ElementType,
@@ -198,17 +248,7 @@ pub mod softmax {
             let t_i0_u64: Tile<u64, { [] }> = exti(t_i0_0d);
             let t_off0 = t_i0_u64.reshape(shape![1]).broadcast(shape![TILE]) * t_s0_u64_r_b;
             let t_ptrs: PointerTile<*mut E, { [TILE] }> = t_base_r_b.offset_tile(t_off0 + t_off1);
-            let (t, _): (Tile<E, { [TILE] }>, Token) = unsafe {
-                load_ptr_tko_tpad(
-                    t_ptrs,
-                    ordering::Weak,
-                    None::<scope::TileBlock>,
-                    Some(in_row),
-                    Some(t_pad),
-                    Some(x_token),
-                    Latency::<0>,
-                )
-            };
+            let t: Tile<E, { [TILE] }> = gather_tile(t_ptrs, in_row, t_pad, x_token);
             let t: Tile<f32, { [TILE] }> = convert_tile(t);
             let t_max: Tile<f32, { [] }> = reduce_max(t, 0i32);
             let row_max = t_max.reshape(shape![1]);
@@ -223,17 +263,7 @@ pub mod softmax {
             let y_scatter_off = y_scatter_i0_u64_r_b * y_scatter_s0_u64_r_b + y_scatter_off1;
             let y_scatter_ptrs: PointerTile<*mut E, { [TILE] }> =
                 y_scatter_base_r_b.offset_tile(y_scatter_off);
-            let y_tok: Token = unsafe {
-                store_ptr_tko(
-                    y_scatter_ptrs,
-                    out_e,
-                    ordering::Weak,
-                    None::<scope::TileBlock>,
-                    Some(in_row),
-                    Some(y_last_op),
-                    Latency::<0>,
-                )
-            };
+            let y_tok: Token = scatter_tile(y_scatter_ptrs, out_e, in_row, y_last_op);
             y_last_op = y_tok;
         }
     }

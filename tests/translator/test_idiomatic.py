@@ -404,13 +404,16 @@ def test_the_c_abi_and_the_manifest_parameters_are_the_faithful_ones(corpus_file
 
 
 def test_committed_crate_counts():
-    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 150 `unsafe` in all (issue 35's bar; 755
-    in the faithful rendering of the 39 kernels then; each C-ABI launcher's `#[unsafe(no_mangle)]` included), no launcher macro, and every launcher within
-    25 lines."""
+    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 129 `unsafe` in all (126 now; issue 35's
+    bar is 150, 755 in the faithful rendering of the 39 kernels then; each C-ABI launcher's `#[unsafe(no_mangle)]`
+    included), no launcher macro, and every launcher within 25 lines."""
     texts = {p.name: p.read_text() for p in (CRATE / "src").glob("*.rs")}
     assert not any(re.search(r"#\[cutile::entry\([^\n]*\)\]\n\s*pub unsafe fn", t) for t in texts.values())
-    assert sum(len(re.findall(r"\bunsafe\b", t)) for t in texts.values()) <= 150
+    assert sum(len(re.findall(r"\bunsafe\b", t)) for t in texts.values()) <= 129
     assert texts["attention.rs"].count("assume_div_by::<") == 1  # single-element gathers: in `load_element` only
+    # tile gathers and scatters, `Array.slice` views loaded with zero padding: in the module's `gather_tile`,
+    # `scatter_tile`, `slice_view_2d` (grouped_gemm: c's view, stored through `store_after`, keeps its 6)
+    assert texts["moe_routing.rs"].count("store_ptr_tko(") == 1 and texts["grouped_gemm.rs"].count("unsafe") == 9
     assert not any("macro_rules!" in t for name, t in texts.items() if name != "support.rs")
     for name, text in texts.items():
         if name in ("support.rs", "tiles.rs", "lib.rs"):
@@ -456,7 +459,7 @@ def test_a_single_element_gather_is_one_call_of_the_modules_load_element(tmp_pat
     assert "pub fn load_element" not in device  # its safety rests on its callers: private to the module
     entry = device[device.index("pub fn k<"):]
     assert entry.count("load_element::<i32, 4>(") == 2 and "assume_div_by" not in entry
-    assert entry.count("unsafe") == 1 and "load_ptr_tko_tpad(" in entry  # the tile's gather
+    assert "unsafe" not in entry and entry.count("gather_tile(") == 1  # the tile's gather: the module's helper
 
 
 def test_launches_differing_in_dtypes_and_strides_read_them_from_a_layout_table(tmp_path):
@@ -517,3 +520,79 @@ def test_a_kernel_named_as_a_generated_helper_is_renamed(tmp_path):
     text = idiomatic(path, {"load_element": [{"lens": "i32", "y": "i32"}]})
     assert text.count("fn load_element<") == 1 and "pub fn load_element<" not in text
     assert "pub fn load_element_<" in text and "load_element::<i32, 4>(" in text
+
+
+def test_a_tile_gather_and_scatter_are_calls_of_the_modules_gather_tile_and_scatter_tile(tmp_path):
+    """`ct.gather` / `ct.scatter` of a tile (bounds-checked, after the array's token, default modes): one call of
+    the module's private `gather_tile` / `scatter_tile` each, written once per module, which hold the `unsafe`
+    pointer load and store; a scatter whose token nothing reads binds it all the same."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, idx, y, TILE: ConstInt):
+            i = ct.load(idx, index=(ct.bid(0),), shape=(TILE,))
+            t = ct.gather(x, i)
+            u = ct.gather(x, i + 1)
+            ct.scatter(y, i, t + u)
+            ct.scatter(y, i + 1, t)
+    """)
+    text = idiomatic(path, {"k": [{"x": "f32", "idx": "i32", "y": "f32", "TILE": 128}]})
+    device = text[:text.index("use crate::support::*;")]
+    assert device.count("fn gather_tile<E: ElementType, const S: [i32; N]>(") == 1
+    assert device.count("fn scatter_tile<E: ElementType, const S: [i32; N]>(") == 1
+    assert "pub fn gather_tile" not in device and "pub fn scatter_tile" not in device  # private to the module
+    entry = device[device.index("pub fn k<"):]
+    assert "unsafe" not in entry and "load_ptr_tko_tpad(" not in entry and "store_ptr_tko(" not in entry
+    assert "let t: Tile<f32, { [TILE] }> = gather_tile(t_ptrs, t_in0, t_pad, x_token);" in entry
+    assert entry.count("gather_tile(") == 2
+    assert "let y_tok: Token = scatter_tile(y_scatter_ptrs, sum_1, y_scatter_in0, y_token);" in entry
+    assert "let _stored: Token = scatter_tile(y_scatter_1_ptrs, t, y_scatter_1_in0, y_tok);" in entry
+
+
+def test_an_array_slice_is_one_call_of_the_modules_slice_view(tmp_path):
+    """`Array.slice` views (last axis contiguous) that only zero-padded loads read: one call each of the module's
+    private `slice_view_<rank>d`, written once per module and rank, which holds the view's alignment, extent and
+    stride assumptions and the view in one `unsafe` block; an extent known divisible passes its divisor (1:
+    none). A view a `tiles` helper reads (a store's `view_mut`) keeps the faithful spelling: cutile cannot type
+    that helper's call on a tensor a module function returns."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, w, y, n, TILE: ConstInt):
+            b = ct.bid(0)
+            xv = x.slice(0, 0, n).slice(1, 0, n)
+            xw = x.slice(0, 0, n)
+            zv = w.slice(0, 0, n * 8)
+            yv = y.slice(0, 0, n * 8)
+            zero = ct.PaddingMode.ZERO
+            t = ct.load(xv, index=(b, 0), shape=(TILE, TILE), padding_mode=zero) \\
+                + ct.load(xw, index=(b, 0), shape=(TILE, TILE), padding_mode=zero)
+            ct.store(yv, index=(b,), tile=ct.sum(t, axis=1) + ct.load(zv, index=(b,), shape=(TILE,), padding_mode=zero))
+    """)
+    text = idiomatic(path, {"k": [{"x": "f32", "w": "f32", "y": "f32", "n": "i32", "TILE": 64}]})
+    device = text[:text.index("use crate::support::*;")]
+    assert device.count("    fn slice_view_2d<E: ElementType, const ALIGN: i32, const D0: i32, const D1: i32>(") == 1
+    assert device.count("    fn slice_view_1d<E: ElementType, const ALIGN: i32, const D0: i32>(") == 1
+    assert "slice_view_3d" not in device and "pub fn slice_view" not in device
+    helper = device[device.index("fn slice_view_2d<"):device.index("pub fn k<")]
+    assert helper.count("unsafe") == 1 and "make_tensor_view(aligned, shape, strides, token)" in helper
+    entry = device[device.index("pub fn k<"):]
+    assert entry.count("slice_view_2d::<f32, 16, 1, 1>(") == 2 and "xv.partition(" in entry
+    assert "let zv: Tensor<f32, { [-1] }> = slice_view_1d::<f32, 16, 8>(w_at, w_n, w.token());" in entry
+    assert entry.count("unsafe") == 4 and entry.count("make_tensor_view(") == 1  # yv's, as the faithful port's
+    assert "let yv: Tensor<f32, { [-1] }> = unsafe { make_tensor_view(y_aligned, yv_shape," in entry
+
+
+def test_a_token_ordered_store_without_tma_is_a_store_after_no_tma(tmp_path):
+    """A store ordered after an access of the same array, with `allow_tma=False`: the `tiles` helper
+    `store_after_no_tma` (as `store_after` with TMA), no `unsafe` in the entry."""
+    path = write_kernels(tmp_path, """
+        @ct.kernel
+        def k(x, y, TILE: ConstInt):
+            b = ct.bid(0)
+            t = ct.load(x, index=(b,), shape=(TILE,))
+            ct.store(y, index=(b,), tile=t, allow_tma=False)
+            ct.store(y, index=(b + 1,), tile=t * 2, allow_tma=False)
+    """)
+    text = idiomatic(path, {"k": [{"x": "f32", "y": "f32", "TILE": 128}]})
+    entry = text[text.index("pub fn k<"):text.index("use crate::support::*;")]
+    assert "unsafe" not in entry and entry.count("store_after_no_tma(&y_tiles, ") == 2, entry
+

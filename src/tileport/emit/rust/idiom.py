@@ -93,6 +93,8 @@ OPAQUE_ABSORBERS = (OpKind.SCALAR_OF,)
 # value bound by an unannotated `let`, by the kernel's element type, not i32 (`binary Min requires operands of
 # the same type, but got i32 and E`): they take no folded operand and keep their `let`'s type.
 SCALAR_CALLS = frozenset(L.SCALAR_FN.values())
+# Helpers of a store whose token nothing reads: bound all the same.
+STORES_RETURNING_TOKEN = ("store_after(", "store_after_no_tma(", "scatter_tile(")
 OPERAND_FIELDS = {"a": 0, "x": 0, "array": 0, "ptr": 0, "b": 1, "y": 1, "offset": 1, "c": 2, "acc": 2}
 
 # Rust operator precedence of a template `{a} OP {b}` (higher binds tighter); calls and paths are atoms.
@@ -302,7 +304,8 @@ class IdiomaticEmitter(KernelEmitter):
         self.store_casts = self.stored_casts()  # owned store op id -> the cast it stores
         self.stored = {id(c) for c in self.store_casts.values()}
         self.element_loads = self.element_load_plan()  # load op id -> the alignment `let` it takes in
-        self.aligned = {id(st) for st in self.element_loads.values()}
+        self.slice_aligns = self.slice_view_plan()  # view op id -> the alignment `let` of its pointer
+        self.aligned = {id(st) for st in [*self.element_loads.values(), *self.slice_aligns.values()]}
         self.folded = self.fold_plan()
         self.depth = 0
         # (characters it saves a line, its position, let id) of each fold written into the statement being rendered
@@ -393,8 +396,8 @@ class IdiomaticEmitter(KernelEmitter):
 
     def effect(self, op: Op) -> list[str]:
         lines = super().effect(op)
-        if lines and lines[-1].startswith("store_after("):  # cutile types a module function's call by its binding
-            lines[-1] = "let _stored: Token = " + lines[-1]
+        if lines and lines[-1].startswith(STORES_RETURNING_TOKEN):  # cutile types a module function's call by
+            lines[-1] = "let _stored: Token = " + lines[-1]  # its binding
         return self.measured(lines)
 
     def let(self, st: Let) -> list[str]:
@@ -562,15 +565,70 @@ class IdiomaticEmitter(KernelEmitter):
                 out[id(st.op)] = aligned
         return out
 
+    def slice_view_plan(self) -> dict[int, Let]:
+        """`Array.slice` views (by op id) of rank 1 to MAX_RANK, their last axis contiguous, whose pointer is an
+        alignment `let` read by nothing else and that only zero-padded loads read (cutile's `Tensor::partition`;
+        cutile cannot type a `tiles` view helper's call on a tensor a module function returns): each one call of
+        the module's `slice_view_<rank>d`, which holds the view's assumptions and the view (once per module,
+        instead of at each view)."""
+        counts = use_counts(self.kernel)
+        lets = {st.name: st for st in walk(self.kernel.body) if isinstance(st, Let) and not st.update}
+        read_otherwise = {a.name for st in walk(self.kernel.body) if isinstance(st, (Let, Do))
+                          and not _partition_load(st.op) for a in st.op.args if isinstance(a, Ref)}
+        out: dict[int, Let] = {}
+        for st in walk(self.kernel.body):
+            if (not isinstance(st, Let) or st.op.kind != OpKind.MAKE_VIEW or id(st) in self.unused
+                    or st.name in read_otherwise):
+                continue
+            ptr, rank = st.op.args[0], st.op.ty.rank
+            aligned = lets.get(ptr.name) if isinstance(ptr, Ref) else None
+            if (aligned is not None and aligned.op.kind == OpKind.ASSUME_DIV_BY and counts[id(aligned)] == 1
+                    and 1 <= rank <= L.MAX_RANK and tuple(st.op.attr("strides")) == (-1,) * (rank - 1) + (1,)):
+                out[id(st.op)] = aligned
+        return out
+
+    def lower_make_view(self, op: Op, name: str):
+        aligned = self.slice_aligns.get(id(op))
+        if aligned is None:
+            return super().lower_make_view(op, name)
+        _, array, *values = op.args
+        rank = op.ty.rank
+        align = self.alignments[id(aligned.op)] if aligned.op.attr("at_launch") else aligned.op.attr("divisor")
+        self.module_fns.add(f"slice_view_{rank}d")
+        call = L.IDIOM_SLICE_VIEW.format(rank=rank, dtype=dtype_rs(op.ty.dtype), align=align, ptr=self.atom(aligned.op.args[0]),
+                                         divisors=", ".join(map(str, op.attr("divisors") or (1,) * rank)),
+                                         values=", ".join(self.atom(v) for v in values), token=f"{array.name}.token()")
+        dims = ", ".join(["-1"] * rank)
+        return [f"let {name}: Tensor<{dtype_rs(op.ty.dtype)}, {{ [{dims}] }}> = {call};"], None
+
+    def lower_store_ptr(self, op: Op, name: str) -> str:
+        ptrs, value, *mask = op.args
+        if not mask or op.attr("token") is None or op.attr("latency") or not op.args[1].ty.shape:
+            return super().lower_store_ptr(op, name)
+        self.module_fns.add("scatter_tile")
+        return L.IDIOM_SCATTER_TILE.format(ptrs=self.atom(ptrs), value=self.atom(value), mask=self.atom(mask[0]),
+                                           token=op.attr("token"))
+
     def lower_load_ptr(self, op: Op, name: str):
         aligned = self.element_loads.get(id(op))
         if aligned is None:
-            return super().lower_load_ptr(op, name)
+            return self.lower_gather(op, name)
         _, pad, mask = op.args
         self.module_fns.add("load_element")
         return L.IDIOM_LOAD_ELEMENT.format(dtype=dtype_rs(op.ty.dtype), align=aligned.op.attr("divisor"),
                                            ptr=self.atom(aligned.op.args[0]), mask=self.atom(mask),
                                            pad=self.atom(pad), token=op.attr("token"))
+
+    def lower_gather(self, op: Op, name: str):
+        """A tile gather with a mask, the array's token and the default modes, its token unread: one call of the
+        module's `gather_tile` (its `unsafe` load once per module)."""
+        ptrs, pad, *mask = op.args
+        if (not mask or op.attr("token") is None or op.attr("result_token") is not None or op.attr("latency")
+                or not op.ty.shape):
+            return super().lower_load_ptr(op, name)
+        self.module_fns.add("gather_tile")
+        return L.IDIOM_GATHER_TILE.format(ptrs=self.atom(ptrs), mask=self.atom(mask[0]), pad=self.atom(pad),
+                                          token=op.attr("token"))
 
     def load_as_f32(self, load: Let) -> str:
         """The load `load` cast to f32, as one helper call (see `load_cast_plan`)."""
@@ -699,10 +757,11 @@ class IdiomaticEmitter(KernelEmitter):
             return L.IDIOM_STORE_CAST.format(array=arr.name, tile=self.atom(self.store_casts[id(op)].op.args[0]))
         if arr.name in self.owned:
             return L.IDIOM_STORE_OWNED.format(array=arr.name, tile=self.atom(tile))
-        if op.attr("token") is not None and op.attr("latency") is None and op.attr("allow_tma") is not False:
+        if op.attr("token") is not None and op.attr("latency") is None:
             view = self.view(arr.name, tile.ty.shape, "undetermined", None, False)
-            self.helpers.add("store_after")
-            return L.IDIOM_STORE_AFTER.format(view=view, tile=self.atom(tile), index=self.index(index),
+            tma = op.attr("allow_tma") is not False
+            self.helpers.add("store_after" if tma else "store_after_no_tma")
+            return L.IDIOM_STORE_AFTER[tma].format(view=view, tile=self.atom(tile), index=self.index(index),
                                               token=op.attr("token"), inbounds=", ".join(["false"] * len(index)))
         if op.attr("token") is not None or op.attr("latency") is not None:  # the raw store, its modes spelled
             return super().lower_store(op, name)
@@ -745,6 +804,12 @@ def _positions(template: str) -> dict[str, int]:
         before = template[at - 1: at] if at else ""
         need[f] = ATOM if after == "." else UNARY_PREC if before == "-" else 0
     return need
+
+
+def _partition_load(op: Op) -> bool:
+    """A load the idiomatic rendering reads through cutile's `Tensor::partition` (zero padding, no token)."""
+    return (op.kind == OpKind.LOAD and op.attr("padding") == "zero" and op.attr("token") is None
+            and op.attr("result_token") is None)
 
 
 def _blocks(st) -> list[Block]:

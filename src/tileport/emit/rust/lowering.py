@@ -219,7 +219,8 @@ IDIOM_LOAD_MODES = "load_view_tko(&{view}, [{index}], ordering::Weak, scope::Til
 IDIOM_STORE = {True: "store(&mut {view}, {tile}, [{index}])", False: "store_no_tma(&mut {view}, {tile}, [{index}])"}
 # with an input token (cuTile's ordering of accesses to one array) and the default modes
 IDIOM_LOAD_AFTER = "load_after(&{view}, [{index}], {token}, [{inbounds}])"
-IDIOM_STORE_AFTER = "store_after(&{view}, {tile}, [{index}], {token}, [{inbounds}])"
+IDIOM_STORE_AFTER = {True: "store_after(&{view}, {tile}, [{index}], {token}, [{inbounds}])",  # by allow_tma
+                     False: "store_after_no_tma(&{view}, {tile}, [{index}], {token}, [{inbounds}])"}
 # an output the kernel writes once, at the tile of its block (`&mut Tensor`): cutile's `Tensor::store`
 IDIOM_STORE_OWNED = "{array}.store({tile})"
 IDIOM_STORE_CAST = "store_cast({array}, {tile})"  # the same, of a tile cast to the output's element type
@@ -230,6 +231,55 @@ IDIOM_EXTRACT_INDEX = "scalar_to_tile({x})"
 # single-element gather's alignment assumption and load
 MODULE_FNS = _read_shims(Path(__file__).parent / "templates" / "module_fns.rs")
 IDIOM_LOAD_ELEMENT = "load_element::<{dtype}, {align}>({ptr}, {mask}, {pad}, {token})"
+# a tile gather (scatter) with a mask, the array's token and the default modes: the module's `gather_tile`
+# (`scatter_tile`)
+IDIOM_GATHER_TILE = "gather_tile({ptrs}, {mask}, {pad}, {token})"
+IDIOM_SCATTER_TILE = "scatter_tile({ptrs}, {value}, {mask}, {token})"
+MAX_RANK = 6  # cutile 0.5.0's rank-polymorphic functions (`variadic_op(N = 6)`)
+
+
+def _slice_view(rank: int) -> str:
+    """The module function that makes an `Array.slice` view of `rank` axes (last axis contiguous): the view's
+    assumptions (the pointer's alignment, extents and row strides non-negative, extents divisible by D<i>
+    where D<i> > 1) and the view, as MAKE_VIEW and the DIVISIBLE / NON_NEGATIVE lets before it spell them."""
+    dims = ", ".join(["-1"] * rank)
+    strides = ", ".join(["-1"] * (rank - 1) + ["1"])
+    extents = [f"n{i}" for i in range(rank)]
+    rows = [f"s{i}" for i in range(rank - 1)]
+    generics = ", ".join(["E: ElementType", "const ALIGN: i32", *(f"const D{i}: i32" for i in range(rank))])
+    params = ", ".join(["at: PointerTile<*mut E, { [] }>", *(f"{v}: i32" for v in extents + rows), "token: Token"])
+    body = ["let aligned: PointerTile<*mut E, { [] }> = assume_div_by::<_, ALIGN>(at);"]
+    for i, n in enumerate(extents):
+        body.append(f"let {n}: i32 = assume_bounds_lower::<_, 0>({n});")
+        body.append(f"let {n}: i32 = if D{i} == 1 {{ {n} }} else {{ assume_div_by::<_, D{i}>({n}) }};")
+    body += [f"let {s}: i32 = assume_bounds_lower::<_, 0>({s});" for s in rows]
+    body += [f"let shape: Shape<{{ [{dims}] }}> = Shape::<{{ [{dims}] }}> {{ dims: &[{', '.join(extents)}] }};",
+             f"let strides: Array<{{ [{strides}] }}> = Array::<{{ [{strides}] }}> {{ dims: &[{', '.join(rows)}] }};",
+             "make_tensor_view(aligned, shape, strides, token)"]
+    pad = " " * 12
+    return "\n".join([
+        f"    /// `Array.slice`: the view of {rank} axes at `at`, `ALIGN`-byte aligned, its extents "
+        f"{', '.join(extents)}, each",
+        "    /// divisible by its D<i> where that is over 1, and its row strides"
+        + (f" {', '.join(rows)}" if rows else "") + " in elements, the last axis contiguous.",
+        "    ///",
+        "    /// Only this module's entries call it, each with a pointer into one of its own arrays, the extents and",
+        "    /// strides of a range of that array, as `Array.slice` computes them, and the array's ordering `token`.",
+        f"    fn slice_view_{rank}d<{generics}>(",
+        f"        {params},",
+        f"    ) -> Tensor<E, {{ [{dims}] }}> {{",
+        "        // SAFETY: the range lies inside the array, as above: its start is aligned as the launcher computes",
+        "        // it, its extents and strides are non-negative, and divisible where cuTile Python states it.",
+        f"        let view: Tensor<E, {{ [{dims}] }}> = unsafe {{",
+        *(pad + line for line in body),
+        "        };",
+        "        view",
+        "    }",
+    ]) + "\n"
+
+
+MODULE_FNS |= {f"slice_view_{rank}d": _slice_view(rank) for rank in range(1, MAX_RANK + 1)}
+IDIOM_SLICE_VIEW = "slice_view_{rank}d::<{dtype}, {align}, {divisors}>({ptr}, {values}, {token})"
 
 
 # ---------------------------------------------------------------- lowering rows

@@ -167,6 +167,23 @@
         done
     }
 
+    /// `ct.store(.., allow_tma=False)` ordered after the access `token` completes: as `store_after`, without the
+    /// TMA engine.
+    #[cuda_tile::variadic_op(N = 6)]
+    pub fn store_after_no_tma<E: ElementType, const S: [i32; N]>(
+        view: &Partition<E, S>,
+        tile: Tile<E, S>,
+        index: [i32; N],
+        token: Token,
+        inbounds: [bool; N],
+    ) -> Token {
+        // SAFETY: as `store_after`.
+        let done: Token = unsafe {
+            store_view_raw(view, tile, index, Some(token), ordering::Weak, scope::TileBlock, tma::Disabled, None, inbounds)
+        };
+        done
+    }
+
     /// `ct.exp(x, rounding_mode=APPROX)` on f32 tiles.
     #[cuda_tile::variadic_op(N = 6)]
     pub fn exp_approx<const S: [i32; N]>(x: Tile<f32, S>) -> Tile<f32, S> {
