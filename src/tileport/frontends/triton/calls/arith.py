@@ -283,6 +283,16 @@ def at_run_time(lw, v, node):
     return out
 
 
+def _as_double(lw, v: CV, node):
+    """A symbolic constexpr operand of float arithmetic as a static f64 scalar (Triton folds the expression
+    in double precision); numbers stay constants."""
+    if not isinstance(v.value, (Sym, DimOp)):
+        return v
+    out = lw.b.cast(materialize_int(lw, v, node), "f64", lw.loc(node))
+    lw.static.add(out.name)
+    return out
+
+
 def materialize_int(lw, v: CV, node) -> Ref:
     atom = lw.atom(v, node, "i32")
     out = lw.b.value(OpKind.SCALAR, (atom,), ScalarT(atom.ty.dtype if isinstance(atom, Lit) else "i32"), lw.loc(node),
@@ -368,11 +378,14 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
     _check(lw, op, (a, b), node)
     if isinstance(a, CV) and isinstance(b, CV):
         symbolic = any(isinstance(v.value, (Sym, DimOp)) for v in (a, b))
+        floats = any(isinstance(v.value, float) for v in (a, b))
         at_run = op in ("/", "**", "min", "max", "cdiv") or op not in ("+", "-", "*", "//", "%") and dynamic(lw, a, b)
-        if not (symbolic and at_run):
+        if not (symbolic and (at_run or floats)):
             return _fold(lw, op, a, b, node)
-        a = materialize_int(lw, a, node) if isinstance(a.value, (Sym, DimOp)) else a  # computed at run time
-        b = materialize_int(lw, b, node) if isinstance(b.value, (Sym, DimOp)) else b
+        if floats:  # `0.5 * (BC - 1)`: Triton's constant is a Python float (a double), rounded once where used
+            a, b = (_as_double(lw, v, node) for v in (a, b))
+        a = materialize_int(lw, a, node) if isinstance(a, CV) and isinstance(a.value, (Sym, DimOp)) else a
+        b = materialize_int(lw, b, node) if isinstance(b, CV) and isinstance(b.value, (Sym, DimOp)) else b
     loc = lw.loc(node)
     _float_scalar_params(lw, a, b)
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")
