@@ -319,3 +319,33 @@ def wide({', '.join(arrays)}, s, {', '.join(consts)}, B: tl.constexpr):
     assert bound > 64
     narrow = translate([str(translated(tmp_path, FLOAT_CONSTEXPRS)[0])], None)
     assert "pub const MAX_GENERICS: usize = 64;" in narrow.files["src/support.rs"]
+
+
+REVERSED = """
+    @triton.jit
+    def k(x_ptr, y_ptr, T, D, BD: tl.constexpr):
+        o_d = tl.program_id(0) * BD + tl.arange(0, BD)
+        mask = o_d < D
+        p_x = x_ptr + (T - 1) * D + o_d
+        p_y = y_ptr + (T - 1) * D + o_d
+        acc = tl.zeros([BD], dtype=tl.float32)
+        for i in range(T - 1, -1, -1):
+            acc += tl.load(p_x, mask=mask, other=0.0).to(tl.float32) * i
+            tl.store(p_y, acc.to(p_y.dtype.element_ty), mask=mask)
+            p_x -= D
+            p_y = p_y - D
+"""
+
+
+def test_a_loop_counting_down_walks_its_pointers_back(tmp_path):
+    """`range(T - 1, -1, -1)` with `p -= D`: a forward loop over the iteration count (Rust ranges step
+    forwards only), the variable `T - 1 - iteration`, and the pointers rows `T - 1 - iteration` of a [T, D]
+    view."""
+    path, tr = translated(tmp_path, REVERSED)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    (loop,) = [st for st in walk(k.body) if type(st).__name__ == "For"]
+    assert str(loop.start) == "CDim(dim=0)" and str(loop.step) == "CDim(dim=1)"
+    assert k.views["x_ptr"]["strides"] == ["D", "1"] and k.views["y_ptr"]["strides"] == ["D", "1"]
+    text = translate([str(path)], None).files["src/kern.rs"]
+    assert "step_by" not in text and "x_ptr: &Tensor<E, { [-1, -1] }>" in text
