@@ -105,6 +105,21 @@ def cdiv(lw, args, kwargs, node):
     return binary(lw, "cdiv", x, y, node)
 
 
+def swizzle2d(lw, args, kwargs, node):
+    """tl.swizzle2d(i, j, size_i, size_j, size_g): (i, j) of a size_i x size_j grid renumbered so that
+    groups of size_g rows are walked column by column (the last group has the rows left), in integer
+    arithmetic on non-negative values (Triton's truncating // and % agree with flooring there)."""
+    b = _bind(lw, args, kwargs, ("i", "j", "size_i", "size_j", "size_g"), node, "swizzle2d", 5)
+    i, j, size_i, size_j, size_g = (b[k] for k in ("i", "j", "size_i", "size_j", "size_g"))
+    ij = binary(lw, "+", binary(lw, "*", i, size_j, node), j, node)
+    group = binary(lw, "*", size_g, size_j, node)
+    first = binary(lw, "*", binary(lw, "//", ij, group, node), size_g, node)
+    rows = binary(lw, "min", binary(lw, "-", size_i, first, node), size_g, node)
+    within = binary(lw, "%", ij, group, node)
+    return (binary(lw, "+", first, binary(lw, "%", within, rows, node), node),
+            binary(lw, "//", within, rows, node))
+
+
 def where(lw, cond, x, y, node) -> Ref:
     loc = lw.loc(node)
     if isinstance(cond, CV) and dynamic(lw, cond):
