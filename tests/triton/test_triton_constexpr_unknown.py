@@ -5,6 +5,7 @@ cargo)."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -277,3 +278,74 @@ def test_a_constexpr_tested_for_truth_is_a_flag_whatever_its_name(tmp_path):
     assert not tr.diagnostics, tr.diagnostics
     assert all(not any(p.name == "USE_G_GAMMA" and p.ty == ScalarT("f32") for p in k.params)
                for k in tr.module.kernels)
+
+
+def test_float_arithmetic_on_int_constexprs_is_a_double_at_run_time(tmp_path):
+    """`0.5 * (BC - 1) * SHIFT`: a Python float of tile-size constexprs with no values known; the product is
+    computed in f64 on the const generics and rounded once to the tile's dtype, as Triton folds it."""
+    path, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, n, BC: tl.constexpr, SHIFT: tl.constexpr):
+            offs = tl.program_id(0) * BC + tl.arange(0, BC)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            tl.store(y_ptr + offs, x - 0.5 * (BC - 1) * SHIFT, mask=offs < n)
+    """)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    assert param_types(k)["BC"] == ConstT("int") and param_types(k)["SHIFT"] == ConstT("int")
+    products = [o for o in ops(k, "binary") if o.attr("op") == "mul"]
+    assert [str(o.ty.dtype) for o in products] == ["f64", "f64"]
+    text = translate([str(path)], None).files["src/kern.rs"]
+    assert "0.5f64 * " in text and "const BC: i32, const SHIFT: i32" in text
+
+
+def test_launch_path_holds_the_generics_of_the_largest_entry(tmp_path):
+    """A kernel whose launch pushes more generic arguments than the template's 64 (many rank-2 arrays and
+    constexprs): the crate's launch path is sized for it; a crate within the bound keeps the template's text."""
+    arrays = [f"a{i}" for i in range(24)]
+    consts = [f"C{i}: tl.constexpr" for i in range(8)]
+    body = "\n".join(f"    tl.store({a} + o2, tl.load({a} + o2) * C{i % 8})" for i, a in enumerate(arrays))
+    path = tmp_path / "wide.py"
+    path.write_text(HEADER + f"""@triton.jit
+def wide({', '.join(arrays)}, s, {', '.join(consts)}, B: tl.constexpr):
+    o = tl.arange(0, B)
+    o2 = o[:, None] * s + o[None, :]
+{body}
+""")
+    tr = translate([str(path)], None)
+    assert tr.ok, [r.diagnostic for r in tr.results]
+    assert "pub const MAX_GENERICS: usize = 64;" not in tr.files["src/support.rs"]
+    bound = int(re.search(r"pub const MAX_GENERICS: usize = (\d+);", tr.files["src/support.rs"]).group(1))
+    assert bound > 64
+    narrow = translate([str(translated(tmp_path, FLOAT_CONSTEXPRS)[0])], None)
+    assert "pub const MAX_GENERICS: usize = 64;" in narrow.files["src/support.rs"]
+
+
+REVERSED = """
+    @triton.jit
+    def k(x_ptr, y_ptr, T, D, BD: tl.constexpr):
+        o_d = tl.program_id(0) * BD + tl.arange(0, BD)
+        mask = o_d < D
+        p_x = x_ptr + (T - 1) * D + o_d
+        p_y = y_ptr + (T - 1) * D + o_d
+        acc = tl.zeros([BD], dtype=tl.float32)
+        for i in range(T - 1, -1, -1):
+            acc += tl.load(p_x, mask=mask, other=0.0).to(tl.float32) * i
+            tl.store(p_y, acc.to(p_y.dtype.element_ty), mask=mask)
+            p_x -= D
+            p_y = p_y - D
+"""
+
+
+def test_a_loop_counting_down_walks_its_pointers_back(tmp_path):
+    """`range(T - 1, -1, -1)` with `p -= D`: a forward loop over the iteration count (Rust ranges step
+    forwards only), the variable `T - 1 - iteration`, and the pointers rows `T - 1 - iteration` of a [T, D]
+    view."""
+    path, tr = translated(tmp_path, REVERSED)
+    assert not tr.diagnostics, tr.diagnostics
+    (k,) = tr.module.kernels
+    (loop,) = [st for st in walk(k.body) if type(st).__name__ == "For"]
+    assert str(loop.start) == "CDim(dim=0)" and str(loop.step) == "CDim(dim=1)"
+    assert k.views["x_ptr"]["strides"] == ["D", "1"] and k.views["y_ptr"]["strides"] == ["D", "1"]
+    text = translate([str(path)], None).files["src/kern.rs"]
+    assert "step_by" not in text and "x_ptr: &Tensor<E, { [-1, -1] }>" in text

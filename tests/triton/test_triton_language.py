@@ -532,3 +532,23 @@ def test_block_pointer_element_types_and_constexpr_dot_precisions(tmp_path):
     """)
     assert not tr.diagnostics, tr.diagnostics
     assert sorted(k.name for k in tr.module.kernels) == [f"k_dot_precision{p}" for p in ("ieee", "tf32", "tf32x3")]
+
+
+def test_swizzle2d_renumbers_block_ids_in_integer_arithmetic(tmp_path):
+    """tl.swizzle2d(i, j, size_i, size_j, size_g) on block ids: (first row of the group + ij % rows,
+    ij // rows) of ij = i * size_j + j within groups of size_g rows, the last group's rows being what is left."""
+    _, tr = translated(tmp_path, """
+        @triton.jit
+        def k(x_ptr, y_ptr, M, N, stride, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+            pid_m, pid_n = tl.swizzle2d(tl.program_id(0), tl.program_id(1), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+            o_m = pid_m * BM + tl.arange(0, BM)
+            o_n = pid_n * BN + tl.arange(0, BN)
+            mask = (o_m[:, None] < M) & (o_n[None, :] < N)
+            x = tl.load(x_ptr + o_m[:, None] * stride + o_n[None, :], mask=mask, other=0.0)
+            tl.store(y_ptr + o_m[:, None] * stride + o_n[None, :], x, mask=mask)
+    """)
+    assert not tr.diagnostics, [str(d) for d in tr.diagnostics]
+    (k,) = tr.module.kernels
+    names = [o.attr("op") for o in ops(k, "binary")]
+    assert names.count("min") == 1 and names.count("floordiv") == 2 and names.count("mod") == 2, names
+    assert k.views["x_ptr"] == {"strides": ["stride", "1"], "extents": ["M", "N"]}

@@ -119,3 +119,15 @@ def test_tiles_in_memory_order_keep_the_identity_map():
     acc = A.block_access(A.add(A.mul(arange("r", Sym("BM"), 0), v("stride")), arange("c", Sym("BN"), 1)),
                          (Sym("BN"), Sym("BM")), {"stride"}, None)
     assert memory_order(acc) == [1, 0]
+
+
+def test_rows_counted_back_from_the_end_index_one_dimension():
+    # (T - 1 - t) * D + arange(BD): row T - 1 - t of a [T, D] buffer; split as slab 1 of stride T * D and
+    # row -1 - t, every access would be out of the view's bounds
+    p = A.add(A.mul(A.sub(A.sub(v("T"), A.const(1)), v("t")), v("D")), arange("d", Sym("BD")))
+    acc = A.block_access(p, (Sym("BD"),), {"T", "D"}, None)
+    assert keys(acc.strides) == ["D", "1"] and keys(acc.index) == ["T + -1*t + -1", "0"]
+    # a slab of its own stays one where the row index is not negative (batch 1 of [B, T, D], row t)
+    p = A.add(A.add(A.mul(v("T"), v("D")), A.mul(v("t"), v("D"))), arange("d", Sym("BD")))
+    acc = A.block_access(p, (Sym("BD"),), {"T", "D"}, None)
+    assert keys(acc.strides) == ["D*T", "D", "1"] and keys(acc.index) == ["1", "t", "0"]

@@ -31,7 +31,7 @@ from tileport.emit.rust.ffi import (KernelGroup, emit_launcher, pinned_codes, pi
 from tileport.emit.rust.kernel import (UNIT_AXIS_CAPTURE, alignment_generic, derived_dims, derived_name, emit_kernel,
                                        launch_alignments, stride_params, unit_axis_generics)
 from tileport.emit.rust.launch import emit_launcher as idiom_launcher
-from tileport.emit.rust.launch import idiomatic_unit_axes
+from tileport.emit.rust.launch import idiomatic_unit_axes, launch_rs
 from tileport.emit.rust.names import RESERVED_MODULES, RUST_KEYWORDS
 from tileport.model.ir import Kernel
 from tileport.proc import ToolTimeout
@@ -377,7 +377,8 @@ def render_crate(mods: list[ModuleSource], crate: str = "tileport_kernels",
     extra: tuple[str, ...] = ()
     if not faithful:
         files["rustfmt.toml"] = RUSTFMT_TOML
-        files["src/support.rs"] = idiom.support_rs(files["src/support.rs"], LAUNCH_RS.read_text())
+        launch = launch_rs(LAUNCH_RS.read_text(), [v for gs in groups.values() for g in gs for v in g.variants])
+        files["src/support.rs"] = idiom.support_rs(files["src/support.rs"], launch)
         if helpers or shims:
             extra = (idiom.TILES_MODULE,)
             files[f"src/{idiom.TILES_MODULE}.rs"] = idiom.tiles_rs(helpers, shims, __version__)

@@ -23,7 +23,8 @@ from tileport.emit.rust.names import fresh_name
 from tileport.model.ir import Kernel, Let
 from tileport.model.types import DVar, Sym
 
-MAX_GENERICS = 64  # templates/launch.rs
+MAX_GENERICS = 64  # templates/launch.rs: the bound a crate's support.rs keeps unless an entry needs more
+MAX_GENERICS_LINE = "pub const MAX_GENERICS: usize = {};"
 FLOATS = ["f32", "f16", "bf16"]  # templates/launch.rs `FLOATS`
 # Locals of every launcher; C parameter names must not collide with them.
 LOCALS = frozenset({"grid", "grid_x", "grid_y", "grid_z", "device_id", "stream", "l", "call", "launch", "dtype",
@@ -277,10 +278,6 @@ def _variant(k: Kernel, names: dict[str, str], owned: dict, entry: str, width: i
     characters. With a `layout` (`_layout_lines`; True: it passes strides), the arrays' dtypes and the strides
     come from it."""
     _check_fits(k, list(k.dtype_vars))
-    if len(k.params) + len(k.dtype_vars) + len(derived_dims(k)) + sum(p.ty.rank for p in k.array_params) \
-            > MAX_GENERICS:
-        raise Diagnostic(f"`{k.name}` has more generic arguments than the launcher holds ({MAX_GENERICS})", k.loc,
-                         "launcher", kernel=k.name)
     lines = []
     codes = {}
     for dv in k.dtype_vars:
@@ -311,6 +308,22 @@ def _variant(k: Kernel, names: dict[str, str], owned: dict, entry: str, width: i
         lines += _alignment(k, st, names)
     specialization, arguments = _chain(k, names, owned, call, derived, layout)
     return lines + _statements(f"l.call({entry})", specialization + arguments + [".go()"], width)
+
+
+def generic_count(k: Kernel) -> int:
+    """At most how many generic arguments a launch of `k` pushes (its parameters, dtypes, derived constants and
+    array extents)."""
+    return len(k.params) + len(k.dtype_vars) + len(derived_dims(k)) + sum(p.ty.rank for p in k.array_params)
+
+
+def launch_rs(template: str, kernels: list[Kernel]) -> str:
+    """templates/launch.rs with room for the generic arguments of the largest entry among `kernels` (the
+    template's bound where all fit, so that crates within it keep the template's text)."""
+    most = max([MAX_GENERICS, *(generic_count(k) for k in kernels)])
+    line = MAX_GENERICS_LINE.format(MAX_GENERICS)
+    if line not in template:
+        raise ValueError(f"templates/launch.rs lost `{line}`")
+    return template.replace(line, MAX_GENERICS_LINE.format(most))
 
 
 def _statements(start: str, calls: list[str], width: int) -> list[str]:

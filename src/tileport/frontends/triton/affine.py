@@ -193,6 +193,23 @@ def _nested_stride(m: Monomial, axis_key: Monomial, outer: list[Monomial]) -> Mo
     return None
 
 
+def _fold_borrows(extra: dict[Monomial, Poly]) -> None:
+    """`x + (T - 1 - t) * D` reads row `T - 1 - t` of a [T, D] buffer, not row `-1 - t` of the slab `1` of
+    stride `T * D` (no view holds a negative index): a constant index along a stride that is another
+    dimension's stride times scalar parameters moves into that dimension's index where the latter has
+    negative terms."""
+    for outer in sorted(extra, key=len, reverse=True):
+        index = extra.get(outer)
+        if index is None or set(index) != {()} or index[()] <= 0:
+            continue
+        for inner in extra:
+            rest = _without(outer, inner) if inner != outer else None
+            if rest and all(f[0] == "v" for f in rest) and any(c < 0 for c in extra[inner].values()):
+                extra[inner] = add(extra[inner], {rest: index[()]})
+                del extra[outer]
+                break
+
+
 @dataclass
 class BlockAccess:
     """A partition-view access: array dims (extra dims first, then the tile axes), their strides,
@@ -251,6 +268,7 @@ def block_access(p: Poly, shape: tuple, params: set[str], bounds: list[Bound] | 
         else:
             stride_m, other = _stride_and_index(m, params)
             extra[stride_m] = add(extra.get(stride_m, {}), {other: c})
+    _fold_borrows(extra)
     outer = list(extra)
     for m, c, axis in on_axis:
         nested = _nested_stride(m, axis_keys[axis], outer)

@@ -169,19 +169,23 @@ class ControlFlowMixin:
         start, stop, step, static = self.loop_bounds(s.iter)
         if static is not None:
             return self.unrolled(s, static)
+        back = _negative_step(step)
+        first = start
+        if back is not None:  # Rust ranges step forwards: the loop counts iterations, its variable steps back
+            start, stop, step = CDim(0), self.trip_count(first, stop, back, s), CDim(1)
         incs = self.pointer_increments(s)
         nested = self.nested_increments(s, incs)
         self.materialize_carried(s)
         fresh = self.fresh_pointers(s)
         self.scopes.append(Scope("loop"))
         self.b.push()
-        index = self.b.fresh(s.target.id)
+        index = self.b.fresh(s.target.id if back is None else f"{s.target.id}_iter")
         self.forget(index)
         ref = Ref(index, ScalarT("i32"))
         self.scopes[-1].vars.update({name: Gone(name) for name in fresh})
-        self.scopes[-1].vars[s.target.id] = ref
         self.track_scalar(ref)
         iteration = self.loop_iteration(ref, start, step, s)
+        self.scopes[-1].vars[s.target.id] = ref if back is None else self.stepped_back(first, back, ref, s)
         for name, (p0, inc, st) in incs.items():
             self.scopes[-1].vars[name] = self.memory.advanced(self, p0, inc, iteration, s)
             # after the increment statement, the rest of the body sees the next iteration's pointer
@@ -214,9 +218,29 @@ class ControlFlowMixin:
         bounds = [self.int_atom(v, a) for v, a in zip(values, it.args)]
         start, stop, step = (CDim(0), bounds[0], CDim(1)) if len(bounds) == 1 else \
             (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else CDim(1))
-        if isinstance(step, CDim) and isinstance(step.dim, int) and step.dim <= 0:
-            raise self.fail(it, "only positive range() steps are supported", "for")
+        if isinstance(step, (CDim, Lit)) and getattr(step, "dim", getattr(step, "value", None)) == 0:
+            raise self.fail(it, "range() step must not be zero", "for")
         return start, stop, step, None
+
+    def trip_count(self, start: Atom, stop: Atom, k: int, node: ast.AST) -> Ref:
+        """The iterations of `range(start, stop, -k)`: `(start - stop + k - 1) // k` (none where negative)."""
+        span = self.int_binary("sub", start, stop, node, "span")
+        return self.int_binary("floordiv", self.int_binary("add", span, Lit(k - 1, ScalarT("i32")), node, "span"),
+                               Lit(k, ScalarT("i32")), node, "trips")
+
+    def stepped_back(self, start: Atom, k: int, i: Ref, node: ast.For) -> Ref:
+        """The variable of `range(start, stop, -k)` in iteration `i`: `start - k * i`."""
+        out = self.int_binary("sub", start, self.int_binary("mul", Lit(k, ScalarT("i32")), i, node, "back"), node,
+                              node.target.id)
+        start_p = self.atom_poly(start)
+        self.track_scalar(out)
+        if start_p is not None:
+            self.poly[out.name] = A.sub(start_p, A.mul(A.const(k), A.factor(("v", i.name))))
+        return out
+
+    def int_binary(self, op: str, a: Atom, b: Atom, node: ast.AST, hint: str) -> Ref:
+        return self.b.value(OpKind.BINARY, (a, b), ScalarT("i32"), self.loc(node), hint=hint, op=op, rounding=None,
+                            ftz=None, nan=None)
 
     def unrolled(self, s: ast.For, values: list[int]) -> None:
         for v in values:
@@ -599,18 +623,30 @@ def _loop_targets(s: ast.For) -> set[str]:
 
 
 def _increment(st: ast.stmt) -> tuple[str | None, ast.expr | None]:
-    """(name, increment expression) of `p += e`, `p = p + e` or `p = tl.advance(p, e)`."""
-    if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add) and isinstance(st.target, ast.Name):
-        return st.target.id, st.value
+    """(name, increment expression) of `p += e`, `p = p + e` or `p = tl.advance(p, e)`; `p -= e` and
+    `p = p - e` (a pointer walked backwards) increment by `-e`."""
+    if isinstance(st, ast.AugAssign) and isinstance(st.op, (ast.Add, ast.Sub)) and isinstance(st.target, ast.Name):
+        return st.target.id, _signed(st.value, st.op)
     if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
         name, v = st.targets[0].id, st.value
-        if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add) and isinstance(v.left, ast.Name) \
+        if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub)) and isinstance(v.left, ast.Name) \
                 and v.left.id == name:
-            return name, v.right
+            return name, _signed(v.right, v.op)
         if isinstance(v, ast.Call) and (dotted(v.func) or "").endswith("advance") and len(v.args) == 2 \
                 and isinstance(v.args[0], ast.Name) and v.args[0].id == name:
             return name, v.args[1]
     return None, None
+
+
+def _negative_step(step: Atom) -> int | None:
+    """k of a constant step -k < 0, else None."""
+    value = step.dim if isinstance(step, CDim) else step.value if isinstance(step, Lit) else None
+    return -value if type(value) is int and value < 0 else None
+
+
+def _signed(e: ast.expr, op: ast.operator) -> ast.expr:
+    """The step `e` of an increment by `op`: `-e` for a subtraction, located at `e`."""
+    return e if isinstance(op, ast.Add) else ast.copy_location(ast.UnaryOp(ast.USub(), e), e)
 
 
 def _target_names(st: ast.stmt) -> set[str]:

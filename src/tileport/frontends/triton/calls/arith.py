@@ -105,6 +105,21 @@ def cdiv(lw, args, kwargs, node):
     return binary(lw, "cdiv", x, y, node)
 
 
+def swizzle2d(lw, args, kwargs, node):
+    """tl.swizzle2d(i, j, size_i, size_j, size_g): (i, j) of a size_i x size_j grid renumbered so that
+    groups of size_g rows are walked column by column (the last group has the rows left), in integer
+    arithmetic on non-negative values (Triton's truncating // and % agree with flooring there)."""
+    b = _bind(lw, args, kwargs, ("i", "j", "size_i", "size_j", "size_g"), node, "swizzle2d", 5)
+    i, j, size_i, size_j, size_g = (b[k] for k in ("i", "j", "size_i", "size_j", "size_g"))
+    ij = binary(lw, "+", binary(lw, "*", i, size_j, node), j, node)
+    group = binary(lw, "*", size_g, size_j, node)
+    first = binary(lw, "*", binary(lw, "//", ij, group, node), size_g, node)
+    rows = binary(lw, "min", binary(lw, "-", size_i, first, node), size_g, node)
+    within = binary(lw, "%", ij, group, node)
+    return (binary(lw, "+", first, binary(lw, "%", within, rows, node), node),
+            binary(lw, "//", within, rows, node))
+
+
 def where(lw, cond, x, y, node) -> Ref:
     loc = lw.loc(node)
     if isinstance(cond, CV) and dynamic(lw, cond):
@@ -283,6 +298,16 @@ def at_run_time(lw, v, node):
     return out
 
 
+def _as_double(lw, v: CV, node):
+    """A symbolic constexpr operand of float arithmetic as a static f64 scalar (Triton folds the expression
+    in double precision); numbers stay constants."""
+    if not isinstance(v.value, (Sym, DimOp)):
+        return v
+    out = lw.b.cast(materialize_int(lw, v, node), "f64", lw.loc(node))
+    lw.static.add(out.name)
+    return out
+
+
 def materialize_int(lw, v: CV, node) -> Ref:
     atom = lw.atom(v, node, "i32")
     out = lw.b.value(OpKind.SCALAR, (atom,), ScalarT(atom.ty.dtype if isinstance(atom, Lit) else "i32"), lw.loc(node),
@@ -368,11 +393,14 @@ def binary(lw, op: str, a: Any, b: Any, node, ieee: bool = False) -> Any:
     _check(lw, op, (a, b), node)
     if isinstance(a, CV) and isinstance(b, CV):
         symbolic = any(isinstance(v.value, (Sym, DimOp)) for v in (a, b))
+        floats = any(isinstance(v.value, float) for v in (a, b))
         at_run = op in ("/", "**", "min", "max", "cdiv") or op not in ("+", "-", "*", "//", "%") and dynamic(lw, a, b)
-        if not (symbolic and at_run):
+        if not (symbolic and (at_run or floats)):
             return _fold(lw, op, a, b, node)
-        a = materialize_int(lw, a, node) if isinstance(a.value, (Sym, DimOp)) else a  # computed at run time
-        b = materialize_int(lw, b, node) if isinstance(b.value, (Sym, DimOp)) else b
+        if floats:  # `0.5 * (BC - 1)`: Triton's constant is a Python float (a double), rounded once where used
+            a, b = (_as_double(lw, v, node) for v in (a, b))
+        a = materialize_int(lw, a, node) if isinstance(a, CV) and isinstance(a.value, (Sym, DimOp)) else a
+        b = materialize_int(lw, b, node) if isinstance(b, CV) and isinstance(b.value, (Sym, DimOp)) else b
     loc = lw.loc(node)
     _float_scalar_params(lw, a, b)
     dtype = _operand_dtype(lw, a, b, node, f"operator {op}")

@@ -11,8 +11,8 @@ from tileport.diagnostics import NeedsSpecialization
 from tileport.frontends.triton import memory as M
 from tileport.frontends.triton.calls.arith import (DOWNCAST_ROUNDING, arange, binary, bitcast, cdiv, clamp, div_rn,
                                                    dynamic, fdiv, fma, full, full_like, materialize_int, math_fn,
-                                                   pointer_type, recast, round_away, sigmoid, tl_where, to, trunc, two,
-                                                   zeros, zeros_like)
+                                                   pointer_type, recast, round_away, sigmoid, swizzle2d, tl_where, to,
+                                                   trunc, two, zeros, zeros_like)
 from tileport.frontends.triton.calls.atomics import ATOMIC_RMW, atomic_cas, atomic_rmw
 from tileport.frontends.triton.calls.base import (DESCRIPTOR_METHODS, IDENTITY, NO_OP, TL_DTYPES, UNARY, UNSUPPORTED,
                                                   _bind)
@@ -222,7 +222,7 @@ def tl_range(lw, args, kwargs, node):
 
 TL = {
     "program_id": program_id, "num_programs": num_programs, "arange": arange, "full": full, "zeros": zeros,
-    "pointer_type": pointer_type,
+    "pointer_type": pointer_type, "swizzle2d": swizzle2d,
     "zeros_like": zeros_like, "full_like": full_like, "cdiv": cdiv, "where": tl_where, "load": M.load,
     "store": M.store, "make_block_ptr": M.make_block_ptr, "advance": M.advance,
     "make_tensor_descriptor": M.make_tensor_descriptor, "load_tensor_descriptor": M.load_tensor_descriptor,
