@@ -404,12 +404,12 @@ def test_the_c_abi_and_the_manifest_parameters_are_the_faithful_ones(corpus_file
 
 
 def test_committed_crate_counts():
-    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 129 `unsafe` in all (126 now; issue 35's
+    """rust/ (the idiomatic corpus port): no `unsafe` kernel entry, at most 133 `unsafe` in all (130 now; issue 35's
     bar is 150, 755 in the faithful rendering of the 39 kernels then; each C-ABI launcher's `#[unsafe(no_mangle)]`
     included), no launcher macro, and every launcher within 25 lines."""
     texts = {p.name: p.read_text() for p in (CRATE / "src").glob("*.rs")}
     assert not any(re.search(r"#\[cutile::entry\([^\n]*\)\]\n\s*pub unsafe fn", t) for t in texts.values())
-    assert sum(len(re.findall(r"\bunsafe\b", t)) for t in texts.values()) <= 129
+    assert sum(len(re.findall(r"\bunsafe\b", t)) for t in texts.values()) <= 133
     assert texts["attention.rs"].count("assume_div_by::<") == 1  # single-element gathers: in `load_element` only
     # tile gathers and scatters, `Array.slice` views loaded with zero padding: in the module's `gather_tile`,
     # `scatter_tile`, `slice_view_2d` (grouped_gemm: c's view, stored through `store_after`, keeps its 6)
