@@ -111,7 +111,7 @@ def test_single_element_gather_states_its_alignment(tmp_path):
     gather; the port lacked it (IR diff CRITICAL assume/ptr_div_by_lost)."""
     module = _translate_length_loop(tmp_path)
     assert re.search(r"load_element::<i32, 4>\(\s*\w+_ptrs,", module), module  # ALIGN: 4 bytes, the i32
-    assert "unsafe { assume_div_by::<_, ALIGN>(ptr) }" in module, module
+    assert "= assume_div_by::<_, ALIGN>(ptr);" in module, module
 
 
 def test_every_attention_variant_translates():

@@ -172,7 +172,7 @@ class ControlFlowMixin:
         back = _negative_step(step)
         first = start
         if back is not None:  # Rust ranges step forwards: the loop counts iterations, its variable steps back
-            start, stop, step = CDim(0), self.trip_count(first, stop, back, s), CDim(1)
+            start, stop, step = CDim(0), self.backward_trips(first, stop, back, s), CDim(1)
         incs = self.pointer_increments(s)
         nested = self.nested_increments(s, incs)
         self.materialize_carried(s)
@@ -222,7 +222,7 @@ class ControlFlowMixin:
             raise self.fail(it, "range() step must not be zero", "for")
         return start, stop, step, None
 
-    def trip_count(self, start: Atom, stop: Atom, k: int, node: ast.AST) -> Ref:
+    def backward_trips(self, start: Atom, stop: Atom, k: int, node: ast.AST) -> Ref:
         """The iterations of `range(start, stop, -k)`: `(start - stop + k - 1) // k` (none where negative)."""
         span = self.int_binary("sub", start, stop, node, "span")
         return self.int_binary("floordiv", self.int_binary("add", span, Lit(k - 1, ScalarT("i32")), node, "span"),
