@@ -74,6 +74,19 @@ def test_graph_breaking_baselines_compile_to_their_eager_results():
         assert all(torch.equal(g, w) for g, w in pairs), name
 
 
+def test_backward_baselines_make_the_forward_state_once_per_input(monkeypatch):
+    """The state autograd's forward saved is made once per input, not in every timed call."""
+    from tileport.ops import baselines as B
+    made = []
+    real = torch.log_softmax
+    monkeypatch.setattr(torch, "log_softmax", lambda *a, **k: made.append(1) or real(*a, **k))
+    spec = SPECS["cross_entropy_bwd"]
+    inputs = spec.make_inputs((37, 1000), "float32", "cpu", 0)
+    B._SAVED.clear()
+    first = BASELINES["cross_entropy_bwd"](*inputs)
+    assert torch.equal(BASELINES["cross_entropy_bwd"](*inputs), first) and len(made) == 1
+
+
 def test_baselines_compute_in_the_input_dtype():
     """Not the f32 reference in disguise: the element-wise baselines keep f16 intermediates, so their
     f16 result differs from the reference's single rounding somewhere."""

@@ -450,8 +450,8 @@ def cross_entropy(logits, labels, ignore_index):
 
 def cross_entropy_bwd(logits, labels, lse, dloss, ignore_index):
     torch = _t()
-    log_p = _saved(("cross_entropy", _tensor_key(logits)), lambda: torch.log_softmax(logits.float(), dim=1))
-    target = _saved(("labels", _tensor_key(labels)), lambda: labels.long())
+    log_p, target = _saved(("cross_entropy", _tensor_key(logits), _tensor_key(labels)),
+                           lambda: (torch.log_softmax(logits.float(), dim=1), labels.long()))
     total = torch.zeros((), dtype=torch.float32, device=logits.device)
     grad = torch.ops.aten.nll_loss_backward(dloss, log_p, target, None, 0, ignore_index, total)
     return torch.ops.aten._log_softmax_backward_data(grad, log_p, 1, torch.float32).to(logits.dtype)
