@@ -184,8 +184,9 @@ def check_ports(bundle: Path, lib: Path, site: Path, out: Path, jobs: int, deadl
         list(pool.map(one, fresh))
     if on_progress:
         on_progress(results)
-    correct = [k for k in kernels if verdict(results.get(kernel_id(k["file"], k["kernel"])))["correct"]
-               and verdict(results.get(kernel_id(k["file"], k["kernel"])))["parity"] is None]
+    verdicts = {kernel_id(k["file"], k["kernel"]): verdict(results.get(kernel_id(k["file"], k["kernel"])))
+                for k in kernels}
+    correct = [k for k in kernels if (v := verdicts[kernel_id(k["file"], k["kernel"])])["correct"] and v["parity"] is None]
     left = deadline - time.monotonic()
     if correct and left > 20:
         timed = _triton_check([f"{site / k['file']}::{k['kernel']}" for k in correct], bundle, lib, out / "time",
